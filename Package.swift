@@ -1,0 +1,41 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "baton",
+    products: [
+        .library(name: "BatonCore", targets: ["BatonCore"]),
+        .library(name: "BatonStore", targets: ["BatonStore"]),
+        .executable(name: "batond", targets: ["batond"]),
+        .executable(name: "baton", targets: ["baton"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "CBatonSystem"),
+        .target(name: "BatonCore", dependencies: ["CBatonSystem"]),
+        .executableTarget(name: "EmbedMigrations"),
+        .plugin(
+            name: "EmbedMigrationsPlugin",
+            capability: .buildTool(),
+            dependencies: ["EmbedMigrations"],
+            path: "Sources/EmbedMigrationsPlugin"
+        ),
+        .target(
+            name: "BatonStore",
+            dependencies: ["BatonCore", "CSQLite"],
+            plugins: ["EmbedMigrationsPlugin"]
+        ),
+        .target(name: "BatonIPC", dependencies: ["BatonCore", "BatonStore", "CBatonSystem"]),
+        .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "CBatonSystem"]),
+        .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC"]),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
+        .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),
+        .testTarget(name: "BatondTests", dependencies: ["batond"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonIPC", "BatonStore"]),
+    ]
+)

@@ -1,0 +1,74 @@
+import Foundation
+
+extension Action {
+    /// The param names an action may declare: environment-variable safe once upper-cased.
+    public static func isValidParamName(_ name: String) -> Bool {
+        let scalars = Array(name.unicodeScalars)
+        guard let first = scalars.first, scalars.count <= 64 else { return false }
+        let isLetter: (Unicode.Scalar) -> Bool = { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || $0 == "_" }
+        return isLetter(first) && scalars.allSatisfy { isLetter($0) || ("0"..."9").contains($0) }
+    }
+
+    /// The trigger's params checked against the declaration, with defaults filled in.
+    /// Throws `badRequest` naming the param that is undeclared, missing or does not match.
+    public func resolveParams(_ given: [String: String]) throws(BatonError) -> [String: String] {
+        var resolved: [String: String] = [:]
+        for (name, value) in given {
+            guard let spec = params[name] else {
+                let known = params.keys.sorted()
+                throw .badRequest(known.isEmpty
+                    ? "action \(self.name) takes no params, got \(name)"
+                    : "action \(self.name) has no param \(name) (it takes: \(known.joined(separator: ", ")))")
+            }
+            guard !value.contains("\n"), !value.contains("\0"), !value.contains("\r") else {
+                throw .badRequest("param \(name): a value may not contain a newline or NUL")
+            }
+            guard value.utf8.count <= 4_096 else {
+                throw .badRequest("param \(name): the value is longer than 4096 bytes")
+            }
+            if let pattern = spec.pattern, !Self.matches(value, pattern: pattern) {
+                throw .badRequest("param \(name): \(Self.quoted(value)) does not match \(pattern)")
+            }
+            resolved[name] = value
+        }
+        for (name, spec) in params where resolved[name] == nil {
+            guard let value = spec.defaultValue else {
+                throw .badRequest("param \(name) is required by action \(self.name)")
+            }
+            resolved[name] = value
+        }
+        return resolved
+    }
+
+    /// The single-flight key for resolved params: the name, plus `name=value` of each key param.
+    public func key(for params: [String: String]) -> String {
+        guard !keyParams.isEmpty else { return name }
+        return ([name] + keyParams.map { "\($0)=\(params[$0] ?? "")" }).joined(separator: " ")
+    }
+
+    /// The policy for a trigger that may ask for one; throws `badRequest` when the action does not allow it.
+    public func resolvePolicy(_ requested: Policy?) throws(BatonError) -> Policy {
+        guard let requested, requested != policy else { return policy }
+        guard policies.contains(requested) else {
+            let allowed = ([policy] + policies.sorted { $0.rawValue < $1.rawValue }).map(\.rawValue)
+            throw .badRequest("action \(name) does not allow policy \(requested.rawValue) (allowed: \(allowed.joined(separator: ", ")))")
+        }
+        return requested
+    }
+
+    /// Whether `pattern` is a regular expression Swift can compile.
+    public static func isValidPattern(_ pattern: String) -> Bool {
+        (try? Regex(pattern)) != nil
+    }
+
+    static func matches(_ value: String, pattern: String) -> Bool {
+        guard let regex = try? Regex(pattern) else { return false }
+        return (try? regex.wholeMatch(in: value)) != nil
+    }
+
+    /// A value in double quotes for messages, cut at 80 characters.
+    public static func quoted(_ value: String) -> String {
+        "\"" + value.prefix(80).replacingOccurrences(of: "\"", with: "\\\"") + (value.count > 80 ? "…" : "") + "\""
+    }
+}
+

@@ -1,0 +1,99 @@
+/// A named definition of work: what to run, for how long, and what a second trigger does.
+public struct Action: Sendable, Equatable {
+    /// The action's name, unique in the config.
+    public var name: String
+    /// The argv to run, without a shell; empty for an in-process action.
+    public var exec: [String]
+    /// The working directory of the process; the daemon's when nil.
+    public var cwd: String?
+    /// Extra environment variables of the process.
+    public var env: [String: String]
+    /// How long a run may take, from its first `loading` to its end, retries and backoffs included.
+    public var timeout: Duration?
+    /// How long a process group has between SIGTERM and SIGKILL.
+    public var killGrace: Duration
+    /// What a trigger does when the key already has a run in flight.
+    public var policy: Policy
+    /// The policies a trigger may ask for instead of `policy`.
+    public var policies: Set<Policy>
+    /// How often and how soon a failed run is tried again.
+    public var retry: RetryPolicy
+    /// The params a trigger may pass, by name.
+    public var params: [String: ParamSpec]
+    /// The params whose values are part of the single-flight key, in key order.
+    public var keyParams: [String]
+    /// What recovery does with a run that a crash of the daemon interrupted.
+    public var onInterrupt: InterruptPolicy
+    /// A sentence saying what the action does, for `baton actions`.
+    public var description: String?
+
+    public init(
+        name: String, exec: [String] = [], cwd: String? = nil, env: [String: String] = [:],
+        timeout: Duration? = nil, killGrace: Duration = .seconds(5), policy: Policy = .reject,
+        policies: Set<Policy> = [], retry: RetryPolicy = .none, params: [String: ParamSpec] = [:],
+        keyParams: [String] = [], onInterrupt: InterruptPolicy = .fail, description: String? = nil
+    ) {
+        self.name = name
+        self.exec = exec
+        self.cwd = cwd
+        self.env = env
+        self.timeout = timeout
+        self.killGrace = killGrace
+        self.policy = policy
+        self.policies = policies
+        self.retry = retry
+        self.params = params
+        self.keyParams = keyParams
+        self.onInterrupt = onInterrupt
+        self.description = description
+    }
+}
+
+/// What recovery does with a run left `loading` or `retrying` by a crash.
+public enum InterruptPolicy: String, Codable, Sendable {
+    /// End it as `failure` with reason `interrupted`.
+    case fail
+    /// Queue it again, to start from the beginning.
+    case restart
+}
+
+/// How many more attempts a failed run gets, and how long to wait before each.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Attempts after the first one; 0 means no retry.
+    public var attempts: Int
+    /// The wait before the first retry; each later one doubles it, up to `maxBackoff`.
+    public var backoff: Duration
+    /// The longest wait between attempts.
+    public var maxBackoff: Duration
+
+    public init(attempts: Int, backoff: Duration = .seconds(1), maxBackoff: Duration = .seconds(60)) {
+        self.attempts = attempts
+        self.backoff = backoff
+        self.maxBackoff = maxBackoff
+    }
+
+    /// No retry: a failed attempt ends the run.
+    public static let none = RetryPolicy(attempts: 0)
+
+    /// The wait after failed attempt `attempt` (1-based): exponential, capped, with "equal jitter"
+    /// (half fixed, half random) so that retries of many runs spread out. `unit` is in [0, 1).
+    public func delay(afterAttempt attempt: Int, unit: Double) -> Duration {
+        let base = backoff.secondsValue * Double(1 << min(max(attempt - 1, 0), 30))
+        let capped = min(base, maxBackoff.secondsValue)
+        let seconds = capped / 2 + capped / 2 * min(max(unit, 0), 1)
+        return .microseconds(Int64(seconds * 1_000_000))
+    }
+}
+
+/// One param an action accepts.
+public struct ParamSpec: Sendable, Equatable {
+    /// A regular expression the whole value must match.
+    public var pattern: String?
+    /// The value when a trigger does not pass one; without a default the param is required.
+    public var defaultValue: String?
+
+    public init(pattern: String? = nil, defaultValue: String? = nil) {
+        self.pattern = pattern
+        self.defaultValue = defaultValue
+    }
+}

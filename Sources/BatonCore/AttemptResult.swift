@@ -1,0 +1,52 @@
+/// How one attempt of a run ended.
+public struct AttemptResult: Sendable, Equatable {
+    /// Whether the attempt did its work: exit status 0, or a closure that returned.
+    public var succeeded: Bool
+    /// Whether a process or task started at all.
+    public var started: Bool
+    public var exitCode: Int32?
+    public var signal: Int32?
+    /// What went wrong, for people: "exited with status 3: disk full".
+    public var error: String?
+
+    public init(succeeded: Bool, started: Bool = true, exitCode: Int32? = nil, signal: Int32? = nil, error: String? = nil) {
+        self.succeeded = succeeded
+        self.started = started
+        self.exitCode = exitCode
+        self.signal = signal
+        self.error = error
+    }
+
+    /// A process that exited with `status`; `lastErrorLine` is the last line it wrote to stderr.
+    public static func exited(status: Int32, lastErrorLine: String? = nil) -> AttemptResult {
+        if status == 0 { return AttemptResult(succeeded: true, exitCode: 0) }
+        return AttemptResult(succeeded: false, exitCode: status,
+                             error: withLine("exited with status \(status)", lastErrorLine))
+    }
+
+    /// A process killed by `signal`.
+    public static func killed(signal: Int32, lastErrorLine: String? = nil) -> AttemptResult {
+        AttemptResult(succeeded: false, signal: signal, error: withLine("killed by signal \(signal)", lastErrorLine))
+    }
+
+    /// The process could not be started (no such file, bad cwd, …).
+    public static func failedToStart(_ message: String) -> AttemptResult {
+        AttemptResult(succeeded: false, started: false, error: message)
+    }
+
+    /// A closure that returned.
+    public static let success = AttemptResult(succeeded: true)
+
+    /// A closure that threw.
+    public static func threw(_ message: String) -> AttemptResult {
+        AttemptResult(succeeded: false, error: message)
+    }
+
+    /// The attempt never began because the run was stopped first.
+    public static let notStarted = AttemptResult(succeeded: false, started: false)
+
+    private static func withLine(_ head: String, _ line: String?) -> String {
+        guard let line, !line.isEmpty else { return head }
+        return "\(head): \(line)"
+    }
+}

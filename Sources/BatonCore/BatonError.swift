@@ -1,0 +1,48 @@
+/// Why the conductor refused or could not serve a request. Each case maps to a stable wire code.
+public enum BatonError: Error, Sendable, Equatable {
+    /// The key has a run in flight and the policy is `reject`.
+    case busy(run: Int64, action: String, phase: Phase, since: Timestamp)
+    /// No action has that name.
+    case unknownAction(String)
+    /// No run has that id.
+    case unknownRun(Int64)
+    /// The request is malformed or asks for something the action does not allow.
+    case badRequest(String)
+    /// The peer may not do this.
+    case forbidden(String)
+    /// The daemon is stopping and takes no new triggers.
+    case shuttingDown
+    /// The history cannot be written (full disk, I/O error); nothing was started.
+    case storeUnavailable(String)
+    /// A bug or an unexpected system failure.
+    case internalError(String)
+
+    /// The stable code on the wire.
+    public var code: String {
+        switch self {
+        case .busy: "busy"
+        case .unknownAction: "unknown_action"
+        case .unknownRun: "unknown_run"
+        case .badRequest: "bad_request"
+        case .forbidden: "forbidden"
+        case .shuttingDown: "shutting_down"
+        case .storeUnavailable: "store_unavailable"
+        case .internalError: "internal"
+        }
+    }
+
+    /// A sentence for people.
+    public var message: String {
+        switch self {
+        case let .busy(run, action, phase, since):
+            "\(action) is busy: run \(run) is \(phase.rawValue) since \(since.rawValue / 1_000_000) (epoch seconds)"
+        case let .unknownAction(name): "unknown action \(Action.quoted(name))"
+        case let .unknownRun(id): "no run \(id)"
+        case let .badRequest(message): message
+        case let .forbidden(message): message
+        case .shuttingDown: "batond is shutting down and takes no new triggers"
+        case let .storeUnavailable(message): "the history cannot be written: \(message)"
+        case let .internalError(message): message
+        }
+    }
+}

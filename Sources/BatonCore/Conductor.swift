@@ -1,0 +1,461 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs actions with single flight per key and records every phase change: the heart of Baton.
+///
+/// Decisions are made synchronously inside the actor (no `await` between a lookup and the
+/// change it guards); only store commits and attempts are awaited. A trigger is answered after
+/// its `queued` transition is committed, and an attempt starts after its `loading` transition is.
+public actor Conductor {
+    /// What a conductor is built with.
+    public struct Options: Sendable {
+        /// The most runs loading or retrying at once, across all keys.
+        public var maxConcurrentRuns: Int
+        /// Starts the attempts of actions that run a process.
+        public var execRunner: any Runner
+        /// A number in [0, 1) for backoff jitter.
+        public var random: @Sendable () -> Double
+
+        public init(
+            maxConcurrentRuns: Int = Conductor.processorCount,
+            execRunner: any Runner = ExecRunner(),
+            random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        ) {
+            self.maxConcurrentRuns = maxConcurrentRuns
+            self.execRunner = execRunner
+            self.random = random
+        }
+    }
+
+    /// The number of online CPUs, the default concurrency limit.
+    public static var processorCount: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
+
+    /// A run in flight and everything needed to drive it.
+    struct LiveRun {
+        var snapshot: RunSnapshot
+        var action: Action
+        var machine: RunMachine
+        var seq: Int
+        var attempt: (any Attempt)?
+        var waiters: [AsyncStream<RunUpdate>.Continuation] = []
+        var timeout: Task<Void, Never>?
+        var timer: Task<Void, Never>?
+        var joined = 0
+        var rejected = 0
+    }
+
+    /// Accepting triggers, draining for shutdown, or stopped.
+    private enum State {
+        case accepting
+        case draining(idle: [CheckedContinuation<Void, Never>])
+        case stopped
+    }
+
+    var actions: [String: Action]
+    private var closures: [String: ClosureRunner] = [:]
+    let store: any RunStore
+    private let options: Options
+    var table: FlightTable
+    var runs: [Int64: LiveRun] = [:]
+    var nextID: Int64 = 1
+    private var state = State.accepting
+    private var watchers: [Int: (action: String?, continuation: AsyncStream<RunUpdate>.Continuation)] = [:]
+    private var nextWatcher = 0
+    /// The last run of each action that ended, for `status`.
+    var lastEnded: [String: RunSnapshot] = [:]
+
+    public init(actions: [Action], store: any RunStore = MemoryStore(), options: Options = Options()) {
+        self.actions = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        self.store = store
+        self.options = options
+        self.table = FlightTable(limit: options.maxConcurrentRuns)
+    }
+
+    // MARK: Triggers
+
+    /// Triggers an action: creates a run, joins or is rejected, as the policy decides.
+    /// Returns once the decision is durable in the history.
+    public func trigger(_ request: TriggerRequest) async throws(BatonError) -> Ticket {
+        guard case .accepting = state else { throw .shuttingDown }
+        guard let action = actions[request.action] else { throw .unknownAction(request.action) }
+        let policy = try action.resolvePolicy(request.policy)
+        let params = try action.resolveParams(request.params)
+        let key = action.key(for: params)
+        let now = Timestamp.now
+        let decision = table.trigger(key: key, policy: policy, candidate: nextID)
+        switch decision {
+        case let .created(id), let .followUp(id, _), let .replaced(id, _):
+            nextID += 1
+            return try await create(id, action: action, key: key, policy: policy, params: params, request: request, at: now, decision: decision)
+        case let .joined(id), let .coalesced(id):
+            let decisionName = if case .joined = decision { "joined" } else { "coalesced" }
+            runs[id]?.joined += 1
+            let updates = request.wait ? addWaiter(to: id) : nil
+            let snapshot = runs[id]?.snapshot
+            let record = TriggerRecord(runID: id, action: action.name, key: key, decision: decisionName,
+                                       policy: policy, peer: request.peer, at: now, params: params)
+            _ = await commit([.trigger(record)])
+            guard let snapshot else { throw .internalError("run \(id) vanished while joining") }
+            return Ticket(decision: decision, run: runs[id]?.snapshot ?? snapshot, updates: updates)
+        case let .rejected(id):
+            runs[id]?.rejected += 1
+            let holder = runs[id]?.snapshot
+            let record = TriggerRecord(runID: id, action: action.name, key: key, decision: "rejected",
+                                       policy: policy, peer: request.peer, at: now, params: params)
+            _ = await commit([.trigger(record)])
+            throw .busy(run: id, action: action.name, phase: holder?.phase ?? .queued,
+                        since: holder?.startedAt ?? holder?.queuedAt ?? now)
+        }
+    }
+
+    private func create(
+        _ id: Int64, action: Action, key: String, policy: Policy, params: [String: String],
+        request: TriggerRequest, at now: Timestamp, decision: FlightTable.Decision
+    ) async throws(BatonError) -> Ticket {
+        var detail = TransitionDetail()
+        if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
+        if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
+        let snapshot = RunSnapshot(id: id, action: action.name, key: key, phase: .queued, policy: policy,
+                                   params: params, trigger: request.peer, queuedAt: now)
+        let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: now, detail: detail)
+        runs[id] = LiveRun(snapshot: snapshot, action: action, machine: RunMachine(retries: action.retry.attempts), seq: 1)
+        let updates = request.wait ? addWaiter(to: id) : nil
+        if case let .replaced(_, stopping) = decision {
+            for old in stopping { await apply(old, .stop(.replaced(by: id))) }
+        }
+        if case let .failure(error) = await commit([.created(snapshot, transition)]) {
+            abandon(id)
+            throw error
+        }
+        publish(id, transition)
+        table.markDurable(id)
+        startAdmitted()
+        return Ticket(decision: decision, run: runs[id]?.snapshot ?? snapshot, updates: updates)
+    }
+
+    /// Forgets a run whose creation could not be recorded; its waiters see their stream end.
+    private func abandon(_ id: Int64) {
+        guard let live = runs.removeValue(forKey: id) else { return }
+        table.ended(id)
+        for waiter in live.waiters { waiter.finish() }
+        startAdmitted()
+    }
+
+    // MARK: Cancel
+
+    /// Cancels one run in flight: drops it if queued, stops its processes if loading.
+    @discardableResult
+    public func cancel(run id: Int64, by peer: Peer?) async throws(BatonError) -> RunSnapshot {
+        guard let live = runs[id] else { throw .unknownRun(id) }
+        await apply(id, .stop(.cancelled(by: peer?.uid)))
+        return runs[id]?.snapshot ?? lastEnded[live.action.name] ?? live.snapshot
+    }
+
+    /// Cancels every run in flight of an action, or of one key of it; returns the runs cancelled.
+    public func cancel(action name: String, key: String? = nil, by peer: Peer?) async throws(BatonError) -> [Int64] {
+        guard actions[name] != nil || runs.values.contains(where: { $0.action.name == name }) else {
+            throw .unknownAction(name)
+        }
+        let ids = runs.values.filter { $0.action.name == name && (key == nil || $0.snapshot.key == key) }
+            .map(\.snapshot.id).sorted()
+        for id in ids { await apply(id, .stop(.cancelled(by: peer?.uid))) }
+        return ids
+    }
+
+    // MARK: Queries
+
+    /// The runs in flight, oldest first.
+    public func inFlight() -> [RunSnapshot] {
+        runs.values.map(\.snapshot).sorted { $0.id < $1.id }
+    }
+
+    /// The snapshot of a run in flight, with how many triggers joined and were rejected.
+    public func live(_ id: Int64) -> (run: RunSnapshot, joined: Int, rejected: Int)? {
+        runs[id].map { ($0.snapshot, $0.joined, $0.rejected) }
+    }
+
+    /// The configured actions, by name.
+    public func configuredActions() -> [Action] {
+        actions.values.sorted { $0.name < $1.name }
+    }
+
+    /// The last ended run of each action seen since start (seeded from the history by `remember`).
+    public func lastOutcomes() -> [String: RunSnapshot] { lastEnded }
+
+    /// Seeds the last outcome of actions from the history.
+    public func remember(_ runs: [RunSnapshot]) {
+        for run in runs where lastEnded[run.action].map({ $0.id < run.id }) ?? true { lastEnded[run.action] = run }
+    }
+
+    /// Follows every committed transition (of one action, or all), until the stream is dropped.
+    public func watch(action: String? = nil) -> AsyncStream<RunUpdate> {
+        let (stream, continuation) = AsyncStream<RunUpdate>.makeStream()
+        let id = nextWatcher
+        nextWatcher += 1
+        watchers[id] = (action, continuation)
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeWatcher(id) }
+        }
+        return stream
+    }
+
+    /// Waits for a run in flight; nil when it is not in flight.
+    public func attach(_ id: Int64) -> AsyncStream<RunUpdate>? {
+        guard runs[id] != nil else { return nil }
+        return addWaiter(to: id)
+    }
+
+    private func removeWatcher(_ id: Int) { watchers[id] = nil }
+
+    // MARK: In-process actions
+
+    /// Registers an in-process action: `body` runs with the action's single flight and history.
+    public func register(_ action: Action, _ body: @escaping ClosureRunner.Body) {
+        actions[action.name] = action
+        closures[action.name] = ClosureRunner(body)
+    }
+
+    /// Replaces the configured actions (reload). Runs in flight keep the definition they started with;
+    /// in-process actions stay registered.
+    public func replaceActions(_ newActions: [Action]) {
+        var next = Dictionary(newActions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        for (name, _) in closures where next[name] == nil { next[name] = actions[name] }
+        actions = next
+    }
+
+    // MARK: Driving runs
+
+    /// Applies an event to a run's machine and performs the effects in order.
+    func apply(_ id: Int64, _ event: RunMachine.Event) async {
+        guard var live = runs[id] else { return }
+        let effects = live.machine.handle(event)
+        runs[id] = live
+        for effect in effects {
+            switch effect {
+            case let .record(phase, detail):
+                await record(id, phase, detail)
+            case let .launch(attempt):
+                launch(id, attempt: attempt)
+            case .terminate:
+                terminate(id)
+            case let .backoff(attempt):
+                backoff(id, after: attempt)
+            case .finish:
+                finish(id)
+            }
+        }
+    }
+
+    private func record(_ id: Int64, _ phase: Phase, _ detail: TransitionDetail) async {
+        guard var live = runs[id] else { return }
+        live.seq += 1
+        let transition = Transition(runID: id, seq: live.seq, from: live.snapshot.phase, to: phase, at: .now, detail: detail)
+        live.snapshot = live.snapshot.applying(transition)
+        if phase == .loading && live.timeout == nil, let limit = live.action.timeout {
+            live.timeout = Task { [weak self] in
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                await self?.apply(id, .stop(.timeout(after: limit)))
+            }
+        }
+        runs[id] = live
+        _ = await commit([.transition(transition)])
+        publish(id, transition)
+    }
+
+    private func launch(_ id: Int64, attempt: Int) {
+        guard let live = runs[id], live.machine.state == .loading(attempt: attempt) else { return }
+        if live.machine.stopping != nil {
+            Task { await self.apply(id, .exited(.notStarted)) }
+            return
+        }
+        let runner: any Runner = closures[live.action.name] ?? options.execRunner
+        let job = Job(runID: id, action: live.action, attempt: attempt, params: live.snapshot.params) { [weak self] progress in
+            Task { await self?.progressed(id, progress) }
+        }
+        Task.detached { [weak self] in
+            let handle = runner.start(job)
+            await self?.launched(id, attempt: attempt, handle)
+            let outcome = await handle.wait()
+            await self?.attemptEnded(id, attempt: attempt, outcome)
+        }
+    }
+
+    private func launched(_ id: Int64, attempt: Int, _ handle: any Attempt) {
+        guard runs[id] != nil else { return }
+        runs[id]!.attempt = handle
+        if let group = handle.processGroup {
+            store.enqueue([.processGroup(runID: id, pgid: group.pgid, identity: group.identity)]) { _ in }
+        }
+        if runs[id]!.machine.stopping != nil { terminate(id) }
+    }
+
+    private func attemptEnded(_ id: Int64, attempt: Int, _ outcome: AttemptOutcome) async {
+        guard runs[id] != nil else { return }
+        runs[id]!.attempt = nil
+        runs[id]!.timer?.cancel()
+        if !outcome.output.isEmpty || outcome.result.started {
+            store.enqueue([.output(runID: id, tail: outcome.output, truncated: outcome.truncated)]) { _ in }
+        }
+        await apply(id, .exited(outcome.result))
+    }
+
+    private func terminate(_ id: Int64) {
+        guard let live = runs[id], let attempt = live.attempt else { return }
+        attempt.signal(SIGTERM)
+        let grace = live.action.killGrace
+        runs[id]!.timer?.cancel()
+        runs[id]!.timer = Task {
+            guard (try? await Task.sleep(for: grace)) != nil else { return }
+            attempt.signal(SIGKILL)
+        }
+    }
+
+    private func backoff(_ id: Int64, after attempt: Int) {
+        guard let live = runs[id], live.machine.state == .retrying(attempt: attempt) else { return }
+        let delay = live.action.retry.delay(afterAttempt: attempt, unit: options.random())
+        runs[id]!.timer?.cancel()
+        runs[id]!.timer = Task { [weak self] in
+            guard (try? await Task.sleep(for: delay)) != nil else { return }
+            await self?.apply(id, .backoffElapsed)
+        }
+    }
+
+    private func finish(_ id: Int64) {
+        guard let live = runs.removeValue(forKey: id) else { return }
+        live.timeout?.cancel()
+        live.timer?.cancel()
+        table.ended(id)
+        for waiter in live.waiters { waiter.finish() }
+        if lastEnded[live.action.name].map({ $0.id < id }) ?? true { lastEnded[live.action.name] = live.snapshot }
+        startAdmitted()
+        if case let .draining(idle) = state, runs.values.allSatisfy({ $0.machine.phase == .queued }) {
+            state = .draining(idle: [])
+            for waiter in idle { waiter.resume() }
+        }
+    }
+
+    private func progressed(_ id: Int64, _ progress: Progress) {
+        guard runs[id] != nil else { return }
+        runs[id]!.snapshot.progress = progress
+        let update = RunUpdate(run: runs[id]!.snapshot, transition: nil)
+        for waiter in runs[id]!.waiters { waiter.yield(update) }
+    }
+
+    func startAdmitted() {
+        guard case .accepting = state else { return }
+        for id in table.admit() {
+            Task { await self.apply(id, .start) }
+        }
+    }
+
+    // MARK: Publishing
+
+    private func addWaiter(to id: Int64) -> AsyncStream<RunUpdate> {
+        let (stream, continuation) = AsyncStream<RunUpdate>.makeStream()
+        if let live = runs[id] {
+            continuation.yield(RunUpdate(run: live.snapshot, transition: nil))
+            runs[id]!.waiters.append(continuation)
+        } else {
+            continuation.finish()
+        }
+        return stream
+    }
+
+    func publish(_ id: Int64, _ transition: Transition) {
+        guard let live = runs[id] else { return }
+        let update = RunUpdate(run: live.snapshot, transition: transition)
+        for waiter in live.waiters { waiter.yield(update) }
+        for watcher in watchers.values where watcher.action == nil || watcher.action == live.action.name {
+            watcher.continuation.yield(update)
+        }
+    }
+
+    func commit(_ entries: [JournalEntry]) async -> Result<Void, BatonError> {
+        await withCheckedContinuation { continuation in
+            store.enqueue(entries) { continuation.resume(returning: $0) }
+        }
+    }
+
+    // MARK: Shutdown
+
+    /// Stops taking triggers and lets runs in flight end within `grace`; then cancels the rest
+    /// with reason `shutdown`. Runs still queued stay queued in the history for the next start.
+    public func shutdown(grace: Duration) async {
+        guard case .accepting = state else { return }
+        state = .draining(idle: [])
+        let deadline = ContinuousClock.now + grace
+        let timer = Task { [weak self] in
+            guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+            await self?.stopRemaining()
+        }
+        await waitUntilIdle()
+        timer.cancel()
+        for watcher in watchers.values { watcher.continuation.finish() }
+        for live in runs.values { for waiter in live.waiters { waiter.finish() } }
+        state = .stopped
+    }
+
+    /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`.
+    public func stopRemaining() async {
+        let ids = runs.values.filter { $0.machine.phase != .queued }.map(\.snapshot.id).sorted()
+        for id in ids { await apply(id, .stop(.shutdown)) }
+    }
+
+    private func waitUntilIdle() async {
+        guard runs.values.contains(where: { $0.machine.phase != .queued }) else { return }
+        await withCheckedContinuation { continuation in
+            if case let .draining(idle) = state { state = .draining(idle: idle + [continuation]) }
+            else { continuation.resume() }
+        }
+    }
+}
+
+/// A request to run an action.
+public struct TriggerRequest: Sendable {
+    public var action: String
+    public var params: [String: String]
+    /// A policy other than the action's own, where the action allows it.
+    public var policy: Policy?
+    public var peer: Peer?
+    /// Whether the caller follows the run to its end (false: detach).
+    public var wait: Bool
+
+    public init(action: String, params: [String: String] = [:], policy: Policy? = nil, peer: Peer? = nil, wait: Bool = true) {
+        self.action = action
+        self.params = params
+        self.policy = policy
+        self.peer = peer
+        self.wait = wait
+    }
+}
+
+/// The answer to a trigger: what was decided, the run, and its updates when the caller waits.
+public struct Ticket: Sendable {
+    public var decision: FlightTable.Decision
+    public var run: RunSnapshot
+    /// Every committed transition and progress report of the run, ending after its terminal one.
+    public var updates: AsyncStream<RunUpdate>?
+
+    /// Whether the trigger shares a run another trigger created.
+    public var shared: Bool {
+        switch decision {
+        case .joined, .coalesced: true
+        default: false
+        }
+    }
+
+    /// Waits for the run to end and returns its final snapshot (nil if the stream ended early).
+    public func outcome() async -> RunSnapshot? {
+        guard let updates else { return run.phase.isTerminal ? run : nil }
+        var last: RunSnapshot?
+        for await update in updates { last = update.run }
+        return last?.phase.isTerminal == true ? last : nil
+    }
+}
+
+/// A committed transition (or, with `transition` nil, a progress report or the current state) of a run.
+public struct RunUpdate: Sendable {
+    public var run: RunSnapshot
+    public var transition: Transition?
+}

@@ -1,0 +1,161 @@
+/// The single-flight bookkeeping as a pure value: which run holds each key, its follow-up,
+/// and the first-in-first-out line of runs waiting for a worker slot.
+///
+/// Invariants: a key has at most one holder and at most one follow-up; a run is `ready` only
+/// when it holds its key, its `queued` transition is durable, and no replaced run of its key is
+/// still draining; at most `limit` runs are `running`.
+public struct FlightTable: Sendable {
+    /// What a trigger did, decided against the key's runs in flight.
+    public enum Decision: Sendable, Equatable {
+        /// No run in flight: the new run holds the key.
+        case created(Int64)
+        /// `queue`: the new run is the key's follow-up, to start when `after` ends.
+        case followUp(Int64, after: Int64)
+        /// `join`: the trigger shares the run in flight.
+        case joined(Int64)
+        /// `queue` with a follow-up already waiting: the trigger shares the follow-up.
+        case coalesced(Int64)
+        /// `reject`: the key is busy with this run.
+        case rejected(Int64)
+        /// `replace`: the new run holds the key; the runs listed must be stopped.
+        case replaced(Int64, stopping: [Int64])
+    }
+
+    /// Where a run stands in the table.
+    public enum Stage: Sendable, Equatable {
+        case waiting, ready, running
+    }
+
+    struct Slot {
+        var holder: Int64?
+        var followUp: Int64?
+        var draining: Set<Int64> = []
+    }
+
+    struct Entry {
+        var key: String
+        var stage: Stage = .waiting
+        var durable = false
+    }
+
+    private var slots: [String: Slot] = [:]
+    private var entries: [Int64: Entry] = [:]
+    private var line = RunLine()
+    private var runningCount = 0
+    /// The most runs that may be loading or retrying at once.
+    public var limit: Int
+
+    public init(limit: Int) {
+        self.limit = max(limit, 1)
+    }
+
+    /// Decides a trigger for `key` under `policy`; `candidate` is the id a new run would take.
+    public mutating func trigger(key: String, policy: Policy, candidate: Int64) -> Decision {
+        var slot = slots[key] ?? Slot()
+        defer { slots[key] = slot }
+        guard let holder = slot.holder else {
+            slot.holder = candidate
+            entries[candidate] = Entry(key: key)
+            return .created(candidate)
+        }
+        switch policy {
+        case .reject:
+            return .rejected(holder)
+        case .join:
+            return .joined(holder)
+        case .queue:
+            if let followUp = slot.followUp { return .coalesced(followUp) }
+            slot.followUp = candidate
+            entries[candidate] = Entry(key: key)
+            return .followUp(candidate, after: holder)
+        case .replace:
+            let stopping = [holder] + (slot.followUp.map { [$0] } ?? [])
+            slot.draining.formUnion(stopping)
+            slot.holder = candidate
+            slot.followUp = nil
+            entries[candidate] = Entry(key: key)
+            return .replaced(candidate, stopping: stopping)
+        }
+    }
+
+    /// Marks a run's `queued` transition as committed: from now on it may start.
+    public mutating func markDurable(_ run: Int64) {
+        guard entries[run] != nil else { return }
+        entries[run]!.durable = true
+        promote(entries[run]!.key)
+    }
+
+    /// The runs to start now, in the order they became ready; each is counted as running.
+    public mutating func admit() -> [Int64] {
+        var admitted: [Int64] = []
+        while runningCount < limit, let run = line.popFirst() {
+            guard entries[run]?.stage == .ready else { continue }
+            entries[run]!.stage = .running
+            runningCount += 1
+            admitted.append(run)
+        }
+        return admitted
+    }
+
+    /// Forgets a run that has ended (its terminal transition recorded, its processes gone),
+    /// handing its key to the follow-up or to the replacing run.
+    public mutating func ended(_ run: Int64) {
+        guard let entry = entries.removeValue(forKey: run) else { return }
+        if entry.stage == .running { runningCount -= 1 }
+        guard var slot = slots[entry.key] else { return }
+        if slot.holder == run {
+            slot.holder = slot.followUp
+            slot.followUp = nil
+        } else if slot.followUp == run {
+            slot.followUp = nil
+        }
+        slot.draining.remove(run)
+        if slot.holder == nil && slot.followUp == nil && slot.draining.isEmpty {
+            slots[entry.key] = nil
+        } else {
+            slots[entry.key] = slot
+            promote(entry.key)
+        }
+    }
+
+    /// The stage of a run, or nil when the table does not know it.
+    public func stage(of run: Int64) -> Stage? { entries[run]?.stage }
+
+    /// The run that triggers of `key` see as in flight.
+    public func holder(of key: String) -> Int64? { slots[key]?.holder }
+
+    /// The follow-up waiting behind the holder of `key`.
+    public func followUp(of key: String) -> Int64? { slots[key]?.followUp }
+
+    /// How many runs are loading or retrying.
+    public var running: Int { runningCount }
+
+    /// How many runs wait for a worker slot.
+    public var readyCount: Int { entries.values.count { $0.stage == .ready } }
+
+    private mutating func promote(_ key: String) {
+        guard let slot = slots[key], slot.draining.isEmpty, let holder = slot.holder,
+              let entry = entries[holder], entry.durable, entry.stage == .waiting else { return }
+        entries[holder]!.stage = .ready
+        line.append(holder)
+    }
+}
+
+/// A first-in-first-out line of run ids with O(1) append and pop.
+struct RunLine: Sendable {
+    private var storage: [Int64] = []
+    private var head = 0
+
+    mutating func append(_ run: Int64) { storage.append(run) }
+
+    mutating func popFirst() -> Int64? {
+        guard head < storage.count else { return nil }
+        let run = storage[head]
+        head += 1
+        if head >= 1_024 && head * 2 >= storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return run
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+extension ProcessGroup {
+    /// The boot id of this machine, so that identities from before a reboot never match.
+    public static let bootID: String = {
+        (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?
+            .trimmingWhitespace().description ?? "unknown-boot"
+    }()
+
+    /// The start time of a process in clock ticks since boot (field 22 of /proc/PID/stat).
+    public static func startTime(of pid: Int32) -> UInt64? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name start at field 3 (state); starttime is field 22.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 19 else { return nil }
+        return UInt64(fields[19])
+    }
+
+    /// The process group id of a process (field 5 of /proc/PID/stat).
+    static func groupOf(_ pid: Int32) -> Int32? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 2 else { return nil }
+        return Int32(fields[2])
+    }
+
+    /// The identity of a live process: "BOOTID:STARTTIME".
+    public static func identity(of pid: Int32) -> String {
+        "\(bootID):\(startTime(of: pid) ?? 0)"
+    }
+
+    /// The pids still in this group that started no earlier than the recorded leader, on this boot.
+    /// Empty when the identity is from another boot: the group cannot be ours then.
+    public func survivors() -> [Int32] {
+        let parts = identity.split(separator: ":")
+        guard parts.count == 2, String(parts[0]) == Self.bootID, let leaderStart = UInt64(parts[1]),
+              let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        return entries.compactMap { Int32($0) }.filter { pid in
+            Self.groupOf(pid) == pgid && (Self.startTime(of: pid) ?? 0) >= leaderStart
+        }
+    }
+
+    /// Kills what is left of a group recorded by a daemon that crashed; returns how many were alive.
+    @discardableResult
+    public func killSurvivors() -> Int {
+        let pids = survivors()
+        guard !pids.isEmpty else { return 0 }
+        kill(-pgid, SIGKILL)
+        // Members that left the group with setpgid still carry our start-time mark; kill them one by one.
+        for pid in pids { kill(pid, SIGKILL) }
+        return pids.count
+    }
+}

@@ -1,0 +1,109 @@
+/// A run as callers see it: its identity, phase and outcome so far.
+public struct RunSnapshot: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var action: String
+    public var key: String
+    public var phase: Phase
+    public var policy: Policy
+    public var params: [String: String]
+    public var trigger: Peer?
+    public var queuedAt: Timestamp
+    public var startedAt: Timestamp?
+    public var endedAt: Timestamp?
+    public var attempts: Int
+    public var exitCode: Int32?
+    public var signal: Int32?
+    public var reason: String?
+    public var error: String?
+    /// The latest progress the action reported.
+    public var progress: Progress?
+
+    public init(
+        id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],
+        trigger: Peer?, queuedAt: Timestamp, startedAt: Timestamp? = nil, endedAt: Timestamp? = nil,
+        attempts: Int = 0, exitCode: Int32? = nil, signal: Int32? = nil, reason: String? = nil,
+        error: String? = nil, progress: Progress? = nil
+    ) {
+        self.id = id
+        self.action = action
+        self.key = key
+        self.phase = phase
+        self.policy = policy
+        self.params = params
+        self.trigger = trigger
+        self.queuedAt = queuedAt
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.attempts = attempts
+        self.exitCode = exitCode
+        self.signal = signal
+        self.reason = reason
+        self.error = error
+        self.progress = progress
+    }
+
+    /// The run with a transition applied: phase, timestamps and outcome fields.
+    public func applying(_ transition: Transition) -> RunSnapshot {
+        var run = self
+        run.phase = transition.to
+        let detail = transition.detail
+        switch transition.to {
+        case .queued:
+            break
+        case .loading:
+            if run.startedAt == nil { run.startedAt = transition.at }
+            run.attempts = detail.attempt ?? run.attempts + 1
+        case .retrying:
+            run.exitCode = detail.exitCode
+            run.signal = detail.signal
+            run.error = detail.error
+        case .success, .failure, .cancelled:
+            run.endedAt = transition.at
+            run.exitCode = detail.exitCode ?? run.exitCode
+            run.signal = detail.signal ?? run.signal
+            run.reason = detail.reason
+            run.error = transition.to == .success ? nil : (detail.error ?? run.error)
+            run.progress = nil
+        }
+        return run
+    }
+}
+
+/// How far along a run is, as the action reports it on `BATON_PROGRESS_FD`.
+public struct Progress: Codable, Sendable, Equatable {
+    /// Done so far, from 0 to 1, when known.
+    public var fraction: Double?
+    /// Steps done and total, when reported as `3/10`.
+    public var completed: Int?
+    public var total: Int?
+    /// What the action says it is doing.
+    public var message: String?
+
+    public init(fraction: Double? = nil, completed: Int? = nil, total: Int? = nil, message: String? = nil) {
+        self.fraction = fraction
+        self.completed = completed
+        self.total = total
+        self.message = message
+    }
+
+    /// Parses one progress line: `3/10`, `0.42`, `42%`, each optionally followed by a message.
+    /// A line that is none of these is taken as a message alone. Nil for a blank line.
+    public init?(line: String) {
+        let text = line.trimmingWhitespace()
+        guard !text.isEmpty else { return nil }
+        let head = text.prefix { $0 != " " && $0 != "\t" }
+        let message = text.dropFirst(head.count).trimmingWhitespace()
+        let tail = message.isEmpty ? nil : String(message.prefix(200))
+        if head.hasSuffix("%"), let percent = Double(head.dropLast()), percent.isFinite {
+            self.init(fraction: min(max(percent / 100, 0), 1), message: tail)
+        } else if let slash = head.firstIndex(of: "/"),
+                  let done = Int(head[..<slash]), let total = Int(head[head.index(after: slash)...]),
+                  total > 0, done >= 0 {
+            self.init(fraction: min(Double(done) / Double(total), 1), completed: done, total: total, message: tail)
+        } else if let value = Double(head), value.isFinite, value >= 0, value <= 1 {
+            self.init(fraction: value, message: tail)
+        } else {
+            self.init(message: String(text.prefix(200)))
+        }
+    }
+}

@@ -1,0 +1,78 @@
+/// What the conductor asks of the history: write entries durably in order, and say what was
+/// left in flight. `BatonStore.Store` keeps it in SQLite; `MemoryStore` keeps it in memory.
+///
+/// Entries are written in the order `enqueue` is called; `completion` runs once the entries
+/// are durable (or failed), on whatever thread the store chooses.
+public protocol RunStore: AnyObject, Sendable {
+    /// Queues entries for writing in one transaction with others; calls `completion` when committed.
+    func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void)
+    /// The state left by the previous daemon: the next free run id and the runs not yet ended.
+    func recoverableState() throws(BatonError) -> RecoverableState
+}
+
+/// One write to the history.
+public enum JournalEntry: Sendable, Equatable {
+    /// A new run, with its first transition (to `queued`).
+    case created(RunSnapshot, Transition)
+    /// A phase change of an existing run; the run's row takes the new phase and outcome fields.
+    case transition(Transition)
+    /// A trigger that did not create a run: joined, coalesced or rejected.
+    case trigger(TriggerRecord)
+    /// The captured output of a run's last attempt.
+    case output(runID: Int64, tail: [UInt8], truncated: Bool)
+    /// The process group of the attempt that is starting, to be killed after a crash.
+    case processGroup(runID: Int64, pgid: Int32, identity: String)
+}
+
+/// A trigger that hit an existing run.
+public struct TriggerRecord: Codable, Sendable, Equatable {
+    public var runID: Int64?
+    public var action: String
+    public var key: String
+    /// joined, coalesced, rejected.
+    public var decision: String
+    public var policy: Policy
+    public var peer: Peer?
+    public var at: Timestamp
+    public var params: [String: String]
+
+    public init(runID: Int64?, action: String, key: String, decision: String, policy: Policy, peer: Peer?, at: Timestamp, params: [String: String]) {
+        self.runID = runID
+        self.action = action
+        self.key = key
+        self.decision = decision
+        self.policy = policy
+        self.peer = peer
+        self.at = at
+        self.params = params
+    }
+}
+
+/// What a new daemon finds in the history.
+public struct RecoverableState: Sendable, Equatable {
+    /// The id the next run takes: past every id ever used.
+    public var nextRunID: Int64
+    /// Runs not in a terminal phase, oldest first, with the seq of their last transition.
+    public var unfinished: [UnfinishedRun]
+
+    public init(nextRunID: Int64, unfinished: [UnfinishedRun]) {
+        self.nextRunID = nextRunID
+        self.unfinished = unfinished
+    }
+}
+
+/// A run a previous daemon left in flight.
+public struct UnfinishedRun: Sendable, Equatable {
+    public var run: RunSnapshot
+    public var lastSeq: Int
+    /// The process group of its last attempt and the identity of its leader, when recorded.
+    public var pgid: Int32?
+    public var pgidIdentity: String?
+
+    public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil) {
+        self.run = run
+        self.lastSeq = lastSeq
+        self.pgid = pgid
+        self.pgidIdentity = pgidIdentity
+    }
+}

@@ -1,0 +1,50 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A point in time in microseconds since the Unix epoch, as the history stores it.
+public struct Timestamp: RawRepresentable, Hashable, Comparable, Codable, Sendable {
+    public var rawValue: Int64
+    public init(rawValue: Int64) { self.rawValue = rawValue }
+    public init(microseconds: Int64) { self.rawValue = microseconds }
+
+    /// The wall-clock time now.
+    public static var now: Timestamp {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Timestamp(rawValue: Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1_000)
+    }
+
+    /// Seconds since the epoch, for Foundation dates.
+    public var seconds: Double { Double(rawValue) / 1_000_000 }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.rawValue < rhs.rawValue }
+    public static func + (lhs: Timestamp, rhs: Duration) -> Timestamp {
+        Timestamp(rawValue: lhs.rawValue + rhs.microseconds)
+    }
+    public static func - (lhs: Timestamp, rhs: Timestamp) -> Duration {
+        .microseconds(lhs.rawValue - rhs.rawValue)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(Int64.self)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+extension Duration {
+    /// The duration in whole microseconds.
+    public var microseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+    }
+
+    /// The duration in seconds as a floating-point number.
+    public var secondsValue: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,56 @@
+/// One phase change of a run, as the history records it.
+public struct Transition: Codable, Sendable, Equatable {
+    public var runID: Int64
+    /// 1 for the run's first transition, then +1 without gaps.
+    public var seq: Int
+    public var from: Phase?
+    public var to: Phase
+    public var at: Timestamp
+    public var detail: TransitionDetail
+
+    public init(runID: Int64, seq: Int, from: Phase?, to: Phase, at: Timestamp, detail: TransitionDetail = .init()) {
+        self.runID = runID
+        self.seq = seq
+        self.from = from
+        self.to = to
+        self.at = at
+        self.detail = detail
+    }
+}
+
+/// Why a transition happened and what came of it; every field is optional.
+public struct TransitionDetail: Codable, Sendable, Equatable {
+    /// A short word: exit, timeout, cancelled, replaced, interrupted, shutdown, recovered, restarted.
+    public var reason: String?
+    /// The attempt the transition belongs to, from 1.
+    public var attempt: Int?
+    public var exitCode: Int32?
+    public var signal: Int32?
+    public var error: String?
+    /// The uid that asked for the change (cancel).
+    public var by: UInt32?
+    /// The run that replaced this one, or the run this one replaced.
+    public var replacedBy: Int64?
+    public var replaces: [Int64]?
+    /// The backoff before the next attempt, in microseconds.
+    public var backoff: Int64?
+    /// The process group of the attempt that started.
+    public var pgid: Int32?
+
+    public init(
+        reason: String? = nil, attempt: Int? = nil, exitCode: Int32? = nil, signal: Int32? = nil,
+        error: String? = nil, by: UInt32? = nil, replacedBy: Int64? = nil, replaces: [Int64]? = nil,
+        backoff: Int64? = nil, pgid: Int32? = nil
+    ) {
+        self.reason = reason
+        self.attempt = attempt
+        self.exitCode = exitCode
+        self.signal = signal
+        self.error = error
+        self.by = by
+        self.replacedBy = replacedBy
+        self.replaces = replaces
+        self.backoff = backoff
+        self.pgid = pgid
+    }
+}

@@ -1,0 +1,55 @@
+/// Splits a byte stream into newline-terminated frames of at most `limit` bytes.
+///
+/// A line longer than the limit is reported once as `.oversized` and skipped up to its newline,
+/// so the requests after it are still read.
+public struct FrameSplitter: Sendable {
+    /// What the bytes so far hold.
+    public enum Frame: Equatable, Sendable {
+        case line([UInt8])
+        case oversized
+    }
+
+    /// The largest frame, newline excluded: 1 MiB by default.
+    public let limit: Int
+    private var buffer: [UInt8] = []
+    private var skipping = false
+
+    public init(limit: Int = 1 << 20) {
+        self.limit = limit
+    }
+
+    /// Bytes held while waiting for the rest of a line.
+    public var buffered: Int { buffer.count }
+
+    /// Feeds bytes; returns the frames they complete, in order.
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [Frame] {
+        var frames: [Frame] = []
+        var start = 0
+        while start < bytes.count {
+            guard let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
+                if !skipping {
+                    buffer.append(contentsOf: bytes[start...])
+                    if buffer.count > limit {
+                        frames.append(.oversized)
+                        buffer.removeAll()
+                        skipping = true
+                    }
+                }
+                break
+            }
+            if skipping {
+                skipping = false
+            } else if buffer.count + (newline - start) > limit {
+                frames.append(.oversized)
+                buffer.removeAll()
+            } else {
+                buffer.append(contentsOf: bytes[start..<newline])
+                if buffer.last == UInt8(ascii: "\r") { buffer.removeLast() }
+                if !buffer.isEmpty { frames.append(.line(buffer)) }
+                buffer.removeAll(keepingCapacity: true)
+            }
+            start = newline + 1
+        }
+        return frames
+    }
+}

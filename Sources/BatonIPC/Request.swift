@@ -1,0 +1,60 @@
+import BatonCore
+import BatonStore
+
+/// The id a request carries and its responses echo: a number or a string.
+public enum RequestID: Codable, Sendable, Hashable {
+    case number(Int64)
+    case text(String)
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let number = try? container.decode(Int64.self) { self = .number(number); return }
+        self = .text(try container.decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case let .number(number): try container.encode(number)
+        case let .text(text): try container.encode(text)
+        }
+    }
+}
+
+/// What a request asks for.
+public enum Operation: String, Codable, Sendable, CaseIterable {
+    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload
+}
+
+/// One request line. Which fields matter depends on `op`; see docs/protocol.md.
+public struct Request: Codable, Sendable {
+    public var id: RequestID?
+    public var op: Operation
+    /// trigger, cancel, watch: the action.
+    public var action: String?
+    /// trigger: the params.
+    public var params: [String: String]?
+    /// trigger: a policy other than the action's own.
+    public var policy: Policy?
+    /// trigger: answer once the run is queued instead of at its end.
+    public var detach: Bool?
+    /// show, cancel, wait: the run.
+    public var run: Int64?
+    /// cancel: only the runs of this key.
+    public var key: String?
+    /// history: which runs.
+    public var filter: HistoryFilter?
+
+    public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
+                policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil) {
+        self.id = id
+        self.op = op
+        self.action = action
+        self.params = params
+        self.policy = policy
+        self.detach = detach
+        self.run = run
+        self.key = key
+        self.filter = filter
+    }
+}

@@ -1,0 +1,118 @@
+import BatonCore
+import BatonStore
+
+/// One response line: the final answer to a request (`ok` set), or an `event` before it.
+public struct Response: Codable, Sendable {
+    public var id: RequestID?
+    /// Set on the final answer: true, or false with `error`.
+    public var ok: Bool?
+    /// Set on intermediate lines of `trigger`, `wait` and `watch`: "update".
+    public var event: String?
+    public var error: WireError?
+    /// trigger, wait, cancel (single run), update events: the run.
+    public var run: RunSnapshot?
+    /// update events: the transition just committed (absent for progress).
+    public var transition: Transition?
+    /// trigger: created, followUp, joined, coalesced, replaced.
+    public var decision: String?
+    /// trigger: whether the caller shares a run another trigger created.
+    public var shared: Bool?
+    /// history, status, cancel: runs.
+    public var runs: [RunSnapshot]?
+    /// show: the whole story.
+    public var detail: RunDetail?
+    /// status, actions: one entry per action.
+    public var actions: [ActionInfo]?
+    /// ping: the daemon's version and pid.
+    public var version: String?
+    public var pid: Int32?
+
+    public init(id: RequestID?, ok: Bool? = true) {
+        self.id = id
+        self.ok = ok
+    }
+
+    /// A failed answer.
+    public static func failure(_ id: RequestID?, _ error: WireError) -> Response {
+        var response = Response(id: id, ok: false)
+        response.error = error
+        return response
+    }
+
+    /// An intermediate update of a run.
+    public static func update(_ id: RequestID?, _ update: RunUpdate) -> Response {
+        var response = Response(id: id, ok: nil)
+        response.event = "update"
+        response.run = update.run
+        response.transition = update.transition
+        return response
+    }
+}
+
+/// An error on the wire: a stable code and a sentence.
+public struct WireError: Codable, Sendable, Error, Equatable {
+    /// busy, unknown_action, unknown_run, bad_request, forbidden, shutting_down, store_unavailable, internal.
+    public var code: String
+    public var message: String
+    /// busy: the run in flight.
+    public var run: Int64?
+
+    public init(code: String, message: String, run: Int64? = nil) {
+        self.code = code
+        self.message = message
+        self.run = run
+    }
+
+    public init(_ error: BatonError) {
+        self.init(code: error.code, message: error.message)
+        if case let .busy(run, _, _, _) = error { self.run = run }
+    }
+}
+
+/// An action as `actions` and `status` describe it.
+public struct ActionInfo: Codable, Sendable, Equatable {
+    public var name: String
+    public var description: String?
+    public var exec: [String]
+    public var policy: Policy
+    public var policies: [Policy]
+    public var timeout: Int64?
+    public var params: [String: ParamInfo]
+    public var keyParams: [String]
+    /// status: the runs in flight, oldest first.
+    public var inFlight: [RunSnapshot]?
+    /// status: the last run that ended.
+    public var last: RunSnapshot?
+
+    public init(name: String, description: String?, exec: [String], policy: Policy, policies: [Policy], timeout: Int64?,
+                params: [String: ParamInfo], keyParams: [String], inFlight: [RunSnapshot]? = nil, last: RunSnapshot? = nil) {
+        self.name = name
+        self.description = description
+        self.exec = exec
+        self.policy = policy
+        self.policies = policies
+        self.timeout = timeout
+        self.params = params
+        self.keyParams = keyParams
+        self.inFlight = inFlight
+        self.last = last
+    }
+
+    public init(_ action: Action) {
+        self.init(name: action.name, description: action.description, exec: action.exec, policy: action.policy,
+                  policies: action.policies.sorted { $0.rawValue < $1.rawValue }, timeout: action.timeout?.microseconds,
+                  params: action.params.mapValues { ParamInfo(pattern: $0.pattern, default: $0.defaultValue) },
+                  keyParams: action.keyParams)
+    }
+}
+
+/// A param as `actions` describes it.
+public struct ParamInfo: Codable, Sendable, Equatable {
+    public var pattern: String?
+    public var `default`: String?
+
+    public init(pattern: String?, default: String?) {
+        self.pattern = pattern
+        self.default = `default`
+    }
+}

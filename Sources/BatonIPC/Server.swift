@@ -1,0 +1,295 @@
+import BatonCore
+import CBatonSystem
+import Foundation
+import Synchronization
+
+/// What the server hands each frame and closed connection to.
+public protocol ServerDelegate: AnyObject, Sendable {
+    /// A complete request line (or `.oversized`) arrived; called on the server's thread, so it must not block.
+    func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection)
+    /// The peer went away or the connection was dropped.
+    func closed(_ connection: ServerConnection)
+}
+
+/// Serves newline-delimited JSON on a listening Unix socket with one epoll thread.
+///
+/// Reads happen on that thread; responses may be sent from any thread and go straight to the
+/// socket when it has room, or wait in a bounded buffer for the thread to flush them.
+public final class Server: Sendable {
+    /// Limits that protect the daemon from its clients.
+    public struct Limits: Sendable {
+        /// The longest request line.
+        public var frameLimit: Int
+        /// Bytes of unsent responses a connection may hold before it is dropped.
+        public var outputLimit: Int
+        /// Connections open at once; further ones are answered with an error and closed.
+        public var maxConnections: Int
+
+        public init(frameLimit: Int = 1 << 20, outputLimit: Int = 16 << 20, maxConnections: Int = 20_000) {
+            self.frameLimit = frameLimit
+            self.outputLimit = outputLimit
+            self.maxConnections = maxConnections
+        }
+    }
+
+    private let listenFD: Int32
+    private let epoll: Int32
+    private let wakeFD: Int32
+    private let limits: Limits
+    private let delegate: any ServerDelegate
+    /// Open connections by token; only the server thread adds and removes.
+    private let connections = Mutex<[UInt64: ServerConnection]>([:])
+    private let stopping = Atomic<Bool>(false)
+    private let finished = Mutex<[CheckedContinuation<Void, Never>]?>([])
+
+    private static let listenToken: UInt64 = 0
+    private static let wakeToken: UInt64 = 1
+
+    public init(listening fd: Int32, limits: Limits = Limits(), delegate: any ServerDelegate) throws(SocketError) {
+        listenFD = fd
+        self.limits = limits
+        self.delegate = delegate
+        epoll = baton_epoll_create()
+        wakeFD = baton_eventfd()
+        guard epoll >= 0, wakeFD >= 0 else { throw .system("epoll_create", path: "", errno: errno) }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        _ = baton_epoll_ctl(epoll, Epoll.add, fd, Epoll.input, Self.listenToken)
+        _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, Self.wakeToken)
+    }
+
+    /// Serves until `stop()`; then closes every connection and the listening socket.
+    public func run() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                loop()
+                continuation.resume()
+            }
+            thread.name = "baton-server"
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    /// Stops accepting and reading; `run()` returns once the thread has closed everything.
+    public func stop() {
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    /// Stops accepting new connections but keeps serving the open ones.
+    public func stopAccepting() {
+        _ = baton_epoll_ctl(epoll, Epoll.delete, listenFD, 0, 0)
+    }
+
+    /// How many connections are open.
+    public var connectionCount: Int { connections.withLock { $0.count } }
+
+    private func loop() {
+        var tokens = [UInt64](repeating: 0, count: 256)
+        var events = [UInt32](repeating: 0, count: 256)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+        defer { buffer.deallocate() }
+        var nextToken: UInt64 = 2
+        while !stopping.load(ordering: .sequentiallyConsistent) {
+            let count = baton_epoll_wait(epoll, &tokens, &events, 256, -1)
+            if count < 0 { break }
+            for index in 0..<Int(count) {
+                switch tokens[index] {
+                case Self.listenToken:
+                    acceptAll(&nextToken)
+                case Self.wakeToken:
+                    var value: UInt64 = 0
+                    _ = read(wakeFD, &value, 8)
+                default:
+                    guard let connection = connections.withLock({ $0[tokens[index]] }) else { continue }
+                    let mask = events[index]
+                    if mask & Epoll.output != 0 { connection.flush() }
+                    if mask & (Epoll.input | Epoll.hangUp | Epoll.error) != 0 {
+                        readAll(connection, buffer)
+                    }
+                    if connection.isClosed { drop(connection) }
+                }
+            }
+        }
+        for connection in connections.withLock({ Array($0.values) }) {
+            connection.close()
+            drop(connection)
+        }
+        close(listenFD)
+        close(epoll)
+        close(wakeFD)
+    }
+
+    private func acceptAll(_ nextToken: inout UInt64) {
+        while true {
+            let fd = baton_accept(listenFD)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            var uid: UInt32 = 0, gid: UInt32 = 0, pid: Int32 = 0
+            _ = baton_peer_credentials(fd, &uid, &gid, &pid)
+            let token = nextToken
+            nextToken += 1
+            let connection = ServerConnection(fd: fd, token: token, peer: Peer(uid: uid, gid: gid, pid: pid),
+                                              epoll: epoll, frameLimit: limits.frameLimit, outputLimit: limits.outputLimit)
+            let full = connections.withLock { $0.count >= limits.maxConnections }
+            if full {
+                let line = #"{"ok":false,"error":{"code":"busy","message":"batond has too many connections"}}"# + "\n"
+                _ = line.withCString { write(fd, $0, strlen($0)) }
+                Glibc.close(fd)
+                continue
+            }
+            connections.withLock { $0[token] = connection }
+            _ = baton_epoll_ctl(epoll, Epoll.add, fd, Epoll.input | Epoll.readHangUp, token)
+        }
+    }
+
+    private func readAll(_ connection: ServerConnection, _ buffer: UnsafeMutableRawBufferPointer) {
+        while !connection.isClosed {
+            let n = read(connection.fd, buffer.baseAddress, buffer.count)
+            if n > 0 {
+                for frame in connection.splitter.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) {
+                    delegate.received(frame, on: connection)
+                }
+                if n < buffer.count { return }
+            } else if n == 0 {
+                connection.close()
+            } else if errno == EINTR {
+                continue
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                return
+            } else {
+                connection.close()
+            }
+        }
+    }
+
+    private func drop(_ connection: ServerConnection) {
+        guard connections.withLock({ $0.removeValue(forKey: connection.token) }) != nil else { return }
+        connection.release()
+        delegate.closed(connection)
+    }
+}
+
+/// One client connection. Sending is safe from any thread; reading belongs to the server thread.
+public final class ServerConnection: @unchecked Sendable, Hashable {
+    /// The client's credentials from `SO_PEERCRED`.
+    public let peer: Peer
+    let fd: Int32
+    let token: UInt64
+    private let epoll: Int32
+    private let outputLimit: Int
+    /// Touched only by the server thread.
+    var splitter: FrameSplitter
+    /// Guards the output buffer, the closed flag and the descriptor's lifetime.
+    private let lock = Mutex(OutputState())
+
+    struct OutputState {
+        var output: [UInt8] = []
+        var closed = false
+        var watchingOut = false
+    }
+
+    init(fd: Int32, token: UInt64, peer: Peer, epoll: Int32, frameLimit: Int, outputLimit: Int) {
+        self.fd = fd
+        self.token = token
+        self.peer = peer
+        self.epoll = epoll
+        self.outputLimit = outputLimit
+        self.splitter = FrameSplitter(limit: frameLimit)
+    }
+
+    public var isClosed: Bool { lock.withLock { $0.closed } }
+
+    /// Sends one line (a newline is added). Drops the connection when the client does not read
+    /// and its unsent output passes the limit.
+    public func send(_ line: [UInt8]) {
+        lock.withLock { state in
+            guard !state.closed else { return }
+            if state.output.isEmpty {
+                var sent = 0
+                let total = line.count + 1
+                var bytes = line
+                bytes.append(UInt8(ascii: "\n"))
+                while sent < total {
+                    let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, total - sent, Int32(MSG_NOSIGNAL)) }
+                    if n > 0 { sent += n; continue }
+                    if n < 0 && errno == EINTR { continue }
+                    if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+                    shut(&state)
+                    return
+                }
+                if sent < total { state.output.append(contentsOf: bytes[sent...]) }
+            } else {
+                state.output.append(contentsOf: line)
+                state.output.append(UInt8(ascii: "\n"))
+            }
+            if state.output.count > outputLimit {
+                shut(&state)
+                return
+            }
+            if !state.output.isEmpty && !state.watchingOut {
+                state.watchingOut = true
+                _ = baton_epoll_ctl(epoll, Epoll.modify, fd, Epoll.input | Epoll.output | Epoll.readHangUp, token)
+            }
+        }
+    }
+
+    /// Writes what the socket takes of the buffered output (server thread, on EPOLLOUT).
+    func flush() {
+        lock.withLock { state in
+            guard !state.closed else { return }
+            while !state.output.isEmpty {
+                let n = state.output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n > 0 { state.output.removeFirst(n); continue }
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+                shut(&state)
+                return
+            }
+            state.watchingOut = false
+            _ = baton_epoll_ctl(epoll, Epoll.modify, fd, Epoll.input | Epoll.readHangUp, token)
+        }
+    }
+
+    /// Closes the connection; later sends are dropped.
+    public func close() {
+        lock.withLock { shut(&$0) }
+    }
+
+    private func shut(_ state: inout OutputState) {
+        guard !state.closed else { return }
+        state.closed = true
+        state.output = []
+        // The descriptor stays open until the server thread releases it, so it cannot be reused
+        // under a concurrent send; shutdown wakes that thread with a hang-up.
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// Closes the descriptor for good (server thread, once the connection is dropped).
+    func release() {
+        lock.withLock { state in
+            state.closed = true
+            state.output = []
+            _ = baton_epoll_ctl(epoll, Epoll.delete, fd, 0, 0)
+            Glibc.close(fd)
+        }
+    }
+
+    public static func == (lhs: ServerConnection, rhs: ServerConnection) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+/// epoll(7) event bits and control operations, which Glibc's module does not export.
+enum Epoll {
+    static let input: UInt32 = 0x001
+    static let output: UInt32 = 0x004
+    static let error: UInt32 = 0x008
+    static let hangUp: UInt32 = 0x010
+    static let readHangUp: UInt32 = 0x2000
+    static let add: Int32 = 1
+    static let delete: Int32 = 2
+    static let modify: Int32 = 3
+}

@@ -1,0 +1,90 @@
+import CSQLite
+
+/// One SQLite connection, held by one owner (a thread or a serial queue) and never shared.
+///
+/// Statements from `prepare` live for one call; `cached` statements live as long as the
+/// connection and are reset after each use. `deinit` finalizes them all and closes the handle.
+public final class Connection {
+    let handle: OpaquePointer
+    public let path: String
+    private var cache: [String: Statement] = [:]
+
+    /// Opens (or, unless `readOnly`, creates) the database at `path`.
+    public init(path: String, readOnly: Bool = false) throws(DatabaseError) {
+        var db: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+            | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            if let db { sqlite3_close_v2(db) }
+            throw DatabaseError(code: rc, message: message)
+        }
+        handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        cache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements that return no rows.
+    public func execute(_ sql: String) throws(DatabaseError) {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        if rc != SQLITE_OK {
+            let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(errorMessage)
+            throw DatabaseError(code: sqlite3_extended_errcode(handle), message: message, sql: sql)
+        }
+    }
+
+    /// Prepares a statement that lives for the duration of `body`.
+    public func withStatement<T>(_ sql: String, _ body: (Statement) throws -> T) throws -> T {
+        let statement = try Statement(connection: self, sql: sql)
+        return try body(statement)
+    }
+
+    /// A statement prepared once per connection and reset after `body`.
+    public func cached<T>(_ sql: String, _ body: (Statement) throws -> T) throws -> T {
+        let statement: Statement
+        if let existing = cache[sql] {
+            statement = existing
+        } else {
+            statement = try Statement(connection: self, sql: sql)
+            cache[sql] = statement
+        }
+        defer { statement.reset() }
+        return try body(statement)
+    }
+
+    /// Runs `body` in a transaction (IMMEDIATE takes the write lock at once); rolls back if it throws.
+    public func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
+        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            if sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// The rows changed by the last statement.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// The first column of the first row of a query, or nil.
+    public func scalar(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> DatabaseValue? {
+        try withStatement(sql) { statement in
+            try statement.bind(arguments)
+            return try statement.step() ? statement.value(0) : nil
+        }
+    }
+
+    func error(sql: String?) -> DatabaseError {
+        DatabaseError(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+}

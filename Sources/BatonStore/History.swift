@@ -1,0 +1,212 @@
+import BatonCore
+import Foundation
+
+/// Which runs a history query returns.
+public struct HistoryFilter: Codable, Sendable, Equatable {
+    /// Runs of any of these actions (all when empty).
+    public var actions: [String]
+    /// Runs in any of these phases (all when empty).
+    public var phases: [Phase]
+    /// Runs queued at or after this time.
+    public var since: Timestamp?
+    /// Runs queued before this time.
+    public var until: Timestamp?
+    /// Runs whose params have all these values.
+    public var params: [String: String]
+    /// At most this many runs.
+    public var limit: Int
+    /// Oldest first instead of newest first.
+    public var reverse: Bool
+
+    public init(actions: [String] = [], phases: [Phase] = [], since: Timestamp? = nil, until: Timestamp? = nil,
+                params: [String: String] = [:], limit: Int = 50, reverse: Bool = false) {
+        self.actions = actions
+        self.phases = phases
+        self.since = since
+        self.until = until
+        self.params = params
+        self.limit = limit
+        self.reverse = reverse
+    }
+}
+
+/// The whole story of one run.
+public struct RunDetail: Codable, Sendable, Equatable {
+    public var run: RunSnapshot
+    public var transitions: [Transition]
+    /// Triggers that joined, coalesced into or were rejected by this run.
+    public var triggers: [TriggerRecord]
+    /// The captured tail of stdout and stderr.
+    public var output: Data?
+    public var outputTruncated: Bool
+
+    public init(run: RunSnapshot, transitions: [Transition], triggers: [TriggerRecord], output: Data?, outputTruncated: Bool) {
+        self.run = run
+        self.transitions = transitions
+        self.triggers = triggers
+        self.output = output
+        self.outputTruncated = outputTruncated
+    }
+}
+
+/// Queries over the history, on a connection the caller owns (the store's reader, or a
+/// read-only connection of the CLI when the daemon is down).
+public struct History {
+    public let connection: Connection
+
+    public init(connection: Connection) {
+        self.connection = connection
+    }
+
+    /// Opens a history file read-only, for queries while the daemon is down or busy writing.
+    public static func openReadOnly(path: String) throws -> History {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError.cannotOpen(path: path, DatabaseError(code: 14, message: "no such file"))
+        }
+        let connection: Connection
+        do {
+            connection = try Connection(path: path, readOnly: true)
+            try connection.execute("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1")
+            let version = try Migrator.version(of: connection)
+            if version > Migrator.latestVersion {
+                throw StoreError.schemaTooNew(path: path, found: version, supported: Migrator.latestVersion)
+            }
+        } catch let error as DatabaseError {
+            throw Store.classify(error, path: path)
+        }
+        return History(connection: connection)
+    }
+
+    static let runColumns = """
+        id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
+        ended_at, attempts, exit_code, signal, reason, error
+        """
+
+    static func decodeRun(_ s: Statement) -> RunSnapshot {
+        let peer: Peer? = s.int64(6).map { uid in
+            Peer(uid: UInt32(truncatingIfNeeded: uid), gid: UInt32(truncatingIfNeeded: s.int64(7) ?? 0), pid: Int32(truncatingIfNeeded: s.int64(8) ?? 0))
+        }
+        return RunSnapshot(
+            id: s.int64(0)!, action: s.string(1) ?? "", key: s.string(2) ?? "",
+            phase: Phase(rawValue: s.string(3) ?? "") ?? .failure, policy: Policy(rawValue: s.string(4) ?? "") ?? .reject,
+            params: JSONText.params(s.string(5)), trigger: peer,
+            queuedAt: Timestamp(rawValue: s.int64(9) ?? 0), startedAt: s.int64(10).map(Timestamp.init(rawValue:)),
+            endedAt: s.int64(11).map(Timestamp.init(rawValue:)), attempts: Int(s.int64(12) ?? 0),
+            exitCode: s.int64(13).map { Int32(truncatingIfNeeded: $0) }, signal: s.int64(14).map { Int32(truncatingIfNeeded: $0) },
+            reason: s.string(15), error: s.string(16))
+    }
+
+    /// The runs matching a filter, newest first (oldest first with `reverse`).
+    public func runs(_ filter: HistoryFilter) throws -> [RunSnapshot] {
+        var clauses: [String] = []
+        var arguments: [DatabaseValue] = []
+        if !filter.actions.isEmpty {
+            clauses.append("action IN (\(Array(repeating: "?", count: filter.actions.count).joined(separator: ", ")))")
+            arguments += filter.actions.map { .text($0) }
+        }
+        if !filter.phases.isEmpty {
+            clauses.append("phase IN (\(Array(repeating: "?", count: filter.phases.count).joined(separator: ", ")))")
+            arguments += filter.phases.map { .text($0.rawValue) }
+        }
+        if let since = filter.since {
+            clauses.append("queued_at >= ?")
+            arguments.append(.integer(since.rawValue))
+        }
+        if let until = filter.until {
+            clauses.append("queued_at < ?")
+            arguments.append(.integer(until.rawValue))
+        }
+        for (name, value) in filter.params.sorted(by: { $0.key < $1.key }) {
+            clauses.append("json_extract(params, ?) = ?")
+            arguments += [.text("$.\"\(name.replacingOccurrences(of: "\"", with: ""))\""), .text(value)]
+        }
+        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+        let sql = "SELECT \(Self.runColumns) FROM runs \(whereClause) ORDER BY id \(filter.reverse ? "ASC" : "DESC") LIMIT ?"
+        arguments.append(.integer(Int64(max(filter.limit, 0))))
+        return try connection.withStatement(sql) { statement in
+            try statement.bind(arguments)
+            var runs: [RunSnapshot] = []
+            while try statement.step() { runs.append(Self.decodeRun(statement)) }
+            return runs
+        }
+    }
+
+    /// One run with its transitions, the triggers that hit it, and its output; nil if unknown.
+    public func run(_ id: Int64) throws -> RunDetail? {
+        let run = try connection.withStatement("SELECT \(Self.runColumns) FROM runs WHERE id = ?") { statement -> RunSnapshot? in
+            try statement.bind([.integer(id)])
+            return try statement.step() ? Self.decodeRun(statement) : nil
+        }
+        guard let run else { return nil }
+        let transitions = try connection.withStatement(
+            "SELECT seq, from_phase, to_phase, at, detail FROM transitions WHERE run_id = ? ORDER BY seq"
+        ) { statement in
+            try statement.bind([.integer(id)])
+            var list: [Transition] = []
+            while try statement.step() {
+                list.append(Transition(
+                    runID: id, seq: Int(statement.int64(0) ?? 0), from: statement.string(1).flatMap(Phase.init(rawValue:)),
+                    to: Phase(rawValue: statement.string(2) ?? "") ?? .failure, at: Timestamp(rawValue: statement.int64(3) ?? 0),
+                    detail: JSONText.detail(statement.string(4))))
+            }
+            return list
+        }
+        let triggers = try connection.withStatement(
+            "SELECT action, key, decision, policy, uid, gid, pid, at, params FROM triggers WHERE run_id = ? ORDER BY id"
+        ) { statement in
+            try statement.bind([.integer(id)])
+            var list: [TriggerRecord] = []
+            while try statement.step() {
+                let peer = statement.int64(4).map { Peer(uid: UInt32(truncatingIfNeeded: $0), gid: UInt32(truncatingIfNeeded: statement.int64(5) ?? 0), pid: Int32(truncatingIfNeeded: statement.int64(6) ?? 0)) }
+                list.append(TriggerRecord(
+                    runID: id, action: statement.string(0) ?? "", key: statement.string(1) ?? "", decision: statement.string(2) ?? "",
+                    policy: Policy(rawValue: statement.string(3) ?? "") ?? .reject, peer: peer,
+                    at: Timestamp(rawValue: statement.int64(7) ?? 0), params: JSONText.params(statement.string(8))))
+            }
+            return list
+        }
+        let output = try connection.withStatement("SELECT tail, truncated FROM outputs WHERE run_id = ?") { statement -> (Data, Bool)? in
+            try statement.bind([.integer(id)])
+            guard try statement.step() else { return nil }
+            if case let .blob(bytes) = statement.value(0) { return (Data(bytes), statement.int64(1) == 1) }
+            return (Data(), statement.int64(1) == 1)
+        }
+        return RunDetail(run: run, transitions: transitions, triggers: triggers, output: output?.0, outputTruncated: output?.1 ?? false)
+    }
+
+    /// The last run of each action that ended, by action name.
+    public func lastEnded() throws -> [RunSnapshot] {
+        let actions = try connection.withStatement("SELECT DISTINCT action FROM runs") { statement in
+            var names: [String] = []
+            while try statement.step() { if let name = statement.string(0) { names.append(name) } }
+            return names
+        }
+        return try actions.compactMap { action in
+            try connection.withStatement("""
+                SELECT \(Self.runColumns) FROM runs
+                WHERE action = ? AND phase IN ('success', 'failure', 'cancelled') ORDER BY id DESC LIMIT 1
+                """) { statement in
+                try statement.bind([.text(action)])
+                return try statement.step() ? Self.decodeRun(statement) : nil
+            }
+        }
+    }
+
+    /// What a previous daemon left: the next free id and the runs not yet ended, oldest first.
+    public func recoverableState() throws -> RecoverableState {
+        let maxID = try connection.scalar("SELECT max(coalesce((SELECT max(id) FROM runs), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'runs'), 0))")?.int64 ?? 0
+        let unfinished = try connection.withStatement("""
+            SELECT \(Self.runColumns), pgid, pgid_start, (SELECT max(seq) FROM transitions t WHERE t.run_id = runs.id)
+            FROM runs WHERE phase IN ('queued', 'loading', 'retrying') ORDER BY id
+            """) { statement in
+            var list: [UnfinishedRun] = []
+            while try statement.step() {
+                list.append(UnfinishedRun(
+                    run: Self.decodeRun(statement), lastSeq: Int(statement.int64(19) ?? 1),
+                    pgid: statement.int64(17).map { Int32(truncatingIfNeeded: $0) }, pgidIdentity: statement.string(18)))
+            }
+            return list
+        }
+        return RecoverableState(nextRunID: maxID + 1, unfinished: unfinished)
+    }
+}

@@ -1,0 +1,128 @@
+import BatonCore
+import Foundation
+
+/// How each journal entry becomes rows: one function per entry kind, on the writer's connection.
+enum JournalWriter {
+    /// A phase change the table in `Phase.allows` forbids, or one that does not follow the run's row.
+    struct IllegalTransition: Error, CustomStringConvertible {
+        var transition: Transition
+        var description: String {
+            "run \(transition.runID): \(transition.from?.rawValue ?? "nothing") → \(transition.to.rawValue) is not a legal transition here"
+        }
+    }
+
+    static func write(_ entry: JournalEntry, on db: Connection) throws {
+        switch entry {
+        case let .created(run, transition):
+            try db.cached("""
+                INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """) {
+                try $0.run([.integer(run.id), .text(run.action), .text(run.key), .text(run.phase.rawValue),
+                            .text(run.policy.rawValue), .text(JSONText.object(run.params)),
+                            run.trigger.map { .integer(Int64($0.uid)) } ?? .null,
+                            run.trigger.map { .integer(Int64($0.gid)) } ?? .null,
+                            run.trigger.map { .integer(Int64($0.pid)) } ?? .null,
+                            .integer(run.queuedAt.rawValue)])
+            }
+            try insert(transition, on: db)
+        case let .transition(transition):
+            try apply(transition, on: db)
+        case let .trigger(record):
+            try db.cached("""
+                INSERT INTO triggers (run_id, action, key, decision, policy, uid, gid, pid, at, params)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """) {
+                try $0.run([record.runID.map { .integer($0) } ?? .null, .text(record.action), .text(record.key),
+                            .text(record.decision), .text(record.policy.rawValue),
+                            record.peer.map { .integer(Int64($0.uid)) } ?? .null,
+                            record.peer.map { .integer(Int64($0.gid)) } ?? .null,
+                            record.peer.map { .integer(Int64($0.pid)) } ?? .null,
+                            .integer(record.at.rawValue), .text(JSONText.object(record.params))])
+            }
+        case let .output(runID, tail, truncated):
+            try db.cached("INSERT OR REPLACE INTO outputs (run_id, tail, truncated) VALUES (?, ?, ?)") {
+                try $0.run([.integer(runID), .blob(tail), .integer(truncated ? 1 : 0)])
+            }
+        case let .processGroup(runID, pgid, identity):
+            try db.cached("UPDATE runs SET pgid = ?, pgid_start = ? WHERE id = ?") {
+                try $0.run([.integer(Int64(pgid)), .text(identity), .integer(runID)])
+            }
+        }
+    }
+
+    private static func insert(_ t: Transition, on db: Connection) throws {
+        guard Phase.allows(from: t.from, to: t.to) else { throw IllegalTransition(transition: t) }
+        try db.cached("INSERT INTO transitions (run_id, seq, from_phase, to_phase, at, detail) VALUES (?, ?, ?, ?, ?, ?)") {
+            try $0.run([.integer(t.runID), .integer(Int64(t.seq)), t.from.map { .text($0.rawValue) } ?? .null,
+                        .text(t.to.rawValue), .integer(t.at.rawValue), .text(JSONText.detail(t.detail))])
+        }
+    }
+
+    /// Inserts the transition and moves the run's row to the new phase, with its outcome fields.
+    private static func apply(_ t: Transition, on db: Connection) throws {
+        try insert(t, on: db)
+        let from: DatabaseValue = t.from.map { .text($0.rawValue) } ?? .null
+        let d = t.detail
+        let int32: (Int32?) -> DatabaseValue = { $0.map { .integer(Int64($0)) } ?? .null }
+        switch t.to {
+        case .queued:
+            try db.cached("UPDATE runs SET phase = 'queued', pgid = NULL WHERE id = ? AND phase = ?") {
+                try $0.run([.integer(t.runID), from])
+            }
+        case .loading:
+            try db.cached("""
+                UPDATE runs SET phase = 'loading', started_at = coalesce(started_at, ?), attempts = ?, pgid = NULL
+                WHERE id = ? AND phase = ?
+                """) {
+                try $0.run([.integer(t.at.rawValue), .integer(Int64(d.attempt ?? 1)), .integer(t.runID), from])
+            }
+        case .retrying:
+            try db.cached("UPDATE runs SET phase = 'retrying', exit_code = ?, signal = ?, error = ? WHERE id = ? AND phase = ?") {
+                try $0.run([int32(d.exitCode), int32(d.signal), d.error.map { .text($0) } ?? .null, .integer(t.runID), from])
+            }
+        case .success, .failure, .cancelled:
+            try db.cached("""
+                UPDATE runs SET phase = ?, ended_at = ?, exit_code = coalesce(?, exit_code), signal = coalesce(?, signal),
+                    reason = ?, error = ?, pgid = NULL, progress = NULL
+                WHERE id = ? AND phase = ?
+                """) {
+                try $0.run([.text(t.to.rawValue), .integer(t.at.rawValue), int32(d.exitCode), int32(d.signal),
+                            d.reason.map { .text($0) } ?? .null,
+                            t.to == .success ? .null : (d.error.map { .text($0) } ?? .null),
+                            .integer(t.runID), from])
+            }
+        }
+        guard db.changes == 1 else { throw IllegalTransition(transition: t) }
+    }
+}
+
+/// Compact JSON for the text columns: sorted keys, so equal values are equal text.
+enum JSONText {
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+    private static let decoder = JSONDecoder()
+
+    static func object(_ params: [String: String]) -> String {
+        guard !params.isEmpty, let data = try? encoder.encode(params) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func detail(_ detail: TransitionDetail) -> String {
+        guard let data = try? encoder.encode(detail) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func params(_ text: String?) -> [String: String] {
+        guard let text, text != "{}" else { return [:] }
+        return (try? decoder.decode([String: String].self, from: Data(text.utf8))) ?? [:]
+    }
+
+    static func detail(_ text: String?) -> TransitionDetail {
+        guard let text, text != "{}" else { return TransitionDetail() }
+        return (try? decoder.decode(TransitionDetail.self, from: Data(text.utf8))) ?? TransitionDetail()
+    }
+}

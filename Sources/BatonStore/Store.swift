@@ -1,0 +1,236 @@
+import BatonCore
+import CSQLite
+import Foundation
+
+/// Baton's history in SQLite: one writer thread that commits the journal in groups, and one
+/// reader queue for queries, so that reads never wait for writes and no SQLite call blocks the
+/// cooperative thread pool.
+///
+/// Write failures never lose a transition: when the disk is full or the database locked, the
+/// writer keeps the entries in memory and retries them, in order, before anything newer; only
+/// the creation of new runs is refused (`store_unavailable`) while that lasts.
+public final class Store: RunStore, @unchecked Sendable {
+    /// How hard commits go to disk.
+    public enum Synchronous: String, Sendable, CaseIterable {
+        /// fsync the WAL at every commit: nothing committed is lost on power failure.
+        case full = "FULL"
+        /// fsync at checkpoints only: a power failure may lose the last commits, a crash of batond may not.
+        case normal = "NORMAL"
+        /// Never fsync (benchmarks and tests only).
+        case off = "OFF"
+    }
+
+    /// How the store is opened.
+    public struct Options: Sendable {
+        public var synchronous: Synchronous
+        public var busyTimeout: Duration
+        /// The most journal items (trigger answers, transitions) committed in one transaction.
+        public var maxBatch: Int
+        /// How long to wait before retrying after a write failed for lack of space or an I/O error.
+        public var retryDelay: Duration
+
+        public init(synchronous: Synchronous = .full, busyTimeout: Duration = .seconds(5), maxBatch: Int = 2_000, retryDelay: Duration = .milliseconds(500)) {
+            self.synchronous = synchronous
+            self.busyTimeout = busyTimeout
+            self.maxBatch = maxBatch
+            self.retryDelay = retryDelay
+        }
+    }
+
+    struct Item {
+        var entries: [JournalEntry]
+        var completion: @Sendable (Result<Void, BatonError>) -> Void
+        /// Items that create runs are refused while the store cannot write; the others are kept.
+        var creates: Bool
+    }
+
+    public let path: String
+    let options: Options
+    /// Guards `pending`, `closing`, `failure` and `written`, and wakes the writer.
+    private let condition = NSCondition()
+    private var pending: [Item] = []
+    private var closing = false
+    private var writerDone = false
+    /// Why the last write failed, while writes keep failing.
+    private var failure: String?
+    private var writer: Connection?
+    private let readQueue = DispatchQueue(label: "baton.store.reader")
+    /// Used only on `readQueue`.
+    private let reader: Connection
+
+    /// Opens (creating if needed) and migrates the history at `path`, then starts the writer.
+    public init(path: String, options: Options = Options()) throws(StoreError) {
+        self.path = path
+        self.options = options
+        let writer: Connection
+        do {
+            writer = try Connection(path: path)
+            try Self.configure(writer, options: options)
+            try Migrator.migrate(writer)
+            reader = try Connection(path: path)
+            try Self.configure(reader, options: options)
+            try reader.execute("PRAGMA query_only = 1")
+        } catch let error as StoreError {
+            throw error
+        } catch let error as DatabaseError {
+            throw Self.classify(error, path: path)
+        } catch {
+            throw .database(DatabaseError(code: SQLITE_ERROR, message: "\(error)"))
+        }
+        self.writer = writer
+        let thread = Thread { [self] in writerLoop() }
+        thread.name = "baton-store-writer"
+        thread.start()
+    }
+
+    static func configure(_ connection: Connection, options: Options) throws {
+        try connection.execute("PRAGMA busy_timeout = \(options.busyTimeout.microseconds / 1_000)")
+        let mode = try connection.scalar("PRAGMA journal_mode = WAL")?.string ?? ""
+        if mode.lowercased() != "wal" {
+            throw DatabaseError(code: SQLITE_ERROR, message: "cannot switch to WAL journal mode (got \(mode))")
+        }
+        try connection.execute("PRAGMA synchronous = \(options.synchronous.rawValue); PRAGMA foreign_keys = ON")
+    }
+
+    static func classify(_ error: DatabaseError, path: String) -> StoreError {
+        switch error.primaryCode {
+        case SQLITE_NOTADB, SQLITE_CORRUPT: .corrupt(path: path, error.message)
+        case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_AUTH: .cannotOpen(path: path, error)
+        default: .database(error)
+        }
+    }
+
+    // MARK: Writing
+
+    public func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
+        let creates = entries.contains { if case .created = $0 { true } else { false } }
+        condition.lock()
+        if closing {
+            condition.unlock()
+            completion(.failure(.storeUnavailable("the store is closed")))
+            return
+        }
+        if creates, let failure {
+            condition.unlock()
+            completion(.failure(.storeUnavailable(failure)))
+            return
+        }
+        pending.append(Item(entries: entries, completion: completion, creates: creates))
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Why writes fail right now, or nil when the store writes.
+    public var unavailableReason: String? {
+        condition.lock()
+        defer { condition.unlock() }
+        return failure
+    }
+
+    /// Writes what is pending, stops the writer and waits for it, at most `timeout`.
+    /// Returns how many journal items could not be written.
+    @discardableResult
+    public func close(timeout: Duration = .seconds(10)) -> Int {
+        condition.lock()
+        closing = true
+        condition.broadcast()
+        let deadline = Date().addingTimeInterval(timeout.secondsValue)
+        while !writerDone && condition.wait(until: deadline) {}
+        let lost = writerDone ? 0 : pending.count
+        condition.unlock()
+        return lost
+    }
+
+    private func writerLoop() {
+        guard let connection = writer else { return }
+        var held: [Item] = []
+        while true {
+            condition.lock()
+            while pending.isEmpty && held.isEmpty && !closing { condition.wait() }
+            if pending.isEmpty && held.isEmpty {
+                writerDone = true
+                condition.broadcast()
+                condition.unlock()
+                break
+            }
+            let take = min(pending.count, max(options.maxBatch - held.count, 1))
+            let batch = held + pending.prefix(take)
+            pending.removeFirst(take)
+            condition.unlock()
+
+            do {
+                let results = try write(batch, on: connection)
+                held = []
+                setFailure(nil)
+                for (item, result) in zip(batch, results) { item.completion(result) }
+            } catch {
+                let message = (error as? DatabaseError)?.message ?? "\(error)"
+                let busy = (error as? DatabaseError)?.isBusy ?? false
+                if !busy { setFailure(message) }
+                // Creations are refused at once; everything else waits for the next try, in order.
+                held = batch.filter { item in
+                    if item.creates && !busy { item.completion(.failure(.storeUnavailable(message))); return false }
+                    return true
+                }
+                condition.lock()
+                let stop = closing
+                if !stop { _ = condition.wait(until: Date().addingTimeInterval(busy ? 0.01 : options.retryDelay.secondsValue)) }
+                condition.unlock()
+                if stop && !busy {
+                    // Shutting down with a disk that stays full: give up on what cannot be written.
+                    for item in held { item.completion(.failure(.storeUnavailable(message))) }
+                    held = []
+                }
+            }
+        }
+        writer = nil
+    }
+
+    private func setFailure(_ message: String?) {
+        condition.lock()
+        failure = message
+        condition.unlock()
+    }
+
+    /// Writes a batch in one transaction. An item that is wrong in itself (an illegal phase change)
+    /// is rolled back alone and fails; a busy or full database fails the whole batch.
+    private func write(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
+        var results: [Result<Void, BatonError>] = []
+        results.reserveCapacity(batch.count)
+        try connection.transaction(immediate: true) {
+            for item in batch {
+                try connection.execute("SAVEPOINT item")
+                do {
+                    for entry in item.entries { try JournalWriter.write(entry, on: connection) }
+                    try connection.execute("RELEASE item")
+                    results.append(.success(()))
+                } catch let error as DatabaseError where error.isBusy || error.isFull || error.primaryCode == SQLITE_IOERR {
+                    throw error
+                } catch {
+                    try connection.execute("ROLLBACK TO item; RELEASE item")
+                    results.append(.failure(.internalError("history write refused: \(error)")))
+                }
+            }
+        }
+        return results
+    }
+
+    // MARK: Reading
+
+    /// Runs a query on the reader connection, off the cooperative thread pool.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (History) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            readQueue.async {
+                continuation.resume(with: Result { try body(History(connection: self.reader)) })
+            }
+        }
+    }
+
+    public func recoverableState() throws(BatonError) -> RecoverableState {
+        do {
+            return try readQueue.sync { try History(connection: reader).recoverableState() }
+        } catch {
+            throw .storeUnavailable("\(error)")
+        }
+    }
+}

@@ -1,0 +1,132 @@
+#define _GNU_SOURCE
+#include "CBatonSystem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/un.h>
+
+int baton_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid) {
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    *pid = cred.pid;
+    return 0;
+}
+
+int baton_spawn(const char *const argv[], const char *const envp[], const char *cwd,
+                int stdout_fd, int stderr_fd, int progress_fd, pid_t *pid) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) return rc;
+    rc = posix_spawnattr_init(&attr);
+    if (rc != 0) { posix_spawn_file_actions_destroy(&actions); return rc; }
+
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigemptyset(&defaults);
+    // Dispositions a daemon commonly changes; the action starts with the defaults.
+    int reset[] = { SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGCHLD, SIGQUIT, SIGUSR1, SIGUSR2 };
+    for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++) sigaddset(&defaults, reset[i]);
+
+    if (!rc) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (!rc) rc = posix_spawnattr_setpgroup(&attr, 0);
+    if (!rc) rc = posix_spawnattr_setsigmask(&attr, &empty);
+    if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &defaults);
+    if (!rc) rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+    if (!rc && progress_fd >= 0) rc = posix_spawn_file_actions_adddup2(&actions, progress_fd, 3);
+    if (!rc) rc = posix_spawn_file_actions_addclosefrom_np(&actions, progress_fd >= 0 ? 4 : 3);
+    if (!rc && cwd != NULL) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd);
+    if (!rc) {
+        rc = posix_spawnp(pid, argv[0], &actions, &attr, (char *const *)argv, (char *const *)envp);
+    }
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    return rc;
+}
+
+int baton_pidfd_open(pid_t pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int baton_reap(pid_t pid, int *exit_code, int *signal) {
+    int status = 0;
+    pid_t r;
+    do { r = waitpid(pid, &status, 0); } while (r < 0 && errno == EINTR);
+    if (r < 0) return -1;
+    if (WIFEXITED(status)) { *exit_code = WEXITSTATUS(status); *signal = 0; }
+    else if (WIFSIGNALED(status)) { *exit_code = -1; *signal = WTERMSIG(status); }
+    else { *exit_code = -1; *signal = 0; }
+    return 0;
+}
+
+int baton_pipe(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+int baton_eventfd(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+int baton_epoll_create(void) {
+    return epoll_create1(EPOLL_CLOEXEC);
+}
+
+int baton_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof(event));
+    event.events = events;
+    event.data.u64 = token;
+    return epoll_ctl(epfd, op, fd, &event);
+}
+
+int baton_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int max, int timeout_ms) {
+    struct epoll_event list[256];
+    if (max > 256) max = 256;
+    int n;
+    do { n = epoll_wait(epfd, list, max, timeout_ms); } while (n < 0 && errno == EINTR);
+    for (int i = 0; i < n; i++) {
+        tokens[i] = list[i].data.u64;
+        events[i] = list[i].events;
+    }
+    return n;
+}
+
+static int fill_address(struct sockaddr_un *address, const char *path) {
+    memset(address, 0, sizeof(*address));
+    address->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(address->sun_path)) { errno = ENAMETOOLONG; return -1; }
+    strcpy(address->sun_path, path);
+    return 0;
+}
+
+int baton_unix_bind(int fd, const char *path) {
+    struct sockaddr_un address;
+    if (fill_address(&address, path) != 0) return -1;
+    return bind(fd, (struct sockaddr *)&address, sizeof(address));
+}
+
+int baton_unix_connect(int fd, const char *path) {
+    struct sockaddr_un address;
+    if (fill_address(&address, path) != 0) return -1;
+    int rc;
+    do { rc = connect(fd, (struct sockaddr *)&address, sizeof(address)); } while (rc < 0 && errno == EINTR);
+    return rc;
+}
+
+int baton_accept(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}

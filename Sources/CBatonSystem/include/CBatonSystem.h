@@ -1,0 +1,43 @@
+#ifndef CBATON_SYSTEM_H
+#define CBATON_SYSTEM_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/// The peer credentials of a connected Unix socket (SO_PEERCRED). Returns 0 or -1 with errno.
+int baton_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid);
+
+/// Spawns argv[0] (searched in PATH when it has no slash) with posix_spawn in a new process group:
+/// stdin from /dev/null, stdout and stderr to the given fds, progress_fd (if >= 0) as fd 3,
+/// every other fd closed, signal mask and dispositions reset, working directory cwd (if not NULL).
+/// Returns 0 and the child's pid, or an errno value.
+int baton_spawn(const char *const argv[], const char *const envp[], const char *cwd,
+                int stdout_fd, int stderr_fd, int progress_fd, pid_t *pid);
+
+/// pidfd_open(2): a file descriptor that becomes readable when the process exits, or -1 with errno.
+int baton_pidfd_open(pid_t pid);
+
+/// Reaps the child; returns 0 and fills exit code (or -1) and signal (or 0), or -1 with errno.
+int baton_reap(pid_t pid, int *exit_code, int *signal);
+
+/// pipe2(2) with O_CLOEXEC: both ends close on exec. Returns 0 or -1 with errno.
+int baton_pipe(int fds[2]);
+
+/// A non-blocking, close-on-exec eventfd, or -1 with errno.
+int baton_eventfd(void);
+
+/// epoll helpers: register (op 1), modify (op 3) or remove (op 2) fd with a 64-bit token.
+int baton_epoll_create(void);
+int baton_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token);
+/// Waits for events; fills tokens and event masks; returns the count, or -1 with errno.
+int baton_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int max, int timeout_ms);
+
+/// Binds fd to a Unix socket path; -1 with errno ENAMETOOLONG when the path does not fit.
+int baton_unix_bind(int fd, const char *path);
+/// Connects fd to a Unix socket path.
+int baton_unix_connect(int fd, const char *path);
+
+/// accept4(2) with SOCK_NONBLOCK and SOCK_CLOEXEC.
+int baton_accept(int fd);
+
+#endif

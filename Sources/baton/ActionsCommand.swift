@@ -1,0 +1,29 @@
+import BatonCore
+import BatonIPC
+
+/// `baton actions`: the configured actions and how they behave.
+enum ActionsCommand {
+    static let spec = CommandSpec(
+        name: "actions",
+        abstract: "List the configured actions: what they run, their policy, timeout and params.",
+        arguments: "",
+        options: [OptionSpec(long: "json", short: nil, value: nil, help: "print the actions as JSON")],
+        run: run)
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
+        let actions = try context.call(Request(op: .actions)).actions ?? []
+        if arguments.flag("json") {
+            print(Format.json(actions))
+            return ExitCode.success
+        }
+        let rows = actions.map { action -> [String] in
+            let params = action.params.keys.sorted().map { name in
+                action.keyParams.contains(name) ? "\(name)*" : name
+            }.joined(separator: " ")
+            return [action.name, action.policy.rawValue, action.timeout.map { DurationText.format(.microseconds($0)) } ?? "-",
+                    params.isEmpty ? "-" : params, action.description ?? action.exec.joined(separator: " ")]
+        }
+        print(Format.table(["ACTION", "POLICY", "TIMEOUT", "PARAMS", "DESCRIPTION"], rows), terminator: "")
+        return ExitCode.success
+    }
+}

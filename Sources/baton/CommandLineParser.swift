@@ -1,0 +1,86 @@
+/// One option a command accepts.
+struct OptionSpec: Sendable {
+    var long: String
+    var short: Character?
+    /// The value's placeholder (`N`, `PHASE`); nil for a flag.
+    var value: String?
+    var help: String
+}
+
+/// A command: its name, what it does, its options, and how it runs.
+struct CommandSpec: Sendable {
+    var name: String
+    var abstract: String
+    /// The positional arguments, as shown in the usage line.
+    var arguments: String
+    var options: [OptionSpec]
+    var run: @Sendable (ParsedArguments, Context) throws -> Int32
+
+    /// The exact help text of the command.
+    var help: String {
+        var text = "Usage: baton \(name)\(arguments.isEmpty ? "" : " " + arguments)\(options.isEmpty ? "" : " [options]")\n\n\(abstract)\n"
+        if !options.isEmpty {
+            text += "\nOptions:\n"
+            let rows = options.map { option -> (String, String) in
+                var left = option.short.map { "-\($0), " } ?? "    "
+                left += "--\(option.long)"
+                if let value = option.value { left += " \(value)" }
+                return (left, option.help)
+            }
+            let width = rows.map(\.0.count).max() ?? 0
+            for (left, right) in rows {
+                text += "  " + left + String(repeating: " ", count: width - left.count + 2) + right + "\n"
+            }
+        }
+        return text
+    }
+
+    /// Splits arguments into option values and positionals; throws naming the bad argument.
+    func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
+        var parsed = ParsedArguments()
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            if argument == "--" {
+                parsed.positionals += rest
+                break
+            }
+            guard argument.hasPrefix("-"), argument.count > 1 else {
+                parsed.positionals.append(argument)
+                continue
+            }
+            var name = argument
+            var inline: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inline = String(argument[argument.index(after: equals)...])
+            }
+            let option = options.first { name == "--" + $0.long || (name.count == 2 && $0.short.map { "-\($0)" } == name) }
+            guard let option else { throw UsageError("baton \(self.name): unknown option \(name)") }
+            if option.value != nil {
+                guard let value = inline ?? rest.popFirst() else { throw UsageError("baton \(self.name): \(name) needs a value") }
+                parsed.values[option.long, default: []].append(value)
+            } else {
+                guard inline == nil else { throw UsageError("baton \(self.name): \(name) takes no value") }
+                parsed.flags.insert(option.long)
+            }
+        }
+        return parsed
+    }
+}
+
+/// A command line after parsing.
+struct ParsedArguments {
+    var values: [String: [String]] = [:]
+    var flags: Set<String> = []
+    var positionals: [String] = []
+
+    func value(_ name: String) -> String? { values[name]?.last }
+    func all(_ name: String) -> [String] { values[name] ?? [] }
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+}
+
+/// A command line that cannot be understood; exit code 2.
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

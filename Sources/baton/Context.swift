@@ -1,0 +1,75 @@
+import BatonIPC
+import BatonStore
+import Foundation
+
+/// What every command may use: where batond is, how to print, and a connection made on demand.
+final class Context {
+    let socketPath: String
+    let databasePath: String?
+    let isTerminal: Bool
+    let useColor: Bool
+
+    init(socketPath: String, databasePath: String?) {
+        self.socketPath = socketPath
+        self.databasePath = databasePath
+        isTerminal = isatty(1) == 1
+        let env = ProcessInfo.processInfo.environment
+        useColor = isTerminal && env["NO_COLOR"] == nil && env["TERM"] != "dumb"
+    }
+
+    /// A connection to batond, or a `Failure` that says how to start it.
+    func connect() throws -> Client {
+        do {
+            return try Client(path: socketPath)
+        } catch {
+            throw Failure(code: ExitCode.unavailable, message: "cannot reach batond at \(socketPath): \(Self.reason(error))",
+                          hint: "start it with `batond --config FILE`, or pass --socket PATH (or set BATON_SOCKET)")
+        }
+    }
+
+    /// Sends a request and returns the final answer, or throws the error it carries.
+    func call(_ request: Request, onEvent: (Response) -> Void = { _ in }) throws -> Response {
+        let client = try connect()
+        let response: Response
+        do {
+            response = try client.call(request, onEvent: onEvent)
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(code: ExitCode.unavailable, message: "lost batond at \(socketPath): \(Self.reason(error))")
+        }
+        if response.ok == false, let error = response.error {
+            throw Failure(code: ExitCode.of(errorCode: error.code), message: error.message, wire: error)
+        }
+        return response
+    }
+
+    /// Colours text for a terminal; plain elsewhere or with NO_COLOR.
+    func paint(_ text: String, _ color: Color) -> String {
+        useColor ? "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m" : text
+    }
+
+    enum Color: String {
+        case red = "31", green = "32", yellow = "33", blue = "34", dim = "2", bold = "1"
+    }
+
+    static func reason(_ error: any Error) -> String {
+        if let socket = error as? SocketError, case let .system(_, _, code) = socket { return String(cString: strerror(code)) }
+        return "\(error)"
+    }
+}
+
+/// A command that ends with an error: an exit code, a message for `Error:`, and maybe a `Try:`.
+struct Failure: Error {
+    var code: Int32
+    var message: String
+    var hint: String?
+    var wire: WireError?
+
+    init(code: Int32, message: String, hint: String? = nil, wire: WireError? = nil) {
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.wire = wire
+    }
+}

@@ -1,0 +1,75 @@
+import BatonCore
+import Foundation
+
+/// How values look in tables and stories.
+enum Format {
+    /// A local (or UTC) time: `2026-11-29 14:03:07`.
+    static func time(_ timestamp: Timestamp, utc: Bool = false) -> String {
+        var seconds = time_t(timestamp.rawValue / 1_000_000)
+        var parts = tm()
+        if utc { gmtime_r(&seconds, &parts) } else { localtime_r(&seconds, &parts) }
+        return String(format: "%04d-%02d-%02d %02d:%02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                      parts.tm_hour, parts.tm_min, parts.tm_sec)
+    }
+
+    /// How long ago: `42s ago`, `3m04s ago`.
+    static func age(_ timestamp: Timestamp, now: Timestamp = .now) -> String {
+        DurationText.format(now - timestamp) + " ago"
+    }
+
+    /// How long a run took (or has taken so far), from its first loading.
+    static func duration(_ run: RunSnapshot, now: Timestamp = .now) -> String {
+        guard let started = run.startedAt else { return "-" }
+        return DurationText.format((run.endedAt ?? now) - started)
+    }
+
+    /// Pads or cuts text to `width` columns, cutting with `…`.
+    static func fit(_ text: String, _ width: Int) -> String {
+        if text.count <= width { return text + String(repeating: " ", count: width - text.count) }
+        guard width > 1 else { return String(text.prefix(width)) }
+        return String(text.prefix(width - 1)) + "…"
+    }
+
+    /// The terminal's width, or 100 when not on a terminal.
+    static var terminalWidth: Int {
+        var size = winsize()
+        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) { return columns }
+        return 100
+    }
+
+    /// A table: a header row and rows, columns as wide as their content; the last column takes
+    /// what is left of `width` and is cut with `…`.
+    static func table(_ header: [String], _ rows: [[String]], width: Int = terminalWidth) -> String {
+        guard !header.isEmpty else { return "" }
+        let all = [header] + rows
+        var widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        let fixed = widths.dropLast().reduce(0, +) + 2 * (widths.count - 1)
+        widths[widths.count - 1] = max(min(widths.last!, width - fixed), 8)
+        return all.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? fit(cell, widths[column]).trimmingTrailingSpaces() : fit(cell, widths[column])
+            }.joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+
+    static func phaseWord(_ run: RunSnapshot) -> String {
+        if run.phase == .failure, run.reason == "timeout" { return "failure (timeout)" }
+        return run.phase.rawValue
+    }
+
+    /// Encodes a value as JSON for `--json`.
+    static func json<T: Encodable>(_ value: T, pretty: Bool = true) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+}
+
+extension String {
+    func trimmingTrailingSpaces() -> String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,109 @@
+import BatonCore
+import BatonIPC
+import Foundation
+
+/// `baton run ACTION`: trigger an action and, unless detached, follow it to its end.
+enum RunCommand {
+    static let spec = CommandSpec(
+        name: "run",
+        abstract: """
+            Trigger ACTION and wait for its outcome, showing the loading state on a terminal.
+            Exits 0 on success, 1 on failure, 3 if cancelled, 75 if rejected as busy.
+            """,
+        arguments: "ACTION",
+        options: [
+            OptionSpec(long: "param", short: "p", value: "NAME=VALUE", help: "pass a param (repeatable)"),
+            OptionSpec(long: "policy", short: nil, value: "POLICY", help: "reject, join, queue or replace, where the action allows it"),
+            OptionSpec(long: "detach", short: "d", value: nil, help: "print the run id once it is queued and exit"),
+            OptionSpec(long: "json", short: nil, value: nil, help: "print the run as JSON"),
+        ],
+        run: run)
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
+        guard arguments.positionals.count == 1, let action = arguments.positionals.first else {
+            throw UsageError("baton run needs exactly one ACTION")
+        }
+        var params: [String: String] = [:]
+        for pair in arguments.all("param") {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                throw UsageError("baton run: --param takes NAME=VALUE, got \(pair)")
+            }
+            params[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+        }
+        var policy: Policy?
+        if let name = arguments.value("policy") {
+            guard let value = Policy(rawValue: name) else {
+                throw UsageError("baton run: --policy expects reject, join, queue or replace, got \(name)")
+            }
+            policy = value
+        }
+        let detach = arguments.flag("detach")
+        let json = arguments.flag("json")
+        let request = Request(op: .trigger, action: action, params: params, policy: policy, detach: detach)
+        let spinner = (!json && isatty(2) == 1) ? Spinner() : nil
+        let response: Response
+        do {
+            response = try context.call(request) { event in
+                if let run = event.run { spinner?.show(run) }
+            }
+        } catch {
+            spinner?.clear()
+            throw error
+        }
+        spinner?.clear()
+        guard let run = response.run else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
+        if json {
+            print(Format.json(RunAnswer(run: run, decision: response.decision, shared: response.shared)))
+        } else if detach {
+            print(run.id)
+        } else {
+            print(outcomeLine(run, shared: response.shared ?? false, context: context))
+        }
+        return detach ? ExitCode.success : ExitCode.of(run.phase)
+    }
+
+    struct RunAnswer: Encodable {
+        var run: RunSnapshot
+        var decision: String?
+        var shared: Bool?
+    }
+
+    static func outcomeLine(_ run: RunSnapshot, shared: Bool, context: Context) -> String {
+        let name = "\(run.action) run \(run.id)\(shared ? " (shared)" : "")"
+        let took = Format.duration(run)
+        switch run.phase {
+        case .success:
+            return context.paint("✓", .green) + " \(name) succeeded in \(took)"
+        case .failure:
+            return context.paint("✗", .red) + " \(name) failed after \(took): \(run.error ?? "no error recorded")"
+        case .cancelled:
+            return context.paint("⊘", .yellow) + " \(name) cancelled: \(run.error ?? run.reason ?? "cancelled")"
+        default:
+            return "\(name) is \(run.phase.rawValue)"
+        }
+    }
+}
+
+/// The loading state on stderr: a spinner, the phase, the elapsed time and any progress.
+final class Spinner {
+    private let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+    private var frame = 0
+
+    func show(_ run: RunSnapshot) {
+        frame = (frame + 1) % frames.count
+        var line = "\(frames[frame]) \(run.action) run \(run.id) \(run.phase.rawValue)"
+        if run.startedAt != nil { line += " \(Format.duration(run))" }
+        if let progress = run.progress {
+            if let fraction = progress.fraction {
+                let filled = Int(fraction * 20)
+                line += " [" + String(repeating: "█", count: filled) + String(repeating: "·", count: 20 - filled) + "] \(Int(fraction * 100))%"
+            }
+            if let message = progress.message { line += " \(message)" }
+        }
+        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + line).utf8))
+    }
+
+    func clear() {
+        FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+    }
+}

@@ -1,0 +1,87 @@
+import BatonCore
+import BatonIPC
+import BatonStore
+import Foundation
+
+/// `baton show RUN`: the whole story of one run.
+enum ShowCommand {
+    static let spec = CommandSpec(
+        name: "show",
+        abstract: "Show one run: every transition with its time, who triggered it, params, joins and rejections, the error and the output tail.",
+        arguments: "RUN",
+        options: [
+            OptionSpec(long: "output", short: nil, value: nil, help: "print only the captured output, raw"),
+            OptionSpec(long: "json", short: nil, value: nil, help: "print the run as JSON"),
+        ],
+        run: run)
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
+        guard arguments.positionals.count == 1, let id = Int64(arguments.positionals[0]) else {
+            throw UsageError("baton show needs one RUN id (a number)")
+        }
+        guard let detail = try Query.show(id, context) else {
+            throw Failure(code: ExitCode.usage, message: "no run \(id)", hint: "baton history")
+        }
+        if arguments.flag("output") {
+            FileHandle.standardOutput.write(detail.output ?? Data())
+            return ExitCode.success
+        }
+        if arguments.flag("json") {
+            print(Format.json(detail))
+            return ExitCode.success
+        }
+        print(story(detail, context: context), terminator: "")
+        return ExitCode.success
+    }
+
+    static func story(_ detail: RunDetail, context: Context) -> String {
+        let run = detail.run
+        var text = context.paint("run \(run.id)", .bold) + " — \(run.action) (key \(run.key)), \(Format.phaseWord(run))\n"
+        if let peer = run.trigger {
+            text += "  triggered by \(userName(peer.uid)) (uid \(peer.uid), pid \(peer.pid)) with policy \(run.policy.rawValue)\n"
+        }
+        if !run.params.isEmpty {
+            text += "  params: " + run.params.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "\n"
+        }
+        text += "  attempts: \(run.attempts), took \(Format.duration(run))\n"
+        if let error = run.error { text += "  error: " + context.paint(error, .red) + "\n" }
+        text += "\ntransitions:\n"
+        var previous: Timestamp?
+        for transition in detail.transitions {
+            let delta = previous.map { "+" + DurationText.format(transition.at - $0) } ?? ""
+            previous = transition.at
+            var line = "  \(transition.seq). \(Format.time(transition.at))  \(Format.fit(delta, 8))  \(transition.from?.rawValue ?? "-") → \(transition.to.rawValue)"
+            let d = transition.detail
+            var notes: [String] = []
+            if let reason = d.reason { notes.append(reason) }
+            if let attempt = d.attempt { notes.append("attempt \(attempt)") }
+            if let code = d.exitCode { notes.append("exit \(code)") }
+            if let signal = d.signal { notes.append("signal \(signal)") }
+            if let by = d.by { notes.append("by \(userName(by))") }
+            if let backoff = d.backoff { notes.append("retry in \(DurationText.format(.microseconds(backoff)))") }
+            if let error = d.error { notes.append(error) }
+            if !notes.isEmpty { line += "  (" + notes.joined(separator: "; ") + ")" }
+            text += line + "\n"
+        }
+        if !detail.triggers.isEmpty {
+            let counts = Dictionary(grouping: detail.triggers, by: \.decision).mapValues(\.count)
+            text += "\nother triggers: " + counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "\n"
+            for trigger in detail.triggers.prefix(20) {
+                text += "  \(Format.time(trigger.at))  \(trigger.decision)  by \(trigger.peer.map { userName($0.uid) } ?? "?")\n"
+            }
+            if detail.triggers.count > 20 { text += "  … and \(detail.triggers.count - 20) more\n" }
+        }
+        if let output = detail.output, !output.isEmpty {
+            text += "\noutput\(detail.outputTruncated ? " (last \(output.count) bytes)" : ""):\n"
+            let lines = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            for line in lines.suffix(20) where !(line.isEmpty && line.endIndex == lines.last?.endIndex) { text += "  │ \(line)\n" }
+            if lines.count > 20 { text += "  (baton show \(run.id) --output prints all of it)\n" }
+        }
+        return text
+    }
+
+    static func userName(_ uid: UInt32) -> String {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
+        return String(cString: name)
+    }
+}

@@ -1,0 +1,47 @@
+import BatonCore
+import BatonIPC
+import Foundation
+
+/// `baton status`: each action, idle or loading since when, and its last outcome.
+enum StatusCommand {
+    static let spec = CommandSpec(
+        name: "status",
+        abstract: "Show each action: idle or loading (since when), how many queued, and the last outcome.",
+        arguments: "",
+        options: [OptionSpec(long: "json", short: nil, value: nil, help: "print the status as JSON")],
+        run: run)
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
+        guard arguments.positionals.isEmpty else { throw UsageError("baton status takes no arguments") }
+        let response = try context.call(Request(op: .status))
+        let actions = response.actions ?? []
+        if arguments.flag("json") {
+            print(Format.json(actions))
+            return ExitCode.success
+        }
+        let now = Timestamp.now
+        let rows = actions.map { action -> [String] in
+            let live = action.inFlight ?? []
+            let active = live.first { $0.phase != .queued }
+            let queued = live.filter { $0.phase == .queued }.count
+            var parts: [String] = []
+            if let active {
+                var part = "\(active.phase.rawValue) \(Format.duration(active, now: now)) (run \(active.id))"
+                if let fraction = active.progress?.fraction { part += " \(Int(fraction * 100))%" }
+                parts.append(part)
+            }
+            if queued > 0 { parts.append("\(queued) queued") }
+            let state = parts.isEmpty ? "idle" : parts.joined(separator: ", ")
+            var last = "never run"
+            if let run = action.last {
+                let word = run.phase == .success ? context.paint(run.phase.rawValue, .green)
+                    : run.phase == .failure ? context.paint(Format.phaseWord(run), .red) : context.paint(run.phase.rawValue, .yellow)
+                last = "\(word) \(Format.age(run.endedAt ?? run.queuedAt, now: now)) (run \(run.id))"
+                if run.phase == .failure, let error = run.error { last += ": \(error)" }
+            }
+            return [action.name, state, last]
+        }
+        print(Format.table(["ACTION", "STATE", "LAST"], rows), terminator: "")
+        return ExitCode.success
+    }
+}

@@ -1,0 +1,28 @@
+import BatonCore
+import BatonIPC
+import Foundation
+
+/// `baton wait RUN`: attach to a run and exit with its outcome.
+enum WaitCommand {
+    static let spec = CommandSpec(
+        name: "wait",
+        abstract: "Wait for RUN to end (it may have been started with `baton run --detach`) and exit with its outcome code.",
+        arguments: "RUN",
+        options: [OptionSpec(long: "json", short: nil, value: nil, help: "print the run as JSON")],
+        run: run)
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
+        guard arguments.positionals.count == 1, let id = Int64(arguments.positionals[0]) else {
+            throw UsageError("baton wait needs one RUN id (a number)")
+        }
+        let spinner = (!arguments.flag("json") && isatty(2) == 1) ? Spinner() : nil
+        let response = try context.call(Request(op: .wait, run: id)) { event in
+            if let run = event.run { spinner?.show(run) }
+        }
+        spinner?.clear()
+        guard let run = response.run else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
+        if arguments.flag("json") { print(Format.json(run)) }
+        else { print(RunCommand.outcomeLine(run, shared: false, context: context)) }
+        return ExitCode.of(run.phase)
+    }
+}

@@ -1,0 +1,68 @@
+import BatonCore
+import BatonStore
+import Foundation
+
+/// batond's configuration: where it listens and writes, its limits, and the actions it runs.
+struct Config: Sendable, Equatable {
+    var socket: String?
+    var socketMode: mode_t = 0o660
+    var socketGroup: String?
+    var database: String?
+    var maxConcurrentRuns: Int = Conductor.processorCount
+    var shutdownGrace: Duration = .seconds(30)
+    var synchronous: Store.Synchronous = .full
+    var actions: [Action] = []
+
+    /// Reads and checks a config file; every problem found is reported, each with its field.
+    static func load(path: String) throws(ConfigError) -> Config {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError(file: path, problems: [.init(path: "", message: "cannot read the file: \((error as NSError).localizedDescription)")])
+        }
+        return try parse(data, file: path)
+    }
+
+    /// Parses and checks config text; `file` names it in errors.
+    static func parse(_ data: Data, file: String) throws(ConfigError) -> Config {
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        let root: JSONValue
+        do {
+            root = try decoder.decode(JSONValue.self, from: data)
+        } catch {
+            throw ConfigError(file: file, problems: [.init(path: "", message: "not valid JSON5: \(Self.describe(error))")])
+        }
+        var reader = ConfigReader()
+        let config = reader.config(root)
+        guard reader.problems.isEmpty, let config else { throw ConfigError(file: file, problems: reader.problems) }
+        return config
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if case let DecodingError.dataCorrupted(context) = error {
+            if let underlying = context.underlyingError as NSError? {
+                return underlying.userInfo[NSDebugDescriptionErrorKey] as? String ?? underlying.localizedDescription
+            }
+            return context.debugDescription
+        }
+        return "\(error)"
+    }
+}
+
+/// Everything wrong with a config file.
+struct ConfigError: Error, CustomStringConvertible, Equatable {
+    struct Problem: Equatable, Sendable {
+        /// The field, as `actions.hello.policy`; empty for the whole file.
+        var path: String
+        var message: String
+    }
+
+    var file: String
+    var problems: [Problem]
+
+    var description: String {
+        problems.map { "\(file): \($0.path.isEmpty ? "" : "\($0.path): ")\($0.message)" }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,228 @@
+import BatonCore
+import BatonStore
+import Foundation
+
+/// Checks a config tree field by field, collecting a problem for each field that is wrong or unknown.
+struct ConfigReader {
+    var problems: [ConfigError.Problem] = []
+
+    private static let topFields: Set<String> = [
+        "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
+    ]
+    private static let actionFields: Set<String> = [
+        "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
+        "keyParams", "onInterrupt",
+    ]
+
+    mutating func config(_ root: JSONValue) -> Config? {
+        guard let fields = object(root, at: "", allowed: Self.topFields) else { return nil }
+        var config = Config()
+        config.socket = fields["socket"].flatMap { path($0, at: "socket") }
+        config.database = fields["database"].flatMap { path($0, at: "database") }
+        config.socketGroup = fields["socketGroup"].flatMap { string($0, at: "socketGroup") }
+        if let mode = fields["socketMode"].flatMap({ string($0, at: "socketMode") }) {
+            if let value = mode_t(mode, radix: 8), value <= 0o777 { config.socketMode = value }
+            else { fail("socketMode", "expected an octal mode such as \"0660\", got \(Action.quoted(mode))") }
+        }
+        if let value = fields["maxConcurrentRuns"] { config.maxConcurrentRuns = integer(value, at: "maxConcurrentRuns", min: 1) ?? 1 }
+        if let value = fields["shutdownGrace"] { config.shutdownGrace = duration(value, at: "shutdownGrace") ?? .zero }
+        if let value = fields["synchronous"] {
+            config.synchronous = choice(value, at: "synchronous", Store.Synchronous.allCases.map { $0.rawValue.lowercased() })
+                .flatMap { Store.Synchronous(rawValue: $0.uppercased()) } ?? .full
+        }
+        guard let actionsValue = fields["actions"] else {
+            fail("actions", "missing: a config needs at least one action")
+            return nil
+        }
+        guard case let .object(actions) = actionsValue else {
+            fail("actions", "expected an object of actions by name, got \(actionsValue.kind)")
+            return nil
+        }
+        if actions.isEmpty { fail("actions", "expected at least one action") }
+        for (name, value) in actions.sorted(by: { $0.key < $1.key }) {
+            if let action = action(name, value) { config.actions.append(action) }
+        }
+        return config
+    }
+
+    private mutating func action(_ name: String, _ value: JSONValue) -> Action? {
+        let at = "actions.\(name)"
+        if !Self.isValidName(name) {
+            fail(at, "an action name is 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit")
+        }
+        guard let fields = object(value, at: at, allowed: Self.actionFields) else { return nil }
+        var action = Action(name: name)
+        if let exec = fields["exec"] {
+            let argv = stringArray(exec, at: "\(at).exec") ?? []
+            if argv.isEmpty { fail("\(at).exec", "expected a non-empty array of strings (the argv), such as [\"echo\", \"hello\"]") }
+            action.exec = argv
+        } else {
+            fail("\(at).exec", "missing: what to run, as an argv array such as [\"echo\", \"hello\"]")
+        }
+        action.description = fields["description"].flatMap { string($0, at: "\(at).description") }
+        action.cwd = fields["cwd"].flatMap { path($0, at: "\(at).cwd") }
+        if let env = fields["env"] { action.env = stringMap(env, at: "\(at).env") ?? [:] }
+        if let timeout = fields["timeout"] { action.timeout = duration(timeout, at: "\(at).timeout") }
+        if let grace = fields["killGrace"] { action.killGrace = duration(grace, at: "\(at).killGrace") ?? .seconds(5) }
+        if let policy = fields["policy"] {
+            action.policy = choice(policy, at: "\(at).policy", Policy.allCases.map(\.rawValue)).flatMap(Policy.init(rawValue:)) ?? .reject
+        }
+        if let policies = fields["policies"], case let .array(items) = policies {
+            for (index, item) in items.enumerated() {
+                if let policy = choice(item, at: "\(at).policies[\(index)]", Policy.allCases.map(\.rawValue)).flatMap(Policy.init(rawValue:)) {
+                    action.policies.insert(policy)
+                }
+            }
+        } else if let policies = fields["policies"] {
+            fail("\(at).policies", "expected an array of policies, got \(policies.kind)")
+        }
+        if let retry = fields["retry"] { action.retry = self.retry(retry, at: "\(at).retry") }
+        if let params = fields["params"] { action.params = self.params(params, at: "\(at).params") }
+        if let keys = fields["keyParams"] {
+            action.keyParams = stringArray(keys, at: "\(at).keyParams") ?? []
+            for (index, key) in action.keyParams.enumerated() where action.params[key] == nil {
+                fail("\(at).keyParams[\(index)]", "\(Action.quoted(key)) is not one of the action's params")
+            }
+        }
+        if let interrupt = fields["onInterrupt"] {
+            action.onInterrupt = choice(interrupt, at: "\(at).onInterrupt", ["fail", "restart"]).flatMap(InterruptPolicy.init(rawValue:)) ?? .fail
+        }
+        return action
+    }
+
+    private mutating func retry(_ value: JSONValue, at: String) -> RetryPolicy {
+        guard let fields = object(value, at: at, allowed: ["attempts", "backoff", "maxBackoff"]) else { return .none }
+        var retry = RetryPolicy(attempts: 0)
+        if let attempts = fields["attempts"] { retry.attempts = integer(attempts, at: "\(at).attempts", min: 0, max: 100) ?? 0 }
+        if let backoff = fields["backoff"] { retry.backoff = duration(backoff, at: "\(at).backoff") ?? .seconds(1) }
+        if let maxBackoff = fields["maxBackoff"] { retry.maxBackoff = duration(maxBackoff, at: "\(at).maxBackoff") ?? .seconds(60) }
+        return retry
+    }
+
+    private mutating func params(_ value: JSONValue, at: String) -> [String: ParamSpec] {
+        guard case let .object(fields) = value else {
+            fail(at, "expected an object of params by name, got \(value.kind)")
+            return [:]
+        }
+        var params: [String: ParamSpec] = [:]
+        for (name, spec) in fields.sorted(by: { $0.key < $1.key }) {
+            let here = "\(at).\(name)"
+            if !Action.isValidParamName(name) {
+                fail(here, "a param name is letters, digits and '_', starting with a letter or '_'")
+                continue
+            }
+            guard let specFields = object(spec, at: here, allowed: ["pattern", "default"]) else { continue }
+            var param = ParamSpec()
+            if let pattern = specFields["pattern"].flatMap({ string($0, at: "\(here).pattern") }) {
+                if Action.isValidPattern(pattern) { param.pattern = pattern }
+                else { fail("\(here).pattern", "not a valid regular expression: \(Action.quoted(pattern))") }
+            }
+            param.defaultValue = specFields["default"].flatMap { string($0, at: "\(here).default") }
+            if let value = param.defaultValue, let pattern = param.pattern, (try? Regex(pattern).wholeMatch(in: value)) == nil {
+                fail("\(here).default", "\(Action.quoted(value)) does not match the param's own pattern \(pattern)")
+            }
+            params[name] = param
+        }
+        return params
+    }
+
+    // MARK: Field readers
+
+    static func isValidName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 64 else { return false }
+        let isAlnum: (Unicode.Scalar) -> Bool = { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
+        return isAlnum(first) && name.unicodeScalars.allSatisfy { isAlnum($0) || $0 == "-" || $0 == "_" || $0 == "." }
+    }
+
+    private mutating func fail(_ path: String, _ message: String) {
+        problems.append(.init(path: path, message: message))
+    }
+
+    private mutating func object(_ value: JSONValue, at: String, allowed: Set<String>) -> [String: JSONValue]? {
+        guard case let .object(fields) = value else {
+            fail(at, "expected an object, got \(value.kind)")
+            return nil
+        }
+        for key in fields.keys.sorted() where !allowed.contains(key) {
+            fail(at.isEmpty ? key : "\(at).\(key)", "unknown field (known: \(allowed.sorted().joined(separator: ", ")))")
+        }
+        return fields
+    }
+
+    private mutating func string(_ value: JSONValue, at: String) -> String? {
+        guard case let .string(text) = value else {
+            fail(at, "expected a string, got \(value.kind)")
+            return nil
+        }
+        return text
+    }
+
+    private mutating func path(_ value: JSONValue, at: String) -> String? {
+        guard let text = string(value, at: at) else { return nil }
+        guard text.hasPrefix("/") else {
+            fail(at, "expected an absolute path, got \(Action.quoted(text))")
+            return nil
+        }
+        return text
+    }
+
+    private mutating func integer(_ value: JSONValue, at: String, min: Int, max: Int = 1_000_000) -> Int? {
+        guard case let .number(number) = value, number.rounded() == number, number >= Double(min), number <= Double(max) else {
+            fail(at, "expected a whole number from \(min) to \(max), got \(Self.show(value))")
+            return nil
+        }
+        return Int(number)
+    }
+
+    private mutating func duration(_ value: JSONValue, at: String) -> Duration? {
+        if case let .number(seconds) = value, seconds >= 0, seconds < 3_153_600_000 {
+            return .microseconds(Int64(seconds * 1_000_000))
+        }
+        guard case let .string(text) = value, let duration = DurationText.parse(text) else {
+            fail(at, "expected a duration such as \"30s\", \"5m\" or \"1h30m\", got \(Self.show(value))")
+            return nil
+        }
+        return duration
+    }
+
+    private mutating func choice(_ value: JSONValue, at: String, _ options: [String]) -> String? {
+        guard case let .string(text) = value, options.contains(text) else {
+            fail(at, "expected one of \(options.joined(separator: ", ")), got \(Self.show(value))")
+            return nil
+        }
+        return text
+    }
+
+    private mutating func stringArray(_ value: JSONValue, at: String) -> [String]? {
+        guard case let .array(items) = value else {
+            fail(at, "expected an array of strings, got \(value.kind)")
+            return nil
+        }
+        var strings: [String] = []
+        for (index, item) in items.enumerated() {
+            if let text = string(item, at: "\(at)[\(index)]") { strings.append(text) }
+        }
+        return strings
+    }
+
+    private mutating func stringMap(_ value: JSONValue, at: String) -> [String: String]? {
+        guard case let .object(fields) = value else {
+            fail(at, "expected an object of strings, got \(value.kind)")
+            return nil
+        }
+        var map: [String: String] = [:]
+        for (key, item) in fields {
+            if let text = string(item, at: "\(at).\(key)") { map[key] = text }
+        }
+        return map
+    }
+
+    private static func show(_ value: JSONValue) -> String {
+        switch value {
+        case let .string(text): Action.quoted(text)
+        case let .number(number): number.rounded() == number ? String(Int64(number)) : String(number)
+        case let .bool(flag): String(flag)
+        default: value.kind
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import BatonCore
+import BatonIPC
+import BatonStore
+import Dispatch
+import Foundation
+
+/// batond from start to exit: config, store and recovery, socket, signals, graceful shutdown.
+enum Daemon {
+    /// Runs the daemon with its command-line arguments; returns the exit status.
+    static func run(_ arguments: [String]) async -> Int32 {
+        let options: DaemonOptions
+        do {
+            options = try DaemonOptions.parse(arguments)
+        } catch {
+            Log.error("\(error)\nTry: batond --help")
+            return 2
+        }
+        if options.help { print(DaemonOptions.usage); return 0 }
+        if options.version { print("batond \(BatonVersion.current)"); return 0 }
+        if let file = options.checkConfig { return checkConfig(file) }
+
+        guard let configPath = options.config ?? Paths.defaultConfig() else {
+            Log.error("no config found\nTry: batond --config /etc/baton/baton.json5")
+            return 1
+        }
+        let config: Config
+        do {
+            config = try Config.load(path: configPath)
+        } catch {
+            Log.error("the config is not valid:\n\(error)")
+            return 1
+        }
+        umask(0o027)
+        let socketPath = options.socket ?? config.socket ?? SocketPath.default()
+        let databasePath = options.database ?? config.database ?? Paths.defaultDatabase()
+
+        let store: Store
+        do {
+            try Paths.ensureParent(of: databasePath)
+            store = try Store(path: databasePath, options: Store.Options(synchronous: config.synchronous))
+        } catch {
+            Log.error("\(error)")
+            return 1
+        }
+        let conductor = Conductor(actions: config.actions, store: store,
+                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns))
+        do {
+            let summary = await conductor.recover(try store.recoverableState())
+            if summary != RecoverySummary() {
+                Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "
+                    + "\(summary.restarted.count) restarted, \(summary.requeued.count) queued again, "
+                    + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed")
+            }
+            await conductor.remember(try await store.read { try $0.lastEnded() })
+        } catch {
+            Log.error("cannot read the history to recover: \(error)")
+            return 1
+        }
+
+        let listenFD: Int32
+        let ownsSocket: Bool
+        do {
+            if let passed = SocketActivation.passedSocket() {
+                listenFD = passed
+                ownsSocket = false
+            } else {
+                try Paths.ensureParent(of: socketPath, mode: 0o755)
+                let group = try config.socketGroup.map { try Self.groupID($0) }
+                listenFD = try UnixSocket.listen(path: socketPath, mode: config.socketMode, group: group)
+                ownsSocket = true
+            }
+        } catch {
+            Log.error("cannot listen on \(socketPath): \(error)")
+            store.close()
+            return 1
+        }
+
+        let configBox = ConfigBox(config)
+        let handler = RequestHandler(conductor: conductor, store: store) {
+            await Self.reload(path: configPath, into: conductor, current: configBox)
+        }
+        let server: Server
+        do {
+            server = try Server(listening: listenFD, delegate: handler)
+        } catch {
+            Log.error("\(error)")
+            return 1
+        }
+
+        let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
+        Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), database \(databasePath)")
+
+        async let serving: Void = server.run()
+        var shutdown: Task<Void, Never>?
+        for await signal in signals.stream {
+            if signal == SIGHUP {
+                if let problem = await reload(path: configPath, into: conductor, current: configBox) {
+                    Log.error("reload refused, keeping the old config:\n\(problem)")
+                }
+                continue
+            }
+            if shutdown != nil {
+                Log.info("second stop signal: cancelling the runs in flight now")
+                await conductor.stopRemaining()
+                continue
+            }
+            Log.info("stopping: no new triggers; runs in flight have \(DurationText.format(config.shutdownGrace)) to finish")
+            shutdown = Task {
+                await conductor.shutdown(grace: configBox.current.shutdownGrace)
+                signals.finish()
+            }
+        }
+        await shutdown?.value
+        server.stop()
+        await serving
+        let lost = store.close()
+        if ownsSocket { unlink(socketPath) }
+        if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
+        Log.info("batond stopped")
+        return 0
+    }
+
+    static func checkConfig(_ file: String) -> Int32 {
+        do {
+            let config = try Config.load(path: file)
+            print("\(file): ok, \(config.actions.count) action\(config.actions.count == 1 ? "" : "s"): \(config.actions.map(\.name).joined(separator: ", "))")
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            return 1
+        }
+    }
+
+    /// Reads the config again; applies it whole, or refuses it whole and returns why.
+    static func reload(path: String, into conductor: Conductor, current: ConfigBox) async -> String? {
+        do {
+            let config = try Config.load(path: path)
+            await conductor.replaceActions(config.actions)
+            let old = current.swap(config)
+            if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {
+                Log.warning("socket and database settings change only at restart")
+            }
+            Log.info("reloaded \(path): \(config.actions.count) actions")
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    static func groupID(_ name: String) throws -> gid_t {
+        if let id = gid_t(name) { return id }
+        guard let entry = getgrnam(name) else { throw UsageError("socketGroup: no group named \(name)") }
+        return entry.pointee.gr_gid
+    }
+}
+
+/// The config in force, swapped whole on reload; guarded by its lock.
+final class ConfigBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var config: Config
+
+    init(_ config: Config) { self.config = config }
+
+    var current: Config { lock.withLock { config } }
+
+    func swap(_ new: Config) -> Config {
+        lock.withLock {
+            let old = config
+            config = new
+            return old
+        }
+    }
+}
+
+/// Delivers signals as an async stream instead of running handlers in signal context.
+/// `@unchecked`: `sources` is set once in `init`, and cancelling a dispatch source is thread-safe.
+final class SignalWatcher: @unchecked Sendable {
+    let stream: AsyncStream<Int32>
+    private let continuation: AsyncStream<Int32>.Continuation
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ signals: [Int32]) {
+        (stream, continuation) = AsyncStream<Int32>.makeStream()
+        Glibc.signal(SIGPIPE, SIG_IGN)
+        var sources: [any DispatchSourceSignal] = []
+        for number in signals {
+            Glibc.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [continuation] in continuation.yield(number) }
+            source.resume()
+            sources.append(source)
+        }
+        self.sources = sources
+    }
+
+    func finish() {
+        for source in sources { source.cancel() }
+        continuation.finish()
+    }
+}

@@ -1,0 +1,220 @@
+import BatonCore
+import BatonIPC
+import BatonStore
+import Foundation
+import Synchronization
+
+/// Answers requests from the socket: decodes each line, calls the conductor or the store,
+/// and sends the answer (and, for waits and watches, the updates before it).
+final class RequestHandler: ServerDelegate {
+    let conductor: Conductor
+    let store: Store
+    /// Called for `reload`; returns an error message when the new config is refused.
+    let reload: @Sendable () async -> String?
+    /// Watches per connection, cancelled when it closes; guarded by the mutex.
+    private let watches = Mutex<[ObjectIdentifier: [Task<Void, Never>]]>([:])
+
+    init(conductor: Conductor, store: Store, reload: @escaping @Sendable () async -> String?) {
+        self.conductor = conductor
+        self.store = store
+        self.reload = reload
+    }
+
+    func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
+        guard case let .line(bytes) = frame else {
+            send(.failure(nil, WireError(code: "bad_request", message: "request line longer than 1 MiB")), to: connection)
+            return
+        }
+        let request: Request
+        do {
+            request = try JSONDecoder().decode(Request.self, from: Data(bytes))
+        } catch {
+            send(.failure(Self.salvageID(bytes), WireError(code: "bad_request", message: Self.describe(error))), to: connection)
+            return
+        }
+        if request.op == .watch {
+            let task = Task { await self.watch(request, connection) }
+            watches.withLock { $0[ObjectIdentifier(connection), default: []].append(task) }
+            return
+        }
+        Task {
+            do {
+                try await handle(request, connection)
+            } catch let error as BatonError {
+                send(.failure(request.id, WireError(error)), to: connection)
+            } catch let error as WireError {
+                send(.failure(request.id, error), to: connection)
+            } catch {
+                send(.failure(request.id, WireError(code: "internal", message: "\(error)")), to: connection)
+            }
+        }
+    }
+
+    func closed(_ connection: ServerConnection) {
+        let tasks = watches.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
+        for task in tasks { task.cancel() }
+    }
+
+    private func handle(_ request: Request, _ connection: ServerConnection) async throws {
+        let id = request.id
+        switch request.op {
+        case .ping:
+            var response = Response(id: id)
+            response.version = BatonVersion.current
+            response.pid = getpid()
+            send(response, to: connection)
+        case .trigger:
+            guard let action = request.action else { throw WireError(code: "bad_request", message: "trigger needs \"action\"") }
+            let wait = !(request.detach ?? false)
+            let ticket = try await conductor.trigger(TriggerRequest(
+                action: action, params: request.params ?? [:], policy: request.policy, peer: connection.peer, wait: wait))
+            var response = Response(id: id)
+            response.decision = Self.name(ticket.decision)
+            response.shared = ticket.shared
+            response.run = ticket.run
+            if let updates = ticket.updates {
+                guard let final = await follow(updates, id: id, connection) else {
+                    throw WireError(code: "shutting_down", message: "batond stopped before run \(ticket.run.id) ended; it stays in the history")
+                }
+                response.run = final
+            }
+            send(response, to: connection)
+        case .wait:
+            guard let run = request.run else { throw WireError(code: "bad_request", message: "wait needs \"run\"") }
+            var response = Response(id: id)
+            if let updates = await conductor.attach(run) {
+                guard let final = await follow(updates, id: id, connection) else {
+                    throw WireError(code: "shutting_down", message: "batond stopped before run \(run) ended")
+                }
+                response.run = final
+            } else {
+                guard let detail = try await store.read({ try $0.run(run) }) else { throw BatonError.unknownRun(run) }
+                response.run = detail.run
+            }
+            send(response, to: connection)
+        case .status:
+            var response = Response(id: id)
+            let actions = await conductor.configuredActions()
+            let live = await conductor.inFlight()
+            let last = await conductor.lastOutcomes()
+            var infos = actions.map { action -> ActionInfo in
+                var info = ActionInfo(action)
+                info.inFlight = live.filter { $0.action == action.name }
+                info.last = last[action.name]
+                return info
+            }
+            // Runs of actions removed by a reload still show until they end.
+            for run in live where !actions.contains(where: { $0.name == run.action }) {
+                infos.append(ActionInfo(name: run.action, description: "(removed from the config)", exec: [], policy: run.policy,
+                                        policies: [], timeout: nil, params: [:], keyParams: [], inFlight: [run], last: last[run.action]))
+            }
+            response.actions = infos
+            send(response, to: connection)
+        case .actions:
+            var response = Response(id: id)
+            response.actions = await conductor.configuredActions().map(ActionInfo.init)
+            send(response, to: connection)
+        case .history:
+            let filter = request.filter ?? HistoryFilter()
+            guard filter.limit >= 0, filter.limit <= 100_000 else {
+                throw WireError(code: "bad_request", message: "filter.limit must be from 0 to 100000")
+            }
+            var response = Response(id: id)
+            response.runs = try await store.read { try $0.runs(filter) }
+            send(response, to: connection)
+        case .show:
+            guard let run = request.run else { throw WireError(code: "bad_request", message: "show needs \"run\"") }
+            guard var detail = try await store.read({ try $0.run(run) }) else { throw BatonError.unknownRun(run) }
+            if let live = await conductor.live(run) { detail.run.progress = live.run.progress }
+            var response = Response(id: id)
+            response.detail = detail
+            send(response, to: connection)
+        case .cancel:
+            var response = Response(id: id)
+            if let run = request.run {
+                response.run = try await conductor.cancel(run: run, by: connection.peer)
+                response.runs = [response.run!]
+            } else if let action = request.action {
+                let ids = try await conductor.cancel(action: action, key: request.key, by: connection.peer)
+                let live = await conductor.inFlight()
+                response.runs = ids.map { id in live.first { $0.id == id } }.compactMap { $0 }
+            } else {
+                throw WireError(code: "bad_request", message: "cancel needs \"run\" or \"action\"")
+            }
+            send(response, to: connection)
+        case .reload:
+            if let problem = await reload() { throw WireError(code: "bad_request", message: problem) }
+            send(Response(id: id), to: connection)
+        case .watch:
+            break
+        }
+    }
+
+    /// Sends each update of a run as an event; returns the final snapshot, or nil if the stream
+    /// ended before the run did (shutdown).
+    private func follow(_ updates: AsyncStream<RunUpdate>, id: RequestID?, _ connection: ServerConnection) async -> RunSnapshot? {
+        var last: RunSnapshot?
+        for await update in updates {
+            last = update.run
+            if !update.run.phase.isTerminal { send(.update(id, update), to: connection) }
+        }
+        return last?.phase.isTerminal == true ? last : nil
+    }
+
+    private func watch(_ request: Request, _ connection: ServerConnection) async {
+        let updates = await conductor.watch(action: request.action)
+        var started = Response(id: request.id, ok: nil)
+        started.event = "watching"
+        send(started, to: connection)
+        for await update in updates {
+            if Task.isCancelled { break }
+            guard update.transition != nil else { continue }
+            send(.update(request.id, update), to: connection)
+        }
+        if !Task.isCancelled {
+            send(.failure(request.id, WireError(code: "shutting_down", message: "batond is shutting down")), to: connection)
+        }
+    }
+
+    func send(_ response: Response, to connection: ServerConnection) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        guard let data = try? encoder.encode(response) else { return }
+        connection.send(Array(data))
+    }
+
+    static func name(_ decision: FlightTable.Decision) -> String {
+        switch decision {
+        case .created: "created"
+        case .followUp: "followUp"
+        case .joined: "joined"
+        case .coalesced: "coalesced"
+        case .rejected: "rejected"
+        case .replaced: "replaced"
+        }
+    }
+
+    /// The id of a request that failed to decode, when its text still has one, so the error can echo it.
+    static func salvageID(_ bytes: [UInt8]) -> RequestID? {
+        struct OnlyID: Decodable { var id: RequestID? }
+        return (try? JSONDecoder().decode(OnlyID.self, from: Data(bytes)))?.id
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let DecodingError.keyNotFound(key, context):
+            return "missing field \(Self.path(context.codingPath + [key]))"
+        case let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context):
+            return "\(Self.path(context.codingPath)): \(context.debugDescription)"
+        case let DecodingError.dataCorrupted(context):
+            if context.codingPath.isEmpty { return "not a JSON object: \(context.debugDescription)" }
+            return "\(Self.path(context.codingPath)): \(context.debugDescription)"
+        default:
+            return "\(error)"
+        }
+    }
+
+    private static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+}

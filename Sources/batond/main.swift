@@ -1,0 +1,3 @@
+import Foundation
+
+exit(await Daemon.run(Array(CommandLine.arguments.dropFirst())))
