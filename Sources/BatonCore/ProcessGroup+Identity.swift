@@ -17,12 +17,12 @@ extension ProcessGroup {
         return UInt64(fields[19])
     }
 
-    /// The process group id of a process (field 5 of /proc/PID/stat).
+    /// The process group id of a live process (field 5 of /proc/PID/stat); nil for a zombie.
     static func groupOf(_ pid: Int32) -> Int32? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = stat.lastIndex(of: ")") else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 2 else { return nil }
+        guard fields.count > 2, fields[0] != "Z", fields[0] != "X" else { return nil }
         return Int32(fields[2])
     }
 

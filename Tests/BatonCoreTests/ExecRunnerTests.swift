@@ -1,0 +1,89 @@
+@testable import BatonCore
+import Foundation
+import Testing
+
+@Suite("Exec runner")
+struct ExecRunnerTests {
+    func run(_ exec: [String], env: [String: String] = [:], params: [String: String] = [:]) async -> AttemptOutcome {
+        let job = Job(runID: 1, action: Action(name: "t", exec: exec, env: env), attempt: 1, params: params)
+        return await ExecRunner().start(job).wait()
+    }
+
+    @Test("exit 0 is success and the output is captured")
+    func success() async {
+        let outcome = await run(["sh", "-c", "echo out; echo err >&2"])
+        #expect(outcome.result.succeeded)
+        #expect(String(decoding: outcome.output, as: UTF8.self).contains("out"))
+        #expect(String(decoding: outcome.output, as: UTF8.self).contains("err"))
+    }
+
+    @Test("a non-zero exit names the status and the last stderr line")
+    func failure() async {
+        let outcome = await run(["sh", "-c", "echo first >&2; echo 'disk full' >&2; exit 3"])
+        #expect(!outcome.result.succeeded)
+        #expect(outcome.result.error == "exited with status 3: disk full")
+        #expect(outcome.result.exitCode == 3)
+    }
+
+    @Test("death by signal names the signal")
+    func signal() async {
+        let outcome = await run(["sh", "-c", "kill -9 $$"])
+        #expect(outcome.result.error == "killed by signal 9")
+    }
+
+    @Test("a missing program fails to start with a clear message")
+    func missing() async {
+        let outcome = await run(["/nonexistent/program"])
+        #expect(!outcome.result.started)
+        #expect(outcome.result.error == "cannot run /nonexistent/program: No such file or directory")
+    }
+
+    @Test("params arrive in the environment only, never through a shell")
+    func params() async {
+        let outcome = await run(["sh", "-c", "printf '%s' \"$BATON_PARAM_ENV\""], params: ["env": "$(touch /tmp/baton-pwned); `id`"])
+        #expect(String(decoding: outcome.output, as: UTF8.self) == "$(touch /tmp/baton-pwned); `id`")
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/baton-pwned"))
+    }
+
+    @Test("the output tail is bounded")
+    func tail() async {
+        let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "head -c 300000 /dev/zero"]), attempt: 1, params: [:])
+        let outcome = await ExecRunner(tailLimit: 1_000).start(job).wait()
+        #expect(outcome.output.count == 1_000)
+        #expect(outcome.truncated)
+    }
+
+    @Test("SIGTERM to the group stops grandchildren too")
+    func grandchildren() async throws {
+        let marker = "baton-test-\(UInt32.random(in: 0...UInt32.max))"
+        let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "sleep 300 & sleep 300; : \(marker)"]), attempt: 1, params: [:])
+        let attempt = ExecRunner().start(job)
+        let group = try #require(attempt.processGroup)
+        // The group has the shell and its two sleeps once both have started.
+        while group.survivors().count < 3 { await Task.yield() }
+        attempt.signal(SIGTERM)
+        let outcome = await attempt.wait()
+        #expect(outcome.result.signal == SIGTERM)
+        // Signals are delivered asynchronously: wait (bounded) for the sleeps to be gone.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !group.survivors().isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(group.survivors().isEmpty)
+    }
+
+    @Test("progress written to BATON_PROGRESS_FD is reported")
+    func progress() async {
+        let reports = ProgressLog()
+        let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "echo '1/4 one' >&$BATON_PROGRESS_FD; echo '50% half' >&3"]),
+                      attempt: 1, params: [:]) { reports.append($0) }
+        _ = await ExecRunner().start(job).wait()
+        #expect(reports.all.map(\.fraction) == [0.25, 0.5])
+        #expect(reports.all.map(\.message) == ["one", "half"])
+    }
+}
+
+final class ProgressLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [BatonCore.Progress] = []
+    func append(_ item: BatonCore.Progress) { lock.withLock { items.append(item) } }
+    var all: [BatonCore.Progress] { lock.withLock { items } }
+}

@@ -1,0 +1,75 @@
+@testable import BatonCore
+import Testing
+
+@Suite("Single-flight table")
+struct FlightTableTests {
+    @Test("a second trigger of a busy key gets what its policy says",
+          arguments: [(Policy.reject, FlightTable.Decision.rejected(1)), (.join, .joined(1)),
+                      (.queue, .followUp(2, after: 1)), (.replace, .replaced(2, stopping: [1]))])
+    func secondTrigger(policy: Policy, expected: FlightTable.Decision) {
+        var table = FlightTable(limit: 4)
+        #expect(table.trigger(key: "k", policy: policy, candidate: 1) == .created(1))
+        #expect(table.trigger(key: "k", policy: policy, candidate: 2) == expected)
+    }
+
+    @Test("queue keeps at most one follow-up; later triggers coalesce into it")
+    func queueCoalesces() {
+        var table = FlightTable(limit: 4)
+        _ = table.trigger(key: "k", policy: .queue, candidate: 1)
+        #expect(table.trigger(key: "k", policy: .queue, candidate: 2) == .followUp(2, after: 1))
+        #expect(table.trigger(key: "k", policy: .queue, candidate: 3) == .coalesced(2))
+        #expect(table.trigger(key: "k", policy: .join, candidate: 3) == .joined(1))
+    }
+
+    @Test("a run starts only once durable, and the follow-up only when the holder ends")
+    func durableThenFollowUp() {
+        var table = FlightTable(limit: 4)
+        _ = table.trigger(key: "k", policy: .queue, candidate: 1)
+        _ = table.trigger(key: "k", policy: .queue, candidate: 2)
+        #expect(table.admit() == [])
+        table.markDurable(2)
+        table.markDurable(1)
+        #expect(table.admit() == [1])
+        table.ended(1)
+        #expect(table.admit() == [2])
+        table.ended(2)
+        #expect(table.holder(of: "k") == nil)
+    }
+
+    @Test("replace waits for the replaced run to drain")
+    func replaceDrains() {
+        var table = FlightTable(limit: 4)
+        _ = table.trigger(key: "k", policy: .replace, candidate: 1)
+        table.markDurable(1)
+        #expect(table.admit() == [1])
+        #expect(table.trigger(key: "k", policy: .replace, candidate: 2) == .replaced(2, stopping: [1]))
+        table.markDurable(2)
+        #expect(table.admit() == [], "run 1 still holds its processes")
+        table.ended(1)
+        #expect(table.admit() == [2])
+    }
+
+    @Test("the concurrency limit keeps further runs waiting, first in first out")
+    func limit() {
+        var table = FlightTable(limit: 2)
+        for id in Int64(1)...5 {
+            _ = table.trigger(key: "k\(id)", policy: .reject, candidate: id)
+            table.markDurable(id)
+        }
+        #expect(table.admit() == [1, 2])
+        table.ended(2)
+        #expect(table.admit() == [3])
+        table.ended(1)
+        table.ended(3)
+        #expect(table.admit() == [4, 5])
+        #expect(table.running == 2)
+    }
+
+    @Test("keys are independent")
+    func keys() {
+        var table = FlightTable(limit: 4)
+        #expect(table.trigger(key: "deploy env=prod", policy: .reject, candidate: 1) == .created(1))
+        #expect(table.trigger(key: "deploy env=staging", policy: .reject, candidate: 2) == .created(2))
+        #expect(table.trigger(key: "deploy env=prod", policy: .reject, candidate: 3) == .rejected(1))
+    }
+}
