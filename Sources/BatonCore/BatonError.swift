@@ -35,7 +35,7 @@ public enum BatonError: Error, Sendable, Equatable {
     public var message: String {
         switch self {
         case let .busy(run, action, phase, since):
-            "\(action) is busy: run \(run) is \(phase.rawValue) since \(since.rawValue / 1_000_000) (epoch seconds)"
+            "\(action) is busy: run \(run) has been \(phase.rawValue) for \(DurationText.format(Timestamp.now - since))"
         case let .unknownAction(name): "unknown action \(Action.quoted(name))"
         case let .unknownRun(id): "no run \(id)"
         case let .badRequest(message): message
