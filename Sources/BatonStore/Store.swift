@@ -65,6 +65,12 @@ public final class Store: RunStore, @unchecked Sendable {
         let writer: Connection
         do {
             writer = try Connection(path: path)
+            // Refuse a newer or foreign database before anything (even the journal mode) is written.
+            try writer.execute("PRAGMA busy_timeout = \(options.busyTimeout.microseconds / 1_000)")
+            let found = try Migrator.version(of: writer)
+            if found > Migrator.latestVersion {
+                throw StoreError.schemaTooNew(path: path, found: found, supported: Migrator.latestVersion)
+            }
             try Self.configure(writer, options: options)
             try Migrator.migrate(writer)
             reader = try Connection(path: path)

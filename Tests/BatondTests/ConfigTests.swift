@@ -1,0 +1,81 @@
+@testable import batond
+import BatonCore
+import Foundation
+import Testing
+
+@Suite("Config")
+struct ConfigTests {
+    func problems(_ text: String) -> [String] {
+        do {
+            _ = try Config.parse(Data(text.utf8), file: "t.json5")
+            return []
+        } catch {
+            return error.problems.map { "\($0.path): \($0.message)" }
+        }
+    }
+
+    @Test("the example config is valid")
+    func example() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../examples/baton.json5")
+        let config = try Config.load(path: url.standardizedFileURL.path)
+        #expect(config.actions.map(\.name).contains("hello"))
+    }
+
+    @Test("JSON5 with comments and trailing commas is read into actions")
+    func parse() throws {
+        let config = try Config.parse(Data("""
+            // comment
+            { maxConcurrentRuns: 3, actions: { build: { exec: ["make"], policy: "join", timeout: "2m", cwd: "/srv",
+              env: { CI: "1" }, retry: { attempts: 2, backoff: "1s" }, }, }, }
+            """.utf8), file: "t")
+        let build = try #require(config.actions.first)
+        #expect(config.maxConcurrentRuns == 3)
+        #expect(build.exec == ["make"])
+        #expect(build.policy == .join)
+        #expect(build.timeout == .seconds(120))
+        #expect(build.env == ["CI": "1"])
+        #expect(build.retry.attempts == 2)
+    }
+
+    @Test("each kind of error names its field", arguments: [
+        (#"{ actions: { hello: { exec: ["echo"], policy: "rejct" } } }"#,
+         #"actions.hello.policy: expected one of reject, join, queue, replace, got "rejct""#),
+        (#"{ actions: { hello: { policy: "join" } } }"#, "actions.hello.exec: missing"),
+        (#"{ actions: { hello: { exec: "echo hi" } } }"#, "actions.hello.exec: expected an array of strings, got a string"),
+        (#"{ actions: { hello: { exec: ["x"], timeout: "soon" } } }"#, "actions.hello.timeout: expected a duration"),
+        (#"{ actions: { hello: { exec: ["x"], timout: "1s" } } }"#, "actions.hello.timout: unknown field"),
+        (#"{ actions: { hello: { exec: ["x"], retry: { attempts: -1 } } } }"#, "actions.hello.retry.attempts: expected a whole number"),
+        (#"{ actions: { hello: { exec: ["x"], keyParams: ["env"] } } }"#, "actions.hello.keyParams[0]: \"env\" is not one of the action's params"),
+        (#"{ actions: { hello: { exec: ["x"], params: { env: { pattern: "(" } } } } }"#, "actions.hello.params.env.pattern: not a valid regular expression"),
+        (#"{ actions: { hello: { exec: ["x"], cwd: "relative" } } }"#, "actions.hello.cwd: expected an absolute path"),
+        (#"{ maxConcurrentRuns: 0, actions: { a: { exec: ["x"] } } }"#, "maxConcurrentRuns: expected a whole number from 1"),
+        (#"{ actions: {} }"#, "actions: expected at least one action"),
+        (#"{ actions: { "bad name!": { exec: ["x"] } } }"#, "actions.bad name!: an action name is"),
+        (#"{ actions: "#, ": not valid JSON5"),
+    ])
+    func errors(text: String, expected: String) {
+        let found = problems(text)
+        #expect(found.contains { $0.hasPrefix(expected) }, "\(found)")
+    }
+
+    @Test("all problems are reported at once, each with the file name")
+    func allAtOnce() {
+        do {
+            _ = try Config.parse(Data(#"{ actions: { a: { exec: ["x"], policy: "no" }, b: { exec: [] } } }"#.utf8), file: "/etc/baton/baton.json5")
+            Issue.record("expected errors")
+        } catch {
+            #expect(error.problems.count == 2)
+            #expect(error.description.split(separator: "\n").allSatisfy { $0.hasPrefix("/etc/baton/baton.json5: actions.") })
+        }
+    }
+
+    @Test("batond's flags parse, and unknown ones are refused")
+    func flags() throws {
+        let options = try DaemonOptions.parse(["--config", "/c", "--socket=/s", "--database", "/d"])
+        #expect(options.config == "/c")
+        #expect(options.socket == "/s")
+        #expect(options.database == "/d")
+        #expect(throws: UsageError("unknown argument --nope")) { try DaemonOptions.parse(["--nope"]) }
+        #expect(throws: UsageError("--config needs a value")) { try DaemonOptions.parse(["--config"]) }
+    }
+}
