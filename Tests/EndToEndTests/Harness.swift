@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+/// The built binaries, next to the test bundle.
+enum Binaries {
+    static let directory: URL = {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        if FileManager.default.fileExists(atPath: here.appendingPathComponent("batond").path) { return here }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug").standardizedFileURL
+    }()
+    static var batond: String { directory.appendingPathComponent("batond").path }
+    static var baton: String { directory.appendingPathComponent("baton").path }
+}
+
+/// The result of running a command.
+struct Output {
+    var code: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs a program to its end and captures its output.
+func execute(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: Data? = nil) throws -> Output {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env["NO_COLOR"] = "1"
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    let out = Pipe(), err = Pipe(), inPipe = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = inPipe
+    try process.run()
+    if let input { inPipe.fileHandleForWriting.write(input) }
+    try inPipe.fileHandleForWriting.close()
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Output(code: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+}
+
+/// A real batond on a temporary socket and database, started on a config text and stopped at the end.
+final class Daemon: @unchecked Sendable {
+    let directory: String
+    let socket: String
+    let database: String
+    let configPath: String
+    let process = Process()
+    private let stderrPipe = Pipe()
+    /// Everything batond wrote to stderr so far; guarded by `lock`.
+    private var log = ""
+    private let lock = NSCondition()
+
+    init(config: String) throws {
+        directory = NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        socket = directory + "/baton.sock"
+        database = directory + "/history.sqlite"
+        configPath = directory + "/baton.json5"
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    func start() throws {
+        process.executableURL = URL(fileURLWithPath: Binaries.batond)
+        process.arguments = ["--config", configPath, "--socket", socket, "--database", database]
+        process.standardError = stderrPipe
+        process.standardOutput = FileHandle.nullDevice
+        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            guard let self else { return }
+            let data = handle.availableData
+            self.lock.lock()
+            self.log += String(decoding: data, as: UTF8.self)
+            self.lock.broadcast()
+            self.lock.unlock()
+        }
+        try process.run()
+        try waitForLog("ready")
+    }
+
+    /// Waits until batond's stderr contains `text` (or it exits, or 30 s pass).
+    func waitForLog(_ text: String) throws {
+        let deadline = Date().addingTimeInterval(30)
+        lock.lock()
+        defer { lock.unlock() }
+        while !log.contains(text) {
+            if !process.isRunning && !log.contains(text) { throw DaemonError.exited(log) }
+            if !lock.wait(until: min(deadline, Date().addingTimeInterval(0.2))) && Date() > deadline { throw DaemonError.timeout(log) }
+        }
+    }
+
+    var stderr: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return log
+    }
+
+    /// Runs the CLI against this daemon.
+    func baton(_ arguments: String...) throws -> Output {
+        try execute(Binaries.baton, ["--socket", socket] + arguments)
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    enum DaemonError: Error {
+        case exited(String)
+        case timeout(String)
+    }
+}

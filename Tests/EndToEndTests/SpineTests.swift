@@ -1,0 +1,121 @@
+import BatonIPC
+import Foundation
+import Testing
+
+@Suite("End to end: batond, baton and the socket")
+struct SpineTests {
+    static let config = """
+        {
+          actions: {
+            ok: { exec: ["sh", "-c", "echo all good"], policy: "reject" },
+            broken: { exec: ["sh", "-c", "echo 'no space left' >&2; exit 3"], policy: "reject" },
+            slow: { exec: ["sleep", "30"], policy: "reject" },
+          },
+        }
+        """
+
+    @Test("baton run of a succeeding and a failing action; history, show and the file agree")
+    func runAndHistory() throws {
+        let daemon = try Daemon(config: Self.config)
+        let ok = try daemon.baton("run", "ok")
+        #expect(ok.code == 0, "\(ok.stderr)")
+        #expect(ok.stdout.contains("ok run 1 succeeded"))
+        let broken = try daemon.baton("run", "broken")
+        #expect(broken.code == 1)
+        #expect(broken.stdout.contains("exited with status 3: no space left"))
+
+        let history = try daemon.baton("history", "--json")
+        let runs = try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(runs.map { $0["action"] as? String } == ["broken", "ok"])
+        #expect(runs.first?["error"] as? String == "exited with status 3: no space left")
+
+        let show = try daemon.baton("show", "2")
+        #expect(show.code == 0)
+        #expect(show.stdout.contains("queued → loading"))
+        #expect(show.stdout.contains("loading → failure"))
+        #expect(show.stdout.contains("no space left"))
+
+        let rows = try execute("/usr/bin/sqlite3", [daemon.database,
+            "SELECT run_id, seq, coalesce(from_phase, '-'), to_phase FROM transitions ORDER BY run_id, seq"])
+        #expect(rows.stdout == """
+            1|1|-|queued
+            1|2|queued|loading
+            1|3|loading|success
+            2|1|-|queued
+            2|2|queued|loading
+            2|3|loading|failure
+
+            """)
+        let phases = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT id, phase, exit_code FROM runs ORDER BY id"])
+        #expect(phases.stdout == "1|success|0\n2|failure|3\n")
+    }
+
+    @Test("a busy action is rejected with exit code 75, and unknown actions with 2")
+    func busyAndUnknown() throws {
+        let daemon = try Daemon(config: Self.config)
+        let detached = try daemon.baton("run", "slow", "--detach")
+        #expect(detached.code == 0)
+        #expect(detached.stdout == "1\n")
+        let busy = try daemon.baton("run", "slow")
+        #expect(busy.code == 75)
+        #expect(busy.stderr.contains("Error: slow is busy: run 1"))
+        let unknown = try daemon.baton("run", "nope")
+        #expect(unknown.code == 2)
+        #expect(unknown.stderr.contains("unknown action \"nope\""))
+        let cancel = try daemon.baton("cancel", "slow")
+        #expect(cancel.code == 0)
+        let wait = try daemon.baton("wait", "1")
+        #expect(wait.code == 3)
+    }
+
+    @Test("a garbage line gets bad_request, later requests on that connection work, and other clients are served")
+    func garbage() throws {
+        let daemon = try Daemon(config: Self.config)
+        let bad = try Client(path: daemon.socket)
+        let good = try Client(path: daemon.socket)
+        try bad.sendRaw(Data("this is not json\n".utf8))
+        let answer = try #require(try bad.receive())
+        #expect(answer.ok == false)
+        #expect(answer.error?.code == "bad_request")
+        try bad.sendRaw(Data((String(repeating: "x", count: 1_100_000) + "\n").utf8))
+        #expect(try bad.receive()?.error?.code == "bad_request")
+        try bad.sendRaw(Data(#"{"id": 7, "op": "fly"}"#.utf8 + [10]))
+        let unknownOp = try #require(try bad.receive())
+        #expect(unknownOp.error?.code == "bad_request")
+        #expect(unknownOp.id == .number(7))
+        let pong = try good.call(Request(op: .ping))
+        #expect(pong.ok == true)
+        let again = try bad.call(Request(op: .ping))
+        #expect(again.ok == true)
+        let run = try good.call(Request(op: .trigger, action: "ok"))
+        #expect(run.run?.phase == .success)
+        #expect(run.run?.trigger?.pid == getpid())
+    }
+
+    @Test("history and show work from the file when batond is down")
+    func offline() throws {
+        let daemon = try Daemon(config: Self.config)
+        _ = try daemon.baton("run", "ok")
+        daemon.stop()
+        let history = try execute(Binaries.baton, ["--socket", daemon.socket, "--database", daemon.database, "history"])
+        #expect(history.code == 0)
+        #expect(history.stdout.contains("success"))
+        let down = try daemon.baton("status")
+        #expect(down.code == 69)
+        #expect(down.stderr.contains("Try:"))
+    }
+
+    @Test("the unit file passes systemd-analyze verify")
+    func unitFile() throws {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd/batond.service")
+        let text = try String(contentsOf: source, encoding: .utf8)
+            .replacingOccurrences(of: "/usr/local/bin/batond", with: Binaries.batond)
+        let directory = NSTemporaryDirectory() + "baton-unit-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try text.write(toFile: directory + "/batond.service", atomically: true, encoding: .utf8)
+        let result = try execute("/usr/bin/systemd-analyze", ["verify", directory + "/batond.service"])
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(!result.stderr.contains("batond.service"), "\(result.stderr)")
+    }
+}
