@@ -90,6 +90,7 @@ enum Daemon {
         let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
         Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), database \(databasePath)")
 
+        let journal = Task { await Self.logTransitions(conductor.watch()) }
         async let serving: Void = server.run()
         var shutdown: Task<Void, Never>?
         for await signal in signals.stream {
@@ -113,11 +114,30 @@ enum Daemon {
         await shutdown?.value
         server.stop()
         await serving
+        journal.cancel()
         let lost = store.close()
         if ownsSocket { unlink(socketPath) }
         if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
         Log.info("batond stopped")
         return 0
+    }
+
+    /// One log line per committed transition: what happened to which run, and why.
+    static func logTransitions(_ updates: AsyncStream<RunUpdate>) async {
+        for await update in updates {
+            guard let transition = update.transition else { continue }
+            let run = update.run
+            var line = "run \(run.id) \(run.key): \(transition.from?.rawValue ?? "new") → \(transition.to.rawValue)"
+            let detail = transition.detail
+            var notes: [String] = []
+            if let attempt = detail.attempt, transition.to == .loading { notes.append("attempt \(attempt)") }
+            if transition.from == nil, let peer = run.trigger { notes.append("by uid \(peer.uid) pid \(peer.pid)") }
+            if let reason = detail.reason, transition.to.isTerminal || transition.to == .queued { notes.append(reason) }
+            if let error = detail.error { notes.append(error) }
+            if let by = detail.by { notes.append("by uid \(by)") }
+            if !notes.isEmpty { line += " (" + notes.joined(separator: ", ") + ")" }
+            if transition.to == .failure { Log.warning(line) } else { Log.info(line) }
+        }
     }
 
     static func checkConfig(_ file: String) -> Int32 {

@@ -47,6 +47,7 @@ final class Daemon: @unchecked Sendable {
     let socket: String
     let database: String
     let configPath: String
+    let binary: String
     let process = Process()
     private let stderrPipe = Pipe()
     /// Everything batond wrote to stderr so far; guarded by `lock`.
@@ -59,12 +60,35 @@ final class Daemon: @unchecked Sendable {
         socket = directory + "/baton.sock"
         database = directory + "/history.sqlite"
         configPath = directory + "/baton.json5"
+        binary = Binaries.batond
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         try start()
     }
 
+    /// A daemon on another daemon's socket and database (that one is stopped), with a new config.
+    init(config: String, reusing other: Daemon) throws {
+        directory = other.directory + "/second"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        socket = other.socket
+        database = other.database
+        configPath = directory + "/baton.json5"
+        binary = Binaries.batond
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    /// A daemon from another binary, with its files in `directory`.
+    init(binary: String, configPath: String, directory: String) throws {
+        self.directory = directory
+        socket = directory + "/baton.sock"
+        database = directory + "/history.sqlite"
+        self.configPath = configPath
+        self.binary = binary
+        try start()
+    }
+
     func start() throws {
-        process.executableURL = URL(fileURLWithPath: Binaries.batond)
+        process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--config", configPath, "--socket", socket, "--database", database]
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice

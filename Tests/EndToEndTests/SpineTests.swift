@@ -119,3 +119,56 @@ struct SpineTests {
         #expect(!result.stderr.contains("batond.service"), "\(result.stderr)")
     }
 }
+
+@Suite("End to end: files and startup")
+struct StartupTests {
+    @Test("a path that is not a socket is never removed, and batond exits 1 saying so")
+    func notASocket() throws {
+        let directory = NSTemporaryDirectory() + "baton-sock-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/baton.sock"
+        try "precious".write(toFile: path, atomically: true, encoding: .utf8)
+        try #"{ actions: { a: { exec: ["true"] } } }"#.write(toFile: directory + "/c.json5", atomically: true, encoding: .utf8)
+        let result = try execute(Binaries.batond, ["--config", directory + "/c.json5", "--socket", path, "--database", directory + "/h.sqlite"])
+        #expect(result.code == 1)
+        #expect(result.stderr.contains("is not a socket; refusing to remove it"))
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "precious")
+    }
+
+    @Test("the socket gets mode 0660, and a stale socket is replaced")
+    func socketMode() throws {
+        let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
+        let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socket)
+        #expect((attributes[.posixPermissions] as? Int) == 0o660)
+        daemon.process.interrupt()
+        daemon.process.waitUntilExit()
+        // A socket file left behind (as after SIGKILL) is replaced by the next start.
+        let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(stale) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            _ = daemon.socket.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        }
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        let second = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#, reusing: daemon)
+        #expect(try second.baton("run", "a").code == 0)
+    }
+
+    @Test("batond copied alone into an empty folder creates and migrates a new database")
+    func copiedAlone() throws {
+        let directory = NSTemporaryDirectory() + "baton-alone-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.copyItem(atPath: Binaries.batond, toPath: directory + "/batond")
+        let result = try execute(directory + "/batond", ["--check-config", "/dev/null"])
+        #expect(result.code == 1)
+        let config = directory + "/c.json5"
+        try #"{ actions: { a: { exec: ["true"] } } }"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try Daemon(binary: directory + "/batond", configPath: config, directory: directory)
+        #expect(try daemon.baton("run", "a").code == 0)
+        let tables = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT max(version) FROM schema_migrations"])
+        #expect(tables.stdout == "1\n")
+    }
+}
