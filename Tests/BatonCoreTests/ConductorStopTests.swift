@@ -1,0 +1,125 @@
+@testable import BatonCore
+import Foundation
+import Testing
+
+@Suite("Conductor cancel, timeout and limits")
+struct ConductorStopTests {
+    func untilLoading(_ ticket: Ticket) async {
+        guard let updates = ticket.updates else { return }
+        for await update in updates where update.run.phase == .loading { return }
+    }
+
+    @Test("cancel of a loading exec run kills its whole process group, grandchildren too")
+    func cancelLoading() async throws {
+        let marker = "baton-cancel-\(UInt32.random(in: 0...UInt32.max))"
+        let store = MemoryStore()
+        let conductor = Conductor(actions: [Action(name: "sleepy", exec: ["sh", "-c", "sleep 300 & sleep 300; : \(marker)"], killGrace: .seconds(2))], store: store)
+        let ticket = try await conductor.trigger(TriggerRequest(action: "sleepy"))
+        await untilLoading(ticket)
+        let pgid = try await waitForProcessGroup(store, run: ticket.run.id)
+        _ = try await conductor.cancel(run: ticket.run.id, by: Peer(uid: 42, gid: 42, pid: 1))
+        let outcome = await ticket.outcome()
+        #expect(outcome?.phase == .cancelled)
+        #expect(store.transitions.last?.detail.by == 42)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !pgid.survivors().isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(pgid.survivors().isEmpty)
+    }
+
+    @Test("cancel of a queued run drops it without starting it")
+    func cancelQueued() async throws {
+        let gate = Gate(), starts = Counter()
+        let conductor = Conductor(actions: [], store: MemoryStore(), options: .init(maxConcurrentRuns: 1))
+        await conductor.register(Action(name: "a")) { _ in starts.increment(); await gate.wait() }
+        await conductor.register(Action(name: "b")) { _ in starts.increment() }
+        let first = try await conductor.trigger(TriggerRequest(action: "a"))
+        await untilLoading(first)
+        let second = try await conductor.trigger(TriggerRequest(action: "b"))
+        #expect(second.run.phase == .queued)
+        _ = try await conductor.cancel(run: second.run.id, by: nil)
+        #expect(await second.outcome()?.phase == .cancelled)
+        gate.open()
+        #expect(await first.outcome()?.phase == .success)
+        #expect(starts.count == 1)
+    }
+
+    @Test("timeout kills a running process: failure, reason timeout")
+    func timeout() async throws {
+        let conductor = Conductor(actions: [Action(name: "hang", exec: ["sleep", "300"], timeout: .milliseconds(200))])
+        let outcome = await (try await conductor.trigger(TriggerRequest(action: "hang"))).outcome()
+        #expect(outcome?.phase == .failure)
+        #expect(outcome?.reason == "timeout")
+        #expect(outcome?.error == "timed out after 200ms")
+    }
+
+    @Test("timeout during a retry backoff ends the run at once")
+    func timeoutInBackoff() async throws {
+        let store = MemoryStore()
+        let conductor = Conductor(actions: [Action(name: "fail", exec: ["false"], timeout: .milliseconds(300),
+                                                   retry: RetryPolicy(attempts: 5, backoff: .seconds(60)))], store: store)
+        let ticket = try await conductor.trigger(TriggerRequest(action: "fail"))
+        let outcome = await ticket.outcome()
+        #expect(outcome?.phase == .failure)
+        #expect(outcome?.reason == "timeout")
+        #expect(store.transitions.filter { $0.runID == ticket.run.id }.map(\.to) == [.queued, .loading, .retrying, .failure])
+    }
+
+    @Test("replace while a follow-up is queued cancels both, and only the new run starts")
+    func replaceWithFollowUp() async throws {
+        let gate = Gate(), starts = Counter()
+        let conductor = Conductor(actions: [], store: MemoryStore())
+        await conductor.register(Action(name: "k", policy: .queue, policies: [.replace])) { _ in
+            starts.increment()
+            await gate.wait()
+            try Task.checkCancellation()
+        }
+        let running = try await conductor.trigger(TriggerRequest(action: "k"))
+        await untilLoading(running)
+        let followUp = try await conductor.trigger(TriggerRequest(action: "k"))
+        let replacing = try await conductor.trigger(TriggerRequest(action: "k", policy: .replace))
+        guard case let .replaced(id, stopping) = replacing.decision else { Issue.record("expected replaced"); return }
+        #expect(stopping == [running.run.id, followUp.run.id])
+        #expect(await followUp.outcome()?.phase == .cancelled)
+        gate.open()
+        #expect(await running.outcome()?.reason == "replaced")
+        #expect(await replacing.outcome()?.phase == .success)
+        #expect(id == replacing.run.id)
+        #expect(starts.count == 2)
+    }
+
+    @Test("the concurrency limit keeps runs queued and starts them first in first out")
+    func fifo() async throws {
+        let gate = Gate()
+        let order = OrderLog()
+        let conductor = Conductor(actions: [], store: MemoryStore(), options: .init(maxConcurrentRuns: 1))
+        for name in ["a", "b", "c", "d"] {
+            await conductor.register(Action(name: name)) { _ in order.append(name); await gate.wait() }
+        }
+        let first = try await conductor.trigger(TriggerRequest(action: "a"))
+        await untilLoading(first)
+        var tickets: [Ticket] = []
+        for name in ["b", "c", "d"] { tickets.append(try await conductor.trigger(TriggerRequest(action: name))) }
+        gate.open()
+        for ticket in tickets { _ = await ticket.outcome() }
+        #expect(order.all == ["a", "b", "c", "d"])
+    }
+
+    func waitForProcessGroup(_ store: MemoryStore, run: Int64) async throws -> ProcessGroup {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            for case let .processGroup(id, pgid, identity) in store.entries where id == run {
+                let group = ProcessGroup(pgid: pgid, identity: identity)
+                if group.survivors().count >= 3 { return group }
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw CancellationError()
+    }
+}
+
+final class OrderLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [String] = []
+    func append(_ item: String) { lock.withLock { items.append(item) } }
+    var all: [String] { lock.withLock { items } }
+}
