@@ -1,3 +1,4 @@
+import BatonCore
 import BatonIPC
 import BatonStore
 import Foundation
@@ -5,7 +6,7 @@ import Foundation
 /// History queries: through batond when it answers, otherwise straight from the database file,
 /// opened read-only so the daemon's writes are never blocked and the file never changes.
 enum Query {
-    static func history(_ filter: HistoryFilter, _ context: Context) throws -> [RunSnapshotList] {
+    static func history(_ filter: HistoryFilter, _ context: Context) throws -> [RunSnapshot] {
         try viaDaemonOrFile(context, request: Request(op: .history, filter: filter), pick: { $0.runs ?? [] }) { try $0.runs(filter) }
     }
 
@@ -26,7 +27,7 @@ enum Query {
                 // batond is down: read the file at its default path.
             }
         }
-        let path = context.databasePath ?? DefaultDatabase.path
+        let path = context.databasePath ?? DatabasePath.default()
         do {
             return try file(History.openReadOnly(path: path))
         } catch {
@@ -35,17 +36,3 @@ enum Query {
         }
     }
 }
-
-typealias RunSnapshotList = BatonCore.RunSnapshot
-
-/// The database path batond uses by default, for reading the history without it.
-enum DefaultDatabase {
-    static var path: String {
-        let env = ProcessInfo.processInfo.environment
-        if getuid() == 0 { return "/var/lib/baton/history.sqlite" }
-        if let state = env["XDG_STATE_HOME"], !state.isEmpty { return state + "/baton/history.sqlite" }
-        return NSHomeDirectory() + "/.local/state/baton/history.sqlite"
-    }
-}
-
-import BatonCore

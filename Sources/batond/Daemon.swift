@@ -32,7 +32,7 @@ enum Daemon {
         }
         umask(0o027)
         let socketPath = options.socket ?? config.socket ?? SocketPath.default()
-        let databasePath = options.database ?? config.database ?? Paths.defaultDatabase()
+        let databasePath = options.database ?? config.database ?? DatabasePath.default()
 
         let store: Store
         do {

@@ -3,18 +3,6 @@ import Foundation
 
 /// Where batond keeps its files when neither a flag nor the config says.
 enum Paths {
-    /// `/var/lib/baton/history.sqlite` for root, `$XDG_STATE_HOME/baton/history.sqlite` otherwise.
-    static func defaultDatabase(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if getuid() == 0 {
-            if let state = environment["STATE_DIRECTORY"], !state.isEmpty {
-                return state.split(separator: ":").first.map(String.init)! + "/history.sqlite"
-            }
-            return "/var/lib/baton/history.sqlite"
-        }
-        if let state = environment["XDG_STATE_HOME"], !state.isEmpty { return state + "/baton/history.sqlite" }
-        return NSHomeDirectory() + "/.local/state/baton/history.sqlite"
-    }
-
     /// The config used without `--config`: `$BATON_CONFIG`, `/etc/baton/baton.json5`, or the
     /// example config of a source checkout.
     static func defaultConfig(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {

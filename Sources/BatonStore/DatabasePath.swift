@@ -1,0 +1,17 @@
+import Foundation
+
+/// Where the history lives when neither a flag nor the config says.
+public enum DatabasePath {
+    /// `/var/lib/baton/history.sqlite` for root (systemd's `$STATE_DIRECTORY` when set),
+    /// `$XDG_STATE_HOME/baton/history.sqlite` or `~/.local/state/baton/history.sqlite` otherwise.
+    public static func `default`(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if getuid() == 0 {
+            if let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first, !state.isEmpty {
+                return state + "/history.sqlite"
+            }
+            return "/var/lib/baton/history.sqlite"
+        }
+        if let state = environment["XDG_STATE_HOME"], !state.isEmpty { return state + "/baton/history.sqlite" }
+        return NSHomeDirectory() + "/.local/state/baton/history.sqlite"
+    }
+}
