@@ -41,8 +41,6 @@ public actor Conductor {
         var waiters: [AsyncStream<RunUpdate>.Continuation] = []
         var timeout: Task<Void, Never>?
         var timer: Task<Void, Never>?
-        var joined = 0
-        var rejected = 0
     }
 
     /// Accepting triggers, draining for shutdown, or stopped.
@@ -90,7 +88,6 @@ public actor Conductor {
             return try await create(id, action: action, key: key, policy: policy, params: params, request: request, at: now, decision: decision)
         case let .joined(id), let .coalesced(id):
             let decisionName = if case .joined = decision { "joined" } else { "coalesced" }
-            runs[id]?.joined += 1
             let updates = request.wait ? addWaiter(to: id) : nil
             let snapshot = runs[id]?.snapshot
             let record = TriggerRecord(runID: id, action: action.name, key: key, decision: decisionName,
@@ -99,7 +96,6 @@ public actor Conductor {
             guard let snapshot else { throw .internalError("run \(id) vanished while joining") }
             return Ticket(decision: decision, run: runs[id]?.snapshot ?? snapshot, updates: updates)
         case let .rejected(id):
-            runs[id]?.rejected += 1
             let holder = runs[id]?.snapshot
             let record = TriggerRecord(runID: id, action: action.name, key: key, decision: "rejected",
                                        policy: policy, peer: request.peer, at: now, params: params)
@@ -149,7 +145,9 @@ public actor Conductor {
     public func cancel(run id: Int64, by peer: Peer?) async throws(BatonError) -> RunSnapshot {
         guard let live = runs[id] else { throw .unknownRun(id) }
         await apply(id, .stop(.cancelled(by: peer?.uid)))
-        return runs[id]?.snapshot ?? lastEnded[live.action.name] ?? live.snapshot
+        if let current = runs[id]?.snapshot { return current }
+        if let ended = lastEnded[live.action.name], ended.id == id { return ended }
+        return live.snapshot
     }
 
     /// Cancels every run in flight of an action, or of one key of it; returns the runs cancelled.
@@ -157,7 +155,7 @@ public actor Conductor {
         guard actions[name] != nil || runs.values.contains(where: { $0.action.name == name }) else {
             throw .unknownAction(name)
         }
-        let ids = runs.values.filter { $0.action.name == name && (key == nil || $0.snapshot.key == key) }
+        let ids = runs.values.filter { $0.snapshot.action == name && (key == nil || $0.snapshot.key == key) }
             .map(\.snapshot.id).sorted()
         for id in ids { await apply(id, .stop(.cancelled(by: peer?.uid))) }
         return ids
@@ -170,9 +168,9 @@ public actor Conductor {
         runs.values.map(\.snapshot).sorted { $0.id < $1.id }
     }
 
-    /// The snapshot of a run in flight, with how many triggers joined and were rejected.
-    public func live(_ id: Int64) -> (run: RunSnapshot, joined: Int, rejected: Int)? {
-        runs[id].map { ($0.snapshot, $0.joined, $0.rejected) }
+    /// The snapshot of a run in flight, with its latest progress; nil once it has ended.
+    public func snapshot(of id: Int64) -> RunSnapshot? {
+        runs[id]?.snapshot
     }
 
     /// The configured actions, by name.
@@ -252,12 +250,6 @@ public actor Conductor {
         live.seq += 1
         let transition = Transition(runID: id, seq: live.seq, from: live.snapshot.phase, to: phase, at: .now, detail: detail)
         live.snapshot = live.snapshot.applying(transition)
-        if phase == .loading && live.timeout == nil, let limit = live.action.timeout {
-            live.timeout = Task { [weak self] in
-                guard (try? await Task.sleep(for: limit)) != nil else { return }
-                await self?.apply(id, .stop(.timeout(after: limit)))
-            }
-        }
         runs[id] = live
         _ = await commit([.transition(transition)])
         publish(id, transition)
@@ -269,6 +261,7 @@ public actor Conductor {
             Task { await self.apply(id, .exited(.notStarted)) }
             return
         }
+        if attempt == 1 { startTimeout(id) }
         let runner: any Runner = closures[live.action.name] ?? options.execRunner
         let job = Job(runID: id, action: live.action, attempt: attempt, params: live.snapshot.params) { [weak self] progress in
             Task { await self?.progressed(id, progress) }
@@ -278,6 +271,15 @@ public actor Conductor {
             await self?.launched(id, attempt: attempt, handle)
             let outcome = await handle.wait()
             await self?.attemptEnded(id, attempt: attempt, outcome)
+        }
+    }
+
+    /// The run's deadline counts from its first attempt and covers retries and backoffs.
+    private func startTimeout(_ id: Int64) {
+        guard let limit = runs[id]?.action.timeout, runs[id]?.timeout == nil else { return }
+        runs[id]!.timeout = Task { [weak self] in
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
+            await self?.apply(id, .stop(.timeout(after: limit)))
         }
     }
 
@@ -329,7 +331,7 @@ public actor Conductor {
         for waiter in live.waiters { waiter.finish() }
         if lastEnded[live.action.name].map({ $0.id < id }) ?? true { lastEnded[live.action.name] = live.snapshot }
         startAdmitted()
-        if case let .draining(idle) = state, runs.values.allSatisfy({ $0.machine.phase == .queued }) {
+        if case let .draining(idle) = state, !hasActiveRuns {
             state = .draining(idle: [])
             for waiter in idle { waiter.resume() }
         }
@@ -402,60 +404,14 @@ public actor Conductor {
         for id in ids { await apply(id, .stop(.shutdown)) }
     }
 
+    /// Whether any run is loading or retrying (queued runs wait for the next start at shutdown).
+    private var hasActiveRuns: Bool { runs.values.contains { $0.machine.phase != .queued } }
+
     private func waitUntilIdle() async {
-        guard runs.values.contains(where: { $0.machine.phase != .queued }) else { return }
+        guard hasActiveRuns else { return }
         await withCheckedContinuation { continuation in
             if case let .draining(idle) = state { state = .draining(idle: idle + [continuation]) }
             else { continuation.resume() }
         }
     }
-}
-
-/// A request to run an action.
-public struct TriggerRequest: Sendable {
-    public var action: String
-    public var params: [String: String]
-    /// A policy other than the action's own, where the action allows it.
-    public var policy: Policy?
-    public var peer: Peer?
-    /// Whether the caller follows the run to its end (false: detach).
-    public var wait: Bool
-
-    public init(action: String, params: [String: String] = [:], policy: Policy? = nil, peer: Peer? = nil, wait: Bool = true) {
-        self.action = action
-        self.params = params
-        self.policy = policy
-        self.peer = peer
-        self.wait = wait
-    }
-}
-
-/// The answer to a trigger: what was decided, the run, and its updates when the caller waits.
-public struct Ticket: Sendable {
-    public var decision: FlightTable.Decision
-    public var run: RunSnapshot
-    /// Every committed transition and progress report of the run, ending after its terminal one.
-    public var updates: AsyncStream<RunUpdate>?
-
-    /// Whether the trigger shares a run another trigger created.
-    public var shared: Bool {
-        switch decision {
-        case .joined, .coalesced: true
-        default: false
-        }
-    }
-
-    /// Waits for the run to end and returns its final snapshot (nil if the stream ended early).
-    public func outcome() async -> RunSnapshot? {
-        guard let updates else { return run.phase.isTerminal ? run : nil }
-        var last: RunSnapshot?
-        for await update in updates { last = update.run }
-        return last?.phase.isTerminal == true ? last : nil
-    }
-}
-
-/// A committed transition (or, with `transition` nil, a progress report or the current state) of a run.
-public struct RunUpdate: Sendable {
-    public var run: RunSnapshot
-    public var transition: Transition?
 }

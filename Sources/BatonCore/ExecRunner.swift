@@ -180,16 +180,14 @@ final class ExecAttempt: Attempt {
                     open.removeAll { $0 == entry.fd }
                 }
             }
-            if pidfd >= 0 {
-                exited = fds.last!.revents != 0
-            } else {
-                var info = siginfo_t()
-                exited = waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid == pid
-            }
+            exited = pidfd >= 0 ? fds.last!.revents != 0 : baton_has_exited(pid) == 1
         }
         // The leader is gone but still a zombie, so its pgid cannot be reused yet: take what is
         // already in the pipes, stop what is left of the group, then reap.
-        for fd in open where drain(fd) || true { close(fd) }
+        for fd in open {
+            _ = drain(fd)
+            close(fd)
+        }
         if pidfd >= 0 { close(pidfd) }
         if !progressLine.isEmpty, let report = Progress(line: String(decoding: progressLine, as: UTF8.self)) { progress(report) }
 

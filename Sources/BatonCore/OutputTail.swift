@@ -2,7 +2,8 @@
 public struct OutputTail: Sendable {
     public let limit: Int
     private var buffer: [UInt8] = []
-    public private(set) var truncated = false
+    /// Set once bytes have been trimmed from the front.
+    private var trimmed = false
 
     public init(limit: Int) {
         self.limit = max(limit, 0)
@@ -10,14 +11,14 @@ public struct OutputTail: Sendable {
 
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard limit > 0 else {
-            truncated = truncated || !bytes.isEmpty
+            trimmed = trimmed || !bytes.isEmpty
             return
         }
         buffer.append(contentsOf: bytes)
         // Trim only when twice the limit is reached, so appends stay amortised O(1).
         if buffer.count > 2 * limit {
             buffer.removeFirst(buffer.count - limit)
-            truncated = true
+            trimmed = true
         }
     }
 
@@ -27,8 +28,8 @@ public struct OutputTail: Sendable {
         return Array(buffer.suffix(limit))
     }
 
-    /// Whether bytes were dropped, counting those trimmed when the tail is read.
-    public var isTruncated: Bool { truncated || buffer.count > limit }
+    /// Whether any bytes before the kept ones were dropped.
+    public var isTruncated: Bool { trimmed || buffer.count > limit }
 }
 
 /// Keeps the last complete non-blank line of a stream, for error messages.

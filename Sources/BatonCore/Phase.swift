@@ -1,6 +1,6 @@
 /// Where a run is in its life: `queued` → `loading` → `success` / `failure` / `cancelled`,
 /// with `retrying` between attempts.
-public enum Phase: String, Codable, Sendable, CaseIterable, Comparable {
+public enum Phase: String, Codable, Sendable, CaseIterable {
     case queued
     case loading
     case retrying
@@ -34,9 +34,5 @@ public enum Phase: String, Codable, Sendable, CaseIterable, Comparable {
         case (.retrying, .queued): true        // interrupted during a backoff, restarted
         default: false
         }
-    }
-
-    public static func < (lhs: Phase, rhs: Phase) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 }

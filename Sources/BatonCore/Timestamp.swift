@@ -25,14 +25,6 @@ public struct Timestamp: RawRepresentable, Hashable, Comparable, Codable, Sendab
     public static func - (lhs: Timestamp, rhs: Timestamp) -> Duration {
         .microseconds(lhs.rawValue - rhs.rawValue)
     }
-
-    public init(from decoder: any Decoder) throws {
-        rawValue = try decoder.singleValueContainer().decode(Int64.self)
-    }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
 }
 
 extension Duration {

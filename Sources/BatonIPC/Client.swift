@@ -83,7 +83,7 @@ public final class Client {
             if response.ok != nil { return response }
             onEvent(response)
         }
-        throw SocketError.system("read", path: "batond closed the connection", errno: ECONNRESET)
+        throw SocketError.closed
     }
 
     /// The descriptor, for polling alongside other input.

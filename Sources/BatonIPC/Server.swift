@@ -77,14 +77,6 @@ public final class Server: Sendable {
         _ = write(wakeFD, &one, 8)
     }
 
-    /// Stops accepting new connections but keeps serving the open ones.
-    public func stopAccepting() {
-        _ = baton_epoll_ctl(epoll, Epoll.delete, listenFD, 0, 0)
-    }
-
-    /// How many connections are open.
-    public var connectionCount: Int { connections.withLock { $0.count } }
-
     private func loop() {
         var tokens = [UInt64](repeating: 0, count: 256)
         var events = [UInt32](repeating: 0, count: 256)

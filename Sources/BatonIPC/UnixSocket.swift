@@ -6,12 +6,15 @@ public enum SocketError: Error, Sendable, CustomStringConvertible {
     case system(String, path: String, errno: Int32)
     case notASocket(path: String)
     case inUse(path: String)
+    /// The peer closed the connection before answering.
+    case closed
 
     public var description: String {
         switch self {
         case let .system(call, path, code): "\(call) \(path): \(String(cString: strerror(code)))"
         case let .notASocket(path): "\(path) exists and is not a socket; refusing to remove it"
         case let .inUse(path): "\(path) is in use: another batond is listening there"
+        case .closed: "batond closed the connection before answering"
         }
     }
 

@@ -64,16 +64,15 @@ public final class Store: RunStore, @unchecked Sendable {
         self.options = options
         let writer: Connection
         do {
-            writer = try Connection(path: path)
+            writer = try Self.open(path, options)
             // Refuse a newer or foreign database before anything (even the journal mode) is written.
-            try writer.execute("PRAGMA busy_timeout = \(options.busyTimeout.microseconds / 1_000)")
             let found = try Migrator.version(of: writer)
             if found > Migrator.latestVersion {
                 throw StoreError.schemaTooNew(path: path, found: found, supported: Migrator.latestVersion)
             }
             try Self.configure(writer, options: options)
             try Migrator.migrate(writer)
-            reader = try Connection(path: path)
+            reader = try Self.open(path, options)
             try Self.configure(reader, options: options)
             try reader.execute("PRAGMA query_only = 1")
         } catch let error as StoreError {
@@ -89,8 +88,15 @@ public final class Store: RunStore, @unchecked Sendable {
         thread.start()
     }
 
-    static func configure(_ connection: Connection, options: Options) throws {
+    /// Opens a connection that waits up to the busy timeout for locks; it writes nothing yet.
+    static func open(_ path: String, _ options: Options) throws -> Connection {
+        let connection = try Connection(path: path)
         try connection.execute("PRAGMA busy_timeout = \(options.busyTimeout.microseconds / 1_000)")
+        return connection
+    }
+
+    /// WAL, the durability setting and foreign keys: what every connection of the store runs with.
+    static func configure(_ connection: Connection, options: Options) throws {
         let mode = try connection.scalar("PRAGMA journal_mode = WAL")?.string ?? ""
         if mode.lowercased() != "wal" {
             throw DatabaseError(code: SQLITE_ERROR, message: "cannot switch to WAL journal mode (got \(mode))")

@@ -1,3 +1,4 @@
+import BatonCore
 import BatonIPC
 import BatonStore
 import Foundation
@@ -47,6 +48,16 @@ final class Context {
     /// Colours text for a terminal; plain elsewhere or with NO_COLOR.
     func paint(_ text: String, _ color: Color) -> String {
         useColor ? "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m" : text
+    }
+
+    /// Colours text by a phase: success green, failure red, cancelled yellow, the rest plain.
+    func paint(_ text: String, phase: Phase) -> String {
+        switch phase {
+        case .success: paint(text, .green)
+        case .failure: paint(text, .red)
+        case .cancelled: paint(text, .yellow)
+        case .queued, .loading, .retrying: text
+        }
     }
 
     enum Color: String {

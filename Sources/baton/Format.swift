@@ -23,9 +23,23 @@ enum Format {
         return DurationText.format((run.endedAt ?? now) - started)
     }
 
+    /// The columns text takes on a terminal: colour escapes take none.
+    static func visibleCount(_ text: String) -> Int {
+        guard text.contains("\u{1B}") else { return text.count }
+        var count = 0
+        var inEscape = false
+        for character in text {
+            if character == "\u{1B}" { inEscape = true }
+            else if inEscape { if character == "m" { inEscape = false } }
+            else { count += 1 }
+        }
+        return count
+    }
+
     /// Pads or cuts text to `width` columns, cutting with `…`.
     static func fit(_ text: String, _ width: Int) -> String {
-        if text.count <= width { return text + String(repeating: " ", count: width - text.count) }
+        let visible = visibleCount(text)
+        if visible <= width { return text + String(repeating: " ", count: width - visible) }
         guard width > 1 else { return String(text.prefix(width)) }
         return String(text.prefix(width - 1)) + "…"
     }
@@ -43,7 +57,7 @@ enum Format {
     static func table(_ header: [String], _ rows: [[String]], width: Int = terminalWidth) -> String {
         guard !header.isEmpty else { return "" }
         let all = [header] + rows
-        var widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        var widths = header.indices.map { column in all.map { visibleCount($0[column]) }.max() ?? 0 }
         let fixed = widths.dropLast().reduce(0, +) + 2 * (widths.count - 1)
         widths[widths.count - 1] = max(min(widths.last!, width - fixed), 8)
         return all.map { row in

@@ -45,11 +45,9 @@ enum HistoryCommand {
         }
         let now = Timestamp.now
         let rows = runs.map { run -> [String] in
-            let phase = run.phase == .success ? context.paint(Format.fit(run.phase.rawValue, 9), .green)
-                : run.phase == .failure ? context.paint(Format.fit(run.phase.rawValue, 9), .red) : Format.fit(run.phase.rawValue, 9)
-            return [String(run.id), run.key, phase, Format.time(run.queuedAt), Format.duration(run, now: now), run.error ?? ""]
+            return [String(run.id), run.key, context.paint(run.phase.rawValue, phase: run.phase), Format.time(run.queuedAt), Format.duration(run, now: now), run.error ?? ""]
         }
-        print(Format.table(["RUN", "ACTION", "PHASE    ", "QUEUED", "TOOK", "ERROR"], rows), terminator: "")
+        print(Format.table(["RUN", "ACTION", "PHASE", "QUEUED", "TOOK", "ERROR"], rows), terminator: "")
         return ExitCode.success
     }
 }

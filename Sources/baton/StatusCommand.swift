@@ -34,8 +34,7 @@ enum StatusCommand {
             let state = parts.isEmpty ? "idle" : parts.joined(separator: ", ")
             var last = "never run"
             if let run = action.last {
-                let word = run.phase == .success ? context.paint(run.phase.rawValue, .green)
-                    : run.phase == .failure ? context.paint(Format.phaseWord(run), .red) : context.paint(run.phase.rawValue, .yellow)
+                let word = context.paint(Format.phaseWord(run), phase: run.phase)
                 last = "\(word) \(Format.age(run.endedAt ?? run.queuedAt, now: now)) (run \(run.id))"
                 if run.phase == .failure, let error = run.error { last += ": \(error)" }
             }

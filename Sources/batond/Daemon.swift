@@ -105,9 +105,10 @@ enum Daemon {
                 await conductor.stopRemaining()
                 continue
             }
-            Log.info("stopping: no new triggers; runs in flight have \(DurationText.format(config.shutdownGrace)) to finish")
+            let grace = configBox.current.shutdownGrace
+            Log.info("stopping: no new triggers; runs in flight have \(DurationText.format(grace)) to finish")
             shutdown = Task {
-                await conductor.shutdown(grace: configBox.current.shutdownGrace)
+                await conductor.shutdown(grace: grace)
                 signals.finish()
             }
         }
@@ -169,7 +170,9 @@ enum Daemon {
 
     static func groupID(_ name: String) throws -> gid_t {
         if let id = gid_t(name) { return id }
-        guard let entry = getgrnam(name) else { throw UsageError("socketGroup: no group named \(name)") }
+        guard let entry = getgrnam(name) else {
+            throw ConfigError(file: "config", problems: [.init(path: "socketGroup", message: "no group named \(name)")])
+        }
         return entry.pointee.gr_gid
     }
 }

@@ -27,7 +27,7 @@ final class RequestHandler: ServerDelegate {
         }
         let request: Request
         do {
-            request = try JSONDecoder().decode(Request.self, from: Data(bytes))
+            request = try Self.decoder.decode(Request.self, from: Data(bytes))
         } catch {
             send(.failure(Self.salvageID(bytes), WireError(code: "bad_request", message: Self.describe(error))), to: connection)
             return
@@ -125,7 +125,7 @@ final class RequestHandler: ServerDelegate {
         case .show:
             guard let run = request.run else { throw WireError(code: "bad_request", message: "show needs \"run\"") }
             guard var detail = try await store.read({ try $0.run(run) }) else { throw BatonError.unknownRun(run) }
-            if let live = await conductor.live(run) { detail.run.progress = live.run.progress }
+            if let live = await conductor.snapshot(of: run) { detail.run.progress = live.progress }
             var response = Response(id: id)
             response.detail = detail
             send(response, to: connection)
@@ -176,10 +176,16 @@ final class RequestHandler: ServerDelegate {
         }
     }
 
-    func send(_ response: Response, to connection: ServerConnection) {
+    /// Shared by every request: JSONEncoder and JSONDecoder are safe to use from many threads once configured.
+    private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .withoutEscapingSlashes
-        guard let data = try? encoder.encode(response) else { return }
+        return encoder
+    }()
+    private static let decoder = JSONDecoder()
+
+    func send(_ response: Response, to connection: ServerConnection) {
+        guard let data = try? Self.encoder.encode(response) else { return }
         connection.send(Array(data))
     }
 
@@ -197,7 +203,7 @@ final class RequestHandler: ServerDelegate {
     /// The id of a request that failed to decode, when its text still has one, so the error can echo it.
     static func salvageID(_ bytes: [UInt8]) -> RequestID? {
         struct OnlyID: Decodable { var id: RequestID? }
-        return (try? JSONDecoder().decode(OnlyID.self, from: Data(bytes)))?.id
+        return (try? decoder.decode(OnlyID.self, from: Data(bytes)))?.id
     }
 
     static func describe(_ error: any Error) -> String {

@@ -4,11 +4,6 @@ import Testing
 
 @Suite("Conductor cancel, timeout and limits")
 struct ConductorStopTests {
-    func untilLoading(_ ticket: Ticket) async {
-        guard let updates = ticket.updates else { return }
-        for await update in updates where update.run.phase == .loading { return }
-    }
-
     @Test("cancel of a loading exec run kills its whole process group, grandchildren too")
     func cancelLoading() async throws {
         let marker = "baton-cancel-\(UInt32.random(in: 0...UInt32.max))"
@@ -90,7 +85,7 @@ struct ConductorStopTests {
     @Test("the concurrency limit keeps runs queued and starts them first in first out")
     func fifo() async throws {
         let gate = Gate()
-        let order = OrderLog()
+        let order = Recorder<String>()
         let conductor = Conductor(actions: [], store: MemoryStore(), options: .init(maxConcurrentRuns: 1))
         for name in ["a", "b", "c", "d"] {
             await conductor.register(Action(name: name)) { _ in order.append(name); await gate.wait() }
@@ -115,11 +110,4 @@ struct ConductorStopTests {
         }
         throw CancellationError()
     }
-}
-
-final class OrderLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [String] = []
-    func append(_ item: String) { lock.withLock { items.append(item) } }
-    var all: [String] { lock.withLock { items } }
 }

@@ -3,26 +3,10 @@ import Testing
 
 @Suite("Conductor single flight")
 struct ConductorTests {
-    /// A conductor with one in-process action whose runs wait at `gate` and count their starts.
-    func gated(_ policy: Policy, gate: Gate, starts: Counter, store: MemoryStore = MemoryStore()) async -> Conductor {
-        let conductor = Conductor(actions: [], store: store)
-        await conductor.register(Action(name: "slow", policy: policy)) { _ in
-            starts.increment()
-            await gate.wait()
-        }
-        return conductor
-    }
-
-    /// Waits until the run is loading, from its update stream (no sleeps).
-    func untilLoading(_ ticket: Ticket) async {
-        guard let updates = ticket.updates else { return }
-        for await update in updates where update.run.phase == .loading { return }
-    }
-
     @Test("reject: 50 concurrent triggers give exactly 1 run and 49 busy")
     func rejectStorm() async throws {
         let gate = Gate(), starts = Counter()
-        let conductor = await gated(.reject, gate: gate, starts: starts)
+        let conductor = await gated(Action(name: "slow", policy: .reject), gate: gate, starts: starts)
         let results = await withTaskGroup(of: Result<Ticket, BatonError>.self) { group in
             for _ in 0..<50 {
                 group.addTask {
@@ -50,7 +34,7 @@ struct ConductorTests {
     func joinStorm() async throws {
         let gate = Gate(), starts = Counter()
         let store = MemoryStore()
-        let conductor = await gated(.join, gate: gate, starts: starts, store: store)
+        let conductor = await gated(Action(name: "slow", policy: .join), gate: gate, starts: starts, store: store)
         let tickets = try await withThrowingTaskGroup(of: Ticket.self) { group in
             for _ in 0..<50 { group.addTask { try await conductor.trigger(TriggerRequest(action: "slow")) } }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -72,7 +56,7 @@ struct ConductorTests {
     @Test("queue: a storm while a run loads gives one follow-up that starts after it")
     func queueStorm() async throws {
         let gate = Gate(), starts = Counter()
-        let conductor = await gated(.queue, gate: gate, starts: starts)
+        let conductor = await gated(Action(name: "slow", policy: .queue), gate: gate, starts: starts)
         let first = try await conductor.trigger(TriggerRequest(action: "slow"))
         await untilLoading(first)
         let tickets = try await withThrowingTaskGroup(of: Ticket.self) { group in
@@ -121,11 +105,8 @@ struct ConductorTests {
     @Test("two keys of one action run side by side; the same key does not")
     func keysSideBySide() async throws {
         let gate = Gate(), starts = Counter()
-        let conductor = Conductor(actions: [], store: MemoryStore())
-        await conductor.register(Action(name: "deploy", policy: .reject, params: ["env": ParamSpec()], keyParams: ["env"])) { _ in
-            starts.increment()
-            await gate.wait()
-        }
+        let deploy = Action(name: "deploy", policy: .reject, params: ["env": ParamSpec()], keyParams: ["env"])
+        let conductor = await gated(deploy, gate: gate, starts: starts)
         let prod = try await conductor.trigger(TriggerRequest(action: "deploy", params: ["env": "prod"]))
         let staging = try await conductor.trigger(TriggerRequest(action: "deploy", params: ["env": "staging"]))
         await untilLoading(prod)

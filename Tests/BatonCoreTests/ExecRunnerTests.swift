@@ -72,18 +72,11 @@ struct ExecRunnerTests {
 
     @Test("progress written to BATON_PROGRESS_FD is reported")
     func progress() async {
-        let reports = ProgressLog()
+        let reports = Recorder<BatonCore.Progress>()
         let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "echo '1/4 one' >&$BATON_PROGRESS_FD; echo '50% half' >&3"]),
                       attempt: 1, params: [:]) { reports.append($0) }
         _ = await ExecRunner().start(job).wait()
         #expect(reports.all.map(\.fraction) == [0.25, 0.5])
         #expect(reports.all.map(\.message) == ["one", "half"])
     }
-}
-
-final class ProgressLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [BatonCore.Progress] = []
-    func append(_ item: BatonCore.Progress) { lock.withLock { items.append(item) } }
-    var all: [BatonCore.Progress] { lock.withLock { items } }
 }

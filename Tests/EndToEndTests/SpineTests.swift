@@ -149,7 +149,7 @@ struct StartupTests {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            _ = daemon.socket.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            daemon.socket.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
         }
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
         let second = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#, reusing: daemon)

@@ -17,6 +17,9 @@ int baton_spawn(const char *const argv[], const char *const envp[], const char *
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits, or -1 with errno.
 int baton_pidfd_open(pid_t pid);
 
+/// 1 when the child has exited (without reaping it), 0 while it runs, -1 with errno.
+int baton_has_exited(pid_t pid);
+
 /// Reaps the child; returns 0 and fills exit code (or -1) and signal (or 0), or -1 with errno.
 int baton_reap(pid_t pid, int *exit_code, int *signal);
 

@@ -1,4 +1,21 @@
+@testable import BatonCore
 import Synchronization
+
+/// A conductor with one in-process action whose runs count their starts and wait at `gate`.
+func gated(_ action: Action, gate: Gate, starts: Counter, store: MemoryStore = MemoryStore()) async -> Conductor {
+    let conductor = Conductor(actions: [], store: store)
+    await conductor.register(action) { _ in
+        starts.increment()
+        await gate.wait()
+    }
+    return conductor
+}
+
+/// Waits until the run is loading, from its update stream (no sleeps).
+func untilLoading(_ ticket: Ticket) async {
+    guard let updates = ticket.updates else { return }
+    for await update in updates where update.run.phase == .loading { return }
+}
 
 /// A one-way gate for tests: tasks wait until it opens; opening releases all of them at once.
 final class Gate: Sendable {
@@ -30,4 +47,11 @@ final class Counter: Sendable {
     private let value = Mutex(0)
     func increment() { value.withLock { $0 += 1 } }
     var count: Int { value.withLock { $0 } }
+}
+
+/// Collects values appended from any task, in order.
+final class Recorder<Value: Sendable>: Sendable {
+    private let items = Mutex<[Value]>([])
+    func append(_ item: Value) { items.withLock { $0.append(item) } }
+    var all: [Value] { items.withLock { $0 } }
 }
