@@ -36,6 +36,7 @@ let package = Package(
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),
         .testTarget(name: "BatondTests", dependencies: ["batond"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonIPC", "BatonStore"]),
+        .testTarget(name: "BatonCLITests", dependencies: ["baton"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore"]),
     ]
 )

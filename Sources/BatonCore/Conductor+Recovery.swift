@@ -70,7 +70,7 @@ extension Conductor {
                                     detail: TransitionDetail(reason: reason))
         snapshot = snapshot.applying(transition)
         runs[run.id] = LiveRun(snapshot: snapshot, action: action, machine: RunMachine(retries: action.retry.attempts),
-                               seq: transition.seq)
+                               seq: transition.seq, durable: true)
         _ = await commit([.transition(transition)])
         publish(run.id, transition)
         table.markDurable(run.id)

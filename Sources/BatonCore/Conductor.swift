@@ -41,6 +41,11 @@ public actor Conductor {
         var waiters: [AsyncStream<RunUpdate>.Continuation] = []
         var timeout: Task<Void, Never>?
         var timer: Task<Void, Never>?
+        /// The body given with `run(_:_:body:)` to the trigger that created the run, if any.
+        var runner: (any Runner)?
+        /// Whether the run's `queued` transition is committed; later transitions wait for it.
+        var durable = false
+        var untilDurable: [CheckedContinuation<Void, Never>] = []
     }
 
     /// Accepting triggers, draining for shutdown, or stopped.
@@ -62,6 +67,8 @@ public actor Conductor {
     private var nextWatcher = 0
     /// The last run of each action that ended, for `status`.
     var lastEnded: [String: RunSnapshot] = [:]
+    /// Recent successful durations per action, for estimated progress.
+    var estimates = DurationEstimates()
 
     public init(actions: [Action], store: any RunStore = MemoryStore(), options: Options = Options()) {
         self.actions = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
@@ -75,6 +82,11 @@ public actor Conductor {
     /// Triggers an action: creates a run, joins or is rejected, as the policy decides.
     /// Returns once the decision is durable in the history.
     public func trigger(_ request: TriggerRequest) async throws(BatonError) -> Ticket {
+        try await trigger(request, runner: nil)
+    }
+
+    /// Triggers an action; a run it creates runs `runner` when given, else the action's own.
+    func trigger(_ request: TriggerRequest, runner: (any Runner)?) async throws(BatonError) -> Ticket {
         guard case .accepting = state else { throw .shuttingDown }
         guard let action = actions[request.action] else { throw .unknownAction(request.action) }
         let policy = try action.resolvePolicy(request.policy)
@@ -85,7 +97,8 @@ public actor Conductor {
         switch decision {
         case let .created(id), let .followUp(id, _), let .replaced(id, _):
             nextID += 1
-            return try await create(id, action: action, key: key, policy: policy, params: params, request: request, at: now, decision: decision)
+            return try await create(id, action: action, key: key, policy: policy, params: params, request: request,
+                                    at: now, decision: decision, runner: runner)
         case let .joined(id), let .coalesced(id):
             let decisionName = if case .joined = decision { "joined" } else { "coalesced" }
             let updates = request.wait ? addWaiter(to: id) : nil
@@ -107,22 +120,31 @@ public actor Conductor {
 
     private func create(
         _ id: Int64, action: Action, key: String, policy: Policy, params: [String: String],
-        request: TriggerRequest, at now: Timestamp, decision: FlightTable.Decision
+        request: TriggerRequest, at now: Timestamp, decision: FlightTable.Decision, runner: (any Runner)?
     ) async throws(BatonError) -> Ticket {
         var detail = TransitionDetail()
         if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
-        let snapshot = RunSnapshot(id: id, action: action.name, key: key, phase: .queued, policy: policy,
+        var snapshot = RunSnapshot(id: id, action: action.name, key: key, phase: .queued, policy: policy,
                                    params: params, trigger: request.peer, queuedAt: now)
+        snapshot.estimate = estimates.median(action.name)
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: now, detail: detail)
-        runs[id] = LiveRun(snapshot: snapshot, action: action, machine: RunMachine(retries: action.retry.attempts), seq: 1)
+        runs[id] = LiveRun(snapshot: snapshot, action: action, machine: RunMachine(retries: action.retry.attempts), seq: 1,
+                           runner: runner)
         let updates = request.wait ? addWaiter(to: id) : nil
+        // Enqueued before anything else can be written about this run; awaited below.
+        let created = enqueue([.created(snapshot, transition)])
         if case let .replaced(_, stopping) = decision {
             for old in stopping { await apply(old, .stop(.replaced(by: id))) }
         }
-        if case let .failure(error) = await commit([.created(snapshot, transition)]) {
+        if case let .failure(error) = await created.value {
             abandon(id)
             throw error
+        }
+        if runs[id] != nil {
+            runs[id]!.durable = true
+            for waiter in runs[id]!.untilDurable { waiter.resume() }
+            runs[id]!.untilDurable = []
         }
         publish(id, transition)
         table.markDurable(id)
@@ -135,6 +157,7 @@ public actor Conductor {
         guard let live = runs.removeValue(forKey: id) else { return }
         table.ended(id)
         for waiter in live.waiters { waiter.finish() }
+        for waiter in live.untilDurable { waiter.resume() }
         startAdmitted()
     }
 
@@ -186,6 +209,18 @@ public actor Conductor {
         for run in runs where lastEnded[run.action].map({ $0.id < run.id }) ?? true { lastEnded[run.action] = run }
     }
 
+    /// Seeds the recent successful durations (microseconds, oldest first) of actions from the history.
+    public func remember(durations: [String: [Int64]]) {
+        for (action, list) in durations {
+            for micros in list { estimates.record(action, micros: micros) }
+        }
+    }
+
+    /// The median of the recent successful durations of an action, when it has any.
+    public func estimate(of action: String) -> Duration? {
+        estimates.median(action).map { .microseconds($0) }
+    }
+
     /// Follows every committed transition (of one action, or all), until the stream is dropped.
     public func watch(action: String? = nil) -> AsyncStream<RunUpdate> {
         let (stream, continuation) = AsyncStream<RunUpdate>.makeStream()
@@ -218,7 +253,7 @@ public actor Conductor {
     /// in-process actions stay registered.
     public func replaceActions(_ newActions: [Action]) {
         var next = Dictionary(newActions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        for (name, _) in closures where next[name] == nil { next[name] = actions[name] }
+        for (name, action) in actions where action.exec.isEmpty && next[name] == nil { next[name] = action }
         actions = next
     }
 
@@ -246,6 +281,9 @@ public actor Conductor {
     }
 
     private func record(_ id: Int64, _ phase: Phase, _ detail: TransitionDetail) async {
+        if let live = runs[id], !live.durable {
+            await withCheckedContinuation { runs[id]!.untilDurable.append($0) }
+        }
         guard var live = runs[id] else { return }
         live.seq += 1
         let transition = Transition(runID: id, seq: live.seq, from: live.snapshot.phase, to: phase, at: .now, detail: detail)
@@ -262,7 +300,7 @@ public actor Conductor {
             return
         }
         if attempt == 1 { startTimeout(id) }
-        let runner: any Runner = closures[live.action.name] ?? options.execRunner
+        let runner: any Runner = live.runner ?? closures[live.action.name] ?? options.execRunner
         let job = Job(runID: id, action: live.action, attempt: attempt, params: live.snapshot.params) { [weak self] progress in
             Task { await self?.progressed(id, progress) }
         }
@@ -330,6 +368,9 @@ public actor Conductor {
         table.ended(id)
         for waiter in live.waiters { waiter.finish() }
         if lastEnded[live.action.name].map({ $0.id < id }) ?? true { lastEnded[live.action.name] = live.snapshot }
+        if live.snapshot.phase == .success, let started = live.snapshot.startedAt, let ended = live.snapshot.endedAt {
+            estimates.record(live.action.name, micros: ended.rawValue - started.rawValue)
+        }
         startAdmitted()
         if case let .draining(idle) = state, !hasActiveRuns {
             state = .draining(idle: [])
@@ -370,6 +411,19 @@ public actor Conductor {
         for waiter in live.waiters { waiter.yield(update) }
         for watcher in watchers.values where watcher.action == nil || watcher.action == live.action.name {
             watcher.continuation.yield(update)
+        }
+    }
+
+    /// Enqueues entries now (so that they precede anything enqueued later) and returns their commit to await.
+    private func enqueue(_ entries: [JournalEntry]) -> Task<Result<Void, BatonError>, Never> {
+        let (stream, continuation) = AsyncStream<Result<Void, BatonError>>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        store.enqueue(entries) { result in
+            continuation.yield(result)
+            continuation.finish()
+        }
+        return Task {
+            for await result in stream { return result }
+            return .failure(.internalError("the store dropped a commit"))
         }
     }
 

@@ -66,7 +66,7 @@ public struct ExecRunner: Runner {
             return FinishedAttempt(.failedToStart(message))
         }
         let group = ProcessGroup(pgid: pid, identity: ProcessGroup.identity(of: pid))
-        let attempt = ExecAttempt(pid: pid, group: group)
+        let attempt = ExecAttempt(pid: pid, group: group, killGrace: job.action.killGrace)
         let pipes = ExecAttempt.Pipes(stdout: out[0], stderr: err[0], progress: prog[0])
         let tailLimit = tailLimit
         let progress = job.progress
@@ -107,9 +107,13 @@ final class ExecAttempt: Attempt {
     /// pgid may be reused, and hands the outcome to the waiters.
     private let state = Mutex(State())
 
-    init(pid: pid_t, group: ProcessGroup) {
+    /// How long what is left of the group has after the leader exits, between SIGTERM and SIGKILL.
+    let killGrace: Duration
+
+    init(pid: pid_t, group: ProcessGroup, killGrace: Duration) {
         self.pid = pid
         self.processGroup = group
+        self.killGrace = killGrace
     }
 
     func signal(_ signal: Int32) {
@@ -192,21 +196,43 @@ final class ExecAttempt: Attempt {
         if !progressLine.isEmpty, let report = Progress(line: String(decoding: progressLine, as: UTF8.self)) { progress(report) }
 
         var exitCode: Int32 = -1, signal: Int32 = 0
-        let waiters: [CheckedContinuation<AttemptOutcome, Never>]
-        let outcome: AttemptOutcome
-        (waiters, outcome) = state.withLock { state in
+        let outcome = state.withLock { state in
             kill(-pid, SIGTERM)
             _ = baton_reap(pid, &exitCode, &signal)
             state.reaped = true
             let result: AttemptResult = signal != 0
                 ? .killed(signal: signal, lastErrorLine: lastError.line)
                 : .exited(status: exitCode, lastErrorLine: lastError.line)
-            let outcome = AttemptOutcome(result: result, output: tail.bytes, truncated: tail.isTruncated)
+            return AttemptOutcome(result: result, output: tail.bytes, truncated: tail.isTruncated)
+        }
+        awaitGroupGone()
+        let ready = state.withLock { state in
             state.outcome = outcome
             defer { state.waiters = [] }
-            return (state.waiters, outcome)
+            return state.waiters
         }
-        for waiter in waiters { waiter.resume(returning: outcome) }
+        for waiter in ready { waiter.resume(returning: outcome) }
+    }
+
+    /// Waits until no process is left in the group (the attempt ends only then, so that a
+    /// replacing or queued run never overlaps it): SIGTERM was sent, SIGKILL follows after
+    /// `killGrace`. While any member lives the kernel keeps the pgid reserved, so signalling it
+    /// cannot reach a stranger. Zombies that nobody reaps would keep the group "alive": after
+    /// SIGKILL the wait is bounded.
+    private func awaitGroupGone() {
+        guard kill(-pid, 0) == 0 else { return }
+        let clock = ContinuousClock()
+        let killAt = clock.now + killGrace
+        var giveUpAt: ContinuousClock.Instant?
+        while kill(-pid, 0) == 0 {
+            let now = clock.now
+            if giveUpAt == nil, now >= killAt {
+                kill(-pid, SIGKILL)
+                giveUpAt = now + .seconds(2)
+            }
+            if let giveUpAt, now >= giveUpAt { return }
+            usleep(2_000)
+        }
     }
 }
 

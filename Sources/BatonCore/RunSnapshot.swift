@@ -17,12 +17,15 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     public var error: String?
     /// The latest progress the action reported.
     public var progress: Progress?
+    /// The median duration of the action's recent successful runs when this run was created, in
+    /// microseconds: the basis of an estimated progress. Live runs only; not stored.
+    public var estimate: Int64?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],
         trigger: Peer?, queuedAt: Timestamp, startedAt: Timestamp? = nil, endedAt: Timestamp? = nil,
         attempts: Int = 0, exitCode: Int32? = nil, signal: Int32? = nil, reason: String? = nil,
-        error: String? = nil, progress: Progress? = nil
+        error: String? = nil, progress: Progress? = nil, estimate: Int64? = nil
     ) {
         self.id = id
         self.action = action
@@ -40,6 +43,7 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
         self.reason = reason
         self.error = error
         self.progress = progress
+        self.estimate = estimate
     }
 
     /// The run with a transition applied: phase, timestamps and outcome fields.

@@ -192,6 +192,25 @@ public struct History {
         }
     }
 
+    /// The durations of the latest successful runs of each action (microseconds, oldest first),
+    /// at most `limit` each: the seed of estimated progress.
+    public func recentDurations(of actions: [String], limit: Int = DurationEstimates.window) throws -> [String: [Int64]] {
+        var result: [String: [Int64]] = [:]
+        for action in actions {
+            let list = try connection.withStatement("""
+                SELECT ended_at - started_at FROM runs
+                WHERE action = ? AND phase = 'success' AND started_at IS NOT NULL ORDER BY ended_at DESC LIMIT ?
+                """) { statement in
+                try statement.bind([.text(action), .integer(Int64(limit))])
+                var durations: [Int64] = []
+                while try statement.step() { if let micros = statement.int64(0) { durations.append(micros) } }
+                return durations
+            }
+            if !list.isEmpty { result[action] = list.reversed() }
+        }
+        return result
+    }
+
     /// What a previous daemon left: the next free id and the runs not yet ended, oldest first.
     public func recoverableState() throws -> RecoverableState {
         let maxID = try connection.scalar("SELECT max(coalesce((SELECT max(id) FROM runs), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'runs'), 0))")?.int64 ?? 0

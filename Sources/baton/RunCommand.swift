@@ -84,26 +84,64 @@ enum RunCommand {
     }
 }
 
-/// The loading state on stderr: a spinner, the phase, the elapsed time and any progress.
-final class Spinner {
-    private let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+/// The loading state on stderr: a spinner, the phase, the elapsed time and the progress, redrawn
+/// ten times a second so that time and an estimated progress move between updates.
+final class Spinner: @unchecked Sendable {
+    private let lock = NSLock()
+    private var run: RunSnapshot?
     private var frame = 0
+    private var timer: DispatchSourceTimer?
+
+    init() {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "baton.spinner"))
+        timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
+        timer.setEventHandler { [weak self] in self?.draw() }
+        timer.resume()
+        self.timer = timer
+    }
 
     func show(_ run: RunSnapshot) {
-        frame = (frame + 1) % frames.count
-        var line = "\(frames[frame]) \(run.action) run \(run.id) \(run.phase.rawValue)"
-        if run.startedAt != nil { line += " \(Format.duration(run))" }
-        if let progress = run.progress {
-            if let fraction = progress.fraction {
-                let filled = Int(fraction * 20)
-                line += " [" + String(repeating: "█", count: filled) + String(repeating: "·", count: 20 - filled) + "] \(Int(fraction * 100))%"
-            }
-            if let message = progress.message { line += " \(message)" }
-        }
-        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + line).utf8))
+        lock.withLock { self.run = run }
+        draw()
     }
 
     func clear() {
-        FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+        lock.withLock {
+            timer?.cancel()
+            timer = nil
+            run = nil
+            FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+        }
+    }
+
+    private func draw() {
+        lock.withLock {
+            guard let run, timer != nil else { return }
+            frame += 1
+            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + Self.line(run, frame: frame)).utf8))
+        }
+    }
+
+    static let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+
+    /// One frame of the loading state. Reported progress shows as a bar; without it, a run with an
+    /// estimate (the median of recent successful runs) shows an estimated bar, marked as such,
+    /// that never claims to be done.
+    static func line(_ run: RunSnapshot, frame: Int, now: Timestamp = .now) -> String {
+        var line = "\(frames[frame % frames.count]) \(run.action) run \(run.id) \(run.phase.rawValue)"
+        if run.startedAt != nil { line += " \(Format.duration(run, now: now))" }
+        if let progress = run.progress {
+            if let fraction = progress.fraction { line += " " + bar(fraction) + " \(Int(fraction * 100))%" }
+            if let message = progress.message { line += " \(message)" }
+        } else if let estimate = run.estimate, estimate > 0, let started = run.startedAt, run.phase == .loading {
+            let fraction = min(Double(now.rawValue - started.rawValue) / Double(estimate), 0.99)
+            line += " " + bar(fraction) + " ~\(Int(fraction * 100))% (estimate: usually \(DurationText.format(.microseconds(estimate))))"
+        }
+        return line
+    }
+
+    static func bar(_ fraction: Double) -> String {
+        let filled = Int(min(max(fraction, 0), 1) * 20)
+        return "[" + String(repeating: "█", count: filled) + String(repeating: "·", count: 20 - filled) + "]"
     }
 }

@@ -52,6 +52,8 @@ enum Daemon {
                     + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed")
             }
             await conductor.remember(try await store.read { try $0.lastEnded() })
+            let names = config.actions.map(\.name)
+            await conductor.remember(durations: try await store.read { try $0.recentDurations(of: names) })
         } catch {
             Log.error("cannot read the history to recover: \(error)")
             return 1

@@ -9,6 +9,20 @@ struct ExecRunnerTests {
         return await ExecRunner().start(job).wait()
     }
 
+    @Test("an attempt ends only when its whole group is gone: a child that ignores SIGTERM is killed after killGrace")
+    func groupOutlivesLeader() async throws {
+        let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "trap '' TERM; sleep 300 & echo $! > \"$PIDFILE\"; exit 0"],
+                                               env: ["PIDFILE": NSTemporaryDirectory() + "baton-child-\(getpid())"],
+                                               killGrace: .milliseconds(100)), attempt: 1, params: [:])
+        let attempt = ExecRunner().start(job)
+        let group = try #require(attempt.processGroup)
+        let outcome = await attempt.wait()
+        #expect(outcome.result.succeeded)
+        #expect(kill(-group.pgid, 0) == -1 && errno == ESRCH)
+        let child = try String(contentsOfFile: NSTemporaryDirectory() + "baton-child-\(getpid())", encoding: .utf8)
+        #expect(kill(Int32(child.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 0) == -1)
+    }
+
     @Test("exit 0 is success and the output is captured")
     func success() async {
         let outcome = await run(["sh", "-c", "echo out; echo err >&2"])

@@ -1,0 +1,139 @@
+@testable import BatonCore
+import Testing
+
+@Suite("In-process actions: conductor.run with static-member options")
+struct ClosureAPITests {
+    @Test("100 concurrent .join calls share one run and its outcome")
+    func joinStorm() async throws {
+        let store = MemoryStore()
+        let conductor = Conductor(actions: [], store: store)
+        let gate = Gate()
+        let starts = Counter()
+        let ids = Recorder<Int64>()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<100 {
+                group.addTask {
+                    let run = try await conductor.run("refresh-cache", .join) { _ in
+                        starts.increment()
+                        await gate.wait()
+                    }
+                    #expect(run.phase == .success)
+                    ids.append(run.id)
+                }
+            }
+            // Every caller is in: one created the run and 99 joined triggers are recorded.
+            while store.entries.filter({ if case .trigger = $0 { true } else { false } }).count < 99 { await Task.yield() }
+            gate.open()
+            try await group.waitForAll()
+        }
+        #expect(starts.count == 1)
+        #expect(Set(ids.all) == [1])
+    }
+
+    @Test("with .reject a second call throws busy naming the run in flight")
+    func reject() async throws {
+        let conductor = Conductor(actions: [])
+        let gate = Gate()
+        let first = Task { try await conductor.run("sync", .reject) { _ in await gate.wait() } }
+        while await conductor.inFlight().first?.phase != .loading { await Task.yield() }
+        do {
+            _ = try await conductor.run("sync", .reject) { _ in Issue.record("second body ran") }
+            Issue.record("second call was not rejected")
+        } catch {
+            guard case let .busy(run, action, _, _) = error else { Issue.record("unexpected \(error)"); return }
+            #expect(run == 1)
+            #expect(action == "sync")
+        }
+        gate.open()
+        #expect(try await first.value.phase == .success)
+    }
+
+    @Test(".retry(attempts:) runs the body again after it throws and ends with the last outcome")
+    func retry() async throws {
+        let conductor = Conductor(actions: [], options: Conductor.Options(random: { 0 }))
+        let calls = Counter()
+        struct Flaky: Error {}
+        let run = try await conductor.run("flaky", .retry(attempts: 2, backoff: .milliseconds(1))) { context in
+            calls.increment()
+            #expect(context.attempt == calls.count)
+            if calls.count < 3 { throw Flaky() }
+        }
+        #expect(run.phase == .success)
+        #expect(run.attempts == 3)
+        #expect(calls.count == 3)
+
+        let failing = try await conductor.run("always", .retry(attempts: 1, backoff: .milliseconds(1))) { _ in throw Flaky() }
+        #expect(failing.phase == .failure)
+        #expect(failing.attempts == 2)
+    }
+
+    @Test(".timeout cancels the body's task and ends the run as failure, reason timeout")
+    func timeout() async throws {
+        let conductor = Conductor(actions: [])
+        let run = try await conductor.run("stuck", .timeout(.milliseconds(20))) { _ in
+            try await Task.sleep(for: .seconds(60))
+        }
+        #expect(run.phase == .failure)
+        #expect(run.reason == "timeout")
+    }
+
+    @Test(".key(params) gives each value its own single flight; progress reaches the snapshot")
+    func keysAndProgress() async throws {
+        let conductor = Conductor(actions: [])
+        let gate = Gate()
+        let a = Task { try await conductor.run("warm", .reject, .key("region"), params: ["region": "eu"]) { context in
+            context.progress(0.5, "halfway")
+            await gate.wait()
+        } }
+        let b = Task { try await conductor.run("warm", .reject, .key("region"), params: ["region": "us"]) { _ in await gate.wait() } }
+        while await conductor.inFlight().filter({ $0.phase == .loading }).count < 2 { await Task.yield() }
+        let keys = await conductor.inFlight().map(\.key)
+        #expect(Set(keys) == ["warm region=eu", "warm region=us"])
+        while await conductor.inFlight().first(where: { $0.params["region"] == "eu" })?.progress == nil { await Task.yield() }
+        #expect(await conductor.inFlight().first { $0.params["region"] == "eu" }?.progress?.message == "halfway")
+        gate.open()
+        #expect(try await a.value.phase == .success)
+        #expect(try await b.value.phase == .success)
+    }
+
+    @Test("a configured process action cannot be taken over by run(_:)")
+    func processActionIsNotReplaced() async {
+        let conductor = Conductor(actions: [Action(name: "deploy", exec: ["true"])])
+        await #expect(throws: BatonError.self) { try await conductor.run("deploy") { _ in } }
+    }
+
+    @Test("a new run carries the median of the action's recent successful durations as its estimate")
+    func estimate() async throws {
+        let conductor = Conductor(actions: [])
+        await conductor.remember(durations: ["build": [1_000_000, 3_000_000, 2_000_000]])
+        #expect(await conductor.estimate(of: "build") == .seconds(2))
+        await conductor.register(Action(name: "build")) { _ in }
+        let ticket = try await conductor.trigger(TriggerRequest(action: "build"))
+        #expect(ticket.run.estimate == 2_000_000)
+        _ = await ticket.outcome()
+        let after = try await conductor.run("fresh") { _ in }
+        #expect(after.estimate == nil)
+        #expect(await conductor.estimate(of: "fresh") != nil)
+    }
+}
+
+@Suite("Duration estimates")
+struct DurationEstimateTests {
+    @Test("median of odd and even counts, window of the latest 20, none before any")
+    func median() {
+        var estimates = DurationEstimates()
+        #expect(estimates.median("a") == nil)
+        estimates.record("a", micros: 5)
+        #expect(estimates.median("a") == 5)
+        estimates.record("a", micros: 1)
+        #expect(estimates.median("a") == 3)
+        estimates.record("a", micros: 100)
+        #expect(estimates.median("a") == 5)
+        for _ in 0..<20 { estimates.record("a", micros: 7) }
+        #expect(estimates.median("a") == 7)
+        estimates.record("a", micros: -1)
+        #expect(estimates.median("a") == 7)
+        estimates.forget("a")
+        #expect(estimates.median("a") == nil)
+    }
+}
