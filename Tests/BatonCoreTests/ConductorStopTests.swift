@@ -59,6 +59,22 @@ struct ConductorStopTests {
         #expect(store.transitions.filter { $0.runID == ticket.run.id }.map(\.to) == [.queued, .loading, .retrying, .failure])
     }
 
+    @Test("cancel during retrying ends the run at once, recording who cancelled")
+    func cancelInBackoff() async throws {
+        let store = MemoryStore()
+        let conductor = Conductor(actions: [Action(name: "fail", exec: ["false"],
+                                                   retry: RetryPolicy(attempts: 5, backoff: .seconds(60)))], store: store)
+        let ticket = try await conductor.trigger(TriggerRequest(action: "fail"))
+        guard let updates = ticket.updates else { Issue.record("no updates"); return }
+        for await update in updates where update.run.phase == .retrying {
+            try await conductor.cancel(run: ticket.run.id, by: Peer(uid: 1234, gid: 1, pid: 1))
+        }
+        let transitions = store.transitions.filter { $0.runID == ticket.run.id }
+        #expect(transitions.map(\.to) == [.queued, .loading, .retrying, .cancelled])
+        #expect(transitions.last?.detail.by == 1234)
+        #expect(transitions[2].detail.error == "exited with status 1")
+    }
+
     @Test("replace while a follow-up is queued cancels both, and only the new run starts")
     func replaceWithFollowUp() async throws {
         let gate = Gate(), starts = Counter()

@@ -238,5 +238,11 @@ struct PolicyTests {
         #expect(try daemon.baton("cancel", "deploy").code == 0)
         let show = try daemon.baton("show", "2", "--json")
         #expect(show.stdout.contains("x; rm -rf /"))
+        let canceller = try execute("/usr/bin/sqlite3", [daemon.database,
+            "SELECT json_extract(detail, '$.by'), json_extract(detail, '$.reason') FROM transitions WHERE run_id = 2 AND to_phase = 'cancelled'"])
+        #expect(canceller.stdout == "\(getuid())|cancelled\n")
+        let policy = try daemon.baton("run", "deploy", "--policy", "join")
+        #expect(policy.code == 2)
+        #expect(policy.stderr.contains("does not allow policy join"))
     }
 }
