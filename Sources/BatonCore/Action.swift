@@ -26,6 +26,8 @@ public struct Action: Sendable, Equatable {
     public var onInterrupt: InterruptPolicy
     /// A sentence saying what the action does, for `baton actions`.
     public var description: String?
+    /// This action's own retention settings, over the global ones.
+    public var retention: Retention.Override?
 
     public init(
         name: String, exec: [String] = [], cwd: String? = nil, env: [String: String] = [:],

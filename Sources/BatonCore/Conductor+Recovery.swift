@@ -21,6 +21,10 @@ extension Conductor {
     public func recover(_ state: RecoverableState) async -> RecoverySummary {
         nextID = max(nextID, state.nextRunID)
         var summary = RecoverySummary()
+        let interrupted = Set(state.unfinished.filter { $0.run.phase != .queued }.map(\.run.id))
+        if let instance = options.instance {
+            summary.killedProcesses += TaggedProcesses.kill(instance: instance, runs: interrupted)
+        }
         for unfinished in state.unfinished {
             if let pgid = unfinished.pgid, let identity = unfinished.pgidIdentity {
                 summary.killedProcesses += ProcessGroup(pgid: pgid, identity: identity).killSurvivors()

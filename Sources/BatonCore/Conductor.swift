@@ -16,15 +16,21 @@ public actor Conductor {
         public var execRunner: any Runner
         /// A number in [0, 1) for backoff jitter.
         public var random: @Sendable () -> Double
+        /// Names this conductor's history (batond: the database path). Processes of its runs carry it
+        /// as `BATON_INSTANCE`, with `BATON_RUN_ID`, so that recovery finds them even when a crash
+        /// came before their process group was recorded.
+        public var instance: String?
 
         public init(
             maxConcurrentRuns: Int = Conductor.processorCount,
             execRunner: any Runner = ExecRunner(),
-            random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+            random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+            instance: String? = nil
         ) {
             self.maxConcurrentRuns = maxConcurrentRuns
             self.execRunner = execRunner
             self.random = random
+            self.instance = instance
         }
     }
 
@@ -58,7 +64,7 @@ public actor Conductor {
     var actions: [String: Action]
     private var closures: [String: ClosureRunner] = [:]
     let store: any RunStore
-    private let options: Options
+    let options: Options
     var table: FlightTable
     var runs: [Int64: LiveRun] = [:]
     var nextID: Int64 = 1
@@ -105,14 +111,14 @@ public actor Conductor {
             let snapshot = runs[id]?.snapshot
             let record = TriggerRecord(runID: id, action: action.name, key: key, decision: decisionName,
                                        policy: policy, peer: request.peer, at: now, params: params)
-            _ = await commit([.trigger(record)])
+            if case let .failure(error) = await commit([.trigger(record)]) { throw error }
             guard let snapshot else { throw .internalError("run \(id) vanished while joining") }
             return Ticket(decision: decision, run: runs[id]?.snapshot ?? snapshot, updates: updates)
         case let .rejected(id):
             let holder = runs[id]?.snapshot
             let record = TriggerRecord(runID: id, action: action.name, key: key, decision: "rejected",
                                        policy: policy, peer: request.peer, at: now, params: params)
-            _ = await commit([.trigger(record)])
+            if case let .failure(error) = await commit([.trigger(record)]) { throw error }
             throw .busy(run: id, action: action.name, phase: holder?.phase ?? .queued,
                         since: holder?.startedAt ?? holder?.queuedAt ?? now)
         }
@@ -301,7 +307,8 @@ public actor Conductor {
         }
         if attempt == 1 { startTimeout(id) }
         let runner: any Runner = live.runner ?? closures[live.action.name] ?? options.execRunner
-        let job = Job(runID: id, action: live.action, attempt: attempt, params: live.snapshot.params) { [weak self] progress in
+        let job = Job(runID: id, action: live.action, attempt: attempt, params: live.snapshot.params,
+                      instance: options.instance) { [weak self] progress in
             Task { await self?.progressed(id, progress) }
         }
         Task.detached { [weak self] in

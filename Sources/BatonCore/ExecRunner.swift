@@ -32,6 +32,7 @@ public struct ExecRunner: Runner {
         env["BATON_RUN_ID"] = String(job.runID)
         env["BATON_ATTEMPT"] = String(job.attempt)
         env["BATON_PROGRESS_FD"] = "3"
+        if let instance = job.instance { env["BATON_INSTANCE"] = instance }
         for (name, value) in job.params { env["BATON_PARAM_" + name.uppercased()] = value }
         return env
     }

@@ -53,3 +53,35 @@ extension ProcessGroup {
         return pids.count
     }
 }
+
+/// The processes of runs, found by the `BATON_INSTANCE` and `BATON_RUN_ID` their environment
+/// carries (inherited by every descendant that does not clear its environment).
+public enum TaggedProcesses {
+    /// The pids of live processes tagged with `instance` and one of `runs`.
+    public static func find(instance: String, runs: Set<Int64>) -> [Int32] {
+        guard !runs.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        let me = getpid()
+        let wanted = Array("BATON_INSTANCE=\(instance)".utf8)
+        return entries.compactMap { Int32($0) }.filter { pid in
+            guard pid != me, ProcessGroup.groupOf(pid) != nil,
+                  let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return false }
+            var instanceMatches = false
+            var run: Int64?
+            for variable in environ.split(separator: 0) {
+                if variable.elementsEqual(wanted) { instanceMatches = true }
+                else if variable.starts(with: Array("BATON_RUN_ID=".utf8)) {
+                    run = Int64(String(decoding: variable.dropFirst(13), as: UTF8.self))
+                }
+            }
+            return instanceMatches && run.map(runs.contains) == true
+        }
+    }
+
+    /// Kills the tagged processes of `runs` with SIGKILL; returns how many there were.
+    @discardableResult
+    public static func kill(instance: String, runs: Set<Int64>) -> Int {
+        let pids = find(instance: instance, runs: runs)
+        for pid in pids { Glibc.kill(pid, SIGKILL) }
+        return pids.count
+    }
+}

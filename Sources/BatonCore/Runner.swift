@@ -22,12 +22,16 @@ public struct Job: Sendable {
     public var params: [String: String]
     /// Called with each progress report of the attempt.
     public var progress: @Sendable (Progress) -> Void
+    /// Names the daemon's history (`BATON_INSTANCE`), so that recovery finds this run's processes.
+    public var instance: String?
 
-    public init(runID: Int64, action: Action, attempt: Int, params: [String: String], progress: @escaping @Sendable (Progress) -> Void = { _ in }) {
+    public init(runID: Int64, action: Action, attempt: Int, params: [String: String], instance: String? = nil,
+                progress: @escaping @Sendable (Progress) -> Void = { _ in }) {
         self.runID = runID
         self.action = action
         self.attempt = attempt
         self.params = params
+        self.instance = instance
         self.progress = progress
     }
 }

@@ -23,7 +23,7 @@ public enum RequestID: Codable, Sendable, Hashable {
 
 /// What a request asks for.
 public enum Operation: String, Codable, Sendable, CaseIterable {
-    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload
+    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune
 }
 
 /// One request line. Which fields matter depends on `op`; see docs/protocol.md.
@@ -38,6 +38,8 @@ public struct Request: Codable, Sendable {
     public var policy: Policy?
     /// trigger: answer once the run is queued instead of at its end.
     public var detach: Bool?
+    /// prune: count what retention would remove, without removing it.
+    public var dryRun: Bool?
     /// show, cancel, wait: the run.
     public var run: Int64?
     /// cancel: only the runs of this key.
@@ -46,7 +48,8 @@ public struct Request: Codable, Sendable {
     public var filter: HistoryFilter?
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
-                policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil) {
+                policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
+                dryRun: Bool? = nil) {
         self.id = id
         self.op = op
         self.action = action
@@ -56,5 +59,6 @@ public struct Request: Codable, Sendable {
         self.run = run
         self.key = key
         self.filter = filter
+        self.dryRun = dryRun
     }
 }

@@ -23,6 +23,8 @@ public struct Response: Codable, Sendable {
     public var detail: RunDetail?
     /// status, actions: one entry per action.
     public var actions: [ActionInfo]?
+    /// prune: runs removed (or that would be) per action.
+    public var prune: PruneReport?
     /// ping: the daemon's version and pid.
     public var version: String?
     public var pid: Int32?
@@ -83,6 +85,8 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public var inFlight: [RunSnapshot]?
     /// status: the last run that ended.
     public var last: RunSnapshot?
+    /// status: true for an action a reload removed whose runs are still in flight.
+    public var removed: Bool?
 
     public init(name: String, description: String?, exec: [String], policy: Policy, policies: [Policy], timeout: Int64?,
                 params: [String: ParamInfo], keyParams: [String], inFlight: [RunSnapshot]? = nil, last: RunSnapshot? = nil) {

@@ -9,7 +9,7 @@ public final class Connection {
     public let path: String
     private var cache: [String: Statement] = [:]
 
-    /// Opens (or, unless `readOnly`, creates) the database at `path`.
+    /// Opens (or, unless `readOnly`, creates) the database at `path`, waiting up to 5 s for locks.
     public init(path: String, readOnly: Bool = false) throws(DatabaseError) {
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
@@ -23,6 +23,8 @@ public final class Connection {
         handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)
+        // Wait for locks rather than fail at once; owners that need another timeout set their own.
+        sqlite3_busy_timeout(db, 5_000)
     }
 
     deinit {

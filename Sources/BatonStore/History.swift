@@ -174,14 +174,18 @@ public struct History {
         return RunDetail(run: run, transitions: transitions, triggers: triggers, output: output?.0, outputTruncated: output?.1 ?? false)
     }
 
-    /// The last run of each action that ended, by action name.
-    public func lastEnded() throws -> [RunSnapshot] {
-        let actions = try connection.withStatement("SELECT DISTINCT action FROM runs") { statement in
+    /// Every action name in the history.
+    public func actionNames() throws -> [String] {
+        try connection.withStatement("SELECT DISTINCT action FROM runs") { statement in
             var names: [String] = []
             while try statement.step() { if let name = statement.string(0) { names.append(name) } }
             return names
         }
-        return try actions.compactMap { action in
+    }
+
+    /// The last run of each action that ended, by action name.
+    public func lastEnded() throws -> [RunSnapshot] {
+        return try actionNames().compactMap { action in
             try connection.withStatement("""
                 SELECT \(Self.runColumns) FROM runs
                 WHERE action = ? AND phase IN ('success', 'failure', 'cancelled') ORDER BY id DESC LIMIT 1

@@ -40,8 +40,11 @@ public final class Store: RunStore, @unchecked Sendable {
     struct Item {
         var entries: [JournalEntry]
         var completion: @Sendable (Result<Void, BatonError>) -> Void
-        /// Items that create runs are refused while the store cannot write; the others are kept.
+        /// Items that answer a trigger (creations, trigger records) are refused while the store cannot
+        /// write; the others are kept.
         var creates: Bool
+        /// Other writing work (pruning), run in the item's savepoint after its entries.
+        var work: ((Connection) throws -> Void)?
     }
 
     public let path: String
@@ -115,7 +118,14 @@ public final class Store: RunStore, @unchecked Sendable {
     // MARK: Writing
 
     public func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
-        let creates = entries.contains { if case .created = $0 { true } else { false } }
+        // A trigger is answered only once it is recorded, so creations and trigger records are
+        // refused at once while writes fail; transitions of runs in flight are kept and retried.
+        let creates = entries.contains {
+            switch $0 {
+            case .created, .trigger: true
+            default: false
+            }
+        }
         condition.lock()
         if closing {
             condition.unlock()
@@ -130,6 +140,33 @@ public final class Store: RunStore, @unchecked Sendable {
         pending.append(Item(entries: entries, completion: completion, creates: creates))
         condition.signal()
         condition.unlock()
+    }
+
+    /// Runs `body` on the writer thread, in a write transaction grouped with journal items, and
+    /// returns what it returned. Like creations, it is refused while writes fail.
+    func perform<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        let box = ResultBox<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            let item = Item(entries: [], completion: { result in
+                switch result {
+                case .success:
+                    if let value = box.value { continuation.resume(returning: value) }
+                    else { continuation.resume(throwing: BatonError.internalError("the writer lost a result")) }
+                case let .failure(error):
+                    continuation.resume(throwing: error)
+                }
+            }, creates: true, work: { connection in box.value = try body(connection) })
+            condition.lock()
+            if closing || failure != nil {
+                let reason = closing ? "the store is closed" : failure!
+                condition.unlock()
+                item.completion(.failure(.storeUnavailable(reason)))
+                return
+            }
+            pending.append(item)
+            condition.signal()
+            condition.unlock()
+        }
     }
 
     /// Why writes fail right now, or nil when the store writes.
@@ -214,6 +251,7 @@ public final class Store: RunStore, @unchecked Sendable {
                 try connection.execute("SAVEPOINT item")
                 do {
                     for entry in item.entries { try JournalWriter.write(entry, on: connection) }
+                    try item.work?(connection)
                     try connection.execute("RELEASE item")
                     results.append(.success(()))
                 } catch let error as DatabaseError where error.isBusy || error.isFull || error.primaryCode == SQLITE_IOERR {
@@ -245,4 +283,9 @@ public final class Store: RunStore, @unchecked Sendable {
             throw .storeUnavailable("\(error)")
         }
     }
+}
+
+/// Carries a value from the writer thread to its completion (set before, read after, on one thread).
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
 }

@@ -38,7 +38,7 @@ enum StatusCommand {
                 last = "\(word) \(Format.age(run.endedAt ?? run.queuedAt, now: now)) (run \(run.id))"
                 if run.phase == .failure, let error = run.error { last += ": \(error)" }
             }
-            return [action.name, state, last]
+            return [action.name + (action.removed == true ? " (removed from the config)" : ""), state, last]
         }
         print(Format.table(["ACTION", "STATE", "LAST"], rows), terminator: "")
         return ExitCode.success

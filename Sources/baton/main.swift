@@ -4,7 +4,7 @@ import Foundation
 /// Every command, in the order `baton --help` lists them.
 let commands: [CommandSpec] = [
     RunCommand.spec, StatusCommand.spec, HistoryCommand.spec, ShowCommand.spec, CancelCommand.spec,
-    WaitCommand.spec, ActionsCommand.spec, ReloadCommand.spec,
+    WaitCommand.spec, ActionsCommand.spec, ReloadCommand.spec, PruneCommand.spec,
 ]
 
 let usage = """

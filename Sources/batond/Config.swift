@@ -11,6 +11,8 @@ struct Config: Sendable, Equatable {
     var maxConcurrentRuns: Int = Conductor.processorCount
     var shutdownGrace: Duration = .seconds(30)
     var synchronous: Store.Synchronous = .full
+    /// How long ended runs are kept; actions may override each field.
+    var retention: Retention = .standard
     var actions: [Action] = []
 
     /// Reads and checks a config file; every problem found is reported, each with its field.

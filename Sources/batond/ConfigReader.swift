@@ -8,10 +8,11 @@ struct ConfigReader {
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
+        "retention",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "onInterrupt",
+        "keyParams", "onInterrupt", "retention",
     ]
 
     mutating func config(_ root: JSONValue) -> Config? {
@@ -29,6 +30,9 @@ struct ConfigReader {
         if let value = fields["synchronous"] {
             config.synchronous = choice(value, at: "synchronous", Store.Synchronous.allCases.map { $0.rawValue.lowercased() })
                 .flatMap { Store.Synchronous(rawValue: $0.uppercased()) } ?? .full
+        }
+        if let value = fields["retention"] {
+            config.retention = Retention.standard.overridden(by: retention(value, at: "retention"))
         }
         guard let actionsValue = fields["actions"] else {
             fail("actions", "missing: a config needs at least one action")
@@ -87,7 +91,19 @@ struct ConfigReader {
         if let interrupt = fields["onInterrupt"] {
             action.onInterrupt = choice(interrupt, at: "\(at).onInterrupt", ["fail", "restart"]).flatMap(InterruptPolicy.init(rawValue:)) ?? .fail
         }
+        if let value = fields["retention"] { action.retention = retention(value, at: "\(at).retention") }
         return action
+    }
+
+    private mutating func retention(_ value: JSONValue, at: String) -> Retention.Override {
+        guard let fields = object(value, at: at, allowed: ["maxAge", "keepFailures", "maxRunsPerAction"]) else { return .init() }
+        var retention = Retention.Override()
+        if let maxAge = fields["maxAge"] { retention.maxAge = duration(maxAge, at: "\(at).maxAge") }
+        if let keep = fields["keepFailures"] { retention.keepFailures = duration(keep, at: "\(at).keepFailures") }
+        if let count = fields["maxRunsPerAction"] {
+            retention.maxRunsPerAction = integer(count, at: "\(at).maxRunsPerAction", min: 1, max: 1_000_000_000)
+        }
+        return retention
     }
 
     private mutating func retry(_ value: JSONValue, at: String) -> RetryPolicy {

@@ -43,7 +43,7 @@ enum Daemon {
             return 1
         }
         let conductor = Conductor(actions: config.actions, store: store,
-                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns))
+                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, instance: databasePath))
         do {
             let summary = await conductor.recover(try store.recoverableState())
             if summary != RecoverySummary() {
@@ -78,9 +78,11 @@ enum Daemon {
         }
 
         let configBox = ConfigBox(config)
-        let handler = RequestHandler(conductor: conductor, store: store) {
+        let handler = RequestHandler(conductor: conductor, store: store, reload: {
             await Self.reload(path: configPath, into: conductor, current: configBox)
-        }
+        }, prune: { dryRun in
+            try await Self.prune(store, configBox.current, dryRun: dryRun)
+        })
         let server: Server
         do {
             server = try Server(listening: listenFD, delegate: handler)
@@ -93,6 +95,7 @@ enum Daemon {
         Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), database \(databasePath)")
 
         let journal = Task { await Self.logTransitions(conductor.watch()) }
+        let retention = Task { await Self.pruneEveryHour(store, configBox) }
         async let serving: Void = server.run()
         var shutdown: Task<Void, Never>?
         for await signal in signals.stream {
@@ -118,11 +121,32 @@ enum Daemon {
         server.stop()
         await serving
         journal.cancel()
+        retention.cancel()
         let lost = store.close()
         if ownsSocket { unlink(socketPath) }
         if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
         Log.info("batond stopped")
         return 0
+    }
+
+    /// Applies retention at start and then every hour; a failed prune is logged and tried next time.
+    static func pruneEveryHour(_ store: Store, _ config: ConfigBox) async {
+        while !Task.isCancelled {
+            do {
+                let report = try await prune(store, config.current, dryRun: false)
+                if report.total > 0 { Log.info("retention removed \(report.total) ended runs") }
+            } catch {
+                Log.warning("retention could not prune the history: \(error)")
+            }
+            guard (try? await Task.sleep(for: .seconds(3_600))) != nil else { return }
+        }
+    }
+
+    /// Prunes the history as the config's retention (and each action's overrides) says.
+    static func prune(_ store: Store, _ config: Config, dryRun: Bool) async throws -> PruneReport {
+        var overrides: [String: Retention.Override] = [:]
+        for action in config.actions { overrides[action.name] = action.retention }
+        return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
     }
 
     /// One log line per committed transition: what happened to which run, and why.

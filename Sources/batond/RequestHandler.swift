@@ -11,13 +11,17 @@ final class RequestHandler: ServerDelegate {
     let store: Store
     /// Called for `reload`; returns an error message when the new config is refused.
     let reload: @Sendable () async -> String?
+    /// Called for `prune`: applies retention now (or counts, dry).
+    let prune: @Sendable (_ dryRun: Bool) async throws -> PruneReport
     /// Watches per connection, cancelled when it closes; guarded by the mutex.
     private let watches = Mutex<[ObjectIdentifier: [Task<Void, Never>]]>([:])
 
-    init(conductor: Conductor, store: Store, reload: @escaping @Sendable () async -> String?) {
+    init(conductor: Conductor, store: Store, reload: @escaping @Sendable () async -> String?,
+         prune: @escaping @Sendable (_ dryRun: Bool) async throws -> PruneReport) {
         self.conductor = conductor
         self.store = store
         self.reload = reload
+        self.prune = prune
     }
 
     func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
@@ -105,10 +109,26 @@ final class RequestHandler: ServerDelegate {
             }
             // Runs of actions removed by a reload still show until they end.
             for run in live where !actions.contains(where: { $0.name == run.action }) {
-                infos.append(ActionInfo(name: run.action, description: "(removed from the config)", exec: [], policy: run.policy,
-                                        policies: [], timeout: nil, params: [:], keyParams: [], inFlight: [run], last: last[run.action]))
+                if let index = infos.firstIndex(where: { $0.name == run.action }) {
+                    infos[index].inFlight?.append(run)
+                    continue
+                }
+                var info = ActionInfo(name: run.action, description: nil, exec: [], policy: run.policy,
+                                      policies: [], timeout: nil, params: [:], keyParams: [], inFlight: [run], last: last[run.action])
+                info.removed = true
+                infos.append(info)
             }
             response.actions = infos
+            send(response, to: connection)
+        case .prune:
+            var response = Response(id: id)
+            do {
+                response.prune = try await prune(request.dryRun ?? false)
+            } catch let error as BatonError {
+                throw error
+            } catch {
+                throw BatonError.storeUnavailable("\(error)")
+            }
             send(response, to: connection)
         case .actions:
             var response = Response(id: id)

@@ -52,10 +52,23 @@ struct ConfigTests {
         (#"{ actions: {} }"#, "actions: expected at least one action"),
         (#"{ actions: { "bad name!": { exec: ["x"] } } }"#, "actions.bad name!: an action name is"),
         (#"{ actions: "#, ": not valid JSON5"),
+        (#"{ retention: { maxAge: "forever" }, actions: { a: { exec: ["x"] } } }"#, "retention.maxAge: expected a duration"),
+        (#"{ actions: { a: { exec: ["x"], retention: { maxRunsPerAction: 0 } } } }"#, "actions.a.retention.maxRunsPerAction: expected a whole number from 1"),
+        (#"{ actions: { a: { exec: ["x"], retention: { keep: "1d" } } } }"#, "actions.a.retention.keep: unknown field"),
     ])
     func errors(text: String, expected: String) {
         let found = problems(text)
         #expect(found.contains { $0.hasPrefix(expected) }, "\(found)")
+    }
+
+    @Test("retention: global fields over the standard, action fields over the global")
+    func retention() throws {
+        let config = try Config.parse(Data(#"{ retention: { maxAge: "7d" }, actions: { a: { exec: ["x"], retention: { maxRunsPerAction: 5 } }, b: { exec: ["x"] } } }"#.utf8), file: "c")
+        #expect(config.retention == Retention(maxAge: .seconds(7 * 86_400)))
+        #expect(config.actions[0].retention == Retention.Override(maxRunsPerAction: 5))
+        #expect(config.retention.overridden(by: config.actions[0].retention)
+                == Retention(maxAge: .seconds(7 * 86_400), maxRunsPerAction: 5))
+        #expect(config.actions[1].retention == nil)
     }
 
     @Test("all problems are reported at once, each with the file name")

@@ -54,11 +54,11 @@ final class Daemon: @unchecked Sendable {
     private var log = ""
     private let lock = NSCondition()
 
-    init(config: String) throws {
+    init(config: String, database: String? = nil) throws {
         directory = NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/baton.sock"
-        database = directory + "/history.sqlite"
+        self.database = database ?? directory + "/history.sqlite"
         configPath = directory + "/baton.json5"
         binary = Binaries.batond
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
@@ -66,8 +66,8 @@ final class Daemon: @unchecked Sendable {
     }
 
     /// A daemon on another daemon's socket and database (that one is stopped), with a new config.
-    init(config: String, reusing other: Daemon) throws {
-        directory = other.directory + "/second"
+    init(config: String, reusing other: Daemon, name: String = "second") throws {
+        directory = other.directory + "/" + name
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = other.socket
         database = other.database
@@ -124,6 +124,24 @@ final class Daemon: @unchecked Sendable {
     /// Runs the CLI against this daemon.
     func baton(_ arguments: String...) throws -> Output {
         try execute(Binaries.baton, ["--socket", socket] + arguments)
+    }
+
+    /// Kills batond with SIGKILL, as a crash would, and waits for it to be gone.
+    func crash() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Sends a signal to batond.
+    func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
+    /// Waits for batond to exit and returns its exit status.
+    func waitForExit() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 
     func stop() {

@@ -1,0 +1,39 @@
+/// How long ended runs stay in the history. Runs in flight are never removed.
+public struct Retention: Sendable, Equatable, Codable {
+    /// Ended runs (success, cancelled) older than this are removed.
+    public var maxAge: Duration
+    /// Failed runs are kept this long instead: the history of what went wrong outlives the rest.
+    public var keepFailures: Duration
+    /// At most this many ended runs are kept per action, the newest, whatever their outcome.
+    public var maxRunsPerAction: Int
+
+    public init(maxAge: Duration = .seconds(90 * 86_400), keepFailures: Duration = .seconds(365 * 86_400),
+                maxRunsPerAction: Int = 10_000) {
+        self.maxAge = maxAge
+        self.keepFailures = keepFailures
+        self.maxRunsPerAction = maxRunsPerAction
+    }
+
+    /// 90 days, failures 365 days, 10,000 runs per action.
+    public static let standard = Retention()
+
+    /// Per-action settings: each field set here replaces the global one.
+    public struct Override: Sendable, Equatable {
+        public var maxAge: Duration?
+        public var keepFailures: Duration?
+        public var maxRunsPerAction: Int?
+
+        public init(maxAge: Duration? = nil, keepFailures: Duration? = nil, maxRunsPerAction: Int? = nil) {
+            self.maxAge = maxAge
+            self.keepFailures = keepFailures
+            self.maxRunsPerAction = maxRunsPerAction
+        }
+    }
+
+    /// This retention with an action's overrides applied.
+    public func overridden(by override: Override?) -> Retention {
+        guard let override else { return self }
+        return Retention(maxAge: override.maxAge ?? maxAge, keepFailures: override.keepFailures ?? keepFailures,
+                         maxRunsPerAction: override.maxRunsPerAction ?? maxRunsPerAction)
+    }
+}

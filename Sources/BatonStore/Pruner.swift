@@ -1,0 +1,95 @@
+import BatonCore
+import Foundation
+
+/// What a prune removed (or, dry, would remove): runs per action.
+public struct PruneReport: Codable, Sendable, Equatable {
+    public var removed: [String: Int]
+    public var dryRun: Bool
+
+    public init(removed: [String: Int] = [:], dryRun: Bool) {
+        self.removed = removed
+        self.dryRun = dryRun
+    }
+
+    public var total: Int { removed.values.reduce(0, +) }
+}
+
+/// Which ended runs of one action retention removes: older than its age limits, or beyond the
+/// newest `maxRunsPerAction`. Queued, loading and retrying runs never match.
+struct PruneSelection {
+    var action: String
+    var retention: Retention
+    var now: Timestamp
+    /// Ended runs with an id below this are beyond the per-action count; 0 when within it.
+    var countCutoff: Int64
+
+    var whereClause: String {
+        """
+        action = ? AND phase IN ('success', 'failure', 'cancelled') AND (
+            (phase <> 'failure' AND ended_at < ?) OR (phase = 'failure' AND ended_at < ?) OR id < ?)
+        """
+    }
+
+    var arguments: [DatabaseValue] {
+        [.text(action), .integer(now.rawValue - retention.maxAge.microseconds),
+         .integer(now.rawValue - retention.keepFailures.microseconds), .integer(countCutoff)]
+    }
+
+    /// Finds the count cutoff: the id of the oldest run among the newest `maxRunsPerAction` ended ones.
+    static func make(action: String, retention: Retention, now: Timestamp, on connection: Connection) throws -> PruneSelection {
+        let cutoff = try connection.withStatement("""
+            SELECT id FROM runs WHERE action = ? AND phase IN ('success', 'failure', 'cancelled')
+            ORDER BY id DESC LIMIT 1 OFFSET ?
+            """) { statement -> Int64 in
+            try statement.bind([.text(action), .integer(Int64(max(retention.maxRunsPerAction, 1) - 1))])
+            return try statement.step() ? statement.int64(0) ?? 0 : 0
+        }
+        return PruneSelection(action: action, retention: retention, now: now, countCutoff: cutoff)
+    }
+}
+
+extension Store {
+    /// Removes ended runs (with their transitions, triggers and output) as retention says, in
+    /// batches of `batchSize` runs, each its own short write on the writer thread, so that the
+    /// write lock is never held long and transitions of runs in flight interleave with the prune.
+    /// With `dryRun`, only counts.
+    public func prune(
+        retention: Retention, overrides: [String: Retention.Override] = [:], now: Timestamp = .now,
+        dryRun: Bool = false, batchSize: Int = 500
+    ) async throws -> PruneReport {
+        let selections = try await read { history in
+            try history.actionNames().map { action in
+                try PruneSelection.make(action: action, retention: retention.overridden(by: overrides[action]), now: now,
+                                        on: history.connection)
+            }
+        }
+        var report = PruneReport(dryRun: dryRun)
+        for selection in selections {
+            var removed = 0
+            if dryRun {
+                removed = try await read { history in
+                    try history.connection.withStatement("SELECT count(*) FROM runs WHERE \(selection.whereClause)") { statement in
+                        try statement.bind(selection.arguments)
+                        return try statement.step() ? Int(statement.int64(0) ?? 0) : 0
+                    }
+                }
+            } else {
+                while true {
+                    let batch = try await perform { connection in
+                        try connection.withStatement(
+                            "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE \(selection.whereClause) LIMIT \(max(batchSize, 1)))"
+                        ) { statement in
+                            try statement.bind(selection.arguments)
+                            _ = try statement.step()
+                        }
+                        return connection.changes
+                    }
+                    removed += batch
+                    if batch < max(batchSize, 1) { break }
+                }
+            }
+            if removed > 0 { report.removed[selection.action] = removed }
+        }
+        return report
+    }
+}

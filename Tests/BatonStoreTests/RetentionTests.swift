@@ -1,0 +1,89 @@
+import BatonCore
+@testable import BatonStore
+import Foundation
+import Testing
+
+@Suite("Retention")
+struct RetentionTests {
+    static let day: Int64 = 86_400_000_000
+    static let now = Timestamp(microseconds: 1_000 * day)
+
+    /// Writes a run through the journal: queued, and (unless in flight) loading and its end, `age` days ago.
+    static func run(_ store: Store, id: Int64, action: String, phase: Phase, ageDays: Int64) async {
+        let at = Timestamp(microseconds: now.rawValue - ageDays * day)
+        let snapshot = RunSnapshot(id: id, action: action, key: action, phase: .queued, policy: .reject, params: [:],
+                                   trigger: nil, queuedAt: at)
+        var entries: [JournalEntry] = [.created(snapshot, Transition(runID: id, seq: 1, from: nil, to: .queued, at: at, detail: .init()))]
+        if phase != .queued {
+            entries.append(.transition(Transition(runID: id, seq: 2, from: .queued, to: .loading, at: at, detail: .init(attempt: 1))))
+        }
+        if phase.isTerminal {
+            entries.append(.transition(Transition(runID: id, seq: 3, from: .loading, to: phase, at: at, detail: .init())))
+            entries.append(.output(runID: id, tail: Array("out".utf8), truncated: false))
+        }
+        entries.append(.trigger(TriggerRecord(runID: id, action: action, key: action, decision: "rejected", policy: .reject,
+                                              peer: nil, at: at, params: [:])))
+        _ = await store.commit(entries)
+    }
+
+    func remaining(_ path: String) throws -> (runs: [Int64], orphans: Int64) {
+        let connection = try Connection(path: path, readOnly: true)
+        let ids = try connection.withStatement("SELECT id FROM runs ORDER BY id") { statement in
+            var ids: [Int64] = []
+            while try statement.step() { ids.append(statement.int64(0)!) }
+            return ids
+        }
+        let orphans = try connection.scalar("""
+            SELECT (SELECT count(*) FROM transitions WHERE run_id NOT IN (SELECT id FROM runs))
+                 + (SELECT count(*) FROM triggers WHERE run_id NOT IN (SELECT id FROM runs))
+                 + (SELECT count(*) FROM outputs WHERE run_id NOT IN (SELECT id FROM runs))
+            """)?.int64 ?? -1
+        return (ids, orphans)
+    }
+
+    @Test("age, failure age and count limits remove exactly the runs they should; in-flight runs stay; overrides apply")
+    func prune() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(path: dir.file("h.sqlite"), options: .init(synchronous: .off))
+        // backup: 1-4 success at 100, 50, 5, 1 days; 5 failure at 50 days; 6 failure at 400 days;
+        // 7 loading since 500 days (in flight: never removed); 8 queued at 600 days.
+        for (id, phase, age) in [(1, Phase.success, 100), (2, .success, 50), (3, .success, 5), (4, .cancelled, 1),
+                                 (5, .failure, 50), (6, .failure, 400), (7, .loading, 500), (8, .queued, 600)] {
+            await Self.run(store, id: Int64(id), action: "backup", phase: phase, ageDays: Int64(age))
+        }
+        // deploy: 9-14 successes, 1 day old each: only the count limit (override: 2) applies.
+        for id in 9...14 { await Self.run(store, id: Int64(id), action: "deploy", phase: .success, ageDays: 1) }
+
+        let retention = Retention(maxAge: .seconds(30 * 86_400), keepFailures: .seconds(365 * 86_400), maxRunsPerAction: 100)
+        let overrides = ["deploy": Retention.Override(maxRunsPerAction: 2)]
+
+        let dry = try await store.prune(retention: retention, overrides: overrides, now: Self.now, dryRun: true)
+        #expect(dry.removed == ["backup": 3, "deploy": 4])
+        #expect(try remaining(dir.file("h.sqlite")).runs == Array(1...14))
+
+        let report = try await store.prune(retention: retention, overrides: overrides, now: Self.now, batchSize: 2)
+        #expect(report.removed == ["backup": 3, "deploy": 4])
+        #expect(report.dryRun == false)
+        let left = try remaining(dir.file("h.sqlite"))
+        // Removed: 1 and 2 (success older than 30 days), 6 (failure older than 365 days), 9-12 (beyond 2 deploys).
+        #expect(left.runs == [3, 4, 5, 7, 8, 13, 14])
+        #expect(left.orphans == 0)
+
+        let again = try await store.prune(retention: retention, overrides: overrides, now: Self.now)
+        #expect(again.total == 0)
+        store.close()
+    }
+
+    @Test("the count limit keeps the newest ended runs of each action, whatever their outcome")
+    func countLimit() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(path: dir.file("h.sqlite"), options: .init(synchronous: .off))
+        for id in 1...10 {
+            await Self.run(store, id: Int64(id), action: "a", phase: id % 3 == 0 ? .failure : .success, ageDays: 0)
+        }
+        let report = try await store.prune(retention: Retention(maxRunsPerAction: 3), now: Self.now, batchSize: 4)
+        #expect(report.removed == ["a": 7])
+        #expect(try remaining(dir.file("h.sqlite")).runs == [8, 9, 10])
+        store.close()
+    }
+}
