@@ -68,7 +68,7 @@ struct CrashTests {
                 queue: { exec: ["sh", "-c", "sleep 0.03"], policy: "queue", \(common) },
                 replace: { exec: ["sh", "-c", "sleep 0.3 & sleep 0.1; wait"], policy: "replace", \(common) },
                 restart: { exec: ["sh", "-c", "sleep 0.15"], policy: "queue", onInterrupt: "restart", \(common) },
-                long: { exec: ["sh", "-c", "sleep 0.4 & wait"], policy: "reject", \(common) },
+                long: { exec: ["sh", "-c", "sleep 30 & wait"], policy: "reject", \(common) },
                 keyed: { exec: ["sleep", "0.05"], policy: "join", params: { n: { pattern: "^[0-9]$" } }, keyParams: ["n"], \(common) },
               },
             }
@@ -111,6 +111,9 @@ struct CrashTests {
             while try statement.step() { ids.append(statement.int64(0)!) }
             return ids
         }
+        // `long` runs for 30 s: cancel it, so that any of its processes still alive at the end
+        // can only be one that recovery failed to kill.
+        _ = try Client(path: last.socket).call(Request(op: .cancel, action: "long"))
         for id in unfinished {
             _ = try Client(path: last.socket).call(Request(op: .wait, run: id))
         }
@@ -354,5 +357,29 @@ struct LifecycleTests {
         let rows = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT group_concat(id) FROM runs; SELECT count(*) FROM transitions"])
         #expect(rows.stdout == "4,5,6,7,8\n15\n")
         #expect(try daemon.baton("prune").stdout == "nothing to remove\n")
+
+        // At start, batond applies retention itself.
+        daemon.stop()
+        let next = try Daemon(config: #"{ actions: { a: { exec: ["true"] }, b: { exec: ["true"], retention: { maxRunsPerAction: 1 } } } }"#,
+                              reusing: daemon)
+        try next.waitForLog("retention removed 2 ended runs")
+        let left = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT group_concat(id) FROM runs"])
+        #expect(left.stdout == "4,5,8\n")
+    }
+
+    @Test("batond --check-config: exit 0 naming the actions, or exit 1 with every error and its field")
+    func checkConfig() throws {
+        let good = try execute(Binaries.batond, ["--check-config", URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().appendingPathComponent("../../examples/baton.json5").standardizedFileURL.path])
+        #expect(good.code == 0)
+        #expect(good.stdout.contains("ok, 5 actions"))
+        let file = NSTemporaryDirectory() + "baton-bad-\(UUID().uuidString).json5"
+        try #"{ actions: { a: { exec: [], policy: "maybe" } }, maxConcurrentRuns: "two" }"#.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let bad = try execute(Binaries.batond, ["--check-config", file])
+        #expect(bad.code == 1)
+        for field in ["actions.a.exec", "actions.a.policy", "maxConcurrentRuns"] {
+            #expect(bad.stderr.contains("\(file): \(field)"), "\(bad.stderr)")
+        }
     }
 }
