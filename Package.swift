@@ -32,6 +32,7 @@ let package = Package(
         .target(name: "BatonIPC", dependencies: ["BatonCore", "BatonStore", "CBatonSystem"]),
         .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "CBatonSystem"]),
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC"]),
+        .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "CBatonSystem"]),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),

@@ -1,12 +1,11 @@
 import BatonCore
-import BatonIPC
 import BatonStore
 import Foundation
 import Synchronization
 
 /// Answers requests from the socket: decodes each line, calls the conductor or the store,
 /// and sends the answer (and, for waits and watches, the updates before it).
-final class RequestHandler: ServerDelegate {
+public final class RequestHandler: ServerDelegate {
     let conductor: Conductor
     let store: Store
     /// Called for `reload`; returns an error message when the new config is refused.
@@ -16,7 +15,7 @@ final class RequestHandler: ServerDelegate {
     /// Watches per connection, cancelled when it closes; guarded by the mutex.
     private let watches = Mutex<[ObjectIdentifier: [Task<Void, Never>]]>([:])
 
-    init(conductor: Conductor, store: Store, reload: @escaping @Sendable () async -> String?,
+    public init(conductor: Conductor, store: Store, reload: @escaping @Sendable () async -> String?,
          prune: @escaping @Sendable (_ dryRun: Bool) async throws -> PruneReport) {
         self.conductor = conductor
         self.store = store
@@ -24,7 +23,7 @@ final class RequestHandler: ServerDelegate {
         self.prune = prune
     }
 
-    func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
+    public func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
         guard case let .line(bytes) = frame else {
             send(.failure(nil, WireError(code: "bad_request", message: "request line longer than 1 MiB")), to: connection)
             return
@@ -54,7 +53,7 @@ final class RequestHandler: ServerDelegate {
         }
     }
 
-    func closed(_ connection: ServerConnection) {
+    public func closed(_ connection: ServerConnection) {
         let tasks = watches.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
         for task in tasks { task.cancel() }
     }

@@ -1,0 +1,264 @@
+import BatonCore
+import BatonIPC
+import BatonStore
+import CBatonSystem
+import Foundation
+
+/// 2–6: the request path over a real socket, against raw baselines measured in the same run.
+enum SocketBench {
+    /// 2. No-op in-process actions per second from many clients on persistent connections,
+    /// every transition recorded with the default durability (synchronous=FULL).
+    static func noop(seconds: Double, clients: Int) async throws -> [Figure] {
+        let daemon = try InProcessDaemon(name: "noop", maxConcurrentRuns: clients)
+        await daemon.register(Action(name: "noop", params: ["k": ParamSpec()], keyParams: ["k"])) { _ in }
+        let socket = daemon.socket
+        let rate = await throughput(threads: clients, seconds: seconds) { index in
+            Connections.shared.client(socket, index).call(#"{"op":"trigger","action":"noop","params":{"k":"\#(index)"}}"#) != nil
+        }
+        Connections.shared.reset()
+        await daemon.stop()
+        let baseline = try StoreBench.raw(path: scratchDirectory("noop-raw") + "/raw.sqlite", perTransaction: 100, seconds: seconds) / 3
+        return [Figure("end to end: no-op runs/s, \(clients) clients, 3 transitions each (FULL)", rate, "/s",
+                       baseline: ("raw SQLite runs/s (3 rows each, 100 rows per transaction)", baseline),
+                       target: "10,000/s")]
+    }
+
+    /// 3. `/bin/true` runs per second through Baton against posix_spawn + waitpid at the same parallelism.
+    static func spawn(seconds: Double, parallelism: Int) async throws -> [Figure] {
+        let daemon = try InProcessDaemon(name: "spawn", actions: [
+            Action(name: "true", exec: ["/bin/true"], params: ["k": ParamSpec()], keyParams: ["k"]),
+        ], maxConcurrentRuns: parallelism)
+        let socket = daemon.socket
+        let rate = await throughput(threads: parallelism, seconds: seconds) { index in
+            Connections.shared.client(socket, index).call(#"{"op":"trigger","action":"true","params":{"k":"\#(index)"}}"#) != nil
+        }
+        Connections.shared.reset()
+        await daemon.stop()
+        let raw = await throughput(threads: parallelism, seconds: seconds) { _ in
+            var pid: pid_t = 0
+            let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+            defer { free(argv[0]) }
+            guard posix_spawn(&pid, "/bin/true", nil, nil, argv, environ) == 0 else { return false }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return true
+        }
+        return [Figure("spawn: /bin/true runs/s through Baton, parallelism \(parallelism)", rate, "/s",
+                       baseline: ("posix_spawn + waitpid loop", raw), target: "≥ 0.8 of raw")]
+    }
+
+    /// 4. Requests that do not write (ping, status) against a raw Unix socket line echo.
+    static func requests(seconds: Double, clients: Int) async throws -> [Figure] {
+        let daemon = try InProcessDaemon(name: "requests", maxConcurrentRuns: 2)
+        await daemon.register(Action(name: "a")) { _ in }
+        let socket = daemon.socket
+        let ping = await throughput(threads: clients, seconds: seconds) { index in
+            Connections.shared.client(socket, index).call(#"{"id":1,"op":"ping"}"#) != nil
+        }
+        Connections.shared.reset()
+        let status = await throughput(threads: clients, seconds: seconds) { index in
+            Connections.shared.client(socket, index).call(#"{"id":1,"op":"status"}"#) != nil
+        }
+        Connections.shared.reset()
+        await daemon.stop()
+
+        let echo = try EchoServer()
+        let path = echo.path
+        let raw = await throughput(threads: clients, seconds: seconds) { index in
+            let client = Connections.shared.client(path, index)
+            return client.send(#"{"id":1,"op":"ping"}"#) && client.readLine() != nil
+        }
+        Connections.shared.reset()
+        echo.stop()
+        return [
+            Figure("socket: ping requests/s, \(clients) clients", ping, "/s", baseline: ("raw Unix socket line echo", raw),
+                   target: "≥ 0.5 of raw"),
+            Figure("socket: status requests/s, \(clients) clients", status, "/s", baseline: ("raw Unix socket line echo", raw),
+                   target: "≥ 0.5 of raw"),
+        ]
+    }
+
+    /// 5. 10,000 concurrent triggers of one join action: exactly one run; time until every caller
+    /// has the outcome; and the in-process cost of one single-flight decision.
+    static func singleFlight(triggers: Int) async throws -> [Figure] {
+        let daemon = try InProcessDaemon(name: "single", maxConcurrentRuns: 2)
+        let gate = Gate()
+        await daemon.register(Action(name: "shared", policy: .join)) { _ in await gate.wait() }
+        let connections = 100
+        let perConnection = triggers / connections
+        let joined = Counter()
+        let runIDs = IDSet()
+        let group = DispatchGroup()
+        let watch = Stopwatch()
+        let socket = daemon.socket
+        for _ in 0..<connections {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                guard let client = try? LineClient(path: socket) else { return }
+                for id in 0..<perConnection {
+                    _ = client.send(#"{"id":\#(id),"op":"trigger","action":"shared"}"#)
+                }
+                var seen = Set<Int>()
+                var finals = 0
+                while finals < perConnection, let line = client.readLine() {
+                    guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                          let id = object["id"] as? Int else { continue }
+                    if object["ok"] != nil {
+                        finals += 1
+                        if let run = (object["run"] as? [String: Any])?["id"] as? Int { runIDs.insert(run) }
+                    } else if seen.insert(id).inserted {
+                        joined.add()
+                        if joined.value == connections * perConnection { gate.open() }
+                    }
+                }
+            }
+        }
+        let allAnswered = await blocking {
+            group.wait()
+            return watch.seconds
+        }
+        await daemon.stop()
+
+        // One decision in process: a join against a key already held.
+        var table = FlightTable(limit: 4)
+        _ = table.trigger(key: "k", policy: .join, candidate: 1)
+        let decisions = 2_000_000
+        let decisionWatch = Stopwatch()
+        var joinedCount = 0
+        for candidate in 0..<decisions {
+            if case .joined = table.trigger(key: "k", policy: .join, candidate: Int64(candidate + 2)) { joinedCount += 1 }
+        }
+        let nanoseconds = decisionWatch.seconds * 1e9 / Double(decisions)
+        precondition(joinedCount == decisions)
+        return [
+            Figure("single flight: \(connections * perConnection) concurrent join triggers → \(runIDs.count) run(s); all answered in",
+                   allAnswered * 1000, "ms", note: runIDs.count == 1 ? "exactly one run" : "MORE THAN ONE RUN"),
+            Figure("single flight: one decision in process (FlightTable.trigger)", nanoseconds, "ns"),
+        ]
+    }
+
+    /// 6. Latency on an idle daemon: trigger → loading event, trigger → recorded outcome.
+    static func latency(samples: Int) async throws -> [Figure] {
+        let daemon = try InProcessDaemon(name: "latency", maxConcurrentRuns: 2)
+        await daemon.register(Action(name: "noop")) { _ in }
+        let socket = daemon.socket
+        let (toLoading, toOutcome, pings) = await blocking { () -> ([Double], [Double], [Double]) in
+            guard let client = try? LineClient(path: socket) else { return ([], [], []) }
+            var toLoading: [Double] = []
+            var toOutcome: [Double] = []
+            var pings: [Double] = []
+            for _ in 0..<samples {
+                let ping = Stopwatch()
+                _ = client.call(#"{"op":"ping"}"#)
+                pings.append(ping.seconds * 1e6)
+                let watch = Stopwatch()
+                var loading: Double?
+                _ = client.call(#"{"op":"trigger","action":"noop"}"#) { event in
+                    if loading == nil, LineClient.contains(event, #""phase":"loading""#) { loading = watch.seconds * 1e6 }
+                }
+                toOutcome.append(watch.seconds * 1e6)
+                if let loading { toLoading.append(loading) }
+            }
+            return (toLoading, toOutcome, pings)
+        }
+        await daemon.stop()
+        let pingP50 = percentile(pings, 50)
+        return [
+            Figure("latency: trigger → loading, p50", percentile(toLoading, 50), "µs", baseline: ("ping round trip p50", pingP50), lowerIsBetter: true),
+            Figure("latency: trigger → loading, p99", percentile(toLoading, 99), "µs", baseline: ("ping round trip p50", pingP50), lowerIsBetter: true),
+            Figure("latency: trigger → recorded outcome, p50", percentile(toOutcome, 50), "µs", baseline: ("ping round trip p50", pingP50), lowerIsBetter: true),
+            Figure("latency: trigger → recorded outcome, p99", percentile(toOutcome, 99), "µs", baseline: ("ping round trip p50", pingP50), lowerIsBetter: true),
+        ]
+    }
+}
+
+/// One persistent connection per client thread, reused across calls of a measurement.
+final class Connections: @unchecked Sendable {
+    static let shared = Connections()
+    private let lock = NSLock()
+    private var clients: [String: LineClient] = [:]
+
+    func client(_ path: String, _ index: Int) -> LineClient {
+        let key = "\(path)#\(index)"
+        if let client = lock.withLock({ clients[key] }) { return client }
+        let client = try! LineClient(path: path)
+        lock.withLock { clients[key] = client }
+        return client
+    }
+
+    func reset() { lock.withLock { clients = [:] } }
+}
+
+/// A line echo server on a Unix socket: one thread per connection, the simplest fast baseline.
+final class EchoServer: @unchecked Sendable {
+    let path: String
+    private let fd: Int32
+
+    init() throws {
+        path = scratchDirectory("echo") + "/echo.sock"
+        fd = try UnixSocket.listen(path: path, mode: 0o600)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)   // listen() makes it non-blocking for epoll
+        let fd = fd
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { if errno == EINTR { continue }; return }
+                Thread.detachNewThread {
+                    var buffer = [UInt8](repeating: 0, count: 65_536)
+                    while true {
+                        let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
+                        if n <= 0 { break }
+                        var offset = 0
+                        while offset < n {
+                            let w = buffer[offset..<n].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                            if w <= 0 { break }
+                            offset += w
+                        }
+                    }
+                    close(client)
+                }
+            }
+        }
+    }
+
+    func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+        unlink(path)
+    }
+}
+
+/// A one-way gate: waiters resume when it opens.
+final class Gate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let now = lock.withLock { () -> Bool in
+                if isOpen { return true }
+                waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let all = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            isOpen = true
+            defer { waiters = [] }
+            return waiters
+        }
+        for waiter in all { waiter.resume() }
+    }
+}
+
+final class IDSet: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids = Set<Int>()
+    func insert(_ id: Int) { lock.withLock { _ = ids.insert(id) } }
+    var count: Int { lock.withLock { ids.count } }
+}

@@ -1,0 +1,110 @@
+import Foundation
+
+// baton-bench: Baton against the machine's limits and raw baselines, each measured in this run.
+//
+//   swift build -c release && .build/release/baton-bench            # the full run (a few minutes)
+//   .build/release/baton-bench --quick                                # a small run (CI runs this)
+//   .build/release/baton-bench --only store,socket --json out.json
+
+let usage = """
+    usage: baton-bench [--quick] [--only LIST] [--json PATH]
+      --quick      small sizes and short runs: checks that every benchmark works, figures are rough
+      --only LIST  comma-separated: store, noop, spawn, socket, single, latency, history, memory, cli
+      --json PATH  where to write the results (default: .build/baton-bench.json)
+    """
+
+var quick = false
+var only: Set<String>?
+var jsonPath = ".build/baton-bench.json"
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--quick": quick = true
+    case "--only":
+        guard let list = arguments.popFirst() else { FileHandle.standardError.write(Data("--only needs a list\n".utf8)); exit(2) }
+        only = Set(list.split(separator: ",").map(String.init))
+    case "--json":
+        guard let path = arguments.popFirst() else { FileHandle.standardError.write(Data("--json needs a path\n".utf8)); exit(2) }
+        jsonPath = path
+    case "--help", "-h": say(usage); exit(0)
+    default: FileHandle.standardError.write(Data("unknown argument \(argument)\n\(usage)\n".utf8)); exit(2)
+    }
+}
+
+signal(SIGPIPE, SIG_IGN)
+let seconds = quick ? 0.3 : 3.0
+let steps: [(String, () async throws -> [Figure])] = [
+    ("store", { try await StoreBench.run(seconds: seconds) }),
+    ("noop", { try await SocketBench.noop(seconds: seconds, clients: quick ? 8 : 32) }),
+    ("spawn", { try await SocketBench.spawn(seconds: seconds, parallelism: 4) }),
+    ("socket", { try await SocketBench.requests(seconds: seconds, clients: quick ? 4 : 16) }),
+    ("single", { try await SocketBench.singleFlight(triggers: quick ? 1_000 : 10_000) }),
+    ("latency", { try await SocketBench.latency(samples: quick ? 100 : 2_000) }),
+    ("history", { try HistoryBench.run(runs: quick ? 20_000 : 1_000_000) }),
+    ("memory", { try ProcessBench.memory(clients: quick ? 500 : 10_000) }),
+    ("cli", { try ProcessBench.cli(samples: quick ? 5 : 30) }),
+]
+
+struct Machine: Codable {
+    var cpus: Int
+    var memoryGiB: Double
+    var kernel: String
+    var disk: String
+    var date: String
+    var quick: Bool
+}
+
+func machine(quick: Bool) -> Machine {
+    var info = utsname()
+    uname(&info)
+    let kernel = withUnsafeBytes(of: &info.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    let meminfo = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? ""
+    let kib = meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
+        .flatMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first }.flatMap { Double($0) } ?? 0
+    var stats = statvfs()
+    statvfs(NSTemporaryDirectory(), &stats)
+    let disk = String(format: "%@ (%.0f GiB, %.0f GiB free)", NSTemporaryDirectory(),
+                      Double(stats.f_blocks) * Double(stats.f_frsize) / 1_073_741_824,
+                      Double(stats.f_bavail) * Double(stats.f_frsize) / 1_073_741_824)
+    return Machine(cpus: ProcessInfo.processInfo.activeProcessorCount, memoryGiB: (kib / 1_048_576 * 10).rounded() / 10,
+                   kernel: kernel, disk: disk, date: ISO8601DateFormatter().string(from: Date()), quick: quick)
+}
+
+struct Results: Codable {
+    var machine: Machine
+    var figures: [Figure]
+    var failures: [String]
+}
+
+let host = machine(quick: quick)
+say("baton-bench on \(host.cpus) CPUs, \(host.memoryGiB) GiB, Linux \(host.kernel), \(host.disk)\(quick ? ", quick" : "")")
+var figures: [Figure] = []
+var failures: [String] = []
+for (name, step) in steps where only.map({ $0.contains(name) }) ?? true {
+    FileHandle.standardError.write(Data("… \(name)\n".utf8))
+    do {
+        let found = try await step()
+        figures += found
+        for figure in found {
+            var line = "\(figure.name): \(show(figure.value)) \(figure.unit)"
+            if let baseline = figure.baseline, let name = figure.baselineName {
+                line += "  | \(name): \(show(baseline))"
+                if let ratio = figure.ratio { line += "  | ratio \(String(format: "%.2f", ratio))" }
+            }
+            if let target = figure.target { line += "  | target \(target)" }
+            if let note = figure.note { line += "  | \(note)" }
+            say(line)
+        }
+    } catch {
+        failures.append("\(name): \(error)")
+        say("\(name): FAILED: \(error)")
+    }
+}
+
+let encoder = JSONEncoder()
+encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+let data = try encoder.encode(Results(machine: host, figures: figures, failures: failures))
+try? FileManager.default.createDirectory(at: URL(fileURLWithPath: jsonPath).deletingLastPathComponent(), withIntermediateDirectories: true)
+try data.write(to: URL(fileURLWithPath: jsonPath))
+say("results: \(jsonPath)")
+exit(failures.isEmpty ? 0 : 1)
