@@ -58,115 +58,149 @@ public final class RequestHandler: ServerDelegate {
         for task in tasks { task.cancel() }
     }
 
+    /// Answers one request. Each operation has its own function, so that a request waiting for a
+    /// run keeps only that function's frame alive (a single function with every case in it kept
+    /// all their locals in every waiting task: ~30 KiB per waiting client).
     private func handle(_ request: Request, _ connection: ServerConnection) async throws {
-        let id = request.id
+        let response: Response
         switch request.op {
-        case .ping:
-            var response = Response(id: id)
-            response.version = BatonVersion.current
-            response.pid = getpid()
-            send(response, to: connection)
-        case .trigger:
-            guard let action = request.action else { throw WireError(code: "bad_request", message: "trigger needs \"action\"") }
-            let wait = !(request.detach ?? false)
-            let ticket = try await conductor.trigger(TriggerRequest(
-                action: action, params: request.params ?? [:], policy: request.policy, peer: connection.peer, wait: wait))
-            var response = Response(id: id)
-            response.decision = Self.name(ticket.decision)
-            response.shared = ticket.shared
-            response.run = ticket.run
-            if let updates = ticket.updates {
-                guard let final = await follow(updates, id: id, connection) else {
-                    throw WireError(code: "shutting_down", message: "batond stopped before run \(ticket.run.id) ended; it stays in the history")
-                }
-                response.run = final
-            }
-            send(response, to: connection)
-        case .wait:
-            guard let run = request.run else { throw WireError(code: "bad_request", message: "wait needs \"run\"") }
-            var response = Response(id: id)
-            if let updates = await conductor.attach(run) {
-                guard let final = await follow(updates, id: id, connection) else {
-                    throw WireError(code: "shutting_down", message: "batond stopped before run \(run) ended")
-                }
-                response.run = final
-            } else {
-                guard let detail = try await store.read({ try $0.run(run) }) else { throw BatonError.unknownRun(run) }
-                response.run = detail.run
-            }
-            send(response, to: connection)
-        case .status:
-            var response = Response(id: id)
-            let actions = await conductor.configuredActions()
-            let live = await conductor.inFlight()
-            let last = await conductor.lastOutcomes()
-            var infos = actions.map { action -> ActionInfo in
-                var info = ActionInfo(action)
-                info.inFlight = live.filter { $0.action == action.name }
-                info.last = last[action.name]
-                return info
-            }
-            // Runs of actions removed by a reload still show until they end.
-            for run in live where !actions.contains(where: { $0.name == run.action }) {
-                if let index = infos.firstIndex(where: { $0.name == run.action }) {
-                    infos[index].inFlight?.append(run)
-                    continue
-                }
-                var info = ActionInfo(name: run.action, description: nil, exec: [], policy: run.policy,
-                                      policies: [], timeout: nil, params: [:], keyParams: [], inFlight: [run], last: last[run.action])
-                info.removed = true
-                infos.append(info)
-            }
-            response.actions = infos
-            send(response, to: connection)
-        case .prune:
-            var response = Response(id: id)
-            do {
-                response.prune = try await prune(request.dryRun ?? false)
-            } catch let error as BatonError {
-                throw error
-            } catch {
-                throw BatonError.storeUnavailable("\(error)")
-            }
-            send(response, to: connection)
-        case .actions:
-            var response = Response(id: id)
-            response.actions = await conductor.configuredActions().map(ActionInfo.init)
-            send(response, to: connection)
-        case .history:
-            let filter = request.filter ?? HistoryFilter()
-            guard filter.limit >= 0, filter.limit <= 100_000 else {
-                throw WireError(code: "bad_request", message: "filter.limit must be from 0 to 100000")
-            }
-            var response = Response(id: id)
-            response.runs = try await store.read { try $0.runs(filter) }
-            send(response, to: connection)
-        case .show:
-            guard let run = request.run else { throw WireError(code: "bad_request", message: "show needs \"run\"") }
-            guard var detail = try await store.read({ try $0.run(run) }) else { throw BatonError.unknownRun(run) }
-            if let live = await conductor.snapshot(of: run) { detail.run.progress = live.progress }
-            var response = Response(id: id)
-            response.detail = detail
-            send(response, to: connection)
-        case .cancel:
-            var response = Response(id: id)
-            if let run = request.run {
-                response.run = try await conductor.cancel(run: run, by: connection.peer)
-                response.runs = [response.run!]
-            } else if let action = request.action {
-                let ids = try await conductor.cancel(action: action, key: request.key, by: connection.peer)
-                let live = await conductor.inFlight()
-                response.runs = ids.map { id in live.first { $0.id == id } }.compactMap { $0 }
-            } else {
-                throw WireError(code: "bad_request", message: "cancel needs \"run\" or \"action\"")
-            }
-            send(response, to: connection)
-        case .reload:
-            if let problem = await reload() { throw WireError(code: "bad_request", message: problem) }
-            send(Response(id: id), to: connection)
-        case .watch:
-            break
+        case .ping: response = ping(request)
+        case .trigger: response = try await trigger(request, connection)
+        case .wait: response = try await wait(request, connection)
+        case .status: response = await status(request)
+        case .actions: response = await actions(request)
+        case .history: response = try await history(request)
+        case .show: response = try await show(request)
+        case .cancel: response = try await cancel(request, connection)
+        case .reload: response = try await reload(request)
+        case .prune: response = try await prune(request)
+        case .watch: return
         }
+        send(response, to: connection)
+    }
+
+    private func ping(_ request: Request) -> Response {
+        var response = Response(id: request.id)
+        response.version = BatonVersion.current
+        response.pid = getpid()
+        return response
+    }
+
+    private func trigger(_ request: Request, _ connection: ServerConnection) async throws -> Response {
+        guard let action = request.action else { throw WireError(code: "bad_request", message: "trigger needs \"action\"") }
+        let ticket = try await conductor.trigger(TriggerRequest(
+            action: action, params: request.params ?? [:], policy: request.policy, peer: connection.peer,
+            wait: !(request.detach ?? false)))
+        var response = Response(id: request.id)
+        response.decision = Self.name(ticket.decision)
+        response.shared = ticket.shared
+        response.run = ticket.run
+        if let updates = ticket.updates {
+            guard let final = await follow(updates, id: request.id, connection) else {
+                throw WireError(code: "shutting_down", message: "batond stopped before run \(ticket.run.id) ended; it stays in the history")
+            }
+            response.run = final
+        }
+        return response
+    }
+
+    private func wait(_ request: Request, _ connection: ServerConnection) async throws -> Response {
+        guard let run = request.run else { throw WireError(code: "bad_request", message: "wait needs \"run\"") }
+        var response = Response(id: request.id)
+        if let updates = await conductor.attach(run) {
+            guard let final = await follow(updates, id: request.id, connection) else {
+                throw WireError(code: "shutting_down", message: "batond stopped before run \(run) ended")
+            }
+            response.run = final
+        } else {
+            guard let detail = try await store.read({ try $0.run(run) }) else { throw BatonError.unknownRun(run) }
+            response.run = detail.run
+        }
+        return response
+    }
+
+    private func status(_ request: Request) async -> Response {
+        let actions = await conductor.configuredActions()
+        let live = await conductor.inFlight()
+        let last = await conductor.lastOutcomes()
+        var infos = actions.map { action -> ActionInfo in
+            var info = ActionInfo(action)
+            info.inFlight = live.filter { $0.action == action.name }
+            info.last = last[action.name]
+            return info
+        }
+        // Runs of actions removed by a reload still show until they end.
+        for run in live where !actions.contains(where: { $0.name == run.action }) {
+            if let index = infos.firstIndex(where: { $0.name == run.action }) {
+                infos[index].inFlight?.append(run)
+                continue
+            }
+            var info = ActionInfo(name: run.action, description: nil, exec: [], policy: run.policy,
+                                  policies: [], timeout: nil, params: [:], keyParams: [], inFlight: [run], last: last[run.action])
+            info.removed = true
+            infos.append(info)
+        }
+        var response = Response(id: request.id)
+        response.actions = infos
+        return response
+    }
+
+    private func actions(_ request: Request) async -> Response {
+        var response = Response(id: request.id)
+        response.actions = await conductor.configuredActions().map(ActionInfo.init)
+        return response
+    }
+
+    private func history(_ request: Request) async throws -> Response {
+        let filter = request.filter ?? HistoryFilter()
+        guard filter.limit >= 0, filter.limit <= 100_000 else {
+            throw WireError(code: "bad_request", message: "filter.limit must be from 0 to 100000")
+        }
+        var response = Response(id: request.id)
+        response.runs = try await store.read { try $0.runs(filter) }
+        return response
+    }
+
+    private func show(_ request: Request) async throws -> Response {
+        guard let run = request.run else { throw WireError(code: "bad_request", message: "show needs \"run\"") }
+        guard var detail = try await store.read({ try $0.run(run) }) else { throw BatonError.unknownRun(run) }
+        if let live = await conductor.snapshot(of: run) { detail.run.progress = live.progress }
+        var response = Response(id: request.id)
+        response.detail = detail
+        return response
+    }
+
+    private func cancel(_ request: Request, _ connection: ServerConnection) async throws -> Response {
+        var response = Response(id: request.id)
+        if let run = request.run {
+            let snapshot = try await conductor.cancel(run: run, by: connection.peer)
+            response.run = snapshot
+            response.runs = [snapshot]
+        } else if let action = request.action {
+            let ids = try await conductor.cancel(action: action, key: request.key, by: connection.peer)
+            let live = await conductor.inFlight()
+            response.runs = ids.map { id in live.first { $0.id == id } }.compactMap { $0 }
+        } else {
+            throw WireError(code: "bad_request", message: "cancel needs \"run\" or \"action\"")
+        }
+        return response
+    }
+
+    private func reload(_ request: Request) async throws -> Response {
+        if let problem = await reload() { throw WireError(code: "bad_request", message: problem) }
+        return Response(id: request.id)
+    }
+
+    private func prune(_ request: Request) async throws -> Response {
+        var response = Response(id: request.id)
+        do {
+            response.prune = try await prune(request.dryRun ?? false)
+        } catch let error as BatonError {
+            throw error
+        } catch {
+            throw BatonError.storeUnavailable("\(error)")
+        }
+        return response
     }
 
     /// Sends each update of a run as an event; returns the final snapshot, or nil if the stream

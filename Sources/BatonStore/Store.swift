@@ -56,6 +56,9 @@ public final class Store: RunStore, @unchecked Sendable {
     private var writerDone = false
     /// Why the last write failed, while writes keep failing.
     private var failure: String?
+    /// Journal items and transactions committed so far (the average group size is their ratio).
+    private var committedItems = 0
+    private var committedTransactions = 0
     private var writer: Connection?
     private let readQueue = DispatchQueue(label: "baton.store.reader")
     /// Used only on `readQueue`.
@@ -169,6 +172,13 @@ public final class Store: RunStore, @unchecked Sendable {
         }
     }
 
+    /// How many journal items and write transactions have been committed since the store opened.
+    public var commitStatistics: (items: Int, transactions: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (committedItems, committedTransactions)
+    }
+
     /// Why writes fail right now, or nil when the store writes.
     public var unavailableReason: String? {
         condition.lock()
@@ -210,7 +220,11 @@ public final class Store: RunStore, @unchecked Sendable {
             do {
                 let results = try write(batch, on: connection)
                 held = []
-                setFailure(nil)
+                condition.lock()
+                failure = nil
+                committedItems += batch.count
+                committedTransactions += 1
+                condition.unlock()
                 for (item, result) in zip(batch, results) { item.completion(result) }
             } catch {
                 let message = (error as? DatabaseError)?.message ?? "\(error)"
@@ -248,11 +262,11 @@ public final class Store: RunStore, @unchecked Sendable {
         results.reserveCapacity(batch.count)
         try connection.transaction(immediate: true) {
             for item in batch {
-                try connection.execute("SAVEPOINT item")
+                try connection.cached("SAVEPOINT item") { try $0.run([]) }
                 do {
                     for entry in item.entries { try JournalWriter.write(entry, on: connection) }
                     try item.work?(connection)
-                    try connection.execute("RELEASE item")
+                    try connection.cached("RELEASE item") { try $0.run([]) }
                     results.append(.success(()))
                 } catch let error as DatabaseError where error.isBusy || error.isFull || error.primaryCode == SQLITE_IOERR {
                     throw error
