@@ -98,6 +98,42 @@ public struct History {
 
     /// The runs matching a filter, newest first (oldest first with `reverse`).
     public func runs(_ filter: HistoryFilter) throws -> [RunSnapshot] {
+        var runs: [RunSnapshot] = []
+        for (sql, arguments) in Self.queries(filter) {
+            try connection.withStatement(sql) { statement in
+                try statement.bind(arguments)
+                while try statement.step() { runs.append(Self.decodeRun(statement)) }
+            }
+        }
+        guard Self.queries(filter).count > 1 else { return runs }
+        runs.sort { filter.reverse ? $0.id < $1.id : $0.id > $1.id }
+        return Array(runs.prefix(max(filter.limit, 0)))
+    }
+
+    /// A history query as index-friendly SQL: several actions (or, without actions, several
+    /// phases) become one query each, merged by id, since `IN` over two index ranges would sort
+    /// every matching row to find the newest.
+    static func queries(_ filter: HistoryFilter) -> [(String, [DatabaseValue])] {
+        if filter.actions.count > 1 {
+            return filter.actions.map { action in
+                var one = filter
+                one.actions = [action]
+                return query(one)
+            }
+        }
+        if filter.actions.isEmpty && filter.phases.count > 1 {
+            return filter.phases.map { phase in
+                var one = filter
+                one.phases = [phase]
+                return query(one)
+            }
+        }
+        return [query(filter)]
+    }
+
+    /// The SQL and arguments of a history query. Every standard filter is served by an index:
+    /// actions by `runs_by_action`, phases by `runs_by_phase`, a time window by `runs_by_queued_at`.
+    static func query(_ filter: HistoryFilter) -> (String, [DatabaseValue]) {
         var clauses: [String] = []
         var arguments: [DatabaseValue] = []
         if !filter.actions.isEmpty {
@@ -108,13 +144,15 @@ public struct History {
             clauses.append("phase IN (\(Array(repeating: "?", count: filter.phases.count).joined(separator: ", ")))")
             arguments += filter.phases.map { .text($0.rawValue) }
         }
+        // Ids grow with queue time, so a time window is also an id range, found with two seeks on
+        // runs_by_queued_at: the rows are then read by primary key, newest first, up to the limit.
         if let since = filter.since {
-            clauses.append("queued_at >= ?")
-            arguments.append(.integer(since.rawValue))
+            clauses.append("queued_at >= ? AND id >= coalesce((SELECT min(id) FROM runs WHERE queued_at >= ?), 9223372036854775807)")
+            arguments += [.integer(since.rawValue), .integer(since.rawValue)]
         }
         if let until = filter.until {
-            clauses.append("queued_at < ?")
-            arguments.append(.integer(until.rawValue))
+            clauses.append("queued_at < ? AND id <= coalesce((SELECT max(id) FROM runs WHERE queued_at < ?), 0)")
+            arguments += [.integer(until.rawValue), .integer(until.rawValue)]
         }
         for (name, value) in filter.params.sorted(by: { $0.key < $1.key }) {
             clauses.append("json_extract(params, ?) = ?")
@@ -123,12 +161,7 @@ public struct History {
         let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
         let sql = "SELECT \(Self.runColumns) FROM runs \(whereClause) ORDER BY id \(filter.reverse ? "ASC" : "DESC") LIMIT ?"
         arguments.append(.integer(Int64(max(filter.limit, 0))))
-        return try connection.withStatement(sql) { statement in
-            try statement.bind(arguments)
-            var runs: [RunSnapshot] = []
-            while try statement.step() { runs.append(Self.decodeRun(statement)) }
-            return runs
-        }
+        return (sql, arguments)
     }
 
     /// One run with its transitions, the triggers that hit it, and its output; nil if unknown.

@@ -1,0 +1,77 @@
+import BatonCore
+@testable import BatonStore
+import Foundation
+import Testing
+
+@Suite("History query plans")
+struct QueryPlanTests {
+    static let now = Timestamp(microseconds: 1_800_000_000_000_000)
+    static let filters: [(String, HistoryFilter)] = [
+        ("all", HistoryFilter()),
+        ("action", HistoryFilter(actions: ["deploy"])),
+        ("two actions", HistoryFilter(actions: ["deploy", "backup"])),
+        ("phase", HistoryFilter(phases: [.failure])),
+        ("two phases", HistoryFilter(phases: [.failure, .cancelled])),
+        ("action and phase", HistoryFilter(actions: ["deploy"], phases: [.failure, .cancelled])),
+        ("since", HistoryFilter(since: Timestamp(microseconds: now.rawValue - 86_400_000_000))),
+        ("since and until", HistoryFilter(since: Timestamp(microseconds: now.rawValue - 2 * 86_400_000_000),
+                                          until: Timestamp(microseconds: now.rawValue - 86_400_000_000))),
+        ("action, since and until", HistoryFilter(actions: ["deploy"], since: Timestamp(microseconds: 1), until: now)),
+        ("action and param", HistoryFilter(actions: ["deploy"], params: ["env": "prod"])),
+        ("reverse", HistoryFilter(actions: ["deploy"], reverse: true)),
+    ]
+
+    /// The plan lines of a history query (`EXPLAIN QUERY PLAN`).
+    static func plan(_ filter: HistoryFilter, on connection: Connection) throws -> [String] {
+        var lines: [String] = []
+        for (sql, arguments) in History.queries(filter) {
+            try connection.withStatement("EXPLAIN QUERY PLAN " + sql) { statement in
+                try statement.bind(arguments)
+                while try statement.step() { lines.append(statement.string(3) ?? "") }
+            }
+        }
+        return lines
+    }
+
+    @Test("split queries give the same runs as one query would: merged by id, limited, reversed")
+    func merged() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(path: dir.file("h.sqlite"), options: .init(synchronous: .off))
+        for id in Int64(1)...30 {
+            let action = ["a", "b", "c"][Int(id % 3)]
+            let at = Timestamp(microseconds: Self.now.rawValue + id)
+            let run = RunSnapshot(id: id, action: action, key: action, phase: .queued, policy: .reject, params: [:], trigger: nil, queuedAt: at)
+            _ = await store.commit([.created(run, Transition(runID: id, seq: 1, from: nil, to: .queued, at: at))])
+            if id % 2 == 0 {
+                _ = await store.commit([.transition(Transition(runID: id, seq: 2, from: .queued, to: .cancelled, at: at))])
+            }
+        }
+        let history = History(connection: try Connection(path: dir.file("h.sqlite"), readOnly: true))
+        #expect(try history.runs(HistoryFilter(actions: ["a", "b"], limit: 5)).map(\.id) == [30, 28, 27, 25, 24])
+        #expect(try history.runs(HistoryFilter(actions: ["a", "b"], limit: 3, reverse: true)).map(\.id) == [1, 3, 4])
+        #expect(try history.runs(HistoryFilter(phases: [.queued, .cancelled], limit: 4)).map(\.id) == [30, 29, 28, 27])
+        #expect(try history.runs(HistoryFilter(since: Timestamp(microseconds: Self.now.rawValue + 25),
+                                               until: Timestamp(microseconds: Self.now.rawValue + 28))).map(\.id) == [27, 26, 25])
+        #expect(try history.runs(HistoryFilter(since: Timestamp(microseconds: Self.now.rawValue + 100))).isEmpty)
+        store.close()
+    }
+
+    @Test("no standard history filter scans the whole runs table", arguments: filters.map(\.0))
+    func noFullScan(_ name: String) throws {
+        let dir = TemporaryDirectory()
+        try Store(path: dir.file("h.sqlite")).close()
+        let connection = try Connection(path: dir.file("h.sqlite"), readOnly: true)
+        let filter = Self.filters.first { $0.0 == name }!.1
+        let lines = try Self.plan(filter, on: connection)
+        // Never a sort of every matching row: the rows come in id order from an index or the table.
+        #expect(!lines.contains { $0.contains("TEMP B-TREE") }, "\(name): \(lines)")
+        if name == "all" {
+            // No filter: the table in id order, stopping at the limit.
+            #expect(lines == ["SCAN runs"], "\(name): \(lines)")
+        } else {
+            // "SCAN runs" alone would read every run; a filter must seek ("SEARCH") or walk an index.
+            #expect(!lines.contains { $0 == "SCAN runs" }, "\(name): \(lines)")
+            #expect(lines.contains { $0.hasPrefix("SEARCH runs USING") || $0.hasPrefix("SCAN runs USING") }, "\(name): \(lines)")
+        }
+    }
+}
