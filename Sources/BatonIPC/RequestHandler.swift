@@ -74,6 +74,7 @@ public final class RequestHandler: ServerDelegate {
         case .cancel: response = try await cancel(request, connection)
         case .reload: response = try await reload(request)
         case .prune: response = try await prune(request)
+        case .stats: response = try await stats(request)
         case .watch: return
         }
         send(response, to: connection)
@@ -158,6 +159,14 @@ public final class RequestHandler: ServerDelegate {
         }
         var response = Response(id: request.id)
         response.runs = try await store.read { try $0.runs(filter) }
+        return response
+    }
+
+    private func stats(_ request: Request) async throws -> Response {
+        let actions = request.action.map { [$0] } ?? request.filter?.actions ?? []
+        let since = request.filter?.since
+        var response = Response(id: request.id)
+        response.stats = try await store.read { try $0.stats(actions: actions, since: since) }
         return response
     }
 

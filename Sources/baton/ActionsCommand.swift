@@ -5,15 +5,22 @@ import BatonIPC
 enum ActionsCommand {
     static let spec = CommandSpec(
         name: "actions",
-        abstract: "List the configured actions: what they run, their policy, timeout and params.",
+        abstract: "List the configured actions. Shows what each runs, its policy, timeout and params (key params starred).",
         arguments: "",
-        options: [OptionSpec(long: "json", short: nil, value: nil, help: "print the actions as JSON")],
+        options: [
+            OptionSpec(long: "json", short: nil, value: nil, help: "print the actions as JSON"),
+            OptionSpec(long: "names", short: nil, value: nil, help: "print only the names, one per line (for completion)"),
+        ],
         run: run)
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         let actions = try context.call(Request(op: .actions)).actions ?? []
         if arguments.flag("json") {
             print(Format.json(actions))
+            return ExitCode.success
+        }
+        if arguments.flag("names") {
+            for action in actions { print(action.name) }
             return ExitCode.success
         }
         let rows = actions.map { action -> [String] in

@@ -5,7 +5,7 @@ import BatonIPC
 enum CancelCommand {
     static let spec = CommandSpec(
         name: "cancel",
-        abstract: "Cancel a run by id, or every run in flight of ACTION: queued runs are dropped, loading ones get SIGTERM, then SIGKILL after the action's killGrace.",
+        abstract: "Cancel runs. RUN cancels one run; ACTION every run in flight of it. Queued runs are dropped; loading ones get SIGTERM on their process group, then SIGKILL after the action's killGrace.",
         arguments: "ACTION|RUN",
         options: [
             OptionSpec(long: "key", short: nil, value: "KEY", help: "only the runs of this key (with ACTION)"),

@@ -17,8 +17,32 @@ struct CommandSpec: Sendable {
     var run: @Sendable (ParsedArguments, Context) throws -> Int32
 
     /// The exact help text of the command.
+    /// Text with each line longer than `width` broken at spaces.
+    static func wrap(_ text: String, width: Int) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            var lines: [String] = []
+            var current = ""
+            for word in line.split(separator: " ") {
+                if !current.isEmpty && current.count + 1 + word.count > width {
+                    lines.append(current)
+                    current = ""
+                }
+                current += (current.isEmpty ? "" : " ") + word
+            }
+            lines.append(current)
+            return lines.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// The abstract's first sentence, on one line, for command lists.
+    var summary: String {
+        let text = abstract.replacingOccurrences(of: "\n", with: " ")
+        guard let end = text.range(of: ". ") else { return text.hasSuffix(".") ? String(text.dropLast()) : text }
+        return String(text[..<end.lowerBound])
+    }
+
     var help: String {
-        var text = "Usage: baton \(name)\(arguments.isEmpty ? "" : " " + arguments)\(options.isEmpty ? "" : " [options]")\n\n\(abstract)\n"
+        var text = "Usage: baton \(name)\(arguments.isEmpty ? "" : " " + arguments)\(options.isEmpty ? "" : " [options]")\n\n\(Self.wrap(abstract, width: 100))\n"
         if !options.isEmpty {
             text += "\nOptions:\n"
             let rows = options.map { option -> (String, String) in

@@ -12,6 +12,44 @@ enum Format {
                       parts.tm_hour, parts.tm_min, parts.tm_sec)
     }
 
+    /// An ISO 8601 time with its offset: `2026-11-29T14:03:07+01:00`, or `…Z` in UTC.
+    static func isoTime(_ timestamp: Timestamp, utc: Bool = false) -> String {
+        var seconds = time_t(timestamp.rawValue / 1_000_000)
+        var parts = tm()
+        if utc { gmtime_r(&seconds, &parts) } else { localtime_r(&seconds, &parts) }
+        let base = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                          parts.tm_hour, parts.tm_min, parts.tm_sec)
+        if utc { return base + "Z" }
+        let offset = parts.tm_gmtoff
+        let sign = offset < 0 ? "-" : "+"
+        return base + String(format: "%@%02d:%02d", sign, abs(offset) / 3600, abs(offset) % 3600 / 60)
+    }
+
+    /// A CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
+    static func csvField(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// What a transition's detail says, in words: `cancelled`, `attempt 2`, `exit 3`, `by alice`, the error.
+    static func notes(_ detail: TransitionDetail) -> [String] {
+        var notes: [String] = []
+        if let reason = detail.reason { notes.append(reason) }
+        if let attempt = detail.attempt { notes.append("attempt \(attempt)") }
+        if let code = detail.exitCode { notes.append("exit \(code)") }
+        if let signal = detail.signal { notes.append("signal \(signal)") }
+        if let by = detail.by { notes.append("by \(userName(by))") }
+        if let backoff = detail.backoff { notes.append("retry in \(DurationText.format(.microseconds(backoff)))") }
+        if let error = detail.error { notes.append(error) }
+        return notes
+    }
+
+    /// The user name of a uid, or `uid N` when it has none.
+    static func userName(_ uid: UInt32) -> String {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
+        return String(cString: name)
+    }
+
     /// How long ago: `42s ago`, `3m04s ago`.
     static func age(_ timestamp: Timestamp, now: Timestamp = .now) -> String {
         DurationText.format(now - timestamp) + " ago"
@@ -61,9 +99,7 @@ enum Format {
         let fixed = widths.dropLast().reduce(0, +) + 2 * (widths.count - 1)
         widths[widths.count - 1] = max(min(widths.last!, width - fixed), 8)
         return all.map { row in
-            row.enumerated().map { column, cell in
-                column == row.count - 1 ? fit(cell, widths[column]).trimmingTrailingSpaces() : fit(cell, widths[column])
-            }.joined(separator: "  ")
+            row.enumerated().map { column, cell in fit(cell, widths[column]) }.joined(separator: "  ").trimmingTrailingSpaces()
         }.joined(separator: "\n") + "\n"
     }
 

@@ -3,58 +3,119 @@ import BatonIPC
 import BatonStore
 import Foundation
 
-/// `baton history`: past and current runs, newest first, filtered.
+/// `baton history`: past and current runs, newest first, filtered, as a table, JSON, NDJSON or CSV.
 enum HistoryCommand {
     static let spec = CommandSpec(
         name: "history",
         abstract: """
             List runs, newest first. Works when batond is down, by reading the database file.
             """,
-        arguments: "[ACTION]",
+        arguments: "[ACTION]...",
         options: [
-            OptionSpec(long: "phase", short: nil, value: "PHASE", help: "only runs in this phase (repeatable)"),
-            OptionSpec(long: "since", short: nil, value: "WHEN", help: "only runs queued since WHEN: 30m, 2h, 7d, today, 2026-11-01"),
+            OptionSpec(long: "action", short: "a", value: "NAME", help: "only runs of this action (repeatable)"),
+            OptionSpec(long: "phase", short: nil, value: "PHASE", help: "only runs in this phase (repeatable): queued, loading, retrying, success, failure, cancelled"),
+            OptionSpec(long: "since", short: nil, value: "WHEN", help: "only runs queued since WHEN: 30m, 2h, 7d, today, yesterday, 2026-11-01, 2026-11-01T14:00"),
+            OptionSpec(long: "until", short: nil, value: "WHEN", help: "only runs queued before WHEN (same forms)"),
+            OptionSpec(long: "param", short: "p", value: "NAME=VALUE", help: "only runs with this param value (repeatable)"),
             OptionSpec(long: "limit", short: "n", value: "N", help: "at most N runs (default 50)"),
-            OptionSpec(long: "json", short: nil, value: nil, help: "print the runs as JSON"),
+            OptionSpec(long: "reverse", short: "r", value: nil, help: "oldest first"),
+            OptionSpec(long: "format", short: nil, value: "FORMAT", help: "table (default), json, ndjson or csv"),
+            OptionSpec(long: "json", short: nil, value: nil, help: "the same as --format json"),
+            OptionSpec(long: "utc", short: nil, value: nil, help: "show times in UTC instead of local time"),
         ],
         run: run)
 
+    enum OutputFormat: String, CaseIterable {
+        case table, json, ndjson, csv
+    }
+
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
+        let filter = try filter(arguments)
+        var format = OutputFormat.table
+        if let name = arguments.value("format") {
+            guard let value = OutputFormat(rawValue: name) else {
+                throw UsageError("baton history: --format expects table, json, ndjson or csv, got \(name)")
+            }
+            format = value
+        }
+        if arguments.flag("json") { format = .json }
+        let runs = try Query.history(filter, context)
+        print(render(runs, format: format, utc: arguments.flag("utc"), context: context, now: .now), terminator: "")
+        return ExitCode.success
+    }
+
+    /// The filter the options describe.
+    static func filter(_ arguments: ParsedArguments, now: Timestamp = .now) throws -> HistoryFilter {
         var filter = HistoryFilter()
-        filter.actions = arguments.positionals
+        filter.actions = arguments.positionals + arguments.all("action")
         for name in arguments.all("phase") {
             guard let phase = Phase(rawValue: name) else {
                 throw UsageError("baton history: --phase expects one of \(Phase.allCases.map(\.rawValue).joined(separator: ", ")), got \(name)")
             }
             filter.phases.append(phase)
         }
-        if let since = arguments.value("since") {
-            guard let time = TimeText.parse(since) else {
-                throw UsageError("baton history: --since expects 30m, 2h, 7d, today, yesterday or 2026-11-01[T14:00], got \(since)")
+        for (option, apply) in [("since", { (time: Timestamp) in filter.since = time }), ("until", { filter.until = $0 })] {
+            guard let text = arguments.value(option) else { continue }
+            guard let time = TimeText.parse(text, now: now) else {
+                throw UsageError("baton history: --\(option) expects \(TimeText.forms), got \(text)")
             }
-            filter.since = time
+            apply(time)
+        }
+        for pair in arguments.all("param") {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                throw UsageError("baton history: --param takes NAME=VALUE, got \(pair)")
+            }
+            filter.params[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
         }
         if let limit = arguments.value("limit") {
-            guard let value = Int(limit), value >= 0, value <= 100_000 else { throw UsageError("baton history: --limit expects a number from 0 to 100000, got \(limit)") }
+            guard let value = Int(limit), value >= 0, value <= 100_000 else {
+                throw UsageError("baton history: --limit expects a number from 0 to 100000, got \(limit)")
+            }
             filter.limit = value
         }
-        let runs = try Query.history(filter, context)
-        if arguments.flag("json") {
-            print(Format.json(runs))
-            return ExitCode.success
+        filter.reverse = arguments.flag("reverse")
+        return filter
+    }
+
+    static func render(_ runs: [RunSnapshot], format: OutputFormat, utc: Bool, context: Context, now: Timestamp,
+                       width: Int = Format.terminalWidth) -> String {
+        switch format {
+        case .json:
+            return Format.json(runs) + "\n"
+        case .ndjson:
+            return runs.map { Format.json($0, pretty: false) + "\n" }.joined()
+        case .csv:
+            let header = "id,action,key,phase,policy,queued_at,started_at,ended_at,duration_s,attempts,exit_code,signal,reason,error,params\n"
+            return header + runs.map { run in
+                let duration = run.startedAt.map { start in
+                    String(format: "%.3f", Double((run.endedAt ?? now).rawValue - start.rawValue) / 1_000_000)
+                } ?? ""
+                let fields: [String] = [
+                    String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue,
+                    Format.isoTime(run.queuedAt, utc: utc), run.startedAt.map { Format.isoTime($0, utc: utc) } ?? "",
+                    run.endedAt.map { Format.isoTime($0, utc: utc) } ?? "", duration, String(run.attempts),
+                    run.exitCode.map(String.init) ?? "", run.signal.map(String.init) ?? "", run.reason ?? "", run.error ?? "",
+                    run.params.isEmpty ? "" : Format.json(run.params, pretty: false),
+                ]
+                return fields.map(Format.csvField).joined(separator: ",") + "\n"
+            }.joined()
+        case .table:
+            if runs.isEmpty { return "no runs match\n" }
+            let rows = runs.map { run -> [String] in
+                [String(run.id), run.key, context.paint(Format.phaseWord(run), phase: run.phase), Format.time(run.queuedAt, utc: utc),
+                 Format.duration(run, now: now), (run.error ?? "").replacingOccurrences(of: "\n", with: " ")]
+            }
+            return Format.table(["RUN", "ACTION", "PHASE", utc ? "QUEUED (UTC)" : "QUEUED", "TOOK", "ERROR"], rows, width: width)
         }
-        let now = Timestamp.now
-        let rows = runs.map { run -> [String] in
-            return [String(run.id), run.key, context.paint(run.phase.rawValue, phase: run.phase), Format.time(run.queuedAt), Format.duration(run, now: now), run.error ?? ""]
-        }
-        print(Format.table(["RUN", "ACTION", "PHASE", "QUEUED", "TOOK", "ERROR"], rows), terminator: "")
-        return ExitCode.success
     }
 }
 
 /// Times as people write them for `--since`: `30m`, `2h`, `7d` (ago), `today`, `yesterday`,
 /// `2026-11-01`, `2026-11-01T14:00` (local time).
 enum TimeText {
+    /// The forms `parse` accepts, for error messages.
+    static let forms = "30m, 2h, 7d, today, yesterday, 2026-11-01 or 2026-11-01T14:00"
+
     static func parse(_ text: String, now: Timestamp = .now) -> Timestamp? {
         if let duration = DurationText.parse(text) { return Timestamp(rawValue: now.rawValue - duration.microseconds) }
         var seconds = time_t(now.rawValue / 1_000_000)
@@ -68,8 +129,9 @@ enum TimeText {
             return Timestamp(rawValue: Int64(mktime(&parts)) * 1_000_000)
         default: break
         }
-        let pieces = text.split(separator: "T", maxSplits: 1)
-        let date = pieces[0].split(separator: "-")
+        let pieces = text.split(separator: "T", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let day = pieces.first, !day.isEmpty else { return nil }
+        let date = day.split(separator: "-", omittingEmptySubsequences: false)
         guard date.count == 3, let year = Int32(date[0]), let month = Int32(date[1]), let day = Int32(date[2]),
               (1...12).contains(month), (1...31).contains(day) else { return nil }
         var fields = tm()

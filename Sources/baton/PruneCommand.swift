@@ -6,8 +6,8 @@ enum PruneCommand {
     static let spec = CommandSpec(
         name: "prune",
         abstract: """
-            Remove ended runs that the retention settings no longer keep (batond also does this at start and
-            every hour). Runs in flight are never removed.
+            Remove ended runs that retention no longer keeps. batond also does this at start and every hour; runs
+            in flight are never removed.
             """,
         arguments: "",
         options: [

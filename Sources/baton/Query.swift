@@ -10,6 +10,11 @@ enum Query {
         try viaDaemonOrFile(context, request: Request(op: .history, filter: filter), pick: { $0.runs ?? [] }) { try $0.runs(filter) }
     }
 
+    static func stats(_ actions: [String], since: Timestamp?, _ context: Context) throws -> [ActionStats] {
+        let request = Request(op: .stats, filter: HistoryFilter(actions: actions, since: since))
+        return try viaDaemonOrFile(context, request: request, pick: { $0.stats ?? [] }) { try $0.stats(actions: actions, since: since) }
+    }
+
     static func show(_ run: Int64, _ context: Context) throws -> RunDetail? {
         do {
             return try viaDaemonOrFile(context, request: Request(op: .show, run: run), pick: { $0.detail }) { try $0.run(run) }

@@ -7,7 +7,7 @@ enum RunCommand {
     static let spec = CommandSpec(
         name: "run",
         abstract: """
-            Trigger ACTION and wait for its outcome, showing the loading state on a terminal.
+            Trigger ACTION and wait for its outcome. On a terminal it shows the loading state and progress.
             Exits 0 on success, 1 on failure, 3 if cancelled, 75 if rejected as busy.
             """,
         arguments: "ACTION",

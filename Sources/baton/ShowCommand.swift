@@ -7,7 +7,7 @@ import Foundation
 enum ShowCommand {
     static let spec = CommandSpec(
         name: "show",
-        abstract: "Show one run: every transition with its time, who triggered it, params, joins and rejections, the error and the output tail.",
+        abstract: "Show the whole story of one run. Every transition with its time, who triggered it, params, joins and rejections, the error and the output tail. Works when batond is down.",
         arguments: "RUN",
         options: [
             OptionSpec(long: "output", short: nil, value: nil, help: "print only the captured output, raw"),
@@ -51,15 +51,7 @@ enum ShowCommand {
             let delta = previous.map { "+" + DurationText.format(transition.at - $0) } ?? ""
             previous = transition.at
             var line = "  \(transition.seq). \(Format.time(transition.at))  \(Format.fit(delta, 8))  \(transition.from?.rawValue ?? "-") → \(transition.to.rawValue)"
-            let d = transition.detail
-            var notes: [String] = []
-            if let reason = d.reason { notes.append(reason) }
-            if let attempt = d.attempt { notes.append("attempt \(attempt)") }
-            if let code = d.exitCode { notes.append("exit \(code)") }
-            if let signal = d.signal { notes.append("signal \(signal)") }
-            if let by = d.by { notes.append("by \(userName(by))") }
-            if let backoff = d.backoff { notes.append("retry in \(DurationText.format(.microseconds(backoff)))") }
-            if let error = d.error { notes.append(error) }
+            let notes = Format.notes(transition.detail)
             if !notes.isEmpty { line += "  (" + notes.joined(separator: "; ") + ")" }
             text += line + "\n"
         }
@@ -80,8 +72,5 @@ enum ShowCommand {
         return text
     }
 
-    static func userName(_ uid: UInt32) -> String {
-        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
-        return String(cString: name)
-    }
+    static func userName(_ uid: UInt32) -> String { Format.userName(uid) }
 }

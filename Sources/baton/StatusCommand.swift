@@ -6,7 +6,7 @@ import Foundation
 enum StatusCommand {
     static let spec = CommandSpec(
         name: "status",
-        abstract: "Show each action: idle or loading (since when), how many queued, and the last outcome.",
+        abstract: "Show what each action is doing. Idle or loading (since when, with progress), how many queued, and the last outcome.",
         arguments: "",
         options: [OptionSpec(long: "json", short: nil, value: nil, help: "print the status as JSON")],
         run: run)

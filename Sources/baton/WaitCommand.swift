@@ -6,7 +6,7 @@ import Foundation
 enum WaitCommand {
     static let spec = CommandSpec(
         name: "wait",
-        abstract: "Wait for RUN to end (it may have been started with `baton run --detach`) and exit with its outcome code.",
+        abstract: "Wait for RUN to end and exit with its outcome code. The run may have been started with `baton run --detach`.",
         arguments: "RUN",
         options: [OptionSpec(long: "json", short: nil, value: nil, help: "print the run as JSON")],
         run: run)

@@ -1,37 +1,6 @@
 import BatonIPC
 import Foundation
 
-/// Every command, in the order `baton --help` lists them.
-let commands: [CommandSpec] = [
-    RunCommand.spec, StatusCommand.spec, HistoryCommand.spec, ShowCommand.spec, CancelCommand.spec,
-    WaitCommand.spec, ActionsCommand.spec, ReloadCommand.spec, PruneCommand.spec,
-]
-
-let usage = """
-    Usage: baton [--socket PATH] [--database PATH] COMMAND [options]
-
-    Trigger batond's actions and query their history.
-
-    Commands:
-    \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.abstract.split(separator: "\n")[0].split(separator: ".")[0] }.joined(separator: "\n"))
-
-    Global options:
-      --socket PATH    batond's socket (default: $BATON_SOCKET, $XDG_RUNTIME_DIR/baton.sock, or /run/baton/baton.sock as root)
-      --database PATH  read the history from this file instead of asking batond
-      --version        print the version
-      -h, --help       show this help; `baton COMMAND --help` for a command
-
-    Exit codes:
-      0   success
-      1   the run failed (timeout included)
-      2   bad usage or request: unknown action or run, bad param or policy
-      3   the run was cancelled
-      69  batond cannot be reached
-      70  internal error in batond
-      75  busy: rejected because a run is in flight, or batond is shutting down
-      77  forbidden
-    """
-
 @MainActor func main() -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())[...]
     var socket = ProcessInfo.processInfo.environment["BATON_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
@@ -43,7 +12,7 @@ let usage = """
             guard let value = arguments.popFirst() else { return fail(UsageError("\(first) needs a value")) }
             if first == "--socket" { socket = value } else { database = value }
         case "-h", "--help":
-            print(usage)
+            print(CommandList.usage)
             return ExitCode.success
         case "--version":
             print("baton \(BatonVersion.current)")
@@ -53,15 +22,15 @@ let usage = """
         }
     }
     guard let name = arguments.popFirst() else {
-        print(usage)
+        print(CommandList.usage)
         return ExitCode.usage
     }
     if name == "help" {
-        if let topic = arguments.first, let command = commands.first(where: { $0.name == topic }) { print(command.help, terminator: "") }
-        else { print(usage) }
+        if let topic = arguments.first, let command = CommandList.all.first(where: { $0.name == topic }) { print(command.help, terminator: "") }
+        else { print(CommandList.usage) }
         return ExitCode.success
     }
-    guard let command = commands.first(where: { $0.name == name }) else {
+    guard let command = CommandList.all.first(where: { $0.name == name }) else {
         return fail(UsageError("unknown command \(name)"))
     }
     if arguments.contains("--help") || arguments.contains("-h") {

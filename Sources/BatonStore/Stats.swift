@@ -1,0 +1,99 @@
+import BatonCore
+import Foundation
+
+/// How one action has been doing: outcomes, durations, and its latest runs.
+public struct ActionStats: Codable, Sendable, Equatable {
+    /// One recent ended run, for the sparkline.
+    public struct Recent: Codable, Sendable, Equatable {
+        public var id: Int64
+        public var phase: Phase
+        /// From first loading to the end, in microseconds; nil for a run cancelled while queued.
+        public var duration: Int64?
+    }
+
+    public var action: String
+    public var success: Int
+    public var failure: Int
+    public var cancelled: Int
+    /// success / (success + failure); nil before either.
+    public var successRate: Double?
+    /// Durations of successful runs, in microseconds.
+    public var p50: Int64?
+    public var p95: Int64?
+    public var max: Int64?
+    public var lastSuccess: Timestamp?
+    public var lastFailure: Timestamp?
+    /// Failures since the last success (cancelled runs neither count nor break it).
+    public var failureStreak: Int
+    /// The latest ended runs, oldest first (at most 20).
+    public var recent: [Recent]
+
+    public var total: Int { success + failure + cancelled }
+}
+
+extension History {
+    /// Stats of the given actions (every action in the history when empty) over the runs that
+    /// ended since `since`. Each figure is one index-backed query per action.
+    public func stats(actions: [String] = [], since: Timestamp? = nil) throws -> [ActionStats] {
+        let names = actions.isEmpty ? try actionNames().sorted() : actions
+        return try names.map { try stats(of: $0, since: since) }
+    }
+
+    func stats(of action: String, since: Timestamp?) throws -> ActionStats {
+        let from = since?.rawValue ?? Int64.min
+        var counts: [Phase: Int] = [:]
+        try connection.withStatement("""
+            SELECT phase, count(*) FROM runs INDEXED BY runs_by_action_outcome
+            WHERE action = ? AND phase IN ('success', 'failure', 'cancelled') AND ended_at >= ? GROUP BY phase
+            """) { statement in
+            try statement.bind([.text(action), .integer(from)])
+            while try statement.step() {
+                if let phase = statement.string(0).flatMap(Phase.init(rawValue:)) { counts[phase] = Int(statement.int64(1) ?? 0) }
+            }
+        }
+        var durations = try connection.withStatement("""
+            SELECT ended_at - started_at FROM runs INDEXED BY runs_by_action_outcome
+            WHERE action = ? AND phase = 'success' AND ended_at >= ? AND started_at IS NOT NULL
+            """) { statement -> [Int64] in
+            try statement.bind([.text(action), .integer(from)])
+            var list: [Int64] = []
+            while try statement.step() { if let value = statement.int64(0) { list.append(value) } }
+            return list
+        }
+        durations.sort()
+        func latest(_ phase: String) throws -> Timestamp? {
+            try connection.scalar("SELECT max(ended_at) FROM runs WHERE action = ? AND phase = ? AND ended_at >= ?",
+                                  [.text(action), .text(phase), .integer(from)])?.int64.map(Timestamp.init(rawValue:))
+        }
+        let lastSuccess = try latest("success")
+        let failureStreak = Int(try connection.scalar("""
+            SELECT count(*) FROM runs WHERE action = ? AND phase = 'failure' AND ended_at >= ?
+              AND ended_at > coalesce((SELECT max(ended_at) FROM runs WHERE action = ? AND phase = 'success'), -1)
+            """, [.text(action), .integer(from), .text(action)])?.int64 ?? 0)
+        let recent = try connection.withStatement("""
+            SELECT id, phase, ended_at - started_at FROM runs INDEXED BY runs_by_action
+            WHERE action = ? AND phase IN ('success', 'failure', 'cancelled') AND ended_at >= ? ORDER BY id DESC LIMIT 20
+            """) { statement -> [ActionStats.Recent] in
+            try statement.bind([.text(action), .integer(from)])
+            var list: [ActionStats.Recent] = []
+            while try statement.step() {
+                list.append(ActionStats.Recent(id: statement.int64(0) ?? 0, phase: Phase(rawValue: statement.string(1) ?? "") ?? .failure,
+                                               duration: statement.int64(2)))
+            }
+            return list.reversed()
+        }
+        let success = counts[.success] ?? 0, failure = counts[.failure] ?? 0
+        return ActionStats(
+            action: action, success: success, failure: failure, cancelled: counts[.cancelled] ?? 0,
+            successRate: success + failure > 0 ? Double(success) / Double(success + failure) : nil,
+            p50: Self.nearestRank(durations, 50), p95: Self.nearestRank(durations, 95), max: durations.last,
+            lastSuccess: lastSuccess, lastFailure: try latest("failure"), failureStreak: failureStreak, recent: recent)
+    }
+
+    /// The nearest-rank percentile of sorted values: the smallest value with at least p% at or below it.
+    static func nearestRank(_ sorted: [Int64], _ p: Double) -> Int64? {
+        guard !sorted.isEmpty else { return nil }
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[Swift.min(Swift.max(rank, 1), sorted.count) - 1]
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+
+/// Every command, in the order `baton --help` lists them, and the top-level help.
+enum CommandList {
+    /// Every command, in the order `baton --help` lists them.
+    static let all: [CommandSpec] = [
+        RunCommand.spec, StatusCommand.spec, HistoryCommand.spec, ShowCommand.spec, StatsCommand.spec, WatchCommand.spec,
+        CancelCommand.spec, WaitCommand.spec, ActionsCommand.spec, ReloadCommand.spec, PruneCommand.spec, CompletionCommand.spec,
+    ]
+
+    static let usage = """
+        Usage: baton [--socket PATH] [--database PATH] COMMAND [options]
+
+        Trigger batond's actions and query their history.
+
+        Commands:
+        \(all.map { "  " + $0.name.padding(toLength: 12, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+
+        Global options:
+          --socket PATH    batond's socket (default: $BATON_SOCKET, $XDG_RUNTIME_DIR/baton.sock, or /run/baton/baton.sock as root)
+          --database PATH  read the history from this file instead of asking batond
+          --version        print the version
+          -h, --help       show this help; `baton COMMAND --help` for a command
+
+        Exit codes:
+          0   success
+          1   the run failed (timeout included)
+          2   bad usage or request: unknown action or run, bad param or policy
+          3   the run was cancelled
+          69  batond cannot be reached
+          70  internal error in batond
+          75  busy: rejected because a run is in flight, or batond is shutting down
+          77  forbidden
+        """
+}

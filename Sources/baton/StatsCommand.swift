@@ -1,0 +1,70 @@
+import BatonCore
+import BatonIPC
+import BatonStore
+import Foundation
+
+/// `baton stats`: how each action has been doing.
+enum StatsCommand {
+    static let spec = CommandSpec(
+        name: "stats",
+        abstract: """
+            Show how each action has been doing. Runs by outcome, success rate, p50, p95 and max duration of
+            successful runs, the last success and failure, the current streak of failures, and recent durations.
+            Works when batond is down.
+            """,
+        arguments: "[ACTION]...",
+        options: [
+            OptionSpec(long: "since", short: nil, value: "WHEN", help: "only runs that ended since WHEN: 30m, 2h, 7d, today, 2026-11-01"),
+            OptionSpec(long: "json", short: nil, value: nil, help: "print the figures as JSON"),
+        ],
+        run: run)
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
+        var since: Timestamp?
+        if let text = arguments.value("since") {
+            guard let time = TimeText.parse(text) else { throw UsageError("baton stats: --since expects \(TimeText.forms), got \(text)") }
+            since = time
+        }
+        let stats = try Query.stats(arguments.positionals, since: since, context)
+        if arguments.flag("json") {
+            print(Format.json(stats))
+            return ExitCode.success
+        }
+        if stats.isEmpty {
+            print("no runs yet")
+            return ExitCode.success
+        }
+        print(table(stats, context: context, now: .now), terminator: "")
+        return ExitCode.success
+    }
+
+    static func table(_ stats: [ActionStats], context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
+        let rows = stats.map { item -> [String] in
+            let rate = item.successRate.map { String(format: "%.0f%%", $0 * 100) } ?? "-"
+            let streak = item.failureStreak > 0 ? context.paint("\(item.failureStreak) failing", .red) : "-"
+            var row = [item.action, String(item.total), String(item.success), String(item.failure), String(item.cancelled), rate,
+                       duration(item.p50), duration(item.p95), duration(item.max),
+                       item.lastSuccess.map { Format.age($0, now: now) } ?? "never",
+                       item.lastFailure.map { Format.age($0, now: now) } ?? "never", streak]
+            if context.isTerminal { row.append(sparkline(item.recent, context: context)) }
+            return row
+        }
+        var header = ["ACTION", "RUNS", "OK", "FAILED", "CANCELLED", "RATE", "P50", "P95", "MAX", "LAST OK", "LAST FAILED", "STREAK"]
+        if context.isTerminal { header.append("RECENT") }
+        return Format.table(header, rows, width: width)
+    }
+
+    static func duration(_ micros: Int64?) -> String {
+        micros.map { DurationText.format(.microseconds($0)) } ?? "-"
+    }
+
+    /// Recent durations as bars, oldest first, each coloured by its outcome.
+    static func sparkline(_ recent: [ActionStats.Recent], context: Context) -> String {
+        let bars = Array("▁▂▃▄▅▆▇█")
+        let longest = recent.compactMap(\.duration).max() ?? 0
+        return recent.map { run in
+            let level = longest > 0 ? Int((Double(run.duration ?? 0) / Double(longest) * Double(bars.count - 1)).rounded()) : 0
+            return context.paint(String(bars[min(max(level, 0), bars.count - 1)]), phase: run.phase)
+        }.joined()
+    }
+}

@@ -1,0 +1,67 @@
+import BatonCore
+import BatonIPC
+import Foundation
+
+/// `baton watch`: follow transitions live, as they are committed.
+enum WatchCommand {
+    static let spec = CommandSpec(
+        name: "watch",
+        abstract: """
+            Follow transitions live. Each one is printed as it is committed (like `journalctl -f`), until Ctrl-C or
+            until batond stops.
+            """,
+        arguments: "[ACTION]",
+        options: [
+            OptionSpec(long: "json", short: nil, value: nil, help: "one JSON object per transition (NDJSON)"),
+            OptionSpec(long: "utc", short: nil, value: nil, help: "show times in UTC instead of local time"),
+        ],
+        run: run)
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
+        guard arguments.positionals.count <= 1 else { throw UsageError("baton watch takes at most one ACTION") }
+        let json = arguments.flag("json"), utc = arguments.flag("utc")
+        // Ctrl-C ends a watch; it is not an error.
+        signal(SIGINT) { _ in _exit(0) }
+        let client = try context.connect()
+        do {
+            _ = try client.send(Request(op: .watch, action: arguments.positionals.first))
+            while let response = try client.receive() {
+                if response.event == "watching" {
+                    FileHandle.standardError.write(Data("watching \(arguments.positionals.first ?? "every action"); Ctrl-C to stop\n".utf8))
+                    continue
+                }
+                if let error = response.error {
+                    if error.code == "shutting_down" {
+                        FileHandle.standardError.write(Data("batond is stopping; watch ended\n".utf8))
+                        return ExitCode.success
+                    }
+                    throw Failure(code: ExitCode.of(errorCode: error.code), message: error.message, wire: error)
+                }
+                guard let run = response.run, let transition = response.transition else { continue }
+                let text = json ? Format.json(Event(run: run, transition: transition), pretty: false)
+                                : line(run, transition, utc: utc, context: context)
+                FileHandle.standardOutput.write(Data((text + "\n").utf8))
+            }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            // The connection ended without a goodbye: batond went away.
+        }
+        FileHandle.standardError.write(Data("batond closed the connection; watch ended\n".utf8))
+        return ExitCode.success
+    }
+
+    struct Event: Encodable {
+        var run: RunSnapshot
+        var transition: Transition
+    }
+
+    /// `2026-11-29 14:03:07  run 12  deploy env=prod  queued → loading  (attempt 1)`
+    static func line(_ run: RunSnapshot, _ transition: Transition, utc: Bool, context: Context) -> String {
+        var text = "\(Format.time(transition.at, utc: utc))  run \(run.id)  \(run.key)  "
+            + "\(transition.from?.rawValue ?? "new") → " + context.paint(transition.to.rawValue, phase: transition.to)
+        let notes = Format.notes(transition.detail)
+        if !notes.isEmpty { text += "  (" + notes.joined(separator: "; ") + ")" }
+        return text
+    }
+}
