@@ -51,6 +51,21 @@ enum HistoryBench {
                                   target: "< 10 ms"))
             figures.append(Figure("history \(name): first page p99", percentile(samples, 99), "ms"))
         }
+        // stats for one action (a tenth of all runs), against counting that action's runs.
+        var countSamples: [Double] = []
+        var statsSamples: [Double] = []
+        for _ in 0..<10 {
+            var watch = Stopwatch()
+            _ = try history.connection.scalar("SELECT count(*) FROM runs WHERE action = 'deploy'")
+            countSamples.append(watch.seconds * 1000)
+            watch = Stopwatch()
+            _ = try history.stats(actions: ["deploy"])
+            statsSamples.append(watch.seconds * 1000)
+        }
+        let countBase = percentile(countSamples, 50)
+        figures.append(Figure("stats deploy (\(runs / actions.count) runs): p50", percentile(statsSamples, 50), "ms",
+                              baseline: ("SELECT count(*) of that action, p50", countBase), lowerIsBetter: true, target: "< 300 ms"))
+        figures.append(Figure("stats deploy: p99", percentile(statsSamples, 99), "ms"))
         return figures
     }
 
