@@ -13,4 +13,17 @@ public enum SocketPath {
         }
         return "/run/baton/baton.sock"
     }
+
+    /// The system daemon's socket, as batond.socket and a root batond make it.
+    public static let system = "/run/baton/baton.sock"
+
+    /// Where a client looks: the user's own daemon when its socket exists, else the system
+    /// daemon's when that exists, else the user's default (so the error names it).
+    public static func forClient(environment: [String: String] = ProcessInfo.processInfo.environment,
+                                 exists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) }) -> String {
+        let own = `default`(environment: environment)
+        if exists(own) { return own }
+        if exists(system) { return system }
+        return own
+    }
 }

@@ -56,6 +56,8 @@ public final class Store: RunStore, @unchecked Sendable {
     private var writerDone = false
     /// Why the last write failed, while writes keep failing.
     private var failure: String?
+    /// Liveness checks waiting for the writer thread to come round its loop.
+    private var pings: [@Sendable () -> Void] = []
     /// Journal items and transactions committed so far (the average group size is their ratio).
     private var committedItems = 0
     private var committedTransactions = 0
@@ -172,6 +174,22 @@ public final class Store: RunStore, @unchecked Sendable {
         }
     }
 
+    /// Waits until the writer thread comes round its loop: it is alive and not stuck in SQLite
+    /// (it answers between retries while writes fail, so a full disk does not look like a hang).
+    public func ping() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            if writerDone {
+                condition.unlock()
+                continuation.resume()
+                return
+            }
+            pings.append { continuation.resume() }
+            condition.signal()
+            condition.unlock()
+        }
+    }
+
     /// How many journal items and write transactions have been committed since the store opened.
     public var commitStatistics: (items: Int, transactions: Int) {
         condition.lock()
@@ -205,11 +223,25 @@ public final class Store: RunStore, @unchecked Sendable {
         var held: [Item] = []
         while true {
             condition.lock()
-            while pending.isEmpty && held.isEmpty && !closing { condition.wait() }
+            while pending.isEmpty && held.isEmpty && pings.isEmpty && !closing { condition.wait() }
+            let answered = pings
+            pings = []
+            if !answered.isEmpty {
+                condition.unlock()
+                for ping in answered { ping() }
+                condition.lock()
+            }
+            if pending.isEmpty && held.isEmpty && !closing {
+                condition.unlock()
+                continue
+            }
             if pending.isEmpty && held.isEmpty {
                 writerDone = true
+                let last = pings
+                pings = []
                 condition.broadcast()
                 condition.unlock()
+                for ping in last { ping() }
                 break
             }
             let take = min(pending.count, max(options.maxBatch - held.count, 1))

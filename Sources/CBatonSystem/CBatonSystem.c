@@ -2,6 +2,7 @@
 #include "CBatonSystem.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -136,4 +137,21 @@ int baton_unix_connect(int fd, const char *path) {
 
 int baton_accept(int fd) {
     return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int baton_unix_sendto(const char *path, const void *bytes, size_t length) {
+    struct sockaddr_un address;
+    memset(&address, 0, sizeof(address));
+    address.sun_family = AF_UNIX;
+    size_t pathLength = strlen(path);
+    if (pathLength == 0 || pathLength >= sizeof(address.sun_path)) return -EINVAL;
+    memcpy(address.sun_path, path, pathLength);
+    if (path[0] == '@') address.sun_path[0] = '\0';
+    socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + pathLength + (path[0] == '@' ? 0 : 1));
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    ssize_t sent = sendto(fd, bytes, length, MSG_NOSIGNAL, (struct sockaddr *)&address, size);
+    int error = sent < 0 ? errno : 0;
+    close(fd);
+    return sent < 0 ? -error : 0;
 }

@@ -37,7 +37,7 @@ import Foundation
         print(command.help, terminator: "")
         return ExitCode.success
     }
-    let context = Context(socketPath: socket ?? SocketPath.default(), databasePath: database)
+    let context = Context(socketPath: socket ?? SocketPath.forClient(), databasePath: database)
     do {
         let parsed = try command.parse(Array(arguments))
         return try command.run(parsed, context)

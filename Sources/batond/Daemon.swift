@@ -31,6 +31,7 @@ enum Daemon {
             return 1
         }
         umask(0o027)
+        let notifier = Notifier()
         let socketPath = options.socket ?? config.socket ?? SocketPath.default()
         let databasePath = options.database ?? config.database ?? DatabasePath.default()
 
@@ -78,9 +79,13 @@ enum Daemon {
         }
 
         let configBox = ConfigBox(config)
-        let handler = RequestHandler(conductor: conductor, store: store, reload: {
-            await Self.reload(path: configPath, into: conductor, current: configBox)
-        }, prune: { dryRun in
+        let reload: @Sendable () async -> String? = {
+            notifier.reloading()
+            let problem = await Self.reload(path: configPath, into: conductor, current: configBox)
+            notifier.ready(status: await Self.status(of: conductor))
+            return problem
+        }
+        let handler = RequestHandler(conductor: conductor, store: store, reload: reload, prune: { dryRun in
             try await Self.prune(store, configBox.current, dryRun: dryRun)
         })
         let server: Server
@@ -94,13 +99,16 @@ enum Daemon {
         let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
         Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), database \(databasePath)")
 
+        notifier.ready(status: await Self.status(of: conductor))
         let journal = Task { await Self.logTransitions(conductor.watch()) }
+        let statusReports = Task { await Self.reportStatus(conductor, to: notifier) }
+        let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, store: store) }
         let retention = Task { await Self.pruneEveryHour(store, configBox) }
         async let serving: Void = server.run()
         var shutdown: Task<Void, Never>?
         for await signal in signals.stream {
             if signal == SIGHUP {
-                if let problem = await reload(path: configPath, into: conductor, current: configBox) {
+                if let problem = await reload() {
                     Log.error("reload refused, keeping the old config:\n\(problem)")
                 }
                 continue
@@ -110,6 +118,7 @@ enum Daemon {
                 await conductor.stopRemaining()
                 continue
             }
+            notifier.stopping()
             let grace = configBox.current.shutdownGrace
             Log.info("stopping: no new triggers; runs in flight have \(DurationText.format(grace)) to finish")
             shutdown = Task {
@@ -122,11 +131,44 @@ enum Daemon {
         await serving
         journal.cancel()
         retention.cancel()
+        statusReports.cancel()
+        watchdog.cancel()
         let lost = store.close()
         if ownsSocket { unlink(socketPath) }
         if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
         Log.info("batond stopped")
         return 0
+    }
+
+    /// "2 loading, 1 queued", for systemd's STATUS=.
+    static func status(of conductor: Conductor) async -> String {
+        let runs = await conductor.inFlight()
+        let queued = runs.filter { $0.phase == .queued }.count
+        return Notifier.describe(loading: runs.count - queued, queued: queued)
+    }
+
+    /// Tells systemd what batond is doing when it changes, at most once a second.
+    static func reportStatus(_ conductor: Conductor, to notifier: Notifier) async {
+        guard notifier.socket != nil else { return }
+        var last = await status(of: conductor)
+        while (try? await Task.sleep(for: .seconds(1))) != nil {
+            let now = await status(of: conductor)
+            if now != last { notifier.status(now) }
+            last = now
+        }
+    }
+
+    /// Pings systemd's watchdog at half its timeout, but only after the conductor and the store
+    /// writer have both answered: a hung actor or a writer stuck in SQLite stops the pings, and
+    /// systemd restarts batond.
+    static func feedWatchdog(_ notifier: Notifier, conductor: Conductor, store: Store) async {
+        guard let interval = notifier.watchdogInterval else { return }
+        while !Task.isCancelled {
+            _ = await conductor.inFlight()
+            await store.ping()
+            notifier.watchdog()
+            guard (try? await Task.sleep(for: interval)) != nil else { return }
+        }
     }
 
     /// Applies retention at start and then every hour; a failed prune is logged and tried next time.
@@ -163,7 +205,11 @@ enum Daemon {
             if let error = detail.error { notes.append(error) }
             if let by = detail.by { notes.append("by uid \(by)") }
             if !notes.isEmpty { line += " (" + notes.joined(separator: ", ") + ")" }
-            if transition.to == .failure { Log.warning(line) } else { Log.info(line) }
+            var fields = ["BATON_ACTION": run.action, "BATON_RUN": String(run.id), "BATON_PHASE": transition.to.rawValue,
+                          "BATON_KEY": run.key]
+            if let reason = detail.reason { fields["BATON_REASON"] = reason }
+            if let error = detail.error { fields["BATON_ERROR"] = error }
+            Log.event(transition.to == .failure ? .warning : .info, line, fields: fields)
         }
     }
 

@@ -1,3 +1,4 @@
+import CBatonSystem
 import Foundation
 
 /// One line per event on stderr; with syslog priority prefixes when stderr is the journal.
@@ -21,7 +22,46 @@ enum Log {
         FileHandle.standardError.write(Data(line.utf8))
     }
 
+    /// journald's native socket (`BATON_JOURNAL_SOCKET` overrides it, for tests).
+    static let journalSocket: String = ProcessInfo.processInfo.environment["BATON_JOURNAL_SOCKET"] ?? "/run/systemd/journal/socket"
+
+    /// A message with structured fields (`BATON_ACTION=deploy`, …): sent to journald's native
+    /// socket when stderr is the journal, so that `journalctl BATON_ACTION=deploy` finds it;
+    /// otherwise (or if that fails) the plain line on stderr.
+    static func event(_ level: Level, _ message: String, fields: [String: String]) {
+        if toJournal {
+            var all = fields
+            all["MESSAGE"] = message
+            all["PRIORITY"] = String(level.rawValue)
+            all["SYSLOG_IDENTIFIER"] = "batond"
+            let datagram = NativeJournal.encode(all)
+            let sent = datagram.withUnsafeBytes { baton_unix_sendto(journalSocket, $0.baseAddress, $0.count) }
+            if sent == 0 { return }
+        }
+        write(level, message)
+    }
+
     static func error(_ message: String) { write(.error, "error: " + message) }
     static func warning(_ message: String) { write(.warning, "warning: " + message) }
     static func info(_ message: String) { write(.info, message) }
+}
+
+/// journald's native protocol: `KEY=value` lines, or for a value with a newline, the key, a
+/// newline, the value's length as 64-bit little endian, the value and a newline.
+enum NativeJournal {
+    static func encode(_ fields: [String: String]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
+            let name = Array(key.utf8), data = Array(value.utf8)
+            if data.contains(10) {
+                bytes += name + [10]
+                var length = UInt64(data.count).littleEndian
+                withUnsafeBytes(of: &length) { bytes += $0 }
+                bytes += data + [10]
+            } else {
+                bytes += name + [61] + data + [10]
+            }
+        }
+        return bytes
+    }
 }

@@ -104,20 +104,6 @@ struct SpineTests {
         #expect(down.code == 69)
         #expect(down.stderr.contains("Try:"))
     }
-
-    @Test("the unit file passes systemd-analyze verify")
-    func unitFile() throws {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd/batond.service")
-        let text = try String(contentsOf: source, encoding: .utf8)
-            .replacingOccurrences(of: "/usr/local/bin/batond", with: Binaries.batond)
-        let directory = NSTemporaryDirectory() + "baton-unit-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try text.write(toFile: directory + "/batond.service", atomically: true, encoding: .utf8)
-        let result = try execute("/usr/bin/systemd-analyze", ["verify", directory + "/batond.service"])
-        #expect(result.code == 0, "\(result.stderr)")
-        #expect(!result.stderr.contains("batond.service"), "\(result.stderr)")
-    }
 }
 
 @Suite("End to end: files and startup")

@@ -44,3 +44,7 @@ int baton_unix_connect(int fd, const char *path);
 int baton_accept(int fd);
 
 #endif
+
+/// Sends one datagram to the Unix datagram socket at `path` (a leading '@' names an abstract
+/// socket, as in NOTIFY_SOCKET). Returns 0, or -errno.
+int baton_unix_sendto(const char *path, const void *bytes, size_t length);

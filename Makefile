@@ -1,0 +1,66 @@
+# Build and install Baton.
+#
+#   make                      build release binaries (the CLI with a static Swift runtime: starts faster)
+#   make install              install under PREFIX (default /usr/local), into DESTDIR if set
+#   make install PREFIX=/usr DESTDIR=/tmp/pkg   a packager's staged install
+#   make install-files BUILD_DIR=.build/debug   install already-built binaries (used by the tests)
+#
+# Installs: bin/batond, bin/baton, lib/systemd/system/batond.{service,socket}, lib/sysusers.d/baton.conf,
+# lib/tmpfiles.d/baton.conf, share/man/man{1,5,8}, shell completions, share/doc/baton, and
+# /etc/baton/baton.json5 (only when absent: a local config is never overwritten).
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR ?= /etc
+BUILD_DIR ?= .build/release
+SWIFT ?= swift
+
+BINDIR = $(PREFIX)/bin
+UNITDIR = $(PREFIX)/lib/systemd/system
+SYSUSERSDIR = $(PREFIX)/lib/sysusers.d
+TMPFILESDIR = $(PREFIX)/lib/tmpfiles.d
+MANDIR = $(PREFIX)/share/man
+DOCDIR = $(PREFIX)/share/doc/baton
+BASHDIR = $(PREFIX)/share/bash-completion/completions
+ZSHDIR = $(PREFIX)/share/zsh/site-functions
+
+.PHONY: all build install install-files uninstall test
+
+all: build
+
+build:
+	$(SWIFT) build -c release --product batond
+	$(SWIFT) build -c release --product baton --static-swift-stdlib
+
+test:
+	$(SWIFT) test
+
+install: build install-files
+
+install-files:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(SYSCONFDIR)/baton
+	install -m 0755 $(BUILD_DIR)/batond $(BUILD_DIR)/baton $(DESTDIR)$(BINDIR)/
+	sed 's|/usr/local/bin/batond|$(BINDIR)/batond|; s|/etc/baton/baton.json5|$(SYSCONFDIR)/baton/baton.json5|' \
+		systemd/batond.service > $(DESTDIR)$(UNITDIR)/batond.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/batond.service
+	install -m 0644 systemd/batond.socket $(DESTDIR)$(UNITDIR)/batond.socket
+	install -m 0644 systemd/baton.sysusers $(DESTDIR)$(SYSUSERSDIR)/baton.conf
+	install -m 0644 systemd/baton.tmpfiles $(DESTDIR)$(TMPFILESDIR)/baton.conf
+	gzip -9n < docs/man/baton.1 > $(DESTDIR)$(MANDIR)/man1/baton.1.gz
+	gzip -9n < docs/man/baton.json5.5 > $(DESTDIR)$(MANDIR)/man5/baton.json5.5.gz
+	gzip -9n < docs/man/batond.8 > $(DESTDIR)$(MANDIR)/man8/batond.8.gz
+	chmod 0644 $(DESTDIR)$(MANDIR)/man*/*.gz
+	install -m 0644 README.md docs/protocol.md docs/schema.md $(DESTDIR)$(DOCDIR)/
+	$(BUILD_DIR)/baton completion bash > $(DESTDIR)$(BASHDIR)/baton
+	$(BUILD_DIR)/baton completion zsh > $(DESTDIR)$(ZSHDIR)/_baton
+	chmod 0644 $(DESTDIR)$(BASHDIR)/baton $(DESTDIR)$(ZSHDIR)/_baton
+	test -e $(DESTDIR)$(SYSCONFDIR)/baton/baton.json5 || install -m 0644 examples/baton.json5 $(DESTDIR)$(SYSCONFDIR)/baton/baton.json5
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/batond $(DESTDIR)$(BINDIR)/baton $(DESTDIR)$(UNITDIR)/batond.service \
+		$(DESTDIR)$(UNITDIR)/batond.socket $(DESTDIR)$(SYSUSERSDIR)/baton.conf $(DESTDIR)$(TMPFILESDIR)/baton.conf \
+		$(DESTDIR)$(MANDIR)/man1/baton.1.gz $(DESTDIR)$(MANDIR)/man5/baton.json5.5.gz $(DESTDIR)$(MANDIR)/man8/batond.8.gz \
+		$(DESTDIR)$(BASHDIR)/baton $(DESTDIR)$(ZSHDIR)/_baton
+	rm -rf $(DESTDIR)$(DOCDIR)
