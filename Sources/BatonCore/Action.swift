@@ -28,6 +28,8 @@ public struct Action: Sendable, Equatable {
     public var description: String?
     /// This action's own retention settings, over the global ones.
     public var retention: Retention.Override?
+    /// Who may trigger, cancel and read this action, over the global rules.
+    public var allow: AccessPolicy.Override?
 
     public init(
         name: String, exec: [String] = [], cwd: String? = nil, env: [String: String] = [:],

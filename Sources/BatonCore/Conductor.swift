@@ -202,6 +202,9 @@ public actor Conductor {
         runs[id]?.snapshot
     }
 
+    /// The action of that name, configured or registered.
+    public func action(named name: String) -> Action? { actions[name] }
+
     /// The configured actions, by name.
     public func configuredActions() -> [Action] {
         actions.values.sorted { $0.name < $1.name }

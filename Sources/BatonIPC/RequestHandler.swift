@@ -12,15 +12,55 @@ public final class RequestHandler: ServerDelegate {
     let reload: @Sendable () async -> String?
     /// Called for `prune`: applies retention now (or counts, dry).
     let prune: @Sendable (_ dryRun: Bool) async throws -> PruneReport
+    /// The access rules in force (they change with a reload).
+    let access: @Sendable () -> AccessPolicy
+    /// The daemon's own user, who (like root) may always act.
+    let owner: UInt32
     /// Watches per connection, cancelled when it closes; guarded by the mutex.
     private let watches = Mutex<[ObjectIdentifier: [Task<Void, Never>]]>([:])
 
     public init(conductor: Conductor, store: Store, reload: @escaping @Sendable () async -> String?,
-         prune: @escaping @Sendable (_ dryRun: Bool) async throws -> PruneReport) {
+                prune: @escaping @Sendable (_ dryRun: Bool) async throws -> PruneReport,
+                access: @escaping @Sendable () -> AccessPolicy = { AccessPolicy(trigger: .anyone, cancel: .anyone) },
+                owner: UInt32 = geteuid()) {
         self.conductor = conductor
         self.store = store
         self.reload = reload
         self.prune = prune
+        self.access = access
+        self.owner = owner
+    }
+
+    // MARK: Access
+
+    /// Whether the peer may do `permission` on the action named (or globally).
+    private func allowed(_ permission: Permission, _ actionName: String?, _ peer: Peer) async -> Bool {
+        let action: Action? = if let actionName { await conductor.action(named: actionName) } else { nil }
+        if peer.uid == 0 || peer.uid == owner { return true }
+        return access().allows(permission, action: action, uid: peer.uid, groups: peer.groups, owner: owner)
+    }
+
+    /// Throws `forbidden` naming the permission unless the peer holds it; a refused trigger or
+    /// cancel is recorded (who, what, when), so `baton history --denied` lists it.
+    private func require(_ permission: Permission, _ actionName: String?, _ request: Request, _ peer: Peer) async throws {
+        guard await !allowed(permission, actionName, peer) else { return }
+        let what = actionName.map { "\(permission.rawValue) \($0)" } ?? permission.rawValue
+        if permission == .trigger || permission == .cancel || permission == .admin {
+            let record = TriggerRecord(runID: request.run, action: actionName ?? "", key: request.key ?? "",
+                                       decision: "denied \(permission.rawValue)", policy: request.policy ?? .reject,
+                                       peer: peer, at: .now, params: request.params ?? [:])
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                store.enqueue([.trigger(record)]) { _ in done.resume() }
+            }
+        }
+        throw BatonError.forbidden("\(peer.described) may not \(what)")
+    }
+
+    /// The names among `names` whose runs the peer may read.
+    private func readable(_ names: [String], _ peer: Peer) async -> Set<String> {
+        var result: Set<String> = []
+        for name in Set(names) where await allowed(.read, name, peer) { result.insert(name) }
+        return result
     }
 
     public func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
@@ -67,14 +107,15 @@ public final class RequestHandler: ServerDelegate {
         case .ping: response = ping(request)
         case .trigger: response = try await trigger(request, connection)
         case .wait: response = try await wait(request, connection)
-        case .status: response = await status(request)
-        case .actions: response = await actions(request)
-        case .history: response = try await history(request)
-        case .show: response = try await show(request)
+        case .status: response = await status(request, connection)
+        case .actions: response = await actions(request, connection)
+        case .history: response = try await history(request, connection)
+        case .show: response = try await show(request, connection)
         case .cancel: response = try await cancel(request, connection)
-        case .reload: response = try await reload(request)
-        case .prune: response = try await prune(request)
-        case .stats: response = try await stats(request)
+        case .reload: response = try await reload(request, connection)
+        case .prune: response = try await prune(request, connection)
+        case .stats: response = try await stats(request, connection)
+        case .denied: response = try await denied(request, connection)
         case .watch: return
         }
         send(response, to: connection)
@@ -89,6 +130,7 @@ public final class RequestHandler: ServerDelegate {
 
     private func trigger(_ request: Request, _ connection: ServerConnection) async throws -> Response {
         guard let action = request.action else { throw WireError(code: "bad_request", message: "trigger needs \"action\"") }
+        try await require(.trigger, action, request, connection.peer)
         let ticket = try await conductor.trigger(TriggerRequest(
             action: action, params: request.params ?? [:], policy: request.policy, peer: connection.peer,
             wait: !(request.detach ?? false)))
@@ -107,6 +149,9 @@ public final class RequestHandler: ServerDelegate {
 
     private func wait(_ request: Request, _ connection: ServerConnection) async throws -> Response {
         guard let run = request.run else { throw WireError(code: "bad_request", message: "wait needs \"run\"") }
+        let owner = if let live = await conductor.snapshot(of: run) { live.action } else { try await store.read { try $0.run(run) }?.run.action }
+        guard let owner else { throw BatonError.unknownRun(run) }
+        try await require(.read, owner, request, connection.peer)
         var response = Response(id: request.id)
         if let updates = await conductor.attach(run) {
             guard let final = await follow(updates, id: request.id, connection) else {
@@ -120,9 +165,12 @@ public final class RequestHandler: ServerDelegate {
         return response
     }
 
-    private func status(_ request: Request) async -> Response {
-        let actions = await conductor.configuredActions()
-        let live = await conductor.inFlight()
+    private func status(_ request: Request, _ connection: ServerConnection) async -> Response {
+        let all = await conductor.configuredActions()
+        let everything = await conductor.inFlight()
+        let visible = await readable(all.map(\.name) + everything.map(\.action), connection.peer)
+        let actions = all.filter { visible.contains($0.name) }
+        let live = everything.filter { visible.contains($0.action) }
         let last = await conductor.lastOutcomes()
         var infos = actions.map { action -> ActionInfo in
             var info = ActionInfo(action)
@@ -146,33 +194,48 @@ public final class RequestHandler: ServerDelegate {
         return response
     }
 
-    private func actions(_ request: Request) async -> Response {
+    private func actions(_ request: Request, _ connection: ServerConnection) async -> Response {
+        let all = await conductor.configuredActions()
+        let visible = await readable(all.map(\.name), connection.peer)
         var response = Response(id: request.id)
-        response.actions = await conductor.configuredActions().map(ActionInfo.init)
+        response.actions = all.filter { visible.contains($0.name) }.map(ActionInfo.init)
         return response
     }
 
-    private func history(_ request: Request) async throws -> Response {
+    private func history(_ request: Request, _ connection: ServerConnection) async throws -> Response {
         let filter = request.filter ?? HistoryFilter()
         guard filter.limit >= 0, filter.limit <= 100_000 else {
             throw WireError(code: "bad_request", message: "filter.limit must be from 0 to 100000")
         }
+        let runs = try await store.read { try $0.runs(filter) }
+        let visible = await readable(runs.map(\.action), connection.peer)
         var response = Response(id: request.id)
-        response.runs = try await store.read { try $0.runs(filter) }
+        response.runs = runs.filter { visible.contains($0.action) }
         return response
     }
 
-    private func stats(_ request: Request) async throws -> Response {
+    private func denied(_ request: Request, _ connection: ServerConnection) async throws -> Response {
+        try await require(.admin, nil, request, connection.peer)
+        let limit = request.filter?.limit ?? 50
+        var response = Response(id: request.id)
+        response.triggers = try await store.read { try $0.denied(limit: limit) }
+        return response
+    }
+
+    private func stats(_ request: Request, _ connection: ServerConnection) async throws -> Response {
         let actions = request.action.map { [$0] } ?? request.filter?.actions ?? []
         let since = request.filter?.since
+        let stats = try await store.read { try $0.stats(actions: actions, since: since) }
+        let visible = await readable(stats.map(\.action), connection.peer)
         var response = Response(id: request.id)
-        response.stats = try await store.read { try $0.stats(actions: actions, since: since) }
+        response.stats = stats.filter { visible.contains($0.action) }
         return response
     }
 
-    private func show(_ request: Request) async throws -> Response {
+    private func show(_ request: Request, _ connection: ServerConnection) async throws -> Response {
         guard let run = request.run else { throw WireError(code: "bad_request", message: "show needs \"run\"") }
         guard var detail = try await store.read({ try $0.run(run) }) else { throw BatonError.unknownRun(run) }
+        try await require(.read, detail.run.action, request, connection.peer)
         if let live = await conductor.snapshot(of: run) { detail.run.progress = live.progress }
         var response = Response(id: request.id)
         response.detail = detail
@@ -182,10 +245,13 @@ public final class RequestHandler: ServerDelegate {
     private func cancel(_ request: Request, _ connection: ServerConnection) async throws -> Response {
         var response = Response(id: request.id)
         if let run = request.run {
+            guard let live = await conductor.snapshot(of: run) else { throw BatonError.unknownRun(run) }
+            try await require(.cancel, live.action, request, connection.peer)
             let snapshot = try await conductor.cancel(run: run, by: connection.peer)
             response.run = snapshot
             response.runs = [snapshot]
         } else if let action = request.action {
+            try await require(.cancel, action, request, connection.peer)
             let ids = try await conductor.cancel(action: action, key: request.key, by: connection.peer)
             let live = await conductor.inFlight()
             response.runs = ids.map { id in live.first { $0.id == id } }.compactMap { $0 }
@@ -195,12 +261,14 @@ public final class RequestHandler: ServerDelegate {
         return response
     }
 
-    private func reload(_ request: Request) async throws -> Response {
+    private func reload(_ request: Request, _ connection: ServerConnection) async throws -> Response {
+        try await require(.admin, nil, request, connection.peer)
         if let problem = await reload() { throw WireError(code: "bad_request", message: problem) }
         return Response(id: request.id)
     }
 
-    private func prune(_ request: Request) async throws -> Response {
+    private func prune(_ request: Request, _ connection: ServerConnection) async throws -> Response {
+        try await require(.admin, nil, request, connection.peer)
         var response = Response(id: request.id)
         do {
             response.prune = try await prune(request.dryRun ?? false)
@@ -228,9 +296,13 @@ public final class RequestHandler: ServerDelegate {
         var started = Response(id: request.id, ok: nil)
         started.event = "watching"
         send(started, to: connection)
+        var visible: [String: Bool] = [:]
         for await update in updates {
             if Task.isCancelled { break }
             guard update.transition != nil else { continue }
+            let action = update.run.action
+            if visible[action] == nil { visible[action] = await allowed(.read, action, connection.peer) }
+            guard visible[action] == true else { continue }
             send(.update(request.id, update), to: connection)
         }
         if !Task.isCancelled {

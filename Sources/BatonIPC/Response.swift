@@ -23,6 +23,8 @@ public struct Response: Codable, Sendable {
     public var detail: RunDetail?
     /// status, actions: one entry per action.
     public var actions: [ActionInfo]?
+    /// denied: refused requests, newest first.
+    public var triggers: [TriggerRecord]?
     /// stats: one entry per action.
     public var stats: [ActionStats]?
     /// prune: runs removed (or that would be) per action.

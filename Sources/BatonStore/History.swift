@@ -207,6 +207,27 @@ public struct History {
         return RunDetail(run: run, transitions: transitions, triggers: triggers, output: output?.0, outputTruncated: output?.1 ?? false)
     }
 
+    /// Requests refused for lack of permission (recorded as triggers with a `denied …` decision), newest first.
+    public func denied(limit: Int = 50) throws -> [TriggerRecord] {
+        try connection.withStatement("""
+            SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers
+            WHERE decision LIKE 'denied%' ORDER BY id DESC LIMIT ?
+            """) { statement in
+            try statement.bind([.integer(Int64(max(limit, 0)))])
+            var list: [TriggerRecord] = []
+            while try statement.step() {
+                let peer = statement.int64(5).map {
+                    Peer(uid: UInt32(truncatingIfNeeded: $0), gid: UInt32(truncatingIfNeeded: statement.int64(6) ?? 0),
+                         pid: Int32(truncatingIfNeeded: statement.int64(7) ?? 0))
+                }
+                list.append(TriggerRecord(runID: statement.int64(0), action: statement.string(1) ?? "", key: statement.string(2) ?? "",
+                                          decision: statement.string(3) ?? "", policy: Policy(rawValue: statement.string(4) ?? "") ?? .reject,
+                                          peer: peer, at: Timestamp(rawValue: statement.int64(8) ?? 0), params: JSONText.params(statement.string(9))))
+            }
+            return list
+        }
+    }
+
     /// Every action name in the history.
     public func actionNames() throws -> [String] {
         try connection.withStatement("SELECT DISTINCT action FROM runs") { statement in

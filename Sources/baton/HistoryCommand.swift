@@ -22,6 +22,7 @@ enum HistoryCommand {
             OptionSpec(long: "format", short: nil, value: "FORMAT", help: "table (default), json, ndjson or csv"),
             OptionSpec(long: "json", short: nil, value: nil, help: "the same as --format json"),
             OptionSpec(long: "utc", short: nil, value: nil, help: "show times in UTC instead of local time"),
+            OptionSpec(long: "denied", short: nil, value: nil, help: "list refused requests instead: who tried what, and when (root only)"),
         ],
         run: run)
 
@@ -39,6 +40,19 @@ enum HistoryCommand {
             format = value
         }
         if arguments.flag("json") { format = .json }
+        if arguments.flag("denied") {
+            let records = try Query.denied(limit: filter.limit, context)
+            if format == .json || format == .ndjson {
+                print(format == .json ? Format.json(records) : records.map { Format.json($0, pretty: false) }.joined(separator: "\n"))
+                return ExitCode.success
+            }
+            let rows = records.map { record in
+                [Format.time(record.at, utc: arguments.flag("utc")), record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",
+                 String(record.decision.dropFirst("denied ".count)), record.action.isEmpty ? "-" : record.action]
+            }
+            print(records.isEmpty ? "no refused requests\n" : Format.table(["TIME", "WHO", "TRIED", "ACTION"], rows), terminator: "")
+            return ExitCode.success
+        }
         let runs = try Query.history(filter, context)
         print(render(runs, format: format, utc: arguments.flag("utc"), context: context, now: .now), terminator: "")
         return ExitCode.success

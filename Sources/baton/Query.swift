@@ -15,6 +15,11 @@ enum Query {
         return try viaDaemonOrFile(context, request: request, pick: { $0.stats ?? [] }) { try $0.stats(actions: actions, since: since) }
     }
 
+    static func denied(limit: Int, _ context: Context) throws -> [TriggerRecord] {
+        let request = Request(op: .denied, filter: HistoryFilter(limit: limit))
+        return try viaDaemonOrFile(context, request: request, pick: { $0.triggers ?? [] }) { try $0.denied(limit: limit) }
+    }
+
     static func show(_ run: Int64, _ context: Context) throws -> RunDetail? {
         do {
             return try viaDaemonOrFile(context, request: Request(op: .show, run: run), pick: { $0.detail }) { try $0.run(run) }

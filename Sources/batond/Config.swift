@@ -13,6 +13,8 @@ struct Config: Sendable, Equatable {
     var synchronous: Store.Synchronous = .full
     /// How long ended runs are kept; actions may override each field.
     var retention: Retention = .standard
+    /// Who may trigger, cancel and read (root and batond's own user always may); actions may override.
+    var access = AccessPolicy()
     var actions: [Action] = []
 
     /// Reads and checks a config file; every problem found is reported, each with its field.

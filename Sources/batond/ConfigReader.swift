@@ -8,11 +8,11 @@ struct ConfigReader {
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
-        "retention",
+        "retention", "allow",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "onInterrupt", "retention",
+        "keyParams", "onInterrupt", "retention", "allow",
     ]
 
     mutating func config(_ root: JSONValue) -> Config? {
@@ -33,6 +33,19 @@ struct ConfigReader {
         }
         if let value = fields["retention"] {
             config.retention = Retention.standard.overridden(by: retention(value, at: "retention"))
+        }
+        // By default the socket's group may trigger and cancel, and everyone who can connect may read.
+        if let name = config.socketGroup {
+            if let gid = groupID(name, at: "socketGroup") {
+                config.access.trigger = AccessRule(groups: [gid])
+                config.access.cancel = AccessRule(groups: [gid])
+            }
+        }
+        if let value = fields["allow"] {
+            let rules = allow(value, at: "allow")
+            config.access.trigger = rules.trigger ?? config.access.trigger
+            config.access.cancel = rules.cancel ?? config.access.cancel
+            config.access.read = rules.read ?? config.access.read
         }
         guard let actionsValue = fields["actions"] else {
             fail("actions", "missing: a config needs at least one action")
@@ -92,7 +105,51 @@ struct ConfigReader {
             action.onInterrupt = choice(interrupt, at: "\(at).onInterrupt", ["fail", "restart"]).flatMap(InterruptPolicy.init(rawValue:)) ?? .fail
         }
         if let value = fields["retention"] { action.retention = retention(value, at: "\(at).retention") }
+        if let value = fields["allow"] { action.allow = allow(value, at: "\(at).allow") }
         return action
+    }
+
+    /// `{ trigger: { users: ["deploy"], groups: ["ops"] }, cancel: …, read: … }`; `"*"` in users is everyone.
+    private mutating func allow(_ value: JSONValue, at: String) -> AccessPolicy.Override {
+        guard let fields = object(value, at: at, allowed: ["trigger", "cancel", "read"]) else { return .init() }
+        var result = AccessPolicy.Override()
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            let here = "\(at).\(name)"
+            guard let rule = object(value, at: here, allowed: ["users", "groups"]) else { continue }
+            var access = AccessRule()
+            for user in rule["users"].flatMap({ stringArray($0, at: "\(here).users") }) ?? [] {
+                if user == "*" { access.everyone = true } else if let uid = userID(user, at: "\(here).users") { access.users.insert(uid) }
+            }
+            for group in rule["groups"].flatMap({ stringArray($0, at: "\(here).groups") }) ?? [] {
+                if let gid = groupID(group, at: "\(here).groups") { access.groups.insert(gid) }
+            }
+            switch name {
+            case "trigger": result.trigger = access
+            case "cancel": result.cancel = access
+            default: result.read = access
+            }
+        }
+        return result
+    }
+
+    /// A user name or number, as a uid; a problem when no such user exists.
+    private mutating func userID(_ name: String, at: String) -> UInt32? {
+        if let id = UInt32(name) { return id }
+        guard let entry = getpwnam(name) else {
+            fail(at, "no user named \(Action.quoted(name))")
+            return nil
+        }
+        return entry.pointee.pw_uid
+    }
+
+    /// A group name or number, as a gid; a problem when no such group exists.
+    private mutating func groupID(_ name: String, at: String) -> UInt32? {
+        if let id = UInt32(name) { return id }
+        guard let entry = getgrnam(name) else {
+            fail(at, "no group named \(Action.quoted(name))")
+            return nil
+        }
+        return entry.pointee.gr_gid
     }
 
     private mutating func retention(_ value: JSONValue, at: String) -> Retention.Override {

@@ -87,7 +87,7 @@ enum Daemon {
         }
         let handler = RequestHandler(conductor: conductor, store: store, reload: reload, prune: { dryRun in
             try await Self.prune(store, configBox.current, dryRun: dryRun)
-        })
+        }, access: { configBox.current.access })
         let server: Server
         do {
             server = try Server(listening: listenFD, delegate: handler)

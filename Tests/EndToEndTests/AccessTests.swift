@@ -1,0 +1,84 @@
+import BatonIPC
+import Foundation
+import Testing
+
+@Suite("End to end: who may press which button", .serialized)
+struct AccessTests {
+    static let config = """
+        {
+          socketMode: "0666",
+          allow: { trigger: { users: ["root"] }, cancel: { users: ["root"] } },
+          actions: {
+            open: { exec: ["true"], allow: { trigger: { users: ["*"] } } },
+            guarded: { exec: ["sleep", "30"] },
+            team: { exec: ["true"], allow: { trigger: { groups: ["users"] } } },
+            secret: { exec: ["true"], allow: { read: { users: [] } } },
+          },
+        }
+        """
+
+    /// Runs `baton` as another user and group (the socket peer is then that uid and gid).
+    static func batonAs(_ uid: String, group: String, _ daemon: Daemon, _ arguments: String...) throws -> Output {
+        try execute("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(group)", "--clear-groups", Binaries.baton, "--socket", daemon.socket] + arguments)
+    }
+
+    @Test("peer credentials decide: forbidden names the permission and the user, is recorded, and root may always act")
+    func permissions() throws {
+        let daemon = try Daemon(config: Self.config)
+        // The socket's directory must let nobody in.
+        chmod(daemon.directory, 0o755)
+        let nobody = { (arguments: [String]) throws -> Output in
+            try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", daemon.socket] + arguments)
+        }
+        #expect(try nobody(["run", "open"]).code == 0)
+        let trigger = try nobody(["run", "guarded"])
+        #expect(trigger.code == 77)
+        #expect(trigger.stderr.contains("uid 65534 (nobody) may not trigger guarded"), "\(trigger.stderr)")
+
+        #expect(try daemon.baton("run", "guarded", "--detach").code == 0)   // root may
+        let cancel = try nobody(["cancel", "guarded"])
+        #expect(cancel.code == 77)
+        #expect(cancel.stderr.contains("may not cancel guarded"))
+        #expect(try nobody(["cancel", "2"]).code == 77)
+        #expect(try nobody(["reload"]).code == 77)
+        #expect(try nobody(["prune"]).code == 77)
+
+        // Group rules use the peer's gid and its user's supplementary groups.
+        #expect(try Self.batonAs("65534", group: "100", daemon, "run", "team").code == 0)
+        #expect(try Self.batonAs("65534", group: "65534", daemon, "run", "team").code == 77)
+
+        // Read: secret's runs are invisible to nobody, everything else is readable.
+        #expect(try daemon.baton("run", "secret").code == 0)
+        let history = try nobody(["history", "--json"])
+        let actions = (try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [[String: Any]] ?? []).compactMap { $0["action"] as? String }
+        #expect(Set(actions) == ["open", "guarded", "team"], "\(actions)")
+        let secretRun = try #require(try daemon.baton("history", "secret", "--json").stdout.split(separator: "\"id\" : ").dropFirst().first
+            .flatMap { Int($0.prefix { $0.isNumber }) })
+        #expect(try nobody(["show", String(secretRun)]).code == 77)
+        #expect(try nobody(["status"]).stdout.contains("secret") == false)
+        #expect(try nobody(["stats"]).stdout.contains("secret") == false)
+
+        // Every refused trigger, cancel and admin request is on record with who and what.
+        let denied = try daemon.baton("history", "--denied", "--json")
+        let records = try JSONSerialization.jsonObject(with: Data(denied.stdout.utf8)) as? [[String: Any]] ?? []
+        let tried = records.map { "\($0["decision"] as? String ?? "") \($0["action"] as? String ?? "")" }
+        for expected in ["denied trigger guarded", "denied cancel guarded", "denied admin ", "denied trigger team"] {
+            #expect(tried.contains(expected), "\(tried)")
+        }
+        #expect(records.allSatisfy { ($0["peer"] as? [String: Any])?["uid"] as? Int == 65534 })
+        #expect(try nobody(["history", "--denied"]).code == 77)
+        #expect(try daemon.baton("cancel", "guarded").code == 0)
+    }
+
+    @Test("an unknown user or group in allow is a config error naming the field")
+    func unknownNames() throws {
+        let file = NSTemporaryDirectory() + "baton-allow-\(UUID().uuidString).json5"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try #"{ allow: { read: { groups: ["no-such-group-x"] } }, actions: { a: { exec: ["true"], allow: { trigger: { users: ["no-such-user-x"] } } } } }"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try execute(Binaries.batond, ["--check-config", file])
+        #expect(check.code == 1)
+        #expect(check.stderr.contains("allow.read.groups: no group named \"no-such-group-x\""), "\(check.stderr)")
+        #expect(check.stderr.contains("actions.a.allow.trigger.users: no user named \"no-such-user-x\""), "\(check.stderr)")
+    }
+}
