@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Runs an in-process action: a Swift closure with the same phases, single flight and history
 /// as a process. Cancel and timeout cancel the closure's task; a closure that ignores

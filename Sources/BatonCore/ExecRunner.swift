@@ -1,6 +1,5 @@
 import CBatonSystem
 import Foundation
-import Synchronization
 
 /// Runs an action's `exec` argv with `posix_spawn` in a new process group, capturing a bounded
 /// tail of its output and the progress it writes to `BATON_PROGRESS_FD`.
@@ -106,7 +105,7 @@ final class ExecAttempt: Attempt {
     let processGroup: ProcessGroup?
     /// Guards `reaped` so that no signal goes to the group after its leader is reaped and its
     /// pgid may be reused, and hands the outcome to the waiters.
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// How long what is left of the group has after the leader exits, between SIGTERM and SIGKILL.
     let killGrace: Duration

@@ -1,9 +1,8 @@
-import Synchronization
 
 /// A `RunStore` that keeps the journal in memory: for embedding without history, and for tests.
 public final class MemoryStore: RunStore {
     /// Everything written, in order; guarded by the mutex.
-    private let journal = Mutex<[JournalEntry]>([])
+    private let journal = Locked<[JournalEntry]>([])
 
     public init() {}
 

@@ -1,7 +1,6 @@
 import BatonCore
 import BatonStore
 import Foundation
-import Synchronization
 
 /// Answers requests from the socket: decodes each line, calls the conductor or the store,
 /// and sends the answer (and, for waits and watches, the updates before it).
@@ -17,7 +16,7 @@ public final class RequestHandler: ServerDelegate {
     /// The daemon's own user, who (like root) may always act.
     let owner: UInt32
     /// Watches per connection, cancelled when it closes; guarded by the mutex.
-    private let watches = Mutex<[ObjectIdentifier: [Task<Void, Never>]]>([:])
+    private let watches = Locked<[ObjectIdentifier: [Task<Void, Never>]]>([:])
 
     public init(conductor: Conductor, store: Store, reload: @escaping @Sendable () async -> String?,
                 prune: @escaping @Sendable (_ dryRun: Bool) async throws -> PruneReport,

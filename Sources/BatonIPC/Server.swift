@@ -1,7 +1,7 @@
 import BatonCore
 import CBatonSystem
-import Foundation
 import Synchronization
+import Foundation
 
 /// What the server hands each frame and closed connection to.
 public protocol ServerDelegate: AnyObject, Sendable {
@@ -38,9 +38,9 @@ public final class Server: Sendable {
     private let limits: Limits
     private let delegate: any ServerDelegate
     /// Open connections by token; only the server thread adds and removes.
-    private let connections = Mutex<[UInt64: ServerConnection]>([:])
+    private let connections = Locked<[UInt64: ServerConnection]>([:])
     private let stopping = Atomic<Bool>(false)
-    private let finished = Mutex<[CheckedContinuation<Void, Never>]?>([])
+    private let finished = Locked<[CheckedContinuation<Void, Never>]?>([])
 
     private static let listenToken: UInt64 = 0
     private static let wakeToken: UInt64 = 1
@@ -176,7 +176,7 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
     /// Touched only by the server thread.
     var splitter: FrameSplitter
     /// Guards the output buffer, the closed flag and the descriptor's lifetime.
-    private let lock = Mutex(OutputState())
+    private let lock = Locked(OutputState())
 
     struct OutputState {
         var output: [UInt8] = []

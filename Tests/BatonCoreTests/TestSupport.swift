@@ -1,5 +1,5 @@
 @testable import BatonCore
-import Synchronization
+
 
 /// A conductor with one in-process action whose runs count their starts and wait at `gate`.
 func gated(_ action: Action, gate: Gate, starts: Counter, store: MemoryStore = MemoryStore()) async -> Conductor {
@@ -19,7 +19,7 @@ func untilLoading(_ ticket: Ticket) async {
 
 /// A one-way gate for tests: tasks wait until it opens; opening releases all of them at once.
 final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func wait() async {
         await withCheckedContinuation { continuation in
@@ -44,14 +44,14 @@ final class Gate: Sendable {
 
 /// Counts calls across tasks.
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
     func increment() { value.withLock { $0 += 1 } }
     var count: Int { value.withLock { $0 } }
 }
 
 /// Collects values appended from any task, in order.
 final class Recorder<Value: Sendable>: Sendable {
-    private let items = Mutex<[Value]>([])
+    private let items = Locked<[Value]>([])
     func append(_ item: Value) { items.withLock { $0.append(item) } }
     var all: [Value] { items.withLock { $0 } }
 }
