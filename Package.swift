@@ -37,7 +37,7 @@ let package = Package(
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),
         .testTarget(name: "BatondTests", dependencies: ["batond"]),
-        .testTarget(name: "BatonCLITests", dependencies: ["baton"]),
+        .testTarget(name: "BatonCLITests", dependencies: ["baton"], exclude: ["help.golden"]),
         .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore"]),
     ]
 )

@@ -65,6 +65,7 @@ public final class RequestHandler: ServerDelegate {
     public func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
         guard case let .line(bytes) = frame else {
             send(.failure(nil, WireError(code: "bad_request", message: "request line longer than 1 MiB")), to: connection)
+            connection.endRequest()
             return
         }
         let request: Request
@@ -72,14 +73,19 @@ public final class RequestHandler: ServerDelegate {
             request = try Self.decoder.decode(Request.self, from: Data(bytes))
         } catch {
             send(.failure(Self.salvageID(bytes), WireError(code: "bad_request", message: Self.describe(error))), to: connection)
+            connection.endRequest()
             return
         }
         if request.op == .watch {
-            let task = Task { await self.watch(request, connection) }
+            let task = Task {
+                await self.watch(request, connection)
+                connection.endRequest()
+            }
             watches.withLock { $0[ObjectIdentifier(connection), default: []].append(task) }
             return
         }
         Task {
+            defer { connection.endRequest() }
             do {
                 try await handle(request, connection)
             } catch let error as BatonError {

@@ -24,11 +24,25 @@ public final class Server: Sendable {
         public var outputLimit: Int
         /// Connections open at once; further ones are answered with an error and closed.
         public var maxConnections: Int
+        /// Connections one uid may hold open (root and the daemon's own user are not limited).
+        public var maxConnectionsPerUser: Int
+        /// How long a request line may take to arrive once begun (a client sending a byte a
+        /// second holds a connection at most this long).
+        public var requestTimeout: Duration
 
-        public init(frameLimit: Int = 1 << 20, outputLimit: Int = 16 << 20, maxConnections: Int = 20_000) {
+        /// Requests of one connection being handled at once; past it the server stops reading that
+        /// connection until half of them are answered (a client pipelining faster than it is served
+        /// cannot pile up work).
+        public var maxRequestsInFlight: Int
+
+        public init(frameLimit: Int = 1 << 20, outputLimit: Int = 16 << 20, maxConnections: Int = 20_000,
+                    maxConnectionsPerUser: Int = 256, requestTimeout: Duration = .seconds(10), maxRequestsInFlight: Int = 1_024) {
+            self.maxRequestsInFlight = maxRequestsInFlight
             self.frameLimit = frameLimit
             self.outputLimit = outputLimit
             self.maxConnections = maxConnections
+            self.maxConnectionsPerUser = maxConnectionsPerUser
+            self.requestTimeout = requestTimeout
         }
     }
 
@@ -39,6 +53,8 @@ public final class Server: Sendable {
     private let delegate: any ServerDelegate
     /// Open connections by token; only the server thread adds and removes.
     private let connections = Locked<[UInt64: ServerConnection]>([:])
+    /// Open connections per uid; only the server thread touches it.
+    private nonisolated(unsafe) var perUser: [UInt32: Int] = [:]
     private let stopping = Atomic<Bool>(false)
     private let finished = Locked<[CheckedContinuation<Void, Never>]?>([])
 
@@ -83,9 +99,14 @@ public final class Server: Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
         defer { buffer.deallocate() }
         var nextToken: UInt64 = 2
+        var lastSweep = ContinuousClock.now
         while !stopping.load(ordering: .sequentiallyConsistent) {
-            let count = baton_epoll_wait(epoll, &tokens, &events, 256, -1)
+            let count = baton_epoll_wait(epoll, &tokens, &events, 256, 500)
             if count < 0 { break }
+            if ContinuousClock.now - lastSweep >= .milliseconds(500) {
+                lastSweep = ContinuousClock.now
+                dropSlowRequests()
+            }
             for index in 0..<Int(count) {
                 switch tokens[index] {
                 case Self.listenToken:
@@ -125,29 +146,40 @@ public final class Server: Sendable {
             let token = nextToken
             nextToken += 1
             let connection = ServerConnection(fd: fd, token: token, peer: Peer(uid: uid, gid: gid, pid: pid),
-                                              epoll: epoll, frameLimit: limits.frameLimit, outputLimit: limits.outputLimit)
+                                              epoll: epoll, frameLimit: limits.frameLimit, outputLimit: limits.outputLimit,
+                                              maxInFlight: limits.maxRequestsInFlight)
             let full = connections.withLock { $0.count >= limits.maxConnections }
-            if full {
-                let line = #"{"ok":false,"error":{"code":"busy","message":"batond has too many connections"}}"# + "\n"
+            let limited = uid != 0 && uid != geteuid() && perUser[uid, default: 0] >= limits.maxConnectionsPerUser
+            if full || limited {
+                let message = full ? "batond has too many connections"
+                    : "uid \(uid) has \(limits.maxConnectionsPerUser) connections open to batond, its limit"
+                let line = #"{"ok":false,"error":{"code":"busy","message":"\#(message)"}}"# + "\n"
                 _ = line.withCString { write(fd, $0, strlen($0)) }
                 Glibc.close(fd)
                 continue
             }
+            perUser[uid, default: 0] += 1
             connections.withLock { $0[token] = connection }
             _ = baton_epoll_ctl(epoll, Epoll.add, fd, Epoll.input | Epoll.readHangUp, token)
         }
     }
 
     private func readAll(_ connection: ServerConnection, _ buffer: UnsafeMutableRawBufferPointer) {
-        while !connection.isClosed {
+        while connection.mayRead {
             let n = read(connection.fd, buffer.baseAddress, buffer.count)
             if n > 0 {
+                var full = false
                 for frame in connection.splitter.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) {
+                    full = connection.beginRequest()
                     delegate.received(frame, on: connection)
                 }
+                if connection.splitter.buffered == 0 { connection.partialSince = nil }
+                else if connection.partialSince == nil { connection.partialSince = .now }
+                if full { connection.pauseReading() }
                 if n < buffer.count { return }
             } else if n == 0 {
-                connection.close()
+                // The client is done sending; its requests still in flight get their answers.
+                connection.endOfInput()
             } else if errno == EINTR {
                 continue
             } else if errno == EAGAIN || errno == EWOULDBLOCK {
@@ -158,8 +190,23 @@ public final class Server: Sendable {
         }
     }
 
+    /// Closes connections whose request line has been arriving for longer than the request timeout.
+    private func dropSlowRequests() {
+        let deadline = ContinuousClock.now - limits.requestTimeout
+        let slow = connections.withLock { $0.values.filter { $0.partialSince.map { $0 < deadline } ?? false } }
+        for connection in slow {
+            let message = "request line not finished within \(DurationText.format(limits.requestTimeout)); closing"
+            connection.send(Array(#"{"ok":false,"error":{"code":"bad_request","message":"\#(message)"}}"#.utf8))
+            connection.close()
+            drop(connection)
+        }
+    }
+
     private func drop(_ connection: ServerConnection) {
         guard connections.withLock({ $0.removeValue(forKey: connection.token) }) != nil else { return }
+        if let count = perUser[connection.peer.uid] {
+            perUser[connection.peer.uid] = count > 1 ? count - 1 : nil
+        }
         connection.release()
         delegate.closed(connection)
     }
@@ -175,6 +222,8 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
     private let outputLimit: Int
     /// Touched only by the server thread.
     var splitter: FrameSplitter
+    /// When the request line now in the splitter began to arrive; server thread only.
+    var partialSince: ContinuousClock.Instant?
     /// Guards the output buffer, the closed flag and the descriptor's lifetime.
     private let lock = Locked(OutputState())
 
@@ -182,18 +231,78 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
         var output: [UInt8] = []
         var closed = false
         var watchingOut = false
+        /// Requests received and not yet fully answered.
+        var inFlight = 0
+        /// The client shut its sending side (or the server stopped reading it for good).
+        var inputEnded = false
+        /// Reading stopped until enough requests in flight are answered.
+        var readingPaused = false
     }
 
-    init(fd: Int32, token: UInt64, peer: Peer, epoll: Int32, frameLimit: Int, outputLimit: Int) {
+    private let maxInFlight: Int
+
+    init(fd: Int32, token: UInt64, peer: Peer, epoll: Int32, frameLimit: Int, outputLimit: Int, maxInFlight: Int = 1_024) {
         self.fd = fd
         self.token = token
         self.peer = peer
         self.epoll = epoll
         self.outputLimit = outputLimit
+        self.maxInFlight = max(maxInFlight, 1)
         self.splitter = FrameSplitter(limit: frameLimit)
     }
 
     public var isClosed: Bool { lock.withLock { $0.closed } }
+
+    /// Whether the server thread should read more from this connection now.
+    var mayRead: Bool { lock.withLock { !$0.closed && !$0.inputEnded && !$0.readingPaused } }
+
+    /// Counts a request received (server thread); true once the in-flight limit is reached.
+    func beginRequest() -> Bool {
+        lock.withLock { state in
+            state.inFlight += 1
+            return state.inFlight >= maxInFlight
+        }
+    }
+
+    /// Marks a request fully answered (any thread): reading resumes below half the limit, and
+    /// a connection whose client is done sending closes once nothing is left to answer.
+    public func endRequest() {
+        lock.withLock { state in
+            state.inFlight = max(state.inFlight - 1, 0)
+            if state.inputEnded && state.inFlight == 0 {
+                shut(&state)
+            } else if state.readingPaused && state.inFlight <= maxInFlight / 2 {
+                state.readingPaused = false
+                watch(&state)
+            }
+        }
+    }
+
+    /// Stops reading until requests in flight are answered (server thread).
+    func pauseReading() {
+        lock.withLock { state in
+            state.readingPaused = true
+            watch(&state)
+        }
+    }
+
+    /// The client will send no more (server thread): close now if nothing is in flight, else
+    /// once the last answer is sent.
+    func endOfInput() {
+        lock.withLock { state in
+            state.inputEnded = true
+            if state.inFlight == 0 { shut(&state) } else { watch(&state) }
+        }
+    }
+
+    /// Sets the epoll interest from the state: input while reading, output while output waits.
+    private func watch(_ state: inout OutputState) {
+        guard !state.closed else { return }
+        var events: UInt32 = 0
+        if !state.inputEnded && !state.readingPaused { events |= Epoll.input | Epoll.readHangUp }
+        if state.watchingOut { events |= Epoll.output }
+        _ = baton_epoll_ctl(epoll, Epoll.modify, fd, events, token)
+    }
 
     /// Sends one line (a newline is added). Drops the connection when the client does not read
     /// and its unsent output passes the limit.
@@ -224,7 +333,7 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
             }
             if !state.output.isEmpty && !state.watchingOut {
                 state.watchingOut = true
-                _ = baton_epoll_ctl(epoll, Epoll.modify, fd, Epoll.input | Epoll.output | Epoll.readHangUp, token)
+                watch(&state)
             }
         }
     }
@@ -242,7 +351,7 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
                 return
             }
             state.watchingOut = false
-            _ = baton_epoll_ctl(epoll, Epoll.modify, fd, Epoll.input | Epoll.readHangUp, token)
+            watch(&state)
         }
     }
 

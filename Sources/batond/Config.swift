@@ -10,6 +10,10 @@ struct Config: Sendable, Equatable {
     var database: String?
     var maxConcurrentRuns: Int = Conductor.processorCount
     var shutdownGrace: Duration = .seconds(30)
+    /// Connections one uid (other than root and batond's own) may hold open.
+    var maxConnectionsPerUser = 256
+    /// How long a request line may take to arrive once begun.
+    var requestTimeout: Duration = .seconds(10)
     var synchronous: Store.Synchronous = .full
     /// How long ended runs are kept; actions may override each field.
     var retention: Retention = .standard

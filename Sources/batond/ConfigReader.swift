@@ -8,7 +8,7 @@ struct ConfigReader {
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
-        "retention", "allow",
+        "retention", "allow", "maxConnectionsPerUser", "requestTimeout",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
@@ -26,6 +26,10 @@ struct ConfigReader {
             else { fail("socketMode", "expected an octal mode such as \"0660\", got \(Action.quoted(mode))") }
         }
         if let value = fields["maxConcurrentRuns"] { config.maxConcurrentRuns = integer(value, at: "maxConcurrentRuns", min: 1) ?? 1 }
+        if let value = fields["maxConnectionsPerUser"] {
+            config.maxConnectionsPerUser = integer(value, at: "maxConnectionsPerUser", min: 1, max: 20_000) ?? 1
+        }
+        if let value = fields["requestTimeout"] { config.requestTimeout = duration(value, at: "requestTimeout") ?? .seconds(10) }
         if let value = fields["shutdownGrace"] { config.shutdownGrace = duration(value, at: "shutdownGrace") ?? .zero }
         if let value = fields["synchronous"] {
             config.synchronous = choice(value, at: "synchronous", Store.Synchronous.allCases.map { $0.rawValue.lowercased() })

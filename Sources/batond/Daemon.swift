@@ -90,7 +90,8 @@ enum Daemon {
         }, access: { configBox.current.access })
         let server: Server
         do {
-            server = try Server(listening: listenFD, delegate: handler)
+            server = try Server(listening: listenFD, limits: Server.Limits(maxConnectionsPerUser: config.maxConnectionsPerUser,
+                                                                           requestTimeout: config.requestTimeout), delegate: handler)
         } catch {
             Log.error("\(error)")
             return 1

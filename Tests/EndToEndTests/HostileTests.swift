@@ -1,0 +1,105 @@
+import BatonIPC
+import Foundation
+import Testing
+
+@Suite("End to end: hostile clients", .serialized)
+struct HostileTests {
+    static let config = #"{ socketMode: "0666", requestTimeout: "1s", maxConnectionsPerUser: 5, actions: { a: { exec: ["true"] } } }"#
+
+    /// A raw connection for sending what a well-behaved client would not.
+    final class Raw {
+        let fd: Int32
+        init(_ path: String) throws { fd = try UnixSocket.connect(path: path) }
+        deinit { close(fd) }
+        func send(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+        /// Everything until the daemon closes the connection (or 10 s pass).
+        func readToEnd() -> String {
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var all: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                all += buffer[..<n]
+            }
+            return String(decoding: all, as: UTF8.self)
+        }
+    }
+
+    @Test("a client that sends a request a byte at a time and stops is closed after requestTimeout; others are served")
+    func slowRequest() throws {
+        let daemon = try Daemon(config: Self.config)
+        let slow = try Raw(daemon.socket)
+        slow.send(Array(#"{"op":"pi"#.utf8))
+        #expect(try Client(path: daemon.socket).call(Request(op: .ping)).ok == true)
+        let answer = slow.readToEnd()
+        #expect(answer.contains("request line not finished within 1.0s"), "\(answer)")
+        #expect(try Client(path: daemon.socket).call(Request(op: .ping)).ok == true)
+    }
+
+    @Test("garbage, invalid UTF-8, deep nesting and an oversized line each get bad_request; the daemon lives on")
+    func badInput() throws {
+        let daemon = try Daemon(config: Self.config)
+        let raw = try Raw(daemon.socket)
+        raw.send([0xFF, 0xFE, 0x00, 0x7B, 0x22, 0xC3, 0x28, 0x0A])                 // invalid UTF-8 and a NUL
+        raw.send(Array((String(repeating: "[", count: 100_000) + "\n").utf8))      // deep nesting
+        raw.send(Array((#"{"op":"trigger","action":"#.utf8)) + Array(repeating: UInt8(ascii: "x"), count: 1_100_000) + [10])
+        raw.send(Array(#"{"op":"ping","id":9}"#.utf8) + [10])
+        shutdown(raw.fd, Int32(SHUT_WR))
+        let lines = raw.readToEnd().split(separator: "\n")
+        #expect(lines.count == 4, "\(lines)")
+        #expect(lines.prefix(3).allSatisfy { $0.contains("\"bad_request\"") })
+        #expect(lines.last?.contains("\"id\":9") == true)
+        #expect(try Client(path: daemon.socket).call(Request(op: .ping)).ok == true)
+    }
+
+    @Test("a client that never reads its answers is dropped when its unsent output passes the limit")
+    func neverReads() throws {
+        let daemon = try Daemon(config: Self.config)
+        let greedy = try Raw(daemon.socket)
+        // Status requests (each answered with ~700 bytes) and never a read, until more than 16 MiB piles up.
+        let request = Array(#"{"op":"status"}"#.utf8) + [10]
+        var batch: [UInt8] = []
+        for _ in 0..<1_000 { batch += request }
+        var flags = fcntl(greedy.fd, F_GETFL)
+        flags |= O_NONBLOCK
+        _ = fcntl(greedy.fd, F_SETFL, flags)
+        var dropped = false
+        let deadline = Date().addingTimeInterval(60)
+        while !dropped && Date() < deadline {
+            let n = batch.withUnsafeBytes { Glibc.send(greedy.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno != EAGAIN { dropped = true }
+            if n < 0 && errno == EAGAIN { usleep(10_000) }
+        }
+        #expect(dropped, "the daemon kept a client that never reads")
+        #expect(try Client(path: daemon.socket).call(Request(op: .ping)).ok == true)
+        let rss = (try? String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/status", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) } ?? 0
+        #expect(rss < 200_000, "batond holds \(rss) KiB after the greedy client")
+    }
+
+    @Test("one uid may hold maxConnectionsPerUser connections; the next is told why and closed, others still get in")
+    func connectionLimit() throws {
+        let daemon = try Daemon(config: Self.config)
+        chmod(daemon.directory, 0o755)
+        let script = """
+            import socket, sys
+            held = []
+            for i in range(6):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); held.append(s)
+            held[5].settimeout(5)
+            print(held[5].recv(4096).decode())
+            held[0].sendall(b'{"op":"ping"}\\n'); held[0].settimeout(5)
+            print(held[0].recv(4096).decode())
+            """
+        let result = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, daemon.socket])
+        #expect(result.stdout.contains("uid 65534 has 5 connections open to batond, its limit"), "\(result.stdout) \(result.stderr)")
+        #expect(result.stdout.contains("\"ok\":true"))
+        // root is not limited, and the slots come back when nobody's connections close.
+        #expect(try Client(path: daemon.socket).call(Request(op: .ping)).ok == true)
+        let again = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, daemon.socket])
+        #expect(again.stdout.contains("its limit"))
+    }
+}

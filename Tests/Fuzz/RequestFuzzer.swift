@@ -1,0 +1,18 @@
+// libFuzzer target: the request decoder. Any bytes must decode to a Request or fail with an
+// error, never crash; a decoded request encodes again, and decodes to the same encoding.
+import BatonIPC
+import Foundation
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzRequests(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Data(bytes: data, count: size)
+    guard let request = try? JSONDecoder().decode(Request.self, from: bytes) else { return 0 }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    guard let once = try? encoder.encode(request) else { preconditionFailure("a decoded request does not encode") }
+    guard let again = try? JSONDecoder().decode(Request.self, from: once), let twice = try? encoder.encode(again) else {
+        preconditionFailure("an encoded request does not decode")
+    }
+    precondition(once == twice, "encoding is not stable")
+    return 0
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds Baton's libFuzzer targets (swiftc -sanitize=fuzzer,address) into .build/fuzz:
+#   frames    the socket's frame splitter (BatonIPC)
+#   requests  the request decoder (JSON → Request)
+#   config    the config parser (JSON5 → Config, every field checked)
+#   durations DurationText.parse / format
+#   times     the CLI's --since/--until parser
+# The modules are compiled straight with swiftc (SwiftPM would also instrument its build tools).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=.build/fuzz
+mkdir -p "$out/modules" "$out/obj"
+# The C shim and a module map for it.
+clang -c -g -fsanitize=fuzzer-no-link,address -I Sources/CBatonSystem/include Sources/CBatonSystem/*.c -o "$out/obj/cbaton.o"
+cat > "$out/modules/module.modulemap" <<MAP
+module CBatonSystem { header "$(pwd)/Sources/CBatonSystem/include/CBatonSystem.h" export * }
+MAP
+
+# The embedded migrations, as the build plugin makes them.
+swift build --product EmbedMigrations >/dev/null
+"$(swift build --show-bin-path)/EmbedMigrations" "$out/EmbeddedMigrations.swift" Migrations/*.sql
+
+flags=(-sanitize=fuzzer,address -parse-as-library -g -Onone -I "$(pwd)/$out/modules" -I "$(pwd)/Sources/CBatonSystem/include" -I "$(pwd)/Sources/CSQLite")
+compile() { # name, sources...
+    local name=$1; shift
+    local sources=()
+    for source in "$@"; do sources+=("$(pwd)/$source"); done
+    (cd "$out/obj" && swiftc "${flags[@]}" -module-name "$name" -emit-module -emit-module-path "../modules/$name.swiftmodule" -c "${sources[@]}")
+}
+compile BatonCore Sources/BatonCore/*.swift
+compile BatonStore Sources/BatonStore/*.swift "$out/EmbeddedMigrations.swift"
+compile BatonIPC Sources/BatonIPC/*.swift
+
+objects=("$out"/obj/*.o)
+link() { # target, sources...
+    local target=$1; shift
+    swiftc "${flags[@]}" -module-name "Fuzz_$target" "$@" "${objects[@]}" -lsqlite3 -o "$out/fuzz-$target"
+}
+link frames Tests/Fuzz/FrameFuzzer.swift
+link requests Tests/Fuzz/RequestFuzzer.swift
+link durations Tests/Fuzz/DurationFuzzer.swift
+link times Tests/Fuzz/TimeFuzzer.swift Sources/baton/TimeText.swift
+link config Tests/Fuzz/ConfigFuzzer.swift Sources/batond/Config.swift Sources/batond/ConfigReader.swift Sources/batond/JSONValue.swift
+echo "built: $(ls "$out"/fuzz-* | tr '\n' ' ')"
