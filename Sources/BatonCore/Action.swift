@@ -30,6 +30,10 @@ public struct Action: Sendable, Equatable {
     public var retention: Retention.Override?
     /// Who may trigger, cancel and read this action, over the global rules.
     public var allow: AccessPolicy.Override?
+    /// The identity the process runs as (batond must run as root); batond's own when nil.
+    public var runAs: RunAs?
+    /// The file mode creation mask of the process; batond's (0027) when nil.
+    public var umask: UInt32?
 
     public init(
         name: String, exec: [String] = [], cwd: String? = nil, env: [String: String] = [:],
@@ -99,5 +103,26 @@ public struct ParamSpec: Sendable, Equatable {
     public init(pattern: String? = nil, defaultValue: String? = nil) {
         self.pattern = pattern
         self.defaultValue = defaultValue
+    }
+}
+
+/// A user (and group) an action's process runs as, resolved from the user database when the
+/// config is read.
+public struct RunAs: Sendable, Equatable {
+    public var user: String
+    public var uid: UInt32
+    public var gid: UInt32
+    /// Supplementary groups: the user's, from the group database.
+    public var groups: [UInt32]
+    public var home: String
+    public var shell: String
+
+    public init(user: String, uid: UInt32, gid: UInt32, groups: [UInt32], home: String, shell: String) {
+        self.user = user
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
+        self.home = home
+        self.shell = shell
     }
 }

@@ -26,6 +26,12 @@ public struct ExecRunner: Runner {
     /// The environment of an attempt: inherited variables, the action's `env`, then Baton's own.
     public func environment(for job: Job) -> [String: String] {
         var env = inherited
+        if let user = job.action.runAs {
+            // Another identity gets a clean environment of its own: nothing of batond's leaks.
+            env = ["HOME": user.home, "USER": user.user, "LOGNAME": user.user, "SHELL": user.shell,
+                   "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+            for name in ["LANG", "TZ"] { if let value = inherited[name] { env[name] = value } }
+        }
         for (name, value) in job.action.env { env[name] = value }
         env["BATON_ACTION"] = job.action.name
         env["BATON_RUN_ID"] = String(job.runID)
@@ -34,6 +40,22 @@ public struct ExecRunner: Runner {
         if let instance = job.instance { env["BATON_INSTANCE"] = instance }
         for (name, value) in job.params { env["BATON_PARAM_" + name.uppercased()] = value }
         return env
+    }
+
+    /// posix_spawn in the common case; fork and exec when the process takes another identity or umask.
+    static func spawn(_ action: Action, _ argv: UnsafePointer<UnsafePointer<CChar>?>, _ envp: UnsafePointer<UnsafePointer<CChar>?>,
+                      _ stdout: Int32, _ stderr: Int32, _ progress: Int32, _ pid: inout pid_t) -> Int32 {
+        let cwd = action.cwd.map { strdup($0) } ?? nil
+        defer { free(cwd) }
+        guard action.runAs != nil || action.umask != nil else {
+            return baton_spawn(argv, envp, cwd, stdout, stderr, progress, &pid)
+        }
+        let user = action.runAs
+        let groups = user?.groups ?? []
+        return groups.withUnsafeBufferPointer { list in
+            baton_spawn_as(argv, envp, cwd, stdout, stderr, progress, user == nil ? 0 : 1, user?.uid ?? 0, user?.gid ?? 0,
+                           list.baseAddress, list.count, action.umask == nil ? 0 : 1, mode_t(action.umask ?? 0), &pid)
+        }
     }
 
     public func start(_ job: Job) -> any Attempt {
@@ -48,12 +70,10 @@ public struct ExecRunner: Runner {
         }
         let env = environment(for: job).map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
-        let rc = withCStrings(job.action.exec) { argv in
+        let action = job.action
+        let rc = withCStrings(action.exec) { argv in
             withCStrings(env) { envp in
-                if let cwd = job.action.cwd {
-                    return baton_spawn(argv, envp, cwd, out[1], err[1], prog[1], &pid)
-                }
-                return baton_spawn(argv, envp, nil, out[1], err[1], prog[1], &pid)
+                Self.spawn(action, argv, envp, out[1], err[1], prog[1], &pid)
             }
         }
         close(out[1]); close(err[1]); close(prog[1])

@@ -11,6 +11,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sys/stat.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/un.h>
@@ -154,4 +157,68 @@ int baton_unix_sendto(const char *path, const void *bytes, size_t length) {
     int error = sent < 0 ? errno : 0;
     close(fd);
     return sent < 0 ? -error : 0;
+}
+
+int baton_spawn_as(const char *const argv[], const char *const envp[], const char *cwd,
+                   int stdout_fd, int stderr_fd, int progress_fd,
+                   int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
+                   int set_umask, mode_t mask, pid_t *pid) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return errno;
+    // No signal handler may run in the child between fork and exec.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t child = fork();
+    if (child < 0) {
+        int error = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        close(report[0]);
+        close(report[1]);
+        return error;
+    }
+    if (child == 0) {
+        // Only async-signal-safe calls from here to exec.
+        struct sigaction defaults;
+        memset(&defaults, 0, sizeof(defaults));
+        defaults.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; sig++) {
+            if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &defaults, NULL);
+        }
+        int fail = 0;
+        if (setpgid(0, 0) != 0) fail = errno;
+        int devnull = open("/dev/null", O_RDONLY);
+        if (!fail && (devnull < 0 || dup2(devnull, 0) < 0 || dup2(stdout_fd, 1) < 0 || dup2(stderr_fd, 2) < 0)) fail = errno;
+        if (!fail && progress_fd >= 0 && dup2(progress_fd, 3) < 0) fail = errno;
+        // Everything else closes at exec (the report pipe stays open until then).
+        if (!fail) syscall(SYS_close_range, (unsigned)(progress_fd >= 0 ? 4 : 3), ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
+        if (!fail && set_umask) umask(mask);
+        if (!fail && set_ids) {
+            if (setgroups(group_count, groups) != 0 || setgid(gid) != 0 || setuid(uid) != 0) fail = errno;
+        }
+        if (!fail && cwd != NULL && chdir(cwd) != 0) fail = errno;
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (!fail) {
+            execvpe(argv[0], (char *const *)argv, (char *const *)envp);
+            fail = errno;
+        }
+        ssize_t ignored = write(report[1], &fail, sizeof(fail));
+        (void)ignored;
+        _exit(127);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(report[1]);
+    int error = 0;
+    ssize_t n;
+    do { n = read(report[0], &error, sizeof(error)); } while (n < 0 && errno == EINTR);
+    close(report[0]);
+    if (n == (ssize_t)sizeof(error)) {
+        int status;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+        return error ? error : ECHILD;
+    }
+    *pid = child;
+    return 0;
 }

@@ -12,7 +12,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "onInterrupt", "retention", "allow",
+        "keyParams", "onInterrupt", "retention", "allow", "user", "group", "umask",
     ]
 
     mutating func config(_ root: JSONValue) -> Config? {
@@ -110,6 +110,15 @@ struct ConfigReader {
         }
         if let value = fields["retention"] { action.retention = retention(value, at: "\(at).retention") }
         if let value = fields["allow"] { action.allow = allow(value, at: "\(at).allow") }
+        if let value = fields["user"] {
+            action.runAs = runAs(value, group: fields["group"], at: at)
+        } else if fields["group"] != nil {
+            fail("\(at).group", "needs user: the process runs as a user and, optionally, another group")
+        }
+        if let value = fields["umask"].flatMap({ string($0, at: "\(at).umask") }) {
+            if let mask = UInt32(value, radix: 8), mask <= 0o777 { action.umask = mask }
+            else { fail("\(at).umask", "expected an octal mask such as \"0027\", got \(Action.quoted(value))") }
+        }
         return action
     }
 
@@ -134,6 +143,37 @@ struct ConfigReader {
             }
         }
         return result
+    }
+
+    /// `user` (and `group`) of an action, resolved: uid, gid, supplementary groups, home and shell.
+    /// Only a batond running as root can run a process as another user.
+    private mutating func runAs(_ value: JSONValue, group: JSONValue?, at: String) -> RunAs? {
+        guard let name = string(value, at: "\(at).user") else { return nil }
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        let byNumber = UInt32(name)
+        let rc = byNumber.map { getpwuid_r($0, &entry, &buffer, buffer.count, &found) } ?? getpwnam_r(name, &entry, &buffer, buffer.count, &found)
+        guard rc == 0, found != nil, let userName = entry.pw_name else {
+            fail("\(at).user", "no user named \(Action.quoted(name))")
+            return nil
+        }
+        var user = RunAs(user: String(cString: userName), uid: entry.pw_uid, gid: entry.pw_gid, groups: [],
+                         home: entry.pw_dir.map { String(cString: $0) } ?? "/", shell: entry.pw_shell.map { String(cString: $0) } ?? "/bin/sh")
+        if user.uid != geteuid() && geteuid() != 0 {
+            fail("\(at).user", "batond runs as uid \(geteuid()), not root, so it cannot run processes as \(user.user)")
+        }
+        if let group = group.flatMap({ string($0, at: "\(at).group") }) {
+            if let gid = groupID(group, at: "\(at).group") { user.gid = gid }
+        }
+        var count: Int32 = 64
+        var list = [gid_t](repeating: 0, count: Int(count))
+        if getgrouplist(userName, user.gid, &list, &count) < 0 {
+            list = [gid_t](repeating: 0, count: Int(count))
+            _ = getgrouplist(userName, user.gid, &list, &count)
+        }
+        user.groups = Array(list.prefix(Int(max(count, 0))))
+        return user
     }
 
     /// A user name or number, as a uid; a problem when no such user exists.

@@ -82,3 +82,70 @@ struct AccessTests {
         #expect(check.stderr.contains("actions.a.allow.trigger.users: no user named \"no-such-user-x\""), "\(check.stderr)")
     }
 }
+
+@Suite("End to end: run as another user; no injection", .serialized)
+struct RunAsTests {
+    @Test("user: nobody runs the process as nobody with its groups, a clean environment and the action's umask")
+    func runAsNobody() throws {
+        let daemon = try Daemon(config: """
+            { actions: {
+                who: { exec: ["sh", "-c", "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); echo home=$HOME user=$USER; umask; env | sort"],
+                       user: "nobody", group: "users", umask: "0077", env: { EXTRA: "from-config" } },
+                long: { exec: ["sh", "-c", "sleep 300 & wait"], user: "nobody", killGrace: "200ms" },
+            } }
+            """, environment: ["BATON_TEST_SECRET": "must-not-leak"])
+        #expect(try daemon.baton("run", "who").code == 0)
+        let output = try daemon.baton("show", "1", "--output").stdout
+        #expect(output.contains("uid=65534 gid=100"), "\(output)")
+        #expect(output.contains("home=/nonexistent user=nobody"))
+        #expect(output.contains("0077"))
+        #expect(output.contains("EXTRA=from-config"))
+        #expect(output.contains("BATON_RUN_ID=1"))
+        #expect(!output.contains("must-not-leak"))
+        #expect(!output.contains("NOTIFY_SOCKET") && !output.contains("JOURNAL_STREAM"))
+
+        // Cancel still reaches the whole group of a process that runs as another user.
+        #expect(try daemon.baton("run", "long", "-d").stdout == "2\n")
+        try daemon.waitForLog("run 2 long: queued → loading")
+        #expect(try daemon.baton("cancel", "2").code == 0)
+        #expect(try Client(path: daemon.socket).call(Request(op: .wait, run: 2)).run?.phase == .cancelled)
+        let left = try execute("/usr/bin/pgrep", ["-u", "nobody", "-f", "sleep 300"])
+        #expect(left.stdout.isEmpty, "nobody's sleep survived the cancel: \(left.stdout)")
+    }
+
+    @Test("shell metacharacters, newlines and NULs in params do nothing: the value arrives verbatim or is refused")
+    func noInjection() throws {
+        let marker = NSTemporaryDirectory() + "baton-pwned-\(UUID().uuidString)"
+        let daemon = try Daemon(config: #"{ actions: { echo: { exec: ["sh", "-c", "printf '%s' \"$BATON_PARAM_TEXT\""], params: { text: {} } } } }"#)
+        let nasty = "$(touch \(marker)); `touch \(marker)`; | touch \(marker) && touch \(marker) > /dev/null '\""
+        #expect(try daemon.baton("run", "echo", "-p", "text=" + nasty).code == 0)
+        #expect(try daemon.baton("show", "1", "--output").stdout == nasty)
+        #expect(!FileManager.default.fileExists(atPath: marker))
+        let newline = try Client(path: daemon.socket).call(Request(op: .trigger, action: "echo", params: ["text": "a\nb"]))
+        #expect(newline.error?.code == "bad_request")
+        #expect(newline.error?.message.contains("param text") == true)
+        let nul = try Client(path: daemon.socket).call(Request(op: .trigger, action: "echo", params: ["text": "a\u{0}b"]))
+        #expect(nul.error?.code == "bad_request")
+        let name = try Client(path: daemon.socket).call(Request(op: .trigger, action: "echo", params: ["text; rm": "x"]))
+        #expect(name.error?.code == "bad_request")
+    }
+
+    @Test("a user that does not exist, or user without root, is a config error naming the field")
+    func badUser() throws {
+        let file = NSTemporaryDirectory() + "baton-user-\(UUID().uuidString).json5"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try #"{ actions: { a: { exec: ["true"], user: "no-such-user-x" }, b: { exec: ["true"], group: "users" }, c: { exec: ["true"], umask: "999" } } }"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try execute(Binaries.batond, ["--check-config", file])
+        #expect(check.code == 1)
+        #expect(check.stderr.contains("actions.a.user: no user named \"no-such-user-x\""), "\(check.stderr)")
+        #expect(check.stderr.contains("actions.b.group: needs user"))
+        #expect(check.stderr.contains("actions.c.umask: expected an octal mask"))
+        // Without root, another user is refused.
+        try #"{ actions: { a: { exec: ["true"], user: "root" } } }"#.write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o644)
+        let asNobody = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.batond, "--check-config", file])
+        #expect(asNobody.code == 1)
+        #expect(asNobody.stderr.contains("actions.a.user: batond runs as uid 65534, not root, so it cannot run processes as root"), "\(asNobody.stderr)")
+    }
+}

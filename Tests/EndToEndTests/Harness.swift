@@ -54,7 +54,11 @@ final class Daemon: @unchecked Sendable {
     private var log = ""
     private let lock = NSCondition()
 
-    init(config: String, database: String? = nil) throws {
+    /// Extra environment variables of batond.
+    var environment: [String: String] = [:]
+
+    init(config: String, database: String? = nil, environment: [String: String] = [:]) throws {
+        self.environment = environment
         directory = NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/baton.sock"
@@ -90,6 +94,7 @@ final class Daemon: @unchecked Sendable {
     func start() throws {
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--config", configPath, "--socket", socket, "--database", database]
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
         stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in

@@ -48,3 +48,11 @@ int baton_accept(int fd);
 /// Sends one datagram to the Unix datagram socket at `path` (a leading '@' names an abstract
 /// socket, as in NOTIFY_SOCKET). Returns 0, or -errno.
 int baton_unix_sendto(const char *path, const void *bytes, size_t length);
+
+/// Like baton_spawn, but with fork and exec so that the child can take another identity
+/// (supplementary groups, gid, uid — when set_ids) and umask (when set_umask) before it runs
+/// argv. Errors in the child before exec come back as the return value. Returns 0 or an errno.
+int baton_spawn_as(const char *const argv[], const char *const envp[], const char *cwd,
+                   int stdout_fd, int stderr_fd, int progress_fd,
+                   int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
+                   int set_umask, mode_t mask, pid_t *pid);
