@@ -24,15 +24,17 @@ public enum DurationText {
 
     /// Formats a duration briefly: `850ms`, `1.2s`, `42s`, `3m04s`, `2h05m`, `3d04h`.
     public static func format(_ duration: Duration) -> String {
-        let micros = duration.microseconds
+        // Int64.min has no positive counterpart; one microsecond less changes nothing shown.
+        let micros = max(duration.microseconds, -Int64.max)
         if micros < 0 { return "-" + format(.microseconds(-micros)) }
         if micros < 1_000 { return "\(micros)µs" }
         if micros < 1_000_000 { return "\(micros / 1_000)ms" }
+        // Rounded without adding first, so that the largest values cannot overflow.
         if micros < 10_000_000 {
-            let tenths = (micros + 50_000) / 100_000
+            let tenths = micros / 100_000 + (micros % 100_000 >= 50_000 ? 1 : 0)
             return "\(tenths / 10).\(tenths % 10)s"
         }
-        let seconds = (micros + 500_000) / 1_000_000
+        let seconds = micros / 1_000_000 + (micros % 1_000_000 >= 500_000 ? 1 : 0)
         if seconds < 60 { return "\(seconds)s" }
         if seconds < 3_600 { return "\(seconds / 60)m\(twoDigits(seconds % 60))s" }
         if seconds < 86_400 { return "\(seconds / 3_600)h\(twoDigits(seconds % 3_600 / 60))m" }

@@ -31,7 +31,10 @@ extension Duration {
     /// The duration in whole microseconds.
     public var microseconds: Int64 {
         let (seconds, attoseconds) = components
-        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        let (micros, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (total, overflowAgain) = micros.addingReportingOverflow(attoseconds / 1_000_000_000_000)
+        return overflowAgain ? (micros < 0 ? .min : .max) : total
     }
 
     /// The duration in seconds as a floating-point number.

@@ -14,16 +14,16 @@ enum TimeText {
         localtime_r(&seconds, &parts)
         parts.tm_hour = 0; parts.tm_min = 0; parts.tm_sec = 0; parts.tm_isdst = -1
         switch text {
-        case "today": return Timestamp(rawValue: Int64(mktime(&parts)) * 1_000_000)
+        case "today": return timestamp(mktime(&parts))
         case "yesterday":
             parts.tm_mday -= 1
-            return Timestamp(rawValue: Int64(mktime(&parts)) * 1_000_000)
+            return timestamp(mktime(&parts))
         default: break
         }
         let pieces = text.split(separator: "T", maxSplits: 1, omittingEmptySubsequences: false)
         guard let day = pieces.first, !day.isEmpty else { return nil }
         let date = day.split(separator: "-", omittingEmptySubsequences: false)
-        guard date.count == 3, let year = Int32(date[0]), let month = Int32(date[1]), let day = Int32(date[2]),
+        guard date.count == 3, let year = Int32(date[0]), (1970...9999).contains(year), let month = Int32(date[1]), let day = Int32(date[2]),
               (1...12).contains(month), (1...31).contains(day) else { return nil }
         var fields = tm()
         fields.tm_year = year - 1900; fields.tm_mon = month - 1; fields.tm_mday = day; fields.tm_isdst = -1
@@ -34,6 +34,13 @@ enum TimeText {
             fields.tm_hour = hour; fields.tm_min = minute
             if clock.count == 3 { guard let second = Int32(clock[2]), (0...59).contains(second) else { return nil }; fields.tm_sec = second }
         }
-        return Timestamp(rawValue: Int64(mktime(&fields)) * 1_000_000)
+        return timestamp(mktime(&fields))
+    }
+
+    /// Seconds from mktime as a timestamp; nil when mktime failed.
+    private static func timestamp(_ seconds: time_t) -> Timestamp? {
+        guard seconds != -1 else { return nil }
+        let (micros, overflow) = Int64(seconds).multipliedReportingOverflow(by: 1_000_000)
+        return overflow ? nil : Timestamp(rawValue: micros)
     }
 }

@@ -14,6 +14,15 @@ struct TextTests {
         #expect(DurationText.parse(text) == nil)
     }
 
+    @Test("the extremes format without overflow (found by the durations fuzzer)")
+    func extremes() {
+        #expect(DurationText.format(.microseconds(Int64.max)) == "106751991d04h")
+        #expect(DurationText.format(.microseconds(Int64.min)) == "-106751991d04h")
+        #expect(DurationText.format(.microseconds(9_999_999)) == "10.0s")
+        #expect(Duration.seconds(Int64.max).microseconds == Int64.max)
+        #expect(Duration.seconds(Int64.min).microseconds == Int64.min)
+    }
+
     @Test("durations format as people read them", arguments: [(850_000, "850ms"), (1_240_000, "1.2s"), (42_000_000, "42s"),
                                                               (184_000_000, "3m04s"), (7_500_000_000, "2h05m")])
     func format(micros: Int64, text: String) {
