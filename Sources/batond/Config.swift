@@ -34,6 +34,11 @@ struct Config: Sendable, Equatable {
 
     /// Parses and checks config text; `file` names it in errors.
     static func parse(_ data: Data, file: String) throws(ConfigError) -> Config {
+        // Foundation's JSON5 scanner traps on invalid UTF-8 in an unquoted key (found by the config
+        // fuzzer), so the bytes are checked first.
+        if let offset = Self.firstInvalidUTF8(data) {
+            throw ConfigError(file: file, problems: [.init(path: "", message: "not valid UTF-8 (at byte \(offset))")])
+        }
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         let root: JSONValue
@@ -46,6 +51,25 @@ struct Config: Sendable, Equatable {
         let config = reader.config(root)
         guard reader.problems.isEmpty, let config else { throw ConfigError(file: file, problems: reader.problems) }
         return config
+    }
+
+    /// The offset of the first byte that is not part of valid UTF-8, or nil when all are.
+    static func firstInvalidUTF8(_ data: Data) -> Int? {
+        let bytes = [UInt8](data)
+        var index = 0
+        while index < bytes.count {
+            let length = switch bytes[index] {
+            case 0x00...0x7F: 1
+            case 0xC2...0xDF: 2
+            case 0xE0...0xEF: 3
+            case 0xF0...0xF4: 4
+            default: 0
+            }
+            guard length > 0, index + length <= bytes.count else { return index }
+            if length > 1, String(validating: bytes[index..<index + length], as: UTF8.self) == nil { return index }
+            index += length
+        }
+        return nil
     }
 
     private static func describe(_ error: any Error) -> String {

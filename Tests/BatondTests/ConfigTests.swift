@@ -71,6 +71,21 @@ struct ConfigTests {
         #expect(config.actions[1].retention == nil)
     }
 
+    @Test("invalid UTF-8 is refused with its offset before the JSON5 scanner sees it (found by the config fuzzer)")
+    func invalidUTF8() {
+        let bytes: [UInt8] = Array("{ a".utf8) + [0xBF, 0xFF, 0xC3] + Array("c: 1 }".utf8)
+        do {
+            _ = try Config.parse(Data(bytes), file: "c")
+            Issue.record("accepted invalid UTF-8")
+        } catch {
+            #expect(error.description == "c: not valid UTF-8 (at byte 3)")
+        }
+        #expect(Config.firstInvalidUTF8(Data("héllo 日本 🎉".utf8)) == nil)
+        #expect(Config.firstInvalidUTF8(Data([0x41, 0xE6, 0x97])) == 1)          // cut short
+        #expect(Config.firstInvalidUTF8(Data([0xC0, 0x80])) == 0)               // overlong
+        #expect(Config.firstInvalidUTF8(Data([0xED, 0xA0, 0x80])) == 0)         // a surrogate
+    }
+
     @Test("all problems are reported at once, each with the file name")
     func allAtOnce() {
         do {
