@@ -337,7 +337,9 @@ struct ConfigReader {
     private static func show(_ value: JSONValue) -> String {
         switch value {
         case let .string(text): Action.quoted(text)
-        case let .number(number): number.rounded() == number ? String(Int64(number)) : String(number)
+        // Whole numbers print without ".0" when they fit an Int64 (converting a larger one would trap;
+        // found by the config fuzzer).
+        case let .number(number): number.rounded() == number && abs(number) < 9.2e18 ? String(Int64(number)) : String(number)
         case let .bool(flag): String(flag)
         default: value.kind
         }

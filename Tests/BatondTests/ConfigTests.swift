@@ -52,6 +52,8 @@ struct ConfigTests {
         (#"{ actions: {} }"#, "actions: expected at least one action"),
         (#"{ actions: { "bad name!": { exec: ["x"] } } }"#, "actions.bad name!: an action name is"),
         (#"{ actions: "#, ": not valid JSON5"),
+        (#"{ maxConcurrentRuns: 2222222222222222222222222222222222222222, actions: { a: { exec: ["x"] } } }"#,
+         "maxConcurrentRuns: expected a whole number from 1 to 1000000, got 2.2222222222222223e+39"),
         (#"{ retention: { maxAge: "forever" }, actions: { a: { exec: ["x"] } } }"#, "retention.maxAge: expected a duration"),
         (#"{ actions: { a: { exec: ["x"], retention: { maxRunsPerAction: 0 } } } }"#, "actions.a.retention.maxRunsPerAction: expected a whole number from 1"),
         (#"{ actions: { a: { exec: ["x"], retention: { keep: "1d" } } } }"#, "actions.a.retention.keep: unknown field"),
