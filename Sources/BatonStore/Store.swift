@@ -42,7 +42,7 @@ public final class Store: RunStore, @unchecked Sendable {
         var completion: @Sendable (Result<Void, BatonError>) -> Void
         /// Items that answer a trigger (creations, trigger records) are refused while the store cannot
         /// write; the others are kept.
-        var creates: Bool
+        var refusedWhileFailing: Bool
         /// Other writing work (pruning), run in the item's savepoint after its entries.
         var work: ((Connection) throws -> Void)?
     }
@@ -125,7 +125,7 @@ public final class Store: RunStore, @unchecked Sendable {
     public func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
         // A trigger is answered only once it is recorded, so creations and trigger records are
         // refused at once while writes fail; transitions of runs in flight are kept and retried.
-        let creates = entries.contains {
+        let refusable = entries.contains {
             switch $0 {
             case .created, .trigger: true
             default: false
@@ -137,12 +137,12 @@ public final class Store: RunStore, @unchecked Sendable {
             completion(.failure(.storeUnavailable("the store is closed")))
             return
         }
-        if creates, let failure {
+        if refusable, let failure {
             condition.unlock()
             completion(.failure(.storeUnavailable(failure)))
             return
         }
-        pending.append(Item(entries: entries, completion: completion, creates: creates))
+        pending.append(Item(entries: entries, completion: completion, refusedWhileFailing: refusable))
         condition.signal()
         condition.unlock()
     }
@@ -160,7 +160,7 @@ public final class Store: RunStore, @unchecked Sendable {
                 case let .failure(error):
                     continuation.resume(throwing: error)
                 }
-            }, creates: true, work: { connection in box.value = try body(connection) })
+            }, refusedWhileFailing: true, work: { connection in box.value = try body(connection) })
             condition.lock()
             if closing || failure != nil {
                 let reason = closing ? "the store is closed" : failure!
@@ -264,7 +264,7 @@ public final class Store: RunStore, @unchecked Sendable {
                 if !busy { setFailure(message) }
                 // Creations are refused at once; everything else waits for the next try, in order.
                 held = batch.filter { item in
-                    if item.creates && !busy { item.completion(.failure(.storeUnavailable(message))); return false }
+                    if item.refusedWhileFailing && !busy { item.completion(.failure(.storeUnavailable(message))); return false }
                     return true
                 }
                 condition.lock()
