@@ -263,7 +263,11 @@ struct QueryCLITests {
         for index in 0..<4 {
             writers.enter()
             Thread.detachNewThread {
-                for round in 0..<25 { codes.append((try? daemon.baton("run", "a", "-p", "k=\(index)-\(round)").code) ?? -1) }
+                // Writers use the socket directly; the reads below are the real CLI on the file.
+                for round in 0..<25 {
+                    let answer = try? Client(path: daemon.socket).call(Request(op: .trigger, action: "a", params: ["k": "\(index)-\(round)"]))
+                    codes.append(answer?.run?.phase == .success ? 0 : 1)
+                }
                 writers.leave()
             }
         }
