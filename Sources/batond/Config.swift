@@ -10,6 +10,8 @@ struct Config: Sendable, Equatable {
     var database: String?
     var maxConcurrentRuns: Int = Conductor.processorCount
     var shutdownGrace: Duration = .seconds(30)
+    /// Connections open at once, from everyone.
+    var maxConnections = 20_000
     /// Connections one uid (other than root and batond's own) may hold open.
     var maxConnectionsPerUser = 256
     /// How long a request line may take to arrive once begun.

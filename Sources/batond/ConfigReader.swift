@@ -8,7 +8,7 @@ struct ConfigReader {
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
-        "retention", "allow", "maxConnectionsPerUser", "requestTimeout",
+        "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
@@ -28,6 +28,9 @@ struct ConfigReader {
         if let value = fields["maxConcurrentRuns"] { config.maxConcurrentRuns = integer(value, at: "maxConcurrentRuns", min: 1) ?? 1 }
         if let value = fields["maxConnectionsPerUser"] {
             config.maxConnectionsPerUser = integer(value, at: "maxConnectionsPerUser", min: 1, max: 20_000) ?? 1
+        }
+        if let value = fields["maxConnections"] {
+            config.maxConnections = integer(value, at: "maxConnections", min: 1, max: 1_000_000) ?? 1
         }
         if let value = fields["requestTimeout"] { config.requestTimeout = duration(value, at: "requestTimeout") ?? .seconds(10) }
         if let value = fields["shutdownGrace"] { config.shutdownGrace = duration(value, at: "shutdownGrace") ?? .zero }

@@ -90,7 +90,7 @@ enum Daemon {
         }, access: { configBox.current.access })
         let server: Server
         do {
-            server = try Server(listening: listenFD, limits: Server.Limits(maxConnectionsPerUser: config.maxConnectionsPerUser,
+            server = try Server(listening: listenFD, limits: Server.Limits(maxConnections: config.maxConnections, maxConnectionsPerUser: config.maxConnectionsPerUser,
                                                                            requestTimeout: config.requestTimeout), delegate: handler)
         } catch {
             Log.error("\(error)")

@@ -95,6 +95,23 @@ struct HostileTests {
         #expect(grown < bound, "batond grew by \(grown) KiB for one greedy client")
     }
 
+    @Test("maxConnections bounds connections from everyone, root too; the next is told why, and slots come back")
+    func totalLimit() throws {
+        let daemon = try Daemon(config: #"{ maxConnections: 3, actions: { a: { exec: ["true"] } } }"#)
+        let held = try (0..<3).map { _ in try Client(path: daemon.socket) }
+        // Each held connection is registered once it has been answered.
+        for client in held { #expect(try client.call(Request(op: .ping)).ok == true) }
+        let refused = try Raw(daemon.socket).readToEnd()
+        #expect(refused.contains("batond has too many connections"), "\(refused)")
+        _ = consume held
+        var answered = false
+        for _ in 0..<100 where !answered {
+            answered = (try? Client(path: daemon.socket).call(Request(op: .ping)).ok) == true
+            if !answered { usleep(10_000) }
+        }
+        #expect(answered)
+    }
+
     @Test("one uid may hold maxConnectionsPerUser connections; the next is told why and closed, others still get in")
     func connectionLimit() throws {
         let daemon = try Daemon(config: Self.config)
