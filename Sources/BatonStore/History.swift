@@ -144,14 +144,16 @@ public struct History {
             clauses.append("phase IN (\(Array(repeating: "?", count: filter.phases.count).joined(separator: ", ")))")
             arguments += filter.phases.map { .text($0.rawValue) }
         }
-        // Ids grow with queue time, so a time window is also an id range, found with two seeks on
-        // runs_by_queued_at: the rows are then read by primary key, newest first, up to the limit.
+        // Ids grow with queue time, so a time window is also an id range, found with one seek on
+        // runs_by_queued_at per bound (the first run queued in the window, the last before its end;
+        // not min()/max(id), which would walk the whole window): the rows are then read by primary
+        // key, newest first, up to the limit.
         if let since = filter.since {
-            clauses.append("queued_at >= ? AND id >= coalesce((SELECT min(id) FROM runs WHERE queued_at >= ?), 9223372036854775807)")
+            clauses.append("queued_at >= ? AND id >= coalesce((SELECT id FROM runs WHERE queued_at >= ? ORDER BY queued_at LIMIT 1), 9223372036854775807)")
             arguments += [.integer(since.rawValue), .integer(since.rawValue)]
         }
         if let until = filter.until {
-            clauses.append("queued_at < ? AND id <= coalesce((SELECT max(id) FROM runs WHERE queued_at < ?), 0)")
+            clauses.append("queued_at < ? AND id <= coalesce((SELECT id FROM runs WHERE queued_at < ? ORDER BY queued_at DESC LIMIT 1), 0)")
             arguments += [.integer(until.rawValue), .integer(until.rawValue)]
         }
         for (name, value) in filter.params.sorted(by: { $0.key < $1.key }) {
