@@ -12,13 +12,7 @@ extension Peer {
         guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil, let name = entry.pw_name else {
             return Array(result)
         }
-        var count: Int32 = 64
-        var list = [gid_t](repeating: 0, count: Int(count))
-        if getgrouplist(name, entry.pw_gid, &list, &count) < 0 {
-            list = [gid_t](repeating: 0, count: Int(count))
-            _ = getgrouplist(name, entry.pw_gid, &list, &count)
-        }
-        for group in list.prefix(Int(max(count, 0))) { result.insert(group) }
+        for group in UserDatabase.groups(of: String(cString: name), primary: entry.pw_gid) { result.insert(group) }
         return Array(result)
     }
 

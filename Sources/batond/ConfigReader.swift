@@ -169,13 +169,7 @@ struct ConfigReader {
         if let group = group.flatMap({ string($0, at: "\(at).group") }) {
             if let gid = groupID(group, at: "\(at).group") { user.gid = gid }
         }
-        var count: Int32 = 64
-        var list = [gid_t](repeating: 0, count: Int(count))
-        if getgrouplist(userName, user.gid, &list, &count) < 0 {
-            list = [gid_t](repeating: 0, count: Int(count))
-            _ = getgrouplist(userName, user.gid, &list, &count)
-        }
-        user.groups = Array(list.prefix(Int(max(count, 0))))
+        user.groups = UserDatabase.groups(of: user.user, primary: user.gid)
         return user
     }
 
