@@ -21,6 +21,18 @@ struct Config: Sendable, Equatable {
     var retention: Retention = .standard
     /// Who may trigger, cancel and read (root and batond's own user always may); actions may override.
     var access = AccessPolicy()
+    /// Whether trigger and cancel default to the socket file's group (no socketGroup, no explicit rule).
+    var triggerFollowsSocket = false
+
+    /// The access rules in force: by default the group that owns the socket file (as batond.socket
+    /// sets it) may trigger and cancel, unless that group is root's.
+    func access(socketGroup gid: UInt32?) -> AccessPolicy {
+        guard triggerFollowsSocket, let gid, gid != 0 else { return access }
+        var rules = access
+        rules.trigger = AccessRule(groups: [gid])
+        rules.cancel = AccessRule(groups: [gid])
+        return rules
+    }
     var actions: [Action] = []
 
     /// Reads and checks a config file; every problem found is reported, each with its field.

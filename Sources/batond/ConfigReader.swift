@@ -48,10 +48,14 @@ struct ConfigReader {
                 config.access.cancel = AccessRule(groups: [gid])
             }
         }
+        // Without socketGroup or an explicit rule, batond takes the group of the socket it serves
+        // (batond.socket makes it `baton`): see Config.access(socketGroup:).
+        config.triggerFollowsSocket = config.socketGroup == nil
         if let value = fields["allow"] {
             let rules = allow(value, at: "allow")
             config.access.trigger = rules.trigger ?? config.access.trigger
             config.access.cancel = rules.cancel ?? config.access.cancel
+            if rules.trigger != nil || rules.cancel != nil { config.triggerFollowsSocket = false }
             config.access.read = rules.read ?? config.access.read
         }
         guard let actionsValue = fields["actions"] else {

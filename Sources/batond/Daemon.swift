@@ -79,6 +79,8 @@ enum Daemon {
         }
 
         let configBox = ConfigBox(config)
+        // The path clients connect to: ours, or the one systemd bound for us.
+        let boundPath = ownsSocket ? socketPath : (UnixSocket.boundPath(of: listenFD) ?? socketPath)
         let reload: @Sendable () async -> String? = {
             notifier.reloading()
             let problem = await Self.reload(path: configPath, into: conductor, current: configBox)
@@ -87,7 +89,7 @@ enum Daemon {
         }
         let handler = RequestHandler(conductor: conductor, store: store, reload: reload, prune: { dryRun in
             try await Self.prune(store, configBox.current, dryRun: dryRun)
-        }, access: { configBox.current.access })
+        }, access: { configBox.current.access(socketGroup: Self.fileGroup(boundPath)) })
         let server: Server
         do {
             server = try Server(listening: listenFD, limits: Server.Limits(maxConnections: config.maxConnections, maxConnectionsPerUser: config.maxConnectionsPerUser,
@@ -139,6 +141,12 @@ enum Daemon {
         if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
         Log.info("batond stopped")
         return 0
+    }
+
+    /// The group that owns a file, or nil when it cannot be read.
+    static func fileGroup(_ path: String) -> UInt32? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_gid : nil
     }
 
     /// "2 loading, 1 queued", for systemd's STATUS=.

@@ -70,6 +70,20 @@ struct AccessTests {
         #expect(try daemon.baton("cancel", "guarded").code == 0)
     }
 
+    @Test("by default the socket file's group may trigger (as batond.socket makes it group baton); root's group is not enough")
+    func socketGroupDefault() throws {
+        let daemon = try Daemon(config: #"{ socketMode: "0666", actions: { a: { exec: ["true"] } } }"#)
+        chmod(daemon.directory, 0o755)
+        let asUsers = { try AccessTests.batonAs("65534", group: "100", daemon, "run", "a") }
+        // The socket belongs to root's group: connecting works (mode 0666), triggering does not.
+        let refused = try asUsers()
+        #expect(refused.code == 77, "\(refused.stderr)")
+        // Give the socket to group users, as a socket unit with SocketGroup= would: its members may trigger.
+        #expect(chown(daemon.socket, 0, 100) == 0)
+        #expect(try asUsers().code == 0)
+        #expect(try AccessTests.batonAs("65534", group: "65534", daemon, "run", "a").code == 77)
+    }
+
     @Test("an unknown user or group in allow is a config error naming the field")
     func unknownNames() throws {
         let file = NSTemporaryDirectory() + "baton-allow-\(UUID().uuidString).json5"
