@@ -2,18 +2,21 @@ import BatonCore
 import Foundation
 
 extension Peer {
-    /// Every group the peer's user is in: its gid from `SO_PEERCRED` and the supplementary
-    /// groups of its uid in the user database (`getgrouplist`).
+    /// Every group the peer's user is in: its gid from `SO_PEERCRED` and the groups of its uid in
+    /// the user database.
     public var groups: [UInt32] {
-        var result: Set<UInt32> = [gid]
+        let known = databaseGroups
+        return known.contains(gid) ? known : known + [gid]
+    }
+
+    /// The groups of the peer's uid in the user database (its primary group and supplementary
+    /// groups, `getgrouplist`); empty for a uid with no entry.
+    public var databaseGroups: [UInt32] {
         var buffer = [CChar](repeating: 0, count: 4096)
         var entry = passwd()
         var found: UnsafeMutablePointer<passwd>?
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil, let name = entry.pw_name else {
-            return Array(result)
-        }
-        for group in UserDatabase.groups(of: String(cString: name), primary: entry.pw_gid) { result.insert(group) }
-        return Array(result)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil, let name = entry.pw_name else { return [] }
+        return UserDatabase.groups(of: String(cString: name), primary: entry.pw_gid)
     }
 
     /// `uid 1000 (alice)`, for messages.

@@ -15,6 +15,8 @@ public final class RequestHandler: ServerDelegate {
     let access: @Sendable () -> AccessPolicy
     /// The daemon's own user, who (like root) may always act.
     let owner: UInt32
+    /// Groups per uid from the user database, with when they were read.
+    private let groupCache = Locked<[UInt32: (groups: [UInt32], at: ContinuousClock.Instant)]>([:])
     /// Watches per connection, cancelled when it closes; guarded by the mutex.
     private let watches = Locked<[ObjectIdentifier: [Task<Void, Never>]]>([:])
 
@@ -37,7 +39,25 @@ public final class RequestHandler: ServerDelegate {
         // Root and the owner skip the group lookup (AccessPolicy would admit them anyway).
         if peer.uid == 0 || peer.uid == owner { return true }
         let action: Action? = if let actionName { await conductor.action(named: actionName) } else { nil }
-        return access().allows(permission, action: action, uid: peer.uid, groups: peer.groups, owner: owner)
+        return access().allows(permission, action: action, uid: peer.uid, groups: groups(of: peer), owner: owner)
+    }
+
+    /// The peer's groups: its gid from SO_PEERCRED (never cached: it is this connection's), plus
+    /// the user database's groups of its uid, kept 10 s per uid so that a busy client does not
+    /// make every request read /etc/group (a membership change applies within 10 s).
+    private func groups(of peer: Peer) -> [UInt32] {
+        let now = ContinuousClock.now
+        let known: [UInt32]
+        if let cached = groupCache.withLock({ $0[peer.uid] }), now - cached.at < .seconds(10) {
+            known = cached.groups
+        } else {
+            known = peer.databaseGroups
+            groupCache.withLock { cache in
+                if cache.count > 10_000 { cache.removeAll() }
+                cache[peer.uid] = (known, now)
+            }
+        }
+        return known.contains(peer.gid) ? known : known + [peer.gid]
     }
 
     /// Throws `forbidden` naming the permission unless the peer holds it; a refused trigger or
