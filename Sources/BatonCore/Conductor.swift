@@ -424,23 +424,16 @@ public actor Conductor {
         }
     }
 
-    /// Enqueues entries now (so that they precede anything enqueued later) and returns their commit to await.
-    private func enqueue(_ entries: [JournalEntry]) -> Task<Result<Void, BatonError>, Never> {
-        let (stream, continuation) = AsyncStream<Result<Void, BatonError>>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        store.enqueue(entries) { result in
-            continuation.yield(result)
-            continuation.finish()
-        }
-        return Task {
-            for await result in stream { return result }
-            return .failure(.internalError("the store dropped a commit"))
-        }
+    /// Enqueues entries now (so that they precede anything enqueued later) and returns their
+    /// commit, to await when the caller is ready.
+    private func enqueue(_ entries: [JournalEntry]) -> PendingCommit {
+        let pending = PendingCommit()
+        store.enqueue(entries) { pending.fulfil($0) }
+        return pending
     }
 
     func commit(_ entries: [JournalEntry]) async -> Result<Void, BatonError> {
-        await withCheckedContinuation { continuation in
-            store.enqueue(entries) { continuation.resume(returning: $0) }
-        }
+        await enqueue(entries).value
     }
 
     // MARK: Shutdown
@@ -476,6 +469,41 @@ public actor Conductor {
         await withCheckedContinuation { continuation in
             if case let .draining(idle) = state { state = .draining(idle: idle + [continuation]) }
             else { continuation.resume() }
+        }
+    }
+}
+
+/// A store commit that was enqueued and may not have completed yet: awaited once, by the task
+/// that enqueued it (no task or stream of its own on the trigger path).
+final class PendingCommit: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<Result<Void, BatonError>, Never>?)
+        case done(Result<Void, BatonError>)
+    }
+
+    private let state = Locked(State.waiting(nil))
+
+    /// Called by the store, from its writer thread, once.
+    func fulfil(_ result: Result<Void, BatonError>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<Void, BatonError>, Never>? in
+            defer { state = .done(result) }
+            if case let .waiting(continuation) = state { return continuation }
+            return nil
+        }
+        waiter?.resume(returning: result)
+    }
+
+    /// The commit's result, once it is known.
+    var value: Result<Void, BatonError> {
+        get async {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Result<Void, BatonError>? in
+                    if case let .done(result) = state { return result }
+                    state = .waiting(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
         }
     }
 }

@@ -12,4 +12,10 @@ public enum UserDatabase {
         }
         return Array(list.prefix(Int(max(count, 0))))
     }
+
+    /// The name of a uid, or nil when the user database has none.
+    public static func userName(_ uid: UInt32) -> String? {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return nil }
+        return String(cString: name)
+    }
 }

@@ -21,7 +21,6 @@ extension Peer {
 
     /// `uid 1000 (alice)`, for messages.
     public var described: String {
-        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
-        return "uid \(uid) (\(String(cString: name)))"
+        UserDatabase.userName(uid).map { "uid \(uid) (\($0))" } ?? "uid \(uid)"
     }
 }

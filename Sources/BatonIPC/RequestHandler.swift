@@ -175,15 +175,20 @@ public final class RequestHandler: ServerDelegate {
 
     private func wait(_ request: Request, _ connection: ServerConnection) async throws -> Response {
         guard let run = request.run else { throw WireError(code: "bad_request", message: "wait needs \"run\"") }
-        let owner = if let live = await conductor.snapshot(of: run) { live.action } else { try await store.read { try $0.run(run) }?.run.action }
-        guard let owner else { throw BatonError.unknownRun(run) }
-        try await require(.read, owner, request, connection.peer)
+        // One history read, and only for a run that has ended (the rare race: it ends between
+        // the snapshot and attaching, and is read then).
+        let live = await conductor.snapshot(of: run)
+        let ended = live == nil ? try await store.read({ try $0.run(run) })?.run : nil
+        guard let action = live?.action ?? ended?.action else { throw BatonError.unknownRun(run) }
+        try await require(.read, action, request, connection.peer)
         var response = Response(id: request.id)
-        if let updates = await conductor.attach(run) {
+        if live != nil, let updates = await conductor.attach(run) {
             guard let final = await follow(updates, id: request.id, connection) else {
                 throw WireError(code: "shutting_down", message: "batond stopped before run \(run) ended")
             }
             response.run = final
+        } else if let ended {
+            response.run = ended
         } else {
             guard let detail = try await store.read({ try $0.run(run) }) else { throw BatonError.unknownRun(run) }
             response.run = detail.run

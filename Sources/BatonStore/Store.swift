@@ -131,18 +131,20 @@ public final class Store: RunStore, @unchecked Sendable {
             default: false
             }
         }
+        submit(Item(entries: entries, completion: completion, refusedWhileFailing: refusable))
+    }
+
+    /// Queues an item for the writer, or fails it at once: always when the store is closed, and
+    /// while writes fail when it is one that must not wait.
+    private func submit(_ item: Item) {
         condition.lock()
-        if closing {
+        let refusal = closing ? "the store is closed" : item.refusedWhileFailing ? failure : nil
+        if let refusal {
             condition.unlock()
-            completion(.failure(.storeUnavailable("the store is closed")))
+            item.completion(.failure(.storeUnavailable(refusal)))
             return
         }
-        if refusable, let failure {
-            condition.unlock()
-            completion(.failure(.storeUnavailable(failure)))
-            return
-        }
-        pending.append(Item(entries: entries, completion: completion, refusedWhileFailing: refusable))
+        pending.append(item)
         condition.signal()
         condition.unlock()
     }
@@ -161,16 +163,7 @@ public final class Store: RunStore, @unchecked Sendable {
                     continuation.resume(throwing: error)
                 }
             }, refusedWhileFailing: true, work: { connection in box.value = try body(connection) })
-            condition.lock()
-            if closing || failure != nil {
-                let reason = closing ? "the store is closed" : failure!
-                condition.unlock()
-                item.completion(.failure(.storeUnavailable(reason)))
-                return
-            }
-            pending.append(item)
-            condition.signal()
-            condition.unlock()
+            submit(item)
         }
     }
 

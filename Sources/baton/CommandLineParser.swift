@@ -101,6 +101,18 @@ struct ParsedArguments {
     func value(_ name: String) -> String? { values[name]?.last }
     func all(_ name: String) -> [String] { values[name] ?? [] }
     func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    /// The values of a repeatable NAME=VALUE option (`--param env=prod`), by name.
+    func pairs(_ option: String, command: String) throws(UsageError) -> [String: String] {
+        var pairs: [String: String] = [:]
+        for pair in all(option) {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                throw UsageError("baton \(command): --\(option) takes NAME=VALUE, got \(pair)")
+            }
+            pairs[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+        }
+        return pairs
+    }
 }
 
 /// A command line that cannot be understood; exit code 2.

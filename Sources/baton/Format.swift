@@ -46,8 +46,7 @@ enum Format {
 
     /// The user name of a uid, or `uid N` when it has none.
     static func userName(_ uid: UInt32) -> String {
-        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
-        return String(cString: name)
+        UserDatabase.userName(uid) ?? "uid \(uid)"
     }
 
     /// How long ago: `42s ago`, `3m04s ago`.

@@ -75,12 +75,7 @@ enum HistoryCommand {
             }
             apply(time)
         }
-        for pair in arguments.all("param") {
-            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
-                throw UsageError("baton history: --param takes NAME=VALUE, got \(pair)")
-            }
-            filter.params[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
-        }
+        filter.params = try arguments.pairs("param", command: "history")
         if let limit = arguments.value("limit") {
             guard let value = Int(limit), value >= 0, value <= 100_000 else {
                 throw UsageError("baton history: --limit expects a number from 0 to 100000, got \(limit)")

@@ -23,13 +23,7 @@ enum RunCommand {
         guard arguments.positionals.count == 1, let action = arguments.positionals.first else {
             throw UsageError("baton run needs exactly one ACTION")
         }
-        var params: [String: String] = [:]
-        for pair in arguments.all("param") {
-            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
-                throw UsageError("baton run: --param takes NAME=VALUE, got \(pair)")
-            }
-            params[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
-        }
+        let params = try arguments.pairs("param", command: "run")
         var policy: Policy?
         if let name = arguments.value("policy") {
             guard let value = Policy(rawValue: name) else {

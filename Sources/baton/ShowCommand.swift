@@ -38,7 +38,7 @@ enum ShowCommand {
         let run = detail.run
         var text = context.paint("run \(run.id)", .bold) + " — \(run.action) (key \(run.key)), \(Format.phaseWord(run))\n"
         if let peer = run.trigger {
-            text += "  triggered by \(userName(peer.uid)) (uid \(peer.uid), pid \(peer.pid)) with policy \(run.policy.rawValue)\n"
+            text += "  triggered by \(Format.userName(peer.uid)) (uid \(peer.uid), pid \(peer.pid)) with policy \(run.policy.rawValue)\n"
         }
         if !run.params.isEmpty {
             text += "  params: " + run.params.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "\n"
@@ -59,7 +59,7 @@ enum ShowCommand {
             let counts = Dictionary(grouping: detail.triggers, by: \.decision).mapValues(\.count)
             text += "\nother triggers: " + counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "\n"
             for trigger in detail.triggers.prefix(20) {
-                text += "  \(Format.time(trigger.at))  \(trigger.decision)  by \(trigger.peer.map { userName($0.uid) } ?? "?")\n"
+                text += "  \(Format.time(trigger.at))  \(trigger.decision)  by \(trigger.peer.map { Format.userName($0.uid) } ?? "?")\n"
             }
             if detail.triggers.count > 20 { text += "  … and \(detail.triggers.count - 20) more\n" }
         }
@@ -71,6 +71,4 @@ enum ShowCommand {
         }
         return text
     }
-
-    static func userName(_ uid: UInt32) -> String { Format.userName(uid) }
 }

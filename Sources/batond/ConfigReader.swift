@@ -179,22 +179,21 @@ struct ConfigReader {
 
     /// A user name or number, as a uid; a problem when no such user exists.
     private mutating func userID(_ name: String, at: String) -> UInt32? {
-        if let id = UInt32(name) { return id }
-        guard let entry = getpwnam(name) else {
-            fail(at, "no user named \(Action.quoted(name))")
-            return nil
-        }
-        return entry.pointee.pw_uid
+        databaseID(name, at: at, kind: "user") { getpwnam($0)?.pointee.pw_uid }
     }
 
     /// A group name or number, as a gid; a problem when no such group exists.
     private mutating func groupID(_ name: String, at: String) -> UInt32? {
+        databaseID(name, at: at, kind: "group") { getgrnam($0)?.pointee.gr_gid }
+    }
+
+    private mutating func databaseID(_ name: String, at: String, kind: String, lookup: (String) -> UInt32?) -> UInt32? {
         if let id = UInt32(name) { return id }
-        guard let entry = getgrnam(name) else {
-            fail(at, "no group named \(Action.quoted(name))")
+        guard let id = lookup(name) else {
+            fail(at, "no \(kind) named \(Action.quoted(name))")
             return nil
         }
-        return entry.pointee.gr_gid
+        return id
     }
 
     private mutating func retention(_ value: JSONValue, at: String) -> Retention.Override {
