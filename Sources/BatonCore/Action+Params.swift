@@ -26,7 +26,7 @@ extension Action {
             guard value.utf8.count <= 4_096 else {
                 throw .badRequest("param \(name): the value is longer than 4096 bytes")
             }
-            if let pattern = spec.pattern, !Self.matches(value, pattern: pattern) {
+            if let pattern = spec.pattern, !pattern.matches(value) {
                 throw .badRequest("param \(name): \(Self.quoted(value)) does not match \(pattern)")
             }
             resolved[name] = value
@@ -54,16 +54,6 @@ extension Action {
             throw .badRequest("action \(name) does not allow policy \(requested.rawValue) (allowed: \(allowed.joined(separator: ", ")))")
         }
         return requested
-    }
-
-    /// Whether `pattern` is a regular expression Swift can compile.
-    public static func isValidPattern(_ pattern: String) -> Bool {
-        (try? Regex(pattern)) != nil
-    }
-
-    static func matches(_ value: String, pattern: String) -> Bool {
-        guard let regex = try? Regex(pattern) else { return false }
-        return (try? regex.wholeMatch(in: value)) != nil
     }
 
     /// A value in double quotes for messages, cut at 80 characters.

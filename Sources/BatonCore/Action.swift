@@ -95,12 +95,12 @@ public struct RetryPolicy: Sendable, Equatable {
 
 /// One param an action accepts.
 public struct ParamSpec: Sendable, Equatable {
-    /// A regular expression the whole value must match.
-    public var pattern: String?
+    /// The pattern the whole value must match, compiled when the config was read.
+    public var pattern: ParamPattern?
     /// The value when a trigger does not pass one; without a default the param is required.
     public var defaultValue: String?
 
-    public init(pattern: String? = nil, defaultValue: String? = nil) {
+    public init(pattern: ParamPattern? = nil, defaultValue: String? = nil) {
         self.pattern = pattern
         self.defaultValue = defaultValue
     }

@@ -109,7 +109,7 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public init(_ action: Action) {
         self.init(name: action.name, description: action.description, exec: action.exec, policy: action.policy,
                   policies: action.policies.sorted { $0.rawValue < $1.rawValue }, timeout: action.timeout?.microseconds,
-                  params: action.params.mapValues { ParamInfo(pattern: $0.pattern, default: $0.defaultValue) },
+                  params: action.params.mapValues { ParamInfo(pattern: $0.pattern?.source, default: $0.defaultValue) },
                   keyParams: action.keyParams)
     }
 }

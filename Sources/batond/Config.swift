@@ -34,6 +34,8 @@ struct Config: Sendable, Equatable {
         return rules
     }
     var actions: [Action] = []
+    /// Legal but likely unintended settings, one line each naming the file and field.
+    var warnings: [String] = []
 
     /// Reads and checks a config file; every problem found is reported, each with its field.
     static func load(path: String) throws(ConfigError) -> Config {
@@ -63,7 +65,8 @@ struct Config: Sendable, Equatable {
         }
         var reader = ConfigReader()
         let config = reader.config(root)
-        guard reader.problems.isEmpty, let config else { throw ConfigError(file: file, problems: reader.problems) }
+        guard reader.problems.isEmpty, var config else { throw ConfigError(file: file, problems: reader.problems) }
+        config.warnings = reader.warnings.map { "\(file): \($0.path): \($0.message)" }
         return config
     }
 

@@ -5,6 +5,7 @@ import Foundation
 /// Checks a config tree field by field, collecting a problem for each field that is wrong or unknown.
 struct ConfigReader {
     var problems: [ConfigError.Problem] = []
+    var warnings: [ConfigError.Problem] = []
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
@@ -230,17 +231,32 @@ struct ConfigReader {
             }
             guard let specFields = object(spec, at: here, allowed: ["pattern", "default"]) else { continue }
             var param = ParamSpec()
-            if let pattern = specFields["pattern"].flatMap({ string($0, at: "\(here).pattern") }) {
-                if Action.isValidPattern(pattern) { param.pattern = pattern }
-                else { fail("\(here).pattern", "not a valid regular expression: \(Action.quoted(pattern))") }
+            if let source = specFields["pattern"].flatMap({ string($0, at: "\(here).pattern") }) {
+                param.pattern = pattern(source, at: "\(here).pattern")
             }
             param.defaultValue = specFields["default"].flatMap { string($0, at: "\(here).default") }
-            if let value = param.defaultValue, let pattern = param.pattern, (try? Regex(pattern).wholeMatch(in: value)) == nil {
+            if let value = param.defaultValue, let pattern = param.pattern, !pattern.matches(value) {
                 fail("\(here).default", "\(Action.quoted(value)) does not match the param's own pattern \(pattern)")
             }
             params[name] = param
         }
         return params
+    }
+
+    /// A param pattern compiled; a warning for nested quantifiers, which are safe here but a
+    /// trap if the same pattern is used with a backtracking engine.
+    private mutating func pattern(_ source: String, at path: String) -> ParamPattern? {
+        do {
+            let pattern = try ParamPattern(source)
+            if pattern.hasNestedQuantifier {
+                warn(path, "\(Action.quoted(source)) repeats a repetition (nested quantifiers): batond matches it in "
+                    + "linear time, but a backtracking engine (grep -P, most languages) can take exponential time on it")
+            }
+            return pattern
+        } catch {
+            fail(path, "not a valid pattern: \(error.description): \(Action.quoted(source))")
+            return nil
+        }
     }
 
     // MARK: Field readers
@@ -253,6 +269,11 @@ struct ConfigReader {
 
     private mutating func fail(_ path: String, _ message: String) {
         problems.append(.init(path: path, message: message))
+    }
+
+    /// Notes something legal but likely unintended; the config is still accepted.
+    mutating func warn(_ path: String, _ message: String) {
+        warnings.append(.init(path: path, message: message))
     }
 
     private mutating func object(_ value: JSONValue, at: String, allowed: Set<String>) -> [String: JSONValue]? {

@@ -30,6 +30,7 @@ enum Daemon {
             Log.error("the config is not valid:\n\(error)")
             return 1
         }
+        for warning in config.warnings { Log.warning(warning) }
         umask(0o027)
         let notifier = Notifier()
         let socketPath = options.socket ?? config.socket ?? SocketPath.default()
@@ -225,6 +226,7 @@ enum Daemon {
     static func checkConfig(_ file: String) -> Int32 {
         do {
             let config = try Config.load(path: file)
+            for warning in config.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
             print("\(file): ok, \(config.actions.count) action\(config.actions.count == 1 ? "" : "s"): \(config.actions.map(\.name).joined(separator: ", "))")
             return 0
         } catch {
@@ -237,6 +239,7 @@ enum Daemon {
     static func reload(path: String, into conductor: Conductor, current: ConfigBox) async -> String? {
         do {
             let config = try Config.load(path: path)
+            for warning in config.warnings { Log.warning(warning) }
             await conductor.replaceActions(config.actions)
             let old = current.swap(config)
             if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {

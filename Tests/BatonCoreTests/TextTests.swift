@@ -39,7 +39,7 @@ struct TextTests {
     @Test("params are checked against their declaration and build the key")
     func params() throws {
         let action = Action(name: "deploy", exec: ["true"], params: [
-            "env": ParamSpec(pattern: "^(staging|prod)$", defaultValue: "staging"), "tag": ParamSpec(),
+            "env": ParamSpec(pattern: try ParamPattern("^(staging|prod)$"), defaultValue: "staging"), "tag": ParamSpec(),
         ], keyParams: ["env"])
         let resolved = try action.resolveParams(["tag": "v1"])
         #expect(resolved == ["env": "staging", "tag": "v1"])

@@ -46,7 +46,8 @@ struct ConfigTests {
         (#"{ actions: { hello: { exec: ["x"], timout: "1s" } } }"#, "actions.hello.timout: unknown field"),
         (#"{ actions: { hello: { exec: ["x"], retry: { attempts: -1 } } } }"#, "actions.hello.retry.attempts: expected a whole number"),
         (#"{ actions: { hello: { exec: ["x"], keyParams: ["env"] } } }"#, "actions.hello.keyParams[0]: \"env\" is not one of the action's params"),
-        (#"{ actions: { hello: { exec: ["x"], params: { env: { pattern: "(" } } } } }"#, "actions.hello.params.env.pattern: not a valid regular expression"),
+        (#"{ actions: { hello: { exec: ["x"], params: { env: { pattern: "(" } } } } }"#, "actions.hello.params.env.pattern: not a valid pattern: missing )"),
+        (#"{ actions: { hello: { exec: ["x"], params: { env: { pattern: "(a)\\1" } } } } }"#, "actions.hello.params.env.pattern: not a valid pattern: backreferences"),
         (#"{ actions: { hello: { exec: ["x"], cwd: "relative" } } }"#, "actions.hello.cwd: expected an absolute path"),
         (#"{ maxConcurrentRuns: 0, actions: { a: { exec: ["x"] } } }"#, "maxConcurrentRuns: expected a whole number from 1"),
         (#"{ actions: {} }"#, "actions: expected at least one action"),
@@ -61,6 +62,16 @@ struct ConfigTests {
     func errors(text: String, expected: String) {
         let found = problems(text)
         #expect(found.contains { $0.hasPrefix(expected) }, "\(found)")
+    }
+
+    @Test("a pattern with nested quantifiers is accepted with a warning naming its field; others draw none")
+    func nestedQuantifierWarning() throws {
+        let config = try Config.parse(Data(#"""
+            { actions: { r: { exec: ["x"], params: { x: { pattern: "^(a+)+$" }, y: { pattern: "^[a-z]+$" } } } } }
+            """#.utf8), file: "c")
+        #expect(config.warnings.count == 1)
+        #expect(config.warnings.first?.hasPrefix("c: actions.r.params.x.pattern: \"^(a+)+$\" repeats a repetition") == true)
+        #expect(config.actions.first?.params["x"]?.pattern?.matches("aaa") == true)
     }
 
     @Test("retention: global fields over the standard, action fields over the global")

@@ -40,6 +40,39 @@ struct HostileTests {
             .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) } ?? 0
     }
 
+    /// Issue 12's freeze: `^(a+)+$` against `aaaa…b` took 72 s at 20 characters in a backtracking
+    /// engine, and four such triggers stalled every other request and SIGTERM.
+    @Test("catastrophic-backtracking params are refused at once; status, other actions and SIGTERM are unaffected")
+    func patternBomb() throws {
+        let daemon = try Daemon(config: """
+            { socketMode: "0666", actions: { r: { exec: ["true"], params: { x: { pattern: "^(a+)+$" } } }, a: { exec: ["true"] } } }
+            """)
+        #expect(daemon.stderr.contains("actions.r.params.x.pattern: \"^(a+)+$\" repeats a repetition"))
+        let bombs = try (0..<8).map { index in
+            let client = try Client(path: daemon.socket)
+            let length = [16, 18, 20, 24, 64, 256, 1_024, 4_095][index]
+            try client.send(Request(op: .trigger, action: "r", params: ["x": String(repeating: "a", count: length) + "b"]))
+            return client
+        }
+        // Answered within 10 s or failed (a backtracking matcher would hold them for hours).
+        let status = try Client(path: daemon.socket)
+        try status.send(Request(op: .status))
+        #expect(try status.receive(timeout: .seconds(10))?.ok == true)
+        let other = try Client(path: daemon.socket)
+        try other.send(Request(op: .trigger, action: "a"))
+        var answer = try other.receive(timeout: .seconds(10))
+        while let line = answer, line.ok == nil { answer = try other.receive(timeout: .seconds(10)) }
+        #expect(answer?.run?.phase == .success)
+        for client in bombs {
+            let answer = try #require(try client.receive(timeout: .seconds(10)))
+            #expect(answer.error?.code == "bad_request")
+            #expect(answer.error?.message.contains("does not match ^(a+)+$") == true)
+        }
+        #expect(try Client(path: daemon.socket).call(Request(op: .trigger, action: "r", params: ["x": "aaaa"])).run?.phase == .success)
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+    }
+
     @Test("a client that sends a request a byte at a time and stops is closed after requestTimeout; others are served")
     func slowRequest() throws {
         let daemon = try Daemon(config: Self.config)

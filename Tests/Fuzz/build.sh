@@ -5,6 +5,7 @@
 #   config    the config parser (JSON5 → Config, every field checked)
 #   durations DurationText.parse / format
 #   times     the CLI's --since/--until parser
+#   patterns  param patterns: compile, and match in linear time
 # The modules are compiled straight with swiftc (SwiftPM would also instrument its build tools).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,7 +21,7 @@ MAP
 swift build --product EmbedMigrations >/dev/null
 "$(swift build --show-bin-path)/EmbedMigrations" "$out/EmbeddedMigrations.swift" Migrations/*.sql
 
-flags=(-sanitize=fuzzer,address -parse-as-library -g -Onone -I "$(pwd)/$out/modules" -I "$(pwd)/Sources/CBatonSystem/include" -I "$(pwd)/Sources/CSQLite")
+flags=(-sanitize=fuzzer,address -parse-as-library -g -Onone -enable-testing -I "$(pwd)/$out/modules" -I "$(pwd)/Sources/CBatonSystem/include" -I "$(pwd)/Sources/CSQLite")
 compile() { # name, sources...
     local name=$1; shift
     local sources=()
@@ -39,6 +40,7 @@ link() { # target, sources...
 link frames Tests/Fuzz/FrameFuzzer.swift
 link requests Tests/Fuzz/RequestFuzzer.swift
 link durations Tests/Fuzz/DurationFuzzer.swift
+link patterns Tests/Fuzz/PatternFuzzer.swift
 link times Tests/Fuzz/TimeFuzzer.swift Sources/baton/TimeText.swift
 link config Tests/Fuzz/ConfigFuzzer.swift Sources/batond/Config.swift Sources/batond/ConfigReader.swift Sources/batond/JSONValue.swift
 echo "built: $(ls "$out"/fuzz-* | tr '\n' ' ')"
