@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "BatonCore", targets: ["BatonCore"]),
         .library(name: "BatonStore", targets: ["BatonStore"]),
+        .library(name: "BatonService", targets: ["BatonService"]),
         .executable(name: "batond", targets: ["batond"]),
         .executable(name: "baton", targets: ["baton"]),
     ],
@@ -29,15 +30,16 @@ let package = Package(
             dependencies: ["BatonCore", "CSQLite"],
             plugins: ["EmbedMigrationsPlugin"]
         ),
-        .target(name: "BatonIPC", dependencies: ["BatonCore", "BatonStore", "CBatonSystem"]),
-        .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "CBatonSystem"]),
+        .target(name: "BatonIPC", dependencies: ["BatonCore", "CBatonSystem"]),
+        .target(name: "BatonService", dependencies: ["BatonCore", "BatonIPC"]),
+        .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonService", "CBatonSystem"]),
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC"]),
-        .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "CBatonSystem"]),
+        .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonService", "CBatonSystem"]),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),
         .testTarget(name: "BatondTests", dependencies: ["batond"]),
         .testTarget(name: "BatonCLITests", dependencies: ["baton"], exclude: ["help.golden"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonService"]),
     ]
 )

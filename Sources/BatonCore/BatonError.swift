@@ -12,22 +12,24 @@ public enum BatonError: Error, Sendable, Equatable {
     case forbidden(String)
     /// The daemon is stopping and takes no new triggers.
     case shuttingDown
+    /// The daemon stopped while the caller was following something: says what it was.
+    case stopped(String)
     /// The history cannot be written (full disk, I/O error); nothing was started.
     case storeUnavailable(String)
     /// A bug or an unexpected system failure.
     case internalError(String)
 
     /// The stable code on the wire.
-    public var code: String {
+    public var code: ErrorCode {
         switch self {
-        case .busy: "busy"
-        case .unknownAction: "unknown_action"
-        case .unknownRun: "unknown_run"
-        case .badRequest: "bad_request"
-        case .forbidden: "forbidden"
-        case .shuttingDown: "shutting_down"
-        case .storeUnavailable: "store_unavailable"
-        case .internalError: "internal"
+        case .busy: .busy
+        case .unknownAction: .unknownAction
+        case .unknownRun: .unknownRun
+        case .badRequest: .badRequest
+        case .forbidden: .forbidden
+        case .shuttingDown, .stopped: .shuttingDown
+        case .storeUnavailable: .storeUnavailable
+        case .internalError: .internal
         }
     }
 
@@ -41,6 +43,7 @@ public enum BatonError: Error, Sendable, Equatable {
         case let .badRequest(message): message
         case let .forbidden(message): message
         case .shuttingDown: "batond is shutting down and takes no new triggers"
+        case let .stopped(message): message
         case let .storeUnavailable(message): "the history cannot be written: \(message)"
         case let .internalError(message): message
         }

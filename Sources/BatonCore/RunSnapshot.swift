@@ -15,6 +15,8 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     public var signal: Int32?
     public var reason: String?
     public var error: String?
+    /// The uid that cancelled the run, when one did.
+    public var cancelledBy: UInt32?
     /// The latest progress the action reported.
     public var progress: Progress?
     /// The median duration of the action's recent successful runs when this run was created, in
@@ -66,7 +68,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
             run.exitCode = detail.exitCode ?? run.exitCode
             run.signal = detail.signal ?? run.signal
             run.reason = detail.reason
-            run.error = transition.to == .success ? nil : (detail.error ?? run.error)
+            // The end's own error: a run cancelled while it waited to retry is not its last attempt's failure.
+            run.error = transition.to == .success ? nil : detail.error
+            run.cancelledBy = transition.to == .cancelled ? detail.by : nil
             run.progress = nil
         }
         return run

@@ -8,6 +8,12 @@ public protocol RunStore: AnyObject, Sendable {
     func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void)
     /// The state left by the previous daemon: the next free run id and the runs not yet ended.
     func recoverableState() throws(BatonError) -> RecoverableState
+    /// Why writes fail right now (new triggers are refused meanwhile), or nil when the store writes.
+    var unavailableReason: String? { get }
+}
+
+extension RunStore {
+    public var unavailableReason: String? { nil }
 }
 
 /// One write to the history.
@@ -29,14 +35,13 @@ public struct TriggerRecord: Codable, Sendable, Equatable {
     public var runID: Int64?
     public var action: String
     public var key: String
-    /// joined, coalesced, rejected.
-    public var decision: String
+    public var decision: Decision
     public var policy: Policy
     public var peer: Peer?
     public var at: Timestamp
     public var params: [String: String]
 
-    public init(runID: Int64?, action: String, key: String, decision: String, policy: Policy, peer: Peer?, at: Timestamp, params: [String: String]) {
+    public init(runID: Int64?, action: String, key: String, decision: Decision, policy: Policy, peer: Peer?, at: Timestamp, params: [String: String]) {
         self.runID = runID
         self.action = action
         self.key = key
@@ -45,6 +50,57 @@ public struct TriggerRecord: Codable, Sendable, Equatable {
         self.peer = peer
         self.at = at
         self.params = params
+    }
+}
+
+extension TriggerRecord {
+    /// What became of a trigger that did not create a run, as the history stores it.
+    public enum Decision: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// `join`: it shares the run in flight.
+        case joined
+        /// `queue`: it shares the follow-up already waiting.
+        case coalesced
+        /// `reject`: the key was busy.
+        case rejected
+        /// The peer lacked the permission; the request did nothing.
+        case denied(Permission)
+
+        /// The stored text: `joined`, `coalesced`, `rejected`, `denied trigger`, …
+        public var description: String {
+            switch self {
+            case .joined: "joined"
+            case .coalesced: "coalesced"
+            case .rejected: "rejected"
+            case let .denied(permission): "denied \(permission.rawValue)"
+            }
+        }
+
+        /// Every stored text of a denial, for queries.
+        public static var denials: [Decision] { Permission.allCases.map { .denied($0) } }
+
+        public init?(_ text: String) {
+            switch text {
+            case "joined": self = .joined
+            case "coalesced": self = .coalesced
+            case "rejected": self = .rejected
+            default:
+                guard text.hasPrefix("denied "), let permission = Permission(rawValue: String(text.dropFirst(7))) else { return nil }
+                self = .denied(permission)
+            }
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let decision = Decision(text) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a trigger decision: \(text)"))
+            }
+            self = decision
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(description)
+        }
     }
 }
 

@@ -1,17 +1,25 @@
 /// Starts the attempts of runs: `ExecRunner` spawns processes, `ClosureRunner` calls Swift code.
 public protocol Runner: Sendable {
-    /// Starts one attempt and returns its handle at once; failures to start show in its result.
-    func start(_ job: Job) -> any Attempt
+    /// Starts one attempt and returns its handle at once. The attempt reports, in this order and
+    /// from any thread: `started` once, `progress` any number of times, `ended` once (a failure to
+    /// start is an `ended` with a result that says so).
+    func start(_ job: Job, events: @escaping @Sendable (AttemptEvent) -> Void) -> any Attempt
+}
+
+/// What an attempt reports.
+public enum AttemptEvent: Sendable, Equatable {
+    /// It began; a process attempt names its process group.
+    case started(ProcessGroup?)
+    case progress(Progress)
+    /// It is over: a process attempt once its whole process group is gone.
+    case ended(AttemptOutcome)
 }
 
 /// One attempt in progress.
 public protocol Attempt: AnyObject, Sendable {
-    /// The process group of the attempt, when it is a process.
-    var processGroup: ProcessGroup? { get }
-    /// Asks the attempt to stop: SIGTERM or SIGKILL to a process group, cancellation of a task.
-    func signal(_ signal: Int32)
-    /// Waits for the attempt to end.
-    func wait() async -> AttemptOutcome
+    /// Asks the attempt to stop: SIGTERM to its process group and SIGKILL after `grace`, or
+    /// cancellation of its task.
+    func stop(grace: Duration)
 }
 
 /// What one attempt of a run is given.
@@ -20,24 +28,20 @@ public struct Job: Sendable {
     public var action: Action
     public var attempt: Int
     public var params: [String: String]
-    /// Called with each progress report of the attempt.
-    public var progress: @Sendable (Progress) -> Void
     /// Names the daemon's history (`BATON_INSTANCE`), so that recovery finds this run's processes.
     public var instance: String?
 
-    public init(runID: Int64, action: Action, attempt: Int, params: [String: String], instance: String? = nil,
-                progress: @escaping @Sendable (Progress) -> Void = { _ in }) {
+    public init(runID: Int64, action: Action, attempt: Int, params: [String: String], instance: String? = nil) {
         self.runID = runID
         self.action = action
         self.attempt = attempt
         self.params = params
         self.instance = instance
-        self.progress = progress
     }
 }
 
 /// How an attempt ended, with what it wrote.
-public struct AttemptOutcome: Sendable {
+public struct AttemptOutcome: Sendable, Equatable {
     public var result: AttemptResult
     /// The last bytes of stdout and stderr, interleaved as they arrived.
     public var output: [UInt8]

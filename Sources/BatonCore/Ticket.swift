@@ -23,7 +23,7 @@ public struct Ticket: Sendable {
 }
 
 /// A committed transition (or, with `transition` nil, a progress report or the current state) of a run.
-public struct RunUpdate: Sendable {
+public struct RunUpdate: Sendable, Equatable {
     public var run: RunSnapshot
     public var transition: Transition?
 }

@@ -1,3 +1,4 @@
+import BatonCore
 import Foundation
 
 /// A blocking client of batond's socket: send requests, read response lines.

@@ -1,54 +1,6 @@
 import BatonCore
 import Foundation
 
-/// Which runs a history query returns.
-public struct HistoryFilter: Codable, Sendable, Equatable {
-    /// Runs of any of these actions (all when empty).
-    public var actions: [String]
-    /// Runs in any of these phases (all when empty).
-    public var phases: [Phase]
-    /// Runs queued at or after this time.
-    public var since: Timestamp?
-    /// Runs queued before this time.
-    public var until: Timestamp?
-    /// Runs whose params have all these values.
-    public var params: [String: String]
-    /// At most this many runs.
-    public var limit: Int
-    /// Oldest first instead of newest first.
-    public var reverse: Bool
-
-    public init(actions: [String] = [], phases: [Phase] = [], since: Timestamp? = nil, until: Timestamp? = nil,
-                params: [String: String] = [:], limit: Int = 50, reverse: Bool = false) {
-        self.actions = actions
-        self.phases = phases
-        self.since = since
-        self.until = until
-        self.params = params
-        self.limit = limit
-        self.reverse = reverse
-    }
-}
-
-/// The whole story of one run.
-public struct RunDetail: Codable, Sendable, Equatable {
-    public var run: RunSnapshot
-    public var transitions: [Transition]
-    /// Triggers that joined, coalesced into or were rejected by this run.
-    public var triggers: [TriggerRecord]
-    /// The captured tail of stdout and stderr.
-    public var output: Data?
-    public var outputTruncated: Bool
-
-    public init(run: RunSnapshot, transitions: [Transition], triggers: [TriggerRecord], output: Data?, outputTruncated: Bool) {
-        self.run = run
-        self.transitions = transitions
-        self.triggers = triggers
-        self.output = output
-        self.outputTruncated = outputTruncated
-    }
-}
-
 /// Queries over the history, on a connection the caller owns (the store's reader, or a
 /// read-only connection of the CLI when the daemon is down).
 public struct History {
@@ -194,7 +146,7 @@ public struct History {
             while try statement.step() {
                 let peer = statement.int64(4).map { Peer(uid: UInt32(truncatingIfNeeded: $0), gid: UInt32(truncatingIfNeeded: statement.int64(5) ?? 0), pid: Int32(truncatingIfNeeded: statement.int64(6) ?? 0)) }
                 list.append(TriggerRecord(
-                    runID: id, action: statement.string(0) ?? "", key: statement.string(1) ?? "", decision: statement.string(2) ?? "",
+                    runID: id, action: statement.string(0) ?? "", key: statement.string(1) ?? "", decision: TriggerRecord.Decision(statement.string(2) ?? "") ?? .rejected,
                     policy: Policy(rawValue: statement.string(3) ?? "") ?? .reject, peer: peer,
                     at: Timestamp(rawValue: statement.int64(7) ?? 0), params: JSONText.params(statement.string(8))))
             }
@@ -213,9 +165,9 @@ public struct History {
     public func denied(limit: Int = 50) throws -> [TriggerRecord] {
         try connection.withStatement("""
             SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers
-            WHERE decision LIKE 'denied%' ORDER BY id DESC LIMIT ?
+            WHERE decision IN (\(TriggerRecord.Decision.denials.map { _ in "?" }.joined(separator: ", "))) ORDER BY id DESC LIMIT ?
             """) { statement in
-            try statement.bind([.integer(Int64(max(limit, 0)))])
+            try statement.bind(TriggerRecord.Decision.denials.map { .text($0.description) } + [.integer(Int64(max(limit, 0)))])
             var list: [TriggerRecord] = []
             while try statement.step() {
                 let peer = statement.int64(5).map {
@@ -223,7 +175,7 @@ public struct History {
                          pid: Int32(truncatingIfNeeded: statement.int64(7) ?? 0))
                 }
                 list.append(TriggerRecord(runID: statement.int64(0), action: statement.string(1) ?? "", key: statement.string(2) ?? "",
-                                          decision: statement.string(3) ?? "", policy: Policy(rawValue: statement.string(4) ?? "") ?? .reject,
+                                          decision: TriggerRecord.Decision(statement.string(3) ?? "") ?? .rejected, policy: Policy(rawValue: statement.string(4) ?? "") ?? .reject,
                                           peer: peer, at: Timestamp(rawValue: statement.int64(8) ?? 0), params: JSONText.params(statement.string(9))))
             }
             return list

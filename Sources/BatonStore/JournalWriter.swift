@@ -29,17 +29,16 @@ enum JournalWriter {
         case let .transition(transition):
             try apply(transition, on: db)
         case let .trigger(record):
+            let run: DatabaseValue = record.runID.map { .integer($0) } ?? .null
+            let peer: [DatabaseValue] = record.peer.map { [.integer(Int64($0.uid)), .integer(Int64($0.gid)), .integer(Int64($0.pid))] }
+                ?? [.null, .null, .null]
+            let values: [DatabaseValue] = [run, .text(record.action), .text(record.key), .text(record.decision.description),
+                                           .text(record.policy.rawValue)] + peer
+                + [.integer(record.at.rawValue), .text(JSONText.object(record.params))]
             try db.cached("""
                 INSERT INTO triggers (run_id, action, key, decision, policy, uid, gid, pid, at, params)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """) {
-                try $0.run([record.runID.map { .integer($0) } ?? .null, .text(record.action), .text(record.key),
-                            .text(record.decision), .text(record.policy.rawValue),
-                            record.peer.map { .integer(Int64($0.uid)) } ?? .null,
-                            record.peer.map { .integer(Int64($0.gid)) } ?? .null,
-                            record.peer.map { .integer(Int64($0.pid)) } ?? .null,
-                            .integer(record.at.rawValue), .text(JSONText.object(record.params))])
-            }
+                """) { try $0.run(values) }
         case let .output(runID, tail, truncated):
             try db.cached("INSERT OR REPLACE INTO outputs (run_id, tail, truncated) VALUES (?, ?, ?)") {
                 try $0.run([.integer(runID), .blob(tail), .integer(truncated ? 1 : 0)])

@@ -1,19 +1,6 @@
 import BatonCore
 import Foundation
 
-/// What a prune removed (or, dry, would remove): runs per action.
-public struct PruneReport: Codable, Sendable, Equatable {
-    public var removed: [String: Int]
-    public var dryRun: Bool
-
-    public init(removed: [String: Int] = [:], dryRun: Bool) {
-        self.removed = removed
-        self.dryRun = dryRun
-    }
-
-    public var total: Int { removed.values.reduce(0, +) }
-}
-
 /// Which ended runs of one action retention removes: older than its age limits, or beyond the
 /// newest `maxRunsPerAction`. Queued, loading and retrying runs never match.
 struct PruneSelection {

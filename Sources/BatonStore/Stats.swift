@@ -1,36 +1,6 @@
 import BatonCore
 import Foundation
 
-/// How one action has been doing: outcomes, durations, and its latest runs.
-public struct ActionStats: Codable, Sendable, Equatable {
-    /// One recent ended run, for the sparkline.
-    public struct Recent: Codable, Sendable, Equatable {
-        public var id: Int64
-        public var phase: Phase
-        /// From first loading to the end, in microseconds; nil for a run cancelled while queued.
-        public var duration: Int64?
-    }
-
-    public var action: String
-    public var success: Int
-    public var failure: Int
-    public var cancelled: Int
-    /// success / (success + failure); nil before either.
-    public var successRate: Double?
-    /// Durations of successful runs, in microseconds.
-    public var p50: Int64?
-    public var p95: Int64?
-    public var max: Int64?
-    public var lastSuccess: Timestamp?
-    public var lastFailure: Timestamp?
-    /// Failures since the last success (cancelled runs neither count nor break it).
-    public var failureStreak: Int
-    /// The latest ended runs, oldest first (at most 20).
-    public var recent: [Recent]
-
-    public var total: Int { success + failure + cancelled }
-}
-
 extension History {
     /// Stats of the given actions (every action in the history when empty) over the runs that
     /// ended since `since`. Each figure is one index-backed query per action.

@@ -17,6 +17,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/un.h>
+#include <sys/prctl.h>
 
 int baton_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid) {
     struct ucred cred;
@@ -221,4 +222,25 @@ int baton_spawn_as(const char *const argv[], const char *const envp[], const cha
     }
     *pid = child;
     return 0;
+}
+
+int baton_set_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+int baton_reap_group(pid_t pgid) {
+    int count = 0;
+    while (waitpid(-pgid, NULL, WNOHANG) > 0) count++;
+    return count;
+}
+
+pid_t baton_waitable_child(void) {
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return -1;
+    return info.si_pid;
+}
+
+int baton_reap_nohang(pid_t pid) {
+    return waitpid(pid, NULL, WNOHANG) > 0 ? 1 : 0;
 }

@@ -1,5 +1,6 @@
 import BatonCore
 import BatonIPC
+import BatonService
 import BatonStore
 import Foundation
 
@@ -11,6 +12,7 @@ final class InProcessDaemon: @unchecked Sendable {
     let store: Store
     let conductor: Conductor
     private let server: Server
+    private let service: Service
     private var serving: Task<Void, Never>?
 
     init(name: String, actions: [Action] = [], maxConcurrentRuns: Int, synchronous: Store.Synchronous = .full) throws {
@@ -19,16 +21,20 @@ final class InProcessDaemon: @unchecked Sendable {
         store = try Store(path: directory + "/history.sqlite", options: Store.Options(synchronous: synchronous))
         conductor = Conductor(actions: actions, store: store,
                               options: Conductor.Options(maxConcurrentRuns: maxConcurrentRuns, instance: directory))
-        let handler = RequestHandler(conductor: conductor, store: store, reload: { nil },
-                                     prune: { dryRun in PruneReport(dryRun: dryRun) })
+        service = Service(conductor: conductor, history: store, journal: store,
+                          generation: Generation(actions: actions, owner: geteuid()),
+                          hooks: Service.Hooks(reload: { _ in nil }, prune: { dryRun in PruneReport(dryRun: dryRun) }))
         let fd = try UnixSocket.listen(path: socket, mode: 0o600)
-        server = try Server(listening: fd, delegate: handler)
+        server = try Server(listening: fd, delegate: service)
         let server = server
         serving = Task.detached { await server.run() }
     }
 
     func register(_ action: Action, _ body: @escaping ClosureRunner.Body) async {
-        await conductor.register(action, body)
+        conductor.register(action, body)
+        var generation = service.generation
+        generation.actions[action.name] = action
+        service.install(generation)
     }
 
     func stop() async {

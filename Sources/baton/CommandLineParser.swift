@@ -1,3 +1,4 @@
+import BatonCore
 /// One option a command accepts.
 struct OptionSpec: Sendable {
     var long: String

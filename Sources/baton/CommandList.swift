@@ -1,3 +1,4 @@
+import BatonCore
 import Foundation
 
 /// Every command, in the order `baton --help` lists them, and the top-level help.

@@ -1,3 +1,4 @@
+import BatonCore
 /// `baton completion bash|zsh`: a shell completion script, generated from the command table so
 /// that it never falls behind the commands and options.
 enum CompletionCommand {

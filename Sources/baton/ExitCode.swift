@@ -13,7 +13,8 @@ enum ExitCode {
     static let unavailable: Int32 = 69
     /// An internal error in batond (EX_SOFTWARE).
     static let software: Int32 = 70
-    /// Busy: rejected because a run is in flight, or batond is shutting down (EX_TEMPFAIL, as run-one).
+    /// Try again later (EX_TEMPFAIL, as run-one): busy because a run is in flight, batond shutting
+    /// down, or its history cannot be written (a full disk).
     static let busy: Int32 = 75
     /// Forbidden (EX_NOPERM).
     static let forbidden: Int32 = 77
@@ -27,12 +28,12 @@ enum ExitCode {
         }
     }
 
-    static func of(errorCode: String) -> Int32 {
+    static func of(errorCode: ErrorCode) -> Int32 {
         switch errorCode {
-        case "busy", "shutting_down", "store_unavailable": busy
-        case "forbidden": forbidden
-        case "internal": software
-        default: usage
+        case .busy, .shuttingDown, .storeUnavailable: busy
+        case .forbidden: forbidden
+        case .internal: software
+        case .badRequest, .unknownAction, .unknownRun: usage
         }
     }
 }

@@ -48,7 +48,7 @@ enum HistoryCommand {
             }
             let rows = records.map { record in
                 [Format.time(record.at, utc: arguments.flag("utc")), record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",
-                 String(record.decision.dropFirst("denied ".count)), record.action.isEmpty ? "-" : record.action]
+                 Self.tried(record.decision), record.action.isEmpty ? "-" : record.action]
             }
             print(records.isEmpty ? "no refused requests\n" : Format.table(["TIME", "WHO", "TRIED", "ACTION"], rows), terminator: "")
             return ExitCode.success
@@ -116,5 +116,11 @@ enum HistoryCommand {
             }
             return Format.table(["RUN", "ACTION", "PHASE", utc ? "QUEUED (UTC)" : "QUEUED", "TOOK", "ERROR"], rows, width: width)
         }
+    }
+
+    /// What a refused request tried: `trigger`, `cancel`, `admin`.
+    static func tried(_ decision: TriggerRecord.Decision) -> String {
+        if case let .denied(permission) = decision { return permission.rawValue }
+        return decision.description
     }
 }

@@ -23,7 +23,7 @@ enum Query {
     static func show(_ run: Int64, _ context: Context) throws -> RunDetail? {
         do {
             return try viaDaemonOrFile(context, request: Request(op: .show, run: run), pick: { $0.detail }) { try $0.run(run) }
-        } catch let failure as Failure where failure.wire?.code == "unknown_run" {
+        } catch let failure as Failure where failure.wire?.code == .unknownRun {
             return nil
         }
     }

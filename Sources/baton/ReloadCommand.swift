@@ -1,3 +1,4 @@
+import BatonCore
 import BatonIPC
 
 /// `baton reload`: make batond read its config again.

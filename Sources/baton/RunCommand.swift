@@ -58,7 +58,7 @@ enum RunCommand {
 
     struct RunAnswer: Encodable {
         var run: RunSnapshot
-        var decision: String?
+        var decision: TriggerDecision?
         var shared: Bool?
     }
 

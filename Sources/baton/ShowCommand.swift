@@ -57,7 +57,7 @@ enum ShowCommand {
         }
         if !detail.triggers.isEmpty {
             let counts = Dictionary(grouping: detail.triggers, by: \.decision).mapValues(\.count)
-            text += "\nother triggers: " + counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "\n"
+            text += "\nother triggers: " + counts.sorted { $0.key.description < $1.key.description }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "\n"
             for trigger in detail.triggers.prefix(20) {
                 text += "  \(Format.time(trigger.at))  \(trigger.decision)  by \(trigger.peer.map { Format.userName($0.uid) } ?? "?")\n"
             }

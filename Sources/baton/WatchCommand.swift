@@ -31,7 +31,7 @@ enum WatchCommand {
                     continue
                 }
                 if let error = response.error {
-                    if error.code == "shutting_down" {
+                    if error.code == .shuttingDown {
                         FileHandle.standardError.write(Data("batond is stopping; watch ended\n".utf8))
                         return ExitCode.success
                     }

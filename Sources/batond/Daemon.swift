@@ -1,5 +1,6 @@
 import BatonCore
 import BatonIPC
+import BatonService
 import BatonStore
 import Dispatch
 import Foundation
@@ -44,20 +45,19 @@ enum Daemon {
             Log.error("\(error)")
             return 1
         }
+        ExecRunner.adoptOrphans()
         let conductor = Conductor(actions: config.actions, store: store,
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, instance: databasePath))
-        do {
+        do throws(BatonError) {
             let summary = await conductor.recover(try store.recoverableState())
             if summary != RecoverySummary() {
                 Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "
                     + "\(summary.restarted.count) restarted, \(summary.requeued.count) queued again, "
                     + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed")
             }
-            await conductor.remember(try await store.read { try $0.lastEnded() })
-            let names = config.actions.map(\.name)
-            await conductor.remember(durations: try await store.read { try $0.recentDurations(of: names) })
+            conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
         } catch {
-            Log.error("cannot read the history to recover: \(error)")
+            Log.error("cannot read the history to recover: \(error.message)")
             return 1
         }
 
@@ -82,15 +82,17 @@ enum Daemon {
         let configBox = ConfigBox(config)
         // The path clients connect to: ours, or the one systemd bound for us.
         let boundPath = ownsSocket ? socketPath : (UnixSocket.boundPath(of: listenFD) ?? socketPath)
-        let reload: @Sendable () async -> String? = {
+        let reload: @Sendable (Service) async -> String? = { service in
             notifier.reloading()
-            let problem = await Self.reload(path: configPath, into: conductor, current: configBox)
-            notifier.ready(status: await Self.status(of: conductor))
+            let problem = Self.reload(path: configPath, into: service, current: configBox, socket: boundPath)
+            notifier.ready(status: Self.status(of: conductor))
             return problem
         }
-        let handler = RequestHandler(conductor: conductor, store: store, reload: reload, prune: { dryRun in
-            try await Self.prune(store, configBox.current, dryRun: dryRun)
-        }, access: { configBox.current.access(socketGroup: Self.fileGroup(boundPath)) })
+        let handler = Service(conductor: conductor, history: store, journal: store,
+                              generation: Self.generation(config, socket: boundPath),
+                              hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
+                                  try await Self.prune(store, configBox.current, dryRun: dryRun)
+                              }))
         let server: Server
         do {
             server = try Server(listening: listenFD, limits: Server.Limits(maxConnections: config.maxConnections, maxConnectionsPerUser: config.maxConnectionsPerUser,
@@ -103,7 +105,7 @@ enum Daemon {
         let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
         Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), database \(databasePath)")
 
-        notifier.ready(status: await Self.status(of: conductor))
+        notifier.ready(status: Self.status(of: conductor))
         let journal = Task { await Self.logTransitions(conductor.watch()) }
         let statusReports = Task { await Self.reportStatus(conductor, to: notifier) }
         let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, store: store) }
@@ -112,14 +114,14 @@ enum Daemon {
         var shutdown: Task<Void, Never>?
         for await signal in signals.stream {
             if signal == SIGHUP {
-                if let problem = await reload() {
+                if let problem = await reload(handler) {
                     Log.error("reload refused, keeping the old config:\n\(problem)")
                 }
                 continue
             }
             if shutdown != nil {
                 Log.info("second stop signal: cancelling the runs in flight now")
-                await conductor.stopRemaining()
+                conductor.stopRemaining()
                 continue
             }
             notifier.stopping()
@@ -151,18 +153,18 @@ enum Daemon {
     }
 
     /// "2 loading, 1 queued", for systemd's STATUS=.
-    static func status(of conductor: Conductor) async -> String {
-        let runs = await conductor.inFlight()
-        let queued = runs.filter { $0.phase == .queued }.count
-        return Notifier.describe(loading: runs.count - queued, queued: queued)
+    static func status(of conductor: Conductor) -> String {
+        let runs = conductor.inFlight()
+        return Notifier.describe(loading: runs.count { $0.phase == .loading || $0.phase == .retrying },
+                                 queued: runs.count { $0.phase == .queued })
     }
 
     /// Tells systemd what batond is doing when it changes, at most once a second.
     static func reportStatus(_ conductor: Conductor, to notifier: Notifier) async {
         guard notifier.socket != nil else { return }
-        var last = await status(of: conductor)
+        var last = status(of: conductor)
         while (try? await Task.sleep(for: .seconds(1))) != nil {
-            let now = await status(of: conductor)
+            let now = status(of: conductor)
             if now != last { notifier.status(now) }
             last = now
         }
@@ -174,7 +176,7 @@ enum Daemon {
     static func feedWatchdog(_ notifier: Notifier, conductor: Conductor, store: Store) async {
         guard let interval = notifier.watchdogInterval else { return }
         while !Task.isCancelled {
-            _ = await conductor.inFlight()
+            conductor.ping()
             await store.ping()
             notifier.watchdog()
             guard (try? await Task.sleep(for: interval)) != nil else { return }
@@ -188,17 +190,25 @@ enum Daemon {
                 let report = try await prune(store, config.current, dryRun: false)
                 if report.total > 0 { Log.info("retention removed \(report.total) ended runs") }
             } catch {
-                Log.warning("retention could not prune the history: \(error)")
+                Log.warning("retention could not prune the history: \(error.message)")
             }
             guard (try? await Task.sleep(for: .seconds(3_600))) != nil else { return }
         }
     }
 
     /// Prunes the history as the config's retention (and each action's overrides) says.
-    static func prune(_ store: Store, _ config: Config, dryRun: Bool) async throws -> PruneReport {
+    static func prune(_ store: Store, _ config: Config, dryRun: Bool) async throws(BatonError) -> PruneReport {
         var overrides: [String: Retention.Override] = [:]
         for action in config.actions { overrides[action.name] = action.retention }
-        return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
+        do {
+            return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
+        } catch let error as BatonError {
+            throw error
+        } catch let error as DatabaseError {
+            throw .storeUnavailable("cannot prune \(store.path): \(error.message)")
+        } catch {
+            throw .storeUnavailable("cannot prune \(store.path): \(error)")
+        }
     }
 
     /// One log line per committed transition: what happened to which run, and why.
@@ -236,11 +246,11 @@ enum Daemon {
     }
 
     /// Reads the config again; applies it whole, or refuses it whole and returns why.
-    static func reload(path: String, into conductor: Conductor, current: ConfigBox) async -> String? {
+    static func reload(path: String, into service: Service, current: ConfigBox, socket: String) -> String? {
         do {
             let config = try Config.load(path: path)
             for warning in config.warnings { Log.warning(warning) }
-            await conductor.replaceActions(config.actions)
+            service.install(generation(config, socket: socket))
             let old = current.swap(config)
             if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {
                 Log.warning("socket and database settings change only at restart")
@@ -250,6 +260,12 @@ enum Daemon {
         } catch {
             return "\(error)"
         }
+    }
+
+    /// What requests are served against: the config's actions, and its access rules with the
+    /// socket file's group looked up once, not per request.
+    static func generation(_ config: Config, socket: String) -> Generation {
+        Generation(actions: config.actions, access: config.access(socketGroup: fileGroup(socket)), owner: geteuid())
     }
 
     static func groupID(_ name: String) throws -> gid_t {

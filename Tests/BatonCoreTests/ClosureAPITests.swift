@@ -50,7 +50,7 @@ struct ClosureAPITests {
 
     @Test(".retry(attempts:) runs the body again after it throws and ends with the last outcome")
     func retry() async throws {
-        let conductor = Conductor(actions: [], options: Conductor.Options(random: { 0 }))
+        let conductor = Conductor(actions: [], options: Conductor.Options(seed: 0))
         let calls = Counter()
         struct Flaky: Error {}
         let run = try await conductor.run("flaky", .retry(attempts: 2, backoff: .milliseconds(1))) { context in
@@ -105,7 +105,7 @@ struct ClosureAPITests {
     @Test("a new run carries the median of the action's recent successful durations as its estimate")
     func estimate() async throws {
         let conductor = Conductor(actions: [])
-        await conductor.remember(durations: ["build": [1_000_000, 3_000_000, 2_000_000]])
+        conductor.remember([], durations: ["build": [1_000_000, 3_000_000, 2_000_000]])
         #expect(await conductor.estimate(of: "build") == .seconds(2))
         await conductor.register(Action(name: "build")) { _ in }
         let ticket = try await conductor.trigger(TriggerRequest(action: "build"))

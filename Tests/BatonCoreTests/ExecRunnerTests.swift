@@ -6,7 +6,7 @@ import Testing
 struct ExecRunnerTests {
     func run(_ exec: [String], env: [String: String] = [:], params: [String: String] = [:]) async -> AttemptOutcome {
         let job = Job(runID: 1, action: Action(name: "t", exec: exec, env: env), attempt: 1, params: params)
-        return await ExecRunner().start(job).wait()
+        return await AttemptProbe(ExecRunner(), job).outcome()
     }
 
     @Test("an attempt ends only when its whole group is gone: a child that ignores SIGTERM is killed after killGrace")
@@ -14,9 +14,9 @@ struct ExecRunnerTests {
         let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "trap '' TERM; sleep 300 & echo $! > \"$PIDFILE\"; exit 0"],
                                                env: ["PIDFILE": NSTemporaryDirectory() + "baton-child-\(getpid())"],
                                                killGrace: .milliseconds(100)), attempt: 1, params: [:])
-        let attempt = ExecRunner().start(job)
-        let group = try #require(attempt.processGroup)
-        let outcome = await attempt.wait()
+        let probe = AttemptProbe(ExecRunner(), job)
+        let group = try #require(probe.group)
+        let outcome = await probe.outcome()
         #expect(outcome.result.succeeded)
         #expect(kill(-group.pgid, 0) == -1 && errno == ESRCH)
         let child = try String(contentsOfFile: NSTemporaryDirectory() + "baton-child-\(getpid())", encoding: .utf8)
@@ -62,7 +62,7 @@ struct ExecRunnerTests {
     @Test("the output tail is bounded")
     func tail() async {
         let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "head -c 300000 /dev/zero"]), attempt: 1, params: [:])
-        let outcome = await ExecRunner(tailLimit: 1_000).start(job).wait()
+        let outcome = await AttemptProbe(ExecRunner(tailLimit: 1_000), job).outcome()
         #expect(outcome.output.count == 1_000)
         #expect(outcome.truncated)
     }
@@ -71,12 +71,12 @@ struct ExecRunnerTests {
     func grandchildren() async throws {
         let marker = "baton-test-\(UInt32.random(in: 0...UInt32.max))"
         let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "sleep 300 & sleep 300; : \(marker)"]), attempt: 1, params: [:])
-        let attempt = ExecRunner().start(job)
-        let group = try #require(attempt.processGroup)
+        let probe = AttemptProbe(ExecRunner(), job)
+        let group = try #require(probe.group)
         // The group has the shell and its two sleeps once both have started.
         while group.survivors().count < 3 { await Task.yield() }
-        attempt.signal(SIGTERM)
-        let outcome = await attempt.wait()
+        probe.attempt.stop(grace: .seconds(5))
+        let outcome = await probe.outcome()
         #expect(outcome.result.signal == SIGTERM)
         // The attempt ends only once its whole group is gone.
         #expect(group.survivors().isEmpty)
@@ -84,11 +84,11 @@ struct ExecRunnerTests {
 
     @Test("progress written to BATON_PROGRESS_FD is reported")
     func progress() async {
-        let reports = Recorder<BatonCore.Progress>()
         let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "echo '1/4 one' >&$BATON_PROGRESS_FD; echo '50% half' >&3"]),
-                      attempt: 1, params: [:]) { reports.append($0) }
-        _ = await ExecRunner().start(job).wait()
-        #expect(reports.all.map(\.fraction) == [0.25, 0.5])
-        #expect(reports.all.map(\.message) == ["one", "half"])
+                      attempt: 1, params: [:])
+        let probe = AttemptProbe(ExecRunner(), job)
+        _ = await probe.outcome()
+        #expect(probe.progress.map(\.fraction) == [0.25, 0.5])
+        #expect(probe.progress.map(\.message) == ["one", "half"])
     }
 }

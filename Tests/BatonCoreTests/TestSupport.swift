@@ -55,3 +55,39 @@ final class Recorder<Value: Sendable>: Sendable {
     func append(_ item: Value) { items.withLock { $0.append(item) } }
     var all: [Value] { items.withLock { $0 } }
 }
+
+/// Starts an attempt and records what it reports: its process group, progress, and outcome.
+final class AttemptProbe: Sendable {
+    let attempt: any Attempt
+    let events = Recorder<AttemptEvent>()
+    private let ended: AsyncStream<AttemptOutcome>
+
+    init(_ runner: any Runner, _ job: Job) {
+        let (stream, continuation) = AsyncStream<AttemptOutcome>.makeStream()
+        ended = stream
+        let events = events
+        attempt = runner.start(job) { event in
+            events.append(event)
+            if case let .ended(outcome) = event {
+                continuation.yield(outcome)
+                continuation.finish()
+            }
+        }
+    }
+
+    /// The process group it reported when it started.
+    var group: ProcessGroup? {
+        for case let .started(group) in events.all { return group }
+        return nil
+    }
+
+    var progress: [BatonCore.Progress] {
+        events.all.compactMap { if case let .progress(progress) = $0 { progress } else { nil } }
+    }
+
+    /// Waits for the attempt to end.
+    func outcome() async -> AttemptOutcome {
+        for await outcome in ended { return outcome }
+        return events.all.compactMap { if case let .ended(outcome) = $0 { outcome } else { nil } }.first!
+    }
+}

@@ -21,7 +21,7 @@ struct RetentionTests {
             entries.append(.transition(Transition(runID: id, seq: 3, from: .loading, to: phase, at: at, detail: .init())))
             entries.append(.output(runID: id, tail: Array("out".utf8), truncated: false))
         }
-        entries.append(.trigger(TriggerRecord(runID: id, action: action, key: action, decision: "rejected", policy: .reject,
+        entries.append(.trigger(TriggerRecord(runID: id, action: action, key: action, decision: .rejected, policy: .reject,
                                               peer: nil, at: at, params: [:])))
         _ = await store.commit(entries)
     }

@@ -1,3 +1,4 @@
+import BatonCore
 import BatonIPC
 import Foundation
 import Testing
@@ -78,8 +79,10 @@ struct AccessTests {
         // The socket belongs to root's group: connecting works (mode 0666), triggering does not.
         let refused = try asUsers()
         #expect(refused.code == 77, "\(refused.stderr)")
-        // Give the socket to group users, as a socket unit with SocketGroup= would: its members may trigger.
+        // Give the socket to group users, as a socket unit with SocketGroup= would: its members may
+        // trigger once batond reads the socket's group again (at start and at each reload, never per request).
         #expect(chown(daemon.socket, 0, 100) == 0)
+        #expect(try daemon.baton("reload").code == 0)
         #expect(try asUsers().code == 0)
         #expect(try AccessTests.batonAs("65534", group: "65534", daemon, "run", "a").code == 77)
     }
@@ -136,12 +139,12 @@ struct RunAsTests {
         #expect(try daemon.baton("show", "1", "--output").stdout == nasty)
         #expect(!FileManager.default.fileExists(atPath: marker))
         let newline = try Client(path: daemon.socket).call(Request(op: .trigger, action: "echo", params: ["text": "a\nb"]))
-        #expect(newline.error?.code == "bad_request")
+        #expect(newline.error?.code == .badRequest)
         #expect(newline.error?.message.contains("param text") == true)
         let nul = try Client(path: daemon.socket).call(Request(op: .trigger, action: "echo", params: ["text": "a\u{0}b"]))
-        #expect(nul.error?.code == "bad_request")
+        #expect(nul.error?.code == .badRequest)
         let name = try Client(path: daemon.socket).call(Request(op: .trigger, action: "echo", params: ["text; rm": "x"]))
-        #expect(name.error?.code == "bad_request")
+        #expect(name.error?.code == .badRequest)
     }
 
     @Test("a user that does not exist, or user without root, is a config error naming the field")

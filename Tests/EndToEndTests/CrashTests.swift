@@ -36,8 +36,8 @@ final class TriggerLoad: @unchecked Sendable {
                     guard let response = try? client.call(Request(op: .trigger, action: choice.action, params: choice.params,
                                                                   detach: detach)) else { return }
                     if response.ok == true, let run = response.run?.id {
-                        record(Answer(run: run, decision: response.decision ?? "?"))
-                    } else if response.error?.code == "busy", let run = response.error?.run {
+                        record(Answer(run: run, decision: response.decision?.rawValue ?? "?"))
+                    } else if response.error?.code == .busy, let run = response.error?.run {
                         record(Answer(run: run, decision: "busy"))
                     }
                 }

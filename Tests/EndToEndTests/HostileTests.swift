@@ -1,3 +1,4 @@
+import BatonCore
 import BatonIPC
 import Foundation
 import Testing
@@ -65,7 +66,7 @@ struct HostileTests {
         #expect(answer?.run?.phase == .success)
         for client in bombs {
             let answer = try #require(try client.receive(timeout: .seconds(10)))
-            #expect(answer.error?.code == "bad_request")
+            #expect(answer.error?.code == .badRequest)
             #expect(answer.error?.message.contains("does not match ^(a+)+$") == true)
         }
         #expect(try Client(path: daemon.socket).call(Request(op: .trigger, action: "r", params: ["x": "aaaa"])).run?.phase == .success)

@@ -138,7 +138,7 @@ struct LifecycleTests {
             let answer = try Client(path: daemon.socket).call(Request(op: .trigger, action: "a", detach: true))
             if answer.ok == false { refusal = answer; break }
         }
-        #expect(refusal?.error?.code == "store_unavailable")
+        #expect(refusal?.error?.code == .storeUnavailable)
         #expect(refusal?.error?.message.contains("full") == true, "\(String(describing: refusal?.error))")
         #expect(try daemon.baton("status").code == 0)
         #expect(try daemon.baton("history", "--limit", "1").code == 0)

@@ -91,8 +91,8 @@ struct PolicyTests {
         #expect(all.count == 40)
         let created = all.filter { $0.ok == true }
         #expect(created.count == 1)
-        #expect(created.first?.decision == "created")
-        let busy = all.filter { $0.error?.code == "busy" }
+        #expect(created.first?.decision == .created)
+        let busy = all.filter { $0.error?.code == .busy }
         #expect(busy.count == 39)
         #expect(busy.allSatisfy { $0.error?.run == created.first?.run?.id })
         gate.release()
@@ -151,13 +151,13 @@ struct PolicyTests {
         let gate = try FifoGate()
         let daemon = try Daemon(config: Self.config(gate: gate))
         let first = try Self.trigger(daemon, "gated", policy: .queue)
-        #expect(first.decision == "created")
+        #expect(first.decision == .created)
         let answers = Collected<Response>()
         inParallel(30) { _ in if let answer = try? Self.trigger(daemon, "gated", policy: .queue) { answers.append(answer) } }
         let all = answers.all
         #expect(all.count == 30)
-        #expect(all.filter { $0.decision == "followUp" }.count == 1)
-        #expect(all.filter { $0.decision == "coalesced" }.count == 29)
+        #expect(all.filter { $0.decision == .followUp }.count == 1)
+        #expect(all.filter { $0.decision == .coalesced }.count == 29)
         #expect(Set(all.compactMap { $0.run?.id }) == [2])
         gate.release()   // run 1 ends
         #expect(try Self.waitFor(daemon, run: 1)?.phase == .success)

@@ -1,3 +1,4 @@
+import BatonCore
 import BatonIPC
 import Foundation
 import Testing
@@ -76,12 +77,12 @@ struct SpineTests {
         try bad.sendRaw(Data("this is not json\n".utf8))
         let answer = try #require(try bad.receive())
         #expect(answer.ok == false)
-        #expect(answer.error?.code == "bad_request")
+        #expect(answer.error?.code == .badRequest)
         try bad.sendRaw(Data((String(repeating: "x", count: 1_100_000) + "\n").utf8))
-        #expect(try bad.receive()?.error?.code == "bad_request")
+        #expect(try bad.receive()?.error?.code == .badRequest)
         try bad.sendRaw(Data(#"{"id": 7, "op": "fly"}"#.utf8 + [10]))
         let unknownOp = try #require(try bad.receive())
-        #expect(unknownOp.error?.code == "bad_request")
+        #expect(unknownOp.error?.code == .badRequest)
         #expect(unknownOp.id == .number(7))
         let pong = try good.call(Request(op: .ping))
         #expect(pong.ok == true)

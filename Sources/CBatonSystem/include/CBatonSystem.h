@@ -17,6 +17,19 @@ int baton_spawn(const char *const argv[], const char *const envp[], const char *
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits, or -1 with errno.
 int baton_pidfd_open(pid_t pid);
 
+/// prctl(PR_SET_CHILD_SUBREAPER): orphaned descendants become this process's children, so that
+/// it can reap what is left of an action's process group. 0 or -1 with errno.
+int baton_set_subreaper(void);
+
+/// Reaps every exited child in process group pgid without waiting; returns how many.
+int baton_reap_group(pid_t pgid);
+
+/// The pid of an exited child, left unreaped (WNOWAIT); 0 when there is none, -1 with errno.
+pid_t baton_waitable_child(void);
+
+/// Reaps pid if it has exited, without waiting: 1 when reaped, 0 otherwise.
+int baton_reap_nohang(pid_t pid);
+
 /// 1 when the child has exited (without reaping it), 0 while it runs, -1 with errno.
 int baton_has_exited(pid_t pid);
 

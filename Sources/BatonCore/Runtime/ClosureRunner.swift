@@ -12,18 +12,21 @@ public struct ClosureRunner: Runner {
         self.body = body
     }
 
-    public func start(_ job: Job) -> any Attempt {
-        let context = RunContext(runID: job.runID, attempt: job.attempt, params: job.params, report: job.progress)
+    public func start(_ job: Job, events: @escaping @Sendable (AttemptEvent) -> Void) -> any Attempt {
+        let context = RunContext(runID: job.runID, attempt: job.attempt, params: job.params) { events(.progress($0)) }
         let body = body
+        events(.started(nil))
         return TaskAttempt(Task {
+            let result: AttemptResult
             do {
                 try await body(context)
-                return .success
+                result = .success
             } catch is CancellationError {
-                return .threw("cancelled")
+                result = .threw("cancelled")
             } catch {
-                return .threw(String(describing: error))
+                result = .threw(String(describing: error))
             }
+            events(.ended(AttemptOutcome(result: result)))
         })
     }
 }
@@ -44,13 +47,11 @@ public struct RunContext: Sendable {
     }
 }
 
-/// An attempt that is a task.
+/// An attempt that is a task; stopping it cancels the task.
 final class TaskAttempt: Attempt {
-    let task: Task<AttemptResult, Never>
+    let task: Task<Void, Never>
 
-    init(_ task: Task<AttemptResult, Never>) { self.task = task }
+    init(_ task: Task<Void, Never>) { self.task = task }
 
-    var processGroup: ProcessGroup? { nil }
-    func signal(_ signal: Int32) { task.cancel() }
-    func wait() async -> AttemptOutcome { AttemptOutcome(result: await task.value) }
+    func stop(grace: Duration) { task.cancel() }
 }

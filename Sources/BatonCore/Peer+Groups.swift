@@ -1,4 +1,3 @@
-import BatonCore
 import Foundation
 
 extension Peer {

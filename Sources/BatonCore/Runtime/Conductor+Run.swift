@@ -17,11 +17,14 @@ extension Conductor {
     ) async throws(BatonError) -> RunSnapshot {
         var action = Action(name: name)
         for option in options { option.apply(&action) }
-        if let existing = actions[name], !existing.exec.isEmpty {
-            throw .badRequest("\(name) is a configured process action, not an in-process one")
+        let existing = core.withLock { core -> Action? in
+            if let existing = core.actions[name], !existing.exec.isEmpty { return existing }
+            core.actions[name] = action
+            return nil
         }
-        actions[name] = action
-        let ticket = try await trigger(TriggerRequest(action: name, params: params), runner: ClosureRunner(body))
+        if existing != nil { throw .badRequest("\(name) is a configured process action, not an in-process one") }
+        let trigger = try resolve(TriggerRequest(action: name, params: params), runner: RunnerBox(ClosureRunner(body)))
+        let ticket = try await self.trigger(trigger, follow: true)
         guard let outcome = await ticket.outcome() else { throw .shuttingDown }
         return outcome
     }

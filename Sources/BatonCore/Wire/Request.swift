@@ -1,5 +1,3 @@
-import BatonCore
-import BatonStore
 
 /// The id a request carries and its responses echo: a number or a string.
 public enum RequestID: Codable, Sendable, Hashable {

@@ -1,6 +1,3 @@
-import BatonCore
-import BatonStore
-
 /// One response line: the final answer to a request (`ok` set), or an `event` before it.
 public struct Response: Codable, Sendable {
     public var id: RequestID?
@@ -13,8 +10,8 @@ public struct Response: Codable, Sendable {
     public var run: RunSnapshot?
     /// update events: the transition just committed (absent for progress).
     public var transition: Transition?
-    /// trigger: created, followUp, joined, coalesced, replaced.
-    public var decision: String?
+    /// trigger: what the trigger did.
+    public var decision: TriggerDecision?
     /// trigger: whether the caller shares a run another trigger created.
     public var shared: Bool?
     /// history, status, cancel: runs.
@@ -55,23 +52,43 @@ public struct Response: Codable, Sendable {
     }
 }
 
+/// The stable codes of errors on the wire (docs/protocol.md); clients branch on these, never on messages.
+public enum ErrorCode: String, Codable, Sendable, CaseIterable {
+    case busy
+    case unknownAction = "unknown_action"
+    case unknownRun = "unknown_run"
+    case badRequest = "bad_request"
+    case forbidden
+    case shuttingDown = "shutting_down"
+    case storeUnavailable = "store_unavailable"
+    case `internal`
+}
+
 /// An error on the wire: a stable code and a sentence.
 public struct WireError: Codable, Sendable, Error, Equatable {
-    /// busy, unknown_action, unknown_run, bad_request, forbidden, shutting_down, store_unavailable, internal.
-    public var code: String
+    public var code: ErrorCode
     public var message: String
     /// busy: the run in flight.
     public var run: Int64?
 
-    public init(code: String, message: String, run: Int64? = nil) {
+    public init(code: ErrorCode, message: String, run: Int64? = nil) {
         self.code = code
         self.message = message
         self.run = run
     }
 
+    /// The one place a `BatonError` becomes a code and a sentence.
     public init(_ error: BatonError) {
         self.init(code: error.code, message: error.message)
         if case let .busy(run, _, _, _) = error { self.run = run }
+    }
+
+    /// An unknown code from a newer daemon reads as `internal`, so an old client still shows the message.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        code = ErrorCode(rawValue: try container.decode(String.self, forKey: .code)) ?? .internal
+        message = try container.decode(String.self, forKey: .message)
+        run = try container.decodeIfPresent(Int64.self, forKey: .run)
     }
 }
 
@@ -122,5 +139,21 @@ public struct ParamInfo: Codable, Sendable, Equatable {
     public init(pattern: String?, default: String?) {
         self.pattern = pattern
         self.default = `default`
+    }
+}
+
+/// What a trigger did, as the wire names it.
+public enum TriggerDecision: String, Codable, Sendable, CaseIterable {
+    case created, followUp, joined, coalesced, rejected, replaced
+
+    public init(_ decision: FlightTable.Decision) {
+        switch decision {
+        case .created: self = .created
+        case .followUp: self = .followUp
+        case .joined: self = .joined
+        case .coalesced: self = .coalesced
+        case .rejected: self = .rejected
+        case .replaced: self = .replaced
+        }
     }
 }

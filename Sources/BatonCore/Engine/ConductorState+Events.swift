@@ -1,0 +1,120 @@
+extension ConductorState {
+    // MARK: Triggers
+
+    /// Decides a trigger against its key's runs in flight. A new run is answered once its
+    /// creation is durable; a join or rejection once its trigger record is.
+    mutating func decide(_ token: Token, _ trigger: Trigger, _ step: inout Step) {
+        guard mode == .accepting else { return step.answer(token, .failed(.shuttingDown)) }
+        let decision = table.trigger(key: trigger.key, policy: trigger.policy, candidate: nextRunID)
+        switch decision {
+        case let .created(id), let .followUp(id, _), let .replaced(id, _):
+            nextRunID += 1
+            create(id, token, trigger, decision, &step)
+            if case let .replaced(_, stopping) = decision {
+                for old in stopping { drive(old, .stop(.replaced(by: id)), &step) }
+            }
+        case let .joined(id), let .coalesced(id):
+            let shared: TriggerRecord.Decision = if case .joined = decision { .joined } else { .coalesced }
+            step.entries.append(.trigger(record(trigger, run: id, shared, at: step.now)))
+            let fallback = flights[id]?.snapshot ?? placeholder(id, trigger, at: step.now)
+            step.after.append(.ticket(token, decision, fallback: fallback))
+        case let .rejected(id):
+            step.entries.append(.trigger(record(trigger, run: id, .rejected, at: step.now)))
+            let holder = flights[id]?.snapshot
+            step.answer(token, .failed(.busy(run: id, action: trigger.action.name, phase: holder?.phase ?? .queued,
+                                             since: holder?.startedAt ?? holder?.queuedAt ?? step.now)))
+        }
+    }
+
+    private mutating func create(_ id: Int64, _ token: Token, _ trigger: Trigger, _ decision: FlightTable.Decision,
+                                 _ step: inout Step) {
+        var detail = TransitionDetail()
+        if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
+        if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
+        var run = placeholder(id, trigger, at: step.now)
+        run.estimate = estimates.median(trigger.action.name)
+        let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
+        flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
+                             action: trigger.action, runner: trigger.runner, seq: 1)
+        step.entries.append(.created(run, transition))
+        step.after += [.publish(RunUpdate(run: run, transition: transition)), .ticket(token, decision, fallback: run),
+                       .durable(id)]
+    }
+
+    private func placeholder(_ id: Int64, _ trigger: Trigger, at now: Timestamp) -> RunSnapshot {
+        RunSnapshot(id: id, action: trigger.action.name, key: trigger.key, phase: .queued, policy: trigger.policy,
+                    params: trigger.params, trigger: trigger.peer, queuedAt: now)
+    }
+
+    private func record(_ trigger: Trigger, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
+        TriggerRecord(runID: run, action: trigger.action.name, key: trigger.key, decision: decision, policy: trigger.policy,
+                      peer: trigger.peer, at: now, params: trigger.params)
+    }
+
+    // MARK: Attempts and timers
+
+    mutating func started(_ id: Int64, _ attempt: Int, _ group: ProcessGroup?, _ step: inout Step) {
+        guard let group, flights[id]?.live == attempt else { return }
+        step.entries.append(.processGroup(runID: id, pgid: group.pgid, identity: group.identity))
+    }
+
+    mutating func progressed(_ id: Int64, _ attempt: Int, _ progress: Progress, _ step: inout Step) {
+        guard var flight = flights[id], flight.live == attempt else { return }
+        flight.run.progress = progress
+        flights[id] = flight
+        step.effects.append(.publish(RunUpdate(run: flight.run, transition: nil)))
+    }
+
+    mutating func exited(_ id: Int64, _ attempt: Int, _ outcome: AttemptOutcome, _ step: inout Step) {
+        guard var flight = flights[id], flight.live == attempt else { return }
+        flight.live = nil
+        flights[id] = flight
+        if !outcome.output.isEmpty || outcome.result.started {
+            step.entries.append(.output(runID: id, tail: outcome.output, truncated: outcome.truncated))
+        }
+        drive(id, .exited(outcome.result), &step)
+    }
+
+    mutating func fired(_ id: Int64, _ timer: Timer, _ step: inout Step) {
+        guard let flight = flights[id] else { return }
+        switch timer {
+        case .timeout:
+            if let limit = flight.action.timeout { drive(id, .stop(.timeout(after: limit)), &step) }
+        case let .backoff(attempt):
+            if flight.machine.state == .retrying(attempt: attempt) { drive(id, .backoffElapsed, &step) }
+        }
+    }
+
+    // MARK: Cancel and shutdown
+
+    /// Stops the runs named: a queued or retrying run ends at once, a loading one once its
+    /// processes are gone. Answered with every run it stopped, as each is now.
+    mutating func cancel(_ token: Token, _ target: CancelTarget, by uid: UInt32?, _ step: inout Step) {
+        let ids: [Int64]
+        switch target {
+        case let .run(id):
+            guard let flight = flights[id], !flight.isOver else { return step.answer(token, .failed(.unknownRun(id))) }
+            ids = [id]
+        case let .action(name, key):
+            ids = flights.values.filter { !$0.isOver && $0.run.action == name && (key == nil || $0.run.key == key) }
+                .map(\.run.id).sorted()
+        }
+        for id in ids { drive(id, .stop(.cancelled(by: uid)), &step) }
+        step.answer(token, .cancelled(ids.compactMap { flights[$0]?.snapshot }))
+    }
+
+    mutating func beginShutdown(_ step: inout Step) {
+        guard mode == .accepting else { return }
+        mode = .draining
+        if activeCount == 0 {
+            mode = .stopped
+            step.effects.append(.drained)
+        }
+    }
+
+    /// Stops every run loading or retrying (shutdown grace over); queued runs stay queued.
+    mutating func stopActive(_ stop: RunMachine.Stop, _ step: inout Step) {
+        let active = flights.values.filter { $0.machine.phase == .loading || $0.machine.phase == .retrying }
+        for id in active.map(\.run.id).sorted() { drive(id, .stop(stop), &step) }
+    }
+}

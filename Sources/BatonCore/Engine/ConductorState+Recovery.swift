@@ -1,0 +1,80 @@
+/// What recovery did with the runs a previous daemon left in flight.
+public struct RecoverySummary: Sendable, Equatable {
+    /// Runs that were loading or retrying and now end as `failure`, reason `interrupted`.
+    public var interrupted: [Int64] = []
+    /// Runs that were loading or retrying and start again (`onInterrupt: restart`).
+    public var restarted: [Int64] = []
+    /// Runs that were queued and are queued again, in their original order.
+    public var requeued: [Int64] = []
+    /// Runs that cannot go on: their action is gone from the config, or their key already has a follow-up.
+    public var dropped: [Int64] = []
+    /// Processes of unfinished runs that were still alive and were killed.
+    public var killedProcesses = 0
+
+    public init() {}
+}
+
+extension ConductorState {
+    /// Takes over the runs a previous daemon left unfinished (their processes already killed):
+    /// ends or restarts the interrupted ones and queues the queued ones again, in their original
+    /// order, each decision a recorded transition. Answered once all of it is durable.
+    mutating func recover(_ token: Token, _ runs: [RecoveredRun], _ step: inout Step) {
+        var summary = RecoverySummary()
+        for recovered in runs {
+            let run = recovered.unfinished.run
+            guard let action = recovered.action else {
+                end(recovered.unfinished, .cancelled,
+                    TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured"), &step)
+                summary.dropped.append(run.id)
+                continue
+            }
+            let restart = run.phase != .queued && action.onInterrupt == .restart
+            guard run.phase == .queued || restart else {
+                end(recovered.unfinished, .failure,
+                    TransitionDetail(reason: "interrupted", error: "batond stopped while the run was \(run.phase.rawValue)"), &step)
+                summary.interrupted.append(run.id)
+                continue
+            }
+            if requeue(recovered.unfinished, action, reason: restart ? "restarted" : "recovered", &step) {
+                if restart { summary.restarted.append(run.id) } else { summary.requeued.append(run.id) }
+            } else {
+                summary.dropped.append(run.id)
+            }
+        }
+        step.answer(token, .recovered(summary))
+        admit(&step)
+    }
+
+    private mutating func end(_ unfinished: UnfinishedRun, _ phase: Phase, _ detail: TransitionDetail, _ step: inout Step) {
+        let transition = Transition(runID: unfinished.run.id, seq: unfinished.lastSeq + 1, from: unfinished.run.phase,
+                                    to: phase, at: step.now, detail: detail)
+        step.entries.append(.transition(transition))
+        let ended = unfinished.run.applying(transition)
+        if lastEnded[ended.action].map({ $0.id < ended.id }) ?? true { lastEnded[ended.action] = ended }
+    }
+
+    /// Queues a run again under its key; a key keeps one holder and one follow-up, so a further
+    /// queued run of it is cancelled as superseded. Returns whether the run was queued.
+    private mutating func requeue(_ unfinished: UnfinishedRun, _ action: Action, reason: String, _ step: inout Step) -> Bool {
+        let run = unfinished.run
+        switch table.trigger(key: run.key, policy: .queue, candidate: run.id) {
+        case .created, .followUp:
+            break
+        default:
+            end(unfinished, .cancelled, TransitionDetail(reason: "superseded", error: "another run of key \(run.key) was already queued"), &step)
+            return false
+        }
+        let transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: run.phase, to: .queued, at: step.now,
+                                    detail: TransitionDetail(reason: reason))
+        let snapshot = run.applying(transition)
+        flights[run.id] = Flight(run: snapshot, machine: RunMachine(retries: action.retry.attempts), action: action,
+                                 runner: nil, seq: transition.seq)
+        nextRunID = max(nextRunID, run.id + 1)
+        step.entries.append(.transition(transition))
+        step.after.append(.publish(RunUpdate(run: snapshot, transition: transition)))
+        // The run's row is durable from its first life; only its new transition is being written,
+        // and anything it does next is written after it.
+        table.markDurable(run.id)
+        return true
+    }
+}

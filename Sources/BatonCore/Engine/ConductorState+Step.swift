@@ -1,0 +1,172 @@
+extension ConductorState {
+    /// A run in flight: its machine, the snapshot the history has of it, and its live attempt.
+    /// It stays until its terminal transition is durable, so late answers and waiters still find it.
+    struct Flight: Sendable {
+        /// The run as recorded: its phase is the last transition written, which every step leaves
+        /// equal to `machine.phase` (the random-walk test checks it).
+        var run: RunSnapshot
+        var machine: RunMachine
+        /// The definition the run started with; a reload does not change it.
+        var action: Action
+        var runner: RunnerBox?
+        /// The seq of the last transition written.
+        var seq: Int
+        /// The attempt whose process or task is running, between `launch` and `exited`.
+        var live: Int?
+        /// The wait chosen when the last failed attempt was recorded, for its `backoff` effect.
+        var nextBackoff: Duration = .zero
+
+        /// Whether the run's end is decided (its terminal transition may not be durable yet).
+        var isOver: Bool { machine.phase.isTerminal }
+        var snapshot: RunSnapshot { run }
+    }
+
+    /// What to do once a group of writes is durable (or has failed).
+    enum AfterCommit: Sendable, Equatable {
+        /// Answer a caller; a failed commit answers its error instead.
+        case answer(Token, Answer)
+        /// Answer a trigger with the run as it is when the answer goes out.
+        case ticket(Token, FlightTable.Decision, fallback: RunSnapshot)
+        /// Tell waiters and watchers about a committed transition.
+        case publish(RunUpdate)
+        /// The run's creation is durable: it may start. A failure abandons the run.
+        case durable(Int64)
+        /// The run's terminal transition is durable: close it.
+        case ended(Int64)
+    }
+
+    /// What one event decides: the writes, what follows their commit, and the effects to perform now.
+    struct Step {
+        let now: Timestamp
+        var entries: [JournalEntry] = []
+        var after: [AfterCommit] = []
+        var effects: [Effect] = []
+
+        init(now: Timestamp) { self.now = now }
+
+        /// Answers once this step's writes are durable (at once when it has none).
+        mutating func answer(_ token: Token, _ answer: Answer) { after.append(.answer(token, answer)) }
+    }
+
+    /// Turns a step into effects: its writes first, as one store item; what follows them is kept
+    /// until they commit, or done now when there are none.
+    mutating func finish(_ step: inout Step) -> [Effect] {
+        guard !step.entries.isEmpty else {
+            for item in step.after { follow(item, nil, &step) }
+            return step.effects
+        }
+        let id = nextCommit
+        nextCommit += 1
+        pending[id] = step.after
+        return [.write(step.entries, id)] + step.effects
+    }
+
+    /// A group of writes is durable (or failed): do what waited for it. New writes this causes
+    /// (the next run's `loading`, say) go into the step, and so into the next group.
+    mutating func committed(_ id: CommitID, _ failure: BatonError?, _ step: inout Step) {
+        guard let items = pending.removeValue(forKey: id) else { return }
+        for item in items { follow(item, failure, &step) }
+    }
+
+    mutating func follow(_ item: AfterCommit, _ failure: BatonError?, _ step: inout Step) {
+        switch item {
+        case let .answer(token, answer):
+            step.effects.append(.answer(token, failure.map { .failed($0) } ?? answer))
+        case let .ticket(token, decision, fallback):
+            let run = decision.run
+            step.effects.append(.answer(token, failure.map { .failed($0) } ?? .ticket(decision, flights[run]?.snapshot ?? fallback)))
+        case let .publish(update):
+            if failure == nil { step.effects.append(.publish(update)) }
+        case let .durable(run):
+            if failure == nil {
+                table.markDurable(run)
+                admit(&step)
+            } else {
+                abandon(run, &step)
+            }
+        case let .ended(run):
+            close(run, &step)
+        }
+    }
+
+    /// Forgets a run whose creation could not be written: nobody was told it exists.
+    mutating func abandon(_ id: Int64, _ step: inout Step) {
+        guard flights.removeValue(forKey: id) != nil else { return }
+        table.ended(id)
+        step.effects.append(.close(run: id))
+        admit(&step)
+    }
+
+    /// The run's end is durable: its waiters hear no more, and `status` and estimates learn of it.
+    mutating func close(_ id: Int64, _ step: inout Step) {
+        guard let flight = flights.removeValue(forKey: id) else { return }
+        let run = flight.run
+        if lastEnded[run.action].map({ $0.id < id }) ?? true { lastEnded[run.action] = run }
+        if run.phase == .success, let started = run.startedAt, let ended = run.endedAt {
+            estimates.record(run.action, micros: ended.rawValue - started.rawValue)
+        }
+        step.effects.append(.close(run: id))
+        if mode == .draining, activeCount == 0 {
+            mode = .stopped
+            step.effects.append(.drained)
+        }
+    }
+
+    /// Starts the runs the table lets start now.
+    mutating func admit(_ step: inout Step) {
+        guard mode == .accepting else { return }
+        for id in table.admit() { drive(id, .start, &step) }
+    }
+
+    /// Applies an event to a run's machine and turns its effects into the step's.
+    mutating func drive(_ id: Int64, _ event: RunMachine.Event, _ step: inout Step) {
+        guard var flight = flights[id] else { return }
+        let effects = flight.machine.handle(event)
+        flights[id] = flight
+        for effect in effects { perform(id, effect, &step) }
+    }
+
+    private mutating func perform(_ id: Int64, _ effect: RunMachine.Effect, _ step: inout Step) {
+        guard var flight = flights[id] else { return }
+        defer { flights[id] = flight }
+        switch effect {
+        case let .record(phase, detail):
+            var detail = detail
+            if phase == .retrying, let attempt = detail.attempt {
+                flight.nextBackoff = flight.action.retry.delay(afterAttempt: attempt, unit: random.unit())
+                detail.backoff = flight.nextBackoff.microseconds
+            }
+            flight.seq += 1
+            let transition = Transition(runID: id, seq: flight.seq, from: flight.run.phase, to: phase, at: step.now, detail: detail)
+            flight.run = flight.run.applying(transition)
+            step.entries.append(.transition(transition))
+            step.after.append(.publish(RunUpdate(run: flight.run, transition: transition)))
+            if phase.isTerminal { step.after.append(.ended(id)) }
+        case let .launch(attempt):
+            flight.live = attempt
+            if attempt == 1, let timeout = flight.action.timeout {
+                step.effects.append(.schedule(run: id, .timeout, after: timeout))
+            }
+            step.effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
+                                               runner: flight.runner)))
+        case .terminate:
+            if flight.live != nil { step.effects.append(.stop(run: id, grace: flight.action.killGrace)) }
+        case let .backoff(attempt):
+            step.effects.append(.schedule(run: id, .backoff(attempt), after: flight.nextBackoff))
+        case .finish:
+            flights[id] = flight
+            table.ended(id)
+            step.effects.append(.cancelTimers(run: id))
+            admit(&step)
+        }
+    }
+}
+
+extension FlightTable.Decision {
+    /// The run the decision is about: the new run, or the one joined, coalesced into or rejected by.
+    public var run: Int64 {
+        switch self {
+        case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id), let .replaced(id, _): id
+        }
+    }
+}

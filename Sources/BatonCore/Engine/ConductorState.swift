@@ -1,0 +1,223 @@
+/// Everything the conductor decides, as one value: the single-flight table, a machine per run in
+/// flight, which writes are not yet durable, and whether it still takes triggers. An event goes
+/// in, the effects to perform come out, in order; the `Conductor` performs them and reports what
+/// came of them (commits, exits, timers) as further events. Nothing here waits, reads a clock or
+/// touches a process, a socket or the store.
+///
+/// Invariants, checked after every step by the random-walk test:
+/// - a key has at most one run loading or retrying, and at most one follow-up (`FlightTable`);
+/// - a run starts only once its creation is durable, and after its key's previous runs are gone;
+/// - a run's writes reach the store in the order its transitions happened, with contiguous `seq`,
+///   each along `Phase.allows`;
+/// - every question (trigger, cancel, attach, recovery) is answered exactly once, and only after
+///   every write decided with it is durable;
+/// - a run's waiters are closed once its terminal transition is durable, and never before.
+public struct ConductorState: Sendable {
+    /// Identifies a caller waiting for an answer.
+    public typealias Token = UInt64
+    /// Identifies one group of writes handed to the store.
+    public typealias CommitID = UInt64
+
+    /// What can happen to the conductor.
+    public enum Event: Sendable, Equatable {
+        /// A trigger, already checked against its action: decide it.
+        case trigger(Token, Trigger)
+        /// The store committed a group of writes, or failed to (with the error).
+        case committed(CommitID, BatonError?)
+        /// An attempt's process started (its group, to kill after a crash) or its task did.
+        case started(run: Int64, attempt: Int, ProcessGroup?)
+        /// An attempt reported progress.
+        case progress(run: Int64, attempt: Int, Progress)
+        /// An attempt is over: its process group is gone, or its task returned.
+        case exited(run: Int64, attempt: Int, AttemptOutcome)
+        /// A timer the state set went off.
+        case timer(run: Int64, Timer)
+        /// Cancel runs in flight; answered with the runs it stopped.
+        case cancel(Token, CancelTarget, by: UInt32?)
+        /// Follow a run: answered with its snapshot, or nil when it is not in flight.
+        case attach(Token, run: Int64)
+        /// Stop taking triggers; runs in flight go on until `graceElapsed`.
+        case shutdown
+        /// The shutdown grace is over: stop every run still loading or retrying.
+        case graceElapsed
+        /// Take over the runs a previous daemon left unfinished (with their actions, where still configured).
+        case recover(Token, [RecoveredRun])
+    }
+
+    /// What the conductor must do, in the order given.
+    public enum Effect: Sendable, Equatable {
+        /// Hand these entries to the store as one item; report the commit as `committed(id, …)`.
+        case write([JournalEntry], CommitID)
+        /// Start an attempt; report it with `started`, `progress` and `exited`.
+        case launch(Launch)
+        /// Stop a run's attempt: SIGTERM to its process group, SIGKILL after `grace`.
+        case stop(run: Int64, grace: Duration)
+        /// Report `timer(run, timer)` after `after`, replacing a timer of the same run and kind.
+        case schedule(run: Int64, Timer, after: Duration)
+        /// The run has ended: drop its timers.
+        case cancelTimers(run: Int64)
+        /// Answer a caller.
+        case answer(Token, Answer)
+        /// Tell a run's waiters (and, for committed transitions, every watcher) about it.
+        case publish(RunUpdate)
+        /// The run's story is over and durable: end its waiters' streams.
+        case close(run: Int64)
+        /// Shutting down and nothing is loading any more: the daemon may exit.
+        case drained
+    }
+
+    /// A timer a run may have.
+    public enum Timer: Sendable, Hashable {
+        /// The run's deadline, from its first attempt, retries included.
+        case timeout
+        /// The wait before attempt `n + 1`.
+        case backoff(Int)
+    }
+
+    /// Which runs a cancel is for.
+    public enum CancelTarget: Sendable, Equatable {
+        case run(Int64)
+        /// Every run of the action, or of one key of it.
+        case action(String, key: String?)
+    }
+
+    /// An answer to a caller.
+    public enum Answer: Sendable, Equatable {
+        /// The trigger's decision and the run as it is now.
+        case ticket(FlightTable.Decision, RunSnapshot)
+        case failed(BatonError)
+        /// The runs a cancel stopped, as they are now: cancelled, or still loading while their processes stop.
+        case cancelled([RunSnapshot])
+        /// The run in flight to follow, or nil when it is not in flight.
+        case attached(RunSnapshot?)
+        case recovered(RecoverySummary)
+    }
+
+    /// Whether triggers are taken.
+    public enum Mode: Sendable, Equatable {
+        case accepting, draining, stopped
+    }
+
+    var table: FlightTable
+    var flights: [Int64: Flight] = [:]
+    /// What to do once each group of writes is durable.
+    var pending: [CommitID: [AfterCommit]] = [:]
+    public internal(set) var nextRunID: Int64 = 1
+    var nextCommit: CommitID = 1
+    public internal(set) var mode = Mode.accepting
+    /// The last run of each action whose end is durable, for `status`.
+    public internal(set) var lastEnded: [String: RunSnapshot] = [:]
+    /// Recent successful durations per action, for estimated progress.
+    public internal(set) var estimates = DurationEstimates()
+    /// Backoff jitter: a deterministic generator, so that a seed replays a whole history.
+    var random: SplitMix
+
+    public init(maxConcurrentRuns: Int, seed: UInt64 = 0x5EED) {
+        table = FlightTable(limit: maxConcurrentRuns)
+        random = SplitMix(seed: seed)
+    }
+
+    /// Applies one event at time `now`; returns the effects to perform, in order.
+    public mutating func handle(_ event: Event, at now: Timestamp) -> [Effect] {
+        var step = Step(now: now)
+        switch event {
+        case let .trigger(token, trigger): decide(token, trigger, &step)
+        case let .committed(id, failure): committed(id, failure, &step)
+        case let .started(run, attempt, group): started(run, attempt, group, &step)
+        case let .progress(run, attempt, progress): progressed(run, attempt, progress, &step)
+        case let .exited(run, attempt, outcome): exited(run, attempt, outcome, &step)
+        case let .timer(run, timer): fired(run, timer, &step)
+        case let .cancel(token, target, by): cancel(token, target, by: by, &step)
+        case let .attach(token, run): step.answer(token, .attached(flights[run]?.snapshot))
+        case .shutdown: beginShutdown(&step)
+        case .graceElapsed: if mode == .draining { stopActive(.shutdown, &step) }
+        case let .recover(token, runs): recover(token, runs, &step)
+        }
+        return finish(&step)
+    }
+
+    /// Seeds the last outcomes and recent durations from the history (at start).
+    public mutating func remember(lastEnded runs: [RunSnapshot], durations: [String: [Int64]]) {
+        for run in runs where lastEnded[run.action].map({ $0.id < run.id }) ?? true { lastEnded[run.action] = run }
+        for (action, list) in durations { for micros in list { estimates.record(action, micros: micros) } }
+    }
+
+    /// Makes the next run id at least `id` (ids are never reused, even after a lost history).
+    public mutating func reserveIDs(from id: Int64) { nextRunID = max(nextRunID, id) }
+
+    // MARK: Reading
+
+    /// The runs in flight, oldest first (a run whose end is decided but not yet durable included,
+    /// with its final phase).
+    public var inFlight: [RunSnapshot] {
+        flights.values.map(\.snapshot).sorted { $0.id < $1.id }
+    }
+
+    /// A run in flight, with its latest progress.
+    public func snapshot(of run: Int64) -> RunSnapshot? { flights[run]?.snapshot }
+
+    /// Runs loading or retrying, or ended but not yet durable: what shutdown waits for.
+    var activeCount: Int { flights.values.count { $0.machine.phase != .queued } }
+}
+
+/// A trigger resolved against one generation of the config: its action as it was then, its
+/// checked params, key and policy. The conductor decides it without looking anything up.
+public struct Trigger: Sendable, Equatable {
+    public var action: Action
+    public var key: String
+    public var policy: Policy
+    public var params: [String: String]
+    public var peer: Peer?
+    /// The body given with `Conductor.run` by this trigger, run if the trigger creates the run.
+    public var runner: RunnerBox?
+
+    public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil) {
+        self.action = action
+        self.key = key
+        self.policy = policy
+        self.params = params
+        self.peer = peer
+        self.runner = runner
+    }
+}
+
+/// A run left unfinished by a previous daemon, with its action if it is still configured.
+public struct RecoveredRun: Sendable, Equatable {
+    public var unfinished: UnfinishedRun
+    public var action: Action?
+
+    public init(_ unfinished: UnfinishedRun, action: Action?) {
+        self.unfinished = unfinished
+        self.action = action
+    }
+}
+
+/// What an attempt is started with.
+public struct Launch: Sendable, Equatable {
+    public var run: Int64
+    public var attempt: Int
+    public var action: Action
+    public var params: [String: String]
+    public var runner: RunnerBox?
+}
+
+/// A runner compared by identity, so that events and effects stay comparable values.
+public final class RunnerBox: Sendable, Equatable {
+    public let runner: any Runner
+    public init(_ runner: any Runner) { self.runner = runner }
+    public static func == (lhs: RunnerBox, rhs: RunnerBox) -> Bool { lhs === rhs }
+}
+
+/// A small, fast, seedable generator for backoff jitter (SplitMix64).
+struct SplitMix: Sendable {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    /// A number in [0, 1).
+    mutating func unit() -> Double {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
+    }
+}

@@ -1,0 +1,17 @@
+/// The queries the service asks of the history, beside the conductor's writes. `BatonStore.Store`
+/// answers them from SQLite, off the caller's thread; errors come as `storeUnavailable` naming
+/// the database, never as SQL.
+public protocol HistoryReader: Sendable {
+    /// Runs matching a filter, newest first (oldest first with `reverse`).
+    func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot]
+    /// The whole story of one run, or nil when there is no such run.
+    func run(_ id: Int64) async throws(BatonError) -> RunDetail?
+    /// Outcomes and durations per action (all actions in the history when `actions` is empty).
+    func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats]
+    /// Refused requests, newest first.
+    func denied(limit: Int) async throws(BatonError) -> [TriggerRecord]
+    /// The last ended run of each action.
+    func lastEnded() async throws(BatonError) -> [RunSnapshot]
+    /// Recent successful durations (microseconds, oldest first) of these actions.
+    func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]]
+}

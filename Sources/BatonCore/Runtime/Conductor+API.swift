@@ -1,0 +1,145 @@
+extension Conductor {
+    // MARK: Triggers
+
+    /// Triggers an action by name, resolving it against the actions this conductor knows: creates
+    /// a run, joins or is rejected, as the policy decides. Returns once the decision is durable.
+    public func trigger(_ request: TriggerRequest) async throws(BatonError) -> Ticket {
+        try await trigger(resolve(request, runner: nil), follow: request.wait)
+    }
+
+    /// Triggers an action already resolved (by the service, against one config generation).
+    /// With `follow`, the ticket carries the run's updates until it ends.
+    public func trigger(_ trigger: Trigger, follow: Bool) async throws(BatonError) -> Ticket {
+        if let reason = store.unavailableReason { throw .storeUnavailable(reason) }
+        let result = await ask({ .trigger($0, trigger) }) { Reply.trigger($0, follow: follow) }
+        return try result.get()
+    }
+
+    /// The trigger for a request: its action looked up, its policy and params checked, its key made.
+    func resolve(_ request: TriggerRequest, runner: RunnerBox?) throws(BatonError) -> Trigger {
+        guard let action = core.withLock({ $0.actions[request.action] }) else { throw .unknownAction(request.action) }
+        let policy = try action.resolvePolicy(request.policy)
+        let params = try action.resolveParams(request.params)
+        return Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: request.peer,
+                       runner: runner)
+    }
+
+    // MARK: Cancel
+
+    /// Cancels one run in flight: drops it if queued or waiting to retry, stops its processes if
+    /// loading. Returns the run as it is now.
+    @discardableResult
+    public func cancel(run id: Int64, by peer: Peer?) async throws(BatonError) -> RunSnapshot {
+        let runs = try await cancel(.run(id), by: peer)
+        guard let run = runs.first else { throw .unknownRun(id) }
+        return run
+    }
+
+    /// Cancels every run in flight of an action, or of one key of it; returns those runs as they are now.
+    @discardableResult
+    public func cancel(action name: String, key: String? = nil, by peer: Peer?) async throws(BatonError) -> [RunSnapshot] {
+        try await cancel(.action(name, key: key), by: peer)
+    }
+
+    func cancel(_ target: ConductorState.CancelTarget, by peer: Peer?) async throws(BatonError) -> [RunSnapshot] {
+        try await ask({ .cancel($0, target, by: peer?.uid) }) { Reply.cancel($0) }.get()
+    }
+
+    // MARK: Queries
+
+    /// The runs in flight, oldest first.
+    public func inFlight() -> [RunSnapshot] { core.withLock { $0.state.inFlight } }
+
+    /// A run in flight, with its latest progress; nil once its end is durable.
+    public func snapshot(of id: Int64) -> RunSnapshot? { core.withLock { $0.state.snapshot(of: id) } }
+
+    /// Follows a run in flight: its updates until it ends; nil when it is not in flight.
+    public func attach(_ id: Int64) async -> AsyncStream<RunUpdate>? {
+        await ask({ .attach($0, run: id) }) { Reply.attach($0) }
+    }
+
+    /// The action of that name, configured or registered.
+    public func action(named name: String) -> Action? { core.withLock { $0.actions[name] } }
+
+    /// The configured and registered actions, by name.
+    public func configuredActions() -> [Action] {
+        core.withLock { $0.actions.values.sorted { $0.name < $1.name } }
+    }
+
+    /// The last ended run of each action (seeded from the history by `remember`).
+    public func lastOutcomes() -> [String: RunSnapshot] { core.withLock { $0.state.lastEnded } }
+
+    /// Seeds the last outcome of actions and their recent successful durations (microseconds,
+    /// oldest first) from the history.
+    public func remember(_ runs: [RunSnapshot], durations: [String: [Int64]] = [:]) {
+        core.withLock { $0.state.remember(lastEnded: runs, durations: durations) }
+    }
+
+    /// The median of the recent successful durations of an action, when it has any.
+    public func estimate(of action: String) -> Duration? {
+        core.withLock { $0.state.estimates.median(action) }.map { .microseconds($0) }
+    }
+
+    /// Answers once the conductor is between events: it is alive and not stuck (the watchdog's check).
+    public func ping() { core.withLock { _ in } }
+
+    /// Follows every committed transition (of one action, or all), until the stream is dropped.
+    public func watch(action: String? = nil) -> AsyncStream<RunUpdate> {
+        let (stream, continuation) = AsyncStream<RunUpdate>.makeStream()
+        let id = watchers.withLock { watchers -> Int in
+            defer { watchers.next += 1 }
+            watchers.all[watchers.next] = (action, continuation)
+            return watchers.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.watchers.withLock { $0.all.removeValue(forKey: id) }
+        }
+        if core.withLock({ $0.isDrained }) { continuation.finish() }
+        return stream
+    }
+
+    // MARK: Actions
+
+    /// Registers an in-process action: `body` runs with the action's single flight and history.
+    public func register(_ action: Action, _ body: @escaping ClosureRunner.Body) {
+        core.withLock { core in
+            core.actions[action.name] = action
+            core.closures[action.name] = RunnerBox(ClosureRunner(body))
+        }
+    }
+
+    /// Replaces the configured actions (reload). Runs in flight keep the definition they started with;
+    /// in-process actions stay registered.
+    public func replaceActions(_ actions: [Action]) {
+        core.withLock { core in
+            var next = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+            for (name, action) in core.actions where core.closures[name] != nil && next[name] == nil { next[name] = action }
+            core.actions = next
+        }
+    }
+
+    // MARK: Shutdown
+
+    /// Stops taking triggers and lets runs in flight end within `grace`; then cancels the rest
+    /// with reason `shutdown`. Runs still queued stay queued in the history for the next start.
+    public func shutdown(grace: Duration) async {
+        let timer = reactor.after(grace) { [weak self] in self?.send(.graceElapsed) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = core.withLock { core -> Bool in
+                if core.isDrained { return true }
+                core.drained.append(continuation)
+                return false
+            }
+            if done { continuation.resume() } else { send(.shutdown) }
+        }
+        reactor.cancel(timer)
+        let all = watchers.withLock { watchers in
+            defer { watchers.all = [:] }
+            return Array(watchers.all.values)
+        }
+        for watcher in all { watcher.continuation.finish() }
+    }
+
+    /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`.
+    public func stopRemaining() { send(.graceElapsed) }
+}

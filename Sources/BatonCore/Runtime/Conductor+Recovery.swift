@@ -1,0 +1,24 @@
+extension Conductor {
+    /// Takes over what a previous daemon left: kills every surviving process of its unfinished
+    /// runs (queued ones too: an attempt starts while its `loading` transition is being written,
+    /// so a crash can leave a process of a run the history still calls queued), then ends,
+    /// restarts or requeues those runs, each decision a recorded transition. Call before the
+    /// first trigger.
+    public func recover(_ recoverable: RecoverableState) async -> RecoverySummary {
+        core.withLock { $0.state.reserveIDs(from: recoverable.nextRunID) }
+        var killed = 0
+        if let instance = options.instance {
+            killed += TaggedProcesses.kill(instance: instance, runs: Set(recoverable.unfinished.map(\.run.id)))
+        }
+        for unfinished in recoverable.unfinished {
+            if let pgid = unfinished.pgid, let identity = unfinished.pgidIdentity {
+                killed += ProcessGroup(pgid: pgid, identity: identity).killSurvivors()
+            }
+        }
+        let actions = core.withLock { $0.actions }
+        let runs = recoverable.unfinished.map { RecoveredRun($0, action: actions[$0.run.action]) }
+        var summary = await ask({ .recover($0, runs) }) { Reply.recover($0) }
+        summary.killedProcesses = killed
+        return summary
+    }
+}

@@ -1,0 +1,117 @@
+import CBatonSystem
+import Foundation
+
+/// Runs an action's `exec` argv with `posix_spawn` in a new process group, capturing a bounded
+/// tail of its output and the progress it writes to `BATON_PROGRESS_FD`.
+public struct ExecRunner: Runner {
+    /// How many bytes of output to keep per attempt.
+    public var tailLimit: Int
+    /// The daemon environment variables an action inherits; the rest are not passed on.
+    public var inherited: [String: String]
+    /// Where the attempts' pipes and exits are watched.
+    let reactor: Reactor
+
+    public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited()) {
+        self.tailLimit = tailLimit
+        self.inherited = inherited
+        self.reactor = .shared
+    }
+
+    /// Makes this process reap its actions' orphans (see `ProcessAttempt.adoptOrphans`): for batond.
+    public static func adoptOrphans() { ProcessAttempt.adoptOrphans() }
+
+    /// PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ and TMPDIR of the daemon; a default PATH when it has none.
+    public static func defaultInherited() -> [String: String] {
+        var kept = ProcessInfo.processInfo.environment.filter { name, _ in
+            ["PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR"].contains(name) || name.hasPrefix("LC_")
+        }
+        if kept["PATH"] == nil { kept["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
+        return kept
+    }
+
+    /// The environment of an attempt: inherited variables, the action's `env`, then Baton's own.
+    public func environment(for job: Job) -> [String: String] {
+        var env = inherited
+        if let user = job.action.runAs {
+            // Another identity gets a clean environment of its own: nothing of batond's leaks.
+            env = ["HOME": user.home, "USER": user.user, "LOGNAME": user.user, "SHELL": user.shell,
+                   "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+            for name in ["LANG", "TZ"] { if let value = inherited[name] { env[name] = value } }
+        }
+        for (name, value) in job.action.env { env[name] = value }
+        env["BATON_ACTION"] = job.action.name
+        env["BATON_RUN_ID"] = String(job.runID)
+        env["BATON_ATTEMPT"] = String(job.attempt)
+        env["BATON_PROGRESS_FD"] = "3"
+        if let instance = job.instance { env["BATON_INSTANCE"] = instance }
+        for (name, value) in job.params { env["BATON_PARAM_" + name.uppercased()] = value }
+        return env
+    }
+
+    /// posix_spawn in the common case; fork and exec when the process takes another identity or umask.
+    static func spawn(_ action: Action, _ argv: UnsafePointer<UnsafePointer<CChar>?>, _ envp: UnsafePointer<UnsafePointer<CChar>?>,
+                      _ stdout: Int32, _ stderr: Int32, _ progress: Int32, _ pid: inout pid_t) -> Int32 {
+        let cwd = action.cwd.map { strdup($0) } ?? nil
+        defer { free(cwd) }
+        guard action.runAs != nil || action.umask != nil else {
+            return baton_spawn(argv, envp, cwd, stdout, stderr, progress, &pid)
+        }
+        let user = action.runAs
+        let groups = user?.groups ?? []
+        return groups.withUnsafeBufferPointer { list in
+            baton_spawn_as(argv, envp, cwd, stdout, stderr, progress, user == nil ? 0 : 1, user?.uid ?? 0, user?.gid ?? 0,
+                           list.baseAddress, list.count, action.umask == nil ? 0 : 1, mode_t(action.umask ?? 0), &pid)
+        }
+    }
+
+    public func start(_ job: Job, events: @escaping @Sendable (AttemptEvent) -> Void) -> any Attempt {
+        guard !job.action.exec.isEmpty else {
+            return FinishedAttempt(.failedToStart("action \(job.action.name) has nothing to exec"), events)
+        }
+        var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], prog: [Int32] = [-1, -1]
+        guard baton_pipe(&out) == 0, baton_pipe(&err) == 0, baton_pipe(&prog) == 0 else {
+            let message = "cannot create pipes: \(String(cString: strerror(errno)))"
+            for fd in out + err + prog where fd >= 0 { close(fd) }
+            return FinishedAttempt(.failedToStart(message), events)
+        }
+        let env = environment(for: job).map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        let action = job.action
+        let rc = withCStrings(action.exec) { argv in
+            withCStrings(env) { envp in
+                Self.spawn(action, argv, envp, out[1], err[1], prog[1], &pid)
+            }
+        }
+        close(out[1]); close(err[1]); close(prog[1])
+        guard rc == 0 else {
+            close(out[0]); close(err[0]); close(prog[0])
+            var message = "cannot run \(job.action.exec[0]): \(String(cString: strerror(rc)))"
+            if rc == ENOENT, let cwd = job.action.cwd, access(cwd, F_OK) != 0 {
+                message = "cannot run \(job.action.exec[0]): working directory \(cwd) does not exist"
+            }
+            return FinishedAttempt(.failedToStart(message), events)
+        }
+        events(.started(ProcessGroup(pgid: pid, identity: ProcessGroup.identity(of: pid))))
+        let attempt = ProcessAttempt(pid: pid, pipes: .init(stdout: out[0], stderr: err[0], progress: prog[0]),
+                                     tailLimit: tailLimit, killGrace: job.action.killGrace, reactor: reactor, events: events)
+        attempt.begin()
+        return attempt
+    }
+}
+
+/// An attempt that ended before it began.
+final class FinishedAttempt: Attempt {
+    init(_ result: AttemptResult, _ events: @Sendable (AttemptEvent) -> Void) {
+        events(.started(nil))
+        events(.ended(AttemptOutcome(result: result)))
+    }
+    func stop(grace: Duration) {}
+}
+
+/// Calls `body` with a NULL-terminated array of C strings.
+func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let pointers = strings.map { strdup($0) }
+    defer { for pointer in pointers { free(pointer) } }
+    let array = pointers.map { UnsafePointer($0) } + [nil]
+    return array.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

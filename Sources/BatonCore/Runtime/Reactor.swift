@@ -1,0 +1,190 @@
+import CBatonSystem
+import Foundation
+
+/// One thread that waits on many descriptors (epoll) and deadlines at once, and calls their
+/// handlers there: every running attempt's pipes and pidfd, and the conductor's timers, share it
+/// instead of a thread or a task each.
+///
+/// Handlers run on the reactor's thread, one at a time, and must not block. Registering,
+/// removing and scheduling may happen from any thread, the reactor's own included.
+public final class Reactor: Sendable {
+    /// What a descriptor's handler is told: the epoll event mask.
+    public typealias Handler = @Sendable (UInt32) -> Void
+    /// A scheduled call, to cancel it.
+    public struct TimerID: Hashable, Sendable { let value: UInt64 }
+
+    private struct Deadline: Comparable {
+        var at: ContinuousClock.Instant
+        var id: UInt64
+        static func < (lhs: Deadline, rhs: Deadline) -> Bool { (lhs.at, lhs.id) < (rhs.at, rhs.id) }
+    }
+
+    private struct State {
+        var handlers: [Int32: Handler] = [:]
+        var deadlines = Heap<Deadline>()
+        var actions: [UInt64: @Sendable () -> Void] = [:]
+        var nextID: UInt64 = 1
+    }
+
+    private let epoll: Int32
+    private let wakeFD: Int32
+    /// Guards handlers and timers; never held while a handler or timer action runs.
+    private let state = Locked(State())
+
+    /// The process's reactor, started on first use.
+    public static let shared = Reactor()
+
+    private init() {
+        epoll = baton_epoll_create()
+        wakeFD = baton_eventfd()
+        precondition(epoll >= 0 && wakeFD >= 0, "cannot create the reactor's epoll and eventfd: \(String(cString: strerror(errno)))")
+        _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, UInt64(UInt32(bitPattern: wakeFD)))
+        let thread = Thread { [self] in loop() }
+        thread.name = "baton-reactor"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Calls `handler` whenever `fd` has input (or hangs up, or errs) until `remove(fd)`.
+    public func watch(_ fd: Int32, _ handler: @escaping Handler) {
+        state.withLock { $0.handlers[fd] = handler }
+        _ = baton_epoll_ctl(epoll, Epoll.add, fd, Epoll.input, UInt64(UInt32(bitPattern: fd)))
+    }
+
+    /// Stops watching `fd` (before it is closed).
+    public func remove(_ fd: Int32) {
+        _ = baton_epoll_ctl(epoll, Epoll.remove, fd, 0, 0)
+        state.withLock { _ = $0.handlers.removeValue(forKey: fd) }
+    }
+
+    /// Calls `action` on the reactor's thread once `delay` has passed.
+    @discardableResult
+    public func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> TimerID {
+        let at = ContinuousClock.now + max(delay, .zero)
+        let (id, earliest) = state.withLock { state -> (UInt64, Bool) in
+            let id = state.nextID
+            state.nextID += 1
+            state.actions[id] = action
+            let earliest = state.deadlines.peek().map { at < $0.at } ?? true
+            state.deadlines.insert(Deadline(at: at, id: id))
+            return (id, earliest)
+        }
+        if earliest { wake() }
+        return TimerID(value: id)
+    }
+
+    /// Cancels a scheduled call that has not run yet.
+    public func cancel(_ timer: TimerID) {
+        state.withLock { state in
+            guard state.actions.removeValue(forKey: timer.value) != nil else { return }
+            // Cancelled deadlines stay in the heap until due; rebuild it before they outnumber the live ones.
+            if state.deadlines.count > 2 * state.actions.count + 64 {
+                let live = state.actions
+                state.deadlines.removeAll { live[$0.id] == nil }
+            }
+        }
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    private func loop() {
+        var tokens = [UInt64](repeating: 0, count: 128)
+        var events = [UInt32](repeating: 0, count: 128)
+        while true {
+            let timeout = nextTimeout()
+            let count = baton_epoll_wait(epoll, &tokens, &events, 128, timeout)
+            if count < 0 && errno != EINTR { fatalError("reactor: epoll_wait failed: \(String(cString: strerror(errno)))") }
+            for index in 0..<Int(max(count, 0)) {
+                let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: tokens[index]))
+                if fd == wakeFD {
+                    var value: UInt64 = 0
+                    _ = read(wakeFD, &value, 8)
+                    continue
+                }
+                if let handler = state.withLock({ $0.handlers[fd] }) { handler(events[index]) }
+            }
+            runDueTimers()
+        }
+    }
+
+    /// Milliseconds until the earliest deadline (rounded up), or -1 when there is none.
+    private func nextTimeout() -> Int32 {
+        guard let first = state.withLock({ $0.deadlines.peek() }) else { return -1 }
+        let left = first.at - ContinuousClock.now
+        guard left > .zero else { return 0 }
+        return Int32(clamping: (left.microseconds + 999) / 1_000)
+    }
+
+    private func runDueTimers() {
+        let now = ContinuousClock.now
+        while true {
+            let due = state.withLock { state -> (@Sendable () -> Void)?? in
+                guard let first = state.deadlines.peek(), first.at <= now else { return nil }
+                state.deadlines.removeFirst()
+                return .some(state.actions.removeValue(forKey: first.id))
+            }
+            guard let due else { return }
+            due?()
+        }
+    }
+}
+
+/// epoll constants for the C shim.
+enum Epoll {
+    static let add: Int32 = 1
+    static let remove: Int32 = 2
+    static let modify: Int32 = 3
+    static let input: UInt32 = 0x001
+    static let output: UInt32 = 0x004
+    static let error: UInt32 = 0x008
+    static let hangUp: UInt32 = 0x010
+    static let readHangUp: UInt32 = 0x2000
+}
+
+/// A binary min-heap.
+struct Heap<Element: Comparable> {
+    private var items: [Element] = []
+
+    var isEmpty: Bool { items.isEmpty }
+    var count: Int { items.count }
+
+    /// Removes the elements that match, keeping the heap order.
+    mutating func removeAll(where match: (Element) -> Bool) {
+        let kept = items.filter { !match($0) }
+        items = []
+        for item in kept { insert(item) }
+    }
+    func peek() -> Element? { items.first }
+
+    mutating func insert(_ element: Element) {
+        items.append(element)
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child] < items[parent] else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    @discardableResult
+    mutating func removeFirst() -> Element? {
+        guard !items.isEmpty else { return nil }
+        items.swapAt(0, items.count - 1)
+        let first = items.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < items.count, items[left] < items[smallest] { smallest = left }
+            if right < items.count, items[right] < items[smallest] { smallest = right }
+            if smallest == parent { break }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
+        return first
+    }
+}

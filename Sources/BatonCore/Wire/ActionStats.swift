@@ -1,0 +1,65 @@
+/// How one action has been doing: outcomes, durations, and its latest runs.
+public struct ActionStats: Codable, Sendable, Equatable {
+    /// One recent ended run, for the sparkline.
+    public struct Recent: Codable, Sendable, Equatable {
+        public var id: Int64
+        public var phase: Phase
+        /// From first loading to the end, in microseconds; nil for a run cancelled while queued.
+        public var duration: Int64?
+
+        public init(id: Int64, phase: Phase, duration: Int64?) {
+            self.id = id
+            self.phase = phase
+            self.duration = duration
+        }
+    }
+
+    public var action: String
+    public var success: Int
+    public var failure: Int
+    public var cancelled: Int
+    /// success / (success + failure); nil before either.
+    public var successRate: Double?
+    /// Durations of successful runs, in microseconds.
+    public var p50: Int64?
+    public var p95: Int64?
+    public var max: Int64?
+    public var lastSuccess: Timestamp?
+    public var lastFailure: Timestamp?
+    /// Failures since the last success (cancelled runs neither count nor break it).
+    public var failureStreak: Int
+    /// The latest ended runs, oldest first (at most 20).
+    public var recent: [Recent]
+
+    public var total: Int { success + failure + cancelled }
+
+    public init(action: String, success: Int = 0, failure: Int = 0, cancelled: Int = 0, successRate: Double? = nil,
+                p50: Int64? = nil, p95: Int64? = nil, max: Int64? = nil, lastSuccess: Timestamp? = nil,
+                lastFailure: Timestamp? = nil, failureStreak: Int = 0, recent: [Recent] = []) {
+        self.action = action
+        self.success = success
+        self.failure = failure
+        self.cancelled = cancelled
+        self.successRate = successRate
+        self.p50 = p50
+        self.p95 = p95
+        self.max = max
+        self.lastSuccess = lastSuccess
+        self.lastFailure = lastFailure
+        self.failureStreak = failureStreak
+        self.recent = recent
+    }
+}
+
+/// What a prune removed (or, dry, would remove): runs per action.
+public struct PruneReport: Codable, Sendable, Equatable {
+    public var removed: [String: Int]
+    public var dryRun: Bool
+
+    public init(removed: [String: Int] = [:], dryRun: Bool) {
+        self.removed = removed
+        self.dryRun = dryRun
+    }
+
+    public var total: Int { removed.values.reduce(0, +) }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// What was wrong with a request line, in the protocol's words: the field and what it should
+/// have been, never a Swift type name.
+enum RequestDecoding {
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let DecodingError.keyNotFound(key, context):
+            return "missing field \(path(context.codingPath + [key]))"
+        case let DecodingError.typeMismatch(type, context):
+            return "\(path(context.codingPath)): expected \(kind(type))"
+        case let DecodingError.valueNotFound(type, context):
+            return "\(path(context.codingPath)): expected \(kind(type)), got null"
+        case let DecodingError.dataCorrupted(context):
+            if context.codingPath.isEmpty { return "not a JSON object: \(context.debugDescription)" }
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        default:
+            return "\(error)"
+        }
+    }
+
+    /// A JSON kind for a Swift type: `a string`, `a whole number`, …
+    static func kind(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Bool.Type: return "true or false"
+        case is Int.Type, is Int64.Type, is Int32.Type, is UInt32.Type: return "a whole number"
+        case is Double.Type: return "a number"
+        default: return String(describing: type).hasPrefix("Array") ? "an array" : "an object"
+        }
+    }
+
+    static func path(_ keys: [any CodingKey]) -> String {
+        let text = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        return text.isEmpty ? "the request" : text
+    }
+}

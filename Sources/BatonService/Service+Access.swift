@@ -1,0 +1,53 @@
+import BatonCore
+
+extension Service {
+    /// Whether the peer may do `permission` on the action named (or globally, with no name).
+    /// An action a reload removed is judged by the global rules.
+    func allowed(_ permission: Permission, _ name: String?, _ generation: Generation, _ peer: Peer) -> Bool {
+        // Root and the owner skip the group lookup (the rules would admit them anyway).
+        if peer.uid == 0 || peer.uid == generation.owner { return true }
+        let action = name.flatMap { generation.actions[$0] }
+        return generation.access.allows(permission, action: action, uid: peer.uid, groups: groups(of: peer),
+                                        owner: generation.owner)
+    }
+
+    /// Throws `forbidden` naming the permission unless the peer holds it. A refused trigger,
+    /// cancel or admin request is recorded (who, what, when) for `baton history --denied`.
+    func require(_ permission: Permission, _ name: String?, _ generation: Generation, _ request: Request,
+                 _ peer: Peer) async throws(BatonError) {
+        guard !allowed(permission, name, generation, peer) else { return }
+        let what = name.map { "\(permission.rawValue) \($0)" } ?? permission.rawValue
+        if permission != .read {
+            let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "",
+                                       decision: .denied(permission), policy: request.policy ?? .reject,
+                                       peer: peer, at: .now, params: request.params ?? [:])
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                journal.enqueue([.trigger(record)]) { _ in done.resume() }
+            }
+        }
+        throw .forbidden("\(peer.described) may not \(what)")
+    }
+
+    /// The names among `names` whose runs the peer may read.
+    func readable(_ names: some Sequence<String>, _ generation: Generation, _ peer: Peer) -> Set<String> {
+        Set(names).filter { allowed(.read, $0, generation, peer) }
+    }
+
+    /// The peer's groups: its gid from SO_PEERCRED (never cached: it is this connection's), plus
+    /// the user database's groups of its uid, kept 10 s per uid so that a busy client does not
+    /// make every request read /etc/group (a membership change applies within 10 s).
+    private func groups(of peer: Peer) -> [UInt32] {
+        let now = ContinuousClock.now
+        let known: [UInt32]
+        if let cached = groupCache.withLock({ $0[peer.uid] }), now - cached.at < .seconds(10) {
+            known = cached.groups
+        } else {
+            known = peer.databaseGroups
+            groupCache.withLock { cache in
+                if cache.count > 10_000 { cache.removeAll() }
+                cache[peer.uid] = (known, now)
+            }
+        }
+        return known.contains(peer.gid) ? known : known + [peer.gid]
+    }
+}

@@ -1,0 +1,119 @@
+import BatonCore
+import BatonIPC
+import Foundation
+
+extension Service {
+    func ping(_ request: Request) -> Response {
+        var response = Response(id: request.id)
+        response.version = BatonVersion.current
+        response.pid = getpid()
+        return response
+    }
+
+    /// Each action the peer may read: its runs in flight (every key) and its last outcome; actions
+    /// a reload removed show while their runs are still in flight.
+    func status(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async -> Response {
+        let live = conductor.inFlight()
+        let last = conductor.lastOutcomes()
+        let visible = readable(generation.actions.keys + live.map(\.action), generation, connection.peer)
+        let byAction = Dictionary(grouping: live.filter { visible.contains($0.action) }, by: \.action)
+        var infos = generation.sortedActions.filter { visible.contains($0.name) }.map { action -> ActionInfo in
+            var info = ActionInfo(action)
+            info.inFlight = byAction[action.name] ?? []
+            info.last = last[action.name]
+            return info
+        }
+        for (name, runs) in byAction.sorted(by: { $0.key < $1.key }) where generation.actions[name] == nil {
+            var info = ActionInfo(name: name, description: nil, exec: [], policy: runs[0].policy, policies: [], timeout: nil,
+                                  params: [:], keyParams: [], inFlight: runs, last: last[name])
+            info.removed = true
+            infos.append(info)
+        }
+        var response = Response(id: request.id)
+        response.actions = infos
+        return response
+    }
+
+    func actions(_ request: Request, _ generation: Generation, _ connection: ServerConnection) -> Response {
+        var response = Response(id: request.id)
+        response.actions = generation.sortedActions.filter { allowed(.read, $0.name, generation, connection.peer) }.map(ActionInfo.init)
+        return response
+    }
+
+    func history(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+        let filter = request.filter ?? HistoryFilter()
+        try filter.validate()
+        let runs = try await history.runs(filter)
+        let visible = readable(runs.map(\.action), generation, connection.peer)
+        var response = Response(id: request.id)
+        response.runs = runs.filter { visible.contains($0.action) }
+        return response
+    }
+
+    func show(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+        guard let id = request.run else { throw .badRequest("show needs \"run\"") }
+        guard var detail = try await history.run(id) else { throw .unknownRun(id) }
+        try await require(.read, detail.run.action, generation, request, connection.peer)
+        if let live = conductor.snapshot(of: id) { detail.run.progress = live.progress }
+        var response = Response(id: request.id)
+        response.detail = detail
+        return response
+    }
+
+    /// Stats of the actions named (an unknown one is an error, as for every other operation), or of all.
+    func stats(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+        let filter = request.filter ?? HistoryFilter()
+        try filter.validate()
+        let names = request.action.map { [$0] } ?? filter.actions
+        let stats = try await history.stats(actions: names, since: filter.since)
+        for name in names where generation.actions[name] == nil && (stats.first { $0.action == name }?.total ?? 0) == 0 {
+            throw .unknownAction(name)
+        }
+        let visible = readable(stats.map(\.action), generation, connection.peer)
+        var response = Response(id: request.id)
+        response.stats = stats.filter { visible.contains($0.action) }
+        return response
+    }
+
+    func denied(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+        try await require(.admin, nil, generation, request, connection.peer)
+        let filter = request.filter ?? HistoryFilter()
+        try filter.validate()
+        var response = Response(id: request.id)
+        response.triggers = try await history.denied(limit: filter.limit)
+        return response
+    }
+
+    func reload(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+        try await require(.admin, nil, generation, request, connection.peer)
+        if let problem = await hooks.reload(self) { throw .badRequest(problem) }
+        return Response(id: request.id)
+    }
+
+    func prune(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+        try await require(.admin, nil, generation, request, connection.peer)
+        var response = Response(id: request.id)
+        response.prune = try await hooks.prune(request.dryRun ?? false)
+        return response
+    }
+
+    /// Streams every committed transition of the actions the peer may read (re-checked against
+    /// each generation), until the connection closes or batond stops.
+    func watch(_ request: Request, _ connection: ServerConnection) async {
+        if let name = request.action, generation.actions[name] == nil {
+            return send(.failure(request.id, WireError(.unknownAction(name))), to: connection)
+        }
+        let updates = conductor.watch(action: request.action)
+        var started = Response(id: request.id, ok: nil)
+        started.event = "watching"
+        send(started, to: connection)
+        for await update in updates {
+            if Task.isCancelled { break }
+            guard update.transition != nil, allowed(.read, update.run.action, generation, connection.peer) else { continue }
+            send(.update(request.id, update), to: connection)
+        }
+        if !Task.isCancelled {
+            send(.failure(request.id, WireError(code: .shuttingDown, message: "batond is shutting down")), to: connection)
+        }
+    }
+}

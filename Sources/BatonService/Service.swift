@@ -1,0 +1,135 @@
+import BatonCore
+import BatonIPC
+import Foundation
+
+/// batond's request logic: who may do what, and each operation of the protocol, against the
+/// conductor and the history. It decodes each request line the server hands it, answers with
+/// one response line (after update events, for waits and watches), and maps every error to its
+/// wire code in one place (`WireError.init(BatonError)`).
+public final class Service: ServerDelegate, Sendable {
+    /// What the daemon does for `reload` and `prune`, which reach beyond the conductor.
+    public struct Hooks: Sendable {
+        /// Reads the config again and installs it in the service given; returns why it was refused,
+        /// or nil when it was applied.
+        public var reload: @Sendable (Service) async -> String?
+        /// Applies retention now (or only counts, dry).
+        public var prune: @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport
+
+        public init(reload: @escaping @Sendable (Service) async -> String?,
+                    prune: @escaping @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport) {
+            self.reload = reload
+            self.prune = prune
+        }
+    }
+
+    let conductor: Conductor
+    let history: any HistoryReader
+    /// Where refused requests are recorded.
+    let journal: any RunStore
+    let hooks: Hooks
+    /// The actions and access rules in force: replaced whole by a reload.
+    private let current: Locked<Generation>
+    /// Groups per uid from the user database, with when they were read.
+    let groupCache = Locked<[UInt32: (groups: [UInt32], at: ContinuousClock.Instant)]>([:])
+    /// Watches per connection, cancelled when it closes.
+    private let watches = Locked<[ObjectIdentifier: [Task<Void, Never>]]>([:])
+
+    public init(conductor: Conductor, history: any HistoryReader, journal: any RunStore, generation: Generation, hooks: Hooks) {
+        self.conductor = conductor
+        self.history = history
+        self.journal = journal
+        self.hooks = hooks
+        current = Locked(generation)
+    }
+
+    /// The actions and rules requests are served against now.
+    public var generation: Generation { current.withLock { $0 } }
+
+    /// Puts a new generation in force (reload): requests already past their lookup finish with
+    /// the one they started with; a trigger runs the definition it was checked against.
+    public func install(_ generation: Generation) {
+        current.withLock { $0 = generation }
+        conductor.replaceActions(Array(generation.actions.values))
+    }
+
+    // MARK: ServerDelegate
+
+    public func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
+        guard case let .line(bytes) = frame else {
+            send(.failure(nil, WireError(code: .badRequest, message: "request line longer than 1 MiB")), to: connection)
+            connection.endRequest()
+            return
+        }
+        let request: Request
+        do {
+            request = try Self.decoder.decode(Request.self, from: Data(bytes))
+        } catch {
+            send(.failure(Self.salvageID(bytes), WireError(code: .badRequest, message: RequestDecoding.describe(error))), to: connection)
+            connection.endRequest()
+            return
+        }
+        if request.op == .watch {
+            let task = Task {
+                await self.watch(request, connection)
+                connection.endRequest()
+            }
+            watches.withLock { $0[ObjectIdentifier(connection), default: []].append(task) }
+            return
+        }
+        Task {
+            defer { connection.endRequest() }
+            do throws(BatonError) {
+                send(try await handle(request, connection), to: connection)
+            } catch {
+                send(.failure(request.id, WireError(error)), to: connection)
+            }
+        }
+    }
+
+    public func closed(_ connection: ServerConnection) {
+        let tasks = watches.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
+        for task in tasks { task.cancel() }
+    }
+
+    /// Answers one request. Each operation has its own function, so that a request waiting for a
+    /// run keeps only that function's frame alive (~30 KiB per waiting client otherwise).
+    private func handle(_ request: Request, _ connection: ServerConnection) async throws(BatonError) -> Response {
+        let generation = self.generation
+        switch request.op {
+        case .ping: return ping(request)
+        case .trigger: return try await trigger(request, generation, connection)
+        case .wait: return try await wait(request, generation, connection)
+        case .status: return await status(request, generation, connection)
+        case .actions: return actions(request, generation, connection)
+        case .history: return try await history(request, generation, connection)
+        case .show: return try await show(request, generation, connection)
+        case .cancel: return try await cancel(request, generation, connection)
+        case .reload: return try await reload(request, generation, connection)
+        case .prune: return try await prune(request, generation, connection)
+        case .stats: return try await stats(request, generation, connection)
+        case .denied: return try await denied(request, generation, connection)
+        case .watch: throw .internalError("watch is served on its own task")
+        }
+    }
+
+    // MARK: Sending
+
+    /// Shared by every request: configured once, then safe from many threads.
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        return encoder
+    }()
+    static let decoder = JSONDecoder()
+
+    func send(_ response: Response, to connection: ServerConnection) {
+        guard let data = try? Self.encoder.encode(response) else { return }
+        connection.send(Array(data))
+    }
+
+    /// The id of a request that failed to decode, when its text still has one, so the error can echo it.
+    static func salvageID(_ bytes: [UInt8]) -> RequestID? {
+        struct OnlyID: Decodable { var id: RequestID? }
+        return (try? decoder.decode(OnlyID.self, from: Data(bytes)))?.id
+    }
+}

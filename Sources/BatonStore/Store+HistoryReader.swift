@@ -1,0 +1,38 @@
+import BatonCore
+
+extension Store: HistoryReader {
+    public func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] {
+        try await query { try $0.runs(filter) }
+    }
+
+    public func run(_ id: Int64) async throws(BatonError) -> RunDetail? {
+        try await query { try $0.run(id) }
+    }
+
+    public func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats] {
+        try await query { try $0.stats(actions: actions, since: since) }
+    }
+
+    public func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] {
+        try await query { try $0.denied(limit: limit) }
+    }
+
+    public func lastEnded() async throws(BatonError) -> [RunSnapshot] {
+        try await query { try $0.lastEnded() }
+    }
+
+    public func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]] {
+        try await query { try $0.recentDurations(of: actions) }
+    }
+
+    /// A read whose failure says which file could not be read and why, without the SQL.
+    private func query<T: Sendable>(_ body: @escaping @Sendable (History) throws -> T) async throws(BatonError) -> T {
+        do {
+            return try await read(body)
+        } catch let error as DatabaseError {
+            throw .storeUnavailable("cannot read \(path): \(error.message)")
+        } catch {
+            throw .storeUnavailable("cannot read \(path): \(error)")
+        }
+    }
+}
