@@ -40,6 +40,14 @@ extension Action {
         return resolved
     }
 
+    /// The most automaton steps matching these params against their patterns can take.
+    public func matchingCost(_ given: [String: String]) -> Int {
+        given.reduce(0) { total, param in
+            guard let pattern = params[param.key]?.pattern else { return total }
+            return total + pattern.worstCaseSteps(forLength: min(param.value.utf8.count, 4_097))
+        }
+    }
+
     /// The single-flight key for resolved params: the name, plus `name=value` of each key param.
     public func key(for params: [String: String]) -> String {
         guard !keyParams.isEmpty else { return name }

@@ -31,6 +31,11 @@ public struct ParamPattern: Sendable, Equatable, CustomStringConvertible {
         program.run(Array(value.unicodeScalars)).matched
     }
 
+    /// The most automaton states matching a value of `length` scalars can visit.
+    public func worstCaseSteps(forLength length: Int) -> Int {
+        (length + 2) * program.instructions.count
+    }
+
     /// The automaton states visited to match `value`: the work done, for the tests to bound.
     func statesVisited(_ value: String) -> Int {
         program.run(Array(value.unicodeScalars)).visited

@@ -6,12 +6,7 @@ public struct Ticket: Sendable {
     public var updates: AsyncStream<RunUpdate>?
 
     /// Whether the trigger shares a run another trigger created.
-    public var shared: Bool {
-        switch decision {
-        case .joined, .coalesced: true
-        default: false
-        }
-    }
+    public var shared: Bool { decision.isShared }
 
     /// Waits for the run to end and returns its final snapshot (nil if the stream ended early).
     public func outcome() async -> RunSnapshot? {
@@ -26,4 +21,9 @@ public struct Ticket: Sendable {
 public struct RunUpdate: Sendable, Equatable {
     public var run: RunSnapshot
     public var transition: Transition?
+
+    public init(run: RunSnapshot, transition: Transition?) {
+        self.run = run
+        self.transition = transition
+    }
 }

@@ -11,6 +11,19 @@ extension Service {
                                         owner: generation.owner)
     }
 
+    /// Answers `forbidden` once the refusal is recorded (for `baton history --denied`).
+    func refuse(_ permission: Permission, _ name: String?, _ exchange: Exchange) {
+        let request = exchange.request
+        let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "", decision: .denied(permission),
+                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: request.params ?? [:])
+        let error = forbidden(permission, name, exchange)
+        journal.enqueue([.trigger(record)]) { _ in exchange.fail(error) }
+    }
+
+    func forbidden(_ permission: Permission, _ name: String?, _ exchange: Exchange) -> BatonError {
+        .forbidden("\(exchange.peer.described) may not \(name.map { "\(permission.rawValue) \($0)" } ?? permission.rawValue)")
+    }
+
     /// Throws `forbidden` naming the permission unless the peer holds it. A refused trigger,
     /// cancel or admin request is recorded (who, what, when) for `baton history --denied`.
     func require(_ permission: Permission, _ name: String?, _ generation: Generation, _ request: Request,

@@ -12,7 +12,7 @@ extension Service {
 
     /// Each action the peer may read: its runs in flight (every key) and its last outcome; actions
     /// a reload removed show while their runs are still in flight.
-    func status(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async -> Response {
+    func status(_ request: Request, _ generation: Generation, _ connection: ServerConnection) -> Response {
         let live = conductor.inFlight()
         let last = conductor.lastOutcomes()
         let visible = readable(generation.actions.keys + live.map(\.action), generation, connection.peer)

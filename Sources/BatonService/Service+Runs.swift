@@ -2,81 +2,121 @@ import BatonCore
 import BatonIPC
 
 extension Service {
-    /// Checks the trigger against this generation's action (access, policy, params: patterns
-    /// run here, on the request's own task) and hands the conductor the resolved trigger.
-    func trigger(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
-        guard let name = request.action else { throw .badRequest("trigger needs \"action\"") }
-        guard let action = generation.actions[name] else { throw .unknownAction(name) }
-        try await require(.trigger, name, generation, request, connection.peer)
-        let policy = try action.resolvePolicy(request.policy)
-        let params = try action.resolveParams(request.params ?? [:])
-        let trigger = Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: connection.peer)
-        let ticket = try await conductor.trigger(trigger, follow: !(request.detach ?? false))
-        var response = Response(id: request.id)
-        response.decision = TriggerDecision(ticket.decision)
-        response.shared = ticket.shared
-        response.run = ticket.run
-        if let updates = ticket.updates {
-            response.run = try await follow(updates, id: request.id, run: ticket.run.id, connection)
+    /// Checks the trigger against this generation's action (access, policy, params) and hands
+    /// the conductor the resolved trigger. Nothing here waits: the answer goes out from whichever
+    /// thread learns that the decision is durable. Params whose patterns could take long to
+    /// match (a long value against a large pattern) are matched on a task, off the server's thread.
+    func trigger(_ exchange: Exchange, _ generation: Generation) {
+        let request = exchange.request
+        guard let name = request.action else { return exchange.fail(.badRequest("trigger needs \"action\"")) }
+        guard let action = generation.actions[name] else { return exchange.fail(.unknownAction(name)) }
+        guard allowed(.trigger, name, generation, exchange.peer) else { return refuse(.trigger, name, exchange) }
+        let params = request.params ?? [:]
+        let resolve = { () throws(BatonError) -> Trigger in
+            let policy = try action.resolvePolicy(request.policy)
+            let resolved = try action.resolveParams(params)
+            return Trigger(action: action, key: action.key(for: resolved), policy: policy, params: resolved, peer: exchange.peer)
         }
-        return response
+        if action.matchingCost(params) <= Self.inlineMatchingBudget {
+            do throws(BatonError) { start(try resolve(), exchange) } catch { exchange.fail(error) }
+        } else {
+            Task { do throws(BatonError) { start(try resolve(), exchange) } catch { exchange.fail(error) } }
+        }
     }
 
-    func wait(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
-        guard let id = request.run else { throw .badRequest("wait needs \"run\"") }
-        var response = Response(id: request.id)
-        if let live = conductor.snapshot(of: id) {
-            try await require(.read, live.action, generation, request, connection.peer)
-            if let updates = await conductor.attach(id) {
-                response.run = try await follow(updates, id: request.id, run: id, connection)
-                return response
+    /// Automaton steps of param matching done on the server's thread (well under a millisecond).
+    static let inlineMatchingBudget = 50_000
+
+    private func start(_ trigger: Trigger, _ exchange: Exchange) {
+        let detach = exchange.request.detach ?? false
+        let relay = detach ? nil : RunRelay(exchange)
+        conductor.trigger(trigger, follower: relay?.follower) { result in
+            switch result {
+            case let .failure(error):
+                exchange.fail(error)
+            case let .success((decision, run)):
+                let fill = { (response: inout Response) in
+                    response.decision = TriggerDecision(decision)
+                    response.shared = decision.isShared
+                    response.run = run
+                }
+                if let relay { relay.set(fill) } else {
+                    var response = Response(id: exchange.id)
+                    fill(&response)
+                    exchange.finish(response)
+                }
             }
         }
-        // Ended (or ended between the two looks): the history has its outcome.
-        guard let ended = try await history.run(id)?.run else { throw .unknownRun(id) }
-        try await require(.read, ended.action, generation, request, connection.peer)
-        response.run = ended
-        return response
+    }
+
+    /// Follows a run to its end; an ended run is answered from the history.
+    func wait(_ exchange: Exchange, _ generation: Generation) {
+        guard let id = exchange.request.run else { return exchange.fail(.badRequest("wait needs \"run\"")) }
+        guard let live = conductor.snapshot(of: id) else { return waitEnded(id, exchange, generation) }
+        guard allowed(.read, live.action, generation, exchange.peer) else { return exchange.fail(forbidden(.read, live.action, exchange)) }
+        let relay = RunRelay(exchange)
+        conductor.attach(id, follower: relay.follower) { [self] run in
+            // Ended between the two looks: the history has its outcome.
+            if run == nil { waitEnded(id, exchange, generation) }
+        }
+    }
+
+    private func waitEnded(_ id: Int64, _ exchange: Exchange, _ generation: Generation) {
+        Task {
+            do throws(BatonError) {
+                guard let ended = try await history.run(id)?.run else { throw .unknownRun(id) }
+                try await require(.read, ended.action, generation, exchange.request, exchange.peer)
+                var response = Response(id: exchange.id)
+                response.run = ended
+                exchange.finish(response)
+            } catch {
+                exchange.fail(error)
+            }
+        }
     }
 
     /// Cancels by run or by action (and key). A run that has already ended is answered as it
     /// ended, not as unknown: cancelling it again is not an error.
-    func cancel(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
-        var response = Response(id: request.id)
+    func cancel(_ exchange: Exchange, _ generation: Generation) {
+        let request = exchange.request
+        let target: ConductorState.CancelTarget
+        let name: String
         if let id = request.run {
-            guard let live = conductor.snapshot(of: id) else {
-                guard let ended = try await history.run(id)?.run else { throw .unknownRun(id) }
-                try await require(.cancel, ended.action, generation, request, connection.peer)
-                response.runs = [ended]
-                return response
+            guard let live = conductor.snapshot(of: id) else { return cancelEnded(id, exchange, generation) }
+            (target, name) = (.run(id), live.action)
+        } else if let action = request.action {
+            guard generation.actions[action] != nil || conductor.inFlight().contains(where: { $0.action == action }) else {
+                return exchange.fail(.unknownAction(action))
             }
-            try await require(.cancel, live.action, generation, request, connection.peer)
-            let run = try await conductor.cancel(run: id, by: connection.peer)
-            response.run = run
-            response.runs = [run]
-        } else if let name = request.action {
-            guard generation.actions[name] != nil || conductor.inFlight().contains(where: { $0.action == name }) else {
-                throw .unknownAction(name)
-            }
-            try await require(.cancel, name, generation, request, connection.peer)
-            response.runs = try await conductor.cancel(action: name, key: request.key, by: connection.peer)
+            (target, name) = (.action(action, key: request.key), action)
         } else {
-            throw .badRequest("cancel needs \"run\" or \"action\"")
+            return exchange.fail(.badRequest("cancel needs \"run\" or \"action\""))
         }
-        return response
+        guard allowed(.cancel, name, generation, exchange.peer) else { return refuse(.cancel, name, exchange) }
+        conductor.cancel(target, by: exchange.peer) { result in
+            switch result {
+            case let .failure(.unknownRun(id)): self.cancelEnded(id, exchange, generation)
+            case let .failure(error): exchange.fail(error)
+            case let .success(runs):
+                var response = Response(id: exchange.id)
+                if case .run = target { response.run = runs.first }
+                response.runs = runs
+                exchange.finish(response)
+            }
+        }
     }
 
-    /// Sends each update of a run as an event; returns the final snapshot. Throws
-    /// `shutting_down` when the stream ends before the run does.
-    func follow(_ updates: AsyncStream<RunUpdate>, id: RequestID?, run: Int64, _ connection: ServerConnection) async throws(BatonError) -> RunSnapshot {
-        var last: RunSnapshot?
-        for await update in updates {
-            last = update.run
-            if !update.run.phase.isTerminal { send(.update(id, update), to: connection) }
+    private func cancelEnded(_ id: Int64, _ exchange: Exchange, _ generation: Generation) {
+        Task {
+            do throws(BatonError) {
+                guard let ended = try await history.run(id)?.run else { throw .unknownRun(id) }
+                try await require(.cancel, ended.action, generation, exchange.request, exchange.peer)
+                var response = Response(id: exchange.id)
+                response.runs = [ended]
+                exchange.finish(response)
+            } catch {
+                exchange.fail(error)
+            }
         }
-        guard let last, last.phase.isTerminal else {
-            throw .stopped("batond stopped before run \(run) ended; it stays in the history")
-        }
-        return last
     }
 }

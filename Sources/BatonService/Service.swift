@@ -68,20 +68,31 @@ public final class Service: ServerDelegate, Sendable {
             connection.endRequest()
             return
         }
-        if request.op == .watch {
+        let exchange = Exchange(request: request, connection: connection)
+        let generation = self.generation
+        switch request.op {
+        // Answered here, on the server's thread: nothing to wait for.
+        case .ping: exchange.finish(ping(request))
+        case .status: exchange.finish(status(request, generation, connection))
+        case .actions: exchange.finish(actions(request, generation, connection))
+        // Answered from whichever thread learns the outcome: no task, no hop.
+        case .trigger: trigger(exchange, generation)
+        case .wait: wait(exchange, generation)
+        case .cancel: cancel(exchange, generation)
+        case .watch:
             let task = Task {
                 await self.watch(request, connection)
                 connection.endRequest()
             }
             watches.withLock { $0[ObjectIdentifier(connection), default: []].append(task) }
-            return
-        }
-        Task {
-            defer { connection.endRequest() }
-            do throws(BatonError) {
-                send(try await handle(request, connection), to: connection)
-            } catch {
-                send(.failure(request.id, WireError(error)), to: connection)
+        // The history and the admin hooks: on a task.
+        case .history, .show, .stats, .denied, .reload, .prune:
+            Task {
+                do throws(BatonError) {
+                    exchange.finish(try await handle(request, generation, connection))
+                } catch {
+                    exchange.fail(error)
+                }
             }
         }
     }
@@ -91,40 +102,27 @@ public final class Service: ServerDelegate, Sendable {
         for task in tasks { task.cancel() }
     }
 
-    /// Answers one request. Each operation has its own function, so that a request waiting for a
-    /// run keeps only that function's frame alive (~30 KiB per waiting client otherwise).
-    private func handle(_ request: Request, _ connection: ServerConnection) async throws(BatonError) -> Response {
-        let generation = self.generation
+    /// Answers a request that reads the history or calls a hook. Each operation has its own
+    /// function, so that a waiting request keeps only that function's frame alive.
+    private func handle(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
         switch request.op {
-        case .ping: return ping(request)
-        case .trigger: return try await trigger(request, generation, connection)
-        case .wait: return try await wait(request, generation, connection)
-        case .status: return await status(request, generation, connection)
-        case .actions: return actions(request, generation, connection)
         case .history: return try await history(request, generation, connection)
         case .show: return try await show(request, generation, connection)
-        case .cancel: return try await cancel(request, generation, connection)
         case .reload: return try await reload(request, generation, connection)
         case .prune: return try await prune(request, generation, connection)
         case .stats: return try await stats(request, generation, connection)
         case .denied: return try await denied(request, generation, connection)
-        case .watch: throw .internalError("watch is served on its own task")
+        case .ping, .status, .actions, .trigger, .wait, .cancel, .watch:
+            throw .internalError("\(request.op.rawValue) is not answered on a task")
         }
     }
 
     // MARK: Sending
 
-    /// Shared by every request: configured once, then safe from many threads.
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .withoutEscapingSlashes
-        return encoder
-    }()
     static let decoder = JSONDecoder()
 
     func send(_ response: Response, to connection: ServerConnection) {
-        guard let data = try? Self.encoder.encode(response) else { return }
-        connection.send(Array(data))
+        connection.send(response.jsonLine())
     }
 
     /// The id of a request that failed to decode, when its text still has one, so the error can echo it.

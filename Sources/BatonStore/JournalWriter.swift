@@ -103,65 +103,16 @@ enum JSONText {
     /// `{"a":"1","b":"2"}`, keys sorted: written by hand, as it is on the path of every trigger.
     static func object(_ params: [String: String]) -> String {
         guard !params.isEmpty else { return "{}" }
-        var text = "{"
-        for (index, key) in params.keys.sorted().enumerated() {
-            if index > 0 { text += "," }
-            appendString(key, to: &text)
-            text += ":"
-            appendString(params[key]!, to: &text)
-        }
-        return text + "}"
+        var json = JSONWriter()
+        json.stringMap(params)
+        return json.text
     }
 
-    /// A transition's detail, keys sorted, absent fields left out: written by hand, as it is on
-    /// the path of every transition (the same text JSONEncoder with sorted keys gives).
+    /// A transition's detail, keys sorted, absent fields left out (`TransitionDetail.write`).
     static func detail(_ detail: TransitionDetail) -> String {
-        var text = "{"
-        var first = true
-        func key(_ name: String) {
-            if !first { text += "," }
-            first = false
-            text += "\"" + name + "\":"
-        }
-        if let value = detail.attempt { key("attempt"); text += String(value) }
-        if let value = detail.backoff { key("backoff"); text += String(value) }
-        if let value = detail.by { key("by"); text += String(value) }
-        if let value = detail.error { key("error"); appendString(value, to: &text) }
-        if let value = detail.exitCode { key("exitCode"); text += String(value) }
-        if let value = detail.pgid { key("pgid"); text += String(value) }
-        if let value = detail.reason { key("reason"); appendString(value, to: &text) }
-        if let value = detail.replacedBy { key("replacedBy"); text += String(value) }
-        if let value = detail.replaces { key("replaces"); text += "[" + value.map(String.init).joined(separator: ",") + "]" }
-        if let value = detail.signal { key("signal"); text += String(value) }
-        return text + "}"
-    }
-
-    /// Appends a JSON string literal: quotes, backslashes and control characters escaped.
-    static func appendString(_ value: String, to text: inout String) {
-        text += "\""
-        var plain = true
-        for unit in value.utf8 where unit < 0x20 || unit == 0x22 || unit == 0x5C { plain = false; break }
-        if plain {
-            text += value
-        } else {
-            for scalar in value.unicodeScalars {
-                switch scalar {
-                case "\"": text += "\\\""
-                case "\\": text += "\\\\"
-                case "\n": text += "\\n"
-                case "\r": text += "\\r"
-                case "\t": text += "\\t"
-                default:
-                    if scalar.value < 0x20 {
-                        let hex = String(scalar.value, radix: 16)
-                        text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    } else {
-                        text.unicodeScalars.append(scalar)
-                    }
-                }
-            }
-        }
-        text += "\""
+        var json = JSONWriter()
+        detail.write(to: &json)
+        return json.text
     }
 
     static func params(_ text: String?) -> [String: String] {

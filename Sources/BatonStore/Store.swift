@@ -281,27 +281,51 @@ public final class Store: RunStore, @unchecked Sendable {
     }
 
     /// Writes a batch in one transaction. An item that is wrong in itself (an illegal phase change)
-    /// is rolled back alone and fails; a busy or full database fails the whole batch.
+    /// fails alone and is rolled back; a busy or full database fails the whole batch. Items are
+    /// written without savepoints first (a bad item is a bug, so this is the path taken); only
+    /// when one fails is the batch written again with a savepoint around each item.
     private func write(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
+        do {
+            try connection.transaction(immediate: true) {
+                for item in batch { try writeItem(item, on: connection) }
+            }
+            return Array(repeating: .success(()), count: batch.count)
+        } catch let error as DatabaseError where error.isBusy || error.isFull || error.primaryCode == SQLITE_IOERR {
+            throw error
+        } catch {
+            return try writeIsolated(batch, on: connection)
+        }
+    }
+
+    private func writeIsolated(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
         var results: [Result<Void, BatonError>] = []
         results.reserveCapacity(batch.count)
         try connection.transaction(immediate: true) {
             for item in batch {
                 try connection.cached("SAVEPOINT item") { try $0.run([]) }
                 do {
-                    for entry in item.entries { try JournalWriter.write(entry, on: connection) }
-                    try item.work?(connection)
+                    try writeItem(item, on: connection)
                     try connection.cached("RELEASE item") { try $0.run([]) }
                     results.append(.success(()))
                 } catch let error as DatabaseError where error.isBusy || error.isFull || error.primaryCode == SQLITE_IOERR {
                     throw error
                 } catch {
                     try connection.execute("ROLLBACK TO item; RELEASE item")
-                    results.append(.failure(.internalError("history write refused: \(error)")))
+                    results.append(.failure(.internalError("history write refused: \(Self.describe(error))")))
                 }
             }
         }
         return results
+    }
+
+    private func writeItem(_ item: Item, on connection: Connection) throws {
+        for entry in item.entries { try JournalWriter.write(entry, on: connection) }
+        try item.work?(connection)
+    }
+
+    /// An error for people: SQLite's message without the SQL, or the error's own description.
+    static func describe(_ error: any Error) -> String {
+        (error as? DatabaseError)?.message ?? "\(error)"
     }
 
     // MARK: Reading

@@ -7,15 +7,17 @@ import Foundation
 //   .build/release/baton-bench --only store,socket --json out.json
 
 let usage = """
-    usage: baton-bench [--quick] [--only LIST] [--json PATH]
-      --quick      small sizes and short runs: checks that every benchmark works, figures are rough
-      --only LIST  comma-separated: store, noop, spawn, socket, single, latency, history, memory, cli
-      --json PATH  where to write the results (default: .build/baton-bench.json)
+    usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH]
+      --quick        small sizes and short runs: checks that every benchmark works, figures are rough
+      --only LIST    comma-separated: store, noop, spawn, batond, socket, single, latency, history, memory, cli
+      --json PATH    where to write the results (default: .build/baton-bench.json)
+      --batond PATH  the batond binary the batond figure drives (default: the one beside baton-bench)
     """
 
 var quick = false
 var only: Set<String>?
 var jsonPath = ".build/baton-bench.json"
+var batondBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("batond").path
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -26,6 +28,9 @@ while let argument = arguments.popFirst() {
     case "--json":
         guard let path = arguments.popFirst() else { FileHandle.standardError.write(Data("--json needs a path\n".utf8)); exit(2) }
         jsonPath = path
+    case "--batond":
+        guard let path = arguments.popFirst() else { FileHandle.standardError.write(Data("--batond needs a path\n".utf8)); exit(2) }
+        batondBinary = path
     case "--help", "-h": say(usage); exit(0)
     default: FileHandle.standardError.write(Data("unknown argument \(argument)\n\(usage)\n".utf8)); exit(2)
     }
@@ -37,6 +42,7 @@ let steps: [(String, () async throws -> [Figure])] = [
     ("store", { try await StoreBench.run(seconds: seconds) }),
     ("noop", { try await SocketBench.noop(seconds: seconds, clients: quick ? 8 : 32) }),
     ("spawn", { try await SocketBench.spawn(seconds: seconds, parallelism: 4) }),
+    ("batond", { try await BatondBench.run(runs: quick ? 200 : 1_500, binary: batondBinary) }),
     ("socket", { try await SocketBench.requests(seconds: seconds, clients: quick ? 4 : 16) }),
     ("single", { try await SocketBench.singleFlight(triggers: quick ? 1_000 : 10_000) }),
     ("latency", { try await SocketBench.latency(samples: quick ? 100 : 2_000) }),

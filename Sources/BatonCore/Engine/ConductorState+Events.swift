@@ -10,7 +10,10 @@ extension ConductorState {
         case let .created(id), let .followUp(id, _), let .replaced(id, _):
             nextRunID += 1
             create(id, token, trigger, decision, &step)
+            // The runs it replaces stop now, in a store item of their own: a full store refuses
+            // the new run's creation, never the end of a run it already has.
             if case let .replaced(_, stopping) = decision {
+                step.beginItem()
                 for old in stopping { drive(old, .stop(.replaced(by: id)), &step) }
             }
         case let .joined(id), let .coalesced(id):
@@ -39,6 +42,10 @@ extension ConductorState {
         step.entries.append(.created(run, transition))
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .ticket(token, decision, fallback: run),
                        .durable(id)]
+        // A run with a free key and slot goes to `loading` in the same store item as its creation
+        // (one fsync to start); its attempt starts once both are durable.
+        step.creating.insert(id)
+        if mode == .accepting, table.admitCreated(id) { drive(id, .start, &step) }
     }
 
     private func placeholder(_ id: Int64, _ trigger: Trigger, at now: Timestamp) -> RunSnapshot {

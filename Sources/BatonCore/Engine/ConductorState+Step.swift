@@ -33,32 +33,57 @@ extension ConductorState {
         case durable(Int64)
         /// The run's terminal transition is durable: close it.
         case ended(Int64)
+        /// An effect that must wait for the commit: starting a run created in the same step.
+        case deferred(Effect)
     }
 
     /// What one event decides: the writes, what follows their commit, and the effects to perform now.
+    /// The writes are one store item, or several when an item must not be refused with another.
     struct Step {
         let now: Timestamp
         var entries: [JournalEntry] = []
         var after: [AfterCommit] = []
+        /// Items closed by `beginItem`, in order.
+        var sealed: [(entries: [JournalEntry], after: [AfterCommit])] = []
         var effects: [Effect] = []
+        /// Runs created in this step: if they start in it too, their attempts wait for the commit
+        /// that makes both their creation and their `loading` durable.
+        var creating: Set<Int64> = []
 
         init(now: Timestamp) { self.now = now }
 
         /// Answers once this step's writes are durable (at once when it has none).
         mutating func answer(_ token: Token, _ answer: Answer) { after.append(.answer(token, answer)) }
+
+        /// Starts a new store item: what follows is written (and, when the store is full,
+        /// refused or kept) apart from what came before.
+        mutating func beginItem() {
+            guard !entries.isEmpty else { return }
+            sealed.append((entries, after))
+            (entries, after) = ([], [])
+        }
     }
 
     /// Turns a step into effects: its writes first, as one store item; what follows them is kept
     /// until they commit, or done now when there are none.
     mutating func finish(_ step: inout Step) -> [Effect] {
+        if step.entries.isEmpty, let last = step.sealed.popLast() {
+            // What follows no write of its own waits for the last one.
+            step.entries = last.entries
+            step.after = last.after + step.after
+        }
         guard !step.entries.isEmpty else {
             for item in step.after { follow(item, nil, &step) }
             return step.effects
         }
-        let id = nextCommit
-        nextCommit += 1
-        pending[id] = step.after
-        return [.write(step.entries, id)] + step.effects
+        var writes: [Effect] = []
+        for item in step.sealed + [(step.entries, step.after)] {
+            let id = nextCommit
+            nextCommit += 1
+            pending[id] = item.after
+            writes.append(.write(item.entries, id))
+        }
+        return writes + step.effects
     }
 
     /// A group of writes is durable (or failed): do what waited for it. New writes this causes
@@ -86,6 +111,17 @@ extension ConductorState {
             }
         case let .ended(run):
             close(run, &step)
+        case let .deferred(effect):
+            guard failure == nil else { break }
+            // Stopped (replaced, cancelled) while its start waited for the commit: it never starts.
+            if case let .launch(launch) = effect, var flight = flights[launch.run], flight.machine.stopping != nil,
+               flight.live == launch.attempt {
+                flight.live = nil
+                flights[launch.run] = flight
+                drive(launch.run, .exited(.notStarted), &step)
+            } else {
+                step.effects.append(effect)
+            }
         }
     }
 
@@ -144,11 +180,14 @@ extension ConductorState {
             if phase.isTerminal { step.after.append(.ended(id)) }
         case let .launch(attempt):
             flight.live = attempt
-            if attempt == 1, let timeout = flight.action.timeout {
-                step.effects.append(.schedule(run: id, .timeout, after: timeout))
-            }
-            step.effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
-                                               runner: flight.runner)))
+            var effects: [Effect] = []
+            if attempt == 1, let timeout = flight.action.timeout { effects.append(.schedule(run: id, .timeout, after: timeout)) }
+            effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
+                                          runner: flight.runner)))
+            // A run that starts in the step that creates it starts once both are durable; any
+            // other starts now, while its `loading` is being written (recovery kills what a
+            // crash leaves of it).
+            if step.creating.contains(id) { step.after += effects.map { .deferred($0) } } else { step.effects += effects }
         case .terminate:
             if flight.live != nil { step.effects.append(.stop(run: id, grace: flight.action.killGrace)) }
         case let .backoff(attempt):
@@ -163,6 +202,14 @@ extension ConductorState {
 }
 
 extension FlightTable.Decision {
+    /// Whether the trigger shares a run another trigger created.
+    public var isShared: Bool {
+        switch self {
+        case .joined, .coalesced: true
+        default: false
+        }
+    }
+
     /// The run the decision is about: the new run, or the one joined, coalesced into or rejected by.
     public var run: Int64 {
         switch self {

@@ -10,9 +10,28 @@ extension Conductor {
     /// Triggers an action already resolved (by the service, against one config generation).
     /// With `follow`, the ticket carries the run's updates until it ends.
     public func trigger(_ trigger: Trigger, follow: Bool) async throws(BatonError) -> Ticket {
-        if let reason = store.unavailableReason { throw .storeUnavailable(reason) }
-        let result = await ask({ .trigger($0, trigger) }) { Reply.trigger($0, follow: follow) }
-        return try result.get()
+        let (updates, follower) = follow ? Self.stream() : (nil, nil)
+        let result = await withCheckedContinuation { continuation in
+            self.trigger(trigger, follower: follower) { continuation.resume(returning: $0) }
+        }
+        let (decision, run) = try result.get()
+        return Ticket(decision: decision, run: run, updates: updates)
+    }
+
+    /// Triggers without waiting: `answered` is called once the decision is durable (on the
+    /// thread that learns it), then `follower`, if given, with the run's updates until its end.
+    public func trigger(_ trigger: Trigger, follower: Follower?,
+                        answered: @escaping @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void) {
+        if let reason = store.unavailableReason { return answered(.failure(.storeUnavailable(reason))) }
+        ask({ .trigger($0, trigger) }, .trigger(answered, follower: follower))
+    }
+
+    /// A stream of a run's updates, and the follower that feeds it.
+    static func stream() -> (AsyncStream<RunUpdate>, Follower) {
+        let (stream, continuation) = AsyncStream<RunUpdate>.makeStream()
+        return (stream, { update in
+            if let update { continuation.yield(update) } else { continuation.finish() }
+        })
     }
 
     /// The trigger for a request: its action looked up, its policy and params checked, its key made.
@@ -42,7 +61,16 @@ extension Conductor {
     }
 
     func cancel(_ target: ConductorState.CancelTarget, by peer: Peer?) async throws(BatonError) -> [RunSnapshot] {
-        try await ask({ .cancel($0, target, by: peer?.uid) }) { Reply.cancel($0) }.get()
+        try await withCheckedContinuation { continuation in
+            cancel(target, by: peer) { continuation.resume(returning: $0) }
+        }.get()
+    }
+
+    /// Cancels without waiting: `answered` gets the runs stopped, once their ends are durable
+    /// (a loading run's end follows when its processes are gone).
+    public func cancel(_ target: ConductorState.CancelTarget, by peer: Peer?,
+                       answered: @escaping @Sendable (Result<[RunSnapshot], BatonError>) -> Void) {
+        ask({ .cancel($0, target, by: peer?.uid) }, .cancel(answered))
     }
 
     // MARK: Queries
@@ -55,7 +83,17 @@ extension Conductor {
 
     /// Follows a run in flight: its updates until it ends; nil when it is not in flight.
     public func attach(_ id: Int64) async -> AsyncStream<RunUpdate>? {
-        await ask({ .attach($0, run: id) }) { Reply.attach($0) }
+        let (updates, follower) = Self.stream()
+        let run = await withCheckedContinuation { continuation in
+            attach(id, follower: follower) { continuation.resume(returning: $0) }
+        }
+        return run == nil ? nil : updates
+    }
+
+    /// Follows a run in flight without waiting: `answered` gets it (nil when it is not in flight),
+    /// then `follower` its updates until its end.
+    public func attach(_ id: Int64, follower: @escaping Follower, answered: @escaping @Sendable (RunSnapshot?) -> Void) {
+        ask({ .attach($0, run: id) }, .attach(answered, follower: follower))
     }
 
     /// The action of that name, configured or registered.

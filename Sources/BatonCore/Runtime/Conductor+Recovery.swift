@@ -17,7 +17,9 @@ extension Conductor {
         }
         let actions = core.withLock { $0.actions }
         let runs = recoverable.unfinished.map { RecoveredRun($0, action: actions[$0.run.action]) }
-        var summary = await ask({ .recover($0, runs) }) { Reply.recover($0) }
+        var summary = await withCheckedContinuation { continuation in
+            ask({ .recover($0, runs) }, .recover { continuation.resume(returning: $0) })
+        }
         summary.killedProcesses = killed
         return summary
     }

@@ -37,12 +37,16 @@ public final class Conductor: Sendable {
 
     typealias Token = ConductorState.Token
 
-    /// A caller waiting for its answer.
+    /// Told each update of a run it follows, in order, then nil once the run's end is durable (or
+    /// batond stops first). Called on whichever thread drains the inbox: it must not block.
+    public typealias Follower = @Sendable (RunUpdate?) -> Void
+
+    /// A caller waiting for its answer; answers are called on the draining thread.
     enum Reply {
-        case trigger(CheckedContinuation<Result<Ticket, BatonError>, Never>, follow: Bool)
-        case cancel(CheckedContinuation<Result<[RunSnapshot], BatonError>, Never>)
-        case attach(CheckedContinuation<AsyncStream<RunUpdate>?, Never>)
-        case recover(CheckedContinuation<RecoverySummary, Never>)
+        case trigger(@Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void, follower: Follower?)
+        case cancel(@Sendable (Result<[RunSnapshot], BatonError>) -> Void)
+        case attach(@Sendable (RunSnapshot?) -> Void, follower: Follower)
+        case recover(@Sendable (RecoverySummary) -> Void)
     }
 
     /// Everything the draining thread changes; other threads take the lock only to read or to
@@ -56,7 +60,7 @@ public final class Conductor: Sendable {
         var timers: [Int64: [ConductorState.Timer: Reactor.TimerID]] = [:]
         var replies: [Token: Reply] = [:]
         var nextToken: Token = 1
-        var waiters: [Int64: [AsyncStream<RunUpdate>.Continuation]] = [:]
+        var waiters: [Int64: [Follower]] = [:]
         var drained: [CheckedContinuation<Void, Never>] = []
         var isDrained = false
     }
@@ -116,16 +120,14 @@ public final class Conductor: Sendable {
         }
     }
 
-    /// Registers a reply, sends the event that asks for it, and waits for the answer.
-    func ask<T>(_ event: (Token) -> ConductorState.Event, _ reply: (CheckedContinuation<T, Never>) -> Reply) async -> T {
-        await withCheckedContinuation { continuation in
-            let token = core.withLock { core -> Token in
-                defer { core.nextToken += 1 }
-                core.replies[core.nextToken] = reply(continuation)
-                return core.nextToken
-            }
-            send(event(token))
+    /// Registers a reply and sends the event that asks for it.
+    func ask(_ event: (Token) -> ConductorState.Event, _ reply: Reply) {
+        let token = core.withLock { core -> Token in
+            defer { core.nextToken += 1 }
+            core.replies[core.nextToken] = reply
+            return core.nextToken
         }
+        send(event(token))
     }
 
     // MARK: Effects
@@ -148,13 +150,13 @@ public final class Conductor: Sendable {
         case let .answer(token, answer):
             if let reply = core.replies.removeValue(forKey: token) { deliver(answer, to: reply, &core) }
         case let .publish(update):
-            for waiter in core.waiters[update.run.id] ?? [] { waiter.yield(update) }
+            for waiter in core.waiters[update.run.id] ?? [] { waiter(update) }
             if update.transition != nil { publishToWatchers(update) }
         case let .close(run):
-            for waiter in core.waiters.removeValue(forKey: run) ?? [] { waiter.finish() }
+            for waiter in core.waiters.removeValue(forKey: run) ?? [] { waiter(nil) }
             core.attempts[run] = nil
         case .drained:
-            for waiters in core.waiters.values { for waiter in waiters { waiter.finish() } }
+            for waiters in core.waiters.values { for waiter in waiters { waiter(nil) } }
             core.waiters = [:]
             core.isDrained = true
             for continuation in core.drained { continuation.resume() }
@@ -178,40 +180,39 @@ public final class Conductor: Sendable {
 
     private func deliver(_ answer: ConductorState.Answer, to reply: Reply, _ core: inout Core) {
         switch (reply, answer) {
-        case let (.trigger(continuation, follow), .ticket(decision, run)):
-            let updates = follow ? waiter(for: run, &core) : nil
-            continuation.resume(returning: .success(Ticket(decision: decision, run: run, updates: updates)))
-        case let (.cancel(continuation), .cancelled(runs)):
-            continuation.resume(returning: .success(runs))
-        case let (.attach(continuation), .attached(run)):
-            continuation.resume(returning: run.map { waiter(for: $0, &core) })
-        case let (.recover(continuation), .recovered(summary)):
-            continuation.resume(returning: summary)
-        case let (.trigger(continuation, _), .failed(error)):
-            continuation.resume(returning: .failure(error))
-        case let (.cancel(continuation), .failed(error)):
-            continuation.resume(returning: .failure(error))
-        case let (.attach(continuation), _):
-            continuation.resume(returning: nil)
-        case let (.trigger(continuation, _), _):
-            continuation.resume(returning: .failure(.internalError("a trigger got an answer of the wrong kind: \(answer)")))
-        case let (.cancel(continuation), _):
-            continuation.resume(returning: .failure(.internalError("a cancel got an answer of the wrong kind: \(answer)")))
-        case let (.recover(continuation), _):
-            continuation.resume(returning: RecoverySummary())
+        case let (.trigger(answered, follower), .ticket(decision, run)):
+            answered(.success((decision, run)))
+            if let follower { follow(run, follower, &core) }
+        case let (.cancel(answered), .cancelled(runs)):
+            answered(.success(runs))
+        case let (.attach(answered, follower), .attached(run)):
+            answered(run)
+            if let run { follow(run, follower, &core) }
+        case let (.recover(answered), .recovered(summary)):
+            answered(summary)
+        case let (.trigger(answered, _), .failed(error)):
+            answered(.failure(error))
+        case let (.cancel(answered), .failed(error)):
+            answered(.failure(error))
+        case let (.attach(answered, _), _):
+            answered(nil)
+        case let (.trigger(answered, _), _):
+            answered(.failure(.internalError("a trigger got an answer of the wrong kind: \(answer)")))
+        case let (.cancel(answered), _):
+            answered(.failure(.internalError("a cancel got an answer of the wrong kind: \(answer)")))
+        case let (.recover(answered), _):
+            answered(RecoverySummary())
         }
     }
 
-    /// A stream of a run's updates from now on, starting with the run as it is.
-    private func waiter(for run: RunSnapshot, _ core: inout Core) -> AsyncStream<RunUpdate> {
-        let (stream, continuation) = AsyncStream<RunUpdate>.makeStream()
-        continuation.yield(RunUpdate(run: run, transition: nil))
+    /// Starts telling `follower` about a run: the run as it is now, then every update until its end.
+    private func follow(_ run: RunSnapshot, _ follower: @escaping Follower, _ core: inout Core) {
+        follower(RunUpdate(run: run, transition: nil))
         if core.state.snapshot(of: run.id) != nil, !core.isDrained {
-            core.waiters[run.id, default: []].append(continuation)
+            core.waiters[run.id, default: []].append(follower)
         } else {
-            continuation.finish()
+            follower(nil)
         }
-        return stream
     }
 
     private func publishToWatchers(_ update: RunUpdate) {

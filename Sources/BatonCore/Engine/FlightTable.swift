@@ -78,11 +78,29 @@ public struct FlightTable: Sendable {
         }
     }
 
-    /// Marks a run's `queued` transition as committed: from now on it may start.
+    /// Marks a run's creation (its `queued` transition) as durable: from now on it may start.
     public mutating func markDurable(_ run: Int64) {
         guard entries[run] != nil else { return }
         entries[run]!.durable = true
         promote(entries[run]!.key)
+    }
+
+    /// Starts a run whose creation is being written, if it could start the moment that write is
+    /// durable: it holds its key, nothing of the key drains, and a slot is free (so nobody waits
+    /// in line before it). Its creation and start then become durable together.
+    public mutating func admitCreated(_ run: Int64) -> Bool {
+        guard let entry = entries[run], entry.stage == .waiting, let slot = slots[entry.key], slot.holder == run,
+              slot.draining.isEmpty, runningCount < limit else { return false }
+        entries[run]!.durable = true
+        entries[run]!.stage = .running
+        runningCount += 1
+        return true
+    }
+
+    /// Whether a run is being replaced: it stops, and its key waits for its processes to go.
+    public func isDraining(_ run: Int64) -> Bool {
+        guard let key = entries[run]?.key else { return false }
+        return slots[key]?.draining.contains(run) ?? false
     }
 
     /// The runs to start now, in the order they became ready; each is counted as running.

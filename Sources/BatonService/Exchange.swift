@@ -1,0 +1,60 @@
+import BatonCore
+import BatonIPC
+
+/// One request and the connection to answer it on: sends the final answer (or error) exactly
+/// once, and ends the request then.
+struct Exchange: Sendable {
+    let request: Request
+    let connection: ServerConnection
+
+    var id: RequestID? { request.id }
+    var peer: Peer { connection.peer }
+
+    func finish(_ response: Response) {
+        connection.send(response.jsonLine())
+        connection.endRequest()
+    }
+
+    func fail(_ error: BatonError) {
+        finish(.failure(request.id, WireError(error)))
+    }
+
+    /// An event before the final answer.
+    func event(_ response: Response) {
+        connection.send(response.jsonLine())
+    }
+}
+
+/// Relays a followed run's updates to a client as events, then the final answer once the run's
+/// end is durable (or `shutting_down` if batond stops first).
+final class RunRelay: Sendable {
+    private let exchange: Exchange
+    /// The answer so far (decision, shared) and the run as last seen.
+    private let answer: Locked<Response>
+
+    init(_ exchange: Exchange) {
+        self.exchange = exchange
+        answer = Locked(Response(id: exchange.id))
+    }
+
+    /// What the final answer says besides the run (a trigger's decision).
+    func set(_ fill: (inout Response) -> Void) { answer.withLock(fill) }
+
+    /// The conductor's follower for this client.
+    var follower: Conductor.Follower {
+        { [self] update in
+            guard let update else { return end() }
+            answer.withLock { $0.run = update.run }
+            if !update.run.phase.isTerminal { exchange.event(.update(exchange.id, update)) }
+        }
+    }
+
+    private func end() {
+        let final = answer.withLock { $0 }
+        guard let run = final.run, run.phase.isTerminal else {
+            let id = final.run.map { "run \($0.id)" } ?? "the run"
+            return exchange.fail(.stopped("batond stopped before \(id) ended; it stays in the history"))
+        }
+        exchange.finish(final)
+    }
+}

@@ -1,0 +1,280 @@
+@testable import BatonCore
+
+/// A random walk through `ConductorState`: the outside world (the store committing in order,
+/// attempts starting and exiting, timers, triggers of every policy, cancels, shutdown) simulated
+/// as plain values, the choices taken from a `Choices` source, and every invariant checked after
+/// every step. Shared by the seeded test and the libFuzzer target (Tests/Fuzz/ConductorFuzzer.swift).
+struct ConductorWalk {
+    /// Where choices come from: a seeded generator in the test, the fuzzer's bytes in the fuzzer.
+    protocol Choices {
+        /// A number in 0..<n; nil when the source is exhausted.
+        mutating func next(_ n: Int) -> Int?
+    }
+
+    static let actions: [Action] = [
+        Action(name: "reject", exec: ["x"], policy: .reject, policies: [.join, .queue, .replace], params: ["k": ParamSpec()], keyParams: ["k"]),
+        Action(name: "join", exec: ["x"], policy: .join, retry: RetryPolicy(attempts: 2, backoff: .seconds(1))),
+        Action(name: "queue", exec: ["x"], timeout: .seconds(30), policy: .queue, params: ["k": ParamSpec()], keyParams: ["k"]),
+        Action(name: "replace", exec: ["x"], timeout: .seconds(5), policy: .replace, retry: RetryPolicy(attempts: 1)),
+    ]
+
+    private(set) var state: ConductorState
+    private(set) var now = Timestamp(rawValue: 1_000_000)
+    private(set) var violations: [String] = []
+    private(set) var steps = 0
+    /// Every event and its effects, when `tracing` (to read a failing seed's story).
+    var tracing = false
+    private(set) var trace: [String] = []
+
+    // The simulated world.
+    private var writes: [(id: ConductorState.CommitID, entries: [JournalEntry])] = []
+    private var committed: Set<ConductorState.CommitID> = []
+    private var attempts: [Int64: (attempt: Int, started: Bool)] = [:]
+    private var timers: [Int64: Set<ConductorState.Timer>] = [:]
+    private var nextToken: ConductorState.Token = 1
+    private var asked: [ConductorState.Token: Set<ConductorState.CommitID>] = [:]
+    private var answered: Set<ConductorState.Token> = []
+    private var shutDown = false
+
+    // The store's view: each run's last seq and phase, and where its creation was written.
+    private var stored: [Int64: (seq: Int, phase: Phase)] = [:]
+    private var creationCommit: [Int64: ConductorState.CommitID] = [:]
+    private var terminalDurable: Set<Int64> = []
+    private var abandoned: Set<Int64> = []
+    private var known: [Int64] = []
+
+    init(maxConcurrentRuns: Int, seed: UInt64) {
+        state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
+    }
+
+    // MARK: Walking
+
+    /// Takes one random step; false when the choices ran out.
+    mutating func step(_ choices: inout some Choices) -> Bool {
+        guard let kind = choices.next(14) else { return false }
+        now = now + .milliseconds(1 + (choices.next(50) ?? 0))
+        switch kind {
+        case 0, 1, 2:
+            guard let action = choices.next(Self.actions.count), let key = choices.next(3), let override = choices.next(6) else { return false }
+            trigger(Self.actions[action], key: key, override: override)
+        case 3, 4, 5:
+            commitOldest(fail: choices.next(12) == 0)
+        case 6, 7:
+            guard let run = pick(attempts.keys.sorted(), &choices), let how = choices.next(4) else { return true }
+            let attempt = attempts[run]!
+            if !attempt.started {
+                attempts[run]!.started = true
+                apply(.started(run: run, attempt: attempt.attempt, ProcessGroup(pgid: Int32(run), identity: "t")))
+            } else if how == 0 {
+                apply(.progress(run: run, attempt: attempt.attempt, Progress(fraction: 0.5)))
+            } else {
+                attempts[run] = nil
+                let result: AttemptResult = how == 1 ? .exited(status: 1) : .exited(status: 0)
+                apply(.exited(run: run, attempt: attempt.attempt, AttemptOutcome(result: result)))
+            }
+        case 8:
+            guard let run = pick(timers.keys.sorted(), &choices),
+                  let timer = pick(timers[run]!.sorted { "\($0)" < "\($1)" }, &choices) else { return true }
+            timers[run]!.remove(timer)
+            apply(.timer(run: run, timer))
+        case 9, 10:
+            guard let run = pick(known, &choices), let byAction = choices.next(3) else { return true }
+            let target: ConductorState.CancelTarget = byAction == 0
+                ? .action(Self.actions[Int(run) % Self.actions.count].name, key: nil) : .run(run)
+            ask { .cancel($0, target, by: 1000) }
+        case 11:
+            guard let run = pick(known, &choices) else { return true }
+            ask { .attach($0, run: run) }
+        case 12:
+            if choices.next(20) == 0, !shutDown { shutDown = true; apply(.shutdown) }
+        default:
+            if shutDown { apply(.graceElapsed) } else { commitOldest(fail: false) }
+        }
+        return true
+    }
+
+    /// Lets everything outstanding happen (commits, exits, timers) until nothing is left, then
+    /// checks that every question was answered and, unless shut down, every run has ended.
+    mutating func drain() {
+        var rounds = 0
+        while rounds < 100_000 {
+            rounds += 1
+            if !writes.isEmpty { commitOldest(fail: false); continue }
+            if let run = attempts.keys.min(), let attempt = attempts[run] {
+                attempts[run] = nil
+                if !attempt.started { apply(.started(run: run, attempt: attempt.attempt, nil)) }
+                apply(.exited(run: run, attempt: attempt.attempt, AttemptOutcome(result: .exited(status: 0))))
+                continue
+            }
+            if let run = timers.keys.sorted().first(where: { !timers[$0]!.isEmpty }),
+               let timer = timers[run]!.sorted(by: { "\($0)" < "\($1)" }).first {
+                timers[run]!.remove(timer)
+                apply(.timer(run: run, timer))
+                continue
+            }
+            break
+        }
+        for token in asked.keys where !answered.contains(token) { violate("question \(token) was never answered") }
+        if !shutDown {
+            for run in state.inFlight { violate("run \(run.id) is still \(run.phase.rawValue) with nothing left to happen") }
+        }
+    }
+
+    // MARK: Events
+
+    private mutating func trigger(_ action: Action, key: Int, override: Int) {
+        let params = action.keyParams.isEmpty ? [:] : ["k": String(key)]
+        let policy = override < Policy.allCases.count && action.policies.contains(Policy.allCases[override]) ? Policy.allCases[override] : action.policy
+        let trigger = Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: nil)
+        ask { .trigger($0, trigger) }
+    }
+
+    private mutating func ask(_ make: (ConductorState.Token) -> ConductorState.Event) {
+        let token = nextToken
+        nextToken += 1
+        asked[token] = []
+        apply(make(token))
+    }
+
+    private mutating func commitOldest(fail: Bool) {
+        guard !writes.isEmpty else { return }
+        let write = writes.removeFirst()
+        // A store refuses only items that answer a trigger (creations, trigger records).
+        let refusable = write.entries.contains { if case .created = $0 { true } else if case .trigger = $0 { true } else { false } }
+        let failure: BatonError? = fail && refusable ? .storeUnavailable("full") : nil
+        if failure == nil { store(write.entries) } else { refuse(write.entries) }
+        committed.insert(write.id)
+        apply(.committed(write.id, failure))
+    }
+
+    private func pick<T>(_ items: [T], _ choices: inout some Choices) -> T? {
+        guard !items.isEmpty, let index = choices.next(items.count) else { return nil }
+        return items[index]
+    }
+
+    // MARK: Effects and invariants
+
+    private mutating func apply(_ event: ConductorState.Event) {
+        steps += 1
+        let handlingCommit: ConductorState.CommitID? = if case let .committed(id, _) = event { id } else { nil }
+        let effects = state.handle(event, at: now)
+        if tracing { trace.append("\(steps): \(event)\n    → \(effects)") }
+        var wrote: Set<ConductorState.CommitID> = []
+        for effect in effects {
+            switch effect {
+            case let .write(entries, id):
+                wrote.insert(id)
+                writes.append((id, entries))
+                for case let .created(run, _) in entries { creationCommit[run.id] = id; known.append(run.id) }
+            case let .launch(launch):
+                if let commit = creationCommit[launch.run], !committed.contains(commit) {
+                    violate("run \(launch.run) started before its creation was durable")
+                }
+                if attempts[launch.run] != nil { violate("run \(launch.run) started attempt \(launch.attempt) while one runs") }
+                attempts[launch.run] = (launch.attempt, false)
+            case .stop:
+                break
+            case let .schedule(run, timer, _):
+                timers[run, default: []].insert(timer)
+            case let .cancelTimers(run):
+                timers[run] = nil
+            case let .answer(token, _):
+                guard asked[token] != nil else { violate("answer to a question never asked: \(token)"); continue }
+                if answered.contains(token) { violate("question \(token) answered twice") }
+                answered.insert(token)
+                if let commits = asked[token], !commits.isEmpty, !(handlingCommit.map { commits.contains($0) } ?? false) {
+                    violate("question \(token) answered outside the commits of its writes (\(commits.sorted()))")
+                }
+            case .publish:
+                break
+            case let .close(run):
+                if !terminalDurable.contains(run) && !abandoned.contains(run) {
+                    violate("run \(run)'s waiters closed before its end was durable")
+                }
+            case .drained:
+                if !shutDown { violate("drained without a shutdown") }
+            }
+        }
+        // A question whose step wrote must be answered when those writes commit.
+        if !wrote.isEmpty, case let .trigger(token, _) = event, !answered.contains(token) { asked[token] = wrote }
+        if !wrote.isEmpty, case let .cancel(token, _, _) = event, !answered.contains(token) { asked[token] = wrote }
+        checkState()
+    }
+
+    /// Applies committed entries as the store would, checking seq and the phase table.
+    private mutating func store(_ entries: [JournalEntry]) {
+        for entry in entries {
+            switch entry {
+            case let .created(run, transition):
+                if stored[run.id] != nil { violate("run \(run.id) created twice") }
+                check(transition, after: nil)
+                stored[run.id] = (transition.seq, transition.to)
+            case let .transition(transition):
+                guard let last = stored[transition.runID] else {
+                    if !abandoned.contains(transition.runID) { violate("a transition of run \(transition.runID), which was never created") }
+                    continue
+                }
+                check(transition, after: last)
+                stored[transition.runID] = (transition.seq, transition.to)
+                if transition.to.isTerminal { terminalDurable.insert(transition.runID) }
+            case .trigger, .output, .processGroup:
+                break
+            }
+        }
+    }
+
+    /// A refused item loses only what a refusal may lose: new runs, and the start of those runs.
+    private mutating func refuse(_ entries: [JournalEntry]) {
+        for case let .created(run, _) in entries { abandoned.insert(run.id) }
+        for case let .transition(transition) in entries where !abandoned.contains(transition.runID) {
+            violate("run \(transition.runID)'s transition to \(transition.to) was in an item that a full store refuses")
+        }
+    }
+
+    private mutating func check(_ transition: Transition, after last: (seq: Int, phase: Phase)?) {
+        if transition.seq != (last?.seq ?? 0) + 1 { violate("run \(transition.runID): seq \(transition.seq) after \(last?.seq ?? 0)") }
+        if transition.from != last?.phase { violate("run \(transition.runID): from \(String(describing: transition.from)) but stored \(String(describing: last?.phase))") }
+        if !Phase.allows(from: last?.phase, to: transition.to) {
+            violate("run \(transition.runID): \(String(describing: last?.phase)) → \(transition.to) is not in the phase table")
+        }
+    }
+
+    private mutating func checkState() {
+        var active: [String: Int] = [:], queued: [String: Int] = [:]
+        var running = 0
+        for flight in state.flights.values {
+            if flight.run.phase != flight.machine.phase {
+                violate("run \(flight.run.id): recorded \(flight.run.phase) but its machine is \(flight.machine.phase)")
+            }
+            switch flight.machine.phase {
+            case .loading, .retrying: active[flight.run.key, default: 0] += 1; running += 1
+            case .queued where !state.table.isDraining(flight.run.id): queued[flight.run.key, default: 0] += 1
+            default: break
+            }
+        }
+        for (key, count) in active where count > 1 { violate("key \(key) has \(count) runs loading or retrying") }
+        for (key, count) in queued where count > 2 { violate("key \(key) has \(count) runs queued (holder and one follow-up at most)") }
+        if running > state.table.limit { violate("\(running) runs loading or retrying, over the limit \(state.table.limit)") }
+    }
+
+    private mutating func violate(_ message: String) {
+        if violations.count < 20 { violations.append("step \(steps): \(message)") }
+    }
+}
+
+/// SplitMix64 as a `Choices` source: a seed replays a walk exactly.
+struct SeededChoices: ConductorWalk.Choices {
+    private var generator: SplitMix
+    private var left: Int
+
+    init(seed: UInt64, budget: Int) {
+        generator = SplitMix(seed: seed)
+        left = budget
+    }
+
+    mutating func next(_ n: Int) -> Int? {
+        guard left > 0, n > 0 else { return nil }
+        left -= 1
+        return min(Int(generator.unit() * Double(n)), n - 1)
+    }
+}

@@ -1,0 +1,49 @@
+import BatonCore
+import Foundation
+import Testing
+
+@Suite("Hand-written JSON of responses")
+struct WireJSONTests {
+    static let run = RunSnapshot(
+        id: 42, action: "deploy", key: "deploy env=prod", phase: .failure, policy: .queue,
+        params: ["env": "prod", "note": "a \"quoted\"\nline\t\u{1} é 日本"], trigger: Peer(uid: 1000, gid: 100, pid: 4242),
+        queuedAt: Timestamp(rawValue: 1_700_000_000_000_000), startedAt: Timestamp(rawValue: 1_700_000_000_100_000),
+        endedAt: Timestamp(rawValue: 1_700_000_001_000_000), attempts: 3, exitCode: 3, signal: 9, reason: "exit",
+        error: "exited with status 3: disk full", progress: Progress(fraction: 0.42, completed: 3, total: 7, message: "copying"),
+        estimate: 1_500_000)
+
+    static var responses: [Response] {
+        var full = Response(id: .number(7))
+        full.run = run
+        full.decision = .followUp
+        full.shared = false
+        full.runs = [run, RunSnapshot(id: 1, action: "a", key: "a", phase: .queued, policy: .reject, params: [:], trigger: nil,
+                                      queuedAt: Timestamp(rawValue: 5))]
+        var cancelled = run
+        cancelled.phase = .cancelled
+        cancelled.cancelledBy = 0
+        cancelled.progress = Progress(message: "only a message")
+        let update = Response.update(.text("x/\"y\""), RunUpdate(run: cancelled, transition: Transition(
+            runID: 42, seq: 4, from: .retrying, to: .cancelled, at: Timestamp(rawValue: 9),
+            detail: TransitionDetail(reason: "cancelled", error: "cancelled", by: 1000, replaces: [1, 2]))))
+        var ping = Response(id: nil)
+        ping.version = "0.1.0"
+        ping.pid = 77
+        let busy = Response.failure(.number(-1), WireError(.busy(run: 3, action: "a", phase: .loading, since: Timestamp(rawValue: 0))))
+        return [full, update, ping, busy, Response(id: .text(""), ok: nil)]
+    }
+
+    @Test("a response line decodes to the same JSON value JSONEncoder writes", arguments: responses.indices)
+    func sameAsEncoder(index: Int) throws {
+        let response = Self.responses[index]
+        let ours = try JSONSerialization.jsonObject(with: Data(response.jsonLine())) as? NSDictionary
+        let reference = try JSONSerialization.jsonObject(with: JSONEncoder().encode(response)) as? NSDictionary
+        #expect(ours != nil)
+        #expect(ours == reference)
+        let decoded = try JSONDecoder().decode(Response.self, from: Data(response.jsonLine()))
+        #expect(decoded.run == response.run)
+        #expect(decoded.transition == response.transition)
+        #expect(decoded.runs == response.runs)
+        #expect(decoded.error == response.error)
+    }
+}
