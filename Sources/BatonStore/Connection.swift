@@ -7,7 +7,8 @@ import CSQLite
 public final class Connection {
     let handle: OpaquePointer
     public let path: String
-    private var cache: [String: Statement] = [:]
+    /// Cached statements by the address of their SQL literal: no hashing of the text per use.
+    private var cache: [UnsafeRawPointer: Statement] = [:]
 
     /// Opens (or, unless `readOnly`, creates) the database at `path`, waiting up to 5 s for locks.
     public init(path: String, readOnly: Bool = false) throws(DatabaseError) {
@@ -49,14 +50,16 @@ public final class Connection {
         return try body(statement)
     }
 
-    /// A statement prepared once per connection and reset after `body`.
-    public func cached<T>(_ sql: String, _ body: (Statement) throws -> T) throws -> T {
+    /// A statement prepared once per connection and reset after `body`. The SQL is a literal, so
+    /// its address identifies it.
+    public func cached<T>(_ sql: StaticString, _ body: (Statement) throws -> T) throws -> T {
+        let key = UnsafeRawPointer(sql.utf8Start)
         let statement: Statement
-        if let existing = cache[sql] {
+        if let existing = cache[key] {
             statement = existing
         } else {
-            statement = try Statement(connection: self, sql: sql)
-            cache[sql] = statement
+            statement = try Statement(connection: self, sql: sql.description)
+            cache[key] = statement
         }
         defer { statement.reset() }
         return try body(statement)

@@ -244,3 +244,27 @@ pid_t baton_waitable_child(void) {
 int baton_reap_nohang(pid_t pid) {
     return waitpid(pid, NULL, WNOHANG) > 0 ? 1 : 0;
 }
+
+static int signal_pipe_write = -1;
+
+static void baton_signal_handler(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    if (signal_pipe_write >= 0) (void)write(signal_pipe_write, &byte, 1);
+    errno = saved;
+}
+
+int baton_signal_pipe(const int *signals, int count) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+    signal_pipe_write = fds[1];
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = baton_signal_handler;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < count; i++) {
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    }
+    return fds[0];
+}

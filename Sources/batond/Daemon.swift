@@ -106,7 +106,8 @@ enum Daemon {
         Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), database \(databasePath)")
 
         notifier.ready(status: Self.status(of: conductor))
-        let journal = Task { await Self.logTransitions(conductor.watch()) }
+        let journal = TransitionLog()
+        conductor.observe { update in if let update { journal.append(update) } }
         let statusReports = Task { await Self.reportStatus(conductor, to: notifier) }
         let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, store: store) }
         let retention = Task { await Self.pruneEveryHour(store, configBox) }
@@ -135,7 +136,7 @@ enum Daemon {
         await shutdown?.value
         server.stop()
         await serving
-        journal.cancel()
+        journal.close()
         retention.cancel()
         statusReports.cancel()
         watchdog.cancel()
@@ -211,28 +212,6 @@ enum Daemon {
         }
     }
 
-    /// One log line per committed transition: what happened to which run, and why.
-    static func logTransitions(_ updates: AsyncStream<RunUpdate>) async {
-        for await update in updates {
-            guard let transition = update.transition else { continue }
-            let run = update.run
-            var line = "run \(run.id) \(run.key): \(transition.from?.rawValue ?? "new") → \(transition.to.rawValue)"
-            let detail = transition.detail
-            var notes: [String] = []
-            if let attempt = detail.attempt, transition.to == .loading { notes.append("attempt \(attempt)") }
-            if transition.from == nil, let peer = run.trigger { notes.append("by uid \(peer.uid) pid \(peer.pid)") }
-            if let reason = detail.reason, transition.to.isTerminal || transition.to == .queued { notes.append(reason) }
-            if let error = detail.error { notes.append(error) }
-            if let by = detail.by { notes.append("by uid \(by)") }
-            if !notes.isEmpty { line += " (" + notes.joined(separator: ", ") + ")" }
-            var fields = ["BATON_ACTION": run.action, "BATON_RUN": String(run.id), "BATON_PHASE": transition.to.rawValue,
-                          "BATON_KEY": run.key]
-            if let reason = detail.reason { fields["BATON_REASON"] = reason }
-            if let error = detail.error { fields["BATON_ERROR"] = error }
-            Log.event(transition.to == .failure ? .warning : .info, line, fields: fields)
-        }
-    }
-
     static func checkConfig(_ file: String) -> Int32 {
         do {
             let config = try Config.load(path: file)
@@ -292,32 +271,5 @@ final class ConfigBox: @unchecked Sendable {
             config = new
             return old
         }
-    }
-}
-
-/// Delivers signals as an async stream instead of running handlers in signal context.
-/// `@unchecked`: `sources` is set once in `init`, and cancelling a dispatch source is thread-safe.
-final class SignalWatcher: @unchecked Sendable {
-    let stream: AsyncStream<Int32>
-    private let continuation: AsyncStream<Int32>.Continuation
-    private let sources: [any DispatchSourceSignal]
-
-    init(_ signals: [Int32]) {
-        (stream, continuation) = AsyncStream<Int32>.makeStream()
-        Glibc.signal(SIGPIPE, SIG_IGN)
-        var sources: [any DispatchSourceSignal] = []
-        for number in signals {
-            Glibc.signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [continuation] in continuation.yield(number) }
-            source.resume()
-            sources.append(source)
-        }
-        self.sources = sources
-    }
-
-    func finish() {
-        for source in sources { source.cancel() }
-        continuation.finish()
     }
 }

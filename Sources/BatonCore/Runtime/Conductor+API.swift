@@ -124,16 +124,29 @@ extension Conductor {
     /// Follows every committed transition (of one action, or all), until the stream is dropped.
     public func watch(action: String? = nil) -> AsyncStream<RunUpdate> {
         let (stream, continuation) = AsyncStream<RunUpdate>.makeStream()
+        let id = observe(action: action) { update in
+            if let update { continuation.yield(update) } else { continuation.finish() }
+        }
+        continuation.onTermination = { [weak self] _ in self?.stopObserving(id) }
+        return stream
+    }
+
+    /// Calls `observer` with every committed transition (of one action, or all), on the thread
+    /// that learns of the commit (it must not block), and with nil when batond stops.
+    @discardableResult
+    public func observe(action: String? = nil, _ observer: @escaping Follower) -> Int {
         let id = watchers.withLock { watchers -> Int in
             defer { watchers.next += 1 }
-            watchers.all[watchers.next] = (action, continuation)
+            watchers.all[watchers.next] = (action, observer)
             return watchers.next
         }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.watchers.withLock { $0.all.removeValue(forKey: id) }
-        }
-        if core.withLock({ $0.isDrained }) { continuation.finish() }
-        return stream
+        if core.withLock({ $0.isDrained }) { stopObserving(id); observer(nil) }
+        return id
+    }
+
+    /// Stops calling an observer.
+    public func stopObserving(_ id: Int) {
+        _ = watchers.withLock { $0.all.removeValue(forKey: id) }
     }
 
     // MARK: Actions
@@ -175,7 +188,7 @@ extension Conductor {
             defer { watchers.all = [:] }
             return Array(watchers.all.values)
         }
-        for watcher in all { watcher.continuation.finish() }
+        for watcher in all { watcher.follower(nil) }
     }
 
     /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`.

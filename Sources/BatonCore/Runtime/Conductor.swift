@@ -96,9 +96,9 @@ public final class Conductor: Sendable {
     let reactor = Reactor.shared
     private let inbox = Locked(Inbox())
     let core: Locked<Core>
-    /// Watchers of every committed transition: their own lock, because ending a watch's stream
-    /// calls its termination handler, which removes it.
-    let watchers = Locked<(next: Int, all: [Int: (action: String?, continuation: AsyncStream<RunUpdate>.Continuation)])>((0, [:]))
+    /// Watchers of every committed transition (of one action, or all): their own lock, because
+    /// ending a watch's stream calls its termination handler, which removes it.
+    let watchers = Locked<(next: Int, all: [Int: (action: String?, follower: Follower)])>((0, [:]))
 
     public init(actions: [Action], store: any RunStore = MemoryStore(), options: Options = Options()) {
         self.store = store
@@ -217,6 +217,6 @@ public final class Conductor: Sendable {
 
     private func publishToWatchers(_ update: RunUpdate) {
         let targets = watchers.withLock { $0.all.values.filter { $0.action == nil || $0.action == update.run.action } }
-        for watcher in targets { watcher.continuation.yield(update) }
+        for watcher in targets { watcher.follower(update) }
     }
 }

@@ -17,6 +17,11 @@ int baton_spawn(const char *const argv[], const char *const envp[], const char *
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits, or -1 with errno.
 int baton_pidfd_open(pid_t pid);
 
+/// Installs a handler for each signal that writes its number, as one byte, to a pipe; returns
+/// the pipe's non-blocking read end (or -1 with errno). The handler is in place when this returns,
+/// so no signal sent after it is lost, whichever thread the kernel delivers it to.
+int baton_signal_pipe(const int *signals, int count);
+
 /// prctl(PR_SET_CHILD_SUBREAPER): orphaned descendants become this process's children, so that
 /// it can reap what is left of an action's process group. 0 or -1 with errno.
 int baton_set_subreaper(void);

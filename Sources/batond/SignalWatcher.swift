@@ -1,0 +1,34 @@
+import BatonCore
+import CBatonSystem
+import Foundation
+
+/// Delivers signals as an async stream. A C handler, installed before this returns, writes each
+/// signal's number to a pipe that the reactor watches: a signal sent the moment batond says
+/// "ready" is never lost (a dispatch signal source installs its handler later, on another
+/// thread, and a SIGTERM sent before that was ignored, so batond never stopped).
+final class SignalWatcher: Sendable {
+    let stream: AsyncStream<Int32>
+    private let continuation: AsyncStream<Int32>.Continuation
+    private let fd: Int32
+
+    init(_ signals: [Int32]) {
+        (stream, continuation) = AsyncStream<Int32>.makeStream()
+        Glibc.signal(SIGPIPE, SIG_IGN)
+        fd = signals.withUnsafeBufferPointer { baton_signal_pipe($0.baseAddress, Int32($0.count)) }
+        precondition(fd >= 0, "cannot install signal handlers: \(String(cString: strerror(errno)))")
+        let (fd, continuation) = (fd, continuation)
+        Reactor.shared.watch(fd) { _ in
+            var bytes = [UInt8](repeating: 0, count: 64)
+            while true {
+                let n = read(fd, &bytes, bytes.count)
+                guard n > 0 else { return }
+                for byte in bytes[..<n] { continuation.yield(Int32(byte)) }
+            }
+        }
+    }
+
+    func finish() {
+        Reactor.shared.remove(fd)
+        continuation.finish()
+    }
+}
