@@ -1,6 +1,6 @@
 // libFuzzer target: the request decoder. Any bytes must decode to a Request or fail with an
 // error, never crash; a decoded request encodes again, and decodes to the same encoding.
-import BatonIPC
+import BatonCore
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

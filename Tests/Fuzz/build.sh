@@ -6,6 +6,7 @@
 #   durations DurationText.parse / format
 #   times     the CLI's --since/--until parser
 #   patterns  param patterns: compile, and match in linear time
+#   conductor the conductor's pure state: random walks of events, every invariant checked each step
 # The modules are compiled straight with swiftc (SwiftPM would also instrument its build tools).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,9 +29,9 @@ compile() { # name, sources...
     for source in "$@"; do sources+=("$(pwd)/$source"); done
     (cd "$out/obj" && swiftc "${flags[@]}" -module-name "$name" -emit-module -emit-module-path "../modules/$name.swiftmodule" -c "${sources[@]}")
 }
-compile BatonCore Sources/BatonCore/*.swift
-compile BatonStore Sources/BatonStore/*.swift "$out/EmbeddedMigrations.swift"
-compile BatonIPC Sources/BatonIPC/*.swift
+compile BatonCore $(find Sources/BatonCore -name "*.swift")
+compile BatonStore $(find Sources/BatonStore -name "*.swift") "$out/EmbeddedMigrations.swift"
+compile BatonIPC $(find Sources/BatonIPC -name "*.swift")
 
 objects=("$out"/obj/*.o)
 link() { # target, sources...
@@ -41,6 +42,7 @@ link frames Tests/Fuzz/FrameFuzzer.swift
 link requests Tests/Fuzz/RequestFuzzer.swift
 link durations Tests/Fuzz/DurationFuzzer.swift
 link patterns Tests/Fuzz/PatternFuzzer.swift
+link conductor Tests/Fuzz/ConductorFuzzer.swift Tests/BatonCoreTests/ConductorWalk.swift
 link times Tests/Fuzz/TimeFuzzer.swift Sources/baton/TimeText.swift
 link config Tests/Fuzz/ConfigFuzzer.swift Sources/batond/Config.swift Sources/batond/ConfigReader.swift Sources/batond/JSONValue.swift
 echo "built: $(ls "$out"/fuzz-* | tr '\n' ' ')"
