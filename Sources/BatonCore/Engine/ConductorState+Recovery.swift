@@ -22,6 +22,7 @@ extension ConductorState {
         var summary = RecoverySummary()
         for recovered in runs {
             let run = recovered.unfinished.run
+            nextRunID = max(nextRunID, run.id + 1)
             guard let action = recovered.action else {
                 end(recovered.unfinished, .cancelled,
                     TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured"), &step)
@@ -69,7 +70,6 @@ extension ConductorState {
         let snapshot = run.applying(transition)
         flights[run.id] = Flight(run: snapshot, machine: RunMachine(retries: action.retry.attempts), action: action,
                                  runner: nil, seq: transition.seq)
-        nextRunID = max(nextRunID, run.id + 1)
         step.entries.append(.transition(transition))
         step.after.append(.publish(RunUpdate(run: snapshot, transition: transition)))
         // The run's row is durable from its first life; only its new transition is being written,

@@ -1,0 +1,222 @@
+@testable import BatonCore
+import Testing
+
+/// The conductor's decisions as tables of events and effects: no threads, no clock, no store.
+@Suite("Conductor state")
+struct ConductorStateTests {
+    static let now = Timestamp(rawValue: 1_000_000)
+    static let plain = Action(name: "a", exec: ["x"])
+    static let replacing = Action(name: "r", exec: ["x"], policy: .replace)
+    static let joining = Action(name: "j", exec: ["x"], policy: .join)
+    static let queueing = Action(name: "q", exec: ["x"], policy: .queue)
+    static let flaky = Action(name: "f", exec: ["x"], timeout: .seconds(10), retry: RetryPolicy(attempts: 1, backoff: .seconds(2)))
+
+    /// A state and the effects of its last event.
+    struct Harness {
+        var state = ConductorState(maxConcurrentRuns: 2, seed: 1)
+        var effects: [ConductorState.Effect] = []
+
+        mutating func on(_ event: ConductorState.Event) { effects = state.handle(event, at: ConductorStateTests.now) }
+
+        mutating func trigger(_ token: UInt64, _ action: Action, policy: Policy? = nil) {
+            on(.trigger(token, Trigger(action: action, key: action.name, policy: policy ?? action.policy, params: [:], peer: nil)))
+        }
+
+        /// The commit of the write in the last effects (the first one, or the one at `index`).
+        func commit(_ index: Int = 0) -> ConductorState.CommitID? {
+            var ids: [ConductorState.CommitID] = []
+            for case let .write(_, id) in effects { ids.append(id) }
+            return index < ids.count ? ids[index] : nil
+        }
+
+        var written: [JournalEntry] {
+            var all: [JournalEntry] = []
+            for case let .write(entries, _) in effects { all += entries }
+            return all
+        }
+        var phases: [Phase] {
+            written.compactMap {
+                switch $0 {
+                case let .created(_, transition), let .transition(transition): transition.to
+                default: nil
+                }
+            }
+        }
+        var launches: [Int64] {
+            var runs: [Int64] = []
+            for case let .launch(launch) in effects { runs.append(launch.run) }
+            return runs
+        }
+        var answers: [UInt64: ConductorState.Answer] {
+            var all: [UInt64: ConductorState.Answer] = [:]
+            for case let .answer(token, answer) in effects { all[token] = answer }
+            return all
+        }
+        var closed: [Int64] {
+            var runs: [Int64] = []
+            for case let .close(run) in effects { runs.append(run) }
+            return runs
+        }
+    }
+
+    @Test("a trigger of a free key: created and loading in one write; answered and started only once it commits")
+    func createAndStart() throws {
+        var h = Harness()
+        h.trigger(1, Self.plain)
+        #expect(h.phases == [.queued, .loading])
+        #expect(h.launches.isEmpty && h.answers.isEmpty)
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.launches == [1])
+        guard case let .ticket(.created(1), run)? = h.answers[1] else { Issue.record("\(h.effects)"); return }
+        #expect(run.phase == .loading)
+    }
+
+    @Test("replaced before its start was durable: the attempt never starts, and the run ends replaced")
+    func replacedBeforeStart() throws {
+        var h = Harness()
+        h.trigger(1, Self.replacing)
+        let first = try #require(h.commit())
+        h.trigger(2, Self.replacing)
+        #expect(h.phases == [.queued], "run 2 waits for run 1 to be gone")
+        #expect(h.effects.contains(.stop(run: 1, grace: .seconds(5))), "a start still in the commit has nothing to signal yet")
+        let creation = try #require(h.commit())
+        h.on(.committed(first, nil))
+        #expect(h.launches.isEmpty, "run 1 was stopped while its start waited for the commit")
+        #expect(h.phases == [.cancelled])
+        let end = try #require(h.commit())
+        // Run 1 never had a process: run 2 starts once its own creation is durable, its loading
+        // written after run 1's end.
+        h.on(.committed(creation, nil))
+        #expect(h.phases == [.loading])
+        #expect(h.launches == [2])
+        h.on(.committed(end, nil))
+        #expect(h.closed == [1])
+    }
+
+    @Test("a join is answered once its record is durable, with the run as it is then, even if it ended meanwhile")
+    func joinAfterEnd() throws {
+        var h = Harness()
+        h.trigger(1, Self.joining)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.trigger(2, Self.joining)
+        let record = try #require(h.commit())
+        #expect(h.answers.isEmpty)
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
+        let end = try #require(h.commit())
+        h.on(.committed(record, nil))
+        guard case let .ticket(.joined(1), run)? = h.answers[2] else { Issue.record("\(h.effects)"); return }
+        #expect(run.phase == .success)
+        #expect(h.closed.isEmpty, "its waiters hear the end once it is durable")
+        h.on(.committed(end, nil))
+        #expect(h.closed == [1])
+    }
+
+    @Test("cancel while waiting to retry: the run is listed as cancelled, by whom, not with the attempt's error")
+    func cancelRetrying() throws {
+        var h = Harness()
+        h.trigger(1, Self.flaky)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 3))))
+        #expect(h.phases == [.retrying])
+        h.on(.committed(try #require(h.commit()), nil))
+        h.on(.cancel(2, .action("f", key: nil), by: 1000))
+        #expect(h.phases == [.cancelled])
+        #expect(h.answers.isEmpty, "answered once the cancel is durable")
+        h.on(.committed(try #require(h.commit()), nil))
+        guard case let .cancelled(runs)? = h.answers[2] else { Issue.record("\(h.effects)"); return }
+        #expect(runs.map(\.phase) == [.cancelled])
+        #expect(runs.first?.cancelledBy == 1000)
+        #expect(runs.first?.error == nil)
+    }
+
+    @Test("a refused creation answers its error, forgets the run, and frees the key")
+    func refusedCreation() throws {
+        var h = Harness()
+        h.trigger(1, Self.plain)
+        h.on(.committed(try #require(h.commit()), .storeUnavailable("disk full")))
+        #expect(h.answers[1] == .failed(.storeUnavailable("disk full")))
+        #expect(h.closed == [1])
+        #expect(h.launches.isEmpty)
+        h.trigger(2, Self.plain)
+        #expect(h.phases == [.queued, .loading], "the key is free again")
+    }
+
+    @Test("a follow-up starts in the same write as its holder's end")
+    func followUpWithEnd() throws {
+        var h = Harness()
+        h.trigger(1, Self.queueing)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.trigger(2, Self.queueing)
+        h.on(.committed(try #require(h.commit()), nil))
+        guard case .ticket(.followUp(2, after: 1), _)? = h.answers[2] else { Issue.record("\(h.effects)"); return }
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
+        #expect(h.phases == [.success, .loading])
+        #expect(h.launches == [2], "its creation is durable already: it starts while this write commits")
+    }
+
+    @Test("a timeout during the backoff ends the run as failure, reason timeout; the backoff that fires later is ignored")
+    func timeoutDuringBackoff() throws {
+        var h = Harness()
+        h.trigger(1, Self.flaky)
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.effects.contains(.schedule(run: 1, .timeout, after: .seconds(10))))
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 1))))
+        #expect(h.effects.contains { if case .schedule(1, .backoff(1), _) = $0 { true } else { false } })
+        h.on(.timer(run: 1, .timeout))
+        #expect(h.phases == [.failure])
+        guard case let .transition(end)? = h.written.last else { Issue.record("\(h.effects)"); return }
+        #expect(end.detail.reason == "timeout")
+        #expect(h.effects.contains(.cancelTimers(run: 1)))
+        h.on(.timer(run: 1, .backoff(1)))
+        #expect(h.effects.isEmpty)
+    }
+
+    @Test("shutdown: triggers are refused, runs in flight end after the grace, queued runs stay queued")
+    func shutdown() throws {
+        var h = Harness()
+        h.state = ConductorState(maxConcurrentRuns: 1, seed: 1)
+        h.trigger(1, Self.plain)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.trigger(2, Self.joining)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.on(.shutdown)
+        #expect(h.effects.isEmpty)
+        h.trigger(3, Self.replacing)
+        #expect(h.answers[3] == .failed(.shuttingDown))
+        h.on(.graceElapsed)
+        #expect(h.effects == [.stop(run: 1, grace: .seconds(5))])
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
+        #expect(h.phases == [.cancelled])
+        #expect(h.launches.isEmpty, "run 2 stays queued for the next start")
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.effects.contains(.drained))
+        #expect(h.state.inFlight.map(\.phase) == [.queued])
+    }
+
+    @Test("recovery: queued again, restarted, interrupted, dropped and superseded, each a transition")
+    func recovery() throws {
+        var h = Harness()
+        let restart = Action(name: "b", exec: ["x"], onInterrupt: .restart)
+        func unfinished(_ id: Int64, _ action: String, _ phase: Phase) -> UnfinishedRun {
+            UnfinishedRun(run: RunSnapshot(id: id, action: action, key: action, phase: phase, policy: .reject, params: [:],
+                                           trigger: nil, queuedAt: Self.now), lastSeq: phase == .queued ? 1 : 2)
+        }
+        h.on(.recover(1, [
+            RecoveredRun(unfinished(3, "a", .loading), action: Self.plain),
+            RecoveredRun(unfinished(4, "b", .retrying), action: restart),
+            RecoveredRun(unfinished(5, "gone", .queued), action: nil),
+            RecoveredRun(unfinished(6, "a", .queued), action: Self.plain),
+            RecoveredRun(unfinished(7, "a", .queued), action: Self.plain),
+            RecoveredRun(unfinished(8, "a", .queued), action: Self.plain),
+        ]))
+        #expect(h.phases == [.failure, .queued, .cancelled, .queued, .queued, .cancelled, .loading, .loading])
+        h.on(.committed(try #require(h.commit()), nil))
+        var expected = RecoverySummary()
+        expected.interrupted = [3]
+        expected.restarted = [4]
+        expected.requeued = [6, 7]
+        expected.dropped = [5, 8]
+        #expect(h.answers[1] == .recovered(expected))
+        #expect(h.state.nextRunID == 9)
+    }
+}
