@@ -168,4 +168,65 @@ struct CrashTests {
         last.stop()
         withExtendedLifetime(daemons) {}
     }
+
+    /// An attempt starts while its `loading` transition is being written (issue 13): a crash in
+    /// between leaves a process of a run the history calls queued. Recovery must kill it too.
+    @Test("a crash after a run's process started but before its loading was written: recovery kills that process")
+    func processOfQueuedRun() throws {
+        let marks = NSTemporaryDirectory() + "baton-marks-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: marks) }
+        let config = """
+            { maxConcurrentRuns: 1, actions: { long: {
+                exec: ["sh", "-c", "echo $BATON_RUN_ID $$ >> \\"$MARKS\\"; exec sleep 300"], env: { MARKS: "\(marks)" },
+                policy: "queue" } } }
+            """
+        let daemon = try Daemon(config: config)
+        #expect(try daemon.baton("run", "long", "--detach").stdout == "1\n")
+        #expect(try daemon.baton("run", "long", "--detach").stdout == "2\n")   // queued behind run 1
+        try daemon.waitForLog("run 1 long: queued → loading")
+        // Hold the write lock: run 1's end and run 2's loading cannot be written...
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        holder.arguments = ["-c", """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+            c.execute('BEGIN IMMEDIATE')
+            print('locked', flush=True)
+            sys.stdin.readline()
+            c.execute('ROLLBACK')
+            """, daemon.database]
+        let (input, output) = (Pipe(), Pipe())
+        holder.standardInput = input
+        holder.standardOutput = output
+        try holder.run()
+        #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("locked"))
+        // ...while run 1 is cancelled, ends, and run 2's process starts.
+        let client = try Client(path: daemon.socket)
+        try client.send(Request(op: .cancel, run: 1))
+        var second: Int32?
+        for _ in 0..<1_000 where second == nil {
+            let lines = (try? String(contentsOfFile: marks, encoding: .utf8))?.split(separator: "\n") ?? []
+            second = lines.first { $0.hasPrefix("2 ") }.flatMap { Int32($0.split(separator: " ")[1]) }
+            if second == nil { usleep(10_000) }
+        }
+        let pid = try #require(second, "run 2's process did not start")
+        daemon.crash()
+        input.fileHandleForWriting.write(Data("\n".utf8))
+        holder.waitUntilExit()
+        let phases = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT id, phase FROM runs ORDER BY id"])
+        #expect(phases.stdout == "1|loading\n2|queued\n", "the history still calls run 2 queued")
+        #expect(isRunning(pid), "run 2's first process outlived batond")
+
+        let restarted = try Daemon(config: config, reusing: daemon, name: "restarted")
+        try restarted.waitForLog("leftover processes killed")
+        #expect(!isRunning(pid), "recovery left run 2's first process alive")
+        _ = try restarted.baton("cancel", "long")
+    }
+
+    /// Whether a process exists and is not a zombie (an orphan's zombie waits for init to reap it).
+    func isRunning(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
+    }
 }
