@@ -5,8 +5,23 @@ public enum DurationText {
         ("h", 3_600_000_000), ("d", 86_400_000_000), ("w", 604_800_000_000),
     ]
 
-    /// Parses a sequence of number-and-unit parts (`1h30m`); nil when the text is not one.
+    /// The longest duration accepted: 100 years.
+    public static let maximum: Duration = .seconds(100 * 365 * 86_400)
+
+    /// Parses a sequence of number-and-unit parts (`1h30m`); nil when the text is not one, or is
+    /// longer than `maximum`.
     public static func parse(_ text: String) -> Duration? {
+        guard let total = microseconds(text), total <= Double(maximum.microseconds) else { return nil }
+        return .microseconds(Int64(total.rounded()))
+    }
+
+    /// Whether the text is a well-formed duration that is longer than `maximum` (for messages
+    /// that say "too large" rather than "not a duration").
+    public static func isTooLarge(_ text: String) -> Bool {
+        microseconds(text).map { $0 > Double(maximum.microseconds) } ?? false
+    }
+
+    private static func microseconds(_ text: String) -> Double? {
         var rest = Substring(text.trimmingWhitespace())
         guard !rest.isEmpty, rest.utf8.count <= 64 else { return nil }
         var total: Double = 0
@@ -18,8 +33,7 @@ public enum DurationText {
             rest = rest.dropFirst(unit.suffix.count)
             total += value * unit.microseconds
         }
-        guard total <= 100 * 365 * 86_400_000_000 else { return nil }
-        return .microseconds(Int64(total.rounded()))
+        return total
     }
 
     /// Formats a duration briefly: `850ms`, `1.2s`, `42s`, `3m04s`, `2h05m`, `3d04h`.

@@ -37,6 +37,9 @@ struct Config: Sendable, Equatable {
     /// Legal but likely unintended settings, one line each naming the file and field.
     var warnings: [String] = []
 
+    /// The largest config file read: every answer that echoes it (`actions`, `status`) then fits a frame.
+    static let maxSize = 1_048_576
+
     /// Reads and checks a config file; every problem found is reported, each with its field.
     static func load(path: String) throws(ConfigError) -> Config {
         let data: Data
@@ -55,6 +58,10 @@ struct Config: Sendable, Equatable {
         if let offset = Self.firstInvalidUTF8(data) {
             throw ConfigError(file: file, problems: [.init(path: "", message: "not valid UTF-8 (at byte \(offset))")])
         }
+        guard data.count <= Self.maxSize else {
+            throw ConfigError(file: file, problems: [.init(path: "", message: "the file is \(data.count) bytes; a config is at most \(Self.maxSize / 1_048_576) MiB")])
+        }
+        let duplicates = DuplicateKeys.find(in: [UInt8](data))
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         let root: JSONValue
@@ -64,6 +71,7 @@ struct Config: Sendable, Equatable {
             throw ConfigError(file: file, problems: [.init(path: "", message: "not valid JSON5: \(Self.describe(error))")])
         }
         var reader = ConfigReader()
+        for path in duplicates { reader.fail(path, "written twice in the same object: keep one") }
         let config = reader.config(root)
         guard reader.problems.isEmpty, var config else { throw ConfigError(file: file, problems: reader.problems) }
         config.warnings = reader.warnings.map { "\(file): \($0.path): \($0.message)" }

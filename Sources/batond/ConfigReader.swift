@@ -16,6 +16,9 @@ struct ConfigReader {
         "keyParams", "onInterrupt", "retention", "allow", "user", "group", "umask",
     ]
 
+    /// The longest action description, in bytes.
+    static let maxDescription = 1_024
+
     mutating func config(_ root: JSONValue) -> Config? {
         guard let fields = object(root, at: "", allowed: Self.topFields) else { return nil }
         var config = Config()
@@ -33,7 +36,7 @@ struct ConfigReader {
         if let value = fields["maxConnections"] {
             config.maxConnections = integer(value, at: "maxConnections", min: 1, max: 1_000_000) ?? 1
         }
-        if let value = fields["requestTimeout"] { config.requestTimeout = duration(value, at: "requestTimeout") ?? .seconds(10) }
+        if let value = fields["requestTimeout"] { config.requestTimeout = positiveDuration(value, at: "requestTimeout") ?? .seconds(10) }
         if let value = fields["shutdownGrace"] { config.shutdownGrace = duration(value, at: "shutdownGrace") ?? .zero }
         if let value = fields["synchronous"] {
             config.synchronous = choice(value, at: "synchronous", Store.Synchronous.allCases.map { $0.rawValue.lowercased() })
@@ -89,9 +92,12 @@ struct ConfigReader {
             fail("\(at).exec", "missing: what to run, as an argv array such as [\"echo\", \"hello\"]")
         }
         action.description = fields["description"].flatMap { string($0, at: "\(at).description") }
+        if let text = action.description, text.utf8.count > Self.maxDescription {
+            fail("\(at).description", "is \(text.utf8.count) bytes; at most \(Self.maxDescription) (a sentence for listings)")
+        }
         action.cwd = fields["cwd"].flatMap { path($0, at: "\(at).cwd") }
         if let env = fields["env"] { action.env = stringMap(env, at: "\(at).env") ?? [:] }
-        if let timeout = fields["timeout"] { action.timeout = duration(timeout, at: "\(at).timeout") }
+        if let timeout = fields["timeout"] { action.timeout = positiveDuration(timeout, at: "\(at).timeout") }
         if let grace = fields["killGrace"] { action.killGrace = duration(grace, at: "\(at).killGrace") ?? .seconds(5) }
         if let policy = fields["policy"] {
             action.policy = choice(policy, at: "\(at).policy", Policy.allCases.map(\.rawValue)).flatMap(Policy.init(rawValue:)) ?? .reject
@@ -267,7 +273,7 @@ struct ConfigReader {
         return isAlnum(first) && name.unicodeScalars.allSatisfy { isAlnum($0) || $0 == "-" || $0 == "_" || $0 == "." }
     }
 
-    private mutating func fail(_ path: String, _ message: String) {
+    mutating func fail(_ path: String, _ message: String) {
         problems.append(.init(path: path, message: message))
     }
 
@@ -316,8 +322,22 @@ struct ConfigReader {
         if case let .number(seconds) = value, seconds >= 0, seconds < 3_153_600_000 {
             return .microseconds(Int64(seconds * 1_000_000))
         }
+        if case let .string(text) = value, DurationText.isTooLarge(text) {
+            fail(at, "\(Action.quoted(text)) is too long: at most \(DurationText.format(DurationText.maximum))")
+            return nil
+        }
         guard case let .string(text) = value, let duration = DurationText.parse(text) else {
             fail(at, "expected a duration such as \"30s\", \"5m\" or \"1h30m\", got \(Self.show(value))")
+            return nil
+        }
+        return duration
+    }
+
+    /// A duration that must be more than zero (a timeout of 0 would fail every run at once).
+    private mutating func positiveDuration(_ value: JSONValue, at: String) -> Duration? {
+        guard let duration = duration(value, at: at) else { return nil }
+        guard duration > .zero else {
+            fail(at, "must be more than 0 (leave it out for no limit)")
             return nil
         }
         return duration
@@ -360,6 +380,7 @@ struct ConfigReader {
         case let .string(text): Action.quoted(text)
         // Whole numbers print without ".0" when they fit an Int64 (converting a larger one would trap;
         // found by the config fuzzer).
+        case let .number(number) where !number.isFinite: "a number too large to represent"
         case let .number(number): number.rounded() == number && abs(number) < 9.2e18 ? String(Int64(number)) : String(number)
         case let .bool(flag): String(flag)
         default: value.kind

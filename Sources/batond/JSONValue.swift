@@ -24,7 +24,9 @@ enum JSONValue: Decodable, Equatable {
         if single.decodeNil() { self = .null }
         else if let value = try? single.decode(Bool.self) { self = .bool(value) }
         else if let value = try? single.decode(Double.self) { self = .number(value) }
-        else { self = .string(try single.decode(String.self)) }
+        else if let value = try? single.decode(String.self) { self = .string(value) }
+        // A number too large for a Double (1e400): kept, so the field it is in can say so.
+        else { self = .number(.infinity) }
     }
 
     /// What the value is, for error messages: "a string", "an array", …

@@ -58,10 +58,37 @@ struct ConfigTests {
         (#"{ retention: { maxAge: "forever" }, actions: { a: { exec: ["x"] } } }"#, "retention.maxAge: expected a duration"),
         (#"{ actions: { a: { exec: ["x"], retention: { maxRunsPerAction: 0 } } } }"#, "actions.a.retention.maxRunsPerAction: expected a whole number from 1"),
         (#"{ actions: { a: { exec: ["x"], retention: { keep: "1d" } } } }"#, "actions.a.retention.keep: unknown field"),
+        (#"{ actions: { dup: { exec: ["x"] }, dup: { exec: ["y"] } } }"#, "actions.dup: written twice in the same object"),
+        (#"{ actions: { a: { exec: ["x"], timeout: "1s", "timeout": "2s" } } }"#, "actions.a.timeout: written twice"),
+        (#"{ actions: { a: { exec: ["x"], timeout: "0s" } } }"#, "actions.a.timeout: must be more than 0"),
+        (#"{ actions: { a: { exec: ["x"], timeout: "106751991d" } } }"#, "actions.a.timeout: \"106751991d\" is too long: at most"),
+        (#"{ maxConcurrentRuns: 1e400, actions: { a: { exec: ["x"], timeout: "soon" } } }"#,
+         "maxConcurrentRuns: expected a whole number from 1 to 1000000, got a number too large to represent"),
+        ("{ actions: { a: { exec: [\"x\"], description: \"" + String(repeating: "d", count: 2_000) + "\" } } }",
+         "actions.a.description: is 2000 bytes; at most 1024"),
     ])
     func errors(text: String, expected: String) {
         let found = problems(text)
         #expect(found.contains { $0.hasPrefix(expected) }, "\(found)")
+    }
+
+    @Test("1e400 does not hide the other errors; keys in strings, comments and nested objects are not duplicates")
+    func numbersAndDuplicates() {
+        let found = problems(#"{ maxConcurrentRuns: 1e400, actions: { a: { exec: ["x"], timeout: "soon" } } }"#)
+        #expect(found.contains { $0.hasPrefix("actions.a.timeout: expected a duration") }, "\(found)")
+        let clean = problems(#"""
+            // timeout: twice in a comment, timeout:
+            { actions: { a: { exec: ["timeout:", "timeout:"], /* env: { */ env: { timeout: "1" }, timeout: "1s",
+              params: { p: { default: "a, b: c" }, q: { default: 'it\'s' } } } } }
+            """#)
+        #expect(clean.isEmpty, "\(clean)")
+        #expect(DuplicateKeys.find(in: Array(#"{ a: { b: 1, c: [ { b: 1 }, { b: 2, b: 3 } ] }, a: 2 }"#.utf8)) == ["a.c.b", "a"])
+    }
+
+    @Test("a config over 1 MiB is refused before it is parsed")
+    func tooLarge() {
+        let found = problems("{ actions: { a: { exec: [\"x\"] } } }" + String(repeating: " ", count: 1_048_577))
+        #expect(found.first?.contains("a config is at most 1 MiB") == true, "\(found)")
     }
 
     @Test("a pattern with nested quantifiers is accepted with a warning naming its field; others draw none")
