@@ -58,7 +58,7 @@ extension Action {
     public func resolvePolicy(_ requested: Policy?) throws(BatonError) -> Policy {
         guard let requested, requested != policy else { return policy }
         guard policies.contains(requested) else {
-            let allowed = ([policy] + policies.sorted { $0.rawValue < $1.rawValue }).map(\.rawValue)
+            let allowed = ([policy] + policies.subtracting([policy]).sorted { $0.rawValue < $1.rawValue }).map(\.rawValue)
             throw .badRequest("action \(name) does not allow policy \(requested.rawValue) (allowed: \(allowed.joined(separator: ", ")))")
         }
         return requested

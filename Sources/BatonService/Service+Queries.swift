@@ -31,6 +31,7 @@ extension Service {
         }
         var response = Response(id: request.id)
         response.actions = infos
+        response.storeProblem = journal.unavailableReason
         return response
     }
 

@@ -34,6 +34,8 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
 public enum StoreError: Error, Sendable, CustomStringConvertible {
     /// The file cannot be opened or read as a database.
     case cannotOpen(path: String, DatabaseError)
+    /// The file (or its journal, or its directory) cannot be written.
+    case readOnly(path: String, String)
     /// The file is a database, but not Baton's history.
     case notBatonDatabase(path: String)
     /// The file was migrated by a newer Baton; nothing was changed in it.
@@ -47,6 +49,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         switch self {
         case let .cannotOpen(path, error):
             "cannot open the history database \(path): \(error.message)"
+        case let .readOnly(path, reasons):
+            "the history database \(path) cannot be written (\(reasons)); batond needs to write it: check its mode, owner, "
+                + "the mount, and `lsattr` for the immutable flag"
         case let .notBatonDatabase(path):
             "\(path) is a SQLite database but not a Baton history (it has tables and no schema_migrations); nothing was changed"
         case let .schemaTooNew(path, found, supported):

@@ -28,12 +28,16 @@ public final class Store: RunStore, @unchecked Sendable {
         public var maxBatch: Int
         /// How long to wait before retrying after a write failed for lack of space or an I/O error.
         public var retryDelay: Duration
+        /// Told why writes fail when they start failing, and nil when they work again (for the log).
+        public var onProblem: (@Sendable (String?) -> Void)?
 
-        public init(synchronous: Synchronous = .full, busyTimeout: Duration = .seconds(5), maxBatch: Int = 2_000, retryDelay: Duration = .milliseconds(500)) {
+        public init(synchronous: Synchronous = .full, busyTimeout: Duration = .seconds(5), maxBatch: Int = 2_000,
+                    retryDelay: Duration = .milliseconds(500), onProblem: (@Sendable (String?) -> Void)? = nil) {
             self.synchronous = synchronous
             self.busyTimeout = busyTimeout
             self.maxBatch = maxBatch
             self.retryDelay = retryDelay
+            self.onProblem = onProblem
         }
     }
 
@@ -50,19 +54,28 @@ public final class Store: RunStore, @unchecked Sendable {
     public let path: String
     let options: Options
     /// Guards `pending`, `closing`, `failure` and `written`, and wakes the writer.
-    private let condition = NSCondition()
-    private var pending: [Item] = []
-    private var closing = false
-    private var writerDone = false
+    let condition = NSCondition()
+    var pending: [Item] = []
+    var closing = false
+    var writerDone = false
     /// Why the last write failed, while writes keep failing.
-    private var failure: String?
+    var failure: String?
     /// Liveness checks waiting for the writer thread to come round its loop.
-    private var pings: [@Sendable () -> Void] = []
+    var pings: [@Sendable () -> Void] = []
     /// Journal items and transactions committed so far (the average group size is their ratio).
-    private var committedItems = 0
-    private var committedTransactions = 0
-    private var writer: Connection?
+    var committedItems = 0
+    var committedTransactions = 0
+    var writer: Connection?
     private let readQueue = DispatchQueue(label: "baton.store.reader")
+    /// The database file as opened: a file at the path with another identity, or none, means it
+    /// was deleted or replaced under batond.
+    let identity: FileIdentity?
+    /// The highest run id committed (ids are never given out twice, even if the file is lost).
+    var highestRunID: Int64 = 0
+    /// Set (under `condition`) once the file is gone: nothing more is written to it.
+    var lost = false
+    /// Journal items that could not be written before close.
+    var unwritten = 0
     /// Used only on `readQueue`.
     private let reader: Connection
 
@@ -78,6 +91,7 @@ public final class Store: RunStore, @unchecked Sendable {
             if found > Migrator.latestVersion {
                 throw StoreError.schemaTooNew(path: path, found: found, supported: Migrator.latestVersion)
             }
+            try Self.refuseReadOnly(writer, path: path)
             try Self.configure(writer, options: options)
             try Migrator.migrate(writer)
             reader = try Self.open(path, options)
@@ -91,6 +105,8 @@ public final class Store: RunStore, @unchecked Sendable {
             throw .database(DatabaseError(code: SQLITE_ERROR, message: "\(error)"))
         }
         self.writer = writer
+        identity = FileIdentity(path: path)
+        highestRunID = (try? History(connection: reader).recoverableState().nextRunID - 1) ?? 0
         let thread = Thread { [self] in writerLoop() }
         thread.name = "baton-store-writer"
         thread.start()
@@ -206,126 +222,9 @@ public final class Store: RunStore, @unchecked Sendable {
         condition.broadcast()
         let deadline = Date().addingTimeInterval(timeout.secondsValue)
         while !writerDone && condition.wait(until: deadline) {}
-        let lost = writerDone ? 0 : pending.count
+        let lost = (writerDone ? 0 : pending.count) + unwritten
         condition.unlock()
         return lost
-    }
-
-    private func writerLoop() {
-        guard let connection = writer else { return }
-        var held: [Item] = []
-        while true {
-            condition.lock()
-            while pending.isEmpty && held.isEmpty && pings.isEmpty && !closing { condition.wait() }
-            let answered = pings
-            pings = []
-            if !answered.isEmpty {
-                condition.unlock()
-                for ping in answered { ping() }
-                condition.lock()
-            }
-            if pending.isEmpty && held.isEmpty && !closing {
-                condition.unlock()
-                continue
-            }
-            if pending.isEmpty && held.isEmpty {
-                writerDone = true
-                let last = pings
-                pings = []
-                condition.broadcast()
-                condition.unlock()
-                for ping in last { ping() }
-                break
-            }
-            let take = min(pending.count, max(options.maxBatch - held.count, 1))
-            let batch = held + pending.prefix(take)
-            pending.removeFirst(take)
-            condition.unlock()
-
-            do {
-                let results = try write(batch, on: connection)
-                held = []
-                condition.lock()
-                failure = nil
-                committedItems += batch.count
-                committedTransactions += 1
-                condition.unlock()
-                for (item, result) in zip(batch, results) { item.completion(result) }
-            } catch {
-                let message = (error as? DatabaseError)?.message ?? "\(error)"
-                let busy = (error as? DatabaseError)?.isBusy ?? false
-                if !busy { setFailure(message) }
-                // Creations are refused at once; everything else waits for the next try, in order.
-                held = batch.filter { item in
-                    if item.refusedWhileFailing && !busy { item.completion(.failure(.storeUnavailable(message))); return false }
-                    return true
-                }
-                condition.lock()
-                let stop = closing
-                if !stop { _ = condition.wait(until: Date().addingTimeInterval(busy ? 0.01 : options.retryDelay.secondsValue)) }
-                condition.unlock()
-                if stop && !busy {
-                    // Shutting down with a disk that stays full: give up on what cannot be written.
-                    for item in held { item.completion(.failure(.storeUnavailable(message))) }
-                    held = []
-                }
-            }
-        }
-        writer = nil
-    }
-
-    private func setFailure(_ message: String?) {
-        condition.lock()
-        failure = message
-        condition.unlock()
-    }
-
-    /// Writes a batch in one transaction. An item that is wrong in itself (an illegal phase change)
-    /// fails alone and is rolled back; a busy or full database fails the whole batch. Items are
-    /// written without savepoints first (a bad item is a bug, so this is the path taken); only
-    /// when one fails is the batch written again with a savepoint around each item.
-    private func write(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
-        do {
-            try connection.transaction(immediate: true) {
-                for item in batch { try writeItem(item, on: connection) }
-            }
-            return Array(repeating: .success(()), count: batch.count)
-        } catch let error as DatabaseError where error.isBusy || error.isFull || error.primaryCode == SQLITE_IOERR {
-            throw error
-        } catch {
-            return try writeIsolated(batch, on: connection)
-        }
-    }
-
-    private func writeIsolated(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
-        var results: [Result<Void, BatonError>] = []
-        results.reserveCapacity(batch.count)
-        try connection.transaction(immediate: true) {
-            for item in batch {
-                try connection.cached("SAVEPOINT item") { try $0.run([]) }
-                do {
-                    try writeItem(item, on: connection)
-                    try connection.cached("RELEASE item") { try $0.run([]) }
-                    results.append(.success(()))
-                } catch let error as DatabaseError where error.isBusy || error.isFull || error.primaryCode == SQLITE_IOERR {
-                    throw error
-                } catch {
-                    try connection.execute("ROLLBACK TO item; RELEASE item")
-                    results.append(.failure(.internalError("history write refused: \(Self.describe(error))")))
-                }
-            }
-        }
-        return results
-    }
-
-    private func writeItem(_ item: Item, on connection: Connection) throws {
-        for entry in item.entries { try JournalWriter.write(entry, on: connection) }
-        try item.work?(connection)
-    }
-
-    /// An error for people: SQLite's message without the SQL, or the error's own description.
-    static func describe(_ error: any Error) -> String {
-        (error as? DatabaseError)?.message ?? "\(error)"
     }
 
     // MARK: Reading

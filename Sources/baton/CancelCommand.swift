@@ -1,15 +1,20 @@
 import BatonCore
 import BatonIPC
 
-/// `baton cancel ACTION|RUN`: stop runs in flight.
+/// `baton cancel ACTION|RUN`: stop runs in flight, and wait until they have ended.
 enum CancelCommand {
     static let spec = CommandSpec(
         name: "cancel",
-        abstract: "Cancel runs. RUN cancels one run; ACTION every run in flight of it. Queued runs are dropped; loading ones get SIGTERM on their process group, then SIGKILL after the action's killGrace.",
+        abstract: """
+            Cancel runs and wait until they have ended (like systemctl stop), printing how each ended. RUN cancels one \
+            run; ACTION every run in flight of it. Queued runs are dropped; loading ones get SIGTERM on their process \
+            group, then SIGKILL after the action's killGrace. A run that had already ended is reported as it ended.
+            """,
         arguments: "ACTION|RUN",
         options: [
             OptionSpec(long: "key", short: nil, value: "KEY", help: "only the runs of this key (with ACTION)"),
-            OptionSpec(long: "json", short: nil, value: nil, help: "print the runs cancelled as JSON"),
+            OptionSpec(long: "no-wait", short: nil, value: nil, help: "return once the cancel is recorded, without waiting for the runs to end"),
+            OptionSpec(long: "json", short: nil, value: nil, help: "print the runs as JSON (as they ended, or as they were with --no-wait)"),
         ],
         run: run)
 
@@ -19,13 +24,27 @@ enum CancelCommand {
         }
         let request = Int64(target).map { Request(op: .cancel, run: $0) }
             ?? Request(op: .cancel, action: target, key: arguments.value("key"))
-        let runs = try context.call(request).runs ?? []
+        var runs = try context.call(request).runs ?? []
+        let alreadyEnded = Set(runs.filter(\.phase.isTerminal).map(\.id))
+        if !arguments.flag("no-wait") {
+            runs = try runs.map { run in
+                run.phase.isTerminal ? run : (try context.call(Request(op: .wait, run: run.id)).run ?? run)
+            }
+        }
         if arguments.flag("json") {
             print(Format.json(runs))
         } else if runs.isEmpty {
             print("nothing in flight to cancel")
         } else {
-            for run in runs { print("cancelling \(run.action) run \(run.id) (was \(run.phase.rawValue))") }
+            for run in runs {
+                if alreadyEnded.contains(run.id) {
+                    print("\(run.action) run \(run.id) had already ended: \(Format.phaseWord(run)) \(Format.age(run.endedAt ?? run.queuedAt))")
+                } else if run.phase.isTerminal {
+                    print(RunCommand.outcomeLine(run, shared: false, context: context))
+                } else {
+                    print("cancelling \(run.action) run \(run.id) (\(run.phase.rawValue))")
+                }
+            }
         }
         return ExitCode.success
     }

@@ -78,6 +78,11 @@ struct CommandSpec: Sendable {
             if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
                 name = String(argument[..<equals])
                 inline = String(argument[argument.index(after: equals)...])
+            } else if !argument.hasPrefix("--"), argument.count > 2,
+                      options.contains(where: { $0.value != nil && $0.short.map { "-\($0)" } == String(argument.prefix(2)) }) {
+                // A short option with its value attached: -n1, -penv=prod.
+                name = String(argument.prefix(2))
+                inline = String(argument.dropFirst(2))
             }
             let option = options.first { name == "--" + $0.long || (name.count == 2 && $0.short.map { "-\($0)" } == name) }
             guard let option else { throw UsageError("baton \(self.name): unknown option \(name)") }

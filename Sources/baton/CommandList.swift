@@ -30,7 +30,7 @@ enum CommandList {
           3   the run was cancelled
           69  batond cannot be reached
           70  internal error in batond
-          75  busy: rejected because a run is in flight, or batond is shutting down
+          75  try again later: busy (a run is in flight), batond shutting down, or its history cannot be written (a full disk)
           77  forbidden
         """
 }

@@ -81,10 +81,12 @@ enum Format {
         return String(text.prefix(width - 1)) + "…"
     }
 
-    /// The terminal's width, or 100 when not on a terminal.
-    static var terminalWidth: Int {
+    /// The terminal's width (of stdout, or of `fd`), or 100 when not on a terminal.
+    static var terminalWidth: Int { width(of: 1) }
+
+    static func width(of fd: Int32) -> Int {
         var size = winsize()
-        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
         if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) { return columns }
         return 100
     }
@@ -111,7 +113,9 @@ enum Format {
     static func json<T: Encodable>(_ value: T, pretty: Bool = true) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        guard let text = (try? encoder.encode(value)).map({ String(decoding: $0, as: UTF8.self) }) else { return "null" }
+        // JSONEncoder prints an empty object or array over three lines; `{}` and `[]` read better.
+        return pretty ? text.replacing(/\{\n\s*\n\s*\}/, with: "{}").replacing(/\[\n\s*\n\s*\]/, with: "[]") : text
     }
 }
 

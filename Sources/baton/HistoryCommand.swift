@@ -75,6 +75,9 @@ enum HistoryCommand {
             }
             apply(time)
         }
+        if let since = filter.since, let until = filter.until, until < since {
+            throw UsageError("baton history: --until (\(Format.time(until))) is before --since (\(Format.time(since))): no run can match")
+        }
         filter.params = try arguments.pairs("param", command: "history")
         if let limit = arguments.value("limit") {
             guard let value = Int(limit), value >= 0, value <= 100_000 else {

@@ -71,9 +71,23 @@ enum RunCommand {
         case .failure:
             return context.paint("✗", .red) + " \(name) failed after \(took): \(run.error ?? "no error recorded")"
         case .cancelled:
-            return context.paint("⊘", .yellow) + " \(name) cancelled: \(run.error ?? run.reason ?? "cancelled")"
+            return context.paint("⊘", .yellow) + " \(name) " + cancelled(run)
         default:
             return "\(name) is \(run.phase.rawValue)"
+        }
+    }
+}
+
+extension RunCommand {
+    /// Why a run was cancelled, in words: `cancelled by alice after 2.1s`, `replaced by run 9`,
+    /// `cancelled: batond shut down`.
+    static func cancelled(_ run: RunSnapshot) -> String {
+        let after = run.startedAt == nil ? " before it started" : " after \(Format.duration(run))"
+        if let uid = run.cancelledBy { return "cancelled by \(Format.userName(uid))" + after }
+        switch run.reason {
+        case "replaced": return (run.error ?? "replaced by another run") + after
+        case "cancelled", nil: return "cancelled" + after
+        default: return "cancelled" + after + ": " + (run.error ?? run.reason ?? "")
         }
     }
 }
@@ -112,7 +126,9 @@ final class Spinner: @unchecked Sendable {
         lock.withLock {
             guard let run, timer != nil else { return }
             frame += 1
-            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + Self.line(run, frame: frame)).utf8))
+            // Cut to the terminal's width: a line that wraps would leave a line behind at each redraw.
+            let line = Format.fit(Self.line(run, frame: frame), Format.width(of: 2) - 1).trimmingTrailingSpaces()
+            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + line).utf8))
         }
     }
 

@@ -22,16 +22,17 @@ enum StatusCommand {
         let now = Timestamp.now
         let rows = actions.map { action -> [String] in
             let live = action.inFlight ?? []
-            let active = live.first { $0.phase != .queued }
             let queued = live.filter { $0.phase == .queued }.count
-            var parts: [String] = []
-            if let active {
-                var part = "\(active.phase.rawValue) \(Format.duration(active, now: now)) (run \(active.id))"
+            // Every run in flight, one per key: an action with keyParams may have several.
+            var parts = live.filter { $0.phase != .queued }.map { active in
+                var part = "\(active.phase.rawValue) \(Format.duration(active, now: now)) (run \(active.id)"
+                if active.key != active.action { part += ", " + active.key.dropFirst(active.action.count + 1) }
+                part += ")"
                 if let fraction = active.progress?.fraction { part += " \(Int(fraction * 100))%" }
-                parts.append(part)
+                return part
             }
             if queued > 0 { parts.append("\(queued) queued") }
-            let state = parts.isEmpty ? "idle" : parts.joined(separator: ", ")
+            let state = parts.isEmpty ? "idle" : parts.joined(separator: "; ")
             var last = "never run"
             if let run = action.last {
                 let word = context.paint(Format.phaseWord(run), phase: run.phase)
@@ -39,6 +40,10 @@ enum StatusCommand {
                 if run.phase == .failure, let error = run.error { last += ": \(error)" }
             }
             return [action.name + (action.removed == true ? " (removed from the config)" : ""), state, last]
+        }
+        if let problem = response.storeProblem {
+            print(context.paint("the history cannot be written: \(problem)", .red))
+            print("new triggers are refused, and what happens to runs in flight waits in batond's memory until it can\n")
         }
         print(Format.table(["ACTION", "STATE", "LAST"], rows), terminator: "")
         return ExitCode.success

@@ -40,7 +40,10 @@ enum Daemon {
         let store: Store
         do {
             try Paths.ensureParent(of: databasePath)
-            store = try Store(path: databasePath, options: Store.Options(synchronous: config.synchronous))
+            store = try Store(path: databasePath, options: Store.Options(synchronous: config.synchronous, onProblem: { problem in
+                if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
+                else { Log.info("the history can be written again") }
+            }))
         } catch {
             Log.error("\(error)")
             return 1

@@ -210,13 +210,12 @@ struct ConductorStateTests {
             RecoveredRun(unfinished(8, "a", .queued), action: Self.plain),
         ]))
         #expect(h.phases == [.failure, .queued, .cancelled, .queued, .queued, .cancelled, .loading, .loading])
-        h.on(.committed(try #require(h.commit()), nil))
         var expected = RecoverySummary()
         expected.interrupted = [3]
         expected.restarted = [4]
         expected.requeued = [6, 7]
         expected.dropped = [5, 8]
-        #expect(h.answers[1] == .recovered(expected))
+        #expect(h.answers[1] == .recovered(expected), "answered at once: a full disk at start must not hold batond back")
         #expect(h.state.nextRunID == 9)
     }
 }

@@ -42,7 +42,9 @@ extension ConductorState {
                 summary.dropped.append(run.id)
             }
         }
-        step.answer(token, .recovered(summary))
+        // Answered at once: the decisions are made, and their writes go before anything later
+        // (a full disk holds them in memory; batond serves meanwhile instead of hanging at start).
+        step.effects.append(.answer(token, .recovered(summary)))
         admit(&step)
     }
 

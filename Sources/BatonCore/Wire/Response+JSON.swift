@@ -37,6 +37,7 @@ extension Response {
             for run in runs { run.write(to: &json) }
             json.endArray()
         }
+        json.field("storeProblem", storeProblem)
         json.field("version", version)
         json.field("pid", pid)
         json.endObject()

@@ -26,6 +26,8 @@ public struct Response: Codable, Sendable {
     public var stats: [ActionStats]?
     /// prune: runs removed (or that would be) per action.
     public var prune: PruneReport?
+    /// status: why the history cannot be written right now (new triggers are refused meanwhile).
+    public var storeProblem: String?
     /// ping: the daemon's version and pid.
     public var version: String?
     public var pid: Int32?

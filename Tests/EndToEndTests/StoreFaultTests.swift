@@ -1,0 +1,76 @@
+import BatonCore
+import BatonIPC
+import Foundation
+import Testing
+
+/// The history file taken away or made unwritable under batond (issue 12, items 2, 3 and 11).
+@Suite("End to end: the history file deleted, read-only, or on a full disk at start", .serialized)
+struct StoreFaultTests {
+    @Test("a history deleted while batond runs: noticed and logged, triggers refused naming the file, ids never reused after a restart")
+    func deleted() throws {
+        let config = #"{ actions: { a: { exec: ["true"] } } }"#
+        let daemon = try Daemon(config: config)
+        for id in 1...3 { #expect(try daemon.baton("run", "a").stdout.contains("a run \(id) succeeded")) }
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: daemon.database + suffix) }
+        let refused = try daemon.baton("run", "a")
+        #expect(refused.code == 75)
+        #expect(refused.stderr.contains("\(daemon.database) was deleted while batond ran"), "\(refused.stderr)")
+        try daemon.waitForLog("the history cannot be written: the history file \(daemon.database) was deleted")
+        let status = try Client(path: daemon.socket).call(Request(op: .status))
+        #expect(status.storeProblem?.contains("deleted") == true)
+        #expect(try daemon.baton("status").stdout.contains("the history cannot be written"))
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+
+        // The next start finds a new file that remembers the ids given out.
+        let restarted = try Daemon(config: config, reusing: daemon, name: "restarted")
+        #expect(try restarted.baton("run", "a").stdout.contains("a run 4 succeeded"))
+    }
+
+    @Test("an immutable history file (or -wal) at start: batond refuses to start, naming the file and why, without SQL")
+    func readOnly() throws {
+        let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
+        daemon.stop()
+        for file in [daemon.database, daemon.database + "-wal"] {
+            FileManager.default.createFile(atPath: file, contents: FileManager.default.contents(atPath: file) ?? Data())
+            #expect(try execute("/usr/bin/chattr", ["+i", file]).code == 0)
+            defer { _ = try? execute("/usr/bin/chattr", ["-i", file]) }
+            let result = try execute(Binaries.batond, ["--config", daemon.configPath, "--socket", daemon.socket, "--database", daemon.database])
+            #expect(result.code == 1)
+            #expect(result.stderr.contains("the history database \(daemon.database) cannot be written"), "\(result.stderr)")
+            #expect(result.stderr.contains(file))
+            #expect(!result.stderr.contains("INSERT") && !result.stderr.contains("SQLite error"), "\(result.stderr)")
+        }
+    }
+
+    @Test("a full disk at start with recovery pending: batond still serves, logs why, shows it in status, and refuses triggers (exit 75)")
+    func fullAtStart() throws {
+        let mount = NSTemporaryDirectory() + "baton-full-start-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        let mounted = try execute("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mount])
+        try #require(mounted.code == 0, "cannot mount a small tmpfs: \(mounted.stderr)")
+        defer {
+            _ = try? execute("/usr/bin/umount", [mount])
+            try? FileManager.default.removeItem(atPath: mount)
+        }
+        let config = #"{ actions: { long: { exec: ["sleep", "300"] }, a: { exec: ["true"] } } }"#
+        let first = try Daemon(config: config, database: mount + "/history.sqlite")
+        #expect(try first.baton("run", "long", "--detach").stdout == "1\n")
+        try first.waitForLog("run 1 long: queued → loading")
+        first.crash()
+        _ = try execute("/usr/bin/dd", ["if=/dev/zero", "of=\(mount)/filler", "bs=4096"])
+
+        let second = try Daemon(config: config, reusing: first, name: "second")
+        try second.waitForLog("the history cannot be written")
+        let status = try second.baton("status")
+        #expect(status.code == 0)
+        #expect(status.stdout.contains("the history cannot be written"), "\(status.stdout)")
+        let refused = try second.baton("run", "a")
+        #expect(refused.code == 75, "\(refused.stderr)")
+        try FileManager.default.removeItem(atPath: mount + "/filler")
+        try second.waitForLog("the history can be written again")
+        let run = try execute("/usr/bin/sqlite3", [mount + "/history.sqlite", "SELECT phase, reason FROM runs WHERE id = 1"])
+        #expect(run.stdout == "failure|interrupted\n")
+        #expect(try second.baton("run", "a").code == 0)
+    }
+}
