@@ -30,14 +30,24 @@ public final class Server: Sendable {
         /// second holds a connection at most this long).
         public var requestTimeout: Duration
 
+        /// Bytes of unsent output a streaming connection (`watch`) may hold: a watcher that stops
+        /// reading is dropped sooner than a client waiting for one answer.
+        public var streamingOutputLimit: Int
+        /// Bytes of unsent output all connections together may hold; past it the connections
+        /// holding the most are dropped, streaming ones first, until they fit again.
+        public var totalOutputLimit: Int
+
         /// Requests of one connection being handled at once; past it the server stops reading that
         /// connection until half of them are answered (a client pipelining faster than it is served
         /// cannot pile up work).
         public var maxRequestsInFlight: Int
 
         public init(frameLimit: Int = 1 << 20, outputLimit: Int = 16 << 20, maxConnections: Int = 20_000,
-                    maxConnectionsPerUser: Int = 256, requestTimeout: Duration = .seconds(10), maxRequestsInFlight: Int = 1_024) {
+                    maxConnectionsPerUser: Int = 256, requestTimeout: Duration = .seconds(10), maxRequestsInFlight: Int = 1_024,
+                    streamingOutputLimit: Int = 1 << 20, totalOutputLimit: Int = 64 << 20) {
             self.maxRequestsInFlight = maxRequestsInFlight
+            self.streamingOutputLimit = streamingOutputLimit
+            self.totalOutputLimit = totalOutputLimit
             self.frameLimit = frameLimit
             self.outputLimit = outputLimit
             self.maxConnections = maxConnections
@@ -56,6 +66,10 @@ public final class Server: Sendable {
     /// Open connections per uid; only the server thread touches it.
     private nonisolated(unsafe) var perUser: [UInt32: Int] = [:]
     private let stopping = Atomic<Bool>(false)
+    /// A descriptor held in reserve, to answer a client when all others are in use.
+    private let reserve = Locked(open("/dev/null", O_RDONLY | O_CLOEXEC))
+    /// Unsent output of all connections, against `limits.totalOutputLimit`.
+    let budget: OutputBudget
     private let finished = Locked<[CheckedContinuation<Void, Never>]?>([])
 
     private static let listenToken: UInt64 = 0
@@ -67,6 +81,11 @@ public final class Server: Sendable {
         self.delegate = delegate
         epoll = baton_epoll_create()
         wakeFD = baton_eventfd()
+        let wake = wakeFD
+        budget = OutputBudget(limit: limits.totalOutputLimit) {
+            var one: UInt64 = 1
+            _ = write(wake, &one, 8)
+        }
         guard epoll >= 0, wakeFD >= 0 else { throw .system("epoll_create", path: "", errno: errno) }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         _ = baton_epoll_ctl(epoll, Epoll.add, fd, Epoll.input, Self.listenToken)
@@ -106,6 +125,7 @@ public final class Server: Sendable {
             if ContinuousClock.now - lastSweep >= .milliseconds(500) {
                 lastSweep = ContinuousClock.now
                 dropSlowRequests()
+                if budget.isOver { enforceBudget() }
             }
             for index in 0..<Int(count) {
                 switch tokens[index] {
@@ -114,6 +134,7 @@ public final class Server: Sendable {
                 case Self.wakeToken:
                     var value: UInt64 = 0
                     _ = read(wakeFD, &value, 8)
+                    if budget.isOver { enforceBudget() }
                 default:
                     guard let connection = connections.withLock({ $0[tokens[index]] }) else { continue }
                     let mask = events[index]
@@ -139,6 +160,7 @@ public final class Server: Sendable {
             let fd = baton_accept(listenFD)
             if fd < 0 {
                 if errno == EINTR { continue }
+                if errno == EMFILE || errno == ENFILE { refuseWithoutDescriptors() }
                 return
             }
             var uid: UInt32 = 0, gid: UInt32 = 0, pid: Int32 = 0
@@ -146,8 +168,9 @@ public final class Server: Sendable {
             let token = nextToken
             nextToken += 1
             let connection = ServerConnection(fd: fd, token: token, peer: Peer(uid: uid, gid: gid, pid: pid),
-                                              epoll: epoll, frameLimit: limits.frameLimit, outputLimit: limits.outputLimit,
-                                              maxInFlight: limits.maxRequestsInFlight)
+                                              epoll: epoll, frameLimit: limits.frameLimit,
+                                              outputLimits: (limits.outputLimit, limits.streamingOutputLimit),
+                                              maxInFlight: limits.maxRequestsInFlight, budget: budget)
             let full = connections.withLock { $0.count >= limits.maxConnections }
             let limited = uid != 0 && uid != geteuid() && perUser[uid, default: 0] >= limits.maxConnectionsPerUser
             if full || limited {
@@ -202,6 +225,34 @@ public final class Server: Sendable {
         }
     }
 
+    /// Out of file descriptors: the pending client would wait in the kernel's queue for nothing.
+    /// A descriptor kept in reserve is given up to accept it, tell it why, and close it.
+    private func refuseWithoutDescriptors() {
+        reserve.withLock { reserve in
+            guard reserve >= 0 else { return }
+            Glibc.close(reserve)
+            let fd = baton_accept(listenFD)
+            if fd >= 0 {
+                let line = #"{"ok":false,"error":{"code":"busy","message":"batond has no file descriptors left for a connection"}}"# + "\n"
+                _ = line.withCString { write(fd, $0, strlen($0)) }
+                Glibc.close(fd)
+            }
+            reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        }
+    }
+
+    /// Drops the connections holding the most unsent output, streaming ones first, until all
+    /// of it fits in three quarters of the total limit again.
+    private func enforceBudget() {
+        let candidates = connections.withLock { Array($0.values) }
+            .map { ($0, $0.unsentCount) }
+            .filter { $0.1 > 0 }
+            .sorted { ($0.0.isStreaming ? 1 : 0, $0.1) > ($1.0.isStreaming ? 1 : 0, $1.1) }
+        for (connection, _) in candidates where budget.total > budget.limit * 3 / 4 {
+            connection.close()
+        }
+    }
+
     private func drop(_ connection: ServerConnection) {
         guard connections.withLock({ $0.removeValue(forKey: connection.token) }) != nil else { return }
         if let count = perUser[connection.peer.uid] {
@@ -219,7 +270,9 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
     let fd: Int32
     let token: UInt64
     private let epoll: Int32
-    private let outputLimit: Int
+    /// The unsent output allowed: for request-answer connections, and once `markStreaming`.
+    private let outputLimits: (normal: Int, streaming: Int)
+    private let budget: OutputBudget
     /// Touched only by the server thread.
     var splitter: FrameSplitter
     /// When the request line now in the splitter began to arrive; server thread only.
@@ -237,21 +290,32 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
         var inputEnded = false
         /// Reading stopped until enough requests in flight are answered.
         var readingPaused = false
+        /// The connection follows a stream (`watch`): the smaller output limit applies.
+        var streaming = false
     }
 
     private let maxInFlight: Int
 
-    init(fd: Int32, token: UInt64, peer: Peer, epoll: Int32, frameLimit: Int, outputLimit: Int, maxInFlight: Int = 1_024) {
+    init(fd: Int32, token: UInt64, peer: Peer, epoll: Int32, frameLimit: Int, outputLimits: (Int, Int), maxInFlight: Int = 1_024,
+         budget: OutputBudget) {
         self.fd = fd
         self.token = token
         self.peer = peer
         self.epoll = epoll
-        self.outputLimit = outputLimit
+        self.outputLimits = outputLimits
+        self.budget = budget
         self.maxInFlight = max(maxInFlight, 1)
         self.splitter = FrameSplitter(limit: frameLimit)
     }
 
     public var isClosed: Bool { lock.withLock { $0.closed } }
+
+    /// Marks the connection as following a stream: a client that stops reading it is dropped
+    /// once `streamingOutputLimit` bytes wait.
+    public func markStreaming() { lock.withLock { $0.streaming = true } }
+
+    var isStreaming: Bool { lock.withLock { $0.streaming } }
+    var unsentCount: Int { lock.withLock { $0.output.count } }
 
     /// Whether the server thread should read more from this connection now.
     var mayRead: Bool { lock.withLock { !$0.closed && !$0.inputEnded && !$0.readingPaused } }
@@ -309,6 +373,8 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
     public func send(_ line: [UInt8]) {
         lock.withLock { state in
             guard !state.closed else { return }
+            let before = state.output.count
+            defer { budget.add(state.output.count - before) }
             if state.output.isEmpty {
                 var sent = 0
                 let total = line.count + 1
@@ -327,7 +393,7 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
                 state.output.append(contentsOf: line)
                 state.output.append(UInt8(ascii: "\n"))
             }
-            if state.output.count > outputLimit {
+            if state.output.count > (state.streaming ? outputLimits.streaming : outputLimits.normal) {
                 shut(&state)
                 return
             }
@@ -342,6 +408,8 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
     func flush() {
         lock.withLock { state in
             guard !state.closed else { return }
+            let before = state.output.count
+            defer { budget.add(state.output.count - before) }
             while !state.output.isEmpty {
                 let n = state.output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
                 if n > 0 { state.output.removeFirst(n); continue }
@@ -363,6 +431,7 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
     private func shut(_ state: inout OutputState) {
         guard !state.closed else { return }
         state.closed = true
+        budget.add(-state.output.count)
         state.output = []
         // The descriptor stays open until the server thread releases it, so it cannot be reused
         // under a concurrent send; shutdown wakes that thread with a hang-up.
@@ -372,6 +441,7 @@ public final class ServerConnection: @unchecked Sendable, Hashable {
     /// Closes the descriptor for good (server thread, once the connection is dropped).
     func release() {
         lock.withLock { state in
+            if !state.closed { budget.add(-state.output.count) }
             state.closed = true
             state.output = []
             _ = baton_epoll_ctl(epoll, Epoll.delete, fd, 0, 0)
@@ -393,4 +463,26 @@ enum Epoll {
     static let add: Int32 = 1
     static let delete: Int32 = 2
     static let modify: Int32 = 3
+}
+
+/// The unsent output of every connection together; past its limit the server is woken to drop
+/// the connections holding the most.
+final class OutputBudget: Sendable {
+    let limit: Int
+    private let bytes = Atomic<Int>(0)
+    private let wake: @Sendable () -> Void
+
+    init(limit: Int, wake: @escaping @Sendable () -> Void) {
+        self.limit = limit
+        self.wake = wake
+    }
+
+    var total: Int { bytes.load(ordering: .relaxed) }
+    var isOver: Bool { total > limit }
+
+    func add(_ delta: Int) {
+        guard delta != 0 else { return }
+        let (_, now) = bytes.add(delta, ordering: .relaxed)
+        if delta > 0, now > limit, now - delta <= limit { wake() }
+    }
 }

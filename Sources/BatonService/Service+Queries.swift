@@ -104,6 +104,7 @@ extension Service {
         if let name = request.action, generation.actions[name] == nil {
             return send(.failure(request.id, WireError(.unknownAction(name))), to: connection)
         }
+        connection.markStreaming()
         let updates = conductor.watch(action: request.action)
         var started = Response(id: request.id, ok: nil)
         started.event = "watching"

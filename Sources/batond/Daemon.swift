@@ -98,7 +98,7 @@ enum Daemon {
                               }))
         let server: Server
         do {
-            server = try Server(listening: listenFD, limits: Server.Limits(maxConnections: config.maxConnections, maxConnectionsPerUser: config.maxConnectionsPerUser,
+            server = try Server(listening: listenFD, limits: Server.Limits(maxConnections: Self.openFileRoom(for: config), maxConnectionsPerUser: config.maxConnectionsPerUser,
                                                                            requestTimeout: config.requestTimeout), delegate: handler)
         } catch {
             Log.error("\(error)")
@@ -148,6 +148,27 @@ enum Daemon {
         if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
         Log.info("batond stopped")
         return 0
+    }
+
+    /// Raises the open-file limit to what `maxConnections` and the runs need (each running attempt
+    /// holds a pidfd and three pipes), up to the hard limit; returns how many connections fit
+    /// (fewer than `maxConnections`, with a warning, when the hard limit is lower).
+    static func openFileRoom(for config: Config) -> Int {
+        let forRuns = config.maxConcurrentRuns * 4 + 128
+        let wanted = rlim_t(config.maxConnections + forRuns)
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return config.maxConnections }
+        if limit.rlim_cur < wanted {
+            limit.rlim_cur = min(wanted, limit.rlim_max)
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        let room = max(Int(limit.rlim_cur) - forRuns, 8)
+        if room < config.maxConnections {
+            Log.warning("the open-file limit (\(limit.rlim_cur)) leaves room for \(room) connections, not maxConnections "
+                + "(\(config.maxConnections)); raise LimitNOFILE= to allow more")
+        }
+        return min(room, config.maxConnections)
     }
 
     /// The group that owns a file, or nil when it cannot be read.

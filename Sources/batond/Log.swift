@@ -16,10 +16,13 @@ enum Log {
         return UInt64(parts[0]) == UInt64(info.st_dev) && UInt64(parts[1]) == UInt64(info.st_ino)
     }()
 
+    /// Writes a message; each of its lines is a line of the log (the first as given, the rest
+    /// indented), each with the priority prefix when stderr is the journal.
     static func write(_ level: Level, _ message: String) {
         let prefix = toJournal ? "<\(level.rawValue)>" : ""
-        let line = prefix + message.replacingOccurrences(of: "\n", with: " | ") + "\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        let lines = message.split(separator: "\n", omittingEmptySubsequences: false)
+        let text = lines.enumerated().map { index, line in prefix + (index == 0 ? "" : "  ") + line + "\n" }.joined()
+        FileHandle.standardError.write(Data(text.utf8))
     }
 
     /// journald's native socket (`BATON_JOURNAL_SOCKET` overrides it, for tests).

@@ -12,7 +12,7 @@ struct HostileTests {
         let fd: Int32
         init(_ path: String) throws { fd = try UnixSocket.connect(path: path) }
         deinit { close(fd) }
-        func send(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+        func send(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
         /// Everything until the daemon closes the connection (or 10 s pass).
         func readToEnd() -> String {
             var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -127,6 +127,77 @@ struct HostileTests {
         let grown = Self.rss(daemon) - before
         let bound = Self.sanitized ? 1_500_000 : 300_000
         #expect(grown < bound, "batond grew by \(grown) KiB for one greedy client")
+    }
+
+    /// Issue 12, item 9: 100 watchers that never read, with 2,000 runs, took batond from 29 MB to 1.7 GB.
+    @Test("watchers that never read are dropped at their own, smaller limit; batond's memory stays bounded and triggers go on")
+    func slowWatchers() throws {
+        let daemon = try Daemon(config: #"{ socketMode: "0666", maxConcurrentRuns: 4, actions: { a: { exec: ["true"], params: { k: {} }, keyParams: ["k"] } } }"#)
+        let before = Self.rss(daemon)
+        let watchers = try (0..<100).map { _ in
+            let raw = try Raw(daemon.socket)
+            var size: Int32 = 4_096
+            setsockopt(raw.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            raw.send(Array(#"{"op":"watch"}"#.utf8) + [10])
+            return raw
+        }
+        let client = try Client(path: daemon.socket)
+        for batch in 0..<20 {
+            for index in 0..<100 { try client.send(Request(op: .trigger, action: "a", params: ["k": "\(batch)-\(index)"], detach: true)) }
+            for _ in 0..<100 { #expect(try client.receive(timeout: .seconds(30))?.ok == true) }
+        }
+        // Every watcher fell behind by more than its limit and was closed.
+        let closed = watchers.filter { raw in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(raw.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(raw.fd, $0.baseAddress, $0.count) }
+                if n == 0 { return true }
+                if n < 0 { return false }
+            }
+        }
+        #expect(closed.count == 100)
+        let grown = Self.rss(daemon) - before
+        let bound = Self.sanitized ? 1_500_000 : 200_000
+        #expect(grown < bound, "batond grew by \(grown) KiB for 100 watchers that never read")
+        #expect(try Client(path: daemon.socket).call(Request(op: .trigger, action: "a", params: ["k": "last"])).run?.phase == .success)
+    }
+
+    /// Issue 12, item 12: at 20,600 connections batond hit its open-file limit, sent no `busy`, and
+    /// a new client hung in the kernel's queue.
+    @Test("the open-file limit: raised where the hard limit allows, and connections beyond it are told busy, not left hanging")
+    func openFileLimit() throws {
+        let directory = NSTemporaryDirectory() + "baton-nofile-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let wrapper = directory + "/batond"
+        try "#!/bin/sh\nexec /usr/bin/prlimit --nofile=200:300 \(Binaries.batond) \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        chmod(wrapper, 0o755)
+        try #"{ socketMode: "0666", maxConcurrentRuns: 2, actions: { a: { exec: ["true"] } } }"#
+            .write(toFile: directory + "/c.json5", atomically: true, encoding: .utf8)
+        let daemon = try Daemon(binary: wrapper, configPath: directory + "/c.json5", directory: directory)
+        // Soft 200 raised to the hard 300; 300 - (2 runs × 4 + 128) = 164 connections fit.
+        try daemon.waitForLog("the open-file limit (300) leaves room for 164 connections")
+        var clients = try (0..<200).map { _ in try Raw(daemon.socket) }
+        // Each answers a ping, or was told at once that there is no room, and closed.
+        let answers = clients.map { raw -> String in
+            raw.send(Array(#"{"op":"ping"}"#.utf8) + [10])
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(raw.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let n = buffer.withUnsafeMutableBytes { read(raw.fd, $0.baseAddress, $0.count) }
+            return n > 0 ? String(decoding: buffer[..<n], as: UTF8.self) : ""
+        }
+        #expect(answers.filter { $0.contains("\"ok\":true") }.count == 164)
+        #expect(answers.filter { $0.contains("\"busy\"") }.count == 36)
+        clients.removeAll()
+        var ping: Response?
+        for _ in 0..<100 where ping?.ok != true {
+            ping = try? Client(path: daemon.socket).call(Request(op: .ping))
+            if ping?.ok != true { usleep(10_000) }
+        }
+        #expect(ping?.ok == true)
     }
 
     @Test("maxConnections bounds connections from everyone, root too; the next is told why, and slots come back")

@@ -1,0 +1,67 @@
+import BatonCore
+import BatonIPC
+import Foundation
+import Testing
+
+/// The smallest request docs/protocol.md documents for each operation is answered (issue 12,
+/// item 6: optional fields were required), and every limit is the same wherever it applies.
+@Suite("End to end: the smallest documented request of each operation")
+struct ProtocolTests {
+    static let requests: [(String, String)] = [
+        (#"{"op":"ping"}"#, #""version""#),
+        (#"{"op":"trigger","action":"a"}"#, #""decision":"created""#),
+        (#"{"op":"status"}"#, #""actions""#),
+        (#"{"op":"actions"}"#, #""actions""#),
+        (#"{"op":"history"}"#, #""runs""#),
+        (#"{"op":"history","filter":{}}"#, #""runs""#),
+        (#"{"op":"history","filter":{"limit":5}}"#, #""runs""#),
+        (#"{"op":"history","filter":{"actions":["a"]}}"#, #""runs""#),
+        (#"{"op":"stats"}"#, #""stats""#),
+        (#"{"op":"stats","action":"a"}"#, #""stats""#),
+        (#"{"op":"stats","filter":{"actions":["a"]}}"#, #""stats""#),
+        (#"{"op":"denied"}"#, #""triggers""#),
+        (#"{"op":"denied","filter":{"limit":5}}"#, #""triggers""#),
+        (#"{"op":"prune"}"#, #""prune""#),
+        (#"{"op":"reload"}"#, #""ok":true"#),
+        (#"{"op":"cancel","action":"a"}"#, #""runs""#),
+        (#"{"op":"watch"}"#, #""event":"watching""#),
+    ]
+
+    @Test("each operation with only its required fields", arguments: requests)
+    func smallest(request: String, expected: String) throws {
+        let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
+        let client = try Client(path: daemon.socket)
+        try client.sendRaw(Data((request + "\n").utf8))
+        var line = ""
+        while !line.contains(#""ok":"#) && !line.contains("watching") {
+            line = String(decoding: try #require(try client.receiveLine(timeout: .seconds(10))), as: UTF8.self)
+        }
+        #expect(line.contains(expected), "\(request) → \(line)")
+        #expect(!line.contains(#""ok":false"#), "\(request) → \(line)")
+    }
+
+    @Test("limits are the same for every operation that takes a filter", arguments: ["history", "stats", "denied"])
+    func limits(op: String) throws {
+        let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
+        for limit in ["-1", "1000000000000"] {
+            let answer = try Client(path: daemon.socket).call(Request(op: Operation(rawValue: op)!, filter: try JSONDecoder().decode(
+                HistoryFilter.self, from: Data(#"{"limit":\#(limit)}"#.utf8))))
+            #expect(answer.error?.code == .badRequest, "\(op) with limit \(limit)")
+            #expect(answer.error?.message.contains("filter.limit must be from 0 to 100000") == true)
+        }
+    }
+
+    @Test("a request with a field of the wrong type names the field and the JSON kind, never a Swift type")
+    func wrongTypes() throws {
+        let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
+        let client = try Client(path: daemon.socket)
+        for (request, expected) in [(#"{"op":"trigger","action":"a","params":{"k":1}}"#, "params.k: expected a string"),
+                                    (#"{"op":"show","run":"x"}"#, "run: expected a whole number"),
+                                    (#"{"op":"trigger","action":"a","params":[1]}"#, "params: expected an object")] {
+            try client.sendRaw(Data((request + "\n").utf8))
+            let line = String(decoding: try #require(try client.receiveLine(timeout: .seconds(10))), as: UTF8.self)
+            #expect(line.contains(expected), "\(request) → \(line)")
+            #expect(!line.contains("Dictionary") && !line.contains("Int64") && !line.contains("Swift"), "\(line)")
+        }
+    }
+}
