@@ -77,7 +77,7 @@ struct ConfigReader {
         return config
     }
 
-    private mutating func action(_ name: String, _ value: JSONValue) -> Action? {
+    mutating func action(_ name: String, _ value: JSONValue) -> Action? {
         let at = "actions.\(name)"
         if !Self.isValidName(name) {
             fail(at, "an action name is 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit")
@@ -137,7 +137,7 @@ struct ConfigReader {
     }
 
     /// `{ trigger: { users: ["deploy"], groups: ["ops"] }, cancel: …, read: … }`; `"*"` in users is everyone.
-    private mutating func allow(_ value: JSONValue, at: String) -> AccessPolicy.Override {
+    mutating func allow(_ value: JSONValue, at: String) -> AccessPolicy.Override {
         guard let fields = object(value, at: at, allowed: ["trigger", "cancel", "read"]) else { return .init() }
         var result = AccessPolicy.Override()
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
@@ -161,7 +161,7 @@ struct ConfigReader {
 
     /// `user` (and `group`) of an action, resolved: uid, gid, supplementary groups, home and shell.
     /// Only a batond running as root can run a process as another user.
-    private mutating func runAs(_ value: JSONValue, group: JSONValue?, at: String) -> RunAs? {
+    mutating func runAs(_ value: JSONValue, group: JSONValue?, at: String) -> RunAs? {
         guard let name = string(value, at: "\(at).user") else { return nil }
         var buffer = [CChar](repeating: 0, count: 16_384)
         var entry = passwd()
@@ -185,16 +185,16 @@ struct ConfigReader {
     }
 
     /// A user name or number, as a uid; a problem when no such user exists.
-    private mutating func userID(_ name: String, at: String) -> UInt32? {
+    mutating func userID(_ name: String, at: String) -> UInt32? {
         databaseID(name, at: at, kind: "user") { getpwnam($0)?.pointee.pw_uid }
     }
 
     /// A group name or number, as a gid; a problem when no such group exists.
-    private mutating func groupID(_ name: String, at: String) -> UInt32? {
+    mutating func groupID(_ name: String, at: String) -> UInt32? {
         databaseID(name, at: at, kind: "group") { getgrnam($0)?.pointee.gr_gid }
     }
 
-    private mutating func databaseID(_ name: String, at: String, kind: String, lookup: (String) -> UInt32?) -> UInt32? {
+    mutating func databaseID(_ name: String, at: String, kind: String, lookup: (String) -> UInt32?) -> UInt32? {
         if let id = UInt32(name) { return id }
         guard let id = lookup(name) else {
             fail(at, "no \(kind) named \(Action.quoted(name))")
@@ -203,7 +203,7 @@ struct ConfigReader {
         return id
     }
 
-    private mutating func retention(_ value: JSONValue, at: String) -> Retention.Override {
+    mutating func retention(_ value: JSONValue, at: String) -> Retention.Override {
         guard let fields = object(value, at: at, allowed: ["maxAge", "keepFailures", "maxRunsPerAction"]) else { return .init() }
         var retention = Retention.Override()
         if let maxAge = fields["maxAge"] { retention.maxAge = duration(maxAge, at: "\(at).maxAge") }
@@ -214,7 +214,7 @@ struct ConfigReader {
         return retention
     }
 
-    private mutating func retry(_ value: JSONValue, at: String) -> RetryPolicy {
+    mutating func retry(_ value: JSONValue, at: String) -> RetryPolicy {
         guard let fields = object(value, at: at, allowed: ["attempts", "backoff", "maxBackoff"]) else { return .none }
         var retry = RetryPolicy(attempts: 0)
         if let attempts = fields["attempts"] { retry.attempts = integer(attempts, at: "\(at).attempts", min: 0, max: 100) ?? 0 }
@@ -223,7 +223,7 @@ struct ConfigReader {
         return retry
     }
 
-    private mutating func params(_ value: JSONValue, at: String) -> [String: ParamSpec] {
+    mutating func params(_ value: JSONValue, at: String) -> [String: ParamSpec] {
         guard case let .object(fields) = value else {
             fail(at, "expected an object of params by name, got \(value.kind)")
             return [:]
@@ -251,7 +251,7 @@ struct ConfigReader {
 
     /// A param pattern compiled; a warning for nested quantifiers, which are safe here but a
     /// trap if the same pattern is used with a backtracking engine.
-    private mutating func pattern(_ source: String, at path: String) -> ParamPattern? {
+    mutating func pattern(_ source: String, at path: String) -> ParamPattern? {
         do {
             let pattern = try ParamPattern(source)
             if pattern.hasNestedQuantifier {
@@ -262,128 +262,6 @@ struct ConfigReader {
         } catch {
             fail(path, "not a valid pattern: \(error.description): \(Action.quoted(source))")
             return nil
-        }
-    }
-
-    // MARK: Field readers
-
-    static func isValidName(_ name: String) -> Bool {
-        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 64 else { return false }
-        let isAlnum: (Unicode.Scalar) -> Bool = { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
-        return isAlnum(first) && name.unicodeScalars.allSatisfy { isAlnum($0) || $0 == "-" || $0 == "_" || $0 == "." }
-    }
-
-    mutating func fail(_ path: String, _ message: String) {
-        problems.append(.init(path: path, message: message))
-    }
-
-    /// Notes something legal but likely unintended; the config is still accepted.
-    mutating func warn(_ path: String, _ message: String) {
-        warnings.append(.init(path: path, message: message))
-    }
-
-    private mutating func object(_ value: JSONValue, at: String, allowed: Set<String>) -> [String: JSONValue]? {
-        guard case let .object(fields) = value else {
-            fail(at, "expected an object, got \(value.kind)")
-            return nil
-        }
-        for key in fields.keys.sorted() where !allowed.contains(key) {
-            fail(at.isEmpty ? key : "\(at).\(key)", "unknown field (known: \(allowed.sorted().joined(separator: ", ")))")
-        }
-        return fields
-    }
-
-    private mutating func string(_ value: JSONValue, at: String) -> String? {
-        guard case let .string(text) = value else {
-            fail(at, "expected a string, got \(value.kind)")
-            return nil
-        }
-        return text
-    }
-
-    private mutating func path(_ value: JSONValue, at: String) -> String? {
-        guard let text = string(value, at: at) else { return nil }
-        guard text.hasPrefix("/") else {
-            fail(at, "expected an absolute path, got \(Action.quoted(text))")
-            return nil
-        }
-        return text
-    }
-
-    private mutating func integer(_ value: JSONValue, at: String, min: Int, max: Int = 1_000_000) -> Int? {
-        guard case let .number(number) = value, number.rounded() == number, number >= Double(min), number <= Double(max) else {
-            fail(at, "expected a whole number from \(min) to \(max), got \(Self.show(value))")
-            return nil
-        }
-        return Int(number)
-    }
-
-    private mutating func duration(_ value: JSONValue, at: String) -> Duration? {
-        if case let .number(seconds) = value, seconds >= 0, seconds < 3_153_600_000 {
-            return .microseconds(Int64(seconds * 1_000_000))
-        }
-        if case let .string(text) = value, DurationText.isTooLarge(text) {
-            fail(at, "\(Action.quoted(text)) is too long: at most \(DurationText.format(DurationText.maximum))")
-            return nil
-        }
-        guard case let .string(text) = value, let duration = DurationText.parse(text) else {
-            fail(at, "expected a duration such as \"30s\", \"5m\" or \"1h30m\", got \(Self.show(value))")
-            return nil
-        }
-        return duration
-    }
-
-    /// A duration that must be more than zero (a timeout of 0 would fail every run at once).
-    private mutating func positiveDuration(_ value: JSONValue, at: String) -> Duration? {
-        guard let duration = duration(value, at: at) else { return nil }
-        guard duration > .zero else {
-            fail(at, "must be more than 0 (leave it out for no limit)")
-            return nil
-        }
-        return duration
-    }
-
-    private mutating func choice(_ value: JSONValue, at: String, _ options: [String]) -> String? {
-        guard case let .string(text) = value, options.contains(text) else {
-            fail(at, "expected one of \(options.joined(separator: ", ")), got \(Self.show(value))")
-            return nil
-        }
-        return text
-    }
-
-    private mutating func stringArray(_ value: JSONValue, at: String) -> [String]? {
-        guard case let .array(items) = value else {
-            fail(at, "expected an array of strings, got \(value.kind)")
-            return nil
-        }
-        var strings: [String] = []
-        for (index, item) in items.enumerated() {
-            if let text = string(item, at: "\(at)[\(index)]") { strings.append(text) }
-        }
-        return strings
-    }
-
-    private mutating func stringMap(_ value: JSONValue, at: String) -> [String: String]? {
-        guard case let .object(fields) = value else {
-            fail(at, "expected an object of strings, got \(value.kind)")
-            return nil
-        }
-        var map: [String: String] = [:]
-        for (key, item) in fields {
-            if let text = string(item, at: "\(at).\(key)") { map[key] = text }
-        }
-        return map
-    }
-
-    private static func show(_ value: JSONValue) -> String {
-        switch value {
-        case let .string(text): Action.quoted(text)
-        // Whole numbers print without ".0" when they fit an Int64 (converting a larger one would trap;
-        // found by the config fuzzer).
-        case let .number(number) where !number.isFinite: "a number too large to represent"
-        case let .number(number): number.rounded() == number && abs(number) < 9.2e18 ? String(Int64(number)) : String(number)
-        case let .bool(flag): String(flag)
-        default: value.kind
         }
     }
 }
