@@ -98,24 +98,24 @@ extension Service {
         return response
     }
 
-    /// Streams every committed transition of the actions the peer may read (re-checked against
-    /// each generation), until the connection closes or batond stops.
-    func watch(_ request: Request, _ connection: ServerConnection) async {
+    /// Streams every committed transition of the actions the peer may read (checked against the
+    /// generation in force at each), until the connection closes or batond stops. The updates go
+    /// out from the thread that learns of each commit: no task and no buffer of its own, so a
+    /// watcher that stops reading is held to the connection's output limit alone.
+    func watch(_ exchange: Exchange) -> Int? {
+        let request = exchange.request
         if let name = request.action, generation.actions[name] == nil {
-            return send(.failure(request.id, WireError(.unknownAction(name))), to: connection)
+            exchange.fail(.unknownAction(name))
+            return nil
         }
-        connection.markStreaming()
-        let updates = conductor.watch(action: request.action)
+        exchange.connection.markStreaming()
         var started = Response(id: request.id, ok: nil)
         started.event = "watching"
-        send(started, to: connection)
-        for await update in updates {
-            if Task.isCancelled { break }
-            guard update.transition != nil, allowed(.read, update.run.action, generation, connection.peer) else { continue }
-            send(.update(request.id, update), to: connection)
-        }
-        if !Task.isCancelled {
-            send(.failure(request.id, WireError(code: .shuttingDown, message: "batond is shutting down")), to: connection)
+        exchange.event(started)
+        return conductor.observe(action: request.action) { [self] update in
+            guard let update else { return exchange.fail(.stopped("batond is shutting down")) }
+            guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
+            exchange.event(.update(request.id, update))
         }
     }
 }

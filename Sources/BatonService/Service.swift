@@ -31,8 +31,8 @@ public final class Service: ServerDelegate, Sendable {
     private let current: Locked<Generation>
     /// Groups per uid from the user database, with when they were read.
     let groupCache = Locked<[UInt32: (groups: [UInt32], at: ContinuousClock.Instant)]>([:])
-    /// Watches per connection, cancelled when it closes.
-    private let watches = Locked<[ObjectIdentifier: [Task<Void, Never>]]>([:])
+    /// Watches per connection (the conductor's observer ids), stopped when it closes.
+    private let watches = Locked<[ObjectIdentifier: [Int]]>([:])
 
     public init(conductor: Conductor, history: any HistoryReader, journal: any RunStore, generation: Generation, hooks: Hooks) {
         self.conductor = conductor
@@ -80,11 +80,11 @@ public final class Service: ServerDelegate, Sendable {
         case .wait: wait(exchange, generation)
         case .cancel: cancel(exchange, generation)
         case .watch:
-            let task = Task {
-                await self.watch(request, connection)
-                connection.endRequest()
+            if let id = watch(exchange) {
+                watches.withLock { $0[ObjectIdentifier(connection), default: []].append(id) }
+                // Closed before the watch was registered: stop it now.
+                if connection.isClosed { closed(connection) }
             }
-            watches.withLock { $0[ObjectIdentifier(connection), default: []].append(task) }
         // The history and the admin hooks: on a task.
         case .history, .show, .stats, .denied, .reload, .prune:
             Task {
@@ -98,8 +98,8 @@ public final class Service: ServerDelegate, Sendable {
     }
 
     public func closed(_ connection: ServerConnection) {
-        let tasks = watches.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
-        for task in tasks { task.cancel() }
+        let ids = watches.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
+        for id in ids { conductor.stopObserving(id) }
     }
 
     /// Answers a request that reads the history or calls a hook. Each operation has its own

@@ -17,7 +17,13 @@ struct CommandSpec: Sendable {
     var options: [OptionSpec]
     var run: @Sendable (ParsedArguments, Context) throws -> Int32
 
-    /// The exact help text of the command.
+    /// Options every command takes, anywhere on the line (`baton history --database F` as well as
+    /// `baton --database F history`); the last one given wins.
+    static let global: [OptionSpec] = [
+        OptionSpec(long: "socket", value: "PATH", help: "batond's socket (default: $BATON_SOCKET, yours, then the system's)"),
+        OptionSpec(long: "database", value: "PATH", help: "read this history file directly, without batond"),
+    ]
+
     /// Text with each line longer than `width` broken at spaces.
     static func wrap(_ text: String, width: Int) -> String {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
@@ -42,22 +48,24 @@ struct CommandSpec: Sendable {
         return String(text[..<end.lowerBound])
     }
 
+    /// The exact help text of the command.
     var help: String {
         var text = "Usage: baton \(name)\(arguments.isEmpty ? "" : " " + arguments)\(options.isEmpty ? "" : " [options]")\n\n\(Self.wrap(abstract, width: 100))\n"
-        if !options.isEmpty {
-            text += "\nOptions:\n"
-            let rows = options.map { option -> (String, String) in
-                var left = option.short.map { "-\($0), " } ?? "    "
-                left += "--\(option.long)"
-                if let value = option.value { left += " \(value)" }
-                return (left, option.help)
-            }
-            let width = rows.map(\.0.count).max() ?? 0
-            for (left, right) in rows {
-                text += "  " + left + String(repeating: " ", count: width - left.count + 2) + right + "\n"
-            }
-        }
+        if !options.isEmpty { text += "\nOptions:\n" + Self.table(options) }
+        text += "\nGlobal options:\n" + Self.table(Self.global)
         return text
+    }
+
+    /// Options as aligned rows: `-n, --limit N  what it does`.
+    static func table(_ options: [OptionSpec]) -> String {
+        let rows = options.map { option -> (String, String) in
+            var left = option.short.map { "-\($0), " } ?? "    "
+            left += "--\(option.long)"
+            if let value = option.value { left += " \(value)" }
+            return (left, option.help)
+        }
+        let width = rows.map(\.0.count).max() ?? 0
+        return rows.map { left, right in "  " + left + String(repeating: " ", count: width - left.count + 2) + right + "\n" }.joined()
     }
 
     /// Splits arguments into option values and positionals; throws naming the bad argument.
@@ -84,7 +92,7 @@ struct CommandSpec: Sendable {
                 name = String(argument.prefix(2))
                 inline = String(argument.dropFirst(2))
             }
-            let option = options.first { name == "--" + $0.long || (name.count == 2 && $0.short.map { "-\($0)" } == name) }
+            let option = (options + Self.global).first { name == "--" + $0.long || (name.count == 2 && $0.short.map { "-\($0)" } == name) }
             guard let option else { throw UsageError("baton \(self.name): unknown option \(name)") }
             if option.value != nil {
                 guard let value = inline ?? rest.popFirst() else { throw UsageError("baton \(self.name): \(name) needs a value") }

@@ -10,7 +10,7 @@ enum CommandList {
     ]
 
     static let usage = """
-        Usage: baton [--socket PATH] [--database PATH] COMMAND [options]
+        Usage: baton COMMAND [options]   (--socket and --database may come anywhere)
 
         Trigger batond's actions and query their history.
 
@@ -18,8 +18,11 @@ enum CommandList {
         \(all.map { "  " + $0.name.padding(toLength: 12, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
         Global options:
-          --socket PATH    batond's socket (default: $BATON_SOCKET, $XDG_RUNTIME_DIR/baton.sock, or /run/baton/baton.sock as root)
-          --database PATH  read the history from this file instead of asking batond
+          --socket PATH    batond's socket (default: $BATON_SOCKET, $XDG_RUNTIME_DIR/baton.sock if it exists,
+                           else /run/baton/baton.sock, the system daemon's)
+          --database PATH  read the history from this file instead of asking batond (when batond is down,
+                           the file of the daemon the socket names is read: /var/lib/baton/history.sqlite
+                           for the system daemon's)
           --version        print the version
           -h, --help       show this help; `baton COMMAND --help` for a command
 

@@ -18,6 +18,12 @@ final class Context {
         useColor = isTerminal && env["NO_COLOR"] == nil && env["TERM"] != "dumb"
     }
 
+    /// The history file read when batond does not answer and no --database was given: the
+    /// system's history when the socket is the system daemon's, else this user's default.
+    var fallbackDatabasePath: String {
+        socketPath == SocketPath.system ? DatabasePath.system : DatabasePath.default()
+    }
+
     /// A connection to batond, or a `Failure` that says how to start it.
     func connect() throws -> Client {
         do {

@@ -34,15 +34,15 @@ enum Query {
             do {
                 return pick(try context.call(request))
             } catch let failure as Failure where failure.code == ExitCode.unavailable {
-                // batond is down: read the file at its default path.
+                // batond is down: read the file that daemon keeps (see Context.fallbackDatabasePath).
             }
         }
-        let path = context.databasePath ?? DatabasePath.default()
+        let path = context.databasePath ?? context.fallbackDatabasePath
         do {
             return try file(History.openReadOnly(path: path))
         } catch {
             throw Failure(code: ExitCode.unavailable, message: "batond is not running and the history at \(path) cannot be read: \(error)",
-                          hint: "pass --database PATH")
+                          hint: context.databasePath == nil ? "pass --database PATH" : nil)
         }
     }
 }

@@ -38,9 +38,10 @@ import Foundation
         print(command.help, terminator: "")
         return ExitCode.success
     }
-    let context = Context(socketPath: socket ?? SocketPath.forClient(), databasePath: database)
     do {
         let parsed = try command.parse(Array(arguments))
+        let socketPath = parsed.value("socket") ?? socket ?? SocketPath.forClient()
+        let context = Context(socketPath: socketPath, databasePath: parsed.value("database") ?? database)
         return try command.run(parsed, context)
     } catch {
         return fail(error)

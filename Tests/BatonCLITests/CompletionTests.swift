@@ -36,7 +36,8 @@ struct CompletionTests {
         #expect(try complete("baton st") == "status stats")
         #expect(try complete("baton --socket /tmp/s wa") == "watch wait")
         #expect(try complete("baton history --ph") == "--phase")
-        #expect(try complete("baton prune --") == "--dry-run --json --help")
+        #expect(try complete("baton prune --") == "--dry-run --json --socket --database --help")
+        #expect(try complete("baton history --database /tm").contains("/tmp"))
     }
 
     @Test("the zsh script parses and names every command")

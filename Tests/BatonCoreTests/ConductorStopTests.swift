@@ -114,8 +114,10 @@ struct ConductorStopTests {
         #expect(order.all == ["a", "b", "c", "d"])
     }
 
+    /// (The deadline is a safety net, not a timing claim: with the e2e tests blocking the two
+    /// cooperative threads, async tests here can stall for seconds.)
     func waitForProcessGroup(_ store: MemoryStore, run: Int64) async throws -> ProcessGroup {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             for case let .processGroup(id, pgid, identity) in store.entries where id == run {
                 let group = ProcessGroup(pgid: pgid, identity: identity)
@@ -123,6 +125,12 @@ struct ConductorStopTests {
             }
             try await Task.sleep(for: .milliseconds(5))
         }
+        let groups = store.entries.compactMap { entry -> String? in
+            guard case let .processGroup(id, pgid, identity) = entry, id == run else { return nil }
+            return "pgid \(pgid) (\(identity)) survivors \(ProcessGroup(pgid: pgid, identity: identity).survivors())"
+        }
+        let phases = store.transitions.filter { $0.runID == run }.map(\.to)
+        Issue.record("run \(run)'s group never had 3 live processes: \(groups), phases \(phases)")
         throw CancellationError()
     }
 }

@@ -23,6 +23,23 @@ struct ExecRunnerTests {
         #expect(kill(Int32(child.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 0) == -1)
     }
 
+    /// Found by the slow-watchers test: a leader that exited at once was reaped by the orphan
+    /// sweep before its attempt knew it, and the run stayed loading for ever (and so did shutdown).
+    @Test("the orphan sweep at the worst moment (leader exited, attempt not yet watching) leaves the leader's status to its attempt")
+    func sweepRightAfterSpawn() async {
+        var runner = ExecRunner()
+        let swept = Recorder<Bool>()
+        runner.afterSpawn = { pid in
+            var info = siginfo_t()
+            _ = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
+            swept.append(ProcessAttempt.reapIfOrphan(pid))
+        }
+        let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "exit 7"]), attempt: 1, params: [:])
+        let outcome = await AttemptProbe(runner, job).outcome()
+        #expect(swept.all == [false])
+        #expect(outcome.result.error == "exited with status 7")
+    }
+
     @Test("exit 0 is success and the output is captured")
     func success() async {
         let outcome = await run(["sh", "-c", "echo out; echo err >&2"])

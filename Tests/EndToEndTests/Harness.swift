@@ -51,9 +51,8 @@ final class Daemon: @unchecked Sendable {
     let binary: String
     let process = Process()
     private let stderrPipe = Pipe()
-    /// Everything batond wrote to stderr so far; guarded by `lock`.
-    private var log = ""
-    private let lock = NSCondition()
+    /// Everything batond wrote to stderr so far.
+    private let output = LogBuffer()
 
     /// Extra environment variables of batond.
     var environment: [String: String] = [:]
@@ -98,33 +97,41 @@ final class Daemon: @unchecked Sendable {
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
-        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            guard let self else { return }
-            let data = handle.availableData
-            self.lock.lock()
-            self.log += String(decoding: data, as: UTF8.self)
-            self.lock.broadcast()
-            self.lock.unlock()
-        }
         try process.run()
+        // A thread of its own reads batond's stderr with plain read(2) until EOF. (Foundation's
+        // readabilityHandler was seen to stop draining and spin once many pipes had come and gone,
+        // leaving batond blocked writing its log and never exiting.)
+        try? stderrPipe.fileHandleForWriting.close()
+        let pipe = stderrPipe, output = output
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            let fd = pipe.fileHandleForReading.fileDescriptor
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                output.append(buffer[0..<n])
+            }
+        }
         try waitForLog("ready")
     }
 
     /// Waits until batond's stderr contains `text` (or it exits, or 30 s pass).
     func waitForLog(_ text: String) throws {
         let deadline = Date().addingTimeInterval(30)
+        let lock = output.lock
         lock.lock()
         defer { lock.unlock() }
-        while !log.contains(text) {
-            if !process.isRunning && !log.contains(text) { throw DaemonError.exited(log) }
-            if !lock.wait(until: min(deadline, Date().addingTimeInterval(0.2))) && Date() > deadline { throw DaemonError.timeout(log) }
+        while !output.text.contains(text) {
+            if !process.isRunning && !output.text.contains(text) { throw DaemonError.exited(output.text) }
+            if !lock.wait(until: min(deadline, Date().addingTimeInterval(0.2))) && Date() > deadline { throw DaemonError.timeout(output.text) }
         }
     }
 
     var stderr: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return log
+        output.lock.lock()
+        defer { output.lock.unlock() }
+        return output.text
     }
 
     /// Runs the CLI against this daemon.
@@ -150,12 +157,18 @@ final class Daemon: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// SIGTERM, then SIGKILL if batond has not exited within 30 s (a test that hangs here would
+    /// hang the whole suite; the kill shows up as a failed expectation instead).
     func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning {
-            process.terminate()
+            Issue.record("batond did not exit within 30 s of SIGTERM; killed. Its log ends: \(stderr.suffix(2_000))")
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
     }
 
     deinit {
@@ -166,5 +179,18 @@ final class Daemon: @unchecked Sendable {
     enum DaemonError: Error {
         case exited(String)
         case timeout(String)
+    }
+}
+
+/// What batond wrote to stderr, appended by the reader thread; `text` is guarded by `lock`.
+final class LogBuffer: @unchecked Sendable {
+    let lock = NSCondition()
+    var text = ""
+
+    func append(_ bytes: ArraySlice<UInt8>) {
+        lock.lock()
+        text += String(decoding: bytes, as: UTF8.self)
+        lock.broadcast()
+        lock.unlock()
     }
 }

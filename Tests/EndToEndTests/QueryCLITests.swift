@@ -120,6 +120,11 @@ struct QueryCLITests {
         #expect(bad.stderr.contains("--since expects 30m, 2h, 7d, today, yesterday"))
         #expect(try history.baton("history", "--phase", "done").stderr.contains("--phase expects one of queued"))
         #expect(try history.baton("history", "--format", "xml").code == 2)
+        // Global options after the command, as the README shows them.
+        let after = try execute(Binaries.baton, ["history", "deploy", "--database", history.path, "--json"])
+        #expect(after.code == 0, "\(after.stderr)")
+        let rows = try JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(rows.map { $0["id"] as? Int } == [6, 3, 2], "\(after.stdout)")
     }
 
     @Test("formats: JSON, NDJSON and CSV parse and hold exactly the rows; the table fits, cuts errors with …, and shows UTC on request")

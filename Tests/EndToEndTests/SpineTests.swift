@@ -21,7 +21,8 @@ struct SpineTests {
         let ok = try daemon.baton("run", "ok")
         #expect(ok.code == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("ok run 1 succeeded"))
-        let broken = try daemon.baton("run", "broken")
+        // --socket after the command, as systemctl and kubectl users write it.
+        let broken = try execute(Binaries.baton, ["run", "broken", "--socket", daemon.socket])
         #expect(broken.code == 1)
         #expect(broken.stdout.contains("exited with status 3: no space left"))
 

@@ -10,6 +10,9 @@ public struct ExecRunner: Runner {
     public var inherited: [String: String]
     /// Where the attempts' pipes and exits are watched.
     let reactor: Reactor
+    /// Called with each new leader's pid right after the spawn (tests: to run the orphan sweep
+    /// at the worst moment).
+    var afterSpawn: (@Sendable (pid_t) -> Void)?
 
     public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited()) {
         self.tailLimit = tailLimit
@@ -77,10 +80,16 @@ public struct ExecRunner: Runner {
         let env = environment(for: job).map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
         let action = job.action
-        let rc = withCStrings(action.exec) { argv in
-            withCStrings(env) { envp in
-                Self.spawn(action, argv, envp, out[1], err[1], prog[1], &pid)
+        // The leader is known before the orphan sweep can see it: a leader that exits at once
+        // would otherwise be reaped as an orphan, its status lost and its attempt never ended.
+        let rc = ProcessAttempt.leaders.withLock { leaders -> Int32 in
+            let rc = withCStrings(action.exec) { argv in
+                withCStrings(env) { envp in
+                    Self.spawn(action, argv, envp, out[1], err[1], prog[1], &pid)
+                }
             }
+            if rc == 0 { leaders.insert(pid) }
+            return rc
         }
         close(out[1]); close(err[1]); close(prog[1])
         guard rc == 0 else {
@@ -91,6 +100,7 @@ public struct ExecRunner: Runner {
             }
             return FinishedAttempt(.failedToStart(message), events)
         }
+        afterSpawn?(pid)
         events(.started(ProcessGroup(pgid: pid, identity: ProcessGroup.identity(of: pid))))
         let attempt = ProcessAttempt(pid: pid, pipes: .init(stdout: out[0], stderr: err[0], progress: prog[0]),
                                      tailLimit: tailLimit, killGrace: job.action.killGrace, reactor: reactor, events: events)

@@ -38,6 +38,7 @@ final class ProcessAttempt: Attempt, @unchecked Sendable {
     }
 
     /// The known leaders, so that the orphan sweep never reaps one (its status is the attempt's).
+    /// The runner adds each under this lock in the same step as its spawn; `leaderExited` removes it.
     static let leaders = Locked<Set<pid_t>>([])
 
     init(pid: pid_t, pipes: Pipes, tailLimit: Int, killGrace: Duration, reactor: Reactor,
@@ -51,7 +52,6 @@ final class ProcessAttempt: Attempt, @unchecked Sendable {
 
     /// Starts watching: pipes and pidfd on the reactor (or, without pidfd, a check every 50 ms).
     func begin() {
-        Self.leaders.withLock { _ = $0.insert(pid) }
         let (pipes, pidfd) = lock.withLock { (state.pipes, state.pidfd) }
         for fd in pipes.open {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -85,7 +85,8 @@ final class ProcessAttempt: Attempt, @unchecked Sendable {
 
     private func pollForExit() {
         reactor.after(.milliseconds(50)) { [self] in
-            if baton_has_exited(pid) == 1 { leaderExited() } else { pollForExit() }
+            // -1 (no such child) must end the attempt too, or it would be polled for ever.
+            if baton_has_exited(pid) != 0 { leaderExited() } else { pollForExit() }
         }
     }
 
@@ -219,12 +220,14 @@ extension ProcessAttempt {
         sweepOrphans(on: reactor)
     }
 
+    /// Reaps `pid` unless it leads an attempt (whose status that attempt reaps); says whether it did.
+    static func reapIfOrphan(_ pid: pid_t) -> Bool {
+        leaders.withLock { leaders in !leaders.contains(pid) && baton_reap_nohang(pid) == 1 }
+    }
+
     private static func sweepOrphans(on reactor: Reactor) {
         reactor.after(.seconds(1)) {
-            while case let child = baton_waitable_child(), child > 0 {
-                if leaders.withLock({ $0.contains(child) }) { break }
-                _ = baton_reap_nohang(child)
-            }
+            while case let child = baton_waitable_child(), child > 0, reapIfOrphan(child) {}
             sweepOrphans(on: reactor)
         }
     }
