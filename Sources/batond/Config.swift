@@ -12,6 +12,8 @@ struct Config: Sendable, Equatable {
     var shutdownGrace: Duration = .seconds(30)
     /// Connections open at once, from everyone.
     var maxConnections = 20_000
+    /// Whether the config named `maxConnections` (then a lower open-file limit is worth a warning).
+    var maxConnectionsGiven = false
     /// Connections one uid (other than root and batond's own) may hold open.
     var maxConnectionsPerUser = 256
     /// How long a request line may take to arrive once begun.

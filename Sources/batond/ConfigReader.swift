@@ -35,6 +35,7 @@ struct ConfigReader {
         }
         if let value = fields["maxConnections"] {
             config.maxConnections = integer(value, at: "maxConnections", min: 1, max: 1_000_000) ?? 1
+            config.maxConnectionsGiven = true
         }
         if let value = fields["requestTimeout"] { config.requestTimeout = positiveDuration(value, at: "requestTimeout") ?? .seconds(10) }
         if let value = fields["shutdownGrace"] { config.shutdownGrace = duration(value, at: "shutdownGrace") ?? .zero }

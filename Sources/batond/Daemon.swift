@@ -152,7 +152,7 @@ enum Daemon {
 
     /// Raises the open-file limit to what `maxConnections` and the runs need (each running attempt
     /// holds a pidfd and three pipes), up to the hard limit; returns how many connections fit
-    /// (fewer than `maxConnections`, with a warning, when the hard limit is lower).
+    /// (fewer than `maxConnections` when the hard limit is lower, with a warning when it matters).
     static func openFileRoom(for config: Config) -> Int {
         let forRuns = config.maxConcurrentRuns * 4 + 128
         let wanted = rlim_t(config.maxConnections + forRuns)
@@ -164,7 +164,9 @@ enum Daemon {
             _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
         let room = max(Int(limit.rlim_cur) - forRuns, 8)
-        if room < config.maxConnections {
+        // The default quietly fits a hard limit that is merely lower; a small room, or a number the
+        // config asked for, is worth saying.
+        if room < config.maxConnections && (config.maxConnectionsGiven || room < 1_024) {
             Log.warning("the open-file limit (\(limit.rlim_cur)) leaves room for \(room) connections, not maxConnections "
                 + "(\(config.maxConnections)); raise LimitNOFILE= to allow more")
         }
