@@ -63,6 +63,9 @@ public final class Server: Sendable {
     private let delegate: any ServerDelegate
     /// Open connections by token; only the server thread adds and removes.
     private let connections = Locked<[UInt64: ServerConnection]>([:])
+
+    /// The client connections open now.
+    public var connectionCount: Int { connections.withLock { $0.count } }
     /// Open connections per uid; only the server thread touches it.
     private nonisolated(unsafe) var perUser: [UInt32: Int] = [:]
     private let stopping = Atomic<Bool>(false)

@@ -17,6 +17,7 @@ extension Service {
         let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "", decision: .denied(permission),
                                    policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: request.params ?? [:])
         let error = forbidden(permission, name, exchange)
+        if permission == .trigger, let name { metrics.triggered(name, decision: "denied") }
         journal.enqueue([.trigger(record)]) { _ in exchange.fail(error) }
     }
 

@@ -30,11 +30,14 @@ extension Service {
     private func start(_ trigger: Trigger, _ exchange: Exchange) {
         let detach = exchange.request.detach ?? false
         let relay = detach ? nil : RunRelay(exchange)
+        let metrics = metrics
         conductor.trigger(trigger, follower: relay?.follower) { result in
             switch result {
             case let .failure(error):
+                if case .busy = error { metrics.triggered(trigger.action.name, decision: TriggerDecision.rejected.rawValue) }
                 exchange.fail(error)
             case let .success((decision, run)):
+                metrics.triggered(trigger.action.name, decision: TriggerDecision(decision).rawValue)
                 let fill = { (response: inout Response) in
                     response.decision = TriggerDecision(decision)
                     response.shared = decision.isShared

@@ -14,11 +14,15 @@ public final class Service: ServerDelegate, Sendable {
         public var reload: @Sendable (Service) async -> String?
         /// Applies retention now (or only counts, dry).
         public var prune: @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport
+        /// How many client connections are open (for the metrics).
+        public var connections: @Sendable () -> Int
 
         public init(reload: @escaping @Sendable (Service) async -> String?,
-                    prune: @escaping @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport) {
+                    prune: @escaping @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport,
+                    connections: @escaping @Sendable () -> Int = { 0 }) {
             self.reload = reload
             self.prune = prune
+            self.connections = connections
         }
     }
 
@@ -34,7 +38,12 @@ public final class Service: ServerDelegate, Sendable {
     /// Watches per connection (the conductor's observer ids), stopped when it closes.
     private let watches = Locked<[ObjectIdentifier: [Int]]>([:])
 
-    public init(conductor: Conductor, history: any HistoryReader, journal: any RunStore, generation: Generation, hooks: Hooks) {
+    /// What batond counts for `metrics` and `GET /metrics`: triggers here, runs and commits by batond.
+    public let metrics: Metrics
+
+    public init(conductor: Conductor, history: any HistoryReader, journal: any RunStore, generation: Generation, hooks: Hooks,
+                metrics: Metrics = Metrics()) {
+        self.metrics = metrics
         self.conductor = conductor
         self.history = history
         self.journal = journal
@@ -75,6 +84,7 @@ public final class Service: ServerDelegate, Sendable {
         case .ping: exchange.finish(ping(request))
         case .status: exchange.finish(status(request, generation, connection))
         case .actions: exchange.finish(actions(request, generation, connection))
+        case .metrics: exchange.finish(metrics(request, generation, exchange.peer))
         // Answered from whichever thread learns the outcome: no task, no hop.
         case .trigger: trigger(exchange, generation)
         case .wait: wait(exchange, generation)
@@ -112,7 +122,7 @@ public final class Service: ServerDelegate, Sendable {
         case .prune: return try await prune(request, generation, connection)
         case .stats: return try await stats(request, generation, connection)
         case .denied: return try await denied(request, generation, connection)
-        case .ping, .status, .actions, .trigger, .wait, .cancel, .watch:
+        case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics:
             throw .internalError("\(request.op.rawValue) is not answered on a task")
         }
     }

@@ -42,7 +42,9 @@ extension Store {
             }
 
             do {
+                let began = ContinuousClock.now
                 let results = try write(batch, on: connection)
+                options.onCommit?((ContinuousClock.now - began).secondsValue, batch.count)
                 held = []
                 for item in batch { for case let .created(run, _) in item.entries { highestRunID = max(highestRunID, run.id) } }
                 condition.lock()

@@ -30,6 +30,8 @@ public final class Store: RunStore, @unchecked Sendable {
         public var retryDelay: Duration
         /// Told why writes fail when they start failing, and nil when they work again (for the log).
         public var onProblem: (@Sendable (String?) -> Void)?
+        /// Told of each committed transaction: how long it took and how many items it carried.
+        public var onCommit: (@Sendable (_ seconds: Double, _ items: Int) -> Void)?
 
         public init(synchronous: Synchronous = .full, busyTimeout: Duration = .seconds(5), maxBatch: Int = 2_000,
                     retryDelay: Duration = .milliseconds(500), onProblem: (@Sendable (String?) -> Void)? = nil) {

@@ -18,6 +18,9 @@
 #include <sys/eventfd.h>
 #include <sys/un.h>
 #include <sys/prctl.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <netinet/in.h>
 
 int baton_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid) {
     struct ucred cred;
@@ -267,4 +270,31 @@ int baton_signal_pipe(const int *signals, int count) {
         if (sigaction(signals[i], &action, NULL) != 0) return -1;
     }
     return fds[0];
+}
+
+int baton_tcp_listen(const char *host, uint16_t port, int backlog, uint16_t *bound_port) {
+    struct addrinfo hints, *found = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+    char service[8];
+    snprintf(service, sizeof(service), "%u", (unsigned)port);
+    if (getaddrinfo(host, service, &hints, &found) != 0 || found == NULL) return -EINVAL;
+    int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) { int e = errno; freeaddrinfo(found); return -e; }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (found->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, found->ai_addr, found->ai_addrlen) != 0 || listen(fd, backlog) != 0) {
+        int e = errno; close(fd); freeaddrinfo(found); return -e;
+    }
+    freeaddrinfo(found);
+    struct sockaddr_storage address;
+    socklen_t length = sizeof(address);
+    if (getsockname(fd, (struct sockaddr *)&address, &length) == 0) {
+        *bound_port = ntohs(address.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&address)->sin6_port
+                                                          : ((struct sockaddr_in *)&address)->sin_port);
+    }
+    return fd;
 }

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonIPC
 import BatonStore
 import Foundation
 
@@ -19,6 +20,8 @@ struct Config: Sendable, Equatable {
     /// How long a request line may take to arrive once begun.
     var requestTimeout: Duration = .seconds(10)
     var synchronous: Store.Synchronous = .full
+    /// Where `GET /metrics` is served over HTTP (`metrics: { listen: "127.0.0.1:9469" }`); nil: not at all.
+    var metricsListen: ListenAddress?
     /// How long ended runs are kept; actions may override each field.
     var retention: Retention = .standard
     /// Who may trigger, cancel and read (root and batond's own user always may); actions may override.

@@ -9,7 +9,7 @@ struct ConfigReader {
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
-        "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout",
+        "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
@@ -43,6 +43,7 @@ struct ConfigReader {
             config.synchronous = choice(value, at: "synchronous", Store.Synchronous.allCases.map { $0.rawValue.lowercased() })
                 .flatMap { Store.Synchronous(rawValue: $0.uppercased()) } ?? .full
         }
+        if let value = fields["metrics"] { config.metricsListen = metrics(value, at: "metrics") }
         if let value = fields["retention"] {
             config.retention = Retention.standard.overridden(by: retention(value, at: "retention"))
         }

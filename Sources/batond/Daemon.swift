@@ -37,13 +37,16 @@ enum Daemon {
         let socketPath = options.socket ?? config.socket ?? SocketPath.default()
         let databasePath = options.database ?? config.database ?? DatabasePath.default()
 
+        let metrics = Metrics()
         let store: Store
         do {
             try Paths.ensureParent(of: databasePath)
-            store = try Store(path: databasePath, options: Store.Options(synchronous: config.synchronous, onProblem: { problem in
+            var storeOptions = Store.Options(synchronous: config.synchronous, onProblem: { problem in
                 if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
                 else { Log.info("the history can be written again") }
-            }))
+            })
+            storeOptions.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
+            store = try Store(path: databasePath, options: storeOptions)
         } catch {
             Log.error("\(error)")
             return 1
@@ -91,11 +94,12 @@ enum Daemon {
             notifier.ready(status: Self.status(of: conductor))
             return problem
         }
+        let serverBox = Locked<Server?>(nil)
         let handler = Service(conductor: conductor, history: store, journal: store,
                               generation: Self.generation(config, socket: boundPath),
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await Self.prune(store, configBox.current, dryRun: dryRun)
-                              }))
+                              }, connections: { serverBox.withLock { $0?.connectionCount ?? 0 } }), metrics: metrics)
         let server: Server
         do {
             server = try Server(listening: listenFD, limits: Server.Limits(maxConnections: Self.openFileRoom(for: config), maxConnectionsPerUser: config.maxConnectionsPerUser,
@@ -104,13 +108,25 @@ enum Daemon {
             Log.error("\(error)")
             return 1
         }
+        serverBox.withLock { $0 = server }
+        let http: HTTPServer?
+        do {
+            http = try Self.serveMetrics(config.metricsListen, handler)
+        } catch {
+            Log.error("cannot serve metrics on \(config.metricsListen.map(\.description) ?? ""): \(error)")
+            return 1
+        }
 
         let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
         Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), database \(databasePath)")
 
         notifier.ready(status: Self.status(of: conductor))
         let journal = TransitionLog()
-        conductor.observe { update in if let update { journal.append(update) } }
+        conductor.observe { update in
+            guard let update else { return }
+            journal.append(update)
+            if update.transition?.to.isTerminal == true { metrics.runEnded(update.run) }
+        }
         let statusReports = Task { await Self.reportStatus(conductor, to: notifier) }
         let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, store: store) }
         let retention = Task { await Self.pruneEveryHour(store, configBox) }
@@ -137,6 +153,7 @@ enum Daemon {
             }
         }
         await shutdown?.value
+        http?.stop()
         server.stop()
         await serving
         journal.close()

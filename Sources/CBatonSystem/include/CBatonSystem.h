@@ -60,6 +60,9 @@ int baton_unix_connect(int fd, const char *path);
 
 /// accept4(2) with SOCK_NONBLOCK and SOCK_CLOEXEC.
 int baton_accept(int fd);
+/// A listening TCP socket (non-blocking, close-on-exec) on a numeric IPv4 or IPv6 address;
+/// port 0 picks a free one, written to bound_port. Returns the fd, or -errno (-EINVAL: bad address).
+int baton_tcp_listen(const char *host, uint16_t port, int backlog, uint16_t *bound_port);
 
 #endif
 

@@ -1,0 +1,59 @@
+/// The counters and histograms batond keeps since it started: runs ended, their durations,
+/// triggers by decision, and store commits. Recorded from whichever thread learns of each
+/// event; read whole for a scrape. Gauges (runs in flight, connections) are read at scrape time
+/// from their owners instead.
+public final class Metrics: Sendable {
+    public struct RunEnd: Hashable, Sendable {
+        public var action: String
+        /// success, failure or cancelled.
+        public var outcome: String
+        /// exit, timeout, replaced, cancelled, host_lost, …; empty when none.
+        public var reason: String
+    }
+
+    public struct TriggerCount: Hashable, Sendable {
+        public var action: String
+        /// created, followUp, joined, coalesced, rejected, replaced or denied.
+        public var decision: String
+    }
+
+    /// Everything counted so far.
+    public struct Counts: Sendable {
+        public var runs: [RunEnd: UInt64] = [:]
+        public var durations: [String: Histogram] = [:]
+        public var triggers: [TriggerCount: UInt64] = [:]
+        public var commitSeconds = Histogram(bounds: Histogram.commitBounds)
+        public var commitItems = Histogram(bounds: Histogram.groupBounds)
+    }
+
+    private let state = Locked(Counts())
+
+    public init() {}
+
+    /// Counts a run that ended, and (when it started) how long it took from start to end.
+    public func runEnded(_ run: RunSnapshot) {
+        guard run.phase.isTerminal else { return }
+        let end = RunEnd(action: run.action, outcome: run.phase.rawValue, reason: run.reason ?? "")
+        let seconds = run.startedAt.flatMap { start in run.endedAt.map { Double($0.rawValue - start.rawValue) / 1e6 } }
+        state.withLock { counts in
+            counts.runs[end, default: 0] += 1
+            if let seconds {
+                counts.durations[run.action, default: Histogram(bounds: Histogram.durationBounds)].observe(max(seconds, 0))
+            }
+        }
+    }
+
+    public func triggered(_ action: String, decision: String) {
+        state.withLock { $0.triggers[TriggerCount(action: action, decision: decision), default: 0] += 1 }
+    }
+
+    /// One store transaction: how long it took, and how many journal items it carried.
+    public func committed(seconds: Double, items: Int) {
+        state.withLock { counts in
+            counts.commitSeconds.observe(seconds)
+            counts.commitItems.observe(Double(items))
+        }
+    }
+
+    public var counts: Counts { state.withLock { $0 } }
+}

@@ -1,0 +1,96 @@
+/// What a scrape shows: the counts kept since start, gauges read now, and the process's own
+/// series, as one exposition text. Built by batond for the `metrics` operation and for
+/// `GET /metrics`; the caller leaves out the actions the reader may not see.
+public struct MetricsReport: Sendable {
+    public var counts: Metrics.Counts
+    /// The configured actions: each gets its in-flight and queued gauges, zero or not.
+    public var actions: [String]
+    /// The runs in flight (queued, loading, retrying).
+    public var live: [RunSnapshot]
+    public var storeUnavailable: Bool
+    public var connections: Int
+    public var version: String
+    public var process: ProcessStats?
+
+    public init(counts: Metrics.Counts, actions: [String], live: [RunSnapshot], storeUnavailable: Bool,
+                connections: Int, version: String, process: ProcessStats?) {
+        self.counts = counts
+        self.actions = actions
+        self.live = live
+        self.storeUnavailable = storeUnavailable
+        self.connections = connections
+        self.version = version
+        self.process = process
+    }
+
+    /// The report without what concerns actions `visible` refuses.
+    public func only(_ visible: (String) -> Bool) -> MetricsReport {
+        var report = self
+        report.actions = actions.filter(visible)
+        report.live = live.filter { visible($0.action) }
+        report.counts.runs = counts.runs.filter { visible($0.key.action) }
+        report.counts.durations = counts.durations.filter { visible($0.key) }
+        report.counts.triggers = counts.triggers.filter { visible($0.key.action) }
+        return report
+    }
+
+    public var text: String {
+        var out = Exposition()
+        out.family("baton_build_info", .gauge, "Baton's version; always 1.")
+        out.sample("baton_build_info", [("version", version)], 1)
+        runs(&out)
+        triggersAndStore(&out)
+        if let process { Self.process(process, &out) }
+        return out.text
+    }
+
+    private func runs(_ out: inout Exposition) {
+        out.family("baton_runs_total", .counter, "Runs ended since batond started, by action, outcome and reason.")
+        for (end, count) in counts.runs.sorted(by: { ($0.key.action, $0.key.outcome, $0.key.reason) < ($1.key.action, $1.key.outcome, $1.key.reason) }) {
+            out.sample("baton_runs_total", [("action", end.action), ("outcome", end.outcome), ("reason", end.reason)], Double(count))
+        }
+        out.family("baton_run_duration_seconds", .histogram, "How long runs took from their first start to their end, by action.")
+        for (action, histogram) in counts.durations.sorted(by: { $0.key < $1.key }) {
+            out.histogram("baton_run_duration_seconds", [("action", action)], histogram)
+        }
+        let names = Array(Set(actions + live.map(\.action))).sorted()
+        out.family("baton_runs_in_flight", .gauge, "Runs loading or waiting to retry now, by action.")
+        for name in names {
+            out.sample("baton_runs_in_flight", [("action", name)], Double(live.filter { $0.action == name && $0.phase != .queued }.count))
+        }
+        out.family("baton_runs_queued", .gauge, "Runs queued now (follow-ups, and runs waiting for a free slot), by action.")
+        for name in names {
+            out.sample("baton_runs_queued", [("action", name)], Double(live.filter { $0.action == name && $0.phase == .queued }.count))
+        }
+    }
+
+    private func triggersAndStore(_ out: inout Exposition) {
+        out.family("baton_triggers_total", .counter, "Triggers answered since batond started, by action and decision.")
+        for (key, count) in counts.triggers.sorted(by: { ($0.key.action, $0.key.decision) < ($1.key.action, $1.key.decision) }) {
+            out.sample("baton_triggers_total", [("action", key.action), ("decision", key.decision)], Double(count))
+        }
+        out.family("baton_store_commit_duration_seconds", .histogram, "How long each history transaction took to commit.")
+        out.histogram("baton_store_commit_duration_seconds", [], counts.commitSeconds)
+        out.family("baton_store_commit_items", .histogram, "Journal items (trigger answers, transitions) per history transaction.")
+        out.histogram("baton_store_commit_items", [], counts.commitItems)
+        out.family("baton_store_unavailable", .gauge, "1 while the history cannot be written (a full disk, a deleted file), else 0.")
+        out.sample("baton_store_unavailable", [], storeUnavailable ? 1 : 0)
+        out.family("baton_connections", .gauge, "Client connections open on batond's socket.")
+        out.sample("baton_connections", [], Double(connections))
+    }
+
+    private static func process(_ stats: ProcessStats, _ out: inout Exposition) {
+        let series: [(String, Exposition.Kind, String, Double)] = [
+            ("process_cpu_seconds_total", .counter, "Total user and system CPU time spent in seconds.", stats.cpuSeconds),
+            ("process_open_fds", .gauge, "Number of open file descriptors.", stats.openFDs),
+            ("process_max_fds", .gauge, "Maximum number of open file descriptors.", stats.maxFDs),
+            ("process_virtual_memory_bytes", .gauge, "Virtual memory size in bytes.", stats.virtualBytes),
+            ("process_resident_memory_bytes", .gauge, "Resident memory size in bytes.", stats.residentBytes),
+            ("process_start_time_seconds", .gauge, "Start time of the process since unix epoch in seconds.", stats.startTime),
+        ]
+        for (name, kind, help, value) in series {
+            out.family(name, kind, help)
+            out.sample(name, [], value)
+        }
+    }
+}

@@ -1,0 +1,105 @@
+@testable import BatonCore
+import Testing
+
+@Suite("Metrics: histograms, the exposition text, counts")
+struct MetricsTests {
+    @Test("a value on a bound falls in that bucket; cumulative counts end with the total; sum and count")
+    func histogram() {
+        var histogram = Histogram(bounds: [1, 5, 10])
+        for value in [0.5, 1, 1.5, 5, 11, 100] { histogram.observe(value) }
+        #expect(histogram.cumulative == [2, 4, 4, 6])
+        #expect(histogram.sum == 119)
+        #expect(histogram.count == 6)
+    }
+
+    @Test("label values and help are escaped; numbers print as the format wants")
+    func exposition() {
+        var out = Exposition()
+        out.family("x_total", .counter, "Help with \\ and\nnewline.")
+        out.sample("x_total", [("action", "a\"b\\c\nd")], 3)
+        out.sample("x_total", [], 0.25)
+        out.sample("y", [], .infinity)
+        out.sample("y", [], .nan)
+        #expect(out.text == """
+            # HELP x_total Help with \\\\ and\\nnewline.
+            # TYPE x_total counter
+            x_total{action="a\\"b\\\\c\\nd"} 3
+            x_total 0.25
+            y +Inf
+            y NaN
+
+            """)
+        var histogram = Exposition()
+        var h = Histogram(bounds: [0.5])
+        h.observe(1)
+        histogram.histogram("d_seconds", [("action", "a")], h)
+        #expect(histogram.text == """
+            d_seconds_bucket{action="a",le="0.5"} 0
+            d_seconds_bucket{action="a",le="+Inf"} 1
+            d_seconds_sum{action="a"} 1
+            d_seconds_count{action="a"} 1
+
+            """)
+    }
+
+    func run(_ action: String, _ phase: Phase, reason: String?, started: Int64?, ended: Int64?) -> RunSnapshot {
+        var run = RunSnapshot(id: 1, action: action, key: action, phase: phase, policy: .reject, params: [:], trigger: nil,
+                              queuedAt: Timestamp(microseconds: 0))
+        run.startedAt = started.map { Timestamp(microseconds: $0) }
+        run.endedAt = ended.map { Timestamp(microseconds: $0) }
+        run.reason = reason
+        return run
+    }
+
+    @Test("ended runs count by action, outcome and reason; a run that never started has no duration; live runs are not counted")
+    func counts() {
+        let metrics = Metrics()
+        metrics.runEnded(run("a", .success, reason: "exit", started: 1_000_000, ended: 3_500_000))
+        metrics.runEnded(run("a", .success, reason: "exit", started: 0, ended: 1_000))
+        metrics.runEnded(run("a", .cancelled, reason: "cancelled", started: nil, ended: 10))
+        metrics.runEnded(run("a", .loading, reason: nil, started: 0, ended: nil))
+        metrics.triggered("a", decision: "created")
+        metrics.triggered("a", decision: "created")
+        metrics.triggered("b", decision: "denied")
+        metrics.committed(seconds: 0.002, items: 3)
+        let counts = metrics.counts
+        #expect(counts.runs == [Metrics.RunEnd(action: "a", outcome: "success", reason: "exit"): 2,
+                                Metrics.RunEnd(action: "a", outcome: "cancelled", reason: "cancelled"): 1])
+        #expect(counts.durations["a"]?.count == 2)
+        #expect(counts.durations["a"]?.sum == 2.501)
+        #expect(counts.triggers[Metrics.TriggerCount(action: "a", decision: "created")] == 2)
+        #expect(counts.commitItems.sum == 3 && counts.commitSeconds.count == 1)
+    }
+
+    @Test("a report leaves out what concerns actions the reader may not see, gauges included")
+    func filtered() {
+        let metrics = Metrics()
+        metrics.runEnded(run("secret", .success, reason: "exit", started: 0, ended: 1))
+        metrics.triggered("secret", decision: "created")
+        metrics.runEnded(run("open", .failure, reason: "exit", started: 0, ended: 1))
+        let report = MetricsReport(counts: metrics.counts, actions: ["open", "secret"], live: [run("secret", .loading, reason: nil, started: 0, ended: nil)],
+                                   storeUnavailable: true, connections: 2, version: "9", process: nil)
+        let all = report.text, some = report.only { $0 == "open" }.text
+        #expect(all.contains("baton_runs_in_flight{action=\"secret\"} 1"))
+        #expect(all.contains("baton_triggers_total{action=\"secret\",decision=\"created\"} 1"))
+        #expect(!some.contains("secret"))
+        #expect(some.contains("baton_runs_total{action=\"open\",outcome=\"failure\",reason=\"exit\"} 1"))
+        #expect(some.contains("baton_runs_in_flight{action=\"open\"} 0"))
+        #expect(some.contains("baton_store_unavailable 1\n") && some.contains("baton_connections 2\n"))
+        #expect(some.contains("baton_build_info{version=\"9\"} 1"))
+    }
+
+    @Test("/proc/self/stat is read after the command's last parenthesis, whatever the name holds")
+    func processStat() throws {
+        // Fields from 3 on: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime(14) stime(15)
+        // cutime cstime priority nice threads itrealvalue starttime(22) vsize(23) rss(24) …
+        let stat = "123 (a) b (c) S 1 123 123 0 -1 4194560 100 0 0 0 250 150 0 0 20 0 4 0 5000 1048576 300 18446744073709551615"
+        let stats = try #require(ProcessStats.parse(stat: stat, bootTime: 1_000, ticksPerSecond: 100, pageSize: 4_096, openFDs: 7, maxFDs: 1_024))
+        #expect(stats.cpuSeconds == 4)
+        #expect(stats.startTime == 1_050)
+        #expect(stats.virtualBytes == 1_048_576)
+        #expect(stats.residentBytes == 300 * 4_096)
+        #expect(ProcessStats.parse(stat: "garbage", bootTime: 0, ticksPerSecond: 100, pageSize: 4_096, openFDs: 0, maxFDs: 0) == nil)
+        #expect(ProcessStats.current() != nil)
+    }
+}
