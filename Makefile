@@ -1,6 +1,7 @@
 # Build and install Baton.
 #
-#   make                      build release binaries (the CLI with a static Swift runtime: starts faster)
+#   make                      build release binaries, the Swift runtime linked in (they run without a toolchain)
+#   make deb                  build, then .build/baton_VERSION_ARCH.deb (see scripts/build-deb)
 #   make install              install under PREFIX (default /usr/local), into DESTDIR if set
 #   make install PREFIX=/usr DESTDIR=/tmp/pkg   a packager's staged install
 #   make install-files BUILD_DIR=.build/debug   install already-built binaries (used by the tests)
@@ -14,6 +15,9 @@ DESTDIR ?=
 SYSCONFDIR ?= /etc
 BUILD_DIR ?= .build/release
 SWIFT ?= swift
+# The Swift runtime linked in (the binaries run without a toolchain), full RELRO, and the C shim
+# built with _FORTIFY_SOURCE: what a Debian package is expected to have.
+RELEASE_FLAGS = -c release --static-swift-stdlib -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now -Xcc -D_FORTIFY_SOURCE=2
 
 BINDIR = $(PREFIX)/bin
 UNITDIR = $(PREFIX)/lib/systemd/system
@@ -24,13 +28,16 @@ DOCDIR = $(PREFIX)/share/doc/baton
 BASHDIR = $(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(PREFIX)/share/zsh/site-functions
 
-.PHONY: all build install install-files uninstall test
+.PHONY: all build install install-files uninstall test deb
 
 all: build
 
 build:
-	$(SWIFT) build -c release --product batond
-	$(SWIFT) build -c release --product baton --static-swift-stdlib
+	$(SWIFT) build $(RELEASE_FLAGS) --product batond
+	$(SWIFT) build $(RELEASE_FLAGS) --product baton
+
+deb: build
+	BUILD_DIR=$(BUILD_DIR) scripts/build-deb
 
 test:
 	$(SWIFT) test

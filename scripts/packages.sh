@@ -18,4 +18,4 @@ ensure_packages() {
 
 # What building needs; what the tests need on top.
 build_packages=(libsqlite3-dev pkg-config)
-test_packages=(sqlite3 systemd zsh python3 make e2fsprogs procps man-db util-linux prometheus)
+test_packages=(sqlite3 systemd zsh python3 make e2fsprogs procps man-db util-linux prometheus debootstrap systemd-container lintian binutils)

@@ -28,6 +28,12 @@ final class Context {
     func connect() throws -> Client {
         do {
             return try Client(path: socketPath)
+        } catch let SocketError.system(_, _, code) where code == EACCES {
+            // The socket's mode and group decide who may connect at all: say which group to join.
+            var info = stat()
+            let group = stat(socketPath, &info) == 0 ? getgrgid(info.st_gid).map { String(cString: $0.pointee.gr_name) } : nil
+            throw Failure(code: ExitCode.forbidden, message: "you may not use batond's socket \(socketPath)\(group.map { " (group \($0))" } ?? "")",
+                          hint: group.map { "ask to be added to the group \($0) (usermod -aG \($0) USER), then log in again" })
         } catch {
             throw Failure(code: ExitCode.unavailable, message: "cannot reach batond at \(socketPath): \(Self.reason(error))",
                           hint: "start it with `batond --config FILE`, or pass --socket PATH (or set BATON_SOCKET)")

@@ -78,7 +78,7 @@ struct SystemdTests {
         #expect(result.code == 0, "\(result.stderr)")
         #expect(!result.stderr.contains("batond."), "\(result.stderr)")
         let service = try String(contentsOf: Self.unitDirectory.appendingPathComponent("batond.service"), encoding: .utf8)
-        for line in ["Type=notify", "WatchdogSec=", "ExecReload=/bin/kill -HUP $MAINPID", "StateDirectory=baton", "RuntimeDirectory=baton",
+        for line in ["Type=notify", "WatchdogSec=", "ExecReload=/bin/sh -c 'kill -HUP \"$MAINPID\"'", "StateDirectory=baton", "RuntimeDirectory=baton",
                      "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes"] {
             #expect(service.contains(line), "batond.service lacks \(line)")
         }

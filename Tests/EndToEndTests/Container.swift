@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+
+/// A Debian tree booted under a real systemd with `systemd-nspawn`, driven from outside with
+/// `nsenter`. The pristine tree (debootstrap: minbase, systemd, dbus, libsqlite3-0) is made
+/// once and kept under `.build/nspawn/base`; each container boots a fresh copy of it.
+final class Container {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
+    static let cache = repository + "/.build/nspawn"
+    static let base = cache + "/base"
+
+    let root: String
+    private var nspawn: Process?
+    /// The container's PID 1 (its systemd), as the host sees it.
+    private(set) var initPID: Int32 = 0
+
+    /// Debootstraps the base tree unless it is there (about a minute, from Debian's mirror).
+    static func ensureBase() throws {
+        if FileManager.default.fileExists(atPath: base + "/.complete") { return }
+        try? FileManager.default.removeItem(atPath: base)
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        let mirror = "http://deb.debian.org/debian"
+        let made = try execute("/usr/sbin/debootstrap", ["--variant=minbase", "--include=systemd,systemd-sysv,dbus,libsqlite3-0",
+                                                         "bookworm", base, mirror])
+        guard made.code == 0 else { throw ContainerError.failed("debootstrap: \(made.stderr.suffix(2_000))") }
+        FileManager.default.createFile(atPath: base + "/.complete", contents: nil)
+    }
+
+    /// A fresh copy of the base tree.
+    init() throws {
+        try Self.ensureBase()
+        root = Self.cache + "/run-" + UUID().uuidString
+        let copy = try execute("/bin/cp", ["-a", Self.base, root])
+        guard copy.code == 0 else { throw ContainerError.failed("cp: \(copy.stderr)") }
+    }
+
+    /// Runs a command in the tree before it boots: chroot, with /proc mounted in a mount namespace
+    /// of its own (Swift reads its arguments from /proc/self/cmdline), for at most two minutes.
+    func chroot(_ command: String) throws -> Output {
+        try execute("/usr/bin/unshare", ["--mount", "--propagation", "private", "--fork", "/bin/sh", "-c",
+                                         "mount -t proc proc \"$0/proc\" && exec timeout 120 chroot \"$0\" /bin/sh -c \"$1\"", root, command])
+    }
+
+    /// Boots it and waits until systemd says the system is up.
+    func boot() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-nspawn")
+        // --register=no and --keep-unit: the host has no systemd to register with or to ask for a scope.
+        process.arguments = ["--boot", "--register=no", "--keep-unit", "--quiet", "-D", root]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        nspawn = process
+        let deadline = Date().addingTimeInterval(60)
+        while initPID == 0 && Date() < deadline && process.isRunning {
+            let children = (try? execute("/usr/bin/pgrep", ["-P", String(process.processIdentifier)]).stdout) ?? ""
+            if let pid = children.split(separator: "\n").compactMap({ Int32($0) }).first,
+               (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("systemd") == true {
+                initPID = pid
+            } else {
+                usleep(50_000)
+            }
+        }
+        guard initPID != 0 else { throw ContainerError.failed("the container's systemd never appeared") }
+        let state = try run("timeout 60 systemctl is-system-running --wait")
+        guard ["running", "degraded"].contains(state.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw ContainerError.failed("boot: \(state.stdout) \(try run("systemctl --failed --no-legend").stdout)")
+        }
+    }
+
+    /// Runs a shell command inside the booted container, as root.
+    @discardableResult
+    func run(_ command: String) throws -> Output {
+        try execute("/usr/bin/nsenter", ["-t", String(initPID), "-a", "/bin/sh", "-c", command])
+    }
+
+    /// Waits until `command` succeeds inside (checking every 100 ms), or `seconds` pass.
+    func waitUntil(_ command: String, seconds: Double = 30) throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try run(command).code == 0 { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
+    func shutdown() {
+        guard let nspawn, nspawn.isRunning else { return }
+        _ = try? run("systemctl poweroff")
+        let deadline = Date().addingTimeInterval(30)
+        while nspawn.isRunning && Date() < deadline { usleep(50_000) }
+        if nspawn.isRunning { kill(nspawn.processIdentifier, SIGKILL); nspawn.waitUntilExit() }
+    }
+
+    deinit {
+        shutdown()
+        try? FileManager.default.removeItem(atPath: root)
+    }
+}
+
+enum ContainerError: Error, CustomStringConvertible {
+    case failed(String)
+    var description: String { if case let .failed(text) = self { text } else { "" } }
+}
