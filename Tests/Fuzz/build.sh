@@ -7,6 +7,7 @@
 #   times     the CLI's --since/--until parser
 #   patterns  param patterns: compile, and match in linear time
 #   conductor the conductor's pure state: random walks of events, every invariant checked each step
+#   http      the metrics listener's HTTP request head parser (BatonIPC)
 # The modules are compiled straight with swiftc (SwiftPM would also instrument its build tools).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,6 +40,7 @@ link() { # target, sources...
     swiftc "${flags[@]}" -module-name "Fuzz_$target" "$@" "${objects[@]}" -lsqlite3 -o "$out/fuzz-$target"
 }
 link frames Tests/Fuzz/FrameFuzzer.swift
+link http Tests/Fuzz/HTTPFuzzer.swift
 link requests Tests/Fuzz/RequestFuzzer.swift
 link durations Tests/Fuzz/DurationFuzzer.swift
 link patterns Tests/Fuzz/PatternFuzzer.swift
