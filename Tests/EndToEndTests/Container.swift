@@ -63,9 +63,10 @@ final class Container {
             }
         }
         guard initPID != 0 else { throw ContainerError.failed("the container's systemd never appeared") }
-        let state = try run("timeout 60 systemctl is-system-running --wait")
-        guard ["running", "degraded"].contains(state.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw ContainerError.failed("boot: \(state.stdout) \(try run("systemctl --failed --no-legend").stdout)")
+        // systemctl cannot connect until PID 1 has set up its socket: ask again until it answers.
+        let up = try waitUntil("systemctl is-system-running --wait | grep -qE '^(running|degraded)$'", seconds: 90)
+        guard up else {
+            throw ContainerError.failed("boot: \(try run("systemctl is-system-running; systemctl --failed --no-legend").stdout)")
         }
     }
 
