@@ -3,8 +3,9 @@ import Testing
 
 /// A Debian tree booted under a real systemd with `systemd-nspawn`, driven from outside with
 /// `nsenter`. The pristine tree (debootstrap: minbase, systemd, dbus, libsqlite3-0) is made
-/// once and kept under `.build/nspawn/base`; each container boots a fresh copy of it.
-final class Container {
+/// once and kept under `.build/nspawn/base`; each container boots a fresh copy of it. Its
+/// methods do their blocking work off Swift's cooperative pool (`offPool`); one test drives it.
+final class Container: @unchecked Sendable {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
     static let cache = repository + "/.build/nspawn"
     static let base = cache + "/base"
@@ -26,8 +27,10 @@ final class Container {
         FileManager.default.createFile(atPath: base + "/.complete", contents: nil)
     }
 
-    /// A fresh copy of the base tree.
-    init() throws {
+    /// A fresh copy of the base tree (debootstrapped first if need be).
+    static func make() async throws -> Container { try await offPool { try Container() } }
+
+    private init() throws {
         try Self.ensureBase()
         root = Self.cache + "/run-" + UUID().uuidString
         let copy = try execute("/bin/cp", ["-a", Self.base, root])
@@ -36,13 +39,22 @@ final class Container {
 
     /// Runs a command in the tree before it boots: chroot, with /proc mounted in a mount namespace
     /// of its own (Swift reads its arguments from /proc/self/cmdline), for at most two minutes.
-    func chroot(_ command: String) throws -> Output {
-        try execute("/usr/bin/unshare", ["--mount", "--propagation", "private", "--fork", "/bin/sh", "-c",
+    func chroot(_ command: String) async throws -> Output {
+        try await EndToEndTests.run("/usr/bin/unshare", ["--mount", "--propagation", "private", "--fork", "/bin/sh", "-c",
                                          "mount -t proc proc \"$0/proc\" && exec timeout 120 chroot \"$0\" /bin/sh -c \"$1\"", root, command])
     }
 
     /// Boots it and waits until systemd says the system is up.
-    func boot() throws {
+    func boot() async throws {
+        try await offPool { try self.start() }
+        // systemctl cannot connect until PID 1 has set up its socket: ask again until it answers.
+        let up = try await waitUntil("systemctl is-system-running --wait | grep -qE '^(running|degraded)$'", seconds: 90)
+        guard up else {
+            throw ContainerError.failed("boot: \(try await run("systemctl is-system-running; systemctl --failed --no-legend").stdout)")
+        }
+    }
+
+    private func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-nspawn")
         // --register=no and --keep-unit: the host has no systemd to register with or to ask for a scope.
@@ -63,32 +75,27 @@ final class Container {
             }
         }
         guard initPID != 0 else { throw ContainerError.failed("the container's systemd never appeared") }
-        // systemctl cannot connect until PID 1 has set up its socket: ask again until it answers.
-        let up = try waitUntil("systemctl is-system-running --wait | grep -qE '^(running|degraded)$'", seconds: 90)
-        guard up else {
-            throw ContainerError.failed("boot: \(try run("systemctl is-system-running; systemctl --failed --no-legend").stdout)")
-        }
     }
 
     /// Runs a shell command inside the booted container, as root.
     @discardableResult
-    func run(_ command: String) throws -> Output {
-        try execute("/usr/bin/nsenter", ["-t", String(initPID), "-a", "/bin/sh", "-c", command])
+    func run(_ command: String) async throws -> Output {
+        try await EndToEndTests.run("/usr/bin/nsenter", ["-t", String(initPID), "-a", "/bin/sh", "-c", command])
     }
 
     /// Waits until `command` succeeds inside (checking every 100 ms), or `seconds` pass.
-    func waitUntil(_ command: String, seconds: Double = 30) throws -> Bool {
+    func waitUntil(_ command: String, seconds: Double = 30) async throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if try run(command).code == 0 { return true }
-            usleep(100_000)
+            if try await run(command).code == 0 { return true }
+            try await Task.sleep(for: .milliseconds(100))
         }
         return false
     }
 
     func shutdown() {
         guard let nspawn, nspawn.isRunning else { return }
-        _ = try? run("systemctl poweroff")
+        _ = try? execute("/usr/bin/nsenter", ["-t", String(initPID), "-a", "systemctl", "poweroff"])
         let deadline = Date().addingTimeInterval(30)
         while nspawn.isRunning && Date() < deadline { usleep(50_000) }
         if nspawn.isRunning { kill(nspawn.processIdentifier, SIGKILL); nspawn.waitUntilExit() }

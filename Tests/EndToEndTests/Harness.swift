@@ -14,7 +14,21 @@ enum Binaries {
 }
 
 /// The result of running a command.
-struct Output {
+/// Runs blocking work (a child process, a build, a boot) on a thread of its own and waits for it
+/// without holding one of the few threads Swift's concurrency runs every async test on: a long
+/// synchronous test there starves the others for as long as it blocks.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// `execute`, off the pool.
+func run(_ path: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> Output {
+    try await offPool { try execute(path, arguments, environment: environment) }
+}
+
+struct Output: Sendable {
     var code: Int32
     var stdout: String
     var stderr: String

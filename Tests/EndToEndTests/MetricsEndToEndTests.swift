@@ -144,7 +144,7 @@ struct MetricsEndToEndTests {
     }
 
     @Test("a real Prometheus scrapes batond, and its query API answers a run counter with the right value")
-    func prometheusScrapes() throws {
+    func prometheusScrapes() async throws {
         let daemon = try Daemon(config: Self.config)
         let port = try Self.port(of: daemon)
         for _ in 0..<3 { #expect(try daemon.baton("run", "ok").code == 0) }
@@ -168,8 +168,8 @@ struct MetricsEndToEndTests {
         let query = #"/api/v1/query?query=baton_runs_total%7Baction%3D%22ok%22%2Coutcome%3D%22success%22%7D"#
         var answer = ""
         for _ in 0..<240 where !answer.contains(#""3"]"#) {
-            answer = (try? TCP.exchange(web, "GET \(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")) ?? ""
-            if !answer.contains(#""3"]"#) { usleep(250_000) }
+            answer = (try? await offPool { try TCP.exchange(web, "GET \(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") }) ?? ""
+            if !answer.contains(#""3"]"#) { try await Task.sleep(for: .milliseconds(250)) }
         }
         #expect(answer.contains(#""job":"batond""#), "\(answer)")
         #expect(answer.contains(#""3"]"#), "Prometheus never saw 3 successful runs of ok: \(answer)")

@@ -1,3 +1,4 @@
+import BatonCore
 import Foundation
 import Testing
 
@@ -5,38 +6,40 @@ import Testing
 @Suite("End to end: the .deb and a real systemd", .serialized)
 struct PackageTests {
     static let repository = Container.repository
+    private static let built = Locked<String?>(nil)
 
     /// The release binaries `make build` makes (scripts/test runs it first); built here, in a
     /// scratch directory of their own, when they are missing.
-    static func releaseDirectory() throws -> String {
+    static func releaseDirectory() async throws -> String {
         let built = repository + "/.build/release"
         if ["batond", "baton"].allSatisfy({ FileManager.default.isExecutableFile(atPath: built + "/" + $0) }) { return built }
         let scratch = repository + "/.build/static"
         for product in ["batond", "baton"] {
             let flags = ["build", "--scratch-path", scratch, "--package-path", repository, "-c", "release", "--static-swift-stdlib",
                          "-Xlinker", "-z", "-Xlinker", "relro", "-Xlinker", "-z", "-Xlinker", "now", "-Xcc", "-D_FORTIFY_SOURCE=2", "--product", product]
-            let result = try execute("/usr/bin/env", ["swift"] + flags)
+            let result = try await run("/usr/bin/env", ["swift"] + flags)
             guard result.code == 0 else { throw ContainerError.failed("swift build \(product): \(result.stderr.suffix(2_000))") }
         }
         return scratch + "/release"
     }
 
-    /// The package, built once per test run.
-    static func buildDeb() throws -> String { try builtDeb.get() }
-    private static let builtDeb = Result { try makeDeb() }
-    private static func makeDeb() throws -> String {
-        let result = try execute(repository + "/scripts/build-deb", [], environment: ["BUILD_DIR": try releaseDirectory()])
+    /// The package (built by the first test that asks; the suite is serialized).
+    static func buildDeb() async throws -> String {
+        if let built = built.withLock({ $0 }) { return built }
+        let result = try await run(repository + "/scripts/build-deb", [], environment: ["BUILD_DIR": try await releaseDirectory()])
         guard result.code == 0 else { throw ContainerError.failed("build-deb: \(result.stderr)") }
-        return repository + "/" + result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let path = repository + "/" + result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        built.withLock { $0 = path }
+        return path
     }
 
     @Test("the release binaries carry the Swift runtime: ldd shows only libc, libm, libstdc++, libgcc_s and libsqlite3")
-    func noToolchainNeeded() throws {
-        let directory = try Self.releaseDirectory()
+    func noToolchainNeeded() async throws {
+        let directory = try await Self.releaseDirectory()
         let allowed = ["linux-vdso.so.1", "libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libsqlite3.so.0",
                        "/lib64/ld-linux-x86-64.so.2", "ld-linux-x86-64.so.2"]
         for binary in ["batond", "baton"] {
-            let ldd = try execute("/usr/bin/ldd", [directory + "/" + binary])
+            let ldd = try await run("/usr/bin/ldd", [directory + "/" + binary])
             #expect(ldd.code == 0, "\(ldd.stderr)")
             let libraries = ldd.stdout.split(separator: "\n").compactMap { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map(String.init) }
             #expect(!libraries.isEmpty)
@@ -46,17 +49,17 @@ struct PackageTests {
     }
 
     @Test("make deb: lintian has no error or warning; dpkg installs it into a Debian tree, removes it keeping the config, and purges it")
-    func debianPackage() throws {
-        let deb = try Self.buildDeb()
-        let lintian = try execute("/usr/bin/lintian", ["--tag-display-limit", "0", deb])
+    func debianPackage() async throws {
+        let deb = try await Self.buildDeb()
+        let lintian = try await run("/usr/bin/lintian", ["--tag-display-limit", "0", deb])
         let findings = lintian.stdout.split(separator: "\n").filter { $0.hasPrefix("E:") || $0.hasPrefix("W:") }
         #expect(findings.isEmpty, "\(findings)")
-        let info = try execute("/usr/bin/dpkg-deb", ["-f", deb, "Package", "Depends"])
+        let info = try await run("/usr/bin/dpkg-deb", ["-f", deb, "Package", "Depends"])
         #expect(info.stdout.contains("Package: baton") && info.stdout.contains("libsqlite3-0"))
 
-        let tree = try Container()
+        let tree = try await Container.make()
         try FileManager.default.copyItem(atPath: deb, toPath: tree.root + "/tmp/baton.deb")
-        let install = try tree.chroot("dpkg -i /tmp/baton.deb")
+        let install = try await tree.chroot("dpkg -i /tmp/baton.deb")
         #expect(install.code == 0, "\(install.stdout) \(install.stderr)")
         let modes: [(String, Int)] = [
             ("usr/bin/batond", 0o755), ("usr/bin/baton", 0o755), ("usr/lib/systemd/system/batond.service", 0o644),
@@ -68,21 +71,21 @@ struct PackageTests {
             let attributes = try? FileManager.default.attributesOfItem(atPath: tree.root + "/" + path)
             #expect((attributes?[.posixPermissions] as? Int) == mode, "\(path)")
         }
-        #expect(try tree.chroot("getent group baton").code == 0, "postinst creates the group")
+        #expect(try await tree.chroot("getent group baton").code == 0, "postinst creates the group")
         #expect(!FileManager.default.fileExists(atPath: tree.root + "/etc/systemd/system/multi-user.target.wants/batond.service"),
                 "nothing is enabled without being asked")
-        #expect(try tree.chroot("batond --check-config /etc/baton/baton.json5").code == 0)
+        #expect(try await tree.chroot("batond --check-config /etc/baton/baton.json5").code == 0)
 
         // Remove: the files go, the edited config stays; purge: the config and the history go too.
         try "// edited\n" .appending(try String(contentsOfFile: tree.root + "/etc/baton/baton.json5", encoding: .utf8))
             .write(toFile: tree.root + "/etc/baton/baton.json5", atomically: true, encoding: .utf8)
-        #expect(try tree.chroot("dpkg -r baton").code == 0)
+        #expect(try await tree.chroot("dpkg -r baton").code == 0)
         #expect(!FileManager.default.fileExists(atPath: tree.root + "/usr/bin/batond"))
         #expect(FileManager.default.fileExists(atPath: tree.root + "/etc/baton/baton.json5"))
-        #expect(try tree.chroot("dpkg -P baton").code == 0)
+        #expect(try await tree.chroot("dpkg -P baton").code == 0)
         #expect(!FileManager.default.fileExists(atPath: tree.root + "/etc/baton/baton.json5"))
         #expect(!FileManager.default.fileExists(atPath: tree.root + "/var/lib/baton"))
-        #expect(try tree.chroot("dpkg -s baton").code != 0)
+        #expect(try await tree.chroot("dpkg -s baton").code != 0)
     }
 
     @Test("""
@@ -90,49 +93,49 @@ struct PackageTests {
         work in the hardened unit; journalctl finds the transitions; reload applies a new config; a member of baton may \
         trigger and others may not; a batond stopped with SIGSTOP is restarted by the watchdog and recovers its run
         """)
-    func realSystemd() throws {
-        let deb = try Self.buildDeb()
-        let container = try Container()
+    func realSystemd() async throws {
+        let deb = try await Self.buildDeb()
+        let container = try await Container.make()
         try FileManager.default.copyItem(atPath: deb, toPath: container.root + "/tmp/baton.deb")
-        let setup = try container.chroot("""
+        let setup = try await container.chroot("""
             dpkg -i /tmp/baton.deb && useradd -m alice && usermod -aG baton alice && useradd -m bob &&
             mkdir -p /etc/systemd/system/batond.service.d &&
             printf '[Service]\\nWatchdogSec=3s\\nTimeoutAbortSec=2s\\n' > /etc/systemd/system/batond.service.d/test.conf
             """)
         #expect(setup.code == 0, "\(setup.stderr)")
-        try container.boot()
+        try await container.boot()
 
-        #expect(try container.run("systemctl enable --now batond.socket").code == 0)
-        #expect(try container.run("systemctl is-active batond.service").stdout.hasPrefix("inactive"))
-        let hello = try container.run("baton run hello")
+        #expect(try await container.run("systemctl enable --now batond.socket").code == 0)
+        #expect(try await container.run("systemctl is-active batond.service").stdout.hasPrefix("inactive"))
+        let hello = try await container.run("baton run hello")
         #expect(hello.code == 0 && hello.stdout.contains("hello run 1 succeeded"), "\(hello.stdout) \(hello.stderr)")
-        #expect(try container.run("systemctl is-active batond.service").stdout.hasPrefix("active"))
-        let status = try container.run("systemctl show -p StatusText --value batond.service").stdout
+        #expect(try await container.run("systemctl is-active batond.service").stdout.hasPrefix("active"))
+        let status = try await container.run("systemctl show -p StatusText --value batond.service").stdout
         #expect(!status.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "STATUS= reaches systemd")
 
         for command in ["baton run disk-report", "baton run deploy -p env=prod", "baton run slow-build"] {
-            let result = try container.run(command)
+            let result = try await container.run(command)
             #expect(result.code == 0, "\(command): \(result.stdout) \(result.stderr)")
         }
-        #expect(try container.waitUntil("journalctl BATON_ACTION=hello -o cat --no-pager | grep -q 'loading → success'"))
+        #expect(try await container.waitUntil("journalctl BATON_ACTION=hello -o cat --no-pager | grep -q 'loading → success'"))
 
-        let added = try container.run("""
+        let added = try await container.run("""
             sed -i 's/^  actions: {/  actions: {\\n    extra: { exec: ["true"] },/' /etc/baton/baton.json5 && systemctl reload batond.service
             """)
         #expect(added.code == 0, "\(added.stderr)")
-        #expect(try container.run("baton actions --names").stdout.contains("extra"))
+        #expect(try await container.run("baton actions --names").stdout.contains("extra"))
 
-        #expect(try container.run("runuser -u alice -- baton run hello").code == 0)
-        let bob = try container.run("runuser -u bob -- baton run hello")
+        #expect(try await container.run("runuser -u alice -- baton run hello").code == 0)
+        let bob = try await container.run("runuser -u bob -- baton run hello")
         #expect(bob.code == 77 && bob.stderr.contains("group baton"), "\(bob.stderr)")
 
-        let run = try container.run("baton run slow-build --detach").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let pid = try container.run("systemctl show -p MainPID --value batond.service").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(try container.run("kill -STOP \(pid)").code == 0)
-        #expect(try container.waitUntil("[ \"$(systemctl show -p NRestarts --value batond.service)\" -ge 1 ]", seconds: 60))
-        #expect(try container.waitUntil("systemctl is-active -q batond.service", seconds: 30))
-        let story = try container.run("baton show \(run) --json")
+        let run = try await container.run("baton run slow-build --detach").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let pid = try await container.run("systemctl show -p MainPID --value batond.service").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await container.run("kill -STOP \(pid)").code == 0)
+        #expect(try await container.waitUntil("[ \"$(systemctl show -p NRestarts --value batond.service)\" -ge 1 ]", seconds: 60))
+        #expect(try await container.waitUntil("systemctl is-active -q batond.service", seconds: 30))
+        let story = try await container.run("baton show \(run) --json")
         #expect(story.stdout.contains("\"phase\":\"failure\"") || story.stdout.contains("\"phase\" : \"failure\""), "\(story.stdout) \(story.stderr)")
-        #expect(try container.run("baton run hello").code == 0)
+        #expect(try await container.run("baton run hello").code == 0)
     }
 }
