@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 . scripts/packages.sh
 ensure_packages "${build_packages[@]}"
 echo "Building (release; the first build takes a few minutes) ..."
-swift build -c release --product batond >/dev/null
-swift build -c release --product baton >/dev/null
+# The same release binaries as `make` and the package (the Swift runtime linked in).
+make build >/dev/null
 bin=$(swift build -c release --show-bin-path)
 dir=$(mktemp -d)
 trap 'kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null; rm -rf "$dir"' EXIT
