@@ -1,0 +1,26 @@
+import Foundation
+
+extension Daemon {
+    /// Raises the open-file limit to what `maxConnections` and the runs need (each running attempt
+    /// holds a pidfd and three pipes), up to the hard limit; returns how many connections fit
+    /// (fewer than `maxConnections` when the hard limit is lower, with a warning when it matters).
+    static func openFileRoom(for config: Config) -> Int {
+        let forRuns = config.maxConcurrentRuns * 4 + 128
+        let wanted = rlim_t(config.maxConnections + forRuns)
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return config.maxConnections }
+        if limit.rlim_cur < wanted {
+            limit.rlim_cur = min(wanted, limit.rlim_max)
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        let room = max(Int(limit.rlim_cur) - forRuns, 8)
+        // The default quietly fits a hard limit that is merely lower; a small room, or a number the
+        // config asked for, is worth saying.
+        if room < config.maxConnections && (config.maxConnectionsGiven || room < 1_024) {
+            Log.warning("the open-file limit (\(limit.rlim_cur)) leaves room for \(room) connections, not maxConnections "
+                + "(\(config.maxConnections)); raise LimitNOFILE= to allow more")
+        }
+        return min(room, config.maxConnections)
+    }
+}
