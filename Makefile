@@ -17,7 +17,9 @@ BUILD_DIR ?= .build/release
 SWIFT ?= swift
 # The Swift runtime linked in (the binaries run without a toolchain), full RELRO, and the C shim
 # built with _FORTIFY_SOURCE: what a Debian package is expected to have.
-RELEASE_FLAGS = -c release --static-swift-stdlib -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now -Xcc -D_FORTIFY_SOURCE=2
+# SCRATCH: another build directory (the package tests build there when .build/release is missing).
+SCRATCH ?=
+RELEASE_FLAGS = $(if $(SCRATCH),--scratch-path $(SCRATCH)) -c release --static-swift-stdlib -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now -Xcc -D_FORTIFY_SOURCE=2
 
 BINDIR = $(PREFIX)/bin
 UNITDIR = $(PREFIX)/lib/systemd/system

@@ -67,6 +67,8 @@ final class Daemon: @unchecked Sendable {
     private let stderrPipe = Pipe()
     /// Everything batond wrote to stderr so far.
     private let output = LogBuffer()
+    /// Signalled once batond has exited (its terminationHandler).
+    private let exited = DispatchSemaphore(value: 0)
 
     /// Extra environment variables of batond.
     var environment: [String: String] = [:]
@@ -111,6 +113,8 @@ final class Daemon: @unchecked Sendable {
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
+        let exited = exited
+        process.terminationHandler = { _ in exited.signal() }
         try process.run()
         // A thread of its own reads batond's stderr with plain read(2) until EOF. (Foundation's
         // readabilityHandler was seen to stop draining and spin once many pipes had come and gone,
@@ -176,9 +180,7 @@ final class Daemon: @unchecked Sendable {
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
+        if exited.wait(timeout: .now() + 30) == .timedOut {
             Issue.record("batond did not exit within 30 s of SIGTERM; killed. Its log ends: \(stderr.suffix(2_000))")
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

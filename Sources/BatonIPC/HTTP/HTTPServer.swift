@@ -25,7 +25,6 @@ public final class HTTPServer: @unchecked Sendable {
     private let limits: Limits
     private let handler: Handler
     private let stopping = Atomic<Bool>(false)
-    private var thread: Thread?
 
     private struct Connection {
         var input: [UInt8] = []
@@ -53,7 +52,6 @@ public final class HTTPServer: @unchecked Sendable {
         let thread = Thread { [self] in loop() }
         thread.name = "baton-http"
         thread.stackSize = 1 << 20
-        self.thread = thread
         thread.start()
     }
 
