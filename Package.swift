@@ -16,6 +16,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(name: "CBatonSystem"),
         .target(name: "BatonCore", dependencies: ["CBatonSystem"]),
         .executableTarget(name: "EmbedMigrations"),
@@ -30,16 +35,22 @@ let package = Package(
             dependencies: ["BatonCore", "CSQLite"],
             plugins: ["EmbedMigrationsPlugin"]
         ),
+        .target(
+            name: "BatonFleet",
+            dependencies: ["BatonCore", "CLibPQ"],
+            plugins: ["EmbedMigrationsPlugin"]
+        ),
         .target(name: "BatonIPC", dependencies: ["BatonCore", "CBatonSystem"]),
         .target(name: "BatonService", dependencies: ["BatonCore", "BatonIPC"]),
-        .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonService", "CBatonSystem"]),
+        .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC"]),
-        .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonService", "CBatonSystem"]),
+        .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),
+        .testTarget(name: "BatonFleetTests", dependencies: ["BatonFleet", "BatonCore"]),
         .testTarget(name: "BatondTests", dependencies: ["batond"]),
         .testTarget(name: "BatonCLITests", dependencies: ["baton"], exclude: ["help.golden"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonService"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonFleet", "BatonService"]),
     ]
 )

@@ -56,14 +56,7 @@ extension History {
         return ActionStats(
             action: action, success: success, failure: failure, cancelled: counts[.cancelled] ?? 0,
             successRate: success + failure > 0 ? Double(success) / Double(success + failure) : nil,
-            p50: Self.nearestRank(durations, 50), p95: Self.nearestRank(durations, 95), max: durations.last,
+            p50: ActionStats.nearestRank(durations, 50), p95: ActionStats.nearestRank(durations, 95), max: durations.last,
             lastSuccess: lastSuccess, lastFailure: try latest("failure"), failureStreak: failureStreak, recent: recent)
-    }
-
-    /// The nearest-rank percentile of sorted values: the smallest value with at least p% at or below it.
-    static func nearestRank(_ sorted: [Int64], _ p: Double) -> Int64? {
-        guard !sorted.isEmpty else { return nil }
-        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
-        return sorted[Swift.min(Swift.max(rank, 1), sorted.count) - 1]
     }
 }

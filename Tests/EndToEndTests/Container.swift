@@ -2,13 +2,13 @@ import Foundation
 import Testing
 
 /// A Debian tree booted under a real systemd with `systemd-nspawn`, driven from outside with
-/// `nsenter`. The pristine tree (debootstrap: minbase, systemd, dbus, libsqlite3-0) is made
-/// once and kept under `.build/nspawn/base`; each container boots a fresh copy of it. Its
+/// `nsenter`. The pristine tree (debootstrap: minbase, systemd, dbus, libsqlite3-0, libpq5) is made
+/// once and kept under `.build/nspawn/base-pq`; each container boots a fresh copy of it. Its
 /// methods do their blocking work off Swift's cooperative pool (`offPool`); one test drives it.
 final class Container: @unchecked Sendable {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
     static let cache = repository + "/.build/nspawn"
-    static let base = cache + "/base"
+    static let base = cache + "/base-pq"
 
     let root: String
     private var nspawn: Process?
@@ -21,7 +21,7 @@ final class Container: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: base)
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
         let mirror = "http://deb.debian.org/debian"
-        let made = try execute("/usr/sbin/debootstrap", ["--variant=minbase", "--include=systemd,systemd-sysv,dbus,libsqlite3-0",
+        let made = try execute("/usr/sbin/debootstrap", ["--variant=minbase", "--include=systemd,systemd-sysv,dbus,libsqlite3-0,libpq5",
                                                          "bookworm", base, mirror])
         guard made.code == 0 else { throw ContainerError.failed("debootstrap: \(made.stderr.suffix(2_000))") }
         FileManager.default.createFile(atPath: base + "/.complete", contents: nil)

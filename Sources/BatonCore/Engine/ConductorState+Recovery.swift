@@ -80,3 +80,23 @@ extension ConductorState {
         return true
     }
 }
+
+extension ConductorState {
+    /// Runs a run the fleet started: its `loading` is durable already, so its first attempt
+    /// launches at once and only what follows is written from here.
+    mutating func adopt(_ token: Token, _ adopted: AdoptedRun, _ step: inout Step) {
+        let id = adopted.run.id
+        guard flights[id] == nil else { return step.answer(token, .attached(flights[id]?.snapshot)) }
+        var machine = RunMachine(retries: adopted.action.retry.attempts)
+        let effects = machine.handle(.start)
+        var run = adopted.run
+        run.estimate = estimates.median(run.action)
+        flights[id] = Flight(run: run, machine: machine, action: adopted.action, runner: nil, seq: adopted.seq)
+        table.adoptRunning(id, key: run.key)
+        nextRunID = max(nextRunID, id + 1)
+        for case let .launch(attempt) in effects { perform(id, .launch(attempt: attempt), &step) }
+        step.answer(token, .attached(run))
+        // Shutting down: it stops with the others when the grace is over.
+        if mode != .accepting { drive(id, .stop(.shutdown), &step) }
+    }
+}

@@ -162,7 +162,7 @@ extension ConductorState {
         for effect in effects { perform(id, effect, &step) }
     }
 
-    private mutating func perform(_ id: Int64, _ effect: RunMachine.Effect, _ step: inout Step) {
+    mutating func perform(_ id: Int64, _ effect: RunMachine.Effect, _ step: inout Step) {
         guard var flight = flights[id] else { return }
         defer { flights[id] = flight }
         switch effect {

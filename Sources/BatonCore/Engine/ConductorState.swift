@@ -42,6 +42,11 @@ public struct ConductorState: Sendable {
         case graceElapsed
         /// Take over the runs a previous daemon left unfinished (with their actions, where still configured).
         case recover(Token, [RecoveredRun])
+        /// Run a run whose start the fleet already made durable (its `loading` is written);
+        /// answered with the run (`attached`).
+        case adopt(Token, AdoptedRun)
+        /// Stop one run as another host asked (a replace, or a cancel sent from elsewhere).
+        case stopRun(Int64, RunMachine.Stop)
     }
 
     /// What the conductor must do, in the order given.
@@ -132,6 +137,8 @@ public struct ConductorState: Sendable {
         case .shutdown: beginShutdown(&step)
         case .graceElapsed: if mode == .draining { stopActive(.shutdown, &step) }
         case let .recover(token, runs): recover(token, runs, &step)
+        case let .adopt(token, adopted): adopt(token, adopted, &step)
+        case let .stopRun(run, stop): if flights[run]?.isOver == false { drive(run, .stop(stop), &step) }
         }
         return finish(&step)
     }
@@ -188,6 +195,20 @@ public struct RecoveredRun: Sendable, Equatable {
 
     public init(_ unfinished: UnfinishedRun, action: Action?) {
         self.unfinished = unfinished
+        self.action = action
+    }
+}
+
+/// A run the fleet started: its row already says `loading` (attempt 1, transition `seq`), written
+/// in the transaction that took its key; this host runs it from there.
+public struct AdoptedRun: Sendable, Equatable {
+    public var run: RunSnapshot
+    public var seq: Int
+    public var action: Action
+
+    public init(run: RunSnapshot, seq: Int, action: Action) {
+        self.run = run
+        self.seq = seq
         self.action = action
     }
 }

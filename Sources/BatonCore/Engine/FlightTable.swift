@@ -26,19 +26,13 @@ public struct FlightTable: Sendable {
         case waiting, ready, running
     }
 
-    struct Slot {
-        var holder: Int64?
-        var followUp: Int64?
-        var draining: Set<Int64> = []
-    }
-
     struct Entry {
         var key: String
         var stage: Stage = .waiting
         var durable = false
     }
 
-    private var slots: [String: Slot] = [:]
+    private var slots: [String: KeySlot] = [:]
     private var entries: [Int64: Entry] = [:]
     private var line = RunLine()
     private var runningCount = 0
@@ -51,31 +45,14 @@ public struct FlightTable: Sendable {
 
     /// Decides a trigger for `key` under `policy`; `candidate` is the id a new run would take.
     public mutating func trigger(key: String, policy: Policy, candidate: Int64) -> Decision {
-        var slot = slots[key] ?? Slot()
-        defer { slots[key] = slot }
-        guard let holder = slot.holder else {
-            slot.holder = candidate
-            entries[candidate] = Entry(key: key)
-            return .created(candidate)
+        var slot = slots[key] ?? KeySlot()
+        let decision = slot.trigger(policy: policy, candidate: candidate)
+        slots[key] = slot
+        switch decision {
+        case .created, .followUp, .replaced: entries[candidate] = Entry(key: key)
+        case .joined, .coalesced, .rejected: break
         }
-        switch policy {
-        case .reject:
-            return .rejected(holder)
-        case .join:
-            return .joined(holder)
-        case .queue:
-            if let followUp = slot.followUp { return .coalesced(followUp) }
-            slot.followUp = candidate
-            entries[candidate] = Entry(key: key)
-            return .followUp(candidate, after: holder)
-        case .replace:
-            let stopping = [holder] + (slot.followUp.map { [$0] } ?? [])
-            slot.draining.formUnion(stopping)
-            slot.holder = candidate
-            slot.followUp = nil
-            entries[candidate] = Entry(key: key)
-            return .replaced(candidate, stopping: stopping)
-        }
+        return decision
     }
 
     /// Marks a run's creation (its `queued` transition) as durable: from now on it may start.
@@ -95,6 +72,16 @@ public struct FlightTable: Sendable {
         entries[run]!.stage = .running
         runningCount += 1
         return true
+    }
+
+    /// Counts a run the fleet started (its key taken in the fleet's database) as running here.
+    public mutating func adoptRunning(_ run: Int64, key: String) {
+        guard entries[run] == nil else { return }
+        var slot = slots[key] ?? KeySlot()
+        if slot.holder == nil { slot.holder = run } else { slot.draining.insert(run) }
+        slots[key] = slot
+        entries[run] = Entry(key: key, stage: .running, durable: true)
+        runningCount += 1
     }
 
     /// Whether a run is being replaced: it stops, and its key waits for its processes to go.
@@ -121,14 +108,8 @@ public struct FlightTable: Sendable {
         guard let entry = entries.removeValue(forKey: run) else { return }
         if entry.stage == .running { runningCount -= 1 }
         guard var slot = slots[entry.key] else { return }
-        if slot.holder == run {
-            slot.holder = slot.followUp
-            slot.followUp = nil
-        } else if slot.followUp == run {
-            slot.followUp = nil
-        }
-        slot.draining.remove(run)
-        if slot.holder == nil && slot.followUp == nil && slot.draining.isEmpty {
+        slot.ended(run)
+        if slot.isEmpty {
             slots[entry.key] = nil
         } else {
             slots[entry.key] = slot
@@ -152,7 +133,7 @@ public struct FlightTable: Sendable {
     public var readyCount: Int { entries.values.count { $0.stage == .ready } }
 
     private mutating func promote(_ key: String) {
-        guard let slot = slots[key], slot.draining.isEmpty, let holder = slot.holder,
+        guard let holder = slots[key]?.startable,
               let entry = entries[holder], entry.durable, entry.stage == .waiting else { return }
         entries[holder]!.stage = .ready
         line.append(holder)

@@ -22,6 +22,8 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// The median duration of the action's recent successful runs when this run was created, in
     /// microseconds: the basis of an estimated progress. Live runs only; not stored.
     public var estimate: Int64?
+    /// The host that runs it, in a fleet (nil on a single machine).
+    public var host: String?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

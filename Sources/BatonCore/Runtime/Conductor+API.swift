@@ -194,3 +194,26 @@ extension Conductor {
     /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`.
     public func stopRemaining() { send(.graceElapsed) }
 }
+
+extension Conductor {
+    // MARK: The fleet
+
+    /// Runs a run whose start the fleet made durable; `answered` gets it as it is once its
+    /// attempt is launched, then `follower` (if given) its updates until its end.
+    public func adopt(_ adopted: AdoptedRun, follower: Follower?, answered: @escaping @Sendable (RunSnapshot?) -> Void) {
+        ask({ .adopt($0, adopted) }, .attach(answered, follower: follower ?? { _ in }))
+    }
+
+    /// Stops a run as another host asked; nothing if it is not running here.
+    public func stop(run id: Int64, _ stop: RunMachine.Stop) {
+        send(.stopRun(id, stop))
+    }
+
+    /// How many runs are loading or retrying here (the fleet starts no more than the limit).
+    public var runningCount: Int { core.withLock { $0.state.table.running } }
+
+    /// Tells this conductor's watchers about a transition another host committed.
+    public func publishFromFleet(_ update: RunUpdate) {
+        publishToWatchers(update)
+    }
+}

@@ -215,7 +215,7 @@ public final class Conductor: Sendable {
         }
     }
 
-    private func publishToWatchers(_ update: RunUpdate) {
+    func publishToWatchers(_ update: RunUpdate) {
         let targets = watchers.withLock { $0.all.values.filter { $0.action == nil || $0.action == update.run.action } }
         for watcher in targets { watcher.follower(update) }
     }

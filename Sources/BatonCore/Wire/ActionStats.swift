@@ -63,3 +63,12 @@ public struct PruneReport: Codable, Sendable, Equatable {
 
     public var total: Int { removed.values.reduce(0, +) }
 }
+
+extension ActionStats {
+    /// The nearest-rank percentile of sorted values: the smallest value with at least p% at or below it.
+    public static func nearestRank(_ sorted: [Int64], _ p: Double) -> Int64? {
+        guard !sorted.isEmpty else { return nil }
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[Swift.min(Swift.max(rank, 1), sorted.count) - 1]
+    }
+}

@@ -90,6 +90,7 @@ extension RunSnapshot {
             json.endObject()
         }
         json.field("estimate", estimate)
+        json.field("host", host)
         json.endObject()
     }
 }

@@ -1,0 +1,56 @@
+/// The single-flight state of one key: the run triggers see as in flight, its follow-up, and
+/// the replaced runs still stopping. `FlightTable` keeps one per key in memory; the fleet keeps
+/// one per key in a PostgreSQL row that every decision about the key locks first. Both decide
+/// with these two functions, so a policy means the same on one machine and across hosts.
+public struct KeySlot: Sendable, Equatable {
+    public var holder: Int64?
+    public var followUp: Int64?
+    public var draining: Set<Int64>
+
+    public init(holder: Int64? = nil, followUp: Int64? = nil, draining: Set<Int64> = []) {
+        self.holder = holder
+        self.followUp = followUp
+        self.draining = draining
+    }
+
+    /// Decides a trigger under `policy`; `candidate` is the id a new run would take.
+    public mutating func trigger(policy: Policy, candidate: Int64) -> FlightTable.Decision {
+        guard let holder else {
+            self.holder = candidate
+            return .created(candidate)
+        }
+        switch policy {
+        case .reject:
+            return .rejected(holder)
+        case .join:
+            return .joined(holder)
+        case .queue:
+            if let followUp { return .coalesced(followUp) }
+            followUp = candidate
+            return .followUp(candidate, after: holder)
+        case .replace:
+            let stopping = [holder] + (followUp.map { [$0] } ?? [])
+            draining.formUnion(stopping)
+            self.holder = candidate
+            followUp = nil
+            return .replaced(candidate, stopping: stopping)
+        }
+    }
+
+    /// A run of the key has ended: the follow-up takes the key from its holder.
+    public mutating func ended(_ run: Int64) {
+        if holder == run {
+            holder = followUp
+            followUp = nil
+        } else if followUp == run {
+            followUp = nil
+        }
+        draining.remove(run)
+    }
+
+    /// The run that may start now: the holder, once nothing of the key is still stopping.
+    public var startable: Int64? { draining.isEmpty ? holder : nil }
+
+    /// Whether nothing holds, follows or drains: the slot can be forgotten.
+    public var isEmpty: Bool { holder == nil && followUp == nil && draining.isEmpty }
+}

@@ -1,0 +1,150 @@
+import BatonCore
+import Foundation
+
+/// The fleet's history as the service queries it: every host's runs. Queries run on a queue of
+/// their own, each on a pooled connection, never on Swift's cooperative threads; errors come as
+/// `storeUnavailable`, naming PostgreSQL, never as SQL.
+struct FleetHistory: HistoryReader {
+    let pool: PGPool
+    private static let queue = DispatchQueue(label: "baton-fleet-history", attributes: .concurrent)
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws(BatonError) -> T {
+        let result: Result<T, BatonError> = await withCheckedContinuation { continuation in
+            Self.queue.async {
+                do {
+                    continuation.resume(returning: .success(try pool.with(body)))
+                } catch {
+                    continuation.resume(returning: .failure(.storeUnavailable("cannot read the history from PostgreSQL: \(error)")))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] {
+        try await read { db in
+            var clauses: [String] = [], arguments: [String?] = []
+            func add(_ value: String) -> String { arguments.append(value); return "$\(arguments.count)" }
+            if !filter.actions.isEmpty { clauses.append("action IN (\(filter.actions.map(add).joined(separator: ", ")))") }
+            if !filter.phases.isEmpty { clauses.append("phase IN (\(filter.phases.map { add($0.rawValue) }.joined(separator: ", ")))") }
+            if let since = filter.since { clauses.append("queued_at >= \(add(String(since.rawValue)))::bigint") }
+            if let until = filter.until { clauses.append("queued_at < \(add(String(until.rawValue)))::bigint") }
+            for (name, value) in filter.params.sorted(by: { $0.key < $1.key }) {
+                clauses.append("params::jsonb ->> \(add(name)) = \(add(value))")
+            }
+            let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+            let limit = add(String(max(filter.limit, 0)))
+            return try db.query("SELECT \(FleetRows.runColumns) FROM runs \(whereClause) ORDER BY id \(filter.reverse ? "ASC" : "DESC") LIMIT \(limit)::bigint",
+                                arguments).rows.map(FleetRows.run)
+        }
+    }
+
+    func run(_ id: Int64) async throws(BatonError) -> RunDetail? {
+        try await read { db in try Self.detail(id, on: db) }
+    }
+
+    static func detail(_ id: Int64, on db: PGConnection) throws -> RunDetail? {
+        guard let row = try db.query("SELECT \(FleetRows.runColumns) FROM runs WHERE id = $1", [String(id)]).first else { return nil }
+        let transitions = try db.query("SELECT seq, from_phase, to_phase, at, detail FROM transitions WHERE run_id = $1 ORDER BY seq",
+                                       [String(id)]).rows.map { FleetRows.transition(runID: id, $0, from: 0) }
+        let triggers = try db.query("""
+            SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers WHERE run_id = $1 ORDER BY id
+            """, [String(id)]).rows.map(trigger)
+        let output = try db.query("SELECT encode(tail, 'hex'), truncated FROM outputs WHERE run_id = $1", [String(id)]).first
+        return RunDetail(run: FleetRows.run(row), transitions: transitions, triggers: triggers,
+                         output: output.map { Data(unhex($0[0] ?? "")) }, outputTruncated: output?[1] == "t")
+    }
+
+    static func trigger(_ row: [String?]) -> TriggerRecord {
+        let int = { (i: Int) in row[i].flatMap { Int64($0) } }
+        let peer = int(5).map { Peer(uid: UInt32(truncatingIfNeeded: $0), gid: UInt32(truncatingIfNeeded: int(6) ?? 0), pid: Int32(truncatingIfNeeded: int(7) ?? 0)) }
+        return TriggerRecord(runID: int(0), action: row[1] ?? "", key: row[2] ?? "", decision: TriggerRecord.Decision(row[3] ?? "") ?? .rejected,
+                             policy: Policy(rawValue: row[4] ?? "") ?? .reject, peer: peer, at: Timestamp(rawValue: int(8) ?? 0),
+                             params: JSONText.params(row[9]))
+    }
+
+    static func unhex(_ text: String) -> [UInt8] {
+        let digits = Array(text.utf8)
+        func value(_ c: UInt8) -> UInt8 { c >= 97 ? c - 87 : c - 48 }
+        return stride(from: 0, to: digits.count - 1, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
+    }
+
+    func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats] {
+        try await read { db in
+            let names = actions.isEmpty ? try db.query("SELECT DISTINCT action FROM runs ORDER BY action").rows.compactMap { $0[0] } : actions
+            return try names.map { try FleetStats.stats(of: $0, since: since, on: db) }
+        }
+    }
+
+    func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] {
+        try await read { db in
+            let denials = TriggerRecord.Decision.denials.map(\.description)
+            let marks = denials.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+            return try db.query("""
+                SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers
+                WHERE decision IN (\(marks)) ORDER BY id DESC LIMIT $\(denials.count + 1)::bigint
+                """, denials + [String(max(limit, 0))]).rows.map(Self.trigger)
+        }
+    }
+
+    func lastEnded() async throws(BatonError) -> [RunSnapshot] {
+        try await read { db in
+            try db.query("""
+                SELECT DISTINCT ON (action) \(FleetRows.runColumns) FROM runs
+                WHERE phase IN ('success', 'failure', 'cancelled') ORDER BY action, id DESC
+                """).rows.map(FleetRows.run)
+        }
+    }
+
+    func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]] {
+        try await read { db in
+            var result: [String: [Int64]] = [:]
+            for action in actions {
+                let list = try db.query("""
+                    SELECT ended_at - started_at FROM runs WHERE action = $1 AND phase = 'success' AND started_at IS NOT NULL
+                    ORDER BY ended_at DESC LIMIT $2::bigint
+                    """, [action, String(DurationEstimates.window)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
+                if !list.isEmpty { result[action] = list.reversed() }
+            }
+            return result
+        }
+    }
+}
+
+/// `baton stats` over the fleet's runs.
+enum FleetStats {
+    static func stats(of action: String, since: Timestamp?, on db: PGConnection) throws -> ActionStats {
+        let from = String(since?.rawValue ?? Int64.min)
+        var counts: [Phase: Int] = [:]
+        for row in try db.query("""
+            SELECT phase, count(*) FROM runs WHERE action = $1 AND phase IN ('success', 'failure', 'cancelled') AND ended_at >= $2::bigint
+            GROUP BY phase
+            """, [action, from]).rows {
+            if let phase = row[0].flatMap(Phase.init(rawValue:)) { counts[phase] = Int(row[1] ?? "") ?? 0 }
+        }
+        let durations = try db.query("""
+            SELECT ended_at - started_at AS d FROM runs
+            WHERE action = $1 AND phase = 'success' AND ended_at >= $2::bigint AND started_at IS NOT NULL ORDER BY d
+            """, [action, from]).rows.compactMap { $0[0].flatMap { Int64($0) } }
+        func latest(_ phase: String) throws -> Timestamp? {
+            try db.query("SELECT max(ended_at) FROM runs WHERE action = $1 AND phase = $2 AND ended_at >= $3::bigint",
+                         [action, phase, from]).first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:))
+        }
+        let streak = Int(try db.query("""
+            SELECT count(*) FROM runs WHERE action = $1 AND phase = 'failure' AND ended_at >= $2::bigint
+              AND ended_at > coalesce((SELECT max(ended_at) FROM runs WHERE action = $1 AND phase = 'success'), -1)
+            """, [action, from]).first?[0] ?? "") ?? 0
+        let recent = try db.query("""
+            SELECT id, phase, ended_at - started_at FROM runs
+            WHERE action = $1 AND phase IN ('success', 'failure', 'cancelled') AND ended_at >= $2::bigint ORDER BY id DESC LIMIT 20
+            """, [action, from]).rows.map {
+            ActionStats.Recent(id: Int64($0[0] ?? "") ?? 0, phase: Phase(rawValue: $0[1] ?? "") ?? .failure, duration: $0[2].flatMap { Int64($0) })
+        }
+        let success = counts[.success] ?? 0, failure = counts[.failure] ?? 0
+        return ActionStats(
+            action: action, success: success, failure: failure, cancelled: counts[.cancelled] ?? 0,
+            successRate: success + failure > 0 ? Double(success) / Double(success + failure) : nil,
+            p50: ActionStats.nearestRank(durations, 50), p95: ActionStats.nearestRank(durations, 95), max: durations.last,
+            lastSuccess: try latest("success"), lastFailure: try latest("failure"), failureStreak: streak, recent: recent.reversed())
+    }
+}

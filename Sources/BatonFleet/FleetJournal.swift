@@ -1,0 +1,138 @@
+import BatonCore
+import Foundation
+
+/// How the conductor's journal entries become fleet rows. Every update of a run is guarded by
+/// its phase and its owner: a run another host took over (its lease ran out) is not written by
+/// the host that lost it (River #1302 overwrote a finished job because its update was not).
+enum FleetJournal {
+    /// Applies one entry; returns whether it changed a key slot (the fleet must hear of it).
+    /// An update the guard refuses is skipped and returned in `lost`.
+    static func apply(_ entry: JournalEntry, on db: PGConnection, as me: FleetHost, lost: inout [Int64]) throws -> Bool {
+        switch entry {
+        case let .created(run, transition):
+            try insert(run, transition, on: db, as: me)
+            return true
+        case let .transition(transition):
+            guard try apply(transition, on: db, as: me) else {
+                lost.append(transition.runID)
+                return false
+            }
+            return true
+        case let .trigger(record):
+            try insert(record, host: me.name, on: db)
+            return false
+        case let .output(runID, tail, truncated):
+            try db.query("""
+                INSERT INTO outputs (run_id, tail, truncated) VALUES ($1, decode($2, 'hex'), $3)
+                ON CONFLICT (run_id) DO UPDATE SET tail = excluded.tail, truncated = excluded.truncated
+                """, [String(runID), hex(tail), truncated ? "true" : "false"])
+            return false
+        case let .processGroup(runID, pgid, identity):
+            try db.query("UPDATE runs SET pgid = $1, pgid_start = $2 WHERE id = $3 AND incarnation = $4",
+                         [String(pgid), identity, String(runID), me.incarnation])
+            return false
+        }
+    }
+
+    static func insert(_ run: RunSnapshot, _ transition: Transition, on db: PGConnection, as me: FleetHost) throws {
+        try db.query("""
+            INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+            """, [String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue, JSONText.object(run.params),
+                  FleetRows.text(run.trigger?.uid), FleetRows.text(run.trigger?.gid), FleetRows.text(run.trigger?.pid),
+                  String(run.queuedAt.rawValue), me.name, me.incarnation])
+        try insertTransition(transition, on: db)
+    }
+
+    static func insert(_ record: TriggerRecord, host: String, on db: PGConnection) throws {
+        try db.query("""
+            INSERT INTO triggers (run_id, action, key, decision, policy, uid, gid, pid, at, params, host)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            """, [FleetRows.text(record.runID), record.action, record.key, record.decision.description, record.policy.rawValue,
+                  FleetRows.text(record.peer?.uid), FleetRows.text(record.peer?.gid), FleetRows.text(record.peer?.pid),
+                  String(record.at.rawValue), JSONText.object(record.params), host])
+    }
+
+    static func insertTransition(_ t: Transition, on db: PGConnection) throws {
+        guard Phase.allows(from: t.from, to: t.to) else {
+            throw PGError(message: "run \(t.runID): \(t.from?.rawValue ?? "nothing") → \(t.to.rawValue) is not a legal transition")
+        }
+        try db.query("INSERT INTO transitions (run_id, seq, from_phase, to_phase, at, detail) VALUES ($1, $2, $3, $4, $5, $6)",
+                     [String(t.runID), String(t.seq), t.from?.rawValue, t.to.rawValue, String(t.at.rawValue), JSONText.detail(t.detail)])
+    }
+
+    /// Moves the run's row to the transition's phase if it is still where the transition starts
+    /// and still owned by `owner` (nil: whoever owns it, for the reaper), records the transition,
+    /// and hands a run that ended its key's slot. Returns false when the guard refused.
+    static func apply(_ t: Transition, on db: PGConnection, as me: FleetHost?) throws -> Bool {
+        let d = t.detail
+        let base: [String?] = [String(t.runID), t.from?.rawValue, me?.incarnation, String(t.seq)]
+        let guardClause = "WHERE id = $1 AND phase = $2 AND ($3::text IS NULL OR incarnation = $3) AND last_seq = $4::int - 1"
+        let changed: Int
+        switch t.to {
+        case .queued:
+            changed = try db.query("UPDATE runs SET phase = 'queued', pgid = NULL, last_seq = $4 \(guardClause)", base).affected
+        case .loading:
+            changed = try db.query("""
+                UPDATE runs SET phase = 'loading', started_at = coalesce(started_at, $5), attempts = $6, pgid = NULL, last_seq = $4
+                \(guardClause)
+                """, base + [String(t.at.rawValue), String(d.attempt ?? 1)]).affected
+        case .retrying:
+            changed = try db.query("UPDATE runs SET phase = 'retrying', exit_code = $5, signal = $6, error = $7, last_seq = $4 \(guardClause)",
+                                   base + [FleetRows.text(d.exitCode), FleetRows.text(d.signal), d.error]).affected
+        case .success, .failure, .cancelled:
+            changed = try db.query("""
+                UPDATE runs SET phase = $5, ended_at = $6, exit_code = coalesce($7, exit_code), signal = coalesce($8, signal),
+                    reason = $9, error = $10, pgid = NULL, progress = NULL, stop = NULL, last_seq = $4
+                \(guardClause)
+                """, base + [t.to.rawValue, String(t.at.rawValue), FleetRows.text(d.exitCode), FleetRows.text(d.signal), d.reason,
+                             t.to == .success ? nil : d.error]).affected
+        }
+        guard changed == 1 else { return false }
+        try insertTransition(t, on: db)
+        if t.to.isTerminal { try release(run: t.runID, on: db) }
+        return true
+    }
+
+    /// The run has ended: its key's slot passes to the follow-up (or forgets it).
+    static func release(run: Int64, on db: PGConnection) throws {
+        guard let row = try db.query("""
+            SELECT k.holder, k.follow_up, k.draining, k.key FROM keys k JOIN runs r ON r.key = k.key WHERE r.id = $1 FOR UPDATE OF k
+            """, [String(run)]).first else { return }
+        var slot = KeySlot(row: row)
+        slot.ended(run)
+        try store(slot, key: row[3] ?? "", on: db)
+    }
+
+    static func store(_ slot: KeySlot, key: String, on db: PGConnection) throws {
+        try db.query("UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[] WHERE key = $1",
+                     [key, FleetRows.text(slot.holder), FleetRows.text(slot.followUp), slot.drainingText])
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes { out.append(digits[Int(byte >> 4)]); out.append(digits[Int(byte & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// This batond in the fleet: its host name and the identity of this process start.
+public struct FleetHost: Sendable, Equatable {
+    public var name: String
+    public var incarnation: String
+    public var lease: Duration
+
+    public init(name: String, incarnation: String, lease: Duration) {
+        self.name = name
+        self.incarnation = incarnation
+        self.lease = lease
+    }
+
+    /// A new incarnation of host `name`: unique per process start (Oban #862), readable in logs.
+    public static func starting(name: String, lease: Duration) -> FleetHost {
+        let random = (0..<6).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+        return FleetHost(name: name, incarnation: "\(name)/\(getpid())/\(random)", lease: lease)
+    }
+}

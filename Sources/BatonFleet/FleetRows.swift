@@ -1,0 +1,54 @@
+import BatonCore
+
+/// How fleet rows become values: the run columns every query selects, and their decoding.
+enum FleetRows {
+    static let runColumns = """
+        id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
+        ended_at, attempts, exit_code, signal, reason, error, host
+        """
+    /// How many columns `runColumns` has; a query's own columns follow them.
+    static let runColumnCount = 18
+
+    static func run(_ row: [String?]) -> RunSnapshot {
+        let int64 = { (i: Int) in row[i].flatMap { Int64($0) } }
+        let peer = int64(6).map { uid in
+            Peer(uid: UInt32(truncatingIfNeeded: uid), gid: UInt32(truncatingIfNeeded: int64(7) ?? 0),
+                 pid: Int32(truncatingIfNeeded: int64(8) ?? 0))
+        }
+        var run = RunSnapshot(
+            id: int64(0) ?? 0, action: row[1] ?? "", key: row[2] ?? "", phase: Phase(rawValue: row[3] ?? "") ?? .failure,
+            policy: Policy(rawValue: row[4] ?? "") ?? .reject, params: JSONText.params(row[5]), trigger: peer,
+            queuedAt: Timestamp(rawValue: int64(9) ?? 0), startedAt: int64(10).map(Timestamp.init(rawValue:)),
+            endedAt: int64(11).map(Timestamp.init(rawValue:)), attempts: Int(int64(12) ?? 0),
+            exitCode: int64(13).map { Int32(truncatingIfNeeded: $0) }, signal: int64(14).map { Int32(truncatingIfNeeded: $0) },
+            reason: row[15], error: row[16])
+        run.host = row[17]
+        return run
+    }
+
+    static func transition(runID: Int64, _ row: [String?], from index: Int) -> Transition {
+        Transition(runID: runID, seq: Int(row[index] ?? "") ?? 0, from: row[index + 1].flatMap(Phase.init(rawValue:)),
+                   to: Phase(rawValue: row[index + 2] ?? "") ?? .failure, at: Timestamp(rawValue: Int64(row[index + 3] ?? "") ?? 0),
+                   detail: JSONText.detail(row[index + 4]))
+    }
+
+    static func text(_ value: Int64?) -> String? { value.map(String.init) }
+    static func text(_ value: Int32?) -> String? { value.map(String.init) }
+    static func text(_ value: UInt32?) -> String? { value.map(String.init) }
+}
+
+/// The key slot as its row stores it.
+extension KeySlot {
+    init(row: [String?]) {
+        self.init(holder: row[0].flatMap { Int64($0) }, followUp: row[1].flatMap { Int64($0) },
+                  draining: Set(Self.parseArray(row[2])))
+    }
+
+    /// `{1,2}` → [1, 2].
+    static func parseArray(_ text: String?) -> [Int64] {
+        guard let text else { return [] }
+        return text.trimmingCharacters(in: ["{", "}"]).split(separator: ",").compactMap { Int64($0) }
+    }
+
+    var drainingText: String { "{" + draining.sorted().map(String.init).joined(separator: ",") + "}" }
+}

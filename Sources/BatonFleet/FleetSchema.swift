@@ -1,0 +1,36 @@
+import BatonCore
+
+/// Brings a PostgreSQL database to the fleet schema this binary knows, from the SQL in
+/// `Migrations/postgres/` embedded at build time. Every host migrates at start; a
+/// transaction-scoped advisory lock lets one do it while the others wait, and a database from
+/// a newer Baton is refused before anything is written.
+public enum FleetSchema {
+    /// Advisory lock keys (one namespace: "baton" in ASCII, then a number per purpose).
+    enum Lock: Int64 {
+        case migrate = 0x6261_746F_6E00_0001
+        /// Every write that changes a key slot or a phase: serialises them so that transition ids commit in order.
+        case write = 0x6261_746F_6E00_0002
+        /// The reaper of hosts whose lease ran out: one host at a time.
+        case reaper = 0x6261_746F_6E00_0003
+    }
+
+    public static var latestVersion: Int { embeddedMigrations.last?.version ?? 0 }
+
+    /// Applies the migrations the database lacks; returns its version.
+    @discardableResult
+    public static func migrate(_ db: PGConnection) throws -> Int {
+        try db.transaction {
+            try db.query("SELECT pg_advisory_xact_lock($1)", [String(Lock.migrate.rawValue)])
+            try db.execute("CREATE TABLE IF NOT EXISTS baton_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            let current = Int(try db.query("SELECT coalesce(max(version), 0) FROM baton_schema").first?[0] ?? "0") ?? 0
+            guard current <= latestVersion else {
+                throw PGError(message: "the database has fleet schema version \(current), newer than this batond knows (\(latestVersion)): upgrade Baton on this host")
+            }
+            for migration in embeddedMigrations where migration.version > current {
+                try db.execute(migration.sql)
+                try db.query("INSERT INTO baton_schema (version, name) VALUES ($1, $2)", [String(migration.version), migration.name])
+            }
+            return latestVersion
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection, used by one thread at a time (its owner serialises access). Queries
+/// are sent with `PQexecParams` in text format: every parameter is a string or NULL, and every
+/// value comes back as a string or nil, which the callers parse.
+public final class PGConnection: @unchecked Sendable {
+    private let handle: OpaquePointer
+
+    /// Connects with a libpq connection string or URI. `defaults` are libpq keywords applied
+    /// before the string's own settings, which win over them (`PGSSLMODE` and friends still
+    /// apply where neither says).
+    public init(_ conninfo: String, defaults: [String: String] = [:]) throws(PGError) {
+        let pairs = defaults.sorted { $0.key < $1.key } + [("dbname", conninfo)]
+        let keywords = pairs.map { strdup($0.0) }
+        let values = pairs.map { strdup($0.1) }
+        defer { (keywords + values).forEach { free($0) } }
+        let k = keywords.map { UnsafePointer($0) } + [nil]
+        let v = values.map { UnsafePointer($0) } + [nil]
+        guard let connection = PQconnectdbParams(k, v, 1) else { throw PGError(message: "out of memory") }
+        handle = connection
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = Self.trimmed(PQerrorMessage(handle))
+            PQfinish(handle)
+            throw PGError(sqlState: "08001", message: message)
+        }
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// Whether the connection is still up, as libpq last saw it.
+    public var isOK: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// The socket, for `poll` while listening for notifications.
+    public var socket: Int32 { PQsocket(handle) }
+
+    /// Runs one statement with `$1`, `$2`… parameters; returns its rows.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [String?] = []) throws(PGError) -> PGRows {
+        let copies = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { copies.forEach { free($0) } }
+        let pointers = copies.map { UnsafePointer($0) }
+        guard let result = PQexecParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0) else {
+            throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+            return PGRows(result)
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+            throw PGError(sqlState: state ?? (isOK ? nil : "08006"), message: primary ?? Self.trimmed(PQerrorMessage(handle)))
+        }
+    }
+
+    /// Runs statements that take no parameters (several may be separated by `;`).
+    public func execute(_ sql: String) throws(PGError) {
+        guard let result = PQexec(handle, sql) else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            throw PGError(sqlState: state ?? (isOK ? nil : "08006"), message: Self.trimmed(PQerrorMessage(handle)))
+        }
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            if isOK { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Reads what the server sent and returns the notifications that arrived (channel, payload).
+    public func notifications() throws(PGError) -> [(channel: String, payload: String)] {
+        guard PQconsumeInput(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+        var list: [(String, String)] = []
+        while let notice = PQnotifies(handle) {
+            list.append((String(cString: notice.pointee.relname), String(cString: notice.pointee.extra)))
+            PQfreemem(notice)
+        }
+        return list
+    }
+
+    static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "unknown error" }
+        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// The rows of a result, copied out of libpq's memory.
+public struct PGRows: Sendable {
+    public let rows: [[String?]]
+    /// Rows changed by an INSERT, UPDATE or DELETE.
+    public let affected: Int
+
+    init(_ result: OpaquePointer) {
+        let count = PQntuples(result), fields = PQnfields(result)
+        var rows: [[String?]] = []
+        rows.reserveCapacity(Int(count))
+        for row in 0..<count {
+            rows.append((0..<fields).map { field in
+                PQgetisnull(result, row, field) == 1 ? nil : String(cString: PQgetvalue(result, row, field))
+            })
+        }
+        self.rows = rows
+        affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    public var first: [String?]? { rows.first }
+}
+
+/// An error from PostgreSQL or libpq: its SQLSTATE when known, and the server's message.
+public struct PGError: Error, CustomStringConvertible, Sendable {
+    public var sqlState: String?
+    public var message: String
+
+    public init(sqlState: String? = nil, message: String) {
+        self.sqlState = sqlState
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// A unique index refused the row (23505).
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+    /// The connection is gone or was never made (class 08, or a server shutting down: 57P0x).
+    public var isConnectionProblem: Bool {
+        guard let state = sqlState else { return false }
+        return state.hasPrefix("08") || state.hasPrefix("57P")
+    }
+    /// A deadlock or serialization failure: the transaction may be tried again.
+    public var isRetryable: Bool { sqlState == "40P01" || sqlState == "40001" }
+}
