@@ -13,7 +13,7 @@ extension Service {
     /// Each action the peer may read: its runs in flight (every key) and its last outcome; actions
     /// a reload removed show while their runs are still in flight.
     func status(_ request: Request, _ generation: Generation, _ connection: ServerConnection) -> Response {
-        let live = conductor.inFlight()
+        let live = dispatcher.inFlight()
         let last = conductor.lastOutcomes()
         let visible = readable(generation.actions.keys + live.map(\.action), generation, connection.peer)
         let byAction = Dictionary(grouping: live.filter { visible.contains($0.action) }, by: \.action)
@@ -55,7 +55,7 @@ extension Service {
         guard let id = request.run else { throw .badRequest("show needs \"run\"") }
         guard var detail = try await history.run(id) else { throw .unknownRun(id) }
         try await require(.read, detail.run.action, generation, request, connection.peer)
-        if let live = conductor.snapshot(of: id) { detail.run.progress = live.progress }
+        if let live = dispatcher.snapshot(of: id) { detail.run.progress = live.progress }
         var response = Response(id: request.id)
         response.detail = detail
         return response

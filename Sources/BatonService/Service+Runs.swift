@@ -31,7 +31,7 @@ extension Service {
         let detach = exchange.request.detach ?? false
         let relay = detach ? nil : RunRelay(exchange)
         let metrics = metrics
-        conductor.trigger(trigger, follower: relay?.follower) { result in
+        dispatcher.trigger(trigger, follower: relay?.follower) { result in
             switch result {
             case let .failure(error):
                 if case .busy = error { metrics.triggered(trigger.action.name, decision: TriggerDecision.rejected.rawValue) }
@@ -55,10 +55,10 @@ extension Service {
     /// Follows a run to its end; an ended run is answered from the history.
     func wait(_ exchange: Exchange, _ generation: Generation) {
         guard let id = exchange.request.run else { return exchange.fail(.badRequest("wait needs \"run\"")) }
-        guard let live = conductor.snapshot(of: id) else { return waitEnded(id, exchange, generation) }
+        guard let live = dispatcher.snapshot(of: id) else { return waitEnded(id, exchange, generation) }
         guard allowed(.read, live.action, generation, exchange.peer) else { return exchange.fail(forbidden(.read, live.action, exchange)) }
         let relay = RunRelay(exchange)
-        conductor.attach(id, follower: relay.follower) { [self] run in
+        dispatcher.attach(id, follower: relay.follower) { [self] run in
             // Ended between the two looks: the history has its outcome.
             if run == nil { waitEnded(id, exchange, generation) }
         }
@@ -85,10 +85,10 @@ extension Service {
         let target: ConductorState.CancelTarget
         let name: String
         if let id = request.run {
-            guard let live = conductor.snapshot(of: id) else { return cancelEnded(id, exchange, generation) }
+            guard let live = dispatcher.snapshot(of: id) else { return cancelEnded(id, exchange, generation) }
             (target, name) = (.run(id), live.action)
         } else if let action = request.action {
-            guard generation.actions[action] != nil || conductor.inFlight().contains(where: { $0.action == action }) else {
+            guard generation.actions[action] != nil || dispatcher.inFlight().contains(where: { $0.action == action }) else {
                 return exchange.fail(.unknownAction(action))
             }
             (target, name) = (.action(action, key: request.key), action)
@@ -96,7 +96,7 @@ extension Service {
             return exchange.fail(.badRequest("cancel needs \"run\" or \"action\""))
         }
         guard allowed(.cancel, name, generation, exchange.peer) else { return refuse(.cancel, name, exchange) }
-        conductor.cancel(target, by: exchange.peer) { result in
+        dispatcher.cancel(target, by: exchange.peer) { result in
             switch result {
             case let .failure(.unknownRun(id)): self.cancelEnded(id, exchange, generation)
             case let .failure(error): exchange.fail(error)

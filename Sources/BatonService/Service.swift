@@ -27,6 +27,8 @@ public final class Service: ServerDelegate, Sendable {
     }
 
     let conductor: Conductor
+    /// Where triggers, cancels and waits go: the conductor, or the fleet's coordinator.
+    let dispatcher: any RunDispatcher
     let history: any HistoryReader
     /// Where refused requests are recorded.
     let journal: any RunStore
@@ -41,10 +43,11 @@ public final class Service: ServerDelegate, Sendable {
     /// What batond counts for `metrics` and `GET /metrics`: triggers here, runs and commits by batond.
     public let metrics: Metrics
 
-    public init(conductor: Conductor, history: any HistoryReader, journal: any RunStore, generation: Generation, hooks: Hooks,
-                metrics: Metrics = Metrics()) {
+    public init(conductor: Conductor, dispatcher: (any RunDispatcher)? = nil, history: any HistoryReader, journal: any RunStore,
+                generation: Generation, hooks: Hooks, metrics: Metrics = Metrics()) {
         self.metrics = metrics
         self.conductor = conductor
+        self.dispatcher = dispatcher ?? conductor
         self.history = history
         self.journal = journal
         self.hooks = hooks

@@ -117,6 +117,11 @@ enum HistoryCommand {
                 [String(run.id), run.key, context.paint(Format.phaseWord(run), phase: run.phase), Format.time(run.queuedAt, utc: utc),
                  Format.duration(run, now: now), (run.error ?? "").replacingOccurrences(of: "\n", with: " ")]
             }
+            // A fleet's history names the host of each run once more than one appears.
+            if Set(runs.compactMap(\.host)).count > 1 {
+                let hosted = zip(runs, rows).map { run, row in Array(row[0...1]) + [run.host ?? ""] + Array(row[2...]) }
+                return Format.table(["RUN", "ACTION", "HOST", "PHASE", utc ? "QUEUED (UTC)" : "QUEUED", "TOOK", "ERROR"], hosted, width: width)
+            }
             return Format.table(["RUN", "ACTION", "PHASE", utc ? "QUEUED (UTC)" : "QUEUED", "TOOK", "ERROR"], rows, width: width)
         }
     }

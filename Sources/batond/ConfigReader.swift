@@ -9,7 +9,7 @@ struct ConfigReader {
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
-        "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics",
+        "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
@@ -44,6 +44,7 @@ struct ConfigReader {
                 .flatMap { Store.Synchronous(rawValue: $0.uppercased()) } ?? .full
         }
         if let value = fields["metrics"] { config.metricsListen = metrics(value, at: "metrics") }
+        config.fleet = fleet(fields)
         if let value = fields["retention"] {
             config.retention = Retention.standard.overridden(by: retention(value, at: "retention"))
         }

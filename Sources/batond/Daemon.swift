@@ -38,34 +38,18 @@ enum Daemon {
         let databasePath = options.database ?? config.database ?? DatabasePath.default()
 
         let metrics = Metrics()
-        let store: Store
-        do {
-            try Paths.ensureParent(of: databasePath)
-            var storeOptions = Store.Options(synchronous: config.synchronous, onProblem: { problem in
-                if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
-                else { Log.info("the history can be written again") }
-            })
-            storeOptions.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
-            store = try Store(path: databasePath, options: storeOptions)
-        } catch {
-            Log.error("\(error)")
-            return 1
-        }
-        ExecRunner.adoptOrphans()
-        let conductor = Conductor(actions: config.actions, store: store,
-                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, instance: databasePath))
-        do throws(BatonError) {
-            let summary = await conductor.recover(try store.recoverableState())
-            if summary != RecoverySummary() {
-                Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "
-                    + "\(summary.restarted.count) restarted, \(summary.requeued.count) queued again, "
-                    + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed")
+        let backend: Backend
+        if let fleet = config.fleet {
+            backend = await Backend.fleet(config, fleet, metrics: metrics, onFenced: { why in Self.restartAfterFence(why) })
+        } else {
+            do {
+                backend = try await Backend.sqlite(config, path: databasePath, metrics: metrics)
+            } catch {
+                Log.error("\(error)")
+                return 1
             }
-            conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
-        } catch {
-            Log.error("cannot read the history to recover: \(error.message)")
-            return 1
         }
+        let conductor = backend.conductor
 
         let listenFD: Int32
         let ownsSocket: Bool
@@ -81,7 +65,7 @@ enum Daemon {
             }
         } catch {
             Log.error("cannot listen on \(socketPath): \(error)")
-            store.close()
+            _ = backend.close()
             return 1
         }
 
@@ -95,10 +79,10 @@ enum Daemon {
             return problem
         }
         let serverBox = Locked<Server?>(nil)
-        let handler = Service(conductor: conductor, history: store, journal: store,
+        let handler = Service(conductor: conductor, dispatcher: backend.dispatcher, history: backend.history, journal: backend.journal,
                               generation: Self.generation(config, socket: boundPath),
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
-                                  try await Self.prune(store, configBox.current, dryRun: dryRun)
+                                  try await backend.prune(configBox.current, dryRun)
                               }, connections: { serverBox.withLock { $0?.connectionCount ?? 0 } }), metrics: metrics)
         let server: Server
         do {
@@ -118,7 +102,7 @@ enum Daemon {
         }
 
         let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
-        Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), database \(databasePath)")
+        Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), \(backend.describe)")
 
         notifier.ready(status: Self.status(of: conductor))
         let journal = TransitionLog()
@@ -128,8 +112,8 @@ enum Daemon {
             if update.transition?.to.isTerminal == true { metrics.runEnded(update.run) }
         }
         let statusReports = Task { await Self.reportStatus(conductor, to: notifier) }
-        let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, store: store) }
-        let retention = Task { await Self.pruneEveryHour(store, configBox) }
+        let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, backend: backend) }
+        let retention = Task { await Self.pruneEveryHour(backend, configBox) }
         async let serving: Void = server.run()
         var shutdown: Task<Void, Never>?
         for await signal in signals.stream {
@@ -148,6 +132,7 @@ enum Daemon {
             let grace = configBox.current.shutdownGrace
             Log.info("stopping: no new triggers; runs in flight have \(DurationText.format(grace)) to finish")
             shutdown = Task {
+                backend.beginShutdown()
                 await conductor.shutdown(grace: grace)
                 signals.finish()
             }
@@ -160,7 +145,7 @@ enum Daemon {
         retention.cancel()
         statusReports.cancel()
         watchdog.cancel()
-        let lost = store.close()
+        let lost = backend.close()
         if ownsSocket { unlink(socketPath) }
         if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
         Log.info("batond stopped")
@@ -194,21 +179,21 @@ enum Daemon {
     /// Pings systemd's watchdog at half its timeout, but only after the conductor and the store
     /// writer have both answered: a hung actor or a writer stuck in SQLite stops the pings, and
     /// systemd restarts batond.
-    static func feedWatchdog(_ notifier: Notifier, conductor: Conductor, store: Store) async {
+    static func feedWatchdog(_ notifier: Notifier, conductor: Conductor, backend: Backend) async {
         guard let interval = notifier.watchdogInterval else { return }
         while !Task.isCancelled {
             conductor.ping()
-            await store.ping()
+            await backend.ping()
             notifier.watchdog()
             guard (try? await Task.sleep(for: interval)) != nil else { return }
         }
     }
 
     /// Applies retention at start and then every hour; a failed prune is logged and tried next time.
-    static func pruneEveryHour(_ store: Store, _ config: ConfigBox) async {
+    static func pruneEveryHour(_ backend: Backend, _ config: ConfigBox) async {
         while !Task.isCancelled {
             do {
-                let report = try await prune(store, config.current, dryRun: false)
+                let report = try await backend.prune(config.current, false)
                 if report.total > 0 { Log.info("retention removed \(report.total) ended runs") }
             } catch {
                 Log.warning("retention could not prune the history: \(error.message)")

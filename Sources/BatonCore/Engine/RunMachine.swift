@@ -25,7 +25,7 @@ public struct RunMachine: Sendable, Equatable {
             return .cancelled
         }
 
-        var detail: TransitionDetail {
+        public var detail: TransitionDetail {
             switch self {
             case let .cancelled(by): TransitionDetail(reason: "cancelled", by: by)
             case let .replaced(by): TransitionDetail(reason: "replaced", error: "replaced by run \(by)", replacedBy: by)

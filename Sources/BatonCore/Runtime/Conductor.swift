@@ -22,13 +22,17 @@ public final class Conductor: Sendable {
         /// as `BATON_INSTANCE`, with `BATON_RUN_ID`, so that recovery finds them even when a crash
         /// came before their process group was recorded.
         public var instance: String?
+        /// Watchers hear transitions from the fleet's feed (every host's, in commit order), not
+        /// from this conductor as it commits them.
+        public var watchersFedByFleet: Bool
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
-                    seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil) {
+                    seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false) {
             self.maxConcurrentRuns = maxConcurrentRuns
             self.execRunner = execRunner
             self.seed = seed
             self.instance = instance
+            self.watchersFedByFleet = watchersFedByFleet
         }
     }
 
@@ -151,7 +155,7 @@ public final class Conductor: Sendable {
             if let reply = core.replies.removeValue(forKey: token) { deliver(answer, to: reply, &core) }
         case let .publish(update):
             for waiter in core.waiters[update.run.id] ?? [] { waiter(update) }
-            if update.transition != nil { publishToWatchers(update) }
+            if update.transition != nil, !options.watchersFedByFleet { publishToWatchers(update) }
         case let .close(run):
             for waiter in core.waiters.removeValue(forKey: run) ?? [] { waiter(nil) }
             core.attempts[run] = nil

@@ -232,3 +232,14 @@ extension ProcessAttempt {
         }
     }
 }
+
+extension ExecRunner {
+    /// SIGKILLs the process group of every attempt running now (a fleet host that lost its lease
+    /// fences itself with it); returns how many groups were signalled.
+    @discardableResult
+    public static func killAllGroups() -> Int {
+        let groups = ProcessAttempt.leaders.withLock { $0 }
+        for pgid in groups { kill(-pgid, SIGKILL) }
+        return groups.count
+    }
+}

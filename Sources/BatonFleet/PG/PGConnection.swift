@@ -24,6 +24,8 @@ public final class PGConnection: @unchecked Sendable {
             PQfinish(handle)
             throw PGError(sqlState: "08001", message: message)
         }
+        // Server notices ("relation already exists, skipping") are not batond's to print.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
     }
 
     deinit { PQfinish(handle) }

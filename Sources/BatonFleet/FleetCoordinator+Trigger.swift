@@ -1,0 +1,145 @@
+import BatonCore
+import Foundation
+
+extension FleetCoordinator {
+    /// What a trigger's transaction decided.
+    struct Decided {
+        var decision: FlightTable.Decision
+        var run: RunSnapshot
+        var seq: Int
+        /// The runs it asked to stop that this host runs.
+        var stopHere: [Int64] = []
+    }
+
+    public func trigger(_ trigger: Trigger, follower: Conductor.Follower?,
+                        answered: @escaping @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void) {
+        guard accepting.withLock({ $0 }) else { return answered(.failure(.shuttingDown)) }
+        Self.work.async { [self] in
+            do {
+                let decided = try pool.with { db in try Self.retrying { try self.decide(trigger, on: db) } }
+                for id in decided.stopHere { conductor.stop(run: id, .replaced(by: decided.decision.run)) }
+                if case let .rejected(id) = decided.decision {
+                    return answered(.failure(.busy(run: id, action: trigger.action.name, phase: decided.run.phase,
+                                                   since: decided.run.startedAt ?? decided.run.queuedAt)))
+                }
+                var run = decided.run
+                if decided.decision.createsRun, try pool.with({ try self.startNow(run.id, follower: follower, on: $0) }) {
+                    run = conductor.snapshot(of: run.id).map(withHost) ?? run
+                } else if let follower {
+                    follow(run, seq: decided.seq, follower)
+                }
+                answered(.success((decided.decision, run)))
+            } catch let error as BatonError {
+                answered(.failure(error))
+            } catch {
+                answered(.failure(.storeUnavailable("PostgreSQL: \(error)")))
+            }
+        }
+    }
+
+    /// Starts a run its trigger created, when its key and a slot are free.
+    private func startNow(_ id: Int64, follower: Conductor.Follower?, on db: PGConnection) throws -> Bool {
+        starting.lock()
+        defer { starting.unlock() }
+        return try start(id, follower: follower, on: db)
+    }
+
+    /// The trigger's transaction: lock the key's slot, decide as `KeySlot` says, write the new
+    /// run or the trigger record, ask the runs a replace stops to stop, and tell the fleet.
+    func decide(_ trigger: Trigger, on db: PGConnection) throws -> Decided {
+        try db.transaction {
+            try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
+            try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [trigger.key])
+            let row = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [trigger.key]).first ?? [nil, nil, nil]
+            var slot = KeySlot(row: row)
+            let needsID = slot.holder == nil || trigger.policy == .replace || (trigger.policy == .queue && slot.followUp == nil)
+            let candidate = needsID ? Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") ?? 0 : 0
+            let decision = slot.trigger(policy: trigger.policy, candidate: candidate)
+            let now = Timestamp.now
+            switch decision {
+            case .created, .followUp, .replaced:
+                let run = try create(decision, trigger, at: now, on: db)
+                try FleetJournal.store(slot, key: trigger.key, on: db)
+                var stopHere: [Int64] = []
+                if case let .replaced(id, stopping) = decision {
+                    for old in stopping where try stop(old, .replaced(by: id), on: db) { stopHere.append(old) }
+                }
+                try db.execute("NOTIFY baton")
+                return Decided(decision: decision, run: run, seq: 1, stopHere: stopHere)
+            case let .joined(id), let .coalesced(id), let .rejected(id):
+                let kind: TriggerRecord.Decision = switch decision { case .joined: .joined; case .coalesced: .coalesced; default: .rejected }
+                try FleetJournal.insert(TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: kind,
+                                                      policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params),
+                                        host: host.name, on: db)
+                guard let (run, seq) = try read(id, on: db) else { throw BatonError.unknownRun(id) }
+                return Decided(decision: decision, run: run, seq: seq)
+            }
+        }
+    }
+
+    private func create(_ decision: FlightTable.Decision, _ trigger: Trigger, at now: Timestamp, on db: PGConnection) throws -> RunSnapshot {
+        var detail = TransitionDetail()
+        if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
+        if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
+        var run = RunSnapshot(id: decision.run, action: trigger.action.name, key: trigger.key, phase: .queued, policy: trigger.policy,
+                              params: trigger.params, trigger: trigger.peer, queuedAt: now)
+        run.host = host.name
+        try FleetJournal.insert(run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail), on: db, as: host)
+        return run
+    }
+
+    /// Stops a run for another: a queued one ends here and now (whoever owns it); a loading or
+    /// retrying one is marked for its owner to stop. Returns true when this host owns it and
+    /// must stop it (the feed would tell it too, a little later).
+    func stop(_ id: Int64, _ stop: RunMachine.Stop, on db: PGConnection) throws -> Bool {
+        guard let (run, seq) = try read(id, on: db) else { return false }
+        switch run.phase {
+        case .queued:
+            let detail = stop.detail
+            _ = try FleetJournal.apply(Transition(runID: id, seq: seq + 1, from: .queued, to: stop.phase, at: .now, detail: detail),
+                                       on: db, as: nil)
+            return false
+        case .loading, .retrying:
+            let rows = try db.query("UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying') RETURNING incarnation",
+                                    [String(id), StopRequest.text(stop)]).rows
+            return rows.first?[0] == host.incarnation
+        case .success, .failure, .cancelled:
+            return false
+        }
+    }
+
+    /// Runs a transaction again after a deadlock or serialization failure (at most 5 times).
+    static func retrying<T>(_ body: () throws -> T) throws -> T {
+        var tries = 0
+        while true {
+            do { return try body() } catch let error as PGError where error.isRetryable && tries < 5 { tries += 1 }
+        }
+    }
+}
+
+extension FlightTable.Decision {
+    /// Whether the trigger made a new run.
+    var createsRun: Bool {
+        switch self {
+        case .created, .followUp, .replaced: true
+        case .joined, .coalesced, .rejected: false
+        }
+    }
+}
+
+/// How a stop asked by another host is stored in the run's row: `cancelled 1000`, `cancelled -`, `replaced 42`.
+enum StopRequest {
+    static func text(_ stop: RunMachine.Stop) -> String {
+        switch stop {
+        case let .cancelled(by): "cancelled \(by.map(String.init) ?? "-")"
+        case let .replaced(by): "replaced \(by)"
+        case .timeout, .shutdown: "cancelled -"
+        }
+    }
+
+    static func parse(_ text: String) -> RunMachine.Stop {
+        let parts = text.split(separator: " ")
+        if parts.first == "replaced", parts.count == 2, let id = Int64(parts[1]) { return .replaced(by: id) }
+        return .cancelled(by: parts.count == 2 ? UInt32(parts[1]) : nil)
+    }
+}

@@ -1,0 +1,145 @@
+import BatonCore
+import Foundation
+
+/// Single flight across hosts. Every decision about a key is made in a PostgreSQL transaction
+/// that locks the key's slot row (`KeySlot`, the same rules as one machine's `FlightTable`);
+/// the database's partial unique index refuses a second loading run of a key whatever a host
+/// believes. A run belongs to the host that created it (or took it over); only that host's
+/// conductor runs it and writes its phases, guarded by owner. Other hosts ask it to stop a run
+/// by marking the row, and learn what happens from the feed (`FleetFeed`).
+public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
+    public let host: FleetHost
+    let pool: PGPool
+    let conductor: Conductor
+    let followers = RemoteFollowers()
+    /// Runs this host's conductor runs, with the seq of the transition that started them.
+    let adopted = Locked<[Int64: Int]>([:])
+    /// Every host's runs in flight, as the feed last read them.
+    let fleetInFlight = Locked<[Int64: RunSnapshot]>([:])
+    /// The most runs this host runs at once.
+    let limit: Int
+    static let work = DispatchQueue(label: "baton-fleet", attributes: .concurrent)
+    let log: @Sendable (String) -> Void
+    /// Serialises this host's starts, so that it never starts more than `limit`.
+    let starting = NSLock()
+    let accepting = Locked(true)
+
+    public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, log: @escaping @Sendable (String) -> Void) {
+        self.host = host
+        self.pool = pool
+        self.conductor = conductor
+        self.limit = max(limit, 1)
+        self.log = log
+    }
+
+    // MARK: RunDispatcher
+
+    public func snapshot(of id: Int64) -> RunSnapshot? {
+        conductor.snapshot(of: id) ?? fleetInFlight.withLock { $0[id] }
+    }
+
+    public func inFlight() -> [RunSnapshot] {
+        var runs = fleetInFlight.withLock { $0 }
+        for run in conductor.inFlight() { runs[run.id] = withHost(run) }
+        return runs.values.filter { !$0.phase.isTerminal }.sorted { $0.id < $1.id }
+    }
+
+    public func attach(_ id: Int64, follower: @escaping Conductor.Follower, answered: @escaping @Sendable (RunSnapshot?) -> Void) {
+        if adopted.withLock({ $0[id] != nil }), conductor.snapshot(of: id) != nil {
+            return conductor.attach(id, follower: follower) { [self] run in answered(run.map(withHost)) }
+        }
+        Self.work.async { [self] in
+            do {
+                guard let (run, seq) = try pool.with({ try self.read(id, on: $0) }), !run.phase.isTerminal else { return answered(nil) }
+                answered(run)
+                follow(run, seq: seq, follower)
+            } catch {
+                answered(nil)
+            }
+        }
+    }
+
+    /// Follows a run through the feed, then reads what it may have missed before it was registered.
+    func follow(_ run: RunSnapshot, seq: Int, _ follower: @escaping Conductor.Follower) {
+        followers.add(run, seq: seq, follower)
+        catchUp(run.id, after: seq)
+    }
+
+    func catchUp(_ id: Int64, after seq: Int) {
+        guard let updates = try? pool.with({ db in try self.transitions(of: id, after: seq, on: db) }) else { return }
+        for update in updates { followers.deliver(update) }
+    }
+
+    // MARK: Rows
+
+    /// The run and the seq of its last transition.
+    func read(_ id: Int64, on db: PGConnection) throws -> (RunSnapshot, Int)? {
+        guard let row = try db.query("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(id)]).first else { return nil }
+        return (FleetRows.run(row), Int(row[FleetRows.runColumnCount] ?? "") ?? 1)
+    }
+
+    /// The run's transitions after `seq`, each with the run as it was after it (replayed from its first).
+    func transitions(of id: Int64, after seq: Int, on db: PGConnection) throws -> [RunUpdate] {
+        guard let (run, last) = try read(id, on: db), last > seq else { return [] }
+        var state = RunSnapshot(id: run.id, action: run.action, key: run.key, phase: .queued, policy: run.policy, params: run.params,
+                                trigger: run.trigger, queuedAt: run.queuedAt)
+        state.host = run.host
+        var updates: [RunUpdate] = []
+        for row in try db.query("SELECT seq, from_phase, to_phase, at, detail FROM transitions WHERE run_id = $1 ORDER BY seq",
+                                [String(id)]).rows {
+            let transition = FleetRows.transition(runID: id, row, from: 0)
+            state = state.applying(transition)
+            if transition.seq > seq { updates.append(RunUpdate(run: state, transition: transition)) }
+        }
+        return updates
+    }
+
+    func withHost(_ run: RunSnapshot) -> RunSnapshot {
+        var run = run
+        if run.host == nil { run.host = host.name }
+        return run
+    }
+
+    // MARK: Starting
+
+    /// Starts a run of this host that holds its key, if the key is free and a slot is: writes its
+    /// `loading` in the transaction that checks both, then hands it to the conductor.
+    func start(_ id: Int64, follower: Conductor.Follower? = nil, on db: PGConnection) throws -> Bool {
+        guard accepting.withLock({ $0 }), conductor.runningCount < limit else { return false }
+        let claimed: (RunSnapshot, Int)? = try db.transaction {
+            try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
+            guard let (run, seq) = try read(id, on: db), run.phase == .queued,
+                  let slotRow = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [run.key]).first,
+                  KeySlot(row: slotRow).startable == id,
+                  try db.query("SELECT 1 FROM runs WHERE id = $1 AND incarnation = $2", [String(id), host.incarnation]).first != nil
+            else { return nil }
+            let transition = Transition(runID: id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: TransitionDetail(attempt: 1))
+            guard try FleetJournal.apply(transition, on: db, as: host) else { return nil }
+            try db.execute("NOTIFY baton")
+            return (run.applying(transition), seq + 1)
+        }
+        guard let (run, seq) = claimed, let action = conductor.action(named: run.action) else { return false }
+        adopted.withLock { $0[id] = seq }
+        conductor.adopt(AdoptedRun(run: run, seq: seq, action: action), follower: follower) { _ in }
+        return true
+    }
+
+    /// Starts every run of this host that holds a free key, oldest first, while slots are free.
+    func startWaiting(on db: PGConnection) throws {
+        starting.lock()
+        defer { starting.unlock() }
+        let ready = try db.query("""
+            SELECT r.id FROM runs r JOIN keys k ON k.holder = r.id
+            WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 ORDER BY r.id
+            """, [host.incarnation]).rows.compactMap { $0[0].flatMap { Int64($0) } }
+        for id in ready {
+            guard conductor.runningCount < limit else { return }
+            _ = try start(id, on: db)
+        }
+    }
+
+    /// Stops starting runs (shutdown); runs already started go on until the conductor stops them.
+    public func stopStarting() {
+        accepting.withLock { $0 = false }
+    }
+}

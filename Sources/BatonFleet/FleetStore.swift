@@ -1,0 +1,74 @@
+import BatonCore
+import Foundation
+
+/// The fleet's store as the conductor and the service see it: writes through `FleetWriter`,
+/// queries through `FleetHistory`, over one pool of connections.
+public final class FleetStore: RunStore, HistoryReader, @unchecked Sendable {
+    public let pool: PGPool
+    private let writer: FleetWriter
+    private let history: FleetHistory
+
+    public init(pool: PGPool, host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
+                onLost: @escaping @Sendable ([Int64]) -> Void) {
+        self.pool = pool
+        writer = FleetWriter(pool: pool, host: host, onProblem: onProblem, onLost: onLost)
+        history = FleetHistory(pool: pool)
+    }
+
+    /// libpq settings batond uses unless the connection string says otherwise: a connect timeout,
+    /// TCP keepalives and a user timeout, so that a dead path fails a query within the lease.
+    public static func connectionDefaults(host: String, lease: Duration) -> [String: String] {
+        let leaseMS = max(lease / .milliseconds(1), 1_000)
+        return ["connect_timeout": "5", "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2",
+                "keepalives_count": "3", "tcp_user_timeout": String(Int(leaseMS / 2)), "application_name": "batond \(host)"]
+    }
+
+    public func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
+        writer.enqueue(entries, completion: completion)
+    }
+
+    /// The fleet recovers in `FleetLease.recoverOwnHost`, not through the conductor.
+    public func recoverableState() throws(BatonError) -> RecoverableState { RecoverableState(nextRunID: 1, unfinished: []) }
+
+    public var unavailableReason: String? { writer.unavailableReason }
+
+    /// Writes what is queued (for a few seconds at most); returns how many items were left unwritten.
+    public func close() -> Int { writer.close() }
+
+    public func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] { try await history.runs(filter) }
+    public func run(_ id: Int64) async throws(BatonError) -> RunDetail? { try await history.run(id) }
+    public func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats] {
+        try await history.stats(actions: actions, since: since)
+    }
+    public func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] { try await history.denied(limit: limit) }
+    public func lastEnded() async throws(BatonError) -> [RunSnapshot] { try await history.lastEnded() }
+    public func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]] {
+        try await history.recentDurations(of: actions)
+    }
+
+    /// Applies retention to every host's ended runs, as one machine's history does: success and
+    /// cancelled runs past `maxAge`, failures past `keepFailures`, and ended runs beyond the newest
+    /// `maxRunsPerAction` of each action. Runs in flight are never removed.
+    public func prune(retention: Retention, overrides: [String: Retention.Override], now: Timestamp = .now,
+                      dryRun: Bool) async throws(BatonError) -> PruneReport {
+        try await history.read { db in
+            var report = PruneReport(dryRun: dryRun)
+            for name in try db.query("SELECT DISTINCT action FROM runs").rows.compactMap({ $0[0] }) {
+                let rule = retention.overridden(by: overrides[name])
+                let selection = """
+                    action = $1 AND phase IN ('success', 'failure', 'cancelled') AND (
+                      (phase <> 'failure' AND ended_at < $2::bigint) OR (phase = 'failure' AND ended_at < $3::bigint)
+                      OR id < coalesce((SELECT id FROM runs WHERE action = $1 AND phase IN ('success', 'failure', 'cancelled')
+                                        ORDER BY id DESC OFFSET $4::bigint LIMIT 1) + 1, 0))
+                    """
+                let sql = dryRun ? "SELECT count(*) FROM runs WHERE \(selection)"
+                    : "WITH gone AS (DELETE FROM runs WHERE \(selection) RETURNING 1) SELECT count(*) FROM gone"
+                let removed = Int(try db.query(sql, [name, String(now.rawValue - rule.maxAge.microseconds),
+                                                     String(now.rawValue - rule.keepFailures.microseconds),
+                                                     String(max(rule.maxRunsPerAction, 0))]).first?[0] ?? "") ?? 0
+                if removed > 0 { report.removed[name] = removed }
+            }
+            return report
+        }
+    }
+}

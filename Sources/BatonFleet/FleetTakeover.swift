@@ -1,0 +1,67 @@
+import BatonCore
+import Foundation
+
+/// What happens to the runs of a batond that is gone (its lease ran out, or it is this host's
+/// previous start): each becomes a recorded transition, guarded by its dead owner, so that a
+/// run ended meanwhile is left alone. A loading or retrying run ends as `failure` (reason
+/// `host_lost`, or `interrupted` for this host's own previous start), or is queued again here
+/// when its action says `onInterrupt: "restart"`; a queued run is taken over by this host and
+/// keeps its place; a run whose action this host does not have is cancelled.
+enum FleetTakeover {
+    struct Summary: Sendable, Equatable {
+        var ended: [Int64] = []
+        var requeued: [Int64] = []
+        var adopted: [Int64] = []
+        var dropped: [Int64] = []
+        var isEmpty: Bool { ended.isEmpty && requeued.isEmpty && adopted.isEmpty && dropped.isEmpty }
+    }
+
+    /// Takes over `dead`'s unfinished runs and marks it gone, in the caller's transaction.
+    static func takeOver(_ dead: String, name: String, reason: String, by me: FleetHost, actions: (String) -> Action?,
+                         on db: PGConnection) throws -> Summary {
+        var summary = Summary()
+        let owner = FleetHost(name: name, incarnation: dead, lease: me.lease)
+        let rows = try db.query("""
+            SELECT \(FleetRows.runColumns), last_seq FROM runs
+            WHERE incarnation = $1 AND phase IN ('queued', 'loading', 'retrying') ORDER BY id
+            """, [dead]).rows
+        for row in rows {
+            let run = FleetRows.run(row)
+            let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
+            let action = actions(run.action)
+            let at = Timestamp.now
+            func end(_ phase: Phase, _ detail: TransitionDetail) throws {
+                _ = try FleetJournal.apply(Transition(runID: run.id, seq: seq + 1, from: run.phase, to: phase, at: at, detail: detail),
+                                           on: db, as: owner)
+            }
+            guard let action else {
+                try end(.cancelled, TransitionDetail(reason: "removed", error: "action \(run.action) is not configured on \(me.name), which took over from \(name)"))
+                summary.dropped.append(run.id)
+                continue
+            }
+            if run.phase == .queued {
+                try db.query("UPDATE runs SET host = $2, incarnation = $3 WHERE id = $1 AND incarnation = $4 AND phase = 'queued'",
+                             [String(run.id), me.name, me.incarnation, dead])
+                summary.adopted.append(run.id)
+            } else if action.onInterrupt == .restart, try !isDraining(run, on: db) {
+                let transition = Transition(runID: run.id, seq: seq + 1, from: run.phase, to: .queued, at: at,
+                                            detail: TransitionDetail(reason: "restarted", error: reason))
+                if try FleetJournal.apply(transition, on: db, as: owner) {
+                    try db.query("UPDATE runs SET host = $2, incarnation = $3, stop = NULL WHERE id = $1", [String(run.id), me.name, me.incarnation])
+                    summary.requeued.append(run.id)
+                }
+            } else {
+                try end(.failure, TransitionDetail(reason: dead == me.incarnation ? "interrupted" : (name == me.name ? "interrupted" : "host_lost"), error: reason))
+                summary.ended.append(run.id)
+            }
+        }
+        try db.query("UPDATE hosts SET gone_at = now(), gone_reason = $2 WHERE incarnation = $1 AND gone_at IS NULL", [dead, reason])
+        if !summary.isEmpty { try db.execute("NOTIFY baton") }
+        return summary
+    }
+
+    /// Whether a replace is stopping the run (then it ends, it is not restarted).
+    private static func isDraining(_ run: RunSnapshot, on db: PGConnection) throws -> Bool {
+        try db.query("SELECT 1 FROM keys WHERE key = $1 AND $2::bigint = ANY (draining)", [run.key, String(run.id)]).first != nil
+    }
+}

@@ -1,0 +1,79 @@
+import BatonCore
+import BatonFleet
+import Foundation
+
+extension Backend {
+    /// One host of a fleet: waits for PostgreSQL (with growing pauses, saying why), migrates,
+    /// registers a new incarnation, kills and takes over what this host's previous start left,
+    /// then renews its lease and follows the fleet's feed. `onFenced` runs if the lease is lost.
+    static func fleet(_ config: Config, _ fleet: FleetConfig, metrics: Metrics, onFenced: @escaping @Sendable (String) -> Void) async -> Backend {
+        let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
+        let pool = PGPool(conninfo: fleet.postgres, defaults: FleetStore.connectionDefaults(host: host.name, lease: fleet.lease))
+        let store = FleetStore(pool: pool, host: host, onProblem: { problem in
+            if let problem { Log.error("the fleet's history cannot be written: \(problem); new triggers are refused meanwhile") }
+            else { Log.info("the fleet's history can be written again") }
+        }, onLost: { runs in
+            Log.warning("runs \(runs.map(String.init).joined(separator: ", ")) were taken over by another host; their updates from here are dropped")
+        })
+        let instance = "fleet:\(host.name)"
+        ExecRunner.adoptOrphans()
+        let conductor = Conductor(actions: config.actions, store: store,
+                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, instance: instance,
+                                                             watchersFedByFleet: true))
+        let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
+                                           log: { Log.warning($0) })
+        let lease = FleetLease(coordinator, onFenced: onFenced)
+        var pause = Duration.milliseconds(200)
+        while true {
+            do {
+                let recovered = try pool.with { db -> (runs: [Int64], killed: Int, requeued: Int) in
+                    try FleetSchema.migrate(db)
+                    try lease.register(on: db)
+                    return try lease.recoverOwnHost(instance: instance, on: db)
+                }
+                if !recovered.runs.isEmpty {
+                    Log.warning("took over \(recovered.runs.count) runs this host left unfinished: \(recovered.requeued) queued again, "
+                        + "\(recovered.killed) leftover processes killed")
+                }
+                break
+            } catch {
+                Log.error("cannot start on PostgreSQL (\(error)); trying again in \(DurationText.format(pause))")
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(10))
+            }
+        }
+        lease.start()
+        let feed = coordinator.startFeed()
+        if let last = try? await store.lastEnded() { conductor.remember(last) }
+        return Backend(conductor: conductor, dispatcher: coordinator, journal: store, history: store,
+                       describe: "fleet host \(host.name) (\(host.incarnation)) on PostgreSQL",
+                       prune: { config, dryRun throws(BatonError) in
+                           var overrides: [String: Retention.Override] = [:]
+                           for action in config.actions { overrides[action.name] = action.retention }
+                           return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
+                       },
+                       ping: {}, close: {
+                           feed.stop()
+                           let lost = store.close()
+                           lease.stop(clean: true)
+                           return lost
+                       }, beginShutdown: { coordinator.stopStarting() })
+    }
+}
+
+extension Daemon {
+    /// A fenced host starts over: the same binary and arguments, in the same process (systemd
+    /// keeps tracking it), so that it registers a new incarnation once PostgreSQL answers and
+    /// takes over what its fenced start left, as after a crash.
+    static func restartAfterFence(_ why: String) -> Never {
+        Log.error("fenced (\(why)): starting over with a new incarnation")
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
+        let arguments = CommandLine.arguments
+        let argv = arguments.map { strdup($0) } + [nil]
+        execv("/proc/self/exe", argv)
+        Log.error("cannot start over: \(String(cString: strerror(errno))); exiting")
+        exit(70)
+    }
+}

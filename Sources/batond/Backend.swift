@@ -1,0 +1,57 @@
+import BatonCore
+import BatonFleet
+import BatonStore
+import Foundation
+
+/// Where batond keeps its history and decides single flight: one SQLite file, or a fleet on
+/// PostgreSQL. The daemon sees only this: the conductor, who answers triggers, the history,
+/// and what to do for retention, the watchdog and exit.
+struct Backend {
+    var conductor: Conductor
+    var dispatcher: (any RunDispatcher)?
+    var journal: any RunStore
+    var history: any HistoryReader
+    /// "database /var/lib/baton/history.db", or "fleet host web-1 on PostgreSQL".
+    var describe: String
+    var prune: @Sendable (Config, Bool) async throws(BatonError) -> PruneReport
+    var ping: @Sendable () async -> Void
+    /// Stops the backend's own work and writes what is queued; returns how many writes were lost.
+    var close: @Sendable () -> Int
+    /// Before the conductor drains at shutdown: a fleet host starts no more runs.
+    var beginShutdown: @Sendable () -> Void = {}
+
+    /// The SQLite history at `path`, recovered from an unclean stop.
+    static func sqlite(_ config: Config, path: String, metrics: Metrics) async throws -> Backend {
+        try Paths.ensureParent(of: path)
+        var options = Store.Options(synchronous: config.synchronous, onProblem: { problem in
+            if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
+            else { Log.info("the history can be written again") }
+        })
+        options.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
+        let store = try Store(path: path, options: options)
+        ExecRunner.adoptOrphans()
+        let conductor = Conductor(actions: config.actions, store: store,
+                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, instance: path))
+        do throws(BatonError) {
+            let summary = await conductor.recover(try store.recoverableState())
+            if summary != RecoverySummary() {
+                Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "
+                    + "\(summary.restarted.count) restarted, \(summary.requeued.count) queued again, "
+                    + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed")
+            }
+            conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
+        } catch {
+            store.close()
+            throw DaemonError("cannot read the history to recover: \(error.message)")
+        }
+        return Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)",
+                       prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
+                       ping: { await store.ping() }, close: { store.close() })
+    }
+}
+
+/// A failure to start, with the message to log.
+struct DaemonError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

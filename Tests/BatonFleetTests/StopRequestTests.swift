@@ -1,0 +1,21 @@
+@testable import BatonFleet
+import BatonCore
+import Testing
+
+@Suite("Fleet: values stored in rows")
+struct FleetRowTests {
+    @Test("a stop asked by another host round-trips through its row text")
+    func stopRequests() {
+        for stop in [RunMachine.Stop.cancelled(by: 1000), .cancelled(by: nil), .replaced(by: 42)] {
+            #expect(StopRequest.parse(StopRequest.text(stop)) == stop)
+        }
+    }
+
+    @Test("a key slot's draining set round-trips through PostgreSQL's array text")
+    func slotRows() {
+        let slot = KeySlot(row: ["7", nil, "{3,5}"])
+        #expect(slot == KeySlot(holder: 7, followUp: nil, draining: [3, 5]))
+        #expect(slot.drainingText == "{3,5}")
+        #expect(KeySlot(row: [nil, nil, "{}"]).isEmpty)
+    }
+}

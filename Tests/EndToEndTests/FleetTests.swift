@@ -1,0 +1,113 @@
+import BatonCore
+import BatonIPC
+import Foundation
+import Testing
+
+/// Several real batonds as hosts of one fleet on a real PostgreSQL server: single flight, the
+/// policies, cancel and the history across hosts; a host killed mid-run.
+@Suite("End to end: a fleet of hosts on PostgreSQL", .serialized)
+struct FleetTests {
+    /// `count` hosts named web-1… on a fresh database, with the actions given.
+    static func fleet(_ count: Int, actions: String, lease: String = "2s") throws -> [Daemon] {
+        let conninfo = try Postgres.server().database()
+        return try (1...count).map { index in
+            try Daemon(config: """
+                { postgres: "\(conninfo)", host: "web-\(index)", lease: "\(lease)", maxConcurrentRuns: 8, actions: { \(actions) } }
+                """)
+        }
+    }
+
+    static func gated(_ gate: FifoGate, policy: String = "reject", extra: String = "") -> String {
+        """
+        gated: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" }, policy: "\(policy)",
+                 policies: ["reject", "join", "queue", "replace"] \(extra) },
+        """
+    }
+
+    static func trigger(_ host: Daemon, _ action: String, policy: Policy? = nil, detach: Bool = true) throws -> Response {
+        try Client(path: host.socket).call(Request(op: .trigger, action: action, policy: policy, detach: detach))
+    }
+
+    static func wait(_ host: Daemon, run: Int64) throws -> RunSnapshot? {
+        try Client(path: host.socket).call(Request(op: .wait, run: run)).run
+    }
+
+    @Test("reject, join, queue and replace hold across hosts; cancel reaches a run on another host")
+    func policies() throws {
+        let gate = try FifoGate()
+        let hosts = try Self.fleet(2, actions: Self.gated(gate))
+        let (a, b) = (hosts[0], hosts[1])
+        let first = try Self.trigger(a, "gated")
+        let id = try #require(first.run?.id)
+        #expect(first.decision == .created)
+        #expect(first.run?.host == "web-1")
+        // reject on B while A runs the key
+        let refused = try Self.trigger(b, "gated")
+        #expect(refused.error?.code == .busy)
+        #expect(refused.error?.run == id)
+        // join on B shares A's run
+        let joined = try Self.trigger(b, "gated", policy: .join)
+        #expect(joined.decision == .joined && joined.run?.id == id)
+        // queue: one follow-up, whichever host asks
+        let followUp = try Self.trigger(b, "gated", policy: .queue)
+        #expect(followUp.decision == .followUp)
+        let coalesced = try Self.trigger(a, "gated", policy: .queue)
+        #expect(coalesced.decision == .coalesced && coalesced.run?.id == followUp.run?.id)
+        // status on B sees A's run
+        #expect(try b.baton("status").stdout.contains("run \(id)"))
+        gate.release()
+        #expect(try Self.wait(b, run: id)?.phase == .success)
+        let next = try #require(followUp.run?.id)
+        // the follow-up starts on B once A's run is over
+        #expect(try waitUntilPhase(b, next, .loading))
+        gate.release()
+        let ended = try Self.wait(a, run: next)
+        #expect(ended?.phase == .success)
+        #expect(ended?.host == "web-2")
+        // replace on A of B's run: B kills it, then A's run starts
+        let running = try #require(try Self.trigger(b, "gated").run?.id)
+        #expect(try waitUntilPhase(a, running, .loading))
+        let replacing = try Self.trigger(a, "gated", policy: .replace)
+        #expect(replacing.decision == .replaced)
+        let replaced = try Self.wait(a, run: running)
+        #expect(replaced?.phase == .cancelled && replaced?.reason == "replaced")
+        let newRun = try #require(replacing.run?.id)
+        #expect(try waitUntilPhase(b, newRun, .loading))
+        // cancel on B of A's run
+        let cancel = try b.baton("cancel", String(newRun))
+        #expect(cancel.code == 0, "\(cancel.stderr)")
+        #expect(try Self.wait(b, run: newRun)?.phase == .cancelled)
+        // the history on either host shows both hosts
+        let history = try a.baton("history")
+        #expect(history.stdout.contains("HOST") && history.stdout.contains("web-1") && history.stdout.contains("web-2"), "\(history.stdout)")
+    }
+
+    @Test("a host killed with SIGKILL mid-run: its run ends host_lost, seen from another host, and the key is free again")
+    func hostLost() throws {
+        let gate = try FifoGate()
+        let hosts = try Self.fleet(2, actions: Self.gated(gate))
+        let (a, b) = (hosts[0], hosts[1])
+        let id = try #require(try Self.trigger(a, "gated").run?.id)
+        #expect(try waitUntilPhase(b, id, .loading))
+        a.crash()
+        let ended = try Self.wait(b, run: id)
+        #expect(ended?.phase == .failure)
+        #expect(ended?.reason == "host_lost")
+        // the run's process went with its batond (the guard killed it): the gate has no reader left
+        let next = try #require(try Self.trigger(b, "gated").run?.id)
+        #expect(try waitUntilPhase(b, next, .loading))
+        gate.release()
+        #expect(try Self.wait(b, run: next)?.phase == .success)
+    }
+
+    /// Polls `show` until the run reaches `phase` (at most 20 s): the feed is asynchronous.
+    func waitUntilPhase(_ host: Daemon, _ run: Int64, _ phase: Phase) throws -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let detail = try Client(path: host.socket).call(Request(op: .show, run: run))
+            if detail.detail?.run.phase == phase { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+}

@@ -1,0 +1,87 @@
+import BatonFleet
+import Foundation
+
+/// A real PostgreSQL server from Debian's packages for the fleet tests: `initdb` and `pg_ctl`
+/// run as the `postgres` user in a temporary directory, listening on a Unix socket there (and
+/// on TCP at `tcpAddress`, when the partition test asks for it). One server per test process,
+/// started on first use and stopped at exit; a fresh database per test.
+final class Postgres: @unchecked Sendable {
+    let directory: String
+    let port: Int
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var shared: Postgres?
+    nonisolated(unsafe) private static var stopCommand: [String] = []
+
+    /// The server, started if need be (about 1.5 s).
+    static func server() throws -> Postgres {
+        lock.lock()
+        defer { lock.unlock() }
+        if let shared { return shared }
+        let server = try Postgres()
+        shared = server
+        stopCommand = [server.bin("pg_ctl"), "-D", server.directory + "/data", "-m", "immediate", "stop"]
+        atexit {
+            guard !Postgres.stopCommand.isEmpty else { return }
+            _ = Postgres.shell("/usr/sbin/runuser -u postgres -- " + Postgres.stopCommand.joined(separator: " ") + " > /dev/null 2>&1")
+        }
+        return server
+    }
+
+    private init() throws {
+        directory = NSTemporaryDirectory() + "baton-pg-" + UUID().uuidString.prefix(8)
+        port = Int.random(in: 20_000...40_000)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        _ = try execute("/bin/chown", ["postgres:postgres", directory])
+        let made = try execute("/usr/sbin/runuser", ["-u", "postgres", "--", bin("initdb"), "-D", directory + "/data", "-U", "baton",
+                                                     "-A", "trust", "--no-sync"])
+        guard made.code == 0 else { throw PostgresError.failed("initdb: \(made.stderr)") }
+        try start()
+    }
+
+    /// Starts the server (again, after `stop`).
+    func start() throws {
+        // The server must not inherit our output pipes (we would wait for their end forever): the
+        // shell sends pg_ctl's output, and so the server's, to a file.
+        let options = "-p \(port) -k \(directory) -c listen_addresses=0.0.0.0 -c fsync=off -c max_connections=300"
+        let command = "exec /usr/sbin/runuser -u postgres -- \(bin("pg_ctl")) -D \(directory)/data -w -l \(directory)/log -o '\(options)' start"
+            + " > \(directory)/pg_ctl.out 2>&1 < /dev/null"
+        guard Self.shell(command) == 0 else {
+            throw PostgresError.failed("pg_ctl start: \((try? String(contentsOfFile: directory + "/pg_ctl.out", encoding: .utf8)) ?? "")")
+        }
+    }
+
+    /// Stops the server at once (connections are cut, as when a database host goes away).
+    func stop() throws {
+        _ = Self.shell("/usr/sbin/runuser -u postgres -- \(bin("pg_ctl")) -D \(directory)/data -m immediate -w stop > /dev/null 2>&1")
+    }
+
+    /// Runs a shell command with posix_spawn and waits for it with waitpid. (Foundation's Process
+    /// was seen to miss the exit of `runuser … pg_ctl start`, leaving it a zombie and the wait hanging.)
+    static func shell(_ command: String) -> Int32 {
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (text: String) in strdup(text) } + [nil]
+        defer { argv.forEach { free($0) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno != EINTR { return 0 }  // reaped by someone else: the output file tells what happened
+        }
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    func bin(_ tool: String) -> String {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        let newest = versions.compactMap { Int($0) }.max() ?? 15
+        return "/usr/lib/postgresql/\(newest)/bin/\(tool)"
+    }
+
+    /// A new, empty database; returns its connection string (over the Unix socket).
+    func database() throws -> String {
+        let name = "t_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try PGConnection("host=\(directory) port=\(port) dbname=postgres user=baton")
+        try admin.execute("CREATE DATABASE \(name)")
+        return "host=\(directory) port=\(port) dbname=\(name) user=baton"
+    }
+
+    enum PostgresError: Error { case failed(String) }
+}
