@@ -17,6 +17,7 @@ extension Backend {
         })
         let instance = "fleet:\(host.name)"
         ExecRunner.adoptOrphans()
+        RunGuard.start(instance: instance)
         let conductor = Conductor(actions: config.actions, store: store,
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, instance: instance,
                                                              watchersFedByFleet: true))

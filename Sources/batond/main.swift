@@ -1,3 +1,5 @@
 import Foundation
 
-exit(await Daemon.run(Array(CommandLine.arguments.dropFirst())))
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--guard-runs" { exit(RunGuard.run(Array(arguments.dropFirst()))) }
+exit(await Daemon.run(arguments))

@@ -100,6 +100,43 @@ struct FleetTests {
         #expect(try Self.wait(b, run: next)?.phase == .success)
     }
 
+    @Test("a storm of queue triggers spread over three hosts: every trigger answered with a run, no two runs of the key overlap")
+    func queueStorm() throws {
+        let log = NSTemporaryDirectory() + "baton-fleet-intervals-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let hosts = try Self.fleet(3, actions: """
+            step: { exec: ["sh", "-c", "echo start $(date +%s%N) $BATON_RUN_ID >> \\"$LOG\\"; sleep 0.05; echo end $(date +%s%N) $BATON_RUN_ID >> \\"$LOG\\""],
+                    env: { LOG: "\(log)" }, policy: "queue" },
+            """)
+        let answers = Collected<Response>()
+        inParallel(45) { index in
+            if let answer = try? Self.trigger(hosts[index % 3], "step") { answers.append(answer) }
+        }
+        let all = answers.all
+        #expect(all.count == 45 && all.allSatisfy { $0.ok == true && $0.run != nil })
+        let runs = Set(all.compactMap { $0.run?.id })
+        let created = all.filter { $0.decision == .created || $0.decision == .followUp }
+        #expect(created.count == runs.count)
+        #expect(all.filter { $0.decision == .coalesced }.count == 45 - runs.count)
+        for id in runs { #expect(try Self.wait(hosts[Int(id) % 3], run: id)?.phase == .success) }
+        // Every interval closes before the next opens: at most one run of the key at any time.
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ") }
+        var open: Substring?
+        for line in lines.sorted(by: { UInt64($0[1])! < UInt64($1[1])! }) {
+            if line[0] == "start" {
+                #expect(open == nil, "run \(line[2]) started while run \(open ?? "") was running")
+                open = line[2]
+            } else {
+                #expect(open == line[2])
+                open = nil
+            }
+        }
+        #expect(lines.count == 2 * runs.count)
+        let history = try JSONSerialization.jsonObject(with: Data(try hosts[0].baton("history", "--json").stdout.utf8)) as? [[String: Any]]
+        let hostsSeen = Set((history ?? []).compactMap { $0["host"] as? String })
+        #expect(hostsSeen.count >= 2, "runs were created on \(hostsSeen)")
+    }
+
     /// Polls `show` until the run reaches `phase` (at most 20 s): the feed is asynchronous.
     func waitUntilPhase(_ host: Daemon, _ run: Int64, _ phase: Phase) throws -> Bool {
         let deadline = Date().addingTimeInterval(20)

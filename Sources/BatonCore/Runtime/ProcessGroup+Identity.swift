@@ -57,9 +57,9 @@ extension ProcessGroup {
 /// The processes of runs, found by the `BATON_INSTANCE` and `BATON_RUN_ID` their environment
 /// carries (inherited by every descendant that does not clear its environment).
 public enum TaggedProcesses {
-    /// The pids of live processes tagged with `instance` and one of `runs`.
-    public static func find(instance: String, runs: Set<Int64>) -> [Int32] {
-        guard !runs.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+    /// The pids of live processes tagged with `instance` and one of `runs` (any run when nil).
+    public static func find(instance: String, runs: Set<Int64>?) -> [Int32] {
+        guard runs?.isEmpty != true, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         let me = getpid()
         let wanted = Array("BATON_INSTANCE=\(instance)".utf8)
         return entries.compactMap { Int32($0) }.filter { pid in
@@ -73,13 +73,13 @@ public enum TaggedProcesses {
                     run = Int64(String(decoding: variable.dropFirst(13), as: UTF8.self))
                 }
             }
-            return instanceMatches && run.map(runs.contains) == true
+            return instanceMatches && run.map { runs?.contains($0) ?? true } == true
         }
     }
 
     /// Kills the tagged processes of `runs` with SIGKILL; returns how many there were.
     @discardableResult
-    public static func kill(instance: String, runs: Set<Int64>) -> Int {
+    public static func kill(instance: String, runs: Set<Int64>?) -> Int {
         let pids = find(instance: instance, runs: runs)
         for pid in pids { Glibc.kill(pid, SIGKILL) }
         return pids.count
