@@ -137,6 +137,29 @@ struct FleetTests {
         #expect(hostsSeen.count >= 2, "runs were created on \(hostsSeen)")
     }
 
+    @Test("the database goes away mid-run: the host fences itself within its lease, then starts over and records the run interrupted")
+    func fencing() throws {
+        let gate = try FifoGate()
+        let server = try Postgres.server()
+        let host = try Self.fleet(1, actions: Self.gated(gate))[0]
+        let id = try #require(try Self.trigger(host, "gated").run?.id)
+        #expect(try waitUntilPhase(host, id, .loading))
+        try server.stop()
+        defer { try? server.start() }
+        try host.waitForLog("fenced: ")
+        #expect(host.stderr.contains("killed 1 process group"))
+        try server.start()
+        try host.waitForLog("took over 1 runs")
+        try host.waitForLog("ready")
+        let run = try Client(path: host.socket).call(Request(op: .show, run: id)).detail?.run
+        #expect(run?.phase == .failure && run?.reason == "interrupted", "\(String(describing: run))")
+        // The key is free again and the host runs it.
+        let next = try #require(try Self.trigger(host, "gated").run?.id)
+        #expect(try waitUntilPhase(host, next, .loading))
+        gate.release()
+        #expect(try Self.wait(host, run: next)?.phase == .success)
+    }
+
     /// Polls `show` until the run reaches `phase` (at most 20 s): the feed is asynchronous.
     func waitUntilPhase(_ host: Daemon, _ run: Int64, _ phase: Phase) throws -> Bool {
         let deadline = Date().addingTimeInterval(20)

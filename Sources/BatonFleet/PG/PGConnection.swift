@@ -20,8 +20,8 @@ public final class PGConnection: @unchecked Sendable {
         guard let connection = PQconnectdbParams(k, v, 1) else { throw PGError(message: "out of memory") }
         handle = connection
         guard PQstatus(handle) == CONNECTION_OK else {
+            // deinit runs for an instance that throws once fully initialised: it finishes the handle.
             let message = Self.trimmed(PQerrorMessage(handle))
-            PQfinish(handle)
             throw PGError(sqlState: "08001", message: message)
         }
         // Server notices ("relation already exists, skipping") are not batond's to print.
