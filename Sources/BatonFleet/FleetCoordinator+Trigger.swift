@@ -14,6 +14,7 @@ extension FleetCoordinator {
     public func trigger(_ trigger: Trigger, follower: Conductor.Follower?,
                         answered: @escaping @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void) {
         guard accepting.withLock({ $0 }) else { return answered(.failure(.shuttingDown)) }
+        if let reason = conductor.storeUnavailableReason { return answered(.failure(.storeUnavailable(reason))) }
         Self.work.async { [self] in
             do {
                 let decided = try pool.with { db in try Self.retrying { try self.decide(trigger, on: db) } }

@@ -7,6 +7,7 @@ public final class FleetStore: RunStore, HistoryReader, @unchecked Sendable {
     public let pool: PGPool
     private let writer: FleetWriter
     private let history: FleetHistory
+    private let starting = Locked<String?>(nil)
 
     public init(pool: PGPool, host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
                 onLost: @escaping @Sendable ([Int64]) -> Void) {
@@ -30,7 +31,10 @@ public final class FleetStore: RunStore, HistoryReader, @unchecked Sendable {
     /// The fleet recovers in `FleetLease.recoverOwnHost`, not through the conductor.
     public func recoverableState() throws(BatonError) -> RecoverableState { RecoverableState(nextRunID: 1, unfinished: []) }
 
-    public var unavailableReason: String? { writer.unavailableReason }
+    public var unavailableReason: String? { starting.withLock { $0 } ?? writer.unavailableReason }
+
+    /// Why the store cannot be used yet (batond has not joined the fleet), or nil once it can.
+    public func waiting(_ reason: String?) { starting.withLock { $0 = reason } }
 
     /// Writes what is queued (for a few seconds at most); returns how many items were left unwritten.
     public func close() -> Int { writer.close() }

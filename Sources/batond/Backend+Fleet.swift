@@ -3,10 +3,11 @@ import BatonFleet
 import Foundation
 
 extension Backend {
-    /// One host of a fleet: waits for PostgreSQL (with growing pauses, saying why), migrates,
-    /// registers a new incarnation, kills and takes over what this host's previous start left,
-    /// then renews its lease and follows the fleet's feed. `onFenced` runs if the lease is lost.
-    static func fleet(_ config: Config, _ fleet: FleetConfig, metrics: Metrics, onFenced: @escaping @Sendable (String) -> Void) async -> Backend {
+    /// One host of a fleet. Its `connect` (run once batond listens; triggers are refused with
+    /// `store_unavailable` until it is done) waits for PostgreSQL, migrates, registers a new
+    /// incarnation, kills and takes over what this host's previous start left, then renews the
+    /// lease and follows the fleet's feed. `onFenced` runs if the lease is lost.
+    static func fleet(_ config: Config, _ fleet: FleetConfig, metrics: Metrics, onFenced: @escaping @Sendable (String) -> Void) -> Backend {
         let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
         let pool = PGPool(conninfo: fleet.postgres, defaults: FleetStore.connectionDefaults(host: host.name, lease: fleet.lease))
         let store = FleetStore(pool: pool, host: host, onProblem: { problem in
@@ -24,6 +25,34 @@ extension Backend {
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
                                            log: { Log.warning($0) })
         let lease = FleetLease(coordinator, onFenced: onFenced)
+        let feed = Locked<FleetFeedHandle?>(nil)
+        store.waiting("waiting for PostgreSQL to answer")
+        let connect: @Sendable () async -> Void = {
+            await Self.join(store, pool, lease, instance: instance)
+            lease.start()
+            feed.withLock { $0 = coordinator.startFeed() }
+            if let last = try? await store.lastEnded() { conductor.remember(last) }
+            store.waiting(nil)
+            Log.info("joined the fleet as \(host.name) (\(host.incarnation))")
+        }
+        return Backend(conductor: conductor, dispatcher: coordinator, journal: store, history: store,
+                       describe: "fleet host \(host.name) (\(host.incarnation)) on PostgreSQL",
+                       prune: { config, dryRun throws(BatonError) in
+                           var overrides: [String: Retention.Override] = [:]
+                           for action in config.actions { overrides[action.name] = action.retention }
+                           return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
+                       },
+                       ping: {}, close: {
+                           feed.withLock { $0 }?.stop()
+                           let lost = store.close()
+                           lease.stop(clean: true)
+                           return lost
+                       }, beginShutdown: { coordinator.stopStarting() }, connect: connect)
+    }
+
+    /// Migrates, registers this incarnation and takes over what this host's previous start left,
+    /// trying again with growing pauses while PostgreSQL does not answer (saying why each time).
+    private static func join(_ store: FleetStore, _ pool: PGPool, _ lease: FleetLease, instance: String) async {
         var pause = Duration.milliseconds(200)
         while true {
             do {
@@ -36,29 +65,14 @@ extension Backend {
                     Log.warning("took over \(recovered.runs.count) runs this host left unfinished: \(recovered.requeued) queued again, "
                         + "\(recovered.killed) leftover processes killed")
                 }
-                break
+                return
             } catch {
-                Log.error("cannot start on PostgreSQL (\(error)); trying again in \(DurationText.format(pause))")
+                store.waiting("waiting for PostgreSQL: \(error)")
+                Log.error("cannot join the fleet on PostgreSQL (\(error)); trying again in \(DurationText.format(pause))")
                 try? await Task.sleep(for: pause)
                 pause = min(pause * 2, .seconds(10))
             }
         }
-        lease.start()
-        let feed = coordinator.startFeed()
-        if let last = try? await store.lastEnded() { conductor.remember(last) }
-        return Backend(conductor: conductor, dispatcher: coordinator, journal: store, history: store,
-                       describe: "fleet host \(host.name) (\(host.incarnation)) on PostgreSQL",
-                       prune: { config, dryRun throws(BatonError) in
-                           var overrides: [String: Retention.Override] = [:]
-                           for action in config.actions { overrides[action.name] = action.retention }
-                           return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
-                       },
-                       ping: {}, close: {
-                           feed.stop()
-                           let lost = store.close()
-                           lease.stop(clean: true)
-                           return lost
-                       }, beginShutdown: { coordinator.stopStarting() })
     }
 }
 
@@ -76,5 +90,22 @@ extension Daemon {
         execv("/proc/self/exe", argv)
         Log.error("cannot start over: \(String(cString: strerror(errno))); exiting")
         exit(70)
+    }
+}
+
+extension Daemon {
+    /// `--check-config` with `postgres`: connects as batond would and says what it found.
+    static func checkFleet(_ fleet: FleetConfig) -> Int32 {
+        do {
+            let db = try PGConnection(fleet.postgres, defaults: FleetStore.connectionDefaults(host: fleet.host, lease: fleet.lease))
+            let version = try db.query("SHOW server_version").first?[0] ?? "?"
+            let exists = try db.query("SELECT to_regclass('baton_schema') IS NOT NULL").first?[0] == "t"
+            let schema = exists ? try db.query("SELECT coalesce(max(version), 0) FROM baton_schema").first?[0] ?? "0" : "0 (empty database)"
+            print("postgres: ok, PostgreSQL \(version), fleet schema version \(schema) (this batond knows \(FleetSchema.latestVersion)); host \(fleet.host), lease \(DurationText.format(fleet.lease))")
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("postgres: cannot connect: \(error)\n".utf8))
+            return 1
+        }
     }
 }

@@ -19,6 +19,8 @@ struct Backend {
     var close: @Sendable () -> Int
     /// Before the conductor drains at shutdown: a fleet host starts no more runs.
     var beginShutdown: @Sendable () -> Void = {}
+    /// Run once batond listens: a fleet host joins the fleet (SQLite is ready at once).
+    var connect: @Sendable () async -> Void = {}
 
     /// The SQLite history at `path`, recovered from an unclean stop.
     static func sqlite(_ config: Config, path: String, metrics: Metrics) async throws -> Backend {

@@ -40,7 +40,7 @@ enum Daemon {
         let metrics = Metrics()
         let backend: Backend
         if let fleet = config.fleet {
-            backend = await Backend.fleet(config, fleet, metrics: metrics, onFenced: { why in Self.restartAfterFence(why) })
+            backend = Backend.fleet(config, fleet, metrics: metrics, onFenced: { why in Self.restartAfterFence(why) })
         } else {
             do {
                 backend = try await Backend.sqlite(config, path: databasePath, metrics: metrics)
@@ -115,6 +115,7 @@ enum Daemon {
         let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, backend: backend) }
         let retention = Task { await Self.pruneEveryHour(backend, configBox) }
         async let serving: Void = server.run()
+        let joining = Task { await backend.connect() }
         var shutdown: Task<Void, Never>?
         for await signal in signals.stream {
             if signal == SIGHUP {
@@ -138,6 +139,7 @@ enum Daemon {
             }
         }
         await shutdown?.value
+        joining.cancel()
         http?.stop()
         server.stop()
         await serving
@@ -222,6 +224,7 @@ enum Daemon {
             let config = try Config.load(path: file)
             for warning in config.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
             print("\(file): ok, \(config.actions.count) action\(config.actions.count == 1 ? "" : "s"): \(config.actions.map(\.name).joined(separator: ", "))")
+            if let fleet = config.fleet { return checkFleet(fleet) }
             return 0
         } catch {
             FileHandle.standardError.write(Data("\(error)\n".utf8))

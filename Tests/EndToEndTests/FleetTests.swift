@@ -11,9 +11,12 @@ struct FleetTests {
     static func fleet(_ count: Int, actions: String, lease: String = "2s") throws -> [Daemon] {
         let conninfo = try Postgres.server().database()
         return try (1...count).map { index in
-            try Daemon(config: """
+            let host = try Daemon(config: """
                 { postgres: "\(conninfo)", host: "web-\(index)", lease: "\(lease)", maxConcurrentRuns: 8, actions: { \(actions) } }
                 """)
+            // batond listens at once; it takes triggers once it has joined the fleet.
+            try host.waitForLog("joined the fleet")
+            return host
         }
     }
 
@@ -150,9 +153,9 @@ struct FleetTests {
         #expect(host.stderr.contains("killed 1 process group"))
         try server.start()
         try host.waitForLog("took over 1 runs")
-        // The new start says "ready" a second time once it listens again.
+        // The new start joins the fleet a second time once it has taken over.
         let deadline = Date().addingTimeInterval(30)
-        while host.stderr.components(separatedBy: " ready: ").count < 3 && Date() < deadline { usleep(20_000) }
+        while host.stderr.components(separatedBy: "joined the fleet").count < 3 && Date() < deadline { usleep(20_000) }
         let run = try Client(path: host.socket).call(Request(op: .show, run: id)).detail?.run
         #expect(run?.phase == .failure && run?.reason == "interrupted", "\(String(describing: run))")
         // The key is free again and the host runs it.
@@ -160,6 +163,41 @@ struct FleetTests {
         #expect(try waitUntilPhase(host, next, .loading))
         gate.release()
         #expect(try Self.wait(host, run: next)?.phase == .success)
+    }
+
+    @Test("PostgreSQL down at start: batond listens, refuses triggers with store_unavailable saying why, and joins once it answers")
+    func databaseDownAtStart() throws {
+        let server = try Postgres.server()
+        let conninfo = try server.database()
+        try server.stop()
+        defer { try? server.start() }
+        let host = try Daemon(config: """
+            { postgres: "\(conninfo)", host: "web-1", lease: "2s", actions: { quick: { exec: ["true"] } } }
+            """)
+        try host.waitForLog("cannot join the fleet on PostgreSQL")
+        let refused = try host.baton("run", "quick")
+        #expect(refused.code == 75, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("waiting for PostgreSQL"), "\(refused.stderr)")
+        #expect(try host.baton("status").stdout.contains("waiting for PostgreSQL"))
+        try server.start()
+        try host.waitForLog("joined the fleet")
+        let run = try host.baton("run", "quick")
+        #expect(run.code == 0, "\(run.stderr)")
+    }
+
+    @Test("--check-config connects to the fleet's database, and says why when it cannot")
+    func checkConfig() throws {
+        let conninfo = try Postgres.server().database()
+        let directory = NSTemporaryDirectory() + "baton-fleet-check-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let good = directory + "/good.json5", bad = directory + "/bad.json5"
+        try #"{ postgres: "\#(conninfo)", host: "web-1", actions: { a: { exec: ["true"] } } }"#.write(toFile: good, atomically: true, encoding: .utf8)
+        try #"{ postgres: "host=\#(directory) port=1 dbname=x", actions: { a: { exec: ["true"] } } }"#.write(toFile: bad, atomically: true, encoding: .utf8)
+        let ok = try execute(Binaries.batond, ["--check-config", good])
+        #expect(ok.code == 0 && ok.stdout.contains("postgres: ok, PostgreSQL") && ok.stdout.contains("host web-1"), "\(ok.stdout) \(ok.stderr)")
+        let refused = try execute(Binaries.batond, ["--check-config", bad])
+        #expect(refused.code == 1 && refused.stderr.contains("postgres: cannot connect"), "\(refused.stderr)")
     }
 
     /// Polls `show` until the run reaches `phase` (at most 20 s): the feed is asynchronous.

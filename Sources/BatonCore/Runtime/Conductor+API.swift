@@ -217,3 +217,8 @@ extension Conductor {
         publishToWatchers(update)
     }
 }
+
+extension Conductor {
+    /// Why the store cannot take writes now (triggers are refused meanwhile), or nil.
+    public var storeUnavailableReason: String? { store.unavailableReason }
+}
