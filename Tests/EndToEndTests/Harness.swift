@@ -72,9 +72,12 @@ final class Daemon: @unchecked Sendable {
 
     /// Extra environment variables of batond.
     var environment: [String: String] = [:]
+    /// A command that execs batond (`ip netns exec NS`), or nothing.
+    var launcher: [String] = []
 
-    init(config: String, database: String? = nil, environment: [String: String] = [:]) throws {
+    init(config: String, database: String? = nil, environment: [String: String] = [:], launcher: [String] = []) throws {
         self.environment = environment
+        self.launcher = launcher
         directory = NSTemporaryDirectory() + "baton-e2e-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/baton.sock"
@@ -108,8 +111,8 @@ final class Daemon: @unchecked Sendable {
     }
 
     func start() throws {
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--config", configPath, "--socket", socket, "--database", database]
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
+        process.arguments = launcher.dropFirst() + (launcher.isEmpty ? [] : [binary]) + ["--config", configPath, "--socket", socket, "--database", database]
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice

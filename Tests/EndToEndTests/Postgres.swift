@@ -35,6 +35,11 @@ final class Postgres: @unchecked Sendable {
         let made = try execute("/usr/sbin/runuser", ["-u", "postgres", "--", bin("initdb"), "-D", directory + "/data", "-U", "baton",
                                                      "-A", "trust", "--no-sync"])
         guard made.code == 0 else { throw PostgresError.failed("initdb: \(made.stderr)") }
+        // TCP only from the partition test's own network namespaces (10.231.0.0/16), nowhere else.
+        let hba = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/data/pg_hba.conf"))
+        hba.seekToEndOfFile()
+        hba.write(Data("host all baton 10.231.0.0/16 trust\n".utf8))
+        try hba.close()
         try start()
     }
 
