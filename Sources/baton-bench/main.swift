@@ -7,16 +7,18 @@ import Foundation
 //   .build/release/baton-bench --only store,socket --json out.json
 
 let usage = """
-    usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH]
+    usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH] [--fleet CONNINFO]
       --quick        small sizes and short runs: checks that every benchmark works, figures are rough
       --only LIST    comma-separated: store, noop, spawn, batond, socket, single, latency, history, memory, cli
       --json PATH    where to write the results (default: .build/baton-bench.json)
       --batond PATH  the batond binary the batond figure drives (default: the one beside baton-bench)
+      --fleet CONNINFO  also measure a fleet on this PostgreSQL database (scripts/bench-fleet makes one)
     """
 
 var quick = false
 var only: Set<String>?
 var jsonPath = ".build/baton-bench.json"
+var fleetConninfo: String?
 var batondBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("batond").path
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -31,6 +33,9 @@ while let argument = arguments.popFirst() {
     case "--batond":
         guard let path = arguments.popFirst() else { FileHandle.standardError.write(Data("--batond needs a path\n".utf8)); exit(2) }
         batondBinary = path
+    case "--fleet":
+        guard let conninfo = arguments.popFirst() else { FileHandle.standardError.write(Data("--fleet needs a connection string\n".utf8)); exit(2) }
+        fleetConninfo = conninfo
     case "--help", "-h": say(usage); exit(0)
     default: FileHandle.standardError.write(Data("unknown argument \(argument)\n\(usage)\n".utf8)); exit(2)
     }
@@ -38,7 +43,7 @@ while let argument = arguments.popFirst() {
 
 signal(SIGPIPE, SIG_IGN)
 let seconds = quick ? 0.3 : 3.0
-let steps: [(String, () async throws -> [Figure])] = [
+var steps: [(String, () async throws -> [Figure])] = [
     ("store", { try await StoreBench.run(seconds: seconds) }),
     ("noop", { try await SocketBench.noop(seconds: seconds, clients: quick ? 8 : 32) }),
     ("spawn", { try await SocketBench.spawn(seconds: seconds, parallelism: 4) }),
@@ -50,6 +55,9 @@ let steps: [(String, () async throws -> [Figure])] = [
     ("memory", { try ProcessBench.memory(clients: quick ? 500 : 10_000) }),
     ("cli", { try ProcessBench.cli(samples: quick ? 5 : 30) }),
 ]
+if let conninfo = fleetConninfo {
+    steps.append(("fleet", { try await FleetBench.run(conninfo: conninfo, runs: quick ? 150 : 1_500, binary: batondBinary, seconds: seconds) }))
+}
 
 struct Machine: Codable {
     var cpus: Int

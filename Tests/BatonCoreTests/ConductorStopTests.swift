@@ -20,6 +20,17 @@ struct ConductorStopTests {
         #expect(pgid.survivors().isEmpty)
     }
 
+    @Test("stopRemaining before shutdown has begun (a second signal first) still stops the runs in flight")
+    func stopRemainingFirst() async throws {
+        let conductor = Conductor(actions: [Action(name: "long", exec: ["sleep", "300"])])
+        let ticket = try await conductor.trigger(TriggerRequest(action: "long"))
+        await untilLoading(ticket)
+        conductor.stopRemaining()
+        let outcome = await ticket.outcome()
+        #expect(outcome?.phase == .cancelled && outcome?.reason == "shutdown")
+        await conductor.shutdown(grace: .seconds(3_600))
+    }
+
     @Test("cancel of a queued run drops it without starting it")
     func cancelQueued() async throws {
         let gate = Gate(), starts = Counter()

@@ -26,3 +26,24 @@ struct BenchmarkSmokeTests {
         }
     }
 }
+
+@Suite("The fleet benchmark still runs")
+struct FleetBenchmarkSmokeTests {
+    @Test("baton-bench --quick --only fleet measures 1 and 3 hosts against pgbench on a real server (no timing is judged)")
+    func fleet() throws {
+        let conninfo = try Postgres.server().database()
+        let output = NSTemporaryDirectory() + "baton-bench-fleet-\(UUID().uuidString).json"
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let result = try execute(Binaries.directory.appendingPathComponent("baton-bench").path,
+                                 ["--quick", "--only", "fleet", "--fleet", conninfo, "--json", output])
+        #expect(result.code == 0, "\(result.stdout)\n\(result.stderr)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: output))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let figures = object["figures"] as? [[String: Any]] ?? []
+        for name in ["fleet, 1 host: triggers/s", "fleet, 1 host: /bin/true runs/s", "fleet, 3 hosts: triggers/s", "fleet, 3 hosts: /bin/true runs/s"] {
+            let figure = figures.first { ($0["name"] as? String)?.hasPrefix(name) == true }
+            #expect(figure != nil, "no figure \(name)")
+            #expect((figure?["baseline"] as? Double ?? 0) > 0 && (figure?["value"] as? Double ?? 0) > 0, "\(String(describing: figure))")
+        }
+    }
+}

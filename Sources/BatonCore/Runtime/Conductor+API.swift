@@ -192,7 +192,12 @@ extension Conductor {
     }
 
     /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`.
-    public func stopRemaining() { send(.graceElapsed) }
+    /// Safe to call before `shutdown` has begun (a second signal that arrives first): the
+    /// shutdown event goes in first, so that the grace's end is not ignored.
+    public func stopRemaining() {
+        send(.shutdown)
+        send(.graceElapsed)
+    }
 }
 
 extension Conductor {

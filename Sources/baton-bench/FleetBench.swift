@@ -1,0 +1,127 @@
+import BatonCore
+import BatonFleet
+import Foundation
+
+/// The fleet on PostgreSQL (`--fleet CONNINFO`, a database of its own): 1 and 3 real batond
+/// hosts, `runs` detached `/bin/true` triggers under distinct keys spread over the hosts and
+/// pipelined, then a `wait` for each. Triggers/s (every answer durable in PostgreSQL) and runs/s
+/// against pgbench's single-row INSERT rate on the same server at the same client count,
+/// measured in this run.
+enum FleetBench {
+    static func run(conninfo: String, runs: Int, binary: String, seconds: Double) async throws -> [Figure] {
+        var figures: [Figure] = []
+        for hosts in [1, 3] {
+            let inserts = try pgbenchInserts(conninfo: conninfo, clients: hosts, seconds: seconds)
+            let measured = try await blocking { Result { try drive(binary: binary, conninfo: conninfo, hosts: hosts, runs: runs) } }.get()
+            figures.append(Figure("fleet, \(hosts) host\(hosts == 1 ? "" : "s"): triggers/s, \(runs) keys", measured.triggers, "/s",
+                                  baseline: ("pgbench single-row INSERT, \(hosts) client\(hosts == 1 ? "" : "s")", inserts),
+                                  note: "each trigger one transaction under the fleet's write lock"))
+            figures.append(Figure("fleet, \(hosts) host\(hosts == 1 ? "" : "s"): /bin/true runs/s, \(runs) keys", measured.runs, "/s",
+                                  baseline: ("pgbench single-row INSERT, \(hosts) client\(hosts == 1 ? "" : "s")", inserts),
+                                  note: "a run is 3 transactions: trigger, start, end"))
+        }
+        return figures
+    }
+
+    /// pgbench's transactions/s for one `INSERT` of one row, `clients` connections, on a table of its own.
+    static func pgbenchInserts(conninfo: String, clients: Int, seconds: Double) throws -> Double {
+        let db = try PGConnection(conninfo)
+        try db.execute("CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, v text NOT NULL)")
+        let script = scratchDirectory("pgbench") + ".sql"
+        try "INSERT INTO bench_rows (v) VALUES ('x');\n".write(toFile: script, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: script) }
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.compactMap { Int($0) } ?? []
+        let pgbench = "/usr/lib/postgresql/\(versions.max() ?? 15)/bin/pgbench"
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: pgbench)
+        // A count of transactions, not -T: pgbench ends -T with SIGALRM, which a child started
+        // from one of our threads inherits blocked (it would insert forever).
+        let transactions = max(Int(seconds * 1_500), 300)
+        process.arguments = ["-n", "-f", script, "-c", String(clients), "-j", String(clients), "-t", String(transactions), conninfo]
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
+              let tps = Double(line.dropFirst(6).prefix { $0.isNumber || $0 == "." }) else {
+            throw BenchError("pgbench gave no rate: \(text.suffix(300))")
+        }
+        return tps
+    }
+
+    struct Measured: Sendable {
+        var triggers: Double
+        var runs: Double
+    }
+
+    static func drive(binary: String, conninfo: String, hosts count: Int, runs: Int) throws -> Measured {
+        let directory = scratchDirectory("fleet-\(count)")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var processes: [Process] = []
+        defer { for process in processes { process.terminate(); process.waitUntilExit() } }
+        var clients: [LineClient] = []
+        for index in 1...count {
+            let config = directory + "/host\(index).json5"
+            try """
+                { postgres: "\(conninfo)", host: "bench-\(index)", maxConcurrentRuns: 2, retention: { maxRunsPerAction: 1000000 },
+                  actions: { t: { exec: ["/bin/true"], params: { k: {} }, keyParams: ["k"] } } }
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["--config", config, "--socket", directory + "/host\(index).sock"]
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            processes.append(process)
+            let client = try BatondBench.connect(directory + "/host\(index).sock", until: .now + .seconds(20))
+            // Joined the fleet once a trigger is taken.
+            while !LineClient.contains(client.call(#"{"op":"trigger","action":"t","params":{"k":"warm\#(index)"}}"#) ?? [], #""ok":true"#) {
+                usleep(50_000)
+            }
+            clients.append(client)
+        }
+        let connected = UncheckedBox(clients)
+        let tag = UUID().uuidString.prefix(8)
+        let shares = (0..<count).map { host in (0..<runs).filter { $0 % count == host } }
+        let ids = Locked<[[Int64]]>(Array(repeating: [], count: count))
+        let watch = Stopwatch()
+        concurrently(count) { host in
+            let lines = shares[host].map { #"{"op":"trigger","action":"t","params":{"k":"\#(tag)-\#($0)"},"detach":true}"# }
+            let answered = BatondBench.pipeline(connected.value[host], lines).compactMap(BatondBench.runID)
+            ids.withLock { $0[host] = answered }
+        }
+        let triggered = watch.seconds
+        let ended = Locked(0)
+        concurrently(count) { host in
+            let list = ids.withLock { $0[host] }
+            let ends = BatondBench.pipeline(connected.value[host], list.map { #"{"op":"wait","run":\#($0)}"# })
+            ended.withLock { $0 += ends.count { LineClient.contains($0, #""phase":"success""#) } }
+        }
+        let elapsed = watch.seconds
+        let answered = ids.withLock { $0.reduce(0) { $0 + $1.count } }
+        guard answered == runs, ended.withLock({ $0 }) == runs else {
+            throw BenchError("the fleet answered \(answered) triggers and \(ended.withLock { $0 }) successful waits of \(runs)")
+        }
+        return Measured(triggers: Double(runs) / triggered, runs: Double(runs) / elapsed)
+    }
+
+    /// Runs `body(i)` for i in 0..<count on threads of their own and waits for all.
+    static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let group = DispatchGroup()
+        for index in 0..<count {
+            group.enter()
+            Thread.detachNewThread {
+                body(index)
+                group.leave()
+            }
+        }
+        group.wait()
+    }
+}
+
+/// Values handed to threads that each use their own element only.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
