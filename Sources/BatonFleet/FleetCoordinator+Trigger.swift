@@ -9,6 +9,8 @@ extension FleetCoordinator {
         var seq: Int
         /// The runs it asked to stop that this host runs.
         var stopHere: [Int64] = []
+        /// The new run, started in the same transaction (its key and a slot were free).
+        var claimed: Claimed?
     }
 
     public func trigger(_ trigger: Trigger, follower: Conductor.Follower?,
@@ -17,15 +19,26 @@ extension FleetCoordinator {
         if let reason = conductor.storeUnavailableReason { return answered(.failure(.storeUnavailable(reason))) }
         Self.work.async { [self] in
             do {
-                let decided = try pool.with { db in try Self.retrying { try self.decide(trigger, on: db) } }
+                // Under `starting`, so that a run this transaction starts counts against the limit
+                // before another start looks (all fleet writes wait for one lock in PostgreSQL anyway).
+                starting.lock()
+                let decided: Decided
+                do {
+                    decided = try pool.with { db in try Self.retrying { try self.decide(trigger, on: db) } }
+                } catch {
+                    starting.unlock()
+                    throw error
+                }
+                if let claimed = decided.claimed { hand(claimed, follower: follower) }
+                starting.unlock()
                 for id in decided.stopHere { conductor.stop(run: id, .replaced(by: decided.decision.run)) }
                 if case let .rejected(id) = decided.decision {
                     return answered(.failure(.busy(run: id, action: trigger.action.name, phase: decided.run.phase,
                                                    since: decided.run.startedAt ?? decided.run.queuedAt)))
                 }
                 var run = decided.run
-                if decided.decision.createsRun, try pool.with({ try self.startNow(run.id, follower: follower, on: $0) }) {
-                    run = conductor.snapshot(of: run.id).map(withHost) ?? run
+                if decided.claimed != nil {
+                    run = conductor.snapshot(of: run.id).map(withHost) ?? decided.claimed?.run ?? run
                 } else if let follower {
                     follow(run, seq: decided.seq, follower)
                 }
@@ -36,13 +49,6 @@ extension FleetCoordinator {
                 answered(.failure(.storeUnavailable("PostgreSQL: \(error)")))
             }
         }
-    }
-
-    /// Starts a run its trigger created, when its key and a slot are free.
-    private func startNow(_ id: Int64, follower: Conductor.Follower?, on db: PGConnection) throws -> Bool {
-        starting.lock()
-        defer { starting.unlock() }
-        return try start(id, follower: follower, on: db)
     }
 
     /// The trigger's transaction: lock the key's slot, decide as `KeySlot` says, write the new
@@ -65,8 +71,10 @@ extension FleetCoordinator {
                 if case let .replaced(id, stopping) = decision {
                     for old in stopping where try stop(old, .replaced(by: id), on: db) { stopHere.append(old) }
                 }
+                // A free key and a free slot: it starts in this transaction (one commit, not two).
+                let claimed = slot.startable == run.id && hasRoom ? try claim(run, seq: 1, on: db) : nil
                 try db.execute("NOTIFY baton")
-                return Decided(decision: decision, run: run, seq: 1, stopHere: stopHere)
+                return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, stopHere: stopHere, claimed: claimed)
             case let .joined(id), let .coalesced(id), let .rejected(id):
                 let kind: TriggerRecord.Decision = switch decision { case .joined: .joined; case .coalesced: .coalesced; default: .rejected }
                 try FleetJournal.insert(TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: kind,

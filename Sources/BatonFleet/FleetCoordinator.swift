@@ -23,6 +23,8 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
     /// Serialises this host's starts, so that it never starts more than `limit`.
     let starting = NSLock()
     let accepting = Locked(true)
+    /// Runs claimed (their `loading` committed) that the conductor has not yet taken.
+    let claimedNotHanded = Locked(0)
 
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, log: @escaping @Sendable (String) -> Void) {
         self.host = host
@@ -102,25 +104,58 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
 
     // MARK: Starting
 
-    /// Starts a run of this host that holds its key, if the key is free and a slot is: writes its
-    /// `loading` in the transaction that checks both, then hands it to the conductor.
+    /// A run this host claimed (its `loading` written), for the conductor to run.
+    struct Claimed {
+        var run: RunSnapshot
+        var seq: Int
+        var action: Action
+    }
+
+    /// Whether this host may start another run: it accepts, and its runs loading or retrying plus
+    /// those claimed but not yet handed over stay under the limit. Read under `starting`.
+    var hasRoom: Bool { accepting.withLock { $0 } && conductor.runningCount + claimedNotHanded.withLock { $0 } < limit }
+
+    /// In the caller's transaction (which holds the write lock and the key's row, and has checked
+    /// that the run holds a free key): writes `loading` for a queued run of this host. A run whose
+    /// action this host no longer has is cancelled instead (it would hold its key forever).
+    func claim(_ run: RunSnapshot, seq: Int, on db: PGConnection) throws -> Claimed? {
+        guard let action = conductor.action(named: run.action) else {
+            let detail = TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured on \(host.name)")
+            _ = try FleetJournal.apply(Transition(runID: run.id, seq: seq + 1, from: .queued, to: .cancelled, at: .now, detail: detail),
+                                       on: db, as: host)
+            return nil
+        }
+        let transition = Transition(runID: run.id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: TransitionDetail(attempt: 1))
+        guard try FleetJournal.apply(transition, on: db, as: host) else { return nil }
+        return Claimed(run: run.applying(transition), seq: seq + 1, action: action)
+    }
+
+    /// Hands a claimed run (its claim committed) to the conductor. Call under `starting`.
+    func hand(_ claimed: Claimed, follower: Conductor.Follower?) {
+        claimedNotHanded.withLock { $0 += 1 }
+        adopted.withLock { $0[claimed.run.id] = claimed.seq }
+        conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action), follower: follower) { [self] _ in
+            claimedNotHanded.withLock { $0 -= 1 }
+        }
+    }
+
+    /// Starts a queued run of this host that holds a free key, if a slot is free: its `loading` is
+    /// written in the transaction that checks all of that. Call under `starting`.
     func start(_ id: Int64, follower: Conductor.Follower? = nil, on db: PGConnection) throws -> Bool {
-        guard accepting.withLock({ $0 }), conductor.runningCount < limit else { return false }
-        let claimed: (RunSnapshot, Int)? = try db.transaction {
+        guard hasRoom else { return false }
+        let claimed: Claimed? = try db.transaction {
             try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
             guard let (run, seq) = try read(id, on: db), run.phase == .queued,
                   let slotRow = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [run.key]).first,
                   KeySlot(row: slotRow).startable == id,
                   try db.query("SELECT 1 FROM runs WHERE id = $1 AND incarnation = $2", [String(id), host.incarnation]).first != nil
             else { return nil }
-            let transition = Transition(runID: id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: TransitionDetail(attempt: 1))
-            guard try FleetJournal.apply(transition, on: db, as: host) else { return nil }
+            let claimed = try claim(run, seq: seq, on: db)
             try db.execute("NOTIFY baton")
-            return (run.applying(transition), seq + 1)
+            return claimed
         }
-        guard let (run, seq) = claimed, let action = conductor.action(named: run.action) else { return false }
-        adopted.withLock { $0[id] = seq }
-        conductor.adopt(AdoptedRun(run: run, seq: seq, action: action), follower: follower) { _ in }
+        guard let claimed else { return false }
+        hand(claimed, follower: follower)
         return true
     }
 
@@ -133,7 +168,7 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
             WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 ORDER BY r.id
             """, [host.incarnation]).rows.compactMap { $0[0].flatMap { Int64($0) } }
         for id in ready {
-            guard conductor.runningCount < limit else { return }
+            guard hasRoom else { return }
             _ = try start(id, on: db)
         }
     }
