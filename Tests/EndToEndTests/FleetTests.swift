@@ -200,12 +200,71 @@ struct FleetTests {
         #expect(refused.code == 1 && refused.stderr.contains("postgres: cannot connect"), "\(refused.stderr)")
     }
 
+    @Test("reject and join storms spread over three hosts: one run each, exact counts, and join's callers all get its outcome")
+    func rejectAndJoinStorms() throws {
+        let gate = try FifoGate()
+        let hosts = try Self.fleet(3, actions: Self.gated(gate))
+        let rejected = Collected<Response>()
+        inParallel(30) { index in if let answer = try? Self.trigger(hosts[index % 3], "gated") { rejected.append(answer) } }
+        let created = rejected.all.filter { $0.decision == .created }
+        #expect(created.count == 1)
+        #expect(rejected.all.filter { $0.error?.code == .busy }.count == 29)
+        let id = try #require(created.first?.run?.id)
+        // join: 30 waiting callers on three hosts share the run in flight and all hear how it ended
+        let joined = Collected<Response>()
+        let waiting = Thread { inParallel(30) { index in
+            if let answer = try? Self.trigger(hosts[index % 3], "gated", policy: .join, detach: false) { joined.append(answer) }
+        } }
+        waiting.start()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, try Client(path: hosts[0].socket).call(Request(op: .show, run: id)).detail?.triggers.count ?? 0 < 59 {
+            usleep(20_000)
+        }
+        gate.release()
+        while Date() < deadline && joined.all.count < 30 { usleep(20_000) }
+        #expect(joined.all.count == 30)
+        #expect(joined.all.allSatisfy { $0.run?.id == id && $0.run?.phase == .success }, "\(joined.all.map { "\($0.run?.id ?? -1) \($0.run?.phase.rawValue ?? "-")" })")
+        let triggers = try Client(path: hosts[1].socket).call(Request(op: .show, run: id)).detail?.triggers ?? []
+        #expect(triggers.count { $0.decision == .rejected } == 29 && triggers.count { $0.decision == .joined } == 30)
+    }
+
+    @Test("watch on one host follows the transitions another host commits, in order")
+    func watchAcrossHosts() throws {
+        let hosts = try Self.fleet(2, actions: #"quick: { exec: ["true"] },"#)
+        let client = try Client(path: hosts[1].socket)
+        _ = try client.send(Request(op: .watch, action: "quick"))
+        #expect(try client.receive(timeout: .seconds(10))?.event == "watching")
+        let run = try #require(try Self.trigger(hosts[0], "quick", detach: false).run?.id)
+        var phases: [Phase] = []
+        while phases.last?.isTerminal != true, let update = try client.receive(timeout: .seconds(20)) {
+            if update.run?.id == run, let phase = update.transition?.to { phases.append(phase) }
+        }
+        #expect(phases == [.queued, .loading, .success])
+    }
+
+    @Test("a host lost mid-run: an action with onInterrupt restart runs again on another host")
+    func restartOnHostLoss() throws {
+        let gate = try FifoGate()
+        let hosts = try Self.fleet(2, actions: Self.gated(gate, extra: #", onInterrupt: "restart""#))
+        let id = try #require(try Self.trigger(hosts[0], "gated").run?.id)
+        #expect(try waitUntilPhase(hosts[1], id, .loading))
+        hosts[0].crash()
+        // Taken over by web-2 after the lease: queued again there, then started.
+        #expect(try waitUntilPhase(hosts[1], id, .loading, attempts: 2))
+        let detail = try Client(path: hosts[1].socket).call(Request(op: .show, run: id)).detail
+        #expect(detail?.run.host == "web-2")
+        #expect(detail?.transitions.map(\.to) == [.queued, .loading, .queued, .loading])
+        #expect(detail?.transitions[2].detail.reason == "restarted")
+        gate.release()
+        #expect(try Self.wait(hosts[1], run: id)?.phase == .success)
+    }
+
     /// Polls `show` until the run reaches `phase` (at most 20 s): the feed is asynchronous.
-    func waitUntilPhase(_ host: Daemon, _ run: Int64, _ phase: Phase) throws -> Bool {
+    func waitUntilPhase(_ host: Daemon, _ run: Int64, _ phase: Phase, attempts: Int = 1) throws -> Bool {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             let detail = try Client(path: host.socket).call(Request(op: .show, run: run))
-            if detail.detail?.run.phase == phase { return true }
+            if detail.detail?.run.phase == phase, detail.detail?.transitions.count { $0.to == phase } ?? 0 >= attempts { return true }
             usleep(20_000)
         }
         return false
