@@ -53,48 +53,87 @@ extension FleetCoordinator {
 
     /// The trigger's transaction: lock the key's slot, decide as `KeySlot` says, write the new
     /// run or the trigger record, ask the runs a replace stops to stop, and tell the fleet.
+    /// Three round trips in the common cases (libpq pipelines): open and lock the slot; take an
+    /// id if the decision may need one; write everything and commit.
     func decide(_ trigger: Trigger, on db: PGConnection) throws -> Decided {
-        try db.transaction {
-            try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
-            try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [trigger.key])
-            let row = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [trigger.key]).first ?? [nil, nil, nil]
-            var slot = KeySlot(row: row)
+        do {
+            let opened = try db.pipeline([
+                ("BEGIN", []),
+                ("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)]),
+                ("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [trigger.key]),
+                ("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [trigger.key]),
+            ])
+            var slot = KeySlot(row: opened[3].first ?? [nil, nil, nil])
             let needsID = slot.holder == nil || trigger.policy == .replace || (trigger.policy == .queue && slot.followUp == nil)
             let candidate = needsID ? Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") ?? 0 : 0
             let decision = slot.trigger(policy: trigger.policy, candidate: candidate)
             let now = Timestamp.now
             switch decision {
-            case .created, .followUp, .replaced:
-                let run = try create(decision, trigger, at: now, on: db)
-                try FleetJournal.store(slot, key: trigger.key, on: db)
-                var stopHere: [Int64] = []
-                if case let .replaced(id, stopping) = decision {
-                    for old in stopping where try stop(old, .replaced(by: id), on: db) { stopHere.append(old) }
-                }
-                // A free key and a free slot: it starts in this transaction (one commit, not two).
-                let claimed = slot.startable == run.id && hasRoom ? try claim(run, seq: 1, on: db) : nil
-                try db.execute("NOTIFY baton")
-                return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, stopHere: stopHere, claimed: claimed)
+            case .created, .followUp:
+                return try create(decision, trigger, slot, at: now, on: db)
+            case .replaced:
+                return try replace(decision, trigger, slot, at: now, on: db)
             case let .joined(id), let .coalesced(id), let .rejected(id):
                 let kind: TriggerRecord.Decision = switch decision { case .joined: .joined; case .coalesced: .coalesced; default: .rejected }
-                try FleetJournal.insert(TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: kind,
-                                                      policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params),
-                                        host: host.name, on: db)
-                guard let (run, seq) = try read(id, on: db) else { throw BatonError.unknownRun(id) }
-                return Decided(decision: decision, run: run, seq: seq)
+                let record = TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: kind, policy: trigger.policy,
+                                           peer: trigger.peer, at: now, params: trigger.params)
+                let results = try db.pipeline([FleetJournal.insertTrigger(record, host: host.name),
+                                               ("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(id)]),
+                                               ("COMMIT", [])])
+                guard let row = results[1].first else { throw BatonError.unknownRun(id) }
+                return Decided(decision: decision, run: FleetRows.run(row), seq: Int(row[FleetRows.runColumnCount] ?? "") ?? 1)
             }
+        } catch {
+            if db.isOK { try? db.execute("ROLLBACK") }
+            throw error
         }
     }
 
-    private func create(_ decision: FlightTable.Decision, _ trigger: Trigger, at now: Timestamp, on db: PGConnection) throws -> RunSnapshot {
+    /// A new run (created, or the follow-up): its row, its `queued`, the slot, and, when its key
+    /// and a slot are free, its `loading` too (one commit to start), then the commit.
+    private func create(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, at now: Timestamp,
+                        on db: PGConnection) throws -> Decided {
+        let (run, queued) = newRun(decision, trigger, at: now)
+        var statements = [FleetJournal.insertRun(run, as: host), try FleetJournal.insertTransition(queued),
+                          FleetJournal.storeSlot(slot, key: trigger.key)]
+        var claimed: Claimed?
+        if slot.startable == run.id, hasRoom, let action = conductor.action(named: run.action) {
+            let loading = Transition(runID: run.id, seq: 2, from: .queued, to: .loading, at: now, detail: TransitionDetail(attempt: 1))
+            statements += [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
+            claimed = Claimed(run: run.applying(loading), seq: 2, action: action)
+        }
+        let results = try db.pipeline(statements + [("NOTIFY baton", []), ("COMMIT", [])])
+        if claimed != nil, results[3].affected != 1 { throw PGError(message: "run \(run.id) could not be started in its own transaction") }
+        return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, claimed: claimed)
+    }
+
+    /// A replacing run: the runs it replaces are stopped (queued ones end here, others are marked
+    /// for their owners), one statement at a time, then the commit.
+    private func replace(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, at now: Timestamp,
+                         on db: PGConnection) throws -> Decided {
+        guard case let .replaced(id, stopping) = decision else { throw PGError(message: "not a replace: \(decision)") }
+        let (run, queued) = newRun(decision, trigger, at: now)
+        try db.query(FleetJournal.insertRun(run, as: host))
+        try db.query(try FleetJournal.insertTransition(queued))
+        try FleetJournal.store(slot, key: trigger.key, on: db)
+        var stopHere: [Int64] = []
+        for old in stopping where try stop(old, .replaced(by: id), on: db) { stopHere.append(old) }
+        // A replaced run that was only queued ended here: the key may be free already.
+        let row = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1", [trigger.key]).first ?? [nil, nil, nil]
+        let claimed = KeySlot(row: row).startable == id && hasRoom ? try claim(run, seq: 1, on: db) : nil
+        try db.execute("NOTIFY baton")
+        try db.execute("COMMIT")
+        return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, stopHere: stopHere, claimed: claimed)
+    }
+
+    private func newRun(_ decision: FlightTable.Decision, _ trigger: Trigger, at now: Timestamp) -> (RunSnapshot, Transition) {
         var detail = TransitionDetail()
         if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
         var run = RunSnapshot(id: decision.run, action: trigger.action.name, key: trigger.key, phase: .queued, policy: trigger.policy,
                               params: trigger.params, trigger: trigger.peer, queuedAt: now)
         run.host = host.name
-        try FleetJournal.insert(run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail), on: db, as: host)
-        return run
+        return (run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail))
     }
 
     /// Stops a run for another: a queued one ends here and now (whoever owns it); a loading or

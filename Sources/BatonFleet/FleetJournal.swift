@@ -34,18 +34,29 @@ enum FleetJournal {
         }
     }
 
+    /// One statement and its parameters, to run alone or in a pipeline.
+    typealias Statement = (sql: String, parameters: [String?])
+
     static func insert(_ run: RunSnapshot, _ transition: Transition, on db: PGConnection, as me: FleetHost) throws {
-        try db.query("""
+        try db.query(insertRun(run, as: me))
+        try insertTransition(transition, on: db)
+    }
+
+    static func insertRun(_ run: RunSnapshot, as me: FleetHost) -> Statement {
+        ("""
             INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
             """, [String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue, JSONText.object(run.params),
                   FleetRows.text(run.trigger?.uid), FleetRows.text(run.trigger?.gid), FleetRows.text(run.trigger?.pid),
                   String(run.queuedAt.rawValue), me.name, me.incarnation])
-        try insertTransition(transition, on: db)
     }
 
     static func insert(_ record: TriggerRecord, host: String, on db: PGConnection) throws {
-        try db.query("""
+        try db.query(insertTrigger(record, host: host))
+    }
+
+    static func insertTrigger(_ record: TriggerRecord, host: String) -> Statement {
+        ("""
             INSERT INTO triggers (run_id, action, key, decision, policy, uid, gid, pid, at, params, host)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
             """, [FleetRows.text(record.runID), record.action, record.key, record.decision.description, record.policy.rawValue,
@@ -54,44 +65,52 @@ enum FleetJournal {
     }
 
     static func insertTransition(_ t: Transition, on db: PGConnection) throws {
+        try db.query(try insertTransition(t))
+    }
+
+    static func insertTransition(_ t: Transition) throws -> Statement {
         guard Phase.allows(from: t.from, to: t.to) else {
             throw PGError(message: "run \(t.runID): \(t.from?.rawValue ?? "nothing") → \(t.to.rawValue) is not a legal transition")
         }
-        try db.query("INSERT INTO transitions (run_id, seq, from_phase, to_phase, at, detail) VALUES ($1, $2, $3, $4, $5, $6)",
-                     [String(t.runID), String(t.seq), t.from?.rawValue, t.to.rawValue, String(t.at.rawValue), JSONText.detail(t.detail)])
+        return ("INSERT INTO transitions (run_id, seq, from_phase, to_phase, at, detail) VALUES ($1, $2, $3, $4, $5, $6)",
+                [String(t.runID), String(t.seq), t.from?.rawValue, t.to.rawValue, String(t.at.rawValue), JSONText.detail(t.detail)])
     }
 
     /// Moves the run's row to the transition's phase if it is still where the transition starts
     /// and still owned by `owner` (nil: whoever owns it, for the reaper), records the transition,
     /// and hands a run that ended its key's slot. Returns false when the guard refused.
     static func apply(_ t: Transition, on db: PGConnection, as me: FleetHost?) throws -> Bool {
+        guard try db.query(update(t, as: me)).affected == 1 else { return false }
+        try insertTransition(t, on: db)
+        if t.to.isTerminal { try release(run: t.runID, on: db) }
+        return true
+    }
+
+    /// The guarded UPDATE of a transition: it changes one row, or none when the run is no longer
+    /// where the transition starts, or no longer `me`'s.
+    static func update(_ t: Transition, as me: FleetHost?) -> Statement {
         let d = t.detail
         let base: [String?] = [String(t.runID), t.from?.rawValue, me?.incarnation, String(t.seq)]
         let guardClause = "WHERE id = $1 AND phase = $2 AND ($3::text IS NULL OR incarnation = $3) AND last_seq = $4::int - 1"
-        let changed: Int
         switch t.to {
         case .queued:
-            changed = try db.query("UPDATE runs SET phase = 'queued', pgid = NULL, last_seq = $4 \(guardClause)", base).affected
+            return ("UPDATE runs SET phase = 'queued', pgid = NULL, last_seq = $4 \(guardClause)", base)
         case .loading:
-            changed = try db.query("""
+            return ("""
                 UPDATE runs SET phase = 'loading', started_at = coalesce(started_at, $5), attempts = $6, pgid = NULL, last_seq = $4
                 \(guardClause)
-                """, base + [String(t.at.rawValue), String(d.attempt ?? 1)]).affected
+                """, base + [String(t.at.rawValue), String(d.attempt ?? 1)])
         case .retrying:
-            changed = try db.query("UPDATE runs SET phase = 'retrying', exit_code = $5, signal = $6, error = $7, last_seq = $4 \(guardClause)",
-                                   base + [FleetRows.text(d.exitCode), FleetRows.text(d.signal), d.error]).affected
+            return ("UPDATE runs SET phase = 'retrying', exit_code = $5, signal = $6, error = $7, last_seq = $4 \(guardClause)",
+                    base + [FleetRows.text(d.exitCode), FleetRows.text(d.signal), d.error])
         case .success, .failure, .cancelled:
-            changed = try db.query("""
+            return ("""
                 UPDATE runs SET phase = $5, ended_at = $6, exit_code = coalesce($7, exit_code), signal = coalesce($8, signal),
                     reason = $9, error = $10, pgid = NULL, progress = NULL, stop = NULL, last_seq = $4
                 \(guardClause)
                 """, base + [t.to.rawValue, String(t.at.rawValue), FleetRows.text(d.exitCode), FleetRows.text(d.signal), d.reason,
-                             t.to == .success ? nil : d.error]).affected
+                             t.to == .success ? nil : d.error])
         }
-        guard changed == 1 else { return false }
-        try insertTransition(t, on: db)
-        if t.to.isTerminal { try release(run: t.runID, on: db) }
-        return true
     }
 
     /// The run has ended: its key's slot passes to the follow-up (or forgets it).
@@ -105,8 +124,12 @@ enum FleetJournal {
     }
 
     static func store(_ slot: KeySlot, key: String, on db: PGConnection) throws {
-        try db.query("UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[] WHERE key = $1",
-                     [key, FleetRows.text(slot.holder), FleetRows.text(slot.followUp), slot.drainingText])
+        try db.query(storeSlot(slot, key: key))
+    }
+
+    static func storeSlot(_ slot: KeySlot, key: String) -> Statement {
+        ("UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[] WHERE key = $1",
+         [key, FleetRows.text(slot.holder), FleetRows.text(slot.followUp), slot.drainingText])
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

@@ -100,8 +100,8 @@ extension Service {
 
     /// Streams every committed transition of the actions the peer may read (checked against the
     /// generation in force at each), until the connection closes or batond stops. The updates go
-    /// out from the thread that learns of each commit: no task and no buffer of its own, so a
-    /// watcher that stops reading is held to the connection's output limit alone.
+    /// out from the thread that learns of each commit: no task, and no buffer beyond the moment of
+    /// registration, so a watcher that stops reading is held to the connection's output limit alone.
     func watch(_ exchange: Exchange) -> Int? {
         let request = exchange.request
         if let name = request.action, generation.actions[name] == nil {
@@ -109,13 +109,29 @@ extension Service {
             return nil
         }
         exchange.connection.markStreaming()
+        // Registered before "watching" goes out, so that nothing committed after the client hears
+        // it is missed; what arrives in between is held and sent after it, in order.
+        let held = Locked<[RunUpdate]?>([])
+        let id = conductor.observe(action: request.action) { [self] update in
+            guard let update else { return exchange.fail(.stopped("batond is shutting down")) }
+            guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
+            let holding = held.withLock { list -> Bool in
+                guard list != nil else { return false }
+                list!.append(update)
+                return true
+            }
+            if !holding { exchange.event(.update(request.id, update)) }
+        }
         var started = Response(id: request.id, ok: nil)
         started.event = "watching"
         exchange.event(started)
-        return conductor.observe(action: request.action) { [self] update in
-            guard let update else { return exchange.fail(.stopped("batond is shutting down")) }
-            guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
-            exchange.event(.update(request.id, update))
+        while let batch = held.withLock({ list -> [RunUpdate]? in
+            guard let pending = list, !pending.isEmpty else { list = nil; return nil }
+            list = []
+            return pending
+        }) {
+            for update in batch { exchange.event(.update(request.id, update)) }
         }
+        return id
     }
 }

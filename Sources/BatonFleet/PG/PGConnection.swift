@@ -56,6 +56,54 @@ public final class PGConnection: @unchecked Sendable {
         }
     }
 
+    /// Runs one statement given with its parameters.
+    @discardableResult
+    public func query(_ statement: (sql: String, parameters: [String?])) throws(PGError) -> PGRows {
+        try query(statement.sql, statement.parameters)
+    }
+
+    /// Sends several statements in one round trip (libpq's pipeline mode) and returns each one's
+    /// rows, in order. The first statement that fails throws (the ones after it were not run);
+    /// inside a transaction the caller rolls back, as after any error.
+    public func pipeline(_ statements: [(sql: String, parameters: [String?])]) throws(PGError) -> [PGRows] {
+        guard PQenterPipelineMode(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+        defer { PQexitPipelineMode(handle) }
+        for statement in statements {
+            let copies = statement.parameters.map { $0.map { strdup($0) } ?? nil }
+            defer { copies.forEach { free($0) } }
+            let pointers = copies.map { UnsafePointer($0) }
+            guard PQsendQueryParams(handle, statement.sql, Int32(pointers.count), nil, pointers, nil, nil, 0) == 1 else {
+                throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
+            }
+        }
+        guard PQpipelineSync(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+        var results: [PGRows] = []
+        var failure: PGError?
+        // Each statement's result is followed by a NULL; the sync's result ends the pipeline.
+        while true {
+            guard let result = PQgetResult(handle) else {
+                if !isOK { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+                continue
+            }
+            defer { PQclear(result) }
+            switch PQresultStatus(result) {
+            case PGRES_PIPELINE_SYNC:
+                if let failure { throw failure }
+                return results
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+                results.append(PGRows(result))
+            case PGRES_PIPELINE_ABORTED:
+                break
+            default:
+                if failure == nil {
+                    let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+                    let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+                    failure = PGError(sqlState: state ?? (isOK ? nil : "08006"), message: primary ?? Self.trimmed(PQerrorMessage(handle)))
+                }
+            }
+        }
+    }
+
     /// Runs statements that take no parameters (several may be separated by `;`).
     public func execute(_ sql: String) throws(PGError) {
         guard let result = PQexec(handle, sql) else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
