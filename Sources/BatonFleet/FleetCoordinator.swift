@@ -163,10 +163,12 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
     func startWaiting(on db: PGConnection) throws {
         starting.lock()
         defer { starting.unlock() }
+        let room = limit - conductor.runningCount - claimedNotHanded.withLock { $0 }
+        guard room > 0, accepting.withLock({ $0 }) else { return }
         let ready = try db.query("""
             SELECT r.id FROM runs r JOIN keys k ON k.holder = r.id
-            WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 ORDER BY r.id
-            """, [host.incarnation]).rows.compactMap { $0[0].flatMap { Int64($0) } }
+            WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 ORDER BY r.id LIMIT $2::bigint
+            """, [host.incarnation, String(room)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
         for id in ready {
             guard hasRoom else { return }
             _ = try start(id, on: db)

@@ -11,6 +11,7 @@ final class FleetFeed: @unchecked Sendable {
     private let coordinator: FleetCoordinator
     private var connection: PGConnection?
     private var lastID: Int64 = 0
+    private var refreshed = ContinuousClock.now - .seconds(1)
     private let stopped = Locked(false)
     /// A pipe that wakes the loop to stop it.
     private var wake: [Int32] = [-1, -1]
@@ -67,6 +68,9 @@ final class FleetFeed: @unchecked Sendable {
             if let id = row[0].flatMap({ Int64($0) }), let text = row[1] { coordinator.conductor.stop(run: id, StopRequest.parse(text)) }
         }
         try coordinator.startWaiting(on: db)
+        // What `status` shows of other hosts: read at most every 200 ms, not on every commit.
+        guard ContinuousClock.now - refreshed >= .milliseconds(200) else { return }
+        refreshed = .now
         let live = try db.query("SELECT \(FleetRows.runColumns) FROM runs WHERE phase IN ('queued', 'loading', 'retrying')").rows.map(FleetRows.run)
         coordinator.fleetInFlight.withLock { $0 = Dictionary(live.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }) }
     }
