@@ -24,7 +24,14 @@ extension FleetCoordinator {
                 starting.lock()
                 let decided: Decided
                 do {
-                    decided = try pool.with { db in try Self.retrying { try self.decide(trigger, on: db) } }
+                    do {
+                        decided = try pool.with { db in try Self.retrying { try self.decide(trigger, on: db) } }
+                    } catch let error as PGError where error.isUniqueViolation {
+                        // Its start was refused by the one-loading-run-per-key index: decide again
+                        // without starting it; it starts when the key is free.
+                        log("a new run could not start with its trigger: \(error.message)")
+                        decided = try pool.with { db in try Self.retrying { try self.decide(trigger, startIfFree: false, on: db) } }
+                    }
                 } catch {
                     starting.unlock()
                     throw error
@@ -55,7 +62,7 @@ extension FleetCoordinator {
     /// run or the trigger record, ask the runs a replace stops to stop, and tell the fleet.
     /// Three round trips in the common cases (libpq pipelines): open and lock the slot; take an
     /// id if the decision may need one; write everything and commit.
-    func decide(_ trigger: Trigger, on db: PGConnection) throws -> Decided {
+    func decide(_ trigger: Trigger, startIfFree: Bool = true, on db: PGConnection) throws -> Decided {
         do {
             let opened = try db.pipeline([
                 ("BEGIN", []),
@@ -70,7 +77,7 @@ extension FleetCoordinator {
             let now = Timestamp.now
             switch decision {
             case .created, .followUp:
-                return try create(decision, trigger, slot, at: now, on: db)
+                return try create(decision, trigger, slot, startIfFree: startIfFree, at: now, on: db)
             case .replaced:
                 return try replace(decision, trigger, slot, at: now, on: db)
             case let .joined(id), let .coalesced(id), let .rejected(id):
@@ -91,13 +98,13 @@ extension FleetCoordinator {
 
     /// A new run (created, or the follow-up): its row, its `queued`, the slot, and, when its key
     /// and a slot are free, its `loading` too (one commit to start), then the commit.
-    private func create(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, at now: Timestamp,
+    private func create(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, startIfFree: Bool, at now: Timestamp,
                         on db: PGConnection) throws -> Decided {
         let (run, queued) = newRun(decision, trigger, at: now)
         var statements = [FleetJournal.insertRun(run, as: host), try FleetJournal.insertTransition(queued),
                           FleetJournal.storeSlot(slot, key: trigger.key)]
         var claimed: Claimed?
-        if slot.startable == run.id, hasRoom, let action = conductor.action(named: run.action) {
+        if startIfFree, slot.startable == run.id, hasRoom, let action = conductor.action(named: run.action) {
             let loading = Transition(runID: run.id, seq: 2, from: .queued, to: .loading, at: now, detail: TransitionDetail(attempt: 1))
             statements += [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
             claimed = Claimed(run: run.applying(loading), seq: 2, action: action)

@@ -141,8 +141,19 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
 
     /// Starts a queued run of this host that holds a free key, if a slot is free: its `loading` is
     /// written in the transaction that checks all of that. Call under `starting`.
+    /// A unique violation (another run of the key is loading, whatever this host believed) means
+    /// "not yet": the run stays queued until the key is free.
     func start(_ id: Int64, follower: Conductor.Follower? = nil, on db: PGConnection) throws -> Bool {
         guard hasRoom else { return false }
+        do {
+            return try claimAndHand(id, follower: follower, on: db)
+        } catch let error as PGError where error.isUniqueViolation {
+            log("run \(id) could not start yet: \(error.message)")
+            return false
+        }
+    }
+
+    private func claimAndHand(_ id: Int64, follower: Conductor.Follower?, on db: PGConnection) throws -> Bool {
         let claimed: Claimed? = try db.transaction {
             try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
             guard let (run, seq) = try read(id, on: db), run.phase == .queued,

@@ -64,13 +64,35 @@ extension Service {
         }
     }
 
+    /// A run the dispatcher does not know as in flight: the history says whether it ended (then
+    /// that is the answer) or is in flight after all (a fleet host learns of other hosts' runs a
+    /// little later than they start): then it is followed like any other.
     private func waitEnded(_ id: Int64, _ exchange: Exchange, _ generation: Generation) {
         Task {
             do throws(BatonError) {
-                guard let ended = try await history.run(id)?.run else { throw .unknownRun(id) }
-                try await require(.read, ended.action, generation, exchange.request, exchange.peer)
+                guard let found = try await history.run(id)?.run else { throw .unknownRun(id) }
+                try await require(.read, found.action, generation, exchange.request, exchange.peer)
+                if !found.phase.isTerminal {
+                    let relay = RunRelay(exchange)
+                    return dispatcher.attach(id, follower: relay.follower) { [self] run in
+                        if run == nil { finishFromHistory(id, exchange) }
+                    }
+                }
                 var response = Response(id: exchange.id)
-                response.run = ended
+                response.run = found
+                exchange.finish(response)
+            } catch {
+                exchange.fail(error)
+            }
+        }
+    }
+
+    /// Answers with the run as the history has it (it ended between two looks).
+    private func finishFromHistory(_ id: Int64, _ exchange: Exchange) {
+        Task {
+            do throws(BatonError) {
+                var response = Response(id: exchange.id)
+                response.run = try await history.run(id)?.run
                 exchange.finish(response)
             } catch {
                 exchange.fail(error)
@@ -112,10 +134,20 @@ extension Service {
     private func cancelEnded(_ id: Int64, _ exchange: Exchange, _ generation: Generation) {
         Task {
             do throws(BatonError) {
-                guard let ended = try await history.run(id)?.run else { throw .unknownRun(id) }
-                try await require(.cancel, ended.action, generation, exchange.request, exchange.peer)
+                guard let found = try await history.run(id)?.run else { throw .unknownRun(id) }
+                try await require(.cancel, found.action, generation, exchange.request, exchange.peer)
+                // In flight after all (started on another host a moment ago): cancel it.
+                if !found.phase.isTerminal {
+                    let runs = try await withCheckedContinuation { continuation in
+                        dispatcher.cancel(.run(id), by: exchange.peer) { continuation.resume(returning: $0) }
+                    }.get()
+                    var response = Response(id: exchange.id)
+                    response.run = runs.first
+                    response.runs = runs
+                    return exchange.finish(response)
+                }
                 var response = Response(id: exchange.id)
-                response.runs = [ended]
+                response.runs = [found]
                 exchange.finish(response)
             } catch {
                 exchange.fail(error)

@@ -113,9 +113,12 @@ enum Daemon {
         }
         let statusReports = Task { await Self.reportStatus(conductor, to: notifier) }
         let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, backend: backend) }
-        let retention = Task { await Self.pruneEveryHour(backend, configBox) }
         async let serving: Void = server.run()
         let joining = Task { await backend.connect() }
+        let retention = Task {
+            await joining.value
+            await Self.pruneEveryHour(backend, configBox)
+        }
         var shutdown: Task<Void, Never>?
         for await signal in signals.stream {
             if signal == SIGHUP {

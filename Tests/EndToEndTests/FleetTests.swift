@@ -1,4 +1,5 @@
 import BatonCore
+import BatonFleet
 import BatonIPC
 import Foundation
 import Testing
@@ -73,7 +74,7 @@ struct FleetTests {
         let replacing = try Self.trigger(a, "gated", policy: .replace)
         #expect(replacing.decision == .replaced)
         let replaced = try Self.wait(a, run: running)
-        #expect(replaced?.phase == .cancelled && replaced?.reason == "replaced")
+        #expect(replaced?.phase == .cancelled && replaced?.reason == "replaced", "\(String(describing: replaced))\n\(a.stderr.suffix(1500))\n\(b.stderr.suffix(1500))")
         let newRun = try #require(replacing.run?.id)
         #expect(try waitUntilPhase(b, newRun, .loading))
         // cancel on B of A's run
@@ -83,6 +84,9 @@ struct FleetTests {
         // the history on either host shows both hosts
         let history = try a.baton("history")
         #expect(history.stdout.contains("HOST") && history.stdout.contains("web-1") && history.stdout.contains("web-2"), "\(history.stdout)")
+        // stats on either host counts every host's runs: 2 successes, 2 cancelled
+        let stats = try Client(path: b.socket).call(Request(op: .stats, action: "gated")).stats?.first
+        #expect(stats?.success == 2 && stats?.cancelled == 2, "\(String(describing: stats))")
     }
 
     @Test("a host killed with SIGKILL mid-run: its run ends host_lost, seen from another host, and the key is free again")
@@ -92,10 +96,19 @@ struct FleetTests {
         let (a, b) = (hosts[0], hosts[1])
         let id = try #require(try Self.trigger(a, "gated").run?.id)
         #expect(try waitUntilPhase(b, id, .loading))
+        let pgid = try Self.processGroup(of: id, gate: gate)
+        #expect(pgid != nil)
+        let killedAt = Date()
         a.crash()
+        // batond alone was killed (no systemd): its guard kills the run's process group at once.
+        let goneBy = Date().addingTimeInterval(1)
+        while let pgid, Self.liveMembers(of: pgid) > 0, Date() < goneBy { usleep(5_000) }
+        if let pgid { #expect(Self.liveMembers(of: pgid) == 0, "the run's processes outlived batond") }
         let ended = try Self.wait(b, run: id)
         #expect(ended?.phase == .failure)
         #expect(ended?.reason == "host_lost")
+        // Lease 2 s, renewed every 400 ms, reaped on the next renewal after it ran out.
+        #expect(Date().timeIntervalSince(killedAt) < 5, "host_lost took \(Date().timeIntervalSince(killedAt)) s")
         // the run's process went with its batond (the guard killed it): the gate has no reader left
         let next = try #require(try Self.trigger(b, "gated").run?.id)
         #expect(try waitUntilPhase(b, next, .loading))
@@ -151,6 +164,10 @@ struct FleetTests {
         defer { try? server.start() }
         try host.waitForLog("fenced: ")
         #expect(host.stderr.contains("killed 1 process group"))
+        // Started over, it listens while it waits for the database: a trigger is refused, not lost.
+        try host.waitForLog("cannot join the fleet")
+        let refused = try host.baton("run", "gated", "--detach")
+        #expect(refused.code == 75 && refused.stderr.contains("waiting for PostgreSQL"), "\(refused.stdout) \(refused.stderr)")
         try server.start()
         try host.waitForLog("took over 1 runs")
         // The new start joins the fleet a second time once it has taken over.
@@ -257,6 +274,70 @@ struct FleetTests {
         #expect(detail?.transitions[2].detail.reason == "restarted")
         gate.release()
         #expect(try Self.wait(hosts[1], run: id)?.phase == .success)
+    }
+
+    /// How many processes of the group are alive (zombies waiting for a reaper do not count).
+    static func liveMembers(of pgid: Int32) -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).count { entry in
+            guard Int32(entry) != nil, let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 3 && fields[0] != "Z" && Int32(fields[2]) == pgid
+        }
+    }
+
+    /// The process group of the run reading the gate (its leader is the `sh` that runs `cat`).
+    static func processGroup(of run: Int64, gate: FifoGate) throws -> Int32? {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+                guard let pid = Int32(entry), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { continue }
+                let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+                if variables.contains("GATE=\(gate.path)") && variables.contains("BATON_RUN_ID=\(run)") { return getpgid(pid) }
+            }
+            usleep(20_000)
+        }
+        return nil
+    }
+
+    @Test("replace storm over three hosts: every trigger makes a run, each stops the one before, and no two ever overlap")
+    func replaceStorm() throws {
+        let directory = NSTemporaryDirectory() + "baton-fleet-replace-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hosts = try Self.fleet(3, actions: """
+            swap: { exec: ["flock", "-n", "\(directory)/lock", "sh", "-c", "echo start $BATON_RUN_ID >> \(directory)/log; sleep 0.3"],
+                    policy: "replace", killGrace: "1s" },
+            """)
+        let answers = Collected<Response>()
+        inParallel(15) { index in if let answer = try? Self.trigger(hosts[index % 3], "swap") { answers.append(answer) } }
+        let runs = answers.all.compactMap { $0.run?.id }.sorted()
+        #expect(runs.count == 15 && Set(runs).count == 15)
+        #expect(answers.all.filter { $0.decision == .replaced }.count == 14)
+        let outcomes = try runs.map { try Self.wait(hosts[Int($0) % 3], run: $0) }
+        #expect(outcomes.filter { $0?.phase == .success }.count == 1, "\(outcomes.map { $0?.phase.rawValue ?? "?" })")
+        #expect(outcomes.filter { $0?.phase == .cancelled && $0?.reason == "replaced" }.count == 14)
+        // flock fails (exit 1, no "start") for a run that found the previous one still running.
+        #expect(outcomes.allSatisfy { $0?.exitCode != 1 }, "a run found the key's previous run still running")
+    }
+
+    @Test("the database refuses a second loading run of a key, whatever a host believes: the new run waits until the key is free")
+    func uniqueIndexIsTheLastWord() throws {
+        let conninfo = try Postgres.server().database()
+        let host = try Daemon(config: #"{ postgres: "\#(conninfo)", host: "web-1", lease: "2s", actions: { quick: { exec: ["true"] } } }"#)
+        try host.waitForLog("joined the fleet")
+        // A row no slot knows of, loading the same key (as a host with a wrong view would have it).
+        let db = try PGConnection(conninfo)
+        try db.query("""
+            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation) VALUES (1000000, 'quick', 'quick', 'loading', 'reject', 0, 'ghost', 'ghost/1/0')
+            """)
+        let run = try #require(try Self.trigger(host, "quick").run)
+        #expect(run.phase == .queued)
+        try host.waitForLog("could not start")
+        let show = try Client(path: host.socket).call(Request(op: .show, run: run.id)).detail?.run
+        #expect(show?.phase == .queued)
+        try db.query("UPDATE runs SET phase = 'failure', ended_at = 1 WHERE id = 1000000")
+        #expect(try Self.wait(host, run: run.id)?.phase == .success)
     }
 
     /// Polls `show` until the run reaches `phase` (at most 20 s): the feed is asynchronous.
