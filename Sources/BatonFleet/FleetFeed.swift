@@ -16,9 +16,14 @@ final class FleetFeed: @unchecked Sendable {
     /// A pipe that wakes the loop to stop it.
     private var wake: [Int32] = [-1, -1]
 
+    /// Starts after the transitions committed so far (read now, so that nothing committed once
+    /// this returns is missed, however late the listening connection comes up).
     init(_ coordinator: FleetCoordinator) {
         self.coordinator = coordinator
         pipe(&wake)
+        lastID = (try? coordinator.pool.with { db in
+            Int64(try db.query("SELECT coalesce(max(id), 0) FROM transitions").first?[0] ?? "") ?? 0
+        }) ?? 0
     }
 
     func start() {
@@ -53,7 +58,6 @@ final class FleetFeed: @unchecked Sendable {
         if let connection, connection.isOK { return connection }
         let db = try coordinator.pool.dedicated()
         try db.execute("LISTEN baton")
-        if lastID == 0 { lastID = Int64(try db.query("SELECT coalesce(max(id), 0) FROM transitions").first?[0] ?? "") ?? 0 }
         connection = db
         return db
     }
@@ -68,8 +72,8 @@ final class FleetFeed: @unchecked Sendable {
             if let id = row[0].flatMap({ Int64($0) }), let text = row[1] { coordinator.conductor.stop(run: id, StopRequest.parse(text)) }
         }
         try coordinator.startWaiting(on: db)
-        // What `status` shows of other hosts: read at most every 200 ms, not on every commit.
-        guard ContinuousClock.now - refreshed >= .milliseconds(200) else { return }
+        // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
+        guard ContinuousClock.now - refreshed >= .seconds(1) else { return }
         refreshed = .now
         let live = try db.query("SELECT \(FleetRows.runColumns) FROM runs WHERE phase IN ('queued', 'loading', 'retrying')").rows.map(FleetRows.run)
         coordinator.fleetInFlight.withLock { $0 = Dictionary(live.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }) }
@@ -92,6 +96,9 @@ final class FleetFeed: @unchecked Sendable {
                 run.error = transition.detail.error
             }
             let update = RunUpdate(run: run, transition: transition)
+            coordinator.fleetInFlight.withLock { live in
+                if transition.to.isTerminal { live[run.id] = nil } else { live[run.id] = run }
+            }
             coordinator.followers.deliver(update)
             coordinator.conductor.publishFromFleet(update)
             if transition.to.isTerminal {

@@ -57,11 +57,15 @@ struct FleetCrashTests {
         let deadline = Date().addingTimeInterval(60)
         var unfinished: [RunSnapshot] = []
         repeat {
-            unfinished = try Client(path: first.socket).call(Request(op: .history, filter: HistoryFilter(phases: [.queued, .loading, .retrying], limit: 1_000))).runs ?? []
+            let answer = try Client(path: first.socket).call(Request(op: .history, filter: HistoryFilter(phases: [.queued, .loading, .retrying], limit: 1_000)))
+            #expect(answer.error == nil, "\(String(describing: answer.error))")
+            unfinished = answer.runs ?? []
             if !unfinished.isEmpty { usleep(100_000) }
         } while !unfinished.isEmpty && Date() < deadline
         #expect(unfinished.isEmpty, "still in flight: \(unfinished.map { "\($0.id) \($0.phase) on \($0.host ?? "?")" })")
-        let runs = try Client(path: first.socket).call(Request(op: .history, filter: HistoryFilter(limit: 10_000))).runs ?? []
+        let all = try Client(path: first.socket).call(Request(op: .history, filter: HistoryFilter(limit: 10_000)))
+        #expect(all.error == nil, "\(String(describing: all.error))")
+        let runs = all.runs ?? []
         let known = Set(runs.map(\.id))
         let missing = Set(answered.all).subtracting(known)
         #expect(missing.isEmpty, "answered but not in the history: \(missing.sorted())")

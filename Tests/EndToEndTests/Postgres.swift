@@ -27,6 +27,23 @@ final class Postgres: @unchecked Sendable {
         return server
     }
 
+    /// A server of the caller's own, for a test that stops and starts it (the shared one serves
+    /// suites that run meanwhile); stopped when released.
+    static func own() throws -> Postgres {
+        let server = try Postgres()
+        server.owned = true
+        return server
+    }
+
+    private var owned = false
+
+    deinit {
+        if owned {
+            try? stop()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
     private init() throws {
         directory = NSTemporaryDirectory() + "baton-pg-" + UUID().uuidString.prefix(8)
         port = Int.random(in: 20_000...40_000)
