@@ -160,6 +160,8 @@ struct FleetTests {
         let host = try Self.fleet(1, actions: Self.gated(gate), server: server)[0]
         let id = try #require(try Self.trigger(host, "gated").run?.id)
         #expect(try waitUntilPhase(host, id, .loading))
+        // Its process runs (the `loading` row is written before the process starts).
+        #expect(try Self.processGroup(of: id, gate: gate) != nil)
         try server.stop()
         defer { try? server.start() }
         try host.waitForLog("fenced: ")
