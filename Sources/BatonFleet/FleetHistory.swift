@@ -39,8 +39,20 @@ struct FleetHistory: HistoryReader {
         }
     }
 
+    /// The run, its transitions, triggers and output as of one snapshot (the run's row then
+    /// agrees with its transitions even while its host writes).
     func run(_ id: Int64) async throws(BatonError) -> RunDetail? {
-        try await read { db in try Self.detail(id, on: db) }
+        try await read { db in
+            try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            do {
+                let detail = try Self.detail(id, on: db)
+                try db.execute("COMMIT")
+                return detail
+            } catch {
+                if db.isOK { try? db.execute("ROLLBACK") }
+                throw error
+            }
+        }
     }
 
     static func detail(_ id: Int64, on db: PGConnection) throws -> RunDetail? {

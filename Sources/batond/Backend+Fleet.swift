@@ -16,7 +16,9 @@ extension Backend {
         }, onLost: { runs in
             Log.warning("runs \(runs.map(String.init).joined(separator: ", ")) were taken over by another host; their updates from here are dropped")
         })
-        let instance = "fleet:\(host.name)"
+        // Tags this host's processes: its name and which database (two fleets may share a machine
+        // and a host name; neither's guard or recovery may touch the other's processes).
+        let instance = "fleet:\(host.name):\(FleetConfig.fingerprint(fleet.postgres))"
         ExecRunner.adoptOrphans()
         RunGuard.start(instance: instance)
         let conductor = Conductor(actions: config.actions, store: store,

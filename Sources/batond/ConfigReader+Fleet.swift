@@ -9,6 +9,13 @@ struct FleetConfig: Equatable {
     /// How long a host that stopped renewing keeps its runs.
     var lease: Duration = .seconds(15)
 
+    /// A short, stable fingerprint of a connection string (FNV-1a, hex): the same every start.
+    static func fingerprint(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 16)
+    }
+
     static func defaultHost() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         gethostname(&buffer, buffer.count)

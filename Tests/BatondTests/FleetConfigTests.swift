@@ -31,6 +31,13 @@ struct FleetConfigTests {
         #expect(named.host == "web-1" && named.lease == .seconds(5))
     }
 
+    @Test("the instance fingerprint of a connection string is stable and tells databases apart")
+    func fingerprint() {
+        #expect(FleetConfig.fingerprint("dbname=a") == FleetConfig.fingerprint("dbname=a"))
+        #expect(FleetConfig.fingerprint("dbname=a") != FleetConfig.fingerprint("dbname=b"))
+        #expect(FleetConfig.fingerprint("") == "cbf29ce484222325")
+    }
+
     @Test("bad fleet settings are refused, each naming its field")
     func refused() {
         #expect(problems(#"host: "web-1","#) == [#"host: only means something with "postgres" (a fleet)"#])

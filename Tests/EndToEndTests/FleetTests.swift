@@ -139,8 +139,7 @@ struct FleetTests {
         try server.start()
         try host.waitForLog("took over 1 runs")
         // The new start joins the fleet a second time once it has taken over.
-        let deadline = Date().addingTimeInterval(30)
-        while host.stderr.components(separatedBy: "joined the fleet").count < 3 && Date() < deadline { usleep(20_000) }
+        try host.waitForLog("joined the fleet", count: 2)
         let run = try Client(path: host.socket).call(Request(op: .show, run: id)).detail?.run
         #expect(run?.phase == .failure && run?.reason == "interrupted", "\(String(describing: run))")
         // The key is free again and the host runs it.
@@ -259,13 +258,21 @@ struct FleetTests {
         #expect(try Self.wait(host, run: run.id)?.phase == .success)
     }
 
-    /// Polls `show` until the run reaches `phase` (at most 20 s): the feed is asynchronous.
+    /// Waits until the run reaches `phase` (for the `attempts`-th time), following the host's
+    /// `watch` stream: the feed is asynchronous, so a host learns of another's transitions a little later.
     func waitUntilPhase(_ host: Daemon, _ run: Int64, _ phase: Phase, attempts: Int = 1) throws -> Bool {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let detail = try Client(path: host.socket).call(Request(op: .show, run: run))
-            if detail.detail?.run.phase == phase, detail.detail?.transitions.count { $0.to == phase } ?? 0 >= attempts { return true }
-            usleep(20_000)
+        let watch = try Client(path: host.socket)
+        _ = try watch.send(Request(op: .watch))
+        guard try watch.receive(timeout: .seconds(10))?.event == "watching" else { return false }
+        // The transitions tell (the run's row is read apart from them and may be older).
+        let known = try Client(path: host.socket).call(Request(op: .show, run: run)).detail?.transitions ?? []
+        var seen = known.count { $0.to == phase }
+        if seen >= attempts { return true }
+        while let update = try watch.receive(timeout: .seconds(20)) {
+            guard update.run?.id == run, let to = update.transition?.to, update.transition?.seq ?? 0 > known.count else { continue }
+            if to == phase { seen += 1 }
+            if seen >= attempts, to == phase { return true }
+            if to.isTerminal { return false }
         }
         return false
     }

@@ -137,14 +137,15 @@ final class Daemon: @unchecked Sendable {
         try waitForLog("ready")
     }
 
-    /// Waits until batond's stderr contains `text` (or it exits, or 30 s pass).
-    func waitForLog(_ text: String) throws {
+    /// Waits until batond's stderr contains `text` (`count` times), or it exits, or 30 s pass.
+    func waitForLog(_ text: String, count: Int = 1) throws {
         let deadline = Date().addingTimeInterval(30)
         let lock = output.lock
         lock.lock()
         defer { lock.unlock() }
-        while !output.text.contains(text) {
-            if !process.isRunning && !output.text.contains(text) { throw DaemonError.exited(output.text) }
+        func seen() -> Bool { output.text.components(separatedBy: text).count > count }
+        while !seen() {
+            if !process.isRunning && !seen() { throw DaemonError.exited(output.text) }
             if !lock.wait(until: min(deadline, Date().addingTimeInterval(0.2))) && Date() > deadline { throw DaemonError.timeout(output.text) }
         }
     }
