@@ -109,7 +109,10 @@ enum Daemon {
         conductor.observe { update in
             guard let update else { return }
             journal.append(update)
-            if update.transition?.to.isTerminal == true { metrics.runEnded(update.run) }
+            // In a fleet every host's transitions come by; this host counts the runs it ran.
+            if update.transition?.to.isTerminal == true, update.run.host == nil || update.run.host == config.fleet?.host {
+                metrics.runEnded(update.run)
+            }
         }
         let statusReports = Task { await Self.reportStatus(conductor, to: notifier) }
         let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, backend: backend) }

@@ -87,6 +87,18 @@ struct FleetTests {
         // the history on either host shows both hosts
         let history = try a.baton("history")
         #expect(history.stdout.contains("HOST") && history.stdout.contains("web-1") && history.stdout.contains("web-2"), "\(history.stdout)")
+        // metrics count the runs each host ran: web-1 ended runs 1 and 4 (success, cancelled), web-2 runs 2 and 3
+        // (each host hears of its own runs' ends through its feed: read until both are counted)
+        for host in [a, b] {
+            var ended = 0.0, text = ""
+            let deadline = Date().addingTimeInterval(10)
+            repeat {
+                text = try host.baton("metrics").stdout
+                ended = text.split(separator: "\n").filter { $0.hasPrefix("baton_runs_total{") }
+                    .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+            } while ended < 2 && Date() < deadline
+            #expect(ended == 2, "\(text)")
+        }
         // stats on either host counts every host's runs: 2 successes, 2 cancelled
         let stats = try Client(path: b.socket).call(Request(op: .stats, action: "gated")).stats?.first
         #expect(stats?.success == 2 && stats?.cancelled == 2, "\(String(describing: stats))")
