@@ -79,12 +79,16 @@ final class FleetFeed: @unchecked Sendable {
         coordinator.fleetInFlight.withLock { $0 = Dictionary(live.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }) }
     }
 
+    /// Transitions after an id, each with its run's row (columns prefixed once, not per tick).
+    static let catchUpQuery = """
+        SELECT t.id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, r.last_seq, \(FleetRows.runColumns.split(separator: ",")
+            .map { "r." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
+        FROM transitions t JOIN runs r ON r.id = t.run_id WHERE t.id > $1 ORDER BY t.id LIMIT 500
+        """
+
     /// Reads and hands on up to 500 transitions after the last seen; returns how many.
     private func catchUp(_ db: PGConnection) throws -> Int {
-        let rows = try db.query("""
-            SELECT t.id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, r.last_seq, \(FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
-            FROM transitions t JOIN runs r ON r.id = t.run_id WHERE t.id > $1 ORDER BY t.id LIMIT 500
-            """, [String(lastID)]).rows
+        let rows = try db.query(Self.catchUpQuery, [String(lastID)]).rows
         for row in rows {
             lastID = Int64(row[0] ?? "") ?? lastID
             var run = FleetRows.run(Array(row[7...]))
