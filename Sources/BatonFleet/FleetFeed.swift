@@ -75,7 +75,11 @@ final class FleetFeed: @unchecked Sendable {
         // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
         guard ContinuousClock.now - refreshed >= .seconds(1) else { return }
         refreshed = .now
-        let live = try db.query("SELECT \(FleetRows.runColumns) FROM runs WHERE phase IN ('queued', 'loading', 'retrying')").rows.map(FleetRows.run)
+        let live = try db.query("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE phase IN ('queued', 'loading', 'retrying')").rows.map { row in
+            var run = FleetRows.run(row)
+            run.seq = Int(row[FleetRows.runColumnCount] ?? "")
+            return run
+        }
         coordinator.fleetInFlight.withLock { $0 = Dictionary(live.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }) }
     }
 
@@ -93,6 +97,7 @@ final class FleetFeed: @unchecked Sendable {
             lastID = Int64(row[0] ?? "") ?? lastID
             var run = FleetRows.run(Array(row[7...]))
             let transition = FleetRows.transition(runID: run.id, row, from: 1)
+            run.seq = transition.seq
             if Int(row[6] ?? "") != transition.seq {
                 // A later transition is committed too: show the run as it was at this one.
                 run.phase = transition.to

@@ -40,7 +40,7 @@ final class FleetWriter: @unchecked Sendable {
     func close(deadline: Duration = .seconds(5)) -> Int {
         let end = ContinuousClock.now + deadline
         condition.lock()
-        while !items.isEmpty && ContinuousClock.now < end { condition.wait(until: Date().addingTimeInterval(0.05)) }
+        while !items.isEmpty && ContinuousClock.now < end { _ = condition.wait(until: Date().addingTimeInterval(0.05)) }
         stopped = true
         let left = items.count
         condition.signal()

@@ -21,12 +21,14 @@ extension Service {
             var info = ActionInfo(action)
             info.inFlight = byAction[action.name] ?? []
             info.last = last[action.name]
+            info.allowed = permissions(action.name, generation, connection.peer)
             return info
         }
         for (name, runs) in byAction.sorted(by: { $0.key < $1.key }) where generation.actions[name] == nil {
             var info = ActionInfo(name: name, description: nil, exec: [], policy: runs[0].policy, policies: [], timeout: nil,
                                   params: [:], keyParams: [], inFlight: runs, last: last[name])
             info.removed = true
+            info.allowed = permissions(name, generation, connection.peer)
             infos.append(info)
         }
         var response = Response(id: request.id)
@@ -37,8 +39,17 @@ extension Service {
 
     func actions(_ request: Request, _ generation: Generation, _ connection: ServerConnection) -> Response {
         var response = Response(id: request.id)
-        response.actions = generation.sortedActions.filter { allowed(.read, $0.name, generation, connection.peer) }.map(ActionInfo.init)
+        response.actions = generation.sortedActions.filter { allowed(.read, $0.name, generation, connection.peer) }.map { action in
+            var info = ActionInfo(action)
+            info.allowed = permissions(action.name, generation, connection.peer)
+            return info
+        }
         return response
+    }
+
+    /// What the peer may do with an action: read, trigger, cancel (admin is not an action's).
+    func permissions(_ name: String, _ generation: Generation, _ peer: Peer) -> [Permission] {
+        [Permission.read, .trigger, .cancel].filter { allowed($0, name, generation, peer) }
     }
 
     func history(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {

@@ -115,7 +115,7 @@ extension Store {
     private func keepIDCounter() {
         guard let connection = try? Connection(path: path) else { return }
         try? Self.configure(connection, options: options)
-        try? Migrator.migrate(connection)
+        _ = try? Migrator.migrate(connection)
         try? connection.execute("INSERT OR REPLACE INTO sqlite_sequence (name, seq) VALUES ('runs', \(highestRunID))")
     }
 

@@ -18,7 +18,11 @@ extension ConductorState {
 
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }
-        var snapshot: RunSnapshot { run }
+        var snapshot: RunSnapshot {
+            var snapshot = run
+            snapshot.seq = seq
+            return snapshot
+        }
     }
 
     /// What to do once a group of writes is durable (or has failed).

@@ -12,13 +12,20 @@ extension Action {
     /// The trigger's params checked against the declaration, with defaults filled in.
     /// Throws `badRequest` naming the param that is undeclared, missing or does not match.
     public func resolveParams(_ given: [String: String]) throws(BatonError) -> [String: String] {
+        try Self.resolveParams(given, declared: params, action: name)
+    }
+
+    /// The same check for an action known only by its declaration (a client that checks params
+    /// before sending them gets batond's words).
+    public static func resolveParams(_ given: [String: String], declared params: [String: ParamSpec],
+                                     action: String) throws(BatonError) -> [String: String] {
         var resolved: [String: String] = [:]
         for (name, value) in given {
             guard let spec = params[name] else {
                 let known = params.keys.sorted()
                 throw .badRequest(known.isEmpty
-                    ? "action \(self.name) takes no params, got \(name)"
-                    : "action \(self.name) has no param \(name) (it takes: \(known.joined(separator: ", ")))")
+                    ? "action \(action) takes no params, got \(name)"
+                    : "action \(action) has no param \(name) (it takes: \(known.joined(separator: ", ")))")
             }
             guard !value.contains("\n"), !value.contains("\0"), !value.contains("\r") else {
                 throw .badRequest("param \(name): a value may not contain a newline or NUL")
@@ -33,7 +40,7 @@ extension Action {
         }
         for (name, spec) in params where resolved[name] == nil {
             guard let value = spec.defaultValue else {
-                throw .badRequest("param \(name) is required by action \(self.name)")
+                throw .badRequest("param \(name) is required by action \(action)")
             }
             resolved[name] = value
         }

@@ -24,6 +24,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     public var estimate: Int64?
     /// The host that runs it, in a fleet (nil on a single machine).
     public var host: String?
+    /// The seq of the run's latest transition, where the answer knows it (live runs and updates):
+    /// lets a client that merges a snapshot with a stream of updates drop updates it already has.
+    public var seq: Int?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],
@@ -54,6 +57,7 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     public func applying(_ transition: Transition) -> RunSnapshot {
         var run = self
         run.phase = transition.to
+        run.seq = transition.seq
         let detail = transition.detail
         switch transition.to {
         case .queued:

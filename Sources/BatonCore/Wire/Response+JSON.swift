@@ -91,6 +91,7 @@ extension RunSnapshot {
         }
         json.field("estimate", estimate)
         json.field("host", host)
+        json.field("seq", seq)
         json.endObject()
     }
 }

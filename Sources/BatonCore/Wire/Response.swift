@@ -112,6 +112,9 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public var last: RunSnapshot?
     /// status: true for an action a reload removed whose runs are still in flight.
     public var removed: Bool?
+    /// status and actions: what the asking peer may do with this action (read, trigger, cancel),
+    /// so that a client can offer only what batond would allow.
+    public var allowed: [Permission]?
 
     public init(name: String, description: String?, exec: [String], policy: Policy, policies: [Policy], timeout: Int64?,
                 params: [String: ParamInfo], keyParams: [String], inFlight: [RunSnapshot]? = nil, last: RunSnapshot? = nil) {
