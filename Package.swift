@@ -41,16 +41,30 @@ let package = Package(
             plugins: ["EmbedMigrationsPlugin"]
         ),
         .target(name: "BatonIPC", dependencies: ["BatonCore", "CBatonSystem"]),
+        .executableTarget(name: "EmbedAssets"),
+        .plugin(
+            name: "EmbedAssetsPlugin",
+            capability: .buildTool(),
+            dependencies: ["EmbedAssets"],
+            path: "Sources/EmbedAssetsPlugin"
+        ),
+        .target(
+            name: "BatonDashboard",
+            dependencies: ["BatonCore", "BatonIPC", "CBatonSystem"],
+            exclude: ["Assets"],
+            plugins: ["EmbedAssetsPlugin"]
+        ),
         .target(name: "BatonService", dependencies: ["BatonCore", "BatonIPC"]),
         .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
-        .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC"]),
+        .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonDashboard"]),
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),
+        .testTarget(name: "BatonDashboardTests", dependencies: ["BatonDashboard", "BatonIPC", "BatonCore"]),
         .testTarget(name: "BatonFleetTests", dependencies: ["BatonFleet", "BatonCore"]),
         .testTarget(name: "BatondTests", dependencies: ["batond"]),
         .testTarget(name: "BatonCLITests", dependencies: ["baton"], exclude: ["help.golden"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonFleet", "BatonService", "CBatonSystem"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonFleet", "BatonService", "BatonDashboard", "CBatonSystem"]),
     ]
 )

@@ -1,0 +1,122 @@
+import BatonCore
+import BatonIPC
+import Foundation
+
+/// The JSON the page asks for, answered by asking batond as the dashboard's user. Each answer is
+/// batond's own response object (`ok`, and `error` with its code and message), with an HTTP
+/// status that says the same.
+struct API {
+    let link: BatondLink
+
+    func status() -> HTTPResponse { forward(Request(op: .status)) }
+
+    func history(query: String) -> HTTPResponse {
+        switch QueryString.historyFilter(query) {
+        case let .success(filter): forward(Request(op: .history, filter: filter))
+        case let .failure(error): answer(.failure(WireError(error)))
+        }
+    }
+
+    /// A run's whole story, with `users`: the names of the uids in it (the page cannot look them up).
+    func run(_ id: Int64) -> HTTPResponse {
+        let response = forward(Request(op: .show, run: id))
+        guard response.status == 200, let answer = try? JSONDecoder().decode(Response.self, from: Data(response.body)),
+              let detail = answer.detail else { return response }
+        var uids = Set(detail.triggers.compactMap { $0.peer?.uid } + [detail.run.trigger?.uid, detail.run.cancelledBy].compactMap { $0 })
+        uids.formUnion(detail.transitions.compactMap(\.detail.by))
+        var json = JSONWriter()
+        json.beginObject()
+        for uid in uids.sorted() { json.field(String(uid), UserDatabase.userName(uid)) }
+        json.endObject()
+        var spliced = response
+        spliced.body = Array("{\"users\":\(json.text),".utf8) + response.body.dropFirst()
+        return spliced
+    }
+
+    struct TriggerBody: Decodable {
+        var action: String
+        var params: [String: String]?
+        var policy: Policy?
+    }
+
+    struct CancelBody: Decodable {
+        var run: Int64
+    }
+
+    /// Checks the params against the action's declaration first, with batond's words, so that a
+    /// wrong value is refused before anything is sent; then triggers without waiting (the page
+    /// follows the run on its event stream).
+    func trigger(body: [UInt8]) -> HTTPResponse {
+        guard let trigger = try? JSONDecoder().decode(TriggerBody.self, from: Data(body)) else {
+            return answer(.failure(WireError(code: .badRequest, message: #"expected a JSON body like {"action": "deploy", "params": {"env": "prod"}}"#)))
+        }
+        let params = trigger.params ?? [:]
+        if case let .success(actions) = link.actions(), let info = actions.first(where: { $0.name == trigger.action }) {
+            if let error = Self.check(params, against: info) { return answer(.failure(WireError(error))) }
+        }
+        return forward(Request(op: .trigger, action: trigger.action, params: params, policy: trigger.policy, detach: true))
+    }
+
+    func cancel(body: [UInt8]) -> HTTPResponse {
+        guard let cancel = try? JSONDecoder().decode(CancelBody.self, from: Data(body)) else {
+            return answer(.failure(WireError(code: .badRequest, message: #"expected a JSON body like {"run": 42}"#)))
+        }
+        return forward(Request(op: .cancel, run: cancel.run))
+    }
+
+    /// The error batond would answer for these params, found with batond's own check.
+    static func check(_ params: [String: String], against info: ActionInfo) -> BatonError? {
+        var declared: [String: ParamSpec] = [:]
+        for (name, param) in info.params {
+            // A pattern batond compiled compiles here too; should it not, batond has the last word.
+            guard let pattern = try? param.pattern.map(ParamPattern.init) else { return nil }
+            declared[name] = ParamSpec(pattern: pattern, defaultValue: param.default)
+        }
+        do {
+            _ = try Action.resolveParams(params, declared: declared, action: info.name)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    private func forward(_ request: Request) -> HTTPResponse {
+        switch link.call(request) {
+        case let .response(response):
+            return response.error.map { answer(.failure($0)) } ?? json(200, response.jsonLine())
+        case let .unreachable(why):
+            return json(502, Response.failure(WireError(code: .internal, message: why)).jsonLine())
+        }
+    }
+
+    private func answer(_ result: Result<Response, WireError>) -> HTTPResponse {
+        switch result {
+        case let .success(response): json(200, response.jsonLine())
+        case let .failure(error): json(Self.status(of: error.code), Response.failure(error).jsonLine())
+        }
+    }
+
+    /// The HTTP status that says what batond's error code says.
+    static func status(of code: ErrorCode) -> Int {
+        switch code {
+        case .badRequest: 400
+        case .forbidden: 403
+        case .unknownAction, .unknownRun: 404
+        case .busy: 409
+        case .shuttingDown, .storeUnavailable: 503
+        default: 500
+        }
+    }
+
+    private func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", extraFields: Assets.securityFields, body: body)
+    }
+}
+
+extension Response {
+    static func failure(_ error: WireError) -> Response {
+        var response = Response(id: nil, ok: false)
+        response.error = error
+        return response
+    }
+}

@@ -1,0 +1,500 @@
+// Baton's dashboard: one button per action, live from batond's transitions.
+// Every text from batond goes into the page with textContent, never as HTML.
+"use strict";
+
+const TERMINAL = new Set(["success", "failure", "cancelled"]);
+const state = {
+  actions: new Map(),   // name -> ActionInfo (policy, params, allowed, ...)
+  runs: new Map(),      // id -> run, every run the page knows (live and recent)
+  cards: new Map(),     // name -> the card's elements
+  presses: new Map(),   // run id -> action name, for runs pressed from this page
+  history: [],          // the history table's runs, newest first
+  storeProblem: null,
+  view: location.pathname.startsWith("/runs/") ? "run" : "actions",
+  runID: Number(location.pathname.split("/")[2] || 0),
+};
+
+const $ = (selector, root = document) => root.querySelector(selector);
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "text") node.textContent = value;
+    else if (key === "class") node.className = value;
+    else if (key.startsWith("data-") || key.startsWith("aria-") || key === "for" || key === "role") node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+// ---- words, as the CLI says them -------------------------------------------------------------
+
+function duration(micros) {
+  if (micros < 0) return "-" + duration(-micros);
+  if (micros < 1000) return `${Math.round(micros)}µs`;
+  if (micros < 1e6) return `${Math.floor(micros / 1000)}ms`;
+  if (micros < 1e7) return `${(Math.round(micros / 1e5) / 10).toFixed(1)}s`;
+  const s = Math.round(micros / 1e6);
+  const two = (n) => String(n).padStart(2, "0");
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${two(Math.floor(s % 3600 / 60))}m`;
+  return `${Math.floor(s / 86400)}d${two(Math.floor(s % 86400 / 3600))}h`;
+}
+const nowMicros = () => Date.now() * 1000;
+const ago = (micros) => duration(nowMicros() - micros) + " ago";
+const localTime = (micros) => new Date(micros / 1000).toLocaleString();
+function took(run) {
+  if (!run.startedAt) return "-";
+  return duration((run.endedAt || nowMicros()) - run.startedAt);
+}
+function userName(uid, users) { return users && users[uid] ? `${users[uid]} (uid ${uid})` : `uid ${uid}`; }
+
+function outcome(run) {
+  const name = `run ${run.id}`;
+  switch (run.phase) {
+    case "success": return { tone: "ok", text: `✓ ${name} succeeded in ${took(run)}` };
+    case "failure": return { tone: "bad", text: `✗ ${name} failed after ${took(run)}: ${run.error || run.reason || "no error recorded"}` };
+    case "cancelled": {
+      let why = run.cancelledBy != null ? `cancelled by uid ${run.cancelledBy}` : (run.reason === "replaced" ? (run.error || "replaced") : "cancelled");
+      if (run.reason && !["cancelled", "replaced"].includes(run.reason) && run.cancelledBy == null) why += `: ${run.error || run.reason}`;
+      return { tone: "warn", text: `⊘ ${name} ${why}` };
+    }
+    default: return { tone: "", text: `${name} is ${run.phase}` };
+  }
+}
+
+function notes(detail) {
+  const out = [];
+  if (!detail) return out;
+  if (detail.reason) out.push(detail.reason);
+  if (detail.attempt) out.push(`attempt ${detail.attempt}`);
+  if (detail.exitCode != null) out.push(`exit ${detail.exitCode}`);
+  if (detail.signal != null) out.push(`signal ${detail.signal}`);
+  if (detail.by != null) out.push(`by uid ${detail.by}`);
+  if (detail.backoff != null) out.push(`retry in ${duration(detail.backoff)}`);
+  if (detail.error) out.push(detail.error);
+  return out;
+}
+
+// ---- talking to the dashboard ----------------------------------------------------------------
+
+async function api(path, body) {
+  const init = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    return { ok: false, error: { code: "internal", message: "the dashboard does not answer (is `baton dashboard` still running?)" } };
+  }
+  try {
+    return await response.json();
+  } catch (error) {
+    const text = response.status === 401 ? "this page's token is no longer valid: open the address `baton dashboard` printed" : `${response.status} ${response.statusText}`;
+    return { ok: false, error: { code: "internal", message: text } };
+  }
+}
+
+function connect() {
+  const source = new EventSource("/events");
+  const status = $("#connection");
+  const show = (stateName, text) => { status.dataset.state = stateName; status.textContent = text; };
+  source.addEventListener("open", () => show("live", "live"));
+  source.addEventListener("error", () => {
+    if (source.readyState === EventSource.CLOSED) show("offline", "the dashboard stopped or this page's token expired: reload");
+    else show("connecting", "reconnecting…");
+  });
+  source.addEventListener("snapshot", (event) => { show("live", "live"); applySnapshot(JSON.parse(event.data)); });
+  source.addEventListener("update", (event) => { const update = JSON.parse(event.data); applyUpdate(update.run, update.transition); });
+  source.addEventListener("offline", (event) => show("offline", JSON.parse(event.data).message));
+}
+
+// ---- state -----------------------------------------------------------------------------------
+
+function applySnapshot(status) {
+  state.actions = new Map((status.actions || []).map((info) => [info.name, info]));
+  state.storeProblem = status.storeProblem || null;
+  for (const info of state.actions.values()) {
+    for (const run of info.inFlight || []) state.runs.set(run.id, run);
+    if (info.last) state.runs.set(info.last.id, info.last);
+  }
+  // A run the page thought live that the snapshot no longer has ended while the page was away.
+  for (const [id, run] of state.runs) {
+    const info = state.actions.get(run.action);
+    if (!TERMINAL.has(run.phase) && !(info && (info.inFlight || []).some((live) => live.id === id))) state.runs.delete(id);
+  }
+  renderBanner();
+  if (state.view === "actions") { renderCards(); fillActionFilter(); loadHistory(); } else loadRun();
+}
+
+// Updates may repeat what a snapshot already holds (the stream replays from before it): a run's
+// transitions carry a seq, and an ended run never changes.
+function applyUpdate(run, transition) {
+  const known = state.runs.get(run.id);
+  if (known && (TERMINAL.has(known.phase) || (known.seq != null && transition.seq <= known.seq))) return;
+  run.seq = transition.seq;
+  state.runs.set(run.id, run);
+  if (state.view === "actions") {
+    renderCard(run.action);
+    upsertHistory(run);
+    const pressedFrom = state.presses.get(run.id);
+    if (pressedFrom && TERMINAL.has(run.phase)) {
+      const { tone, text } = outcome(run);
+      setNote(pressedFrom, text, tone, run.id);
+      state.presses.delete(run.id);
+    }
+  } else if (run.id === state.runID) {
+    loadRun();
+  }
+}
+
+function liveRuns(action) {
+  return [...state.runs.values()].filter((run) => run.action === action && !TERMINAL.has(run.phase)).sort((a, b) => a.id - b.id);
+}
+function lastRun(action) {
+  let last = null;
+  for (const run of state.runs.values()) if (run.action === action && TERMINAL.has(run.phase) && (!last || run.id > last.id)) last = run;
+  return last;
+}
+
+function renderBanner() {
+  const banner = $("#banner");
+  banner.hidden = !state.storeProblem;
+  banner.textContent = state.storeProblem ? `batond cannot write its history: ${state.storeProblem}. Nothing new can start.` : "";
+}
+
+// ---- the buttons -----------------------------------------------------------------------------
+
+function renderCards() {
+  const container = $("#actions");
+  for (const name of state.cards.keys()) if (!state.actions.has(name)) { state.cards.get(name).root.remove(); state.cards.delete(name); }
+  if (state.actions.size === 0) { container.replaceChildren(el("p", { class: "empty", text: "You may not read any action." })); return; }
+  $(".empty", container)?.remove();
+  for (const name of state.actions.keys()) {
+    if (!state.cards.has(name)) { const card = makeCard(state.actions.get(name)); state.cards.set(name, card); container.append(card.root); }
+    renderCard(name);
+  }
+}
+
+function makeCard(info) {
+  const root = el("article", { class: "card", "data-action": info.name, "aria-labelledby": `title-${info.name}` });
+  const head = el("div", { class: "card-head" }, el("h2", { id: `title-${info.name}`, text: info.name }),
+    el("span", { class: "policy", title: "what a press does while a run is in flight", text: info.policy }));
+  root.append(head);
+  if (info.description) root.append(el("p", { class: "description", text: info.description }));
+  const form = el("form", { class: "press", "data-action": info.name, noValidate: true });
+  const inputs = new Map();
+  for (const name of Object.keys(info.params || {}).sort()) {
+    const param = info.params[name];
+    const id = `param-${info.name}-${name}`;
+    const input = el("input", { id, name, autocomplete: "off", spellcheck: false, "aria-describedby": `${id}-error` });
+    if (param.default != null) input.placeholder = param.default;
+    const error = el("p", { id: `${id}-error`, class: "field-error", "aria-live": "polite" });
+    const hint = param.pattern ? ` (${param.pattern})` : (param.default != null ? "" : " (required)");
+    form.append(el("div", { class: "field" }, el("label", { for: id, text: name + hint }), input, error));
+    input.addEventListener("input", () => { input.removeAttribute("aria-invalid"); error.textContent = ""; renderCard(info.name); });
+    inputs.set(name, { input, error });
+  }
+  let policy = null;
+  if ((info.policies || []).some((p) => p !== info.policy)) {
+    const id = `policy-${info.name}`;
+    policy = el("select", { id, name: "policy" });
+    for (const p of [info.policy, ...info.policies.filter((p) => p !== info.policy)]) policy.append(el("option", { value: p, text: p }));
+    policy.addEventListener("change", () => renderCard(info.name));
+    form.append(el("div", { class: "field" }, el("label", { for: id, text: "policy" }), policy));
+  }
+  const button = el("button", { type: "submit", class: "press-button", "data-action": info.name });
+  form.append(button);
+  form.addEventListener("submit", (event) => { event.preventDefault(); press(info.name); });
+  const note = el("p", { class: "note", "aria-live": "polite" });
+  const flights = el("ul", { class: "flights", "aria-label": `${info.name} runs in flight` });
+  const last = el("p", { class: "last" });
+  root.append(form, note, flights, last);
+  return { root, form, inputs, policy, button, note, flights, last, pending: false };
+}
+
+function paramsOf(card) {
+  const params = {};
+  for (const [name, { input }] of card.inputs) if (input.value !== "") params[name] = input.value;
+  return params;
+}
+
+// The key a press would use: the action's name and its key params' values (defaults filled in).
+function keyOf(info, params) {
+  if (!(info.keyParams || []).length) return info.name;
+  return [info.name, ...info.keyParams.map((p) => `${p}=${params[p] ?? info.params[p]?.default ?? ""}`)].join(" ");
+}
+
+function renderCard(name) {
+  const card = state.cards.get(name), info = state.actions.get(name);
+  if (!card || !info) return;
+  const allowed = new Set(info.allowed || []);
+  const policy = card.policy ? card.policy.value : info.policy;
+  const live = liveRuns(name);
+  const sameKey = live.filter((run) => run.key === keyOf(info, paramsOf(card)));
+  const running = sameKey.find((run) => run.phase !== "queued") || sameKey[0];
+  const followUp = sameKey.find((run) => run.phase === "queued" && run !== running);
+  let label = `Run ${name}`, disabled = false, busy = card.pending;
+  if (!allowed.has("trigger")) { disabled = true; label = `Run ${name}`; card.button.title = `you may not trigger ${name}`; }
+  else if (card.pending) { disabled = true; label = "Starting…"; }
+  else if (running) {
+    switch (policy) {
+      case "reject": disabled = true; busy = true; label = `${running.phase === "queued" ? "Queued" : "Loading"}… (run ${running.id})`; break;
+      case "join": label = `Join run ${running.id}`; break;
+      case "queue": label = followUp ? `Join follow-up run ${followUp.id}` : "Queue a follow-up"; break;
+      case "replace": label = `Replace run ${running.id}`; break;
+    }
+  }
+  if (allowed.has("trigger")) card.button.title = "";
+  card.button.disabled = disabled;
+  card.button.setAttribute("aria-busy", busy ? "true" : "false");
+  card.button.replaceChildren(...(busy ? [el("span", { class: "spinner", "aria-hidden": "true" })] : []), label);
+  card.root.dataset.state = running ? running.phase : (lastRun(name)?.phase || "idle");
+  renderFlights(card, info, live, allowed);
+  const last = lastRun(name);
+  card.last.replaceChildren();
+  if (last) {
+    const { tone, text } = outcome(last);
+    card.last.className = `last outcome-${tone}`;
+    card.last.append(el("a", { href: `/runs/${last.id}`, text }), ` · ${ago(last.endedAt || last.queuedAt)}`);
+  } else {
+    card.last.className = "last muted";
+    card.last.textContent = allowed.has("trigger") ? "Never run yet." : "Never run yet. You may only watch this action.";
+  }
+}
+
+function renderFlights(card, info, live, allowed) {
+  const items = live.map((run) => {
+    const item = el("li", { class: "flight", "data-run": String(run.id), "data-phase": run.phase });
+    const text = el("span", { class: "flight-text" });
+    item.append(text);
+    if (allowed.has("cancel")) {
+      const cancel = el("button", { type: "button", class: "cancel", text: "Cancel", "aria-label": `Cancel run ${run.id} of ${info.name}` });
+      cancel.addEventListener("click", () => cancelRun(run.id, cancel));
+      item.append(cancel);
+    }
+    item.append(el("progress", { max: 1 }));
+    drawFlight(item, run);
+    return item;
+  });
+  card.flights.replaceChildren(...items);
+}
+
+// The loading state: spinner, phase, elapsed time, and reported progress or an estimate.
+function drawFlight(item, run) {
+  const text = $(".flight-text", item), bar = $("progress", item);
+  const parts = [el("span", { class: "spinner", "aria-hidden": "true" }), " ", el("a", { href: `/runs/${run.id}`, text: `run ${run.id}` })];
+  let words = ` ${run.phase}`;
+  if (run.key !== run.action) words += ` · ${run.key.slice(run.action.length + 1)}`;
+  if (run.host) words += ` · on ${run.host}`;
+  if (run.startedAt) words += ` · ${took(run)}`;
+  else words += ` · queued ${ago(run.queuedAt)}`;
+  bar.classList.remove("estimate");
+  if (run.progress && run.progress.fraction != null) {
+    bar.hidden = false; bar.value = run.progress.fraction;
+    words += ` · ${Math.round(run.progress.fraction * 100)}%`;
+  } else if (run.estimate > 0 && run.startedAt && run.phase === "loading") {
+    const fraction = Math.min((nowMicros() - run.startedAt) / run.estimate, 0.99);
+    bar.hidden = false; bar.value = fraction; bar.classList.add("estimate");
+    words += ` · ~${Math.round(fraction * 100)}% (usually ${duration(run.estimate)})`;
+  } else if (run.phase === "loading") {
+    bar.hidden = false; bar.removeAttribute("value");
+  } else {
+    bar.hidden = true;
+  }
+  if (run.progress && run.progress.message) words += ` · ${run.progress.message}`;
+  text.replaceChildren(...parts, words);
+}
+
+function setNote(name, text, tone, runID) {
+  const card = state.cards.get(name);
+  if (!card) return;
+  card.note.dataset.tone = tone || "";
+  card.note.replaceChildren(runID ? el("a", { href: `/runs/${runID}`, text }) : text);
+}
+
+async function press(name) {
+  const card = state.cards.get(name), info = state.actions.get(name);
+  if (!card || card.button.disabled) return;
+  for (const { input, error } of card.inputs.values()) { input.removeAttribute("aria-invalid"); error.textContent = ""; }
+  const body = { action: name, params: paramsOf(card) };
+  if (card.policy && card.policy.value !== info.policy) body.policy = card.policy.value;
+  card.pending = true;
+  setNote(name, "", "");
+  renderCard(name);
+  const answer = await api("/api/trigger", body);
+  card.pending = false;
+  if (!answer.ok) {
+    const message = answer.error.message;
+    const match = /^param (\w+)/.exec(message);
+    const field = match && card.inputs.get(match[1]);
+    if (field) { field.input.setAttribute("aria-invalid", "true"); field.error.textContent = message; field.input.focus(); }
+    setNote(name, message, "bad");
+    renderCard(name);
+    return;
+  }
+  const run = answer.run;
+  const known = state.runs.get(run.id);
+  if (!known || (run.seq != null && (known.seq == null || run.seq > known.seq)) && !TERMINAL.has(known.phase)) state.runs.set(run.id, run);
+  const words = {
+    created: `run ${run.id} started`,
+    followUp: `queued run ${run.id} to start after the run in flight`,
+    joined: `joined run ${run.id} (shared)`,
+    coalesced: `joined the queued follow-up run ${run.id} (shared)`,
+    replaced: `run ${run.id} replaced the run in flight`,
+  };
+  const current = state.runs.get(run.id);
+  if (TERMINAL.has(current.phase)) { const { tone, text } = outcome(current); setNote(name, text, tone, run.id); }
+  else { setNote(name, words[answer.decision] || `run ${run.id}`, "", run.id); state.presses.set(run.id, name); }
+  renderCard(name);
+}
+
+async function cancelRun(id, button) {
+  button.disabled = true;
+  const answer = await api("/api/cancel", { run: id });
+  if (!answer.ok) {
+    const run = state.runs.get(id);
+    if (run) setNote(run.action, answer.error.message, "bad");
+    button.disabled = false;
+  }
+}
+
+// ---- history ---------------------------------------------------------------------------------
+
+function filters() {
+  const form = $("#filters");
+  const values = { action: form.action.value, phase: form.phase.value, since: form.since.value, limit: Number(form.limit.value) };
+  values.sinceMicros = values.since ? nowMicros() - Number(values.since) * 1e6 : null;
+  return values;
+}
+
+function fillActionFilter() {
+  const select = $("#filter-action");
+  const chosen = select.value;
+  select.replaceChildren(el("option", { value: "", text: "every action" }), ...[...state.actions.keys()].map((name) => el("option", { value: name, text: name })));
+  select.value = state.actions.has(chosen) ? chosen : "";
+}
+
+let historyRequest = 0;
+async function loadHistory() {
+  const f = filters();
+  const query = new URLSearchParams();
+  if (f.action) query.append("action", f.action);
+  if (f.phase) query.append("phase", f.phase);
+  if (f.sinceMicros) query.append("since", String(Math.floor(f.sinceMicros)));
+  query.append("limit", String(f.limit));
+  const mine = ++historyRequest;
+  const answer = await api(`/api/history?${query}`);
+  if (mine !== historyRequest) return;
+  if (!answer.ok) { renderHistoryMessage(answer.error.message); return; }
+  state.history = answer.runs || [];
+  renderHistory();
+}
+
+function matches(run, f) {
+  return (!f.action || run.action === f.action) && (!f.phase || run.phase === f.phase) && (!f.sinceMicros || run.queuedAt >= f.sinceMicros);
+}
+
+function upsertHistory(run) {
+  const f = filters();
+  const index = state.history.findIndex((known) => known.id === run.id);
+  if (index >= 0) state.history.splice(index, 1);
+  if (matches(run, f)) state.history.push(run);
+  state.history.sort((a, b) => b.id - a.id);
+  state.history.length = Math.min(state.history.length, f.limit);
+  renderHistory();
+}
+
+function renderHistoryMessage(text) {
+  $("#history tbody").replaceChildren(el("tr", {}, el("td", { colSpan: 7, class: "empty", text })));
+}
+
+function renderHistory() {
+  const table = $("#history");
+  table.classList.toggle("with-hosts", new Set(state.history.map((run) => run.host).filter(Boolean)).size > 1);
+  if (state.history.length === 0) { renderHistoryMessage("No runs match."); return; }
+  table.tBodies[0].replaceChildren(...state.history.map((run) => {
+    const { tone, text } = outcome(run);
+    const row = el("tr", { "data-run": String(run.id) },
+      el("td", {}, el("a", { href: `/runs/${run.id}`, text: String(run.id) })),
+      el("td", { text: run.key }),
+      el("td", {}, el("span", { class: `phase phase-${run.phase}`, text: run.phase })),
+      el("td", { title: localTime(run.queuedAt), text: ago(run.queuedAt) }),
+      el("td", { text: took(run) }),
+      el("td", { class: "host-column", text: run.host || "" }),
+      el("td", { class: `outcome-${tone}`, text: TERMINAL.has(run.phase) ? text.replace(/^\S+ run \d+ /, "") : "" }));
+    return row;
+  }));
+}
+
+// ---- a run's page ----------------------------------------------------------------------------
+
+let runRequest = 0;
+async function loadRun() {
+  const mine = ++runRequest;
+  const answer = await api(`/api/runs/${state.runID}`);
+  if (mine !== runRequest) return;
+  if (!answer.ok) { $("#run-title").textContent = `Run ${state.runID}`; $("#run-state").textContent = answer.error.message; return; }
+  renderRun(answer.detail, answer.users || {});
+}
+
+function renderRun(detail, users) {
+  const run = detail.run;
+  const live = state.runs.get(run.id);
+  const shown = live && !TERMINAL.has(run.phase) && live.seq != null ? { ...run, ...live } : run;
+  document.title = `Run ${run.id} · ${run.action} · Baton`;
+  $("#run-title").textContent = `Run ${run.id}: ${run.key}`;
+  const { tone, text } = outcome(shown);
+  const stateLine = $("#run-state");
+  stateLine.className = `run-state outcome-${tone}`;
+  stateLine.textContent = TERMINAL.has(shown.phase) ? text : `${shown.phase} · ${took(shown)}`;
+  const controls = $("#run-controls");
+  controls.replaceChildren();
+  const info = state.actions.get(run.action);
+  if (!TERMINAL.has(shown.phase) && info && (info.allowed || []).includes("cancel")) {
+    const cancel = el("button", { type: "button", class: "cancel", text: `Cancel run ${run.id}` });
+    cancel.addEventListener("click", () => cancelRun(run.id, cancel));
+    controls.append(cancel);
+  }
+  const facts = [["action", run.action], ["key", run.key], ["policy", run.policy], ["phase", shown.phase]];
+  for (const [name, value] of Object.entries(run.params || {})) facts.push([`param ${name}`, value]);
+  if (run.trigger) facts.push(["triggered by", `${userName(run.trigger.uid, users)}, pid ${run.trigger.pid}`]);
+  facts.push(["queued", localTime(run.queuedAt)]);
+  if (run.startedAt) facts.push(["started", localTime(run.startedAt)]);
+  if (run.endedAt) facts.push(["ended", localTime(run.endedAt)]);
+  facts.push(["took", took(shown)], ["attempts", String(run.attempts)]);
+  if (run.exitCode != null) facts.push(["exit status", String(run.exitCode)]);
+  if (run.host) facts.push(["host", run.host]);
+  $("#run-facts").replaceChildren(...facts.flatMap(([name, value]) => [el("dt", { text: name }), el("dd", { text: value })]));
+  $("#timeline").replaceChildren(...detail.transitions.map((t) => {
+    const extra = notes(t.detail).map((note) => note.replace(/^by uid (\d+)$/, (_, uid) => `by ${userName(Number(uid), users)}`));
+    return el("li", { "data-phase": t.to }, el("time", { text: localTime(t.at) }),
+      el("span", { class: `phase phase-${t.to}`, text: `${t.from || "new"} → ${t.to}` }), extra.length ? ` (${extra.join("; ")})` : "");
+  }));
+  const triggers = detail.triggers || [];
+  $("#triggers").replaceChildren(...(triggers.length ? triggers.map((t) =>
+    el("li", { text: `${localTime(t.at)}: ${t.peer ? `${userName(t.peer.uid, users)} (pid ${t.peer.pid})` : "batond"} — ${t.decision}${t.policy ? `, policy ${t.policy}` : ""}` }))
+    : [el("li", { class: "muted", text: "no trigger recorded (a run started by recovery)" })]));
+  const bytes = detail.output ? Uint8Array.from(atob(detail.output), (c) => c.charCodeAt(0)) : new Uint8Array();
+  $("#output").textContent = new TextDecoder("utf-8", { fatal: false }).decode(bytes) || "";
+  $("#output-note").textContent = bytes.length === 0 ? "No output." : (detail.outputTruncated ? "The last part of the output (the start was cut)." : "");
+}
+
+// ---- start -----------------------------------------------------------------------------------
+
+function tick() {
+  if (state.view !== "actions") return;
+  for (const card of state.cards.values()) {
+    for (const item of card.flights.children) {
+      const run = state.runs.get(Number(item.dataset.run));
+      if (run) drawFlight(item, run);
+    }
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  if (state.view === "run") { $("#actions-view").hidden = true; $("#run-view").hidden = false; }
+  else { $("#filters").addEventListener("change", loadHistory); }
+  connect();
+  setInterval(tick, 250);
+});

@@ -1,0 +1,66 @@
+import BatonCore
+
+/// The `a=1&b=two%20words` of a request's address, decoded (`+` is a space); a malformed
+/// escape keeps its text as it came.
+public enum QueryString {
+    public struct Pair: Equatable, Sendable {
+        public var name: String
+        public var value: String
+    }
+
+    public static func decode(_ query: String) -> [Pair] {
+        query.split(separator: "&").prefix(64).map { item in
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return Pair(name: unescape(parts[0]), value: parts.count > 1 ? unescape(parts[1]) : "")
+        }
+    }
+
+    static func unescape(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        let utf8 = Array(text.utf8)
+        var index = 0
+        while index < utf8.count {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%"), index + 2 < utf8.count, let high = hex(utf8[index + 1]), let low = hex(utf8[index + 2]) {
+                bytes.append(high << 4 | low)
+                index += 3
+            } else {
+                bytes.append(byte == UInt8(ascii: "+") ? 32 : byte)
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func hex(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// A history filter from the page's query: `action` and `phase` (repeatable), `since` and
+    /// `until` (µs since the epoch), `limit`; an unknown name or a bad value is an error naming it.
+    public static func historyFilter(_ query: String) -> Result<HistoryFilter, BatonError> {
+        var filter = HistoryFilter()
+        for pair in decode(query) {
+            switch pair.name {
+            case "action": filter.actions.append(pair.value)
+            case "phase":
+                guard let phase = Phase(rawValue: pair.value) else { return .failure(.badRequest("phase: no phase is called \(pair.value)")) }
+                filter.phases.append(phase)
+            case "since", "until":
+                guard let micros = Int64(pair.value) else { return .failure(.badRequest("\(pair.name): expected microseconds since the epoch, got \(pair.value)")) }
+                if pair.name == "since" { filter.since = Timestamp(rawValue: micros) } else { filter.until = Timestamp(rawValue: micros) }
+            case "limit":
+                guard let limit = Int(pair.value), (0...1_000).contains(limit) else { return .failure(.badRequest("limit: expected 0 to 1000, got \(pair.value)")) }
+                filter.limit = limit
+            default:
+                return .failure(.badRequest("the history takes action, phase, since, until and limit, not \(pair.name)"))
+            }
+        }
+        return .success(filter)
+    }
+}
