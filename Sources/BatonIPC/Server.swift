@@ -145,6 +145,10 @@ public final class Server: Sendable {
                     if mask & (Epoll.input | Epoll.hangUp | Epoll.error) != 0 {
                         readAll(connection, buffer)
                     }
+                    // A full hang-up or an error: nothing sent can arrive any more. (Reported even
+                    // with no interest set, it would otherwise wake this loop forever, as it did
+                    // for a watcher that closed its connection.)
+                    if mask & (Epoll.hangUp | Epoll.error) != 0 { connection.close() }
                     if connection.isClosed { drop(connection) }
                 }
             }

@@ -65,3 +65,36 @@ struct ProtocolTests {
         }
     }
 }
+
+@Suite("End to end: a watcher that goes away")
+struct WatcherHangUpTests {
+    /// Found with the dashboard: a client that closed its connection during a `watch` left batond's
+    /// socket thread woken by the hang-up forever (100% of a CPU) and the connection never dropped.
+    @Test("a watcher that closes its connection is dropped, and batond's socket thread goes quiet")
+    func closedWatcherIsDropped() throws {
+        let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
+        func connections() throws -> Int? {
+            let text = try Client(path: daemon.socket).call(Request(op: .metrics)).metrics ?? ""
+            return text.split(separator: "\n").first { $0.hasPrefix("baton_connections ") }.flatMap { Int($0.split(separator: " ")[1]) }
+        }
+        #expect(try connections() == 1, "only the asking connection")
+        do {
+            let watcher = try Client(path: daemon.socket)
+            try watcher.send(Request(op: .watch))
+            #expect(try watcher.receive(timeout: .seconds(10))?.event == "watching")
+            #expect(try connections() == 2)
+        }   // closed here
+        // The drop happens when batond's thread sees the hang-up; ask until it has (at most 5 s).
+        var open = try connections()
+        for _ in 0..<100 where open != 1 {
+            usleep(50_000)
+            open = try connections()
+        }
+        #expect(open == 1, "the closed watcher's connection is gone")
+        // And the socket thread sleeps: it used well under a second of CPU over the test.
+        let stat = try String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/stat", encoding: .utf8)
+        let fields = stat[stat.range(of: ") ")!.upperBound...].split(separator: " ")
+        let ticks = (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+        #expect(ticks < Int(sysconf(Int32(_SC_CLK_TCK))), "batond used \(ticks) clock ticks")
+    }
+}

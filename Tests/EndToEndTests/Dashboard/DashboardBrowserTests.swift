@@ -1,0 +1,212 @@
+import Foundation
+import Testing
+
+/// The dashboard in a real browser: headless Chromium, driven by WebDriver, on a real batond.
+/// With BATON_UPDATE_SCREENSHOTS=1 the screenshots replace those in docs/images.
+@Suite("End to end: the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+struct DashboardBrowserTests {
+    static let config = """
+        {
+          actions: {
+            quick: { description: "Succeeds after a moment", exec: ["sh", "-c", "sleep 1.5; echo all good"], policy: "join" },
+            build: {
+              description: "Reports its progress",
+              exec: ["sh", "-c", "for i in 1 2 3 4 5 6; do echo \\"$i/6 step $i\\" >&3; sleep 0.4; done"],
+              policy: "queue",
+            },
+            single: { description: "One at a time: a second press is refused", exec: ["sleep", "60"], policy: "reject" },
+            broken: { description: "Always fails", exec: ["sh", "-c", "echo 'disk full' >&2; exit 3"] },
+            deploy: {
+              description: "Deploy to an environment",
+              exec: ["sh", "-c", "echo deploying $BATON_PARAM_ENV"],
+              params: { env: { pattern: "^(staging|prod)$", default: "staging" } },
+              keyParams: ["env"],
+            },
+          },
+        }
+        """
+
+    static let screenshots: String = {
+        if ProcessInfo.processInfo.environment["BATON_UPDATE_SCREENSHOTS"] == "1" {
+            return URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../docs/images").standardizedFileURL.path
+        }
+        let directory = NSTemporaryDirectory() + "baton-screenshots-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
+    }()
+
+    static func card(_ action: String) -> String { "document.querySelector('.card[data-action=\"\(action)\"]')" }
+
+    @Test("press: the button shows loading at once, follows the run live, ends with ✓; a failure shows ✗ and the error")
+    func pressAndFollow() async throws {
+        let daemon = try Daemon(config: Self.config)
+        defer { daemon.stop() }
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        try await offPool {
+            let browser = try WebDriver()
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            #expect(try browser.wait(until: "\(Self.card("quick")) && document.querySelector('#connection').dataset.state === 'live'"))
+            // The token left the address bar for a cookie.
+            #expect(try browser.script("return location.href;") as? String == "http://\(dashboard.hostPort)/")
+            try browser.screenshot(to: Self.screenshots + "/dashboard-idle.png")
+
+            try browser.click(".card[data-action=\"quick\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.flight[data-phase=\"loading\"] .spinner')"))
+            #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.press-button').textContent.startsWith('Join run')"),
+                    "a join action's button offers to join the run in flight")
+            #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.note').textContent.includes('succeeded in')"))
+            #expect(try browser.text(".card[data-action=\"quick\"] .note").hasPrefix("✓ run 1 succeeded in"))
+            #expect(try browser.wait(until: "!\(Self.card("quick")).querySelector('.flight')"), "the loading state is gone")
+
+            try browser.click(".card[data-action=\"build\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("build")).querySelector('.flight progress') && \(Self.card("build")).querySelector('.flight progress').value >= 0.3"),
+                    "the action's progress lines move the bar")
+            #expect(try browser.wait(until: "\(Self.card("build")).querySelector('.press-button').textContent === 'Queue a follow-up'"))
+            try browser.screenshot(to: Self.screenshots + "/dashboard-loading.png")
+            try browser.click(".card[data-action=\"build\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("build")).querySelector('.note').textContent.includes('to start after the run in flight')"))
+            #expect(try browser.wait(until: "\(Self.card("build")).querySelector('.press-button').textContent.startsWith('Join follow-up run')"))
+
+            try browser.click(".card[data-action=\"broken\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("broken")).querySelector('.note[data-tone=\"bad\"]')"))
+            #expect(try browser.text(".card[data-action=\"broken\"] .note").contains("failed after"))
+            #expect(try browser.text(".card[data-action=\"broken\"] .note").contains("exited with status 3"))
+            // The history below follows live: the failure is in it without a reload.
+            #expect(try browser.wait(until: "[...document.querySelectorAll('#history .phase-failure')].length === 1"))
+            #expect(try browser.wait(until: "[...document.querySelectorAll('#history .phase-success')].length >= 2", seconds: 30),
+                    "both build runs end and show in the history")
+            try browser.screenshot(to: Self.screenshots + "/dashboard-outcomes.png")
+        }
+        let history = try daemon.baton("history", "--json")
+        #expect(history.stdout.components(separatedBy: "\"action\":\"build\"").count - 1 == 2, "a press and a follow-up: two build runs")
+    }
+
+    @Test("reject: the button is disabled while a run is in flight, whoever pressed it; cancel ends it")
+    func rejectAndCancel() async throws {
+        let daemon = try Daemon(config: Self.config)
+        defer { daemon.stop() }
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        try await offPool {
+            let browser = try WebDriver()
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            let button = "\(Self.card("single")).querySelector('.press-button')"
+            #expect(try browser.wait(until: "\(button) && !\(button).disabled"))
+            try browser.click(".card[data-action=\"single\"] .press-button")
+            #expect(try browser.wait(until: "\(button).disabled && \(button).textContent.startsWith('Loading')"))
+            // A second press does nothing: the button is disabled, and batond has one run.
+            try browser.click(".card[data-action=\"single\"] .press-button")
+            #expect(try browser.script("return \(button).disabled;") as? Bool == true)
+            try browser.screenshot(to: Self.screenshots + "/dashboard-reject.png")
+            #expect(try daemon.baton("history", "single", "--json").stdout.components(separatedBy: "\"id\":").count - 1 == 1)
+
+            // Cancel from the page: the run ends cancelled, the button comes back.
+            try browser.click(".card[data-action=\"single\"] .cancel")
+            #expect(try browser.wait(until: "\(Self.card("single")).querySelector('.note').textContent.includes('cancelled by')"))
+            #expect(try browser.wait(until: "!\(button).disabled"))
+
+            // Pressed by someone else (the CLI): the page's button is disabled all the same.
+            #expect(try daemon.baton("run", "single", "--detach").code == 0)
+            #expect(try browser.wait(until: "\(button).disabled"))
+            #expect(try daemon.baton("run", "single").code == 75, "batond agrees: busy")
+            #expect(try daemon.baton("cancel", "single").code == 0)
+            #expect(try browser.wait(until: "!\(button).disabled"))
+        }
+    }
+
+    @Test("params: a value that fails its pattern is refused with the CLI's message, next to its field; a good one runs")
+    func paramPattern() async throws {
+        let daemon = try Daemon(config: Self.config)
+        defer { daemon.stop() }
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        let cli = try daemon.baton("run", "deploy", "-p", "env=nope")
+        #expect(cli.code == 2)
+        let message = cli.stderr.split(separator: "\n").first.map { String($0.dropFirst("Error: ".count)) } ?? ""
+        #expect(message == "param env: \"nope\" does not match ^(staging|prod)$")
+        try await offPool {
+            let browser = try WebDriver()
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            #expect(try browser.wait(until: "document.querySelector('#param-deploy-env')"))
+            try browser.type("#param-deploy-env", "nope")
+            // Keyboard: Enter in the field submits its form.
+            try browser.keys("\u{E007}")
+            #expect(try browser.wait(until: "document.querySelector('#param-deploy-env-error').textContent !== ''"))
+            #expect(try browser.text("#param-deploy-env-error") == message)
+            #expect(try browser.script("return document.querySelector('#param-deploy-env').getAttribute('aria-invalid');") as? String == "true")
+            try browser.screenshot(to: Self.screenshots + "/dashboard-param-error.png")
+            try browser.type("#param-deploy-env", "prod")
+            try browser.click(".card[data-action=\"deploy\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("deploy")).querySelector('.note').textContent.includes('succeeded')"))
+        }
+        // Nothing was sent to batond for the bad value: its only deploy run is the good one.
+        let history = try daemon.baton("history", "deploy", "--json").stdout
+        #expect(history.contains("\"env\":\"prod\""))
+        #expect(!history.contains("nope"))
+    }
+
+    @Test("a run's page: its timeline, who triggered and joined it, and its output")
+    func runPage() async throws {
+        let daemon = try Daemon(config: Self.config)
+        defer { daemon.stop() }
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        #expect(try daemon.baton("run", "quick", "--detach").code == 0)
+        #expect(try daemon.baton("run", "quick").code == 0, "joins run 1 and waits for it")
+        try await offPool {
+            let browser = try WebDriver(width: 420, height: 900)
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            #expect(try browser.wait(until: "document.querySelector('.card .last a')"))
+            try browser.click(".card[data-action=\"quick\"] .last a")
+            #expect(try browser.wait(until: "document.querySelectorAll('#timeline li').length === 3"))
+            #expect(try browser.text("#run-title") == "Run 1: quick")
+            #expect(try browser.text("#run-state").hasPrefix("✓ run 1 succeeded in"))
+            let triggers = try browser.text("#triggers")
+            #expect(triggers.contains("root (uid 0)") && triggers.contains("created") && triggers.contains("joined"), "\(triggers)")
+            #expect(try browser.text("#output").contains("all good"))
+            #expect(try browser.text("#timeline").contains("queued → loading"))
+            try browser.screenshot(to: Self.screenshots + "/dashboard-run-phone.png")
+        }
+    }
+
+    @Test("a user who may read but not trigger sees every button disabled, and no cancel")
+    func readOnlyUser() async throws {
+        let daemon = try Daemon(config: """
+            {
+              socketMode: "0666",
+              allow: { trigger: { users: ["root"] }, cancel: { users: ["root"] }, read: { users: ["*"] } },
+              actions: {
+                quick: { exec: ["sleep", "30"] },
+                other: { exec: ["true"], description: "Nobody but root may press this" },
+              },
+            }
+            """)
+        defer { daemon.stop() }
+        chmod(daemon.directory, 0o755)
+        #expect(try daemon.baton("run", "quick", "--detach").code == 0)
+        let dashboard = try DashboardProcess(socket: daemon.socket,
+                                             launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        defer { dashboard.stop() }
+        try await offPool {
+            let browser = try WebDriver()
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            #expect(try browser.wait(until: "document.querySelectorAll('.card .press-button').length === 2 && document.querySelector('.flight')"))
+            #expect(try browser.script("return [...document.querySelectorAll('.press-button')].every((b) => b.disabled);") as? Bool == true)
+            #expect(try browser.script("return document.querySelectorAll('.cancel').length;") as? Int == 0)
+            #expect(try browser.script("return document.querySelector('.press-button').title;") as? String == "you may not trigger other")
+            try browser.screenshot(to: Self.screenshots + "/dashboard-read-only.png")
+        }
+        // The API refuses as batond does, whatever the page shows.
+        let refused = try HTTPProbe.request(port: dashboard.port, "POST", "/api/trigger",
+                                            fields: ["Cookie": dashboard.cookie, "Origin": "http://\(dashboard.hostPort)", "Content-Type": "application/json"],
+                                            body: #"{"action": "other"}"#)
+        #expect(refused.status == 403)
+        #expect(refused.body.contains("uid 65534 (nobody) may not trigger other"))
+    }
+}
