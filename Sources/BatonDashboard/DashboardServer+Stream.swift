@@ -20,12 +20,14 @@ extension DashboardServer {
         while true {
             let deadline = Date(timeIntervalSinceNow: Double(limits.keepalive.milliseconds) / 1_000)
             let view = feed.wait(until: deadline) { view in
-                guard view.online else { return !toldOffline }
+                guard view.online else { return view.settled && !toldOffline }
                 guard let cursor else { return true }
                 return view.ring.resume(after: cursor) != .replay([])
             }
             let text: String
-            if !view.online {
+            if !view.online && !view.settled {
+                text = SSE.keepalive
+            } else if !view.online {
                 text = toldOffline ? SSE.keepalive : SSE.event("offline", data: Self.message(view.offlineReason))
                 toldOffline = true
             } else {

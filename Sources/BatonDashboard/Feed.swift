@@ -12,6 +12,8 @@ public final class Feed: @unchecked Sendable {
     private(set) var ring = EventRing(epoch: Feed.newEpoch())
     private(set) var online = false
     private(set) var offlineReason = "connecting to batond"
+    /// Whether the first watch has begun or failed: until then a page waits rather than hear "offline".
+    private(set) var settled = false
 
     public init(link: BatondLink) { self.link = link }
 
@@ -23,6 +25,7 @@ public final class Feed: @unchecked Sendable {
 
     /// What a stream reads under the lock: whether batond is there, why not, and the ring.
     struct View {
+        var settled: Bool
         var online: Bool
         var offlineReason: String
         var ring: EventRing
@@ -36,7 +39,7 @@ public final class Feed: @unchecked Sendable {
         return view
     }
 
-    private var view: View { View(online: online, offlineReason: offlineReason, ring: ring) }
+    private var view: View { View(settled: settled, online: online, offlineReason: offlineReason, ring: ring) }
 
     private func run() {
         var pause = 0.2
@@ -46,6 +49,7 @@ public final class Feed: @unchecked Sendable {
             let wasOnline = online
             online = false
             offlineReason = reason
+            settled = true
             condition.broadcast()
             condition.unlock()
             // Try again soon after a watch that worked; back off while batond stays away.
@@ -59,7 +63,7 @@ public final class Feed: @unchecked Sendable {
         let client: Client
         do {
             client = try Client(path: link.socketPath)
-            try client.send(Request(op: .watch))
+            try client.send(Request(op: .watch, progress: true))
         } catch {
             return "cannot reach batond at \(link.socketPath)"
         }
@@ -70,11 +74,13 @@ public final class Feed: @unchecked Sendable {
                     condition.lock()
                     ring = EventRing(epoch: Self.newEpoch())
                     online = true
+                    settled = true
                     condition.broadcast()
                     condition.unlock()
                 } else if response.event == "update" {
                     condition.lock()
-                    ring.append(name: "update", data: String(decoding: line, as: UTF8.self))
+                    // A transition, or (without one) progress a run reported.
+                    ring.append(name: response.transition == nil ? "progress" : "update", data: String(decoding: line, as: UTF8.self))
                     condition.broadcast()
                     condition.unlock()
                 } else if let error = response.error {

@@ -123,7 +123,7 @@ extension Service {
         // Registered before "watching" goes out, so that nothing committed after the client hears
         // it is missed; what arrives in between is held and sent after it, in order.
         let held = Locked<[RunUpdate]?>([])
-        let id = conductor.observe(action: request.action) { [self] update in
+        let id = conductor.observe(action: request.action, progress: request.progress ?? false) { [self] update in
             guard let update else { return exchange.fail(.stopped("batond is shutting down")) }
             guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
             let holding = held.withLock { list -> Bool in

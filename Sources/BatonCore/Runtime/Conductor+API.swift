@@ -134,10 +134,10 @@ extension Conductor {
     /// Calls `observer` with every committed transition (of one action, or all), on the thread
     /// that learns of the commit (it must not block), and with nil when batond stops.
     @discardableResult
-    public func observe(action: String? = nil, _ observer: @escaping Follower) -> Int {
+    public func observe(action: String? = nil, progress: Bool = false, _ observer: @escaping Follower) -> Int {
         let id = watchers.withLock { watchers -> Int in
             defer { watchers.next += 1 }
-            watchers.all[watchers.next] = (action, observer)
+            watchers.all[watchers.next] = Watcher(action: action, progress: progress, follower: observer)
             return watchers.next
         }
         if core.withLock({ $0.isDrained }) { stopObserving(id); observer(nil) }

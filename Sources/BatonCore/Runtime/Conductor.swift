@@ -102,7 +102,14 @@ public final class Conductor: Sendable {
     let core: Locked<Core>
     /// Watchers of every committed transition (of one action, or all): their own lock, because
     /// ending a watch's stream calls its termination handler, which removes it.
-    let watchers = Locked<(next: Int, all: [Int: (action: String?, follower: Follower)])>((0, [:]))
+    let watchers = Locked<(next: Int, all: [Int: Watcher])>((0, [:]))
+
+    /// Who follows the transitions (and, when it asked, the progress) of one action or all.
+    struct Watcher {
+        var action: String?
+        var progress: Bool
+        var follower: Follower
+    }
 
     public init(actions: [Action], store: any RunStore = MemoryStore(), options: Options = Options()) {
         self.store = store
@@ -155,7 +162,8 @@ public final class Conductor: Sendable {
             if let reply = core.replies.removeValue(forKey: token) { deliver(answer, to: reply, &core) }
         case let .publish(update):
             for waiter in core.waiters[update.run.id] ?? [] { waiter(update) }
-            if update.transition != nil, !options.watchersFedByFleet { publishToWatchers(update) }
+            if update.transition == nil { publishToWatchers(update, progress: true) }
+            else if !options.watchersFedByFleet { publishToWatchers(update) }
         case let .close(run):
             for waiter in core.waiters.removeValue(forKey: run) ?? [] { waiter(nil) }
             core.attempts[run] = nil
@@ -219,8 +227,11 @@ public final class Conductor: Sendable {
         }
     }
 
-    func publishToWatchers(_ update: RunUpdate) {
-        let targets = watchers.withLock { $0.all.values.filter { $0.action == nil || $0.action == update.run.action } }
+    /// Calls the watchers of the update's action (only those that asked for progress, for progress).
+    func publishToWatchers(_ update: RunUpdate, progress: Bool = false) {
+        let targets = watchers.withLock {
+            $0.all.values.filter { ($0.action == nil || $0.action == update.run.action) && (!progress || $0.progress) }
+        }
         for watcher in targets { watcher.follower(update) }
     }
 }

@@ -44,10 +44,12 @@ public struct Request: Codable, Sendable {
     public var key: String?
     /// history: which runs.
     public var filter: HistoryFilter?
+    /// watch: also an `update` without a transition each time a run in flight reports progress.
+    public var progress: Bool?
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
-                dryRun: Bool? = nil) {
+                dryRun: Bool? = nil, progress: Bool? = nil) {
         self.id = id
         self.op = op
         self.action = action
@@ -58,5 +60,6 @@ public struct Request: Codable, Sendable {
         self.key = key
         self.filter = filter
         self.dryRun = dryRun
+        self.progress = progress
     }
 }

@@ -106,6 +106,7 @@ function connect() {
   });
   source.addEventListener("snapshot", (event) => { show("live", "live"); applySnapshot(JSON.parse(event.data)); });
   source.addEventListener("update", (event) => { const update = JSON.parse(event.data); applyUpdate(update.run, update.transition); });
+  source.addEventListener("progress", (event) => applyProgress(JSON.parse(event.data).run));
   source.addEventListener("offline", (event) => show("offline", JSON.parse(event.data).message));
 }
 
@@ -146,6 +147,15 @@ function applyUpdate(run, transition) {
   } else if (run.id === state.runID) {
     loadRun();
   }
+}
+
+// Progress is not a transition: it only moves the bar of a run the page knows to be live.
+function applyProgress(run) {
+  const known = state.runs.get(run.id);
+  if (!known || TERMINAL.has(known.phase)) return;
+  known.progress = run.progress;
+  if (state.view === "actions") renderCard(run.action);
+  else if (run.id === state.runID) loadRun();
 }
 
 function liveRuns(action) {
@@ -471,10 +481,11 @@ function renderRun(detail, users) {
     return el("li", { "data-phase": t.to }, el("time", { text: localTime(t.at) }),
       el("span", { class: `phase phase-${t.to}`, text: `${t.from || "new"} → ${t.to}` }), extra.length ? ` (${extra.join("; ")})` : "");
   }));
-  const triggers = detail.triggers || [];
-  $("#triggers").replaceChildren(...(triggers.length ? triggers.map((t) =>
-    el("li", { text: `${localTime(t.at)}: ${t.peer ? `${userName(t.peer.uid, users)} (pid ${t.peer.pid})` : "batond"} — ${t.decision}${t.policy ? `, policy ${t.policy}` : ""}` }))
-    : [el("li", { class: "muted", text: "no trigger recorded (a run started by recovery)" })]));
+  // The press that created the run, then every later one recorded against it (joined, rejected, …).
+  const who = (peer) => peer ? `${userName(peer.uid, users)} (pid ${peer.pid})` : "batond";
+  const presses = [{ at: run.queuedAt, peer: run.trigger, decision: "created", policy: run.policy }, ...(detail.triggers || [])];
+  $("#triggers").replaceChildren(...presses.map((t) =>
+    el("li", { text: `${localTime(t.at)}: ${who(t.peer)} — ${t.decision}${t.policy ? `, policy ${t.policy}` : ""}` })));
   const bytes = detail.output ? Uint8Array.from(atob(detail.output), (c) => c.charCodeAt(0)) : new Uint8Array();
   $("#output").textContent = new TextDecoder("utf-8", { fatal: false }).decode(bytes) || "";
   $("#output-note").textContent = bytes.length === 0 ? "No output." : (detail.outputTruncated ? "The last part of the output (the start was cut)." : "");

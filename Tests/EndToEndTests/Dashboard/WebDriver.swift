@@ -8,17 +8,13 @@ final class WebDriver: @unchecked Sendable {
     static let chromedriver = "/usr/bin/chromedriver"
     static var available: Bool { FileManager.default.isExecutableFile(atPath: chromium) && FileManager.default.isExecutableFile(atPath: chromedriver) }
 
-    private let driver = Process()
+    private let driver: Spawned
     private let port: UInt16
     private var session = ""
 
     init(width: Int = 1100, height: Int = 900) throws {
         port = try Self.freePort()
-        driver.executableURL = URL(fileURLWithPath: Self.chromedriver)
-        driver.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1"]
-        driver.standardOutput = FileHandle.nullDevice
-        driver.standardError = FileHandle.nullDevice
-        try driver.run()
+        driver = try Spawned([Self.chromedriver, "--port=\(port)", "--allowed-ips=127.0.0.1"])
         // chromedriver answers /status once it listens.
         var ready = false
         for _ in 0..<100 where !ready {
@@ -45,7 +41,7 @@ final class WebDriver: @unchecked Sendable {
 
     func quit() {
         if !session.isEmpty { _ = try? call("DELETE", "/session/\(session)"); session = "" }
-        if driver.isRunning { driver.terminate(); driver.waitUntilExit() }
+        driver.stop()
     }
 
     // MARK: What a test does
