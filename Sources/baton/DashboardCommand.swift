@@ -8,9 +8,9 @@ enum DashboardCommand {
     static let spec = CommandSpec(
         name: "dashboard",
         abstract: """
-            Serve a web page of your actions: a button per action that shows its run loading, its progress \
-            and its outcome, cancel, params, and the live history. It asks batond as you, so the page may do \
-            exactly what you may. Prints an address with a secret token; open it (once) in a browser on this \
+            Serve a web page of buttons, one per action. Each shows its run loading, its progress and its \
+            outcome, with cancel, params and the live history below. The page asks batond as you, so it may \
+            do exactly what you may. Prints an address with a secret token: open it in a browser on this \
             machine. Ctrl-C stops it.
             """,
         arguments: "",

@@ -263,10 +263,12 @@ function renderCard(name) {
   renderFlights(card, info, live, allowed);
   const last = lastRun(name);
   card.last.replaceChildren();
+  // The outcome of this page's own press is in the note; the last line would only repeat it.
+  card.last.hidden = !!last && card.noteRun === last.id;
   if (last) {
     const { tone, text } = outcome(last);
     card.last.className = `last outcome-${tone}`;
-    card.last.append(el("a", { href: `/runs/${last.id}`, text }), ` · ${ago(last.endedAt || last.queuedAt)}`);
+    card.last.append("Last: ", el("a", { href: `/runs/${last.id}`, text }), " · ", el("span", { class: "ago", "data-at": String(last.endedAt || last.queuedAt), text: ago(last.endedAt || last.queuedAt) }));
   } else {
     card.last.className = "last muted";
     card.last.textContent = allowed.has("trigger") ? "Never run yet." : "Never run yet. You may only watch this action.";
@@ -321,6 +323,7 @@ function setNote(name, text, tone, runID) {
   if (!card) return;
   card.note.dataset.tone = tone || "";
   card.note.replaceChildren(runID ? el("a", { href: `/runs/${runID}`, text }) : text);
+  card.noteRun = runID || null;
 }
 
 async function press(name) {
@@ -429,7 +432,7 @@ function renderHistory() {
       el("td", {}, el("a", { href: `/runs/${run.id}`, text: String(run.id) })),
       el("td", { text: run.key }),
       el("td", {}, el("span", { class: `phase phase-${run.phase}`, text: run.phase })),
-      el("td", { title: localTime(run.queuedAt), text: ago(run.queuedAt) }),
+      el("td", { title: localTime(run.queuedAt) }, el("span", { class: "ago", "data-at": String(run.queuedAt), text: ago(run.queuedAt) })),
       el("td", { text: took(run) }),
       el("td", { class: "host-column", text: run.host || "" }),
       el("td", { class: `outcome-${tone}`, text: TERMINAL.has(run.phase) ? text.replace(/^\S+ run \d+ /, "") : "" }));
@@ -495,6 +498,7 @@ function renderRun(detail, users) {
 
 function tick() {
   if (state.view !== "actions") return;
+  for (const span of document.querySelectorAll(".ago[data-at]")) span.textContent = ago(Number(span.dataset.at));
   for (const card of state.cards.values()) {
     for (const item of card.flights.children) {
       const run = state.runs.get(Number(item.dataset.run));

@@ -51,7 +51,7 @@ struct DashboardBrowserTests {
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         try await offPool {
-            let browser = try WebDriver()
+            let browser = try WebDriver(width: 1100, height: 1250)
             defer { browser.quit() }
             try browser.open(dashboard.url)
             #expect(try browser.wait(until: "\(Self.card("quick")) && document.querySelector('#connection').dataset.state === 'live'"))
@@ -178,6 +178,29 @@ struct DashboardBrowserTests {
         }
     }
 
+    @Test("keyboard and dark mode: Tab reaches the buttons in order, Enter presses; a dark system gets the dark page")
+    func keyboardAndDark() async throws {
+        let daemon = try Daemon(config: Self.config)
+        defer { daemon.stop() }
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        try await offPool {
+            let browser = try WebDriver(dark: true)
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            #expect(try browser.wait(until: "document.querySelectorAll('.card .press-button').length === 5"))
+            #expect(try browser.script("return matchMedia('(prefers-color-scheme: dark)').matches;") as? Bool == true)
+            #expect(try browser.script("return getComputedStyle(document.body).backgroundColor;") as? String == "rgb(20, 23, 27)")
+            // Tab: the Baton link first, then the first card's button ("broken", in name order).
+            try browser.keys("\u{E004}\u{E004}")
+            #expect(try browser.script("return document.activeElement.dataset.action;") as? String == "broken")
+            #expect(try browser.script("return getComputedStyle(document.activeElement).outlineStyle;") as? String == "solid", "a visible focus ring")
+            try browser.keys("\u{E007}")
+            #expect(try browser.wait(until: "\(Self.card("broken")).querySelector('.note[data-tone=\"bad\"]')"))
+            try browser.screenshot(to: Self.screenshots + "/dashboard-dark.png")
+        }
+    }
+
     @Test("a user who may read but not trigger sees every button disabled, and no cancel")
     func readOnlyUser() async throws {
         let daemon = try Daemon(config: """
@@ -206,6 +229,7 @@ struct DashboardBrowserTests {
             #expect(try browser.script("return document.querySelector('.press-button').title;") as? String == "you may not trigger other")
             try browser.screenshot(to: Self.screenshots + "/dashboard-read-only.png")
         }
+        #expect(try daemon.baton("cancel", "quick").code == 0)
         // The API refuses as batond does, whatever the page shows.
         let refused = try HTTPProbe.request(port: dashboard.port, "POST", "/api/trigger",
                                             fields: ["Cookie": dashboard.cookie, "Origin": "http://\(dashboard.hostPort)", "Content-Type": "application/json"],

@@ -12,7 +12,7 @@ final class WebDriver: @unchecked Sendable {
     private let port: UInt16
     private var session = ""
 
-    init(width: Int = 1100, height: Int = 900) throws {
+    init(width: Int = 1100, height: Int = 900, dark: Bool = false) throws {
         port = try Self.freePort()
         driver = try Spawned([Self.chromedriver, "--port=\(port)", "--allowed-ips=127.0.0.1"])
         // chromedriver answers /status once it listens.
@@ -27,6 +27,7 @@ final class WebDriver: @unchecked Sendable {
                          "--disable-component-update", "--disable-sync", "--disable-default-apps", "--disable-extensions",
                          "--metrics-recording-only", "--disable-features=Translate,OptimizationHints,MediaRouter",
                          "--force-color-profile=srgb", "--hide-scrollbars"]
+            + (dark ? ["--force-dark-mode", "--blink-settings=preferredColorScheme=0"] : [])
         let capabilities: [String: Any] = ["capabilities": ["alwaysMatch": [
             "browserName": "chrome", "goog:chromeOptions": ["binary": Self.chromium, "args": arguments]]]]
         let answer = try call("POST", "/session", capabilities)
@@ -41,6 +42,8 @@ final class WebDriver: @unchecked Sendable {
 
     func quit() {
         if !session.isEmpty { _ = try? call("DELETE", "/session/\(session)"); session = "" }
+        // chromedriver's own way out; then the signal, for one that does not answer.
+        _ = try? call("GET", "/shutdown")
         driver.stop()
     }
 
