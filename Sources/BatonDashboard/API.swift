@@ -68,8 +68,12 @@ struct API {
     static func check(_ params: [String: String], against info: ActionInfo) -> BatonError? {
         var declared: [String: ParamSpec] = [:]
         for (name, param) in info.params {
-            // A pattern batond compiled compiles here too; should it not, batond has the last word.
-            guard let pattern = try? param.pattern.map(ParamPattern.init) else { return nil }
+            var pattern: ParamPattern?
+            if let source = param.pattern {
+                // A pattern batond compiled compiles here too; should it not, batond has the last word.
+                guard let compiled = try? ParamPattern(source) else { return nil }
+                pattern = compiled
+            }
             declared[name] = ParamSpec(pattern: pattern, defaultValue: param.default)
         }
         do {
