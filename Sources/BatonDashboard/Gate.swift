@@ -38,13 +38,18 @@ public struct Gate: Sendable {
         }
         let cookie = Self.cookie(Self.cookieName, in: head)
         let given = QueryString.decode(head.query ?? "").first { $0.name == "token" }?.value
-        if cookie.map(matchesToken) != true {
-            guard head.path == "/", head.method == "GET", let given, matchesToken(given) else {
-                return .refuse(status: 401, reason: given == nil
-                    ? "open the address `baton dashboard` printed (it carries the token)"
-                    : "the token is not this dashboard's; open the address `baton dashboard` printed")
+        if let given {
+            // Traded at `GET /` only, and always for a clean address, with or without a cookie already.
+            guard matchesToken(given) else {
+                return .refuse(status: 401, reason: "the token is not this dashboard's; open the address `baton dashboard` printed")
+            }
+            guard head.path == "/", head.method == "GET" else {
+                return .refuse(status: 401, reason: "the token is traded for a cookie at / only; open the address `baton dashboard` printed")
             }
             return .exchange(location: "/")
+        }
+        guard cookie.map(matchesToken) == true else {
+            return .refuse(status: 401, reason: "open the address `baton dashboard` printed (it carries the token)")
         }
         guard let (route, method) = Route.of(path: head.path) else { return .refuse(status: 404, reason: "no such page: \(head.path)") }
         guard head.method == method || (method == "GET" && head.method == "HEAD" && route != .events) else {

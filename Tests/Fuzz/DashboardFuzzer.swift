@@ -21,7 +21,7 @@ public func fuzzDashboard(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition(QueryString.decode(head.query ?? "").contains { $0.name == "token" && $0.value == "t0k3n" })
     case let .serve(route):
         precondition(["127.0.0.1:8123", "localhost:8123"].contains(head.field("host")?.lowercased() ?? ""), "served only to this Host")
-        precondition(head.fields.contains { $0.name == "cookie" && $0.value.contains("baton_dashboard=t0k3n") }, "served only with the token")
+        precondition(head.fields.contains { $0.name == "cookie" && $0.value.contains("baton_dashboard") && $0.value.contains("t0k3n") }, "served only with the token")
         if route.changesState {
             precondition(head.method == "POST" && head.field("origin")?.hasPrefix("http://") == true)
             precondition((head.field("content-length").flatMap { Int($0) } ?? 1_000) <= 256)
