@@ -270,6 +270,7 @@ function renderCard(name) {
     card.last.className = `last outcome-${tone}`;
     card.last.append("Last: ", el("a", { href: `/runs/${last.id}`, text }), " · ", el("span", { class: "ago", "data-at": String(last.endedAt || last.queuedAt), text: ago(last.endedAt || last.queuedAt) }));
   } else {
+    card.last.hidden = live.length > 0;
     card.last.className = "last muted";
     card.last.textContent = allowed.has("trigger") ? "Never run yet." : "Never run yet. You may only watch this action.";
   }
@@ -341,8 +342,9 @@ async function press(name) {
     const message = answer.error.message;
     const match = /^param (\w+)/.exec(message);
     const field = match && card.inputs.get(match[1]);
+    // A param's error goes next to its field; anything else under the button.
     if (field) { field.input.setAttribute("aria-invalid", "true"); field.error.textContent = message; field.input.focus(); }
-    setNote(name, message, "bad");
+    else setNote(name, message, "bad");
     renderCard(name);
     return;
   }
