@@ -20,7 +20,7 @@ final class FleetFeed: @unchecked Sendable {
     /// this returns is missed, however late the listening connection comes up).
     init(_ coordinator: FleetCoordinator) {
         self.coordinator = coordinator
-        pipe(&wake)
+        _ = pipe(&wake)
         lastID = (try? coordinator.pool.with { db in
             Int64(try db.query("SELECT coalesce(max(id), 0) FROM transitions").first?[0] ?? "") ?? 0
         }) ?? 0

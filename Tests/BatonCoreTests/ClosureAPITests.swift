@@ -35,7 +35,7 @@ struct ClosureAPITests {
         let conductor = Conductor(actions: [])
         let gate = Gate()
         let first = Task { try await conductor.run("sync", .reject) { _ in await gate.wait() } }
-        while await conductor.inFlight().first?.phase != .loading { await Task.yield() }
+        while conductor.inFlight().first?.phase != .loading { await Task.yield() }
         do {
             _ = try await conductor.run("sync", .reject) { _ in Issue.record("second body ran") }
             Issue.record("second call was not rejected")
@@ -86,10 +86,10 @@ struct ClosureAPITests {
             await gate.wait()
         } }
         let b = Task { try await conductor.run("warm", .reject, .key("region"), params: ["region": "us"]) { _ in await gate.wait() } }
-        while await conductor.inFlight().filter({ $0.phase == .loading }).count < 2 { await Task.yield() }
-        let keys = await conductor.inFlight().map(\.key)
+        while conductor.inFlight().filter({ $0.phase == .loading }).count < 2 { await Task.yield() }
+        let keys = conductor.inFlight().map(\.key)
         #expect(Set(keys) == ["warm region=eu", "warm region=us"])
-        while await conductor.inFlight().first(where: { $0.params["region"] == "eu" })?.progress == nil { await Task.yield() }
+        while conductor.inFlight().first(where: { $0.params["region"] == "eu" })?.progress == nil { await Task.yield() }
         #expect(await conductor.inFlight().first { $0.params["region"] == "eu" }?.progress?.message == "halfway")
         gate.open()
         #expect(try await a.value.phase == .success)
@@ -107,7 +107,7 @@ struct ClosureAPITests {
         let conductor = Conductor(actions: [])
         conductor.remember([], durations: ["build": [1_000_000, 3_000_000, 2_000_000]])
         #expect(await conductor.estimate(of: "build") == .seconds(2))
-        await conductor.register(Action(name: "build")) { _ in }
+        conductor.register(Action(name: "build")) { _ in }
         let ticket = try await conductor.trigger(TriggerRequest(action: "build"))
         #expect(ticket.run.estimate == 2_000_000)
         _ = await ticket.outcome()

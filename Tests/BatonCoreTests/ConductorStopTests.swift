@@ -35,8 +35,8 @@ struct ConductorStopTests {
     func cancelQueued() async throws {
         let gate = Gate(), starts = Counter()
         let conductor = Conductor(actions: [], store: MemoryStore(), options: .init(maxConcurrentRuns: 1))
-        await conductor.register(Action(name: "a")) { _ in starts.increment(); await gate.wait() }
-        await conductor.register(Action(name: "b")) { _ in starts.increment() }
+        conductor.register(Action(name: "a")) { _ in starts.increment(); await gate.wait() }
+        conductor.register(Action(name: "b")) { _ in starts.increment() }
         let first = try await conductor.trigger(TriggerRequest(action: "a"))
         await untilLoading(first)
         let second = try await conductor.trigger(TriggerRequest(action: "b"))
@@ -93,7 +93,7 @@ struct ConductorStopTests {
     func replaceWithFollowUp() async throws {
         let gate = Gate(), starts = Counter()
         let conductor = Conductor(actions: [], store: MemoryStore())
-        await conductor.register(Action(name: "k", policy: .queue, policies: [.replace])) { _ in
+        conductor.register(Action(name: "k", policy: .queue, policies: [.replace])) { _ in
             starts.increment()
             await gate.wait()
             try Task.checkCancellation()
@@ -118,7 +118,7 @@ struct ConductorStopTests {
         let order = Recorder<String>()
         let conductor = Conductor(actions: [], store: MemoryStore(), options: .init(maxConcurrentRuns: 1))
         for name in ["a", "b", "c", "d"] {
-            await conductor.register(Action(name: name)) { _ in order.append(name); await gate.wait() }
+            conductor.register(Action(name: name)) { _ in order.append(name); await gate.wait() }
         }
         let first = try await conductor.trigger(TriggerRequest(action: "a"))
         await untilLoading(first)

@@ -80,7 +80,7 @@ struct ConductorTests {
         let store = MemoryStore()
         let conductor = Conductor(actions: [], store: store)
         let starts = Counter()
-        await conductor.register(Action(name: "slow", policy: .replace)) { _ in
+        conductor.register(Action(name: "slow", policy: .replace)) { _ in
             starts.increment()
             try await Task.sleep(for: .seconds(300))
         }
@@ -123,7 +123,7 @@ struct ConductorTests {
         let store = MemoryStore()
         let conductor = Conductor(actions: [], store: store)
         let attempts = Counter()
-        await conductor.register(Action(name: "flaky", retry: RetryPolicy(attempts: 2, backoff: .milliseconds(1)))) { _ in
+        conductor.register(Action(name: "flaky", retry: RetryPolicy(attempts: 2, backoff: .milliseconds(1)))) { _ in
             attempts.increment()
             if attempts.count < 3 { struct Boom: Error {}; throw Boom() }
         }

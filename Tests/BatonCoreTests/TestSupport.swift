@@ -4,7 +4,7 @@
 /// A conductor with one in-process action whose runs count their starts and wait at `gate`.
 func gated(_ action: Action, gate: Gate, starts: Counter, store: MemoryStore = MemoryStore()) async -> Conductor {
     let conductor = Conductor(actions: [], store: store)
-    await conductor.register(action) { _ in
+    conductor.register(action) { _ in
         starts.increment()
         await gate.wait()
     }

@@ -24,7 +24,7 @@ final class Container: @unchecked Sendable {
         let made = try execute("/usr/sbin/debootstrap", ["--variant=minbase", "--include=systemd,systemd-sysv,dbus,libsqlite3-0,libpq5",
                                                          "bookworm", base, mirror])
         guard made.code == 0 else { throw ContainerError.failed("debootstrap: \(made.stderr.suffix(2_000))") }
-        FileManager.default.createFile(atPath: base + "/.complete", contents: nil)
+        _ = FileManager.default.createFile(atPath: base + "/.complete", contents: nil)
     }
 
     /// A fresh copy of the base tree (debootstrapped first if need be).

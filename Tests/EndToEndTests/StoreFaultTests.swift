@@ -32,7 +32,7 @@ struct StoreFaultTests {
         let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
         daemon.stop()
         for file in [daemon.database, daemon.database + "-wal"] {
-            FileManager.default.createFile(atPath: file, contents: FileManager.default.contents(atPath: file) ?? Data())
+            _ = FileManager.default.createFile(atPath: file, contents: FileManager.default.contents(atPath: file) ?? Data())
             #expect(try execute("/usr/bin/chattr", ["+i", file]).code == 0)
             defer { _ = try? execute("/usr/bin/chattr", ["-i", file]) }
             let result = try execute(Binaries.batond, ["--config", daemon.configPath, "--socket", daemon.socket, "--database", daemon.database])

@@ -435,7 +435,8 @@ function renderHistory() {
       el("td", { text: run.key }),
       el("td", {}, el("span", { class: `phase phase-${run.phase}`, text: run.phase })),
       el("td", { title: localTime(run.queuedAt) }, el("span", { class: "ago", "data-at": String(run.queuedAt), text: ago(run.queuedAt) })),
-      el("td", { text: took(run) }),
+      el("td", {}, !TERMINAL.has(run.phase) && run.startedAt
+        ? el("span", { class: "took", "data-start": String(run.startedAt), text: took(run) }) : took(run)),
       el("td", { class: "host-column", text: run.host || "" }),
       el("td", { class: `outcome-${tone}`, text: TERMINAL.has(run.phase) ? text.replace(/^\S+ run \d+ /, "") : "" }));
     return row;
@@ -501,6 +502,7 @@ function renderRun(detail, users) {
 function tick() {
   if (state.view !== "actions") return;
   for (const span of document.querySelectorAll(".ago[data-at]")) span.textContent = ago(Number(span.dataset.at));
+  for (const span of document.querySelectorAll(".took[data-start]")) span.textContent = duration(nowMicros() - Number(span.dataset.start));
   for (const card of state.cards.values()) {
     for (const item of card.flights.children) {
       const run = state.runs.get(Number(item.dataset.run));
