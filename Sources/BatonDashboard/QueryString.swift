@@ -42,7 +42,8 @@ public enum QueryString {
     }
 
     /// A history filter from the page's query: `action` and `phase` (repeatable), `since` and
-    /// `until` (µs since the epoch), `limit`; an unknown name or a bad value is an error naming it.
+    /// `until` (µs since the epoch), `param` (`name=value`, repeatable), `limit`; an unknown name or a
+    /// bad value is an error naming it.
     public static func historyFilter(_ query: String) -> Result<HistoryFilter, BatonError> {
         var filter = HistoryFilter()
         for pair in decode(query) {
@@ -54,11 +55,15 @@ public enum QueryString {
             case "since", "until":
                 guard let micros = Int64(pair.value) else { return .failure(.badRequest("\(pair.name): expected microseconds since the epoch, got \(pair.value)")) }
                 if pair.name == "since" { filter.since = Timestamp(rawValue: micros) } else { filter.until = Timestamp(rawValue: micros) }
+            case "param":
+                let parts = pair.value.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2, !parts[0].isEmpty else { return .failure(.badRequest("param: expected name=value, got \(pair.value)")) }
+                filter.params[String(parts[0])] = String(parts[1])
             case "limit":
                 guard let limit = Int(pair.value), (0...1_000).contains(limit) else { return .failure(.badRequest("limit: expected 0 to 1000, got \(pair.value)")) }
                 filter.limit = limit
             default:
-                return .failure(.badRequest("the history takes action, phase, since, until and limit, not \(pair.name)"))
+                return .failure(.badRequest("the history takes action, phase, since, until, param and limit, not \(pair.name)"))
             }
         }
         return .success(filter)

@@ -55,13 +55,14 @@ struct EventRingTests {
 
     @Test("the history filter takes the page's fields and names what is wrong")
     func historyFilter() throws {
-        let filter = try QueryString.historyFilter("action=a&action=b&phase=failure&since=5&until=9&limit=20").get()
+        let filter = try QueryString.historyFilter("action=a&action=b&phase=failure&since=5&until=9&param=env%3Dprod&limit=20").get()
         #expect(filter == HistoryFilter(actions: ["a", "b"], phases: [.failure], since: Timestamp(rawValue: 5),
-                                        until: Timestamp(rawValue: 9), limit: 20))
+                                        until: Timestamp(rawValue: 9), params: ["env": "prod"], limit: 20))
         for (query, message) in [("phase=sideways", "phase: no phase is called sideways"),
                                  ("limit=5000", "limit: expected 0 to 1000, got 5000"),
                                  ("since=yesterday", "since: expected microseconds since the epoch, got yesterday"),
-                                 ("color=red", "the history takes action, phase, since, until and limit, not color")] {
+                                 ("param=env", "param: expected name=value, got env"),
+                                 ("color=red", "the history takes action, phase, since, until, param and limit, not color")] {
             #expect(throws: BatonError.badRequest(message)) { try QueryString.historyFilter(query).get() }
         }
     }

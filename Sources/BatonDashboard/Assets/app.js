@@ -380,6 +380,9 @@ function filters() {
   const form = $("#filters");
   const values = { action: form.action.value, phase: form.phase.value, since: form.since.value, limit: Number(form.limit.value) };
   values.sinceMicros = values.since ? nowMicros() - Number(values.since) * 1e6 : null;
+  values.untilMicros = form.until.value ? new Date(form.until.value).getTime() * 1000 : null;
+  const param = form.param.value.trim();
+  values.param = param.includes("=") ? param : "";
   return values;
 }
 
@@ -397,6 +400,8 @@ async function loadHistory() {
   if (f.action) query.append("action", f.action);
   if (f.phase) query.append("phase", f.phase);
   if (f.sinceMicros) query.append("since", String(Math.floor(f.sinceMicros)));
+  if (f.untilMicros) query.append("until", String(Math.floor(f.untilMicros)));
+  if (f.param) query.append("param", f.param);
   query.append("limit", String(f.limit));
   const mine = ++historyRequest;
   const answer = await api(`/api/history?${query}`);
@@ -407,7 +412,9 @@ async function loadHistory() {
 }
 
 function matches(run, f) {
-  return (!f.action || run.action === f.action) && (!f.phase || run.phase === f.phase) && (!f.sinceMicros || run.queuedAt >= f.sinceMicros);
+  const [name, value] = f.param ? [f.param.slice(0, f.param.indexOf("=")), f.param.slice(f.param.indexOf("=") + 1)] : [null, null];
+  return (!f.action || run.action === f.action) && (!f.phase || run.phase === f.phase) && (!f.sinceMicros || run.queuedAt >= f.sinceMicros)
+    && (!f.untilMicros || run.queuedAt <= f.untilMicros) && (!name || (run.params || {})[name] === value);
 }
 
 function upsertHistory(run) {
@@ -513,7 +520,10 @@ function tick() {
 
 document.addEventListener("DOMContentLoaded", () => {
   if (state.view === "run") { $("#actions-view").hidden = true; $("#run-view").hidden = false; }
-  else { $("#filters").addEventListener("change", loadHistory); }
+  else {
+    $("#filters").addEventListener("change", loadHistory);
+    $("#filters").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
+  }
   connect();
   setInterval(tick, 250);
 });

@@ -65,7 +65,16 @@ struct DashboardBrowserTests {
                     "a join action's button offers to join the run in flight")
             #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.note').textContent.includes('succeeded in')"))
             #expect(try browser.text(".card[data-action=\"quick\"] .note").hasPrefix("✓ run 1 succeeded in"))
+            #expect(try browser.wait(until: "!\(Self.card("quick")).querySelector('.flight')"))
             #expect(try browser.wait(until: "!\(Self.card("quick")).querySelector('.flight')"), "the loading state is gone")
+            // Again: now there is a past run, so the bar is an estimate; a second press joins.
+            try browser.click(".card[data-action=\"quick\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.flight-text')?.textContent.includes('(usually 1.5s)')"))
+            #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.press-button').textContent.startsWith('Join run')"))
+            try browser.click(".card[data-action=\"quick\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.note').textContent.includes('(shared)')"))
+            #expect(try browser.text(".card[data-action=\"quick\"] .note") == "joined run 2 (shared)")
+            #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.note').textContent.startsWith('✓ run 2 succeeded')"))
 
             try browser.click(".card[data-action=\"build\"] .press-button")
             #expect(try browser.wait(until: "\(Self.card("build")).querySelector('.flight progress') && \(Self.card("build")).querySelector('.flight progress').value >= 0.3"),
@@ -87,6 +96,7 @@ struct DashboardBrowserTests {
             try browser.screenshot(to: Self.screenshots + "/dashboard-outcomes.png")
         }
         #expect(try Self.runs(daemon, "build").count == 2, "a press and a follow-up: two build runs")
+        #expect(try Self.runs(daemon, "quick").count == 2, "the join made no run")
     }
 
     @Test("reject: the button is disabled while a run is in flight, whoever pressed it; cancel ends it")
@@ -148,6 +158,13 @@ struct DashboardBrowserTests {
             try browser.type("#param-deploy-env", "prod")
             try browser.click(".card[data-action=\"deploy\"] .press-button")
             #expect(try browser.wait(until: "\(Self.card("deploy")).querySelector('.note').textContent.includes('succeeded')"))
+            // The history's param filter, as `baton history --param env=staging`: nothing matches, then prod does.
+            try browser.type("#filter-param", "env=staging")
+            try browser.keys("\u{E007}")
+            #expect(try browser.wait(until: "document.querySelector('#history tbody').textContent === 'No runs match.'"))
+            try browser.type("#filter-param", "env=prod")
+            try browser.keys("\u{E007}")
+            #expect(try browser.wait(until: "document.querySelectorAll('#history tbody tr[data-run]').length === 1"))
         }
         // Nothing was sent to batond for the bad value: its only deploy run is the good one.
         #expect(try Self.runs(daemon, "deploy").map(\.params) == [["env": "prod"]])
