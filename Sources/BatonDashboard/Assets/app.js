@@ -301,7 +301,7 @@ function drawFlight(item, run) {
   if (run.key !== run.action) words += ` · ${run.key.slice(run.action.length + 1)}`;
   if (run.host) words += ` · on ${run.host}`;
   if (run.startedAt) words += ` · ${took(run)}`;
-  else words += ` · queued ${ago(run.queuedAt)}`;
+  else words += ` · for ${duration(nowMicros() - run.queuedAt)}`;
   bar.classList.remove("estimate");
   if (run.progress && run.progress.fraction != null) {
     bar.hidden = false; bar.value = run.progress.fraction;
