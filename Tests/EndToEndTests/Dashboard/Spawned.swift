@@ -1,3 +1,4 @@
+import CBatonSystem
 import Foundation
 
 /// A child process started with posix_spawn and reaped with waitpid: Foundation's Process was
@@ -10,20 +11,20 @@ final class Spawned: @unchecked Sendable {
     private var reaped = false
 
     init(_ argv: [String], environment: [String: String] = [:]) throws {
+        // Close-on-exec pipes, and baton_spawn closes every other descriptor in the child: a file
+        // another test is writing, held open by a long-lived child, would be "busy" (ETXTBSY) to exec.
         var outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
-        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw DashboardError("pipe: errno \(errno)") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-        for fd in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, fd) }
+        guard baton_pipe(&outPipe) == 0, baton_pipe(&errPipe) == 0 else { throw DashboardError("pipe: errno \(errno)") }
         let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = env.map { strdup($0) } + [nil]
         defer { (cArgs + cEnv).forEach { free($0) } }
         var child: pid_t = 0
-        let result = posix_spawn(&child, argv[0], &actions, nil, cArgs, cEnv)
+        let result = cArgs.map { UnsafePointer($0) }.withUnsafeBufferPointer { args in
+            cEnv.map { UnsafePointer($0) }.withUnsafeBufferPointer { envp in
+                baton_spawn(args.baseAddress, envp.baseAddress, nil, outPipe[1], errPipe[1], -1, &child)
+            }
+        }
         close(outPipe[1])
         close(errPipe[1])
         guard result == 0 else {
