@@ -8,15 +8,23 @@ final class HTTPProbe {
     private var buffer: [UInt8] = []
 
     init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // `fd` is set only once connected: a throw after every property is set would run deinit,
+        // which would close the descriptor a second time (by then perhaps another test's: CI saw
+        // EBADF in batond's and libpq's sockets while chromedriver was being polled).
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard result == 0 else { close(fd); throw DashboardError("connect to port \(port): errno \(errno)") }
+        guard result == 0 else {
+            let code = errno
+            close(socketFD)
+            throw DashboardError("connect to port \(port): errno \(code)")
+        }
+        fd = socketFD
     }
 
     deinit { close(fd) }
