@@ -90,7 +90,7 @@ struct ClosureAPITests {
         let keys = conductor.inFlight().map(\.key)
         #expect(Set(keys) == ["warm region=eu", "warm region=us"])
         while conductor.inFlight().first(where: { $0.params["region"] == "eu" })?.progress == nil { await Task.yield() }
-        #expect(await conductor.inFlight().first { $0.params["region"] == "eu" }?.progress?.message == "halfway")
+        #expect(conductor.inFlight().first { $0.params["region"] == "eu" }?.progress?.message == "halfway")
         gate.open()
         #expect(try await a.value.phase == .success)
         #expect(try await b.value.phase == .success)
@@ -106,14 +106,14 @@ struct ClosureAPITests {
     func estimate() async throws {
         let conductor = Conductor(actions: [])
         conductor.remember([], durations: ["build": [1_000_000, 3_000_000, 2_000_000]])
-        #expect(await conductor.estimate(of: "build") == .seconds(2))
+        #expect(conductor.estimate(of: "build") == .seconds(2))
         conductor.register(Action(name: "build")) { _ in }
         let ticket = try await conductor.trigger(TriggerRequest(action: "build"))
         #expect(ticket.run.estimate == 2_000_000)
         _ = await ticket.outcome()
         let after = try await conductor.run("fresh") { _ in }
         #expect(after.estimate == nil)
-        #expect(await conductor.estimate(of: "fresh") != nil)
+        #expect(conductor.estimate(of: "fresh") != nil)
     }
 }
 
