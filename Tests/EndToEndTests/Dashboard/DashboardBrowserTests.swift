@@ -42,18 +42,27 @@ struct DashboardBrowserTests {
         try Client(path: daemon.socket).call(Request(op: .history, filter: HistoryFilter(actions: [action]))).runs ?? []
     }
 
-    static func card(_ action: String) -> String { "document.querySelector('.card[data-action=\"\(action)\"]')" }
-
-    @Test("press: the button shows loading at once, follows the run live, ends with ✓; a failure shows ✗ and the error")
-    func pressAndFollow() async throws {
-        let daemon = try Daemon(config: Self.config)
+    /// A batond on the suite's config, its dashboard, and a browser on the dashboard's page; `body`
+    /// runs off the pool with all three.
+    static func withPage(width: Int = 1100, height: Int = 900, dark: Bool = false,
+                         _ body: @escaping @Sendable (Daemon, DashboardProcess, WebDriver) throws -> Void) async throws {
+        let daemon = try Daemon(config: config)
         defer { daemon.stop() }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         try await offPool {
-            let browser = try WebDriver(width: 1100, height: 1250)
+            let browser = try WebDriver(width: width, height: height, dark: dark)
             defer { browser.quit() }
             try browser.open(dashboard.url)
+            try body(daemon, dashboard, browser)
+        }
+    }
+
+    static func card(_ action: String) -> String { "document.querySelector('.card[data-action=\"\(action)\"]')" }
+
+    @Test("press: the button shows loading at once, follows the run live, ends with ✓; a failure shows ✗ and the error")
+    func pressAndFollow() async throws {
+        try await Self.withPage(height: 1250) { daemon, dashboard, browser in
             #expect(try browser.wait(until: "\(Self.card("quick")) && document.querySelector('#connection').dataset.state === 'live'"))
             // The token left the address bar for a cookie.
             #expect(try browser.script("return location.href;") as? String == "http://\(dashboard.hostPort)/")
@@ -94,21 +103,14 @@ struct DashboardBrowserTests {
             #expect(try browser.wait(until: "[...document.querySelectorAll('#history .phase-success')].length >= 2", seconds: 30),
                     "both build runs end and show in the history")
             try browser.screenshot(to: Self.screenshots + "/dashboard-outcomes.png")
+            #expect(try Self.runs(daemon, "build").count == 2, "a press and a follow-up: two build runs")
+            #expect(try Self.runs(daemon, "quick").count == 2, "the join made no run")
         }
-        #expect(try Self.runs(daemon, "build").count == 2, "a press and a follow-up: two build runs")
-        #expect(try Self.runs(daemon, "quick").count == 2, "the join made no run")
     }
 
     @Test("reject: the button is disabled while a run is in flight, whoever pressed it; cancel ends it")
     func rejectAndCancel() async throws {
-        let daemon = try Daemon(config: Self.config)
-        defer { daemon.stop() }
-        let dashboard = try DashboardProcess(socket: daemon.socket)
-        defer { dashboard.stop() }
-        try await offPool {
-            let browser = try WebDriver()
-            defer { browser.quit() }
-            try browser.open(dashboard.url)
+        try await Self.withPage { daemon, _, browser in
             let button = "\(Self.card("single")).querySelector('.press-button')"
             #expect(try browser.wait(until: "\(button) && !\(button).disabled"))
             try browser.click(".card[data-action=\"single\"] .press-button")
@@ -197,14 +199,7 @@ struct DashboardBrowserTests {
 
     @Test("keyboard and dark mode: Tab reaches the buttons in order, Enter presses; a dark system gets the dark page")
     func keyboardAndDark() async throws {
-        let daemon = try Daemon(config: Self.config)
-        defer { daemon.stop() }
-        let dashboard = try DashboardProcess(socket: daemon.socket)
-        defer { dashboard.stop() }
-        try await offPool {
-            let browser = try WebDriver(dark: true)
-            defer { browser.quit() }
-            try browser.open(dashboard.url)
+        try await Self.withPage(dark: true) { _, _, browser in
             #expect(try browser.wait(until: "document.querySelectorAll('.card .press-button').length === 5"))
             #expect(try browser.script("return matchMedia('(prefers-color-scheme: dark)').matches;") as? Bool == true)
             #expect(try browser.script("return getComputedStyle(document.body).backgroundColor;") as? String == "rgb(20, 23, 27)")
