@@ -23,6 +23,10 @@ public final class DashboardServer: @unchecked Sendable {
 
     public let address: ListenAddress
     public let gate: Gate
+    /// The codes handed out and the sessions they were traded for.
+    let sessions = Mutex(Sessions())
+    /// Told of each sign-in and each code used twice, to say so where the dashboard was started.
+    let onSignIn: @Sendable (SignIn) -> Void
     let limits: Limits
     let api: API
     let feed: Feed
@@ -30,21 +34,20 @@ public final class DashboardServer: @unchecked Sendable {
     private let connections = Atomic<Int>(0)
     let streams = Atomic<Int>(0)
 
-    public init(listening requested: ListenAddress, token: String, socketPath: String, limits: Limits = Limits()) throws(SocketError) {
+    public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(),
+                onSignIn: @escaping @Sendable (SignIn) -> Void = { _ in }) throws(SocketError) {
         var port: UInt16 = 0
         let fd = baton_tcp_listen(requested.host, requested.port, 64, &port)
         guard fd >= 0 else { throw .system("listen", path: requested.description, errno: -fd) }
         listenFD = fd
         address = ListenAddress(host: requested.host, port: port)
-        gate = Gate(token: token, address: address, bodyLimit: limits.bodyBytes)
+        gate = Gate(address: address, bodyLimit: limits.bodyBytes)
         self.limits = limits
+        self.onSignIn = onSignIn
         let link = BatondLink(socketPath: socketPath)
         api = API(link: link)
         feed = Feed(link: link)
     }
-
-    /// The address to open: carries the token once; the page trades it for a cookie.
-    public var url: String { "http://\(address)/?token=\(gate.token)" }
 
     /// Serves on the calling thread, forever.
     public func serve() -> Never {
@@ -78,12 +81,9 @@ public final class DashboardServer: @unchecked Sendable {
         case .gone: return
         case let .refused(status, reason): wire.send(refusal(status, reason).bytes(headOnly: false))
         case let .request(head, _):
-            switch gate.decide(head) {
+            switch gate.decide(head, sessions: sessions.withLock { $0 }) {
             case let .refuse(status, reason, allow):
                 wire.send(refusal(status, reason, allow: allow).bytes(headOnly: head.method == "HEAD"))
-            case let .exchange(location):
-                let fields = Assets.securityFields + [gate.cookieField, .init(name: "Location", value: location)]
-                wire.send(HTTPResponse(status: 303, extraFields: fields, body: Array("See /\n".utf8)).bytes(headOnly: false))
             case .serve(.events):
                 stream(wire, lastEventID: head.field("last-event-id"))
             case let .serve(route):
@@ -110,6 +110,7 @@ public final class DashboardServer: @unchecked Sendable {
         case let .run(id): api.run(id)
         case .trigger: api.trigger(body: body)
         case .cancel: api.cancel(body: body)
+        case .session: signIn(body: body)
         case .events: refusal(500, "streams are not answered here")
         }
     }

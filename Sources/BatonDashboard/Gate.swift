@@ -4,56 +4,41 @@ import BatonIPC
 /// a web server on a machine that runs deploys safe to leave open in a browser tab. In order:
 ///
 /// 1. `Host` must name this server (a DNS-rebinding page's requests carry its own name).
-/// 2. The token: the `baton_dashboard` cookie, or `?token=` on `GET /`, which is exchanged for the
-///    cookie (`HttpOnly`, `SameSite=Strict`) by a redirect that drops it from the address bar.
-/// 3. A known path (404), with its one method (405).
+/// 2. A known path (404), with its one method (405).
+/// 3. Everything but the page's own files and the sign-in needs a live session in
+///    `Authorization: Bearer` (401). Never a cookie: a browser sends cookies for 127.0.0.1 to every
+///    port of it, so another local user's server would receive one; a header is sent only by the
+///    page's own script, from its origin's storage.
 /// 4. For POST: `Origin` must be this server (CSRF), the body JSON and at most `bodyLimit` bytes.
 public struct Gate: Sendable {
-    public static let cookieName = "baton_dashboard"
-
-    public var token: String
     /// The `Host` values this server answers to: its address, and `localhost` for a loopback one.
     public var hosts: Set<String>
     public var bodyLimit: Int
 
     public enum Decision: Equatable, Sendable {
         case serve(Route)
-        /// The token came in the address: set the cookie and send the browser to the clean address.
-        case exchange(location: String)
         case refuse(status: Int, reason: String, allow: String? = nil)
     }
 
-    public init(token: String, address: ListenAddress, bodyLimit: Int = 16_384) {
-        self.token = token
+    public init(address: ListenAddress, bodyLimit: Int = 16_384) {
         self.bodyLimit = bodyLimit
         var hosts: Set<String> = [address.description]
-        if address.host == "127.0.0.1" { hosts.insert("localhost:\(address.port)") }
-        if address.host == "::1" { hosts.insert("localhost:\(address.port)") }
+        if address.host == "127.0.0.1" || address.host == "::1" { hosts.insert("localhost:\(address.port)") }
         self.hosts = hosts
     }
 
-    public func decide(_ head: HTTPRequestHead) -> Decision {
+    public func decide(_ head: HTTPRequestHead, sessions: Sessions) -> Decision {
         guard let host = head.field("host"), hosts.contains(host.lowercased()) else {
             return .refuse(status: 421, reason: "this is the Baton dashboard at \(hosts.sorted().joined(separator: " or ")), not \(head.field("host") ?? "(no Host)")")
-        }
-        let cookie = Self.cookie(Self.cookieName, in: head)
-        let given = QueryString.decode(head.query ?? "").first { $0.name == "token" }?.value
-        if let given {
-            // Traded at `GET /` only, and always for a clean address, with or without a cookie already.
-            guard matchesToken(given) else {
-                return .refuse(status: 401, reason: "the token is not this dashboard's; open the address `baton dashboard` printed")
-            }
-            guard head.path == "/", head.method == "GET" else {
-                return .refuse(status: 401, reason: "the token is traded for a cookie at / only; open the address `baton dashboard` printed")
-            }
-            return .exchange(location: "/")
-        }
-        guard cookie.map(matchesToken) == true else {
-            return .refuse(status: 401, reason: "open the address `baton dashboard` printed (it carries the token)")
         }
         guard let (route, method) = Route.of(path: head.path) else { return .refuse(status: 404, reason: "no such page: \(head.path)") }
         guard head.method == method || (method == "GET" && head.method == "HEAD" && route != .events) else {
             return .refuse(status: 405, reason: "\(head.path) takes \(method)", allow: method == "GET" ? "GET, HEAD" : method)
+        }
+        if route.needsSession {
+            guard let token = Self.bearer(in: head), sessions.admits(token) else {
+                return .refuse(status: 401, reason: "this page is not signed in: open an address `baton dashboard` printed (press Enter where it runs for a new one)")
+            }
         }
         if route.changesState {
             let origin = head.field("origin")
@@ -72,36 +57,12 @@ public struct Gate: Sendable {
         return .serve(route)
     }
 
-    /// Compares in time that does not depend on where the texts differ.
-    func matchesToken(_ given: String) -> Bool {
-        let a = Array(given.utf8), b = Array(token.utf8)
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
-    }
-
-    /// A cookie's value from the `Cookie` fields (`a=1; b=2`).
-    static func cookie(_ name: String, in head: HTTPRequestHead) -> String? {
-        for field in head.fields where field.name == "cookie" {
-            for pair in field.value.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingSpaces == name { return String(parts[1].trimmingSpaces) }
-            }
-        }
-        return nil
-    }
-
-    /// The `Set-Cookie` value that carries the token: never readable by scripts, never sent by
-    /// another site's page, gone when the browser closes.
-    public var cookieField: HTTPRequestHead.Field {
-        .init(name: "Set-Cookie", value: "\(Self.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict")
-    }
-}
-
-extension Substring {
-    var trimmingSpaces: Substring {
-        var text = self
-        while text.first == " " || text.first == "\t" { text.removeFirst() }
-        while text.last == " " || text.last == "\t" { text.removeLast() }
-        return text
+    /// The token of the one `Authorization: Bearer …` field; nil when there is none, or more than one.
+    static func bearer(in head: HTTPRequestHead) -> String? {
+        let fields = head.fields.filter { $0.name == "authorization" }
+        guard fields.count == 1 else { return nil }
+        let value = fields[0].value
+        guard value.count > 7, value.prefix(7).lowercased() == "bearer " else { return nil }
+        return String(value.dropFirst(7))
     }
 }

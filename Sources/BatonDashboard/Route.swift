@@ -1,5 +1,5 @@
 /// What the dashboard serves, by method and path: the page (at `/` and at each run's address),
-/// its three files, the JSON API and the event stream.
+/// its three files, the sign-in, the JSON API and the event stream.
 public enum Route: Equatable, Sendable {
     case page
     case asset(String)
@@ -9,6 +9,8 @@ public enum Route: Equatable, Sendable {
     case events
     case trigger
     case cancel
+    /// Trades a one-time code for a session.
+    case session
 
     /// The route of a path, and the one method it takes; nil for an unknown path.
     public static func of(path: String) -> (route: Route, method: String)? {
@@ -19,6 +21,7 @@ public enum Route: Equatable, Sendable {
         case "/api/history": return (.history, "GET")
         case "/api/trigger": return (.trigger, "POST")
         case "/api/cancel": return (.cancel, "POST")
+        case "/api/session": return (.session, "POST")
         case "/events": return (.events, "GET")
         default: break
         }
@@ -31,8 +34,18 @@ public enum Route: Equatable, Sendable {
         return nil
     }
 
-    /// Whether the route changes state (and so needs a same-origin POST).
-    public var changesState: Bool { self == .trigger || self == .cancel }
+    /// Whether the route changes state (and so needs a same-origin POST of JSON).
+    public var changesState: Bool { self == .trigger || self == .cancel || self == .session }
+
+    /// Whether the route needs a signed-in page: all but the page's own files (the same for
+    /// everyone, and loaded by the browser itself, which cannot add the session to them) and the
+    /// sign-in.
+    public var needsSession: Bool {
+        switch self {
+        case .page, .asset, .session: false
+        case .status, .history, .run, .events, .trigger, .cancel: true
+        }
+    }
 }
 
 extension Character {

@@ -10,14 +10,15 @@ enum DashboardCommand {
         abstract: """
             Serve a web page of buttons, one per action. Each shows its run loading, its progress and its \
             outcome, with cancel, params and the live history below. The page asks batond as you, so it may \
-            do exactly what you may. Prints an address with a secret token: open it in a browser on this \
-            machine. Ctrl-C stops it.
+            do exactly what you may. Prints an address with a one-time sign-in code (good once, for 60 s; \
+            Enter prints a new one): open it in a browser on this machine. Ctrl-C stops it.
             """,
         arguments: "",
         options: [
             OptionSpec(long: "listen", short: nil, value: "ADDR:PORT",
                        help: "where to serve (default 127.0.0.1 on a free port); not loopback: a warning"),
-            OptionSpec(long: "open", short: nil, value: nil, help: "open the address in a browser ($BROWSER or xdg-open)"),
+            OptionSpec(long: "open", short: nil, value: nil,
+                       help: "open it in a browser ($BROWSER or xdg-open), through a file only you can read"),
         ],
         run: run)
 
@@ -34,52 +35,47 @@ enum DashboardCommand {
         _ = try context.call(Request(op: .ping))
         let server: DashboardServer
         do {
-            server = try DashboardServer(listening: address, token: token(), socketPath: context.socketPath)
+            server = try DashboardServer(listening: address, socketPath: context.socketPath, onSignIn: tell)
         } catch {
             throw Failure(code: ExitCode.unavailable, message: "cannot serve on \(address): \(Context.reason(error))",
                           hint: "pick another address with --listen ADDR:PORT")
         }
         if !address.isLoopback {
-            FileHandle.standardError.write(Data("""
-                warning: \(server.address) is not a loopback address: anyone who can reach it and learns the token can do \
+            say("""
+                warning: \(server.address) is not a loopback address: anyone who can reach it and signs in can do \
                 what you may do with batond, and nothing is encrypted (no TLS). Prefer the default, or an SSH tunnel.\n
-                """.utf8))
+                """, to: .standardError)
         }
-        let banner = "Baton dashboard for batond at \(context.socketPath), acting as \(Format.userName(getuid())):\n"
-            + "  \(server.url)\nOpen it in a browser on this machine; Ctrl-C stops the dashboard.\n"
-        FileHandle.standardOutput.write(Data(banner.utf8))
-        signal(SIGINT) { _ in _exit(0) }
-        signal(SIGTERM) { _ in _exit(0) }
+        say("Baton dashboard for batond at \(context.socketPath), acting as \(Format.userName(getuid())):\n"
+            + "  \(server.address(code: server.issueCode()))\n"
+            + "Open it in a browser on this machine: its code signs in one page, within 60 s. "
+            + "Enter prints a new address; Ctrl-C stops the dashboard.\n")
+        signal(SIGINT) { _ in BrowserFile.removeAndExit() }
+        signal(SIGTERM) { _ in BrowserFile.removeAndExit() }
         signal(SIGPIPE, SIG_IGN)
-        if arguments.flag("open") { openBrowser(server.url) }
+        if arguments.flag("open") { BrowserFile.open(server) }
+        let newCodes = Thread {
+            while readLine() != nil { say("  \(server.address(code: server.issueCode()))\n") }
+        }
+        newCodes.start()
         server.serve()
     }
 
-    /// 32 random bytes as hex, from the kernel's generator.
-    static func token() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<4).map { _ in
-            let word = generator.next() as UInt64
-            let hex = String(word, radix: 16)
-            return String(repeating: "0", count: 16 - hex.count) + hex
-        }.joined()
+    /// Says on the dashboard's terminal when a page signs in, and when a code comes twice.
+    @Sendable static func tell(_ event: DashboardServer.SignIn) {
+        switch event {
+        case let .signedIn(code):
+            BrowserFile.used(code)
+            say("a page signed in (code …\(code.suffix(6)))\n")
+        case let .reused(code):
+            say("""
+                warning: the code …\(code.suffix(6)) came a second time, so the page it signed in is signed out. If you \
+                did not open it twice, someone else read it: press Enter for a new address.\n
+                """, to: .standardError)
+        }
     }
 
-    /// Starts `$BROWSER URL` or `xdg-open URL` without waiting; says so when there is neither.
-    static func openBrowser(_ url: String) {
-        let environment = ProcessInfo.processInfo.environment
-        let candidates = [environment["BROWSER"], "xdg-open"].compactMap { $0 }.filter { !$0.isEmpty }
-        let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-        for name in candidates {
-            let found = name.contains("/") ? name : path.map { "\($0)/\(name)" }.first { access($0, X_OK) == 0 }
-            guard let found, access(found, X_OK) == 0 else { continue }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: found)
-            process.arguments = [url]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            if (try? process.run()) != nil { return }
-        }
-        FileHandle.standardError.write(Data("no browser to open here (set $BROWSER, or install xdg-utils); open the address above yourself\n".utf8))
+    static func say(_ text: String, to handle: FileHandle = .standardOutput) {
+        handle.write(Data(text.utf8))
     }
 }

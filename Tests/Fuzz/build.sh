@@ -8,7 +8,7 @@
 #   patterns  param patterns: compile, and match in linear time
 #   conductor the conductor's pure state: random walks of events, every invariant checked each step
 #   http      the metrics listener's HTTP request head parser (BatonIPC)
-#   dashboard the dashboard's gate, query strings and history filter, after the head parser
+#   dashboard the dashboard's gate (with its sessions), query strings and history filter, after the head parser
 # The modules are compiled straight with swiftc (SwiftPM would also instrument its build tools).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,7 +42,7 @@ link() { # target, sources...
 }
 link frames Tests/Fuzz/FrameFuzzer.swift
 link http Tests/Fuzz/HTTPFuzzer.swift
-link dashboard Tests/Fuzz/DashboardFuzzer.swift Sources/BatonDashboard/Gate.swift Sources/BatonDashboard/Route.swift Sources/BatonDashboard/QueryString.swift
+link dashboard Tests/Fuzz/DashboardFuzzer.swift Sources/BatonDashboard/Gate.swift Sources/BatonDashboard/Sessions.swift Sources/BatonDashboard/Route.swift Sources/BatonDashboard/QueryString.swift
 link requests Tests/Fuzz/RequestFuzzer.swift
 link durations Tests/Fuzz/DurationFuzzer.swift
 link patterns Tests/Fuzz/PatternFuzzer.swift

@@ -77,37 +77,138 @@ function notes(detail) {
   return out;
 }
 
+// ---- signing in -----------------------------------------------------------------------------
+
+// The session lives in this origin's storage (scheme, host and port): no request the browser makes
+// to another port or host carries it, as a cookie for 127.0.0.1 would. It goes only in the
+// Authorization field of the page's own requests. A one-time code in the address (#code=…, which
+// the browser never sends anywhere) is traded for it once, and leaves the address bar at once.
+const SESSION = "baton-dashboard-session";
+let session = localStorage.getItem(SESSION);
+
+function takeCode() {
+  const match = /^#code=([0-9a-f]{1,128})$/.exec(location.hash);
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+  return match ? match[1] : null;
+}
+
+async function signIn() {
+  const code = takeCode();
+  if (session) {
+    let answer = null;
+    try { answer = await fetch("/api/status", { method: "HEAD", headers: authorization() }); } catch (error) { /* below */ }
+    if (answer && answer.ok) return true;
+  }
+  if (!code) { signedOut(); return false; }
+  const answer = await api("/api/session", { code }, { signingIn: true });
+  if (!answer.ok) { signedOut(answer.error.message); return false; }
+  session = answer.session;
+  localStorage.setItem(SESSION, session);
+  return true;
+}
+
+function signedOut(message) {
+  session = null;
+  localStorage.removeItem(SESSION);
+  const status = $("#connection");
+  status.dataset.state = "offline";
+  status.textContent = "not signed in";
+  const banner = $("#banner");
+  banner.textContent = message || "This page is not signed in: open an address `baton dashboard` printed (press Enter where it runs for a new one).";
+  banner.hidden = false;
+}
+
+const authorization = () => (session ? { Authorization: `Bearer ${session}` } : {});
+
+let streaming = false;
+async function start() {
+  if (!(await signIn()) || streaming) return;
+  streaming = true;
+  $("#banner").hidden = true;
+  await connect();
+  streaming = false;
+}
+
 // ---- talking to the dashboard ----------------------------------------------------------------
 
-async function api(path, body) {
-  const init = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+async function api(path, body, { signingIn = false } = {}) {
+  const headers = signingIn ? {} : authorization();
+  const init = body === undefined ? { headers }
+    : { method: "POST", headers: { ...headers, "Content-Type": "application/json" }, body: JSON.stringify(body) };
   let response;
   try {
     response = await fetch(path, init);
   } catch (error) {
     return { ok: false, error: { code: "internal", message: "the dashboard does not answer (is `baton dashboard` still running?)" } };
   }
+  if (response.status === 401 && !signingIn) signedOut();
   try {
     return await response.json();
   } catch (error) {
-    const text = response.status === 401 ? "this page's token is no longer valid: open the address `baton dashboard` printed" : `${response.status} ${response.statusText}`;
+    const text = response.status === 401 ? "this page is not signed in: open an address `baton dashboard` printed" : `${response.status} ${response.statusText}`;
     return { ok: false, error: { code: "internal", message: text } };
   }
 }
 
-function connect() {
-  const source = new EventSource("/events");
+// The event stream, read with fetch (EventSource cannot send the Authorization field): each
+// event's id resumes the stream after a drop, as Last-Event-ID.
+async function connect() {
   const status = $("#connection");
   const show = (stateName, text) => { status.dataset.state = stateName; status.textContent = text; };
-  source.addEventListener("open", () => show("live", "live"));
-  source.addEventListener("error", () => {
-    if (source.readyState === EventSource.CLOSED) show("offline", "the dashboard stopped or this page's token expired: reload");
-    else show("connecting", "reconnecting…");
-  });
-  source.addEventListener("snapshot", (event) => { show("live", "live"); applySnapshot(JSON.parse(event.data)); });
-  source.addEventListener("update", (event) => { const update = JSON.parse(event.data); applyUpdate(update.run, update.transition); });
-  source.addEventListener("progress", (event) => applyProgress(JSON.parse(event.data).run));
-  source.addEventListener("offline", (event) => show("offline", JSON.parse(event.data).message));
+  const handlers = {
+    snapshot: (data) => { show("live", "live"); applySnapshot(JSON.parse(data)); },
+    update: (data) => { const update = JSON.parse(data); applyUpdate(update.run, update.transition); },
+    progress: (data) => applyProgress(JSON.parse(data).run),
+    offline: (data) => show("offline", JSON.parse(data).message),
+  };
+  let lastEventID = null;
+  for (let delay = 500; session; delay = Math.min(delay * 2, 5000)) {
+    try {
+      const headers = { ...authorization(), Accept: "text/event-stream" };
+      if (lastEventID) headers["Last-Event-ID"] = lastEventID;
+      const response = await fetch("/events", { headers, cache: "no-store" });
+      if (response.status === 401) { signedOut(); return; }
+      if (!response.ok || !response.body) throw new Error(`${response.status}`);
+      show("live", "live");
+      delay = 500;
+      lastEventID = await readEvents(response.body, handlers, lastEventID);
+    } catch (error) {
+      // Dropped: try again below.
+    }
+    if (!session) return;
+    show("connecting", "reconnecting…");
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+}
+
+// Reads text/event-stream (as the dashboard writes it: LF line ends) until it ends; calls the
+// handler of each event; returns the last id seen.
+async function readEvents(body, handlers, lastEventID) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return lastEventID;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = "message", id = null;
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "event") name = text;
+        else if (field === "data") data.push(text);
+        else if (field === "id") id = text;
+      }
+      if (id !== null) lastEventID = id;
+      if (data.length && handlers[name]) handlers[name](data.join("\n"));
+    }
+  }
 }
 
 // ---- state -----------------------------------------------------------------------------------
@@ -524,6 +625,8 @@ document.addEventListener("DOMContentLoaded", () => {
     $("#filters").addEventListener("change", loadHistory);
     $("#filters").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
   }
-  connect();
   setInterval(tick, 250);
+  start();
+  // A new address pasted into this tab changes only its fragment: the page does not load again.
+  window.addEventListener("hashchange", () => { if (location.hash.startsWith("#code=")) start(); });
 });

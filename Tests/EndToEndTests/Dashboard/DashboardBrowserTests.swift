@@ -64,7 +64,7 @@ struct DashboardBrowserTests {
     func pressAndFollow() async throws {
         try await Self.withPage(height: 1250) { daemon, dashboard, browser in
             #expect(try browser.wait(until: "\(Self.card("quick")) && document.querySelector('#connection').dataset.state === 'live'"))
-            // The token left the address bar for a cookie.
+            // The code left the address bar (traded for a session the page keeps in its own origin's storage).
             #expect(try browser.script("return location.href;") as? String == "http://\(dashboard.hostPort)/")
             try browser.screenshot(to: Self.screenshots + "/dashboard-idle.png")
 
@@ -244,7 +244,7 @@ struct DashboardBrowserTests {
         #expect(try daemon.baton("cancel", "quick").code == 0)
         // The API refuses as batond does, whatever the page shows.
         let refused = try HTTPProbe.request(port: dashboard.port, "POST", "/api/trigger",
-                                            fields: ["Cookie": dashboard.cookie, "Origin": "http://\(dashboard.hostPort)", "Content-Type": "application/json"],
+                                            fields: try dashboard.authorization().merging(["Origin": "http://\(dashboard.hostPort)", "Content-Type": "application/json"]) { $1 },
                                             body: #"{"action": "other"}"#)
         #expect(refused.status == 403)
         #expect(refused.body.contains("uid 65534 (nobody) may not trigger other"))

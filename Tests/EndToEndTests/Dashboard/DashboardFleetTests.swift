@@ -12,7 +12,7 @@ struct DashboardFleetTests {
         let dashboard = try DashboardProcess(socket: hosts[0].socket)
         defer { dashboard.stop() }
         let probe = try HTTPProbe(port: dashboard.port)
-        probe.send("GET /events HTTP/1.1\r\nHost: \(dashboard.hostPort)\r\nCookie: \(dashboard.cookie)\r\n\r\n")
+        probe.send("GET /events HTTP/1.1\r\nHost: \(dashboard.hostPort)\r\nAuthorization: Bearer \(try dashboard.session())\r\n\r\n")
         #expect(probe.nextEvent()?.name == "snapshot")
         let run = try #require(try FleetTests.trigger(hosts[1], "quick", detach: false).run)
         #expect(run.phase == .success && run.host == "web-2")
@@ -24,7 +24,7 @@ struct DashboardFleetTests {
             phases.append(response.transition?.to.rawValue ?? "")
         }
         #expect(phases == ["queued", "loading", "success"])
-        let history = try HTTPProbe.request(port: dashboard.port, "GET", "/api/history", fields: ["Cookie": dashboard.cookie])
+        let history = try HTTPProbe.request(port: dashboard.port, "GET", "/api/history", fields: try dashboard.authorization())
         #expect(history.status == 200 && history.body.contains(#""host":"web-2""#), "\(history.body)")
     }
 }

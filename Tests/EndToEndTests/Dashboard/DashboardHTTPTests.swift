@@ -17,42 +17,45 @@ struct DashboardHTTPTests {
         }
         """
 
-    func pageFields(_ dashboard: DashboardProcess) -> [String: String] {
-        ["Cookie": dashboard.cookie, "Origin": "http://\(dashboard.hostPort)", "Content-Type": "application/json"]
+    func pageFields(_ dashboard: DashboardProcess) throws -> [String: String] {
+        try dashboard.authorization().merging(["Origin": "http://\(dashboard.hostPort)", "Content-Type": "application/json"]) { $1 }
     }
 
-    @Test("token, Host, Origin, method, type, size and head limits are each refused with their status")
+    @Test("session, Host, Origin, method, type, size and head limits are each refused with their status")
     func defences() throws {
         let daemon = try Daemon(config: Self.config)
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         let port = dashboard.port
-        // The token in the address is traded for the cookie, and the address left clean.
-        let exchange = try HTTPProbe.request(port: port, "GET", "/?token=\(dashboard.token)")
-        #expect(exchange.status == 303)
-        #expect(exchange.field("Location") == "/")
-        #expect(exchange.field("Set-Cookie") == "baton_dashboard=\(dashboard.token); Path=/; HttpOnly; SameSite=Strict")
-        let page = try HTTPProbe.request(port: port, "GET", "/", fields: ["Cookie": dashboard.cookie])
+        let session = try dashboard.authorization()
+        // The page and its files are served to anyone (they are the same for everyone); no cookie is ever set.
+        let page = try HTTPProbe.request(port: port, "GET", "/")
         #expect(page.status == 200)
+        #expect(page.field("Set-Cookie") == nil)
         #expect(page.body.contains("<script src=\"/app.js\""))
         #expect(!page.body.contains("<script>"), "no inline script")
         #expect(page.field("Content-Security-Policy")?.contains("script-src 'self'") == true)
         #expect(page.field("X-Frame-Options") == "DENY")
         #expect(page.field("Access-Control-Allow-Origin") == nil, "no CORS")
 
+        let fields = try pageFields(dashboard)
         let cases: [(String, String, [String: String], String, Int)] = [
-            ("GET", "/", [:], "", 401),
-            ("GET", "/?token=wrong", [:], "", 401),
-            ("GET", "/api/status", ["Cookie": "baton_dashboard=wrong"], "", 401),
-            ("GET", "/", ["Cookie": dashboard.cookie, "Host": "attacker.example:\(port)"], "", 421),
-            ("GET", "/nope", ["Cookie": dashboard.cookie], "", 404),
-            ("GET", "/api/trigger", ["Cookie": dashboard.cookie], "", 405),
-            ("DELETE", "/api/status", ["Cookie": dashboard.cookie], "", 405),
-            ("POST", "/api/trigger", pageFields(dashboard).merging(["Origin": "http://attacker.example"]) { $1 }, #"{"action":"a"}"#, 403),
-            ("POST", "/api/trigger", pageFields(dashboard).filter { $0.key != "Origin" }, #"{"action":"a"}"#, 403),
-            ("POST", "/api/trigger", pageFields(dashboard).merging(["Content-Type": "text/plain"]) { $1 }, #"{"action":"a"}"#, 415),
-            ("POST", "/api/trigger", pageFields(dashboard), String(repeating: " ", count: 16_385), 413),
-            ("POST", "/api/trigger", pageFields(dashboard), "not json", 400),
+            ("GET", "/api/status", [:], "", 401),
+            ("GET", "/events", [:], "", 401),
+            ("GET", "/api/status", ["Authorization": "Bearer wrong"], "", 401),
+            ("GET", "/api/status", ["Cookie": "baton_dashboard=\(try dashboard.session())"], "", 401),
+            ("GET", "/", session.merging(["Host": "attacker.example:\(port)"]) { $1 }, "", 421),
+            ("GET", "/nope", session, "", 404),
+            ("GET", "/api/trigger", session, "", 405),
+            ("DELETE", "/api/status", session, "", 405),
+            ("POST", "/api/trigger", fields.filter { $0.key != "Authorization" }, #"{"action":"a"}"#, 401),
+            ("POST", "/api/trigger", fields.merging(["Origin": "http://attacker.example"]) { $1 }, #"{"action":"a"}"#, 403),
+            ("POST", "/api/trigger", fields.filter { $0.key != "Origin" }, #"{"action":"a"}"#, 403),
+            ("POST", "/api/trigger", fields.merging(["Content-Type": "text/plain"]) { $1 }, #"{"action":"a"}"#, 415),
+            ("POST", "/api/trigger", fields, String(repeating: " ", count: 16_385), 413),
+            ("POST", "/api/trigger", fields, "not json", 400),
+            ("POST", "/api/session", ["Origin": "http://\(dashboard.hostPort)", "Content-Type": "application/json"], "not json", 400),
+            ("POST", "/api/session", ["Origin": "http://attacker.example", "Content-Type": "application/json"], #"{"code":"x"}"#, 403),
         ]
         for (method, path, fields, body, status) in cases {
             let answer = try HTTPProbe.request(port: port, method, path, fields: fields, body: body)
@@ -60,10 +63,40 @@ struct DashboardHTTPTests {
         }
         // Too many header fields, and a head too large.
         let many = Dictionary(uniqueKeysWithValues: (0..<60).map { ("X-Field-\($0)", "v") })
-        #expect(try HTTPProbe.request(port: port, "GET", "/", fields: many.merging(["Cookie": dashboard.cookie]) { $1 }).status == 431)
-        #expect(try HTTPProbe.request(port: port, "GET", "/", fields: ["Cookie": dashboard.cookie, "X-Big": String(repeating: "b", count: 9_000)]).status == 431)
+        #expect(try HTTPProbe.request(port: port, "GET", "/", fields: many).status == 431)
+        #expect(try HTTPProbe.request(port: port, "GET", "/", fields: ["X-Big": String(repeating: "b", count: 9_000)]).status == 431)
         // Nothing of the refused triggers reached batond.
         #expect(try daemon.baton("history", "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+    }
+
+    @Test("a code signs in one page, once: a second use signs that page out too; a code that is not one gets nothing")
+    func oneTimeCodes() throws {
+        let daemon = try Daemon(config: Self.config)
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        let code = DashboardProcess.code(of: dashboard.url)
+        #expect(code.count == 64 && code.allSatisfy(\.isHexDigit))
+        let first = try dashboard.signIn(code: code)
+        #expect(first.status == 200 && first.field("Set-Cookie") == nil, "\(first.head)")
+        let token = try #require(DashboardProcess.field("session", in: first.body))
+        #expect(token != code && token.count == 64)
+        let status = { (token: String) throws -> Int in
+            try HTTPProbe.request(port: dashboard.port, "GET", "/api/status", fields: ["Authorization": "Bearer \(token)"]).status
+        }
+        #expect(try status(token) == 200)
+        #expect(try status(code) == 401, "a code is not a session")
+        // The same code again (as whoever read it over the owner's shoulder would): refused, and the
+        // page it signed in is signed out; the owner is told.
+        let again = try dashboard.signIn(code: code)
+        #expect(again.status == 401 && again.body.contains("used already"), "\(again.body)")
+        #expect(try status(token) == 401)
+        #expect(dashboard.child.readStdout { $0.contains("a page signed in") }.contains("a page signed in (code …\(code.suffix(6)))"))
+        #expect(dashboard.child.readStderr { $0.contains("came a second time") }.contains("someone else read it"))
+        // A made-up code, and Enter's new code works while the old one stays dead.
+        #expect(try dashboard.signIn(code: String(repeating: "0", count: 64)).status == 401)
+        let fresh = try dashboard.signIn(code: DashboardProcess.code(of: try dashboard.newAddress()))
+        #expect(fresh.status == 200)
+        #expect(try dashboard.signIn(code: code).status == 401)
     }
 
     @Test("a head that never ends is answered 408 and closed")
@@ -83,9 +116,10 @@ struct DashboardHTTPTests {
         defer { dashboard.stop() }
         let port = dashboard.port
         let post = { (path: String, body: String) throws -> HTTPProbe.Answer in
-            try HTTPProbe.request(port: port, "POST", path, fields: pageFields(dashboard), body: body)
+            try HTTPProbe.request(port: port, "POST", path, fields: try pageFields(dashboard), body: body)
         }
-        let get = { (path: String) throws -> HTTPProbe.Answer in try HTTPProbe.request(port: port, "GET", path, fields: ["Cookie": dashboard.cookie]) }
+        let session = try dashboard.authorization()
+        let get = { (path: String) throws -> HTTPProbe.Answer in try HTTPProbe.request(port: port, "GET", path, fields: session) }
 
         let bad = try post("/api/trigger", #"{"action":"deploy","params":{"env":"nope"}}"#)
         #expect(bad.status == 400)
@@ -121,7 +155,7 @@ struct DashboardHTTPTests {
         defer { dashboard.stop() }
         func open(lastEventID: String? = nil) throws -> HTTPProbe {
             let probe = try HTTPProbe(port: dashboard.port)
-            var head = "GET /events HTTP/1.1\r\nHost: \(dashboard.hostPort)\r\nCookie: \(dashboard.cookie)\r\n"
+            var head = "GET /events HTTP/1.1\r\nHost: \(dashboard.hostPort)\r\nAuthorization: Bearer \(try dashboard.session())\r\n"
             if let lastEventID { head += "Last-Event-ID: \(lastEventID)\r\n" }
             probe.send(head + "\r\n")
             return probe
@@ -177,7 +211,7 @@ struct DashboardHTTPTests {
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         let probe = try HTTPProbe(port: dashboard.port)
-        probe.send("GET /events HTTP/1.1\r\nHost: \(dashboard.hostPort)\r\nCookie: \(dashboard.cookie)\r\n\r\n")
+        probe.send("GET /events HTTP/1.1\r\nHost: \(dashboard.hostPort)\r\nAuthorization: Bearer \(try dashboard.session())\r\n\r\n")
         #expect(probe.nextEvent()?.name == "snapshot")
         #expect(try daemon.baton("run", "p", "--detach").code == 0)
         var progress: HTTPProbe.Event?
@@ -196,21 +230,42 @@ struct DashboardHTTPTests {
         #expect(event?.data.contains(#""interrupted""#) == true, "the run batond's stop interrupted shows as the last outcome")
     }
 
-    @Test("--open starts $BROWSER with the address; a non-loopback --listen warns")
+    @Test("--open starts $BROWSER on a file only its user can read: nothing in the browser's argv signs in; the file's code works once, then the file is gone")
     func openAndListen() throws {
         let daemon = try Daemon(config: Self.config)
         let record = daemon.directory + "/opened"
         let browser = daemon.directory + "/browser.sh"
-        try "#!/bin/sh\necho \"$1\" > \(record)\n".write(toFile: browser, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\necho \"$@\" > \(record).part && mv \(record).part \(record)\n".write(toFile: browser, atomically: true, encoding: .utf8)
         chmod(browser, 0o755)
         let opened = try DashboardProcess(socket: daemon.socket, arguments: ["--open"], environment: ["BROWSER": browser])
         defer { opened.stop() }
-        var text = ""
-        for _ in 0..<100 where !text.contains("token=") {
-            usleep(50_000)
-            text = (try? String(contentsOfFile: record, encoding: .utf8)) ?? ""
+        var argv = ""
+        for _ in 0..<200 where argv.isEmpty {
+            usleep(25_000)
+            argv = ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == opened.url)
+        // What every local user can read (`ps -eo args`): a file's name, no code and no session.
+        #expect(argv.hasPrefix("file:///") && argv.hasSuffix("/open.html"), "\(argv)")
+        #expect(!argv.contains("code") && argv.range(of: "[0-9a-f]{16}", options: .regularExpression) == nil, "\(argv)")
+        let path = String(argv.dropFirst("file://".count))
+        var file = stat(), directory = stat()
+        #expect(stat(path, &file) == 0 && stat((path as NSString).deletingLastPathComponent, &directory) == 0)
+        #expect(file.st_mode & 0o7777 == 0o600 && file.st_uid == getuid())
+        #expect(directory.st_mode & 0o7777 == 0o700 && directory.st_uid == getuid())
+        let other = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/cat", path])
+        #expect(other.code != 0 && !other.stdout.contains("code="), "another user cannot read it")
+
+        let page = try String(contentsOfFile: path, encoding: .utf8)
+        let address = try #require(page.split(separator: "\"").first { $0.contains("#code=") }.map(String.init))
+        #expect(address.hasPrefix("0;url=http://\(opened.hostPort)/#code="))
+        let code = DashboardProcess.code(of: address)
+        #expect(!opened.output.contains(code), "the file's code is its own, not the one on the terminal")
+        #expect(try opened.signIn(code: code).status == 200)
+        for _ in 0..<200 where access(path, F_OK) == 0 { usleep(25_000) }
+        #expect(access(path, F_OK) != 0 && access((path as NSString).deletingLastPathComponent, F_OK) != 0, "gone once used")
+        // The dashboard's own argv carries nothing either.
+        let cmdline = try String(contentsOfFile: "/proc/\(opened.child.pid)/cmdline", encoding: .utf8)
+        #expect(!cmdline.contains(code))
 
         let wide = try DashboardProcess(socket: daemon.socket, arguments: ["--listen", "0.0.0.0:0"])
         defer { wide.stop() }

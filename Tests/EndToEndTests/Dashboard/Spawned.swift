@@ -54,6 +54,21 @@ final class Spawned: @unchecked Sendable {
         return text
     }
 
+    /// Reads stderr until `done` holds for what came, it ends, or `timeout` passes; returns what came.
+    func readStderr(timeout: Duration = .seconds(20), until done: (String) -> Bool) -> String {
+        let end = ContinuousClock.now + timeout
+        var text = ""
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while !done(text), case let left = end - .now, left > .zero {
+            var pfd = pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, Int32(left.components.seconds * 1_000 + 1)) > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { read(stderr, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            text += String(decoding: buffer[..<n], as: UTF8.self)
+        }
+        return text
+    }
+
     /// What stderr has now, without waiting.
     func availableStderr() -> String {
         var pfd = pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)
