@@ -34,6 +34,7 @@ extension Service {
         var response = Response(id: request.id)
         response.actions = infos
         response.storeProblem = journal.unavailableReason
+        response.processTree = processTree
         return response
     }
 

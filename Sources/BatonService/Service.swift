@@ -42,10 +42,13 @@ public final class Service: ServerDelegate, Sendable {
 
     /// What batond counts for `metrics` and `GET /metrics`: triggers here, runs and commits by batond.
     public let metrics: Metrics
+    /// How runs' processes are kept track of, for `status`.
+    let processTree: String?
 
     public init(conductor: Conductor, dispatcher: (any RunDispatcher)? = nil, history: any HistoryReader, journal: any RunStore,
-                generation: Generation, hooks: Hooks, metrics: Metrics = Metrics()) {
+                generation: Generation, hooks: Hooks, metrics: Metrics = Metrics(), processTree: String? = nil) {
         self.metrics = metrics
+        self.processTree = processTree
         self.conductor = conductor
         self.dispatcher = dispatcher ?? conductor
         self.history = history

@@ -40,6 +40,7 @@ enum Format {
         if let signal = detail.signal { notes.append("signal \(signal)") }
         if let by = detail.by { notes.append("by \(userName(by))") }
         if let backoff = detail.backoff { notes.append("retry in \(DurationText.format(.microseconds(backoff)))") }
+        if let leftovers = detail.leftovers { notes.append("\(leftovers) leftover process\(leftovers == 1 ? "" : "es")") }
         if let error = detail.error { notes.append(error) }
         return notes
     }

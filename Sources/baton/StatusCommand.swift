@@ -46,6 +46,7 @@ enum StatusCommand {
             print("new triggers are refused, and what happens to runs in flight waits in batond's memory until it can\n")
         }
         print(Format.table(["ACTION", "STATE", "LAST"], rows), terminator: "")
+        if let tree = response.processTree { print(context.paint("processes: \(tree)", .dim)) }
         return ExitCode.success
     }
 }

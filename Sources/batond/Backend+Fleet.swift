@@ -7,7 +7,7 @@ extension Backend {
     /// `store_unavailable` until it is done) waits for PostgreSQL, migrates, registers a new
     /// incarnation, kills and takes over what this host's previous start left, then renews the
     /// lease and follows the fleet's feed. `onFenced` runs if the lease is lost.
-    static func fleet(_ config: Config, _ fleet: FleetConfig, metrics: Metrics, onFenced: @escaping @Sendable (String) -> Void) -> Backend {
+    static func fleet(_ config: Config, _ fleet: FleetConfig, metrics: Metrics, onFenced: @escaping @Sendable (String) -> Void) throws -> Backend {
         let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
         let pool = PGPool(conninfo: fleet.postgres, defaults: FleetStore.connectionDefaults(host: host.name, lease: fleet.lease))
         let store = FleetStore(pool: pool, host: host, onProblem: { problem in
@@ -16,13 +16,14 @@ extension Backend {
         }, onLost: { runs in
             Log.warning("runs \(runs.map(String.init).joined(separator: ", ")) were taken over by another host; their updates from here are dropped")
         })
-        // Tags this host's processes: its name and which database (two fleets may share a machine
-        // and a host name; neither's guard or recovery may touch the other's processes).
-        let instance = "fleet:\(host.name):\(FleetConfig.fingerprint(fleet.postgres))"
+        let instance = fleet.instance
+        let tracking = try Self.tracking(config, instance: instance)
         ExecRunner.adoptOrphans()
-        RunGuard.start(instance: instance)
+        RunGuard.start(instance: instance, tracking: tracking)
+        var runner = ExecRunner()
+        runner.tracking = tracking
         let conductor = Conductor(actions: config.actions, store: store,
-                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, instance: instance,
+                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                                              watchersFedByFleet: true))
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
                                            log: { Log.warning($0) })
@@ -30,6 +31,10 @@ extension Backend {
         let feed = Locked<FleetFeedHandle?>(nil)
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {
+            // Nothing of this host runs yet: whatever its cgroups hold, a crashed start left.
+            if case let .cgroup(hierarchy) = tracking, case let killed = hierarchy.removeAll(), killed > 0 {
+                Log.warning("killed \(killed) processes left in the cgroups of runs of this host's previous start")
+            }
             await Self.join(store, pool, lease, instance: instance)
             lease.start()
             feed.withLock { $0 = coordinator.startFeed() }
@@ -38,7 +43,7 @@ extension Backend {
             Log.info("joined the fleet as \(host.name) (\(host.incarnation))")
         }
         return Backend(conductor: conductor, dispatcher: coordinator, journal: store, history: store,
-                       describe: "fleet host \(host.name) (\(host.incarnation)) on PostgreSQL",
+                       describe: "fleet host \(host.name) (\(host.incarnation)) on PostgreSQL", tracking: tracking,
                        prune: { config, dryRun throws(BatonError) in
                            var overrides: [String: Retention.Override] = [:]
                            for action in config.actions { overrides[action.name] = action.retention }

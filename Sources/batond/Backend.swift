@@ -13,6 +13,8 @@ struct Backend {
     var history: any HistoryReader
     /// "database /var/lib/baton/history.db", or "fleet host web-1 on PostgreSQL".
     var describe: String
+    /// How runs' processes are kept track of here.
+    var tracking: ProcessTracking
     var prune: @Sendable (Config, Bool) async throws(BatonError) -> PruneReport
     var ping: @Sendable () async -> Void
     /// Stops the backend's own work and writes what is queued; returns how many writes were lost.
@@ -30,10 +32,13 @@ struct Backend {
             else { Log.info("the history can be written again") }
         })
         options.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
+        let tracking = try Self.tracking(config, instance: path)
         let store = try Store(path: path, options: options)
         ExecRunner.adoptOrphans()
+        var runner = ExecRunner()
+        runner.tracking = tracking
         let conductor = Conductor(actions: config.actions, store: store,
-                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, instance: path))
+                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path))
         do throws(BatonError) {
             let summary = await conductor.recover(try store.recoverableState())
             if summary != RecoverySummary() {
@@ -46,9 +51,19 @@ struct Backend {
             store.close()
             throw DaemonError("cannot read the history to recover: \(error.message)")
         }
-        return Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)",
+        return Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)", tracking: tracking,
                        prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
                        ping: { await store.ping() }, close: { store.close() })
+    }
+}
+
+extension Backend {
+    /// The tracking of runs' processes the config asks for, as this machine allows; logs why
+    /// there are no cgroups when it falls back.
+    static func tracking(_ config: Config, instance: String) throws -> ProcessTracking {
+        let (tracking, note) = try Daemon.processTracking(config.processTree, instance: instance)
+        if let note { Log.info(note) }
+        return tracking
     }
 }
 

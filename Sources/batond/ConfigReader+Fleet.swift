@@ -16,6 +16,11 @@ struct FleetConfig: Equatable {
         return String(hash, radix: 16)
     }
 
+    /// What tags this host's processes (`BATON_INSTANCE`): its name and which database, since two
+    /// fleets may share a machine and a host name, and neither's guard or recovery may touch the
+    /// other's processes.
+    var instance: String { "fleet:\(host):\(Self.fingerprint(postgres))" }
+
     static func defaultHost() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         gethostname(&buffer, buffer.count)

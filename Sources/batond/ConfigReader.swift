@@ -10,10 +10,11 @@ struct ConfigReader {
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
         "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
+        "processTree",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "onInterrupt", "retention", "allow", "user", "group", "umask",
+        "keyParams", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask",
     ]
 
     /// The longest action description, in bytes.
@@ -44,6 +45,10 @@ struct ConfigReader {
                 .flatMap { Store.Synchronous(rawValue: $0.uppercased()) } ?? .full
         }
         if let value = fields["metrics"] { config.metricsListen = metrics(value, at: "metrics") }
+        if let value = fields["processTree"] {
+            config.processTree = choice(value, at: "processTree", ProcessTreeSetting.allCases.map(\.rawValue))
+                .flatMap(ProcessTreeSetting.init(rawValue:)) ?? .auto
+        }
         config.fleet = fleet(fields)
         if let value = fields["retention"] {
             config.retention = Retention.standard.overridden(by: retention(value, at: "retention"))
@@ -121,6 +126,9 @@ struct ConfigReader {
             for (index, key) in action.keyParams.enumerated() where action.params[key] == nil {
                 fail("\(at).keyParams[\(index)]", "\(Action.quoted(key)) is not one of the action's params")
             }
+        }
+        if let leftovers = fields["leftovers"] {
+            action.leftovers = choice(leftovers, at: "\(at).leftovers", ["kill", "keep"]).flatMap(Leftovers.init(rawValue:)) ?? .kill
         }
         if let interrupt = fields["onInterrupt"] {
             action.onInterrupt = choice(interrupt, at: "\(at).onInterrupt", ["fail", "restart"]).flatMap(InterruptPolicy.init(rawValue:)) ?? .fail

@@ -39,15 +39,15 @@ enum Daemon {
 
         let metrics = Metrics()
         let backend: Backend
-        if let fleet = config.fleet {
-            backend = Backend.fleet(config, fleet, metrics: metrics, onFenced: { why in Self.restartAfterFence(why) })
-        } else {
-            do {
+        do {
+            if let fleet = config.fleet {
+                backend = try Backend.fleet(config, fleet, metrics: metrics, onFenced: { why in Self.restartAfterFence(why) })
+            } else {
                 backend = try await Backend.sqlite(config, path: databasePath, metrics: metrics)
-            } catch {
-                Log.error("\(error)")
-                return 1
             }
+        } catch {
+            Log.error("\(error)")
+            return 1
         }
         let conductor = backend.conductor
 
@@ -83,7 +83,8 @@ enum Daemon {
                               generation: Self.generation(config, socket: boundPath),
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(configBox.current, dryRun)
-                              }, connections: { serverBox.withLock { $0?.connectionCount ?? 0 } }), metrics: metrics)
+                              }, connections: { serverBox.withLock { $0?.connectionCount ?? 0 } }), metrics: metrics,
+                              processTree: backend.tracking.description)
         let server: Server
         do {
             server = try Server(listening: listenFD, limits: Server.Limits(maxConnections: Self.openFileRoom(for: config), maxConnectionsPerUser: config.maxConnectionsPerUser,
@@ -230,6 +231,8 @@ enum Daemon {
             let config = try Config.load(path: file)
             for warning in config.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
             print("\(file): ok, \(config.actions.count) action\(config.actions.count == 1 ? "" : "s"): \(config.actions.map(\.name).joined(separator: ", "))")
+            let instance = config.fleet?.instance ?? config.database ?? DatabasePath.default()
+            print(describeTracking(config, instance: instance))
             if let fleet = config.fleet { return checkFleet(fleet) }
             return 0
         } catch {

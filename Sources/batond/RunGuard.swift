@@ -3,15 +3,16 @@ import CBatonSystem
 import Foundation
 
 /// The guard of a fleet host's runs: a small process batond starts at boot (`batond
-/// --guard-runs PID INSTANCE`, in a session of its own) that waits for batond to exit, however
-/// it exits (kill -9 included), and then kills every process still tagged with batond's
-/// instance. Without it a batond killed alone would leave its actions running unsupervised
+/// --guard-runs PID INSTANCE [CGROUP]`, in a session of its own) that waits for batond to exit,
+/// however it exits (kill -9 included), and then kills every process of its runs: the cgroup
+/// subtree of its runs (when there is one) and every process still tagged with batond's instance. Without it a batond killed alone would leave its actions running unsupervised
 /// while another host, after the lease, starts the same keys.
 enum RunGuard {
     /// Starts the guard of this batond; logs and goes on without one if it cannot.
-    static func start(instance: String) {
+    static func start(instance: String, tracking: ProcessTracking) {
         var pid: pid_t = 0
-        let arguments = ["/proc/self/exe", "--guard-runs", String(getpid()), instance]
+        var arguments = ["/proc/self/exe", "--guard-runs", String(getpid()), instance]
+        if case let .cgroup(hierarchy) = tracking { arguments.append(hierarchy.directory) }
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { (text: String) in strdup(text) } + [nil]
         defer { argv.forEach { free($0) } }
         var attributes = posix_spawnattr_t()
@@ -28,14 +29,16 @@ enum RunGuard {
 
     /// The guard itself: returns its exit status.
     static func run(_ arguments: [String]) -> Int32 {
-        guard arguments.count == 2, let pid = pid_t(arguments[0]) else { return 2 }
+        guard arguments.count == 2 || arguments.count == 3, let pid = pid_t(arguments[0]) else { return 2 }
         let instance = arguments[1]
+        let hierarchy = arguments.count == 3 ? CgroupHierarchy(directory: arguments[2]) : nil
         signal(SIGINT, SIG_IGN)
         signal(SIGHUP, SIG_IGN)
         let fd = baton_pidfd_open(pid)
         guard fd >= 0 else { return 1 }
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while poll(&poller, 1, -1) < 0 && errno == EINTR {}
+        hierarchy?.killAll()
         let killed = TaggedProcesses.kill(instance: instance, runs: nil)
         if killed > 0 { Log.warning("batond (pid \(pid)) is gone: its guard killed \(killed) leftover processes of its runs") }
         return 0

@@ -63,6 +63,7 @@ final class TransitionLog: @unchecked Sendable {
         if let reason = detail.reason, transition.to.isTerminal || transition.to == .queued { notes.append(reason) }
         if let error = detail.error { notes.append(error) }
         if let by = detail.by { notes.append("by uid \(by)") }
+        if let leftovers = detail.leftovers { notes.append("\(leftovers) leftover process\(leftovers == 1 ? "" : "es") stopped") }
         if !notes.isEmpty { line += " (" + notes.joined(separator: ", ") + ")" }
         var fields = ["BATON_ACTION": run.action, "BATON_RUN": String(run.id), "BATON_PHASE": transition.to.rawValue,
                       "BATON_KEY": run.key]

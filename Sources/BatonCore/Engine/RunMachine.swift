@@ -107,7 +107,8 @@ public struct RunMachine: Sendable, Equatable {
     }
 
     private mutating func exited(attempt: Int, _ result: AttemptResult) -> [Effect] {
-        var detail = TransitionDetail(attempt: attempt, exitCode: result.exitCode, signal: result.signal, error: result.error)
+        var detail = TransitionDetail(attempt: attempt, exitCode: result.exitCode, signal: result.signal, error: result.error,
+                                      leftovers: result.leftovers)
         if let stop = stopping {
             let stopDetail = stop.detail
             detail.reason = stopDetail.reason

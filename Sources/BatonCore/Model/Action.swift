@@ -10,8 +10,12 @@ public struct Action: Sendable, Equatable {
     public var env: [String: String]
     /// How long a run may take, from its first `loading` to its end, retries and backoffs included.
     public var timeout: Duration?
-    /// How long a process group has between SIGTERM and SIGKILL.
+    /// How long a process tree has between SIGTERM and SIGKILL.
     public var killGrace: Duration
+    /// What happens to processes of a run's tree still alive when its leader exits: stopped
+    /// (SIGTERM, SIGKILL after `killGrace`) before the run's end is recorded, or kept running
+    /// (`leftovers: "keep"`), which breaks single flight: the next run may overlap them.
+    public var leftovers: Leftovers = .kill
     /// What a trigger does when the key already has a run in flight.
     public var policy: Policy
     /// The policies a trigger may ask for instead of `policy`.
@@ -55,6 +59,12 @@ public struct Action: Sendable, Equatable {
         self.onInterrupt = onInterrupt
         self.description = description
     }
+}
+
+/// What happens to the processes a run's leader leaves behind.
+public enum Leftovers: String, Codable, Sendable {
+    case kill
+    case keep
 }
 
 /// What recovery does with a run left `loading` or `retrying` by a crash.

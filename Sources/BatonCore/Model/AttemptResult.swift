@@ -8,6 +8,9 @@ public struct AttemptResult: Sendable, Equatable {
     public var signal: Int32?
     /// What went wrong, for people: "exited with status 3: disk full".
     public var error: String?
+    /// How many processes of its tree were still alive after its leader exited, and were stopped
+    /// (or kept, where the action says `leftovers: "keep"`).
+    public var leftovers: Int?
 
     public init(succeeded: Bool, started: Bool = true, exitCode: Int32? = nil, signal: Int32? = nil, error: String? = nil) {
         self.succeeded = succeeded

@@ -36,11 +36,13 @@ public struct TransitionDetail: Codable, Sendable, Equatable {
     public var backoff: Int64?
     /// The process group of the attempt that started.
     public var pgid: Int32?
+    /// How many processes the attempt's leader left behind (stopped before the run went on).
+    public var leftovers: Int?
 
     public init(
         reason: String? = nil, attempt: Int? = nil, exitCode: Int32? = nil, signal: Int32? = nil,
         error: String? = nil, by: UInt32? = nil, replacedBy: Int64? = nil, replaces: [Int64]? = nil,
-        backoff: Int64? = nil, pgid: Int32? = nil
+        backoff: Int64? = nil, pgid: Int32? = nil, leftovers: Int? = nil
     ) {
         self.reason = reason
         self.attempt = attempt
@@ -52,5 +54,6 @@ public struct TransitionDetail: Codable, Sendable, Equatable {
         self.replaces = replaces
         self.backoff = backoff
         self.pgid = pgid
+        self.leftovers = leftovers
     }
 }

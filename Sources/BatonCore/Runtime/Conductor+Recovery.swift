@@ -10,6 +10,10 @@ extension Conductor {
         if let instance = options.instance {
             killed += TaggedProcesses.kill(instance: instance, runs: Set(recoverable.unfinished.map(\.run.id)))
         }
+        // Nothing of this conductor runs yet: whatever its cgroups hold, a crashed daemon left.
+        if let runner = options.execRunner as? ExecRunner, case let .cgroup(hierarchy) = runner.tracking {
+            killed += hierarchy.removeAll()
+        }
         for unfinished in recoverable.unfinished {
             if let pgid = unfinished.pgid, let identity = unfinished.pgidIdentity {
                 killed += ProcessGroup(pgid: pgid, identity: identity).killSurvivors()

@@ -1,11 +1,14 @@
 import CBatonSystem
 import Foundation
 
-/// Runs an action's `exec` argv with `posix_spawn` in a new process group, capturing a bounded
-/// tail of its output and the progress it writes to `BATON_PROGRESS_FD`.
+/// Runs an action's `exec` argv in a new process group (and, where batond has a cgroup subtree,
+/// in a cgroup of its own), capturing a bounded tail of its output and the progress it writes to
+/// `BATON_PROGRESS_FD`; the attempt ends once its whole process tree is gone.
 public struct ExecRunner: Runner {
     /// How many bytes of output to keep per attempt.
     public var tailLimit: Int
+    /// How an attempt's processes are kept track of.
+    public var tracking: ProcessTracking = .processGroup
     /// The daemon environment variables an action inherits; the rest are not passed on.
     public var inherited: [String: String]
     /// Where the attempts' pipes and exits are watched.
@@ -51,18 +54,19 @@ public struct ExecRunner: Runner {
         return env
     }
 
-    /// posix_spawn in the common case; fork and exec when the process takes another identity or umask.
+    /// posix_spawn in the common case; vfork and exec when the process joins a cgroup, takes
+    /// another identity or umask first.
     static func spawn(_ action: Action, _ argv: UnsafePointer<UnsafePointer<CChar>?>, _ envp: UnsafePointer<UnsafePointer<CChar>?>,
-                      _ stdout: Int32, _ stderr: Int32, _ progress: Int32, _ pid: inout pid_t) -> Int32 {
+                      _ stdout: Int32, _ stderr: Int32, _ progress: Int32, cgroup: Int32, _ pid: inout pid_t) -> Int32 {
         let cwd = action.cwd.map { strdup($0) } ?? nil
         defer { free(cwd) }
-        guard action.runAs != nil || action.umask != nil else {
+        guard action.runAs != nil || action.umask != nil || cgroup >= 0 else {
             return baton_spawn(argv, envp, cwd, stdout, stderr, progress, &pid)
         }
         let user = action.runAs
         let groups = user?.groups ?? []
         return groups.withUnsafeBufferPointer { list in
-            baton_spawn_as(argv, envp, cwd, stdout, stderr, progress, user == nil ? 0 : 1, user?.uid ?? 0, user?.gid ?? 0,
+            baton_spawn_in(argv, envp, cwd, stdout, stderr, progress, cgroup, user == nil ? 0 : 1, user?.uid ?? 0, user?.gid ?? 0,
                            list.baseAddress, list.count, action.umask == nil ? 0 : 1, mode_t(action.umask ?? 0), &pid)
         }
     }
@@ -77,6 +81,16 @@ public struct ExecRunner: Runner {
             for fd in out + err + prog where fd >= 0 { close(fd) }
             return FinishedAttempt(.failedToStart(message), events)
         }
+        var cgroup: AttemptCgroup?
+        if case let .cgroup(hierarchy) = tracking {
+            ProcessAttempt.hierarchies.withLock { _ = $0.insert(hierarchy.directory) }
+            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt)) {
+            case let .success(made): cgroup = made
+            case let .failure(why):
+                for fd in out + err + prog { close(fd) }
+                return FinishedAttempt(.failedToStart("cannot give the attempt its cgroup: \(why)"), events)
+            }
+        }
         let env = environment(for: job).map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
         let action = job.action
@@ -85,15 +99,17 @@ public struct ExecRunner: Runner {
         let rc = ProcessAttempt.leaders.withLock { leaders -> Int32 in
             let rc = withCStrings(action.exec) { argv in
                 withCStrings(env) { envp in
-                    Self.spawn(action, argv, envp, out[1], err[1], prog[1], &pid)
+                    Self.spawn(action, argv, envp, out[1], err[1], prog[1], cgroup: cgroup?.procs ?? -1, &pid)
                 }
             }
             if rc == 0 { leaders.insert(pid) }
             return rc
         }
         close(out[1]); close(err[1]); close(prog[1])
+        cgroup?.closeProcs()
         guard rc == 0 else {
             close(out[0]); close(err[0]); close(prog[0])
+            cgroup?.remove()
             var message = "cannot run \(job.action.exec[0]): \(String(cString: strerror(rc)))"
             if rc == ENOENT, let cwd = job.action.cwd, access(cwd, F_OK) != 0 {
                 message = "cannot run \(job.action.exec[0]): working directory \(cwd) does not exist"
@@ -102,8 +118,10 @@ public struct ExecRunner: Runner {
         }
         afterSpawn?(pid)
         events(.started(ProcessGroup(pgid: pid, identity: ProcessGroup.identity(of: pid))))
-        let attempt = ProcessAttempt(pid: pid, pipes: .init(stdout: out[0], stderr: err[0], progress: prog[0]),
-                                     tailLimit: tailLimit, killGrace: job.action.killGrace, reactor: reactor, events: events)
+        let tree: ProcessAttempt.Tree = cgroup.map { .cgroup($0) } ?? .tagged(TaggedTree(leader: pid, instance: job.instance, run: job.runID))
+        let machine = AttemptMachine(killGrace: job.action.killGrace, keepLeftovers: job.action.leftovers == .keep)
+        let attempt = ProcessAttempt(pid: pid, tree: tree, pipes: .init(stdout: out[0], stderr: err[0], progress: prog[0]),
+                                     tailLimit: tailLimit, machine: machine, reactor: reactor, events: events)
         attempt.begin()
         return attempt
     }

@@ -1,59 +1,55 @@
 import CBatonSystem
 import Foundation
 
-/// A spawned process and its process group, served by the shared `Reactor`: its output and
-/// progress pipes and its pidfd are watched there, so that any number of attempts costs one
-/// thread. The attempt ends, and says so once, when the whole group is gone.
-///
-/// Signals go to the group only while its pgid is reserved: before the leader is reaped (a zombie
-/// leader holds it), or after, while members remain.
-final class ProcessAttempt: Attempt, @unchecked Sendable {
+/// A spawned process and its whole tree, served by the shared `Reactor`: the decisions are
+/// `AttemptMachine`'s; this class feeds it what the reactor sees (the leader's pidfd, the tree's
+/// `cgroup.events` or its members' pidfds, timers) and performs what it returns, never under the
+/// lock that guards its state. Output and progress are read from the pipes as they come.
+final class ProcessAttempt: Attempt {
     let pid: pid_t
-    let killGrace: Duration
-    private let events: @Sendable (AttemptEvent) -> Void
+    let tree: Tree
     private let reactor: Reactor
-    /// Guards `state`: touched by the reactor's handlers and by `stop` from any thread.
-    private let lock = NSLock()
-    private var state: State
+    private let events: @Sendable (AttemptEvent) -> Void
+    private let state: Locked<State>
 
-    private struct State {
-        var pipes: Pipes
-        var pidfd: Int32
-        var tail: OutputTail
-        var lastError = LastLine()
-        var progressLine: [UInt8] = []
-        /// The leader's status, once reaped.
-        var leader: (exitCode: Int32, signal: Int32)?
-        /// When SIGKILL goes to the group (a stop's grace, or the grace after the leader exited).
-        var killAt: ContinuousClock.Instant?
-        var killed = false
-        var ended = false
+    /// Where an attempt's processes are: its cgroup, or found by group, descent and tag.
+    enum Tree: Sendable {
+        case cgroup(AttemptCgroup)
+        case tagged(TaggedTree)
     }
 
-    struct Pipes {
-        var stdout: Int32
-        var stderr: Int32
-        var progress: Int32
-        var open: [Int32] { [stdout, stderr, progress].filter { $0 >= 0 } }
+    struct State {
+        var machine: AttemptMachine
+        var output: AttemptOutput
+        var pidfd: Int32
+        /// The pidfds of the tree's members being watched (tagged trees), or the cgroup's events.
+        var watching: [Int32] = []
+        var watchingCgroup = false
+        /// A look at the tree is due (coalesces many member exits into one look).
+        var lookDue = false
     }
 
     /// The known leaders, so that the orphan sweep never reaps one (its status is the attempt's).
     /// The runner adds each under this lock in the same step as its spawn; `leaderExited` removes it.
     static let leaders = Locked<Set<pid_t>>([])
+    /// Whether this process adopts its descendants' orphans (batond does; tests in-process do not).
+    static let subreaping = Locked(false)
+    /// The cgroup subtrees attempts were started in, for `ExecRunner.killAllGroups`.
+    static let hierarchies = Locked<Set<String>>([])
 
-    init(pid: pid_t, pipes: Pipes, tailLimit: Int, killGrace: Duration, reactor: Reactor,
+    init(pid: pid_t, tree: Tree, pipes: AttemptOutput.Pipes, tailLimit: Int, machine: AttemptMachine, reactor: Reactor,
          events: @escaping @Sendable (AttemptEvent) -> Void) {
         self.pid = pid
-        self.killGrace = killGrace
-        self.events = events
+        self.tree = tree
         self.reactor = reactor
-        state = State(pipes: pipes, pidfd: baton_pidfd_open(pid), tail: OutputTail(limit: tailLimit))
+        self.events = events
+        state = Locked(State(machine: machine, output: AttemptOutput(pipes: pipes, tailLimit: tailLimit), pidfd: baton_pidfd_open(pid)))
     }
 
     /// Starts watching: pipes and pidfd on the reactor (or, without pidfd, a check every 50 ms).
     func begin() {
-        let (pipes, pidfd) = lock.withLock { (state.pipes, state.pidfd) }
-        for fd in pipes.open {
+        let (pipes, pidfd) = state.withLock { ($0.output.pipes.open, $0.pidfd) }
+        for fd in pipes {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             reactor.watch(fd) { [self] _ in readable(fd) }
         }
@@ -65,23 +61,120 @@ final class ProcessAttempt: Attempt, @unchecked Sendable {
     }
 
     func stop(grace: Duration) {
-        let deadline = ContinuousClock.now + grace
-        let signalled = lock.withLock { () -> Bool in
-            guard !state.ended, !state.killed else { return false }
-            kill(-pid, SIGTERM)
-            state.killAt = min(state.killAt ?? deadline, deadline)
-            return true
-        }
-        if signalled { reactor.after(grace) { [self] in forceKill() } }
+        reactor.after(.zero) { [self] in handle(.stop(grace: grace)) }
     }
 
-    private func forceKill() {
-        lock.withLock {
-            guard !state.ended, !state.killed, let killAt = state.killAt, killAt <= .now else { return }
-            kill(-pid, SIGKILL)
-            state.killed = true
+    /// Hands the machine an event and performs its effects, in order, with no lock held.
+    private func handle(_ event: AttemptMachine.Event) {
+        for effect in state.withLock({ $0.machine.handle(event) }) { perform(effect) }
+    }
+
+    private func perform(_ effect: AttemptMachine.Effect) {
+        switch effect {
+        case .terminate: signalTree(SIGTERM)
+        case .kill: signalTree(SIGKILL)
+        case let .armGrace(grace): reactor.after(grace) { [self] in handle(.graceElapsed) }
+        case .armGiveUp: reactor.after(.seconds(2)) { [self] in handle(.giveUp) }
+        case .watchTree: watchTree()
+        case let .end(exitCode, signal, leftovers): end(exitCode: exitCode, signal: signal, leftovers: leftovers)
         }
     }
+
+    // MARK: The tree
+
+    private func signalTree(_ signal: Int32) {
+        switch tree {
+        case let .cgroup(cgroup):
+            cgroup.signal(signal)
+        case let .tagged(tagged):
+            let reaped = state.withLock { $0.machine.leader != nil }
+            let members = tagged.members(others: otherLeaders(), subreaper: Self.subreaping.withLock { $0 })
+            // The group's id is the leader's pid: free for reuse once the leader is reaped and no member holds it.
+            if !reaped || !members.isEmpty { kill(-pid, signal) }
+            for member in members { kill(member, signal) }
+        }
+    }
+
+    private func otherLeaders() -> Set<Int32> { Self.leaders.withLock { $0 }.subtracting([pid]) }
+
+    /// Looks at the tree and tells the machine; keeps watching for the next change.
+    private func watchTree() {
+        switch tree {
+        case let .cgroup(cgroup):
+            let first = state.withLock { state -> Bool in
+                defer { state.watchingCgroup = true }
+                return !state.watchingCgroup
+            }
+            if first { reactor.watch(cgroup.events, priority: true) { [self] _ in lookAtCgroup() } }
+            lookAtCgroup()
+        case let .tagged(tagged):
+            let members = tagged.members(others: otherLeaders(), subreaper: Self.subreaping.withLock { $0 })
+            var pidfds: [Int32] = []
+            for member in members {
+                let fd = baton_pidfd_open(member)
+                if fd >= 0 { pidfds.append(fd) }
+            }
+            let old = state.withLock { state -> [Int32] in
+                defer { state.watching = pidfds }
+                return state.watching
+            }
+            unwatch(old)
+            // A member that exits wakes a look; members that could not be watched are looked for again shortly.
+            for fd in pidfds { reactor.watch(fd) { [self] _ in lookSoon() } }
+            if pidfds.count < members.count { reactor.after(.milliseconds(20)) { [self] in lookSoon() } }
+            handle(.tree(members))
+        }
+    }
+
+    private func lookAtCgroup() {
+        guard case let .cgroup(cgroup) = tree, state.withLock({ $0.machine.phase == .draining }) else { return }
+        let populated = cgroup.isPopulated()
+        let members = populated ? cgroup.members() : []
+        // Populated with no pid listed: a process is on its way out, and its going is the next change.
+        if populated && members.isEmpty { return }
+        handle(.tree(members))
+    }
+
+    /// Many members exiting at once make one look at the tree, on the reactor's next turn.
+    private func lookSoon() {
+        let schedule = state.withLock { state -> Bool in
+            defer { state.lookDue = true }
+            return !state.lookDue && state.machine.phase == .draining
+        }
+        guard schedule else { return }
+        reactor.after(.zero) { [self] in
+            state.withLock { $0.lookDue = false }
+            if state.withLock({ $0.machine.phase == .draining }) { watchTree() }
+        }
+    }
+
+    private func unwatch(_ fds: [Int32]) {
+        for fd in fds {
+            reactor.remove(fd)
+            close(fd)
+        }
+    }
+
+    // MARK: Output
+
+    private func readable(_ fd: Int32) {
+        for report in drain(fd) { events(.progress(report)) }
+    }
+
+    /// Reads what `fd` has into the output (the read outside the lock, each chunk taken under it);
+    /// closes it at its end. Returns the progress lines completed.
+    private func drain(_ fd: Int32) -> [Progress] {
+        var reports: [Progress] = []
+        let open = AttemptOutput.read(fd) { chunk in reports += state.withLock { $0.output.take(chunk, from: fd) } }
+        if !open {
+            state.withLock { $0.output.closed(fd) }
+            reactor.remove(fd)
+            close(fd)
+        }
+        return reports
+    }
+
+    // MARK: The leader's exit, and the end
 
     private func pollForExit() {
         reactor.after(.milliseconds(50)) { [self] in
@@ -90,156 +183,53 @@ final class ProcessAttempt: Attempt, @unchecked Sendable {
         }
     }
 
-    // MARK: Output
-
-    private func readable(_ fd: Int32) {
-        let (open, progress) = lock.withLock { drain(fd) }
-        for report in progress { events(.progress(report)) }
-        if !open {
-            reactor.remove(fd)
-            close(fd)
-        }
-    }
-
-    /// Reads what `fd` has; returns whether it is still open, and the progress lines completed.
-    /// Called with the lock held.
-    private func drain(_ fd: Int32) -> (open: Bool, progress: [Progress]) {
-        var reports: [Progress] = []
-        let buffer = Self.buffer
-        while true {
-            let n = read(fd, buffer.baseAddress, buffer.count)
-            if n > 0 {
-                let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-                if fd == state.pipes.progress {
-                    for byte in chunk {
-                        if byte == UInt8(ascii: "\n") {
-                            if let report = Progress(line: String(decoding: state.progressLine, as: UTF8.self)) { reports.append(report) }
-                            state.progressLine.removeAll(keepingCapacity: true)
-                        } else if state.progressLine.count < 1_024 {
-                            state.progressLine.append(byte)
-                        }
-                    }
-                } else {
-                    state.tail.append(chunk)
-                    if fd == state.pipes.stderr { state.lastError.append(chunk) }
-                }
-                continue
-            }
-            if n < 0 && errno == EINTR { continue }
-            let open = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
-            if !open { forget(fd) }
-            return (open, reports)
-        }
-    }
-
-    private func forget(_ fd: Int32) {
-        if state.pipes.stdout == fd { state.pipes.stdout = -1 }
-        if state.pipes.stderr == fd { state.pipes.stderr = -1 }
-        if state.pipes.progress == fd { state.pipes.progress = -1 }
-    }
-
-    /// One read buffer for every attempt: handlers run only on the reactor's thread, one at a time.
-    private nonisolated(unsafe) static let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
-
-    // MARK: Exit
-
-    /// The leader is a zombie, so its pgid is still reserved: take what is in the pipes, ask the
-    /// rest of the group to stop, reap the leader, then wait for the group to empty.
+    /// The leader is a zombie: reap it, then let the machine decide about the rest of the tree.
     private func leaderExited() {
-        var reports: [Progress] = []
-        let pidfd = lock.withLock { () -> Int32 in
-            let pidfd = state.pidfd
-            state.pidfd = -1
-            for fd in state.pipes.open {
-                let fd = fd
-                reports += drain(fd).progress
-                reactor.remove(fd)
-                close(fd)
-            }
-            state.pipes = Pipes(stdout: -1, stderr: -1, progress: -1)
-            if !state.progressLine.isEmpty, let report = Progress(line: String(decoding: state.progressLine, as: UTF8.self)) {
-                reports.append(report)
-            }
-            var exitCode: Int32 = -1, signal: Int32 = 0
-            kill(-pid, SIGTERM)
-            _ = baton_reap(pid, &exitCode, &signal)
-            state.leader = (exitCode, signal)
-            state.killAt = min(state.killAt ?? .now + killGrace, .now + killGrace)
-            return pidfd
+        let pidfd = state.withLock { state -> Int32 in
+            defer { state.pidfd = -1 }
+            return state.pidfd
         }
-        Self.leaders.withLock { _ = $0.remove(pid) }
         if pidfd >= 0 {
             reactor.remove(pidfd)
             close(pidfd)
         }
-        for report in reports { events(.progress(report)) }
-        checkGroup(giveUpAt: nil)
+        var exitCode: Int32 = -1, signal: Int32 = 0
+        _ = baton_reap(pid, &exitCode, &signal)
+        Self.leaders.withLock { _ = $0.remove(pid) }
+        handle(.leaderExited(exitCode: exitCode, signal: signal))
     }
 
-    /// Ends the attempt once no process is left in the group: members that are batond's children
-    /// (it adopts orphans as a subreaper) are reaped here; SIGKILL follows at `killAt`. Zombies
-    /// that nobody reaps would keep the group "alive": after SIGKILL the wait is bounded.
-    private func checkGroup(giveUpAt: ContinuousClock.Instant?) {
-        _ = baton_reap_group(pid)
-        var giveUpAt = giveUpAt
-        let gone = lock.withLock { () -> Bool in
-            if kill(-pid, 0) != 0 { return true }
-            let now = ContinuousClock.now
-            if !state.killed, let killAt = state.killAt, now >= killAt {
-                kill(-pid, SIGKILL)
-                state.killed = true
+    /// Takes what is left in the pipes, lets go of every descriptor and the cgroup, and reports.
+    private func end(exitCode: Int32, signal: Int32, leftovers: Int) {
+        let (open, watching) = state.withLock { ($0.output.pipes.open, $0.watching) }
+        var reports: [Progress] = []
+        for fd in open {
+            reports += drain(fd)
+            if state.withLock({ $0.output.pipes.open.contains(fd) }) {
+                reactor.remove(fd)
+                close(fd)
             }
-            if state.killed, giveUpAt == nil { giveUpAt = now + .seconds(2) }
-            return giveUpAt.map { now >= $0 } ?? false
         }
-        if gone { return end() }
-        let deadline = giveUpAt
-        reactor.after(.milliseconds(2)) { [self] in checkGroup(giveUpAt: deadline) }
-    }
-
-    private func end() {
-        let outcome = lock.withLock { () -> AttemptOutcome? in
-            guard !state.ended, let leader = state.leader else { return nil }
-            state.ended = true
-            let result: AttemptResult = leader.signal != 0
-                ? .killed(signal: leader.signal, lastErrorLine: state.lastError.line)
-                : .exited(status: leader.exitCode, lastErrorLine: state.lastError.line)
-            return AttemptOutcome(result: result, output: state.tail.bytes, truncated: state.tail.isTruncated)
+        unwatch(watching)
+        if case let .cgroup(cgroup) = tree {
+            reactor.remove(cgroup.events)
+            // Kept leftovers leave the run's cgroup for batond's own (the subtree's parent).
+            if state.withLock({ $0.machine.keepLeftovers }) {
+                cgroup.evict(to: ((cgroup.path as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent)
+            }
+            cgroup.remove()
         }
-        if let outcome { events(.ended(outcome)) }
-    }
-}
-
-extension ProcessAttempt {
-    /// Makes batond the reaper of its actions' orphans (PR_SET_CHILD_SUBREAPER), so that what is
-    /// left of a process group is reaped at once instead of lingering as zombies of init, and
-    /// sweeps orphans outside any attempt's group every second. For the daemon only: in a process
-    /// that has other children (a test runner with Foundation's `Process`), it would take theirs.
-    static func adoptOrphans(on reactor: Reactor = .shared) {
-        guard baton_set_subreaper() == 0 else { return }
-        sweepOrphans(on: reactor)
-    }
-
-    /// Reaps `pid` unless it leads an attempt (whose status that attempt reaps); says whether it did.
-    static func reapIfOrphan(_ pid: pid_t) -> Bool {
-        leaders.withLock { leaders in !leaders.contains(pid) && baton_reap_nohang(pid) == 1 }
-    }
-
-    private static func sweepOrphans(on reactor: Reactor) {
-        reactor.after(.seconds(1)) {
-            while case let child = baton_waitable_child(), child > 0, reapIfOrphan(child) {}
-            sweepOrphans(on: reactor)
+        let outcome = state.withLock { state -> AttemptOutcome in
+            state.output.closeAll()
+            state.watching = []
+            if let report = state.output.finalProgress() { reports.append(report) }
+            var result: AttemptResult = signal != 0
+                ? .killed(signal: signal, lastErrorLine: state.output.lastError.line)
+                : .exited(status: exitCode, lastErrorLine: state.output.lastError.line)
+            result.leftovers = leftovers > 0 ? leftovers : nil
+            return AttemptOutcome(result: result, output: state.output.tail.bytes, truncated: state.output.tail.isTruncated)
         }
-    }
-}
-
-extension ExecRunner {
-    /// SIGKILLs the process group of every attempt running now (a fleet host that lost its lease
-    /// fences itself with it); returns how many groups were signalled.
-    @discardableResult
-    public static func killAllGroups() -> Int {
-        let groups = ProcessAttempt.leaders.withLock { $0 }
-        for pgid in groups { kill(-pgid, SIGKILL) }
-        return groups.count
+        for report in reports { events(.progress(report)) }
+        events(.ended(outcome))
     }
 }

@@ -45,10 +45,11 @@ public final class Reactor: Sendable {
         thread.start()
     }
 
-    /// Calls `handler` whenever `fd` has input (or hangs up, or errs) until `remove(fd)`.
-    public func watch(_ fd: Int32, _ handler: @escaping Handler) {
+    /// Calls `handler` whenever `fd` has input (or hangs up, or errs) until `remove(fd)`; with
+    /// `priority`, when it has a priority event instead (a cgroup's `cgroup.events` changed).
+    public func watch(_ fd: Int32, priority: Bool = false, _ handler: @escaping Handler) {
         state.withLock { $0.handlers[fd] = handler }
-        _ = baton_epoll_ctl(epoll, Epoll.add, fd, Epoll.input, UInt64(UInt32(bitPattern: fd)))
+        _ = baton_epoll_ctl(epoll, Epoll.add, fd, priority ? Epoll.priority : Epoll.input, UInt64(UInt32(bitPattern: fd)))
     }
 
     /// Stops watching `fd` (before it is closed).
@@ -138,6 +139,7 @@ enum Epoll {
     static let remove: Int32 = 2
     static let modify: Int32 = 3
     static let input: UInt32 = 0x001
+    static let priority: UInt32 = 0x002
     static let output: UInt32 = 0x004
     static let error: UInt32 = 0x008
     static let hangUp: UInt32 = 0x010

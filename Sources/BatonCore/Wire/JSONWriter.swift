@@ -89,6 +89,7 @@ extension TransitionDetail {
         json.field("by", by)
         json.field("error", error)
         json.field("exitCode", exitCode)
+        json.field("leftovers", leftovers)
         json.field("pgid", pgid)
         json.field("reason", reason)
         json.field("replacedBy", replacedBy)

@@ -38,6 +38,7 @@ extension Response {
             json.endArray()
         }
         json.field("storeProblem", storeProblem)
+        json.field("processTree", processTree)
         json.field("metrics", metrics)
         json.field("version", version)
         json.field("pid", pid)

@@ -28,6 +28,8 @@ public struct Response: Codable, Sendable {
     public var prune: PruneReport?
     /// status: why the history cannot be written right now (new triggers are refused meanwhile).
     public var storeProblem: String?
+    /// How batond keeps track of each run's processes (status): a cgroup per attempt, or its process group and tag.
+    public var processTree: String?
     /// metrics: Prometheus' text exposition format, as `GET /metrics` serves it.
     public var metrics: String?
     /// ping: the daemon's version and pid.

@@ -73,6 +73,7 @@ function notes(detail) {
   if (detail.signal != null) out.push(`signal ${detail.signal}`);
   if (detail.by != null) out.push(`by uid ${detail.by}`);
   if (detail.backoff != null) out.push(`retry in ${duration(detail.backoff)}`);
+  if (detail.leftovers != null) out.push(`${detail.leftovers} leftover process${detail.leftovers === 1 ? "" : "es"}`);
   if (detail.error) out.push(detail.error);
   return out;
 }

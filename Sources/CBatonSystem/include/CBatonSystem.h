@@ -70,10 +70,17 @@ int baton_tcp_listen(const char *host, uint16_t port, int backlog, uint16_t *bou
 /// socket, as in NOTIFY_SOCKET). Returns 0, or -errno.
 int baton_unix_sendto(const char *path, const void *bytes, size_t length);
 
-/// Like baton_spawn, but with fork and exec so that the child can take another identity
-/// (supplementary groups, gid, uid — when set_ids) and umask (when set_umask) before it runs
-/// argv. Errors in the child before exec come back as the return value. Returns 0 or an errno.
-int baton_spawn_as(const char *const argv[], const char *const envp[], const char *cwd,
-                   int stdout_fd, int stderr_fd, int progress_fd,
+/// Like baton_spawn, but with vfork and exec, so that the child can first join a cgroup (when
+/// cgroup_procs_fd, an open `cgroup.procs` of that cgroup, is >= 0: it is in the cgroup before it
+/// runs a single instruction of argv), take another identity (supplementary groups, gid, uid —
+/// when set_ids; raw syscalls, so only the child changes) and umask (when set_umask). argv[0]
+/// is searched in batond's PATH when it has no slash. Errors in the child before exec come back
+/// as the return value. Returns 0 and the child's pid, or an errno value.
+int baton_spawn_in(const char *const argv[], const char *const envp[], const char *cwd,
+                   int stdout_fd, int stderr_fd, int progress_fd, int cgroup_procs_fd,
                    int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
                    int set_umask, mode_t mask, pid_t *pid);
+
+/// Writes "1" to the `cgroup.kill` (or any one-line control file) open at fd: 0 or an errno.
+int baton_write_control(int fd, const char *text);
+

@@ -1,0 +1,96 @@
+import Foundation
+
+/// An attempt's processes where batond has no cgroup for it: the leader's process group, every
+/// descendant of the leader, and, among batond's own children (a subreaper adopts every orphan of
+/// its descendants, `setsid` or double fork), every process tagged with the run's
+/// `BATON_INSTANCE` and `BATON_RUN_ID`, with all of its descendants. A process that both leaves
+/// the group and clears its environment after its parent died is out of reach: cgroups have no
+/// such hole.
+struct TaggedTree: Sendable {
+    let leader: Int32
+    let tag: (instance: String, run: Int64)?
+
+    init(leader: Int32, instance: String?, run: Int64) {
+        self.leader = leader
+        self.tag = instance.map { ($0, run) }
+    }
+
+    /// The live members now, the leader excluded (`others`: the leaders of other attempts,
+    /// whose trees are theirs). Without subreaping, orphans go to init: every process is a root.
+    func members(others: Set<Int32>, subreaper: Bool) -> Set<Int32> {
+        let table = ProcessTable.read()
+        var found = Set<Int32>()
+        let roots = subreaper ? table.children(of: getpid()) : Array(table.processes.keys)
+        for pid in roots where pid != leader && !others.contains(pid) {
+            guard let stat = table.processes[pid] else { continue }
+            if stat.pgid == leader || isTagged(pid) { found.formUnion(table.descendants(of: pid, including: true)) }
+        }
+        if table.processes[leader] != nil { found.formUnion(table.descendants(of: leader, including: false)) }
+        return found
+    }
+
+    func isTagged(_ pid: Int32) -> Bool {
+        guard let tag, let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return false }
+        var instance = false, run = false
+        let wantedInstance = Array("BATON_INSTANCE=\(tag.instance)".utf8), wantedRun = Array("BATON_RUN_ID=\(tag.run)".utf8)
+        for variable in environ.split(separator: 0) {
+            if variable.elementsEqual(wantedInstance) { instance = true }
+            if variable.elementsEqual(wantedRun) { run = true }
+        }
+        return instance && run
+    }
+}
+
+/// The live processes of the machine at one moment, from `/proc/*/stat`: each one's parent and
+/// group. (`/proc/PID/task/TID/children` would be cheaper, but kernels without
+/// CONFIG_PROC_CHILDREN have no such file.)
+struct ProcessTable {
+    var processes: [Int32: ProcStat] = [:]
+    var byParent: [Int32: [Int32]] = [:]
+
+    static func read() -> ProcessTable {
+        var table = ProcessTable()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(name), let stat = ProcStat(pid: pid), !stat.isZombie else { continue }
+            table.processes[pid] = stat
+            table.byParent[stat.parent, default: []].append(pid)
+        }
+        return table
+    }
+
+    func children(of pid: Int32) -> [Int32] { byParent[pid] ?? [] }
+
+    /// `pid` (when `including`) and every live process below it.
+    func descendants(of pid: Int32, including: Bool) -> Set<Int32> {
+        var found: Set<Int32> = including ? [pid] : []
+        var next = [pid]
+        while let current = next.popLast() {
+            for child in children(of: current) where found.insert(child).inserted { next.append(child) }
+        }
+        return found
+    }
+}
+
+/// The fields of `/proc/PID/stat` a tree walk needs.
+struct ProcStat {
+    var state: Character
+    var parent: Int32
+    var pgid: Int32
+
+    var isZombie: Bool { state == "Z" || state == "X" }
+
+    init?(pid: Int32) {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
+        self.init(stat: text)
+    }
+
+    /// From the text after the command name, which may itself hold spaces and parentheses.
+    init?(stat: String) {
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 2, let state = fields[0].first, let parent = Int32(fields[1]), let pgid = Int32(fields[2]) else { return nil }
+        self.state = state
+        self.parent = parent
+        self.pgid = pgid
+    }
+}

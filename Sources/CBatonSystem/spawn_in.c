@@ -1,0 +1,114 @@
+#define _GNU_SOURCE
+#include "CBatonSystem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/// The file argv[0] names: itself when it has a slash, else the first executable regular file
+/// of that name in PATH (batond's, as posix_spawnp searches). 0 or an errno.
+static int resolve(const char *name, char *out, size_t size) {
+    if (strchr(name, '/') != NULL) {
+        if (strlen(name) >= size) return ENAMETOOLONG;
+        strcpy(out, name);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL || *path == '\0') path = "/usr/local/bin:/usr/bin:/bin";
+    int found = ENOENT;
+    for (const char *start = path;; ) {
+        const char *end = strchrnul(start, ':');
+        size_t length = (size_t)(end - start);
+        if (length == 0) { start = "."; length = 1; }
+        if (length + 1 + strlen(name) < size) {
+            memcpy(out, start, length);
+            out[length] = '/';
+            strcpy(out + length + 1, name);
+            struct stat info;
+            if (stat(out, &info) == 0 && S_ISREG(info.st_mode)) {
+                if (access(out, X_OK) == 0) return 0;
+                found = EACCES;
+            }
+        }
+        if (*end == '\0') break;
+        start = end + 1;
+    }
+    return found;
+}
+
+int baton_spawn_in(const char *const argv[], const char *const envp[], const char *cwd,
+                   int stdout_fd, int stderr_fd, int progress_fd, int cgroup_procs_fd,
+                   int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
+                   int set_umask, mode_t mask, pid_t *pid) {
+    char file[PATH_MAX];
+    int resolved = resolve(argv[0], file, sizeof(file));
+    if (resolved != 0) return resolved;
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0) return errno;
+    // Set by the child, which shares this memory until it execs or exits.
+    volatile int child_error = 0;
+    // No signal handler may run in the child, which runs on this thread's stack.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int saved_errno = errno;
+    pid_t child = vfork();
+    if (child == 0) {
+        // Only system calls from here to exec: the parent is suspended, its memory is ours.
+        struct sigaction defaults;
+        memset(&defaults, 0, sizeof(defaults));
+        defaults.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; sig++) {
+            if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &defaults, NULL);
+        }
+        int fail = 0;
+        if (cgroup_procs_fd >= 0 && write(cgroup_procs_fd, "0", 1) != 1) fail = errno ? errno : EIO;
+        if (!fail && setpgid(0, 0) != 0) fail = errno;
+        if (!fail && (dup2(devnull, 0) < 0 || dup2(stdout_fd, 1) < 0 || dup2(stderr_fd, 2) < 0)) fail = errno;
+        if (!fail && progress_fd >= 0 && dup2(progress_fd, 3) < 0) fail = errno;
+        if (!fail) syscall(SYS_close_range, (unsigned)(progress_fd >= 0 ? 4 : 3), ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
+        if (!fail && set_umask) umask(mask);
+        if (!fail && set_ids) {
+            // Raw calls: glibc's would try to change every thread of the parent too.
+            if (syscall(SYS_setgroups, group_count, groups) != 0 || syscall(SYS_setresgid, gid, gid, gid) != 0
+                || syscall(SYS_setresuid, uid, uid, uid) != 0) fail = errno;
+        }
+        if (!fail && cwd != NULL && chdir(cwd) != 0) fail = errno;
+        if (!fail) {
+            sigset_t none;
+            sigemptyset(&none);
+            sigprocmask(SIG_SETMASK, &none, NULL);
+            execve(file, (char *const *)argv, (char *const *)envp);
+            fail = errno;
+        }
+        child_error = fail;
+        _exit(127);
+    }
+    int spawn_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(devnull);
+    errno = saved_errno;
+    if (child < 0) return spawn_errno;
+    if (child_error != 0) {
+        int status;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+        return child_error;
+    }
+    *pid = child;
+    return 0;
+}
+
+int baton_write_control(int fd, const char *text) {
+    size_t length = strlen(text);
+    ssize_t n;
+    do { n = pwrite(fd, text, length, 0); } while (n < 0 && errno == EINTR);
+    return n == (ssize_t)length ? 0 : (n < 0 ? errno : EIO);
+}

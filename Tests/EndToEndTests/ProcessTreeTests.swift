@@ -1,0 +1,180 @@
+import BatonCore
+import Foundation
+import Testing
+
+/// A run is its whole process tree: a `setsid` child, a double fork and a process that ignores
+/// SIGTERM are stopped by cancel, timeout, replace, the leader's exit, shutdown, and a restart
+/// after kill -9; a replacing or follow-up run never starts while one lives. In both modes: a
+/// cgroup per attempt (batond runs as root here) and the process group, subreaper and tag.
+@Suite("End to end: a run's whole process tree", .serialized)
+struct ProcessTreeTests {
+    enum Mode: String, CaseIterable, Sendable {
+        case cgroup, processGroup
+    }
+
+    /// A tree whose every process sleeps for 360N.MARK seconds, so that /proc finds it: a setsid
+    /// session (its child ignores SIGTERM), a double fork, and a plain child. The leader waits
+    /// until all four exist, records how many of the previous run's were alive when it began,
+    /// then runs `then`.
+    static func tree(_ mark: String, then: String, overlap: String) -> String {
+        let script = """
+            echo $(pgrep -c -f '^sleep 360[1-4][.]\(mark)') >> \(overlap); \
+            setsid sh -c '(trap "" TERM; exec sleep 3601.\(mark)) & exec sleep 3602.\(mark)' & \
+            (sh -c 'sleep 3603.\(mark) &' &); \
+            sleep 3604.\(mark) & \
+            while [ $(pgrep -c -f '^sleep 360[1-4][.]\(mark)') -lt 4 ]; do sleep 0.01; done; \(then)
+            """
+        return "[\"sh\", \"-c\", \(String(reflecting: script))]"
+    }
+
+    struct Tree {
+        let mark = String(format: "%06d", Int.random(in: 1...999_999))
+        let directory = NSTemporaryDirectory() + "baton-tree-" + UUID().uuidString
+        var overlap: String { directory + "/overlap" }
+
+        init() throws { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+
+        func config(_ mode: Mode) -> String {
+            """
+            {
+              processTree: "\(mode.rawValue)",
+              shutdownGrace: "100ms",
+              actions: {
+                exits: { exec: \(ProcessTreeTests.tree(mark, then: "echo left", overlap: overlap)), killGrace: "200ms" },
+                hangs: { exec: \(ProcessTreeTests.tree(mark, then: "sleep 60", overlap: overlap)), killGrace: "200ms", timeout: "60s" },
+                times: { exec: \(ProcessTreeTests.tree(mark, then: "sleep 60", overlap: overlap)), killGrace: "200ms", timeout: "1s" },
+                replaces: { exec: \(ProcessTreeTests.tree(mark, then: "sleep 60", overlap: overlap)), killGrace: "200ms", policy: "replace" },
+                follows: { exec: \(ProcessTreeTests.tree(mark, then: "sleep 0.3", overlap: overlap)), killGrace: "200ms", policy: "queue" },
+                keeps: { exec: ["sh", "-c", "setsid sleep 3605.\(mark) &"], leftovers: "keep" },
+              },
+            }
+            """
+        }
+
+        /// The pids whose command line carries this tree's mark (`sleeping`: only its four sleeps).
+        func alive(sleeping: Bool = false) -> [Int32] {
+            let me = getpid()
+            return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { Int32($0) }.filter { pid in
+                guard pid != me, let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
+                      let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), !stat.contains(") Z ") else { return false }
+                let text = String(decoding: line, as: UTF8.self)
+                return text.contains(".\(mark)") && (!sleeping || text.hasPrefix("sleep\u{0}360"))
+            }
+        }
+
+        /// Waits (bounded) until the tree's four processes run.
+        func waitForTree() {
+            for _ in 0..<1_000 where alive(sleeping: true).count < 4 { usleep(10_000) }
+        }
+
+        /// How many of the previous run's processes each run saw when it began.
+        var overlaps: [Int] {
+            ((try? String(contentsOfFile: overlap, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { Int($0) }
+        }
+
+        func cleanUp() {
+            for pid in alive() { kill(pid, SIGKILL) }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    static func detail(_ daemon: Daemon, run: Int64) throws -> TransitionDetail? {
+        let output = try daemon.baton("show", String(run), "--json")
+        let detail = try JSONDecoder().decode(RunDetail.self, from: Data(output.stdout.utf8))
+        return detail.transitions.last?.detail
+    }
+
+    @Test("status and --check-config say which mode is in force", arguments: Mode.allCases)
+    func modeShown(_ mode: Mode) throws {
+        let tree = try Tree()
+        defer { tree.cleanUp() }
+        let daemon = try Daemon(config: tree.config(mode))
+        let expected = mode == .cgroup ? "a cgroup per attempt under /" : "process group, subreaper and environment tag"
+        #expect(try daemon.baton("status").stdout.contains("processes: \(expected)"))
+        let check = try execute(Binaries.batond, ["--check-config", daemon.configPath])
+        #expect(check.code == 0 && check.stdout.contains("processes: \(expected)"), "\(check)")
+    }
+
+    @Test("the leader exits: what it left is stopped before the run's end is recorded, and counted", arguments: Mode.allCases)
+    func leaderExit(_ mode: Mode) throws {
+        let tree = try Tree()
+        defer { tree.cleanUp() }
+        let daemon = try Daemon(config: tree.config(mode))
+        let run = try daemon.baton("run", "exits")
+        #expect(run.code == 0, "\(run)")
+        #expect(tree.alive().isEmpty, "nothing of the run lives once its end is told")
+        #expect(try Self.detail(daemon, run: 1)?.leftovers == 4)
+        #expect(try daemon.baton("show", "1").stdout.contains("4 leftover processes"))
+    }
+
+    @Test("timeout and cancel stop the whole tree, SIGTERM-deaf and setsid processes included", arguments: Mode.allCases)
+    func timeoutAndCancel(_ mode: Mode) throws {
+        let tree = try Tree()
+        defer { tree.cleanUp() }
+        let daemon = try Daemon(config: tree.config(mode))
+        let timedOut = try daemon.baton("run", "times")
+        #expect(timedOut.code != 0 && timedOut.stdout.contains("timed out"), "\(timedOut)")
+        #expect(tree.alive().isEmpty)
+        #expect(try daemon.baton("run", "hangs", "--detach").code == 0)
+        tree.waitForTree()
+        #expect(tree.alive(sleeping: true).count == 4)
+        #expect(try daemon.baton("cancel", "hangs").code == 0)
+        #expect(tree.alive().isEmpty, "cancel returns once the run has ended")
+    }
+
+    @Test("a replacing run and a follow-up never start while a process of the run before lives", arguments: Mode.allCases)
+    func noOverlap(_ mode: Mode) throws {
+        let tree = try Tree()
+        defer { tree.cleanUp() }
+        let daemon = try Daemon(config: tree.config(mode))
+        #expect(try daemon.baton("run", "replaces", "--detach").code == 0)
+        tree.waitForTree()
+        #expect(try daemon.baton("run", "replaces", "--detach").code == 0)
+        tree.waitForTree()
+        #expect(try daemon.baton("cancel", "replaces").code == 0)
+        // A follow-up queued behind a run whose leader exits and leaves its tree behind.
+        #expect(try daemon.baton("run", "follows", "--detach").code == 0)
+        #expect(try daemon.baton("run", "follows").code == 0)
+        #expect(try daemon.baton("wait", "3").code == 0)
+        #expect(tree.overlaps == [0, 0, 0, 0], "each run saw none of the last one's processes: \(tree.overlaps)")
+        #expect(tree.alive().isEmpty)
+    }
+
+    @Test("shutdown stops every run's tree before batond exits", arguments: Mode.allCases)
+    func shutdown(_ mode: Mode) throws {
+        let tree = try Tree()
+        defer { tree.cleanUp() }
+        let daemon = try Daemon(config: tree.config(mode))
+        #expect(try daemon.baton("run", "hangs", "--detach").code == 0)
+        tree.waitForTree()
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+        #expect(tree.alive().isEmpty)
+    }
+
+    @Test("kill -9 of batond, then a restart: recovery kills what the crashed run left", arguments: Mode.allCases)
+    func crashAndRestart(_ mode: Mode) throws {
+        let tree = try Tree()
+        defer { tree.cleanUp() }
+        let daemon = try Daemon(config: tree.config(mode))
+        #expect(try daemon.baton("run", "hangs", "--detach").code == 0)
+        tree.waitForTree()
+        daemon.crash()
+        #expect(tree.alive(sleeping: true).count == 4, "a crash leaves the tree running")
+        let again = try Daemon(config: tree.config(mode), reusing: daemon)
+        defer { again.stop() }
+        #expect(tree.alive().isEmpty, "killed before batond says it is ready")
+        let show = try again.baton("show", "1")
+        #expect(show.stdout.contains("interrupted"), "\(show.stdout)")
+    }
+
+    @Test("leftovers: keep ends the run with its leader and leaves its processes running", arguments: Mode.allCases)
+    func keep(_ mode: Mode) throws {
+        let tree = try Tree()
+        defer { tree.cleanUp() }
+        let daemon = try Daemon(config: tree.config(mode))
+        #expect(try daemon.baton("run", "keeps").code == 0)
+        for _ in 0..<500 where tree.alive().isEmpty { usleep(10_000) }
+        #expect(tree.alive().count == 1)
+    }
+}
