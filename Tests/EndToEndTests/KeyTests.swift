@@ -1,5 +1,6 @@
 import BatonCore
 import BatonIPC
+import BatonStore
 import Foundation
 import Testing
 
@@ -77,5 +78,30 @@ struct KeyTests {
         #expect(status.stdout.contains("(run 1, a=x%20b%3Dy b=z)"), "\(status.stdout)")
         gates.release(1)
         #expect(try daemon.baton("wait", "1").code == 0)
+    }
+
+    @Test("a run queued under its old key before the upgrade is joined, after it, by a trigger of its own params only")
+    func upgradeKeepsQueuedRuns() throws {
+        let gates = try RunGates(runs: 1...2)
+        let path = gates.directory + "/history.sqlite"
+        do {
+            // As version 1 left it: run 1 queued under the key both param sets made.
+            let connection = try Connection(path: path)
+            try Migrator.migrate(connection, migrations: Array(Migrator.migrations.prefix(1)))
+            let now = DatabaseValue.integer(Timestamp.now.rawValue)
+            try connection.withStatement("""
+                INSERT INTO runs (id, action, key, phase, policy, params, queued_at) VALUES (1, 'kp', 'kp a=x b=y b=z', 'queued', 'join', ?, ?)
+                """) { try $0.run([.text(JSONText.object(["a": "x", "b": "y b=z"])), now]) }
+            try connection.withStatement("INSERT INTO transitions (run_id, seq, to_phase, at) VALUES (1, 1, 'queued', ?)") { try $0.run([now]) }
+        }
+        let daemon = try Daemon(config: Self.config(gates), database: path)
+        let same = try daemon.baton("run", "kp", "-p", "a=x", "-p", "b=y b=z", "--detach")
+        #expect(same.stdout == "1\n", "\(same.stderr)")
+        let other = try daemon.baton("run", "kp", "-p", "a=x b=y", "-p", "b=z", "--detach")
+        try #require(other.stdout == "2\n", "the other params joined run \(other.stdout)")
+        gates.release(1)
+        gates.release(2)
+        for id in [1, 2] { #expect(try daemon.baton("wait", "\(id)").code == 0) }
+        #expect(Set(gates.log) == ["1|x|y b=z", "2|x b=y|z"])
     }
 }
