@@ -33,14 +33,16 @@ struct KeyTests {
         deinit { try? FileManager.default.removeItem(atPath: directory) }
     }
 
-    static func config(_ gates: RunGates) -> String {
+    /// `kp`, with key params `a` and `b` and policy join, run N logging and waiting on `gates`.
+    static func action(_ gates: RunGates) -> String {
         #"""
-        { shutdownGrace: "0s", actions: {
-            kp: { exec: ["sh", "-c", "printf '%s|%s|%s\\n' \"$BATON_RUN_ID\" \"$BATON_PARAM_A\" \"$BATON_PARAM_B\" >> \"$DIR/log\"; cat \"$DIR/$BATON_RUN_ID\" > /dev/null"],
-                  env: { DIR: "\#(gates.directory)" }, policy: "join",
-                  params: { a: {}, b: {} }, keyParams: ["a", "b"] },
-        } }
+        kp: { exec: ["sh", "-c", "printf '%s|%s|%s\\n' \"$BATON_RUN_ID\" \"$BATON_PARAM_A\" \"$BATON_PARAM_B\" >> \"$DIR/log\"; cat \"$DIR/$BATON_RUN_ID\" > /dev/null"],
+              env: { DIR: "\#(gates.directory)" }, policy: "join", params: { a: {}, b: {} }, keyParams: ["a", "b"] },
         """#
+    }
+
+    static func config(_ gates: RunGates) -> String {
+        #"{ shutdownGrace: "0s", actions: { \#(action(gates)) } }"#
     }
 
     @Test("join: `a=\"x b=y\" b=z` and `a=x b=\"y b=z\"` are two keys, two runs, each with its own params")
