@@ -10,7 +10,8 @@ enum FleetStoredKeys {
         let runs = try changed("runs", on: db)
         // Through a key of its own first (no key holds a control character): the index of one
         // loading run per key checks every row as it is written, and a run's new key may be the
-        // old key of another loading run not rewritten yet (`a=x%20y` was `a=x y`'s new key).
+        // old key of another loading run not rewritten yet (`a=x y` becomes `kp a=x%20y`, until
+        // now the key of a run of the literal value `x%20y`).
         try update("runs", runs.map { ($0.id, "\u{1}\($0.id)") }, on: db)
         try update("runs", runs, on: db)
         try update("triggers", try changed("triggers", on: db), on: db)
