@@ -16,9 +16,16 @@ public enum FleetSchema {
 
     public static var latestVersion: Int { embeddedMigrations.last?.version ?? 0 }
 
-    /// Applies the migrations the database lacks; returns its version.
+    /// The versions whose rows are rewritten in code after their SQL, in the same transaction
+    /// (see the version's file). Like the SQL files, never changed once landed.
+    static let rewrites: [Int: @Sendable (PGConnection) throws -> Void] = [
+        2: FleetStoredKeys.rewrite,
+    ]
+
+    /// Applies the migrations the database lacks, up to `last` (tests stop at an older one);
+    /// returns its version.
     @discardableResult
-    public static func migrate(_ db: PGConnection) throws -> Int {
+    public static func migrate(_ db: PGConnection, through last: Int = latestVersion) throws -> Int {
         try db.transaction {
             try db.query("SELECT pg_advisory_xact_lock($1)", [String(Lock.migrate.rawValue)])
             try db.execute("CREATE TABLE IF NOT EXISTS baton_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
@@ -26,11 +33,12 @@ public enum FleetSchema {
             guard current <= latestVersion else {
                 throw PGError(message: "the database has fleet schema version \(current), newer than this batond knows (\(latestVersion)): upgrade Baton on this host")
             }
-            for migration in embeddedMigrations where migration.version > current {
+            for migration in embeddedMigrations where migration.version > current && migration.version <= last {
                 try db.execute(migration.sql)
+                try rewrites[migration.version]?(db)
                 try db.query("INSERT INTO baton_schema (version, name) VALUES ($1, $2)", [String(migration.version), migration.name])
             }
-            return latestVersion
+            return max(current, min(last, latestVersion))
         }
     }
 }

@@ -6,17 +6,26 @@ import BatonCore
 /// crash leaves the database at one version or the next. A database from a newer Baton, or one
 /// that is not Baton's, is refused before anything is written.
 public enum Migrator {
-    /// A schema step: version, name and SQL from `Migrations/NNNN_name.sql`.
+    /// A schema step: version, name and SQL from `Migrations/NNNN_name.sql`, and the rows some
+    /// versions rewrite in code after their SQL, in the same transaction.
     public struct Migration: Sendable {
         public var version: Int
         public var name: String
         public var sql: String
+        /// Rewrites rows where SQL cannot (see the version's file); nil for most versions.
+        public var rewrite: (@Sendable (Connection) throws -> Void)? = nil
     }
 
     /// Every migration this binary carries, in version order.
     public static let migrations: [Migration] = embeddedMigrations.map {
-        Migration(version: $0.version, name: $0.name, sql: $0.sql)
+        Migration(version: $0.version, name: $0.name, sql: $0.sql, rewrite: rewrites[$0.version])
     }
+
+    /// The versions whose rows are rewritten in code, by version. Like the SQL files, never
+    /// changed once landed.
+    static let rewrites: [Int: @Sendable (Connection) throws -> Void] = [
+        2: StoredKeys.rewrite,
+    ]
 
     /// The newest schema version this binary knows.
     public static var latestVersion: Int { migrations.last?.version ?? 0 }
@@ -55,6 +64,7 @@ public enum Migrator {
                     )
                     """)
                 try connection.execute(migration.sql)
+                try migration.rewrite?(connection)
                 try connection.cached("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)") {
                     try $0.run([.integer(Int64(migration.version)), .text(migration.name), .integer(Timestamp.now.rawValue)])
                 }

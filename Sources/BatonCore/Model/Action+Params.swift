@@ -55,10 +55,10 @@ extension Action {
         }
     }
 
-    /// The single-flight key for resolved params: the name, plus `name=value` of each key param.
+    /// The single-flight key for resolved params: the name, plus ` name=value` of each key param,
+    /// percent-escaped so that different params never make the same key (`SingleFlightKey`).
     public func key(for params: [String: String]) -> String {
-        guard !keyParams.isEmpty else { return name }
-        return ([name] + keyParams.map { "\($0)=\(params[$0] ?? "")" }).joined(separator: " ")
+        SingleFlightKey.make(action: name, keyParams: keyParams, params: params)
     }
 
     /// The policy for a trigger that may ask for one; throws `badRequest` when the action does not allow it.

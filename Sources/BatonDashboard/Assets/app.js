@@ -331,10 +331,15 @@ function paramsOf(card) {
   return params;
 }
 
-// The key a press would use: the action's name and its key params' values (defaults filled in).
-function keyOf(info, params) {
-  if (!(info.keyParams || []).length) return info.name;
-  return [info.name, ...info.keyParams.map((p) => `${p}=${params[p] ?? info.params[p]?.default ?? ""}`)].join(" ");
+// Whether a run of the action has the key a press with these params would make. batond escapes
+// each value in the key (`kp a=x%20b%3Dy b=z`, SingleFlightKey in BatonCore), so rather than write
+// the key again here, compare what makes it: the key params' names, in order, and their values
+// (defaults filled in), which the run carries unescaped.
+function hasKeyOf(run, info, params) {
+  const keyParams = info.keyParams || [];
+  const names = run.key.split(" ").slice(1).map((part) => part.split("=")[0]);
+  if (names.length !== keyParams.length || names.some((name, i) => name !== keyParams[i])) return false;
+  return keyParams.every((p) => (run.params || {})[p] === (params[p] ?? info.params[p]?.default ?? ""));
 }
 
 function renderCard(name) {
@@ -343,7 +348,8 @@ function renderCard(name) {
   const allowed = new Set(info.allowed || []);
   const policy = card.policy ? card.policy.value : info.policy;
   const live = liveRuns(name);
-  const sameKey = live.filter((run) => run.key === keyOf(info, paramsOf(card)));
+  const params = paramsOf(card);
+  const sameKey = live.filter((run) => hasKeyOf(run, info, params));
   const running = sameKey.find((run) => run.phase !== "queued") || sameKey[0];
   const followUp = sameKey.find((run) => run.phase === "queued" && run !== running);
   let label = `Run ${name}`, disabled = false, busy = card.pending;

@@ -104,12 +104,13 @@ public final class PGConnection: @unchecked Sendable {
         }
     }
 
-    /// Runs statements that take no parameters (several may be separated by `;`).
+    /// Runs statements that take no parameters (several may be separated by `;`; none, in a text
+    /// of comments only, is no error).
     public func execute(_ sql: String) throws(PGError) {
         guard let result = PQexec(handle, sql) else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             throw PGError(sqlState: state ?? (isOK ? nil : "08006"), message: Self.trimmed(PQerrorMessage(handle)))
         }

@@ -1,0 +1,11 @@
+-- Baton history schema, version 2: single-flight keys are escaped. Forward only, like 0001.
+--
+-- A key was the action and ` name=value` for each key param, values as they were, so
+-- `a="x b=y" b=z` and `a=x b="y b=z"` both made `kp a=x b=y b=z`. Keys now percent-escape `%`,
+-- space, `=` and control characters in each part (`kp a=x%20b%3Dy b=z`; docs/schema.md has
+-- the whole rule), so different params never share a key.
+--
+-- No table changes. The keys already stored in runs and triggers are rewritten right after this
+-- file, in the same transaction, by code (Sources/BatonStore/StoredKeys.swift): reading an old
+-- key needs its row's params to know where each value ends, and the new form needs Unicode
+-- normalization, neither of which SQLite's SQL has. Keys without such characters are unchanged.

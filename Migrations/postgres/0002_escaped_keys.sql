@@ -1,0 +1,17 @@
+-- Baton fleet schema for PostgreSQL, version 2: single-flight keys are escaped. Forward only.
+--
+-- A key was the action and ` name=value` for each key param, values as they were, so
+-- `a="x b=y" b=z` and `a=x b="y b=z"` both made `kp a=x b=y b=z`: one slot in `keys`, one
+-- loading run allowed by runs_one_active_per_key, for two different param sets. Keys now
+-- percent-escape `%`, space, `=` and control characters in each part (`kp a=x%20b%3Dy b=z`;
+-- docs/schema.md has the whole rule), so different params never share a key.
+--
+-- No table changes. The keys already stored in runs and triggers are rewritten right after this
+-- file, in the same transaction and under the migration lock, by code
+-- (Sources/BatonFleet/FleetStoredKeys.swift), as in the SQLite history's migration 2: reading an
+-- old key needs its row's params, and the new form needs Unicode normalization. The slot rows of
+-- `keys` that hold, follow or drain a rekeyed run move to the run's new key. Keys without such
+-- characters are unchanged.
+--
+-- Every host must run this version or a later one: an older batond still running makes the old
+-- keys, so its runs and the others' no longer meet in one slot. Stop them all, then upgrade.
