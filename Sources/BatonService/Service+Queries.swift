@@ -55,7 +55,6 @@ extension Service {
 
     func history(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
         let filter = request.filter ?? HistoryFilter()
-        try filter.validate()
         let runs = try await history.runs(filter)
         let visible = readable(runs.map(\.action), generation, connection.peer)
         var response = Response(id: request.id)
@@ -73,13 +72,14 @@ extension Service {
         return response
     }
 
-    /// Stats of the actions named (an unknown one is an error, as for every other operation), or of all.
+    /// Stats of the actions named, each once (an unknown one is an error, as for every other
+    /// operation), or of all.
     func stats(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
         let filter = request.filter ?? HistoryFilter()
-        try filter.validate()
         let names = request.action.map { [$0] } ?? filter.actions
         let stats = try await history.stats(actions: names, since: filter.since)
-        for name in names where generation.actions[name] == nil && (stats.first { $0.action == name }?.total ?? 0) == 0 {
+        let totals = Dictionary(stats.map { ($0.action, $0.total) }, uniquingKeysWith: +)
+        for name in names where generation.actions[name] == nil && (totals[name] ?? 0) == 0 {
             throw .unknownAction(name)
         }
         let visible = readable(stats.map(\.action), generation, connection.peer)
@@ -91,7 +91,6 @@ extension Service {
     func denied(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
         try await require(.admin, nil, generation, request, connection.peer)
         let filter = request.filter ?? HistoryFilter()
-        try filter.validate()
         var response = Response(id: request.id)
         response.triggers = try await history.denied(limit: filter.limit)
         return response

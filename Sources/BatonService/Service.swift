@@ -70,16 +70,11 @@ public final class Service: ServerDelegate, Sendable {
     // MARK: ServerDelegate
 
     public func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
-        guard case let .line(bytes) = frame else {
-            send(.failure(nil, WireError(code: .badRequest, message: "request line longer than 1 MiB")), to: connection)
-            connection.endRequest()
-            return
-        }
         let request: Request
-        do {
-            request = try Self.decoder.decode(Request.self, from: Data(bytes))
-        } catch {
-            send(.failure(Self.salvageID(bytes), WireError(code: .badRequest, message: RequestDecoding.describe(error))), to: connection)
+        switch Self.request(in: frame) {
+        case let .success(valid): request = valid
+        case let .failure(refusal):
+            send(.failure(refusal.id, WireError(refusal.error)), to: connection)
             connection.endRequest()
             return
         }
@@ -130,6 +125,31 @@ public final class Service: ServerDelegate, Sendable {
         case .denied: return try await denied(request, generation, connection)
         case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics:
             throw .internalError("\(request.op.rawValue) is not answered on a task")
+        }
+    }
+
+    /// Why a frame holds no request to serve, with the id to echo when one could be read.
+    struct Refusal: Error {
+        var id: RequestID?
+        var error: BatonError
+    }
+
+    /// The request a frame holds, decoded and within its bounds (`Request.validated`): the one
+    /// place where a line becomes a request, before anything is looked up for it.
+    static func request(in frame: FrameSplitter.Frame) -> Result<Request, Refusal> {
+        guard case let .line(bytes) = frame else {
+            return .failure(Refusal(error: .badRequest("request line longer than 1 MiB")))
+        }
+        let decoded: Request
+        do {
+            decoded = try decoder.decode(Request.self, from: Data(bytes))
+        } catch {
+            return .failure(Refusal(id: salvageID(bytes), error: .badRequest(RequestDecoding.describe(error))))
+        }
+        do throws(BatonError) {
+            return .success(try decoded.validated())
+        } catch {
+            return .failure(Refusal(id: decoded.id, error: error))
         }
     }
 

@@ -48,24 +48,14 @@ public struct History {
             reason: s.string(15), error: s.string(16))
     }
 
-    /// The runs matching a filter, newest first (oldest first with `reverse`).
-    public func runs(_ filter: HistoryFilter) throws -> [RunSnapshot] {
-        var runs: [RunSnapshot] = []
-        for (sql, arguments) in Self.queries(filter) {
-            try connection.withStatement(sql) { statement in
-                try statement.bind(arguments)
-                while try statement.step() { runs.append(Self.decodeRun(statement)) }
-            }
-        }
-        guard Self.queries(filter).count > 1 else { return runs }
-        runs.sort { filter.reverse ? $0.id < $1.id : $0.id > $1.id }
-        return Array(runs.prefix(max(filter.limit, 0)))
-    }
-
     /// A history query as index-friendly SQL: several actions (or, without actions, several
     /// phases) become one query each, merged by id, since `IN` over two index ranges would sort
-    /// every matching row to find the newest.
+    /// every matching row to find the newest. A name listed twice is queried once.
     static func queries(_ filter: HistoryFilter) -> [(String, [DatabaseValue])] {
+        var filter = filter
+        var seenActions = Set<String>(), seenPhases = Set<Phase>()
+        filter.actions = filter.actions.filter { seenActions.insert($0).inserted }
+        filter.phases = filter.phases.filter { seenPhases.insert($0).inserted }
         if filter.actions.count > 1 {
             return filter.actions.map { action in
                 var one = filter

@@ -7,12 +7,24 @@ import Foundation
 /// opened read-only so the daemon's writes are never blocked and the file never changes.
 enum Query {
     static func history(_ filter: HistoryFilter, _ context: Context) throws -> [RunSnapshot] {
-        try viaDaemonOrFile(context, request: Request(op: .history, filter: filter), pick: { $0.runs ?? [] }) { try $0.runs(filter) }
+        let filter = try valid(filter)
+        return try viaDaemonOrFile(context, request: Request(op: .history, filter: filter), pick: { $0.runs ?? [] }) { try $0.runs(filter) }
     }
 
     static func stats(_ actions: [String], since: Timestamp?, _ context: Context) throws -> [ActionStats] {
-        let request = Request(op: .stats, filter: HistoryFilter(actions: actions, since: since))
-        return try viaDaemonOrFile(context, request: request, pick: { $0.stats ?? [] }) { try $0.stats(actions: actions, since: since) }
+        let filter = try valid(HistoryFilter(actions: actions, since: since))
+        let request = Request(op: .stats, filter: filter)
+        return try viaDaemonOrFile(context, request: request, pick: { $0.stats ?? [] }) { try $0.stats(actions: filter.actions, since: since) }
+    }
+
+    /// The filter as batond would take it (its lists as sets, within their caps), so that the
+    /// history file is read with batond's bounds and refusals when batond is down.
+    private static func valid(_ filter: HistoryFilter) throws -> HistoryFilter {
+        do throws(BatonError) {
+            return try filter.validated()
+        } catch {
+            throw Failure(code: ExitCode.of(errorCode: error.code), message: error.message, wire: WireError(error))
+        }
     }
 
     static func denied(limit: Int, _ context: Context) throws -> [TriggerRecord] {

@@ -5,7 +5,7 @@ import Foundation
 /// the field and what it should have been.
 extension ConfigReader {
     static func isValidName(_ name: String) -> Bool {
-        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 64 else { return false }
+        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= Action.maxNameLength else { return false }
         let isAlnum: (Unicode.Scalar) -> Bool = { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
         return isAlnum(first) && name.unicodeScalars.allSatisfy { isAlnum($0) || $0 == "-" || $0 == "_" || $0 == "." }
     }

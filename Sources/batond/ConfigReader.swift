@@ -239,6 +239,9 @@ struct ConfigReader {
             fail(at, "expected an object of params by name, got \(value.kind)")
             return [:]
         }
+        if fields.count > Action.maxParams {
+            fail(at, "declares \(fields.count) params; at most \(Action.maxParams) (as many as a trigger may pass)")
+        }
         var params: [String: ParamSpec] = [:]
         for (name, spec) in fields.sorted(by: { $0.key < $1.key }) {
             let here = "\(at).\(name)"

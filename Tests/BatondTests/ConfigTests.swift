@@ -66,6 +66,8 @@ struct ConfigTests {
          "maxConcurrentRuns: expected a whole number from 1 to 1000000, got a number too large to represent"),
         ("{ actions: { a: { exec: [\"x\"], description: \"" + String(repeating: "d", count: 2_000) + "\" } } }",
          "actions.a.description: is 2000 bytes; at most 1024"),
+        ("{ actions: { a: { exec: [\"x\"], params: { " + (0...100).map { "p\($0): {}" }.joined(separator: ", ") + " } } } }",
+         "actions.a.params: declares 101 params; at most 100 (as many as a trigger may pass)"),
     ])
     func errors(text: String, expected: String) {
         let found = problems(text)

@@ -1,5 +1,6 @@
 // libFuzzer target: the request decoder. Any bytes must decode to a Request or fail with an
-// error, never crash; a decoded request encodes again, and decodes to the same encoding.
+// error, never crash; a decoded request encodes again, and decodes to the same encoding, and
+// its bounds are checked (Request.validated) without a crash.
 import BatonCore
 import Foundation
 
@@ -14,5 +15,9 @@ public func fuzzRequests(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         preconditionFailure("an encoded request does not decode")
     }
     precondition(once == twice, "encoding is not stable")
+    // Within its bounds or refused, never a crash; a request within them stays as it is.
+    if let valid = try? request.validated() {
+        precondition((try? valid.validated())?.filter == valid.filter, "validating again changed the filter")
+    }
     return 0
 }

@@ -1,10 +1,17 @@
 import Foundation
 
 extension Action {
+    /// The longest name of an action or a param, in bytes (names are ASCII).
+    public static let maxNameLength = 64
+    /// The most params an action may declare, and so a trigger or a history filter carry.
+    public static let maxParams = 100
+    /// The longest param value, in bytes.
+    public static let maxValueLength = 4_096
+
     /// The param names an action may declare: environment-variable safe once upper-cased.
     public static func isValidParamName(_ name: String) -> Bool {
         let scalars = Array(name.unicodeScalars)
-        guard let first = scalars.first, scalars.count <= 64 else { return false }
+        guard let first = scalars.first, scalars.count <= maxNameLength else { return false }
         let isLetter: (Unicode.Scalar) -> Bool = { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || $0 == "_" }
         return isLetter(first) && scalars.allSatisfy { isLetter($0) || ("0"..."9").contains($0) }
     }
@@ -30,8 +37,8 @@ extension Action {
             guard !value.contains("\n"), !value.contains("\0"), !value.contains("\r") else {
                 throw .badRequest("param \(name): a value may not contain a newline or NUL")
             }
-            guard value.utf8.count <= 4_096 else {
-                throw .badRequest("param \(name): the value is longer than 4096 bytes")
+            guard value.utf8.count <= maxValueLength else {
+                throw .badRequest("param \(name): the value is longer than \(maxValueLength) bytes")
             }
             if let pattern = spec.pattern, !pattern.matches(value) {
                 throw .badRequest("param \(name): \(Self.quoted(value)) does not match \(pattern)")
@@ -51,7 +58,7 @@ extension Action {
     public func matchingCost(_ given: [String: String]) -> Int {
         given.reduce(0) { total, param in
             guard let pattern = params[param.key]?.pattern else { return total }
-            return total + pattern.worstCaseSteps(forLength: min(param.value.utf8.count, 4_097))
+            return total + pattern.worstCaseSteps(forLength: min(param.value.utf8.count, Self.maxValueLength + 1))
         }
     }
 

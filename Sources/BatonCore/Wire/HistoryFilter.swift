@@ -30,6 +30,8 @@ public struct HistoryFilter: Codable, Sendable, Equatable {
 
     /// The most runs one query may ask for.
     public static let maxLimit = 100_000
+    /// The most actions one filter may list, duplicates counted once.
+    public static let maxActions = 1_000
 
     /// Every field is optional on the wire, with the defaults of `init`.
     public init(from decoder: any Decoder) throws {
@@ -43,13 +45,51 @@ public struct HistoryFilter: Codable, Sendable, Equatable {
                   reverse: try container.decodeIfPresent(Bool.self, forKey: .reverse) ?? false)
     }
 
-    /// Refuses a filter no query should run: a limit out of range, or a window that ends before it begins.
-    public func validate() throws(BatonError) {
+    /// The filter as a query runs it: `actions` and `phases` are sets, so each keeps its first
+    /// appearance only (a query per distinct one, each run answered once). Refuses, naming the field
+    /// and its cap, a filter no query should run: a limit out of range, a window that ends before it
+    /// begins, more than `maxActions` actions or `Action.maxParams` params, a name longer than a
+    /// config allows, a param value longer than a trigger may pass.
+    public func validated() throws(BatonError) -> HistoryFilter {
         guard (0...Self.maxLimit).contains(limit) else {
             throw .badRequest("filter.limit must be from 0 to \(Self.maxLimit), got \(limit)")
         }
         if let since, let until, until < since {
             throw .badRequest("filter.until is before filter.since: the window is empty")
         }
+        var filter = self
+        filter.actions = actions.firstAppearances()
+        filter.phases = phases.firstAppearances()
+        guard filter.actions.count <= Self.maxActions else {
+            throw .badRequest("filter.actions lists \(filter.actions.count) actions; at most \(Self.maxActions) (duplicates count once)")
+        }
+        if let long = filter.actions.first(where: { $0.utf8.count > Action.maxNameLength }) {
+            throw .badRequest("filter.actions has a name of \(long.utf8.count) bytes; at most \(Action.maxNameLength)")
+        }
+        try Self.checkParams(params)
+        return filter
+    }
+
+    private static func checkParams(_ params: [String: String]) throws(BatonError) {
+        guard params.count <= Action.maxParams else {
+            throw .badRequest("filter.params has \(params.count) entries; at most \(Action.maxParams)")
+        }
+        for (name, value) in params.sorted(by: { $0.key < $1.key }) {
+            guard Action.isValidParamName(name) else {
+                throw .badRequest("filter.params: \(Action.quoted(name)) is not a param name "
+                    + "(letters, digits and '_', starting with a letter or '_', at most \(Action.maxNameLength))")
+            }
+            guard value.utf8.count <= Action.maxValueLength else {
+                throw .badRequest("filter.params.\(name): the value is \(value.utf8.count) bytes; at most \(Action.maxValueLength)")
+            }
+        }
+    }
+}
+
+extension Array where Element: Hashable {
+    /// Each element once, where it first appears.
+    func firstAppearances() -> [Element] {
+        var seen = Set<Element>()
+        return filter { seen.insert($0).inserted }
     }
 }
