@@ -180,6 +180,13 @@ pid_t baton_waitable_child(void) {
     return info.si_pid;
 }
 
+pid_t baton_waitable_in_group(pid_t pgid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    if (waitid(P_PGID, (id_t)pgid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return -1;
+    return info.si_pid;
+}
+
 int baton_reap_nohang(pid_t pid) {
     return waitpid(pid, NULL, WNOHANG) > 0 ? 1 : 0;
 }

@@ -66,6 +66,7 @@ enum Daemon {
         } catch {
             Log.error("cannot listen on \(socketPath): \(error)")
             _ = backend.close()
+            if case let .cgroup(hierarchy) = backend.tracking { rmdir(hierarchy.directory) }
             return 1
         }
 
@@ -155,6 +156,8 @@ enum Daemon {
         statusReports.cancel()
         watchdog.cancel()
         let lost = backend.close()
+        // Every run has ended: the runs' cgroup subtree is empty, and goes with batond.
+        if case let .cgroup(hierarchy) = backend.tracking { rmdir(hierarchy.directory) }
         if ownsSocket { unlink(socketPath) }
         if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
         Log.info("batond stopped")

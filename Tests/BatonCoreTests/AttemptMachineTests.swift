@@ -67,6 +67,14 @@ struct AttemptMachineTests {
             (.graceElapsed, [.kill, .armGiveUp]),
             (.tree([]), [.end(exitCode: 0, signal: 0, leftovers: 1)]),
         ]),
+        Story(name: "a process forked after SIGKILL went out (no cgroup to catch it) is killed when found", steps: [
+            (.leaderExited(exitCode: 0, signal: 0), [.watchTree]),
+            (.tree([41]), [.terminate, .armGrace(grace)]),
+            (.graceElapsed, [.kill, .armGiveUp]),
+            (.tree([41, 45]), [.kill]),
+            (.tree([45]), []),
+            (.tree([]), [.end(exitCode: 0, signal: 0, leftovers: 2)]),
+        ]),
         Story(name: "processes stuck after SIGKILL are given up on, bounded", steps: [
             (.leaderExited(exitCode: 0, signal: 0), [.watchTree]),
             (.tree([41]), [.terminate, .armGrace(grace)]),

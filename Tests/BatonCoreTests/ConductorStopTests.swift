@@ -31,6 +31,27 @@ struct ConductorStopTests {
         await conductor.shutdown(grace: .seconds(3_600))
     }
 
+    @Test("shutdown with a grace of 0 stops the runs in flight: the grace never fires before the shutdown is in (it was ignored, and batond hung)")
+    func zeroGrace() async throws {
+        for _ in 0..<40 {
+            let conductor = Conductor(actions: [Action(name: "long", exec: ["sleep", "300"], killGrace: .milliseconds(100))])
+            let ticket = try await conductor.trigger(TriggerRequest(action: "long"))
+            await untilLoading(ticket)
+            // A deadline, not a speed: the bug left the run loading for its whole 300 s.
+            let stopped = await withTaskGroup(of: Bool.self) { group in
+                group.addTask { await conductor.shutdown(grace: .zero); return true }
+                group.addTask { try? await Task.sleep(for: .seconds(20)); return false }
+                let first = await group.next() ?? false
+                if !first { conductor.stopRemaining() }
+                group.cancelAll()
+                return first
+            }
+            #expect(stopped, "shutdown(grace: 0) did not stop the run in flight")
+            #expect(await ticket.outcome()?.reason == "shutdown")
+            guard stopped else { return }
+        }
+    }
+
     @Test("cancel of a queued run drops it without starting it")
     func cancelQueued() async throws {
         let gate = Gate(), starts = Counter()

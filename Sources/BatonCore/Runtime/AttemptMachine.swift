@@ -68,7 +68,10 @@ struct AttemptMachine: Sendable, Equatable {
         case let .tree(members):
             guard phase == .draining else { return [] }
             if members.isEmpty { return finish() }
+            let new = !members.isSubset(of: leftovers)
             leftovers.formUnion(members)
+            // Forked after SIGKILL went out (where no cgroup kills them all at once): killed too.
+            if killed { return new ? [.kill] : [] }
             guard !terminated else { return [] }
             terminated = true
             return [.terminate, .armGrace(killGrace)]

@@ -174,16 +174,21 @@ extension Conductor {
     /// Stops taking triggers and lets runs in flight end within `grace`; then cancels the rest
     /// with reason `shutdown`. Runs still queued stay queued in the history for the next start.
     public func shutdown(grace: Duration) async {
-        let timer = reactor.after(grace) { [weak self] in self?.send(.graceElapsed) }
+        // The grace is armed only once `.shutdown` is in: a grace of 0 that fired first would be
+        // ignored (nothing is draining yet), and the runs in flight would never be stopped.
+        let timer = Locked<Reactor.TimerID?>(nil)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = core.withLock { core -> Bool in
                 if core.isDrained { return true }
                 core.drained.append(continuation)
                 return false
             }
-            if done { continuation.resume() } else { send(.shutdown) }
+            if done { return continuation.resume() }
+            send(.shutdown)
+            let armed = reactor.after(grace) { [weak self] in self?.send(.graceElapsed) }
+            timer.withLock { $0 = armed }
         }
-        reactor.cancel(timer)
+        if let armed = timer.withLock({ $0 }) { reactor.cancel(armed) }
         let all = watchers.withLock { watchers in
             defer { watchers.all = [:] }
             return Array(watchers.all.values)

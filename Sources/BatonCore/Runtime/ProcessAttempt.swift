@@ -108,7 +108,10 @@ final class ProcessAttempt: Attempt {
             if first { reactor.watch(cgroup.events, priority: true) { [self] _ in lookAtCgroup() } }
             lookAtCgroup()
         case let .tagged(tagged):
-            let members = tagged.members(others: otherLeaders(), subreaper: Self.subreaping.withLock { $0 })
+            let subreaper = Self.subreaping.withLock { $0 }
+            var members = tagged.members(others: otherLeaders(), subreaper: subreaper)
+            // /proc is not read in one instant: an empty tree is believed on a second look.
+            if members.isEmpty { members = tagged.members(others: otherLeaders(), subreaper: subreaper) }
             var pidfds: [Int32] = []
             for member in members {
                 let fd = baton_pidfd_open(member)
@@ -219,6 +222,10 @@ final class ProcessAttempt: Attempt {
             }
             cgroup.remove()
         }
+        // The tree's zombies that came to batond (its subreaper): reaped now, not at the next sweep
+        // (never a leader: a pid reused by another attempt's leader is that attempt's to reap).
+        while case let child = baton_waitable_in_group(pid), child > 0, Self.reapIfOrphan(child) {}
+        for member in state.withLock({ $0.machine.leftovers }) { _ = Self.reapIfOrphan(member) }
         let outcome = state.withLock { state -> AttemptOutcome in
             state.output.closeAll()
             state.watching = []

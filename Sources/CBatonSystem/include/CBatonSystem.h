@@ -32,6 +32,9 @@ int baton_reap_group(pid_t pgid);
 /// The pid of an exited child, left unreaped (WNOWAIT); 0 when there is none, -1 with errno.
 pid_t baton_waitable_child(void);
 
+/// The pid of an exited child in process group pgid, left unreaped; 0 when none, -1 with errno.
+pid_t baton_waitable_in_group(pid_t pgid);
+
 /// Reaps pid if it has exited, without waiting: 1 when reaped, 0 otherwise.
 int baton_reap_nohang(pid_t pid);
 

@@ -20,7 +20,9 @@ struct TaggedTree: Sendable {
     func members(others: Set<Int32>, subreaper: Bool) -> Set<Int32> {
         let table = ProcessTable.read()
         var found = Set<Int32>()
-        let roots = subreaper ? table.children(of: getpid()) : Array(table.processes.keys)
+        // A process whose parent died while /proc was read is being re-parented (to batond, as
+        // subreaper): a root too, or a dying tree's last member could go unseen.
+        let roots = subreaper ? table.children(of: getpid()) + table.orphans : Array(table.processes.keys)
         for pid in roots where pid != leader && !others.contains(pid) {
             guard let stat = table.processes[pid] else { continue }
             if stat.pgid == leader || isTagged(pid) { found.formUnion(table.descendants(of: pid, including: true)) }
@@ -59,6 +61,11 @@ struct ProcessTable {
     }
 
     func children(of pid: Int32) -> [Int32] { byParent[pid] ?? [] }
+
+    /// The processes whose parent is not in the table (it exited while the table was read).
+    var orphans: [Int32] {
+        byParent.filter { parent, _ in parent > 1 && processes[parent] == nil }.flatMap(\.value)
+    }
 
     /// `pid` (when `including`) and every live process below it.
     func descendants(of pid: Int32, including: Bool) -> Set<Int32> {
