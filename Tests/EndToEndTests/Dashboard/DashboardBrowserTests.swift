@@ -7,10 +7,14 @@ import Testing
 /// With BATON_UPDATE_SCREENSHOTS=1 the screenshots replace those in docs/images.
 @Suite("End to end: the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
 struct DashboardBrowserTests {
+    /// `quick` runs until its gate file exists: a test sees its loading state for as long as it
+    /// needs, however slow the browser is under load, then lets it end.
+    static let gate = NSTemporaryDirectory() + "baton-quick-gate-" + UUID().uuidString
     static let config = """
         {
           actions: {
-            quick: { description: "Succeeds after a moment", exec: ["sh", "-c", "sleep 1.5; echo all good"], policy: "join" },
+            quick: { description: "Succeeds after a moment", policy: "join",
+                     exec: ["sh", "-c", "while [ ! -e \\"$GATE\\" ]; do sleep 0.02; done; echo all good"], env: { GATE: "\(gate)" } },
             build: {
               description: "Reports its progress",
               exec: ["sh", "-c", "for i in 1 2 3 4 5 6; do echo \\"$i/6 step $i\\" >&3; sleep 0.4; done"],
@@ -37,6 +41,10 @@ struct DashboardBrowserTests {
         return directory
     }()
 
+    /// Keeps `quick` loading until `release()`.
+    static func hold() { unlink(gate) }
+    static func release() { FileManager.default.createFile(atPath: gate, contents: nil) }
+
     /// The runs of an action, newest first, as batond's history has them.
     static func runs(_ daemon: Daemon, _ action: String) throws -> [RunSnapshot] {
         try Client(path: daemon.socket).call(Request(op: .history, filter: HistoryFilter(actions: [action]))).runs ?? []
@@ -48,6 +56,8 @@ struct DashboardBrowserTests {
                          _ body: @escaping @Sendable (Daemon, DashboardProcess, WebDriver) throws -> Void) async throws {
         let daemon = try Daemon(config: config)
         defer { daemon.stop() }
+        // Whatever the test held, the run ends before batond is stopped.
+        defer { release() }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         try await offPool {
@@ -68,21 +78,25 @@ struct DashboardBrowserTests {
             #expect(try browser.script("return location.href;") as? String == "http://\(dashboard.hostPort)/")
             try browser.screenshot(to: Self.screenshots + "/dashboard-idle.png")
 
+            Self.hold()
             try browser.click(".card[data-action=\"quick\"] .press-button")
             #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.flight[data-phase=\"loading\"] .spinner')"))
             #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.press-button').textContent.startsWith('Join run')"),
                     "a join action's button offers to join the run in flight")
+            Self.release()
             #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.note').textContent.includes('succeeded in')"))
             #expect(try browser.text(".card[data-action=\"quick\"] .note").hasPrefix("✓ run 1 succeeded in"))
             #expect(try browser.wait(until: "!\(Self.card("quick")).querySelector('.flight')"))
             #expect(try browser.wait(until: "!\(Self.card("quick")).querySelector('.flight')"), "the loading state is gone")
             // Again: now there is a past run, so the bar is an estimate; a second press joins.
+            Self.hold()
             try browser.click(".card[data-action=\"quick\"] .press-button")
-            #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.flight-text')?.textContent.includes('(usually 1.5s)')"))
+            #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.flight-text')?.textContent.includes('(usually ')"))
             #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.press-button').textContent.startsWith('Join run')"))
             try browser.click(".card[data-action=\"quick\"] .press-button")
             #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.note').textContent.includes('(shared)')"))
             #expect(try browser.text(".card[data-action=\"quick\"] .note") == "joined run 2 (shared)")
+            Self.release()
             #expect(try browser.wait(until: "\(Self.card("quick")).querySelector('.note').textContent.startsWith('✓ run 2 succeeded')"))
 
             try browser.click(".card[data-action=\"build\"] .press-button")
@@ -178,8 +192,11 @@ struct DashboardBrowserTests {
         defer { daemon.stop() }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        #expect(try daemon.baton("run", "quick", "--detach").code == 0)
-        #expect(try daemon.baton("run", "quick").code == 0, "joins run 1 and waits for it")
+        Self.hold()
+        #expect(try daemon.baton("run", "quick", "--detach").stdout == "1\n")
+        #expect(try daemon.baton("run", "quick", "--detach").stdout == "1\n", "joins run 1")
+        Self.release()
+        #expect(try daemon.baton("wait", "1").code == 0)
         try await offPool {
             let browser = try WebDriver(width: 420, height: 900)
             defer { browser.quit() }
