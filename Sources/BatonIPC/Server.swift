@@ -5,16 +5,15 @@ import Foundation
 
 /// What the server hands each frame and closed connection to.
 public protocol ServerDelegate: AnyObject, Sendable {
-    /// A complete request line (or `.oversized`) arrived; called on the server's thread, so it must not block.
+    /// A complete request line (or `.oversized`) arrived; called on the event loop, so it must not block.
     func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection)
     /// The peer went away or the connection was dropped.
     func closed(_ connection: ServerConnection)
 }
 
-/// Serves newline-delimited JSON on a listening Unix socket with one epoll thread.
-///
-/// Reads happen on that thread; responses may be sent from any thread and go straight to the
-/// socket when it has room, or wait in a bounded buffer for the thread to flush them.
+/// Serves newline-delimited JSON on a listening Unix socket, on the event loop (the `Reactor`):
+/// accepting, reading, framing and handing each request line to the delegate happen there, and so
+/// do the writes of the answers (sent from another thread, they are posted to the loop).
 public final class Server: Sendable {
     /// Limits that protect the daemon from its clients.
     public struct Limits: Sendable {
@@ -57,112 +56,87 @@ public final class Server: Sendable {
     }
 
     private let listenFD: Int32
-    private let epoll: Int32
-    private let wakeFD: Int32
+    private let reactor: Reactor
     private let limits: Limits
     private let delegate: any ServerDelegate
-    /// Open connections by token; only the server thread adds and removes.
-    private let connections = Locked<[UInt64: ServerConnection]>([:])
-
-    /// The client connections open now.
-    public var connectionCount: Int { connections.withLock { $0.count } }
-    /// Open connections per uid; only the server thread touches it.
-    private nonisolated(unsafe) var perUser: [UInt32: Int] = [:]
-    private let stopping = Atomic<Bool>(false)
-    /// A descriptor held in reserve, to answer a client when all others are in use.
-    private let reserve = Locked(open("/dev/null", O_RDONLY | O_CLOEXEC))
+    private let table = Locked(Table())
     /// Unsent output of all connections, against `limits.totalOutputLimit`.
     let budget: OutputBudget
-    private let finished = Locked<[CheckedContinuation<Void, Never>]?>([])
+    /// A descriptor held in reserve, to answer a client when all others are in use.
+    private let reserve = Locked(open("/dev/null", O_RDONLY | O_CLOEXEC))
 
-    private static let listenToken: UInt64 = 0
-    private static let wakeToken: UInt64 = 1
+    /// What the loop keeps of the open connections; other threads only count them.
+    struct Table {
+        var connections: [UInt64: ServerConnection] = [:]
+        var perUser: [UInt32: Int] = [:]
+        var nextToken: UInt64 = 1
+        var sweep: Reactor.TimerID?
+        var stopped = false
+        var finished: CheckedContinuation<Void, Never>?
+    }
 
-    public init(listening fd: Int32, limits: Limits = Limits(), delegate: any ServerDelegate) throws(SocketError) {
+    /// The client connections open now.
+    public var connectionCount: Int { table.withLock { $0.connections.count } }
+
+    public init(listening fd: Int32, limits: Limits = Limits(), reactor: Reactor = .shared, delegate: any ServerDelegate) throws(SocketError) {
         listenFD = fd
         self.limits = limits
+        self.reactor = reactor
         self.delegate = delegate
-        epoll = baton_epoll_create()
-        wakeFD = baton_eventfd()
-        let wake = wakeFD
-        budget = OutputBudget(limit: limits.totalOutputLimit) {
-            var one: UInt64 = 1
-            _ = write(wake, &one, 8)
-        }
-        guard epoll >= 0, wakeFD >= 0 else { throw .system("epoll_create", path: "", errno: errno) }
+        budget = OutputBudget(limit: limits.totalOutputLimit)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        _ = baton_epoll_ctl(epoll, Epoll.add, fd, Epoll.input, Self.listenToken)
-        _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, Self.wakeToken)
+        budget.onOver { [weak self, reactor] in reactor.post { [weak self] in self?.enforceBudget() } }
     }
 
-    /// Serves until `stop()`; then closes every connection and the listening socket.
+    /// Serves on the event loop until `stop()`; then every connection and the listening socket are closed.
     public func run() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
-                loop()
-                continuation.resume()
+            reactor.post { [self] in
+                guard table.withLock({ state in
+                    state.finished = continuation
+                    return !state.stopped
+                }) else { return finish() }
+                reactor.watch(listenFD) { [self] _ in acceptAll() }
+                scheduleSweep()
             }
-            thread.name = "baton-server"
-            thread.stackSize = 1 << 20
-            thread.start()
         }
     }
 
-    /// Stops accepting and reading; `run()` returns once the thread has closed everything.
+    /// Stops accepting and reading; `run()` returns once everything is closed.
     public func stop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
+        reactor.post { [self] in
+            let running = table.withLock { state -> Bool in
+                defer { state.stopped = true }
+                return !state.stopped && state.finished != nil
+            }
+            if running { finish() }
+        }
     }
 
-    private func loop() {
-        var tokens = [UInt64](repeating: 0, count: 256)
-        var events = [UInt32](repeating: 0, count: 256)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
-        defer { buffer.deallocate() }
-        var nextToken: UInt64 = 2
-        var lastSweep = ContinuousClock.now
-        while !stopping.load(ordering: .sequentiallyConsistent) {
-            let count = baton_epoll_wait(epoll, &tokens, &events, 256, 500)
-            if count < 0 { break }
-            if ContinuousClock.now - lastSweep >= .milliseconds(500) {
-                lastSweep = ContinuousClock.now
-                dropSlowRequests()
-                if budget.isOver { enforceBudget() }
-            }
-            for index in 0..<Int(count) {
-                switch tokens[index] {
-                case Self.listenToken:
-                    acceptAll(&nextToken)
-                case Self.wakeToken:
-                    var value: UInt64 = 0
-                    _ = read(wakeFD, &value, 8)
-                    if budget.isOver { enforceBudget() }
-                default:
-                    guard let connection = connections.withLock({ $0[tokens[index]] }) else { continue }
-                    let mask = events[index]
-                    if mask & Epoll.output != 0 { connection.flush() }
-                    if mask & (Epoll.input | Epoll.hangUp | Epoll.error) != 0 {
-                        readAll(connection, buffer)
-                    }
-                    // A full hang-up or an error: nothing sent can arrive any more. (Reported even
-                    // with no interest set, it would otherwise wake this loop forever, as it did
-                    // for a watcher that closed its connection.)
-                    if mask & (Epoll.hangUp | Epoll.error) != 0 { connection.close() }
-                    if connection.isClosed { drop(connection) }
-                }
-            }
-        }
-        for connection in connections.withLock({ Array($0.values) }) {
-            connection.close()
-            drop(connection)
-        }
+    private func finish() {
+        reactor.remove(listenFD)
         close(listenFD)
-        close(epoll)
-        close(wakeFD)
+        let (connections, sweep, finished) = table.withLock { state in
+            defer { state.finished = nil; state.sweep = nil }
+            return (Array(state.connections.values), state.sweep, state.finished)
+        }
+        if let sweep { reactor.cancel(sweep) }
+        for connection in connections { connection.close() }
+        finished?.resume()
     }
 
-    private func acceptAll(_ nextToken: inout UInt64) {
+    /// Every half second: slow request lines are dropped, and the output budget enforced.
+    private func scheduleSweep() {
+        let timer = reactor.after(.milliseconds(500)) { [self] in
+            guard !table.withLock({ $0.stopped }) else { return }
+            dropSlowRequests()
+            if budget.isOver { enforceBudget() }
+            scheduleSweep()
+        }
+        table.withLock { $0.sweep = timer }
+    }
+
+    private func acceptAll() {
         while true {
             let fd = baton_accept(listenFD)
             if fd < 0 {
@@ -172,39 +146,63 @@ public final class Server: Sendable {
             }
             var uid: UInt32 = 0, gid: UInt32 = 0, pid: Int32 = 0
             _ = baton_peer_credentials(fd, &uid, &gid, &pid)
-            let token = nextToken
-            nextToken += 1
-            let connection = ServerConnection(fd: fd, token: token, peer: Peer(uid: uid, gid: gid, pid: pid),
-                                              epoll: epoll, frameLimit: limits.frameLimit,
-                                              outputLimits: (limits.outputLimit, limits.streamingOutputLimit),
-                                              maxInFlight: limits.maxRequestsInFlight, budget: budget)
-            let full = connections.withLock { $0.count >= limits.maxConnections }
-            let limited = uid != 0 && uid != geteuid() && perUser[uid, default: 0] >= limits.maxConnectionsPerUser
-            if full || limited {
-                let message = full ? "batond has too many connections"
-                    : "uid \(uid) has \(limits.maxConnectionsPerUser) connections open to batond, its limit"
-                let line = #"{"ok":false,"error":{"code":"busy","message":"\#(message)"}}"# + "\n"
-                _ = line.withCString { write(fd, $0, strlen($0)) }
+            let refusal = table.withLock { state -> String? in
+                if state.connections.count >= limits.maxConnections { return "batond has too many connections" }
+                if uid != 0 && uid != geteuid() && state.perUser[uid, default: 0] >= limits.maxConnectionsPerUser {
+                    return "uid \(uid) has \(limits.maxConnectionsPerUser) connections open to batond, its limit"
+                }
+                return nil
+            }
+            if let refusal {
+                let line = #"{"ok":false,"error":{"code":"busy","message":"\#(refusal)"}}"# + "\n"
+                _ = line.withCString { Glibc.write(fd, $0, strlen($0)) }
                 Glibc.close(fd)
                 continue
             }
-            perUser[uid, default: 0] += 1
-            connections.withLock { $0[token] = connection }
-            _ = baton_epoll_ctl(epoll, Epoll.add, fd, Epoll.input | Epoll.readHangUp, token)
+            let connection = table.withLock { state -> ServerConnection in
+                defer { state.nextToken += 1 }
+                let connection = ServerConnection(fd: fd, token: state.nextToken, peer: Peer(uid: uid, gid: gid, pid: pid),
+                                                  reactor: reactor, frameLimit: limits.frameLimit,
+                                                  outputLimits: (limits.outputLimit, limits.streamingOutputLimit),
+                                                  maxInFlight: limits.maxRequestsInFlight, budget: budget,
+                                                  onClose: { [weak self] in self?.dropped($0) })
+                state.connections[connection.token] = connection
+                state.perUser[uid, default: 0] += 1
+                return connection
+            }
+            reactor.watch(fd, events: Epoll.input | Epoll.readHangUp) { [self] mask in ready(connection, mask) }
         }
     }
 
-    private func readAll(_ connection: ServerConnection, _ buffer: UnsafeMutableRawBufferPointer) {
+    /// What the loop does when a connection's socket is ready.
+    private func ready(_ connection: ServerConnection, _ mask: UInt32) {
+        if mask & Epoll.output != 0 { connection.flush() }
+        if mask & (Epoll.input | Epoll.hangUp | Epoll.error) != 0 { readAll(connection) }
+        // A full hang-up or an error: nothing sent can arrive any more. (Reported even with no
+        // interest set, it would otherwise wake the loop forever.)
+        if mask & (Epoll.hangUp | Epoll.error) != 0 { connection.close() }
+    }
+
+    /// One read buffer for every connection: reads happen on the loop only, one at a time.
+    private nonisolated(unsafe) static let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+
+    private func readAll(_ connection: ServerConnection) {
+        let buffer = Self.buffer
         while connection.mayRead {
             let n = read(connection.fd, buffer.baseAddress, buffer.count)
             if n > 0 {
+                let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                let frames = connection.withInput { state -> [FrameSplitter.Frame] in
+                    let frames = state.splitter.feed(chunk)
+                    if state.splitter.buffered == 0 { state.partialSince = nil }
+                    else if state.partialSince == nil { state.partialSince = .now }
+                    return frames
+                }
                 var full = false
-                for frame in connection.splitter.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) {
+                for frame in frames {
                     full = connection.beginRequest()
                     delegate.received(frame, on: connection)
                 }
-                if connection.splitter.buffered == 0 { connection.partialSince = nil }
-                else if connection.partialSince == nil { connection.partialSince = .now }
                 if full { connection.pauseReading() }
                 if n < buffer.count { return }
             } else if n == 0 {
@@ -223,12 +221,11 @@ public final class Server: Sendable {
     /// Closes connections whose request line has been arriving for longer than the request timeout.
     private func dropSlowRequests() {
         let deadline = ContinuousClock.now - limits.requestTimeout
-        let slow = connections.withLock { $0.values.filter { $0.partialSince.map { $0 < deadline } ?? false } }
+        let slow = table.withLock { $0.connections.values.filter { $0.withInput { $0.partialSince }.map { $0 < deadline } ?? false } }
         for connection in slow {
             let message = "request line not finished within \(DurationText.format(limits.requestTimeout)); closing"
             connection.send(Array(#"{"ok":false,"error":{"code":"bad_request","message":"\#(message)"}}"#.utf8))
             connection.close()
-            drop(connection)
         }
     }
 
@@ -241,7 +238,7 @@ public final class Server: Sendable {
             let fd = baton_accept(listenFD)
             if fd >= 0 {
                 let line = #"{"ok":false,"error":{"code":"busy","message":"batond has no file descriptors left for a connection"}}"# + "\n"
-                _ = line.withCString { write(fd, $0, strlen($0)) }
+                _ = line.withCString { Glibc.write(fd, $0, strlen($0)) }
                 Glibc.close(fd)
             }
             reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
@@ -251,7 +248,7 @@ public final class Server: Sendable {
     /// Drops the connections holding the most unsent output, streaming ones first, until all
     /// of it fits in three quarters of the total limit again.
     private func enforceBudget() {
-        let candidates = connections.withLock { Array($0.values) }
+        let candidates = table.withLock { Array($0.connections.values) }
             .map { ($0, $0.unsentCount) }
             .filter { $0.1 > 0 }
             .sorted { ($0.0.isStreaming ? 1 : 0, $0.1) > ($1.0.isStreaming ? 1 : 0, $1.1) }
@@ -260,12 +257,14 @@ public final class Server: Sendable {
         }
     }
 
-    private func drop(_ connection: ServerConnection) {
-        guard connections.withLock({ $0.removeValue(forKey: connection.token) }) != nil else { return }
-        if let count = perUser[connection.peer.uid] {
-            perUser[connection.peer.uid] = count > 1 ? count - 1 : nil
+    /// A connection closed (loop): forgotten, and the delegate told.
+    private func dropped(_ connection: ServerConnection) {
+        let known = table.withLock { state -> Bool in
+            guard state.connections.removeValue(forKey: connection.token) != nil else { return false }
+            let uid = connection.peer.uid
+            if let count = state.perUser[uid] { state.perUser[uid] = count > 1 ? count - 1 : nil }
+            return true
         }
-        connection.release()
-        delegate.closed(connection)
+        if known { delegate.closed(connection) }
     }
 }

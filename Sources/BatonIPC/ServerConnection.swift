@@ -1,208 +1,211 @@
 import BatonCore
 import CBatonSystem
-import Synchronization
 import Foundation
+import Synchronization
 
-/// One client connection. Sending is safe from any thread; reading belongs to the server thread.
-public final class ServerConnection: @unchecked Sendable, Hashable {
-    /// The client's credentials from `SO_PEERCRED`.
+/// One client connection of a server on the event loop (the `Reactor`): the Unix socket's, the
+/// metrics listener's and the dashboard's. Everything it does happens on the loop — reads,
+/// writes, closing; `send`, `endRequest` and `close` called from another thread are posted there,
+/// in order — so its descriptor is never used by two threads and never reused under a send.
+/// Its lock guards the state only while it is changed, never across a system call.
+public final class ServerConnection: Sendable, Hashable {
+    /// The client's credentials from `SO_PEERCRED` (a TCP client has none: uid and pid are 0).
     public let peer: Peer
     let fd: Int32
     let token: UInt64
-    private let epoll: Int32
+    let reactor: Reactor
     /// The unsent output allowed: for request-answer connections, and once `markStreaming`.
     private let outputLimits: (normal: Int, streaming: Int)
     private let budget: OutputBudget
-    /// Touched only by the server thread.
-    var splitter: FrameSplitter
-    /// When the request line now in the splitter began to arrive; server thread only.
-    var partialSince: ContinuousClock.Instant?
-    /// Guards the output buffer, the closed flag and the descriptor's lifetime.
-    private let lock = Locked(OutputState())
+    private let maxInFlight: Int
+    /// Told once, on the loop, when the connection has closed.
+    private let onClose: @Sendable (ServerConnection) -> Void
+    private let state: Locked<State>
 
-    struct OutputState {
+    struct State {
+        /// Bytes waiting for room in the socket, from `sent` on.
         var output: [UInt8] = []
+        var sent = 0
         var closed = false
         var watchingOut = false
         /// Requests received and not yet fully answered.
         var inFlight = 0
-        /// The client shut its sending side (or the server stopped reading it for good).
+        /// The client shut its sending side.
         var inputEnded = false
         /// Reading stopped until enough requests in flight are answered.
         var readingPaused = false
-        /// The connection follows a stream (`watch`): the smaller output limit applies.
+        /// The connection follows a stream (`watch`, an event stream): the smaller output limit applies.
         var streaming = false
+        /// Input the server's framing has not used yet (its own buffer: lines or an HTTP head).
+        var splitter: FrameSplitter
+        var input: [UInt8] = []
+        /// When the request now arriving began (a request line), or when the exchange must end (HTTP).
+        var partialSince: ContinuousClock.Instant?
+        var deadline: ContinuousClock.Instant?
     }
 
-    private let maxInFlight: Int
-
-    init(fd: Int32, token: UInt64, peer: Peer, epoll: Int32, frameLimit: Int, outputLimits: (Int, Int), maxInFlight: Int = 1_024,
-         budget: OutputBudget) {
+    init(fd: Int32, token: UInt64, peer: Peer, reactor: Reactor, frameLimit: Int, outputLimits: (Int, Int), maxInFlight: Int = 1_024,
+         budget: OutputBudget, onClose: @escaping @Sendable (ServerConnection) -> Void) {
         self.fd = fd
         self.token = token
         self.peer = peer
-        self.epoll = epoll
+        self.reactor = reactor
         self.outputLimits = outputLimits
         self.budget = budget
         self.maxInFlight = max(maxInFlight, 1)
-        self.splitter = FrameSplitter(limit: frameLimit)
+        self.onClose = onClose
+        state = Locked(State(splitter: FrameSplitter(limit: frameLimit)))
     }
 
-    public var isClosed: Bool { lock.withLock { $0.closed } }
+    public var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Marks the connection as following a stream: a client that stops reading it is dropped
     /// once `streamingOutputLimit` bytes wait.
-    public func markStreaming() { lock.withLock { $0.streaming = true } }
+    public func markStreaming() { state.withLock { $0.streaming = true } }
 
-    var isStreaming: Bool { lock.withLock { $0.streaming } }
-    var unsentCount: Int { lock.withLock { $0.output.count } }
+    var isStreaming: Bool { state.withLock { $0.streaming } }
+    var unsentCount: Int { state.withLock { $0.output.count - $0.sent } }
 
-    /// Whether the server thread should read more from this connection now.
-    var mayRead: Bool { lock.withLock { !$0.closed && !$0.inputEnded && !$0.readingPaused } }
+    /// Whether the server should read more from this connection now.
+    var mayRead: Bool { state.withLock { !$0.closed && !$0.inputEnded && !$0.readingPaused } }
 
-    /// Counts a request received (server thread); true once the in-flight limit is reached.
+    /// The server's framing state, changed in place (loop).
+    func withInput<Result>(_ body: (inout State) -> Result) -> Result { state.withLock(body) }
+
+    // MARK: Requests in flight
+
+    /// Counts a request received (loop); true once the in-flight limit is reached.
     func beginRequest() -> Bool {
-        lock.withLock { state in
+        state.withLock { state in
             state.inFlight += 1
             return state.inFlight >= maxInFlight
         }
     }
 
-    /// Marks a request fully answered (any thread): reading resumes below half the limit, and
-    /// a connection whose client is done sending closes once nothing is left to answer.
+    /// Marks a request fully answered: reading resumes below half the limit, and a connection
+    /// whose client is done sending closes once nothing is left to answer or to write.
     public func endRequest() {
-        lock.withLock { state in
+        guard reactor.isCurrent else { return reactor.post { [self] in endRequest() } }
+        let (closing, resume) = state.withLock { state -> (Bool, Bool) in
             state.inFlight = max(state.inFlight - 1, 0)
-            if state.inputEnded && state.inFlight == 0 {
-                shut(&state)
-            } else if state.readingPaused && state.inFlight <= maxInFlight / 2 {
-                state.readingPaused = false
-                watch(&state)
-            }
+            if state.inputEnded && state.inFlight == 0 { return (true, false) }
+            guard state.readingPaused && state.inFlight <= maxInFlight / 2 else { return (false, false) }
+            state.readingPaused = false
+            return (false, true)
         }
+        if closing { closeWhenWritten() } else if resume { watch() }
     }
 
-    /// Stops reading until requests in flight are answered (server thread).
+    /// Stops reading until requests in flight are answered (loop).
     func pauseReading() {
-        lock.withLock { state in
-            state.readingPaused = true
-            watch(&state)
-        }
+        state.withLock { $0.readingPaused = true }
+        watch()
     }
 
-    /// The client will send no more (server thread): close now if nothing is in flight, else
-    /// once the last answer is sent.
+    /// The client will send no more (loop): close once the last answer is written.
     func endOfInput() {
-        lock.withLock { state in
+        let idle = state.withLock { state -> Bool in
             state.inputEnded = true
-            if state.inFlight == 0 { shut(&state) } else { watch(&state) }
+            return state.inFlight == 0
         }
+        if idle { closeWhenWritten() } else { watch() }
+    }
+
+    // MARK: Output
+
+    /// Sends one line (a newline is added).
+    public func send(_ line: [UInt8]) {
+        var bytes = line
+        bytes.append(UInt8(ascii: "\n"))
+        write(bytes)
+    }
+
+    /// Writes bytes as the socket takes them. Drops the connection when the client does not read
+    /// and its unsent output passes the limit.
+    public func write(_ bytes: [UInt8]) {
+        guard reactor.isCurrent else { return reactor.post { [self] in write(bytes) } }
+        let over = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.output.append(contentsOf: bytes)
+            return state.output.count - state.sent > (state.streaming ? outputLimits.streaming : outputLimits.normal)
+        }
+        budget.add(bytes.count)
+        if over { return close() }
+        flush()
+    }
+
+    /// Writes what the socket takes of the buffered output (loop); watches for room when it is full.
+    func flush() {
+        // Taken out of the state for the system calls; only the loop writes, so nothing comes
+        // in between, and what is left goes back.
+        var (pending, sent, closed) = state.withLock { state -> ([UInt8], Int, Bool) in
+            defer { state.output = []; state.sent = 0 }
+            return (state.output, state.sent, state.closed)
+        }
+        guard !closed else { return }
+        let before = pending.count - sent
+        var failed = false
+        while sent < pending.count {
+            let n = pending.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, pending.count - sent, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { sent += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            failed = true
+            break
+        }
+        budget.add(-(before - (pending.count - sent)))
+        let (changed, finished) = state.withLock { state -> (Bool, Bool) in
+            if sent < pending.count {
+                state.output = pending
+                state.sent = sent
+            }
+            let wantOut = sent < pending.count
+            defer { state.watchingOut = wantOut }
+            return (wantOut != state.watchingOut, !wantOut && state.inputEnded && state.inFlight == 0)
+        }
+        if failed || finished { return close() }
+        if changed { watch() }
+    }
+
+    /// Closes once what waits is written (half-closed clients, one-shot HTTP answers).
+    func closeWhenWritten() {
+        guard reactor.isCurrent else { return reactor.post { [self] in closeWhenWritten() } }
+        if unsentCount == 0 { return close() }
+        state.withLock { $0.inputEnded = true; $0.inFlight = 0 }
+        watch()
     }
 
     /// Sets the epoll interest from the state: input while reading, output while output waits.
-    private func watch(_ state: inout OutputState) {
-        guard !state.closed else { return }
-        var events: UInt32 = 0
-        if !state.inputEnded && !state.readingPaused { events |= Epoll.input | Epoll.readHangUp }
-        if state.watchingOut { events |= Epoll.output }
-        _ = baton_epoll_ctl(epoll, Epoll.modify, fd, events, token)
-    }
-
-    /// Sends one line (a newline is added). Drops the connection when the client does not read
-    /// and its unsent output passes the limit.
-    public func send(_ line: [UInt8]) {
-        lock.withLock { state in
-            guard !state.closed else { return }
-            let before = state.output.count
-            defer { budget.add(state.output.count - before) }
-            if state.output.isEmpty {
-                var sent = 0
-                let total = line.count + 1
-                var bytes = line
-                bytes.append(UInt8(ascii: "\n"))
-                while sent < total {
-                    let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, total - sent, Int32(MSG_NOSIGNAL)) }
-                    if n > 0 { sent += n; continue }
-                    if n < 0 && errno == EINTR { continue }
-                    if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-                    shut(&state)
-                    return
-                }
-                if sent < total { state.output.append(contentsOf: bytes[sent...]) }
-            } else {
-                state.output.append(contentsOf: line)
-                state.output.append(UInt8(ascii: "\n"))
-            }
-            if state.output.count > (state.streaming ? outputLimits.streaming : outputLimits.normal) {
-                shut(&state)
-                return
-            }
-            if !state.output.isEmpty && !state.watchingOut {
-                state.watchingOut = true
-                watch(&state)
-            }
+    func watch() {
+        let events = state.withLock { state -> UInt32? in
+            guard !state.closed else { return nil }
+            var events: UInt32 = 0
+            if !state.inputEnded && !state.readingPaused { events |= Epoll.input | Epoll.readHangUp }
+            if state.watchingOut { events |= Epoll.output }
+            return events
         }
+        if let events { reactor.modify(fd, events: events) }
     }
 
-    /// Writes what the socket takes of the buffered output (server thread, on EPOLLOUT).
-    func flush() {
-        lock.withLock { state in
-            guard !state.closed else { return }
-            let before = state.output.count
-            defer { budget.add(state.output.count - before) }
-            while !state.output.isEmpty {
-                let n = state.output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n > 0 { state.output.removeFirst(n); continue }
-                if n < 0 && errno == EINTR { continue }
-                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
-                shut(&state)
-                return
-            }
-            state.watchingOut = false
-            watch(&state)
-        }
-    }
-
-    /// Closes the connection; later sends are dropped.
+    /// Closes the connection (any thread; done on the loop): later sends are dropped, the server
+    /// is told once.
     public func close() {
-        lock.withLock { shut(&$0) }
-    }
-
-    private func shut(_ state: inout OutputState) {
-        guard !state.closed else { return }
-        state.closed = true
-        budget.add(-state.output.count)
-        state.output = []
-        // The descriptor stays open until the server thread releases it, so it cannot be reused
-        // under a concurrent send; shutdown wakes that thread with a hang-up.
-        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
-    }
-
-    /// Closes the descriptor for good (server thread, once the connection is dropped).
-    func release() {
-        lock.withLock { state in
-            if !state.closed { budget.add(-state.output.count) }
+        guard reactor.isCurrent else { return reactor.post { [self] in close() } }
+        let unsent = state.withLock { state -> Int? in
+            guard !state.closed else { return nil }
             state.closed = true
-            state.output = []
-            _ = baton_epoll_ctl(epoll, Epoll.delete, fd, 0, 0)
-            Glibc.close(fd)
+            defer { state.output = []; state.sent = 0 }
+            return state.output.count - state.sent
         }
+        guard let unsent else { return }
+        budget.add(-unsent)
+        reactor.remove(fd)
+        Glibc.close(fd)
+        onClose(self)
     }
 
     public static func == (lhs: ServerConnection, rhs: ServerConnection) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-}
-
-/// epoll(7) event bits and control operations, which Glibc's module does not export.
-enum Epoll {
-    static let input: UInt32 = 0x001
-    static let output: UInt32 = 0x004
-    static let error: UInt32 = 0x008
-    static let hangUp: UInt32 = 0x010
-    static let readHangUp: UInt32 = 0x2000
-    static let add: Int32 = 1
-    static let delete: Int32 = 2
-    static let modify: Int32 = 3
 }
 
 /// The unsent output of every connection together; past its limit the server is woken to drop
@@ -210,12 +213,14 @@ enum Epoll {
 final class OutputBudget: Sendable {
     let limit: Int
     private let bytes = Atomic<Int>(0)
-    private let wake: @Sendable () -> Void
+    private let over = Locked<(@Sendable () -> Void)?>(nil)
 
-    init(limit: Int, wake: @escaping @Sendable () -> Void) {
+    init(limit: Int) {
         self.limit = limit
-        self.wake = wake
     }
+
+    /// What to do when the total passes the limit.
+    func onOver(_ action: @escaping @Sendable () -> Void) { over.withLock { $0 = action } }
 
     var total: Int { bytes.load(ordering: .relaxed) }
     var isOver: Bool { total > limit }
@@ -223,6 +228,6 @@ final class OutputBudget: Sendable {
     func add(_ delta: Int) {
         guard delta != 0 else { return }
         let (_, now) = bytes.add(delta, ordering: .relaxed)
-        if delta > 0, now > limit, now - delta <= limit { wake() }
+        if delta > 0, now > limit, now - delta <= limit { over.withLock { $0 }?() }
     }
 }

@@ -66,6 +66,10 @@ int baton_spawn(const char *const argv[], const char *const envp[], const char *
     return rc;
 }
 
+pid_t baton_gettid(void) {
+    return (pid_t)syscall(SYS_gettid);
+}
+
 int baton_pidfd_open(pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }

@@ -194,7 +194,7 @@ enum Daemon {
     static func feedWatchdog(_ notifier: Notifier, conductor: Conductor, backend: Backend) async {
         guard let interval = notifier.watchdogInterval else { return }
         while !Task.isCancelled {
-            conductor.ping()
+            await conductor.ping()
             await backend.ping()
             notifier.watchdog()
             guard (try? await Task.sleep(for: interval)) != nil else { return }

@@ -118,8 +118,12 @@ extension Conductor {
         core.withLock { $0.state.estimates.median(action) }.map { .microseconds($0) }
     }
 
-    /// Answers once the conductor is between events: it is alive and not stuck (the watchdog's check).
-    public func ping() { core.withLock { _ in } }
+    /// Answers once the event loop has turned: the conductor is alive and not stuck (the watchdog's check).
+    public func ping() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            reactor.post { continuation.resume() }
+        }
+    }
 
     /// Follows every committed transition (of one action, or all), until the stream is dropped.
     public func watch(action: String? = nil) -> AsyncStream<RunUpdate> {
@@ -185,8 +189,11 @@ extension Conductor {
             }
             if done { return continuation.resume() }
             send(.shutdown)
-            let armed = reactor.after(grace) { [weak self] in self?.send(.graceElapsed) }
-            timer.withLock { $0 = armed }
+            // Posted after the shutdown, so armed once it is handled (posts run in order).
+            reactor.post { [self] in
+                let armed = reactor.after(grace) { [weak self] in self?.send(.graceElapsed) }
+                timer.withLock { $0 = armed }
+            }
         }
         if let armed = timer.withLock({ $0 }) { reactor.cancel(armed) }
         let all = watchers.withLock { watchers in

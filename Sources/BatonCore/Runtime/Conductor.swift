@@ -5,10 +5,11 @@ import Glibc
 /// Runs actions with single flight per key and records every phase change: the heart of Baton.
 ///
 /// All decisions are `ConductorState`'s; this class only feeds it events and performs the
-/// effects it returns. Events come from any thread (request tasks, the store's writer, the
-/// reactor's attempts and timers) into one inbox; whichever thread finds the inbox idle drains
-/// it, handling each event and performing all of its effects before the next, never waiting in
-/// between. Nothing is awaited inside the conductor: callers wait for their answer only.
+/// effects it returns. It lives on the event loop (the `Reactor`'s thread): events from other
+/// threads (request tasks, the store's writer) are posted there; there each event is handled —
+/// the state changed under its lock, which is then released — and all of its effects performed
+/// with no lock held, before the next event. Replies and followers are called on the loop.
+/// Nothing is awaited inside the conductor: callers wait for their answer only.
 public final class Conductor: Sendable {
     /// What a conductor is built with.
     public struct Options: Sendable {
@@ -42,10 +43,10 @@ public final class Conductor: Sendable {
     typealias Token = ConductorState.Token
 
     /// Told each update of a run it follows, in order, then nil once the run's end is durable (or
-    /// batond stops first). Called on whichever thread drains the inbox: it must not block.
+    /// batond stops first). Called on the event loop: it must not block.
     public typealias Follower = @Sendable (RunUpdate?) -> Void
 
-    /// A caller waiting for its answer; answers are called on the draining thread.
+    /// A caller waiting for its answer; answers are called on the event loop.
     enum Reply {
         case trigger(@Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void, follower: Follower?)
         case cancel(@Sendable (Result<[RunSnapshot], BatonError>) -> Void)
@@ -53,8 +54,8 @@ public final class Conductor: Sendable {
         case recover(@Sendable (RecoverySummary) -> Void)
     }
 
-    /// Everything the draining thread changes; other threads take the lock only to read or to
-    /// register a reply.
+    /// Everything the loop changes; it holds the lock only to change it (never to perform an
+    /// effect), other threads only to read it or to register a reply.
     struct Core {
         var state: ConductorState
         /// Configured and registered actions, by name (the service resolves triggers itself).
@@ -121,13 +122,14 @@ public final class Conductor: Sendable {
 
     // MARK: The inbox
 
-    /// Hands an event to the conductor; if no thread is draining the inbox, this one does.
+    /// Hands an event to the conductor: handled now when the caller is the loop (after the events
+    /// it is already handling), else posted to the loop.
     func send(_ event: ConductorState.Event) {
+        guard reactor.isCurrent else { return reactor.post { [self] in send(event) } }
         guard inbox.withLock({ $0.push(event) }) else { return }
         while let next = inbox.withLock({ $0.pop() }) {
-            core.withLock { core in
-                for effect in core.state.handle(next, at: .now) { perform(effect, &core) }
-            }
+            let effects = core.withLock { $0.state.handle(next, at: .now) }
+            for effect in effects { perform(effect) }
         }
     }
 
@@ -143,41 +145,57 @@ public final class Conductor: Sendable {
 
     // MARK: Effects
 
-    private func perform(_ effect: ConductorState.Effect, _ core: inout Core) {
+    /// Performs one effect on the loop. The lock is taken only to read or change the bookkeeping
+    /// (attempts, timers, replies, waiters), never around the work itself.
+    private func perform(_ effect: ConductorState.Effect) {
         switch effect {
         case let .write(entries, id):
             store.enqueue(entries) { [weak self] result in
                 if case let .failure(error) = result { self?.send(.committed(id, error)) } else { self?.send(.committed(id, nil)) }
             }
         case let .launch(launch):
-            core.attempts[launch.run] = start(launch, core)
+            let attempt = start(launch)
+            core.withLock { $0.attempts[launch.run] = attempt }
         case let .stop(run, grace):
-            core.attempts[run]?.stop(grace: grace)
+            core.withLock { $0.attempts[run] }?.stop(grace: grace)
         case let .schedule(run, timer, delay):
-            if let old = core.timers[run]?[timer] { reactor.cancel(old) }
-            core.timers[run, default: [:]][timer] = reactor.after(delay) { [weak self] in self?.send(.timer(run: run, timer)) }
+            let id = reactor.after(delay) { [weak self] in self?.send(.timer(run: run, timer)) }
+            let old = core.withLock { core -> Reactor.TimerID? in
+                defer { core.timers[run, default: [:]][timer] = id }
+                return core.timers[run]?[timer]
+            }
+            if let old { reactor.cancel(old) }
         case let .cancelTimers(run):
-            for timer in core.timers.removeValue(forKey: run)?.values ?? [:].values { reactor.cancel(timer) }
+            for timer in core.withLock({ $0.timers.removeValue(forKey: run) })?.values ?? [:].values { reactor.cancel(timer) }
         case let .answer(token, answer):
-            if let reply = core.replies.removeValue(forKey: token) { deliver(answer, to: reply, &core) }
+            if let reply = core.withLock({ $0.replies.removeValue(forKey: token) }) { deliver(answer, to: reply) }
         case let .publish(update):
-            for waiter in core.waiters[update.run.id] ?? [] { waiter(update) }
+            for waiter in core.withLock({ $0.waiters[update.run.id] }) ?? [] { waiter(update) }
             if update.transition == nil { publishToWatchers(update, progress: true) }
             else if !options.watchersFedByFleet { publishToWatchers(update) }
         case let .close(run):
-            for waiter in core.waiters.removeValue(forKey: run) ?? [] { waiter(nil) }
-            core.attempts[run] = nil
+            let waiters = core.withLock { core -> [Follower] in
+                core.attempts[run] = nil
+                return core.waiters.removeValue(forKey: run) ?? []
+            }
+            for waiter in waiters { waiter(nil) }
         case .drained:
-            for waiters in core.waiters.values { for waiter in waiters { waiter(nil) } }
-            core.waiters = [:]
-            core.isDrained = true
-            for continuation in core.drained { continuation.resume() }
-            core.drained = []
+            let (waiters, continuations) = core.withLock { core -> ([Follower], [CheckedContinuation<Void, Never>]) in
+                defer {
+                    core.waiters = [:]
+                    core.drained = []
+                    core.isDrained = true
+                }
+                return (core.waiters.values.flatMap { $0 }, core.drained)
+            }
+            for waiter in waiters { waiter(nil) }
+            for continuation in continuations { continuation.resume() }
         }
     }
 
-    private func start(_ launch: Launch, _ core: Core) -> any Attempt {
-        let runner = launch.runner?.runner ?? core.closures[launch.action.name]?.runner ?? options.execRunner
+    private func start(_ launch: Launch) -> any Attempt {
+        let closure = core.withLock { $0.closures[launch.action.name]?.runner }
+        let runner = launch.runner?.runner ?? closure ?? options.execRunner
         let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: launch.params,
                       instance: options.instance)
         let (run, attempt) = (launch.run, launch.attempt)
@@ -190,16 +208,16 @@ public final class Conductor: Sendable {
         }
     }
 
-    private func deliver(_ answer: ConductorState.Answer, to reply: Reply, _ core: inout Core) {
+    private func deliver(_ answer: ConductorState.Answer, to reply: Reply) {
         switch (reply, answer) {
         case let (.trigger(answered, follower), .ticket(decision, run)):
             answered(.success((decision, run)))
-            if let follower { follow(run, follower, &core) }
+            if let follower { follow(run, follower) }
         case let (.cancel(answered), .cancelled(runs)):
             answered(.success(runs))
         case let (.attach(answered, follower), .attached(run)):
             answered(run)
-            if let run { follow(run, follower, &core) }
+            if let run { follow(run, follower) }
         case let (.recover(answered), .recovered(summary)):
             answered(summary)
         case let (.trigger(answered, _), .failed(error)):
@@ -218,13 +236,14 @@ public final class Conductor: Sendable {
     }
 
     /// Starts telling `follower` about a run: the run as it is now, then every update until its end.
-    private func follow(_ run: RunSnapshot, _ follower: @escaping Follower, _ core: inout Core) {
+    private func follow(_ run: RunSnapshot, _ follower: @escaping Follower) {
         follower(RunUpdate(run: run, transition: nil))
-        if core.state.snapshot(of: run.id) != nil, !core.isDrained {
+        let following = core.withLock { core -> Bool in
+            guard core.state.snapshot(of: run.id) != nil, !core.isDrained else { return false }
             core.waiters[run.id, default: []].append(follower)
-        } else {
-            follower(nil)
+            return true
         }
+        if !following { follower(nil) }
     }
 
     /// Calls the watchers of the update's action (only those that asked for progress, for progress).

@@ -1,12 +1,14 @@
 import CBatonSystem
 import Foundation
 
-/// One thread that waits on many descriptors (epoll) and deadlines at once, and calls their
-/// handlers there: every running attempt's pipes and pidfd, and the conductor's timers, share it
-/// instead of a thread or a task each.
+/// batond's event loop: one thread that waits on many descriptors (epoll), deadlines and posted
+/// work at once, and runs their handlers there, one at a time. The conductor's events, every
+/// running attempt's pipes and pidfd, and the timers share it instead of a thread or a task each;
+/// other threads hand it work with `post`, woken by an eventfd.
 ///
-/// Handlers run on the reactor's thread, one at a time, and must not block. Registering,
-/// removing and scheduling may happen from any thread, the reactor's own included.
+/// Handlers run on the reactor's thread, one at a time, and must not block; no lock of the
+/// reactor is held while they run. Registering, removing, scheduling and posting may happen from
+/// any thread, the reactor's own included.
 public final class Reactor: Sendable {
     /// What a descriptor's handler is told: the epoll event mask.
     public typealias Handler = @Sendable (UInt32) -> Void
@@ -24,10 +26,14 @@ public final class Reactor: Sendable {
         var deadlines = Heap<Deadline>()
         var actions: [UInt64: @Sendable () -> Void] = [:]
         var nextID: UInt64 = 1
+        /// Work posted by `post`, run in order on the next turn.
+        var posted: [@Sendable () -> Void] = []
     }
 
     private let epoll: Int32
     private let wakeFD: Int32
+    /// The kernel's id of the reactor's thread, once it runs.
+    private let loopThread = Locked<pid_t>(0)
     /// Guards handlers and timers; never held while a handler or timer action runs.
     private let state = Locked(State())
 
@@ -45,11 +51,34 @@ public final class Reactor: Sendable {
         thread.start()
     }
 
+    /// Whether the caller runs on the reactor's thread.
+    public var isCurrent: Bool { loopThread.withLock { $0 } == baton_gettid() }
+
+    /// Runs `work` on the reactor's thread, after what was posted before it.
+    public func post(_ work: @escaping @Sendable () -> Void) {
+        let first = state.withLock { state -> Bool in
+            state.posted.append(work)
+            return state.posted.count == 1
+        }
+        if first { wake() }
+    }
+
     /// Calls `handler` whenever `fd` has input (or hangs up, or errs) until `remove(fd)`; with
     /// `priority`, when it has a priority event instead (a cgroup's `cgroup.events` changed).
     public func watch(_ fd: Int32, priority: Bool = false, _ handler: @escaping Handler) {
+        watch(fd, events: priority ? Epoll.priority : Epoll.input, handler)
+    }
+
+    /// Calls `handler` with the event mask whenever `fd` has one of `events` (hang-ups and
+    /// errors always), until `remove(fd)`.
+    public func watch(_ fd: Int32, events: UInt32, _ handler: @escaping Handler) {
         state.withLock { $0.handlers[fd] = handler }
-        _ = baton_epoll_ctl(epoll, Epoll.add, fd, priority ? Epoll.priority : Epoll.input, UInt64(UInt32(bitPattern: fd)))
+        _ = baton_epoll_ctl(epoll, Epoll.add, fd, events, UInt64(UInt32(bitPattern: fd)))
+    }
+
+    /// Changes which events of a watched `fd` its handler hears.
+    public func modify(_ fd: Int32, events: UInt32) {
+        _ = baton_epoll_ctl(epoll, Epoll.modify, fd, events, UInt64(UInt32(bitPattern: fd)))
     }
 
     /// Stops watching `fd` (before it is closed).
@@ -92,10 +121,11 @@ public final class Reactor: Sendable {
     }
 
     private func loop() {
+        loopThread.withLock { $0 = baton_gettid() }
         var tokens = [UInt64](repeating: 0, count: 128)
         var events = [UInt32](repeating: 0, count: 128)
         while true {
-            let timeout = nextTimeout()
+            let timeout = state.withLock { $0.posted.isEmpty } ? nextTimeout() : 0
             let count = baton_epoll_wait(epoll, &tokens, &events, 128, timeout)
             if count < 0 && errno != EINTR { fatalError("reactor: epoll_wait failed: \(String(cString: strerror(errno)))") }
             for index in 0..<Int(max(count, 0)) {
@@ -107,6 +137,7 @@ public final class Reactor: Sendable {
                 }
                 if let handler = state.withLock({ $0.handlers[fd] }) { handler(events[index]) }
             }
+            runPosted()
             runDueTimers()
         }
     }
@@ -117,6 +148,14 @@ public final class Reactor: Sendable {
         let left = first.at - ContinuousClock.now
         guard left > .zero else { return 0 }
         return Int32(clamping: (left.microseconds + 999) / 1_000)
+    }
+
+    private func runPosted() {
+        let work = state.withLock { state -> [@Sendable () -> Void] in
+            defer { state.posted = [] }
+            return state.posted
+        }
+        for item in work { item() }
     }
 
     private func runDueTimers() {
@@ -133,17 +172,17 @@ public final class Reactor: Sendable {
     }
 }
 
-/// epoll constants for the C shim.
-enum Epoll {
+/// epoll(7) event bits and control operations for the C shim (Glibc's module does not export them).
+public enum Epoll {
     static let add: Int32 = 1
     static let remove: Int32 = 2
     static let modify: Int32 = 3
-    static let input: UInt32 = 0x001
-    static let priority: UInt32 = 0x002
-    static let output: UInt32 = 0x004
-    static let error: UInt32 = 0x008
-    static let hangUp: UInt32 = 0x010
-    static let readHangUp: UInt32 = 0x2000
+    public static let input: UInt32 = 0x001
+    public static let priority: UInt32 = 0x002
+    public static let output: UInt32 = 0x004
+    public static let error: UInt32 = 0x008
+    public static let hangUp: UInt32 = 0x010
+    public static let readHangUp: UInt32 = 0x2000
 }
 
 /// A binary min-heap.

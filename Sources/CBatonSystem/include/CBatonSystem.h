@@ -14,6 +14,9 @@ int baton_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid);
 int baton_spawn(const char *const argv[], const char *const envp[], const char *cwd,
                 int stdout_fd, int stderr_fd, int progress_fd, pid_t *pid);
 
+/// The kernel's id of the calling thread (gettid(2)).
+pid_t baton_gettid(void);
+
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits, or -1 with errno.
 int baton_pidfd_open(pid_t pid);
 
