@@ -112,3 +112,68 @@ int baton_write_control(int fd, const char *text) {
     do { n = pwrite(fd, text, length, 0); } while (n < 0 && errno == EINTR);
     return n == (ssize_t)length ? 0 : (n < 0 ? errno : EIO);
 }
+
+#include <dirent.h>
+#include <stdio.h>
+
+int baton_proc_table(int32_t *pids, int32_t *parents, int32_t *groups, char *states, int max) {
+    DIR *proc = opendir("/proc");
+    if (proc == NULL) return -1;
+    int count = 0;
+    struct dirent *entry;
+    char path[64], text[512];
+    while (count < max && (entry = readdir(proc)) != NULL) {
+        const char *name = entry->d_name;
+        if (name[0] < '1' || name[0] > '9') continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t n = read(fd, text, sizeof(text) - 1);
+        close(fd);
+        if (n <= 0) continue;
+        text[n] = '\0';
+        // The command name is in parentheses and may hold anything: parse after the last ')'.
+        char *close_paren = strrchr(text, ')');
+        if (close_paren == NULL) continue;
+        char state;
+        int parent, group;
+        if (sscanf(close_paren + 1, " %c %d %d", &state, &parent, &group) != 3) continue;
+        pids[count] = (int32_t)atoi(name);
+        parents[count] = parent;
+        groups[count] = group;
+        states[count] = state;
+        count++;
+    }
+    closedir(proc);
+    return count;
+}
+
+int baton_proc_children(pid_t pid, int32_t *children, int max) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *tasks = opendir(path);
+    if (tasks == NULL) return -1;
+    int count = 0;
+    struct dirent *entry;
+    char text[4096];
+    while ((entry = readdir(tasks)) != NULL) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+        char file[96];
+        snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)pid, entry->d_name);
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) { closedir(tasks); return -1; }
+        ssize_t n = read(fd, text, sizeof(text) - 1);
+        close(fd);
+        if (n < 0) continue;
+        text[n] = '\0';
+        for (char *cursor = text; *cursor && count < max; ) {
+            char *end;
+            long child = strtol(cursor, &end, 10);
+            if (end == cursor) break;
+            children[count++] = (int32_t)child;
+            cursor = end;
+        }
+    }
+    closedir(tasks);
+    return count;
+}

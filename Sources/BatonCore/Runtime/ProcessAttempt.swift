@@ -109,9 +109,7 @@ final class ProcessAttempt: Attempt {
             lookAtCgroup()
         case let .tagged(tagged):
             let subreaper = Self.subreaping.withLock { $0 }
-            var members = tagged.members(others: otherLeaders(), subreaper: subreaper)
-            // /proc is not read in one instant: an empty tree is believed on a second look.
-            if members.isEmpty { members = tagged.members(others: otherLeaders(), subreaper: subreaper) }
+            let members = tagged.members(others: otherLeaders(), subreaper: subreaper)
             var pidfds: [Int32] = []
             for member in members {
                 let fd = baton_pidfd_open(member)

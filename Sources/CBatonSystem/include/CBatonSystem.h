@@ -87,6 +87,13 @@ int baton_spawn_in(const char *const argv[], const char *const envp[], const cha
                    int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
                    int set_umask, mode_t mask, pid_t *pid);
 
+/// Every process's pid, parent, group and state from /proc/PID/stat (at most max); the count, or -1.
+int baton_proc_table(int32_t *pids, int32_t *parents, int32_t *groups, char *states, int max);
+
+/// The children of every thread of pid, from /proc/PID/task/TID/children (at most max); the
+/// count, or -1 when the kernel has no such files (CONFIG_PROC_CHILDREN off).
+int baton_proc_children(pid_t pid, int32_t *children, int max);
+
 /// Writes "1" to the `cgroup.kill` (or any one-line control file) open at fd: 0 or an errno.
 int baton_write_control(int fd, const char *text);
 
