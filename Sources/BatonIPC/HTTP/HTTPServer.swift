@@ -1,11 +1,12 @@
+import BatonCore
 import CBatonSystem
 import Foundation
-import Synchronization
 
-/// A small, strict HTTP/1.1 responder on a thread of its own: one request per connection,
-/// a bounded head, a deadline for the whole exchange, a bounded number of connections, and
-/// nothing ever waits on a client. The handler runs on this thread and must be quick.
-public final class HTTPServer: @unchecked Sendable {
+/// A small, strict HTTP/1.1 responder on the event loop, with the connections of the socket
+/// server (`ServerConnection`): one request per connection, a bounded head, a deadline for the
+/// whole exchange, a bounded number of connections, and nothing ever waits on a client. The
+/// handler runs on the loop and must be quick.
+public final class HTTPServer: Sendable {
     public struct Limits: Sendable {
         public var headBytes = 8_192
         public var maxFields = 64
@@ -20,21 +21,23 @@ public final class HTTPServer: @unchecked Sendable {
     /// The address bound (with the port chosen, when 0 was asked for).
     public let address: ListenAddress
     private let listenFD: Int32
-    private let epoll: Int32
-    private let wakeFD: Int32
     private let limits: Limits
     private let handler: Handler
-    private let stopping = Atomic<Bool>(false)
+    private let reactor: Reactor
+    private let budget = OutputBudget(limit: 64 << 20)
+    private let table = Locked(Table())
 
-    private struct Connection {
-        var input: [UInt8] = []
-        var output: [UInt8] = []
-        var sent = 0
-        var deadline: ContinuousClock.Instant
+    /// The loop's record of what is open.
+    struct Table {
+        var connections: [UInt64: ServerConnection] = [:]
+        var nextToken: UInt64 = 1
+        var sweep: Reactor.TimerID?
+        var stopped = false
     }
 
     /// Binds and listens; `start()` begins serving.
-    public init(listening address: ListenAddress, limits: Limits = Limits(), handler: @escaping Handler) throws(SocketError) {
+    public init(listening address: ListenAddress, limits: Limits = Limits(), reactor: Reactor = .shared,
+                handler: @escaping Handler) throws(SocketError) {
         var port: UInt16 = 0
         let fd = baton_tcp_listen(address.host, address.port, 64, &port)
         guard fd >= 0 else { throw .system("listen", path: address.description, errno: -fd) }
@@ -42,99 +45,100 @@ public final class HTTPServer: @unchecked Sendable {
         self.address = ListenAddress(host: address.host, port: port)
         self.limits = limits
         self.handler = handler
-        epoll = baton_epoll_create()
-        wakeFD = baton_eventfd()
-        _ = baton_epoll_ctl(epoll, 1, listenFD, 0x001, UInt64(UInt32(bitPattern: listenFD)))
-        _ = baton_epoll_ctl(epoll, 1, wakeFD, 0x001, UInt64(UInt32(bitPattern: wakeFD)))
+        self.reactor = reactor
     }
 
+    /// Begins serving on the loop.
     public func start() {
-        let thread = Thread { [self] in loop() }
-        thread.name = "baton-http"
-        thread.stackSize = 1 << 20
-        thread.start()
+        reactor.post { [self] in
+            guard !table.withLock({ $0.stopped }) else { return }
+            reactor.watch(listenFD) { [self] _ in acceptAll() }
+            scheduleSweep()
+        }
     }
 
     /// Stops serving and closes every connection (from any thread; returns at once).
     public func stop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
-    }
-
-    private func loop() {
-        var connections: [Int32: Connection] = [:]
-        var tokens = [UInt64](repeating: 0, count: 64)
-        var events = [UInt32](repeating: 0, count: 64)
-        while !stopping.load(ordering: .sequentiallyConsistent) {
-            let count = baton_epoll_wait(epoll, &tokens, &events, 64, 250)
-            for index in 0..<Int(max(count, 0)) {
-                let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: tokens[index]))
-                if fd == wakeFD { continue }
-                if fd == listenFD { accept(&connections); continue }
-                if var connection = connections[fd] {
-                    let open = serve(fd, &connection, events[index])
-                    if open { connections[fd] = connection } else { drop(fd, &connections) }
-                }
+        reactor.post { [self] in
+            let (connections, sweep, first) = table.withLock { state in
+                defer { state.stopped = true; state.sweep = nil }
+                return (Array(state.connections.values), state.sweep, !state.stopped)
             }
-            let now = ContinuousClock.now
-            for (fd, connection) in connections where connection.deadline < now {
-                // A head that never finished gets 408 when the socket takes it; then it is closed.
-                if connection.output.isEmpty { _ = Self.send(fd, HTTPResponse.refusal(408, "the request took too long").bytes(headOnly: false)[...]) }
-                drop(fd, &connections)
-            }
+            guard first else { return }
+            if let sweep { reactor.cancel(sweep) }
+            reactor.remove(listenFD)
+            close(listenFD)
+            for connection in connections { connection.close() }
         }
-        for fd in connections.keys { close(fd) }
-        close(listenFD)
-        close(epoll)
-        close(wakeFD)
     }
 
-    private func accept(_ connections: inout [Int32: Connection]) {
-        while true {
-            let fd = baton_accept(listenFD)
-            guard fd >= 0 else { return }
-            guard connections.count < limits.maxConnections else {
-                _ = Self.send(fd, HTTPResponse.refusal(503, "too many connections").bytes(headOnly: false)[...])
+    private func acceptAll() {
+        while case let fd = baton_accept(listenFD), fd >= 0 {
+            guard table.withLock({ $0.connections.count < limits.maxConnections }) else {
+                let bytes = HTTPResponse.refusal(503, "too many connections").bytes(headOnly: false)
+                _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 close(fd)
                 continue
             }
-            connections[fd] = Connection(deadline: .now + limits.timeout)
-            _ = baton_epoll_ctl(epoll, 1, fd, 0x001, UInt64(UInt32(bitPattern: fd)))
-        }
-    }
-
-    /// Reads what came, answers once the head is complete, writes what the socket takes.
-    /// Returns whether the connection stays open.
-    private func serve(_ fd: Int32, _ connection: inout Connection, _ events: UInt32) -> Bool {
-        if connection.output.isEmpty {
-            var buffer = [UInt8](repeating: 0, count: 4_096)
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { return false }
-            if n > 0 { connection.input += buffer[..<n] }
-            switch HTTPRequestHead.parse(connection.input, limit: limits.headBytes, maxFields: limits.maxFields) {
-            case .incomplete: return true
-            case let .refused(status, reason): connection.output = HTTPResponse.refusal(status, reason).bytes(headOnly: false)
-            case let .head(head, _): connection.output = handler(head).bytes(headOnly: head.method == "HEAD")
+            let connection = table.withLock { state -> ServerConnection in
+                defer { state.nextToken += 1 }
+                let connection = ServerConnection(fd: fd, token: state.nextToken, peer: Peer(uid: 0, gid: 0, pid: 0), reactor: reactor,
+                                                  frameLimit: limits.headBytes, outputLimits: (16 << 20, 16 << 20), maxInFlight: 1,
+                                                  budget: budget, onClose: { [weak self] in self?.dropped($0) })
+                state.connections[connection.token] = connection
+                return connection
             }
-            // Wait for room to write from now on, not for input.
-            _ = baton_epoll_ctl(epoll, 3, fd, 0x004, UInt64(UInt32(bitPattern: fd)))
+            connection.withInput { $0.deadline = .now + limits.timeout }
+            reactor.watch(fd, events: Epoll.input | Epoll.readHangUp) { [self] mask in ready(connection, mask) }
         }
-        guard let sent = Self.send(fd, connection.output[connection.sent...]) else { return false }
-        connection.sent += sent
-        return connection.sent < connection.output.count
     }
 
-    /// Writes what the socket takes; nil when the peer is gone.
-    private static func send(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> Int? {
-        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        if n < 0 { return errno == EAGAIN || errno == EINTR ? 0 : nil }
-        return n
+    private func ready(_ connection: ServerConnection, _ mask: UInt32) {
+        if mask & Epoll.output != 0 { connection.flush() }
+        if mask & (Epoll.input | Epoll.hangUp | Epoll.error) != 0, connection.mayRead { read(connection) }
+        if mask & (Epoll.hangUp | Epoll.error) != 0 { connection.close() }
     }
 
-    private func drop(_ fd: Int32, _ connections: inout [Int32: Connection]) {
-        _ = baton_epoll_ctl(epoll, 2, fd, 0, 0)
-        close(fd)
-        connections.removeValue(forKey: fd)
+    /// Reads what came; answers once the head is complete, then closes once it is written.
+    private func read(_ connection: ServerConnection) {
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(connection.fd, $0.baseAddress, $0.count) }
+        if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { return connection.close() }
+        guard n > 0 else { return }
+        let input = connection.withInput { state -> [UInt8] in
+            state.input += buffer[..<n]
+            return state.input
+        }
+        let answer: [UInt8]
+        switch HTTPRequestHead.parse(input, limit: limits.headBytes, maxFields: limits.maxFields) {
+        case .incomplete: return
+        case let .refused(status, reason): answer = HTTPResponse.refusal(status, reason).bytes(headOnly: false)
+        case let .head(head, _): answer = handler(head).bytes(headOnly: head.method == "HEAD")
+        }
+        _ = connection.beginRequest()
+        connection.write(answer)
+        connection.closeWhenWritten()
+    }
+
+    /// Every 250 ms: an exchange past its deadline gets 408 if nothing was answered yet, and is closed.
+    private func scheduleSweep() {
+        let timer = reactor.after(.milliseconds(250)) { [self] in
+            guard !table.withLock({ $0.stopped }) else { return }
+            let now = ContinuousClock.now
+            let late = table.withLock { $0.connections.values.filter { $0.withInput { $0.deadline.map { $0 < now } ?? false } } }
+            for connection in late {
+                if connection.withInput({ !$0.inputEnded }) {
+                    let refusal = HTTPResponse.refusal(408, "the request took too long").bytes(headOnly: false)
+                    _ = refusal.withUnsafeBytes { Glibc.send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                }
+                connection.close()
+            }
+            scheduleSweep()
+        }
+        table.withLock { $0.sweep = timer }
+    }
+
+    private func dropped(_ connection: ServerConnection) {
+        _ = table.withLock { $0.connections.removeValue(forKey: connection.token) }
     }
 }
