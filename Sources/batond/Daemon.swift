@@ -33,134 +33,47 @@ enum Daemon {
         }
         for warning in config.warnings { Log.warning(warning) }
         umask(0o027)
+        let parts = Parts()
+        let status: Int32
+        do {
+            status = try await serve(Launch(config: config, configPath: configPath, options: options), parts)
+        } catch {
+            Log.error("\(error)")
+            status = 1
+        }
+        await parts.stopAll()
+        if status == 0 { Log.info("batond stopped") }
+        return status
+    }
+
+    /// What `serve` starts from.
+    struct Launch {
+        var config: Config
+        var configPath: String
+        var options: DaemonOptions
+        var socketPath: String { options.socket ?? config.socket ?? SocketPath.default() }
+        var databasePath: String { options.database ?? config.database ?? DatabasePath.default() }
+    }
+
+    /// Starts batond's parts in order — the history, the socket, the request server, metrics, the
+    /// journal, the reports to systemd, the fleet and retention — then serves until a stop signal
+    /// has drained the runs. The caller stops the parts, in reverse, whether this returns or throws.
+    static func serve(_ launch: Launch, _ parts: Parts) async throws -> Int32 {
         let notifier = Notifier()
-        let socketPath = options.socket ?? config.socket ?? SocketPath.default()
-        let databasePath = options.database ?? config.database ?? DatabasePath.default()
-
         let metrics = Metrics()
-        let backend: Backend
-        do {
-            if let fleet = config.fleet {
-                backend = try Backend.fleet(config, fleet, metrics: metrics, onFenced: { why in Self.restartAfterFence(why) })
-            } else {
-                backend = try await Backend.sqlite(config, path: databasePath, metrics: metrics)
-            }
-        } catch {
-            Log.error("\(error)")
-            return 1
-        }
-        let conductor = backend.conductor
-
-        let listenFD: Int32
-        let ownsSocket: Bool
-        do {
-            if let passed = SocketActivation.passedSocket() {
-                listenFD = passed
-                ownsSocket = false
-            } else {
-                try Paths.ensureParent(of: socketPath, mode: 0o755)
-                let group = try config.socketGroup.map { try Self.groupID($0) }
-                listenFD = try UnixSocket.listen(path: socketPath, mode: config.socketMode, group: group)
-                ownsSocket = true
-            }
-        } catch {
-            Log.error("cannot listen on \(socketPath): \(error)")
-            _ = backend.close()
-            if case let .cgroup(hierarchy) = backend.tracking { rmdir(hierarchy.directory) }
-            return 1
-        }
-
-        let configBox = ConfigBox(config)
-        // The path clients connect to: ours, or the one systemd bound for us.
-        let boundPath = ownsSocket ? socketPath : (UnixSocket.boundPath(of: listenFD) ?? socketPath)
-        let reload: @Sendable (Service) async -> String? = { service in
-            notifier.reloading()
-            let problem = Self.reload(path: configPath, into: service, current: configBox, socket: boundPath)
-            notifier.ready(status: Self.status(of: conductor))
-            return problem
-        }
-        let serverBox = Locked<Server?>(nil)
-        let handler = Service(conductor: conductor, dispatcher: backend.dispatcher, history: backend.history, journal: backend.journal,
-                              generation: Self.generation(config, socket: boundPath),
-                              hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
-                                  try await backend.prune(configBox.current, dryRun)
-                              }, connections: { serverBox.withLock { $0?.connectionCount ?? 0 } }), metrics: metrics,
-                              processTree: backend.tracking.description)
-        let server: Server
-        do {
-            server = try Server(listening: listenFD, limits: Server.Limits(maxConnections: Self.openFileRoom(for: config), maxConnectionsPerUser: config.maxConnectionsPerUser,
-                                                                           requestTimeout: config.requestTimeout), delegate: handler)
-        } catch {
-            Log.error("\(error)")
-            return 1
-        }
-        serverBox.withLock { $0 = server }
-        let http: HTTPServer?
-        do {
-            http = try Self.serveMetrics(config.metricsListen, handler)
-        } catch {
-            Log.error("cannot serve metrics on \(config.metricsListen.map(\.description) ?? ""): \(error)")
-            return 1
-        }
-
+        let backend = try await parts.start("history") { try await startBackend(launch, metrics: metrics) }
+        let socket = try await parts.start("socket") { try listen(launch) }
+        let configBox = ConfigBox(launch.config)
+        let service = makeService(launch, backend, socket: socket, config: configBox, notifier: notifier, metrics: metrics)
+        try await parts.start("server") { try startServer(launch.config, service, socket: socket) }
+        try await parts.start("metrics") { try startMetrics(launch.config.metricsListen, service.service) }
         let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
-        Log.info("batond \(BatonVersion.current) ready: \(config.actions.count) actions, socket \(socketPath), \(backend.describe)")
-
-        notifier.ready(status: Self.status(of: conductor))
-        let journal = TransitionLog()
-        conductor.observe { update in
-            guard let update else { return }
-            journal.append(update)
-            // In a fleet every host's transitions come by; this host counts the runs it ran.
-            if update.transition?.to.isTerminal == true, update.run.host == nil || update.run.host == config.fleet?.host {
-                metrics.runEnded(update.run)
-            }
-        }
-        let statusReports = Task { await Self.reportStatus(conductor, to: notifier) }
-        let watchdog = Task { await Self.feedWatchdog(notifier, conductor: conductor, backend: backend) }
-        async let serving: Void = server.run()
-        let joining = Task { await backend.connect() }
-        let retention = Task {
-            await joining.value
-            await Self.pruneEveryHour(backend, configBox)
-        }
-        var shutdown: Task<Void, Never>?
-        for await signal in signals.stream {
-            if signal == SIGHUP {
-                if let problem = await reload(handler) {
-                    Log.error("reload refused, keeping the old config:\n\(problem)")
-                }
-                continue
-            }
-            if shutdown != nil {
-                Log.info("second stop signal: cancelling the runs in flight now")
-                conductor.stopRemaining()
-                continue
-            }
-            notifier.stopping()
-            let grace = configBox.current.shutdownGrace
-            Log.info("stopping: no new triggers; runs in flight have \(DurationText.format(grace)) to finish")
-            shutdown = Task {
-                backend.beginShutdown()
-                await conductor.shutdown(grace: grace)
-                signals.finish()
-            }
-        }
-        await shutdown?.value
-        joining.cancel()
-        http?.stop()
-        server.stop()
-        await serving
-        journal.close()
-        retention.cancel()
-        statusReports.cancel()
-        watchdog.cancel()
-        let lost = backend.close()
-        // Every run has ended: the runs' cgroup subtree is empty, and goes with batond.
-        if case let .cgroup(hierarchy) = backend.tracking { rmdir(hierarchy.directory) }
-        if ownsSocket { unlink(socketPath) }
-        if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
-        Log.info("batond stopped")
+        Log.info("batond \(BatonVersion.current) ready: \(launch.config.actions.count) actions, socket \(launch.socketPath), \(backend.describe)")
+        notifier.ready(status: Self.status(of: backend.conductor))
+        try await parts.start("journal") { startJournal(backend, metrics: metrics, host: launch.config.fleet?.host) }
+        try await parts.start("systemd") { startReports(notifier, backend) }
+        try await parts.start("fleet and retention") { startUpkeep(backend, configBox) }
+        await waitForStop(signals, serving: service, backend: backend, config: configBox, notifier: notifier)
         return 0
     }
 

@@ -1,0 +1,177 @@
+import BatonCore
+import BatonIPC
+import BatonService
+import Foundation
+
+/// Each part of batond: how it starts, and how it stops (see `Parts`).
+extension Daemon {
+    /// The SQLite history or the fleet, recovered; stopped by writing what is queued.
+    static func startBackend(_ launch: Launch, metrics: Metrics) async throws -> (Backend, Parts.Stop) {
+        let backend: Backend
+        if let fleet = launch.config.fleet {
+            backend = try Backend.fleet(launch.config, fleet, metrics: metrics, onFenced: { why in Self.restartAfterFence(why) })
+        } else {
+            backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics)
+        }
+        return (backend, {
+            let lost = backend.close()
+            if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
+            // Every run has ended: the runs' cgroup subtree is empty, and goes with batond.
+            if case let .cgroup(hierarchy) = backend.tracking { rmdir(hierarchy.directory) }
+        })
+    }
+
+    /// The listening socket: passed by systemd, or bound here (and removed at the end).
+    final class ListeningSocket: Sendable {
+        /// The descriptor, until the server takes it (then it is the server's to close).
+        let descriptor: Locked<Int32?>
+        /// The path clients connect to: ours, or the one systemd bound for us.
+        let path: String
+        init(fd: Int32, path: String) {
+            descriptor = Locked(fd)
+            self.path = path
+        }
+        func take() -> Int32? { descriptor.withLock { fd in defer { fd = nil }; return fd } }
+    }
+
+    static func listen(_ launch: Launch) throws -> (ListeningSocket, Parts.Stop) {
+        if let passed = SocketActivation.passedSocket() {
+            let socket = ListeningSocket(fd: passed, path: UnixSocket.boundPath(of: passed) ?? launch.socketPath)
+            return (socket, { if let fd = socket.take() { close(fd) } })
+        }
+        let path = launch.socketPath
+        do {
+            try Paths.ensureParent(of: path, mode: 0o755)
+            let group = try launch.config.socketGroup.map { try Self.groupID($0) }
+            let socket = ListeningSocket(fd: try UnixSocket.listen(path: path, mode: launch.config.socketMode, group: group), path: path)
+            return (socket, {
+                if let fd = socket.take() { close(fd) }
+                unlink(path)
+            })
+        } catch {
+            throw DaemonError("cannot listen on \(path): \(error)")
+        }
+    }
+
+    /// The request logic, and the server box it counts connections by.
+    struct Serving {
+        var service: Service
+        var server: Locked<Server?>
+        /// What SIGHUP does: the same as the `reload` request.
+        var reload: @Sendable (Service) async -> String?
+    }
+
+    static func makeService(_ launch: Launch, _ backend: Backend, socket: ListeningSocket, config: ConfigBox, notifier: Notifier,
+                            metrics: Metrics) -> Serving {
+        let conductor = backend.conductor
+        let reload: @Sendable (Service) async -> String? = { service in
+            notifier.reloading()
+            let problem = Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path)
+            notifier.ready(status: Self.status(of: conductor))
+            return problem
+        }
+        let server = Locked<Server?>(nil)
+        let service = Service(conductor: conductor, dispatcher: backend.dispatcher, history: backend.history, journal: backend.journal,
+                              generation: Self.generation(launch.config, socket: socket.path),
+                              hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
+                                  try await backend.prune(config.current, dryRun)
+                              }, connections: { server.withLock { $0?.connectionCount ?? 0 } }), metrics: metrics,
+                              processTree: backend.tracking.description)
+        return Serving(service: service, server: server, reload: reload)
+    }
+
+    /// The request server on the event loop; stopped once every connection is closed.
+    static func startServer(_ config: Config, _ serving: Serving, socket: ListeningSocket) throws -> Parts.Stop {
+        guard let fd = socket.take() else { throw DaemonError("the listening socket is gone") }
+        let limits = Server.Limits(maxConnections: Self.openFileRoom(for: config), maxConnectionsPerUser: config.maxConnectionsPerUser,
+                                   requestTimeout: config.requestTimeout)
+        let server: Server
+        do {
+            server = try Server(listening: fd, limits: limits, delegate: serving.service)
+        } catch {
+            close(fd)
+            throw DaemonError("\(error)")
+        }
+        serving.server.withLock { $0 = server }
+        let running = Task { await server.run() }
+        return {
+            server.stop()
+            await running.value
+        }
+    }
+
+    static func startMetrics(_ address: ListenAddress?, _ service: Service) throws -> Parts.Stop {
+        do {
+            let http = try Self.serveMetrics(address, service)
+            return { http?.stop() }
+        } catch {
+            throw DaemonError("cannot serve metrics on \(address.map(\.description) ?? ""): \(error)")
+        }
+    }
+
+    /// Every transition to the journal (and the run counts to the metrics).
+    static func startJournal(_ backend: Backend, metrics: Metrics, host: String?) -> Parts.Stop {
+        let journal = TransitionLog()
+        let observer = backend.conductor.observe { update in
+            guard let update else { return }
+            journal.append(update)
+            // In a fleet every host's transitions come by; this host counts the runs it ran.
+            if update.transition?.to.isTerminal == true, update.run.host == nil || update.run.host == host {
+                metrics.runEnded(update.run)
+            }
+        }
+        return {
+            backend.conductor.stopObserving(observer)
+            journal.close()
+        }
+    }
+
+    /// STATUS= once a second when it changes, and the watchdog's pings.
+    static func startReports(_ notifier: Notifier, _ backend: Backend) -> Parts.Stop {
+        let reports = Task { await Self.reportStatus(backend.conductor, to: notifier) }
+        let watchdog = Task { await Self.feedWatchdog(notifier, conductor: backend.conductor, backend: backend) }
+        return {
+            reports.cancel()
+            watchdog.cancel()
+        }
+    }
+
+    /// The fleet's join (nothing for SQLite), then retention every hour.
+    static func startUpkeep(_ backend: Backend, _ config: ConfigBox) -> Parts.Stop {
+        let joining = Task { await backend.connect() }
+        let retention = Task {
+            await joining.value
+            await Self.pruneEveryHour(backend, config)
+        }
+        return {
+            joining.cancel()
+            retention.cancel()
+        }
+    }
+
+    /// SIGHUP reloads; the first SIGTERM or SIGINT drains the runs for the shutdown grace, a
+    /// second ends the grace at once. Returns once the runs are drained.
+    static func waitForStop(_ signals: SignalWatcher, serving: Serving, backend: Backend, config: ConfigBox, notifier: Notifier) async {
+        var shutdown: Task<Void, Never>?
+        for await signal in signals.stream {
+            if signal == SIGHUP {
+                if let problem = await serving.reload(serving.service) { Log.error("reload refused, keeping the old config:\n\(problem)") }
+                continue
+            }
+            if shutdown != nil {
+                Log.info("second stop signal: cancelling the runs in flight now")
+                backend.conductor.stopRemaining()
+                continue
+            }
+            notifier.stopping()
+            let grace = config.current.shutdownGrace
+            Log.info("stopping: no new triggers; runs in flight have \(DurationText.format(grace)) to finish")
+            shutdown = Task {
+                backend.beginShutdown()
+                await backend.conductor.shutdown(grace: grace)
+                signals.finish()
+            }
+        }
+        await shutdown?.value
+    }
+}
