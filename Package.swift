@@ -59,6 +59,7 @@ let package = Package(
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonDashboard"]),
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(name: "BatonServiceTests", dependencies: ["BatonService", "BatonCore", "BatonIPC"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),
         .testTarget(name: "BatonDashboardTests", dependencies: ["BatonDashboard", "BatonIPC", "BatonCore"]),

@@ -5,7 +5,7 @@ import BatonIPC
 /// once, and ends the request then.
 struct Exchange: Sendable {
     let request: Request
-    let connection: ServerConnection
+    let connection: any Caller
 
     var id: RequestID? { request.id }
     var peer: Peer { connection.peer }

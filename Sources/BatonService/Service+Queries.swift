@@ -12,7 +12,7 @@ extension Service {
 
     /// Each action the peer may read: its runs in flight (every key) and its last outcome; actions
     /// a reload removed show while their runs are still in flight.
-    func status(_ request: Request, _ generation: Generation, _ connection: ServerConnection) -> Response {
+    func status(_ request: Request, _ generation: Generation, _ connection: any Caller) -> Response {
         let live = dispatcher.inFlight()
         let last = conductor.lastOutcomes()
         let visible = readable(generation.actions.keys + live.map(\.action), generation, connection.peer)
@@ -38,7 +38,7 @@ extension Service {
         return response
     }
 
-    func actions(_ request: Request, _ generation: Generation, _ connection: ServerConnection) -> Response {
+    func actions(_ request: Request, _ generation: Generation, _ connection: any Caller) -> Response {
         var response = Response(id: request.id)
         response.actions = generation.sortedActions.filter { allowed(.read, $0.name, generation, connection.peer) }.map { action in
             var info = ActionInfo(action)
@@ -53,7 +53,7 @@ extension Service {
         [Permission.read, .trigger, .cancel].filter { allowed($0, name, generation, peer) }
     }
 
-    func history(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+    func history(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         let filter = request.filter ?? HistoryFilter()
         let runs = try await history.runs(filter)
         let visible = readable(runs.map(\.action), generation, connection.peer)
@@ -62,7 +62,7 @@ extension Service {
         return response
     }
 
-    func show(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+    func show(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         guard let id = request.run else { throw .badRequest("show needs \"run\"") }
         guard var detail = try await history.run(id) else { throw .unknownRun(id) }
         try await require(.read, detail.run.action, generation, request, connection.peer)
@@ -74,7 +74,7 @@ extension Service {
 
     /// Stats of the actions named, each once (an unknown one is an error, as for every other
     /// operation), or of all.
-    func stats(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+    func stats(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         let filter = request.filter ?? HistoryFilter()
         let names = request.action.map { [$0] } ?? filter.actions
         let stats = try await history.stats(actions: names, since: filter.since)
@@ -88,7 +88,7 @@ extension Service {
         return response
     }
 
-    func denied(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+    func denied(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         try await require(.admin, nil, generation, request, connection.peer)
         let filter = request.filter ?? HistoryFilter()
         var response = Response(id: request.id)
@@ -96,13 +96,13 @@ extension Service {
         return response
     }
 
-    func reload(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+    func reload(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         try await require(.admin, nil, generation, request, connection.peer)
         if let problem = await hooks.reload(self) { throw .badRequest(problem) }
         return Response(id: request.id)
     }
 
-    func prune(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+    func prune(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         try await require(.admin, nil, generation, request, connection.peer)
         var response = Response(id: request.id)
         response.prune = try await hooks.prune(request.dryRun ?? false)

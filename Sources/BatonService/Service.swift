@@ -70,6 +70,15 @@ public final class Service: ServerDelegate, Sendable {
     // MARK: ServerDelegate
 
     public func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
+        received(frame, from: connection)
+    }
+
+    public func closed(_ connection: ServerConnection) {
+        closed(connection as any Caller)
+    }
+
+    /// A request line from a caller: answered through it, now or once its outcome is known.
+    public func received(_ frame: FrameSplitter.Frame, from connection: any Caller) {
         let request: Request
         switch Self.request(in: frame) {
         case let .success(valid): request = valid
@@ -108,14 +117,14 @@ public final class Service: ServerDelegate, Sendable {
         }
     }
 
-    public func closed(_ connection: ServerConnection) {
+    public func closed(_ connection: any Caller) {
         let ids = watches.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
         for id in ids { conductor.stopObserving(id) }
     }
 
     /// Answers a request that reads the history or calls a hook. Each operation has its own
     /// function, so that a waiting request keeps only that function's frame alive.
-    private func handle(_ request: Request, _ generation: Generation, _ connection: ServerConnection) async throws(BatonError) -> Response {
+    private func handle(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         switch request.op {
         case .history: return try await history(request, generation, connection)
         case .show: return try await show(request, generation, connection)
@@ -157,7 +166,7 @@ public final class Service: ServerDelegate, Sendable {
 
     static let decoder = JSONDecoder()
 
-    func send(_ response: Response, to connection: ServerConnection) {
+    func send(_ response: Response, to connection: any Caller) {
         connection.send(response.jsonLine())
     }
 

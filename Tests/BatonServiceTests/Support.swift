@@ -1,0 +1,130 @@
+import BatonCore
+import BatonIPC
+@testable import BatonService
+import Foundation
+
+/// A caller that records what the service answers: the test's side of a connection, without one.
+final class Recorder: Caller {
+    let peer: Peer
+    private let state = Locked<(lines: [Response], ended: Int, closed: Bool, streaming: Bool)>(([], 0, false, false))
+    private let stream: AsyncStream<Response>
+    private let continuation: AsyncStream<Response>.Continuation
+    private let iterator: Locked<AsyncStream<Response>.Iterator>
+
+    init(uid: UInt32, gid: UInt32? = nil) {
+        peer = Peer(uid: uid, gid: gid ?? uid, pid: 4242)
+        (stream, continuation) = AsyncStream<Response>.makeStream()
+        iterator = Locked(stream.makeAsyncIterator())
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+    var ended: Int { state.withLock { $0.ended } }
+    var streaming: Bool { state.withLock { $0.streaming } }
+
+    func send(_ line: [UInt8]) {
+        let response = (try? JSONDecoder().decode(Response.self, from: Data(line))) ?? Response(id: nil, ok: false)
+        state.withLock { $0.lines.append(response) }
+        continuation.yield(response)
+    }
+
+    func endRequest() { state.withLock { $0.ended += 1 } }
+    func markStreaming() { state.withLock { $0.streaming = true } }
+    func close() { state.withLock { $0.closed = true } }
+
+    /// The next line the service sends (events and final answers alike).
+    func next() async -> Response? {
+        var it = iterator.withLock { $0 }
+        let value = await it.next()
+        iterator.withLock { $0 = it }
+        return value
+    }
+
+    /// The next final answer (skipping `event` lines).
+    func answer() async -> Response? {
+        while let response = await next() {
+            if response.event == nil { return response }
+        }
+        return nil
+    }
+}
+
+/// A history with what a test puts in it.
+final class FakeHistory: HistoryReader {
+    let runs = Locked<[RunSnapshot]>([])
+    let details = Locked<[Int64: RunDetail]>([:])
+
+    func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] {
+        runs.withLock { $0 }.filter { filter.actions.isEmpty || filter.actions.contains($0.action) }
+    }
+    func run(_ id: Int64) async throws(BatonError) -> RunDetail? { details.withLock { $0[id] } }
+    func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats] {
+        Set(runs.withLock { $0 }.map(\.action)).filter { actions.isEmpty || actions.contains($0) }.sorted()
+            .map { ActionStats(action: $0) }
+    }
+    func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] { [] }
+    func lastEnded() async throws(BatonError) -> [RunSnapshot] { [] }
+    func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]] { [:] }
+}
+
+/// A service on a real conductor with in-process actions and a memory store: every operation,
+/// no socket, no process.
+struct Fixture {
+    static let alice: UInt32 = 60_001, bob: UInt32 = 60_002, ops: UInt32 = 60_100
+
+    let service: Service
+    let conductor: Conductor
+    let history = FakeHistory()
+    let gate = Gate()
+
+    /// `deploy` (alice and the ops group may trigger, ops may cancel), `hold` (waits for the gate),
+    /// `secret` (only root reads it).
+    init() {
+        let store = MemoryStore()
+        conductor = Conductor(actions: [], store: store)
+        let gate = gate
+        conductor.register(Action(name: "deploy", params: ["env": ParamSpec(pattern: try! ParamPattern("^(staging|prod)$"))])) { _ in }
+        conductor.register(Action(name: "hold", policy: .reject, policies: [.join])) { _ in await gate.wait() }
+        conductor.register(Action(name: "secret")) { _ in }
+        var actions = conductor.configuredActions()
+        for index in actions.indices where actions[index].name == "deploy" {
+            actions[index].allow = AccessPolicy.Override(trigger: AccessRule(users: [Self.alice], groups: [Self.ops]), cancel: AccessRule(groups: [Self.ops]))
+        }
+        for index in actions.indices where actions[index].name == "secret" {
+            actions[index].allow = AccessPolicy.Override(read: .nobody)
+        }
+        let generation = Generation(actions: actions, access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0)
+        service = Service(conductor: conductor, history: history, journal: store, generation: generation,
+                          hooks: Service.Hooks(reload: { _ in "reloads are refused in this test" }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
+    }
+
+    /// Sends one request line as `caller` and returns its final answer.
+    func ask(_ json: String, as caller: Recorder) async -> Response? {
+        service.received(.line(Array(json.utf8)), from: caller)
+        return await caller.answer()
+    }
+}
+
+/// Opens once; every waiter goes on (and one whose task is cancelled, at once).
+final class Gate: Sendable {
+    private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let open = state.withLock { state -> Bool in
+                    if !state.open { state.waiters.append(waiter) }
+                    return state.open
+                }
+                if open { waiter.resume() }
+            }
+        } onCancel: {
+            self.open()
+        }
+    }
+    func open() {
+        let waiters = state.withLock { state in
+            defer { state.open = true; state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
