@@ -24,7 +24,11 @@ struct TaggedTree: Sendable {
         var found = Set<Int32>()
         // A process whose parent died while /proc was read is being re-parented (to batond, as
         // subreaper): a root too, or a dying tree's last member could go unseen.
-        let roots = subreaper ? table.children(of: getpid()) + table.orphans : Array(table.processes.keys)
+        // Without subreaping, an orphan goes to init (or the nearest subreaper above batond): the
+        // group's members are found by their group, and only processes whose parent is init or
+        // gone are read for the tag (reading every process's environment would cost milliseconds).
+        let roots = subreaper ? table.children(of: getpid()) + table.orphans
+            : table.processes.filter { $0.value.pgid == leader || $0.value.parent <= 1 || table.processes[$0.value.parent] == nil }.map(\.key)
         for pid in roots where pid != leader && !others.contains(pid) {
             guard let stat = table.processes[pid] else { continue }
             if stat.pgid == leader || isTagged(pid) { found.formUnion(table.descendants(of: pid, including: true)) }
