@@ -4,33 +4,35 @@ import Foundation
 
 /// The JSON the page asks for, answered by asking batond as the dashboard's user. Each answer is
 /// batond's own response object (`ok`, and `error` with its code and message), with an HTTP
-/// status that says the same.
-struct API {
-    let link: BatondLink
+/// status that says the same. Nothing waits: each call completes on the loop when batond answers.
+struct API: Sendable {
+    let channel: Channel
+    typealias Answer = @Sendable (HTTPResponse) -> Void
 
-    func status() -> HTTPResponse { forward(Request(op: .status)) }
+    func status(_ done: @escaping Answer) { forward(Request(op: .status), done) }
 
-    func history(query: String) -> HTTPResponse {
+    func history(query: String, _ done: @escaping Answer) {
         switch QueryString.historyFilter(query) {
-        case let .success(filter): forward(Request(op: .history, filter: filter))
-        case let .failure(error): answer(.failure(WireError(error)))
+        case let .success(filter): forward(Request(op: .history, filter: filter), done)
+        case let .failure(error): done(answer(.failure(WireError(error))))
         }
     }
 
     /// A run's whole story, with `users`: the names of the uids in it (the page cannot look them up).
-    func run(_ id: Int64) -> HTTPResponse {
-        let response = forward(Request(op: .show, run: id))
-        guard response.status == 200, let answer = try? JSONDecoder().decode(Response.self, from: Data(response.body)),
-              let detail = answer.detail else { return response }
-        var uids = Set(detail.triggers.compactMap { $0.peer?.uid } + [detail.run.trigger?.uid, detail.run.cancelledBy].compactMap { $0 })
-        uids.formUnion(detail.transitions.compactMap(\.detail.by))
-        var json = JSONWriter()
-        json.beginObject()
-        for uid in uids.sorted() { json.field(String(uid), UserDatabase.userName(uid)) }
-        json.endObject()
-        var spliced = response
-        spliced.body = Array("{\"users\":\(json.text),".utf8) + response.body.dropFirst()
-        return spliced
+    func run(_ id: Int64, _ done: @escaping Answer) {
+        forward(Request(op: .show, run: id)) { response in
+            guard response.status == 200, let answer = try? JSONDecoder().decode(Response.self, from: Data(response.body)),
+                  let detail = answer.detail else { return done(response) }
+            var uids = Set(detail.triggers.compactMap { $0.peer?.uid } + [detail.run.trigger?.uid, detail.run.cancelledBy].compactMap { $0 })
+            uids.formUnion(detail.transitions.compactMap(\.detail.by))
+            var json = JSONWriter()
+            json.beginObject()
+            for uid in uids.sorted() { json.field(String(uid), UserDatabase.userName(uid)) }
+            json.endObject()
+            var spliced = response
+            spliced.body = Array("{\"users\":\(json.text),".utf8) + response.body.dropFirst()
+            done(spliced)
+        }
     }
 
     struct TriggerBody: Decodable {
@@ -46,22 +48,25 @@ struct API {
     /// Checks the params against the action's declaration first, with batond's words, so that a
     /// wrong value is refused before anything is sent; then triggers without waiting (the page
     /// follows the run on its event stream).
-    func trigger(body: [UInt8]) -> HTTPResponse {
+    func trigger(body: [UInt8], _ done: @escaping Answer) {
         guard let trigger = try? JSONDecoder().decode(TriggerBody.self, from: Data(body)) else {
-            return answer(.failure(WireError(code: .badRequest, message: #"expected a JSON body like {"action": "deploy", "params": {"env": "prod"}}"#)))
+            return done(answer(.failure(WireError(code: .badRequest, message: #"expected a JSON body like {"action": "deploy", "params": {"env": "prod"}}"#))))
         }
         let params = trigger.params ?? [:]
-        if case let .success(actions) = link.actions(), let info = actions.first(where: { $0.name == trigger.action }) {
-            if let error = Self.check(params, against: info) { return answer(.failure(WireError(error))) }
+        channel.call(Request(op: .status)) { [self] result in
+            if case let .success(status) = result, let info = status.actions?.first(where: { $0.name == trigger.action }),
+               let error = Self.check(params, against: info) {
+                return done(answer(.failure(WireError(error))))
+            }
+            forward(Request(op: .trigger, action: trigger.action, params: params, policy: trigger.policy, detach: true), done)
         }
-        return forward(Request(op: .trigger, action: trigger.action, params: params, policy: trigger.policy, detach: true))
     }
 
-    func cancel(body: [UInt8]) -> HTTPResponse {
+    func cancel(body: [UInt8], _ done: @escaping Answer) {
         guard let cancel = try? JSONDecoder().decode(CancelBody.self, from: Data(body)) else {
-            return answer(.failure(WireError(code: .badRequest, message: #"expected a JSON body like {"run": 42}"#)))
+            return done(answer(.failure(WireError(code: .badRequest, message: #"expected a JSON body like {"run": 42}"#))))
         }
-        return forward(Request(op: .cancel, run: cancel.run))
+        forward(Request(op: .cancel, run: cancel.run), done)
     }
 
     /// The error batond would answer for these params, found with batond's own check.
@@ -84,12 +89,16 @@ struct API {
         }
     }
 
-    private func forward(_ request: Request) -> HTTPResponse {
-        switch link.call(request) {
-        case let .response(response):
-            return response.error.map { answer(.failure($0)) } ?? json(200, response.jsonLine())
-        case let .unreachable(why):
-            return json(502, Response.failure(WireError(code: .internal, message: why)).jsonLine())
+    private func forward(_ request: Request, _ done: @escaping Answer) {
+        channel.call(request) { [self] result in
+            switch result {
+            case let .success(response):
+                var answered = response
+                answered.id = nil
+                done(answered.error.map { answer(.failure($0)) } ?? json(200, answered.jsonLine()))
+            case let .failure(failure):
+                done(json(502, Response.failure(WireError(code: .internal, message: failure.message)).jsonLine()))
+            }
         }
     }
 

@@ -3,62 +3,106 @@ import BatonIPC
 import Foundation
 
 extension DashboardServer {
-    /// One page's event stream: a `snapshot` (batond's status) when the page is new, from another
-    /// epoch or too far behind; otherwise the `update`s after its `Last-Event-ID`; `offline` while
-    /// batond cannot be reached; a keepalive comment when nothing happens. Ends when the page
-    /// goes away or reads too slowly.
-    func stream(_ wire: HTTPWire, lastEventID: String?) {
-        guard streams.add(1, ordering: .relaxed).newValue <= limits.maxStreams else {
-            streams.subtract(1, ordering: .relaxed)
-            wire.send(refusal(503, "too many event streams; close a dashboard tab").bytes(headOnly: false))
-            return
+    /// One page's event stream, kept by the loop: where the page is in the feed.
+    final class Stream: Sendable {
+        let exchange: HTTPExchange
+        let state: Locked<State>
+
+        struct State {
+            /// The id of the last event the page has (`Last-Event-ID`), nil before its snapshot.
+            var cursor: String?
+            var toldOffline = false
+            /// A snapshot is being asked of batond.
+            var snapshotting = false
         }
-        defer { streams.subtract(1, ordering: .relaxed) }
-        guard wire.send(SSE.head(extra: Assets.securityFields.map { ($0.name, $0.value) })) else { return }
-        var cursor = lastEventID
-        var toldOffline = false
-        while true {
-            let deadline = Date(timeIntervalSinceNow: Double(limits.keepalive.milliseconds) / 1_000)
-            let view = feed.wait(until: deadline) { view in
-                guard view.online else { return view.settled && !toldOffline }
-                guard let cursor else { return true }
-                return view.ring.resume(after: cursor) != .replay([])
+
+        init(_ exchange: HTTPExchange, cursor: String?) {
+            self.exchange = exchange
+            state = Locked(State(cursor: cursor))
+        }
+    }
+
+    /// Opens a page's stream: its head now, then what the feed has for it.
+    func openStream(_ exchange: HTTPExchange, lastEventID: String?) {
+        let key = ObjectIdentifier(exchange)
+        let stream = Stream(exchange, cursor: lastEventID)
+        let admitted = streams.withLock { streams -> Bool in
+            guard streams.count < limits.maxStreams else { return false }
+            streams[key] = stream
+            return true
+        }
+        guard admitted else { return exchange.answer(refusal(503, "too many event streams; close a dashboard tab")) }
+        exchange.stream(head: SSE.head(extra: Assets.securityFields.map { ($0.name, $0.value) })) { [weak self] in
+            _ = self?.streams.withLock { $0.removeValue(forKey: key) }
+        }
+        push(stream)
+    }
+
+    /// The feed changed: every stream is brought up to date.
+    func feedChanged() {
+        for stream in streams.withLock({ Array($0.values) }) { push(stream) }
+    }
+
+    /// Brings one stream up to date with the feed: a snapshot (batond's status) when the page is
+    /// new, from another epoch or too far behind; otherwise the updates after its cursor;
+    /// `offline` while batond cannot be reached (once), nothing while the first watch is pending.
+    func push(_ stream: Stream) {
+        let view = feed.view
+        guard view.online else {
+            guard view.settled, stream.state.withLock({ state in defer { state.toldOffline = true }; return !state.toldOffline }) else { return }
+            return stream.exchange.send(SSE.event("offline", data: Self.message(view.offlineReason)))
+        }
+        let (cursor, snapshotting) = stream.state.withLock { state -> (String?, Bool) in
+            state.toldOffline = false
+            return (state.cursor, state.snapshotting)
+        }
+        switch cursor.map(view.ring.resume(after:)) ?? .snapshot {
+        case let .replay(events):
+            guard let last = events.last else { return }
+            stream.exchange.send(events.map { SSE.event($0.name, data: $0.data, id: view.ring.id($0.seq)) }.joined())
+            stream.state.withLock { $0.cursor = view.ring.id(last.seq) }
+        case .snapshot:
+            guard !snapshotting else { return }
+            stream.state.withLock { $0.snapshotting = true }
+            snapshot(stream, id: view.ring.id(view.ring.lastSeq))
+        }
+    }
+
+    /// Asks batond for its status and sends it as the stream's snapshot with `id` (the ring's
+    /// last seq when asked: updates replayed after it may be in the snapshot already, and the page
+    /// drops those by their seq). Batond refusing: `offline`, and a new try in a second.
+    func snapshot(_ stream: Stream, id: String) {
+        api.channel.call(Request(op: .status)) { [self] result in
+            guard stream.exchange.isOpen else { return }
+            switch result {
+            case let .success(response) where response.error == nil:
+                var answer = response
+                answer.id = nil
+                stream.exchange.send(SSE.event("snapshot", data: String(decoding: answer.jsonLine(), as: UTF8.self), id: id))
+                stream.state.withLock { $0.cursor = id; $0.snapshotting = false }
+                push(stream)
+            case let .success(response):
+                refused(stream, response.error?.message ?? "batond refused")
+            case let .failure(failure):
+                refused(stream, failure.message)
             }
-            let text: String
-            if !view.online && !view.settled {
-                text = SSE.keepalive
-            } else if !view.online {
-                text = toldOffline ? SSE.keepalive : SSE.event("offline", data: Self.message(view.offlineReason))
-                toldOffline = true
-            } else {
-                toldOffline = false
-                switch cursor.map(view.ring.resume(after:)) ?? .snapshot {
-                case let .replay(events) where events.isEmpty:
-                    text = SSE.keepalive
-                case let .replay(events):
-                    text = events.map { SSE.event($0.name, data: $0.data, id: view.ring.id($0.seq)) }.joined()
-                    cursor = view.ring.id(events.last!.seq)
-                case .snapshot:
-                    // Taken after the ring's last seq was read: the updates replayed after it may be
-                    // in the snapshot already, and the page drops those by their seq.
-                    let id = view.ring.id(view.ring.lastSeq)
-                    let answer = api.link.call(Request(op: .status))
-                    switch answer {
-                    case let .response(response) where response.error == nil:
-                        text = SSE.event("snapshot", data: String(decoding: response.jsonLine(), as: UTF8.self), id: id)
-                        cursor = id
-                    case let .response(response):
-                        text = SSE.event("offline", data: Self.message(response.error?.message ?? "batond refused"))
-                        toldOffline = true
-                    case let .unreachable(why):
-                        text = SSE.event("offline", data: Self.message(why))
-                        toldOffline = true
-                    }
-                }
-            }
-            guard wire.send(text, deadline: .now + limits.timeout) else { return }
-            // A snapshot batond would not give: ask again in a second, not at once.
-            if view.online && cursor == nil { Thread.sleep(forTimeInterval: 1) }
+        }
+    }
+
+    private func refused(_ stream: Stream, _ why: String) {
+        stream.exchange.send(SSE.event("offline", data: Self.message(why)))
+        stream.state.withLock { $0.toldOffline = true }
+        reactor.after(.seconds(1)) { [self] in
+            stream.state.withLock { $0.snapshotting = false }
+            if stream.exchange.isOpen { push(stream) }
+        }
+    }
+
+    /// A keepalive comment on every stream, every `keepalive`: proxies and browsers keep it open.
+    func scheduleKeepalive() {
+        reactor.after(limits.keepalive) { [self] in
+            for stream in streams.withLock({ Array($0.values) }) { stream.exchange.send(SSE.keepalive) }
+            scheduleKeepalive()
         }
     }
 

@@ -1,20 +1,19 @@
 import BatonCore
 import BatonIPC
-import CBatonSystem
 import Foundation
-import Synchronization
 
-/// `baton dashboard`'s web server: HTTP/1.1, one request per connection, a thread per
-/// connection (at most `maxConnections`, event streams included), every read and write bounded
-/// by a deadline, every request through the `Gate` before anything else looks at it.
-public final class DashboardServer: @unchecked Sendable {
+/// `baton dashboard`'s web server: the `HTTPServer` of batond's own `/metrics`, on the event loop
+/// — no thread per connection — with every request through the `Gate` before anything else looks
+/// at it, the API asked of batond over one multiplexed `Channel`, and the event streams fed from
+/// one `watch` (`Feed`).
+public final class DashboardServer: Sendable {
     public struct Limits: Sendable {
         public var headBytes = 8_192
         public var maxFields = 48
         public var bodyBytes = 16_384
         public var maxConnections = 64
         public var maxStreams = 32
-        /// From accept to the last byte of an answer (an event stream's head and each of its writes).
+        /// From accept to the last byte of an answer (an event stream's head).
         public var timeout: Duration = .seconds(10)
         /// How often a quiet event stream gets a keepalive comment.
         public var keepalive: Duration = .seconds(15)
@@ -24,94 +23,75 @@ public final class DashboardServer: @unchecked Sendable {
     public let address: ListenAddress
     public let gate: Gate
     /// The codes handed out and the sessions they were traded for.
-    let sessions = Mutex(Sessions())
+    let sessions = Locked(Sessions())
     /// Told of each sign-in and each code used twice, to say so where the dashboard was started.
     let onSignIn: @Sendable (SignIn) -> Void
     let limits: Limits
     let api: API
     let feed: Feed
-    private let listenFD: Int32
-    private let connections = Atomic<Int>(0)
-    let streams = Atomic<Int>(0)
+    let http: HTTPServer
+    let reactor: Reactor
+    /// The open event streams, by the exchange that carries each.
+    let streams = Locked<[ObjectIdentifier: Stream]>([:])
 
-    public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(),
+    public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), reactor: Reactor = .shared,
                 onSignIn: @escaping @Sendable (SignIn) -> Void = { _ in }) throws(SocketError) {
-        var port: UInt16 = 0
-        let fd = baton_tcp_listen(requested.host, requested.port, 64, &port)
-        guard fd >= 0 else { throw .system("listen", path: requested.description, errno: -fd) }
-        listenFD = fd
-        address = ListenAddress(host: requested.host, port: port)
+        var httpLimits = HTTPServer.Limits()
+        httpLimits.headBytes = limits.headBytes
+        httpLimits.maxFields = limits.maxFields
+        httpLimits.bodyBytes = limits.bodyBytes
+        httpLimits.maxConnections = limits.maxConnections
+        httpLimits.timeout = limits.timeout
+        let box = Locked<DashboardServer?>(nil)
+        http = try HTTPServer(listening: requested, limits: httpLimits, reactor: reactor) { head, exchange in
+            box.withLock { $0 }?.handle(head, exchange)
+        }
+        address = http.address
         gate = Gate(address: address, bodyLimit: limits.bodyBytes)
         self.limits = limits
         self.onSignIn = onSignIn
-        let link = BatondLink(socketPath: socketPath)
-        api = API(link: link)
-        feed = Feed(link: link)
+        self.reactor = reactor
+        api = API(channel: Channel(path: socketPath, reactor: reactor))
+        feed = Feed(socketPath: socketPath, reactor: reactor)
+        box.withLock { $0 = self }
     }
 
-    /// Serves on the calling thread, forever.
+    /// Serves on the event loop; the calling thread waits, forever.
     public func serve() -> Never {
+        feed.onChange { [weak self] in self?.feedChanged() }
         feed.start()
-        while true {
-            var pfd = pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, -1) > 0 else { continue }
-            while case let fd = baton_accept(listenFD), fd >= 0 {
-                guard connections.add(1, ordering: .relaxed).newValue <= limits.maxConnections else {
-                    connections.subtract(1, ordering: .relaxed)
-                    let wire = HTTPWire(fd: fd, deadline: .now + .milliseconds(100))
-                    wire.send(HTTPResponse.refusal(503, "too many connections").bytes(headOnly: false))
-                    close(fd)
-                    continue
-                }
-                let thread = Thread { [self] in
-                    handle(fd)
-                    close(fd)
-                    connections.subtract(1, ordering: .relaxed)
-                }
-                thread.stackSize = 512 << 10
-                thread.start()
-            }
+        http.start()
+        scheduleKeepalive()
+        while true { sleep(3_600) }
+    }
+
+    /// One request's head, on the loop: the gate's decision, then the route's answer.
+    func handle(_ head: HTTPRequestHead, _ exchange: HTTPExchange) {
+        let headOnly = head.method == "HEAD"
+        switch gate.decide(head, sessions: sessions.withLock { $0 }) {
+        case let .refuse(status, reason, allow):
+            exchange.answer(refusal(status, reason, allow: allow), headOnly: headOnly)
+        case .serve(.events):
+            openStream(exchange, lastEventID: head.field("last-event-id"))
+        case let .serve(route) where route.changesState:
+            let length = head.field("content-length").flatMap { Int($0) } ?? 0
+            exchange.readBody(count: length) { [self] body in answer(route, head, body) { exchange.answer($0) } }
+        case let .serve(route):
+            answer(route, head, []) { exchange.answer($0, headOnly: headOnly) }
         }
     }
 
-    private func handle(_ fd: Int32) {
-        let wire = HTTPWire(fd: fd, deadline: .now + limits.timeout)
-        let (read, rest) = wire.readHead(limit: limits.headBytes, maxFields: limits.maxFields)
-        switch read {
-        case .gone: return
-        case let .refused(status, reason): wire.send(refusal(status, reason).bytes(headOnly: false))
-        case let .request(head, _):
-            switch gate.decide(head, sessions: sessions.withLock { $0 }) {
-            case let .refuse(status, reason, allow):
-                wire.send(refusal(status, reason, allow: allow).bytes(headOnly: head.method == "HEAD"))
-            case .serve(.events):
-                stream(wire, lastEventID: head.field("last-event-id"))
-            case let .serve(route):
-                var body: [UInt8] = []
-                if route.changesState {
-                    let length = head.field("content-length").flatMap { Int($0) } ?? 0
-                    guard let read = wire.readBody(count: length, have: rest) else {
-                        wire.send(refusal(408, "the body took too long").bytes(headOnly: false))
-                        return
-                    }
-                    body = read
-                }
-                wire.send(answer(route, head, body).bytes(headOnly: head.method == "HEAD"))
-            }
-        }
-    }
-
-    func answer(_ route: Route, _ head: HTTPRequestHead, _ body: [UInt8]) -> HTTPResponse {
+    func answer(_ route: Route, _ head: HTTPRequestHead, _ body: [UInt8], _ done: @escaping @Sendable (HTTPResponse) -> Void) {
         switch route {
-        case .page: Assets.file("index.html")!
-        case let .asset(name): Assets.file(name) ?? refusal(404, "no such file")
-        case .status: api.status()
-        case .history: api.history(query: head.query ?? "")
-        case let .run(id): api.run(id)
-        case .trigger: api.trigger(body: body)
-        case .cancel: api.cancel(body: body)
-        case .session: signIn(body: body)
-        case .events: refusal(500, "streams are not answered here")
+        case .page: done(Assets.file("index.html")!)
+        case let .asset(name): done(Assets.file(name) ?? refusal(404, "no such file"))
+        case .status: api.status(done)
+        case .history: api.history(query: head.query ?? "", done)
+        case let .run(id): api.run(id, done)
+        case .trigger: api.trigger(body: body, done)
+        case .cancel: api.cancel(body: body, done)
+        case .session: done(signIn(body: body))
+        case .events: done(refusal(500, "streams are not answered here"))
         }
     }
 

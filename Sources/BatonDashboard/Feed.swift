@@ -2,93 +2,62 @@ import BatonCore
 import BatonIPC
 import Foundation
 
-/// The dashboard's one `watch` on batond, kept open for as long as the dashboard runs: each update
-/// goes into the ring that every page's event stream reads. When batond goes away the feed says
-/// so (the pages show it) and connects again, with a new epoch.
-public final class Feed: @unchecked Sendable {
-    let link: BatondLink
-    let condition = NSCondition()
-    /// Guarded by `condition`.
-    private(set) var ring = EventRing(epoch: Feed.newEpoch())
-    private(set) var online = false
-    private(set) var offlineReason = "connecting to batond"
-    /// Whether the first watch has begun or failed: until then a page waits rather than hear "offline".
-    private(set) var settled = false
+/// The dashboard's one `watch` on batond, kept open for as long as the dashboard runs, on the
+/// event loop: each update goes into the ring that every page's event stream reads, and the
+/// streams are told. When batond goes away the feed says so (the pages show it) and connects
+/// again, with a new epoch.
+public final class Feed: Sendable {
+    let channel: Channel
+    private let reactor: Reactor
+    private let state = Locked(View(settled: false, online: false, offlineReason: "connecting to batond", ring: EventRing(epoch: Feed.newEpoch())))
+    private let listeners = Locked<[@Sendable () -> Void]>([])
 
-    public init(link: BatondLink) { self.link = link }
-
-    public func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "baton-dashboard-feed"
-        thread.start()
-    }
-
-    /// What a stream reads under the lock: whether batond is there, why not, and the ring.
-    struct View {
+    /// What a stream reads: whether batond is there, why not, and the ring.
+    struct View: Sendable {
+        /// Whether the first watch has begun or failed: until then a page waits rather than hear "offline".
         var settled: Bool
         var online: Bool
         var offlineReason: String
         var ring: EventRing
     }
 
-    /// Waits until `ready` holds for what the feed has, or `deadline` passes; returns what it has.
-    func wait(until deadline: Date, ready: (View) -> Bool) -> View {
-        condition.lock()
-        defer { condition.unlock() }
-        while !ready(view), condition.wait(until: deadline) {}
-        return view
+    public init(socketPath: String, reactor: Reactor = .shared) {
+        channel = Channel(path: socketPath, reactor: reactor)
+        self.reactor = reactor
     }
 
-    private var view: View { View(settled: settled, online: online, offlineReason: offlineReason, ring: ring) }
+    var view: View { state.withLock { $0 } }
 
-    private func run() {
-        var pause = 0.2
-        while true {
-            let reason = watchUntilItEnds()
-            condition.lock()
-            let wasOnline = online
-            online = false
-            offlineReason = reason
-            settled = true
-            condition.broadcast()
-            condition.unlock()
-            // Try again soon after a watch that worked; back off while batond stays away.
-            pause = wasOnline ? 0.2 : min(pause * 2, 3)
-            Thread.sleep(forTimeInterval: pause)
-        }
-    }
+    /// Calls `listener` on the loop after every change of the view.
+    func onChange(_ listener: @escaping @Sendable () -> Void) { listeners.withLock { $0.append(listener) } }
 
-    /// Follows one watch; returns why it ended.
-    private func watchUntilItEnds() -> String {
-        let client: Client
-        do {
-            client = try Client(path: link.socketPath)
-            try client.send(Request(op: .watch, progress: true))
-        } catch {
-            return "cannot reach batond at \(link.socketPath)"
-        }
-        do {
-            while let line = try client.receiveLine() {
-                let response = try JSONDecoder().decode(Response.self, from: Data(line))
-                if response.event == "watching" {
-                    condition.lock()
-                    ring = EventRing(epoch: Self.newEpoch())
-                    online = true
-                    settled = true
-                    condition.broadcast()
-                    condition.unlock()
-                } else if response.event == "update" {
-                    condition.lock()
-                    // A transition, or (without one) progress a run reported.
-                    ring.append(name: response.transition == nil ? "progress" : "update", data: String(decoding: line, as: UTF8.self))
-                    condition.broadcast()
-                    condition.unlock()
-                } else if let error = response.error {
-                    return error.code == .shuttingDown ? "batond is stopping" : error.message
-                }
+    public func start() { watch(pause: .milliseconds(200)) }
+
+    /// Follows one watch; when it ends, says why and tries again, sooner after one that worked.
+    private func watch(pause: Duration) {
+        channel.call(Request(op: .watch, progress: true), events: { [self] response, line in
+            if response.event == "watching" {
+                change { $0.ring = EventRing(epoch: Self.newEpoch()); $0.online = true; $0.settled = true }
+            } else if response.event == "update" {
+                // A transition, or (without one) progress a run reported.
+                change { $0.ring.append(name: response.transition == nil ? "progress" : "update", data: String(decoding: line, as: UTF8.self)) }
             }
-        } catch {}
-        return "batond closed the connection"
+        }, done: { [self] result in
+            let reason: String
+            switch result {
+            case let .success(response): reason = response.error.map { $0.code == .shuttingDown ? "batond is stopping" : $0.message } ?? "batond ended the watch"
+            case let .failure(failure): reason = failure.message
+            }
+            let wasOnline = view.online
+            change { $0.online = false; $0.offlineReason = reason; $0.settled = true }
+            let next = wasOnline ? Duration.milliseconds(200) : min(pause * 2, .seconds(3))
+            reactor.after(next) { [self] in watch(pause: next) }
+        })
+    }
+
+    private func change(_ body: (inout View) -> Void) {
+        state.withLock(body)
+        for listener in listeners.withLock({ $0 }) { listener() }
     }
 
     static func newEpoch() -> String {

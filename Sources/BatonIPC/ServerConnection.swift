@@ -42,6 +42,8 @@ public final class ServerConnection: Sendable, Hashable {
         /// When the request now arriving began (a request line), or when the exchange must end (HTTP).
         var partialSince: ContinuousClock.Instant?
         var deadline: ContinuousClock.Instant?
+        /// An HTTP connection's one exchange, once its head is in.
+        var exchange: HTTPExchange?
     }
 
     init(fd: Int32, token: UInt64, peer: Peer, reactor: Reactor, frameLimit: Int, outputLimits: (Int, Int), maxInFlight: Int = 1_024,

@@ -31,8 +31,10 @@ extension ExecRunner {
     /// group of each attempt; returns how many attempts there were.
     @discardableResult
     public static func killAllGroups() -> Int {
-        for directory in ProcessAttempt.hierarchies.withLock({ $0 }) { CgroupHierarchy(directory: directory).killAll() }
+        // Counted before anything is killed: a leader killed first would be reaped (and gone from
+        // the set) before it was counted.
         let groups = ProcessAttempt.leaders.withLock { $0 }
+        for directory in ProcessAttempt.hierarchies.withLock({ $0 }) { CgroupHierarchy(directory: directory).killAll() }
         for pgid in groups { kill(-pgid, SIGKILL) }
         return groups.count
     }

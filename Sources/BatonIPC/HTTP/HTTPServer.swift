@@ -2,29 +2,34 @@ import BatonCore
 import CBatonSystem
 import Foundation
 
-/// A small, strict HTTP/1.1 responder on the event loop, with the connections of the socket
-/// server (`ServerConnection`): one request per connection, a bounded head, a deadline for the
-/// whole exchange, a bounded number of connections, and nothing ever waits on a client. The
-/// handler runs on the loop and must be quick.
+/// A small, strict HTTP/1.1 server on the event loop, with the connections of the socket server
+/// (`ServerConnection`): one request per connection, a bounded head (and body, for a handler that
+/// reads one), a deadline from accept to the last byte of the answer, a bounded number of
+/// connections, and nothing ever waits on a client. `/metrics` and the dashboard are served by it.
+/// The handler runs on the loop and must be quick; it answers its exchange then or later, from
+/// any thread, or turns it into an event stream.
 public final class HTTPServer: Sendable {
     public struct Limits: Sendable {
         public var headBytes = 8_192
         public var maxFields = 64
+        public var bodyBytes = 16_384
         public var maxConnections = 64
-        /// From accept to the last byte of the answer.
+        /// From accept to the last byte of the answer (an event stream's head included).
         public var timeout: Duration = .seconds(5)
+        /// Unsent bytes an event stream may hold before its reader is dropped as too slow.
+        public var streamBuffer = 1 << 20
         public init() {}
     }
 
-    public typealias Handler = @Sendable (HTTPRequestHead) -> HTTPResponse
+    public typealias Handler = @Sendable (HTTPRequestHead, HTTPExchange) -> Void
 
     /// The address bound (with the port chosen, when 0 was asked for).
     public let address: ListenAddress
     private let listenFD: Int32
-    private let limits: Limits
+    let limits: Limits
     private let handler: Handler
-    private let reactor: Reactor
-    private let budget = OutputBudget(limit: 64 << 20)
+    let reactor: Reactor
+    private let budget = OutputBudget(limit: 256 << 20)
     private let table = Locked(Table())
 
     /// The loop's record of what is open.
@@ -46,6 +51,14 @@ public final class HTTPServer: Sendable {
         self.limits = limits
         self.handler = handler
         self.reactor = reactor
+    }
+
+    /// A server whose handler answers at once from the head alone (it reads no bodies).
+    public convenience init(listening address: ListenAddress, limits: Limits = Limits(), reactor: Reactor = .shared,
+                            answer: @escaping @Sendable (HTTPRequestHead) -> HTTPResponse) throws(SocketError) {
+        try self.init(listening: address, limits: limits, reactor: reactor) { head, exchange in
+            exchange.answer(answer(head), headOnly: head.method == "HEAD")
+        }
     }
 
     /// Begins serving on the loop.
@@ -72,6 +85,9 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// The connections open now (event streams included).
+    public var connectionCount: Int { table.withLock { $0.connections.count } }
+
     private func acceptAll() {
         while case let fd = baton_accept(listenFD), fd >= 0 {
             guard table.withLock({ $0.connections.count < limits.maxConnections }) else {
@@ -83,7 +99,7 @@ public final class HTTPServer: Sendable {
             let connection = table.withLock { state -> ServerConnection in
                 defer { state.nextToken += 1 }
                 let connection = ServerConnection(fd: fd, token: state.nextToken, peer: Peer(uid: 0, gid: 0, pid: 0), reactor: reactor,
-                                                  frameLimit: limits.headBytes, outputLimits: (16 << 20, 16 << 20), maxInFlight: 1,
+                                                  frameLimit: limits.headBytes, outputLimits: (64 << 20, limits.streamBuffer), maxInFlight: 1,
                                                   budget: budget, onClose: { [weak self] in self?.dropped($0) })
                 state.connections[connection.token] = connection
                 return connection
@@ -99,28 +115,32 @@ public final class HTTPServer: Sendable {
         if mask & (Epoll.hangUp | Epoll.error) != 0 { connection.close() }
     }
 
-    /// Reads what came; answers once the head is complete, then closes once it is written.
+    /// Reads what came: the head, then (when the handler asked for one) the body.
     private func read(_ connection: ServerConnection) {
-        var buffer = [UInt8](repeating: 0, count: 4_096)
+        var buffer = [UInt8](repeating: 0, count: 8_192)
         let n = buffer.withUnsafeMutableBytes { Glibc.read(connection.fd, $0.baseAddress, $0.count) }
         if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { return connection.close() }
         guard n > 0 else { return }
-        let input = connection.withInput { state -> [UInt8] in
+        let (input, exchange) = connection.withInput { state -> ([UInt8], HTTPExchange?) in
             state.input += buffer[..<n]
-            return state.input
+            return (state.input, state.exchange)
         }
-        let answer: [UInt8]
+        if let exchange { return exchange.received(input) }
         switch HTTPRequestHead.parse(input, limit: limits.headBytes, maxFields: limits.maxFields) {
-        case .incomplete: return
-        case let .refused(status, reason): answer = HTTPResponse.refusal(status, reason).bytes(headOnly: false)
-        case let .head(head, _): answer = handler(head).bytes(headOnly: head.method == "HEAD")
+        case .incomplete:
+            return
+        case let .refused(status, reason):
+            HTTPExchange(server: self, connection: connection, bodyStart: input.count).answer(.refusal(status, reason))
+        case let .head(head, length):
+            let exchange = HTTPExchange(server: self, connection: connection, bodyStart: length)
+            connection.withInput { $0.exchange = exchange }
+            handler(head, exchange)
+            exchange.received(input)
         }
-        _ = connection.beginRequest()
-        connection.write(answer)
-        connection.closeWhenWritten()
     }
 
-    /// Every 250 ms: an exchange past its deadline gets 408 if nothing was answered yet, and is closed.
+    /// Every 250 ms: an exchange past its deadline gets 408 if nothing was answered yet, and is
+    /// closed (an event stream has no deadline once it has begun).
     private func scheduleSweep() {
         let timer = reactor.after(.milliseconds(250)) { [self] in
             guard !table.withLock({ $0.stopped }) else { return }
@@ -139,6 +159,82 @@ public final class HTTPServer: Sendable {
     }
 
     private func dropped(_ connection: ServerConnection) {
+        let exchange = connection.withInput { state in defer { state.exchange = nil }; return state.exchange }
         _ = table.withLock { $0.connections.removeValue(forKey: connection.token) }
+        exchange?.closed()
+    }
+}
+
+/// One request on an `HTTPServer` connection: answered once, or turned into an event stream.
+public final class HTTPExchange: Sendable {
+    let server: HTTPServer
+    let connection: ServerConnection
+    private let state: Locked<State>
+
+    struct State {
+        var bodyStart: Int
+        var wantBody: (count: Int, then: @Sendable ([UInt8]) -> Void)?
+        var answered = false
+        var streaming = false
+        var onClose: (@Sendable () -> Void)?
+    }
+
+    init(server: HTTPServer, connection: ServerConnection, bodyStart: Int) {
+        self.server = server
+        self.connection = connection
+        state = Locked(State(bodyStart: bodyStart))
+    }
+
+    /// Reads `count` bytes of body (bounded by the server's body limit: 413 past it; 408 when it
+    /// does not come before the deadline), then calls `then` with them, on the loop.
+    public func readBody(count: Int, _ then: @escaping @Sendable ([UInt8]) -> Void) {
+        guard count <= server.limits.bodyBytes else {
+            return answer(.refusal(413, "the body is larger than \(server.limits.bodyBytes) bytes"))
+        }
+        state.withLock { $0.wantBody = (count, then) }
+        received(connection.withInput { $0.input })
+    }
+
+    /// More input came (or the head's leftovers): a body that is complete goes to its reader.
+    func received(_ input: [UInt8]) {
+        let ready = state.withLock { state -> (@Sendable ([UInt8]) -> Void, [UInt8])? in
+            guard let want = state.wantBody, input.count - state.bodyStart >= want.count else { return nil }
+            state.wantBody = nil
+            return (want.then, Array(input[state.bodyStart..<(state.bodyStart + want.count)]))
+        }
+        if let (then, body) = ready { then(body) }
+    }
+
+    /// Sends the answer (from any thread) and closes once it is written; a second answer is ignored.
+    public func answer(_ response: HTTPResponse, headOnly: Bool = false) {
+        guard state.withLock({ state in defer { state.answered = true }; return !state.answered }) else { return }
+        connection.write(response.bytes(headOnly: headOnly))
+        connection.closeWhenWritten()
+    }
+
+    /// Turns the exchange into a stream: `head` goes out now, then each `send`; there is no
+    /// deadline from now on, and a reader that lets `streamBuffer` bytes wait is dropped.
+    public func stream(head: String, onClose: @escaping @Sendable () -> Void) {
+        guard state.withLock({ state in
+            defer { state.answered = true; state.streaming = true; state.onClose = onClose }
+            return !state.answered
+        }) else { return }
+        connection.markStreaming()
+        connection.withInput { $0.deadline = nil }
+        connection.write(Array(head.utf8))
+    }
+
+    /// Writes more of a stream (from any thread).
+    public func send(_ text: String) { connection.write(Array(text.utf8)) }
+
+    /// Whether the connection is still there.
+    public var isOpen: Bool { !connection.isClosed }
+
+    /// Ends the exchange now, answered or not.
+    public func close() { connection.close() }
+
+    func closed() {
+        let onClose = state.withLock { state in defer { state.onClose = nil }; return state.onClose }
+        onClose?()
     }
 }
