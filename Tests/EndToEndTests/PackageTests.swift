@@ -135,5 +135,35 @@ struct PackageTests {
         let story = try await container.run("baton show \(run) --json")
         #expect(story.stdout.contains("\"phase\":\"failure\"") || story.stdout.contains("\"phase\" : \"failure\""), "\(story.stdout) \(story.stderr)")
         #expect(try await container.run("baton run hello").code == 0)
+        try await processTrees(container)
+    }
+
+    /// Under systemd (Delegate=yes): each attempt in a cgroup of its own under the service; a
+    /// setsid child and a double fork are stopped by cancel, by timeout and by `systemctl stop`.
+    func processTrees(_ container: Container) async throws {
+        let config = try await container.run("""
+            cat > /etc/baton/baton.json5 <<'EOF'
+            { actions: { esc: { exec: ["sh", "-c", "setsid sleep 997 & (sh -c 'sleep 996 &' &); echo started; sleep 30"],
+                                timeout: "2s", killGrace: "200ms" } } }
+            EOF
+            systemctl reload batond.service
+            """)
+        #expect(config.code == 0, "\(config.stderr)")
+        let status = try await container.run("baton status").stdout
+        #expect(status.contains("processes: a cgroup per attempt under /sys/fs/cgroup/") && status.contains("/system.slice/batond.service/baton-"),
+                "\(status)")
+        // The sleeps of the run and their cgroups, read from /proc (minbase has no pgrep).
+        let alive = #"for p in /proc/[0-9]*; do c=$(tr "\0" " " < $p/cmdline 2>/dev/null); case "$c" in "sleep 99"*) echo "$c $(grep ^0:: $p/cgroup)";; esac; done"#
+        #expect(try await container.run("baton run esc --detach").code == 0)
+        #expect(try await container.waitUntil("[ $(\(alive) | grep -c /run-) -eq 2 ]"))
+        #expect(try await container.run(alive).stdout.contains("/system.slice/batond.service/baton-"))
+        #expect(try await container.run("baton cancel esc").code == 0)
+        #expect(try await container.run(alive).stdout.isEmpty, "cancel")
+        #expect(try await container.run("baton run esc").code != 0)
+        #expect(try await container.run(alive).stdout.isEmpty, "timeout")
+        #expect(try await container.run("baton run esc --detach").code == 0)
+        #expect(try await container.waitUntil("[ $(\(alive) | grep -c /run-) -eq 2 ]"))
+        #expect(try await container.run("systemctl stop batond.service").code == 0)
+        #expect(try await container.run(alive).stdout.isEmpty, "systemctl stop")
     }
 }
