@@ -59,6 +59,36 @@ struct ConductorStateTests {
         }
     }
 
+    @Test("progress is told at most every 50 ms, the latest winning: a flood of progress lines cannot drown a waiting client")
+    func progressCoalesced() throws {
+        var h = Harness()
+        h.trigger(1, Self.plain)
+        h.on(.committed(try #require(h.commit()), nil))
+        func progress(_ fraction: Double, at ms: Int64) -> [ConductorState.Effect] {
+            h.state.handle(.progress(run: 1, attempt: 1, Progress(fraction: fraction)), at: Self.now + .milliseconds(ms))
+        }
+        func told(_ effects: [ConductorState.Effect]) -> [Double?] {
+            effects.compactMap { effect -> Double?? in
+                guard case let .publish(update) = effect, update.transition == nil else { return nil }
+                return .some(update.run.progress?.fraction)
+            }
+        }
+        #expect(told(progress(0.1, at: 0)) == [0.1], "the first is told at once")
+        let held = progress(0.2, at: 10)
+        #expect(told(held).isEmpty)
+        #expect(held.contains(.schedule(run: 1, .progress, after: .milliseconds(40))), "the window's end")
+        #expect(progress(0.3, at: 20).isEmpty, "one timer for the window, whatever comes")
+        #expect(progress(0.4, at: 30).isEmpty)
+        #expect(told(h.state.handle(.timer(run: 1, .progress), at: Self.now + .milliseconds(50))) == [0.4], "the latest wins")
+        #expect(told(progress(0.5, at: 60)).isEmpty, "a new window began when the held one was told")
+        #expect(told(progress(0.6, at: 101)) == [0.6])
+        // The run ends with progress held: the timer is cancelled and nothing is told after the end.
+        _ = progress(0.7, at: 110)
+        let ended = h.state.handle(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 0))), at: Self.now + .milliseconds(120))
+        #expect(ended.contains(.cancelTimers(run: 1)))
+        #expect(told(h.state.handle(.timer(run: 1, .progress), at: Self.now + .milliseconds(160))).isEmpty)
+    }
+
     @Test("a trigger of a free key: created and loading in one write; answered and started only once it commits")
     func createAndStart() throws {
         var h = Harness()

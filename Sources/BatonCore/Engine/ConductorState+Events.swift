@@ -65,11 +65,21 @@ extension ConductorState {
         step.entries.append(.processGroup(runID: id, pgid: group.pgid, identity: group.identity))
     }
 
+    /// Progress is told at once unless it was told less than `progressInterval` ago; then the
+    /// latest is held and told when the window ends (latest wins).
     mutating func progressed(_ id: Int64, _ attempt: Int, _ progress: Progress, _ step: inout Step) {
         guard var flight = flights[id], flight.live == attempt else { return }
         flight.run.progress = progress
+        if let told = flight.progressToldAt, step.now - told < Self.progressInterval {
+            if !flight.progressHeld {
+                flight.progressHeld = true
+                step.effects.append(.schedule(run: id, .progress, after: Self.progressInterval - (step.now - told)))
+            }
+        } else {
+            flight.progressToldAt = step.now
+            step.effects.append(.publish(RunUpdate(run: flight.run, transition: nil)))
+        }
         flights[id] = flight
-        step.effects.append(.publish(RunUpdate(run: flight.run, transition: nil)))
     }
 
     mutating func exited(_ id: Int64, _ attempt: Int, _ outcome: AttemptOutcome, _ step: inout Step) {
@@ -89,6 +99,13 @@ extension ConductorState {
             if let limit = flight.action.timeout { drive(id, .stop(.timeout(after: limit)), &step) }
         case let .backoff(attempt):
             if flight.machine.state == .retrying(attempt: attempt) { drive(id, .backoffElapsed, &step) }
+        case .progress:
+            guard flight.progressHeld, !flight.isOver else { return }
+            var told = flight
+            told.progressHeld = false
+            told.progressToldAt = step.now
+            flights[id] = told
+            step.effects.append(.publish(RunUpdate(run: told.run, transition: nil)))
         }
     }
 

@@ -15,6 +15,9 @@ extension ConductorState {
         var live: Int?
         /// The wait chosen when the last failed attempt was recorded, for its `backoff` effect.
         var nextBackoff: Duration = .zero
+        /// When progress was last told, and whether newer progress waits for the window's end.
+        var progressToldAt: Timestamp?
+        var progressHeld = false
 
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }

@@ -77,7 +77,14 @@ public struct ConductorState: Sendable {
         case timeout
         /// The wait before attempt `n + 1`.
         case backoff(Int)
+        /// The end of a run's progress window: the latest progress held back is told now.
+        case progress
     }
+
+    /// The most often a run's progress is told: a run that writes 100,000 progress lines a second
+    /// gives its followers and watchers 20 updates a second, each the latest (issue 21, item 5:
+    /// a waiting client was cut off by the flood).
+    public static let progressInterval: Duration = .milliseconds(50)
 
     /// Which runs a cancel is for.
     public enum CancelTarget: Sendable, Equatable {
