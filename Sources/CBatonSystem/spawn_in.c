@@ -177,3 +177,19 @@ int baton_proc_children(pid_t pid, int32_t *children, int max) {
     closedir(tasks);
     return count;
 }
+
+unsigned long long baton_proc_start_time(pid_t pid) {
+    char path[64], text[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    text[n] = '\0';
+    char *cursor = strrchr(text, ')');
+    if (cursor == NULL) return 0;
+    // Field 22 (starttime) is the 20th after the command name's closing parenthesis.
+    for (int field = 0; field < 20 && cursor != NULL; field++) cursor = strchr(cursor + 1, ' ');
+    return cursor == NULL ? 0 : strtoull(cursor + 1, NULL, 10);
+}

@@ -1,4 +1,5 @@
 @testable import BatonCore
+import Foundation
 import Testing
 
 /// Finding the cgroup v2 hierarchy from what the kernel says, never assuming a path.
@@ -41,6 +42,14 @@ struct CgroupHierarchyTests {
         #expect(a != CgroupHierarchy.subtreeName(instance: "/tmp/other.sqlite"))
         #expect(a.hasPrefix("baton-") && a.count == 14)
         #expect(CgroupHierarchy(directory: "/sys/fs/cgroup/x").path(run: 42, attempt: 1) == "/sys/fs/cgroup/x/run-42-1")
+    }
+
+    @Test("a process's start time (field 22 of /proc/PID/stat) read in C, as the text says")
+    func startTime() throws {
+        let stat = try String(contentsOfFile: "/proc/self/stat", encoding: .utf8)
+        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+        #expect(ProcessGroup.startTime(of: getpid()) == UInt64(fields[19]))
+        #expect(ProcessGroup.startTime(of: Int32.max) == nil)
     }
 
     @Test("a /proc/PID/stat line: state, parent and group, whatever the command's name holds")

@@ -1,3 +1,4 @@
+import CBatonSystem
 import Foundation
 
 extension ProcessGroup {
@@ -9,12 +10,8 @@ extension ProcessGroup {
 
     /// The start time of a process in clock ticks since boot (field 22 of /proc/PID/stat).
     public static func startTime(of pid: Int32) -> UInt64? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
-        // Fields after the command name start at field 3 (state); starttime is field 22.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 19 else { return nil }
-        return UInt64(fields[19])
+        let ticks = baton_proc_start_time(pid)
+        return ticks == 0 ? nil : UInt64(ticks)
     }
 
     /// The process group id of a live process (field 5 of /proc/PID/stat); nil for a zombie.

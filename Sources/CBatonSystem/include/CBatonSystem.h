@@ -94,6 +94,9 @@ int baton_proc_table(int32_t *pids, int32_t *parents, int32_t *groups, char *sta
 /// count, or -1 when the kernel has no such files (CONFIG_PROC_CHILDREN off).
 int baton_proc_children(pid_t pid, int32_t *children, int max);
 
+/// The start time of a process in clock ticks since boot (field 22 of /proc/PID/stat), 0 when unknown.
+unsigned long long baton_proc_start_time(pid_t pid);
+
 /// Writes "1" to the `cgroup.kill` (or any one-line control file) open at fd: 0 or an errno.
 int baton_write_control(int fd, const char *text);
 
