@@ -193,3 +193,21 @@ unsigned long long baton_proc_start_time(pid_t pid) {
     for (int field = 0; field < 20 && cursor != NULL; field++) cursor = strchr(cursor + 1, ' ');
     return cursor == NULL ? 0 : strtoull(cursor + 1, NULL, 10);
 }
+
+#include <sys/resource.h>
+
+int baton_reap_usage(pid_t pid, int *exit_code, int *signal, int64_t *user_us, int64_t *system_us, int64_t *max_rss_bytes) {
+    int status = 0;
+    struct rusage usage;
+    memset(&usage, 0, sizeof(usage));
+    pid_t r;
+    do { r = wait4(pid, &status, 0, &usage); } while (r < 0 && errno == EINTR);
+    if (r < 0) return -1;
+    if (WIFEXITED(status)) { *exit_code = WEXITSTATUS(status); *signal = 0; }
+    else if (WIFSIGNALED(status)) { *exit_code = -1; *signal = WTERMSIG(status); }
+    else { *exit_code = -1; *signal = 0; }
+    *user_us = (int64_t)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
+    *system_us = (int64_t)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
+    *max_rss_bytes = (int64_t)usage.ru_maxrss * 1024;
+    return 0;
+}

@@ -41,8 +41,21 @@ enum Format {
         if let by = detail.by { notes.append("by \(userName(by))") }
         if let backoff = detail.backoff { notes.append("retry in \(DurationText.format(.microseconds(backoff)))") }
         if let leftovers = detail.leftovers { notes.append("\(leftovers) leftover process\(leftovers == 1 ? "" : "es")") }
+        if let user = detail.cpuUser, let system = detail.cpuSystem {
+            notes.append("cpu \(DurationText.format(.microseconds(user))) user, \(DurationText.format(.microseconds(system))) system")
+        }
+        if let peak = detail.memoryPeak { notes.append("peak memory \(bytes(peak))") }
         if let error = detail.error { notes.append(error) }
         return notes
+    }
+
+    /// A size in bytes as people read it: `812 B`, `4.2 KiB`, `201 MiB`, `1.5 GiB`.
+    static func bytes(_ count: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count), unit = 0
+        while value >= 1_024 && unit < units.count - 1 { value /= 1_024; unit += 1 }
+        if unit == 0 { return "\(count) B" }
+        return value < 10 ? "\((value * 10).rounded() / 10) \(units[unit])" : "\(Int(value.rounded())) \(units[unit])"
     }
 
     /// The user name of a uid, or `uid N` when it has none.

@@ -115,6 +115,9 @@ extension Daemon {
         let observer = backend.conductor.observe { update in
             guard let update else { return }
             journal.append(update)
+            if let detail = update.transition?.detail, update.run.host == nil || update.run.host == host {
+                metrics.attemptEnded(update.run.action, detail)
+            }
             // In a fleet every host's transitions come by; this host counts the runs it ran.
             if update.transition?.to.isTerminal == true, update.run.host == nil || update.run.host == host {
                 metrics.runEnded(update.run)

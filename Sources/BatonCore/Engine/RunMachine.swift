@@ -108,7 +108,7 @@ public struct RunMachine: Sendable, Equatable {
 
     private mutating func exited(attempt: Int, _ result: AttemptResult) -> [Effect] {
         var detail = TransitionDetail(attempt: attempt, exitCode: result.exitCode, signal: result.signal, error: result.error,
-                                      leftovers: result.leftovers)
+                                      leftovers: result.leftovers, usage: result.usage)
         if let stop = stopping {
             let stopDetail = stop.detail
             detail.reason = stopDetail.reason

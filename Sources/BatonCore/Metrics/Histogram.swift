@@ -33,6 +33,8 @@ public struct Histogram: Sendable, Equatable {
 
     /// Run durations: 5 ms to an hour.
     public static let durationBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1_800, 3_600]
+    /// Peak memory: 1 MiB to 16 GiB, by powers of four.
+    public static let memoryBounds: [Double] = (0...7).map { Double(1 << (20 + 2 * $0)) }
     /// Store commits: 100 µs to 5 s.
     public static let commitBounds: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5]
     /// Items per commit: 1 to 2,000 (the largest batch).

@@ -21,6 +21,9 @@ public final class Metrics: Sendable {
     public struct Counts: Sendable {
         public var runs: [RunEnd: UInt64] = [:]
         public var durations: [String: Histogram] = [:]
+        /// Per attempt that ran a process: its CPU seconds and its peak memory, by action.
+        public var cpuSeconds: [String: Histogram] = [:]
+        public var memoryPeaks: [String: Histogram] = [:]
         public var triggers: [TriggerCount: UInt64] = [:]
         public var commitSeconds = Histogram(bounds: Histogram.commitBounds)
         public var commitItems = Histogram(bounds: Histogram.groupBounds)
@@ -39,6 +42,17 @@ public final class Metrics: Sendable {
             counts.runs[end, default: 0] += 1
             if let seconds {
                 counts.durations[run.action, default: Histogram(bounds: Histogram.durationBounds)].observe(max(seconds, 0))
+            }
+        }
+    }
+
+    /// Counts what an attempt used, from the detail of the transition that ended it.
+    public func attemptEnded(_ action: String, _ detail: TransitionDetail) {
+        guard let user = detail.cpuUser, let system = detail.cpuSystem else { return }
+        state.withLock { counts in
+            counts.cpuSeconds[action, default: Histogram(bounds: Histogram.durationBounds)].observe(Double(user + system) / 1e6)
+            if let peak = detail.memoryPeak {
+                counts.memoryPeaks[action, default: Histogram(bounds: Histogram.memoryBounds)].observe(Double(peak))
             }
         }
     }

@@ -30,6 +30,8 @@ public struct MetricsReport: Sendable {
         report.live = live.filter { visible($0.action) }
         report.counts.runs = counts.runs.filter { visible($0.key.action) }
         report.counts.durations = counts.durations.filter { visible($0.key) }
+        report.counts.cpuSeconds = counts.cpuSeconds.filter { visible($0.key) }
+        report.counts.memoryPeaks = counts.memoryPeaks.filter { visible($0.key) }
         report.counts.triggers = counts.triggers.filter { visible($0.key.action) }
         return report
     }
@@ -52,6 +54,14 @@ public struct MetricsReport: Sendable {
         out.family("baton_run_duration_seconds", .histogram, "How long runs took from their first start to their end, by action.")
         for (action, histogram) in counts.durations.sorted(by: { $0.key < $1.key }) {
             out.histogram("baton_run_duration_seconds", [("action", action)], histogram)
+        }
+        out.family("baton_run_cpu_seconds", .histogram, "CPU time (user and system) of each attempt's processes, by action.")
+        for (action, histogram) in counts.cpuSeconds.sorted(by: { $0.key < $1.key }) {
+            out.histogram("baton_run_cpu_seconds", [("action", action)], histogram)
+        }
+        out.family("baton_run_memory_peak_bytes", .histogram, "The largest memory of each attempt's processes, by action.")
+        for (action, histogram) in counts.memoryPeaks.sorted(by: { $0.key < $1.key }) {
+            out.histogram("baton_run_memory_peak_bytes", [("action", action)], histogram)
         }
         let names = Array(Set(actions + live.map(\.action))).sorted()
         out.family("baton_runs_in_flight", .gauge, "Runs loading or waiting to retry now, by action.")

@@ -1,3 +1,18 @@
+/// What one attempt's processes used: CPU time (of the whole tree with a cgroup; else of the
+/// leader and the descendants it waited for) and the largest memory (the cgroup's peak where the
+/// memory controller is on cgroup v2; else the largest resident set among those processes).
+public struct ResourceUsage: Sendable, Equatable {
+    public var cpuUser: Duration
+    public var cpuSystem: Duration
+    public var memoryPeak: Int64?
+
+    public init(cpuUser: Duration, cpuSystem: Duration, memoryPeak: Int64?) {
+        self.cpuUser = cpuUser
+        self.cpuSystem = cpuSystem
+        self.memoryPeak = memoryPeak
+    }
+}
+
 /// How one attempt of a run ended.
 public struct AttemptResult: Sendable, Equatable {
     /// Whether the attempt did its work: exit status 0, or a closure that returned.
@@ -11,6 +26,8 @@ public struct AttemptResult: Sendable, Equatable {
     /// How many processes of its tree were still alive after its leader exited, and were stopped
     /// (or kept, where the action says `leftovers: "keep"`).
     public var leftovers: Int?
+    /// What the attempt's processes used, where it was measured.
+    public var usage: ResourceUsage?
 
     public init(succeeded: Bool, started: Bool = true, exitCode: Int32? = nil, signal: Int32? = nil, error: String? = nil) {
         self.succeeded = succeeded

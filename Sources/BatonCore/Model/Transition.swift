@@ -38,11 +38,16 @@ public struct TransitionDetail: Codable, Sendable, Equatable {
     public var pgid: Int32?
     /// How many processes the attempt's leader left behind (stopped before the run went on).
     public var leftovers: Int?
+    /// The attempt's CPU time, user and system, in microseconds.
+    public var cpuUser: Int64?
+    public var cpuSystem: Int64?
+    /// The attempt's largest memory, in bytes.
+    public var memoryPeak: Int64?
 
     public init(
         reason: String? = nil, attempt: Int? = nil, exitCode: Int32? = nil, signal: Int32? = nil,
         error: String? = nil, by: UInt32? = nil, replacedBy: Int64? = nil, replaces: [Int64]? = nil,
-        backoff: Int64? = nil, pgid: Int32? = nil, leftovers: Int? = nil
+        backoff: Int64? = nil, pgid: Int32? = nil, leftovers: Int? = nil, usage: ResourceUsage? = nil
     ) {
         self.reason = reason
         self.attempt = attempt
@@ -55,5 +60,8 @@ public struct TransitionDetail: Codable, Sendable, Equatable {
         self.backoff = backoff
         self.pgid = pgid
         self.leftovers = leftovers
+        cpuUser = usage?.cpuUser.microseconds
+        cpuSystem = usage?.cpuSystem.microseconds
+        memoryPeak = usage?.memoryPeak
     }
 }

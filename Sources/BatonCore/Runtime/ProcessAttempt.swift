@@ -27,6 +27,8 @@ final class ProcessAttempt: Attempt {
         var watchingCgroup = false
         /// A look at the tree is due (coalesces many member exits into one look).
         var lookDue = false
+        /// What the leader and the descendants it waited for used (from wait4).
+        var leaderUsage: ResourceUsage?
     }
 
     /// The known leaders, so that the orphan sweep never reaps one (its status is the attempt's).
@@ -194,10 +196,22 @@ final class ProcessAttempt: Attempt {
             reactor.remove(pidfd)
             close(pidfd)
         }
-        var exitCode: Int32 = -1, signal: Int32 = 0
-        _ = baton_reap(pid, &exitCode, &signal)
+        var exitCode: Int32 = -1, signal: Int32 = 0, user: Int64 = 0, system: Int64 = 0, rss: Int64 = 0
+        if baton_reap_usage(pid, &exitCode, &signal, &user, &system, &rss) == 0 {
+            let usage = ResourceUsage(cpuUser: .microseconds(user), cpuSystem: .microseconds(system), memoryPeak: rss > 0 ? rss : nil)
+            state.withLock { $0.leaderUsage = usage }
+        }
         Self.leaders.withLock { _ = $0.remove(pid) }
         handle(.leaderExited(exitCode: exitCode, signal: signal))
+    }
+
+    /// What the attempt used: the cgroup's CPU (every process of the tree) and its memory peak
+    /// where the kernel keeps one, else the leader's wait4 figures; the larger memory of the two.
+    private func measuredUsage() -> ResourceUsage? {
+        let leader = state.withLock { $0.leaderUsage }
+        guard case let .cgroup(cgroup) = tree, let cpu = cgroup.cpuTime() else { return leader }
+        let peaks = [cgroup.memoryPeak(), leader?.memoryPeak].compactMap { $0 }
+        return ResourceUsage(cpuUser: cpu.user, cpuSystem: cpu.system, memoryPeak: peaks.max())
     }
 
     /// Takes what is left in the pipes, lets go of every descriptor and the cgroup, and reports.
@@ -212,6 +226,7 @@ final class ProcessAttempt: Attempt {
             }
         }
         unwatch(watching)
+        let usage = measuredUsage()
         if case let .cgroup(cgroup) = tree {
             reactor.remove(cgroup.events)
             // Kept leftovers leave the run's cgroup for batond's own (the subtree's parent).
@@ -232,6 +247,7 @@ final class ProcessAttempt: Attempt {
                 ? .killed(signal: signal, lastErrorLine: state.output.lastError.line)
                 : .exited(status: exitCode, lastErrorLine: state.output.lastError.line)
             result.leftovers = leftovers > 0 ? leftovers : nil
+            result.usage = usage
             return AttemptOutcome(result: result, output: state.output.tail.bytes, truncated: state.output.tail.isTruncated)
         }
         for report in reports { events(.progress(report)) }

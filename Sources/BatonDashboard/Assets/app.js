@@ -74,6 +74,8 @@ function notes(detail) {
   if (detail.by != null) out.push(`by uid ${detail.by}`);
   if (detail.backoff != null) out.push(`retry in ${duration(detail.backoff)}`);
   if (detail.leftovers != null) out.push(`${detail.leftovers} leftover process${detail.leftovers === 1 ? "" : "es"}`);
+  if (detail.cpuUser != null) out.push(`cpu ${duration(detail.cpuUser)} user, ${duration(detail.cpuSystem || 0)} system`);
+  if (detail.memoryPeak != null) out.push(`peak memory ${(detail.memoryPeak / 1048576).toFixed(1)} MiB`);
   if (detail.error) out.push(detail.error);
   return out;
 }

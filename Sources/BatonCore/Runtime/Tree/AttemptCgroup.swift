@@ -79,6 +79,12 @@ final class AttemptCgroup: Sendable {
         return (.microseconds(user), .microseconds(system))
     }
 
+    /// The cgroup's peak memory (`memory.peak`), where the memory controller is on cgroup v2.
+    func memoryPeak() -> Int64? {
+        guard let text = try? String(contentsOfFile: path + "/memory.peak", encoding: .utf8) else { return nil }
+        return Int64(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
     func closeProcs() { close(procs) }
 
     /// Moves every process out, into `destination` (batond's own cgroup), frozen meanwhile so that
