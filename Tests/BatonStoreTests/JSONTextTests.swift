@@ -9,6 +9,8 @@ struct JSONTextTests {
         TransitionDetail(),
         TransitionDetail(attempt: 2),
         TransitionDetail(reason: "cancelled", by: 1000),
+        TransitionDetail(reason: "exit", exitCode: 0, leftovers: 2,
+                         usage: ResourceUsage(cpuUser: .milliseconds(512), cpuSystem: .microseconds(20), memoryPeak: 210_000_000)),
         TransitionDetail(reason: "exit", exitCode: 3, error: "exited with status 3: \"disk\" full\n\tat /var\\lib \u{1}\u{1F} é 日本"),
         TransitionDetail(reason: "replace", replaces: [4, 5]),
         TransitionDetail(signal: 9, backoff: 1_500_000, pgid: 4242),
