@@ -87,3 +87,6 @@ int baton_spawn_in(const char *const argv[], const char *const envp[], const cha
 /// Writes "1" to the `cgroup.kill` (or any one-line control file) open at fd: 0 or an errno.
 int baton_write_control(int fd, const char *text);
 
+
+/// Names the calling thread as `top -H` and /proc/PID/task/*/comm show it (15 bytes kept).
+void baton_set_thread_name(const char *name);
