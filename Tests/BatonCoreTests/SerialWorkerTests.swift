@@ -189,6 +189,26 @@ import Testing
         #expect(log.jobs == [0])
     }
 
+    @Test func anIdleThreadEndsAndTheNextJobStartsOneThatTakesTheStateOver() throws {
+        let seen = Locked<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        let worker = SerialWorker<Job>(name: "test-idle", capacity: 10, idleTimeout: .milliseconds(1), state: 0) { calls, batch in
+            calls += 1
+            seen.withLock { $0.append(calls) }
+            done.signal()
+        }
+        for number in 1...2 {
+            try worker.submit(Job(number: number))
+            #expect(done.wait(timeout: .now() + 10) == .success)
+            #expect(worker.endedIdle.wait(timeout: .now() + 10) == .success)
+        }
+        let answered = DispatchSemaphore(value: 0)
+        worker.ping { answered.signal() }
+        #expect(answered.wait(timeout: .now()) == .success)
+        #expect(worker.close().count == 0)
+        #expect(seen.withLock { $0 } == [1, 2])
+    }
+
     @Test func completionsPostedToTheReactorRunThereInOrder() throws {
         let reactorThread = Locked<pthread_t?>(nil)
         let known = DispatchSemaphore(value: 0)

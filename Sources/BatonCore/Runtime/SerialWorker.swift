@@ -15,6 +15,9 @@ import Foundation
 /// the queue, ahead of every newer one, and come back after the delay (a busy or full
 /// database, a lost connection). `close` stops admitting jobs and lets the thread finish what
 /// is queued; a handler learns of it from `Batch.isClosing` (and may then give up on a retry).
+///
+/// The thread starts with the first job; with an `idleTimeout` it ends after that long with
+/// nothing to do, and the next job starts another, which takes the state over.
 public final class SerialWorker<Job: Sendable>: Sendable {
     /// The jobs a handler is given, and what it says back.
     public struct Batch {
@@ -57,23 +60,31 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     private let shared: Locked<Shared>
     /// Signalled once per wait of the thread, by whoever clears `queue.sleep`.
     private let wake = DispatchSemaphore(value: 0)
-    /// Signalled when the thread has ended (and again by each `close` that saw it).
+    /// Signalled when the thread has ended closed (and again by each `close` that saw it).
     private let exited = DispatchSemaphore(value: 0)
+    /// Signalled each time a thread ends idle (the tests wait on it).
+    let endedIdle = DispatchSemaphore(value: 0)
+    /// Starts a thread that takes the state and runs the queue.
+    private let startThread: @Sendable (SerialWorker) -> Void
 
-    /// Starts the worker's thread, named `name` (15 characters show in `top -H`), which owns
-    /// `state` from now on. At most `capacity` jobs wait for bounded submits; the handler gets
-    /// at most `maxBatch` jobs at once.
-    public init<State>(name: String, capacity: Int, maxBatch: Int = 1, state: sending State,
+    /// A worker whose thread, named `name` (15 characters show in `top -H`), owns `state` from
+    /// now on. At most `capacity` jobs wait for bounded submits; the handler gets at most
+    /// `maxBatch` jobs at once.
+    public init<State>(name: String, capacity: Int, maxBatch: Int = 1, idleTimeout: Duration? = nil, state: sending State,
                        handler: @escaping @Sendable (inout State, inout Batch) -> Void) {
-        shared = Locked(Shared(queue: WorkerQueue(capacity: capacity, maxBatch: maxBatch)))
-        // Handed over (`sending`): from here on only the worker's thread touches it.
-        nonisolated(unsafe) var owned = state
-        let thread = Thread { [self] in
-            baton_set_thread_name(name)
-            run(&owned, handler)
+        shared = Locked(Shared(queue: WorkerQueue(capacity: capacity, maxBatch: maxBatch, idleTimeout: idleTimeout)))
+        // Where the state waits between threads. Its lock is held by a thread that ends while it
+        // gives the state back, so that the next thread takes it only once it is there.
+        let parked = Locked<State?>(state)
+        startThread = { worker in
+            let thread = Thread {
+                baton_set_thread_name(name)
+                guard var state = parked.withLock({ $0.take() }) else { preconditionFailure("\(name): the state was not handed over") }
+                worker.run(&state, handler) { state in parked.withLock { $0 = state } }
+            }
+            thread.name = name
+            thread.start()
         }
-        thread.name = name
-        thread.start()
     }
 
     /// Queues a job. A bounded submit is refused while `capacity` jobs wait (backpressure: the
@@ -83,19 +94,19 @@ public final class SerialWorker<Job: Sendable>: Sendable {
         let admitted = shared.withLock { shared in
             Result { () throws(WorkerRefusal) in try shared.queue.admit(job, bounded: bounded) }
         }
-        if try admitted.get() { wake.signal() }
+        perform(try admitted.get())
     }
 
     /// Calls `answered` on the worker's thread when it next comes round (between batches, or
-    /// during a retry's wait): it is alive and not stuck in a call. At once after the end.
+    /// during a retry's wait): it is alive and not stuck in a call. At once when it has no thread.
     public func ping(_ answered: @escaping @Sendable () -> Void) {
-        let (now, mustWake) = shared.withLock { shared -> (Bool, Bool) in
-            if shared.queue.finished { return (true, false) }
+        let wake = shared.withLock { shared -> WorkerQueue<Job>.Wake? in
+            guard let wake = shared.queue.nudge() else { return nil }
             shared.pings.append(answered)
-            return (false, shared.queue.nudge())
+            return wake
         }
-        if mustWake { wake.signal() }
-        if now { answered() }
+        guard let wake else { return answered() }
+        perform(wake)
     }
 
     /// How many jobs wait (held for a retry included).
@@ -109,20 +120,33 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     /// Never call it from the worker's own thread (a job or a callback).
     @discardableResult
     public func close(timeout: Duration = .seconds(10)) -> Unfinished {
-        let mustWake = shared.withLock { $0.queue.close() }
-        if mustWake { wake.signal() }
-        if exited.wait(timeout: .now() + timeout.secondsValue) == .success {
+        let (wake, finished) = shared.withLock { shared in (shared.queue.close(), shared.queue.finished) }
+        perform(wake)
+        if finished || exited.wait(timeout: .now() + timeout.secondsValue) == .success {
             exited.signal()
             return Unfinished(abandoned: [], running: 0)
         }
         return shared.withLock { shared in Unfinished(abandoned: shared.queue.abandon(), running: shared.queue.running) }
     }
 
-    private func run<State>(_ state: inout State, _ handler: @Sendable (inout State, inout Batch) -> Void) {
+    private func perform(_ wake: WorkerQueue<Job>.Wake) {
+        switch wake {
+        case .nothing: break
+        case .signal: self.wake.signal()
+        case .start: startThread(self)
+        }
+    }
+
+    /// The thread: takes the next step, answers the pings, and runs, waits or ends. `park`
+    /// gives the state back, under the queue's lock, when the thread ends idle.
+    private func run<State>(_ state: inout State, _ handler: @Sendable (inout State, inout Batch) -> Void,
+                            park: (State) -> Void) {
         while true {
-            let (next, pings) = shared.withLock { shared -> (WorkerQueue<Job>.Next, [@Sendable () -> Void]) in
+            let (next, pings, closed) = shared.withLock { shared -> (WorkerQueue<Job>.Next, [@Sendable () -> Void], Bool) in
                 defer { shared.pings = [] }
-                return (shared.queue.next(at: .now), shared.pings)
+                let next = shared.queue.next(at: .now)
+                if case .exit = next, !shared.queue.finished { park(state) }
+                return (next, shared.pings, shared.queue.finished)
             }
             for ping in pings { ping() }
             switch next {
@@ -135,13 +159,12 @@ public final class SerialWorker<Job: Sendable>: Sendable {
                     wake.wait()
                     continue
                 }
-                let left = until - .now
-                if wake.wait(timeout: .now() + max(left, .zero).secondsValue) == .timedOut,
+                if wake.wait(timeout: .now() + max(until - .now, .zero).secondsValue) == .timedOut,
                    shared.withLock({ $0.queue.timedOut() }) {
                     wake.wait()
                 }
             case .exit:
-                exited.signal()
+                (closed ? exited : endedIdle).signal()
                 return
             }
         }
