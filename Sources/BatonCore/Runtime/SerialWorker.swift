@@ -112,8 +112,8 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     /// How many jobs wait (held for a retry included).
     public var queued: Int { shared.withLock { $0.queue.count } }
 
-    /// Whether the worker has work: jobs waiting or a batch in the handler.
-    public var isBusy: Bool { shared.withLock { $0.queue.count + $0.queue.running > 0 } }
+    /// Jobs waiting (held for a retry included) or in the handler.
+    public var load: Int { shared.withLock { $0.queue.count + $0.queue.running } }
 
     /// Stops admitting jobs, lets the thread finish what is queued and waits for it to end, at
     /// most `timeout`. Returns what was left undone (nothing, when the thread ended in time).
