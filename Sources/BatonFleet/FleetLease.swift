@@ -30,7 +30,8 @@ public final class FleetLease: Sendable {
         self.onFenced = onFenced
         let lease = coordinator.host.lease
         fenceAfter = lease - max(lease / 4, .milliseconds(300))
-        connection = coordinator.pool.dedicated(name: "baton-lease")
+        // Its thread lives while a renewal runs (they are a fifth of the lease apart); the connection stays open.
+        connection = coordinator.pool.dedicated(name: "baton-lease", idleTimeout: .zero)
     }
 
     var host: FleetHost { coordinator.host }

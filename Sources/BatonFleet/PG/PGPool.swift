@@ -27,9 +27,9 @@ public final class PGPool: Sendable {
         try await pick().run(work)
     }
 
-    /// A connection of its own, outside the pool (the listener's, the lease's).
-    public func dedicated(name: String) -> PGWorker {
-        PGWorker(name: name, conninfo: conninfo, defaults: defaults)
+    /// A connection of its own, outside the pool (the lease's), whose thread ends after `idleTimeout` idle.
+    public func dedicated(name: String, idleTimeout: Duration = .seconds(10)) -> PGWorker {
+        PGWorker(name: name, conninfo: conninfo, defaults: defaults, idleTimeout: idleTimeout)
     }
 
     private func pick() -> PGWorker {
