@@ -17,12 +17,12 @@ extension FleetCoordinator {
                         answered: @escaping @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void) {
         guard accepting.withLock({ $0 }) else { return answered(.failure(.shuttingDown)) }
         if let reason = conductor.storeUnavailableReason { return answered(.failure(.storeUnavailable(reason))) }
-        pool.submit({ [self] db in try Self.retrying { try decide(trigger, on: db) } }) { [self] result in
+        decisions.submit({ [self] db in try Self.retrying { try decide(trigger, on: db) } }) { [self] result in
             if case let .failure(error as PGError) = result, error.isUniqueViolation {
                 // Its start was refused by the one-loading-run-per-key index: decide again
                 // without starting it; it starts when the key is free.
                 log("a new run could not start with its trigger: \(error.message)")
-                return pool.submit({ [self] db in try Self.retrying { try decide(trigger, startIfFree: false, on: db) } }) { [self] result in
+                return decisions.submit({ [self] db in try Self.retrying { try decide(trigger, startIfFree: false, on: db) } }) { [self] result in
                     finish(trigger, result, follower: follower, answered: answered)
                 }
             }

@@ -8,13 +8,18 @@ import Foundation
 /// conductor runs it and writes its phases, guarded by owner. Other hosts ask it to stop a run
 /// by marking the row, and learn what happens from the feed (`FleetFeed`).
 ///
-/// PostgreSQL work goes to the pool's connections and is answered in completions on their
-/// threads; no lock is held while a round trip is in flight. A transaction that may start a run
-/// first reserves a start slot, so that this host never starts more than `limit` however many
+/// PostgreSQL work is answered in completions on the threads of the connections that did it;
+/// no lock is held while a round trip is in flight. Triggers' transactions go to one connection
+/// of their own, one at a time in the order they came (every fleet write waits for one lock in
+/// PostgreSQL anyway: more at once from one host would only stand in line there, ahead of this
+/// host's starts and ends); reads and cancels go to the pool. A transaction that may start a
+/// run reserves a start slot, so that this host never starts more than `limit` however many
 /// transactions are in flight.
 public final class FleetCoordinator: RunDispatcher, Sendable {
     public let host: FleetHost
     let pool: PGPool
+    /// The connection triggers' transactions run on.
+    let decisions: PGWorker
     let conductor: Conductor
     let followers = RemoteFollowers()
     /// Runs this host's conductor runs, with the seq of the transition that started them.
@@ -32,6 +37,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, log: @escaping @Sendable (String) -> Void) {
         self.host = host
         self.pool = pool
+        decisions = pool.dedicated(name: "baton-fleet-trig")
         self.conductor = conductor
         self.limit = max(limit, 1)
         self.log = log
