@@ -2,49 +2,55 @@ import BatonCore
 import Foundation
 
 extension FleetCoordinator {
+    typealias CancelAnswer = @Sendable (Result<[RunSnapshot], BatonError>) -> Void
+
     /// Cancels runs wherever they run: this host's conductor stops its own; a queued run of any
     /// host ends at once; a loading or retrying run of another host is marked, and its owner
-    /// stops it (answered as it is now: still loading while its processes stop).
+    /// stops it (answered as it is now: still loading while its processes stop). One run after
+    /// the other, each in a completion of the one before.
     public func cancel(_ target: ConductorState.CancelTarget, by peer: Peer?,
                        answered: @escaping @Sendable (Result<[RunSnapshot], BatonError>) -> Void) {
-        Self.work.async { [self] in
-            do {
-                let ids: [Int64] = switch target {
-                case let .run(id): [id]
-                case let .action(name, key):
-                    try pool.with { db in
-                        try db.query("""
-                            SELECT id FROM runs WHERE action = $1 AND ($2::text IS NULL OR key = $2)
-                              AND phase IN ('queued', 'loading', 'retrying') ORDER BY id
-                            """, [name, key]).rows.compactMap { $0[0].flatMap { Int64($0) } }
-                    }
+        switch target {
+        case let .run(id):
+            cancel([id], from: 0, done: [], single: true, by: peer?.uid, answered: answered)
+        case let .action(name, key):
+            pool.submit({ db in
+                try db.query("""
+                    SELECT id FROM runs WHERE action = $1 AND ($2::text IS NULL OR key = $2)
+                      AND phase IN ('queued', 'loading', 'retrying') ORDER BY id
+                    """, [name, key]).rows.compactMap { $0[0].flatMap { Int64($0) } }
+            }) { [self] result in
+                switch result {
+                case let .success(ids): cancel(ids, from: 0, done: [], single: false, by: peer?.uid, answered: answered)
+                case let .failure(error): answered(.failure(Self.batonError(error)))
                 }
-                var runs: [RunSnapshot] = []
-                for id in ids {
-                    if let run = try cancel(id, by: peer?.uid) { runs.append(run) } else if case .run = target { throw BatonError.unknownRun(id) }
-                }
-                answered(.success(runs))
-            } catch let error as BatonError {
-                answered(.failure(error))
-            } catch {
-                answered(.failure(.storeUnavailable("PostgreSQL: \(error)")))
+            }
+        }
+    }
+
+    /// Cancels `ids[index...]`, then answers with every run cancelled. A single run that has
+    /// ended (or never was) is `unknownRun`.
+    private func cancel(_ ids: [Int64], from index: Int, done: [RunSnapshot], single: Bool, by uid: UInt32?,
+                        answered: @escaping CancelAnswer) {
+        guard index < ids.count else { return answered(.success(done)) }
+        cancel(ids[index], by: uid) { [self] result in
+            switch result {
+            case let .success(run?): cancel(ids, from: index + 1, done: done + [run], single: single, by: uid, answered: answered)
+            case .success(nil) where single: answered(.failure(.unknownRun(ids[index])))
+            case .success(nil): cancel(ids, from: index + 1, done: done, single: single, by: uid, answered: answered)
+            case let .failure(error): answered(.failure(error))
             }
         }
     }
 
     /// Cancels one run; nil when it has ended (or never was).
-    private func cancel(_ id: Int64, by uid: UInt32?) throws -> RunSnapshot? {
+    private func cancel(_ id: Int64, by uid: UInt32?, answered: @escaping @Sendable (Result<RunSnapshot?, BatonError>) -> Void) {
         if adopted.withLock({ $0[id] != nil }), conductor.snapshot(of: id) != nil {
-            let done = DispatchSemaphore(value: 0)
-            let result = Locked<Result<[RunSnapshot], BatonError>?>(nil)
-            conductor.cancel(.run(id), by: uid.map { Peer(uid: $0, gid: 0, pid: 0) }) { outcome in
-                result.withLock { $0 = outcome }
-                done.signal()
+            return conductor.cancel(.run(id), by: uid.map { Peer(uid: $0, gid: 0, pid: 0) }) { [self] outcome in
+                answered(outcome.map { $0.first.map(withHost) })
             }
-            done.wait()
-            return try result.withLock { $0 }?.get().first.map(withHost)
         }
-        return try pool.with { db in
+        pool.submit({ [self] db in
             try Self.retrying {
                 try db.transaction { () throws -> RunSnapshot? in
                     try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
@@ -54,6 +60,11 @@ extension FleetCoordinator {
                     return try read(id, on: db)?.0
                 }
             }
-        }
+        }) { result in answered(result.mapError(Self.batonError)) }
+    }
+
+    /// A failure as the caller hears it: Baton's own errors as they are, the rest naming PostgreSQL.
+    static func batonError(_ error: any Error) -> BatonError {
+        error as? BatonError ?? .storeUnavailable("PostgreSQL: \(error)")
     }
 }

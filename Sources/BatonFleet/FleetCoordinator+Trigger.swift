@@ -17,51 +17,48 @@ extension FleetCoordinator {
                         answered: @escaping @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void) {
         guard accepting.withLock({ $0 }) else { return answered(.failure(.shuttingDown)) }
         if let reason = conductor.storeUnavailableReason { return answered(.failure(.storeUnavailable(reason))) }
-        Self.work.async { [self] in
-            do {
-                // Under `starting`, so that a run this transaction starts counts against the limit
-                // before another start looks (all fleet writes wait for one lock in PostgreSQL anyway).
-                starting.lock()
-                let decided: Decided
-                do {
-                    do {
-                        decided = try pool.with { db in try Self.retrying { try self.decide(trigger, on: db) } }
-                    } catch let error as PGError where error.isUniqueViolation {
-                        // Its start was refused by the one-loading-run-per-key index: decide again
-                        // without starting it; it starts when the key is free.
-                        log("a new run could not start with its trigger: \(error.message)")
-                        decided = try pool.with { db in try Self.retrying { try self.decide(trigger, startIfFree: false, on: db) } }
-                    }
-                } catch {
-                    starting.unlock()
-                    throw error
+        decisions.submit({ [self] db in try Self.retrying { try decide(trigger, on: db) } }) { [self] result in
+            if case let .failure(error as PGError) = result, error.isUniqueViolation {
+                // Its start was refused by the one-loading-run-per-key index: decide again
+                // without starting it; it starts when the key is free.
+                log("a new run could not start with its trigger: \(error.message)")
+                return decisions.submit({ [self] db in try Self.retrying { try decide(trigger, startIfFree: false, on: db) } }) { [self] result in
+                    finish(trigger, result, follower: follower, answered: answered)
                 }
-                if let claimed = decided.claimed { hand(claimed, follower: follower) }
-                starting.unlock()
-                for id in decided.stopHere { conductor.stop(run: id, .replaced(by: decided.decision.run)) }
-                if case let .rejected(id) = decided.decision {
-                    return answered(.failure(.busy(run: id, action: trigger.action.name, phase: decided.run.phase,
-                                                   since: decided.run.startedAt ?? decided.run.queuedAt)))
-                }
-                var run = decided.run
-                if decided.claimed != nil {
-                    run = conductor.snapshot(of: run.id).map(withHost) ?? decided.claimed?.run ?? run
-                } else if let follower {
-                    follow(run, seq: decided.seq, follower)
-                }
-                answered(.success((decided.decision, run)))
-            } catch let error as BatonError {
-                answered(.failure(error))
-            } catch {
-                answered(.failure(.storeUnavailable("PostgreSQL: \(error)")))
             }
+            finish(trigger, result, follower: follower, answered: answered)
         }
+    }
+
+    /// After the trigger's transaction: the run it started goes to the conductor, the runs it
+    /// replaced here stop, and the caller hears the decision.
+    private func finish(_ trigger: Trigger, _ result: Result<Decided, any Error>, follower: Conductor.Follower?,
+                        answered: @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void) {
+        let decided: Decided
+        switch result {
+        case let .success(value): decided = value
+        case let .failure(error): return answered(.failure(Self.batonError(error)))
+        }
+        if let claimed = decided.claimed { hand(claimed, follower: follower) }
+        for id in decided.stopHere { conductor.stop(run: id, .replaced(by: decided.decision.run)) }
+        if case let .rejected(id) = decided.decision {
+            return answered(.failure(.busy(run: id, action: trigger.action.name, phase: decided.run.phase,
+                                           since: decided.run.startedAt ?? decided.run.queuedAt)))
+        }
+        var run = decided.run
+        if decided.claimed != nil {
+            run = conductor.snapshot(of: run.id).map(withHost) ?? decided.claimed?.run ?? run
+        } else if let follower {
+            follow(run, seq: decided.seq, follower)
+        }
+        answered(.success((decided.decision, run)))
     }
 
     /// The trigger's transaction: lock the key's slot, decide as `KeySlot` says, write the new
     /// run or the trigger record, ask the runs a replace stops to stop, and tell the fleet.
     /// Three round trips in the common cases (libpq pipelines): open and lock the slot; take an
-    /// id if the decision may need one; write everything and commit.
+    /// id if the decision may need one; write everything and commit. A run it starts holds a
+    /// start slot (`reserveStart`) from the moment the slot is read.
     func decide(_ trigger: Trigger, startIfFree: Bool = true, on db: PGConnection) throws -> Decided {
         do {
             let opened = try db.pipeline([
@@ -104,13 +101,19 @@ extension FleetCoordinator {
         var statements = [FleetJournal.insertRun(run, as: host), try FleetJournal.insertTransition(queued),
                           FleetJournal.storeSlot(slot, key: trigger.key)]
         var claimed: Claimed?
-        if startIfFree, slot.startable == run.id, hasRoom, let action = conductor.action(named: run.action) {
-            let loading = Transition(runID: run.id, seq: 2, from: .queued, to: .loading, at: now, detail: TransitionDetail(attempt: 1))
-            statements += [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
+        let loading = Transition(runID: run.id, seq: 2, from: .queued, to: .loading, at: now, detail: TransitionDetail(attempt: 1))
+        let starting = [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
+        if startIfFree, slot.startable == run.id, let action = conductor.action(named: run.action), reserveStart() {
+            statements += starting
             claimed = Claimed(run: run.applying(loading), seq: 2, action: action)
         }
-        let results = try db.pipeline(statements + [("NOTIFY baton", []), ("COMMIT", [])])
-        if claimed != nil, results[3].affected != 1 { throw PGError(message: "run \(run.id) could not be started in its own transaction") }
+        do {
+            let results = try db.pipeline(statements + [("NOTIFY baton", []), ("COMMIT", [])])
+            if claimed != nil, results[3].affected != 1 { throw PGError(message: "run \(run.id) could not be started in its own transaction") }
+        } catch {
+            if claimed != nil { releaseStart() }
+            throw error
+        }
         return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, claimed: claimed)
     }
 
@@ -127,10 +130,17 @@ extension FleetCoordinator {
         for old in stopping where try stop(old, .replaced(by: id), on: db) { stopHere.append(old) }
         // A replaced run that was only queued ended here: the key may be free already.
         let row = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1", [trigger.key]).first ?? [nil, nil, nil]
-        let claimed = KeySlot(row: row).startable == id && hasRoom ? try claim(run, seq: 1, on: db) : nil
-        try db.execute("NOTIFY baton")
-        try db.execute("COMMIT")
-        return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, stopHere: stopHere, claimed: claimed)
+        let starts = KeySlot(row: row).startable == id && reserveStart()
+        do {
+            let claimed = starts ? try claim(run, seq: 1, on: db) : nil
+            try db.execute("NOTIFY baton")
+            try db.execute("COMMIT")
+            if starts && claimed == nil { releaseStart() }
+            return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, stopHere: stopHere, claimed: claimed)
+        } catch {
+            if starts { releaseStart() }
+            throw error
+        }
     }
 
     private func newRun(_ decision: FlightTable.Decision, _ trigger: Trigger, at now: Timestamp) -> (RunSnapshot, Transition) {

@@ -7,9 +7,19 @@ import Foundation
 /// believes. A run belongs to the host that created it (or took it over); only that host's
 /// conductor runs it and writes its phases, guarded by owner. Other hosts ask it to stop a run
 /// by marking the row, and learn what happens from the feed (`FleetFeed`).
-public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
+///
+/// PostgreSQL work is answered in completions on the threads of the connections that did it;
+/// no lock is held while a round trip is in flight. Triggers' transactions go to one connection
+/// of their own, one at a time in the order they came (every fleet write waits for one lock in
+/// PostgreSQL anyway: more at once from one host would only stand in line there, ahead of this
+/// host's starts and ends); reads and cancels go to the pool. A transaction that may start a
+/// run reserves a start slot, so that this host never starts more than `limit` however many
+/// transactions are in flight.
+public final class FleetCoordinator: RunDispatcher, Sendable {
     public let host: FleetHost
     let pool: PGPool
+    /// The connection triggers' transactions run on.
+    let decisions: PGWorker
     let conductor: Conductor
     let followers = RemoteFollowers()
     /// Runs this host's conductor runs, with the seq of the transition that started them.
@@ -18,17 +28,16 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
     let fleetInFlight = Locked<[Int64: RunSnapshot]>([:])
     /// The most runs this host runs at once.
     let limit: Int
-    static let work = DispatchQueue(label: "baton-fleet", attributes: .concurrent)
     let log: @Sendable (String) -> Void
-    /// Serialises this host's starts, so that it never starts more than `limit`.
-    let starting = NSLock()
     let accepting = Locked(true)
-    /// Runs claimed (their `loading` committed) that the conductor has not yet taken.
-    let claimedNotHanded = Locked(0)
+    /// Start slots reserved by transactions that may start a run: held until the conductor has
+    /// the run, or given back when the transaction started none.
+    let reserved = Locked(0)
 
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, log: @escaping @Sendable (String) -> Void) {
         self.host = host
         self.pool = pool
+        decisions = pool.dedicated(name: "baton-fleet-trig")
         self.conductor = conductor
         self.limit = max(limit, 1)
         self.log = log
@@ -50,14 +59,10 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
         if adopted.withLock({ $0[id] != nil }), conductor.snapshot(of: id) != nil {
             return conductor.attach(id, follower: follower) { [self] run in answered(run.map(withHost)) }
         }
-        Self.work.async { [self] in
-            do {
-                guard let (run, seq) = try pool.with({ try self.read(id, on: $0) }), !run.phase.isTerminal else { return answered(nil) }
-                answered(run)
-                follow(run, seq: seq, follower)
-            } catch {
-                answered(nil)
-            }
+        pool.submit({ [self] db in try read(id, on: db) }) { [self] result in
+            guard case let .success(found?) = result, !found.0.phase.isTerminal else { return answered(nil) }
+            answered(found.0)
+            follow(found.0, seq: found.1, follower)
         }
     }
 
@@ -68,8 +73,10 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
     }
 
     func catchUp(_ id: Int64, after seq: Int) {
-        guard let updates = try? pool.with({ db in try self.transitions(of: id, after: seq, on: db) }) else { return }
-        for update in updates { followers.deliver(update) }
+        pool.submit({ [self] db in try transitions(of: id, after: seq, on: db) }) { [self] result in
+            guard case let .success(updates) = result else { return }
+            for update in updates { followers.deliver(update) }
+        }
     }
 
     // MARK: Rows
@@ -111,9 +118,22 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
         var action: Action
     }
 
-    /// Whether this host may start another run: it accepts, and its runs loading or retrying plus
-    /// those claimed but not yet handed over stay under the limit. Read under `starting`.
-    var hasRoom: Bool { accepting.withLock { $0 } && conductor.runningCount + claimedNotHanded.withLock { $0 } < limit }
+    /// Takes a start slot if this host accepts and its runs loading or retrying plus the slots
+    /// already reserved stay under the limit. Give it back (`release`) unless a run was handed over.
+    func reserveStart() -> Bool {
+        guard accepting.withLock({ $0 }) else { return false }
+        let running = conductor.runningCount
+        return reserved.withLock { reserved in
+            guard running + reserved < limit else { return false }
+            reserved += 1
+            return true
+        }
+    }
+
+    /// Gives a start slot back.
+    func releaseStart() {
+        reserved.withLock { $0 -= 1 }
+    }
 
     /// In the caller's transaction (which holds the write lock and the key's row, and has checked
     /// that the run holds a free key): writes `loading` for a queued run of this host. A run whose
@@ -130,31 +150,40 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
         return Claimed(run: run.applying(transition), seq: seq + 1, action: action)
     }
 
-    /// Hands a claimed run (its claim committed) to the conductor. Call under `starting`.
+    /// Hands a claimed run (its claim committed) to the conductor; its start slot is given back
+    /// once the conductor counts it.
     func hand(_ claimed: Claimed, follower: Conductor.Follower?) {
-        claimedNotHanded.withLock { $0 += 1 }
         adopted.withLock { $0[claimed.run.id] = claimed.seq }
         conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action), follower: follower) { [self] _ in
-            claimedNotHanded.withLock { $0 -= 1 }
+            releaseStart()
         }
     }
 
-    /// Starts a queued run of this host that holds a free key, if a slot is free: its `loading` is
-    /// written in the transaction that checks all of that. Call under `starting`.
-    /// A unique violation (another run of the key is loading, whatever this host believed) means
-    /// "not yet": the run stays queued until the key is free.
-    func start(_ id: Int64, follower: Conductor.Follower? = nil, on db: PGConnection) throws -> Bool {
-        guard hasRoom else { return false }
+    /// Starts a queued run of this host that holds a free key, if a start slot is free: its
+    /// `loading` is written in the transaction that checks all of that. A unique violation
+    /// (another run of the key is loading, whatever this host believed) means "not yet": the
+    /// run stays queued until the key is free.
+    func start(_ id: Int64, on db: PGConnection) throws -> Bool {
+        guard reserveStart() else { return false }
         do {
-            return try claimAndHand(id, follower: follower, on: db)
+            guard let claimed = try claim(id, on: db) else {
+                releaseStart()
+                return false
+            }
+            hand(claimed, follower: nil)
+            return true
         } catch let error as PGError where error.isUniqueViolation {
+            releaseStart()
             log("run \(id) could not start yet: \(error.message)")
             return false
+        } catch {
+            releaseStart()
+            throw error
         }
     }
 
-    private func claimAndHand(_ id: Int64, follower: Conductor.Follower?, on db: PGConnection) throws -> Bool {
-        let claimed: Claimed? = try db.transaction {
+    private func claim(_ id: Int64, on db: PGConnection) throws -> Claimed? {
+        try db.transaction {
             try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
             guard let (run, seq) = try read(id, on: db), run.phase == .queued,
                   let slotRow = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [run.key]).first,
@@ -165,25 +194,17 @@ public final class FleetCoordinator: RunDispatcher, @unchecked Sendable {
             try db.execute("NOTIFY baton")
             return claimed
         }
-        guard let claimed else { return false }
-        hand(claimed, follower: follower)
-        return true
     }
 
     /// Starts every run of this host that holds a free key, oldest first, while slots are free.
     func startWaiting(on db: PGConnection) throws {
-        starting.lock()
-        defer { starting.unlock() }
-        let room = limit - conductor.runningCount - claimedNotHanded.withLock { $0 }
+        let room = limit - conductor.runningCount - reserved.withLock { $0 }
         guard room > 0, accepting.withLock({ $0 }) else { return }
         let ready = try db.query("""
             SELECT r.id FROM runs r JOIN keys k ON k.holder = r.id
             WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 ORDER BY r.id LIMIT $2::bigint
             """, [host.incarnation, String(room)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
-        for id in ready {
-            guard hasRoom else { return }
-            _ = try start(id, on: db)
-        }
+        for id in ready { _ = try start(id, on: db) }
     }
 
     /// Stops starting runs (shutdown); runs already started go on until the conductor stops them.

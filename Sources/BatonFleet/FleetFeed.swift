@@ -1,128 +1,150 @@
 import BatonCore
 import Foundation
 
-/// What the other hosts did, as this host learns it: a dedicated connection LISTENs on
-/// `baton`; on every notification, and once a second anyway (notifications are lossy, and a
-/// new connection misses those sent while it was away), it reads the transitions committed
-/// since the last it saw (their ids commit in order: writers hold one lock), tells watchers
-/// and followers, stops the runs of this host that others asked to stop, starts the runs of
-/// this host whose keys came free, and refreshes the fleet's runs in flight for `status`.
-final class FleetFeed: @unchecked Sendable {
+/// What the other hosts did, as this host learns it: a connection of its own (a `SerialWorker`
+/// with its `LISTEN baton` connection) runs a tick on every notification, and once a second
+/// anyway (notifications are lossy, and a new connection misses those sent while it was away):
+/// it reads the transitions committed since the last it saw (their ids commit in order: writers
+/// hold one lock), tells watchers and followers, stops the runs of this host that others asked
+/// to stop, starts the runs of this host whose keys came free, and refreshes the fleet's runs in
+/// flight for `status`.
+///
+/// The reactor watches the connection's socket between ticks and holds the one-second timer;
+/// no thread waits for either. A tick takes the socket out of the reactor while it uses the
+/// connection, and puts it back at its end.
+final class FleetFeed: Sendable {
+    /// What the feed's thread owns.
+    struct Connection {
+        var link: PGLink
+        /// The last transition seen; nil until first read.
+        var lastID: Int64?
+        var refreshed = ContinuousClock.now - .seconds(1)
+    }
+
+    /// A tick; `done` is told the socket to watch once it has run.
+    private struct Tick: Sendable {
+        var done: @Sendable (Int32) -> Void
+    }
+
+    /// The socket the reactor watches (with a token per watch), the backstop timer, and whether
+    /// the feed stopped. The reactor's `watch` and `remove` of the socket are called under this
+    /// lock, so that a watch is never removed once its socket is closed (its number may be an
+    /// attempt's pipe by then).
+    private struct Watching {
+        var socket: (fd: Int32, token: UInt64)?
+        var nextToken: UInt64 = 1
+        var timer: Reactor.TimerID?
+        var stopped = false
+    }
+
     private let coordinator: FleetCoordinator
-    private var connection: PGConnection?
-    private var lastID: Int64 = 0
-    private var refreshed = ContinuousClock.now - .seconds(1)
-    private let stopped = Locked(false)
-    /// A pipe that wakes the loop to stop it.
-    private var wake: [Int32] = [-1, -1]
+    private let worker: SerialWorker<Tick>
+    private let watching: Locked<Watching>
 
-    /// Starts after the transitions committed so far (read now, so that nothing committed once
-    /// this returns is missed, however late the listening connection comes up).
-    init(_ coordinator: FleetCoordinator) {
+    /// A feed that starts after transition `lastID` (nil: after those committed when it first connects).
+    init(_ coordinator: FleetCoordinator, after lastID: Int64?) {
         self.coordinator = coordinator
-        _ = pipe(&wake)
-        lastID = (try? coordinator.pool.with { db in
-            Int64(try db.query("SELECT coalesce(max(id), 0) FROM transitions").first?[0] ?? "") ?? 0
-        }) ?? 0
-    }
-
-    func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "baton-fleet-feed"
-        thread.start()
-    }
-
-    func stop() {
-        stopped.withLock { $0 = true }
-        var byte: UInt8 = 1
-        _ = write(wake[1], &byte, 1)
-    }
-
-    private func run() {
-        while !stopped.withLock({ $0 }) {
-            do {
-                let db = try listening()
-                try tick(db)
-                var fds = [pollfd(fd: db.socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0)]
-                _ = poll(&fds, 2, 1_000)
-                _ = try db.notifications()
-            } catch {
-                connection = nil
-                coordinator.log("the fleet's feed lost PostgreSQL (\(error)); trying again")
-                Thread.sleep(forTimeInterval: 0.5)
-            }
+        let watching = Locked(Watching())
+        self.watching = watching
+        let link = PGLink(conninfo: coordinator.pool.conninfo, defaults: coordinator.pool.defaults)
+        // One tick waiting at most: a notification during a tick asks for one more, not for many.
+        worker = SerialWorker(name: "baton-fleet-feed", capacity: 1, idleTimeout: .seconds(10),
+                              state: Connection(link: link, lastID: lastID)) { [coordinator] state, batch in
+            Self.run(&state, &batch, coordinator, watching)
         }
     }
 
-    private func listening() throws -> PGConnection {
-        if let connection, connection.isOK { return connection }
-        let db = try coordinator.pool.dedicated()
+    func start() { tick() }
+
+    func stop() {
+        let timer = watching.withLock { watching -> Reactor.TimerID? in
+            watching.stopped = true
+            Self.unwatch(&watching)
+            return watching.timer
+        }
+        if let timer { Reactor.shared.cancel(timer) }
+        worker.close(timeout: .seconds(5))
+    }
+
+    /// Asks for a tick (none more if one is waiting already).
+    private func tick() {
+        try? worker.submit(Tick { [self] fd in watch(fd) })
+    }
+
+    private static func run(_ state: inout Connection, _ batch: inout SerialWorker<Tick>.Batch, _ coordinator: FleetCoordinator,
+                            _ watching: Locked<Watching>) {
+        watching.withLock { unwatch(&$0) }
+        do {
+            let db = try listening(&state)
+            try tick(db, &state, coordinator)
+            // Notifications read meanwhile may be of commits after the catch-up: one more tick.
+            if try !db.notifications().isEmpty { try tick(db, &state, coordinator) }
+            for job in batch.jobs { job.done(db.socket) }
+        } catch {
+            state.link.drop()
+            coordinator.log("the fleet's feed lost PostgreSQL (\(error)); trying again")
+            batch.retry(batch.jobs, after: .milliseconds(500))
+        }
+    }
+
+    /// The listening connection, connected and LISTENing anew after a failure; its pending
+    /// notifications consumed (the tick reads what they announce).
+    private static func listening(_ state: inout Connection) throws -> PGConnection {
+        if let db = state.link.connection, db.isOK {
+            _ = try db.notifications()
+            return db
+        }
+        let db = try state.link.open()
         try db.execute("LISTEN baton")
-        connection = db
         return db
     }
 
-    /// One pass: catch up, stop what was asked, start what may start, refresh what is in flight.
-    func tick(_ db: PGConnection) throws {
-        while try catchUp(db) == 500 {}
-        let stops = try db.query("""
-            SELECT id, stop FROM runs WHERE incarnation = $1 AND stop IS NOT NULL AND phase IN ('loading', 'retrying')
-            """, [coordinator.host.incarnation]).rows
-        for row in stops {
-            if let id = row[0].flatMap({ Int64($0) }), let text = row[1] { coordinator.conductor.stop(run: id, StopRequest.parse(text)) }
+    /// Between ticks: the reactor watches the socket (its input asks for a tick) and holds the
+    /// one-second backstop.
+    private func watch(_ fd: Int32) {
+        let old = watching.withLock { state -> Reactor.TimerID?? in
+            guard !state.stopped else { return nil }
+            let token = state.nextToken
+            state.nextToken += 1
+            state.socket = (fd, token)
+            Reactor.shared.watch(fd) { [self] _ in
+                let asked = watching.withLock { state -> Bool in
+                    guard state.socket?.token == token else { return false }
+                    Self.unwatch(&state)
+                    return true
+                }
+                if asked { tick() }
+            }
+            defer { state.timer = nil }
+            return .some(state.timer)
         }
-        try coordinator.startWaiting(on: db)
-        // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
-        guard ContinuousClock.now - refreshed >= .seconds(1) else { return }
-        refreshed = .now
-        let live = try db.query("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE phase IN ('queued', 'loading', 'retrying')").rows.map { row in
-            var run = FleetRows.run(row)
-            run.seq = Int(row[FleetRows.runColumnCount] ?? "")
-            return run
+        guard let old else { return }
+        if let old { Reactor.shared.cancel(old) }
+        let timer = Reactor.shared.after(.seconds(1)) { [self] in tick() }
+        let raced = watching.withLock { watching in
+            defer { watching.timer = timer }
+            return watching.timer
         }
-        coordinator.fleetInFlight.withLock { $0 = Dictionary(live.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }) }
+        if let raced { Reactor.shared.cancel(raced) }
     }
 
-    /// Transitions after an id, each with its run's row (columns prefixed once, not per tick).
-    static let catchUpQuery = """
-        SELECT t.id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, r.last_seq, \(FleetRows.runColumns.split(separator: ",")
-            .map { "r." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
-        FROM transitions t JOIN runs r ON r.id = t.run_id WHERE t.id > $1 ORDER BY t.id LIMIT 500
-        """
-
-    /// Reads and hands on up to 500 transitions after the last seen; returns how many.
-    private func catchUp(_ db: PGConnection) throws -> Int {
-        let rows = try db.query(Self.catchUpQuery, [String(lastID)]).rows
-        for row in rows {
-            lastID = Int64(row[0] ?? "") ?? lastID
-            var run = FleetRows.run(Array(row[7...]))
-            let transition = FleetRows.transition(runID: run.id, row, from: 1)
-            run.seq = transition.seq
-            if Int(row[6] ?? "") != transition.seq {
-                // A later transition is committed too: show the run as it was at this one.
-                run.phase = transition.to
-                if !transition.to.isTerminal { (run.endedAt, run.reason) = (nil, nil) }
-                run.error = transition.detail.error
-            }
-            let update = RunUpdate(run: run, transition: transition)
-            coordinator.fleetInFlight.withLock { live in
-                if transition.to.isTerminal { live[run.id] = nil } else { live[run.id] = run }
-            }
-            coordinator.followers.deliver(update)
-            coordinator.conductor.publishFromFleet(update)
-            if transition.to.isTerminal {
-                coordinator.adopted.withLock { $0[run.id] = nil }
-                coordinator.conductor.remember([run])
-            }
-        }
-        return rows.count
+    /// Takes the socket out of the reactor (under `watching`'s lock).
+    private static func unwatch(_ watching: inout Watching) {
+        guard let socket = watching.socket else { return }
+        Reactor.shared.remove(socket.fd)
+        watching.socket = nil
     }
 }
 
 extension FleetCoordinator {
-    /// Starts following the fleet; stop the returned feed at exit.
-    public func startFeed() -> FleetFeedHandle {
-        let feed = FleetFeed(self)
+    /// Starts following the fleet after the transitions committed now (read before this returns,
+    /// so that nothing committed afterwards is missed, however late the listening connection
+    /// comes up); stop the returned feed at exit.
+    public func startFeed() async -> FleetFeedHandle {
+        let lastID = try? await pool.run { db in
+            Int64(try db.query("SELECT coalesce(max(id), 0) FROM transitions").first?[0] ?? "") ?? 0
+        }
+        let feed = FleetFeed(self, after: lastID)
         feed.start()
         return FleetFeedHandle(feed)
     }

@@ -1,24 +1,19 @@
 import BatonCore
 import Foundation
 
-/// The fleet's history as the service queries it: every host's runs. Queries run on a queue of
-/// their own, each on a pooled connection, never on Swift's cooperative threads; errors come as
-/// `storeUnavailable`, naming PostgreSQL, never as SQL.
+/// The fleet's history as the service queries it: every host's runs. Each query runs on one of
+/// the pool's connections (its own thread), never on Swift's cooperative threads, and the
+/// asking task waits without a thread; errors come as `storeUnavailable`, naming PostgreSQL,
+/// never as SQL.
 struct FleetHistory: HistoryReader {
     let pool: PGPool
-    private static let queue = DispatchQueue(label: "baton-fleet-history", attributes: .concurrent)
 
     func read<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws(BatonError) -> T {
-        let result: Result<T, BatonError> = await withCheckedContinuation { continuation in
-            Self.queue.async {
-                do {
-                    continuation.resume(returning: .success(try pool.with(body)))
-                } catch {
-                    continuation.resume(returning: .failure(.storeUnavailable("cannot read the history from PostgreSQL: \(error)")))
-                }
-            }
+        do {
+            return try await pool.run(body)
+        } catch {
+            throw .storeUnavailable("cannot read the history from PostgreSQL: \(error)")
         }
-        return try result.get()
     }
 
     func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] {

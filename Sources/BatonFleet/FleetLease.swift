@@ -1,17 +1,26 @@
 import BatonCore
 import Foundation
 
-/// This host's lease and the fleet's reaper. A thread renews the lease with the database's
-/// `now()` every fifth of it, then reaps hosts whose lease ran out (under a transaction-scoped
-/// advisory lock, so one host does it at a time). Another thread watches the time since the
-/// start of the last successful renewal: past `fenceAfter` (well before the lease can run out
-/// as the database counts it) it fences this host: kills every process group it runs and
-/// calls `onFenced`, so that no key has a run here while another host takes it over.
-public final class FleetLease: @unchecked Sendable {
+/// This host's lease and the fleet's reaper. A connection of its own (a `PGWorker`) renews the
+/// lease with the database's `now()` every fifth of it, on a reactor timer, then reaps hosts
+/// whose lease ran out (under a transaction-scoped advisory lock, so one host does it at a
+/// time). A second reactor timer, armed from the start of the last successful renewal, fires
+/// `fenceAfter` later (well before the lease can run out as the database counts it) unless a
+/// renewal came first: then it fences this host, killing every process group it runs and
+/// calling `onFenced`, so that no key has a run here while another host takes it over. No
+/// thread waits for either timer.
+public final class FleetLease: Sendable {
+    private struct State {
+        var lastRenewal = ContinuousClock.now
+        var renewal: Reactor.TimerID?
+        var fence: Reactor.TimerID?
+        var stopped = false
+        var fenced = false
+    }
+
     let coordinator: FleetCoordinator
-    private let lastRenewal = Locked(ContinuousClock.now)
-    private let stopped = Locked(false)
-    private let fenced = Locked(false)
+    private let connection: PGWorker
+    private let state = Locked(State())
     private let onFenced: @Sendable (String) -> Void
     /// How long without a renewal before this host fences itself.
     public let fenceAfter: Duration
@@ -21,6 +30,8 @@ public final class FleetLease: @unchecked Sendable {
         self.onFenced = onFenced
         let lease = coordinator.host.lease
         fenceAfter = lease - max(lease / 4, .milliseconds(300))
+        // Its thread lives while a renewal runs (they are a fifth of the lease apart); the connection stays open.
+        connection = coordinator.pool.dedicated(name: "baton-lease", idleTimeout: .zero)
     }
 
     var host: FleetHost { coordinator.host }
@@ -29,7 +40,7 @@ public final class FleetLease: @unchecked Sendable {
     public func register(on db: PGConnection) throws {
         try db.query("INSERT INTO hosts (incarnation, name, pid, lease_ms) VALUES ($1, $2, $3, $4)",
                      [host.incarnation, host.name, String(getpid()), String(Int(host.lease / .milliseconds(1)))])
-        lastRenewal.withLock { $0 = .now }
+        state.withLock { $0.lastRenewal = .now }
     }
 
     /// The previous starts of this host name that left runs or a live lease: their runs' processes
@@ -55,56 +66,84 @@ public final class FleetLease: @unchecked Sendable {
         return (unfinished, killed, requeued)
     }
 
+    /// Starts renewing now, and arms the fence from the last renewal (`register`'s).
     public func start() {
-        let renewer = Thread { [self] in renewLoop() }
-        renewer.name = "baton-fleet-lease"
-        renewer.start()
-        let watchdog = Thread { [self] in watchLoop() }
-        watchdog.name = "baton-fleet-fence"
-        watchdog.start()
+        armFence()
+        renew()
     }
 
     /// Stops renewing; a clean stop also gives the lease up, so that nobody waits for it to run out.
     public func stop(clean: Bool) {
-        stopped.withLock { $0 = true }
-        guard clean else { return }
-        _ = try? coordinator.pool.with { db in
-            try db.query("UPDATE hosts SET gone_at = now(), gone_reason = 'stopped' WHERE incarnation = $1", [host.incarnation])
+        let timers = state.withLock { state in
+            state.stopped = true
+            return [state.renewal, state.fence].compactMap { $0 }
         }
+        for timer in timers { Reactor.shared.cancel(timer) }
+        if clean {
+            connection.submit({ [host] db in
+                try db.query("UPDATE hosts SET gone_at = now(), gone_reason = 'stopped' WHERE incarnation = $1", [host.incarnation])
+            }) { _ in }
+        }
+        connection.close(timeout: .seconds(5))
     }
 
-    private func renewLoop() {
-        var db: PGConnection?
-        let period = host.lease / 5
-        while !stopped.withLock({ $0 }) && !fenced.withLock({ $0 }) {
-            let began = ContinuousClock.now
-            do {
-                if db == nil || db?.isOK == false { db = try coordinator.pool.dedicated() }
-                let renewed = try db!.query("UPDATE hosts SET renewed_at = now() WHERE incarnation = $1 AND gone_at IS NULL",
-                                            [host.incarnation]).affected == 1
-                guard renewed else { return fence("its lease was taken over by another host") }
-                lastRenewal.withLock { $0 = max($0, began) }
-                try reap(on: db!)
-            } catch {
-                db = nil
-                coordinator.log("cannot renew the fleet lease: \(error)")
+    /// One renewal (and reap) on the lease's connection; the next is armed from its start.
+    private func renew() {
+        guard !state.withLock({ $0.stopped || $0.fenced }) else { return }
+        let began = ContinuousClock.now
+        connection.submit({ [self, host] db -> Bool in
+            let renewed = try db.query("UPDATE hosts SET renewed_at = now() WHERE incarnation = $1 AND gone_at IS NULL",
+                                       [host.incarnation]).affected == 1
+            guard renewed else { return false }
+            // Before the reap, which may take a while: the fence counts from this renewal.
+            state.withLock { $0.lastRenewal = max($0.lastRenewal, began) }
+            armFence()
+            try reap(on: db)
+            return true
+        }) { [self] result in
+            switch result {
+            case .success(false): return fence("its lease was taken over by another host")
+            case .success(true): break
+            case let .failure(error): coordinator.log("cannot renew the fleet lease: \(error)")
             }
-            let rest = period - (ContinuousClock.now - began)
-            if rest > .zero { Thread.sleep(forTimeInterval: rest / .seconds(1)) }
+            let timer = Reactor.shared.after(max(host.lease / 5 - (ContinuousClock.now - began), .zero)) { [self] in renew() }
+            state.withLock { $0.renewal = timer }
         }
     }
 
-    private func watchLoop() {
-        while !stopped.withLock({ $0 }) && !fenced.withLock({ $0 }) {
-            let silent = ContinuousClock.now - lastRenewal.withLock { $0 }
-            if silent > fenceAfter { return fence("no lease renewal for \(DurationText.format(silent))") }
-            Thread.sleep(forTimeInterval: 0.02)
+    /// (Re)arms the fence for `fenceAfter` past the last renewal. The timers are set with no
+    /// lock held; of two arms at once the later cancels the other's timer, and a stray one
+    /// only checks again.
+    private func armFence() {
+        guard let (old, at) = state.withLock({ state -> (Reactor.TimerID?, ContinuousClock.Instant)? in
+            guard !state.stopped && !state.fenced else { return nil }
+            defer { state.fence = nil }
+            return (state.fence, state.lastRenewal + fenceAfter)
+        }) else { return }
+        if let old { Reactor.shared.cancel(old) }
+        let timer = Reactor.shared.after(at - .now) { [self] in checkFence() }
+        let raced = state.withLock { state in
+            defer { state.fence = timer }
+            return state.fence
         }
+        if let raced { Reactor.shared.cancel(raced) }
+    }
+
+    /// On the reactor: fences unless a renewal came meanwhile (then the timer was re-armed, or is about to be).
+    private func checkFence() {
+        let silent = ContinuousClock.now - state.withLock { $0.lastRenewal }
+        guard silent > fenceAfter else { return armFence() }
+        fence("no lease renewal for \(DurationText.format(silent))")
     }
 
     /// Kills every run of this host now, then tells the daemon.
     func fence(_ why: String) {
-        guard fenced.withLock({ was in defer { was = true }; return !was }) else { return }
+        let first = state.withLock { state -> Bool in
+            guard !state.fenced && !state.stopped else { return false }
+            state.fenced = true
+            return true
+        }
+        guard first else { return }
         coordinator.stopStarting()
         let groups = ExecRunner.killAllGroups()
         coordinator.log("fenced: \(why); killed \(groups) process group\(groups == 1 ? "" : "s") so that no other host can overlap them")

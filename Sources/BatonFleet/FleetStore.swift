@@ -1,9 +1,9 @@
 import BatonCore
 import Foundation
 
-/// The fleet's store as the conductor and the service see it: writes through `FleetWriter`,
-/// queries through `FleetHistory`, over one pool of connections.
-public final class FleetStore: RunStore, HistoryReader, @unchecked Sendable {
+/// The fleet's store as the conductor and the service see it: writes through `FleetWriter` (a
+/// connection of its own), queries through `FleetHistory` (the pool's connections).
+public final class FleetStore: RunStore, HistoryReader, Sendable {
     public let pool: PGPool
     private let writer: FleetWriter
     private let history: FleetHistory
@@ -12,7 +12,7 @@ public final class FleetStore: RunStore, HistoryReader, @unchecked Sendable {
     public init(pool: PGPool, host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
                 onLost: @escaping @Sendable ([Int64]) -> Void) {
         self.pool = pool
-        writer = FleetWriter(pool: pool, host: host, onProblem: onProblem, onLost: onLost)
+        writer = FleetWriter(conninfo: pool.conninfo, defaults: pool.defaults, host: host, onProblem: onProblem, onLost: onLost)
         history = FleetHistory(pool: pool)
     }
 
@@ -36,8 +36,18 @@ public final class FleetStore: RunStore, HistoryReader, @unchecked Sendable {
     /// Why the store cannot be used yet (batond has not joined the fleet), or nil once it can.
     public func waiting(_ reason: String?) { starting.withLock { $0 = reason } }
 
-    /// Writes what is queued (for a few seconds at most); returns how many items were left unwritten.
-    public func close() -> Int { writer.close() }
+    /// Writes what is queued (for a few seconds at most), then closes the pool's connections;
+    /// returns how many items were left unwritten.
+    public func close() -> Int {
+        let left = writer.close()
+        pool.close(timeout: .seconds(1))
+        return left
+    }
+
+    /// Waits until the writer comes round between batches and retries: it is not stuck.
+    public func ping() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in writer.ping { continuation.resume() } }
+    }
 
     public func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] { try await history.runs(filter) }
     public func run(_ id: Int64) async throws(BatonError) -> RunDetail? { try await history.run(id) }

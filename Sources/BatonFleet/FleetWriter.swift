@@ -1,104 +1,91 @@
 import BatonCore
 import Foundation
 
-/// The conductor's writes to the fleet's database: one thread takes every item waiting, writes
-/// them in one transaction under the fleet's write lock, commits, notifies the other hosts when a
-/// key slot changed, and then calls the items' completions. While the database cannot be
-/// reached the items wait (none is lost or reordered), the store says why, and the batch is
-/// tried again with a growing pause.
-final class FleetWriter: @unchecked Sendable {
+/// The conductor's writes to the fleet's database: a `SerialWorker` with a connection of its own
+/// takes every item waiting, writes them in one transaction under the fleet's write lock,
+/// commits, notifies the other hosts when a key slot changed, and then calls the items'
+/// completions. While the database cannot be reached the items are handed back (none is lost or
+/// reordered), the store says why, and the batch is tried again with a growing pause.
+final class FleetWriter: Sendable {
     typealias Completion = @Sendable (Result<Void, BatonError>) -> Void
-    private let pool: PGPool
-    private let host: FleetHost
-    private let condition = NSCondition()
-    private var items: [(entries: [JournalEntry], completion: Completion)] = []
-    private var stopped = false
-    private(set) var problem: String?
-    private let onProblem: @Sendable (String?) -> Void
-    private let onLost: @Sendable ([Int64]) -> Void
 
-    init(pool: PGPool, host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void, onLost: @escaping @Sendable ([Int64]) -> Void) {
-        self.pool = pool
-        self.host = host
-        self.onProblem = onProblem
-        self.onLost = onLost
-        let thread = Thread { [self] in loop() }
-        thread.name = "baton-fleet-writer"
-        thread.start()
+    struct Item: Sendable {
+        var entries: [JournalEntry]
+        var completion: Completion
     }
 
-    func enqueue(_ entries: [JournalEntry], completion: @escaping Completion) {
-        condition.lock()
-        items.append((entries, completion))
-        condition.signal()
-        condition.unlock()
+    /// What the writer's thread owns: its connection and the pause before the next try.
+    struct State {
+        var link: PGLink
+        var pause = FleetWriter.firstPause
     }
 
-    var unavailableReason: String? { condition.withLock { problem } }
+    static let firstPause = Duration.milliseconds(50)
+    private let worker: SerialWorker<Item>
+    private let problem = Locked<String?>(nil)
 
-    /// Writes what is queued, then stops the thread; returns how many items could not be written.
-    func close(deadline: Duration = .seconds(5)) -> Int {
-        let end = ContinuousClock.now + deadline
-        condition.lock()
-        while !items.isEmpty && ContinuousClock.now < end { _ = condition.wait(until: Date().addingTimeInterval(0.05)) }
-        stopped = true
-        let left = items.count
-        condition.signal()
-        condition.unlock()
-        return left
-    }
-
-    private func loop() {
-        var pause = Duration.milliseconds(50)
-        while true {
-            condition.lock()
-            while items.isEmpty && !stopped { condition.wait() }
-            if stopped { condition.unlock(); return }
-            let batch = items
-            condition.unlock()
-            do {
-                let lost = try write(batch.flatMap(\.entries))
-                condition.lock()
-                items.removeFirst(batch.count)
-                let recovered = problem != nil
-                problem = nil
-                condition.broadcast()
-                condition.unlock()
-                if recovered { onProblem(nil) }
-                if !lost.isEmpty { onLost(lost) }
-                for item in batch { item.completion(.success(())) }
-                pause = .milliseconds(50)
-            } catch let error as PGError where error.isConnectionProblem || error.isRetryable {
-                let reason = "cannot write to PostgreSQL: \(error.message)"
-                let changed = condition.withLock { () -> Bool in
-                    defer { problem = reason }
-                    return problem != reason
-                }
+    init(conninfo: String, defaults: [String: String], host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
+         onLost: @escaping @Sendable ([Int64]) -> Void) {
+        let problem = problem
+        worker = SerialWorker(name: "baton-fleet-wr", capacity: 50_000, maxBatch: 2_000, idleTimeout: .seconds(10),
+                              state: State(link: PGLink(conninfo: conninfo, defaults: defaults))) { state, batch in
+            Self.write(&batch, &state, host: host) { reason in
+                let changed = problem.withLock { old in defer { old = reason }; return old != reason }
                 if changed { onProblem(reason) }
-                Thread.sleep(forTimeInterval: pause / .seconds(1))
-                pause = min(pause * 2, .seconds(2))
-            } catch {
-                // Not the connection: the batch itself is refused (a bug or a constraint); its
-                // callers hear why, and the items after it go on.
-                condition.lock()
-                items.removeFirst(batch.count)
-                condition.broadcast()
-                condition.unlock()
-                for item in batch { item.completion(.failure(.storeUnavailable("PostgreSQL refused a write: \(error)"))) }
-            }
+            } onLost: { lost in onLost(lost) }
         }
     }
 
-    private func write(_ entries: [JournalEntry]) throws -> [Int64] {
-        try pool.with { db in
-            try db.transaction {
-                try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
-                var lost: [Int64] = []
-                var notify = false
-                for entry in entries { notify = try FleetJournal.apply(entry, on: db, as: host, lost: &lost) || notify }
-                if notify { try db.execute("NOTIFY baton") }
-                return lost
-            }
+    func enqueue(_ entries: [JournalEntry], completion: @escaping Completion) {
+        do throws(WorkerRefusal) {
+            // Entries of runs already accepted: never refused for a full queue.
+            try worker.submit(Item(entries: entries, completion: completion), bounded: false)
+        } catch {
+            completion(.failure(.storeUnavailable("the fleet's store is closed")))
+        }
+    }
+
+    var unavailableReason: String? { problem.withLock { $0 } }
+
+    /// Comes round between batches and retries: alive and not stuck in a round trip.
+    func ping(_ answered: @escaping @Sendable () -> Void) { worker.ping(answered) }
+
+    /// Writes what is queued (trying again while PostgreSQL is away, for `deadline` at most),
+    /// then stops; returns how many items could not be written.
+    func close(deadline: Duration = .seconds(5)) -> Int {
+        worker.close(timeout: deadline).count
+    }
+
+    private static func write(_ batch: inout SerialWorker<Item>.Batch, _ state: inout State, host: FleetHost,
+                              problem: (String?) -> Void, onLost: ([Int64]) -> Void) {
+        do {
+            let db = try state.link.open()
+            let lost = try write(batch.jobs.flatMap(\.entries), on: db, as: host)
+            state.pause = firstPause
+            problem(nil)
+            if !lost.isEmpty { onLost(lost) }
+            for item in batch.jobs { item.completion(.success(())) }
+        } catch let error as PGError where error.isConnectionProblem || error.isRetryable {
+            state.link.dropIfBroken()
+            problem("cannot write to PostgreSQL: \(error.message)")
+            batch.retry(batch.jobs, after: state.pause)
+            state.pause = min(state.pause * 2, .seconds(2))
+        } catch {
+            // Not the connection: the batch itself is refused (a bug or a constraint); its
+            // callers hear why, and the items after it go on.
+            state.link.dropIfBroken()
+            for item in batch.jobs { item.completion(.failure(.storeUnavailable("PostgreSQL refused a write: \(error)"))) }
+        }
+    }
+
+    private static func write(_ entries: [JournalEntry], on db: PGConnection, as host: FleetHost) throws -> [Int64] {
+        try db.transaction {
+            try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
+            var lost: [Int64] = []
+            var notify = false
+            for entry in entries { notify = try FleetJournal.apply(entry, on: db, as: host, lost: &lost) || notify }
+            if notify { try db.execute("NOTIFY baton") }
+            return lost
         }
     }
 }

@@ -2,119 +2,102 @@ import BatonCore
 import CSQLite
 import Foundation
 
-/// The writer thread: takes what is pending, writes it in one transaction, calls completions;
-/// holds and retries what cannot be written, in order.
+/// The writer: takes the items waiting, writes them in one transaction, calls completions;
+/// hands back what cannot be written for a retry, in order.
 extension Store {
-    func writerLoop() {
-        guard let connection = writer else { return }
-        var held: [Item] = []
-        while true {
-            condition.lock()
-            while pending.isEmpty && held.isEmpty && pings.isEmpty && !closing { condition.wait() }
-            let answered = pings
-            pings = []
-            if !answered.isEmpty {
-                condition.unlock()
-                for ping in answered { ping() }
-                condition.lock()
-            }
-            if pending.isEmpty && held.isEmpty && !closing {
-                condition.unlock()
-                continue
-            }
-            if pending.isEmpty && held.isEmpty {
-                writerDone = true
-                let last = pings
-                pings = []
-                condition.broadcast()
-                condition.unlock()
-                for ping in last { ping() }
-                break
-            }
-            let take = min(pending.count, max(options.maxBatch - held.count, 1))
-            let batch = held + pending.prefix(take)
-            pending.removeFirst(take)
-            condition.unlock()
-            // A database file deleted or replaced under batond: write nothing more to the old one.
-            if let problem = identity?.problem(at: path) {
-                strand(batch, problem)
-                return
-            }
+    /// What the writer's thread owns.
+    struct WriterState {
+        let connection: Connection
+        /// The highest run id committed (ids are never given out twice, even if the file is lost).
+        var highestRunID: Int64
+        /// Set once the file is gone: nothing more is written to it.
+        var lost = false
+    }
 
-            do {
-                let began = ContinuousClock.now
-                let results = try write(batch, on: connection)
-                options.onCommit?((ContinuousClock.now - began).secondsValue, batch.count)
+    /// What the writer reads of the store (the store itself is not needed on its thread).
+    struct Context: Sendable {
+        var path: String
+        var options: Options
+        var identity: FileIdentity?
+        var status: Locked<Status>
+    }
+
+    /// One batch: written in one transaction; on a busy or full database, every item that
+    /// may wait is handed back (creations are refused at once), unless batond is stopping
+    /// and the disk stays full.
+    static func write(_ batch: inout SerialWorker<Item>.Batch, _ state: inout WriterState, _ context: Context) {
+        // A database file deleted or replaced under batond: write nothing more to the old one.
+        if !state.lost, let problem = context.identity?.problem(at: context.path) {
+            state.lost = true
+            lose(problem, state, context)
+        }
+        if state.lost {
+            strand(batch.jobs, context)
+            return
+        }
+        do {
+            let began = ContinuousClock.now
+            let results = try write(batch.jobs, on: state.connection)
+            context.options.onCommit?((ContinuousClock.now - began).secondsValue, batch.jobs.count)
+            for item in batch.jobs { for case let .created(run, _) in item.entries { state.highestRunID = max(state.highestRunID, run.id) } }
+            let recovered = context.status.withLock { status in
+                defer {
+                    status.failure = nil
+                    status.committedItems += batch.jobs.count
+                    status.committedTransactions += 1
+                }
+                return status.failure != nil
+            }
+            if recovered { context.options.onProblem?(nil) }
+            for (item, result) in zip(batch.jobs, results) { item.completion(result) }
+        } catch {
+            let message = describe(error)
+            let busy = (error as? DatabaseError)?.isBusy ?? false
+            if !busy { setFailure(message, context) }
+            // Creations are refused at once; everything else waits for the next try, in order.
+            var held = batch.jobs.filter { item in
+                if item.refusedWhileFailing && !busy { item.completion(.failure(.storeUnavailable(message))); return false }
+                return true
+            }
+            if batch.isClosing && !busy {
+                // Shutting down with a disk that stays full: give up on what cannot be written.
+                for item in held { item.completion(.failure(.storeUnavailable(message))) }
                 held = []
-                for item in batch { for case let .created(run, _) in item.entries { highestRunID = max(highestRunID, run.id) } }
-                condition.lock()
-                if failure != nil { options.onProblem?(nil) }
-                failure = nil
-                committedItems += batch.count
-                committedTransactions += 1
-                condition.unlock()
-                for (item, result) in zip(batch, results) { item.completion(result) }
-            } catch {
-                let message = (error as? DatabaseError)?.message ?? "\(error)"
-                let busy = (error as? DatabaseError)?.isBusy ?? false
-                if !busy { setFailure(message) }
-                // Creations are refused at once; everything else waits for the next try, in order.
-                held = batch.filter { item in
-                    if item.refusedWhileFailing && !busy { item.completion(.failure(.storeUnavailable(message))); return false }
-                    return true
-                }
-                condition.lock()
-                let stop = closing
-                if !stop { _ = condition.wait(until: Date().addingTimeInterval(busy ? 0.01 : options.retryDelay.secondsValue)) }
-                condition.unlock()
-                if stop && !busy {
-                    // Shutting down with a disk that stays full: give up on what cannot be written.
-                    for item in held { item.completion(.failure(.storeUnavailable(message))) }
-                    held = []
-                }
             }
+            batch.retry(held, after: batch.isClosing ? .zero : busy ? .milliseconds(10) : context.options.retryDelay)
         }
-        writer = nil
     }
 
-    func setFailure(_ message: String?) {
-        condition.lock()
-        let changed = failure != message
-        failure = message
-        condition.unlock()
-        if changed { options.onProblem?(message) }
+    static func setFailure(_ message: String?, _ context: Context) {
+        let changed = context.status.withLock { status in
+            defer { status.failure = message }
+            return status.failure != message
+        }
+        if changed { context.options.onProblem?(message) }
     }
 
-    /// The database file is gone or replaced: refuse what answers a trigger, keep the rest in
-    /// memory (nothing more is written), leave a new file with the id counter where the old one
-    /// was so that a restart never gives out an id twice, and wait for close.
-    private func strand(_ batch: [Item], _ problem: String) {
+    /// The database file is gone or replaced: from now on triggers are refused, and a new file
+    /// with the id counter is left where the old one was, so that a restart never gives out an
+    /// id twice.
+    private static func lose(_ problem: String, _ state: WriterState, _ context: Context) {
         let message = "\(problem); new triggers are refused until batond restarts"
-        condition.lock()
-        lost = true
-        failure = message
-        condition.unlock()
-        options.onProblem?(message)
-        for item in batch where item.refusedWhileFailing { item.completion(.failure(.storeUnavailable(message))) }
-        var stranded = batch.filter { !$0.refusedWhileFailing }.count
-        if identity?.isMissing(path) == true { keepIDCounter() }
-        condition.lock()
-        while !closing {
-            stranded += pending.count
-            pending = []
-            condition.wait()
-        }
-        unwritten = stranded + pending.count
-        writerDone = true
-        condition.broadcast()
-        condition.unlock()
-        writer = nil
+        context.status.withLock { $0.failure = message }
+        context.options.onProblem?(message)
+        if context.identity?.isMissing(context.path) == true { keepIDCounter(state.highestRunID, context) }
+    }
+
+    /// Refuses what answers a trigger and keeps the rest in memory (counted, never written).
+    private static func strand(_ items: [Item], _ context: Context) {
+        let message = context.status.withLock { $0.failure } ?? "the history file is gone"
+        for item in items where item.refusedWhileFailing { item.completion(.failure(.storeUnavailable(message))) }
+        let kept = items.count { !$0.refusedWhileFailing }
+        context.status.withLock { $0.stranded += kept }
     }
 
     /// A new history at the path that only knows the highest id given out.
-    private func keepIDCounter() {
-        guard let connection = try? Connection(path: path) else { return }
-        try? Self.configure(connection, options: options)
+    private static func keepIDCounter(_ highestRunID: Int64, _ context: Context) {
+        guard let connection = try? Connection(path: context.path) else { return }
+        try? configure(connection, options: context.options)
         _ = try? Migrator.migrate(connection)
         try? connection.execute("INSERT OR REPLACE INTO sqlite_sequence (name, seq) VALUES ('runs', \(highestRunID))")
     }
@@ -123,7 +106,7 @@ extension Store {
     /// fails alone and is rolled back; a busy or full database fails the whole batch. Items are
     /// written without savepoints first (a bad item is a bug, so this is the path taken); only
     /// when one fails is the batch written again with a savepoint around each item.
-    private func write(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
+    private static func write(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
         do {
             try connection.transaction(immediate: true) {
                 for item in batch { try writeItem(item, on: connection) }
@@ -136,7 +119,7 @@ extension Store {
         }
     }
 
-    private func writeIsolated(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
+    private static func writeIsolated(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
         var results: [Result<Void, BatonError>] = []
         results.reserveCapacity(batch.count)
         try connection.transaction(immediate: true) {
@@ -157,7 +140,7 @@ extension Store {
         return results
     }
 
-    private func writeItem(_ item: Item, on connection: Connection) throws {
+    private static func writeItem(_ item: Item, on connection: Connection) throws {
         for entry in item.entries { try JournalWriter.write(entry, on: connection) }
         try item.work?(connection)
     }

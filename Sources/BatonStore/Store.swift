@@ -2,14 +2,16 @@ import BatonCore
 import CSQLite
 import Foundation
 
-/// Baton's history in SQLite: one writer thread that commits the journal in groups, and one
-/// reader queue for queries, so that reads never wait for writes and no SQLite call blocks the
-/// cooperative thread pool.
+/// Baton's history in SQLite: a writer (a `SerialWorker` that owns the writing connection and
+/// commits the journal in groups) and a reader (another, for queries), so that reads never
+/// wait for writes and no SQLite call blocks the cooperative thread pool. Each worker's thread
+/// ends after `idleThreads` with nothing to do, and the next job starts another.
 ///
 /// Write failures never lose a transition: when the disk is full or the database locked, the
 /// writer keeps the entries in memory and retries them, in order, before anything newer; only
-/// the creation of new runs is refused (`store_unavailable`) while that lasts.
-public final class Store: RunStore, @unchecked Sendable {
+/// the creation of new runs is refused (`store_unavailable`) while that lasts, or while
+/// `maxQueued` writes wait (the writer is that far behind).
+public final class Store: RunStore, Sendable {
     /// How hard commits go to disk.
     public enum Synchronous: String, Sendable, CaseIterable {
         /// fsync the WAL at every commit: nothing committed is lost on power failure.
@@ -26,79 +28,80 @@ public final class Store: RunStore, @unchecked Sendable {
         public var busyTimeout: Duration
         /// The most journal items (trigger answers, transitions) committed in one transaction.
         public var maxBatch: Int
+        /// The most items that wait for the writer before new triggers are refused.
+        public var maxQueued: Int
         /// How long to wait before retrying after a write failed for lack of space or an I/O error.
         public var retryDelay: Duration
+        /// How long the writer's and the reader's threads stay with nothing to do.
+        public var idleThreads: Duration
         /// Told why writes fail when they start failing, and nil when they work again (for the log).
         public var onProblem: (@Sendable (String?) -> Void)?
         /// Told of each committed transaction: how long it took and how many items it carried.
         public var onCommit: (@Sendable (_ seconds: Double, _ items: Int) -> Void)?
 
         public init(synchronous: Synchronous = .full, busyTimeout: Duration = .seconds(5), maxBatch: Int = 2_000,
-                    retryDelay: Duration = .milliseconds(500), onProblem: (@Sendable (String?) -> Void)? = nil) {
+                    maxQueued: Int = 50_000, retryDelay: Duration = .milliseconds(500), idleThreads: Duration = .seconds(10),
+                    onProblem: (@Sendable (String?) -> Void)? = nil) {
             self.synchronous = synchronous
             self.busyTimeout = busyTimeout
             self.maxBatch = maxBatch
+            self.maxQueued = maxQueued
             self.retryDelay = retryDelay
+            self.idleThreads = idleThreads
             self.onProblem = onProblem
         }
     }
 
-    struct Item {
+    /// One item for the writer: entries written in one savepoint of a group's transaction.
+    struct Item: Sendable {
         var entries: [JournalEntry]
         var completion: @Sendable (Result<Void, BatonError>) -> Void
         /// Items that answer a trigger (creations, trigger records) are refused while the store cannot
         /// write; the others are kept.
         var refusedWhileFailing: Bool
         /// Other writing work (pruning), run in the item's savepoint after its entries.
-        var work: ((Connection) throws -> Void)?
+        var work: (@Sendable (Connection) throws -> Void)?
+    }
+
+    /// What other threads read of the writer's progress.
+    struct Status {
+        /// Why the last write failed, while writes keep failing.
+        var failure: String?
+        /// Journal items and transactions committed so far (the average group size is their ratio).
+        var committedItems = 0
+        var committedTransactions = 0
+        /// Journal items kept in memory because the file is gone: never written.
+        var stranded = 0
     }
 
     public let path: String
     let options: Options
-    /// Guards `pending`, `closing`, `failure` and `written`, and wakes the writer.
-    let condition = NSCondition()
-    var pending: [Item] = []
-    var closing = false
-    var writerDone = false
-    /// Why the last write failed, while writes keep failing.
-    var failure: String?
-    /// Liveness checks waiting for the writer thread to come round its loop.
-    var pings: [@Sendable () -> Void] = []
-    /// Journal items and transactions committed so far (the average group size is their ratio).
-    var committedItems = 0
-    var committedTransactions = 0
-    var writer: Connection?
-    private let readQueue = DispatchQueue(label: "baton.store.reader")
+    let status = Locked(Status())
     /// The database file as opened: a file at the path with another identity, or none, means it
     /// was deleted or replaced under batond.
     let identity: FileIdentity?
-    /// The highest run id committed (ids are never given out twice, even if the file is lost).
-    var highestRunID: Int64 = 0
-    /// Set (under `condition`) once the file is gone: nothing more is written to it.
-    var lost = false
-    /// Journal items that could not be written before close.
-    var unwritten = 0
-    /// Used only on `readQueue`.
-    private let reader: Connection
+    let writer: SerialWorker<Item>
+    /// Runs queries on the reader connection.
+    private let reader: SerialWorker<@Sendable (Connection) -> Void>
 
-    /// Opens (creating if needed) and migrates the history at `path`, then starts the writer.
+    /// Opens (creating if needed) and migrates the history at `path`; the workers start with their first job.
     public init(path: String, options: Options = Options()) throws(StoreError) {
         self.path = path
         self.options = options
-        let writer: Connection
+        let writing: Connection, reading: Connection
         do {
-            writer = try Self.open(path, options)
+            writing = try Self.open(path, options)
             // Refuse a newer or foreign database before anything (even the journal mode) is written.
-            let found = try Migrator.version(of: writer)
+            let found = try Migrator.version(of: writing)
             if found > Migrator.latestVersion {
                 throw StoreError.schemaTooNew(path: path, found: found, supported: Migrator.latestVersion)
             }
-            try Self.refuseReadOnly(writer, path: path)
-            try Self.configure(writer, options: options)
-            try Migrator.migrate(writer)
-            reader = try Self.open(path, options)
-            try Self.configure(reader, options: options)
-            try reader.execute("PRAGMA query_only = 1")
+            try Self.refuseReadOnly(writing, path: path)
+            try Self.configure(writing, options: options)
+            try Migrator.migrate(writing)
+            reading = try Self.open(path, options)
+            try Self.configure(reading, options: options)
+            try reading.execute("PRAGMA query_only = 1")
         } catch let error as StoreError {
             throw error
         } catch let error as DatabaseError {
@@ -106,12 +109,16 @@ public final class Store: RunStore, @unchecked Sendable {
         } catch {
             throw .database(DatabaseError(code: SQLITE_ERROR, message: "\(error)"))
         }
-        self.writer = writer
         identity = FileIdentity(path: path)
-        highestRunID = (try? History(connection: reader).recoverableState().nextRunID - 1) ?? 0
-        let thread = Thread { [self] in writerLoop() }
-        thread.name = "baton-store-writer"
-        thread.start()
+        let highestRunID = (try? History(connection: reading).recoverableState().nextRunID - 1) ?? 0
+        reader = SerialWorker(name: "baton-store-read", capacity: 1_000, idleTimeout: options.idleThreads, state: reading) { connection, batch in
+            for query in batch.jobs { query(connection) }
+        }
+        let writerState = WriterState(connection: writing, highestRunID: highestRunID)
+        writer = SerialWorker(name: "baton-store", capacity: options.maxQueued, maxBatch: options.maxBatch,
+                              idleTimeout: options.idleThreads, state: writerState) { [path, options, identity, status] state, batch in
+            Self.write(&batch, &state, Context(path: path, options: options, identity: identity, status: status))
+        }
     }
 
     /// Opens a connection that waits up to the busy timeout for locks; it writes nothing yet.
@@ -152,81 +159,67 @@ public final class Store: RunStore, @unchecked Sendable {
         submit(Item(entries: entries, completion: completion, refusedWhileFailing: refusable))
     }
 
-    /// Queues an item for the writer, or fails it at once: always when the store is closed, and
-    /// while writes fail when it is one that must not wait.
+    /// Queues an item for the writer, or fails it at once: always when the store is closed, and,
+    /// when it is one that must not wait, while writes fail or the writer is `maxQueued` behind.
     private func submit(_ item: Item) {
-        condition.lock()
-        let refusal = closing ? "the store is closed" : item.refusedWhileFailing ? failure : nil
-        if let refusal {
-            condition.unlock()
-            item.completion(.failure(.storeUnavailable(refusal)))
-            return
+        if item.refusedWhileFailing, let failure = status.withLock({ $0.failure }) {
+            return item.completion(.failure(.storeUnavailable(failure)))
         }
-        pending.append(item)
-        condition.signal()
-        condition.unlock()
+        do throws(WorkerRefusal) {
+            try writer.submit(item, bounded: item.refusedWhileFailing)
+        } catch .full {
+            item.completion(.failure(.storeUnavailable("the history writer is behind: \(options.maxQueued) writes wait")))
+        } catch {
+            item.completion(.failure(.storeUnavailable("the store is closed")))
+        }
     }
 
     /// Runs `body` on the writer thread, in a write transaction grouped with journal items, and
     /// returns what it returned. Like creations, it is refused while writes fail.
     func perform<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        let box = ResultBox<T>()
+        // Set by the work and read by the completion, both on the writer's thread.
+        let value = Locked<T?>(nil)
         return try await withCheckedThrowingContinuation { continuation in
             let item = Item(entries: [], completion: { result in
                 switch result {
                 case .success:
-                    if let value = box.value { continuation.resume(returning: value) }
+                    if let value = value.withLock({ $0 }) { continuation.resume(returning: value) }
                     else { continuation.resume(throwing: BatonError.internalError("the writer lost a result")) }
                 case let .failure(error):
                     continuation.resume(throwing: error)
                 }
-            }, refusedWhileFailing: true, work: { connection in box.value = try body(connection) })
+            }, refusedWhileFailing: true, work: { connection in
+                let result = try body(connection)
+                value.withLock { $0 = result }
+            })
             submit(item)
         }
     }
 
-    /// Waits until the writer thread comes round its loop: it is alive and not stuck in SQLite
-    /// (it answers between retries while writes fail, so a full disk does not look like a hang).
+    /// Waits until the writer comes round its loop: it is alive and not stuck in SQLite (it
+    /// answers between retries while writes fail, so a full disk does not look like a hang).
     public func ping() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            condition.lock()
-            if writerDone {
-                condition.unlock()
-                continuation.resume()
-                return
-            }
-            pings.append { continuation.resume() }
-            condition.signal()
-            condition.unlock()
+            writer.ping { continuation.resume() }
         }
     }
 
     /// How many journal items and write transactions have been committed since the store opened.
     public var commitStatistics: (items: Int, transactions: Int) {
-        condition.lock()
-        defer { condition.unlock() }
-        return (committedItems, committedTransactions)
+        status.withLock { ($0.committedItems, $0.committedTransactions) }
     }
 
     /// Why writes fail right now, or nil when the store writes.
-    public var unavailableReason: String? {
-        condition.lock()
-        defer { condition.unlock() }
-        return failure
-    }
+    public var unavailableReason: String? { status.withLock { $0.failure } }
 
-    /// Writes what is pending, stops the writer and waits for it, at most `timeout`.
-    /// Returns how many journal items could not be written.
+    /// Writes what is pending, stops the writer and waits for it, at most `timeout`, then closes
+    /// the reader. Returns how many journal items could not be written (their completions are
+    /// not called: batond is exiting).
     @discardableResult
     public func close(timeout: Duration = .seconds(10)) -> Int {
-        condition.lock()
-        closing = true
-        condition.broadcast()
-        let deadline = Date().addingTimeInterval(timeout.secondsValue)
-        while !writerDone && condition.wait(until: deadline) {}
-        let lost = (writerDone ? 0 : pending.count) + unwritten
-        condition.unlock()
-        return lost
+        let left = writer.close(timeout: timeout)
+        reader.close(timeout: .seconds(1))
+        return left.count + status.withLock { $0.stranded }
     }
 
     // MARK: Reading
@@ -234,22 +227,29 @@ public final class Store: RunStore, @unchecked Sendable {
     /// Runs a query on the reader connection, off the cooperative thread pool.
     public func read<T: Sendable>(_ body: @escaping @Sendable (History) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            readQueue.async {
-                continuation.resume(with: Result { try body(History(connection: self.reader)) })
+            do throws(WorkerRefusal) {
+                try reader.submit { connection in continuation.resume(with: Result { try body(History(connection: connection)) }) }
+            } catch {
+                continuation.resume(throwing: BatonError.storeUnavailable(error == .full ? "too many queries wait" : "the store is closed"))
             }
         }
     }
 
     public func recoverableState() throws(BatonError) -> RecoverableState {
-        do {
-            return try readQueue.sync { try History(connection: reader).recoverableState() }
+        let answer = Locked<Result<RecoverableState, BatonError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        do throws(WorkerRefusal) {
+            try reader.submit({ connection in
+                answer.withLock { $0 = Result { () throws(BatonError) in
+                    do { return try History(connection: connection).recoverableState() } catch { throw .storeUnavailable("\(error)") }
+                } }
+                done.signal()
+            }, bounded: false)
         } catch {
-            throw .storeUnavailable("\(error)")
+            throw .storeUnavailable("the store is closed")
         }
+        // At start only, before anything else reads: the wait is for this one query.
+        done.wait()
+        return try answer.withLock { $0 }!.get()
     }
-}
-
-/// Carries a value from the writer thread to its completion (set before, read after, on one thread).
-private final class ResultBox<T>: @unchecked Sendable {
-    var value: T?
 }

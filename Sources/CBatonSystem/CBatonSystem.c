@@ -245,3 +245,10 @@ int baton_tcp_listen(const char *host, uint16_t port, int backlog, uint16_t *bou
     }
     return fd;
 }
+
+void baton_set_thread_name(const char *name) {
+    char short_name[16];
+    strncpy(short_name, name, sizeof(short_name) - 1);
+    short_name[sizeof(short_name) - 1] = '\0';
+    pthread_setname_np(pthread_self(), short_name);
+}

@@ -95,6 +95,7 @@ extension RunCommand {
 /// The loading state on stderr: a spinner, the phase, the elapsed time and the progress, redrawn
 /// ten times a second so that time and an estimated progress move between updates.
 final class Spinner: @unchecked Sendable {
+    /// Guards `run`, `frame` and `timer`, every field below (the timer's queue and the caller both draw).
     private let lock = NSLock()
     private var run: RunSnapshot?
     private var frame = 0

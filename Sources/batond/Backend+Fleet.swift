@@ -37,7 +37,8 @@ extension Backend {
             }
             await Self.join(store, pool, lease, instance: instance)
             lease.start()
-            feed.withLock { $0 = coordinator.startFeed() }
+            let following = await coordinator.startFeed()
+            feed.withLock { $0 = following }
             if let last = try? await store.lastEnded() { conductor.remember(last) }
             store.waiting(nil)
             Log.info("joined the fleet as \(host.name) (\(host.incarnation))")
@@ -63,7 +64,7 @@ extension Backend {
         var pause = Duration.milliseconds(200)
         while true {
             do {
-                let recovered = try pool.with { db -> (runs: [Int64], killed: Int, requeued: Int) in
+                let recovered = try await pool.run { db -> (runs: [Int64], killed: Int, requeued: Int) in
                     try FleetSchema.migrate(db)
                     try lease.register(on: db)
                     return try lease.recoverOwnHost(instance: instance, on: db)

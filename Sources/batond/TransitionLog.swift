@@ -1,54 +1,35 @@
 import BatonCore
 import Foundation
 
-/// One log line (and journal entry with fields) per committed transition, written by a thread of
-/// its own: the conductor hands transitions over without waiting for stderr or journald, and
-/// the thread is woken only when the queue was empty, so a busy daemon writes them in batches.
-final class TransitionLog: @unchecked Sendable {
-    /// Guards `queue` and `closed`; the writer waits on it.
-    private let condition = NSCondition()
-    private var queue: [RunUpdate] = []
-    private var closed = false
-    private var done = false
+/// One log line (and journal entry with fields) per committed transition, written by a worker
+/// of its own: the conductor hands transitions over without waiting for stderr or journald, and
+/// the worker writes whatever has gathered meanwhile in one go. Lines that find `capacity`
+/// waiting (stderr blocked for that long) are dropped and counted, then reported in one line.
+final class TransitionLog: Sendable {
+    private let worker: SerialWorker<RunUpdate>
+    private let dropped = Locked(0)
 
-    init() {
-        let thread = Thread { [self] in loop() }
-        thread.name = "baton-log"
-        thread.start()
+    init(capacity: Int = 100_000) {
+        worker = SerialWorker(name: "baton-log", capacity: capacity, maxBatch: 1_024, idleTimeout: .seconds(10), state: ()) {
+            [dropped] _, batch in
+            for update in batch.jobs { Self.write(update) }
+            let lost = dropped.withLock { count in defer { count = 0 }; return count }
+            if lost > 0 { Log.warning("\(lost) transition log lines were dropped: the log could not keep up") }
+        }
     }
 
     func append(_ update: RunUpdate) {
         guard update.transition != nil else { return }
-        condition.lock()
-        queue.append(update)
-        if queue.count == 1 { condition.signal() }
-        condition.unlock()
-    }
-
-    /// Writes what is queued, then stops the thread.
-    func close() {
-        condition.lock()
-        closed = true
-        condition.broadcast()
-        while !done { condition.wait() }
-        condition.unlock()
-    }
-
-    private func loop() {
-        while true {
-            condition.lock()
-            while queue.isEmpty && !closed { condition.wait() }
-            let batch = queue
-            queue = []
-            let finished = closed && batch.isEmpty
-            if finished {
-                done = true
-                condition.broadcast()
-            }
-            condition.unlock()
-            if finished { return }
-            for update in batch { Self.write(update) }
+        do throws(WorkerRefusal) {
+            try worker.submit(update)
+        } catch {
+            dropped.withLock { $0 += 1 }
         }
+    }
+
+    /// Writes what is queued, then stops the worker.
+    func close() {
+        worker.close(timeout: .seconds(30))
     }
 
     /// What happened to which run, and why.

@@ -1,10 +1,10 @@
 import CLibPQ
 import Foundation
 
-/// One libpq connection, used by one thread at a time (its owner serialises access). Queries
-/// are sent with `PQexecParams` in text format: every parameter is a string or NULL, and every
-/// value comes back as a string or nil, which the callers parse.
-public final class PGConnection: @unchecked Sendable {
+/// One libpq connection, owned by one thread (a `PGWorker`'s) and never shared, so not
+/// `Sendable`. Queries are sent with `PQexecParams` in text format: every parameter is a string
+/// or NULL, and every value comes back as a string or nil, which the callers parse.
+public final class PGConnection {
     private let handle: OpaquePointer
 
     /// Connects with a libpq connection string or URI. `defaults` are libpq keywords applied

@@ -1,76 +1,52 @@
+import BatonCore
 import Foundation
 
-/// Connections to one database for the threads that need one: a connection is taken for one
-/// piece of work and given back, so no two threads share one. A connection that failed is
-/// dropped, not given back; the next taker opens a new one.
-public final class PGPool: @unchecked Sendable {
+/// Connections to one database, each a `PGWorker` (a connection and the one thread that uses
+/// it). Work goes to an idle connection, or to a new one while there are fewer than `limit`,
+/// else to the one with the least work waiting; nobody blocks for a connection.
+public final class PGPool: Sendable {
     public let conninfo: String
     let defaults: [String: String]
-    private let lock = NSCondition()
-    private var idle: [PGConnection] = []
-    private var open = 0
     private let limit: Int
+    private let workers = Locked<[PGWorker]>([])
 
     public init(conninfo: String, defaults: [String: String], limit: Int = 8) {
         self.conninfo = conninfo
         self.defaults = defaults
-        self.limit = limit
+        self.limit = max(limit, 1)
     }
 
-    /// A connection of its own for `body`; retried never (the caller decides).
-    public func with<T>(_ body: (PGConnection) throws -> T) throws -> T {
-        let connection = try take()
-        do {
-            let value = try body(connection)
-            give(connection)
-            return value
-        } catch {
-            if connection.isOK { give(connection) } else { drop() }
-            throw error
+    /// Runs `work` on one of the pool's connections; `completion` is called on its thread.
+    public func submit<T>(_ work: @escaping @Sendable (PGConnection) throws -> T,
+                          completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        pick().submit(work, completion: completion)
+    }
+
+    /// Runs `work` on one of the pool's connections and returns what it returned.
+    public func run<T: Sendable>(_ work: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
+        try await pick().run(work)
+    }
+
+    /// A connection of its own, outside the pool (the lease's), whose thread ends after `idleTimeout` idle.
+    public func dedicated(name: String, idleTimeout: Duration = .seconds(10)) -> PGWorker {
+        PGWorker(name: name, conninfo: conninfo, defaults: defaults, idleTimeout: idleTimeout)
+    }
+
+    private func pick() -> PGWorker {
+        workers.withLock { workers in
+            let loads = workers.map(\.load)
+            if let idle = loads.firstIndex(of: 0) { return workers[idle] }
+            guard workers.count >= limit else {
+                let worker = dedicated(name: "baton-pg-\(workers.count + 1)")
+                workers.append(worker)
+                return worker
+            }
+            return workers[loads.indices.min { loads[$0] < loads[$1] } ?? 0]
         }
     }
 
-    /// A connection outside the pool (the listener's, the lease's): the caller owns it.
-    public func dedicated() throws(PGError) -> PGConnection {
-        try PGConnection(conninfo, defaults: defaults)
-    }
-
-    private func take() throws -> PGConnection {
-        lock.lock()
-        while idle.isEmpty && open >= limit { lock.wait() }
-        if let connection = idle.popLast() {
-            lock.unlock()
-            return connection
-        }
-        open += 1
-        lock.unlock()
-        do {
-            return try PGConnection(conninfo, defaults: defaults)
-        } catch {
-            drop()
-            throw error
-        }
-    }
-
-    private func give(_ connection: PGConnection) {
-        lock.lock()
-        idle.append(connection)
-        lock.signal()
-        lock.unlock()
-    }
-
-    private func drop() {
-        lock.lock()
-        open -= 1
-        lock.signal()
-        lock.unlock()
-    }
-
-    /// Closes the idle connections (those in use close when given back after this).
-    public func closeIdle() {
-        lock.lock()
-        open -= idle.count
-        idle = []
-        lock.unlock()
+    /// Runs what is queued on every connection (at most `timeout` each), then closes them.
+    public func close(timeout: Duration = .seconds(5)) {
+        for worker in workers.withLock({ $0 }) { worker.close(timeout: timeout) }
     }
 }

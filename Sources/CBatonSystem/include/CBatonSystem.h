@@ -104,3 +104,6 @@ unsigned long long baton_proc_start_time(pid_t pid);
 /// Writes "1" to the `cgroup.kill` (or any one-line control file) open at fd: 0 or an errno.
 int baton_write_control(int fd, const char *text);
 
+
+/// Names the calling thread as `top -H` and /proc/PID/task/*/comm show it (15 bytes kept).
+void baton_set_thread_name(const char *name);
