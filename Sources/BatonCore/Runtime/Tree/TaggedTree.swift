@@ -39,8 +39,9 @@ struct TaggedTree: Sendable {
 
     /// The same from `/proc/PID/task/TID/children` alone (batond's children, then down from the
     /// run's): a few reads instead of one per process of the machine. Nil where the kernel has no
-    /// such files. A process that vanishes during the walk may have handed its children to batond
-    /// after batond's were read: then the walk is made again.
+    /// such files. A process that dies during the walk (the leader too) hands its children to
+    /// batond, perhaps after batond's were read: a walk that saw a process vanish, or after which
+    /// batond has a child it did not have before, is made again.
     func membersByChildren(others: Set<Int32>) -> Set<Int32>? {
         for _ in 0..<8 {
             guard let roots = Self.children(of: getpid()) else { return nil }
@@ -52,7 +53,8 @@ struct TaggedTree: Sendable {
             if ProcStat(pid: leader).map({ !$0.isZombie }) == true {
                 found.formUnion(descendants(of: leader, including: false, vanished: &vanished))
             }
-            if !vanished { return found }
+            guard let after = Self.children(of: getpid()) else { return nil }
+            if !vanished && Set(after).isSubset(of: roots) { return found }
         }
         return nil
     }
