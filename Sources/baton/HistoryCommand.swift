@@ -70,10 +70,11 @@ enum HistoryCommand {
         }
         for (option, apply) in [("since", { (time: Timestamp) in filter.since = time }), ("until", { filter.until = $0 })] {
             guard let text = arguments.value(option) else { continue }
-            guard let time = TimeText.parse(text, now: now) else {
-                throw UsageError("baton history: --\(option) expects \(TimeText.forms), got \(text)")
+            do {
+                apply(try TimeText.parse(text, now: now))
+            } catch {
+                throw UsageError("baton history: --\(option) \(error)")
             }
-            apply(time)
         }
         if let since = filter.since, let until = filter.until, until < since {
             throw UsageError("baton history: --until (\(Format.time(until))) is before --since (\(Format.time(since))): no run can match")

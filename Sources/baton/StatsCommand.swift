@@ -22,8 +22,7 @@ enum StatsCommand {
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         var since: Timestamp?
         if let text = arguments.value("since") {
-            guard let time = TimeText.parse(text) else { throw UsageError("baton stats: --since expects \(TimeText.forms), got \(text)") }
-            since = time
+            do { since = try TimeText.parse(text) } catch { throw UsageError("baton stats: --since \(error)") }
         }
         let stats = try Query.stats(arguments.positionals, since: since, context)
         if arguments.flag("json") {
