@@ -68,6 +68,10 @@ struct ConfigTests {
          "actions.a.description: is 2000 bytes; at most 1024"),
         ("{ actions: { a: { exec: [\"x\"], params: { " + (0...100).map { "p\($0): {}" }.joined(separator: ", ") + " } } } }",
          "actions.a.params: declares 101 params; at most 100 (as many as a trigger may pass)"),
+        (#"{ actions: { a: { exec: ["x"], params: { x: { pattern: "^safe$" }, X: {} } } } }"#,
+         "actions.a.params: X and x are both BATON_PARAM_X in the process's environment: rename one"),
+        (#"{ actions: { a: { exec: ["x"], params: { Env: {}, eNv: {}, env: {} } } } }"#,
+         "actions.a.params: Env, eNv and env are all BATON_PARAM_ENV in the process's environment: rename all but one"),
     ])
     func errors(text: String, expected: String) {
         let found = problems(text)
