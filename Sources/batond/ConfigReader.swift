@@ -94,7 +94,10 @@ struct ConfigReader {
         var action = Action(name: name)
         if let exec = fields["exec"] {
             let argv = stringArray(exec, at: "\(at).exec") ?? []
-            if argv.isEmpty { fail("\(at).exec", "expected a non-empty array of strings (the argv), such as [\"echo\", \"hello\"]") }
+            // An array whose strings were each refused has said so already.
+            if case let .array(items) = exec, items.isEmpty {
+                fail("\(at).exec", "expected a non-empty array of strings (the argv), such as [\"echo\", \"hello\"]")
+            }
             action.exec = argv
         } else {
             fail("\(at).exec", "missing: what to run, as an argv array such as [\"echo\", \"hello\"]")
