@@ -26,6 +26,12 @@ struct RequestDecodingTests {
         (#"{"id":true,"op":"ping"}"#, "id: expected a string or an integer, got true"),
         (#"{"id":{},"op":"ping"}"#, "id: expected a string or an integer, got an object"),
         (#"{"op":"dance"}"#, "op: "),
+        (#"{"op":"trigger","action":"a","params":{"a":"1","a":"2"}}"#, "param a is given twice: give each param once"),
+        (#"{"op":"trigger","action":"a","params":{"a":"1","\u0061":"2"}}"#, "param a is given twice: give each param once"),
+        (#"{"op":"trigger","action":"a","params":{"x":"1","é":"2","e\u0301":"3"}}"#, "param é is given twice: give each param once"),
+        (#"{"op":"history","filter":{"params":{"env":"a","env":"b"}}}"#, "filter.params: param env is given twice: give each param once"),
+        (#"{"op":"trigger","op":"ping","action":"a"}"#, "op is given twice: give each field once"),
+        (#"{"op":"history","filter":{"limit":1,"limit":2}}"#, "filter.limit is given twice: give each field once"),
     ])
     func refused(line: String, message: String) throws {
         let error = try #require(Self.refusal(line))
@@ -36,6 +42,8 @@ struct RequestDecodingTests {
     @Test("the same fields, right, are taken", arguments: [
         #"{"id":7,"op":"ping"}"#, #"{"id":"x","op":"ping"}"#, #"{"id":-9223372036854775808,"op":"ping"}"#,
         #"{"op":"history","filter":{"limit":100000,"since":0}}"#, #"{"op":"history","filter":{"limit":1e2}}"#, #"{"op":"show","run":42}"#,
+        #"{"op":"trigger","action":"a","params":{"a":"1","A":"2","b":"{\"a\":1,\"a\":2}"}}"#,
+        #"{"op":"history","filter":{"params":{"a":"1"}},"params":{"a":"2"}}"#,
     ])
     func taken(line: String) {
         #expect(Self.refusal(line) == nil)

@@ -60,6 +60,8 @@ struct ConfigTests {
         (#"{ actions: { a: { exec: ["x"], retention: { keep: "1d" } } } }"#, "actions.a.retention.keep: unknown field"),
         (#"{ actions: { dup: { exec: ["x"] }, dup: { exec: ["y"] } } }"#, "actions.dup: written twice in the same object"),
         (#"{ actions: { a: { exec: ["x"], timeout: "1s", "timeout": "2s" } } }"#, "actions.a.timeout: written twice"),
+        (#"{ actions: { a: { exec: ["x"], timeout: "1s", "time\u006fut": "2s" } } }"#, "actions.a.timeout: written twice"),
+        (#"{ actions: { a: { exec: ["x"], env: { 'K': "1", "\x4B": "2" } } } }"#, "actions.a.env.K: written twice"),
         (#"{ actions: { a: { exec: ["x"], timeout: "0s" } } }"#, "actions.a.timeout: must be more than 0"),
         (#"{ actions: { a: { exec: ["x"], timeout: "106751991d" } } }"#, "actions.a.timeout: \"106751991d\" is too long: at most"),
         (#"{ maxConcurrentRuns: 1e400, actions: { a: { exec: ["x"], timeout: "soon" } } }"#,

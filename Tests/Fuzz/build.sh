@@ -48,5 +48,5 @@ link durations Tests/Fuzz/DurationFuzzer.swift
 link patterns Tests/Fuzz/PatternFuzzer.swift
 link conductor Tests/Fuzz/ConductorFuzzer.swift Tests/BatonCoreTests/ConductorWalk.swift
 link times Tests/Fuzz/TimeFuzzer.swift Sources/baton/TimeText.swift
-link config Tests/Fuzz/ConfigFuzzer.swift Sources/batond/Config*.swift Sources/batond/DuplicateKeys.swift Sources/batond/JSONValue*.swift
+link config Tests/Fuzz/ConfigFuzzer.swift Sources/batond/Config*.swift Sources/batond/JSONValue*.swift
 echo "built: $(ls "$out"/fuzz-* | tr '\n' ' ')"
