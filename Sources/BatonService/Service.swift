@@ -156,15 +156,18 @@ public final class Service: ServerDelegate, Sendable {
         } catch {
             return .failure(Refusal(id: salvageID(bytes), error: .badRequest(RequestDecoding.describe(error))))
         }
-        // The decoder keeps the first of a key given twice; the sender may have meant the other.
-        if let path = DuplicateKeys.find(in: bytes).first {
-            return .failure(Refusal(id: decoded.id, error: .badRequest(RequestDecoding.givenTwice(path))))
-        }
+        let request: Request
         do throws(BatonError) {
-            return .success(try decoded.validated())
+            request = try decoded.validated()
         } catch {
             return .failure(Refusal(id: decoded.id, error: error))
         }
+        // The decoder kept the first of a key given twice; the sender may have meant the other.
+        // After the caps: a line past them is refused without scanning it.
+        if let path = DuplicateKeys.find(in: bytes).first {
+            return .failure(Refusal(id: decoded.id, error: .badRequest(RequestDecoding.givenTwice(path))))
+        }
+        return .success(request)
     }
 
     // MARK: Sending
