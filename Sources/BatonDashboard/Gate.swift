@@ -3,7 +3,7 @@ import BatonIPC
 /// Decides, from a request's head alone, whether the dashboard serves it: the checks that make
 /// a web server on a machine that runs deploys safe to leave open in a browser tab. In order:
 ///
-/// 1. `Host` must name this server (a DNS-rebinding page's requests carry its own name).
+/// 1. One `Host`, naming this server (a DNS-rebinding page's requests carry its own name).
 /// 2. A known path (404), with its one method (405).
 /// 3. Everything but the page's own files and the sign-in needs a live session in
 ///    `Authorization: Bearer` (401). Never a cookie: a browser sends cookies for 127.0.0.1 to every
@@ -28,6 +28,8 @@ public struct Gate: Sendable {
     }
 
     public func decide(_ head: HTTPRequestHead, sessions: Sessions) -> Decision {
+        // The parser refuses these already (RFC 9112 §3.2); the gate does not lean on it.
+        guard head.fields.count(where: { $0.name == "host" }) <= 1 else { return .refuse(status: 400, reason: "more than one Host field") }
         guard let host = head.field("host"), hosts.contains(host.lowercased()) else {
             return .refuse(status: 421, reason: "this is the Baton dashboard at \(hosts.sorted().joined(separator: " or ")), not \(head.field("host") ?? "(no Host)")")
         }
@@ -49,10 +51,11 @@ public struct Gate: Sendable {
                 return .refuse(status: 415, reason: "send JSON (Content-Type: application/json)")
             }
             if head.field("transfer-encoding") != nil { return .refuse(status: 411, reason: "send the body with a Content-Length") }
-            guard let length = head.field("content-length").flatMap({ Int($0) }), length >= 0 else {
+            guard let text = head.field("content-length"), !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
                 return .refuse(status: 411, reason: "send the body with a Content-Length")
             }
-            guard length <= bodyLimit else { return .refuse(status: 413, reason: "the body is larger than \(bodyLimit) bytes") }
+            // Digits past any Int are a body past the limit too.
+            guard let length = Int(text), length <= bodyLimit else { return .refuse(status: 413, reason: "the body is larger than \(bodyLimit) bytes") }
         }
         return .serve(route)
     }

@@ -1,5 +1,5 @@
 import BatonDashboard
-import BatonIPC
+@testable import BatonIPC
 import Testing
 
 /// The gate's decisions, as a table: each check refuses with its own status, in its order.
@@ -108,6 +108,36 @@ struct GateTests {
     @Test("each request is served or refused as the table says", arguments: rows)
     func decide(_ row: Row) {
         #expect(Self.gate.decide(Self.head(row.method, row.target, row.fields), sessions: Self.sessions) == row.expected)
+    }
+
+    /// What the dashboard answers for raw bytes, as its server decides: the parser's refusal, or the gate's decision.
+    static func answer(_ text: String) -> Gate.Decision {
+        switch HTTPRequestHead.parse(Array(text.utf8)) {
+        case let .head(head, _): gate.decide(head, sessions: sessions)
+        case let .refused(status, reason): .refuse(status: status, reason: reason)
+        case .incomplete: .refuse(status: 408, reason: "incomplete")
+        }
+    }
+
+    static let post = "POST /api/trigger HTTP/1.1\r\nHost: 127.0.0.1:8123\r\nAuthorization: Bearer \(token)\r\nOrigin: \(origin)\r\nContent-Type: application/json\r\n"
+
+    @Test("RFC 9112 on the dashboard: two Hosts, a Content-Length twice or past any Int, LF-only lines", arguments: [
+        ("GET / HTTP/1.1\r\nHost: 127.0.0.1:8123\r\nHost: evil.example\r\n\r\n", Gate.Decision.refuse(status: 400, reason: "more than one Host field")),
+        ("GET / HTTP/1.1\r\nHost: evil.example\r\nHost: 127.0.0.1:8123\r\n\r\n", .refuse(status: 400, reason: "more than one Host field")),
+        (post + "Content-Length: 2\r\nContent-Length: 20000\r\n\r\n", .refuse(status: 400, reason: "more than one Content-Length field")),
+        (post + "Content-Length: 99999999999999999999999\r\n\r\n", .refuse(status: 413, reason: "the body is larger than 16384 bytes")),
+        ("GET / HTTP/1.1\nHost: 127.0.0.1:8123\n\n", .refuse(status: 400, reason: "a line ends in a bare LF: HTTP/1.1 lines end in CRLF")),
+        (post + "Content-Length: 2\r\n\r\n{}", .serve(.trigger)),
+    ])
+    func strictHeads(text: String, expected: Gate.Decision) {
+        #expect(Self.answer(text) == expected)
+    }
+
+    @Test("a head with two Hosts is refused by the gate too, whoever parsed it")
+    func twoHostsAtTheGate() {
+        let head = HTTPRequestHead(method: "GET", path: "/", query: nil, version: "HTTP/1.1",
+                                   fields: [.init(name: "host", value: "127.0.0.1:8123"), .init(name: "host", value: "evil.example")])
+        #expect(Self.gate.decide(head, sessions: Self.sessions) == .refuse(status: 400, reason: "more than one Host field"))
     }
 
     @Test("an address other than loopback is its own only name")
