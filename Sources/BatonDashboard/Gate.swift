@@ -11,8 +11,12 @@ import BatonIPC
 ///    page's own script, from its origin's storage.
 /// 4. For POST: `Origin` must be this server (CSRF), the body JSON and at most `bodyLimit` bytes.
 public struct Gate: Sendable {
-    /// The `Host` values this server answers to: its address, and `localhost` for a loopback one.
+    /// The `Host` values this server answers to: its address, and `localhost` for a loopback one;
+    /// for a wildcard listen address, each of the machine's addresses instead.
     public var hosts: Set<String>
+    /// The address to open the dashboard at: the listen address, or for a wildcard one the first
+    /// of the machine's addresses that is not loopback (else loopback).
+    public var address: ListenAddress
     public var bodyLimit: Int
 
     public enum Decision: Equatable, Sendable {
@@ -20,11 +24,25 @@ public struct Gate: Sendable {
         case refuse(status: Int, reason: String, allow: String? = nil)
     }
 
+    /// The gate of a server listening on `address`; a wildcard one answers to the machine's
+    /// addresses as they are now (getifaddrs).
     public init(address: ListenAddress, bodyLimit: Int = 16_384) {
+        self.init(address: address, machineAddresses: address.isWildcard ? address.machineAddresses() : [], bodyLimit: bodyLimit)
+    }
+
+    /// The gate of a server listening on `address`, where a wildcard address stands for
+    /// `machineAddresses` (numeric, of its family; ignored for any other address). `0.0.0.0` itself
+    /// is no name to open a page at.
+    public init(address: ListenAddress, machineAddresses: [String], bodyLimit: Int = 16_384) {
         self.bodyLimit = bodyLimit
-        var hosts: Set<String> = [address.description]
-        if address.host == "127.0.0.1" || address.host == "::1" { hosts.insert("localhost:\(address.port)") }
+        let names = address.isWildcard ? machineAddresses : [address.host]
+        var hosts = Set(names.map { ListenAddress(host: $0, port: address.port).description })
+        let isLoopback = { (name: String) in ListenAddress(host: name, port: 0).isLoopback }
+        if names.contains(where: isLoopback) { hosts.insert("localhost:\(address.port)") }
         self.hosts = hosts
+        let loopback = address.host.contains(":") ? "::1" : "127.0.0.1"
+        let shown = address.isWildcard ? names.first { !isLoopback($0) } ?? loopback : address.host
+        self.address = ListenAddress(host: shown, port: address.port)
     }
 
     public func decide(_ head: HTTPRequestHead, sessions: Sessions) -> Decision {

@@ -140,6 +140,60 @@ struct GateTests {
         #expect(Self.gate.decide(head, sessions: Self.sessions) == .refuse(status: 400, reason: "more than one Host field"))
     }
 
+    struct Wildcard: CustomTestStringConvertible, Sendable {
+        var name: String
+        var listen: ListenAddress
+        var machine: [String]
+        var hosts: Set<String>
+        var shown: String
+        var testDescription: String { name }
+    }
+
+    /// Issue 21, item 17: a wildcard listen address answered to `0.0.0.0:PORT` only, a name no browser opens.
+    @Test("a wildcard address answers to the machine's addresses and shows the first that is not loopback", arguments: [
+        Wildcard(name: "IPv4", listen: ListenAddress(host: "0.0.0.0", port: 8123), machine: ["127.0.0.1", "192.0.2.2", "10.1.2.3"],
+                 hosts: ["127.0.0.1:8123", "192.0.2.2:8123", "10.1.2.3:8123", "localhost:8123"], shown: "192.0.2.2:8123"),
+        Wildcard(name: "IPv6", listen: ListenAddress(host: "::", port: 8123), machine: ["::1", "fd00::2"],
+                 hosts: ["[::1]:8123", "[fd00::2]:8123", "localhost:8123"], shown: "[fd00::2]:8123"),
+        Wildcard(name: "IPv4, loopback only", listen: ListenAddress(host: "0.0.0.0", port: 80), machine: ["127.0.0.1"],
+                 hosts: ["127.0.0.1:80", "localhost:80"], shown: "127.0.0.1:80"),
+        Wildcard(name: "IPv6, nothing found", listen: ListenAddress(host: "::", port: 80), machine: [], hosts: [], shown: "[::1]:80"),
+        Wildcard(name: "IPv6 written out", listen: ListenAddress(host: "0:0:0:0:0:0:0:0", port: 80), machine: ["::1"],
+                 hosts: ["[::1]:80", "localhost:80"], shown: "[::1]:80"),
+        Wildcard(name: "not a wildcard: the machine's addresses do not count", listen: ListenAddress(host: "10.1.2.3", port: 80),
+                 machine: ["127.0.0.1", "10.1.2.3"], hosts: ["10.1.2.3:80"], shown: "10.1.2.3:80"),
+    ])
+    func wildcard(_ row: Wildcard) {
+        let gate = Gate(address: row.listen, machineAddresses: row.machine)
+        #expect(gate.hosts == row.hosts)
+        #expect(gate.address.description == row.shown)
+    }
+
+    @Test("on 0.0.0.0, a page from one of the machine's addresses is served and may post; 0.0.0.0 itself is no name", arguments: [
+        ("192.0.2.2:8123", "http://192.0.2.2:8123", Gate.Decision.serve(.trigger)),
+        ("127.0.0.1:8123", "http://127.0.0.1:8123", .serve(.trigger)),
+        ("localhost:8123", "http://localhost:8123", .serve(.trigger)),
+        ("127.0.0.1:8123", "http://192.0.2.2:8123", .serve(.trigger)),
+        ("0.0.0.0:8123", "http://0.0.0.0:8123", .refuse(status: 421, reason:
+            "this is the Baton dashboard at 127.0.0.1:8123 or 192.0.2.2:8123 or localhost:8123, not 0.0.0.0:8123")),
+        ("192.0.2.2:8123", "http://192.0.2.9:8123", .refuse(status: 403, reason:
+            "a request that changes something must come from the dashboard's own page (Origin: http://192.0.2.9:8123)")),
+    ])
+    func wildcardDecisions(host: String, origin: String, expected: Gate.Decision) {
+        let gate = Gate(address: ListenAddress(host: "0.0.0.0", port: 8123), machineAddresses: ["127.0.0.1", "192.0.2.2"])
+        let head = Self.head("POST", "/api/trigger", [("Host", host), Self.bearer, ("Origin", origin)] + Self.json)
+        #expect(gate.decide(head, sessions: Self.sessions) == expected)
+    }
+
+    @Test("the wildcard addresses, and the machine's own through getifaddrs (loopback among them)")
+    func machineAddresses() {
+        #expect(ListenAddress(host: "0.0.0.0", port: 1).isWildcard && ListenAddress(host: "::", port: 1).isWildcard)
+        #expect(!ListenAddress(host: "127.0.0.1", port: 1).isWildcard && !ListenAddress(host: "::1", port: 1).isWildcard)
+        #expect(ListenAddress(host: "0.0.0.0", port: 0).machineAddresses().contains("127.0.0.1"))
+        #expect(ListenAddress(host: "::", port: 0).machineAddresses().allSatisfy { $0.contains(":") && !$0.hasPrefix("fe80") })
+        #expect(Gate(address: ListenAddress(host: "0.0.0.0", port: 8)).hosts.contains("127.0.0.1:8"))
+    }
+
     @Test("an address other than loopback is its own only name")
     func otherAddress() {
         let gate = Gate(address: ListenAddress(host: "10.0.0.5", port: 80))
