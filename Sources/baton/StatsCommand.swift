@@ -38,7 +38,7 @@ enum StatsCommand {
     }
 
     static func table(_ stats: [ActionStats], context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
-        let rows = stats.map { item -> [String] in
+        let rows = stats.map(\.forTerminal).map { item -> [String] in
             let rate = item.successRate.map { String(format: "%.0f%%", $0 * 100) } ?? "-"
             let streak = item.failureStreak > 0 ? context.paint("\(item.failureStreak) failing", .red) : "-"
             var row = [item.action, String(item.total), String(item.success), String(item.failure), String(item.cancelled), rate,
