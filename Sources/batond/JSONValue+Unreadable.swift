@@ -28,7 +28,7 @@ struct UnreadableString: Equatable {
         default:
             (what, why) = ("something the JSON5 reader cannot read", "write the string without it")
         }
-        let numbers = text.firstMatch(of: /line: (\d+), column: (\d+)/)
+        let numbers = text.firstMatch(of: #/line: (\d+), column: (\d+)/#)
         place = numbers.map { " (line \($0.1), column \($0.2))" } ?? ""
     }
 
