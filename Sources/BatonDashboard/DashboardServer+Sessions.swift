@@ -18,9 +18,11 @@ extension DashboardServer {
         return code
     }
 
-    /// The address that signs a page in with `code`. The code is in the fragment, which a browser
-    /// never sends to a server nor in a `Referer`; the page removes it from the address bar.
-    public func address(code: String) -> String { "http://\(address)/#code=\(code)" }
+    /// The address that signs a page in with `code`, at the gate's address (for a wildcard listen
+    /// address one of the machine's own: `http://0.0.0.0:…` is no page's origin the gate knows). The
+    /// code is in the fragment, which a browser never sends to a server nor in a `Referer`; the
+    /// page removes it from the address bar.
+    public func address(code: String) -> String { "http://\(gate.address)/#code=\(code)" }
 
     struct SignInBody: Decodable {
         var code: String

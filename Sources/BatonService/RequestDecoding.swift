@@ -19,6 +19,16 @@ enum RequestDecoding {
         }
     }
 
+    /// A key written twice in one object, by its path: `param a is given twice: …` for a trigger's
+    /// or a filter's params, `op is given twice: …` for any other field.
+    static func givenTwice(_ path: String) -> String {
+        for prefix in ["params.", "filter.params."] where path.hasPrefix(prefix) {
+            let field = prefix == "params." ? "" : "filter.params: "
+            return "\(field)param \(path.dropFirst(prefix.count)) is given twice: give each param once"
+        }
+        return "\(path) is given twice: give each field once"
+    }
+
     /// A JSON kind for a Swift type: `a string`, `a whole number`, …
     static func kind(_ type: Any.Type) -> String {
         switch type {

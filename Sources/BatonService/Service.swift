@@ -143,8 +143,9 @@ public final class Service: ServerDelegate, Sendable {
         var error: BatonError
     }
 
-    /// The request a frame holds, decoded and within its bounds (`Request.validated`): the one
-    /// place where a line becomes a request, before anything is looked up for it.
+    /// The request a frame holds, decoded, with no key given twice in one object, and within its
+    /// bounds (`Request.validated`): the one place where a line becomes a request, before anything
+    /// is looked up for it.
     static func request(in frame: FrameSplitter.Frame) -> Result<Request, Refusal> {
         guard case let .line(bytes) = frame else {
             return .failure(Refusal(error: .badRequest("request line longer than 1 MiB")))
@@ -155,11 +156,18 @@ public final class Service: ServerDelegate, Sendable {
         } catch {
             return .failure(Refusal(id: salvageID(bytes), error: .badRequest(RequestDecoding.describe(error))))
         }
+        let request: Request
         do throws(BatonError) {
-            return .success(try decoded.validated())
+            request = try decoded.validated()
         } catch {
             return .failure(Refusal(id: decoded.id, error: error))
         }
+        // The decoder kept the first of a key given twice; the sender may have meant the other.
+        // After the caps: a line past them is refused without scanning it.
+        if let path = DuplicateKeys.find(in: bytes).first {
+            return .failure(Refusal(id: decoded.id, error: .badRequest(RequestDecoding.givenTwice(path))))
+        }
+        return .success(request)
     }
 
     // MARK: Sending

@@ -20,17 +20,22 @@ enum ActionsCommand {
             return ExitCode.success
         }
         if arguments.flag("names") {
-            for action in actions { print(action.name) }
+            for action in actions { print(Terminal.visible(action.name)) }
             return ExitCode.success
         }
-        let rows = actions.map { action -> [String] in
+        print(table(actions), terminator: "")
+        return ExitCode.success
+    }
+
+    /// The actions as a table, as a terminal shows it: key params starred, the description or else the argv.
+    static func table(_ actions: [ActionInfo], width: Int = Format.terminalWidth) -> String {
+        let rows = actions.map(\.forTerminal).map { action -> [String] in
             let params = action.params.keys.sorted().map { name in
                 action.keyParams.contains(name) ? "\(name)*" : name
             }.joined(separator: " ")
             return [action.name, action.policy.rawValue, action.timeout.map { DurationText.format(.microseconds($0)) } ?? "-",
                     params.isEmpty ? "-" : params, action.description ?? action.exec.joined(separator: " ")]
         }
-        print(Format.table(["ACTION", "POLICY", "TIMEOUT", "PARAMS", "DESCRIPTION"], rows), terminator: "")
-        return ExitCode.success
+        return Format.table(["ACTION", "POLICY", "TIMEOUT", "PARAMS", "DESCRIPTION"], rows, width: width)
     }
 }

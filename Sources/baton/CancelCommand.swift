@@ -31,21 +31,20 @@ enum CancelCommand {
                 run.phase.isTerminal ? run : (try context.call(Request(op: .wait, run: run.id)).run ?? run)
             }
         }
-        if arguments.flag("json") {
-            print(Format.json(runs))
-        } else if runs.isEmpty {
-            print("nothing in flight to cancel")
-        } else {
-            for run in runs {
-                if alreadyEnded.contains(run.id) {
-                    print("\(run.action) run \(run.id) had already ended: \(Format.phaseWord(run)) \(Format.age(run.endedAt ?? run.queuedAt))")
-                } else if run.phase.isTerminal {
-                    print(RunCommand.outcomeLine(run, shared: false, context: context))
-                } else {
-                    print("cancelling \(run.action) run \(run.id) (\(run.phase.rawValue))")
-                }
-            }
-        }
+        print(arguments.flag("json") ? Format.json(runs) + "\n" : text(runs, alreadyEnded: alreadyEnded, context: context), terminator: "")
         return ExitCode.success
+    }
+
+    /// How each run ended (or is ending), one line each, as a terminal shows it.
+    static func text(_ runs: [RunSnapshot], alreadyEnded: Set<Int64>, context: Context, now: Timestamp = .now) -> String {
+        guard !runs.isEmpty else { return "nothing in flight to cancel\n" }
+        return runs.map { run in
+            let shown = run.forTerminal
+            if alreadyEnded.contains(run.id) {
+                return "\(shown.action) run \(run.id) had already ended: \(Format.phaseWord(run)) \(Format.age(run.endedAt ?? run.queuedAt, now: now))\n"
+            }
+            if run.phase.isTerminal { return RunCommand.outcomeLine(run, shared: false, context: context) + "\n" }
+            return "cancelling \(shown.action) run \(run.id) (\(run.phase.rawValue))\n"
+        }.joined()
     }
 }

@@ -116,21 +116,26 @@ struct ParsedArguments {
     func all(_ name: String) -> [String] { values[name] ?? [] }
     func flag(_ name: String) -> Bool { flags.contains(name) }
 
-    /// The values of a repeatable NAME=VALUE option (`--param env=prod`), by name.
+    /// The values of a repeatable NAME=VALUE option (`--param env=prod`), by name. A name given
+    /// twice is refused: which of its values was meant is the caller's to say.
     func pairs(_ option: String, command: String) throws(UsageError) -> [String: String] {
         var pairs: [String: String] = [:]
         for pair in all(option) {
             guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
                 throw UsageError("baton \(command): --\(option) takes NAME=VALUE, got \(pair)")
             }
-            pairs[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+            let name = String(pair[..<equals]), value = String(pair[pair.index(after: equals)...])
+            if let first = pairs[name] {
+                throw UsageError("baton \(command): --\(option) \(name) is given twice (\(name)=\(first), then \(name)=\(value)): give each \(option) once")
+            }
+            pairs[name] = value
         }
         return pairs
     }
 }
 
 /// A command line that cannot be understood; exit code 2.
-struct UsageError: Error, CustomStringConvertible {
+struct UsageError: Error, Equatable, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }

@@ -10,12 +10,19 @@ final class Context {
     let isTerminal: Bool
     let useColor: Bool
 
-    init(socketPath: String, databasePath: String?) {
+    /// A context for this process: stdout's terminal and the environment decide colours.
+    convenience init(socketPath: String, databasePath: String?) {
+        let isTerminal = isatty(1) == 1
+        let env = ProcessInfo.processInfo.environment
+        self.init(socketPath: socketPath, databasePath: databasePath, isTerminal: isTerminal,
+                  useColor: isTerminal && env["NO_COLOR"] == nil && env["TERM"] != "dumb")
+    }
+
+    init(socketPath: String, databasePath: String?, isTerminal: Bool, useColor: Bool) {
         self.socketPath = socketPath
         self.databasePath = databasePath
-        isTerminal = isatty(1) == 1
-        let env = ProcessInfo.processInfo.environment
-        useColor = isTerminal && env["NO_COLOR"] == nil && env["TERM"] != "dumb"
+        self.isTerminal = isTerminal
+        self.useColor = useColor
     }
 
     /// The history file read when batond does not answer and no --database was given: the

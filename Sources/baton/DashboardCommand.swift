@@ -16,7 +16,7 @@ enum DashboardCommand {
         arguments: "",
         options: [
             OptionSpec(long: "listen", short: nil, value: "ADDR:PORT",
-                       help: "where to serve (default 127.0.0.1 on a free port); not loopback: a warning"),
+                       help: "where to serve (default 127.0.0.1 on a free port); 0.0.0.0 or [::]: every address; not loopback: a warning"),
             OptionSpec(long: "open", short: nil, value: nil,
                        help: "open it in a browser ($BROWSER or xdg-open), through a file only you can read"),
         ],
@@ -42,7 +42,8 @@ enum DashboardCommand {
         }
         if !address.isLoopback {
             say("""
-                warning: \(server.address) is not a loopback address: anyone who can reach it and signs in can do \
+                warning: \(server.address)\(address.isWildcard ? " (every address of this machine)" : "") is not a loopback address: \
+                anyone who can reach it and signs in can do \
                 what you may do with batond, and nothing is encrypted (no TLS). Prefer the default, or an SSH tunnel.\n
                 """, to: .standardError)
         }

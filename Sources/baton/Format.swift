@@ -58,9 +58,9 @@ enum Format {
         return value < 10 ? "\((value * 10).rounded() / 10) \(units[unit])" : "\(Int(value.rounded())) \(units[unit])"
     }
 
-    /// The user name of a uid, or `uid N` when it has none.
+    /// The user name of a uid (as a terminal shows it), or `uid N` when it has none.
     static func userName(_ uid: UInt32) -> String {
-        UserDatabase.userName(uid) ?? "uid \(uid)"
+        UserDatabase.userName(uid).map(Terminal.visible) ?? "uid \(uid)"
     }
 
     /// How long ago: `42s ago`, `3m04s ago`.

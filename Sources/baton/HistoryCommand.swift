@@ -46,11 +46,7 @@ enum HistoryCommand {
                 print(format == .json ? Format.json(records) : records.map { Format.json($0, pretty: false) }.joined(separator: "\n"))
                 return ExitCode.success
             }
-            let rows = records.map { record in
-                [Format.time(record.at, utc: arguments.flag("utc")), record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",
-                 Self.tried(record.decision), record.action.isEmpty ? "-" : record.action]
-            }
-            print(records.isEmpty ? "no refused requests\n" : Format.table(["TIME", "WHO", "TRIED", "ACTION"], rows), terminator: "")
+            print(deniedTable(records, utc: arguments.flag("utc")), terminator: "")
             return ExitCode.success
         }
         let runs = try Query.history(filter, context)
@@ -70,10 +66,11 @@ enum HistoryCommand {
         }
         for (option, apply) in [("since", { (time: Timestamp) in filter.since = time }), ("until", { filter.until = $0 })] {
             guard let text = arguments.value(option) else { continue }
-            guard let time = TimeText.parse(text, now: now) else {
-                throw UsageError("baton history: --\(option) expects \(TimeText.forms), got \(text)")
+            do {
+                apply(try TimeText.parse(text, now: now))
+            } catch {
+                throw UsageError("baton history: --\(option) \(error)")
             }
-            apply(time)
         }
         if let since = filter.since, let until = filter.until, until < since {
             throw UsageError("baton history: --until (\(Format.time(until))) is before --since (\(Format.time(since))): no run can match")
@@ -113,9 +110,10 @@ enum HistoryCommand {
             }.joined()
         case .table:
             if runs.isEmpty { return "no runs match\n" }
+            let runs = runs.map(\.forTerminal)
             let rows = runs.map { run -> [String] in
                 [String(run.id), run.key, context.paint(Format.phaseWord(run), phase: run.phase), Format.time(run.queuedAt, utc: utc),
-                 Format.duration(run, now: now), (run.error ?? "").replacingOccurrences(of: "\n", with: " ")]
+                 Format.duration(run, now: now), run.error ?? ""]
             }
             // A fleet's history names the host of each run once more than one appears.
             if Set(runs.compactMap(\.host)).count > 1 {
@@ -124,6 +122,16 @@ enum HistoryCommand {
             }
             return Format.table(["RUN", "ACTION", "PHASE", utc ? "QUEUED (UTC)" : "QUEUED", "TOOK", "ERROR"], rows, width: width)
         }
+    }
+
+    /// The refused requests as a table, as a terminal shows it.
+    static func deniedTable(_ records: [TriggerRecord], utc: Bool, width: Int = Format.terminalWidth) -> String {
+        guard !records.isEmpty else { return "no refused requests\n" }
+        let rows = records.map(\.forTerminal).map { record in
+            [Format.time(record.at, utc: utc), record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",
+             Self.tried(record.decision), record.action.isEmpty ? "-" : record.action]
+        }
+        return Format.table(["TIME", "WHO", "TRIED", "ACTION"], rows, width: width)
     }
 
     /// What a refused request tried: `trigger`, `cancel`, `admin`.

@@ -26,13 +26,14 @@ enum PruneCommand {
             print(Format.json(report))
             return ExitCode.success
         }
-        let verb = dryRun ? "would remove" : "removed"
-        if report.total == 0 {
-            print("nothing to remove")
-        } else {
-            let parts = report.removed.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
-            print("\(verb) \(report.total) run\(report.total == 1 ? "" : "s"): \(parts.joined(separator: ", "))")
-        }
+        print(summary(report))
         return ExitCode.success
+    }
+
+    /// `removed 3 runs: backup 2, deploy 1` (or `would remove …`), as a terminal shows it.
+    static func summary(_ report: PruneReport) -> String {
+        guard report.total > 0 else { return "nothing to remove" }
+        let parts = report.forTerminal.removed.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        return "\(report.dryRun ? "would remove" : "removed") \(report.total) run\(report.total == 1 ? "" : "s"): \(parts.joined(separator: ", "))"
     }
 }

@@ -62,7 +62,9 @@ enum RunCommand {
         var shared: Bool?
     }
 
+    /// `✓ deploy run 7 succeeded in 2.1s`, or how it failed or was cancelled, as a terminal shows it.
     static func outcomeLine(_ run: RunSnapshot, shared: Bool, context: Context) -> String {
+        let run = run.forTerminal
         let name = "\(run.action) run \(run.id)\(shared ? " (shared)" : "")"
         let took = Format.duration(run)
         switch run.phase {
@@ -139,6 +141,7 @@ final class Spinner: @unchecked Sendable {
     /// estimate (the median of recent successful runs) shows an estimated bar, marked as such,
     /// that never claims to be done.
     static func line(_ run: RunSnapshot, frame: Int, now: Timestamp = .now) -> String {
+        let run = run.forTerminal
         var line = "\(frames[frame % frames.count]) \(run.action) run \(run.id) \(run.phase.rawValue)"
         if run.startedAt != nil { line += " \(Format.duration(run, now: now))" }
         if let progress = run.progress {

@@ -34,7 +34,9 @@ enum ShowCommand {
         return ExitCode.success
     }
 
+    /// The story as a terminal shows it: every text from the run, and each line of its output, made visible.
     static func story(_ detail: RunDetail, context: Context) -> String {
+        let detail = detail.forTerminal
         let run = detail.run
         var text = context.paint("run \(run.id)", .bold) + " — \(run.action) (key \(run.key)), \(Format.phaseWord(run))\n"
         if let peer = run.trigger {
@@ -65,8 +67,10 @@ enum ShowCommand {
         }
         if let output = detail.output, !output.isEmpty {
             text += "\noutput\(detail.outputTruncated ? " (last \(output.count) bytes)" : ""):\n"
-            let lines = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-            for line in lines.suffix(20) where !(line.isEmpty && line.endIndex == lines.last?.endIndex) { text += "  │ \(line)\n" }
+            // Split at LF bytes: as Characters, CR LF is one that is not "\n", and such lines stayed one.
+            var lines = output.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            if lines.last?.isEmpty == true { lines.removeLast() }
+            for line in lines.suffix(20) { text += "  │ \(Terminal.visible(String(decoding: line, as: UTF8.self)))\n" }
             if lines.count > 20 { text += "  (baton show \(run.id) --output prints all of it)\n" }
         }
         return text

@@ -22,8 +22,7 @@ enum StatsCommand {
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         var since: Timestamp?
         if let text = arguments.value("since") {
-            guard let time = TimeText.parse(text) else { throw UsageError("baton stats: --since expects \(TimeText.forms), got \(text)") }
-            since = time
+            do { since = try TimeText.parse(text) } catch { throw UsageError("baton stats: --since \(error)") }
         }
         let stats = try Query.stats(arguments.positionals, since: since, context)
         if arguments.flag("json") {
@@ -39,7 +38,7 @@ enum StatsCommand {
     }
 
     static func table(_ stats: [ActionStats], context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
-        let rows = stats.map { item -> [String] in
+        let rows = stats.map(\.forTerminal).map { item -> [String] in
             let rate = item.successRate.map { String(format: "%.0f%%", $0 * 100) } ?? "-"
             let streak = item.failureStreak > 0 ? context.paint("\(item.failureStreak) failing", .red) : "-"
             var row = [item.action, String(item.total), String(item.success), String(item.failure), String(item.cancelled), rate,

@@ -19,34 +19,43 @@ enum StatusCommand {
             print(Format.json(actions))
             return ExitCode.success
         }
-        let now = Timestamp.now
-        let rows = actions.map { action -> [String] in
-            let live = action.inFlight ?? []
-            let queued = live.filter { $0.phase == .queued }.count
-            // Every run in flight, one per key: an action with keyParams may have several.
-            var parts = live.filter { $0.phase != .queued }.map { active in
-                var part = "\(active.phase.rawValue) \(Format.duration(active, now: now)) (run \(active.id)"
-                if active.key != active.action { part += ", " + active.key.dropFirst(active.action.count + 1) }
-                part += ")"
-                if let fraction = active.progress?.fraction { part += " \(Int(fraction * 100))%" }
-                return part
-            }
-            if queued > 0 { parts.append("\(queued) queued") }
-            let state = parts.isEmpty ? "idle" : parts.joined(separator: "; ")
-            var last = "never run"
-            if let run = action.last {
-                let word = context.paint(Format.phaseWord(run), phase: run.phase)
-                last = "\(word) \(Format.age(run.endedAt ?? run.queuedAt, now: now)) (run \(run.id))"
-                if run.phase == .failure, let error = run.error { last += ": \(error)" }
-            }
-            return [action.name + (action.removed == true ? " (removed from the config)" : ""), state, last]
-        }
-        if let problem = response.storeProblem {
-            print(context.paint("the history cannot be written: \(problem)", .red))
-            print("new triggers are refused, and what happens to runs in flight waits in batond's memory until it can\n")
-        }
-        print(Format.table(["ACTION", "STATE", "LAST"], rows), terminator: "")
-        if let tree = response.processTree { print(context.paint("processes: \(tree)", .dim)) }
+        print(text(response, context: context, now: .now), terminator: "")
         return ExitCode.success
+    }
+
+    /// The status as a terminal shows it: a problem writing the history first, then one row per
+    /// action (every run in flight, one per key, and the last outcome), then how processes are tracked.
+    static func text(_ response: Response, context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
+        var text = ""
+        if let problem = response.storeProblem.map(Terminal.visible) {
+            text += context.paint("the history cannot be written: \(problem)", .red) + "\n"
+            text += "new triggers are refused, and what happens to runs in flight waits in batond's memory until it can\n\n"
+        }
+        let rows = (response.actions ?? []).map(\.forTerminal).map { row($0, context: context, now: now) }
+        text += Format.table(["ACTION", "STATE", "LAST"], rows, width: width)
+        if let tree = response.processTree.map(Terminal.visible) { text += context.paint("processes: \(tree)", .dim) + "\n" }
+        return text
+    }
+
+    private static func row(_ action: ActionInfo, context: Context, now: Timestamp) -> [String] {
+        let live = action.inFlight ?? []
+        let queued = live.filter { $0.phase == .queued }.count
+        // Every run in flight, one per key: an action with keyParams may have several.
+        var parts = live.filter { $0.phase != .queued }.map { active in
+            var part = "\(active.phase.rawValue) \(Format.duration(active, now: now)) (run \(active.id)"
+            if active.key != active.action { part += ", " + active.key.dropFirst(active.action.count + 1) }
+            part += ")"
+            if let fraction = active.progress?.fraction { part += " \(Int(fraction * 100))%" }
+            return part
+        }
+        if queued > 0 { parts.append("\(queued) queued") }
+        let state = parts.isEmpty ? "idle" : parts.joined(separator: "; ")
+        var last = "never run"
+        if let run = action.last {
+            let word = context.paint(Format.phaseWord(run), phase: run.phase)
+            last = "\(word) \(Format.age(run.endedAt ?? run.queuedAt, now: now)) (run \(run.id))"
+            if run.phase == .failure, let error = run.error { last += ": \(error)" }
+        }
+        return [action.name + (action.removed == true ? " (removed from the config)" : ""), state, last]
     }
 }

@@ -27,7 +27,7 @@ enum WatchCommand {
             _ = try client.send(Request(op: .watch, action: arguments.positionals.first))
             while let response = try client.receive() {
                 if response.event == "watching" {
-                    FileHandle.standardError.write(Data("watching \(arguments.positionals.first ?? "every action"); Ctrl-C to stop\n".utf8))
+                    FileHandle.standardError.write(Data("watching \(arguments.positionals.first.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
                     continue
                 }
                 if let error = response.error {
@@ -58,6 +58,7 @@ enum WatchCommand {
 
     /// `2026-11-29 14:03:07  run 12  deploy env=prod  queued → loading  (attempt 1)`
     static func line(_ run: RunSnapshot, _ transition: Transition, utc: Bool, context: Context) -> String {
+        let run = run.forTerminal, transition = transition.forTerminal
         var text = "\(Format.time(transition.at, utc: utc))  run \(run.id)  \(run.key)  "
             + "\(transition.from?.rawValue ?? "new") → " + context.paint(transition.to.rawValue, phase: transition.to)
         let notes = Format.notes(transition.detail)

@@ -49,19 +49,23 @@ import Foundation
 }
 
 func fail(_ error: any Error) -> Int32 {
-    let stderr = FileHandle.standardError
+    let (text, code) = errorText(error)
+    FileHandle.standardError.write(Data(text.utf8))
+    return code
+}
+
+/// The `Error:` (and `Try:`) lines for an error, as a terminal shows them (batond's messages and
+/// the CLI's own quote params, names and argv), and the exit code.
+func errorText(_ error: any Error) -> (text: String, code: Int32) {
     switch error {
     case let usage as UsageError:
-        stderr.write(Data("Error: \(usage.description)\nTry: baton --help\n".utf8))
-        return ExitCode.usage
+        return ("Error: \(Terminal.visible(usage.description))\nTry: baton --help\n", ExitCode.usage)
     case let failure as Failure:
-        var text = "Error: \(failure.message)\n"
-        if let hint = failure.hint { text += "Try: \(hint)\n" }
-        stderr.write(Data(text.utf8))
-        return failure.code
+        var text = "Error: \(Terminal.visible(failure.message))\n"
+        if let hint = failure.hint { text += "Try: \(Terminal.visible(hint))\n" }
+        return (text, failure.code)
     default:
-        stderr.write(Data("Error: \(error)\n".utf8))
-        return ExitCode.software
+        return ("Error: \(Terminal.visible("\(error)"))\n", ExitCode.software)
     }
 }
 

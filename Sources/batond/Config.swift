@@ -49,15 +49,10 @@ struct Config: Sendable, Equatable {
     /// The largest config file read: every answer that echoes it (`actions`, `status`) then fits a frame.
     static let maxSize = 1_048_576
 
-    /// Reads and checks a config file; every problem found is reported, each with its field.
+    /// Reads and checks a config file (a regular file: see `contents(of:)`); every problem found is
+    /// reported, each with its field.
     static func load(path: String) throws(ConfigError) -> Config {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigError(file: path, problems: [.init(path: "", message: "cannot read the file: \((error as NSError).localizedDescription)")])
-        }
-        return try parse(data, file: path)
+        try parse(try contents(of: path), file: path)
     }
 
     /// Parses and checks config text; `file` names it in errors.

@@ -31,6 +31,10 @@ extension ConfigReader {
     }
 
     mutating func string(_ value: JSONValue, at: String) -> String? {
+        if case let .unreadableString(string) = value {
+            fail(at, string.message)
+            return nil
+        }
         guard case let .string(text) = value else {
             fail(at, "expected a string, got \(value.kind)")
             return nil

@@ -94,7 +94,10 @@ struct ConfigReader {
         var action = Action(name: name)
         if let exec = fields["exec"] {
             let argv = stringArray(exec, at: "\(at).exec") ?? []
-            if argv.isEmpty { fail("\(at).exec", "expected a non-empty array of strings (the argv), such as [\"echo\", \"hello\"]") }
+            // An array whose strings were each refused has said so already.
+            if case let .array(items) = exec, items.isEmpty {
+                fail("\(at).exec", "expected a non-empty array of strings (the argv), such as [\"echo\", \"hello\"]")
+            }
             action.exec = argv
         } else {
             fail("\(at).exec", "missing: what to run, as an argv array such as [\"echo\", \"hello\"]")
@@ -260,7 +263,19 @@ struct ConfigReader {
             }
             params[name] = param
         }
+        sharedVariables(Array(params.keys), at: at)
         return params
+    }
+
+    /// Names that reach the process as one variable (`x` and `X` are both BATON_PARAM_X): the
+    /// environment would hold one of the values, checked against the other's pattern or none.
+    mutating func sharedVariables(_ names: [String], at: String) {
+        let groups = Dictionary(grouping: names.sorted(), by: Action.environmentName(ofParam:))
+        for (variable, group) in groups.sorted(by: { $0.key < $1.key }) where group.count > 1 {
+            let listed = group.dropLast().joined(separator: ", ") + " and " + group.last!
+            fail(at, "\(listed) are \(group.count == 2 ? "both" : "all") \(variable) in the process's environment: "
+                + (group.count == 2 ? "rename one" : "rename all but one"))
+        }
     }
 
     /// A param pattern compiled; a warning for nested quantifiers, which are safe here but a

@@ -6,6 +6,9 @@ enum JSONValue: Decodable, Equatable {
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
+    /// A string Foundation's JSON5 reader refuses once it unescapes it (a NUL, half a surrogate
+    /// pair): kept, so the field it is in can say what is wrong with it.
+    case unreadableString(UnreadableString)
 
     init(from decoder: any Decoder) throws {
         if var array = try? decoder.unkeyedContainer() {
@@ -24,9 +27,16 @@ enum JSONValue: Decodable, Equatable {
         if single.decodeNil() { self = .null }
         else if let value = try? single.decode(Bool.self) { self = .bool(value) }
         else if let value = try? single.decode(Double.self) { self = .number(value) }
-        else if let value = try? single.decode(String.self) { self = .string(value) }
-        // A number too large for a Double (1e400): kept, so the field it is in can say so.
-        else { self = .number(.infinity) }
+        else {
+            do {
+                self = .string(try single.decode(String.self))
+            } catch DecodingError.typeMismatch {
+                // A number too large for a Double (1e400): kept, so the field it is in can say so.
+                self = .number(.infinity)
+            } catch {
+                self = .unreadableString(UnreadableString(error))
+            }
+        }
     }
 
     /// What the value is, for error messages: "a string", "an array", …
@@ -36,6 +46,7 @@ enum JSONValue: Decodable, Equatable {
         case .bool: "a boolean"
         case .number: "a number"
         case .string: "a string"
+        case let .unreadableString(string): "a string with \(string.what)"
         case .array: "an array"
         case .object: "an object"
         }

@@ -25,6 +25,15 @@ struct GlobalOptionTests {
         #expect(throws: UsageError.self) { try command("history").parse(["--database"]) }
     }
 
+    @Test("a param given twice is a usage error naming it, for run and history alike", arguments: ["run", "history"])
+    func paramTwice(name: String) throws {
+        let parsed = try command(name).parse(["x", "-p", "a=1", "-p", "b=2", "--param", "a=3"])
+        #expect(throws: UsageError("baton \(name): --param a is given twice (a=1, then a=3): give each param once")) {
+            try parsed.pairs("param", command: name)
+        }
+        #expect(try command(name).parse(["x", "-p", "a=1", "-p", "A=2", "-p", "b=a=1"]).pairs("param", command: name) == ["a": "1", "A": "2", "b": "a=1"])
+    }
+
     @Test("every command's help and completions list the global options")
     func documented() {
         for spec in CommandList.all {

@@ -20,22 +20,72 @@ struct TimeTextTests {
     }
 
     @Test("relative forms count back from now", arguments: [("30m", 1_800), ("2h", 7_200), ("7d", 604_800), ("90s", 90)])
-    func relative(text: String, seconds: Int64) {
-        #expect(TimeText.parse(text, now: Self.now) == Timestamp(rawValue: Self.now.rawValue - seconds * 1_000_000))
+    func relative(text: String, seconds: Int64) throws {
+        #expect(try TimeText.parse(text, now: Self.now) == Timestamp(rawValue: Self.now.rawValue - seconds * 1_000_000))
     }
 
     @Test("named days and absolute dates are local times")
-    func absolute() {
-        #expect(TimeText.parse("today", now: Self.now) == Self.local(2026, 11, 15))
-        #expect(TimeText.parse("yesterday", now: Self.now) == Self.local(2026, 11, 14))
-        #expect(TimeText.parse("2026-11-01", now: Self.now) == Self.local(2026, 11, 1))
-        #expect(TimeText.parse("2026-11-01T14:00", now: Self.now) == Self.local(2026, 11, 1, 14, 0))
-        #expect(TimeText.parse("2026-11-01T14:00:30", now: Self.now) == Self.local(2026, 11, 1, 14, 0, 30))
+    func absolute() throws {
+        #expect(try TimeText.parse("today", now: Self.now) == Self.local(2026, 11, 15))
+        #expect(try TimeText.parse("yesterday", now: Self.now) == Self.local(2026, 11, 14))
+        #expect(try TimeText.parse("2026-11-01", now: Self.now) == Self.local(2026, 11, 1))
+        #expect(try TimeText.parse("2026-11-01T14:00", now: Self.now) == Self.local(2026, 11, 1, 14, 0))
+        #expect(try TimeText.parse("2026-11-01T14:00:30", now: Self.now) == Self.local(2026, 11, 1, 14, 0, 30))
     }
 
     @Test("anything else is refused", arguments: ["2099926-11-9", "1969-12-31", "", "soon", "2026-13-01", "2026-11-32", "2026-11", "2026-11-01T25:00", "2026-11-01T14", "T14:00", "-5m"])
     func refused(text: String) {
-        #expect(TimeText.parse(text, now: Self.now) == nil)
+        #expect(throws: TimeTextError.self) { try TimeText.parse(text, now: Self.now) }
+    }
+
+    @Test("impossible dates and times are refused naming the field, not moved to another day", arguments: [
+        ("2026-02-31", "2026-02-31: the day is 31, but February 2026 has 28 days"),
+        ("2026-02-29", "2026-02-29: the day is 29, but February 2026 has 28 days"),
+        ("2100-02-29", "2100-02-29: the day is 29, but February 2100 has 28 days"),
+        ("2026-11-31T08:10", "2026-11-31T08:10: the day is 31, but November 2026 has 30 days"),
+        ("2026-04-31", "2026-04-31: the day is 31, but April 2026 has 30 days"),
+        ("2026-06-31T00:00:00", "2026-06-31T00:00:00: the day is 31, but June 2026 has 30 days"),
+        ("2026-11-00", "2026-11-00: the day is 0, but November 2026 has 30 days"),
+        ("2026-13-01", "2026-13-01: the month is 13; expected 1 to 12"),
+        ("1969-12-31", "1969-12-31: the year is 1969; expected 1970 to 9999"),
+        ("2026-11-01T25:00", "2026-11-01T25:00: the hour is 25; expected 0 to 23"),
+        ("2026-11-01T14:60", "2026-11-01T14:60: the minute is 60; expected 0 to 59"),
+        ("2026-11-01T14:00:61", "2026-11-01T14:00:61: the second is 61; expected 0 to 59"),
+        ("soon", "expects \(TimeText.forms), got soon"),
+        ("2026-11", "expects \(TimeText.forms), got 2026-11"),
+    ])
+    func impossible(text: String, message: String) {
+        #expect(throws: TimeTextError.self) { try TimeText.parse(text, now: Self.now) }
+        do {
+            _ = try TimeText.parse(text, now: Self.now)
+        } catch {
+            #expect(error.description == message)
+        }
+    }
+
+    /// mktime moves 02:30 on the morning clocks go forward to 03:30; the time zone is the child's alone.
+    @Test("a local time the clocks skip is refused; --since says which option")
+    func skippedTime() throws {
+        let baton = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/baton").standardizedFileURL.path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: baton)
+        process.arguments = ["history", "--database", "/nonexistent/history.sqlite", "--since", "2026-03-29T02:30"]
+        process.environment = ["TZ": "Europe/Berlin", "PATH": "/usr/bin:/bin"]
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2)
+        #expect(text.hasPrefix("Error: baton history: --since 2026-03-29T02:30: there is no such local time on that day (the clocks skip it)\n"), "\(text)")
+    }
+
+    @Test("the last days of each month exist, leap days in leap years only", arguments: [
+        ("2024-02-29", 2024, 2, 29), ("2000-02-29", 2000, 2, 29), ("2026-04-30", 2026, 4, 30), ("2026-12-31", 2026, 12, 31),
+    ])
+    func lastDays(text: String, year: Int32, month: Int32, day: Int32) throws {
+        #expect(try TimeText.parse(text, now: Self.now) == Self.local(year, month, day))
     }
 
     @Test("ISO times carry their offset, or Z in UTC; CSV fields are quoted only when they must be")

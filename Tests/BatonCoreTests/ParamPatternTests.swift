@@ -22,6 +22,22 @@ struct ParamPatternTests {
         #expect(try ParamPattern(pattern).matches(value) == expected)
     }
 
+    /// As in RE2 and Go: `\d` is [0-9], `\w` [0-9A-Za-z_], `\s` [\t\n\f\r ] (and `[[:digit:]]`,
+    /// `[[:word:]]`, `[[:space:]]` the same), and `\b` is between one of `\w` and anything else; the
+    /// other bracket classes (`[[:alpha:]]`) stay Unicode's.
+    @Test("\\d, \\w, \\s and \\b are ASCII, as in RE2 and Go", arguments: [
+        (#"^\w+$"#, "héllo", false), (#"^\w+$"#, "hello_42", true), (#"^\w+$"#, "日本", false), (#"^\w+$"#, "e\u{301}", false),
+        (#"^\d+$"#, "١٢٣", false), (#"^\d+$"#, "０１", false), (#"^\d+$"#, "0123456789", true), (#"^[\d]+$"#, "١", false),
+        (#"^\s$"#, "\u{A0}", false), (#"^\s$"#, "\u{2003}", false), (#"^\s$"#, "\u{85}", false), (#"^\s$"#, "\u{0B}", false),
+        (#"^\s+$"#, " \t\n\r\u{0C}", true), (#"^\W$"#, "é", true), (#"^\D$"#, "١", true), (#"^\S$"#, "\u{A0}", true),
+        (#"^[^\w]$"#, "é", true), (#"^[\w-]+$"#, "ab-é", false), (#"^x\bé$"#, "xé", true), (#"^é\b$"#, "é", false),
+        (#"^\bé$"#, "é", false), (#"(?i)^\w+$"#, "ABCxyz", true), ("^[[:alpha:]]+$", "é", true),
+        ("^[[:digit:]]$", "١", false), ("^[[:word:]]$", "é", false), ("^[[:space:]]$", "\u{2003}", false), ("^[[:upper:]]$", "É", true),
+    ])
+    func ascii(pattern: String, value: String, expected: Bool) throws {
+        #expect(try ParamPattern(pattern).matches(value) == expected)
+    }
+
     @Test("what cannot be matched in linear time, or is not a pattern, is refused with a reason", arguments: [
         (#"(a)\1"#, "backreferences (\\1) are not supported"), ("(?=a)a", "lookaround"), ("(?<!a)b", "lookaround"),
         ("a++", "possessive quantifiers"), ("(", "missing )"), (")", "unmatched )"), ("[a-", "missing ]"),

@@ -1,5 +1,5 @@
 import BatonDashboard
-import BatonIPC
+@testable import BatonIPC
 import Testing
 
 /// The gate's decisions, as a table: each check refuses with its own status, in its order.
@@ -108,6 +108,90 @@ struct GateTests {
     @Test("each request is served or refused as the table says", arguments: rows)
     func decide(_ row: Row) {
         #expect(Self.gate.decide(Self.head(row.method, row.target, row.fields), sessions: Self.sessions) == row.expected)
+    }
+
+    /// What the dashboard answers for raw bytes, as its server decides: the parser's refusal, or the gate's decision.
+    static func answer(_ text: String) -> Gate.Decision {
+        switch HTTPRequestHead.parse(Array(text.utf8)) {
+        case let .head(head, _): gate.decide(head, sessions: sessions)
+        case let .refused(status, reason): .refuse(status: status, reason: reason)
+        case .incomplete: .refuse(status: 408, reason: "incomplete")
+        }
+    }
+
+    static let post = "POST /api/trigger HTTP/1.1\r\nHost: 127.0.0.1:8123\r\nAuthorization: Bearer \(token)\r\nOrigin: \(origin)\r\nContent-Type: application/json\r\n"
+
+    @Test("RFC 9112 on the dashboard: two Hosts, a Content-Length twice or past any Int, LF-only lines", arguments: [
+        ("GET / HTTP/1.1\r\nHost: 127.0.0.1:8123\r\nHost: evil.example\r\n\r\n", Gate.Decision.refuse(status: 400, reason: "more than one Host field")),
+        ("GET / HTTP/1.1\r\nHost: evil.example\r\nHost: 127.0.0.1:8123\r\n\r\n", .refuse(status: 400, reason: "more than one Host field")),
+        (post + "Content-Length: 2\r\nContent-Length: 20000\r\n\r\n", .refuse(status: 400, reason: "more than one Content-Length field")),
+        (post + "Content-Length: 99999999999999999999999\r\n\r\n", .refuse(status: 413, reason: "the body is larger than 16384 bytes")),
+        ("GET / HTTP/1.1\nHost: 127.0.0.1:8123\n\n", .refuse(status: 400, reason: "a line ends in a bare LF: HTTP/1.1 lines end in CRLF")),
+        (post + "Content-Length: 2\r\n\r\n{}", .serve(.trigger)),
+    ])
+    func strictHeads(text: String, expected: Gate.Decision) {
+        #expect(Self.answer(text) == expected)
+    }
+
+    @Test("a head with two Hosts is refused by the gate too, whoever parsed it")
+    func twoHostsAtTheGate() {
+        let head = HTTPRequestHead(method: "GET", path: "/", query: nil, version: "HTTP/1.1",
+                                   fields: [.init(name: "host", value: "127.0.0.1:8123"), .init(name: "host", value: "evil.example")])
+        #expect(Self.gate.decide(head, sessions: Self.sessions) == .refuse(status: 400, reason: "more than one Host field"))
+    }
+
+    struct Wildcard: CustomTestStringConvertible, Sendable {
+        var name: String
+        var listen: ListenAddress
+        var machine: [String]
+        var hosts: Set<String>
+        var shown: String
+        var testDescription: String { name }
+    }
+
+    /// Issue 21, item 17: a wildcard listen address answered to `0.0.0.0:PORT` only, a name no browser opens.
+    @Test("a wildcard address answers to the machine's addresses and shows the first that is not loopback", arguments: [
+        Wildcard(name: "IPv4", listen: ListenAddress(host: "0.0.0.0", port: 8123), machine: ["127.0.0.1", "192.0.2.2", "10.1.2.3"],
+                 hosts: ["127.0.0.1:8123", "192.0.2.2:8123", "10.1.2.3:8123", "localhost:8123"], shown: "192.0.2.2:8123"),
+        Wildcard(name: "IPv6", listen: ListenAddress(host: "::", port: 8123), machine: ["::1", "fd00::2"],
+                 hosts: ["[::1]:8123", "[fd00::2]:8123", "localhost:8123"], shown: "[fd00::2]:8123"),
+        Wildcard(name: "IPv4, loopback only", listen: ListenAddress(host: "0.0.0.0", port: 80), machine: ["127.0.0.1"],
+                 hosts: ["127.0.0.1:80", "localhost:80"], shown: "127.0.0.1:80"),
+        Wildcard(name: "IPv6, nothing found", listen: ListenAddress(host: "::", port: 80), machine: [], hosts: [], shown: "[::1]:80"),
+        Wildcard(name: "IPv6 written out", listen: ListenAddress(host: "0:0:0:0:0:0:0:0", port: 80), machine: ["::1"],
+                 hosts: ["[::1]:80", "localhost:80"], shown: "[::1]:80"),
+        Wildcard(name: "not a wildcard: the machine's addresses do not count", listen: ListenAddress(host: "10.1.2.3", port: 80),
+                 machine: ["127.0.0.1", "10.1.2.3"], hosts: ["10.1.2.3:80"], shown: "10.1.2.3:80"),
+    ])
+    func wildcard(_ row: Wildcard) {
+        let gate = Gate(address: row.listen, machineAddresses: row.machine)
+        #expect(gate.hosts == row.hosts)
+        #expect(gate.address.description == row.shown)
+    }
+
+    @Test("on 0.0.0.0, a page from one of the machine's addresses is served and may post; 0.0.0.0 itself is no name", arguments: [
+        ("192.0.2.2:8123", "http://192.0.2.2:8123", Gate.Decision.serve(.trigger)),
+        ("127.0.0.1:8123", "http://127.0.0.1:8123", .serve(.trigger)),
+        ("localhost:8123", "http://localhost:8123", .serve(.trigger)),
+        ("127.0.0.1:8123", "http://192.0.2.2:8123", .serve(.trigger)),
+        ("0.0.0.0:8123", "http://0.0.0.0:8123", .refuse(status: 421, reason:
+            "this is the Baton dashboard at 127.0.0.1:8123 or 192.0.2.2:8123 or localhost:8123, not 0.0.0.0:8123")),
+        ("192.0.2.2:8123", "http://192.0.2.9:8123", .refuse(status: 403, reason:
+            "a request that changes something must come from the dashboard's own page (Origin: http://192.0.2.9:8123)")),
+    ])
+    func wildcardDecisions(host: String, origin: String, expected: Gate.Decision) {
+        let gate = Gate(address: ListenAddress(host: "0.0.0.0", port: 8123), machineAddresses: ["127.0.0.1", "192.0.2.2"])
+        let head = Self.head("POST", "/api/trigger", [("Host", host), Self.bearer, ("Origin", origin)] + Self.json)
+        #expect(gate.decide(head, sessions: Self.sessions) == expected)
+    }
+
+    @Test("the wildcard addresses, and the machine's own through getifaddrs (loopback among them)")
+    func machineAddresses() {
+        #expect(ListenAddress(host: "0.0.0.0", port: 1).isWildcard && ListenAddress(host: "::", port: 1).isWildcard)
+        #expect(!ListenAddress(host: "127.0.0.1", port: 1).isWildcard && !ListenAddress(host: "::1", port: 1).isWildcard)
+        #expect(ListenAddress(host: "0.0.0.0", port: 0).machineAddresses().contains("127.0.0.1"))
+        #expect(ListenAddress(host: "::", port: 0).machineAddresses().allSatisfy { $0.contains(":") && !$0.hasPrefix("fe80") })
+        #expect(Gate(address: ListenAddress(host: "0.0.0.0", port: 8)).hosts.contains("127.0.0.1:8"))
     }
 
     @Test("an address other than loopback is its own only name")

@@ -53,6 +53,50 @@ struct HTTPRequestHeadTests {
         }
     }
 
+    /// RFC 9112: more than one Host (§3.2), a Content-Length that is not one number (§6.3), or one
+    /// beside Transfer-Encoding (§6.1, how requests are smuggled past a proxy), and line ends other
+    /// than CRLF (§2.2) are each a 400, decided as soon as the bytes show it: a head of LF-only lines
+    /// has no CRLF CRLF to end it and used to wait for the 408.
+    @Test("RFC 9112's refusals: a second Host, a Content-Length not one number, bare LF or CR, at once", arguments: [
+        ("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", "more than one Host"),
+        ("GET / HTTP/1.1\r\nHost: a\r\nHOST: b\r\n\r\n", "more than one Host"),
+        ("GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", "more than one Host"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", "more than one Content-Length"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", "more than one Content-Length"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n", "Content-Length is not a number"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", "Content-Length is not a number"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n", "Content-Length is not a number"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", "Content-Length is not a number"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x10\r\n\r\n", "Content-Length is not a number"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", "both Content-Length and Transfer-Encoding"),
+        ("GET / HTTP/1.1\nHost: a\n\n", "a line ends in a bare LF"),
+        ("GET / HTTP/1.1\n", "a line ends in a bare LF"),
+        ("GET /metrics HTTP/1.1\r\nHost: a\n", "a line ends in a bare LF"),
+        ("GET / HTTP/1.1\r\nHost: a\r\n\n", "a line ends in a bare LF"),
+        ("GET / HTTP/1.1\rHost: a\r\n\r\n", "a bare CR"),
+        ("GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", "a bare CR"),
+    ])
+    func strict(text: String, reason: String) {
+        guard case let .refused(status, got) = parse(text) else { Issue.record("not refused: \(parse(text))"); return }
+        #expect(status == 400)
+        #expect(got.hasPrefix(reason), "\(got)")
+    }
+
+    @Test("what RFC 9112 allows is taken: one Content-Length, fields other than Host repeated, LFs in the body, a CR still to be followed", arguments: [
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 007\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nAccept: x\r\nAccept: y\r\n\r\n", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n{\n}\n",
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+    ])
+    func allowed(text: String) {
+        guard case .head = parse(text) else { Issue.record("\(parse(text))"); return }
+    }
+
+    @Test("a CR at the end of what came so far may be the start of a CRLF: more is asked for")
+    func crAtTheEnd() {
+        #expect(parse("GET / HTTP/1.1\r") == .incomplete)
+        #expect(parse("GET / HTTP/1.1\r\nHost: a\r\n\r") == .incomplete)
+    }
+
     @Test("listen addresses: IPv4, bracketed IPv6, localhost; anything else named in the error")
     func listenAddresses() throws {
         #expect(try ListenAddress.parse("127.0.0.1:9469").get() == ListenAddress(host: "127.0.0.1", port: 9469))

@@ -60,6 +60,8 @@ struct ConfigTests {
         (#"{ actions: { a: { exec: ["x"], retention: { keep: "1d" } } } }"#, "actions.a.retention.keep: unknown field"),
         (#"{ actions: { dup: { exec: ["x"] }, dup: { exec: ["y"] } } }"#, "actions.dup: written twice in the same object"),
         (#"{ actions: { a: { exec: ["x"], timeout: "1s", "timeout": "2s" } } }"#, "actions.a.timeout: written twice"),
+        (#"{ actions: { a: { exec: ["x"], timeout: "1s", "time\u006fut": "2s" } } }"#, "actions.a.timeout: written twice"),
+        (#"{ actions: { a: { exec: ["x"], env: { 'K': "1", "\x4B": "2" } } } }"#, "actions.a.env.K: written twice"),
         (#"{ actions: { a: { exec: ["x"], timeout: "0s" } } }"#, "actions.a.timeout: must be more than 0"),
         (#"{ actions: { a: { exec: ["x"], timeout: "106751991d" } } }"#, "actions.a.timeout: \"106751991d\" is too long: at most"),
         (#"{ maxConcurrentRuns: 1e400, actions: { a: { exec: ["x"], timeout: "soon" } } }"#,
@@ -68,6 +70,17 @@ struct ConfigTests {
          "actions.a.description: is 2000 bytes; at most 1024"),
         ("{ actions: { a: { exec: [\"x\"], params: { " + (0...100).map { "p\($0): {}" }.joined(separator: ", ") + " } } } }",
          "actions.a.params: declares 101 params; at most 100 (as many as a trigger may pass)"),
+        (#"{ actions: { a: { exec: ["x\u0000y"] } } }"#,
+         "actions.a.exec[0]: a NUL (\\u0000) in the string (line 1, column 30): a config string cannot hold one"),
+        ("{ actions: { a: { exec: [\"x\", 'y\u{0}'] } } }",
+         "actions.a.exec[1]: a NUL (\\u0000) in the string (line 1, column 33): a config string cannot hold one"),
+        (#"{ actions: { a: { exec: ["x"], env: { K: "\x00" } } } }"#, "actions.a.env.K: a NUL (\\u0000) in the string"),
+        (#"{ actions: { a: { exec: ["x"], description: "\uD800" } } }"#, "actions.a.description: half of a surrogate pair"),
+        (#"{ actions: { a: { exec: ["x"], timeout: "1\u0000s" } } }"#, "actions.a.timeout: expected a duration such as \"30s\", \"5m\" or \"1h30m\", got a string with a NUL"),
+        (#"{ actions: { a: { exec: ["x"], params: { x: { pattern: "^safe$" }, X: {} } } } }"#,
+         "actions.a.params: X and x are both BATON_PARAM_X in the process's environment: rename one"),
+        (#"{ actions: { a: { exec: ["x"], params: { Env: {}, eNv: {}, env: {} } } } }"#,
+         "actions.a.params: Env, eNv and env are all BATON_PARAM_ENV in the process's environment: rename all but one"),
     ])
     func errors(text: String, expected: String) {
         let found = problems(text)
@@ -85,6 +98,31 @@ struct ConfigTests {
             """#)
         #expect(clean.isEmpty, "\(clean)")
         #expect(DuplicateKeys.find(in: Array(#"{ a: { b: 1, c: [ { b: 1 }, { b: 2, b: 3 } ] }, a: 2 }"#.utf8)) == ["a.c.b", "a"])
+    }
+
+    @Test("a config path that is not a regular file is refused saying what it is", arguments: [
+        ("directory", "is a directory, not a config file"),
+        ("zero", "is not a regular file (it is a character device)"),
+        ("fifo", "is not a regular file (it is a FIFO)"),
+        ("missing", "cannot read the file: No such file or directory"),
+    ])
+    func notAFile(kind: String, message: String) throws {
+        let directory = NSTemporaryDirectory() + "baton-config-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/baton.json5"
+        switch kind {
+        case "directory": try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        case "zero": try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/dev/zero")
+        case "fifo": #expect(mkfifo(path, 0o600) == 0)
+        default: break
+        }
+        do {
+            _ = try Config.load(path: path)
+            Issue.record("a \(kind) was read as a config")
+        } catch {
+            #expect(error.description == "\(path): \(message)")
+        }
     }
 
     @Test("a config over 1 MiB is refused before it is parsed")

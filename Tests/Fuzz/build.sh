@@ -15,7 +15,9 @@ cd "$(dirname "$0")/../.."
 out=.build/fuzz
 mkdir -p "$out/modules" "$out/obj"
 # The C shim and a module map for it.
-clang -c -g -fsanitize=fuzzer-no-link,address -I Sources/CBatonSystem/include Sources/CBatonSystem/*.c -o "$out/obj/cbaton.o"
+for source in Sources/CBatonSystem/*.c; do
+    clang -c -g -fsanitize=fuzzer-no-link,address -I Sources/CBatonSystem/include "$source" -o "$out/obj/cbaton-$(basename "$source" .c).o"
+done
 cat > "$out/modules/module.modulemap" <<MAP
 module CBatonSystem { header "$(pwd)/Sources/CBatonSystem/include/CBatonSystem.h" export * }
 MAP
@@ -48,5 +50,7 @@ link durations Tests/Fuzz/DurationFuzzer.swift
 link patterns Tests/Fuzz/PatternFuzzer.swift
 link conductor Tests/Fuzz/ConductorFuzzer.swift Tests/BatonCoreTests/ConductorWalk.swift
 link times Tests/Fuzz/TimeFuzzer.swift Sources/baton/TimeText.swift
-link config Tests/Fuzz/ConfigFuzzer.swift Sources/batond/Config.swift Sources/batond/ConfigReader*.swift Sources/batond/DuplicateKeys.swift Sources/batond/JSONValue.swift
+# The config names ProcessTreeSetting, which lives beside the daemon's process-tree code: only the enum is taken.
+sed -n '/^enum ProcessTreeSetting/,/^}/p' Sources/batond/Daemon+ProcessTree.swift > "$out/ProcessTreeSetting.swift"
+link config Tests/Fuzz/ConfigFuzzer.swift Sources/batond/Config*.swift Sources/batond/JSONValue*.swift "$out/ProcessTreeSetting.swift"
 echo "built: $(ls "$out"/fuzz-* | tr '\n' ' ')"

@@ -8,6 +8,12 @@ extension Action {
     /// The longest param value, in bytes.
     public static let maxValueLength = 4_096
 
+    /// The environment variable a param reaches the process as: `BATON_PARAM_` and its name upper-cased
+    /// (as `ExecRunner` sets it), so names that differ only in case share one.
+    public static func environmentName(ofParam name: String) -> String {
+        "BATON_PARAM_" + name.uppercased()
+    }
+
     /// The param names an action may declare: environment-variable safe once upper-cased.
     public static func isValidParamName(_ name: String) -> Bool {
         let scalars = Array(name.unicodeScalars)

@@ -8,6 +8,11 @@ public struct Timestamp: RawRepresentable, Hashable, Comparable, Codable, Sendab
     public init(rawValue: Int64) { self.rawValue = rawValue }
     public init(microseconds: Int64) { self.rawValue = microseconds }
 
+    /// Microseconds as a whole number; a field that holds another number says so, naming it.
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decodeWholeNumber(Int64.self, expected: "a whole number (microseconds since 1970)")
+    }
+
     /// The wall-clock time now.
     public static var now: Timestamp {
         var ts = timespec()

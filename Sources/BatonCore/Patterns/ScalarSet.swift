@@ -64,16 +64,15 @@ struct ScalarSet: Equatable, Sendable {
 }
 
 extension ScalarSet.ClassItem.Kind {
-    /// Whether a scalar is in the class. `\d`, `\w` and `\s` follow Unicode, as Swift's `Regex` does.
+    /// Whether a scalar is in the class. `\d`, `\w` and `\s` are ASCII, as in RE2 and Go (a pattern
+    /// written for them means there what it means here): [0-9], [0-9A-Za-z_] and [\t\n\f\r ]. The
+    /// bracket classes (`[[:alpha:]]`) follow Unicode.
     func contains(_ scalar: Unicode.Scalar) -> Bool {
         let properties = scalar.properties
         switch self {
-        case .digit: return properties.numericType == .decimal
-        case .word:
-            return properties.isAlphabetic || properties.numericType == .decimal || scalar == "_"
-                || properties.generalCategory == .nonspacingMark || properties.generalCategory == .spacingMark
-                || properties.generalCategory == .connectorPunctuation
-        case .space: return properties.isWhitespace
+        case .digit: return ("0"..."9").contains(scalar)
+        case .word: return ("0"..."9").contains(scalar) || ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || scalar == "_"
+        case .space: return scalar == " " || scalar == "\t" || scalar == "\n" || scalar == "\u{0C}" || scalar == "\r"
         case .newline: return scalar == "\n"
         case .alpha: return properties.isAlphabetic
         case .alnum: return properties.isAlphabetic || properties.numericType == .decimal

@@ -41,7 +41,7 @@ public struct HistoryFilter: Codable, Sendable, Equatable {
                   since: try container.decodeIfPresent(Timestamp.self, forKey: .since),
                   until: try container.decodeIfPresent(Timestamp.self, forKey: .until),
                   params: try container.decodeIfPresent([String: String].self, forKey: .params) ?? [:],
-                  limit: try container.decodeIfPresent(Int.self, forKey: .limit) ?? 50,
+                  limit: try container.decodeWholeNumberIfPresent(Int.self, forKey: .limit, expected: "a whole number from 0 to \(Self.maxLimit)") ?? 50,
                   reverse: try container.decodeIfPresent(Bool.self, forKey: .reverse) ?? false)
     }
 

@@ -7,7 +7,8 @@ public enum RequestID: Codable, Sendable, Hashable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let number = try? container.decode(Int64.self) { self = .number(number); return }
-        self = .text(try container.decode(String.self))
+        if let text = try? container.decode(String.self) { self = .text(text); return }
+        throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected a string or an integer, got \(container.describedValue)")
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -61,5 +62,23 @@ public struct Request: Codable, Sendable {
         self.filter = filter
         self.dryRun = dryRun
         self.progress = progress
+    }
+}
+
+extension Request {
+    /// Every field is optional but `op`; `run` says what came when it is not a whole number.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(id: try container.decodeIfPresent(RequestID.self, forKey: .id),
+                  op: try container.decode(Operation.self, forKey: .op),
+                  action: try container.decodeIfPresent(String.self, forKey: .action),
+                  params: try container.decodeIfPresent([String: String].self, forKey: .params),
+                  policy: try container.decodeIfPresent(Policy.self, forKey: .policy),
+                  detach: try container.decodeIfPresent(Bool.self, forKey: .detach),
+                  run: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .run, expected: "a whole number"),
+                  key: try container.decodeIfPresent(String.self, forKey: .key),
+                  filter: try container.decodeIfPresent(HistoryFilter.self, forKey: .filter),
+                  dryRun: try container.decodeIfPresent(Bool.self, forKey: .dryRun),
+                  progress: try container.decodeIfPresent(Bool.self, forKey: .progress))
     }
 }

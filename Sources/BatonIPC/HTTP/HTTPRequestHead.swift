@@ -1,6 +1,7 @@
 /// The head of an HTTP/1.x request (request line and header fields), parsed strictly: CRLF line
-/// ends, token methods and field names, origin-form targets, no folded lines, bounded size and
-/// field count. What it refuses carries the status to answer with.
+/// ends (a bare LF or CR refused as soon as it comes), token methods and field names, origin-form
+/// targets, no folded lines, one Host, at most one Content-Length and that a number (never beside
+/// Transfer-Encoding), bounded size and field count. What it refuses carries the status to answer with.
 public struct HTTPRequestHead: Equatable, Sendable {
     public var method: String
     /// The path, without the query.
@@ -32,7 +33,12 @@ public struct HTTPRequestHead: Equatable, Sendable {
 
     /// Parses the head at the start of `bytes`: at most `limit` bytes and `maxFields` fields.
     public static func parse(_ bytes: [UInt8], limit: Int = 8_192, maxFields: Int = 64) -> Parse {
-        guard let end = headEnd(bytes, within: limit) else {
+        let end = headEnd(bytes, within: limit)
+        // Before waiting for more: LF-only lines never make the CRLF CRLF that ends a head.
+        if let reason = bareLineEnd(bytes[..<min(end.map { $0 + 4 } ?? bytes.count, limit)]) {
+            return .refused(status: 400, reason: reason)
+        }
+        guard let end else {
             return bytes.count >= limit ? .refused(status: 431, reason: "request head larger than \(limit) bytes") : .incomplete
         }
         var lines = split(bytes[..<end])
@@ -49,6 +55,7 @@ public struct HTTPRequestHead: Equatable, Sendable {
             head.fields.append(field)
         }
         if head.version == "HTTP/1.1" && head.field("host") == nil { return .refused(status: 400, reason: "missing Host") }
+        if let reason = framingProblem(head.fields) { return .refused(status: 400, reason: reason) }
         return .head(head, length: end + 4)
     }
 

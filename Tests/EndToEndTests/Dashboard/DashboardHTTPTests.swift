@@ -267,11 +267,36 @@ struct DashboardHTTPTests {
         let cmdline = try String(contentsOfFile: "/proc/\(opened.child.pid)/cmdline", encoding: .utf8)
         #expect(!cmdline.contains(code))
 
-        let wide = try DashboardProcess(socket: daemon.socket, arguments: ["--listen", "0.0.0.0:0"])
+        let usage = try daemon.baton("dashboard", "--listen", "example.com:80")
+        #expect(usage.code == 2 && usage.stderr.contains("--listen: expected ADDRESS:PORT"))
+    }
+
+    /// Issue 21, item 17: every request was 421 (the Host set held only `0.0.0.0:PORT`) and the
+    /// address printed was `http://0.0.0.0:…`.
+    @Test("--listen 0.0.0.0:0 and [::]:0: the printed address is one of the machine's, and it, loopback and localhost are served", arguments: ["0.0.0.0", "::"])
+    func wildcard(host: String) throws {
+        let loopback = host == "::" ? "::1" : "127.0.0.1"
+        let daemon = try Daemon(config: Self.config)
+        let wide = try DashboardProcess(socket: daemon.socket, arguments: ["--listen", host == "::" ? "[::]:0" : "0.0.0.0:0"])
         defer { wide.stop() }
         let warning = wide.child.availableStderr()
         #expect(warning.contains("is not a loopback address"), "\(warning)")
-        let usage = try daemon.baton("dashboard", "--listen", "example.com:80")
-        #expect(usage.code == 2 && usage.stderr.contains("--listen: expected ADDRESS:PORT"))
+        let printed = wide.hostPort.hasPrefix("[") ? String(wide.hostPort.dropFirst().prefix { $0 != "]" }) : String(wide.hostPort.prefix { $0 != ":" })
+        let own = ListenAddress(host: host, port: 0).machineAddresses()
+        #expect(printed != host && printed != "0.0.0.0" && own.contains(printed), "printed \(wide.url); the machine has \(own)")
+        #expect(own.contains { !$0.hasPrefix("127.") && $0 != "::1" } ? printed != loopback : printed == loopback, "the first address that is not loopback")
+        let v6 = host == "::"
+        let name = { (address: String) in (v6 ? "[\(address)]" : address) + ":\(wide.port)" }
+        for (address, hostField, status) in [(loopback, name(loopback), 200), (printed, name(printed), 200), (loopback, "localhost:\(wide.port)", 200),
+                                             (printed, name(loopback), 200), (loopback, "evil.example:\(wide.port)", 421),
+                                             (loopback, name(host == "::" ? "::" : "0.0.0.0"), 421)] {
+            let answer = try HTTPProbe.request(port: wide.port, address: address, "GET", "/", fields: ["Host": hostField])
+            #expect(answer.status == status, "Host \(hostField) to \(address): \(answer.status) \(answer.body)")
+        }
+        // The printed address signs in, from a page whose origin is that address.
+        let signIn = try HTTPProbe.request(port: wide.port, address: printed, "POST", "/api/session",
+                                           fields: ["Origin": "http://\(name(printed))", "Content-Type": "application/json"],
+                                           body: #"{"code":"\#(DashboardProcess.code(of: wide.url))"}"#)
+        #expect(signIn.status == 200, "\(signIn.body)")
     }
 }

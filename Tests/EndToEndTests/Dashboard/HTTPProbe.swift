@@ -7,22 +7,39 @@ final class HTTPProbe {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16) throws {
+    /// Connects to `address` (numeric IPv4 or IPv6) on `port`.
+    init(port: UInt16, address: String = "127.0.0.1") throws {
         // `fd` is set only once connected: a throw after every property is set would run deinit,
         // which would close the descriptor a second time (by then perhaps another test's: CI saw
         // EBADF in batond's and libpq's sockets while chromedriver was being polled).
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let v6 = address.contains(":")
+        let socketFD = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        var storage = sockaddr_storage()
+        let length: Int
+        if v6 {
+            length = withUnsafeMutableBytes(of: &storage) { raw in
+                let six = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
+                six.pointee.sin6_family = sa_family_t(AF_INET6)
+                six.pointee.sin6_port = port.bigEndian
+                inet_pton(AF_INET6, address, &six.pointee.sin6_addr)
+                return MemoryLayout<sockaddr_in6>.size
+            }
+        } else {
+            length = withUnsafeMutableBytes(of: &storage) { raw in
+                let four = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+                four.pointee.sin_family = sa_family_t(AF_INET)
+                four.pointee.sin_port = port.bigEndian
+                four.pointee.sin_addr.s_addr = inet_addr(address)
+                return MemoryLayout<sockaddr_in>.size
+            }
+        }
+        let result = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(length)) }
         }
         guard result == 0 else {
             let code = errno
             close(socketFD)
-            throw DashboardError("connect to port \(port): errno \(code)")
+            throw DashboardError("connect to \(address) port \(port): errno \(code)")
         }
         fd = socketFD
     }
@@ -70,11 +87,12 @@ final class HTTPProbe {
     }
 
     /// One request with the usual fields, answered.
-    static func request(port: UInt16, _ method: String, _ path: String, fields: [String: String] = [:], body: String = "") throws -> Answer {
-        let probe = try HTTPProbe(port: port)
+    static func request(port: UInt16, address: String = "127.0.0.1", _ method: String, _ path: String, fields: [String: String] = [:],
+                        body: String = "") throws -> Answer {
+        let probe = try HTTPProbe(port: port, address: address)
         var text = "\(method) \(path) HTTP/1.1\r\n"
         var fields = fields
-        if fields["Host"] == nil { fields["Host"] = "127.0.0.1:\(port)" }
+        if fields["Host"] == nil { fields["Host"] = (address.contains(":") ? "[\(address)]" : address) + ":\(port)" }
         if !body.isEmpty || method == "POST" { fields["Content-Length"] = String(body.utf8.count) }
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) { text += "\(name): \(value)\r\n" }
         probe.send(text + "\r\n" + body)

@@ -1,0 +1,93 @@
+import BatonCore
+
+// The terminal copy of each value the CLI shows people: every text field through
+// `Terminal.visible`, numbers and enums as they are. Renderers take these copies; JSON and CSV
+// take the values themselves.
+
+extension RunSnapshot {
+    /// This run with each text (action, key, params, reason, error, host, progress message) as a terminal shows it.
+    var forTerminal: RunSnapshot {
+        var run = self
+        run.action = Terminal.visible(action)
+        run.key = Terminal.visible(key)
+        run.params = Terminal.visible(params)
+        run.reason = reason.map(Terminal.visible)
+        run.error = error.map(Terminal.visible)
+        run.host = host.map(Terminal.visible)
+        run.progress?.message = progress?.message.map(Terminal.visible)
+        return run
+    }
+}
+
+extension Transition {
+    /// This transition with its reason and error as a terminal shows them.
+    var forTerminal: Transition {
+        var transition = self
+        transition.detail.reason = detail.reason.map(Terminal.visible)
+        transition.detail.error = detail.error.map(Terminal.visible)
+        return transition
+    }
+}
+
+extension TriggerRecord {
+    /// This trigger with its action, key and params as a terminal shows them.
+    var forTerminal: TriggerRecord {
+        var record = self
+        record.action = Terminal.visible(action)
+        record.key = Terminal.visible(key)
+        record.params = Terminal.visible(params)
+        return record
+    }
+}
+
+extension RunDetail {
+    /// The story's run, transitions and triggers as a terminal shows them; the output stays bytes
+    /// (`ShowCommand.story` makes each of its lines visible, and `show --output` prints it raw).
+    var forTerminal: RunDetail {
+        RunDetail(run: run.forTerminal, transitions: transitions.map(\.forTerminal), triggers: triggers.map(\.forTerminal),
+                  output: output, outputTruncated: outputTruncated)
+    }
+}
+
+extension ActionInfo {
+    /// This action with its name, description, argv, params and the runs it lists as a terminal shows them.
+    var forTerminal: ActionInfo {
+        var action = self
+        action.name = Terminal.visible(name)
+        action.description = description.map(Terminal.visible)
+        action.exec = exec.map(Terminal.visible)
+        action.params = Dictionary(params.map { name, info in
+            (Terminal.visible(name), ParamInfo(pattern: info.pattern.map(Terminal.visible), default: info.default.map(Terminal.visible)))
+        }, uniquingKeysWith: { first, _ in first })
+        action.keyParams = keyParams.map(Terminal.visible)
+        action.inFlight = inFlight?.map(\.forTerminal)
+        action.last = last?.forTerminal
+        return action
+    }
+}
+
+extension ActionStats {
+    /// These figures with the action's name as a terminal shows it.
+    var forTerminal: ActionStats {
+        var stats = self
+        stats.action = Terminal.visible(action)
+        return stats
+    }
+}
+
+extension PruneReport {
+    /// These counts with the actions' names as a terminal shows them.
+    var forTerminal: PruneReport {
+        var report = self
+        report.removed = Dictionary(removed.map { (Terminal.visible($0.key), $0.value) }, uniquingKeysWith: +)
+        return report
+    }
+}
+
+extension Terminal {
+    /// Names and values as a terminal shows them. Two names that look alike once escaped (a
+    /// control character and its written escape) keep the first; batond takes neither as a param name.
+    static func visible(_ map: [String: String]) -> [String: String] {
+        Dictionary(map.map { (visible($0.key), visible($0.value)) }, uniquingKeysWith: { first, _ in first })
+    }
+}
