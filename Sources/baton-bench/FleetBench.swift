@@ -81,21 +81,21 @@ enum FleetBench {
             }
             clients.append(client)
         }
-        let connected = UncheckedBox(clients)
+        let connected = Locked(clients)
         let tag = UUID().uuidString.prefix(8)
         let shares = (0..<count).map { host in (0..<runs).filter { $0 % count == host } }
         let ids = Locked<[[Int64]]>(Array(repeating: [], count: count))
         let watch = Stopwatch()
         concurrently(count) { host in
             let lines = shares[host].map { #"{"op":"trigger","action":"t","params":{"k":"\#(tag)-\#($0)"},"detach":true}"# }
-            let answered = BatondBench.pipeline(connected.value[host], lines).compactMap(BatondBench.runID)
+            let answered = BatondBench.pipeline(connected.withLock { $0[host] }, lines).compactMap(BatondBench.runID)
             ids.withLock { $0[host] = answered }
         }
         let triggered = watch.seconds
         let ended = Locked(0)
         concurrently(count) { host in
             let list = ids.withLock { $0[host] }
-            let ends = BatondBench.pipeline(connected.value[host], list.map { #"{"op":"wait","run":\#($0)}"# })
+            let ends = BatondBench.pipeline(connected.withLock { $0[host] }, list.map { #"{"op":"wait","run":\#($0)}"# })
             ended.withLock { $0 += ends.count { LineClient.contains($0, #""phase":"success""#) } }
         }
         let elapsed = watch.seconds
@@ -120,8 +120,3 @@ enum FleetBench {
     }
 }
 
-/// Values handed to threads that each use their own element only.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}

@@ -6,14 +6,14 @@ import Foundation
 
 /// batond's request path in this process: the real store, conductor, request handler and epoll
 /// server on a real Unix socket, with in-process actions registered by the benchmark.
-final class InProcessDaemon: @unchecked Sendable {
+final class InProcessDaemon: Sendable {
     let directory: String
     let socket: String
     let store: Store
     let conductor: Conductor
     private let server: Server
     private let service: Service
-    private var serving: Task<Void, Never>?
+    private let serving: Task<Void, Never>
 
     init(name: String, actions: [Action] = [], maxConcurrentRuns: Int, synchronous: Store.Synchronous = .full) throws {
         directory = scratchDirectory(name)
@@ -26,8 +26,7 @@ final class InProcessDaemon: @unchecked Sendable {
                           hooks: Service.Hooks(reload: { _ in nil }, prune: { dryRun in PruneReport(dryRun: dryRun) }))
         let fd = try UnixSocket.listen(path: socket, mode: 0o600)
         server = try Server(listening: fd, delegate: service)
-        let server = server
-        serving = Task.detached { await server.run() }
+        serving = Task.detached { [server] in await server.run() }
     }
 
     func register(_ action: Action, _ body: @escaping ClosureRunner.Body) async {
@@ -40,7 +39,7 @@ final class InProcessDaemon: @unchecked Sendable {
     func stop() async {
         await conductor.shutdown(grace: .seconds(5))
         server.stop()
-        await serving?.value
+        await serving.value
         store.close()
         try? FileManager.default.removeItem(atPath: directory)
     }

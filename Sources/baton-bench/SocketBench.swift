@@ -199,24 +199,23 @@ enum SocketBench {
 }
 
 /// One persistent connection per client thread, reused across calls of a measurement.
-final class Connections: @unchecked Sendable {
+final class Connections: Sendable {
     static let shared = Connections()
-    private let lock = NSLock()
-    private var clients: [String: LineClient] = [:]
+    private let clients = Locked<[String: LineClient]>([:])
 
     func client(_ path: String, _ index: Int) -> LineClient {
         let key = "\(path)#\(index)"
-        if let client = lock.withLock({ clients[key] }) { return client }
+        if let client = clients.withLock({ $0[key] }) { return client }
         let client = try! LineClient(path: path)
-        lock.withLock { clients[key] = client }
+        clients.withLock { $0[key] = client }
         return client
     }
 
-    func reset() { lock.withLock { clients = [:] } }
+    func reset() { clients.withLock { $0 = [:] } }
 }
 
 /// A line echo server on a Unix socket: one thread per connection, the simplest fast baseline.
-final class EchoServer: @unchecked Sendable {
+final class EchoServer: Sendable {
     let path: String
     private let fd: Int32
 
@@ -255,16 +254,14 @@ final class EchoServer: @unchecked Sendable {
 }
 
 /// A one-way gate: waiters resume when it opens.
-final class Gate: @unchecked Sendable {
-    private let lock = NSLock()
-    private var isOpen = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
+final class Gate: Sendable {
+    private let state = Locked<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func wait() async {
         await withCheckedContinuation { continuation in
-            let now = lock.withLock { () -> Bool in
-                if isOpen { return true }
-                waiters.append(continuation)
+            let now = state.withLock { state -> Bool in
+                if state.isOpen { return true }
+                state.waiters.append(continuation)
                 return false
             }
             if now { continuation.resume() }
@@ -272,18 +269,17 @@ final class Gate: @unchecked Sendable {
     }
 
     func open() {
-        let all = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
-            isOpen = true
-            defer { waiters = [] }
-            return waiters
+        let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isOpen = true
+            defer { state.waiters = [] }
+            return state.waiters
         }
         for waiter in all { waiter.resume() }
     }
 }
 
-final class IDSet: @unchecked Sendable {
-    private let lock = NSLock()
-    private var ids = Set<Int>()
-    func insert(_ id: Int) { lock.withLock { _ = ids.insert(id) } }
-    var count: Int { lock.withLock { ids.count } }
+final class IDSet: Sendable {
+    private let ids = Locked(Set<Int>())
+    func insert(_ id: Int) { ids.withLock { _ = $0.insert(id) } }
+    var count: Int { ids.withLock { $0.count } }
 }

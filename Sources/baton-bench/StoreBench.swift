@@ -115,9 +115,8 @@ func migrateFile(_ path: String) throws {
 }
 
 /// A counter shared by tasks and threads.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add(_ n: Int = 1) { lock.withLock { count += n } }
-    var value: Int { lock.withLock { count } }
+final class Counter: Sendable {
+    private let count = Locked(0)
+    func add(_ n: Int = 1) { count.withLock { $0 += n } }
+    var value: Int { count.withLock { $0 } }
 }
