@@ -126,6 +126,7 @@ public final class ServerConnection: Sendable, Hashable {
     /// and its unsent output passes the limit.
     public func write(_ bytes: [UInt8]) {
         guard reactor.isCurrent else { return reactor.post { [self] in write(bytes) } }
+        assertNoLockHeld("a connection's write")
         let over = state.withLock { state -> Bool in
             guard !state.closed else { return false }
             state.output.append(contentsOf: bytes)

@@ -252,3 +252,10 @@ void baton_set_thread_name(const char *name) {
     short_name[sizeof(short_name) - 1] = '\0';
     pthread_setname_np(pthread_self(), short_name);
 }
+
+static _Thread_local int lock_depth;
+
+int baton_lock_depth(int delta) {
+    lock_depth += delta;
+    return lock_depth;
+}

@@ -148,6 +148,7 @@ public final class Conductor: Sendable {
     /// Performs one effect on the loop. The lock is taken only to read or change the bookkeeping
     /// (attempts, timers, replies, waiters), never around the work itself.
     private func perform(_ effect: ConductorState.Effect) {
+        assertNoLockHeld("a conductor effect")
         switch effect {
         case let .write(entries, id):
             store.enqueue(entries) { [weak self] result in

@@ -72,6 +72,7 @@ final class ProcessAttempt: Attempt {
     }
 
     private func perform(_ effect: AttemptMachine.Effect) {
+        assertNoLockHeld("an attempt's effect")
         switch effect {
         case .terminate: signalTree(SIGTERM)
         case .kill: signalTree(SIGKILL)

@@ -45,8 +45,11 @@ public final class Reactor: Sendable {
         wakeFD = baton_eventfd()
         precondition(epoll >= 0 && wakeFD >= 0, "cannot create the reactor's epoll and eventfd: \(String(cString: strerror(errno)))")
         _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, UInt64(UInt32(bitPattern: wakeFD)))
-        let thread = Thread { [self] in loop() }
-        thread.name = "baton-reactor"
+        // Named from inside: a Linux thread starts with its creator's name (a Dispatch queue's, here).
+        let thread = Thread { [self] in
+            baton_set_thread_name("baton-reactor")
+            loop()
+        }
         thread.stackSize = 1 << 20
         thread.start()
     }
@@ -135,7 +138,10 @@ public final class Reactor: Sendable {
                     _ = read(wakeFD, &value, 8)
                     continue
                 }
-                if let handler = state.withLock({ $0.handlers[fd] }) { handler(events[index]) }
+                if let handler = state.withLock({ $0.handlers[fd] }) {
+                    assertNoLockHeld("a descriptor's handler")
+                    handler(events[index])
+                }
             }
             runPosted()
             runDueTimers()
@@ -155,7 +161,10 @@ public final class Reactor: Sendable {
             defer { state.posted = [] }
             return state.posted
         }
-        for item in work { item() }
+        for item in work {
+            assertNoLockHeld("posted work")
+            item()
+        }
     }
 
     private func runDueTimers() {
@@ -167,6 +176,7 @@ public final class Reactor: Sendable {
                 return .some(state.actions.removeValue(forKey: first.id))
             }
             guard let due else { return }
+            assertNoLockHeld("a timer")
             due?()
         }
     }

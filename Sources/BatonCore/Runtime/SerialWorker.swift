@@ -148,6 +148,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
                 if case .exit = next, !shared.queue.finished { park(state) }
                 return (next, shared.pings, shared.queue.finished)
             }
+            assertNoLockHeld("a worker's batch")
             for ping in pings { ping() }
             switch next {
             case let .run(jobs, closing):

@@ -107,3 +107,7 @@ int baton_write_control(int fd, const char *text);
 
 /// Names the calling thread as `top -H` and /proc/PID/task/*/comm show it (15 bytes kept).
 void baton_set_thread_name(const char *name);
+
+/// How many `Locked` locks the calling thread holds, after adding `delta` (debug builds count;
+/// effects check it is 0).
+int baton_lock_depth(int delta);
