@@ -129,6 +129,8 @@ struct PackageTests {
 
         let run = try await container.run("baton run slow-build --detach").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let pid = try await container.run("systemctl show -p MainPID --value batond.service").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        // MainPID 0 (batond not running) would make `kill -STOP 0` stop the shell itself, and the suite hang.
+        try #require(Int(pid).map { $0 > 1 } == true, "batond.service has no main process: \(pid)")
         #expect(try await container.run("kill -STOP \(pid)").code == 0)
         #expect(try await container.waitUntil("[ \"$(systemctl show -p NRestarts --value batond.service)\" -ge 1 ]", seconds: 60))
         #expect(try await container.waitUntil("systemctl is-active -q batond.service", seconds: 30))
