@@ -16,6 +16,8 @@ public enum BatonError: Error, Sendable, Equatable {
     case stopped(String)
     /// The history cannot be written (full disk, I/O error); nothing was started.
     case storeUnavailable(String)
+    /// The history cannot be read (the database went away, a file cannot be opened).
+    case historyUnreadable(String)
     /// A bug or an unexpected system failure.
     case internalError(String)
 
@@ -28,7 +30,7 @@ public enum BatonError: Error, Sendable, Equatable {
         case .badRequest: .badRequest
         case .forbidden: .forbidden
         case .shuttingDown, .stopped: .shuttingDown
-        case .storeUnavailable: .storeUnavailable
+        case .storeUnavailable, .historyUnreadable: .storeUnavailable
         case .internalError: .internal
         }
     }
@@ -45,6 +47,7 @@ public enum BatonError: Error, Sendable, Equatable {
         case .shuttingDown: "batond is shutting down and takes no new triggers"
         case let .stopped(message): message
         case let .storeUnavailable(message): "the history cannot be written: \(message)"
+        case let .historyUnreadable(message): "the history cannot be read: \(message)"
         case let .internalError(message): message
         }
     }
