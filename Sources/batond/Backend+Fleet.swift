@@ -19,15 +19,20 @@ extension Backend {
         let instance = fleet.instance
         let tracking = try Self.tracking(config, instance: instance)
         ExecRunner.adoptOrphans()
-        RunGuard.start(instance: instance, tracking: tracking)
+        let guardLink = GuardLink(instance: instance, tracking: tracking)
+        guardLink.start()
         var runner = ExecRunner()
         runner.tracking = tracking
+        runner.beforeSpawn = { guardLink.ensureRunning() }
         let conductor = Conductor(actions: config.actions, store: store,
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                                              watchersFedByFleet: true))
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
                                            log: { Log.warning($0) })
-        let lease = FleetLease(coordinator, onFenced: onFenced)
+        let lease = FleetLease(coordinator, onFenced: { why in
+            guardLink.handOver()
+            onFenced(why)
+        })
         let feed = Locked<FleetFeedHandle?>(nil)
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {
