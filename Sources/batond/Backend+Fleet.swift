@@ -32,7 +32,7 @@ extension Backend {
         let lease = FleetLease(coordinator, onFenced: { why in
             guardLink.handOver()
             onFenced(why)
-        })
+        }, onArmed: { guardLink.renewed(until: $0) })
         let feed = Locked<FleetFeedHandle?>(nil)
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {

@@ -43,6 +43,46 @@ struct FleetGuardTests {
         #expect(try host.baton("run", "quick").code == 0)
     }
 
+    @Test("a frozen host's runs are killed by its guard before its lease can end: another host never overlaps them, and cancel never says ended while they live")
+    func frozenHost() throws {
+        let log = NSTemporaryDirectory() + "baton-frozen-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let actions = """
+            long: { exec: ["sh", "-c", "echo start $(date +%s%N) $$ $BATON_RUN_ID >> \\"$LOG\\"; exec sleep 300"], env: { LOG: "\(log)" } },
+            """
+        let hosts = try FleetTests.fleet(2, actions: actions, lease: "2s")
+        let (frozen, other) = (hosts[0], hosts[1])
+        let first = try #require(try FleetTests.trigger(frozen, "long").run?.id)
+        let started = Date().addingTimeInterval(20)
+        while (try FleetPartitionTests.starts(log)).isEmpty && Date() < started { usleep(20_000) }
+        let (_, pid) = try #require(try FleetPartitionTests.starts(log).first)
+        defer { kill(pid, SIGKILL) }
+        let died = FleetPartitionTests.watchDeath(of: pid)
+        frozen.signal(SIGSTOP)
+        defer { frozen.signal(SIGCONT) }
+        // The other host reaps the frozen one once its lease has run out as the database counts it.
+        let ended = try Client(path: other.socket).call(Request(op: .wait, run: first)).run
+        #expect(ended?.phase == .failure && ended?.reason == "host_lost", "\(String(describing: ended))")
+        // By then the run's process is gone: its guard, not frozen, killed it at the fence's time.
+        #expect(!Self.isLive(pid), "the frozen host's run still lives after the other host ended it host_lost")
+        let cancel = try other.baton("cancel", String(first))
+        #expect(!Self.isLive(pid), "cancel answered \(cancel.stdout) \(cancel.stderr) while the process lived")
+        let second = try #require(try FleetTests.trigger(other, "long").run?.id)
+        let deadline = Date().addingTimeInterval(20)
+        while (try FleetPartitionTests.starts(log)).count < 2 && Date() < deadline { usleep(20_000) }
+        let starts = try FleetPartitionTests.starts(log)
+        #expect(starts.count == 2)
+        frozen.signal(SIGCONT)
+        let deathTime = try #require(died.value(timeout: 20))
+        if starts.count == 2 {
+            #expect(deathTime < starts[1].at, "the frozen host's run died at \(deathTime), the other host's started at \(starts[1].at)")
+        }
+        // Thawed, the host fences itself (its renewals stopped) and rejoins.
+        try frozen.waitForLog("fenced: ")
+        try frozen.waitForLog("joined the fleet", count: 2)
+        _ = try other.baton("cancel", String(second))
+    }
+
     /// The live guards of the batond with that pid (zombies waiting for a reaper do not count).
     static func guards(of batond: Int32) -> [Int32] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry -> Int32? in
