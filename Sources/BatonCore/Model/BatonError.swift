@@ -2,6 +2,9 @@
 public enum BatonError: Error, Sendable, Equatable {
     /// The key has a run in flight and the policy is `reject`.
     case busy(run: Int64, action: String, phase: Phase, since: Timestamp)
+    /// The key has a run in flight on another host of the fleet whose definition of the action
+    /// (its fingerprint) differs from this host's: sharing it would hand the caller another command's outcome.
+    case definitionMismatch(run: Int64, action: String, host: String)
     /// No action has that name.
     case unknownAction(String)
     /// No run has that id.
@@ -24,7 +27,7 @@ public enum BatonError: Error, Sendable, Equatable {
     /// The stable code on the wire.
     public var code: ErrorCode {
         switch self {
-        case .busy: .busy
+        case .busy, .definitionMismatch: .busy
         case .unknownAction: .unknownAction
         case .unknownRun: .unknownRun
         case .badRequest: .badRequest
@@ -40,6 +43,9 @@ public enum BatonError: Error, Sendable, Equatable {
         switch self {
         case let .busy(run, action, phase, since):
             "\(action) is busy: run \(run) has been \(phase.rawValue) for \(DurationText.format(Timestamp.now - since))"
+        case let .definitionMismatch(run, action, host):
+            "\(action) is busy: run \(run) on host \(host) runs another definition of \(Action.quoted(action)) than this host's "
+                + "(their configs differ), so it is not shared; make the hosts' definitions agree (batond --check-config names the ones that differ)"
         case let .unknownAction(name): "unknown action \(Action.quoted(name))"
         case let .unknownRun(id): "no run \(id)"
         case let .badRequest(message): message
