@@ -39,9 +39,10 @@ final class GuardLink: Sendable {
     /// Ends the guard a previous incarnation of this process handed over (after a fence), then
     /// starts this incarnation's.
     func start() {
-        if let text = ProcessInfo.processInfo.environment[Self.handoverVariable], let pidfd = Int32(text) {
+        if let text = ProcessInfo.processInfo.environment[Self.handoverVariable] {
             unsetenv(Self.handoverVariable)
-            Self.end(previous: pidfd)
+            // Only a pidfd is ended (and closed): a stray variable must not close a socket systemd passed.
+            if let pidfd = Int32(text), Self.isPidfd(pidfd) { Self.end(previous: pidfd) }
         }
         spawn()
     }
@@ -112,6 +113,10 @@ final class GuardLink: Sendable {
         var poller = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
         while poll(&poller, 1, -1) < 0 && errno == EINTR {}
         Log.info("ended the guard of this host's previous start")
+    }
+
+    private static func isPidfd(_ fd: Int32) -> Bool {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) == "anon_inode:[pidfd]"
     }
 
     /// Starts a guard in a session of its own, the read end of a new pipe on its fd 3.
