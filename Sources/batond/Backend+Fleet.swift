@@ -40,7 +40,9 @@ extension Backend {
             if case let .cgroup(hierarchy) = tracking, case let killed = hierarchy.removeAll(), killed > 0 {
                 Log.warning("killed \(killed) processes left in the cgroups of runs of this host's previous start")
             }
-            await Self.join(store, pool, lease, host: host, instance: instance, fingerprints: FleetDefinitions.fingerprints(config.actions))
+            // The actions as of now: a reload while PostgreSQL was awaited counts.
+            await Self.join(store, pool, lease, host: host, instance: instance,
+                            fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
             lease.start()
             let following = await coordinator.startFeed()
             feed.withLock { $0 = following }
@@ -60,7 +62,22 @@ extension Backend {
                            let lost = store.close()
                            lease.stop(clean: true)
                            return lost
-                       }, beginShutdown: { coordinator.stopStarting() }, connect: connect)
+                       }, beginShutdown: { coordinator.stopStarting() }, connect: connect,
+                       reloaded: { actions in await Self.publish(FleetDefinitions.fingerprints(actions), host: host, pool: pool) })
+    }
+
+    /// Records a reloaded config's fingerprints (before this host joined, no row has them yet:
+    /// the join records them) and warns of the actions another live host defines otherwise.
+    private static func publish(_ fingerprints: [String: String], host: FleetHost, pool: PGPool) async {
+        do {
+            let mismatches = try await pool.run { db in
+                try FleetDefinitions.record(fingerprints, incarnation: host.incarnation, on: db)
+                return FleetDefinitions.mismatches(mine: fingerprints, others: try FleetDefinitions.liveHosts(except: host.name, on: db))
+            }
+            for mismatch in mismatches { Log.warning("\(mismatch); make the hosts' configs agree") }
+        } catch {
+            Log.warning("cannot record the fingerprints of the reloaded actions on PostgreSQL: \(error)")
+        }
     }
 
     /// Migrates, registers this incarnation and takes over what this host's previous start left,

@@ -39,6 +39,13 @@ struct FleetDefinitionTests {
         let check = try execute(Binaries.batond, ["--check-config", b.configPath])
         #expect(check.stdout.contains("gated") && check.stdout.contains("web-1") && check.stdout.contains("differ"), "\(check.stdout) \(check.stderr)")
         #expect(!check.stdout.contains("same:"), "\(check.stdout)")
+        // web-1 reloads web-2's definition: it records the new fingerprint, and --check-config agrees.
+        try config("web-1", "two").write(toFile: a.configPath, atomically: true, encoding: .utf8)
+        #expect(try a.baton("reload").code == 0)
+        let agreed = try execute(Binaries.batond, ["--check-config", b.configPath])
+        #expect(agreed.code == 0 && !agreed.stdout.contains("warning"), "\(agreed.stdout) \(agreed.stderr)")
+        // The run in flight keeps the definition it was created with: still not shared.
+        #expect(try FleetTests.trigger(b, "gated").error?.code == .busy)
         gate.release()
         #expect(try FleetTests.wait(a, run: first)?.phase == .success)
     }
