@@ -50,8 +50,13 @@ struct FleetGuardTests {
         let actions = """
             long: { exec: ["sh", "-c", "echo start $(date +%s%N) $$ $BATON_RUN_ID >> \\"$LOG\\"; exec sleep 300"], env: { LOG: "\(log)" } },
             """
-        let hosts = try FleetTests.fleet(2, actions: actions, lease: "2s")
-        let (frozen, other) = (hosts[0], hosts[1])
+        // The frozen host's lease is short (the test waits for it to run out); the other host's is
+        // long, so that a late renewal on a loaded machine does not fence the host the test asks.
+        let conninfo = try Postgres.server().database()
+        let frozen = try Daemon(config: #"{ postgres: "\#(conninfo)", host: "web-1", lease: "4s", actions: { \#(actions) } }"#)
+        try frozen.waitForLog("joined the fleet")
+        let other = try Daemon(config: #"{ postgres: "\#(conninfo)", host: "web-2", lease: "15s", actions: { \#(actions) } }"#)
+        try other.waitForLog("joined the fleet")
         let first = try #require(try FleetTests.trigger(frozen, "long").run?.id)
         let started = Date().addingTimeInterval(20)
         while (try FleetPartitionTests.starts(log)).isEmpty && Date() < started { usleep(20_000) }
