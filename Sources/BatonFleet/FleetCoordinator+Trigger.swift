@@ -78,6 +78,7 @@ extension FleetCoordinator {
             case .replaced:
                 return try replace(decision, trigger, slot, at: now, on: db)
             case let .joined(id), let .coalesced(id), let .rejected(id):
+                if case .rejected = decision {} else { try refuseIfDefinedOtherwise(id, trigger, on: db) }
                 let kind: TriggerRecord.Decision = switch decision { case .joined: .joined; case .coalesced: .coalesced; default: .rejected }
                 let record = TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: kind, policy: trigger.policy,
                                            peer: trigger.peer, at: now, params: trigger.params)
@@ -93,12 +94,20 @@ extension FleetCoordinator {
         }
     }
 
+    /// A join or coalesce shares the run's outcome: refused (the transaction rolled back by the
+    /// caller) when the run was created from another definition of the action than this host's.
+    private func refuseIfDefinedOtherwise(_ id: Int64, _ trigger: Trigger, on db: PGConnection) throws {
+        guard let row = try db.query("SELECT definition, host FROM runs WHERE id = $1", [String(id)]).first,
+              let theirs = row[0], theirs != trigger.action.fingerprint else { return }
+        throw BatonError.definitionMismatch(run: id, action: trigger.action.name, host: row[1] ?? "?")
+    }
+
     /// A new run (created, or the follow-up): its row, its `queued`, the slot, and, when its key
     /// and a slot are free, its `loading` too (one commit to start), then the commit.
     private func create(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, startIfFree: Bool, at now: Timestamp,
                         on db: PGConnection) throws -> Decided {
         let (run, queued) = newRun(decision, trigger, at: now)
-        var statements = [FleetJournal.insertRun(run, as: host), try FleetJournal.insertTransition(queued),
+        var statements = [FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint), try FleetJournal.insertTransition(queued),
                           FleetJournal.storeSlot(slot, key: trigger.key)]
         var claimed: Claimed?
         let loading = Transition(runID: run.id, seq: 2, from: .queued, to: .loading, at: now, detail: TransitionDetail(attempt: 1))
@@ -123,7 +132,7 @@ extension FleetCoordinator {
                          on db: PGConnection) throws -> Decided {
         guard case let .replaced(id, stopping) = decision else { throw PGError(message: "not a replace: \(decision)") }
         let (run, queued) = newRun(decision, trigger, at: now)
-        try db.query(FleetJournal.insertRun(run, as: host))
+        try db.query(FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint))
         try db.query(try FleetJournal.insertTransition(queued))
         try FleetJournal.store(slot, key: trigger.key, on: db)
         var stopHere: [Int64] = []

@@ -3,16 +3,17 @@ import Foundation
 
 /// The fleet's history as the service queries it: every host's runs. Each query runs on one of
 /// the pool's connections (its own thread), never on Swift's cooperative threads, and the
-/// asking task waits without a thread; errors come as `storeUnavailable`, naming PostgreSQL,
+/// asking task waits without a thread; a read that meets a connection broken since (a server
+/// restart) runs once more on a new one; errors come as `historyUnreadable`, naming PostgreSQL,
 /// never as SQL.
 struct FleetHistory: HistoryReader {
     let pool: PGPool
 
     func read<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws(BatonError) -> T {
         do {
-            return try await pool.run(body)
+            return try await pool.read(body)
         } catch {
-            throw .storeUnavailable("cannot read the history from PostgreSQL: \(error)")
+            throw .historyUnreadable("PostgreSQL: \(error)")
         }
     }
 

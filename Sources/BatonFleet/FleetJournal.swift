@@ -42,13 +42,14 @@ enum FleetJournal {
         try insertTransition(transition, on: db)
     }
 
-    static func insertRun(_ run: RunSnapshot, as me: FleetHost) -> Statement {
+    /// A new run's row; `definition` is the fingerprint of the action it was created with.
+    static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String? = nil) -> Statement {
         ("""
-            INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+            INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
             """, [String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue, JSONText.object(run.params),
                   FleetRows.text(run.trigger?.uid), FleetRows.text(run.trigger?.gid), FleetRows.text(run.trigger?.pid),
-                  String(run.queuedAt.rawValue), me.name, me.incarnation])
+                  String(run.queuedAt.rawValue), me.name, me.incarnation, definition])
     }
 
     static func insert(_ record: TriggerRecord, host: String, on db: PGConnection) throws {

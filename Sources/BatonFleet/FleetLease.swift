@@ -7,8 +7,9 @@ import Foundation
 /// time). A second reactor timer, armed from the start of the last successful renewal, fires
 /// `fenceAfter` later (well before the lease can run out as the database counts it) unless a
 /// renewal came first: then it fences this host, killing every process group it runs and
-/// calling `onFenced`, so that no key has a run here while another host takes it over. No
-/// thread waits for either timer.
+/// calling `onFenced`, so that no key has a run here while another host takes it over; the
+/// fence's time also goes to `onArmed` (the guard of the runs, which kills them then if batond,
+/// frozen, could not). No thread waits for either timer.
 public final class FleetLease: Sendable {
     private struct State {
         var lastRenewal = ContinuousClock.now
@@ -22,12 +23,17 @@ public final class FleetLease: Sendable {
     private let connection: PGWorker
     private let state = Locked(State())
     private let onFenced: @Sendable (String) -> Void
+    /// Told on the reactor, each time the fence is armed, the time it is armed for: the guard of
+    /// this host's runs kills them then unless told a later one (batond may be frozen by then).
+    private let onArmed: @Sendable (ContinuousClock.Instant) -> Void
     /// How long without a renewal before this host fences itself.
     public let fenceAfter: Duration
 
-    public init(_ coordinator: FleetCoordinator, onFenced: @escaping @Sendable (String) -> Void) {
+    public init(_ coordinator: FleetCoordinator, onFenced: @escaping @Sendable (String) -> Void,
+                onArmed: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }) {
         self.coordinator = coordinator
         self.onFenced = onFenced
+        self.onArmed = onArmed
         let lease = coordinator.host.lease
         fenceAfter = lease - max(lease / 4, .milliseconds(300))
         // Its thread lives while a renewal runs (they are a fifth of the lease apart); the connection stays open.
@@ -122,6 +128,7 @@ public final class FleetLease: Sendable {
         }) else { return }
         if let old { Reactor.shared.cancel(old) }
         let timer = Reactor.shared.after(at - .now) { [self] in checkFence() }
+        Reactor.shared.post { [onArmed] in onArmed(at) }
         let raced = state.withLock { state in
             defer { state.fence = timer }
             return state.fence

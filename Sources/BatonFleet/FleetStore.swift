@@ -65,24 +65,29 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     /// `maxRunsPerAction` of each action. Runs in flight are never removed.
     public func prune(retention: Retention, overrides: [String: Retention.Override], now: Timestamp = .now,
                       dryRun: Bool) async throws(BatonError) -> PruneReport {
-        try await history.read { db in
-            var report = PruneReport(dryRun: dryRun)
-            for name in try db.query("SELECT DISTINCT action FROM runs").rows.compactMap({ $0[0] }) {
-                let rule = retention.overridden(by: overrides[name])
-                let selection = """
-                    action = $1 AND phase IN ('success', 'failure', 'cancelled') AND (
-                      (phase <> 'failure' AND ended_at < $2::bigint) OR (phase = 'failure' AND ended_at < $3::bigint)
-                      OR id < coalesce((SELECT id FROM runs WHERE action = $1 AND phase IN ('success', 'failure', 'cancelled')
-                                        ORDER BY id DESC OFFSET $4::bigint LIMIT 1) + 1, 0))
-                    """
-                let sql = dryRun ? "SELECT count(*) FROM runs WHERE \(selection)"
-                    : "WITH gone AS (DELETE FROM runs WHERE \(selection) RETURNING 1) SELECT count(*) FROM gone"
-                let removed = Int(try db.query(sql, [name, String(now.rawValue - rule.maxAge.microseconds),
-                                                     String(now.rawValue - rule.keepFailures.microseconds),
-                                                     String(max(rule.maxRunsPerAction, 0))]).first?[0] ?? "") ?? 0
-                if removed > 0 { report.removed[name] = removed }
-            }
-            return report
+        // A write: not tried again on a new connection (unlike reads), and its failure says "written".
+        do { return try await pool.run { db in try Self.prune(retention: retention, overrides: overrides, now: now, dryRun: dryRun, on: db) } }
+        catch { throw .storeUnavailable("PostgreSQL: \(error)") }
+    }
+
+    private static func prune(retention: Retention, overrides: [String: Retention.Override], now: Timestamp, dryRun: Bool,
+                              on db: PGConnection) throws -> PruneReport {
+        var report = PruneReport(dryRun: dryRun)
+        for name in try db.query("SELECT DISTINCT action FROM runs").rows.compactMap({ $0[0] }) {
+            let rule = retention.overridden(by: overrides[name])
+            let selection = """
+                action = $1 AND phase IN ('success', 'failure', 'cancelled') AND (
+                  (phase <> 'failure' AND ended_at < $2::bigint) OR (phase = 'failure' AND ended_at < $3::bigint)
+                  OR id < coalesce((SELECT id FROM runs WHERE action = $1 AND phase IN ('success', 'failure', 'cancelled')
+                                    ORDER BY id DESC OFFSET $4::bigint LIMIT 1) + 1, 0))
+                """
+            let sql = dryRun ? "SELECT count(*) FROM runs WHERE \(selection)"
+                : "WITH gone AS (DELETE FROM runs WHERE \(selection) RETURNING 1) SELECT count(*) FROM gone"
+            let removed = Int(try db.query(sql, [name, String(now.rawValue - rule.maxAge.microseconds),
+                                                 String(now.rawValue - rule.keepFailures.microseconds),
+                                                 String(max(rule.maxRunsPerAction, 0))]).first?[0] ?? "") ?? 0
+            if removed > 0 { report.removed[name] = removed }
         }
+        return report
     }
 }

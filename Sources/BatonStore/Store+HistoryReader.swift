@@ -30,9 +30,9 @@ extension Store: HistoryReader {
         do {
             return try await read(body)
         } catch let error as DatabaseError {
-            throw .storeUnavailable("cannot read \(path): \(error.message)")
+            throw .historyUnreadable("\(path): \(error.message)")
         } catch {
-            throw .storeUnavailable("cannot read \(path): \(error)")
+            throw .historyUnreadable("\(path): \(error)")
         }
     }
 }

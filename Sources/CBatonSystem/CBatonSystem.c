@@ -74,6 +74,10 @@ int baton_pidfd_open(pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+int baton_pidfd_signal(int pidfd, int sig) {
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
 int baton_has_exited(pid_t pid) {
     siginfo_t info;
     memset(&info, 0, sizeof(info));

@@ -19,15 +19,20 @@ extension Backend {
         let instance = fleet.instance
         let tracking = try Self.tracking(config, instance: instance)
         ExecRunner.adoptOrphans()
-        RunGuard.start(instance: instance, tracking: tracking)
+        let guardLink = GuardLink(instance: instance, tracking: tracking)
+        guardLink.start()
         var runner = ExecRunner()
         runner.tracking = tracking
+        runner.beforeSpawn = { guardLink.ensureRunning() }
         let conductor = Conductor(actions: config.actions, store: store,
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                                              watchersFedByFleet: true))
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
                                            log: { Log.warning($0) })
-        let lease = FleetLease(coordinator, onFenced: onFenced)
+        let lease = FleetLease(coordinator, onFenced: { why in
+            guardLink.handOver()
+            onFenced(why)
+        }, onArmed: { guardLink.renewed(until: $0) })
         let feed = Locked<FleetFeedHandle?>(nil)
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {
@@ -35,7 +40,9 @@ extension Backend {
             if case let .cgroup(hierarchy) = tracking, case let killed = hierarchy.removeAll(), killed > 0 {
                 Log.warning("killed \(killed) processes left in the cgroups of runs of this host's previous start")
             }
-            await Self.join(store, pool, lease, instance: instance)
+            // The actions as of now: a reload while PostgreSQL was awaited counts.
+            await Self.join(store, pool, lease, host: host, instance: instance,
+                            fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
             lease.start()
             let following = await coordinator.startFeed()
             feed.withLock { $0 = following }
@@ -55,20 +62,41 @@ extension Backend {
                            let lost = store.close()
                            lease.stop(clean: true)
                            return lost
-                       }, beginShutdown: { coordinator.stopStarting() }, connect: connect)
+                       }, beginShutdown: { coordinator.stopStarting() }, connect: connect,
+                       reloaded: { actions in await Self.publish(FleetDefinitions.fingerprints(actions), host: host, pool: pool) })
+    }
+
+    /// Records a reloaded config's fingerprints (before this host joined, no row has them yet:
+    /// the join records them) and warns of the actions another live host defines otherwise.
+    private static func publish(_ fingerprints: [String: String], host: FleetHost, pool: PGPool) async {
+        do {
+            let mismatches = try await pool.run { db in
+                try FleetDefinitions.record(fingerprints, incarnation: host.incarnation, on: db)
+                return FleetDefinitions.mismatches(mine: fingerprints, others: try FleetDefinitions.liveHosts(except: host.name, on: db))
+            }
+            for mismatch in mismatches { Log.warning("\(mismatch); make the hosts' configs agree") }
+        } catch {
+            Log.warning("cannot record the fingerprints of the reloaded actions on PostgreSQL: \(error)")
+        }
     }
 
     /// Migrates, registers this incarnation and takes over what this host's previous start left,
     /// trying again with growing pauses while PostgreSQL does not answer (saying why each time).
-    private static func join(_ store: FleetStore, _ pool: PGPool, _ lease: FleetLease, instance: String) async {
+    /// It also records the fingerprints of this host's actions, and warns of each action another
+    /// live host defines otherwise.
+    private static func join(_ store: FleetStore, _ pool: PGPool, _ lease: FleetLease, host: FleetHost, instance: String,
+                             fingerprints: [String: String]) async {
         var pause = Duration.milliseconds(200)
         while true {
             do {
-                let recovered = try await pool.run { db -> (runs: [Int64], killed: Int, requeued: Int) in
+                let (recovered, mismatches) = try await pool.run { db -> ((runs: [Int64], killed: Int, requeued: Int), [FleetDefinitions.Mismatch]) in
                     try FleetSchema.migrate(db)
                     try lease.register(on: db)
-                    return try lease.recoverOwnHost(instance: instance, on: db)
+                    try FleetDefinitions.record(fingerprints, incarnation: host.incarnation, on: db)
+                    let others = try FleetDefinitions.liveHosts(except: host.name, on: db)
+                    return (try lease.recoverOwnHost(instance: instance, on: db), FleetDefinitions.mismatches(mine: fingerprints, others: others))
                 }
+                for mismatch in mismatches { Log.warning("\(mismatch); make the hosts' configs agree") }
                 if !recovered.runs.isEmpty {
                     Log.warning("took over \(recovered.runs.count) runs this host left unfinished: \(recovered.requeued) queued again, "
                         + "\(recovered.killed) leftover processes killed")
@@ -103,13 +131,19 @@ extension Daemon {
 
 extension Daemon {
     /// `--check-config` with `postgres`: connects as batond would and says what it found.
-    static func checkFleet(_ fleet: FleetConfig) -> Int32 {
+    static func checkFleet(_ fleet: FleetConfig, actions: [Action]) -> Int32 {
         do {
             let db = try PGConnection(fleet.postgres, defaults: FleetStore.connectionDefaults(host: fleet.host, lease: fleet.lease))
             let version = try db.query("SHOW server_version").first?[0] ?? "?"
             let exists = try db.query("SELECT to_regclass('baton_schema') IS NOT NULL").first?[0] == "t"
             let schema = exists ? try db.query("SELECT coalesce(max(version), 0) FROM baton_schema").first?[0] ?? "0" : "0 (empty database)"
             print("postgres: ok, PostgreSQL \(version), fleet schema version \(schema) (this batond knows \(FleetSchema.latestVersion)); host \(fleet.host), lease \(DurationText.format(fleet.lease))")
+            // Warnings, not errors: a fleet changing its config host by host differs for a while.
+            if (Int(schema) ?? 0) >= 3 {
+                let mismatches = FleetDefinitions.mismatches(mine: FleetDefinitions.fingerprints(actions),
+                                                             others: try FleetDefinitions.liveHosts(except: fleet.host, on: db))
+                for mismatch in mismatches { print("warning: \(mismatch)") }
+            }
             return 0
         } catch {
             FileHandle.standardError.write(Data("postgres: cannot connect: \(error)\n".utf8))

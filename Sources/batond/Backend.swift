@@ -23,6 +23,8 @@ struct Backend {
     var beginShutdown: @Sendable () -> Void = {}
     /// Run once batond listens: a fleet host joins the fleet (SQLite is ready at once).
     var connect: @Sendable () async -> Void = {}
+    /// After a reload took: a fleet host records its actions' new fingerprints.
+    var reloaded: @Sendable ([Action]) async -> Void = { _ in }
 
     /// The SQLite history at `path`, recovered from an unclean stop.
     static func sqlite(_ config: Config, path: String, metrics: Metrics) async throws -> Backend {

@@ -67,6 +67,7 @@ extension Daemon {
         let reload: @Sendable (Service) async -> String? = { service in
             notifier.reloading()
             let problem = Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path)
+            if problem == nil { await backend.reloaded(config.current.actions) }
             notifier.ready(status: Self.status(of: conductor))
             return problem
         }

@@ -149,7 +149,7 @@ enum Daemon {
             print("\(file): ok, \(config.actions.count) action\(config.actions.count == 1 ? "" : "s"): \(config.actions.map(\.name).joined(separator: ", "))")
             let instance = config.fleet?.instance ?? config.database ?? DatabasePath.default()
             print(describeTracking(config, instance: instance))
-            if let fleet = config.fleet { return checkFleet(fleet) }
+            if let fleet = config.fleet { return checkFleet(fleet, actions: config.actions) }
             return 0
         } catch {
             FileHandle.standardError.write(Data("\(error)\n".utf8))

@@ -2,30 +2,18 @@ import BatonCore
 import CBatonSystem
 import Foundation
 
-/// The guard of a fleet host's runs: a small process batond starts at boot (`batond
-/// --guard-runs PID INSTANCE [CGROUP]`, in a session of its own) that waits for batond to exit,
-/// however it exits (kill -9 included), and then kills every process of its runs: the cgroup
-/// subtree of its runs (when there is one) and every process still tagged with batond's instance. Without it a batond killed alone would leave its actions running unsupervised
-/// while another host, after the lease, starts the same keys.
+/// The guard of a fleet host's runs: a small process batond starts (`batond --guard-runs PID
+/// INSTANCE [CGROUP]`, in a session of its own, batond's end of a pipe on its fd 3) that kills
+/// every process of the host's runs (the cgroup subtree of its runs, when there is one, and every
+/// process still tagged with the instance) when batond is gone, however it went (kill -9 and the
+/// exec of a fenced start included: its end of the pipe closes), or when the deadline batond
+/// sends after each lease renewal passes without a later one (batond frozen). Without it a batond
+/// killed or frozen alone would leave its actions running unsupervised while another host, after
+/// the lease, starts the same keys. What it does is `GuardState`'s; this loop reads the pipe,
+/// wakes at the deadline and performs the effects. batond's side is `GuardLink`.
 enum RunGuard {
-    /// Starts the guard of this batond; logs and goes on without one if it cannot.
-    static func start(instance: String, tracking: ProcessTracking) {
-        var pid: pid_t = 0
-        var arguments = ["/proc/self/exe", "--guard-runs", String(getpid()), instance]
-        if case let .cgroup(hierarchy) = tracking { arguments.append(hierarchy.directory) }
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { (text: String) in strdup(text) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, 0x80)  // POSIX_SPAWN_SETSID
-        // Not tagged itself: the guard must not find and kill itself.
-        let environment = ProcessInfo.processInfo.environment.filter { $0.key != "BATON_INSTANCE" }.map { "\($0.key)=\($0.value)" }
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { (text: String) in strdup(text) } + [nil]
-        defer { envp.forEach { free($0) } }
-        let rc = posix_spawn(&pid, "/proc/self/exe", nil, &attributes, argv, envp)
-        if rc != 0 { Log.warning("cannot start the guard of this host's runs: \(String(cString: strerror(rc)))") }
-    }
+    /// The descriptor the guard reads batond's pipe on.
+    static let pipeDescriptor: Int32 = 3
 
     /// The guard itself: returns its exit status.
     static func run(_ arguments: [String]) -> Int32 {
@@ -34,13 +22,59 @@ enum RunGuard {
         let hierarchy = arguments.count == 3 ? CgroupHierarchy(directory: arguments[2]) : nil
         signal(SIGINT, SIG_IGN)
         signal(SIGHUP, SIG_IGN)
-        let fd = baton_pidfd_open(pid)
-        guard fd >= 0 else { return 1 }
-        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while poll(&poller, 1, -1) < 0 && errno == EINTR {}
+        var state = GuardState()
+        var pending: [UInt8] = []
+        while true {
+            var events = read(&pending, waitingUntil: state.wake)
+            events.append(.time(monotonicNow()))
+            for event in events {
+                for effect in state.handle(event) {
+                    switch effect {
+                    case let .killRuns(reason): kill(instance: instance, hierarchy: hierarchy, batond: pid, reason)
+                    case .exit: return 0
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits for the pipe (at most until `wake`) and returns what it said.
+    private static func read(_ pending: inout [UInt8], waitingUntil wake: UInt64?) -> [GuardState.Event] {
+        var poller = pollfd(fd: pipeDescriptor, events: Int16(POLLIN), revents: 0)
+        let timeout = wake.map { wake -> Int32 in
+            let now = monotonicNow()
+            return wake <= now ? 0 : Int32(clamping: (wake - now + 999_999) / 1_000_000)
+        } ?? -1
+        guard poll(&poller, 1, timeout) > 0 else { return [] }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(pipeDescriptor, $0.baseAddress, $0.count) }
+        if count < 0 && (errno == EINTR || errno == EAGAIN) { return [] }
+        guard count > 0 else { return [.batondGone] }
+        pending += buffer[0..<count]
+        var events: [GuardState.Event] = []
+        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            if let event = GuardState.event(in: Substring(decoding: pending[..<newline], as: UTF8.self)) { events.append(event) }
+            pending.removeSubrange(...newline)
+        }
+        return events
+    }
+
+    private static func kill(instance: String, hierarchy: CgroupHierarchy?, batond pid: pid_t, _ reason: GuardState.Reason) {
         hierarchy?.killAll()
         let killed = TaggedProcesses.kill(instance: instance, runs: nil)
-        if killed > 0 { Log.warning("batond (pid \(pid)) is gone: its guard killed \(killed) leftover processes of its runs") }
-        return 0
+        switch reason {
+        case .batondGone:
+            if killed > 0 { Log.warning("batond (pid \(pid)) is gone: its guard killed \(killed) leftover processes of its runs") }
+        case .leaseDeadline:
+            Log.warning("batond (pid \(pid)) has not renewed its fleet lease in time (frozen?): its guard killed "
+                + "\(hierarchy == nil ? "" : "the cgroups of its runs and ")\(killed) tagged processes, before another host may take their keys")
+        }
+    }
+
+    /// CLOCK_MONOTONIC in ns: the clock batond's deadlines are given in (one per machine).
+    static func monotonicNow() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

@@ -289,3 +289,31 @@ struct FleetTests {
         return false
     }
 }
+
+extension FleetTests {
+    @Test("after a PostgreSQL restart the first read on a host succeeds: a broken connection is tried once more on a new one")
+    func readAfterServerRestart() throws {
+        let server = try Postgres.own()
+        let host = try Self.fleet(1, actions: #"quick: { exec: ["true"] },"#, server: server)[0]
+        #expect(try host.baton("run", "quick").code == 0)
+        // Every connection of the pool has been used once, and stays open.
+        #expect(try host.baton("history").code == 0)
+        try server.stop()
+        try server.start()
+        let history = try host.baton("history")
+        #expect(history.code == 0 && history.stdout.contains("quick"), "\(history.code) \(history.stdout) \(history.stderr)")
+        let show = try host.baton("show", "1")
+        #expect(show.code == 0, "\(show.stderr)")
+    }
+
+    @Test("a read that cannot reach PostgreSQL says the history cannot be read, not written")
+    func readFailureSaysRead() throws {
+        let server = try Postgres.own()
+        let host = try Self.fleet(1, actions: #"quick: { exec: ["true"] },"#, server: server)[0]
+        try server.stop()
+        defer { try? server.start() }
+        let history = try host.baton("history")
+        #expect(history.code == 75 && history.stderr.contains("the history cannot be read"), "\(history.code) \(history.stderr)")
+        #expect(!history.stderr.contains("written"), "\(history.stderr)")
+    }
+}

@@ -2,6 +2,9 @@
 public enum BatonError: Error, Sendable, Equatable {
     /// The key has a run in flight and the policy is `reject`.
     case busy(run: Int64, action: String, phase: Phase, since: Timestamp)
+    /// The key has a run in flight on another host of the fleet whose definition of the action
+    /// (its fingerprint) differs from this host's: sharing it would hand the caller another command's outcome.
+    case definitionMismatch(run: Int64, action: String, host: String)
     /// No action has that name.
     case unknownAction(String)
     /// No run has that id.
@@ -16,19 +19,21 @@ public enum BatonError: Error, Sendable, Equatable {
     case stopped(String)
     /// The history cannot be written (full disk, I/O error); nothing was started.
     case storeUnavailable(String)
+    /// The history cannot be read (the database went away, a file cannot be opened).
+    case historyUnreadable(String)
     /// A bug or an unexpected system failure.
     case internalError(String)
 
     /// The stable code on the wire.
     public var code: ErrorCode {
         switch self {
-        case .busy: .busy
+        case .busy, .definitionMismatch: .busy
         case .unknownAction: .unknownAction
         case .unknownRun: .unknownRun
         case .badRequest: .badRequest
         case .forbidden: .forbidden
         case .shuttingDown, .stopped: .shuttingDown
-        case .storeUnavailable: .storeUnavailable
+        case .storeUnavailable, .historyUnreadable: .storeUnavailable
         case .internalError: .internal
         }
     }
@@ -38,6 +43,9 @@ public enum BatonError: Error, Sendable, Equatable {
         switch self {
         case let .busy(run, action, phase, since):
             "\(action) is busy: run \(run) has been \(phase.rawValue) for \(DurationText.format(Timestamp.now - since))"
+        case let .definitionMismatch(run, action, host):
+            "\(action) is busy: run \(run) on host \(host) runs another definition of \(Action.quoted(action)) than this host's "
+                + "(their configs differ), so it is not shared; make the hosts' definitions agree (batond --check-config names the ones that differ)"
         case let .unknownAction(name): "unknown action \(Action.quoted(name))"
         case let .unknownRun(id): "no run \(id)"
         case let .badRequest(message): message
@@ -45,6 +53,7 @@ public enum BatonError: Error, Sendable, Equatable {
         case .shuttingDown: "batond is shutting down and takes no new triggers"
         case let .stopped(message): message
         case let .storeUnavailable(message): "the history cannot be written: \(message)"
+        case let .historyUnreadable(message): "the history cannot be read: \(message)"
         case let .internalError(message): message
         }
     }

@@ -13,6 +13,9 @@ public struct ExecRunner: Runner {
     public var inherited: [String: String]
     /// Where the attempts' pipes and exits are watched.
     let reactor: Reactor
+    /// Called on the loop before each attempt's process is spawned (a fleet host makes sure the
+    /// guard of its runs lives first).
+    public var beforeSpawn: (@Sendable () -> Void)?
     /// Called with each new leader's pid right after the spawn (tests: to run the orphan sweep
     /// at the worst moment).
     var afterSpawn: (@Sendable (pid_t) -> Void)?
@@ -75,6 +78,7 @@ public struct ExecRunner: Runner {
         guard !job.action.exec.isEmpty else {
             return FinishedAttempt(.failedToStart("action \(job.action.name) has nothing to exec"), events)
         }
+        beforeSpawn?()
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], prog: [Int32] = [-1, -1]
         guard baton_pipe(&out) == 0, baton_pipe(&err) == 0, baton_pipe(&prog) == 0 else {
             let message = "cannot create pipes: \(String(cString: strerror(errno)))"

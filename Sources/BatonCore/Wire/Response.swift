@@ -87,6 +87,7 @@ public struct WireError: Codable, Sendable, Error, Equatable {
     public init(_ error: BatonError) {
         self.init(code: error.code, message: error.message)
         if case let .busy(run, _, _, _) = error { self.run = run }
+        if case let .definitionMismatch(run, _, _) = error { self.run = run }
     }
 
     /// An unknown code from a newer daemon reads as `internal`, so an old client still shows the message.

@@ -6,6 +6,9 @@ import Foundation
 /// or NULL, and every value comes back as a string or nil, which the callers parse.
 public final class PGConnection {
     private let handle: OpaquePointer
+    /// libpq raised an error of its own (one without a SQLSTATE: "server closed the connection
+    /// unexpectedly"), which it may do before its status says the connection is bad.
+    private var failed = false
 
     /// Connects with a libpq connection string or URI. `defaults` are libpq keywords applied
     /// before the string's own settings, which win over them (`PGSSLMODE` and friends still
@@ -31,7 +34,7 @@ public final class PGConnection {
     deinit { PQfinish(handle) }
 
     /// Whether the connection is still up, as libpq last saw it.
-    public var isOK: Bool { PQstatus(handle) == CONNECTION_OK }
+    public var isOK: Bool { !failed && PQstatus(handle) == CONNECTION_OK }
 
     /// The socket, for `poll` while listening for notifications.
     public var socket: Int32 { PQsocket(handle) }
@@ -50,9 +53,7 @@ public final class PGConnection {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
             return PGRows(result)
         default:
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
-            throw PGError(sqlState: state ?? (isOK ? nil : "08006"), message: primary ?? Self.trimmed(PQerrorMessage(handle)))
+            throw failure(of: result)
         }
     }
 
@@ -95,11 +96,7 @@ public final class PGConnection {
             case PGRES_PIPELINE_ABORTED:
                 break
             default:
-                if failure == nil {
-                    let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-                    let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
-                    failure = PGError(sqlState: state ?? (isOK ? nil : "08006"), message: primary ?? Self.trimmed(PQerrorMessage(handle)))
-                }
+                if failure == nil { failure = self.failure(of: result) }
             }
         }
     }
@@ -111,8 +108,7 @@ public final class PGConnection {
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            throw PGError(sqlState: state ?? (isOK ? nil : "08006"), message: Self.trimmed(PQerrorMessage(handle)))
+            throw failure(of: result, primaryOnly: false)
         }
     }
 
@@ -138,6 +134,16 @@ public final class PGConnection {
             PQfreemem(notice)
         }
         return list
+    }
+
+    /// The error a failed result carries. One without a SQLSTATE was raised by libpq, not the
+    /// server: the connection is not to be trusted again (`isOK` is false from then on), and the
+    /// error is a connection problem (08006).
+    private func failure(of result: OpaquePointer, primaryOnly: Bool = true) -> PGError {
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        let primary = primaryOnly ? PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } : nil
+        if state == nil { failed = true }
+        return PGError(sqlState: state ?? "08006", message: primary ?? Self.trimmed(PQerrorMessage(handle)))
     }
 
     static func trimmed(_ text: UnsafePointer<CChar>?) -> String {

@@ -27,6 +27,12 @@ public final class PGPool: Sendable {
         try await pick().run(work)
     }
 
+    /// Runs a read on one of the pool's connections: once more on a new connection when the one
+    /// it found had broken meanwhile (after a server restart every idle connection has).
+    public func read<T: Sendable>(_ work: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
+        try await pick().run(work, retryingBroken: true)
+    }
+
     /// A connection of its own, outside the pool (the lease's), whose thread ends after `idleTimeout` idle.
     public func dedicated(name: String, idleTimeout: Duration = .seconds(10)) -> PGWorker {
         PGWorker(name: name, conninfo: conninfo, defaults: defaults, idleTimeout: idleTimeout)

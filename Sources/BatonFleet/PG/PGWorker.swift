@@ -22,6 +22,9 @@ struct PGLink {
         return opened
     }
 
+    /// Whether a connection is open, as libpq last saw it (before a round trip: one opened earlier).
+    var isOpen: Bool { connection?.isOK == true }
+
     /// Forgets a connection that failed (the next `open` makes a new one).
     mutating func dropIfBroken() {
         if connection?.isOK == false { connection = nil }
@@ -50,14 +53,23 @@ public final class PGWorker: Sendable {
     }
 
     /// Runs `work` on the connection, then `completion` with its value or error. A connection
-    /// that failed is dropped; the next work opens another. Refused (at once, with a connection
+    /// that failed is dropped; the next work opens another. With `retryingBroken`, work that
+    /// failed on a connection opened earlier which is now broken (the server restarted since) runs
+    /// once more on a new one: only for work that may run twice (reads), since a write may have
+    /// been committed just before the connection broke. Refused (at once, with a connection
     /// error) when `capacity` jobs wait or the worker is closed.
-    public func submit<T>(_ work: @escaping @Sendable (PGConnection) throws -> T,
+    public func submit<T>(_ work: @escaping @Sendable (PGConnection) throws -> T, retryingBroken: Bool = false,
                           completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
         do throws(WorkerRefusal) {
             try worker.submit { link in
-                let result = Result { try work(link.open()) }
+                let reused = link.isOpen
+                var result = Result { try work(link.open()) }
                 if case .failure = result { link.dropIfBroken() }
+                if case let .failure(error) = result, retryingBroken, reused, Self.isBroken(error, link) {
+                    link.drop()
+                    result = Result { try work(link.open()) }
+                    if case .failure = result { link.dropIfBroken() }
+                }
                 completion(result)
             }
         } catch {
@@ -65,10 +77,16 @@ public final class PGWorker: Sendable {
         }
     }
 
+    /// Whether the connection broke under the work (libpq's `CONNECTION_BAD`, so already dropped,
+    /// or an error of the connection class, as a server's "terminating connection" is).
+    private static func isBroken(_ error: any Error, _ link: PGLink) -> Bool {
+        link.connection == nil || (error as? PGError)?.isConnectionProblem == true
+    }
+
     /// Runs `work` on the connection and returns what it returned; the caller's task waits, no thread does.
-    public func run<T: Sendable>(_ work: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
+    public func run<T: Sendable>(_ work: @escaping @Sendable (PGConnection) throws -> T, retryingBroken: Bool = false) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            submit(work) { continuation.resume(with: $0) }
+            submit(work, retryingBroken: retryingBroken) { continuation.resume(with: $0) }
         }
     }
 

@@ -20,6 +20,10 @@ pid_t baton_gettid(void);
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits, or -1 with errno.
 int baton_pidfd_open(pid_t pid);
 
+/// pidfd_send_signal(2): signals the very process the pidfd refers to (never one that reused its
+/// pid). Returns 0 or -1 with errno.
+int baton_pidfd_signal(int pidfd, int sig);
+
 /// Installs a handler for each signal that writes its number, as one byte, to a pipe; returns
 /// the pipe's non-blocking read end (or -1 with errno). The handler is in place when this returns,
 /// so no signal sent after it is lost, whichever thread the kernel delivers it to.

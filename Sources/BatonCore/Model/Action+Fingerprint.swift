@@ -1,0 +1,57 @@
+/// The fingerprint of an action's definition, which the hosts of a fleet compare: two hosts
+/// that give one name different commands must not share each other's runs.
+extension Action {
+    /// 16 hex digits of FNV-1a (64 bits) over a canonical encoding of what the action runs and
+    /// how a trigger meets its runs: exec, cwd, env, user, umask, timeout, killGrace, leftovers,
+    /// policy, policies, retry, params (pattern and default), keyParams and onInterrupt. Each
+    /// value is length-prefixed and maps and sets are sorted, so the same definition gives the
+    /// same fingerprint on every host and in every release, and the order of a config's fields
+    /// does not matter. `description`, `retention` and `allow` are left out: they change neither
+    /// what runs nor which runs meet. Not cryptographic (no OpenSSL in the build): it tells honest
+    /// configs apart; whoever can write one host's config can run anything there anyway.
+    public var fingerprint: String {
+        var encoder = FingerprintEncoder()
+        encoder.add("exec", exec)
+        encoder.add("cwd", [cwd ?? "\u{0}"])
+        encoder.add("env", env.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] })
+        encoder.add("user", [runAs?.user ?? "\u{0}"])
+        encoder.add("umask", [umask.map { String($0, radix: 8) } ?? "\u{0}"])
+        encoder.add("timeout", [timeout.map(Self.text) ?? "\u{0}"])
+        encoder.add("killGrace", [Self.text(killGrace)])
+        encoder.add("leftovers", [leftovers.rawValue])
+        encoder.add("policy", [policy.rawValue])
+        encoder.add("policies", policies.map(\.rawValue).sorted())
+        encoder.add("retry", [String(retry.attempts), Self.text(retry.backoff), Self.text(retry.maxBackoff)])
+        encoder.add("params", params.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value.pattern?.source ?? "\u{0}", $0.value.defaultValue ?? "\u{0}"] })
+        encoder.add("keyParams", keyParams)
+        encoder.add("onInterrupt", [onInterrupt.rawValue])
+        return encoder.hex
+    }
+
+    private static func text(_ duration: Duration) -> String {
+        "\(duration.components.seconds).\(duration.components.attoseconds)"
+    }
+}
+
+/// FNV-1a 64 over fields written as `tag`, a count, then each value's byte length and bytes:
+/// no two different lists of fields encode alike.
+struct FingerprintEncoder {
+    private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    mutating func add(_ tag: String, _ values: [String]) {
+        write(tag)
+        write(String(values.count))
+        for value in values { write(value) }
+    }
+
+    private mutating func write(_ text: String) {
+        for byte in Array(String(text.utf8.count).utf8) + [UInt8(ascii: ":")] + Array(text.utf8) {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+    }
+
+    var hex: String {
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}

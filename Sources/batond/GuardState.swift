@@ -1,0 +1,61 @@
+/// What the guard of a fleet host's runs (`batond --guard-runs`) decides, as a value: it holds
+/// the host's own deadline, the fence time batond sends after each lease renewal, and kills every
+/// run of the host when that time comes without a later one, or when batond is gone (its end of
+/// the pipe closed: an exit, a crash, kill -9, or the exec of a fenced start). A frozen batond
+/// (SIGSTOP, a swap storm) renews nothing and fences nothing; its guard, not frozen with it, kills
+/// the runs before the database can count the lease out. The guard's loop (`RunGuard.run`)
+/// performs the effects and wakes at `wake`.
+struct GuardState: Equatable {
+    enum Event: Equatable {
+        /// batond renewed its lease: the runs may live until `at` (CLOCK_MONOTONIC, ns).
+        case deadline(UInt64)
+        /// The guard woke at `now` (CLOCK_MONOTONIC, ns): a deadline, or a read that came first.
+        case time(UInt64)
+        /// batond's end of the pipe closed.
+        case batondGone
+    }
+
+    enum Effect: Equatable {
+        /// SIGKILL every process of the host's runs, saying why.
+        case killRuns(Reason)
+        /// The guard's work is done.
+        case exit
+    }
+
+    enum Reason: Equatable {
+        case leaseDeadline
+        case batondGone
+    }
+
+    /// The time the runs may live until, while batond keeps renewing; nil before the first
+    /// renewal (no run starts before it) and after a deadline passed, until batond sends a new one.
+    private(set) var deadline: UInt64?
+    private(set) var ended = false
+
+    /// When the loop must wake, if nothing comes on the pipe first.
+    var wake: UInt64? { ended ? nil : deadline }
+
+    mutating func handle(_ event: Event) -> [Effect] {
+        guard !ended else { return [] }
+        switch event {
+        case let .deadline(at):
+            // A later renewal never moves the deadline back: out of order, the earlier one is stale.
+            deadline = max(deadline ?? 0, at)
+            return []
+        case let .time(now):
+            guard let deadline, now >= deadline else { return [] }
+            self.deadline = nil
+            return [.killRuns(.leaseDeadline)]
+        case .batondGone:
+            ended = true
+            return [.killRuns(.batondGone), .exit]
+        }
+    }
+
+    /// The guard's pipe carries one line per renewal: `deadline NS`.
+    static func event(in line: Substring) -> Event? {
+        let fields = line.split(separator: " ")
+        guard fields.count == 2, fields[0] == "deadline", let at = UInt64(fields[1]) else { return nil }
+        return .deadline(at)
+    }
+}
