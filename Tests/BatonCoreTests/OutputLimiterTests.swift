@@ -39,7 +39,7 @@ import Testing
         var chunkSize: Int
         var steps: [Step]
         /// The history's chunks after a final write: (start, stream, text).
-        var chunks: [(Int64, OutputStream, String)]
+        var chunks: [(Int64, StandardStream, String)]
         var dropped: Int64
         var testDescription: String { name }
     }

@@ -38,6 +38,12 @@ public struct Action: Sendable, Equatable {
     public var runAs: RunAs?
     /// The file mode creation mask of the process; batond's (0027) when nil.
     public var umask: UInt32?
+    /// How many bytes of each run's output the history keeps (`output.keep`): the first and the
+    /// last half of it once a run writes more; 0 keeps none.
+    public var outputKeep: Int64 = Action.defaultOutputKeep
+
+    /// 16 MiB: the `output.keep` of an action when neither it nor the config says.
+    public static let defaultOutputKeep: Int64 = 16 << 20
 
     public init(
         name: String, exec: [String] = [], cwd: String? = nil, env: [String: String] = [:],

@@ -1,5 +1,5 @@
 /// Which pipe of a run's processes a chunk of output came from.
-public enum OutputStream: String, Sendable, Codable, CaseIterable {
+public enum StandardStream: String, Sendable, Codable, CaseIterable {
     case stdout, stderr
 
     /// The number the history stores (1 and 2, as the file descriptors).
@@ -20,11 +20,11 @@ public enum OutputStream: String, Sendable, Codable, CaseIterable {
 public struct OutputChunk: Sendable, Equatable {
     /// The position of the first byte in everything the run wrote (dropped bytes count too).
     public var start: Int64
-    public var stream: OutputStream
+    public var stream: StandardStream
     public var at: Timestamp
     public var bytes: [UInt8]
 
-    public init(start: Int64, stream: OutputStream, at: Timestamp, bytes: [UInt8]) {
+    public init(start: Int64, stream: StandardStream, at: Timestamp, bytes: [UInt8]) {
         self.start = start
         self.stream = stream
         self.at = at
@@ -57,4 +57,26 @@ public struct OutputWrite: Sendable, Equatable {
         self.total = total
         self.dropped = dropped
     }
+}
+
+/// Part of a run's kept output, from an offset, with the run's totals as last written.
+public struct OutputPage: Sendable, Equatable {
+    /// Chunks in order, the first cut to start at the offset asked for (or later, where bytes were dropped).
+    public var chunks: [OutputChunk]
+    /// Every byte the run wrote, as of the last write.
+    public var total: Int64
+    /// How many of them are not kept.
+    public var dropped: Int64
+    /// Where the head ends: a gap after it is where bytes were dropped.
+    public var head: Int64
+
+    public init(chunks: [OutputChunk], total: Int64, dropped: Int64, head: Int64) {
+        self.chunks = chunks
+        self.total = total
+        self.dropped = dropped
+        self.head = head
+    }
+
+    /// The position just past this page: where the next read starts.
+    public var end: Int64? { chunks.last?.end }
 }

@@ -37,7 +37,7 @@ public struct OutputLimiter: Sendable, Equatable {
     public var pendingBytes: Int { pending.reduce(0) { $0 + $1.bytes.count } }
 
     /// Takes bytes one stream wrote at `at`; returns whether a write is due now (a chunk's worth waits).
-    public mutating func append(_ bytes: some Collection<UInt8>, from stream: OutputStream, at: Timestamp) -> Bool {
+    public mutating func append(_ bytes: some Collection<UInt8>, from stream: StandardStream, at: Timestamp) -> Bool {
         guard !bytes.isEmpty else { return false }
         let start = total
         total += Int64(bytes.count)
@@ -83,7 +83,7 @@ public struct OutputLimiter: Sendable, Equatable {
 
     /// Appends to the last pending chunk where it is the same stream, contiguous, on the same
     /// side of the head's end and not full; else starts new chunks of at most `chunkSize`.
-    private mutating func add(_ bytes: some Collection<UInt8>, _ start: Int64, _ stream: OutputStream, _ at: Timestamp) {
+    private mutating func add(_ bytes: some Collection<UInt8>, _ start: Int64, _ stream: StandardStream, _ at: Timestamp) {
         var rest = bytes[...]
         var position = start
         if var last = pending.last, last.stream == stream, last.end == start, (last.start < head) == (start < head),

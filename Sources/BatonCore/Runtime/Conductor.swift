@@ -66,6 +66,8 @@ public final class Conductor: Sendable {
         var replies: [Token: Reply] = [:]
         var nextToken: Token = 1
         var waiters: [Int64: [Follower]] = [:]
+        /// The output of each run in flight that wrote some, on its way to the history.
+        var outputs: [Int64: OutputLimiter] = [:]
         var drained: [CheckedContinuation<Void, Never>] = []
         var isDrained = false
     }
@@ -177,6 +179,7 @@ public final class Conductor: Sendable {
         case let .close(run):
             let waiters = core.withLock { core -> [Follower] in
                 core.attempts[run] = nil
+                core.outputs[run] = nil
                 return core.waiters.removeValue(forKey: run) ?? []
             }
             for waiter in waiters { waiter(nil) }
@@ -204,7 +207,11 @@ public final class Conductor: Sendable {
             switch event {
             case let .started(group): self?.send(.started(run: run, attempt: attempt, group))
             case let .progress(progress): self?.send(.progress(run: run, attempt: attempt, progress))
-            case let .ended(outcome): self?.send(.exited(run: run, attempt: attempt, outcome))
+            case let .output(stream, bytes): self?.keepOutput(run: run, keep: launch.action.outputKeep, stream, bytes)
+            case let .ended(outcome):
+                // The attempt's last bytes are written before its end, in the same queue.
+                self?.flushOutput(run, final: true)
+                self?.send(.exited(run: run, attempt: attempt, outcome))
             }
         }
     }
