@@ -1,4 +1,5 @@
 import BatonCore
+import BatonIPC
 import BatonStore
 import Foundation
 import Testing
@@ -62,5 +63,30 @@ struct OutputTests {
         #expect(big.page.dropped == Int64(all.count - big.stdout.count))
         let none = try Self.kept(daemon.database, run: 2)
         #expect(none.page.chunks.isEmpty && none.page.dropped == none.page.total && none.page.total > 0)
+    }
+
+    @Test("the output op over the socket: a chunk written while followed arrives before the run goes on, then the end")
+    func followOverTheSocket() throws {
+        let gate = try FifoGate()
+        let script = gate.directory + "/talk.sh"
+        try "printf 'one\\n'; cat \"$GATE\" > /dev/null; printf 'two\\377\\n' >&2\n".write(toFile: script, atomically: true, encoding: .utf8)
+        let daemon = try Daemon(config: """
+            { actions: { talk: { exec: ["sh", "\(script)"], env: { GATE: "\(gate.path)" } } } }
+            """)
+        let trigger = try Client(path: daemon.socket).call(Request(op: .trigger, action: "talk", detach: true))
+        let run = try #require(trigger.run?.id)
+        var chunks: [OutputChunk] = []
+        let answer = try Client(path: daemon.socket).call(Request(op: .output, run: run, follow: true)) { event in
+            guard let chunk = event.chunk else { return }
+            chunks.append(chunk)
+            // The run waits on the gate until the follower has its first line.
+            if chunk.bytes.contains(UInt8(ascii: "\n")), chunks.count == 1 { gate.release() }
+        }
+        #expect(chunks.flatMap(\.bytes) == Array("one\n".utf8) + [UInt8(ascii: "t"), UInt8(ascii: "w"), UInt8(ascii: "o"), 0xFF, 10])
+        #expect(chunks.last?.stream == .stderr)
+        #expect(answer.ok == true && answer.run?.phase == .success && answer.outputEnd == 9, "\(answer)")
+        // Resumed from an offset, after the end: the rest, from the history.
+        let rest = try Client(path: daemon.socket).call(Request(op: .output, run: run, from: 4)) { _ in }
+        #expect(rest.outputEnd == 9)
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Which pipe of a run's processes a chunk of output came from.
 public enum StandardStream: String, Sendable, Codable, CaseIterable {
     case stdout, stderr
@@ -17,7 +19,7 @@ public enum StandardStream: String, Sendable, Codable, CaseIterable {
 
 /// Bytes one stream of a run wrote, in a row: where they are in the run's whole output, from
 /// which stream, and when the first of them arrived.
-public struct OutputChunk: Sendable, Equatable {
+public struct OutputChunk: Sendable, Equatable, Codable {
     /// The position of the first byte in everything the run wrote (dropped bytes count too).
     public var start: Int64
     public var stream: StandardStream
@@ -33,6 +35,25 @@ public struct OutputChunk: Sendable, Equatable {
 
     /// The position just past the last byte.
     public var end: Int64 { start + Int64(bytes.count) }
+
+    /// On the wire the bytes are `data`, in base64, so that any bytes go through JSON exactly.
+    enum CodingKeys: String, CodingKey { case start, stream, at, data }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        start = try container.decode(Int64.self, forKey: .start)
+        stream = try container.decode(StandardStream.self, forKey: .stream)
+        at = try container.decode(Timestamp.self, forKey: .at)
+        bytes = Array(try container.decode(Data.self, forKey: .data))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(start, forKey: .start)
+        try container.encode(stream, forKey: .stream)
+        try container.encode(at, forKey: .at)
+        try container.encode(Data(bytes), forKey: .data)
+    }
 }
 
 /// One write of a run's output to the history: new chunks, the kept chunks past the head that

@@ -22,7 +22,7 @@ public enum RequestID: Codable, Sendable, Hashable {
 
 /// What a request asks for.
 public enum Operation: String, Codable, Sendable, CaseIterable {
-    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics
+    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output
 }
 
 /// One request line. Which fields matter depends on `op`; see docs/protocol.md.
@@ -47,10 +47,14 @@ public struct Request: Codable, Sendable {
     public var filter: HistoryFilter?
     /// watch: also an `update` without a transition each time a run in flight reports progress.
     public var progress: Bool?
+    /// output: the position in the run's output to start from (0 when absent).
+    public var from: Int64?
+    /// output: follow the run's output live until it ends.
+    public var follow: Bool?
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
-                dryRun: Bool? = nil, progress: Bool? = nil) {
+                dryRun: Bool? = nil, progress: Bool? = nil, from: Int64? = nil, follow: Bool? = nil) {
         self.id = id
         self.op = op
         self.action = action
@@ -62,6 +66,8 @@ public struct Request: Codable, Sendable {
         self.filter = filter
         self.dryRun = dryRun
         self.progress = progress
+        self.from = from
+        self.follow = follow
     }
 }
 
@@ -79,6 +85,8 @@ extension Request {
                   key: try container.decodeIfPresent(String.self, forKey: .key),
                   filter: try container.decodeIfPresent(HistoryFilter.self, forKey: .filter),
                   dryRun: try container.decodeIfPresent(Bool.self, forKey: .dryRun),
-                  progress: try container.decodeIfPresent(Bool.self, forKey: .progress))
+                  progress: try container.decodeIfPresent(Bool.self, forKey: .progress),
+                  from: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .from, expected: "a whole number"),
+                  follow: try container.decodeIfPresent(Bool.self, forKey: .follow))
     }
 }
