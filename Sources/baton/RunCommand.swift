@@ -15,6 +15,7 @@ enum RunCommand {
             OptionSpec(long: "param", short: "p", value: "NAME=VALUE", help: "pass a param (repeatable)"),
             OptionSpec(long: "policy", short: nil, value: "POLICY", help: "reject, join, queue or replace, where the action allows it"),
             OptionSpec(long: "detach", short: "d", value: nil, help: "print the run id once it is queued and exit"),
+            OptionSpec(long: "follow", short: "f", value: nil, help: "print the run's output as it comes, then the outcome"),
             OptionSpec(long: "json", short: nil, value: nil, help: "print the run as JSON"),
         ],
         run: run)
@@ -33,6 +34,10 @@ enum RunCommand {
         }
         let detach = arguments.flag("detach")
         let json = arguments.flag("json")
+        if arguments.flag("follow") {
+            guard !detach else { throw UsageError("baton run: --follow and --detach exclude each other") }
+            return try runFollowing(Request(op: .trigger, action: action, params: params, policy: policy, detach: true), json: json, context)
+        }
         let request = Request(op: .trigger, action: action, params: params, policy: policy, detach: detach)
         let spinner = (!json && isatty(2) == 1) ? Spinner() : nil
         let response: Response
@@ -54,6 +59,18 @@ enum RunCommand {
             print(outcomeLine(run, shared: response.shared ?? false, context: context))
         }
         return detach ? ExitCode.success : ExitCode.of(run.phase)
+    }
+
+    /// Triggers (answered once queued), prints the run's output as it comes, then the outcome.
+    static func runFollowing(_ request: Request, json: Bool, _ context: Context) throws -> Int32 {
+        let queued = try context.call(request)
+        guard let id = queued.run?.id else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
+        var last: UInt8?
+        let run = try LogsCommand.follow(id, from: 0, follow: true, stream: nil, context, last: &last)
+        if last != nil && last != UInt8(ascii: "\n") { print() }
+        if json { print(Format.json(RunAnswer(run: run, decision: queued.decision, shared: queued.shared))) }
+        else { print(outcomeLine(run, shared: queued.shared ?? false, context: context)) }
+        return ExitCode.of(run.phase)
     }
 
     struct RunAnswer: Encodable {
