@@ -103,4 +103,27 @@ struct LogsTests {
         let stream = try daemon.baton("logs", "1", "--stream", "both")
         #expect(stream.code == 2 && stream.stderr.contains("stdout or stderr"), "\(stream)")
     }
+
+    @Test("a follower that stops reading is dropped by batond; baton logs -f resumes from its last byte: no gap, no byte twice")
+    func resume() throws {
+        let daemon = try Daemon(config: #"{ actions: { flood: { exec: ["seq", "1", "1000000"] } } }"#)
+        let expected = (1...1_000_000).map { "\($0)\n" }.joined()
+        #expect(try daemon.baton("run", "flood", "--detach").code == 0)
+        // Its stdout is not read until the run has ended: it stops reading its socket, and
+        // batond closes it past the streaming limit (1 MiB unread; this run writes 6.9 MB).
+        let logs = Process()
+        logs.executableURL = URL(fileURLWithPath: Binaries.baton)
+        logs.arguments = ["--socket", daemon.socket, "logs", "-f", "1"]
+        let pipe = Pipe()
+        logs.standardOutput = pipe
+        logs.standardError = FileHandle.nullDevice
+        try logs.run()
+        try? pipe.fileHandleForWriting.close()
+        #expect(try daemon.baton("wait", "1").code == 0)
+        let printed = pipe.fileHandleForReading.readDataToEndOfFile()
+        logs.waitUntilExit()
+        #expect(logs.terminationStatus == 0)
+        #expect(printed.count == expected.utf8.count)
+        #expect(printed == Data(expected.utf8))
+    }
 }
