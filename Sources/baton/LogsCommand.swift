@@ -70,8 +70,9 @@ enum LogsCommand {
                 }
                 guard let snapshot = response.run else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
                 return snapshot
-            } catch let failure as Failure where failure.code == ExitCode.unavailable && follow && lost < reconnects {
-                // batond went (a restart, a dropped connection): resume from the last byte printed.
+            } catch let failure as Failure where failure.code == ExitCode.unavailable && lost < reconnects {
+                // batond went (a restart, or it closed a client whose unread answers passed the
+                // connection's limit, as a long history read can): resume from the last byte printed.
                 lost += 1
                 usleep(reconnectPause)
             }
