@@ -223,6 +223,39 @@ struct ConductorStateTests {
         #expect(h.state.inFlight.map(\.phase) == [.queued])
     }
 
+    @Test("a second stop signal: the runs stop now, and the drain ends once their processes are gone, their ends durable or not (a full disk)")
+    func abandonWrites() throws {
+        var h = Harness()
+        h.trigger(1, Self.plain)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.trigger(2, Self.flaky)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.on(.shutdown)
+        h.on(.graceElapsed)
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
+        #expect(h.phases == [.cancelled])
+        #expect(!h.effects.contains(.drained), "run 2 still runs, and run 1's end is not durable")
+        h.on(.abandonWrites)
+        #expect(h.effects.isEmpty, "run 2 is already stopping: its processes are waited for")
+        h.on(.exited(run: 2, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
+        #expect(h.phases == [.cancelled])
+        #expect(h.effects.last == .drainedUnwritten, "no commit came, and none is waited for")
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.closed == [2], "an end that commits before the exit still closes its run's waiters")
+        #expect(!h.effects.contains(.drained))
+        #expect(h.state.mode == .stopped)
+    }
+
+    @Test("abandonWrites before any shutdown is ignored: triggers are still taken")
+    func abandonWritesBeforeShutdown() {
+        var h = Harness()
+        h.on(.abandonWrites)
+        #expect(h.effects.isEmpty)
+        #expect(h.state.mode == .accepting && h.state.waitsForWrites)
+        h.trigger(1, Self.plain)
+        #expect(h.phases == [.queued, .loading])
+    }
+
     @Test("recovery: queued again, restarted, interrupted, dropped and superseded, each a transition")
     func recovery() throws {
         var h = Harness()

@@ -90,6 +90,7 @@ extension ConductorState {
             step.entries.append(.output(runID: id, tail: outcome.output, truncated: outcome.truncated))
         }
         drive(id, .exited(outcome.result), &step)
+        if !waitsForWrites { drainIfDone(&step) }
     }
 
     mutating func fired(_ id: Int64, _ timer: Timer, _ step: inout Step) {
@@ -130,9 +131,28 @@ extension ConductorState {
     mutating func beginShutdown(_ step: inout Step) {
         guard mode == .accepting else { return }
         mode = .draining
+        drainIfDone(&step)
+    }
+
+    /// A second stop signal: the runs still loading stop now, and the drain no longer waits for
+    /// their ends to be durable.
+    mutating func abandonWrites(_ step: inout Step) {
+        guard mode == .draining else { return }
+        waitsForWrites = false
+        stopActive(.shutdown, &step)
+        drainIfDone(&step)
+    }
+
+    /// Drained once nothing is left to wait for: no run loading, retrying or (unless writes are
+    /// abandoned) ended but not yet durable.
+    mutating func drainIfDone(_ step: inout Step) {
+        guard mode == .draining else { return }
         if activeCount == 0 {
             mode = .stopped
             step.effects.append(.drained)
+        } else if !waitsForWrites, undecidedCount == 0 {
+            mode = .stopped
+            step.effects.append(.drainedUnwritten)
         }
     }
 

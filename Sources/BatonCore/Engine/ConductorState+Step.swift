@@ -149,10 +149,7 @@ extension ConductorState {
             estimates.record(run.action, micros: ended.rawValue - started.rawValue)
         }
         step.effects.append(.close(run: id))
-        if mode == .draining, activeCount == 0 {
-            mode = .stopped
-            step.effects.append(.drained)
-        }
+        drainIfDone(&step)
     }
 
     /// Starts the runs the table lets start now.
