@@ -40,12 +40,11 @@ extension ConductorState {
         flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
                              action: trigger.action, runner: trigger.runner, seq: 1)
         step.entries.append(.created(run, transition))
-        step.after += [.publish(RunUpdate(run: run, transition: transition)), .ticket(token, decision, fallback: run),
-                       .durable(id)]
-        // A run with a free key and slot goes to `loading` in the same store item as its creation
-        // (one fsync to start); its attempt starts once both are durable.
-        step.creating.insert(id)
-        if mode == .accepting, table.admitCreated(id) { drive(id, .start, &step) }
+        // It starts once its creation is durable, if its key and a slot are free then: `loading`
+        // is stamped when the process starts, never when the trigger came (a creation can wait
+        // for the store). The answer goes out after the start, with the run as it is then.
+        step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id),
+                       .ticket(token, decision, fallback: run)]
     }
 
     private func placeholder(_ id: Int64, _ trigger: Trigger, at now: Timestamp) -> RunSnapshot {
