@@ -55,7 +55,7 @@ struct Backend {
         }
         return Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)", tracking: tracking,
                        prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
-                       ping: { await store.ping() }, close: { store.close() })
+                       ping: { await store.ping() }, close: { Self.close(store) })
     }
 }
 
@@ -74,3 +74,18 @@ struct DaemonError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+extension Backend {
+    /// Closes the SQLite history, logging each transition it could not write (a full disk at
+    /// exit): the next start's recovery ends those runs (`interrupted`), or queues them again.
+    static func close(_ store: Store) -> Int {
+        let unwritten = store.closeReporting()
+        for transition in unwritten.transitions {
+            let detail = [transition.detail.reason, transition.detail.error].compactMap { $0 }.joined(separator: ": ")
+            Log.error("not written before exit: run \(transition.runID) \(transition.from?.rawValue ?? "-") → \(transition.to.rawValue)"
+                + (detail.isEmpty ? "" : " (\(detail))") + "; the next start recovers the run")
+        }
+        return unwritten.count
+    }
+}
+

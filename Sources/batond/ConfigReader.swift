@@ -173,29 +173,22 @@ struct ConfigReader {
         return result
     }
 
-    /// `user` (and `group`) of an action, resolved: uid, gid, supplementary groups, home and shell.
-    /// Only a batond running as root can run a process as another user.
+    /// `user` (and `group`) of an action, looked up now to refuse names that do not exist; each
+    /// start looks them up again (`RunAs.resolved`). Only a batond running as root can run a
+    /// process as another user.
     mutating func runAs(_ value: JSONValue, group: JSONValue?, at: String) -> RunAs? {
         guard let name = string(value, at: "\(at).user") else { return nil }
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        var entry = passwd()
-        var found: UnsafeMutablePointer<passwd>?
-        let byNumber = UInt32(name)
-        let rc = byNumber.map { getpwuid_r($0, &entry, &buffer, buffer.count, &found) } ?? getpwnam_r(name, &entry, &buffer, buffer.count, &found)
-        guard rc == 0, found != nil, let userName = entry.pw_name else {
-            fail("\(at).user", "no user named \(Action.quoted(name))")
+        let groupName = group.flatMap { string($0, at: "\(at).group") }
+        switch RunAs.lookUp(name, group: groupName) {
+        case let .failure(why):
+            if case .noGroup = why { fail("\(at).group", "\(why)") } else { fail("\(at).user", "\(why)") }
             return nil
+        case let .success(user):
+            if user.uid != geteuid() && geteuid() != 0 {
+                fail("\(at).user", "batond runs as uid \(geteuid()), not root, so it cannot run processes as \(user.user)")
+            }
+            return user
         }
-        var user = RunAs(user: String(cString: userName), uid: entry.pw_uid, gid: entry.pw_gid, groups: [],
-                         home: entry.pw_dir.map { String(cString: $0) } ?? "/", shell: entry.pw_shell.map { String(cString: $0) } ?? "/bin/sh")
-        if user.uid != geteuid() && geteuid() != 0 {
-            fail("\(at).user", "batond runs as uid \(geteuid()), not root, so it cannot run processes as \(user.user)")
-        }
-        if let group = group.flatMap({ string($0, at: "\(at).group") }) {
-            if let gid = groupID(group, at: "\(at).group") { user.gid = gid }
-        }
-        user.groups = UserDatabase.groups(of: user.user, primary: user.gid)
-        return user
     }
 
     /// A user name or number, as a uid; a problem when no such user exists.

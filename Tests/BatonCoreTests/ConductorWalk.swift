@@ -35,6 +35,7 @@ struct ConductorWalk {
     private var asked: [ConductorState.Token: Set<ConductorState.CommitID>] = [:]
     private var answered: Set<ConductorState.Token> = []
     private var shutDown = false
+    private var drained = false
 
     // The store's view: each run's last seq and phase, and where its creation was written.
     private var stored: [Int64: (seq: Int, phase: Phase)] = [:]
@@ -51,7 +52,7 @@ struct ConductorWalk {
 
     /// Takes one random step; false when the choices ran out.
     mutating func step(_ choices: inout some Choices) -> Bool {
-        guard let kind = choices.next(14) else { return false }
+        guard let kind = choices.next(15) else { return false }
         now = now + .milliseconds(1 + (choices.next(50) ?? 0))
         switch kind {
         case 0, 1, 2:
@@ -87,6 +88,10 @@ struct ConductorWalk {
             ask { .attach($0, run: run) }
         case 12:
             if choices.next(20) == 0, !shutDown { shutDown = true; apply(.shutdown) }
+        case 13:
+            // A second stop signal, now and then: the drain stops waiting for writes.
+            if shutDown, choices.next(6) == 0 { apply(.abandonWrites) } else if shutDown { apply(.graceElapsed) }
+            else { commitOldest(fail: false) }
         default:
             if shutDown { apply(.graceElapsed) } else { commitOldest(fail: false) }
         }
@@ -193,6 +198,22 @@ struct ConductorWalk {
                 }
             case .drained:
                 if !shutDown { violate("drained without a shutdown") }
+                if drained { violate("drained twice") }
+                drained = true
+                // However the drain ends (every end durable, or writes abandoned), no attempt runs.
+                for run in state.flights.values where !run.isOver && run.machine.phase != .queued {
+                    violate("drained while run \(run.run.id) is still \(run.machine.phase.rawValue)")
+                }
+                if let run = state.flights.values.first(where: { $0.machine.phase != .queued }) {
+                    violate("drained before run \(run.run.id)'s end was durable")
+                }
+            case .drainedUnwritten:
+                if state.waitsForWrites { violate("drained without waiting for writes, never told to") }
+                if drained { violate("drained twice") }
+                drained = true
+                for run in state.flights.values where !run.isOver && run.machine.phase != .queued {
+                    violate("drained while run \(run.run.id) is still \(run.machine.phase.rawValue)")
+                }
             }
         }
         // A question whose step wrote must be answered when those writes commit.

@@ -173,6 +173,14 @@ final class Daemon: @unchecked Sendable {
         kill(process.processIdentifier, number)
     }
 
+    /// Waits for batond to exit, at most `seconds`: its exit status, or nil if it still runs.
+    func waitForExit(within seconds: Double) -> Int32? {
+        guard exited.wait(timeout: .now() + seconds) == .success else { return nil }
+        exited.signal()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
     /// Waits for batond to exit and returns its exit status.
     func waitForExit() -> Int32 {
         process.waitUntilExit()

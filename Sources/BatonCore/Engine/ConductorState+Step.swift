@@ -40,8 +40,6 @@ extension ConductorState {
         case durable(Int64)
         /// The run's terminal transition is durable: close it.
         case ended(Int64)
-        /// An effect that must wait for the commit: starting a run created in the same step.
-        case deferred(Effect)
     }
 
     /// What one event decides: the writes, what follows their commit, and the effects to perform now.
@@ -53,9 +51,6 @@ extension ConductorState {
         /// Items closed by `beginItem`, in order.
         var sealed: [(entries: [JournalEntry], after: [AfterCommit])] = []
         var effects: [Effect] = []
-        /// Runs created in this step: if they start in it too, their attempts wait for the commit
-        /// that makes both their creation and their `loading` durable.
-        var creating: Set<Int64> = []
 
         init(now: Timestamp) { self.now = now }
 
@@ -118,17 +113,6 @@ extension ConductorState {
             }
         case let .ended(run):
             close(run, &step)
-        case let .deferred(effect):
-            guard failure == nil else { break }
-            // Stopped (replaced, cancelled) while its start waited for the commit: it never starts.
-            if case let .launch(launch) = effect, var flight = flights[launch.run], flight.machine.stopping != nil,
-               flight.live == launch.attempt {
-                flight.live = nil
-                flights[launch.run] = flight
-                drive(launch.run, .exited(.notStarted), &step)
-            } else {
-                step.effects.append(effect)
-            }
         }
     }
 
@@ -149,10 +133,7 @@ extension ConductorState {
             estimates.record(run.action, micros: ended.rawValue - started.rawValue)
         }
         step.effects.append(.close(run: id))
-        if mode == .draining, activeCount == 0 {
-            mode = .stopped
-            step.effects.append(.drained)
-        }
+        drainIfDone(&step)
     }
 
     /// Starts the runs the table lets start now.
@@ -191,10 +172,11 @@ extension ConductorState {
             if attempt == 1, let timeout = flight.action.timeout { effects.append(.schedule(run: id, .timeout, after: timeout)) }
             effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
                                           runner: flight.runner)))
-            // A run that starts in the step that creates it starts once both are durable; any
-            // other starts now, while its `loading` is being written (recovery kills what a
-            // crash leaves of it).
-            if step.creating.contains(id) { step.after += effects.map { .deferred($0) } } else { step.effects += effects }
+            // `loading` is stamped in the step that launches the attempt, and the timeout armed
+            // there: the time a run's creation waited for the store (a lock held by another
+            // process, say) is not run time (issue 21, item 14). The start is written while the
+            // process runs; recovery kills what a crash leaves of it.
+            step.effects += effects
         case .terminate:
             if flight.live != nil { step.effects.append(.stop(run: id, grace: flight.action.killGrace)) }
         case let .backoff(attempt):

@@ -40,6 +40,11 @@ public struct ConductorState: Sendable {
         case shutdown
         /// The shutdown grace is over: stop every run still loading or retrying.
         case graceElapsed
+        /// A second stop signal: end the grace now and stop waiting for writes — drained once
+        /// every run's end is decided (its processes gone), durable or not. A full disk would
+        /// otherwise hold the exit for as long as it lasts; what is not written by then is
+        /// logged, and recovery ends those runs at the next start (issue 21, item 13).
+        case abandonWrites
         /// Take over the runs a previous daemon left unfinished (with their actions, where still configured).
         case recover(Token, [RecoveredRun])
         /// Run a run whose start the fleet already made durable (its `loading` is written);
@@ -67,8 +72,13 @@ public struct ConductorState: Sendable {
         case publish(RunUpdate)
         /// The run's story is over and durable: end its waiters' streams.
         case close(run: Int64)
-        /// Shutting down and nothing is loading any more: the daemon may exit.
+        /// Shutting down and nothing is loading any more (and, unless writes were abandoned,
+        /// every end is durable): the daemon may exit.
         case drained
+        /// Shutting down after `abandonWrites`: nothing runs any more, but some ends are not yet
+        /// durable. The daemon may exit without them; a waiter still hears an end that commits
+        /// before it does (the run's `close`).
+        case drainedUnwritten
     }
 
     /// A timer a run may have.
@@ -117,6 +127,8 @@ public struct ConductorState: Sendable {
     public internal(set) var nextRunID: Int64 = 1
     var nextCommit: CommitID = 1
     public internal(set) var mode = Mode.accepting
+    /// Whether draining waits for every end to be durable; false after `abandonWrites`.
+    public internal(set) var waitsForWrites = true
     /// The last run of each action whose end is durable, for `status`.
     public internal(set) var lastEnded: [String: RunSnapshot] = [:]
     /// Recent successful durations per action, for estimated progress.
@@ -143,6 +155,7 @@ public struct ConductorState: Sendable {
         case let .attach(token, run): step.answer(token, .attached(flights[run]?.snapshot))
         case .shutdown: beginShutdown(&step)
         case .graceElapsed: if mode == .draining { stopActive(.shutdown, &step) }
+        case .abandonWrites: abandonWrites(&step)
         case let .recover(token, runs): recover(token, runs, &step)
         case let .adopt(token, adopted): adopt(token, adopted, &step)
         case let .stopRun(run, stop): if flights[run]?.isOver == false { drive(run, .stop(stop), &step) }
@@ -172,6 +185,10 @@ public struct ConductorState: Sendable {
 
     /// Runs loading or retrying, or ended but not yet durable: what shutdown waits for.
     var activeCount: Int { flights.values.count { $0.machine.phase != .queued } }
+
+    /// Runs loading or retrying whose end is not decided: what shutdown waits for once it no
+    /// longer waits for writes.
+    var undecidedCount: Int { flights.values.count { $0.machine.phase != .queued && !$0.isOver } }
 }
 
 /// A trigger resolved against one generation of the config: its action as it was then, its

@@ -62,18 +62,6 @@ public struct FlightTable: Sendable {
         promote(entries[run]!.key)
     }
 
-    /// Starts a run whose creation is being written, if it could start the moment that write is
-    /// durable: it holds its key, nothing of the key drains, and a slot is free (so nobody waits
-    /// in line before it). Its creation and start then become durable together.
-    public mutating func admitCreated(_ run: Int64) -> Bool {
-        guard let entry = entries[run], entry.stage == .waiting, let slot = slots[entry.key], slot.holder == run,
-              slot.draining.isEmpty, runningCount < limit else { return false }
-        entries[run]!.durable = true
-        entries[run]!.stage = .running
-        runningCount += 1
-        return true
-    }
-
     /// Counts a run the fleet started (its key taken in the fleet's database) as running here.
     public mutating func adoptRunning(_ run: Int64, key: String) {
         guard entries[run] == nil else { return }

@@ -203,12 +203,14 @@ extension Conductor {
         for watcher in all { watcher.follower(nil) }
     }
 
-    /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`.
-    /// Safe to call before `shutdown` has begun (a second signal that arrives first): the
-    /// shutdown event goes in first, so that the grace's end is not ignored.
+    /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`, and
+    /// the shutdown returns once their processes are gone, without waiting for writes the store
+    /// cannot make (a full disk); the store's close says what was not written. Safe to call
+    /// before `shutdown` has begun (a second signal that arrives first): the shutdown event goes
+    /// in first, so that the grace's end is not ignored.
     public func stopRemaining() {
         send(.shutdown)
-        send(.graceElapsed)
+        send(.abandonWrites)
     }
 }
 

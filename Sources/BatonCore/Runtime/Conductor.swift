@@ -191,6 +191,16 @@ public final class Conductor: Sendable {
             }
             for waiter in waiters { waiter(nil) }
             for continuation in continuations { continuation.resume() }
+        case .drainedUnwritten:
+            // The waiters stay: each hears its run's end if it commits before batond exits.
+            let continuations = core.withLock { core -> [CheckedContinuation<Void, Never>] in
+                defer {
+                    core.drained = []
+                    core.isDrained = true
+                }
+                return core.drained
+            }
+            for continuation in continuations { continuation.resume() }
         }
     }
 
