@@ -9,8 +9,8 @@ enum StatsCommand {
         name: "stats",
         abstract: """
             Show how each action has been doing. Runs by outcome, success rate, p50, p95 and max duration of
-            successful runs, the last success and failure, the current streak of failures, and recent durations.
-            Works when batond is down.
+            successful runs, p50 and p95 CPU time and peak memory of ended runs, the last success and failure,
+            the current streak of failures, and recent durations. Works when batond is down.
             """,
         arguments: "[ACTION]...",
         options: [
@@ -43,18 +43,23 @@ enum StatsCommand {
             let streak = item.failureStreak > 0 ? context.paint("\(item.failureStreak) failing", .red) : "-"
             var row = [item.action, String(item.total), String(item.success), String(item.failure), String(item.cancelled), rate,
                        duration(item.p50), duration(item.p95), duration(item.max),
+                       duration(item.cpuP50), duration(item.cpuP95), memory(item.memoryP50), memory(item.memoryP95),
                        item.lastSuccess.map { Format.age($0, now: now) } ?? "never",
                        item.lastFailure.map { Format.age($0, now: now) } ?? "never", streak]
             if context.isTerminal { row.append(sparkline(item.recent, context: context)) }
             return row
         }
-        var header = ["ACTION", "RUNS", "OK", "FAILED", "CANCELLED", "RATE", "P50", "P95", "MAX", "LAST OK", "LAST FAILED", "STREAK"]
+        var header = ["ACTION", "RUNS", "OK", "FAILED", "CANCELLED", "RATE", "P50", "P95", "MAX", "CPU P50", "CPU P95", "MEM P50", "MEM P95", "LAST OK", "LAST FAILED", "STREAK"]
         if context.isTerminal { header.append("RECENT") }
         return Format.table(header, rows, width: width)
     }
 
     static func duration(_ micros: Int64?) -> String {
         micros.map { DurationText.format(.microseconds($0)) } ?? "-"
+    }
+
+    static func memory(_ bytes: Int64?) -> String {
+        bytes.map(Format.bytes) ?? "-"
     }
 
     /// Recent durations as bars, oldest first, each coloured by its outcome.
