@@ -39,7 +39,9 @@ struct LimitTests {
         }
         // A machine that enforces them all would start (and serve); the refusal is what is tested.
         guard !fields.isEmpty else { return }
-        let started = try execute(Binaries.batond, ["--config", path, "--socket", directory + "/s.sock", "--database", directory + "/h.sqlite"])
+        // (Bounded: a batond that wrongly starts is stopped after 20 s, and the test fails.)
+        let started = try execute("/usr/bin/timeout", ["20", Binaries.batond, "--config", path, "--socket", directory + "/s.sock",
+                                                       "--database", directory + "/h.sqlite"])
         #expect(started.code != 0, "\(started)")
         #expect(started.stderr.contains("limits this machine cannot enforce"), "\(started)")
         for field in ["memory", "tasks", "cpu"] {
