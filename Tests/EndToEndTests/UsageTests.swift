@@ -68,4 +68,27 @@ struct UsageTests {
         let offline = try execute(Binaries.baton, ["--database", daemon.database, "history", "--json"])
         #expect((try Self.json(offline) as? [[String: Any]])?.first?["memoryPeak"] as? Int == figures.memoryPeak.map(Int.init))
     }
+
+    @Test("in a fleet, PostgreSQL's runs carry the same figures: the sum and the max of the attempts', and stats' percentiles")
+    func fleet() throws {
+        let mark = NSTemporaryDirectory() + "baton-burn-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: mark) }
+        let hosts = try FleetTests.fleet(1, actions: """
+            burn: { exec: ["/usr/bin/python3", "-c", \(String(reflecting: Self.burn)), "\(mark)"], retry: { attempts: 1, backoff: "10ms" } },
+            """)
+        let run = try hosts[0].baton("run", "burn")
+        #expect(run.code == 0, "\(run)")
+        let shown = try JSONDecoder().decode(RunDetail.self, from: Data(try hosts[0].baton("show", "1", "--json").stdout.utf8))
+        let ends = shown.transitions.filter { $0.from == .loading }.map(\.detail)
+        #expect(ends.count == 2)
+        #expect(ends.allSatisfy { ($0.memoryPeak ?? 0) >= 80 << 20 }, "\(ends)")
+        #expect(shown.run.cpuUser != nil && shown.run.cpuUser == ends.compactMap(\.cpuUser).reduce(0, +))
+        #expect(shown.run.cpuSystem == ends.compactMap(\.cpuSystem).reduce(0, +))
+        #expect(shown.run.memoryPeak == ends.compactMap(\.memoryPeak).max())
+        let history = try Self.json(try hosts[0].baton("history", "--json")) as? [[String: Any]] ?? []
+        #expect(history.first?["memoryPeak"] as? Int == shown.run.memoryPeak.map(Int.init))
+        let stats = try #require(try Self.json(try hosts[0].baton("stats", "--json")) as? [[String: Any]]).first ?? [:]
+        #expect(stats["cpuP95"] as? Int == Int((shown.run.cpuUser ?? 0) + (shown.run.cpuSystem ?? 0)), "\(stats)")
+        #expect(stats["memoryP50"] as? Int == shown.run.memoryPeak.map(Int.init), "\(stats)")
+    }
 }
