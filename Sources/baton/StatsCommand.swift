@@ -38,18 +38,23 @@ enum StatsCommand {
     }
 
     static func table(_ stats: [ActionStats], context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
+        let measured = stats.contains { $0.cpuP50 != nil || $0.memoryP50 != nil }
         let rows = stats.map(\.forTerminal).map { item -> [String] in
             let rate = item.successRate.map { String(format: "%.0f%%", $0 * 100) } ?? "-"
             let streak = item.failureStreak > 0 ? context.paint("\(item.failureStreak) failing", .red) : "-"
             var row = [item.action, String(item.total), String(item.success), String(item.failure), String(item.cancelled), rate,
                        duration(item.p50), duration(item.p95), duration(item.max),
-                       duration(item.cpuP50), duration(item.cpuP95), memory(item.memoryP50), memory(item.memoryP95),
                        item.lastSuccess.map { Format.age($0, now: now) } ?? "never",
                        item.lastFailure.map { Format.age($0, now: now) } ?? "never", streak]
+            // What runs used, where any run of any action was measured (a history without figures needs no empty columns).
+            if measured {
+                row.insert(contentsOf: [pair(item.cpuP50, item.cpuP95, duration), pair(item.memoryP50, item.memoryP95, memory)], at: 9)
+            }
             if context.isTerminal { row.append(sparkline(item.recent, context: context)) }
             return row
         }
-        var header = ["ACTION", "RUNS", "OK", "FAILED", "CANCELLED", "RATE", "P50", "P95", "MAX", "CPU P50", "CPU P95", "MEM P50", "MEM P95", "LAST OK", "LAST FAILED", "STREAK"]
+        var header = ["ACTION", "RUNS", "OK", "FAILED", "CANCELLED", "RATE", "P50", "P95", "MAX", "LAST OK", "LAST FAILED", "STREAK"]
+        if measured { header.insert(contentsOf: ["CPU P50/P95", "MEMORY P50/P95"], at: 9) }
         if context.isTerminal { header.append("RECENT") }
         return Format.table(header, rows, width: width)
     }
@@ -60,6 +65,11 @@ enum StatsCommand {
 
     static func memory(_ bytes: Int64?) -> String {
         bytes.map(Format.bytes) ?? "-"
+    }
+
+    /// `310ms/0.4s`, `101 MiB/120 MiB`; `-` where nothing was measured.
+    static func pair(_ p50: Int64?, _ p95: Int64?, _ format: (Int64?) -> String) -> String {
+        p50 == nil && p95 == nil ? "-" : format(p50) + "/" + format(p95)
     }
 
     /// Recent durations as bars, oldest first, each coloured by its outcome.

@@ -1,4 +1,5 @@
 @testable import BatonCore
+import Foundation
 import Testing
 
 /// `limits`: their texts, the control files they become, which ones a machine can enforce, and
@@ -113,6 +114,35 @@ struct ResourceLimitsTests {
         guard case let .record(phase, detail) = effects.first else { Issue.record("nothing recorded"); return }
         #expect(phase == (retries > 0 ? .retrying : .failure))
         #expect((detail.reason ?? "exit") == reason)
+    }
+
+    @Test("on this machine, for real: what the probe finds matches cgroup.controllers, and a cgroup given a limit it cannot enforce is not made")
+    func thisMachine() throws {
+        guard case let .success(hierarchy) = CgroupHierarchy.prepare(instance: "limits-test-\(UUID().uuidString)", probeOnly: true) else { return }
+        let offered = CgroupHierarchy.controllers(in: hierarchy.home + "/cgroup.controllers")
+        #expect(hierarchy.limits.controllers.isSubset(of: offered.intersection(LimitSupport.wanted)), "\(hierarchy.limits)")
+        for field in ResourceLimits.Field.allCases where !offered.contains(field.controller) {
+            #expect(hierarchy.limits.refusal(field) != nil, "\(field)")
+        }
+        // An attempt's cgroup given limits its controllers cannot enforce: refused, and removed.
+        let refused = ResourceLimits.Field.allCases.filter { hierarchy.limits.refusal($0) != nil }
+        guard let field = refused.first else { return }
+        #expect(mkdir(hierarchy.directory, 0o755) == 0)
+        defer { rmdir(hierarchy.directory) }
+        var limits = ResourceLimits()
+        switch field {
+        case .memory: limits.memory = 1 << 30
+        case .tasks: limits.tasks = 10
+        case .cpu: limits.cpu = 50
+        }
+        let path = hierarchy.path(run: 1, attempt: 1)
+        guard case let .failure(why) = AttemptCgroup.create(path, home: hierarchy.home, limits: limits) else {
+            Issue.record("\(field) was written where \(hierarchy.limits.refusal(field) ?? "") said it could not be")
+            AttemptCgroup.destroy(path)
+            return
+        }
+        #expect(why.description.contains(limits.controlFiles[0].file), "\(why)")
+        #expect(access(path, F_OK) != 0, "the refused cgroup is removed")
     }
 
     @Test("an OOM kill in a run that succeeded anyway does not make it fail")

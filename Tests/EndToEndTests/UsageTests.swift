@@ -63,6 +63,9 @@ struct UsageTests {
         #expect(stats["cpuP50"] as? Int == cpu && stats["cpuP95"] as? Int == cpu, "\(stats)")
         #expect(stats["memoryP50"] as? Int == figures.memoryPeak.map(Int.init), "\(stats)")
 
+        let table = try daemon.baton("stats").stdout
+        #expect(table.contains("CPU P50/P95") && table.contains(" MiB/"), "\(table)")
+
         // The same from the file, with batond down.
         daemon.stop()
         let offline = try execute(Binaries.baton, ["--database", daemon.database, "history", "--json"])
