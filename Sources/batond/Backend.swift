@@ -65,6 +65,10 @@ extension Backend {
     static func tracking(_ config: Config, instance: String) throws -> ProcessTracking {
         let (tracking, note) = try Daemon.processTracking(config.processTree, instance: instance)
         if let note { Log.info(note) }
+        let problems = config.limitProblems(tracking.limitSupport)
+        if !problems.isEmpty {
+            throw DaemonError("the config sets limits this machine cannot enforce:\n" + problems.map { "\($0.path): \($0.message)" }.joined(separator: "\n"))
+        }
         return tracking
     }
 }

@@ -14,7 +14,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask",
+        "keyParams", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits",
     ]
 
     /// The longest action description, in bytes.
@@ -143,11 +143,33 @@ struct ConfigReader {
         } else if fields["group"] != nil {
             fail("\(at).group", "needs user: the process runs as a user and, optionally, another group")
         }
+        if let value = fields["limits"] { action.limits = limits(value, at: "\(at).limits") }
         if let value = fields["umask"].flatMap({ string($0, at: "\(at).umask") }) {
             if let mask = UInt32(value, radix: 8), mask <= 0o777 { action.umask = mask }
             else { fail("\(at).umask", "expected an octal mask such as \"0027\", got \(Action.quoted(value))") }
         }
         return action
+    }
+
+    /// `{ memory: "512M", tasks: 200, cpu: "50%" }`: what the kernel holds each attempt to. Whether
+    /// this machine can enforce them is checked once batond knows its cgroups (`Config.refusals`).
+    mutating func limits(_ value: JSONValue, at: String) -> ResourceLimits {
+        guard let fields = object(value, at: at, allowed: Set(ResourceLimits.Field.allCases.map(\.rawValue))) else { return .init() }
+        var limits = ResourceLimits()
+        if let memory = fields["memory"].flatMap({ string($0, at: "\(at).memory") }) {
+            limits.memory = ResourceLimits.bytes(memory)
+            if limits.memory == nil {
+                fail("\(at).memory", "expected a size of at least 4K such as \"512M\", \"2G\" or \"800K\" (K, M, G, T: powers of 1024), got \(Action.quoted(memory))")
+            }
+        }
+        if let tasks = fields["tasks"] { limits.tasks = integer(tasks, at: "\(at).tasks", min: 1, max: 4_194_304) }
+        if let cpu = fields["cpu"].flatMap({ string($0, at: "\(at).cpu") }) {
+            limits.cpu = ResourceLimits.percent(cpu)
+            if limits.cpu == nil {
+                fail("\(at).cpu", "expected a share of one CPU from 1% to 100000% such as \"50%\" (\"200%\": two CPUs), got \(Action.quoted(cpu))")
+            }
+        }
+        return limits
     }
 
     /// `{ trigger: { users: ["deploy"], groups: ["ops"] }, cancel: …, read: … }`; `"*"` in users is everyone.

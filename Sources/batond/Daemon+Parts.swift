@@ -66,7 +66,8 @@ extension Daemon {
         let conductor = backend.conductor
         let reload: @Sendable (Service) async -> String? = { service in
             notifier.reloading()
-            let problem = Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path)
+            let problem = Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path,
+                                      limits: backend.tracking.limitSupport)
             if problem == nil { await backend.reloaded(config.current.actions) }
             notifier.ready(status: Self.status(of: conductor))
             return problem

@@ -38,6 +38,8 @@ public struct Action: Sendable, Equatable {
     public var runAs: RunAs?
     /// The file mode creation mask of the process; batond's (0027) when nil.
     public var umask: UInt32?
+    /// What the kernel holds each attempt to, in the attempt's cgroup (`limits`).
+    public var limits = ResourceLimits()
 
     public init(
         name: String, exec: [String] = [], cwd: String? = nil, env: [String: String] = [:],

@@ -99,7 +99,7 @@ public struct ExecRunner: Runner {
         var cgroup: AttemptCgroup?
         if case let .cgroup(hierarchy) = tracking {
             ProcessAttempt.hierarchies.withLock { _ = $0.insert(hierarchy.directory) }
-            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt)) {
+            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt), home: hierarchy.home, limits: job.action.limits) {
             case let .success(made): cgroup = made
             case let .failure(why):
                 for fd in out + err + prog { close(fd) }

@@ -93,6 +93,9 @@ extension RunSnapshot {
         json.field("estimate", estimate)
         json.field("host", host)
         json.field("seq", seq)
+        json.field("cpuUser", cpuUser)
+        json.field("cpuSystem", cpuSystem)
+        json.field("memoryPeak", memoryPeak)
         json.endObject()
     }
 }
