@@ -113,6 +113,12 @@ extension Conductor {
         core.withLock { $0.state.remember(lastEnded: runs, durations: durations) }
     }
 
+    /// Seeds the last success of each key whose action has a cooldown from the history, so that
+    /// a restart keeps every cooldown window.
+    public func remember(successes runs: [RunSnapshot]) {
+        core.withLock { $0.state.remember(successes: runs) }
+    }
+
     /// The median of the recent successful durations of an action, when it has any.
     public func estimate(of action: String) -> Duration? {
         core.withLock { $0.state.estimates.median(action) }.map { .microseconds($0) }

@@ -22,4 +22,16 @@ extension Backend {
             Log.warning("cannot read the history for the last-success metrics: \(error.message); they start from the next run's end")
         }
     }
+
+    /// How many of an action's latest successes are looked at for the keys' cooldowns at start.
+    static let cooldownLookback = 1_000
+
+    /// Seeds the last success of each key of the actions with a cooldown from the history, so
+    /// that a restart does not forget a window: a trigger right after it still runs nothing.
+    static func seedCooldowns(_ history: any HistoryReader, actions: [Action], conductor: Conductor) async throws(BatonError) {
+        for action in actions where action.cooldown != nil {
+            let successes = try await history.runs(HistoryFilter(actions: [action.name], phases: [.success], limit: cooldownLookback))
+            conductor.remember(successes: successes)
+        }
+    }
 }
