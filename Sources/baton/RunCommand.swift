@@ -89,8 +89,16 @@ extension RunCommand {
     /// `✓ deploy run 7 succeeded 2m ago; cooldown 10m, nothing run`: a trigger inside the cooldown.
     static func cooledLine(_ run: RunSnapshot, cooldown: Int64?, context: Context, now: Timestamp = .now) -> String {
         let ago = run.endedAt.map { " " + Format.age($0, now: now) } ?? ""
-        let window = cooldown.map { "cooldown " + DurationText.format(.microseconds($0)) } ?? "cooldown"
+        let window = cooldown.map { "cooldown " + roundWindow(DurationText.format(.microseconds($0))) } ?? "cooldown"
         return context.paint("✓", .green) + " \(run.action) run \(run.id) succeeded\(ago); \(window), nothing run"
+    }
+
+    /// A window as the config says it: `10m`, `1h`, not `10m00s`.
+    static func roundWindow(_ text: String) -> String {
+        var text = text
+        if text.hasSuffix("m00s") { text.removeLast(3) }
+        if text.hasSuffix("h00m") { text.removeLast(3) }
+        return text
     }
 
     /// Why a run was cancelled, in words: `cancelled by alice after 2.1s`, `replaced by run 9`,
