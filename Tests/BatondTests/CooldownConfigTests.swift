@@ -9,10 +9,8 @@ struct CooldownConfigTests {
         do {
             _ = try Config.parse(Data(text.utf8), file: "t.json5")
             return []
-        } catch let error as ConfigError {
-            return error.problems.map { "\($0.path): \($0.message)" }
         } catch {
-            return ["\(error)"]
+            return error.problems.map { "\($0.path): \($0.message)" }
         }
     }
 
