@@ -11,7 +11,9 @@
 ///   each along `Phase.allows`;
 /// - every question (trigger, cancel, attach, recovery) is answered exactly once, and only after
 ///   every write decided with it is durable;
-/// - a run's waiters are closed once its terminal transition is durable, and never before.
+/// - a run's waiters are closed once its terminal transition is durable, and never before;
+/// - no run is created inside its key's cooldown window (from the last success's end, decided
+///   or seeded) unless its trigger is forced where the action allows it (`KeySlot.cools`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
