@@ -40,7 +40,7 @@ extension Conductor {
         let policy = try action.resolvePolicy(request.policy)
         let params = try action.resolveParams(request.params)
         return Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: request.peer,
-                       runner: runner)
+                       runner: runner, force: try action.checkForce(request.force))
     }
 
     // MARK: Cancel
