@@ -49,6 +49,8 @@ struct Backend {
                     + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed")
             }
             conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
+            await seedDeadMan(store, actions: config.actions.map(\.name), metrics: metrics)
+            try await seedCooldowns(store, actions: config.actions, conductor: conductor)
         } catch {
             store.close()
             throw DaemonError("cannot read the history to recover: \(error.message)")

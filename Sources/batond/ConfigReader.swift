@@ -14,7 +14,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits",
+        "keyParams", "cooldown", "force", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits",
     ]
 
     /// The longest action description, in bytes.
@@ -82,6 +82,13 @@ struct ConfigReader {
         for (name, value) in actions.sorted(by: { $0.key < $1.key }) {
             if let action = action(name, value) { config.actions.append(action) }
         }
+        // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
+        // there could let two hosts run inside one window. Refused until it is exact.
+        if config.fleet != nil {
+            for action in config.actions where action.cooldown != nil {
+                fail("actions.\(action.name).cooldown", "is not supported in a fleet (postgres) yet: the fleet cannot decide it exactly across hosts")
+            }
+        }
         return config
     }
 
@@ -135,6 +142,10 @@ struct ConfigReader {
         }
         if let interrupt = fields["onInterrupt"] {
             action.onInterrupt = choice(interrupt, at: "\(at).onInterrupt", ["fail", "restart"]).flatMap(InterruptPolicy.init(rawValue:)) ?? .fail
+        }
+        if let value = fields["cooldown"] { action.cooldown = positiveDuration(value, at: "\(at).cooldown") }
+        if let value = fields["force"] {
+            if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }
         }
         if let value = fields["retention"] { action.retention = retention(value, at: "\(at).retention") }
         if let value = fields["allow"] { action.allow = allow(value, at: "\(at).allow") }

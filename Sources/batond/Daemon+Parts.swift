@@ -120,6 +120,9 @@ extension Daemon {
             if let detail = update.transition?.detail, update.run.host == nil || update.run.host == host {
                 metrics.attemptEnded(update.run.action, detail)
             }
+            // In a fleet every host's transitions come by: the dead-man series hear them all (the
+            // action's last success is the fleet's), the counters only the runs this host ran.
+            if update.transition?.to.isTerminal == true { metrics.sawEnd(update.run) }
             // In a fleet every host's transitions come by; this host counts the runs it ran.
             if update.transition?.to.isTerminal == true, update.run.host == nil || update.run.host == host {
                 metrics.runEnded(update.run)

@@ -5,6 +5,14 @@ extension ConductorState {
     /// creation is durable; a join or rejection once its trigger record is.
     mutating func decide(_ token: Token, _ trigger: Trigger, _ step: inout Step) {
         guard mode == .accepting else { return step.answer(token, .failed(.shuttingDown)) }
+        if let success = successes[trigger.key], success.action == trigger.action.name,
+           let ended = success.endedAt,
+           KeySlot.cools(lastSuccess: ended, cooldown: trigger.action.cooldown, forced: trigger.force,
+                         allowsForce: trigger.action.allowsForce, now: step.now) {
+            // Nothing runs: the answer is the success, once the decision's record is durable.
+            step.entries.append(.trigger(record(trigger, run: success.id, .cooled, at: step.now)))
+            return step.after.append(.ticket(token, .cooled(success.id), fallback: success))
+        }
         let decision = table.trigger(key: trigger.key, policy: trigger.policy, candidate: nextRunID)
         switch decision {
         case let .created(id), let .followUp(id, _), let .replaced(id, _):
@@ -21,6 +29,8 @@ extension ConductorState {
             step.entries.append(.trigger(record(trigger, run: id, shared, at: step.now)))
             let fallback = flights[id]?.snapshot ?? placeholder(id, trigger, at: step.now)
             step.after.append(.ticket(token, decision, fallback: fallback))
+        case .cooled:
+            preconditionFailure("the table never cools: cooldown is decided before it")
         case let .rejected(id):
             step.entries.append(.trigger(record(trigger, run: id, .rejected, at: step.now)))
             let holder = flights[id]?.snapshot

@@ -166,6 +166,10 @@ extension ConductorState {
             step.entries.append(.transition(transition))
             step.after.append(.publish(RunUpdate(run: flight.run, transition: transition)))
             if phase.isTerminal { step.after.append(.ended(id)) }
+            // The cooldown starts when the success is decided, not when it is durable: a trigger
+            // in between would find the key free. Its answer waits for its own record, which
+            // commits after this end (in order), and an end is never refused.
+            if phase == .success, flight.action.cooldown != nil { remember(successes: [flight.run]) }
         case let .launch(attempt):
             flight.live = attempt
             var effects: [Effect] = []
@@ -202,7 +206,8 @@ extension FlightTable.Decision {
     /// The run the decision is about: the new run, or the one joined, coalesced into or rejected by.
     public var run: Int64 {
         switch self {
-        case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id), let .replaced(id, _): id
+        case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id), let .replaced(id, _),
+             let .cooled(id): id
         }
     }
 }

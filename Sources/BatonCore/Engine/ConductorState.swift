@@ -11,7 +11,9 @@
 ///   each along `Phase.allows`;
 /// - every question (trigger, cancel, attach, recovery) is answered exactly once, and only after
 ///   every write decided with it is durable;
-/// - a run's waiters are closed once its terminal transition is durable, and never before.
+/// - a run's waiters are closed once its terminal transition is durable, and never before;
+/// - no run is created inside its key's cooldown window (from the last success's end, decided
+///   or seeded) unless its trigger is forced where the action allows it (`KeySlot.cools`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
@@ -131,6 +133,9 @@ public struct ConductorState: Sendable {
     public internal(set) var waitsForWrites = true
     /// The last run of each action whose end is durable, for `status`.
     public internal(set) var lastEnded: [String: RunSnapshot] = [:]
+    /// The last success of each key whose action has a cooldown, from when it is decided (seeded
+    /// from the history at start, so that a restart keeps every window): what `cooled` answers with.
+    public internal(set) var successes: [String: RunSnapshot] = [:]
     /// Recent successful durations per action, for estimated progress.
     public internal(set) var estimates = DurationEstimates()
     /// Backoff jitter: a deterministic generator, so that a seed replays a whole history.
@@ -169,6 +174,14 @@ public struct ConductorState: Sendable {
         for (action, list) in durations { for micros in list { estimates.record(action, micros: micros) } }
     }
 
+    /// Seeds the last successes of keys with a cooldown from the history (at start); a later
+    /// success of a key wins.
+    public mutating func remember(successes runs: [RunSnapshot]) {
+        for run in runs where run.phase == .success && (successes[run.key].map { $0.id < run.id } ?? true) {
+            successes[run.key] = run
+        }
+    }
+
     /// Makes the next run id at least `id` (ids are never reused, even after a lost history).
     public mutating func reserveIDs(from id: Int64) { nextRunID = max(nextRunID, id) }
 
@@ -201,8 +214,12 @@ public struct Trigger: Sendable, Equatable {
     public var peer: Peer?
     /// The body given with `Conductor.run` by this trigger, run if the trigger creates the run.
     public var runner: RunnerBox?
+    /// Run even inside the action's cooldown window (honoured only where the action allows `force`).
+    public var force: Bool
 
-    public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil) {
+    public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil,
+                force: Bool = false) {
+        self.force = force
         self.action = action
         self.key = key
         self.policy = policy

@@ -19,6 +19,8 @@ public struct FlightTable: Sendable {
         case rejected(Int64)
         /// `replace`: the new run holds the key; the runs listed must be stopped.
         case replaced(Int64, stopping: [Int64])
+        /// `cooldown`: the key succeeded with this run within the action's window; nothing runs.
+        case cooled(Int64)
     }
 
     /// Where a run stands in the table.
@@ -50,7 +52,7 @@ public struct FlightTable: Sendable {
         slots[key] = slot
         switch decision {
         case .created, .followUp, .replaced: entries[candidate] = Entry(key: key)
-        case .joined, .coalesced, .rejected: break
+        case .joined, .coalesced, .rejected, .cooled: break
         }
         return decision
     }

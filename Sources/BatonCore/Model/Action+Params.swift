@@ -84,6 +84,16 @@ extension Action {
         return requested
     }
 
+    /// Whether a trigger may pass `force`: only where the action allows it (`force: true`), and
+    /// only with a cooldown to get round, so that a stray `--force` says it does nothing.
+    public func checkForce(_ requested: Bool?) throws(BatonError) -> Bool {
+        guard requested == true else { return false }
+        guard allowsForce else {
+            throw .badRequest("action \(name) does not allow force (set force: true on it in the config to let triggers skip its cooldown)")
+        }
+        return true
+    }
+
     /// A value in double quotes for messages, cut at 80 characters.
     public static func quoted(_ value: String) -> String {
         "\"" + value.prefix(80).replacingOccurrences(of: "\"", with: "\\\"") + (value.count > 80 ? "…" : "") + "\""

@@ -40,6 +40,11 @@ public struct Action: Sendable, Equatable {
     public var umask: UInt32?
     /// What the kernel holds each attempt to, in the attempt's cgroup (`limits`).
     public var limits = ResourceLimits()
+    /// After a success of a key, triggers of that key within this window run nothing and are
+    /// answered with that success (`cooldown`); nil for none.
+    public var cooldown: Duration?
+    /// Whether a trigger may pass `force` to run inside the cooldown window (`force: true`).
+    public var allowsForce = false
 
     public init(
         name: String, exec: [String] = [], cwd: String? = nil, env: [String: String] = [:],

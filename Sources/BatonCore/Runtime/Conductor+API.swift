@@ -40,7 +40,7 @@ extension Conductor {
         let policy = try action.resolvePolicy(request.policy)
         let params = try action.resolveParams(request.params)
         return Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: request.peer,
-                       runner: runner)
+                       runner: runner, force: try action.checkForce(request.force))
     }
 
     // MARK: Cancel
@@ -111,6 +111,12 @@ extension Conductor {
     /// oldest first) from the history.
     public func remember(_ runs: [RunSnapshot], durations: [String: [Int64]] = [:]) {
         core.withLock { $0.state.remember(lastEnded: runs, durations: durations) }
+    }
+
+    /// Seeds the last success of each key whose action has a cooldown from the history, so that
+    /// a restart keeps every cooldown window.
+    public func remember(successes runs: [RunSnapshot]) {
+        core.withLock { $0.state.remember(successes: runs) }
     }
 
     /// The median of the recent successful durations of an action, when it has any.

@@ -37,6 +37,8 @@ public struct Request: Codable, Sendable {
     public var policy: Policy?
     /// trigger: answer once the run is queued instead of at its end.
     public var detach: Bool?
+    /// trigger: run even inside the action's cooldown window, where the action allows `force`.
+    public var force: Bool?
     /// prune: count what retention would remove, without removing it.
     public var dryRun: Bool?
     /// show, cancel, wait: the run.
@@ -50,7 +52,8 @@ public struct Request: Codable, Sendable {
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
-                dryRun: Bool? = nil, progress: Bool? = nil) {
+                dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil) {
+        self.force = force
         self.id = id
         self.op = op
         self.action = action
@@ -79,6 +82,7 @@ extension Request {
                   key: try container.decodeIfPresent(String.self, forKey: .key),
                   filter: try container.decodeIfPresent(HistoryFilter.self, forKey: .filter),
                   dryRun: try container.decodeIfPresent(Bool.self, forKey: .dryRun),
-                  progress: try container.decodeIfPresent(Bool.self, forKey: .progress))
+                  progress: try container.decodeIfPresent(Bool.self, forKey: .progress),
+                  force: try container.decodeIfPresent(Bool.self, forKey: .force))
     }
 }

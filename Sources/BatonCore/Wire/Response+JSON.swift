@@ -31,6 +31,7 @@ extension Response {
         if let transition { json.key("transition"); transition.write(to: &json) }
         json.field("decision", decision?.rawValue)
         json.field("shared", shared)
+        json.field("cooldown", cooldown)
         if let runs {
             json.key("runs")
             json.beginArray()

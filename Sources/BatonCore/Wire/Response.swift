@@ -14,6 +14,8 @@ public struct Response: Codable, Sendable {
     public var decision: TriggerDecision?
     /// trigger: whether the caller shares a run another trigger created.
     public var shared: Bool?
+    /// trigger, when `cooled`: the action's cooldown, in microseconds (the run is its last success).
+    public var cooldown: Int64?
     /// history, status, cancel: runs.
     public var runs: [RunSnapshot]?
     /// show: the whole story.
@@ -154,7 +156,7 @@ public struct ParamInfo: Codable, Sendable, Equatable {
 
 /// What a trigger did, as the wire names it.
 public enum TriggerDecision: String, Codable, Sendable, CaseIterable {
-    case created, followUp, joined, coalesced, rejected, replaced
+    case created, followUp, joined, coalesced, rejected, replaced, cooled
 
     public init(_ decision: FlightTable.Decision) {
         switch decision {
@@ -164,6 +166,7 @@ public enum TriggerDecision: String, Codable, Sendable, CaseIterable {
         case .coalesced: self = .coalesced
         case .rejected: self = .rejected
         case .replaced: self = .replaced
+        case .cooled: self = .cooled
         }
     }
 }
