@@ -50,7 +50,8 @@ public final class BatonClient: Sendable {
     }
 
     /// Triggers `action` and returns at once: the handle's `updates` are the run's phases and
-    /// progress as batond commits them, its `outcome` the end, with the errors of `run`.
+    /// progress as batond commits them, then the run at its end; its `outcome` is the end, with
+    /// the errors of `run`.
     public func trigger(_ action: String, params: [String: String] = [:], policy: Policy? = nil,
                         throwingOnFailure: Bool = false) -> RunHandle {
         let (updates, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
@@ -60,6 +61,10 @@ public final class BatonClient: Sendable {
         }, end: { result in
             let outcome = Result { () throws -> RunOutcome in
                 try Self.ended(try RunOutcome(try Self.answer(result)), throwingOnFailure: throwingOnFailure)
+            }
+            // The end comes as the final answer, not as an event: it is the last update.
+            if case let .success(response) = result, response.ok == true, let run = response.run {
+                continuation.yield(RunUpdate(run: run, transition: nil))
             }
             continuation.finish(throwing: outcome.refusal)
             answer.finish(outcome)

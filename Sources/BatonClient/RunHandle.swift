@@ -2,9 +2,11 @@ import BatonCore
 
 /// A trigger in flight: its run's updates as they come, and its outcome.
 public struct RunHandle: Sendable {
-    /// The run's updates: one per committed transition (`transition` set) and one per progress
-    /// report (`transition` nil), ending when the run ends (or throwing the trigger's refusal, or
-    /// `.unavailable`). Iterating is optional: the outcome comes either way.
+    /// The run's updates: one per transition committed after the trigger was decided
+    /// (`transition` set; a run that starts at once is first seen `loading`), one per progress
+    /// report (`transition` nil), and last the run as it ended (`transition` nil), from the
+    /// trigger's final answer; or it throws the trigger's refusal, or `.unavailable`. Iterating is
+    /// optional: the outcome comes either way.
     public let updates: AsyncThrowingStream<RunUpdate, any Error>
     private let answer: Answer
     private let leaving: @Sendable () -> Void

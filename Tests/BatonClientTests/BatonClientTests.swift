@@ -98,7 +98,7 @@ struct BatonClientTests {
         #expect(fake.starts == 1)
     }
 
-    @Test("a trigger's handle yields its updates in order, ending with the run; the outcome follows")
+    @Test("a trigger's handle yields its updates in order, then the run as it ended; the outcome follows")
     func handleUpdates() async throws {
         let fake = FakeTransport()
         let client = BatonClient(transport: fake, name: "fake")
@@ -112,7 +112,7 @@ struct BatonClientTests {
         fake.answer(Self.final(request, Self.run(4, .success)))
         var seen: [String] = []
         for try await update in handle.updates { seen.append("\(update.run.phase.rawValue) \(update.transition?.seq ?? 0)") }
-        #expect(seen == ["queued 1", "loading 2", "loading 0"])
+        #expect(seen == ["queued 1", "loading 2", "loading 0", "success 0"])
         #expect(try await handle.outcome.run.id == 4)
     }
 

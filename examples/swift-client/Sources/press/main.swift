@@ -7,8 +7,11 @@ let action = CommandLine.arguments.dropFirst().first ?? "hello"
 do {
     let baton = try BatonClient()
     let handle = baton.trigger(action)
-    for try await update in handle.updates {
-        if let transition = update.transition { print("run \(update.run.id): \(transition.to.rawValue)") }
+    // Each phase once (progress reports repeat the phase), the end last.
+    var shown = ""
+    for try await update in handle.updates where update.run.phase.rawValue != shown {
+        shown = update.run.phase.rawValue
+        print("run \(update.run.id): \(shown)")
     }
     let outcome = try await handle.outcome
     print("run \(outcome.run.id) ended: \(outcome.phase.rawValue)\(outcome.shared ? " (shared)" : "")")
