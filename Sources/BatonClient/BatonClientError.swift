@@ -3,7 +3,7 @@ import BatonCore
 /// Why a `BatonClient` call did not give what was asked: batond's refusal (one case per wire
 /// code, with its message), a run that ended cancelled or failed, or no batond to ask.
 public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// `busy`: the key has run `run` in flight (loading since `since`, when batond says) and the policy is `reject`.
+    /// `busy`: the key has run `run` in flight (in its phase since `since`, when batond says) and the policy is `reject`.
     case busy(run: Int64, since: Timestamp?, message: String)
     /// `forbidden`: the peer may not do this; the message names the permission.
     case forbidden(String)

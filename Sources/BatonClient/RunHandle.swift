@@ -25,8 +25,8 @@ public struct RunHandle: Sendable {
         }
     }
 
-    /// Stops following the run without cancelling it: `updates` ends and `outcome` throws
-    /// `CancellationError`. To stop the run itself, `BatonClient.cancel(run:)`.
+    /// Stops following the run without cancelling it: `updates` and `outcome` throw
+    /// `CancellationError` (batond is told nothing). To stop the run itself, `BatonClient.cancel(run:)`.
     public func leave() { leaving() }
 }
 

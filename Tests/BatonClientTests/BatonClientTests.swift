@@ -135,6 +135,25 @@ struct BatonClientTests {
         #expect(try await version.value == "1.2.3")
     }
 
+    @Test("leaving a handle ends its updates and outcome with CancellationError and sends nothing; cancel(run:) is the explicit stop")
+    func handleLeave() async throws {
+        let fake = FakeTransport()
+        let client = BatonClient(transport: fake, name: "fake")
+        let handle = client.trigger("deploy")
+        let trigger = try #require(await fake.nextRequest())
+        handle.leave()
+        await #expect(throws: CancellationError.self) { try await handle.outcome }
+        await #expect(throws: CancellationError.self) { for try await _ in handle.updates {} }
+        fake.answer(Self.final(trigger, Self.run(6, .success)))
+        let cancel = Task { try await client.cancel(run: 6) }
+        let request = try #require(await fake.nextRequest())
+        #expect(request.op == .cancel && request.run == 6)
+        var answer = Response(id: request.id)
+        answer.runs = [Self.run(6, .cancelled, cancelledBy: 0)]
+        fake.answer(answer)
+        #expect(try await cancel.value.map(\.phase) == [.cancelled])
+    }
+
     @Test("a lost connection throws unavailable to every waiting call, handle and watch, and to later calls at once")
     func lostConnection() async throws {
         let fake = FakeTransport()
