@@ -25,6 +25,8 @@ extension Response {
             json.field("code", error.code.rawValue)
             json.field("message", error.message)
             json.field("run", error.run)
+            json.field("since", error.since)
+            json.field("param", error.param)
             json.endObject()
         }
         if let run { json.key("run"); run.write(to: &json) }
