@@ -5,15 +5,6 @@ import Testing
 
 @Suite("Config: cooldown and force")
 struct CooldownConfigTests {
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try Config.parse(Data(text.utf8), file: "t.json5")
-            return []
-        } catch {
-            return error.problems.map { "\($0.path): \($0.message)" }
-        }
-    }
-
     @Test("cooldown is a duration and force a boolean on an action; neither is set by default")
     func parsed() throws {
         let config = try Config.parse(Data(#"{ actions: { deploy: { exec: ["true"], cooldown: "10m", force: true }, plain: { exec: ["true"] } } }"#.utf8),

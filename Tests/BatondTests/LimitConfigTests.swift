@@ -7,15 +7,6 @@ import Testing
 /// enforce them, each problem naming the action and the field.
 @Suite("Config: limits")
 struct LimitConfigTests {
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try Config.parse(Data(text.utf8), file: "t.json5")
-            return []
-        } catch {
-            return error.problems.map { "\($0.path): \($0.message)" }
-        }
-    }
-
     @Test("limits are read into the action")
     func read() throws {
         let config = try Config.parse(Data(#"{ actions: { big: { exec: ["x"], limits: { memory: "512M", tasks: 200, cpu: "50%" } }, small: { exec: ["y"] } } }"#.utf8), file: "t")

@@ -45,14 +45,8 @@ struct StoreFaultTests {
 
     @Test("a full disk at start with recovery pending: batond still serves, logs why, shows it in status, and refuses triggers (exit 75)")
     func fullAtStart() throws {
-        let mount = NSTemporaryDirectory() + "baton-full-start-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-        let mounted = try execute("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mount])
-        try #require(mounted.code == 0, "cannot mount a small tmpfs: \(mounted.stderr)")
-        defer {
-            _ = try? execute("/usr/bin/umount", [mount])
-            try? FileManager.default.removeItem(atPath: mount)
-        }
+        let mount = try SmallDisk.mount("baton-full-start")
+        defer { SmallDisk.unmount(mount) }
         let config = #"{ actions: { long: { exec: ["sleep", "300"] }, a: { exec: ["true"] } } }"#
         let first = try Daemon(config: config, database: mount + "/history.sqlite")
         #expect(try first.baton("run", "long", "--detach").stdout == "1\n")
@@ -76,14 +70,8 @@ struct StoreFaultTests {
 
     @Test("SIGTERM with the disk full: after the grace and a second signal batond exits, logging what it could not write; the next start recovers the run")
     func fullAtStop() throws {
-        let mount = NSTemporaryDirectory() + "baton-full-stop-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-        let mounted = try execute("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mount])
-        try #require(mounted.code == 0, "cannot mount a small tmpfs: \(mounted.stderr)")
-        defer {
-            _ = try? execute("/usr/bin/umount", [mount])
-            try? FileManager.default.removeItem(atPath: mount)
-        }
+        let mount = try SmallDisk.mount("baton-full-stop")
+        defer { SmallDisk.unmount(mount) }
         let config = #"{ shutdownGrace: "200ms", actions: { long: { exec: ["sleep", "300"], killGrace: "200ms" }, a: { exec: ["true"] } } }"#
         let daemon = try Daemon(config: config, database: mount + "/history.sqlite")
         #expect(try daemon.baton("run", "long", "--detach").stdout == "1\n")
