@@ -92,8 +92,10 @@ final class ProcessAttempt: Attempt {
         case let .tagged(tagged):
             let reaped = state.withLock { $0.machine.leader != nil }
             let members = tagged.members(others: otherLeaders(), subreaper: Self.subreaping.withLock { $0 })
-            // The group's id is the leader's pid: free for reuse once the leader is reaped and no member holds it.
-            if !reaped || !members.isEmpty { kill(-pid, signal) }
+            // The group's id is the leader's pid: free for reuse once the leader is reaped and no
+            // member holds it (members that left the group do not), when kill(-pid) could reach a
+            // stranger's group.
+            if !reaped || members.contains(where: { ProcStat(pid: $0)?.pgid == pid }) { kill(-pid, signal) }
             for member in members { kill(member, signal) }
         }
     }
