@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "BatonCore", targets: ["BatonCore"]),
         .library(name: "BatonStore", targets: ["BatonStore"]),
         .library(name: "BatonService", targets: ["BatonService"]),
+        .library(name: "BatonClient", targets: ["BatonClient"]),
         .executable(name: "batond", targets: ["batond"]),
         .executable(name: "baton", targets: ["baton"]),
     ],
@@ -55,6 +56,7 @@ let package = Package(
             plugins: ["EmbedAssetsPlugin"]
         ),
         .target(name: "BatonService", dependencies: ["BatonCore", "BatonIPC"]),
+        .target(name: "BatonClient", dependencies: ["BatonCore", "BatonIPC"]),
         .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonDashboard"]),
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
@@ -62,10 +64,11 @@ let package = Package(
         .testTarget(name: "BatonServiceTests", dependencies: ["BatonService", "BatonCore", "BatonIPC"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),
+        .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonCore"]),
         .testTarget(name: "BatonDashboardTests", dependencies: ["BatonDashboard", "BatonIPC", "BatonCore"]),
         .testTarget(name: "BatonFleetTests", dependencies: ["BatonFleet", "BatonCore"]),
         .testTarget(name: "BatondTests", dependencies: ["batond"]),
         .testTarget(name: "BatonCLITests", dependencies: ["baton"], exclude: ["help.golden"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonFleet", "BatonService", "BatonDashboard", "CBatonSystem"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonFleet", "BatonService", "BatonDashboard", "CBatonSystem", "BatonClient"]),
     ]
 )

@@ -87,6 +87,9 @@ extension FleetCoordinator {
                                                ("COMMIT", [])])
                 guard let row = results[1].first else { throw BatonError.unknownRun(id) }
                 return Decided(decision: decision, run: FleetRows.run(row), seq: Int(row[FleetRows.runColumnCount] ?? "") ?? 1)
+            case .cooled:
+                // A fleet config refuses `cooldown` at load; the slot never decides it.
+                throw PGError(message: "a key slot decided a cooldown, which the fleet does not support")
             }
         } catch {
             if db.isOK { try? db.execute("ROLLBACK") }
@@ -196,7 +199,7 @@ extension FlightTable.Decision {
     var createsRun: Bool {
         switch self {
         case .created, .followUp, .replaced: true
-        case .joined, .coalesced, .rejected: false
+        case .joined, .coalesced, .rejected, .cooled: false
         }
     }
 }

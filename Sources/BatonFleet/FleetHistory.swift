@@ -148,11 +148,18 @@ enum FleetStats {
             """, [action, from]).rows.map {
             ActionStats.Recent(id: Int64($0[0] ?? "") ?? 0, phase: Phase(rawValue: $0[1] ?? "") ?? .failure, duration: $0[2].flatMap { Int64($0) })
         }
+        let usage = try db.query("""
+            SELECT cpu_user + cpu_system, memory_peak FROM runs
+            WHERE action = $1 AND phase IN ('success', 'failure', 'cancelled') AND ended_at >= $2::bigint
+              AND (cpu_user IS NOT NULL OR memory_peak IS NOT NULL)
+            """, [action, from]).rows
         let success = counts[.success] ?? 0, failure = counts[.failure] ?? 0
-        return ActionStats(
+        var stats = ActionStats(
             action: action, success: success, failure: failure, cancelled: counts[.cancelled] ?? 0,
             successRate: success + failure > 0 ? Double(success) / Double(success + failure) : nil,
             p50: ActionStats.nearestRank(durations, 50), p95: ActionStats.nearestRank(durations, 95), max: durations.last,
             lastSuccess: try latest("success"), lastFailure: try latest("failure"), failureStreak: streak, recent: recent.reversed())
+        stats.setUsage(cpu: usage.compactMap { $0[0].flatMap { Int64($0) } }, memory: usage.compactMap { $0[1].flatMap { Int64($0) } })
+        return stats
     }
 }

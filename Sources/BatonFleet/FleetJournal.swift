@@ -105,16 +105,29 @@ enum FleetJournal {
                 \(guardClause)
                 """, base + [String(t.at.rawValue), String(d.attempt ?? 1)])
         case .retrying:
-            return ("UPDATE runs SET phase = 'retrying', exit_code = $5, signal = $6, error = $7, last_seq = $4 \(guardClause)",
-                    base + [FleetRows.text(d.exitCode), FleetRows.text(d.signal), d.error])
+            return ("UPDATE runs SET phase = 'retrying', exit_code = $5, signal = $6, error = $7, \(usageColumns(from: 8)), last_seq = $4 \(guardClause)",
+                    base + [FleetRows.text(d.exitCode), FleetRows.text(d.signal), d.error] + usage(d))
         case .success, .failure, .cancelled:
             return ("""
                 UPDATE runs SET phase = $5, ended_at = $6, exit_code = coalesce($7, exit_code), signal = coalesce($8, signal),
-                    reason = $9, error = $10, pgid = NULL, progress = NULL, stop = NULL, last_seq = $4
+                    reason = $9, error = $10, pgid = NULL, progress = NULL, stop = NULL, \(usageColumns(from: 11)), last_seq = $4
                 \(guardClause)
                 """, base + [t.to.rawValue, String(t.at.rawValue), FleetRows.text(d.exitCode), FleetRows.text(d.signal), d.reason,
-                             t.to == .success ? nil : d.error])
+                             t.to == .success ? nil : d.error] + usage(d))
         }
+    }
+
+    /// An attempt's figures added to the run's, as `RunSnapshot.account` does (and the SQLite
+    /// history): CPU times add up, a NULL leaves the column as it is, the memory peak is the larger
+    /// (`greatest` ignores NULLs). Parameters `$n`, `$n+1`, `$n+2`: `usage(d)`.
+    static func usageColumns(from n: Int) -> String {
+        "cpu_user = coalesce(cpu_user + $\(n)::bigint, cpu_user, $\(n)::bigint), "
+            + "cpu_system = coalesce(cpu_system + $\(n + 1)::bigint, cpu_system, $\(n + 1)::bigint), "
+            + "memory_peak = greatest(memory_peak, $\(n + 2)::bigint)"
+    }
+
+    static func usage(_ d: TransitionDetail) -> [String?] {
+        [FleetRows.text(d.cpuUser), FleetRows.text(d.cpuSystem), FleetRows.text(d.memoryPeak)]
     }
 
     /// The run has ended: its key's slot passes to the follow-up (or forgets it).

@@ -4,10 +4,10 @@ import BatonCore
 enum FleetRows {
     static let runColumns = """
         id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
-        ended_at, attempts, exit_code, signal, reason, error, host
+        ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak
         """
     /// How many columns `runColumns` has; a query's own columns follow them.
-    static let runColumnCount = 18
+    static let runColumnCount = 21
 
     static func run(_ row: [String?]) -> RunSnapshot {
         let int64 = { (i: Int) in row[i].flatMap { Int64($0) } }
@@ -23,6 +23,9 @@ enum FleetRows {
             exitCode: int64(13).map { Int32(truncatingIfNeeded: $0) }, signal: int64(14).map { Int32(truncatingIfNeeded: $0) },
             reason: row[15], error: row[16])
         run.host = row[17]
+        run.cpuUser = int64(18)
+        run.cpuSystem = int64(19)
+        run.memoryPeak = int64(20)
         return run
     }
 

@@ -26,4 +26,12 @@ public enum SocketPath {
         if exists(system) { return system }
         return own
     }
+
+    /// Where a client looks when given no path: `$BATON_SOCKET` when set (and not empty), else
+    /// `forClient` (the `baton` CLI and `BatonClient` both look so).
+    public static func search(environment: [String: String] = ProcessInfo.processInfo.environment,
+                              exists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) }) -> String {
+        if let given = environment["BATON_SOCKET"], !given.isEmpty { return given }
+        return forClient(environment: environment, exists: exists)
+    }
 }

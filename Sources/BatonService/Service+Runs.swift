@@ -15,7 +15,9 @@ extension Service {
         let resolve = { () throws(BatonError) -> Trigger in
             let policy = try action.resolvePolicy(request.policy)
             let resolved = try action.resolveParams(params)
-            return Trigger(action: action, key: action.key(for: resolved), policy: policy, params: resolved, peer: exchange.peer)
+            let force = try action.checkForce(request.force)
+            return Trigger(action: action, key: action.key(for: resolved), policy: policy, params: resolved, peer: exchange.peer,
+                           force: force)
         }
         if action.matchingCost(params) <= Self.inlineMatchingBudget {
             do throws(BatonError) { start(try resolve(), exchange) } catch { exchange.fail(error) }
@@ -41,6 +43,7 @@ extension Service {
                 let fill = { (response: inout Response) in
                     response.decision = TriggerDecision(decision)
                     response.shared = decision.isShared
+                    if case .cooled = decision { response.cooldown = trigger.action.cooldown?.microseconds }
                     response.run = run
                 }
                 if let relay { relay.set(fill) } else {

@@ -31,14 +31,16 @@ public struct History {
 
     static let runColumns = """
         id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
-        ended_at, attempts, exit_code, signal, reason, error
+        ended_at, attempts, exit_code, signal, reason, error, cpu_user, cpu_system, memory_peak
         """
+    /// How many columns `runColumns` has; a query's own columns follow them.
+    static let runColumnCount: Int32 = 20
 
     static func decodeRun(_ s: Statement) -> RunSnapshot {
         let peer: Peer? = s.int64(6).map { uid in
             Peer(uid: UInt32(truncatingIfNeeded: uid), gid: UInt32(truncatingIfNeeded: s.int64(7) ?? 0), pid: Int32(truncatingIfNeeded: s.int64(8) ?? 0))
         }
-        return RunSnapshot(
+        var run = RunSnapshot(
             id: s.int64(0)!, action: s.string(1) ?? "", key: s.string(2) ?? "",
             phase: Phase(rawValue: s.string(3) ?? "") ?? .failure, policy: Policy(rawValue: s.string(4) ?? "") ?? .reject,
             params: JSONText.params(s.string(5)), trigger: peer,
@@ -46,6 +48,10 @@ public struct History {
             endedAt: s.int64(11).map(Timestamp.init(rawValue:)), attempts: Int(s.int64(12) ?? 0),
             exitCode: s.int64(13).map { Int32(truncatingIfNeeded: $0) }, signal: s.int64(14).map { Int32(truncatingIfNeeded: $0) },
             reason: s.string(15), error: s.string(16))
+        run.cpuUser = s.int64(17)
+        run.cpuSystem = s.int64(18)
+        run.memoryPeak = s.int64(19)
+        return run
     }
 
     /// A history query as index-friendly SQL: several actions (or, without actions, several
@@ -227,8 +233,9 @@ public struct History {
             var list: [UnfinishedRun] = []
             while try statement.step() {
                 list.append(UnfinishedRun(
-                    run: Self.decodeRun(statement), lastSeq: Int(statement.int64(19) ?? 1),
-                    pgid: statement.int64(17).map { Int32(truncatingIfNeeded: $0) }, pgidIdentity: statement.string(18)))
+                    run: Self.decodeRun(statement), lastSeq: Int(statement.int64(Self.runColumnCount + 2) ?? 1),
+                    pgid: statement.int64(Self.runColumnCount).map { Int32(truncatingIfNeeded: $0) },
+                    pgidIdentity: statement.string(Self.runColumnCount + 1)))
             }
             return list
         }

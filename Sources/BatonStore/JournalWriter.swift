@@ -79,21 +79,37 @@ enum JournalWriter {
                 try $0.run([.integer(t.at.rawValue), .integer(Int64(d.attempt ?? 1)), .integer(t.runID), from])
             }
         case .retrying:
-            try db.cached("UPDATE runs SET phase = 'retrying', exit_code = ?, signal = ?, error = ? WHERE id = ? AND phase = ?") {
-                try $0.run([int32(d.exitCode), int32(d.signal), d.error.map { .text($0) } ?? .null, .integer(t.runID), from])
+            // An attempt ends here too: its figures are added to the run's (`usage`).
+            try db.cached("""
+                UPDATE runs SET phase = 'retrying', exit_code = ?, signal = ?, error = ?,
+                    cpu_user = coalesce(cpu_user + ?, cpu_user, ?), cpu_system = coalesce(cpu_system + ?, cpu_system, ?),
+                    memory_peak = max(coalesce(memory_peak, ?), coalesce(?, memory_peak))
+                WHERE id = ? AND phase = ?
+                """) {
+                try $0.run([int32(d.exitCode), int32(d.signal), d.error.map { .text($0) } ?? .null] + usage(d) + [.integer(t.runID), from])
             }
         case .success, .failure, .cancelled:
             try db.cached("""
                 UPDATE runs SET phase = ?, ended_at = ?, exit_code = coalesce(?, exit_code), signal = coalesce(?, signal),
-                    reason = ?, error = ?, pgid = NULL, progress = NULL
+                    reason = ?, error = ?, pgid = NULL, progress = NULL,
+                    cpu_user = coalesce(cpu_user + ?, cpu_user, ?), cpu_system = coalesce(cpu_system + ?, cpu_system, ?),
+                    memory_peak = max(coalesce(memory_peak, ?), coalesce(?, memory_peak))
                 WHERE id = ? AND phase = ?
                 """) {
                 try $0.run([.text(t.to.rawValue), .integer(t.at.rawValue), int32(d.exitCode), int32(d.signal),
                             d.reason.map { .text($0) } ?? .null,
-                            t.to == .success ? .null : (d.error.map { .text($0) } ?? .null),
-                            .integer(t.runID), from])
+                            t.to == .success ? .null : (d.error.map { .text($0) } ?? .null)]
+                           + usage(d) + [.integer(t.runID), from])
             }
         }
         guard db.changes == 1 else { throw IllegalTransition(transition: t) }
+    }
+
+    /// The arguments of the columns that add an attempt's figures to the run's, as
+    /// `RunSnapshot.account` does: CPU times add up (a NULL figure leaves the column as it is),
+    /// the memory peak is the larger one. Each figure twice.
+    static func usage(_ d: TransitionDetail) -> [DatabaseValue] {
+        let value: (Int64?) -> DatabaseValue = { $0.map { .integer($0) } ?? .null }
+        return [d.cpuUser, d.cpuUser, d.cpuSystem, d.cpuSystem, d.memoryPeak, d.memoryPeak].map(value)
     }
 }

@@ -52,11 +52,26 @@ extension History {
             }
             return list.reversed()
         }
+        let usage = try connection.withStatement("""
+            SELECT cpu_user + cpu_system, memory_peak FROM runs INDEXED BY runs_by_action_outcome
+            WHERE action = ? AND phase IN ('success', 'failure', 'cancelled') AND ended_at >= ?
+              AND (cpu_user IS NOT NULL OR memory_peak IS NOT NULL)
+            """) { statement -> (cpu: [Int64], memory: [Int64]) in
+            try statement.bind([.text(action), .integer(from)])
+            var cpu: [Int64] = [], memory: [Int64] = []
+            while try statement.step() {
+                if let value = statement.int64(0) { cpu.append(value) }
+                if let value = statement.int64(1) { memory.append(value) }
+            }
+            return (cpu, memory)
+        }
         let success = counts[.success] ?? 0, failure = counts[.failure] ?? 0
-        return ActionStats(
+        var stats = ActionStats(
             action: action, success: success, failure: failure, cancelled: counts[.cancelled] ?? 0,
             successRate: success + failure > 0 ? Double(success) / Double(success + failure) : nil,
             p50: ActionStats.nearestRank(durations, 50), p95: ActionStats.nearestRank(durations, 95), max: durations.last,
             lastSuccess: lastSuccess, lastFailure: try latest("failure"), failureStreak: failureStreak, recent: recent)
+        stats.setUsage(cpu: usage.cpu, memory: usage.memory)
+        return stats
     }
 }

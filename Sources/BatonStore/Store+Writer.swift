@@ -60,7 +60,9 @@ extension Store {
                 return true
             }
             if batch.isClosing && !busy {
-                // Shutting down with a disk that stays full: give up on what cannot be written.
+                // Shutting down with a disk that stays full: give up on what cannot be written,
+                // and keep it for `closeReporting` to log.
+                context.status.withLock { $0.givenUp += held.map(\.entries) }
                 for item in held { item.completion(.failure(.storeUnavailable(message))) }
                 held = []
             }

@@ -72,6 +72,8 @@ public final class Store: RunStore, Sendable {
         var committedTransactions = 0
         /// Journal items kept in memory because the file is gone: never written.
         var stranded = 0
+        /// The entries of the items given up on at close, the disk staying full.
+        var givenUp: [[JournalEntry]] = []
     }
 
     public let path: String
@@ -217,9 +219,29 @@ public final class Store: RunStore, Sendable {
     /// not called: batond is exiting).
     @discardableResult
     public func close(timeout: Duration = .seconds(10)) -> Int {
-        let left = writer.close(timeout: timeout)
+        closeReporting(timeout: timeout).count
+    }
+
+    /// What `close` could not write: how many journal items, and the transitions among them
+    /// that it still had (for the log: recovery ends those runs at the next start).
+    public struct Unwritten: Sendable {
+        public var count: Int
+        public var transitions: [Transition]
+    }
+
+    /// `close`, saying what was not written. While writes fail (a full disk) the writer is given
+    /// `failingTimeout` only: it would only go on failing, and batond is asked to exit.
+    public func closeReporting(timeout: Duration = .seconds(10), failingTimeout: Duration = .seconds(2)) -> Unwritten {
+        let left = writer.close(timeout: unavailableReason == nil ? timeout : failingTimeout)
         reader.close(timeout: .seconds(1))
-        return left.count + status.withLock { $0.stranded }
+        let (stranded, givenUp) = status.withLock { ($0.stranded, $0.givenUp) }
+        let transitions = (givenUp + left.abandoned.map(\.entries)).joined().compactMap { entry -> Transition? in
+            switch entry {
+            case let .created(_, transition), let .transition(transition): transition
+            default: nil
+            }
+        }
+        return Unwritten(count: left.count + stranded + givenUp.count, transitions: transitions)
     }
 
     // MARK: Reading

@@ -49,6 +49,17 @@ enum Format {
         return notes
     }
 
+    /// What a run's processes used, in words: `cpu 310ms (300ms user, 10ms system), peak memory 101 MiB`; nil where unmeasured.
+    static func usage(_ run: RunSnapshot) -> String? {
+        var parts: [String] = []
+        if let user = run.cpuUser, let system = run.cpuSystem {
+            parts.append("cpu \(DurationText.format(.microseconds(user + system))) (\(DurationText.format(.microseconds(user))) user, "
+                + "\(DurationText.format(.microseconds(system))) system)")
+        }
+        if let peak = run.memoryPeak { parts.append("peak memory \(bytes(peak))") }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
+    }
+
     /// A size in bytes as people read it: `812 B`, `4.2 KiB`, `201 MiB`, `1.5 GiB`.
     static func bytes(_ count: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]

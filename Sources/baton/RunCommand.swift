@@ -9,11 +9,13 @@ enum RunCommand {
         abstract: """
             Trigger ACTION and wait for its outcome. On a terminal it shows the loading state and progress.
             Exits 0 on success, 1 on failure, 3 if cancelled, 75 if rejected as busy.
+            Inside the action's cooldown nothing runs: it exits 0 with the last success.
             """,
         arguments: "ACTION",
         options: [
             OptionSpec(long: "param", short: "p", value: "NAME=VALUE", help: "pass a param (repeatable)"),
             OptionSpec(long: "policy", short: nil, value: "POLICY", help: "reject, join, queue or replace, where the action allows it"),
+            OptionSpec(long: "force", short: nil, value: nil, help: "run even inside the action's cooldown, where the action allows force"),
             OptionSpec(long: "detach", short: "d", value: nil, help: "print the run id once it is queued and exit"),
             OptionSpec(long: "follow", short: "f", value: nil, help: "print the run's output as it comes, then the outcome"),
             OptionSpec(long: "json", short: nil, value: nil, help: "print the run as JSON"),
@@ -34,11 +36,12 @@ enum RunCommand {
         }
         let detach = arguments.flag("detach")
         let json = arguments.flag("json")
+        let force = arguments.flag("force") ? true : nil
         if arguments.flag("follow") {
             guard !detach else { throw UsageError("baton run: --follow and --detach exclude each other") }
-            return try runFollowing(Request(op: .trigger, action: action, params: params, policy: policy, detach: true), json: json, context)
+            return try runFollowing(Request(op: .trigger, action: action, params: params, policy: policy, detach: true, force: force), json: json, context)
         }
-        let request = Request(op: .trigger, action: action, params: params, policy: policy, detach: detach)
+        let request = Request(op: .trigger, action: action, params: params, policy: policy, detach: detach, force: force)
         let spinner = (!json && isatty(2) == 1) ? Spinner() : nil
         let response: Response
         do {
@@ -53,6 +56,8 @@ enum RunCommand {
         guard let run = response.run else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
         if json {
             print(Format.json(RunAnswer(run: run, decision: response.decision, shared: response.shared)))
+        } else if response.decision == .cooled {
+            print(cooledLine(run, cooldown: response.cooldown, context: context))
         } else if detach {
             print(run.id)
         } else {
@@ -98,6 +103,21 @@ enum RunCommand {
 }
 
 extension RunCommand {
+    /// `✓ deploy run 7 succeeded 2m ago; cooldown 10m, nothing run`: a trigger inside the cooldown.
+    static func cooledLine(_ run: RunSnapshot, cooldown: Int64?, context: Context, now: Timestamp = .now) -> String {
+        let ago = run.endedAt.map { " " + Format.age($0, now: now) } ?? ""
+        let window = cooldown.map { "cooldown " + roundWindow(DurationText.format(.microseconds($0))) } ?? "cooldown"
+        return context.paint("✓", .green) + " \(run.action) run \(run.id) succeeded\(ago); \(window), nothing run"
+    }
+
+    /// A window as the config says it: `10m`, `1h`, not `10m00s`.
+    static func roundWindow(_ text: String) -> String {
+        var text = text
+        if text.hasSuffix("m00s") { text.removeLast(3) }
+        if text.hasSuffix("h00m") { text.removeLast(3) }
+        return text
+    }
+
     /// Why a run was cancelled, in words: `cancelled by alice after 2.1s`, `replaced by run 9`,
     /// `cancelled: batond shut down`.
     static func cancelled(_ run: RunSnapshot) -> String {

@@ -46,6 +46,7 @@ enum ShowCommand {
             text += "  params: " + run.params.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "\n"
         }
         text += "  attempts: \(run.attempts), took \(Format.duration(run))\n"
+        if let used = Format.usage(run) { text += "  used: \(used)\n" }
         if let error = run.error { text += "  error: " + context.paint(error, .red) + "\n" }
         text += "\ntransitions:\n"
         var previous: Timestamp?

@@ -9,8 +9,8 @@ enum StatsCommand {
         name: "stats",
         abstract: """
             Show how each action has been doing. Runs by outcome, success rate, p50, p95 and max duration of
-            successful runs, the last success and failure, the current streak of failures, and recent durations.
-            Works when batond is down.
+            successful runs, p50 and p95 CPU time and peak memory of ended runs, the last success and failure,
+            the current streak of failures, and recent durations. Works when batond is down.
             """,
         arguments: "[ACTION]...",
         options: [
@@ -38,6 +38,7 @@ enum StatsCommand {
     }
 
     static func table(_ stats: [ActionStats], context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
+        let measured = stats.contains { $0.cpuP50 != nil || $0.memoryP50 != nil }
         let rows = stats.map(\.forTerminal).map { item -> [String] in
             let rate = item.successRate.map { String(format: "%.0f%%", $0 * 100) } ?? "-"
             let streak = item.failureStreak > 0 ? context.paint("\(item.failureStreak) failing", .red) : "-"
@@ -45,16 +46,30 @@ enum StatsCommand {
                        duration(item.p50), duration(item.p95), duration(item.max),
                        item.lastSuccess.map { Format.age($0, now: now) } ?? "never",
                        item.lastFailure.map { Format.age($0, now: now) } ?? "never", streak]
+            // What runs used, where any run of any action was measured (a history without figures needs no empty columns).
+            if measured {
+                row.insert(contentsOf: [pair(item.cpuP50, item.cpuP95, duration), pair(item.memoryP50, item.memoryP95, memory)], at: 9)
+            }
             if context.isTerminal { row.append(sparkline(item.recent, context: context)) }
             return row
         }
         var header = ["ACTION", "RUNS", "OK", "FAILED", "CANCELLED", "RATE", "P50", "P95", "MAX", "LAST OK", "LAST FAILED", "STREAK"]
+        if measured { header.insert(contentsOf: ["CPU P50/P95", "MEMORY P50/P95"], at: 9) }
         if context.isTerminal { header.append("RECENT") }
         return Format.table(header, rows, width: width)
     }
 
     static func duration(_ micros: Int64?) -> String {
         micros.map { DurationText.format(.microseconds($0)) } ?? "-"
+    }
+
+    static func memory(_ bytes: Int64?) -> String {
+        bytes.map(Format.bytes) ?? "-"
+    }
+
+    /// `310ms/0.4s`, `101 MiB/120 MiB`; `-` where nothing was measured.
+    static func pair(_ p50: Int64?, _ p95: Int64?, _ format: (Int64?) -> String) -> String {
+        p50 == nil && p95 == nil ? "-" : format(p50) + "/" + format(p95)
     }
 
     /// Recent durations as bars, oldest first, each coloured by its outcome.

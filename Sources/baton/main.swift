@@ -4,7 +4,7 @@ import Foundation
 
 @MainActor func main() -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())[...]
-    var socket = ProcessInfo.processInfo.environment["BATON_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+    var socket: String?
     var database: String?
     while let first = arguments.first, first.hasPrefix("-") {
         arguments.removeFirst()
@@ -40,7 +40,7 @@ import Foundation
     }
     do {
         let parsed = try command.parse(Array(arguments))
-        let socketPath = parsed.value("socket") ?? socket ?? SocketPath.forClient()
+        let socketPath = parsed.value("socket") ?? socket ?? SocketPath.search()
         let context = Context(socketPath: socketPath, databasePath: parsed.value("database") ?? database)
         return try command.run(parsed, context)
     } catch {

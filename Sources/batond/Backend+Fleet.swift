@@ -47,6 +47,7 @@ extension Backend {
             let following = await coordinator.startFeed()
             feed.withLock { $0 = following }
             if let last = try? await store.lastEnded() { conductor.remember(last) }
+            await seedDeadMan(store, actions: conductor.configuredActions().map(\.name), metrics: metrics)
             store.waiting(nil)
             Log.info("joined the fleet as \(host.name) (\(host.incarnation))")
         }

@@ -49,13 +49,15 @@ struct Backend {
                     + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed")
             }
             conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
+            await seedDeadMan(store, actions: config.actions.map(\.name), metrics: metrics)
+            try await seedCooldowns(store, actions: config.actions, conductor: conductor)
         } catch {
             store.close()
             throw DaemonError("cannot read the history to recover: \(error.message)")
         }
         return Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)", tracking: tracking,
                        prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
-                       ping: { await store.ping() }, close: { store.close() })
+                       ping: { await store.ping() }, close: { Self.close(store) })
     }
 }
 
@@ -65,6 +67,10 @@ extension Backend {
     static func tracking(_ config: Config, instance: String) throws -> ProcessTracking {
         let (tracking, note) = try Daemon.processTracking(config.processTree, instance: instance)
         if let note { Log.info(note) }
+        let problems = config.limitProblems(tracking.limitSupport)
+        if !problems.isEmpty {
+            throw DaemonError("the config sets limits this machine cannot enforce:\n" + problems.map { "\($0.path): \($0.message)" }.joined(separator: "\n"))
+        }
         return tracking
     }
 }
@@ -74,3 +80,18 @@ struct DaemonError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+extension Backend {
+    /// Closes the SQLite history, logging each transition it could not write (a full disk at
+    /// exit): the next start's recovery ends those runs (`interrupted`), or queues them again.
+    static func close(_ store: Store) -> Int {
+        let unwritten = store.closeReporting()
+        for transition in unwritten.transitions {
+            let detail = [transition.detail.reason, transition.detail.error].compactMap { $0 }.joined(separator: ": ")
+            Log.error("not written before exit: run \(transition.runID) \(transition.from?.rawValue ?? "-") → \(transition.to.rawValue)"
+                + (detail.isEmpty ? "" : " (\(detail))") + "; the next start recovers the run")
+        }
+        return unwritten.count
+    }
+}
+

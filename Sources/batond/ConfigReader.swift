@@ -14,7 +14,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "output",
+        "keyParams", "cooldown", "force", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output",
     ]
 
     /// The longest action description, in bytes.
@@ -88,6 +88,13 @@ struct ConfigReader {
                 config.actions.append(action)
             }
         }
+        // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
+        // there could let two hosts run inside one window. Refused until it is exact.
+        if config.fleet != nil {
+            for action in config.actions where action.cooldown != nil {
+                fail("actions.\(action.name).cooldown", "is not supported in a fleet (postgres) yet: the fleet cannot decide it exactly across hosts")
+            }
+        }
         return config
     }
 
@@ -142,6 +149,10 @@ struct ConfigReader {
         if let interrupt = fields["onInterrupt"] {
             action.onInterrupt = choice(interrupt, at: "\(at).onInterrupt", ["fail", "restart"]).flatMap(InterruptPolicy.init(rawValue:)) ?? .fail
         }
+        if let value = fields["cooldown"] { action.cooldown = positiveDuration(value, at: "\(at).cooldown") }
+        if let value = fields["force"] {
+            if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }
+        }
         if let value = fields["retention"] { action.retention = retention(value, at: "\(at).retention") }
         if let value = fields["allow"] { action.allow = allow(value, at: "\(at).allow") }
         if let value = fields["user"] {
@@ -149,11 +160,33 @@ struct ConfigReader {
         } else if fields["group"] != nil {
             fail("\(at).group", "needs user: the process runs as a user and, optionally, another group")
         }
+        if let value = fields["limits"] { action.limits = limits(value, at: "\(at).limits") }
         if let value = fields["umask"].flatMap({ string($0, at: "\(at).umask") }) {
             if let mask = UInt32(value, radix: 8), mask <= 0o777 { action.umask = mask }
             else { fail("\(at).umask", "expected an octal mask such as \"0027\", got \(Action.quoted(value))") }
         }
         return action
+    }
+
+    /// `{ memory: "512M", tasks: 200, cpu: "50%" }`: what the kernel holds each attempt to. Whether
+    /// this machine can enforce them is checked once batond knows its cgroups (`Config.refusals`).
+    mutating func limits(_ value: JSONValue, at: String) -> ResourceLimits {
+        guard let fields = object(value, at: at, allowed: Set(ResourceLimits.Field.allCases.map(\.rawValue))) else { return .init() }
+        var limits = ResourceLimits()
+        if let memory = fields["memory"].flatMap({ string($0, at: "\(at).memory") }) {
+            limits.memory = ResourceLimits.bytes(memory)
+            if limits.memory == nil {
+                fail("\(at).memory", "expected a size of at least 4K such as \"512M\", \"2G\" or \"800K\" (K, M, G, T: powers of 1024), got \(Action.quoted(memory))")
+            }
+        }
+        if let tasks = fields["tasks"] { limits.tasks = integer(tasks, at: "\(at).tasks", min: 1, max: 4_194_304) }
+        if let cpu = fields["cpu"].flatMap({ string($0, at: "\(at).cpu") }) {
+            limits.cpu = ResourceLimits.percent(cpu)
+            if limits.cpu == nil {
+                fail("\(at).cpu", "expected a share of one CPU from 1% to 100000% such as \"50%\" (\"200%\": two CPUs), got \(Action.quoted(cpu))")
+            }
+        }
+        return limits
     }
 
     /// `{ trigger: { users: ["deploy"], groups: ["ops"] }, cancel: …, read: … }`; `"*"` in users is everyone.
@@ -179,29 +212,22 @@ struct ConfigReader {
         return result
     }
 
-    /// `user` (and `group`) of an action, resolved: uid, gid, supplementary groups, home and shell.
-    /// Only a batond running as root can run a process as another user.
+    /// `user` (and `group`) of an action, looked up now to refuse names that do not exist; each
+    /// start looks them up again (`RunAs.resolved`). Only a batond running as root can run a
+    /// process as another user.
     mutating func runAs(_ value: JSONValue, group: JSONValue?, at: String) -> RunAs? {
         guard let name = string(value, at: "\(at).user") else { return nil }
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        var entry = passwd()
-        var found: UnsafeMutablePointer<passwd>?
-        let byNumber = UInt32(name)
-        let rc = byNumber.map { getpwuid_r($0, &entry, &buffer, buffer.count, &found) } ?? getpwnam_r(name, &entry, &buffer, buffer.count, &found)
-        guard rc == 0, found != nil, let userName = entry.pw_name else {
-            fail("\(at).user", "no user named \(Action.quoted(name))")
+        let groupName = group.flatMap { string($0, at: "\(at).group") }
+        switch RunAs.lookUp(name, group: groupName) {
+        case let .failure(why):
+            if case .noGroup = why { fail("\(at).group", "\(why)") } else { fail("\(at).user", "\(why)") }
             return nil
+        case let .success(user):
+            if user.uid != geteuid() && geteuid() != 0 {
+                fail("\(at).user", "batond runs as uid \(geteuid()), not root, so it cannot run processes as \(user.user)")
+            }
+            return user
         }
-        var user = RunAs(user: String(cString: userName), uid: entry.pw_uid, gid: entry.pw_gid, groups: [],
-                         home: entry.pw_dir.map { String(cString: $0) } ?? "/", shell: entry.pw_shell.map { String(cString: $0) } ?? "/bin/sh")
-        if user.uid != geteuid() && geteuid() != 0 {
-            fail("\(at).user", "batond runs as uid \(geteuid()), not root, so it cannot run processes as \(user.user)")
-        }
-        if let group = group.flatMap({ string($0, at: "\(at).group") }) {
-            if let gid = groupID(group, at: "\(at).group") { user.gid = gid }
-        }
-        user.groups = UserDatabase.groups(of: user.user, primary: user.gid)
-        return user
     }
 
     /// A user name or number, as a uid; a problem when no such user exists.

@@ -66,7 +66,8 @@ extension Daemon {
         let conductor = backend.conductor
         let reload: @Sendable (Service) async -> String? = { service in
             notifier.reloading()
-            let problem = Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path)
+            let problem = Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path,
+                                      limits: backend.tracking.limitSupport)
             if problem == nil { await backend.reloaded(config.current.actions) }
             notifier.ready(status: Self.status(of: conductor))
             return problem
@@ -119,6 +120,9 @@ extension Daemon {
             if let detail = update.transition?.detail, update.run.host == nil || update.run.host == host {
                 metrics.attemptEnded(update.run.action, detail)
             }
+            // In a fleet every host's transitions come by: the dead-man series hear them all (the
+            // action's last success is the fleet's), the counters only the runs this host ran.
+            if update.transition?.to.isTerminal == true { metrics.sawEnd(update.run) }
             // In a fleet every host's transitions come by; this host counts the runs it ran.
             if update.transition?.to.isTerminal == true, update.run.host == nil || update.run.host == host {
                 metrics.runEnded(update.run)

@@ -27,15 +27,20 @@ extension Daemon {
         }
     }
 
-    /// What `--check-config` says of the process tree on this machine (nothing is left created).
-    static func describeTracking(_ config: Config, instance: String) -> String {
+    /// What `--check-config` says of the process tree on this machine, and which limits it could
+    /// enforce (nothing is left created or moved).
+    static func describeTracking(_ config: Config, instance: String) -> (String, LimitSupport) {
         guard config.processTree != .processGroup else {
-            return "processes: \(ProcessTracking.processGroup.description) (processTree: \"processGroup\")"
+            return ("processes: \(ProcessTracking.processGroup.description) (processTree: \"processGroup\")",
+                    ProcessTracking.processGroup.limitSupport)
         }
         switch CgroupHierarchy.prepare(instance: instance, probeOnly: true) {
-        case let .success(hierarchy): return "processes: \(ProcessTracking.cgroup(hierarchy).description)"
-        case let .failure(why) where config.processTree == .cgroup: return "processes: processTree is \"cgroup\", but \(why): batond would not start"
-        case let .failure(why): return "processes: \(ProcessTracking.processGroup.description): \(why)"
+        case let .success(hierarchy):
+            return ("processes: \(ProcessTracking.cgroup(hierarchy).description)", hierarchy.limits)
+        case let .failure(why) where config.processTree == .cgroup:
+            return ("processes: processTree is \"cgroup\", but \(why): batond would not start", .none("batond would not start"))
+        case let .failure(why):
+            return ("processes: \(ProcessTracking.processGroup.description): \(why)", .none("batond puts no run in a cgroup of its own here (\(why))"))
         }
     }
 }

@@ -146,9 +146,18 @@ enum Daemon {
         do {
             let config = try Config.load(path: file)
             for warning in config.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
-            print("\(file): ok, \(config.actions.count) action\(config.actions.count == 1 ? "" : "s"): \(config.actions.map(\.name).joined(separator: ", "))")
             let instance = config.fleet?.instance ?? config.database ?? DatabasePath.default()
-            print(describeTracking(config, instance: instance))
+            let (tracking, support) = describeTracking(config, instance: instance)
+            let problems = config.limitProblems(support)
+            if problems.isEmpty {
+                print("\(file): ok, \(config.actions.count) action\(config.actions.count == 1 ? "" : "s"): \(config.actions.map(\.name).joined(separator: ", "))")
+            }
+            print(tracking)
+            print(support.description)
+            if !problems.isEmpty {
+                FileHandle.standardError.write(Data("\(ConfigError(file: file, problems: problems))\n".utf8))
+                return 1
+            }
             if let fleet = config.fleet { return checkFleet(fleet, actions: config.actions) }
             return 0
         } catch {
@@ -158,9 +167,10 @@ enum Daemon {
     }
 
     /// Reads the config again; applies it whole, or refuses it whole and returns why.
-    static func reload(path: String, into service: Service, current: ConfigBox, socket: String) -> String? {
+    static func reload(path: String, into service: Service, current: ConfigBox, socket: String, limits: LimitSupport) -> String? {
         do {
             let config = try Config.load(path: path)
+            try config.checkLimits(limits, file: path)
             for warning in config.warnings { Log.warning(warning) }
             service.install(generation(config, socket: socket))
             let old = current.swap(config)

@@ -115,6 +115,25 @@ struct ClosureAPITests {
         #expect(after.estimate == nil)
         #expect(conductor.estimate(of: "fresh") != nil)
     }
+
+    @Test("an in-process action with a cooldown runs once; the next trigger is answered with that success, a forced one runs")
+    func cooldown() async throws {
+        let conductor = Conductor(actions: [])
+        let starts = Counter()
+        var action = Action(name: "warm")
+        action.cooldown = .seconds(600)
+        action.allowsForce = true
+        conductor.register(action) { _ in starts.increment() }
+        let first = try await conductor.trigger(TriggerRequest(action: "warm"))
+        #expect(await first.outcome()?.phase == .success)
+        let cooled = try await conductor.trigger(TriggerRequest(action: "warm"))
+        #expect(cooled.decision == .cooled(first.run.id) && cooled.run.phase == .success)
+        #expect(await cooled.outcome()?.id == first.run.id)
+        let forced = try await conductor.trigger(TriggerRequest(action: "warm", force: true))
+        #expect(forced.decision == .created(first.run.id + 1))
+        _ = await forced.outcome()
+        #expect(starts.count == 2)
+    }
 }
 
 @Suite("Duration estimates")

@@ -89,33 +89,34 @@ struct ConductorStateTests {
         #expect(told(h.state.handle(.timer(run: 1, .progress), at: Self.now + .milliseconds(160))).isEmpty)
     }
 
-    @Test("a trigger of a free key: created and loading in one write; answered and started only once it commits")
+    @Test("a trigger of a free key: created in one write; once it commits, loading is stamped, the timeout armed and the attempt started, then answered")
     func createAndStart() throws {
         var h = Harness()
-        h.trigger(1, Self.plain)
-        #expect(h.phases == [.queued, .loading])
+        h.trigger(1, Self.flaky)
+        #expect(h.phases == [.queued])
         #expect(h.launches.isEmpty && h.answers.isEmpty)
-        h.on(.committed(try #require(h.commit()), nil))
+        // The creation waited 20 s for the store (a lock held by another process): not run time.
+        let later = Self.now + .seconds(20)
+        h.effects = h.state.handle(.committed(try #require(h.commit()), nil), at: later)
+        #expect(h.phases == [.loading])
+        #expect(h.written.contains { if case let .transition(t) = $0 { t.to == .loading && t.at == later } else { false } })
+        #expect(h.effects.contains(.schedule(run: 1, .timeout, after: .seconds(10))), "the timeout starts with the process")
         #expect(h.launches == [1])
         guard case let .ticket(.created(1), run)? = h.answers[1] else { Issue.record("\(h.effects)"); return }
-        #expect(run.phase == .loading)
+        #expect(run.phase == .loading && run.startedAt == later)
     }
 
-    @Test("replaced before its start was durable: the attempt never starts, and the run ends replaced")
+    @Test("replaced before its creation was durable: it never starts, and ends cancelled at once")
     func replacedBeforeStart() throws {
         var h = Harness()
         h.trigger(1, Self.replacing)
         let first = try #require(h.commit())
         h.trigger(2, Self.replacing)
-        #expect(h.phases == [.queued], "run 2 waits for run 1 to be gone")
-        #expect(h.effects.contains(.stop(run: 1, grace: .seconds(5))), "a start still in the commit has nothing to signal yet")
-        let creation = try #require(h.commit())
+        #expect(h.phases == [.queued, .cancelled], "run 2 created; run 1, never started, ends")
+        #expect(!h.effects.contains(.stop(run: 1, grace: .seconds(5))), "run 1 has no process to signal")
+        let creation = try #require(h.commit(0)), end = try #require(h.commit(1))
         h.on(.committed(first, nil))
-        #expect(h.launches.isEmpty, "run 1 was stopped while its start waited for the commit")
-        #expect(h.phases == [.cancelled])
-        let end = try #require(h.commit())
-        // Run 1 never had a process: run 2 starts once its own creation is durable, its loading
-        // written after run 1's end.
+        #expect(h.launches.isEmpty, "run 1 was stopped before its creation was durable")
         h.on(.committed(creation, nil))
         #expect(h.phases == [.loading])
         #expect(h.launches == [2])
@@ -168,7 +169,9 @@ struct ConductorStateTests {
         #expect(h.closed == [1])
         #expect(h.launches.isEmpty)
         h.trigger(2, Self.plain)
-        #expect(h.phases == [.queued, .loading], "the key is free again")
+        #expect(h.phases == [.queued], "the key is free again")
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.launches == [2])
     }
 
     @Test("a follow-up starts in the same write as its holder's end")
@@ -221,6 +224,39 @@ struct ConductorStateTests {
         h.on(.committed(try #require(h.commit()), nil))
         #expect(h.effects.contains(.drained))
         #expect(h.state.inFlight.map(\.phase) == [.queued])
+    }
+
+    @Test("a second stop signal: the runs stop now, and the drain ends once their processes are gone, their ends durable or not (a full disk)")
+    func abandonWrites() throws {
+        var h = Harness()
+        h.trigger(1, Self.plain)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.trigger(2, Self.flaky)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.on(.shutdown)
+        h.on(.graceElapsed)
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
+        #expect(h.phases == [.cancelled])
+        #expect(!h.effects.contains(.drained), "run 2 still runs, and run 1's end is not durable")
+        h.on(.abandonWrites)
+        #expect(h.effects.isEmpty, "run 2 is already stopping: its processes are waited for")
+        h.on(.exited(run: 2, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
+        #expect(h.phases == [.cancelled])
+        #expect(h.effects.last == .drainedUnwritten, "no commit came, and none is waited for")
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.closed == [2], "an end that commits before the exit still closes its run's waiters")
+        #expect(!h.effects.contains(.drained))
+        #expect(h.state.mode == .stopped)
+    }
+
+    @Test("abandonWrites before any shutdown is ignored: triggers are still taken")
+    func abandonWritesBeforeShutdown() {
+        var h = Harness()
+        h.on(.abandonWrites)
+        #expect(h.effects.isEmpty)
+        #expect(h.state.mode == .accepting && h.state.waitsForWrites)
+        h.trigger(1, Self.plain)
+        #expect(h.phases == [.queued])
     }
 
     @Test("recovery: queued again, restarted, interrupted, dropped and superseded, each a transition")

@@ -144,7 +144,7 @@ struct ConductorTests {
         await #expect(throws: BatonError.badRequest("action a does not allow policy replace (allowed: reject, join)")) {
             try await conductor.trigger(TriggerRequest(action: "a", policy: .replace))
         }
-        await #expect(throws: BatonError.badRequest("action a takes no params, got x")) {
+        await #expect(throws: BatonError.badParam(name: "x", message: "action a takes no params, got x")) {
             try await conductor.trigger(TriggerRequest(action: "a", params: ["x": "1"]))
         }
     }

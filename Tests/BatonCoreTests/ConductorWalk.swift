@@ -16,6 +16,14 @@ struct ConductorWalk {
         Action(name: "join", exec: ["x"], policy: .join, retry: RetryPolicy(attempts: 2, backoff: .seconds(1))),
         Action(name: "queue", exec: ["x"], timeout: .seconds(30), policy: .queue, params: ["k": ParamSpec()], keyParams: ["k"]),
         Action(name: "replace", exec: ["x"], timeout: .seconds(5), policy: .replace, retry: RetryPolicy(attempts: 1)),
+        {
+            // Windows of 200 ms, steps of 1 to 50: some triggers fall inside, some after.
+            var cool = Action(name: "cool", exec: ["x"], policy: .join, policies: [.reject, .queue, .replace],
+                              params: ["k": ParamSpec()], keyParams: ["k"])
+            cool.cooldown = .milliseconds(200)
+            cool.allowsForce = true
+            return cool
+        }(),
     ]
 
     private(set) var state: ConductorState
@@ -35,6 +43,7 @@ struct ConductorWalk {
     private var asked: [ConductorState.Token: Set<ConductorState.CommitID>] = [:]
     private var answered: Set<ConductorState.Token> = []
     private var shutDown = false
+    private var drained = false
 
     // The store's view: each run's last seq and phase, and where its creation was written.
     private var stored: [Int64: (seq: Int, phase: Phase)] = [:]
@@ -42,6 +51,11 @@ struct ConductorWalk {
     private var terminalDurable: Set<Int64> = []
     private var abandoned: Set<Int64> = []
     private var known: [Int64] = []
+    // The cooldown's view: each key's last success (when its end was decided, from the store's
+    // entries), and each run's creation time and whether its trigger was forced.
+    private var lastSuccess: [String: Timestamp] = [:]
+    private var createdAt: [Int64: (key: String, at: Timestamp, action: Action)] = [:]
+    private var forced: Set<Int64> = []
 
     init(maxConcurrentRuns: Int, seed: UInt64) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -51,7 +65,7 @@ struct ConductorWalk {
 
     /// Takes one random step; false when the choices ran out.
     mutating func step(_ choices: inout some Choices) -> Bool {
-        guard let kind = choices.next(14) else { return false }
+        guard let kind = choices.next(15) else { return false }
         now = now + .milliseconds(1 + (choices.next(50) ?? 0))
         switch kind {
         case 0, 1, 2:
@@ -87,6 +101,10 @@ struct ConductorWalk {
             ask { .attach($0, run: run) }
         case 12:
             if choices.next(20) == 0, !shutDown { shutDown = true; apply(.shutdown) }
+        case 13:
+            // A second stop signal, now and then: the drain stops waiting for writes.
+            if shutDown, choices.next(6) == 0 { apply(.abandonWrites) } else if shutDown { apply(.graceElapsed) }
+            else { commitOldest(fail: false) }
         default:
             if shutDown { apply(.graceElapsed) } else { commitOldest(fail: false) }
         }
@@ -125,7 +143,9 @@ struct ConductorWalk {
     private mutating func trigger(_ action: Action, key: Int, override: Int) {
         let params = action.keyParams.isEmpty ? [:] : ["k": String(key)]
         let policy = override < Policy.allCases.count && action.policies.contains(Policy.allCases[override]) ? Policy.allCases[override] : action.policy
-        let trigger = Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: nil)
+        // `override` 5 forces: honoured by the action that allows it, ignored by the others.
+        let trigger = Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: nil,
+                              force: override == 5)
         ask { .trigger($0, trigger) }
     }
 
@@ -165,11 +185,25 @@ struct ConductorWalk {
             case let .write(entries, id):
                 wrote.insert(id)
                 writes.append((id, entries))
-                for case let .created(run, _) in entries { creationCommit[run.id] = id; known.append(run.id) }
+                for case let .created(run, transition) in entries {
+                    creationCommit[run.id] = id
+                    known.append(run.id)
+                    if case let .trigger(_, trigger) = event {
+                        createdAt[run.id] = (run.key, transition.at, trigger.action)
+                        if trigger.force && trigger.action.allowsForce { forced.insert(run.id) }
+                    }
+                }
+                // A success is decided when its transition is written (it is never refused).
+                for case let .transition(transition) in entries where transition.to == .success {
+                    if let created = createdAt[transition.runID], created.action.cooldown != nil {
+                        lastSuccess[created.key] = transition.at
+                    }
+                }
             case let .launch(launch):
                 if let commit = creationCommit[launch.run], !committed.contains(commit) {
                     violate("run \(launch.run) started before its creation was durable")
                 }
+                checkCooldown(launch)
                 if attempts[launch.run] != nil { violate("run \(launch.run) started attempt \(launch.attempt) while one runs") }
                 attempts[launch.run] = (launch.attempt, false)
             case .stop:
@@ -193,6 +227,22 @@ struct ConductorWalk {
                 }
             case .drained:
                 if !shutDown { violate("drained without a shutdown") }
+                if drained { violate("drained twice") }
+                drained = true
+                // However the drain ends (every end durable, or writes abandoned), no attempt runs.
+                for run in state.flights.values where !run.isOver && run.machine.phase != .queued {
+                    violate("drained while run \(run.run.id) is still \(run.machine.phase.rawValue)")
+                }
+                if let run = state.flights.values.first(where: { $0.machine.phase != .queued }) {
+                    violate("drained before run \(run.run.id)'s end was durable")
+                }
+            case .drainedUnwritten:
+                if state.waitsForWrites { violate("drained without waiting for writes, never told to") }
+                if drained { violate("drained twice") }
+                drained = true
+                for run in state.flights.values where !run.isOver && run.machine.phase != .queued {
+                    violate("drained while run \(run.run.id) is still \(run.machine.phase.rawValue)")
+                }
             }
         }
         // A question whose step wrote must be answered when those writes commit.
@@ -257,6 +307,15 @@ struct ConductorWalk {
         for (key, count) in active where count > 1 { violate("key \(key) has \(count) runs loading or retrying") }
         for (key, count) in queued where count > 2 { violate("key \(key) has \(count) runs queued (holder and one follow-up at most)") }
         if running > state.table.limit { violate("\(running) runs loading or retrying, over the limit \(state.table.limit)") }
+    }
+
+    /// No run starts inside a cooldown window of its key unless forced, or created before the
+    /// success that opened the window (a follow-up: its trigger asked for a run after it came).
+    private mutating func checkCooldown(_ launch: Launch) {
+        guard launch.attempt == 1, let created = createdAt[launch.run], let cooldown = created.action.cooldown,
+              let success = lastSuccess[created.key], now - success < cooldown,
+              created.at >= success, !forced.contains(launch.run) else { return }
+        violate("run \(launch.run) of key \(created.key) started inside its cooldown (success at \(success.rawValue), now \(now.rawValue)), unforced")
     }
 
     private mutating func violate(_ message: String) {

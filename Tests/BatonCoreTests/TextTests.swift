@@ -44,11 +44,11 @@ struct TextTests {
         let resolved = try action.resolveParams(["tag": "v1"])
         #expect(resolved == ["env": "staging", "tag": "v1"])
         #expect(action.key(for: resolved) == "deploy env=staging")
-        #expect(throws: BatonError.badRequest("param env: \"dev\" does not match ^(staging|prod)$")) {
+        #expect(throws: BatonError.badParam(name: "env", message: "param env: \"dev\" does not match ^(staging|prod)$")) {
             try action.resolveParams(["env": "dev", "tag": "x"])
         }
         #expect(throws: BatonError.self) { try action.resolveParams(["nope": "1", "tag": "x"]) }
-        #expect(throws: BatonError.badRequest("param tag is required by action deploy")) { try action.resolveParams([:]) }
+        #expect(throws: BatonError.badParam(name: "tag", message: "param tag is required by action deploy")) { try action.resolveParams([:]) }
         #expect(throws: BatonError.self) { try action.resolveParams(["tag": "a\nb"]) }
     }
 }

@@ -17,7 +17,11 @@ struct WireJSONTests {
         full.run = run
         full.decision = .followUp
         full.shared = false
-        full.runs = [run, RunSnapshot(id: 1, action: "a", key: "a", phase: .queued, policy: .reject, params: [:], trigger: nil,
+        var measured = run
+        measured.cpuUser = 310_000
+        measured.cpuSystem = 12_000
+        measured.memoryPeak = 104_857_600
+        full.runs = [run, measured, RunSnapshot(id: 1, action: "a", key: "a", phase: .queued, policy: .reject, params: [:], trigger: nil,
                                       queuedAt: Timestamp(rawValue: 5))]
         var cancelled = run
         cancelled.phase = .cancelled

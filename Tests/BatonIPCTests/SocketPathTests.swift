@@ -13,4 +13,13 @@ struct SocketPathTests {
         #expect(SocketPath.forClient(environment: environment, exists: { $0 == SocketPath.system }) == SocketPath.system)
         #expect(SocketPath.forClient(environment: environment, exists: { _ in false }) == own)
     }
+
+    @Test("a client given no path takes $BATON_SOCKET when it is set and not empty, else searches as forClient")
+    func search() {
+        let environment = ["XDG_RUNTIME_DIR": "/run/user/1000"]
+        let own = SocketPath.default(environment: environment)
+        #expect(SocketPath.search(environment: environment.merging(["BATON_SOCKET": "/tmp/b.sock"]) { $1 }, exists: { _ in true }) == "/tmp/b.sock")
+        #expect(SocketPath.search(environment: environment.merging(["BATON_SOCKET": ""]) { $1 }, exists: { $0 == SocketPath.system }) == SocketPath.system)
+        #expect(SocketPath.search(environment: environment, exists: { _ in false }) == own)
+    }
 }

@@ -5,15 +5,6 @@ import Testing
 
 @Suite("Config")
 struct ConfigTests {
-    func problems(_ text: String) -> [String] {
-        do {
-            _ = try Config.parse(Data(text.utf8), file: "t.json5")
-            return []
-        } catch {
-            return error.problems.map { "\($0.path): \($0.message)" }
-        }
-    }
-
     @Test("the example config is valid")
     func example() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../examples/baton.json5")

@@ -82,5 +82,7 @@ struct FleetKeyTests {
         #expect(try db.query("SELECT count(*) FROM pg_indexes WHERE indexname = 'runs_one_active_per_key'").first?[0] == "1")
         #expect(try FleetSchema.migrate(db, through: 2) == 2, "nothing left to apply")
         #expect(try FleetSchema.migrate(db) == FleetSchema.latestVersion)
+        // Version 4: the runs written before it have no usage figures.
+        #expect(try db.query("SELECT count(*) FROM runs WHERE cpu_user IS NOT NULL OR cpu_system IS NOT NULL OR memory_peak IS NOT NULL").rows == [["0"]])
     }
 }

@@ -145,9 +145,18 @@ final class Daemon: @unchecked Sendable {
         defer { lock.unlock() }
         func seen() -> Bool { output.text.components(separatedBy: text).count > count }
         while !seen() {
-            if !process.isRunning && !seen() { throw DaemonError.exited(output.text) }
+            if !process.isRunning && !seen() { throw DaemonError.exited(endedHow() + "; its stderr: " + output.text) }
             if !lock.wait(until: min(deadline, Date().addingTimeInterval(0.2))) && Date() > deadline { throw DaemonError.timeout(output.text) }
         }
+    }
+
+    /// How batond ended, for a test that finds it gone: a signal nobody in the test sent (SIGKILL
+    /// with nothing on stderr) points at a stale pid or process group killed elsewhere.
+    private func endedHow() -> String {
+        process.waitUntilExit()
+        let status = process.terminationStatus
+        return process.terminationReason == .uncaughtSignal ? "batond (pid \(process.processIdentifier)) was killed by signal \(status)"
+            : "batond (pid \(process.processIdentifier)) exited with status \(status)"
     }
 
     var stderr: String {
@@ -171,6 +180,14 @@ final class Daemon: @unchecked Sendable {
     /// Sends a signal to batond.
     func signal(_ number: Int32) {
         kill(process.processIdentifier, number)
+    }
+
+    /// Waits for batond to exit, at most `seconds`: its exit status, or nil if it still runs.
+    func waitForExit(within seconds: Double) -> Int32? {
+        guard exited.wait(timeout: .now() + seconds) == .success else { return nil }
+        exited.signal()
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 
     /// Waits for batond to exit and returns its exit status.

@@ -114,14 +114,8 @@ struct LifecycleTests {
 
     @Test("a full disk: new triggers get store_unavailable, reads still answer, a run's end waits in memory and is written when space returns")
     func fullDisk() throws {
-        let mount = NSTemporaryDirectory() + "baton-full-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-        let mounted = try execute("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mount])
-        try #require(mounted.code == 0, "cannot mount a small tmpfs for the full-disk test: \(mounted.stderr)")
-        defer {
-            _ = try? execute("/usr/bin/umount", [mount])
-            try? FileManager.default.removeItem(atPath: mount)
-        }
+        let mount = try SmallDisk.mount("baton-full")
+        defer { SmallDisk.unmount(mount) }
         let gate = try FifoGate()
         let daemon = try Daemon(config: """
             { actions: {

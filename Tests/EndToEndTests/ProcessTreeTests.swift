@@ -103,8 +103,11 @@ struct ProcessTreeTests {
         let run = try daemon.baton("run", "exits")
         #expect(run.code == 0, "\(run)")
         #expect(tree.alive().isEmpty, "nothing of the run lives once its end is told")
-        #expect(try Self.detail(daemon, run: 1)?.leftovers == 4)
-        #expect(try daemon.baton("show", "1").stdout.contains("4 leftover processes"))
+        // The four sleeps, and the double fork's middle shells where they had not finished exiting
+        // when the leader did (a loaded machine): each was alive and is counted.
+        let leftovers = try Self.detail(daemon, run: 1)?.leftovers ?? 0
+        #expect((4...6).contains(leftovers), "\(leftovers)")
+        #expect(try daemon.baton("show", "1").stdout.contains("\(leftovers) leftover processes"))
     }
 
     @Test("timeout and cancel stop the whole tree, SIGTERM-deaf and setsid processes included", arguments: Mode.allCases)

@@ -45,14 +45,8 @@ struct StoreFaultTests {
 
     @Test("a full disk at start with recovery pending: batond still serves, logs why, shows it in status, and refuses triggers (exit 75)")
     func fullAtStart() throws {
-        let mount = NSTemporaryDirectory() + "baton-full-start-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-        let mounted = try execute("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mount])
-        try #require(mounted.code == 0, "cannot mount a small tmpfs: \(mounted.stderr)")
-        defer {
-            _ = try? execute("/usr/bin/umount", [mount])
-            try? FileManager.default.removeItem(atPath: mount)
-        }
+        let mount = try SmallDisk.mount("baton-full-start")
+        defer { SmallDisk.unmount(mount) }
         let config = #"{ actions: { long: { exec: ["sleep", "300"] }, a: { exec: ["true"] } } }"#
         let first = try Daemon(config: config, database: mount + "/history.sqlite")
         #expect(try first.baton("run", "long", "--detach").stdout == "1\n")
@@ -72,5 +66,34 @@ struct StoreFaultTests {
         let run = try execute("/usr/bin/sqlite3", [mount + "/history.sqlite", "SELECT phase, reason FROM runs WHERE id = 1"])
         #expect(run.stdout == "failure|interrupted\n")
         #expect(try second.baton("run", "a").code == 0)
+    }
+
+    @Test("SIGTERM with the disk full: after the grace and a second signal batond exits, logging what it could not write; the next start recovers the run")
+    func fullAtStop() throws {
+        let mount = try SmallDisk.mount("baton-full-stop")
+        defer { SmallDisk.unmount(mount) }
+        let config = #"{ shutdownGrace: "200ms", actions: { long: { exec: ["sleep", "300"], killGrace: "200ms" }, a: { exec: ["true"] } } }"#
+        let daemon = try Daemon(config: config, database: mount + "/history.sqlite")
+        #expect(try daemon.baton("run", "long", "--detach").stdout == "1\n")
+        try daemon.waitForLog("run 1 long: queued → loading")
+        _ = try execute("/usr/bin/dd", ["if=/dev/zero", "of=\(mount)/filler", "bs=4096"])
+
+        daemon.signal(SIGTERM)
+        // The grace ends, the run is stopped, and its end cannot be written: the gate for the second signal.
+        try daemon.waitForLog("the history cannot be written")
+        daemon.signal(SIGTERM)
+        try daemon.waitForLog("second stop signal")
+        // A generous bound: before the fix batond waited for as long as the disk stayed full.
+        let status = daemon.waitForExit(within: 60)
+        #expect(status != nil, "batond did not exit with the disk full; its log ends: \(daemon.stderr.suffix(1_500))")
+        if status == nil { daemon.crash() }
+        #expect(daemon.stderr.contains("not written before exit: run 1 loading → cancelled (shutdown"), "\(daemon.stderr.suffix(1_500))")
+
+        try FileManager.default.removeItem(atPath: mount + "/filler")
+        let restarted = try Daemon(config: config, reusing: daemon, name: "restarted")
+        try restarted.waitForLog("recovered after an unclean stop: 1 interrupted")
+        let run = try execute("/usr/bin/sqlite3", [mount + "/history.sqlite", "SELECT phase, reason FROM runs WHERE id = 1"])
+        #expect(run.stdout == "failure|interrupted\n")
+        #expect(try restarted.baton("run", "a").code == 0)
     }
 }

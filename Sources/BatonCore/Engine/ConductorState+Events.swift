@@ -5,6 +5,14 @@ extension ConductorState {
     /// creation is durable; a join or rejection once its trigger record is.
     mutating func decide(_ token: Token, _ trigger: Trigger, _ step: inout Step) {
         guard mode == .accepting else { return step.answer(token, .failed(.shuttingDown)) }
+        if let success = successes[trigger.key], success.action == trigger.action.name,
+           let ended = success.endedAt,
+           KeySlot.cools(lastSuccess: ended, cooldown: trigger.action.cooldown, forced: trigger.force,
+                         allowsForce: trigger.action.allowsForce, now: step.now) {
+            // Nothing runs: the answer is the success, once the decision's record is durable.
+            step.entries.append(.trigger(record(trigger, run: success.id, .cooled, at: step.now)))
+            return step.after.append(.ticket(token, .cooled(success.id), fallback: success))
+        }
         let decision = table.trigger(key: trigger.key, policy: trigger.policy, candidate: nextRunID)
         switch decision {
         case let .created(id), let .followUp(id, _), let .replaced(id, _):
@@ -21,6 +29,8 @@ extension ConductorState {
             step.entries.append(.trigger(record(trigger, run: id, shared, at: step.now)))
             let fallback = flights[id]?.snapshot ?? placeholder(id, trigger, at: step.now)
             step.after.append(.ticket(token, decision, fallback: fallback))
+        case .cooled:
+            preconditionFailure("the table never cools: cooldown is decided before it")
         case let .rejected(id):
             step.entries.append(.trigger(record(trigger, run: id, .rejected, at: step.now)))
             let holder = flights[id]?.snapshot
@@ -40,12 +50,11 @@ extension ConductorState {
         flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
                              action: trigger.action, runner: trigger.runner, seq: 1)
         step.entries.append(.created(run, transition))
-        step.after += [.publish(RunUpdate(run: run, transition: transition)), .ticket(token, decision, fallback: run),
-                       .durable(id)]
-        // A run with a free key and slot goes to `loading` in the same store item as its creation
-        // (one fsync to start); its attempt starts once both are durable.
-        step.creating.insert(id)
-        if mode == .accepting, table.admitCreated(id) { drive(id, .start, &step) }
+        // It starts once its creation is durable, if its key and a slot are free then: `loading`
+        // is stamped when the process starts, never when the trigger came (a creation can wait
+        // for the store). The answer goes out after the start, with the run as it is then.
+        step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id),
+                       .ticket(token, decision, fallback: run)]
     }
 
     private func placeholder(_ id: Int64, _ trigger: Trigger, at now: Timestamp) -> RunSnapshot {
@@ -90,6 +99,7 @@ extension ConductorState {
             step.entries.append(.output(runID: id, tail: outcome.output, truncated: outcome.truncated))
         }
         drive(id, .exited(outcome.result), &step)
+        if !waitsForWrites { drainIfDone(&step) }
     }
 
     mutating func fired(_ id: Int64, _ timer: Timer, _ step: inout Step) {
@@ -130,9 +140,28 @@ extension ConductorState {
     mutating func beginShutdown(_ step: inout Step) {
         guard mode == .accepting else { return }
         mode = .draining
+        drainIfDone(&step)
+    }
+
+    /// A second stop signal: the runs still loading stop now, and the drain no longer waits for
+    /// their ends to be durable.
+    mutating func abandonWrites(_ step: inout Step) {
+        guard mode == .draining else { return }
+        waitsForWrites = false
+        stopActive(.shutdown, &step)
+        drainIfDone(&step)
+    }
+
+    /// Drained once nothing is left to wait for: no run loading, retrying or (unless writes are
+    /// abandoned) ended but not yet durable.
+    mutating func drainIfDone(_ step: inout Step) {
+        guard mode == .draining else { return }
         if activeCount == 0 {
             mode = .stopped
             step.effects.append(.drained)
+        } else if !waitsForWrites, undecidedCount == 0 {
+            mode = .stopped
+            step.effects.append(.drainedUnwritten)
         }
     }
 

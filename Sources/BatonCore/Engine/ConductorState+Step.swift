@@ -40,8 +40,6 @@ extension ConductorState {
         case durable(Int64)
         /// The run's terminal transition is durable: close it.
         case ended(Int64)
-        /// An effect that must wait for the commit: starting a run created in the same step.
-        case deferred(Effect)
     }
 
     /// What one event decides: the writes, what follows their commit, and the effects to perform now.
@@ -53,9 +51,6 @@ extension ConductorState {
         /// Items closed by `beginItem`, in order.
         var sealed: [(entries: [JournalEntry], after: [AfterCommit])] = []
         var effects: [Effect] = []
-        /// Runs created in this step: if they start in it too, their attempts wait for the commit
-        /// that makes both their creation and their `loading` durable.
-        var creating: Set<Int64> = []
 
         init(now: Timestamp) { self.now = now }
 
@@ -118,17 +113,6 @@ extension ConductorState {
             }
         case let .ended(run):
             close(run, &step)
-        case let .deferred(effect):
-            guard failure == nil else { break }
-            // Stopped (replaced, cancelled) while its start waited for the commit: it never starts.
-            if case let .launch(launch) = effect, var flight = flights[launch.run], flight.machine.stopping != nil,
-               flight.live == launch.attempt {
-                flight.live = nil
-                flights[launch.run] = flight
-                drive(launch.run, .exited(.notStarted), &step)
-            } else {
-                step.effects.append(effect)
-            }
         }
     }
 
@@ -149,10 +133,7 @@ extension ConductorState {
             estimates.record(run.action, micros: ended.rawValue - started.rawValue)
         }
         step.effects.append(.close(run: id))
-        if mode == .draining, activeCount == 0 {
-            mode = .stopped
-            step.effects.append(.drained)
-        }
+        drainIfDone(&step)
     }
 
     /// Starts the runs the table lets start now.
@@ -185,16 +166,21 @@ extension ConductorState {
             step.entries.append(.transition(transition))
             step.after.append(.publish(RunUpdate(run: flight.run, transition: transition)))
             if phase.isTerminal { step.after.append(.ended(id)) }
+            // The cooldown starts when the success is decided, not when it is durable: a trigger
+            // in between would find the key free. Its answer waits for its own record, which
+            // commits after this end (in order), and an end is never refused.
+            if phase == .success, flight.action.cooldown != nil { remember(successes: [flight.run]) }
         case let .launch(attempt):
             flight.live = attempt
             var effects: [Effect] = []
             if attempt == 1, let timeout = flight.action.timeout { effects.append(.schedule(run: id, .timeout, after: timeout)) }
             effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
                                           runner: flight.runner)))
-            // A run that starts in the step that creates it starts once both are durable; any
-            // other starts now, while its `loading` is being written (recovery kills what a
-            // crash leaves of it).
-            if step.creating.contains(id) { step.after += effects.map { .deferred($0) } } else { step.effects += effects }
+            // `loading` is stamped in the step that launches the attempt, and the timeout armed
+            // there: the time a run's creation waited for the store (a lock held by another
+            // process, say) is not run time (issue 21, item 14). The start is written while the
+            // process runs; recovery kills what a crash leaves of it.
+            step.effects += effects
         case .terminate:
             if flight.live != nil { step.effects.append(.stop(run: id, grace: flight.action.killGrace)) }
         case let .backoff(attempt):
@@ -220,7 +206,8 @@ extension FlightTable.Decision {
     /// The run the decision is about: the new run, or the one joined, coalesced into or rejected by.
     public var run: Int64 {
         switch self {
-        case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id), let .replaced(id, _): id
+        case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id), let .replaced(id, _),
+             let .cooled(id): id
         }
     }
 }

@@ -11,7 +11,9 @@
 ///   each along `Phase.allows`;
 /// - every question (trigger, cancel, attach, recovery) is answered exactly once, and only after
 ///   every write decided with it is durable;
-/// - a run's waiters are closed once its terminal transition is durable, and never before.
+/// - a run's waiters are closed once its terminal transition is durable, and never before;
+/// - no run is created inside its key's cooldown window (from the last success's end, decided
+///   or seeded) unless its trigger is forced where the action allows it (`KeySlot.cools`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
@@ -40,6 +42,11 @@ public struct ConductorState: Sendable {
         case shutdown
         /// The shutdown grace is over: stop every run still loading or retrying.
         case graceElapsed
+        /// A second stop signal: end the grace now and stop waiting for writes — drained once
+        /// every run's end is decided (its processes gone), durable or not. A full disk would
+        /// otherwise hold the exit for as long as it lasts; what is not written by then is
+        /// logged, and recovery ends those runs at the next start (issue 21, item 13).
+        case abandonWrites
         /// Take over the runs a previous daemon left unfinished (with their actions, where still configured).
         case recover(Token, [RecoveredRun])
         /// Run a run whose start the fleet already made durable (its `loading` is written);
@@ -67,8 +74,13 @@ public struct ConductorState: Sendable {
         case publish(RunUpdate)
         /// The run's story is over and durable: end its waiters' streams.
         case close(run: Int64)
-        /// Shutting down and nothing is loading any more: the daemon may exit.
+        /// Shutting down and nothing is loading any more (and, unless writes were abandoned,
+        /// every end is durable): the daemon may exit.
         case drained
+        /// Shutting down after `abandonWrites`: nothing runs any more, but some ends are not yet
+        /// durable. The daemon may exit without them; a waiter still hears an end that commits
+        /// before it does (the run's `close`).
+        case drainedUnwritten
     }
 
     /// A timer a run may have.
@@ -117,8 +129,13 @@ public struct ConductorState: Sendable {
     public internal(set) var nextRunID: Int64 = 1
     var nextCommit: CommitID = 1
     public internal(set) var mode = Mode.accepting
+    /// Whether draining waits for every end to be durable; false after `abandonWrites`.
+    public internal(set) var waitsForWrites = true
     /// The last run of each action whose end is durable, for `status`.
     public internal(set) var lastEnded: [String: RunSnapshot] = [:]
+    /// The last success of each key whose action has a cooldown, from when it is decided (seeded
+    /// from the history at start, so that a restart keeps every window): what `cooled` answers with.
+    public internal(set) var successes: [String: RunSnapshot] = [:]
     /// Recent successful durations per action, for estimated progress.
     public internal(set) var estimates = DurationEstimates()
     /// Backoff jitter: a deterministic generator, so that a seed replays a whole history.
@@ -143,6 +160,7 @@ public struct ConductorState: Sendable {
         case let .attach(token, run): step.answer(token, .attached(flights[run]?.snapshot))
         case .shutdown: beginShutdown(&step)
         case .graceElapsed: if mode == .draining { stopActive(.shutdown, &step) }
+        case .abandonWrites: abandonWrites(&step)
         case let .recover(token, runs): recover(token, runs, &step)
         case let .adopt(token, adopted): adopt(token, adopted, &step)
         case let .stopRun(run, stop): if flights[run]?.isOver == false { drive(run, .stop(stop), &step) }
@@ -154,6 +172,14 @@ public struct ConductorState: Sendable {
     public mutating func remember(lastEnded runs: [RunSnapshot], durations: [String: [Int64]]) {
         for run in runs where lastEnded[run.action].map({ $0.id < run.id }) ?? true { lastEnded[run.action] = run }
         for (action, list) in durations { for micros in list { estimates.record(action, micros: micros) } }
+    }
+
+    /// Seeds the last successes of keys with a cooldown from the history (at start); a later
+    /// success of a key wins.
+    public mutating func remember(successes runs: [RunSnapshot]) {
+        for run in runs where run.phase == .success && (successes[run.key].map { $0.id < run.id } ?? true) {
+            successes[run.key] = run
+        }
     }
 
     /// Makes the next run id at least `id` (ids are never reused, even after a lost history).
@@ -172,6 +198,10 @@ public struct ConductorState: Sendable {
 
     /// Runs loading or retrying, or ended but not yet durable: what shutdown waits for.
     var activeCount: Int { flights.values.count { $0.machine.phase != .queued } }
+
+    /// Runs loading or retrying whose end is not decided: what shutdown waits for once it no
+    /// longer waits for writes.
+    var undecidedCount: Int { flights.values.count { $0.machine.phase != .queued && !$0.isOver } }
 }
 
 /// A trigger resolved against one generation of the config: its action as it was then, its
@@ -184,8 +214,12 @@ public struct Trigger: Sendable, Equatable {
     public var peer: Peer?
     /// The body given with `Conductor.run` by this trigger, run if the trigger creates the run.
     public var runner: RunnerBox?
+    /// Run even inside the action's cooldown window (honoured only where the action allows `force`).
+    public var force: Bool
 
-    public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil) {
+    public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil,
+                force: Bool = false) {
+        self.force = force
         self.action = action
         self.key = key
         self.policy = policy

@@ -19,6 +19,8 @@ public struct FlightTable: Sendable {
         case rejected(Int64)
         /// `replace`: the new run holds the key; the runs listed must be stopped.
         case replaced(Int64, stopping: [Int64])
+        /// `cooldown`: the key succeeded with this run within the action's window; nothing runs.
+        case cooled(Int64)
     }
 
     /// Where a run stands in the table.
@@ -50,7 +52,7 @@ public struct FlightTable: Sendable {
         slots[key] = slot
         switch decision {
         case .created, .followUp, .replaced: entries[candidate] = Entry(key: key)
-        case .joined, .coalesced, .rejected: break
+        case .joined, .coalesced, .rejected, .cooled: break
         }
         return decision
     }
@@ -60,18 +62,6 @@ public struct FlightTable: Sendable {
         guard entries[run] != nil else { return }
         entries[run]!.durable = true
         promote(entries[run]!.key)
-    }
-
-    /// Starts a run whose creation is being written, if it could start the moment that write is
-    /// durable: it holds its key, nothing of the key drains, and a slot is free (so nobody waits
-    /// in line before it). Its creation and start then become durable together.
-    public mutating func admitCreated(_ run: Int64) -> Bool {
-        guard let entry = entries[run], entry.stage == .waiting, let slot = slots[entry.key], slot.holder == run,
-              slot.draining.isEmpty, runningCount < limit else { return false }
-        entries[run]!.durable = true
-        entries[run]!.stage = .running
-        runningCount += 1
-        return true
     }
 
     /// Counts a run the fleet started (its key taken in the fleet's database) as running here.

@@ -37,6 +37,15 @@ public struct KeySlot: Sendable, Equatable {
         }
     }
 
+    /// Whether a trigger at `now` falls inside the cooldown after the key's last success (ended
+    /// at `lastSuccess`), so that it runs nothing: never when the action has no cooldown, and
+    /// never when the trigger is forced where the action allows it. The window is half open:
+    /// a trigger exactly `cooldown` after the success runs.
+    public static func cools(lastSuccess: Timestamp?, cooldown: Duration?, forced: Bool, allowsForce: Bool, now: Timestamp) -> Bool {
+        guard let lastSuccess, let cooldown, !(forced && allowsForce) else { return false }
+        return now - lastSuccess < cooldown
+    }
+
     /// A run of the key has ended: the follow-up takes the key from its holder.
     public mutating func ended(_ run: Int64) {
         if holder == run {

@@ -121,11 +121,12 @@ public struct RunMachine: Sendable, Equatable {
             detail.reason = "exit"
             return end(.success, detail)
         }
+        if result.outOfMemory { detail.reason = "oom" }
         if attempt < maxAttempts {
             state = .retrying(attempt: attempt)
             return [.record(.retrying, detail), .backoff(attempt: attempt)]
         }
-        detail.reason = result.started ? "exit" : "start"
+        detail.reason = result.outOfMemory ? "oom" : result.started ? "exit" : "start"
         return end(.failure, detail)
     }
 

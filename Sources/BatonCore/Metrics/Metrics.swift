@@ -27,6 +27,8 @@ public final class Metrics: Sendable {
         public var triggers: [TriggerCount: UInt64] = [:]
         public var commitSeconds = Histogram(bounds: Histogram.commitBounds)
         public var commitItems = Histogram(bounds: Histogram.groupBounds)
+        /// The last ends and failure streaks, seeded from the history: not only since start.
+        public var deadMan = DeadMan()
     }
 
     private let state = Locked(Counts())
@@ -55,6 +57,17 @@ public final class Metrics: Sendable {
                 counts.memoryPeaks[action, default: Histogram(bounds: Histogram.memoryBounds)].observe(Double(peak))
             }
         }
+    }
+
+    /// Keeps the dead-man series up with a run's end, whichever host ran it (in a fleet every
+    /// host hears every end, so every host's series say the same).
+    public func sawEnd(_ run: RunSnapshot) {
+        state.withLock { $0.deadMan.record(run) }
+    }
+
+    /// Seeds the dead-man series of `action` from the history (`DeadMan.seed`), at start.
+    public func seed(_ action: String, recent: [RunSnapshot], latest: [RunSnapshot]) {
+        state.withLock { $0.deadMan.seed(action, recent: recent, latest: latest) }
     }
 
     public func triggered(_ action: String, decision: String) {

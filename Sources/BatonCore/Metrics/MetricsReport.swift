@@ -33,6 +33,7 @@ public struct MetricsReport: Sendable {
         report.counts.cpuSeconds = counts.cpuSeconds.filter { visible($0.key) }
         report.counts.memoryPeaks = counts.memoryPeaks.filter { visible($0.key) }
         report.counts.triggers = counts.triggers.filter { visible($0.key.action) }
+        report.counts.deadMan = counts.deadMan.only(visible)
         return report
     }
 
@@ -41,6 +42,7 @@ public struct MetricsReport: Sendable {
         out.family("baton_build_info", .gauge, "Baton's version; always 1.")
         out.sample("baton_build_info", [("version", version)], 1)
         runs(&out)
+        counts.deadMan.write(&out)
         triggersAndStore(&out)
         if let process { Self.process(process, &out) }
         return out.text

@@ -23,7 +23,7 @@ extension Action {
     }
 
     /// The trigger's params checked against the declaration, with defaults filled in.
-    /// Throws `badRequest` naming the param that is undeclared, missing or does not match.
+    /// Throws `badParam` naming the param that is undeclared, missing or does not match.
     public func resolveParams(_ given: [String: String]) throws(BatonError) -> [String: String] {
         try Self.resolveParams(given, declared: params, action: name)
     }
@@ -36,24 +36,24 @@ extension Action {
         for (name, value) in given {
             guard let spec = params[name] else {
                 let known = params.keys.sorted()
-                throw .badRequest(known.isEmpty
+                throw .badParam(name: name, message: known.isEmpty
                     ? "action \(action) takes no params, got \(name)"
                     : "action \(action) has no param \(name) (it takes: \(known.joined(separator: ", ")))")
             }
             guard !value.contains("\n"), !value.contains("\0"), !value.contains("\r") else {
-                throw .badRequest("param \(name): a value may not contain a newline or NUL")
+                throw .badParam(name: name, message: "param \(name): a value may not contain a newline or NUL")
             }
             guard value.utf8.count <= maxValueLength else {
-                throw .badRequest("param \(name): the value is longer than \(maxValueLength) bytes")
+                throw .badParam(name: name, message: "param \(name): the value is longer than \(maxValueLength) bytes")
             }
             if let pattern = spec.pattern, !pattern.matches(value) {
-                throw .badRequest("param \(name): \(Self.quoted(value)) does not match \(pattern)")
+                throw .badParam(name: name, message: "param \(name): \(Self.quoted(value)) does not match \(pattern)")
             }
             resolved[name] = value
         }
         for (name, spec) in params where resolved[name] == nil {
             guard let value = spec.defaultValue else {
-                throw .badRequest("param \(name) is required by action \(action)")
+                throw .badParam(name: name, message: "param \(name) is required by action \(action)")
             }
             resolved[name] = value
         }
@@ -82,6 +82,16 @@ extension Action {
             throw .badRequest("action \(name) does not allow policy \(requested.rawValue) (allowed: \(allowed.joined(separator: ", ")))")
         }
         return requested
+    }
+
+    /// Whether a trigger may pass `force`: only where the action allows it (`force: true`), and
+    /// only with a cooldown to get round, so that a stray `--force` says it does nothing.
+    public func checkForce(_ requested: Bool?) throws(BatonError) -> Bool {
+        guard requested == true else { return false }
+        guard allowsForce else {
+            throw .badRequest("action \(name) does not allow force (set force: true on it in the config to let triggers skip its cooldown)")
+        }
+        return true
     }
 
     /// A value in double quotes for messages, cut at 80 characters.

@@ -38,6 +38,13 @@ public struct Action: Sendable, Equatable {
     public var runAs: RunAs?
     /// The file mode creation mask of the process; batond's (0027) when nil.
     public var umask: UInt32?
+    /// What the kernel holds each attempt to, in the attempt's cgroup (`limits`).
+    public var limits = ResourceLimits()
+    /// After a success of a key, triggers of that key within this window run nothing and are
+    /// answered with that success (`cooldown`); nil for none.
+    public var cooldown: Duration?
+    /// Whether a trigger may pass `force` to run inside the cooldown window (`force: true`).
+    public var allowsForce = false
     /// How many bytes of each run's output the history keeps (`output.keep`): the first and the
     /// last half of it once a run writes more; 0 keeps none.
     public var outputKeep: Int64 = Action.defaultOutputKeep
@@ -122,9 +129,15 @@ public struct ParamSpec: Sendable, Equatable {
     }
 }
 
-/// A user (and group) an action's process runs as, resolved from the user database when the
-/// config is read.
+/// A user (and group) an action's process runs as. The config names them; batond looks the
+/// names up again at each start (`resolved()`), so a user deleted since the config was read is
+/// an error naming them, never whoever was given their uid next (issue 21, item 11).
 public struct RunAs: Sendable, Equatable {
+    /// The user as the config names it: a name, or a uid (then the uid is what is meant).
+    public var named: String
+    /// The group as the config names it, or nil for the user's primary group.
+    public var groupNamed: String?
+    /// What the names meant when last looked up: at load, then at each start.
     public var user: String
     public var uid: UInt32
     public var gid: UInt32
@@ -133,7 +146,10 @@ public struct RunAs: Sendable, Equatable {
     public var home: String
     public var shell: String
 
-    public init(user: String, uid: UInt32, gid: UInt32, groups: [UInt32], home: String, shell: String) {
+    public init(named: String, groupNamed: String? = nil, user: String, uid: UInt32, gid: UInt32, groups: [UInt32],
+                home: String, shell: String) {
+        self.named = named
+        self.groupNamed = groupNamed
         self.user = user
         self.uid = uid
         self.gid = gid

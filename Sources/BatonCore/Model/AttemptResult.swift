@@ -28,6 +28,12 @@ public struct AttemptResult: Sendable, Equatable {
     public var leftovers: Int?
     /// What the attempt's processes used, where it was measured.
     public var usage: ResourceUsage?
+    /// How many of its processes the kernel killed for want of memory (its cgroup's
+    /// `memory.events`, where the memory controller is enabled); nil where unknown.
+    public var oomKills: Int?
+
+    /// Whether the kernel killed one of its processes at its memory limit.
+    public var outOfMemory: Bool { (oomKills ?? 0) > 0 }
 
     public init(succeeded: Bool, started: Bool = true, exitCode: Int32? = nil, signal: Int32? = nil, error: String? = nil) {
         self.succeeded = succeeded

@@ -11,6 +11,9 @@ public enum BatonError: Error, Sendable, Equatable {
     case unknownRun(Int64)
     /// The request is malformed or asks for something the action does not allow.
     case badRequest(String)
+    /// A param of a trigger is undeclared, missing or does not match its pattern (a `bad_request`
+    /// whose `error.param` names it).
+    case badParam(name: String, message: String)
     /// The peer may not do this.
     case forbidden(String)
     /// The daemon is stopping and takes no new triggers.
@@ -30,7 +33,7 @@ public enum BatonError: Error, Sendable, Equatable {
         case .busy, .definitionMismatch: .busy
         case .unknownAction: .unknownAction
         case .unknownRun: .unknownRun
-        case .badRequest: .badRequest
+        case .badRequest, .badParam: .badRequest
         case .forbidden: .forbidden
         case .shuttingDown, .stopped: .shuttingDown
         case .storeUnavailable, .historyUnreadable: .storeUnavailable
@@ -49,6 +52,7 @@ public enum BatonError: Error, Sendable, Equatable {
         case let .unknownAction(name): "unknown action \(Action.quoted(name))"
         case let .unknownRun(id): "no run \(id)"
         case let .badRequest(message): message
+        case let .badParam(_, message): message
         case let .forbidden(message): message
         case .shuttingDown: "batond is shutting down and takes no new triggers"
         case let .stopped(message): message

@@ -27,6 +27,12 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// The seq of the run's latest transition, where the answer knows it (live runs and updates):
     /// lets a client that merges a snapshot with a stream of updates drop updates it already has.
     public var seq: Int?
+    /// The CPU time of the run's processes, user and system, in microseconds: summed over its
+    /// attempts; nil where none was measured.
+    public var cpuUser: Int64?
+    public var cpuSystem: Int64?
+    /// The largest peak memory of any of its attempts, in bytes; nil where none was measured.
+    public var memoryPeak: Int64?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],
@@ -69,7 +75,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
             run.exitCode = detail.exitCode
             run.signal = detail.signal
             run.error = detail.error
+            run.account(detail)
         case .success, .failure, .cancelled:
+            run.account(detail)
             run.endedAt = transition.at
             run.exitCode = detail.exitCode ?? run.exitCode
             run.signal = detail.signal ?? run.signal
@@ -80,6 +88,14 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
             run.progress = nil
         }
         return run
+    }
+
+    /// Adds an attempt's figures (from the detail of the transition that ended it) to the run's:
+    /// CPU times add up, the memory peak is the larger. The store's row follows the same rule.
+    public mutating func account(_ detail: TransitionDetail) {
+        if let user = detail.cpuUser { cpuUser = (cpuUser ?? 0) + user }
+        if let system = detail.cpuSystem { cpuSystem = (cpuSystem ?? 0) + system }
+        if let peak = detail.memoryPeak { memoryPeak = Swift.max(memoryPeak ?? peak, peak) }
     }
 }
 

@@ -40,7 +40,7 @@ extension Conductor {
         let policy = try action.resolvePolicy(request.policy)
         let params = try action.resolveParams(request.params)
         return Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: request.peer,
-                       runner: runner)
+                       runner: runner, force: try action.checkForce(request.force))
     }
 
     // MARK: Cancel
@@ -111,6 +111,12 @@ extension Conductor {
     /// oldest first) from the history.
     public func remember(_ runs: [RunSnapshot], durations: [String: [Int64]] = [:]) {
         core.withLock { $0.state.remember(lastEnded: runs, durations: durations) }
+    }
+
+    /// Seeds the last success of each key whose action has a cooldown from the history, so that
+    /// a restart keeps every cooldown window.
+    public func remember(successes runs: [RunSnapshot]) {
+        core.withLock { $0.state.remember(successes: runs) }
     }
 
     /// The median of the recent successful durations of an action, when it has any.
@@ -203,12 +209,14 @@ extension Conductor {
         for watcher in all { watcher.follower(nil) }
     }
 
-    /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`.
-    /// Safe to call before `shutdown` has begun (a second signal that arrives first): the
-    /// shutdown event goes in first, so that the grace's end is not ignored.
+    /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`, and
+    /// the shutdown returns once their processes are gone, without waiting for writes the store
+    /// cannot make (a full disk); the store's close says what was not written. Safe to call
+    /// before `shutdown` has begun (a second signal that arrives first): the shutdown event goes
+    /// in first, so that the grace's end is not ignored.
     public func stopRemaining() {
         send(.shutdown)
-        send(.graceElapsed)
+        send(.abandonWrites)
     }
 }
 

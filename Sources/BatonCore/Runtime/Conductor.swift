@@ -202,6 +202,16 @@ public final class Conductor: Sendable {
             for waiter in waiters { waiter(nil) }
             for follower in outputFollowers { follower(nil) }
             for continuation in continuations { continuation.resume() }
+        case .drainedUnwritten:
+            // The waiters stay: each hears its run's end if it commits before batond exits.
+            let continuations = core.withLock { core -> [CheckedContinuation<Void, Never>] in
+                defer {
+                    core.drained = []
+                    core.isDrained = true
+                }
+                return core.drained
+            }
+            for continuation in continuations { continuation.resume() }
         }
     }
 

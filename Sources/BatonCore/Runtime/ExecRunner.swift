@@ -78,6 +78,17 @@ public struct ExecRunner: Runner {
         guard !job.action.exec.isEmpty else {
             return FinishedAttempt(.failedToStart("action \(job.action.name) has nothing to exec"), events)
         }
+        var job = job
+        if let configured = job.action.runAs {
+            // The name is the identity: looked up at each start, so that a uid given to another
+            // user since the config was read never runs this action.
+            switch configured.resolved() {
+            case let .success(current): job.action.runAs = current
+            case let .failure(why):
+                return FinishedAttempt(.failedToStart("cannot run as \(Action.quoted(configured.named)): \(why) now "
+                    + "(it was uid \(configured.uid) when the config was read)"), events)
+            }
+        }
         beforeSpawn?()
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], prog: [Int32] = [-1, -1]
         guard baton_pipe(&out) == 0, baton_pipe(&err) == 0, baton_pipe(&prog) == 0 else {
@@ -88,7 +99,7 @@ public struct ExecRunner: Runner {
         var cgroup: AttemptCgroup?
         if case let .cgroup(hierarchy) = tracking {
             ProcessAttempt.hierarchies.withLock { _ = $0.insert(hierarchy.directory) }
-            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt)) {
+            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt), home: hierarchy.home, limits: job.action.limits) {
             case let .success(made): cgroup = made
             case let .failure(why):
                 for fd in out + err + prog { close(fd) }

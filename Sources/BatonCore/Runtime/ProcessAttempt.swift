@@ -92,8 +92,10 @@ final class ProcessAttempt: Attempt {
         case let .tagged(tagged):
             let reaped = state.withLock { $0.machine.leader != nil }
             let members = tagged.members(others: otherLeaders(), subreaper: Self.subreaping.withLock { $0 })
-            // The group's id is the leader's pid: free for reuse once the leader is reaped and no member holds it.
-            if !reaped || !members.isEmpty { kill(-pid, signal) }
+            // The group's id is the leader's pid: free for reuse once the leader is reaped and no
+            // member holds it (members that left the group do not), when kill(-pid) could reach a
+            // stranger's group.
+            if !reaped || members.contains(where: { ProcStat(pid: $0)?.pgid == pid }) { kill(-pid, signal) }
             for member in members { kill(member, signal) }
         }
     }
@@ -232,12 +234,12 @@ final class ProcessAttempt: Attempt {
         }
         unwatch(watching)
         let usage = measuredUsage()
+        var oomKills: Int?
         if case let .cgroup(cgroup) = tree {
             reactor.remove(cgroup.events)
-            // Kept leftovers leave the run's cgroup for batond's own (the subtree's parent).
-            if state.withLock({ $0.machine.keepLeftovers }) {
-                cgroup.evict(to: ((cgroup.path as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent)
-            }
+            oomKills = cgroup.oomKills()
+            // Kept leftovers leave the run's cgroup for batond's own.
+            if state.withLock({ $0.machine.keepLeftovers }) { cgroup.evict(to: cgroup.home) }
             cgroup.remove()
         }
         // The tree's zombies that came to batond (its subreaper): reaped now, not at the next sweep
@@ -253,6 +255,11 @@ final class ProcessAttempt: Attempt {
                 : .exited(status: exitCode, lastErrorLine: state.output.lastError.line)
             result.leftovers = leftovers > 0 ? leftovers : nil
             result.usage = usage
+            result.oomKills = oomKills
+            if let oomKills, oomKills > 0, !result.succeeded {
+                let what = "out of memory: the kernel killed \(oomKills) process\(oomKills == 1 ? "" : "es") at the action's memory limit"
+                result.error = result.error.map { "\(what) (\($0))" } ?? what
+            }
             return AttemptOutcome(result: result, output: state.output.tail.bytes, truncated: state.output.tail.isTruncated)
         }
         for report in reports { events(.progress(report)) }

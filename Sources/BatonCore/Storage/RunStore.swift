@@ -64,6 +64,8 @@ extension TriggerRecord {
         case coalesced
         /// `reject`: the key was busy.
         case rejected
+        /// `cooldown`: the key succeeded within the action's window; nothing ran.
+        case cooled
         /// The peer lacked the permission; the request did nothing.
         case denied(Permission)
 
@@ -73,6 +75,7 @@ extension TriggerRecord {
             case .joined: "joined"
             case .coalesced: "coalesced"
             case .rejected: "rejected"
+            case .cooled: "cooled"
             case let .denied(permission): "denied \(permission.rawValue)"
             }
         }
@@ -85,6 +88,7 @@ extension TriggerRecord {
             case "joined": self = .joined
             case "coalesced": self = .coalesced
             case "rejected": self = .rejected
+            case "cooled": self = .cooled
             default:
                 guard text.hasPrefix("denied "), let permission = Permission(rawValue: String(text.dropFirst(7))) else { return nil }
                 self = .denied(permission)

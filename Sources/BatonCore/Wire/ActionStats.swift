@@ -30,6 +30,12 @@ public struct ActionStats: Codable, Sendable, Equatable {
     public var failureStreak: Int
     /// The latest ended runs, oldest first (at most 20).
     public var recent: [Recent]
+    /// CPU time (user and system) of ended runs where it was measured, in microseconds.
+    public var cpuP50: Int64?
+    public var cpuP95: Int64?
+    /// Peak memory of ended runs where it was measured, in bytes.
+    public var memoryP50: Int64?
+    public var memoryP95: Int64?
 
     public var total: Int { success + failure + cancelled }
 
@@ -69,6 +75,15 @@ public struct PruneReport: Codable, Sendable, Equatable {
 
 extension ActionStats {
     /// The nearest-rank percentile of sorted values: the smallest value with at least p% at or below it.
+    /// Sets the CPU and memory percentiles from each ended run's figures (any order).
+    public mutating func setUsage(cpu: [Int64], memory: [Int64]) {
+        let cpu = cpu.sorted(), memory = memory.sorted()
+        cpuP50 = Self.nearestRank(cpu, 50)
+        cpuP95 = Self.nearestRank(cpu, 95)
+        memoryP50 = Self.nearestRank(memory, 50)
+        memoryP95 = Self.nearestRank(memory, 95)
+    }
+
     public static func nearestRank(_ sorted: [Int64], _ p: Double) -> Int64? {
         guard !sorted.isEmpty else { return nil }
         let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))

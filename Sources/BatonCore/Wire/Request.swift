@@ -37,6 +37,8 @@ public struct Request: Codable, Sendable {
     public var policy: Policy?
     /// trigger: answer once the run is queued instead of at its end.
     public var detach: Bool?
+    /// trigger: run even inside the action's cooldown window, where the action allows `force`.
+    public var force: Bool?
     /// prune: count what retention would remove, without removing it.
     public var dryRun: Bool?
     /// show, cancel, wait: the run.
@@ -54,7 +56,8 @@ public struct Request: Codable, Sendable {
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
-                dryRun: Bool? = nil, progress: Bool? = nil, from: Int64? = nil, follow: Bool? = nil) {
+                dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil) {
+        self.force = force
         self.id = id
         self.op = op
         self.action = action
@@ -86,6 +89,7 @@ extension Request {
                   filter: try container.decodeIfPresent(HistoryFilter.self, forKey: .filter),
                   dryRun: try container.decodeIfPresent(Bool.self, forKey: .dryRun),
                   progress: try container.decodeIfPresent(Bool.self, forKey: .progress),
+                  force: try container.decodeIfPresent(Bool.self, forKey: .force),
                   from: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .from, expected: "a whole number"),
                   follow: try container.decodeIfPresent(Bool.self, forKey: .follow))
     }

@@ -25,12 +25,15 @@ extension Response {
             json.field("code", error.code.rawValue)
             json.field("message", error.message)
             json.field("run", error.run)
+            json.field("since", error.since)
+            json.field("param", error.param)
             json.endObject()
         }
         if let run { json.key("run"); run.write(to: &json) }
         if let transition { json.key("transition"); transition.write(to: &json) }
         json.field("decision", decision?.rawValue)
         json.field("shared", shared)
+        json.field("cooldown", cooldown)
         if let runs {
             json.key("runs")
             json.beginArray()
@@ -93,6 +96,9 @@ extension RunSnapshot {
         json.field("estimate", estimate)
         json.field("host", host)
         json.field("seq", seq)
+        json.field("cpuUser", cpuUser)
+        json.field("cpuSystem", cpuSystem)
+        json.field("memoryPeak", memoryPeak)
         json.endObject()
     }
 }

@@ -14,6 +14,8 @@ public struct Response: Codable, Sendable {
     public var decision: TriggerDecision?
     /// trigger: whether the caller shares a run another trigger created.
     public var shared: Bool?
+    /// trigger, when `cooled`: the action's cooldown, in microseconds (the run is its last success).
+    public var cooldown: Int64?
     /// history, status, cancel: runs.
     public var runs: [RunSnapshot]?
     /// show: the whole story.
@@ -81,17 +83,24 @@ public struct WireError: Codable, Sendable, Error, Equatable {
     public var message: String
     /// busy: the run in flight.
     public var run: Int64?
+    /// busy (reject): when the run in flight entered its phase, µs since the epoch.
+    public var since: Int64?
+    /// bad_request about one param (undeclared, missing, not matching its pattern): its name.
+    public var param: String?
 
-    public init(code: ErrorCode, message: String, run: Int64? = nil) {
+    public init(code: ErrorCode, message: String, run: Int64? = nil, since: Int64? = nil, param: String? = nil) {
         self.code = code
         self.message = message
         self.run = run
+        self.since = since
+        self.param = param
     }
 
     /// The one place a `BatonError` becomes a code and a sentence.
     public init(_ error: BatonError) {
         self.init(code: error.code, message: error.message)
-        if case let .busy(run, _, _, _) = error { self.run = run }
+        if case let .busy(run, _, _, since) = error { self.run = run; self.since = since.rawValue }
+        if case let .badParam(name, _) = error { param = name }
         if case let .definitionMismatch(run, _, _) = error { self.run = run }
     }
 
@@ -101,6 +110,8 @@ public struct WireError: Codable, Sendable, Error, Equatable {
         code = ErrorCode(rawValue: try container.decode(String.self, forKey: .code)) ?? .internal
         message = try container.decode(String.self, forKey: .message)
         run = try container.decodeIfPresent(Int64.self, forKey: .run)
+        since = try container.decodeIfPresent(Int64.self, forKey: .since)
+        param = try container.decodeIfPresent(String.self, forKey: .param)
     }
 }
 
@@ -159,7 +170,7 @@ public struct ParamInfo: Codable, Sendable, Equatable {
 
 /// What a trigger did, as the wire names it.
 public enum TriggerDecision: String, Codable, Sendable, CaseIterable {
-    case created, followUp, joined, coalesced, rejected, replaced
+    case created, followUp, joined, coalesced, rejected, replaced, cooled
 
     public init(_ decision: FlightTable.Decision) {
         switch decision {
@@ -169,6 +180,7 @@ public enum TriggerDecision: String, Codable, Sendable, CaseIterable {
         case .coalesced: self = .coalesced
         case .rejected: self = .rejected
         case .replaced: self = .replaced
+        case .cooled: self = .cooled
         }
     }
 }

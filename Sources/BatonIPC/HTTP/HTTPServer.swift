@@ -14,6 +14,13 @@ public final class HTTPServer: Sendable {
         public var maxFields = 64
         public var bodyBytes = 16_384
         public var maxConnections = 64
+        /// The most connections one peer (a uid, or every peer on another host together) holds,
+        /// unless it is an owner.
+        public var maxConnectionsPerPeer = 8
+        /// Connections only owners may take: others together never hold more than the rest.
+        public var reservedForOwners = 16
+        /// The server's own users: the process's effective uid by default.
+        public var owners: Set<UInt32> = [geteuid()]
         /// From accept to the last byte of the answer (an event stream's head included).
         public var timeout: Duration = .seconds(5)
         /// Unsent bytes an event stream may hold before its reader is dropped as too slow.
@@ -30,11 +37,14 @@ public final class HTTPServer: Sendable {
     private let handler: Handler
     let reactor: Reactor
     private let budget = OutputBudget(limit: 256 << 20)
-    private let table = Locked(Table())
+    private let table: Locked<Table>
 
     /// The loop's record of what is open.
     struct Table {
         var connections: [UInt64: ServerConnection] = [:]
+        /// Who holds how many connections; each connection's peer, by token.
+        var admission: PeerAdmission
+        var peers: [UInt64: PeerAdmission.Peer] = [:]
         var nextToken: UInt64 = 1
         var sweep: Reactor.TimerID?
         var stopped = false
@@ -51,6 +61,8 @@ public final class HTTPServer: Sendable {
         self.limits = limits
         self.handler = handler
         self.reactor = reactor
+        table = Locked(Table(admission: PeerAdmission(maxConnections: limits.maxConnections, maxPerPeer: limits.maxConnectionsPerPeer,
+                                                      reserved: limits.reservedForOwners, owners: limits.owners)))
     }
 
     /// A server whose handler answers at once from the head alone (it reads no bodies).
@@ -90,14 +102,20 @@ public final class HTTPServer: Sendable {
 
     private func acceptAll() {
         while case let fd = baton_accept(listenFD), fd >= 0 {
-            guard table.withLock({ $0.connections.count < limits.maxConnections }) else {
-                let bytes = HTTPResponse.refusal(503, "too many connections").bytes(headOnly: false)
+            let peer = PeerAdmission.Peer(TCPPeer.uid(of: fd))
+            let (decision, reason) = table.withLock { state in
+                let decision = state.admission.admit(peer)
+                return (decision, state.admission.reason(decision, peer))
+            }
+            guard decision == .admitted else {
+                let bytes = HTTPResponse.refusal(503, reason).bytes(headOnly: false)
                 _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 close(fd)
                 continue
             }
             let connection = table.withLock { state -> ServerConnection in
                 defer { state.nextToken += 1 }
+                state.peers[state.nextToken] = peer
                 let connection = ServerConnection(fd: fd, token: state.nextToken, peer: Peer(uid: 0, gid: 0, pid: 0), reactor: reactor,
                                                   frameLimit: limits.headBytes, outputLimits: (64 << 20, limits.streamBuffer), maxInFlight: 1,
                                                   budget: budget, onClose: { [weak self] in self?.dropped($0) })
@@ -160,7 +178,10 @@ public final class HTTPServer: Sendable {
 
     private func dropped(_ connection: ServerConnection) {
         let exchange = connection.withInput { state in defer { state.exchange = nil }; return state.exchange }
-        _ = table.withLock { $0.connections.removeValue(forKey: connection.token) }
+        table.withLock { state in
+            state.connections[connection.token] = nil
+            if let peer = state.peers.removeValue(forKey: connection.token) { state.admission.release(peer) }
+        }
         exchange?.closed()
     }
 }

@@ -73,6 +73,9 @@ int baton_accept(int fd);
 /// A listening TCP socket (non-blocking, close-on-exec) on a numeric IPv4 or IPv6 address;
 /// port 0 picks a free one, written to bound_port. Returns the fd, or -errno (-EINVAL: bad address).
 int baton_tcp_listen(const char *host, uint16_t port, int backlog, uint16_t *bound_port);
+/// The uid owning the other end of an accepted TCP connection, when that end is a socket of this
+/// host (NETLINK_SOCK_DIAG); 0, or -errno (-ENOENT for a peer on another host).
+int baton_tcp_peer_uid(int fd, uint32_t *uid);
 
 #endif
 

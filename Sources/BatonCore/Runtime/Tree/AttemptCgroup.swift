@@ -6,17 +6,25 @@ import Foundation
 /// instruction and every descendant is born in its parent's cgroup.
 final class AttemptCgroup: Sendable {
     let path: String
+    /// batond's own cgroup, where kept leftovers go.
+    let home: String
     /// `cgroup.procs`, open for the spawn to write the child into; closed once spawned.
     let procs: Int32
     /// `cgroup.events`, watched for `populated 0` (epoll reports a change as EPOLLPRI).
     let events: Int32
 
-    /// Creates the cgroup (after destroying one of the same name a crashed batond left).
-    static func create(_ path: String) -> Result<AttemptCgroup, CgroupUnavailable> {
+    /// Creates the cgroup (after destroying one of the same name a crashed batond left), with
+    /// `limits` written into its control files before any process is in it.
+    static func create(_ path: String, home: String, limits: ResourceLimits = .init()) -> Result<AttemptCgroup, CgroupUnavailable> {
         if mkdir(path, 0o755) != 0 {
             guard errno == EEXIST else { return .failure(CgroupUnavailable("cannot create \(path): \(String(cString: strerror(errno)))")) }
             destroy(path)
             guard mkdir(path, 0o755) == 0 else { return .failure(CgroupUnavailable("cannot create \(path): \(String(cString: strerror(errno)))")) }
+        }
+        for (file, value) in limits.controlFiles where !write(value, to: path + "/" + file) {
+            let reason = String(cString: strerror(errno))
+            rmdir(path)
+            return .failure(CgroupUnavailable("cannot write \(value) to \(path)/\(file): \(reason)"))
         }
         let procs = open(path + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
         let events = open(path + "/cgroup.events", O_RDONLY | O_CLOEXEC)
@@ -27,11 +35,12 @@ final class AttemptCgroup: Sendable {
             rmdir(path)
             return .failure(CgroupUnavailable("cannot open \(path)'s control files: \(reason)"))
         }
-        return .success(AttemptCgroup(path: path, procs: procs, events: events))
+        return .success(AttemptCgroup(path: path, home: home, procs: procs, events: events))
     }
 
-    private init(path: String, procs: Int32, events: Int32) {
+    private init(path: String, home: String, procs: Int32, events: Int32) {
         self.path = path
+        self.home = home
         self.procs = procs
         self.events = events
     }
@@ -83,6 +92,22 @@ final class AttemptCgroup: Sendable {
     func memoryPeak() -> Int64? {
         guard let text = try? String(contentsOfFile: path + "/memory.peak", encoding: .utf8) else { return nil }
         return Int64(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// How many of its processes the kernel killed at the memory limit (`memory.events`); nil
+    /// where the memory controller is not enabled for it.
+    func oomKills() -> Int? {
+        guard let text = try? String(contentsOfFile: path + "/memory.events", encoding: .utf8) else { return nil }
+        return Self.oomKills(memoryEvents: text)
+    }
+
+    /// The `oom_kill` count of a `memory.events` text (`low 0`, `high 0`, `max 3`, `oom 1`, `oom_kill 1`, …).
+    static func oomKills(memoryEvents text: String) -> Int? {
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, parts[0] == "oom_kill" { return Int(parts[1]) }
+        }
+        return nil
     }
 
     func closeProcs() { close(procs) }

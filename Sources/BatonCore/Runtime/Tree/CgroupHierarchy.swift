@@ -9,9 +9,16 @@ import Foundation
 public struct CgroupHierarchy: Sendable, Equatable {
     /// The subtree's directory, such as `/sys/fs/cgroup/unified/baton-3f2a9c1e`.
     public let directory: String
+    /// batond's own cgroup: where kept leftovers go (the subtree's parent, or the leaf batond
+    /// moved itself into to enable controllers).
+    public var home: String
+    /// Which `limits` the attempts' cgroups can enforce.
+    public var limits: LimitSupport
 
-    public init(directory: String) {
+    public init(directory: String, home: String? = nil, limits: LimitSupport = LimitSupport(controllers: [])) {
         self.directory = directory
+        self.home = home ?? (directory as NSString).deletingLastPathComponent
+        self.limits = limits
     }
 
     /// Where cgroup2 is mounted, from the text of `/proc/self/mountinfo`; nil when it is not.
@@ -70,7 +77,8 @@ public struct CgroupHierarchy: Sendable, Equatable {
             let killable = access(probe + "/cgroup.kill", W_OK) == 0
             rmdir(probe)
             guard killable else { return .failure(CgroupUnavailable("\(base) has no cgroup.kill (Linux 5.14 or later is needed)")) }
-            return .success(CgroupHierarchy(directory: directory))
+            let limits = limitSupport(base: base, directory: directory, isRoot: own == "/", probeOnly: true)
+            return .success(CgroupHierarchy(directory: directory, home: base, limits: limits))
         }
         if mkdir(directory, 0o755) != 0 && errno != EEXIST {
             return .failure(CgroupUnavailable("cannot create \(directory): \(String(cString: strerror(errno)))"
@@ -83,7 +91,10 @@ public struct CgroupHierarchy: Sendable, Equatable {
         let killable = access(probe + "/cgroup.kill", W_OK) == 0
         rmdir(probe)
         guard killable else { return .failure(CgroupUnavailable("\(directory) has no cgroup.kill (Linux 5.14 or later is needed)")) }
-        return .success(CgroupHierarchy(directory: directory))
+        let limits = limitSupport(base: base, directory: directory, isRoot: own == "/", probeOnly: probeOnly)
+        // batond may have moved itself into a leaf (to enable controllers): its home is where it is now.
+        let now = (try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)).flatMap(ownPath(cgroup:)) ?? own
+        return .success(CgroupHierarchy(directory: directory, home: mount + (now == "/" ? "" : now), limits: limits))
     }
 
     /// The cgroup of one attempt.

@@ -6,6 +6,14 @@ public enum ProcessTracking: Sendable, Equatable {
     /// A cgroup per attempt in batond's own subtree: stop is `cgroup.kill`, the end is `populated 0`.
     case cgroup(CgroupHierarchy)
 
+    /// Which `limits` the kernel can enforce for the attempts: none without cgroups.
+    public var limitSupport: LimitSupport {
+        switch self {
+        case .processGroup: .none("batond puts no run in a cgroup of its own here (processes: \(description))")
+        case let .cgroup(hierarchy): hierarchy.limits
+        }
+    }
+
     /// What `batond --check-config` and `baton status` say.
     public var description: String {
         switch self {

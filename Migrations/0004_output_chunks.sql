@@ -1,4 +1,4 @@
--- Baton history schema, version 3: a run's whole output, kept as chunks. Forward only.
+-- Baton history schema, version 4: a run's whole output, kept as chunks. Forward only.
 --
 -- Every byte each attempt writes to stdout or stderr, in order, as chunks of one stream (up to
 -- 64 KiB, or what 50 ms brought), written by the same group commits as transitions. Past the

@@ -1,0 +1,77 @@
+import BatonCore
+
+/// What `status` says: every action the peer may read, with its runs in flight and its last run.
+public struct BatonStatus: Sendable, Equatable {
+    public var actions: [ActionInfo]
+    /// Why the history cannot be written right now (new triggers are refused meanwhile), if so.
+    public var storeProblem: String?
+    /// How batond keeps track of each run's processes.
+    public var processTree: String?
+}
+
+extension BatonClient {
+    /// The actions the peer may read, each with its runs in flight (`inFlight`) and last ended run (`last`).
+    public func status() async throws -> BatonStatus {
+        let response = try await call(Request(op: .status))
+        return BatonStatus(actions: response.actions ?? [], storeProblem: response.storeProblem, processTree: response.processTree)
+    }
+
+    /// The runs `filter` selects, newest first (oldest first with `reverse`), 50 by default.
+    public func history(_ filter: HistoryFilter = HistoryFilter()) async throws -> [RunSnapshot] {
+        try await call(Request(op: .history, filter: filter)).runs ?? []
+    }
+
+    /// A run's whole story: the run, its transitions, the triggers it answered, its output's tail.
+    /// Throws `.unknownRun` when no run has that id.
+    public func show(_ run: Int64) async throws -> RunDetail {
+        guard let detail = try await call(Request(op: .show, run: run)).detail else {
+            throw BatonClientError.internal("batond answered show \(run) without its detail")
+        }
+        return detail
+    }
+
+    /// Waits for run `run` to end and returns it as it ended (at once if it has).
+    public func wait(run: Int64) async throws -> RunSnapshot {
+        guard let snapshot = try await call(Request(op: .wait, run: run)).run else {
+            throw BatonClientError.internal("batond answered wait \(run) without the run")
+        }
+        return snapshot
+    }
+
+    /// Cancels run `run`: a queued or retrying run ends `cancelled` at once, a loading one is
+    /// returned still `loading` while its processes stop (`wait(run:)` for its end). A run that
+    /// had ended is returned as it ended.
+    @discardableResult
+    public func cancel(run: Int64) async throws -> [RunSnapshot] {
+        try await call(Request(op: .cancel, run: run)).runs ?? []
+    }
+
+    /// Cancels the runs in flight of `action` (only those of `key`, a key as `status` shows it, if given).
+    @discardableResult
+    public func cancel(action: String, key: String? = nil) async throws -> [RunSnapshot] {
+        try await call(Request(op: .cancel, action: action, key: key)).runs ?? []
+    }
+
+    /// batond's version (`ping`).
+    public func version() async throws -> String {
+        try await call(Request(op: .ping)).version ?? ""
+    }
+
+    /// Every committed transition of the runs the peer may read (of `action` only, if given), as
+    /// they come, and with `progress` every progress report too. It never ends while batond runs;
+    /// it throws `.unavailable` when the connection ends. Stopping the iteration ends the watch
+    /// for this client (batond's further lines for it are dropped).
+    public func watch(action: String? = nil, progress: Bool = false) -> AsyncThrowingStream<RunUpdate, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
+        let sink = Sink(event: { response in
+            if let update = RunUpdate(response) { continuation.yield(update) }
+        }, end: { result in
+            continuation.finish(throwing: Result { try Self.answer(result) }.refusal)
+        })
+        let request = Request(op: .watch, action: action, progress: progress ? true : nil)
+        if let id = connection.handle(.call(request, sink)) {
+            continuation.onTermination = { [connection] _ in connection.handle(.leave(id)) }
+        }
+        return stream
+    }
+}

@@ -1,0 +1,78 @@
+import BatonCore
+import Foundation
+
+/// Where a request's events and final answer go.
+struct Sink: Sendable {
+    var event: @Sendable (Response) -> Void = { _ in }
+    var end: @Sendable (Result<Response, RequestEnding>) -> Void
+}
+
+/// One transport and the multiplexer of its requests. Every event is handled under the lock and
+/// its effects performed after it is released, in order: lines are written, sinks called.
+final class Connection: Sendable {
+    let transport: any BatonTransport
+    private let state = Locked(Multiplexer<Sink>())
+
+    init(transport: any BatonTransport) {
+        self.transport = transport
+    }
+
+    /// Handles `event` and performs its effects; returns the id a `call` was given (nil when it
+    /// failed at once, the connection being gone).
+    @discardableResult
+    func handle(_ event: Multiplexer<Sink>.Event) -> Int64? {
+        let effects = state.withLock { $0.handle(event) }
+        var id: Int64?
+        for effect in effects {
+            switch effect {
+            case .start:
+                // The reader holds the connection until the transport ends, so that every pending
+                // request hears of the end even after the client itself is gone.
+                transport.start(receive: { [self] line in received(line) }, closed: { [self] reason in handle(.lost(reason)) })
+            case let .write(written, request):
+                id = written
+                guard var line = try? Self.encoder.encode(request) else {
+                    handle(.leave(written))
+                    continue
+                }
+                line.append(UInt8(ascii: "\n"))
+                transport.send(Array(line))
+            case let .event(sink, response): sink.event(response)
+            case let .answer(sink, response): sink.end(.success(response))
+            case let .fail(sink, ending): sink.end(.failure(ending))
+            }
+        }
+        return id
+    }
+
+    private func received(_ line: [UInt8]) {
+        guard let response = try? JSONDecoder().decode(Response.self, from: Data(line)) else {
+            // A line that cannot be read may be some request's answer: waiting on would hang it.
+            handle(.lost("batond sent a line this client cannot read: \(String(decoding: line.prefix(200), as: UTF8.self))"))
+            return transport.close()
+        }
+        handle(.line(response))
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        return encoder
+    }()
+}
+
+/// Whether a request's task was cancelled before or after the request got its id: whichever
+/// comes second leaves it.
+final class Leaving: Sendable {
+    private let state = Locked<(id: Int64?, cancelled: Bool)>((nil, false))
+
+    /// Records the id; true when the task was cancelled already (leave now).
+    func sent(_ id: Int64) -> Bool {
+        state.withLock { $0.id = id; return $0.cancelled }
+    }
+
+    /// Records the cancellation; the id to leave when the request was sent already.
+    func cancel() -> Int64? {
+        state.withLock { $0.cancelled = true; return $0.id }
+    }
+}

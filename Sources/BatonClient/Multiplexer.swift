@@ -1,0 +1,75 @@
+import BatonCore
+
+/// The requests one connection carries, as a value: each gets the next id, its events and its
+/// final answer go to its sink by that id, and a lost connection ends every one still waiting.
+/// `BatonClient` holds it under a lock and performs the effects after releasing it.
+struct Multiplexer<Sink> {
+    enum Event {
+        /// A request to send, answered to `sink`.
+        case call(Request, Sink)
+        /// A line from batond.
+        case line(Response)
+        /// The caller of request `id` stopped waiting (its task was cancelled); batond is not told.
+        case leave(Int64)
+        /// The connection ended.
+        case lost(String)
+    }
+
+    enum Effect {
+        /// Start reading the connection (before the first request's line is written).
+        case start
+        /// Write this request, which carries id `id`.
+        case write(id: Int64, Request)
+        /// An event line of a request still waiting.
+        case event(Sink, Response)
+        /// The final answer of a request, which is no longer waiting.
+        case answer(Sink, Response)
+        /// A request that will get no answer, and why.
+        case fail(Sink, Ending)
+    }
+
+    typealias Ending = RequestEnding
+
+    /// The requests waiting for their final answer, by id. Each sink leaves it exactly once,
+    /// with an `answer` or a `fail`: nothing is delivered to it after that.
+    private(set) var pending: [Int64: Sink] = [:]
+    private var nextID: Int64 = 1
+    private var started = false
+    /// Set once the connection ended: later calls fail at once (a reconnect is a new client).
+    private(set) var lostReason: String?
+
+    mutating func handle(_ event: Event) -> [Effect] {
+        switch event {
+        case let .call(request, sink):
+            if let lostReason { return [.fail(sink, .unavailable(lostReason))] }
+            let id = nextID
+            nextID += 1
+            pending[id] = sink
+            var request = request
+            request.id = .number(id)
+            defer { started = true }
+            return (started ? [] : [.start]) + [.write(id: id, request)]
+        case let .line(response):
+            guard case let .number(id)? = response.id, let sink = pending[id] else { return [] }
+            guard response.ok != nil else { return [.event(sink, response)] }
+            pending[id] = nil
+            return [.answer(sink, response)]
+        case let .leave(id):
+            guard let sink = pending.removeValue(forKey: id) else { return [] }
+            return [.fail(sink, .left)]
+        case let .lost(reason):
+            if lostReason == nil { lostReason = reason }
+            let ended = pending.sorted { $0.key < $1.key }.map { Effect.fail($0.value, .unavailable(lostReason!)) }
+            pending = [:]
+            return ended
+        }
+    }
+}
+
+/// Why a request got no final answer.
+enum RequestEnding: Error, Equatable {
+    /// Its caller stopped waiting.
+    case left
+    /// The connection ended first.
+    case unavailable(String)
+}

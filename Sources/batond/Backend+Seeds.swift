@@ -1,0 +1,37 @@
+import BatonCore
+
+extension Backend {
+    /// How far back a failure streak is counted at start: a longer streak shows as this long.
+    static let streakLookback = 1_000
+
+    /// Seeds the dead-man series of every configured action from the history, so that a restart
+    /// neither forgets when backup last succeeded nor restarts its failure streak at zero. A history
+    /// that cannot be read leaves them to the runs that end from now on, and says so.
+    static func seedDeadMan(_ history: any HistoryReader, actions: [String], metrics: Metrics) async {
+        do throws(BatonError) {
+            for action in actions {
+                let recent = try await history.runs(HistoryFilter(actions: [action], phases: [.success, .failure, .cancelled],
+                                                                  limit: streakLookback))
+                var latest: [RunSnapshot] = []
+                for phase in [Phase.success, .failure, .cancelled] {
+                    latest += try await history.runs(HistoryFilter(actions: [action], phases: [phase], limit: 1))
+                }
+                metrics.seed(action, recent: recent, latest: latest)
+            }
+        } catch {
+            Log.warning("cannot read the history for the last-success metrics: \(error.message); they start from the next run's end")
+        }
+    }
+
+    /// How many of an action's latest successes are looked at for the keys' cooldowns at start.
+    static let cooldownLookback = 1_000
+
+    /// Seeds the last success of each key of the actions with a cooldown from the history, so
+    /// that a restart does not forget a window: a trigger right after it still runs nothing.
+    static func seedCooldowns(_ history: any HistoryReader, actions: [Action], conductor: Conductor) async throws(BatonError) {
+        for action in actions where action.cooldown != nil {
+            let successes = try await history.runs(HistoryFilter(actions: [action.name], phases: [.success], limit: cooldownLookback))
+            conductor.remember(successes: successes)
+        }
+    }
+}
