@@ -128,3 +128,17 @@ extension ConfigReader {
         }
     }
 }
+
+extension ConfigReader {
+    /// `output: { keep: "16MiB" }`: how many bytes of a run's output are kept.
+    mutating func outputKeep(_ value: JSONValue, at: String) -> Int64? {
+        guard let fields = object(value, at: at, allowed: ["keep"]) else { return nil }
+        guard let keep = fields["keep"] else { return nil }
+        if case let .string(text) = keep, let bytes = ByteSize.parse(text) { return bytes }
+        if case let .number(number) = keep, number >= 0, number.rounded() == number, number <= Double(ByteSize.maximum) {
+            return Int64(number)
+        }
+        fail("\(at).keep", "expected a size such as \"16MiB\", \"512KiB\", \"1GiB\" or \"0\" (none), got \(Self.show(keep))")
+        return nil
+    }
+}

@@ -10,11 +10,11 @@ struct ConfigReader {
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
         "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
-        "processTree",
+        "processTree", "output",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "cooldown", "force", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits",
+        "keyParams", "cooldown", "force", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output",
     ]
 
     /// The longest action description, in bytes.
@@ -79,8 +79,14 @@ struct ConfigReader {
             return nil
         }
         if actions.isEmpty { fail("actions", "expected at least one action") }
+        let keep = fields["output"].flatMap { outputKeep($0, at: "output") } ?? Action.defaultOutputKeep
         for (name, value) in actions.sorted(by: { $0.key < $1.key }) {
-            if let action = action(name, value) { config.actions.append(action) }
+            if var action = action(name, value) {
+                // An action's own `output.keep` over the config's.
+                let own: JSONValue? = if case let .object(fields) = value { fields["output"] } else { nil }
+                action.outputKeep = own.flatMap { outputKeep($0, at: "actions.\(name).output") } ?? keep
+                config.actions.append(action)
+            }
         }
         // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
         // there could let two hosts run inside one window. Refused until it is exact.

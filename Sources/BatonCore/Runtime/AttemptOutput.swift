@@ -54,6 +54,11 @@ struct AttemptOutput {
         return reports
     }
 
+    /// The stream `fd` carries, or nil for the progress pipe (or one already closed).
+    func stream(of fd: Int32) -> StandardStream? {
+        fd == pipes.stdout ? .stdout : fd == pipes.stderr ? .stderr : nil
+    }
+
     /// The pipe ended.
     mutating func closed(_ fd: Int32) {
         if pipes.stdout == fd { pipes.stdout = -1 }

@@ -171,7 +171,11 @@ final class ProcessAttempt: Attempt {
     /// closes it at its end. Returns the progress lines completed.
     private func drain(_ fd: Int32) -> [Progress] {
         var reports: [Progress] = []
-        let open = AttemptOutput.read(fd) { chunk in reports += state.withLock { $0.output.take(chunk, from: fd) } }
+        let stream = state.withLock { $0.output.stream(of: fd) }
+        let open = AttemptOutput.read(fd) { chunk in
+            reports += state.withLock { $0.output.take(chunk, from: fd) }
+            if let stream { events(.output(stream, Array(chunk))) }
+        }
         if !open {
             state.withLock { $0.output.closed(fd) }
             reactor.remove(fd)
