@@ -79,7 +79,8 @@ struct ConfigReader {
             return nil
         }
         if actions.isEmpty { fail("actions", "expected at least one action") }
-        let keep = fields["output"].flatMap { outputKeep($0, at: "output") } ?? Action.defaultOutputKeep
+        let keep = fields["output"].flatMap { outputKeep($0, at: "output", allowed: ["keep", "journal"]) } ?? Action.defaultOutputKeep
+        if let journal = fields["output"].flatMap({ outputJournal($0) }) { config.journal = journal }
         for (name, value) in actions.sorted(by: { $0.key < $1.key }) {
             if var action = action(name, value) {
                 // An action's own `output.keep` over the config's.

@@ -42,3 +42,22 @@ struct OutputConfigTests {
         #expect(ByteSize.parse(text) == nil)
     }
 }
+
+/// `output: { journal }` at the top of the config.
+@Suite("Config: output.journal")
+struct OutputJournalConfigTests {
+    @Test("journal is on by default, off with false; anything else names its field; an action may not set it")
+    func journal() throws {
+        #expect(try Config.parse(Data(#"{ actions: { a: { exec: ["true"] } } }"#.utf8), file: "t").journal)
+        #expect(try !Config.parse(Data(#"{ output: { journal: false, keep: "1MiB" }, actions: { a: { exec: ["true"] } } }"#.utf8), file: "t").journal)
+        for (text, field) in [(#"{ output: { journal: "yes" }, actions: { a: { exec: ["true"] } } }"#, "output.journal"),
+                              (#"{ actions: { a: { exec: ["true"], output: { journal: false } } } }"#, "actions.a.output.journal")] {
+            do {
+                _ = try Config.parse(Data(text.utf8), file: "t")
+                Issue.record("accepted \(text)")
+            } catch {
+                #expect(error.problems.contains { $0.path == field }, "\(error.problems)")
+            }
+        }
+    }
+}

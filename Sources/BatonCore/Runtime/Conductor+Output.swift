@@ -8,11 +8,26 @@ extension Conductor {
     /// How long output waits for more before it is written.
     static let outputDelay: Duration = .milliseconds(50)
 
-    /// Takes bytes an attempt of `run` wrote (on the loop).
-    func keepOutput(run: Int64, keep: Int64, _ stream: StandardStream, _ bytes: [UInt8]) {
-        guard reactor.isCurrent else { return reactor.post { [self] in keepOutput(run: run, keep: keep, stream, bytes) } }
-        let now = Timestamp.now
-        let (write, arm, start, followers) = core.withLock { core -> (OutputWrite?, Bool, Int64, [OutputFollower]) in
+    /// Which run an attempt's output is of, and what its lines are named by.
+    struct OutputSource: Sendable {
+        var run: Int64
+        var action: String
+        var key: String
+        var keep: Int64
+    }
+
+    /// Takes bytes an attempt of a run wrote (on the loop).
+    func keepOutput(_ source: OutputSource, _ stream: StandardStream, _ bytes: [UInt8]) {
+        guard reactor.isCurrent else { return reactor.post { [self] in keepOutput(source, stream, bytes) } }
+        let (run, keep, now) = (source.run, source.keep, Timestamp.now)
+        let sink = options.lineSink
+        let (write, arm, start, followers, lines) = core.withLock { core -> (OutputWrite?, Bool, Int64, [OutputFollower], [[UInt8]]) in
+            var lines: [[UInt8]] = []
+            if sink != nil {
+                var splitter = core.lines[run] ?? OutputLines()
+                lines = splitter.append(bytes, from: stream)
+                core.lines[run] = splitter
+            }
             var limiter = core.outputs[run] ?? OutputLimiter(runID: run, keep: keep)
             let start = limiter.total
             let waited = limiter.pendingSince != nil
@@ -20,7 +35,10 @@ extension Conductor {
             let write = due ? limiter.write() : nil
             core.outputs[run] = limiter
             let followers = core.outputFollowers.values.filter { $0.run == run }.map(\.follower)
-            return (write, !waited && limiter.pendingSince != nil, start, followers)
+            return (write, !waited && limiter.pendingSince != nil, start, followers, lines)
+        }
+        for line in lines {
+            sink?.write(OutputLine(runID: run, action: source.action, key: source.key, stream: stream, bytes: line))
         }
         // Followers get every byte, also those past keep, as it arrives.
         if !followers.isEmpty {
@@ -74,6 +92,20 @@ extension Conductor {
         let run = write.runID
         store.enqueue([.outputChunks(write)]) { [weak self] _ in
             self?.reactor.post { [weak self] in self?.outputCommitted(run) }
+        }
+    }
+
+    /// An attempt ended: the line sink gets what it left without a newline.
+    func finishLines(_ run: Int64) {
+        guard let sink = options.lineSink else { return }
+        let (left, name) = core.withLock { core -> ([(stream: StandardStream, line: [UInt8])], (action: String, key: String)?) in
+            let left = core.lines[run]?.finish() ?? []
+            core.lines[run] = nil
+            return (left, core.state.snapshot(of: run).map { ($0.action, $0.key) })
+        }
+        guard let name else { return }
+        for (stream, line) in left {
+            sink.write(OutputLine(runID: run, action: name.action, key: name.key, stream: stream, bytes: line))
         }
     }
 

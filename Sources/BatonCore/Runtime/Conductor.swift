@@ -26,14 +26,18 @@ public final class Conductor: Sendable {
         /// Watchers hear transitions from the fleet's feed (every host's, in commit order), not
         /// from this conductor as it commits them.
         public var watchersFedByFleet: Bool
+        /// Told every line of every run's output besides the history (batond: the journal), or nil.
+        public var lineSink: (any OutputLineSink)?
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
-                    seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false) {
+                    seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,
+                    lineSink: (any OutputLineSink)? = nil) {
             self.maxConcurrentRuns = maxConcurrentRuns
             self.execRunner = execRunner
             self.seed = seed
             self.instance = instance
             self.watchersFedByFleet = watchersFedByFleet
+            self.lineSink = lineSink
         }
     }
 
@@ -68,6 +72,8 @@ public final class Conductor: Sendable {
         var waiters: [Int64: [Follower]] = [:]
         /// The output of each run in flight that wrote some, on its way to the history.
         var outputs: [Int64: OutputLimiter] = [:]
+        /// Each run's output cut into lines for the line sink (only when there is one).
+        var lines: [Int64: OutputLines] = [:]
         /// Who follows the output of a run in flight, by registration.
         var outputFollowers: [Int: (run: Int64, follower: OutputFollower)] = [:]
         var nextOutputFollower = 0
@@ -183,6 +189,7 @@ public final class Conductor: Sendable {
             let (waiters, outputFollowers) = core.withLock { core -> ([Follower], [OutputFollower]) in
                 core.attempts[run] = nil
                 core.outputs[run] = nil
+                core.lines[run] = nil
                 let following = core.outputFollowers.filter { $0.value.run == run }
                 for id in following.keys { core.outputFollowers[id] = nil }
                 return (core.waiters.removeValue(forKey: run) ?? [], following.values.map(\.follower))
@@ -221,11 +228,12 @@ public final class Conductor: Sendable {
         let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: launch.params,
                       instance: options.instance)
         let (run, attempt) = (launch.run, launch.attempt)
+        let source = OutputSource(run: run, action: launch.action.name, key: launch.action.key(for: launch.params), keep: launch.action.outputKeep)
         return runner.start(job) { [weak self] event in
             switch event {
             case let .started(group): self?.send(.started(run: run, attempt: attempt, group))
             case let .progress(progress): self?.send(.progress(run: run, attempt: attempt, progress))
-            case let .output(stream, bytes): self?.keepOutput(run: run, keep: launch.action.outputKeep, stream, bytes)
+            case let .output(stream, bytes): self?.keepOutput(source, stream, bytes)
             case let .ended(outcome): self?.attemptEnded(run: run, attempt: attempt, outcome)
             }
         }
@@ -236,6 +244,7 @@ public final class Conductor: Sendable {
     private func attemptEnded(run: Int64, attempt: Int, _ outcome: AttemptOutcome) {
         guard reactor.isCurrent else { return reactor.post { [self] in attemptEnded(run: run, attempt: attempt, outcome) } }
         flushOutput(run, final: true)
+        finishLines(run)
         send(.exited(run: run, attempt: attempt, outcome))
     }
 
