@@ -14,7 +14,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "cooldown", "force", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output",
+        "keyParams", "cooldown", "force", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty",
     ]
 
     /// The longest action description, in bytes.
@@ -153,6 +153,9 @@ struct ConfigReader {
         if let value = fields["cooldown"] { action.cooldown = positiveDuration(value, at: "\(at).cooldown") }
         if let value = fields["force"] {
             if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }
+        }
+        if let value = fields["tty"] {
+            if case let .bool(flag) = value { action.tty = flag } else { fail("\(at).tty", "expected true or false, got \(value.kind)") }
         }
         if let value = fields["retention"] { action.retention = retention(value, at: "\(at).retention") }
         if let value = fields["allow"] { action.allow = allow(value, at: "\(at).allow") }

@@ -61,3 +61,19 @@ struct OutputJournalConfigTests {
         }
     }
 }
+
+/// `tty` on an action.
+@Suite("Config: tty")
+struct TTYConfigTests {
+    @Test("tty is off by default, on with true; anything else names its field")
+    func tty() throws {
+        let config = try Config.parse(Data(#"{ actions: { a: { exec: ["true"] }, b: { exec: ["true"], tty: true } } }"#.utf8), file: "t")
+        #expect(config.actions.map(\.tty) == [false, true])
+        do {
+            _ = try Config.parse(Data(#"{ actions: { a: { exec: ["true"], tty: "yes" } } }"#.utf8), file: "t")
+            Issue.record("accepted tty: \"yes\"")
+        } catch {
+            #expect(error.problems.contains { $0.path == "actions.a.tty" }, "\(error.problems)")
+        }
+    }
+}

@@ -90,12 +90,22 @@ public struct ExecRunner: Runner {
             }
         }
         beforeSpawn?()
+        // With `tty`, stdout and stderr are one pseudo-terminal (its master read as stdout), and err stays [-1, -1].
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], prog: [Int32] = [-1, -1]
-        guard baton_pipe(&out) == 0, baton_pipe(&err) == 0, baton_pipe(&prog) == 0 else {
-            let message = "cannot create pipes: \(String(cString: strerror(errno)))"
+        var made: Int32 = 0
+        if job.action.tty {
+            var (master, slave): (Int32, Int32) = (-1, -1)
+            made = baton_openpty(&master, &slave)
+            out = [master, slave]
+        } else if baton_pipe(&out) != 0 || baton_pipe(&err) != 0 {
+            made = errno
+        }
+        guard made == 0, baton_pipe(&prog) == 0 else {
+            let message = "cannot create \(job.action.tty ? "a pseudo-terminal or pipe" : "pipes"): \(String(cString: strerror(made == 0 ? errno : made)))"
             for fd in out + err + prog where fd >= 0 { close(fd) }
             return FinishedAttempt(.failedToStart(message), events)
         }
+        let (stdoutEnd, stderrEnd) = (out[1], err[1] >= 0 ? err[1] : out[1])
         var cgroup: AttemptCgroup?
         if case let .cgroup(hierarchy) = tracking {
             ProcessAttempt.hierarchies.withLock { _ = $0.insert(hierarchy.directory) }
@@ -114,16 +124,16 @@ public struct ExecRunner: Runner {
         let rc = ProcessAttempt.leaders.withLock { leaders -> Int32 in
             let rc = withCStrings(action.exec) { argv in
                 withCStrings(env) { envp in
-                    Self.spawn(action, argv, envp, out[1], err[1], prog[1], cgroup: cgroup?.procs ?? -1, &pid)
+                    Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup?.procs ?? -1, &pid)
                 }
             }
             if rc == 0 { leaders.insert(pid) }
             return rc
         }
-        close(out[1]); close(err[1]); close(prog[1])
+        for fd in [out[1], err[1], prog[1]] where fd >= 0 { close(fd) }
         cgroup?.closeProcs()
         guard rc == 0 else {
-            close(out[0]); close(err[0]); close(prog[0])
+            for fd in [out[0], err[0], prog[0]] where fd >= 0 { close(fd) }
             cgroup?.remove()
             var message = "cannot run \(job.action.exec[0]): \(String(cString: strerror(rc)))"
             if rc == ENOENT, let cwd = job.action.cwd, access(cwd, F_OK) != 0 {

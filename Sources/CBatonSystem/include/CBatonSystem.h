@@ -53,6 +53,8 @@ int baton_reap(pid_t pid, int *exit_code, int *signal);
 
 /// pipe2(2) with O_CLOEXEC: both ends close on exec. Returns 0 or -1 with errno.
 int baton_pipe(int fds[2]);
+/// A pseudo-terminal pair for an attempt: 0, or an errno.
+int baton_openpty(int *master, int *slave);
 
 /// A non-blocking, close-on-exec eventfd, or -1 with errno.
 int baton_eventfd(void);
