@@ -89,16 +89,21 @@ struct KernelLimitTests {
         #expect(try Self.lastDetail(daemon, run: 1)?.leftovers == ran, "the sleeps that ran were the run's, and were stopped")
     }
 
-    @Test("cpu: 20%, and a busy loop of 1.5 s: it gets a fifth of a CPU, well under the same loop unlimited")
+    @Test("cpu: 20%, and a busy loop of 1.5 s: it gets a fifth of a CPU, well under the same loop unbounded beside it")
     func cpu() throws {
         guard Self.available("cpu") else { return }
         let busy = "import time\nstart = time.monotonic()\nwhile time.monotonic() - start < 1.5: pass"
+        // The unbounded loop has a limit it never reaches (ten CPUs), so that it too is a group of
+        // its own to the scheduler (on v1, an attempt without a cpu limit stays in batond's group
+        // and competes task by task); the two run at once, under whatever load the machine has.
         let daemon = try Daemon(config: Self.config("""
             limited: { exec: \(Self.python(busy)), limits: { cpu: "20%" } },
-            unlimited: { exec: \(Self.python(busy)) },
+            unbounded: { exec: \(Self.python(busy)), limits: { cpu: "1000%" } },
             """))
-        func used(_ action: String, run: Int64) throws -> (cpu: Double, wall: Double) {
-            let result = try daemon.baton("run", action)
+        #expect(try daemon.baton("run", "limited", "--detach").code == 0)
+        #expect(try daemon.baton("run", "unbounded", "--detach").code == 0)
+        func used(run: Int64) throws -> (cpu: Double, wall: Double) {
+            let result = try daemon.baton("wait", String(run))
             #expect(result.code == 0, "\(result)")
             let shown = try JSONDecoder().decode(RunDetail.self, from: Data(try daemon.baton("show", String(run), "--json").stdout.utf8))
             let start = try #require(shown.transitions.first { $0.to == .loading }?.at)
@@ -106,11 +111,14 @@ struct KernelLimitTests {
             let cpu = Double((shown.run.cpuUser ?? 0) + (shown.run.cpuSystem ?? 0)) / 1e6
             return (cpu, Double(end.rawValue - start.rawValue) / 1e6)
         }
-        let unlimited = try used("unlimited", run: 1)
-        let limited = try used("limited", run: 2)
-        // 20% of the wall time, plus a period's slack (the kernel's quota is per 100 ms).
+        let limited = try used(run: 1)
+        let unbounded = try used(run: 2)
+        // 20% of the wall time, plus a period's slack (the kernel's quota is per 100 ms), whatever
+        // the load; and under the unbounded loop's CPU (measured here: 0.5 s of 2.4 s, against
+        // 1.7 s of 1.7 s idle and 0.8 s of 2.1 s at a load of 6 on 2 CPUs: the margin allows a
+        // machine that gives a loop a quarter of a CPU).
         #expect(limited.cpu < 0.2 * limited.wall + 0.15, "limited: \(limited)")
-        #expect(limited.cpu < 0.75 * unlimited.cpu, "limited \(limited), unlimited \(unlimited)")
+        #expect(limited.cpu < 0.8 * unbounded.cpu, "limited \(limited), unbounded \(unbounded)")
     }
 
     @Test("peak memory is the attempt's cgroup's: two processes holding 60 MiB each at once peak at 120 MiB or more")
@@ -136,7 +144,8 @@ struct KernelLimitTests {
         #expect(run.code == 0, "\(run)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["a", "b"])
         let peak = try #require(try Self.lastDetail(daemon, run: 1)?.memoryPeak)
-        #expect(peak >= 120 << 20 && peak < 400 << 20, "peak \(peak)")
+        // (134 MiB measured here: the two blocks and two interpreters.)
+        #expect(peak >= 120 << 20 && peak < 200 << 20, "peak \(peak)")
     }
 
     /// The directories named `run-*` in this daemon's subtrees of the cgroup v1 hierarchies.
