@@ -85,9 +85,11 @@ final class AttemptCgroupV1: Sendable {
     @discardableResult
     static func destroy(_ path: String) -> Int {
         var killed: Set<Int32> = []
-        for _ in 0..<200 where rmdir(path) != 0 && errno == EBUSY {
+        var tries = 0
+        while rmdir(path) != 0 && errno == EBUSY && tries < 200 {
             for pid in AttemptCgroup.members(of: path) where kill(pid, SIGKILL) == 0 { killed.insert(pid) }
             usleep(5_000)
+            tries += 1
         }
         return killed.count
     }

@@ -53,7 +53,8 @@ extension CgroupHierarchy {
     /// Why batond cannot make groups in the v1 subtree `subtree` (made unless `probeOnly`); nil: it can.
     private static func v1Obstacle(_ subtree: String, probeOnly: Bool) -> String? {
         let parent = (subtree as NSString).deletingLastPathComponent
-        let probe = (probeOnly && access(subtree, F_OK) != 0 ? parent : subtree) + "/probe-\(getpid())"
+        // A probe beside the subtree (where it is not there yet) is named as cgroup2's probe is.
+        let probe = probeOnly && access(subtree, F_OK) != 0 ? parent + "/baton-probe-\(getpid())" : subtree + "/probe-\(getpid())"
         if !probeOnly && mkdir(subtree, 0o755) != 0 && errno != EEXIST {
             return "batond cannot create \(subtree): \(String(cString: strerror(errno)))" + (errno == EACCES || errno == EROFS || errno == EPERM ? " (run batond as root)" : "")
         }
