@@ -229,6 +229,31 @@ struct KernelLimitTests {
         }
     }
 
+    @Test("leftovers: keep: a kept process leaves the attempt's v1 groups for batond's own, and the groups go")
+    func keptLeavesGroups() throws {
+        let mountinfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+        guard getuid() == 0, CgroupHierarchy.mountPoint(mountinfo: mountinfo) != nil,
+              ["memory", "pids", "cpu"].allSatisfy({ Self.v1Mounts(mountinfo)[$0] != nil }) else { return }
+        let mark = String(format: "%06d", Int.random(in: 1...999_999))
+        let daemon = try Daemon(config: Self.config("""
+            keeps: { exec: ["sh", "-c", "setsid sleep 3606.\(mark) &"], leftovers: "keep", limits: { memory: "64M", tasks: 10, cpu: "50%" } }
+            """))
+        #expect(try daemon.baton("run", "keeps").code == 0)
+        let kept = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { Int32($0) }.filter { pid in
+            let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return line.hasPrefix("sleep\u{0}3606.\(mark)")
+        }
+        defer { for pid in kept { kill(pid, SIGKILL) } }
+        #expect(kept.count == 1, "\(kept)")
+        #expect(Self.v1Groups(of: daemon).isEmpty, "the attempt's groups are gone")
+        // Where it is now, in each hierarchy: batond's own group (the parent of its subtree).
+        let subtree = CgroupHierarchy.subtreeName(instance: daemon.database)
+        let groups = (try? String(contentsOfFile: "/proc/\(kept.first ?? 0)/cgroup", encoding: .utf8)) ?? ""
+        for line in groups.split(separator: "\n") where ["memory", "pids", "cpu"].contains(where: { line.contains(":\($0):") || line.contains(",\($0):") }) {
+            #expect(!line.contains(subtree), "kept out of the run's groups: \(line)")
+        }
+    }
+
     @Test("--check-config and status say which hierarchy enforces each limit")
     func shown() throws {
         guard Self.available("memory"), Self.available("pids"), Self.available("cpu") else { return }
