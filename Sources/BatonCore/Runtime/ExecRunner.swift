@@ -60,7 +60,7 @@ public struct ExecRunner: Runner {
     /// posix_spawn in the common case; vfork and exec when the process joins a cgroup, takes
     /// another identity or umask first.
     static func spawn(_ action: Action, _ argv: UnsafePointer<UnsafePointer<CChar>?>, _ envp: UnsafePointer<UnsafePointer<CChar>?>,
-                      _ stdout: Int32, _ stderr: Int32, _ progress: Int32, cgroup: Int32, _ pid: inout pid_t) -> Int32 {
+                      _ stdout: Int32, _ stderr: Int32, _ progress: Int32, cgroup: Int32, v1: [Int32] = [], _ pid: inout pid_t) -> Int32 {
         let cwd = action.cwd.map { strdup($0) } ?? nil
         defer { free(cwd) }
         guard action.runAs != nil || action.umask != nil || cgroup >= 0 else {
@@ -69,8 +69,11 @@ public struct ExecRunner: Runner {
         let user = action.runAs
         let groups = user?.groups ?? []
         return groups.withUnsafeBufferPointer { list in
-            baton_spawn_in(argv, envp, cwd, stdout, stderr, progress, cgroup, user == nil ? 0 : 1, user?.uid ?? 0, user?.gid ?? 0,
-                           list.baseAddress, list.count, action.umask == nil ? 0 : 1, mode_t(action.umask ?? 0), &pid)
+            v1.withUnsafeBufferPointer { v1 in
+                baton_spawn_in(argv, envp, cwd, stdout, stderr, progress, cgroup, v1.baseAddress, v1.count, user == nil ? 0 : 1,
+                               user?.uid ?? 0, user?.gid ?? 0, list.baseAddress, list.count, action.umask == nil ? 0 : 1,
+                               mode_t(action.umask ?? 0), &pid)
+            }
         }
     }
 
@@ -109,7 +112,8 @@ public struct ExecRunner: Runner {
         var cgroup: AttemptCgroup?
         if case let .cgroup(hierarchy) = tracking {
             ProcessAttempt.hierarchies.withLock { _ = $0.insert(hierarchy.directory) }
-            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt), home: hierarchy.home, limits: job.action.limits) {
+            let plan = LimitPlan.make(job.action.limits, support: hierarchy.limits)
+            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt), home: hierarchy.home, plan: plan) {
             case let .success(made): cgroup = made
             case let .failure(why):
                 for fd in out + err + prog { close(fd) }
@@ -124,7 +128,7 @@ public struct ExecRunner: Runner {
         let rc = ProcessAttempt.leaders.withLock { leaders -> Int32 in
             let rc = withCStrings(action.exec) { argv in
                 withCStrings(env) { envp in
-                    Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup?.procs ?? -1, &pid)
+                    Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup?.procs ?? -1, v1: cgroup?.v1?.procs ?? [], &pid)
                 }
             }
             if rc == 0 { leaders.insert(pid) }
