@@ -14,6 +14,7 @@ enum OutputBench {
         let daemon = try BenchDaemon(binary: binary, name: "output", actions: """
             flood: { exec: \(json(flood)) },
             stamp: { exec: ["sh", "-c", "i=0; while [ $i -lt \(lines) ]; do date +%s%N; sleep 0.01; i=$((i+1)); done"] },
+            endless: { exec: ["cat", "/dev/zero"] },
             quick: { exec: ["/bin/true"], params: { k: {} }, keyParams: ["k"] },
             """)
         let rawBefore = try rawPipe(flood)
@@ -23,10 +24,15 @@ enum OutputBench {
         let waits = try followerLatency(daemon)
         let idle = try triggerLatency(daemon, samples: samples)
         let client = try BatondBench.connect(daemon.socket, until: .now + .seconds(5))
-        guard let started = client.call(#"{"op":"trigger","action":"flood","detach":true}"#), let flooding = BatondBench.runID(started) else {
+        // A flood with no end, cancelled once the samples are in: it outlasts them.
+        guard let started = client.call(#"{"op":"trigger","action":"endless","detach":true}"#), let flooding = BatondBench.runID(started) else {
             throw BenchError("batond did not start the flood")
         }
+        usleep(200_000)
         let busy = try triggerLatency(daemon, samples: samples)
+        guard let cancelled = client.call(#"{"op":"cancel","run":\#(flooding)}"#), LineClient.contains(cancelled, #""phase":"loading""#) else {
+            throw BenchError("the flood had ended before the samples did")
+        }
         _ = client.call(#"{"op":"wait","run":\#(flooding)}"#)
         let megabytes = Double(bytes) / 1_048_576
         return [
@@ -36,7 +42,9 @@ enum OutputBench {
                    target: "≤ 50 ms", note: "\(waits.count) lines, date +%s%N every 10 ms"),
             Figure("output follower: a line's wait (p99)", percentile(waits, 0.99) * 1_000, "ms", target: "≤ 50 ms"),
             Figure("trigger → end of /bin/true while another run floods output (p50)", percentile(busy, 0.5) * 1_000, "ms",
-                   baseline: ("the same, idle (p50)", percentile(idle, 0.5) * 1_000), lowerIsBetter: true, target: "≥ 0.5 of idle"),
+                   baseline: ("the same, idle (p50)", percentile(idle, 0.5) * 1_000), lowerIsBetter: true, target: "≥ 0.5 of idle",
+                   note: String(format: "p99 %.2f ms against %.2f idle; cat /dev/zero flooding throughout",
+                                percentile(busy, 0.99) * 1_000, percentile(idle, 0.99) * 1_000)),
         ]
     }
 

@@ -156,6 +156,36 @@ import Testing
         #expect(limiter.write() == nil)
     }
 
+    @Test("a write carries at most four chunks (the last write all): a flood's transactions stay small; what waits is not counted dropped")
+    func writesAreBounded() {
+        var limiter = OutputLimiter(runID: 1, keep: 1_000, chunkSize: 4)
+        _ = limiter.append(Self.bytes(String(repeating: "x", count: 40)), from: .stdout, at: Timestamp(rawValue: 1))
+        _ = limiter.append(Self.bytes("yy"), from: .stdout, at: Timestamp(rawValue: 2))
+        let first = limiter.write()
+        #expect(first?.chunks.map(\.bytes.count) == [4, 4, 4, 4])
+        #expect(first?.total == 42 && first?.dropped == 0)
+        #expect(limiter.pendingSince == Timestamp(rawValue: 1))
+        let more = limiter.committed()
+        #expect(more)
+        let second = limiter.write()
+        #expect(second?.chunks.map(\.start) == [16, 20, 24, 28])
+        let last = limiter.write(final: true)
+        #expect(last?.chunks.map(\.start) == [32, 36, 40] && last?.dropped == 0)
+        #expect(limiter.pendingSince == nil && limiter.pendingBytes == 0)
+    }
+
+    @Test("past keep no write is due from appending: only the delay hands one out")
+    func pastKeepWaitsForTheDelay() {
+        var limiter = OutputLimiter(runID: 1, keep: 8, chunkSize: 4)
+        let inKeep = limiter.append(Self.bytes("abcd"), from: .stdout, at: Timestamp(rawValue: 1))
+        #expect(inKeep && !limiter.isPastKeep)
+        _ = limiter.write()
+        _ = limiter.committed()
+        let past = limiter.append(Self.bytes("efghijklmnop"), from: .stdout, at: Timestamp(rawValue: 2))
+        #expect(!past && limiter.isPastKeep && limiter.pendingBytes >= 4)
+        #expect(limiter.write() != nil)
+    }
+
     static func text(_ bytes: [UInt8]) -> String { String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) })) }
 
     static func bytes(_ text: String) -> [UInt8] { text.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) } }

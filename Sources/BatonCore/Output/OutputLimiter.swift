@@ -36,7 +36,8 @@ public struct OutputLimiter: Sendable, Equatable {
     /// The bytes of pending chunks.
     public var pendingBytes: Int { pending.reduce(0) { $0 + $1.bytes.count } }
 
-    /// Takes bytes one stream wrote at `at`; returns whether a write is due now (a chunk's worth waits).
+    /// Takes bytes one stream wrote at `at`; returns whether a write is due now (a chunk's worth
+    /// waits, and the run has not passed keep).
     public mutating func append(_ bytes: some Collection<UInt8>, from stream: StandardStream, at: Timestamp) -> Bool {
         guard !bytes.isEmpty else { return false }
         let start = total
@@ -51,7 +52,8 @@ public struct OutputLimiter: Sendable, Equatable {
         }
         trimPending()
         if pendingSince == nil, !pending.isEmpty { pendingSince = at }
-        return !inFlight && pendingBytes >= chunkSize
+        // Past keep, writes go by the delay only (see `Conductor.outputCommitted`).
+        return !inFlight && pendingBytes >= chunkSize && !isPastKeep
     }
 
     /// The next write: what waits, the stored tail chunks now out of the window, the totals. Nil
@@ -62,18 +64,33 @@ public struct OutputLimiter: Sendable, Equatable {
         let window = tailStart
         let outside = storedTail.prefix { $0.upperBound <= window }.count
         storedTail.removeFirst(outside)
-        for chunk in pending {
+        // At most `maxWriteBytes` (all at the end): a flood's writes stay small transactions, so
+        // that other runs' writes (a trigger's creation) never wait behind megabytes of output.
+        var taken = 0, bytes = 0
+        while taken < pending.count, final || taken == 0 || bytes + pending[taken].bytes.count <= maxWriteBytes {
+            bytes += pending[taken].bytes.count
+            taken += 1
+        }
+        let chunks = Array(pending.prefix(taken))
+        pending.removeFirst(chunks.count)
+        for chunk in chunks {
             if chunk.start < head { storedHead += Int64(chunk.bytes.count) } else { storedTail.append(chunk.start..<chunk.end) }
         }
-        let kept = storedHead + storedTail.reduce(0) { $0 + $1.upperBound - $1.lowerBound }
-        let write = OutputWrite(runID: runID, chunks: pending, removeBefore: outside > 0 ? window : nil, head: head,
+        // What still waits is not dropped: it is written next.
+        let kept = storedHead + storedTail.reduce(0) { $0 + $1.upperBound - $1.lowerBound } + Int64(pendingBytes)
+        let write = OutputWrite(runID: runID, chunks: chunks, removeBefore: outside > 0 ? window : nil, head: head,
                                 total: total, dropped: total - kept)
-        pending = []
-        pendingSince = nil
+        pendingSince = pending.isEmpty ? nil : pending[0].at
         writtenTotal = total
         inFlight = true
         return write
     }
+
+    /// Whether the run wrote more than `keep`: from now on bytes fall out of the tail.
+    public var isPastKeep: Bool { total > keep }
+
+    /// The most bytes of chunks one write (but the last) carries: four chunks.
+    public var maxWriteBytes: Int { 4 * chunkSize }
 
     /// The last write was committed (or failed); returns whether another is due.
     public mutating func committed() -> Bool {

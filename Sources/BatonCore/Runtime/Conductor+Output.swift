@@ -111,7 +111,12 @@ extension Conductor {
 
     /// The last write of the run's output is done: what waited meanwhile goes next.
     private func outputCommitted(_ run: Int64) {
-        let again = core.withLock { core -> Bool in core.outputs[run]?.committed() ?? false }
-        if again { flushOutput(run) }
+        let (again, past) = core.withLock { core -> (Bool, Bool) in
+            (core.outputs[run]?.committed() ?? false, core.outputs[run]?.isPastKeep ?? false)
+        }
+        guard again else { return }
+        // Past keep, each write only slides the tail: one per delay is enough, and leaves the
+        // writer free for other runs' transitions (a flood would otherwise keep it busy).
+        if past { reactor.after(Self.outputDelay) { [weak self] in self?.flushOutput(run) } } else { flushOutput(run) }
     }
 }
