@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "BatonService", dependencies: ["BatonCore", "BatonIPC"]),
         .target(name: "BatonClient", dependencies: ["BatonCore", "BatonIPC"]),
         .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
-        .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonDashboard"]),
+        .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonClient", "BatonDashboard"]),
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonServiceTests", dependencies: ["BatonService", "BatonCore", "BatonIPC"]),
@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "BatonDashboardTests", dependencies: ["BatonDashboard", "BatonIPC", "BatonCore"]),
         .testTarget(name: "BatonFleetTests", dependencies: ["BatonFleet", "BatonCore"]),
         .testTarget(name: "BatondTests", dependencies: ["batond"]),
-        .testTarget(name: "BatonCLITests", dependencies: ["baton"], exclude: ["help.golden"]),
+        .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonClient", "BatonCore"], exclude: ["help.golden"]),
         .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonFleet", "BatonService", "BatonDashboard", "CBatonSystem", "BatonClient"]),
     ]
 )

@@ -7,6 +7,12 @@ public struct BatonStatus: Sendable, Equatable {
     public var storeProblem: String?
     /// How batond keeps track of each run's processes.
     public var processTree: String?
+
+    public init(actions: [ActionInfo], storeProblem: String? = nil, processTree: String? = nil) {
+        self.actions = actions
+        self.storeProblem = storeProblem
+        self.processTree = processTree
+    }
 }
 
 extension BatonClient {
@@ -30,9 +36,11 @@ extension BatonClient {
         return detail
     }
 
-    /// Waits for run `run` to end and returns it as it ended (at once if it has).
-    public func wait(run: Int64) async throws -> RunSnapshot {
-        guard let snapshot = try await call(Request(op: .wait, run: run)).run else {
+    /// Waits for run `run` to end and returns it as it ended (at once if it has); `updates` gets
+    /// each of its updates (phases, progress) before that.
+    public func wait(run: Int64, updates: @escaping @Sendable (RunUpdate) -> Void = { _ in }) async throws -> RunSnapshot {
+        let response = try await call(Request(op: .wait, run: run)) { event in RunUpdate(event).map(updates) }
+        guard let snapshot = response.run else {
             throw BatonClientError.internal("batond answered wait \(run) without the run")
         }
         return snapshot
@@ -60,10 +68,14 @@ extension BatonClient {
     /// Every committed transition of the runs the peer may read (of `action` only, if given), as
     /// they come, and with `progress` every progress report too. It never ends while batond runs;
     /// it throws `.unavailable` when the connection ends. Stopping the iteration ends the watch
-    /// for this client (batond's further lines for it are dropped).
-    public func watch(action: String? = nil, progress: Bool = false) -> AsyncThrowingStream<RunUpdate, any Error> {
+    /// for this client (batond's further lines for it are dropped). `started` is called once
+    /// batond has begun the watch (its `watching` event): every transition committed after that
+    /// is yielded.
+    public func watch(action: String? = nil, progress: Bool = false,
+                      started: @escaping @Sendable () -> Void = {}) -> AsyncThrowingStream<RunUpdate, any Error> {
         let (stream, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
         let sink = Sink(event: { response in
+            if response.event == "watching" { started() }
             if let update = RunUpdate(response) { continuation.yield(update) }
         }, end: { result in
             continuation.finish(throwing: Result { try Self.answer(result) }.refusal)

@@ -39,28 +39,41 @@ public final class BatonClient: Sendable {
     }
 
     /// Triggers `action` and waits for its run to end: its outcome, also when another trigger's
-    /// run is shared (`join`). Throws `.cancelled(by:run:)` when the run ended cancelled,
-    /// `.failed` when it failed and `throwingOnFailure` is set, and batond's refusals
-    /// (`.busy`, `.forbidden`, `.unknownAction`, `.badParam`, …). Cancelling the task leaves the
-    /// run running (it throws `CancellationError`).
-    public func run(_ action: String, params: [String: String] = [:], policy: Policy? = nil,
-                    throwingOnFailure: Bool = false) async throws -> RunOutcome {
-        let response = try await call(Self.trigger(action, params: params, policy: policy))
-        return try Self.ended(try RunOutcome(response), throwingOnFailure: throwingOnFailure)
+    /// run is shared (`join`). Throws `.cancelled(by:run:)` when the run ended cancelled (unless
+    /// `throwingOnCancel` is false), `.failed` when it failed and `throwingOnFailure` is set, and
+    /// batond's refusals (`.busy`, `.forbidden`, `.unknownAction`, `.badParam`, …). `force` runs
+    /// even inside the action's cooldown, where the action allows it; otherwise a trigger inside
+    /// it returns the last success with decision `.cooled`. Cancelling the task leaves the run
+    /// running (it throws `CancellationError`).
+    public func run(_ action: String, params: [String: String] = [:], policy: Policy? = nil, force: Bool = false,
+                    throwingOnCancel: Bool = true, throwingOnFailure: Bool = false) async throws -> RunOutcome {
+        let response = try await call(Self.trigger(action, params: params, policy: policy, force: force))
+        return try Self.ended(try RunOutcome(response), throwingOnCancel: throwingOnCancel, throwingOnFailure: throwingOnFailure)
+    }
+
+    /// Triggers `action` and answers once its run is durably queued (`detach`), without following
+    /// it: the run as it then is, with the decision (a join's run may be loading already). The
+    /// refusals are those of `run`.
+    public func detach(_ action: String, params: [String: String] = [:], policy: Policy? = nil,
+                       force: Bool = false) async throws -> RunOutcome {
+        var request = Self.trigger(action, params: params, policy: policy, force: force)
+        request.detach = true
+        return try RunOutcome(try await call(request))
     }
 
     /// Triggers `action` and returns at once: the handle's `updates` are the run's phases and
     /// progress as batond commits them, then the run at its end; its `outcome` is the end, with
     /// the errors of `run`.
-    public func trigger(_ action: String, params: [String: String] = [:], policy: Policy? = nil,
-                        throwingOnFailure: Bool = false) -> RunHandle {
+    public func trigger(_ action: String, params: [String: String] = [:], policy: Policy? = nil, force: Bool = false,
+                        throwingOnCancel: Bool = true, throwingOnFailure: Bool = false) -> RunHandle {
         let (updates, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
-        let answer = Answer()
+        let answer = Answer<RunOutcome>()
         let sink = Sink(event: { response in
             if let update = RunUpdate(response) { continuation.yield(update) }
         }, end: { result in
             let outcome = Result { () throws -> RunOutcome in
-                try Self.ended(try RunOutcome(try Self.answer(result)), throwingOnFailure: throwingOnFailure)
+                try Self.ended(try RunOutcome(try Self.answer(result)), throwingOnCancel: throwingOnCancel,
+                               throwingOnFailure: throwingOnFailure)
             }
             // The end comes as the final answer, not as an event: it is the last update.
             if case let .success(response) = result, response.ok == true, let run = response.run {
@@ -70,7 +83,7 @@ public final class BatonClient: Sendable {
             answer.finish(outcome)
         })
         let leaving = Leaving()
-        if let id = connection.handle(.call(Self.trigger(action, params: params, policy: policy), sink)), leaving.sent(id) {
+        if let id = connection.handle(.call(Self.trigger(action, params: params, policy: policy, force: force), sink)), leaving.sent(id) {
             connection.handle(.leave(id))
         }
         return RunHandle(updates: updates, answer: answer) { [connection] in
@@ -105,17 +118,17 @@ public final class BatonClient: Sendable {
         }
     }
 
-    /// The outcome, or the error a cancelled (or, when asked, failed) run is.
-    static func ended(_ outcome: RunOutcome, throwingOnFailure: Bool) throws(BatonClientError) -> RunOutcome {
+    /// The outcome, or the error a cancelled or failed run is, where the caller asked.
+    static func ended(_ outcome: RunOutcome, throwingOnCancel: Bool, throwingOnFailure: Bool) throws(BatonClientError) -> RunOutcome {
         switch outcome.phase {
-        case .cancelled: throw .cancelled(by: outcome.run.cancelledBy, run: outcome.run)
+        case .cancelled where throwingOnCancel: throw .cancelled(by: outcome.run.cancelledBy, run: outcome.run)
         case .failure where throwingOnFailure: throw .failed(outcome)
         default: return outcome
         }
     }
 
-    static func trigger(_ action: String, params: [String: String], policy: Policy?) -> Request {
-        Request(op: .trigger, action: action, params: params.isEmpty ? nil : params, policy: policy)
+    static func trigger(_ action: String, params: [String: String], policy: Policy?, force: Bool) -> Request {
+        Request(op: .trigger, action: action, params: params.isEmpty ? nil : params, policy: policy, force: force ? true : nil)
     }
 }
 

@@ -22,11 +22,14 @@ public final class SocketTransport: BatonTransport {
     private let fd: Int32
     private let writer = DispatchQueue(label: "baton-client-write")
 
-    /// Connects to batond's socket; throws `.unavailable` naming the path and the reason.
+    /// Connects to batond's socket; throws `.forbidden` when the socket's mode and group keep
+    /// this user out, else `.unavailable` naming the path and the reason.
     public init(path: String) throws(BatonClientError) {
         self.path = path
         do {
             fd = try UnixSocket.connect(path: path)
+        } catch let SocketError.system(_, _, code) where code == EACCES {
+            throw .forbidden("you may not use batond's socket \(path)")
         } catch let SocketError.system(_, _, code) {
             throw .unavailable("cannot reach batond at \(path): \(String(cString: strerror(code)))")
         } catch {
@@ -49,7 +52,7 @@ public final class SocketTransport: BatonTransport {
         while true {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            if n == 0 { return "batond closed the connection at \(path)" }
+            if n == 0 { return "lost batond at \(path): batond closed the connection before answering" }
             if n < 0 { return "lost batond at \(path): \(String(cString: strerror(errno)))" }
             let frames = buffer.withUnsafeBytes { splitter.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             for frame in frames {

@@ -8,10 +8,10 @@ public struct RunHandle: Sendable {
     /// trigger's final answer; or it throws the trigger's refusal, or `.unavailable`. Iterating is
     /// optional: the outcome comes either way.
     public let updates: AsyncThrowingStream<RunUpdate, any Error>
-    private let answer: Answer
+    private let answer: Answer<RunOutcome>
     private let leaving: @Sendable () -> Void
 
-    init(updates: AsyncThrowingStream<RunUpdate, any Error>, answer: Answer, leaving: @escaping @Sendable () -> Void) {
+    init(updates: AsyncThrowingStream<RunUpdate, any Error>, answer: Answer<RunOutcome>, leaving: @escaping @Sendable () -> Void) {
         self.updates = updates
         self.answer = answer
         self.leaving = leaving
@@ -28,41 +28,4 @@ public struct RunHandle: Sendable {
     /// Stops following the run without cancelling it: `updates` and `outcome` throw
     /// `CancellationError` (batond is told nothing). To stop the run itself, `BatonClient.cancel(run:)`.
     public func leave() { leaving() }
-}
-
-/// A result that comes once and may be awaited by any number of tasks.
-final class Answer: Sendable {
-    private enum State {
-        case waiting([CheckedContinuation<RunOutcome, any Error>])
-        case done(Result<RunOutcome, any Error>)
-    }
-
-    private let state = Locked(State.waiting([]))
-
-    var value: RunOutcome {
-        get async throws {
-            try await withCheckedThrowingContinuation { continuation in
-                let done = state.withLock { state -> Result<RunOutcome, any Error>? in
-                    switch state {
-                    case let .done(result): return result
-                    case var .waiting(list):
-                        list.append(continuation)
-                        state = .waiting(list)
-                        return nil
-                    }
-                }
-                if let done { continuation.resume(with: done) }
-            }
-        }
-    }
-
-    /// Sets the result (the first one wins) and resumes every task awaiting it.
-    func finish(_ result: Result<RunOutcome, any Error>) {
-        let waiting = state.withLock { state -> [CheckedContinuation<RunOutcome, any Error>] in
-            guard case let .waiting(list) = state else { return [] }
-            state = .done(result)
-            return list
-        }
-        for continuation in waiting { continuation.resume(with: result) }
-    }
 }

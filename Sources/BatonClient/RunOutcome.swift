@@ -8,11 +8,14 @@ public struct RunOutcome: Sendable, Equatable {
     public var decision: TriggerDecision?
     /// True when another trigger created the run and this caller shares its outcome.
     public var shared: Bool
+    /// The action's cooldown in microseconds, when the decision is `cooled` (the run is its last success).
+    public var cooldown: Int64?
 
-    public init(run: RunSnapshot, decision: TriggerDecision?, shared: Bool) {
+    public init(run: RunSnapshot, decision: TriggerDecision?, shared: Bool, cooldown: Int64? = nil) {
         self.run = run
         self.decision = decision
         self.shared = shared
+        self.cooldown = cooldown
     }
 
     /// The run's phase: `success`, `failure` or `cancelled` once it ended.
@@ -21,6 +24,6 @@ public struct RunOutcome: Sendable, Equatable {
     /// The outcome a trigger's final answer carries; throws `.internal` when it carries no run.
     init(_ response: Response) throws(BatonClientError) {
         guard let run = response.run else { throw .internal("batond answered a trigger without its run") }
-        self.init(run: run, decision: response.decision, shared: response.shared ?? false)
+        self.init(run: run, decision: response.decision, shared: response.shared ?? false, cooldown: response.cooldown)
     }
 }

@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 
 /// `baton actions`: the configured actions and how they behave.
 enum ActionsCommand {
@@ -14,7 +14,7 @@ enum ActionsCommand {
         run: run)
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
-        let actions = try context.call(Request(op: .actions)).actions ?? []
+        let actions = try context.call { try await $0.actions() }
         if arguments.flag("json") {
             print(Format.json(actions))
             return ExitCode.success

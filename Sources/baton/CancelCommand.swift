@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 
 /// `baton cancel ACTION|RUN`: stop runs in flight, and wait until they have ended.
 enum CancelCommand {
@@ -22,13 +22,14 @@ enum CancelCommand {
         guard arguments.positionals.count == 1, let target = arguments.positionals.first else {
             throw UsageError("baton cancel needs one ACTION or RUN id")
         }
-        let request = Int64(target).map { Request(op: .cancel, run: $0) }
-            ?? Request(op: .cancel, action: target, key: arguments.value("key"))
-        var runs = try context.call(request).runs ?? []
+        let key = arguments.value("key")
+        var runs = try context.call { client in
+            if let id = Int64(target) { try await client.cancel(run: id) } else { try await client.cancel(action: target, key: key) }
+        }
         let alreadyEnded = Set(runs.filter(\.phase.isTerminal).map(\.id))
         if !arguments.flag("no-wait") {
             runs = try runs.map { run in
-                run.phase.isTerminal ? run : (try context.call(Request(op: .wait, run: run.id)).run ?? run)
+                run.phase.isTerminal ? run : try context.call { try await $0.wait(run: run.id) }
             }
         }
         print(arguments.flag("json") ? Format.json(runs) + "\n" : text(runs, alreadyEnded: alreadyEnded, context: context), terminator: "")

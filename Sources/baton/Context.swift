@@ -1,14 +1,17 @@
+import BatonClient
 import BatonCore
 import BatonIPC
 import BatonStore
 import Foundation
 
-/// What every command may use: where batond is, how to print, and a connection made on demand.
-final class Context {
+/// What every command may use: where batond is, how to print, and a `BatonClient` made on demand.
+final class Context: Sendable {
     let socketPath: String
     let databasePath: String?
     let isTerminal: Bool
     let useColor: Bool
+    /// The connection to batond once made; dropped when it is lost, so that the next call connects again.
+    private let connected = Locked<BatonClient?>(nil)
 
     /// A context for this process: stdout's terminal and the environment decide colours.
     convenience init(socketPath: String, databasePath: String?) {
@@ -31,37 +34,34 @@ final class Context {
         socketPath == SocketPath.system ? DatabasePath.system : DatabasePath.default()
     }
 
-    /// A connection to batond, or a `Failure` that says how to start it.
-    func connect() throws -> Client {
-        do {
-            return try Client(path: socketPath)
-        } catch let SocketError.system(_, _, code) where code == EACCES {
+    /// The client of batond, connected on first use, or a `Failure` that says how to start it.
+    func client() throws -> BatonClient {
+        if let client = connected.withLock({ $0 }) { return client }
+        do throws(BatonClientError) {
+            let client = try BatonClient(socket: socketPath)
+            connected.withLock { $0 = client }
+            return client
+        } catch .forbidden {
             // The socket's mode and group decide who may connect at all: say which group to join.
             var info = stat()
             let group = stat(socketPath, &info) == 0 ? getgrgid(info.st_gid).map { String(cString: $0.pointee.gr_name) } : nil
             throw Failure(code: ExitCode.forbidden, message: "you may not use batond's socket \(socketPath)\(group.map { " (group \($0))" } ?? "")",
                           hint: group.map { "ask to be added to the group \($0) (usermod -aG \($0) USER), then log in again" })
         } catch {
-            throw Failure(code: ExitCode.unavailable, message: "cannot reach batond at \(socketPath): \(Self.reason(error))",
+            throw Failure(code: ExitCode.unavailable, message: error.description,
                           hint: "start it with `batond --config FILE`, or pass --socket PATH (or set BATON_SOCKET)")
         }
     }
 
-    /// Sends a request and returns the final answer, or throws the error it carries.
-    func call(_ request: Request, onEvent: (Response) -> Void = { _ in }) throws -> Response {
-        let client = try connect()
-        let response: Response
+    /// Runs `operation` on batond's client until it returns, or throws the `Failure` its error stands for.
+    func call<T: Sendable>(_ operation: @escaping @Sendable (BatonClient) async throws -> T) throws -> T {
+        let client = try client()
         do {
-            response = try client.call(request, onEvent: onEvent)
-        } catch let failure as Failure {
-            throw failure
-        } catch {
-            throw Failure(code: ExitCode.unavailable, message: "lost batond at \(socketPath): \(Self.reason(error))")
+            return try Blocking.run { try await operation(client) }
+        } catch let error as BatonClientError {
+            if case .unavailable = error { connected.withLock { $0 = nil } }
+            throw Failure(error)
         }
-        if response.ok == false, let error = response.error {
-            throw Failure(code: ExitCode.of(errorCode: error.code), message: error.message, wire: error)
-        }
-        return response
     }
 
     /// Colours text for a terminal; plain elsewhere or with NO_COLOR.
@@ -86,20 +86,5 @@ final class Context {
     static func reason(_ error: any Error) -> String {
         if let socket = error as? SocketError, case let .system(_, _, code) = socket { return String(cString: strerror(code)) }
         return "\(error)"
-    }
-}
-
-/// A command that ends with an error: an exit code, a message for `Error:`, and maybe a `Try:`.
-struct Failure: Error {
-    var code: Int32
-    var message: String
-    var hint: String?
-    var wire: WireError?
-
-    init(code: Int32, message: String, hint: String? = nil, wire: WireError? = nil) {
-        self.code = code
-        self.message = message
-        self.hint = hint
-        self.wire = wire
     }
 }

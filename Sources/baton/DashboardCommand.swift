@@ -32,7 +32,7 @@ enum DashboardCommand {
             }
         }
         // Reach batond once first: a dashboard that cannot is better refused now than blank later.
-        _ = try context.call(Request(op: .ping))
+        _ = try context.call { try await $0.version() }
         let server: DashboardServer
         do {
             server = try DashboardServer(listening: address, socketPath: context.socketPath, onSignIn: tell)

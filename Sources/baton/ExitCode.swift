@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 
 /// baton's exit codes, as documented in `baton --help` and the README.
@@ -28,12 +29,16 @@ enum ExitCode {
         }
     }
 
-    static func of(errorCode: ErrorCode) -> Int32 {
-        switch errorCode {
+    /// The exit code of a `BatonClient` error: batond's refusals by their wire code, a run's end by its phase.
+    static func of(_ error: BatonClientError) -> Int32 {
+        switch error {
         case .busy, .shuttingDown, .storeUnavailable: busy
         case .forbidden: forbidden
         case .internal: software
-        case .badRequest, .unknownAction, .unknownRun: usage
+        case .badRequest, .badParam, .unknownAction, .unknownRun: usage
+        case .cancelled: cancelled
+        case .failed: failure
+        case .unavailable: unavailable
         }
     }
 }

@@ -1,5 +1,4 @@
 import BatonCore
-import BatonIPC
 import BatonStore
 import Foundation
 

@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 import Foundation
 
 /// `baton logs RUN|ACTION`: print a run's output as it wrote it; `-f` follows it to its end.
@@ -33,8 +33,8 @@ enum LogsCommand {
 
     /// The id of ACTION's latest run.
     static func latestRun(of action: String, _ context: Context) throws -> Int64 {
-        let response = try context.call(Request(op: .history, filter: HistoryFilter(actions: [action], limit: 1)))
-        guard let run = response.runs?.first else {
+        let runs = try context.call { try await $0.history(HistoryFilter(actions: [action], limit: 1)) }
+        guard let run = runs.first else {
             throw Failure(code: ExitCode.usage, message: "\(Terminal.visible(action)) has no runs", hint: "baton run \(Terminal.visible(action))")
         }
         return run.id
@@ -54,29 +54,33 @@ enum LogsCommand {
     /// As above, telling the last byte printed (so that a line after it starts on a line of its own).
     static func follow(_ run: Int64, from: Int64, follow: Bool, stream: StandardStream?, _ context: Context,
                        last: inout UInt8?) throws -> RunSnapshot {
-        var next = from
+        // The read's place survives a lost connection: the next read resumes from it.
+        let place = Locked(Place(next: from, last: last))
         var lost = 0
         while true {
+            let before = place.withLock(\.next)
             do {
-                let response = try context.call(Request(op: .output, run: run, from: next, follow: follow)) { event in
-                    guard let chunk = event.chunk, chunk.end > next else { return }
-                    lost = 0
-                    if stream == nil || chunk.stream == stream {
-                        let bytes = Array(chunk.bytes.suffix(Int(chunk.end - max(next, chunk.start))))
-                        write(bytes)
-                        last = bytes.last ?? last
-                    }
-                    next = chunk.end
+                let end = try context.call { client in
+                    try await place.write(client.output(run: run, from: place.withLock(\.next), follow: follow), only: stream)
                 }
-                guard let snapshot = response.run else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
-                return snapshot
-            } catch let failure as Failure where failure.code == ExitCode.unavailable && lost < reconnects {
+                last = place.withLock(\.last)
+                return end
+            } catch let failure as Failure where failure.code == ExitCode.unavailable {
                 // batond went (a restart, or it closed a client whose unread answers passed the
                 // connection's limit, as a long history read can): resume from the last byte printed.
+                last = place.withLock(\.last)
+                if place.withLock(\.next) > before { lost = 0 }
+                guard lost < reconnects else { throw failure }
                 lost += 1
                 usleep(reconnectPause)
             }
         }
+    }
+
+    /// Where a read of a run's output is: the position after the last chunk read, and the last byte printed.
+    struct Place {
+        var next: Int64
+        var last: UInt8?
     }
 
     /// Writes bytes to stdout as they are, at once (a follower sees each chunk when it comes).
@@ -88,5 +92,24 @@ enum LogsCommand {
             if n <= 0 { return }
             rest = rest.dropFirst(n)
         }
+    }
+}
+
+extension Locked where Value == LogsCommand.Place {
+    /// Prints the chunks of `output` past the place (only `stream`'s, if given) as they come,
+    /// moving the place along; returns the run as the final answer has it.
+    func write(_ output: RunOutput, only stream: StandardStream?) async throws -> RunSnapshot {
+        for try await chunk in output.chunks {
+            let bytes = withLock { place -> [UInt8]? in
+                guard chunk.end > place.next else { return nil }
+                defer { place.next = chunk.end }
+                guard stream == nil || chunk.stream == stream else { return nil }
+                let bytes = Array(chunk.bytes.suffix(Int(chunk.end - max(place.next, chunk.start))))
+                place.last = bytes.last ?? place.last
+                return bytes
+            }
+            if let bytes { LogsCommand.write(bytes) }
+        }
+        return try await output.end.run
     }
 }

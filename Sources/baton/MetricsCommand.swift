@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 
 /// `baton metrics`: batond's counters in Prometheus' text format.
 enum MetricsCommand {
@@ -17,8 +17,7 @@ enum MetricsCommand {
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw UsageError("baton metrics takes no arguments") }
-        let response = try context.call(Request(op: .metrics))
-        print(response.metrics ?? "", terminator: "")
+        print(try context.call { try await $0.metrics() }, terminator: "")
         return ExitCode.success
     }
 }

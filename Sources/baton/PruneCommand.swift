@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 import BatonStore
 
 /// `baton prune`: apply the retention settings now.
@@ -20,8 +20,7 @@ enum PruneCommand {
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw UsageError("baton prune takes no arguments") }
         let dryRun = arguments.flag("dry-run")
-        let response = try context.call(Request(op: .prune, dryRun: dryRun))
-        let report = response.prune ?? PruneReport(dryRun: dryRun)
+        let report = try context.call { try await $0.prune(dryRun: dryRun) }
         if arguments.flag("json") {
             print(Format.json(report))
             return ExitCode.success

@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 import BatonStore
 import Foundation
 
@@ -8,13 +8,12 @@ import Foundation
 enum Query {
     static func history(_ filter: HistoryFilter, _ context: Context) throws -> [RunSnapshot] {
         let filter = try valid(filter)
-        return try viaDaemonOrFile(context, request: Request(op: .history, filter: filter), pick: { $0.runs ?? [] }) { try $0.runs(filter) }
+        return try viaDaemonOrFile(context, daemon: { try await $0.history(filter) }) { try $0.runs(filter) }
     }
 
     static func stats(_ actions: [String], since: Timestamp?, _ context: Context) throws -> [ActionStats] {
         let filter = try valid(HistoryFilter(actions: actions, since: since))
-        let request = Request(op: .stats, filter: filter)
-        return try viaDaemonOrFile(context, request: request, pick: { $0.stats ?? [] }) { try $0.stats(actions: filter.actions, since: since) }
+        return try viaDaemonOrFile(context, daemon: { try await $0.stats(filter) }) { try $0.stats(actions: filter.actions, since: since) }
     }
 
     /// The filter as batond would take it (its lists as sets, within their caps), so that the
@@ -23,28 +22,28 @@ enum Query {
         do throws(BatonError) {
             return try filter.validated()
         } catch {
-            throw Failure(code: ExitCode.of(errorCode: error.code), message: error.message, wire: WireError(error))
+            throw Failure(BatonClientError(WireError(error)))
         }
     }
 
     static func denied(limit: Int, _ context: Context) throws -> [TriggerRecord] {
-        let request = Request(op: .denied, filter: HistoryFilter(limit: limit))
-        return try viaDaemonOrFile(context, request: request, pick: { $0.triggers ?? [] }) { try $0.denied(limit: limit) }
+        try viaDaemonOrFile(context, daemon: { try await $0.denied(limit: limit) }) { try $0.denied(limit: limit) }
     }
 
     static func show(_ run: Int64, _ context: Context) throws -> RunDetail? {
         do {
-            return try viaDaemonOrFile(context, request: Request(op: .show, run: run), pick: { $0.detail }) { try $0.run(run) }
-        } catch let failure as Failure where failure.wire?.code == .unknownRun {
-            return nil
+            return try viaDaemonOrFile(context, daemon: { try await $0.show(run) }) { try $0.run(run) }
+        } catch let failure as Failure {
+            if case .unknownRun = failure.refusal { return nil }
+            throw failure
         }
     }
 
-    private static func viaDaemonOrFile<T>(_ context: Context, request: Request, pick: (Response) -> T,
-                                           file: (History) throws -> T) throws -> T {
+    private static func viaDaemonOrFile<T: Sendable>(_ context: Context, daemon: @escaping @Sendable (BatonClient) async throws -> T,
+                                                     file: (History) throws -> T) throws -> T {
         if context.databasePath == nil {
             do {
-                return pick(try context.call(request))
+                return try context.call(daemon)
             } catch let failure as Failure where failure.code == ExitCode.unavailable {
                 // batond is down: read the file that daemon keeps (see Context.fallbackDatabasePath).
             }

@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 
 /// `baton reload`: make batond read its config again.
 enum ReloadCommand {
@@ -11,7 +11,7 @@ enum ReloadCommand {
         run: run)
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
-        _ = try context.call(Request(op: .reload))
+        try context.call { try await $0.reload() }
         print("reloaded")
         return ExitCode.success
     }

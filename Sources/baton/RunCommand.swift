@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 import Foundation
 
 /// `baton run ACTION`: trigger an action and, unless detached, follow it to its end.
@@ -36,52 +36,68 @@ enum RunCommand {
         }
         let detach = arguments.flag("detach")
         let json = arguments.flag("json")
-        let force = arguments.flag("force") ? true : nil
+        let trigger = Trigger(action: action, params: params, policy: policy, force: arguments.flag("force"))
         if arguments.flag("follow") {
             guard !detach else { throw UsageError("baton run: --follow and --detach exclude each other") }
-            return try runFollowing(Request(op: .trigger, action: action, params: params, policy: policy, detach: true, force: force), json: json, context)
+            return try runFollowing(trigger, json: json, context)
         }
-        let request = Request(op: .trigger, action: action, params: params, policy: policy, detach: detach, force: force)
         let spinner = (!json && isatty(2) == 1) ? Spinner() : nil
-        let response: Response
+        let outcome: RunOutcome
         do {
-            response = try context.call(request) { event in
-                if let run = event.run { spinner?.show(run) }
-            }
+            outcome = try context.call { client in detach ? try await trigger.detached(client) : try await trigger.followed(client, spinner) }
         } catch {
             spinner?.clear()
             throw error
         }
         spinner?.clear()
-        guard let run = response.run else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
+        let run = outcome.run
         if json {
-            print(Format.json(RunAnswer(run: run, decision: response.decision, shared: response.shared)))
-        } else if response.decision == .cooled {
-            print(cooledLine(run, cooldown: response.cooldown, context: context))
+            print(Format.json(RunAnswer(run: run, decision: outcome.decision, shared: outcome.shared)))
+        } else if outcome.decision == .cooled {
+            print(cooledLine(run, cooldown: outcome.cooldown, context: context))
         } else if detach {
             print(run.id)
         } else {
-            print(outcomeLine(run, shared: response.shared ?? false, context: context))
+            print(outcomeLine(run, shared: outcome.shared, context: context))
         }
         return detach ? ExitCode.success : ExitCode.of(run.phase)
     }
 
     /// Triggers (answered once queued), prints the run's output as it comes, then the outcome.
-    static func runFollowing(_ request: Request, json: Bool, _ context: Context) throws -> Int32 {
-        let queued = try context.call(request)
-        guard let id = queued.run?.id else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
+    static func runFollowing(_ trigger: Trigger, json: Bool, _ context: Context) throws -> Int32 {
+        let queued = try context.call { try await trigger.detached($0) }
         var last: UInt8?
-        let run = try LogsCommand.follow(id, from: 0, follow: true, stream: nil, context, last: &last)
+        let run = try LogsCommand.follow(queued.run.id, from: 0, follow: true, stream: nil, context, last: &last)
         if last != nil && last != UInt8(ascii: "\n") { print() }
         if json { print(Format.json(RunAnswer(run: run, decision: queued.decision, shared: queued.shared))) }
-        else { print(outcomeLine(run, shared: queued.shared ?? false, context: context)) }
+        else { print(outcomeLine(run, shared: queued.shared, context: context)) }
         return ExitCode.of(run.phase)
+    }
+
+    /// The trigger the arguments describe, sent through `BatonClient`.
+    struct Trigger: Sendable {
+        var action: String
+        var params: [String: String]
+        var policy: Policy?
+        var force: Bool
+
+        /// Answered once the run is durably queued (`--detach`, `--follow`).
+        func detached(_ client: BatonClient) async throws -> RunOutcome {
+            try await client.detach(action, params: params, policy: policy, force: force)
+        }
+
+        /// Answered at the run's end, whatever it is; each update on the way goes to the spinner.
+        func followed(_ client: BatonClient, _ spinner: Spinner?) async throws -> RunOutcome {
+            let handle = client.trigger(action, params: params, policy: policy, force: force, throwingOnCancel: false)
+            for try await update in handle.updates where !update.run.phase.isTerminal { spinner?.show(update.run) }
+            return try await handle.outcome
+        }
     }
 
     struct RunAnswer: Encodable {
         var run: RunSnapshot
         var decision: TriggerDecision?
-        var shared: Bool?
+        var shared: Bool
     }
 
     /// `✓ deploy run 7 succeeded in 2.1s`, or how it failed or was cancelled, as a terminal shows it.

@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 import Foundation
 
 /// `baton status`: each action, idle or loading since when, and its last outcome.
@@ -13,27 +13,26 @@ enum StatusCommand {
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw UsageError("baton status takes no arguments") }
-        let response = try context.call(Request(op: .status))
-        let actions = response.actions ?? []
+        let status = try context.call { try await $0.status() }
         if arguments.flag("json") {
-            print(Format.json(actions))
+            print(Format.json(status.actions))
             return ExitCode.success
         }
-        print(text(response, context: context, now: .now), terminator: "")
+        print(text(status, context: context, now: .now), terminator: "")
         return ExitCode.success
     }
 
     /// The status as a terminal shows it: a problem writing the history first, then one row per
     /// action (every run in flight, one per key, and the last outcome), then how processes are tracked.
-    static func text(_ response: Response, context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
+    static func text(_ status: BatonStatus, context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
         var text = ""
-        if let problem = response.storeProblem.map(Terminal.visible) {
+        if let problem = status.storeProblem.map(Terminal.visible) {
             text += context.paint("the history cannot be written: \(problem)", .red) + "\n"
             text += "new triggers are refused, and what happens to runs in flight waits in batond's memory until it can\n\n"
         }
-        let rows = (response.actions ?? []).map(\.forTerminal).map { row($0, context: context, now: now) }
+        let rows = status.actions.map(\.forTerminal).map { row($0, context: context, now: now) }
         text += Format.table(["ACTION", "STATE", "LAST"], rows, width: width)
-        if let tree = response.processTree.map(Terminal.visible) { text += context.paint("processes: \(tree)", .dim) + "\n" }
+        if let tree = status.processTree.map(Terminal.visible) { text += context.paint("processes: \(tree)", .dim) + "\n" }
         return text
     }
 

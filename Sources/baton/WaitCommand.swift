@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 import Foundation
 
 /// `baton wait RUN`: attach to a run and exit with its outcome.
@@ -16,11 +16,14 @@ enum WaitCommand {
             throw UsageError("baton wait needs one RUN id (a number)")
         }
         let spinner = (!arguments.flag("json") && isatty(2) == 1) ? Spinner() : nil
-        let response = try context.call(Request(op: .wait, run: id)) { event in
-            if let run = event.run { spinner?.show(run) }
+        let run: RunSnapshot
+        do {
+            run = try context.call { try await $0.wait(run: id) { update in spinner?.show(update.run) } }
+        } catch {
+            spinner?.clear()
+            throw error
         }
         spinner?.clear()
-        guard let run = response.run else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
         if arguments.flag("json") { print(Format.json(run)) }
         else { print(RunCommand.outcomeLine(run, shared: false, context: context)) }
         return ExitCode.of(run.phase)

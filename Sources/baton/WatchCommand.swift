@@ -1,5 +1,5 @@
+import BatonClient
 import BatonCore
-import BatonIPC
 import Foundation
 
 /// `baton watch`: follow transitions live, as they are committed.
@@ -22,30 +22,30 @@ enum WatchCommand {
         let json = arguments.flag("json"), utc = arguments.flag("utc")
         // Ctrl-C ends a watch; it is not an error.
         signal(SIGINT) { _ in _exit(0) }
-        let client = try context.connect()
+        let action = arguments.positionals.first
         do {
-            _ = try client.send(Request(op: .watch, action: arguments.positionals.first))
-            while let response = try client.receive() {
-                if response.event == "watching" {
-                    FileHandle.standardError.write(Data("watching \(arguments.positionals.first.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
-                    continue
+            try context.call { client in
+                let updates = client.watch(action: action) {
+                    FileHandle.standardError.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
                 }
-                if let error = response.error {
-                    if error.code == .shuttingDown {
-                        FileHandle.standardError.write(Data("batond is stopping; watch ended\n".utf8))
-                        return ExitCode.success
-                    }
-                    throw Failure(code: ExitCode.of(errorCode: error.code), message: error.message, wire: error)
+                for try await update in updates {
+                    guard let transition = update.transition else { continue }
+                    let text = json ? Format.json(Event(run: update.run, transition: transition), pretty: false)
+                                    : line(update.run, transition, utc: utc, context: context)
+                    FileHandle.standardOutput.write(Data((text + "\n").utf8))
                 }
-                guard let run = response.run, let transition = response.transition else { continue }
-                let text = json ? Format.json(Event(run: run, transition: transition), pretty: false)
-                                : line(run, transition, utc: utc, context: context)
-                FileHandle.standardOutput.write(Data((text + "\n").utf8))
             }
         } catch let failure as Failure {
-            throw failure
-        } catch {
-            // The connection ended without a goodbye: batond went away.
+            switch failure.refusal {
+            case .shuttingDown?:
+                FileHandle.standardError.write(Data("batond is stopping; watch ended\n".utf8))
+                return ExitCode.success
+            case .unavailable?:
+                // The connection ended without a goodbye: batond went away.
+                break
+            default:
+                throw failure
+            }
         }
         FileHandle.standardError.write(Data("batond closed the connection; watch ended\n".utf8))
         return ExitCode.success

@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 @testable import baton
 import Foundation
@@ -59,7 +60,7 @@ struct TerminalTests {
             ("watch", WatchCommand.line(Self.run, Self.transition, utc: true, context: context)),
             ("stats", StatsCommand.table([ActionStats(action: Self.hostile)], context: context, now: .now)),
             ("status", StatusCommand.text(Self.status, context: context, now: .now)),
-            ("actions", ActionsCommand.table(Self.status.actions ?? [])),
+            ("actions", ActionsCommand.table(Self.status.actions)),
             ("cancel", CancelCommand.text([Self.run, Self.loading], alreadyEnded: [], context: context)),
             ("cancel of an ended run", CancelCommand.text([Self.ended], alreadyEnded: [8], context: context)),
             ("history --denied", HistoryCommand.deniedTable(detail.triggers.map { var record = $0; record.action = Self.hostile; return record }, utc: true)),
@@ -94,16 +95,12 @@ struct TerminalTests {
         return run
     }
 
-    static var status: Response {
-        var response = Response(id: nil)
+    static var status: BatonStatus {
         var info = ActionInfo(name: "deploy", description: Self.hostile, exec: ["echo", Self.hostile], policy: .reject, policies: [], timeout: nil,
                               params: ["env": ParamInfo(pattern: Self.hostile, default: Self.hostile)], keyParams: ["env"],
                               inFlight: [Self.loading], last: Self.run)
         info.removed = true
-        response.actions = [info]
-        response.storeProblem = "disk I/O error: " + Self.hostile
-        response.processTree = Self.hostile
-        return response
+        return BatonStatus(actions: [info], storeProblem: "disk I/O error: " + Self.hostile, processTree: Self.hostile)
     }
 
     @Test("JSON and CSV keep every byte")
