@@ -67,6 +67,7 @@ enum Daemon {
         let service = makeService(launch, backend, socket: socket, config: configBox, notifier: notifier, metrics: metrics)
         try await parts.start("server") { try startServer(launch.config, service, socket: socket) }
         try await parts.start("metrics") { try startMetrics(launch.config.metricsListen, service.service) }
+        try await parts.start("webhooks") { try startWebhooks(launch.config, service.service, configBox, backend) }
         let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
         Log.info("batond \(BatonVersion.current) ready: \(launch.config.actions.count) actions, socket \(launch.socketPath), \(backend.describe)")
         notifier.ready(status: Self.status(of: backend.conductor))

@@ -96,7 +96,7 @@ struct RunUsageTests {
         let store = try Store(path: path)
         store.close()
         let connection = try Connection(path: path, readOnly: true)
-        #expect(try Migrator.version(of: connection) == 3)
+        #expect(try Migrator.version(of: connection) == Migrator.latestVersion)
         let run = try #require(try History(connection: connection).run(1)).run
         #expect(run.phase == .success && run.exitCode == 0)
         #expect(run.cpuUser == nil && run.cpuSystem == nil && run.memoryPeak == nil)

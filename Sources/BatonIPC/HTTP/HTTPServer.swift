@@ -251,6 +251,16 @@ public final class HTTPExchange: Sendable {
     /// Whether the connection is still there.
     public var isOpen: Bool { !connection.isClosed }
 
+    /// Moves the exchange's deadline to `duration` from now (a handler that has read the whole
+    /// request and waits for an outcome it promised, such as a webhook's `?wait=`). The head and
+    /// body stay bounded by the server's own timeout: call this only once they are in.
+    public func extendDeadline(by duration: Duration) {
+        connection.withInput { $0.deadline = .now + duration }
+    }
+
+    /// The numeric address of the peer (`203.0.113.7`, `::1`); nil when the socket cannot say.
+    public var peerAddress: String? { TCPPeer.address(of: connection.fd) }
+
     /// Ends the exchange now, answered or not.
     public func close() { connection.close() }
 
