@@ -38,17 +38,19 @@ final class WebhookListener: Sendable {
         case let .answer(refusal):
             answer(refusal, hook: Self.hookName(head.path, in: config), exchange)
         case let .read(route, length):
-            if case let .trigger(hook) = route,
-               let retry = limiter.withLock({ $0.admit(hook.name, hook.rateLimit, now: ContinuousClock.now - origin) }) {
-                return answer(HookAnswer(status: 429, message: "too many requests", retryAfter: retry), hook: hook.name, exchange)
-            }
             exchange.readBody(count: length) { [self] body in
                 let address = ClientAddress.of(peer: exchange.peerAddress, forwardedFor: head.fields.filter { $0.name == "x-forwarded-for" }.map(\.value),
                                                trusted: config.trustedProxies)
                 switch gate.decide(route, head, body: body, now: Int64(Date().timeIntervalSince1970)) {
                 case let .answer(refusal): answer(refusal, hook: Self.hookName(head.path, in: config), exchange)
                 case let .status(hook, action, run): status(hook, action: action, run: run, exchange)
-                case let .trigger(trigger): press(trigger, from: address, config.hooks[trigger.hook], exchange)
+                case let .trigger(trigger):
+                    // Counted once authenticated: an outsider who knows a hook's name cannot use up its budget.
+                    let hook = config.hooks[trigger.hook]
+                    if let hook, let retry = limiter.withLock({ $0.admit(hook.name, hook.rateLimit, now: ContinuousClock.now - origin) }) {
+                        return answer(HookAnswer(status: 429, message: "too many requests", retryAfter: retry), hook: hook.name, exchange)
+                    }
+                    press(trigger, from: address, hook, exchange)
                 }
             }
         }

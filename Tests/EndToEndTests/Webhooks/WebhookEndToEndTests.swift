@@ -30,6 +30,8 @@ struct WebhookEndToEndTests {
                       gl: { action: "deploy", secret: { file: "\(secrets)/gl.secret" }, signature: "gitlab", params: { env: "/ref" } },
                       ci: { action: "gate", secret: { file: "\(secrets)/ci.secret" }, signature: "hmac-sha256", params: { code: "/code" } },
                       hold: { action: "hold", secret: { file: "\(secrets)/ci.secret" }, signature: "hmac-sha256" },
+                      limited: { action: "gate", secret: { file: "\(secrets)/ci.secret" }, signature: "hmac-sha256", params: { code: "/code" },
+                                 rateLimit: { requests: 1, per: "1h" } },
                     },
                   },
                   actions: {
@@ -137,6 +139,14 @@ struct WebhookEndToEndTests {
         let holding = try MetricsEndToEndTests.TCP(port: port)
         holding.send("POST /hooks/gh HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
         #expect(holding.readToEnd(seconds: 20).hasPrefix("HTTP/1.1 408 "))
+        // A rate limit counts authenticated presses only: an outsider cannot use up the hook's budget.
+        #expect(try WebhookClient.curl(["--data-binary", "{}", setup.base + "/hooks/limited"]).status == 401)
+        let allowed = try WebhookClient.post(setup.base + "/hooks/limited", scheme: "hmac-sha256", secret: setup.secret("ci"), body: #"{"code": 0}"#, in: setup.secrets)
+        #expect(allowed.status == 202, "\(allowed.body)")
+        let limited = try WebhookClient.curl(["-i", "-H", "X-Baton-Signature: t=1,v1=" + String(repeating: "0", count: 64), setup.base + "/hooks/limited", "--data-binary", "{}"])
+        #expect(limited.status == 401)
+        let past = try WebhookClient.post(setup.base + "/hooks/limited", scheme: "hmac-sha256", secret: setup.secret("ci"), body: #"{"code": 0}"#, in: setup.secrets)
+        #expect(past.status == 429, "\(past.body)")
         #expect(!setup.daemon.stderr.contains("gh-0123456789abcdef-secret"))
     }
 }
