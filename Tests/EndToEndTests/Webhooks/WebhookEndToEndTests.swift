@@ -150,3 +150,4 @@ struct WebhookEndToEndTests {
         #expect(!setup.daemon.stderr.contains("gh-0123456789abcdef-secret"))
     }
 }
+
