@@ -178,6 +178,9 @@ enum Daemon {
             if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {
                 Log.warning("socket and database settings change only at restart")
             }
+            if old.webhooks?.listen != config.webhooks?.listen {
+                Log.warning("webhooks.listen changes only at restart (the hooks themselves were reloaded)")
+            }
             Log.info("reloaded \(path): \(config.actions.count) actions")
             return nil
         } catch {
