@@ -149,5 +149,30 @@ struct WebhookEndToEndTests {
         #expect(past.status == 429, "\(past.body)")
         #expect(!setup.daemon.stderr.contains("gh-0123456789abcdef-secret"))
     }
-}
 
+    @Test("a reload rotates a hook's secret: the old one is refused from then on, the new one presses; an unreadable secret keeps the old config")
+    func rotation() throws {
+        let setup = try Setup()
+        func press() throws -> WebhookClient.Answer {
+            try WebhookClient.post(setup.base + "/hooks/ci", scheme: "hmac-sha256", secret: setup.secret("ci"), body: #"{"code": 0}"#, in: setup.secrets)
+        }
+        let old = try String(contentsOfFile: setup.secret("ci"), encoding: .utf8)
+        #expect(try press().status == 202)
+        try "ci-rotated-0123456789abcdef\n".write(toFile: setup.secret("ci"), atomically: true, encoding: .utf8)
+        // Until the reload the listener holds the old secret: the sender's new one is refused.
+        #expect(try press().status == 401)
+        setup.daemon.signal(SIGHUP)
+        try setup.daemon.waitForLog("reloaded")
+        #expect(try press().status == 202)
+        try old.write(toFile: setup.secrets + "/old.secret", atomically: true, encoding: .utf8)
+        let stale = try WebhookClient.post(setup.base + "/hooks/ci", scheme: "hmac-sha256", secret: setup.secrets + "/old.secret", body: #"{"code": 0}"#,
+                                           in: setup.secrets)
+        #expect(stale.status == 401)
+        try FileManager.default.removeItem(atPath: setup.secret("gl"))
+        setup.daemon.signal(SIGHUP)
+        try setup.daemon.waitForLog("reload refused")
+        #expect(setup.daemon.stderr.contains("webhooks.hooks.gl.secret.file: cannot read the secret file"), "\(setup.daemon.stderr)")
+        #expect(try press().status == 202)
+        #expect(!setup.daemon.stderr.contains("ci-rotated") && !setup.daemon.stderr.contains("0123456789abcdef-secret"))
+    }
+}
