@@ -1,4 +1,5 @@
 import BatonCore
+import BatonHooks
 import Foundation
 import Testing
 
@@ -122,6 +123,10 @@ struct WebhookEndToEndTests {
                                            skew: -60, in: setup.secrets)
         #expect(fresh.status == 202, "\(fresh.body)")
         #expect(try WebhookClient.curl(["--data-binary", "{}", setup.base + "/hooks/nope"]).status == 404)
+        let accepted = try WebhookClient.curl(["-i", "-H", "X-Baton-Signature: " + SignatureScheme.batonSignature(Array("{}".utf8),
+            secret: Secret(fileContent: Array(try Data(contentsOf: URL(fileURLWithPath: setup.secret("ci"))))), time: Int64(Date().timeIntervalSince1970)),
+            "--data-binary", "{}", setup.base + "/hooks/hold"])
+        #expect(accepted.status == 202 && accepted.body.hasPrefix("HTTP/1.1 202 Accepted\r\n"), "\(accepted.body)")
         let get = try WebhookClient.curl(["-i", setup.base + "/hooks/gh"])
         #expect(get.status == 405 && get.body.contains("Allow: POST"), "\(get.body)")
         let port = try WebhookClient.port(of: setup.daemon)
