@@ -39,6 +39,8 @@ public final class Service: ServerDelegate, Sendable {
     let groupCache = Locked<[UInt32: (groups: [UInt32], at: ContinuousClock.Instant)]>([:])
     /// Watches per connection (the conductor's observer ids), stopped when it closes.
     private let watches = Locked<[ObjectIdentifier: [Int]]>([:])
+    /// Output follows per connection (the conductor's ids), stopped when it closes.
+    let outputFollows = Locked<[ObjectIdentifier: [Int]]>([:])
 
     /// What batond counts for `metrics` and `GET /metrics`: triggers here, runs and commits by batond.
     public let metrics: Metrics
@@ -105,6 +107,7 @@ public final class Service: ServerDelegate, Sendable {
                 // Closed before the watch was registered: stop it now.
                 if connection.isClosed { closed(connection) }
             }
+        case .output: output(exchange, generation)
         // The history and the admin hooks: on a task.
         case .history, .show, .stats, .denied, .reload, .prune:
             Task {
@@ -120,6 +123,8 @@ public final class Service: ServerDelegate, Sendable {
     public func closed(_ connection: any Caller) {
         let ids = watches.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
         for id in ids { conductor.stopObserving(id) }
+        let follows = outputFollows.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
+        for id in follows { conductor.stopFollowingOutput(id) }
     }
 
     /// Answers a request that reads the history or calls a hook. Each operation has its own
@@ -132,7 +137,7 @@ public final class Service: ServerDelegate, Sendable {
         case .prune: return try await prune(request, generation, connection)
         case .stats: return try await stats(request, generation, connection)
         case .denied: return try await denied(request, generation, connection)
-        case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics:
+        case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output:
             throw .internalError("\(request.op.rawValue) is not answered on a task")
         }
     }

@@ -154,6 +154,10 @@ public struct History {
             if case let .blob(bytes) = statement.value(0) { return (Data(bytes), statement.int64(1) == 1) }
             return (Data(), statement.int64(1) == 1)
         }
+        // The tail comes from the run's chunks where it kept them; runs from before them have the old row.
+        if let tail = try outputTail(of: id) {
+            return RunDetail(run: run, transitions: transitions, triggers: triggers, output: Data(tail.bytes), outputTruncated: tail.truncated)
+        }
         return RunDetail(run: run, transitions: transitions, triggers: triggers, output: output?.0, outputTruncated: output?.1 ?? false)
     }
 

@@ -43,6 +43,8 @@ enum JournalWriter {
             try db.cached("INSERT OR REPLACE INTO outputs (run_id, tail, truncated) VALUES (?, ?, ?)") {
                 try $0.run([.integer(runID), .blob(tail), .integer(truncated ? 1 : 0)])
             }
+        case let .outputChunks(write):
+            try OutputWriter.write(write, on: db)
         case let .processGroup(runID, pgid, identity):
             try db.cached("UPDATE runs SET pgid = ?, pgid_start = ? WHERE id = ?") {
                 try $0.run([.integer(Int64(pgid)), .text(identity), .integer(runID)])

@@ -22,6 +22,20 @@ struct PruneSelection {
          .integer(now.rawValue - retention.keepFailures.microseconds), .integer(countCutoff)]
     }
 
+    /// How many runs match, and the bytes of output they keep (their chunks, or an older run's tail).
+    func count(on connection: Connection) throws -> (runs: Int, outputBytes: Int64) {
+        try connection.withStatement("""
+            SELECT count(*), coalesce(sum(
+                coalesce((SELECT sum(length(bytes)) FROM output_chunks WHERE run_id = runs.id),
+                         (SELECT length(tail) FROM outputs WHERE run_id = runs.id), 0)), 0)
+            FROM runs WHERE \(whereClause)
+            """) { statement in
+            try statement.bind(arguments)
+            guard try statement.step() else { return (0, 0) }
+            return (Int(statement.int64(0) ?? 0), statement.int64(1) ?? 0)
+        }
+    }
+
     /// Finds the count cutoff: the id of the oldest run among the newest `maxRunsPerAction` ended ones.
     static func make(action: String, retention: Retention, now: Timestamp, on connection: Connection) throws -> PruneSelection {
         let cutoff = try connection.withStatement("""
@@ -54,12 +68,9 @@ extension Store {
         for selection in selections {
             var removed = 0
             if dryRun {
-                removed = try await read { history in
-                    try history.connection.withStatement("SELECT count(*) FROM runs WHERE \(selection.whereClause)") { statement in
-                        try statement.bind(selection.arguments)
-                        return try statement.step() ? Int(statement.int64(0) ?? 0) : 0
-                    }
-                }
+                let (runs, bytes) = try await read { history in try selection.count(on: history.connection) }
+                removed = runs
+                report.outputBytes = (report.outputBytes ?? 0) + bytes
             } else {
                 while true {
                     let batch = try await perform { connection in

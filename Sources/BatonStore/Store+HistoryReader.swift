@@ -25,6 +25,10 @@ extension Store: HistoryReader {
         try await query { try $0.recentDurations(of: actions) }
     }
 
+    public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? {
+        try await query { try $0.output(of: run, from: offset, maxBytes: maxBytes) }
+    }
+
     /// A read whose failure says which file could not be read and why, without the SQL.
     private func query<T: Sendable>(_ body: @escaping @Sendable (History) throws -> T) async throws(BatonError) -> T {
         do {

@@ -12,6 +12,8 @@ extension Store {
         var highestRunID: Int64
         /// Set once the file is gone: nothing more is written to it.
         var lost = false
+        /// Runs whose output lost chunks to a full disk: their `dropped` is counted from what is kept.
+        var lossyOutput: Set<Int64> = []
     }
 
     /// What the writer reads of the store (the store itself is not needed on its thread).
@@ -37,7 +39,7 @@ extension Store {
         }
         do {
             let began = ContinuousClock.now
-            let results = try write(batch.jobs, on: state.connection)
+            let results = try write(batch.jobs, lossy: state.lossyOutput, on: state.connection)
             context.options.onCommit?((ContinuousClock.now - began).secondsValue, batch.jobs.count)
             for item in batch.jobs { for case let .created(run, _) in item.entries { state.highestRunID = max(state.highestRunID, run.id) } }
             let recovered = context.status.withLock { status in
@@ -58,6 +60,11 @@ extension Store {
             var held = batch.jobs.filter { item in
                 if item.refusedWhileFailing && !busy { item.completion(.failure(.storeUnavailable(message))); return false }
                 return true
+            }
+            // A full disk: what output waits is not kept (its runs' totals still are), so that it
+            // cannot keep out the transitions that may fit, nor wait in memory for space.
+            if (error as? DatabaseError)?.isFull == true {
+                held = held.map { OutputShedding.shed($0, into: &state.lossyOutput) }
             }
             if batch.isClosing && !busy {
                 // Shutting down with a disk that stays full: give up on what cannot be written,
@@ -108,20 +115,21 @@ extension Store {
     /// fails alone and is rolled back; a busy or full database fails the whole batch. Items are
     /// written without savepoints first (a bad item is a bug, so this is the path taken); only
     /// when one fails is the batch written again with a savepoint around each item.
-    private static func write(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
+    private static func write(_ batch: [Item], lossy: Set<Int64>, on connection: Connection) throws -> [Result<Void, BatonError>] {
         do {
             try connection.transaction(immediate: true) {
                 for item in batch { try writeItem(item, on: connection) }
+                try OutputShedding.recount(batch, lossy: lossy, on: connection)
             }
             return Array(repeating: .success(()), count: batch.count)
         } catch let error as DatabaseError where error.isBusy || error.isFull || error.primaryCode == SQLITE_IOERR {
             throw error
         } catch {
-            return try writeIsolated(batch, on: connection)
+            return try writeIsolated(batch, lossy: lossy, on: connection)
         }
     }
 
-    private static func writeIsolated(_ batch: [Item], on connection: Connection) throws -> [Result<Void, BatonError>] {
+    private static func writeIsolated(_ batch: [Item], lossy: Set<Int64>, on connection: Connection) throws -> [Result<Void, BatonError>] {
         var results: [Result<Void, BatonError>] = []
         results.reserveCapacity(batch.count)
         try connection.transaction(immediate: true) {
@@ -138,6 +146,7 @@ extension Store {
                     results.append(.failure(.internalError("history write refused: \(Self.describe(error))")))
                 }
             }
+            try OutputShedding.recount(batch, lossy: lossy, on: connection)
         }
         return results
     }

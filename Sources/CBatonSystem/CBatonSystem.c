@@ -18,6 +18,9 @@
 #include <sys/eventfd.h>
 #include <sys/un.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <stdlib.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <netinet/in.h>
@@ -262,4 +265,35 @@ static _Thread_local int lock_depth;
 int baton_lock_depth(int delta) {
     lock_depth += delta;
     return lock_depth;
+}
+
+/* A pseudo-terminal for an attempt that asks for one (`tty: true`): the master for batond, the
+   slave for the process's stdout and stderr, both close-on-exec (the spawn dups the slave). Output
+   post-processing is off, so that a newline stays a newline in the history; 80x24 like a plain
+   terminal. Returns 0, or an errno. */
+int baton_openpty(int *master, int *slave) {
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (m < 0) return errno;
+    char name[128];
+    if (grantpt(m) != 0 || unlockpt(m) != 0 || ptsname_r(m, name, sizeof(name)) != 0) {
+        int error = errno;
+        close(m);
+        return error;
+    }
+    int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0) {
+        int error = errno;
+        close(m);
+        return error;
+    }
+    struct termios modes;
+    if (tcgetattr(s, &modes) == 0) {
+        modes.c_oflag &= ~(tcflag_t)OPOST;
+        tcsetattr(s, TCSANOW, &modes);
+    }
+    struct winsize size = { .ws_row = 24, .ws_col = 80 };
+    ioctl(s, TIOCSWINSZ, &size);
+    *master = m;
+    *slave = s;
+    return 0;
 }

@@ -46,7 +46,7 @@ static int resolve(const char *name, char *out, size_t size) {
 
 int baton_spawn_in(const char *const argv[], const char *const envp[], const char *cwd,
                    int stdout_fd, int stderr_fd, int progress_fd, int cgroup_procs_fd,
-                   int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
+                   const int *v1_procs_fds, size_t v1_count, int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
                    int set_umask, mode_t mask, pid_t *pid) {
     char file[PATH_MAX];
     int resolved = resolve(argv[0], file, sizeof(file));
@@ -71,6 +71,10 @@ int baton_spawn_in(const char *const argv[], const char *const envp[], const cha
         }
         int fail = 0;
         if (cgroup_procs_fd >= 0 && write(cgroup_procs_fd, "0", 1) != 1) fail = errno ? errno : EIO;
+        // "0" is the writer: only this child moves (a v1 group's cgroup.procs moves its thread group).
+        for (size_t i = 0; !fail && i < v1_count; i++) {
+            if (write(v1_procs_fds[i], "0", 1) != 1) fail = errno ? errno : EIO;
+        }
         if (!fail && setpgid(0, 0) != 0) fail = errno;
         if (!fail && (dup2(devnull, 0) < 0 || dup2(stdout_fd, 1) < 0 || dup2(stderr_fd, 2) < 0)) fail = errno;
         if (!fail && progress_fd >= 0 && dup2(progress_fd, 3) < 0) fail = errno;

@@ -9,7 +9,7 @@ import Foundation
 let usage = """
     usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH] [--fleet CONNINFO]
       --quick        small sizes and short runs: checks that every benchmark works, figures are rough
-      --only LIST    comma-separated: store, noop, spawn, batond, socket, single, latency, history, memory, cli
+      --only LIST    comma-separated: store, noop, spawn, batond, socket, single, latency, history, memory, cli, output
       --json PATH    where to write the results (default: .build/baton-bench.json)
       --batond PATH  the batond binary the batond figure drives (default: the one beside baton-bench)
       --fleet CONNINFO  also measure a fleet on this PostgreSQL database (scripts/bench-fleet makes one)
@@ -54,6 +54,8 @@ var steps: [(String, () async throws -> [Figure])] = [
     ("history", { try HistoryBench.run(runs: quick ? 20_000 : 1_000_000) }),
     ("memory", { try ProcessBench.memory(clients: quick ? 500 : 10_000) }),
     ("cli", { try ProcessBench.cli(samples: quick ? 5 : 30) }),
+    ("output", { try await OutputBench.run(bytes: quick ? 32 << 20 : 1 << 30, binary: batondBinary, lines: quick ? 30 : 300,
+                                           samples: quick ? 30 : 300) }),
 ]
 if let conninfo = fleetConninfo {
     steps.append(("fleet", { try await FleetBench.run(conninfo: conninfo, runs: quick ? 150 : 1_500, binary: batondBinary, seconds: seconds) }))

@@ -30,10 +30,11 @@ enum PruneCommand {
         return ExitCode.success
     }
 
-    /// `removed 3 runs: backup 2, deploy 1` (or `would remove …`), as a terminal shows it.
+    /// `removed 3 runs: backup 2, deploy 1` (or `would remove 3 runs (1.2 MiB of output): …`), as a terminal shows it.
     static func summary(_ report: PruneReport) -> String {
         guard report.total > 0 else { return "nothing to remove" }
         let parts = report.forTerminal.removed.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
-        return "\(report.dryRun ? "would remove" : "removed") \(report.total) run\(report.total == 1 ? "" : "s"): \(parts.joined(separator: ", "))"
+        let output = report.outputBytes.map { " (\(Format.bytes($0)) of output)" } ?? ""
+        return "\(report.dryRun ? "would remove" : "removed") \(report.total) run\(report.total == 1 ? "" : "s")\(output): \(parts.joined(separator: ", "))"
     }
 }

@@ -17,6 +17,7 @@ enum RunCommand {
             OptionSpec(long: "policy", short: nil, value: "POLICY", help: "reject, join, queue or replace, where the action allows it"),
             OptionSpec(long: "force", short: nil, value: nil, help: "run even inside the action's cooldown, where the action allows force"),
             OptionSpec(long: "detach", short: "d", value: nil, help: "print the run id once it is queued and exit"),
+            OptionSpec(long: "follow", short: "f", value: nil, help: "print the run's output as it comes, then the outcome"),
             OptionSpec(long: "json", short: nil, value: nil, help: "print the run as JSON"),
         ],
         run: run)
@@ -36,6 +37,10 @@ enum RunCommand {
         let detach = arguments.flag("detach")
         let json = arguments.flag("json")
         let force = arguments.flag("force") ? true : nil
+        if arguments.flag("follow") {
+            guard !detach else { throw UsageError("baton run: --follow and --detach exclude each other") }
+            return try runFollowing(Request(op: .trigger, action: action, params: params, policy: policy, detach: true, force: force), json: json, context)
+        }
         let request = Request(op: .trigger, action: action, params: params, policy: policy, detach: detach, force: force)
         let spinner = (!json && isatty(2) == 1) ? Spinner() : nil
         let response: Response
@@ -59,6 +64,18 @@ enum RunCommand {
             print(outcomeLine(run, shared: response.shared ?? false, context: context))
         }
         return detach ? ExitCode.success : ExitCode.of(run.phase)
+    }
+
+    /// Triggers (answered once queued), prints the run's output as it comes, then the outcome.
+    static func runFollowing(_ request: Request, json: Bool, _ context: Context) throws -> Int32 {
+        let queued = try context.call(request)
+        guard let id = queued.run?.id else { throw Failure(code: ExitCode.software, message: "batond answered without a run") }
+        var last: UInt8?
+        let run = try LogsCommand.follow(id, from: 0, follow: true, stream: nil, context, last: &last)
+        if last != nil && last != UInt8(ascii: "\n") { print() }
+        if json { print(Format.json(RunAnswer(run: run, decision: queued.decision, shared: queued.shared))) }
+        else { print(outcomeLine(run, shared: queued.shared ?? false, context: context)) }
+        return ExitCode.of(run.phase)
     }
 
     struct RunAnswer: Encodable {

@@ -42,7 +42,8 @@ struct Backend {
         var runner = ExecRunner()
         runner.tracking = tracking
         let conductor = Conductor(actions: config.actions, store: store,
-                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path))
+                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
+                                                             lineSink: config.journalSink))
         do throws(BatonError) {
             let summary = await conductor.recover(try store.recoverableState())
             if summary != RecoverySummary() {

@@ -26,6 +26,8 @@ struct Config: Sendable, Equatable {
     var webhooks: WebhookConfig?
     /// How a run's processes are kept track of (`processTree`).
     var processTree: ProcessTreeSetting = .auto
+    /// Whether each line of output also goes to the journal, where journald listens (`output.journal`).
+    var journal = true
     /// `postgres`, `host` and `lease`: this batond is one host of a fleet sharing that database.
     var fleet: FleetConfig?
     /// How long ended runs are kept; actions may override each field.

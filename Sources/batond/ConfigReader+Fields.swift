@@ -128,3 +128,26 @@ extension ConfigReader {
         }
     }
 }
+
+extension ConfigReader {
+    /// `output: { keep: "16MiB" }`: how many bytes of a run's output are kept.
+    mutating func outputKeep(_ value: JSONValue, at: String, allowed: Set<String> = ["keep"]) -> Int64? {
+        guard let fields = object(value, at: at, allowed: allowed) else { return nil }
+        guard let keep = fields["keep"] else { return nil }
+        if case let .string(text) = keep, let bytes = ByteSize.parse(text) { return bytes }
+        if case let .number(number) = keep, number >= 0, number.rounded() == number, number <= Double(ByteSize.maximum) {
+            return Int64(number)
+        }
+        fail("\(at).keep", "expected a size such as \"16MiB\", \"512KiB\", \"1GiB\" or \"0\" (none), got \(Self.show(keep))")
+        return nil
+    }
+
+    /// `output.journal` at the top: whether each line of output also goes to the journal where
+    /// journald listens (the default), or not.
+    mutating func outputJournal(_ value: JSONValue) -> Bool? {
+        guard case let .object(fields) = value, let journal = fields["journal"] else { return nil }
+        if case let .bool(flag) = journal { return flag }
+        fail("output.journal", "expected true or false, got \(Self.show(journal))")
+        return nil
+    }
+}

@@ -12,11 +12,11 @@ struct ConfigReader {
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
         "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
-        "processTree", "webhooks",
+        "processTree", "output", "webhooks",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "cooldown", "force", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits",
+        "keyParams", "cooldown", "force", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty",
     ]
 
     /// The longest action description, in bytes.
@@ -81,8 +81,15 @@ struct ConfigReader {
             return nil
         }
         if actions.isEmpty { fail("actions", "expected at least one action") }
+        let keep = fields["output"].flatMap { outputKeep($0, at: "output", allowed: ["keep", "journal"]) } ?? Action.defaultOutputKeep
+        if let journal = fields["output"].flatMap({ outputJournal($0) }) { config.journal = journal }
         for (name, value) in actions.sorted(by: { $0.key < $1.key }) {
-            if let action = action(name, value) { config.actions.append(action) }
+            if var action = action(name, value) {
+                // An action's own `output.keep` over the config's.
+                let own: JSONValue? = if case let .object(fields) = value { fields["output"] } else { nil }
+                action.outputKeep = own.flatMap { outputKeep($0, at: "actions.\(name).output") } ?? keep
+                config.actions.append(action)
+            }
         }
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
@@ -149,6 +156,9 @@ struct ConfigReader {
         if let value = fields["cooldown"] { action.cooldown = positiveDuration(value, at: "\(at).cooldown") }
         if let value = fields["force"] {
             if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }
+        }
+        if let value = fields["tty"] {
+            if case let .bool(flag) = value { action.tty = flag } else { fail("\(at).tty", "expected true or false, got \(value.kind)") }
         }
         if let value = fields["retention"] { action.retention = retention(value, at: "\(at).retention") }
         if let value = fields["allow"] { action.allow = allow(value, at: "\(at).allow") }

@@ -16,8 +16,8 @@ extension Daemon {
         return (backend, {
             let lost = backend.close()
             if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
-            // Every run has ended: the runs' cgroup subtree is empty, and goes with batond.
-            if case let .cgroup(hierarchy) = backend.tracking { rmdir(hierarchy.directory) }
+            // Every run has ended: the runs' cgroup subtrees are empty, and go with batond.
+            if case let .cgroup(hierarchy) = backend.tracking { hierarchy.removeSubtrees() }
         })
     }
 

@@ -37,6 +37,7 @@ struct ActionFingerprintTests {
         { (a: inout Action) in a.leftovers = .keep },
         { (a: inout Action) in a.onInterrupt = .restart },
         { (a: inout Action) in a.params["env"] = ParamSpec(defaultValue: "prod") },
+        { (a: inout Action) in a.tty = true },
     ] as [@Sendable (inout Action) -> Void])
     func differs(_ change: @Sendable (inout Action) -> Void) {
         var other = Self.base

@@ -269,6 +269,8 @@ struct ConductorWalk {
                 if transition.to.isTerminal { terminalDurable.insert(transition.runID) }
             case .trigger, .output, .processGroup:
                 break
+            case .outputChunks:
+                violate("the state wrote output chunks: the conductor writes them, beside the state")
             }
         }
     }

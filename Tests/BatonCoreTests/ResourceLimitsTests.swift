@@ -88,7 +88,7 @@ struct ResourceLimitsTests {
         #expect(partial.refusals(ResourceLimits()).isEmpty)
         let none = LimitSupport.none("no cgroups")
         #expect(none.refusals(ResourceLimits(memory: 1 << 30, tasks: 10, cpu: 50)).map(\.reason) == ["no cgroups", "no cgroups", "no cgroups"])
-        #expect(partial.description == "limits this machine enforces: tasks\n  memory: no: no memory here\n  cpu: no: no cpu here")
+        #expect(partial.description == "limits this machine enforces: tasks\n  memory: no: no memory here\n  tasks: cgroup v2 (pids controller)\n  cpu: no: no cpu here")
     }
 
     @Test("memory.events: the oom_kill count", arguments: [
@@ -116,13 +116,20 @@ struct ResourceLimitsTests {
         #expect((detail.reason ?? "exit") == reason)
     }
 
-    @Test("on this machine, for real: what the probe finds matches cgroup.controllers, and a cgroup given a limit it cannot enforce is not made")
+    @Test("on this machine, for real: what the probe finds matches cgroup.controllers and the v1 mounts, and a cgroup given a limit it cannot enforce is not made")
     func thisMachine() throws {
         guard case let .success(hierarchy) = CgroupHierarchy.prepare(instance: "limits-test-\(UUID().uuidString)", probeOnly: true) else { return }
         let offered = CgroupHierarchy.controllers(in: hierarchy.home + "/cgroup.controllers")
         #expect(hierarchy.limits.controllers.isSubset(of: offered.intersection(LimitSupport.wanted)), "\(hierarchy.limits)")
+        // Not on cgroup2: served by a v1 hierarchy of that controller (a hybrid host), else refused.
+        let mounts = CgroupHierarchy.v1Controllers(mountinfo: try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8))
         for field in ResourceLimits.Field.allCases where !offered.contains(field.controller) {
-            #expect(hierarchy.limits.refusal(field) != nil, "\(field)")
+            if case let .v1(subtree) = hierarchy.limits.enforcer(field) {
+                #expect(subtree.hasPrefix((mounts[field.controller] ?? "?") + "/"), "\(field): \(subtree)")
+                #expect(access(subtree, F_OK) != 0, "a probe leaves no subtree behind")
+            } else {
+                #expect(hierarchy.limits.refusal(field) != nil, "\(field)")
+            }
         }
         // An attempt's cgroup given limits its controllers cannot enforce: refused, and removed.
         let refused = ResourceLimits.Field.allCases.filter { hierarchy.limits.refusal($0) != nil }
@@ -136,7 +143,7 @@ struct ResourceLimitsTests {
         case .cpu: limits.cpu = 50
         }
         let path = hierarchy.path(run: 1, attempt: 1)
-        guard case let .failure(why) = AttemptCgroup.create(path, home: hierarchy.home, limits: limits) else {
+        guard case let .failure(why) = AttemptCgroup.create(path, home: hierarchy.home, plan: LimitPlan.make(limits, support: hierarchy.limits)) else {
             Issue.record("\(field) was written where \(hierarchy.limits.refusal(field) ?? "") said it could not be")
             AttemptCgroup.destroy(path)
             return

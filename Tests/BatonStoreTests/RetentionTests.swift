@@ -20,6 +20,12 @@ struct RetentionTests {
         if phase.isTerminal {
             entries.append(.transition(Transition(runID: id, seq: 3, from: .loading, to: phase, at: at, detail: .init())))
             entries.append(.output(runID: id, tail: Array("out".utf8), truncated: false))
+            // `id * 10` bytes of output chunks, in two chunks.
+            let bytes = [UInt8](repeating: 7, count: Int(id) * 5)
+            entries.append(.outputChunks(OutputWrite(
+                runID: id, chunks: [OutputChunk(start: 0, stream: .stdout, at: at, bytes: bytes),
+                                    OutputChunk(start: id * 5, stream: .stderr, at: at, bytes: bytes)],
+                removeBefore: nil, head: 1_000, total: id * 10, dropped: 0)))
         }
         entries.append(.trigger(TriggerRecord(runID: id, action: action, key: action, decision: .rejected, policy: .reject,
                                               peer: nil, at: at, params: [:])))
@@ -37,6 +43,8 @@ struct RetentionTests {
             SELECT (SELECT count(*) FROM transitions WHERE run_id NOT IN (SELECT id FROM runs))
                  + (SELECT count(*) FROM triggers WHERE run_id NOT IN (SELECT id FROM runs))
                  + (SELECT count(*) FROM outputs WHERE run_id NOT IN (SELECT id FROM runs))
+                 + (SELECT count(*) FROM output_chunks WHERE run_id NOT IN (SELECT id FROM runs))
+                 + (SELECT count(*) FROM output_totals WHERE run_id NOT IN (SELECT id FROM runs))
             """)?.int64 ?? -1
         return (ids, orphans)
     }
@@ -59,6 +67,9 @@ struct RetentionTests {
 
         let dry = try await store.prune(retention: retention, overrides: overrides, now: Self.now, dryRun: true)
         #expect(dry.removed == ["backup": 3, "deploy": 4])
+        // Runs 1, 2, 6 and 9 to 12 keep id * 10 bytes of output each.
+        let outputBytes: Int64 = 510
+        #expect(dry.outputBytes == outputBytes)
         #expect(try remaining(dir.file("h.sqlite")).runs == Array(1...14))
 
         let report = try await store.prune(retention: retention, overrides: overrides, now: Self.now, batchSize: 2)

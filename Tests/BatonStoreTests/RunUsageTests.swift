@@ -81,7 +81,7 @@ struct RunUsageTests {
         #expect(none.cpuP50 == nil && none.memoryP95 == nil)
     }
 
-    @Test("a version-2 history migrates to version 3: its runs read as before, with no figures")
+    @Test("a version-2 history migrates to version 3 and on: its runs read as before, with no figures")
     func migration() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("h.sqlite")

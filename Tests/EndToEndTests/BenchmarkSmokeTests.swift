@@ -16,7 +16,7 @@ struct BenchmarkSmokeTests {
         let figures = object["figures"] as? [[String: Any]] ?? []
         let names = figures.compactMap { $0["name"] as? String }
         for prefix in ["store:", "end to end:", "spawn:", "socket: ping", "socket: status", "single flight:", "latency:",
-                       "history", "stats ", "memory:", "cli:"] {
+                       "history", "stats ", "memory:", "cli:", "output through batond:", "output follower:", "trigger → end of /bin/true while"] {
             #expect(names.contains { $0.hasPrefix(prefix) }, "no figure for \(prefix)")
         }
         #expect(names.contains { $0.contains("→ 1 run(s)") }, "single flight gave more than one run: \(names)")

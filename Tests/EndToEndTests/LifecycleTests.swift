@@ -174,12 +174,12 @@ struct LifecycleTests {
     @Test("retention: baton prune --dry-run counts, baton prune removes exactly the runs beyond the per-action limit")
     func prune() throws {
         let daemon = try Daemon(config: """
-            { retention: { maxRunsPerAction: 100 }, actions: { a: { exec: ["true"], retention: { maxRunsPerAction: 2 } }, b: { exec: ["true"] } } }
+            { retention: { maxRunsPerAction: 100 }, actions: { a: { exec: ["echo", "hi"], retention: { maxRunsPerAction: 2 } }, b: { exec: ["true"] } } }
             """)
         for _ in 0..<5 { #expect(try daemon.baton("run", "a").code == 0) }
         for _ in 0..<3 { #expect(try daemon.baton("run", "b").code == 0) }
         let dry = try daemon.baton("prune", "--dry-run")
-        #expect(dry.stdout == "would remove 3 runs: a 3\n")
+        #expect(dry.stdout == "would remove 3 runs (9 B of output): a 3\n")
         let real = try daemon.baton("prune")
         #expect(real.stdout == "removed 3 runs: a 3\n")
         let rows = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT group_concat(id) FROM runs; SELECT count(*) FROM transitions"])

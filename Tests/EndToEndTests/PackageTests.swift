@@ -116,12 +116,20 @@ struct PackageTests {
             #expect(result.code == 0, "\(command): \(result.stdout) \(result.stderr)")
         }
         #expect(try await container.waitUntil("journalctl BATON_ACTION=hello -o cat --no-pager | grep -q 'loading → success'"))
+        // Each line of a run's output is in the journal as the action's own message, with the run's fields.
+        #expect(try await container.waitUntil("""
+            journalctl BATON_ACTION=deploy BATON_STREAM=stdout BATON_KEY='deploy env=prod' PRIORITY=6 -o cat --no-pager | grep -qx 'deploying to prod'
+            """))
+        let steps = try await container.run("journalctl SYSLOG_IDENTIFIER=slow-build BATON_RUN_ID=4 -o cat --no-pager")
+        #expect(steps.stdout == "step 1\nstep 2\nstep 3\nstep 4\nstep 5\n", "\(steps.stdout) \(steps.stderr)")
 
         let added = try await container.run("""
-            sed -i 's/^  actions: {/  actions: {\\n    extra: { exec: ["true"] },/' /etc/baton/baton.json5 && systemctl reload batond.service
+            sed -i 's/^  actions: {/  actions: {\\n    extra: { exec: ["sh", "-c", "echo extra-err >\\&2"] },/' /etc/baton/baton.json5 && systemctl reload batond.service
             """)
         #expect(added.code == 0, "\(added.stderr)")
         #expect(try await container.run("baton actions --names").stdout.contains("extra"))
+        #expect(try await container.run("baton run extra").code == 0)
+        #expect(try await container.waitUntil("journalctl BATON_ACTION=extra BATON_STREAM=stderr PRIORITY=4 -o cat --no-pager | grep -qx extra-err"))
 
         #expect(try await container.run("runuser -u alice -- baton run hello").code == 0)
         let bob = try await container.run("runuser -u bob -- baton run hello")

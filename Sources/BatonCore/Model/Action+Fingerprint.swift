@@ -3,7 +3,7 @@
 extension Action {
     /// 16 hex digits of FNV-1a (64 bits) over a canonical encoding of what the action runs and
     /// how a trigger meets its runs: exec, cwd, env, user, umask, timeout, killGrace, leftovers,
-    /// policy, policies, retry, params (pattern and default), keyParams and onInterrupt. Each
+    /// policy, policies, retry, params (pattern and default), keyParams, onInterrupt and tty. Each
     /// value is length-prefixed and maps and sets are sorted, so the same definition gives the
     /// same fingerprint on every host and in every release, and the order of a config's fields
     /// does not matter. `description`, `retention` and `allow` are left out: they change neither
@@ -25,6 +25,8 @@ extension Action {
         encoder.add("params", params.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value.pattern?.source ?? "\u{0}", $0.value.defaultValue ?? "\u{0}"] })
         encoder.add("keyParams", keyParams)
         encoder.add("onInterrupt", [onInterrupt.rawValue])
+        // Only when set, so that the fingerprints of actions without it stay what they were.
+        if tty { encoder.add("tty", ["true"]) }
         return encoder.hex
     }
 

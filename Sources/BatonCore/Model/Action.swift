@@ -45,6 +45,15 @@ public struct Action: Sendable, Equatable {
     public var cooldown: Duration?
     /// Whether a trigger may pass `force` to run inside the cooldown window (`force: true`).
     public var allowsForce = false
+    /// How many bytes of each run's output the history keeps (`output.keep`): the first and the
+    /// last half of it once a run writes more; 0 keeps none.
+    public var outputKeep: Int64 = Action.defaultOutputKeep
+    /// Whether the process's stdout and stderr are a pseudo-terminal (`tty: true`), so that
+    /// programs line-buffer and colour as on a terminal; its output is then one stream, stdout.
+    public var tty = false
+
+    /// 16 MiB: the `output.keep` of an action when neither it nor the config says.
+    public static let defaultOutputKeep: Int64 = 16 << 20
 
     public init(
         name: String, exec: [String] = [], cwd: String? = nil, env: [String: String] = [:],

@@ -20,11 +20,22 @@ struct AttemptOutput {
         tail = OutputTail(limit: tailLimit)
     }
 
-    /// Reads what `fd` has now, handing each chunk to `take`; returns whether it is still open.
-    /// Only on the reactor's thread (one buffer serves every attempt).
-    static func read(_ fd: Int32, _ take: (UnsafeRawBufferPointer) -> Void) -> Bool {
+    /// At most this many reads of one pipe per readiness: a process that writes as fast as batond
+    /// reads (`cat /dev/zero`) would otherwise keep the loop in one pipe, and every other run,
+    /// trigger and timer waiting. The epoll watch is level-triggered: the rest comes next turn.
+    static let readsPerTurn = 4
+    /// At the attempt's end: 1 MiB, the most a pipe holds unless root raised `fs.pipe-max-size`
+    /// (a leftover kept running may still be writing: the end cannot wait for the pipe to empty).
+    static let readsAtEnd = 16
+
+    /// Reads what `fd` has now (up to `limit` buffers), handing each chunk to `take`; returns
+    /// whether it is still open. Only on the reactor's thread (one buffer serves every attempt).
+    static func read(_ fd: Int32, limit: Int = readsPerTurn, _ take: (UnsafeRawBufferPointer) -> Void) -> Bool {
         let buffer = Self.buffer
+        var reads = 0
         while true {
+            if reads == limit { return true }
+            reads += 1
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n > 0 {
                 take(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
@@ -52,6 +63,11 @@ struct AttemptOutput {
             }
         }
         return reports
+    }
+
+    /// The stream `fd` carries, or nil for the progress pipe (or one already closed).
+    func stream(of fd: Int32) -> StandardStream? {
+        fd == pipes.stdout ? .stdout : fd == pipes.stderr ? .stderr : nil
     }
 
     /// The pipe ended.

@@ -26,14 +26,18 @@ public final class Conductor: Sendable {
         /// Watchers hear transitions from the fleet's feed (every host's, in commit order), not
         /// from this conductor as it commits them.
         public var watchersFedByFleet: Bool
+        /// Told every line of every run's output besides the history (batond: the journal), or nil.
+        public var lineSink: (any OutputLineSink)?
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
-                    seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false) {
+                    seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,
+                    lineSink: (any OutputLineSink)? = nil) {
             self.maxConcurrentRuns = maxConcurrentRuns
             self.execRunner = execRunner
             self.seed = seed
             self.instance = instance
             self.watchersFedByFleet = watchersFedByFleet
+            self.lineSink = lineSink
         }
     }
 
@@ -66,6 +70,13 @@ public final class Conductor: Sendable {
         var replies: [Token: Reply] = [:]
         var nextToken: Token = 1
         var waiters: [Int64: [Follower]] = [:]
+        /// The output of each run in flight that wrote some, on its way to the history.
+        var outputs: [Int64: OutputLimiter] = [:]
+        /// Each run's output cut into lines for the line sink (only when there is one).
+        var lines: [Int64: OutputLines] = [:]
+        /// Who follows the output of a run in flight, by registration.
+        var outputFollowers: [Int: (run: Int64, follower: OutputFollower)] = [:]
+        var nextOutputFollower = 0
         var drained: [CheckedContinuation<Void, Never>] = []
         var isDrained = false
     }
@@ -175,21 +186,28 @@ public final class Conductor: Sendable {
             if update.transition == nil { publishToWatchers(update, progress: true) }
             else if !options.watchersFedByFleet { publishToWatchers(update) }
         case let .close(run):
-            let waiters = core.withLock { core -> [Follower] in
+            let (waiters, outputFollowers) = core.withLock { core -> ([Follower], [OutputFollower]) in
                 core.attempts[run] = nil
-                return core.waiters.removeValue(forKey: run) ?? []
+                core.outputs[run] = nil
+                core.lines[run] = nil
+                let following = core.outputFollowers.filter { $0.value.run == run }
+                for id in following.keys { core.outputFollowers[id] = nil }
+                return (core.waiters.removeValue(forKey: run) ?? [], following.values.map(\.follower))
             }
             for waiter in waiters { waiter(nil) }
+            for follower in outputFollowers { follower(nil) }
         case .drained:
-            let (waiters, continuations) = core.withLock { core -> ([Follower], [CheckedContinuation<Void, Never>]) in
+            let (waiters, continuations, outputFollowers) = core.withLock { core in
                 defer {
                     core.waiters = [:]
                     core.drained = []
+                    core.outputFollowers = [:]
                     core.isDrained = true
                 }
-                return (core.waiters.values.flatMap { $0 }, core.drained)
+                return (core.waiters.values.flatMap { $0 }, core.drained, core.outputFollowers.values.map(\.follower))
             }
             for waiter in waiters { waiter(nil) }
+            for follower in outputFollowers { follower(nil) }
             for continuation in continuations { continuation.resume() }
         case .drainedUnwritten:
             // The waiters stay: each hears its run's end if it commits before batond exits.
@@ -210,13 +228,24 @@ public final class Conductor: Sendable {
         let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: launch.params,
                       instance: options.instance)
         let (run, attempt) = (launch.run, launch.attempt)
+        let source = OutputSource(run: run, action: launch.action.name, key: launch.action.key(for: launch.params), keep: launch.action.outputKeep)
         return runner.start(job) { [weak self] event in
             switch event {
             case let .started(group): self?.send(.started(run: run, attempt: attempt, group))
             case let .progress(progress): self?.send(.progress(run: run, attempt: attempt, progress))
-            case let .ended(outcome): self?.send(.exited(run: run, attempt: attempt, outcome))
+            case let .output(stream, bytes): self?.keepOutput(source, stream, bytes)
+            case let .ended(outcome): self?.attemptEnded(run: run, attempt: attempt, outcome)
             }
         }
+    }
+
+    /// The attempt's last bytes are written before its end, in the same queue (on the loop,
+    /// after any output it posted).
+    private func attemptEnded(run: Int64, attempt: Int, _ outcome: AttemptOutcome) {
+        guard reactor.isCurrent else { return reactor.post { [self] in attemptEnded(run: run, attempt: attempt, outcome) } }
+        flushOutput(run, final: true)
+        finishLines(run)
+        send(.exited(run: run, attempt: attempt, outcome))
     }
 
     private func deliver(_ answer: ConductorState.Answer, to reply: Reply) {

@@ -60,7 +60,7 @@ public struct ExecRunner: Runner {
     /// posix_spawn in the common case; vfork and exec when the process joins a cgroup, takes
     /// another identity or umask first.
     static func spawn(_ action: Action, _ argv: UnsafePointer<UnsafePointer<CChar>?>, _ envp: UnsafePointer<UnsafePointer<CChar>?>,
-                      _ stdout: Int32, _ stderr: Int32, _ progress: Int32, cgroup: Int32, _ pid: inout pid_t) -> Int32 {
+                      _ stdout: Int32, _ stderr: Int32, _ progress: Int32, cgroup: Int32, v1: [Int32] = [], _ pid: inout pid_t) -> Int32 {
         let cwd = action.cwd.map { strdup($0) } ?? nil
         defer { free(cwd) }
         guard action.runAs != nil || action.umask != nil || cgroup >= 0 else {
@@ -69,8 +69,11 @@ public struct ExecRunner: Runner {
         let user = action.runAs
         let groups = user?.groups ?? []
         return groups.withUnsafeBufferPointer { list in
-            baton_spawn_in(argv, envp, cwd, stdout, stderr, progress, cgroup, user == nil ? 0 : 1, user?.uid ?? 0, user?.gid ?? 0,
-                           list.baseAddress, list.count, action.umask == nil ? 0 : 1, mode_t(action.umask ?? 0), &pid)
+            v1.withUnsafeBufferPointer { v1 in
+                baton_spawn_in(argv, envp, cwd, stdout, stderr, progress, cgroup, v1.baseAddress, v1.count, user == nil ? 0 : 1,
+                               user?.uid ?? 0, user?.gid ?? 0, list.baseAddress, list.count, action.umask == nil ? 0 : 1,
+                               mode_t(action.umask ?? 0), &pid)
+            }
         }
     }
 
@@ -90,16 +93,27 @@ public struct ExecRunner: Runner {
             }
         }
         beforeSpawn?()
+        // With `tty`, stdout and stderr are one pseudo-terminal (its master read as stdout), and err stays [-1, -1].
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], prog: [Int32] = [-1, -1]
-        guard baton_pipe(&out) == 0, baton_pipe(&err) == 0, baton_pipe(&prog) == 0 else {
-            let message = "cannot create pipes: \(String(cString: strerror(errno)))"
+        var made: Int32 = 0
+        if job.action.tty {
+            var (master, slave): (Int32, Int32) = (-1, -1)
+            made = baton_openpty(&master, &slave)
+            out = [master, slave]
+        } else if baton_pipe(&out) != 0 || baton_pipe(&err) != 0 {
+            made = errno
+        }
+        guard made == 0, baton_pipe(&prog) == 0 else {
+            let message = "cannot create \(job.action.tty ? "a pseudo-terminal or pipe" : "pipes"): \(String(cString: strerror(made == 0 ? errno : made)))"
             for fd in out + err + prog where fd >= 0 { close(fd) }
             return FinishedAttempt(.failedToStart(message), events)
         }
+        let (stdoutEnd, stderrEnd) = (out[1], err[1] >= 0 ? err[1] : out[1])
         var cgroup: AttemptCgroup?
         if case let .cgroup(hierarchy) = tracking {
             ProcessAttempt.hierarchies.withLock { _ = $0.insert(hierarchy.directory) }
-            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt), home: hierarchy.home, limits: job.action.limits) {
+            let plan = LimitPlan.make(job.action.limits, support: hierarchy.limits)
+            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt), home: hierarchy.home, plan: plan) {
             case let .success(made): cgroup = made
             case let .failure(why):
                 for fd in out + err + prog { close(fd) }
@@ -114,16 +128,16 @@ public struct ExecRunner: Runner {
         let rc = ProcessAttempt.leaders.withLock { leaders -> Int32 in
             let rc = withCStrings(action.exec) { argv in
                 withCStrings(env) { envp in
-                    Self.spawn(action, argv, envp, out[1], err[1], prog[1], cgroup: cgroup?.procs ?? -1, &pid)
+                    Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup?.procs ?? -1, v1: cgroup?.v1?.procs ?? [], &pid)
                 }
             }
             if rc == 0 { leaders.insert(pid) }
             return rc
         }
-        close(out[1]); close(err[1]); close(prog[1])
+        for fd in [out[1], err[1], prog[1]] where fd >= 0 { close(fd) }
         cgroup?.closeProcs()
         guard rc == 0 else {
-            close(out[0]); close(err[0]); close(prog[0])
+            for fd in [out[0], err[0], prog[0]] where fd >= 0 { close(fd) }
             cgroup?.remove()
             var message = "cannot run \(job.action.exec[0]): \(String(cString: strerror(rc)))"
             if rc == ENOENT, let cwd = job.action.cwd, access(cwd, F_OK) != 0 {

@@ -169,9 +169,13 @@ final class ProcessAttempt: Attempt {
 
     /// Reads what `fd` has into the output (the read outside the lock, each chunk taken under it);
     /// closes it at its end. Returns the progress lines completed.
-    private func drain(_ fd: Int32) -> [Progress] {
+    private func drain(_ fd: Int32, limit: Int = AttemptOutput.readsPerTurn) -> [Progress] {
         var reports: [Progress] = []
-        let open = AttemptOutput.read(fd) { chunk in reports += state.withLock { $0.output.take(chunk, from: fd) } }
+        let stream = state.withLock { $0.output.stream(of: fd) }
+        let open = AttemptOutput.read(fd, limit: limit) { chunk in
+            reports += state.withLock { $0.output.take(chunk, from: fd) }
+            if let stream { events(.output(stream, Array(chunk))) }
+        }
         if !open {
             state.withLock { $0.output.closed(fd) }
             reactor.remove(fd)
@@ -222,7 +226,7 @@ final class ProcessAttempt: Attempt {
         let (open, watching) = state.withLock { ($0.output.pipes.open, $0.watching) }
         var reports: [Progress] = []
         for fd in open {
-            reports += drain(fd)
+            reports += drain(fd, limit: AttemptOutput.readsAtEnd)
             if state.withLock({ $0.output.pipes.open.contains(fd) }) {
                 reactor.remove(fd)
                 close(fd)

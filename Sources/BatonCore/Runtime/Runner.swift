@@ -1,7 +1,7 @@
 /// Starts the attempts of runs: `ExecRunner` spawns processes, `ClosureRunner` calls Swift code.
 public protocol Runner: Sendable {
     /// Starts one attempt and returns its handle at once. The attempt reports, in this order and
-    /// from any thread: `started` once, `progress` any number of times, `ended` once (a failure to
+    /// from any thread: `started` once, `progress` and `output` any number of times, `ended` once (a failure to
     /// start is an `ended` with a result that says so).
     func start(_ job: Job, events: @escaping @Sendable (AttemptEvent) -> Void) -> any Attempt
 }
@@ -11,6 +11,8 @@ public enum AttemptEvent: Sendable, Equatable {
     /// It began; a process attempt names its process group.
     case started(ProcessGroup?)
     case progress(Progress)
+    /// Bytes its processes wrote to stdout or stderr, as they were read (on the loop, in order).
+    case output(StandardStream, [UInt8])
     /// It is over: a process attempt once its whole process group is gone.
     case ended(AttemptOutcome)
 }

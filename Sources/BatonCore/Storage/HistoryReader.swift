@@ -14,4 +14,12 @@ public protocol HistoryReader: Sendable {
     func lastEnded() async throws(BatonError) -> [RunSnapshot]
     /// Recent successful durations (microseconds, oldest first) of these actions.
     func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]]
+    /// A run's kept output from `offset`, about `maxBytes` of it; nil when the history keeps no
+    /// chunks of the run.
+    func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage?
+}
+
+extension HistoryReader {
+    /// A history that keeps no output chunks (the fleet's, until issue 24 item 6) has none of any run.
+    public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? { nil }
 }

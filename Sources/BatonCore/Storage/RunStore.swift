@@ -26,6 +26,8 @@ public enum JournalEntry: Sendable, Equatable {
     case trigger(TriggerRecord)
     /// The captured output of a run's last attempt.
     case output(runID: Int64, tail: [UInt8], truncated: Bool)
+    /// Chunks of a run's whole output as it comes, bounded by its `output.keep` (`OutputLimiter`).
+    case outputChunks(OutputWrite)
     /// The process group of the attempt that is starting, to be killed after a crash.
     case processGroup(runID: Int64, pgid: Int32, identity: String)
 }

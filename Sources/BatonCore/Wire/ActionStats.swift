@@ -61,10 +61,13 @@ public struct ActionStats: Codable, Sendable, Equatable {
 public struct PruneReport: Codable, Sendable, Equatable {
     public var removed: [String: Int]
     public var dryRun: Bool
+    /// The bytes of output those runs keep (counted by a dry run; nil when not counted).
+    public var outputBytes: Int64?
 
-    public init(removed: [String: Int] = [:], dryRun: Bool) {
+    public init(removed: [String: Int] = [:], dryRun: Bool, outputBytes: Int64? = nil) {
         self.removed = removed
         self.dryRun = dryRun
+        self.outputBytes = outputBytes
     }
 
     public var total: Int { removed.values.reduce(0, +) }

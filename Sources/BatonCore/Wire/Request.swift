@@ -22,7 +22,7 @@ public enum RequestID: Codable, Sendable, Hashable {
 
 /// What a request asks for.
 public enum Operation: String, Codable, Sendable, CaseIterable {
-    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics
+    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output
 }
 
 /// One request line. Which fields matter depends on `op`; see docs/protocol.md.
@@ -49,10 +49,14 @@ public struct Request: Codable, Sendable {
     public var filter: HistoryFilter?
     /// watch: also an `update` without a transition each time a run in flight reports progress.
     public var progress: Bool?
+    /// output: the position in the run's output to start from (0 when absent).
+    public var from: Int64?
+    /// output: follow the run's output live until it ends.
+    public var follow: Bool?
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
-                dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil) {
+                dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil) {
         self.force = force
         self.id = id
         self.op = op
@@ -65,6 +69,8 @@ public struct Request: Codable, Sendable {
         self.filter = filter
         self.dryRun = dryRun
         self.progress = progress
+        self.from = from
+        self.follow = follow
     }
 }
 
@@ -83,6 +89,8 @@ extension Request {
                   filter: try container.decodeIfPresent(HistoryFilter.self, forKey: .filter),
                   dryRun: try container.decodeIfPresent(Bool.self, forKey: .dryRun),
                   progress: try container.decodeIfPresent(Bool.self, forKey: .progress),
-                  force: try container.decodeIfPresent(Bool.self, forKey: .force))
+                  force: try container.decodeIfPresent(Bool.self, forKey: .force),
+                  from: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .from, expected: "a whole number"),
+                  follow: try container.decodeIfPresent(Bool.self, forKey: .follow))
     }
 }

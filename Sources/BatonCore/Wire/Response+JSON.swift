@@ -5,7 +5,7 @@ extension Response {
     /// and event carries are written by hand; the rare heavy ones (a run's whole story, action
     /// lists, stats, prune reports, refused requests) go through `JSONEncoder`.
     public func jsonLine() -> [UInt8] {
-        guard detail == nil, actions == nil, triggers == nil, stats == nil, prune == nil else {
+        guard detail == nil, actions == nil, triggers == nil, stats == nil, prune == nil, chunk == nil, outputEnd == nil else {
             return (try? Array(Self.encoder.encode(self))) ?? Array(#"{"ok":false}"#.utf8)
         }
         var json = JSONWriter()

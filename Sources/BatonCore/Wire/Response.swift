@@ -34,6 +34,11 @@ public struct Response: Codable, Sendable {
     public var processTree: String?
     /// metrics: Prometheus' text exposition format, as `GET /metrics` serves it.
     public var metrics: String?
+    /// output events: one chunk of the run's output.
+    public var chunk: OutputChunk?
+    /// output: where the output sent ends (the next `from`), and how many bytes the history dropped.
+    public var outputEnd: Int64?
+    public var outputDropped: Int64?
     /// ping: the daemon's version and pid.
     public var version: String?
     public var pid: Int32?

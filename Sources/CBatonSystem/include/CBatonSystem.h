@@ -53,6 +53,8 @@ int baton_reap(pid_t pid, int *exit_code, int *signal);
 
 /// pipe2(2) with O_CLOEXEC: both ends close on exec. Returns 0 or -1 with errno.
 int baton_pipe(int fds[2]);
+/// A pseudo-terminal pair for an attempt: 0, or an errno.
+int baton_openpty(int *master, int *slave);
 
 /// A non-blocking, close-on-exec eventfd, or -1 with errno.
 int baton_eventfd(void);
@@ -85,13 +87,15 @@ int baton_unix_sendto(const char *path, const void *bytes, size_t length);
 
 /// Like baton_spawn, but with vfork and exec, so that the child can first join a cgroup (when
 /// cgroup_procs_fd, an open `cgroup.procs` of that cgroup, is >= 0: it is in the cgroup before it
-/// runs a single instruction of argv), take another identity (supplementary groups, gid, uid —
+/// runs a single instruction of argv; and each of the v1_count cgroup v1 groups whose open
+/// `cgroup.procs` v1_procs_fds holds, on a hybrid host where those enforce its limits), take
+/// another identity (supplementary groups, gid, uid —
 /// when set_ids; raw syscalls, so only the child changes) and umask (when set_umask). argv[0]
 /// is searched in batond's PATH when it has no slash. Errors in the child before exec come back
 /// as the return value. Returns 0 and the child's pid, or an errno value.
 int baton_spawn_in(const char *const argv[], const char *const envp[], const char *cwd,
                    int stdout_fd, int stderr_fd, int progress_fd, int cgroup_procs_fd,
-                   int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
+                   const int *v1_procs_fds, size_t v1_count, int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
                    int set_umask, mode_t mask, pid_t *pid);
 
 /// Every process's pid, parent, group and state from /proc/PID/stat (at most max); the count, or -1.

@@ -12,19 +12,29 @@ final class AttemptCgroup: Sendable {
     let procs: Int32
     /// `cgroup.events`, watched for `populated 0` (epoll reports a change as EPOLLPRI).
     let events: Int32
+    /// Its groups in cgroup v1 hierarchies, where those enforce its limits (a hybrid host).
+    let v1: AttemptCgroupV1?
 
-    /// Creates the cgroup (after destroying one of the same name a crashed batond left), with
-    /// `limits` written into its control files before any process is in it.
-    static func create(_ path: String, home: String, limits: ResourceLimits = .init()) -> Result<AttemptCgroup, CgroupUnavailable> {
+    /// Creates the cgroup (after destroying one of the same name a crashed batond left), and the
+    /// v1 groups `plan` lists, with the plan's limits written into their control files before
+    /// any process is in them.
+    static func create(_ path: String, home: String, plan: LimitPlan = .init()) -> Result<AttemptCgroup, CgroupUnavailable> {
         if mkdir(path, 0o755) != 0 {
             guard errno == EEXIST else { return .failure(CgroupUnavailable("cannot create \(path): \(String(cString: strerror(errno)))")) }
             destroy(path)
             guard mkdir(path, 0o755) == 0 else { return .failure(CgroupUnavailable("cannot create \(path): \(String(cString: strerror(errno)))")) }
         }
-        for (file, value) in limits.controlFiles where !write(value, to: path + "/" + file) {
+        for control in plan.v2 where !write(control.value, to: path + "/" + control.file) {
             let reason = String(cString: strerror(errno))
             rmdir(path)
-            return .failure(CgroupUnavailable("cannot write \(value) to \(path)/\(file): \(reason)"))
+            return .failure(CgroupUnavailable("cannot write \(control.value) to \(path)/\(control.file): \(reason)"))
+        }
+        let v1: AttemptCgroupV1?
+        switch AttemptCgroupV1.create(plan.v1, name: (path as NSString).lastPathComponent) {
+        case let .success(made): v1 = made
+        case let .failure(why):
+            rmdir(path)
+            return .failure(why)
         }
         let procs = open(path + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
         let events = open(path + "/cgroup.events", O_RDONLY | O_CLOEXEC)
@@ -32,17 +42,20 @@ final class AttemptCgroup: Sendable {
             let reason = String(cString: strerror(errno))
             if procs >= 0 { close(procs) }
             if events >= 0 { close(events) }
+            v1?.closeProcs()
+            v1?.remove()
             rmdir(path)
             return .failure(CgroupUnavailable("cannot open \(path)'s control files: \(reason)"))
         }
-        return .success(AttemptCgroup(path: path, home: home, procs: procs, events: events))
+        return .success(AttemptCgroup(path: path, home: home, procs: procs, events: events, v1: v1))
     }
 
-    private init(path: String, home: String, procs: Int32, events: Int32) {
+    private init(path: String, home: String, procs: Int32, events: Int32, v1: AttemptCgroupV1?) {
         self.path = path
         self.home = home
         self.procs = procs
         self.events = events
+        self.v1 = v1
     }
 
     /// The pids in it now.
@@ -88,20 +101,22 @@ final class AttemptCgroup: Sendable {
         return (.microseconds(user), .microseconds(system))
     }
 
-    /// The cgroup's peak memory (`memory.peak`), where the memory controller is on cgroup v2.
+    /// The cgroup's peak memory (`memory.peak`) where the memory controller is on cgroup v2, else
+    /// its v1 memory group's (`memory.max_usage_in_bytes`).
     func memoryPeak() -> Int64? {
-        guard let text = try? String(contentsOfFile: path + "/memory.peak", encoding: .utf8) else { return nil }
+        guard let text = try? String(contentsOfFile: path + "/memory.peak", encoding: .utf8) else { return v1?.memoryPeak() }
         return Int64(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    /// How many of its processes the kernel killed at the memory limit (`memory.events`); nil
-    /// where the memory controller is not enabled for it.
+    /// How many of its processes the kernel killed at the memory limit (`memory.events`, or its
+    /// v1 memory group's `memory.oom_control`); nil where no memory controller serves it.
     func oomKills() -> Int? {
-        guard let text = try? String(contentsOfFile: path + "/memory.events", encoding: .utf8) else { return nil }
+        guard let text = try? String(contentsOfFile: path + "/memory.events", encoding: .utf8) else { return v1?.oomKills() }
         return Self.oomKills(memoryEvents: text)
     }
 
-    /// The `oom_kill` count of a `memory.events` text (`low 0`, `high 0`, `max 3`, `oom 1`, `oom_kill 1`, …).
+    /// The `oom_kill` count of a `memory.events` text (`low 0`, `high 0`, `max 3`, `oom 1`, `oom_kill 1`, …),
+    /// or of a v1 `memory.oom_control` (`oom_kill_disable 0`, `under_oom 0`, `oom_kill 1`).
     static func oomKills(memoryEvents text: String) -> Int? {
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ")
@@ -110,20 +125,27 @@ final class AttemptCgroup: Sendable {
         return nil
     }
 
-    func closeProcs() { close(procs) }
+    func closeProcs() {
+        close(procs)
+        v1?.closeProcs()
+    }
 
     /// Moves every process out, into `destination` (batond's own cgroup), frozen meanwhile so that
     /// none forks in between: for `leftovers: "keep"`, whose processes are no longer the run's.
     func evict(to destination: String) {
         let frozen = Self.write("1", to: path + "/cgroup.freeze")
-        for pid in members() { Self.write(String(pid), to: destination + "/cgroup.procs") }
+        let members = members()
+        v1?.evict(members)
+        for pid in members { Self.write(String(pid), to: destination + "/cgroup.procs") }
         if frozen { Self.write("0", to: path + "/cgroup.freeze") }
     }
 
-    /// Closes its files and removes it (it is empty by then; a cgroup with members cannot go).
+    /// Closes its files and removes it and its v1 groups (it is empty by then; a cgroup with
+    /// members cannot go).
     func remove() {
         close(events)
         if rmdir(path) != 0 && errno == EBUSY { Self.destroy(path) }
+        v1?.remove()
     }
 
     /// Kills whatever is in the cgroup at `path`, waits (bounded) for it to empty, removes it;

@@ -34,8 +34,11 @@ extension CgroupHierarchy {
         let enabled = controllers(in: base + "/cgroup.subtree_control")
         let need = offered.intersection(LimitSupport.wanted).subtracting(enabled)
         let obstacle = need.isEmpty ? nil : enable(need, base: base, directory: directory, isRoot: isRoot, probeOnly: probeOnly)
+        let v1 = v1Controllers(mountinfo: mountinfo)
+        let onV1 = LimitSupport.wanted.subtracting(offered).intersection(v1.keys)
+        let (subtrees, obstacles) = v1Support(onV1, mountinfo: mountinfo, name: (directory as NSString).lastPathComponent, probeOnly: probeOnly)
         var support = LimitSupport.decide(base: base, offered: offered, enabled: obstacle == nil ? enabled.union(need) : enabled,
-                                          v1: v1Controllers(mountinfo: mountinfo), obstacle: obstacle)
+                                          v1: v1, obstacle: obstacle, v1Subtrees: subtrees, v1Obstacles: obstacles)
         guard !probeOnly, !support.controllers.isEmpty else { return support }
         let ours = support.controllers.sorted().map { "+" + $0 }.joined(separator: " ")
         if !AttemptCgroup.write(ours, to: directory + "/cgroup.subtree_control") {

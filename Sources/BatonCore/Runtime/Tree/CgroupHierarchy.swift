@@ -104,12 +104,19 @@ public struct CgroupHierarchy: Sendable, Equatable {
     /// at start nothing of this instance runs); returns how many processes were in them.
     @discardableResult
     public func removeAll() -> Int {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return AttemptCgroupV1.removeAll(in: v1Directories) }
         var killed = 0
         for name in entries where name.hasPrefix("run-") || name.hasPrefix("probe-") {
             killed += AttemptCgroup.destroy(directory + "/" + name)
         }
-        return killed
+        // Their processes are gone with the cgroup2 ones; what v1 groups still hold, v1 kills.
+        return killed + AttemptCgroupV1.removeAll(in: v1Directories)
+    }
+
+    /// Removes the subtrees, cgroup2's and v1's, once every run has ended (batond stops).
+    public func removeSubtrees() {
+        rmdir(directory)
+        for subtree in v1Directories { rmdir(subtree) }
     }
 
     /// SIGKILLs every process of every attempt at once (a fleet host fencing itself): `cgroup.kill`

@@ -18,7 +18,7 @@ public enum ProcessTracking: Sendable, Equatable {
     public var description: String {
         switch self {
         case .processGroup: "process group, subreaper and environment tag (no cgroup)"
-        case let .cgroup(hierarchy): "a cgroup per attempt under \(hierarchy.directory)"
+        case let .cgroup(hierarchy): "a cgroup per attempt under \(hierarchy.directory); \(hierarchy.limits.summary)"
         }
     }
 }

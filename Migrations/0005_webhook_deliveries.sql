@@ -1,4 +1,4 @@
--- Baton history schema, version 4: webhook deliveries (issue 27). Forward only, like 0001.
+-- Baton history schema, version 5: webhook deliveries (issue 27). Forward only, like 0001.
 --
 -- A forge sends each delivery with an id (X-GitHub-Delivery, X-Gitea-Delivery,
 -- X-Gitlab-Event-UUID, Idempotency-Key) and sends it again when it saw no answer. The first

@@ -1,0 +1,157 @@
+import BatonCore
+import BatonIPC
+
+/// The `output` op: a run's output from an offset, out of the history, then (with `follow`) live
+/// until the run ends.
+extension Service {
+    /// The most bytes of history read at once while catching up.
+    static let outputPage = 1 << 20
+
+    func output(_ exchange: Exchange, _ generation: Generation) {
+        Task {
+            do throws(BatonError) {
+                let run = try await outputRun(exchange.request, generation, exchange.peer)
+                let relay = OutputRelay(exchange, run: run, from: max(exchange.request.from ?? 0, 0), history: history)
+                guard exchange.request.follow == true, !run.phase.isTerminal else { return await relay.catchUp(to: nil) }
+                exchange.connection.markStreaming()
+                let id = conductor.followOutput(run: run.id, relay.live) { position in
+                    Task { await relay.catchUp(to: position) }
+                }
+                outputFollows.withLock { $0[ObjectIdentifier(exchange.connection), default: []].append(id) }
+                if exchange.connection.isClosed { closed(exchange.connection) }
+            } catch {
+                exchange.fail(error)
+            }
+        }
+    }
+
+    /// The run asked for: `run`, or the latest run of `action`; the peer must be allowed to read it.
+    private func outputRun(_ request: Request, _ generation: Generation, _ peer: Peer) async throws(BatonError) -> RunSnapshot {
+        let run: RunSnapshot
+        if let id = request.run {
+            guard let detail = try await history.run(id) else { throw .unknownRun(id) }
+            run = detail.run
+        } else if let name = request.action {
+            guard let latest = try await history.runs(HistoryFilter(actions: [name], limit: 1)).first else {
+                throw generation.actions[name] == nil ? .unknownAction(name) : .badRequest("\(name) has no runs yet")
+            }
+            run = latest
+        } else {
+            throw .badRequest("output needs \"run\" or \"action\"")
+        }
+        try await require(.read, run.action, generation, request, peer)
+        return run
+    }
+}
+
+/// Sends one client a run's output: what the history has from `from` up to where the live chunks
+/// start, then the live ones (held meanwhile, in order), then the final answer once the run ends.
+final class OutputRelay: Sendable {
+    private struct State {
+        /// Live chunks that came while the history was read; nil once they go straight out.
+        var held: [OutputChunk]? = []
+        /// Where the next chunk sent starts: the `from` a resumed request would give.
+        var next: Int64
+        var ended = false
+    }
+
+    private let exchange: Exchange
+    private let runID: Int64
+    private let history: any HistoryReader
+    private let state: Locked<State>
+
+    init(_ exchange: Exchange, run: RunSnapshot, from: Int64, history: any HistoryReader) {
+        self.exchange = exchange
+        runID = run.id
+        self.history = history
+        state = Locked(State(next: from))
+    }
+
+    /// The conductor's follower: each live chunk, then nil at the run's end.
+    var live: Conductor.OutputFollower {
+        { [self] chunk in
+            // Exactly one of this and `catchUp` finishes: whichever sees the other's mark.
+            let (send, finishNow) = state.withLock { state -> (Bool, Bool) in
+                guard let chunk else {
+                    state.ended = true
+                    return (false, state.held == nil)
+                }
+                guard state.held == nil else {
+                    state.held!.append(chunk)
+                    return (false, false)
+                }
+                state.next = chunk.end
+                return (true, false)
+            }
+            if let chunk, send { exchange.event(Self.event(exchange.id, chunk)) }
+            if finishNow { Task { await finish() } }
+        }
+    }
+
+    /// Sends what the history has from the offset up to `position` (all of it when nil), then
+    /// what was held; finishes when the run is not followed, or has ended meanwhile.
+    func catchUp(to position: Int64?) async {
+        do throws(BatonError) {
+            var dropped: Int64 = 0
+            while true {
+                let from = state.withLock { $0.next }
+                if let position, from >= position { break }
+                guard let page = try await history.output(of: runID, from: from, maxBytes: Service.outputPage) else { break }
+                dropped = page.dropped
+                let chunks = page.chunks.compactMap { Self.cut($0, below: position) }
+                for chunk in chunks { exchange.event(Self.event(exchange.id, chunk)) }
+                // Bytes the history dropped between the last chunk and the position are skipped.
+                let end = chunks.last?.end ?? position ?? page.total
+                state.withLock { $0.next = max($0.next, end) }
+                if chunks.isEmpty { break }
+            }
+            if let position { state.withLock { $0.next = max($0.next, position) } }
+            guard position != nil else { return await finish(dropped: dropped) }
+            var ended = false
+            while let batch = state.withLock({ state -> [OutputChunk]? in
+                guard let held = state.held, !held.isEmpty else {
+                    state.held = nil
+                    ended = state.ended
+                    return nil
+                }
+                state.held = []
+                if let last = held.last { state.next = last.end }
+                return held
+            }) {
+                for chunk in batch { exchange.event(Self.event(exchange.id, chunk)) }
+            }
+            if ended { await finish(dropped: dropped) }
+        } catch {
+            exchange.fail(error)
+        }
+    }
+
+    /// The final answer: the run as the history has it, and where the output sent ends.
+    private func finish(dropped: Int64? = nil) async {
+        do throws(BatonError) {
+            var response = Response(id: exchange.id)
+            response.run = try await history.run(runID)?.run
+            response.outputEnd = state.withLock { $0.next }
+            response.outputDropped = dropped
+            exchange.finish(response)
+        } catch {
+            exchange.fail(error)
+        }
+    }
+
+    /// The part of a chunk before `position` (all of it when nil), or nil when none is.
+    private static func cut(_ chunk: OutputChunk, below position: Int64?) -> OutputChunk? {
+        guard let position, chunk.end > position else { return chunk }
+        guard chunk.start < position else { return nil }
+        var cut = chunk
+        cut.bytes.removeLast(Int(chunk.end - position))
+        return cut
+    }
+
+    static func event(_ id: RequestID?, _ chunk: OutputChunk) -> Response {
+        var response = Response(id: id, ok: nil)
+        response.event = "output"
+        response.chunk = chunk
+        return response
+    }
+}

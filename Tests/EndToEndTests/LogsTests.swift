@@ -1,0 +1,129 @@
+import BatonCore
+import Foundation
+import Testing
+
+/// A CLI process whose stdout is read as it comes, so that a test can wait for a line before it
+/// lets the run go on.
+final class Streaming: @unchecked Sendable {
+    let process = Process()
+    /// Guards `text`, appended by the reader thread.
+    let output = LogBuffer()
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Binaries.baton)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try? pipe.fileHandleForWriting.close()
+        let output = output
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            let fd = pipe.fileHandleForReading.fileDescriptor
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                output.append(buffer[0..<n])
+            }
+        }
+    }
+
+    /// Waits until stdout holds `text` (or the process has ended).
+    func waitFor(_ text: String) -> Bool {
+        output.lock.lock()
+        defer { output.lock.unlock() }
+        while !output.text.contains(text) {
+            if !process.isRunning { return output.text.contains(text) }
+            output.lock.wait(until: Date().addingTimeInterval(0.2))
+        }
+        return true
+    }
+
+    func finish() -> (code: Int32, stdout: String) {
+        process.waitUntilExit()
+        // The reader has what the process wrote once its pipe ends.
+        _ = waitFor("\u{0}never")
+        output.lock.lock()
+        defer { output.lock.unlock() }
+        return (process.terminationStatus, output.text)
+    }
+}
+
+/// Issue 24, item 2: `baton logs` and `baton run --follow`.
+@Suite("End to end: baton logs")
+struct LogsTests {
+    static func daemon(_ gate: FifoGate, status: Int = 0) throws -> Daemon {
+        let script = gate.directory + "/talk.sh"
+        try "echo one; echo oops >&2; cat \"$GATE\" > /dev/null; echo two; exit \(status)\n".write(toFile: script, atomically: true, encoding: .utf8)
+        return try Daemon(config: """
+            { actions: { talk: { exec: ["sh", "\(script)"], env: { GATE: "\(gate.path)" } }, quick: { exec: ["sh", "-c", "echo a; echo b >&2"] } } }
+            """)
+    }
+
+    @Test("logs -f ACTION follows the latest run live, then exits with its outcome code; logs RUN prints it after")
+    func follow() throws {
+        let gate = try FifoGate()
+        let daemon = try Self.daemon(gate, status: 3)
+        #expect(try daemon.baton("run", "talk", "--detach").code == 0)
+        let logs = try Streaming(["--socket", daemon.socket, "logs", "-f", "talk"])
+        #expect(logs.waitFor("one\n"))
+        gate.release()
+        let end = logs.finish()
+        #expect(end.code == 1, "\(end)")
+        // stdout and stderr are two pipes: which of their first lines was read first is the kernel's.
+        #expect(["one\noops\ntwo\n", "oops\none\ntwo\n"].contains(end.stdout), "\(end.stdout)")
+        let after = try daemon.baton("logs", "1", "--stream", "stdout")
+        #expect(after.code == 0 && after.stdout == "one\ntwo\n", "\(after)")
+        let errors = try daemon.baton("logs", "talk", "--stream", "stderr")
+        #expect(errors.stdout == "oops\n", "\(errors)")
+    }
+
+    @Test("run --follow prints the output as it comes, then the outcome line")
+    func runFollow() throws {
+        let gate = try FifoGate()
+        let daemon = try Self.daemon(gate)
+        let run = try Streaming(["--socket", daemon.socket, "run", "talk", "--follow"])
+        #expect(run.waitFor("oops\n") && run.waitFor("one\n"))
+        gate.release()
+        let end = run.finish()
+        #expect(end.code == 0, "\(end)")
+        #expect((end.stdout.hasPrefix("one\noops\ntwo\n") || end.stdout.hasPrefix("oops\none\ntwo\n"))
+                && end.stdout.contains("talk run 1 succeeded"), "\(end.stdout)")
+    }
+
+    @Test("refused: an action without runs, an unknown run, a stream that is not one")
+    func refused() throws {
+        let gate = try FifoGate()
+        let daemon = try Self.daemon(gate)
+        let none = try daemon.baton("logs", "quick")
+        #expect(none.code == 2 && none.stderr.contains("quick has no runs"), "\(none)")
+        #expect(try daemon.baton("logs", "42").code == 2)
+        let stream = try daemon.baton("logs", "1", "--stream", "both")
+        #expect(stream.code == 2 && stream.stderr.contains("stdout or stderr"), "\(stream)")
+    }
+
+    @Test("a follower that stops reading is dropped by batond; baton logs -f resumes from its last byte: no gap, no byte twice")
+    func resume() throws {
+        let daemon = try Daemon(config: #"{ actions: { flood: { exec: ["seq", "1", "1000000"] } } }"#)
+        let expected = (1...1_000_000).map { "\($0)\n" }.joined()
+        #expect(try daemon.baton("run", "flood", "--detach").code == 0)
+        // Its stdout is not read until the run has ended: it stops reading its socket, and
+        // batond closes it past the streaming limit (1 MiB unread; this run writes 6.9 MB).
+        let logs = Process()
+        logs.executableURL = URL(fileURLWithPath: Binaries.baton)
+        logs.arguments = ["--socket", daemon.socket, "logs", "-f", "1"]
+        let pipe = Pipe()
+        logs.standardOutput = pipe
+        logs.standardError = FileHandle.nullDevice
+        try logs.run()
+        try? pipe.fileHandleForWriting.close()
+        #expect(try daemon.baton("wait", "1").code == 0)
+        let printed = pipe.fileHandleForReading.readDataToEndOfFile()
+        logs.waitUntilExit()
+        #expect(logs.terminationStatus == 0)
+        #expect(printed.count == expected.utf8.count)
+        #expect(printed == Data(expected.utf8))
+    }
+}
