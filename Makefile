@@ -55,6 +55,7 @@ install-files:
 		systemd/batond.service > $(DESTDIR)$(UNITDIR)/batond.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/batond.service
 	install -m 0644 systemd/batond.socket $(DESTDIR)$(UNITDIR)/batond.socket
+	install -m 0644 systemd/batond-webhooks.socket $(DESTDIR)$(UNITDIR)/batond-webhooks.socket
 	install -m 0644 systemd/baton.sysusers $(DESTDIR)$(SYSUSERSDIR)/baton.conf
 	install -m 0644 systemd/baton.tmpfiles $(DESTDIR)$(TMPFILESDIR)/baton.conf
 	gzip -9n < docs/man/baton.1 > $(DESTDIR)$(MANDIR)/man1/baton.1.gz
@@ -69,7 +70,7 @@ install-files:
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/batond $(DESTDIR)$(BINDIR)/baton $(DESTDIR)$(UNITDIR)/batond.service \
-		$(DESTDIR)$(UNITDIR)/batond.socket $(DESTDIR)$(SYSUSERSDIR)/baton.conf $(DESTDIR)$(TMPFILESDIR)/baton.conf \
+		$(DESTDIR)$(UNITDIR)/batond.socket $(DESTDIR)$(UNITDIR)/batond-webhooks.socket $(DESTDIR)$(SYSUSERSDIR)/baton.conf $(DESTDIR)$(TMPFILESDIR)/baton.conf \
 		$(DESTDIR)$(MANDIR)/man1/baton.1.gz $(DESTDIR)$(MANDIR)/man5/baton.json5.5.gz $(DESTDIR)$(MANDIR)/man8/batond.8.gz \
 		$(DESTDIR)$(BASHDIR)/baton $(DESTDIR)$(ZSHDIR)/_baton
 	rm -rf $(DESTDIR)$(DOCDIR)

@@ -22,6 +22,11 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "CBatonSystem"),
         .target(name: "BatonCore", dependencies: ["CBatonSystem"]),
         .executableTarget(name: "EmbedMigrations"),
@@ -56,19 +61,21 @@ let package = Package(
             plugins: ["EmbedAssetsPlugin"]
         ),
         .target(name: "BatonService", dependencies: ["BatonCore", "BatonIPC"]),
+        .target(name: "BatonHooks", dependencies: ["BatonCore", "BatonIPC", "CCrypto"]),
         .target(name: "BatonClient", dependencies: ["BatonCore", "BatonIPC"]),
-        .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
+        .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "BatonHooks", "CBatonSystem"]),
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonClient", "BatonDashboard"]),
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(name: "BatonServiceTests", dependencies: ["BatonService", "BatonCore", "BatonIPC"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),
+        .testTarget(name: "BatonHooksTests", dependencies: ["BatonHooks", "BatonCore", "BatonIPC"]),
         .testTarget(name: "BatonClientTests", dependencies: ["BatonClient", "BatonCore"]),
         .testTarget(name: "BatonDashboardTests", dependencies: ["BatonDashboard", "BatonIPC", "BatonCore"]),
         .testTarget(name: "BatonFleetTests", dependencies: ["BatonFleet", "BatonCore"]),
         .testTarget(name: "BatondTests", dependencies: ["batond"]),
         .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonClient", "BatonCore"], exclude: ["help.golden"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonFleet", "BatonService", "BatonDashboard", "CBatonSystem", "BatonClient"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonFleet", "BatonService", "BatonDashboard", "BatonHooks", "CBatonSystem", "BatonClient"]),
     ]
 )

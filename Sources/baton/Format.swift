@@ -35,6 +35,7 @@ enum Format {
     static func notes(_ detail: TransitionDetail) -> [String] {
         var notes: [String] = []
         if let reason = detail.reason { notes.append(reason) }
+        if let via = detail.via { notes.append(via) }
         if let attempt = detail.attempt { notes.append("attempt \(attempt)") }
         if let code = detail.exitCode { notes.append("exit \(code)") }
         if let signal = detail.signal { notes.append("signal \(signal)") }

@@ -25,6 +25,8 @@ struct Backend {
     var connect: @Sendable () async -> Void = {}
     /// After a reload took: a fleet host records its actions' new fingerprints.
     var reloaded: @Sendable ([Action]) async -> Void = { _ in }
+    /// Where webhook delivery ids are kept: the SQLite history; nil in a fleet (memory only).
+    var deliveries: WebhookListener.DeliveryStore?
 
     /// The SQLite history at `path`, recovered from an unclean stop.
     static func sqlite(_ config: Config, path: String, metrics: Metrics) async throws -> Backend {
@@ -56,9 +58,15 @@ struct Backend {
             store.close()
             throw DaemonError("cannot read the history to recover: \(error.message)")
         }
-        return Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)", tracking: tracking,
-                       prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
-                       ping: { await store.ping() }, close: { Self.close(store) })
+        var backend = Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)", tracking: tracking,
+                              prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
+                              ping: { await store.ping() }, close: { Self.close(store) })
+        backend.deliveries = WebhookListener.DeliveryStore(
+            find: { delivery, hook throws(BatonError) in try await store.run(ofDelivery: delivery, hook: hook) },
+            record: { delivery, hook, run, address throws(BatonError) in
+                try await store.record(delivery: delivery, hook: hook, run: run, address: address, at: .now)
+            })
+        return backend
     }
 }
 

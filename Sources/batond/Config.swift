@@ -22,6 +22,8 @@ struct Config: Sendable, Equatable {
     var synchronous: Store.Synchronous = .full
     /// Where `GET /metrics` is served over HTTP (`metrics: { listen: "127.0.0.1:9469" }`); nil: not at all.
     var metricsListen: ListenAddress?
+    /// The webhook listener and its hooks (issue 27); nil: none.
+    var webhooks: WebhookConfig?
     /// How a run's processes are kept track of (`processTree`).
     var processTree: ProcessTreeSetting = .auto
     /// Whether each line of output also goes to the journal, where journald listens (`output.journal`).

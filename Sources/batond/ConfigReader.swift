@@ -6,11 +6,13 @@ import Foundation
 struct ConfigReader {
     var problems: [ConfigError.Problem] = []
     var warnings: [ConfigError.Problem] = []
+    /// Where systemd put the credentials a hook's `secret: { credential }` names.
+    var credentialsDirectory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"]
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
         "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
-        "processTree", "output",
+        "processTree", "output", "webhooks",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
@@ -89,6 +91,7 @@ struct ConfigReader {
                 config.actions.append(action)
             }
         }
+        if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
         // there could let two hosts run inside one window. Refused until it is exact.
         if config.fleet != nil {

@@ -67,6 +67,7 @@ enum Daemon {
         let service = makeService(launch, backend, socket: socket, config: configBox, notifier: notifier, metrics: metrics)
         try await parts.start("server") { try startServer(launch.config, service, socket: socket) }
         try await parts.start("metrics") { try startMetrics(launch.config.metricsListen, service.service) }
+        try await parts.start("webhooks") { try startWebhooks(launch.config, service.service, configBox, backend) }
         let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
         Log.info("batond \(BatonVersion.current) ready: \(launch.config.actions.count) actions, socket \(launch.socketPath), \(backend.describe)")
         notifier.ready(status: Self.status(of: backend.conductor))
@@ -176,6 +177,9 @@ enum Daemon {
             let old = current.swap(config)
             if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {
                 Log.warning("socket and database settings change only at restart")
+            }
+            if old.webhooks?.listen != config.webhooks?.listen {
+                Log.warning("webhooks.listen changes only at restart (the hooks themselves were reloaded)")
             }
             Log.info("reloaded \(path): \(config.actions.count) actions")
             return nil

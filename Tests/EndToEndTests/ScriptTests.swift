@@ -45,7 +45,7 @@ struct ScriptTests {
     @Test("the test command installs every package a test uses: each tool the tests call is in the list")
     func listsWhatTestsUse() throws {
         let text = try String(contentsOfFile: Self.root + "/scripts/packages.sh", encoding: .utf8)
-        for package in ["libsqlite3-dev", "libpq-dev", "pkg-config", "postgresql", "iproute2", "sqlite3", "systemd", "zsh", "python3", "make", "e2fsprogs", "procps", "man-db", "prometheus", "debootstrap", "systemd-container", "lintian"] {
+        for package in ["libsqlite3-dev", "libpq-dev", "libssl-dev", "pkg-config", "postgresql", "iproute2", "sqlite3", "systemd", "zsh", "python3", "make", "e2fsprogs", "procps", "man-db", "prometheus", "debootstrap", "systemd-container", "lintian"] {
             #expect(text.contains(" \(package)") || text.contains("(\(package)"), "\(package)")
         }
         let test = try String(contentsOfFile: Self.root + "/scripts/test", encoding: .utf8)

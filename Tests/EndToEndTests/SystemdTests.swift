@@ -61,7 +61,7 @@ struct SystemdTests {
         let directory = NSTemporaryDirectory() + "baton-units-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        for unit in ["batond.service", "batond.socket"] {
+        for unit in ["batond.service", "batond.socket", "batond-webhooks.socket"] {
             let text = try String(contentsOf: Self.unitDirectory.appendingPathComponent(unit), encoding: .utf8)
                 .replacingOccurrences(of: "/usr/local/bin/batond", with: Binaries.batond)
             try text.write(toFile: directory + "/" + unit, atomically: true, encoding: .utf8)
@@ -73,7 +73,8 @@ struct SystemdTests {
             try FileManager.default.copyItem(atPath: Self.repository.appendingPathComponent("docs/man/" + page).path,
                                             toPath: manRoot + "/man\(section)/" + page)
         }
-        let result = try execute("/usr/bin/systemd-analyze", ["verify", directory + "/batond.service", directory + "/batond.socket"],
+        let result = try execute("/usr/bin/systemd-analyze", ["verify", directory + "/batond.service", directory + "/batond.socket",
+                                                               directory + "/batond-webhooks.socket"],
                                  environment: ["MANPATH": manRoot])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(!result.stderr.contains("batond."), "\(result.stderr)")
@@ -199,6 +200,7 @@ struct SystemdTests {
         let expected: [(String, Int)] = [
             ("usr/bin/batond", 0o755), ("usr/bin/baton", 0o755),
             ("usr/lib/systemd/system/batond.service", 0o644), ("usr/lib/systemd/system/batond.socket", 0o644),
+            ("usr/lib/systemd/system/batond-webhooks.socket", 0o644),
             ("usr/lib/sysusers.d/baton.conf", 0o644), ("usr/lib/tmpfiles.d/baton.conf", 0o644),
             ("usr/share/man/man1/baton.1.gz", 0o644), ("usr/share/man/man5/baton.json5.5.gz", 0o644),
             ("usr/share/man/man8/batond.8.gz", 0o644), ("usr/share/bash-completion/completions/baton", 0o644),

@@ -9,6 +9,7 @@
 #   conductor the conductor's pure state: random walks of events, every invariant checked each step
 #   http      the metrics listener's HTTP request head parser (BatonIPC)
 #   dashboard the dashboard's gate (with its sessions), query strings and history filter, after the head parser
+#   hooks     the webhook listener's HookGate (signatures through libcrypto, pointers), after the head parser
 # The modules are compiled straight with swiftc (SwiftPM would also instrument its build tools).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,7 +27,7 @@ MAP
 swift build --product EmbedMigrations >/dev/null
 "$(swift build --show-bin-path)/EmbedMigrations" "$out/EmbeddedMigrations.swift" Migrations/*.sql
 
-flags=(-sanitize=fuzzer,address -parse-as-library -g -Onone -enable-testing -I "$(pwd)/$out/modules" -I "$(pwd)/Sources/CBatonSystem/include" -I "$(pwd)/Sources/CSQLite")
+flags=(-sanitize=fuzzer,address -parse-as-library -g -Onone -enable-testing -I "$(pwd)/$out/modules" -I "$(pwd)/Sources/CBatonSystem/include" -I "$(pwd)/Sources/CSQLite" -I "$(pwd)/Sources/CCrypto")
 compile() { # name, sources...
     local name=$1; shift
     local sources=()
@@ -36,14 +37,16 @@ compile() { # name, sources...
 compile BatonCore $(find Sources/BatonCore -name "*.swift")
 compile BatonStore $(find Sources/BatonStore -name "*.swift") "$out/EmbeddedMigrations.swift"
 compile BatonIPC $(find Sources/BatonIPC -name "*.swift")
+compile BatonHooks $(find Sources/BatonHooks -name "*.swift")
 
 objects=("$out"/obj/*.o)
 link() { # target, sources...
     local target=$1; shift
-    swiftc "${flags[@]}" -module-name "Fuzz_$target" "$@" "${objects[@]}" -lsqlite3 -o "$out/fuzz-$target"
+    swiftc "${flags[@]}" -module-name "Fuzz_$target" "$@" "${objects[@]}" -lsqlite3 -lcrypto -o "$out/fuzz-$target"
 }
 link frames Tests/Fuzz/FrameFuzzer.swift
 link http Tests/Fuzz/HTTPFuzzer.swift
+link hooks Tests/Fuzz/HooksFuzzer.swift
 link dashboard Tests/Fuzz/DashboardFuzzer.swift Sources/BatonDashboard/Gate.swift Sources/BatonDashboard/Sessions.swift Sources/BatonDashboard/Route.swift Sources/BatonDashboard/QueryString.swift
 link requests Tests/Fuzz/RequestFuzzer.swift
 link durations Tests/Fuzz/DurationFuzzer.swift
@@ -52,5 +55,5 @@ link conductor Tests/Fuzz/ConductorFuzzer.swift Tests/BatonCoreTests/ConductorWa
 link times Tests/Fuzz/TimeFuzzer.swift Sources/baton/TimeText.swift
 # The config names ProcessTreeSetting, which lives beside the daemon's process-tree code: only the enum is taken.
 sed -n '/^enum ProcessTreeSetting/,/^}/p' Sources/batond/Daemon+ProcessTree.swift > "$out/ProcessTreeSetting.swift"
-link config Tests/Fuzz/ConfigFuzzer.swift Sources/batond/Config*.swift Sources/batond/JSONValue*.swift "$out/ProcessTreeSetting.swift"
+link config Tests/Fuzz/ConfigFuzzer.swift Sources/batond/Config*.swift Sources/batond/WebhookConfig.swift Sources/batond/JSONValue*.swift "$out/ProcessTreeSetting.swift"
 echo "built: $(ls "$out"/fuzz-* | tr '\n' ' ')"

@@ -6,12 +6,12 @@
 # .build/fuzz/crash-… to turn into a regression test.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-target=${1:?usage: run.sh frames|requests|config|durations|times|patterns|conductor|http|dashboard|all SECONDS|-runs=N}
+target=${1:?usage: run.sh frames|requests|config|durations|times|patterns|conductor|http|dashboard|hooks|all SECONDS|-runs=N}
 limit=${2:-60}
 [[ $limit == -* ]] || limit="-max_total_time=$limit"
 [ -x .build/fuzz/fuzz-frames ] || Tests/Fuzz/build.sh
 targets=("$target")
-[ "$target" = all ] && targets=(frames requests config durations times patterns conductor http dashboard)
+[ "$target" = all ] && targets=(frames requests config durations times patterns conductor http dashboard hooks)
 for name in "${targets[@]}"; do
     mkdir -p ".build/fuzz/corpus/$name"
     echo "== $name"

@@ -42,6 +42,7 @@ extension ConductorState {
     private mutating func create(_ id: Int64, _ token: Token, _ trigger: Trigger, _ decision: FlightTable.Decision,
                                  _ step: inout Step) {
         var detail = TransitionDetail()
+        detail.via = trigger.via
         if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
         var run = placeholder(id, trigger, at: step.now)

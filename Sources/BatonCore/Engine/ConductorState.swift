@@ -216,9 +216,13 @@ public struct Trigger: Sendable, Equatable {
     public var runner: RunnerBox?
     /// Run even inside the action's cooldown window (honoured only where the action allows `force`).
     public var force: Bool
+    /// Where a trigger from beyond the socket came from ("webhook deploy from 203.0.113.7,
+    /// delivery 72d3…"), kept in the detail of the run's first transition.
+    public var via: String?
 
     public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil,
-                force: Bool = false) {
+                force: Bool = false, via: String? = nil) {
+        self.via = via
         self.force = force
         self.action = action
         self.key = key

@@ -17,6 +17,14 @@ public final class Metrics: Sendable {
         public var decision: String
     }
 
+    public struct WebhookCount: Hashable, Sendable {
+        /// The hook's name; empty for a path that names no hook (never the path itself: labels
+        /// an outsider chooses would grow the series without bound).
+        public var hook: String
+        /// The HTTP status answered.
+        public var code: Int
+    }
+
     /// Everything counted so far.
     public struct Counts: Sendable {
         public var runs: [RunEnd: UInt64] = [:]
@@ -25,6 +33,7 @@ public final class Metrics: Sendable {
         public var cpuSeconds: [String: Histogram] = [:]
         public var memoryPeaks: [String: Histogram] = [:]
         public var triggers: [TriggerCount: UInt64] = [:]
+        public var webhookRequests: [WebhookCount: UInt64] = [:]
         public var commitSeconds = Histogram(bounds: Histogram.commitBounds)
         public var commitItems = Histogram(bounds: Histogram.groupBounds)
         /// The last ends and failure streaks, seeded from the history: not only since start.
@@ -68,6 +77,11 @@ public final class Metrics: Sendable {
     /// Seeds the dead-man series of `action` from the history (`DeadMan.seed`), at start.
     public func seed(_ action: String, recent: [RunSnapshot], latest: [RunSnapshot]) {
         state.withLock { $0.deadMan.seed(action, recent: recent, latest: latest) }
+    }
+
+    /// One request answered by the webhook listener.
+    public func webhookAnswered(hook: String, code: Int) {
+        state.withLock { $0.webhookRequests[WebhookCount(hook: hook, code: code), default: 0] += 1 }
     }
 
     public func triggered(_ action: String, decision: String) {

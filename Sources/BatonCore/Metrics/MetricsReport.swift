@@ -81,6 +81,10 @@ public struct MetricsReport: Sendable {
         for (key, count) in counts.triggers.sorted(by: { ($0.key.action, $0.key.decision) < ($1.key.action, $1.key.decision) }) {
             out.sample("baton_triggers_total", [("action", key.action), ("decision", key.decision)], Double(count))
         }
+        out.family("baton_webhook_requests_total", .counter, "Requests the webhook listener answered, by hook and HTTP status.")
+        for (key, count) in counts.webhookRequests.sorted(by: { ($0.key.hook, $0.key.code) < ($1.key.hook, $1.key.code) }) {
+            out.sample("baton_webhook_requests_total", [("hook", key.hook), ("code", String(key.code))], Double(count))
+        }
         out.family("baton_store_commit_duration_seconds", .histogram, "How long each history transaction took to commit.")
         out.histogram("baton_store_commit_duration_seconds", [], counts.commitSeconds)
         out.family("baton_store_commit_items", .histogram, "Journal items (trigger answers, transitions) per history transaction.")

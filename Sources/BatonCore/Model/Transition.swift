@@ -43,6 +43,8 @@ public struct TransitionDetail: Codable, Sendable, Equatable {
     public var cpuSystem: Int64?
     /// The attempt's largest memory, in bytes.
     public var memoryPeak: Int64?
+    /// Where the trigger that created the run came from, when not the socket (a webhook).
+    public var via: String?
 
     public init(
         reason: String? = nil, attempt: Int? = nil, exitCode: Int32? = nil, signal: Int32? = nil,

@@ -103,6 +103,7 @@ extension TransitionDetail {
             json.endArray()
         }
         json.field("signal", signal)
+        json.field("via", via)
         json.endObject()
     }
 }

@@ -29,6 +29,7 @@ public struct HTTPResponse: Equatable, Sendable {
     static func reason(_ status: Int) -> String {
         switch status {
         case 200: "OK"
+        case 202: "Accepted"
         case 303: "See Other"
         case 400: "Bad Request"
         case 401: "Unauthorized"
@@ -41,6 +42,7 @@ public struct HTTPResponse: Equatable, Sendable {
         case 413: "Content Too Large"
         case 415: "Unsupported Media Type"
         case 421: "Misdirected Request"
+        case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"
         case 502: "Bad Gateway"

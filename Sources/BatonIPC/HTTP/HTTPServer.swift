@@ -65,6 +65,27 @@ public final class HTTPServer: Sendable {
                                                       reserved: limits.reservedForOwners, owners: limits.owners)))
     }
 
+    /// Serves on a socket that already listens (one systemd passed): it becomes the server's.
+    public init(descriptor fd: Int32, limits: Limits = Limits(), reactor: Reactor = .shared,
+                handler: @escaping Handler) throws(SocketError) {
+        var accepting: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &length) == 0, accepting == 1,
+              let address = TCPPeer.localAddress(of: fd) else {
+            throw .system("listen", path: "passed socket \(fd)", errno: EINVAL)
+        }
+        // Accepting runs until EAGAIN: the socket must not block.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        listenFD = fd
+        self.address = address
+        self.limits = limits
+        self.handler = handler
+        self.reactor = reactor
+        table = Locked(Table(admission: PeerAdmission(maxConnections: limits.maxConnections, maxPerPeer: limits.maxConnectionsPerPeer,
+                                                      reserved: limits.reservedForOwners, owners: limits.owners)))
+    }
+
     /// A server whose handler answers at once from the head alone (it reads no bodies).
     public convenience init(listening address: ListenAddress, limits: Limits = Limits(), reactor: Reactor = .shared,
                             answer: @escaping @Sendable (HTTPRequestHead) -> HTTPResponse) throws(SocketError) {
@@ -250,6 +271,16 @@ public final class HTTPExchange: Sendable {
 
     /// Whether the connection is still there.
     public var isOpen: Bool { !connection.isClosed }
+
+    /// Moves the exchange's deadline to `duration` from now (a handler that has read the whole
+    /// request and waits for an outcome it promised, such as a webhook's `?wait=`). The head and
+    /// body stay bounded by the server's own timeout: call this only once they are in.
+    public func extendDeadline(by duration: Duration) {
+        connection.withInput { $0.deadline = .now + duration }
+    }
+
+    /// The numeric address of the peer (`203.0.113.7`, `::1`); nil when the socket cannot say.
+    public var peerAddress: String? { TCPPeer.address(of: connection.fd) }
 
     /// Ends the exchange now, answered or not.
     public func close() { connection.close() }

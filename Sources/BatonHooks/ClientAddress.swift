@@ -1,0 +1,33 @@
+/// Who sent a webhook request: the TCP peer, or, when that peer is a trusted reverse proxy,
+/// the address it says it forwarded for.
+public enum ClientAddress {
+    /// The sender's address. `X-Forwarded-For` is read only when `peer` is in `trusted`: from
+    /// its right end (what the nearest proxy appended), past every trusted proxy, the first
+    /// address is the client's. A value that is no numeric address stops the walk there, and
+    /// the last trusted hop is the answer (a client may write anything at the left).
+    public static func of(peer: String?, forwardedFor fields: [String], trusted: Set<String>) -> String {
+        guard let peer else { return "unknown" }
+        guard trusted.contains(peer), !fields.isEmpty else { return peer }
+        let hops = fields.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces() }
+        var client = peer
+        for hop in hops.reversed() {
+            guard isNumeric(hop) else { return client }
+            client = hop
+            if !trusted.contains(hop) { return hop }
+        }
+        return client
+    }
+
+    /// Digits, hex, dots and colons only, of an address's length: enough to keep anything else
+    /// (a name, a port, spaces, quotes) out of the record.
+    static func isNumeric(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 45 && text.contains(where: { $0 == "." || $0 == ":" })
+            && text.utf8.allSatisfy { ($0 >= 48 && $0 <= 58) || $0 == 46 || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) }
+    }
+}
+
+extension Substring {
+    func trimmingSpaces() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}

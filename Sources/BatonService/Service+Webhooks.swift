@@ -1,0 +1,44 @@
+import BatonCore
+
+extension Service {
+    /// A press from beyond the socket (a webhook that has proven it holds its hook's secret):
+    /// the same check of the action's policy and params as a socket `trigger`, the same
+    /// dispatcher, the same metrics. There is no socket peer, so no access rule applies: the
+    /// config that names the hook and its action is the grant. `via` says where it came from,
+    /// and is kept with the run it creates. `follower` gets the run's updates until its end.
+    public func press(_ name: String, params: [String: String], via: String, follower: Conductor.Follower?,
+                      answered: @escaping @Sendable (Result<(TriggerDecision, RunSnapshot), BatonError>) -> Void) {
+        guard let action = generation.actions[name] else { return answered(.failure(.unknownAction(name))) }
+        let trigger: Trigger
+        do throws(BatonError) {
+            let resolved = try action.resolveParams(params)
+            trigger = Trigger(action: action, key: action.key(for: resolved), policy: try action.resolvePolicy(nil), params: resolved,
+                              peer: nil, force: try action.checkForce(nil), via: via)
+        } catch {
+            return answered(.failure(error))
+        }
+        let metrics = metrics
+        dispatcher.trigger(trigger, follower: follower) { result in
+            switch result {
+            case let .failure(error):
+                if case .busy = error { metrics.triggered(name, decision: TriggerDecision.rejected.rawValue) }
+                answered(.failure(error))
+            case let .success((decision, run)):
+                metrics.triggered(name, decision: TriggerDecision(decision).rawValue)
+                answered(.success((TriggerDecision(decision), run)))
+            }
+        }
+    }
+
+    /// Follows a run: `answered` gets it as it is now (nil when it is not in flight), then
+    /// `follower` its updates until its end.
+    public func follow(run id: Int64, follower: @escaping Conductor.Follower, answered: @escaping @Sendable (RunSnapshot?) -> Void) {
+        dispatcher.attach(id, follower: follower, answered: answered)
+    }
+
+    /// A run as it is now: in flight, or as the history has it; nil when there is none.
+    public func lookUp(run id: Int64) async throws(BatonError) -> RunSnapshot? {
+        if let live = dispatcher.snapshot(of: id) { return live }
+        return try await history.run(id)?.run
+    }
+}

@@ -1,0 +1,21 @@
+import BatonHooks
+import BatonIPC
+
+/// `webhooks: { listen, trustedProxies, maxBody, hooks }`: the HTTP listener that presses
+/// actions for forges, CI and bots (issue 27). The listen address changes at restart only; the
+/// hooks, their secrets and the proxies are read again on reload.
+struct WebhookConfig: Sendable, Equatable {
+    var listen: ListenAddress
+    /// Peers whose `X-Forwarded-For` is believed (a reverse proxy in front), as numeric addresses.
+    var trustedProxies: Set<String> = []
+    /// The largest body taken, in bytes.
+    var maxBody = 256 << 10
+    /// The hooks by name.
+    var hooks: [String: Hook] = [:]
+
+    /// The pure decision over these hooks.
+    var gate: HookGate { HookGate(hooks: hooks, bodyLimit: maxBody) }
+
+    /// The largest `maxBody` accepted: a hook's body is held whole while its signature is checked.
+    static let maxBodyLimit = 16 << 20
+}

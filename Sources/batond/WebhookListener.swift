@@ -1,0 +1,221 @@
+import BatonCore
+import BatonHooks
+import BatonIPC
+import BatonService
+import Foundation
+
+/// `POST /hooks/NAME` and `GET /hooks/NAME/runs/N` on the small HTTP server: every decision is
+/// `HookGate`'s; this performs them — reads the body the gate asked for, presses through the
+/// service, keeps delivery ids single-flight (`DeliveryTable`, then the history), and answers.
+final class WebhookListener: Sendable {
+    /// Where delivery ids are kept across restarts; nil in a fleet (memory only).
+    struct DeliveryStore: Sendable {
+        var find: @Sendable (_ delivery: String, _ hook: String) async throws(BatonError) -> Int64?
+        var record: @Sendable (_ delivery: String, _ hook: String, _ run: Int64, _ address: String?) async throws(BatonError) -> Void
+    }
+
+    /// Called with the run a delivery made, or nil when it made none.
+    typealias Waiter = @Sendable (Int64?) -> Void
+
+    let service: Service
+    let webhooks: @Sendable () -> WebhookConfig?
+    let store: DeliveryStore?
+    private let limiter = Locked(RateLimiter())
+    private let deliveries = Locked(DeliveryTable<Waiter>())
+    private let origin = ContinuousClock.now
+
+    init(service: Service, store: DeliveryStore?, webhooks: @escaping @Sendable () -> WebhookConfig?) {
+        self.service = service
+        self.store = store
+        self.webhooks = webhooks
+    }
+
+    /// The server's handler: decides on the head, then on the body.
+    func handle(_ head: HTTPRequestHead, _ exchange: HTTPExchange) {
+        guard let config = webhooks() else { return answer(.notFound, hook: "", exchange) }
+        let gate = config.gate
+        switch gate.route(head) {
+        case let .answer(refusal):
+            answer(refusal, hook: Self.hookName(head.path, in: config), exchange)
+        case let .read(route, length):
+            exchange.readBody(count: length) { [self] body in
+                let address = ClientAddress.of(peer: exchange.peerAddress, forwardedFor: head.fields.filter { $0.name == "x-forwarded-for" }.map(\.value),
+                                               trusted: config.trustedProxies)
+                switch gate.decide(route, head, body: body, now: Int64(Date().timeIntervalSince1970)) {
+                case let .answer(refusal): answer(refusal, hook: Self.hookName(head.path, in: config), exchange)
+                case let .status(hook, action, run): status(hook, action: action, run: run, exchange)
+                case let .trigger(trigger):
+                    // Counted once authenticated: an outsider who knows a hook's name cannot use up its budget.
+                    let hook = config.hooks[trigger.hook]
+                    if let hook, let retry = limiter.withLock({ $0.admit(hook.name, hook.rateLimit, now: ContinuousClock.now - origin) }) {
+                        return answer(HookAnswer(status: 429, message: "too many requests", retryAfter: retry), hook: hook.name, exchange)
+                    }
+                    press(trigger, from: address, hook, exchange)
+                }
+            }
+        }
+    }
+
+    /// The hook a path names, for the metrics' label: never a name no hook has.
+    static func hookName(_ path: String, in config: WebhookConfig) -> String {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count >= 3, segments[1] == "hooks", config.hooks[String(segments[2])] != nil else { return "" }
+        return String(segments[2])
+    }
+
+    // MARK: Pressing
+
+    private func press(_ trigger: HookTrigger, from address: String, _ hook: Hook?, _ exchange: HTTPExchange) {
+        guard let hook else { return answer(.notFound, hook: "", exchange) }
+        if let wait = trigger.wait { exchange.extendDeadline(by: wait + .seconds(5)) }
+        let via = "webhook \(hook.name) from \(address)" + (trigger.delivery.map { ", delivery \($0)" } ?? "")
+        guard let delivery = trigger.delivery else { return start(trigger, hook, via: via, exchange) { _ in } }
+        let key = DeliveryTable<Waiter>.key(hook: hook.name, delivery: delivery)
+        let waiter: Waiter = { [self] run in
+            if let run { replay(run, trigger, hook, exchange) } else { start(trigger, hook, via: via, exchange) { _ in } }
+        }
+        switch deliveries.withLock({ $0.begin(key, waiter) }) {
+        case .waiting: return
+        case let .known(run): return replay(run, trigger, hook, exchange)
+        case .first: break
+        }
+        Task { [self] in
+            let stored: Int64?
+            do throws(BatonError) {
+                stored = try await store?.find(delivery, hook.name)
+            } catch {
+                // Not knowing whether the delivery ran is no reason to run it twice: refuse it now.
+                for waiter in deliveries.withLock({ $0.finish(key, run: nil) }) { waiter(nil) }
+                return answer(HookAnswer(status: 503, message: "the history cannot be read: try again"), hook: hook.name, exchange)
+            }
+            if let stored {
+                let waiters = deliveries.withLock { $0.finish(key, run: stored) }
+                for waiter in waiters { waiter(stored) }
+                return replay(stored, trigger, hook, exchange)
+            }
+            start(trigger, hook, via: via, exchange) { [self] run in
+                if let run, let store {
+                    Task {
+                        do throws(BatonError) { try await store.record(delivery, hook.name, run, address) } catch {
+                            Log.warning("webhook \(hook.name): delivery \(delivery) made run \(run), but could not be recorded: \(error.message)")
+                        }
+                    }
+                }
+                for waiter in deliveries.withLock({ $0.finish(key, run: run) }) { waiter(run) }
+            }
+        }
+    }
+
+    /// Presses the hook's action; `made` gets the run the press made or joined (nil: none).
+    private func start(_ trigger: HookTrigger, _ hook: Hook, via: String, _ exchange: HTTPExchange, made: @escaping @Sendable (Int64?) -> Void) {
+        let wait = trigger.wait.map { _ in WebhookWait { [self] run, ended in
+            answer(run, hook, decision: nil, replayed: false, code: ended ? Self.outcomeCode(run) : 202, exchange)
+        } }
+        service.press(hook.action, params: trigger.params, via: via, follower: wait?.follower) { [self] result in
+            switch result {
+            case let .failure(error):
+                made(nil)
+                answer(Self.refusal(error), hook: hook.name, exchange)
+            case let .success((decision, run)):
+                made(run.id)
+                guard let wait, let duration = trigger.wait else {
+                    return answer(run, hook, decision: decision, replayed: false, code: 202, exchange)
+                }
+                wait.answered(run)
+                Task {
+                    try? await Task.sleep(for: duration)
+                    wait.timedOut()
+                }
+            }
+        }
+    }
+
+    /// A delivery seen before: its run, waited for like a new one when `?wait=` asks.
+    private func replay(_ id: Int64, _ trigger: HookTrigger, _ hook: Hook, _ exchange: HTTPExchange) {
+        guard let duration = trigger.wait else {
+            Task { [self] in await answerFromHistory(id, hook, exchange, code: nil) }
+            return
+        }
+        let wait = WebhookWait { [self] run, ended in
+            answer(run, hook, decision: nil, replayed: true, code: ended ? Self.outcomeCode(run) : 202, exchange)
+        }
+        service.follow(run: id, follower: wait.follower) { [self] live in
+            guard let live else {
+                Task { await self.answerFromHistory(id, hook, exchange, code: .outcome) }
+                return
+            }
+            wait.answered(live)
+            Task {
+                try? await Task.sleep(for: duration)
+                wait.timedOut()
+            }
+        }
+    }
+
+    enum Code { case outcome }
+
+    private func answerFromHistory(_ id: Int64, _ hook: Hook, _ exchange: HTTPExchange, code: Code?) async {
+        do throws(BatonError) {
+            guard let run = try await service.lookUp(run: id) else { return answer(.notFound, hook: hook.name, exchange) }
+            let status = code == .outcome && run.phase.isTerminal ? Self.outcomeCode(run) : 202
+            answer(run, hook, decision: nil, replayed: true, code: status, exchange)
+        } catch {
+            answer(Self.refusal(error), hook: hook.name, exchange)
+        }
+    }
+
+    // MARK: Status
+
+    private func status(_ name: String, action: String, run id: Int64, _ exchange: HTTPExchange) {
+        Task { [self] in
+            do throws(BatonError) {
+                // Only the hook's own action's runs: a token or signature of one hook reads no other's.
+                guard let hook = webhooks()?.hooks[name], let run = try await service.lookUp(run: id), run.action == action else {
+                    return answer(.notFound, hook: name, exchange)
+                }
+                answer(run, hook, decision: nil, replayed: false, code: 200, exchange)
+            } catch {
+                answer(Self.refusal(error), hook: name, exchange)
+            }
+        }
+    }
+
+    // MARK: Answers
+
+    /// 200 for success, 500 for failure or cancellation.
+    static func outcomeCode(_ run: RunSnapshot) -> Int { run.phase == .success ? 200 : 500 }
+
+    /// A run's answer: `{"run", "phase", "status", "token", …}`.
+    private func answer(_ run: RunSnapshot, _ hook: Hook, decision: TriggerDecision?, replayed: Bool, code: Int, _ exchange: HTTPExchange) {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("run", run.id)
+        json.field("phase", run.phase.rawValue)
+        json.field("status", "/hooks/\(hook.name)/runs/\(run.id)")
+        json.field("token", hook.statusToken(run: run.id))
+        json.field("action", run.action)
+        json.field("decision", decision?.rawValue)
+        if replayed { json.key("replayed"); json.bool(true) }
+        if let error = run.error { json.field("error", error) }
+        if let exit = run.exitCode { json.field("exitCode", exit) }
+        json.endObject()
+        service.metrics.webhookAnswered(hook: hook.name, code: code)
+        exchange.answer(HTTPResponse(status: code, contentType: "application/json", body: Array((json.text + "\n").utf8)))
+    }
+
+    private func answer(_ answer: HookAnswer, hook: String, _ exchange: HTTPExchange) {
+        service.metrics.webhookAnswered(hook: hook, code: answer.status)
+        exchange.answer(answer.response)
+    }
+
+    /// The answer for a press the service refused: after authentication, so it may say why.
+    static func refusal(_ error: BatonError) -> HookAnswer {
+        switch error {
+        case let .busy(run, _, phase, _): HookAnswer(status: 409, message: "busy: run \(run) is \(phase.rawValue)")
+        case let .badParam(_, message): HookAnswer(status: 400, message: message)
+        case .shuttingDown: HookAnswer(status: 503, message: "batond is stopping")
+        case .storeUnavailable: HookAnswer(status: 503, message: "the history cannot be written: try again")
+        default: HookAnswer(status: 500, message: error.message)
+        }
+    }
+}
