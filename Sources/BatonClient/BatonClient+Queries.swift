@@ -67,8 +67,10 @@ extension BatonClient {
 
     /// Every committed transition of the runs the peer may read (of `action` only, if given), as
     /// they come, and with `progress` every progress report too. It never ends while batond runs;
-    /// it throws `.unavailable` when the connection ends. Stopping the iteration ends the watch
-    /// for this client (batond's further lines for it are dropped). `started` is called once
+    /// it throws `.unavailable` when the connection ends. Cancelling the task that iterates it, or
+    /// letting go of the stream (a `break` out of a loop over a stream nobody else holds), ends
+    /// the watch for this client: batond's further lines for it are dropped. A stream still
+    /// held after a `break` keeps watching until it is released. `started` is called once
     /// batond has begun the watch (its `watching` event): every transition committed after that
     /// is yielded.
     public func watch(action: String? = nil, progress: Bool = false,

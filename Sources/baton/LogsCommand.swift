@@ -14,6 +14,7 @@ enum LogsCommand {
         options: [
             OptionSpec(long: "follow", short: "f", value: nil, help: "follow the output live until the run ends"),
             OptionSpec(long: "stream", short: nil, value: "STREAM", help: "only stdout or only stderr"),
+            OptionSpec(long: "since", short: nil, value: "WHEN", help: "only output that arrived since WHEN: 30m, 2h, today, 2026-11-01T14:00:30"),
         ],
         run: run)
 
@@ -26,8 +27,13 @@ enum LogsCommand {
             guard let value = StandardStream(rawValue: name) else { throw UsageError("baton logs: --stream expects stdout or stderr, got \(name)") }
             stream = value
         }
+        var since: Timestamp?
+        if let text = arguments.value("since") {
+            do { since = try TimeText.parse(text) } catch { throw UsageError("baton logs: --since \(error)") }
+        }
         let run = try Int64(target).map { $0 } ?? latestRun(of: target, context)
-        let end = try follow(run, from: 0, follow: arguments.flag("follow"), stream: stream, context)
+        var last: UInt8?
+        let end = try follow(run, from: 0, follow: arguments.flag("follow"), only: OutputSelection(stream: stream, since: since), context, last: &last)
         return arguments.flag("follow") ? ExitCode.of(end.phase) : ExitCode.success
     }
 
@@ -48,11 +54,11 @@ enum LogsCommand {
     /// chunk ended if the connection drops; returns the run as the last answer has it.
     static func follow(_ run: Int64, from: Int64, follow: Bool, stream: StandardStream?, _ context: Context) throws -> RunSnapshot {
         var last: UInt8?
-        return try Self.follow(run, from: from, follow: follow, stream: stream, context, last: &last)
+        return try Self.follow(run, from: from, follow: follow, only: OutputSelection(stream: stream), context, last: &last)
     }
 
     /// As above, telling the last byte printed (so that a line after it starts on a line of its own).
-    static func follow(_ run: Int64, from: Int64, follow: Bool, stream: StandardStream?, _ context: Context,
+    static func follow(_ run: Int64, from: Int64, follow: Bool, only selection: OutputSelection, _ context: Context,
                        last: inout UInt8?) throws -> RunSnapshot {
         // The read's place survives a lost connection: the next read resumes from it.
         let place = Locked(Place(next: from, last: last))
@@ -61,7 +67,7 @@ enum LogsCommand {
             let before = place.withLock(\.next)
             do {
                 let end = try context.call { client in
-                    try await place.write(client.output(run: run, from: place.withLock(\.next), follow: follow), only: stream)
+                    try await place.write(client.output(run: run, from: place.withLock(\.next), follow: follow), only: selection)
                 }
                 last = place.withLock(\.last)
                 return end
@@ -98,12 +104,12 @@ enum LogsCommand {
 extension Locked where Value == LogsCommand.Place {
     /// Prints the chunks of `output` past the place (only `stream`'s, if given) as they come,
     /// moving the place along; returns the run as the final answer has it.
-    func write(_ output: RunOutput, only stream: StandardStream?) async throws -> RunSnapshot {
+    func write(_ output: RunOutput, only selection: OutputSelection) async throws -> RunSnapshot {
         for try await chunk in output.chunks {
             let bytes = withLock { place -> [UInt8]? in
                 guard chunk.end > place.next else { return nil }
                 defer { place.next = chunk.end }
-                guard stream == nil || chunk.stream == stream else { return nil }
+                guard selection.wants(chunk) else { return nil }
                 let bytes = Array(chunk.bytes.suffix(Int(chunk.end - max(place.next, chunk.start))))
                 place.last = bytes.last ?? place.last
                 return bytes
@@ -111,5 +117,16 @@ extension Locked where Value == LogsCommand.Place {
             if let bytes { LogsCommand.write(bytes) }
         }
         return try await output.end.run
+    }
+}
+
+/// Which chunks of a run's output `baton logs` prints: of one stream, or both; those that
+/// arrived at or after `since` (a chunk's time is its first byte's, so to about 50 ms), or all.
+struct OutputSelection: Equatable {
+    var stream: StandardStream?
+    var since: Timestamp?
+
+    func wants(_ chunk: OutputChunk) -> Bool {
+        (stream == nil || chunk.stream == stream) && (since.map { chunk.at >= $0 } ?? true)
     }
 }

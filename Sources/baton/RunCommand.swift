@@ -67,7 +67,7 @@ enum RunCommand {
     static func runFollowing(_ trigger: Trigger, json: Bool, _ context: Context) throws -> Int32 {
         let queued = try context.call { try await trigger.detached($0) }
         var last: UInt8?
-        let run = try LogsCommand.follow(queued.run.id, from: 0, follow: true, stream: nil, context, last: &last)
+        let run = try LogsCommand.follow(queued.run.id, from: 0, follow: true, only: OutputSelection(), context, last: &last)
         if last != nil && last != UInt8(ascii: "\n") { print() }
         if json { print(Format.json(RunAnswer(run: run, decision: queued.decision, shared: queued.shared))) }
         else { print(outcomeLine(run, shared: queued.shared, context: context)) }

@@ -93,6 +93,29 @@ struct LogsTests {
                 && end.stdout.contains("talk run 1 succeeded"), "\(end.stdout)")
     }
 
+    @Test("logs --since prints only what arrived since then; a WHEN that is not a time is refused naming it")
+    func since() throws {
+        let gate = try FifoGate()
+        let daemon = try Self.daemon(gate)
+        #expect(try daemon.baton("run", "talk", "--detach").code == 0)
+        for _ in 0..<1_000 where !(try daemon.baton("logs", "1", "--stream", "stdout").stdout == "one\n") { usleep(10_000) }
+        // The next whole second, in the local time `--since` reads: `two` is written after it.
+        let boundary = (Date().timeIntervalSince1970 + 1).rounded(.down)
+        while Date().timeIntervalSince1970 < boundary { usleep(5_000) }
+        gate.release()
+        #expect(try daemon.baton("wait", "1").code == 0)
+        var seconds = time_t(boundary)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        let when = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                          parts.tm_hour, parts.tm_min, parts.tm_sec)
+        let late = try daemon.baton("logs", "1", "--since", when)
+        #expect(late.code == 0 && late.stdout == "two\n", "since \(when): \(late)")
+        #expect(try daemon.baton("logs", "1", "--since", "1d", "--stream", "stdout").stdout == "one\ntwo\n")
+        let bad = try daemon.baton("logs", "1", "--since", "soon")
+        #expect(bad.code == 2 && bad.stderr.contains("--since"), "\(bad)")
+    }
+
     @Test("refused: an action without runs, an unknown run, a stream that is not one")
     func refused() throws {
         let gate = try FifoGate()
