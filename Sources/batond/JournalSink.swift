@@ -11,6 +11,7 @@ final class JournalSink: OutputLineSink {
     static let defaultPath = "/run/systemd/journal/socket"
 
     private let fd: Int32
+    private let path: String
     /// Lines the journal did not take (full socket buffer, journald gone).
     let lost = Locked(0)
 
@@ -23,14 +24,23 @@ final class JournalSink: OutputLineSink {
             return nil
         }
         self.fd = fd
+        self.path = path
     }
 
     deinit { close(fd) }
 
     func write(_ line: OutputLine) {
         let datagram = JournalDatagram.encode(JournalDatagram.fields(of: line))
-        let sent = datagram.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
-        if sent < 0 { lost.withLock { $0 += 1 } }
+        if send(datagram) { return }
+        // A restarted journald listens on a new socket at the same path: connect to it and try
+        // once more (a full buffer, EAGAIN, is not retried: the journal is behind).
+        let gone = errno == ECONNREFUSED || errno == ENOTCONN || errno == ENOENT
+        if gone, baton_unix_connect(fd, path) == 0, send(datagram) { return }
+        lost.withLock { $0 += 1 }
+    }
+
+    private func send(_ datagram: [UInt8]) -> Bool {
+        datagram.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) } >= 0
     }
 }
 

@@ -38,8 +38,8 @@ struct JournalTests {
     }
 
     /// A datagram socket bound at a new path, as journald's.
-    static func listener() throws -> (fd: Int32, path: String) {
-        let path = NSTemporaryDirectory() + "baton-journal-" + UUID().uuidString
+    static func listener(at given: String? = nil) throws -> (fd: Int32, path: String) {
+        let path = given ?? NSTemporaryDirectory() + "baton-journal-" + UUID().uuidString
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         try #require(fd >= 0)
         var address = sockaddr_un()
@@ -65,6 +65,22 @@ struct JournalTests {
         #expect(n > 0 && Array(buffer[..<n]) == JournalDatagram.encode(JournalDatagram.fields(of: Self.line)))
         #expect(sink.lost.withLock { $0 } == 0)
         #expect(JournalSink(path: path + "-none") == nil)
+    }
+
+    @Test("a journald restarted on a new socket at the same path gets the next line: the sink connects again")
+    func restarted() throws {
+        let first = try Self.listener()
+        let sink = try #require(JournalSink(path: first.path))
+        sink.write(Self.line)
+        close(first.fd)
+        unlink(first.path)
+        let second = try Self.listener(at: first.path)
+        defer { close(second.fd); unlink(second.path) }
+        sink.write(Self.line)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let n = buffer.withUnsafeMutableBytes { recv(second.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        #expect(n > 0, "the line after journald's restart was lost")
+        #expect(sink.lost.withLock { $0 } == 0)
     }
 
     @Test("a journal that does not read loses lines, counted; the writer never blocks")
