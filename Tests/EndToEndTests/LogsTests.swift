@@ -98,7 +98,8 @@ struct LogsTests {
         let gate = try FifoGate()
         let daemon = try Self.daemon(gate)
         #expect(try daemon.baton("run", "talk", "--detach").code == 0)
-        for _ in 0..<1_000 where !(try daemon.baton("logs", "1", "--stream", "stdout").stdout == "one\n") { usleep(10_000) }
+        var polls = 0
+        while try daemon.baton("logs", "1", "--stream", "stdout").stdout != "one\n", polls < 1_000 { polls += 1; usleep(10_000) }
         // The next whole second, in the local time `--since` reads: `two` is written after it.
         let boundary = (Date().timeIntervalSince1970 + 1).rounded(.down)
         while Date().timeIntervalSince1970 < boundary { usleep(5_000) }
