@@ -12,7 +12,7 @@ struct LifecycleTests {
         let marker = UUID().uuidString
         let config = """
             {
-              maxConcurrentRuns: 2, shutdownGrace: "500ms",
+              maxConcurrentRuns: 2, shutdownGrace: "5s",
               actions: {
                 long: { exec: ["sh", "-c", "sleep 30 & wait"], env: { CRASHMARK: "\(marker)" } },
                 short: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" } },
@@ -28,6 +28,8 @@ struct LifecycleTests {
         try daemon.waitForLog("run 2 short: queued → loading")
         daemon.signal(SIGTERM)
         try daemon.waitForLog("stopping:")
+        // The grace must outlast this CLI call (slow under ThreadSanitizer): the gate is released
+        // within it, or `short` is stopped with nobody left to read the gate.
         let refused = try daemon.baton("run", "later")
         #expect(refused.code == 75)
         #expect(refused.stderr.contains("shutting down"))

@@ -18,9 +18,18 @@ final class FifoGate {
     /// Opens the FIFO for writing (waiting for a reader), writes a line and closes it: the
     /// reader sees its end and exits 0. Release a second run only after the first has ended,
     /// or the first reader may take both.
+    /// A gate no run opens within 60 s is a failed test, not a hung suite: the open does not block.
     func release() {
-        let fd = open(path, O_WRONLY)
-        guard fd >= 0 else { return }
+        let deadline = Date().addingTimeInterval(60)
+        var fd = open(path, O_WRONLY | O_NONBLOCK)
+        while fd < 0 && errno == ENXIO && Date() < deadline {
+            usleep(5_000)   // no reader yet: the gated run has not opened the gate
+            fd = open(path, O_WRONLY | O_NONBLOCK)
+        }
+        guard fd >= 0 else {
+            Issue.record("no run read the gate \(path) within 60 s (errno \(errno))")
+            return
+        }
         _ = write(fd, "go\n", 3)
         close(fd)
     }
