@@ -12,7 +12,7 @@ echo "Building (release; the first build takes a few minutes) ..."
 make build >/dev/null
 bin=$(swift build -c release --show-bin-path)
 dir=$(mktemp -d)
-trap 'kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -rf "$dir"' EXIT
 "$bin/batond" --config examples/baton.json5 --socket "$dir/baton.sock" --database "$dir/history.sqlite" 2>"$dir/batond.log" &
 daemon=$!
 export BATON_SOCKET="$dir/baton.sock"
