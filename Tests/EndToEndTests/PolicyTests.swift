@@ -67,7 +67,7 @@ struct PolicyTests {
             gated: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" },
                      policy: "reject", policies: ["join", "queue"] },
             marked: {
-              exec: ["sh", "-c", "echo start $BATON_RUN_ID >> \\"$LOG\\"; trap 'echo end $BATON_RUN_ID >> \\"$LOG\\"; exit 143' TERM; sleep 300 & wait"],
+              exec: ["sh", "-c", "trap 'echo end $BATON_RUN_ID >> \\"$LOG\\"; exit 143' TERM; echo start $BATON_RUN_ID >> \\"$LOG\\"; sleep 300 & wait"],
               env: { LOG: "\(log)" }, policy: "replace", killGrace: "10s",
             },
             deploy: {
@@ -198,12 +198,16 @@ struct PolicyTests {
         let cancel = try daemon.baton("cancel", "15")
         #expect(cancel.code == 0)
         #expect(try Self.waitFor(daemon, run: 15)?.phase == .cancelled)
-        // The marks never show two runs at once: start a, end a, start b, end b, ...
+        // The marks never show two runs at once: start a, end a, start b, end b, ... The trap is
+        // set before the start mark, so every start has its end; a run stopped between the two
+        // writes only its end (a run stopped before its trap writes nothing).
         let marks = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
+        let started = Set(marks.filter { $0.hasPrefix("start ") }.map { $0.dropFirst(6) })
         var open: String?
         for mark in marks {
             let parts = mark.split(separator: " ")
             if parts[0] == "start" { #expect(open == nil, "\(marks)"); open = String(parts[1]) }
+            else if open == nil { #expect(!started.contains(parts[1]), "\(marks)") }
             else { #expect(open == String(parts[1]), "\(marks)"); open = nil }
         }
         #expect(marks.last == "end 15")
