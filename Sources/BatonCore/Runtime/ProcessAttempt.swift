@@ -194,7 +194,9 @@ final class ProcessAttempt: Attempt {
     }
 
     /// The leader is a zombie: reap it, then let the machine decide about the rest of the tree.
+    /// A wake-up while it still runs is ignored (the reap would block the loop until it exits).
     private func leaderExited() {
+        guard baton_has_exited(pid) != 0 else { return }
         let pidfd = state.withLock { state -> Int32 in
             defer { state.pidfd = -1 }
             return state.pidfd

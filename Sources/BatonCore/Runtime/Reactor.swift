@@ -22,7 +22,12 @@ public final class Reactor: Sendable {
     }
 
     private struct State {
-        var handlers: [Int32: Handler] = [:]
+        /// Each watch's handler, by the token its epoll registration carries (never the fd: an
+        /// event read in the same batch as a close, for a descriptor whose number a handler has
+        /// since reused, names the old watch's token, which is gone, and is dropped).
+        var handlers: [UInt64: Handler] = [:]
+        /// The token of each descriptor watched now.
+        var tokens: [Int32: UInt64] = [:]
         var deadlines = Heap<Deadline>()
         var actions: [UInt64: @Sendable () -> Void] = [:]
         var nextID: UInt64 = 1
@@ -44,7 +49,7 @@ public final class Reactor: Sendable {
         epoll = baton_epoll_create()
         wakeFD = baton_eventfd()
         precondition(epoll >= 0 && wakeFD >= 0, "cannot create the reactor's epoll and eventfd: \(String(cString: strerror(errno)))")
-        _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, UInt64(UInt32(bitPattern: wakeFD)))
+        _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, Self.wakeToken)
         // Named from inside: a Linux thread starts with its creator's name (a Dispatch queue's, here).
         let thread = Thread { [self] in
             baton_set_thread_name("baton-reactor")
@@ -74,21 +79,38 @@ public final class Reactor: Sendable {
 
     /// Calls `handler` with the event mask whenever `fd` has one of `events` (hang-ups and
     /// errors always), until `remove(fd)`.
+    /// A descriptor watched again without `remove` gets the new handler (and a new token).
     public func watch(_ fd: Int32, events: UInt32, _ handler: @escaping Handler) {
-        state.withLock { $0.handlers[fd] = handler }
-        _ = baton_epoll_ctl(epoll, Epoll.add, fd, events, UInt64(UInt32(bitPattern: fd)))
+        let token = state.withLock { state -> UInt64 in
+            let token = state.nextID
+            state.nextID += 1
+            if let old = state.tokens.updateValue(token, forKey: fd) { state.handlers[old] = nil }
+            state.handlers[token] = handler
+            return token
+        }
+        // Still registered (watched again without `remove`): the registration takes the new token.
+        if baton_epoll_ctl(epoll, Epoll.add, fd, events, token) != 0 && errno == EEXIST {
+            _ = baton_epoll_ctl(epoll, Epoll.modify, fd, events, token)
+        }
     }
 
     /// Changes which events of a watched `fd` its handler hears.
     public func modify(_ fd: Int32, events: UInt32) {
-        _ = baton_epoll_ctl(epoll, Epoll.modify, fd, events, UInt64(UInt32(bitPattern: fd)))
+        guard let token = state.withLock({ $0.tokens[fd] }) else { return }
+        _ = baton_epoll_ctl(epoll, Epoll.modify, fd, events, token)
     }
 
-    /// Stops watching `fd` (before it is closed).
+    /// Stops watching `fd` (before it is closed): no event of this watch reaches its handler
+    /// after this, even one the loop has already read.
     public func remove(_ fd: Int32) {
         _ = baton_epoll_ctl(epoll, Epoll.remove, fd, 0, 0)
-        state.withLock { _ = $0.handlers.removeValue(forKey: fd) }
+        state.withLock { state in
+            if let token = state.tokens.removeValue(forKey: fd) { state.handlers[token] = nil }
+        }
     }
+
+    /// The token of the wake-up eventfd's registration (watches' tokens start at 1).
+    private static let wakeToken: UInt64 = 0
 
     /// Calls `action` on the reactor's thread once `delay` has passed.
     @discardableResult
@@ -132,13 +154,12 @@ public final class Reactor: Sendable {
             let count = baton_epoll_wait(epoll, &tokens, &events, 128, timeout)
             if count < 0 && errno != EINTR { fatalError("reactor: epoll_wait failed: \(String(cString: strerror(errno)))") }
             for index in 0..<Int(max(count, 0)) {
-                let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: tokens[index]))
-                if fd == wakeFD {
+                if tokens[index] == Self.wakeToken {
                     var value: UInt64 = 0
                     _ = read(wakeFD, &value, 8)
                     continue
                 }
-                if let handler = state.withLock({ $0.handlers[fd] }) {
+                if let handler = state.withLock({ $0.handlers[tokens[index]] }) {
                     assertNoLockHeld("a descriptor's handler")
                     handler(events[index])
                 }

@@ -1,0 +1,138 @@
+@testable import BatonCore
+import Foundation
+import Testing
+
+@Suite("Reactor: descriptors, timers and posted work on one loop")
+struct ReactorTests {
+    let reactor = Reactor.shared
+
+    /// A pipe whose ends are closed by the test.
+    struct Pipe {
+        var read: Int32
+        var write: Int32
+        init() throws {
+            var fds: [Int32] = [-1, -1]
+            guard pipe(&fds) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            (read, write) = (fds[0], fds[1])
+        }
+    }
+
+    /// Holds the loop inside a posted item until `release()`, so that what happens meanwhile is
+    /// read by its next `epoll_wait`, in one batch.
+    final class Hold: Sendable {
+        private let held = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
+        init(_ reactor: Reactor) {
+            reactor.post { [self] in
+                held.signal()
+                released.wait()
+            }
+            held.wait()
+        }
+        func release() { released.signal() }
+    }
+
+    @Test("an event read in the same batch as a close never reaches the watch that reused the descriptor's number")
+    func reusedDescriptor() throws {
+        // The bug: handlers were found by descriptor number, so a ready event of a pipe closed by
+        // an earlier handler of the batch went to the new watch of the same number (a new
+        // attempt's pidfd, whose handler then reaped a leader still running, blocking the loop).
+        var reused = 0
+        for _ in 0..<20 {
+            let first = try Pipe(), second = try Pipe()
+            let calls = Collected<String>(), done = DispatchSemaphore(value: 0)
+            let replacement = Locked<Pipe?>(nil)
+            let hold = Hold(reactor)
+            reactor.watch(first.read) { [reactor, first, second] _ in
+                var byte: UInt8 = 0
+                _ = read(first.read, &byte, 1)
+                calls.append("first")
+                reactor.remove(first.read)
+                reactor.remove(second.read)
+                close(second.read)
+                // The lowest free number: the one just closed.
+                let made = try? Pipe()
+                replacement.withLock { $0 = made }
+                if let made { reactor.watch(made.read) { _ in calls.append("replacement") } }
+                reactor.post { done.signal() }
+            }
+            reactor.watch(second.read) { _ in calls.append("second") }
+            _ = write(first.write, "x", 1)
+            _ = write(second.write, "x", 1)
+            hold.release()
+            done.wait()
+            // A round trip through the loop: any stale call would have been made by now.
+            let after = DispatchSemaphore(value: 0)
+            reactor.post { after.signal() }
+            after.wait()
+            #expect(calls.all == ["first"], "\(calls.all)")
+            for fd in [first.read, first.write, second.write] { close(fd) }
+            if let made = replacement.withLock({ $0 }) {
+                // Other tests open descriptors too: the number is not always the one closed.
+                if made.read == second.read { reused += 1 }
+                reactor.remove(made.read)
+                close(made.read)
+                close(made.write)
+            }
+        }
+        #expect(reused > 0, "no new pipe reused the closed number: the test proved nothing")
+    }
+
+    @Test("a descriptor watched again without remove calls only the new handler")
+    func watchAgain() throws {
+        let pipe = try Pipe()
+        defer { close(pipe.read); close(pipe.write) }
+        let calls = Collected<String>(), heard = DispatchSemaphore(value: 0)
+        reactor.watch(pipe.read) { _ in calls.append("old") }
+        reactor.watch(pipe.read) { [pipe] _ in
+            var byte: UInt8 = 0
+            _ = read(pipe.read, &byte, 1)
+            calls.append("new")
+            heard.signal()
+        }
+        _ = write(pipe.write, "x", 1)
+        heard.wait()
+        reactor.remove(pipe.read)
+        #expect(calls.all == ["new"])
+    }
+
+    @Test("a descriptor closed without remove, and a new one of the same number watched, is heard")
+    func closedWithoutRemove() throws {
+        let old = try Pipe()
+        reactor.watch(old.read) { _ in }
+        close(old.read)
+        close(old.write)
+        let pipe = try Pipe()
+        defer { close(pipe.read); close(pipe.write) }
+        let heard = DispatchSemaphore(value: 0)
+        reactor.watch(pipe.read) { [pipe] _ in
+            var byte: UInt8 = 0
+            _ = read(pipe.read, &byte, 1)
+            heard.signal()
+        }
+        _ = write(pipe.write, "x", 1)
+        #expect(heard.wait(timeout: .now() + 30) == .success)
+        reactor.remove(pipe.read)
+    }
+
+    @Test("timers run in deadline order, posted work in posting order, and a cancelled timer never runs")
+    func ordering() {
+        let order = Collected<String>(), done = DispatchSemaphore(value: 0)
+        let hold = Hold(reactor)
+        reactor.after(.milliseconds(30)) { order.append("t30"); done.signal() }
+        let cancelled = reactor.after(.milliseconds(10)) { order.append("cancelled") }
+        reactor.after(.milliseconds(20)) { order.append("t20") }
+        reactor.post { order.append("p1") }
+        reactor.post { order.append("p2") }
+        reactor.cancel(cancelled)
+        hold.release()
+        done.wait()
+        #expect(order.all == ["p1", "p2", "t20", "t30"])
+    }
+}
+
+/// Collects values from many threads.
+private final class Collected<Value: Sendable>: Sendable {
+    private let items = Locked<[Value]>([])
+    func append(_ item: Value) { items.withLock { $0.append(item) } }
+    var all: [Value] { items.withLock { $0 } }
+}
