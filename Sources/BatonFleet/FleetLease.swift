@@ -59,7 +59,7 @@ public final class FleetLease: Sendable {
         let unfinished = try db.query("""
             SELECT id FROM runs WHERE host = $1 AND incarnation <> $2 AND phase IN ('queued', 'loading', 'retrying')
             """, [host.name, host.incarnation]).rows.compactMap { $0[0].flatMap { Int64($0) } }
-        let killed = TaggedProcesses.kill(instance: instance, runs: Set(unfinished))
+        let killed = TaggedProcesses.killUntilGone(instance: instance, runs: Set(unfinished))
         var requeued = 0
         for dead in previous {
             let summary = try db.transaction {

@@ -61,7 +61,7 @@ enum RunGuard {
 
     private static func kill(instance: String, hierarchy: CgroupHierarchy?, batond pid: pid_t, _ reason: GuardState.Reason) {
         hierarchy?.killAll()
-        let killed = TaggedProcesses.kill(instance: instance, runs: nil)
+        let killed = TaggedProcesses.killUntilGone(instance: instance, runs: nil)
         switch reason {
         case .batondGone:
             if killed > 0 { Log.warning("batond (pid \(pid)) is gone: its guard killed \(killed) leftover processes of its runs") }

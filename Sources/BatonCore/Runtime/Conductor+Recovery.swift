@@ -7,18 +7,14 @@ extension Conductor {
     public func recover(_ recoverable: RecoverableState) async -> RecoverySummary {
         core.withLock { $0.state.reserveIDs(from: recoverable.nextRunID) }
         var killed = 0
-        if let instance = options.instance {
-            killed += TaggedProcesses.kill(instance: instance, runs: Set(recoverable.unfinished.map(\.run.id)))
-        }
         // Nothing of this conductor runs yet: whatever its cgroups hold, a crashed daemon left.
         if let runner = options.execRunner as? ExecRunner, case let .cgroup(hierarchy) = runner.tracking {
             killed += hierarchy.removeAll()
         }
-        for unfinished in recoverable.unfinished {
-            if let pgid = unfinished.pgid, let identity = unfinished.pgidIdentity {
-                killed += ProcessGroup(pgid: pgid, identity: identity).killSurvivors()
-            }
+        let groups = recoverable.unfinished.compactMap { unfinished in
+            unfinished.pgid.flatMap { pgid in unfinished.pgidIdentity.map { ProcessGroup(pgid: pgid, identity: $0) } }
         }
+        killed += TaggedProcesses.killUntilGone(instance: options.instance, runs: Set(recoverable.unfinished.map(\.run.id)), groups: groups)
         let actions = core.withLock { $0.actions }
         let runs = recoverable.unfinished.map { RecoveredRun($0, action: actions[$0.run.action]) }
         var summary = await withCheckedContinuation { continuation in

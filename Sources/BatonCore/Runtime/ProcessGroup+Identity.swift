@@ -38,17 +38,6 @@ extension ProcessGroup {
             Self.groupOf(pid) == pgid && (Self.startTime(of: pid) ?? 0) >= leaderStart
         }
     }
-
-    /// Kills what is left of a group recorded by a daemon that crashed; returns how many were alive.
-    @discardableResult
-    public func killSurvivors() -> Int {
-        let pids = survivors()
-        guard !pids.isEmpty else { return 0 }
-        kill(-pgid, SIGKILL)
-        // Members that left the group with setpgid still carry our start-time mark; kill them one by one.
-        for pid in pids { kill(pid, SIGKILL) }
-        return pids.count
-    }
 }
 
 /// The processes of runs, found by the `BATON_INSTANCE` and `BATON_RUN_ID` their environment
@@ -74,11 +63,30 @@ public enum TaggedProcesses {
         }
     }
 
-    /// Kills the tagged processes of `runs` with SIGKILL; returns how many there were.
+    /// Kills the processes tagged with `instance` and one of `runs` (any run when nil), and the
+    /// survivors of `groups`, in rounds until a look finds none: a process can fork between the
+    /// look that found it and its kill (its child is found by the next look), and a killed process
+    /// is listed until it has died, so this returns once they are gone. Gives up after `rounds`
+    /// looks 5 ms apart (a process stuck in the kernel). Returns how many processes it killed.
     @discardableResult
-    public static func kill(instance: String, runs: Set<Int64>?) -> Int {
-        let pids = find(instance: instance, runs: runs)
-        for pid in pids { Glibc.kill(pid, SIGKILL) }
-        return pids.count
+    public static func killUntilGone(instance: String?, runs: Set<Int64>?, groups: [ProcessGroup] = [], rounds: Int = 400) -> Int {
+        var killed = Set<Int32>()
+        var round = 0
+        while round < rounds {
+            var found = instance.map { find(instance: $0, runs: runs) } ?? []
+            for group in groups {
+                let survivors = group.survivors()
+                // Members that left the group with setpgid still carry our start-time mark: killed one by one.
+                if !survivors.isEmpty { Glibc.kill(-group.pgid, SIGKILL) }
+                found += survivors
+            }
+            if found.isEmpty { break }
+            for pid in found { Glibc.kill(pid, SIGKILL) }
+            killed.formUnion(found)
+            usleep(5_000)
+            round += 1
+        }
+        return killed.count
     }
 }
+

@@ -154,8 +154,10 @@ final class AttemptCgroup: Sendable {
     static func destroy(_ path: String) -> Int {
         let count = members(of: path).count
         if count > 0 { write("1", to: path + "/cgroup.kill") }
-        for _ in 0..<200 where rmdir(path) != 0 && errno == EBUSY {
+        var tries = 0
+        while rmdir(path) != 0 && errno == EBUSY && tries < 200 {
             usleep(5_000)
+            tries += 1
         }
         return count
     }
