@@ -157,11 +157,13 @@ extension FleetCoordinator {
 
     private func newRun(_ decision: FlightTable.Decision, _ trigger: Trigger, at now: Timestamp) -> (RunSnapshot, Transition) {
         var detail = TransitionDetail()
+        detail.via = trigger.via
         if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
         var run = RunSnapshot(id: decision.run, action: trigger.action.name, key: trigger.key, phase: .queued, policy: trigger.policy,
                               params: trigger.params, trigger: trigger.peer, queuedAt: now)
         run.host = host.name
+        run.via = trigger.via
         return (run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail))
     }
 

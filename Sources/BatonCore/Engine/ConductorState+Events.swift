@@ -46,6 +46,7 @@ extension ConductorState {
         if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
         var run = placeholder(id, trigger, at: step.now)
+        run.via = trigger.via
         run.estimate = estimates.median(trigger.action.name)
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
         flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
