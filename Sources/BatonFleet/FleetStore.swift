@@ -50,6 +50,10 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     }
 
     public func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] { try await history.runs(filter) }
+    /// The run a webhook delivery made or joined, as whichever host took it recorded it; nil when none did.
+    public func run(ofDelivery delivery: String, hook: String) async throws(BatonError) -> Int64? {
+        try await history.read { db in try db.query(FleetJournal.findDelivery(hook: hook, delivery: delivery)).first?[0].flatMap { Int64($0) } }
+    }
     public func run(_ id: Int64) async throws(BatonError) -> RunDetail? { try await history.run(id) }
     public func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats] {
         try await history.stats(actions: actions, since: since)

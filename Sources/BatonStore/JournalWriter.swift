@@ -49,6 +49,16 @@ enum JournalWriter {
             try db.cached("UPDATE runs SET pgid = ?, pgid_start = ? WHERE id = ?") {
                 try $0.run([.integer(Int64(pgid)), .text(identity), .integer(runID)])
             }
+        case let .delivery(delivery, runID, at):
+            // One host decides a delivery once (the listener's table, then this history), so a
+            // record already there is that first decision's: it stays.
+            try db.cached("""
+                INSERT INTO webhook_deliveries (hook, delivery, run_id, address, at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (hook, delivery) DO NOTHING
+                """) {
+                try $0.run([.text(delivery.hook), .text(delivery.id), .integer(runID), delivery.address.map { .text($0) } ?? .null,
+                            .integer(at.rawValue)])
+            }
         }
     }
 
