@@ -1,4 +1,5 @@
 import BatonCore
+import BatonIPC
 import Foundation
 import Testing
 
@@ -21,7 +22,7 @@ struct WebhookFleetTests {
                   webhooks: { listen: "127.0.0.1:0",
                               hooks: { gh: { action: "deploy", secret: { file: "\(secret)" }, signature: "github", params: { env: "/ref" } } } },
                   actions: { deploy: { exec: ["sh", "-c", "echo deploying $BATON_PARAM_ENV"], policy: "queue",
-                                       params: { env: { pattern: "refs/heads/[a-z]+" } } } } }
+                                       params: { env: { pattern: "refs/heads/[a-z]+" } }, retention: { maxRunsPerAction: 1 } } } }
                 """)
             try host.waitForLog("joined the fleet")
             return host
@@ -53,5 +54,10 @@ struct WebhookFleetTests {
         let history = try hosts[1].baton("history", "--action", "deploy", "--json").stdout
         #expect(history.components(separatedBy: "\"id\"").count == 3, "\(history)")
         #expect(history.contains("webhook gh from 127.0.0.1, delivery d-sequential") && history.contains("delivery d-concurrent"), "\(history)")
+        // Retention keeps a run a delivery made for 24 hours, whatever its limits (here: one run).
+        for id in [Int64(run)] + runs.map(Int64.init) {
+            #expect(try Client(path: hosts[0].socket).call(Request(op: .wait, run: id)).run?.phase == .success)
+        }
+        #expect(try hosts[0].baton("prune").stdout == "nothing to remove\n")
     }
 }
