@@ -20,8 +20,9 @@ extension FleetCoordinator {
         decisions.submit({ [self] db in try Self.retrying { try decide(trigger, on: db) } }) { [self] result in
             if case let .failure(error as PGError) = result, error.isUniqueViolation {
                 // Its start was refused by the one-loading-run-per-key index: decide again
-                // without starting it; it starts when the key is free.
-                log("a new run could not start with its trigger: \(error.message)")
+                // without starting it; it starts when the key is free. Or another host recorded
+                // the trigger's delivery first: deciding again finds its run.
+                log("a trigger was refused by a unique index, decided again: \(error.message)")
                 return decisions.submit({ [self] db in try Self.retrying { try decide(trigger, startIfFree: false, on: db) } }) { [self] result in
                     finish(trigger, result, follower: follower, answered: answered)
                 }
@@ -61,12 +62,19 @@ extension FleetCoordinator {
     /// start slot (`reserveStart`) from the moment the slot is read.
     func decide(_ trigger: Trigger, startIfFree: Bool = true, on db: PGConnection) throws -> Decided {
         do {
-            let opened = try db.pipeline([
+            var opening: [FleetJournal.Statement] = [
                 ("BEGIN", []),
                 ("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)]),
                 ("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [trigger.key]),
                 ("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [trigger.key]),
-            ])
+            ]
+            // A delivery any host recorded made its run: read under the write lock, so a
+            // transaction that recorded it before this one took the lock is seen.
+            if let delivery = trigger.delivery { opening.append(FleetJournal.findDelivery(hook: delivery.hook, delivery: delivery.id)) }
+            let opened = try db.pipeline(opening)
+            if let delivery = trigger.delivery, let run = opened[4].first?[0].flatMap({ Int64($0) }) {
+                throw BatonError.delivered(run: run, hook: delivery.hook, delivery: delivery.id)
+            }
             var slot = KeySlot(row: opened[3].first ?? [nil, nil, nil])
             let needsID = slot.holder == nil || trigger.policy == .replace || (trigger.policy == .queue && slot.followUp == nil)
             let candidate = needsID ? Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") ?? 0 : 0
@@ -82,9 +90,10 @@ extension FleetCoordinator {
                 let kind: TriggerRecord.Decision = switch decision { case .joined: .joined; case .coalesced: .coalesced; default: .rejected }
                 let record = TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: kind, policy: trigger.policy,
                                            peer: trigger.peer, at: now, params: trigger.params)
+                let shared = kind == .rejected ? [] : deliveryRecord(trigger, run: id, at: now)
                 let results = try db.pipeline([FleetJournal.insertTrigger(record, host: host.name),
-                                               ("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(id)]),
-                                               ("COMMIT", [])])
+                                               ("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(id)])]
+                                              + shared + [("COMMIT", [])])
                 guard let row = results[1].first else { throw BatonError.unknownRun(id) }
                 return Decided(decision: decision, run: FleetRows.run(row), seq: Int(row[FleetRows.runColumnCount] ?? "") ?? 1)
             case .cooled:
@@ -119,6 +128,7 @@ extension FleetCoordinator {
             statements += starting
             claimed = Claimed(run: run.applying(loading), seq: 2, action: action)
         }
+        statements += deliveryRecord(trigger, run: run.id, at: now)
         do {
             let results = try db.pipeline(statements + [("NOTIFY baton", []), ("COMMIT", [])])
             if claimed != nil, results[3].affected != 1 { throw PGError(message: "run \(run.id) could not be started in its own transaction") }
@@ -137,6 +147,7 @@ extension FleetCoordinator {
         let (run, queued) = newRun(decision, trigger, at: now)
         try db.query(FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint))
         try db.query(try FleetJournal.insertTransition(queued))
+        for statement in deliveryRecord(trigger, run: id, at: now) { try db.query(statement) }
         try FleetJournal.store(slot, key: trigger.key, on: db)
         var stopHere: [Int64] = []
         for old in stopping where try stop(old, .replaced(by: id), on: db) { stopHere.append(old) }
@@ -155,13 +166,20 @@ extension FleetCoordinator {
         }
     }
 
+    /// The statement that records the trigger's delivery with `run`, if it carries one.
+    private func deliveryRecord(_ trigger: Trigger, run: Int64, at now: Timestamp) -> [FleetJournal.Statement] {
+        trigger.delivery.map { [FleetJournal.insertDelivery($0, runID: run, at: now, host: host.name)] } ?? []
+    }
+
     private func newRun(_ decision: FlightTable.Decision, _ trigger: Trigger, at now: Timestamp) -> (RunSnapshot, Transition) {
         var detail = TransitionDetail()
+        detail.via = trigger.via
         if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
         var run = RunSnapshot(id: decision.run, action: trigger.action.name, key: trigger.key, phase: .queued, policy: trigger.policy,
                               params: trigger.params, trigger: trigger.peer, queuedAt: now)
         run.host = host.name
+        run.via = trigger.via
         return (run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail))
     }
 

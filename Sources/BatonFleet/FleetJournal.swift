@@ -34,7 +34,23 @@ enum FleetJournal {
             try db.query("UPDATE runs SET pgid = $1, pgid_start = $2 WHERE id = $3 AND incarnation = $4",
                          [String(pgid), identity, String(runID), me.incarnation])
             return false
+        case let .delivery(delivery, runID, at):
+            try db.query(insertDelivery(delivery, runID: runID, at: at, host: me.name))
+            return false
         }
+    }
+
+    /// The record that a delivery made or joined `runID`, in the transaction that creates the run
+    /// or records the trigger: a plain INSERT, so that of two hosts' transactions with the same
+    /// delivery the primary key lets only one commit.
+    static func insertDelivery(_ delivery: Delivery, runID: Int64, at: Timestamp, host: String) -> Statement {
+        ("INSERT INTO webhook_deliveries (hook, delivery, run_id, address, host, at) VALUES ($1, $2, $3, $4, $5, $6)",
+         [delivery.hook, delivery.id, String(runID), delivery.address, host, String(at.rawValue)])
+    }
+
+    /// The run a delivery made or joined, when one is recorded: one row, one column, or none.
+    static func findDelivery(hook: String, delivery: String) -> Statement {
+        ("SELECT run_id FROM webhook_deliveries WHERE hook = $1 AND delivery = $2", [hook, delivery])
     }
 
     /// One statement and its parameters, to run alone or in a pipeline.
@@ -48,11 +64,11 @@ enum FleetJournal {
     /// A new run's row; `definition` is the fingerprint of the action it was created with.
     static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String? = nil) -> Statement {
         ("""
-            INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+            INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition, via)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
             """, [String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue, JSONText.object(run.params),
                   FleetRows.text(run.trigger?.uid), FleetRows.text(run.trigger?.gid), FleetRows.text(run.trigger?.pid),
-                  String(run.queuedAt.rawValue), me.name, me.incarnation, definition])
+                  String(run.queuedAt.rawValue), me.name, me.incarnation, definition, run.via])
     }
 
     static func insert(_ record: TriggerRecord, host: String, on db: PGConnection) throws {

@@ -4,10 +4,10 @@ import BatonCore
 enum FleetRows {
     static let runColumns = """
         id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
-        ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak
+        ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak, via
         """
     /// How many columns `runColumns` has; a query's own columns follow them.
-    static let runColumnCount = 21
+    static let runColumnCount = 22
 
     static func run(_ row: [String?]) -> RunSnapshot {
         let int64 = { (i: Int) in row[i].flatMap { Int64($0) } }
@@ -26,6 +26,7 @@ enum FleetRows {
         run.cpuUser = int64(18)
         run.cpuSystem = int64(19)
         run.memoryPeak = int64(20)
+        run.via = row[21]
         return run
     }
 

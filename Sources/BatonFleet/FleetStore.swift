@@ -50,6 +50,10 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     }
 
     public func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] { try await history.runs(filter) }
+    /// The run a webhook delivery made or joined, as whichever host took it recorded it; nil when none did.
+    public func run(ofDelivery delivery: String, hook: String) async throws(BatonError) -> Int64? {
+        try await history.read { db in try db.query(FleetJournal.findDelivery(hook: hook, delivery: delivery)).first?[0].flatMap { Int64($0) } }
+    }
     public func run(_ id: Int64) async throws(BatonError) -> RunDetail? { try await history.run(id) }
     public func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats] {
         try await history.stats(actions: actions, since: since)
@@ -62,7 +66,8 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
 
     /// Applies retention to every host's ended runs, as one machine's history does: success and
     /// cancelled runs past `maxAge`, failures past `keepFailures`, and ended runs beyond the newest
-    /// `maxRunsPerAction` of each action. Runs in flight are never removed.
+    /// `maxRunsPerAction` of each action. Runs in flight are never removed, nor runs a webhook
+    /// delivery made within `Retention.deliveryKeep`.
     public func prune(retention: Retention, overrides: [String: Retention.Override], now: Timestamp = .now,
                       dryRun: Bool) async throws(BatonError) -> PruneReport {
         // A write: not tried again on a new connection (unlike reads), and its failure says "written".
@@ -80,12 +85,14 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
                   (phase <> 'failure' AND ended_at < $2::bigint) OR (phase = 'failure' AND ended_at < $3::bigint)
                   OR id < coalesce((SELECT id FROM runs WHERE action = $1 AND phase IN ('success', 'failure', 'cancelled')
                                     ORDER BY id DESC OFFSET $4::bigint LIMIT 1) + 1, 0))
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = runs.id AND d.at >= $5::bigint)
                 """
             let sql = dryRun ? "SELECT count(*) FROM runs WHERE \(selection)"
                 : "WITH gone AS (DELETE FROM runs WHERE \(selection) RETURNING 1) SELECT count(*) FROM gone"
             let removed = Int(try db.query(sql, [name, String(now.rawValue - rule.maxAge.microseconds),
                                                  String(now.rawValue - rule.keepFailures.microseconds),
-                                                 String(max(rule.maxRunsPerAction, 0))]).first?[0] ?? "") ?? 0
+                                                 String(max(rule.maxRunsPerAction, 0)),
+                                                 String(now.rawValue - Retention.deliveryKeep.microseconds)]).first?[0] ?? "") ?? 0
             if removed > 0 { report.removed[name] = removed }
         }
         return report

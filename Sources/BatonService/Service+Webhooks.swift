@@ -5,15 +5,17 @@ extension Service {
     /// the same check of the action's policy and params as a socket `trigger`, the same
     /// dispatcher, the same metrics. There is no socket peer, so no access rule applies: the
     /// config that names the hook and its action is the grant. `via` says where it came from,
-    /// and is kept with the run it creates. `follower` gets the run's updates until its end.
-    public func press(_ name: String, params: [String: String], via: String, follower: Conductor.Follower?,
+    /// and is kept with the run it creates; `delivery`, when the sender named one, is recorded
+    /// with the run it creates or joins, in the same write: a delivery already recorded (by another
+    /// host of a fleet) fails with `.delivered`, naming its run. `follower` gets the run's updates until its end.
+    public func press(_ name: String, params: [String: String], via: String, delivery: Delivery?, follower: Conductor.Follower?,
                       answered: @escaping @Sendable (Result<(TriggerDecision, RunSnapshot), BatonError>) -> Void) {
         guard let action = generation.actions[name] else { return answered(.failure(.unknownAction(name))) }
         let trigger: Trigger
         do throws(BatonError) {
             let resolved = try action.resolveParams(params)
             trigger = Trigger(action: action, key: action.key(for: resolved), policy: try action.resolvePolicy(nil), params: resolved,
-                              peer: nil, force: try action.checkForce(nil), via: via)
+                              peer: nil, force: try action.checkForce(nil), via: via, delivery: delivery)
         } catch {
             return answered(.failure(error))
         }

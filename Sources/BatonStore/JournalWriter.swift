@@ -15,15 +15,15 @@ enum JournalWriter {
         switch entry {
         case let .created(run, transition):
             try db.cached("""
-                INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, via)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """) {
                 try $0.run([.integer(run.id), .text(run.action), .text(run.key), .text(run.phase.rawValue),
                             .text(run.policy.rawValue), .text(JSONText.object(run.params)),
                             run.trigger.map { .integer(Int64($0.uid)) } ?? .null,
                             run.trigger.map { .integer(Int64($0.gid)) } ?? .null,
                             run.trigger.map { .integer(Int64($0.pid)) } ?? .null,
-                            .integer(run.queuedAt.rawValue)])
+                            .integer(run.queuedAt.rawValue), run.via.map { .text($0) } ?? .null])
             }
             try insert(transition, on: db)
         case let .transition(transition):
@@ -48,6 +48,16 @@ enum JournalWriter {
         case let .processGroup(runID, pgid, identity):
             try db.cached("UPDATE runs SET pgid = ?, pgid_start = ? WHERE id = ?") {
                 try $0.run([.integer(Int64(pgid)), .text(identity), .integer(runID)])
+            }
+        case let .delivery(delivery, runID, at):
+            // One host decides a delivery once (the listener's table, then this history), so a
+            // record already there is that first decision's: it stays.
+            try db.cached("""
+                INSERT INTO webhook_deliveries (hook, delivery, run_id, address, at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (hook, delivery) DO NOTHING
+                """) {
+                try $0.run([.text(delivery.hook), .text(delivery.id), .integer(runID), delivery.address.map { .text($0) } ?? .null,
+                            .integer(at.rawValue)])
             }
         }
     }

@@ -2,7 +2,8 @@ import BatonCore
 import Foundation
 
 /// Which ended runs of one action retention removes: older than its age limits, or beyond the
-/// newest `maxRunsPerAction`. Queued, loading and retrying runs never match.
+/// newest `maxRunsPerAction`. Queued, loading and retrying runs never match, nor do runs a webhook
+/// delivery made within `Retention.deliveryKeep` (their delivery rows go with them).
 struct PruneSelection {
     var action: String
     var retention: Retention
@@ -14,12 +15,14 @@ struct PruneSelection {
         """
         action = ? AND phase IN ('success', 'failure', 'cancelled') AND (
             (phase <> 'failure' AND ended_at < ?) OR (phase = 'failure' AND ended_at < ?) OR id < ?)
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE run_id = runs.id AND at >= ?)
         """
     }
 
     var arguments: [DatabaseValue] {
         [.text(action), .integer(now.rawValue - retention.maxAge.microseconds),
-         .integer(now.rawValue - retention.keepFailures.microseconds), .integer(countCutoff)]
+         .integer(now.rawValue - retention.keepFailures.microseconds), .integer(countCutoff),
+         .integer(now.rawValue - Retention.deliveryKeep.microseconds)]
     }
 
     /// How many runs match, and the bytes of output they keep (their chunks, or an older run's tail).

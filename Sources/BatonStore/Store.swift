@@ -154,7 +154,7 @@ public final class Store: RunStore, Sendable {
         // refused at once while writes fail; transitions of runs in flight are kept and retried.
         let refusable = entries.contains {
             switch $0 {
-            case .created, .trigger: true
+            case .created, .trigger, .delivery: true
             default: false
             }
         }

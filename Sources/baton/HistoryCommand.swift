@@ -110,17 +110,28 @@ enum HistoryCommand {
         case .table:
             if runs.isEmpty { return "no runs match\n" }
             let runs = runs.map(\.forTerminal)
-            let rows = runs.map { run -> [String] in
+            var header = ["RUN", "ACTION", "PHASE", utc ? "QUEUED (UTC)" : "QUEUED", "TOOK", "ERROR"]
+            var rows = runs.map { run -> [String] in
                 [String(run.id), run.key, context.paint(Format.phaseWord(run), phase: run.phase), Format.time(run.queuedAt, utc: utc),
                  Format.duration(run, now: now), run.error ?? ""]
             }
+            // Who pressed each run, once a run came from beyond the socket (a webhook's `via`).
+            if runs.contains(where: { $0.via != nil }) {
+                header.insert("BY", at: 2)
+                rows = zip(runs, rows).map { run, row in Array(row[0...1]) + [Self.by(run)] + Array(row[2...]) }
+            }
             // A fleet's history names the host of each run once more than one appears.
             if Set(runs.compactMap(\.host)).count > 1 {
-                let hosted = zip(runs, rows).map { run, row in Array(row[0...1]) + [run.host ?? ""] + Array(row[2...]) }
-                return Format.table(["RUN", "ACTION", "HOST", "PHASE", utc ? "QUEUED (UTC)" : "QUEUED", "TOOK", "ERROR"], hosted, width: width)
+                header.insert("HOST", at: 2)
+                rows = zip(runs, rows).map { run, row in Array(row[0...1]) + [run.host ?? ""] + Array(row[2...]) }
             }
-            return Format.table(["RUN", "ACTION", "PHASE", utc ? "QUEUED (UTC)" : "QUEUED", "TOOK", "ERROR"], rows, width: width)
+            return Format.table(header, rows, width: width)
         }
+    }
+
+    /// Who pressed a run, for the `BY` column: its `via` (a webhook), else its peer's user name.
+    static func by(_ run: RunSnapshot) -> String {
+        run.via ?? run.trigger.map { Format.userName($0.uid) } ?? ""
     }
 
     /// The refused requests as a table, as a terminal shows it.

@@ -40,6 +40,8 @@ enum ShowCommand {
         var text = context.paint("run \(run.id)", .bold) + " — \(run.action) (key \(run.key)), \(Format.phaseWord(run))\n"
         if let peer = run.trigger {
             text += "  triggered by \(Format.userName(peer.uid)) (uid \(peer.uid), pid \(peer.pid)) with policy \(run.policy.rawValue)\n"
+        } else if let via = run.via {
+            text += "  triggered by \(via) with policy \(run.policy.rawValue)\n"
         }
         if !run.params.isEmpty {
             text += "  params: " + run.params.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "\n"

@@ -5,7 +5,7 @@ import BatonCore
 // take the values themselves.
 
 extension RunSnapshot {
-    /// This run with each text (action, key, params, reason, error, host, progress message) as a terminal shows it.
+    /// This run with each text (action, key, params, reason, error, host, via, progress message) as a terminal shows it.
     var forTerminal: RunSnapshot {
         var run = self
         run.action = Terminal.visible(action)
@@ -14,16 +14,18 @@ extension RunSnapshot {
         run.reason = reason.map(Terminal.visible)
         run.error = error.map(Terminal.visible)
         run.host = host.map(Terminal.visible)
+        run.via = via.map(Terminal.visible)
         run.progress?.message = progress?.message.map(Terminal.visible)
         return run
     }
 }
 
 extension Transition {
-    /// This transition with its reason and error as a terminal shows them.
+    /// This transition with its reason, via and error as a terminal shows them.
     var forTerminal: Transition {
         var transition = self
         transition.detail.reason = detail.reason.map(Terminal.visible)
+        transition.detail.via = detail.via.map(Terminal.visible)
         transition.detail.error = detail.error.map(Terminal.visible)
         return transition
     }

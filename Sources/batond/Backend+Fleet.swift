@@ -51,7 +51,7 @@ extension Backend {
             store.waiting(nil)
             Log.info("joined the fleet as \(host.name) (\(host.incarnation))")
         }
-        return Backend(conductor: conductor, dispatcher: coordinator, journal: store, history: store,
+        var backend = Backend(conductor: conductor, dispatcher: coordinator, journal: store, history: store,
                        describe: "fleet host \(host.name) (\(host.incarnation)) on PostgreSQL", tracking: tracking,
                        prune: { config, dryRun throws(BatonError) in
                            var overrides: [String: Retention.Override] = [:]
@@ -65,6 +65,11 @@ extension Backend {
                            return lost
                        }, beginShutdown: { coordinator.stopStarting() }, connect: connect,
                        reloaded: { actions in await Self.publish(FleetDefinitions.fingerprints(actions), host: host, pool: pool) })
+        // The fleet's deliveries, whichever host took them: a redelivery to another host gets the first run.
+        backend.deliveries = WebhookListener.DeliveryStore { delivery, hook throws(BatonError) in
+            try await store.run(ofDelivery: delivery, hook: hook)
+        }
+        return backend
     }
 
     /// Records a reloaded config's fingerprints (before this host joined, no row has them yet:

@@ -25,7 +25,7 @@ struct Backend {
     var connect: @Sendable () async -> Void = {}
     /// After a reload took: a fleet host records its actions' new fingerprints.
     var reloaded: @Sendable ([Action]) async -> Void = { _ in }
-    /// Where webhook delivery ids are kept: the SQLite history; nil in a fleet (memory only).
+    /// Where webhook delivery ids are looked up: the SQLite history, or the fleet's.
     var deliveries: WebhookListener.DeliveryStore?
 
     /// The SQLite history at `path`, recovered from an unclean stop.
@@ -61,11 +61,9 @@ struct Backend {
         var backend = Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)", tracking: tracking,
                               prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
                               ping: { await store.ping() }, close: { Self.close(store) })
-        backend.deliveries = WebhookListener.DeliveryStore(
-            find: { delivery, hook throws(BatonError) in try await store.run(ofDelivery: delivery, hook: hook) },
-            record: { delivery, hook, run, address throws(BatonError) in
-                try await store.record(delivery: delivery, hook: hook, run: run, address: address, at: .now)
-            })
+        backend.deliveries = WebhookListener.DeliveryStore { delivery, hook throws(BatonError) in
+            try await store.run(ofDelivery: delivery, hook: hook)
+        }
         return backend
     }
 }

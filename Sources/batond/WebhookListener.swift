@@ -7,11 +7,12 @@ import Foundation
 /// `POST /hooks/NAME` and `GET /hooks/NAME/runs/N` on the small HTTP server: every decision is
 /// `HookGate`'s; this performs them — reads the body the gate asked for, presses through the
 /// service, keeps delivery ids single-flight (`DeliveryTable`, then the history), and answers.
+/// A delivery is recorded by the store with the run it makes, in the same write; in a fleet, the
+/// transaction that makes it finds one another host recorded first (`BatonError.delivered`).
 final class WebhookListener: Sendable {
-    /// Where delivery ids are kept across restarts; nil in a fleet (memory only).
+    /// Where delivery ids recorded before (before a restart, or by another host) are looked up.
     struct DeliveryStore: Sendable {
         var find: @Sendable (_ delivery: String, _ hook: String) async throws(BatonError) -> Int64?
-        var record: @Sendable (_ delivery: String, _ hook: String, _ run: Int64, _ address: String?) async throws(BatonError) -> Void
     }
 
     /// Called with the run a delivery made, or nil when it made none.
@@ -69,10 +70,12 @@ final class WebhookListener: Sendable {
         guard let hook else { return answer(.notFound, hook: "", exchange) }
         if let wait = trigger.wait { exchange.extendDeadline(by: wait + .seconds(5)) }
         let via = "webhook \(hook.name) from \(address)" + (trigger.delivery.map { ", delivery \($0)" } ?? "")
-        guard let delivery = trigger.delivery else { return start(trigger, hook, via: via, exchange) { _ in } }
-        let key = DeliveryTable<Waiter>.key(hook: hook.name, delivery: delivery)
+        guard let id = trigger.delivery else { return start(trigger, hook, via: via, delivery: nil, exchange) { _ in } }
+        let delivery = Delivery(hook: hook.name, id: id, address: address)
+        let key = DeliveryTable<Waiter>.key(hook: hook.name, delivery: id)
+        // The first made no run (refused, busy): each waiter tries again, one at a time through the table.
         let waiter: Waiter = { [self] run in
-            if let run { replay(run, trigger, hook, exchange) } else { start(trigger, hook, via: via, exchange) { _ in } }
+            if let run { replay(run, trigger, hook, exchange) } else { press(trigger, from: address, hook, exchange) }
         }
         switch deliveries.withLock({ $0.begin(key, waiter) }) {
         case .waiting: return
@@ -82,7 +85,7 @@ final class WebhookListener: Sendable {
         Task { [self] in
             let stored: Int64?
             do throws(BatonError) {
-                stored = try await store?.find(delivery, hook.name)
+                stored = try await store?.find(id, hook.name)
             } catch {
                 // Not knowing whether the delivery ran is no reason to run it twice: refuse it now.
                 for waiter in deliveries.withLock({ $0.finish(key, run: nil) }) { waiter(nil) }
@@ -93,26 +96,25 @@ final class WebhookListener: Sendable {
                 for waiter in waiters { waiter(stored) }
                 return replay(stored, trigger, hook, exchange)
             }
-            start(trigger, hook, via: via, exchange) { [self] run in
-                if let run, let store {
-                    Task {
-                        do throws(BatonError) { try await store.record(delivery, hook.name, run, address) } catch {
-                            Log.warning("webhook \(hook.name): delivery \(delivery) made run \(run), but could not be recorded: \(error.message)")
-                        }
-                    }
-                }
+            start(trigger, hook, via: via, delivery: delivery, exchange) { [self] run in
                 for waiter in deliveries.withLock({ $0.finish(key, run: run) }) { waiter(run) }
             }
         }
     }
 
-    /// Presses the hook's action; `made` gets the run the press made or joined (nil: none).
-    private func start(_ trigger: HookTrigger, _ hook: Hook, via: String, _ exchange: HTTPExchange, made: @escaping @Sendable (Int64?) -> Void) {
+    /// Presses the hook's action; `made` gets the run the press made or joined, or the one its
+    /// delivery made before (nil: none).
+    private func start(_ trigger: HookTrigger, _ hook: Hook, via: String, delivery: Delivery?, _ exchange: HTTPExchange,
+                       made: @escaping @Sendable (Int64?) -> Void) {
         let wait = trigger.wait.map { _ in WebhookWait { [self] run, ended in
             answer(run, hook, decision: nil, replayed: false, code: ended ? Self.outcomeCode(run) : 202, exchange)
         } }
-        service.press(hook.action, params: trigger.params, via: via, follower: wait?.follower) { [self] result in
+        service.press(hook.action, params: trigger.params, via: via, delivery: delivery, follower: wait?.follower) { [self] result in
             switch result {
+            case let .failure(.delivered(run, _, _)):
+                // Another host took the delivery first (its record was in the fleet's history).
+                made(run)
+                replay(run, trigger, hook, exchange)
             case let .failure(error):
                 made(nil)
                 answer(Self.refusal(error), hook: hook.name, exchange)

@@ -144,8 +144,9 @@ struct ConductorWalk {
         let params = action.keyParams.isEmpty ? [:] : ["k": String(key)]
         let policy = override < Policy.allCases.count && action.policies.contains(Policy.allCases[override]) ? Policy.allCases[override] : action.policy
         // `override` 5 forces: honoured by the action that allows it, ignored by the others.
+        // `override` 4 (the action's own policy) comes as a webhook delivery.
         let trigger = Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: nil,
-                              force: override == 5)
+                              force: override == 5, delivery: override == 4 ? Delivery(hook: "h", id: String(nextToken)) : nil)
         ask { .trigger($0, trigger) }
     }
 
@@ -267,6 +268,16 @@ struct ConductorWalk {
                 check(transition, after: last)
                 stored[transition.runID] = (transition.seq, transition.to)
                 if transition.to.isTerminal { terminalDurable.insert(transition.runID) }
+            case let .delivery(_, runID, _):
+                // Durable with what made it: the run's creation or the trigger that shared it, in one item.
+                let withItsRun = entries.contains { entry in
+                    switch entry {
+                    case let .created(run, _): run.id == runID
+                    case let .trigger(record): record.runID == runID && record.decision != .rejected
+                    default: false
+                    }
+                }
+                if !withItsRun { violate("a delivery of run \(runID) was written apart from the run's creation or trigger record") }
             case .trigger, .output, .processGroup:
                 break
             case .outputChunks:

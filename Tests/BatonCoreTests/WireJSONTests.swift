@@ -21,8 +21,11 @@ struct WireJSONTests {
         measured.cpuUser = 310_000
         measured.cpuSystem = 12_000
         measured.memoryPeak = 104_857_600
+        var hooked = RunSnapshot(id: 2, action: "deploy", key: "deploy", phase: .queued, policy: .reject, params: [:], trigger: nil,
+                                 queuedAt: Timestamp(rawValue: 6))
+        hooked.via = "webhook gh from 203.0.113.7, delivery 72d3\"\u{1}"
         full.runs = [run, measured, RunSnapshot(id: 1, action: "a", key: "a", phase: .queued, policy: .reject, params: [:], trigger: nil,
-                                      queuedAt: Timestamp(rawValue: 5))]
+                                      queuedAt: Timestamp(rawValue: 5)), hooked]
         var cancelled = run
         cancelled.phase = .cancelled
         cancelled.cancelledBy = 0

@@ -97,4 +97,26 @@ struct RetentionTests {
         #expect(try remaining(dir.file("h.sqlite")).runs == [8, 9, 10])
         store.close()
     }
+
+    @Test("a run a webhook delivery made within 24 hours outlives every limit; an older delivery's run goes, its row with it")
+    func deliveriesKept() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(path: dir.file("h.sqlite"), options: .init(synchronous: .off))
+        defer { store.close() }
+        // 1: two days old, by a delivery then; 2: now, by a delivery now; 3: now, from the socket.
+        for (id, age) in [(Int64(1), Int64(2)), (2, 0), (3, 0)] { await Self.run(store, id: id, action: "hook", phase: .success, ageDays: age) }
+        for (id, age) in [(Int64(1), Int64(2)), (2, 0)] {
+            let at = Timestamp(microseconds: Self.now.rawValue - age * Self.day)
+            try await store.commit([.delivery(Delivery(hook: "gh", id: "d\(id)"), runID: id, at: at)]).get()
+        }
+        let retention = Retention(maxAge: .seconds(60), keepFailures: .seconds(60), maxRunsPerAction: 1)
+        let later = Self.now + .seconds(3_600)
+        let dry = try await store.prune(retention: retention, now: later, dryRun: true)
+        #expect(dry.removed == ["hook": 2])
+        let report = try await store.prune(retention: retention, now: later)
+        #expect(report.removed == ["hook": 2])
+        #expect(try remaining(dir.file("h.sqlite")).runs == [2])
+        #expect(try await store.run(ofDelivery: "d1", hook: "gh") == nil)
+        #expect(try await store.run(ofDelivery: "d2", hook: "gh") == 2)
+    }
 }

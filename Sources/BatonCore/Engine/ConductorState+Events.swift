@@ -11,6 +11,7 @@ extension ConductorState {
                          allowsForce: trigger.action.allowsForce, now: step.now) {
             // Nothing runs: the answer is the success, once the decision's record is durable.
             step.entries.append(.trigger(record(trigger, run: success.id, .cooled, at: step.now)))
+            recordDelivery(of: trigger, run: success.id, &step)
             return step.after.append(.ticket(token, .cooled(success.id), fallback: success))
         }
         let decision = table.trigger(key: trigger.key, policy: trigger.policy, candidate: nextRunID)
@@ -27,6 +28,7 @@ extension ConductorState {
         case let .joined(id), let .coalesced(id):
             let shared: TriggerRecord.Decision = if case .joined = decision { .joined } else { .coalesced }
             step.entries.append(.trigger(record(trigger, run: id, shared, at: step.now)))
+            recordDelivery(of: trigger, run: id, &step)
             let fallback = flights[id]?.snapshot ?? placeholder(id, trigger, at: step.now)
             step.after.append(.ticket(token, decision, fallback: fallback))
         case .cooled:
@@ -46,16 +48,23 @@ extension ConductorState {
         if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
         var run = placeholder(id, trigger, at: step.now)
+        run.via = trigger.via
         run.estimate = estimates.median(trigger.action.name)
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
         flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
                              action: trigger.action, runner: trigger.runner, seq: 1)
         step.entries.append(.created(run, transition))
+        recordDelivery(of: trigger, run: id, &step)
         // It starts once its creation is durable, if its key and a slot are free then: `loading`
         // is stamped when the process starts, never when the trigger came (a creation can wait
         // for the store). The answer goes out after the start, with the run as it is then.
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id),
                        .ticket(token, decision, fallback: run)]
+    }
+
+    /// A webhook trigger's delivery, in the item that creates or shares its run: durable together.
+    private func recordDelivery(of trigger: Trigger, run: Int64, _ step: inout Step) {
+        if let delivery = trigger.delivery { step.entries.append(.delivery(delivery, runID: run, at: step.now)) }
     }
 
     private func placeholder(_ id: Int64, _ trigger: Trigger, at now: Timestamp) -> RunSnapshot {

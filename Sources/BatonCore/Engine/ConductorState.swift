@@ -219,10 +219,14 @@ public struct Trigger: Sendable, Equatable {
     /// Where a trigger from beyond the socket came from ("webhook deploy from 203.0.113.7,
     /// delivery 72d3…"), kept in the detail of the run's first transition.
     public var via: String?
+    /// The webhook delivery the trigger is, if any: recorded with the run it creates or joins, in
+    /// the same write (a rejected trigger records none, so a redelivery may try again).
+    public var delivery: Delivery?
 
     public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil,
-                force: Bool = false, via: String? = nil) {
+                force: Bool = false, via: String? = nil, delivery: Delivery? = nil) {
         self.via = via
+        self.delivery = delivery
         self.force = force
         self.action = action
         self.key = key

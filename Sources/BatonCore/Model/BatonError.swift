@@ -5,6 +5,9 @@ public enum BatonError: Error, Sendable, Equatable {
     /// The key has a run in flight on another host of the fleet whose definition of the action
     /// (its fingerprint) differs from this host's: sharing it would hand the caller another command's outcome.
     case definitionMismatch(run: Int64, action: String, host: String)
+    /// A webhook delivery seen before: the history (a fleet's, when another host took it first)
+    /// records that it made or joined this run; nothing runs again.
+    case delivered(run: Int64, hook: String, delivery: String)
     /// No action has that name.
     case unknownAction(String)
     /// No run has that id.
@@ -30,7 +33,7 @@ public enum BatonError: Error, Sendable, Equatable {
     /// The stable code on the wire.
     public var code: ErrorCode {
         switch self {
-        case .busy, .definitionMismatch: .busy
+        case .busy, .definitionMismatch, .delivered: .busy
         case .unknownAction: .unknownAction
         case .unknownRun: .unknownRun
         case .badRequest, .badParam: .badRequest
@@ -49,6 +52,7 @@ public enum BatonError: Error, Sendable, Equatable {
         case let .definitionMismatch(run, action, host):
             "\(action) is busy: run \(run) on host \(host) runs another definition of \(Action.quoted(action)) than this host's "
                 + "(their configs differ), so it is not shared; make the hosts' definitions agree (batond --check-config names the ones that differ)"
+        case let .delivered(run, hook, delivery): "delivery \(delivery) of hook \(hook) was seen before: it made run \(run)"
         case let .unknownAction(name): "unknown action \(Action.quoted(name))"
         case let .unknownRun(id): "no run \(id)"
         case let .badRequest(message): message

@@ -17,6 +17,10 @@ public struct Retention: Sendable, Equatable, Codable {
     /// 90 days, failures 365 days, 10,000 runs per action.
     public static let standard = Retention()
 
+    /// How long a run a webhook delivery made is kept, whatever the limits say: a forge's
+    /// redelivery within it gets that run, never a second one (issue 27 promises 24 hours).
+    public static let deliveryKeep: Duration = .seconds(86_400)
+
     /// Per-action settings: each field set here replaces the global one.
     public struct Override: Sendable, Equatable {
         public var maxAge: Duration?

@@ -33,6 +33,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     public var cpuSystem: Int64?
     /// The largest peak memory of any of its attempts, in bytes; nil where none was measured.
     public var memoryPeak: Int64?
+    /// Where the trigger that created the run came from, when not the socket ("webhook deploy from
+    /// 203.0.113.7, delivery 72d3…"): the `via` of its `queued` transition; nil for a socket trigger.
+    public var via: String?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

@@ -30,6 +30,9 @@ public enum JournalEntry: Sendable, Equatable {
     case outputChunks(OutputWrite)
     /// The process group of the attempt that is starting, to be killed after a crash.
     case processGroup(runID: Int64, pgid: Int32, identity: String)
+    /// A webhook delivery made (or joined) this run: written with the run's creation or the
+    /// trigger record, in the same item. The first record of a delivery stays.
+    case delivery(Delivery, runID: Int64, at: Timestamp)
 }
 
 /// A trigger that hit an existing run.

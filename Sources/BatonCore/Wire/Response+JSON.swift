@@ -99,6 +99,7 @@ extension RunSnapshot {
         json.field("cpuUser", cpuUser)
         json.field("cpuSystem", cpuSystem)
         json.field("memoryPeak", memoryPeak)
+        json.field("via", via)
         json.endObject()
     }
 }

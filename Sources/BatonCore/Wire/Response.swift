@@ -102,6 +102,7 @@ public struct WireError: Codable, Sendable, Error, Equatable {
         if case let .busy(run, _, _, since) = error { self.run = run; self.since = since.rawValue }
         if case let .badParam(name, _) = error { param = name }
         if case let .definitionMismatch(run, _, _) = error { self.run = run }
+        if case let .delivered(run, _, _) = error { self.run = run }
     }
 
     /// An unknown code from a newer daemon reads as `internal`, so an old client still shows the message.

@@ -410,6 +410,7 @@ function drawFlight(item, run) {
   let words = ` ${run.phase}`;
   if (run.key !== run.action) words += ` · ${run.key.slice(run.action.length + 1)}`;
   if (run.host) words += ` · on ${run.host}`;
+  if (run.via) words += ` · ${run.via}`;
   if (run.startedAt) words += ` · ${took(run)}`;
   else words += ` · for ${duration(nowMicros() - run.queuedAt)}`;
   bar.classList.remove("estimate");
@@ -592,6 +593,7 @@ function renderRun(detail, users) {
   const facts = [["action", run.action], ["key", run.key], ["policy", run.policy], ["phase", shown.phase]];
   for (const [name, value] of Object.entries(run.params || {})) facts.push([`param ${name}`, value]);
   if (run.trigger) facts.push(["triggered by", `${userName(run.trigger.uid, users)}, pid ${run.trigger.pid}`]);
+  else if (run.via) facts.push(["triggered by", run.via]);
   facts.push(["queued", localTime(run.queuedAt)]);
   if (run.startedAt) facts.push(["started", localTime(run.startedAt)]);
   if (run.endedAt) facts.push(["ended", localTime(run.endedAt)]);
@@ -605,10 +607,10 @@ function renderRun(detail, users) {
       el("span", { class: `phase phase-${t.to}`, text: `${t.from || "new"} → ${t.to}` }), extra.length ? ` (${extra.join("; ")})` : "");
   }));
   // The press that created the run, then every later one recorded against it (joined, rejected, …).
-  const who = (peer) => peer ? `${userName(peer.uid, users)} (pid ${peer.pid})` : "batond";
-  const presses = [{ at: run.queuedAt, peer: run.trigger, decision: "created", policy: run.policy }, ...(detail.triggers || [])];
+  const who = (t) => t.peer ? `${userName(t.peer.uid, users)} (pid ${t.peer.pid})` : t.via || "batond";
+  const presses = [{ at: run.queuedAt, peer: run.trigger, via: run.via, decision: "created", policy: run.policy }, ...(detail.triggers || [])];
   $("#triggers").replaceChildren(...presses.map((t) =>
-    el("li", { text: `${localTime(t.at)}: ${who(t.peer)} — ${t.decision}${t.policy ? `, policy ${t.policy}` : ""}` })));
+    el("li", { text: `${localTime(t.at)}: ${who(t)} — ${t.decision}${t.policy ? `, policy ${t.policy}` : ""}` })));
   const bytes = detail.output ? Uint8Array.from(atob(detail.output), (c) => c.charCodeAt(0)) : new Uint8Array();
   $("#output").textContent = new TextDecoder("utf-8", { fatal: false }).decode(bytes) || "";
   $("#output-note").textContent = bytes.length === 0 ? "No output." : (detail.outputTruncated ? "The last part of the output (the start was cut)." : "");

@@ -69,9 +69,14 @@ struct WebhookEndToEndTests {
         #expect(again.run == run && again.json["replayed"] as? Bool == true)
         let history = try setup.daemon.baton("history", "--action", "deploy", "--json")
         #expect(history.stdout.components(separatedBy: "\"id\"").count == 2, "\(history.stdout)")
+        let via = "webhook gh from 127.0.0.1, delivery \(delivery)"
+        #expect(history.stdout.contains("\"via\" : \"\(via)\""), "\(history.stdout)")
+        let table = try setup.daemon.baton("history", "--action", "deploy").stdout
+        #expect(table.contains("BY") && table.contains(via), "\(table)")
+        #expect(try setup.daemon.baton("show", String(run), "--json").stdout.contains("\"via\" : \"\(via)\""))
         let shown = try setup.daemon.baton("show", String(run))
         #expect(shown.stdout.contains("env=refs/heads/main"), "\(shown.stdout)")
-        #expect(shown.stdout.contains("webhook gh from 127.0.0.1, delivery \(delivery)"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("triggered by \(via) with policy reject"), "\(shown.stdout)")
         #expect(shown.stdout.contains("deploying refs/heads/main"), "\(shown.stdout)")
         // The status URL, with the 202's token; without one it is refused.
         let token = try #require(again.json["token"] as? String)
