@@ -3,29 +3,40 @@ import BatonIPC
 import BatonService
 
 extension Daemon {
-    /// The webhook listener, when the config has `webhooks`: its address is fixed at start, its
-    /// hooks follow reloads. Socket-activated when systemd passes a TCP socket named `webhooks`.
+    /// The webhook listener, when the config has `webhooks` or systemd passed a TCP socket named
+    /// `webhooks` (batond-webhooks.socket): its address is fixed at start, its hooks follow reloads.
     static func startWebhooks(_ config: Config, _ service: Service, _ box: ConfigBox, _ backend: Backend) throws -> Parts.Stop {
-        guard let webhooks = config.webhooks else { return {} }
+        let passed = SocketActivation.passed.webhooks
+        guard config.webhooks != nil || passed != nil else { return {} }
+        if config.webhooks == nil {
+            // Left unserved, the socket would hold every request in its queue for ever (systemd
+            // keeps it open): each is answered 404 instead, until a reload adds hooks.
+            Log.warning("systemd passed a webhooks socket (batond-webhooks.socket), but the config has no webhooks: requests there get 404")
+        }
         let listener = WebhookListener(service: service, store: backend.deliveries, webhooks: { box.current.webhooks })
+        let handler: HTTPServer.Handler = { head, exchange in listener.handle(head, exchange) }
+        let server = try webhookServer(config.webhooks, passed: passed, handler: handler)
+        server.start()
+        let hooks = config.webhooks?.hooks.count ?? 0
+        Log.info("webhooks: \(hooks) hook\(hooks == 1 ? "" : "s") at http://\(server.address)/hooks/")
+        return { server.stop() }
+    }
+
+    /// The listener's HTTP server: on the socket systemd passed (then `listen` only documents it),
+    /// else bound to `listen`.
+    static func webhookServer(_ webhooks: WebhookConfig?, passed: Int32?, handler: @escaping HTTPServer.Handler) throws -> HTTPServer {
         var limits = HTTPServer.Limits()
-        limits.bodyBytes = webhooks.maxBody
+        limits.bodyBytes = webhooks?.maxBody ?? WebhookConfig.defaultMaxBody
         // A forge's deliveries all come from "another host": each uid share is theirs together.
         limits.maxConnectionsPerPeer = 32
-        let server: HTTPServer
-        do {
-            let handler: HTTPServer.Handler = { head, exchange in listener.handle(head, exchange) }
-            // batond-webhooks.socket's, when systemd passed it (then `listen` only documents it).
-            if let passed = SocketActivation.passed.webhooks {
-                server = try HTTPServer(descriptor: passed, limits: limits, handler: handler)
-            } else {
-                server = try HTTPServer(listening: webhooks.listen, limits: limits, handler: handler)
+        if let passed {
+            do { return try HTTPServer(descriptor: passed, limits: limits, handler: handler) } catch {
+                throw DaemonError("cannot take webhooks on the socket systemd passed (fd \(passed)): \(error)")
             }
-        } catch {
+        }
+        guard let webhooks else { throw DaemonError("cannot take webhooks: no webhooks.listen and no socket passed") }
+        do { return try HTTPServer(listening: webhooks.listen, limits: limits, handler: handler) } catch {
             throw DaemonError("cannot take webhooks on \(webhooks.listen): \(error)")
         }
-        server.start()
-        Log.info("webhooks: \(webhooks.hooks.count) hook\(webhooks.hooks.count == 1 ? "" : "s") at http://\(server.address)/hooks/")
-        return { server.stop() }
     }
 }

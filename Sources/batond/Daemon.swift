@@ -178,7 +178,8 @@ enum Daemon {
             if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {
                 Log.warning("socket and database settings change only at restart")
             }
-            if old.webhooks?.listen != config.webhooks?.listen {
+            // On a socket systemd passed, `listen` only documents the address: nothing to move.
+            if old.webhooks?.listen != config.webhooks?.listen && SocketActivation.passed.webhooks == nil {
                 Log.warning("webhooks.listen changes only at restart (the hooks themselves were reloaded)")
             }
             Log.info("reloaded \(path): \(config.actions.count) actions")

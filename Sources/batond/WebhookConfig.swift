@@ -9,12 +9,15 @@ struct WebhookConfig: Sendable, Equatable {
     /// Peers whose `X-Forwarded-For` is believed (a reverse proxy in front), as numeric addresses.
     var trustedProxies: Set<String> = []
     /// The largest body taken, in bytes.
-    var maxBody = 256 << 10
+    var maxBody = Self.defaultMaxBody
     /// The hooks by name.
     var hooks: [String: Hook] = [:]
 
     /// The pure decision over these hooks.
     var gate: HookGate { HookGate(hooks: hooks, bodyLimit: maxBody) }
+
+    /// `maxBody` when the config does not say.
+    static let defaultMaxBody = 256 << 10
 
     /// The largest `maxBody` accepted: a hook's body is held whole while its signature is checked.
     static let maxBodyLimit = 16 << 20

@@ -11,6 +11,8 @@ final class Container: @unchecked Sendable {
     static let base = cache + "/base-pq"
 
     let root: String
+    /// Whether it has a network namespace of its own (loopback only), where its ports are its own.
+    let privateNetwork: Bool
     private var nspawn: Process?
     /// The container's PID 1 (its systemd), as the host sees it.
     private(set) var initPID: Int32 = 0
@@ -27,11 +29,15 @@ final class Container: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: base + "/.complete", contents: nil)
     }
 
-    /// A fresh copy of the base tree (debootstrapped first if need be).
-    static func make() async throws -> Container { try await offPool { try Container() } }
+    /// A fresh copy of the base tree (debootstrapped first if need be); with `privateNetwork`, it
+    /// boots with a loopback of its own (the host's other listeners and its ports stay apart).
+    static func make(privateNetwork: Bool = false) async throws -> Container {
+        try await offPool { try Container(privateNetwork: privateNetwork) }
+    }
 
-    private init() throws {
+    private init(privateNetwork: Bool) throws {
         try Self.ensureBase()
+        self.privateNetwork = privateNetwork
         root = Self.cache + "/run-" + UUID().uuidString
         let copy = try execute("/bin/cp", ["-a", Self.base, root])
         guard copy.code == 0 else { throw ContainerError.failed("cp: \(copy.stderr)") }
@@ -58,7 +64,7 @@ final class Container: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-nspawn")
         // --register=no and --keep-unit: the host has no systemd to register with or to ask for a scope.
-        process.arguments = ["--boot", "--register=no", "--keep-unit", "--quiet", "-D", root]
+        process.arguments = ["--boot", "--register=no", "--keep-unit", "--quiet"] + (privateNetwork ? ["--private-network"] : []) + ["-D", root]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
@@ -81,6 +87,12 @@ final class Container: @unchecked Sendable {
     @discardableResult
     func run(_ command: String) async throws -> Output {
         try await EndToEndTests.run("/usr/bin/nsenter", ["-t", String(initPID), "-a", "/bin/sh", "-c", command])
+    }
+
+    /// Runs a shell command of the host's (curl, python3: the base tree has neither) in the
+    /// container's network namespace only: its 127.0.0.1 is the container's.
+    func inNetwork(_ command: String) async throws -> Output {
+        try await EndToEndTests.run("/usr/bin/nsenter", ["-t", String(initPID), "-n", "/bin/sh", "-c", command])
     }
 
     /// Waits until `command` succeeds inside (checking every 100 ms), or `seconds` pass.

@@ -148,6 +148,74 @@ struct PackageTests {
         try await processTrees(container)
     }
 
+    @Test("""
+        under systemd: batond-webhooks.socket holds 127.0.0.1:9470 and the first POST to a hook starts batond through it; the \
+        hook's action runs (its secret a LoadCredential=), show and history have the run; a bad token gets 401 and no run; \
+        with the shipped config (no webhooks) the socket's requests get 404 instead of waiting for ever
+        """)
+    func webhookThroughSocketUnit() async throws {
+        let deb = try await Self.buildDeb()
+        let container = try await Container.make(privateNetwork: true)
+        try FileManager.default.copyItem(atPath: deb, toPath: container.root + "/tmp/baton.deb")
+        let setup = try await container.chroot("""
+            dpkg -i /tmp/baton.deb && cp /etc/baton/baton.json5 /root/shipped.json5 &&
+            install -d -m 0700 /etc/baton/hooks && (umask 077 && printf '\(Self.hookToken)\\n' > /etc/baton/hooks/gitlab.secret) &&
+            mkdir -p /etc/systemd/system/batond.service.d &&
+            printf '[Service]\\nLoadCredential=gitlab:/etc/baton/hooks/gitlab.secret\\n' > /etc/systemd/system/batond.service.d/hooks.conf &&
+            cat > /etc/baton/baton.json5 <<'EOF'
+            {
+              webhooks: {
+                listen: "127.0.0.1:9470",
+                hooks: { "gitlab-deploy": { action: "deploy", signature: "gitlab", secret: { credential: "gitlab" }, params: { env: "/ref" } } },
+              },
+              actions: {
+                deploy: { exec: ["sh", "-c", "echo deploying $BATON_PARAM_ENV"], params: { env: { pattern: "refs/heads/(main|release)" } } },
+              },
+            }
+            EOF
+            """)
+        #expect(setup.code == 0, "\(setup.stderr)")
+        try await container.boot()
+
+        #expect(try await container.run("systemctl enable --now batond-webhooks.socket").code == 0)
+        #expect(try await container.run("systemctl is-active batond.service").stdout.hasPrefix("inactive"))
+        // batond cannot bind 9470 itself (systemd holds it): an answer means it took the passed socket.
+        let pressed = try await Self.postHook(container, "/hooks/gitlab-deploy?wait=30s", token: Self.hookToken)
+        #expect(pressed.status == 200, "\(pressed.body)")
+        let answer = (try? JSONSerialization.jsonObject(with: Data(pressed.body.utf8))) as? [String: Any]
+        let run = try #require(answer?["run"] as? Int, "\(pressed.body)")
+        #expect(answer?["phase"] as? String == "success", "\(pressed.body)")
+        #expect(try await container.run("systemctl is-active batond.service").stdout.hasPrefix("active"))
+        let shown = try await container.run("baton show \(run)")
+        for text in ["webhook gitlab-deploy from 127.0.0.1", "env=refs/heads/main", "success", "deploying refs/heads/main"] {
+            #expect(shown.stdout.contains(text), "baton show lacks \(text): \(shown.stdout) \(shown.stderr)")
+        }
+
+        let refused = try await Self.postHook(container, "/hooks/gitlab-deploy", token: "not-" + Self.hookToken)
+        #expect(refused.status == 401, "\(refused.body)")
+        let history = try await container.run("baton history --action deploy --json")
+        #expect(history.stdout.components(separatedBy: "\"id\"").count == 2, "one run, the good token's: \(history.stdout) \(history.stderr)")
+
+        // The shipped config has no webhooks: the socket systemd passes is served all the same.
+        #expect(try await container.run("cp /root/shipped.json5 /etc/baton/baton.json5 && systemctl stop batond.service").code == 0)
+        #expect(try await container.run("systemctl is-active batond-webhooks.socket").stdout.hasPrefix("active"))
+        let unknown = try await Self.postHook(container, "/hooks/gitlab-deploy", token: Self.hookToken)
+        #expect(unknown.status == 404, "\(unknown.body)")
+        #expect(try await container.waitUntil("journalctl -u batond.service -o cat --no-pager | grep -q 'the config has no webhooks: requests there get 404'"))
+    }
+
+    static let hookToken = "gl-0123456789abcdef-secret"
+
+    /// POSTs a GitLab push to the container's 127.0.0.1:9470 with curl (at most 60 s): the status and the body.
+    static func postHook(_ container: Container, _ path: String, token: String) async throws -> (status: Int, body: String) {
+        let result = try await container.inNetwork("""
+            curl -sS --max-time 60 -w '\\n%{http_code}' -H 'X-Gitlab-Token: \(token)' -H 'Content-Type: application/json' \
+                 --data-binary '{"ref":"refs/heads/main"}' 'http://127.0.0.1:9470\(path)'
+            """)
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n") + result.stderr)
+    }
+
     /// Under systemd (Delegate=yes): each attempt in a cgroup of its own under the service; a
     /// setsid child and a double fork are stopped by cancel, by timeout and by `systemctl stop`.
     func processTrees(_ container: Container) async throws {

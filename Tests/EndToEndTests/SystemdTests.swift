@@ -166,28 +166,58 @@ struct SystemdTests {
         let config = directory + "/baton.json5"
         try #"{ actions: { hello: { exec: ["sh", "-c", "echo activated"] } } }"#.write(toFile: config, atomically: true, encoding: .utf8)
         let socket = directory + "/baton.sock"
-        let activator = Process()
-        activator.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
-        activator.arguments = ["-l", socket, Binaries.batond, "--config", config, "--database", directory + "/history.sqlite"]
-        let stderr = Pipe()
-        activator.standardError = stderr
-        try activator.run()
-        defer { if activator.isRunning { activator.terminate(); activator.waitUntilExit() } }
-        // systemd-socket-activate says when it listens; batond is not started until a connection comes.
-        var said = ""
-        while !said.contains("Listening on") {
-            let chunk = stderr.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            said += String(decoding: chunk, as: UTF8.self)
-        }
+        let activator = try Self.activate(["-l", socket, Binaries.batond, "--config", config, "--database", directory + "/history.sqlite"])
         let client = try Client(path: socket)
         let answer = try client.call(Request(op: .trigger, action: "hello"))
         #expect(answer.ok == true, "\(String(describing: answer.error))")
         #expect(answer.run?.phase == .success)
         // batond took the passed socket: it is the same path, still there, and serves others too.
         #expect(try Client(path: socket).call(Request(op: .ping)).ok == true)
-        activator.terminate()
-        activator.waitUntilExit()
+        activator.stop()
+    }
+
+    /// systemd-socket-activate with `arguments`, once it says it listens (batond is not started
+    /// until a connection comes). Spawned, not Foundation's Process: Process learns that a child
+    /// ended when a socket the child inherits closes, and systemd-socket-activate closes every
+    /// descriptor it inherits, so Process's one monitoring thread waits in waitpid for it at once,
+    /// and no other Process (curl) is seen to end until it does: the test hung.
+    static func activate(_ arguments: [String]) throws -> Spawned {
+        let activator = try Spawned(["/usr/bin/systemd-socket-activate"] + arguments)
+        let said = activator.readStderr { $0.contains("Listening on") }
+        guard said.contains("Listening on") else { throw ContainerError.failed("systemd-socket-activate: \(said)") }
+        return activator
+    }
+
+    @Test("socket activation: a webhooks socket passed to a batond whose config has no webhooks is served (404, not left holding requests); a reload adds hooks there")
+    func passedWebhooksWithoutHooks() throws {
+        let directory = NSTemporaryDirectory() + "baton-activate-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = directory + "/baton.json5"
+        try #"{ actions: { hello: { exec: ["true"] } } }"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let address = "127.0.0.1:\(try MetricsEndToEndTests.freePort())"
+        let activator = try Self.activate(["-l", address, "--fdname=webhooks", Binaries.batond, "--config", config,
+                                           "--socket", directory + "/baton.sock", "--database", directory + "/history.sqlite"])
+        // Unserved, the request would wait in the socket's queue until curl gives up (status 000).
+        let posted = try execute("/usr/bin/curl", ["-sS", "--max-time", "30", "-o", "/dev/null", "-w", "%{http_code}",
+                                                   "--data-binary", "{}", "http://\(address)/hooks/deploy"])
+        #expect(posted.stdout == "404", "\(posted.stdout) \(posted.stderr)")
+        #expect(activator.readStderr { $0.contains("the config has no webhooks: requests there get 404") }.contains("no webhooks"))
+
+        // A reload that adds hooks serves them on the passed socket (its `listen` only documents it).
+        let secret = directory + "/gl.secret"
+        FileManager.default.createFile(atPath: secret, contents: Data("gl-token-0123456789abcdef\n".utf8), attributes: [.posixPermissions: 0o600])
+        try """
+            { webhooks: { listen: "127.0.0.1:9", hooks: { gl: { action: "hello", signature: "gitlab", secret: { file: "\(secret)" } } } },
+              actions: { hello: { exec: ["true"] } } }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        kill(activator.pid, SIGHUP)
+        let reloaded = activator.readStderr { $0.contains("reloaded ") || $0.contains("reload refused") }
+        #expect(reloaded.contains("reloaded ") && !reloaded.contains("webhooks.listen changes only at restart"), "\(reloaded)")
+        let pressed = try execute("/usr/bin/curl", ["-sS", "--max-time", "30", "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Gitlab-Token: gl-token-0123456789abcdef",
+                                                    "--data-binary", "{}", "http://\(address)/hooks/gl?wait=10s"])
+        #expect(pressed.stdout == "200", "\(pressed.stdout) \(pressed.stderr)")
+        activator.stop()
     }
 
     @Test("make install-files with DESTDIR and PREFIX gives a tree a packager would accept")
