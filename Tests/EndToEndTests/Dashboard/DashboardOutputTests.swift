@@ -164,4 +164,42 @@ struct DashboardOutputTests {
         #expect(refusal?.name == "refused" && refusal?.data.contains("999") == true, "\(String(describing: refusal))")
         #expect(unknown.nextEvent(timeout: .seconds(10)) == nil)
     }
+
+    /// Which side lets go depends on speed: batond drops the dashboard's follow when the dashboard
+    /// falls 1 MiB behind (the page then gets `offline`), or the dashboard drops the page past its
+    /// stream buffer. Either way the page gets no `end`, the run is not held up, and it resumes.
+    @Test("a page that stops reading while the run floods is dropped, the run is not held up, and it resumes from its last id to the end")
+    func slowReader() throws {
+        let gate = try FifoGate()
+        // 48 MiB as fast as head writes it: far past the stream buffer and the kernel's socket buffers.
+        let daemon = try Daemon(config: #"""
+            { actions: { flood: { exec: ["sh", "-c", "echo ready; cat \"$GATE\" >/dev/null; head -c 50331648 /dev/zero"],
+                                  env: { GATE: "\#(gate.path)" }, output: { keep: "1MiB" } } } }
+            """#)
+        defer { daemon.stop() }
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        #expect(try daemon.baton("run", "flood", "--detach").code == 0)
+        let probe = try Self.open(dashboard, run: 1)
+        _ = try Self.chunks(probe, until: 6)
+        // The page follows live; now it reads nothing while the run floods.
+        gate.release()
+        #expect(try daemon.baton("wait", "1").code == 0)
+        var names: Set<String> = []
+        var last: HTTPProbe.Event?
+        while let event = probe.nextEvent(timeout: .seconds(30)) {
+            names.insert(event.name)
+            if event.name == "output" { last = event }
+        }
+        #expect(!names.contains("end"), "the page was dropped before the end: \(names)")
+        let id = try #require(last?.id)
+        #expect(try #require(Int64(id)) < 50_331_654, "it had not got it all")
+        print("dashboard slow reader: dropped after \(id) bytes; events \(names.sorted()) (offline: batond dropped the dashboard's follow)")
+        let again = try Self.open(dashboard, run: 1, lastEventID: id)
+        let (rest, end) = try Self.rest(again)
+        #expect(end.contains(#""phase":"success""#) && end.contains(#""outputEnd":50331654"#), "\(end)")
+        #expect((rest.first?.start ?? 0) >= Int64(id)!, "nothing before the id comes again")
+        #expect(rest.last?.end == 50_331_654)
+        #expect(try daemon.baton("status").code == 0)
+    }
 }
