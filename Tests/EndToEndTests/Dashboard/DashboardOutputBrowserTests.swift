@@ -23,9 +23,10 @@ struct DashboardOutputBrowserTests {
     static let ended = #"""
         echo "first out"
         echo "an error line" >&2
-        printf '<b>not bold</b> \033[34mblue\033[0m\n'
+        printf '<b>not bold</b> \033[34mblue\033[0m \033[1;32mok\033[0m\n'
         """#
-    static let endedBytes = "first out\n".utf8.count + "an error line\n".utf8.count + "<b>not bold</b> \u{1b}[34mblue\u{1b}[0m\n".utf8.count
+    static let endedBytes = "first out\n".utf8.count + "an error line\n".utf8.count
+        + "<b>not bold</b> \u{1b}[34mblue\u{1b}[0m \u{1b}[1;32mok\u{1b}[0m\n".utf8.count
 
     static func daemon(_ gate: FifoGate) throws -> Daemon {
         for (name, script) in [("live.sh", live), ("ended.sh", ended)] {
@@ -86,8 +87,6 @@ struct DashboardOutputBrowserTests {
             #expect(try browser.script("return \(stderrStyle).color !== \(stdoutStyle).color && \(stderrStyle).backgroundColor !== \(stdoutStyle).backgroundColor;") as? Bool == true,
                     "stderr looks apart")
             #expect(try browser.text("#output .out-stderr").hasPrefix("stderr 1\nstderr 2\n"))
-            try browser.script("document.querySelector('.output-tools').scrollIntoView();")
-            try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-run-output.png")
 
             // Back at the end: it follows again, to the run's end.
             try browser.script("\(Self.box).scrollTop = \(Self.box).scrollHeight;")
@@ -119,13 +118,15 @@ struct DashboardOutputBrowserTests {
             #expect(try browser.wait(until: "document.querySelector('#output-note').dataset.state === 'ended'"))
             #expect(try browser.text("#output-note") == "The whole output: \(Self.endedBytes) bytes.")
             let text = try browser.text("#output")
-            #expect(text.contains("first out\n") && text.contains("<b>not bold</b> blue\n"), "\(text.debugDescription)")
+            #expect(text.contains("first out\n") && text.contains("<b>not bold</b> blue ok\n"), "\(text.debugDescription)")
             #expect(try browser.text("#output .out-stderr") == "an error line\n")
             #expect(try browser.text("#output .ansi-fg-4") == "blue")
             #expect(try browser.script("return document.querySelectorAll('#output b').length;") as? Int == 0)
             try browser.click("#output-raw")
             #expect(try browser.wait(until: "document.querySelector('#output-raw-note').textContent.startsWith('downloaded')"))
             #expect(try browser.text("#output-raw-note") == "downloaded \(Self.endedBytes) bytes")
+            try browser.script("document.querySelector('#run-view h2:last-of-type').scrollIntoView();")
+            try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-run-output.png")
         }
     }
 }
