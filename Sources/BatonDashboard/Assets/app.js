@@ -756,12 +756,12 @@ function outputEnded(end) {
 }
 
 // Follows the run's output on its own stream until the run ends; after a drop it resumes from
-// the last byte it has (Last-Event-ID is a position in the output).
+// the last byte it shows (Last-Event-ID is a position in the output).
 async function followOutput() {
   if (output.started) return;
   output.started = true;
   const note = $("#output-note");
-  let lastEventID = null, finished = false;
+  let finished = false;
   const handlers = {
     output: (data) => showChunk(JSON.parse(data)),
     end: (data) => { finished = true; outputEnded(JSON.parse(data)); },
@@ -771,12 +771,14 @@ async function followOutput() {
   for (let delay = 500; session && !finished; delay = Math.min(delay * 2, 5000)) {
     try {
       const headers = { ...authorization(), Accept: "text/event-stream" };
-      if (lastEventID) headers["Last-Event-ID"] = lastEventID;
+      // Each event's id is the position after its chunk: resume from what is shown, even after a
+      // read that failed midway.
+      if (output.next) headers["Last-Event-ID"] = String(output.next);
       const response = await fetch(`/api/runs/${state.runID}/output`, { headers, cache: "no-store" });
       if (response.status === 401) { signedOut(); break; }
       if (!response.ok || !response.body) throw new Error(`${response.status}`);
       delay = 500;
-      lastEventID = await readEvents(response.body, handlers, lastEventID);
+      await readEvents(response.body, handlers, null);
     } catch (error) {
       // Dropped: try again below.
     }

@@ -129,4 +129,39 @@ struct DashboardOutputBrowserTests {
             try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-run-output.png")
         }
     }
+
+    @Test("batond going away mid-run: the page says it is reconnecting, then resumes at the byte it had and shows the end, each line once")
+    func resumesAfterDrop() async throws {
+        let gate = try FifoGate()
+        let flag = gate.directory + "/flag"
+        // The run waits for a file, not the FIFO: its process outlives the batond killed under it,
+        // and the file lets it end whatever became of it.
+        let script = #"""
+            i=1; while [ $i -le 50 ]; do echo "line $i"; i=$((i+1)); done
+            while [ ! -e "$FLAG" ]; do sleep 0.02; done
+            echo "after the flag"
+            """#
+        try script.write(toFile: gate.directory + "/resume.sh", atomically: true, encoding: .utf8)
+        let config = """
+            { actions: { resume: { exec: ["/bin/sh", "\(gate.directory)/resume.sh"], env: { FLAG: "\(flag)" } } } }
+            """
+        let daemon = try Daemon(config: config)
+        defer { FileManager.default.createFile(atPath: flag, contents: nil) }
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        #expect(try daemon.baton("run", "resume", "--detach").stdout == "1\n")
+        try await Self.runPage(dashboard, 1) { browser in
+            #expect(try browser.wait(until: "\(Self.box).textContent.endsWith('line 50\\n')"))
+            daemon.crash()
+            #expect(try browser.wait(until: "document.querySelector('#output-note').textContent.startsWith('reconnecting')"))
+            let again = try Daemon(config: config, reusing: daemon)
+            defer { again.stop() }
+            // batond's recovery ends the run (interrupted); the page comes back and gets its end.
+            #expect(try browser.wait(until: "document.querySelector('#output-note').dataset.state === 'ended'", seconds: 30))
+            let text = try browser.text("#output")
+            #expect(text.hasPrefix("line 1\nline 2\n") && text.hasSuffix("line 50\n"), "\(text.suffix(40).debugDescription)")
+            #expect(text.components(separatedBy: "\n").count == 51, "each of the 50 lines once")
+            #expect(try browser.text("#output-note") == "The whole output: \((1...50).map { "line \($0)\n" }.joined().utf8.count) bytes.")
+        }
+    }
 }
