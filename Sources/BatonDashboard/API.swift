@@ -7,6 +7,7 @@ import Foundation
 /// status that says the same. Nothing waits: each call completes on the loop when batond answers.
 struct API: Sendable {
     let channel: Channel
+    let reactor: Reactor
     typealias Answer = @Sendable (HTTPResponse) -> Void
 
     func status(_ done: @escaping Answer) { forward(Request(op: .status), done) }
@@ -102,7 +103,7 @@ struct API: Sendable {
         }
     }
 
-    private func answer(_ result: Result<Response, WireError>) -> HTTPResponse {
+    func answer(_ result: Result<Response, WireError>) -> HTTPResponse {
         switch result {
         case let .success(response): json(200, response.jsonLine())
         case let .failure(error): json(Self.status(of: error.code), Response.failure(error).jsonLine())
@@ -121,7 +122,7 @@ struct API: Sendable {
         }
     }
 
-    private func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
+    func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", extraFields: Assets.securityFields, body: body)
     }
 }

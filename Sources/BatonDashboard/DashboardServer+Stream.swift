@@ -102,6 +102,7 @@ extension DashboardServer {
     func scheduleKeepalive() {
         reactor.after(limits.keepalive) { [self] in
             for stream in streams.withLock({ Array($0.values) }) { stream.exchange.send(SSE.keepalive) }
+            for exchange in outputStreams.withLock({ Array($0.values) }) { exchange.send(SSE.keepalive) }
             scheduleKeepalive()
         }
     }

@@ -13,6 +13,11 @@ public final class DashboardServer: Sendable {
         public var bodyBytes = 16_384
         public var maxConnections = 64
         public var maxStreams = 32
+        /// Streams of runs' output open at once (each holds a connection to batond).
+        public var maxOutputStreams = 16
+        /// Raw output downloads at once, and the most bytes one holds (its answer has a length).
+        public var maxDownloads = 2
+        public var downloadBytes = 32 << 20
         /// From accept to the last byte of an answer (an event stream's head).
         public var timeout: Duration = .seconds(10)
         /// How often a quiet event stream gets a keepalive comment.
@@ -33,6 +38,10 @@ public final class DashboardServer: Sendable {
     let reactor: Reactor
     /// The open event streams, by the exchange that carries each.
     let streams = Locked<[ObjectIdentifier: Stream]>([:])
+    /// The open streams of runs' output.
+    let outputStreams = Locked<[ObjectIdentifier: HTTPExchange]>([:])
+    /// Raw output downloads being read.
+    let downloads = Locked(0)
 
     public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), reactor: Reactor = .shared,
                 onSignIn: @escaping @Sendable (SignIn) -> Void = { _ in }) throws(SocketError) {
@@ -51,7 +60,7 @@ public final class DashboardServer: Sendable {
         self.limits = limits
         self.onSignIn = onSignIn
         self.reactor = reactor
-        api = API(channel: Channel(path: socketPath, reactor: reactor))
+        api = API(channel: Channel(path: socketPath, reactor: reactor), reactor: reactor)
         feed = Feed(socketPath: socketPath, reactor: reactor)
         box.withLock { $0 = self }
     }
@@ -73,6 +82,8 @@ public final class DashboardServer: Sendable {
             exchange.answer(refusal(status, reason, allow: allow), headOnly: headOnly)
         case .serve(.events):
             openStream(exchange, lastEventID: head.field("last-event-id"))
+        case let .serve(.output(run)):
+            openOutput(exchange, run: run, lastEventID: head.field("last-event-id"))
         case let .serve(route) where route.changesState:
             let length = head.field("content-length").flatMap { Int($0) } ?? 0
             exchange.readBody(count: length) { [self] body in answer(route, head, body) { exchange.answer($0) } }
@@ -91,7 +102,22 @@ public final class DashboardServer: Sendable {
         case .trigger: api.trigger(body: body, done)
         case .cancel: api.cancel(body: body, done)
         case .session: done(signIn(body: body))
-        case .events: done(refusal(500, "streams are not answered here"))
+        case let .rawOutput(id): download(id, done)
+        case .events, .output: done(refusal(500, "streams are not answered here"))
+        }
+    }
+
+    /// A raw output download, when a slot is free (each holds up to `downloadBytes`).
+    func download(_ id: Int64, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
+        let admitted = downloads.withLock { count -> Bool in
+            guard count < limits.maxDownloads else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else { return done(refusal(503, "another download of output is being read; try again in a moment")) }
+        api.rawOutput(id, limit: limits.downloadBytes) { [self] response in
+            downloads.withLock { $0 -= 1 }
+            done(response)
         }
     }
 

@@ -52,7 +52,7 @@ public struct Gate: Sendable {
             return .refuse(status: 421, reason: "this is the Baton dashboard at \(hosts.sorted().joined(separator: " or ")), not \(head.field("host") ?? "(no Host)")")
         }
         guard let (route, method) = Route.of(path: head.path) else { return .refuse(status: 404, reason: "no such page: \(head.path)") }
-        guard head.method == method || (method == "GET" && head.method == "HEAD" && route != .events) else {
+        guard head.method == method || (method == "GET" && head.method == "HEAD" && !route.isStream) else {
             return .refuse(status: 405, reason: "\(head.path) takes \(method)", allow: method == "GET" ? "GET, HEAD" : method)
         }
         if route.needsSession {

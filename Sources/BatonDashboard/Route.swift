@@ -1,5 +1,6 @@
 /// What the dashboard serves, by method and path: the page (at `/` and at each run's address),
-/// its three files, the sign-in, the JSON API and the event stream.
+/// its three files, the sign-in, the JSON API, the event stream, and a run's output (as a stream,
+/// and raw).
 public enum Route: Equatable, Sendable {
     case page
     case asset(String)
@@ -7,6 +8,10 @@ public enum Route: Equatable, Sendable {
     case history
     case run(Int64)
     case events
+    /// A run's output as an event stream (`/api/runs/42/output`), resumable by byte offset.
+    case output(Int64)
+    /// A run's output as the bytes it wrote, to save (`/api/runs/42/output.raw`).
+    case rawOutput(Int64)
     case trigger
     case cancel
     /// Trades a one-time code for a session.
@@ -25,17 +30,36 @@ public enum Route: Equatable, Sendable {
         case "/events": return (.events, "GET")
         default: break
         }
-        // A run's page (`/runs/42`) and its data (`/api/runs/42`).
-        for (prefix, page) in [("/runs/", true), ("/api/runs/", false)] where path.hasPrefix(prefix) {
-            let digits = path.dropFirst(prefix.count)
-            guard digits.count <= 18, !digits.isEmpty, digits.allSatisfy(\.isASCIIDigit), let id = Int64(digits) else { return nil }
-            return (page ? .page : .run(id), "GET")
+        // A run's page (`/runs/42`), its data (`/api/runs/42`) and its output.
+        if path.hasPrefix("/runs/") { return runID(path.dropFirst("/runs/".count)).map { _ in (.page, "GET") } }
+        guard path.hasPrefix("/api/runs/") else { return nil }
+        let rest = path.dropFirst("/api/runs/".count)
+        let digits = rest.prefix { $0 != "/" && $0 != "." }
+        guard let id = runID(digits) else { return nil }
+        switch rest.dropFirst(digits.count) {
+        case "": return (.run(id), "GET")
+        case "/output": return (.output(id), "GET")
+        case "/output.raw": return (.rawOutput(id), "GET")
+        default: return nil
         }
-        return nil
+    }
+
+    /// A run id of at most 18 ASCII digits.
+    private static func runID(_ digits: Substring) -> Int64? {
+        guard digits.count <= 18, !digits.isEmpty, digits.allSatisfy(\.isASCIIDigit) else { return nil }
+        return Int64(digits)
     }
 
     /// Whether the route changes state (and so needs a same-origin POST of JSON).
     public var changesState: Bool { self == .trigger || self == .cancel || self == .session }
+
+    /// Whether the route answers with an event stream (which has no HEAD: it never ends).
+    public var isStream: Bool {
+        switch self {
+        case .events, .output: true
+        default: false
+        }
+    }
 
     /// Whether the route needs a signed-in page: all but the page's own files (the same for
     /// everyone, and loaded by the browser itself, which cannot add the session to them) and the
@@ -43,7 +67,7 @@ public enum Route: Equatable, Sendable {
     public var needsSession: Bool {
         switch self {
         case .page, .asset, .session: false
-        case .status, .history, .run, .events, .trigger, .cancel: true
+        case .status, .history, .run, .events, .output, .rawOutput, .trigger, .cancel: true
         }
     }
 }

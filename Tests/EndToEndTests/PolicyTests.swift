@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// A FIFO that gated actions read (`cat "$GATE"`): each `release()` lets the reading run end.
-final class FifoGate {
+final class FifoGate: Sendable {
     let directory: String
     let path: String
 

@@ -128,6 +128,7 @@ async function start() {
   if (!(await signIn()) || streaming) return;
   streaming = true;
   $("#banner").hidden = true;
+  if (state.view === "run") followOutput();
   await connect();
   streaming = false;
 }
@@ -611,9 +612,206 @@ function renderRun(detail, users) {
   const presses = [{ at: run.queuedAt, peer: run.trigger, via: run.via, decision: "created", policy: run.policy }, ...(detail.triggers || [])];
   $("#triggers").replaceChildren(...presses.map((t) =>
     el("li", { text: `${localTime(t.at)}: ${who(t)} — ${t.decision}${t.policy ? `, policy ${t.policy}` : ""}` })));
-  const bytes = detail.output ? Uint8Array.from(atob(detail.output), (c) => c.charCodeAt(0)) : new Uint8Array();
-  $("#output").textContent = new TextDecoder("utf-8", { fatal: false }).decode(bytes) || "";
-  $("#output-note").textContent = bytes.length === 0 ? "No output." : (detail.outputTruncated ? "The last part of the output (the start was cut)." : "");
+  // The output is followed on its own stream (followOutput), not redrawn with the run.
+}
+
+// ---- a run's output --------------------------------------------------------------------------
+
+// What a run wrote is untrusted: it goes into the page as text nodes only, never as HTML. A small
+// set of SGR colours (and bold) become CSS classes; every other escape sequence and control
+// character is dropped. stderr is its own class, in order with stdout as the chunks came.
+const output = {
+  next: 0,          // the position just past the last byte shown
+  bytes: 0,         // bytes shown
+  started: false,
+  streams: {},      // stdout/stderr -> { utf8: TextDecoder, carry, fg, bg, bold }
+};
+
+function outputStream(name) {
+  if (!output.streams[name]) output.streams[name] = { utf8: new TextDecoder("utf-8"), carry: "", fg: null, bg: null, bold: false };
+  return output.streams[name];
+}
+
+// Where the escape sequence at `i` ends (the index after it), or -1 when the text ends first.
+function escapeEnd(text, i) {
+  const kind = text[i + 1];
+  if (kind === undefined) return -1;
+  const code = (j) => text.charCodeAt(j);
+  if (kind === "[") {
+    let j = i + 2;
+    while (j < text.length && code(j) >= 0x20 && code(j) <= 0x3f) j++;
+    if (j === text.length) return -1;
+    return code(j) >= 0x40 && code(j) <= 0x7e ? j + 1 : j;
+  }
+  if ("]PX^_".includes(kind)) {
+    // A string (a title, a hyperlink, ...): up to BEL or ESC \.
+    for (let j = i + 2; j < text.length; j++) {
+      if (code(j) === 0x07) return j + 1;
+      if (code(j) === 0x1b) return text[j + 1] === undefined ? -1 : (text[j + 1] === "\\" ? j + 2 : j);
+    }
+    return -1;
+  }
+  let j = i + 1;
+  while (j < text.length && code(j) >= 0x20 && code(j) <= 0x2f) j++;
+  if (j === text.length) return -1;
+  return code(j) >= 0x30 && code(j) <= 0x7e ? j + 1 : j;
+}
+
+function applySGR(stream, params) {
+  const list = params === "" ? [0] : params.split(";").map((p) => (/^\d{1,3}$/.test(p) ? Number(p) : -1));
+  for (let k = 0; k < list.length; k++) {
+    const n = list[k];
+    if (n === 0) { stream.fg = null; stream.bg = null; stream.bold = false; }
+    else if (n === 1) stream.bold = true;
+    else if (n === 22) stream.bold = false;
+    else if (n >= 30 && n <= 37) stream.fg = n - 30;
+    else if (n >= 90 && n <= 97) stream.fg = n - 90 + 8;
+    else if (n === 39) stream.fg = null;
+    else if (n >= 40 && n <= 47) stream.bg = n - 40;
+    else if (n >= 100 && n <= 107) stream.bg = n - 100 + 8;
+    else if (n === 49) stream.bg = null;
+    else if (n === 38 || n === 48) k += list[k + 1] === 5 ? 2 : (list[k + 1] === 2 ? 4 : 0);   // other colours: not shown
+  }
+}
+
+function outputClass(name, stream) {
+  let classes = `out-${name}`;
+  if (stream.bold) classes += " ansi-bold";
+  if (stream.fg !== null) classes += ` ansi-fg-${stream.fg}`;
+  if (stream.bg !== null) classes += ` ansi-bg-${stream.bg}`;
+  return classes;
+}
+
+// Text of one stream as [class, text] pieces; an escape (or a CR) split from its end by the
+// chunk's end waits for the next chunk.
+function outputPieces(name, text) {
+  const stream = outputStream(name);
+  const input = stream.carry + text;
+  stream.carry = "";
+  const pieces = [];
+  let plain = "";
+  const flush = () => { if (plain) pieces.push([outputClass(name, stream), plain]); plain = ""; };
+  for (let i = 0; i < input.length;) {
+    const c = input.charCodeAt(i);
+    if (c === 0x1b) {
+      const end = escapeEnd(input, i);
+      if (end < 0 && input.length - i <= 4096) { stream.carry = input.slice(i); break; }
+      if (end < 0) { i += 1; continue; }
+      const sequence = input.slice(i, end);
+      if (/^\x1b\[[0-9;]*m$/.test(sequence)) { flush(); applySGR(stream, sequence.slice(2, -1)); }
+      i = end;
+    } else if (c === 0x0d) {
+      // CR LF is a line end; a lone CR (a progress bar) starts a new line.
+      if (i + 1 === input.length) { stream.carry = "\r"; break; }
+      if (input[i + 1] !== "\n") plain += "\n";
+      i += 1;
+    } else {
+      if (c === 0x0a || c === 0x09 || (c >= 0x20 && c !== 0x7f && !(c >= 0x80 && c < 0xa0))) plain += input[i];
+      i += 1;
+    }
+  }
+  flush();
+  return pieces;
+}
+
+function appendOutput(pieces) {
+  const box = $("#output");
+  // Follow the end unless the reader scrolled up.
+  const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
+  for (const [classes, text] of pieces) {
+    const last = box.lastChild;
+    if (last && last.className === classes && last.firstChild) last.firstChild.appendData(text);
+    else box.append(el("span", { class: classes, text }));
+  }
+  if (atEnd) box.scrollTop = box.scrollHeight;
+}
+
+function showChunk(chunk) {
+  const bytes = Uint8Array.from(atob(chunk.data), (c) => c.charCodeAt(0));
+  if (chunk.start + bytes.length <= output.next) return;
+  if (chunk.start > output.next) {
+    // Bytes the history did not keep (past the action's output.keep): say so where they were.
+    for (const stream of Object.values(output.streams)) { stream.carry = ""; stream.utf8 = new TextDecoder("utf-8"); }
+    appendOutput([["out-gap", `\n… ${chunk.start - output.next} bytes not kept …\n`]]);
+  }
+  const fresh = bytes.subarray(Math.max(0, output.next - chunk.start));
+  const stream = outputStream(chunk.stream);
+  appendOutput(outputPieces(chunk.stream, stream.utf8.decode(fresh, { stream: true })));
+  output.next = chunk.start + bytes.length;
+  output.bytes += fresh.length;
+  $("#output-note").textContent = "Live: new output shows as the run writes it.";
+}
+
+function outputEnded(end) {
+  const tail = [];
+  for (const [name, stream] of Object.entries(output.streams)) {
+    tail.push(...outputPieces(name, stream.utf8.decode()));
+    if (stream.carry === "\r") tail.push([outputClass(name, stream), "\n"]);
+    stream.carry = "";
+  }
+  appendOutput(tail);
+  const note = $("#output-note");
+  note.dataset.state = "ended";
+  if (output.bytes === 0 && !end.outputDropped) note.textContent = "No output.";
+  else if (end.outputDropped) note.textContent = `The whole output as kept: ${end.outputDropped} bytes in the middle were not kept (past the action's output.keep).`;
+  else note.textContent = `The whole output: ${output.bytes} bytes.`;
+}
+
+// Follows the run's output on its own stream until the run ends; after a drop it resumes from
+// the last byte it shows (Last-Event-ID is a position in the output).
+async function followOutput() {
+  if (output.started) return;
+  output.started = true;
+  const note = $("#output-note");
+  let finished = false;
+  const handlers = {
+    output: (data) => showChunk(JSON.parse(data)),
+    end: (data) => { finished = true; outputEnded(JSON.parse(data)); },
+    refused: (data) => { finished = true; note.textContent = JSON.parse(data).message; },
+    offline: (data) => { note.textContent = `reconnecting: ${JSON.parse(data).message}`; },
+  };
+  for (let delay = 500; session && !finished; delay = Math.min(delay * 2, 5000)) {
+    try {
+      const headers = { ...authorization(), Accept: "text/event-stream" };
+      // Each event's id is the position after its chunk: resume from what is shown, even after a
+      // read that failed midway.
+      if (output.next) headers["Last-Event-ID"] = String(output.next);
+      const response = await fetch(`/api/runs/${state.runID}/output`, { headers, cache: "no-store" });
+      if (response.status === 401) { signedOut(); break; }
+      if (!response.ok || !response.body) throw new Error(`${response.status}`);
+      delay = 500;
+      await readEvents(response.body, handlers, null);
+    } catch (error) {
+      // Dropped: try again below.
+    }
+    if (!finished) await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+  output.started = finished;
+}
+
+// "Download raw": the bytes as the run wrote them, fetched with the session (a plain link would
+// carry none) and saved from memory.
+async function downloadRaw(event) {
+  event.preventDefault();
+  const note = $("#output-raw-note");
+  note.textContent = "downloading…";
+  let response;
+  try { response = await fetch(`/api/runs/${state.runID}/output.raw`, { headers: authorization(), cache: "no-store" }); } catch (error) { response = null; }
+  if (!response || !response.ok) {
+    let message = response ? `${response.status} ${response.statusText}` : "the dashboard does not answer";
+    try { message = (await response.json()).error.message; } catch (error) { /* the status says it */ }
+    if (response && response.status === 401) signedOut();
+    note.textContent = message;
+    return;
+  }
+  const blob = await response.blob();
+  const url = URL.createObjectURL(blob);
+  const save = el("a", { href: url, download: `run-${state.runID}-output` });
+  document.body.append(save);
+  save.click();
+  save.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  note.textContent = `downloaded ${blob.size} bytes`;
 }
 
 // ---- start -----------------------------------------------------------------------------------
@@ -631,7 +829,12 @@ function tick() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  if (state.view === "run") { $("#actions-view").hidden = true; $("#run-view").hidden = false; }
+  if (state.view === "run") {
+    $("#actions-view").hidden = true; $("#run-view").hidden = false;
+    const raw = $("#output-raw");
+    raw.href = `/api/runs/${state.runID}/output.raw`;
+    raw.addEventListener("click", downloadRaw);
+  }
   else {
     $("#filters").addEventListener("change", loadHistory);
     $("#filters").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });

@@ -269,6 +269,9 @@ public final class HTTPExchange: Sendable {
     /// Writes more of a stream (from any thread).
     public func send(_ text: String) { connection.write(Array(text.utf8)) }
 
+    /// Ends a stream once what was sent is written (from any thread).
+    public func end() { connection.closeWhenWritten() }
+
     /// Whether the connection is still there.
     public var isOpen: Bool { !connection.isClosed }
 

@@ -50,6 +50,8 @@ final class HTTPProbe {
         var status: Int
         var head: String
         var body: String
+        /// The body as it came, byte for byte.
+        var bytes: [UInt8] = []
         func field(_ name: String) -> String? {
             head.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ":") }
                 .map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces) }
@@ -75,7 +77,8 @@ final class HTTPProbe {
         guard let split = text.range(of: "\r\n\r\n") else { throw DashboardError("no answer head in \(text.debugDescription)") }
         let head = String(text[..<split.lowerBound])
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
-        return Answer(status: status, head: head, body: String(text[split.upperBound...]))
+        let bodyStart = Array(head.utf8).count + 4
+        return Answer(status: status, head: head, body: String(text[split.upperBound...]), bytes: Array(buffer[bodyStart...]))
     }
 
     private var complete: Bool {
