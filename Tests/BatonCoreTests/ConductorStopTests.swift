@@ -27,7 +27,7 @@ struct ConductorStopTests {
         await untilLoading(ticket)
         conductor.stopRemaining()
         let outcome = await ticket.outcome()
-        #expect(outcome?.phase == .cancelled && outcome?.reason == "shutdown")
+        #expect(outcome?.phase == .cancelled && outcome?.reason == "shutdown", "\(String(describing: outcome))")
         await conductor.shutdown(grace: .seconds(3_600))
     }
 
@@ -47,7 +47,8 @@ struct ConductorStopTests {
                 return first
             }
             #expect(stopped, "shutdown(grace: 0) did not stop the run in flight")
-            #expect(await ticket.outcome()?.reason == "shutdown")
+            let outcome = await ticket.outcome()
+            #expect(outcome?.reason == "shutdown", "\(String(describing: outcome))")
             guard stopped else { return }
         }
     }
