@@ -126,7 +126,11 @@ struct ReactorTests {
         reactor.cancel(cancelled)
         hold.release()
         done.wait()
-        #expect(order.all == ["p1", "p2", "t20", "t30"])
+        // Posted work and due timers interleave by turn (work posted during a turn runs in the
+        // next, after that turn's due timers): only each kind's own order is fixed.
+        #expect(order.all.filter { $0.hasPrefix("p") } == ["p1", "p2"])
+        #expect(order.all.filter { $0.hasPrefix("t") } == ["t20", "t30"])
+        #expect(!order.all.contains("cancelled"))
     }
 }
 
