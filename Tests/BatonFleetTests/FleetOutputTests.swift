@@ -1,0 +1,46 @@
+@testable import BatonFleet
+import BatonCore
+import Testing
+
+@Suite("Fleet: a run's output as rows")
+struct FleetOutputTests {
+    static func chunk(_ start: Int64, _ text: String, _ stream: StandardStream = .stdout) -> OutputChunk {
+        OutputChunk(start: start, stream: stream, at: Timestamp(rawValue: 7), bytes: Array(text.utf8))
+    }
+
+    @Test("a write is one statement for its chunks however many, with the removal and the totals; nothing to remove, no DELETE")
+    func statements() {
+        let chunks = (0..<5).map { Self.chunk(Int64($0 * 2), "a\u{0}", $0 % 2 == 0 ? .stdout : .stderr) }
+        let write = OutputWrite(runID: 9, chunks: chunks, removeBefore: 40, head: 8, total: 50, dropped: 30)
+        let statements = FleetOutput.statements(write)
+        #expect(statements.count == 3)
+        #expect(statements[0].sql.hasPrefix("DELETE") && statements[0].parameters == ["9", "8", "40"])
+        #expect(statements[1].parameters == ["9", "{0,2,4,6,8}", "{1,2,1,2,1}", "{7,7,7,7,7}", "{6100,6100,6100,6100,6100}"])
+        #expect(statements[2].parameters == ["9", "50", "30", "8"])
+        let quiet = FleetOutput.statements(OutputWrite(runID: 9, chunks: [], removeBefore: nil, head: 8, total: 50, dropped: 50))
+        #expect(quiet.count == 1 && quiet[0].sql.contains("output_totals"))
+    }
+
+    @Test("bytes round-trip through hex: NUL, 0xff, every byte")
+    func hex() {
+        let bytes = (0...255).map(UInt8.init)
+        #expect(FleetOutput.unhex(FleetJournal.hex(bytes)) == bytes)
+        #expect(FleetOutput.unhex("00FFa0") == [0, 255, 160])
+    }
+
+    @Test("a full disk sheds the chunks of output writes (their totals stay) and nothing else; their runs become lossy")
+    func shed() {
+        let transition = Transition(runID: 3, seq: 2, from: .queued, to: .loading, at: Timestamp(rawValue: 1), detail: TransitionDetail())
+        let entries: [JournalEntry] = [
+            .transition(transition),
+            .outputChunks(OutputWrite(runID: 3, chunks: [Self.chunk(0, "x")], removeBefore: nil, head: 4, total: 1, dropped: 0)),
+            .outputChunks(OutputWrite(runID: 4, chunks: [], removeBefore: nil, head: 4, total: 0, dropped: 0)),
+        ]
+        var lossy: Set<Int64> = []
+        let shed = FleetOutput.shed(entries, into: &lossy)
+        #expect(lossy == [3])
+        #expect(shed[0] == entries[0] && shed[2] == entries[2])
+        #expect(shed[1] == .outputChunks(OutputWrite(runID: 3, chunks: [], removeBefore: nil, head: 4, total: 1, dropped: 0)))
+        #expect(FleetOutput.recount(lossy).map(\.parameters) == [["3"]])
+    }
+}

@@ -1,0 +1,57 @@
+import BatonCore
+import BatonIPC
+import Foundation
+import Testing
+
+/// Issue 24, item 6: a run's output in the fleet's database, read from any host.
+@Suite("End to end: a run's output across the fleet", .serialized)
+struct FleetOutputTests {
+    @Test("a run writing more than output.keep is cut in the fleet as on one host: its head and tail kept, what fell between counted")
+    func keep() throws {
+        let hosts = try FleetTests.fleet(2, actions: """
+            big: { exec: ["sh", "-c", "seq 1 200000"], output: { keep: "64KiB" } },
+            none: { exec: ["sh", "-c", "seq 1 1000"], output: { keep: "0" } },
+            """)
+        let (a, b) = (hosts[0], hosts[1])
+        let big = try #require(try FleetTests.trigger(a, "big").run?.id)
+        #expect(try FleetTests.wait(a, run: big)?.phase == .success)
+        let all = Array((1...200_000).map { "\($0)\n" }.joined().utf8)
+        let kept = try Self.output(b, run: big)
+        #expect(Array(kept.bytes.prefix(32 * 1_024)) == Array(all.prefix(32 * 1_024)))
+        #expect(Array(kept.bytes.suffix(32 * 1_024)) == Array(all.suffix(32 * 1_024)))
+        #expect(kept.bytes.count <= 2 * 64 * 1_024 && kept.bytes.count < all.count)
+        #expect(kept.dropped == Int64(all.count - kept.bytes.count))
+        #expect(kept.end == Int64(all.count))
+        #expect(try a.baton("logs", String(big)).stdout == b.baton("logs", String(big)).stdout)
+        let none = try #require(try FleetTests.trigger(a, "none").run?.id)
+        #expect(try FleetTests.wait(a, run: none)?.phase == .success)
+        let empty = try Self.output(b, run: none)
+        #expect(empty.bytes.isEmpty && (empty.dropped ?? 0) > 0)
+    }
+
+    @Test("the fleet's retention removes a run's output with it; prune --dry-run on any host counts its bytes")
+    func retention() throws {
+        let hosts = try FleetTests.fleet(2, actions: #"hello: { exec: ["printf", "hello\\n"], retention: { maxRunsPerAction: 1 } },"#)
+        let (a, b) = (hosts[0], hosts[1])
+        let first = try #require(try FleetTests.trigger(a, "hello").run?.id)
+        #expect(try FleetTests.wait(a, run: first)?.phase == .success)
+        let second = try #require(try FleetTests.trigger(a, "hello").run?.id)
+        #expect(try FleetTests.wait(a, run: second)?.phase == .success)
+        #expect(try b.baton("logs", String(first)).stdout == "hello\n")
+        let dry = try b.baton("prune", "--dry-run")
+        #expect(dry.stdout == "would remove 1 run (6 B of output): hello 1\n", "\(dry)")
+        #expect(try b.baton("prune").code == 0)
+        #expect(try b.baton("prune", "--dry-run").stdout == "nothing to remove\n")
+        #expect(try b.baton("logs", String(first)).code == 2)
+        #expect(try b.baton("logs", String(second)).stdout == "hello\n")
+    }
+
+    /// A run's whole kept output through the `output` op, and what the answer says was dropped.
+    static func output(_ host: Daemon, run: Int64) throws -> (bytes: [UInt8], dropped: Int64?, end: Int64?) {
+        var bytes: [UInt8] = []
+        let answer = try Client(path: host.socket).call(Request(op: .output, run: run)) { event in
+            if let chunk = event.chunk { bytes += chunk.bytes }
+        }
+        return (bytes, answer.outputDropped, answer.outputEnd)
+    }
+}
