@@ -2,10 +2,26 @@
 import BatonCore
 import Testing
 
-@Suite("Fleet: a run's output as rows")
+@Suite("Fleet: a run's output as rows, and a follower's cursor")
 struct FleetOutputTests {
     static func chunk(_ start: Int64, _ text: String, _ stream: StandardStream = .stdout) -> OutputChunk {
         OutputChunk(start: start, stream: stream, at: Timestamp(rawValue: 7), bytes: Array(text.utf8))
+    }
+
+    @Test("a cursor tells each byte once, in order: chunks before it skipped, one across it cut, a gap jumped", arguments: [
+        // (from, chunks read, told, next)
+        (Int64(0), [(0, "ab"), (2, "cd")], [(0, "ab"), (2, "cd")], Int64(4)),
+        (3, [(0, "ab"), (2, "cd"), (4, "ef")], [(3, "d"), (4, "ef")], 6),
+        (2, [(0, "ab")], [], 2),
+        (2, [(10, "xy")], [(10, "xy")], 12),
+        (0, [], [], 0),
+    ] as [(Int64, [(Int64, String)], [(Int64, String)], Int64)])
+    func cursor(from: Int64, read: [(Int64, String)], told: [(Int64, String)], next: Int64) {
+        var cursor = OutputCursor(run: 1, from: from)
+        #expect(cursor.take(read.map { Self.chunk($0.0, $0.1) }) == told.map { Self.chunk($0.0, $0.1) })
+        #expect(cursor.next == next)
+        // The same read again (a read tried again) tells nothing more.
+        #expect(cursor.take(read.map { Self.chunk($0.0, $0.1) }).isEmpty)
     }
 
     @Test("a write is one statement for its chunks however many, with the removal and the totals; nothing to remove, no DELETE")

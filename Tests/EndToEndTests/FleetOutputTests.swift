@@ -3,9 +3,37 @@ import BatonIPC
 import Foundation
 import Testing
 
-/// Issue 24, item 6: a run's output in the fleet's database, read from any host.
+/// Issue 24, item 6: a run's output in the fleet's database, followed from any host.
 @Suite("End to end: a run's output across the fleet", .serialized)
 struct FleetOutputTests {
+    @Test("logs -f on host B prints what A's run wrote, the first part before the gate opens and the rest after, once, in order; logs after the end reads the same on both hosts")
+    func followFromAnotherHost() throws {
+        let gate = try FifoGate()
+        let script = gate.directory + "/talk.sh"
+        try """
+            echo one; echo oops >&2; cat "$GATE" > /dev/null; echo two; echo late >&2; printf 'three\\n'
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        let hosts = try FleetTests.fleet(2, actions: #"talk: { exec: ["sh", "\#(script)"], env: { GATE: "\#(gate.path)" } },"#)
+        let (a, b) = (hosts[0], hosts[1])
+        let started = try FleetTests.trigger(a, "talk")
+        let id = try #require(started.run?.id)
+        #expect(started.run?.host == "web-1")
+        let logs = try Streaming(["--socket", b.socket, "logs", "-f", String(id)])
+        // What A's run wrote before the gate reaches B while the run still waits at it.
+        #expect(logs.waitFor("one\n") && logs.waitFor("oops\n"), "\(b.stderr.suffix(1500))")
+        #expect(!logs.output.text.contains("two"))
+        gate.release()
+        let end = logs.finish()
+        #expect(end.code == 0, "\(end)\n\(b.stderr.suffix(1500))")
+        // Two pipes: which of their lines A read first is the kernel's; B prints it as A kept it.
+        let kept = try a.baton("logs", String(id))
+        #expect(kept.code == 0 && end.stdout == kept.stdout, "followed on B: \(end.stdout)\nkept on A: \(kept.stdout)")
+        #expect(try b.baton("logs", String(id)).stdout == kept.stdout)
+        #expect(try b.baton("logs", String(id), "--stream", "stdout").stdout == "one\ntwo\nthree\n")
+        #expect(try b.baton("logs", String(id), "--stream", "stderr").stdout == "oops\nlate\n")
+        #expect(kept.stdout.split(separator: "\n").sorted() == ["late", "one", "oops", "three", "two"])
+    }
+
     @Test("a run writing more than output.keep is cut in the fleet as on one host: its head and tail kept, what fell between counted")
     func keep() throws {
         let hosts = try FleetTests.fleet(2, actions: """

@@ -1,0 +1,111 @@
+import BatonCore
+
+/// Followers of the output of runs this host's conductor does not run (another host's): each
+/// reads the chunks past its cursor from one of the pool's connections, again `interval` after
+/// each read (a loop timer, no thread waits), until a read finds the run's end committed; its
+/// last chunks are committed before its end (the conductor writes them first, in order), so
+/// that read has them all. One read in flight per follower: chunks come in order, once.
+final class RemoteOutput: Sendable {
+    /// The longest a chunk committed by another host waits to be read.
+    static let interval: Duration = .milliseconds(100)
+    /// The most bytes one read takes; a run with more waiting is read again at once.
+    static let pageBytes = 1 << 20
+
+    private struct Follow {
+        var cursor: OutputCursor
+        var follower: Conductor.OutputFollower
+        var timer: Reactor.TimerID?
+    }
+
+    /// What one read found: chunks from the cursor, and whether they are all the run will have.
+    struct Read: Sendable {
+        var chunks: [OutputChunk]
+        var ended: Bool
+        var more: Bool
+    }
+
+    private let pool: PGPool
+    private let follows = Locked<[Int: Follow]>([:])
+    private let lastID = Locked(0)
+
+    init(pool: PGPool) { self.pool = pool }
+
+    /// Starts following `run` from `offset`; returns the follow's id, below zero (the conductor's
+    /// ids are not, so that one stop call tells them apart).
+    func add(run: Int64, from offset: Int64, _ follower: @escaping Conductor.OutputFollower) -> Int {
+        let id = lastID.withLock { id in id -= 1; return id }
+        follows.withLock { $0[id] = Follow(cursor: OutputCursor(run: run, from: offset), follower: follower) }
+        read(id)
+        return id
+    }
+
+    /// Stops a follow (its client went); its follower hears nothing more.
+    func remove(_ id: Int) {
+        let timer = follows.withLock { $0.removeValue(forKey: id)?.timer }
+        if let timer { Reactor.shared.cancel(timer) }
+    }
+
+    private func read(_ id: Int) {
+        guard let cursor = follows.withLock({ $0[id]?.cursor }) else { return }
+        pool.submit({ db in try Self.read(cursor, on: db) }) { [self] result in
+            switch result {
+            case let .success(read): deliver(id, read)
+            // PostgreSQL away: the next read tries again.
+            case .failure: schedule(id, after: Self.interval)
+            }
+        }
+    }
+
+    /// The run's phase first, then its chunks: when the phase read is an end, every chunk was
+    /// committed before it, and the chunk read (a later statement) sees them.
+    static func read(_ cursor: OutputCursor, on db: PGConnection) throws -> Read {
+        let phase = try db.query("SELECT phase FROM runs WHERE id = $1", [String(cursor.run)]).first?[0].flatMap(Phase.init(rawValue:))
+        // A run gone (pruned) has ended too.
+        let ended = phase?.isTerminal ?? true
+        let page = try FleetOutput.page(of: cursor.run, from: cursor.next, maxBytes: pageBytes, on: db)
+        let chunks = page?.chunks ?? []
+        let more = chunks.reduce(0) { $0 + $1.bytes.count } >= pageBytes
+        return Read(chunks: chunks, ended: ended && !more, more: more)
+    }
+
+    private func deliver(_ id: Int, _ read: Read) {
+        let found = follows.withLock { follows -> (Conductor.OutputFollower, [OutputChunk])? in
+            guard var follow = follows[id] else { return nil }
+            let chunks = follow.cursor.take(read.chunks)
+            follows[id] = read.ended ? nil : follow
+            return (follow.follower, chunks)
+        }
+        guard let (follower, chunks) = found else { return }
+        for chunk in chunks { follower(chunk) }
+        if read.ended { follower(nil) } else { schedule(id, after: read.more ? .zero : Self.interval) }
+    }
+
+    private func schedule(_ id: Int, after delay: Duration) {
+        let timer = Reactor.shared.after(delay) { [self] in read(id) }
+        let kept = follows.withLock { follows -> Bool in
+            guard follows[id] != nil else { return false }
+            follows[id]?.timer = timer
+            return true
+        }
+        if !kept { Reactor.shared.cancel(timer) }
+    }
+}
+
+extension FleetCoordinator {
+    /// A run this host's conductor runs is followed there; any other (another host's, or one of
+    /// this host's still queued) through the fleet's database, from `offset`.
+    public func followOutput(_ run: RunSnapshot, from offset: Int64, _ follower: @escaping Conductor.OutputFollower,
+                             ready: @escaping @Sendable (Int64?) -> Void) -> Int {
+        if adopted.withLock({ $0[run.id] != nil }), conductor.snapshot(of: run.id) != nil {
+            return conductor.followOutput(run: run.id, follower, ready: ready)
+        }
+        let id = remoteOutput.add(run: run.id, from: offset, follower)
+        // Live chunks start at the offset: the relay reads no history before them.
+        ready(offset)
+        return id
+    }
+
+    public func stopFollowingOutput(_ id: Int) {
+        if id < 0 { remoteOutput.remove(id) } else { conductor.stopFollowingOutput(id) }
+    }
+}
