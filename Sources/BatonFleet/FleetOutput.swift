@@ -41,6 +41,12 @@ enum FleetOutput {
         }
     }
 
+    /// Tells the other hosts (their feeds) that output of these runs is written: sent at commit.
+    static func notify(_ runs: Set<Int64>) -> Statement {
+        ("SELECT pg_notify('\(FeedWake.outputChannel)', r::text) FROM unnest($1::bigint[]) AS r",
+         [array(runs.sorted().map(String.init))])
+    }
+
     /// The entries with every output write's chunks left out (their totals stay); the runs
     /// that lost chunks join `lossy`. What a full disk does, as on one host (`OutputShedding`).
     static func shed(_ entries: [JournalEntry], into lossy: inout Set<Int64>) -> [JournalEntry] {

@@ -101,6 +101,12 @@ final class FleetWriter: Sendable {
                 return write.runID
             })
             if !recount.isEmpty { try db.pipeline(FleetOutput.recount(recount)) }
+            // Other hosts' followers of these runs' output read it when this commits.
+            let written = Set(entries.compactMap { entry -> Int64? in
+                guard case let .outputChunks(write) = entry, !write.chunks.isEmpty else { return nil }
+                return write.runID
+            })
+            if !written.isEmpty { try db.query(FleetOutput.notify(written)) }
             if notify { try db.execute("NOTIFY baton") }
             return lost
         }

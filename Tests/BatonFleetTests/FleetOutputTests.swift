@@ -37,6 +37,33 @@ struct FleetOutputTests {
         #expect(quiet.count == 1 && quiet[0].sql.contains("output_totals"))
     }
 
+    @Test("the feed ticks for a phase change, a new connection, the backstop or a second gone by; output alone only wakes its followers",
+          arguments: [
+              // (notifications, last tick's age in ms, tick, runs woken)
+              ([("baton", "")], 10, true, []),
+              ([("baton_output", "4"), ("baton_output", "9"), ("baton_output", "4")], 10, false, [4, 9]),
+              ([("baton_output", "4"), ("baton", "")], 10, true, [4]),
+              ([("baton_output", "4")], 1_000, true, [4]),
+              ([("baton_output", "not a run")], 10, false, []),
+              ([], 10, true, []),
+          ] as [([(String, String)], Int, Bool, Set<Int64>)])
+    func feedWake(notes: [(String, String)], age: Int, tick: Bool, runs: Set<Int64>) {
+        let wake = FeedWake(notes.map { (channel: $0.0, payload: $0.1) }, lastTickAge: .milliseconds(age))
+        #expect(wake == FeedWake(tick: tick, outputRuns: runs))
+    }
+
+    @Test("a new connection ticks (what was sent before it is caught up)")
+    func feedWakeNewConnection() {
+        #expect(FeedWake(nil, lastTickAge: .zero) == FeedWake(tick: true, outputRuns: []))
+    }
+
+    @Test("a batch that wrote chunks notifies once per run, on the output channel")
+    func notify() {
+        let statement = FleetOutput.notify([9, 3])
+        #expect(statement.sql.contains("pg_notify('baton_output'"))
+        #expect(statement.parameters == ["{3,9}"])
+    }
+
     @Test("bytes round-trip through hex: NUL, 0xff, every byte")
     func hex() {
         let bytes = (0...255).map(UInt8.init)
