@@ -74,6 +74,14 @@ struct FleetOutputTests {
         #expect(try b.baton("logs", String(second)).stdout == "hello\n")
     }
 
+    @Test("bytes go through PostgreSQL exactly: NUL, invalid UTF-8, a carriage return, read on the other host")
+    func bytes() throws {
+        let hosts = try FleetTests.fleet(2, actions: #"raw: { exec: ["printf", "a\\000\\377\\r\\n"] },"#)
+        let run = try #require(try FleetTests.trigger(hosts[0], "raw").run?.id)
+        #expect(try FleetTests.wait(hosts[0], run: run)?.phase == .success)
+        #expect(try Self.output(hosts[1], run: run).bytes == [0x61, 0x00, 0xff, 0x0d, 0x0a])
+    }
+
     /// A run's whole kept output through the `output` op, and what the answer says was dropped.
     static func output(_ host: Daemon, run: Int64) throws -> (bytes: [UInt8], dropped: Int64?, end: Int64?) {
         var bytes: [UInt8] = []
