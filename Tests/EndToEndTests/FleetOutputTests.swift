@@ -1,4 +1,5 @@
 import BatonCore
+import BatonFleet
 import BatonIPC
 import Foundation
 import Testing
@@ -80,6 +81,33 @@ struct FleetOutputTests {
         let run = try #require(try FleetTests.trigger(hosts[0], "raw").run?.id)
         #expect(try FleetTests.wait(hosts[0], run: run)?.phase == .success)
         #expect(try Self.output(hosts[1], run: run).bytes == [0x61, 0x00, 0xff, 0x0d, 0x0a])
+    }
+
+    @Test("a commit of a run's chunks notifies baton_output with the run's id (what wakes other hosts' followers), while the run goes on")
+    func notifies() throws {
+        let gate = try FifoGate()
+        let conninfo = try Postgres.server().database()
+        let listener = try PGConnection(conninfo)
+        try listener.execute("LISTEN baton_output")
+        let hosts = try FleetTests.fleet(2, actions: """
+            talk: { exec: ["sh", "-c", "echo one; cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" } },
+            """, conninfo: conninfo)
+        let run = try #require(try FleetTests.trigger(hosts[0], "talk").run?.id)
+        defer { gate.release() }
+        #expect(try Self.notification(on: listener, within: 10).contains(String(run)))
+        #expect(try Client(path: hosts[0].socket).call(Request(op: .show, run: run)).detail?.run.phase == .loading)
+    }
+
+    /// The payloads of the first notifications to arrive within `seconds` (none: empty).
+    static func notification(on db: PGConnection, within seconds: Double) throws -> [String] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            var fd = pollfd(fd: db.socket, events: Int16(POLLIN), revents: 0)
+            _ = poll(&fd, 1, Int32(max(deadline.timeIntervalSinceNow * 1_000, 1)))
+            let payloads = try db.notifications().map(\.payload)
+            if !payloads.isEmpty { return payloads }
+        }
+        return []
     }
 
     /// A run's whole kept output through the `output` op, and what the answer says was dropped.
