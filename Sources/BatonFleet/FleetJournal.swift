@@ -29,7 +29,7 @@ enum FleetJournal {
             return false
         case let .outputChunks(write):
             // One round trip for the write, however many chunks it carries.
-            try db.pipeline(FleetOutput.statements(write))
+            try db.pipeline(FleetOutput.statements(write, owner: me.incarnation))
             return false
         case let .processGroup(runID, pgid, identity):
             try db.query("UPDATE runs SET pgid = $1, pgid_start = $2 WHERE id = $3 AND incarnation = $4",

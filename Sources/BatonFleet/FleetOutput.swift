@@ -6,28 +6,31 @@ import BatonCore
 enum FleetOutput {
     typealias Statement = FleetJournal.Statement
 
-    /// The statements of one write: the tail chunks that slid out removed, the new chunks
-    /// inserted in one statement (arrays unnested), the run's totals.
-    static func statements(_ write: OutputWrite) -> [Statement] {
+    /// The statements of one write by `owner` (an incarnation): the tail chunks that slid out
+    /// removed, the new chunks inserted in one statement (arrays unnested), the run's totals. Each
+    /// is guarded by the owner, as a transition is: a host that lost the run writes none of it.
+    static func statements(_ write: OutputWrite, owner: String) -> [Statement] {
         let run = String(write.runID)
+        let owned = "EXISTS (SELECT 1 FROM runs WHERE id = $1 AND incarnation = $2)"
         var statements: [Statement] = []
         if let before = write.removeBefore {
-            statements.append(("DELETE FROM output_chunks WHERE run_id = $1 AND start >= $2 AND start + length(bytes) <= $3",
-                               [run, String(write.head), String(before)]))
+            statements.append(("DELETE FROM output_chunks WHERE run_id = $1 AND \(owned) AND start >= $3 AND start + length(bytes) <= $4",
+                               [run, owner, String(write.head), String(before)]))
         }
         if !write.chunks.isEmpty {
             // A batch tried again after a lost connection may carry chunks already committed: the same bytes.
             statements.append(("""
                 INSERT INTO output_chunks (run_id, start, stream, at, bytes)
-                SELECT $1, s, t, a, decode(b, 'hex') FROM unnest($2::bigint[], $3::smallint[], $4::bigint[], $5::text[]) AS c (s, t, a, b)
+                SELECT $1, s, t, a, decode(b, 'hex') FROM unnest($3::bigint[], $4::smallint[], $5::bigint[], $6::text[]) AS c (s, t, a, b)
+                WHERE \(owned)
                 ON CONFLICT (run_id, start) DO UPDATE SET stream = excluded.stream, at = excluded.at, bytes = excluded.bytes
-                """, [run, array(write.chunks.map { String($0.start) }), array(write.chunks.map { String($0.stream.code) }),
+                """, [run, owner, array(write.chunks.map { String($0.start) }), array(write.chunks.map { String($0.stream.code) }),
                       array(write.chunks.map { String($0.at.rawValue) }), array(write.chunks.map { FleetJournal.hex($0.bytes) })]))
         }
         statements.append(("""
-            INSERT INTO output_totals (run_id, total, dropped, head) VALUES ($1, $2, $3, $4)
+            INSERT INTO output_totals (run_id, total, dropped, head) SELECT $1, $3, $4, $5 WHERE \(owned)
             ON CONFLICT (run_id) DO UPDATE SET total = excluded.total, dropped = excluded.dropped, head = excluded.head
-            """, [run, String(write.total), String(write.dropped), String(write.head)]))
+            """, [run, owner, String(write.total), String(write.dropped), String(write.head)]))
         return statements
     }
 

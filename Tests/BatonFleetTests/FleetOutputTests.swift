@@ -28,12 +28,14 @@ struct FleetOutputTests {
     func statements() {
         let chunks = (0..<5).map { Self.chunk(Int64($0 * 2), "a\u{0}", $0 % 2 == 0 ? .stdout : .stderr) }
         let write = OutputWrite(runID: 9, chunks: chunks, removeBefore: 40, head: 8, total: 50, dropped: 30)
-        let statements = FleetOutput.statements(write)
+        let statements = FleetOutput.statements(write, owner: "web-1/7/ab")
         #expect(statements.count == 3)
-        #expect(statements[0].sql.hasPrefix("DELETE") && statements[0].parameters == ["9", "8", "40"])
-        #expect(statements[1].parameters == ["9", "{0,2,4,6,8}", "{1,2,1,2,1}", "{7,7,7,7,7}", "{6100,6100,6100,6100,6100}"])
-        #expect(statements[2].parameters == ["9", "50", "30", "8"])
-        let quiet = FleetOutput.statements(OutputWrite(runID: 9, chunks: [], removeBefore: nil, head: 8, total: 50, dropped: 50))
+        #expect(statements[0].sql.hasPrefix("DELETE") && statements[0].parameters == ["9", "web-1/7/ab", "8", "40"])
+        #expect(statements[1].parameters == ["9", "web-1/7/ab", "{0,2,4,6,8}", "{1,2,1,2,1}", "{7,7,7,7,7}", "{6100,6100,6100,6100,6100}"])
+        #expect(statements[2].parameters == ["9", "web-1/7/ab", "50", "30", "8"])
+        // Every statement is guarded by the run's owner.
+        #expect(statements.allSatisfy { $0.sql.contains("incarnation = $2") })
+        let quiet = FleetOutput.statements(OutputWrite(runID: 9, chunks: [], removeBefore: nil, head: 8, total: 50, dropped: 50), owner: "o")
         #expect(quiet.count == 1 && quiet[0].sql.contains("output_totals"))
     }
 
