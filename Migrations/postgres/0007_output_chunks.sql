@@ -5,7 +5,8 @@
 -- per write, never one per chunk). Past the run's `output.keep` the head and the tail are kept;
 -- tail chunks that slide out are removed, and `output_totals` counts what was dropped between.
 -- `start` is a chunk's position in everything the run wrote, so any host follows a run from an
--- offset: chunks past it, in order. Rows go with their run (retention).
+-- offset: chunks past it, in order. Rows go with their run (retention). Self-contained: it reads
+-- or changes no other table, so it may be renumbered at a merge (the schedules branch has a 0007).
 CREATE TABLE output_chunks (
     run_id BIGINT   NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     start  BIGINT   NOT NULL,                     -- position of the first byte in the run's output
