@@ -22,6 +22,8 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     let decisions: PGWorker
     let conductor: Conductor
     let followers = RemoteFollowers()
+    /// Followers of other hosts' runs' output.
+    let remoteOutput: RemoteOutput
     /// Runs this host's conductor runs, with the seq of the transition that started them.
     let adopted = Locked<[Int64: Int]>([:])
     /// Every host's runs in flight, as the feed last read them.
@@ -38,6 +40,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         self.host = host
         self.pool = pool
         decisions = pool.dedicated(name: "baton-fleet-trig")
+        remoteOutput = RemoteOutput(pool: pool)
         self.conductor = conductor
         self.limit = max(limit, 1)
         self.log = log

@@ -54,6 +54,8 @@ extension FleetFeed {
             coordinator.followers.deliver(update)
             coordinator.conductor.publishFromFleet(update)
             if transition.to.isTerminal {
+                // Its output's followers read its end now, not at their next read.
+                coordinator.remoteOutput.wake([run.id])
                 coordinator.adopted.withLock { $0[run.id] = nil }
                 coordinator.conductor.remember([run])
             }

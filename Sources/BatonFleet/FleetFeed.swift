@@ -4,6 +4,7 @@ import Foundation
 /// What the other hosts did, as this host learns it: a connection of its own (a `SerialWorker`
 /// with its `LISTEN baton` connection) runs a tick on every notification, and once a second
 /// anyway (notifications are lossy, and a new connection misses those sent while it was away):
+/// (notifications of output alone wake the followers of those runs' output, `FeedWake`);
 /// it reads the transitions committed since the last it saw (their ids commit in order: writers
 /// hold one lock), tells watchers and followers, stops the runs of this host that others asked
 /// to stop, starts the runs of this host whose keys came free, and refreshes the fleet's runs in
@@ -19,6 +20,8 @@ final class FleetFeed: Sendable {
         /// The last transition seen; nil until first read.
         var lastID: Int64?
         var refreshed = ContinuousClock.now - .seconds(1)
+        /// When the last tick ran (notifications of output alone wake followers, not a tick).
+        var ticked = ContinuousClock.now - .seconds(1)
     }
 
     /// A tick; `done` is told the socket to watch once it has run.
@@ -75,10 +78,11 @@ final class FleetFeed: Sendable {
                             _ watching: Locked<Watching>) {
         watching.withLock { unwatch(&$0) }
         do {
-            let db = try listening(&state)
-            try tick(db, &state, coordinator)
+            let (db, notes) = try listening(&state)
+            try handle(FeedWake(notes, lastTickAge: .now - state.ticked), db, &state, coordinator)
             // Notifications read meanwhile may be of commits after the catch-up: one more tick.
-            if try !db.notifications().isEmpty { try tick(db, &state, coordinator) }
+            let later = try db.notifications()
+            if !later.isEmpty { try handle(FeedWake(later, lastTickAge: .now - state.ticked), db, &state, coordinator) }
             for job in batch.jobs { job.done(db.socket) }
         } catch {
             state.link.drop()
@@ -87,16 +91,23 @@ final class FleetFeed: Sendable {
         }
     }
 
-    /// The listening connection, connected and LISTENing anew after a failure; its pending
-    /// notifications consumed (the tick reads what they announce).
-    private static func listening(_ state: inout Connection) throws -> PGConnection {
+    private static func handle(_ wake: FeedWake, _ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws {
+        if wake.tick {
+            state.ticked = .now
+            try tick(db, &state, coordinator)
+        }
+        coordinator.remoteOutput.wake(wake.outputRuns)
+    }
+
+    /// The listening connection, connected and LISTENing anew after a failure, and its pending
+    /// notifications (nil on a new connection: the tick reads what any it missed announced).
+    private static func listening(_ state: inout Connection) throws -> (PGConnection, [(channel: String, payload: String)]?) {
         if let db = state.link.connection, db.isOK {
-            _ = try db.notifications()
-            return db
+            return (db, try db.notifications())
         }
         let db = try state.link.open()
-        try db.execute("LISTEN baton")
-        return db
+        try db.execute("LISTEN baton; LISTEN \(FeedWake.outputChannel)")
+        return (db, nil)
     }
 
     /// Between ticks: the reactor watches the socket (its input asks for a tick) and holds the

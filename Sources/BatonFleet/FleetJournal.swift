@@ -27,8 +27,9 @@ enum FleetJournal {
                 ON CONFLICT (run_id) DO UPDATE SET tail = excluded.tail, truncated = excluded.truncated
                 """, [String(runID), hex(tail), truncated ? "true" : "false"])
             return false
-        case .outputChunks:
-            // The fleet keeps the tail (`.output`) only, for now: chunks in PostgreSQL are issue 24, item 6.
+        case let .outputChunks(write):
+            // One round trip for the write, however many chunks it carries.
+            try db.pipeline(FleetOutput.statements(write, owner: me.incarnation))
             return false
         case let .processGroup(runID, pgid, identity):
             try db.query("UPDATE runs SET pgid = $1, pgid_start = $2 WHERE id = $3 AND incarnation = $4",

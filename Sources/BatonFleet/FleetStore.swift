@@ -55,6 +55,10 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
         try await history.read { db in try db.query(FleetJournal.findDelivery(hook: hook, delivery: delivery)).first?[0].flatMap { Int64($0) } }
     }
     public func run(_ id: Int64) async throws(BatonError) -> RunDetail? { try await history.run(id) }
+    /// The run's kept output from `offset`, whichever host ran it.
+    public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? {
+        try await history.read { db in try FleetOutput.page(of: run, from: offset, maxBytes: maxBytes, on: db) }
+    }
     public func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats] {
         try await history.stats(actions: actions, since: since)
     }
@@ -75,6 +79,12 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
         catch { throw .storeUnavailable("PostgreSQL: \(error)") }
     }
 
+    /// The bytes of output a run keeps: its chunks, or an older run's tail.
+    private static let outputBytes = """
+        coalesce((SELECT sum(length(bytes)) FROM output_chunks WHERE run_id = runs.id),
+                 (SELECT length(tail) FROM outputs WHERE run_id = runs.id), 0)
+        """
+
     private static func prune(retention: Retention, overrides: [String: Retention.Override], now: Timestamp, dryRun: Bool,
                               on db: PGConnection) throws -> PruneReport {
         var report = PruneReport(dryRun: dryRun)
@@ -87,13 +97,16 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
                                     ORDER BY id DESC OFFSET $4::bigint LIMIT 1) + 1, 0))
                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = runs.id AND d.at >= $5::bigint)
                 """
-            let sql = dryRun ? "SELECT count(*) FROM runs WHERE \(selection)"
-                : "WITH gone AS (DELETE FROM runs WHERE \(selection) RETURNING 1) SELECT count(*) FROM gone"
-            let removed = Int(try db.query(sql, [name, String(now.rawValue - rule.maxAge.microseconds),
-                                                 String(now.rawValue - rule.keepFailures.microseconds),
-                                                 String(max(rule.maxRunsPerAction, 0)),
-                                                 String(now.rawValue - Retention.deliveryKeep.microseconds)]).first?[0] ?? "") ?? 0
+            // A run's output goes with it (ON DELETE CASCADE); a dry run counts its bytes, as one host's does.
+            let sql = dryRun ? "SELECT count(*), coalesce(sum(\(outputBytes)), 0) FROM runs WHERE \(selection)"
+                : "WITH gone AS (DELETE FROM runs WHERE \(selection) RETURNING 1) SELECT count(*), NULL FROM gone"
+            let row = try db.query(sql, [name, String(now.rawValue - rule.maxAge.microseconds),
+                                         String(now.rawValue - rule.keepFailures.microseconds),
+                                         String(max(rule.maxRunsPerAction, 0)),
+                                         String(now.rawValue - Retention.deliveryKeep.microseconds)]).first
+            let removed = Int(row?[0] ?? "") ?? 0
             if removed > 0 { report.removed[name] = removed }
+            if dryRun { report.outputBytes = (report.outputBytes ?? 0) + (row?[1].flatMap { Int64($0) } ?? 0) }
         }
         return report
     }

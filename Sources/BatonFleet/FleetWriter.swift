@@ -18,6 +18,8 @@ final class FleetWriter: Sendable {
     struct State {
         var link: PGLink
         var pause = FleetWriter.firstPause
+        /// Runs that lost output chunks to a full disk: their `dropped` is counted from what is kept.
+        var lossyOutput: Set<Int64> = []
     }
 
     static let firstPause = Duration.milliseconds(50)
@@ -60,7 +62,7 @@ final class FleetWriter: Sendable {
                               problem: (String?) -> Void, onLost: ([Int64]) -> Void) {
         do {
             let db = try state.link.open()
-            let lost = try write(batch.jobs.flatMap(\.entries), on: db, as: host)
+            let lost = try write(batch.jobs.flatMap(\.entries), lossy: state.lossyOutput, on: db, as: host)
             state.pause = firstPause
             problem(nil)
             if !lost.isEmpty { onLost(lost) }
@@ -70,6 +72,16 @@ final class FleetWriter: Sendable {
             problem("cannot write to PostgreSQL: \(error.message)")
             batch.retry(batch.jobs, after: state.pause)
             state.pause = min(state.pause * 2, .seconds(2))
+        } catch let error as PGError where error.isOutOfSpace {
+            // A full disk: what output waits is not kept (its runs' totals still are), so that it
+            // cannot keep out the transitions that may fit; the batch is tried again without it.
+            state.link.dropIfBroken()
+            problem("cannot write to PostgreSQL: \(error.message)")
+            let shed = batch.jobs.map { item in
+                Item(entries: FleetOutput.shed(item.entries, into: &state.lossyOutput), completion: item.completion)
+            }
+            batch.retry(shed, after: state.pause)
+            state.pause = min(state.pause * 2, .seconds(2))
         } catch {
             // Not the connection: the batch itself is refused (a bug or a constraint); its
             // callers hear why, and the items after it go on.
@@ -78,12 +90,23 @@ final class FleetWriter: Sendable {
         }
     }
 
-    private static func write(_ entries: [JournalEntry], on db: PGConnection, as host: FleetHost) throws -> [Int64] {
+    private static func write(_ entries: [JournalEntry], lossy: Set<Int64>, on db: PGConnection, as host: FleetHost) throws -> [Int64] {
         try db.transaction {
             try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
             var lost: [Int64] = []
             var notify = false
             for entry in entries { notify = try FleetJournal.apply(entry, on: db, as: host, lost: &lost) || notify }
+            let recount = Set(entries.compactMap { entry -> Int64? in
+                guard case let .outputChunks(write) = entry, lossy.contains(write.runID) else { return nil }
+                return write.runID
+            })
+            if !recount.isEmpty { try db.pipeline(FleetOutput.recount(recount)) }
+            // Other hosts' followers of these runs' output read it when this commits.
+            let written = Set(entries.compactMap { entry -> Int64? in
+                guard case let .outputChunks(write) = entry, !write.chunks.isEmpty else { return nil }
+                return write.runID
+            })
+            if !written.isEmpty { try db.query(FleetOutput.notify(written)) }
             if notify { try db.execute("NOTIFY baton") }
             return lost
         }

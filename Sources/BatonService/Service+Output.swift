@@ -14,7 +14,7 @@ extension Service {
                 let relay = OutputRelay(exchange, run: run, from: max(exchange.request.from ?? 0, 0), history: history)
                 guard exchange.request.follow == true, !run.phase.isTerminal else { return await relay.catchUp(to: nil) }
                 exchange.connection.markStreaming()
-                let id = conductor.followOutput(run: run.id, relay.live) { position in
+                let id = dispatcher.followOutput(run, from: max(exchange.request.from ?? 0, 0), relay.live) { position in
                     Task { await relay.catchUp(to: position) }
                 }
                 outputFollows.withLock { $0[ObjectIdentifier(exchange.connection), default: []].append(id) }

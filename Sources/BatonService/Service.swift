@@ -39,7 +39,7 @@ public final class Service: ServerDelegate, Sendable {
     let groupCache = Locked<[UInt32: (groups: [UInt32], at: ContinuousClock.Instant)]>([:])
     /// Watches per connection (the conductor's observer ids), stopped when it closes.
     private let watches = Locked<[ObjectIdentifier: [Int]]>([:])
-    /// Output follows per connection (the conductor's ids), stopped when it closes.
+    /// Output follows per connection (the dispatcher's ids), stopped when it closes.
     let outputFollows = Locked<[ObjectIdentifier: [Int]]>([:])
 
     /// What batond counts for `metrics` and `GET /metrics`: triggers here, runs and commits by batond.
@@ -124,7 +124,7 @@ public final class Service: ServerDelegate, Sendable {
         let ids = watches.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
         for id in ids { conductor.stopObserving(id) }
         let follows = outputFollows.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
-        for id in follows { conductor.stopFollowingOutput(id) }
+        for id in follows { dispatcher.stopFollowingOutput(id) }
     }
 
     /// Answers a request that reads the history or calls a hook. Each operation has its own

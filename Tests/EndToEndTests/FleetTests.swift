@@ -12,8 +12,9 @@ struct FleetTests {
     /// unless a test is about losing it: on a loaded machine (the suites run side by side, some
     /// under ThreadSanitizer) a renewal can be late, and a host that fences itself is not what
     /// those tests are about.
-    static func fleet(_ count: Int, actions: String, lease: String = "15s", server: Postgres? = nil) throws -> [Daemon] {
-        let conninfo = try (server ?? Postgres.server()).database()
+    static func fleet(_ count: Int, actions: String, lease: String = "15s", server: Postgres? = nil,
+                      conninfo given: String? = nil) throws -> [Daemon] {
+        let conninfo = try given ?? (server ?? Postgres.server()).database()
         return try (1...count).map { index in
             let host = try Daemon(config: """
                 { postgres: "\(conninfo)", host: "web-\(index)", lease: "\(lease)", maxConcurrentRuns: 8, actions: { \(actions) } }

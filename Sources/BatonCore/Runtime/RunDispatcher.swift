@@ -15,6 +15,20 @@ public protocol RunDispatcher: Sendable {
     func snapshot(of id: Int64) -> RunSnapshot?
     /// The runs in flight, oldest first.
     func inFlight() -> [RunSnapshot]
+    /// Follows a run's output live from `offset` (as `Conductor.followOutput`: `ready` is told the
+    /// position live chunks start from, every byte before it readable in the history, or nil when
+    /// the run is not followed live; then `follower` gets each chunk, and nil after the run's end).
+    /// Returns the id to stop following with.
+    func followOutput(_ run: RunSnapshot, from offset: Int64, _ follower: @escaping Conductor.OutputFollower,
+                      ready: @escaping @Sendable (Int64?) -> Void) -> Int
+    /// Stops a follower of output (its client went).
+    func stopFollowingOutput(_ id: Int)
 }
 
-extension Conductor: RunDispatcher {}
+extension Conductor: RunDispatcher {
+    /// One machine's runs are followed in the conductor, whatever the offset (the history has the rest).
+    public func followOutput(_ run: RunSnapshot, from offset: Int64, _ follower: @escaping Conductor.OutputFollower,
+                             ready: @escaping @Sendable (Int64?) -> Void) -> Int {
+        followOutput(run: run.id, follower, ready: ready)
+    }
+}

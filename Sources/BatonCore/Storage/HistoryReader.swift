@@ -20,6 +20,6 @@ public protocol HistoryReader: Sendable {
 }
 
 extension HistoryReader {
-    /// A history that keeps no output chunks (the fleet's, until issue 24 item 6) has none of any run.
+    /// A history that keeps no output chunks has none of any run.
     public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? { nil }
 }

@@ -193,6 +193,8 @@ public struct PGError: Error, CustomStringConvertible, Sendable {
         guard let state = sqlState else { return false }
         return state.hasPrefix("08") || state.hasPrefix("57P")
     }
+    /// The server is out of disk or memory (class 53: 53100 disk_full, 53200 out_of_memory…).
+    public var isOutOfSpace: Bool { sqlState?.hasPrefix("53") == true }
     /// A deadlock or serialization failure: the transaction may be tried again.
     public var isRetryable: Bool { sqlState == "40P01" || sqlState == "40001" }
 }

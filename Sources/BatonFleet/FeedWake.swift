@@ -1,0 +1,26 @@
+/// What the feed does with the notifications it read, as a value: `baton` (a key slot or a
+/// phase changed) asks for a tick, as a fresh connection or the backstop timer do (no
+/// notification: the tick is the point); `baton_output` (a host committed output of the runs
+/// named) only wakes those runs' remote followers, unless the last tick is a second old, so that
+/// a run's output streaming never delays nor replaces the once-a-second catch-up.
+struct FeedWake: Equatable {
+    static let outputChannel = "baton_output"
+
+    var tick: Bool
+    var outputRuns: Set<Int64>
+
+    /// `notes` nil: a connection just made (whatever was sent before it is caught up by a tick).
+    init(_ notes: [(channel: String, payload: String)]?, lastTickAge: Duration) {
+        outputRuns = Set((notes ?? []).filter { $0.channel == Self.outputChannel }.compactMap { Int64($0.payload) })
+        guard let notes else {
+            tick = true
+            return
+        }
+        tick = notes.isEmpty || notes.contains { $0.channel != Self.outputChannel } || lastTickAge >= .seconds(1)
+    }
+
+    init(tick: Bool, outputRuns: Set<Int64>) {
+        self.tick = tick
+        self.outputRuns = outputRuns
+    }
+}
