@@ -144,7 +144,9 @@ struct FleetTests {
         try server.stop()
         defer { try? server.start() }
         try host.waitForLog("fenced: ")
-        #expect(host.stderr.contains("killed 1 process group"))
+        // batond's own fence kills the run's group; on a loaded machine its guard's deadline (the
+        // lease's end, a separate process) can come first, and the fence then finds none left.
+        #expect(host.stderr.contains("killed 1 process group") || host.stderr.contains("its guard killed"), "\(host.stderr)")
         // Started over, it listens while it waits for the database: a trigger is refused, not lost.
         try host.waitForLog("cannot join the fleet")
         let refused = try host.baton("run", "gated", "--detach")
