@@ -49,10 +49,11 @@ extension FleetCoordinator {
         var run = decided.run
         if decided.claimed != nil {
             run = conductor.snapshot(of: run.id).map(withHost) ?? decided.claimed?.run ?? run
-        } else if let follower {
-            follow(run, seq: decided.seq, follower)
         }
+        // The decision first: following a run that has already ended (its slot ran) ends the
+        // follower at once, and its answer must carry the decision.
         answered(.success((decided.decision, run)))
+        if decided.claimed == nil, let follower { follow(run, seq: decided.seq, follower) }
     }
 
     /// The trigger's transaction: lock the key's slot, decide as `KeySlot` says, write the new

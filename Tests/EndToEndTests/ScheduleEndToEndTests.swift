@@ -11,37 +11,23 @@ struct ScheduleEndToEndTests {
         {
           socketMode: "0666",
           actions: {
-            gate: { exec: ["sh", "-c", "read line < \(fifo)"], policy: "replace" },
+            gate: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(fifo)" }, policy: "replace" },
             \(schedule ? #"every5: { exec: ["true"], schedule: "*:*:0/5", policy: "queue" },"# : "")
           },
         }
         """
     }
 
-    static func fifo() throws -> String {
-        let path = NSTemporaryDirectory() + "baton-gate-" + UUID().uuidString
-        guard mkfifo(path, 0o600) == 0 else { throw POSIXError(.EEXIST) }
-        return path
-    }
-
-    /// Lets the gated run end: opening the FIFO waits for the run's `read` to open it.
-    static func open(_ fifo: String) throws {
-        let handle = try #require(FileHandle(forWritingAtPath: fifo))
-        handle.write(Data("go\n".utf8))
-        try handle.close()
-    }
-
     @Test("two triggers of one slot share one run, even under replace; the slot's repeat runs nothing and says so; a restart remembers")
     func oneRunPerSlot() throws {
-        let fifo = try Self.fifo()
-        defer { unlink(fifo) }
-        let daemon = try Daemon(config: Self.config(fifo: fifo, schedule: false))
+        let gate = try FifoGate()
+        let daemon = try Daemon(config: Self.config(fifo: gate.path, schedule: false))
         let first = try daemon.baton("run", "gate", "--scheduled=2025-12-01T03:00:00Z", "--detach", "--json")
         #expect(first.code == 0 && first.stdout.contains(#""decision" : "created""#), "\(first.stdout) \(first.stderr)")
         let second = try daemon.baton("run", "gate", "--scheduled=@1764558000", "--detach", "--json")
         #expect(second.code == 0 && second.stdout.contains(#""decision" : "joined""#) && second.stdout.contains(#""id" : 1,"#),
                 "the same slot (03:00:00Z as epoch seconds) joins run 1: \(second.stdout) \(second.stderr)")
-        try Self.open(fifo)
+        gate.release()
         #expect(try daemon.baton("wait", "1").code == 0)
 
         let repeated = try daemon.baton("run", "gate", "--scheduled=2025-12-01T03:00:00Z")
@@ -58,7 +44,7 @@ struct ScheduleEndToEndTests {
         #expect(show.stdout.contains("scheduled slot already ran") && show.stdout.contains("joined"), "\(show.stdout)")
         daemon.stop()
 
-        let restarted = try Daemon(config: Self.config(fifo: fifo, schedule: false), reusing: daemon)
+        let restarted = try Daemon(config: Self.config(fifo: gate.path, schedule: false), reusing: daemon)
         let after = try restarted.baton("run", "gate", "--scheduled=@1764558000")
         #expect(after.code == 0 && after.stdout.contains("already ran: run 1 succeeded"), "the restart forgot the slot: \(after.stdout)")
         restarted.stop()
@@ -67,9 +53,8 @@ struct ScheduleEndToEndTests {
     @Test("another slot is a new run, decided by the policy; a timer's time finds its slot in the schedule",
           .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
     func slotsOfASchedule() throws {
-        let fifo = try Self.fifo()
-        defer { unlink(fifo) }
-        let daemon = try Daemon(config: Self.config(fifo: fifo, schedule: true))
+        let gate = try FifoGate()
+        let daemon = try Daemon(config: Self.config(fifo: gate.path, schedule: true))
         // 1764561605 is a firing of *:*:0/5; the timer elapsed 0.4 s and then 1.2 s after it.
         let late = try daemon.baton("run", "every5", "--scheduled=@1764561605400000us", "--json")
         #expect(late.stdout.contains(#""slot" : 1764561605000000"#) && late.stdout.contains(#""phase" : "success""#), "\(late.stdout) \(late.stderr)")
