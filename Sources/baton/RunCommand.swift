@@ -18,7 +18,7 @@ enum RunCommand {
             OptionSpec(long: "policy", short: nil, value: "POLICY", help: "reject, join, queue or replace, where the action allows it"),
             OptionSpec(long: "force", short: nil, value: nil, help: "run even inside the action's cooldown, where the action allows force"),
             OptionSpec(long: "scheduled", short: nil, value: "TIME",
-                       help: "fire the schedule slot of TIME (@SECONDS, @USECus, ISO 8601): one run per action and slot"),
+                       help: "fire the schedule slot of TIME (now, @SECONDS, @USECus, ISO 8601): one run per action and slot"),
             OptionSpec(long: "detach", short: "d", value: nil, help: "print the run id once it is queued and exit"),
             OptionSpec(long: "follow", short: "f", value: nil, help: "print the run's output as it comes, then the outcome"),
             OptionSpec(long: "json", short: nil, value: nil, help: "print the run as JSON"),
@@ -42,7 +42,7 @@ enum RunCommand {
         var built = Trigger(action: action, params: params, policy: policy, force: arguments.flag("force"))
         if let text = arguments.value("scheduled") {
             guard let fired = ScheduledTime.parse(text) else {
-                throw UsageError("baton run: --scheduled expects @SECONDS, @USECus or an ISO 8601 time (2026-12-01T03:00:00Z), got \(text)")
+                throw UsageError("baton run: --scheduled expects now, @SECONDS, @USECus or an ISO 8601 time (2026-12-01T03:00:00Z), got \(text)")
             }
             let info = try context.call { try await $0.actions() }.first { $0.name == action }
             built.slot = try ScheduledTime.slot(fired: fired, action: info)

@@ -1,11 +1,13 @@
 import BatonCore
 import Foundation
 
-/// The time `baton run --scheduled=TIME` names: `@SECONDS` (as `date +@%s` prints), `@USECus`
-/// (what systemd gives a timer's service in `$TRIGGER_TIMER_REALTIME_USEC`), or an ISO 8601
-/// date and time, `2026-12-01T03:00:00Z` (a zone `Z` or `±HH:MM`; none is local time).
+/// The time `baton run --scheduled=TIME` names: `now` (what the generator's services pass: the
+/// slot is the latest firing at or before the service's start), `@SECONDS` (as `date +@%s`
+/// prints), `@USECus`, or an ISO 8601 date and time, `2026-12-01T03:00:00Z` (a zone `Z` or
+/// `±HH:MM`; none is local time).
 enum ScheduledTime {
-    static func parse(_ text: String) -> Timestamp? {
+    static func parse(_ text: String, now: Timestamp = .now) -> Timestamp? {
+        if text == "now" { return now }
         if text.hasPrefix("@") { return epoch(text.dropFirst()) }
         return iso(text)
     }
@@ -56,6 +58,7 @@ enum ScheduledTime {
     /// time given, to the second.
     static func slot(fired: Timestamp, action: ActionInfo?) throws -> Timestamp {
         guard let schedules = action?.schedules, !schedules.isEmpty else { return ScheduleSlot.truncated(fired) }
+        // (`now` for an unscheduled action would make every trigger a slot of its own second.)
         let jitter = action?.scheduleJitter.map { Duration.microseconds($0) }
         do {
             guard let slot = try ScheduleSlot.slot(fired: fired, schedules: schedules, jitter: jitter) else {

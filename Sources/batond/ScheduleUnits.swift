@@ -1,10 +1,12 @@
 import BatonCore
 
 /// The systemd units of an action's schedules, as text: a timer that fires at each of its
-/// calendar expressions and a oneshot service that triggers the action with the timer's time.
-/// `baton run --scheduled` finds the slot from that time (`ScheduleSlot`): systemd gives a
-/// timer-activated service the moment the timer elapsed (`$TRIGGER_TIMER_REALTIME_USEC`), not
-/// the calendar time it elapsed for, and `RandomizedDelaySec=` puts them apart.
+/// calendar expressions and a oneshot service that runs `baton run ACTION --scheduled=now`.
+/// Nothing systemd gives the service is the slot: `$TRIGGER_TIMER_REALTIME_USEC`, where it is
+/// set, is when the timer elapsed, not the calendar time it elapsed for, and under Debian 12's systemd
+/// 252 the service saw the first firing's time at every later firing (PackageTests caught it). So
+/// baton computes the slot itself: the latest firing of the schedule at or before the service's
+/// start (`ScheduleSlot`), which the jitter and the start delay do not change.
 enum ScheduleUnits {
     /// A unit file: its name in the generator's directory and its text.
     struct Unit: Equatable {
@@ -41,7 +43,7 @@ enum ScheduleUnits {
 
             [Service]
             Type=oneshot
-            ExecStart=\(quoted(baton))\(socketOption) run \(action.name) --scheduled=@${TRIGGER_TIMER_REALTIME_USEC}us
+            ExecStart=\(quoted(baton))\(socketOption) run \(action.name) --scheduled=now
 
             """
         return [Unit(name: "\(stem(action.name)).timer", text: timer), Unit(name: "\(stem(action.name)).service", text: service)]

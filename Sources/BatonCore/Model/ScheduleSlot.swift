@@ -1,12 +1,13 @@
 /// The slot a scheduled firing is for: the latest time the action's schedules name at or before
-/// the moment the timer fired. systemd gives a timer-activated service that moment
-/// (`$TRIGGER_TIMER_REALTIME_USEC`), later than the slot by the jitter and the timer's accuracy,
-/// and each host's clock differs; the slot is the same on every host whose timer fired for it.
+/// the moment the timer fired (or its service started). That moment is later than the slot by the
+/// jitter, the timer's accuracy and the service's start, and each host's clock differs; the slot
+/// is the same on every host whose timer fired for it.
 public enum ScheduleSlot {
-    /// How far back a firing is looked for, in turn: the jitter and a second of accuracy first,
-    /// then wider for a `catchUp` firing at boot, long after its slot.
+    /// How far back a firing is looked for, in turn: the jitter and ten seconds (the timer's
+    /// accuracy of one, the service's start) first, then wider for a `catchUp` firing at boot,
+    /// long after its slot. A wider window finds the same slot: the latest firing is taken.
     public static func windows(jitter: Duration?) -> [Duration] {
-        [(jitter ?? .zero) + .seconds(1), .seconds(3_600), .seconds(86_400), .seconds(32 * 86_400), .seconds(367 * 86_400)]
+        [(jitter ?? .zero) + .seconds(10), .seconds(3_600), .seconds(86_400), .seconds(32 * 86_400), .seconds(367 * 86_400)]
     }
 
     /// The latest of `firings` at or before `fired`, when any is.
