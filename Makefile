@@ -6,7 +6,7 @@
 #   make install PREFIX=/usr DESTDIR=/tmp/pkg   a packager's staged install
 #   make install-files BUILD_DIR=.build/debug   install already-built binaries (used by the tests)
 #
-# Installs: bin/batond, bin/baton, lib/systemd/system/batond.{service,socket}, lib/sysusers.d/baton.conf,
+# Installs: bin/batond, bin/baton, lib/systemd/system-generators/baton-schedule-generator (a link to batond), lib/systemd/system/batond.{service,socket}, lib/sysusers.d/baton.conf,
 # lib/tmpfiles.d/baton.conf, share/man/man{1,5,8}, shell completions, share/doc/baton, and
 # /etc/baton/baton.json5 (only when absent: a local config is never overwritten).
 
@@ -23,6 +23,7 @@ RELEASE_FLAGS = $(if $(SCRATCH),--scratch-path $(SCRATCH)) -c release --static-s
 
 BINDIR = $(PREFIX)/bin
 UNITDIR = $(PREFIX)/lib/systemd/system
+GENERATORDIR = $(PREFIX)/lib/systemd/system-generators
 SYSUSERSDIR = $(PREFIX)/lib/sysusers.d
 TMPFILESDIR = $(PREFIX)/lib/tmpfiles.d
 MANDIR = $(PREFIX)/share/man
@@ -47,10 +48,11 @@ test:
 install: build install-files
 
 install-files:
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GENERATORDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(SYSCONFDIR)/baton
 	install -m 0755 $(BUILD_DIR)/batond $(BUILD_DIR)/baton $(DESTDIR)$(BINDIR)/
+	ln -sfn $$(realpath -m --relative-to=$(GENERATORDIR) $(BINDIR)/batond) $(DESTDIR)$(GENERATORDIR)/baton-schedule-generator
 	sed 's|/usr/local/bin/batond|$(BINDIR)/batond|; s|/etc/baton/baton.json5|$(SYSCONFDIR)/baton/baton.json5|' \
 		systemd/batond.service > $(DESTDIR)$(UNITDIR)/batond.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/batond.service
@@ -69,7 +71,7 @@ install-files:
 	test -e $(DESTDIR)$(SYSCONFDIR)/baton/baton.json5 || install -m 0644 examples/baton.json5 $(DESTDIR)$(SYSCONFDIR)/baton/baton.json5
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/batond $(DESTDIR)$(BINDIR)/baton $(DESTDIR)$(UNITDIR)/batond.service \
+	rm -f $(DESTDIR)$(BINDIR)/batond $(DESTDIR)$(BINDIR)/baton $(DESTDIR)$(GENERATORDIR)/baton-schedule-generator $(DESTDIR)$(UNITDIR)/batond.service \
 		$(DESTDIR)$(UNITDIR)/batond.socket $(DESTDIR)$(UNITDIR)/batond-webhooks.socket $(DESTDIR)$(SYSUSERSDIR)/baton.conf $(DESTDIR)$(TMPFILESDIR)/baton.conf \
 		$(DESTDIR)$(MANDIR)/man1/baton.1.gz $(DESTDIR)$(MANDIR)/man5/baton.json5.5.gz $(DESTDIR)$(MANDIR)/man8/batond.8.gz \
 		$(DESTDIR)$(BASHDIR)/baton $(DESTDIR)$(ZSHDIR)/_baton

@@ -55,8 +55,8 @@ public final class BatonClient: Sendable {
     /// it: the run as it then is, with the decision (a join's run may be loading already). The
     /// refusals are those of `run`.
     public func detach(_ action: String, params: [String: String] = [:], policy: Policy? = nil,
-                       force: Bool = false) async throws -> RunOutcome {
-        var request = Self.trigger(action, params: params, policy: policy, force: force)
+                       force: Bool = false, slot: Timestamp? = nil) async throws -> RunOutcome {
+        var request = Self.trigger(action, params: params, policy: policy, force: force, slot: slot)
         request.detach = true
         return try RunOutcome(try await call(request))
     }
@@ -64,8 +64,10 @@ public final class BatonClient: Sendable {
     /// Triggers `action` and returns at once: the handle's `updates` are the run's phases and
     /// progress as batond commits them, then the run at its end; its `outcome` is the end, with
     /// the errors of `run`.
+    /// `slot` makes it the firing of a schedule slot: triggers of one action and slot make one run,
+    /// and a slot whose run ended runs nothing (decision `.slotRan`, with that run).
     public func trigger(_ action: String, params: [String: String] = [:], policy: Policy? = nil, force: Bool = false,
-                        throwingOnCancel: Bool = true, throwingOnFailure: Bool = false) -> RunHandle {
+                        slot: Timestamp? = nil, throwingOnCancel: Bool = true, throwingOnFailure: Bool = false) -> RunHandle {
         let (updates, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
         let answer = Answer<RunOutcome>()
         let sink = Sink(event: { response in
@@ -83,7 +85,7 @@ public final class BatonClient: Sendable {
             answer.finish(outcome)
         })
         let leaving = Leaving()
-        if let id = connection.handle(.call(Self.trigger(action, params: params, policy: policy, force: force), sink)), leaving.sent(id) {
+        if let id = connection.handle(.call(Self.trigger(action, params: params, policy: policy, force: force, slot: slot), sink)), leaving.sent(id) {
             connection.handle(.leave(id))
         }
         return RunHandle(updates: updates, answer: answer) { [connection] in
@@ -127,8 +129,9 @@ public final class BatonClient: Sendable {
         }
     }
 
-    static func trigger(_ action: String, params: [String: String], policy: Policy?, force: Bool) -> Request {
-        Request(op: .trigger, action: action, params: params.isEmpty ? nil : params, policy: policy, force: force ? true : nil)
+    static func trigger(_ action: String, params: [String: String], policy: Policy?, force: Bool, slot: Timestamp? = nil) -> Request {
+        Request(op: .trigger, action: action, params: params.isEmpty ? nil : params, policy: policy, force: force ? true : nil,
+                slot: slot?.rawValue)
     }
 }
 

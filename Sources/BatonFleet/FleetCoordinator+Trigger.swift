@@ -49,10 +49,11 @@ extension FleetCoordinator {
         var run = decided.run
         if decided.claimed != nil {
             run = conductor.snapshot(of: run.id).map(withHost) ?? decided.claimed?.run ?? run
-        } else if let follower {
-            follow(run, seq: decided.seq, follower)
         }
+        // The decision first: following a run that has already ended (its slot ran) ends the
+        // follower at once, and its answer must carry the decision.
         answered(.success((decided.decision, run)))
+        if decided.claimed == nil, let follower { follow(run, seq: decided.seq, follower) }
     }
 
     /// The trigger's transaction: lock the key's slot, decide as `KeySlot` says, write the new
@@ -71,9 +72,22 @@ extension FleetCoordinator {
             // A delivery any host recorded made its run: read under the write lock, so a
             // transaction that recorded it before this one took the lock is seen.
             if let delivery = trigger.delivery { opening.append(FleetJournal.findDelivery(hook: delivery.hook, delivery: delivery.id)) }
+            // The slot's run, whichever host made it: read under the write lock too, so that two
+            // hosts firing one slot make one run (`SlotBook.decide`, as on one machine).
+            if let at = trigger.slot {
+                opening.append(("SELECT id, phase FROM runs WHERE action = $1 AND slot = $2", [trigger.action.name, String(at.rawValue)]))
+            }
             let opened = try db.pipeline(opening)
             if let delivery = trigger.delivery, let run = opened[4].first?[0].flatMap({ Int64($0) }) {
                 throw BatonError.delivered(run: run, hook: delivery.hook, delivery: delivery.id)
+            }
+            if trigger.slot != nil, let row = opened.last?.first {
+                let ended = Phase(rawValue: row[1] ?? "")?.isTerminal ?? true
+                switch SlotBook.decide(run: row[0].flatMap { Int64($0) }, ended: ended) {
+                case .free: break
+                case let .inFlight(id): return try share(.joined(id), trigger, at: .now, on: db)
+                case let .ran(id): return try share(.slotRan(id), trigger, at: .now, on: db)
+                }
             }
             var slot = KeySlot(row: opened[3].first ?? [nil, nil, nil])
             let needsID = slot.holder == nil || trigger.policy == .replace || (trigger.policy == .queue && slot.followUp == nil)
@@ -85,25 +99,40 @@ extension FleetCoordinator {
                 return try create(decision, trigger, slot, startIfFree: startIfFree, at: now, on: db)
             case .replaced:
                 return try replace(decision, trigger, slot, at: now, on: db)
-            case let .joined(id), let .coalesced(id), let .rejected(id):
-                if case .rejected = decision {} else { try refuseIfDefinedOtherwise(id, trigger, on: db) }
-                let kind: TriggerRecord.Decision = switch decision { case .joined: .joined; case .coalesced: .coalesced; default: .rejected }
-                let record = TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: kind, policy: trigger.policy,
-                                           peer: trigger.peer, at: now, params: trigger.params)
-                let shared = kind == .rejected ? [] : deliveryRecord(trigger, run: id, at: now)
-                let results = try db.pipeline([FleetJournal.insertTrigger(record, host: host.name),
-                                               ("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(id)])]
-                                              + shared + [("COMMIT", [])])
-                guard let row = results[1].first else { throw BatonError.unknownRun(id) }
-                return Decided(decision: decision, run: FleetRows.run(row), seq: Int(row[FleetRows.runColumnCount] ?? "") ?? 1)
-            case .cooled:
-                // A fleet config refuses `cooldown` at load; the slot never decides it.
-                throw PGError(message: "a key slot decided a cooldown, which the fleet does not support")
+            case .joined, .coalesced, .rejected:
+                return try share(decision, trigger, at: now, on: db)
+            case .cooled, .slotRan:
+                // A fleet config refuses `cooldown` at load, and slots are decided before the key.
+                throw PGError(message: "a key slot decided \(decision), which it never decides")
             }
         } catch {
             if db.isOK { try? db.execute("ROLLBACK") }
             throw error
         }
+    }
+
+    /// A trigger that makes no run (joined, coalesced, rejected, or its slot already ran): its
+    /// record, the run as it is, then the commit.
+    private func share(_ decision: FlightTable.Decision, _ trigger: Trigger, at now: Timestamp, on db: PGConnection) throws -> Decided {
+        let id = decision.run
+        switch decision {
+        case .joined, .coalesced: try refuseIfDefinedOtherwise(id, trigger, on: db)
+        default: break
+        }
+        let kind: TriggerRecord.Decision = switch decision {
+        case .joined: .joined
+        case .coalesced: .coalesced
+        case .slotRan: .slotRan
+        default: .rejected
+        }
+        let record = TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: kind, policy: trigger.policy,
+                                   peer: trigger.peer, at: now, params: trigger.params)
+        let shared = kind == .rejected ? [] : deliveryRecord(trigger, run: id, at: now)
+        let results = try db.pipeline([FleetJournal.insertTrigger(record, host: host.name),
+                                       ("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(id)])]
+                                      + shared + [("COMMIT", [])])
+        guard let row = results[1].first else { throw BatonError.unknownRun(id) }
+        return Decided(decision: decision, run: FleetRows.run(row), seq: Int(row[FleetRows.runColumnCount] ?? "") ?? 1)
     }
 
     /// A join or coalesce shares the run's outcome: refused (the transaction rolled back by the
@@ -180,6 +209,7 @@ extension FleetCoordinator {
                               params: trigger.params, trigger: trigger.peer, queuedAt: now)
         run.host = host.name
         run.via = trigger.via
+        run.slot = trigger.slot
         return (run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail))
     }
 
@@ -217,7 +247,7 @@ extension FlightTable.Decision {
     var createsRun: Bool {
         switch self {
         case .created, .followUp, .replaced: true
-        case .joined, .coalesced, .rejected, .cooled: false
+        case .joined, .coalesced, .rejected, .cooled, .slotRan: false
         }
     }
 }

@@ -65,11 +65,12 @@ enum FleetJournal {
     /// A new run's row; `definition` is the fingerprint of the action it was created with.
     static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String? = nil) -> Statement {
         ("""
-            INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition, via)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+            INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition, via, slot)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
             """, [String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue, JSONText.object(run.params),
                   FleetRows.text(run.trigger?.uid), FleetRows.text(run.trigger?.gid), FleetRows.text(run.trigger?.pid),
-                  String(run.queuedAt.rawValue), me.name, me.incarnation, definition, run.via])
+                  String(run.queuedAt.rawValue), me.name, me.incarnation, definition, run.via,
+                  run.slot.map { String($0.rawValue) }])
     }
 
     static func insert(_ record: TriggerRecord, host: String, on db: PGConnection) throws {

@@ -4,10 +4,10 @@ import BatonCore
 enum FleetRows {
     static let runColumns = """
         id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
-        ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak, via
+        ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak, via, slot
         """
     /// How many columns `runColumns` has; a query's own columns follow them.
-    static let runColumnCount = 22
+    static let runColumnCount = 23
 
     static func run(_ row: [String?]) -> RunSnapshot {
         let int64 = { (i: Int) in row[i].flatMap { Int64($0) } }
@@ -27,6 +27,7 @@ enum FleetRows {
         run.cpuSystem = int64(19)
         run.memoryPeak = int64(20)
         run.via = row[21]
+        run.slot = int64(22).map(Timestamp.init(rawValue:))
         return run
     }
 

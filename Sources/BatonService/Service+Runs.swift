@@ -16,8 +16,9 @@ extension Service {
             let policy = try action.resolvePolicy(request.policy)
             let resolved = try action.resolveParams(params)
             let force = try action.checkForce(request.force)
+            let slot = try Action.checkSlot(request.slot)
             return Trigger(action: action, key: action.key(for: resolved), policy: policy, params: resolved, peer: exchange.peer,
-                           force: force)
+                           force: force, via: slot == nil ? nil : "schedule", slot: slot)
         }
         if action.matchingCost(params) <= Self.inlineMatchingBudget {
             do throws(BatonError) { start(try resolve(), exchange) } catch { exchange.fail(error) }

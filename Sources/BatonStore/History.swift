@@ -31,10 +31,10 @@ public struct History {
 
     static let runColumns = """
         id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
-        ended_at, attempts, exit_code, signal, reason, error, cpu_user, cpu_system, memory_peak, via
+        ended_at, attempts, exit_code, signal, reason, error, cpu_user, cpu_system, memory_peak, via, slot
         """
     /// How many columns `runColumns` has; a query's own columns follow them.
-    static let runColumnCount: Int32 = 21
+    static let runColumnCount: Int32 = 22
 
     static func decodeRun(_ s: Statement) -> RunSnapshot {
         let peer: Peer? = s.int64(6).map { uid in
@@ -52,6 +52,7 @@ public struct History {
         run.cpuSystem = s.int64(18)
         run.memoryPeak = s.int64(19)
         run.via = s.string(20)
+        run.slot = s.int64(21).map(Timestamp.init(rawValue:))
         return run
     }
 

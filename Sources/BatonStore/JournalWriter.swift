@@ -15,15 +15,16 @@ enum JournalWriter {
         switch entry {
         case let .created(run, transition):
             try db.cached("""
-                INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, via)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, via, slot)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """) {
                 try $0.run([.integer(run.id), .text(run.action), .text(run.key), .text(run.phase.rawValue),
                             .text(run.policy.rawValue), .text(JSONText.object(run.params)),
                             run.trigger.map { .integer(Int64($0.uid)) } ?? .null,
                             run.trigger.map { .integer(Int64($0.gid)) } ?? .null,
                             run.trigger.map { .integer(Int64($0.pid)) } ?? .null,
-                            .integer(run.queuedAt.rawValue), run.via.map { .text($0) } ?? .null])
+                            .integer(run.queuedAt.rawValue), run.via.map { .text($0) } ?? .null,
+                            run.slot.map { .integer($0.rawValue) } ?? .null])
             }
             try insert(transition, on: db)
         case let .transition(transition):

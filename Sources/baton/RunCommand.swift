@@ -10,12 +10,15 @@ enum RunCommand {
             Trigger ACTION and wait for its outcome. On a terminal it shows the loading state and progress.
             Exits 0 on success, 1 on failure, 3 if cancelled, 75 if rejected as busy.
             Inside the action's cooldown nothing runs: it exits 0 with the last success.
+            With --scheduled, a slot whose run has ended runs nothing: it exits 0 and names that run.
             """,
         arguments: "ACTION",
         options: [
             OptionSpec(long: "param", short: "p", value: "NAME=VALUE", help: "pass a param (repeatable)"),
             OptionSpec(long: "policy", short: nil, value: "POLICY", help: "reject, join, queue or replace, where the action allows it"),
             OptionSpec(long: "force", short: nil, value: nil, help: "run even inside the action's cooldown, where the action allows force"),
+            OptionSpec(long: "scheduled", short: nil, value: "TIME",
+                       help: "fire the schedule slot of TIME (now, @SECONDS, @USECus, ISO 8601): one run per action and slot"),
             OptionSpec(long: "detach", short: "d", value: nil, help: "print the run id once it is queued and exit"),
             OptionSpec(long: "follow", short: "f", value: nil, help: "print the run's output as it comes, then the outcome"),
             OptionSpec(long: "json", short: nil, value: nil, help: "print the run as JSON"),
@@ -36,7 +39,15 @@ enum RunCommand {
         }
         let detach = arguments.flag("detach")
         let json = arguments.flag("json")
-        let trigger = Trigger(action: action, params: params, policy: policy, force: arguments.flag("force"))
+        var built = Trigger(action: action, params: params, policy: policy, force: arguments.flag("force"))
+        if let text = arguments.value("scheduled") {
+            guard let fired = ScheduledTime.parse(text) else {
+                throw UsageError("baton run: --scheduled expects now, @SECONDS, @USECus or an ISO 8601 time (2026-12-01T03:00:00Z), got \(text)")
+            }
+            let info = try context.call { try await $0.actions() }.first { $0.name == action }
+            built.slot = try ScheduledTime.slot(fired: fired, action: info)
+        }
+        let trigger = built
         if arguments.flag("follow") {
             guard !detach else { throw UsageError("baton run: --follow and --detach exclude each other") }
             return try runFollowing(trigger, json: json, context)
@@ -55,6 +66,9 @@ enum RunCommand {
             print(Format.json(RunAnswer(run: run, decision: outcome.decision, shared: outcome.shared)))
         } else if outcome.decision == .cooled {
             print(cooledLine(run, cooldown: outcome.cooldown, context: context))
+        } else if outcome.decision == .slotRan {
+            print(slotRanLine(run, context: context))
+            return ExitCode.success
         } else if detach {
             print(run.id)
         } else {
@@ -80,15 +94,16 @@ enum RunCommand {
         var params: [String: String]
         var policy: Policy?
         var force: Bool
+        var slot: Timestamp?
 
         /// Answered once the run is durably queued (`--detach`, `--follow`).
         func detached(_ client: BatonClient) async throws -> RunOutcome {
-            try await client.detach(action, params: params, policy: policy, force: force)
+            try await client.detach(action, params: params, policy: policy, force: force, slot: slot)
         }
 
         /// Answered at the run's end, whatever it is; each update on the way goes to the spinner.
         func followed(_ client: BatonClient, _ spinner: Spinner?) async throws -> RunOutcome {
-            let handle = client.trigger(action, params: params, policy: policy, force: force, throwingOnCancel: false)
+            let handle = client.trigger(action, params: params, policy: policy, force: force, slot: slot, throwingOnCancel: false)
             for try await update in handle.updates where !update.run.phase.isTerminal { spinner?.show(update.run) }
             return try await handle.outcome
         }
@@ -119,6 +134,22 @@ enum RunCommand {
 }
 
 extension RunCommand {
+    /// `✓ backup slot 2026-12-01 03:00:00 already ran: run 7 succeeded, nothing run`.
+    static func slotRanLine(_ run: RunSnapshot, context: Context) -> String {
+        let run = run.forTerminal
+        let slot = run.slot.map { " " + Format.time($0) } ?? ""
+        return context.paint("✓", .green) + " \(run.action) slot\(slot) already ran: run \(run.id) \(pastTense(run.phase)), nothing run"
+    }
+
+    static func pastTense(_ phase: Phase) -> String {
+        switch phase {
+        case .success: "succeeded"
+        case .failure: "failed"
+        case .cancelled: "was cancelled"
+        default: "is \(phase.rawValue)"
+        }
+    }
+
     /// `✓ deploy run 7 succeeded 2m ago; cooldown 10m, nothing run`: a trigger inside the cooldown.
     static func cooledLine(_ run: RunSnapshot, cooldown: Int64?, context: Context, now: Timestamp = .now) -> String {
         let ago = run.endedAt.map { " " + Format.age($0, now: now) } ?? ""

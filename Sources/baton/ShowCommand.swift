@@ -43,6 +43,7 @@ enum ShowCommand {
         } else if let via = run.via {
             text += "  triggered by \(via) with policy \(run.policy.rawValue)\n"
         }
+        if let slot = run.slot { text += "  schedule slot \(Format.time(slot)) (\(Format.isoTime(slot, utc: true)))\n" }
         if !run.params.isEmpty {
             text += "  params: " + run.params.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "\n"
         }

@@ -34,4 +34,13 @@ extension Backend {
             conductor.remember(successes: successes)
         }
     }
+
+    /// Seeds the runs of the latest schedule slots of each action from the history, so that a
+    /// restart does not run a slot again (the database's unique index would refuse it anyway).
+    static func seedSlots(_ history: any HistoryReader, actions: [Action], conductor: Conductor) async throws(BatonError) {
+        for action in actions {
+            let runs = try await history.runs(HistoryFilter(actions: [action.name], limit: SlotBook.kept))
+            conductor.remember(slots: runs.filter { $0.slot != nil })
+        }
+    }
 }

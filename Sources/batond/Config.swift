@@ -60,7 +60,7 @@ struct Config: Sendable, Equatable {
     }
 
     /// Parses and checks config text; `file` names it in errors.
-    static func parse(_ data: Data, file: String) throws(ConfigError) -> Config {
+    static func parse(_ data: Data, file: String, reader: ConfigReader = ConfigReader()) throws(ConfigError) -> Config {
         // Foundation's JSON5 scanner traps on invalid UTF-8 in an unquoted key (found by the config
         // fuzzer), so the bytes are checked first.
         if let offset = Self.firstInvalidUTF8(data) {
@@ -78,7 +78,7 @@ struct Config: Sendable, Equatable {
         } catch {
             throw ConfigError(file: file, problems: [.init(path: "", message: "not valid JSON5: \(Self.describe(error))")])
         }
-        var reader = ConfigReader()
+        var reader = reader
         for path in duplicates { reader.fail(path, "written twice in the same object: keep one") }
         let config = reader.config(root)
         guard reader.problems.isEmpty, var config else { throw ConfigError(file: file, problems: reader.problems) }

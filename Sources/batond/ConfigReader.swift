@@ -8,6 +8,13 @@ struct ConfigReader {
     var warnings: [ConfigError.Problem] = []
     /// Where systemd put the credentials a hook's `secret: { credential }` names.
     var credentialsDirectory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"]
+    /// Whether webhook secrets are read (batond); the schedule generator needs none and has no
+    /// credentials at boot, so it checks their shape only.
+    var readsSecrets = true
+    /// What checks the actions' calendar expressions (`schedule`); nil where systemd is missing.
+    var calendarAnalyzer = SystemdCalendar.analyzer
+    /// Whether systemd's timers can fire the schedules here (it is the init system).
+    var bootedWithSystemd = SystemdCalendar.booted
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
@@ -16,7 +23,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "cooldown", "force", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty",
+        "keyParams", "cooldown", "force", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty",
     ]
 
     /// The longest action description, in bytes.
@@ -157,6 +164,7 @@ struct ConfigReader {
         if let value = fields["force"] {
             if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }
         }
+        schedule(fields, into: &action, at: at)
         if let value = fields["tty"] {
             if case let .bool(flag) = value { action.tty = flag } else { fail("\(at).tty", "expected true or false, got \(value.kind)") }
         }

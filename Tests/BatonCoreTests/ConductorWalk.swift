@@ -56,6 +56,8 @@ struct ConductorWalk {
     private var lastSuccess: [String: Timestamp] = [:]
     private var createdAt: [Int64: (key: String, at: Timestamp, action: Action)] = [:]
     private var forced: Set<Int64> = []
+    // The slots' view: the run created for each action and slot.
+    private var slotRuns: [String: Int64] = [:]
 
     init(maxConcurrentRuns: Int, seed: UInt64) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -145,8 +147,10 @@ struct ConductorWalk {
         let policy = override < Policy.allCases.count && action.policies.contains(Policy.allCases[override]) ? Policy.allCases[override] : action.policy
         // `override` 5 forces: honoured by the action that allows it, ignored by the others.
         // `override` 4 (the action's own policy) comes as a webhook delivery.
+        // `key` 0 fires one of two schedule slots: one run per action and slot, whatever the policy.
         let trigger = Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: nil,
-                              force: override == 5, delivery: override == 4 ? Delivery(hook: "h", id: String(nextToken)) : nil)
+                              force: override == 5, delivery: override == 4 ? Delivery(hook: "h", id: String(nextToken)) : nil,
+                              slot: key == 0 ? Timestamp(rawValue: Int64(1 + override % 2)) : nil)
         ask { .trigger($0, trigger) }
     }
 
@@ -187,6 +191,11 @@ struct ConductorWalk {
                 wrote.insert(id)
                 writes.append((id, entries))
                 for case let .created(run, transition) in entries {
+                    if let slot = run.slot {
+                        let name = "\(run.action) slot \(slot.rawValue)"
+                        if let other = slotRuns[name], !abandoned.contains(other) { violate("run \(run.id) is a second run of \(name) (run \(other))") }
+                        slotRuns[name] = run.id
+                    }
                     creationCommit[run.id] = id
                     known.append(run.id)
                     if case let .trigger(_, trigger) = event {

@@ -5,6 +5,7 @@ extension ConductorState {
     /// creation is durable; a join or rejection once its trigger record is.
     mutating func decide(_ token: Token, _ trigger: Trigger, _ step: inout Step) {
         guard mode == .accepting else { return step.answer(token, .failed(.shuttingDown)) }
+        if decideSlot(token, trigger, &step) { return }
         if let success = successes[trigger.key], success.action == trigger.action.name,
            let ended = success.endedAt,
            KeySlot.cools(lastSuccess: ended, cooldown: trigger.action.cooldown, forced: trigger.force,
@@ -31,14 +32,32 @@ extension ConductorState {
             recordDelivery(of: trigger, run: id, &step)
             let fallback = flights[id]?.snapshot ?? placeholder(id, trigger, at: step.now)
             step.after.append(.ticket(token, decision, fallback: fallback))
-        case .cooled:
-            preconditionFailure("the table never cools: cooldown is decided before it")
+        case .cooled, .slotRan:
+            preconditionFailure("the table decides neither: cooldown and slots are decided before it")
         case let .rejected(id):
             step.entries.append(.trigger(record(trigger, run: id, .rejected, at: step.now)))
             let holder = flights[id]?.snapshot
             step.answer(token, .failed(.busy(run: id, action: trigger.action.name, phase: holder?.phase ?? .queued,
                                              since: holder?.startedAt ?? holder?.queuedAt ?? step.now)))
         }
+    }
+
+    /// A scheduled trigger whose slot already has a run: joins it in flight, or runs nothing once
+    /// it ended (whatever the policy). Returns false when the slot is free.
+    private mutating func decideSlot(_ token: Token, _ trigger: Trigger, _ step: inout Step) -> Bool {
+        guard let at = trigger.slot, let known = slots.run(for: .init(action: trigger.action.name, at: at)) else { return false }
+        let live = flights[known.id]
+        switch SlotBook.decide(run: known.id, ended: live?.isOver ?? true) {
+        case .free:
+            return false
+        case let .inFlight(id):
+            step.entries.append(.trigger(record(trigger, run: id, .joined, at: step.now)))
+            step.after.append(.ticket(token, .joined(id), fallback: live?.snapshot ?? known))
+        case let .ran(id):
+            step.entries.append(.trigger(record(trigger, run: id, .slotRan, at: step.now)))
+            step.after.append(.ticket(token, .slotRan(id), fallback: live?.snapshot ?? known))
+        }
+        return true
     }
 
     private mutating func create(_ id: Int64, _ token: Token, _ trigger: Trigger, _ decision: FlightTable.Decision,
@@ -49,8 +68,10 @@ extension ConductorState {
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
         var run = placeholder(id, trigger, at: step.now)
         run.via = trigger.via
+        run.slot = trigger.slot
         run.estimate = estimates.median(trigger.action.name)
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
+        slots.record(run)
         flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
                              action: trigger.action, runner: trigger.runner, seq: 1)
         step.entries.append(.created(run, transition))

@@ -118,8 +118,9 @@ extension ConductorState {
 
     /// Forgets a run whose creation could not be written: nobody was told it exists.
     mutating func abandon(_ id: Int64, _ step: inout Step) {
-        guard flights.removeValue(forKey: id) != nil else { return }
+        guard let flight = flights.removeValue(forKey: id) else { return }
         table.ended(id)
+        slots.forget(flight.run)
         step.effects.append(.close(run: id))
         admit(&step)
     }
@@ -170,6 +171,7 @@ extension ConductorState {
             // in between would find the key free. Its answer waits for its own record, which
             // commits after this end (in order), and an end is never refused.
             if phase == .success, flight.action.cooldown != nil { remember(successes: [flight.run]) }
+            if phase.isTerminal, flight.run.slot != nil { slots.record(flight.run) }
         case let .launch(attempt):
             flight.live = attempt
             var effects: [Effect] = []
@@ -207,7 +209,7 @@ extension FlightTable.Decision {
     public var run: Int64 {
         switch self {
         case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id), let .replaced(id, _),
-             let .cooled(id): id
+             let .cooled(id), let .slotRan(id): id
         }
     }
 }

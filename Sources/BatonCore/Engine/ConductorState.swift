@@ -12,6 +12,7 @@
 /// - every question (trigger, cancel, attach, recovery) is answered exactly once, and only after
 ///   every write decided with it is durable;
 /// - a run's waiters are closed once its terminal transition is durable, and never before;
+/// - at most one run is created per action and schedule slot (`SlotBook`);
 /// - no run is created inside its key's cooldown window (from the last success's end, decided
 ///   or seeded) unless its trigger is forced where the action allows it (`KeySlot.cools`).
 public struct ConductorState: Sendable {
@@ -136,6 +137,9 @@ public struct ConductorState: Sendable {
     /// The last success of each key whose action has a cooldown, from when it is decided (seeded
     /// from the history at start, so that a restart keeps every window): what `cooled` answers with.
     public internal(set) var successes: [String: RunSnapshot] = [:]
+    /// The run each scheduled slot made (seeded from the history at start): what a trigger of the
+    /// same slot joins or is answered with.
+    public internal(set) var slots = SlotBook()
     /// Recent successful durations per action, for estimated progress.
     public internal(set) var estimates = DurationEstimates()
     /// Backoff jitter: a deterministic generator, so that a seed replays a whole history.
@@ -182,6 +186,12 @@ public struct ConductorState: Sendable {
         }
     }
 
+    /// Seeds the runs of scheduled slots from the history (at start), so that a restart does not
+    /// run a slot again.
+    public mutating func remember(slots runs: [RunSnapshot]) {
+        for run in runs.sorted(by: { $0.id < $1.id }) { slots.record(run) }
+    }
+
     /// Makes the next run id at least `id` (ids are never reused, even after a lost history).
     public mutating func reserveIDs(from id: Int64) { nextRunID = max(nextRunID, id) }
 
@@ -216,6 +226,9 @@ public struct Trigger: Sendable, Equatable {
     public var runner: RunnerBox?
     /// Run even inside the action's cooldown window (honoured only where the action allows `force`).
     public var force: Bool
+    /// The schedule slot the trigger fires (`--scheduled`), rounded to the schedule: triggers of
+    /// one action and slot make at most one run.
+    public var slot: Timestamp?
     /// Where a trigger from beyond the socket came from ("webhook deploy from 203.0.113.7,
     /// delivery 72d3…"), kept in the detail of the run's first transition.
     public var via: String?
@@ -224,7 +237,8 @@ public struct Trigger: Sendable, Equatable {
     public var delivery: Delivery?
 
     public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil,
-                force: Bool = false, via: String? = nil, delivery: Delivery? = nil) {
+                force: Bool = false, via: String? = nil, delivery: Delivery? = nil, slot: Timestamp? = nil) {
+        self.slot = slot
         self.via = via
         self.delivery = delivery
         self.force = force

@@ -21,6 +21,8 @@ public struct FlightTable: Sendable {
         case replaced(Int64, stopping: [Int64])
         /// `cooldown`: the key succeeded with this run within the action's window; nothing runs.
         case cooled(Int64)
+        /// `--scheduled`: the trigger's slot already has this run, ended; nothing runs.
+        case slotRan(Int64)
     }
 
     /// Where a run stands in the table.
@@ -52,7 +54,7 @@ public struct FlightTable: Sendable {
         slots[key] = slot
         switch decision {
         case .created, .followUp, .replaced: entries[candidate] = Entry(key: key)
-        case .joined, .coalesced, .rejected, .cooled: break
+        case .joined, .coalesced, .rejected, .cooled, .slotRan: break
         }
         return decision
     }

@@ -94,6 +94,13 @@ extension Action {
         return true
     }
 
+    /// A trigger's schedule slot: a time after 1970, in microseconds, when given.
+    public static func checkSlot(_ micros: Int64?) throws(BatonError) -> Timestamp? {
+        guard let micros else { return nil }
+        guard micros > 0 else { throw .badRequest("slot must be a time after 1970, in microseconds, got \(micros)") }
+        return Timestamp(rawValue: micros)
+    }
+
     /// A value in double quotes for messages, cut at 80 characters.
     public static func quoted(_ value: String) -> String {
         "\"" + value.prefix(80).replacingOccurrences(of: "\"", with: "\\\"") + (value.count > 80 ? "…" : "") + "\""

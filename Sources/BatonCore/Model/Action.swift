@@ -45,6 +45,13 @@ public struct Action: Sendable, Equatable {
     public var cooldown: Duration?
     /// Whether a trigger may pass `force` to run inside the cooldown window (`force: true`).
     public var allowsForce = false
+    /// When systemd's timers trigger the action, as `OnCalendar=` expressions (`schedule`), each
+    /// checked by `systemd-analyze calendar` at load; empty for none.
+    public var schedules: [String] = []
+    /// The most a scheduled firing is delayed at random (`scheduleJitter`, `RandomizedDelaySec=`).
+    public var scheduleJitter: Duration?
+    /// Whether a firing missed while the machine was off runs at boot (`catchUp`, `Persistent=`).
+    public var catchUp = false
     /// How many bytes of each run's output the history keeps (`output.keep`): the first and the
     /// last half of it once a run writes more; 0 keeps none.
     public var outputKeep: Int64 = Action.defaultOutputKeep

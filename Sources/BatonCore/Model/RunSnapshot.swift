@@ -36,6 +36,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// Where the trigger that created the run came from, when not the socket ("webhook deploy from
     /// 203.0.113.7, delivery 72d3…"): the `via` of its `queued` transition; nil for a socket trigger.
     public var via: String?
+    /// The schedule slot the run was made for (`baton run --scheduled`): one run per action and
+    /// slot; nil for a trigger that is not scheduled.
+    public var slot: Timestamp?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

@@ -119,6 +119,11 @@ extension Conductor {
         core.withLock { $0.state.remember(successes: runs) }
     }
 
+    /// Seeds the runs of scheduled slots from the history, so that a restart does not run a slot again.
+    public func remember(slots runs: [RunSnapshot]) {
+        core.withLock { $0.state.remember(slots: runs) }
+    }
+
     /// The median of the recent successful durations of an action, when it has any.
     public func estimate(of action: String) -> Duration? {
         core.withLock { $0.state.estimates.median(action) }.map { .microseconds($0) }

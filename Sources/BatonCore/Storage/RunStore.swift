@@ -69,6 +69,8 @@ extension TriggerRecord {
         case rejected
         /// `cooldown`: the key succeeded within the action's window; nothing ran.
         case cooled
+        /// `--scheduled`: the slot already had a run, ended; nothing ran.
+        case slotRan
         /// The peer lacked the permission; the request did nothing.
         case denied(Permission)
 
@@ -79,6 +81,7 @@ extension TriggerRecord {
             case .coalesced: "coalesced"
             case .rejected: "rejected"
             case .cooled: "cooled"
+            case .slotRan: "scheduled slot already ran"
             case let .denied(permission): "denied \(permission.rawValue)"
             }
         }
@@ -92,6 +95,7 @@ extension TriggerRecord {
             case "coalesced": self = .coalesced
             case "rejected": self = .rejected
             case "cooled": self = .cooled
+            case "scheduled slot already ran": self = .slotRan
             default:
                 guard text.hasPrefix("denied "), let permission = Permission(rawValue: String(text.dropFirst(7))) else { return nil }
                 self = .denied(permission)

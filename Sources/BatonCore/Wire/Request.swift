@@ -39,6 +39,9 @@ public struct Request: Codable, Sendable {
     public var detach: Bool?
     /// trigger: run even inside the action's cooldown window, where the action allows `force`.
     public var force: Bool?
+    /// trigger: the schedule slot fired (`--scheduled`), in microseconds since 1970: triggers of one
+    /// action and slot make at most one run.
+    public var slot: Int64?
     /// prune: count what retention would remove, without removing it.
     public var dryRun: Bool?
     /// show, cancel, wait: the run.
@@ -56,7 +59,9 @@ public struct Request: Codable, Sendable {
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
-                dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil) {
+                dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil,
+                slot: Int64? = nil) {
+        self.slot = slot
         self.force = force
         self.id = id
         self.op = op
@@ -91,6 +96,7 @@ extension Request {
                   progress: try container.decodeIfPresent(Bool.self, forKey: .progress),
                   force: try container.decodeIfPresent(Bool.self, forKey: .force),
                   from: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .from, expected: "a whole number"),
-                  follow: try container.decodeIfPresent(Bool.self, forKey: .follow))
+                  follow: try container.decodeIfPresent(Bool.self, forKey: .follow),
+                  slot: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .slot, expected: "a whole number (microseconds since 1970)"))
     }
 }

@@ -100,6 +100,7 @@ extension RunSnapshot {
         json.field("cpuSystem", cpuSystem)
         json.field("memoryPeak", memoryPeak)
         json.field("via", via)
+        json.field("slot", slot?.rawValue)
         json.endObject()
     }
 }

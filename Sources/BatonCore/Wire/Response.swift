@@ -135,6 +135,10 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     /// status and actions: what the asking peer may do with this action (read, trigger, cancel),
     /// so that a client can offer only what batond would allow.
     public var allowed: [Permission]?
+    /// actions and status: the action's schedules (`OnCalendar=` expressions), when it has any.
+    public var schedules: [String]?
+    /// actions and status: the most a scheduled firing is delayed at random, in microseconds.
+    public var scheduleJitter: Int64?
 
     public init(name: String, description: String?, exec: [String], policy: Policy, policies: [Policy], timeout: Int64?,
                 params: [String: ParamInfo], keyParams: [String], inFlight: [RunSnapshot]? = nil, last: RunSnapshot? = nil) {
@@ -155,6 +159,8 @@ public struct ActionInfo: Codable, Sendable, Equatable {
                   policies: action.policies.sorted { $0.rawValue < $1.rawValue }, timeout: action.timeout?.microseconds,
                   params: action.params.mapValues { ParamInfo(pattern: $0.pattern?.source, default: $0.defaultValue) },
                   keyParams: action.keyParams)
+        schedules = action.schedules.isEmpty ? nil : action.schedules
+        scheduleJitter = action.scheduleJitter?.microseconds
     }
 }
 
@@ -171,7 +177,7 @@ public struct ParamInfo: Codable, Sendable, Equatable {
 
 /// What a trigger did, as the wire names it.
 public enum TriggerDecision: String, Codable, Sendable, CaseIterable {
-    case created, followUp, joined, coalesced, rejected, replaced, cooled
+    case created, followUp, joined, coalesced, rejected, replaced, cooled, slotRan
 
     public init(_ decision: FlightTable.Decision) {
         switch decision {
@@ -182,6 +188,7 @@ public enum TriggerDecision: String, Codable, Sendable, CaseIterable {
         case .rejected: self = .rejected
         case .replaced: self = .replaced
         case .cooled: self = .cooled
+        case .slotRan: self = .slotRan
         }
     }
 }

@@ -1,0 +1,46 @@
+import BatonCore
+import Foundation
+import Testing
+
+extension PackageTests {
+    @Test("""
+        under systemd: from a fresh dpkg -i, the package's generator makes a timer of a *:*:0/5 schedule, which fires; each \
+        run is triggered by the schedule, for a slot on the five-second grid, one per slot; baton schedules and \
+        systemctl list-timers list it
+        """)
+    func schedules() async throws {
+        let deb = try await Self.buildDeb()
+        let container = try await Container.make()
+        try FileManager.default.copyItem(atPath: deb, toPath: container.root + "/tmp/baton.deb")
+        let setup = try await container.chroot("""
+            dpkg -i /tmp/baton.deb &&
+            sed -i 's|^  actions: {|  actions: {\\n    tick: { exec: ["true"], schedule: "*:*:0/5" },|' /etc/baton/baton.json5 &&
+            test -L /usr/lib/systemd/system-generators/baton-schedule-generator
+            """)
+        #expect(setup.code == 0, "\(setup.stdout) \(setup.stderr)")
+        try await container.boot()
+
+        let generated = try await container.run("systemctl cat baton-schedule-tick.timer baton-schedule-tick.service")
+        #expect(generated.stdout.contains("OnCalendar=*:*:0/5") && generated.stdout.contains("run tick --scheduled=now"),
+                "\(generated.stdout) \(generated.stderr)")
+        #expect(try await container.waitUntil("systemctl is-active -q baton-schedule-tick.timer"))
+        // Two firings at least: about ten seconds.
+        let fired = try await container.waitUntil("""
+            [ "$(baton history -a tick --json | grep -c '"via" : "schedule"')" -ge 2 ]
+            """, seconds: 40)
+        let history = try await container.run("baton history -a tick --json")
+        let journal = try await container.run("journalctl -u baton-schedule-tick.service --no-pager | tail -20").stdout
+        #expect(fired, "\(history.stdout) \(history.stderr) \(journal)")
+        let runs = try JSONDecoder().decode([RunSnapshot].self, from: Data(history.stdout.utf8))
+        let slots = runs.compactMap(\.slot)
+        #expect(runs.allSatisfy { $0.via == "schedule" && $0.slot != nil }, "\(history.stdout)")
+        #expect(slots.allSatisfy { $0.rawValue % 5_000_000 == 0 }, "slots on the grid: \(slots)")
+        #expect(Set(slots).count == slots.count, "one run per slot: \(slots)")
+        #expect(runs.filter { $0.phase.isTerminal }.allSatisfy { $0.phase == .success }, "\(history.stdout)")
+
+        let listed = try await container.run("baton schedules")
+        #expect(listed.stdout.contains("tick") && listed.stdout.contains("*:*:0/5"), "\(listed.stdout) \(listed.stderr)")
+        let timers = try await container.run("systemctl list-timers --all --no-pager baton-schedule-tick.timer")
+        #expect(timers.stdout.contains("baton-schedule-tick.timer"), "\(timers.stdout)")
+    }
+}
