@@ -1,4 +1,4 @@
--- Baton fleet schema for PostgreSQL, version 7: a run's whole output, kept as chunks. Forward only.
+-- Baton fleet schema for PostgreSQL, version 8: a run's whole output, kept as chunks. Forward only.
 --
 -- As in the SQLite history's version 4: every byte each attempt writes, in order, as chunks of
 -- one stream, written by the host that runs the run through its writer's batches (one statement
@@ -6,7 +6,7 @@
 -- tail chunks that slide out are removed, and `output_totals` counts what was dropped between.
 -- `start` is a chunk's position in everything the run wrote, so any host follows a run from an
 -- offset: chunks past it, in order. Rows go with their run (retention). Self-contained: it reads
--- or changes no other table, so it may be renumbered at a merge (the schedules branch has a 0007).
+-- or changes no other table (it was 0007 on its branch; renumbered at the merge after 0007_run_slot).
 CREATE TABLE output_chunks (
     run_id BIGINT   NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     start  BIGINT   NOT NULL,                     -- position of the first byte in the run's output
