@@ -44,6 +44,8 @@ public final class ServerConnection: Sendable, Hashable {
         var deadline: ContinuousClock.Instant?
         /// An HTTP connection's one exchange, once its head is in.
         var exchange: HTTPExchange?
+        /// Who waits for the unsent output to fall to a size (`whenDrained`).
+        var drainWaiters: [(bytes: Int, body: @Sendable () -> Void)] = []
     }
 
     init(fd: Int32, token: UInt64, peer: Peer, reactor: Reactor, frameLimit: Int, outputLimits: (Int, Int), maxInFlight: Int = 1_024,
@@ -137,6 +139,29 @@ public final class ServerConnection: Sendable, Hashable {
         flush()
     }
 
+    /// Calls `body` on the loop once at most `bytes` of output wait to be written, or the
+    /// connection has closed.
+    public func whenDrained(below bytes: Int, _ body: @escaping @Sendable () -> Void) {
+        guard reactor.isCurrent else { return reactor.post { [self] in whenDrained(below: bytes, body) } }
+        let now = state.withLock { state -> Bool in
+            if state.closed || state.output.count - state.sent <= bytes { return true }
+            state.drainWaiters.append((bytes, body))
+            return false
+        }
+        if now { body() }
+    }
+
+    /// The drain waiters whose size the unsent output is down to (all once closed), taken out.
+    private func drainedWaiters() -> [@Sendable () -> Void] {
+        state.withLock { state in
+            guard !state.drainWaiters.isEmpty else { return [] }
+            let unsent = state.output.count - state.sent
+            let due = state.drainWaiters.filter { state.closed || unsent <= $0.bytes }
+            state.drainWaiters.removeAll { state.closed || unsent <= $0.bytes }
+            return due.map(\.body)
+        }
+    }
+
     /// Writes what the socket takes of the buffered output (loop); watches for room when it is full.
     func flush() {
         // Taken out of the state for the system calls; only the loop writes, so nothing comes
@@ -168,6 +193,7 @@ public final class ServerConnection: Sendable, Hashable {
         }
         if failed || finished { return close() }
         if changed { watch() }
+        for body in drainedWaiters() { body() }
     }
 
     /// Closes once what waits is written (half-closed clients, one-shot HTTP answers).
@@ -205,6 +231,7 @@ public final class ServerConnection: Sendable, Hashable {
         reactor.remove(fd)
         Glibc.close(fd)
         onClose(self)
+        for body in drainedWaiters() { body() }
     }
 
     public static func == (lhs: ServerConnection, rhs: ServerConnection) -> Bool { lhs === rhs }

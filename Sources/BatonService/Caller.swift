@@ -15,6 +15,19 @@ public protocol Caller: AnyObject, Sendable {
     func endRequest()
     /// The client now follows a stream (`watch`): it gets the smaller output limit.
     func markStreaming()
+    /// Calls `body` once at most `bytes` of what was sent wait to be written to the client, or
+    /// the client has gone (at once when that is so now): a reader of a long history sends its
+    /// next page only then, so a client that reads slowly slows its read instead of being dropped.
+    func whenDrained(below bytes: Int, _ body: @escaping @Sendable () -> Void)
+}
+
+extension Caller {
+    /// Returns once at most `bytes` wait to be written, or the client has gone.
+    func drained(below bytes: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            whenDrained(below: bytes) { continuation.resume() }
+        }
+    }
 }
 
 extension ServerConnection: Caller {}

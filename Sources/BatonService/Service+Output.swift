@@ -4,8 +4,11 @@ import BatonIPC
 /// The `output` op: a run's output from an offset, out of the history, then (with `follow`) live
 /// until the run ends.
 extension Service {
-    /// The most bytes of history read at once while catching up.
-    static let outputPage = 1 << 20
+    /// The most bytes of history read at once while catching up; the next page is read once the
+    /// client has taken all but this much of what was sent (a page's events, base64 in JSON, are
+    /// about 1.4 times its bytes: two pages in flight stay under the 1 MiB a streaming client may
+    /// leave unread).
+    static let outputPage = 256 << 10
 
     func output(_ exchange: Exchange, _ generation: Generation) {
         Task {
@@ -100,6 +103,9 @@ final class OutputRelay: Sendable {
                 dropped = page.dropped
                 let chunks = page.chunks.compactMap { Self.cut($0, below: position) }
                 for chunk in chunks { exchange.event(Self.event(exchange.id, chunk)) }
+                // Flow control: a slow reader of a long history is waited for, not dropped.
+                await exchange.connection.drained(below: Service.outputPage)
+                if exchange.connection.isClosed { return }
                 // Bytes the history dropped between the last chunk and the position are skipped.
                 let end = chunks.last?.end ?? position ?? page.total
                 state.withLock { $0.next = max($0.next, end) }

@@ -108,6 +108,36 @@ struct OutputOpTests {
         _ = await trigger.answer()
     }
 
+    @Test("a long history is sent a page at a time: the next page only once the client has taken the last (flow control, not a drop)")
+    func flowControl() async throws {
+        await detachTalk()
+        // Alternate streams: three chunks, which the history gives one per page.
+        await runner.write("a")
+        await runner.write("b", to: .stderr)
+        await runner.write("c")
+        await runner.end()
+        // The history has all of it once the run's end is durable.
+        let waiter = Recorder(uid: 0)
+        ask(#"{"id":2,"op":"wait","run":1}"#, waiter)
+        #expect(await waiter.answer()?.run?.phase == .success)
+        let reader = Recorder(uid: 0)
+        reader.holdDrains()
+        ask(#"{"id":1,"op":"output","action":"talk"}"#, reader)
+        let first = await reader.next()
+        #expect(first?.chunk.map { String(decoding: $0.bytes, as: UTF8.self) } == "a")
+        // The relay now waits for the client: nothing more is sent until the output drains.
+        var turns = 0
+        while reader.drainWaiters == 0 && turns < 100_000 {
+            await Task.yield()
+            turns += 1
+        }
+        #expect(reader.drainWaiters == 1)
+        #expect(reader.sentCount == 1)
+        reader.releaseDrains()
+        let rest = await collect(reader)
+        #expect(rest.text == "bc" && rest.answer?.outputEnd == 3, "\(rest)")
+    }
+
     @Test("follow: what the history has, then what comes meanwhile, each byte once, then the run's end and where the output ends")
     func follow() async throws {
         await detachTalk()

@@ -18,6 +18,7 @@ final class Recorder: Caller {
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
+    var sentCount: Int { state.withLock { $0.lines.count } }
     var ended: Int { state.withLock { $0.ended } }
     var streaming: Bool { state.withLock { $0.streaming } }
 
@@ -28,6 +29,26 @@ final class Recorder: Caller {
     }
 
     func endRequest() { state.withLock { $0.ended += 1 } }
+
+    /// Drain waiters are called at once unless `holdDrains` (then by `releaseDrains`).
+    private let drains = Locked<(held: Bool, waiting: [@Sendable () -> Void])>((false, []))
+    func holdDrains() { drains.withLock { $0.held = true } }
+    var drainWaiters: Int { drains.withLock { $0.waiting.count } }
+    func releaseDrains() {
+        let waiting = drains.withLock { drains in
+            defer { drains = (false, []) }
+            return drains.waiting
+        }
+        for body in waiting { body() }
+    }
+    func whenDrained(below bytes: Int, _ body: @escaping @Sendable () -> Void) {
+        let now = drains.withLock { drains -> Bool in
+            if !drains.held { return true }
+            drains.waiting.append(body)
+            return false
+        }
+        if now { body() }
+    }
     func markStreaming() { state.withLock { $0.streaming = true } }
     func close() { state.withLock { $0.closed = true } }
 
