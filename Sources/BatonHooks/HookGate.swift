@@ -88,11 +88,18 @@ public struct HookGate: Sendable {
         }
     }
 
+    /// What forges send (UUIDs, hex) and what may be shown as is: visible ASCII with no space, so
+    /// that two ids never fold into one (invalid UTF-8 would decode to U+FFFD) and an id shown in a
+    /// run's `via` cannot pass for other text.
+    static func isDeliveryID(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= maxDeliveryLength && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+    }
+
     /// An authenticated trigger's delivery id, wait and params.
     private func trigger(_ hook: Hook, _ head: HTTPRequestHead, _ body: [UInt8]) -> Decision {
         let delivery = Self.deliveryFields.lazy.compactMap { head.field($0) }.first
-        if let delivery, delivery.isEmpty || delivery.utf8.count > Self.maxDeliveryLength {
-            return .answer(HookAnswer(status: 400, message: "a delivery id is 1 to \(Self.maxDeliveryLength) bytes"))
+        if let delivery, !Self.isDeliveryID(delivery) {
+            return .answer(HookAnswer(status: 400, message: "a delivery id is 1 to \(Self.maxDeliveryLength) visible ASCII characters, no spaces"))
         }
         var wait: Duration?
         switch Self.wait(in: head.query) {

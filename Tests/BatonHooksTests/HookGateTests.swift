@@ -115,6 +115,17 @@ struct HookGateTests {
                                                                        delivery: "k1", wait: .seconds(30))))
     }
 
+    @Test("a delivery id is visible ASCII without spaces: invalid UTF-8, spaces, controls and text past 200 bytes are refused (400)",
+          arguments: ["q\u{FFFD}", "x from 10.9.9.9 (uid 0 root)", "tab\there", "é", String(repeating: "a", count: 201)])
+    func deliveryIDs(_ id: String) {
+        let head = Self.head("POST", "/hooks/gl", [("X-Gitlab-Token", "It's a Secret to Everybody"), ("Idempotency-Key", id)], body: Self.push)
+        guard case let .answer(answer) = Self.decide(head, Self.push) else {
+            Issue.record("\(id.debugDescription) was taken")
+            return
+        }
+        #expect(answer.status == 400)
+    }
+
     @Test("a timestamped signature within five minutes either way", arguments: [-300, 0, 300] as [Int64])
     func stampedWindow(_ skew: Int64) {
         let head = Self.head("POST", "/hooks/ci", [("X-Baton-Signature", Self.stamped)], body: Self.push)
