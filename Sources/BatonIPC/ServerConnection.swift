@@ -155,9 +155,9 @@ public final class ServerConnection: Sendable, Hashable {
     private func drainedWaiters() -> [@Sendable () -> Void] {
         state.withLock { state in
             guard !state.drainWaiters.isEmpty else { return [] }
-            let unsent = state.output.count - state.sent
-            let due = state.drainWaiters.filter { state.closed || unsent <= $0.bytes }
-            state.drainWaiters.removeAll { state.closed || unsent <= $0.bytes }
+            let (unsent, closed) = (state.output.count - state.sent, state.closed)
+            let due = state.drainWaiters.filter { closed || unsent <= $0.bytes }
+            state.drainWaiters.removeAll { closed || unsent <= $0.bytes }
             return due.map(\.body)
         }
     }

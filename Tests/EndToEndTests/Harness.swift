@@ -113,7 +113,11 @@ final class Daemon: @unchecked Sendable {
     func start() throws {
         process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
         process.arguments = launcher.dropFirst() + (launcher.isEmpty ? [] : [binary]) + ["--config", configPath, "--socket", socket, "--database", database]
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        // A batond that traps (twice seen killed by a signal with an empty stderr under load)
+        // prints its backtrace to the stderr the failure shows.
+        if env["SWIFT_BACKTRACE"] == nil { env["SWIFT_BACKTRACE"] = "enable=yes,interactive=no,color=no,output-to=stderr" }
+        process.environment = env
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
         let exited = exited
