@@ -7,15 +7,21 @@ import Testing
 /// Issue 24, item 6: a run's output in the fleet's database, followed from any host.
 @Suite("End to end: a run's output across the fleet", .serialized)
 struct FleetOutputTests {
-    @Test("logs -f on host B prints what A's run wrote, the first part before the gate opens and the rest after, once, in order; logs after the end reads the same on both hosts")
-    func followFromAnotherHost() throws {
+    /// Two hosts whose `talk` writes "one" (stdout) and "oops" (stderr), waits for the gate, then
+    /// "two", "late" (stderr) and "three": the first part is out before the gate opens.
+    static func gatedTalk() throws -> (gate: FifoGate, a: Daemon, b: Daemon) {
         let gate = try FifoGate()
         let script = gate.directory + "/talk.sh"
         try """
             echo one; echo oops >&2; cat "$GATE" > /dev/null; echo two; echo late >&2; printf 'three\\n'
             """.write(toFile: script, atomically: true, encoding: .utf8)
         let hosts = try FleetTests.fleet(2, actions: #"talk: { exec: ["sh", "\#(script)"], env: { GATE: "\#(gate.path)" } },"#)
-        let (a, b) = (hosts[0], hosts[1])
+        return (gate, hosts[0], hosts[1])
+    }
+
+    @Test("logs -f on host B prints what A's run wrote, the first part before the gate opens and the rest after, once, in order; logs after the end reads the same on both hosts")
+    func followFromAnotherHost() throws {
+        let (gate, a, b) = try FleetOutputTests.gatedTalk()
         let started = try FleetTests.trigger(a, "talk")
         let id = try #require(started.run?.id)
         #expect(started.run?.host == "web-1")

@@ -32,13 +32,7 @@ struct DashboardFleetTests {
     @Test("web-2's dashboard follows web-1's run's output live: the first part before the gate opens, in order, stderr marked; the rest to the run's end; each id the position past its chunk, from which a reconnect gets exactly the rest; output.raw as web-1's logs")
     func otherHostsOutput() throws {
         typealias Page = DashboardOutputTests
-        let gate = try FifoGate()
-        let script = gate.directory + "/talk.sh"
-        try """
-            echo one; echo oops >&2; cat "$GATE" > /dev/null; echo two; echo late >&2; printf 'three\\n'
-            """.write(toFile: script, atomically: true, encoding: .utf8)
-        let hosts = try FleetTests.fleet(2, actions: #"talk: { exec: ["sh", "\#(script)"], env: { GATE: "\#(gate.path)" } },"#)
-        let (a, b) = (hosts[0], hosts[1])
+        let (gate, a, b) = try FleetOutputTests.gatedTalk()
         let dashboard = try DashboardProcess(socket: b.socket)
         defer { dashboard.stop() }
         let started = try FleetTests.trigger(a, "talk")
