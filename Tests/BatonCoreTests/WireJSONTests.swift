@@ -37,7 +37,50 @@ struct WireJSONTests {
         ping.version = "0.1.0"
         ping.pid = 77
         let busy = Response.failure(.number(-1), WireError(.busy(run: 3, action: "a", phase: .loading, since: Timestamp(rawValue: 0))))
-        return [full, update, ping, busy, Response(id: .text(""), ok: nil)]
+        var status = Response(id: .number(3))
+        status.actions = [Self.action, ActionInfo(name: "bare", description: nil, exec: [], policy: .reject, policies: [], timeout: nil,
+                                                  params: [:], keyParams: [])]
+        status.storeProblem = "disk full"
+        status.processTree = "cgroup"
+        full.runs?.append(Self.complete)
+        return [full, update, ping, busy, Response(id: .text(""), ok: nil), status]
+    }
+
+    /// An action with every field set (`everyFieldSet` keeps it so when a field is added).
+    static var action: ActionInfo {
+        var info = ActionInfo(name: "deploy", description: "ships \"it\"\n", exec: ["/bin/sh", "-c", "echo \\ é"], policy: .queue,
+                              policies: [.queue, .reject], timeout: 60_000_000,
+                              params: ["env": ParamInfo(pattern: "^[a-z]+$", default: "prod"), "note": ParamInfo(pattern: nil, default: nil)],
+                              keyParams: ["env"], inFlight: [run], last: run)
+        info.removed = true
+        info.allowed = [.read, .trigger]
+        info.schedules = ["*-*-* 03:00:00", "Mon *-*-* 12:00"]
+        info.scheduleJitter = 300_000_000
+        return info
+    }
+
+    @Test("the fixtures set every optional field, so that a field added without its hand-written JSON fails the test above")
+    func everyFieldSet() {
+        for (name, fixture) in [("ActionInfo", Mirror(reflecting: Self.action)), ("RunSnapshot", Mirror(reflecting: Self.complete))] {
+            for child in fixture.children {
+                let value = Mirror(reflecting: child.value)
+                #expect(!(value.displayStyle == .optional && value.children.isEmpty), "\(name).\(child.label ?? "?") is nil in the fixture")
+            }
+        }
+    }
+
+    /// `run` with the fields it leaves out set too.
+    static var complete: RunSnapshot {
+        var run = run
+        run.cancelledBy = 0
+        run.host = "web-1"
+        run.seq = 3
+        run.cpuUser = 1
+        run.cpuSystem = 2
+        run.memoryPeak = 3
+        run.via = "webhook gh"
+        run.slot = Timestamp(rawValue: 1_700_000_000_000_000)
+        return run
     }
 
     @Test("a response line decodes to the same JSON value JSONEncoder writes", arguments: responses.indices)

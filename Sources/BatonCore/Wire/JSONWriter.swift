@@ -2,40 +2,45 @@
 /// transition's detail column), where Foundation's `JSONEncoder` cost more than the rest of the
 /// work. The tests check its output decodes to what `JSONEncoder`'s does.
 public struct JSONWriter {
-    public private(set) var text = ""
+    /// The JSON so far, as UTF-8.
+    public private(set) var bytes: [UInt8] = []
     /// For each open object or array: whether the next member needs a comma before it.
     private var needsComma: [Bool] = []
     /// A key was just written: the value that follows belongs to it.
     private var afterKey = false
 
-    public init() {}
+    public init() { bytes.reserveCapacity(256) }
 
-    public mutating func beginObject() { valueStart(); text += "{"; needsComma.append(false) }
-    public mutating func endObject() { text += "}"; needsComma.removeLast() }
-    public mutating func beginArray() { valueStart(); text += "["; needsComma.append(false) }
-    public mutating func endArray() { text += "]"; needsComma.removeLast() }
+    /// The JSON so far, as text.
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
 
-    /// Starts a member of the current object; its value follows.
+    public mutating func beginObject() { valueStart(); bytes.append(UInt8(ascii: "{")); needsComma.append(false) }
+    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma.removeLast() }
+    public mutating func beginArray() { valueStart(); bytes.append(UInt8(ascii: "[")); needsComma.append(false) }
+    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma.removeLast() }
+
+    /// Starts a member of the current object (its name escaped as a string is); its value follows.
     public mutating func key(_ name: String) {
-        if needsComma.last == true { text += "," }
+        if needsComma.last == true { bytes.append(UInt8(ascii: ",")) }
         if !needsComma.isEmpty { needsComma[needsComma.count - 1] = true }
-        text += "\"" + name + "\":"
+        Self.appendString(name, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
         afterKey = true
     }
 
     private mutating func valueStart() {
         if afterKey { afterKey = false; return }
         guard let last = needsComma.last else { return }
-        if last { text += "," }
+        if last { bytes.append(UInt8(ascii: ",")) }
         needsComma[needsComma.count - 1] = true
     }
 
-    public mutating func string(_ value: String) { valueStart(); Self.appendString(value, to: &text) }
-    public mutating func int<I: BinaryInteger>(_ value: I) { valueStart(); text += String(value) }
-    public mutating func bool(_ value: Bool) { valueStart(); text += value ? "true" : "false" }
-    public mutating func double(_ value: Double) { valueStart(); text += value.isFinite ? "\(value)" : "null" }
+    public mutating func string(_ value: String) { valueStart(); Self.appendString(value, to: &bytes) }
+    public mutating func int<I: BinaryInteger>(_ value: I) { valueStart(); Self.appendInteger(value, to: &bytes) }
+    public mutating func bool(_ value: Bool) { valueStart(); bytes.append(contentsOf: value ? Self.trueBytes : Self.falseBytes) }
+    public mutating func double(_ value: Double) { valueStart(); bytes.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8) }
     /// Text that is already JSON.
-    public mutating func raw(_ json: String) { valueStart(); text += json }
+    public mutating func raw(_ json: String) { valueStart(); bytes.append(contentsOf: json.utf8) }
 
     // Members that are left out when nil, as `JSONEncoder` leaves out nil optionals.
     public mutating func field(_ name: String, _ value: String?) { if let value { key(name); string(value) } }
@@ -46,36 +51,54 @@ public struct JSONWriter {
     /// `{"a":"1","b":"2"}` with keys sorted.
     public mutating func stringMap(_ map: [String: String]) {
         beginObject()
-        for name in map.keys.sorted() { key(name); string(map[name]!) }
+        for (name, value) in map.sorted(by: { $0.key < $1.key }) { key(name); string(value) }
         endObject()
     }
 
+    /// `["a","b"]`.
+    public mutating func strings(_ values: [String]) {
+        beginArray()
+        for value in values { string(value) }
+        endArray()
+    }
+
+    private static let trueBytes = Array("true".utf8), falseBytes = Array("false".utf8)
+
     /// Appends a JSON string literal: quotes, backslashes and control characters escaped.
-    public static func appendString(_ value: String, to text: inout String) {
-        text += "\""
-        var plain = true
-        for unit in value.utf8 where unit < 0x20 || unit == 0x22 || unit == 0x5C { plain = false; break }
-        if plain {
-            text += value
-        } else {
-            for scalar in value.unicodeScalars {
-                switch scalar {
-                case "\"": text += "\\\""
-                case "\\": text += "\\\\"
-                case "\n": text += "\\n"
-                case "\r": text += "\\r"
-                case "\t": text += "\\t"
-                default:
-                    if scalar.value < 0x20 {
-                        let hex = String(scalar.value, radix: 16)
-                        text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    } else {
-                        text.unicodeScalars.append(scalar)
-                    }
-                }
+    public static func appendString(_ value: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for unit in value.utf8 {
+            switch unit {
+            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(unit)
+            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(unit)
+            case 0x0A: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "n"))
+            case 0x0D: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "t"))
+            case ..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                          hex[Int(unit >> 4)], hex[Int(unit & 0xF)]])
+            default: bytes.append(unit)
             }
         }
-        text += "\""
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends an integer's decimal digits.
+    static func appendInteger<I: BinaryInteger>(_ value: I, to bytes: inout [UInt8]) {
+        guard let magnitude64 = UInt64(exactly: value.magnitude) else { return bytes.append(contentsOf: String(value).utf8) }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = magnitude64
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            bytes.append(contentsOf: buffer[(24 - count)...])
+        }
     }
 }
 

@@ -26,7 +26,7 @@ public enum Operation: String, Codable, Sendable, CaseIterable {
 }
 
 /// One request line. Which fields matter depends on `op`; see docs/protocol.md.
-public struct Request: Codable, Sendable {
+public struct Request: Codable, Sendable, Equatable {
     public var id: RequestID?
     public var op: Operation
     /// trigger, cancel, watch: the action.

@@ -2,10 +2,10 @@ import Foundation
 
 extension Response {
     /// The response as one line of JSON, without its newline. The fields every run-related answer
-    /// and event carries are written by hand; the rare heavy ones (a run's whole story, action
-    /// lists, stats, prune reports, refused requests) go through `JSONEncoder`.
+    /// and event carries, and `status`'s actions, are written by hand; the rare heavy ones (a
+    /// run's whole story, stats, prune reports, refused requests) go through `JSONEncoder`.
     public func jsonLine() -> [UInt8] {
-        guard detail == nil, actions == nil, triggers == nil, stats == nil, prune == nil, chunk == nil, outputEnd == nil else {
+        guard detail == nil, triggers == nil, stats == nil, prune == nil, chunk == nil, outputEnd == nil else {
             return (try? Array(Self.encoder.encode(self))) ?? Array(#"{"ok":false}"#.utf8)
         }
         var json = JSONWriter()
@@ -40,13 +40,19 @@ extension Response {
             for run in runs { run.write(to: &json) }
             json.endArray()
         }
+        if let actions {
+            json.key("actions")
+            json.beginArray()
+            for action in actions { action.write(to: &json) }
+            json.endArray()
+        }
         json.field("storeProblem", storeProblem)
         json.field("processTree", processTree)
         json.field("metrics", metrics)
         json.field("version", version)
         json.field("pid", pid)
         json.endObject()
-        return Array(json.text.utf8)
+        return json.bytes
     }
 
     private static let encoder: JSONEncoder = {
@@ -115,6 +121,45 @@ extension Transition {
         json.field("at", at.rawValue)
         json.key("detail")
         detail.write(to: &json)
+        json.endObject()
+    }
+}
+
+extension ActionInfo {
+    /// The action as `JSONEncoder` would write it (same keys; nil fields left out).
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.field("name", name)
+        json.field("description", description)
+        json.key("exec")
+        json.strings(exec)
+        json.field("policy", policy.rawValue)
+        json.key("policies")
+        json.strings(policies.map(\.rawValue))
+        json.field("timeout", timeout)
+        json.key("params")
+        json.beginObject()
+        for (name, param) in params.sorted(by: { $0.key < $1.key }) {
+            json.key(name)
+            json.beginObject()
+            json.field("pattern", param.pattern)
+            json.field("default", param.default)
+            json.endObject()
+        }
+        json.endObject()
+        json.key("keyParams")
+        json.strings(keyParams)
+        if let inFlight {
+            json.key("inFlight")
+            json.beginArray()
+            for run in inFlight { run.write(to: &json) }
+            json.endArray()
+        }
+        if let last { json.key("last"); last.write(to: &json) }
+        json.field("removed", removed)
+        if let allowed { json.key("allowed"); json.strings(allowed.map(\.rawValue)) }
+        if let schedules { json.key("schedules"); json.strings(schedules) }
+        json.field("scheduleJitter", scheduleJitter)
         json.endObject()
     }
 }
