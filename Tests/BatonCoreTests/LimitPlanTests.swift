@@ -106,6 +106,6 @@ struct LimitPlanTests {
         ("oom_kill_disable 0\nunder_oom 0\n", nil),
     ] as [(String, Int?)])
     func oomControl(_ text: String, _ expected: Int?) {
-        #expect(AttemptCgroup.oomKills(memoryEvents: text) == expected)
+        #expect(AttemptCgroup.oomKills(memoryEvents: Array(text.utf8)) == expected)
     }
 }

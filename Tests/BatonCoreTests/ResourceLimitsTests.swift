@@ -99,7 +99,7 @@ struct ResourceLimitsTests {
         ("", nil),
     ] as [(String, Int?)])
     func oomKills(_ text: String, _ expected: Int?) {
-        #expect(AttemptCgroup.oomKills(memoryEvents: text) == expected)
+        #expect(AttemptCgroup.oomKills(memoryEvents: Array(text.utf8)) == expected)
     }
 
     @Test("an attempt the kernel killed at its memory limit fails with reason oom (retrying too); without OOM kills, exit", arguments: [

@@ -62,8 +62,8 @@ final class AttemptCgroup: Sendable {
     func members() -> Set<Int32> { Self.members(of: path) }
 
     static func members(of path: String) -> Set<Int32> {
-        guard let text = try? String(contentsOfFile: path + "/cgroup.procs", encoding: .utf8) else { return [] }
-        return Set(text.split(separator: "\n").compactMap { Int32($0) })
+        guard let bytes = KernelFile.read(path + "/cgroup.procs") else { return [] }
+        return Set(KernelFile.numbers(in: bytes).compactMap { Int32(exactly: $0) })
     }
 
     /// Whether any process is in it, from `cgroup.events` (read again: that also clears epoll's report).
@@ -71,7 +71,7 @@ final class AttemptCgroup: Sendable {
         var buffer = [UInt8](repeating: 0, count: 256)
         let n = buffer.withUnsafeMutableBytes { pread(events, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { return !members().isEmpty }
-        return String(decoding: buffer[..<n], as: UTF8.self).contains("populated 1")
+        return KernelFile.value(of: "populated", in: Array(buffer[..<n])) == 1
     }
 
     /// Sends `signal` to every process in it. SIGKILL is `cgroup.kill` (no process can escape it
@@ -89,40 +89,29 @@ final class AttemptCgroup: Sendable {
 
     /// The CPU time its processes used, from `cpu.stat` (present without the cpu controller).
     func cpuTime() -> (user: Duration, system: Duration)? {
-        guard let text = try? String(contentsOfFile: path + "/cpu.stat", encoding: .utf8) else { return nil }
-        var user: Int64?, system: Int64?
-        for line in text.split(separator: "\n") {
-            let parts = line.split(separator: " ")
-            guard parts.count == 2, let value = Int64(parts[1]) else { continue }
-            if parts[0] == "user_usec" { user = value }
-            if parts[0] == "system_usec" { system = value }
-        }
-        guard let user, let system else { return nil }
+        guard let bytes = KernelFile.read(path + "/cpu.stat"), let user = KernelFile.value(of: "user_usec", in: bytes),
+              let system = KernelFile.value(of: "system_usec", in: bytes) else { return nil }
         return (.microseconds(user), .microseconds(system))
     }
 
     /// The cgroup's peak memory (`memory.peak`) where the memory controller is on cgroup v2, else
     /// its v1 memory group's (`memory.max_usage_in_bytes`).
     func memoryPeak() -> Int64? {
-        guard let text = try? String(contentsOfFile: path + "/memory.peak", encoding: .utf8) else { return v1?.memoryPeak() }
-        return Int64(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        guard let bytes = KernelFile.read(path + "/memory.peak") else { return v1?.memoryPeak() }
+        return KernelFile.number(in: bytes)
     }
 
     /// How many of its processes the kernel killed at the memory limit (`memory.events`, or its
     /// v1 memory group's `memory.oom_control`); nil where no memory controller serves it.
     func oomKills() -> Int? {
-        guard let text = try? String(contentsOfFile: path + "/memory.events", encoding: .utf8) else { return v1?.oomKills() }
-        return Self.oomKills(memoryEvents: text)
+        guard let bytes = KernelFile.read(path + "/memory.events") else { return v1?.oomKills() }
+        return Self.oomKills(memoryEvents: bytes)
     }
 
     /// The `oom_kill` count of a `memory.events` text (`low 0`, `high 0`, `max 3`, `oom 1`, `oom_kill 1`, …),
     /// or of a v1 `memory.oom_control` (`oom_kill_disable 0`, `under_oom 0`, `oom_kill 1`).
-    static func oomKills(memoryEvents text: String) -> Int? {
-        for line in text.split(separator: "\n") {
-            let parts = line.split(separator: " ")
-            if parts.count == 2, parts[0] == "oom_kill" { return Int(parts[1]) }
-        }
-        return nil
+    static func oomKills(memoryEvents bytes: [UInt8]) -> Int? {
+        KernelFile.value(of: "oom_kill", in: bytes).flatMap { Int(exactly: $0) }
     }
 
     func closeProcs() {

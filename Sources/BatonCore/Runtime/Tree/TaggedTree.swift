@@ -143,8 +143,8 @@ struct ProcStat {
     }
 
     init?(pid: Int32) {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
-        self.init(stat: text)
+        guard let bytes = KernelFile.read("/proc/\(pid)/stat") else { return nil }
+        self.init(stat: String(decoding: bytes, as: UTF8.self))
     }
 
     /// From the text after the command name, which may itself hold spaces and parentheses.

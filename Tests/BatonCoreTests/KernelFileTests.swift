@@ -1,0 +1,54 @@
+@testable import BatonCore
+import Foundation
+import Testing
+
+@Suite("The kernel's small files, read as bytes")
+struct KernelFileTests {
+    static let cpuStat = Array("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 0\n".utf8)
+    static let memoryEvents = Array("low 0\nhigh 0\nmax 4\noom 2\noom_kill 1\noom_group_kill 0\n".utf8)
+
+    @Test("a key's value in key-value lines: the whole key, never a longer one that starts with it")
+    func values() {
+        #expect(KernelFile.value(of: "user_usec", in: Self.cpuStat) == 1000)
+        #expect(KernelFile.value(of: "system_usec", in: Self.cpuStat) == 500)
+        #expect(KernelFile.value(of: "usage_usec", in: Self.cpuStat) == 1500)
+        #expect(KernelFile.value(of: "usec", in: Self.cpuStat) == nil)
+        #expect(KernelFile.value(of: "oom", in: Self.memoryEvents) == 2)
+        #expect(KernelFile.value(of: "oom_kill", in: Self.memoryEvents) == 1)
+        #expect(AttemptCgroup.oomKills(memoryEvents: Self.memoryEvents) == 1)
+        #expect(AttemptCgroup.oomKills(memoryEvents: Array("oom_kill_disable 0\nunder_oom 0\noom_kill 3".utf8)) == 3)
+        #expect(KernelFile.value(of: "populated", in: Array("populated 1\nfrozen 0\n".utf8)) == 1)
+        #expect(KernelFile.value(of: "populated", in: Array("populated 0\nfrozen 0\n".utf8)) == 0)
+        #expect(KernelFile.value(of: "a", in: Array("a x\n".utf8)) == nil)
+        #expect(KernelFile.value(of: "a", in: []) == nil)
+    }
+
+    @Test("a file of one number: the number with its newline, else nil", arguments: [
+        ("1048576\n", Int64(1_048_576) as Int64?), ("0", 0), (" 7 \n", 7), ("max\n", nil), ("-1\n", nil), ("", nil), ("\n", nil),
+        ("1 2\n", nil), ("9223372036854775807\n", Int64.max), ("9223372036854775808\n", nil),
+    ])
+    func number(text: String, expected: Int64?) {
+        #expect(KernelFile.number(in: Array(text.utf8)) == expected)
+    }
+
+    @Test("a file of numbers one per line (cgroup.procs)")
+    func numbers() {
+        #expect(KernelFile.numbers(in: Array("12\n345\n6\n".utf8)) == [12, 345, 6])
+        #expect(KernelFile.numbers(in: []) == [])
+    }
+
+    @Test("a read returns the whole file, past its first buffer, and nil for a file that is not there")
+    func read() throws {
+        let path = NSTemporaryDirectory() + "baton-kernel-file-" + UUID().uuidString
+        let text = (0..<3_000).map(String.init).joined(separator: "\n") + "\n"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(KernelFile.read(path) == Array(text.utf8))
+        #expect(KernelFile.numbers(in: try #require(KernelFile.read(path))).count == 3_000)
+        #expect(KernelFile.read(path, limit: 5_000)?.count == 5_000)
+        #expect(KernelFile.read(path + ".missing") == nil)
+        // A file of the kernel's, whose size stat does not know.
+        let stat = try #require(KernelFile.read("/proc/self/stat"))
+        #expect(String(decoding: stat, as: UTF8.self).hasPrefix("\(getpid()) ("))
+    }
+}
