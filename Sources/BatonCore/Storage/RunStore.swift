@@ -137,8 +137,11 @@ public struct UnfinishedRun: Sendable, Equatable {
     /// The process group of its last attempt and the identity of its leader, when recorded.
     public var pgid: Int32?
     public var pgidIdentity: String?
+    /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
+    public var hook: HookContext?
 
-    public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil) {
+    public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil, hook: HookContext? = nil) {
+        self.hook = hook
         self.run = run
         self.lastSeq = lastSeq
         self.pgid = pgid
