@@ -35,6 +35,14 @@ public enum JournalEntry: Sendable, Equatable {
     case delivery(Delivery, runID: Int64, at: Timestamp)
 }
 
+extension JournalEntry {
+    /// Whether this is a run's terminal transition: an item with one is never refused, and the
+    /// hook runs that end creates ride in it.
+    public var isEnd: Bool {
+        if case let .transition(transition) = self { transition.to.isTerminal } else { false }
+    }
+}
+
 /// A trigger that hit an existing run.
 public struct TriggerRecord: Codable, Sendable, Equatable {
     public var runID: Int64?
