@@ -5,7 +5,8 @@ extension ConductorState {
     /// trigger of its hook's action under that action's own policy and cooldown, written in the
     /// same store item as the end, so that the end and its hooks' triggers are durable together
     /// (a crash between them loses neither: recovery starts the queued hook runs). A hook run's
-    /// own end fires its action's hooks only where that action says `on.chain`.
+    /// own end fires its action's hooks only where that action says `on.chain`. While draining,
+    /// the hook run is still created: it waits queued, durable, for the next start.
     mutating func fireHooks(_ run: RunSnapshot, _ action: Action, output: [UInt8], _ step: inout Step) {
         let hooks = action.hooks
         guard !hooks.isEmpty, run.phase == .success || run.phase == .failure else { return }
