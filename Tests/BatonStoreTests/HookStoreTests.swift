@@ -1,4 +1,5 @@
 import BatonCore
+import Dispatch
 @testable import BatonStore
 import Testing
 
@@ -76,5 +77,24 @@ struct HookStoreTests {
         #expect(told.environment["BATON_HOOK_EXIT_CODE"] == "2" && told.environment["BATON_HOOK_ERROR"] == "exited with status 2")
         #expect(told.environment["BATON_HOOK_PARAM_ENV"] == "prod" && told.environment["BATON_HOOK_KEY"] == "deploy")
         #expect(recoverable.unfinished.first { $0.run.id == 2 }?.hook == nil)
+    }
+
+    @Test("an end with its hook runs is never refused: while writes back up, a trigger is refused and the end and its hook run are kept and written")
+    func keptWhileBackedUp() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(path: dir.file("h.sqlite"), options: Store.Options(maxBatch: 1, maxQueued: 2))
+        try await Self.loading(store)
+        let writer = StoreWriterTests.WriterGate()
+        try writer.hold(store)
+        #expect(writer.entered.wait(timeout: .now() + 10) == .success)
+        let filler = StoreWriterTests.Answer(store, [StoreWriterTests.created(20)])
+        let second = StoreWriterTests.Answer(store, [StoreWriterTests.created(22)])
+        let refused = StoreWriterTests.Answer(store, [StoreWriterTests.created(21)]).value
+        guard case .failure(.storeUnavailable) = refused else { Issue.record("the trigger was not refused: \(String(describing: refused))"); return }
+        let end = StoreWriterTests.Answer(store, Self.end(Self.hookRun(3, of: 1)))
+        writer.open()
+        #expect(filler.value?.isSuccess == true && second.value?.isSuccess == true && end.value?.isSuccess == true)
+        #expect(try await store.read { try $0.run(1) }?.hookRuns?.map(\.id) == [3])
+        store.close()
     }
 }
