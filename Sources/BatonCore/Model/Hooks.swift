@@ -1,10 +1,6 @@
 /// Which outcome of a run a hook answers (`on: { failure, success, change }`).
-public enum HookEvent: String, Codable, Sendable, CaseIterable, Comparable {
+public enum HookEvent: String, Codable, Sendable, CaseIterable {
     case failure, success, change
-
-    public static func < (lhs: HookEvent, rhs: HookEvent) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
-    }
 }
 
 /// An action's hooks (`on:`), resolved when the config is read: the action each outcome
