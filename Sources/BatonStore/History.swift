@@ -31,10 +31,11 @@ public struct History {
 
     static let runColumns = """
         id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
-        ended_at, attempts, exit_code, signal, reason, error, cpu_user, cpu_system, memory_peak, via, slot
+        ended_at, attempts, exit_code, signal, reason, error, cpu_user, cpu_system, memory_peak, via, slot,
+        hook_run, hook_action, hook_event
         """
     /// How many columns `runColumns` has; a query's own columns follow them.
-    static let runColumnCount: Int32 = 22
+    static let runColumnCount: Int32 = 25
 
     static func decodeRun(_ s: Statement) -> RunSnapshot {
         let peer: Peer? = s.int64(6).map { uid in
@@ -53,6 +54,9 @@ public struct History {
         run.memoryPeak = s.int64(19)
         run.via = s.string(20)
         run.slot = s.int64(21).map(Timestamp.init(rawValue:))
+        if let firing = s.int64(22), let event = s.string(24).flatMap(HookEvent.init(rawValue:)) {
+            run.hook = HookCause(run: firing, action: s.string(23) ?? "", event: event)
+        }
         return run
     }
 
@@ -158,9 +162,13 @@ public struct History {
         }
         // The tail comes from the run's chunks where it kept them; runs from before them have the old row.
         if let tail = try outputTail(of: id) {
-            return RunDetail(run: run, transitions: transitions, triggers: triggers, output: Data(tail.bytes), outputTruncated: tail.truncated)
+            var detail = RunDetail(run: run, transitions: transitions, triggers: triggers, output: Data(tail.bytes), outputTruncated: tail.truncated)
+            detail.hookRuns = try hookRuns(of: id)
+            return detail
         }
-        return RunDetail(run: run, transitions: transitions, triggers: triggers, output: output?.0, outputTruncated: output?.1 ?? false)
+        var detail = RunDetail(run: run, transitions: transitions, triggers: triggers, output: output?.0, outputTruncated: output?.1 ?? false)
+        detail.hookRuns = try hookRuns(of: id)
+        return detail
     }
 
     /// Requests refused for lack of permission (recorded as triggers with a `denied …` decision), newest first.
@@ -241,6 +249,25 @@ public struct History {
             }
             return list
         }
-        return RecoverableState(nextRunID: maxID + 1, unfinished: unfinished)
+        return RecoverableState(nextRunID: maxID + 1, unfinished: try unfinished.map(withHookContext))
+    }
+
+    /// A queued hook run is told what fired it from that run's row and output, as it was told
+    /// before a crash.
+    private func withHookContext(_ unfinished: UnfinishedRun) throws -> UnfinishedRun {
+        guard let cause = unfinished.run.hook, let firing = try run(cause.run) else { return unfinished }
+        var unfinished = unfinished
+        unfinished.hook = HookContext(cause: cause, run: firing.run, output: firing.output.map { Array($0) } ?? [])
+        return unfinished
+    }
+
+    /// The runs the hooks of run `id` made, oldest first.
+    func hookRuns(of id: Int64) throws -> [RunSnapshot] {
+        try connection.withStatement("SELECT \(Self.runColumns) FROM runs WHERE hook_run = ? ORDER BY id") { statement in
+            try statement.bind([.integer(id)])
+            var list: [RunSnapshot] = []
+            while try statement.step() { list.append(Self.decodeRun(statement)) }
+            return list
+        }
     }
 }

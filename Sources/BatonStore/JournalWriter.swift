@@ -15,8 +15,9 @@ enum JournalWriter {
         switch entry {
         case let .created(run, transition):
             try db.cached("""
-                INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, via, slot)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, via, slot,
+                                  hook_run, hook_action, hook_event)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """) {
                 try $0.run([.integer(run.id), .text(run.action), .text(run.key), .text(run.phase.rawValue),
                             .text(run.policy.rawValue), .text(JSONText.object(run.params)),
@@ -24,7 +25,9 @@ enum JournalWriter {
                             run.trigger.map { .integer(Int64($0.gid)) } ?? .null,
                             run.trigger.map { .integer(Int64($0.pid)) } ?? .null,
                             .integer(run.queuedAt.rawValue), run.via.map { .text($0) } ?? .null,
-                            run.slot.map { .integer($0.rawValue) } ?? .null])
+                            run.slot.map { .integer($0.rawValue) } ?? .null,
+                            run.hook.map { .integer($0.run) } ?? .null, run.hook.map { .text($0.action) } ?? .null,
+                            run.hook.map { .text($0.event.rawValue) } ?? .null])
             }
             try insert(transition, on: db)
         case let .transition(transition):

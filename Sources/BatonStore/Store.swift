@@ -152,7 +152,8 @@ public final class Store: RunStore, Sendable {
     public func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
         // A trigger is answered only once it is recorded, so creations and trigger records are
         // refused at once while writes fail; transitions of runs in flight are kept and retried.
-        let refusable = entries.contains {
+        // An end is never refused: the hook runs it creates (`on:`) are kept and retried with it.
+        let refusable = !entries.contains(where: \.isEnd) && entries.contains {
             switch $0 {
             case .created, .trigger, .delivery: true
             default: false

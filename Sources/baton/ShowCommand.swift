@@ -68,6 +68,12 @@ enum ShowCommand {
             }
             if detail.triggers.count > 20 { text += "  … and \(detail.triggers.count - 20) more\n" }
         }
+        if let hooks = detail.hookRuns, !hooks.isEmpty {
+            text += "\nhooks fired:\n"
+            for hook in hooks {
+                text += "  \(hook.hook?.event.rawValue ?? "?") → \(hook.action) run \(hook.id), \(Format.phaseWord(hook))\n"
+            }
+        }
         if let output = detail.output, !output.isEmpty {
             text += "\noutput\(detail.outputTruncated ? " (last \(output.count) bytes)" : ""):\n"
             // Split at LF bytes: as Characters, CR LF is one that is not "\n", and such lines stayed one.

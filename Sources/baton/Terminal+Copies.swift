@@ -46,8 +46,10 @@ extension RunDetail {
     /// The story's run, transitions and triggers as a terminal shows them; the output stays bytes
     /// (`ShowCommand.story` makes each of its lines visible, and `show --output` prints it raw).
     var forTerminal: RunDetail {
-        RunDetail(run: run.forTerminal, transitions: transitions.map(\.forTerminal), triggers: triggers.map(\.forTerminal),
-                  output: output, outputTruncated: outputTruncated)
+        var detail = RunDetail(run: run.forTerminal, transitions: transitions.map(\.forTerminal), triggers: triggers.map(\.forTerminal),
+                               output: output, outputTruncated: outputTruncated)
+        detail.hookRuns = hookRuns?.map(\.forTerminal)
+        return detail
     }
 }
 

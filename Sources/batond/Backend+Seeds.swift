@@ -43,4 +43,13 @@ extension Backend {
             conductor.remember(slots: runs.filter { $0.slot != nil })
         }
     }
+
+    /// Seeds the last outcome of each key of the actions with a `change` hook from the history,
+    /// so that the first end after a restart is compared with the run before it.
+    static func seedOutcomes(_ history: any HistoryReader, actions: [Action], conductor: Conductor) async throws(BatonError) {
+        for action in actions where action.hooks.targets[.change] != nil {
+            let runs = try await history.runs(HistoryFilter(actions: [action.name], phases: [.success, .failure], limit: cooldownLookback))
+            conductor.remember(outcomes: runs)
+        }
+    }
 }

@@ -45,6 +45,8 @@ struct Backend {
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
                                                              lineSink: config.journalSink))
         do throws(BatonError) {
+            // Before recovery: a run it ends as interrupted fires its `change` hook against the run before it.
+            try await seedOutcomes(store, actions: config.actions, conductor: conductor)
             let summary = await conductor.recover(try store.recoverableState())
             if summary != RecoverySummary() {
                 Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "

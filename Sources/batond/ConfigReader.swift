@@ -23,7 +23,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "cooldown", "force", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty",
+        "keyParams", "cooldown", "force", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
     ]
 
     /// The longest action description, in bytes.
@@ -98,12 +98,18 @@ struct ConfigReader {
                 config.actions.append(action)
             }
         }
+        hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
         // there could let two hosts run inside one window. Refused until it is exact.
         if config.fleet != nil {
             for action in config.actions where action.cooldown != nil {
                 fail("actions.\(action.name).cooldown", "is not supported in a fleet (postgres) yet: the fleet cannot decide it exactly across hosts")
+            }
+            // A fleet host records an end through FleetWriter, whose transaction does not yet
+            // create the hook's run with it: a crash there could lose the notification.
+            for action in config.actions where !action.hooks.isEmpty {
+                fail("actions.\(action.name).on", "hooks are not supported in a fleet (postgres) yet: a fleet host cannot yet make a hook's trigger durable with the outcome that fires it")
             }
         }
         return config

@@ -24,7 +24,25 @@ struct ConductorWalk {
             cool.allowsForce = true
             return cool
         }(),
+        hooked, pager,
     ]
+
+    /// Hooks: `hooked` pages on failure (a queue), notifies on success (a reject) and flips on
+    /// a change (a replace); `pager`, a hook's action, escalates its own failures one level deep
+    /// only (no `chain`), so a page by hand escalates and a hook's page does not.
+    static let pager: Action = {
+        var pager = Action(name: "pager", exec: ["x"], policy: .queue, policies: [.reject, .join])
+        pager.hooks.targets[.failure] = HookTarget(action: Action(name: "escalate", exec: ["x"], policy: .join), params: [:])
+        return pager
+    }()
+    static let hooked: Action = {
+        var hooked = Action(name: "hooked", exec: ["x"], policy: .join, policies: [.reject, .queue, .replace],
+                            retry: RetryPolicy(attempts: 1), params: ["k": ParamSpec()], keyParams: ["k"])
+        hooked.hooks.targets = [.failure: HookTarget(action: pager, params: [:]),
+                                .success: HookTarget(action: Action(name: "notify", exec: ["x"], policy: .reject), params: [:]),
+                                .change: HookTarget(action: Action(name: "flip", exec: ["x"], policy: .replace), params: [:])]
+        return hooked
+    }()
 
     private(set) var state: ConductorState
     private(set) var now = Timestamp(rawValue: 1_000_000)
@@ -58,6 +76,12 @@ struct ConductorWalk {
     private var forced: Set<Int64> = []
     // The slots' view: the run created for each action and slot.
     private var slotRuns: [String: Int64] = [:]
+    // The hooks' view: every run's action and key, the hook runs and what fired them, the last
+    // outcome of each key with a `change` hook, and every (run, hook) that has fired.
+    private var runAction: [Int64: (action: Action, key: String)] = [:]
+    private var hookCause: [Int64: HookCause] = [:]
+    private var lastOutcome: [String: Phase] = [:]
+    private var fired: Set<String> = []
 
     init(maxConcurrentRuns: Int, seed: UInt64) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -164,8 +188,9 @@ struct ConductorWalk {
     private mutating func commitOldest(fail: Bool) {
         guard !writes.isEmpty else { return }
         let write = writes.removeFirst()
-        // A store refuses only items that answer a trigger (creations, trigger records).
-        let refusable = write.entries.contains { if case .created = $0 { true } else if case .trigger = $0 { true } else { false } }
+        // A store refuses only items that answer a trigger (creations, trigger records), never an end.
+        let refusable = !write.entries.contains(where: \.isEnd)
+            && write.entries.contains { if case .created = $0 { true } else if case .trigger = $0 { true } else { false } }
         let failure: BatonError? = fail && refusable ? .storeUnavailable("full") : nil
         if failure == nil { store(write.entries) } else { refuse(write.entries) }
         committed.insert(write.id)
@@ -203,6 +228,7 @@ struct ConductorWalk {
                         if trigger.force && trigger.action.allowsForce { forced.insert(run.id) }
                     }
                 }
+                checkHooks(entries, event)
                 // A success is decided when its transition is written (it is never refused).
                 for case let .transition(transition) in entries where transition.to == .success {
                     if let created = createdAt[transition.runID], created.action.cooldown != nil {
@@ -214,6 +240,9 @@ struct ConductorWalk {
                     violate("run \(launch.run) started before its creation was durable")
                 }
                 checkCooldown(launch)
+                if launch.hook?.cause != hookCause[launch.run] {
+                    violate("run \(launch.run) started told \(String(describing: launch.hook?.cause)), fired by \(String(describing: hookCause[launch.run]))")
+                }
                 if attempts[launch.run] != nil { violate("run \(launch.run) started attempt \(launch.attempt) while one runs") }
                 attempts[launch.run] = (launch.attempt, false)
             case .stop:
@@ -337,6 +366,54 @@ struct ConductorWalk {
               created.at >= success, !forced.contains(launch.run) else { return }
         violate("run \(launch.run) of key \(created.key) started inside its cooldown (success at \(success.rawValue), now \(now.rawValue)), unforced")
     }
+
+    /// A hook fires exactly once per qualifying outcome, in the item of the end: each end of a
+    /// run whose action has hooks (a hook's own run only with `chain`) brings, for each of
+    /// failure, success and change (against the key's previous outcome, as this walk keeps it)
+    /// that it qualifies for, either the hook's new run or one record of its trigger against a
+    /// run of the hook's action — and nothing fires for any other end, or twice.
+    private mutating func checkHooks(_ entries: [JournalEntry], _ event: ConductorState.Event) {
+        for case let .created(run, _) in entries {
+            let action = if case let .trigger(_, trigger) = event, trigger.action.name == run.action { trigger.action }
+                else { Self.hookActions[run.action] ?? Action(name: run.action) }
+            runAction[run.id] = (action, run.key)
+            if let cause = run.hook { hookCause[run.id] = cause }
+        }
+        var expected: [String: String] = [:]
+        for case let .transition(transition) in entries where transition.to == .success || transition.to == .failure {
+            guard let (action, key) = runAction[transition.runID], !action.hooks.isEmpty else { continue }
+            let previous = lastOutcome[key]
+            if action.hooks.targets[.change] != nil { lastOutcome[key] = transition.to }
+            if hookCause[transition.runID] != nil, !action.hooks.chain { continue }
+            var events: [HookEvent] = [transition.to == .success ? .success : .failure]
+            if let previous, previous != transition.to { events.append(.change) }
+            for event in events { if let target = action.hooks.targets[event] { expected["\(transition.runID) \(event)"] = target.action.name } }
+        }
+        var unmade = expected
+        for case let .created(run, _) in entries {
+            guard let cause = run.hook else { continue }
+            let pair = "\(cause.run) \(cause.event)"
+            if !fired.insert(pair).inserted { violate("the \(pair) hook fired twice (run \(run.id))") }
+            if unmade.removeValue(forKey: pair) == nil { violate("run \(run.id) was made by the \(pair) hook, which no end in its item fires") }
+        }
+        var records: [String: Int] = [:]
+        if case .trigger = event {} else { for case let .trigger(record) in entries { records[record.action, default: 0] += 1 } }
+        for (pair, target) in unmade { fired.insert(pair); records[target, default: 0] -= 1 }
+        for (target, count) in records where count != 0 {
+            violate("hooks of \(target): \(count > 0 ? "\(count) trigger records too many" : "\(-count) hooks fired nothing") in one end's item")
+        }
+    }
+
+    /// Every action a hook may trigger, by name.
+    static let hookActions: [String: Action] = {
+        var all: [String: Action] = [:]
+        func add(_ action: Action) {
+            all[action.name] = action
+            for target in action.hooks.targets.values { add(target.action) }
+        }
+        for action in actions { add(action) }
+        return all
+    }()
 
     private mutating func violate(_ message: String) {
         if violations.count < 20 { violations.append("step \(steps): \(message)") }

@@ -31,8 +31,9 @@ extension ConductorState {
             }
             let restart = run.phase != .queued && action.onInterrupt == .restart
             guard run.phase == .queued || restart else {
-                end(recovered.unfinished, .failure,
-                    TransitionDetail(reason: "interrupted", error: "batond stopped while the run was \(run.phase.rawValue)"), &step)
+                let ended = end(recovered.unfinished, .failure,
+                                TransitionDetail(reason: "interrupted", error: "batond stopped while the run was \(run.phase.rawValue)"), &step)
+                fireHooks(ended, action, output: [], &step)
                 summary.interrupted.append(run.id)
                 continue
             }
@@ -48,12 +49,14 @@ extension ConductorState {
         admit(&step)
     }
 
-    private mutating func end(_ unfinished: UnfinishedRun, _ phase: Phase, _ detail: TransitionDetail, _ step: inout Step) {
+    @discardableResult
+    private mutating func end(_ unfinished: UnfinishedRun, _ phase: Phase, _ detail: TransitionDetail, _ step: inout Step) -> RunSnapshot {
         let transition = Transition(runID: unfinished.run.id, seq: unfinished.lastSeq + 1, from: unfinished.run.phase,
                                     to: phase, at: step.now, detail: detail)
         step.entries.append(.transition(transition))
         let ended = unfinished.run.applying(transition)
         if lastEnded[ended.action].map({ $0.id < ended.id }) ?? true { lastEnded[ended.action] = ended }
+        return ended
     }
 
     /// Queues a run again under its key; a key keeps one holder and one follow-up, so a further
@@ -71,7 +74,7 @@ extension ConductorState {
                                     detail: TransitionDetail(reason: reason))
         let snapshot = run.applying(transition)
         flights[run.id] = Flight(run: snapshot, machine: RunMachine(retries: action.retry.attempts), action: action,
-                                 runner: nil, seq: transition.seq)
+                                 runner: nil, seq: transition.seq, hook: unfinished.hook)
         step.entries.append(.transition(transition))
         step.after.append(.publish(RunUpdate(run: snapshot, transition: transition)))
         // The run's row is durable from its first life; only its new transition is being written,

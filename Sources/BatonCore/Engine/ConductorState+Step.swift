@@ -18,6 +18,8 @@ extension ConductorState {
         /// When progress was last told, and whether newer progress waits for the window's end.
         var progressToldAt: Timestamp?
         var progressHeld = false
+        /// What a hook run is told of the run that fired it; nil for any other run.
+        var hook: HookContext?
 
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }
@@ -172,12 +174,13 @@ extension ConductorState {
             // commits after this end (in order), and an end is never refused.
             if phase == .success, flight.action.cooldown != nil { remember(successes: [flight.run]) }
             if phase.isTerminal, flight.run.slot != nil { slots.record(flight.run) }
+            if phase.isTerminal { fireHooks(flight.run, flight.action, output: outputWritten(for: id, step), &step) }
         case let .launch(attempt):
             flight.live = attempt
             var effects: [Effect] = []
             if attempt == 1, let timeout = flight.action.timeout { effects.append(.schedule(run: id, .timeout, after: timeout)) }
             effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
-                                          runner: flight.runner)))
+                                          runner: flight.runner, hook: flight.hook)))
             // `loading` is stamped in the step that launches the attempt, and the timeout armed
             // there: the time a run's creation waited for the store (a lock held by another
             // process, say) is not run time (issue 21, item 14). The start is written while the

@@ -14,7 +14,9 @@
 /// - a run's waiters are closed once its terminal transition is durable, and never before;
 /// - at most one run is created per action and schedule slot (`SlotBook`);
 /// - no run is created inside its key's cooldown window (from the last success's end, decided
-///   or seeded) unless its trigger is forced where the action allows it (`KeySlot.cools`).
+///   or seeded) unless its trigger is forced where the action allows it (`KeySlot.cools`);
+/// - every end that qualifies for a hook writes that hook's trigger in the item of the end, once
+///   (`ConductorState+Hooks`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
@@ -137,6 +139,9 @@ public struct ConductorState: Sendable {
     /// The last success of each key whose action has a cooldown, from when it is decided (seeded
     /// from the history at start, so that a restart keeps every window): what `cooled` answers with.
     public internal(set) var successes: [String: RunSnapshot] = [:]
+    /// The last outcome (success or failure) of each key whose action has a `change` hook, from
+    /// when it is decided (seeded from the history at start): what `change` compares against.
+    public internal(set) var outcomes: [String: Phase] = [:]
     /// The run each scheduled slot made (seeded from the history at start): what a trigger of the
     /// same slot joins or is answered with.
     public internal(set) var slots = SlotBook()
@@ -283,6 +288,8 @@ public struct Launch: Sendable, Equatable {
     public var action: Action
     public var params: [String: String]
     public var runner: RunnerBox?
+    /// What a hook run is told of the run whose end fired it.
+    public var hook: HookContext?
 }
 
 /// A runner compared by identity, so that events and effects stay comparable values.

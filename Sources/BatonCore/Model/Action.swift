@@ -58,6 +58,8 @@ public struct Action: Sendable, Equatable {
     /// Whether the process's stdout and stderr are a pseudo-terminal (`tty: true`), so that
     /// programs line-buffer and colour as on a terminal; its output is then one stream, stdout.
     public var tty = false
+    /// The actions a run's end triggers (`on: { failure, success, change }`), resolved at load.
+    public var hooks = HookTargets()
 
     /// 16 MiB: the `output.keep` of an action when neither it nor the config says.
     public static let defaultOutputKeep: Int64 = 16 << 20

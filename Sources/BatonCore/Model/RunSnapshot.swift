@@ -39,6 +39,8 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// The schedule slot the run was made for (`baton run --scheduled`): one run per action and
     /// slot; nil for a trigger that is not scheduled.
     public var slot: Timestamp?
+    /// The hook whose trigger made this run ("failure hook of deploy run 7"); nil for any other run.
+    public var hook: HookCause?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

@@ -119,6 +119,12 @@ extension Conductor {
         core.withLock { $0.state.remember(successes: runs) }
     }
 
+    /// Seeds the last outcome of each key whose action has a `change` hook from the history, so
+    /// that `change` compares against the run before a restart.
+    public func remember(outcomes runs: [RunSnapshot]) {
+        core.withLock { $0.state.remember(outcomes: runs) }
+    }
+
     /// Seeds the runs of scheduled slots from the history, so that a restart does not run a slot again.
     public func remember(slots runs: [RunSnapshot]) {
         core.withLock { $0.state.remember(slots: runs) }

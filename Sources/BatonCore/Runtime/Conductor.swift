@@ -226,7 +226,7 @@ public final class Conductor: Sendable {
         let closure = core.withLock { $0.closures[launch.action.name]?.runner }
         let runner = launch.runner?.runner ?? closure ?? options.execRunner
         let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: launch.params,
-                      instance: options.instance)
+                      instance: options.instance, hook: launch.hook)
         let (run, attempt) = (launch.run, launch.attempt)
         let source = OutputSource(run: run, action: launch.action.name, key: launch.action.key(for: launch.params), keep: launch.action.outputKeep)
         return runner.start(job) { [weak self] event in

@@ -53,6 +53,7 @@ public struct ExecRunner: Runner {
         env["BATON_ATTEMPT"] = String(job.attempt)
         env["BATON_PROGRESS_FD"] = "3"
         if let instance = job.instance { env["BATON_INSTANCE"] = instance }
+        if let hook = job.hook { env.merge(hook.environment) { _, own in own } }
         for (name, value) in job.params { env["BATON_PARAM_" + name.uppercased()] = value }
         return env
     }
@@ -92,6 +93,21 @@ public struct ExecRunner: Runner {
                     + "(it was uid \(configured.uid) when the config was read)"), events)
             }
         }
+        var events = events
+        var hookOutput: String?
+        if let hook = job.hook {
+            switch writeHookOutput(hook, job) {
+            case let .success(path):
+                hookOutput = path
+                let told = events
+                events = { event in
+                    if case .ended = event { unlink(path) }
+                    told(event)
+                }
+            case let .failure(why):
+                return FinishedAttempt(.failedToStart(why.message), events)
+            }
+        }
         beforeSpawn?()
         // With `tty`, stdout and stderr are one pseudo-terminal (its master read as stdout), and err stays [-1, -1].
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], prog: [Int32] = [-1, -1]
@@ -120,7 +136,9 @@ public struct ExecRunner: Runner {
                 return FinishedAttempt(.failedToStart("cannot give the attempt its cgroup: \(why)"), events)
             }
         }
-        let env = environment(for: job).map { "\($0.key)=\($0.value)" }
+        var variables = environment(for: job)
+        variables["BATON_HOOK_OUTPUT"] = hookOutput
+        let env = variables.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
         let action = job.action
         // The leader is known before the orphan sweep can see it: a leader that exits at once

@@ -32,8 +32,11 @@ public struct Job: Sendable {
     public var params: [String: String]
     /// Names the daemon's history (`BATON_INSTANCE`), so that recovery finds this run's processes.
     public var instance: String?
+    /// What a hook run is told of the run that fired it (`BATON_HOOK_*`).
+    public var hook: HookContext?
 
-    public init(runID: Int64, action: Action, attempt: Int, params: [String: String], instance: String? = nil) {
+    public init(runID: Int64, action: Action, attempt: Int, params: [String: String], instance: String? = nil, hook: HookContext? = nil) {
+        self.hook = hook
         self.runID = runID
         self.action = action
         self.attempt = attempt

@@ -35,6 +35,14 @@ public enum JournalEntry: Sendable, Equatable {
     case delivery(Delivery, runID: Int64, at: Timestamp)
 }
 
+extension JournalEntry {
+    /// Whether this is a run's terminal transition: an item with one is never refused, and the
+    /// hook runs that end creates ride in it.
+    public var isEnd: Bool {
+        if case let .transition(transition) = self { transition.to.isTerminal } else { false }
+    }
+}
+
 /// A trigger that hit an existing run.
 public struct TriggerRecord: Codable, Sendable, Equatable {
     public var runID: Int64?
@@ -137,8 +145,11 @@ public struct UnfinishedRun: Sendable, Equatable {
     /// The process group of its last attempt and the identity of its leader, when recorded.
     public var pgid: Int32?
     public var pgidIdentity: String?
+    /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
+    public var hook: HookContext?
 
-    public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil) {
+    public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil, hook: HookContext? = nil) {
+        self.hook = hook
         self.run = run
         self.lastSeq = lastSeq
         self.pgid = pgid

@@ -9,6 +9,8 @@ public struct RunDetail: Codable, Sendable, Equatable {
     /// The captured tail of stdout and stderr.
     public var output: Data?
     public var outputTruncated: Bool
+    /// The runs this run's hooks made (`on:`), oldest first; nil where the history does not say.
+    public var hookRuns: [RunSnapshot]?
 
     public init(run: RunSnapshot, transitions: [Transition], triggers: [TriggerRecord], output: Data?, outputTruncated: Bool) {
         self.run = run

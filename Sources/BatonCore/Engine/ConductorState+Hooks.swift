@@ -1,0 +1,86 @@
+extension ConductorState {
+    // MARK: Hooks
+
+    /// A run's end is decided: fires the hooks it qualifies for (`HookTargets.fired`), each a
+    /// trigger of its hook's action under that action's own policy and cooldown, written in the
+    /// same store item as the end, so that the end and its hooks' triggers are durable together
+    /// (a crash between them loses neither: recovery starts the queued hook runs). A hook run's
+    /// own end fires its action's hooks only where that action says `on.chain`. While draining,
+    /// the hook run is still created: it waits queued, durable, for the next start.
+    mutating func fireHooks(_ run: RunSnapshot, _ action: Action, output: [UInt8], _ step: inout Step) {
+        let hooks = action.hooks
+        guard !hooks.isEmpty, run.phase == .success || run.phase == .failure else { return }
+        let previous = outcomes[run.key]
+        if hooks.targets[.change] != nil { outcomes[run.key] = run.phase }
+        if run.hook != nil, !hooks.chain { return }
+        for event in hooks.fired(by: run.phase, previous: previous) {
+            guard let target = hooks.targets[event] else { continue }
+            let cause = HookCause(run: run.id, action: run.action, event: event)
+            triggerHook(target, HookContext(cause: cause, run: run, output: output), &step)
+        }
+    }
+
+    /// Seeds the last outcome of each key whose action has a `change` hook from the history (at
+    /// start), so that a restart compares against the run before it; a later run of a key wins.
+    public mutating func remember(outcomes runs: [RunSnapshot]) {
+        var latest: [String: Int64] = [:]
+        for run in runs where run.phase == .success || run.phase == .failure {
+            guard latest[run.key].map({ $0 < run.id }) ?? true else { continue }
+            latest[run.key] = run.id
+            outcomes[run.key] = run.phase
+        }
+    }
+
+    /// The last output bytes this step writes for a run: the tail of the attempt that ended it.
+    func outputWritten(for id: Int64, _ step: Step) -> [UInt8] {
+        for case let .output(runID, tail, _) in step.entries.reversed() where runID == id { return tail }
+        return []
+    }
+
+    /// One hook's trigger, decided as a trigger from nobody would be: a new run (its creation in
+    /// this item, started once durable), or a record against the run it joins, coalesces into,
+    /// is rejected by or is cooled by.
+    private mutating func triggerHook(_ target: HookTarget, _ context: HookContext, _ step: inout Step) {
+        let hookAction = target.action
+        let via = context.cause.description
+        if let success = successes[target.key], success.action == hookAction.name, let ended = success.endedAt,
+           KeySlot.cools(lastSuccess: ended, cooldown: hookAction.cooldown, forced: false, allowsForce: false, now: step.now) {
+            return step.entries.append(.trigger(hookRecord(target, run: success.id, .cooled, at: step.now)))
+        }
+        let decision = table.trigger(key: target.key, policy: hookAction.policy, candidate: nextRunID)
+        switch decision {
+        case let .created(id), let .followUp(id, _), let .replaced(id, _):
+            nextRunID += 1
+            var detail = TransitionDetail()
+            detail.via = via
+            if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
+            if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
+            var run = RunSnapshot(id: id, action: hookAction.name, key: target.key, phase: .queued, policy: hookAction.policy,
+                                  params: target.params, trigger: nil, queuedAt: step.now)
+            run.via = via
+            run.hook = context.cause
+            run.estimate = estimates.median(hookAction.name)
+            let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
+            flights[id] = Flight(run: run, machine: RunMachine(retries: hookAction.retry.attempts), action: hookAction,
+                                 runner: nil, seq: 1, hook: context)
+            step.entries.append(.created(run, transition))
+            step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
+            if case let .replaced(_, stopping) = decision {
+                for old in stopping { drive(old, .stop(.replaced(by: id)), &step) }
+            }
+        case let .joined(id):
+            step.entries.append(.trigger(hookRecord(target, run: id, .joined, at: step.now)))
+        case let .coalesced(id):
+            step.entries.append(.trigger(hookRecord(target, run: id, .coalesced, at: step.now)))
+        case let .rejected(id):
+            step.entries.append(.trigger(hookRecord(target, run: id, .rejected, at: step.now)))
+        case .cooled, .slotRan:
+            preconditionFailure("the table decides neither: cooldown and slots are decided before it")
+        }
+    }
+
+    private func hookRecord(_ target: HookTarget, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
+        TriggerRecord(runID: run, action: target.action.name, key: target.key, decision: decision, policy: target.action.policy,
+                      peer: nil, at: now, params: target.params)
+    }
+}
