@@ -1,5 +1,5 @@
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 /// The bytes between a `BatonClient` and batond: lines out, lines in, and the end of the
 /// connection. A socket in production (`SocketTransport`); a test's fake without one.

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 /// `baton dashboard`'s web server: the `HTTPServer` of batond's own `/metrics`, on the event loop
 /// — no thread per connection — with every request through the `Gate` before anything else looks

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 extension FleetFeed {
     /// One pass: catch up, stop what was asked, start what may start, refresh what is in flight.

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// A blocking client of batond's socket: send requests, read response lines.
 public final class Client {

@@ -1,7 +1,7 @@
 import BatonCore
 import CBatonSystem
 import Synchronization
-import Foundation
+import FoundationEssentials
 
 /// What the server hands each frame and closed connection to.
 public protocol ServerDelegate: AnyObject, Sendable {

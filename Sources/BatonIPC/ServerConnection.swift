@@ -1,6 +1,6 @@
 import BatonCore
 import CBatonSystem
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// One client connection of a server on the event loop (the `Reactor`): the Unix socket's, the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where the daemon's socket is when nothing says otherwise.
 public enum SocketPath {

@@ -1,5 +1,5 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
 
 /// Why a socket could not be set up or used.
 public enum SocketError: Error, Sendable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 extension Service {
     func ping(_ request: Request) -> Response {

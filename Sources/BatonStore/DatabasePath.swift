@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where the history lives when neither a flag nor the config says.
 public enum DatabasePath {

@@ -1,6 +1,6 @@
 import BatonCore
 import CSQLite
-import Foundation
+import FoundationEssentials
 
 /// Which file a path named when the store opened it (device and inode), to notice the file being
 /// deleted (`rm history.sqlite*`) or replaced while batond runs: SQLite would go on writing to

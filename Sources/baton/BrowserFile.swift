@@ -1,5 +1,5 @@
 import BatonDashboard
-import Foundation
+import FoundationEssentials
 
 /// `baton dashboard --open`: a browser's argv is readable by every local user (`ps -eo args`), so
 /// the browser is started on a file, not on the address: a page that sends it on to the address

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// Every command, in the order `baton --help` lists them, and the top-level help.
 enum CommandList {

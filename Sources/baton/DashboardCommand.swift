@@ -1,7 +1,7 @@
 import BatonCore
 import BatonDashboard
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 /// `baton dashboard`: a web page of buttons, one per action, served on this machine.
 enum DashboardCommand {

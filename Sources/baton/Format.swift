@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// How values look in tables and stories.
 enum Format {
@@ -28,7 +28,7 @@ enum Format {
     /// A CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
     static func csvField(_ text: String) -> String {
         guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return "\"" + text.replacingEvery("\"", with: "\"\"") + "\""
     }
 
     /// What a transition's detail says, in words: `cancelled`, `attempt 2`, `exit 3`, `by alice`, the error.

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonStore
-import Foundation
+import FoundationEssentials
 
 /// `baton history`: past and current runs, newest first, filtered, as a table, JSON, NDJSON or CSV.
 enum HistoryCommand {

@@ -1,6 +1,6 @@
 import BatonClient
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// `baton run ACTION`: trigger an action and, unless detached, follow it to its end.
 enum RunCommand {

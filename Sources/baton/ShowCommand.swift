@@ -1,6 +1,6 @@
 import BatonCore
 import BatonStore
-import Foundation
+import FoundationEssentials
 
 /// `baton show RUN`: the whole story of one run.
 enum ShowCommand {

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonStore
-import Foundation
+import FoundationEssentials
 
 /// `baton stats`: how each action has been doing.
 enum StatsCommand {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What `baton` asks of the systemd it runs under.
 enum SystemdUnits {

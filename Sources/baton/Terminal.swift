@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Text as the CLI prints it for people: every character a terminal would act on instead of show
 /// (C0 controls, DEL, C1 controls, and the bidirectional overrides and isolates that reorder what

@@ -1,6 +1,6 @@
 import BatonClient
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// `baton wait RUN`: attach to a run and exit with its outcome.
 enum WaitCommand {

@@ -1,6 +1,6 @@
 import BatonClient
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// `baton watch`: follow transitions live, as they are committed.
 enum WatchCommand {

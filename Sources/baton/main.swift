@@ -1,6 +1,6 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 @MainActor func main() -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())[...]

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonFleet
-import Foundation
+import FoundationEssentials
 
 extension Backend {
     /// One host of a fleet. Its `connect` (run once batond listens; triggers are refused with

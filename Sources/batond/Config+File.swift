@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Config {
     /// The bytes of the config file at `path`: a regular file (symlinks followed), read up to one

@@ -1,7 +1,7 @@
 import BatonCore
 import BatonIPC
 import BatonStore
-import Foundation
+import FoundationEssentials
 
 /// batond's configuration: where it listens and writes, its limits, and the actions it runs.
 struct Config: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// The fleet settings: `postgres` (a libpq connection string or URI) turns the fleet on.
 struct FleetConfig: Equatable {

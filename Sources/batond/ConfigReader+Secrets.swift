@@ -1,5 +1,5 @@
 import BatonHooks
-import Foundation
+import FoundationEssentials
 
 extension ConfigReader {
     /// The largest secret file read.

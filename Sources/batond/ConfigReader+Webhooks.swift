@@ -1,7 +1,7 @@
 import BatonCore
 import BatonHooks
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 extension ConfigReader {
     private static let webhookFields: Set<String> = ["listen", "trustedProxies", "maxBody", "hooks"]

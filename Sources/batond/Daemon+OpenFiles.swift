@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Daemon {
     /// Raises the open-file limit to what `maxConnections` and the runs need (each running attempt

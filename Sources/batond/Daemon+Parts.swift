@@ -1,7 +1,7 @@
 import BatonCore
 import BatonIPC
 import BatonService
-import Foundation
+import FoundationEssentials
 
 /// Each part of batond: how it starts, and how it stops (see `Parts`).
 extension Daemon {

@@ -3,7 +3,7 @@ import BatonIPC
 import BatonService
 import BatonStore
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// batond from start to exit: config, store and recovery, socket, signals, graceful shutdown.
 enum Daemon {

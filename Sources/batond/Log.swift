@@ -1,5 +1,5 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
 
 /// One line per event on stderr; with syslog priority prefixes when stderr is the journal.
 enum Log {

@@ -1,5 +1,5 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
 
 /// Tells systemd how batond is doing, with the `sd_notify` datagram protocol (see `man sd_notify`):
 /// `READY=1`, `STATUS=…`, `RELOADING=1` with `MONOTONIC_USEC`, `STOPPING=1` and `WATCHDOG=1`.

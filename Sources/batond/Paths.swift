@@ -1,5 +1,5 @@
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 /// Where batond keeps its files when neither a flag nor the config says.
 enum Paths {

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// `baton-schedule-generator NORMAL-DIR [EARLY-DIR LATE-DIR]`: the systemd generator (a link to
 /// batond). At boot and at each `systemctl daemon-reload` it reads batond's config

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// systemd socket activation (`sd_listen_fds`): the listening sockets passed from fd 3 on, with
 /// their names (`LISTEN_FDNAMES`, `FileDescriptorName=`). The control socket is the Unix one

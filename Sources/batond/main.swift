@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 // Installed as a link named after the generator, systemd runs it with its output directories.

@@ -1,23 +1,29 @@
 import CBatonSystem
-import Foundation
+import Glibc
 
-/// A value guarded by a pthread mutex (NSLock).
+/// A value guarded by a pthread mutex.
 ///
 /// Used instead of `Synchronization.Mutex`, whose futex-based lock on Linux is invisible to
 /// ThreadSanitizer: with it, every guarded access was reported as a race and the suite could not
 /// run clean under `swift test --sanitize=thread`.
 public final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var value: Value
 
     public init(_ value: Value) {
         self.value = value
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
     }
 
     /// Runs `body` with the value, holding the lock.
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         #if DEBUG
         _ = baton_lock_depth(1)
         defer { _ = baton_lock_depth(-1) }

@@ -1,5 +1,5 @@
 import CLibPQ
-import Foundation
+import FoundationEssentials
 
 /// One libpq connection, owned by one thread (a `PGWorker`'s) and never shared, so not
 /// `Sendable`. Queries are sent with `PQexecParams` in text format: every parameter is a string

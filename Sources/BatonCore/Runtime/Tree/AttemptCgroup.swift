@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One attempt's cgroup (`…/baton-…/run-42-1`): its processes are exactly the attempt's tree,
 /// whatever `setsid` or double forks they did, because the leader was in it before its first
@@ -30,7 +31,7 @@ final class AttemptCgroup: Sendable {
             return .failure(CgroupUnavailable("cannot write \(control.value) to \(path)/\(control.file): \(reason)"))
         }
         let v1: AttemptCgroupV1?
-        switch AttemptCgroupV1.create(plan.v1, name: (path as NSString).lastPathComponent) {
+        switch AttemptCgroupV1.create(plan.v1, name: path.baseName) {
         case let .success(made): v1 = made
         case let .failure(why):
             rmdir(path)
@@ -105,7 +106,7 @@ final class AttemptCgroup: Sendable {
     /// its v1 memory group's (`memory.max_usage_in_bytes`).
     func memoryPeak() -> Int64? {
         guard let text = try? String(contentsOfFile: path + "/memory.peak", encoding: .utf8) else { return v1?.memoryPeak() }
-        return Int64(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        return Int64(text.trimmingWhitespace())
     }
 
     /// How many of its processes the kernel killed at the memory limit (`memory.events`, or its
