@@ -2,6 +2,7 @@ import BatonCore
 import CBatonSystem
 import Synchronization
 import FoundationEssentials
+import Glibc
 
 /// What the server hands each frame and closed connection to.
 public protocol ServerDelegate: AnyObject, Sendable {

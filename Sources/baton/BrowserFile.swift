@@ -25,14 +25,14 @@ enum BrowserFile {
             <p><a href="\(target)">Open the Baton dashboard</a></p>\n
             """
         guard let path = write(page) else {
-            DashboardCommand.say("cannot write a file for the browser (\(String(cString: strerror(errno)))); open the address above yourself\n", to: .standardError)
+            DashboardCommand.say("cannot write a file for the browser (\(String(cString: strerror(errno)))); open the address above yourself\n", to: .error)
             return
         }
         lock.withLock { Self.code = code }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(Sessions.codeLifetime.components.seconds))) { remove() }
         guard start("file://\(path)") else {
             remove()
-            DashboardCommand.say("no browser to open here (set $BROWSER, or install xdg-utils); open the address above yourself\n", to: .standardError)
+            DashboardCommand.say("no browser to open here (set $BROWSER, or install xdg-utils); open the address above yourself\n", to: .error)
             return
         }
     }

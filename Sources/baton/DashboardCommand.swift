@@ -76,7 +76,7 @@ enum DashboardCommand {
         }
     }
 
-    static func say(_ text: String, to handle: FileHandle = .standardOutput) {
+    static func say(_ text: String, to handle: Stdio = .output) {
         handle.write(Data(text.utf8))
     }
 }

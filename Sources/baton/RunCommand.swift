@@ -205,7 +205,7 @@ final class Spinner: @unchecked Sendable {
             timer?.cancel()
             timer = nil
             run = nil
-            FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+            Stdio.error.write(Data("\r\u{1B}[2K".utf8))
         }
     }
 
@@ -215,7 +215,7 @@ final class Spinner: @unchecked Sendable {
             frame += 1
             // Cut to the terminal's width: a line that wraps would leave a line behind at each redraw.
             let line = Format.fit(Self.line(run, frame: frame), Format.width(of: 2) - 1).trimmingTrailingSpaces()
-            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + line).utf8))
+            Stdio.error.write(Data(("\r\u{1B}[2K" + line).utf8))
         }
     }
 

@@ -50,7 +50,7 @@ import FoundationEssentials
 
 func fail(_ error: any Error) -> Int32 {
     let (text, code) = errorText(error)
-    FileHandle.standardError.write(Data(text.utf8))
+    Stdio.error.write(Data(text.utf8))
     return code
 }
 

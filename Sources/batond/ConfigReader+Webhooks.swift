@@ -2,6 +2,7 @@ import BatonCore
 import BatonHooks
 import BatonIPC
 import FoundationEssentials
+import Glibc
 
 extension ConfigReader {
     private static let webhookFields: Set<String> = ["listen", "trustedProxies", "maxBody", "hooks"]

@@ -2,6 +2,7 @@ import BatonCore
 import BatonIPC
 import BatonService
 import FoundationEssentials
+import Glibc
 
 /// Each part of batond: how it starts, and how it stops (see `Parts`).
 extension Daemon {

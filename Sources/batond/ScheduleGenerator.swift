@@ -52,7 +52,7 @@ enum ScheduleGenerator {
     }
 
     private static func fail(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("\(name): \(message)\n".utf8))
+        Stdio.error.write(Data("\(name): \(message)\n".utf8))
         return 1
     }
 }
