@@ -1,7 +1,7 @@
 import BatonCore
 import BatonIPC
-import FoundationEssentials
 import Dispatch
+import FoundationEssentials
 import Glibc
 
 /// The bytes between a `BatonClient` and batond: lines out, lines in, and the end of the

@@ -1,4 +1,5 @@
 import BatonCore
+import Dispatch
 import FoundationEssentials
 
 /// The bridge from the CLI's synchronous commands to `BatonClient`'s async calls: the calling

@@ -3,6 +3,7 @@ import BatonCore
 import BatonIPC
 import BatonStore
 import FoundationEssentials
+import Glibc
 
 /// What every command may use: where batond is, how to print, and a `BatonClient` made on demand.
 final class Context: Sendable {

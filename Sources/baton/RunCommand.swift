@@ -1,6 +1,8 @@
 import BatonClient
 import BatonCore
+import Dispatch
 import FoundationEssentials
+import Glibc
 
 /// `baton run ACTION`: trigger an action and, unless detached, follow it to its end.
 enum RunCommand {
@@ -182,7 +184,7 @@ extension RunCommand {
 /// ten times a second so that time and an estimated progress move between updates.
 final class Spinner: @unchecked Sendable {
     /// Guards `run`, `frame` and `timer`, every field below (the timer's queue and the caller both draw).
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var run: RunSnapshot?
     private var frame = 0
     private var timer: DispatchSourceTimer?

@@ -37,7 +37,7 @@ enum Terminal {
         case "\u{0C}": #"\f"#
         case "\r": #"\r"#
         case "\0": #"\0"#
-        default: scalar.value < 0x80 ? String(format: #"\x%02x"#, scalar.value) : #"\u{"# + String(scalar.value, radix: 16, uppercase: true) + "}"
+        default: scalar.value < 0x80 ? Format.printf(#"\x%02x"#, scalar.value) : #"\u{"# + String(scalar.value, radix: 16, uppercase: true) + "}"
         }
     }
 }

@@ -1,6 +1,7 @@
 import BatonClient
 import BatonCore
 import FoundationEssentials
+import Glibc
 
 /// `baton watch`: follow transitions live, as they are committed.
 enum WatchCommand {

@@ -1,6 +1,7 @@
 import BatonCore
 import BatonIPC
 import FoundationEssentials
+import Glibc
 
 @MainActor func main() -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())[...]

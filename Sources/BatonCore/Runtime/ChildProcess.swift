@@ -24,6 +24,23 @@ public enum ChildProcess {
         return (waitForExit(pid), String(decoding: output, as: UTF8.self))
     }
 
+    /// Starts `path` with `arguments` and this process's environment, its output and errors to
+    /// /dev/null, without waiting (a browser); a thread reaps it when it ends. False when it could
+    /// not start.
+    public static func start(_ path: String, _ arguments: [String]) -> Bool {
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { if null >= 0 { close(null) } }
+        let env = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        let failed = withCStrings([path] + arguments) { argv in
+            withCStrings(env) { envp in baton_spawn(argv, envp, nil, null, null, -1, &pid) }
+        }
+        guard null >= 0, failed == 0 else { return false }
+        let child = pid
+        SystemThread.start { _ = waitForExit(child) }
+        return true
+    }
+
     private static func readToEnd(_ fd: Int32) -> [UInt8] {
         var bytes: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 16_384)
         while true {

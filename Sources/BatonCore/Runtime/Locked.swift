@@ -1,29 +1,22 @@
 import CBatonSystem
-import Glibc
 
-/// A value guarded by a pthread mutex.
+/// A value guarded by a pthread mutex (ThreadLock).
 ///
 /// Used instead of `Synchronization.Mutex`, whose futex-based lock on Linux is invisible to
 /// ThreadSanitizer: with it, every guarded access was reported as a race and the suite could not
 /// run clean under `swift test --sanitize=thread`.
 public final class Locked<Value>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let lock = ThreadLock()
     private var value: Value
 
     public init(_ value: Value) {
         self.value = value
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
     }
 
     /// Runs `body` with the value, holding the lock.
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         #if DEBUG
         _ = baton_lock_depth(1)
         defer { _ = baton_lock_depth(-1) }
