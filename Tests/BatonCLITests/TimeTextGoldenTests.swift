@@ -60,7 +60,7 @@ struct TimeTextGoldenTests {
         let commands: [[String]] = [
             ["history"], ["history", "--utc"], ["history", "--format", "csv"], ["history", "--format", "csv", "--utc"],
             ["history", "--json"], ["history", "--format", "ndjson"],
-            ["show", "1"], ["show", "2", "--utc"], ["show", "3"], ["show", "4"], ["show", "5", "--json"],
+            ["show", "1"], ["show", "2"], ["show", "3"], ["show", "4"], ["show", "5", "--json"],
         ]
         return try commands.map { arguments in
             let process = Process()
