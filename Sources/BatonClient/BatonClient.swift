@@ -1,6 +1,6 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 /// A connection to batond from Swift: press an action and await its outcome, or follow it as an
 /// `AsyncSequence`; query status and history. One connection carries every call at once, each

@@ -1,5 +1,8 @@
+import BatonCore
 import BatonIPC
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The bytes between a `BatonClient` and batond: lines out, lines in, and the end of the
 /// connection. A socket in production (`SocketTransport`); a test's fake without one.
@@ -42,7 +45,7 @@ public final class SocketTransport: BatonTransport {
     deinit { Glibc.close(fd) }
 
     public func start(receive: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (String) -> Void) {
-        Thread.detachNewThread { [self] in closed(readLines(receive)) }
+        SystemThread.start { [self] in closed(readLines(receive)) }
     }
 
     /// Reads until the end of the connection; returns why it ended.

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// Where a request's events and final answer go.
 struct Sink: Sendable {

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 /// The JSON the page asks for, answered by asking batond as the dashboard's user. Each answer is
 /// batond's own response object (`ok`, and `error` with its code and message), with an HTTP

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 extension DashboardServer {
     /// What the owner is told of on the dashboard's terminal.

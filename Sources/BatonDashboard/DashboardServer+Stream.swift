@@ -1,6 +1,6 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 extension DashboardServer {
     /// One page's event stream, kept by the loop: where the page is in the feed.

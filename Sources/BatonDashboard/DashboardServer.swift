@@ -1,6 +1,7 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `baton dashboard`'s web server: the `HTTPServer` of batond's own `/metrics`, on the event loop
 /// — no thread per connection — with every request through the `Gate` before anything else looks

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 /// The dashboard's one `watch` on batond, kept open for as long as the dashboard runs, on the
 /// event loop: each update goes into the ring that every page's event stream reads, and the

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// A run's output as the page's event stream carries it: an `output` event per chunk, whose id is
 /// the position just past its last byte, so that a page which reconnects with it as

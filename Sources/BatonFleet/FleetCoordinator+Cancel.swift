@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 extension FleetCoordinator {
     typealias CancelAnswer = @Sendable (Result<[RunSnapshot], BatonError>) -> Void

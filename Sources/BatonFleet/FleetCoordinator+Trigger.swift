@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 extension FleetCoordinator {
     /// What a trigger's transaction decided.

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// Single flight across hosts. Every decision about a key is made in a PostgreSQL transaction
 /// that locks the key's slot row (`KeySlot`, the same rules as one machine's `FlightTable`);

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// The fingerprints of each live host's actions (`hosts.actions`), compared with this host's:
 /// an action another host defines otherwise is said at join and by `batond --check-config`;

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 extension FleetFeed {
     /// One pass: catch up, stop what was asked, start what may start, refresh what is in flight.
@@ -29,7 +29,7 @@ extension FleetFeed {
     /// Transitions after an id, each with its run's row (columns prefixed once, not per tick).
     static let catchUpQuery = """
         SELECT t.id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, r.last_seq, \(FleetRows.runColumns.split(separator: ",")
-            .map { "r." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
+            .map { "r." + $0.trimmingWhitespace() }.joined(separator: ", "))
         FROM transitions t JOIN runs r ON r.id = t.run_id WHERE t.id > $1 ORDER BY t.id LIMIT 500
         """
 

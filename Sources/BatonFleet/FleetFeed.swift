@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// What the other hosts did, as this host learns it: a connection of its own (a `SerialWorker`
 /// with its `LISTEN baton` connection) runs a tick on every notification, and once a second

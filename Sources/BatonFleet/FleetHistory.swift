@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// The fleet's history as the service queries it: every host's runs. Each query runs on one of
 /// the pool's connections (its own thread), never on Swift's cooperative threads, and the

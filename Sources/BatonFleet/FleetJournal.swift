@@ -1,5 +1,6 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// How the conductor's journal entries become fleet rows. Every update of a run is guarded by
 /// its phase and its owner: a run another host took over (its lease ran out) is not written by

@@ -1,5 +1,6 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// This host's lease and the fleet's reaper. A connection of its own (a `PGWorker`) renews the
 /// lease with the database's `now()` every fifth of it, on a reactor timer, then reaps hosts

@@ -52,7 +52,7 @@ extension KeySlot {
     /// `{1,2}` → [1, 2].
     static func parseArray(_ text: String?) -> [Int64] {
         guard let text else { return [] }
-        return text.trimmingCharacters(in: ["{", "}"]).split(separator: ",").compactMap { Int64($0) }
+        return text.split(whereSeparator: { $0 == "{" || $0 == "}" || $0 == "," }).compactMap { Int64($0) }
     }
 
     var drainingText: String { "{" + draining.sorted().map(String.init).joined(separator: ",") + "}" }

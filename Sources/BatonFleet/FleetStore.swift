@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// The fleet's store as the conductor and the service see it: writes through `FleetWriter` (a
 /// connection of its own), queries through `FleetHistory` (the pool's connections).

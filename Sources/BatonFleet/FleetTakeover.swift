@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// What happens to the runs of a batond that is gone (its lease ran out, or it is this host's
 /// previous start): each becomes a recorded transition, guarded by its dead owner, so that a

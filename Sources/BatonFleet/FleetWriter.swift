@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// The conductor's writes to the fleet's database: a `SerialWorker` with a connection of its own
 /// takes every item waiting, writes them in one transaction under the fleet's write lock,

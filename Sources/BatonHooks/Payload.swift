@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A hook request's JSON body as a tree, for JSON Pointers to look into.
 public indirect enum Payload: Decodable, Equatable, Sendable {

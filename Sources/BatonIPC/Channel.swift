@@ -1,5 +1,6 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A connection to batond on the event loop that carries many requests at once, each matched to
 /// its answer by the id the channel gives it (the protocol's `id`): `call` completes with the

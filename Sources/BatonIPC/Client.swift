@@ -1,5 +1,6 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A blocking client of batond's socket: send requests, read response lines.
 public final class Client {

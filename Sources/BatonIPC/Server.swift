@@ -1,7 +1,8 @@
 import BatonCore
 import CBatonSystem
 import Synchronization
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What the server hands each frame and closed connection to.
 public protocol ServerDelegate: AnyObject, Sendable {

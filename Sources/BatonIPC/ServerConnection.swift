@@ -1,6 +1,7 @@
 import BatonCore
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// One client connection of a server on the event loop (the `Reactor`): the Unix socket's, the

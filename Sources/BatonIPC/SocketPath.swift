@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where the daemon's socket is when nothing says otherwise.
 public enum SocketPath {
@@ -9,9 +10,15 @@ public enum SocketPath {
             return runtime + "/baton.sock"
         }
         if getuid() != 0 {
-            return NSTemporaryDirectory() + "baton-\(getuid())/baton.sock"
+            return temporaryDirectory + "baton-\(getuid())/baton.sock"
         }
         return "/run/baton/baton.sock"
+    }
+
+    /// `$TMPDIR` with a slash at its end, else `/tmp/` (as NSTemporaryDirectory read it).
+    private static var temporaryDirectory: String {
+        guard let directory = ProcessInfo.processInfo.environment["TMPDIR"], !directory.isEmpty else { return "/tmp/" }
+        return directory.hasSuffix("/") ? directory : directory + "/"
     }
 
     /// The system daemon's socket, as batond.socket and a root batond make it.

@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why a socket could not be set up or used.
 public enum SocketError: Error, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What was wrong with a request line, in the protocol's words: the field and what it should
 /// have been, never a Swift type name.

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 extension Service {
     /// Everything: for `GET /metrics`, which whoever configured the listener chose to expose.

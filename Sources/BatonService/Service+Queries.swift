@@ -1,6 +1,7 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension Service {
     func ping(_ request: Request) -> Response {

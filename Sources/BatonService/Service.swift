@@ -1,6 +1,6 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 /// batond's request logic: who may do what, and each operation of the protocol, against the
 /// conductor and the history. It decodes each request line the server hands it, answers with

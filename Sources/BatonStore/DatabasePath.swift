@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where the history lives when neither a flag nor the config says.
 public enum DatabasePath {
@@ -15,6 +16,6 @@ public enum DatabasePath {
             return system
         }
         if let state = environment["XDG_STATE_HOME"], !state.isEmpty { return state + "/baton/history.sqlite" }
-        return NSHomeDirectory() + "/.local/state/baton/history.sqlite"
+        return FileManager.default.homeDirectoryForCurrentUser.path + "/.local/state/baton/history.sqlite"
     }
 }

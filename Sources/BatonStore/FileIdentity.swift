@@ -1,6 +1,7 @@
 import BatonCore
 import CSQLite
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Which file a path named when the store opened it (device and inode), to notice the file being
 /// deleted (`rm history.sqlite*`) or replaced while batond runs: SQLite would go on writing to
@@ -35,7 +36,7 @@ extension Store {
         for file in [path, path + "-wal", path + "-shm"] where access(file, F_OK) == 0 && access(file, W_OK) != 0 {
             reasons.append("\(file): \(String(cString: strerror(errno)))")
         }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.parentPath
         if access(directory.isEmpty ? "." : directory, W_OK) != 0 {
             reasons.append("its directory \(directory): \(String(cString: strerror(errno)))")
         }

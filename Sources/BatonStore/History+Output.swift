@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// A run's kept output, read back from its chunks.
 extension History {

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// Queries over the history, on a connection the caller owns (the store's reader, or a
 /// read-only connection of the CLI when the daemon is down).
@@ -112,7 +112,7 @@ public struct History {
         }
         for (name, value) in filter.params.sorted(by: { $0.key < $1.key }) {
             clauses.append("json_extract(params, ?) = ?")
-            arguments += [.text("$.\"\(name.replacingOccurrences(of: "\"", with: ""))\""), .text(value)]
+            arguments += [.text("$.\"\(name.replacingEvery("\"", with: ""))\""), .text(value)]
         }
         let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
         let sql = "SELECT \(Self.runColumns) FROM runs \(whereClause) ORDER BY id \(filter.reverse ? "ASC" : "DESC") LIMIT ?"

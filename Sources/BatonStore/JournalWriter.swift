@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// How each journal entry becomes rows: one function per entry kind, on the writer's connection.
 enum JournalWriter {

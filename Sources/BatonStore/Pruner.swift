@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// Which ended runs of one action retention removes: older than its age limits, or beyond the
 /// newest `maxRunsPerAction`. Queued, loading and retrying runs never match, nor do runs a webhook

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 extension History {
     /// Stats of the given actions (every action in the history when empty) over the runs that

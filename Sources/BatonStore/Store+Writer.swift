@@ -1,6 +1,6 @@
 import BatonCore
 import CSQLite
-import Foundation
+import FoundationEssentials
 
 /// The writer: takes the items waiting, writes them in one transaction, calls completions;
 /// hands back what cannot be written for a retry, in order.

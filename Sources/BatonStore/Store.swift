@@ -1,6 +1,7 @@
 import BatonCore
 import CSQLite
-import Foundation
+import Dispatch
+import FoundationEssentials
 
 /// Baton's history in SQLite: a writer (a `SerialWorker` that owns the writing connection and
 /// commits the journal in groups) and a reader (another, for queries), so that reads never

@@ -1,5 +1,6 @@
 import BatonCore
-import Foundation
+import Dispatch
+import FoundationEssentials
 
 /// The bridge from the CLI's synchronous commands to `BatonClient`'s async calls: the calling
 /// thread waits while the call runs as a task of its own, then gets its result or its error.

@@ -1,5 +1,8 @@
+import BatonCore
 import BatonDashboard
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// `baton dashboard --open`: a browser's argv is readable by every local user (`ps -eo args`), so
 /// the browser is started on a file, not on the address: a page that sends it on to the address
@@ -10,7 +13,7 @@ enum BrowserFile {
     nonisolated(unsafe) static var directory: UnsafeMutablePointer<CChar>?
     nonisolated(unsafe) static var file: UnsafeMutablePointer<CChar>?
     nonisolated(unsafe) static var code: String?
-    static let lock = NSLock()
+    static let lock = ThreadLock()
 
     /// Writes the file with a new code and starts `$BROWSER` or `xdg-open` on it, without waiting.
     static func open(_ server: DashboardServer) {
@@ -25,14 +28,14 @@ enum BrowserFile {
             <p><a href="\(target)">Open the Baton dashboard</a></p>\n
             """
         guard let path = write(page) else {
-            DashboardCommand.say("cannot write a file for the browser (\(String(cString: strerror(errno)))); open the address above yourself\n", to: .standardError)
+            DashboardCommand.say("cannot write a file for the browser (\(String(cString: strerror(errno)))); open the address above yourself\n", to: .error)
             return
         }
         lock.withLock { Self.code = code }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(Sessions.codeLifetime.components.seconds))) { remove() }
         guard start("file://\(path)") else {
             remove()
-            DashboardCommand.say("no browser to open here (set $BROWSER, or install xdg-utils); open the address above yourself\n", to: .standardError)
+            DashboardCommand.say("no browser to open here (set $BROWSER, or install xdg-utils); open the address above yourself\n", to: .error)
             return
         }
     }
@@ -87,12 +90,7 @@ enum BrowserFile {
         for name in candidates {
             let found = name.contains("/") ? name : path.map { "\($0)/\(name)" }.first { access($0, X_OK) == 0 }
             guard let found, access(found, X_OK) == 0 else { continue }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: found)
-            process.arguments = [url]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            if (try? process.run()) != nil { return true }
+            if ChildProcess.start(found, [url]) { return true }
         }
         return false
     }

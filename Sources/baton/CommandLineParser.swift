@@ -43,8 +43,8 @@ struct CommandSpec: Sendable {
 
     /// The abstract's first sentence, on one line, for command lists.
     var summary: String {
-        let text = abstract.replacingOccurrences(of: "\n", with: " ")
-        guard let end = text.range(of: ". ") else { return text.hasSuffix(".") ? String(text.dropLast()) : text }
+        let text = abstract.replacingEvery("\n", with: " ")
+        guard let end = text.firstRange(of: ". ") else { return text.hasSuffix(".") ? String(text.dropLast()) : text }
         return String(text[..<end.lowerBound])
     }
 

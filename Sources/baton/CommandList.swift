@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// Every command, in the order `baton --help` lists them, and the top-level help.
 enum CommandList {
@@ -15,7 +15,7 @@ enum CommandList {
         Trigger batond's actions and query their history.
 
         Commands:
-        \(all.map { "  " + $0.name.padding(toLength: 12, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+        \(all.map { "  " + Format.padded($0.name, 12) + $0.summary }.joined(separator: "\n"))
 
         Global options:
           --socket PATH    batond's socket (default: $BATON_SOCKET, $XDG_RUNTIME_DIR/baton.sock if it exists,

@@ -68,8 +68,8 @@ enum CompletionCommand {
 
     static func zsh(_ commands: [CommandSpec]) -> String {
         func escape(_ text: String) -> String {
-            text.replacingOccurrences(of: "'", with: "'\\''").replacingOccurrences(of: "[", with: "\\[")
-                .replacingOccurrences(of: "]", with: "\\]").replacingOccurrences(of: ":", with: "\\:")
+            text.replacingEvery("'", with: "'\\''").replacingEvery("[", with: "\\[")
+                .replacingEvery("]", with: "\\]").replacingEvery(":", with: "\\:")
         }
         var cases = ""
         for command in commands {

@@ -2,7 +2,8 @@ import BatonClient
 import BatonCore
 import BatonIPC
 import BatonStore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What every command may use: where batond is, how to print, and a `BatonClient` made on demand.
 final class Context: Sendable {

@@ -1,7 +1,8 @@
 import BatonCore
 import BatonDashboard
 import BatonIPC
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `baton dashboard`: a web page of buttons, one per action, served on this machine.
 enum DashboardCommand {
@@ -45,7 +46,7 @@ enum DashboardCommand {
                 warning: \(server.address)\(address.isWildcard ? " (every address of this machine)" : "") is not a loopback address: \
                 anyone who can reach it and signs in can do \
                 what you may do with batond, and nothing is encrypted (no TLS). Prefer the default, or an SSH tunnel.\n
-                """, to: .standardError)
+                """, to: .error)
         }
         say("Baton dashboard for batond at \(context.socketPath), acting as \(Format.userName(getuid())):\n"
             + "  \(server.address(code: server.issueCode()))\n"
@@ -55,10 +56,9 @@ enum DashboardCommand {
         signal(SIGTERM) { _ in BrowserFile.removeAndExit() }
         signal(SIGPIPE, SIG_IGN)
         if arguments.flag("open") { BrowserFile.open(server) }
-        let newCodes = Thread {
+        SystemThread.start {
             while readLine() != nil { say("  \(server.address(code: server.issueCode()))\n") }
         }
-        newCodes.start()
         server.serve()
     }
 
@@ -72,11 +72,11 @@ enum DashboardCommand {
             say("""
                 warning: the code …\(code.suffix(6)) came a second time, so the page it signed in is signed out. If you \
                 did not open it twice, someone else read it: press Enter for a new address.\n
-                """, to: .standardError)
+                """, to: .error)
         }
     }
 
-    static func say(_ text: String, to handle: FileHandle = .standardOutput) {
+    static func say(_ text: String, to handle: Stdio = .output) {
         handle.write(Data(text.utf8))
     }
 }

@@ -1,5 +1,6 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// How values look in tables and stories.
 enum Format {
@@ -8,7 +9,7 @@ enum Format {
         var seconds = time_t(timestamp.rawValue / 1_000_000)
         var parts = tm()
         if utc { gmtime_r(&seconds, &parts) } else { localtime_r(&seconds, &parts) }
-        return String(format: "%04d-%02d-%02d %02d:%02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+        return printf("%04d-%02d-%02d %02d:%02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
                       parts.tm_hour, parts.tm_min, parts.tm_sec)
     }
 
@@ -17,18 +18,35 @@ enum Format {
         var seconds = time_t(timestamp.rawValue / 1_000_000)
         var parts = tm()
         if utc { gmtime_r(&seconds, &parts) } else { localtime_r(&seconds, &parts) }
-        let base = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+        let base = printf("%04d-%02d-%02dT%02d:%02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
                           parts.tm_hour, parts.tm_min, parts.tm_sec)
         if utc { return base + "Z" }
         let offset = parts.tm_gmtoff
         let sign = offset < 0 ? "-" : "+"
-        return base + String(format: "%@%02d:%02d", sign, abs(offset) / 3600, abs(offset) % 3600 / 60)
+        return base + sign + printf("%02ld:%02ld", abs(offset) / 3600, abs(offset) % 3600 / 60)
+    }
+
+    /// `text` cut or filled with spaces to `width` characters (as NSString's `padding` did).
+    static func padded(_ text: String, _ width: Int) -> String {
+        String(text.prefix(width)) + String(repeating: " ", count: max(0, width - text.count))
+    }
+
+    /// Numbers as printf writes them (`%02d`, `%.3f`), through vsnprintf: what String(format:)
+    /// wrote, without Foundation.
+    static func printf(_ format: String, _ arguments: CVarArg...) -> String {
+        var buffer = [CChar](repeating: 0, count: 128)
+        let needed = Int(withVaList(arguments) { vsnprintf(&buffer, buffer.count, format, $0) })
+        if needed >= buffer.count {
+            buffer = [CChar](repeating: 0, count: needed + 1)
+            _ = withVaList(arguments) { vsnprintf(&buffer, buffer.count, format, $0) }
+        }
+        return String(cString: buffer)
     }
 
     /// A CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
     static func csvField(_ text: String) -> String {
         guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return "\"" + text.replacingEvery("\"", with: "\"\"") + "\""
     }
 
     /// What a transition's detail says, in words: `cancelled`, `attempt 2`, `exit 3`, `by alice`, the error.

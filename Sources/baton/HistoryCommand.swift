@@ -1,6 +1,6 @@
 import BatonCore
 import BatonStore
-import Foundation
+import FoundationEssentials
 
 /// `baton history`: past and current runs, newest first, filtered, as a table, JSON, NDJSON or CSV.
 enum HistoryCommand {
@@ -96,7 +96,7 @@ enum HistoryCommand {
             let header = "id,action,key,phase,policy,queued_at,started_at,ended_at,duration_s,attempts,exit_code,signal,reason,error,params\n"
             return header + runs.map { run in
                 let duration = run.startedAt.map { start in
-                    String(format: "%.3f", Double((run.endedAt ?? now).rawValue - start.rawValue) / 1_000_000)
+                    Format.printf("%.3f", Double((run.endedAt ?? now).rawValue - start.rawValue) / 1_000_000)
                 } ?? ""
                 let fields: [String] = [
                     String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue,

@@ -1,6 +1,7 @@
 import BatonClient
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `baton logs RUN|ACTION`: print a run's output as it wrote it; `-f` follows it to its end.
 enum LogsCommand {

@@ -1,7 +1,7 @@
 import BatonClient
 import BatonCore
 import BatonStore
-import Foundation
+import FoundationEssentials
 
 /// History queries: through batond when it answers, otherwise straight from the database file,
 /// opened read-only so the daemon's writes are never blocked and the file never changes.

@@ -1,6 +1,8 @@
 import BatonClient
 import BatonCore
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// `baton run ACTION`: trigger an action and, unless detached, follow it to its end.
 enum RunCommand {
@@ -182,7 +184,7 @@ extension RunCommand {
 /// ten times a second so that time and an estimated progress move between updates.
 final class Spinner: @unchecked Sendable {
     /// Guards `run`, `frame` and `timer`, every field below (the timer's queue and the caller both draw).
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var run: RunSnapshot?
     private var frame = 0
     private var timer: DispatchSourceTimer?
@@ -205,7 +207,7 @@ final class Spinner: @unchecked Sendable {
             timer?.cancel()
             timer = nil
             run = nil
-            FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+            Stdio.error.write(Data("\r\u{1B}[2K".utf8))
         }
     }
 
@@ -215,7 +217,7 @@ final class Spinner: @unchecked Sendable {
             frame += 1
             // Cut to the terminal's width: a line that wraps would leave a line behind at each redraw.
             let line = Format.fit(Self.line(run, frame: frame), Format.width(of: 2) - 1).trimmingTrailingSpaces()
-            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + line).utf8))
+            Stdio.error.write(Data(("\r\u{1B}[2K" + line).utf8))
         }
     }
 

@@ -1,5 +1,6 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The time `baton run --scheduled=TIME` names: `now` (what the generator's services pass: the
 /// slot is the latest firing at or before the service's start), `@SECONDS` (as `date +@%s`

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonStore
-import Foundation
+import FoundationEssentials
 
 /// `baton show RUN`: the whole story of one run.
 enum ShowCommand {
@@ -22,7 +22,7 @@ enum ShowCommand {
             throw Failure(code: ExitCode.usage, message: "no run \(id)", hint: "baton history")
         }
         if arguments.flag("output") {
-            FileHandle.standardOutput.write(detail.output ?? Data())
+            Stdio.output.write(detail.output ?? Data())
             return ExitCode.success
         }
         if arguments.flag("json") {

@@ -1,6 +1,6 @@
 import BatonCore
 import BatonStore
-import Foundation
+import FoundationEssentials
 
 /// `baton stats`: how each action has been doing.
 enum StatsCommand {
@@ -39,7 +39,7 @@ enum StatsCommand {
     static func table(_ stats: [ActionStats], context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
         let measured = stats.contains { $0.cpuP50 != nil || $0.memoryP50 != nil }
         let rows = stats.map(\.forTerminal).map { item -> [String] in
-            let rate = item.successRate.map { String(format: "%.0f%%", $0 * 100) } ?? "-"
+            let rate = item.successRate.map { Format.printf("%.0f%%", $0 * 100) } ?? "-"
             let streak = item.failureStreak > 0 ? context.paint("\(item.failureStreak) failing", .red) : "-"
             var row = [item.action, String(item.total), String(item.success), String(item.failure), String(item.cancelled), rate,
                        duration(item.p50), duration(item.p95), duration(item.max),

@@ -1,6 +1,6 @@
 import BatonClient
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// `baton status`: each action, idle or loading since when, and its last outcome.
 enum StatusCommand {

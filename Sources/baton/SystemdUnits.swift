@@ -1,4 +1,6 @@
-import Foundation
+import BatonCore
+import FoundationEssentials
+import Glibc
 
 /// What `baton` asks of the systemd it runs under.
 enum SystemdUnits {
@@ -10,15 +12,7 @@ enum SystemdUnits {
 
     /// `systemctl daemon-reload`: its exit status and what it wrote.
     static func daemonReload() -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemctl")
-        process.arguments = ["daemon-reload"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch { return (127, "cannot start systemctl: \(error)") }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        let (status, output) = ChildProcess.run("/usr/bin/systemctl", ["daemon-reload"])
+        return (status, String(output.trimmingWhitespace()))
     }
 }

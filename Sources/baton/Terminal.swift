@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Text as the CLI prints it for people: every character a terminal would act on instead of show
 /// (C0 controls, DEL, C1 controls, and the bidirectional overrides and isolates that reorder what
@@ -37,7 +37,7 @@ enum Terminal {
         case "\u{0C}": #"\f"#
         case "\r": #"\r"#
         case "\0": #"\0"#
-        default: scalar.value < 0x80 ? String(format: #"\x%02x"#, scalar.value) : #"\u{"# + String(scalar.value, radix: 16, uppercase: true) + "}"
+        default: scalar.value < 0x80 ? Format.printf(#"\x%02x"#, scalar.value) : #"\u{"# + String(scalar.value, radix: 16, uppercase: true) + "}"
         }
     }
 }

@@ -1,5 +1,6 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Times as people write them for `--since`: `30m`, `2h`, `7d` (ago), `today`, `yesterday`,
 /// `2026-11-01`, `2026-11-01T14:00` (local time).

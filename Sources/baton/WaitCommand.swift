@@ -1,6 +1,7 @@
 import BatonClient
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `baton wait RUN`: attach to a run and exit with its outcome.
 enum WaitCommand {

@@ -1,6 +1,7 @@
 import BatonClient
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `baton watch`: follow transitions live, as they are committed.
 enum WatchCommand {
@@ -26,19 +27,19 @@ enum WatchCommand {
         do {
             try context.call { client in
                 let updates = client.watch(action: action) {
-                    FileHandle.standardError.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
+                    Stdio.error.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
                 }
                 for try await update in updates {
                     guard let transition = update.transition else { continue }
                     let text = json ? Format.json(Event(run: update.run, transition: transition), pretty: false)
                                     : line(update.run, transition, utc: utc, context: context)
-                    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+                    Stdio.output.write(Data((text + "\n").utf8))
                 }
             }
         } catch let failure as Failure {
             switch failure.refusal {
             case .shuttingDown?:
-                FileHandle.standardError.write(Data("batond is stopping; watch ended\n".utf8))
+                Stdio.error.write(Data("batond is stopping; watch ended\n".utf8))
                 return ExitCode.success
             case .unavailable?:
                 // The connection ended without a goodbye: batond went away.
@@ -47,7 +48,7 @@ enum WatchCommand {
                 throw failure
             }
         }
-        FileHandle.standardError.write(Data("batond closed the connection; watch ended\n".utf8))
+        Stdio.error.write(Data("batond closed the connection; watch ended\n".utf8))
         return ExitCode.success
     }
 

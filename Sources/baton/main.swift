@@ -1,6 +1,7 @@
 import BatonCore
 import BatonIPC
-import Foundation
+import FoundationEssentials
+import Glibc
 
 @MainActor func main() -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())[...]
@@ -50,7 +51,7 @@ import Foundation
 
 func fail(_ error: any Error) -> Int32 {
     let (text, code) = errorText(error)
-    FileHandle.standardError.write(Data(text.utf8))
+    Stdio.error.write(Data(text.utf8))
     return code
 }
 

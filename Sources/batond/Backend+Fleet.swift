@@ -1,6 +1,7 @@
 import BatonCore
 import BatonFleet
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension Backend {
     /// One host of a fleet. Its `connect` (run once batond listens; triggers are refused with
@@ -152,7 +153,7 @@ extension Daemon {
             }
             return 0
         } catch {
-            FileHandle.standardError.write(Data("postgres: cannot connect: \(error)\n".utf8))
+            Stdio.error.write(Data("postgres: cannot connect: \(error)\n".utf8))
             return 1
         }
     }

@@ -1,7 +1,7 @@
 import BatonCore
 import BatonFleet
 import BatonStore
-import Foundation
+import FoundationEssentials
 
 /// Where batond keeps its history and decides single flight: one SQLite file, or a fleet on
 /// PostgreSQL. The daemon sees only this: the conductor, who answers triggers, the history,

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension Config {
     /// The bytes of the config file at `path`: a regular file (symlinks followed), read up to one

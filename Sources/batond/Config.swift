@@ -1,7 +1,8 @@
 import BatonCore
 import BatonIPC
 import BatonStore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// batond's configuration: where it listens and writes, its limits, and the actions it runs.
 struct Config: Sendable, Equatable {
@@ -106,9 +107,10 @@ struct Config: Sendable, Equatable {
     }
 
     private static func describe(_ error: any Error) -> String {
+        // The parser says where in `NSDebugDescription` (NSDebugDescriptionErrorKey, not in Essentials).
         if case let DecodingError.dataCorrupted(context) = error {
-            if let underlying = context.underlyingError as NSError? {
-                return underlying.userInfo[NSDebugDescriptionErrorKey] as? String ?? underlying.localizedDescription
+            if let underlying = context.underlyingError as? CocoaError {
+                return underlying.userInfo["NSDebugDescription"] as? String ?? "\(underlying)"
             }
             return context.debugDescription
         }

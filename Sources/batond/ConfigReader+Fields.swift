@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// Readers of one field each: the value if it has the right form, or nil with a problem naming
 /// the field and what it should have been.

@@ -1,5 +1,6 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The fleet settings: `postgres` (a libpq connection string or URI) turns the fleet on.
 struct FleetConfig: Equatable {

@@ -1,5 +1,6 @@
 import BatonHooks
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension ConfigReader {
     /// The largest secret file read.

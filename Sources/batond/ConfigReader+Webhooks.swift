@@ -1,7 +1,8 @@
 import BatonCore
 import BatonHooks
 import BatonIPC
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension ConfigReader {
     private static let webhookFields: Set<String> = ["listen", "trustedProxies", "maxBody", "hooks"]

@@ -1,6 +1,7 @@
 import BatonCore
 import BatonStore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Checks a config tree field by field, collecting a problem for each field that is wrong or unknown.
 struct ConfigReader {

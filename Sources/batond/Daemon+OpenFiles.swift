@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension Daemon {
     /// Raises the open-file limit to what `maxConnections` and the runs need (each running attempt

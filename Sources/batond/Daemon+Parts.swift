@@ -1,7 +1,8 @@
 import BatonCore
 import BatonIPC
 import BatonService
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Each part of batond: how it starts, and how it stops (see `Parts`).
 extension Daemon {

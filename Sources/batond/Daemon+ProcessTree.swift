@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// `processTree` in the config: how batond keeps track of each run's processes.
 enum ProcessTreeSetting: String, Sendable, CaseIterable {

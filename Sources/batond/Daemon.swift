@@ -3,7 +3,8 @@ import BatonIPC
 import BatonService
 import BatonStore
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// batond from start to exit: config, store and recovery, socket, signals, graceful shutdown.
 enum Daemon {
@@ -146,7 +147,7 @@ enum Daemon {
     static func checkConfig(_ file: String) -> Int32 {
         do {
             let config = try Config.load(path: file)
-            for warning in config.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
+            for warning in config.warnings { Stdio.error.write(Data("warning: \(warning)\n".utf8)) }
             let instance = config.fleet?.instance ?? config.database ?? DatabasePath.default()
             let (tracking, support) = describeTracking(config, instance: instance)
             let problems = config.limitProblems(support)
@@ -156,13 +157,13 @@ enum Daemon {
             print(tracking)
             print(support.description)
             if !problems.isEmpty {
-                FileHandle.standardError.write(Data("\(ConfigError(file: file, problems: problems))\n".utf8))
+                Stdio.error.write(Data("\(ConfigError(file: file, problems: problems))\n".utf8))
                 return 1
             }
             if let fleet = config.fleet { return checkFleet(fleet, actions: config.actions) }
             return 0
         } catch {
-            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            Stdio.error.write(Data("\(error)\n".utf8))
             return 1
         }
     }
@@ -205,16 +206,15 @@ enum Daemon {
 }
 
 /// The config in force, swapped whole on reload; guarded by its lock.
-final class ConfigBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var config: Config
+final class ConfigBox: Sendable {
+    private let config: Locked<Config>
 
-    init(_ config: Config) { self.config = config }
+    init(_ config: Config) { self.config = Locked(config) }
 
-    var current: Config { lock.withLock { config } }
+    var current: Config { config.withLock { $0 } }
 
     func swap(_ new: Config) -> Config {
-        lock.withLock {
+        config.withLock { config in
             let old = config
             config = new
             return old

@@ -1,6 +1,7 @@
 import BatonCore
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// batond's side of the guard of its runs (`RunGuard`): one guard per incarnation. It starts
 /// the guard, watches the guard's pidfd on the reactor and starts another when it dies (and, in

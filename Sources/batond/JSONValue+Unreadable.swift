@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What is wrong with a string the JSON5 reader refused. Foundation says only "The given data was
 /// not valid JSON" of it; its own error inside names the case and where (`invalidEscapedNullValue(

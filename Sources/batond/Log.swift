@@ -1,5 +1,7 @@
+import BatonCore
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One line per event on stderr; with syslog priority prefixes when stderr is the journal.
 enum Log {
@@ -22,7 +24,7 @@ enum Log {
         let prefix = toJournal ? "<\(level.rawValue)>" : ""
         let lines = message.split(separator: "\n", omittingEmptySubsequences: false)
         let text = lines.enumerated().map { index, line in prefix + (index == 0 ? "" : "  ") + line + "\n" }.joined()
-        FileHandle.standardError.write(Data(text.utf8))
+        Stdio.error.write(Data(text.utf8))
     }
 
     /// journald's native socket (`BATON_JOURNAL_SOCKET` overrides it, for tests).

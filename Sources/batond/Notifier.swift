@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Tells systemd how batond is doing, with the `sd_notify` datagram protocol (see `man sd_notify`):
 /// `READY=1`, `STATUS=…`, `RELOADING=1` with `MONOTONIC_USEC`, `STOPPING=1` and `WATCHDOG=1`.

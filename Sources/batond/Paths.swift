@@ -1,5 +1,5 @@
 import BatonIPC
-import Foundation
+import FoundationEssentials
 
 /// Where batond keeps its files when neither a flag nor the config says.
 enum Paths {
@@ -13,7 +13,7 @@ enum Paths {
 
     /// Creates the parent directory of a file with `mode` (default 0750) if it is missing.
     static func ensureParent(of path: String, mode: Int = 0o750) throws {
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = path.parentPath
         guard !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) else { return }
         try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: mode])

@@ -1,6 +1,7 @@
 import BatonCore
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The guard of a fleet host's runs: a small process batond starts (`batond --guard-runs PID
 /// INSTANCE [CGROUP]`, in a session of its own, batond's end of a pipe on its fd 3) that kills

@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// `baton-schedule-generator NORMAL-DIR [EARLY-DIR LATE-DIR]`: the systemd generator (a link to
 /// batond). At boot and at each `systemctl daemon-reload` it reads batond's config
@@ -52,7 +52,7 @@ enum ScheduleGenerator {
     }
 
     private static func fail(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("\(name): \(message)\n".utf8))
+        Stdio.error.write(Data("\(name): \(message)\n".utf8))
         return 1
     }
 }

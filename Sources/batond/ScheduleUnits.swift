@@ -51,13 +51,13 @@ enum ScheduleUnits {
 
     /// A value for a unit file: `%` doubled (a specifier otherwise), and a backslash kept as one.
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "%%")
+        text.replacingEvery("\\", with: "\\\\").replacingEvery("%", with: "%%")
     }
 
     /// A word of `ExecStart=`: in double quotes when it holds a space or a quote, `$` and `%` escaped.
     static func quoted(_ word: String) -> String {
-        let escaped = escape(word).replacingOccurrences(of: "$", with: "$$")
+        let escaped = escape(word).replacingEvery("$", with: "$$")
         guard escaped.contains(where: { $0 == " " || $0 == "\"" || $0 == "'" }) else { return escaped }
-        return "\"" + escaped.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        return "\"" + escaped.replacingEvery("\"", with: "\\\"") + "\""
     }
 }

@@ -1,6 +1,7 @@
 import BatonCore
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Delivers signals as an async stream. A C handler, installed before this returns, writes each
 /// signal's number to a pipe that the reactor watches: a signal sent the moment batond says

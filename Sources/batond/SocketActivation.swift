@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// systemd socket activation (`sd_listen_fds`): the listening sockets passed from fd 3 on, with
 /// their names (`LISTEN_FDNAMES`, `FileDescriptorName=`). The control socket is the Unix one

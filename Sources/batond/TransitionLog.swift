@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// One log line (and journal entry with fields) per committed transition, written by a worker
 /// of its own: the conductor hands transitions over without waiting for stderr or journald, and

@@ -2,7 +2,7 @@ import BatonCore
 import BatonHooks
 import BatonIPC
 import BatonService
-import Foundation
+import FoundationEssentials
 
 /// `POST /hooks/NAME` and `GET /hooks/NAME/runs/N` on the small HTTP server: every decision is
 /// `HookGate`'s; this performs them — reads the body the gate asked for, presses through the

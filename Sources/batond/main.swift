@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 // Installed as a link named after the generator, systemd runs it with its output directories.

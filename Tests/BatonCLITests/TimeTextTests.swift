@@ -101,3 +101,25 @@ struct TimeTextTests {
         #expect(Format.csvField("two\nlines") == "\"two\nlines\"")
     }
 }
+
+@Suite("Format.printf: what String(format:) wrote, through vsnprintf")
+struct PrintfTests {
+    @Test("numbers, padded and rounded as Foundation formatted them", arguments: [0.0, 0.5, 0.125, 0.9995, 1.0005, 2.5, 65.4321, 7_200.0, 1e-7, 123_456.789])
+    func numbers(value: Double) {
+        #expect(Format.printf("%.3f", value) == String(format: "%.3f", value))
+        #expect(Format.printf("%.0f%%", value) == String(format: "%.0f%%", value))
+        let whole = Int32(value.rounded(.down))
+        #expect(Format.printf("%04d-%02d", whole, whole % 60) == String(format: "%04d-%02d", whole, whole % 60))
+        #expect(Format.printf("%02ld:%02ld", Int(whole) / 3600, Int(whole) % 3600 / 60) == String(format: "%02ld:%02ld", Int(whole) / 3600, Int(whole) % 3600 / 60))
+        #expect(Format.printf(#"\x%02x"#, UInt32(whole % 128)) == String(format: #"\x%02x"#, UInt32(whole % 128)))
+    }
+
+    @Test("text longer than the first buffer comes out whole; padded cuts and fills as NSString's padding did")
+    func long() {
+        let wide = Format.printf("%0300d", Int32(7))
+        #expect(wide.count == 300 && wide.hasSuffix("07"))
+        for name in ["run", "history", "a-name-longer-than-12"] {
+            #expect(Format.padded(name, 12) == name.padding(toLength: 12, withPad: " ", startingAt: 0))
+        }
+    }
+}

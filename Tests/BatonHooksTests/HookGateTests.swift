@@ -1,5 +1,6 @@
 import BatonHooks
 @testable import BatonIPC
+import Foundation
 import Testing
 
 /// The hook decision as tables: each refusal has its status, and before authentication its

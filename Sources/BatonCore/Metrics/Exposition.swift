@@ -45,7 +45,7 @@ public struct Exposition: Sendable {
 
     /// Backslash and newline escaped, as HELP text needs.
     static func escapeHelp(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+        text.replacingEvery("\\", with: "\\\\").replacingEvery("\n", with: "\\n")
     }
 
     /// Whole numbers without a fraction, others as Swift prints them (shortest round trip),

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The process collector's standard series, read from /proc/self as client libraries do.
 public struct ProcessStats: Sendable, Equatable {

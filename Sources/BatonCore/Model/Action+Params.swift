@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Action {
     /// The longest name of an action or a param, in bytes (names are ASCII).
@@ -103,7 +103,7 @@ extension Action {
 
     /// A value in double quotes for messages, cut at 80 characters.
     public static func quoted(_ value: String) -> String {
-        "\"" + value.prefix(80).replacingOccurrences(of: "\"", with: "\\\"") + (value.count > 80 ? "…" : "") + "\""
+        "\"" + value.prefix(80).replacingEvery("\"", with: "\\\"") + (value.count > 80 ? "…" : "") + "\""
     }
 }
 

@@ -60,7 +60,7 @@ public enum DurationText {
 
 extension StringProtocol {
     /// The text without leading and trailing spaces, tabs and newlines.
-    func trimmingWhitespace() -> SubSequence {
+    public func trimmingWhitespace() -> SubSequence {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
         guard let start = firstIndex(where: { !isSpace($0) }) else { return self[endIndex...] }
         let end = lastIndex(where: { !isSpace($0) })!

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension Peer {
     /// Every group the peer's user is in: its gid from `SO_PEERCRED` and the groups of its uid in

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The text of a single-flight key: the action's name, then ` name=value` for each key param in
 /// the action's order (a bare ` name` for one without a value), every part percent-escaped.
@@ -83,9 +83,10 @@ public enum SingleFlightKey {
         }
     }
 
-    /// Whether the text is in NFC, so that no other byte sequence is the same text to Swift.
+    /// Whether the text is in NFC, so that no other byte sequence is the same text to Swift (the
+    /// standard library's own NFC, the one its String comparison uses: no ICU needed).
     private static func isNFC(_ text: String) -> Bool {
-        text.utf8.allSatisfy { $0 < 0x80 } || text.utf8.elementsEqual(text.precomposedStringWithCanonicalMapping.utf8)
+        text.utf8.allSatisfy { $0 < 0x80 } || text.utf8.elementsEqual(text._nfcCodeUnits)
     }
 
     private static func hexDigit(_ value: UInt8) -> String {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// systemd's calendar expressions (`OnCalendar=`), as `systemd-analyze calendar` reads them:
 /// Baton never guesses at the syntax itself. Checking one at config load and finding the slot a
@@ -20,6 +21,9 @@ public enum SystemdCalendar {
         return stat("/run/systemd/system", &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
+    /// What systemd-analyze runs with: times in UTC, untranslated and uncoloured.
+    static let environment = ["TZ": "UTC", "LC_ALL": "C", "SYSTEMD_COLORS": "0", "PATH": "/usr/bin:/bin"]
+
     /// The `systemd-analyze` binary, or nil when the machine has none.
     public static var analyzer: String? { candidates.first { access($0, X_OK) == 0 } }
 
@@ -28,8 +32,10 @@ public enum SystemdCalendar {
     public static func elapses(_ expression: String, after: Timestamp, count: Int = 1,
                                analyzer: String? = SystemdCalendar.analyzer) throws(Problem) -> [Timestamp] {
         guard let analyzer else { throw Problem("schedules need systemd: systemd-analyze was not found (looked in \(candidates.joined(separator: ", ")))") }
-        let base = "@\(after.rawValue / 1_000_000).\(String(format: "%06lld", after.rawValue % 1_000_000))"
-        let (status, output) = run(analyzer, ["calendar", "--base-time=\(base)", "--iterations=\(max(count, 1))", "--", expression])
+        let micros = String(after.rawValue % 1_000_000)
+        let base = "@\(after.rawValue / 1_000_000).\(String(repeating: "0", count: 6 - micros.count) + micros)"
+        let arguments = ["calendar", "--base-time=\(base)", "--iterations=\(max(count, 1))", "--", expression]
+        let (status, output) = ChildProcess.run(analyzer, arguments, environment: environment)
         guard status == 0 else {
             let said = output.split(separator: "\n").first.map(String.init) ?? "exit status \(status)"
             throw Problem("systemd-analyze refused it: \(said)")
@@ -62,21 +68,5 @@ public enum SystemdCalendar {
         parts.tm_min = t[1]
         parts.tm_sec = t[2]
         return Timestamp(rawValue: Int64(timegm(&parts)) * 1_000_000)
-    }
-
-    /// Runs `path` with `arguments` and `TZ=UTC`; its exit status and what it wrote, both streams.
-    static func run(_ path: String, _ arguments: [String]) -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = ["TZ": "UTC", "LC_ALL": "C", "SYSTEMD_COLORS": "0", "PATH": "/usr/bin:/bin"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { return (127, "cannot start \(path): \(error)") }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

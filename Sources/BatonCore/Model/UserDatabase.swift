@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Lookups in the system's user and group databases.
 public enum UserDatabase {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Which pipe of a run's processes a chunk of output came from.
 public enum StandardStream: String, Sendable, Codable, CaseIterable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What an attempt's pipes have said: the tail of stdout and stderr as they arrived, the last
 /// line of stderr (for the error message), and the progress lines of `BATON_PROGRESS_FD`.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension ExecRunner {
     /// Writes the last output of the run that fired a hook to a file of its own (mode 0600, the

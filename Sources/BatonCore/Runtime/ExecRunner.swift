@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Runs an action's `exec` argv in a new process group (and, where batond has a cgroup subtree,
 /// in a cgroup of its own), capturing a bounded tail of its output and the progress it writes to

@@ -1,13 +1,12 @@
 import CBatonSystem
-import Foundation
 
-/// A value guarded by a pthread mutex (NSLock).
+/// A value guarded by a pthread mutex (ThreadLock).
 ///
 /// Used instead of `Synchronization.Mutex`, whose futex-based lock on Linux is invisible to
 /// ThreadSanitizer: with it, every guarded access was reported as a race and the suite could not
 /// run clean under `swift test --sanitize=thread`.
 public final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private var value: Value
 
     public init(_ value: Value) {

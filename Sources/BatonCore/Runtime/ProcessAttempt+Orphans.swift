@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension ProcessAttempt {
     /// Makes batond the reaper of its actions' orphans (PR_SET_CHILD_SUBREAPER), so that what is

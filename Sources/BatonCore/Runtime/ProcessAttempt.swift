@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A spawned process and its whole tree, served by the shared `Reactor`: the decisions are
 /// `AttemptMachine`'s; this class feeds it what the reactor sees (the leader's pidfd, the tree's

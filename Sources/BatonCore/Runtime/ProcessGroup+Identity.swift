@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension ProcessGroup {
     /// The boot id of this machine, so that identities from before a reboot never match.

@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// batond's event loop: one thread that waits on many descriptors (epoll), deadlines and posted
 /// work at once, and runs their handlers there, one at a time. The conductor's events, every
@@ -51,12 +52,10 @@ public final class Reactor: Sendable {
         precondition(epoll >= 0 && wakeFD >= 0, "cannot create the reactor's epoll and eventfd: \(String(cString: strerror(errno)))")
         _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, Self.wakeToken)
         // Named from inside: a Linux thread starts with its creator's name (a Dispatch queue's, here).
-        let thread = Thread { [self] in
+        SystemThread.start(stackSize: 1 << 20) { [self] in
             baton_set_thread_name("baton-reactor")
             loop()
         }
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     /// Whether the caller runs on the reactor's thread.

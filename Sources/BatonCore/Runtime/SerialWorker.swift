@@ -1,6 +1,6 @@
 import CBatonSystem
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// A thread of its own for blocking work (SQLite commits, libpq round trips): jobs wait in a
 /// bounded queue and go to one handler in batches, in the order they were submitted, one batch
@@ -77,13 +77,11 @@ public final class SerialWorker<Job: Sendable>: Sendable {
         // gives the state back, so that the next thread takes it only once it is there.
         let parked = Locked<State?>(state)
         startThread = { worker in
-            let thread = Thread {
+            SystemThread.start {
                 baton_set_thread_name(name)
                 guard var state = parked.withLock({ $0.take() }) else { preconditionFailure("\(name): the state was not handed over") }
                 worker.run(&state, handler) { state in parked.withLock { $0 = state } }
             }
-            thread.name = name
-            thread.start()
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Which runs a history query returns.
 public struct HistoryFilter: Codable, Sendable, Equatable {

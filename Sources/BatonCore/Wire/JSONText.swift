@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Compact JSON for the text columns: sorted keys, so equal values are equal text.
 public enum JSONText {

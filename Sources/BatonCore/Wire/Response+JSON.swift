@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Response {
     /// The response as one line of JSON, without its newline. The fields every run-related answer

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The whole story of one run.
 public struct RunDetail: Codable, Sendable, Equatable {

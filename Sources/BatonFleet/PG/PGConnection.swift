@@ -1,5 +1,6 @@
 import CLibPQ
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One libpq connection, owned by one thread (a `PGWorker`'s) and never shared, so not
 /// `Sendable`. Queries are sent with `PQexecParams` in text format: every parameter is a string
@@ -148,7 +149,7 @@ public final class PGConnection {
 
     static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
         guard let text else { return "unknown error" }
-        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(String(cString: text).trimmingWhitespace())
     }
 }
 

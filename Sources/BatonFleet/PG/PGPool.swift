@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// Connections to one database, each a `PGWorker` (a connection and the one thread that uses
 /// it). Work goes to an idle connection, or to a new one while there are fewer than `limit`,

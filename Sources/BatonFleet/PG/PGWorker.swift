@@ -1,5 +1,5 @@
 import BatonCore
-import Foundation
+import FoundationEssentials
 
 /// Where a worker's connection comes from, and the connection while it is up: opened on first
 /// use and again after libpq saw it fail. Owned by one worker's thread.

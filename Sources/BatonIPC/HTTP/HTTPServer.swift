@@ -1,6 +1,7 @@
 import BatonCore
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A small, strict HTTP/1.1 server on the event loop, with the connections of the socket server
 /// (`ServerConnection`): one request per connection, a bounded head (and body, for a handler that

@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One attempt's cgroup (`…/baton-…/run-42-1`): its processes are exactly the attempt's tree,
 /// whatever `setsid` or double forks they did, because the leader was in it before its first
@@ -30,7 +31,7 @@ final class AttemptCgroup: Sendable {
             return .failure(CgroupUnavailable("cannot write \(control.value) to \(path)/\(control.file): \(reason)"))
         }
         let v1: AttemptCgroupV1?
-        switch AttemptCgroupV1.create(plan.v1, name: (path as NSString).lastPathComponent) {
+        switch AttemptCgroupV1.create(plan.v1, name: path.baseName) {
         case let .success(made): v1 = made
         case let .failure(why):
             rmdir(path)

@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One attempt's groups in the cgroup v1 hierarchies that enforce its limits on a hybrid host
 /// (`/sys/fs/cgroup/memory/…/baton-3f2a9c1e/run-42-1`, named as its cgroup v2 cgroup). Its
@@ -69,7 +70,7 @@ final class AttemptCgroupV1: Sendable {
     /// `leftovers: "keep"`, while the v2 cgroup holds them frozen.
     func evict(_ pids: Set<Int32>) {
         for path in paths {
-            let home = ((path as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
+            let home = path.parentPath.parentPath
             for pid in pids { AttemptCgroup.write(String(pid), to: home + "/cgroup.procs") }
         }
     }

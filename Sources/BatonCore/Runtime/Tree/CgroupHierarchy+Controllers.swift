@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The controllers `limits` need, enabled for the attempts' cgroups where batond may: cgroup v2
 /// gives a child a controller only through its parent's `cgroup.subtree_control`, and a cgroup
@@ -36,7 +37,7 @@ extension CgroupHierarchy {
         let obstacle = need.isEmpty ? nil : enable(need, base: base, directory: directory, isRoot: isRoot, probeOnly: probeOnly)
         let v1 = v1Controllers(mountinfo: mountinfo)
         let onV1 = LimitSupport.wanted.subtracting(offered).intersection(v1.keys)
-        let (subtrees, obstacles) = v1Support(onV1, mountinfo: mountinfo, name: (directory as NSString).lastPathComponent, probeOnly: probeOnly)
+        let (subtrees, obstacles) = v1Support(onV1, mountinfo: mountinfo, name: directory.baseName, probeOnly: probeOnly)
         var support = LimitSupport.decide(base: base, offered: offered, enabled: obstacle == nil ? enabled.union(need) : enabled,
                                           v1: v1, obstacle: obstacle, v1Subtrees: subtrees, v1Obstacles: obstacles)
         guard !probeOnly, !support.controllers.isEmpty else { return support }

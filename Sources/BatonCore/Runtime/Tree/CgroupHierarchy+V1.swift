@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The cgroup v1 side of a hybrid host (cgroup2 mounted beside v1 hierarchies that hold memory,
 /// pids or cpu): where batond's cgroup tree is tracked on cgroup2 but a limit's controller is only
@@ -52,18 +53,18 @@ extension CgroupHierarchy {
 
     /// Why batond cannot make groups in the v1 subtree `subtree` (made unless `probeOnly`); nil: it can.
     private static func v1Obstacle(_ subtree: String, probeOnly: Bool) -> String? {
-        let parent = (subtree as NSString).deletingLastPathComponent
+        let parent = subtree.parentPath
         // A probe beside the subtree (where it is not there yet) is named as cgroup2's probe is.
         let probe = probeOnly && access(subtree, F_OK) != 0 ? parent + "/baton-probe-\(getpid())" : subtree + "/probe-\(getpid())"
         if !probeOnly && mkdir(subtree, 0o755) != 0 && errno != EEXIST {
             return "batond cannot create \(subtree): \(String(cString: strerror(errno)))" + (errno == EACCES || errno == EROFS || errno == EPERM ? " (run batond as root)" : "")
         }
         guard mkdir(probe, 0o755) == 0 else {
-            return "batond cannot create groups in \((probe as NSString).deletingLastPathComponent): \(String(cString: strerror(errno)))"
+            return "batond cannot create groups in \(probe.parentPath): \(String(cString: strerror(errno)))"
         }
         let writable = access(probe + "/cgroup.procs", W_OK) == 0
         rmdir(probe)
-        return writable ? nil : "batond may not move processes into \((probe as NSString).deletingLastPathComponent)'s groups"
+        return writable ? nil : "batond may not move processes into \(probe.parentPath)'s groups"
     }
 
     /// batond's v1 subtrees (one per hierarchy, whatever it co-mounts).

@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The cgroup v2 subtree batond owns for its runs: `<its own cgroup>/baton-<instance>/`, with one
 /// child per attempt (`run-42-1`). Found from `/proc/self/mountinfo` and `/proc/self/cgroup`,
@@ -17,7 +18,7 @@ public struct CgroupHierarchy: Sendable, Equatable {
 
     public init(directory: String, home: String? = nil, limits: LimitSupport = LimitSupport(controllers: [])) {
         self.directory = directory
-        self.home = home ?? (directory as NSString).deletingLastPathComponent
+        self.home = home ?? directory.parentPath
         self.limits = limits
     }
 

@@ -1,5 +1,6 @@
 import CBatonSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An attempt's processes where batond has no cgroup for it: the leader's process group, every
 /// descendant of the leader, and, among batond's own children (a subreaper adopts every orphan of
