@@ -80,6 +80,7 @@ struct WireJSONTests {
         run.memoryPeak = 3
         run.via = "webhook gh"
         run.slot = Timestamp(rawValue: 1_700_000_000_000_000)
+        run.hook = HookCause(run: 7, action: "deploy", event: .failure)
         return run
     }
 

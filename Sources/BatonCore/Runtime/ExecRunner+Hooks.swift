@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 extension ExecRunner {
     /// Writes the last output of the run that fired a hook to a file of its own (mode 0600, the
@@ -7,10 +8,13 @@ extension ExecRunner {
     /// `cat`, and no descriptor beyond `BATON_PROGRESS_FD` reaches the process.
     func writeHookOutput(_ hook: HookContext, _ job: Job) -> Result<String, HookOutputError> {
         let directory = inherited["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        let path = "\(directory)/baton-hook-\(getpid())-\(job.runID)-\(job.attempt).out"
-        unlink(path)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return .failure(HookOutputError(message: "cannot write the hook's output file \(path): \(String(cString: strerror(errno)))")) }
+        // A name no other user can guess and take first (mkstemp: random, O_EXCL, mode 0600): a
+        // predictable one in a shared /tmp let any local user stop a failure hook from starting.
+        var template = Array("\(directory)/baton-hook-\(job.runID)-\(job.attempt)-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        guard fd >= 0 else { return .failure(HookOutputError(message: "cannot write the hook's output file in \(directory): \(String(cString: strerror(errno)))")) }
         defer { close(fd) }
         if let user = job.action.runAs, fchown(fd, user.uid, user.gid) != 0 {
             let why = String(cString: strerror(errno))

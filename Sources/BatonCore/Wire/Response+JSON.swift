@@ -107,6 +107,14 @@ extension RunSnapshot {
         json.field("memoryPeak", memoryPeak)
         json.field("via", via)
         json.field("slot", slot?.rawValue)
+        if let hook {
+            json.key("hook")
+            json.beginObject()
+            json.field("run", hook.run)
+            json.field("action", hook.action)
+            json.field("event", hook.event.rawValue)
+            json.endObject()
+        }
         json.endObject()
     }
 }
