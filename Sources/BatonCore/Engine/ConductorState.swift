@@ -200,11 +200,11 @@ public struct ConductorState: Sendable {
     /// The runs in flight, oldest first (a run whose end is decided but not yet durable included,
     /// with its final phase).
     public var inFlight: [RunSnapshot] {
-        flights.values.map(\.snapshot).sorted { $0.id < $1.id }
+        flights.values.map(live).sorted { $0.id < $1.id }
     }
 
-    /// A run in flight, with its latest progress.
-    public func snapshot(of run: Int64) -> RunSnapshot? { flights[run]?.snapshot }
+    /// A run in flight, with its latest progress (and the lock it waits for, if any).
+    public func snapshot(of run: Int64) -> RunSnapshot? { flights[run].map(live) }
 
     /// Runs loading or retrying, or ended but not yet durable: what shutdown waits for.
     var activeCount: Int { flights.values.count { $0.machine.phase != .queued } }

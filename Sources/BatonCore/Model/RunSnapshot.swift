@@ -39,6 +39,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// The schedule slot the run was made for (`baton run --scheduled`): one run per action and
     /// slot; nil for a trigger that is not scheduled.
     public var slot: Timestamp?
+    /// What a queued run waits for when a lock it claims is not free ("waiting for lock db, held by
+    /// migrate run 12"). Live runs only; not stored.
+    public var waiting: LockWait?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

@@ -101,6 +101,24 @@ extension RunSnapshot {
         json.field("memoryPeak", memoryPeak)
         json.field("via", via)
         json.field("slot", slot?.rawValue)
+        if let waiting {
+            json.key("waiting")
+            json.beginObject()
+            json.field("lock", waiting.lock)
+            json.field("limit", waiting.limit)
+            for (name, list) in [("holders", waiting.holders), ("ahead", waiting.ahead)] {
+                json.key(name)
+                json.beginArray()
+                for holder in list {
+                    json.beginObject()
+                    json.field("run", holder.run)
+                    json.field("action", holder.action)
+                    json.endObject()
+                }
+                json.endArray()
+            }
+            json.endObject()
+        }
         json.endObject()
     }
 }
