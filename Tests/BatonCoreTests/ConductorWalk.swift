@@ -24,7 +24,18 @@ struct ConductorWalk {
             cool.allowsForce = true
             return cool
         }(),
+        // Locks between actions: db held alone, io by two at once; `backup` takes both.
+        locked("migrate", ["db"], policy: .queue),
+        locked("backup", ["db", "io"], policy: .reject, retry: RetryPolicy(attempts: 1, backoff: .seconds(1))),
+        locked("scan", ["io"], policy: .join, keyed: true),
     ]
+
+    static func locked(_ name: String, _ locks: [String], policy: Policy, retry: RetryPolicy = .none, keyed: Bool = false) -> Action {
+        var action = Action(name: name, exec: ["x"], timeout: .seconds(20), policy: policy, policies: [.reject, .join, .queue, .replace],
+                            retry: retry, params: keyed ? ["k": ParamSpec()] : [:], keyParams: keyed ? ["k"] : [])
+        action.locks = locks.map { LockClaim($0, limit: $0 == "io" ? 2 : 1) }
+        return action
+    }
 
     private(set) var state: ConductorState
     private(set) var now = Timestamp(rawValue: 1_000_000)
@@ -327,6 +338,42 @@ struct ConductorWalk {
         for (key, count) in active where count > 1 { violate("key \(key) has \(count) runs loading or retrying") }
         for (key, count) in queued where count > 2 { violate("key \(key) has \(count) runs queued (holder and one follow-up at most)") }
         if running > state.table.limit { violate("\(running) runs loading or retrying, over the limit \(state.table.limit)") }
+        checkLocks(running: running)
+    }
+
+    /// No lock is held by more runs than its limit (counted from the runs loading or retrying),
+    /// and no run waits while its locks are free: a run ready to start (its key free, its
+    /// creation durable) that is not running, while a start slot is free, waits for a lock that
+    /// is full, counting the older runs waiting for it.
+    private mutating func checkLocks(running: Int) {
+        var holding: [String: [Int64]] = [:]
+        for flight in state.flights.values where flight.machine.phase == .loading || flight.machine.phase == .retrying {
+            for lock in flight.action.locks { holding[lock.name, default: []].append(flight.run.id) }
+        }
+        for (lock, runs) in holding {
+            let limit = Self.actions.flatMap(\.locks).first { $0.name == lock }?.limit ?? 1
+            if runs.count > limit { violate("lock \(lock) is held by \(runs.count) runs (\(runs.sorted())), over its limit \(limit)") }
+        }
+        if holding.mapValues({ Set($0) }) != state.locksHeld.mapValues({ Set($0) }) {
+            violate("the runs loading hold \(holding), but the table says \(state.locksHeld)")
+        }
+        guard state.mode == .accepting, running < state.table.limit else { return }
+        let waiters = state.table.locks.waiting
+        for flight in state.flights.values where state.table.stage(of: flight.run.id) == .ready {
+            let id = flight.run.id
+            guard let position = waiters.firstIndex(of: id) else {
+                violate("run \(id) is ready, a start slot is free (\(running) of \(state.table.limit)) and it waits for no lock, but it has not started")
+                continue
+            }
+            let older = waiters[..<position].compactMap { state.flights[$0]?.action.locks }
+            let full = flight.action.locks.first { lock in
+                holding[lock.name, default: []].count + older.filter { $0.contains { $0.name == lock.name } }.count >= lock.limit
+            }
+            if full == nil { violate("run \(id) waits for its locks \(flight.action.locks.map(\.name)) while they are free (held: \(holding))") }
+            if state.snapshot(of: id)?.waiting?.lock != full?.name {
+                violate("run \(id) says it waits for \(String(describing: state.snapshot(of: id)?.waiting)), not lock \(String(describing: full?.name))")
+            }
+        }
     }
 
     /// No run starts inside a cooldown window of its key unless forced, or created before the
