@@ -231,3 +231,23 @@ struct ConductorLockTests {
         #expect(rig.launched == [7, 8])
     }
 }
+
+@Suite("Metrics: runs waiting for a lock")
+struct LockMetricsTests {
+    @Test("baton_runs_waiting_for_lock counts the queued runs waiting for each lock, by action, and none that wait for nothing")
+    func gauge() {
+        func run(_ id: Int64, _ action: String, waiting lock: String?) -> RunSnapshot {
+            var run = RunSnapshot(id: id, action: action, key: action, phase: .queued, policy: .queue, params: [:], trigger: nil,
+                                  queuedAt: .init(rawValue: 1))
+            run.waiting = lock.map { LockWait(lock: $0, limit: 1, holders: [.init(run: 1, action: "migrate")]) }
+            return run
+        }
+        let live = [run(2, "backup", waiting: "db"), run(3, "backup", waiting: "db"), run(4, "scan", waiting: "io"), run(5, "plain", waiting: nil)]
+        let text = MetricsReport(counts: Metrics().counts, actions: ["backup", "scan", "plain"], live: live, storeUnavailable: false,
+                                 connections: 0, version: "9", process: nil).text
+        #expect(text.contains("# TYPE baton_runs_waiting_for_lock gauge"))
+        #expect(text.contains(#"baton_runs_waiting_for_lock{action="backup",lock="db"} 2"#))
+        #expect(text.contains(#"baton_runs_waiting_for_lock{action="scan",lock="io"} 1"#))
+        #expect(!text.contains(#"baton_runs_waiting_for_lock{action="plain""#))
+    }
+}
