@@ -215,6 +215,26 @@ struct ConductorLockTests {
         #expect(second.count == 1 && second.first?.detail.locks == nil)
     }
 
+    @Test("a reload: runs keep the locks and limits they were triggered with; a trigger after it claims the new ones")
+    func reload() {
+        var rig = Rig()
+        let before = Self.action("scan", ["io"], limits: ["io": 2]), other = Self.action("index", ["io"], limits: ["io": 2])
+        rig.trigger(before)
+        rig.trigger(other)
+        #expect(rig.launched == [1, 2])
+        // The config now says io is held by one run at a time, and scan holds db too.
+        let after = Self.action("report", ["io"], limits: ["io": 1]), scanAfter = Self.action("scan", ["io", "db"])
+        rig.trigger(after)
+        rig.exit(1)
+        #expect(rig.launched == [1, 2], "one holder left is one too many under the new limit")
+        #expect(rig.state.snapshot(of: 3)?.waiting?.text == "waiting for lock io, held by index run 2")
+        rig.trigger(scanAfter)
+        rig.exit(2)
+        #expect(rig.launched == [1, 2, 3] && rig.waiting == [4], "first in first out under the new limit")
+        rig.exit(3)
+        #expect(rig.launched == [1, 2, 3, 4] && rig.state.locksHeld == ["io": [4], "db": [4]])
+    }
+
     @Test("recovery queues runs again under their actions' locks: one starts, the other waits for it")
     func recovery() {
         var rig = Rig()
