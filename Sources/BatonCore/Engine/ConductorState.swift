@@ -13,6 +13,9 @@
 ///   every write decided with it is durable;
 /// - a run's waiters are closed once its terminal transition is durable, and never before;
 /// - at most one run is created per action and schedule slot (`SlotBook`);
+/// - no lock is held by more runs loading or retrying than its limit, and no run ready to start
+///   waits while a start slot and its locks are free, counting the older runs waiting for them
+///   (`LockBook`, `ConductorState+Locks.swift`);
 /// - no run is created inside its key's cooldown window (from the last success's end, decided
 ///   or seeded) unless its trigger is forced where the action allows it (`KeySlot.cools`).
 public struct ConductorState: Sendable {
