@@ -19,6 +19,7 @@ struct ConductorLockTests {
         var launched: [Int64] = []
         var answers: [ConductorState.Token: ConductorState.Answer] = [:]
         var written: [JournalEntry] = []
+        var published: [RunUpdate] = []
         var token: ConductorState.Token = 0
 
         init(maxConcurrentRuns: Int = 8) { state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: 1) }
@@ -35,6 +36,7 @@ struct ConductorLockTests {
                     queue += state.handle(.committed(id, nil), at: now)
                 case let .launch(launch): launched.append(launch.run)
                 case let .answer(token, answer): answers[token] = answer
+                case let .publish(update): published.append(update)
                 default: break
                 }
             }
@@ -66,6 +68,9 @@ struct ConductorLockTests {
         #expect(rig.state.snapshot(of: 2)?.waiting?.text == "waiting for lock db, held by migrate run 1")
         #expect(rig.state.snapshot(of: 3)?.waiting?.text == "waiting for lock db, held by migrate run 1")
         #expect(rig.state.snapshot(of: 1)?.waiting == nil)
+        let queued = rig.published.filter { $0.transition?.to == .queued }
+        #expect(queued.map(\.run.id) == [1, 2, 3])
+        #expect(queued.map { $0.run.waiting?.lock } == [nil, "db", "db"], "watchers hear the wait with the queued transition")
         rig.exit(1)
         #expect(rig.launched == [1, 2] && rig.waiting == [3])
         #expect(rig.state.snapshot(of: 3)?.waiting?.text == "waiting for lock db, held by backup run 2")

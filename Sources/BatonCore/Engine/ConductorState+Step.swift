@@ -103,7 +103,7 @@ extension ConductorState {
             let run = decision.run
             step.effects.append(.answer(token, failure.map { .failed($0) } ?? .ticket(decision, flights[run].map(live) ?? fallback)))
         case let .publish(update):
-            if failure == nil { step.effects.append(.publish(update)) }
+            if failure == nil { step.effects.append(.publish(withLockWait(update))) }
         case let .durable(run):
             if failure == nil {
                 table.markDurable(run)

@@ -433,8 +433,8 @@ function drawFlight(item, run) {
 }
 
 // What a queued run waits for, as batond said when the page last read it ("waiting for lock db,
-// held by migrate run 12"); holders the page has seen end since are left out (updates do not
-// carry the wait, so a newer holder shows only at the next status).
+// held by migrate run 12": its status, or the update of its queued transition); holders the page
+// has seen end since are left out (a newer holder shows only at the next snapshot).
 function waitingText(waiting) {
   const live = (list) => (list || []).filter((h) => { const known = state.runs.get(h.run); return !known || !TERMINAL.has(known.phase); });
   const names = (list) => list.map((h) => `${h.action} run ${h.run}`).join(", ");
