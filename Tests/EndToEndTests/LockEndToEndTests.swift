@@ -8,18 +8,18 @@ import Testing
 @Suite("End to end: locks between actions", .serialized)
 struct LockEndToEndTests {
     /// Each action writes `start N` and `end N` to the log around reading its own gate.
-    static func config(_ gates: [String: FifoGate], log: String) -> String {
-        func action(_ name: String, _ locks: String) -> String {
+    static func config(_ gates: [String: FifoGate], log: String, locks: [String: String] = [:], limits: String = #"{ "heavy-io": 2 }"#) -> String {
+        func action(_ name: String, _ held: String) -> String {
             """
             \(name): { exec: ["sh", "-c", "echo start $BATON_RUN_ID >> \\"$LOG\\"; cat \\"$GATE\\" > /dev/null; echo end $BATON_RUN_ID >> \\"$LOG\\""],
-                       env: { GATE: "\(gates[name]!.path)", LOG: "\(log)" }, locks: \(locks), policies: ["queue", "join"] },
+                       env: { GATE: "\(gates[name]!.path)", LOG: "\(log)" }, locks: \(locks[name] ?? held), policies: ["queue", "join"] },
             """
         }
         return """
             {
               socketMode: "0666",
               maxConcurrentRuns: 8,
-              limits: { "heavy-io": 2 },
+              limits: \(limits),
               actions: {
                 \(action("migrate", #"["db"]"#))
                 \(action("backup", #"["db", "heavy-io"]"#))
@@ -111,5 +111,33 @@ struct LockEndToEndTests {
         let holder = try restarted.baton("show", "1").stdout
         #expect(holder.contains("interrupted"), "\(holder)")
         #expect(Self.log(log) == ["start 1", "start 2", "end 2"], "\(Self.log(log))")
+    }
+
+    @Test("reload: a bad limit is refused naming it and the old config stays; a good one gives new triggers new locks, and runs keep theirs")
+    func reload() throws {
+        let gates = try Self.gates()
+        let log = NSTemporaryDirectory() + "baton-locks-" + UUID().uuidString + ".log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let daemon = try Daemon(config: Self.config(gates, log: log))
+        #expect(try Self.trigger(daemon, "migrate").run?.phase == .loading)
+        #expect(try Self.trigger(daemon, "backup").run?.waiting?.lock == "db")
+
+        try Self.config(gates, log: log, limits: #"{ "heavy-io": 2, nope: 3 }"#).write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let refused = try daemon.baton("reload")
+        #expect(refused.code != 0 && refused.stderr.contains(#"limits.nope: no action holds lock "nope""#), "\(refused.stderr)")
+
+        // Now backup holds nothing and scan holds db: the queued backup keeps the locks it was triggered with.
+        try Self.config(gates, log: log, locks: ["backup": "[]", "scan": #"["db"]"#]).write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        #expect(try daemon.baton("reload").code == 0)
+        #expect(try daemon.baton("status").stdout.contains("queued (run 2) waiting for lock db, held by migrate run 1"))
+        let scan = try Self.trigger(daemon, "scan")
+        #expect(scan.run?.waiting?.text == "waiting for lock db, held by migrate run 1", "\(String(describing: scan.run?.waiting))")
+        gates["migrate"]!.release()
+        #expect(try Self.waitFor(daemon, run: 1)?.phase == .success)
+        gates["backup"]!.release()
+        #expect(try Self.waitFor(daemon, run: 2)?.phase == .success)
+        gates["scan"]!.release()
+        #expect(try Self.waitFor(daemon, run: 3)?.phase == .success)
+        #expect(Self.log(log) == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"], "\(Self.log(log))")
     }
 }
