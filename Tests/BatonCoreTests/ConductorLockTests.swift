@@ -1,4 +1,5 @@
 @testable import BatonCore
+import Foundation
 import Testing
 
 /// `locks` between actions: runs holding a common lock never overlap (beyond its limit); a run
@@ -257,8 +258,19 @@ struct ConductorLockTests {
     }
 }
 
-@Suite("Metrics: runs waiting for a lock")
+@Suite("Locks in metrics and on the wire")
 struct LockMetricsTests {
+    @Test("actions and status describe an action's locks with their limits, and leave the field out for an action with none")
+    func actionInfo() throws {
+        var action = Action(name: "backup", exec: ["x"])
+        #expect(ActionInfo(action).locks == nil)
+        action.locks = [LockClaim("db"), LockClaim("heavy-io", limit: 2)]
+        let info = ActionInfo(action)
+        #expect(info.locks == action.locks)
+        let json = String(decoding: try JSONEncoder().encode(info), as: UTF8.self)
+        #expect(json.contains(#""locks":[{"limit":1,"name":"db"},{"limit":2,"name":"heavy-io"}]"#) || json.contains(#""locks":[{"name":"db","limit":1},{"name":"heavy-io","limit":2}]"#), "\(json)")
+    }
+
     @Test("baton_runs_waiting_for_lock counts the queued runs waiting for each lock, by action, and none that wait for nothing")
     func gauge() {
         func run(_ id: Int64, _ action: String, waiting lock: String?) -> RunSnapshot {
