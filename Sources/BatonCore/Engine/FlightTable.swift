@@ -140,7 +140,7 @@ public struct FlightTable: Sendable {
     /// How many runs are loading or retrying.
     public var running: Int { runningCount }
 
-    /// How many runs wait for a worker slot.
+    /// How many runs are ready to start and wait for a worker slot or a lock.
     public var readyCount: Int { entries.values.count { $0.stage == .ready } }
 
     private mutating func promote(_ key: String) {
