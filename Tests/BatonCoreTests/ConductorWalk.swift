@@ -67,6 +67,10 @@ struct ConductorWalk {
     private var lastSuccess: [String: Timestamp] = [:]
     private var createdAt: [Int64: (key: String, at: Timestamp, action: Action)] = [:]
     private var forced: Set<Int64> = []
+    // Which came first, by event rather than by time: the walk's drain lets events happen
+    // without the clock moving, so a follow-up and the success it follows may share a time.
+    private var successStep: [String: Int] = [:]
+    private var createdStep: [Int64: Int] = [:]
     // The slots' view: the run created for each action and slot.
     private var slotRuns: [String: Int64] = [:]
 
@@ -211,6 +215,7 @@ struct ConductorWalk {
                     known.append(run.id)
                     if case let .trigger(_, trigger) = event {
                         createdAt[run.id] = (run.key, transition.at, trigger.action)
+                        createdStep[run.id] = steps
                         if trigger.force && trigger.action.allowsForce { forced.insert(run.id) }
                     }
                 }
@@ -218,6 +223,7 @@ struct ConductorWalk {
                 for case let .transition(transition) in entries where transition.to == .success {
                     if let created = createdAt[transition.runID], created.action.cooldown != nil {
                         lastSuccess[created.key] = transition.at
+                        successStep[created.key] = steps
                     }
                 }
             case let .launch(launch):
@@ -381,7 +387,7 @@ struct ConductorWalk {
     private mutating func checkCooldown(_ launch: Launch) {
         guard launch.attempt == 1, let created = createdAt[launch.run], let cooldown = created.action.cooldown,
               let success = lastSuccess[created.key], now - success < cooldown,
-              created.at >= success, !forced.contains(launch.run) else { return }
+              createdStep[launch.run, default: 0] >= successStep[created.key, default: 0], !forced.contains(launch.run) else { return }
         violate("run \(launch.run) of key \(created.key) started inside its cooldown (success at \(success.rawValue), now \(now.rawValue)), unforced")
     }
 
