@@ -67,7 +67,10 @@ extension Service {
         guard let id = request.run else { throw .badRequest("show needs \"run\"") }
         guard var detail = try await history.run(id) else { throw .unknownRun(id) }
         try await require(.read, detail.run.action, generation, request, connection.peer)
-        if let live = dispatcher.snapshot(of: id) { detail.run.progress = live.progress }
+        if let live = dispatcher.snapshot(of: id) {
+            detail.run.progress = live.progress
+            detail.run.waiting = live.waiting
+        }
         var response = Response(id: request.id)
         response.detail = detail
         return response

@@ -55,6 +55,7 @@ enum Format {
         if let reason = detail.reason { notes.append(reason) }
         if let via = detail.via { notes.append(via) }
         if let attempt = detail.attempt { notes.append("attempt \(attempt)") }
+        if let locks = detail.locks { notes.append("took lock\(locks.count == 1 ? "" : "s") " + locks.joined(separator: ", ")) }
         if let code = detail.exitCode { notes.append("exit \(code)") }
         if let signal = detail.signal { notes.append("signal \(signal)") }
         if let by = detail.by { notes.append("by \(userName(by))") }

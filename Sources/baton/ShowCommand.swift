@@ -50,6 +50,7 @@ enum ShowCommand {
         text += "  attempts: \(run.attempts), took \(Format.duration(run))\n"
         if let used = Format.usage(run) { text += "  used: \(used)\n" }
         if let error = run.error { text += "  error: " + context.paint(error, .red) + "\n" }
+        if let waiting = run.waiting { text += "  \(waiting.text)\n" }
         text += "\ntransitions:\n"
         var previous: Timestamp?
         for transition in detail.transitions {

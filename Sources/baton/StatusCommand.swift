@@ -38,7 +38,9 @@ enum StatusCommand {
 
     private static func row(_ action: ActionInfo, context: Context, now: Timestamp) -> [String] {
         let live = action.inFlight ?? []
-        let queued = live.filter { $0.phase == .queued }.count
+        // A run waiting for a lock says which, and who holds it; the others are counted.
+        let waiting = live.filter { $0.phase == .queued && $0.waiting != nil }
+        let queued = live.filter { $0.phase == .queued }.count - waiting.count
         // Every run in flight, one per key: an action with keyParams may have several.
         var parts = live.filter { $0.phase != .queued }.map { active in
             var part = "\(active.phase.rawValue) \(Format.duration(active, now: now)) (run \(active.id)"
@@ -47,6 +49,7 @@ enum StatusCommand {
             if let fraction = active.progress?.fraction { part += " \(Int(fraction * 100))%" }
             return part
         }
+        parts += waiting.map { "queued (run \($0.id)) \($0.waiting!.text)" }
         if queued > 0 { parts.append("\(queued) queued") }
         let state = parts.isEmpty ? "idle" : parts.joined(separator: "; ")
         var last = "never run"

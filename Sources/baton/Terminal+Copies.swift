@@ -16,6 +16,12 @@ extension RunSnapshot {
         run.host = host.map(Terminal.visible)
         run.via = via.map(Terminal.visible)
         run.progress?.message = progress?.message.map(Terminal.visible)
+        if var waiting {
+            waiting.lock = Terminal.visible(waiting.lock)
+            for index in waiting.holders.indices { waiting.holders[index].action = Terminal.visible(waiting.holders[index].action) }
+            for index in waiting.ahead.indices { waiting.ahead[index].action = Terminal.visible(waiting.ahead[index].action) }
+            run.waiting = waiting
+        }
         return run
     }
 }
@@ -27,6 +33,7 @@ extension Transition {
         transition.detail.reason = detail.reason.map(Terminal.visible)
         transition.detail.via = detail.via.map(Terminal.visible)
         transition.detail.error = detail.error.map(Terminal.visible)
+        transition.detail.locks = detail.locks?.map(Terminal.visible)
         return transition
     }
 }

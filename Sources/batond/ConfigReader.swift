@@ -20,11 +20,11 @@ struct ConfigReader {
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
         "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
-        "processTree", "output", "webhooks",
+        "processTree", "output", "webhooks", "limits",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "cooldown", "force", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
+        "keyParams", "cooldown", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
     ]
 
     /// The longest action description, in bytes.
@@ -99,6 +99,7 @@ struct ConfigReader {
                 config.actions.append(action)
             }
         }
+        lockLimits(fields["limits"], actions: &config.actions)
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
@@ -111,6 +112,11 @@ struct ConfigReader {
             // create the hook's run with it: a crash there could lose the notification.
             for action in config.actions where !action.hooks.isEmpty {
                 fail("actions.\(action.name).on", "hooks are not supported in a fleet (postgres) yet: a fleet host cannot yet make a hook's trigger durable with the outcome that fires it")
+            }
+            // Locks would need rows of their own in PostgreSQL, taken with the key's: until then
+            // each host would count only its own holders.
+            for action in config.actions where !action.locks.isEmpty {
+                fail("actions.\(action.name).locks", "is not supported in a fleet (postgres) yet: the fleet cannot hold a lock exactly across hosts")
             }
         }
         return config
@@ -168,6 +174,7 @@ struct ConfigReader {
             action.onInterrupt = choice(interrupt, at: "\(at).onInterrupt", ["fail", "restart"]).flatMap(InterruptPolicy.init(rawValue:)) ?? .fail
         }
         if let value = fields["cooldown"] { action.cooldown = positiveDuration(value, at: "\(at).cooldown") }
+        if let value = fields["locks"] { action.locks = locks(value, at: "\(at).locks") }
         if let value = fields["force"] {
             if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }
         }

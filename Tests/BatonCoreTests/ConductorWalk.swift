@@ -25,6 +25,10 @@ struct ConductorWalk {
             return cool
         }(),
         hooked, pager,
+        // Locks between actions: db held alone, io by two at once; `backup` takes both.
+        locked("migrate", ["db"], policy: .queue),
+        locked("backup", ["db", "io"], policy: .reject, retry: RetryPolicy(attempts: 1, backoff: .seconds(1))),
+        locked("scan", ["io"], policy: .join, keyed: true),
     ]
 
     /// Hooks: `hooked` pages on failure (a queue), notifies on success (a reject) and flips on
@@ -43,6 +47,13 @@ struct ConductorWalk {
                                 .change: HookTarget(action: Action(name: "flip", exec: ["x"], policy: .replace), params: [:])]
         return hooked
     }()
+
+    static func locked(_ name: String, _ locks: [String], policy: Policy, retry: RetryPolicy = .none, keyed: Bool = false) -> Action {
+        var action = Action(name: name, exec: ["x"], timeout: .seconds(20), policy: policy, policies: [.reject, .join, .queue, .replace],
+                            retry: retry, params: keyed ? ["k": ParamSpec()] : [:], keyParams: keyed ? ["k"] : [])
+        action.locks = locks.map { LockClaim($0, limit: $0 == "io" ? 2 : 1) }
+        return action
+    }
 
     private(set) var state: ConductorState
     private(set) var now = Timestamp(rawValue: 1_000_000)
@@ -74,6 +85,10 @@ struct ConductorWalk {
     private var lastSuccess: [String: Timestamp] = [:]
     private var createdAt: [Int64: (key: String, at: Timestamp, action: Action)] = [:]
     private var forced: Set<Int64> = []
+    // Which came first, by event rather than by time: the walk's drain lets events happen
+    // without the clock moving, so a follow-up and the success it follows may share a time.
+    private var successStep: [String: Int] = [:]
+    private var createdStep: [Int64: Int] = [:]
     // The slots' view: the run created for each action and slot.
     private var slotRuns: [String: Int64] = [:]
     // The hooks' view: every run's action and key, the hook runs and what fired them, the last
@@ -225,6 +240,7 @@ struct ConductorWalk {
                     known.append(run.id)
                     if case let .trigger(_, trigger) = event {
                         createdAt[run.id] = (run.key, transition.at, trigger.action)
+                        createdStep[run.id] = steps
                         if trigger.force && trigger.action.allowsForce { forced.insert(run.id) }
                     }
                 }
@@ -233,6 +249,7 @@ struct ConductorWalk {
                 for case let .transition(transition) in entries where transition.to == .success {
                     if let created = createdAt[transition.runID], created.action.cooldown != nil {
                         lastSuccess[created.key] = transition.at
+                        successStep[created.key] = steps
                     }
                 }
             case let .launch(launch):
@@ -356,6 +373,42 @@ struct ConductorWalk {
         for (key, count) in active where count > 1 { violate("key \(key) has \(count) runs loading or retrying") }
         for (key, count) in queued where count > 2 { violate("key \(key) has \(count) runs queued (holder and one follow-up at most)") }
         if running > state.table.limit { violate("\(running) runs loading or retrying, over the limit \(state.table.limit)") }
+        checkLocks(running: running)
+    }
+
+    /// No lock is held by more runs than its limit (counted from the runs loading or retrying),
+    /// and no run waits while its locks are free: a run ready to start (its key free, its
+    /// creation durable) that is not running, while a start slot is free, waits for a lock that
+    /// is full, counting the older runs waiting for it.
+    private mutating func checkLocks(running: Int) {
+        var holding: [String: [Int64]] = [:]
+        for flight in state.flights.values where flight.machine.phase == .loading || flight.machine.phase == .retrying {
+            for lock in flight.action.locks { holding[lock.name, default: []].append(flight.run.id) }
+        }
+        for (lock, runs) in holding {
+            let limit = Self.actions.flatMap(\.locks).first { $0.name == lock }?.limit ?? 1
+            if runs.count > limit { violate("lock \(lock) is held by \(runs.count) runs (\(runs.sorted())), over its limit \(limit)") }
+        }
+        if holding.mapValues({ Set($0) }) != state.locksHeld.mapValues({ Set($0) }) {
+            violate("the runs loading hold \(holding), but the table says \(state.locksHeld)")
+        }
+        guard state.mode == .accepting, running < state.table.limit else { return }
+        let waiters = state.table.locks.waiting
+        for flight in state.flights.values where state.table.stage(of: flight.run.id) == .ready {
+            let id = flight.run.id
+            guard let position = waiters.firstIndex(of: id) else {
+                violate("run \(id) is ready, a start slot is free (\(running) of \(state.table.limit)) and it waits for no lock, but it has not started")
+                continue
+            }
+            let older = waiters[..<position].compactMap { state.flights[$0]?.action.locks }
+            let full = flight.action.locks.first { lock in
+                holding[lock.name, default: []].count + older.filter { $0.contains { $0.name == lock.name } }.count >= lock.limit
+            }
+            if full == nil { violate("run \(id) waits for its locks \(flight.action.locks.map(\.name)) while they are free (held: \(holding))") }
+            if state.snapshot(of: id)?.waiting?.lock != full?.name {
+                violate("run \(id) says it waits for \(String(describing: state.snapshot(of: id)?.waiting)), not lock \(String(describing: full?.name))")
+            }
+        }
     }
 
     /// No run starts inside a cooldown window of its key unless forced, or created before the
@@ -363,7 +416,7 @@ struct ConductorWalk {
     private mutating func checkCooldown(_ launch: Launch) {
         guard launch.attempt == 1, let created = createdAt[launch.run], let cooldown = created.action.cooldown,
               let success = lastSuccess[created.key], now - success < cooldown,
-              created.at >= success, !forced.contains(launch.run) else { return }
+              createdStep[launch.run, default: 0] >= successStep[created.key, default: 0], !forced.contains(launch.run) else { return }
         violate("run \(launch.run) of key \(created.key) started inside its cooldown (success at \(success.rawValue), now \(now.rawValue)), unforced")
     }
 

@@ -56,6 +56,7 @@ struct WireJSONTests {
         info.allowed = [.read, .trigger]
         info.schedules = ["*-*-* 03:00:00", "Mon *-*-* 12:00"]
         info.scheduleJitter = 300_000_000
+        info.locks = [LockClaim("db"), LockClaim("heavy-io", limit: 2)]
         return info
     }
 
@@ -81,6 +82,7 @@ struct WireJSONTests {
         run.via = "webhook gh"
         run.slot = Timestamp(rawValue: 1_700_000_000_000_000)
         run.hook = HookCause(run: 7, action: "deploy", event: .failure)
+        run.waiting = LockWait(lock: "db", limit: 1, holders: [.init(run: 12, action: "migrate")], ahead: [.init(run: 13, action: "backup")])
         return run
     }
 

@@ -15,7 +15,8 @@ extension ConductorState {
             recordDelivery(of: trigger, run: success.id, &step)
             return step.after.append(.ticket(token, .cooled(success.id), fallback: success))
         }
-        let decision = table.trigger(key: trigger.key, policy: trigger.policy, candidate: nextRunID)
+        let decision = table.trigger(key: trigger.key, policy: trigger.policy, candidate: nextRunID,
+                                     action: trigger.action.name, locks: trigger.action.locks)
         switch decision {
         case let .created(id), let .followUp(id, _), let .replaced(id, _):
             nextRunID += 1

@@ -63,7 +63,7 @@ extension ConductorState {
     /// queued run of it is cancelled as superseded. Returns whether the run was queued.
     private mutating func requeue(_ unfinished: UnfinishedRun, _ action: Action, reason: String, _ step: inout Step) -> Bool {
         let run = unfinished.run
-        switch table.trigger(key: run.key, policy: .queue, candidate: run.id) {
+        switch table.trigger(key: run.key, policy: .queue, candidate: run.id, action: action.name, locks: action.locks) {
         case .created, .followUp:
             break
         default:

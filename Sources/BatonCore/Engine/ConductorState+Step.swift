@@ -103,9 +103,9 @@ extension ConductorState {
             step.effects.append(.answer(token, failure.map { .failed($0) } ?? answer))
         case let .ticket(token, decision, fallback):
             let run = decision.run
-            step.effects.append(.answer(token, failure.map { .failed($0) } ?? .ticket(decision, flights[run]?.snapshot ?? fallback)))
+            step.effects.append(.answer(token, failure.map { .failed($0) } ?? .ticket(decision, flights[run].map(live) ?? fallback)))
         case let .publish(update):
-            if failure == nil { step.effects.append(.publish(update)) }
+            if failure == nil { step.effects.append(.publish(withLockWait(update))) }
         case let .durable(run):
             if failure == nil {
                 table.markDurable(run)
@@ -159,6 +159,8 @@ extension ConductorState {
         switch effect {
         case let .record(phase, detail):
             var detail = detail
+            // The locks it took to start, in the detail of its first `loading`.
+            if phase == .loading, detail.attempt == 1, !flight.action.locks.isEmpty { detail.locks = flight.action.locks.map(\.name) }
             if phase == .retrying, let attempt = detail.attempt {
                 flight.nextBackoff = flight.action.retry.delay(afterAttempt: attempt, unit: random.unit())
                 detail.backoff = flight.nextBackoff.microseconds

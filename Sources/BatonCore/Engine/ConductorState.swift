@@ -13,6 +13,9 @@
 ///   every write decided with it is durable;
 /// - a run's waiters are closed once its terminal transition is durable, and never before;
 /// - at most one run is created per action and schedule slot (`SlotBook`);
+/// - no lock is held by more runs loading or retrying than its limit, and no run ready to start
+///   waits while a start slot and its locks are free, counting the older runs waiting for them
+///   (`LockBook`, `ConductorState+Locks.swift`);
 /// - no run is created inside its key's cooldown window (from the last success's end, decided
 ///   or seeded) unless its trigger is forced where the action allows it (`KeySlot.cools`);
 /// - every end that qualifies for a hook writes that hook's trigger in the item of the end, once
@@ -205,11 +208,11 @@ public struct ConductorState: Sendable {
     /// The runs in flight, oldest first (a run whose end is decided but not yet durable included,
     /// with its final phase).
     public var inFlight: [RunSnapshot] {
-        flights.values.map(\.snapshot).sorted { $0.id < $1.id }
+        flights.values.map(live).sorted { $0.id < $1.id }
     }
 
-    /// A run in flight, with its latest progress.
-    public func snapshot(of run: Int64) -> RunSnapshot? { flights[run]?.snapshot }
+    /// A run in flight, with its latest progress (and the lock it waits for, if any).
+    public func snapshot(of run: Int64) -> RunSnapshot? { flights[run].map(live) }
 
     /// Runs loading or retrying, or ended but not yet durable: what shutdown waits for.
     var activeCount: Int { flights.values.count { $0.machine.phase != .queued } }

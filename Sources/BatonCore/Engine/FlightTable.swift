@@ -1,9 +1,10 @@
 /// The single-flight bookkeeping as a pure value: which run holds each key, its follow-up,
-/// and the first-in-first-out line of runs waiting for a worker slot.
+/// the first-in-first-out line of runs waiting for a worker slot, and the locks between actions
+/// (`LockBook`) that a ready run takes, all at once, before it counts as running.
 ///
 /// Invariants: a key has at most one holder and at most one follow-up; a run is `ready` only
 /// when it holds its key, its `queued` transition is durable, and no replaced run of its key is
-/// still draining; at most `limit` runs are `running`.
+/// still draining; at most `limit` runs are `running`, each holding every lock it claims.
 public struct FlightTable: Sendable {
     /// What a trigger did, decided against the key's runs in flight.
     public enum Decision: Sendable, Equatable {
@@ -40,6 +41,8 @@ public struct FlightTable: Sendable {
     private var entries: [Int64: Entry] = [:]
     private var line = RunLine()
     private var runningCount = 0
+    /// The locks runs hold and wait for.
+    public private(set) var locks = LockBook()
     /// The most runs that may be loading or retrying at once.
     public var limit: Int
 
@@ -47,13 +50,17 @@ public struct FlightTable: Sendable {
         self.limit = max(limit, 1)
     }
 
-    /// Decides a trigger for `key` under `policy`; `candidate` is the id a new run would take.
-    public mutating func trigger(key: String, policy: Policy, candidate: Int64) -> Decision {
+    /// Decides a trigger for `key` under `policy`; `candidate` is the id a new run would take,
+    /// holding `locks` (of `action`) once it starts.
+    public mutating func trigger(key: String, policy: Policy, candidate: Int64, action: String = "",
+                                 locks claims: [LockClaim] = []) -> Decision {
         var slot = slots[key] ?? KeySlot()
         let decision = slot.trigger(policy: policy, candidate: candidate)
         slots[key] = slot
         switch decision {
-        case .created, .followUp, .replaced: entries[candidate] = Entry(key: key)
+        case .created, .followUp, .replaced:
+            entries[candidate] = Entry(key: key)
+            locks.register(candidate, action: action, locks: claims)
         case .joined, .coalesced, .rejected, .cooled, .slotRan: break
         }
         return decision
@@ -82,16 +89,27 @@ public struct FlightTable: Sendable {
         return slots[key]?.draining.contains(run) ?? false
     }
 
-    /// The runs to start now, in the order they became ready; each is counted as running.
+    /// The runs to start now, in the order they became ready, each with every lock it claims
+    /// taken; each is counted as running. A ready run whose locks are not all free waits for
+    /// them, in order: the runs waiting for locks became ready before any run still in the line.
     public mutating func admit() -> [Int64] {
         var admitted: [Int64] = []
+        var reserved: [String: Int] = [:]
+        for run in locks.waiting {
+            guard runningCount < limit else { return admitted }
+            if locks.take(run, reserved: &reserved) { admitted.append(start(run)) }
+        }
         while runningCount < limit, let run = line.popFirst() {
             guard entries[run]?.stage == .ready else { continue }
-            entries[run]!.stage = .running
-            runningCount += 1
-            admitted.append(run)
+            if locks.take(run, reserved: &reserved) { admitted.append(start(run)) }
         }
         return admitted
+    }
+
+    private mutating func start(_ run: Int64) -> Int64 {
+        entries[run]!.stage = .running
+        runningCount += 1
+        return run
     }
 
     /// Forgets a run that has ended (its terminal transition recorded, its processes gone),
@@ -99,6 +117,7 @@ public struct FlightTable: Sendable {
     public mutating func ended(_ run: Int64) {
         guard let entry = entries.removeValue(forKey: run) else { return }
         if entry.stage == .running { runningCount -= 1 }
+        locks.release(run)
         guard var slot = slots[entry.key] else { return }
         slot.ended(run)
         if slot.isEmpty {
@@ -121,7 +140,7 @@ public struct FlightTable: Sendable {
     /// How many runs are loading or retrying.
     public var running: Int { runningCount }
 
-    /// How many runs wait for a worker slot.
+    /// How many runs are ready to start and wait for a worker slot or a lock.
     public var readyCount: Int { entries.values.count { $0.stage == .ready } }
 
     private mutating func promote(_ key: String) {

@@ -74,6 +74,17 @@ public struct MetricsReport: Sendable {
         for name in names {
             out.sample("baton_runs_queued", [("action", name)], Double(live.filter { $0.action == name && $0.phase == .queued }.count))
         }
+        // Only the pairs that wait now: which locks an action holds is the config's, not the runs'.
+        out.family("baton_runs_waiting_for_lock", .gauge, "Runs queued now because a lock of their action is not free, by action and the lock they wait for.")
+        let waits = Dictionary(grouping: live.compactMap { run in run.waiting.map { LockWaitKey(action: run.action, lock: $0.lock) } }) { $0 }
+        for (key, runs) in waits.sorted(by: { ($0.key.action, $0.key.lock) < ($1.key.action, $1.key.lock) }) {
+            out.sample("baton_runs_waiting_for_lock", [("action", key.action), ("lock", key.lock)], Double(runs.count))
+        }
+    }
+
+    private struct LockWaitKey: Hashable {
+        var action: String
+        var lock: String
     }
 
     private func triggersAndStore(_ out: inout Exposition) {

@@ -45,6 +45,9 @@ public struct Action: Sendable, Equatable {
     public var cooldown: Duration?
     /// Whether a trigger may pass `force` to run inside the cooldown window (`force: true`).
     public var allowsForce = false
+    /// The locks its runs take, all at once, before they start (`locks`), each with its limit
+    /// (the config's `limits`); a run whose locks are not all free waits `queued`. Empty for none.
+    public var locks: [LockClaim] = []
     /// When systemd's timers trigger the action, as `OnCalendar=` expressions (`schedule`), each
     /// checked by `systemd-analyze calendar` at load; empty for none.
     public var schedules: [String] = []

@@ -41,6 +41,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     public var slot: Timestamp?
     /// The hook whose trigger made this run ("failure hook of deploy run 7"); nil for any other run.
     public var hook: HookCause?
+    /// What a queued run waits for when a lock it claims is not free ("waiting for lock db, held by
+    /// migrate run 12"). Live runs only; not stored.
+    public var waiting: LockWait?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

@@ -45,6 +45,8 @@ public struct TransitionDetail: Codable, Sendable, Equatable {
     public var memoryPeak: Int64?
     /// Where the trigger that created the run came from, when not the socket (a webhook).
     public var via: String?
+    /// The locks the run took to start (its first `loading`), as the action's `locks` named them.
+    public var locks: [String]?
 
     public init(
         reason: String? = nil, attempt: Int? = nil, exitCode: Int32? = nil, signal: Int32? = nil,

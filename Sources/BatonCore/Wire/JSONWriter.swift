@@ -115,6 +115,12 @@ extension TransitionDetail {
         json.field("error", error)
         json.field("exitCode", exitCode)
         json.field("leftovers", leftovers)
+        if let locks {
+            json.key("locks")
+            json.beginArray()
+            for lock in locks { json.string(lock) }
+            json.endArray()
+        }
         json.field("memoryPeak", memoryPeak)
         json.field("pgid", pgid)
         json.field("reason", reason)

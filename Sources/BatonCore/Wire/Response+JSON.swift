@@ -115,6 +115,24 @@ extension RunSnapshot {
             json.field("event", hook.event.rawValue)
             json.endObject()
         }
+        if let waiting {
+            json.key("waiting")
+            json.beginObject()
+            json.field("lock", waiting.lock)
+            json.field("limit", waiting.limit)
+            for (name, list) in [("holders", waiting.holders), ("ahead", waiting.ahead)] {
+                json.key(name)
+                json.beginArray()
+                for holder in list {
+                    json.beginObject()
+                    json.field("run", holder.run)
+                    json.field("action", holder.action)
+                    json.endObject()
+                }
+                json.endArray()
+            }
+            json.endObject()
+        }
         json.endObject()
     }
 }
@@ -168,6 +186,17 @@ extension ActionInfo {
         if let allowed { json.key("allowed"); json.strings(allowed.map(\.rawValue)) }
         if let schedules { json.key("schedules"); json.strings(schedules) }
         json.field("scheduleJitter", scheduleJitter)
+        if let locks {
+            json.key("locks")
+            json.beginArray()
+            for lock in locks {
+                json.beginObject()
+                json.field("name", lock.name)
+                json.field("limit", lock.limit)
+                json.endObject()
+            }
+            json.endArray()
+        }
         json.endObject()
     }
 }

@@ -139,6 +139,8 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public var schedules: [String]?
     /// actions and status: the most a scheduled firing is delayed at random, in microseconds.
     public var scheduleJitter: Int64?
+    /// actions and status: the locks its runs take to start, each with its limit, when it has any.
+    public var locks: [LockClaim]?
 
     public init(name: String, description: String?, exec: [String], policy: Policy, policies: [Policy], timeout: Int64?,
                 params: [String: ParamInfo], keyParams: [String], inFlight: [RunSnapshot]? = nil, last: RunSnapshot? = nil) {
@@ -161,6 +163,7 @@ public struct ActionInfo: Codable, Sendable, Equatable {
                   keyParams: action.keyParams)
         schedules = action.schedules.isEmpty ? nil : action.schedules
         scheduleJitter = action.scheduleJitter?.microseconds
+        locks = action.locks.isEmpty ? nil : action.locks
     }
 }
 

@@ -428,7 +428,22 @@ function drawFlight(item, run) {
     bar.hidden = true;
   }
   if (run.progress && run.progress.message) words += ` · ${run.progress.message}`;
+  if (run.phase === "queued" && run.waiting) words += ` · ${waitingText(run.waiting)}`;
   text.replaceChildren(...parts, words);
+}
+
+// What a queued run waits for, as batond said when the page last read it ("waiting for lock db,
+// held by migrate run 12": its status, or the update of its queued transition); holders the page
+// has seen end since are left out (a newer holder shows only at the next snapshot).
+function waitingText(waiting) {
+  const live = (list) => (list || []).filter((h) => { const known = state.runs.get(h.run); return !known || !TERMINAL.has(known.phase); });
+  const names = (list) => list.map((h) => `${h.action} run ${h.run}`).join(", ");
+  let text = `waiting for lock ${waiting.lock}`;
+  if (waiting.limit > 1) text += ` (${waiting.limit} at once)`;
+  const holders = live(waiting.holders), ahead = live(waiting.ahead);
+  if (holders.length) text += `, held by ${names(holders)}`;
+  if (ahead.length) text += `, behind ${names(ahead)}`;
+  return text;
 }
 
 function setNote(name, text, tone, runID) {
