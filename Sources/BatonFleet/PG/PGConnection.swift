@@ -114,9 +114,16 @@ public final class PGConnection {
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN")
+        try transaction(opening: []) { _ in try body() }
+    }
+
+    /// As `transaction`, its first statements `opening` sent in the round trip of the BEGIN;
+    /// `body` gets their rows.
+    public func transaction<T>(opening: [(sql: String, parameters: [String?])], _ body: ([PGRows]) throws -> T) throws -> T {
         do {
-            let value = try body()
+            let opened = opening.isEmpty ? [] : try pipeline([("BEGIN", [])] + opening).dropFirst()
+            if opening.isEmpty { try execute("BEGIN") }
+            let value = try body(Array(opened))
             try execute("COMMIT")
             return value
         } catch {
