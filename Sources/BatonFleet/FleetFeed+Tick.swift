@@ -41,7 +41,8 @@ extension FleetFeed {
             SELECT t.id AS transition_id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, r.last_seq, \(FleetRows.runColumns.split(separator: ",")
                 .map { "r." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
             FROM transitions t JOIN runs r ON r.id = t.run_id
-            WHERE (t.xid >= $1::xid8 OR t.xid = ANY ($2::xid8[])) AND pg_visible_in_snapshot(t.xid, s.target) AND t.id > $4::bigint
+            WHERE ((t.xid >= $1::xid8 AND t.xid < pg_snapshot_xmax(coalesce($3::pg_snapshot, pg_current_snapshot()))) OR t.xid = ANY ($2::xid8[]))
+              AND pg_visible_in_snapshot(t.xid, s.target) AND t.id > $4::bigint
             ORDER BY t.id LIMIT \(FeedPosition.page)
         ) x ON true
         ORDER BY x.transition_id

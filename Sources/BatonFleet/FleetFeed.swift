@@ -40,6 +40,8 @@ final class FleetFeed: Sendable {
         var stopped = false
     }
 
+    /// The most ticks one wake runs while notifications keep coming with their answers.
+    static let rounds = 50
     private let coordinator: FleetCoordinator
     private let worker: SerialWorker<Tick>
     private let watching: Locked<Watching>
@@ -80,9 +82,14 @@ final class FleetFeed: Sendable {
         do {
             let (db, notes) = try listening(&state)
             try handle(FeedWake(notes, lastTickAge: .now - state.ticked), db, &state, coordinator)
-            // Notifications read meanwhile may be of commits after the catch-up: one more tick.
-            let later = try db.notifications()
-            if !later.isEmpty { try handle(FeedWake(later, lastTickAge: .now - state.ticked), db, &state, coordinator) }
+            // Notifications that came with a tick's answers wait in libpq, not in the socket (the
+            // reactor would not see them): each may be of a commit after the catch-up, so tick
+            // again until none came (at most `Self.rounds` times; past that the backstop comes).
+            for _ in 0..<Self.rounds {
+                let later = try db.notifications()
+                if later.isEmpty { break }
+                try handle(FeedWake(later, lastTickAge: .now - state.ticked), db, &state, coordinator)
+            }
             for job in batch.jobs { job.done(db.socket) }
         } catch {
             state.link.drop()
