@@ -34,15 +34,24 @@ extension FleetFeed {
     /// One page of a catch-up (`FeedPosition`, parameters `FeedPosition.parameters`): the target
     /// snapshot in the first column of every row (the statement's own when $3 is NULL: one
     /// statement, one snapshot), then each transition the target sees and `seen` did not, with
-    /// its run's row, in id order; one row of NULLs after the target when there is none.
+    /// its run's row, in id order; one row of NULLs after the target when there is none. The
+    /// transactions `seen` did not see are found by `transitions_by_xid` first (a range below the
+    /// target's xmax, and those in progress then), materialized, and only then ordered by id: a
+    /// plan that walks the primary key in id order reads every transition on every tick. It is
+    /// planned for its values each time (`planEachTime`): PostgreSQL's generic plan of it, made
+    /// without them, scans the whole table.
     static let catchUpQuery = """
-        SELECT s.target::text, x.* FROM (SELECT coalesce($3::pg_snapshot, pg_current_snapshot()) AS target) s
-        LEFT JOIN LATERAL (
+        WITH s AS (SELECT coalesce($3::pg_snapshot, pg_current_snapshot()) AS target),
+        delta AS MATERIALIZED (
+            SELECT t.id, t.run_id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, t.xid FROM transitions t
+            WHERE ((t.xid >= $1::xid8 AND t.xid < pg_snapshot_xmax(coalesce($3::pg_snapshot, pg_current_snapshot())))
+                   OR t.xid = ANY ($2::xid8[]))
+        )
+        SELECT s.target::text, x.* FROM s LEFT JOIN LATERAL (
             SELECT t.id AS transition_id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, r.last_seq, \(FleetRows.runColumns.split(separator: ",")
                 .map { "r." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
-            FROM transitions t JOIN runs r ON r.id = t.run_id
-            WHERE ((t.xid >= $1::xid8 AND t.xid < pg_snapshot_xmax(coalesce($3::pg_snapshot, pg_current_snapshot()))) OR t.xid = ANY ($2::xid8[]))
-              AND pg_visible_in_snapshot(t.xid, s.target) AND t.id > $4::bigint
+            FROM delta t JOIN runs r ON r.id = t.run_id
+            WHERE pg_visible_in_snapshot(t.xid, s.target) AND t.id > $4::bigint
             ORDER BY t.id LIMIT \(FeedPosition.page)
         ) x ON true
         ORDER BY x.transition_id
@@ -61,7 +70,7 @@ extension FleetFeed {
     /// Reads one page of a catch-up and moves `position` past it: the rows of `catchUpQuery`
     /// after its target column. Unchanged when the statement fails (nothing was delivered).
     static func page(_ db: PGConnection, _ position: inout FeedPosition) throws -> [[String?]] {
-        let result = try db.query(catchUpQuery, position.parameters).rows
+        let result = try db.query(catchUpQuery, position.parameters, planEachTime: true).rows
         guard let text = result.first?[0] ?? nil, let target = FeedSnapshot(text) else {
             throw PGError(message: "the feed's catch-up gave no snapshot")
         }

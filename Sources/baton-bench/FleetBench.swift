@@ -60,10 +60,13 @@ enum FleetBench {
         process.arguments = ["-n", "-f", script, "-c", String(clients), "-j", String(clients), "-t", String(transactions), conninfo]
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
+        let children = server.children()
         let before = server.seconds()
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        // pgbench's backends count once the server has reaped them (their time moves to its cutime).
+        for _ in 0..<300 where server.children() > children { usleep(10_000) }
         let cpu = (server.seconds() - before) / Double(transactions * clients)
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
               let tps = Double(line.dropFirst(6).prefix { $0.isNumber || $0 == "." }) else {

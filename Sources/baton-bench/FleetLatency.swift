@@ -131,6 +131,14 @@ struct ServerCPU {
         return total / ticks
     }
 
+    /// How many processes the server has (backends included).
+    func children() -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).count { entry in
+            guard let pid = Int32(entry), let fields = Self.stat(pid), fields.count > 1 else { return false }
+            return Int32(fields[1]) == postmaster
+        }
+    }
+
     private static func stat(_ pid: Int32) -> [Substring]? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
         return text[text.index(after: close)...].split(separator: " ")

@@ -46,13 +46,15 @@ public final class PGConnection {
     /// The socket, for `poll` while listening for notifications.
     public var socket: Int32 { PQsocket(handle) }
 
-    /// Runs one statement with `$1`, `$2`… parameters; returns its rows.
+    /// Runs one statement with `$1`, `$2`… parameters; returns its rows. `planEachTime`: never
+    /// prepared, so that PostgreSQL plans it for the values given (a statement whose generic
+    /// plan is bad whatever the values).
     @discardableResult
-    public func query(_ sql: String, _ parameters: [String?] = []) throws(PGError) -> PGRows {
+    public func query(_ sql: String, _ parameters: [String?] = [], planEachTime: Bool = false) throws(PGError) -> PGRows {
         let copies = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { copies.forEach { free($0) } }
         let pointers = copies.map { UnsafePointer($0) }
-        let plan = prepared.plan(sql)
+        let plan = planEachTime ? PreparedStatements.Plan.plain : prepared.plan(sql)
         if case let .prepare(name) = plan {
             guard let made = PQprepare(handle, name, sql, Int32(pointers.count), nil) else {
                 throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
