@@ -199,11 +199,14 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     }
 
     /// Starts every run of this host that holds a free key, oldest first, while slots are free.
+    /// Joined on the key (the slot row's primary key) as well as its holder: on `holder` alone,
+    /// which has no index, PostgreSQL's plan could scan every key for each queued run (79 ms a
+    /// tick in a bench run, the run phase's server CPU).
     func startWaiting(on db: PGConnection) throws {
         let room = limit - conductor.runningCount - reserved.withLock { $0 }
         guard room > 0, accepting.withLock({ $0 }) else { return }
         let ready = try db.query("""
-            SELECT r.id FROM runs r JOIN keys k ON k.holder = r.id
+            SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
             WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 ORDER BY r.id LIMIT $2::bigint
             """, [host.incarnation, String(room)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
         for id in ready { _ = try start(id, on: db) }
