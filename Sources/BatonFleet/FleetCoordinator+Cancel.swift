@@ -52,8 +52,8 @@ extension FleetCoordinator {
         }
         pool.submit({ [self] db in
             try Self.retrying {
-                try db.transaction { () throws -> RunSnapshot? in
-                    try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
+                // The run's key's slot row first: a queued run ends here, and its key's transitions stay in order.
+                try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ throws -> RunSnapshot? in
                     guard let (run, _) = try read(id, on: db), !run.phase.isTerminal else { return nil }
                     _ = try stop(id, .cancelled(by: uid), on: db)
                     try db.execute("NOTIFY baton")

@@ -65,20 +65,23 @@ extension FleetCoordinator {
         do {
             var opening: [FleetJournal.Statement] = [
                 ("BEGIN", []),
-                ("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)]),
                 ("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [trigger.key]),
                 ("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [trigger.key]),
             ]
-            // A delivery any host recorded made its run: read under the write lock, so a
-            // transaction that recorded it before this one took the lock is seen.
+            // A delivery any host recorded made its run, read after the key's row is locked (each
+            // statement sees what committed before it began). A transaction on another key that
+            // records the same delivery meanwhile is caught by the table's primary key: of the
+            // two, the second to insert waits for the first, fails with a unique violation, and
+            // is decided again (`trigger`), finding the first one's run.
             if let delivery = trigger.delivery { opening.append(FleetJournal.findDelivery(hook: delivery.hook, delivery: delivery.id)) }
-            // The slot's run, whichever host made it: read under the write lock too, so that two
-            // hosts firing one slot make one run (`SlotBook.decide`, as on one machine).
+            // The slot's run, whichever host made it, so that two hosts firing one slot make one
+            // run (`SlotBook.decide`, as on one machine); two at once are caught by the unique
+            // index `runs_action_slot` in the same way.
             if let at = trigger.slot {
                 opening.append(("SELECT id, phase FROM runs WHERE action = $1 AND slot = $2", [trigger.action.name, String(at.rawValue)]))
             }
             let opened = try db.pipeline(opening)
-            if let delivery = trigger.delivery, let run = opened[4].first?[0].flatMap({ Int64($0) }) {
+            if let delivery = trigger.delivery, let run = opened[3].first?[0].flatMap({ Int64($0) }) {
                 throw BatonError.delivered(run: run, hook: delivery.hook, delivery: delivery.id)
             }
             if trigger.slot != nil, let row = opened.last?.first {
@@ -89,7 +92,7 @@ extension FleetCoordinator {
                 case let .ran(id): return try share(.slotRan(id), trigger, at: .now, on: db)
                 }
             }
-            var slot = KeySlot(row: opened[3].first ?? [nil, nil, nil])
+            var slot = KeySlot(row: opened[2].first ?? [nil, nil, nil])
             let needsID = slot.holder == nil || trigger.policy == .replace || (trigger.policy == .queue && slot.followUp == nil)
             let candidate = needsID ? Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") ?? 0 : 0
             let decision = slot.trigger(policy: trigger.policy, candidate: candidate)

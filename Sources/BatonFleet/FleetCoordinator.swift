@@ -10,10 +10,9 @@ import FoundationEssentials
 ///
 /// PostgreSQL work is answered in completions on the threads of the connections that did it;
 /// no lock is held while a round trip is in flight. Triggers' transactions go to one connection
-/// of their own, one at a time in the order they came (every fleet write waits for one lock in
-/// PostgreSQL anyway: more at once from one host would only stand in line there, ahead of this
-/// host's starts and ends); reads and cancels go to the pool. A transaction that may start a
-/// run reserves a start slot, so that this host never starts more than `limit` however many
+/// of their own, one at a time in the order they came (each locks its key's slot row; those of
+/// different keys, on this host and others, do not wait for each other); reads and cancels go
+/// to the pool. A transaction that may start a run reserves a start slot, so that this host never starts more than `limit` however many
 /// transactions are in flight.
 public final class FleetCoordinator: RunDispatcher, Sendable {
     public let host: FleetHost
@@ -138,7 +137,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         reserved.withLock { $0 -= 1 }
     }
 
-    /// In the caller's transaction (which holds the write lock and the key's row, and has checked
+    /// In the caller's transaction (which holds the key's slot row, and has checked
     /// that the run holds a free key): writes `loading` for a queued run of this host. A run whose
     /// action this host no longer has is cancelled instead (it would hold its key forever).
     func claim(_ run: RunSnapshot, seq: Int, on db: PGConnection) throws -> Claimed? {
@@ -186,10 +185,10 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     }
 
     private func claim(_ id: Int64, on db: PGConnection) throws -> Claimed? {
-        try db.transaction {
-            try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
+        // The key's slot row is locked before the run is read again and its `loading` written.
+        try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ in
             guard let (run, seq) = try read(id, on: db), run.phase == .queued,
-                  let slotRow = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [run.key]).first,
+                  let slotRow = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1", [run.key]).first,
                   KeySlot(row: slotRow).startable == id,
                   try db.query("SELECT 1 FROM runs WHERE id = $1 AND incarnation = $2", [String(id), host.incarnation]).first != nil
             else { return nil }
@@ -200,11 +199,14 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     }
 
     /// Starts every run of this host that holds a free key, oldest first, while slots are free.
+    /// Joined on the key (the slot row's primary key) as well as its holder: on `holder` alone,
+    /// which has no index, PostgreSQL's plan could scan every key for each queued run (79 ms a
+    /// tick in a bench run, the run phase's server CPU).
     func startWaiting(on db: PGConnection) throws {
         let room = limit - conductor.runningCount - reserved.withLock { $0 }
         guard room > 0, accepting.withLock({ $0 }) else { return }
         let ready = try db.query("""
-            SELECT r.id FROM runs r JOIN keys k ON k.holder = r.id
+            SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
             WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 ORDER BY r.id LIMIT $2::bigint
             """, [host.incarnation, String(room)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
         for id in ready { _ = try start(id, on: db) }

@@ -4,10 +4,8 @@ import FoundationEssentials
 extension FleetFeed {
     /// One pass: catch up, stop what was asked, start what may start, refresh what is in flight.
     static func tick(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws {
-        if state.lastID == nil {
-            state.lastID = Int64(try db.query("SELECT coalesce(max(id), 0) FROM transitions").first?[0] ?? "") ?? 0
-        }
-        while try catchUp(db, &state, coordinator) == 500 {}
+        if state.position == nil { state.position = FeedPosition(seen: try snapshot(on: db)) }
+        while try catchUp(db, &state, coordinator) {}
         let stops = try db.query("""
             SELECT id, stop FROM runs WHERE incarnation = $1 AND stop IS NOT NULL AND phase IN ('loading', 'retrying')
             """, [coordinator.host.incarnation]).rows
@@ -26,18 +24,64 @@ extension FleetFeed {
         coordinator.fleetInFlight.withLock { $0 = Dictionary(live.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }) }
     }
 
-    /// Transitions after an id, each with its run's row (columns prefixed once, not per tick).
+    /// The snapshot the feed starts from: what it sees committed is not delivered, the rest will be.
+    static func snapshot(on db: PGConnection) throws -> FeedSnapshot {
+        let text = try db.query("SELECT pg_current_snapshot()::text").first?[0] ?? ""
+        guard let snapshot = FeedSnapshot(text) else { throw PGError(message: "PostgreSQL gave a snapshot Baton cannot read: \(text)") }
+        return snapshot
+    }
+
+    /// One page of a catch-up (`FeedPosition`, parameters `FeedPosition.parameters`): the target
+    /// snapshot in the first column of every row (the statement's own when $3 is NULL: one
+    /// statement, one snapshot), then each transition the target sees and `seen` did not, with
+    /// its run's row, in id order; one row of NULLs after the target when there is none. The
+    /// transactions `seen` did not see are found by `transitions_by_xid` first (a range below the
+    /// target's xmax, and those in progress then), materialized, and only then ordered by id: a
+    /// plan that walks the primary key in id order reads every transition on every tick. It is
+    /// planned for its values each time (`planEachTime`): PostgreSQL's generic plan of it, made
+    /// without them, scans the whole table.
     static let catchUpQuery = """
-        SELECT t.id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, r.last_seq, \(FleetRows.runColumns.split(separator: ",")
-            .map { "r." + $0.trimmingWhitespace() }.joined(separator: ", "))
-        FROM transitions t JOIN runs r ON r.id = t.run_id WHERE t.id > $1 ORDER BY t.id LIMIT 500
+        WITH s AS (SELECT coalesce($3::pg_snapshot, pg_current_snapshot()) AS target),
+        delta AS MATERIALIZED (
+            SELECT t.id, t.run_id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, t.xid FROM transitions t
+            WHERE ((t.xid >= $1::xid8 AND t.xid < pg_snapshot_xmax(coalesce($3::pg_snapshot, pg_current_snapshot())))
+                   OR t.xid = ANY ($2::xid8[]))
+        )
+        SELECT s.target::text, x.* FROM s LEFT JOIN LATERAL (
+            SELECT t.id AS transition_id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, r.last_seq, \(FleetRows.runColumns.split(separator: ",")
+                .map { "r." + $0.trimmingWhitespace() }.joined(separator: ", "))
+            FROM delta t JOIN runs r ON r.id = t.run_id
+            WHERE pg_visible_in_snapshot(t.xid, s.target) AND t.id > $4::bigint
+            ORDER BY t.id LIMIT \(FeedPosition.page)
+        ) x ON true
+        ORDER BY x.transition_id
         """
 
-    /// Reads and hands on up to 500 transitions after the last seen; returns how many.
-    private static func catchUp(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws -> Int {
-        let rows = try db.query(catchUpQuery, [String(state.lastID ?? 0)]).rows
+    /// Reads and hands on one page of transitions the last snapshot did not see; returns whether
+    /// the page was full (another follows).
+    private static func catchUp(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws -> Bool {
+        guard var position = state.position else { return false }
+        let rows = try page(db, &position)
+        state.position = position
+        deliver(rows, coordinator)
+        return position.midway
+    }
+
+    /// Reads one page of a catch-up and moves `position` past it: the rows of `catchUpQuery`
+    /// after its target column. Unchanged when the statement fails (nothing was delivered).
+    static func page(_ db: PGConnection, _ position: inout FeedPosition) throws -> [[String?]] {
+        let result = try db.query(catchUpQuery, position.parameters, planEachTime: true).rows
+        guard let text = result.first?[0] ?? nil, let target = FeedSnapshot(text) else {
+            throw PGError(message: "the feed's catch-up gave no snapshot")
+        }
+        let rows = result.filter { $0[1] != nil }.map { Array($0.dropFirst()) }
+        position.read(rows.count, target: target, lastID: rows.last.flatMap { $0[0] }.flatMap { Int64($0) })
+        return rows
+    }
+
+    /// Hands each transition on (`catchUpQuery`'s columns after the target).
+    static func deliver(_ rows: [[String?]], _ coordinator: FleetCoordinator) {
         for row in rows {
-            state.lastID = Int64(row[0] ?? "") ?? state.lastID
             var run = FleetRows.run(Array(row[7...]))
             let transition = FleetRows.transition(runID: run.id, row, from: 1)
             run.seq = transition.seq
@@ -60,6 +104,5 @@ extension FleetFeed {
                 coordinator.conductor.remember([run])
             }
         }
-        return rows.count
     }
 }

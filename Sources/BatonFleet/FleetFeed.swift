@@ -5,8 +5,8 @@ import FoundationEssentials
 /// with its `LISTEN baton` connection) runs a tick on every notification, and once a second
 /// anyway (notifications are lossy, and a new connection misses those sent while it was away):
 /// (notifications of output alone wake the followers of those runs' output, `FeedWake`);
-/// it reads the transitions committed since the last it saw (their ids commit in order: writers
-/// hold one lock), tells watchers and followers, stops the runs of this host that others asked
+/// it reads the transitions committed since the snapshot it last read up to (`FeedPosition`:
+/// writers hold no common lock, so ids do not commit in order), tells watchers and followers, stops the runs of this host that others asked
 /// to stop, starts the runs of this host whose keys came free, and refreshes the fleet's runs in
 /// flight for `status`.
 ///
@@ -17,8 +17,8 @@ final class FleetFeed: Sendable {
     /// What the feed's thread owns.
     struct Connection {
         var link: PGLink
-        /// The last transition seen; nil until first read.
-        var lastID: Int64?
+        /// Where the feed is; nil until first read.
+        var position: FeedPosition?
         var refreshed = ContinuousClock.now - .seconds(1)
         /// When the last tick ran (notifications of output alone wake followers, not a tick).
         var ticked = ContinuousClock.now - .seconds(1)
@@ -40,19 +40,21 @@ final class FleetFeed: Sendable {
         var stopped = false
     }
 
+    /// The most ticks one wake runs while notifications keep coming with their answers.
+    static let rounds = 50
     private let coordinator: FleetCoordinator
     private let worker: SerialWorker<Tick>
     private let watching: Locked<Watching>
 
-    /// A feed that starts after transition `lastID` (nil: after those committed when it first connects).
-    init(_ coordinator: FleetCoordinator, after lastID: Int64?) {
+    /// A feed that starts after the transitions `start` sees (nil: after those committed when it first connects).
+    init(_ coordinator: FleetCoordinator, after start: FeedSnapshot?) {
         self.coordinator = coordinator
         let watching = Locked(Watching())
         self.watching = watching
         let link = PGLink(conninfo: coordinator.pool.conninfo, defaults: coordinator.pool.defaults)
         // One tick waiting at most: a notification during a tick asks for one more, not for many.
         worker = SerialWorker(name: "baton-fleet-feed", capacity: 1, idleTimeout: .seconds(10),
-                              state: Connection(link: link, lastID: lastID)) { [coordinator] state, batch in
+                              state: Connection(link: link, position: start.map(FeedPosition.init(seen:)))) { [coordinator] state, batch in
             Self.run(&state, &batch, coordinator, watching)
         }
     }
@@ -80,9 +82,14 @@ final class FleetFeed: Sendable {
         do {
             let (db, notes) = try listening(&state)
             try handle(FeedWake(notes, lastTickAge: .now - state.ticked), db, &state, coordinator)
-            // Notifications read meanwhile may be of commits after the catch-up: one more tick.
-            let later = try db.notifications()
-            if !later.isEmpty { try handle(FeedWake(later, lastTickAge: .now - state.ticked), db, &state, coordinator) }
+            // Notifications that came with a tick's answers wait in libpq, not in the socket (the
+            // reactor would not see them): each may be of a commit after the catch-up, so tick
+            // again until none came (at most `Self.rounds` times; past that the backstop comes).
+            for _ in 0..<Self.rounds {
+                let later = try db.notifications()
+                if later.isEmpty { break }
+                try handle(FeedWake(later, lastTickAge: .now - state.ticked), db, &state, coordinator)
+            }
             for job in batch.jobs { job.done(db.socket) }
         } catch {
             state.link.drop()
@@ -152,10 +159,8 @@ extension FleetCoordinator {
     /// so that nothing committed afterwards is missed, however late the listening connection
     /// comes up); stop the returned feed at exit.
     public func startFeed() async -> FleetFeedHandle {
-        let lastID = try? await pool.run { db in
-            Int64(try db.query("SELECT coalesce(max(id), 0) FROM transitions").first?[0] ?? "") ?? 0
-        }
-        let feed = FleetFeed(self, after: lastID)
+        let start = try? await pool.run { db in try FleetFeed.snapshot(on: db) }
+        let feed = FleetFeed(self, after: start)
         feed.start()
         return FleetFeedHandle(feed)
     }

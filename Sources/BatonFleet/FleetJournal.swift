@@ -58,6 +58,46 @@ enum FleetJournal {
     /// One statement and its parameters, to run alone or in a pipeline.
     typealias Statement = (sql: String, parameters: [String?])
 
+    /// Locks the slot rows of `keys` and of the keys of `runs`, in key order, before the
+    /// transaction writes any of their transitions. Every transaction that writes a key's
+    /// transitions holds its slot row first: so one key's transitions take their ids, and
+    /// commit, in the order of that row's lock, which is the order the feed delivers them in
+    /// (`FeedPosition`); and two transactions that lock several keys this way cannot deadlock
+    /// on them. A key with no slot row yet has had no transition.
+    static func lockKeys(runs: [Int64], keys: [String] = []) -> Statement {
+        ("""
+            SELECT key FROM keys WHERE key = ANY (ARRAY(SELECT key FROM runs WHERE id = ANY ($1::bigint[])) || $2::text[])
+            ORDER BY key FOR UPDATE
+            """, ["{" + runs.map(String.init).joined(separator: ",") + "}", textArray(keys)])
+    }
+
+    /// The keys of the runs of these incarnations not yet ended, locked as `lockKeys` does.
+    static func lockKeys(ofIncarnations incarnations: [String]) -> Statement {
+        ("""
+            SELECT key FROM keys WHERE key IN (SELECT key FROM runs WHERE incarnation = ANY ($1::text[]) AND phase IN ('queued', 'loading', 'retrying'))
+            ORDER BY key FOR UPDATE
+            """, [textArray(incarnations)])
+    }
+
+    /// A PostgreSQL array literal of texts, each quoted.
+    static func textArray(_ items: [String]) -> String {
+        "{" + items.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+
+    /// The runs whose transitions `entries` write and the keys of the new ones among them: what `lockKeys` locks.
+    static func keyed(_ entries: [JournalEntry]) -> (runs: [Int64], keys: [String]) {
+        var runs: [Int64] = [], keys: [String] = []
+        for entry in entries {
+            switch entry {
+            case let .created(run, _): keys.append(run.key)
+            case let .transition(transition): runs.append(transition.runID)
+            default: break
+            }
+        }
+        return (runs, keys)
+    }
+
     static func insert(_ run: RunSnapshot, _ transition: Transition, on db: PGConnection, as me: FleetHost) throws {
         try db.query(insertRun(run, as: me))
         try insertTransition(transition, on: db)

@@ -5,7 +5,7 @@ import Glibc
 /// This host's lease and the fleet's reaper. A connection of its own (a `PGWorker`) renews the
 /// lease with the database's `now()` every fifth of it, on a reactor timer, then reaps hosts
 /// whose lease ran out (under a transaction-scoped advisory lock, so one host does it at a
-/// time). A second reactor timer, armed from the start of the last successful renewal, fires
+/// time; the slot rows of the dead hosts' runs' keys locked in key order first). A second reactor timer, armed from the start of the last successful renewal, fires
 /// `fenceAfter` later (well before the lease can run out as the database counts it) unless a
 /// renewal came first: then it fences this host, killing every process group it runs and
 /// calling `onFenced`, so that no key has a run here while another host takes it over; the
@@ -63,9 +63,8 @@ public final class FleetLease: Sendable {
         let killed = TaggedProcesses.killUntilGone(instance: instance, runs: Set(unfinished))
         var requeued = 0
         for dead in previous {
-            let summary = try db.transaction {
-                try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
-                return try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
+            let summary = try db.transaction(opening: [FleetJournal.lockKeys(ofIncarnations: [dead])]) { _ in
+                try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
                                                   by: host, actions: coordinator.conductor.action(named:), on: db)
             }
             requeued += summary.requeued.count + summary.adopted.count
@@ -161,12 +160,14 @@ public final class FleetLease: Sendable {
     /// Ends the lease of hosts that stopped renewing, one reaper at a time.
     func reap(on db: PGConnection) throws {
         try db.transaction {
-            try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
             guard try db.query("SELECT pg_try_advisory_xact_lock($1)", [String(FleetSchema.Lock.reaper.rawValue)]).first?[0] == "t" else { return }
             let expired = try db.query("""
                 SELECT incarnation, name FROM hosts
                 WHERE gone_at IS NULL AND incarnation <> $1 AND renewed_at + lease_ms * interval '1 millisecond' < now()
                 """, [host.incarnation]).rows
+            guard !expired.isEmpty else { return }
+            // Their runs' keys' slot rows, all at once in key order, before any of their transitions.
+            try db.query(FleetJournal.lockKeys(ofIncarnations: expired.compactMap { $0[0] }))
             for row in expired {
                 guard let dead = row[0], let name = row[1] else { continue }
                 let summary = try FleetTakeover.takeOver(dead, name: name, reason: "host \(name) stopped renewing its lease",

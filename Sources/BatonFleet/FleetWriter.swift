@@ -2,8 +2,8 @@ import BatonCore
 import FoundationEssentials
 
 /// The conductor's writes to the fleet's database: a `SerialWorker` with a connection of its own
-/// takes every item waiting, writes them in one transaction under the fleet's write lock,
-/// commits, notifies the other hosts when a key slot changed, and then calls the items'
+/// takes every item waiting, writes them in one transaction (the slot rows of their keys locked
+/// first, in key order), commits, notifies the other hosts when a key slot changed, and then calls the items'
 /// completions. While the database cannot be reached the items are handed back (none is lost or
 /// reordered), the store says why, and the batch is tried again with a growing pause.
 final class FleetWriter: Sendable {
@@ -91,8 +91,9 @@ final class FleetWriter: Sendable {
     }
 
     private static func write(_ entries: [JournalEntry], lossy: Set<Int64>, on db: PGConnection, as host: FleetHost) throws -> [Int64] {
-        try db.transaction {
-            try db.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.write.rawValue)])
+        let (runs, keys) = FleetJournal.keyed(entries)
+        // The keys' slot rows first, in key order (`FleetJournal.lockKeys`), in the round trip of the BEGIN.
+        return try db.transaction(opening: runs.isEmpty && keys.isEmpty ? [] : [FleetJournal.lockKeys(runs: runs, keys: keys)]) { _ in
             var lost: [Int64] = []
             var notify = false
             for entry in entries { notify = try FleetJournal.apply(entry, on: db, as: host, lost: &lost) || notify }

@@ -6,26 +6,45 @@ import Foundation
 /// hosts, `runs` detached `/bin/true` triggers under distinct keys spread over the hosts and
 /// pipelined, then a `wait` for each. Triggers/s (every answer durable in PostgreSQL) and runs/s
 /// against pgbench's single-row INSERT rate on the same server at the same client count,
-/// measured in this run.
+/// measured in this run; the PostgreSQL server's CPU (its processes' utime + stime from /proc,
+/// the server on this machine) per trigger and per run beside them; 3 hosts against 1. Then the
+/// fleet's latency: a transition on one host to a `watch` on another, p50/p99, one trigger at a
+/// time (the NOTIFY path: each commit wakes the other host's feed) and under a burst (the
+/// catch-up path: each read of the feed takes everything committed since the one before).
 enum FleetBench {
     static func run(conninfo: String, runs: Int, binary: String, seconds: Double) async throws -> [Figure] {
         var figures: [Figure] = []
+        var rates: [Int: Double] = [:]
         for hosts in [1, 3] {
-            let inserts = try pgbenchInserts(conninfo: conninfo, clients: hosts, seconds: seconds)
+            let (inserts, insertCPU) = try pgbenchInserts(conninfo: conninfo, clients: hosts, seconds: seconds)
             let measured = try await blocking { Result { try drive(binary: binary, conninfo: conninfo, hosts: hosts, runs: runs) } }.get()
-            figures.append(Figure("fleet, \(hosts) host\(hosts == 1 ? "" : "s"): triggers/s, \(runs) keys", measured.triggers, "/s",
+            let name = "fleet, \(hosts) host\(hosts == 1 ? "" : "s")"
+            figures.append(Figure("\(name): triggers/s, \(runs) keys", measured.triggers, "/s",
                                   baseline: ("pgbench single-row INSERT, \(hosts) client\(hosts == 1 ? "" : "s")", inserts),
-                                  note: "each trigger one transaction under the fleet's write lock"))
-            figures.append(Figure("fleet, \(hosts) host\(hosts == 1 ? "" : "s"): /bin/true runs/s, \(runs) keys", measured.runs, "/s",
+                                  note: "each trigger one transaction, locking its key's slot row"))
+            figures.append(Figure("\(name): /bin/true runs/s, \(runs) keys", measured.runs, "/s",
                                   baseline: ("pgbench single-row INSERT, \(hosts) client\(hosts == 1 ? "" : "s")", inserts),
                                   note: "a run is 2 transactions: the trigger (which starts it when its key and a slot are free) and its end"))
+            figures.append(Figure("\(name): PostgreSQL CPU per trigger", measured.serverPerTrigger * 1_000, "ms",
+                                  baseline: ("pgbench single-row INSERT", insertCPU * 1_000), lowerIsBetter: true,
+                                  note: "the server's processes' utime + stime while the triggers were answered, over the triggers"))
+            figures.append(Figure("\(name): PostgreSQL CPU per run", measured.serverPerRun * 1_000, "ms",
+                                  note: "the same from the first trigger to the last run's end (trigger, start, end, every host's feed), over the runs"))
+            rates[hosts] = measured.runs
         }
+        if let one = rates[1], let three = rates[3] {
+            figures.append(Figure("fleet, 3 hosts against 1: runs/s", three, "/s", baseline: ("1 host", one), target: ">= 1.0",
+                                  note: "same server, same CPUs"))
+        }
+        figures += try await blocking { Result { try latency(binary: binary, conninfo: conninfo, samples: runs / 5) } }.get()
         return figures
     }
 
     /// pgbench's transactions/s for one `INSERT` of one row, `clients` connections, on a table of its own.
-    static func pgbenchInserts(conninfo: String, clients: Int, seconds: Double) throws -> Double {
+    /// Also the server's CPU seconds per INSERT.
+    static func pgbenchInserts(conninfo: String, clients: Int, seconds: Double) throws -> (Double, Double) {
         let db = try PGConnection(conninfo)
+        let server = try ServerCPU(conninfo: conninfo)
         try db.execute("CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, v text NOT NULL)")
         let script = scratchDirectory("pgbench") + ".sql"
         try "INSERT INTO bench_rows (v) VALUES ('x');\n".write(toFile: script, atomically: true, encoding: .utf8)
@@ -41,50 +60,82 @@ enum FleetBench {
         process.arguments = ["-n", "-f", script, "-c", String(clients), "-j", String(clients), "-t", String(transactions), conninfo]
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
+        let children = server.children()
+        let before = server.seconds()
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        // pgbench's backends count once the server has reaped them (their time moves to its cutime).
+        for _ in 0..<300 where server.children() > children { usleep(10_000) }
+        let cpu = (server.seconds() - before) / Double(transactions * clients)
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
               let tps = Double(line.dropFirst(6).prefix { $0.isNumber || $0 == "." }) else {
             throw BenchError("pgbench gave no rate: \(text.suffix(300))")
         }
-        return tps
+        return (tps, cpu)
     }
 
     struct Measured: Sendable {
         var triggers: Double
         var runs: Double
+        /// Server CPU seconds per trigger (while triggering) and per run (the whole drive).
+        var serverPerTrigger: Double
+        var serverPerRun: Double
+    }
+
+    /// `count` batond hosts on the database, each answering on its socket (a trigger taken: joined the fleet).
+    final class Hosts {
+        let directory: String
+        var processes: [Process] = []
+        var clients: [LineClient] = []
+        var sockets: [String] = []
+
+        init(binary: String, conninfo: String, count: Int) throws {
+            directory = scratchDirectory("fleet-\(count)")
+            do {
+                for index in 1...count {
+                    let config = directory + "/host\(index).json5"
+                    try """
+                        { postgres: "\(conninfo)", host: "bench-\(index)", maxConcurrentRuns: 2, retention: { maxRunsPerAction: 1000000 },
+                          actions: { t: { exec: ["/bin/true"], params: { k: {} }, keyParams: ["k"] } } }
+                        """.write(toFile: config, atomically: true, encoding: .utf8)
+                    let process = Process()
+                    process.executableURL = URL(fileURLWithPath: binary)
+                    process.arguments = ["--config", config, "--socket", directory + "/host\(index).sock"]
+                    process.standardError = FileHandle.nullDevice
+                    try process.run()
+                    processes.append(process)
+                    sockets.append(directory + "/host\(index).sock")
+                    let client = try BatondBench.connect(directory + "/host\(index).sock", until: .now + .seconds(20))
+                    while !LineClient.contains(client.call(#"{"op":"trigger","action":"t","params":{"k":"warm\#(index)"}}"#) ?? [], #""ok":true"#) {
+                        usleep(50_000)
+                    }
+                    clients.append(client)
+                }
+            } catch {
+                stop()
+                throw error
+            }
+        }
+
+        func stop() {
+            for process in processes { process.terminate(); process.waitUntilExit() }
+            processes = []
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        deinit { stop() }
     }
 
     static func drive(binary: String, conninfo: String, hosts count: Int, runs: Int) throws -> Measured {
-        let directory = scratchDirectory("fleet-\(count)")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var processes: [Process] = []
-        defer { for process in processes { process.terminate(); process.waitUntilExit() } }
-        var clients: [LineClient] = []
-        for index in 1...count {
-            let config = directory + "/host\(index).json5"
-            try """
-                { postgres: "\(conninfo)", host: "bench-\(index)", maxConcurrentRuns: 2, retention: { maxRunsPerAction: 1000000 },
-                  actions: { t: { exec: ["/bin/true"], params: { k: {} }, keyParams: ["k"] } } }
-                """.write(toFile: config, atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["--config", config, "--socket", directory + "/host\(index).sock"]
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            processes.append(process)
-            let client = try BatondBench.connect(directory + "/host\(index).sock", until: .now + .seconds(20))
-            // Joined the fleet once a trigger is taken.
-            while !LineClient.contains(client.call(#"{"op":"trigger","action":"t","params":{"k":"warm\#(index)"}}"#) ?? [], #""ok":true"#) {
-                usleep(50_000)
-            }
-            clients.append(client)
-        }
-        let connected = Locked(clients)
+        let hosts = try Hosts(binary: binary, conninfo: conninfo, count: count)
+        defer { hosts.stop() }
+        let server = try ServerCPU(conninfo: conninfo)
+        let connected = Locked(hosts.clients)
         let tag = UUID().uuidString.prefix(8)
         let shares = (0..<count).map { host in (0..<runs).filter { $0 % count == host } }
         let ids = Locked<[[Int64]]>(Array(repeating: [], count: count))
+        let cpuAtStart = server.seconds()
         let watch = Stopwatch()
         concurrently(count) { host in
             let lines = shares[host].map { #"{"op":"trigger","action":"t","params":{"k":"\#(tag)-\#($0)"},"detach":true}"# }
@@ -92,6 +143,7 @@ enum FleetBench {
             ids.withLock { $0[host] = answered }
         }
         let triggered = watch.seconds
+        let cpuTriggered = server.seconds()
         let ended = Locked(0)
         concurrently(count) { host in
             let list = ids.withLock { $0[host] }
@@ -99,11 +151,13 @@ enum FleetBench {
             ended.withLock { $0 += ends.count { LineClient.contains($0, #""phase":"success""#) } }
         }
         let elapsed = watch.seconds
+        let cpuEnded = server.seconds()
         let answered = ids.withLock { $0.reduce(0) { $0 + $1.count } }
         guard answered == runs, ended.withLock({ $0 }) == runs else {
             throw BenchError("the fleet answered \(answered) triggers and \(ended.withLock { $0 }) successful waits of \(runs)")
         }
-        return Measured(triggers: Double(runs) / triggered, runs: Double(runs) / elapsed)
+        return Measured(triggers: Double(runs) / triggered, runs: Double(runs) / elapsed,
+                        serverPerTrigger: (cpuTriggered - cpuAtStart) / Double(runs), serverPerRun: (cpuEnded - cpuAtStart) / Double(runs))
     }
 
     /// Runs `body(i)` for i in 0..<count on threads of their own and waits for all.

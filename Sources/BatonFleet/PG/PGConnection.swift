@@ -3,10 +3,14 @@ import FoundationEssentials
 import Glibc
 
 /// One libpq connection, owned by one thread (a `PGWorker`'s) and never shared, so not
-/// `Sendable`. Queries are sent with `PQexecParams` in text format: every parameter is a string
-/// or NULL, and every value comes back as a string or nil, which the callers parse.
+/// `Sendable`. Queries go in text format: every parameter is a string or NULL, and every value
+/// comes back as a string or nil, which the callers parse. A query (SELECT, INSERT, UPDATE,
+/// DELETE, WITH) is prepared on the connection the first time it is sent, in the same round
+/// trip, and executed by name from then on: the server parses and plans it once per connection
+/// (`PreparedStatements`); anything else (BEGIN, COMMIT, NOTIFY…) is sent as it is.
 public final class PGConnection {
     private let handle: OpaquePointer
+    private var prepared = PreparedStatements()
     /// libpq raised an error of its own (one without a SQLSTATE: "server closed the connection
     /// unexpectedly"), which it may do before its status says the connection is bad.
     private var failed = false
@@ -34,19 +38,37 @@ public final class PGConnection {
 
     deinit { PQfinish(handle) }
 
+    /// How many statements this connection has prepared.
+    var preparedCount: Int { prepared.count }
+
     /// Whether the connection is still up, as libpq last saw it.
     public var isOK: Bool { !failed && PQstatus(handle) == CONNECTION_OK }
 
     /// The socket, for `poll` while listening for notifications.
     public var socket: Int32 { PQsocket(handle) }
 
-    /// Runs one statement with `$1`, `$2`… parameters; returns its rows.
+    /// Runs one statement with `$1`, `$2`… parameters; returns its rows. `planEachTime`: never
+    /// prepared, so that PostgreSQL plans it for the values given (a statement whose generic
+    /// plan is bad whatever the values).
     @discardableResult
-    public func query(_ sql: String, _ parameters: [String?] = []) throws(PGError) -> PGRows {
+    public func query(_ sql: String, _ parameters: [String?] = [], planEachTime: Bool = false) throws(PGError) -> PGRows {
         let copies = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { copies.forEach { free($0) } }
         let pointers = copies.map { UnsafePointer($0) }
-        guard let result = PQexecParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0) else {
+        let plan = planEachTime ? PreparedStatements.Plan.plain : prepared.plan(sql)
+        if case let .prepare(name) = plan {
+            guard let made = PQprepare(handle, name, sql, Int32(pointers.count), nil) else {
+                throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
+            }
+            defer { PQclear(made) }
+            guard PQresultStatus(made) == PGRES_COMMAND_OK else { throw failure(of: made) }
+            prepared.made(sql, name)
+        }
+        let sent = switch plan {
+        case let .prepare(name), let .execute(name): PQexecPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+        case .plain: PQexecParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+        }
+        guard let result = sent else {
             throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
         }
         defer { PQclear(result) }
@@ -70,30 +92,50 @@ public final class PGConnection {
     public func pipeline(_ statements: [(sql: String, parameters: [String?])]) throws(PGError) -> [PGRows] {
         guard PQenterPipelineMode(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
         defer { PQexitPipelineMode(handle) }
+        // What each result will be, in order: a prepare's (the statement's text and name) or a statement's (nil).
+        var expected: [(sql: String, name: String)?] = []
+        var pending: [String: String] = [:]
         for statement in statements {
             let copies = statement.parameters.map { $0.map { strdup($0) } ?? nil }
             defer { copies.forEach { free($0) } }
             let pointers = copies.map { UnsafePointer($0) }
-            guard PQsendQueryParams(handle, statement.sql, Int32(pointers.count), nil, pointers, nil, nil, 0) == 1 else {
-                throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
+            var plan = pending[statement.sql].map(PreparedStatements.Plan.execute) ?? prepared.plan(statement.sql)
+            if case let .prepare(name) = plan {
+                guard PQsendPrepare(handle, name, statement.sql, Int32(pointers.count), nil) == 1 else {
+                    throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
+                }
+                expected.append((statement.sql, name))
+                pending[statement.sql] = name
+                plan = .execute(name)
             }
+            let sent = switch plan {
+            case let .prepare(name), let .execute(name): PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+            case .plain: PQsendQueryParams(handle, statement.sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+            }
+            guard sent == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+            expected.append(nil)
         }
         guard PQpipelineSync(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
         var results: [PGRows] = []
         var failure: PGError?
-        // Each statement's result is followed by a NULL; the sync's result ends the pipeline.
+        var index = 0
+        // Each command's result is followed by a NULL; the sync's result ends the pipeline.
         while true {
             guard let result = PQgetResult(handle) else {
                 if !isOK { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
                 continue
             }
             defer { PQclear(result) }
-            switch PQresultStatus(result) {
-            case PGRES_PIPELINE_SYNC:
+            let status = PQresultStatus(result)
+            if status == PGRES_PIPELINE_SYNC {
                 if let failure { throw failure }
                 return results
+            }
+            let preparing = index < expected.count ? expected[index] : nil
+            index += 1
+            switch status {
             case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
-                results.append(PGRows(result))
+                if let preparing { prepared.made(preparing.sql, preparing.name) } else { results.append(PGRows(result)) }
             case PGRES_PIPELINE_ABORTED:
                 break
             default:
@@ -115,9 +157,16 @@ public final class PGConnection {
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN")
+        try transaction(opening: []) { _ in try body() }
+    }
+
+    /// As `transaction`, its first statements `opening` sent in the round trip of the BEGIN;
+    /// `body` gets their rows.
+    public func transaction<T>(opening: [(sql: String, parameters: [String?])], _ body: ([PGRows]) throws -> T) throws -> T {
         do {
-            let value = try body()
+            let opened = opening.isEmpty ? [] : try pipeline([("BEGIN", [])] + opening).dropFirst()
+            if opening.isEmpty { try execute("BEGIN") }
+            let value = try body(Array(opened))
             try execute("COMMIT")
             return value
         } catch {
@@ -198,4 +247,49 @@ public struct PGError: Error, CustomStringConvertible, Sendable {
     public var isOutOfSpace: Bool { sqlState?.hasPrefix("53") == true }
     /// A deadlock or serialization failure: the transaction may be tried again.
     public var isRetryable: Bool { sqlState == "40P01" || sqlState == "40001" }
+}
+
+/// The statements a connection has prepared, by their text: a query is prepared the first time
+/// it is sent (as `b1`, `b2`…) and executed by name after. At most `limit` are kept (texts
+/// built with values in them would otherwise grow the server's memory without end): past it a
+/// query is sent as it is, parsed each time.
+struct PreparedStatements {
+    static let limit = 256
+
+    enum Plan: Equatable {
+        /// Prepare it as `name`, then execute it.
+        case prepare(String)
+        case execute(String)
+        /// Send it as it is (not a query, or past the limit).
+        case plain
+    }
+
+    private var names: [String: String] = [:]
+    /// Names handed out, prepared or not (a prepare that failed leaves its name unused).
+    private var handedOut = 0
+
+    /// How to send `sql`; a prepare it plans takes a name never handed out before.
+    mutating func plan(_ sql: String) -> Plan {
+        if let name = names[sql] { return .execute(name) }
+        guard names.count < Self.limit, Self.isQuery(sql) else { return .plain }
+        handedOut += 1
+        return .prepare("b\(handedOut)")
+    }
+
+    /// The server answered the prepare of `sql` as `name`.
+    mutating func made(_ sql: String, _ name: String) {
+        names[sql] = name
+    }
+
+    var count: Int { names.count }
+
+    /// Whether the text is one query the server can prepare: it starts with SELECT, INSERT,
+    /// UPDATE, DELETE or WITH (and carries no second statement: `;` only at its end).
+    static func isQuery(_ sql: String) -> Bool {
+        let text = sql.drop { $0.isWhitespace }
+        let word = text.prefix { $0.isLetter }.uppercased()
+        guard ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains(word) else { return false }
+        let body = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return !body.dropLast(body.hasSuffix(";") ? 1 : 0).contains(";")
+    }
 }

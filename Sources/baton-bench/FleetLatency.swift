@@ -1,0 +1,146 @@
+import BatonCore
+import BatonFleet
+import Foundation
+
+extension FleetBench {
+    /// A transition on host 1 to a `watch` on host 2: for each update the watch sends of a run
+    /// triggered on host 1, its arrival (wall clock, this machine's, as the transition's `at`)
+    /// minus the transition's `at` (taken on host 1 before its transaction). One trigger at a time,
+    /// each waited for on the watch before the next (the NOTIFY path: every commit wakes host 2's
+    /// feed, which reads it at once), then `samples * 5` pipelined (the catch-up path: host 2's
+    /// feed reads everything committed since its last read, in pages, while host 1 commits more).
+    static func latency(binary: String, conninfo: String, samples: Int) throws -> [Figure] {
+        let hosts = try Hosts(binary: binary, conninfo: conninfo, count: 2)
+        defer { hosts.stop() }
+        let watch = try Watch(socket: hosts.sockets[1])
+        let trigger = hosts.clients[0]
+        let tag = UUID().uuidString.prefix(8)
+        var single: [Int64] = []
+        for index in 0..<samples {
+            guard let id = trigger.call(#"{"op":"trigger","action":"t","params":{"k":"\#(tag)-one-\#(index)"},"detach":true}"#)
+                .flatMap(BatondBench.runID) else { throw BenchError("host 1 refused a trigger") }
+            single.append(id)
+            try watch.waitForEnd(of: [id])
+        }
+        let burst = BatondBench.pipeline(trigger, (0..<(samples * 5)).map {
+            #"{"op":"trigger","action":"t","params":{"k":"\#(tag)-burst-\#($0)"},"detach":true}"#
+        }).compactMap(BatondBench.runID)
+        guard burst.count == samples * 5 else { throw BenchError("host 1 answered \(burst.count) of \(samples * 5) triggers") }
+        try watch.waitForEnd(of: burst)
+        let one = watch.latencies(of: Set(single)), many = watch.latencies(of: Set(burst))
+        let notifyNote = "one trigger at a time: queued, loading and success of each, \(one.count) transitions"
+        let burstNote = "\(burst.count) triggers pipelined on host 1: \(many.count) transitions"
+        return [
+            Figure("fleet: transition on host 1 to watch on host 2, NOTIFY path, p50", percentile(one, 50), "ms", note: notifyNote),
+            Figure("fleet: transition on host 1 to watch on host 2, NOTIFY path, p99", percentile(one, 99), "ms", target: "<= 50 ms", note: notifyNote),
+            Figure("fleet: transition on host 1 to watch on host 2, catch-up path, p50", percentile(many, 50), "ms", note: burstNote),
+            Figure("fleet: transition on host 1 to watch on host 2, catch-up path, p99", percentile(many, 99), "ms", target: "<= 50 ms", note: burstNote),
+        ]
+    }
+
+    /// A `watch` on a host, read on a thread of its own: each update's run, phase, and latency.
+    final class Watch: @unchecked Sendable {
+        private let client: LineClient
+        private let condition = NSCondition()
+        private var seen: [(run: Int64, to: String, milliseconds: Double)] = []
+        private var ended = Set<Int64>()
+        private var closed = false
+
+        init(socket: String) throws {
+            client = try LineClient(path: socket)
+            guard client.send(#"{"op":"watch"}"#), let first = client.readLine(), LineClient.contains(first, #""watching""#) else {
+                throw BenchError("the watch on host 2 did not start")
+            }
+            Thread.detachNewThread { [self] in read() }
+        }
+
+        private func read() {
+            while let line = client.readLine() {
+                let arrived = Timestamp.now.rawValue
+                let text = String(decoding: line, as: UTF8.self)
+                guard let range = text.range(of: #""transition":{"#) else { continue }
+                let transition = text[range.upperBound...]
+                guard let run = Self.number("runID", in: transition), let at = Self.number("at", in: transition),
+                      let to = transition.range(of: #""to":""#).map({ String(transition[$0.upperBound...].prefix { $0 != "\"" }) }) else { continue }
+                condition.lock()
+                seen.append((run, to, Double(arrived - at) / 1_000))
+                if to == "success" || to == "failure" || to == "cancelled" { ended.insert(run) }
+                condition.broadcast()
+                condition.unlock()
+            }
+            condition.lock()
+            closed = true
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        /// Until the watch has seen every run of `runs` end (a minute at most).
+        func waitForEnd(of runs: [Int64]) throws {
+            let deadline = Date() + 60
+            condition.lock()
+            defer { condition.unlock() }
+            while !Set(runs).isSubset(of: ended) {
+                guard !closed, condition.wait(until: deadline) else {
+                    throw BenchError("the watch on host 2 saw \(Set(runs).intersection(ended).count) of \(runs.count) runs end")
+                }
+            }
+        }
+
+        func latencies(of runs: Set<Int64>) -> [Double] {
+            condition.lock()
+            defer { condition.unlock() }
+            return seen.filter { runs.contains($0.run) }.map(\.milliseconds)
+        }
+
+        static func number(_ key: String, in text: Substring) -> Int64? {
+            guard let range = text.range(of: "\"\(key)\":") else { return nil }
+            return Int64(text[range.upperBound...].prefix { $0.isNumber || $0 == "-" })
+        }
+    }
+}
+
+/// The PostgreSQL server's CPU time, from /proc (the server on this machine): the postmaster's
+/// utime + stime, its children's that have exited (cutime + cstime), and each live child's.
+struct ServerCPU {
+    let postmaster: Int32
+
+    init(conninfo: String) throws {
+        let db = try PGConnection(conninfo)
+        guard let backend = try db.query("SELECT pg_backend_pid()").first?[0].flatMap({ Int32($0) }),
+              let status = try? String(contentsOfFile: "/proc/\(backend)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("PPid:") }),
+              let parent = Int32(line.dropFirst(5).trimmingCharacters(in: .whitespaces)) else {
+            throw BenchError("cannot find the PostgreSQL server's processes in /proc (is it on this machine?)")
+        }
+        postmaster = parent
+    }
+
+    func seconds() -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        var total = 0.0
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), let fields = Self.stat(pid), fields.count > 14 else { continue }
+            // After the command: state, ppid, … utime (11), stime (12), cutime (13), cstime (14).
+            let numbers = fields.map { Double($0) ?? 0 }
+            if pid == postmaster {
+                total += numbers[11] + numbers[12] + numbers[13] + numbers[14]
+            } else if Int32(fields[1]) == postmaster {
+                total += numbers[11] + numbers[12]
+            }
+        }
+        return total / ticks
+    }
+
+    /// How many processes the server has (backends included).
+    func children() -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).count { entry in
+            guard let pid = Int32(entry), let fields = Self.stat(pid), fields.count > 1 else { return false }
+            return Int32(fields[1]) == postmaster
+        }
+    }
+
+    private static func stat(_ pid: Int32) -> [Substring]? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
+        return text[text.index(after: close)...].split(separator: " ")
+    }
+}
