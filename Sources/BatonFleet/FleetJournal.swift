@@ -81,8 +81,11 @@ enum FleetJournal {
 
     /// A PostgreSQL array literal of texts, each quoted.
     static func textArray(_ items: [String]) -> String {
-        "{" + items.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-            .joined(separator: ",") + "}"
+        let quoted = items.map { item -> String in
+            let escaped = item.replacingEvery("\\", with: "\\\\").replacingEvery("\"", with: "\\\"")
+            return "\"" + escaped + "\""
+        }
+        return "{" + quoted.joined(separator: ",") + "}"
     }
 
     /// The runs whose transitions `entries` write and the keys of the new ones among them: what `lockKeys` locks.

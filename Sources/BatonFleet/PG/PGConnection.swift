@@ -289,7 +289,7 @@ struct PreparedStatements {
         let text = sql.drop { $0.isWhitespace }
         let word = text.prefix { $0.isLetter }.uppercased()
         guard ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains(word) else { return false }
-        let body = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let body = text.trimmingWhitespace()
         return !body.dropLast(body.hasSuffix(";") ? 1 : 0).contains(";")
     }
 }
