@@ -153,7 +153,12 @@ public final class FleetLease: Sendable {
         guard first else { return }
         coordinator.stopStarting()
         let groups = ExecRunner.killAllGroups()
-        coordinator.log("fenced: \(why); killed \(groups) process group\(groups == 1 ? "" : "s") so that no other host can overlap them")
+        // A run whose leader has exited while the rest of its tree lives (its leftovers given their
+        // grace) has no leader left to name its group, and without a cgroup nothing else holds it:
+        // every process tagged with this host's instance goes too, until none is left.
+        let tagged = coordinator.conductor.instance.map { TaggedProcesses.killUntilGone(instance: $0, runs: nil) } ?? 0
+        coordinator.log("fenced: \(why); killed \(groups) process group\(groups == 1 ? "" : "s") and \(tagged) tagged process\(tagged == 1 ? "" : "es") "
+            + "so that no other host can overlap them")
         onFenced(why)
     }
 

@@ -145,9 +145,8 @@ struct FleetTests {
         try server.stop()
         defer { try? server.start() }
         try host.waitForLog("fenced: ")
-        // What the fence guarantees: nothing of the run lives once it is logged. (Its count said
-        // "killed 0 process groups" twice under load on 2026-12-01 while the run was loading, with
-        // no guard line: a lead, recorded in the closing note.)
+        // What the fence guarantees: nothing of the run lives once it is logged (the count of
+        // groups alone may be 0: a leader already reaped leaves the set; `fencingLeaderlessTree`).
         let goneBy = Date().addingTimeInterval(2)
         while let group, Self.liveMembers(of: group) > 0, Date() < goneBy { usleep(5_000) }
         if let group { #expect(Self.liveMembers(of: group) == 0, "the run's processes outlived the fence: \(host.stderr)") }
@@ -166,6 +165,35 @@ struct FleetTests {
         #expect(try waitUntilPhase(host, next, .loading))
         gate.release()
         #expect(try Self.wait(host, run: next)?.phase == .success)
+    }
+
+    @Test("a fence kills a run's tree whose leader has exited, in process-group mode (no cgroup to kill): nothing of it lives once the fence is logged")
+    func fencingLeaderlessTree() throws {
+        let gate = try FifoGate()
+        let server = try Postgres.own()
+        let conninfo = try server.database()
+        // The leader exits at once; its child ignores SIGTERM, so it lives out the leftovers' grace
+        // while the run is still loading, with no leader in the attempt's set.
+        let host = try Daemon(config: """
+            { postgres: "\(conninfo)", host: "web-1", lease: "2s", processTree: "processGroup", actions: {
+                orphaning: { exec: ["sh", "-c", "(trap '' TERM; exec cat \\"$GATE\\" > /dev/null) & exit 0"], env: { GATE: "\(gate.path)" },
+                             killGrace: "5m" } } }
+            """)
+        try host.waitForLog("joined the fleet")
+        let id = try #require(try Self.trigger(host, "orphaning").run?.id)
+        let group = try #require(try Self.processGroup(of: id, gate: gate))
+        // The leader reaped (its pid, the group's, gone from /proc) and its child given its grace:
+        // the run is still loading.
+        let reapedBy = Date().addingTimeInterval(10)
+        while access("/proc/\(group)", F_OK) == 0, Date() < reapedBy { usleep(5_000) }
+        #expect(access("/proc/\(group)", F_OK) != 0 && Self.liveMembers(of: group) == 1)
+        #expect(try Client(path: host.socket).call(Request(op: .show, run: id)).detail?.run.phase == .loading)
+        try server.stop()
+        defer { try? server.start() }
+        // Looked at as soon as the fence is logged, not a moment later: the start over that follows
+        // stops the run too, and would hide a fence that left it.
+        try host.waitForLog("fenced: ")
+        #expect(Self.liveMembers(of: group) == 0, "the tree outlived the fence: \(host.stderr)")
     }
 
     @Test("PostgreSQL down at start: batond listens, refuses triggers with store_unavailable saying why, and joins once it answers")

@@ -257,4 +257,7 @@ extension Conductor {
 extension Conductor {
     /// Why the store cannot take writes now (triggers are refused meanwhile), or nil.
     public var storeUnavailableReason: String? { store.unavailableReason }
+
+    /// The tag every attempt's processes carry (`BATON_INSTANCE`), when this conductor has one.
+    public var instance: String? { options.instance }
 }
