@@ -73,7 +73,7 @@ struct FastRequestTests {
 
     @Test("random requests as the client encodes them are all read, each to itself")
     func randomRequests() throws {
-        var random = SeededGenerator(seed: 2026_12_01)
+        var random = SplitMix(seed: 2026_12_01)
         let encoder = JSONEncoder()
         for _ in 0..<2_000 {
             let request = Self.randomRequest(&random)
@@ -84,7 +84,7 @@ struct FastRequestTests {
 
     @Test("mutated lines: wherever the fast reader answers, the reference gives the same request")
     func mutations() throws {
-        var random = SeededGenerator(seed: 7)
+        var random = SplitMix(seed: 7)
         let encoder = JSONEncoder()
         let seeds = try (0..<200).map { _ in try Array(encoder.encode(Self.randomRequest(&random))) } + Self.answered.map { Array($0.utf8) }
         var answeredCount = 0
@@ -99,7 +99,7 @@ struct FastRequestTests {
 
     static let alphabet: [UInt8] = Array(#"{}[]:,"\ u0123456789abcdefnrtul-.eE+ é"#.utf8) + [0x00, 0x01, 0x0A, 0xFF, 0xC3]
 
-    static func mutate(_ line: [UInt8], _ random: inout SeededGenerator) -> [UInt8] {
+    static func mutate(_ line: [UInt8], _ random: inout SplitMix) -> [UInt8] {
         var line = line
         for _ in 0...Int(random.next() % 3) {
             let at = Int(random.next() % UInt64(line.count + 1))
@@ -113,7 +113,7 @@ struct FastRequestTests {
         return line
     }
 
-    static func randomRequest(_ random: inout SeededGenerator) -> Request {
+    static func randomRequest(_ random: inout SplitMix) -> Request {
         func maybe<T>(_ value: @autoclosure () -> T) -> T? { random.next() % 2 == 0 ? value() : nil }
         let texts = ["", "deploy", "a b", "é", "日本", "\"q\"", "back\\slash", "tab\there", "\u{1}", "😀", "/path/x"]
         func text() -> String { texts[Int(random.next() % UInt64(texts.count))] }

@@ -106,7 +106,7 @@ import Testing
     /// and at least the whole tail, never more than keep plus a chunk, and counts the rest.
     @Test(arguments: 0..<40)
     func randomWrites(_ seed: UInt64) {
-        var rng = SeededGenerator(seed: seed)
+        var rng = SplitMix(seed: seed)
         let keep = Int64(rng.next() % 200)
         let chunkSize = Int(rng.next() % 16) + 1
         var limiter = OutputLimiter(runID: 1, keep: keep, chunkSize: chunkSize)

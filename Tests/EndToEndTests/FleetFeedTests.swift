@@ -58,7 +58,7 @@ struct FleetFeedTests {
                 defer { group.leave() }
                 do {
                     let db = try PGConnection(conninfo)
-                    var random = SeededRandom(seed: UInt64(writer + 1))
+                    var random = SplitMix(seed: UInt64(writer + 1))
                     for index in 0..<transactions {
                         let chosen = Array(Set((0..<Int.random(in: 1...3, using: &random)).map { _ in keys.randomElement(using: &random)! })).sorted()
                         try db.transaction(opening: [FleetJournal.lockKeys(runs: [], keys: chosen)]) { _ in
@@ -286,15 +286,3 @@ struct FleetFeedTests {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so that a failing walk can be run again.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

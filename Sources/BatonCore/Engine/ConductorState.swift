@@ -301,17 +301,3 @@ public final class RunnerBox: Sendable, Equatable {
     public init(_ runner: any Runner) { self.runner = runner }
     public static func == (lhs: RunnerBox, rhs: RunnerBox) -> Bool { lhs === rhs }
 }
-
-/// A small, fast, seedable generator for backoff jitter (SplitMix64).
-struct SplitMix: Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    /// A number in [0, 1).
-    mutating func unit() -> Double {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
-    }
-}
