@@ -57,3 +57,24 @@ extension ConfigReader {
         return fleet
     }
 }
+
+extension ConfigReader {
+    /// The rules a fleet cannot yet decide exactly across hosts, refused at load in a fleet config.
+    mutating func refuseOneMachineRules(_ actions: [Action]) {
+        // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
+        // there could let two hosts run inside one window. Refused until it is exact.
+        for action in actions where action.cooldown != nil {
+            fail("actions.\(action.name).cooldown", "is not supported in a fleet (postgres) yet: the fleet cannot decide it exactly across hosts")
+        }
+        // A fleet host records an end through FleetWriter, whose transaction does not yet
+        // create the hook's run with it: a crash there could lose the notification.
+        for action in actions where !action.hooks.isEmpty {
+            fail("actions.\(action.name).on", "hooks are not supported in a fleet (postgres) yet: a fleet host cannot yet make a hook's trigger durable with the outcome that fires it")
+        }
+        // Locks would need rows of their own in PostgreSQL, taken with the key's: until then
+        // each host would count only its own holders.
+        for action in actions where !action.locks.isEmpty {
+            fail("actions.\(action.name).locks", "is not supported in a fleet (postgres) yet: the fleet cannot hold a lock exactly across hosts")
+        }
+    }
+}

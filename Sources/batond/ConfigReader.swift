@@ -102,23 +102,7 @@ struct ConfigReader {
         lockLimits(fields["limits"], actions: &config.actions)
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
-        // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
-        // there could let two hosts run inside one window. Refused until it is exact.
-        if config.fleet != nil {
-            for action in config.actions where action.cooldown != nil {
-                fail("actions.\(action.name).cooldown", "is not supported in a fleet (postgres) yet: the fleet cannot decide it exactly across hosts")
-            }
-            // A fleet host records an end through FleetWriter, whose transaction does not yet
-            // create the hook's run with it: a crash there could lose the notification.
-            for action in config.actions where !action.hooks.isEmpty {
-                fail("actions.\(action.name).on", "hooks are not supported in a fleet (postgres) yet: a fleet host cannot yet make a hook's trigger durable with the outcome that fires it")
-            }
-            // Locks would need rows of their own in PostgreSQL, taken with the key's: until then
-            // each host would count only its own holders.
-            for action in config.actions where !action.locks.isEmpty {
-                fail("actions.\(action.name).locks", "is not supported in a fleet (postgres) yet: the fleet cannot hold a lock exactly across hosts")
-            }
-        }
+        if config.fleet != nil { refuseOneMachineRules(config.actions) }
         return config
     }
 
