@@ -68,11 +68,16 @@ extension FleetCoordinator {
                 ("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [trigger.key]),
                 ("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [trigger.key]),
             ]
+            // The key's last success, and the database's clock once the row is held: what a
+            // cooldown is decided from (`cooled`), as exactly as the slot, by the same lock.
+            let lastSuccess = trigger.action.cooldown.map { _ in opening.count }
+            if lastSuccess != nil { opening.append(FleetCooldown.lastSuccess(of: trigger.key)) }
             // A delivery any host recorded made its run, read after the key's row is locked (each
             // statement sees what committed before it began). A transaction on another key that
             // records the same delivery meanwhile is caught by the table's primary key: of the
             // two, the second to insert waits for the first, fails with a unique violation, and
             // is decided again (`trigger`), finding the first one's run.
+            let delivered = trigger.delivery.map { _ in opening.count }
             if let delivery = trigger.delivery { opening.append(FleetJournal.findDelivery(hook: delivery.hook, delivery: delivery.id)) }
             // The slot's run, whichever host made it, so that two hosts firing one slot make one
             // run (`SlotBook.decide`, as on one machine); two at once are caught by the unique
@@ -81,7 +86,7 @@ extension FleetCoordinator {
                 opening.append(("SELECT id, phase FROM runs WHERE action = $1 AND slot = $2", [trigger.action.name, String(at.rawValue)]))
             }
             let opened = try db.pipeline(opening)
-            if let delivery = trigger.delivery, let run = opened[3].first?[0].flatMap({ Int64($0) }) {
+            if let delivery = trigger.delivery, let delivered, let run = opened[delivered].first?[0].flatMap({ Int64($0) }) {
                 throw BatonError.delivered(run: run, hook: delivery.hook, delivery: delivery.id)
             }
             if trigger.slot != nil, let row = opened.last?.first {
@@ -91,6 +96,10 @@ extension FleetCoordinator {
                 case let .inFlight(id): return try share(.joined(id), trigger, at: .now, on: db)
                 case let .ran(id): return try share(.slotRan(id), trigger, at: .now, on: db)
                 }
+            }
+            // As on one machine: after the slot, before the policy (which cannot get round it).
+            if let lastSuccess, let success = FleetCooldown.cooling(opened[lastSuccess].first, trigger) {
+                return try share(.cooled(success), trigger, at: .now, on: db)
             }
             var slot = KeySlot(row: opened[2].first ?? [nil, nil, nil])
             let needsID = slot.holder == nil || trigger.policy == .replace || (trigger.policy == .queue && slot.followUp == nil)
@@ -105,7 +114,7 @@ extension FleetCoordinator {
             case .joined, .coalesced, .rejected:
                 return try share(decision, trigger, at: now, on: db)
             case .cooled, .slotRan:
-                // A fleet config refuses `cooldown` at load, and slots are decided before the key.
+                // Cooldowns and slots are decided above, before the key's slot.
                 throw PGError(message: "a key slot decided \(decision), which it never decides")
             }
         } catch {
@@ -114,8 +123,8 @@ extension FleetCoordinator {
         }
     }
 
-    /// A trigger that makes no run (joined, coalesced, rejected, or its slot already ran): its
-    /// record, the run as it is, then the commit.
+    /// A trigger that makes no run (joined, coalesced, rejected, cooled, or its slot already ran):
+    /// its record, the run as it is, then the commit.
     private func share(_ decision: FlightTable.Decision, _ trigger: Trigger, at now: Timestamp, on db: PGConnection) throws -> Decided {
         let id = decision.run
         switch decision {
@@ -126,6 +135,7 @@ extension FleetCoordinator {
         case .joined: .joined
         case .coalesced: .coalesced
         case .slotRan: .slotRan
+        case .cooled: .cooled
         default: .rejected
         }
         let record = TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: kind, policy: trigger.policy,

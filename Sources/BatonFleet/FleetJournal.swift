@@ -148,7 +148,7 @@ enum FleetJournal {
     static func apply(_ t: Transition, on db: PGConnection, as me: FleetHost?) throws -> Bool {
         guard try db.query(update(t, as: me)).affected == 1 else { return false }
         try insertTransition(t, on: db)
-        if t.to.isTerminal { try release(run: t.runID, on: db) }
+        if t.to.isTerminal { try release(run: t.runID, succeeded: t.to == .success, on: db) }
         return true
     }
 
@@ -192,14 +192,24 @@ enum FleetJournal {
         [FleetRows.text(d.cpuUser), FleetRows.text(d.cpuSystem), FleetRows.text(d.memoryPeak)]
     }
 
-    /// The run has ended: its key's slot passes to the follow-up (or forgets it).
-    static func release(run: Int64, on db: PGConnection) throws {
+    /// The run has ended: its key's slot passes to the follow-up (or forgets it). A success
+    /// becomes the key's last success in the same row, stamped with the database's clock, so
+    /// that the next trigger of the key, on any host, decides its cooldown from it.
+    static func release(run: Int64, succeeded: Bool, on db: PGConnection) throws {
         guard let row = try db.query("""
             SELECT k.holder, k.follow_up, k.draining, k.key FROM keys k JOIN runs r ON r.key = k.key WHERE r.id = $1 FOR UPDATE OF k
             """, [String(run)]).first else { return }
         var slot = KeySlot(row: row)
         slot.ended(run)
-        try store(slot, key: row[3] ?? "", on: db)
+        var statement = storeSlot(slot, key: row[3] ?? "")
+        if succeeded {
+            statement.sql = """
+                UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[], last_success_run = $5, last_success_at = \(FleetCooldown.databaseNow)
+                WHERE key = $1
+                """
+            statement.parameters.append(String(run))
+        }
+        try db.query(statement)
     }
 
     static func store(_ slot: KeySlot, key: String, on db: PGConnection) throws {

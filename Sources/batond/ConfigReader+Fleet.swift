@@ -59,13 +59,9 @@ extension ConfigReader {
 }
 
 extension ConfigReader {
-    /// The rules a fleet cannot yet decide exactly across hosts, refused at load in a fleet config.
+    /// The rules a fleet cannot yet decide exactly across hosts, refused at load in a fleet config
+    /// (a cooldown it can: the key's row keeps its last success, `FleetCooldown`).
     mutating func refuseOneMachineRules(_ actions: [Action]) {
-        // The fleet's trigger transaction locks the key's row, not its last success: a cooldown
-        // there could let two hosts run inside one window. Refused until it is exact.
-        for action in actions where action.cooldown != nil {
-            fail("actions.\(action.name).cooldown", "is not supported in a fleet (postgres) yet: the fleet cannot decide it exactly across hosts")
-        }
         // A fleet host records an end through FleetWriter, whose transaction does not yet
         // create the hook's run with it: a crash there could lose the notification.
         for action in actions where !action.hooks.isEmpty {

@@ -15,11 +15,11 @@ struct CooldownConfigTests {
         #expect(plain.cooldown == nil && !plain.allowsForce)
     }
 
-    @Test("a bad cooldown or force is refused naming its field; a cooldown in a fleet is refused, saying why")
+    @Test("a bad cooldown or force is refused naming its field; a cooldown in a fleet is taken (the fleet decides it exactly)")
     func refused() {
         #expect(problems(#"{ actions: { d: { exec: ["true"], cooldown: "0s" } } }"#) == ["actions.d.cooldown: must be more than 0 (leave it out for no limit)"])
         #expect(problems(#"{ actions: { d: { exec: ["true"], force: "yes" } } }"#) == ["actions.d.force: expected true or false, got a string"])
         #expect(problems(#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], cooldown: "1m" } } }"#)
-            == ["actions.d.cooldown: is not supported in a fleet (postgres) yet: the fleet cannot decide it exactly across hosts"])
+            == [])
     }
 }

@@ -1,0 +1,34 @@
+import BatonCore
+
+/// Cooldowns across hosts. The key's slot row keeps its last success (`last_success_run`,
+/// `last_success_at`), written by the transaction that records the success and releases the key
+/// (`FleetJournal.release`), which holds the row; a trigger reads it in its own transaction,
+/// after it holds the same row. So every decision about the key sees every success committed
+/// before it, and none decided after it: the window is exact whichever host runs or triggers.
+/// Both ends of the window are the database's clock, so hosts' clocks never stretch or shrink it.
+/// The rule itself is the engine's (`KeySlot.cools`), as on one machine.
+enum FleetCooldown {
+    /// The database's clock in µs since the epoch (as `Timestamp`), read when the statement
+    /// evaluates it.
+    static let databaseNow = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
+    /// The key's last success (run id and when, by the database's clock) and the database's
+    /// clock now; no row when the key never succeeded or the run is gone (pruned). Sent after
+    /// the statement that locks the key's row, so "now" is read once the row is held.
+    static func lastSuccess(of key: String) -> FleetJournal.Statement {
+        ("""
+            SELECT r.id, k.last_success_at, \(databaseNow) FROM keys k JOIN runs r ON r.id = k.last_success_run WHERE k.key = $1
+            """, [key])
+    }
+
+    /// The success a trigger is answered with when it falls inside the action's cooldown (from
+    /// `lastSuccess`'s row), or nil when it runs: forced where the action allows it, or after the window.
+    static func cooling(_ row: [String?]?, _ trigger: Trigger) -> Int64? {
+        guard let row, let id = row[0].flatMap({ Int64($0) }), let at = row[1].flatMap({ Int64($0) }),
+              let now = row[2].flatMap({ Int64($0) }),
+              KeySlot.cools(lastSuccess: Timestamp(rawValue: at), cooldown: trigger.action.cooldown, forced: trigger.force,
+                            allowsForce: trigger.action.allowsForce, now: Timestamp(rawValue: now))
+        else { return nil }
+        return id
+    }
+}

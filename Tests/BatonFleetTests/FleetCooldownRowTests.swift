@@ -1,0 +1,38 @@
+import BatonCore
+@testable import BatonFleet
+import Testing
+
+/// How a trigger reads the key's last success from its row (`FleetCooldown.cooling`): the
+/// engine's rule (`KeySlot.cools`) on the database's clock.
+@Suite("FleetCooldown: a trigger against the key's last success")
+struct FleetCooldownRowTests {
+    static func trigger(cooldown: Duration? = .seconds(10), allowsForce: Bool = false, force: Bool = false) -> Trigger {
+        var action = Action(name: "deploy", exec: ["true"])
+        action.cooldown = cooldown
+        action.allowsForce = allowsForce
+        return Trigger(action: action, key: "deploy", policy: .reject, params: [:], peer: nil, force: force)
+    }
+
+    /// A row of `lastSuccess`: run 7 succeeded at 1,000,000 µs; the database's clock reads `now`.
+    static func row(now: Int64) -> [String?] { ["7", "1000000", String(now)] }
+
+    @Test("inside the window the success answers; at its end, after it, forced where allowed, or without a success, nothing does",
+          arguments: [
+              (row(now: 1_000_000), trigger(), Int64?.some(7)),
+              (row(now: 10_999_999), trigger(), 7),
+              (row(now: 11_000_000), trigger(), nil),        // half open: exactly the cooldown after runs
+              (row(now: 500_000), trigger(), 7),              // a clock behind the success still cools
+              (row(now: 2_000_000), trigger(allowsForce: true, force: true), nil),
+              (row(now: 2_000_000), trigger(allowsForce: false, force: true), 7),
+              (row(now: 2_000_000), trigger(cooldown: nil), nil),
+          ] as [([String?], Trigger, Int64?)])
+    func cooling(row: [String?], trigger: Trigger, expected: Int64?) {
+        #expect(FleetCooldown.cooling(row, trigger) == expected)
+    }
+
+    @Test("no row (the key never succeeded, or its success was pruned) or a malformed one cools nothing")
+    func noRow() {
+        #expect(FleetCooldown.cooling(nil, Self.trigger()) == nil)
+        #expect(FleetCooldown.cooling([nil, nil, "5"], Self.trigger()) == nil)
+    }
+}
