@@ -82,7 +82,9 @@ struct ConductorStopTests {
     @Test("timeout during a retry backoff ends the run at once")
     func timeoutInBackoff() async throws {
         let store = MemoryStore()
-        let conductor = Conductor(actions: [Action(name: "fail", exec: ["false"], timeout: .milliseconds(300),
+        // The timeout must fall in the backoff, not the first attempt: 2 s leaves room for a slow
+        // spawn of `false` on a loaded machine (at 300 ms one in-process run timed out the attempt).
+        let conductor = Conductor(actions: [Action(name: "fail", exec: ["false"], timeout: .seconds(2),
                                                    retry: RetryPolicy(attempts: 5, backoff: .seconds(60)))], store: store)
         let ticket = try await conductor.trigger(TriggerRequest(action: "fail"))
         let outcome = await ticket.outcome()
