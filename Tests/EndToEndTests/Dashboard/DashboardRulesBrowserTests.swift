@@ -1,0 +1,163 @@
+import BatonCore
+import BatonIPC
+import Foundation
+import Testing
+
+/// The rules around a run on the dashboard: what a press would do (`pressFor`, table-tested in the
+/// page itself), a card inside its cooldown, and a card whose press would wait for a lock.
+@Suite("End to end: the dashboard's rules in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+struct DashboardRulesBrowserTests {
+    /// `migrate` holds lock db until this file exists.
+    static let gate = NSTemporaryDirectory() + "baton-rules-gate-" + UUID().uuidString
+    static let config = """
+        {
+          actions: {
+            fresh: { description: "Runs at most once in 10 minutes", exec: ["sh", "-c", "echo fresh"], cooldown: "10m", policy: "join" },
+            migrate: { exec: ["sh", "-c", "while [ ! -e \\"$GATE\\" ]; do sleep 0.02; done"], env: { GATE: "\(gate)" }, locks: ["db"] },
+            backup: { exec: ["sh", "-c", "echo backed up"], locks: ["db"], on: { failure: "page", change: "page" } },
+            page: { exec: ["sh", "-c", "echo paged"] },
+          },
+        }
+        """
+
+    static func card(_ action: String) -> String { "document.querySelector('.card[data-action=\"\(action)\"]')" }
+    static func button(_ action: String) -> String { "\(card(action)).querySelector('.press-button')" }
+
+    static func withPage(_ body: @escaping @Sendable (Daemon, DashboardProcess, WebDriver) throws -> Void) async throws {
+        unlink(gate)
+        let daemon = try Daemon(config: config)
+        defer { daemon.stop() }
+        defer { FileManager.default.createFile(atPath: gate, contents: nil) }
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        try await offPool {
+            let browser = try WebDriver()
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            #expect(try browser.wait(until: "\(Self.card("fresh")) && document.querySelector('#connection').dataset.state === 'live'"))
+            try body(daemon, dashboard, browser)
+        }
+    }
+
+    /// One row of the table: the action, the policy pressed with, the key's live state (JavaScript
+    /// literals, `now` in scope), and the button it should get.
+    struct Press: Sendable, CustomTestStringConvertible {
+        var name: String
+        var info: String
+        var policy: String
+        var key: String
+        var label: String
+        var disabled = false
+        var title = ""
+        var testDescription: String { name }
+    }
+
+    static let may = #"allowed: ["read", "trigger", "cancel"]"#
+    static let cooled = #"lastSuccess: { id: 7, endedAt: now - 120e6 }"#
+    static let heldDB = #"lock: { lock: "db", limit: 1, holders: [{ run: 12, action: "migrate" }], ahead: [] }"#
+    static let table: [Press] = [
+        Press(name: "idle", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now }", label: "Run a"),
+        Press(name: "may not trigger", info: "{ name: 'a', allowed: ['read'] }", policy: "join", key: "{ now }",
+              label: "Run a", disabled: true, title: "you may not trigger a"),
+        Press(name: "pressed, not answered yet", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, pending: true }",
+              label: "Starting…", disabled: true),
+        Press(name: "inside the cooldown", info: "{ name: 'a', cooldown: 600e6, \(may) }", policy: "join", key: "{ now, \(cooled) }",
+              label: "Cooled: nothing will run",
+              title: "run 7 succeeded 2m00s ago; for 8m00s more a press is answered with it (cooldown 10m)"),
+        Press(name: "the cooldown is decided before the policy", info: "{ name: 'a', cooldown: 600e6, \(may) }", policy: "reject",
+              key: "{ now, \(cooled), running: { id: 8, phase: 'loading' } }", label: "Cooled: nothing will run",
+              title: "run 7 succeeded 2m00s ago; for 8m00s more a press is answered with it (cooldown 10m)"),
+        Press(name: "a press exactly a cooldown after the success runs", info: "{ name: 'a', cooldown: 120e6, \(may) }", policy: "join",
+              key: "{ now, \(cooled) }", label: "Run a"),
+        Press(name: "a success without a cooldown does not cool", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, \(cooled) }",
+              label: "Run a"),
+        Press(name: "join", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, running: { id: 12, phase: 'loading' } }",
+              label: "Join run 12"),
+        Press(name: "queue, no follow-up yet", info: "{ name: 'a', \(may) }", policy: "queue", key: "{ now, running: { id: 12, phase: 'loading' } }",
+              label: "Queue after run 12"),
+        Press(name: "queue, with a follow-up", info: "{ name: 'a', \(may) }", policy: "queue",
+              key: "{ now, running: { id: 12, phase: 'loading' }, followUp: { id: 13, phase: 'queued' } }", label: "Join follow-up run 13"),
+        Press(name: "reject, loading", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'loading' } }",
+              label: "Loading… (run 12)", disabled: true),
+        Press(name: "reject, queued", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'queued' } }",
+              label: "Queued… (run 12)", disabled: true),
+        Press(name: "replace", info: "{ name: 'a', \(may) }", policy: "replace", key: "{ now, running: { id: 12, phase: 'loading' } }",
+              label: "Replace run 12"),
+        Press(name: "a lock in the way", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, \(heldDB) }",
+              label: "Wait for lock db", title: "a run would wait queued: waiting for lock db, held by migrate run 12"),
+        Press(name: "the key's run in flight wins over the lock", info: "{ name: 'a', \(may) }", policy: "join",
+              key: "{ now, \(heldDB), running: { id: 13, phase: 'queued' } }", label: "Join run 13"),
+    ]
+
+    @Test("what a press would do, as a table: permission, cooldown, policy, lock; and the card's rules and cooldown line")
+    func pressTable() async throws {
+        try await Self.withPage { _, _, browser in
+            for row in Self.table {
+                let answer = try browser.script("""
+                    const now = 1700000000000000;
+                    return JSON.stringify(pressFor(\(row.info), "\(row.policy)", \(row.key)));
+                    """) as? String ?? ""
+                let press = try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any] ?? [:]
+                #expect(press["label"] as? String == row.label, "\(row.name): \(answer)")
+                #expect((press["disabled"] as? Bool ?? false) == row.disabled, "\(row.name): \(answer)")
+                #expect((press["title"] as? String ?? "") == row.title, "\(row.name): \(answer)")
+            }
+            let words = try browser.script("""
+                const now = 1700000000000000, info = { name: "a", cooldown: 600e6 };
+                return [cooldownText(info, { id: 7, endedAt: now - 120e6 }, now), cooldownText(info, { id: 7, endedAt: now - 600e6 }, now),
+                        cooldownText({ name: "a" }, { id: 7, endedAt: now }, now), cooldownText(info, null, now),
+                        rulesText({ hooks: { failure: "page", change: "notify" }, cooldown: 3600e6, locks: [{ name: "db", limit: 1 }, { name: "io", limit: 2 }] }),
+                        rulesText({ name: "plain" })];
+                """) as? [Any] ?? []
+            #expect(words.count == 6)
+            #expect(words.first as? String == "cooldown: last success 2m00s ago (run 7), 8m00s left")
+            #expect(words.dropFirst().prefix(3).allSatisfy { $0 is NSNull }, "no line once the window is over, without a cooldown or a success")
+            #expect(words.dropFirst(4).first as? String == "on failure: page · on change: notify · cooldown 1h · lock db · lock io (2 at once)")
+            #expect(words.last as? String == "")
+            #expect(try browser.text(".card[data-action=\"backup\"] .rules") == "on failure: page · on change: page · lock db")
+            #expect(try browser.text(".card[data-action=\"fresh\"] .rules") == "cooldown 10m")
+            #expect(try browser.script("return \(Self.card("page")).querySelector('.rules') === null;") as? Bool == true,
+                    "an action without rules has no rules line")
+        }
+    }
+
+    @Test("cooldown: after a success the card says so and its button says nothing will run; a press is answered with the success, and a reload keeps it")
+    func cooldownCard() async throws {
+        try await Self.withPage { daemon, dashboard, browser in
+            #expect(try browser.text(".card[data-action=\"fresh\"] .press-button") == "Run fresh")
+            #expect(try browser.script("return \(Self.card("fresh")).querySelector('.cooldown').hidden;") as? Bool == true)
+            try browser.click(".card[data-action=\"fresh\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("fresh")).querySelector('.note').textContent.startsWith('✓ run 1 succeeded')"))
+            #expect(try browser.wait(until: "\(Self.button("fresh")).textContent === 'Cooled: nothing will run'"))
+            let line = try browser.text(".card[data-action=\"fresh\"] .cooldown")
+            #expect(line.hasPrefix("cooldown: last success ") && line.contains(" ago (run 1), "), "\(line)")
+            try browser.click(".card[data-action=\"fresh\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("fresh")).querySelector('.note').textContent.includes('nothing run')"))
+            let note = try browser.text(".card[data-action=\"fresh\"] .note")
+            #expect(note.hasPrefix("✓ run 1 succeeded ") && note.hasSuffix("; cooldown 10m, nothing run"), "\(note)")
+            let runs = try Client(path: daemon.socket).call(Request(op: .history, filter: HistoryFilter(actions: ["fresh"]))).runs ?? []
+            #expect(runs.count == 1, "the second press ran nothing")
+            // A fresh page learns the window from batond's status (`cooling`), not from what it saw.
+            try browser.open("http://\(dashboard.hostPort)/")
+            #expect(try browser.wait(until: "\(Self.button("fresh"))?.textContent === 'Cooled: nothing will run'"))
+            #expect(try browser.text(".card[data-action=\"fresh\"] .cooldown").hasPrefix("cooldown: last success "))
+        }
+    }
+
+    @Test("locks: while migrate holds db, backup's button says a press waits for it; the run waits, says for whom, and starts once db is free")
+    func lockCard() async throws {
+        try await Self.withPage { _, _, browser in
+            #expect(try browser.text(".card[data-action=\"backup\"] .press-button") == "Run backup")
+            try browser.click(".card[data-action=\"migrate\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("migrate")).querySelector('.flight[data-phase=\"loading\"]')"))
+            #expect(try browser.wait(until: "\(Self.button("backup")).textContent === 'Wait for lock db'"))
+            #expect(try browser.script("return \(Self.button("backup")).title;") as? String
+                == "a run would wait queued: waiting for lock db, held by migrate run 1")
+            try browser.click(".card[data-action=\"backup\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("backup")).querySelector('.flight[data-phase=\"queued\"] .flight-text')?.textContent.includes('waiting for lock db, held by migrate run 1')"))
+            FileManager.default.createFile(atPath: Self.gate, contents: nil)
+            #expect(try browser.wait(until: "\(Self.card("backup")).querySelector('.last')?.textContent.includes('run 2 succeeded') || \(Self.card("backup")).querySelector('.note').textContent.includes('run 2 succeeded')"))
+            #expect(try browser.wait(until: "\(Self.button("backup")).textContent === 'Run backup'"), "db is free again")
+        }
+    }
+}
