@@ -727,9 +727,22 @@ function renderRun(detail, users) {
   const who = (t) => t.peer ? `${userName(t.peer.uid, users)} (pid ${t.peer.pid})` : t.via || "batond";
   const presses = [{ at: run.queuedAt, peer: run.trigger, via: run.via, decision: "created", policy: run.policy }, ...(detail.triggers || [])];
   $("#triggers").replaceChildren(...presses.map((t) =>
-    el("li", { text: `${localTime(t.at)}: ${who(t)} — ${t.decision}${t.policy ? `, policy ${t.policy}` : ""}` })));
+    el("li", { text: `${localTime(t.at)}: ${who(t)} — ${DECIDED[t.decision] || t.decision}${t.policy ? `, policy ${t.policy}` : ""}` })));
+  // The runs its end's hooks made ("failure → page-oncall run 8, success"), as `baton show` lists them.
+  const hooks = detail.hookRuns || [];
+  $("#hooks-title").hidden = $("#hooks").hidden = hooks.length === 0;
+  $("#hooks").replaceChildren(...hooks.map((hook) => el("li", {}, `${hook.hook ? hook.hook.event : "?"} → `,
+    el("a", { href: `/runs/${hook.id}`, text: `${hook.action} run ${hook.id}` }), `, ${hook.phase}`)));
   // The output is followed on its own stream (followOutput), not redrawn with the run.
 }
+
+// What each decision recorded against a run meant for its trigger, as `baton show` says it.
+const DECIDED = {
+  joined: "joined (shared this run's outcome)",
+  coalesced: "coalesced (shared this follow-up's outcome)",
+  rejected: "rejected (busy: this run was in flight)",
+  cooled: "cooled (answered with this success inside the cooldown; nothing ran)",
+};
 
 // ---- a run's output --------------------------------------------------------------------------
 

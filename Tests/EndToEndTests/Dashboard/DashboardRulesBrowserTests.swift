@@ -16,6 +16,9 @@ struct DashboardRulesBrowserTests {
             migrate: { exec: ["sh", "-c", "while [ ! -e \\"$GATE\\" ]; do sleep 0.02; done"], env: { GATE: "\(gate)" }, locks: ["db"] },
             backup: { exec: ["sh", "-c", "echo backed up"], locks: ["db"], on: { failure: "page", change: "page" } },
             page: { exec: ["sh", "-c", "echo paged"] },
+            regional: { exec: ["sh", "-c", "echo $BATON_PARAM_REGION"], cooldown: "10m", keyParams: ["region"],
+                        params: { region: { pattern: "^(eu|us)$", default: "eu" } } },
+            flaky: { exec: ["sh", "-c", "exit 1"], on: { failure: "page" } },
           },
         }
         """
@@ -137,10 +140,22 @@ struct DashboardRulesBrowserTests {
             #expect(note.hasPrefix("✓ run 1 succeeded ") && note.hasSuffix("; cooldown 10m, nothing run"), "\(note)")
             let runs = try Client(path: daemon.socket).call(Request(op: .history, filter: HistoryFilter(actions: ["fresh"]))).runs ?? []
             #expect(runs.count == 1, "the second press ran nothing")
-            // A fresh page learns the window from batond's status (`cooling`), not from what it saw.
+            // Each key has its own window: us, then eu, so that eu's run is the action's last.
+            for (region, run) in [("us", 2), ("eu", 3)] {
+                try browser.type("#param-regional-region", region)
+                #expect(try browser.wait(until: "\(Self.button("regional")).textContent === 'Run regional'"), "\(region) is not cooled yet")
+                try browser.click(".card[data-action=\"regional\"] .press-button")
+                #expect(try browser.wait(until: "\(Self.card("regional")).querySelector('.note').textContent.startsWith('✓ run \(run) succeeded')"))
+                #expect(try browser.wait(until: "\(Self.button("regional")).textContent === 'Cooled: nothing will run'"))
+            }
+            // A fresh page learns the windows from batond's status (`cooling`): us's success is no
+            // action's last run, so only `cooling` tells of it.
             try browser.open("http://\(dashboard.hostPort)/")
             #expect(try browser.wait(until: "\(Self.button("fresh"))?.textContent === 'Cooled: nothing will run'"))
             #expect(try browser.text(".card[data-action=\"fresh\"] .cooldown").hasPrefix("cooldown: last success "))
+            try browser.type("#param-regional-region", "us")
+            #expect(try browser.wait(until: "\(Self.card("regional")).querySelector('.cooldown').textContent.includes('(run 2)')"))
+            #expect(try browser.text(".card[data-action=\"regional\"] .press-button") == "Cooled: nothing will run")
         }
     }
 
@@ -158,6 +173,31 @@ struct DashboardRulesBrowserTests {
             FileManager.default.createFile(atPath: Self.gate, contents: nil)
             #expect(try browser.wait(until: "\(Self.card("backup")).querySelector('.last')?.textContent.includes('run 2 succeeded') || \(Self.card("backup")).querySelector('.note').textContent.includes('run 2 succeeded')"))
             #expect(try browser.wait(until: "\(Self.button("backup")).textContent === 'Run backup'"), "db is free again")
+        }
+    }
+
+    @Test("a run's page: the decisions recorded against it in words (a cooled press), and the hooks its end fired, linked")
+    func runPage() async throws {
+        try await Self.withPage { _, dashboard, browser in
+            try browser.click(".card[data-action=\"fresh\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.button("fresh")).textContent === 'Cooled: nothing will run'"))
+            try browser.click(".card[data-action=\"fresh\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("fresh")).querySelector('.note').textContent.includes('nothing run')"))
+            try browser.click(".card[data-action=\"flaky\"] .press-button")
+            #expect(try browser.wait(until: "\(Self.card("flaky")).querySelector('.note').textContent.includes('run 2 failed')"))
+
+            try browser.open("http://\(dashboard.hostPort)/runs/1")
+            #expect(try browser.wait(until: "document.querySelectorAll('#triggers li').length === 2"))
+            let triggers = try browser.text("#triggers")
+            #expect(triggers.contains("— created") && triggers.contains("— cooled (answered with this success inside the cooldown; nothing ran), policy join"),
+                    "\(triggers)")
+            #expect(try browser.script("return document.querySelector('#hooks').hidden;") as? Bool == true, "run 1 fired no hook")
+
+            try browser.open("http://\(dashboard.hostPort)/runs/2")
+            #expect(try browser.wait(until: "document.querySelector('#hooks li')"))
+            let hooks = try browser.text("#hooks")
+            #expect(hooks.hasPrefix("failure → page run 3, "), "\(hooks)")
+            #expect(try browser.script("return document.querySelector('#hooks a').getAttribute('href');") as? String == "/runs/3")
         }
     }
 }
