@@ -384,7 +384,8 @@ function drawPress(card, info, live) {
   const followUp = sameKey.find((run) => run.phase === "queued" && run !== running);
   const key = { running, followUp, lastSuccess: lastSuccess(info, params), lock: lockInTheWay(info), pending: card.pending, now: nowMicros() };
   const press = pressFor(info, policy, key);
-  if (card.button.textContent !== press.label || card.button.disabled !== !!press.disabled || card.button.title !== (press.title || "")) {
+  if (card.button.dataset.press !== press.kind || card.button.textContent !== press.label || card.button.disabled !== !!press.disabled || card.button.title !== (press.title || "")) {
+    card.button.dataset.press = press.kind;
     card.button.title = press.title || "";
     card.button.disabled = !!press.disabled;
     card.button.setAttribute("aria-busy", press.busy ? "true" : "false");
@@ -400,27 +401,27 @@ function drawPress(card, info, live) {
 // cooldown, the policy against the key's run in flight, the locks): a pure function of plain
 // values, table-tested in DashboardRulesBrowserTests; a new rule is one more case here. `key` is
 // the key's live state: { running, followUp, lastSuccess, lock (a wait as lockWaitText takes it),
-// pending, now (µs) }. Answers { label, disabled, busy, title }.
+// pending, now (µs) }. Answers { kind (what a press does, for the style), label, disabled, busy, title }.
 function pressFor(info, policy, key) {
   const name = info.name;
-  if (!(info.allowed || []).includes("trigger")) return { label: `Run ${name}`, disabled: true, title: `you may not trigger ${name}` };
-  if (key.pending) return { label: "Starting…", disabled: true, busy: true };
+  if (!(info.allowed || []).includes("trigger")) return { kind: "denied", label: `Run ${name}`, disabled: true, title: `you may not trigger ${name}` };
+  if (key.pending) return { kind: "pending", label: "Starting…", disabled: true, busy: true };
   const left = cooldownLeft(info, key.lastSuccess, key.now);
   if (left > 0) {
-    return { label: "Cooled: nothing will run",
+    return { kind: "cooled", label: "Cooled: nothing will run",
       title: `run ${key.lastSuccess.id} succeeded ${duration(key.now - key.lastSuccess.endedAt)} ago; for ${duration(left)} more a press is answered with it (cooldown ${windowText(info.cooldown)})` };
   }
   const running = key.running, followUp = key.followUp;
   if (running) {
     switch (policy) {
-      case "reject": return { label: `${running.phase === "queued" ? "Queued" : "Loading"}… (run ${running.id})`, disabled: true, busy: true };
-      case "join": return { label: `Join run ${running.id}` };
-      case "queue": return { label: followUp ? `Join follow-up run ${followUp.id}` : `Queue after run ${running.id}` };
-      case "replace": return { label: `Replace run ${running.id}` };
+      case "reject": return { kind: "busy", label: `${running.phase === "queued" ? "Queued" : "Loading"}… (run ${running.id})`, disabled: true, busy: true };
+      case "join": return { kind: "join", label: `Join run ${running.id}` };
+      case "queue": return { kind: "queue", label: followUp ? `Join follow-up run ${followUp.id}` : `Queue after run ${running.id}` };
+      case "replace": return { kind: "replace", label: `Replace run ${running.id}` };
     }
   }
-  if (key.lock) return { label: `Wait for lock ${key.lock.lock}`, title: `a run would wait queued: ${lockWaitText(key.lock)}` };
-  return { label: `Run ${name}` };
+  if (key.lock) return { kind: "lock", label: `Wait for lock ${key.lock.lock}`, title: `a run would wait queued: ${lockWaitText(key.lock)}` };
+  return { kind: "run", label: `Run ${name}` };
 }
 
 // How long a press of the key is still answered with its last success (µs; 0 when not at all):

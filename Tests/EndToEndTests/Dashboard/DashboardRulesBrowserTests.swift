@@ -46,6 +46,7 @@ struct DashboardRulesBrowserTests {
     /// literals, `now` in scope), and the button it should get.
     struct Press: Sendable, CustomTestStringConvertible {
         var name: String
+        var kind: String
         var info: String
         var policy: String
         var key: String
@@ -59,36 +60,36 @@ struct DashboardRulesBrowserTests {
     static let cooled = #"lastSuccess: { id: 7, endedAt: now - 120e6 }"#
     static let heldDB = #"lock: { lock: "db", limit: 1, holders: [{ run: 12, action: "migrate" }], ahead: [] }"#
     static let table: [Press] = [
-        Press(name: "idle", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now }", label: "Run a"),
-        Press(name: "may not trigger", info: "{ name: 'a', allowed: ['read'] }", policy: "join", key: "{ now }",
+        Press(name: "idle", kind: "run", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now }", label: "Run a"),
+        Press(name: "may not trigger", kind: "denied", info: "{ name: 'a', allowed: ['read'] }", policy: "join", key: "{ now }",
               label: "Run a", disabled: true, title: "you may not trigger a"),
-        Press(name: "pressed, not answered yet", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, pending: true }",
+        Press(name: "pressed, not answered yet", kind: "pending", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, pending: true }",
               label: "Starting…", disabled: true),
-        Press(name: "inside the cooldown", info: "{ name: 'a', cooldown: 600e6, \(may) }", policy: "join", key: "{ now, \(cooled) }",
+        Press(name: "inside the cooldown", kind: "cooled", info: "{ name: 'a', cooldown: 600e6, \(may) }", policy: "join", key: "{ now, \(cooled) }",
               label: "Cooled: nothing will run",
               title: "run 7 succeeded 2m00s ago; for 8m00s more a press is answered with it (cooldown 10m)"),
-        Press(name: "the cooldown is decided before the policy", info: "{ name: 'a', cooldown: 600e6, \(may) }", policy: "reject",
+        Press(name: "the cooldown is decided before the policy", kind: "cooled", info: "{ name: 'a', cooldown: 600e6, \(may) }", policy: "reject",
               key: "{ now, \(cooled), running: { id: 8, phase: 'loading' } }", label: "Cooled: nothing will run",
               title: "run 7 succeeded 2m00s ago; for 8m00s more a press is answered with it (cooldown 10m)"),
-        Press(name: "a press exactly a cooldown after the success runs", info: "{ name: 'a', cooldown: 120e6, \(may) }", policy: "join",
+        Press(name: "a press exactly a cooldown after the success runs", kind: "run", info: "{ name: 'a', cooldown: 120e6, \(may) }", policy: "join",
               key: "{ now, \(cooled) }", label: "Run a"),
-        Press(name: "a success without a cooldown does not cool", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, \(cooled) }",
+        Press(name: "a success without a cooldown does not cool", kind: "run", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, \(cooled) }",
               label: "Run a"),
-        Press(name: "join", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, running: { id: 12, phase: 'loading' } }",
+        Press(name: "join", kind: "join", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, running: { id: 12, phase: 'loading' } }",
               label: "Join run 12"),
-        Press(name: "queue, no follow-up yet", info: "{ name: 'a', \(may) }", policy: "queue", key: "{ now, running: { id: 12, phase: 'loading' } }",
+        Press(name: "queue, no follow-up yet", kind: "queue", info: "{ name: 'a', \(may) }", policy: "queue", key: "{ now, running: { id: 12, phase: 'loading' } }",
               label: "Queue after run 12"),
-        Press(name: "queue, with a follow-up", info: "{ name: 'a', \(may) }", policy: "queue",
+        Press(name: "queue, with a follow-up", kind: "queue", info: "{ name: 'a', \(may) }", policy: "queue",
               key: "{ now, running: { id: 12, phase: 'loading' }, followUp: { id: 13, phase: 'queued' } }", label: "Join follow-up run 13"),
-        Press(name: "reject, loading", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'loading' } }",
+        Press(name: "reject, loading", kind: "busy", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'loading' } }",
               label: "Loading… (run 12)", disabled: true),
-        Press(name: "reject, queued", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'queued' } }",
+        Press(name: "reject, queued", kind: "busy", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'queued' } }",
               label: "Queued… (run 12)", disabled: true),
-        Press(name: "replace", info: "{ name: 'a', \(may) }", policy: "replace", key: "{ now, running: { id: 12, phase: 'loading' } }",
+        Press(name: "replace", kind: "replace", info: "{ name: 'a', \(may) }", policy: "replace", key: "{ now, running: { id: 12, phase: 'loading' } }",
               label: "Replace run 12"),
-        Press(name: "a lock in the way", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, \(heldDB) }",
+        Press(name: "a lock in the way", kind: "lock", info: "{ name: 'a', \(may) }", policy: "join", key: "{ now, \(heldDB) }",
               label: "Wait for lock db", title: "a run would wait queued: waiting for lock db, held by migrate run 12"),
-        Press(name: "the key's run in flight wins over the lock", info: "{ name: 'a', \(may) }", policy: "join",
+        Press(name: "the key's run in flight wins over the lock", kind: "join", info: "{ name: 'a', \(may) }", policy: "join",
               key: "{ now, \(heldDB), running: { id: 13, phase: 'queued' } }", label: "Join run 13"),
     ]
 
@@ -102,6 +103,7 @@ struct DashboardRulesBrowserTests {
                     """) as? String ?? ""
                 let press = try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any] ?? [:]
                 #expect(press["label"] as? String == row.label, "\(row.name): \(answer)")
+                #expect(press["kind"] as? String == row.kind, "\(row.name): \(answer)")
                 #expect((press["disabled"] as? Bool ?? false) == row.disabled, "\(row.name): \(answer)")
                 #expect((press["title"] as? String ?? "") == row.title, "\(row.name): \(answer)")
             }
@@ -132,6 +134,8 @@ struct DashboardRulesBrowserTests {
             try browser.click(".card[data-action=\"fresh\"] .press-button")
             #expect(try browser.wait(until: "\(Self.card("fresh")).querySelector('.note').textContent.startsWith('✓ run 1 succeeded')"))
             #expect(try browser.wait(until: "\(Self.button("fresh")).textContent === 'Cooled: nothing will run'"))
+            #expect(try browser.script("return \(Self.button("fresh")).dataset.press;") as? String == "cooled", "styled as a press that runs nothing")
+            try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-cooldown.png")
             let line = try browser.text(".card[data-action=\"fresh\"] .cooldown")
             #expect(line.hasPrefix("cooldown: last success ") && line.contains(" ago (run 1), "), "\(line)")
             try browser.click(".card[data-action=\"fresh\"] .press-button")
@@ -168,6 +172,7 @@ struct DashboardRulesBrowserTests {
             #expect(try browser.wait(until: "\(Self.button("backup")).textContent === 'Wait for lock db'"))
             #expect(try browser.script("return \(Self.button("backup")).title;") as? String
                 == "a run would wait queued: waiting for lock db, held by migrate run 1")
+            try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-lock-wait.png")
             try browser.click(".card[data-action=\"backup\"] .press-button")
             #expect(try browser.wait(until: "\(Self.card("backup")).querySelector('.flight[data-phase=\"queued\"] .flight-text')?.textContent.includes('waiting for lock db, held by migrate run 1')"))
             FileManager.default.createFile(atPath: Self.gate, contents: nil)
