@@ -431,7 +431,7 @@ function cooldownLeft(info, lastSuccess, now) {
   return Math.max(lastSuccess.endedAt + info.cooldown - now, 0);
 }
 
-// The card's cooldown line while the window is open ("cooldown: last success 2m ago (run 7), 8m left"), else null.
+// The card's cooldown line while the window is open ("cooldown: last success 2m00s ago (run 7), 8m00s left"), else null.
 function cooldownText(info, lastSuccess, now) {
   const left = cooldownLeft(info, lastSuccess, now);
   if (left <= 0) return null;
