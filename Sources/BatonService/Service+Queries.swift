@@ -16,6 +16,8 @@ extension Service {
     func status(_ request: Request, _ generation: Generation, _ connection: any Caller) -> Response {
         let live = dispatcher.inFlight()
         let last = conductor.lastOutcomes()
+        let successes = Dictionary(grouping: conductor.lastSuccesses().values, by: \.action)
+        let now = Timestamp.now
         let visible = readable(generation.actions.keys + live.map(\.action), generation, connection.peer)
         let byAction = Dictionary(grouping: live.filter { visible.contains($0.action) }, by: \.action)
         var infos = generation.sortedActions.filter { visible.contains($0.name) }.map { action -> ActionInfo in
@@ -23,6 +25,12 @@ extension Service {
             info.inFlight = byAction[action.name] ?? []
             info.last = last[action.name]
             info.allowed = permissions(action.name, generation, connection.peer)
+            if let window = action.cooldown {
+                // The keys whose window is open, as the engine decides it (`KeySlot.cools`).
+                info.cooling = (successes[action.name] ?? []).filter {
+                    KeySlot.cools(lastSuccess: $0.endedAt, cooldown: window, forced: false, allowsForce: false, now: now)
+                }.sorted { $0.id < $1.id }
+            }
             return info
         }
         for (name, runs) in byAction.sorted(by: { $0.key < $1.key }) where generation.actions[name] == nil {

@@ -6,7 +6,7 @@ import FoundationEssentials
 enum ShowCommand {
     static let spec = CommandSpec(
         name: "show",
-        abstract: "Show the whole story of one run. Every transition with its time, who triggered it, params, joins and rejections, the error and the output tail. Works when batond is down.",
+        abstract: "Show the whole story of one run. Every transition with its time, who triggered it, params, the decisions recorded against it (joins, rejections, cooled triggers), the hooks it fired, the error and the output tail. Works when batond is down.",
         arguments: "RUN",
         options: [
             OptionSpec(long: "output", short: nil, value: nil, help: "print only the captured output, raw"),
@@ -65,7 +65,8 @@ enum ShowCommand {
             let counts = Dictionary(grouping: detail.triggers, by: \.decision).mapValues(\.count)
             text += "\nother triggers: " + counts.sorted { $0.key.description < $1.key.description }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "\n"
             for trigger in detail.triggers.prefix(20) {
-                text += "  \(Format.time(trigger.at))  \(trigger.decision)  by \(trigger.peer.map { Format.userName($0.uid) } ?? "?")\n"
+                let by = trigger.peer.map { "by " + Format.userName($0.uid) } ?? "from no peer (a hook or a webhook)"
+                text += "  \(Format.time(trigger.at))  \(decided(trigger.decision))  \(by)\n"
             }
             if detail.triggers.count > 20 { text += "  … and \(detail.triggers.count - 20) more\n" }
         }
@@ -84,5 +85,17 @@ enum ShowCommand {
             if lines.count > 20 { text += "  (baton show \(run.id) --output prints all of it)\n" }
         }
         return text
+    }
+
+    /// A decision recorded against this run, with what it meant for the trigger.
+    static func decided(_ decision: TriggerRecord.Decision) -> String {
+        switch decision {
+        case .joined: "joined (shared this run's outcome)"
+        case .coalesced: "coalesced (shared this follow-up's outcome)"
+        case .rejected: "rejected (busy: this run was in flight)"
+        case .cooled: "cooled (answered with this success inside the cooldown; nothing ran)"
+        case .slotRan: "scheduled slot already ran (answered with this run; nothing ran)"
+        case let .denied(permission): "denied \(permission.rawValue)"
+        }
     }
 }

@@ -6,7 +6,7 @@ import FoundationEssentials
 enum StatusCommand {
     static let spec = CommandSpec(
         name: "status",
-        abstract: "Show what each action is doing. Idle or loading (since when, with progress), how many queued, and the last outcome.",
+        abstract: "Show what each action is doing. Idle or loading (since when, with progress), how many queued (and for which lock), the last outcome, and the rules around the runs: hooks and cooldowns.",
         arguments: "",
         options: [OptionSpec(long: "json", short: nil, value: nil, help: "print the status as JSON")],
         run: run)
@@ -23,7 +23,8 @@ enum StatusCommand {
     }
 
     /// The status as a terminal shows it: a problem writing the history first, then one row per
-    /// action (every run in flight, one per key, and the last outcome), then how processes are tracked.
+    /// action (every run in flight, one per key, and the last outcome), the rules around the runs
+    /// (hooks, cooldowns), then how processes are tracked.
     static func text(_ status: BatonStatus, context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
         var text = ""
         if let problem = status.storeProblem.map(Terminal.visible) {
@@ -32,6 +33,8 @@ enum StatusCommand {
         }
         let rows = status.actions.map(\.forTerminal).map { row($0, context: context, now: now) }
         text += Format.table(["ACTION", "STATE", "LAST"], rows, width: width)
+        let lines = status.actions.map(\.forTerminal).flatMap { rules($0, now: now) }
+        if !lines.isEmpty { text += "\nrules:\n" + lines.map { "  \($0)\n" }.joined() }
         if let tree = status.processTree.map(Terminal.visible) { text += context.paint("processes: \(tree)", .dim) + "\n" }
         return text
     }

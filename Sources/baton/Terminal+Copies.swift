@@ -73,6 +73,9 @@ extension ActionInfo {
         action.keyParams = keyParams.map(Terminal.visible)
         action.inFlight = inFlight?.map(\.forTerminal)
         action.last = last?.forTerminal
+        action.cooling = cooling?.map(\.forTerminal)
+        action.hooks = hooks.map { HookNames(failure: $0.failure.map(Terminal.visible), success: $0.success.map(Terminal.visible),
+                                             change: $0.change.map(Terminal.visible), chain: $0.chain) }
         return action
     }
 }

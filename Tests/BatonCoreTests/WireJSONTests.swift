@@ -57,6 +57,12 @@ struct WireJSONTests {
         info.schedules = ["*-*-* 03:00:00", "Mon *-*-* 12:00"]
         info.scheduleJitter = 300_000_000
         info.locks = [LockClaim("db"), LockClaim("heavy-io", limit: 2)]
+        info.cooldown = 600_000_000
+        info.force = true
+        info.hooks = HookNames(failure: "page-oncall", success: nil, change: "notify \"them\"", chain: true)
+        var success = run
+        success.phase = .success
+        info.cooling = [success]
         return info
     }
 

@@ -30,7 +30,10 @@ struct CooldownEndToEndTests {
         let history = try daemon.baton("history", "--json")
         #expect(history.stdout.components(separatedBy: #""action" : "deploy""#).count == 2, "one run of deploy: \(history.stdout)")
         let show = try daemon.baton("show", "1")
-        #expect(show.stdout.contains("cooled"), "\(show.stdout)")
+        #expect(show.stdout.contains("cooled (answered with this success inside the cooldown; nothing ran)  by "), "\(show.stdout)")
+        let status = try daemon.baton("status").stdout
+        #expect(status.contains("\nrules:\n  deploy: cooldown 10m: last success ") && status.contains(" ago (run 1), nothing runs for "), "\(status)")
+        #expect(status.contains("\n  strict: cooldown 10m: no success inside it, a trigger runs\n"), "\(status)")
 
         let forced = try daemon.baton("run", "deploy", "--force")
         #expect(forced.code == 0 && forced.stdout.contains("deploy run 2 succeeded in"), "\(forced.stdout) \(forced.stderr)")
@@ -44,5 +47,7 @@ struct CooldownEndToEndTests {
         let after = try restarted.baton("run", "deploy")
         #expect(after.code == 0 && after.stdout.contains("deploy run 2 succeeded ") && after.stdout.contains("nothing run"),
                 "the restart forgot the window: \(after.stdout)")
+        let seeded = try restarted.baton("status", "--json").stdout
+        #expect(seeded.contains(#""cooling" : ["#) && seeded.contains(#""cooldown" : 600000000"#), "status after a restart: \(seeded)")
     }
 }

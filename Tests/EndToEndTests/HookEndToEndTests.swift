@@ -66,6 +66,8 @@ struct HookEndToEndTests {
         let firing = try daemon.baton("show", "1").stdout
         #expect(firing.contains("hooks fired:") && firing.contains("failure → page run 2, "), "\(firing)")
         #expect(Self.hookFiles(out) == ["hook-2.env"])
+        let status = try daemon.baton("status").stdout
+        #expect(status.contains("\nrules:\n  deploy: on failure: page\n"), "status names the hooks: \(status)")
     }
 
     @Test("kill -9 between the outcome and the hook's start: after the restart the hook runs once, told what fired it")

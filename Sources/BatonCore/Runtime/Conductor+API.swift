@@ -107,6 +107,10 @@ extension Conductor {
     /// The last ended run of each action (seeded from the history by `remember`).
     public func lastOutcomes() -> [String: RunSnapshot] { core.withLock { $0.state.lastEnded } }
 
+    /// The last success of each key whose action has a cooldown, by key: what a trigger inside
+    /// the window is answered with.
+    public func lastSuccesses() -> [String: RunSnapshot] { core.withLock { $0.state.successes } }
+
     /// Seeds the last outcome of actions and their recent successful durations (microseconds,
     /// oldest first) from the history.
     public func remember(_ runs: [RunSnapshot], durations: [String: [Int64]] = [:]) {

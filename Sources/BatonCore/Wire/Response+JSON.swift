@@ -197,6 +197,23 @@ extension ActionInfo {
             }
             json.endArray()
         }
+        json.field("cooldown", cooldown)
+        json.field("force", force)
+        if let hooks {
+            json.key("hooks")
+            json.beginObject()
+            json.field("failure", hooks.failure)
+            json.field("success", hooks.success)
+            json.field("change", hooks.change)
+            json.field("chain", hooks.chain)
+            json.endObject()
+        }
+        if let cooling {
+            json.key("cooling")
+            json.beginArray()
+            for run in cooling { run.write(to: &json) }
+            json.endArray()
+        }
         json.endObject()
     }
 }

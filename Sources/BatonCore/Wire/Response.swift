@@ -141,6 +141,15 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public var scheduleJitter: Int64?
     /// actions and status: the locks its runs take to start, each with its limit, when it has any.
     public var locks: [LockClaim]?
+    /// actions and status: the action's cooldown window, in microseconds, when it has one.
+    public var cooldown: Int64?
+    /// actions and status: true where a trigger may pass `force` to run inside the cooldown.
+    public var force: Bool?
+    /// actions and status: the actions its runs' outcomes trigger (`on:`), when it has hooks.
+    public var hooks: HookNames?
+    /// status, for an action with a cooldown: the last success of each key whose window is still
+    /// open (a trigger of that key runs nothing until `endedAt` + `cooldown`), oldest first.
+    public var cooling: [RunSnapshot]?
 
     public init(name: String, description: String?, exec: [String], policy: Policy, policies: [Policy], timeout: Int64?,
                 params: [String: ParamInfo], keyParams: [String], inFlight: [RunSnapshot]? = nil, last: RunSnapshot? = nil) {
@@ -164,6 +173,35 @@ public struct ActionInfo: Codable, Sendable, Equatable {
         schedules = action.schedules.isEmpty ? nil : action.schedules
         scheduleJitter = action.scheduleJitter?.microseconds
         locks = action.locks.isEmpty ? nil : action.locks
+        cooldown = action.cooldown?.microseconds
+        force = action.allowsForce ? true : nil
+        hooks = action.hooks.isEmpty ? nil : HookNames(action.hooks)
+    }
+}
+
+/// An action's hooks as `actions` and `status` describe them: the action each outcome triggers.
+public struct HookNames: Codable, Sendable, Equatable {
+    public var failure: String?
+    public var success: String?
+    public var change: String?
+    /// true where the hooks fire for the action's own hook runs too (`on.chain`).
+    public var chain: Bool?
+
+    public init(failure: String? = nil, success: String? = nil, change: String? = nil, chain: Bool? = nil) {
+        self.failure = failure
+        self.success = success
+        self.change = change
+        self.chain = chain
+    }
+
+    public init(_ hooks: HookTargets) {
+        self.init(failure: hooks.targets[.failure]?.action.name, success: hooks.targets[.success]?.action.name,
+                  change: hooks.targets[.change]?.action.name, chain: hooks.chain ? true : nil)
+    }
+
+    /// Each hook in `failure`, `success`, `change` order, with the action it triggers.
+    public var named: [(event: HookEvent, action: String)] {
+        [(HookEvent.failure, failure), (.success, success), (.change, change)].compactMap { event, action in action.map { (event, $0) } }
     }
 }
 

@@ -242,6 +242,7 @@ function applyUpdate(run, transition) {
   state.runs.set(run.id, run);
   if (state.view === "actions") {
     renderCard(run.action);
+    for (const name of sharingALock(run.action)) renderCard(name);
     upsertHistory(run);
     const pressedFrom = state.presses.get(run.id);
     if (pressedFrom && TERMINAL.has(run.phase)) {
@@ -297,6 +298,8 @@ function makeCard(info) {
     el("span", { class: "policy", title: "what a press does while a run is in flight", text: info.policy }));
   root.append(head);
   if (info.description) root.append(el("p", { class: "description", text: info.description }));
+  const rules = rulesText(info);
+  if (rules) root.append(el("p", { class: "rules", text: rules }));
   const form = el("form", { class: "press", "data-action": info.name, noValidate: true });
   const inputs = new Map();
   for (const name of Object.keys(info.params || {}).sort()) {
@@ -324,8 +327,9 @@ function makeCard(info) {
   const note = el("p", { class: "note", "aria-live": "polite" });
   const flights = el("ul", { class: "flights", "aria-label": `${info.name} runs in flight` });
   const last = el("p", { class: "last" });
-  root.append(form, note, flights, last);
-  return { root, form, inputs, policy, button, note, flights, last, pending: false };
+  const cooldown = el("p", { class: "cooldown", hidden: true });
+  root.append(form, note, cooldown, flights, last);
+  return { root, form, inputs, policy, button, note, cooldown, flights, last, pending: false };
 }
 
 function paramsOf(card) {
@@ -349,27 +353,8 @@ function renderCard(name) {
   const card = state.cards.get(name), info = state.actions.get(name);
   if (!card || !info) return;
   const allowed = new Set(info.allowed || []);
-  const policy = card.policy ? card.policy.value : info.policy;
   const live = liveRuns(name);
-  const params = paramsOf(card);
-  const sameKey = live.filter((run) => hasKeyOf(run, info, params));
-  const running = sameKey.find((run) => run.phase !== "queued") || sameKey[0];
-  const followUp = sameKey.find((run) => run.phase === "queued" && run !== running);
-  let label = `Run ${name}`, disabled = false, busy = card.pending;
-  if (!allowed.has("trigger")) { disabled = true; label = `Run ${name}`; card.button.title = `you may not trigger ${name}`; }
-  else if (card.pending) { disabled = true; label = "Starting…"; }
-  else if (running) {
-    switch (policy) {
-      case "reject": disabled = true; busy = true; label = `${running.phase === "queued" ? "Queued" : "Loading"}… (run ${running.id})`; break;
-      case "join": label = `Join run ${running.id}`; break;
-      case "queue": label = followUp ? `Join follow-up run ${followUp.id}` : "Queue a follow-up"; break;
-      case "replace": label = `Replace run ${running.id}`; break;
-    }
-  }
-  if (allowed.has("trigger")) card.button.title = "";
-  card.button.disabled = disabled;
-  card.button.setAttribute("aria-busy", busy ? "true" : "false");
-  card.button.replaceChildren(...(busy ? [el("span", { class: "spinner", "aria-hidden": "true" })] : []), label);
+  const running = drawPress(card, info, live);
   card.root.dataset.state = running ? running.phase : (lastRun(name)?.phase || "idle");
   renderFlights(card, info, live, allowed);
   const last = lastRun(name);
@@ -385,6 +370,116 @@ function renderCard(name) {
     card.last.className = "last muted";
     card.last.textContent = allowed.has("trigger") ? "Never run yet." : "Never run yet. You may only watch this action.";
   }
+}
+
+// ---- what a press would do -------------------------------------------------------------------
+
+// The button and the cooldown line, from what a press with the card's params would do; answers
+// the key's run in flight, if any. Drawn again by the clock too, since a cooldown runs out.
+function drawPress(card, info, live) {
+  const policy = card.policy ? card.policy.value : info.policy;
+  const params = paramsOf(card);
+  const sameKey = live.filter((run) => hasKeyOf(run, info, params));
+  const running = sameKey.find((run) => run.phase !== "queued") || sameKey[0];
+  const followUp = sameKey.find((run) => run.phase === "queued" && run !== running);
+  const key = { running, followUp, lastSuccess: lastSuccess(info, params), lock: lockInTheWay(info), pending: card.pending, now: nowMicros() };
+  const press = pressFor(info, policy, key);
+  if (card.button.dataset.press !== press.kind || card.button.textContent !== press.label || card.button.disabled !== !!press.disabled || card.button.title !== (press.title || "")) {
+    card.button.dataset.press = press.kind;
+    card.button.title = press.title || "";
+    card.button.disabled = !!press.disabled;
+    card.button.setAttribute("aria-busy", press.busy ? "true" : "false");
+    card.button.replaceChildren(...(press.busy ? [el("span", { class: "spinner", "aria-hidden": "true" })] : []), press.label);
+  }
+  const cooling = cooldownText(info, key.lastSuccess, key.now);
+  card.cooldown.hidden = !cooling;
+  if (card.cooldown.textContent !== (cooling || "")) card.cooldown.textContent = cooling || "";
+  return running;
+}
+
+// What a press of an action's button would do, in the order batond decides it (permission, the
+// cooldown, the policy against the key's run in flight, the locks): a pure function of plain
+// values, table-tested in DashboardRulesBrowserTests; a new rule is one more case here. `key` is
+// the key's live state: { running, followUp, lastSuccess, lock (a wait as lockWaitText takes it),
+// pending, now (µs) }. Answers { kind (what a press does, for the style), label, disabled, busy, title }.
+function pressFor(info, policy, key) {
+  const name = info.name;
+  if (!(info.allowed || []).includes("trigger")) return { kind: "denied", label: `Run ${name}`, disabled: true, title: `you may not trigger ${name}` };
+  if (key.pending) return { kind: "pending", label: "Starting…", disabled: true, busy: true };
+  const left = cooldownLeft(info, key.lastSuccess, key.now);
+  if (left > 0) {
+    return { kind: "cooled", label: "Cooled: nothing will run",
+      title: `run ${key.lastSuccess.id} succeeded ${duration(key.now - key.lastSuccess.endedAt)} ago; for ${duration(left)} more a press is answered with it (cooldown ${windowText(info.cooldown)})` };
+  }
+  const running = key.running, followUp = key.followUp;
+  if (running) {
+    switch (policy) {
+      case "reject": return { kind: "busy", label: `${running.phase === "queued" ? "Queued" : "Loading"}… (run ${running.id})`, disabled: true, busy: true };
+      case "join": return { kind: "join", label: `Join run ${running.id}` };
+      case "queue": return { kind: "queue", label: followUp ? `Join follow-up run ${followUp.id}` : `Queue after run ${running.id}` };
+      case "replace": return { kind: "replace", label: `Replace run ${running.id}` };
+    }
+  }
+  if (key.lock) return { kind: "lock", label: `Wait for lock ${key.lock.lock}`, title: `a run would wait queued: ${lockWaitText(key.lock)}` };
+  return { kind: "run", label: `Run ${name}` };
+}
+
+// How long a press of the key is still answered with its last success (µs; 0 when not at all):
+// as batond decides it, from the success's end, a press exactly `cooldown` after it runs.
+function cooldownLeft(info, lastSuccess, now) {
+  if (!info.cooldown || !lastSuccess || !lastSuccess.endedAt) return 0;
+  return Math.max(lastSuccess.endedAt + info.cooldown - now, 0);
+}
+
+// The card's cooldown line while the window is open ("cooldown: last success 2m00s ago (run 7), 8m00s left"), else null.
+function cooldownText(info, lastSuccess, now) {
+  const left = cooldownLeft(info, lastSuccess, now);
+  if (left <= 0) return null;
+  return `cooldown: last success ${duration(now - lastSuccess.endedAt)} ago (run ${lastSuccess.id}), ${duration(left)} left`;
+}
+
+// The rules around the action's runs, as the card's small print: its hooks, cooldown and locks.
+function rulesText(info) {
+  const parts = [];
+  for (const event of ["failure", "success", "change"]) if (info.hooks && info.hooks[event]) parts.push(`on ${event}: ${info.hooks[event]}`);
+  if (info.cooldown) parts.push(`cooldown ${windowText(info.cooldown)}`);
+  for (const lock of info.locks || []) parts.push(`lock ${lock.name}${lock.limit > 1 ? ` (${lock.limit} at once)` : ""}`);
+  return parts.join(" · ");
+}
+
+// A window as the config says it: `10m`, `1h`, not `10m00s`.
+function windowText(micros) { return duration(micros).replace(/m00s$/, "m").replace(/h00m$/, "h"); }
+
+// The key's last success the page knows: from the snapshot (`cooling`) or seen end since.
+function lastSuccess(info, params) {
+  let best = null;
+  const consider = (run) => { if (run.phase === "success" && hasKeyOf(run, info, params) && (!best || run.id > best.id)) best = run; };
+  for (const run of info.cooling || []) consider(run);
+  for (const run of state.runs.values()) if (run.action === info.name) consider(run);
+  return best;
+}
+
+// The other actions holding one of this action's locks: a change to its runs changes their buttons.
+function sharingALock(action) {
+  const mine = new Set((state.actions.get(action)?.locks || []).map((lock) => lock.name));
+  if (!mine.size) return [];
+  return [...state.actions.values()].filter((info) => info.name !== action && (info.locks || []).some((lock) => mine.has(lock.name))).map((info) => info.name);
+}
+
+// The first of the action's locks a new run would wait for: all its slots held by runs the page
+// knows to be live, or runs already queued for it (they go first). Null when none is in the way.
+function lockInTheWay(info) {
+  for (const lock of info.locks || []) {
+    const holders = [], ahead = [];
+    for (const run of state.runs.values()) {
+      if (TERMINAL.has(run.phase)) continue;
+      if (run.phase === "queued") { if (run.waiting && run.waiting.lock === lock.name) ahead.push({ run: run.id, action: run.action }); continue; }
+      const claims = state.actions.get(run.action)?.locks || [];
+      if (claims.some((claim) => claim.name === lock.name)) holders.push({ run: run.id, action: run.action });
+    }
+    if (holders.length >= lock.limit || ahead.length) return { lock: lock.name, limit: lock.limit, holders, ahead };
+  }
+  return null;
 }
 
 function renderFlights(card, info, live, allowed) {
@@ -437,12 +532,16 @@ function drawFlight(item, run) {
 // has seen end since are left out (a newer holder shows only at the next snapshot).
 function waitingText(waiting) {
   const live = (list) => (list || []).filter((h) => { const known = state.runs.get(h.run); return !known || !TERMINAL.has(known.phase); });
+  return lockWaitText({ lock: waiting.lock, limit: waiting.limit, holders: live(waiting.holders), ahead: live(waiting.ahead) });
+}
+
+// A wait for a lock in words, as the CLI says it (LockWait.text).
+function lockWaitText(waiting) {
   const names = (list) => list.map((h) => `${h.action} run ${h.run}`).join(", ");
   let text = `waiting for lock ${waiting.lock}`;
   if (waiting.limit > 1) text += ` (${waiting.limit} at once)`;
-  const holders = live(waiting.holders), ahead = live(waiting.ahead);
-  if (holders.length) text += `, held by ${names(holders)}`;
-  if (ahead.length) text += `, behind ${names(ahead)}`;
+  if ((waiting.holders || []).length) text += `, held by ${names(waiting.holders)}`;
+  if ((waiting.ahead || []).length) text += `, behind ${names(waiting.ahead)}`;
   return text;
 }
 
@@ -486,7 +585,10 @@ async function press(name) {
     replaced: `run ${run.id} replaced the run in flight`,
   };
   const current = state.runs.get(run.id);
-  if (TERMINAL.has(current.phase)) { const { tone, text } = outcome(current); setNote(name, text, tone, run.id); }
+  if (answer.decision === "cooled") {
+    const since = current.endedAt ? ` ${ago(current.endedAt)}` : "";
+    setNote(name, `✓ run ${run.id} succeeded${since}; cooldown ${windowText(answer.cooldown || info.cooldown || 0)}, nothing run`, "ok", run.id);
+  } else if (TERMINAL.has(current.phase)) { const { tone, text } = outcome(current); setNote(name, text, tone, run.id); }
   else { setNote(name, words[answer.decision] || `run ${run.id}`, "", run.id); state.presses.set(run.id, name); }
   renderCard(name);
 }
@@ -626,9 +728,22 @@ function renderRun(detail, users) {
   const who = (t) => t.peer ? `${userName(t.peer.uid, users)} (pid ${t.peer.pid})` : t.via || "batond";
   const presses = [{ at: run.queuedAt, peer: run.trigger, via: run.via, decision: "created", policy: run.policy }, ...(detail.triggers || [])];
   $("#triggers").replaceChildren(...presses.map((t) =>
-    el("li", { text: `${localTime(t.at)}: ${who(t)} — ${t.decision}${t.policy ? `, policy ${t.policy}` : ""}` })));
+    el("li", { text: `${localTime(t.at)}: ${who(t)} — ${DECIDED[t.decision] || t.decision}${t.policy ? `, policy ${t.policy}` : ""}` })));
+  // The runs its end's hooks made ("failure → page-oncall run 8, success"), as `baton show` lists them.
+  const hooks = detail.hookRuns || [];
+  $("#hooks-title").hidden = $("#hooks").hidden = hooks.length === 0;
+  $("#hooks").replaceChildren(...hooks.map((hook) => el("li", {}, `${hook.hook ? hook.hook.event : "?"} → `,
+    el("a", { href: `/runs/${hook.id}`, text: `${hook.action} run ${hook.id}` }), `, ${hook.phase}`)));
   // The output is followed on its own stream (followOutput), not redrawn with the run.
 }
+
+// What each decision recorded against a run meant for its trigger, as `baton show` says it.
+const DECIDED = {
+  joined: "joined (shared this run's outcome)",
+  coalesced: "coalesced (shared this follow-up's outcome)",
+  rejected: "rejected (busy: this run was in flight)",
+  cooled: "cooled (answered with this success inside the cooldown; nothing ran)",
+};
 
 // ---- a run's output --------------------------------------------------------------------------
 
@@ -835,7 +950,9 @@ function tick() {
   if (state.view !== "actions") return;
   for (const span of document.querySelectorAll(".ago[data-at]")) span.textContent = ago(Number(span.dataset.at));
   for (const span of document.querySelectorAll(".took[data-start]")) span.textContent = duration(nowMicros() - Number(span.dataset.start));
-  for (const card of state.cards.values()) {
+  for (const [name, card] of state.cards) {
+    const info = state.actions.get(name);
+    if (info && info.cooldown) drawPress(card, info, liveRuns(name));
     for (const item of card.flights.children) {
       const run = state.runs.get(Number(item.dataset.run));
       if (run) drawFlight(item, run);

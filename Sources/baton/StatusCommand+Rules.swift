@@ -1,0 +1,25 @@
+import BatonCore
+
+extension StatusCommand {
+    /// The rules around an action's runs, one line each: what its outcomes trigger
+    /// (`deploy: on failure: page-oncall, on change: notify`) and, with a cooldown, each key
+    /// still inside its window (`deploy: cooldown 10m: last success 2m ago (run 7), nothing runs for 8m`)
+    /// or that none is.
+    static func rules(_ action: ActionInfo, now: Timestamp) -> [String] {
+        var lines: [String] = []
+        if let hooks = action.hooks, !hooks.named.isEmpty {
+            let named = hooks.named.map { "on \($0.event.rawValue): \($0.action)" }.joined(separator: ", ")
+            lines.append("\(action.name): \(named)" + (hooks.chain == true ? " (for its hook runs too)" : ""))
+        }
+        if let window = action.cooldown {
+            let cooldown = "cooldown " + RunCommand.roundWindow(DurationText.format(.microseconds(window)))
+            let cooling = (action.cooling ?? []).compactMap { run in run.endedAt.map { (run, $0) } }
+            if cooling.isEmpty { lines.append("\(action.name): \(cooldown): no success inside it, a trigger runs") }
+            for (run, ended) in cooling {
+                let left = DurationText.format(ended + .microseconds(window) - now)
+                lines.append("\(run.key): \(cooldown): last success \(Format.age(ended, now: now)) (run \(run.id)), nothing runs for \(left)")
+            }
+        }
+        return lines
+    }
+}
