@@ -39,12 +39,18 @@ extension FleetBench {
     }
 
     /// A `watch` on a host, read on a thread of its own: each update's run, phase, and latency.
+    /// The reader thread owns `client`; what it has seen is behind `state`'s lock, and each update
+    /// signals `changed` so that a waiter looks again.
     final class Watch: @unchecked Sendable {
+        private struct Seen {
+            var updates: [(run: Int64, to: String, milliseconds: Double)] = []
+            var ended = Set<Int64>()
+            var closed = false
+        }
+
         private let client: LineClient
-        private let condition = NSCondition()
-        private var seen: [(run: Int64, to: String, milliseconds: Double)] = []
-        private var ended = Set<Int64>()
-        private var closed = false
+        private let state = Locked(Seen())
+        private let changed = DispatchSemaphore(value: 0)
 
         init(socket: String) throws {
             client = try LineClient(path: socket)
@@ -62,34 +68,30 @@ extension FleetBench {
                 let transition = text[range.upperBound...]
                 guard let run = Self.number("runID", in: transition), let at = Self.number("at", in: transition),
                       let to = transition.range(of: #""to":""#).map({ String(transition[$0.upperBound...].prefix { $0 != "\"" }) }) else { continue }
-                condition.lock()
-                seen.append((run, to, Double(arrived - at) / 1_000))
-                if to == "success" || to == "failure" || to == "cancelled" { ended.insert(run) }
-                condition.broadcast()
-                condition.unlock()
+                state.withLock {
+                    $0.updates.append((run, to, Double(arrived - at) / 1_000))
+                    if to == "success" || to == "failure" || to == "cancelled" { $0.ended.insert(run) }
+                }
+                changed.signal()
             }
-            condition.lock()
-            closed = true
-            condition.broadcast()
-            condition.unlock()
+            state.withLock { $0.closed = true }
+            changed.signal()
         }
 
         /// Until the watch has seen every run of `runs` end (a minute at most).
         func waitForEnd(of runs: [Int64]) throws {
-            let deadline = Date() + 60
-            condition.lock()
-            defer { condition.unlock() }
-            while !Set(runs).isSubset(of: ended) {
-                guard !closed, condition.wait(until: deadline) else {
-                    throw BenchError("the watch on host 2 saw \(Set(runs).intersection(ended).count) of \(runs.count) runs end")
+            let wanted = Set(runs), deadline = DispatchTime.now() + .seconds(60)
+            while true {
+                let (ended, closed) = state.withLock { (wanted.intersection($0.ended).count, $0.closed) }
+                if ended == wanted.count { return }
+                guard !closed, changed.wait(timeout: deadline) == .success else {
+                    throw BenchError("the watch on host 2 saw \(ended) of \(runs.count) runs end")
                 }
             }
         }
 
         func latencies(of runs: Set<Int64>) -> [Double] {
-            condition.lock()
-            defer { condition.unlock() }
-            return seen.filter { runs.contains($0.run) }.map(\.milliseconds)
+            state.withLock { $0.updates.filter { runs.contains($0.run) }.map(\.milliseconds) }
         }
 
         static func number(_ key: String, in text: Substring) -> Int64? {
