@@ -95,13 +95,20 @@ extension FleetFeed {
             coordinator.fleetInFlight.withLock { live in
                 if transition.to.isTerminal { live[run.id] = nil } else { live[run.id] = run }
             }
+            if transition.to.isTerminal {
+                // Known before any follower hears of the end: `status` right after agrees. Any
+                // host's success opens its key's cooldown window, so `status` shows it here too.
+                coordinator.conductor.remember([run])
+                if run.phase == .success, coordinator.conductor.action(named: run.action)?.cooldown != nil {
+                    coordinator.conductor.remember(successes: [run])
+                }
+            }
             coordinator.followers.deliver(update)
             coordinator.conductor.publishFromFleet(update)
             if transition.to.isTerminal {
                 // Its output's followers read its end now, not at their next read.
                 coordinator.remoteOutput.wake([run.id])
                 coordinator.adopted.withLock { $0[run.id] = nil }
-                coordinator.conductor.remember([run])
             }
         }
     }

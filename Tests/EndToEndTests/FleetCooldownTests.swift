@@ -25,6 +25,18 @@ struct FleetCooldownTests {
             if let answer = try? FleetTests.trigger(hosts[index % 3], "gated") { racing.append(answer) }
         }
         #expect(try FleetTests.wait(hosts[1], run: id)?.phase == .success)
+        // Every host's `status` shows the key cooling with that success, whichever host ran it,
+        // once its feed has read the end (a bounded poll: the feed reads on its own clock).
+        for host in hosts {
+            var cooling: [Int64] = []
+            let deadline = Date().addingTimeInterval(10)
+            while cooling != [id] && Date() < deadline {
+                let status = try Client(path: host.socket).call(Request(op: .status))
+                cooling = status.actions?.first { $0.name == "gated" }?.cooling?.map(\.id) ?? []
+                if cooling != [id] { usleep(20_000) }
+            }
+            #expect(cooling == [id], "\(host.socket): \(cooling)")
+        }
         let after = Collected<Response>()
         inParallel(45) { index in if let answer = try? FleetTests.trigger(hosts[index % 3], "gated") { after.append(answer) } }
 
