@@ -232,6 +232,27 @@ struct ConductorDebounceTests {
         #expect(rig.launched == [1, 2])
     }
 
+    @Test("a hook of a debounced action: a burst of ends makes one hook run, each later end pushing its start back")
+    func hooks() {
+        var notify = Action(name: "notify", exec: ["x"], policy: .reject)
+        notify.debounce = .seconds(5)
+        let jobs = ["a", "b"].map { name in
+            var job = Action(name: name, exec: ["x"], policy: .reject)
+            job.hooks.targets[.success] = HookTarget(action: notify, params: [:])
+            return job
+        }
+        var rig = Rig()
+        rig.trigger(jobs[0], at: 0)
+        rig.exit(1, at: 1)
+        rig.trigger(jobs[1], at: 2)
+        rig.exit(3, at: 3)
+        #expect(rig.records == [.debounced] && rig.state.inFlight.map(\.id) == [2])
+        rig.at(7.9)
+        #expect(rig.launched == [1, 3])
+        rig.at(8)
+        #expect(rig.launched == [1, 3, 2])
+    }
+
     static func unfinished(queuedAt seconds: Int) -> RecoveredRun {
         let run = RunSnapshot(id: 7, action: "ci", key: "ci", phase: .queued, policy: .queue, params: [:], trigger: nil,
                               queuedAt: Rig.start + .seconds(seconds))

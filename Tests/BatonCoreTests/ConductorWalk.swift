@@ -52,9 +52,16 @@ struct ConductorWalk {
         var hooked = Action(name: "hooked", exec: ["x"], policy: .join, policies: [.reject, .queue, .replace],
                             retry: RetryPolicy(attempts: 1), params: ["k": ParamSpec()], keyParams: ["k"])
         hooked.hooks.targets = [.failure: HookTarget(action: pager, params: [:]),
-                                .success: HookTarget(action: Action(name: "notify", exec: ["x"], policy: .reject), params: [:]),
+                                .success: HookTarget(action: notify, params: [:]),
                                 .change: HookTarget(action: Action(name: "flip", exec: ["x"], policy: .replace), params: [:])]
         return hooked
+    }()
+
+    /// A hook's action that debounces: a burst of successes notifies once.
+    static let notify: Action = {
+        var notify = Action(name: "notify", exec: ["x"], policy: .reject)
+        notify.debounce = .milliseconds(60)
+        return notify
     }()
 
     static func locked(_ name: String, _ locks: [String], policy: Policy, retry: RetryPolicy = .none, keyed: Bool = false) -> Action {
@@ -264,10 +271,19 @@ struct ConductorWalk {
                         createdAt[run.id] = (run.key, transition.at, trigger.action)
                         createdStep[run.id] = steps
                         if trigger.force && trigger.action.allowsForce { forced.insert(run.id) }
-                        if trigger.action.debounce != nil {
-                            if let other = pendingRun[run.key] { violate("run \(run.id) is a second pending run of key \(run.key) (run \(other) has not started)") }
-                            pendingRun[run.key] = run.id
-                            bursts[run.id] = (transition.at, transition.at, trigger.action)
+                    }
+                    let action = run.hook != nil ? Self.hookActions[run.action] : { if case let .trigger(_, trigger) = event { trigger.action } else { nil } }()
+                    if let action, action.debounce != nil {
+                        if let other = pendingRun[run.key] { violate("run \(run.id) is a second pending run of key \(run.key) (run \(other) has not started)") }
+                        pendingRun[run.key] = run.id
+                        bursts[run.id] = (transition.at, transition.at, action)
+                    }
+                }
+                // A hook's trigger of a debounced action shares its key's pending run too.
+                if case .trigger = event {} else {
+                    for case let .trigger(record) in entries where Self.hookActions[record.action]?.debounce != nil {
+                        if let pending = pendingRun[record.key], record.decision != .debounced || record.runID != pending {
+                            violate("a hook's trigger of \(record.key) was \(record.decision) against \(String(describing: record.runID)) while run \(pending) was pending")
                         }
                     }
                 }

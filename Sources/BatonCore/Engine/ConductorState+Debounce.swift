@@ -6,8 +6,12 @@ extension ConductorState {
     /// when that run debounces too. Nil when the trigger's action does not debounce, or its key
     /// has no such run: then the trigger is decided as any other (cooldown, then the policy).
     func pendingRun(for trigger: Trigger) -> Int64? {
-        guard trigger.action.debounce != nil else { return nil }
-        for case let id? in [table.holder(of: trigger.key), table.followUp(of: trigger.key)] {
+        trigger.action.debounce == nil ? nil : pendingRun(of: trigger.key)
+    }
+
+    /// The run of `key` not yet started that debounces, if any.
+    func pendingRun(of key: String) -> Int64? {
+        for case let id? in [table.holder(of: key), table.followUp(of: key)] {
             guard let flight = flights[id], flight.debounce != nil, flight.machine.phase == .queued,
                   !table.isDraining(id) else { continue }
             return id
@@ -19,14 +23,21 @@ extension ConductorState {
     /// `maxWait` allows), the trigger is recorded against it as `debounced` and answered as a
     /// join once that record is durable. The caller then hears the run's end like any sharer.
     mutating func joinPending(_ id: Int64, _ token: Token, _ trigger: Trigger, _ step: inout Step) {
+        guard let flight = flights[id] else { return }
+        restartWindow(of: id, &step)
+        step.entries.append(.trigger(record(trigger, run: id, .debounced, at: step.now)))
+        recordDelivery(of: trigger, run: id, &step)
+        step.after.append(.ticket(token, .joined(id), fallback: flight.snapshot))
+    }
+
+    /// A further trigger of a pending run's key came: its window starts again, as far as
+    /// `maxWait` allows (a hook's trigger too, recorded by the hook).
+    mutating func restartWindow(of id: Int64, _ step: inout Step) {
         guard var flight = flights[id], var window = flight.debounce else { return }
         window.restart(at: step.now)
         flight.debounce = window
         flights[id] = flight
         if window.isOpen(at: step.now) { hold(id, window, &step) }
-        step.entries.append(.trigger(record(trigger, run: id, .debounced, at: step.now)))
-        recordDelivery(of: trigger, run: id, &step)
-        step.after.append(.ticket(token, .joined(id), fallback: flight.snapshot))
     }
 
     /// Holds a run back until its window ends: gated in the table (out of the line and the lock
