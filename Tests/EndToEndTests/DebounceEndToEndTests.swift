@@ -58,6 +58,32 @@ struct DebounceEndToEndTests {
         #expect(show.contains("debounce until "), "\(show)")
     }
 
+    @Test("baton cancel of a pending run answers every baton run of its burst with the cancel, and nothing runs")
+    func cancel() async throws {
+        let log = Self.temporaryLog()
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let daemon = try Daemon(config: Self.config(log: log, window: "30s"))
+        defer { daemon.stop() }
+        let socket = daemon.socket
+        async let first = run(Binaries.baton, ["--socket", socket, "run", "ci"])
+        async let second = run(Binaries.baton, ["--socket", socket, "run", "ci"])
+        async let third = run(Binaries.baton, ["--socket", socket, "run", "ci"])
+        // A bounded poll: every trigger of the burst has joined run 1 before the cancel.
+        var show = ""
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !show.contains("other triggers: 2 debounced") {
+            show = (try? daemon.baton("show", "1").stdout) ?? ""
+        }
+        #expect(show.contains("other triggers: 2 debounced"), "\(show)")
+        let cancelled = try daemon.baton("cancel", "ci")
+        #expect(cancelled.code == 0, "\(cancelled.stdout) \(cancelled.stderr)")
+        for output in try await [first, second, third] {
+            #expect(output.code == 3 && output.stdout.contains("run 1"), "each caller hears run 1 cancelled: \(output.stdout) \(output.stderr)")
+        }
+        #expect(Self.log(log).isEmpty, "nothing ran")
+        #expect(try daemon.baton("status").stdout.contains("cancelled"), "the last outcome is the cancel")
+    }
+
     @Test("a crash while a run is pending: the restart recovers it, waits out a window, and starts it once")
     func restart() throws {
         let log = Self.temporaryLog()

@@ -3,8 +3,8 @@
 /// (`LockBook`) that a ready run takes, all at once, before it counts as running.
 ///
 /// Invariants: a key has at most one holder and at most one follow-up; a run is `ready` only
-/// when it holds its key, its `queued` transition is durable, and no replaced run of its key is
-/// still draining; at most `limit` runs are `running`, each holding every lock it claims.
+/// when it holds its key, its `queued` transition is durable, no replaced run of its key is
+/// still draining, and it is not gated (a debounced run in its window); at most `limit` runs are `running`, each holding every lock it claims.
 public struct FlightTable: Sendable {
     /// What a trigger did, decided against the key's runs in flight.
     public enum Decision: Sendable, Equatable {
