@@ -59,6 +59,7 @@ enum Format {
         if let code = detail.exitCode { notes.append("exit \(code)") }
         if let signal = detail.signal { notes.append("signal \(signal)") }
         if let by = detail.by { notes.append("by \(userName(by))") }
+        if let debounce = detail.debounce { notes.append("debounce until \(time(Timestamp(rawValue: debounce)))") }
         if let backoff = detail.backoff { notes.append("retry in \(DurationText.format(.microseconds(backoff)))") }
         if let leftovers = detail.leftovers { notes.append("\(leftovers) leftover process\(leftovers == 1 ? "" : "es")") }
         if let user = detail.cpuUser, let system = detail.cpuSystem {
@@ -97,6 +98,15 @@ enum Format {
     /// How long ago: `42s ago`, `3m04s ago`.
     static func age(_ timestamp: Timestamp, now: Timestamp = .now) -> String {
         DurationText.format(now - timestamp) + " ago"
+    }
+
+    /// A pending debounced run, in words: `debouncing, starts in 3.2s` (tenths under a minute);
+    /// nil for any other run.
+    static func debouncing(_ run: RunSnapshot, now: Timestamp = .now) -> String? {
+        guard run.phase == .queued, let until = run.debounceUntil else { return nil }
+        let left = max(until.rawValue - now.rawValue, 0)
+        let text = left < 60_000_000 ? "\(left / 1_000_000).\(left / 100_000 % 10)s" : DurationText.format(.microseconds(left))
+        return "debouncing, starts in " + text
     }
 
     /// How long a run took (or has taken so far), from its first loading.

@@ -51,6 +51,7 @@ enum ShowCommand {
         if let used = Format.usage(run) { text += "  used: \(used)\n" }
         if let error = run.error { text += "  error: " + context.paint(error, .red) + "\n" }
         if let waiting = run.waiting { text += "  \(waiting.text)\n" }
+        if let debouncing = Format.debouncing(run) { text += "  \(debouncing)\n" }
         text += "\ntransitions:\n"
         var previous: Timestamp?
         for transition in detail.transitions {

@@ -43,7 +43,9 @@ enum StatusCommand {
         let live = action.inFlight ?? []
         // A run waiting for a lock says which, and who holds it; the others are counted.
         let waiting = live.filter { $0.phase == .queued && $0.waiting != nil }
-        let queued = live.filter { $0.phase == .queued }.count - waiting.count
+        // A debounced run in its window says when it starts.
+        let debouncing = live.filter { Format.debouncing($0, now: now) != nil }
+        let queued = live.filter { $0.phase == .queued }.count - waiting.count - debouncing.count
         // Every run in flight, one per key: an action with keyParams may have several.
         var parts = live.filter { $0.phase != .queued }.map { active in
             var part = "\(active.phase.rawValue) \(Format.duration(active, now: now)) (run \(active.id)"
@@ -52,6 +54,7 @@ enum StatusCommand {
             if let fraction = active.progress?.fraction { part += " \(Int(fraction * 100))%" }
             return part
         }
+        parts += debouncing.map { "\(Format.debouncing($0, now: now)!) (run \($0.id))" }
         parts += waiting.map { "queued (run \($0.id)) \($0.waiting!.text)" }
         if queued > 0 { parts.append("\(queued) queued") }
         let state = parts.isEmpty ? "idle" : parts.joined(separator: "; ")

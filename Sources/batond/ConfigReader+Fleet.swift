@@ -67,6 +67,11 @@ extension ConfigReader {
         for action in actions where !action.hooks.isEmpty {
             fail("actions.\(action.name).on", "hooks are not supported in a fleet (postgres) yet: a fleet host cannot yet make a hook's trigger durable with the outcome that fires it")
         }
+        // A pending debounced run lives in one host's memory until it starts: another host's
+        // trigger of the key would make a second run of the burst. Refused until it is exact.
+        for action in actions where action.debounce != nil {
+            fail("actions.\(action.name).debounce", "is not supported in a fleet (postgres) yet: the fleet cannot share a pending run across hosts")
+        }
         // Locks would need rows of their own in PostgreSQL, taken with the key's: until then
         // each host would count only its own holders.
         for action in actions where !action.locks.isEmpty {

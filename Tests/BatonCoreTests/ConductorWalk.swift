@@ -29,6 +29,15 @@ struct ConductorWalk {
         locked("migrate", ["db"], policy: .queue),
         locked("backup", ["db", "io"], policy: .reject, retry: RetryPolicy(attempts: 1, backoff: .seconds(1))),
         locked("scan", ["io"], policy: .join, keyed: true),
+        // Debounce: windows of 100 ms (steps of 1 to 50), capped at 300 ms, inside a cooldown of 150 ms.
+        {
+            var bounce = Action(name: "bounce", exec: ["x"], policy: .queue, policies: [.reject, .join, .replace],
+                                params: ["k": ParamSpec()], keyParams: ["k"])
+            bounce.debounce = .milliseconds(100)
+            bounce.maxWait = .milliseconds(300)
+            bounce.cooldown = .milliseconds(150)
+            return bounce
+        }(),
     ]
 
     /// Hooks: `hooked` pages on failure (a queue), notifies on success (a reject) and flips on
@@ -43,9 +52,16 @@ struct ConductorWalk {
         var hooked = Action(name: "hooked", exec: ["x"], policy: .join, policies: [.reject, .queue, .replace],
                             retry: RetryPolicy(attempts: 1), params: ["k": ParamSpec()], keyParams: ["k"])
         hooked.hooks.targets = [.failure: HookTarget(action: pager, params: [:]),
-                                .success: HookTarget(action: Action(name: "notify", exec: ["x"], policy: .reject), params: [:]),
+                                .success: HookTarget(action: notify, params: [:]),
                                 .change: HookTarget(action: Action(name: "flip", exec: ["x"], policy: .replace), params: [:])]
         return hooked
+    }()
+
+    /// A hook's action that debounces: a burst of successes notifies once.
+    static let notify: Action = {
+        var notify = Action(name: "notify", exec: ["x"], policy: .reject)
+        notify.debounce = .milliseconds(60)
+        return notify
     }()
 
     static func locked(_ name: String, _ locks: [String], policy: Policy, retry: RetryPolicy = .none, keyed: Bool = false) -> Action {
@@ -97,6 +113,14 @@ struct ConductorWalk {
     private var hookCause: [Int64: HookCause] = [:]
     private var lastOutcome: [String: Phase] = [:]
     private var fired: Set<String> = []
+    // The debounce's view: each debounced run's burst (its creation and the last trigger recorded
+    // against it), the run of each key not yet started that a trigger must share, what each
+    // debounced trigger found when it came, and when each timer is due (a drain moves the clock
+    // to a window's end, as time would).
+    private var bursts: [Int64: (first: Timestamp, last: Timestamp, action: Action)] = [:]
+    private var pendingRun: [String: Int64] = [:]
+    private var debouncedAsks: [ConductorState.Token: (key: String, pending: Int64?)] = [:]
+    private var timerDue: [Int64: [ConductorState.Timer: Timestamp]] = [:]
 
     init(maxConcurrentRuns: Int, seed: UInt64) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -168,6 +192,7 @@ struct ConductorWalk {
             if let run = timers.keys.sorted().first(where: { !timers[$0]!.isEmpty }),
                let timer = timers[run]!.sorted(by: { "\($0)" < "\($1)" }).first {
                 timers[run]!.remove(timer)
+                if timer == .debounce, let due = timerDue[run]?[timer] { now = max(now, due) }
                 apply(.timer(run: run, timer))
                 continue
             }
@@ -197,6 +222,10 @@ struct ConductorWalk {
         let token = nextToken
         nextToken += 1
         asked[token] = []
+        // A scheduled trigger is the slot's first: it may share the slot's run instead.
+        if case let .trigger(_, trigger) = make(token), trigger.action.debounce != nil, trigger.slot == nil {
+            debouncedAsks[token] = (trigger.key, pendingRun[trigger.key])
+        }
         apply(make(token))
     }
 
@@ -243,7 +272,27 @@ struct ConductorWalk {
                         createdStep[run.id] = steps
                         if trigger.force && trigger.action.allowsForce { forced.insert(run.id) }
                     }
+                    let action = run.hook != nil ? Self.hookActions[run.action] : { if case let .trigger(_, trigger) = event { trigger.action } else { nil } }()
+                    if let action, action.debounce != nil {
+                        if let other = pendingRun[run.key] { violate("run \(run.id) is a second pending run of key \(run.key) (run \(other) has not started)") }
+                        pendingRun[run.key] = run.id
+                        bursts[run.id] = (transition.at, transition.at, action)
+                    }
                 }
+                // A hook's trigger of a debounced action shares its key's pending run too.
+                if case .trigger = event {} else {
+                    for case let .trigger(record) in entries where Self.hookActions[record.action]?.debounce != nil {
+                        if let pending = pendingRun[record.key], record.decision != .debounced || record.runID != pending {
+                            violate("a hook's trigger of \(record.key) was \(record.decision) against \(String(describing: record.runID)) while run \(pending) was pending")
+                        }
+                    }
+                }
+                for case let .trigger(record) in entries where record.decision == .debounced {
+                    guard let id = record.runID else { violate("a debounced trigger recorded against no run"); continue }
+                    bursts[id]?.last = record.at
+                    if pendingRun[record.key] != id { violate("a trigger was debounced into run \(id), not its key's pending run") }
+                }
+                for case let .transition(transition) in entries where transition.to.isTerminal { unpend(transition.runID) }
                 checkHooks(entries, event)
                 // A success is decided when its transition is written (it is never refused).
                 for case let .transition(transition) in entries where transition.to == .success {
@@ -257,6 +306,7 @@ struct ConductorWalk {
                     violate("run \(launch.run) started before its creation was durable")
                 }
                 checkCooldown(launch)
+                checkDebounce(launch)
                 if launch.hook?.cause != hookCause[launch.run] {
                     violate("run \(launch.run) started told \(String(describing: launch.hook?.cause)), fired by \(String(describing: hookCause[launch.run]))")
                 }
@@ -264,10 +314,12 @@ struct ConductorWalk {
                 attempts[launch.run] = (launch.attempt, false)
             case .stop:
                 break
-            case let .schedule(run, timer, _):
+            case let .schedule(run, timer, after):
                 timers[run, default: []].insert(timer)
+                timerDue[run, default: [:]][timer] = now + after
             case let .cancelTimers(run):
                 timers[run] = nil
+                timerDue[run] = nil
             case let .answer(token, _):
                 guard asked[token] != nil else { violate("answer to a question never asked: \(token)"); continue }
                 if answered.contains(token) { violate("question \(token) answered twice") }
@@ -275,6 +327,7 @@ struct ConductorWalk {
                 if let commits = asked[token], !commits.isEmpty, !(handlingCommit.map { commits.contains($0) } ?? false) {
                     violate("question \(token) answered outside the commits of its writes (\(commits.sorted()))")
                 }
+                if let ask = debouncedAsks.removeValue(forKey: token) { checkDebounced(token, ask, effect) }
             case .publish:
                 break
             case let .close(run):
@@ -343,7 +396,7 @@ struct ConductorWalk {
 
     /// A refused item loses only what a refusal may lose: new runs, and the start of those runs.
     private mutating func refuse(_ entries: [JournalEntry]) {
-        for case let .created(run, _) in entries { abandoned.insert(run.id) }
+        for case let .created(run, _) in entries { abandoned.insert(run.id); unpend(run.id) }
         for case let .transition(transition) in entries where !abandoned.contains(transition.runID) {
             violate("run \(transition.runID)'s transition to \(transition.to) was in an item that a full store refuses")
         }
@@ -418,6 +471,38 @@ struct ConductorWalk {
               let success = lastSuccess[created.key], now - success < cooldown,
               createdStep[launch.run, default: 0] >= successStep[created.key, default: 0], !forced.contains(launch.run) else { return }
         violate("run \(launch.run) of key \(created.key) started inside its cooldown (success at \(success.rawValue), now \(now.rawValue)), unforced")
+    }
+
+    /// No run of a debounced key starts before its window elapsed: the window after the last
+    /// trigger recorded against it, or `maxWait` after its creation, whichever is first.
+    private mutating func checkDebounce(_ launch: Launch) {
+        guard launch.attempt == 1, let burst = bursts[launch.run], let window = burst.action.debounce,
+              let maxWait = burst.action.debounceMaxWait else { return }
+        unpend(launch.run)
+        let due = min(burst.last + window, burst.first + maxWait)
+        if now < due { violate("run \(launch.run) of a debounced key started at \(now.rawValue), before its window ended at \(due.rawValue)") }
+    }
+
+    /// Every debounced trigger is answered by exactly one run: the pending run of its key when it
+    /// found one (never busy then), else a run of its key (or an error).
+    private mutating func checkDebounced(_ token: ConductorState.Token, _ ask: (key: String, pending: Int64?),
+                                         _ effect: ConductorState.Effect) {
+        guard case let .answer(_, answer) = effect else { return }
+        switch answer {
+        case let .ticket(decision, run):
+            if run.key != ask.key { violate("debounced trigger \(token) of key \(ask.key) was answered with run \(run.id) of key \(run.key)") }
+            if let pending = ask.pending, decision.run != pending || run.id != pending {
+                violate("debounced trigger \(token) found run \(pending) pending but was answered with \(decision)")
+            }
+        case .failed(.busy):
+            if let pending = ask.pending { violate("debounced trigger \(token) was refused busy while run \(pending) was pending") }
+        default:
+            break
+        }
+    }
+
+    private mutating func unpend(_ run: Int64) {
+        if let key = bursts[run] != nil ? pendingRun.first(where: { $0.value == run })?.key : nil { pendingRun[key] = nil }
     }
 
     /// A hook fires exactly once per qualifying outcome, in the item of the end: each end of a

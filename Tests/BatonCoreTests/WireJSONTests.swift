@@ -89,6 +89,7 @@ struct WireJSONTests {
         run.slot = Timestamp(rawValue: 1_700_000_000_000_000)
         run.hook = HookCause(run: 7, action: "deploy", event: .failure)
         run.waiting = LockWait(lock: "db", limit: 1, holders: [.init(run: 12, action: "migrate")], ahead: [.init(run: 13, action: "backup")])
+        run.debounceUntil = Timestamp(rawValue: 1_764_558_003_200_000)
         return run
     }
 

@@ -16,6 +16,7 @@ struct JSONTextTests {
         TransitionDetail(signal: 9, backoff: 1_500_000, pgid: 4242),
         TransitionDetail(replacedBy: 9),
         { var detail = TransitionDetail(); detail.via = "webhook gh from 203.0.113.7, delivery 72d3"; return detail }(),
+        { var detail = TransitionDetail(reason: "follow-up of run 3"); detail.debounce = 1_764_558_000_000_000; return detail }(),
     ]
 
     @Test("a detail is the text JSONEncoder with sorted keys gives, and decodes back to itself", arguments: details)

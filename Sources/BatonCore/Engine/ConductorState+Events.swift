@@ -6,6 +6,9 @@ extension ConductorState {
     mutating func decide(_ token: Token, _ trigger: Trigger, _ step: inout Step) {
         guard mode == .accepting else { return step.answer(token, .failed(.shuttingDown)) }
         if decideSlot(token, trigger, &step) { return }
+        // A burst shares one run: a trigger that finds its key's debounced run not yet started
+        // joins it, even inside a cooldown (that run starts after the trigger).
+        if let pending = pendingRun(for: trigger) { return joinPending(pending, token, trigger, &step) }
         if let success = successes[trigger.key], success.action == trigger.action.name,
            let ended = success.endedAt,
            KeySlot.cools(lastSuccess: ended, cooldown: trigger.action.cooldown, forced: trigger.force,
@@ -16,7 +19,8 @@ extension ConductorState {
             return step.after.append(.ticket(token, .cooled(success.id), fallback: success))
         }
         let decision = table.trigger(key: trigger.key, policy: trigger.policy, candidate: nextRunID,
-                                     action: trigger.action.name, locks: trigger.action.locks)
+                                     action: trigger.action.name, locks: trigger.action.locks,
+                                     gated: trigger.action.debounce != nil)
         switch decision {
         case let .created(id), let .followUp(id, _), let .replaced(id, _):
             nextRunID += 1
@@ -67,6 +71,8 @@ extension ConductorState {
         detail.via = trigger.via
         if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
+        let window = DebounceWindow(trigger.action, first: step.now)
+        detail.debounce = window?.deadline.rawValue
         var run = placeholder(id, trigger, at: step.now)
         run.via = trigger.via
         run.slot = trigger.slot
@@ -74,7 +80,8 @@ extension ConductorState {
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
         slots.record(run)
         flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
-                             action: trigger.action, runner: trigger.runner, seq: 1)
+                             action: trigger.action, runner: trigger.runner, seq: 1, debounce: window)
+        if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
         recordDelivery(of: trigger, run: id, &step)
         // It starts once its creation is durable, if its key and a slot are free then: `loading`
@@ -85,7 +92,7 @@ extension ConductorState {
     }
 
     /// A webhook trigger's delivery, in the item that creates or shares its run: durable together.
-    private func recordDelivery(of trigger: Trigger, run: Int64, _ step: inout Step) {
+    func recordDelivery(of trigger: Trigger, run: Int64, _ step: inout Step) {
         if let delivery = trigger.delivery { step.entries.append(.delivery(delivery, runID: run, at: step.now)) }
     }
 
@@ -94,7 +101,7 @@ extension ConductorState {
                     params: trigger.params, trigger: trigger.peer, queuedAt: now)
     }
 
-    private func record(_ trigger: Trigger, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
+    func record(_ trigger: Trigger, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
         TriggerRecord(runID: run, action: trigger.action.name, key: trigger.key, decision: decision, policy: trigger.policy,
                       peer: trigger.peer, at: now, params: trigger.params)
     }
@@ -141,6 +148,8 @@ extension ConductorState {
             if let limit = flight.action.timeout { drive(id, .stop(.timeout(after: limit)), &step) }
         case let .backoff(attempt):
             if flight.machine.state == .retrying(attempt: attempt) { drive(id, .backoffElapsed, &step) }
+        case .debounce:
+            windowEnded(id, &step)
         case .progress:
             guard flight.progressHeld, !flight.isOver else { return }
             var told = flight

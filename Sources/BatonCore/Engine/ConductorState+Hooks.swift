@@ -43,11 +43,17 @@ extension ConductorState {
     private mutating func triggerHook(_ target: HookTarget, _ context: HookContext, _ step: inout Step) {
         let hookAction = target.action
         let via = context.cause.description
+        // A hook of a debounced action joins its key's pending run: a burst of failures pages once.
+        if hookAction.debounce != nil, let pending = pendingRun(of: target.key) {
+            restartWindow(of: pending, &step)
+            return step.entries.append(.trigger(hookRecord(target, run: pending, .debounced, at: step.now)))
+        }
         if let success = successes[target.key], success.action == hookAction.name, let ended = success.endedAt,
            KeySlot.cools(lastSuccess: ended, cooldown: hookAction.cooldown, forced: false, allowsForce: false, now: step.now) {
             return step.entries.append(.trigger(hookRecord(target, run: success.id, .cooled, at: step.now)))
         }
-        let decision = table.trigger(key: target.key, policy: hookAction.policy, candidate: nextRunID)
+        let decision = table.trigger(key: target.key, policy: hookAction.policy, candidate: nextRunID,
+                                     gated: hookAction.debounce != nil)
         switch decision {
         case let .created(id), let .followUp(id, _), let .replaced(id, _):
             nextRunID += 1
@@ -55,6 +61,8 @@ extension ConductorState {
             detail.via = via
             if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
             if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
+            let window = DebounceWindow(hookAction, first: step.now)
+            detail.debounce = window?.deadline.rawValue
             var run = RunSnapshot(id: id, action: hookAction.name, key: target.key, phase: .queued, policy: hookAction.policy,
                                   params: target.params, trigger: nil, queuedAt: step.now)
             run.via = via
@@ -62,7 +70,8 @@ extension ConductorState {
             run.estimate = estimates.median(hookAction.name)
             let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
             flights[id] = Flight(run: run, machine: RunMachine(retries: hookAction.retry.attempts), action: hookAction,
-                                 runner: nil, seq: 1, hook: context)
+                                 runner: nil, seq: 1, hook: context, debounce: window)
+            if let window { hold(id, window, &step) }
             step.entries.append(.created(run, transition))
             step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
             if case let .replaced(_, stopping) = decision {

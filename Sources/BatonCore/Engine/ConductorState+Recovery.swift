@@ -63,18 +63,25 @@ extension ConductorState {
     /// queued run of it is cancelled as superseded. Returns whether the run was queued.
     private mutating func requeue(_ unfinished: UnfinishedRun, _ action: Action, reason: String, _ step: inout Step) -> Bool {
         let run = unfinished.run
-        switch table.trigger(key: run.key, policy: .queue, candidate: run.id, action: action.name, locks: action.locks) {
+        // A debounced run waits out a window again from the restart, as far as `maxWait` from its
+        // creation allows: triggers that came before the crash are not known to have stopped.
+        var window = run.phase == .queued ? DebounceWindow(action, first: run.queuedAt) : nil
+        window?.restart(at: step.now)
+        let gated = window?.isOpen(at: step.now) ?? false
+        switch table.trigger(key: run.key, policy: .queue, candidate: run.id, action: action.name, locks: action.locks, gated: gated) {
         case .created, .followUp:
             break
         default:
             end(unfinished, .cancelled, TransitionDetail(reason: "superseded", error: "another run of key \(run.key) was already queued"), &step)
             return false
         }
-        let transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: run.phase, to: .queued, at: step.now,
+        var transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: run.phase, to: .queued, at: step.now,
                                     detail: TransitionDetail(reason: reason))
+        transition.detail.debounce = window?.deadline.rawValue
         let snapshot = run.applying(transition)
         flights[run.id] = Flight(run: snapshot, machine: RunMachine(retries: action.retry.attempts), action: action,
-                                 runner: nil, seq: transition.seq, hook: unfinished.hook)
+                                 runner: nil, seq: transition.seq, hook: unfinished.hook, debounce: window)
+        if let window, gated { hold(run.id, window, &step) }
         step.entries.append(.transition(transition))
         step.after.append(.publish(RunUpdate(run: snapshot, transition: transition)))
         // The run's row is durable from its first life; only its new transition is being written,

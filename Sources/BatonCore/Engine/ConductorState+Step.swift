@@ -20,6 +20,8 @@ extension ConductorState {
         var progressHeld = false
         /// What a hook run is told of the run that fired it; nil for any other run.
         var hook: HookContext?
+        /// The quiet window of a debounced run, from its creation until it starts; nil for others.
+        var debounce: DebounceWindow?
 
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }
@@ -105,7 +107,11 @@ extension ConductorState {
             let run = decision.run
             step.effects.append(.answer(token, failure.map { .failed($0) } ?? .ticket(decision, flights[run].map(live) ?? fallback)))
         case let .publish(update):
-            if failure == nil { step.effects.append(.publish(withLockWait(update))) }
+            if failure == nil {
+                var told = withLockWait(update)
+                told.run = withDebounce(told.run)
+                step.effects.append(.publish(told))
+            }
         case let .durable(run):
             if failure == nil {
                 table.markDurable(run)

@@ -19,7 +19,10 @@
 /// - no run is created inside its key's cooldown window (from the last success's end, decided
 ///   or seeded) unless its trigger is forced where the action allows it (`KeySlot.cools`);
 /// - every end that qualifies for a hook writes that hook's trigger in the item of the end, once
-///   (`ConductorState+Hooks`).
+///   (`ConductorState+Hooks`);
+/// - a debounced trigger that finds a run of its key not yet started shares it, so a burst makes
+///   one run, and that run starts no sooner than the window after the burst's last trigger, or
+///   `maxWait` after its first (`ConductorState+Debounce`, `DebounceWindow`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
@@ -97,6 +100,8 @@ public struct ConductorState: Sendable {
         case backoff(Int)
         /// The end of a run's progress window: the latest progress held back is told now.
         case progress
+        /// The end of a debounced run's quiet window: it may start (`ConductorState+Debounce`).
+        case debounce
     }
 
     /// The most often a run's progress is told: a run that writes 100,000 progress lines a second

@@ -3,8 +3,8 @@
 /// (`LockBook`) that a ready run takes, all at once, before it counts as running.
 ///
 /// Invariants: a key has at most one holder and at most one follow-up; a run is `ready` only
-/// when it holds its key, its `queued` transition is durable, and no replaced run of its key is
-/// still draining; at most `limit` runs are `running`, each holding every lock it claims.
+/// when it holds its key, its `queued` transition is durable, no replaced run of its key is
+/// still draining, and it is not gated (a debounced run in its window); at most `limit` runs are `running`, each holding every lock it claims.
 public struct FlightTable: Sendable {
     /// What a trigger did, decided against the key's runs in flight.
     public enum Decision: Sendable, Equatable {
@@ -35,6 +35,8 @@ public struct FlightTable: Sendable {
         var key: String
         var stage: Stage = .waiting
         var durable = false
+        /// A debounced run whose window is open: it may not start yet (`gate`, `open`).
+        var gated = false
     }
 
     private var slots: [String: KeySlot] = [:]
@@ -51,15 +53,15 @@ public struct FlightTable: Sendable {
     }
 
     /// Decides a trigger for `key` under `policy`; `candidate` is the id a new run would take,
-    /// holding `locks` (of `action`) once it starts.
+    /// holding `locks` (of `action`) once it starts; a `gated` new run waits for `open` as well.
     public mutating func trigger(key: String, policy: Policy, candidate: Int64, action: String = "",
-                                 locks claims: [LockClaim] = []) -> Decision {
+                                 locks claims: [LockClaim] = [], gated: Bool = false) -> Decision {
         var slot = slots[key] ?? KeySlot()
         let decision = slot.trigger(policy: policy, candidate: candidate)
         slots[key] = slot
         switch decision {
         case .created, .followUp, .replaced:
-            entries[candidate] = Entry(key: key)
+            entries[candidate] = Entry(key: key, gated: gated)
             locks.register(candidate, action: action, locks: claims)
         case .joined, .coalesced, .rejected, .cooled, .slotRan: break
         }
@@ -72,6 +74,25 @@ public struct FlightTable: Sendable {
         entries[run]!.durable = true
         promote(entries[run]!.key)
     }
+
+    /// Holds back a run that has not started (a debounced run whose window opens again): it
+    /// leaves the line and the lock waiters until `open`.
+    public mutating func gate(_ run: Int64) {
+        guard let entry = entries[run], entry.stage != .running else { return }
+        entries[run]!.gated = true
+        entries[run]!.stage = .waiting
+        locks.unwait(run)
+    }
+
+    /// Lets a gated run start once its key is free and its creation durable (its window is over).
+    public mutating func open(_ run: Int64) {
+        guard entries[run]?.gated == true else { return }
+        entries[run]!.gated = false
+        promote(entries[run]!.key)
+    }
+
+    /// Whether a run is held back by `gate`.
+    public func isGated(_ run: Int64) -> Bool { entries[run]?.gated ?? false }
 
     /// Counts a run the fleet started (its key taken in the fleet's database) as running here.
     public mutating func adoptRunning(_ run: Int64, key: String) {
@@ -145,7 +166,7 @@ public struct FlightTable: Sendable {
 
     private mutating func promote(_ key: String) {
         guard let holder = slots[key]?.startable,
-              let entry = entries[holder], entry.durable, entry.stage == .waiting else { return }
+              let entry = entries[holder], entry.durable, !entry.gated, entry.stage == .waiting else { return }
         entries[holder]!.stage = .ready
         line.append(holder)
     }

@@ -44,6 +44,9 @@ public struct LockBook: Sendable {
         return true
     }
 
+    /// A run waits no more for now (held back before it starts); it keeps its claims.
+    public mutating func unwait(_ run: Int64) { waiting.removeAll { $0 == run } }
+
     /// A run has ended (or was dropped): it holds and waits for nothing any more.
     public mutating func release(_ run: Int64) {
         guard let claim = claims.removeValue(forKey: run) else { return }

@@ -43,6 +43,12 @@ public struct Action: Sendable, Equatable {
     /// After a success of a key, triggers of that key within this window run nothing and are
     /// answered with that success (`cooldown`); nil for none.
     public var cooldown: Duration?
+    /// A trigger creates or joins the key's pending run, which starts once no trigger of the key
+    /// has come for this window (`debounce`); nil for none.
+    public var debounce: Duration?
+    /// The longest a pending run waits after the first trigger of its burst (`maxWait`); nil for
+    /// ten windows (`debounceMaxWait`).
+    public var maxWait: Duration?
     /// Whether a trigger may pass `force` to run inside the cooldown window (`force: true`).
     public var allowsForce = false
     /// The locks its runs take, all at once, before they start (`locks`), each with its limit
@@ -63,6 +69,10 @@ public struct Action: Sendable, Equatable {
     public var tty = false
     /// The actions a run's end triggers (`on: { failure, success, change }`), resolved at load.
     public var hooks = HookTargets()
+
+    /// The longest a pending run of this action waits after its burst's first trigger: `maxWait`,
+    /// or ten windows; nil when the action does not debounce.
+    public var debounceMaxWait: Duration? { debounce.map { maxWait ?? $0 * 10 } }
 
     /// 16 MiB: the `output.keep` of an action when neither it nor the config says.
     public static let defaultOutputKeep: Int64 = 16 << 20

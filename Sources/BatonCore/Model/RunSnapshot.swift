@@ -44,6 +44,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// What a queued run waits for when a lock it claims is not free ("waiting for lock db, held by
     /// migrate run 12"). Live runs only; not stored.
     public var waiting: LockWait?
+    /// When a debounced run's window ends ("debouncing, starts in 3.2s"), while it is open: a
+    /// further trigger of the key pushes it back. Live runs only; not stored.
+    public var debounceUntil: Timestamp?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

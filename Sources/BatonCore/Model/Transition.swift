@@ -47,6 +47,9 @@ public struct TransitionDetail: Codable, Sendable, Equatable {
     public var via: String?
     /// The locks the run took to start (its first `loading`), as the action's `locks` named them.
     public var locks: [String]?
+    /// When a debounced run's window ends, in microseconds since the epoch, as its `queued`
+    /// transition decided it (a later trigger of the burst may push it back, up to `maxWait`).
+    public var debounce: Int64?
 
     public init(
         reason: String? = nil, attempt: Int? = nil, exitCode: Int32? = nil, signal: Int32? = nil,

@@ -79,6 +79,8 @@ extension TriggerRecord {
         case cooled
         /// `--scheduled`: the slot already had a run, ended; nothing ran.
         case slotRan
+        /// `debounce`: it joined the key's pending run and pushed its start back.
+        case debounced
         /// The peer lacked the permission; the request did nothing.
         case denied(Permission)
 
@@ -90,6 +92,7 @@ extension TriggerRecord {
             case .rejected: "rejected"
             case .cooled: "cooled"
             case .slotRan: "scheduled slot already ran"
+            case .debounced: "debounced"
             case let .denied(permission): "denied \(permission.rawValue)"
             }
         }
@@ -104,6 +107,7 @@ extension TriggerRecord {
             case "rejected": self = .rejected
             case "cooled": self = .cooled
             case "scheduled slot already ran": self = .slotRan
+            case "debounced": self = .debounced
             default:
                 guard text.hasPrefix("denied "), let permission = Permission(rawValue: String(text.dropFirst(7))) else { return nil }
                 self = .denied(permission)

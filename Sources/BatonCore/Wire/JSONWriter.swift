@@ -112,6 +112,7 @@ extension TransitionDetail {
         json.field("by", by)
         json.field("cpuSystem", cpuSystem)
         json.field("cpuUser", cpuUser)
+        json.field("debounce", debounce)
         json.field("error", error)
         json.field("exitCode", exitCode)
         json.field("leftovers", leftovers)

@@ -133,6 +133,7 @@ extension RunSnapshot {
             }
             json.endObject()
         }
+        json.field("debounceUntil", debounceUntil?.rawValue)
         json.endObject()
     }
 }

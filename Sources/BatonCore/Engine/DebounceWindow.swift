@@ -1,0 +1,36 @@
+/// The quiet window of a debounced run as a value: the run starts once no trigger of its key has
+/// come for `window`, or `maxWait` after the burst's first trigger, whichever is first.
+///
+/// Invariant: `deadline` only moves later, and never beyond `first + maxWait`.
+public struct DebounceWindow: Sendable, Equatable {
+    /// How long the key must be quiet.
+    public var window: Duration
+    /// The longest the run waits after the burst's first trigger.
+    public var maxWait: Duration
+    /// When the burst's first trigger came (the run's creation, or its recovery).
+    public var first: Timestamp
+    /// When the run may start.
+    public private(set) var deadline: Timestamp
+
+    /// The window a burst's first trigger at `now` opens.
+    public init(window: Duration, maxWait: Duration, first: Timestamp) {
+        self.window = window
+        self.maxWait = maxWait
+        self.first = first
+        deadline = first + min(window, maxWait)
+    }
+
+    /// The window of an action's run whose burst began at `first`; nil when it does not debounce.
+    public init?(_ action: Action, first: Timestamp) {
+        guard let window = action.debounce, let maxWait = action.debounceMaxWait else { return nil }
+        self.init(window: window, maxWait: maxWait, first: first)
+    }
+
+    /// A further trigger at `now` restarts the window, as far as `maxWait` allows.
+    public mutating func restart(at now: Timestamp) {
+        deadline = max(deadline, min(now + window, first + maxWait))
+    }
+
+    /// Whether the run must still wait at `now`.
+    public func isOpen(at now: Timestamp) -> Bool { now < deadline }
+}

@@ -1,0 +1,109 @@
+import BatonCore
+import BatonIPC
+import Foundation
+import Testing
+
+/// `debounce` with real processes: a burst of `baton run` makes one run whose outcome each of
+/// them gets, `status` says when it starts, and a crash while it is pending starts it once.
+@Suite("End to end: debounce", .serialized)
+struct DebounceEndToEndTests {
+    /// `ci` appends its run id to the log and fails with exit 3, an outcome no caller could guess.
+    static func config(log: String, window: String) -> String {
+        """
+        {
+          socketMode: "0666",
+          actions: {
+            ci: { exec: ["sh", "-c", "echo run $BATON_RUN_ID >> \\"$LOG\\"; exit 3"], env: { LOG: "\(log)" },
+                  debounce: "\(window)", policy: "queue" },
+          },
+        }
+        """
+    }
+
+    static func log(_ path: String) -> [String] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    static func temporaryLog() -> String { NSTemporaryDirectory() + "baton-debounce-" + UUID().uuidString + ".log" }
+
+    @Test("three baton run in a burst make one run, and each of the three ends with its outcome; status says it is debouncing")
+    func burst() async throws {
+        let log = Self.temporaryLog()
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let daemon = try Daemon(config: Self.config(log: log, window: "3s"))
+        defer { daemon.stop() }
+        let socket = daemon.socket
+        async let first = run(Binaries.baton, ["--socket", socket, "run", "ci", "--json"])
+        async let second = run(Binaries.baton, ["--socket", socket, "run", "ci", "--json"])
+        async let third = run(Binaries.baton, ["--socket", socket, "run", "ci", "--json"])
+        // A bounded poll: the pending run shows in status once the first trigger is queued.
+        var status = ""
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !status.contains("debouncing, starts in") {
+            status = try daemon.baton("status").stdout
+        }
+        #expect(status.contains("debouncing, starts in") && status.contains("(run 1)"), "\(status)")
+        let outputs = try await [first, second, third]
+        for output in outputs {
+            #expect(output.code == 1, "each caller exits as run 1 failed: \(output.stdout) \(output.stderr)")
+            #expect(output.stdout.contains(#""id" : 1,"#) && output.stdout.contains(#""phase" : "failure""#)
+                    && output.stdout.contains(#""exitCode" : 3"#), "\(output.stdout)")
+        }
+        #expect(outputs.filter { $0.stdout.contains(#""decision" : "created""#) }.count == 1)
+        #expect(outputs.filter { $0.stdout.contains(#""decision" : "joined""#) }.count == 2)
+        #expect(Self.log(log) == ["run 1"], "one run for the burst")
+        let show = try daemon.baton("show", "1").stdout
+        #expect(show.contains("other triggers: 2 debounced") && show.components(separatedBy: "  debounced  by ").count - 1 == 2,
+                "both joins recorded against run 1: \(show)")
+        #expect(show.contains("debounce until "), "\(show)")
+    }
+
+    @Test("baton cancel of a pending run answers every baton run of its burst with the cancel, and nothing runs")
+    func cancel() async throws {
+        let log = Self.temporaryLog()
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let daemon = try Daemon(config: Self.config(log: log, window: "30s"))
+        defer { daemon.stop() }
+        let socket = daemon.socket
+        async let first = run(Binaries.baton, ["--socket", socket, "run", "ci"])
+        async let second = run(Binaries.baton, ["--socket", socket, "run", "ci"])
+        async let third = run(Binaries.baton, ["--socket", socket, "run", "ci"])
+        // A bounded poll: every trigger of the burst has joined run 1 before the cancel.
+        var show = ""
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !show.contains("other triggers: 2 debounced") {
+            show = (try? daemon.baton("show", "1").stdout) ?? ""
+        }
+        #expect(show.contains("other triggers: 2 debounced"), "\(show)")
+        let cancelled = try daemon.baton("cancel", "ci")
+        #expect(cancelled.code == 0, "\(cancelled.stdout) \(cancelled.stderr)")
+        for output in try await [first, second, third] {
+            #expect(output.code == 3 && output.stdout.contains("run 1"), "each caller hears run 1 cancelled: \(output.stdout) \(output.stderr)")
+        }
+        #expect(Self.log(log).isEmpty, "nothing ran")
+        #expect(try daemon.baton("status").stdout.contains("cancelled"), "the last outcome is the cancel")
+    }
+
+    @Test("a crash while a run is pending: the restart recovers it, waits out a window, and starts it once")
+    func restart() throws {
+        let log = Self.temporaryLog()
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let config = Self.config(log: log, window: "2s")
+        let daemon = try Daemon(config: config)
+        let pending = try Client(path: daemon.socket).call(Request(op: .trigger, action: "ci", detach: true))
+        #expect(pending.run?.id == 1 && pending.run?.phase == .queued && pending.run?.debounceUntil != nil,
+                "\(String(describing: pending.run))")
+        daemon.crash()
+        #expect(Self.log(log).isEmpty, "the crash came inside the window")
+
+        let restarted = try Daemon(config: config, reusing: daemon)
+        defer { restarted.stop() }
+        let ended = try Client(path: restarted.socket).call(Request(op: .wait, run: 1)).run
+        #expect(ended?.phase == .failure && ended?.exitCode == 3 && ended?.attempts == 1, "\(String(describing: ended))")
+        #expect(Self.log(log) == ["run 1"], "started once")
+        let show = try restarted.baton("show", "1").stdout
+        #expect(show.contains("recovered") && show.components(separatedBy: "debounce until ").count - 1 == 2, "\(show)")
+        let history = try restarted.baton("history", "--json").stdout
+        #expect(history.components(separatedBy: #""action" : "ci""#).count == 2, "one run of ci: \(history)")
+    }
+}
