@@ -96,6 +96,7 @@ enum ShowCommand {
         case .rejected: "rejected (busy: this run was in flight)"
         case .cooled: "cooled (answered with this success inside the cooldown; nothing ran)"
         case .slotRan: "scheduled slot already ran (answered with this run; nothing ran)"
+        case .debounced: "debounced (joined this pending run and pushed its start back)"
         case let .denied(permission): "denied \(permission.rawValue)"
         }
     }

@@ -96,6 +96,7 @@ struct RulesTextTests {
         (.rejected, "rejected (busy: this run was in flight)"),
         (.cooled, "cooled (answered with this success inside the cooldown; nothing ran)"),
         (.slotRan, "scheduled slot already ran (answered with this run; nothing ran)"),
+        (.debounced, "debounced (joined this pending run and pushed its start back)"),
         (.denied(.trigger), "denied trigger"),
     ])
     func words(decision: TriggerRecord.Decision, text: String) {

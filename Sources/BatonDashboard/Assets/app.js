@@ -743,6 +743,8 @@ const DECIDED = {
   coalesced: "coalesced (shared this follow-up's outcome)",
   rejected: "rejected (busy: this run was in flight)",
   cooled: "cooled (answered with this success inside the cooldown; nothing ran)",
+  "scheduled slot already ran": "scheduled slot already ran (answered with this run; nothing ran)",
+  debounced: "debounced (joined this pending run and pushed its start back)",
 };
 
 // ---- a run's output --------------------------------------------------------------------------
