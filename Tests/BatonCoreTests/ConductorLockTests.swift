@@ -58,6 +58,23 @@ struct ConductorLockTests {
         var waiting: [Int64] { state.inFlight.filter { $0.waiting != nil }.map(\.id) }
     }
 
+    @Test("a hook's run takes its action's locks like any run: it waits while another action holds one")
+    func hookRunTakesLocks() {
+        var rig = Rig()
+        let page = Self.action("page", ["db"])
+        var deploy = Self.action("deploy", [])
+        deploy.hooks.targets[.failure] = HookTarget(action: page, params: [:])
+        rig.trigger(Self.action("migrate", ["db"]))
+        rig.trigger(deploy)
+        #expect(rig.launched == [1, 2])
+        rig.exit(2, status: 1)
+        #expect(rig.launched == [1, 2] && rig.phase(3) == .queued && rig.waiting == [3],
+                "the failure hook's run must wait for lock db, held by migrate run 1")
+        #expect(rig.state.snapshot(of: 3)?.waiting?.text == "waiting for lock db, held by migrate run 1")
+        rig.exit(1)
+        #expect(rig.launched == [1, 2, 3] && rig.state.locksHeld == ["db": [3]])
+    }
+
     @Test("runs of actions sharing a lock start one at a time, first in first out, and the waiters say whom they wait for")
     func fifo() {
         var rig = Rig()

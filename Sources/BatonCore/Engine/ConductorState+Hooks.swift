@@ -53,7 +53,7 @@ extension ConductorState {
             return step.entries.append(.trigger(hookRecord(target, run: success.id, .cooled, at: step.now)))
         }
         let decision = table.trigger(key: target.key, policy: hookAction.policy, candidate: nextRunID,
-                                     gated: hookAction.debounce != nil)
+                                     action: hookAction.name, locks: hookAction.locks, gated: hookAction.debounce != nil)
         switch decision {
         case let .created(id), let .followUp(id, _), let .replaced(id, _):
             nextRunID += 1
