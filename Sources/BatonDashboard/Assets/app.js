@@ -590,7 +590,10 @@ async function press(name) {
     setNote(name, `✓ run ${run.id} succeeded${since}; cooldown ${windowText(answer.cooldown || info.cooldown || 0)}, nothing run`, "ok", run.id);
   } else if (TERMINAL.has(current.phase)) { const { tone, text } = outcome(current); setNote(name, text, tone, run.id); }
   else { setNote(name, words[answer.decision] || `run ${run.id}`, "", run.id); state.presses.set(run.id, name); }
+  // The answer may be the first the page hears of the run's phase (the stream's update of the same
+  // seq is then skipped): the cards sharing a lock with it are drawn again here too.
   renderCard(name);
+  for (const other of sharingALock(name)) renderCard(other);
 }
 
 async function cancelRun(id, button) {
