@@ -17,11 +17,8 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .systemLibrary(
-            name: "CLibPQ",
-            pkgConfig: "libpq",
-            providers: [.apt(["libpq-dev"])]
-        ),
+        // libpq's header only (libpq-dev): BatonFleet opens the library itself (LibPQ), never links it.
+        .systemLibrary(name: "CLibPQ"),
         .systemLibrary(
             name: "CCrypto",
             pkgConfig: "libcrypto",
