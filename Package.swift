@@ -19,11 +19,8 @@ let package = Package(
         ),
         // libpq's header only (libpq-dev): BatonFleet opens the library itself (LibPQ), never links it.
         .systemLibrary(name: "CLibPQ"),
-        .systemLibrary(
-            name: "CCrypto",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
+        // OpenSSL's headers only (libssl-dev): BatonHooks opens libcrypto itself (HMAC), never links it.
+        .systemLibrary(name: "CCrypto"),
         .target(name: "CBatonSystem"),
         .target(name: "BatonCore", dependencies: ["CBatonSystem"]),
         .executableTarget(name: "EmbedMigrations"),

@@ -12,7 +12,12 @@ if arguments.first == "--schedule-generator" { exit(ScheduleGenerator.run(Array(
 if arguments.first == "--guard-runs" { exit(RunGuard.run(Array(arguments.dropFirst()))) }
 // The daemon runs as a task while the main thread waits for its exit code. Not an async main:
 // that parks the main thread in dispatch_main, whose pthread_exit unwinds the thread's stack and
-// so maps some 600 KiB of unwind tables (.eh_frame) into an idle batond for good.
+// so maps some 600 KiB of unwind tables (.eh_frame) into an idle batond for good. The waiting main
+// thread takes the signals (as dispatch_main's sigsuspend did): every other thread blocks them
+// (Dispatch's own, and those they start), and a mask inherited from the parent must not either.
+var unblocked = sigset_t()
+sigemptyset(&unblocked)
+pthread_sigmask(SIG_SETMASK, &unblocked, nil)
 let exitCode = Locked<Int32>(70)
 let ended = DispatchSemaphore(value: 0)
 Task.detached {

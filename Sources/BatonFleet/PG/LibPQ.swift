@@ -6,8 +6,8 @@ public enum LibPQ {
     /// The library's name, as Debian's libpq5 installs it.
     public static let library = "libpq.so.5"
 
-    // Written once, by the lazy initialiser of a global (swift_once), and only read after.
-    nonisolated(unsafe) private static let opened: Result<BatonLibPQ, PGError> = open(library)
+    /// Opened on first use (a global's lazy initialiser runs once), then only read.
+    private static let opened: Result<BatonLibPQ, PGError> = open(library)
 
     /// Opens libpq if it is not yet, or throws why it cannot be: a fleet's batond calls it at
     /// start, so that a host without the library says so at once rather than at its first query.

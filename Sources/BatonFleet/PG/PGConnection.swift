@@ -35,7 +35,7 @@ public final class PGConnection {
             throw PGError(sqlState: "08001", message: message)
         }
         // Server notices ("relation already exists, skipping") are not batond's to print.
-        pq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        _ = pq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
     }
 
     deinit { pq.PQfinish(handle) }
@@ -93,7 +93,7 @@ public final class PGConnection {
     /// inside a transaction the caller rolls back, as after any error.
     public func pipeline(_ statements: [(sql: String, parameters: [String?])]) throws(PGError) -> [PGRows] {
         guard pq.PQenterPipelineMode(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle))) }
-        defer { pq.PQexitPipelineMode(handle) }
+        defer { _ = pq.PQexitPipelineMode(handle) }
         // What each result will be, in order: a prepare's (the statement's text and name) or a statement's (nil).
         var expected: [(sql: String, name: String)?] = []
         var pending: [String: String] = [:]
