@@ -17,16 +17,10 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .systemLibrary(
-            name: "CLibPQ",
-            pkgConfig: "libpq",
-            providers: [.apt(["libpq-dev"])]
-        ),
-        .systemLibrary(
-            name: "CCrypto",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
+        // libpq's header only (libpq-dev): BatonFleet opens the library itself (LibPQ), never links it.
+        .systemLibrary(name: "CLibPQ"),
+        // OpenSSL's headers only (libssl-dev): BatonHooks opens libcrypto itself (HMAC), never links it.
+        .systemLibrary(name: "CCrypto"),
         .target(name: "CBatonSystem"),
         .target(name: "BatonCore", dependencies: ["CBatonSystem"]),
         .executableTarget(name: "EmbedMigrations"),

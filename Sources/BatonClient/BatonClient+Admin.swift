@@ -3,34 +3,34 @@ import BatonCore
 extension BatonClient {
     /// The configured actions the peer may read, as `baton actions` lists them.
     public func actions() async throws -> [ActionInfo] {
-        try await call(Request(op: .actions)).actions ?? []
+        try await ask(.actions)
     }
 
     /// Counts, success rate and duration percentiles per action, of the runs `filter` selects
     /// (its `actions` and `since`).
     public func stats(_ filter: HistoryFilter = HistoryFilter()) async throws -> [ActionStats] {
-        try await call(Request(op: .stats, filter: filter)).stats ?? []
+        try await ask(.stats(filter))
     }
 
     /// The latest requests batond refused for lack of permission, newest first, at most `limit`
     /// (root only: others get `.forbidden`).
     public func denied(limit: Int = 50) async throws -> [TriggerRecord] {
-        try await call(Request(op: .denied, filter: HistoryFilter(limit: limit))).triggers ?? []
+        try await ask(.denied(limit: limit))
     }
 
     /// batond's metrics in Prometheus' text exposition format, of the actions the peer may read.
     public func metrics() async throws -> String {
-        try await call(Request(op: .metrics)).metrics ?? ""
+        try await ask(.metrics)
     }
 
     /// Removes the ended runs that retention no longer keeps (with `dryRun`, only counts them).
     public func prune(dryRun: Bool = false) async throws -> PruneReport {
-        try await call(Request(op: .prune, dryRun: dryRun)).prune ?? PruneReport(dryRun: dryRun)
+        try await ask(.prune(dryRun: dryRun))
     }
 
     /// Makes batond read its config again; a config with errors is refused (`.badRequest`, its
     /// message naming the field) and the old one stays.
     public func reload() async throws {
-        _ = try await call(Request(op: .reload))
+        try await ask(.reload)
     }
 }

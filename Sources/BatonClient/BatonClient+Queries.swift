@@ -16,24 +16,25 @@ public struct BatonStatus: Sendable, Equatable {
 }
 
 extension BatonClient {
+    /// Asks `query` among this client's other calls and reads its answer.
+    public func ask<Value>(_ query: BatonQuery<Value>) async throws -> Value {
+        try query.read(try await call(query.request))
+    }
+
     /// The actions the peer may read, each with its runs in flight (`inFlight`) and last ended run (`last`).
     public func status() async throws -> BatonStatus {
-        let response = try await call(Request(op: .status))
-        return BatonStatus(actions: response.actions ?? [], storeProblem: response.storeProblem, processTree: response.processTree)
+        try await ask(.status)
     }
 
     /// The runs `filter` selects, newest first (oldest first with `reverse`), 50 by default.
     public func history(_ filter: HistoryFilter = HistoryFilter()) async throws -> [RunSnapshot] {
-        try await call(Request(op: .history, filter: filter)).runs ?? []
+        try await ask(.history(filter))
     }
 
     /// A run's whole story: the run, its transitions, the triggers it answered, its output's tail.
     /// Throws `.unknownRun` when no run has that id.
     public func show(_ run: Int64) async throws -> RunDetail {
-        guard let detail = try await call(Request(op: .show, run: run)).detail else {
-            throw BatonClientError.internal("batond answered show \(run) without its detail")
-        }
-        return detail
+        try await ask(.show(run))
     }
 
     /// Waits for run `run` to end and returns it as it ended (at once if it has); `updates` gets
@@ -62,7 +63,7 @@ extension BatonClient {
 
     /// batond's version (`ping`).
     public func version() async throws -> String {
-        try await call(Request(op: .ping)).version ?? ""
+        try await ask(.version)
     }
 
     /// Every committed transition of the runs the peer may read (of `action` only, if given), as

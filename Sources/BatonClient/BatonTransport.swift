@@ -29,8 +29,14 @@ public final class SocketTransport: BatonTransport {
     /// this user out, else `.unavailable` naming the path and the reason.
     public init(path: String) throws(BatonClientError) {
         self.path = path
+        fd = try Self.connect(path: path)
+    }
+
+    /// A blocking descriptor connected to batond's socket at `path`; throws `.forbidden` when the
+    /// socket's mode and group keep this user out, else `.unavailable` naming the path and the reason.
+    static func connect(path: String) throws(BatonClientError) -> Int32 {
         do {
-            fd = try UnixSocket.connect(path: path)
+            return try UnixSocket.connect(path: path)
         } catch let SocketError.system(_, _, code) where code == EACCES {
             throw .forbidden("you may not use batond's socket \(path)")
         } catch let SocketError.system(_, _, code) {
@@ -50,17 +56,12 @@ public final class SocketTransport: BatonTransport {
 
     /// Reads until the end of the connection; returns why it ended.
     private func readLines(_ receive: ([UInt8]) -> Void) -> String {
-        var splitter = FrameSplitter(limit: 64 << 20)
-        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var lines = SocketLines(fd: fd, path: path)
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n == 0 { return "lost batond at \(path): batond closed the connection before answering" }
-            if n < 0 { return "lost batond at \(path): \(String(cString: strerror(errno)))" }
-            let frames = buffer.withUnsafeBytes { splitter.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            for frame in frames {
-                guard case let .line(line) = frame else { return "batond sent a line over 64 MiB at \(path)" }
-                receive(line)
+            do throws(SocketLines.End) {
+                receive(try lines.next())
+            } catch {
+                return error.reason
             }
         }
     }

@@ -31,12 +31,11 @@ final class Connection: Sendable {
                 transport.start(receive: { [self] line in received(line) }, closed: { [self] reason in handle(.lost(reason)) })
             case let .write(written, request):
                 id = written
-                guard var line = try? Self.encoder.encode(request) else {
+                guard let line = Self.line(request) else {
                     handle(.leave(written))
                     continue
                 }
-                line.append(UInt8(ascii: "\n"))
-                transport.send(Array(line))
+                transport.send(line)
             case let .event(sink, response): sink.event(response)
             case let .answer(sink, response): sink.end(.success(response))
             case let .fail(sink, ending): sink.end(.failure(ending))
@@ -48,10 +47,17 @@ final class Connection: Sendable {
     private func received(_ line: [UInt8]) {
         guard let response = try? JSONDecoder().decode(Response.self, from: Data(line)) else {
             // A line that cannot be read may be some request's answer: waiting on would hang it.
-            handle(.lost("batond sent a line this client cannot read: \(String(decoding: line.prefix(200), as: UTF8.self))"))
+            handle(.lost(SocketLines.unreadable(line)))
             return transport.close()
         }
         handle(.line(response))
+    }
+
+    /// A request as the line batond reads, newline included (nil if it cannot be encoded).
+    static func line(_ request: Request) -> [UInt8]? {
+        guard var line = try? encoder.encode(request) else { return nil }
+        line.append(UInt8(ascii: "\n"))
+        return Array(line)
     }
 
     private static let encoder: JSONEncoder = {

@@ -14,7 +14,7 @@ enum ActionsCommand {
         run: run)
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
-        let actions = try context.call { try await $0.actions() }
+        let actions = try context.ask(.actions)
         if arguments.flag("json") {
             print(Format.json(actions))
             return ExitCode.success

@@ -38,10 +38,26 @@ final class Context: Sendable {
     /// The client of batond, connected on first use, or a `Failure` that says how to start it.
     func client() throws -> BatonClient {
         if let client = connected.withLock({ $0 }) { return client }
+        let client = try reaching { () throws(BatonClientError) in try BatonClient(socket: socketPath) }
+        connected.withLock { $0 = client }
+        return client
+    }
+
+    /// Asks batond one question on this thread (`OneShotClient`: no thread, no task, a connection
+    /// of its own), or throws the `Failure` its error stands for: the same ones as `call`.
+    func ask<T>(_ query: BatonQuery<T>) throws -> T {
+        let client = try reaching { () throws(BatonClientError) in try OneShotClient(socket: socketPath) }
+        do {
+            return try client.ask(query)
+        } catch let error as BatonClientError {
+            throw Failure(error)
+        }
+    }
+
+    /// A client `connect` made, or a `Failure` that says how to start batond or whom to ask for access.
+    private func reaching<Client>(_ connect: () throws(BatonClientError) -> Client) throws -> Client {
         do throws(BatonClientError) {
-            let client = try BatonClient(socket: socketPath)
-            connected.withLock { $0 = client }
-            return client
+            return try connect()
         } catch .forbidden {
             // The socket's mode and group decide who may connect at all: say which group to join.
             var info = stat()

@@ -33,7 +33,7 @@ enum DashboardCommand {
             }
         }
         // Reach batond once first: a dashboard that cannot is better refused now than blank later.
-        _ = try context.call { try await $0.version() }
+        _ = try context.ask(.version)
         let server: DashboardServer
         do {
             server = try DashboardServer(listening: address, socketPath: context.socketPath, onSignIn: tell)

@@ -17,7 +17,7 @@ enum MetricsCommand {
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw UsageError("baton metrics takes no arguments") }
-        print(try context.call { try await $0.metrics() }, terminator: "")
+        print(try context.ask(.metrics), terminator: "")
         return ExitCode.success
     }
 }

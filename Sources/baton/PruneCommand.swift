@@ -20,7 +20,7 @@ enum PruneCommand {
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw UsageError("baton prune takes no arguments") }
         let dryRun = arguments.flag("dry-run")
-        let report = try context.call { try await $0.prune(dryRun: dryRun) }
+        let report = try context.ask(.prune(dryRun: dryRun))
         if arguments.flag("json") {
             print(Format.json(report))
             return ExitCode.success

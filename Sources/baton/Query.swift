@@ -8,12 +8,12 @@ import FoundationEssentials
 enum Query {
     static func history(_ filter: HistoryFilter, _ context: Context) throws -> [RunSnapshot] {
         let filter = try valid(filter)
-        return try viaDaemonOrFile(context, daemon: { try await $0.history(filter) }) { try $0.runs(filter) }
+        return try viaDaemonOrFile(context, daemon: .history(filter)) { try $0.runs(filter) }
     }
 
     static func stats(_ actions: [String], since: Timestamp?, _ context: Context) throws -> [ActionStats] {
         let filter = try valid(HistoryFilter(actions: actions, since: since))
-        return try viaDaemonOrFile(context, daemon: { try await $0.stats(filter) }) { try $0.stats(actions: filter.actions, since: since) }
+        return try viaDaemonOrFile(context, daemon: .stats(filter)) { try $0.stats(actions: filter.actions, since: since) }
     }
 
     /// The filter as batond would take it (its lists as sets, within their caps), so that the
@@ -27,23 +27,22 @@ enum Query {
     }
 
     static func denied(limit: Int, _ context: Context) throws -> [TriggerRecord] {
-        try viaDaemonOrFile(context, daemon: { try await $0.denied(limit: limit) }) { try $0.denied(limit: limit) }
+        try viaDaemonOrFile(context, daemon: .denied(limit: limit)) { try $0.denied(limit: limit) }
     }
 
     static func show(_ run: Int64, _ context: Context) throws -> RunDetail? {
         do {
-            return try viaDaemonOrFile(context, daemon: { try await $0.show(run) }) { try $0.run(run) }
+            return try viaDaemonOrFile(context, daemon: BatonQuery<RunDetail>.show(run).map(Optional.some)) { try $0.run(run) }
         } catch let failure as Failure {
             if case .unknownRun = failure.refusal { return nil }
             throw failure
         }
     }
 
-    private static func viaDaemonOrFile<T: Sendable>(_ context: Context, daemon: @escaping @Sendable (BatonClient) async throws -> T,
-                                                     file: (History) throws -> T) throws -> T {
+    private static func viaDaemonOrFile<T>(_ context: Context, daemon: BatonQuery<T>, file: (History) throws -> T) throws -> T {
         if context.databasePath == nil {
             do {
-                return try context.call(daemon)
+                return try context.ask(daemon)
             } catch let failure as Failure where failure.code == ExitCode.unavailable {
                 // batond is down: read the file that daemon keeps (see Context.fallbackDatabasePath).
             }

@@ -11,10 +11,10 @@ enum ReloadCommand {
         run: run)
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
-        let before = try? context.call { try await $0.actions() }
-        try context.call { try await $0.reload() }
+        let before = try? context.ask(.actions)
+        try context.ask(.reload)
         print("reloaded")
-        let after = try? context.call { try await $0.actions() }
+        let after = try? context.ask(.actions)
         if let before, let after, schedules(before) != schedules(after), SystemdUnits.underSystemd {
             // The generator reads the config at daemon-reload: the timers follow the new schedules.
             let (status, said) = SystemdUnits.daemonReload()

@@ -25,9 +25,9 @@ enum SchedulesCommand {
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         let now = Timestamp.now
-        let scheduled = try context.call { try await $0.actions() }.filter { !($0.schedules ?? []).isEmpty }
+        let scheduled = try context.ask(.actions).filter { !($0.schedules ?? []).isEmpty }
         let rows = try scheduled.map { action -> Row in
-            let runs = try context.call { try await $0.history(HistoryFilter(actions: [action.name], limit: SlotBook.kept)) }
+            let runs = try context.ask(.history(HistoryFilter(actions: [action.name], limit: SlotBook.kept)))
             return row(action, next: next(action.schedules ?? [], after: now), runs: runs)
         }
         if arguments.flag("json") { print(Format.json(rows)) } else { print(table(rows), terminator: "") }

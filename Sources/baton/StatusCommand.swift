@@ -13,7 +13,7 @@ enum StatusCommand {
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw UsageError("baton status takes no arguments") }
-        let status = try context.call { try await $0.status() }
+        let status = try context.ask(.status)
         if arguments.flag("json") {
             print(Format.json(status.actions))
             return ExitCode.success

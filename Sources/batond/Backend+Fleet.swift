@@ -9,6 +9,8 @@ extension Backend {
     /// incarnation, kills and takes over what this host's previous start left, then renews the
     /// lease and follows the fleet's feed. `onFenced` runs if the lease is lost.
     static func fleet(_ config: Config, _ fleet: FleetConfig, metrics: Metrics, onFenced: @escaping @Sendable (String) -> Void) throws -> Backend {
+        // libpq is opened here, not linked: a host without it says so now, not at its first query.
+        try LibPQ.load()
         let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
         let pool = PGPool(conninfo: fleet.postgres, defaults: FleetStore.connectionDefaults(host: host.name, lease: fleet.lease))
         let store = FleetStore(pool: pool, host: host, onProblem: { problem in

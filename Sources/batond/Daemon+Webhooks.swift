@@ -1,4 +1,5 @@
 import BatonCore
+import BatonHooks
 import BatonIPC
 import BatonService
 
@@ -8,6 +9,8 @@ extension Daemon {
     static func startWebhooks(_ config: Config, _ service: Service, _ box: ConfigBox, _ backend: Backend) throws -> Parts.Stop {
         let passed = SocketActivation.passed.webhooks
         guard config.webhooks != nil || passed != nil else { return {} }
+        // libcrypto is opened here, not linked: a host without it says so now, not at a first request.
+        try HMAC.load()
         if config.webhooks == nil {
             // Left unserved, the socket would hold every request in its queue for ever (systemd
             // keeps it open): each is answered 404 instead, until a reload adds hooks.

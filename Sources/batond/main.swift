@@ -1,3 +1,5 @@
+import BatonCore
+import Dispatch
 import FoundationEssentials
 import Glibc
 
@@ -8,4 +10,20 @@ if CommandLine.arguments.first.map({ URL(fileURLWithPath: $0).lastPathComponent 
 }
 if arguments.first == "--schedule-generator" { exit(ScheduleGenerator.run(Array(arguments.dropFirst()))) }
 if arguments.first == "--guard-runs" { exit(RunGuard.run(Array(arguments.dropFirst()))) }
-exit(await Daemon.run(arguments))
+// The daemon runs as a task while the main thread waits for its exit code. Not an async main:
+// that parks the main thread in dispatch_main, whose pthread_exit unwinds the thread's stack and
+// so maps some 600 KiB of unwind tables (.eh_frame) into an idle batond for good. The waiting main
+// thread takes the signals (as dispatch_main's sigsuspend did): every other thread blocks them
+// (Dispatch's own, and those they start), and a mask inherited from the parent must not either.
+var unblocked = sigset_t()
+sigemptyset(&unblocked)
+pthread_sigmask(SIG_SETMASK, &unblocked, nil)
+let exitCode = Locked<Int32>(70)
+let ended = DispatchSemaphore(value: 0)
+Task.detached {
+    let code = await Daemon.run(arguments)
+    exitCode.withLock { $0 = code }
+    ended.signal()
+}
+ended.wait()
+exit(exitCode.withLock { $0 })

@@ -10,6 +10,7 @@ import Glibc
 /// (`PreparedStatements`); anything else (BEGIN, COMMIT, NOTIFY…) is sent as it is.
 public final class PGConnection {
     private let handle: OpaquePointer
+    private let pq: BatonLibPQ
     private var prepared = PreparedStatements()
     /// libpq raised an error of its own (one without a SQLSTATE: "server closed the connection
     /// unexpectedly"), which it may do before its status says the connection is bad.
@@ -25,27 +26,28 @@ public final class PGConnection {
         defer { (keywords + values).forEach { free($0) } }
         let k = keywords.map { UnsafePointer($0) } + [nil]
         let v = values.map { UnsafePointer($0) } + [nil]
-        guard let connection = PQconnectdbParams(k, v, 1) else { throw PGError(message: "out of memory") }
+        pq = try LibPQ.functions()
+        guard let connection = pq.PQconnectdbParams(k, v, 1) else { throw PGError(message: "out of memory") }
         handle = connection
-        guard PQstatus(handle) == CONNECTION_OK else {
+        guard pq.PQstatus(handle) == CONNECTION_OK else {
             // deinit runs for an instance that throws once fully initialised: it finishes the handle.
-            let message = Self.trimmed(PQerrorMessage(handle))
+            let message = Self.trimmed(pq.PQerrorMessage(handle))
             throw PGError(sqlState: "08001", message: message)
         }
         // Server notices ("relation already exists, skipping") are not batond's to print.
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        _ = pq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
     }
 
-    deinit { PQfinish(handle) }
+    deinit { pq.PQfinish(handle) }
 
     /// How many statements this connection has prepared.
     var preparedCount: Int { prepared.count }
 
     /// Whether the connection is still up, as libpq last saw it.
-    public var isOK: Bool { !failed && PQstatus(handle) == CONNECTION_OK }
+    public var isOK: Bool { !failed && pq.PQstatus(handle) == CONNECTION_OK }
 
     /// The socket, for `poll` while listening for notifications.
-    public var socket: Int32 { PQsocket(handle) }
+    public var socket: Int32 { pq.PQsocket(handle) }
 
     /// Runs one statement with `$1`, `$2`… parameters; returns its rows. `planEachTime`: never
     /// prepared, so that PostgreSQL plans it for the values given (a statement whose generic
@@ -57,24 +59,24 @@ public final class PGConnection {
         let pointers = copies.map { UnsafePointer($0) }
         let plan = planEachTime ? PreparedStatements.Plan.plain : prepared.plan(sql)
         if case let .prepare(name) = plan {
-            guard let made = PQprepare(handle, name, sql, Int32(pointers.count), nil) else {
-                throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
+            guard let made = pq.PQprepare(handle, name, sql, Int32(pointers.count), nil) else {
+                throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle)))
             }
-            defer { PQclear(made) }
-            guard PQresultStatus(made) == PGRES_COMMAND_OK else { throw failure(of: made) }
+            defer { pq.PQclear(made) }
+            guard pq.PQresultStatus(made) == PGRES_COMMAND_OK else { throw failure(of: made) }
             prepared.made(sql, name)
         }
         let sent = switch plan {
-        case let .prepare(name), let .execute(name): PQexecPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
-        case .plain: PQexecParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+        case let .prepare(name), let .execute(name): pq.PQexecPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+        case .plain: pq.PQexecParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
         }
         guard let result = sent else {
-            throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
+            throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle)))
         }
-        defer { PQclear(result) }
-        switch PQresultStatus(result) {
+        defer { pq.PQclear(result) }
+        switch pq.PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
-            return PGRows(result)
+            return PGRows(result, pq)
         default:
             throw failure(of: result)
         }
@@ -90,8 +92,8 @@ public final class PGConnection {
     /// rows, in order. The first statement that fails throws (the ones after it were not run);
     /// inside a transaction the caller rolls back, as after any error.
     public func pipeline(_ statements: [(sql: String, parameters: [String?])]) throws(PGError) -> [PGRows] {
-        guard PQenterPipelineMode(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
-        defer { PQexitPipelineMode(handle) }
+        guard pq.PQenterPipelineMode(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle))) }
+        defer { _ = pq.PQexitPipelineMode(handle) }
         // What each result will be, in order: a prepare's (the statement's text and name) or a statement's (nil).
         var expected: [(sql: String, name: String)?] = []
         var pending: [String: String] = [:]
@@ -101,32 +103,32 @@ public final class PGConnection {
             let pointers = copies.map { UnsafePointer($0) }
             var plan = pending[statement.sql].map(PreparedStatements.Plan.execute) ?? prepared.plan(statement.sql)
             if case let .prepare(name) = plan {
-                guard PQsendPrepare(handle, name, statement.sql, Int32(pointers.count), nil) == 1 else {
-                    throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle)))
+                guard pq.PQsendPrepare(handle, name, statement.sql, Int32(pointers.count), nil) == 1 else {
+                    throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle)))
                 }
                 expected.append((statement.sql, name))
                 pending[statement.sql] = name
                 plan = .execute(name)
             }
             let sent = switch plan {
-            case let .prepare(name), let .execute(name): PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
-            case .plain: PQsendQueryParams(handle, statement.sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+            case let .prepare(name), let .execute(name): pq.PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+            case .plain: pq.PQsendQueryParams(handle, statement.sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
             }
-            guard sent == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+            guard sent == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle))) }
             expected.append(nil)
         }
-        guard PQpipelineSync(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+        guard pq.PQpipelineSync(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle))) }
         var results: [PGRows] = []
         var failure: PGError?
         var index = 0
         // Each command's result is followed by a NULL; the sync's result ends the pipeline.
         while true {
-            guard let result = PQgetResult(handle) else {
-                if !isOK { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+            guard let result = pq.PQgetResult(handle) else {
+                if !isOK { throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle))) }
                 continue
             }
-            defer { PQclear(result) }
-            let status = PQresultStatus(result)
+            defer { pq.PQclear(result) }
+            let status = pq.PQresultStatus(result)
             if status == PGRES_PIPELINE_SYNC {
                 if let failure { throw failure }
                 return results
@@ -135,7 +137,7 @@ public final class PGConnection {
             index += 1
             switch status {
             case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
-                if let preparing { prepared.made(preparing.sql, preparing.name) } else { results.append(PGRows(result)) }
+                if let preparing { prepared.made(preparing.sql, preparing.name) } else { results.append(PGRows(result, pq)) }
             case PGRES_PIPELINE_ABORTED:
                 break
             default:
@@ -147,9 +149,9 @@ public final class PGConnection {
     /// Runs statements that take no parameters (several may be separated by `;`; none, in a text
     /// of comments only, is no error).
     public func execute(_ sql: String) throws(PGError) {
-        guard let result = PQexec(handle, sql) else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
-        defer { PQclear(result) }
-        let status = PQresultStatus(result)
+        guard let result = pq.PQexec(handle, sql) else { throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle))) }
+        defer { pq.PQclear(result) }
+        let status = pq.PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
             throw failure(of: result, primaryOnly: false)
         }
@@ -177,11 +179,11 @@ public final class PGConnection {
 
     /// Reads what the server sent and returns the notifications that arrived (channel, payload).
     public func notifications() throws(PGError) -> [(channel: String, payload: String)] {
-        guard PQconsumeInput(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(handle))) }
+        guard pq.PQconsumeInput(handle) == 1 else { throw PGError(sqlState: "08006", message: Self.trimmed(pq.PQerrorMessage(handle))) }
         var list: [(String, String)] = []
-        while let notice = PQnotifies(handle) {
+        while let notice = pq.PQnotifies(handle) {
             list.append((String(cString: notice.pointee.relname), String(cString: notice.pointee.extra)))
-            PQfreemem(notice)
+            pq.PQfreemem(notice)
         }
         return list
     }
@@ -190,10 +192,10 @@ public final class PGConnection {
     /// server: the connection is not to be trusted again (`isOK` is false from then on), and the
     /// error is a connection problem (08006).
     private func failure(of result: OpaquePointer, primaryOnly: Bool = true) -> PGError {
-        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-        let primary = primaryOnly ? PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } : nil
+        let state = pq.PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        let primary = primaryOnly ? pq.PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } : nil
         if state == nil { failed = true }
-        return PGError(sqlState: state ?? "08006", message: primary ?? Self.trimmed(PQerrorMessage(handle)))
+        return PGError(sqlState: state ?? "08006", message: primary ?? Self.trimmed(pq.PQerrorMessage(handle)))
     }
 
     static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
@@ -208,17 +210,17 @@ public struct PGRows: Sendable {
     /// Rows changed by an INSERT, UPDATE or DELETE.
     public let affected: Int
 
-    init(_ result: OpaquePointer) {
-        let count = PQntuples(result), fields = PQnfields(result)
+    init(_ result: OpaquePointer, _ pq: BatonLibPQ) {
+        let count = pq.PQntuples(result), fields = pq.PQnfields(result)
         var rows: [[String?]] = []
         rows.reserveCapacity(Int(count))
         for row in 0..<count {
             rows.append((0..<fields).map { field in
-                PQgetisnull(result, row, field) == 1 ? nil : String(cString: PQgetvalue(result, row, field))
+                pq.PQgetisnull(result, row, field) == 1 ? nil : pq.PQgetvalue(result, row, field).map { String(cString: $0) }
             })
         }
         self.rows = rows
-        affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+        affected = pq.PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
     }
 
     public var first: [String?]? { rows.first }

@@ -1,0 +1,81 @@
+import BatonCore
+
+/// A question with one answer: the request batond is sent and how its final answer reads. Both
+/// clients ask it, `BatonClient` among its other calls and `OneShotClient` on the calling
+/// thread, so what a query means is written once.
+public struct BatonQuery<Value>: Sendable {
+    let request: Request
+    let read: @Sendable (Response) throws -> Value
+
+    init(_ request: Request, read: @escaping @Sendable (Response) throws -> Value) {
+        self.request = request
+        self.read = read
+    }
+
+    /// The same question, its answer read on by `transform`.
+    public func map<Other>(_ transform: @escaping @Sendable (Value) throws -> Other) -> BatonQuery<Other> {
+        BatonQuery<Other>(request) { [read] in try transform(try read($0)) }
+    }
+}
+
+extension BatonQuery where Value == BatonStatus {
+    /// Every action the peer may read, with its runs in flight and its last ended run.
+    public static var status: Self {
+        Self(Request(op: .status)) { BatonStatus(actions: $0.actions ?? [], storeProblem: $0.storeProblem, processTree: $0.processTree) }
+    }
+}
+
+extension BatonQuery where Value == [RunSnapshot] {
+    /// The runs `filter` selects, newest first (oldest first with `reverse`), 50 by default.
+    public static func history(_ filter: HistoryFilter = HistoryFilter()) -> Self {
+        Self(Request(op: .history, filter: filter)) { $0.runs ?? [] }
+    }
+}
+
+extension BatonQuery where Value == RunDetail {
+    /// A run's whole story; `.unknownRun` when no run has that id.
+    public static func show(_ run: Int64) -> Self {
+        Self(Request(op: .show, run: run)) { response in
+            guard let detail = response.detail else { throw BatonClientError.internal("batond answered show \(run) without its detail") }
+            return detail
+        }
+    }
+}
+
+extension BatonQuery where Value == [ActionInfo] {
+    /// The configured actions the peer may read.
+    public static var actions: Self { Self(Request(op: .actions)) { $0.actions ?? [] } }
+}
+
+extension BatonQuery where Value == [ActionStats] {
+    /// Counts, success rate and duration percentiles per action, of the runs `filter` selects.
+    public static func stats(_ filter: HistoryFilter = HistoryFilter()) -> Self {
+        Self(Request(op: .stats, filter: filter)) { $0.stats ?? [] }
+    }
+}
+
+extension BatonQuery where Value == [TriggerRecord] {
+    /// The latest requests batond refused for lack of permission, newest first (root only).
+    public static func denied(limit: Int = 50) -> Self {
+        Self(Request(op: .denied, filter: HistoryFilter(limit: limit))) { $0.triggers ?? [] }
+    }
+}
+
+extension BatonQuery where Value == String {
+    /// batond's metrics in Prometheus' text exposition format.
+    public static var metrics: Self { Self(Request(op: .metrics)) { $0.metrics ?? "" } }
+    /// batond's version (`ping`).
+    public static var version: Self { Self(Request(op: .ping)) { $0.version ?? "" } }
+}
+
+extension BatonQuery where Value == PruneReport {
+    /// Removes the ended runs that retention no longer keeps (with `dryRun`, only counts them).
+    public static func prune(dryRun: Bool = false) -> Self {
+        Self(Request(op: .prune, dryRun: dryRun)) { $0.prune ?? PruneReport(dryRun: dryRun) }
+    }
+}
+
+extension BatonQuery where Value == Void {
+    /// Makes batond read its config again; a config with errors is refused (`.badRequest`).
+    public static var reload: Self { Self(Request(op: .reload)) { _ in } }
+}

@@ -1,0 +1,76 @@
+import BatonCore
+import BatonIPC
+import FoundationEssentials
+import Glibc
+
+/// A client of batond that asks one question at a time on the calling thread: connect, write the
+/// request, read lines until its final answer. No thread, no queue, no task, where `BatonClient`
+/// starts a reader thread, a writer queue and Swift's cooperative pool: a command that asks one
+/// question and prints the answer (`baton status`, `show`, `history`) is done before those would
+/// have started. Streams (a run's updates, `watch`, output followed) need `BatonClient`.
+///
+/// Its errors are `BatonClient`'s, with the same messages: `.forbidden` or `.unavailable` naming
+/// the path when batond cannot be reached, `.unavailable` when the connection ends before the
+/// answer, batond's refusals as their cases. Not `Sendable`: one caller owns it.
+public final class OneShotClient {
+    /// Where the client connected (the socket's path), for messages.
+    public let socket: String
+    private var lines: SocketLines
+    private var nextID: Int64 = 1
+
+    /// Connects to batond's socket: `socket`, else where the `baton` CLI looks (`SocketPath.search`).
+    public convenience init(socket: String? = nil) throws(BatonClientError) {
+        let path = socket ?? SocketPath.search()
+        self.init(fd: try SocketTransport.connect(path: path), name: path)
+    }
+
+    /// A client on a connected, blocking stream socket, which it closes; `name` is for messages.
+    init(fd: Int32, name: String) {
+        socket = name
+        lines = SocketLines(fd: fd, path: name)
+    }
+
+    deinit { close(lines.fd) }
+
+    /// Asks `query` and reads its answer.
+    public func ask<Value>(_ query: BatonQuery<Value>) throws -> Value {
+        try query.read(try call(query.request))
+    }
+
+    /// Sends `request` (with the next id) and reads until its final answer, passing over event
+    /// lines and lines of other ids. A failed answer throws its `BatonClientError`.
+    func call(_ request: Request) throws -> Response {
+        let id = nextID
+        nextID += 1
+        var request = request
+        request.id = .number(id)
+        guard let line = Connection.line(request) else { throw BatonClientError.internal("cannot encode the \(request.op.rawValue) request") }
+        send(line)
+        while true {
+            let line: [UInt8]
+            do throws(SocketLines.End) {
+                line = try lines.next()
+            } catch {
+                throw BatonClientError.unavailable(error.reason)
+            }
+            guard let response = try? JSONDecoder().decode(Response.self, from: Data(line)) else {
+                shutdown(lines.fd, Int32(SHUT_RDWR))
+                throw BatonClientError.unavailable(SocketLines.unreadable(line))
+            }
+            guard case .number(id)? = response.id, response.ok != nil else { continue }
+            return try BatonClient.answer(.success(response))
+        }
+    }
+
+    /// Writes the whole line. A write that fails ends the connection, as `SocketTransport`'s does:
+    /// the read that follows sees the end and says it.
+    private func send(_ line: [UInt8]) {
+        var sent = 0
+        while sent < line.count {
+            let n = line.withUnsafeBytes { Glibc.send(lines.fd, $0.baseAddress! + sent, line.count - sent, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { shutdown(lines.fd, Int32(SHUT_RDWR)); return }
+            sent += n
+        }
+    }
+}
