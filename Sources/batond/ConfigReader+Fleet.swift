@@ -60,13 +60,9 @@ extension ConfigReader {
 
 extension ConfigReader {
     /// The rules a fleet cannot yet decide exactly across hosts, refused at load in a fleet config
-    /// (a cooldown it can: the key's row keeps its last success, `FleetCooldown`).
+    /// (a cooldown it can: the key's row keeps its last success, `FleetCooldown`; hooks too: the
+    /// end's transaction decides them with the hook keys' rows held, `FleetHooks`).
     mutating func refuseOneMachineRules(_ actions: [Action]) {
-        // A fleet host records an end through FleetWriter, whose transaction does not yet
-        // create the hook's run with it: a crash there could lose the notification.
-        for action in actions where !action.hooks.isEmpty {
-            fail("actions.\(action.name).on", "hooks are not supported in a fleet (postgres) yet: a fleet host cannot yet make a hook's trigger durable with the outcome that fires it")
-        }
         // Locks would need rows of their own in PostgreSQL, taken with the key's: until then
         // each host would count only its own holders.
         for action in actions where !action.locks.isEmpty {

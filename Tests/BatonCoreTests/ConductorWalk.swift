@@ -333,6 +333,12 @@ struct ConductorWalk {
                     }
                 }
                 if !withItsRun { violate("a delivery of run \(runID) was written apart from the run's creation or trigger record") }
+            case let .hooks(firing):
+                // Left to the store (a fleet): in the item of the end that fires it.
+                let withItsEnd = entries.contains { entry in
+                    if case let .transition(transition) = entry { transition.runID == firing.run.id && transition.to.isTerminal } else { false }
+                }
+                if !withItsEnd { violate("run \(firing.run.id)'s hooks were written apart from its end") }
             case .trigger, .output, .processGroup:
                 break
             case .outputChunks:
