@@ -117,6 +117,31 @@ struct FleetHookTests {
         #expect(try Self.hookRuns(db).count == 1)
     }
 
+    @Test("a host killed mid-run: the survivor ends the run host_lost and fires its failure hook in that transaction; the hook runs once, there")
+    func hostLostFiresTheHook() throws {
+        let out = try HookEndToEndTests.scratch()
+        let gate = try FifoGate()
+        let conninfo = try Postgres.server().database()
+        let hang = #"hang: { exec: ["sh", "-c", "echo hanging; cat \"$GATE\" > /dev/null"], env: { GATE: "\#(gate.path)" }, on: { failure: "page" } },"#
+        let hosts = try FleetTests.fleet(2, actions: Self.actions(out: out, gate: gate) + hang, lease: "2s", conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        let id = try #require(try Self.trigger(hosts[0], "hang").run?.id)
+        let deadline = Date().addingTimeInterval(30)
+        while try db.query("SELECT phase FROM runs WHERE id = $1", [String(id)]).first?[0] != "loading", Date() < deadline { usleep(20_000) }
+        hosts[0].crash()
+        let ended = try #require(try FleetTests.wait(hosts[1], run: id))
+        #expect(ended.phase == .failure && ended.reason == "host_lost", "\(ended)")
+        let hooks = try Self.hookRuns(db)
+        #expect(hooks.count == 1 && hooks.first?[1] == "page" && hooks.first?[2] == String(id) && hooks.first?[3] == "failure", "\(hooks)")
+        let hookID = try #require(hooks.first?[0].flatMap { Int64($0) })
+        let ran = try #require(try FleetTests.wait(hosts[1], run: hookID))
+        #expect(ran.phase == .success && ran.host == "web-2", "\(ran)")
+        let env = try HookEndToEndTests.told(out, run: Int(hookID))
+        #expect(env["BATON_HOOK_RUN_ID"] == String(id) && env["BATON_HOOK_REASON"] == "host_lost", "\(env)")
+        #expect(try Self.settled(db))
+        #expect(HookEndToEndTests.hookFiles(out) == ["hook-\(hookID).env"])
+    }
+
     @Test("a storm over three hosts: 45 failing runs on their own keys, their failure hook a replace on one key: exactly one hook run per failed run, none lost, none doubled")
     func storm() throws {
         let conninfo = try Postgres.server().database()
