@@ -17,6 +17,19 @@ enum FleetHooks {
         return keys.sorted()
     }
 
+    /// The keys the hooks of `actions` may trigger: what the reaper locks with a dead host's
+    /// keys, since the ends it writes fire their hooks.
+    static func keys(of actions: [Action]) -> [String] {
+        Set(actions.flatMap { $0.hooks.targets.values.map(\.key) }).sorted()
+    }
+
+    /// The statements that give the hook keys of `actions` their rows and lock them with the
+    /// keys of `incarnations`' unfinished runs, in key order (`FleetJournal.lockKeys`).
+    static func lockForTakeover(_ incarnations: [String], actions: [Action]) -> [FleetJournal.Statement] {
+        let hookKeys = keys(of: actions)
+        return (hookKeys.isEmpty ? [] : [insertKeys(hookKeys)]) + [FleetJournal.lockKeys(ofIncarnations: incarnations, keys: hookKeys)]
+    }
+
     /// Gives each hook key a slot row if it has none, in key order, so that `lockKeys` can lock it.
     static func insertKeys(_ keys: [String]) -> FleetJournal.Statement {
         ("INSERT INTO keys (key) SELECT k FROM unnest($1::text[]) AS k ORDER BY k ON CONFLICT DO NOTHING", [FleetJournal.textArray(keys)])
@@ -38,7 +51,7 @@ enum FleetHooks {
         let action = target.action
         let trigger = Trigger(action: action, key: target.key, policy: action.policy, params: target.params, peer: nil)
         let now = Timestamp.now
-        // Held already by the end's transaction (`FleetWriter`); taken here by the reaper's.
+        // Held already: by the end's transaction (`FleetWriter`), or the reaper's (`lockForTakeover`).
         try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [target.key])
         var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
             ?? [nil, nil, nil])

@@ -7,7 +7,7 @@ import Glibc
 /// the host that lost it (River #1302 overwrote a finished job because its update was not).
 enum FleetJournal {
     /// Applies one entry; returns whether it changed a key slot (the fleet must hear of it).
-    /// An update the guard refuses is skipped and returned in `lost`.
+    /// An update the guard refuses is skipped and returned in `written.lost`.
     static func apply(_ entry: JournalEntry, on db: PGConnection, as me: FleetHost, _ written: inout Written) throws -> Bool {
         switch entry {
         case let .created(run, transition):
@@ -90,12 +90,14 @@ enum FleetJournal {
             """, ["{" + runs.map(String.init).joined(separator: ",") + "}", textArray(keys)])
     }
 
-    /// The keys of the runs of these incarnations not yet ended, locked as `lockKeys` does.
-    static func lockKeys(ofIncarnations incarnations: [String]) -> Statement {
+    /// The keys of the runs of these incarnations not yet ended, and `keys` (the hook keys their
+    /// ends may trigger), locked as `lockKeys` does.
+    static func lockKeys(ofIncarnations incarnations: [String], keys: [String] = []) -> Statement {
         ("""
             SELECT key FROM keys WHERE key IN (SELECT key FROM runs WHERE incarnation = ANY ($1::text[]) AND phase IN ('queued', 'loading', 'retrying'))
+                OR key = ANY ($2::text[])
             ORDER BY key FOR UPDATE
-            """, [textArray(incarnations)])
+            """, [textArray(incarnations), textArray(keys)])
     }
 
     /// A PostgreSQL array literal of texts, each quoted.
