@@ -169,6 +169,28 @@ struct FleetHookTests {
         #expect(try db.query("SELECT count(*) FROM triggers WHERE action = 'alert'").first?[0] == "0")
     }
 
+    @Test("a storm over three hosts on one failing key (queue), its failure hook a queue too: every failed run's hook is decided once, a run or a record, none lost, none doubled")
+    func stormOnOneKey() throws {
+        let conninfo = try Postgres.server().database()
+        let actions = """
+            flop: { exec: ["sh", "-c", "echo flopping; exit 1"], policy: "queue", on: { failure: "tally" } },
+            tally: { exec: ["true"], policy: "queue" },
+            """
+        let hosts = try FleetTests.fleet(3, actions: actions, conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        let answers = Collected<Response>()
+        inParallel(45) { index in if let answer = try? Self.trigger(hosts[index % 3], "flop") { answers.append(answer) } }
+        #expect(answers.all.count == 45 && answers.all.allSatisfy { $0.run != nil }, "\(answers.all.map { $0.error?.message ?? "ok" })")
+        #expect(try Self.settled(db))
+        let failed = try db.query("SELECT id FROM runs WHERE action = 'flop' AND phase = 'failure' ORDER BY id").rows.compactMap { $0[0] }
+        #expect(failed.count == Set(answers.all.compactMap { $0.run?.id }).count, "every run the storm made failed")
+        let fired = try Self.hookRuns(db).compactMap { $0[2] }
+        #expect(Set(fired).count == fired.count && Set(fired).isSubset(of: Set(failed)), "one hook run per failed run at most: \(fired)")
+        // The other failures' hooks coalesced into the queued tally run (or joined it): one record each.
+        let records = Int(try db.query("SELECT count(*) FROM triggers WHERE action = 'tally'").first?[0] ?? "") ?? -1
+        #expect(fired.count + records == failed.count, "\(fired.count) hook runs and \(records) records for \(failed.count) failures")
+    }
+
     @Test("fleet migration 11 gives each key the outcome of its last run that succeeded or failed, and none to a key with neither")
     func migration() throws {
         let db = try PGConnection(try Postgres.server().database())
