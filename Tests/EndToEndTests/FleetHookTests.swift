@@ -191,6 +191,25 @@ struct FleetHookTests {
         #expect(fired.count + records == failed.count, "\(fired.count) hook runs and \(records) records for \(failed.count) failures")
     }
 
+    @Test("a hook whose action has a cooldown is cooled across hosts: a failure on another host after the hook run's success records a cooled trigger against it and runs nothing")
+    func cooledHook() throws {
+        let conninfo = try Postgres.server().database()
+        let actions = """
+            oops: { exec: ["false"], on: { failure: "quiet" } },
+            quiet: { exec: ["true"], cooldown: "1h" },
+            """
+        let hosts = try FleetTests.fleet(2, actions: actions, conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        #expect(try Self.trigger(hosts[0], "oops", detach: false).run?.phase == .failure)
+        #expect(try Self.settled(db))
+        let first = try #require(try Self.hookRuns(db).first?[0])
+        #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [first]).first?[0] == "success")
+        #expect(try Self.trigger(hosts[1], "oops", detach: false).run?.phase == .failure)
+        #expect(try Self.settled(db))
+        #expect(try Self.hookRuns(db).count == 1, "the cooled hook ran")
+        #expect(try db.query("SELECT run_id, decision, host FROM triggers WHERE action = 'quiet'").rows == [[first, "cooled", "web-2"]])
+    }
+
     @Test("fleet migration 11 gives each key the outcome of its last run that succeeded or failed, and none to a key with neither")
     func migration() throws {
         let db = try PGConnection(try Postgres.server().database())
