@@ -118,6 +118,8 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         var run: RunSnapshot
         var seq: Int
         var action: Action
+        /// What a hook run is told of the run that fired it (`FleetHooks.context`).
+        var hook: HookContext?
     }
 
     /// Takes a start slot if this host accepts and its runs loading or retrying plus the slots
@@ -149,14 +151,14 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         }
         let transition = Transition(runID: run.id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: TransitionDetail(attempt: 1))
         guard try FleetJournal.apply(transition, on: db, as: host) else { return nil }
-        return Claimed(run: run.applying(transition), seq: seq + 1, action: action)
+        return Claimed(run: run.applying(transition), seq: seq + 1, action: action, hook: try FleetHooks.context(of: run, on: db))
     }
 
     /// Hands a claimed run (its claim committed) to the conductor; its start slot is given back
     /// once the conductor counts it.
     func hand(_ claimed: Claimed, follower: Conductor.Follower?) {
         adopted.withLock { $0[claimed.run.id] = claimed.seq }
-        conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action), follower: follower) { [self] _ in
+        conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook), follower: follower) { [self] _ in
             releaseStart()
         }
     }

@@ -59,8 +59,12 @@ struct FleetHistory: HistoryReader {
             SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers WHERE run_id = $1 ORDER BY id
             """, [String(id)]).rows.map(trigger)
         let output = try db.query("SELECT encode(tail, 'hex'), truncated FROM outputs WHERE run_id = $1", [String(id)]).first
-        return RunDetail(run: FleetRows.run(row), transitions: transitions, triggers: triggers,
-                         output: output.map { Data(unhex($0[0] ?? "")) }, outputTruncated: output?[1] == "t")
+        var detail = RunDetail(run: FleetRows.run(row), transitions: transitions, triggers: triggers,
+                               output: output.map { Data(unhex($0[0] ?? "")) }, outputTruncated: output?[1] == "t")
+        // The runs its hooks made, whichever host made them (the other way is the run's `hook`).
+        detail.hookRuns = try db.query("SELECT \(FleetRows.runColumns) FROM runs WHERE hook_run = $1 ORDER BY id", [String(id)]).rows
+            .map(FleetRows.run)
+        return detail
     }
 
     static func trigger(_ row: [String?]) -> TriggerRecord {

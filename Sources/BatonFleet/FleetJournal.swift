@@ -7,17 +7,24 @@ import Glibc
 /// the host that lost it (River #1302 overwrote a finished job because its update was not).
 enum FleetJournal {
     /// Applies one entry; returns whether it changed a key slot (the fleet must hear of it).
-    /// An update the guard refuses is skipped and returned in `lost`.
-    static func apply(_ entry: JournalEntry, on db: PGConnection, as me: FleetHost, lost: inout [Int64]) throws -> Bool {
+    /// An update the guard refuses is skipped and returned in `written.lost`.
+    static func apply(_ entry: JournalEntry, on db: PGConnection, as me: FleetHost, _ written: inout Written) throws -> Bool {
         switch entry {
         case let .created(run, transition):
             try insert(run, transition, on: db, as: me)
             return true
         case let .transition(transition):
-            guard try apply(transition, on: db, as: me) else {
-                lost.append(transition.runID)
+            guard let applied = try applied(transition, on: db, as: me) else {
+                written.lost.append(transition.runID)
                 return false
             }
+            if transition.to.isTerminal { written.ended[transition.runID] = applied }
+            return true
+        case let .hooks(firing):
+            // Only an end this transaction wrote fires (one the guard refused belongs to the
+            // host that took the run over, whose end fires instead).
+            guard let ended = written.ended[firing.run.id] else { return false }
+            try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
         case let .trigger(record):
             try insert(record, host: me.name, on: db)
@@ -40,6 +47,18 @@ enum FleetJournal {
             try db.query(insertDelivery(delivery, runID: runID, at: at, host: me.name))
             return false
         }
+    }
+
+    /// What one transaction's entries wrote, beside their rows: the runs whose updates the
+    /// guard refused (taken over), and the ends it wrote, for their hooks.
+    struct Written {
+        var lost: [Int64] = []
+        var ended: [Int64: Applied] = [:]
+    }
+
+    /// A transition the guard let through: the key's outcome before it, when it ended the run.
+    struct Applied {
+        var previousOutcome: Phase?
     }
 
     /// The record that a delivery made or joined `runID`, in the transaction that creates the run
@@ -71,12 +90,14 @@ enum FleetJournal {
             """, ["{" + runs.map(String.init).joined(separator: ",") + "}", textArray(keys)])
     }
 
-    /// The keys of the runs of these incarnations not yet ended, locked as `lockKeys` does.
-    static func lockKeys(ofIncarnations incarnations: [String]) -> Statement {
+    /// The keys of the runs of these incarnations not yet ended, and `keys` (the hook keys their
+    /// ends may trigger), locked as `lockKeys` does.
+    static func lockKeys(ofIncarnations incarnations: [String], keys: [String] = []) -> Statement {
         ("""
             SELECT key FROM keys WHERE key IN (SELECT key FROM runs WHERE incarnation = ANY ($1::text[]) AND phase IN ('queued', 'loading', 'retrying'))
+                OR key = ANY ($2::text[])
             ORDER BY key FOR UPDATE
-            """, [textArray(incarnations)])
+            """, [textArray(incarnations), textArray(keys)])
     }
 
     /// A PostgreSQL array literal of texts, each quoted.
@@ -95,6 +116,7 @@ enum FleetJournal {
             switch entry {
             case let .created(run, _): keys.append(run.key)
             case let .transition(transition): runs.append(transition.runID)
+            case let .hooks(firing): keys += firing.hooks.targets.values.map(\.key)
             default: break
             }
         }
@@ -109,12 +131,13 @@ enum FleetJournal {
     /// A new run's row; `definition` is the fingerprint of the action it was created with.
     static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String? = nil) -> Statement {
         ("""
-            INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition, via, slot)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+            INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition, via, slot,
+                              hook_run, hook_action, hook_event)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
             """, [String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue, JSONText.object(run.params),
                   FleetRows.text(run.trigger?.uid), FleetRows.text(run.trigger?.gid), FleetRows.text(run.trigger?.pid),
                   String(run.queuedAt.rawValue), me.name, me.incarnation, definition, run.via,
-                  run.slot.map { String($0.rawValue) }])
+                  run.slot.map { String($0.rawValue) }, FleetRows.text(run.hook?.run), run.hook?.action, run.hook?.event.rawValue])
     }
 
     static func insert(_ record: TriggerRecord, host: String, on db: PGConnection) throws {
@@ -146,10 +169,15 @@ enum FleetJournal {
     /// and still owned by `owner` (nil: whoever owns it, for the reaper), records the transition,
     /// and hands a run that ended its key's slot. Returns false when the guard refused.
     static func apply(_ t: Transition, on db: PGConnection, as me: FleetHost?) throws -> Bool {
-        guard try db.query(update(t, as: me)).affected == 1 else { return false }
+        try applied(t, on: db, as: me) != nil
+    }
+
+    /// `apply`, saying what the key's outcome was before an end; nil when the guard refused.
+    static func applied(_ t: Transition, on db: PGConnection, as me: FleetHost?) throws -> Applied? {
+        guard try db.query(update(t, as: me)).affected == 1 else { return nil }
         try insertTransition(t, on: db)
-        if t.to.isTerminal { try release(run: t.runID, succeeded: t.to == .success, on: db) }
-        return true
+        guard t.to.isTerminal else { return Applied() }
+        return Applied(previousOutcome: try release(run: t.runID, phase: t.to, on: db))
     }
 
     /// The guarded UPDATE of a transition: it changes one row, or none when the run is no longer
@@ -194,22 +222,28 @@ enum FleetJournal {
 
     /// The run has ended: its key's slot passes to the follow-up (or forgets it). A success
     /// becomes the key's last success in the same row, stamped with the database's clock, so
-    /// that the next trigger of the key, on any host, decides its cooldown from it.
-    static func release(run: Int64, succeeded: Bool, on db: PGConnection) throws {
+    /// that the next trigger of the key, on any host, decides its cooldown from it; a success or
+    /// a failure becomes its last outcome, which a `change` hook compares with. Returns the
+    /// outcome the row had before (nil: none yet).
+    static func release(run: Int64, phase: Phase, on db: PGConnection) throws -> Phase? {
         guard let row = try db.query("""
-            SELECT k.holder, k.follow_up, k.draining, k.key FROM keys k JOIN runs r ON r.key = k.key WHERE r.id = $1 FOR UPDATE OF k
-            """, [String(run)]).first else { return }
+            SELECT k.holder, k.follow_up, k.draining, k.key, k.last_outcome FROM keys k JOIN runs r ON r.key = k.key WHERE r.id = $1 FOR UPDATE OF k
+            """, [String(run)]).first else { return nil }
         var slot = KeySlot(row: row)
         slot.ended(run)
         var statement = storeSlot(slot, key: row[3] ?? "")
-        if succeeded {
+        if phase == .success {
             statement.sql = """
-                UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[], last_success_run = $5, last_success_at = \(FleetCooldown.databaseNow)
+                UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[], last_success_run = $5, last_success_at = \(FleetCooldown.databaseNow),
+                    last_outcome = 'success'
                 WHERE key = $1
                 """
             statement.parameters.append(String(run))
+        } else if phase == .failure {
+            statement.sql = "UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[], last_outcome = 'failure' WHERE key = $1"
         }
         try db.query(statement)
+        return row[4].flatMap(Phase.init(rawValue:))
     }
 
     static func store(_ slot: KeySlot, key: String, on db: PGConnection) throws {

@@ -63,7 +63,8 @@ public final class FleetLease: Sendable {
         let killed = TaggedProcesses.killUntilGone(instance: instance, runs: Set(unfinished))
         var requeued = 0
         for dead in previous {
-            let summary = try db.transaction(opening: [FleetJournal.lockKeys(ofIncarnations: [dead])]) { _ in
+            let locks = FleetHooks.lockForTakeover([dead], actions: coordinator.conductor.configuredActions())
+            let summary = try db.transaction(opening: locks) { _ in
                 try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
                                                   by: host, actions: coordinator.conductor.action(named:), on: db)
             }
@@ -171,8 +172,9 @@ public final class FleetLease: Sendable {
                 WHERE gone_at IS NULL AND incarnation <> $1 AND renewed_at + lease_ms * interval '1 millisecond' < now()
                 """, [host.incarnation]).rows
             guard !expired.isEmpty else { return }
-            // Their runs' keys' slot rows, all at once in key order, before any of their transitions.
-            try db.query(FleetJournal.lockKeys(ofIncarnations: expired.compactMap { $0[0] }))
+            // Their runs' keys' slot rows, and the hook keys their ends may trigger, all at once
+            // in key order, before any of their transitions.
+            try db.pipeline(FleetHooks.lockForTakeover(expired.compactMap { $0[0] }, actions: coordinator.conductor.configuredActions()))
             for row in expired {
                 guard let dead = row[0], let name = row[1] else { continue }
                 let summary = try FleetTakeover.takeOver(dead, name: name, reason: "host \(name) stopped renewing its lease",

@@ -4,10 +4,11 @@ import BatonCore
 enum FleetRows {
     static let runColumns = """
         id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
-        ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak, via, slot
+        ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak, via, slot,
+        hook_run, hook_action, hook_event
         """
     /// How many columns `runColumns` has; a query's own columns follow them.
-    static let runColumnCount = 23
+    static let runColumnCount = 26
 
     static func run(_ row: [String?]) -> RunSnapshot {
         let int64 = { (i: Int) in row[i].flatMap { Int64($0) } }
@@ -28,6 +29,9 @@ enum FleetRows {
         run.memoryPeak = int64(20)
         run.via = row[21]
         run.slot = int64(22).map(Timestamp.init(rawValue:))
+        if let firing = int64(23), let event = row[25].flatMap(HookEvent.init(rawValue:)) {
+            run.hook = HookCause(run: firing, action: row[24] ?? "", event: event)
+        }
         return run
     }
 

@@ -31,8 +31,13 @@ enum FleetTakeover {
             let action = actions(run.action)
             let at = Timestamp.now
             func end(_ phase: Phase, _ detail: TransitionDetail) throws {
-                _ = try FleetJournal.apply(Transition(runID: run.id, seq: seq + 1, from: run.phase, to: phase, at: at, detail: detail),
-                                           on: db, as: owner)
+                let transition = Transition(runID: run.id, seq: seq + 1, from: run.phase, to: phase, at: at, detail: detail)
+                guard let applied = try FleetJournal.applied(transition, on: db, as: owner) else { return }
+                // An end the reaper writes fires its hooks as the run's host would have, in this
+                // transaction; their runs are this host's.
+                if let action, let firing = HookFiring(run: run.applying(transition), hooks: action.hooks) {
+                    try FleetHooks.fire(firing, previous: applied.previousOutcome, on: db, as: me)
+                }
             }
             guard let action else {
                 try end(.cancelled, TransitionDetail(reason: "removed", error: "action \(run.action) is not configured on \(me.name), which took over from \(name)"))

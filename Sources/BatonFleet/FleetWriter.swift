@@ -92,11 +92,16 @@ final class FleetWriter: Sendable {
 
     private static func write(_ entries: [JournalEntry], lossy: Set<Int64>, on db: PGConnection, as host: FleetHost) throws -> [Int64] {
         let (runs, keys) = FleetJournal.keyed(entries)
-        // The keys' slot rows first, in key order (`FleetJournal.lockKeys`), in the round trip of the BEGIN.
-        return try db.transaction(opening: runs.isEmpty && keys.isEmpty ? [] : [FleetJournal.lockKeys(runs: runs, keys: keys)]) { _ in
-            var lost: [Int64] = []
+        // The keys' slot rows first, in key order (`FleetJournal.lockKeys`), in the round trip of
+        // the BEGIN; a hook's key gets its row first if it has none (`FleetHooks.insertKeys`).
+        let hookKeys = FleetHooks.keys(entries)
+        var opening = hookKeys.isEmpty ? [] : [FleetHooks.insertKeys(hookKeys)]
+        if !runs.isEmpty || !keys.isEmpty { opening.append(FleetJournal.lockKeys(runs: runs, keys: keys)) }
+        return try db.transaction(opening: opening) { _ in
+            var journal = FleetJournal.Written()
             var notify = false
-            for entry in entries { notify = try FleetJournal.apply(entry, on: db, as: host, lost: &lost) || notify }
+            for entry in entries { notify = try FleetJournal.apply(entry, on: db, as: host, &journal) || notify }
+            let lost = journal.lost
             let recount = Set(entries.compactMap { entry -> Int64? in
                 guard case let .outputChunks(write) = entry, lossy.contains(write.runID) else { return nil }
                 return write.runID

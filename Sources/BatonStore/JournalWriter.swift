@@ -11,8 +11,18 @@ enum JournalWriter {
         }
     }
 
+    /// A hook firing left to the store: one machine's conductor decides its hooks itself
+    /// (`ConductorState.storeDecidesHooks` is for the fleet), so one here is a wiring mistake,
+    /// refused rather than dropped (it would lose the notification).
+    struct UndecidedHooks: Error, CustomStringConvertible {
+        var run: Int64
+        var description: String { "run \(run)'s hooks were left to the store, which decides none on one machine" }
+    }
+
     static func write(_ entry: JournalEntry, on db: Connection) throws {
         switch entry {
+        case let .hooks(firing):
+            throw UndecidedHooks(run: firing.run.id)
         case let .created(run, transition):
             try db.cached("""
                 INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, via, slot,

@@ -29,7 +29,8 @@ extension Backend {
         runner.beforeSpawn = { guardLink.ensureRunning() }
         let conductor = Conductor(actions: config.actions, store: store,
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
-                                                             watchersFedByFleet: true, lineSink: config.journalSink))
+                                                             watchersFedByFleet: true, lineSink: config.journalSink,
+                                                             storeDecidesHooks: true))
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
                                            log: { Log.warning($0) })
         let lease = FleetLease(coordinator, onFenced: { why in

@@ -60,13 +60,9 @@ extension ConfigReader {
 
 extension ConfigReader {
     /// The rules a fleet cannot yet decide exactly across hosts, refused at load in a fleet config
-    /// (a cooldown it can: the key's row keeps its last success, `FleetCooldown`).
+    /// (a cooldown it can: the key's row keeps its last success, `FleetCooldown`; hooks too: the
+    /// end's transaction decides them with the hook keys' rows held, `FleetHooks`).
     mutating func refuseOneMachineRules(_ actions: [Action]) {
-        // A fleet host records an end through FleetWriter, whose transaction does not yet
-        // create the hook's run with it: a crash there could lose the notification.
-        for action in actions where !action.hooks.isEmpty {
-            fail("actions.\(action.name).on", "hooks are not supported in a fleet (postgres) yet: a fleet host cannot yet make a hook's trigger durable with the outcome that fires it")
-        }
         // A pending debounced run lives in one host's memory until it starts: another host's
         // trigger of the key would make a second run of the burst. Refused until it is exact.
         for action in actions where action.debounce != nil {

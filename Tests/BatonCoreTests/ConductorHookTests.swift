@@ -190,4 +190,26 @@ struct ConductorHookTests {
         #expect(settled.launches.first { $0.run == 3 }?.hook == context)
         #expect(settled.launches.first { $0.run == created.first?.id }?.hook?.reason == "interrupted")
     }
+
+    @Test("a store that decides hooks (a fleet) gets the end's firing in the end's item, after it, and the state makes no hook run; a hook run's end without chain fires nothing, cancelled fires nothing")
+    func storeDecidesHooks() throws {
+        var state = ConductorState(maxConcurrentRuns: 4)
+        state.storeDecidesHooks = true
+        let failed = try Self.run(&state, Self.deploy, status: 3, token: 1)
+        #expect(failed.hooks.isEmpty && state.inFlight.isEmpty, "no hook run decided against the local table")
+        let item = try #require(failed.settled.entries.first { $0.contains(where: \.isEnd) })
+        guard case let .hooks(firing)? = item.last else { Issue.record("the end's item does not end with its firing: \(item)"); return }
+        #expect(firing.run.id == failed.id && firing.run.phase == .failure && firing.hooks == Self.deploy.hooks)
+        #expect(item.firstIndex(where: \.isEnd)! < item.count - 1)
+        #expect(state.outcomes.isEmpty, "the store keeps the key's last outcome")
+
+        var hookRun = RunSnapshot(id: 40, action: "deploy", key: "deploy", phase: .failure, policy: .queue, params: [:], trigger: nil,
+                                  queuedAt: Self.start)
+        hookRun.hook = HookCause(run: 7, action: "other", event: .failure)
+        #expect(HookFiring(run: hookRun, hooks: Self.deploy.hooks) == nil)
+        #expect(HookFiring(run: hookRun, hooks: Self.action("deploy", hooks: [.failure: Self.page], chain: true).hooks) != nil)
+        hookRun.hook = nil
+        hookRun.phase = .cancelled
+        #expect(HookFiring(run: hookRun, hooks: Self.deploy.hooks) == nil)
+    }
 }

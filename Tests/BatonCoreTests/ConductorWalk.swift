@@ -122,8 +122,9 @@ struct ConductorWalk {
     private var debouncedAsks: [ConductorState.Token: (key: String, pending: Int64?)] = [:]
     private var timerDue: [Int64: [ConductorState.Timer: Timestamp]] = [:]
 
-    init(maxConcurrentRuns: Int, seed: UInt64) {
+    init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
+        state.storeDecidesHooks = storeDecidesHooks
     }
 
     // MARK: Walking
@@ -386,6 +387,12 @@ struct ConductorWalk {
                     }
                 }
                 if !withItsRun { violate("a delivery of run \(runID) was written apart from the run's creation or trigger record") }
+            case let .hooks(firing):
+                // Left to the store (a fleet): in the item of the end that fires it.
+                let withItsEnd = entries.contains { entry in
+                    if case let .transition(transition) = entry { transition.runID == firing.run.id && transition.to.isTerminal } else { false }
+                }
+                if !withItsEnd { violate("run \(firing.run.id)'s hooks were written apart from its end") }
             case .trigger, .output, .processGroup:
                 break
             case .outputChunks:
@@ -517,6 +524,7 @@ struct ConductorWalk {
             runAction[run.id] = (action, run.key)
             if let cause = run.hook { hookCause[run.id] = cause }
         }
+        if state.storeDecidesHooks { return checkFirings(entries) }
         var expected: [String: String] = [:]
         for case let .transition(transition) in entries where transition.to == .success || transition.to == .failure {
             guard let (action, key) = runAction[transition.runID], !action.hooks.isEmpty else { continue }
@@ -540,6 +548,25 @@ struct ConductorWalk {
         for (target, count) in records where count != 0 {
             violate("hooks of \(target): \(count > 0 ? "\(count) trigger records too many" : "\(-count) hooks fired nothing") in one end's item")
         }
+    }
+
+    /// Where the store decides hooks (a fleet): each end that can fire (a success or failure of a
+    /// run whose action has hooks; a hook's own run only with `chain`) brings one firing of that
+    /// run in its item, no other end brings one, and the state makes no hook run itself.
+    private mutating func checkFirings(_ entries: [JournalEntry]) {
+        var expected: Set<Int64> = []
+        for case let .transition(transition) in entries where transition.to == .success || transition.to == .failure {
+            guard let (action, _) = runAction[transition.runID], !action.hooks.isEmpty,
+                  hookCause[transition.runID] == nil || action.hooks.chain else { continue }
+            expected.insert(transition.runID)
+        }
+        for entry in entries {
+            if case let .created(run, _) = entry, run.hook != nil { violate("run \(run.id) was made by a hook the store decides") }
+            if case let .hooks(firing) = entry, expected.remove(firing.run.id) == nil {
+                violate("run \(firing.run.id)'s hooks fired twice, or in an item without its end")
+            }
+        }
+        for id in expected.sorted() { violate("run \(id)'s end left its hooks out of its item") }
     }
 
     /// Every action a hook may trigger, by name.

@@ -8,13 +8,22 @@ struct ConductorWalkTests {
     /// BATON_WALKS=N runs more of them.
     @Test("random walks of every kind of event keep every invariant, step by step", arguments: [1, 2, 3])
     func walks(limit: Int) {
+        walk(limit: limit, storeDecidesHooks: false)
+    }
+
+    @Test("random walks where the store decides hooks (a fleet host): every end that can fire hands its firing over in its own item, once, and no hook run is made here")
+    func walksWithTheStoreDecidingHooks() {
+        walk(limit: 2, storeDecidesHooks: true)
+    }
+
+    private func walk(limit: Int, storeDecidesHooks: Bool) {
         let environment = ProcessInfo.processInfo.environment
         let count = environment["BATON_WALKS"].flatMap(Int.init) ?? 150
         let seeds: [UInt64] = environment["BATON_WALK_SEED"].flatMap(UInt64.init).map { [$0] }
             ?? (0..<UInt64(count)).map { $0 &* 7919 &+ UInt64(limit) }
         var steps = 0
         for seed in seeds {
-            var walk = ConductorWalk(maxConcurrentRuns: limit, seed: seed)
+            var walk = ConductorWalk(maxConcurrentRuns: limit, seed: seed, storeDecidesHooks: storeDecidesHooks)
             walk.tracing = environment["BATON_WALK_TRACE"] != nil
             var choices = SeededChoices(seed: seed, budget: 3_000)
             while walk.step(&choices) {}

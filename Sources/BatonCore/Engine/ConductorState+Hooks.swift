@@ -10,6 +10,12 @@ extension ConductorState {
     mutating func fireHooks(_ run: RunSnapshot, _ action: Action, output: [UInt8], _ step: inout Step) {
         let hooks = action.hooks
         guard !hooks.isEmpty, run.phase == .success || run.phase == .failure else { return }
+        // A fleet: the key's last outcome and the hook keys' slots are rows another host may
+        // hold; the end's transaction decides the hooks with them (`HookFiring`).
+        if storeDecidesHooks {
+            if let firing = HookFiring(run: run, hooks: hooks) { step.entries.append(.hooks(firing)) }
+            return
+        }
         let previous = outcomes[run.key]
         if hooks.targets[.change] != nil { outcomes[run.key] = run.phase }
         if run.hook != nil, !hooks.chain { return }

@@ -101,7 +101,7 @@ extension ConductorState {
         let effects = machine.handle(.start)
         var run = adopted.run
         run.estimate = estimates.median(run.action)
-        flights[id] = Flight(run: run, machine: machine, action: adopted.action, runner: nil, seq: adopted.seq)
+        flights[id] = Flight(run: run, machine: machine, action: adopted.action, runner: nil, seq: adopted.seq, hook: adopted.hook)
         table.adoptRunning(id, key: run.key)
         nextRunID = max(nextRunID, id + 1)
         for case let .launch(attempt) in effects { perform(id, .launch(attempt: attempt), &step) }

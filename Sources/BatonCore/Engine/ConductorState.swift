@@ -150,6 +150,9 @@ public struct ConductorState: Sendable {
     /// The last outcome (success or failure) of each key whose action has a `change` hook, from
     /// when it is decided (seeded from the history at start): what `change` compares against.
     public internal(set) var outcomes: [String: Phase] = [:]
+    /// Whether a run's end hands its hooks to the store (`JournalEntry.hooks`) instead of
+    /// deciding them against this table: a fleet host, whose keys are rows in PostgreSQL.
+    public var storeDecidesHooks = false
     /// The run each scheduled slot made (seeded from the history at start): what a trigger of the
     /// same slot joins or is answered with.
     public internal(set) var slots = SlotBook()
@@ -281,11 +284,14 @@ public struct AdoptedRun: Sendable, Equatable {
     public var run: RunSnapshot
     public var seq: Int
     public var action: Action
+    /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
+    public var hook: HookContext?
 
-    public init(run: RunSnapshot, seq: Int, action: Action) {
+    public init(run: RunSnapshot, seq: Int, action: Action, hook: HookContext? = nil) {
         self.run = run
         self.seq = seq
         self.action = action
+        self.hook = hook
     }
 }
 

@@ -101,3 +101,20 @@ public struct HookContext: Sendable, Equatable {
         return env
     }
 }
+
+/// A run's end whose hooks the store decides (`Conductor.Options.storeDecidesHooks`, a fleet):
+/// the run as it ended and its action's hooks, written in the item of the end. The store holds
+/// the key's last outcome and the hook keys' slots, so it decides which fire (`HookTargets.fired`)
+/// and what each trigger does, in the transaction that records the end.
+public struct HookFiring: Sendable, Equatable {
+    public var run: RunSnapshot
+    public var hooks: HookTargets
+
+    /// The firing of `run`'s end, or nil when it fires nothing whatever the previous outcome:
+    /// no hooks, not a success or failure, or a hook run's end where the action has no `on.chain`.
+    public init?(run: RunSnapshot, hooks: HookTargets) {
+        guard !hooks.isEmpty, run.phase == .success || run.phase == .failure, run.hook == nil || hooks.chain else { return nil }
+        self.run = run
+        self.hooks = hooks
+    }
+}

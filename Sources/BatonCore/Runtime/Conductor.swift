@@ -28,10 +28,13 @@ public final class Conductor: Sendable {
         public var watchersFedByFleet: Bool
         /// Told every line of every run's output besides the history (batond: the journal), or nil.
         public var lineSink: (any OutputLineSink)?
+        /// A run's end hands its hooks to the store to decide (`ConductorState.storeDecidesHooks`): a fleet.
+        public var storeDecidesHooks: Bool
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
                     seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,
-                    lineSink: (any OutputLineSink)? = nil) {
+                    lineSink: (any OutputLineSink)? = nil, storeDecidesHooks: Bool = false) {
+            self.storeDecidesHooks = storeDecidesHooks
             self.maxConcurrentRuns = maxConcurrentRuns
             self.execRunner = execRunner
             self.seed = seed
@@ -127,8 +130,9 @@ public final class Conductor: Sendable {
         self.store = store
         self.options = options
         let registry = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        core = Locked(Core(state: ConductorState(maxConcurrentRuns: options.maxConcurrentRuns, seed: options.seed),
-                           actions: registry))
+        var state = ConductorState(maxConcurrentRuns: options.maxConcurrentRuns, seed: options.seed)
+        state.storeDecidesHooks = options.storeDecidesHooks
+        core = Locked(Core(state: state, actions: registry))
     }
 
     // MARK: The inbox

@@ -33,6 +33,8 @@ public enum JournalEntry: Sendable, Equatable {
     /// A webhook delivery made (or joined) this run: written with the run's creation or the
     /// trigger record, in the same item. The first record of a delivery stays.
     case delivery(Delivery, runID: Int64, at: Timestamp)
+    /// A run's end fires hooks the store decides (a fleet): in the item of that end, after it.
+    case hooks(HookFiring)
 }
 
 extension JournalEntry {

@@ -1,0 +1,116 @@
+import BatonCore
+
+/// Hooks across hosts. The host that records a run's end decides its hooks in the same
+/// transaction (`JournalEntry.hooks`, after the end), holding the slot rows of the run's key and
+/// of every hook's key, locked together in key order (`FleetJournal.lockKeys`): which hooks fire
+/// comes from the key's last outcome in its row (`keys.last_outcome`, read and replaced by the
+/// end under the same lock), and each hook's trigger is decided against its key's row as any
+/// trigger is (`KeySlot`, cooldown from the row, `FleetCooldown`). So an end and its hook runs
+/// commit together or not at all: a host killed after the commit leaves a queued hook run that
+/// the reaper hands to a survivor (or its own restart), which tells it what fired it from the
+/// firing run's row and output (`context`).
+enum FleetHooks {
+    /// The keys the firings among `entries` may trigger.
+    static func keys(_ entries: [JournalEntry]) -> [String] {
+        var keys: Set<String> = []
+        for case let .hooks(firing) in entries { keys.formUnion(firing.hooks.targets.values.map(\.key)) }
+        return keys.sorted()
+    }
+
+    /// The keys the hooks of `actions` may trigger: what the reaper locks with a dead host's
+    /// keys, since the ends it writes fire their hooks.
+    static func keys(of actions: [Action]) -> [String] {
+        Set(actions.flatMap { $0.hooks.targets.values.map(\.key) }).sorted()
+    }
+
+    /// The statements that give the hook keys of `actions` their rows and lock them with the
+    /// keys of `incarnations`' unfinished runs, in key order (`FleetJournal.lockKeys`).
+    static func lockForTakeover(_ incarnations: [String], actions: [Action]) -> [FleetJournal.Statement] {
+        let hookKeys = keys(of: actions)
+        return (hookKeys.isEmpty ? [] : [insertKeys(hookKeys)]) + [FleetJournal.lockKeys(ofIncarnations: incarnations, keys: hookKeys)]
+    }
+
+    /// Gives each hook key a slot row if it has none, in key order, so that `lockKeys` can lock it.
+    static func insertKeys(_ keys: [String]) -> FleetJournal.Statement {
+        ("INSERT INTO keys (key) SELECT k FROM unnest($1::text[]) AS k ORDER BY k ON CONFLICT DO NOTHING", [FleetJournal.textArray(keys)])
+    }
+
+    /// Decides the hooks an end fires, `previous` being its key's outcome before it, in the
+    /// transaction that wrote the end (holding the hook keys' rows).
+    static func fire(_ firing: HookFiring, previous: Phase?, on db: PGConnection, as me: FleetHost) throws {
+        for event in firing.hooks.fired(by: firing.run.phase, previous: previous) {
+            guard let target = firing.hooks.targets[event] else { continue }
+            try trigger(target, cause: HookCause(run: firing.run.id, action: firing.run.action, event: event), on: db, as: me)
+        }
+    }
+
+    /// One hook's trigger, from nobody, under its action's policy and cooldown: a queued run of
+    /// this host (started by `startWaiting`, or by the host that takes it over), or a record
+    /// against the run it joins, coalesces into, is rejected or cooled by.
+    private static func trigger(_ target: HookTarget, cause: HookCause, on db: PGConnection, as me: FleetHost) throws {
+        let action = target.action
+        let trigger = Trigger(action: action, key: target.key, policy: action.policy, params: target.params, peer: nil)
+        let now = Timestamp.now
+        // Held already: by the end's transaction (`FleetWriter`), or the reaper's (`lockForTakeover`).
+        try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [target.key])
+        var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
+            ?? [nil, nil, nil])
+        if action.cooldown != nil, let success = FleetCooldown.cooling(try db.query(FleetCooldown.lastSuccess(of: target.key)).first, trigger) {
+            return try record(target, run: success, .cooled, at: now, on: db, as: me)
+        }
+        let candidate = Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") ?? 0
+        let decision = slot.trigger(policy: action.policy, candidate: candidate)
+        switch decision {
+        case .created, .followUp, .replaced:
+            var detail = TransitionDetail()
+            detail.via = cause.description
+            if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
+            if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
+            var run = RunSnapshot(id: candidate, action: action.name, key: target.key, phase: .queued, policy: action.policy,
+                                  params: target.params, trigger: nil, queuedAt: now)
+            run.via = cause.description
+            run.hook = cause
+            try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
+            try FleetJournal.insertTransition(Transition(runID: candidate, seq: 1, from: nil, to: .queued, at: now, detail: detail), on: db)
+            try FleetJournal.store(slot, key: target.key, on: db)
+            if case let .replaced(_, stopping) = decision {
+                for old in stopping { try stop(old, replacedBy: candidate, on: db) }
+            }
+        case let .joined(id): try record(target, run: id, .joined, at: now, on: db, as: me)
+        case let .coalesced(id): try record(target, run: id, .coalesced, at: now, on: db, as: me)
+        case let .rejected(id): try record(target, run: id, .rejected, at: now, on: db, as: me)
+        case .cooled, .slotRan:
+            throw PGError(message: "a key slot decided \(decision), which it never decides")
+        }
+    }
+
+    private static func record(_ target: HookTarget, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp,
+                               on db: PGConnection, as me: FleetHost) throws {
+        let record = TriggerRecord(runID: run, action: target.action.name, key: target.key, decision: decision,
+                                   policy: target.action.policy, peer: nil, at: now, params: target.params)
+        try db.query(FleetJournal.insertTrigger(record, host: me.name))
+    }
+
+    /// A run a hook's `replace` stops: a queued one ends here, a loading or retrying one is marked
+    /// for its owner, which hears of it from the feed (as `FleetCoordinator.stop` does).
+    private static func stop(_ id: Int64, replacedBy new: Int64, on db: PGConnection) throws {
+        let stop = RunMachine.Stop.replaced(by: new)
+        guard let row = try db.query("SELECT phase, last_seq FROM runs WHERE id = $1", [String(id)]).first else { return }
+        if row[0] == Phase.queued.rawValue, let seq = row[1].flatMap({ Int($0) }) {
+            _ = try FleetJournal.apply(Transition(runID: id, seq: seq + 1, from: .queued, to: stop.phase, at: .now, detail: stop.detail),
+                                       on: db, as: nil)
+        } else {
+            try db.query("UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying')", [String(id), StopRequest.text(stop)])
+        }
+    }
+
+    /// What a hook run is told of the run that fired it, rebuilt from that run's row and the
+    /// output tail it kept: for the host that claims the hook run, whichever host created it.
+    static func context(of run: RunSnapshot, on db: PGConnection) throws -> HookContext? {
+        guard let cause = run.hook,
+              let row = try db.query("SELECT \(FleetRows.runColumns) FROM runs WHERE id = $1", [String(cause.run)]).first
+        else { return nil }
+        let tail = try db.query("SELECT encode(tail, 'hex') FROM outputs WHERE run_id = $1", [String(cause.run)]).first?[0]
+        return HookContext(cause: cause, run: FleetRows.run(row), output: FleetHistory.unhex(tail ?? ""))
+    }
+}
