@@ -1,3 +1,4 @@
+import CBatonSystem
 import BatonFleet
 import Foundation
 
@@ -79,11 +80,25 @@ final class Postgres: @unchecked Sendable {
 
     /// Runs a shell command with posix_spawn and waits for it with waitpid. (Foundation's Process
     /// was seen to miss the exit of `runuser … pg_ctl start`, leaving it a zombie and the wait hanging.)
+    /// Every descriptor but stdin, stdout and stderr is closed in the child (`baton_spawn`): the
+    /// server outlives the test, and a pipe or socket of this process that it inherited — another
+    /// test's batond's output, or the socket by which Foundation learns that a Process exited —
+    /// would never reach its end. A server started beside a batond kept that batond's exit
+    /// unnoticed, and `Daemon.stop` waited for it forever.
     static func shell(_ command: String) -> Int32 {
         var pid: pid_t = 0
         let argv: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (text: String) in strdup(text) } + [nil]
         defer { argv.forEach { free($0) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return -1 }
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(null) }
+        let spawned = argv.withUnsafeBufferPointer { args in
+            args.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: args.count) { argv in
+                environ.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: 1) { envp in
+                    baton_spawn(argv, envp, nil, null, null, -1, &pid)
+                }
+            }
+        }
+        guard spawned == 0 else { return -1 }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
             if errno != EINTR { return 0 }  // reaped by someone else: the output file tells what happened
