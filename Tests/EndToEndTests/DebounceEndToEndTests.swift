@@ -54,7 +54,7 @@ struct DebounceEndToEndTests {
         #expect(outputs.filter { $0.stdout.contains(#""decision" : "joined""#) }.count == 2)
         #expect(Self.log(log) == ["run 1"], "one run for the burst")
         let show = try daemon.baton("show", "1").stdout
-        #expect(show.contains("other triggers: 2 debounced") && show.components(separatedBy: "  debounced  by ").count - 1 == 2,
+        #expect(show.contains("other triggers: 2 debounced") && show.components(separatedBy: "  debounced (joined this pending run and pushed its start back)  by ").count - 1 == 2,
                 "both joins recorded against run 1: \(show)")
         #expect(show.contains("debounce until "), "\(show)")
     }
