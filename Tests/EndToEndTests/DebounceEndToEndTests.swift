@@ -37,11 +37,15 @@ struct DebounceEndToEndTests {
         async let first = run(Binaries.baton, ["--socket", socket, "run", "ci", "--json"])
         async let second = run(Binaries.baton, ["--socket", socket, "run", "ci", "--json"])
         async let third = run(Binaries.baton, ["--socket", socket, "run", "ci", "--json"])
-        // A bounded poll: the pending run shows in status once the first trigger is queued.
-        var status = ""
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !status.contains("debouncing, starts in") {
-            status = try daemon.baton("status").stdout
+        // A bounded poll: the pending run shows in status once the first trigger is queued. Off
+        // the pool, so that the callers' tasks get a thread to start on while it waits.
+        let status = try await offPool {
+            var status = ""
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline, !status.contains("debouncing, starts in") {
+                status = try daemon.baton("status").stdout
+            }
+            return status
         }
         #expect(status.contains("debouncing, starts in") && status.contains("(run 1)"), "\(status)")
         let outputs = try await [first, second, third]
@@ -71,11 +75,14 @@ struct DebounceEndToEndTests {
         async let second = run(Binaries.baton, ["--socket", socket, "run", "ci"])
         async let third = run(Binaries.baton, ["--socket", socket, "run", "ci"])
         // A bounded poll: every trigger of the burst has joined run 1 before the cancel.
-        var show = ""
-        let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline, !show.contains("other triggers: 2 debounced") {
-            show = (try? daemon.baton("show", "1").stdout) ?? ""
-            if !show.contains("other triggers: 2 debounced") { usleep(50_000) }
+        let show = try await offPool {
+            var show = ""
+            let deadline = Date().addingTimeInterval(120)
+            while Date() < deadline, !show.contains("other triggers: 2 debounced") {
+                show = (try? daemon.baton("show", "1").stdout) ?? ""
+                if !show.contains("other triggers: 2 debounced") { usleep(50_000) }
+            }
+            return show
         }
         #expect(show.contains("other triggers: 2 debounced"), "\(show)")
         let cancelled = try daemon.baton("cancel", "ci")
