@@ -27,6 +27,7 @@ struct ConductorDebounceTests {
         var closed: [Int64] = []
         var answers: [ConductorState.Token: ConductorState.Answer] = [:]
         var written: [JournalEntry] = []
+        var published: [RunUpdate] = []
         var token: ConductorState.Token = 0
 
         mutating func handle(_ event: ConductorState.Event) {
@@ -42,6 +43,7 @@ struct ConductorDebounceTests {
                 case let .cancelTimers(run): timers[run] = nil
                 case let .answer(token, answer): answers[token] = answer
                 case let .close(run): closed.append(run)
+                case let .publish(update): published.append(update)
                 default: break
                 }
             }
@@ -166,6 +168,36 @@ struct ConductorDebounceTests {
             rig.at(12)
             #expect(rig.launched == [1, 2])
         }
+    }
+
+    @Test("a pending follow-up behind a running run is shared whatever the trigger's policy: the burst has its run, and the run loading is left alone",
+          arguments: Policy.allCases)
+    func followUpAndPolicy(policy: Policy) {
+        var rig = Rig()
+        let action = Self.action(policy: .queue)
+        rig.trigger(action, at: 0)
+        rig.at(5)
+        #expect(rig.launched == [1])
+        let queued = rig.trigger(action, at: 6)
+        #expect(rig.decision(queued) == .followUp(2, after: 1))
+        let asked = rig.trigger(action, at: 7, policy: policy)
+        #expect(rig.decision(asked) == .joined(2) && rig.records.last == .debounced, "\(String(describing: rig.answers[asked]))")
+        #expect(rig.stopped.isEmpty && rig.state.inFlight.count == 2, "the run loading goes on")
+    }
+
+    @Test("a gated run's creation is not told as waiting for a lock: it is debouncing, not waiting")
+    func gatedIsNotWaiting() {
+        var rig = Rig()
+        var holder = Self.action(policy: .reject, window: 5, locks: ["db"])
+        holder.debounce = nil
+        holder.name = "migrate"
+        rig.trigger(holder, at: 0)
+        #expect(rig.launched == [1])
+        rig.trigger(Self.action(locks: ["db"]), at: 1)
+        let created = rig.state.inFlight.first { $0.id == 2 }
+        #expect(created?.debounceUntil != nil)
+        #expect(rig.published.last { $0.run.id == 2 && $0.transition?.to == .queued }?.run.waiting == nil,
+                "the queued update of a run in its window says nothing of the lock")
     }
 
     @Test("a follow-up whose window ended while the run before it loads starts when that run ends")

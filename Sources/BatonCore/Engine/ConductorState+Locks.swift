@@ -17,7 +17,7 @@ extension ConductorState {
     func withLockWait(_ update: RunUpdate) -> RunUpdate {
         let run = update.run
         guard run.phase == .queued, update.transition?.to == .queued, table.holder(of: run.key) == run.id,
-              table.stage(of: run.id) != .running else { return update }
+              table.stage(of: run.id) != .running, !table.isGated(run.id) else { return update }
         var told = update
         told.run.waiting = table.locks.wait(of: run.id)
         return told
