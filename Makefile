@@ -19,10 +19,13 @@ SWIFT ?= swift
 # built with _FORTIFY_SOURCE: what a Debian package is expected to have.
 # SCRATCH: another build directory (the package tests build there when .build/release is missing).
 SCRATCH ?=
+# No $ORIGIN in the library search path (--disable-local-rpath): the Swift runtime is linked in, and
+# libpq and libcrypto, opened by name, must come from the system's libraries only, never from
+# beside the binary.
 # Linked by lld with packed relative relocations (DT_RELR, glibc 2.36): 40,000 relocations of the
 # Swift metadata in 20 KB instead of 960 KB, which ld.so reads at every start (batond's RSS and size).
 RELEASE_FLAGS = $(if $(SCRATCH),--scratch-path $(SCRATCH)) -c release --static-swift-stdlib -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now -Xcc -D_FORTIFY_SOURCE=2 \
-	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
+	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs --disable-local-rpath
 
 BINDIR = $(PREFIX)/bin
 UNITDIR = $(PREFIX)/lib/systemd/system

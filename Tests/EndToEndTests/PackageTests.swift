@@ -45,6 +45,9 @@ struct PackageTests {
             #expect(!needed.isEmpty)
             for library in needed { #expect(allowed.contains(library), "\(binary) needs \(library)") }
             #expect(!needed.contains { $0.hasPrefix("libpq") || $0.hasPrefix("libcrypto") }, "\(binary) links libpq or libcrypto")
+            // No RUNPATH: libpq and libcrypto are opened by name, and a `$ORIGIN` there would look
+            // for them first beside the binary (a root batond in a directory a user can write to).
+            #expect(!headers.stdout.contains("RUNPATH") && !headers.stdout.contains("RPATH"), "\(binary) has a library search path")
             let ldd = try await run("/usr/bin/ldd", [directory + "/" + binary])
             #expect(ldd.code == 0 && !ldd.stdout.contains("swift"), "\(binary): \(ldd.stdout)")
         }
