@@ -58,7 +58,9 @@ enum FleetHooks {
         if action.cooldown != nil, let success = FleetCooldown.cooling(try db.query(FleetCooldown.lastSuccess(of: target.key)).first, trigger) {
             return try record(target, run: success, .cooled, at: now, on: db, as: me)
         }
-        let candidate = Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") ?? 0
+        guard let candidate = Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") else {
+            throw PGError(message: "PostgreSQL gave no run id for the hook run of \(action.name)")
+        }
         let decision = slot.trigger(policy: action.policy, candidate: candidate)
         switch decision {
         case .created, .followUp, .replaced:
