@@ -34,11 +34,9 @@ struct DebounceEndToEndTests {
         let daemon = try Daemon(config: Self.config(log: log, window: "5s"))
         defer { daemon.stop() }
         let socket = daemon.socket
-        async let first = run(Binaries.baton, ["--socket", socket, "run", "ci", "--json"])
-        async let second = run(Binaries.baton, ["--socket", socket, "run", "ci", "--json"])
-        async let third = run(Binaries.baton, ["--socket", socket, "run", "ci", "--json"])
-        // A bounded poll: the pending run shows in status once the first trigger is queued. Off
-        // the pool, so that the callers' tasks get a thread to start on while it waits.
+        let callers = (0..<3).map { _ in Launched(Binaries.baton, ["--socket", socket, "run", "ci", "--json"]) }
+        // A bounded poll, off the pool: the pending run shows in status once the first trigger is
+        // queued (the callers run on threads of their own, started above).
         let status = try await offPool {
             var status = ""
             let deadline = Date().addingTimeInterval(10)
@@ -48,7 +46,8 @@ struct DebounceEndToEndTests {
             return status
         }
         #expect(status.contains("debouncing, starts in") && status.contains("(run 1)"), "\(status)")
-        let outputs = try await [first, second, third]
+        var outputs: [Output] = []
+        for caller in callers { outputs.append(try await caller.output()) }
         for output in outputs {
             #expect(output.code == 1, "each caller exits as run 1 failed: \(output.stdout) \(output.stderr)")
             #expect(output.stdout.contains(#""id" : 1,"#) && output.stdout.contains(#""phase" : "failure""#)
@@ -71,9 +70,7 @@ struct DebounceEndToEndTests {
         let daemon = try Daemon(config: Self.config(log: log, window: "10m"))
         defer { daemon.stop() }
         let socket = daemon.socket
-        async let first = run(Binaries.baton, ["--socket", socket, "run", "ci"])
-        async let second = run(Binaries.baton, ["--socket", socket, "run", "ci"])
-        async let third = run(Binaries.baton, ["--socket", socket, "run", "ci"])
+        let callers = (0..<3).map { _ in Launched(Binaries.baton, ["--socket", socket, "run", "ci"]) }
         // A bounded poll: every trigger of the burst has joined run 1 before the cancel.
         let show = try await offPool {
             var show = ""
@@ -87,7 +84,8 @@ struct DebounceEndToEndTests {
         #expect(show.contains("other triggers: 2 debounced"), "\(show)")
         let cancelled = try daemon.baton("cancel", "ci")
         #expect(cancelled.code == 0, "\(cancelled.stdout) \(cancelled.stderr)")
-        for output in try await [first, second, third] {
+        for caller in callers {
+            let output = try await caller.output()
             #expect(output.code == 3 && output.stdout.contains("run 1"), "each caller hears run 1 cancelled: \(output.stdout) \(output.stderr)")
         }
         #expect(Self.log(log).isEmpty, "nothing ran")

@@ -23,6 +23,30 @@ func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
     }
 }
 
+/// A command started on a thread of its own at once, whatever the pool is doing: `async let` of
+/// `run` starts only when a pool thread is free, which on a loaded machine can be minutes after
+/// the test meant it to (a debounce burst then missed its window).
+final class Launched: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var result: Result<Output, Error>?  // written before `done` is signalled, read after
+
+    init(_ path: String, _ arguments: [String], environment: [String: String] = [:]) {
+        Thread.detachNewThread { [self] in
+            result = Result { try execute(path, arguments, environment: environment) }
+            done.signal()
+        }
+    }
+
+    /// The command's output once it has ended.
+    func output() async throws -> Output {
+        try await offPool { [self] in
+            done.wait()
+            done.signal()
+            return try result!.get()
+        }
+    }
+}
+
 /// `execute`, off the pool.
 func run(_ path: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> Output {
     try await offPool { try execute(path, arguments, environment: environment) }
