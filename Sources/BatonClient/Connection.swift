@@ -45,7 +45,7 @@ final class Connection: Sendable {
     }
 
     private func received(_ line: [UInt8]) {
-        guard let response = try? JSONDecoder().decode(Response.self, from: Data(line)) else {
+        guard let response = FastResponse.read(line) ?? (try? JSONDecoder().decode(Response.self, from: Data(line))) else {
             // A line that cannot be read may be some request's answer: waiting on would hang it.
             handle(.lost(SocketLines.unreadable(line)))
             return transport.close()
@@ -55,16 +55,10 @@ final class Connection: Sendable {
 
     /// A request as the line batond reads, newline included (nil if it cannot be encoded).
     static func line(_ request: Request) -> [UInt8]? {
-        guard var line = try? encoder.encode(request) else { return nil }
+        guard var line = request.jsonLine() else { return nil }
         line.append(UInt8(ascii: "\n"))
-        return Array(line)
+        return line
     }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .withoutEscapingSlashes
-        return encoder
-    }()
 }
 
 /// Whether a request's task was cancelled before or after the request got its id: whichever

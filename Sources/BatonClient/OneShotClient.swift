@@ -53,7 +53,7 @@ public final class OneShotClient {
             } catch {
                 throw BatonClientError.unavailable(error.reason)
             }
-            guard let response = try? JSONDecoder().decode(Response.self, from: Data(line)) else {
+            guard let response = FastResponse.read(line) ?? (try? JSONDecoder().decode(Response.self, from: Data(line))) else {
                 shutdown(lines.fd, Int32(SHUT_RDWR))
                 throw BatonClientError.unavailable(SocketLines.unreadable(line))
             }

@@ -1,3 +1,4 @@
+import BatonCore
 import FoundationEssentials
 import Glibc
 
@@ -8,7 +9,7 @@ public enum DatabasePath {
 
     /// `/var/lib/baton/history.sqlite` for root (systemd's `$STATE_DIRECTORY` when set),
     /// `$XDG_STATE_HOME/baton/history.sqlite` or `~/.local/state/baton/history.sqlite` otherwise.
-    public static func `default`(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    public static func `default`(environment: [String: String] = Environment.values("STATE_DIRECTORY", "XDG_STATE_HOME")) -> String {
         if getuid() == 0 {
             if let state = environment["STATE_DIRECTORY"]?.split(separator: ":").first, !state.isEmpty {
                 return state + "/history.sqlite"

@@ -17,9 +17,8 @@ final class Context: Sendable {
     /// A context for this process: stdout's terminal and the environment decide colours.
     convenience init(socketPath: String, databasePath: String?) {
         let isTerminal = isatty(1) == 1
-        let env = ProcessInfo.processInfo.environment
         self.init(socketPath: socketPath, databasePath: databasePath, isTerminal: isTerminal,
-                  useColor: isTerminal && env["NO_COLOR"] == nil && env["TERM"] != "dumb")
+                  useColor: isTerminal && Environment.value("NO_COLOR") == nil && Environment.value("TERM") != "dumb")
     }
 
     init(socketPath: String, databasePath: String?, isTerminal: Bool, useColor: Bool) {

@@ -142,7 +142,7 @@ enum Format {
     static func width(of fd: Int32) -> Int {
         var size = winsize()
         if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-        if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) { return columns }
+        if let columns = Environment.value("COLUMNS").flatMap(Int.init) { return columns }
         return 100
     }
 
