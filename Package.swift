@@ -12,11 +12,8 @@ let package = Package(
         .executable(name: "baton", targets: ["baton"]),
     ],
     targets: [
-        .systemLibrary(
-            name: "CSQLite",
-            pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"])]
-        ),
+        // SQLite's header only (libsqlite3-dev): BatonStore opens the library itself (SQLite), never links it.
+        .systemLibrary(name: "CSQLite"),
         // libpq's header only (libpq-dev): BatonFleet opens the library itself (LibPQ), never links it.
         .systemLibrary(name: "CLibPQ"),
         // OpenSSL's headers only (libssl-dev): BatonHooks opens libcrypto itself (HMAC), never links it.

@@ -6,41 +6,45 @@ import CSQLite
 /// connection and are reset after each use. `deinit` finalizes them all and closes the handle.
 public final class Connection {
     let handle: OpaquePointer
+    /// libsqlite3's functions (the library is opened by the first connection).
+    let sqlite: BatonSQLite
     public let path: String
     /// Cached statements by the address of their SQL literal: no hashing of the text per use.
     private var cache: [UnsafeRawPointer: Statement] = [:]
 
     /// Opens (or, unless `readOnly`, creates) the database at `path`, waiting up to 5 s for locks.
     public init(path: String, readOnly: Bool = false) throws(DatabaseError) {
+        let sqlite = try SQLite.load()
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite.sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
-            if let db { sqlite3_close_v2(db) }
+            let message = db.map { SQLite.text(sqlite.sqlite3_errmsg($0)) } ?? SQLite.text(sqlite.sqlite3_errstr(rc))
+            if let db { sqlite.sqlite3_close_v2(db) }
             throw DatabaseError(code: rc, message: message)
         }
         handle = db
+        self.sqlite = sqlite
         self.path = path
-        sqlite3_extended_result_codes(db, 1)
+        sqlite.sqlite3_extended_result_codes(db, 1)
         // Wait for locks rather than fail at once; owners that need another timeout set their own.
-        sqlite3_busy_timeout(db, 5_000)
+        sqlite.sqlite3_busy_timeout(db, 5_000)
     }
 
     deinit {
         cache.removeAll()
-        sqlite3_close_v2(handle)
+        sqlite.sqlite3_close_v2(handle)
     }
 
     /// Runs one or more statements that return no rows.
     public func execute(_ sql: String) throws(DatabaseError) {
         var errorMessage: UnsafeMutablePointer<CChar>?
-        let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        let rc = sqlite.sqlite3_exec(handle, sql, nil, nil, &errorMessage)
         if rc != SQLITE_OK {
-            let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
-            sqlite3_free(errorMessage)
-            throw DatabaseError(code: sqlite3_extended_errcode(handle), message: message, sql: sql)
+            let message = errorMessage.map { String(cString: $0) } ?? SQLite.text(sqlite.sqlite3_errmsg(handle))
+            sqlite.sqlite3_free(errorMessage)
+            throw DatabaseError(code: sqlite.sqlite3_extended_errcode(handle), message: message, sql: sql)
         }
     }
 
@@ -73,13 +77,13 @@ public final class Connection {
             try execute("COMMIT")
             return value
         } catch {
-            if sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }
+            if sqlite.sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }
             throw error
         }
     }
 
     /// The rows changed by the last statement.
-    public var changes: Int { Int(sqlite3_changes(handle)) }
+    public var changes: Int { Int(sqlite.sqlite3_changes(handle)) }
 
     /// The first column of the first row of a query, or nil.
     public func scalar(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> DatabaseValue? {
@@ -90,6 +94,6 @@ public final class Connection {
     }
 
     func error(sql: String?) -> DatabaseError {
-        DatabaseError(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+        DatabaseError(code: sqlite.sqlite3_extended_errcode(handle), message: SQLite.text(sqlite.sqlite3_errmsg(handle)), sql: sql)
     }
 }

@@ -23,7 +23,8 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
     public var isFull: Bool { primaryCode == SQLITE_FULL }
 
     public var description: String {
-        let name = String(cString: sqlite3_errstr(code))
+        // The library's name for the code, once it is loaded (an error loading it has none).
+        let name = SQLite.loaded.map { SQLite.text($0.sqlite3_errstr(code)) } ?? "code \(code & 0xff)"
         var text = "SQLite error \(code) (\(name)): \(message)"
         if let sql { text += " — in: \(sql.prefix(200))" }
         return text

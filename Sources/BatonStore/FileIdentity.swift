@@ -32,7 +32,7 @@ extension Store {
     /// start than to say "ready" and fail every trigger.
     static func refuseReadOnly(_ connection: Connection, path: String) throws(StoreError) {
         var reasons: [String] = []
-        if sqlite3_db_readonly(connection.handle, "main") == 1 { reasons.append("SQLite opened it read-only") }
+        if connection.sqlite.sqlite3_db_readonly(connection.handle, "main") == 1 { reasons.append("SQLite opened it read-only") }
         for file in [path, path + "-wal", path + "-shm"] where access(file, F_OK) == 0 && access(file, W_OK) != 0 {
             reasons.append("\(file): \(String(cString: strerror(errno)))")
         }

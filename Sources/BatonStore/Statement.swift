@@ -23,18 +23,21 @@ public enum DatabaseValue: Sendable, Equatable {
 public final class Statement {
     let handle: OpaquePointer
     unowned let connection: Connection
+    /// libsqlite3's functions, as the connection has them.
+    let sqlite: BatonSQLite
     public let sql: String
 
     init(connection: Connection, sql: String) throws(DatabaseError) {
         var statement: OpaquePointer?
-        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        let rc = connection.sqlite.sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard rc == SQLITE_OK, let statement else { throw connection.error(sql: sql) }
         handle = statement
+        sqlite = connection.sqlite
         self.connection = connection
         self.sql = sql
     }
 
-    deinit { sqlite3_finalize(handle) }
+    deinit { sqlite.sqlite3_finalize(handle) }
 
     /// Binds values to the parameters, in order, from 1.
     public func bind(_ values: [DatabaseValue]) throws(DatabaseError) {
@@ -44,19 +47,19 @@ public final class Statement {
     public func bind(_ value: DatabaseValue, at index: Int32) throws(DatabaseError) {
         let rc: Int32
         switch value {
-        case .null: rc = sqlite3_bind_null(handle, index)
-        case let .integer(v): rc = sqlite3_bind_int64(handle, index, v)
-        case let .real(v): rc = sqlite3_bind_double(handle, index, v)
-        case let .text(v): rc = sqlite3_bind_text(handle, index, v, -1, SQLITE_TRANSIENT)
+        case .null: rc = sqlite.sqlite3_bind_null(handle, index)
+        case let .integer(v): rc = sqlite.sqlite3_bind_int64(handle, index, v)
+        case let .real(v): rc = sqlite.sqlite3_bind_double(handle, index, v)
+        case let .text(v): rc = sqlite.sqlite3_bind_text(handle, index, v, -1, SQLITE_TRANSIENT)
         case let .blob(v):
-            rc = v.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(v.count), SQLITE_TRANSIENT) }
+            rc = v.withUnsafeBytes { sqlite.sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(v.count), SQLITE_TRANSIENT) }
         }
         guard rc == SQLITE_OK else { throw connection.error(sql: sql) }
     }
 
     /// Advances to the next row; false when there is none.
     public func step() throws(DatabaseError) -> Bool {
-        switch sqlite3_step(handle) {
+        switch sqlite.sqlite3_step(handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         default: throw connection.error(sql: sql)
@@ -67,40 +70,40 @@ public final class Statement {
     public func run(_ values: [DatabaseValue]) throws(DatabaseError) {
         try bind(values)
         _ = try step()
-        sqlite3_reset(handle)
+        sqlite.sqlite3_reset(handle)
     }
 
     public func reset() {
-        sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
+        sqlite.sqlite3_reset(handle)
+        sqlite.sqlite3_clear_bindings(handle)
     }
 
-    public var columnCount: Int32 { sqlite3_column_count(handle) }
+    public var columnCount: Int32 { sqlite.sqlite3_column_count(handle) }
 
     public func value(_ column: Int32) -> DatabaseValue {
-        switch sqlite3_column_type(handle, column) {
-        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
-        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, column))
-        case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, column)))
+        switch sqlite.sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER: return .integer(sqlite.sqlite3_column_int64(handle, column))
+        case SQLITE_FLOAT: return .real(sqlite.sqlite3_column_double(handle, column))
+        case SQLITE_TEXT: return .text(SQLite.text(sqlite.sqlite3_column_text(handle, column)))
         case SQLITE_BLOB:
-            let count = Int(sqlite3_column_bytes(handle, column))
-            guard count > 0, let bytes = sqlite3_column_blob(handle, column) else { return .blob([]) }
+            let count = Int(sqlite.sqlite3_column_bytes(handle, column))
+            guard count > 0, let bytes = sqlite.sqlite3_column_blob(handle, column) else { return .blob([]) }
             return .blob(Array(UnsafeRawBufferPointer(start: bytes, count: count)))
         default: return .null
         }
     }
 
     public func int64(_ column: Int32) -> Int64? {
-        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, column)
+        sqlite.sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite.sqlite3_column_int64(handle, column)
     }
 
     public func string(_ column: Int32) -> String? {
-        guard let text = sqlite3_column_text(handle, column) else { return nil }
+        guard let text = sqlite.sqlite3_column_text(handle, column) else { return nil }
         return String(cString: text)
     }
 
     public func double(_ column: Int32) -> Double? {
-        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
+        sqlite.sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite.sqlite3_column_double(handle, column)
     }
 }
 

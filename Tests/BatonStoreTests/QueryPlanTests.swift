@@ -98,7 +98,7 @@ struct QueryPlanTests {
             var rows = 0
             while try statement.step() { rows += 1 }
             #expect(rows == 50)
-            return sqlite3_stmt_status(statement.handle, SQLITE_STMTSTATUS_VM_STEP, 0)
+            return statement.sqlite.sqlite3_stmt_status(statement.handle, SQLITE_STMTSTATUS_VM_STEP, 0)
         }
         // min(id)/max(id) over the window took 7,700 steps here (it grows with the window); two seeks and a
         // page take about 1,350.
@@ -123,7 +123,7 @@ struct QueryPlanTests {
         let history = History(connection: try Connection(path: dir.file("h.sqlite"), readOnly: true))
         let filter = HistoryFilter(actions: (0..<200).map { "a\($0)" }, limit: 10)
         let steps = { (cursors: [RunCursor]) in
-            cursors.reduce(0) { $0 + Int(sqlite3_stmt_status($1.statement.handle, SQLITE_STMTSTATUS_VM_STEP, 0)) }
+            cursors.reduce(0) { $0 + Int($1.statement.sqlite.sqlite3_stmt_status($1.statement.handle, SQLITE_STMTSTATUS_VM_STEP, 0)) }
         }
         let cursors = try history.cursors(filter)
         #expect(try History.merge(cursors, limit: 10, newestFirst: true).map(\.id) == Array((4_991...5_000).reversed()))
