@@ -49,9 +49,12 @@ struct JSONBytes {
     mutating func object(_ field: (String, inout JSONBytes) -> Bool) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
         if take(UInt8(ascii: "}")) { return true }
-        var seen = Set<String>()
+        // The keys so far, searched in order: an object has a few dozen at most, and a `Set`'s
+        // hashing and growth cost more than the whole read of a `status` answer.
+        var seen: [String] = []
         repeat {
-            guard let key = string(), take(UInt8(ascii: ":")), seen.insert(key).inserted, field(key, &self) else { return false }
+            guard let key = string(), take(UInt8(ascii: ":")), !seen.contains(key), field(key, &self) else { return false }
+            seen.append(key)
         } while take(UInt8(ascii: ","))
         return take(UInt8(ascii: "}"))
     }
