@@ -21,10 +21,22 @@ enum Log {
     /// Writes a message; each of its lines is a line of the log (the first as given, the rest
     /// indented), each with the priority prefix when stderr is the journal.
     static func write(_ level: Level, _ message: String) {
-        let prefix = toJournal ? "<\(level.rawValue)>" : ""
-        let lines = message.split(separator: "\n", omittingEmptySubsequences: false)
-        let text = lines.enumerated().map { index, line in prefix + (index == 0 ? "" : "  ") + line + "\n" }.joined()
-        Stdio.error.write(Data(text.utf8))
+        Stdio.error.write(Data(text(level, message, journal: toJournal)))
+    }
+
+    /// A message as the log's lines: the first as given, the rest indented by two spaces, each
+    /// with `<PRIORITY>` first when `journal`. Byte by byte: one buffer, no split and join.
+    static func text(_ level: Level, _ message: String, journal: Bool) -> [UInt8] {
+        let prefix: [UInt8] = journal ? Array("<\(level.rawValue)>".utf8) : []
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(message.utf8.count + prefix.count + 1)
+        bytes += prefix
+        for byte in message.utf8 {
+            bytes.append(byte)
+            if byte == UInt8(ascii: "\n") { bytes += prefix + [UInt8(ascii: " "), UInt8(ascii: " ")] }
+        }
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
     }
 
     /// journald's native socket (`BATON_JOURNAL_SOCKET` overrides it, for tests).
@@ -33,9 +45,9 @@ enum Log {
     /// A message with structured fields (`BATON_ACTION=deploy`, …): sent to journald's native
     /// socket when stderr is the journal, so that `journalctl BATON_ACTION=deploy` finds it;
     /// otherwise (or if that fails) the plain line on stderr.
-    static func event(_ level: Level, _ message: String, fields: [String: String]) {
+    static func event(_ level: Level, _ message: String, fields: @autoclosure () -> [String: String]) {
         if toJournal {
-            var all = fields
+            var all = fields()
             all["MESSAGE"] = message
             all["PRIORITY"] = String(level.rawValue)
             all["SYSLOG_IDENTIFIER"] = "batond"

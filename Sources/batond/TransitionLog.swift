@@ -46,10 +46,18 @@ final class TransitionLog: Sendable {
         if let by = detail.by { notes.append("by uid \(by)") }
         if let leftovers = detail.leftovers { notes.append("\(leftovers) leftover process\(leftovers == 1 ? "" : "es") stopped") }
         if !notes.isEmpty { line += " (" + notes.joined(separator: ", ") + ")" }
-        var fields = ["BATON_ACTION": run.action, "BATON_RUN": String(run.id), "BATON_PHASE": transition.to.rawValue,
-                      "BATON_KEY": run.key]
-        if let reason = detail.reason { fields["BATON_REASON"] = reason }
-        if let error = detail.error { fields["BATON_ERROR"] = error }
-        Log.event(transition.to == .failure ? .warning : .info, line, fields: fields)
+        Log.event(transition.to == .failure ? .warning : .info, line, fields: journalFields(update))
+    }
+
+    /// The structured fields of a transition's journal entry (only made when the log is the journal).
+    private static func journalFields(_ update: RunUpdate) -> [String: String] {
+        let run = update.run
+        var fields = ["BATON_ACTION": run.action, "BATON_RUN": String(run.id), "BATON_KEY": run.key]
+        if let transition = update.transition {
+            fields["BATON_PHASE"] = transition.to.rawValue
+            if let reason = transition.detail.reason { fields["BATON_REASON"] = reason }
+            if let error = transition.detail.error { fields["BATON_ERROR"] = error }
+        }
+        return fields
     }
 }
