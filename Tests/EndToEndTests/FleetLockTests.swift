@@ -125,11 +125,11 @@ struct FleetLockTests {
             #expect(status, "\(host.stderr.suffix(2_000))")
             #expect(try Self.eventually { try host.baton("show", String(second.id)).stdout.contains("  \(told)\n") })
         }
-        #expect(marks.waitForStarts(1) && marks.starts == [first.id])
+        try #require(marks.waitForStarts(1) && marks.starts == [first.id])
         marks.release(first.id)
         #expect(try FleetTests.wait(hosts[2], run: first.id)?.phase == .success)
         // web-2 learns from the feed that db is free and starts its run.
-        #expect(marks.waitForStarts(2), "\(marks.lines)")
+        try #require(marks.waitForStarts(2), "\(marks.lines)")
         marks.release(second.id)
         let ended = try #require(try FleetTests.wait(hosts[0], run: second.id))
         #expect(ended.phase == .success && ended.host == "web-2", "\(ended)")
@@ -227,7 +227,7 @@ struct FleetLockTests {
         #expect(waiter.waiting?.text == "waiting for lock db, held by migrate run \(holder.id)", "\(waiter)")
         hosts[0].crash()
         // The survivor reaps web-1 once its lease has run out: the host_lost end releases db.
-        #expect(marks.waitForStarts(2), "\(marks.lines)")
+        try #require(marks.waitForStarts(2), "\(marks.lines)")
         marks.release(waiter.id)
         let ran = try #require(try FleetTests.wait(hosts[1], run: waiter.id))
         #expect(ran.phase == .success && ran.host == "web-2", "\(ran)")
@@ -236,6 +236,29 @@ struct FleetLockTests {
         let started = try #require(ran.startedAt), ended = try #require(lost.endedAt)
         #expect(started > ended, "the waiter started before the holder's end")
         #expect(marks.lines == ["start \(holder.id)", "start \(waiter.id)", "end \(waiter.id)"], "\(marks.lines)")
+    }
+
+    @Test("a lost notification: a holder's end committed without NOTIFY still frees the lock; the waiter's host starts it from its catch-up read (once a second)")
+    func lostNotification() throws {
+        let marks = try Marks()
+        let conninfo = try Postgres.server().database()
+        let hosts = try Self.fleet(1, marks, conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        // A holder of db on a host that renews a long lease (the reaper leaves it alone) and tells nobody anything.
+        try db.query("INSERT INTO hosts (incarnation, name, pid, lease_ms) VALUES ('ghost/1/x', 'ghost', 1, 3600000)")
+        let holder = try #require(try db.query("""
+            INSERT INTO runs (action, key, phase, policy, params, queued_at, started_at, host, incarnation, locks)
+            VALUES ('migrate', 'migrate n=ghost', 'loading', 'queue', '{}', 1, 1, 'ghost', 'ghost/1/x', '{db}') RETURNING id
+            """).first?[0].flatMap { Int64($0) })
+        let waiter = try #require(try Self.trigger(hosts[0], "backup").run)
+        #expect(waiter.phase == .queued && waiter.waiting?.text == "waiting for lock db, held by migrate run \(holder)", "\(waiter)")
+        // Once the host's feed has read the line (every notification so far consumed)...
+        #expect(try Self.eventually { try hosts[0].baton("status").stdout.contains("queued (run \(waiter.id)) waiting for lock db") })
+        // ...the end, as a host that lost its notification would leave it: committed, nobody told.
+        try db.query("UPDATE runs SET phase = 'success', ended_at = 2 WHERE id = $1", [String(holder)])
+        try #require(marks.waitForStarts(1, within: 30), "the waiter never started: \(hosts[0].stderr.suffix(2_000))")
+        marks.release(waiter.id)
+        #expect(try FleetTests.wait(hosts[0], run: waiter.id)?.phase == .success)
     }
 
     @Test("fleet migration 12 gives locks their table and runs their locks and place in line, and leaves older runs holding none")
