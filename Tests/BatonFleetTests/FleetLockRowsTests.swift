@@ -60,6 +60,40 @@ struct FleetLockRowsTests {
         #expect(Self.decide(9, "migrate", ["db"], rows) == "waiting for lock db, behind backup run 5")
     }
 
+    @Test("random books: for every run in line, the fleet's decision from the rows is the one machine's admit pass (take, in line order)",
+          arguments: 0..<200)
+    func sameAsOneMachine(seed: Int) {
+        var random = SplitMix(seed: UInt64(seed))
+        let names = ["a", "b", "c"]
+        let limits = ["a": 1, "b": 2, "c": 3]
+        func claims() -> [LockClaim] {
+            let chosen = names.filter { _ in random.next() % 2 == 0 }
+            return (chosen.isEmpty ? [names[Int(random.next() % 3)]] : chosen).map { LockClaim($0, limit: limits[$0]!) }
+        }
+        // One machine: holders that took their locks, then a line of waiters taken in order in one pass.
+        var machine = LockBook()
+        var rows: [Row] = []
+        var reserved: [String: Int] = [:]
+        for run in Int64(1)...Int64(1 + random.next() % 5) {
+            let locks = claims()
+            machine.register(run, action: "h", locks: locks)
+            var none: [String: Int] = [:]
+            if machine.take(run, reserved: &none) { rows.append(Self.holder(run, "h", locks.map(\.name))) } else { machine.release(run) }
+        }
+        let line = (0..<Int(1 + random.next() % 6)).map { Int64(100 + $0) }
+        var taken: [Int64: Bool] = [:]
+        for (place, run) in line.enumerated() {
+            let locks = claims()
+            machine.register(run, action: "w", locks: locks)
+            rows.append(Self.waiter(run, "w", locks.map(\.name), place: Int64(place)))
+        }
+        for run in line { taken[run] = machine.take(run, reserved: &reserved) }
+        for row in rows where row.place != nil {
+            let fleet = FleetLocks.decide(row.run, action: "w", claims: row.locks.map { LockClaim($0, limit: limits[$0]!) }, rows: rows, limits: limits)
+            #expect((fleet == nil) == taken[row.run], "seed \(seed): run \(row.run) \(row.locks) in \(rows)")
+        }
+    }
+
     @Test("what each run in line waits for (for status on any host); one whose locks are free now is not listed")
     func waits() {
         let rows = [Self.holder(3, "migrate", ["db"]), Self.waiter(5, "backup", ["db"], place: 1), Self.waiter(6, "scan", ["heavy-io"], place: 2),
@@ -80,5 +114,18 @@ struct FleetLockRowsTests {
         let statements = FleetLocks.lockRows(["io", "db", "io"])
         #expect(statements.map(\.parameters) == [[#"{"db","io"}"#], [#"{"db","io"}"#]])
         #expect(statements[1].sql.contains("ORDER BY name FOR UPDATE"))
+    }
+}
+
+/// A small seeded generator (SplitMix64), so that a failing case replays.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
