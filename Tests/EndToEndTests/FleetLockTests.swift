@@ -238,6 +238,27 @@ struct FleetLockTests {
         #expect(marks.lines == ["start \(holder.id)", "start \(waiter.id)", "end \(waiter.id)"], "\(marks.lines)")
     }
 
+    @Test("a cancel on one host of a run in line on another ends it at once, queued, and gives up its place: the run behind it takes db after the holder")
+    func cancelInLine() throws {
+        let marks = try Marks()
+        let conninfo = try Postgres.server().database()
+        let hosts = try Self.fleet(3, marks, conninfo: conninfo)
+        let holder = try #require(try Self.trigger(hosts[0], "migrate").run)
+        let cancelled = try #require(try Self.trigger(hosts[1], "backup").run)
+        let behind = try #require(try Self.trigger(hosts[2], "migrate", 1).run)
+        #expect(cancelled.waiting?.lock == "db" && behind.waiting?.lock == "db", "\(cancelled) \(behind)")
+        let cancel = try hosts[0].baton("cancel", String(cancelled.id))
+        #expect(cancel.code == 0, "\(cancel.stderr)")
+        let ended = try #require(try FleetTests.wait(hosts[2], run: cancelled.id))
+        #expect(ended.phase == .cancelled && ended.startedAt == nil, "\(ended)")
+        try #require(marks.waitForStarts(1))
+        marks.release(holder.id)
+        try #require(marks.waitForStarts(2), "\(marks.lines)")
+        marks.release(behind.id)
+        #expect(try FleetTests.wait(hosts[0], run: behind.id)?.phase == .success)
+        #expect(marks.lines == ["start \(holder.id)", "end \(holder.id)", "start \(behind.id)", "end \(behind.id)"], "\(marks.lines)")
+    }
+
     @Test("a lost notification: a holder's end committed without NOTIFY still frees the lock; the waiter's host starts it from its catch-up read (once a second)")
     func lostNotification() throws {
         let marks = try Marks()
