@@ -131,7 +131,8 @@ extension FleetCoordinator {
                   try db.query("SELECT 1 FROM runs WHERE id = $1 AND incarnation = $2", [String(id), host.incarnation]).first != nil
             else { return .none }
             let attempt = try claim(run, seq: seq, on: db)
-            if attempt.claimed != nil { try db.execute("NOTIFY baton") }
+            // A start or a cancel (its action gone) is news to the fleet; a place in line is not.
+            if case .waits = attempt {} else { try db.execute("NOTIFY baton") }
             return attempt
         }
     }
