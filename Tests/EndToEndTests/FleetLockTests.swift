@@ -294,5 +294,10 @@ struct FleetLockTests {
         #expect(try db.query("SELECT locks, lock_wait FROM runs").rows == [[nil, nil]])
         #expect(try db.query("SELECT count(*) FROM locks").first?[0] == "0")
         #expect(try db.query("SELECT nextval('lock_waits')").first?[0] == "1")
+        // A batond that knows only version 11 (which refused locks in a fleet) refuses this database.
+        #expect(throws: PGError.self) { try FleetSchema.migrate(db, known: 11) }
+        do { _ = try FleetSchema.migrate(db, known: 11) } catch {
+            #expect("\(error)".contains("fleet schema version 12, newer than this batond knows (11)"), "\(error)")
+        }
     }
 }
