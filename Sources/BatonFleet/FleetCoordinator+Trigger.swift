@@ -11,6 +11,8 @@ extension FleetCoordinator {
         var stopHere: [Int64] = []
         /// The new run, started in the same transaction (its key and a slot were free).
         var claimed: Claimed?
+        /// The lock the new run waits for, when its key was free but a lock it claims was not.
+        var waiting: LockWait?
     }
 
     public func trigger(_ trigger: Trigger, follower: Conductor.Follower?,
@@ -47,6 +49,7 @@ extension FleetCoordinator {
                                            since: decided.run.startedAt ?? decided.run.queuedAt)))
         }
         var run = decided.run
+        run.waiting = decided.waiting
         if decided.claimed != nil {
             run = conductor.snapshot(of: run.id).map(withHost) ?? decided.claimed?.run ?? run
         }
@@ -157,12 +160,18 @@ extension FleetCoordinator {
     }
 
     /// A new run (created, or the follow-up): its row, its `queued`, the slot, and, when its key
-    /// and a slot are free, its `loading` too (one commit to start), then the commit.
+    /// and a slot are free, its `loading` too (one commit to start), then the commit. A run that
+    /// claims locks takes them (or its place in their line) after its row is written, in the
+    /// same transaction (`claim`): one round trip more.
     private func create(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, startIfFree: Bool, at now: Timestamp,
                         on db: PGConnection) throws -> Decided {
         let (run, queued) = newRun(decision, trigger, at: now)
         var statements = [FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint), try FleetJournal.insertTransition(queued),
                           FleetJournal.storeSlot(slot, key: trigger.key)]
+        if conductor.action(named: run.action).map({ !$0.locks.isEmpty }) ?? false {
+            return try createLocked(decision, run, statements + deliveryRecord(trigger, run: run.id, at: now),
+                                    starts: startIfFree && slot.startable == run.id, on: db)
+        }
         var claimed: Claimed?
         let loading = Transition(runID: run.id, seq: 2, from: .queued, to: .loading, at: now, detail: TransitionDetail(attempt: 1))
         let starting = [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
@@ -181,6 +190,26 @@ extension FleetCoordinator {
         return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, claimed: claimed)
     }
 
+    /// `create` for a run whose action claims locks: its rows, then, when its key and a start
+    /// slot are free, its locks taken and its `loading` written, or its place in their line.
+    private func createLocked(_ decision: FlightTable.Decision, _ run: RunSnapshot, _ statements: [FleetJournal.Statement], starts: Bool,
+                              on db: PGConnection) throws -> Decided {
+        try db.pipeline(statements)
+        let reserved = starts && reserveStart()
+        do {
+            let attempt = reserved ? try claim(run, seq: 1, on: db) : .none
+            try db.pipeline([("NOTIFY baton", []), ("COMMIT", [])])
+            let claimed = attempt.claimed
+            if reserved && claimed == nil { releaseStart() }
+            var decided = Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, claimed: claimed)
+            if case let .waits(wait) = attempt { decided.waiting = wait }
+            return decided
+        } catch {
+            if reserved { releaseStart() }
+            throw error
+        }
+    }
+
     /// A replacing run: the runs it replaces are stopped (queued ones end here, others are marked
     /// for their owners), one statement at a time, then the commit.
     private func replace(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, at now: Timestamp,
@@ -197,11 +226,14 @@ extension FleetCoordinator {
         let row = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1", [trigger.key]).first ?? [nil, nil, nil]
         let starts = KeySlot(row: row).startable == id && reserveStart()
         do {
-            let claimed = starts ? try claim(run, seq: 1, on: db) : nil
+            let attempt = starts ? try claim(run, seq: 1, on: db) : .none
             try db.execute("NOTIFY baton")
             try db.execute("COMMIT")
+            let claimed = attempt.claimed
             if starts && claimed == nil { releaseStart() }
-            return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, stopHere: stopHere, claimed: claimed)
+            var decided = Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, stopHere: stopHere, claimed: claimed)
+            if case let .waits(wait) = attempt { decided.waiting = wait }
+            return decided
         } catch {
             if starts { releaseStart() }
             throw error

@@ -16,9 +16,13 @@ extension FleetFeed {
         // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
         guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
         state.refreshed = .now
+        // What each run in a lock's line waits for, on whichever host (`FleetLocks.waits`).
+        let limits = coordinator.lockLimits()
+        let waits = limits.isEmpty ? [:] : FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows), limits: limits)
         let live = try db.query("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE phase IN ('queued', 'loading', 'retrying')").rows.map { row in
             var run = FleetRows.run(row)
             run.seq = Int(row[FleetRows.runColumnCount] ?? "")
+            if run.phase == .queued { run.waiting = waits[run.id] }
             return run
         }
         coordinator.fleetInFlight.withLock { $0 = Dictionary(live.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }) }

@@ -48,11 +48,11 @@ struct HookConfigTests {
         #expect(problems(#"{ actions: { a: { exec: ["true"], on: { failure: "b", success: "b" } }, b: { exec: ["true"] } } }"#) == [])
     }
 
-    @Test("hooks in a fleet config load (the end's transaction decides them, FleetHooks); locks beside them are still refused")
+    @Test("hooks in a fleet config load (the end's transaction decides them, FleetHooks), locks beside them too (FleetLocks)")
     func fleet() {
         #expect(problems(#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], on: { failure: "p", change: "p" } }, p: { exec: ["true"] } } }"#)
             == [])
         #expect(problems(#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], on: { failure: "p" }, locks: ["db"] }, p: { exec: ["true"] } } }"#)
-            == ["actions.d.locks: is not supported in a fleet (postgres) yet: the fleet cannot hold a lock exactly across hosts"])
+            == [])
     }
 }

@@ -18,6 +18,16 @@ struct LockConfigTests {
         #expect(locks["plain"] == [])
     }
 
+    @Test("locks and limits load in a fleet config: each lock has a row in PostgreSQL that every start locks (FleetLocks)")
+    func fleet() throws {
+        #expect(problems(#"{ postgres: "dbname=x", limits: { "heavy-io": 2 }, actions: { d: { exec: ["true"], locks: ["db", "heavy-io"] } } }"#)
+            == [])
+        let config = try Config.parse(Data(#"""
+            { postgres: "dbname=x", limits: { "heavy-io": 2 }, actions: { d: { exec: ["true"], locks: ["db", "heavy-io"] } } }
+            """#.utf8), file: "t.json5")
+        #expect(config.actions.first?.locks == [LockClaim("db"), LockClaim("heavy-io", limit: 2)])
+    }
+
     @Test("bad locks and limits are refused naming the field and what is wrong", arguments: [
         (#"{ actions: { d: { exec: ["true"], locks: "db" } } }"#, ["actions.d.locks: expected an array of strings, got a string"]),
         (#"{ actions: { d: { exec: ["true"], locks: ["db", "db"] } } }"#, [#"actions.d.locks[1]: lock "db" is listed twice"#]),
@@ -32,8 +42,6 @@ struct LockConfigTests {
         (#"{ limits: { db: 1.5 }, actions: { d: { exec: ["true"], locks: ["db"] } } }"#, ["limits.db: expected a whole number from 1 to 10000, got 1.5"]),
         (#"{ limits: [2], actions: { d: { exec: ["true"], locks: ["db"] } } }"#,
          [#"limits: expected an object of lock names to how many runs may hold each at once, such as { "heavy-io": 2 }, got an array"#]),
-        (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], locks: ["db"] } } }"#,
-         ["actions.d.locks: is not supported in a fleet (postgres) yet: the fleet cannot hold a lock exactly across hosts"]),
     ] as [(String, [String])])
     func refused(text: String, expected: [String]) {
         #expect(problems(text) == expected)

@@ -44,6 +44,28 @@ public struct LockBook: Sendable {
         return true
     }
 
+    /// Records a run as holding its locks whatever room they have: the fleet rebuilds a book from
+    /// its database, where the runs loading or retrying hold the locks they were started with.
+    public mutating func hold(_ run: Int64, action: String, locks: [LockClaim]) {
+        guard !locks.isEmpty else { return }
+        claims[run] = Claim(action: action, locks: locks)
+        for lock in locks { holders[lock.name, default: []].append(run) }
+    }
+
+    /// Puts a run at the end of the line of waiters: the fleet rebuilds the line from its
+    /// database, oldest first. A run already known keeps its place.
+    public mutating func enqueue(_ run: Int64, action: String, locks: [LockClaim]) {
+        guard !locks.isEmpty, claims[run] == nil else { return }
+        claims[run] = Claim(action: action, locks: locks)
+        waiting.append(run)
+    }
+
+    /// Whether a run that has not taken its locks may take them all now: each has room beyond
+    /// its holders and the older waiters that want it (`wait(of:)` finds none full). The same
+    /// rule as `take` in `admit`'s pass, where each older waiter counts once in each of its
+    /// locks, as a holder if it took them or as a reservation if it did not.
+    public func mayTake(_ run: Int64) -> Bool { !holds(run) && wait(of: run) == nil }
+
     /// A run waits no more for now (held back before it starts); it keeps its claims.
     public mutating func unwait(_ run: Int64) { waiting.removeAll { $0 == run } }
 

@@ -1,0 +1,178 @@
+import BatonCore
+import FoundationEssentials
+
+/// Starting this host's runs: a start slot reserved, then one transaction that holds the run's
+/// key row, takes its locks (or its place in their line, `FleetLocks`) and writes its `loading`.
+extension FleetCoordinator {
+    /// A run this host claimed (its `loading` written), for the conductor to run.
+    struct Claimed {
+        var run: RunSnapshot
+        var seq: Int
+        var action: Action
+        /// What a hook run is told of the run that fired it (`FleetHooks.context`).
+        var hook: HookContext?
+    }
+
+    /// Takes a start slot if this host accepts and its runs loading or retrying plus the slots
+    /// already reserved stay under the limit. Give it back (`release`) unless a run was handed over.
+    func reserveStart() -> Bool {
+        guard accepting.withLock({ $0 }) else { return false }
+        let running = conductor.runningCount
+        return reserved.withLock { reserved in
+            guard running + reserved < limit else { return false }
+            reserved += 1
+            return true
+        }
+    }
+
+    /// Gives a start slot back.
+    func releaseStart() {
+        reserved.withLock { $0 -= 1 }
+    }
+
+    /// What a start's transaction did with a queued run.
+    enum Attempt {
+        /// Its `loading` is written: the conductor runs it once this commits.
+        case claimed(Claimed)
+        /// A lock it claims is not free: it waits in line (`FleetLocks`), queued.
+        case waits(LockWait)
+        /// Not started: no longer startable here, or cancelled (its action is gone).
+        case none
+
+        var claimed: Claimed? {
+            guard case let .claimed(claimed) = self else { return nil }
+            return claimed
+        }
+    }
+
+    /// In the caller's transaction (which holds the key's slot row, and has checked
+    /// that the run holds a free key): takes the locks the run's action claims, all at once, or
+    /// puts it in their line (`FleetLocks.acquire`, the lock rows locked after the key's), and
+    /// writes `loading` for a queued run of this host, with the locks it took. A run whose
+    /// action this host no longer has is cancelled instead (it would hold its key forever).
+    func claim(_ run: RunSnapshot, seq: Int, on db: PGConnection) throws -> Attempt {
+        guard let action = conductor.action(named: run.action) else {
+            let detail = TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured on \(host.name)")
+            _ = try FleetJournal.apply(Transition(runID: run.id, seq: seq + 1, from: .queued, to: .cancelled, at: .now, detail: detail),
+                                       on: db, as: host)
+            return .none
+        }
+        var detail = TransitionDetail(attempt: 1)
+        if !action.locks.isEmpty {
+            if let wait = try FleetLocks.acquire(run.id, action: action, limits: lockLimits(), on: db) { return .waits(wait) }
+            detail.locks = action.locks.map(\.name)
+        }
+        let transition = Transition(runID: run.id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: detail)
+        guard try FleetJournal.apply(transition, on: db, as: host) else { return .none }
+        return .claimed(Claimed(run: run.applying(transition), seq: seq + 1, action: action, hook: try FleetHooks.context(of: run, on: db)))
+    }
+
+    /// Each lock's limit, from this host's actions (every host has the same `limits`).
+    func lockLimits() -> [String: Int] {
+        var limits: [String: Int] = [:]
+        for action in conductor.configuredActions() { for claim in action.locks { limits[claim.name] = claim.limit } }
+        return limits
+    }
+
+    /// Hands a claimed run (its claim committed) to the conductor; its start slot is given back
+    /// once the conductor counts it.
+    func hand(_ claimed: Claimed, follower: Conductor.Follower?) {
+        adopted.withLock { $0[claimed.run.id] = claimed.seq }
+        conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook), follower: follower) { [self] _ in
+            releaseStart()
+        }
+    }
+
+    /// How a start went.
+    enum Started {
+        case started
+        /// No start slot is free on this host.
+        case noSlot
+        /// It waits for a lock, in line.
+        case waits
+        /// Not startable (any more), or not yet.
+        case notStartable
+    }
+
+    /// Starts a queued run of this host that holds a free key, if a start slot is free: its
+    /// `loading` is written in the transaction that checks all of that, and takes its locks. A
+    /// unique violation (another run of the key is loading, whatever this host believed) means
+    /// "not yet": the run stays queued until the key is free.
+    func start(_ id: Int64, on db: PGConnection) throws -> Started {
+        guard reserveStart() else { return .noSlot }
+        do {
+            switch try claim(id, on: db) {
+            case let .claimed(claimed):
+                hand(claimed, follower: nil)
+                return .started
+            case .waits:
+                releaseStart()
+                return .waits
+            case .none:
+                releaseStart()
+                return .notStartable
+            }
+        } catch let error as PGError where error.isUniqueViolation {
+            releaseStart()
+            log("run \(id) could not start yet: \(error.message)")
+            return .notStartable
+        } catch {
+            releaseStart()
+            throw error
+        }
+    }
+
+    private func claim(_ id: Int64, on db: PGConnection) throws -> Attempt {
+        // The key's slot row is locked before the run is read again and its `loading` written.
+        try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ in
+            guard let (run, seq) = try read(id, on: db), run.phase == .queued,
+                  let slotRow = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1", [run.key]).first,
+                  KeySlot(row: slotRow).startable == id,
+                  try db.query("SELECT 1 FROM runs WHERE id = $1 AND incarnation = $2", [String(id), host.incarnation]).first != nil
+            else { return .none }
+            let attempt = try claim(run, seq: seq, on: db)
+            // A start or a cancel (its action gone) is news to the fleet; a place in line is not.
+            if case .waits = attempt {} else { try db.execute("NOTIFY baton") }
+            return attempt
+        }
+    }
+
+    /// Starts every run of this host that holds a free key, the runs in a lock's line first
+    /// (in its order), then by id, while slots are free. A run in line that the line holds back
+    /// (read first, `FleetLocks.waits`) is not tried: its transaction would only find it so
+    /// again; one that comes into line while it is tried leaves room for the next. Joined on
+    /// the key (the slot row's primary key) as well as its holder: on `holder` alone, which has
+    /// no index, PostgreSQL's plan could scan every key for each queued run (79 ms a tick in a
+    /// bench run, the run phase's server CPU).
+    func startWaiting(on db: PGConnection) throws {
+        let limits = lockLimits()
+        var held = limits.isEmpty ? [] : Array(FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows),
+                                                                limits: limits).keys)
+        while true {
+            let room = limit - conductor.runningCount - reserved.withLock { $0 }
+            guard room > 0, accepting.withLock({ $0 }) else { return }
+            let ready = try db.query("""
+                SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
+                WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
+                ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
+                """, [host.incarnation, String(room), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
+                .compactMap { $0[0].flatMap { Int64($0) } }
+            var lined = false
+            for id in ready {
+                switch try start(id, on: db) {
+                case .started, .notStartable: continue
+                case .noSlot: return
+                case .waits:
+                    held.append(id)
+                    lined = true
+                }
+            }
+            guard lined else { return }
+        }
+    }
+
+    /// Stops starting runs (shutdown); runs already started go on until the conductor stops them.
+    public func stopStarting() {
+        accepting.withLock { $0 = false }
+    }
+}
