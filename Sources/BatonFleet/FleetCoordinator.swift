@@ -34,6 +34,9 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// Start slots reserved by transactions that may start a run: held until the conductor has
     /// the run, or given back when the transaction started none.
     let reserved = Locked(0)
+    /// This host's debounced runs that a reactor timer will wake it for, one timer per run at
+    /// most (`armDebounce`); a timer that fires after a stop finds nothing to start.
+    let debounceTimers = Locked<Set<Int64>>([])
 
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, log: @escaping @Sendable (String) -> Void) {
         self.host = host
@@ -192,7 +195,9 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
             guard let (run, seq) = try read(id, on: db), run.phase == .queued,
                   let slotRow = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1", [run.key]).first,
                   KeySlot(row: slotRow).startable == id,
-                  try db.query("SELECT 1 FROM runs WHERE id = $1 AND incarnation = $2", [String(id), host.incarnation]).first != nil
+                  // Its window, if it debounces, has passed by the database's clock, read now that the row is held.
+                  try db.query("SELECT 1 FROM runs r WHERE r.id = $1 AND r.incarnation = $2 AND \(FleetDebounce.due)",
+                               [String(id), host.incarnation]).first != nil
             else { return nil }
             let claimed = try claim(run, seq: seq, on: db)
             try db.execute("NOTIFY baton")
@@ -204,12 +209,15 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// Joined on the key (the slot row's primary key) as well as its holder: on `holder` alone,
     /// which has no index, PostgreSQL's plan could scan every key for each queued run (79 ms a
     /// tick in a bench run, the run phase's server CPU).
+    /// A debounced run is ready once its window has passed; one still in its window gets a timer.
     func startWaiting(on db: PGConnection) throws {
+        if conductor.configuredActions().contains(where: { $0.debounce != nil }) { try armDebounce(on: db) }
         let room = limit - conductor.runningCount - reserved.withLock { $0 }
         guard room > 0, accepting.withLock({ $0 }) else { return }
         let ready = try db.query("""
             SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
-            WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 ORDER BY r.id LIMIT $2::bigint
+            WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND \(FleetDebounce.due)
+            ORDER BY r.id LIMIT $2::bigint
             """, [host.incarnation, String(room)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
         for id in ready { _ = try start(id, on: db) }
     }

@@ -61,13 +61,9 @@ extension ConfigReader {
 extension ConfigReader {
     /// The rules a fleet cannot yet decide exactly across hosts, refused at load in a fleet config
     /// (a cooldown it can: the key's row keeps its last success, `FleetCooldown`; hooks too: the
-    /// end's transaction decides them with the hook keys' rows held, `FleetHooks`).
+    /// end's transaction decides them with the hook keys' rows held, `FleetHooks`; a debounce
+    /// too: the pending run's window is in its row, decided under the key's lock, `FleetDebounce`).
     mutating func refuseOneMachineRules(_ actions: [Action]) {
-        // A pending debounced run lives in one host's memory until it starts: another host's
-        // trigger of the key would make a second run of the burst. Refused until it is exact.
-        for action in actions where action.debounce != nil {
-            fail("actions.\(action.name).debounce", "is not supported in a fleet (postgres) yet: the fleet cannot share a pending run across hosts")
-        }
         // Locks would need rows of their own in PostgreSQL, taken with the key's: until then
         // each host would count only its own holders.
         for action in actions where !action.locks.isEmpty {
