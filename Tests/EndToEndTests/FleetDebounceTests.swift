@@ -212,4 +212,29 @@ struct FleetDebounceTests {
         #expect(try Self.row(db, id).first == "cancelled")
         #expect(try Self.count(db, "SELECT count(*) FROM runs WHERE action = 'ci'") == 1)
     }
+
+    @Test("45 failing runs over three hosts whose failure hook debounces: the ends' transactions share one pending hook run, which runs once; every other firing is recorded debounced against it")
+    func hookBurst() throws {
+        let log = DebounceEndToEndTests.temporaryLog()
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let conninfo = try Postgres.server().database()
+        // The hook's window outlasts the storm's gaps; each end pushes it back.
+        let actions = """
+            fail: { exec: ["sh", "-c", "exit 1"], params: { n: { default: "0" } }, keyParams: ["n"], on: { failure: "page" } },
+            page: { exec: ["sh", "-c", "echo run $BATON_RUN_ID >> \\"$LOG\\""], env: { LOG: "\(log)" }, debounce: "4s", policy: "queue" },
+            """
+        let hosts = try FleetTests.fleet(3, actions: actions, conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        let answers = Collected<Response>()
+        inParallel(45) { index in
+            if let answer = try? FleetHookTests.trigger(hosts[index % 3], "fail", ["n": String(index)], detach: false) { answers.append(answer) }
+        }
+        #expect(answers.all.count == 45 && answers.all.allSatisfy { $0.run?.phase == .failure }, "\(answers.all.map { $0.error?.message ?? "ok" })")
+        #expect(try FleetHookTests.settled(db))
+        let pages = try db.query("SELECT id, phase FROM runs WHERE action = 'page'").rows
+        #expect(pages.count == 1 && pages.first?[1] == "success", "one hook run for the burst: \(pages)")
+        let page = try #require(pages.first?[0])
+        #expect(try Self.count(db, "SELECT count(*) FROM triggers WHERE action = 'page' AND run_id = $1 AND decision = 'debounced'", [page]) == 44)
+        #expect(DebounceEndToEndTests.log(log) == ["run \(page)"], "it ran once")
+    }
 }
