@@ -128,7 +128,9 @@ extension FleetCoordinator {
             guard let (run, seq) = try read(id, on: db), run.phase == .queued,
                   let slotRow = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1", [run.key]).first,
                   KeySlot(row: slotRow).startable == id,
-                  try db.query("SELECT 1 FROM runs WHERE id = $1 AND incarnation = $2", [String(id), host.incarnation]).first != nil
+                  // Its window, if it debounces, has passed by the database's clock, read now that the row is held.
+                  try db.query("SELECT 1 FROM runs r WHERE r.id = $1 AND r.incarnation = $2 AND \(FleetDebounce.due)",
+                               [String(id), host.incarnation]).first != nil
             else { return .none }
             let attempt = try claim(run, seq: seq, on: db)
             // A start or a cancel (its action gone) is news to the fleet; a place in line is not.
@@ -144,7 +146,9 @@ extension FleetCoordinator {
     /// the key (the slot row's primary key) as well as its holder: on `holder` alone, which has
     /// no index, PostgreSQL's plan could scan every key for each queued run (79 ms a tick in a
     /// bench run, the run phase's server CPU).
+    /// A debounced run is ready once its window has passed; one still in its window gets a timer.
     func startWaiting(on db: PGConnection) throws {
+        if conductor.configuredActions().contains(where: { $0.debounce != nil }) { try armDebounce(on: db) }
         let limits = lockLimits()
         var held = limits.isEmpty ? [] : Array(FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows),
                                                                 limits: limits).keys)
@@ -154,6 +158,7 @@ extension FleetCoordinator {
             let ready = try db.query("""
                 SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
                 WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
+                  AND \(FleetDebounce.due)
                 ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
                 """, [host.incarnation, String(room), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
                 .compactMap { $0[0].flatMap { Int64($0) } }

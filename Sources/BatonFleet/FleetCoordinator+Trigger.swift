@@ -13,6 +13,8 @@ extension FleetCoordinator {
         var claimed: Claimed?
         /// The lock the new run waits for, when its key was free but a lock it claims was not.
         var waiting: LockWait?
+        /// A new debounced run of this host: how long its window is open, by the database's clock.
+        var debouncing: Duration? = nil
     }
 
     public func trigger(_ trigger: Trigger, follower: Conductor.Follower?,
@@ -43,6 +45,7 @@ extension FleetCoordinator {
         case let .failure(error): return answered(.failure(Self.batonError(error)))
         }
         if let claimed = decided.claimed { hand(claimed, follower: follower) }
+        if let wait = decided.debouncing { armDebounce(decided.run.id, after: wait) }
         for id in decided.stopHere { conductor.stop(run: id, .replaced(by: decided.decision.run)) }
         if case let .rejected(id) = decided.decision {
             return answered(.failure(.busy(run: id, action: trigger.action.name, phase: decided.run.phase,
@@ -75,6 +78,10 @@ extension FleetCoordinator {
             // cooldown is decided from (`cooled`), as exactly as the slot, by the same lock.
             let lastSuccess = trigger.action.cooldown.map { _ in opening.count }
             if lastSuccess != nil { opening.append(FleetCooldown.lastSuccess(of: trigger.key)) }
+            // The key's run not yet started and its window, and the database's clock once the
+            // row is held: what a debounced trigger joins, or the clock a new window opens on.
+            let debounced = trigger.action.debounce.map { _ in opening.count }
+            if debounced != nil { opening.append(FleetDebounce.pending(of: trigger.key)) }
             // A delivery any host recorded made its run, read after the key's row is locked (each
             // statement sees what committed before it began). A transaction on another key that
             // records the same delivery meanwhile is caught by the table's primary key: of the
@@ -100,20 +107,32 @@ extension FleetCoordinator {
                 case let .ran(id): return try share(.slotRan(id), trigger, at: .now, on: db)
                 }
             }
+            var slot = KeySlot(row: opened[2].first ?? [nil, nil, nil])
+            // As on one machine: a burst shares its pending run, after the slot, before the
+            // cooldown and the policy; a run this trigger makes opens a window on the same clock.
+            var window: DebounceWindow?
+            if let debounced {
+                guard let reading = FleetDebounce.reading(opened[debounced].rows, slot: slot) else {
+                    throw PGError(message: "the debounce of key \(trigger.key) could not be read")
+                }
+                if let pending = reading.pending {
+                    return try joinPending(FleetDebounce.joined(pending, at: reading.now), trigger, at: .now, on: db)
+                }
+                window = DebounceWindow(trigger.action, first: reading.now)
+            }
             // As on one machine: after the slot, before the policy (which cannot get round it).
             if let lastSuccess, let success = FleetCooldown.cooling(opened[lastSuccess].first, trigger) {
                 return try share(.cooled(success), trigger, at: .now, on: db)
             }
-            var slot = KeySlot(row: opened[2].first ?? [nil, nil, nil])
             let needsID = slot.holder == nil || trigger.policy == .replace || (trigger.policy == .queue && slot.followUp == nil)
             let candidate = needsID ? Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") ?? 0 : 0
             let decision = slot.trigger(policy: trigger.policy, candidate: candidate)
             let now = Timestamp.now
             switch decision {
             case .created, .followUp:
-                return try create(decision, trigger, slot, startIfFree: startIfFree, at: now, on: db)
+                return try create(decision, trigger, slot, window, startIfFree: startIfFree, at: now, on: db)
             case .replaced:
-                return try replace(decision, trigger, slot, at: now, on: db)
+                return try replace(decision, trigger, slot, window, at: now, on: db)
             case .joined, .coalesced, .rejected:
                 return try share(decision, trigger, at: now, on: db)
             case .cooled, .slotRan:
@@ -151,6 +170,22 @@ extension FleetCoordinator {
         return Decided(decision: decision, run: FleetRows.run(row), seq: Int(row[FleetRows.runColumnCount] ?? "") ?? 1)
     }
 
+    /// A debounced trigger joins its key's pending run (`pending`, its window pushed back by the
+    /// engine's rule): the new deadline, its record (`debounced`), the run as it is now, then
+    /// the commit. Answered as a join, as on one machine. The run's host hears of the new
+    /// deadline when its timer wakes it at the old one (`startWaiting`).
+    private func joinPending(_ pending: FleetDebounce.Pending, _ trigger: Trigger, at now: Timestamp, on db: PGConnection) throws -> Decided {
+        let id = pending.run
+        try refuseIfDefinedOtherwise(id, trigger, on: db)
+        let record = TriggerRecord(runID: id, action: trigger.action.name, key: trigger.key, decision: .debounced, policy: trigger.policy,
+                                   peer: trigger.peer, at: now, params: trigger.params)
+        let results = try db.pipeline([FleetDebounce.store(pending.window, run: id), FleetJournal.insertTrigger(record, host: host.name),
+                                       ("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(id)])]
+                                      + deliveryRecord(trigger, run: id, at: now) + [("COMMIT", [])])
+        guard results[0].affected == 1, let row = results[2].first else { throw BatonError.unknownRun(id) }
+        return Decided(decision: .joined(id), run: FleetRows.run(row), seq: Int(row[FleetRows.runColumnCount] ?? "") ?? 1)
+    }
+
     /// A join or coalesce shares the run's outcome: refused (the transaction rolled back by the
     /// caller) when the run was created from another definition of the action than this host's.
     private func refuseIfDefinedOtherwise(_ id: Int64, _ trigger: Trigger, on db: PGConnection) throws {
@@ -162,20 +197,24 @@ extension FleetCoordinator {
     /// A new run (created, or the follow-up): its row, its `queued`, the slot, and, when its key
     /// and a slot are free, its `loading` too (one commit to start), then the commit. A run that
     /// claims locks takes them (or its place in their line) after its row is written, in the
-    /// same transaction (`claim`): one round trip more.
-    private func create(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, startIfFree: Bool, at now: Timestamp,
-                        on db: PGConnection) throws -> Decided {
-        let (run, queued) = newRun(decision, trigger, at: now)
+    /// same transaction (`claim`): one round trip more. A debounced run (`window`) is never
+    /// started here: its host starts it once the window has passed (`armDebounce`, `startWaiting`).
+    private func create(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, _ window: DebounceWindow?,
+                        startIfFree: Bool, at now: Timestamp, on db: PGConnection) throws -> Decided {
+        let (run, queued) = newRun(decision, trigger, window, at: now)
         var statements = [FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint), try FleetJournal.insertTransition(queued),
                           FleetJournal.storeSlot(slot, key: trigger.key)]
+        if let window { statements.append(FleetDebounce.store(window, run: run.id)) }
         if conductor.action(named: run.action).map({ !$0.locks.isEmpty }) ?? false {
-            return try createLocked(decision, run, statements + deliveryRecord(trigger, run: run.id, at: now),
-                                    starts: startIfFree && slot.startable == run.id, on: db)
+            var decided = try createLocked(decision, run, statements + deliveryRecord(trigger, run: run.id, at: now),
+                                           starts: startIfFree && window == nil && slot.startable == run.id, on: db)
+            decided.debouncing = window.map { $0.deadline - $0.first }
+            return decided
         }
         var claimed: Claimed?
         let loading = Transition(runID: run.id, seq: 2, from: .queued, to: .loading, at: now, detail: TransitionDetail(attempt: 1))
         let starting = [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
-        if startIfFree, slot.startable == run.id, let action = conductor.action(named: run.action), reserveStart() {
+        if startIfFree, window == nil, slot.startable == run.id, let action = conductor.action(named: run.action), reserveStart() {
             statements += starting
             claimed = Claimed(run: run.applying(loading), seq: 2, action: action)
         }
@@ -187,7 +226,8 @@ extension FleetCoordinator {
             if claimed != nil { releaseStart() }
             throw error
         }
-        return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, claimed: claimed)
+        return Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, claimed: claimed,
+                       debouncing: window.map { $0.deadline - $0.first })
     }
 
     /// `create` for a run whose action claims locks: its rows, then, when its key and a start
@@ -212,26 +252,28 @@ extension FleetCoordinator {
 
     /// A replacing run: the runs it replaces are stopped (queued ones end here, others are marked
     /// for their owners), one statement at a time, then the commit.
-    private func replace(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, at now: Timestamp,
-                         on db: PGConnection) throws -> Decided {
+    private func replace(_ decision: FlightTable.Decision, _ trigger: Trigger, _ slot: KeySlot, _ window: DebounceWindow?,
+                         at now: Timestamp, on db: PGConnection) throws -> Decided {
         guard case let .replaced(id, stopping) = decision else { throw PGError(message: "not a replace: \(decision)") }
-        let (run, queued) = newRun(decision, trigger, at: now)
+        let (run, queued) = newRun(decision, trigger, window, at: now)
         try db.query(FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint))
         try db.query(try FleetJournal.insertTransition(queued))
+        if let window { try db.query(FleetDebounce.store(window, run: run.id)) }
         for statement in deliveryRecord(trigger, run: id, at: now) { try db.query(statement) }
         try FleetJournal.store(slot, key: trigger.key, on: db)
         var stopHere: [Int64] = []
         for old in stopping where try stop(old, .replaced(by: id), on: db) { stopHere.append(old) }
         // A replaced run that was only queued ended here: the key may be free already.
         let row = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1", [trigger.key]).first ?? [nil, nil, nil]
-        let starts = KeySlot(row: row).startable == id && reserveStart()
+        let starts = window == nil && KeySlot(row: row).startable == id && reserveStart()
         do {
             let attempt = starts ? try claim(run, seq: 1, on: db) : .none
             try db.execute("NOTIFY baton")
             try db.execute("COMMIT")
             let claimed = attempt.claimed
             if starts && claimed == nil { releaseStart() }
-            var decided = Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, stopHere: stopHere, claimed: claimed)
+            var decided = Decided(decision: decision, run: claimed?.run ?? run, seq: claimed?.seq ?? 1, stopHere: stopHere, claimed: claimed,
+                                  debouncing: window.map { $0.deadline - $0.first })
             if case let .waits(wait) = attempt { decided.waiting = wait }
             return decided
         } catch {
@@ -245,9 +287,11 @@ extension FleetCoordinator {
         trigger.delivery.map { [FleetJournal.insertDelivery($0, runID: run, at: now, host: host.name)] } ?? []
     }
 
-    private func newRun(_ decision: FlightTable.Decision, _ trigger: Trigger, at now: Timestamp) -> (RunSnapshot, Transition) {
+    private func newRun(_ decision: FlightTable.Decision, _ trigger: Trigger, _ window: DebounceWindow?,
+                        at now: Timestamp) -> (RunSnapshot, Transition) {
         var detail = TransitionDetail()
         detail.via = trigger.via
+        detail.debounce = window?.deadline.rawValue
         if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
         if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
         var run = RunSnapshot(id: decision.run, action: trigger.action.name, key: trigger.key, phase: .queued, policy: trigger.policy,
@@ -255,6 +299,7 @@ extension FleetCoordinator {
         run.host = host.name
         run.via = trigger.via
         run.slot = trigger.slot
+        run.debounceUntil = window?.deadline
         return (run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail))
     }
 

@@ -34,6 +34,9 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// Start slots reserved by transactions that may start a run: held until the conductor has
     /// the run, or given back when the transaction started none.
     let reserved = Locked(0)
+    /// This host's debounced runs that a reactor timer will wake it for, one timer per run at
+    /// most (`armDebounce`); a timer that fires after a stop finds nothing to start.
+    let debounceTimers = Locked<Set<Int64>>([])
 
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, log: @escaping @Sendable (String) -> Void) {
         self.host = host

@@ -55,6 +55,19 @@ enum FleetHooks {
         try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [target.key])
         var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
             ?? [nil, nil, nil])
+        // A hook of a debounced action joins its key's pending run, as on one machine: a burst
+        // of failures pages once. Otherwise the run it makes waits out a window of its own.
+        var window: DebounceWindow?
+        if action.debounce != nil {
+            guard let reading = FleetDebounce.reading(try db.query(FleetDebounce.pending(of: target.key)).rows, slot: slot) else {
+                throw PGError(message: "the debounce of key \(target.key) could not be read")
+            }
+            if let pending = reading.pending {
+                try db.query(FleetDebounce.store(FleetDebounce.joined(pending, at: reading.now).window, run: pending.run))
+                return try record(target, run: pending.run, .debounced, at: now, on: db, as: me)
+            }
+            window = DebounceWindow(action, first: reading.now)
+        }
         if action.cooldown != nil, let success = FleetCooldown.cooling(try db.query(FleetCooldown.lastSuccess(of: target.key)).first, trigger) {
             return try record(target, run: success, .cooled, at: now, on: db, as: me)
         }
@@ -66,6 +79,7 @@ enum FleetHooks {
         case .created, .followUp, .replaced:
             var detail = TransitionDetail()
             detail.via = cause.description
+            detail.debounce = window?.deadline.rawValue
             if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
             if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
             var run = RunSnapshot(id: candidate, action: action.name, key: target.key, phase: .queued, policy: action.policy,
@@ -75,6 +89,7 @@ enum FleetHooks {
             try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
             try FleetJournal.insertTransition(Transition(runID: candidate, seq: 1, from: nil, to: .queued, at: now, detail: detail), on: db)
             try FleetJournal.store(slot, key: target.key, on: db)
+            if let window { try db.query(FleetDebounce.store(window, run: candidate)) }
             if case let .replaced(_, stopping) = decision {
                 for old in stopping { try stop(old, replacedBy: candidate, on: db) }
             }

@@ -191,7 +191,8 @@ enum FleetJournal {
             return ("UPDATE runs SET phase = 'queued', pgid = NULL, last_seq = $4 \(guardClause)", base)
         case .loading:
             return ("""
-                UPDATE runs SET phase = 'loading', started_at = coalesce(started_at, $5), attempts = $6, pgid = NULL, last_seq = $4
+                UPDATE runs SET phase = 'loading', started_at = coalesce(started_at, $5), attempts = $6, pgid = NULL, last_seq = $4,
+                    debounce_until = NULL
                 \(guardClause)
                 """, base + [String(t.at.rawValue), String(d.attempt ?? 1)])
         case .retrying:

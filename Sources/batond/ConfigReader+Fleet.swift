@@ -57,17 +57,3 @@ extension ConfigReader {
         return fleet
     }
 }
-
-extension ConfigReader {
-    /// The rules a fleet cannot yet decide exactly across hosts, refused at load in a fleet config
-    /// (a cooldown it can: the key's row keeps its last success, `FleetCooldown`; hooks too: the
-    /// end's transaction decides them with the hook keys' rows held, `FleetHooks`; and locks:
-    /// each has a row that a start's transaction locks after its key's, `FleetLocks`).
-    mutating func refuseOneMachineRules(_ actions: [Action]) {
-        // A pending debounced run lives in one host's memory until it starts: another host's
-        // trigger of the key would make a second run of the burst. Refused until it is exact.
-        for action in actions where action.debounce != nil {
-            fail("actions.\(action.name).debounce", "is not supported in a fleet (postgres) yet: the fleet cannot share a pending run across hosts")
-        }
-    }
-}

@@ -102,7 +102,6 @@ struct ConfigReader {
         lockLimits(fields["limits"], actions: &config.actions)
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
-        if config.fleet != nil { refuseOneMachineRules(config.actions) }
         return config
     }
 

@@ -11,12 +11,10 @@ extension ConductorState {
 
     /// The run of `key` not yet started that debounces, if any.
     func pendingRun(of key: String) -> Int64? {
-        for case let id? in [table.holder(of: key), table.followUp(of: key)] {
-            guard let flight = flights[id], flight.debounce != nil, flight.machine.phase == .queued,
-                  !table.isDraining(id) else { continue }
-            return id
+        KeySlot(holder: table.holder(of: key), followUp: table.followUp(of: key)).pendingRun { id in
+            guard let flight = flights[id] else { return false }
+            return flight.debounce != nil && flight.machine.phase == .queued && !table.isDraining(id)
         }
-        return nil
     }
 
     /// A debounced trigger joins its key's pending run: its window starts again (as far as

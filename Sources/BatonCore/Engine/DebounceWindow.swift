@@ -20,6 +20,13 @@ public struct DebounceWindow: Sendable, Equatable {
         deadline = first + min(window, maxWait)
     }
 
+    /// A window as it was kept (a fleet's run row): its deadline as last pushed back, never
+    /// before the first trigger's window nor beyond `maxWait` after it.
+    public init(window: Duration, maxWait: Duration, first: Timestamp, deadline: Timestamp) {
+        self.init(window: window, maxWait: maxWait, first: first)
+        self.deadline = min(max(deadline, self.deadline), first + maxWait)
+    }
+
     /// The window of an action's run whose burst began at `first`; nil when it does not debounce.
     public init?(_ action: Action, first: Timestamp) {
         guard let window = action.debounce, let maxWait = action.debounceMaxWait else { return nil }

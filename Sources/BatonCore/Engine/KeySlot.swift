@@ -57,6 +57,15 @@ public struct KeySlot: Sendable, Equatable {
         draining.remove(run)
     }
 
+    /// The run a debounced trigger of the key shares: the holder, else the follow-up, the first
+    /// that is not being replaced and that `pending` says debounces and has not started. One
+    /// machine asks its flights (`ConductorState.pendingRun`), the fleet the runs' rows
+    /// (`FleetDebounce`).
+    public func pendingRun(where pending: (Int64) -> Bool) -> Int64? {
+        for case let id? in [holder, followUp] where !draining.contains(id) && pending(id) { return id }
+        return nil
+    }
+
     /// The run that may start now: the holder, once nothing of the key is still stopping.
     public var startable: Int64? { draining.isEmpty ? holder : nil }
 

@@ -1,0 +1,85 @@
+import BatonCore
+
+/// Debounce across hosts. A debounced run's window lives in its row (`debounce_first`,
+/// `debounce_until`, `debounce_window`, `debounce_max_wait`, fleet schema version 13) until it
+/// starts. A debounced trigger's transaction, holding the key's slot row, reads the key's run
+/// that has not started (`KeySlot.pendingRun`, as one machine) and the database's clock: it
+/// joins that run and pushes its deadline back by the engine's rule (`DebounceWindow.restart`),
+/// or, when there is none, gives the run it creates a window that opens then. The run's host
+/// starts it only once `debounce_until` has passed by the database's clock, read in the
+/// transaction that holds the same row (`startable`), so neither a host's clock nor a timer that
+/// fires early starts it inside its window; its timer is only a wake-up (`FleetCoordinator`'s
+/// `armDebounce`). The `loading` transition clears `debounce_until`.
+enum FleetDebounce {
+    /// What a debounced trigger reads once it holds its key's row.
+    struct Reading: Equatable {
+        /// The database's clock then.
+        var now: Timestamp
+        /// The key's pending run and its window as kept, if it has one.
+        var pending: Pending?
+    }
+
+    /// A run not yet started that a debounced trigger shares, and its window.
+    struct Pending: Equatable {
+        var run: Int64
+        var window: DebounceWindow
+    }
+
+    /// The database's clock (first column, every row), then each of the key's holder and
+    /// follow-up that is queued with its window open or due (its id, first, deadline, window,
+    /// maxWait); one row of NULLs after the clock when neither is. Sent after the statement that
+    /// locks the key's row, so the clock is read once the row is held.
+    static func pending(of key: String) -> FleetJournal.Statement {
+        ("""
+            SELECT c.now, r.id, r.debounce_first, r.debounce_until, r.debounce_window, r.debounce_max_wait
+            FROM (SELECT \(FleetCooldown.databaseNow) AS now) c
+            LEFT JOIN (SELECT r.* FROM keys k JOIN runs r ON r.id IN (k.holder, k.follow_up)
+                       WHERE k.key = $1 AND r.phase = 'queued' AND r.debounce_until IS NOT NULL) r ON true
+            """, [key])
+    }
+
+    /// `pending`'s rows read against the key's slot (from the same transaction): the engine's
+    /// choice of the run to share (`KeySlot.pendingRun`). Nil when the rows carry no clock.
+    static func reading(_ rows: [[String?]], slot: KeySlot) -> Reading? {
+        guard let now = rows.first?[0].flatMap({ Int64($0) }) else { return nil }
+        var windows: [Int64: DebounceWindow] = [:]
+        for row in rows {
+            guard row.count >= 6, let id = row[1].flatMap({ Int64($0) }), let first = row[2].flatMap({ Int64($0) }),
+                  let until = row[3].flatMap({ Int64($0) }), let window = row[4].flatMap({ Int64($0) }),
+                  let maxWait = row[5].flatMap({ Int64($0) }) else { continue }
+            windows[id] = DebounceWindow(window: .microseconds(window), maxWait: .microseconds(maxWait), first: Timestamp(rawValue: first),
+                                         deadline: Timestamp(rawValue: until))
+        }
+        let pending = slot.pendingRun { windows[$0] != nil }.flatMap { id in windows[id].map { Pending(run: id, window: $0) } }
+        return Reading(now: Timestamp(rawValue: now), pending: pending)
+    }
+
+    /// A further trigger at `now` joins the pending run: its window as pushed back by the engine's rule.
+    static func joined(_ pending: Pending, at now: Timestamp) -> Pending {
+        var pushed = pending
+        pushed.window.restart(at: now)
+        return pushed
+    }
+
+    /// Keeps a run's window in its row (a new one, or one pushed back), while the run is queued.
+    static func store(_ window: DebounceWindow, run: Int64) -> FleetJournal.Statement {
+        ("""
+            UPDATE runs SET debounce_first = $2, debounce_until = $3, debounce_window = $4, debounce_max_wait = $5
+            WHERE id = $1 AND phase = 'queued'
+            """, [String(run), String(window.first.rawValue), String(window.deadline.rawValue), String(window.window.microseconds),
+                  String(window.maxWait.microseconds)])
+    }
+
+    /// The SQL condition, on a run `r` whose key's row is held, that its window (if any) has
+    /// passed by the database's clock: what a start checks.
+    static let due = "(r.debounce_until IS NULL OR r.debounce_until <= \(FleetCooldown.databaseNow))"
+
+    /// This host's queued runs that hold their key and wait for their window, with how long is
+    /// left by the database's clock (µs): what its timers wake it for.
+    static func waiting(incarnation: String) -> FleetJournal.Statement {
+        ("""
+            SELECT r.id, r.debounce_until - \(FleetCooldown.databaseNow) FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
+            WHERE r.incarnation = $1 AND r.phase = 'queued' AND r.debounce_until IS NOT NULL
+            """, [incarnation])
+    }
+}
