@@ -163,13 +163,19 @@ public final class FleetLease: Sendable {
         onFenced(why)
     }
 
-    /// Ends the lease of hosts that stopped renewing, one reaper at a time.
+    /// Ends the lease of hosts that stopped renewing, one reaper at a time, and takes over the
+    /// runs that hosts which stopped cleanly left queued (a follow-up, a pending debounced run, a
+    /// run waiting for a lock or a slot): they are the fleet's, and would otherwise hold their
+    /// key until a host of the same name started again.
     func reap(on db: PGConnection) throws {
         try db.transaction {
             guard try db.query("SELECT pg_try_advisory_xact_lock($1)", [String(FleetSchema.Lock.reaper.rawValue)]).first?[0] == "t" else { return }
             let expired = try db.query("""
-                SELECT incarnation, name FROM hosts
+                SELECT incarnation, name, false FROM hosts
                 WHERE gone_at IS NULL AND incarnation <> $1 AND renewed_at + lease_ms * interval '1 millisecond' < now()
+                UNION
+                SELECT DISTINCT h.incarnation, h.name, true FROM runs r JOIN hosts h ON h.incarnation = r.incarnation
+                WHERE r.phase IN ('queued', 'loading', 'retrying') AND h.gone_at IS NOT NULL AND r.incarnation <> $1
                 """, [host.incarnation]).rows
             guard !expired.isEmpty else { return }
             // Their runs' keys' slot rows, and the hook keys their ends may trigger, all at once
@@ -177,9 +183,10 @@ public final class FleetLease: Sendable {
             try db.pipeline(FleetHooks.lockForTakeover(expired.compactMap { $0[0] }, actions: coordinator.conductor.configuredActions()))
             for row in expired {
                 guard let dead = row[0], let name = row[1] else { continue }
-                let summary = try FleetTakeover.takeOver(dead, name: name, reason: "host \(name) stopped renewing its lease",
+                let stopped = row[2] == "t"
+                let summary = try FleetTakeover.takeOver(dead, name: name, reason: stopped ? "host \(name) stopped" : "host \(name) stopped renewing its lease",
                                                          by: host, actions: coordinator.conductor.action(named:), on: db)
-                coordinator.log("host \(name) lost its lease: \(summary.ended.count) runs ended host_lost, "
+                coordinator.log("host \(name) \(stopped ? "stopped and left runs" : "lost its lease"): \(summary.ended.count) runs ended host_lost, "
                     + "\(summary.requeued.count) restarted here, \(summary.adopted.count) queued runs taken over")
             }
         }
