@@ -17,10 +17,11 @@ struct ConductorWalk {
         Action(name: "queue", exec: ["x"], timeout: .seconds(30), policy: .queue, params: ["k": ParamSpec()], keyParams: ["k"]),
         Action(name: "replace", exec: ["x"], timeout: .seconds(5), policy: .replace, retry: RetryPolicy(attempts: 1)),
         {
-            // Windows of 200 ms, steps of 1 to 50: some triggers fall inside, some after.
+            // Windows of 1 s, steps of 1 to 50 ms: a trigger of the key soon after a success often
+            // falls inside (with 200 ms, 450 walks passed with the cooldown never applied), some after.
             var cool = Action(name: "cool", exec: ["x"], policy: .join, policies: [.reject, .queue, .replace],
                               params: ["k": ParamSpec()], keyParams: ["k"])
-            cool.cooldown = .milliseconds(200)
+            cool.cooldown = .seconds(1)
             cool.allowsForce = true
             return cool
         }(),
