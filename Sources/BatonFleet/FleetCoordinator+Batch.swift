@@ -30,10 +30,9 @@ extension FleetCoordinator {
                 return []
             } catch let error as PGError where error.isRetryable {
                 tries += 1
-                if tries == 5 {
-                    log("a batch of \(jobs.count) triggers met \(tries) deadlocks or serialization failures, tried again after a pause")
-                    return jobs
-                }
+                log("a batch of \(jobs.count) triggers met a deadlock or serialization failure (\(error.sqlState ?? "?")), "
+                    + (tries == 5 ? "decided again after a pause" : "decided again"))
+                if tries == 5 { return jobs }
             } catch let error as PGError where error.isConnectionProblem || !link.isOpen {
                 link.dropIfBroken()
                 for job in jobs { finish(job, .failure(error)) }
