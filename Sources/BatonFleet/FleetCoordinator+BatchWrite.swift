@@ -45,7 +45,7 @@ extension FleetCoordinator {
                 reserved += 1
                 attempts[id] = try claim(run, seq: 1, on: db)
             }
-            if !written.locked.isEmpty { try db.pipeline(notify + [("COMMIT", [])]) }
+            if !written.locked.isEmpty { _ = try db.pipeline(notify + [("COMMIT", [])]) }
             for attempt in attempts.values where attempt.claimed == nil { releaseStart() }
             return answers(entries, decided, written, attempts, results)
         } catch {
