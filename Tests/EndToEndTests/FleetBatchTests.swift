@@ -139,7 +139,7 @@ struct FleetBatchTests {
         try holder.execute("COMMIT")
         #expect(try Self.waitBlocked(by: try Self.pid(ghost), db), "the batch with the slot's trigger waits for the ghost's insert")
         try ghost.execute("COMMIT")
-        #expect(try FleetDebounceTests.until(60) { !answering.all.isEmpty })
+        #expect(try FleetDebounceTests.until(60) { !answering.all.isEmpty }, "\(hosts[0].stderr.suffix(3000))")
         let answers = try #require(answering.all.first)
         #expect(answers.count == requests.count)
         for (request, answer) in zip(requests, answers) where request.action == "t" {
