@@ -94,53 +94,9 @@ extension FleetCoordinator {
         case notStartable
     }
 
-    /// Starts a queued run of this host that holds a free key, if a start slot is free: its
-    /// `loading` is written in the transaction that checks all of that, and takes its locks. A
-    /// unique violation (another run of the key is loading, whatever this host believed) means
-    /// "not yet": the run stays queued until the key is free.
-    func start(_ id: Int64, on db: PGConnection) throws -> Started {
-        guard reserveStart() else { return .noSlot }
-        do {
-            switch try claim(id, on: db) {
-            case let .claimed(claimed):
-                hand(claimed, follower: nil)
-                return .started
-            case .waits:
-                releaseStart()
-                return .waits
-            case .none:
-                releaseStart()
-                return .notStartable
-            }
-        } catch let error as PGError where error.isUniqueViolation {
-            releaseStart()
-            log("run \(id) could not start yet: \(error.message)")
-            return .notStartable
-        } catch {
-            releaseStart()
-            throw error
-        }
-    }
-
-    private func claim(_ id: Int64, on db: PGConnection) throws -> Attempt {
-        // The key's slot row is locked before the run is read again and its `loading` written.
-        try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ in
-            guard let (run, seq) = try read(id, on: db), run.phase == .queued,
-                  let slotRow = try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1", [run.key]).first,
-                  KeySlot(row: slotRow).startable == id,
-                  // Its window, if it debounces, has passed by the database's clock, read now that the row is held.
-                  try db.query("SELECT 1 FROM runs r WHERE r.id = $1 AND r.incarnation = $2 AND \(FleetDebounce.due)",
-                               [String(id), host.incarnation]).first != nil
-            else { return .none }
-            let attempt = try claim(run, seq: seq, on: db)
-            // A start or a cancel (its action gone) is news to the fleet; a place in line is not.
-            if case .waits = attempt {} else { try db.execute("NOTIFY baton") }
-            return attempt
-        }
-    }
-
     /// Starts every run of this host that holds a free key, the runs in a lock's line first
-    /// (in its order), then by id, while slots are free. A run in line that the line holds back
+    /// (in its order), then by id, while slots are free: those that may start together in one
+    /// transaction (`start(_:on:)`). A run in line that the line holds back
     /// (read first, `FleetLocks.waits`) is not tried: its transaction would only find it so
     /// again; one that comes into line while it is tried leaves room for the next. Joined on
     /// the key (the slot row's primary key) as well as its holder: on `holder` alone, which has
@@ -162,17 +118,11 @@ extension FleetCoordinator {
                 ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
                 """, [host.incarnation, String(room), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
                 .compactMap { $0[0].flatMap { Int64($0) } }
-            var lined = false
-            for id in ready {
-                switch try start(id, on: db) {
-                case .started, .notStartable: continue
-                case .noSlot: return
-                case .waits:
-                    held.append(id)
-                    lined = true
-                }
-            }
-            guard lined else { return }
+            let started = try start(ready, on: db)
+            if started.values.contains(.noSlot) { return }
+            let lined = ready.filter { started[$0] == .waits }
+            held += lined
+            guard !lined.isEmpty else { return }
         }
     }
 

@@ -9,16 +9,16 @@ import FoundationEssentials
 /// by marking the row, and learn what happens from the feed (`FleetFeed`).
 ///
 /// PostgreSQL work is answered in completions on the threads of the connections that did it;
-/// no lock is held while a round trip is in flight. Triggers' transactions go to one connection
-/// of their own, one at a time in the order they came (each locks its key's slot row; those of
-/// different keys, on this host and others, do not wait for each other); reads and cancels go
-/// to the pool. A transaction that may start a run reserves a start slot, so that this host never starts more than `limit` however many
+/// no lock is held while a round trip is in flight. Triggers go to one connection of their own
+/// (`TriggerQueue`), which decides every trigger waiting in one transaction, in the order they
+/// came (it locks their keys' slot rows in key order; transactions of different keys, on this
+/// host and others, do not wait for each other); reads and cancels go to the pool. A transaction that may start a run reserves a start slot, so that this host never starts more than `limit` however many
 /// transactions are in flight.
 public final class FleetCoordinator: RunDispatcher, Sendable {
     public let host: FleetHost
     let pool: PGPool
-    /// The connection triggers' transactions run on.
-    let decisions: PGWorker
+    /// The triggers waiting for their batch's transaction, on a connection of their own.
+    let decisions: TriggerQueue
     let conductor: Conductor
     let followers = RemoteFollowers()
     /// Followers of other hosts' runs' output.
@@ -41,7 +41,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, log: @escaping @Sendable (String) -> Void) {
         self.host = host
         self.pool = pool
-        decisions = pool.dedicated(name: "baton-fleet-trig")
+        decisions = TriggerQueue(conninfo: pool.conninfo, defaults: pool.defaults)
         remoteOutput = RemoteOutput(pool: pool)
         self.conductor = conductor
         self.limit = max(limit, 1)

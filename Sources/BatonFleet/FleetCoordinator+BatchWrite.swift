@@ -1,0 +1,170 @@
+import BatonCore
+import FoundationEssentials
+
+/// The writes of a decided batch: every entry's rows in entry order, then the slots and windows
+/// as the batch left them, the `loading` of each new run that starts, the runs the shares are
+/// answered with, then NOTIFY and COMMIT: one pipeline. Runs that claim locks take them (or
+/// their place in line) after it, in the same transaction, before the commit.
+extension FleetCoordinator {
+    /// What the write pipeline has to check and read back.
+    private struct Written {
+        var statements: [FleetJournal.Statement] = []
+        var runs: [Int64: RunSnapshot] = [:]
+        /// Results that must have changed one row (guarded updates), with what they were.
+        var checks: [(index: Int, what: String)] = []
+        /// The entry whose answer is the run read at a result.
+        var reads: [Int: Int] = [:]
+        var claimed: [Int64: Claimed] = [:]
+        /// New runs whose action claims locks, started after the pipeline.
+        var locked: [Int64] = []
+    }
+
+    func write(_ entries: [TriggerBatch.Entry], _ decided: TriggerBatch.Decided, on db: PGConnection) throws -> [Result<Decided, any Error>] {
+        let now = Timestamp.now
+        var written = Written()
+        for (index, entry) in entries.enumerated() {
+            try rows(of: entry.trigger, decided.outcomes[index], stops: decided.stops[index] ?? [], at: now, &written)
+        }
+        for (key, slot) in decided.slots.sorted(by: { $0.key < $1.key }) { written.statements.append(FleetJournal.storeSlot(slot, key: key)) }
+        for (run, window) in decided.windows.sorted(by: { $0.key < $1.key }) { written.statements.append(FleetDebounce.store(window, run: run)) }
+        try starts(decided.starts, at: now, &written)
+        for (index, outcome) in decided.outcomes.enumerated() {
+            guard let run = outcome.sharedRun else { continue }
+            written.reads[index] = written.statements.count
+            written.statements.append(("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(run)]))
+        }
+        // A new run (and what its replace stopped) is news to the fleet; a record is not.
+        let notify: [FleetJournal.Statement] = decided.outcomes.contains { $0.createsRun } ? [("NOTIFY baton", [])] : []
+        var attempts: [Int64: Attempt] = [:]
+        var reserved = written.claimed.count
+        do {
+            let results = try db.pipeline(written.statements + (written.locked.isEmpty ? notify + [("COMMIT", [])] : []))
+            for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
+            for id in written.locked {
+                guard let run = written.runs[id], reserveStart() else { continue }
+                reserved += 1
+                attempts[id] = try claim(run, seq: 1, on: db)
+            }
+            if !written.locked.isEmpty { _ = try db.pipeline(notify + [("COMMIT", [])]) }
+            for attempt in attempts.values where attempt.claimed == nil { releaseStart() }
+            return answers(entries, decided, written, attempts, results)
+        } catch {
+            for _ in 0..<reserved { releaseStart() }
+            throw error
+        }
+    }
+
+    /// One entry's rows: its record, or its new run (and the runs its replace stops).
+    private func rows(of trigger: Trigger, _ outcome: TriggerBatch.Outcome, stops: [TriggerBatch.Stop], at now: Timestamp,
+                      _ written: inout Written) throws {
+        switch outcome {
+        case .refused:
+            return
+        case let .shared(decision):
+            let record = TriggerRecord(runID: decision.run, action: trigger.action.name, key: trigger.key, decision: decision.recorded,
+                                       policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params)
+            written.statements.append(FleetJournal.insertTrigger(record, host: host.name))
+            if case .rejected = decision {} else { written.statements += deliveryRecord(trigger, run: decision.run, at: now) }
+        case let .debounced(run):
+            let record = TriggerRecord(runID: run, action: trigger.action.name, key: trigger.key, decision: .debounced,
+                                       policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params)
+            written.statements += [FleetJournal.insertTrigger(record, host: host.name)] + deliveryRecord(trigger, run: run, at: now)
+        case let .created(decision, window):
+            let (run, queued) = newRun(decision, trigger, window, at: now)
+            written.runs[run.id] = run
+            written.statements += [FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint),
+                                   try FleetJournal.insertTransition(queued)] + deliveryRecord(trigger, run: run.id, at: now)
+            for stop in stops { try self.stop(stop, at: now, &written) }
+        }
+    }
+
+    /// A replace's stop: a queued run's end (guarded: it must apply, the batch read it under its
+    /// key's row), or the mark a loading run's owner stops it by.
+    private func stop(_ stop: TriggerBatch.Stop, at now: Timestamp, _ written: inout Written) throws {
+        let request = RunMachine.Stop.replaced(by: stop.by)
+        guard let seq = stop.endsAt else {
+            written.statements.append(("UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying')",
+                                       [String(stop.run), StopRequest.text(request)]))
+            return
+        }
+        let end = Transition(runID: stop.run, seq: seq, from: .queued, to: request.phase, at: now, detail: request.detail)
+        written.checks.append((written.statements.count, "run \(stop.run) could not be stopped for run \(stop.by)"))
+        written.statements += [FleetJournal.update(end, as: nil), try FleetJournal.insertTransition(end)]
+    }
+
+    /// The new runs whose key is free: each takes a start slot if one is free and its `loading`
+    /// goes in the pipeline; one whose action claims locks is started after it (`claim`).
+    private func starts(_ ids: [Int64], at now: Timestamp, _ written: inout Written) throws {
+        for id in ids {
+            guard let run = written.runs[id], let action = conductor.action(named: run.action) else { continue }
+            if !action.locks.isEmpty {
+                written.locked.append(id)
+                continue
+            }
+            let loading = Transition(runID: id, seq: 2, from: .queued, to: .loading, at: now, detail: TransitionDetail(attempt: 1))
+            let statements = [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
+            guard reserveStart() else { continue }
+            written.checks.append((written.statements.count, "run \(id) could not be started in its own transaction"))
+            written.statements += statements
+            written.claimed[id] = Claimed(run: run.applying(loading), seq: 2, action: action)
+        }
+    }
+
+    /// Each entry's answer, once the batch committed.
+    private func answers(_ entries: [TriggerBatch.Entry], _ decided: TriggerBatch.Decided, _ written: Written,
+                         _ attempts: [Int64: Attempt], _ results: [PGRows]) -> [Result<Decided, any Error>] {
+        decided.outcomes.enumerated().map { index, outcome -> Result<Decided, any Error> in
+            switch outcome {
+            case let .refused(error):
+                return .failure(error)
+            case .shared, .debounced:
+                let decision: FlightTable.Decision = if case let .shared(shared) = outcome { shared } else { .joined(outcome.sharedRun ?? 0) }
+                guard let at = written.reads[index], let row = results[at].first else { return .failure(BatonError.unknownRun(decision.run)) }
+                return .success(Decided(decision: decision, run: FleetRows.run(row), seq: Int(row[FleetRows.runColumnCount] ?? "") ?? 1))
+            case let .created(decision, _):
+                let id = decision.run
+                let claimed = written.claimed[id] ?? attempts[id]?.claimed
+                var answer = Decided(decision: decision, run: claimed?.run ?? written.runs[id]!, seq: claimed?.seq ?? 1,
+                                     stopHere: (decided.stops[index] ?? []).filter(\.here).map(\.run), claimed: claimed,
+                                     debouncing: decided.windows[id].map { $0.deadline - $0.first })
+                if case let .waits(wait)? = attempts[id] { answer.waiting = wait }
+                return .success(answer)
+            }
+        }
+    }
+
+    /// The statement that records the trigger's delivery with `run`, if it carries one.
+    func deliveryRecord(_ trigger: Trigger, run: Int64, at now: Timestamp) -> [FleetJournal.Statement] {
+        trigger.delivery.map { [FleetJournal.insertDelivery($0, runID: run, at: now, host: host.name)] } ?? []
+    }
+}
+
+extension TriggerBatch.Outcome {
+    /// The run a trigger that made none is answered with (read back after the writes).
+    var sharedRun: Int64? {
+        switch self {
+        case let .shared(decision): decision.run
+        case let .debounced(run): run
+        case .refused, .created: nil
+        }
+    }
+
+    /// Whether the trigger made a run.
+    var createsRun: Bool {
+        if case .created = self { return true }
+        return false
+    }
+}
+
+extension FlightTable.Decision {
+    /// How a decision that made no run is recorded.
+    var recorded: TriggerRecord.Decision {
+        switch self {
+        case .joined: .joined
+        case .coalesced: .coalesced
+        case .slotRan: .slotRan
+        case .cooled: .cooled
+        default: .rejected
+        }
+    }
+}

@@ -1,0 +1,218 @@
+import BatonCore
+
+/// Triggers that arrived together on a host, decided in one transaction from the rows it read
+/// while it holds their keys' slot rows: pure, so that a batch decides exactly what the same
+/// triggers decided one transaction each, in the order they came. Each trigger is decided by
+/// the engine's rules as one machine decides it (`KeySlot`, `KeySlot.cools`, `KeySlot.pendingRun`
+/// and `DebounceWindow`, `SlotBook.decide`), against its key's slot as the triggers before it in
+/// the batch left it: a run one of them created is the key's holder for the next, a delivery or
+/// a schedule slot one of them recorded is found by the next, a window one of them opened or
+/// pushed is the one the next joins, a queued run a replace stopped has ended.
+///
+/// Which runs start is decided after every trigger (`Decided.starts`): a new run starts in the
+/// transaction only if it still holds its key, free, once the whole batch is decided (a replace
+/// later in the batch may have stopped it), never with a debounce window open.
+struct TriggerBatch {
+    /// One trigger of the batch; `startIfFree` false: decided again after its start was refused.
+    struct Entry: Sendable {
+        var trigger: Trigger
+        var startIfFree = true
+    }
+
+    /// What the transaction knows of a run a trigger may share, stop or compare definitions with.
+    struct RunFacts: Sendable, Equatable {
+        var phase: Phase
+        var lastSeq: Int
+        var incarnation: String?
+        var definition: String?
+        var host: String?
+    }
+
+    /// What the transaction read once it held the keys' rows.
+    struct Rows: Sendable, Equatable {
+        /// The database's clock, read after the rows were locked: cooldowns and windows are decided on it.
+        var now: Timestamp
+        var slots: [String: KeySlot] = [:]
+        /// The keys' holders and follow-ups, and the schedule slots' runs.
+        var runs: [Int64: RunFacts] = [:]
+        /// Each key's last success: its run and when it ended.
+        var lastSuccess: [String: LastSuccess] = [:]
+        /// The open (or due) windows of the keys' queued debounced runs.
+        var windows: [Int64: DebounceWindow] = [:]
+        /// The runs recorded deliveries made or joined.
+        var deliveries: [DeliveryID: Int64] = [:]
+        /// The runs schedule slots made.
+        var slotRuns: [SlotBook.Slot: Int64] = [:]
+    }
+
+    struct LastSuccess: Sendable, Equatable {
+        var run: Int64
+        var at: Timestamp
+    }
+
+    /// A delivery's identity (the address it came from is not part of it).
+    struct DeliveryID: Hashable, Sendable {
+        var hook: String
+        var id: String
+    }
+
+    /// What became of one trigger.
+    enum Outcome: Sendable, Equatable {
+        /// Answered with an error and nothing written: its delivery made a run already, or the
+        /// run it would share was made from another definition of its action.
+        case refused(BatonError)
+        /// It shares a run (joined, coalesced, rejected, cooled, or its slot ran): its record.
+        case shared(FlightTable.Decision)
+        /// It joined its key's pending debounced run, whose window it pushed back (`windows`).
+        case debounced(run: Int64)
+        /// It made a run (created, follow-up, replacing): the run's row and `queued`.
+        case created(FlightTable.Decision, window: DebounceWindow?)
+    }
+
+    /// How a replace stops a run of its key.
+    struct Stop: Sendable, Equatable {
+        var run: Int64
+        var by: Int64
+        /// A queued run ends at once with this transition's seq; a loading one is marked for its owner.
+        var endsAt: Int?
+        /// This host owns the loading run: it stops it when the batch commits.
+        var here: Bool
+    }
+
+    /// The batch's decision.
+    struct Decided: Sendable, Equatable {
+        /// One per entry, in order.
+        var outcomes: [Outcome] = []
+        /// The stops each replacing entry asked, by entry index.
+        var stops: [Int: [Stop]] = [:]
+        /// The slots the batch changed, as it left them.
+        var slots: [String: KeySlot] = [:]
+        /// Windows to keep in runs' rows: new ones and pushed ones, as the batch left them.
+        var windows: [Int64: DebounceWindow] = [:]
+        /// The new runs that may start in this transaction (their key is free), in entry order.
+        var starts: [Int64] = []
+    }
+
+    /// Decides `entries` in order against `rows`; new runs take their ids from `ids` in order
+    /// (`idsNeeded` says how many). `me` is this host's incarnation.
+    static func decide(_ entries: [Entry], _ rows: Rows, me: String, ids: [Int64]) -> Decided {
+        var state = rows
+        var decided = Decided()
+        var next = ids.makeIterator()
+        var created: [(run: Int64, key: String, entry: Entry, window: DebounceWindow?)] = []
+        for (index, entry) in entries.enumerated() {
+            let outcome = decideOne(entry, &state, &decided, index: index, me: me, candidate: { next.next() ?? 0 })
+            decided.outcomes.append(outcome)
+            if case let .created(decision, window) = outcome { created.append((decision.run, entry.trigger.key, entry, window)) }
+        }
+        decided.starts = created.filter { made in
+            made.window == nil && made.entry.startIfFree && state.slots[made.key]?.startable == made.run
+        }.map(\.run)
+        return decided
+    }
+
+    /// How many new runs `entries` make against `rows`: the ids to take before deciding.
+    static func idsNeeded(_ entries: [Entry], _ rows: Rows, me: String) -> Int {
+        decide(entries, rows, me: me, ids: (1...max(entries.count, 1)).map { -Int64($0) }).outcomes.count {
+            if case .created = $0 { return true }
+            return false
+        }
+    }
+
+    /// One trigger against the batch's state so far, which it updates.
+    private static func decideOne(_ entry: Entry, _ state: inout Rows, _ decided: inout Decided, index: Int, me: String,
+                                  candidate: () -> Int64) -> Outcome {
+        let trigger = entry.trigger
+        let delivery = trigger.delivery.map { DeliveryID(hook: $0.hook, id: $0.id) }
+        if let delivery, let run = state.deliveries[delivery] {
+            return .refused(.delivered(run: run, hook: delivery.hook, delivery: delivery.id))
+        }
+        let slotKey = trigger.slot.map { SlotBook.Slot(action: trigger.action.name, at: $0) }
+        if let slotKey, let run = state.slotRuns[slotKey] {
+            switch SlotBook.decide(run: run, ended: state.runs[run]?.phase.isTerminal ?? true) {
+            case .free: break
+            case let .inFlight(id): return share(.joined(id), trigger, delivery, &state)
+            case let .ran(id): return share(.slotRan(id), trigger, delivery, &state)
+            }
+        }
+        var slot = state.slots[trigger.key] ?? KeySlot()
+        var window: DebounceWindow?
+        if trigger.action.debounce != nil {
+            if let pending = slot.pendingRun(where: { state.windows[$0] != nil && state.runs[$0]?.phase == .queued }),
+               var pushed = state.windows[pending] {
+                if let refusal = refusal(pending, trigger, state) { return .refused(refusal) }
+                pushed.restart(at: state.now)
+                state.windows[pending] = pushed
+                decided.windows[pending] = pushed
+                if let delivery { state.deliveries[delivery] = pending }
+                return .debounced(run: pending)
+            }
+            window = DebounceWindow(trigger.action, first: state.now)
+        }
+        if let success = state.lastSuccess[trigger.key],
+           KeySlot.cools(lastSuccess: success.at, cooldown: trigger.action.cooldown, forced: trigger.force,
+                         allowsForce: trigger.action.allowsForce, now: state.now) {
+            return share(.cooled(success.run), trigger, delivery, &state)
+        }
+        let decision = slot.trigger(policy: trigger.policy, candidate: decision(needsID: slot, trigger) ? candidate() : 0)
+        switch decision {
+        case .joined, .coalesced, .rejected:
+            return share(decision, trigger, delivery, &state)
+        case .cooled, .slotRan:
+            return .refused(.internalError("a key slot decided \(decision), which it never decides"))
+        case .created, .followUp, .replaced:
+            break
+        }
+        let run = decision.run
+        state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: trigger.action.fingerprint, host: nil)
+        if let window { state.windows[run] = window; decided.windows[run] = window }
+        if let delivery { state.deliveries[delivery] = run }
+        if let slotKey { state.slotRuns[slotKey] = run }
+        if case let .replaced(_, stopping) = decision {
+            decided.stops[index] = stopping.compactMap { stop($0, by: run, &slot, &state, me: me) }
+        }
+        state.slots[trigger.key] = slot
+        decided.slots[trigger.key] = slot
+        return .created(decision, window: window)
+    }
+
+    /// Whether the trigger's decision may make a run, so takes an id (as one transaction each did).
+    private static func decision(needsID slot: KeySlot, _ trigger: Trigger) -> Bool {
+        slot.holder == nil || trigger.policy == .replace || (trigger.policy == .queue && slot.followUp == nil)
+    }
+
+    /// A trigger that makes no run; a join or coalesce of a run made from another definition is refused.
+    private static func share(_ decision: FlightTable.Decision, _ trigger: Trigger, _ delivery: DeliveryID?, _ state: inout Rows) -> Outcome {
+        switch decision {
+        case .joined, .coalesced:
+            if let refusal = refusal(decision.run, trigger, state) { return .refused(refusal) }
+        default: break
+        }
+        if case .rejected = decision {} else if let delivery { state.deliveries[delivery] = decision.run }
+        return .shared(decision)
+    }
+
+    /// A join of `run` is refused when the run was created from another definition of the action.
+    private static func refusal(_ run: Int64, _ trigger: Trigger, _ state: Rows) -> BatonError? {
+        guard let facts = state.runs[run], let theirs = facts.definition, theirs != trigger.action.fingerprint else { return nil }
+        return .definitionMismatch(run: run, action: trigger.action.name, host: facts.host ?? "?")
+    }
+
+    /// A replace stops `old`: a queued run ends now (its key's slot forgets it), a loading one is
+    /// marked for its owner; one already ended needs nothing.
+    private static func stop(_ old: Int64, by run: Int64, _ slot: inout KeySlot, _ state: inout Rows, me: String) -> Stop? {
+        guard var facts = state.runs[old] else { return nil }
+        switch facts.phase {
+        case .queued:
+            facts.phase = .cancelled
+            facts.lastSeq += 1
+            state.runs[old] = facts
+            slot.ended(old)
+            return Stop(run: old, by: run, endsAt: facts.lastSeq, here: false)
+        case .loading, .retrying:
+            return Stop(run: old, by: run, endsAt: nil, here: facts.incarnation == me)
+        case .success, .failure, .cancelled:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import BatonCore
+import FoundationEssentials
+
+/// A trigger waiting for its batch, with whom to tell.
+struct PendingTrigger: Sendable {
+    /// The coordinator that decides it (every trigger of one queue has the same).
+    let coordinator: FleetCoordinator
+    var entry: TriggerBatch.Entry
+    var follower: Conductor.Follower?
+    var answered: @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void
+}
+
+/// The triggers of a host waiting to be decided: a `SerialWorker` with a connection of its own,
+/// which takes every trigger waiting (at most `maxBatch`) and decides them in one transaction
+/// (`FleetCoordinator.settle`). Triggers that come while a batch is in its transaction wait for
+/// the next, which takes them all.
+final class TriggerQueue: Sendable {
+    static let maxBatch = 128
+    private let worker: SerialWorker<PendingTrigger>
+
+    init(conninfo: String, defaults: [String: String]) {
+        worker = SerialWorker(name: "baton-fleet-trig", capacity: 10_000, maxBatch: Self.maxBatch, idleTimeout: .seconds(10),
+                              state: PGLink(conninfo: conninfo, defaults: defaults)) { link, batch in
+            batch.jobs.first?.coordinator.settle(&batch, &link)
+        }
+    }
+
+    /// Queues a trigger; refused at once (with a connection error, as a pool's work is) when
+    /// too many wait or the queue is closed.
+    func submit(_ pending: PendingTrigger) {
+        do throws(WorkerRefusal) {
+            try worker.submit(pending)
+        } catch {
+            let reason = error == .full ? "too much PostgreSQL work waits" : "batond is stopping"
+            pending.answered(.failure(FleetCoordinator.batonError(PGError(sqlState: "08006", message: reason))))
+        }
+    }
+}
