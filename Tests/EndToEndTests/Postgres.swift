@@ -115,8 +115,13 @@ final class Postgres: @unchecked Sendable {
     /// A new, empty database; returns its connection string (over the Unix socket).
     func database() throws -> String {
         let name = "t_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try PGConnection("host=\(directory) port=\(port) dbname=postgres user=baton")
-        try admin.execute("CREATE DATABASE \(name)")
+        // Bounded and tried again: a clean-clone CI run here once sat 22 minutes in this connect
+        // (libpq polling with no timeout, its socket's fd later found to be no socket), which
+        // would have held CI to its limit; a test that cannot get its database fails instead.
+        let conninfo = "host=\(directory) port=\(port) dbname=postgres user=baton"
+        let bounded = ["connect_timeout": "20"]
+        let admin = (try? PGConnection(conninfo, defaults: bounded)) ?? (try? PGConnection(conninfo, defaults: bounded))
+        try (admin ?? PGConnection(conninfo, defaults: bounded)).execute("CREATE DATABASE \(name)")
         return "host=\(directory) port=\(port) dbname=\(name) user=baton"
     }
 
