@@ -23,15 +23,25 @@ struct MetricsEndToEndTests {
     final class TCP {
         let fd: Int32
         init(port: UInt16) throws {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            // `fd` is set only once connected, as in HTTPProbe: a throw after every property is
+            // set runs deinit, which closed the refused socket a second time, by then perhaps
+            // another thread's descriptor. The Prometheus test polls a port that is refused until
+            // Prometheus listens: the likely cause of a CI run that hung 22 minutes in libpq's
+            // connect (FleetLockTests.cancelInLine), its socket's number closed under it and
+            // taken by something that never became readable.
+            let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = port.bigEndian
             address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
             let rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
-            guard rc == 0 else { close(fd); throw POSIXError(.ECONNREFUSED) }
+            guard rc == 0 else {
+                if socketFD >= 0 { close(socketFD) }
+                throw POSIXError(.ECONNREFUSED)
+            }
+            fd = socketFD
         }
         deinit { close(fd) }
         func send(_ text: String) { _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
@@ -58,6 +68,26 @@ struct MetricsEndToEndTests {
 
     static func value(_ text: String, _ series: String) -> Double? {
         text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    @Test("a TCP connection refused closes its socket once: a second close would close whatever took its number meanwhile (another test's)")
+    func refusedClosesOnce() throws {
+        let port = try Self.freePort()
+        for _ in 0..<20 {
+            // The failed init's last call on this thread is its close of the socket: a second one,
+            // by a deinit, finds the number free and says EBADF (or, in a busy process, closes
+            // the descriptor another thread opened in between: libpq's, in a CI run that hung).
+            errno = 0
+            var after: Int32 = 0
+            do {
+                _ = try TCP(port: port)
+                Issue.record("connected to \(port), where nothing should listen")
+                return
+            } catch {
+                after = errno
+            }
+            #expect(after != EBADF, "the refused socket was closed twice")
+        }
     }
 
     @Test("runs, durations, in-flight runs and triggers by decision are counted; the socket and HTTP agree; promtool accepts the text")
