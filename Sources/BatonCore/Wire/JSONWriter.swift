@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// Writes compact JSON by hand for the values on hot paths (every response line, every
 /// transition's detail column), where Foundation's `JSONEncoder` cost more than the rest of the
 /// work. The tests check its output decodes to what `JSONEncoder`'s does.
@@ -135,5 +137,25 @@ extension TransitionDetail {
         json.field("signal", signal)
         json.field("via", via)
         json.endObject()
+    }
+}
+
+extension JSONWriter {
+    /// `JSONEncoder` as the wire's hand-written lines write (no escaped slashes), for the rare
+    /// requests and answers they leave to it.
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        return encoder
+    }()
+
+    /// A request id, left out when nil: a number or a string, as `RequestID` encodes.
+    mutating func field(_ name: String, _ id: RequestID?) {
+        guard let id else { return }
+        key(name)
+        switch id {
+        case let .number(number): int(number)
+        case let .text(text): string(text)
+        }
     }
 }

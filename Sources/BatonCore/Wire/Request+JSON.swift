@@ -6,16 +6,10 @@ extension Request {
     /// `JSONEncoder`: a one-shot `baton status` spent more instructions encoding its request with
     /// it than batond spends answering.
     public func jsonLine() -> [UInt8]? {
-        if filter != nil { return try? Array(Self.encoder.encode(self)) }
+        if filter != nil { return try? Array(JSONWriter.encoder.encode(self)) }
         var json = JSONWriter()
         json.beginObject()
-        if let id {
-            json.key("id")
-            switch id {
-            case let .number(number): json.int(number)
-            case let .text(text): json.string(text)
-            }
-        }
+        json.field("id", id)
         json.field("op", op.rawValue)
         json.field("action", action)
         if let params { json.key("params"); json.stringMap(params) }
@@ -32,10 +26,4 @@ extension Request {
         json.endObject()
         return json.bytes
     }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .withoutEscapingSlashes
-        return encoder
-    }()
 }

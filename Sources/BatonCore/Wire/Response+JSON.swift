@@ -6,17 +6,11 @@ extension Response {
     /// run's whole story, stats, prune reports, refused requests) go through `JSONEncoder`.
     public func jsonLine() -> [UInt8] {
         guard detail == nil, triggers == nil, stats == nil, prune == nil, chunk == nil, outputEnd == nil else {
-            return (try? Array(Self.encoder.encode(self))) ?? Array(#"{"ok":false}"#.utf8)
+            return (try? Array(JSONWriter.encoder.encode(self))) ?? Array(#"{"ok":false}"#.utf8)
         }
         var json = JSONWriter()
         json.beginObject()
-        if let id {
-            json.key("id")
-            switch id {
-            case let .number(number): json.int(number)
-            case let .text(text): json.string(text)
-            }
-        }
+        json.field("id", id)
         json.field("ok", ok)
         json.field("event", event)
         if let error {
@@ -54,12 +48,6 @@ extension Response {
         json.endObject()
         return json.bytes
     }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .withoutEscapingSlashes
-        return encoder
-    }()
 }
 
 extension RunSnapshot {
