@@ -33,8 +33,9 @@ final class JournalSink: OutputLineSink {
         let datagram = JournalDatagram.encode(JournalDatagram.fields(of: line))
         if send(datagram) { return }
         // A restarted journald listens on a new socket at the same path: connect to it and try
-        // once more (a full buffer, EAGAIN, is not retried: the journal is behind).
-        let gone = errno == ECONNREFUSED || errno == ENOTCONN || errno == ENOENT
+        // once more (a full buffer, EAGAIN, is not retried: the journal is behind). The old one is
+        // gone (ECONNREFUSED), or shut for reading while something still holds it (EPIPE).
+        let gone = errno == ECONNREFUSED || errno == ENOTCONN || errno == ENOENT || errno == EPIPE
         if gone, baton_unix_connect(fd, path) == 0, send(datagram) { return }
         lost.withLock { $0 += 1 }
     }
