@@ -155,4 +155,44 @@ struct FleetChainTests {
         if !gone { marks.release(cancelled.id) }
         #expect(try FleetHookTests.settled(db))
     }
+
+    @Test("a run that a start from the feed puts in a lock's line gives its start slot back: twice on a host of two slots, and the host still starts two runs at once")
+    func lineGivesSlotBack() throws {
+        let marks = try Marks()
+        let conninfo = try Postgres.server().database()
+        let one = try Self.host(marks, conninfo: conninfo, slots: 2)
+        let two = try Self.host(marks, conninfo: conninfo, name: "web-2")
+        var started = 0
+        for round in 0..<2 {
+            // web-2 holds key k and db; web-1's follow-up of k, and web-2's run of key m in db's line.
+            let (k, m) = (10 + round, 20 + round)
+            let holder = try Self.trigger(two, "held", k)
+            let followUp = try Self.trigger(one, "held", k, policy: .queue)
+            let inLine = try Self.trigger(two, "held", m)
+            #expect(holder.phase == .loading && followUp.phase == .queued && inLine.phase == .queued, "\(holder) \(followUp) \(inLine)")
+            try #require(marks.waitForStarts(started + 1))
+            // Its end starts web-2's run in line (it takes db); web-1's feed then finds its
+            // follow-up's key free and its start puts it in db's line, behind that run.
+            marks.release(holder.id)
+            try #require(marks.waitForStarts(started + 2), "\(marks.lines)")
+            #expect(marks.starts.last == inLine.id, "\(marks.lines)")
+            let db = try PGConnection(conninfo)
+            #expect(try FleetLockTests.eventually {
+                try db.query("SELECT lock_wait IS NOT NULL FROM runs WHERE id = $1", [String(followUp.id)]).first?[0] == "t"
+            }, "the follow-up never came into db's line")
+            marks.release(inLine.id)
+            try #require(marks.waitForStarts(started + 3), "\(marks.lines)")
+            marks.release(followUp.id)
+            #expect(try FleetHookTests.settled(db))
+            started += 3
+        }
+        // Both of web-1's slots are free: two runs start at once.
+        let first = try Self.trigger(one, "gated", 30)
+        let second = try Self.trigger(one, "gated", 31)
+        #expect(first.phase == .loading && second.phase == .loading, "web-1 kept start slots: \(first) \(second)")
+        try #require(marks.waitForStarts(started + 2), "\(marks.lines)")
+        marks.release(first.id)
+        marks.release(second.id)
+        #expect(try FleetHookTests.settled(try PGConnection(conninfo)))
+    }
 }
