@@ -144,8 +144,16 @@ struct FleetChainTests {
         let pid = try #require(Int32((try? String(contentsOfFile: "\(marks.directory)/pid-\(cancelled.id)", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
         #expect(try db.query("SELECT pgid FROM runs WHERE id = $1", [String(cancelled.id)]).first?[0] == nil)
+        let listening = try PGConnection(conninfo)
+        try listening.execute("LISTEN baton")
         let answer = try Client(path: two.socket).call(Request(op: .cancel, run: cancelled.id))
         #expect(answer.error == nil, "\(answer)")
+        // The mark is announced (the feeds read the stops when they hear it, else once a second).
+        var heard: [(channel: String, payload: String)] = []
+        #expect(try FleetLockTests.eventually {
+            heard += try listening.notifications()
+            return heard.contains { $0.channel == "baton" && $0.payload == "stop" }
+        }, "\(heard)")
         let gone = FleetLockTests.eventually { kill(pid, 0) != 0 && errno == ESRCH }
         #expect(gone, "the cancelled run's process \(pid) lives on")
         #expect(try FleetLockTests.eventually {
