@@ -2,25 +2,32 @@
 /// phase changed) asks for a tick, as a fresh connection or the backstop timer do (no
 /// notification: the tick is the point); `baton_output` (a host committed output of the runs
 /// named) only wakes those runs' remote followers, unless the last tick is a second old, so that
-/// a run's output streaming never delays nor replaces the once-a-second catch-up.
+/// a run's output streaming never delays nor replaces the once-a-second catch-up. `baton` with
+/// the payload `stop` (a run was marked to stop) also asks the tick to read the stops.
 struct FeedWake: Equatable {
     static let outputChannel = "baton_output"
 
     var tick: Bool
     var outputRuns: Set<Int64>
+    /// A stop was marked (`StopRequest.announced`), or the connection is new: the tick reads the
+    /// stops asked of this host's runs (it does anyway once a second).
+    var stops: Bool
 
     /// `notes` nil: a connection just made (whatever was sent before it is caught up by a tick).
     init(_ notes: [(channel: String, payload: String)]?, lastTickAge: Duration) {
         outputRuns = Set((notes ?? []).filter { $0.channel == Self.outputChannel }.compactMap { Int64($0.payload) })
         guard let notes else {
             tick = true
+            stops = true
             return
         }
+        stops = notes.contains { $0.channel != Self.outputChannel && $0.payload == StopRequest.announced }
         tick = notes.isEmpty || notes.contains { $0.channel != Self.outputChannel } || lastTickAge >= .seconds(1)
     }
 
-    init(tick: Bool, outputRuns: Set<Int64>) {
+    init(tick: Bool, outputRuns: Set<Int64>, stops: Bool = false) {
         self.tick = tick
         self.outputRuns = outputRuns
+        self.stops = stops
     }
 }

@@ -83,8 +83,7 @@ extension FleetCoordinator {
     private func stop(_ stop: TriggerBatch.Stop, at now: Timestamp, _ written: inout Written) throws {
         let request = RunMachine.Stop.replaced(by: stop.by)
         guard let seq = stop.endsAt else {
-            written.statements.append(("UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying')",
-                                       [String(stop.run), StopRequest.text(request)]))
+            written.statements.append(StopRequest.mark(stop.run, request))
             return
         }
         let end = Transition(runID: stop.run, seq: seq, from: .queued, to: request.phase, at: now, detail: request.detail)

@@ -46,58 +46,79 @@ extension FleetCoordinator {
             throw error
         }
         do {
+            let writes = try writeStarts(opened[2].rows, on: db)
+            _ = try db.pipeline((writes.news ? [("NOTIFY baton", [])] : []) + [("COMMIT", [])])
             var results: [Int64: Started] = [:]
-            var statements: [FleetJournal.Statement] = []
-            var claimed: [Claimed] = []
-            var oneByOne: [(RunSnapshot, Int)] = []
-            for row in opened[2].rows {
-                let run = FleetRows.run(row)
-                let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
-                let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
-                guard run.phase == .queued, slot.startable == run.id, row[FleetRows.runColumnCount + 4] == "t" else { continue }
-                guard let action = conductor.action(named: run.action), action.locks.isEmpty, run.hook == nil else {
-                    oneByOne.append((run, seq))
-                    continue
-                }
-                let loading = Transition(runID: run.id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: TransitionDetail(attempt: 1))
-                statements += [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
-                claimed.append(Claimed(run: run.applying(loading), seq: seq + 1, action: action))
-            }
-            let written = statements.isEmpty ? [] : try db.pipeline(statements)
-            for (index, run) in claimed.enumerated() where written[2 * index].affected != 1 {
-                throw PGError(message: "run \(run.run.id) could not be started in its own transaction")
-            }
-            var attempts: [(Int64, Attempt)] = []
-            let names = oneByOne.flatMap { conductor.action(named: $0.0.action)?.locks.map(\.name) ?? [] }
-            if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
-            for (run, seq) in oneByOne { attempts.append((run.id, try claim(run, seq: seq, on: db))) }
-            // A start or a cancel (its action gone) is news to the fleet; a place in line is not.
-            let news = !claimed.isEmpty || attempts.contains { if case .waits = $0.1 { false } else { true } }
-            _ = try db.pipeline((news ? [("NOTIFY baton", [])] : []) + [("COMMIT", [])])
-            for run in claimed {
+            for run in writes.claimed {
                 hand(run, follower: nil)
                 results[run.run.id] = .started
             }
-            for (id, attempt) in attempts {
-                switch attempt {
-                case let .claimed(run):
-                    hand(run, follower: nil)
-                    results[id] = .started
-                case .waits:
-                    results[id] = .waits
-                case .none:
-                    break
-                }
-            }
-            for id in ids where results[id] == nil {
+            // Every slot not handed with a run is given back: a run that came into a lock's line
+            // too (it held one from then on, and a host whose runs came into line this way twice
+            // with `maxConcurrentRuns: 2` started nothing again).
+            for (id, waits) in writes.waiting where waits { results[id] = .waits }
+            for id in ids where results[id] != .started {
                 releaseStart()
-                results[id] = .notStartable
+                if results[id] == nil { results[id] = .notStartable }
             }
             return results
         } catch {
             if db.isOK { try? db.execute("ROLLBACK") }
             throw error
         }
+    }
+
+    /// What a start's transaction wrote before its commit: the runs it claimed (to hand to the
+    /// conductor once it commits), the runs it put in a lock's line (true) or left (false), and
+    /// whether the fleet must hear of it.
+    struct StartWrites {
+        var claimed: [Claimed] = []
+        var waiting: [(Int64, Bool)] = []
+        var news = false
+    }
+
+    /// In a transaction that holds the key rows of the runs in `rows` (`startable`'s columns):
+    /// writes the `loading` of each run that may start, in one pipeline; the runs whose action
+    /// claims locks, or that a hook made, are claimed after, their lock rows all locked in name
+    /// order first (after every key row: the fleet's lock order).
+    func writeStarts(_ rows: [[String?]], on db: PGConnection) throws -> StartWrites {
+        var writes = StartWrites()
+        var statements: [FleetJournal.Statement] = []
+        var oneByOne: [(RunSnapshot, Int)] = []
+        for row in rows {
+            let run = FleetRows.run(row)
+            let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
+            let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
+            guard run.phase == .queued, slot.startable == run.id, row[FleetRows.runColumnCount + 4] == "t" else { continue }
+            guard let action = conductor.action(named: run.action), action.locks.isEmpty, run.hook == nil else {
+                oneByOne.append((run, seq))
+                continue
+            }
+            let loading = Transition(runID: run.id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: TransitionDetail(attempt: 1))
+            statements += [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
+            writes.claimed.append(Claimed(run: run.applying(loading), seq: seq + 1, action: action))
+        }
+        let written = statements.isEmpty ? [] : try db.pipeline(statements)
+        for (index, run) in writes.claimed.enumerated() where written[2 * index].affected != 1 {
+            throw PGError(message: "run \(run.run.id) could not be started in its own transaction")
+        }
+        let names = oneByOne.flatMap { conductor.action(named: $0.0.action)?.locks.map(\.name) ?? [] }
+        if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
+        // A start or a cancel (its action gone) is news to the fleet; a place in line is not.
+        writes.news = !writes.claimed.isEmpty
+        for (run, seq) in oneByOne {
+            switch try claim(run, seq: seq, on: db) {
+            case let .claimed(claimed):
+                writes.claimed.append(claimed)
+                writes.news = true
+            case .waits:
+                writes.waiting.append((run.id, true))
+            case .none:
+                writes.waiting.append((run.id, false))
+                writes.news = true
+            }
+        }
+        return writes
     }
 
     /// Each run with its last seq, its key's slot (holder, follow-up, draining) and whether it

@@ -80,8 +80,7 @@ extension FleetCoordinator {
                                        on: db, as: nil)
             return false
         case .loading, .retrying:
-            let rows = try db.query("UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying') RETURNING incarnation",
-                                    [String(id), StopRequest.text(stop)]).rows
+            let rows = try db.query(StopRequest.mark(id, stop)).rows
             return rows.first?[0] == host.incarnation
         case .success, .failure, .cancelled:
             return false
@@ -115,6 +114,20 @@ enum StopRequest {
         case let .replaced(by): "replaced \(by)"
         case .timeout, .shutdown: "cancelled -"
         }
+    }
+
+    /// The payload of the notification (channel `baton`) that a stop was marked: a host's feed
+    /// reads the stops asked of its runs when it hears one (`FeedWake.stops`), and once a second
+    /// anyway, not at every commit of every host.
+    static let announced = "stop"
+
+    /// Marks a loading or retrying run for its owner to stop, and announces it when it commits;
+    /// its rows: the owner's incarnation (none when the run was not loading or retrying).
+    static func mark(_ id: Int64, _ stop: RunMachine.Stop) -> FleetJournal.Statement {
+        ("""
+            WITH marked AS (UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying') RETURNING incarnation)
+            SELECT incarnation, pg_notify('baton', '\(announced)') FROM marked
+            """, [String(id), text(stop)])
     }
 
     static func parse(_ text: String) -> RunMachine.Stop {

@@ -2,20 +2,32 @@ import BatonCore
 import FoundationEssentials
 
 extension FleetFeed {
-    /// One pass: catch up, stop what was asked, start what may start, refresh what is in flight.
-    static func tick(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws {
+    /// One pass: catch up, stop what was asked (when a stop was announced, and once a second:
+    /// notifications are lossy), start what may start, refresh what is in flight.
+    static func tick(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator, stops announced: Bool) throws {
         if state.position == nil { state.position = FeedPosition(seen: try snapshot(on: db)) }
         while try catchUp(db, &state, coordinator) {}
+        if announced || ContinuousClock.now - state.stopsRead >= .seconds(1) { try readStops(db, &state, coordinator) }
+        try coordinator.startWaiting(on: db)
+        // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
+        guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
+        state.refreshed = .now
+        try refresh(db, coordinator)
+    }
+
+    /// Stops the runs of this host that another asked to stop (`StopRequest`).
+    private static func readStops(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws {
+        state.stopsRead = .now
         let stops = try db.query("""
             SELECT id, stop FROM runs WHERE incarnation = $1 AND stop IS NOT NULL AND phase IN ('loading', 'retrying')
             """, [coordinator.host.incarnation]).rows
         for row in stops {
             if let id = row[0].flatMap({ Int64($0) }), let text = row[1] { coordinator.conductor.stop(run: id, StopRequest.parse(text)) }
         }
-        try coordinator.startWaiting(on: db)
-        // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
-        guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
-        state.refreshed = .now
+    }
+
+    /// The fleet's runs in flight, for `status`, and what each run in a lock's line waits for.
+    private static func refresh(_ db: PGConnection, _ coordinator: FleetCoordinator) throws {
         // What each run in a lock's line waits for, on whichever host (`FleetLocks.waits`).
         let limits = coordinator.lockLimits()
         let waits = limits.isEmpty ? [:] : FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows), limits: limits)

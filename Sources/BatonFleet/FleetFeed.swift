@@ -22,6 +22,8 @@ final class FleetFeed: Sendable {
         var refreshed = ContinuousClock.now - .seconds(1)
         /// When the last tick ran (notifications of output alone wake followers, not a tick).
         var ticked = ContinuousClock.now - .seconds(1)
+        /// When the stops asked of this host's runs were last read.
+        var stopsRead = ContinuousClock.now - .seconds(1)
     }
 
     /// A tick; `done` is told the socket to watch once it has run.
@@ -101,7 +103,7 @@ final class FleetFeed: Sendable {
     private static func handle(_ wake: FeedWake, _ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws {
         if wake.tick {
             state.ticked = .now
-            try tick(db, &state, coordinator)
+            try tick(db, &state, coordinator, stops: wake.stops)
         }
         coordinator.remoteOutput.wake(wake.outputRuns)
     }

@@ -117,7 +117,7 @@ enum FleetHooks {
             _ = try FleetJournal.apply(Transition(runID: id, seq: seq + 1, from: .queued, to: stop.phase, at: .now, detail: stop.detail),
                                        on: db, as: nil)
         } else {
-            try db.query("UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying')", [String(id), StopRequest.text(stop)])
+            try db.query(StopRequest.mark(id, stop))
         }
     }
 

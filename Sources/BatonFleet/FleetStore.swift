@@ -31,6 +31,12 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     /// The fleet recovers in `FleetLease.recoverOwnHost`, not through the conductor.
     public func recoverableState() throws(BatonError) -> RecoverableState { RecoverableState(nextRunID: 1, unfinished: []) }
 
+    /// From now on, the transaction that writes the ends of this host's runs also starts the
+    /// queued runs that `coordinator` may start then (`FleetCoordinator.startAfterEnds`).
+    public func startRuns(with coordinator: FleetCoordinator) {
+        writer.startRuns(with: coordinator)
+    }
+
     public var unavailableReason: String? { starting.withLock { $0 } ?? writer.unavailableReason }
 
     /// Why the store cannot be used yet (batond has not joined the fleet), or nil once it can.

@@ -6,12 +6,22 @@ import FoundationEssentials
 /// first, in key order), commits, notifies the other hosts when a key slot changed, and then calls the items'
 /// completions. While the database cannot be reached the items are handed back (none is lost or
 /// reordered), the store says why, and the batch is tried again with a growing pause.
+///
+/// A transaction that ends runs of this host also starts the queued runs that may start then
+/// (`FleetCoordinator.startAfterEnds`), as one machine's end item carries the next start. A
+/// run's process group (`JournalEntry.processGroup`) is not a commit of its own: it rides with
+/// the next write (nothing in the fleet waits for it or reads it back: a stop asked by another
+/// host reaches the run through its row's `stop` and this host's conductor, which holds the
+/// attempt; the guard and a takeover find the processes by cgroup and tag).
 final class FleetWriter: Sendable {
     typealias Completion = @Sendable (Result<Void, BatonError>) -> Void
 
     struct Item: Sendable {
         var entries: [JournalEntry]
         var completion: Completion
+        /// The start slots its ends freed, reserved when it was enqueued, for the runs its
+        /// transaction starts (`FleetCoordinator.reserveEndStarts`).
+        var starts = 0
     }
 
     /// What the writer's thread owns: its connection and the pause before the next try.
@@ -20,18 +30,27 @@ final class FleetWriter: Sendable {
         var pause = FleetWriter.firstPause
         /// Runs that lost output chunks to a full disk: their `dropped` is counted from what is kept.
         var lossyOutput: Set<Int64> = []
+        /// Entries accepted but not yet written, that ride with the next transaction (`ridesAlong`).
+        var riding: [JournalEntry] = []
+    }
+
+    /// The coordinator that starts runs after ends (weak: it holds the conductor, which holds the store).
+    struct Starter {
+        weak var coordinator: FleetCoordinator?
     }
 
     static let firstPause = Duration.milliseconds(50)
     private let worker: SerialWorker<Item>
     private let problem = Locked<String?>(nil)
+    private let starter = Locked(Starter())
 
     init(conninfo: String, defaults: [String: String], host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
          onLost: @escaping @Sendable ([Int64]) -> Void) {
         let problem = problem
+        let starter = starter
         worker = SerialWorker(name: "baton-fleet-wr", capacity: 50_000, maxBatch: 2_000, idleTimeout: .seconds(10),
                               state: State(link: PGLink(conninfo: conninfo, defaults: defaults))) { state, batch in
-            Self.write(&batch, &state, host: host) { reason in
+            Self.write(&batch, &state, host: host, starter: starter.withLock { $0.coordinator }) { reason in
                 let changed = problem.withLock { old in defer { old = reason }; return old != reason }
                 if changed { onProblem(reason) }
             } onLost: { lost in onLost(lost) }
@@ -41,7 +60,8 @@ final class FleetWriter: Sendable {
     func enqueue(_ entries: [JournalEntry], completion: @escaping Completion) {
         do throws(WorkerRefusal) {
             // Entries of runs already accepted: never refused for a full queue.
-            try worker.submit(Item(entries: entries, completion: completion), bounded: false)
+            let starts = starter.withLock { $0.coordinator }?.reserveEndStarts(freedBy: entries) ?? 0
+            try worker.submit(Item(entries: entries, completion: completion, starts: starts), bounded: false)
         } catch {
             completion(.failure(.storeUnavailable("the fleet's store is closed")))
         }
@@ -49,25 +69,44 @@ final class FleetWriter: Sendable {
 
     var unavailableReason: String? { problem.withLock { $0 } }
 
+    /// From now on, a transaction that ends runs of this host starts the runs `coordinator` may start then.
+    func startRuns(with coordinator: FleetCoordinator) {
+        starter.withLock { $0.coordinator = coordinator }
+    }
+
     /// Comes round between batches and retries: alive and not stuck in a round trip.
     func ping(_ answered: @escaping @Sendable () -> Void) { worker.ping(answered) }
 
     /// Writes what is queued (trying again while PostgreSQL is away, for `deadline` at most),
     /// then stops; returns how many items could not be written.
     func close(deadline: Duration = .seconds(5)) -> Int {
-        worker.close(timeout: deadline).count
+        // An item of nothing: what rides along is written with it, if nothing else comes.
+        enqueue([]) { _ in }
+        return worker.close(timeout: deadline).count
     }
 
-    private static func write(_ batch: inout SerialWorker<Item>.Batch, _ state: inout State, host: FleetHost,
+    private static func write(_ batch: inout SerialWorker<Item>.Batch, _ state: inout State, host: FleetHost, starter: FleetCoordinator?,
                               problem: (String?) -> Void, onLost: ([Int64]) -> Void) {
+        let entries = batch.jobs.flatMap(\.entries)
+        if entries.isEmpty ? state.riding.isEmpty : entries.allSatisfy(\.ridesAlong) {
+            // Nothing waits for these: they are written with the next transaction.
+            state.riding += entries
+            for item in batch.jobs { item.completion(.success(())) }
+            return
+        }
+        let reserved = batch.jobs.reduce(0) { $0 + $1.starts }
         do {
             let db = try state.link.open()
-            let lost = try write(batch.jobs.flatMap(\.entries), lossy: state.lossyOutput, on: db, as: host)
+            let (lost, started) = try write(state.riding + entries, starts: reserved, lossy: state.lossyOutput, on: db, as: host,
+                                            starter: starter)
+            state.riding = []
             state.pause = firstPause
             problem(nil)
             if !lost.isEmpty { onLost(lost) }
             for item in batch.jobs { item.completion(.success(())) }
+            starter?.endStartsCommitted(started, reserved: reserved)
         } catch let error as PGError where error.isConnectionProblem || error.isRetryable {
+            // The items keep their start slots for the next try.
             state.link.dropIfBroken()
             problem("cannot write to PostgreSQL: \(error.message)")
             batch.retry(batch.jobs, after: state.pause)
@@ -78,26 +117,49 @@ final class FleetWriter: Sendable {
             state.link.dropIfBroken()
             problem("cannot write to PostgreSQL: \(error.message)")
             let shed = batch.jobs.map { item in
-                Item(entries: FleetOutput.shed(item.entries, into: &state.lossyOutput), completion: item.completion)
+                Item(entries: FleetOutput.shed(item.entries, into: &state.lossyOutput), completion: item.completion, starts: item.starts)
             }
             batch.retry(shed, after: state.pause)
             state.pause = min(state.pause * 2, .seconds(2))
         } catch {
             // Not the connection: the batch itself is refused (a bug or a constraint); its
-            // callers hear why, and the items after it go on.
+            // callers hear why, and the items after it go on (without what rode along, which
+            // nothing waits for: it must not refuse every batch after).
             state.link.dropIfBroken()
+            state.riding = []
+            starter?.releaseStarts(reserved)
             for item in batch.jobs { item.completion(.failure(.storeUnavailable("PostgreSQL refused a write: \(error)"))) }
         }
     }
 
-    private static func write(_ entries: [JournalEntry], lossy: Set<Int64>, on db: PGConnection, as host: FleetHost) throws -> [Int64] {
+    /// One transaction: `entries`, then, when it holds `starts` start slots (its ends freed
+    /// them), the runs that may start (`FleetCoordinator.startAfterEnds`); returns the runs the
+    /// guard refused and the runs claimed.
+    private static func write(_ entries: [JournalEntry], starts: Int, lossy: Set<Int64>, on db: PGConnection, as host: FleetHost,
+                              starter: FleetCoordinator?) throws -> ([Int64], [FleetCoordinator.Claimed]) {
         let (runs, keys) = FleetJournal.keyed(entries)
         // The keys' slot rows first, in key order (`FleetJournal.lockKeys`), in the round trip of
-        // the BEGIN; a hook's key gets its row first if it has none (`FleetHooks.insertKeys`).
+        // the BEGIN; a hook's key gets its row first if it has none (`FleetHooks.insertKeys`);
+        // then the key rows of runs that may take the slots the ends free, none waited for
+        // (`FleetCoordinator.lockReady`).
         let hookKeys = FleetHooks.keys(entries)
         var opening = hookKeys.isEmpty ? [] : [FleetHooks.insertKeys(hookKeys)]
         if !runs.isEmpty || !keys.isEmpty { opening.append(FleetJournal.lockKeys(runs: runs, keys: keys)) }
-        return try db.transaction(opening: opening) { _ in
+        let starter = starts > 0 ? starter : nil
+        if starter != nil { opening.append(FleetCoordinator.lockReady(incarnation: host.incarnation, count: starts)) }
+        var started: [FleetCoordinator.Claimed] = []
+        let lost = try write(entries, opening: opening, lossy: lossy, on: db, as: host) { opened in
+            // Every key row the opening locked: the ended runs' (their follow-ups hold them
+            // now), the hooks', and those `lockReady` took.
+            guard let starter else { return }
+            started = try starter.startAfterEnds(reserved: starts, keys: opened.flatMap { $0.rows.compactMap { $0[0] } }, on: db)
+        }
+        return (lost, started)
+    }
+
+    private static func write(_ entries: [JournalEntry], opening: [FleetJournal.Statement], lossy: Set<Int64>, on db: PGConnection,
+                              as host: FleetHost, beforeCommit: ([PGRows]) throws -> Void) throws -> [Int64] {
+        try db.transaction(opening: opening) { opened in
             var journal = FleetJournal.Written()
             var notify = false
             for entry in entries { notify = try FleetJournal.apply(entry, on: db, as: host, &journal) || notify }
@@ -106,15 +168,23 @@ final class FleetWriter: Sendable {
                 guard case let .outputChunks(write) = entry, lossy.contains(write.runID) else { return nil }
                 return write.runID
             })
-            if !recount.isEmpty { try db.pipeline(FleetOutput.recount(recount)) }
+            if !recount.isEmpty { _ = try db.pipeline(FleetOutput.recount(recount)) }
             // Other hosts' followers of these runs' output read it when this commits.
             let written = Set(entries.compactMap { entry -> Int64? in
                 guard case let .outputChunks(write) = entry, !write.chunks.isEmpty else { return nil }
                 return write.runID
             })
             if !written.isEmpty { try db.query(FleetOutput.notify(written)) }
+            try beforeCommit(opened)
             if notify { try db.execute("NOTIFY baton") }
             return lost
         }
+    }
+}
+
+extension JournalEntry {
+    /// Written with the next transaction rather than in one of its own: nothing waits for it.
+    var ridesAlong: Bool {
+        if case .processGroup = self { true } else { false }
     }
 }

@@ -33,6 +33,8 @@ extension Backend {
                                                              storeDecidesHooks: true))
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
                                            log: { Log.warning($0) })
+        // The transaction that writes a run's end starts the runs that may start then.
+        store.startRuns(with: coordinator)
         let lease = FleetLease(coordinator, onFenced: { why in
             guardLink.handOver()
             onFenced(why)

@@ -39,24 +39,27 @@ struct FleetOutputTests {
         #expect(quiet.count == 1 && quiet[0].sql.contains("output_totals"))
     }
 
-    @Test("the feed ticks for a phase change, a new connection, the backstop or a second gone by; output alone only wakes its followers",
+    @Test("the feed ticks for a phase change, a new connection, the backstop or a second gone by; output alone only wakes its followers; a stop marked has the tick read the stops",
           arguments: [
-              // (notifications, last tick's age in ms, tick, runs woken)
-              ([("baton", "")], 10, true, []),
-              ([("baton_output", "4"), ("baton_output", "9"), ("baton_output", "4")], 10, false, [4, 9]),
-              ([("baton_output", "4"), ("baton", "")], 10, true, [4]),
-              ([("baton_output", "4")], 1_000, true, [4]),
-              ([("baton_output", "not a run")], 10, false, []),
-              ([], 10, true, []),
-          ] as [([(String, String)], Int, Bool, Set<Int64>)])
-    func feedWake(notes: [(String, String)], age: Int, tick: Bool, runs: Set<Int64>) {
+              // (notifications, last tick's age in ms, tick, runs woken, stops read)
+              ([("baton", "")], 10, true, [], false),
+              ([("baton", ""), ("baton", "stop")], 10, true, [], true),
+              ([("baton", "stop")], 10, true, [], true),
+              ([("baton_output", "stop")], 10, false, [], false),
+              ([("baton_output", "4"), ("baton_output", "9"), ("baton_output", "4")], 10, false, [4, 9], false),
+              ([("baton_output", "4"), ("baton", "")], 10, true, [4], false),
+              ([("baton_output", "4")], 1_000, true, [4], false),
+              ([("baton_output", "not a run")], 10, false, [], false),
+              ([], 10, true, [], false),
+          ] as [([(String, String)], Int, Bool, Set<Int64>, Bool)])
+    func feedWake(notes: [(String, String)], age: Int, tick: Bool, runs: Set<Int64>, stops: Bool) {
         let wake = FeedWake(notes.map { (channel: $0.0, payload: $0.1) }, lastTickAge: .milliseconds(age))
-        #expect(wake == FeedWake(tick: tick, outputRuns: runs))
+        #expect(wake == FeedWake(tick: tick, outputRuns: runs, stops: stops))
     }
 
-    @Test("a new connection ticks (what was sent before it is caught up)")
+    @Test("a new connection ticks and reads the stops (what was sent before it is caught up)")
     func feedWakeNewConnection() {
-        #expect(FeedWake(nil, lastTickAge: .zero) == FeedWake(tick: true, outputRuns: []))
+        #expect(FeedWake(nil, lastTickAge: .zero) == FeedWake(tick: true, outputRuns: [], stops: true))
     }
 
     @Test("a batch that wrote chunks notifies once per run, on the output channel")

@@ -181,7 +181,7 @@ struct FleetTests {
             """)
         try host.waitForLog("joined the fleet")
         let id = try #require(try Self.trigger(host, "orphaning").run?.id)
-        let group = try #require(try Self.processGroup(of: id, gate: gate))
+        let group = try #require(try Self.processGroup(of: id, gate: gate), "\(host.stderr)")
         // The leader reaped (its pid, the group's, gone from /proc) and its child given its grace:
         // the run is still loading.
         let reapedBy = Date().addingTimeInterval(10)
