@@ -137,6 +137,10 @@ struct FleetChainTests {
         #expect(row[0] == String(leader), "the run's process group was not written with the next write: \(row)")
         #expect(row[1].flatMap { UInt64($0) } == UInt64(ended).map { $0 % (1 << 32) }, "the process group was a commit of its own: \(row), end \(ended)")
         marks.release(riding.id)
+        // Its end is this host's last write before the next run starts (else the next run's
+        // process group could ride with it).
+        #expect(try FleetTests.wait(one, run: riding.id)?.phase == .success)
+        try #require(try Self.xid(db, run: riding.id, to: .success) != nil)
 
         // A run whose process group nobody has written: a cancel from web-2 reaches its processes.
         let cancelled = try Self.trigger(one, "gated", 3)
