@@ -33,6 +33,44 @@ extension PackageTests {
         let size = try #require(try FileManager.default.attributesOfItem(atPath: deb)[.size] as? Int)
         #expect(size <= Self.debLimit, "the .deb is \(size) bytes")
     }
+
+    @Test("""
+        the functions a start runs are laid out first, in packaging/startup-order.txt's order (Baton's \
+        own, each in a section of its own, exactly so); most of the names listed are still in the binaries
+        """)
+    func startupOrder() async throws {
+        let directory = try await Self.releaseDirectory()
+        let listed = try String(contentsOfFile: Self.repository + "/packaging/startup-order.txt", encoding: .utf8)
+            .split(separator: "\n").map(String.init)
+        #expect(listed.count > 1_000, "the order lists \(listed.count) functions")
+        var found = Set<String>()
+        for binary in ["batond", "baton"] {
+            let addresses = try await Self.functionAddresses(directory + "/" + binary)
+            found.formUnion(listed.filter { addresses[$0] != nil })
+            // Baton's own functions: their order in the binary is the file's (a section each).
+            let ours = listed.filter { $0.range(of: #"^\$s[0-9]+(Baton|batond|baton)"#, options: .regularExpression) != nil }
+                .compactMap { addresses[$0] }
+            #expect(ours.count > 300, "\(binary): \(ours.count) of Baton's own functions listed")
+            let outOfOrder = zip(ours, ours.dropFirst()).filter { $1 < $0 }.count
+            #expect(outOfOrder == 0, "\(binary): \(outOfOrder) of \(ours.count) listed functions out of order: not linked with the order")
+        }
+        // Names that are gone are skipped by the linker; many gone means the file needs writing again.
+        #expect(found.count * 10 >= listed.count * 9,
+                "only \(found.count) of \(listed.count) listed functions are in batond or baton: run scripts/order-symbols")
+    }
+
+    /// Each function symbol's address (`nm`), the first one where a name repeats (local symbols).
+    static func functionAddresses(_ path: String) async throws -> [String: UInt64] {
+        let nm = try await run("/usr/bin/nm", ["--defined-only", path])
+        #expect(nm.code == 0, "\(nm.stderr)")
+        var addresses: [String: UInt64] = [:]
+        for line in nm.stdout.split(separator: "\n") {
+            let fields = line.split(separator: " ", maxSplits: 2)
+            guard fields.count == 3, ["t", "T", "w", "W"].contains(fields[1]), let address = UInt64(fields[0], radix: 16) else { continue }
+            if addresses[String(fields[2])] == nil { addresses[String(fields[2])] = address }
+        }
+        return addresses
+    }
 }
 
 /// Product modules use FoundationEssentials: Foundation brings ICU (about 45 MB a binary). Tests,
