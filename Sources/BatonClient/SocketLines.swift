@@ -13,7 +13,9 @@ struct SocketLines {
     let fd: Int32
     let path: String
     private var splitter = FrameSplitter(limit: 64 << 20)
-    private var buffer = [UInt8](repeating: 0, count: 65_536)
+    /// Left unfilled: a read writes what it reads, and only that is looked at (zeroing 64 KiB would
+    /// touch 16 pages that a short answer never needs: a tenth of a short command's page faults).
+    private var buffer = [UInt8](unsafeUninitializedCapacity: 65_536) { _, count in count = 65_536 }
     /// Lines read and not yet taken, in order; then the end a read found, if it found one.
     private var ready: [[UInt8]] = []
     private var end: End?

@@ -51,28 +51,27 @@ enum ProcessBench {
         ]
     }
 
-    /// 9. Wall time of `baton status` against a trivial statically linked Swift program.
+    /// 9. Wall time of `baton status` against a trivial statically linked Swift program. The three
+    /// programs take turns, sample by sample, so that a machine whose speed drifts (a shared VM)
+    /// moves each of them alike; the figure is each one's median.
     static func cli(samples: Int) throws -> [Figure] {
         let directory = scratchDirectory("cli")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (pid, socket) = try startDaemon(directory)
         defer { kill(pid, SIGTERM); var status: Int32 = 0; waitpid(pid, &status, 0) }
         let baton = binaries.appendingPathComponent("baton").path
-        let trivial = try trivialProgram()
-        func time(_ path: String, _ arguments: [String]) throws -> Double {
-            var samplesMs: [Double] = []
-            for _ in 0..<samples {
+        let programs = [(baton, ["--socket", socket, "status"]), (baton, ["--version"]), (try trivialProgram(), [String]())]
+        var milliseconds = Array(repeating: [Double](), count: programs.count)
+        for _ in 0..<samples {
+            for (index, (path, arguments)) in programs.enumerated() {
                 let watch = Stopwatch()
                 let child = try spawn(path, arguments, quiet: true)
                 var status: Int32 = 0
                 while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-                samplesMs.append(watch.seconds * 1000)
+                milliseconds[index].append(watch.seconds * 1000)
             }
-            return percentile(samplesMs, 50)
         }
-        let status = try time(baton, ["--socket", socket, "status"])
-        let version = try time(baton, ["--version"])
-        let base = try time(trivial, [])
+        let (status, version, base) = (percentile(milliseconds[0], 50), percentile(milliseconds[1], 50), percentile(milliseconds[2], 50))
         return [
             Figure("cli: baton status wall time p50", status, "ms", baseline: ("trivial static Swift program p50", base), lowerIsBetter: true),
             Figure("cli: baton --version wall time p50", version, "ms", baseline: ("trivial static Swift program p50", base), lowerIsBetter: true),

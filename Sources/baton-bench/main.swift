@@ -53,7 +53,7 @@ var steps: [(String, () async throws -> [Figure])] = [
     ("latency", { try await SocketBench.latency(samples: quick ? 100 : 2_000) }),
     ("history", { try HistoryBench.run(runs: quick ? 20_000 : 1_000_000) }),
     ("memory", { try ProcessBench.memory(clients: quick ? 500 : 10_000) }),
-    ("cli", { try ProcessBench.cli(samples: quick ? 5 : 30) }),
+    ("cli", { try ProcessBench.cli(samples: quick ? 5 : 300) }),
     ("output", { try await OutputBench.run(bytes: quick ? 32 << 20 : 1 << 30, binary: batondBinary, lines: quick ? 30 : 300,
                                            samples: quick ? 30 : 300) }),
 ]

@@ -117,7 +117,7 @@ enum Format {
 
     /// The columns text takes on a terminal: colour escapes take none.
     static func visibleCount(_ text: String) -> Int {
-        guard text.contains("\u{1B}") else { return text.count }
+        guard text.utf8.contains(0x1B) else { return text.count }
         var count = 0
         var inEscape = false
         for character in text {
@@ -154,9 +154,25 @@ enum Format {
         var widths = header.indices.map { column in all.map { visibleCount($0[column]) }.max() ?? 0 }
         let fixed = widths.dropLast().reduce(0, +) + 2 * (widths.count - 1)
         widths[widths.count - 1] = max(min(widths.last!, width - fixed), 8)
-        return all.map { row in
-            row.enumerated().map { column, cell in fit(cell, widths[column]) }.joined(separator: "  ").trimmingTrailingSpaces()
-        }.joined(separator: "\n") + "\n"
+        // Written as bytes: a line's trailing spaces are bytes 0x20 (no other character holds one),
+        // which spares the grapheme walk that `String.last` makes per character.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(all.count * (widths.reduce(0, +) + 2 * widths.count + 1))
+        for row in all {
+            for (column, cell) in row.enumerated() {
+                if column > 0 { bytes.append(0x20); bytes.append(0x20) }
+                let visible = visibleCount(cell)
+                if visible <= widths[column] {
+                    bytes.append(contentsOf: cell.utf8)
+                    bytes.append(contentsOf: repeatElement(0x20, count: widths[column] - visible))
+                } else {
+                    bytes.append(contentsOf: fit(cell, widths[column]).utf8)
+                }
+            }
+            while bytes.last == 0x20 { bytes.removeLast() }
+            bytes.append(0x0A)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func phaseWord(_ run: RunSnapshot) -> String {
@@ -175,9 +191,9 @@ enum Format {
 }
 
 extension String {
+    /// Without its trailing spaces, counted as bytes: U+0020 is one byte that no other character holds.
     func trimmingTrailingSpaces() -> String {
-        var text = self
-        while text.last == " " { text.removeLast() }
-        return text
+        let spaces = utf8.reversed().prefix { $0 == 0x20 }.count
+        return spaces == 0 ? self : String(decoding: utf8.dropLast(spaces), as: UTF8.self)
     }
 }

@@ -67,9 +67,12 @@ extension ActionInfo {
         action.name = Terminal.visible(name)
         action.description = description.map(Terminal.visible)
         action.exec = exec.map(Terminal.visible)
-        action.params = Dictionary(params.map { name, info in
-            (Terminal.visible(name), ParamInfo(pattern: info.pattern.map(Terminal.visible), default: info.default.map(Terminal.visible)))
-        }, uniquingKeysWith: { first, _ in first })
+        let shown = { (text: String?) in text.map(Terminal.visible) == text }
+        if !params.allSatisfy({ shown($0.key) && shown($0.value.pattern) && shown($0.value.default) }) {
+            action.params = Dictionary(params.map { name, info in
+                (Terminal.visible(name), ParamInfo(pattern: info.pattern.map(Terminal.visible), default: info.default.map(Terminal.visible)))
+            }, uniquingKeysWith: { first, _ in first })
+        }
         action.keyParams = keyParams.map(Terminal.visible)
         action.inFlight = inFlight?.map(\.forTerminal)
         action.last = last?.forTerminal
@@ -102,6 +105,7 @@ extension Terminal {
     /// Names and values as a terminal shows them. Two names that look alike once escaped (a
     /// control character and its written escape) keep the first; batond takes neither as a param name.
     static func visible(_ map: [String: String]) -> [String: String] {
-        Dictionary(map.map { (visible($0.key), visible($0.value)) }, uniquingKeysWith: { first, _ in first })
+        if map.allSatisfy({ visible($0.key) == $0.key && visible($0.value) == $0.value }) { return map }
+        return Dictionary(map.map { (visible($0.key), visible($0.value)) }, uniquingKeysWith: { first, _ in first })
     }
 }

@@ -10,6 +10,8 @@ enum Terminal {
     /// `text` with each control character escaped: `\e`, `\a`, `\r`, `\t`, `\n`, `\x7f`,
     /// `\u{9B}`, `\u{202E}`; nothing else changes (a backslash stays one).
     static func visible(_ text: String) -> String {
+        // Printable ASCII, most text, is seen in its bytes without decoding a scalar.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
         guard text.unicodeScalars.contains(where: isControl) else { return text }
         var shown = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
