@@ -172,11 +172,15 @@ struct FleetTests {
         let gate = try FifoGate()
         let server = try Postgres.own()
         let conninfo = try server.database()
-        // The leader exits at once; its child ignores SIGTERM, so it lives out the leftovers' grace
-        // while the run is still loading, with no leader in the attempt's set.
+        // The leader exits as soon as its child ignores SIGTERM, so the child lives out the leftovers'
+        // grace while the run is still loading, with no leader in the attempt's set. Not before: the
+        // SIGTERM batond sends the leftovers as soon as it reaps the leader would kill a child not yet
+        // scheduled to run its `trap`, and the run would end (success, "1 leftover process stopped")
+        // before the test could look. The leader waits on its command substitution's pipe, whose
+        // last writer, the child, closes it (the redirection of its `exec`) only after the `trap`.
         let host = try Daemon(config: """
             { postgres: "\(conninfo)", host: "web-1", lease: "2s", processTree: "processGroup", actions: {
-                orphaning: { exec: ["sh", "-c", "(trap '' TERM; exec cat \\"$GATE\\" > /dev/null) & exit 0"], env: { GATE: "\(gate.path)" },
+                orphaning: { exec: ["sh", "-c", "ready=$( (trap '' TERM; exec cat \\"$GATE\\" > /dev/null) & ); exit 0"], env: { GATE: "\(gate.path)" },
                              killGrace: "5m" } } }
             """)
         try host.waitForLog("joined the fleet")
