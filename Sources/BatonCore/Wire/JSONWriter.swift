@@ -69,7 +69,20 @@ public struct JSONWriter {
     /// Appends a JSON string literal: quotes, backslashes and control characters escaped.
     public static func appendString(_ value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
-        for unit in value.utf8 {
+        var value = value
+        value.withUTF8 { units in
+            // Most strings (every key, most values) need no escape: one copy, not a check per byte.
+            if units.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
+                appendEscaped(units, to: &bytes)
+            } else {
+                bytes.append(contentsOf: units)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscaped(_ units: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        for unit in units {
             switch unit {
             case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(unit)
             case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(unit)
@@ -83,7 +96,6 @@ public struct JSONWriter {
             default: bytes.append(unit)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     /// Appends an integer's decimal digits.
