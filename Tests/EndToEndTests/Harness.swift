@@ -1,4 +1,5 @@
 import BatonCore
+import CBatonSystem
 import Foundation
 import Testing
 
@@ -58,26 +59,66 @@ struct Output: Sendable {
     var stderr: String
 }
 
-/// Runs a program to its end and captures its output.
+/// Runs a program to its end and captures its output. Spawned and reaped here (`posix_spawn`,
+/// `waitpid` on its pid), not by `Foundation.Process`: a CI run hung for good in
+/// `Process.waitUntilExit` on a `baton show` that had exited and that nothing reaped (a zombie of
+/// the test process), with its output already read to the end.
 func execute(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: Data? = nil) throws -> Output {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
     env["NO_COLOR"] = "1"
     for (key, value) in environment { env[key] = value }
-    process.environment = env
-    let out = Pipe(), err = Pipe(), inPipe = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = inPipe
-    try process.run()
-    if let input { inPipe.fileHandleForWriting.write(input) }
-    try inPipe.fileHandleForWriting.close()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Output(code: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    var stdin: [Int32] = [-1, -1], stdout: [Int32] = [-1, -1], stderr: [Int32] = [-1, -1]
+    guard baton_pipe(&stdin) == 0, baton_pipe(&stdout) == 0, baton_pipe(&stderr) == 0 else {
+        throw ExecuteError("pipes for \(path): \(String(cString: strerror(errno)))")
+    }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, stdin[0], 0)
+    posix_spawn_file_actions_adddup2(&actions, stdout[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, stderr[1], 2)
+    // Nothing else of this process's: other tests' pipes, gates and half-written files stay theirs
+    // (as `Process` did; an inherited write end of a copied binary makes its exec fail with ETXTBSY).
+    guard baton_spawn_actions_closefrom(&actions, 3) == 0 else { throw ExecuteError("closefrom for \(path)") }
+    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+    let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { for pointer in argv + envp { free(pointer) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+    for fd in [stdin[0], stdout[1], stderr[1]] { close(fd) }
+    guard spawned == 0 else {
+        for fd in [stdin[1], stdout[0], stderr[0]] { close(fd) }
+        throw ExecuteError("spawning \(path): \(String(cString: strerror(spawned)))")
+    }
+    if let input { input.withUnsafeBytes { _ = write(stdin[1], $0.baseAddress, $0.count) } }
+    close(stdin[1])
+    let (out, err) = readBoth(stdout[0], stderr[0])
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    // As `Process.terminationStatus` says it: the exit code, or the signal that ended it.
+    let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+    return Output(code: code, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+}
+
+struct ExecuteError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Reads two pipes to their ends at once (a child that fills one while the other is read would
+/// wait for ever), then closes them.
+private func readBoth(_ first: Int32, _ second: Int32) -> ([UInt8], [UInt8]) {
+    var data: [[UInt8]] = [[], []]
+    var fds = [pollfd(fd: first, events: Int16(POLLIN), revents: 0), pollfd(fd: second, events: Int16(POLLIN), revents: 0)]
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while fds.contains(where: { $0.fd >= 0 }) {
+        if poll(&fds, 2, -1) < 0 { if errno == EINTR { continue } else { break } }
+        for index in 0..<2 where fds[index].fd >= 0 && fds[index].revents != 0 {
+            let n = buffer.withUnsafeMutableBytes { read(fds[index].fd, $0.baseAddress, $0.count) }
+            if n > 0 { data[index] += buffer[0..<n] } else if n == 0 || errno != EINTR { close(fds[index].fd); fds[index].fd = -1 }
+        }
+    }
+    return (data[0], data[1])
 }
 
 /// A real batond on a temporary socket and database, started on a config text and stopped at the end.
