@@ -60,6 +60,10 @@ enum Daemon {
     /// journal, the reports to systemd, the fleet and retention — then serves until a stop signal
     /// has drained the runs. The caller stops the parts, in reverse, whether this returns or throws.
     static func serve(_ launch: Launch, _ parts: Parts) async throws -> Int32 {
+        // Until the watcher below takes SIGHUP, a reload asked while the parts start is ignored:
+        // its default action would end a batond that already answers (the webhooks start first).
+        // SIGTERM and SIGINT keep theirs, so a start that hangs can still be stopped.
+        Glibc.signal(SIGHUP, SIG_IGN)
         let notifier = Notifier()
         let metrics = Metrics()
         let backend = try await parts.start("history") { try await startBackend(launch, metrics: metrics) }

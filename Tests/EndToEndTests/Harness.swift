@@ -83,8 +83,9 @@ func execute(_ path: String, _ arguments: [String], environment: [String: String
     let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
     let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { for pointer in argv + envp { free(pointer) } }
+    let attributes = SpawnAttributes()
     var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+    let spawned = posix_spawn(&pid, path, &actions, &attributes.value, argv, envp)
     for fd in [stdin[0], stdout[1], stderr[1]] { close(fd) }
     guard spawned == 0 else {
         for fd in [stdin[1], stdout[0], stderr[0]] { close(fd) }
@@ -98,6 +99,24 @@ func execute(_ path: String, _ arguments: [String], environment: [String: String
     // As `Process.terminationStatus` says it: the exit code, or the signal that ended it.
     let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
     return Output(code: code, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+}
+
+/// A child's signals as a new process's: none blocked (whatever this thread blocks), each at its
+/// default action, as `Process` spawns.
+final class SpawnAttributes {
+    var value = posix_spawnattr_t()
+
+    init() {
+        posix_spawnattr_init(&value)
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&value, &none)
+        posix_spawnattr_setsigdefault(&value, &all)
+        posix_spawnattr_setflags(&value, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    }
+
+    deinit { posix_spawnattr_destroy(&value) }
 }
 
 struct ExecuteError: Error, CustomStringConvertible {
