@@ -103,10 +103,6 @@ int baton_pipe(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
 
-int baton_spawn_actions_closefrom(void *actions, int low) {
-    return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, low);
-}
-
 int baton_eventfd(void) {
     return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }

@@ -59,64 +59,41 @@ struct Output: Sendable {
     var stderr: String
 }
 
-/// Runs a program to its end and captures its output. Spawned and reaped here (`posix_spawn`,
-/// `waitpid` on its pid), not by `Foundation.Process`: a CI run hung for good in
-/// `Process.waitUntilExit` on a `baton show` that had exited and that nothing reaped (a zombie of
-/// the test process), with its output already read to the end.
-func execute(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: Data? = nil) throws -> Output {
+/// Runs a program to its end and captures its output. Spawned with `baton_spawn` (stdin
+/// /dev/null, every other descriptor closed, signals at their defaults, as `Spawned` starts its
+/// children) and reaped with `waitpid` on its pid, not by `Foundation.Process`: a CI run hung for
+/// good in `Process.waitUntilExit` on a `baton show` that had exited and that nothing reaped.
+func execute(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Output {
     var env = ProcessInfo.processInfo.environment
     env["NO_COLOR"] = "1"
     for (key, value) in environment { env[key] = value }
-    var stdin: [Int32] = [-1, -1], stdout: [Int32] = [-1, -1], stderr: [Int32] = [-1, -1]
-    guard baton_pipe(&stdin) == 0, baton_pipe(&stdout) == 0, baton_pipe(&stderr) == 0 else {
-        throw ExecuteError("pipes for \(path): \(String(cString: strerror(errno)))")
+    var stdout: [Int32] = [-1, -1], stderr: [Int32] = [-1, -1]
+    guard baton_pipe(&stdout) == 0 else { throw ExecuteError("pipe for \(path): errno \(errno)") }
+    guard baton_pipe(&stderr) == 0 else {
+        close(stdout[0]); close(stdout[1])
+        throw ExecuteError("pipe for \(path): errno \(errno)")
     }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_adddup2(&actions, stdin[0], 0)
-    posix_spawn_file_actions_adddup2(&actions, stdout[1], 1)
-    posix_spawn_file_actions_adddup2(&actions, stderr[1], 2)
-    // Nothing else of this process's: other tests' pipes, gates and half-written files stay theirs
-    // (as `Process` did; an inherited write end of a copied binary makes its exec fail with ETXTBSY).
-    guard baton_spawn_actions_closefrom(&actions, 3) == 0 else { throw ExecuteError("closefrom for \(path)") }
-    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-    let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { for pointer in argv + envp { free(pointer) } }
-    let attributes = SpawnAttributes()
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
     var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, path, &actions, &attributes.value, argv, envp)
-    for fd in [stdin[0], stdout[1], stderr[1]] { close(fd) }
+    let spawned = argv.map { UnsafePointer($0) }.withUnsafeBufferPointer { args in
+        envp.map { UnsafePointer($0) }.withUnsafeBufferPointer { envs in
+            baton_spawn(args.baseAddress, envs.baseAddress, nil, stdout[1], stderr[1], -1, &pid)
+        }
+    }
+    close(stdout[1])
+    close(stderr[1])
     guard spawned == 0 else {
-        for fd in [stdin[1], stdout[0], stderr[0]] { close(fd) }
+        close(stdout[0]); close(stderr[0])
         throw ExecuteError("spawning \(path): \(String(cString: strerror(spawned)))")
     }
-    if let input { input.withUnsafeBytes { _ = write(stdin[1], $0.baseAddress, $0.count) } }
-    close(stdin[1])
     let (out, err) = readBoth(stdout[0], stderr[0])
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     // As `Process.terminationStatus` says it: the exit code, or the signal that ended it.
     let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
     return Output(code: code, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
-}
-
-/// A child's signals as a new process's: none blocked (whatever this thread blocks), each at its
-/// default action, as `Process` spawns.
-final class SpawnAttributes {
-    var value = posix_spawnattr_t()
-
-    init() {
-        posix_spawnattr_init(&value)
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&value, &none)
-        posix_spawnattr_setsigdefault(&value, &all)
-        posix_spawnattr_setflags(&value, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    }
-
-    deinit { posix_spawnattr_destroy(&value) }
 }
 
 struct ExecuteError: Error, CustomStringConvertible {

@@ -53,9 +53,6 @@ int baton_reap(pid_t pid, int *exit_code, int *signal);
 
 /// pipe2(2) with O_CLOEXEC: both ends close on exec. Returns 0 or -1 with errno.
 int baton_pipe(int fds[2]);
-/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the child closes every fd from `low` on.
-/// `actions` is a posix_spawn_file_actions_t. 0, or an errno.
-int baton_spawn_actions_closefrom(void *actions, int low);
 /// A pseudo-terminal pair for an attempt: 0, or an errno.
 int baton_openpty(int *master, int *slave);
 
