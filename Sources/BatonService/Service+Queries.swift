@@ -7,9 +7,12 @@ extension Service {
     func ping(_ request: Request) -> Response {
         var response = Response(id: request.id)
         response.version = BatonVersion.current
-        response.pid = getpid()
+        response.pid = Self.pid
         return response
     }
+
+    /// batond's pid, asked once (glibc's `getpid` is a system call each time).
+    static let pid = getpid()
 
     /// Each action the peer may read: its runs in flight (every key) and its last outcome; actions
     /// a reload removed show while their runs are still in flight.

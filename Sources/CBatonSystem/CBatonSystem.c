@@ -70,7 +70,11 @@ int baton_spawn(const char *const argv[], const char *const envp[], const char *
 }
 
 pid_t baton_gettid(void) {
-    return (pid_t)syscall(SYS_gettid);
+    // Asked on every request (`Reactor.isCurrent`): one syscall per thread, not per question. A
+    // thread's id never changes; a forked child (spawns only) runs no code that asks before exec.
+    static __thread pid_t tid;
+    if (tid == 0) tid = (pid_t)syscall(SYS_gettid);
+    return tid;
 }
 
 int baton_pidfd_open(pid_t pid) {

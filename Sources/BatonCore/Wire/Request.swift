@@ -49,7 +49,7 @@ public struct Request: Codable, Sendable, Equatable {
     /// cancel: only the runs of this key.
     public var key: String?
     /// history: which runs.
-    public var filter: HistoryFilter?
+    @Boxed public var filter: HistoryFilter? = nil
     /// watch: also an `update` without a transition each time a run in flight reports progress.
     public var progress: Bool?
     /// output: the position in the run's output to start from (0 when absent).

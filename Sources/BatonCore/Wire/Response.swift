@@ -5,11 +5,11 @@ public struct Response: Codable, Sendable {
     public var ok: Bool?
     /// Set on intermediate lines of `trigger`, `wait` and `watch`: "update".
     public var event: String?
-    public var error: WireError?
+    @Boxed public var error: WireError? = nil
     /// trigger, wait, cancel (single run), update events: the run.
-    public var run: RunSnapshot?
+    @Boxed public var run: RunSnapshot? = nil
     /// update events: the transition just committed (absent for progress).
-    public var transition: Transition?
+    @Boxed public var transition: Transition? = nil
     /// trigger: what the trigger did.
     public var decision: TriggerDecision?
     /// trigger: whether the caller shares a run another trigger created.
@@ -19,7 +19,7 @@ public struct Response: Codable, Sendable {
     /// history, status, cancel: runs.
     public var runs: [RunSnapshot]?
     /// show: the whole story.
-    public var detail: RunDetail?
+    @Boxed public var detail: RunDetail? = nil
     /// status, actions: one entry per action.
     public var actions: [ActionInfo]?
     /// denied: refused requests, newest first.
@@ -27,7 +27,7 @@ public struct Response: Codable, Sendable {
     /// stats: one entry per action.
     public var stats: [ActionStats]?
     /// prune: runs removed (or that would be) per action.
-    public var prune: PruneReport?
+    @Boxed public var prune: PruneReport? = nil
     /// status: why the history cannot be written right now (new triggers are refused meanwhile).
     public var storeProblem: String?
     /// How batond keeps track of each run's processes (status): a cgroup per attempt, or its process group and tag.
@@ -35,7 +35,7 @@ public struct Response: Codable, Sendable {
     /// metrics: Prometheus' text exposition format, as `GET /metrics` serves it.
     public var metrics: String?
     /// output events: one chunk of the run's output.
-    public var chunk: OutputChunk?
+    @Boxed public var chunk: OutputChunk? = nil
     /// output: where the output sent ends (the next `from`), and how many bytes the history dropped.
     public var outputEnd: Int64?
     public var outputDropped: Int64?

@@ -14,7 +14,7 @@ int baton_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid);
 int baton_spawn(const char *const argv[], const char *const envp[], const char *cwd,
                 int stdout_fd, int stderr_fd, int progress_fd, pid_t *pid);
 
-/// The kernel's id of the calling thread (gettid(2)).
+/// The kernel's id of the calling thread (gettid(2)), asked of the kernel once per thread.
 pid_t baton_gettid(void);
 
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits, or -1 with errno.
