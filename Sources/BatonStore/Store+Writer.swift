@@ -55,7 +55,7 @@ extension Store {
         } catch {
             let message = describe(error)
             let busy = (error as? DatabaseError)?.isBusy ?? false
-            if !busy { setFailure(message, context) }
+            if busy { context.status.withLock { $0.busyRetries += 1 } } else { setFailure(message, context) }
             // Creations are refused at once; everything else waits for the next try, in order.
             var held = batch.jobs.filter { item in
                 if item.refusedWhileFailing && !busy { item.completion(.failure(.storeUnavailable(message))); return false }

@@ -71,6 +71,8 @@ public final class Store: RunStore, Sendable {
         /// Journal items and transactions committed so far (the average group size is their ratio).
         var committedItems = 0
         var committedTransactions = 0
+        /// Batches that found the database locked by another connection past the busy timeout, and wait to try again.
+        var busyRetries = 0
         /// Journal items kept in memory because the file is gone: never written.
         var stranded = 0
         /// The entries of the items given up on at close, the disk staying full.
@@ -212,6 +214,10 @@ public final class Store: RunStore, Sendable {
     public var commitStatistics: (items: Int, transactions: Int) {
         status.withLock { ($0.committedItems, $0.committedTransactions) }
     }
+
+    /// How many times a batch found the database locked (another process holding its write lock
+    /// past the busy timeout) and was kept to be tried again.
+    public var busyRetries: Int { status.withLock { $0.busyRetries } }
 
     /// Why writes fail right now, or nil when the store writes.
     public var unavailableReason: String? { status.withLock { $0.failure } }

@@ -138,10 +138,21 @@ struct StoreTests {
         try locker.execute("BEGIN IMMEDIATE")
         let now = Timestamp.now
         let run = RunSnapshot(id: 1, action: "a", key: "a", phase: .queued, policy: .join, params: [:], trigger: nil, queuedAt: now)
-        async let written = store.commit([.created(run, Transition(runID: 1, seq: 1, from: nil, to: .queued, at: now))])
-        try await Task.sleep(for: .milliseconds(300))
+        let finished = Locked(false)
+        async let written = { () async -> Result<Void, BatonError> in
+            let result = await store.commit([.created(run, Transition(runID: 1, seq: 1, from: nil, to: .queued, at: now))])
+            finished.withLock { $0 = true }
+            return result
+        }()
+        // The writer has met the lock twice (waited its busy timeout, kept the item, tried again):
+        // the item is still unanswered, neither written nor refused.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while store.busyRetries < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(store.busyRetries >= 2)
+        #expect(!finished.withLock { $0 })
         try locker.execute("COMMIT")
         #expect(await written.isSuccess)
+        #expect(finished.withLock { $0 })
         store.close()
         #expect(try Connection(path: path, readOnly: true).scalar("SELECT count(*) FROM runs")?.int64 == 1)
     }
