@@ -46,9 +46,10 @@ enum FleetBench {
         let db = try PGConnection(conninfo)
         let server = try ServerCPU(conninfo: conninfo)
         try db.execute("CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, v text NOT NULL)")
-        let script = scratchDirectory("pgbench") + ".sql"
+        let scratch = scratchDirectory("pgbench")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let script = scratch + "/insert.sql"
         try "INSERT INTO bench_rows (v) VALUES ('x');\n".write(toFile: script, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: script) }
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.compactMap { Int($0) } ?? []
         let pgbench = "/usr/lib/postgresql/\(versions.max() ?? 15)/bin/pgbench"
         let process = Process()

@@ -17,7 +17,9 @@ enum SocketBench {
         }
         Connections.shared.reset()
         await daemon.stop()
-        let baseline = try StoreBench.raw(path: scratchDirectory("noop-raw") + "/raw.sqlite", perTransaction: 100, seconds: seconds) / 3
+        let scratch = scratchDirectory("noop-raw")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let baseline = try StoreBench.raw(path: scratch + "/raw.sqlite", perTransaction: 100, seconds: seconds) / 3
         return [Figure("end to end: no-op runs/s, \(clients) clients, 3 transitions each (FULL)", rate, "/s",
                        baseline: ("raw SQLite runs/s (3 rows each, 100 rows per transaction)", baseline),
                        target: "10,000/s")]
@@ -217,10 +219,12 @@ final class Connections: Sendable {
 /// A line echo server on a Unix socket: one thread per connection, the simplest fast baseline.
 final class EchoServer: Sendable {
     let path: String
+    private let directory: String
     private let fd: Int32
 
     init() throws {
-        path = scratchDirectory("echo") + "/echo.sock"
+        directory = scratchDirectory("echo")
+        path = directory + "/echo.sock"
         fd = try UnixSocket.listen(path: path, mode: 0o600)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)   // listen() makes it non-blocking for epoll
         let fd = fd
@@ -249,7 +253,7 @@ final class EchoServer: Sendable {
     func stop() {
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
-        unlink(path)
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }
 
