@@ -21,9 +21,6 @@ public struct Boxed<Value: Sendable>: Sendable {
         get { box?.value }
         set { box = newValue.map(Box.init) }
     }
-
-    /// Whether a value is set, without touching it.
-    public var isSet: Bool { box != nil }
 }
 
 extension Boxed: Equatable where Value: Equatable {
