@@ -1,4 +1,5 @@
 @testable import BatonCore
+import CBatonSystem
 import Foundation
 import Testing
 
@@ -139,4 +140,43 @@ private final class Collected<Value: Sendable>: Sendable {
     private let items = Locked<[Value]>([])
     func append(_ item: Value) { items.withLock { $0.append(item) } }
     var all: [Value] { items.withLock { $0 } }
+}
+
+@Suite("Reactor: which thread is the loop's")
+struct ReactorThreadTests {
+    @Test("isCurrent is true on the loop's thread only, and each thread's cached id is the kernel's")
+    func isCurrent() async {
+        let reactor = Reactor.shared
+        #expect(!reactor.isCurrent)
+        let onLoop = await withCheckedContinuation { continuation in
+            reactor.post { continuation.resume(returning: (reactor.isCurrent, baton_gettid() == Self.kernelThreadID(), baton_gettid())) }
+        }
+        #expect(onLoop.0)
+        #expect(onLoop.1)
+        // Other threads: their own ids (asked twice, the second from the cache), never the loop's.
+        let ids = Locked<[(cached: pid_t, kernel: pid_t, again: pid_t, current: Bool)]>([])
+        let threads = (0..<4).map { _ in
+            Thread {
+                let first = baton_gettid()
+                ids.withLock { $0.append((first, Self.kernelThreadID(), baton_gettid(), reactor.isCurrent)) }
+            }
+        }
+        for thread in threads { thread.start() }
+        while ids.withLock({ $0.count }) < threads.count { await Task.yield() }
+        for seen in ids.withLock({ $0 }) {
+            #expect(seen.cached == seen.kernel && seen.again == seen.kernel)
+            #expect(seen.kernel != onLoop.2)
+            #expect(!seen.current)
+        }
+        #expect(Set(ids.withLock { $0.map(\.kernel) }).count == threads.count)
+    }
+
+    /// The calling thread's id as the kernel names it: `/proc/thread-self` links to `PID/task/TID`.
+    static func kernelThreadID() -> pid_t {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+        guard n > 0 else { return -1 }
+        let link = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return pid_t(link.split(separator: "/").last ?? "") ?? -1
+    }
 }
