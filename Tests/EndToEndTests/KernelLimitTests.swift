@@ -229,10 +229,17 @@ struct KernelLimitTests {
             keeps: { exec: ["sh", "-c", "setsid sleep 3606.\(mark) &"], leftovers: "keep", limits: { memory: "64M", tasks: 10, cpu: "50%" } }
             """))
         #expect(try daemon.baton("run", "keeps").code == 0)
-        let kept = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { Int32($0) }.filter { pid in
-            let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { String(decoding: $0, as: UTF8.self) } ?? ""
-            return line.hasPrefix("sleep\u{0}3606.\(mark)")
-        }
+        // The run ends when `sh` exits, which may be before its background child has exec'd
+        // `setsid` and then `sleep` (a CI run found it still between the two): wait for the exec.
+        var kept: [Int32] = []
+        let deadline = Date().addingTimeInterval(30)
+        repeat {
+            kept = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { Int32($0) }.filter { pid in
+                let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { String(decoding: $0, as: UTF8.self) } ?? ""
+                return line.hasPrefix("sleep\u{0}3606.\(mark)")
+            }
+            if kept.isEmpty { usleep(10_000) }
+        } while kept.isEmpty && Date() < deadline
         defer { for pid in kept { kill(pid, SIGKILL) } }
         #expect(kept.count == 1, "\(kept)")
         #expect(Self.v1Groups(of: daemon).isEmpty, "the attempt's groups are gone")
