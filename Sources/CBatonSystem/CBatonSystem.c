@@ -215,10 +215,8 @@ static void baton_signal_handler(int number) {
     errno = saved;
 }
 
-int baton_signal_pipe(const int *signals, int count) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
-    signal_pipe_write = fds[1];
+int baton_signal_route(const int *signals, int count) {
+    if (signal_pipe_write < 0) { errno = EBADF; return -1; }
     struct sigaction action;
     memset(&action, 0, sizeof(action));
     action.sa_handler = baton_signal_handler;
@@ -227,7 +225,14 @@ int baton_signal_pipe(const int *signals, int count) {
     for (int i = 0; i < count; i++) {
         if (sigaction(signals[i], &action, NULL) != 0) return -1;
     }
-    return fds[0];
+    return 0;
+}
+
+int baton_signal_pipe(const int *signals, int count) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+    signal_pipe_write = fds[1];
+    return baton_signal_route(signals, count) == 0 ? fds[0] : -1;
 }
 
 int baton_tcp_listen(const char *host, uint16_t port, int backlog, uint16_t *bound_port) {

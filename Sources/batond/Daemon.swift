@@ -60,10 +60,12 @@ enum Daemon {
     /// journal, the reports to systemd, the fleet and retention — then serves until a stop signal
     /// has drained the runs. The caller stops the parts, in reverse, whether this returns or throws.
     static func serve(_ launch: Launch, _ parts: Parts) async throws -> Int32 {
-        // Until the watcher below takes SIGHUP, a reload asked while the parts start is ignored:
-        // its default action would end a batond that already answers (the webhooks start first).
-        // SIGTERM and SIGINT keep theirs, so a start that hangs can still be stopped.
-        Glibc.signal(SIGHUP, SIG_IGN)
+        // SIGHUP is taken first: a reload asked while the parts start (the webhooks answer before
+        // batond says ready) waits in the watcher's stream and is done once batond serves; its
+        // default action would end the process, and ignoring it would lose the reload. SIGTERM
+        // and SIGINT keep their default actions until the parts have started, so that a start
+        // that hangs can still be stopped.
+        let signals = SignalWatcher([SIGHUP])
         let notifier = Notifier()
         let metrics = Metrics()
         let backend = try await parts.start("history") { try await startBackend(launch, metrics: metrics) }
@@ -73,7 +75,7 @@ enum Daemon {
         try await parts.start("server") { try startServer(launch.config, service, socket: socket) }
         try await parts.start("metrics") { try startMetrics(launch.config.metricsListen, service.service) }
         try await parts.start("webhooks") { try startWebhooks(launch.config, service.service, configBox, backend) }
-        let signals = SignalWatcher([SIGTERM, SIGINT, SIGHUP])
+        signals.take([SIGTERM, SIGINT])
         Log.info("batond \(BatonVersion.current) ready: \(launch.config.actions.count) actions, socket \(launch.socketPath), \(backend.describe)")
         notifier.ready(status: Self.status(of: backend.conductor))
         try await parts.start("journal") { startJournal(backend, metrics: metrics, host: launch.config.fleet?.host) }

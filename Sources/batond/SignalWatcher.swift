@@ -28,6 +28,12 @@ final class SignalWatcher: Sendable {
         }
     }
 
+    /// Takes `signals` too, from now on: their handlers write to the same pipe.
+    func take(_ signals: [Int32]) {
+        let rc = signals.withUnsafeBufferPointer { baton_signal_route($0.baseAddress, Int32($0.count)) }
+        precondition(rc == 0, "cannot install signal handlers: \(String(cString: strerror(errno)))")
+    }
+
     func finish() {
         Reactor.shared.remove(fd)
         continuation.finish()

@@ -86,6 +86,37 @@ struct LifecycleTests {
         #expect(try daemon.baton("reload").code == 0)
     }
 
+    @Test("a SIGHUP while batond starts is not lost: batond lives, and the reload is done once it serves")
+    func reloadWhileStarting() throws {
+        let directory = NSTemporaryDirectory() + "baton-hup-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = directory + "/baton.json5", socket = directory + "/baton.sock"
+        try #"{ actions: { a: { exec: ["true"] } } }"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let batond = try Spawned([Binaries.batond, "--config", config, "--socket", socket, "--database", directory + "/history.sqlite"])
+        // batond has read its config and begun to start its parts once SIGHUP leaves its default
+        // disposition (caught, or ignored as it was: then this reload was lost). The signal goes at
+        // once, while the history is still being opened, before batond says it is ready.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !Self.hangupHandled(batond.pid), ContinuousClock.now < deadline { usleep(1_000) }
+        try #"{ actions: { a: { exec: ["true"] }, b: { exec: ["true"] } } }"#.write(toFile: config, atomically: true, encoding: .utf8)
+        kill(batond.pid, SIGHUP)
+        let log = batond.readStderr { $0.contains("reloaded ") || $0.contains("reload refused") }
+        #expect(log.contains("ready") && log.contains("reloaded "), "\(log)")
+        #expect(try execute(Binaries.baton, ["--socket", socket, "run", "b"]).code == 0)
+        batond.stop()
+    }
+
+    /// Whether SIGHUP's disposition in `pid` is no longer the default (`SigIgn` or `SigCgt` in /proc).
+    static func hangupHandled(_ pid: pid_t) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+        return status.split(separator: "\n").contains { line in
+            guard line.hasPrefix("SigIgn:") || line.hasPrefix("SigCgt:"),
+                  let mask = UInt64(line.split(separator: "\t").last ?? "", radix: 16) else { return false }
+            return mask & (1 << (UInt64(SIGHUP) - 1)) != 0
+        }
+    }
+
     @Test("another process holding the write lock: triggers and transitions wait and are all written")
     func busyLock() throws {
         let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"], policy: "join" } } }"#)

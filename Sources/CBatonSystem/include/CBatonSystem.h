@@ -29,6 +29,9 @@ int baton_pidfd_signal(int pidfd, int sig);
 /// so no signal sent after it is lost, whichever thread the kernel delivers it to.
 int baton_signal_pipe(const int *signals, int count);
 
+/// Sends more signals to the pipe `baton_signal_pipe` made, from now on. Returns 0 or -1 with errno.
+int baton_signal_route(const int *signals, int count);
+
 /// prctl(PR_SET_CHILD_SUBREAPER): orphaned descendants become this process's children, so that
 /// it can reap what is left of an action's process group. 0 or -1 with errno.
 int baton_set_subreaper(void);
