@@ -95,12 +95,9 @@ extension FleetBench {
             }
         }
 
-        func latencies(of runs: Set<Int64>, to phase: String) -> [Double] {
-            state.withLock { $0.updates.filter { runs.contains($0.run) && $0.to == phase }.map(\.milliseconds) }
-        }
-
-        func latencies(of runs: Set<Int64>) -> [Double] {
-            state.withLock { $0.updates.filter { runs.contains($0.run) }.map(\.milliseconds) }
+        /// The latencies of `runs`' updates, or of those to `phase` only.
+        func latencies(of runs: Set<Int64>, to phase: String? = nil) -> [Double] {
+            state.withLock { $0.updates.filter { runs.contains($0.run) && (phase == nil || $0.to == phase) }.map(\.milliseconds) }
         }
 
         static func number(_ key: String, in text: Substring) -> Int64? {

@@ -59,62 +59,16 @@ struct Output: Sendable {
     var stderr: String
 }
 
-/// Runs a program to its end and captures its output. Spawned with `baton_spawn` (stdin
-/// /dev/null, every other descriptor closed, signals at their defaults, as `Spawned` starts its
-/// children) and reaped with `waitpid` on its pid, not by `Foundation.Process`: a CI run hung for
-/// good in `Process.waitUntilExit` on a `baton show` that had exited and that nothing reaped.
+/// Runs a program to its end and captures its output, as a `Spawned` child (not
+/// `Foundation.Process`: a CI run hung for good in `Process.waitUntilExit` on a `baton show` that
+/// had exited and that nothing reaped).
 func execute(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Output {
-    var env = ProcessInfo.processInfo.environment
-    env["NO_COLOR"] = "1"
-    for (key, value) in environment { env[key] = value }
-    var stdout: [Int32] = [-1, -1], stderr: [Int32] = [-1, -1]
-    guard baton_pipe(&stdout) == 0 else { throw ExecuteError("pipe for \(path): errno \(errno)") }
-    guard baton_pipe(&stderr) == 0 else {
-        close(stdout[0]); close(stdout[1])
-        throw ExecuteError("pipe for \(path): errno \(errno)")
-    }
-    let argv = ([path] + arguments).map { strdup($0) } + [nil]
-    let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { (argv + envp).forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = argv.map { UnsafePointer($0) }.withUnsafeBufferPointer { args in
-        envp.map { UnsafePointer($0) }.withUnsafeBufferPointer { envs in
-            baton_spawn(args.baseAddress, envs.baseAddress, nil, stdout[1], stderr[1], -1, &pid)
-        }
-    }
-    close(stdout[1])
-    close(stderr[1])
-    guard spawned == 0 else {
-        close(stdout[0]); close(stderr[0])
-        throw ExecuteError("spawning \(path): \(String(cString: strerror(spawned)))")
-    }
-    let (out, err) = readBoth(stdout[0], stderr[0])
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    // As `Process.terminationStatus` says it: the exit code, or the signal that ended it.
-    let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
-    return Output(code: code, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+    try Spawned([path] + arguments, environment: ["NO_COLOR": "1"].merging(environment) { $1 }).waitForExit()
 }
 
 struct ExecuteError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// Reads two pipes to their ends at once (a child that fills one while the other is read would
-/// wait for ever), then closes them.
-private func readBoth(_ first: Int32, _ second: Int32) -> ([UInt8], [UInt8]) {
-    var data: [[UInt8]] = [[], []]
-    var fds = [pollfd(fd: first, events: Int16(POLLIN), revents: 0), pollfd(fd: second, events: Int16(POLLIN), revents: 0)]
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while fds.contains(where: { $0.fd >= 0 }) {
-        if poll(&fds, 2, -1) < 0 { if errno == EINTR { continue } else { break } }
-        for index in 0..<2 where fds[index].fd >= 0 && fds[index].revents != 0 {
-            let n = buffer.withUnsafeMutableBytes { read(fds[index].fd, $0.baseAddress, $0.count) }
-            if n > 0 { data[index] += buffer[0..<n] } else if n == 0 || errno != EINTR { close(fds[index].fd); fds[index].fd = -1 }
-        }
-    }
-    return (data[0], data[1])
 }
 
 /// A real batond on a temporary socket and database, started on a config text and stopped at the end.

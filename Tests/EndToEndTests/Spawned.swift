@@ -1,8 +1,9 @@
 import CBatonSystem
 import Foundation
 
-/// A child process started with posix_spawn and reaped with waitpid: Foundation's Process was
-/// seen to miss child exits here (its waitUntilExit never returned after the child had died).
+/// A child process started with `baton_spawn` (stdin /dev/null, every other descriptor closed,
+/// signals at their defaults) and reaped with waitpid: Foundation's Process was seen to miss
+/// child exits here (its waitUntilExit never returned after the child had died, a CI run hung).
 final class Spawned: @unchecked Sendable {
     let pid: pid_t
     /// The read ends of the child's stdout and stderr.
@@ -14,7 +15,7 @@ final class Spawned: @unchecked Sendable {
         // Close-on-exec pipes, and baton_spawn closes every other descriptor in the child: a file
         // another test is writing, held open by a long-lived child, would be "busy" (ETXTBSY) to exec.
         var outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
-        guard baton_pipe(&outPipe) == 0, baton_pipe(&errPipe) == 0 else { throw DashboardError("pipe: errno \(errno)") }
+        guard baton_pipe(&outPipe) == 0, baton_pipe(&errPipe) == 0 else { throw ExecuteError("pipe for \(argv[0]): errno \(errno)") }
         let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = env.map { strdup($0) } + [nil]
@@ -29,7 +30,7 @@ final class Spawned: @unchecked Sendable {
         close(errPipe[1])
         guard result == 0 else {
             close(outPipe[0]); close(errPipe[0])
-            throw DashboardError("cannot start \(argv[0]): errno \(result)")
+            throw ExecuteError("spawning \(argv[0]): \(String(cString: strerror(result)))")
         }
         pid = child
         stdout = outPipe[0]
@@ -80,6 +81,27 @@ final class Spawned: @unchecked Sendable {
             text += String(decoding: buffer[..<n], as: UTF8.self)
         }
         return text
+    }
+
+    /// Reads stdout and stderr to their ends together (a child that fills one while the other
+    /// is read would wait for ever), then reaps the child.
+    func waitForExit() -> Output {
+        var data: [[UInt8]] = [[], []]
+        var fds = [pollfd(fd: stdout, events: Int16(POLLIN), revents: 0), pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)]
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while fds.contains(where: { $0.fd >= 0 }) {
+            if poll(&fds, 2, -1) < 0 { if errno == EINTR { continue } else { break } }
+            for index in 0..<2 where fds[index].fd >= 0 && fds[index].revents != 0 {
+                let n = buffer.withUnsafeMutableBytes { read(fds[index].fd, $0.baseAddress, $0.count) }
+                if n > 0 { data[index] += buffer[0..<n] } else if n == 0 || errno != EINTR { fds[index].fd = -1 }
+            }
+        }
+        reaped = true
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // As `Process.terminationStatus` says it: the exit code, or the signal that ended it.
+        let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+        return Output(code: code, stdout: String(decoding: data[0], as: UTF8.self), stderr: String(decoding: data[1], as: UTF8.self))
     }
 
     /// SIGTERM, then SIGKILL after 5 s; reaps the child.
