@@ -15,9 +15,13 @@ if arguments.first == "--guard-runs" { exit(RunGuard.run(Array(arguments.dropFir
 // so maps some 600 KiB of unwind tables (.eh_frame) into an idle batond for good. The waiting main
 // thread takes the signals (as dispatch_main's sigsuspend did): every other thread blocks them
 // (Dispatch's own, and those they start), and a mask inherited from the parent must not either.
-var unblocked = sigset_t()
-sigemptyset(&unblocked)
-pthread_sigmask(SIG_SETMASK, &unblocked, nil)
+// All but SIGCHLD: batond reaps through pidfds, and each run's exit would otherwise wake this
+// thread for nothing (the kernel queues it to the one thread that does not block it). Blocked,
+// it stays pending; an action starts with no signal blocked and none pending.
+var mask = sigset_t()
+sigemptyset(&mask)
+sigaddset(&mask, SIGCHLD)
+pthread_sigmask(SIG_SETMASK, &mask, nil)
 let exitCode = Locked<Int32>(70)
 let ended = DispatchSemaphore(value: 0)
 Task.detached {

@@ -107,6 +107,30 @@ struct LifecycleTests {
         batond.stop()
     }
 
+    @Test("a run's exit wakes no idle thread of batond (its main thread blocks SIGCHLD), and an action starts with no signal blocked or pending")
+    func childExitsWakeNoIdleThread() throws {
+        let daemon = try Daemon(config: """
+            { actions: { t: { exec: ["true"] }, mask: { exec: ["grep", "-E", "^(SigBlk|SigPnd|ShdPnd):", "/proc/self/status"] } } }
+            """)
+        let pid = daemon.process.processIdentifier
+        #expect(try daemon.baton("run", "t").code == 0)
+        let before = try #require(Self.voluntarySwitches(pid))
+        for _ in 0..<40 { #expect(try daemon.baton("run", "t").code == 0) }
+        let woken = try #require(Self.voluntarySwitches(pid)) - before
+        // Each exit used to wake it once (SIGCHLD goes to the one thread that does not block it).
+        #expect(woken < 10, "batond's main thread woke \(woken) times during 40 runs")
+        #expect(try daemon.baton("run", "mask").code == 0)
+        let lines = try daemon.baton("logs", "42").stdout.split(separator: "\n").map { $0.split(separator: "\t").last.map(String.init) ?? "" }
+        #expect(lines == ["0000000000000000", "0000000000000000", "0000000000000000"], "\(lines)")
+    }
+
+    /// The voluntary context switches of `pid`'s main thread, from /proc.
+    static func voluntarySwitches(_ pid: pid_t) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/status", encoding: .utf8) else { return nil }
+        return status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+            .flatMap { Int($0.split(separator: "\t").last ?? "") }
+    }
+
     /// Whether SIGHUP's disposition in `pid` is no longer the default (`SigIgn` or `SigCgt` in /proc).
     static func hangupHandled(_ pid: pid_t) -> Bool {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
