@@ -28,7 +28,7 @@ struct FleetOutputTests {
         let logs = try Streaming(["--socket", b.socket, "logs", "-f", String(id)])
         // What A's run wrote before the gate reaches B while the run still waits at it.
         #expect(logs.waitFor("one\n") && logs.waitFor("oops\n"), "\(b.stderr.suffix(1500))")
-        #expect(!logs.output.text.contains("two"))
+        #expect(!logs.output.current.contains("two"))
         gate.release()
         let end = logs.finish()
         #expect(end.code == 0, "\(end)\n\(b.stderr.suffix(1500))")

@@ -178,11 +178,7 @@ final class Daemon: @unchecked Sendable {
             : "batond (pid \(process.processIdentifier)) exited with status \(status)"
     }
 
-    var stderr: String {
-        output.lock.lock()
-        defer { output.lock.unlock() }
-        return output.text
-    }
+    var stderr: String { output.current }
 
     /// Runs the CLI against this daemon.
     func baton(_ arguments: String...) throws -> Output {
@@ -248,5 +244,12 @@ final class LogBuffer: @unchecked Sendable {
         text += String(decoding: bytes, as: UTF8.self)
         lock.broadcast()
         lock.unlock()
+    }
+
+    /// `text` now, read under the lock (the reader thread appends meanwhile).
+    var current: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return text
     }
 }
