@@ -15,7 +15,11 @@ struct PendingTrigger: Sendable {
 /// (`FleetCoordinator.settle`). Triggers that come while a batch is in its transaction wait for
 /// the next, which takes them all.
 final class TriggerQueue: Sendable {
-    static let maxBatch = 128
+    /// A batch's transitions reach other hosts' feeds only once it commits, and it takes longer
+    /// the more triggers it decides: 32 keeps a burst's `queued` within 50 ms of other hosts'
+    /// `watch` on a busy 2-CPU machine (128 took the p99 to 52–95 ms), for about a third of the
+    /// trigger rate in a burst (docs/benchmarks.md, "The trigger batch's size").
+    static let maxBatch = 32
     private let worker: SerialWorker<PendingTrigger>
 
     init(conninfo: String, defaults: [String: String]) {
