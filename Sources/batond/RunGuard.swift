@@ -21,8 +21,11 @@ enum RunGuard {
         guard arguments.count == 2 || arguments.count == 3, let pid = pid_t(arguments[0]) else { return 2 }
         let instance = arguments[1]
         let hierarchy = arguments.count == 3 ? CgroupHierarchy(directory: arguments[2]) : nil
+        // A terminal's signals are not for it; a log line to a closed stderr must not end it.
+        // SIGTERM does (batond starts another while it runs).
         signal(SIGINT, SIG_IGN)
         signal(SIGHUP, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
         var state = GuardState()
         var pending: [UInt8] = []
         while true {

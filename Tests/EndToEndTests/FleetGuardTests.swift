@@ -29,6 +29,27 @@ struct FleetGuardTests {
         #expect(FleetTests.liveMembers(of: pgid) == 0, "the run's processes outlived batond: its guard was not replaced")
     }
 
+    @Test("the guard starts with no signal blocked, whichever of batond's threads started it: SIGTERM ends it, and batond starts another")
+    func guardTakesSignals() throws {
+        let host = try FleetTests.fleet(1, actions: #"quick: { exec: ["true"] },"#)[0]
+        let batond = host.process.processIdentifier
+        let first = try #require(Self.guards(of: batond).first)
+        #expect(Self.blockedSignals(of: first) == 0)
+        kill(first, SIGTERM)
+        let deadline = Date().addingTimeInterval(10)
+        while Self.isLive(first), Date() < deadline { usleep(10_000) }
+        #expect(!Self.isLive(first), "the guard outlived SIGTERM")
+        #expect(try host.baton("run", "quick").code == 0)
+        let next = try #require(Self.guards(of: batond).first)
+        #expect(next != first && Self.blockedSignals(of: next) == 0)
+    }
+
+    /// `pid`'s blocked signals (`SigBlk` in /proc), nil when it is gone.
+    static func blockedSignals(of pid: Int32) -> UInt64? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        return status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }.flatMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) }
+    }
+
     @Test("one guard per incarnation: after two fences the host has one guard, the previous ones gone")
     func oneGuardAfterFences() throws {
         let server = try Postgres.own()
