@@ -262,6 +262,10 @@ int baton_tcp_listen(const char *host, uint16_t port, int backlog, uint16_t *bou
     return fd;
 }
 
+int baton_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}
+
 void baton_set_thread_name(const char *name) {
     char short_name[16];
     strncpy(short_name, name, sizeof(short_name) - 1);

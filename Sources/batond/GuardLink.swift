@@ -139,6 +139,9 @@ final class GuardLink: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, reading, RunGuard.pipeDescriptor)
+        // Nothing else of batond's: a descriptor batond inherited without close-on-exec (a socket
+        // of whatever started it, a socket-activated listener) must not live on in the guard.
+        baton_spawn_close_from(&actions, RunGuard.pipeDescriptor + 1)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -35,6 +35,10 @@ struct FleetGuardTests {
         let batond = host.process.processIdentifier
         let first = try #require(Self.guards(of: batond).first)
         #expect(Self.blockedSignals(of: first) == 0)
+        let descriptors = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(first)/fd")) ?? []).compactMap { Int32($0) }.sorted()
+        // Its stdio and, on 3, its end of batond's pipe: nothing else of batond's (this batond
+        // has a socket of the test runner's without close-on-exec, as Foundation's Process leaves them).
+        #expect(descriptors == [0, 1, 2, 3], "the guard holds \(descriptors)")
         kill(first, SIGTERM)
         let deadline = Date().addingTimeInterval(10)
         while Self.isLive(first), Date() < deadline { usleep(10_000) }

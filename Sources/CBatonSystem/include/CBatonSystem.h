@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <spawn.h>
 
 /// The peer credentials of a connected Unix socket (SO_PEERCRED). Returns 0 or -1 with errno.
 int baton_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid);
@@ -118,6 +119,10 @@ unsigned long long baton_proc_start_time(pid_t pid);
 /// Writes "1" to the `cgroup.kill` (or any one-line control file) open at fd: 0 or an errno.
 int baton_write_control(int fd, const char *text);
 
+
+/// Adds "close every descriptor from `lowest` up" to `actions` (glibc's
+/// posix_spawn_file_actions_addclosefrom_np, which Swift does not see): 0 or an errno.
+int baton_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest);
 
 /// Names the calling thread as `top -H` and /proc/PID/task/*/comm show it (15 bytes kept).
 void baton_set_thread_name(const char *name);
