@@ -18,7 +18,7 @@ final class TriggerQueue: Sendable {
     /// A batch's transitions reach other hosts' feeds only once it commits, and it takes longer
     /// the more triggers it decides: 32 keeps a burst's `queued` within 50 ms of other hosts'
     /// `watch` on a busy 2-CPU machine (128 took the p99 to 52–95 ms), for about a third of the
-    /// trigger rate in a burst (docs/benchmarks.md, "The trigger batch's size").
+    /// trigger rate in a burst (docs/benchmarks.md, "The trigger batch's size, again").
     static let maxBatch = 32
     private let worker: SerialWorker<PendingTrigger>
 

@@ -87,9 +87,7 @@ struct BoundedRequestTests {
 
     /// A line of VmHWM (peak) or VmRSS (now) from batond's /proc status, in KiB.
     static func memory(_ field: String, of daemon: Daemon) -> Int {
-        (try? String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/status", encoding: .utf8))?
-            .split(separator: "\n").first { $0.hasPrefix(field + ":") }
-            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) } ?? 0
+        ProcStatus.number(field, of: daemon.process.processIdentifier) ?? 0
     }
 
     /// batond's peak resident memory may not pass this (KiB). Measured with the debug build on a

@@ -15,7 +15,7 @@ struct FleetGuardTests {
         let batond = host.process.processIdentifier
         let old = try #require(Self.guards(of: batond).first)
         #expect(Self.guards(of: batond) == [old])
-        try Self.killAndWait(old)
+        try Self.signalAndWait(old)
         let id = try #require(try FleetTests.trigger(host, "gated").run?.id)
         let pgid = try #require(try FleetTests.processGroup(of: id, gate: gate))
         // Only while the group has members: an empty group's id is a free pid, and another test's
@@ -34,24 +34,15 @@ struct FleetGuardTests {
         let host = try FleetTests.fleet(1, actions: #"quick: { exec: ["true"] },"#)[0]
         let batond = host.process.processIdentifier
         let first = try #require(Self.guards(of: batond).first)
-        #expect(Self.blockedSignals(of: first) == 0)
+        #expect(ProcStatus.signals("SigBlk", of: first) == 0)
         let descriptors = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(first)/fd")) ?? []).compactMap { Int32($0) }.sorted()
         // Its stdio and, on 3, its end of batond's pipe: nothing else of batond's (this batond
         // has a socket of the test runner's without close-on-exec, as Foundation's Process leaves them).
         #expect(descriptors == [0, 1, 2, 3], "the guard holds \(descriptors)")
-        kill(first, SIGTERM)
-        let deadline = Date().addingTimeInterval(10)
-        while Self.isLive(first), Date() < deadline { usleep(10_000) }
-        #expect(!Self.isLive(first), "the guard outlived SIGTERM")
+        try Self.signalAndWait(first, SIGTERM)
         #expect(try host.baton("run", "quick").code == 0)
         let next = try #require(Self.guards(of: batond).first)
-        #expect(next != first && Self.blockedSignals(of: next) == 0)
-    }
-
-    /// `pid`'s blocked signals (`SigBlk` in /proc), nil when it is gone.
-    static func blockedSignals(of pid: Int32) -> UInt64? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        return status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }.flatMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) }
+        #expect(next != first && ProcStatus.signals("SigBlk", of: next) == 0)
     }
 
     @Test("one guard per incarnation: after two fences the host has one guard, the previous ones gone")
@@ -139,12 +130,12 @@ struct FleetGuardTests {
         return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
     }
 
-    /// SIGKILLs a process and waits on its pidfd until it is gone.
-    static func killAndWait(_ pid: Int32) throws {
+    /// Sends a process `signal` (SIGKILL unless said) and waits on its pidfd until it is gone.
+    static func signalAndWait(_ pid: Int32, _ signal: Int32 = SIGKILL) throws {
         let fd = baton_pidfd_open(pid)
         try #require(fd >= 0)
         defer { close(fd) }
-        kill(pid, SIGKILL)
+        kill(pid, signal)
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while poll(&poller, 1, 10_000) < 0 && errno == EINTR {}
         #expect(poller.revents != 0, "\(pid) did not die")

@@ -37,9 +37,7 @@ struct HostileTests {
 
     /// batond's resident memory in KiB.
     static func rss(_ daemon: Daemon) -> Int {
-        (try? String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/status", encoding: .utf8))?
-            .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) } ?? 0
+        ProcStatus.number("VmRSS", of: daemon.process.processIdentifier) ?? 0
     }
 
     /// Issue 12's freeze: `^(a+)+$` against `aaaa…b` took 72 s at 20 characters in a backtracking

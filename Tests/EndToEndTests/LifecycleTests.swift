@@ -114,31 +114,21 @@ struct LifecycleTests {
             """)
         let pid = daemon.process.processIdentifier
         #expect(try daemon.baton("run", "t").code == 0)
-        let before = try #require(Self.voluntarySwitches(pid))
+        let before = try #require(ProcStatus.number("voluntary_ctxt_switches", of: pid, thread: pid))
         for _ in 0..<40 { #expect(try daemon.baton("run", "t").code == 0) }
-        let woken = try #require(Self.voluntarySwitches(pid)) - before
+        let woken = try #require(ProcStatus.number("voluntary_ctxt_switches", of: pid, thread: pid)) - before
         // Each exit used to wake it once (SIGCHLD goes to the one thread that does not block it).
         #expect(woken < 10, "batond's main thread woke \(woken) times during 40 runs")
         #expect(try daemon.baton("run", "mask").code == 0)
+        // Run 42: after the 41 runs of t.
         let lines = try daemon.baton("logs", "42").stdout.split(separator: "\n").map { $0.split(separator: "\t").last.map(String.init) ?? "" }
         #expect(lines == ["0000000000000000", "0000000000000000", "0000000000000000"], "\(lines)")
     }
 
-    /// The voluntary context switches of `pid`'s main thread, from /proc.
-    static func voluntarySwitches(_ pid: pid_t) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/status", encoding: .utf8) else { return nil }
-        return status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
-            .flatMap { Int($0.split(separator: "\t").last ?? "") }
-    }
-
     /// Whether SIGHUP's disposition in `pid` is no longer the default (`SigIgn` or `SigCgt` in /proc).
     static func hangupHandled(_ pid: pid_t) -> Bool {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
-        return status.split(separator: "\n").contains { line in
-            guard line.hasPrefix("SigIgn:") || line.hasPrefix("SigCgt:"),
-                  let mask = UInt64(line.split(separator: "\t").last ?? "", radix: 16) else { return false }
-            return mask & (1 << (UInt64(SIGHUP) - 1)) != 0
-        }
+        let handled = (ProcStatus.signals("SigIgn", of: pid) ?? 0) | (ProcStatus.signals("SigCgt", of: pid) ?? 0)
+        return handled & (1 << (UInt64(SIGHUP) - 1)) != 0
     }
 
     @Test("another process holding the write lock: triggers and transitions wait and are all written")

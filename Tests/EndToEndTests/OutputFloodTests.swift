@@ -7,9 +7,7 @@ import Testing
 struct OutputFloodTests {
     /// A field of /proc/PID/status in KiB (`VmRSS`, `VmHWM`).
     static func kib(_ field: String, of pid: Int32) throws -> Int64 {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(field + ":") })
-        return Int64(line.split(separator: " ").dropFirst().first.map(String.init) ?? "") ?? -1
+        Int64(try #require(ProcStatus.number(field, of: pid)))
     }
 
     static func size(_ path: String) -> Int64 {
