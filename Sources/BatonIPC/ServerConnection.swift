@@ -27,6 +27,8 @@ public final class ServerConnection: Sendable, Hashable {
         /// Bytes waiting for room in the socket, from `sent` on.
         var output: [UInt8] = []
         var sent = 0
+        /// Bytes kept for this client elsewhere until they can be written (`hold`): unsent all the same.
+        var held = 0
         var closed = false
         var watchingOut = false
         /// Requests received and not yet fully answered.
@@ -69,7 +71,8 @@ public final class ServerConnection: Sendable, Hashable {
     public func markStreaming() { state.withLock { $0.streaming = true } }
 
     var isStreaming: Bool { state.withLock { $0.streaming } }
-    var unsentCount: Int { state.withLock { $0.output.count - $0.sent } }
+    /// What waits to be written, held bytes included: what the server's total limit weighs.
+    var unsentCount: Int { state.withLock { $0.output.count - $0.sent + $0.held } }
 
     /// Whether the server should read more from this connection now.
     var mayRead: Bool { state.withLock { !$0.closed && !$0.inputEnded && !$0.readingPaused } }
@@ -133,11 +136,30 @@ public final class ServerConnection: Sendable, Hashable {
         let over = state.withLock { state -> Bool in
             guard !state.closed else { return false }
             state.output.append(contentsOf: bytes)
-            return state.output.count - state.sent > (state.streaming ? outputLimits.streaming : outputLimits.normal)
+            return isOver(state)
         }
         budget.add(bytes.count)
         if over { return close() }
         flush()
+    }
+
+    /// Counts bytes held for this client until they can be written (negative: released); past the
+    /// connection's limit, it closes.
+    public func hold(_ bytes: Int) {
+        guard reactor.isCurrent else { return reactor.post { [self] in hold(bytes) } }
+        let over = state.withLock { state -> Bool? in
+            guard !state.closed else { return nil }
+            state.held += bytes
+            return isOver(state)
+        }
+        guard let over else { return }
+        budget.add(bytes)
+        if over { close() }
+    }
+
+    /// Whether what waits for the client, written or held, is past its limit.
+    private func isOver(_ state: State) -> Bool {
+        state.output.count - state.sent + state.held > (state.streaming ? outputLimits.streaming : outputLimits.normal)
     }
 
     /// Calls `body` on the loop once at most `bytes` of output wait to be written, or the
@@ -200,7 +222,7 @@ public final class ServerConnection: Sendable, Hashable {
     /// Closes once what waits is written (half-closed clients, one-shot HTTP answers).
     func closeWhenWritten() {
         guard reactor.isCurrent else { return reactor.post { [self] in closeWhenWritten() } }
-        if unsentCount == 0 { return close() }
+        if state.withLock({ $0.output.count - $0.sent }) == 0 { return close() }
         state.withLock { $0.inputEnded = true; $0.inFlight = 0 }
         watch()
     }
@@ -224,8 +246,8 @@ public final class ServerConnection: Sendable, Hashable {
         let unsent = state.withLock { state -> Int? in
             guard !state.closed else { return nil }
             state.closed = true
-            defer { state.output = []; state.sent = 0 }
-            return state.output.count - state.sent
+            defer { state.output = []; state.sent = 0; state.held = 0 }
+            return state.output.count - state.sent + state.held
         }
         guard let unsent else { return }
         budget.add(-unsent)

@@ -19,6 +19,10 @@ public protocol Caller: AnyObject, Sendable {
     /// the client has gone (at once when that is so now): a reader of a long history sends its
     /// next page only then, so a client that reads slowly slows its read instead of being dropped.
     func whenDrained(below bytes: Int, _ body: @escaping @Sendable () -> Void)
+    /// Counts bytes kept for the client that are not yet written out (a follower's live output held
+    /// while its history is read), or, negative, no longer kept: they count as unsent output, so a
+    /// client that does not read is closed at its limit, and the server's total covers them.
+    func hold(_ bytes: Int)
 }
 
 extension Caller {

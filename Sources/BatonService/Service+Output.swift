@@ -53,6 +53,8 @@ final class OutputRelay: Sendable {
     private struct State {
         /// Live chunks that came while the history was read; nil once they go straight out.
         var held: [OutputChunk]? = []
+        /// The bytes of `held`, counted against the client's unsent output.
+        var heldBytes = 0
         /// Where the next chunk sent starts: the `from` a resumed request would give.
         var next: Int64
         var ended = false
@@ -70,22 +72,29 @@ final class OutputRelay: Sendable {
         state = Locked(State(next: from))
     }
 
-    /// The conductor's follower: each live chunk, then nil at the run's end.
+    /// The conductor's follower: each live chunk, then nil at the run's end. A chunk held while
+    /// the history is read counts against the client's unsent output (`Caller.hold`): a client
+    /// that stops reading is closed at its limit instead of batond keeping the whole run for it,
+    /// and what was held is let go as soon as the client has gone.
     var live: Conductor.OutputFollower {
         { [self] chunk in
+            let closed = exchange.connection.isClosed
             // Exactly one of this and `catchUp` finishes: whichever sees the other's mark.
-            let (send, finishNow) = state.withLock { state -> (Bool, Bool) in
+            let (send, finishNow, hold) = state.withLock { state -> (Bool, Bool, Int) in
                 guard let chunk else {
                     state.ended = true
-                    return (false, state.held == nil)
+                    return (false, state.held == nil, 0)
                 }
                 guard state.held == nil else {
+                    if closed { state.held = []; state.heldBytes = 0; return (false, false, 0) }
                     state.held!.append(chunk)
-                    return (false, false)
+                    state.heldBytes += chunk.bytes.count
+                    return (false, false, chunk.bytes.count)
                 }
                 state.next = chunk.end
-                return (true, false)
+                return (!closed, false, 0)
             }
+            if hold > 0 { exchange.connection.hold(hold) }
             if let chunk, send { exchange.event(Self.event(exchange.id, chunk)) }
             if finishNow { Task { await finish() } }
         }
@@ -105,7 +114,7 @@ final class OutputRelay: Sendable {
                 for chunk in chunks { exchange.event(Self.event(exchange.id, chunk)) }
                 // Flow control: a slow reader of a long history is waited for, not dropped.
                 await exchange.connection.drained(below: Service.outputPage)
-                if exchange.connection.isClosed { return }
+                if exchange.connection.isClosed { return letGo() }
                 // Bytes the history dropped between the last chunk and the position are skipped.
                 let end = chunks.last?.end ?? position ?? page.total
                 state.withLock { $0.next = max($0.next, end) }
@@ -114,21 +123,31 @@ final class OutputRelay: Sendable {
             if let position { state.withLock { $0.next = max($0.next, position) } }
             guard position != nil else { return await finish(dropped: dropped) }
             var ended = false
-            while let batch = state.withLock({ state -> [OutputChunk]? in
+            while let (batch, bytes) = state.withLock({ state -> ([OutputChunk], Int)? in
                 guard let held = state.held, !held.isEmpty else {
                     state.held = nil
                     ended = state.ended
                     return nil
                 }
-                state.held = []
+                defer { state.held = []; state.heldBytes = 0 }
                 if let last = held.last { state.next = last.end }
-                return held
+                return (held, state.heldBytes)
             }) {
+                exchange.connection.hold(-bytes)
                 for chunk in batch { exchange.event(Self.event(exchange.id, chunk)) }
             }
             if ended { await finish(dropped: dropped) }
         } catch {
             exchange.fail(error)
+        }
+    }
+
+    /// The client went while the history was read: what was held for it goes now, not at the run's end.
+    private func letGo() {
+        state.withLock { state in
+            guard state.held != nil else { return }
+            state.held = []
+            state.heldBytes = 0
         }
     }
 

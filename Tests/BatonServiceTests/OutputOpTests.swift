@@ -183,6 +183,43 @@ struct OutputOpTests {
         #expect(rest.text == "ef" && rest.answer?.outputEnd == 6 && rest.answer?.outputDropped == 0)
     }
 
+    /// Issue 37, item 1: a follower that never read held every live byte of the run while its
+    /// history waited for it (1 GB of output: 825 MiB of batond).
+    @Test("a follower that stops reading: live output held for it counts against its limit, it is closed there, and nothing more is held")
+    func unreadFollower() async throws {
+        await detachTalk()
+        await runner.write("history")
+        let follower = Recorder(uid: 0)
+        follower.holdDrains()
+        follower.holdLimit = 256 << 10
+        ask(#"{"op":"output","action":"talk","follow":true}"#, follower)
+        #expect(await collect(follower, until: "history").text == "history")
+        // The relay waits for the client to take the history's page: live chunks are held meanwhile.
+        var turns = 0
+        while follower.drainWaiters == 0 && turns < 100_000 {
+            await Task.yield()
+            turns += 1
+        }
+        let chunk = String(repeating: "x", count: 16 << 10)
+        for _ in 0..<64 { await runner.write(chunk) }
+        turns = 0
+        while !follower.isClosed && turns < 1_000_000 {
+            await Task.yield()
+            turns += 1
+        }
+        #expect(follower.isClosed, "the follower was never closed: \(follower.held)")
+        #expect(follower.held.most <= (256 + 16) << 10, "\(follower.held)")
+        // Once closed, later chunks are not held for it.
+        let calls = follower.held.calls
+        for _ in 0..<8 { await runner.write(chunk) }
+        await runner.end()
+        let waiter = Recorder(uid: 0)
+        ask(#"{"op":"wait","run":1}"#, waiter)
+        #expect(await waiter.answer()?.run?.phase == .success)
+        #expect(follower.held.calls == calls)
+        follower.releaseDrains()
+    }
+
     @Test("refused: no run or action, an unknown run, a run the peer may not read")
     func refused() async throws {
         let caller = Recorder(uid: 1_000)

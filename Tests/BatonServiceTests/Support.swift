@@ -52,6 +52,26 @@ final class Recorder: Caller {
     func markStreaming() { state.withLock { $0.streaming = true } }
     func close() { state.withLock { $0.closed = true } }
 
+    /// Bytes held for the client (`hold`), the most ever held, and the limit past which the
+    /// recorder closes, as a connection does past its unsent-output limit.
+    private let holding = Locked<(now: Int, most: Int, calls: Int)>((0, 0, 0))
+    private let limit = Locked(Int.max)
+    var holdLimit: Int {
+        get { limit.withLock { $0 } }
+        set { limit.withLock { $0 = newValue } }
+    }
+    var held: (now: Int, most: Int, calls: Int) { holding.withLock { $0 } }
+    func hold(_ bytes: Int) {
+        guard !isClosed else { return }
+        let over = holding.withLock { holding -> Bool in
+            holding.now += bytes
+            holding.most = max(holding.most, holding.now)
+            holding.calls += 1
+            return holding.now > limit.withLock { $0 }
+        }
+        if over { close() }
+    }
+
     /// The next line the service sends (events and final answers alike).
     func next() async -> Response? {
         var it = iterator.withLock { $0 }

@@ -36,4 +36,59 @@ struct OutputFloodTests {
         #expect(logs.stdout.utf8.count >= 16 << 20 && logs.stdout.utf8.count <= (16 << 20) + (64 << 10), "\(logs.stdout.utf8.count)")
         print("output flood: peak RSS +\(grown) KiB, history +\(database - history) B")
     }
+
+    /// Issue 37, item 1: another user's `output` request with `follow` that never reads held every
+    /// byte of a 1 GB run in batond (825 MiB, and 768 MiB after the run had ended).
+    /// One follower is held to its 1 MiB; a hundred to the server's 64 MiB of unsent output in all.
+    @Test("unread followers of a 256 MiB run: each is closed, and batond's peak memory stays within the limits", arguments: [1, 100])
+    func unreadFollowers(count: Int) throws {
+        let gates = FileManager.default.temporaryDirectory.appendingPathComponent("baton-gates-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: gates, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: gates) }
+        let (ready, go) = (gates + "/ready", gates + "/go")
+        #expect(mkfifo(ready, 0o600) == 0 && mkfifo(go, 0o600) == 0)
+        // 4 MiB the follower's history read will hold it on, then (once let go) 256 MiB more.
+        let script = #"head -c 4194304 /dev/zero; echo > "$0"; read x < "$1"; exec head -c 268435456 /dev/zero"#
+        let daemon = try Daemon(config: """
+            { socketMode: "0666", actions: { flood: { exec: ["sh", "-c", \(Self.quoted(script)), "\(ready)", "\(go)"] } } }
+            """)
+        #expect(try daemon.baton("run", "flood", "--detach").code == 0)
+        // The run has written its first 4 MiB once this opens and reads its line.
+        let readyFD = open(ready, O_RDONLY)
+        var byte: UInt8 = 0
+        while read(readyFD, &byte, 1) == 1 {}
+        close(readyFD)
+        // From before the followers come: what they cost while they wait counts too.
+        let pid = daemon.process.processIdentifier
+        _ = try execute("/usr/bin/sh", ["-c", "echo 5 > /proc/\(pid)/clear_refs"])
+        let before = try Self.kib("VmRSS", of: pid)
+        let baseline = max(try Self.kib("VmHWM", of: pid), before)
+        let followers = try (0..<count).map { _ in
+            let follower = try HostileTests.Raw(daemon.socket)
+            var size: Int32 = 4_096
+            setsockopt(follower.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            follower.send(Array(#"{"op":"output","action":"flood","follow":true}"#.utf8) + [10])
+            // Its first byte: the relay is following the run and sending the history (registered before).
+            #expect(read(follower.fd, &byte, 1) == 1)
+            return follower
+        }
+        let goFD = open(go, O_WRONLY)
+        _ = write(goFD, "\n", 1)
+        close(goFD)
+        let waited = try daemon.baton("wait", "1")
+        #expect(waited.code == 0, "\(waited.stderr)")
+        let grown = try Self.kib("VmHWM", of: pid) - baseline
+        let bound = (count == 1 ? 64 * 1_024 : 128 * 1_024) * (HostileTests.sanitized ? 4 : 1)
+        #expect(grown < bound, "batond's peak RSS grew by \(grown) KiB for \(count) unread followers")
+        // Each follower was closed: what it gets ends (what was in its socket, then end of file).
+        for follower in followers { _ = follower.readToEnd() }
+        let after = try Self.kib("VmRSS", of: pid) - before
+        #expect(after < 32 * 1_024, "batond kept \(after) KiB after the run and its followers")
+        print("\(count) unread followers: peak RSS +\(grown) KiB, +\(after) KiB after")
+    }
+
+    /// A JSON5 string of `text`.
+    static func quoted(_ text: String) -> String {
+        "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
 }
