@@ -21,14 +21,10 @@ enum FleetCooldown {
             """, [key])
     }
 
-    /// The success a trigger is answered with when it falls inside the action's cooldown (from
-    /// `lastSuccess`'s row), or nil when it runs: forced where the action allows it, or after the window.
-    static func cooling(_ row: [String?]?, _ trigger: Trigger) -> Int64? {
-        guard let row, let id = row[0].flatMap({ Int64($0) }), let at = row[1].flatMap({ Int64($0) }),
-              let now = row[2].flatMap({ Int64($0) }),
-              KeySlot.cools(lastSuccess: Timestamp(rawValue: at), cooldown: trigger.action.cooldown, forced: trigger.force,
-                            allowsForce: trigger.action.allowsForce, now: Timestamp(rawValue: now))
-        else { return nil }
-        return id
+    /// `lastSuccess`'s row: the key's last success and the database's clock; nil without one.
+    static func lastSuccess(_ row: [String?]?) -> (success: KeyDecision.LastSuccess, now: Timestamp)? {
+        guard let row, row.count >= 3, let id = row[0].flatMap({ Int64($0) }), let at = row[1].flatMap({ Int64($0) }),
+              let now = row[2].flatMap({ Int64($0) }) else { return nil }
+        return (KeyDecision.LastSuccess(run: id, at: Timestamp(rawValue: at)), Timestamp(rawValue: now))
     }
 }

@@ -55,7 +55,7 @@ extension FleetCoordinator {
                 // The run's key's slot row first: a queued run ends here, and its key's transitions stay in order.
                 try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ throws -> RunSnapshot? in
                     guard let (run, _) = try read(id, on: db), !run.phase.isTerminal else { return nil }
-                    _ = try stop(id, .cancelled(by: uid), on: db)
+                    _ = try Self.stop(id, .cancelled(by: uid), on: db, me: host.incarnation)
                     try db.execute("NOTIFY baton")
                     return try read(id, on: db)?.0
                 }

@@ -54,11 +54,7 @@ extension FleetCoordinator {
 
     func newRun(_ decision: FlightTable.Decision, _ trigger: Trigger, _ window: DebounceWindow?,
                         at now: Timestamp) -> (RunSnapshot, Transition) {
-        var detail = TransitionDetail()
-        detail.via = trigger.via
-        detail.debounce = window?.deadline.rawValue
-        if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
-        if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
+        let detail = KeyDecision.queuedDetail(decision, via: trigger.via, window: window)
         var run = RunSnapshot(id: decision.run, action: trigger.action.name, key: trigger.key, phase: .queued, policy: trigger.policy,
                               params: trigger.params, trigger: trigger.peer, queuedAt: now)
         run.host = host.name
@@ -68,20 +64,22 @@ extension FleetCoordinator {
         return (run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail))
     }
 
-    /// Stops a run for another: a queued one ends here and now (whoever owns it); a loading or
-    /// retrying one is marked for its owner to stop. Returns true when this host owns it and
-    /// must stop it (the feed would tell it too, a little later).
-    func stop(_ id: Int64, _ stop: RunMachine.Stop, on db: PGConnection) throws -> Bool {
-        guard let (run, seq) = try read(id, on: db) else { return false }
-        switch run.phase {
+    /// Stops a run for another (a cancel, a hook's replace): a queued one ends here and now
+    /// (whoever owns it); a loading or retrying one is marked for its owner to stop. Returns true
+    /// when incarnation `me` owns it and must stop it (the feed would tell it too, a little later).
+    /// The one stop of the fleet outside a trigger batch, which decides its stops with the rows
+    /// it holds (`TriggerBatch.stop`) and writes them as this does.
+    static func stop(_ id: Int64, _ stop: RunMachine.Stop, on db: PGConnection, me: String) throws -> Bool {
+        guard let row = try db.query("SELECT phase, last_seq FROM runs WHERE id = $1", [String(id)]).first,
+              let phase = row[0].flatMap(Phase.init(rawValue:)) else { return false }
+        switch phase {
         case .queued:
-            let detail = stop.detail
-            _ = try FleetJournal.apply(Transition(runID: id, seq: seq + 1, from: .queued, to: stop.phase, at: .now, detail: detail),
+            let seq = row[1].flatMap { Int($0) } ?? 1
+            _ = try FleetJournal.apply(Transition(runID: id, seq: seq + 1, from: .queued, to: stop.phase, at: .now, detail: stop.detail),
                                        on: db, as: nil)
             return false
         case .loading, .retrying:
-            let rows = try db.query(StopRequest.mark(id, stop)).rows
-            return rows.first?[0] == host.incarnation
+            return try db.query(StopRequest.mark(id, stop)).rows.first?[0] == me
         case .success, .failure, .cancelled:
             return false
         }

@@ -44,61 +44,66 @@ enum FleetHooks {
         }
     }
 
-    /// One hook's trigger, from nobody, under its action's policy and cooldown: a queued run of
-    /// this host (started by `startWaiting`, or by the host that takes it over), or a record
-    /// against the run it joins, coalesces into, is rejected or cooled by.
+    /// One hook's trigger, from nobody, decided by the engine (`KeyDecision`) on what its key's
+    /// rows say: a queued run of this host (started by `startWaiting`, or by the host that takes
+    /// it over), or a record against the run it joins, coalesces or debounces into, is rejected
+    /// or cooled by.
     private static func trigger(_ target: HookTarget, cause: HookCause, on db: PGConnection, as me: FleetHost) throws {
         let action = target.action
-        let trigger = Trigger(action: action, key: target.key, policy: action.policy, params: target.params, peer: nil)
-        let now = Timestamp.now
         // Held already: by the end's transaction (`FleetWriter`), or the reaper's (`lockForTakeover`).
         try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [target.key])
         var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
             ?? [nil, nil, nil])
-        // A hook of a debounced action joins its key's pending run, as on one machine: a burst
-        // of failures pages once. Otherwise the run it makes waits out a window of its own.
-        var window: DebounceWindow?
-        if action.debounce != nil {
-            guard let reading = FleetDebounce.reading(try db.query(FleetDebounce.pending(of: target.key)).rows, slot: slot) else {
-                throw PGError(message: "the debounce of key \(target.key) could not be read")
-            }
-            if let pending = reading.pending {
-                try db.query(FleetDebounce.store(FleetDebounce.joined(pending, at: reading.now).window, run: pending.run))
-                return try record(target, run: pending.run, .debounced, at: now, on: db, as: me)
-            }
-            window = DebounceWindow(action, first: reading.now)
-        }
-        if action.cooldown != nil, let success = FleetCooldown.cooling(try db.query(FleetCooldown.lastSuccess(of: target.key)).first, trigger) {
-            return try record(target, run: success, .cooled, at: now, on: db, as: me)
-        }
-        guard let candidate = Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") else {
-            throw PGError(message: "PostgreSQL gave no run id for the hook run of \(action.name)")
-        }
-        let decision = slot.trigger(policy: action.policy, candidate: candidate)
-        switch decision {
-        case .created, .followUp, .replaced:
-            var detail = TransitionDetail()
-            detail.via = cause.description
-            detail.debounce = window?.deadline.rawValue
-            if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
-            if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
-            var run = RunSnapshot(id: candidate, action: action.name, key: target.key, phase: .queued, policy: action.policy,
-                                  params: target.params, trigger: nil, queuedAt: now)
+        let view = try view(of: target.key, action, slot: slot, on: db)
+        let candidate = slot.makesRun(policy: action.policy) ? try nextRunID(for: action, on: db) : 0
+        let decided = KeyDecision.decide(KeyDecision.Asked(hook: action), view, slot: &slot, candidate: { candidate })
+        switch decided {
+        case .refused:
+            return
+        case let .debounced(run, window):
+            try db.query(FleetDebounce.store(window, run: run))
+            try record(target, run: run, .debounced, at: view.now, on: db, as: me)
+        case let .shared(decision):
+            if let record = decided.record { try self.record(target, run: decision.run, record, at: view.now, on: db, as: me) }
+        case let .created(decision, window):
+            var run = RunSnapshot(id: decision.run, action: action.name, key: target.key, phase: .queued, policy: action.policy,
+                                  params: target.params, trigger: nil, queuedAt: view.now)
             run.via = cause.description
             run.hook = cause
+            let detail = KeyDecision.queuedDetail(decision, via: cause.description, window: window)
             try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
-            try FleetJournal.insertTransition(Transition(runID: candidate, seq: 1, from: nil, to: .queued, at: now, detail: detail), on: db)
+            try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: view.now, detail: detail), on: db)
             try FleetJournal.store(slot, key: target.key, on: db)
-            if let window { try db.query(FleetDebounce.store(window, run: candidate)) }
+            if let window { try db.query(FleetDebounce.store(window, run: run.id)) }
             if case let .replaced(_, stopping) = decision {
-                for old in stopping { try stop(old, replacedBy: candidate, on: db) }
+                for old in stopping { _ = try FleetCoordinator.stop(old, .replaced(by: run.id), on: db, me: me.incarnation) }
             }
-        case let .joined(id): try record(target, run: id, .joined, at: now, on: db, as: me)
-        case let .coalesced(id): try record(target, run: id, .coalesced, at: now, on: db, as: me)
-        case let .rejected(id): try record(target, run: id, .rejected, at: now, on: db, as: me)
-        case .cooled, .slotRan:
-            throw PGError(message: "a key slot decided \(decision), which it never decides")
         }
+    }
+
+    /// What the key's rows say, read while its row is held: the engine's view of it. The window
+    /// and cooldown are read only for an action that has them, on the database's clock.
+    private static func view(of key: String, _ action: Action, slot: KeySlot, on db: PGConnection) throws -> KeyDecision.View {
+        var view = KeyDecision.View(slot: slot, now: .now)
+        if action.debounce != nil {
+            guard let reading = FleetDebounce.reading(try db.query(FleetDebounce.pending(of: key)).rows, slot: slot) else {
+                throw PGError(message: "the debounce of key \(key) could not be read")
+            }
+            view.now = reading.now
+            view.pending = reading.pending.map { KeyDecision.Pending(run: $0.run, window: $0.window) }
+        }
+        if action.cooldown != nil, let success = FleetCooldown.lastSuccess(try db.query(FleetCooldown.lastSuccess(of: key)).first) {
+            view.lastSuccess = success.success
+            view.now = success.now
+        }
+        return view
+    }
+
+    private static func nextRunID(for action: Action, on db: PGConnection) throws -> Int64 {
+        guard let id = Int64(try db.query("SELECT nextval('runs_id_seq')").first?[0] ?? "") else {
+            throw PGError(message: "PostgreSQL gave no run id for the hook run of \(action.name)")
+        }
+        return id
     }
 
     private static func record(_ target: HookTarget, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp,
@@ -106,19 +111,6 @@ enum FleetHooks {
         let record = TriggerRecord(runID: run, action: target.action.name, key: target.key, decision: decision,
                                    policy: target.action.policy, peer: nil, at: now, params: target.params)
         try db.query(FleetJournal.insertTrigger(record, host: me.name))
-    }
-
-    /// A run a hook's `replace` stops: a queued one ends here, a loading or retrying one is marked
-    /// for its owner, which hears of it from the feed (as `FleetCoordinator.stop` does).
-    private static func stop(_ id: Int64, replacedBy new: Int64, on db: PGConnection) throws {
-        let stop = RunMachine.Stop.replaced(by: new)
-        guard let row = try db.query("SELECT phase, last_seq FROM runs WHERE id = $1", [String(id)]).first else { return }
-        if row[0] == Phase.queued.rawValue, let seq = row[1].flatMap({ Int($0) }) {
-            _ = try FleetJournal.apply(Transition(runID: id, seq: seq + 1, from: .queued, to: stop.phase, at: .now, detail: stop.detail),
-                                       on: db, as: nil)
-        } else {
-            try db.query(StopRequest.mark(id, stop))
-        }
     }
 
     /// What a hook run is told of the run that fired it, rebuilt from that run's row and the

@@ -119,83 +119,57 @@ struct TriggerBatch {
         }
     }
 
-    /// One trigger against the batch's state so far, which it updates.
+    /// One trigger against the batch's state so far, which it updates: the engine decides
+    /// (`KeyDecision`) on the view the rows give; the batch keeps what the decision wrote.
     private static func decideOne(_ entry: Entry, _ state: inout Rows, _ decided: inout Decided, index: Int, me: String,
                                   candidate: () -> Int64) -> Outcome {
         let trigger = entry.trigger
         let delivery = trigger.delivery.map { DeliveryID(hook: $0.hook, id: $0.id) }
-        if let delivery, let run = state.deliveries[delivery] {
-            return .refused(.delivered(run: run, hook: delivery.hook, delivery: delivery.id))
-        }
         let slotKey = trigger.slot.map { SlotBook.Slot(action: trigger.action.name, at: $0) }
-        if let slotKey, let run = state.slotRuns[slotKey] {
-            switch SlotBook.decide(run: run, ended: state.runs[run]?.phase.isTerminal ?? true) {
-            case .free: break
-            case let .inFlight(id): return share(.joined(id), trigger, delivery, &state)
-            case let .ran(id): return share(.slotRan(id), trigger, delivery, &state)
-            }
-        }
         var slot = state.slots[trigger.key] ?? KeySlot()
-        var window: DebounceWindow?
-        if trigger.action.debounce != nil {
-            if let pending = slot.pendingRun(where: { state.windows[$0] != nil && state.runs[$0]?.phase == .queued }),
-               var pushed = state.windows[pending] {
-                if let refusal = refusal(pending, trigger, state) { return .refused(refusal) }
-                pushed.restart(at: state.now)
-                state.windows[pending] = pushed
-                decided.windows[pending] = pushed
-                if let delivery { state.deliveries[delivery] = pending }
-                return .debounced(run: pending)
+        let decision = KeyDecision.decide(KeyDecision.Asked(trigger), view(trigger, slot, delivery, slotKey, state), slot: &slot,
+                                          candidate: candidate)
+        switch decision {
+        case let .refused(error):
+            return .refused(error)
+        case let .shared(shared):
+            if case .rejected = shared {} else if let delivery { state.deliveries[delivery] = shared.run }
+            return .shared(shared)
+        case let .debounced(run, window):
+            state.windows[run] = window
+            decided.windows[run] = window
+            if let delivery { state.deliveries[delivery] = run }
+            return .debounced(run: run)
+        case let .created(made, window):
+            let run = made.run
+            state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: trigger.action.fingerprint, host: nil)
+            if let window { state.windows[run] = window; decided.windows[run] = window }
+            if let delivery { state.deliveries[delivery] = run }
+            if let slotKey { state.slotRuns[slotKey] = run }
+            if case let .replaced(_, stopping) = made {
+                decided.stops[index] = stopping.compactMap { stop($0, by: run, &slot, &state, me: me) }
             }
-            window = DebounceWindow(trigger.action, first: state.now)
+            state.slots[trigger.key] = slot
+            decided.slots[trigger.key] = slot
+            return .created(made, window: window)
         }
-        if let success = state.lastSuccess[trigger.key],
-           KeySlot.cools(lastSuccess: success.at, cooldown: trigger.action.cooldown, forced: trigger.force,
-                         allowsForce: trigger.action.allowsForce, now: state.now) {
-            return share(.cooled(success.run), trigger, delivery, &state)
-        }
-        let decision = slot.trigger(policy: trigger.policy, candidate: decision(needsID: slot, trigger) ? candidate() : 0)
-        switch decision {
-        case .joined, .coalesced, .rejected:
-            return share(decision, trigger, delivery, &state)
-        case .cooled, .slotRan:
-            return .refused(.internalError("a key slot decided \(decision), which it never decides"))
-        case .created, .followUp, .replaced:
-            break
-        }
-        let run = decision.run
-        state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: trigger.action.fingerprint, host: nil)
-        if let window { state.windows[run] = window; decided.windows[run] = window }
-        if let delivery { state.deliveries[delivery] = run }
-        if let slotKey { state.slotRuns[slotKey] = run }
-        if case let .replaced(_, stopping) = decision {
-            decided.stops[index] = stopping.compactMap { stop($0, by: run, &slot, &state, me: me) }
-        }
-        state.slots[trigger.key] = slot
-        decided.slots[trigger.key] = slot
-        return .created(decision, window: window)
     }
 
-    /// Whether the trigger's decision may make a run, so takes an id (as one transaction each did).
-    private static func decision(needsID slot: KeySlot, _ trigger: Trigger) -> Bool {
-        slot.holder == nil || trigger.policy == .replace || (trigger.policy == .queue && slot.followUp == nil)
-    }
-
-    /// A trigger that makes no run; a join or coalesce of a run made from another definition is refused.
-    private static func share(_ decision: FlightTable.Decision, _ trigger: Trigger, _ delivery: DeliveryID?, _ state: inout Rows) -> Outcome {
-        switch decision {
-        case .joined, .coalesced:
-            if let refusal = refusal(decision.run, trigger, state) { return .refused(refusal) }
-        default: break
+    /// What the rows say of the trigger's key: the engine's view of it.
+    private static func view(_ trigger: Trigger, _ slot: KeySlot, _ delivery: DeliveryID?, _ slotKey: SlotBook.Slot?,
+                             _ state: Rows) -> KeyDecision.View {
+        var view = KeyDecision.View(slot: slot, now: state.now)
+        view.delivered = delivery.flatMap { state.deliveries[$0] }
+        view.slotRun = slotKey.flatMap { state.slotRuns[$0] }.map { KeyDecision.SlotRun(run: $0, ended: state.runs[$0]?.phase.isTerminal ?? true) }
+        if let pending = slot.pendingRun(where: { state.windows[$0] != nil && state.runs[$0]?.phase == .queued }),
+           let window = state.windows[pending] {
+            view.pending = KeyDecision.Pending(run: pending, window: window)
         }
-        if case .rejected = decision {} else if let delivery { state.deliveries[delivery] = decision.run }
-        return .shared(decision)
-    }
-
-    /// A join of `run` is refused when the run was created from another definition of the action.
-    private static func refusal(_ run: Int64, _ trigger: Trigger, _ state: Rows) -> BatonError? {
-        guard let facts = state.runs[run], let theirs = facts.definition, theirs != trigger.action.fingerprint else { return nil }
-        return .definitionMismatch(run: run, action: trigger.action.name, host: facts.host ?? "?")
+        view.lastSuccess = state.lastSuccess[trigger.key].map { KeyDecision.LastSuccess(run: $0.run, at: $0.at) }
+        for (id, facts) in state.runs {
+            if let definition = facts.definition { view.definitions[id] = KeyDecision.Definition(fingerprint: definition, host: facts.host) }
+        }
+        return view
     }
 
     /// A replace stops `old`: a queued run ends now (its key's slot forgets it), a loading one is

@@ -2,8 +2,8 @@ import BatonCore
 @testable import BatonFleet
 import Testing
 
-/// How a trigger reads the key's last success from its row (`FleetCooldown.cooling`): the
-/// engine's rule (`KeySlot.cools`) on the database's clock.
+/// How a trigger reads the key's last success from its row (`FleetCooldown.lastSuccess`), then
+/// is decided by the engine (`KeyDecision`) on the database's clock, as one machine decides it.
 @Suite("FleetCooldown: a trigger against the key's last success")
 struct FleetCooldownRowTests {
     static func trigger(cooldown: Duration? = .seconds(10), allowsForce: Bool = false, force: Bool = false) -> Trigger {
@@ -11,6 +11,17 @@ struct FleetCooldownRowTests {
         action.cooldown = cooldown
         action.allowsForce = allowsForce
         return Trigger(action: action, key: "deploy", policy: .reject, params: [:], peer: nil, force: force)
+    }
+
+    /// The success the engine answers a trigger with, on the view the row gives (a key held by nobody).
+    static func cooling(_ row: [String?]?, _ trigger: Trigger) -> Int64? {
+        guard let read = FleetCooldown.lastSuccess(row) else { return nil }
+        var slot = KeySlot()
+        let view = KeyDecision.View(slot: slot, now: read.now, lastSuccess: read.success)
+        guard case let .shared(.cooled(run)) = KeyDecision.decide(KeyDecision.Asked(trigger), view, slot: &slot, candidate: { 99 }) else {
+            return nil
+        }
+        return run
     }
 
     /// A row of `lastSuccess`: run 7 succeeded at 1,000,000 µs; the database's clock reads `now`.
@@ -27,12 +38,12 @@ struct FleetCooldownRowTests {
               (row(now: 2_000_000), trigger(cooldown: nil), nil),
           ] as [([String?], Trigger, Int64?)])
     func cooling(row: [String?], trigger: Trigger, expected: Int64?) {
-        #expect(FleetCooldown.cooling(row, trigger) == expected)
+        #expect(Self.cooling(row, trigger) == expected)
     }
 
     @Test("no row (the key never succeeded, or its success was pruned) or a malformed one cools nothing")
     func noRow() {
-        #expect(FleetCooldown.cooling(nil, Self.trigger()) == nil)
-        #expect(FleetCooldown.cooling([nil, nil, "5"], Self.trigger()) == nil)
+        #expect(Self.cooling(nil, Self.trigger()) == nil)
+        #expect(Self.cooling([nil, nil, "5"], Self.trigger()) == nil)
     }
 }

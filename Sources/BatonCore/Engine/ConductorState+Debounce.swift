@@ -1,14 +1,6 @@
 extension ConductorState {
     // MARK: Debounce
 
-    /// The run a debounced trigger shares: its key's run that has not started yet (the holder,
-    /// in its window or waiting for a slot or a lock, or the follow-up behind a running run),
-    /// when that run debounces too. Nil when the trigger's action does not debounce, or its key
-    /// has no such run: then the trigger is decided as any other (cooldown, then the policy).
-    func pendingRun(for trigger: Trigger) -> Int64? {
-        trigger.action.debounce == nil ? nil : pendingRun(of: trigger.key)
-    }
-
     /// The run of `key` not yet started that debounces, if any.
     func pendingRun(of key: String) -> Int64? {
         KeySlot(holder: table.holder(of: key), followUp: table.followUp(of: key)).pendingRun { id in
@@ -17,22 +9,21 @@ extension ConductorState {
         }
     }
 
-    /// A debounced trigger joins its key's pending run: its window starts again (as far as
-    /// `maxWait` allows), the trigger is recorded against it as `debounced` and answered as a
+    /// A debounced trigger joins its key's pending run: its window is pushed back (as
+    /// `KeyDecision` decided), the trigger is recorded against it as `debounced` and answered as a
     /// join once that record is durable. The caller then hears the run's end like any sharer.
-    mutating func joinPending(_ id: Int64, _ token: Token, _ trigger: Trigger, _ step: inout Step) {
+    mutating func joinPending(_ id: Int64, _ window: DebounceWindow, _ token: Token, _ trigger: Trigger, _ step: inout Step) {
         guard let flight = flights[id] else { return }
-        restartWindow(of: id, &step)
+        push(id, to: window, &step)
         step.entries.append(.trigger(record(trigger, run: id, .debounced, at: step.now)))
         recordDelivery(of: trigger, run: id, &step)
         step.after.append(.ticket(token, .joined(id), fallback: flight.snapshot))
     }
 
-    /// A further trigger of a pending run's key came: its window starts again, as far as
-    /// `maxWait` allows (a hook's trigger too, recorded by the hook).
-    mutating func restartWindow(of id: Int64, _ step: inout Step) {
-        guard var flight = flights[id], var window = flight.debounce else { return }
-        window.restart(at: step.now)
+    /// A further trigger of a pending run's key came: its window is now `window` (a hook's
+    /// trigger too, recorded by the hook), and the run is held until its new deadline.
+    mutating func push(_ id: Int64, to window: DebounceWindow, _ step: inout Step) {
+        guard var flight = flights[id], flight.debounce != nil else { return }
         flight.debounce = window
         flights[id] = flight
         if window.isOpen(at: step.now) { hold(id, window, &step) }

@@ -1,78 +1,81 @@
 extension ConductorState {
     // MARK: Triggers
 
-    /// Decides a trigger against its key's runs in flight. A new run is answered once its
-    /// creation is durable; a join or rejection once its trigger record is.
+    /// Decides a trigger against its key's runs in flight (`KeyDecision`). A new run is answered
+    /// once its creation is durable; a join or rejection once its trigger record is.
     mutating func decide(_ token: Token, _ trigger: Trigger, _ step: inout Step) {
         guard mode == .accepting else { return step.answer(token, .failed(.shuttingDown)) }
-        if decideSlot(token, trigger, &step) { return }
-        // A burst shares one run: a trigger that finds its key's debounced run not yet started
-        // joins it, even inside a cooldown (that run starts after the trigger).
-        if let pending = pendingRun(for: trigger) { return joinPending(pending, token, trigger, &step) }
-        if let success = successes[trigger.key], success.action == trigger.action.name,
-           let ended = success.endedAt,
-           KeySlot.cools(lastSuccess: ended, cooldown: trigger.action.cooldown, forced: trigger.force,
-                         allowsForce: trigger.action.allowsForce, now: step.now) {
-            // Nothing runs: the answer is the success, once the decision's record is durable.
-            step.entries.append(.trigger(record(trigger, run: success.id, .cooled, at: step.now)))
-            recordDelivery(of: trigger, run: success.id, &step)
-            return step.after.append(.ticket(token, .cooled(success.id), fallback: success))
-        }
-        let decision = table.trigger(key: trigger.key, policy: trigger.policy, candidate: nextRunID,
-                                     action: trigger.action.name, locks: trigger.action.locks,
-                                     gated: trigger.action.debounce != nil)
-        switch decision {
-        case let .created(id), let .followUp(id, _), let .replaced(id, _):
+        var slot = table.slot(of: trigger.key)
+        let decided = KeyDecision.decide(KeyDecision.Asked(trigger), keyView(trigger.key, trigger.action, slot: trigger.slot, at: step.now),
+                                         slot: &slot, candidate: { nextRunID })
+        switch decided {
+        case let .refused(error):
+            step.answer(token, .failed(error))
+        case let .debounced(run, window):
+            joinPending(run, window, token, trigger, &step)
+        case let .created(decision, window):
             nextRunID += 1
-            create(id, token, trigger, decision, &step)
+            table.apply(decision, key: trigger.key, slot: slot, action: trigger.action.name, locks: trigger.action.locks,
+                        gated: trigger.action.debounce != nil)
+            create(decision, window, token, trigger, &step)
             // The runs it replaces stop now, in a store item of their own: a full store refuses
             // the new run's creation, never the end of a run it already has.
-            if case let .replaced(_, stopping) = decision {
+            if case let .replaced(id, stopping) = decision {
                 step.beginItem()
-                for old in stopping { drive(old, .stop(.replaced(by: id)), &step) }
+                stopReplaced(stopping, by: id, &step)
             }
-        case let .joined(id), let .coalesced(id):
-            let shared: TriggerRecord.Decision = if case .joined = decision { .joined } else { .coalesced }
-            step.entries.append(.trigger(record(trigger, run: id, shared, at: step.now)))
-            recordDelivery(of: trigger, run: id, &step)
-            let fallback = flights[id]?.snapshot ?? placeholder(id, trigger, at: step.now)
-            step.after.append(.ticket(token, decision, fallback: fallback))
-        case .cooled, .slotRan:
-            preconditionFailure("the table decides neither: cooldown and slots are decided before it")
-        case let .rejected(id):
-            step.entries.append(.trigger(record(trigger, run: id, .rejected, at: step.now)))
-            let holder = flights[id]?.snapshot
-            step.answer(token, .failed(.busy(run: id, action: trigger.action.name, phase: holder?.phase ?? .queued,
-                                             since: holder?.startedAt ?? holder?.queuedAt ?? step.now)))
+        case let .shared(decision):
+            share(decision, decided.record, token, trigger, &step)
         }
     }
 
-    /// A scheduled trigger whose slot already has a run: joins it in flight, or runs nothing once
-    /// it ended (whatever the policy). Returns false when the slot is free.
-    private mutating func decideSlot(_ token: Token, _ trigger: Trigger, _ step: inout Step) -> Bool {
-        guard let at = trigger.slot, let known = slots.run(for: .init(action: trigger.action.name, at: at)) else { return false }
-        let live = flights[known.id]
-        switch SlotBook.decide(run: known.id, ended: live?.isOver ?? true) {
-        case .free:
-            return false
-        case let .inFlight(id):
-            step.entries.append(.trigger(record(trigger, run: id, .joined, at: step.now)))
-            step.after.append(.ticket(token, .joined(id), fallback: live?.snapshot ?? known))
-        case let .ran(id):
-            step.entries.append(.trigger(record(trigger, run: id, .slotRan, at: step.now)))
-            step.after.append(.ticket(token, .slotRan(id), fallback: live?.snapshot ?? known))
+    /// What the engine knows of `key` for a trigger of `action` (of schedule slot `at`): its slot,
+    /// the slot's run, its pending debounced run and its last success. Hooks ask it too.
+    func keyView(_ key: String, _ action: Action, slot at: Timestamp?, at now: Timestamp) -> KeyDecision.View {
+        var view = KeyDecision.View(slot: table.slot(of: key), now: now)
+        if let at, let known = slots.run(for: .init(action: action.name, at: at)) {
+            view.slotRun = KeyDecision.SlotRun(run: known.id, ended: flights[known.id]?.isOver ?? true)
         }
-        return true
+        if action.debounce != nil, let pending = pendingRun(of: key), let window = flights[pending]?.debounce {
+            view.pending = KeyDecision.Pending(run: pending, window: window)
+        }
+        if let success = successes[key], success.action == action.name, let ended = success.endedAt {
+            view.lastSuccess = KeyDecision.LastSuccess(run: success.id, at: ended)
+        }
+        return view
     }
 
-    private mutating func create(_ id: Int64, _ token: Token, _ trigger: Trigger, _ decision: FlightTable.Decision,
+    /// The runs a replace stops: the one place a replaced run is stopped on one machine.
+    mutating func stopReplaced(_ stopping: [Int64], by id: Int64, _ step: inout Step) {
+        for old in stopping { drive(old, .stop(.replaced(by: id)), &step) }
+    }
+
+    /// A trigger that shares a run: its record (and delivery), then its answer; a rejection is
+    /// answered with the run that holds the key.
+    private mutating func share(_ decision: FlightTable.Decision, _ record: TriggerRecord.Decision?, _ token: Token, _ trigger: Trigger,
+                                _ step: inout Step) {
+        let id = decision.run
+        if let record { step.entries.append(.trigger(self.record(trigger, run: id, record, at: step.now))) }
+        let live = flights[id]?.snapshot
+        if case .rejected = decision {
+            return step.answer(token, .failed(.busy(run: id, action: trigger.action.name, phase: live?.phase ?? .queued,
+                                                    since: live?.startedAt ?? live?.queuedAt ?? step.now)))
+        }
+        recordDelivery(of: trigger, run: id, &step)
+        step.after.append(.ticket(token, decision, fallback: live ?? known(id, trigger) ?? placeholder(id, trigger, at: step.now)))
+    }
+
+    /// A run shared that is no longer in flight, as last known: the slot's run or the key's last success.
+    private func known(_ id: Int64, _ trigger: Trigger) -> RunSnapshot? {
+        if let at = trigger.slot, let run = slots.run(for: .init(action: trigger.action.name, at: at)), run.id == id { return run }
+        if let success = successes[trigger.key], success.id == id { return success }
+        return nil
+    }
+
+    private mutating func create(_ decision: FlightTable.Decision, _ window: DebounceWindow?, _ token: Token, _ trigger: Trigger,
                                  _ step: inout Step) {
-        var detail = TransitionDetail()
-        detail.via = trigger.via
-        if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
-        if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
-        let window = DebounceWindow(trigger.action, first: step.now)
-        detail.debounce = window?.deadline.rawValue
+        let id = decision.run
+        let detail = KeyDecision.queuedDetail(decision, via: trigger.via, window: window)
         var run = placeholder(id, trigger, at: step.now)
         run.via = trigger.via
         run.slot = trigger.slot

@@ -43,55 +43,47 @@ extension ConductorState {
         return []
     }
 
-    /// One hook's trigger, decided as a trigger from nobody would be: a new run (its creation in
-    /// this item, started once durable), or a record against the run it joins, coalesces into,
-    /// is rejected by or is cooled by.
+    /// One hook's trigger, decided as a trigger from nobody would be (`KeyDecision`): a new run
+    /// (its creation in this item, started once durable), or a record against the run it joins,
+    /// coalesces into, debounces into, is rejected by or is cooled by.
     private mutating func triggerHook(_ target: HookTarget, _ context: HookContext, _ step: inout Step) {
         let hookAction = target.action
-        let via = context.cause.description
-        // A hook of a debounced action joins its key's pending run: a burst of failures pages once.
-        if hookAction.debounce != nil, let pending = pendingRun(of: target.key) {
-            restartWindow(of: pending, &step)
-            return step.entries.append(.trigger(hookRecord(target, run: pending, .debounced, at: step.now)))
-        }
-        if let success = successes[target.key], success.action == hookAction.name, let ended = success.endedAt,
-           KeySlot.cools(lastSuccess: ended, cooldown: hookAction.cooldown, forced: false, allowsForce: false, now: step.now) {
-            return step.entries.append(.trigger(hookRecord(target, run: success.id, .cooled, at: step.now)))
-        }
-        let decision = table.trigger(key: target.key, policy: hookAction.policy, candidate: nextRunID,
-                                     action: hookAction.name, locks: hookAction.locks, gated: hookAction.debounce != nil)
-        switch decision {
-        case let .created(id), let .followUp(id, _), let .replaced(id, _):
+        var slot = table.slot(of: target.key)
+        let decided = KeyDecision.decide(KeyDecision.Asked(hook: hookAction), keyView(target.key, hookAction, slot: nil, at: step.now),
+                                         slot: &slot, candidate: { nextRunID })
+        switch decided {
+        case .refused:
+            return
+        case let .debounced(run, window):
+            push(run, to: window, &step)
+            step.entries.append(.trigger(hookRecord(target, run: run, .debounced, at: step.now)))
+        case let .shared(decision):
+            if let record = decided.record { step.entries.append(.trigger(hookRecord(target, run: decision.run, record, at: step.now))) }
+        case let .created(decision, window):
             nextRunID += 1
-            var detail = TransitionDetail()
-            detail.via = via
-            if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
-            if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
-            let window = DebounceWindow(hookAction, first: step.now)
-            detail.debounce = window?.deadline.rawValue
-            var run = RunSnapshot(id: id, action: hookAction.name, key: target.key, phase: .queued, policy: hookAction.policy,
-                                  params: target.params, trigger: nil, queuedAt: step.now)
-            run.via = via
-            run.hook = context.cause
-            run.estimate = estimates.median(hookAction.name)
-            let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
-            flights[id] = Flight(run: run, machine: RunMachine(retries: hookAction.retry.attempts), action: hookAction,
-                                 runner: nil, seq: 1, hook: context, debounce: window)
-            if let window { hold(id, window, &step) }
-            step.entries.append(.created(run, transition))
-            step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
-            if case let .replaced(_, stopping) = decision {
-                for old in stopping { drive(old, .stop(.replaced(by: id)), &step) }
-            }
-        case let .joined(id):
-            step.entries.append(.trigger(hookRecord(target, run: id, .joined, at: step.now)))
-        case let .coalesced(id):
-            step.entries.append(.trigger(hookRecord(target, run: id, .coalesced, at: step.now)))
-        case let .rejected(id):
-            step.entries.append(.trigger(hookRecord(target, run: id, .rejected, at: step.now)))
-        case .cooled, .slotRan:
-            preconditionFailure("the table decides neither: cooldown and slots are decided before it")
+            table.apply(decision, key: target.key, slot: slot, action: hookAction.name, locks: hookAction.locks,
+                        gated: hookAction.debounce != nil)
+            createHookRun(decision, window, target, context, &step)
+            if case let .replaced(id, stopping) = decision { stopReplaced(stopping, by: id, &step) }
         }
+    }
+
+    /// A hook's new run: queued in this item, started once durable.
+    private mutating func createHookRun(_ decision: FlightTable.Decision, _ window: DebounceWindow?, _ target: HookTarget,
+                                        _ context: HookContext, _ step: inout Step) {
+        let (id, hookAction, via) = (decision.run, target.action, context.cause.description)
+        var run = RunSnapshot(id: id, action: hookAction.name, key: target.key, phase: .queued, policy: hookAction.policy,
+                              params: target.params, trigger: nil, queuedAt: step.now)
+        run.via = via
+        run.hook = context.cause
+        run.estimate = estimates.median(hookAction.name)
+        let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now,
+                                    detail: KeyDecision.queuedDetail(decision, via: via, window: window))
+        flights[id] = Flight(run: run, machine: RunMachine(retries: hookAction.retry.attempts), action: hookAction,
+                             runner: nil, seq: 1, hook: context, debounce: window)
+        if let window { hold(id, window, &step) }
+        step.entries.append(.created(run, transition))
+        step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
     }
 
     private func hookRecord(_ target: HookTarget, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {

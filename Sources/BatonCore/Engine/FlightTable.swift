@@ -56,16 +56,26 @@ public struct FlightTable: Sendable {
     /// holding `locks` (of `action`) once it starts; a `gated` new run waits for `open` as well.
     public mutating func trigger(key: String, policy: Policy, candidate: Int64, action: String = "",
                                  locks claims: [LockClaim] = [], gated: Bool = false) -> Decision {
-        var slot = slots[key] ?? KeySlot()
+        var slot = self.slot(of: key)
         let decision = slot.trigger(policy: policy, candidate: candidate)
-        slots[key] = slot
+        apply(decision, key: key, slot: slot, action: action, locks: claims, gated: gated)
+        return decision
+    }
+
+    /// The key's slot as it stands (empty when nothing holds it): what `KeyDecision` decides on.
+    public func slot(of key: String) -> KeySlot { slots[key] ?? KeySlot() }
+
+    /// Takes a decision made on `slot(of: key)`: the key's slot as the decision left it, and a
+    /// new run's entry, holding `locks` (of `action`) once it starts, gated when it debounces.
+    public mutating func apply(_ decision: Decision, key: String, slot: KeySlot, action: String = "", locks claims: [LockClaim] = [],
+                               gated: Bool = false) {
         switch decision {
-        case .created, .followUp, .replaced:
-            entries[candidate] = Entry(key: key, gated: gated)
-            locks.register(candidate, action: action, locks: claims)
+        case let .created(run), let .followUp(run, _), let .replaced(run, _):
+            slots[key] = slot
+            entries[run] = Entry(key: key, gated: gated)
+            locks.register(run, action: action, locks: claims)
         case .joined, .coalesced, .rejected, .cooled, .slotRan: break
         }
-        return decision
     }
 
     /// Marks a run's creation (its `queued` transition) as durable: from now on it may start.

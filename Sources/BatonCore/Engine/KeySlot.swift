@@ -37,6 +37,11 @@ public struct KeySlot: Sendable, Equatable {
         }
     }
 
+    /// Whether a trigger under `policy` would make a run (and so needs an id for it).
+    public func makesRun(policy: Policy) -> Bool {
+        holder == nil || policy == .replace || (policy == .queue && followUp == nil)
+    }
+
     /// Whether a trigger at `now` falls inside the cooldown after the key's last success (ended
     /// at `lastSuccess`), so that it runs nothing: never when the action has no cooldown, and
     /// never when the trigger is forced where the action allows it. The window is half open:

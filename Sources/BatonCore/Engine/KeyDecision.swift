@@ -1,0 +1,204 @@
+/// What a trigger of one key does: the whole pipeline, decided once, for a host's triggers, a
+/// host's hooks, the fleet's trigger batches and the fleet's hooks alike. Each of them builds a
+/// `View` of the key (a host from its flights, the fleet from the rows it holds locked) and
+/// performs the decision its own way (store entries, or SQL); the order of the rules is here only:
+///
+/// 1. a webhook delivery that already made or joined a run is refused (`delivered`);
+/// 2. a scheduled trigger whose slot has a run joins it in flight, or runs nothing once it ended;
+/// 3. a debounced trigger joins its key's pending run and pushes its window back;
+/// 4. inside the cooldown after the key's last success, nothing runs;
+/// 5. otherwise the key's policy decides (`KeySlot.trigger`): create, follow up, join,
+///    coalesce, reject or replace.
+///
+/// A join of a run made from another definition of the action is refused (the fleet knows the
+/// definitions; one machine has one).
+public enum KeyDecision: Sendable, Equatable {
+    /// Nothing is written; the trigger is answered with this error.
+    case refused(BatonError)
+    /// It shares a run and makes none: joined, coalesced, rejected, cooled, or its slot ran.
+    case shared(FlightTable.Decision)
+    /// It joined its key's pending debounced run, whose window it pushed back to `window`.
+    case debounced(run: Int64, window: DebounceWindow)
+    /// It makes a run (created, follow-up, replacing): with its own window when it debounces.
+    /// A replace's `stopping` runs are stopped by the caller's one stop function.
+    case created(FlightTable.Decision, window: DebounceWindow?)
+
+    /// What is asked: the parts of a trigger (or a hook's trigger) the rules read.
+    public struct Asked: Sendable, Equatable {
+        public var action: Action
+        public var policy: Policy
+        public var force: Bool
+        public var delivery: Delivery?
+        public var slot: Timestamp?
+
+        public init(action: Action, policy: Policy, force: Bool = false, delivery: Delivery? = nil, slot: Timestamp? = nil) {
+            self.action = action
+            self.policy = policy
+            self.force = force
+            self.delivery = delivery
+            self.slot = slot
+        }
+
+        /// A trigger from a client, a schedule or a webhook.
+        public init(_ trigger: Trigger) {
+            self.init(action: trigger.action, policy: trigger.policy, force: trigger.force, delivery: trigger.delivery, slot: trigger.slot)
+        }
+
+        /// A hook's trigger: from nobody, under its action's own policy, never forced.
+        public init(hook action: Action) {
+            self.init(action: action, policy: action.policy)
+        }
+    }
+
+    /// What is known of the key when the trigger is decided.
+    public struct View: Sendable, Equatable {
+        /// The key's holder, follow-up and draining runs.
+        public var slot: KeySlot
+        /// The clock the windows are measured on (a fleet: the database's, read under the key's lock).
+        public var now: Timestamp
+        /// The run the trigger's delivery already made or joined.
+        public var delivered: Int64?
+        /// The run the trigger's schedule slot already has.
+        public var slotRun: SlotRun?
+        /// The key's run not yet started that debounces, with its window as kept.
+        public var pending: Pending?
+        /// The key's last success of the same action.
+        public var lastSuccess: LastSuccess?
+        /// Where known (a fleet), the definition each run of the key was made from.
+        public var definitions: [Int64: Definition]
+
+        public init(slot: KeySlot, now: Timestamp, delivered: Int64? = nil, slotRun: SlotRun? = nil, pending: Pending? = nil,
+                    lastSuccess: LastSuccess? = nil, definitions: [Int64: Definition] = [:]) {
+            self.slot = slot
+            self.now = now
+            self.delivered = delivered
+            self.slotRun = slotRun
+            self.pending = pending
+            self.lastSuccess = lastSuccess
+            self.definitions = definitions
+        }
+    }
+
+    /// A schedule slot's run, and whether it has ended.
+    public struct SlotRun: Sendable, Equatable {
+        public var run: Int64
+        public var ended: Bool
+        public init(run: Int64, ended: Bool) {
+            self.run = run
+            self.ended = ended
+        }
+    }
+
+    /// A debounced run not yet started, and its window.
+    public struct Pending: Sendable, Equatable {
+        public var run: Int64
+        public var window: DebounceWindow
+        public init(run: Int64, window: DebounceWindow) {
+            self.run = run
+            self.window = window
+        }
+    }
+
+    /// A key's last success: its run and when it ended.
+    public struct LastSuccess: Sendable, Equatable {
+        public var run: Int64
+        public var at: Timestamp
+        public init(run: Int64, at: Timestamp) {
+            self.run = run
+            self.at = at
+        }
+    }
+
+    /// The definition (`Action.fingerprint`) a run was made from, and the host that made it.
+    public struct Definition: Sendable, Equatable {
+        public var fingerprint: String
+        public var host: String?
+        public init(fingerprint: String, host: String?) {
+            self.fingerprint = fingerprint
+            self.host = host
+        }
+    }
+
+    /// Decides `asked` against `view`; `slot` is the key's slot as the decision leaves it.
+    /// `candidate` gives the id a new run takes, and is called only when the policy may make one.
+    public static func decide(_ asked: Asked, _ view: View, slot: inout KeySlot, candidate: () -> Int64) -> KeyDecision {
+        if let delivery = asked.delivery, let run = view.delivered {
+            return .refused(.delivered(run: run, hook: delivery.hook, delivery: delivery.id))
+        }
+        if let found = view.slotRun {
+            switch SlotBook.decide(run: found.run, ended: found.ended) {
+            case .free: break
+            case let .inFlight(id): return share(.joined(id), asked, view)
+            case let .ran(id): return .shared(.slotRan(id))
+            }
+        }
+        var window: DebounceWindow?
+        if asked.action.debounce != nil {
+            if let pending = view.pending {
+                if let refusal = refusal(pending.run, asked, view) { return .refused(refusal) }
+                var pushed = pending.window
+                pushed.restart(at: view.now)
+                return .debounced(run: pending.run, window: pushed)
+            }
+            window = DebounceWindow(asked.action, first: view.now)
+        }
+        if let success = view.lastSuccess,
+           KeySlot.cools(lastSuccess: success.at, cooldown: asked.action.cooldown, forced: asked.force,
+                         allowsForce: asked.action.allowsForce, now: view.now) {
+            return .shared(.cooled(success.run))
+        }
+        var next = view.slot
+        let decision = next.trigger(policy: asked.policy, candidate: next.makesRun(policy: asked.policy) ? candidate() : 0)
+        switch decision {
+        case .joined, .coalesced, .rejected, .cooled, .slotRan:
+            return share(decision, asked, view)
+        case .created, .followUp, .replaced:
+            slot = next
+            return .created(decision, window: window)
+        }
+    }
+
+    /// A decision that makes no run; a join or coalesce of a run made from another definition is refused.
+    private static func share(_ decision: FlightTable.Decision, _ asked: Asked, _ view: View) -> KeyDecision {
+        switch decision {
+        case .joined, .coalesced:
+            if let refusal = refusal(decision.run, asked, view) { return .refused(refusal) }
+        default: break
+        }
+        return .shared(decision)
+    }
+
+    /// Sharing `run` is refused when it was made from another definition of the action.
+    private static func refusal(_ run: Int64, _ asked: Asked, _ view: View) -> BatonError? {
+        guard let theirs = view.definitions[run], theirs.fingerprint != asked.action.fingerprint else { return nil }
+        return .definitionMismatch(run: run, action: asked.action.name, host: theirs.host ?? "?")
+    }
+
+    /// The detail of a new run's `queued` transition: where it came from, what it replaces or follows, its window.
+    public static func queuedDetail(_ decision: FlightTable.Decision, via: String?, window: DebounceWindow?) -> TransitionDetail {
+        var detail = TransitionDetail()
+        detail.via = via
+        if case let .replaced(_, stopping) = decision { detail.replaces = stopping; detail.reason = "replace" }
+        if case let .followUp(_, after) = decision { detail.reason = "follow-up of run \(after)" }
+        detail.debounce = window?.deadline.rawValue
+        return detail
+    }
+
+    /// What the history records for a trigger that shares `decision`'s run; nil for one refused
+    /// (nothing written) and for one that makes a run (its creation is the record).
+    public var record: TriggerRecord.Decision? {
+        switch self {
+        case .refused, .created: nil
+        case .debounced: .debounced
+        case let .shared(decision):
+            switch decision {
+            case .joined: .joined
+            case .coalesced: .coalesced
+            case .rejected: .rejected
+            case .cooled: .cooled
+            case .slotRan: .slotRan
+            case .created, .followUp, .replaced: nil
+            }
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import BatonCore
+@testable import BatonFleet
+import Testing
+
+/// The trigger pipeline stated once, as a table (`KeyDecision`), and run twice: against the
+/// engine's decision as one machine takes it, and through the fleet's trigger batch on the rows
+/// a transaction reads (`TriggerBatch.Rows`). Each row is one rule; both must answer the same.
+@Suite("KeyDecision: one table for a host and the fleet")
+struct KeyDecisionTableTests {
+    /// One case: what the key holds (runs by phase), what the trigger is, and what must happen.
+    struct Case: Sendable, CustomTestStringConvertible {
+        var name: String
+        var policy: Policy = .reject
+        var cooldown: Duration?
+        var allowsForce = false
+        var force = false
+        var debounce: Duration?
+        var slot = KeySlot()
+        var phases: [Int64: Phase] = [:]
+        var windows: [Int64: DebounceWindow] = [:]
+        var lastSuccess: KeyDecision.LastSuccess?
+        var delivered: Int64?
+        var scheduledRun: Int64?
+        var definitions: [Int64: String] = [:]
+        var expected: KeyDecision
+        var testDescription: String { name }
+
+        static let now = Timestamp(rawValue: 100_000_000)
+        static let candidate: Int64 = 50
+        static let slotAt = Timestamp(rawValue: 60_000_000)
+
+        var action: Action {
+            var action = Action(name: "deploy", exec: ["true"])
+            action.cooldown = cooldown
+            action.allowsForce = allowsForce
+            action.debounce = debounce
+            return action
+        }
+
+        var trigger: Trigger {
+            Trigger(action: action, key: "deploy", policy: policy, params: [:], peer: nil, force: force,
+                    delivery: delivered.map { _ in Delivery(hook: "gh", id: "d1", address: nil) }, slot: scheduledRun.map { _ in Self.slotAt })
+        }
+
+        /// The engine's view, as a host builds it from its flights.
+        var view: KeyDecision.View {
+            var view = KeyDecision.View(slot: slot, now: Self.now, delivered: delivered, lastSuccess: lastSuccess)
+            view.slotRun = scheduledRun.map { KeyDecision.SlotRun(run: $0, ended: phases[$0]?.isTerminal ?? true) }
+            if let pending = slot.pendingRun(where: { windows[$0] != nil && phases[$0] == .queued }) {
+                view.pending = KeyDecision.Pending(run: pending, window: windows[pending]!)
+            }
+            for (run, fingerprint) in definitions { view.definitions[run] = KeyDecision.Definition(fingerprint: fingerprint, host: "web-2") }
+            return view
+        }
+
+        /// The same facts as the fleet's transaction reads them.
+        var rows: TriggerBatch.Rows {
+            var rows = TriggerBatch.Rows(now: Self.now)
+            rows.slots["deploy"] = slot
+            for (run, phase) in phases {
+                rows.runs[run] = TriggerBatch.RunFacts(phase: phase, lastSeq: 2, incarnation: "other", definition: definitions[run] ?? action.fingerprint,
+                                                       host: definitions[run] == nil ? nil : "web-2")
+            }
+            rows.windows = windows
+            rows.lastSuccess["deploy"] = lastSuccess.map { TriggerBatch.LastSuccess(run: $0.run, at: $0.at) }
+            if let delivered { rows.deliveries[TriggerBatch.DeliveryID(hook: "gh", id: "d1")] = delivered }
+            if let scheduledRun { rows.slotRuns[SlotBook.Slot(action: "deploy", at: Self.slotAt)] = scheduledRun }
+            return rows
+        }
+    }
+
+    static let held = KeySlot(holder: 1)
+    static let heldWithFollowUp = KeySlot(holder: 1, followUp: 2)
+    static let window = DebounceWindow(window: .seconds(5), maxWait: .seconds(50), first: Timestamp(rawValue: 98_000_000))
+    static var pushed: DebounceWindow {
+        var pushed = window
+        pushed.restart(at: Case.now)
+        return pushed
+    }
+
+    static let cases: [Case] = [
+        Case(name: "free key, reject: a new run", expected: .created(.created(50), window: nil)),
+        Case(name: "free key, replace: a new run", policy: .replace, expected: .created(.created(50), window: nil)),
+        Case(name: "held, reject: rejected by the holder", slot: held, phases: [1: .loading], expected: .shared(.rejected(1))),
+        Case(name: "held, join: joins the holder", policy: .join, slot: held, phases: [1: .loading], expected: .shared(.joined(1))),
+        Case(name: "held, queue: the follow-up", policy: .queue, slot: held, phases: [1: .loading],
+             expected: .created(.followUp(50, after: 1), window: nil)),
+        Case(name: "held with a follow-up, queue: coalesces into it", policy: .queue, slot: heldWithFollowUp,
+             phases: [1: .loading, 2: .queued], expected: .shared(.coalesced(2))),
+        Case(name: "held with a follow-up, replace: stops both", policy: .replace, slot: heldWithFollowUp,
+             phases: [1: .loading, 2: .queued], expected: .created(.replaced(50, stopping: [1, 2]), window: nil)),
+        Case(name: "inside the cooldown: the success answers", cooldown: .seconds(10),
+             lastSuccess: .init(run: 9, at: Timestamp(rawValue: 95_000_000)), expected: .shared(.cooled(9))),
+        Case(name: "exactly the cooldown after: runs", cooldown: .seconds(5),
+             lastSuccess: .init(run: 9, at: Timestamp(rawValue: 95_000_000)), expected: .created(.created(50), window: nil)),
+        Case(name: "forced where allowed: runs inside the cooldown", cooldown: .seconds(10), allowsForce: true, force: true,
+             lastSuccess: .init(run: 9, at: Timestamp(rawValue: 95_000_000)), expected: .created(.created(50), window: nil)),
+        Case(name: "forced where not allowed: cooled", cooldown: .seconds(10), force: true,
+             lastSuccess: .init(run: 9, at: Timestamp(rawValue: 95_000_000)), expected: .shared(.cooled(9))),
+        Case(name: "a delivery seen before: refused with its run", delivered: 7,
+             expected: .refused(.delivered(run: 7, hook: "gh", delivery: "d1"))),
+        Case(name: "a schedule slot in flight: joined", slot: held, phases: [1: .loading], scheduledRun: 1, expected: .shared(.joined(1))),
+        Case(name: "a schedule slot that ran: nothing runs, whatever the policy", policy: .replace, phases: [3: .success],
+             scheduledRun: 3, expected: .shared(.slotRan(3))),
+        Case(name: "debounced, a pending run: joins it and pushes its window", debounce: .seconds(5), slot: held,
+             phases: [1: .queued], windows: [1: window], expected: .debounced(run: 1, window: pushed)),
+        Case(name: "debounced, a pending run inside the cooldown: still joins it", cooldown: .seconds(60), debounce: .seconds(5), slot: held,
+             phases: [1: .queued], windows: [1: window], lastSuccess: .init(run: 9, at: Timestamp(rawValue: 99_000_000)),
+             expected: .debounced(run: 1, window: pushed)),
+        Case(name: "debounced, nothing pending: a new run with a window", debounce: .seconds(5),
+             expected: .created(.created(50), window: DebounceWindow(window: .seconds(5), maxWait: .seconds(50), first: Case.now))),
+        Case(name: "a join of a run made from another definition: refused", policy: .join, slot: held, phases: [1: .loading],
+             definitions: [1: "another"], expected: .refused(.definitionMismatch(run: 1, action: "deploy", host: "web-2"))),
+    ]
+
+    @Test("the engine decides each rule once", arguments: cases)
+    func engine(_ row: Case) {
+        var slot = row.slot
+        #expect(KeyDecision.decide(KeyDecision.Asked(row.trigger), row.view, slot: &slot, candidate: { Case.candidate }) == row.expected)
+    }
+
+    @Test("the fleet's batch decides the same on the rows it reads", arguments: cases)
+    func fleet(_ row: Case) {
+        let decided = TriggerBatch.decide([TriggerBatch.Entry(trigger: row.trigger)], row.rows, me: "me", ids: [Case.candidate])
+        let got: KeyDecision? = switch decided.outcomes.first {
+        case let .refused(error): .refused(error)
+        case let .shared(decision): .shared(decision)
+        case let .debounced(run): decided.windows[run].map { .debounced(run: run, window: $0) }
+        case let .created(decision, window): .created(decision, window: window)
+        case nil: nil
+        }
+        #expect(got == row.expected)
+    }
+
+    @Test("a new run's queued detail says what it replaces or follows, where it came from and its window")
+    func queuedDetail() {
+        let replaced = KeyDecision.queuedDetail(.replaced(5, stopping: [3, 4]), via: "hook", window: nil)
+        #expect(replaced.replaces == [3, 4] && replaced.reason == "replace" && replaced.via == "hook")
+        let followUp = KeyDecision.queuedDetail(.followUp(5, after: 3), via: nil, window: Self.window)
+        #expect(followUp.reason == "follow-up of run 3" && followUp.debounce == Self.window.deadline.rawValue)
+        #expect(KeyDecision.queuedDetail(.created(5), via: nil, window: nil) == TransitionDetail())
+    }
+}
