@@ -20,7 +20,8 @@ extension Service {
         let live = dispatcher.inFlight()
         let last = conductor.lastOutcomes()
         let successes = Dictionary(grouping: conductor.lastSuccesses().values, by: \.action)
-        let now = Timestamp.now
+        let clocks = conductor.lastSuccessClocks()
+        let (now, uptime) = (Timestamp.now, Timestamp.uptime)
         let visible = readable(generation.actions.keys + live.map(\.action), generation, connection.peer)
         let byAction = Dictionary(grouping: live.filter { visible.contains($0.action) }, by: \.action)
         var infos = generation.sortedActions.filter { visible.contains($0.name) }.map { action -> ActionInfo in
@@ -29,9 +30,16 @@ extension Service {
             info.last = last[action.name]
             info.allowed = permissions(action.name, generation, connection.peer)
             if let window = action.cooldown {
-                // The keys whose window is open, as the engine decides it (`KeySlot.cools`).
-                info.cooling = (successes[action.name] ?? []).filter {
-                    KeySlot.cools(lastSuccess: $0.endedAt, cooldown: window, forced: false, allowsForce: false, now: now)
+                // The keys whose window is open, as the engine decides it (`KeySlot.cools`), each
+                // with when it closes: measured on the boot's clock, told on the wall clock.
+                info.cooling = (successes[action.name] ?? []).compactMap { run -> RunSnapshot? in
+                    guard let ended = run.endedAt else { return nil }
+                    let elapsed = clocks[run.key].flatMap { $0.run == run.id ? $0.elapsed(at: uptime) : nil } ?? (now - ended)
+                    guard KeySlot.cools(lastSuccess: ended, cooldown: window, forced: false, allowsForce: false, now: now,
+                                        elapsed: elapsed) else { return nil }
+                    var cooling = run
+                    cooling.coolsUntil = now + (window - elapsed)
+                    return cooling
                 }.sorted { $0.id < $1.id }
             }
             return info

@@ -16,8 +16,10 @@ extension StatusCommand {
             let cooling = (action.cooling ?? []).compactMap { run in run.endedAt.map { (run, $0) } }
             if cooling.isEmpty { lines.append("\(action.name): \(cooldown): no success inside it, a trigger runs") }
             for (run, ended) in cooling {
-                let left = DurationText.format(ended + .microseconds(window) - now)
-                lines.append("\(run.key): \(cooldown): last success \(Format.age(ended, now: now)) (run \(run.id)), nothing runs for \(left)")
+                // batond measured the window on a clock no one steps: its end, not the success's wall time, says what is left.
+                let left = min(max((run.coolsUntil ?? ended + .microseconds(window)) - now, .zero), .microseconds(window))
+                let ago = DurationText.format(.microseconds(window) - left) + " ago"
+                lines.append("\(run.key): \(cooldown): last success \(ago) (run \(run.id)), nothing runs for \(DurationText.format(left))")
             }
         }
         return lines

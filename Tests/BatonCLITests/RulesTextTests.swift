@@ -36,6 +36,13 @@ struct RulesTextTests {
         cooled.cooling = []
         var both = cooling
         both.hooks = HookNames(failure: "page")
+        // Issue 37, item 4: the wall clock stepped back 10 minutes after a success 2 minutes ago
+        // (its end now 8 minutes in the future): batond measured the window and says when it closes.
+        var stepped = action("cool")
+        stepped.cooldown = 600_000_000
+        var future = success(9, key: "cool", endedAgo: -480)
+        future.coolsUntil = start + .seconds(480)
+        stepped.cooling = [future]
         return [
             ("no rules", action("plain"), []),
             ("hooks, in failure, success, change order", hooked, ["deploy: on failure: page-oncall, on change: notify"]),
@@ -46,6 +53,8 @@ struct RulesTextTests {
                 "push env=dev: cooldown 1h: last success 10s ago (run 5), nothing runs for 59m50s",
             ]),
             ("a cooldown with no window open", cooled, ["fresh: cooldown 10m: no success inside it, a trigger runs"]),
+            ("a wall clock stepped back: what batond measured, never a negative time", stepped,
+             ["cool: cooldown 10m: last success 2m00s ago (run 9), nothing runs for 8m00s"]),
             ("hooks first, then the cooldown", both, [
                 "fresh: on failure: page", "fresh: cooldown 10m: last success 2m00s ago (run 7), nothing runs for 8m00s",
             ]),

@@ -24,6 +24,41 @@ struct ConductorCooldownTests {
         #expect(!KeySlot.cools(lastSuccess: nil, cooldown: .seconds(600), forced: false, allowsForce: false, now: Self.start))
     }
 
+    /// Issue 37, item 4: with the wall clock stepped back 10 minutes, a 5 s cooldown answered
+    /// "succeeded, nothing run" for 10 minutes. The time since the success on the boot's clock
+    /// wins over the wall clocks' difference; without it, a success in the future never cools.
+    @Test("measured on the boot's clock when known; a success the wall clock puts in the future never cools",
+          arguments: [
+              (-600, nil, false), (-1, nil, false), (100, Int?.some(700), false), (3_600, 5, true), (-600, 5, true), (0, 600, false),
+          ] as [(Int, Int?, Bool)])
+    func steppedClock(wall: Int, elapsed: Int?, cools: Bool) {
+        #expect(KeySlot.cools(lastSuccess: Self.start, cooldown: .seconds(600), forced: false, allowsForce: false,
+                              now: Self.start + .seconds(wall), elapsed: elapsed.map { .seconds($0) }) == cools)
+    }
+
+    @Test("a success this state saw end is measured on the boot's clock: a wall clock stepped either way neither stretches nor cuts the window")
+    func boottime() throws {
+        let uptime: Duration = .seconds(5_000)
+        var state = ConductorState(maxConcurrentRuns: 2, seed: 1)
+        let created = state.handle(.trigger(1, Trigger(action: Self.deploy, key: "deploy", policy: .reject, params: [:], peer: nil)),
+                                   at: Self.start, uptime: uptime)
+        guard case let .write(_, first) = try #require(created.first) else { throw Failed() }
+        _ = state.handle(.committed(first, nil), at: Self.start, uptime: uptime)
+        let ended = state.handle(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 0))), at: Self.start, uptime: uptime)
+        for case let .write(_, id) in ended { _ = state.handle(.committed(id, nil), at: Self.start, uptime: uptime) }
+        // Stepped back 10 minutes, 700 s later: the window (600 s) is over, whatever the wall clock says.
+        var back = state
+        let late = back.handle(.trigger(2, Trigger(action: Self.deploy, key: "deploy", policy: .reject, params: [:], peer: nil)),
+                               at: Self.start + .seconds(100), uptime: uptime + .seconds(700))
+        #expect(late.contains { if case .write(let e, _) = $0 { e.contains { if case .created = $0 { true } else { false } } } else { false } })
+        // Stepped forward an hour, 5 s later: still inside the window.
+        var forward = state
+        let soon = forward.handle(.trigger(2, Trigger(action: Self.deploy, key: "deploy", policy: .reject, params: [:], peer: nil)),
+                                  at: Self.start + .seconds(3_600), uptime: uptime + .seconds(5))
+        guard case let .write(entries, _) = try #require(soon.first) else { throw Failed() }
+        #expect(entries.contains { if case let .trigger(record) = $0 { record.decision == .cooled } else { false } })
+    }
+
     /// A state whose key `deploy` succeeded with run 1, ended at `start`, its end durable.
     static func succeeded(_ action: Action = deploy) throws -> ConductorState {
         var state = ConductorState(maxConcurrentRuns: 2, seed: 1)

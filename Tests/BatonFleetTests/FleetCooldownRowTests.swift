@@ -32,7 +32,7 @@ struct FleetCooldownRowTests {
               (row(now: 1_000_000), trigger(), Int64?.some(7)),
               (row(now: 10_999_999), trigger(), 7),
               (row(now: 11_000_000), trigger(), nil),        // half open: exactly the cooldown after runs
-              (row(now: 500_000), trigger(), 7),              // a clock behind the success still cools
+              (row(now: 500_000), trigger(), nil),            // a success in the future (the clock stepped back) never cools
               (row(now: 2_000_000), trigger(allowsForce: true, force: true), nil),
               (row(now: 2_000_000), trigger(allowsForce: false, force: true), 7),
               (row(now: 2_000_000), trigger(cooldown: nil), nil),

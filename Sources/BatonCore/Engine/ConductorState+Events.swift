@@ -6,7 +6,7 @@ extension ConductorState {
     mutating func decide(_ token: Token, _ trigger: Trigger, _ step: inout Step) {
         guard mode == .accepting else { return step.answer(token, .failed(.shuttingDown)) }
         var slot = table.slot(of: trigger.key)
-        let decided = KeyDecision.decide(KeyDecision.Asked(trigger), keyView(trigger.key, trigger.action, slot: trigger.slot, at: step.now),
+        let decided = KeyDecision.decide(KeyDecision.Asked(trigger), keyView(trigger.key, trigger.action, slot: trigger.slot, at: step.now, uptime: step.uptime),
                                          slot: &slot, candidate: { nextRunID })
         switch decided {
         case let .refused(error):
@@ -31,18 +31,26 @@ extension ConductorState {
 
     /// What the engine knows of `key` for a trigger of `action` (of schedule slot `at`): its slot,
     /// the slot's run, its pending debounced run and its last success. Hooks ask it too.
-    func keyView(_ key: String, _ action: Action, slot at: Timestamp?, at now: Timestamp) -> KeyDecision.View {
+    func keyView(_ key: String, _ action: Action, slot at: Timestamp?, at now: Timestamp, uptime: Duration?) -> KeyDecision.View {
         var view = KeyDecision.View(slot: table.slot(of: key), now: now)
+        view.uptime = uptime
         if let at, let known = slots.run(for: .init(action: action.name, at: at)) {
             view.slotRun = KeyDecision.SlotRun(run: known.id, ended: flights[known.id]?.isOver ?? true)
         }
         if action.debounce != nil, let pending = pendingRun(of: key), let window = flights[pending]?.debounce {
             view.pending = KeyDecision.Pending(run: pending, window: window)
         }
-        if let success = successes[key], success.action == action.name, let ended = success.endedAt {
-            view.lastSuccess = KeyDecision.LastSuccess(run: success.id, at: ended)
+        if successes[key]?.action == action.name {
+            view.lastSuccess = lastSuccess(of: key)
         }
         return view
+    }
+
+    /// The key's last success, with when it ended on the boot's clock where this process saw it.
+    public func lastSuccess(of key: String) -> KeyDecision.LastSuccess? {
+        guard let success = successes[key], let ended = success.endedAt else { return nil }
+        let uptime = successUptimes[key].flatMap { $0.run == success.id ? $0.at : nil }
+        return KeyDecision.LastSuccess(run: success.id, at: ended, uptime: uptime)
     }
 
     /// The runs a replace stops: the one place a replaced run is stopped on one machine.

@@ -50,13 +50,18 @@ extension ConductorState {
     /// The writes are one store item, or several when an item must not be refused with another.
     struct Step {
         let now: Timestamp
+        /// The boot's clock, where the caller reads it (cooldowns are measured on it).
+        let uptime: Duration?
         var entries: [JournalEntry] = []
         var after: [AfterCommit] = []
         /// Items closed by `beginItem`, in order.
         var sealed: [(entries: [JournalEntry], after: [AfterCommit])] = []
         var effects: [Effect] = []
 
-        init(now: Timestamp) { self.now = now }
+        init(now: Timestamp, uptime: Duration? = nil) {
+            self.now = now
+            self.uptime = uptime
+        }
 
         /// Answers once this step's writes are durable (at once when it has none).
         mutating func answer(_ token: Token, _ answer: Answer) { after.append(.answer(token, answer)) }
@@ -180,7 +185,10 @@ extension ConductorState {
             // The cooldown starts when the success is decided, not when it is durable: a trigger
             // in between would find the key free. Its answer waits for its own record, which
             // commits after this end (in order), and an end is never refused.
-            if phase == .success, flight.action.cooldown != nil { remember(successes: [flight.run]) }
+            if phase == .success, flight.action.cooldown != nil {
+                remember(successes: [flight.run])
+                successUptimes[flight.run.key] = step.uptime.map { (flight.run.id, $0) }
+            }
             if phase.isTerminal, flight.run.slot != nil { slots.record(flight.run) }
             if phase.isTerminal { fireHooks(flight.run, flight.action, output: outputWritten(for: id, step), &step) }
         case let .launch(attempt):

@@ -147,6 +147,9 @@ public struct ConductorState: Sendable {
     /// The last success of each key whose action has a cooldown, from when it is decided (seeded
     /// from the history at start, so that a restart keeps every window): what `cooled` answers with.
     public internal(set) var successes: [String: RunSnapshot] = [:]
+    /// When each key's success in `successes` ended on the boot's clock, for the successes this
+    /// process decided (those seeded from the history have only their wall-clock end).
+    var successUptimes: [String: (run: Int64, at: Duration)] = [:]
     /// The last outcome (success or failure) of each key whose action has a `change` hook, from
     /// when it is decided (seeded from the history at start): what `change` compares against.
     public internal(set) var outcomes: [String: Phase] = [:]
@@ -166,9 +169,10 @@ public struct ConductorState: Sendable {
         random = SplitMix(seed: seed)
     }
 
-    /// Applies one event at time `now`; returns the effects to perform, in order.
-    public mutating func handle(_ event: Event, at now: Timestamp) -> [Effect] {
-        var step = Step(now: now)
+    /// Applies one event at time `now` (and `uptime` on the boot's clock, which never steps);
+    /// returns the effects to perform, in order.
+    public mutating func handle(_ event: Event, at now: Timestamp, uptime: Duration? = nil) -> [Effect] {
+        var step = Step(now: now, uptime: uptime)
         switch event {
         case let .trigger(token, trigger): decide(token, trigger, &step)
         case let .committed(id, failure): committed(id, failure, &step)

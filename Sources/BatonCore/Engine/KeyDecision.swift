@@ -56,6 +56,8 @@ public enum KeyDecision: Sendable, Equatable {
         public var slot: KeySlot
         /// The clock the windows are measured on (a fleet: the database's, read under the key's lock).
         public var now: Timestamp
+        /// The boot's clock (which never steps), where the decider reads it: a cooldown is measured on it.
+        public var uptime: Duration?
         /// The run the trigger's delivery already made or joined.
         public var delivered: Int64?
         /// The run the trigger's schedule slot already has.
@@ -99,13 +101,22 @@ public enum KeyDecision: Sendable, Equatable {
         }
     }
 
-    /// A key's last success: its run and when it ended.
+    /// A key's last success: its run and when it ended (`uptime`: on the boot's clock, where
+    /// this process saw it end).
     public struct LastSuccess: Sendable, Equatable {
         public var run: Int64
         public var at: Timestamp
-        public init(run: Int64, at: Timestamp) {
+        public var uptime: Duration?
+        public init(run: Int64, at: Timestamp, uptime: Duration? = nil) {
             self.run = run
             self.at = at
+            self.uptime = uptime
+        }
+
+        /// The time since the success on the boot's clock, when both readings are on it.
+        public func elapsed(at uptime: Duration?) -> Duration? {
+            guard let uptime, let ended = self.uptime else { return nil }
+            return uptime - ended
         }
     }
 
@@ -144,7 +155,7 @@ public enum KeyDecision: Sendable, Equatable {
         }
         if let success = view.lastSuccess,
            KeySlot.cools(lastSuccess: success.at, cooldown: asked.action.cooldown, forced: asked.force,
-                         allowsForce: asked.action.allowsForce, now: view.now) {
+                         allowsForce: asked.action.allowsForce, now: view.now, elapsed: success.elapsed(at: view.uptime)) {
             return .shared(.cooled(success.run))
         }
         var next = view.slot

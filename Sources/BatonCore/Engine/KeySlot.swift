@@ -45,10 +45,15 @@ public struct KeySlot: Sendable, Equatable {
     /// Whether a trigger at `now` falls inside the cooldown after the key's last success (ended
     /// at `lastSuccess`), so that it runs nothing: never when the action has no cooldown, and
     /// never when the trigger is forced where the action allows it. The window is half open:
-    /// a trigger exactly `cooldown` after the success runs.
-    public static func cools(lastSuccess: Timestamp?, cooldown: Duration?, forced: Bool, allowsForce: Bool, now: Timestamp) -> Bool {
+    /// a trigger exactly `cooldown` after the success runs. `elapsed`, where known, is the time
+    /// since the success on a clock that does not step (the boot's); otherwise the wall clocks'
+    /// difference counts, and a success the clock now puts in the future never cools: a clock
+    /// stepped back must not silently skip the key for as long as it was stepped.
+    public static func cools(lastSuccess: Timestamp?, cooldown: Duration?, forced: Bool, allowsForce: Bool, now: Timestamp,
+                             elapsed: Duration? = nil) -> Bool {
         guard let lastSuccess, let cooldown, !(forced && allowsForce) else { return false }
-        return now - lastSuccess < cooldown
+        let since = elapsed ?? (now - lastSuccess)
+        return since >= .zero && since < cooldown
     }
 
     /// A run of the key has ended: the follow-up takes the key from its holder.

@@ -47,6 +47,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// When a debounced run's window ends ("debouncing, starts in 3.2s"), while it is open: a
     /// further trigger of the key pushes it back. Live runs only; not stored.
     public var debounceUntil: Timestamp?
+    /// When a key's cooldown after this success closes, by the wall clock now (measured on the
+    /// boot's clock, so a stepped wall clock does not move it). Status only; not stored.
+    public var coolsUntil: Timestamp?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

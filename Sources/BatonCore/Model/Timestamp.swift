@@ -20,6 +20,14 @@ public struct Timestamp: RawRepresentable, Hashable, Comparable, Codable, Sendab
         return Timestamp(rawValue: Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1_000)
     }
 
+    /// The time since boot, suspended time included (`CLOCK_BOOTTIME`): a clock no one steps,
+    /// on which windows are measured within a boot.
+    public static var uptime: Duration {
+        var ts = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &ts)
+        return .seconds(Int64(ts.tv_sec)) + .nanoseconds(Int64(ts.tv_nsec))
+    }
+
     /// Seconds since the epoch, for Foundation dates.
     public var seconds: Double { Double(rawValue) / 1_000_000 }
 

@@ -111,6 +111,16 @@ extension Conductor {
     /// the window is answered with.
     public func lastSuccesses() -> [String: RunSnapshot] { core.withLock { $0.state.successes } }
 
+    /// Each key's last success as the cooldown measures it (with its end on the boot's clock
+    /// where this process saw it), by key.
+    public func lastSuccessClocks() -> [String: KeyDecision.LastSuccess] {
+        core.withLock { core in
+            var clocks: [String: KeyDecision.LastSuccess] = [:]
+            for key in core.state.successes.keys { clocks[key] = core.state.lastSuccess(of: key) }
+            return clocks
+        }
+    }
+
     /// Seeds the last outcome of actions and their recent successful durations (microseconds,
     /// oldest first) from the history.
     public func remember(_ runs: [RunSnapshot], durations: [String: [Int64]] = [:]) {

@@ -143,7 +143,7 @@ public final class Conductor: Sendable {
         guard reactor.isCurrent else { return reactor.post { [self] in send(event) } }
         guard inbox.withLock({ $0.push(event) }) else { return }
         while let next = inbox.withLock({ $0.pop() }) {
-            let effects = core.withLock { $0.state.handle(next, at: .now) }
+            let effects = core.withLock { $0.state.handle(next, at: .now, uptime: Timestamp.uptime) }
             for effect in effects { perform(effect) }
         }
     }

@@ -122,6 +122,7 @@ extension RunSnapshot {
             json.endObject()
         }
         json.field("debounceUntil", debounceUntil?.rawValue)
+        json.field("coolsUntil", coolsUntil?.rawValue)
         json.endObject()
     }
 }
