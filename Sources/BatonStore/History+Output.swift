@@ -47,6 +47,11 @@ extension History {
         return (tail, totals.total > Int64(tail.count))
     }
 
+    /// What the run wrote and what was dropped of it; nil when it kept no chunks.
+    public func outputTotals(of run: Int64) throws -> OutputTotals? {
+        try totals(of: run).map { OutputTotals(written: $0.total, dropped: $0.dropped) }
+    }
+
     private func totals(of run: Int64) throws -> (total: Int64, dropped: Int64, head: Int64)? {
         try connection.withStatement("SELECT total, dropped, head FROM output_totals WHERE run_id = ?") { s in
             try s.bind([.integer(run)])

@@ -164,6 +164,7 @@ public struct History {
         if let tail = try outputTail(of: id) {
             var detail = RunDetail(run: run, transitions: transitions, triggers: triggers, output: Data(tail.bytes), outputTruncated: tail.truncated)
             detail.hookRuns = try hookRuns(of: id)
+            detail.outputTotals = try outputTotals(of: id)
             return detail
         }
         var detail = RunDetail(run: run, transitions: transitions, triggers: triggers, output: output?.0, outputTruncated: output?.1 ?? false)

@@ -90,6 +90,16 @@ enum LogsCommand {
         var last: UInt8?
     }
 
+    /// Says on stderr where bytes were dropped (stdout stays the bytes kept, byte for byte).
+    static func markGap(_ dropped: Int64) {
+        Stdio.error.write(Data(gapLine(dropped).utf8))
+    }
+
+    /// `baton: 23,068,672 bytes dropped here (past output.keep: the head and the tail are kept)`.
+    static func gapLine(_ dropped: Int64) -> String {
+        "\nbaton: \(dropped) bytes (\(Format.bytes(dropped))) dropped here: past output.keep the history keeps the head and the tail\n"
+    }
+
     /// Writes bytes to stdout as they are, at once (a follower sees each chunk when it comes).
     static func write(_ bytes: [UInt8]) {
         var rest = bytes[...]
@@ -107,14 +117,17 @@ extension Locked where Value == LogsCommand.Place {
     /// moving the place along; returns the run as the final answer has it.
     func write(_ output: RunOutput, only selection: OutputSelection) async throws -> RunSnapshot {
         for try await chunk in output.chunks {
-            let bytes = withLock { place -> [UInt8]? in
-                guard chunk.end > place.next else { return nil }
+            let (bytes, gap) = withLock { place -> ([UInt8]?, Int64) in
+                guard chunk.end > place.next else { return (nil, 0) }
+                // A chunk starting past the last one's end: the history dropped what was between (output.keep).
+                let gap = place.next > 0 ? max(chunk.start - place.next, 0) : 0
                 defer { place.next = chunk.end }
-                guard selection.wants(chunk) else { return nil }
+                guard selection.wants(chunk) else { return (nil, gap) }
                 let bytes = Array(chunk.bytes.suffix(Int(chunk.end - max(place.next, chunk.start))))
                 place.last = bytes.last ?? place.last
-                return bytes
+                return (bytes, gap)
             }
+            if gap > 0 { LogsCommand.markGap(gap) }
             if let bytes { LogsCommand.write(bytes) }
         }
         return try await output.end.run

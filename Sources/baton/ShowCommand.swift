@@ -77,6 +77,9 @@ enum ShowCommand {
                 text += "  \(hook.hook?.event.rawValue ?? "?") → \(hook.action) run \(hook.id), \(Format.phaseWord(hook))\n"
             }
         }
+        if let totals = detail.outputTotals, totals.written > 0 {
+            text += "\n" + outputTotals(totals) + "\n"
+        }
         if let output = detail.output, !output.isEmpty {
             text += "\noutput\(detail.outputTruncated ? " (last \(output.count) bytes)" : ""):\n"
             // Split at LF bytes: as Characters, CR LF is one that is not "\n", and such lines stayed one.
@@ -86,6 +89,14 @@ enum ShowCommand {
             if lines.count > 20 { text += "  (baton show \(run.id) --output prints all of it)\n" }
         }
         return text
+    }
+
+    /// What the run wrote, and what of it the history dropped past `output.keep`:
+    /// `output: 38.1 MiB written, 16.0 MiB kept, 22.1 MiB dropped between the head and the tail`.
+    static func outputTotals(_ totals: OutputTotals) -> String {
+        guard totals.dropped > 0 else { return "output: \(Format.bytes(totals.written)) written, all kept" }
+        return "output: \(Format.bytes(totals.written)) written, \(Format.bytes(totals.kept)) kept, "
+            + "\(Format.bytes(totals.dropped)) dropped between the head and the tail (output.keep)"
     }
 
     /// A decision recorded against this run, with what it meant for the trigger.

@@ -56,6 +56,7 @@ extension RunDetail {
         var detail = RunDetail(run: run.forTerminal, transitions: transitions.map(\.forTerminal), triggers: triggers.map(\.forTerminal),
                                output: output, outputTruncated: outputTruncated)
         detail.hookRuns = hookRuns?.map(\.forTerminal)
+        detail.outputTotals = outputTotals
         return detail
     }
 }

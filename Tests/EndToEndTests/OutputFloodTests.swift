@@ -34,6 +34,15 @@ struct OutputFloodTests {
         #expect(logs.code == 0, "\(logs.stderr)")
         // The head and the tail, and at most a chunk more where a stored chunk straddles the tail's start.
         #expect(logs.stdout.utf8.count >= 16 << 20 && logs.stdout.utf8.count <= (16 << 20) + (64 << 10), "\(logs.stdout.utf8.count)")
+        // Issue 37, item 8: the bytes dropped between the head and the tail are said, on stderr,
+        // once, with their count; show and show --json give the totals.
+        let dropped = (1 << 30) - logs.stdout.utf8.count
+        #expect(logs.stderr.components(separatedBy: " dropped here").count == 2 && logs.stderr.contains("baton: \(dropped) bytes ("),
+                "\(logs.stderr)")
+        let show = try daemon.baton("show", "2")
+        #expect(show.stdout.contains("output: 1.0 GiB written, ") && show.stdout.contains(" dropped between the head and the tail"), "\(show.stdout.prefix(800))")
+        let json = try daemon.baton("show", "2", "--json")
+        #expect(json.stdout.contains(#""written" : 1073741824"#) && json.stdout.contains(#""dropped" : \#(dropped)"#), "\(json.stdout.suffix(600))")
         print("output flood: peak RSS +\(grown) KiB, history +\(database - history) B")
     }
 
