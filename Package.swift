@@ -19,7 +19,9 @@ let package = Package(
         // OpenSSL's headers only (libssl-dev): BatonHooks opens libcrypto itself (HMAC), never links it.
         .systemLibrary(name: "CCrypto"),
         .target(name: "CBatonSystem"),
-        .target(name: "BatonCore", dependencies: ["CBatonSystem"]),
+        // The engine: state as values, decisions as pure functions; no Glibc, no C shim, no Dispatch.
+        .target(name: "BatonEngine"),
+        .target(name: "BatonCore", dependencies: ["BatonEngine", "CBatonSystem"]),
         .executableTarget(name: "EmbedMigrations"),
         .plugin(
             name: "EmbedMigrationsPlugin",
@@ -57,7 +59,7 @@ let package = Package(
         .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "BatonHooks", "CBatonSystem"]),
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonClient", "BatonDashboard"]),
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
-        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "BatonEngine"]),
         .testTarget(name: "BatonServiceTests", dependencies: ["BatonService", "BatonCore", "BatonIPC"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),

@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// A process attempt's life as tables: each story is a list of events with the effects each must

@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 @Suite("In-process actions: conductor.run with static-member options")

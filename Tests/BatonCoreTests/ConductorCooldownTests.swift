@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// `cooldown`: a trigger within the window after its key's last success runs nothing and is

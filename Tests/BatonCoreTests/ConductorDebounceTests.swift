@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// `debounce`: a burst of triggers of a key shares one pending run, which starts once the key has

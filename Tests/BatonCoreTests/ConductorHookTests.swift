@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// `on: { failure, success, change }`: a run's end triggers other actions, in the store item of

@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// `--scheduled`: triggers of one action and slot make one run whatever the policy; a slot whose

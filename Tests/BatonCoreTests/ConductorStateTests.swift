@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// The conductor's decisions as tables of events and effects: no threads, no clock, no store.

@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 
 /// A random walk through `ConductorState`: the outside world (the store committing in order,
 /// attempts starting and exiting, timers, triggers of every policy, cancels, shutdown) simulated

@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 @Suite("Metrics: the dead-man series (last success, last run by outcome, failure streak)")

@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// Which hierarchy enforces which limit on a hybrid host (cgroup2 beside v1 hierarchies), and

@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// `LockBook` rebuilt as the fleet does (`hold`, `enqueue`) decides as the book one machine

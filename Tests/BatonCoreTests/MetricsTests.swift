@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 @Suite("Metrics: histograms, the exposition text, counts")

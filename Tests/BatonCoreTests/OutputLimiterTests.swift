@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// The keep-head-and-tail limiter and its chunking, as tables: what a run writes, when the store

@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 
 
 /// A conductor with one in-process action whose runs count their starts and wait at `gate`.

@@ -90,6 +90,7 @@ struct WireJSONTests {
         run.hook = HookCause(run: 7, action: "deploy", event: .failure)
         run.waiting = LockWait(lock: "db", limit: 1, holders: [.init(run: 12, action: "migrate")], ahead: [.init(run: 13, action: "backup")])
         run.debounceUntil = Timestamp(rawValue: 1_764_558_003_200_000)
+        run.coolsUntil = Timestamp(rawValue: 1_764_558_600_000_000)
         return run
     }
 

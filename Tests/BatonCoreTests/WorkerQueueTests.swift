@@ -1,4 +1,5 @@
 @testable import BatonCore
+@testable import BatonEngine
 import Testing
 
 /// The worker's queue as a table: each scenario is a list of steps with what each must answer,

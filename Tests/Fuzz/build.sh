@@ -34,6 +34,7 @@ compile() { # name, sources...
     for source in "$@"; do sources+=("$(pwd)/$source"); done
     (cd "$out/obj" && swiftc "${flags[@]}" -module-name "$name" -emit-module -emit-module-path "../modules/$name.swiftmodule" -c "${sources[@]}")
 }
+compile BatonEngine $(find Sources/BatonEngine -name "*.swift")
 compile BatonCore $(find Sources/BatonCore -name "*.swift")
 compile BatonStore $(find Sources/BatonStore -name "*.swift") "$out/EmbeddedMigrations.swift"
 compile BatonIPC $(find Sources/BatonIPC -name "*.swift")

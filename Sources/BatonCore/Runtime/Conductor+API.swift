@@ -260,7 +260,7 @@ extension Conductor {
     }
 
     /// How many runs are loading or retrying here (the fleet starts no more than the limit).
-    public var runningCount: Int { core.withLock { $0.state.table.running } }
+    public var runningCount: Int { core.withLock { $0.state.runningCount } }
 
     /// Tells this conductor's watchers about a transition another host committed.
     public func publishFromFleet(_ update: RunUpdate) {

@@ -65,17 +65,6 @@ public struct Response: Codable, Sendable {
     }
 }
 
-/// The stable codes of errors on the wire (docs/protocol.md); clients branch on these, never on messages.
-public enum ErrorCode: String, Codable, Sendable, CaseIterable {
-    case busy
-    case unknownAction = "unknown_action"
-    case unknownRun = "unknown_run"
-    case badRequest = "bad_request"
-    case forbidden
-    case shuttingDown = "shutting_down"
-    case storeUnavailable = "store_unavailable"
-    case `internal`
-}
 
 /// An error on the wire: a stable code and a sentence.
 public struct WireError: Codable, Sendable, Error, Equatable {

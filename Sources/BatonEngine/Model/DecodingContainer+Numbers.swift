@@ -5,7 +5,7 @@
 /// mismatch.
 extension SingleValueDecodingContainer {
     /// The integer here, or `dataCorrupted` at this field saying what number came instead.
-    func decodeWholeNumber<T: FixedWidthInteger & Decodable>(_ type: T.Type, expected: String) throws -> T {
+    public func decodeWholeNumber<T: FixedWidthInteger & Decodable>(_ type: T.Type, expected: String) throws -> T {
         do {
             return try decode(T.self)
         } catch let error as DecodingError where !error.isDataCorrupted {
@@ -16,7 +16,7 @@ extension SingleValueDecodingContainer {
     }
 
     /// What the value here is, for a message: `1.5`, `true`, `null`, `a string`, `an array`, `an object`.
-    var describedValue: String {
+    public var describedValue: String {
         if decodeNil() { return "null" }
         if let flag = try? decode(Bool.self) { return String(flag) }
         if let number = try? decode(Double.self) { return WrongNumber.text(number) }
@@ -29,7 +29,7 @@ extension SingleValueDecodingContainer {
 
 extension KeyedDecodingContainer {
     /// The integer at `key` if there is one, or `dataCorrupted` at that field saying what number came instead.
-    func decodeWholeNumberIfPresent<T: FixedWidthInteger & Decodable>(_ type: T.Type, forKey key: Key, expected: String) throws -> T? {
+    public func decodeWholeNumberIfPresent<T: FixedWidthInteger & Decodable>(_ type: T.Type, forKey key: Key, expected: String) throws -> T? {
         do {
             return try decodeIfPresent(T.self, forKey: key)
         } catch let error as DecodingError where !error.isDataCorrupted {

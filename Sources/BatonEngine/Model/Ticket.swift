@@ -5,6 +5,12 @@ public struct Ticket: Sendable {
     /// Every committed transition and progress report of the run, ending after its terminal one.
     public var updates: AsyncStream<RunUpdate>?
 
+    public init(decision: FlightTable.Decision, run: RunSnapshot, updates: AsyncStream<RunUpdate>?) {
+        self.decision = decision
+        self.run = run
+        self.updates = updates
+    }
+
     /// Whether the trigger shares a run another trigger created.
     public var shared: Bool { decision.isShared }
 

@@ -1,4 +1,3 @@
-import FoundationEssentials
 
 extension Action {
     /// The longest name of an action or a param, in bytes (names are ASCII).

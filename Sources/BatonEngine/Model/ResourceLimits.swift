@@ -44,11 +44,6 @@ public struct ResourceLimits: Sendable, Equatable {
     /// The period `cpu.max` is written with, in microseconds (the kernel's default).
     public static let cpuPeriod = 100_000
 
-    /// The control files of an attempt's cgroup v2 cgroup and what is written to each.
-    public var controlFiles: [(file: String, value: String)] {
-        fields.flatMap { LimitPlan.v2Writes($0, self) }.map { ($0.file, $0.value) }
-    }
-
     /// `512M`, `2G`, `1.5G`, `800K`, `4096` (bytes): K, M, G and T are powers of 1024, as in
     /// systemd's MemoryMax=; `B` and `iB` may follow (`512MiB`). Nil when it is none of these, or
     /// less than one page.

@@ -1,4 +1,3 @@
-import FoundationEssentials
 
 /// The text of a single-flight key: the action's name, then ` name=value` for each key param in
 /// the action's order (a bare ` name` for one without a value), every part percent-escaped.

@@ -44,11 +44,11 @@ public enum BatonError: Error, Sendable, Equatable {
         }
     }
 
-    /// A sentence for people.
-    public var message: String {
+    /// A sentence for people, as of `now` (how long a busy key's run has been in its phase).
+    public func message(at now: Timestamp) -> String {
         switch self {
         case let .busy(run, action, phase, since):
-            "\(action) is busy: run \(run) has been \(phase.rawValue) for \(DurationText.format(Timestamp.now - since))"
+            "\(action) is busy: run \(run) has been \(phase.rawValue) for \(DurationText.format(now - since))"
         case let .definitionMismatch(run, action, host):
             "\(action) is busy: run \(run) on host \(host) runs another definition of \(Action.quoted(action)) than this host's "
                 + "(their configs differ), so it is not shared; make the hosts' definitions agree (batond --check-config names the ones that differ)"

@@ -1,7 +1,8 @@
 /// One option of an in-process action, written as SwiftUI writes styles:
 /// `conductor.run("refresh-cache", .join, .retry(attempts: 3), .timeout(.seconds(30))) { context in … }`.
 public struct ActionOption: Sendable {
-    let apply: @Sendable (inout Action) -> Void
+    /// Sets the option on an action.
+    public let apply: @Sendable (inout Action) -> Void
 
     public init(_ apply: @escaping @Sendable (inout Action) -> Void) {
         self.apply = apply

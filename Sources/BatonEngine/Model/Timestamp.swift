@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A point in time in microseconds since the Unix epoch, as the history stores it.
 public struct Timestamp: RawRepresentable, Hashable, Comparable, Codable, Sendable {
     public var rawValue: Int64
@@ -11,21 +7,6 @@ public struct Timestamp: RawRepresentable, Hashable, Comparable, Codable, Sendab
     /// Microseconds as a whole number; a field that holds another number says so, naming it.
     public init(from decoder: any Decoder) throws {
         rawValue = try decoder.singleValueContainer().decodeWholeNumber(Int64.self, expected: "a whole number (microseconds since 1970)")
-    }
-
-    /// The wall-clock time now.
-    public static var now: Timestamp {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Timestamp(rawValue: Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1_000)
-    }
-
-    /// The time since boot, suspended time included (`CLOCK_BOOTTIME`): a clock no one steps,
-    /// on which windows are measured within a boot.
-    public static var uptime: Duration {
-        var ts = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &ts)
-        return .seconds(Int64(ts.tv_sec)) + .nanoseconds(Int64(ts.tv_nsec))
     }
 
     /// Seconds since the epoch, for Foundation dates.

@@ -134,6 +134,8 @@ public struct ConductorState: Sendable {
     }
 
     var table: FlightTable
+    /// How many runs are loading or retrying.
+    public var runningCount: Int { table.running }
     var flights: [Int64: Flight] = [:]
     /// What to do once each group of writes is durable.
     var pending: [CommitID: [AfterCommit]] = [:]

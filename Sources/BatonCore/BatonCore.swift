@@ -1,0 +1,3 @@
+/// The runtime around the engine: the loop, workers, processes, cgroups and the wire codec. Every
+/// module that uses Baton's runtime sees the engine's values and decisions through it.
+@_exported import BatonEngine

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+/// The module layout of `../shared/design.md` and `docs/architecture.md`, checked on the sources:
+/// dependencies point inward, and the engine imports nothing that could make it impure. A file
+/// that adds an import breaking a rule fails here, naming the file and the import.
+@Suite("Layout: the modules import what the design allows")
+struct LayoutTests {
+    /// The package's `Sources/`, found from this file.
+    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources")
+
+    /// A module and the imports it may not have (`only`: the only ones it may have).
+    struct Rule: Sendable, CustomTestStringConvertible {
+        var module: String
+        var only: Set<String>?
+        var never: Set<String> = []
+        var testDescription: String { module }
+    }
+
+    static let rules: [Rule] = [
+        // The engine: the standard library, and FoundationEssentials for a value type's Codable bytes.
+        Rule(module: "BatonEngine", only: ["FoundationEssentials"]),
+        Rule(module: "BatonCore", only: nil, never: ["BatonStore", "BatonFleet", "BatonIPC", "BatonService", "BatonHooks", "BatonClient"]),
+        Rule(module: "BatonStore", only: nil, never: ["BatonIPC", "BatonService", "BatonFleet", "BatonHooks", "BatonClient", "CLibPQ"]),
+        Rule(module: "BatonFleet", only: nil, never: ["BatonIPC", "BatonService", "BatonStore", "BatonHooks", "BatonClient", "CSQLite"]),
+        Rule(module: "BatonIPC", only: nil, never: ["BatonStore", "BatonFleet", "BatonService", "CSQLite", "CLibPQ"]),
+        Rule(module: "BatonService", only: nil, never: ["BatonStore", "BatonFleet", "CSQLite", "CLibPQ"]),
+        Rule(module: "BatonClient", only: nil, never: ["BatonStore", "BatonFleet", "BatonService", "CSQLite", "CLibPQ"]),
+        Rule(module: "BatonHooks", only: nil, never: ["BatonStore", "BatonFleet", "BatonService", "CSQLite", "CLibPQ"]),
+    ]
+
+    /// Each Swift file under `directory` (recursively) with the modules it imports (`import X`,
+    /// `@_exported import X`, `import struct X.Y`).
+    static func imports(in directory: URL) throws -> [(file: String, module: String)] {
+        guard let walker = FileManager.default.enumerator(atPath: directory.path) else { return [] }
+        var found: [(String, String)] = []
+        for case let path as String in walker where path.hasSuffix(".swift") {
+            let text = try String(contentsOf: directory.appendingPathComponent(path), encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                if let module = importedModule(String(line)) { found.append((directory.lastPathComponent + "/" + path, module)) }
+            }
+        }
+        return found
+    }
+
+    /// The module a line imports, or nil.
+    static func importedModule(_ line: String) -> String? {
+        var words = line.split(separator: " ").map(String.init)
+        while let first = words.first, first.hasPrefix("@") { words.removeFirst() }
+        guard words.count >= 2, words[0] == "import" else { return nil }
+        let kinds: Set<String> = ["struct", "class", "enum", "protocol", "func", "var", "let", "typealias"]
+        let target = words.count >= 3 && kinds.contains(words[1]) ? words[2] : words[1]
+        return String(target.split(separator: ".")[0])
+    }
+
+    @Test("each module imports only what the layout allows", arguments: rules)
+    func rule(_ rule: Rule) throws {
+        let imports = try Self.imports(in: Self.sources.appendingPathComponent(rule.module))
+        #expect(!imports.isEmpty || rule.only != nil, "no sources found for \(rule.module) under \(Self.sources.path)")
+        for (file, module) in imports {
+            if let only = rule.only { #expect(only.contains(module), "\(file) imports \(module): \(rule.module) may import only \(only.sorted())") }
+            #expect(!rule.never.contains(module), "\(file) imports \(module), which \(rule.module) must not")
+        }
+    }
+
+    @Test("the rule reads every form of import, so that a new one cannot slip past it")
+    func readsEveryForm() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("baton-layout-\(UUID().uuidString)")
+        let module = directory.appendingPathComponent("Probe")
+        try FileManager.default.createDirectory(at: module, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "import Glibc\n@_exported import Dispatch\nimport struct CBatonSystem.Thing\n@testable import BatonStore\nlet x = 1 // import Not\n"
+            .write(to: module.appendingPathComponent("A.swift"), atomically: true, encoding: .utf8)
+        let found = try Self.imports(in: module)
+        #expect(found.map(\.module) == ["Glibc", "Dispatch", "CBatonSystem", "BatonStore"])
+    }
+}
