@@ -1,34 +1,54 @@
 import BatonClient
 import BatonCore
+import FoundationEssentials
 
-/// `baton reload`: make batond read its config again.
+/// `baton reload`: make batond read its config again, say what it warned of, and, under
+/// systemd, make the schedules' timers follow the new config.
 enum ReloadCommand {
     static let spec = CommandSpec(
         name: "reload",
-        abstract: "Make batond read its config again (as SIGHUP does). A config with errors is refused whole and the old one stays.",
+        abstract: """
+            Make batond read its config again (as SIGHUP does), and print each warning batond had about it. A config with \
+            errors is refused whole, the old one stays, and reload exits non-zero. Under systemd, when an action's schedule \
+            changed, it runs systemctl daemon-reload (the generator writes the timers again) and starts, restarts or stops \
+            the timers that changed. batond.service's ExecReload runs it: systemctl reload batond fails on a refused config.
+            """,
         arguments: "",
         options: [],
         run: run)
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         let before = try? context.ask(.actions)
-        try context.ask(.reload)
+        let warnings = try context.ask(.reload)
+        for warning in warnings { Stdio.error.write(Data("warning: \(warning)\n".utf8)) }
         print("reloaded")
-        let after = try? context.ask(.actions)
-        if let before, let after, schedules(before) != schedules(after), SystemdUnits.underSystemd {
-            // The generator reads the config at daemon-reload: the timers follow the new schedules.
-            let (status, said) = SystemdUnits.daemonReload()
-            guard status == 0 else {
-                throw Failure(code: ExitCode.failure, message: "the schedules changed, but systemctl daemon-reload failed: \(said)",
-                              hint: "sudo systemctl daemon-reload")
-            }
-            print("schedules changed: systemd reloaded its timers")
+        guard let after = try? context.ask(.actions) else { return ExitCode.success }
+        // Not knowing the actions before, every timer is started (a start of an active timer does nothing).
+        let plan = TimerPlan(before: before ?? [], after: after)
+        guard !plan.isEmpty else { return ExitCode.success }
+        guard SystemdUnits.underSystemd else {
+            print("schedules changed: \((plan.start + plan.restart + plan.stop).joined(separator: ", ")) (\(SchedulesCommand.notUnderSystemd))")
+            return ExitCode.success
         }
+        try follow(plan)
+        print("schedules changed: " + plan.lines.joined(separator: "; "))
         return ExitCode.success
     }
 
-    /// Each action's schedules, jitter and name: what the generator's timers are made of.
-    static func schedules(_ actions: [ActionInfo]) -> [String: [String]] {
-        Dictionary(actions.map { ($0.name, ($0.schedules ?? []) + ["jitter \($0.scheduleJitter ?? 0)"]) }, uniquingKeysWith: { a, _ in a })
+    /// daemon-reload (the generator writes the new timers), then each change of `plan`, stops first.
+    static func follow(_ plan: TimerPlan) throws {
+        let (status, said) = SystemdUnits.daemonReload()
+        guard status == 0 else {
+            throw Failure(code: ExitCode.failure, message: "the schedules changed, but systemctl daemon-reload failed: \(said)",
+                          hint: "sudo systemctl daemon-reload, then baton reload")
+        }
+        for (verb, actions) in [("stop", plan.stop), ("restart", plan.restart), ("start", plan.start)] where !actions.isEmpty {
+            let units = actions.map(TimerPlan.unit)
+            let (status, said) = SystemdUnits.perform(verb, units)
+            guard status == 0 else {
+                throw Failure(code: ExitCode.failure, message: "the schedules changed, but systemctl \(verb) failed: \(said)",
+                              hint: "sudo systemctl \(verb) \(units.joined(separator: " ")); journalctl -b -u \(units[0])")
+            }
+        }
     }
 }
