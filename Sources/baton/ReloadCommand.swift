@@ -35,20 +35,31 @@ enum ReloadCommand {
         return ExitCode.success
     }
 
-    /// daemon-reload (the generator writes the new timers), then each change of `plan`, stops first.
+    /// Each change of `plan` around a daemon-reload (the generator writes the new timers). The
+    /// timers removed are stopped before it, while their units are still there: a timer still
+    /// waiting when its unit goes is left `failed` by systemd (it has nothing to wait for), and a
+    /// stop does not clear that; stopped first, it is simply gone. Those restarted and started, after.
     static func follow(_ plan: TimerPlan) throws {
+        try perform("stop", plan.stop)
         let (status, said) = SystemdUnits.daemonReload()
         guard status == 0 else {
             throw Failure(code: ExitCode.failure, message: "the schedules changed, but systemctl daemon-reload failed: \(said)",
                           hint: "sudo systemctl daemon-reload, then baton reload")
         }
-        for (verb, actions) in [("stop", plan.stop), ("restart", plan.restart), ("start", plan.start)] where !actions.isEmpty {
-            let units = actions.map(TimerPlan.unit)
-            let (status, said) = SystemdUnits.perform(verb, units)
-            guard status == 0 else {
-                throw Failure(code: ExitCode.failure, message: "the schedules changed, but systemctl \(verb) failed: \(said)",
-                              hint: "sudo systemctl \(verb) \(units.joined(separator: " ")); journalctl -b -u \(units[0])")
-            }
+        // A stopped timer that had failed before stays listed until its failure is forgotten.
+        if !plan.stop.isEmpty { _ = SystemdUnits.perform("reset-failed", plan.stop.map(TimerPlan.unit)) }
+        try perform("restart", plan.restart)
+        try perform("start", plan.start)
+    }
+
+    /// `systemctl VERB` of the timers of `actions`, or a `Failure` naming what systemctl said.
+    static func perform(_ verb: String, _ actions: [String]) throws {
+        guard !actions.isEmpty else { return }
+        let units = actions.map(TimerPlan.unit)
+        let (status, said) = SystemdUnits.perform(verb, units)
+        guard status == 0 else {
+            throw Failure(code: ExitCode.failure, message: "the schedules changed, but systemctl \(verb) failed: \(said)",
+                          hint: "sudo systemctl \(verb) \(units.joined(separator: " ")); journalctl -b -u \(units[0])")
         }
     }
 }

@@ -27,7 +27,10 @@ enum SystemdUnits {
     /// The state of each of `units` (timers), as systemd reports it; nil when systemctl fails.
     static func timers(_ units: [String]) -> [TimerState]? {
         guard !units.isEmpty else { return [] }
-        let (status, output) = ChildProcess.run(systemctl, ["show", "--timestamp=unix", "-p", TimerState.properties, "--"] + units)
+        // Times in UTC with English day names, which TimerState.time reads whatever the local zone.
+        let environment = ProcessInfo.processInfo.environment.merging(["TZ": "UTC", "LC_ALL": "C"]) { $1 }
+        let (status, output) = ChildProcess.run(systemctl, ["show", "--timestamp=unix", "-p", TimerState.properties, "--"] + units,
+                                                environment: environment)
         return status == 0 ? TimerState.parse(output) : nil
     }
 }

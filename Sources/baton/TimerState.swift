@@ -1,7 +1,7 @@
 import BatonCore
 
-/// A schedule's timer as systemd reports it (`systemctl show --timestamp=unix -p Id,LoadState,…`):
-/// whether it is loaded and armed, when it elapses next and when it last did.
+/// A schedule's timer as systemd reports it (`systemctl show -p Id,LoadState,…`, run with TZ=UTC
+/// and LC_ALL=C): whether it is loaded and armed, when it elapses next and when it last did.
 struct TimerState: Encodable, Equatable {
     /// The unit, `baton-schedule-ACTION.timer`.
     var unit: String
@@ -21,8 +21,8 @@ struct TimerState: Encodable, Equatable {
     /// The properties `parse` reads, for `systemctl show -p`.
     static let properties = "Id,LoadState,ActiveState,SubState,Result,NextElapseUSecRealtime,LastTriggerUSec"
 
-    /// The timers in `systemctl show --timestamp=unix` output: a block of `Key=Value` lines per
-    /// unit, blocks apart by an empty line. A block without `Id` is left out.
+    /// The timers in `systemctl show` output: a block of `Key=Value` lines per unit, blocks apart
+    /// by an empty line. A block without `Id` is left out.
     static func parse(_ output: String) -> [TimerState] {
         output.split(separator: "\n\n").compactMap { block in
             var fields: [Substring: Substring] = [:]
@@ -37,10 +37,18 @@ struct TimerState: Encodable, Equatable {
         }
     }
 
-    /// `@SECONDS` as `--timestamp=unix` prints a time; nil for an empty value, `n/a` or 0.
+    /// A time as `systemctl show` prints it under TZ=UTC and LC_ALL=C, `Fri 2026-12-04 20:45:00 UTC`
+    /// (systemd 252 prints these properties so whatever `--timestamp` says), or `@SECONDS`, as
+    /// `--timestamp=unix` would; nil for an empty value, `n/a`, or a time in another zone.
     static func time(_ value: Substring?) -> Timestamp? {
-        guard let value, value.hasPrefix("@"), let seconds = Int64(value.dropFirst()), seconds > 0 else { return nil }
-        return Timestamp(rawValue: seconds * 1_000_000)
+        guard let value else { return nil }
+        if value.hasPrefix("@") {
+            guard let seconds = Int64(value.dropFirst()), seconds > 0 else { return nil }
+            return Timestamp(rawValue: seconds * 1_000_000)
+        }
+        let words = value.split(separator: " ")
+        guard words.count == 4, words[3] == "UTC", words[1].count == 10, words[2].count == 8 else { return nil }
+        return ScheduledTime.parse("\(words[1])T\(words[2])Z")
     }
 
     /// What `baton schedules` shows: `active (waiting)`, `failed (resources)`, `not loaded`.

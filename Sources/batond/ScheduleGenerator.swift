@@ -1,4 +1,5 @@
 import BatonCore
+import CBatonSystem
 import FoundationEssentials
 
 /// `baton-schedule-generator NORMAL-DIR [EARLY-DIR LATE-DIR]`: the systemd generator (a link to
@@ -6,7 +7,8 @@ import FoundationEssentials
 /// (`$BATON_CONFIG`, else /etc/baton/baton.json5) and writes each scheduled action's timer and
 /// service into NORMAL-DIR, the timer wanted by timers.target. A missing config writes nothing.
 /// A config with errors never fails the reload (systemd would leave the timers `failed`): the
-/// generator says why on stderr (systemd logs it) and writes the timers of the config batond last
+/// generator says why (in the journal, `journalctl -t baton-schedule-generator`, and on stderr,
+/// which is PID 1's console) and writes the timers of the config batond last
 /// applied, from the record batond keeps (`ScheduleRecord`), or none where there is no record.
 enum ScheduleGenerator {
     static let name = "baton-schedule-generator"
@@ -67,8 +69,12 @@ enum ScheduleGenerator {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "/usr/bin/batond"
     }
 
+    /// Says `message` on stderr, and to journald where it listens (at a daemon-reload; not yet at
+    /// boot): systemd 252 gives a generator's stderr to its own console, not to the journal.
     private static func say(_ message: String) {
         Stdio.error.write(Data("\(name): \(message)\n".utf8))
+        let datagram = NativeJournal.encode(["MESSAGE": message, "PRIORITY": "4", "SYSLOG_IDENTIFIER": name])
+        _ = datagram.withUnsafeBytes { baton_unix_sendto(Log.journalSocket, $0.baseAddress, $0.count) }
     }
 
     private static func fail(_ message: String) -> Int32 {

@@ -56,7 +56,18 @@ struct TimerStateTests {
                   timer("baton-schedule-gone.timer", "not-found", "inactive", "dead")]),
         ("nothing, or a block without Id", "", []),
         ("a block without Id", "LoadState=loaded\nActiveState=active\n", []),
-        ("a value holding =, a time that is not @seconds", "Id=x.timer\nLoadState=loaded\nActiveState=active\nSubState=a=b\nNextElapseUSecRealtime=Fri 2026-12-04 20:45:00 UTC\n",
+        ("times as systemd 252 prints them under TZ=UTC", """
+            Id=baton-schedule-tick.timer
+            LoadState=loaded
+            ActiveState=active
+            SubState=waiting
+            Result=success
+            NextElapseUSecRealtime=Mon 2025-12-01 04:00:05 UTC
+            LastTriggerUSec=Mon 2025-12-01 04:00:00 UTC
+            """, [timer("baton-schedule-tick.timer", "loaded", "active", "waiting", next: 1_764_561_605, last: 1_764_561_600)]),
+        ("a time in another zone is not guessed at", "Id=x.timer\nNextElapseUSecRealtime=Mon 2025-12-01 05:00:05 CET\nLastTriggerUSec=Mon 2025-12-01\n",
+         [timer("x.timer", "", "", "", "")]),
+        ("a value holding =, a time that is not @seconds", "Id=x.timer\nLoadState=loaded\nActiveState=active\nSubState=a=b\nNextElapseUSecRealtime=2026-12-04 20:45:00\n",
          [timer("x.timer", "loaded", "active", "a=b", "")]),
     ] as [(String, String, [TimerState])])
     func parse(_ story: String, output: String, expected: [TimerState]) {

@@ -64,7 +64,7 @@ extension PackageTests {
         }
         #expect(try await Self.timer(container, "hello").contains("*:*:02/10"))
         #expect(try await container.run("systemctl --failed --no-legend | grep baton").stdout.isEmpty)
-        let generatorSaid = try await container.run("journalctl -b --no-pager -o cat | grep baton-schedule-generator")
+        let generatorSaid = try await container.run("journalctl -b --no-pager -o cat -t baton-schedule-generator")
         #expect(generatorSaid.stdout.contains("keeping the timers of the config batond last applied"), "\(generatorSaid.stdout)")
         let refused = try await container.run("systemctl reload batond.service")
         #expect(refused.code != 0, "systemctl reload batond must fail on a refused config: \(refused.stdout) \(refused.stderr)")
