@@ -8,10 +8,10 @@ enum ReloadCommand {
     static let spec = CommandSpec(
         name: "reload",
         abstract: """
-            Make batond read its config again (as SIGHUP does), and print each warning batond had about it. A config with \
-            errors is refused whole, the old one stays, and reload exits non-zero. Under systemd, when an action's schedule \
-            changed, it runs systemctl daemon-reload (the generator writes the timers again) and starts, restarts or stops \
-            the timers that changed. batond.service's ExecReload runs it: systemctl reload batond fails on a refused config.
+            Make batond read its config again (as SIGHUP does) and print its warnings. A config with errors is refused \
+            whole, the old one stays, and reload exits 2. Under systemd, when an action's schedule changed, it runs \
+            systemctl daemon-reload (the generator writes the timers again) and starts, restarts or stops the timers that \
+            changed. batond.service's ExecReload runs it, so systemctl reload batond fails on a refused config.
             """,
         arguments: "",
         options: [],

@@ -7,9 +7,10 @@ enum SchedulesCommand {
     static let spec = CommandSpec(
         name: "schedules",
         abstract: """
-            List each action's schedules, the state of its systemd timer (asked of systemd: active, failed, not loaded), \
-            when it elapses next and last elapsed, and the last slot that ran, with its run and phase. Where systemd is \
-            not the init system no timer fires the schedules, and the list says so.
+            List each action's schedules, its timer's state and times, and the last slot that ran. The timer's state \
+            (active, inactive, failed, not loaded), when it elapses next and when it last elapsed are systemd's (systemctl \
+            show), not computed; the last slot names the run it made and its phase. Where systemd is not the init system \
+            no timer fires the schedules, and the list says so.
             """,
         arguments: "",
         options: [OptionSpec(long: "json", short: nil, value: nil, help: "print the schedules as JSON")],

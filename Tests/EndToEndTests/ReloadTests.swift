@@ -31,7 +31,7 @@ struct ReloadTests {
 
         try #"{ actions: { a: { exec: ["true"], schedule: "every other minute" } } }"#.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         let refused = try daemon.baton("reload")
-        #expect(refused.code != 0 && refused.stderr.contains("actions.a.schedule") && !refused.stdout.contains("reloaded"),
+        #expect(refused.code == 2 && refused.stderr.contains("actions.a.schedule") && !refused.stdout.contains("reloaded"),
                 "\(refused.stdout) \(refused.stderr)")
         daemon.stop()
     }
