@@ -1,6 +1,7 @@
 import BatonClient
 import BatonCore
 import FoundationEssentials
+import Glibc
 
 /// `baton reload`: make batond read its config again, say what it warned of, and, under
 /// systemd, make the schedules' timers follow the new config.
@@ -26,8 +27,14 @@ enum ReloadCommand {
         // Not knowing the actions before, every timer is started (a start of an active timer does nothing).
         let plan = TimerPlan(before: before ?? [], after: after)
         guard !plan.isEmpty else { return ExitCode.success }
+        let changed = (plan.start + plan.restart + plan.stop).joined(separator: ", ")
         guard SystemdUnits.underSystemd else {
-            print("schedules changed: \((plan.start + plan.restart + plan.stop).joined(separator: ", ")) (\(SchedulesCommand.notUnderSystemd))")
+            print("schedules changed: \(changed) (\(SchedulesCommand.notUnderSystemd))")
+            return ExitCode.success
+        }
+        // Only root may daemon-reload and start timers; the generator reads the system's config only.
+        guard geteuid() == 0 else {
+            print("schedules changed: \(changed) (not root: systemd's timers are as they were; sudo baton reload makes them follow)")
             return ExitCode.success
         }
         try follow(plan)
