@@ -73,7 +73,7 @@ install-files:
 		$(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(SYSCONFDIR)/baton
 	install -m 0755 $(BUILD_DIR)/batond $(BUILD_DIR)/baton $(DESTDIR)$(BINDIR)/
 	ln -sfn $$(realpath -m --relative-to=$(GENERATORDIR) $(BINDIR)/batond) $(DESTDIR)$(GENERATORDIR)/baton-schedule-generator
-	sed 's|/usr/local/bin/batond|$(BINDIR)/batond|; s|/etc/baton/baton.json5|$(SYSCONFDIR)/baton/baton.json5|' \
+	sed 's|/usr/local/bin/|$(BINDIR)/|g; s|/etc/baton/baton.json5|$(SYSCONFDIR)/baton/baton.json5|' \
 		systemd/batond.service > $(DESTDIR)$(UNITDIR)/batond.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/batond.service
 	install -m 0644 systemd/batond.socket $(DESTDIR)$(UNITDIR)/batond.socket

@@ -29,8 +29,10 @@ extension BatonClient {
     }
 
     /// Makes batond read its config again; a config with errors is refused (`.badRequest`, its
-    /// message naming the field) and the old one stays.
-    public func reload() async throws {
+    /// message naming the field) and the old one stays. Returns batond's warnings about the config
+    /// it applied (a setting that changes only at restart, say).
+    @discardableResult
+    public func reload() async throws -> [String] {
         try await ask(.reload)
     }
 }

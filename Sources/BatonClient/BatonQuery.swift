@@ -75,7 +75,8 @@ extension BatonQuery where Value == PruneReport {
     }
 }
 
-extension BatonQuery where Value == Void {
-    /// Makes batond read its config again; a config with errors is refused (`.badRequest`).
-    public static var reload: Self { Self(Request(op: .reload)) { _ in } }
+extension BatonQuery where Value == [String] {
+    /// Makes batond read its config again; a config with errors is refused (`.badRequest`). The
+    /// value: batond's warnings about the config it applied (empty when it had none).
+    public static var reload: Self { Self(Request(op: .reload)) { $0.warnings ?? [] } }
 }

@@ -121,8 +121,13 @@ extension Service {
 
     func reload(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         try await require(.admin, nil, generation, request, connection.peer)
-        if let problem = await hooks.reload(self) { throw .badRequest(problem) }
-        return Response(id: request.id)
+        switch await hooks.reload(self) {
+        case let .refused(problem): throw .badRequest(problem)
+        case let .applied(warnings):
+            var response = Response(id: request.id)
+            response.warnings = warnings.isEmpty ? nil : warnings
+            return response
+        }
     }
 
     func prune(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {

@@ -9,15 +9,15 @@ import FoundationEssentials
 public final class Service: ServerDelegate, Sendable {
     /// What the daemon does for `reload` and `prune`, which reach beyond the conductor.
     public struct Hooks: Sendable {
-        /// Reads the config again and installs it in the service given; returns why it was refused,
-        /// or nil when it was applied.
-        public var reload: @Sendable (Service) async -> String?
+        /// Reads the config again and installs it in the service given; says what it warned of, or
+        /// why it refused the config.
+        public var reload: @Sendable (Service) async -> ReloadOutcome
         /// Applies retention now (or only counts, dry).
         public var prune: @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport
         /// How many client connections are open (for the metrics).
         public var connections: @Sendable () -> Int
 
-        public init(reload: @escaping @Sendable (Service) async -> String?,
+        public init(reload: @escaping @Sendable (Service) async -> ReloadOutcome,
                     prune: @escaping @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport,
                     connections: @escaping @Sendable () -> Int = { 0 }) {
             self.reload = reload

@@ -4,6 +4,8 @@ import Glibc
 
 /// What `baton` asks of the systemd it runs under.
 enum SystemdUnits {
+    static let systemctl = "/usr/bin/systemctl"
+
     /// Whether systemd is the init system (`sd_booted`: /run/systemd/system exists).
     static var underSystemd: Bool {
         var info = stat()
@@ -12,7 +14,23 @@ enum SystemdUnits {
 
     /// `systemctl daemon-reload`: its exit status and what it wrote.
     static func daemonReload() -> (Int32, String) {
-        let (status, output) = ChildProcess.run("/usr/bin/systemctl", ["daemon-reload"])
+        let (status, output) = ChildProcess.run(systemctl, ["daemon-reload"])
         return (status, String(output.trimmingWhitespace()))
+    }
+
+    /// `systemctl VERB UNIT...` (start, restart, stop): its exit status and what it wrote.
+    static func perform(_ verb: String, _ units: [String]) -> (Int32, String) {
+        let (status, output) = ChildProcess.run(systemctl, [verb, "--"] + units)
+        return (status, String(output.trimmingWhitespace()))
+    }
+
+    /// The state of each of `units` (timers), as systemd reports it; nil when systemctl fails.
+    static func timers(_ units: [String]) -> [TimerState]? {
+        guard !units.isEmpty else { return [] }
+        // Times in UTC with English day names, which TimerState.time reads whatever the local zone.
+        let environment = ProcessInfo.processInfo.environment.merging(["TZ": "UTC", "LC_ALL": "C"]) { $1 }
+        let (status, output) = ChildProcess.run(systemctl, ["show", "--timestamp=unix", "-p", TimerState.properties, "--"] + units,
+                                                environment: environment)
+        return status == 0 ? TimerState.parse(output) : nil
     }
 }

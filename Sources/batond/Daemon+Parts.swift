@@ -59,19 +59,22 @@ extension Daemon {
         var service: Service
         var server: Locked<Server?>
         /// What SIGHUP does: the same as the `reload` request.
-        var reload: @Sendable (Service) async -> String?
+        var reload: @Sendable (Service) async -> ReloadOutcome
     }
 
     static func makeService(_ launch: Launch, _ backend: Backend, socket: ListeningSocket, config: ConfigBox, notifier: Notifier,
                             metrics: Metrics) -> Serving {
         let conductor = backend.conductor
-        let reload: @Sendable (Service) async -> String? = { service in
+        let reload: @Sendable (Service) async -> ReloadOutcome = { service in
             notifier.reloading()
-            let problem = Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path,
+            let outcome = Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path,
                                       limits: backend.tracking.limitSupport)
-            if problem == nil { await backend.reloaded(config.current.actions) }
+            if case .applied = outcome {
+                ScheduleRecord.keep(config.current, path: launch.configPath)
+                await backend.reloaded(config.current.actions)
+            }
             notifier.ready(status: Self.status(of: conductor))
-            return problem
+            return outcome
         }
         let server = Locked<Server?>(nil)
         let service = Service(conductor: conductor, dispatcher: backend.dispatcher, history: backend.history, journal: backend.journal,
@@ -164,7 +167,9 @@ extension Daemon {
         var shutdown: Task<Void, Never>?
         for await signal in signals.stream {
             if signal == SIGHUP {
-                if let problem = await serving.reload(serving.service) { Log.error("reload refused, keeping the old config:\n\(problem)") }
+                if case let .refused(problem) = await serving.reload(serving.service) {
+                    Log.error("reload refused, keeping the old config:\n\(problem)")
+                }
                 continue
             }
             if shutdown != nil {

@@ -78,6 +78,7 @@ enum Daemon {
         signals.take([SIGTERM, SIGINT])
         Log.info("batond \(BatonVersion.current) ready: \(launch.config.actions.count) actions, socket \(launch.socketPath), \(backend.describe)")
         notifier.ready(status: Self.status(of: backend.conductor))
+        ScheduleRecord.keep(launch.config, path: launch.configPath)
         try await parts.start("journal") { startJournal(backend, metrics: metrics, host: launch.config.fleet?.host) }
         try await parts.start("systemd") { startReports(notifier, backend) }
         try await parts.start("fleet and retention") { startUpkeep(backend, configBox) }
@@ -174,26 +175,34 @@ enum Daemon {
         }
     }
 
-    /// Reads the config again; applies it whole, or refuses it whole and returns why.
-    static func reload(path: String, into service: Service, current: ConfigBox, socket: String, limits: LimitSupport) -> String? {
+    /// Reads the config again; applies it whole and says what it warns of (each warning also
+    /// logged), or refuses it whole and says why.
+    static func reload(path: String, into service: Service, current: ConfigBox, socket: String, limits: LimitSupport) -> ReloadOutcome {
         do {
             let config = try Config.load(path: path)
             try config.checkLimits(limits, file: path)
-            for warning in config.warnings { Log.warning(warning) }
             service.install(generation(config, socket: socket))
             let old = current.swap(config)
-            if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {
-                Log.warning("socket and database settings change only at restart")
-            }
-            // On a socket systemd passed, `listen` only documents the address: nothing to move.
-            if old.webhooks?.listen != config.webhooks?.listen && SocketActivation.passed.webhooks == nil {
-                Log.warning("webhooks.listen changes only at restart (the hooks themselves were reloaded)")
-            }
+            let warnings = config.warnings + restartWarnings(old: old, new: config, webhooksPassed: SocketActivation.passed.webhooks != nil)
+            for warning in warnings { Log.warning(warning) }
             Log.info("reloaded \(path): \(config.actions.count) actions")
-            return nil
+            return .applied(warnings: warnings)
         } catch {
-            return "\(error)"
+            return .refused("\(error)")
         }
+    }
+
+    /// The settings a reload cannot apply, changed between `old` and `new`: said, not silently kept.
+    static func restartWarnings(old: Config, new config: Config, webhooksPassed: Bool) -> [String] {
+        var warnings: [String] = []
+        if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {
+            warnings.append("socket and database settings change only at restart")
+        }
+        // On a socket systemd passed, `listen` only documents the address: nothing to move.
+        if old.webhooks?.listen != config.webhooks?.listen && !webhooksPassed {
+            warnings.append("webhooks.listen changes only at restart (the hooks themselves were reloaded)")
+        }
+        return warnings
     }
 
     /// What requests are served against: the config's actions, and its access rules with the

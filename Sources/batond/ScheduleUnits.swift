@@ -22,7 +22,7 @@ enum ScheduleUnits {
         guard !action.schedules.isEmpty else { return [] }
         let header = """
             # Written by baton-schedule-generator from \(config): change the action's schedule there
-            # and run `baton reload` (or systemctl daemon-reload); edits here are lost.
+            # and run `sudo baton reload` (or systemctl reload batond); edits here are lost.
             """
         var timer = header + "\n[Unit]\nDescription=Baton schedule of \(action.name)\nDocumentation=man:baton.json5(5)\nSourcePath=\(config)\n\n[Timer]\n"
         for expression in action.schedules { timer += "OnCalendar=\(escape(expression))\n" }

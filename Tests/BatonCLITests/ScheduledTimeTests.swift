@@ -63,9 +63,12 @@ struct ScheduledTimeTests {
         let plain = RunSnapshot(id: 9, action: "b", key: "b", phase: .success, policy: .reject, params: [:], trigger: nil, queuedAt: Self.t)
         var info = ActionInfo(name: "b", description: nil, exec: [], policy: .reject, policies: [], timeout: nil, params: [:], keyParams: [])
         info.schedules = ["*:0/1"]
-        let row = SchedulesCommand.row(info, next: Self.t + .seconds(120), runs: [plain, b, a])
-        #expect(row == SchedulesCommand.Row(action: "b", schedules: ["*:0/1"], next: Self.t + .seconds(120), lastSlot: b.slot, run: 4,
-                                            phase: .failure))
-        #expect(SchedulesCommand.row(info, next: nil, runs: [plain]).run == nil)
+        let timer = TimerState(unit: "baton-schedule-b.timer", load: "loaded", active: "active", sub: "waiting", result: "success",
+                               next: Self.t + .seconds(120), lastTrigger: Self.t + .seconds(60))
+        let row = SchedulesCommand.row(info, timer: timer, runs: [plain, b, a])
+        #expect(row == SchedulesCommand.Row(action: "b", schedules: ["*:0/1"], timer: timer, next: Self.t + .seconds(120),
+                                            lastTrigger: Self.t + .seconds(60), lastSlot: b.slot, run: 4, phase: .failure))
+        let bare = SchedulesCommand.row(info, timer: nil, runs: [plain])
+        #expect(bare.run == nil && bare.next == nil && bare.timer == nil)
     }
 }

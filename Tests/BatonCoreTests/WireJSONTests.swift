@@ -43,7 +43,9 @@ struct WireJSONTests {
         status.storeProblem = "disk full"
         status.processTree = "cgroup"
         full.runs?.append(Self.complete)
-        return [full, update, ping, busy, Response(id: .text(""), ok: nil), status]
+        var reloaded = Response(id: .number(4))
+        reloaded.warnings = ["webhooks.listen changes only at restart", "a \"quoted\"\nline"]
+        return [full, update, ping, busy, Response(id: .text(""), ok: nil), status, reloaded]
     }
 
     /// An action with every field set (`everyFieldSet` keeps it so when a field is added).
@@ -56,6 +58,7 @@ struct WireJSONTests {
         info.allowed = [.read, .trigger]
         info.schedules = ["*-*-* 03:00:00", "Mon *-*-* 12:00"]
         info.scheduleJitter = 300_000_000
+        info.catchUp = true
         info.locks = [LockClaim("db"), LockClaim("heavy-io", limit: 2)]
         info.cooldown = 600_000_000
         info.force = true

@@ -27,7 +27,7 @@ struct StatusRulesTests {
                                        success(3, "dev", endedAgo: 300), success(4, "dev", endedAgo: 60)])
         let generation = Generation(actions: conductor.configuredActions(), access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0)
         let service = Service(conductor: conductor, history: FakeHistory(), journal: store, generation: generation,
-                              hooks: Service.Hooks(reload: { _ in nil }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
+                              hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
         let caller = Recorder(uid: 0)
         service.received(.line(Array(#"{"op":"status"}"#.utf8)), from: caller)
         let answer = try #require(await caller.answer())

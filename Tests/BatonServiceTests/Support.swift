@@ -135,7 +135,7 @@ struct Fixture {
         }
         let generation = Generation(actions: actions, access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0)
         service = Service(conductor: conductor, history: history, journal: store, generation: generation,
-                          hooks: Service.Hooks(reload: { _ in "reloads are refused in this test" }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
+                          hooks: Service.Hooks(reload: { _ in .refused("reloads are refused in this test") }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
     }
 
     /// Sends one request line as `caller` and returns its final answer.

@@ -64,6 +64,7 @@ struct SystemdTests {
         for unit in ["batond.service", "batond.socket", "batond-webhooks.socket"] {
             let text = try String(contentsOf: Self.unitDirectory.appendingPathComponent(unit), encoding: .utf8)
                 .replacingOccurrences(of: "/usr/local/bin/batond", with: Binaries.batond)
+                .replacingOccurrences(of: "/usr/local/bin/baton ", with: Binaries.baton + " ")
             try text.write(toFile: directory + "/" + unit, atomically: true, encoding: .utf8)
         }
         // The units' Documentation= names the man pages: verify finds them in the repo's sources.
@@ -79,7 +80,7 @@ struct SystemdTests {
         #expect(result.code == 0, "\(result.stderr)")
         #expect(!result.stderr.contains("batond."), "\(result.stderr)")
         let service = try String(contentsOf: Self.unitDirectory.appendingPathComponent("batond.service"), encoding: .utf8)
-        for line in ["Type=notify", "WatchdogSec=", "ExecReload=/bin/sh -c 'kill -HUP \"$MAINPID\"'", "StateDirectory=baton", "RuntimeDirectory=baton",
+        for line in ["Type=notify", "WatchdogSec=", "ExecReload=/usr/local/bin/baton reload\n", "StateDirectory=baton", "RuntimeDirectory=baton",
                      "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes"] {
             #expect(service.contains(line), "batond.service lacks \(line)")
         }
@@ -247,10 +248,10 @@ struct SystemdTests {
 
         // The unit runs the installed batond with the installed config; it verifies against the tree.
         let service = try String(contentsOfFile: stage + "/usr/lib/systemd/system/batond.service", encoding: .utf8)
-        #expect(service.contains("ExecStart=/usr/bin/batond --config /etc/baton/baton.json5"))
+        #expect(service.contains("ExecStart=/usr/bin/batond --config /etc/baton/baton.json5") && service.contains("ExecReload=/usr/bin/baton reload\n"))
         let units = stage + "/verify"
         try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
-        try service.replacingOccurrences(of: "/usr/bin/batond", with: stage + "/usr/bin/batond")
+        try service.replacingOccurrences(of: "=/usr/bin/", with: "=" + stage + "/usr/bin/")
             .write(toFile: units + "/batond.service", atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(atPath: stage + "/usr/lib/systemd/system/batond.socket", toPath: units + "/batond.socket")
         let verify = try execute("/usr/bin/systemd-analyze", ["verify", units + "/batond.service", units + "/batond.socket"],

@@ -41,6 +41,7 @@ extension JSONBytes {
             case "storeProblem": return reader.into(&response.storeProblem) { $0.string() }
             case "processTree": return reader.into(&response.processTree) { $0.string() }
             case "metrics": return reader.into(&response.metrics) { $0.string() }
+            case "warnings": return reader.into(&response.warnings) { $0.stringArray() }
             case "version": return reader.into(&response.version) { $0.string() }
             case "pid": return reader.into(&response.pid) { $0.integer(as: Int32.self) }
             default: return false

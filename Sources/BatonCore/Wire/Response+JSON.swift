@@ -43,6 +43,7 @@ extension Response {
         json.field("storeProblem", storeProblem)
         json.field("processTree", processTree)
         json.field("metrics", metrics)
+        if let warnings { json.key("warnings"); json.strings(warnings) }
         json.field("version", version)
         json.field("pid", pid)
         json.endObject()
@@ -176,6 +177,7 @@ extension ActionInfo {
         if let allowed { json.key("allowed"); json.strings(allowed.map(\.rawValue)) }
         if let schedules { json.key("schedules"); json.strings(schedules) }
         json.field("scheduleJitter", scheduleJitter)
+        json.field("catchUp", catchUp)
         if let locks {
             json.key("locks")
             json.beginArray()

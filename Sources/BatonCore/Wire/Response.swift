@@ -39,6 +39,9 @@ public struct Response: Codable, Sendable {
     /// output: where the output sent ends (the next `from`), and how many bytes the history dropped.
     public var outputEnd: Int64?
     public var outputDropped: Int64?
+    /// reload: what batond warns of in the config it applied (a setting that changes only at
+    /// restart, a deprecated field), each a sentence; absent when there is nothing to say.
+    public var warnings: [String]?
     /// ping: the daemon's version and pid.
     public var version: String?
     public var pid: Int32?
@@ -128,6 +131,8 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public var schedules: [String]?
     /// actions and status: the most a scheduled firing is delayed at random, in microseconds.
     public var scheduleJitter: Int64?
+    /// actions and status: true where a firing missed while the machine was off runs at boot (`catchUp`).
+    public var catchUp: Bool?
     /// actions and status: the locks its runs take to start, each with its limit, when it has any.
     public var locks: [LockClaim]?
     /// actions and status: the action's cooldown window, in microseconds, when it has one.
@@ -161,6 +166,7 @@ public struct ActionInfo: Codable, Sendable, Equatable {
                   keyParams: action.keyParams)
         schedules = action.schedules.isEmpty ? nil : action.schedules
         scheduleJitter = action.scheduleJitter?.microseconds
+        catchUp = action.catchUp && !action.schedules.isEmpty ? true : nil
         locks = action.locks.isEmpty ? nil : action.locks
         cooldown = action.cooldown?.microseconds
         force = action.allowsForce ? true : nil
