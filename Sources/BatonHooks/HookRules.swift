@@ -63,7 +63,7 @@ public struct HookRules: Sendable, Equatable {
     /// The first condition the body does not meet; nil when it meets them all.
     public func ignoring(_ payload: Payload) -> Ignored? {
         for condition in when {
-            let shown = condition.values.map(Action.quoted).joined(separator: " or ")
+            let shown = condition.values.map(Self.quoted).joined(separator: " or ")
             guard let value = condition.pointer.resolve(in: payload) else {
                 return Ignored(reason: .when, message: "\(condition.pointer) is absent, not \(shown)")
             }
@@ -71,20 +71,30 @@ public struct HookRules: Sendable, Equatable {
                 return Ignored(reason: .when, message: "\(condition.pointer) is not a string, number or boolean, not \(shown)")
             }
             if !condition.values.contains(text) {
-                return Ignored(reason: .when, message: "\(condition.pointer) is \(Action.quoted(text)), not \(shown)")
+                return Ignored(reason: .when, message: "\(condition.pointer) is \(Self.quoted(text)), not \(shown)")
             }
         }
         return nil
     }
 
     /// The first param, by name, whose value the action's pattern refuses; nil when none is.
-    /// A value too long to be a param is left to the action's check (a 400).
+    /// A value that can be no param (too long, a line break, a NUL) is left to the action's
+    /// check, which refuses it (400) as it would from any trigger.
     public func ignoring(params: [String: String]) -> Ignored? {
         for (name, value) in params.sorted(by: { $0.key < $1.key }) {
-            guard let pattern = patterns[name], value.utf8.count <= Action.maxValueLength, !pattern.matches(value) else { continue }
-            return Ignored(reason: .param, message: "param \(name): \(Action.quoted(value)) does not match \(pattern)")
+            guard let pattern = patterns[name], value.utf8.count <= Action.maxValueLength,
+                  !value.unicodeScalars.contains(where: { $0 == "\n" || $0 == "\r" || $0 == "\0" }), !pattern.matches(value) else { continue }
+            return Ignored(reason: .param, message: "param \(name): \(Self.quoted(value)) does not match \(pattern)")
         }
         return nil
+    }
+
+    /// A value from the body as a message shows it: a JSON string of its first 80 characters,
+    /// control characters escaped, so that the log line it goes to stays one line.
+    static func quoted(_ value: String) -> String {
+        var bytes: [UInt8] = []
+        JSONWriter.appendString(String(value.prefix(80)), to: &bytes)
+        return String(decoding: bytes, as: UTF8.self) + (value.count > 80 ? "…" : "")
     }
 }
 

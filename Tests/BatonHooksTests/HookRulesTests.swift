@@ -95,6 +95,8 @@ struct HookRulesTests {
         Row(name: "Gitea's own field where X-GitHub-Event is missing", target: "/hooks/gh", event: [("X-Gitea-Event", "push")], outcome: .run(main)),
         Row(name: "a push to a branch the action's pattern refuses is ignored, not 400", target: "/hooks/gh", event: [(github, "push")],
             body: #"{"ref":"refs/heads/feature-x"}"#, outcome: .ignored(.param)),
+        Row(name: "a branch with a line break goes to the press, whose check refuses it (400) as from any trigger", target: "/hooks/gh", event: [(github, "push")],
+            body: #"{"ref":"refs/heads/x\ny"}"#, outcome: .run(["env": "refs/heads/x\ny"])),
         Row(name: "a push that is no JSON is still 400", target: "/hooks/gh", event: [(github, "push")], body: "ref=main", outcome: .status(400)),
         Row(name: "a push whose /ref is an object is still 400", target: "/hooks/gh", event: [(github, "push")], body: #"{"ref":{}}"#, outcome: .status(400)),
         Row(name: "when: a push to main runs", target: "/hooks/main", event: [(github, "push")], outcome: .run(main)),
@@ -125,18 +127,22 @@ struct HookRulesTests {
         Row(name: "events [nightly]: an event that is no name is ignored", target: "/hooks/nightly", event: [(baton, "night/ly")], outcome: .ignored(.event)),
     ]
 
+    static func row(_ name: String) -> Row { rows.first { $0.name == name }! }
+
     @Test("each delivery runs, is pong, is ignored or refused", arguments: rows)
     func decision(_ row: Row) {
         #expect(Self.outcome(Self.decide(row)) == row.outcome)
     }
 
     @Test("an ignored delivery's answer names what passed it over", arguments: [
-        (rows[5], "event issues is not one this hook takes (push)"),
-        (rows[7], "no X-GitHub-Event names the event; this hook takes push"),
-        (rows[10], #"param env: "refs/heads/feature-x" does not match refs/heads/(main|release)"#),
-        (rows[14], #"/ref is "refs/heads/release", not "refs/heads/main""#),
-        (rows[15], #"/ref is absent, not "refs/heads/main""#),
-        (rows[19], #"/number is "9", not "7" or "8""#),
+        (row("an issues event is ignored"), "event issues is not one this hook takes (push)"),
+        (row("a request naming no event is not a push"), "no X-GitHub-Event names the event; this hook takes push"),
+        (row("a push to a branch the action's pattern refuses is ignored, not 400"), #"param env: "refs/heads/feature-x" does not match refs/heads/(main|release)"#),
+        (row("when: a push to release, which the pattern takes, is ignored"), #"/ref is "refs/heads/release", not "refs/heads/main""#),
+        (row("when: a body without /ref is ignored"), #"/ref is absent, not "refs/heads/main""#),
+        (row("when: one condition of two fails"), #"/number is "9", not "7" or "8""#),
+        (Row(name: "a line break in the body's value", target: "/hooks/main", event: [(github, "push")], body: #"{"ref":"refs/heads/x\nwebhook gh: run"}"#,
+             outcome: .ignored(.when)), #"/ref is "refs/heads/x\nwebhook gh: run", not "refs/heads/main""#),
     ])
     func messages(_ row: Row, _ message: String) throws {
         guard case let .ignored(hook, ignored) = Self.decide(row) else { Issue.record("not ignored"); return }
