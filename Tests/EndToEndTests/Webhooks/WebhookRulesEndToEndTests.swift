@@ -7,12 +7,14 @@ import Testing
 /// branches its action's pattern refuses, and runs the push it is for.
 @Suite("End to end: webhook rules", .serialized)
 struct WebhookRulesEndToEndTests {
-    /// The hooks: GitHub's with the default events (push), GitLab's for pushes to main only.
+    /// The hooks: GitHub's with the default events (push) and one press an hour, GitLab's for
+    /// pushes to main only.
     static func config(secrets: String, prefix: String = "") -> String {
         """
         { \(prefix) socketMode: "0666", shutdownGrace: "1s", metrics: { listen: "127.0.0.1:0" },
           webhooks: { listen: "127.0.0.1:0", hooks: {
-            gh: { action: "deploy", secret: { file: "\(secrets)/gh.secret" }, signature: "github", params: { env: "/ref" } },
+            gh: { action: "deploy", secret: { file: "\(secrets)/gh.secret" }, signature: "github", params: { env: "/ref" },
+                  rateLimit: { requests: 1, per: "1h" } },
             gl: { action: "deploy", secret: { file: "\(secrets)/gl.secret" }, signature: "gitlab", params: { env: "/ref" },
                   events: ["Push Hook"], when: { "/ref": "refs/heads/main" } } } },
           actions: { deploy: { exec: ["sh", "-c", "echo deploying $BATON_PARAM_ENV"], policy: "queue",
@@ -41,7 +43,7 @@ struct WebhookRulesEndToEndTests {
         try daemon.baton("history", "--action", "deploy", "--json").stdout.components(separatedBy: "\"id\"").count - 1
     }
 
-    @Test("GitHub: ping is 200 pong, issues and a push to a branch deploy refuses are 202 ignored (again when redelivered), a push to main runs")
+    @Test("GitHub: ping is 200 pong, issues and a push to a branch deploy refuses are 202 ignored (again when redelivered, not rate limited), a push to main runs")
     func github() throws {
         let secrets = try Self.secrets()
         defer { try? FileManager.default.removeItem(atPath: secrets) }
@@ -63,6 +65,9 @@ struct WebhookRulesEndToEndTests {
                                           headers: ["X-GitHub-Event": "push", "X-GitHub-Delivery": "m-1"], in: secrets)
         #expect(main.status == 200 && main.json["phase"] as? String == "success", "\(main.body)")
         #expect(try Self.runs(daemon) == 1)
+        // The pings and ignored deliveries used none of the hour's one press: the push had it, the next is 429.
+        let next = try Self.github(base, "push", delivery: "m-2", ref: "refs/heads/main", secrets: secrets)
+        #expect(next.status == 429, "\(next.body)")
         #expect(daemon.stderr.contains("webhook gh from 127.0.0.1, delivery i-1: ignored, event issues is not one this hook takes (push)"), "\(daemon.stderr)")
         #expect(daemon.stderr.contains("webhook gh from 127.0.0.1, delivery p-1: ping, answered pong"), "\(daemon.stderr)")
         let metrics = try MetricsEndToEndTests.TCP.exchange(try MetricsEndToEndTests.port(of: daemon), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
