@@ -15,8 +15,11 @@ public struct HookRules: Sendable, Equatable {
 
     /// The value at `pointer` is one of `values`, compared as a param's text (`42`, `true`).
     public struct Condition: Sendable, Equatable {
+        /// Where in the body.
         public var pointer: JSONPointer
+        /// The texts taken there, any one of them.
         public var values: [String]
+        /// The condition that the value at `pointer` is one of `values`.
         public init(_ pointer: JSONPointer, _ values: [String]) {
             self.pointer = pointer
             self.values = values
@@ -25,15 +28,23 @@ public struct HookRules: Sendable, Equatable {
 
     /// Why a delivery was ignored: a word for the metrics' label, and a sentence for its sender.
     public struct Ignored: Sendable, Equatable {
+        /// Which rule passed it over.
         public var reason: Reason
+        /// What was wrong with it, for its sender and the log: the event, the pointer or the param.
         public var message: String
     }
 
     /// What passed a delivery over: a few words, so a metric's series stay few.
     public enum Reason: String, Sendable, CaseIterable {
-        case event, when, param
+        /// The event is not one the hook takes.
+        case event
+        /// The body fails a condition of `when`.
+        case when
+        /// A param's value fails its action's pattern.
+        case param
     }
 
+    /// Rules from their parts; `events` nil takes every request.
     public init(events: Set<String>?, when: [Condition] = [], patterns: [String: ParamPattern] = [:]) {
         self.events = events
         self.when = when

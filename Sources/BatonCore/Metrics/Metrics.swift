@@ -25,6 +25,7 @@ public final class Metrics: Sendable {
         public var code: Int
     }
 
+    /// One series of `baton_webhook_ignored_total`.
     public struct WebhookIgnoredCount: Hashable, Sendable {
         /// The hook's name.
         public var hook: String
