@@ -1,7 +1,7 @@
 import BatonCore
 
 /// One webhook of the config: `POST /hooks/NAME` presses `action`, signed by `signature` with
-/// `secret`, with params taken from the JSON body.
+/// `secret`, with params taken from the JSON body, for the deliveries its `rules` take.
 public struct Hook: Sendable, Equatable {
     public var name: String
     public var action: String
@@ -11,6 +11,8 @@ public struct Hook: Sendable, Equatable {
     public var params: [String: JSONPointer]
     /// At most this many requests per `per` (a token bucket that holds `requests`); nil: no limit.
     public var rateLimit: RateLimit?
+    /// Which deliveries press the action; the others are ignored (202, no run).
+    public var rules: HookRules
 
     /// A rate: `requests` per `per`.
     public struct RateLimit: Sendable, Equatable {
@@ -23,13 +25,15 @@ public struct Hook: Sendable, Equatable {
     }
 
     public init(name: String, action: String, secret: Secret, signature: SignatureScheme, params: [String: JSONPointer] = [:],
-                rateLimit: RateLimit? = nil) {
+                rateLimit: RateLimit? = nil, rules: HookRules? = nil) {
         self.name = name
         self.action = action
         self.secret = secret
         self.signature = signature
         self.params = params
         self.rateLimit = rateLimit
+        // nil: the scheme's defaults (a forge's pushes; every request of one's own).
+        self.rules = rules ?? HookRules(for: signature)
     }
 
     /// The token that reads run `run` of this hook at its status URL: HMAC-SHA256 of the hook's

@@ -7,8 +7,13 @@ import BatonIPC
 /// 1. The head alone (`route`): a known hook's path (404), its one method (405), a body with a
 ///    Content-Length within `bodyLimit` (411, 413). Nothing is read before this passes.
 /// 2. With the body (`decide`): the hook's signature over it (401, the same answer whatever
-///    failed), then the delivery id, `?wait=`, and the params by JSON Pointer (400, which may
-///    say what is wrong: the sender has proven it holds the secret).
+///    failed: an unsigned sender learns nothing of the rules), then the delivery id and `?wait=`
+///    (400, which may say what is wrong: the sender has proven it holds the secret).
+/// 3. The hook's rules (`HookRules`): a `ping` is answered `pong` (200); an event the hook does
+///    not take, a body that fails its `when`, or a param its action's pattern refuses is ignored
+///    (202, the reason named). Only then the params by JSON Pointer (400 for a value that is no
+///    param, or a body that is no JSON) and the trigger. None of these makes a run, on one host
+///    or in a fleet: the press comes after.
 public struct HookGate: Sendable {
     public var hooks: [String: Hook]
     public var bodyLimit: Int
@@ -36,6 +41,10 @@ public struct HookGate: Sendable {
         /// Read run `run` of hook `hook`, if it is that hook's.
         case status(hook: String, action: String, run: Int64)
         case answer(HookAnswer)
+        /// A ping: answer `HookRules.pong`, no run.
+        case pong(hook: String)
+        /// An authenticated delivery the hook's rules pass over: answer 202, no run.
+        case ignored(hook: String, HookRules.Ignored)
     }
 
     /// The longest delivery id taken.
@@ -95,7 +104,7 @@ public struct HookGate: Sendable {
         !text.isEmpty && text.utf8.count <= maxDeliveryLength && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
-    /// An authenticated trigger's delivery id, wait and params.
+    /// An authenticated trigger's delivery id and wait, its hook's rules, then its params.
     private func trigger(_ hook: Hook, _ head: HTTPRequestHead, _ body: [UInt8]) -> Decision {
         let delivery = Self.deliveryFields.lazy.compactMap { head.field($0) }.first
         if let delivery, !Self.isDeliveryID(delivery) {
@@ -106,19 +115,30 @@ public struct HookGate: Sendable {
         case .failure(let problem): return .answer(HookAnswer(status: 400, message: problem.message))
         case .success(let given): wait = given.map { min($0, maxWait) }
         }
+        let event = DeliveryEvent.of(head, hook.signature)
+        if event == .event(DeliveryEvent.ping) { return .pong(hook: hook.name) }
+        if let ignored = hook.rules.ignoring(event, hook.signature) { return .ignored(hook: hook.name, ignored) }
         var params: [String: String] = [:]
-        if !hook.params.isEmpty {
+        if !hook.params.isEmpty || !hook.rules.when.isEmpty {
             guard let payload = Payload.read(body) else { return .answer(HookAnswer(status: 400, message: "the body is not JSON")) }
-            for (name, pointer) in hook.params.sorted(by: { $0.key < $1.key }) {
-                // A value the payload lacks is left out: the action's default, or its "required" error.
-                guard let value = pointer.resolve(in: payload) else { continue }
-                guard let text = value.paramText else {
-                    return .answer(HookAnswer(status: 400, message: "param \(name): \(pointer) is not a string, number or boolean"))
-                }
-                params[name] = text
-            }
+            if let ignored = hook.rules.ignoring(payload) { return .ignored(hook: hook.name, ignored) }
+            if let refusal = Self.take(hook, payload, into: &params) { return .answer(refusal) }
+            if let ignored = hook.rules.ignoring(params: params) { return .ignored(hook: hook.name, ignored) }
         }
         return .trigger(HookTrigger(hook: hook.name, action: hook.action, params: params, delivery: delivery, wait: wait))
+    }
+
+    /// Takes the hook's params from the body, each by its pointer; a 400 for a value that is none.
+    static func take(_ hook: Hook, _ payload: Payload, into params: inout [String: String]) -> HookAnswer? {
+        for (name, pointer) in hook.params.sorted(by: { $0.key < $1.key }) {
+            // A value the payload lacks is left out: the action's default, or its "required" error.
+            guard let value = pointer.resolve(in: payload) else { continue }
+            guard let text = value.paramText else {
+                return HookAnswer(status: 400, message: "param \(name): \(pointer) is not a string, number or boolean")
+            }
+            params[name] = text
+        }
+        return nil
     }
 
     /// Why a query is not taken.

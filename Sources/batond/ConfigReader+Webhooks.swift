@@ -6,7 +6,7 @@ import Glibc
 
 extension ConfigReader {
     private static let webhookFields: Set<String> = ["listen", "trustedProxies", "maxBody", "hooks"]
-    private static let hookFields: Set<String> = ["action", "secret", "signature", "params", "rateLimit"]
+    private static let hookFields: Set<String> = ["action", "secret", "signature", "params", "rateLimit", "events", "when"]
 
     /// `webhooks: { listen: "127.0.0.1:9470", trustedProxies: ["127.0.0.1"], hooks: { … } }`;
     /// each hook is checked against `actions` (its action, and the params it fills).
@@ -70,8 +70,13 @@ extension ConfigReader {
         if fields["secret"] == nil { fail(path + ".secret", "missing: { file: \"/etc/baton/hooks/\(name).secret\" } or { credential: \"NAME\" }") }
         let params = fields["params"].map { self.hookParams($0, at: path + ".params", action: action) } ?? [:]
         let rateLimit = fields["rateLimit"].flatMap { self.rateLimit($0, at: path + ".rateLimit") }
+        let events = fields["events"].map { self.hookEvents($0, at: path + ".events") }
+        let when = fields["when"].map { self.hookConditions($0, at: path + ".when") } ?? []
         guard let action, let scheme, let secret else { return nil }
-        return Hook(name: name, action: action.name, secret: secret, signature: scheme, params: params, rateLimit: rateLimit)
+        // A param's pattern is the action's: kept with the hook, so a value it refuses is ignored before the press.
+        let rules = HookRules(events: events ?? DeliveryEvent.defaults(scheme), when: when,
+                              patterns: params.keys.reduce(into: [:]) { $0[$1] = action.params[$1]?.pattern })
+        return Hook(name: name, action: action.name, secret: secret, signature: scheme, params: params, rateLimit: rateLimit, rules: rules)
     }
 
     /// `{ env: "/ref" }`: each a param the action declares, with a JSON Pointer into the body.

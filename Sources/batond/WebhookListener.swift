@@ -45,6 +45,8 @@ final class WebhookListener: Sendable {
                 switch gate.decide(route, head, body: body, now: Int64(Date().timeIntervalSince1970)) {
                 case let .answer(refusal): answer(refusal, hook: Self.hookName(head.path, in: config), exchange)
                 case let .status(hook, action, run): status(hook, action: action, run: run, exchange)
+                case let .pong(hook): pong(hook, config, head, from: address, exchange)
+                case let .ignored(hook, ignored): ignore(hook, ignored, head, from: address, exchange)
                 case let .trigger(trigger):
                     // Counted once authenticated: an outsider who knows a hook's name cannot use up its budget.
                     let hook = config.hooks[trigger.hook]
@@ -184,6 +186,23 @@ final class WebhookListener: Sendable {
 
     // MARK: Answers
 
+    /// A ping: `pong`, and the events the hook takes. No run, no delivery recorded.
+    private func pong(_ name: String, _ config: WebhookConfig, _ head: HTTPRequestHead, from address: String, _ exchange: HTTPExchange) {
+        guard let hook = config.hooks[name] else { return answer(.notFound, hook: "", exchange) }
+        Log.info("webhook \(name) from \(address)\(Self.delivery(head)): ping, answered pong")
+        service.metrics.webhookAnswered(hook: name, code: 200)
+        exchange.answer(hook.rules.pong(hook: name))
+    }
+
+    /// A delivery the hook's rules pass over: 202 with the reason, counted and logged, no run.
+    /// Nothing is recorded for its delivery id: a redelivery is decided again, by the rules then.
+    private func ignore(_ hook: String, _ ignored: HookRules.Ignored, _ head: HTTPRequestHead, from address: String, _ exchange: HTTPExchange) {
+        Log.info("webhook \(hook) from \(address)\(Self.delivery(head)): ignored, \(ignored.message)")
+        service.metrics.webhookIgnored(hook: hook, reason: ignored.reason.rawValue)
+        service.metrics.webhookAnswered(hook: hook, code: 202)
+        exchange.answer(ignored.response)
+    }
+
     /// 200 for success, 500 for failure or cancellation.
     static func outcomeCode(_ run: RunSnapshot) -> Int { run.phase == .success ? 200 : 500 }
 
@@ -208,6 +227,11 @@ final class WebhookListener: Sendable {
     private func answer(_ answer: HookAnswer, hook: String, _ exchange: HTTPExchange) {
         service.metrics.webhookAnswered(hook: hook, code: answer.status)
         exchange.answer(answer.response)
+    }
+
+    /// `, delivery ID` for a log line, when the request names one (the gate has checked its form).
+    static func delivery(_ head: HTTPRequestHead) -> String {
+        HookGate.deliveryFields.lazy.compactMap { head.field($0) }.first.map { ", delivery \($0)" } ?? ""
     }
 
     /// The answer for a press the service refused: after authentication, so it may say why.

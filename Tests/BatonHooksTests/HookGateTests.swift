@@ -111,7 +111,8 @@ struct HookGateTests {
 
     @Test("a GitLab token, ?wait= and an Idempotency-Key")
     func gitlab() {
-        let head = Self.head("POST", "/hooks/gl?wait=30s", [("X-Gitlab-Token", "It's a Secret to Everybody"), ("Idempotency-Key", "k1")], body: Self.push)
+        let head = Self.head("POST", "/hooks/gl?wait=30s", [("X-Gitlab-Token", "It's a Secret to Everybody"), ("X-Gitlab-Event", "Push Hook"),
+                                                            ("Idempotency-Key", "k1")], body: Self.push)
         #expect(Self.decide(head, Self.push) == .trigger(HookTrigger(hook: "gl", action: "deploy", params: ["env": "refs/heads/main"],
                                                                        delivery: "k1", wait: .seconds(30))))
     }
@@ -146,7 +147,7 @@ struct HookGateTests {
         ("/hooks/gh", Array("ref=main".utf8), "not JSON"), ("/hooks/gh", Array(#"{"ref": {"name": "main"}}"#.utf8), "param env: /ref"),
     ])
     func badRequest(_ target: String, _ body: [UInt8], _ message: String) {
-        let decision = Self.decide(Self.head("POST", target, [("X-Hub-Signature-256", Self.github(body))], body: body), body)
+        let decision = Self.decide(Self.head("POST", target, [("X-GitHub-Event", "push"), ("X-Hub-Signature-256", Self.github(body))], body: body), body)
         guard case let .answer(answer) = decision else { Issue.record("served: \(decision)"); return }
         #expect(answer.status == 400)
         #expect(answer.message.contains(message))
@@ -155,7 +156,7 @@ struct HookGateTests {
     @Test("a param the payload lacks is left to the action's default or its required error")
     func missingParam() {
         let body = Array(#"{"zen": "Keep it logically awesome."}"#.utf8)
-        let decision = Self.decide(Self.head("POST", "/hooks/gh", [("X-Hub-Signature-256", Self.github(body))], body: body), body)
+        let decision = Self.decide(Self.head("POST", "/hooks/gh", [("X-GitHub-Event", "push"), ("X-Hub-Signature-256", Self.github(body))], body: body), body)
         #expect(decision == .trigger(HookTrigger(hook: "gh", action: "deploy")))
     }
 

@@ -1,4 +1,5 @@
 @testable import batond
+import BatonCore
 import BatonHooks
 import Foundation
 import Testing
@@ -37,7 +38,8 @@ struct WebhookConfigTests {
         #expect(webhooks.trustedProxies == ["127.0.0.1", "::1"])
         #expect(webhooks.hooks["github-deploy"] == Hook(name: "github-deploy", action: "deploy", secret: Secret(Array("It's a Secret to Everybody".utf8)),
                                                         signature: .github, params: ["env": try JSONPointer("/ref")],
-                                                        rateLimit: .init(requests: 30, per: .seconds(60))))
+                                                        rateLimit: .init(requests: 30, per: .seconds(60)),
+                                                        rules: HookRules(events: ["push"], patterns: ["env": try ParamPattern("refs/heads/[a-z]+")])))
         #expect(webhooks.maxBody == 256 << 10)
     }
 
@@ -61,7 +63,7 @@ struct WebhookConfigTests {
         (#"{ listen: "127.0.0.1:9470", hooks: { "a/b": { action: "deploy", secret: { file: "DIR/gh.secret" }, signature: "github" } } }"#, "webhooks.hooks.a/b: a hook name is"),
         (#"{ listen: "127.0.0.1:9470", hooks: { h: { action: "deploy", secret: { file: "DIR/gh.secret" }, signature: "github", rateLimit: { requests: 0, per: "1m" } } } }"#, "webhooks.hooks.h.rateLimit.requests:"),
         (#"{ listen: "127.0.0.1:9470", hooks: { h: { action: "deploy", secret: { file: "DIR/gh.secret" }, signature: "github", extra: 1 } } }"#, "webhooks.hooks.h.extra:"),
-    ])
+    ] + Self.ruleProblems)
     func problem(_ webhooks: String, _ expected: String) throws {
         let secrets = try Secrets()
         try secrets.write("short", "short", mode: 0o600)
@@ -69,6 +71,41 @@ struct WebhookConfigTests {
         let wanted = expected.replacingOccurrences(of: "DIR", with: secrets.directory)
         #expect(found.contains { $0.hasPrefix(wanted) }, "\(found)")
         #expect(!found.joined().contains("Secret to Everybody") || webhooks.contains("secret: \"It's"), "\(found)")
+    }
+
+    /// `events` and `when`, each wrong in one way, on a GitHub hook.
+    static let ruleProblems: [(String, String)] = [
+        (#"events: ["ping"]"#, "webhooks.hooks.h.events[0]: ping is always answered pong and never presses the action"),
+        (#"events: []"#, "webhooks.hooks.h.events: an empty list takes no event"),
+        (#"events: ["*", "push"]"#, "webhooks.hooks.h.events: \"*\" takes every request: list it alone"),
+        (#"events: ["push!"]"#, "webhooks.hooks.h.events[0]: \"push!\" is not an event name"),
+        (#"events: ["push", "Push Hook"]"#, "webhooks.hooks.h.events[1]: \"Push Hook\" is listed twice (as push)"),
+        (#"events: "push""#, "webhooks.hooks.h.events: expected an array of strings"),
+        (#"when: "refs/heads/main""#, "webhooks.hooks.h.when: expected an object of JSON Pointers and values"),
+        (#"when: { ref: "refs/heads/main" }"#, "webhooks.hooks.h.when.ref: a JSON Pointer starts with \"/\""),
+        (#"when: { "/ref": [] }"#, "webhooks.hooks.h.when./ref: an empty list matches nothing"),
+        (#"when: { "/ref": { name: "main" } }"#, "webhooks.hooks.h.when./ref: expected a string, a whole number or a boolean, got"),
+        (#"when: { "/ref": ["refs/heads/main", null] }"#, "webhooks.hooks.h.when./ref[1]: expected a string, a whole number or a boolean"),
+    ].map { (#"{ listen: "127.0.0.1:9470", hooks: { h: { action: "deploy", secret: { file: "DIR/gh.secret" }, signature: "github", "# + $0.0 + " } } }", $0.1) }
+
+    @Test("events and when: GitLab's spelling and ours are one name, \"*\" is every request, a condition takes a value or a list; the defaults by scheme")
+    func rules() throws {
+        let secrets = try Secrets()
+        let secret = #"secret: { file: "\#(secrets.directory)/gh.secret" }"#
+        let config = try parse(#"{ listen: "127.0.0.1:9470", hooks: { "#
+            + #"gl: { action: "deploy", \#(secret), signature: "gitlab", params: { env: "/ref" }, events: ["Push Hook", "tag_push"], "#
+            + #"when: { "/ref": "refs/heads/main", "/project/path_with_namespace": ["a/b", "a/c"], "/checkout_sha~1x": true, "/total_commits_count": 1 } }, "#
+            + #"gh: { action: "plain", \#(secret), signature: "github" }, all: { action: "plain", \#(secret), signature: "github", events: ["*"] }, "#
+            + #"own: { action: "plain", \#(secret), signature: "hmac-sha256" }, nightly: { action: "plain", \#(secret), signature: "hmac-sha256", events: ["nightly"] } } }"#)
+        let hooks = try #require(config.webhooks?.hooks)
+        #expect(hooks["gl"]?.rules == HookRules(events: ["push", "tag_push"], when: [
+            HookRules.Condition(try JSONPointer("/checkout_sha~1x"), ["true"]), HookRules.Condition(try JSONPointer("/project/path_with_namespace"), ["a/b", "a/c"]),
+            HookRules.Condition(try JSONPointer("/ref"), ["refs/heads/main"]), HookRules.Condition(try JSONPointer("/total_commits_count"), ["1"]),
+        ], patterns: ["env": try ParamPattern("refs/heads/[a-z]+")]))
+        #expect(hooks["gh"]?.rules == HookRules(events: ["push"]))
+        #expect(hooks["all"]?.rules == HookRules(events: nil))
+        #expect(hooks["own"]?.rules == HookRules(events: nil))
+        #expect(hooks["nightly"]?.rules == HookRules(events: ["nightly"]))
     }
 
     @Test("a secret readable by every user is taken with a warning")

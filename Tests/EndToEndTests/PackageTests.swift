@@ -219,7 +219,7 @@ struct PackageTests {
     /// POSTs a GitLab push to the container's 127.0.0.1:9470 with curl (at most 60 s): the status and the body.
     static func postHook(_ container: Container, _ path: String, token: String) async throws -> (status: Int, body: String) {
         let result = try await container.inNetwork("""
-            curl -sS --max-time 60 -w '\\n%{http_code}' -H 'X-Gitlab-Token: \(token)' -H 'Content-Type: application/json' \
+            curl -sS --max-time 60 -w '\\n%{http_code}' -H 'X-Gitlab-Token: \(token)' -H 'X-Gitlab-Event: Push Hook' -H 'Content-Type: application/json' \
                  --data-binary '{"ref":"refs/heads/main"}' 'http://127.0.0.1:9470\(path)'
             """)
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)

@@ -216,7 +216,7 @@ struct SystemdTests {
         let reloaded = activator.readStderr { $0.contains("reloaded ") || $0.contains("reload refused") }
         #expect(reloaded.contains("reloaded ") && !reloaded.contains("webhooks.listen changes only at restart"), "\(reloaded)")
         let pressed = try execute("/usr/bin/curl", ["-sS", "--max-time", "30", "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Gitlab-Token: gl-token-0123456789abcdef",
-                                                    "--data-binary", "{}", "http://\(address)/hooks/gl?wait=10s"])
+                                                    "-H", "X-Gitlab-Event: Push Hook", "--data-binary", "{}", "http://\(address)/hooks/gl?wait=10s"])
         #expect(pressed.stdout == "200", "\(pressed.stdout) \(pressed.stderr)")
         activator.stop()
     }

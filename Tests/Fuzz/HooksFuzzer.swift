@@ -1,7 +1,8 @@
 // libFuzzer target: what the webhook listener makes of a request (head, then body): the head
 // parser, then HookGate's route and decision. Any bytes must end in an answer or a trigger, never
-// a crash; a trigger only with the hook's signature over the very body (checked here apart from
-// the gate), every 401 the same answer, and a status read only with its run's token or a signature.
+// a crash; a trigger, a pong or an ignored delivery only with the hook's signature over the very
+// body (checked here apart from the gate: an unsigned sender learns nothing of the rules), every
+// 401 the same answer, and a status read only with its run's token or a signature.
 import BatonCore
 import BatonHooks
 import BatonIPC
@@ -9,7 +10,9 @@ import BatonIPC
 let fuzzSecret = Secret(Array("fuzz-secret-0123456789".utf8))
 let fuzzNow: Int64 = 1_764_600_000
 let fuzzHooks = HookGate(hooks: [
-    "gh": Hook(name: "gh", action: "deploy", secret: fuzzSecret, signature: .github, params: ["env": try! JSONPointer("/ref")]),
+    "gh": Hook(name: "gh", action: "deploy", secret: fuzzSecret, signature: .github, params: ["env": try! JSONPointer("/ref")],
+               rules: HookRules(events: ["push", "tag_push"], when: [.init(try! JSONPointer("/repository/full_name"), ["a/b", "a/c"])],
+                                patterns: ["env": try! ParamPattern("refs/heads/(main|release)")])),
     "gl": Hook(name: "gl", action: "deploy", secret: fuzzSecret, signature: .gitlab, params: ["env": try! JSONPointer("/ref")]),
     "ci": Hook(name: "ci", action: "ci", secret: fuzzSecret, signature: .hmacSHA256, params: ["n": try! JSONPointer("/a~1b/0")]),
 ], bodyLimit: 1_024)
@@ -50,6 +53,9 @@ public func fuzzHooks(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             guard case let .trigger(hook) = route else { preconditionFailure("a trigger from a status URL") }
             precondition(fuzzSigned(hook, head, body), "a trigger only with the hook's signature over the body")
             precondition(trigger.action == hook.action && Set(trigger.params.keys).isSubset(of: Set(hook.params.keys)))
+        case let .pong(name), let .ignored(name, _):
+            guard case let .trigger(hook) = route else { preconditionFailure("a pong or an ignored delivery from a status URL") }
+            precondition(name == hook.name && fuzzSigned(hook, head, body), "a pong or an ignored delivery only once signed")
         case let .status(name, action, run):
             guard case let .status(hook, id) = route else { preconditionFailure("a status read from a trigger URL") }
             precondition(name == hook.name && action == hook.action && run == id)

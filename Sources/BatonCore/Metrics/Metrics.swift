@@ -25,6 +25,14 @@ public final class Metrics: Sendable {
         public var code: Int
     }
 
+    /// One series of `baton_webhook_ignored_total`.
+    public struct WebhookIgnoredCount: Hashable, Sendable {
+        /// The hook's name.
+        public var hook: String
+        /// What passed the delivery over: event, when or param (`HookRules.Reason`).
+        public var reason: String
+    }
+
     /// Everything counted so far.
     public struct Counts: Sendable {
         public var runs: [RunEnd: UInt64] = [:]
@@ -34,6 +42,7 @@ public final class Metrics: Sendable {
         public var memoryPeaks: [String: Histogram] = [:]
         public var triggers: [TriggerCount: UInt64] = [:]
         public var webhookRequests: [WebhookCount: UInt64] = [:]
+        public var webhookIgnored: [WebhookIgnoredCount: UInt64] = [:]
         public var commitSeconds = Histogram(bounds: Histogram.commitBounds)
         public var commitItems = Histogram(bounds: Histogram.groupBounds)
         /// The last ends and failure streaks, seeded from the history: not only since start.
@@ -82,6 +91,11 @@ public final class Metrics: Sendable {
     /// One request answered by the webhook listener.
     public func webhookAnswered(hook: String, code: Int) {
         state.withLock { $0.webhookRequests[WebhookCount(hook: hook, code: code), default: 0] += 1 }
+    }
+
+    /// One authenticated delivery a hook's rules ignored (answered 202, no run), and why.
+    public func webhookIgnored(hook: String, reason: String) {
+        state.withLock { $0.webhookIgnored[WebhookIgnoredCount(hook: hook, reason: reason), default: 0] += 1 }
     }
 
     public func triggered(_ action: String, decision: String) {

@@ -96,6 +96,10 @@ public struct MetricsReport: Sendable {
         for (key, count) in counts.webhookRequests.sorted(by: { ($0.key.hook, $0.key.code) < ($1.key.hook, $1.key.code) }) {
             out.sample("baton_webhook_requests_total", [("hook", key.hook), ("code", String(key.code))], Double(count))
         }
+        out.family("baton_webhook_ignored_total", .counter, "Authenticated deliveries a hook's rules ignored (202, no run), by hook and reason.")
+        for (key, count) in counts.webhookIgnored.sorted(by: { ($0.key.hook, $0.key.reason) < ($1.key.hook, $1.key.reason) }) {
+            out.sample("baton_webhook_ignored_total", [("hook", key.hook), ("reason", key.reason)], Double(count))
+        }
         out.family("baton_store_commit_duration_seconds", .histogram, "How long each history transaction took to commit.")
         out.histogram("baton_store_commit_duration_seconds", [], counts.commitSeconds)
         out.family("baton_store_commit_items", .histogram, "Journal items (trigger answers, transitions) per history transaction.")

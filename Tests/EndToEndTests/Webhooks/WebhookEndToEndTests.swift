@@ -104,9 +104,10 @@ struct WebhookEndToEndTests {
         #expect(success.status == 200 && success.json["phase"] as? String == "success", "\(success.body)")
         let failure = try ci("3")
         #expect(failure.status == 500 && failure.json["phase"] as? String == "failure" && failure.json["exitCode"] as? Int == 3, "\(failure.body)")
-        // Authenticated, so it may say why: the action's own pattern refuses the param.
+        // Authenticated, so it may say why: the action's own pattern refuses the param, which
+        // ignores the delivery (202, no run) rather than failing it (issue 37).
         let refused = try ci("\"x\"")
-        #expect(refused.status == 400 && refused.body.contains("does not match"), "\(refused.body)")
+        #expect(refused.status == 202 && refused.run == nil && refused.body.contains("does not match"), "\(refused.body)")
         let holding = try WebhookClient.post(setup.base + "/hooks/hold", scheme: "hmac-sha256", secret: setup.secret("ci"), body: "{}", in: setup.secrets)
         #expect(holding.status == 202 && holding.json["phase"] != nil, "\(holding.body)")
         let busy = try WebhookClient.post(setup.base + "/hooks/hold?wait=5s", scheme: "hmac-sha256", secret: setup.secret("ci"), body: "{}", in: setup.secrets)

@@ -60,4 +60,32 @@ struct WebhookFleetTests {
         }
         #expect(try hosts[0].baton("prune").stdout == "nothing to remove\n")
     }
+
+    @Test("the rules hold on every host of a fleet: ping is pong, issues and a refused branch are ignored, no run in the fleet's history; a push to main runs once")
+    func rules() throws {
+        let secrets = try WebhookRulesEndToEndTests.secrets()
+        defer { try? FileManager.default.removeItem(atPath: secrets) }
+        let conninfo = try Postgres.server().database()
+        let hosts = try (1...2).map { index in
+            let host = try Daemon(config: WebhookRulesEndToEndTests.config(secrets: secrets,
+                                                                           prefix: #"postgres: "\#(conninfo)", host: "web-\#(index)", lease: "15s","#))
+            try host.waitForLog("joined the fleet")
+            return host
+        }
+        let bases = try hosts.map { "http://127.0.0.1:\(try WebhookClient.port(of: $0))" }
+        for base in bases {
+            let ping = try WebhookRulesEndToEndTests.github(base, "ping", delivery: "p-\(base)", ref: "", secrets: secrets)
+            #expect(ping.status == 200 && ping.json["pong"] as? Bool == true, "\(ping.body)")
+            let issues = try WebhookRulesEndToEndTests.github(base, "issues", delivery: "i-\(base)", ref: "refs/heads/main", secrets: secrets)
+            #expect(issues.status == 202 && issues.json["reason"] as? String == "event", "\(issues.body)")
+            let feature = try WebhookRulesEndToEndTests.github(base, "push", delivery: "f-\(base)", ref: "refs/heads/feature", secrets: secrets)
+            #expect(feature.status == 202 && feature.json["reason"] as? String == "param", "\(feature.body)")
+        }
+        #expect(try WebhookRulesEndToEndTests.runs(hosts[0]) == 0)
+        let main = try WebhookRulesEndToEndTests.github(bases[1], "push", delivery: "m-1", ref: "refs/heads/main", secrets: secrets)
+        #expect(main.status == 202 && main.run != nil, "\(main.body)")
+        let run = try #require(main.run)
+        #expect(try Client(path: hosts[0].socket).call(Request(op: .wait, run: Int64(run))).run?.phase == .success)
+        #expect(try WebhookRulesEndToEndTests.runs(hosts[0]) == 1)
+    }
 }

@@ -58,8 +58,22 @@ struct WebhookReadmeTests {
         let line = String(job.drop { $0 == " " }.dropFirst(2)).replacingOccurrences(of: "https://ci.example.org", with: "http://" + address)
         let gitlab = try execute("/bin/sh", ["-ec", line], environment: ["BATON_HOOK_TOKEN": token, "CI_COMMIT_BRANCH": "release"])
         #expect(gitlab.code == 0 && gitlab.stdout.contains(#""phase":"success""#), "\(gitlab.stdout) \(gitlab.stderr)")
-        // A branch the action's pattern refuses fails the job (curl -f).
+        // A branch the action's pattern refuses is ignored: 202, no run, and the job passes (issue 37).
         let refused = try execute("/bin/sh", ["-ec", line], environment: ["BATON_HOOK_TOKEN": token, "CI_COMMIT_BRANCH": "feature"])
-        #expect(refused.code != 0)
+        #expect(refused.code == 0 && refused.stdout.contains(#""ignored":true,"reason":"param""#), "\(refused.stdout) \(refused.stderr)")
+        // GitHub's ping, and an event the hook does not take, sent as the by-hand request is.
+        let request = local(byHand).replacingOccurrences(of: "127.0.0.1:9470", with: address)
+        let ping = try execute("/bin/sh", ["-ec", request.replacingOccurrences(of: "X-GitHub-Event: push", with: "X-GitHub-Event: ping")])
+        #expect(ping.stdout.hasPrefix(#"{"pong":true,"hook":"github-deploy","events":["push"]}"#), "\(ping.stdout) \(ping.stderr)")
+        let issues = try execute("/bin/sh", ["-ec", request.replacingOccurrences(of: "X-GitHub-Event: push", with: "X-GitHub-Event: issues")])
+        #expect(issues.stdout.hasPrefix(#"{"ignored":true,"reason":"event","message":"event issues is not one this hook takes (push)"}"#),
+                "\(issues.stdout) \(issues.stderr)")
+        // The project webhook deploys pushes to main only; its GitLab-sent event names a push.
+        let gitlabHook = #"curl -sS -H "X-Gitlab-Token: $BATON_HOOK_TOKEN" -H 'X-Gitlab-Event: Push Hook' --data-binary '{"ref":"refs/heads/release"}' "#
+            + "http://\(address)/hooks/gitlab-deploy"
+        let release = try execute("/bin/sh", ["-ec", gitlabHook], environment: ["BATON_HOOK_TOKEN": token])
+        #expect(release.stdout.contains(#""reason":"when""#), "\(release.stdout) \(release.stderr)")
+        let runs = try daemon.baton("history", "--action", "deploy", "--json").stdout
+        #expect(runs.components(separatedBy: "\"id\"").count == 3, "\(runs)")
     }
 }
