@@ -194,7 +194,14 @@ struct PolicyTests {
             #expect(run.error?.hasPrefix("replaced by run ") == true)
         }
         try daemon.waitForLog("run 15 marked: queued → loading")
-        let pgid = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT pgid FROM runs WHERE id = 15"])
+        // The process group is recorded once the process has started, in a write after `loading`'s
+        // (a CI run under load read it before that write): wait for it, bounded.
+        var pgid = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT pgid FROM runs WHERE id = 15"])
+        let deadline = Date().addingTimeInterval(30)
+        while pgid.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty && Date() < deadline {
+            usleep(20_000)
+            pgid = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT pgid FROM runs WHERE id = 15"])
+        }
         let cancel = try daemon.baton("cancel", "15")
         #expect(cancel.code == 0)
         #expect(try Self.waitFor(daemon, run: 15)?.phase == .cancelled)

@@ -3,6 +3,7 @@
 // next, to which run, with what outcome); every invariant is checked after every step, and a
 // violation is a crash with the walk's story.
 @testable import BatonCore
+@testable import BatonEngine
 
 struct ByteChoices: ConductorWalk.Choices {
     let bytes: UnsafeBufferPointer<UInt8>

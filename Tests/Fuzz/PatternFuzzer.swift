@@ -2,6 +2,7 @@
 // rest is the value. Any pattern compiles or is refused with an error; a compiled one matches any
 // value with work at most (length + 2) × program size: no input makes matching blow up.
 @testable import BatonCore
+@testable import BatonEngine
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzPatterns(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
