@@ -1,14 +1,15 @@
 /// Who sent a webhook request: the TCP peer, or, when that peer is a trusted reverse proxy,
 /// the address it says it forwarded for.
 public enum ClientAddress {
-    /// The sender's address. `X-Forwarded-For` is read only when `peer` is in `trusted`: from
+    /// The sender's address. `X-Forwarded-For` is read only when `peer` is in `trusted` (or
+    /// `peerTrusted`: a proxy on this host known by its user, whatever its address): from
     /// its right end (what the nearest proxy appended), past every trusted proxy, the first
     /// address is the client's, without the port a proxy may have written after it. A value that
     /// is no numeric address stops the walk there, and the last trusted hop is the answer (a
     /// client may write anything at the left).
-    public static func of(peer: String?, forwardedFor fields: [String], trusted: Set<String>) -> String {
+    public static func of(peer: String?, forwardedFor fields: [String], trusted: Set<String>, peerTrusted: Bool = false) -> String {
         guard let peer else { return "unknown" }
-        guard trusted.contains(peer), !fields.isEmpty else { return peer }
+        guard trusted.contains(peer) || peerTrusted, !fields.isEmpty else { return peer }
         let hops = fields.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces() }
         var client = peer
         for written in hops.reversed() {

@@ -63,4 +63,14 @@ struct DeliveryTableTests {
     func forwarded(_ peer: String, _ fields: [String], _ expected: String) {
         #expect(ClientAddress.of(peer: peer, forwardedFor: fields, trusted: ["127.0.0.1", "10.0.0.2"]) == expected)
     }
+
+    @Test("a proxy known by its user is trusted whatever its address; the hops after it still by theirs", arguments: [
+        (true, ["198.51.100.1"], "198.51.100.1"),
+        (true, ["198.51.100.1, 10.0.0.2"], "198.51.100.1"),
+        (false, ["198.51.100.1"], "127.0.0.5"),
+        (true, [], "127.0.0.5"),
+    ] as [(Bool, [String], String)])
+    func forwardedByUser(_ peerTrusted: Bool, _ fields: [String], _ expected: String) {
+        #expect(ClientAddress.of(peer: "127.0.0.5", forwardedFor: fields, trusted: ["10.0.0.2"], peerTrusted: peerTrusted) == expected)
+    }
 }
