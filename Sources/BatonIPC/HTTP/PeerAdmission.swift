@@ -93,6 +93,7 @@ public struct PeerAdmission: Sendable, Equatable {
         others = counts.reduce(0) { $0 + (standing($1.key) == .other ? $1.value : 0) }
     }
 
+    /// Whether `peer` is one of the server's own users.
     public func isOwner(_ peer: Peer) -> Bool { standing(peer) == .owner }
 
     /// Why a refused connection was refused, for its 503.
