@@ -62,12 +62,12 @@ extension FleetCoordinator {
             return
         case let .shared(decision):
             let record = TriggerRecord(runID: decision.run, action: trigger.action.name, key: trigger.key, decision: decision.recorded,
-                                       policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params)
+                                       policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
             written.statements.append(FleetJournal.insertTrigger(record, host: host.name))
             if case .rejected = decision {} else { written.statements += deliveryRecord(trigger, run: decision.run, at: now) }
         case let .debounced(run):
             let record = TriggerRecord(runID: run, action: trigger.action.name, key: trigger.key, decision: .debounced,
-                                       policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params)
+                                       policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
             written.statements += [FleetJournal.insertTrigger(record, host: host.name)] + deliveryRecord(trigger, run: run, at: now)
         case let .created(decision, window):
             let (run, queued) = newRun(decision, trigger, window, at: now)

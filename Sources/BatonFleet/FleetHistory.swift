@@ -56,7 +56,7 @@ struct FleetHistory: HistoryReader {
         let transitions = try db.query("SELECT seq, from_phase, to_phase, at, detail FROM transitions WHERE run_id = $1 ORDER BY seq",
                                        [String(id)]).rows.map { FleetRows.transition(runID: id, $0, from: 0) }
         let triggers = try db.query("""
-            SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers WHERE run_id = $1 ORDER BY id
+            SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params, via FROM triggers WHERE run_id = $1 ORDER BY id
             """, [String(id)]).rows.map(trigger)
         let output = try db.query("SELECT encode(tail, 'hex'), truncated FROM outputs WHERE run_id = $1", [String(id)]).first
         var detail = RunDetail(run: FleetRows.run(row), transitions: transitions, triggers: triggers,
@@ -76,7 +76,7 @@ struct FleetHistory: HistoryReader {
         let peer = int(5).map { Peer(uid: UInt32(truncatingIfNeeded: $0), gid: UInt32(truncatingIfNeeded: int(6) ?? 0), pid: Int32(truncatingIfNeeded: int(7) ?? 0)) }
         return TriggerRecord(runID: int(0), action: row[1] ?? "", key: row[2] ?? "", decision: TriggerRecord.Decision(row[3] ?? "") ?? .rejected,
                              policy: Policy(rawValue: row[4] ?? "") ?? .reject, peer: peer, at: Timestamp(rawValue: int(8) ?? 0),
-                             params: JSONText.params(row[9]))
+                             params: JSONText.params(row[9]), via: row.count > 10 ? row[10] : nil)
     }
 
     static func unhex(_ text: String) -> [UInt8] {
@@ -97,7 +97,7 @@ struct FleetHistory: HistoryReader {
             let denials = TriggerRecord.Decision.denials.map(\.description)
             let marks = denials.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
             return try db.query("""
-                SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers
+                SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params, via FROM triggers
                 WHERE decision IN (\(marks)) ORDER BY id DESC LIMIT $\(denials.count + 1)::bigint
                 """, denials + [String(max(limit, 0))]).rows.map(Self.trigger)
         }

@@ -62,9 +62,9 @@ enum FleetHooks {
             return
         case let .debounced(run, window):
             try db.query(FleetDebounce.store(window, run: run))
-            try record(target, run: run, .debounced, at: view.now, on: db, as: me)
+            try record(target, cause, run: run, .debounced, at: view.now, on: db, as: me)
         case let .shared(decision):
-            if let record = decided.record { try self.record(target, run: decision.run, record, at: view.now, on: db, as: me) }
+            if let record = decided.record { try self.record(target, cause, run: decision.run, record, at: view.now, on: db, as: me) }
         case let .created(decision, window):
             var run = RunSnapshot(id: decision.run, action: action.name, key: target.key, phase: .queued, policy: action.policy,
                                   params: target.params, trigger: nil, queuedAt: view.now)
@@ -106,10 +106,10 @@ enum FleetHooks {
         return id
     }
 
-    private static func record(_ target: HookTarget, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp,
+    private static func record(_ target: HookTarget, _ cause: HookCause, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp,
                                on db: PGConnection, as me: FleetHost) throws {
         let record = TriggerRecord(runID: run, action: target.action.name, key: target.key, decision: decision,
-                                   policy: target.action.policy, peer: nil, at: now, params: target.params)
+                                   policy: target.action.policy, peer: nil, at: now, params: target.params, via: cause.description)
         try db.query(FleetJournal.insertTrigger(record, host: me.name))
     }
 

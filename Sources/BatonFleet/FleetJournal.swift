@@ -151,11 +151,11 @@ enum FleetJournal {
 
     static func insertTrigger(_ record: TriggerRecord, host: String) -> Statement {
         ("""
-            INSERT INTO triggers (run_id, action, key, decision, policy, uid, gid, pid, at, params, host)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            INSERT INTO triggers (run_id, action, key, decision, policy, uid, gid, pid, at, params, host, via)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
             """, [FleetRows.text(record.runID), record.action, record.key, record.decision.description, record.policy.rawValue,
                   FleetRows.text(record.peer?.uid), FleetRows.text(record.peer?.gid), FleetRows.text(record.peer?.pid),
-                  String(record.at.rawValue), JSONText.object(record.params), host])
+                  String(record.at.rawValue), JSONText.object(record.params), host, record.via])
     }
 
     static func insertTransition(_ t: Transition, on db: PGConnection) throws {

@@ -141,7 +141,7 @@ public struct History {
             return list
         }
         let triggers = try connection.withStatement(
-            "SELECT action, key, decision, policy, uid, gid, pid, at, params FROM triggers WHERE run_id = ? ORDER BY id"
+            "SELECT action, key, decision, policy, uid, gid, pid, at, params, via FROM triggers WHERE run_id = ? ORDER BY id"
         ) { statement in
             try statement.bind([.integer(id)])
             var list: [TriggerRecord] = []
@@ -150,7 +150,7 @@ public struct History {
                 list.append(TriggerRecord(
                     runID: id, action: statement.string(0) ?? "", key: statement.string(1) ?? "", decision: TriggerRecord.Decision(statement.string(2) ?? "") ?? .rejected,
                     policy: Policy(rawValue: statement.string(3) ?? "") ?? .reject, peer: peer,
-                    at: Timestamp(rawValue: statement.int64(7) ?? 0), params: JSONText.params(statement.string(8))))
+                    at: Timestamp(rawValue: statement.int64(7) ?? 0), params: JSONText.params(statement.string(8)), via: statement.string(9)))
             }
             return list
         }

@@ -48,10 +48,10 @@ enum JournalWriter {
                 ?? [.null, .null, .null]
             let values: [DatabaseValue] = [run, .text(record.action), .text(record.key), .text(record.decision.description),
                                            .text(record.policy.rawValue)] + peer
-                + [.integer(record.at.rawValue), .text(JSONText.object(record.params))]
+                + [.integer(record.at.rawValue), .text(JSONText.object(record.params)), record.via.map { .text($0) } ?? .null]
             try db.cached("""
-                INSERT INTO triggers (run_id, action, key, decision, policy, uid, gid, pid, at, params)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO triggers (run_id, action, key, decision, policy, uid, gid, pid, at, params, via)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """) { try $0.run(values) }
         case let .output(runID, tail, truncated):
             try db.cached("INSERT OR REPLACE INTO outputs (run_id, tail, truncated) VALUES (?, ?, ?)") {

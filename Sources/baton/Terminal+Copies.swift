@@ -39,12 +39,13 @@ extension Transition {
 }
 
 extension TriggerRecord {
-    /// This trigger with its action, key and params as a terminal shows them.
+    /// This trigger with its action, key, params and via as a terminal shows them.
     var forTerminal: TriggerRecord {
         var record = self
         record.action = Terminal.visible(action)
         record.key = Terminal.visible(key)
         record.params = Terminal.visible(params)
+        record.via = via.map(Terminal.visible)
         return record
     }
 }

@@ -31,8 +31,14 @@ extension ConfigReader {
         }
         if let value = fields["trustedProxies"] {
             for (index, proxy) in (stringArray(value, at: path + ".trustedProxies") ?? []).enumerated() {
-                if Self.isNumericAddress(proxy) { config.trustedProxies.insert(proxy) }
-                else { fail("\(path).trustedProxies[\(index)]", "expected a numeric IPv4 or IPv6 address, got \(Action.quoted(proxy))") }
+                let here = "\(path).trustedProxies[\(index)]"
+                if proxy.hasPrefix("user:") {
+                    if let uid = userID(String(proxy.dropFirst(5)), at: here) { config.proxyUsers.insert(uid) }
+                } else if Self.isNumericAddress(proxy) {
+                    config.trustedProxies.insert(proxy)
+                } else {
+                    fail(here, "expected a numeric IPv4 or IPv6 address, or \"user:NAME\" for a proxy on this host, got \(Action.quoted(proxy))")
+                }
             }
         }
         guard let hooksValue = fields["hooks"] else {

@@ -18,7 +18,7 @@ extension Daemon {
         }
         let listener = WebhookListener(service: service, store: backend.deliveries, webhooks: { box.current.webhooks })
         let handler: HTTPServer.Handler = { head, exchange in listener.handle(head, exchange) }
-        let server = try webhookServer(config.webhooks, passed: passed, handler: handler)
+        let server = try webhookServer(config.webhooks, passed: passed, kept: { box.current.webhooks?.keptPeers ?? [.unknown] }, handler: handler)
         server.start()
         let hooks = config.webhooks?.hooks.count ?? 0
         Log.info("webhooks: \(hooks) hook\(hooks == 1 ? "" : "s") at http://\(server.address)/hooks/")
@@ -27,11 +27,18 @@ extension Daemon {
 
     /// The listener's HTTP server: on the socket systemd passed (then `listen` only documents it),
     /// else bound to `listen`.
-    static func webhookServer(_ webhooks: WebhookConfig?, passed: Int32?, handler: @escaping HTTPServer.Handler) throws -> HTTPServer {
+    /// Its 64 connections: at most 32 per peer (a uid, or every peer on another host together, a
+    /// forge's deliveries all among them); the last 16 kept for the senders (`WebhookConfig.keptPeers`),
+    /// never for batond's own uid; a local user outside them has 2 seconds to send its whole
+    /// request, since a signature is checked only once the body is in.
+    static func webhookServer(_ webhooks: WebhookConfig?, passed: Int32?, kept: @escaping @Sendable () -> Set<PeerAdmission.Peer>,
+                              handler: @escaping HTTPServer.Handler) throws -> HTTPServer {
         var limits = HTTPServer.Limits()
         limits.bodyBytes = webhooks?.maxBody ?? WebhookConfig.defaultMaxBody
-        // A forge's deliveries all come from "another host": each uid share is theirs together.
         limits.maxConnectionsPerPeer = 32
+        limits.owners = []
+        limits.kept = kept
+        limits.requestTimeout = .seconds(2)
         if let passed {
             do { return try HTTPServer(descriptor: passed, limits: limits, handler: handler) } catch {
                 throw DaemonError("cannot take webhooks on the socket systemd passed (fd \(passed)): \(error)")

@@ -8,6 +8,14 @@ struct WebhookConfig: Sendable, Equatable {
     var listen: ListenAddress
     /// Peers whose `X-Forwarded-For` is believed (a reverse proxy in front), as numeric addresses.
     var trustedProxies: Set<String> = []
+    /// Local users whose connections are a trusted proxy's (`"user:www-data"` in
+    /// `trustedProxies`), as uids looked up at load: their `X-Forwarded-For` is believed, and the
+    /// connections kept from other local users are theirs (with the peers on other hosts).
+    var proxyUsers: Set<UInt32> = []
+
+    /// The peers the listener's last connections are kept for: peers on other hosts and the
+    /// proxies' users, never batond's own uid, which sends no webhooks.
+    var keptPeers: Set<PeerAdmission.Peer> { Set(proxyUsers.map { .uid($0) }).union([.unknown]) }
     /// The largest body taken, in bytes.
     var maxBody = Self.defaultMaxBody
     /// The hooks by name.

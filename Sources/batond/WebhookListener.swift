@@ -41,7 +41,7 @@ final class WebhookListener: Sendable {
         case let .read(route, length):
             exchange.readBody(count: length) { [self] body in
                 let address = ClientAddress.of(peer: exchange.peerAddress, forwardedFor: head.fields.filter { $0.name == "x-forwarded-for" }.map(\.value),
-                                               trusted: config.trustedProxies)
+                                               trusted: config.trustedProxies, peerTrusted: exchange.peerUID.map(config.proxyUsers.contains) ?? false)
                 switch gate.decide(route, head, body: body, now: Int64(Date().timeIntervalSince1970)) {
                 case let .answer(refusal): answer(refusal, hook: Self.hookName(head.path, in: config), exchange)
                 case let .status(hook, action, run): status(hook, action: action, run: run, exchange)

@@ -82,20 +82,24 @@ struct RulesTextTests {
     @Test("show: each decision recorded against a run says what it meant, with who or where it came from; and the hooks it fired")
     func decisions() {
         let run = Self.success(7, key: "fresh", endedAgo: 120)
-        let record = { (decision: TriggerRecord.Decision, peer: Peer?) in
-            TriggerRecord(runID: 7, action: "fresh", key: "fresh", decision: decision, policy: .join, peer: peer, at: Self.start, params: [:])
+        let record = { (decision: TriggerRecord.Decision, peer: Peer?, via: String?) in
+            TriggerRecord(runID: 7, action: "fresh", key: "fresh", decision: decision, policy: .join, peer: peer, at: Self.start, params: [:], via: via)
         }
         var detail = RunDetail(run: run, transitions: [], triggers: [
-            record(.cooled, Peer(uid: 0, gid: 0, pid: 9)), record(.cooled, nil), record(.joined, Peer(uid: 0, gid: 0, pid: 10)),
+            record(.cooled, Peer(uid: 0, gid: 0, pid: 9), nil), record(.cooled, nil, "the success hook of fresh run 6"),
+            record(.joined, Peer(uid: 0, gid: 0, pid: 10), nil), record(.joined, nil, "webhook gh from 10.0.0.5, delivery d-2"),
+            record(.joined, nil, nil),
         ], output: nil, outputTruncated: false)
         var hook = RunSnapshot(id: 8, action: "page", key: "page", phase: .success, policy: .reject, params: [:], trigger: nil, queuedAt: Self.start)
         hook.hook = HookCause(run: 7, action: "fresh", event: .success)
         detail.hookRuns = [hook]
         let story = ShowCommand.story(detail, context: Self.context)
-        #expect(story.contains("\nother triggers: 2 cooled, 1 joined\n"), "\(story)")
+        #expect(story.contains("\nother triggers: 2 cooled, 3 joined\n"), "\(story)")
         #expect(story.contains("  cooled (answered with this success inside the cooldown; nothing ran)  by root\n"), "\(story)")
-        #expect(story.contains("  cooled (answered with this success inside the cooldown; nothing ran)  from no peer (a hook or a webhook)\n"), "\(story)")
+        #expect(story.contains("  cooled (answered with this success inside the cooldown; nothing ran)  by the success hook of fresh run 6\n"), "\(story)")
         #expect(story.contains("  joined (shared this run's outcome)  by root\n"), "\(story)")
+        #expect(story.contains("  joined (shared this run's outcome)  by webhook gh from 10.0.0.5, delivery d-2\n"), "\(story)")
+        #expect(story.contains("  joined (shared this run's outcome)  from no peer (a hook or a webhook)\n"), "\(story)")
         #expect(story.contains("\nhooks fired:\n  success → page run 8, success\n"), "\(story)")
     }
 

@@ -38,7 +38,7 @@ struct DeliveryTableTests {
         #expect(table.begin("c", 0) == .known(2))
     }
 
-    @Test("X-Forwarded-For is believed from trusted proxies only, from its right end", arguments: [
+    @Test("X-Forwarded-For is believed from trusted proxies only, from its right end, without a hop's port", arguments: [
         ("203.0.113.7", ["198.51.100.1"], "203.0.113.7"),
         ("127.0.0.1", ["198.51.100.1"], "198.51.100.1"),
         ("127.0.0.1", ["1.2.3.4, 198.51.100.1"], "198.51.100.1"),
@@ -46,11 +46,31 @@ struct DeliveryTableTests {
         ("127.0.0.1", ["1.2.3.4", "198.51.100.1"], "198.51.100.1"),
         ("127.0.0.1", ["evil name, 10.0.0.2"], "10.0.0.2"),
         ("127.0.0.1", ["2001:db8::1"], "2001:db8::1"),
-        ("127.0.0.1", ["198.51.100.1:8080"], "198.51.100.1:8080"),
+        ("127.0.0.1", ["198.51.100.1:8080"], "198.51.100.1"),
+        ("127.0.0.1", ["10.0.0.5:8080"], "10.0.0.5"),
+        ("127.0.0.1", ["1.2.3.4, 10.0.0.2:443"], "1.2.3.4"),
+        ("127.0.0.1", ["[2001:db8::1]:443"], "2001:db8::1"),
+        ("127.0.0.1", ["[::1]:8080"], "::1"),
+        ("127.0.0.1", ["[2001:db8::7]"], "2001:db8::7"),
+        ("127.0.0.1", ["2001:db8::1:8080"], "2001:db8::1:8080"),
+        ("127.0.0.1", ["10.0.0.9:port, 10.0.0.2"], "10.0.0.2"),
+        ("127.0.0.1", ["10.0.0.9:123456"], "127.0.0.1"),
+        ("127.0.0.1", ["[10.0.0.9]:80"], "127.0.0.1"),
+        ("127.0.0.1", ["[2001:db8::1]x"], "127.0.0.1"),
         ("127.0.0.1", [], "127.0.0.1"),
         ("127.0.0.1", ["<script>"], "127.0.0.1"),
     ] as [(String, [String], String)])
     func forwarded(_ peer: String, _ fields: [String], _ expected: String) {
         #expect(ClientAddress.of(peer: peer, forwardedFor: fields, trusted: ["127.0.0.1", "10.0.0.2"]) == expected)
+    }
+
+    @Test("a proxy known by its user is trusted whatever its address; the hops after it still by theirs", arguments: [
+        (true, ["198.51.100.1"], "198.51.100.1"),
+        (true, ["198.51.100.1, 10.0.0.2"], "198.51.100.1"),
+        (false, ["198.51.100.1"], "127.0.0.5"),
+        (true, [], "127.0.0.5"),
+    ] as [(Bool, [String], String)])
+    func forwardedByUser(_ peerTrusted: Bool, _ fields: [String], _ expected: String) {
+        #expect(ClientAddress.of(peer: "127.0.0.5", forwardedFor: fields, trusted: ["10.0.0.2"], peerTrusted: peerTrusted) == expected)
     }
 }

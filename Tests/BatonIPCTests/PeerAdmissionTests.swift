@@ -55,11 +55,59 @@ struct PeerAdmissionTests {
         #expect(admission == Self.admission())
     }
 
+    /// The webhook port's shape: no owner; the reserve kept for a proxy's uid and peers on other hosts.
+    static let proxy: UInt32 = 33
+    static func webhooks() -> PeerAdmission {
+        PeerAdmission(maxConnections: 10, maxPerPeer: 3, reserved: 4, owners: [], kept: [.unknown, .uid(proxy)])
+    }
+
+    @Test("how each peer stands", arguments: [
+        (admission(), PeerAdmission.Peer.uid(owner), PeerAdmission.Standing.owner),
+        (admission(), .uid(65534), .other),
+        (admission(), .unknown, .other),
+        (webhooks(), .uid(owner), .other),
+        (webhooks(), .uid(proxy), .kept),
+        (webhooks(), .unknown, .kept),
+        (webhooks(), .uid(0), .other),
+    ])
+    func standing(_ admission: PeerAdmission, _ peer: PeerAdmission.Peer, _ expected: PeerAdmission.Standing) {
+        #expect(admission.standing(peer) == expected)
+    }
+
+    @Test("local uids flooding the webhook port leave the reserve to the proxy and to other hosts, each within its share")
+    func reserveForKept() {
+        var admission = Self.webhooks()
+        let flood = [UInt32(2000), 2000, 2000, 2000, 2001, 2001, 2001, 2002].map { admission.admit(.uid($0)) }
+        #expect(flood == [.admitted, .admitted, .admitted, .peerFull, .admitted, .admitted, .admitted, .reserved])
+        #expect(admission.admit(.uid(Self.owner)) == .reserved, "batond's own uid sends no webhooks: it has no reserve")
+        #expect((0..<4).map { _ in admission.admit(.uid(Self.proxy)) } == [.admitted, .admitted, .admitted, .peerFull])
+        #expect(admission.admit(.unknown) == .admitted)
+        #expect(admission.admit(.unknown) == .full)
+        #expect(admission.others == 6 && admission.total == 10)
+    }
+
+    @Test("a reload that keeps the reserve for another peer counts again what others hold; others over their part wait for theirs to close")
+    func keepAgain() {
+        var admission = Self.webhooks()
+        for _ in 0..<3 { _ = admission.admit(.uid(Self.proxy)) }
+        for uid in UInt32(2000)..<2002 { for _ in 0..<3 { _ = admission.admit(.uid(uid)) } }
+        #expect(admission.others == 6)
+        admission.keep([.unknown])
+        #expect(admission.others == 9 && admission.standing(.uid(Self.proxy)) == .other)
+        #expect(admission.admit(.uid(2003)) == .reserved)
+        admission.release(.uid(Self.proxy))
+        #expect(admission.others == 8)
+        admission.keep([.unknown, .uid(Self.proxy)])
+        #expect(admission.others == 6)
+        #expect(admission.admit(.uid(Self.proxy)) == .admitted)
+    }
+
     @Test("refusals name why: the peer's share, or the owner's reserve")
     func reasons() {
         let admission = Self.admission()
         #expect(admission.reason(.peerFull, .uid(65534)) == "too many connections from uid 65534 (3 each)")
         #expect(admission.reason(.reserved, .unknown) == "too many connections: the last 4 are kept for the server's owner")
         #expect(admission.reason(.full, .unknown) == "too many connections (10)")
+        #expect(Self.webhooks().reason(.reserved, .uid(2000)) == "too many connections: the last 4 are kept for trusted senders")
     }
 }

@@ -1,6 +1,7 @@
 @testable import batond
 import BatonCore
 import BatonHooks
+import BatonIPC
 import Foundation
 import Testing
 
@@ -36,6 +37,7 @@ struct WebhookConfigTests {
         let webhooks = try #require(config.webhooks)
         #expect(webhooks.listen.description == "127.0.0.1:9470")
         #expect(webhooks.trustedProxies == ["127.0.0.1", "::1"])
+        #expect(webhooks.proxyUsers.isEmpty && webhooks.keptPeers == [.unknown])
         #expect(webhooks.hooks["github-deploy"] == Hook(name: "github-deploy", action: "deploy", secret: Secret(Array("It's a Secret to Everybody".utf8)),
                                                         signature: .github, params: ["env": try JSONPointer("/ref")],
                                                         rateLimit: .init(requests: 30, per: .seconds(60)),
@@ -43,10 +45,21 @@ struct WebhookConfigTests {
         #expect(webhooks.maxBody == 256 << 10)
     }
 
+    @Test("a proxy on this host named by its user (or uid): its XFF is believed and the port's reserve is kept for it, with the peers on other hosts")
+    func proxyUsers() throws {
+        let config = try parse(#"{ listen: "127.0.0.1:9470", trustedProxies: ["127.0.0.1", "user:root", "user:4242"], hooks: {} }"#)
+        let webhooks = try #require(config.webhooks)
+        #expect(webhooks.trustedProxies == ["127.0.0.1"])
+        #expect(webhooks.proxyUsers == [0, 4242])
+        #expect(webhooks.keptPeers == [.unknown, .uid(0), .uid(4242)])
+    }
+
     @Test("each problem names its field, and never holds the secret", arguments: [
         (#"{ hooks: {} }"#, "webhooks.listen: missing"),
         (#"{ listen: "127.0.0.1:9470" }"#, "webhooks.hooks: missing"),
         (#"{ listen: "127.0.0.1:9470", trustedProxies: ["10.0.0.0/8"], hooks: {} }"#, "webhooks.trustedProxies[0]: expected a numeric"),
+        (#"{ listen: "127.0.0.1:9470", trustedProxies: ["127.0.0.1", "user:no-such-user-here"], hooks: {} }"#, "webhooks.trustedProxies[1]: no user named \"no-such-user-here\""),
+        (#"{ listen: "127.0.0.1:9470", trustedProxies: ["www-data"], hooks: {} }"#, "webhooks.trustedProxies[0]: expected a numeric IPv4 or IPv6 address, or \"user:NAME\""),
         (#"{ listen: "127.0.0.1:9470", hooks: { h: { action: "nope", secret: { file: "DIR/gh.secret" }, signature: "github" } } }"#, "webhooks.hooks.h.action: no action named \"nope\""),
         (#"{ listen: "127.0.0.1:9470", hooks: { h: { action: "deploy", secret: { file: "DIR/gh.secret" }, signature: "github", params: { branch: "/ref" } } } }"#, "webhooks.hooks.h.params.branch: action deploy has no param branch (it takes: env)"),
         (#"{ listen: "127.0.0.1:9470", hooks: { h: { action: "plain", secret: { file: "DIR/gh.secret" }, signature: "github", params: { env: "/ref" } } } }"#, "webhooks.hooks.h.params.env: action plain has no param env (it takes none)"),

@@ -114,7 +114,7 @@ extension ConductorState {
 
     func record(_ trigger: Trigger, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
         TriggerRecord(runID: run, action: trigger.action.name, key: trigger.key, decision: decision, policy: trigger.policy,
-                      peer: trigger.peer, at: now, params: trigger.params)
+                      peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
     }
 
     // MARK: Attempts and timers

@@ -56,9 +56,9 @@ extension ConductorState {
             return
         case let .debounced(run, window):
             push(run, to: window, &step)
-            step.entries.append(.trigger(hookRecord(target, run: run, .debounced, at: step.now)))
+            step.entries.append(.trigger(hookRecord(target, context, run: run, .debounced, at: step.now)))
         case let .shared(decision):
-            if let record = decided.record { step.entries.append(.trigger(hookRecord(target, run: decision.run, record, at: step.now))) }
+            if let record = decided.record { step.entries.append(.trigger(hookRecord(target, context, run: decision.run, record, at: step.now))) }
         case let .created(decision, window):
             nextRunID += 1
             table.apply(decision, key: target.key, slot: slot, action: hookAction.name, locks: hookAction.locks,
@@ -86,8 +86,9 @@ extension ConductorState {
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
     }
 
-    private func hookRecord(_ target: HookTarget, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
+    private func hookRecord(_ target: HookTarget, _ context: HookContext, run: Int64, _ decision: TriggerRecord.Decision,
+                            at now: Timestamp) -> TriggerRecord {
         TriggerRecord(runID: run, action: target.action.name, key: target.key, decision: decision, policy: target.action.policy,
-                      peer: nil, at: now, params: target.params)
+                      peer: nil, at: now, params: target.params, via: context.cause.description)
     }
 }

@@ -55,8 +55,12 @@ public struct TriggerRecord: Codable, Sendable, Equatable {
     public var peer: Peer?
     public var at: Timestamp
     public var params: [String: String]
+    /// Where a trigger from beyond the socket came from, as a run it made would say it ("webhook
+    /// gh from 203.0.113.7, delivery 72d3…", "the failure hook of deploy run 7"); nil for a peer's.
+    public var via: String?
 
-    public init(runID: Int64?, action: String, key: String, decision: Decision, policy: Policy, peer: Peer?, at: Timestamp, params: [String: String]) {
+    public init(runID: Int64?, action: String, key: String, decision: Decision, policy: Policy, peer: Peer?, at: Timestamp,
+                params: [String: String], via: String? = nil) {
         self.runID = runID
         self.action = action
         self.key = key
@@ -65,6 +69,7 @@ public struct TriggerRecord: Codable, Sendable, Equatable {
         self.peer = peer
         self.at = at
         self.params = params
+        self.via = via
     }
 }
 

@@ -5,8 +5,9 @@ import Glibc
 
 /// A small, strict HTTP/1.1 server on the event loop, with the connections of the socket server
 /// (`ServerConnection`): one request per connection, a bounded head (and body, for a handler that
-/// reads one), a deadline from accept to the last byte of the answer, a bounded number of
-/// connections, and nothing ever waits on a client. `/metrics` and the dashboard are served by it.
+/// reads one), a deadline from accept to the last byte of the answer (and, where `requestTimeout`
+/// asks, a shorter one to the whole request for peers outside the reserve), a bounded number of
+/// connections (`PeerAdmission`), and nothing ever waits on a client. `/metrics` and the dashboard are served by it.
 /// The handler runs on the loop and must be quick; it answers its exchange then or later, from
 /// any thread, or turns it into an event stream.
 public final class HTTPServer: Sendable {
@@ -18,12 +19,19 @@ public final class HTTPServer: Sendable {
         /// The most connections one peer (a uid, or every peer on another host together) holds,
         /// unless it is an owner.
         public var maxConnectionsPerPeer = 8
-        /// Connections only owners may take: others together never hold more than the rest.
+        /// Connections only owners and kept peers may take: others together never hold more than the rest.
         public var reservedForOwners = 16
         /// The server's own users: the process's effective uid by default.
         public var owners: Set<UInt32> = [geteuid()]
+        /// The peers, besides owners, the reserve is kept for (each still within its share),
+        /// asked again at each accept so that a reload changes them; nil: none.
+        public var kept: (@Sendable () -> Set<PeerAdmission.Peer>)?
         /// From accept to the last byte of the answer (an event stream's head included).
         public var timeout: Duration = .seconds(5)
+        /// For a peer that is neither an owner nor kept: from accept to the whole request (head,
+        /// and the body its handler reads), then `timeout` for the answer; nil: `timeout` for all.
+        /// Such a peer's slow or silent connection gives its place back sooner.
+        public var requestTimeout: Duration?
         /// Unsent bytes an event stream may hold before its reader is dropped as too slow.
         public var streamBuffer = 1 << 20
         public init() {}
@@ -46,6 +54,8 @@ public final class HTTPServer: Sendable {
         /// Who holds how many connections; each connection's peer, by token.
         var admission: PeerAdmission
         var peers: [UInt64: PeerAdmission.Peer] = [:]
+        /// Connections on `requestTimeout` whose request has not all come yet.
+        var hurried: Set<UInt64> = []
         var nextToken: UInt64 = 1
         var sweep: Reactor.TimerID?
         var stopped = false
@@ -125,9 +135,11 @@ public final class HTTPServer: Sendable {
     private func acceptAll() {
         while case let fd = baton_accept(listenFD), fd >= 0 {
             let peer = PeerAdmission.Peer(TCPPeer.uid(of: fd))
-            let (decision, reason) = table.withLock { state in
+            let kept = limits.kept?()
+            let (decision, reason, standing) = table.withLock { state in
+                if let kept { state.admission.keep(kept) }
                 let decision = state.admission.admit(peer)
-                return (decision, state.admission.reason(decision, peer))
+                return (decision, state.admission.reason(decision, peer), state.admission.standing(peer))
             }
             guard decision == .admitted else {
                 let bytes = HTTPResponse.refusal(503, reason).bytes(headOnly: false)
@@ -135,16 +147,18 @@ public final class HTTPServer: Sendable {
                 close(fd)
                 continue
             }
+            let hurried = standing == .other ? limits.requestTimeout : nil
             let connection = table.withLock { state -> ServerConnection in
                 defer { state.nextToken += 1 }
                 state.peers[state.nextToken] = peer
+                if hurried != nil { state.hurried.insert(state.nextToken) }
                 let connection = ServerConnection(fd: fd, token: state.nextToken, peer: Peer(uid: 0, gid: 0, pid: 0), reactor: reactor,
                                                   frameLimit: limits.headBytes, outputLimits: (64 << 20, limits.streamBuffer), maxInFlight: 1,
                                                   budget: budget, onClose: { [weak self] in self?.dropped($0) })
                 state.connections[connection.token] = connection
                 return connection
             }
-            connection.withInput { $0.deadline = .now + limits.timeout }
+            connection.withInput { $0.deadline = .now + (hurried ?? limits.timeout) }
             reactor.watch(fd, events: Epoll.input | Epoll.readHangUp) { [self] mask in ready(connection, mask) }
         }
     }
@@ -176,7 +190,21 @@ public final class HTTPServer: Sendable {
             connection.withInput { $0.exchange = exchange }
             handler(head, exchange)
             exchange.received(input)
+            exchange.requestInIfNoBody()
         }
+    }
+
+    /// The whole request of a connection on `requestTimeout` has come: its answer has `timeout`.
+    func requestIn(_ connection: ServerConnection) {
+        guard table.withLock({ $0.hurried.remove(connection.token) != nil }) else { return }
+        connection.withInput { state in
+            if state.deadline != nil { state.deadline = .now + limits.timeout }
+        }
+    }
+
+    /// The peer a connection was admitted as.
+    func peer(of connection: ServerConnection) -> PeerAdmission.Peer? {
+        table.withLock { $0.peers[connection.token] }
     }
 
     /// Every 250 ms: an exchange past its deadline gets 408 if nothing was answered yet, and is
@@ -202,6 +230,7 @@ public final class HTTPServer: Sendable {
         let exchange = connection.withInput { state in defer { state.exchange = nil }; return state.exchange }
         table.withLock { state in
             state.connections[connection.token] = nil
+            state.hurried.remove(connection.token)
             if let peer = state.peers.removeValue(forKey: connection.token) { state.admission.release(peer) }
         }
         exchange?.closed()
@@ -245,7 +274,15 @@ public final class HTTPExchange: Sendable {
             state.wantBody = nil
             return (want.then, Array(input[state.bodyStart..<(state.bodyStart + want.count)]))
         }
-        if let (then, body) = ready { then(body) }
+        if let (then, body) = ready {
+            server.requestIn(connection)
+            then(body)
+        }
+    }
+
+    /// After the handler saw the head: a request whose body nobody reads is all in.
+    func requestInIfNoBody() {
+        if state.withLock({ $0.wantBody == nil && !$0.streaming }) { server.requestIn(connection) }
     }
 
     /// Sends the answer (from any thread) and closes once it is written; a second answer is ignored.
@@ -285,6 +322,12 @@ public final class HTTPExchange: Sendable {
 
     /// The numeric address of the peer (`203.0.113.7`, `::1`); nil when the socket cannot say.
     public var peerAddress: String? { TCPPeer.address(of: connection.fd) }
+
+    /// The uid that owns the peer's socket, found at accept; nil for a peer on another host.
+    public var peerUID: UInt32? {
+        if case let .uid(uid) = server.peer(of: connection) { return uid }
+        return nil
+    }
 
     /// Ends the exchange now, answered or not.
     public func close() { connection.close() }
