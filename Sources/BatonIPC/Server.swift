@@ -233,17 +233,21 @@ public final class Server: Sendable {
     /// Out of file descriptors: the pending client would wait in the kernel's queue for nothing.
     /// A descriptor kept in reserve is given up to accept it, tell it why, and close it.
     private func refuseWithoutDescriptors() {
-        reserve.withLock { reserve in
-            guard reserve >= 0 else { return }
-            Glibc.close(reserve)
-            let fd = baton_accept(listenFD)
-            if fd >= 0 {
-                let line = #"{"ok":false,"error":{"code":"busy","message":"batond has no file descriptors left for a connection"}}"# + "\n"
-                _ = line.withCString { Glibc.write(fd, $0, strlen($0)) }
-                Glibc.close(fd)
-            }
-            reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        // Taken out of the lock for the system calls: a second caller meanwhile finds none to give up.
+        let kept = reserve.withLock { reserve in
+            defer { reserve = -1 }
+            return reserve
         }
+        guard kept >= 0 else { return }
+        Glibc.close(kept)
+        let fd = baton_accept(listenFD)
+        if fd >= 0 {
+            let line = #"{"ok":false,"error":{"code":"busy","message":"batond has no file descriptors left for a connection"}}"# + "\n"
+            _ = line.withCString { Glibc.write(fd, $0, strlen($0)) }
+            Glibc.close(fd)
+        }
+        let again = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        reserve.withLock { $0 = again }
     }
 
     /// Drops the connections holding the most unsent output, streaming ones first, until all

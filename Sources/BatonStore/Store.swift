@@ -265,21 +265,20 @@ public final class Store: RunStore, Sendable {
         }
     }
 
-    public func recoverableState() throws(BatonError) -> RecoverableState {
-        let answer = Locked<Result<RecoverableState, BatonError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        do throws(WorkerRefusal) {
-            try reader.submit({ connection in
-                answer.withLock { $0 = Result { () throws(BatonError) in
-                    do { return try History(connection: connection).recoverableState() } catch { throw .storeUnavailable("\(error)") }
-                } }
-                done.signal()
-            }, bounded: false)
-        } catch {
-            throw .storeUnavailable("the store is closed")
+    /// What a start recovers: the unfinished runs and where run ids go on. Read on the reader
+    /// connection, past its queue's bound (at start nothing else reads yet), off the cooperative pool.
+    public func recoverableState() async throws(BatonError) -> RecoverableState {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RecoverableState, BatonError>, Never>) in
+            do throws(WorkerRefusal) {
+                try reader.submit({ connection in
+                    continuation.resume(returning: Result { () throws(BatonError) in
+                        do { return try History(connection: connection).recoverableState() } catch { throw .storeUnavailable("\(error)") }
+                    })
+                }, bounded: false)
+            } catch {
+                continuation.resume(returning: .failure(.storeUnavailable("the store is closed")))
+            }
         }
-        // At start only, before anything else reads: the wait is for this one query.
-        done.wait()
-        return try answer.withLock { $0 }!.get()
+        return try result.get()
     }
 }

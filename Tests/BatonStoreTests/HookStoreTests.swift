@@ -70,7 +70,7 @@ struct HookStoreTests {
         let hook = try #require(try await store.read { try $0.run(3) })
         #expect(hook.run.hook == HookCause(run: 1, action: "deploy", event: .failure))
         #expect(hook.run.via == "the failure hook of deploy run 1" && hook.hookRuns == [])
-        let recoverable = try store.recoverableState()
+        let recoverable = try await store.recoverableState()
         let queued = try #require(recoverable.unfinished.first { $0.run.id == 3 })
         let told = try #require(queued.hook)
         #expect(told.cause == hook.run.hook && told.output == Array("step 3 failed\n".utf8))

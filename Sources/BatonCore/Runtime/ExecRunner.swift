@@ -142,17 +142,15 @@ public struct ExecRunner: Runner {
         let env = variables.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
         let action = job.action
-        // The leader is known before the orphan sweep can see it: a leader that exits at once
-        // would otherwise be reaped as an orphan, its status lost and its attempt never ended.
-        let rc = ProcessAttempt.leaders.withLock { leaders -> Int32 in
-            let rc = withCStrings(action.exec) { argv in
-                withCStrings(env) { envp in
-                    Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup?.procs ?? -1, v1: cgroup?.v1?.procs ?? [], &pid)
-                }
+        // The spawn is counted before it starts: a leader that exits at once would otherwise be
+        // reaped as an orphan before its pid is known, its status lost and its attempt never ended.
+        ProcessAttempt.leaders.withLock { $0.beginSpawn() }
+        let rc = withCStrings(action.exec) { argv in
+            withCStrings(env) { envp in
+                Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup?.procs ?? -1, v1: cgroup?.v1?.procs ?? [], &pid)
             }
-            if rc == 0 { leaders.insert(pid) }
-            return rc
         }
+        ProcessAttempt.leaders.withLock { $0.endSpawn(rc == 0 ? pid : nil) }
         for fd in [out[1], err[1], prog[1]] where fd >= 0 { close(fd) }
         cgroup?.closeProcs()
         guard rc == 0 else {

@@ -15,7 +15,7 @@ extension ProcessAttempt {
 
     /// Reaps `pid` unless it leads an attempt (whose status that attempt reaps); says whether it did.
     static func reapIfOrphan(_ pid: pid_t) -> Bool {
-        leaders.withLock { leaders in !leaders.contains(pid) && baton_reap_nohang(pid) == 1 }
+        leaders.withLock { $0.mayReap(pid) } && baton_reap_nohang(pid) == 1
     }
 
     private static func sweepOrphans(on reactor: Reactor) {
@@ -34,7 +34,7 @@ extension ExecRunner {
     public static func killAllGroups() -> Int {
         // Counted before anything is killed: a leader killed first would be reaped (and gone from
         // the set) before it was counted.
-        let groups = ProcessAttempt.leaders.withLock { $0 }
+        let groups = ProcessAttempt.leaders.withLock { $0.pids }
         for directory in ProcessAttempt.hierarchies.withLock({ $0 }) { CgroupHierarchy(directory: directory).killAll() }
         for pgid in groups { kill(-pgid, SIGKILL) }
         return groups.count

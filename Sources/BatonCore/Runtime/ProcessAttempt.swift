@@ -33,8 +33,9 @@ final class ProcessAttempt: Attempt {
     }
 
     /// The known leaders, so that the orphan sweep never reaps one (its status is the attempt's).
-    /// The runner adds each under this lock in the same step as its spawn; `leaderExited` removes it.
-    static let leaders = Locked<Set<pid_t>>([])
+    /// The runner counts each spawn in it from before the spawn to when its pid is known;
+    /// `leaderExited` removes it. Nothing is spawned or reaped under this lock.
+    static let leaders = Locked(LeaderBook())
     /// Whether this process adopts its descendants' orphans (batond does; tests in-process do not).
     static let subreaping = Locked(false)
     /// The cgroup subtrees attempts were started in, for `ExecRunner.killAllGroups`.
@@ -101,7 +102,7 @@ final class ProcessAttempt: Attempt {
         }
     }
 
-    private func otherLeaders() -> Set<Int32> { Self.leaders.withLock { $0 }.subtracting([pid]) }
+    private func otherLeaders() -> Set<Int32> { Self.leaders.withLock { $0.pids }.subtracting([pid]) }
 
     /// Looks at the tree and tells the machine; keeps watching for the next change.
     private func watchTree() {
@@ -211,7 +212,7 @@ final class ProcessAttempt: Attempt {
             let usage = ResourceUsage(cpuUser: .microseconds(user), cpuSystem: .microseconds(system), memoryPeak: rss > 0 ? rss : nil)
             state.withLock { $0.leaderUsage = usage }
         }
-        Self.leaders.withLock { _ = $0.remove(pid) }
+        Self.leaders.withLock { $0.remove(pid) }
         handle(.leaderExited(exitCode: exitCode, signal: signal))
     }
 

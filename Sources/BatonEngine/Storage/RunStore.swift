@@ -7,7 +7,7 @@ public protocol RunStore: AnyObject, Sendable {
     /// Queues entries for writing in one transaction with others; calls `completion` when committed.
     func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void)
     /// The state left by the previous daemon: the next free run id and the runs not yet ended.
-    func recoverableState() throws(BatonError) -> RecoverableState
+    func recoverableState() async throws(BatonError) -> RecoverableState
     /// Why writes fail right now (new triggers are refused meanwhile), or nil when the store writes.
     var unavailableReason: String? { get }
 }
