@@ -27,8 +27,8 @@ extension ConfigReader {
                     + "user: \"root\" if it must run as root (an unprivileged one such as user: \"nobody\" where it need not)")
             }
         case nil where runsAsRoot:
-            let listed = unnamed.count == 1 ? "\(unnamed[0]) names" : "\(unnamed.joined(separator: ", ")) name"
-            warn("actions", "\(listed) no user, so batond (root) runs them as root for whoever may trigger them: "
+            let (listed, them) = unnamed.count == 1 ? ("\(unnamed[0]) names", "it") : ("\(unnamed.joined(separator: ", ")) name", "them")
+            warn("actions", "\(listed) no user, so batond (root) runs \(them) as root for whoever may trigger \(them): "
                 + "give each a user (user: \"root\" if you mean it), then set requireUser: true to refuse any that names none "
                 + "(or requireUser: false to say root is meant)")
         default:

@@ -36,7 +36,7 @@ struct RequireUserTests {
     @Test("unset, a root batond warns once naming every such action; not as another user, nor with requireUser: false", arguments: [
         (#"{ actions: { deploy: { exec: ["x"] }, backup: { exec: ["x"] }, hello: { exec: ["x"], user: "root" } } }"#, true,
          #"t: actions: backup, deploy name no user, so batond (root) runs them as root for whoever may trigger them: give each a user (user: "root" if you mean it)"#),
-        (#"{ actions: { deploy: { exec: ["x"] } } }"#, true, "t: actions: deploy names no user, so batond (root) runs them as root"),
+        (#"{ actions: { deploy: { exec: ["x"] } } }"#, true, "t: actions: deploy names no user, so batond (root) runs it as root for whoever may trigger it"),
         (#"{ actions: { deploy: { exec: ["x"] } } }"#, false, nil),
         (#"{ requireUser: false, actions: { deploy: { exec: ["x"] } } }"#, true, nil),
     ] as [(String, Bool, String?)])
