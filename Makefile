@@ -7,8 +7,9 @@
 #   make install-files BUILD_DIR=.build/debug   install already-built binaries (used by the tests)
 #
 # Installs: bin/batond, bin/baton, lib/systemd/system-generators/baton-schedule-generator (a link to batond), lib/systemd/system/batond.{service,socket}, lib/sysusers.d/baton.conf,
-# lib/tmpfiles.d/baton.conf, share/man/man{1,5,8}, shell completions, share/doc/baton, and
-# /etc/baton/baton.json5 (only when absent: a local config is never overwritten).
+# lib/tmpfiles.d/baton.conf, share/man/man{1,5,8}, shell completions (bash, zsh, fish), share/doc/baton
+# with the demo config in share/doc/baton/examples, and /etc/baton/baton.json5 (packaging/baton.json5:
+# no action yet; only when absent: a local config is never overwritten).
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -50,6 +51,7 @@ MANDIR = $(PREFIX)/share/man
 DOCDIR = $(PREFIX)/share/doc/baton
 BASHDIR = $(PREFIX)/share/bash-completion/completions
 ZSHDIR = $(PREFIX)/share/zsh/site-functions
+FISHDIR = $(PREFIX)/share/fish/vendor_completions.d
 
 .PHONY: all build install install-files uninstall test deb
 
@@ -70,7 +72,7 @@ install: build install-files
 install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GENERATORDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
-		$(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(SYSCONFDIR)/baton
+		$(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(FISHDIR) $(DESTDIR)$(SYSCONFDIR)/baton
 	install -m 0755 $(BUILD_DIR)/batond $(BUILD_DIR)/baton $(DESTDIR)$(BINDIR)/
 	ln -sfn $$(realpath -m --relative-to=$(GENERATORDIR) $(BINDIR)/batond) $(DESTDIR)$(GENERATORDIR)/baton-schedule-generator
 	sed 's|/usr/local/bin/|$(BINDIR)/|g; s|/etc/baton/baton.json5|$(SYSCONFDIR)/baton/baton.json5|' \
@@ -85,14 +87,16 @@ install-files:
 	gzip -9n < docs/man/batond.8 > $(DESTDIR)$(MANDIR)/man8/batond.8.gz
 	chmod 0644 $(DESTDIR)$(MANDIR)/man*/*.gz
 	install -m 0644 README.md docs/protocol.md docs/schema.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 examples/baton.json5 $(DESTDIR)$(DOCDIR)/examples/baton.json5
 	$(BUILD_DIR)/baton completion bash > $(DESTDIR)$(BASHDIR)/baton
 	$(BUILD_DIR)/baton completion zsh > $(DESTDIR)$(ZSHDIR)/_baton
-	chmod 0644 $(DESTDIR)$(BASHDIR)/baton $(DESTDIR)$(ZSHDIR)/_baton
-	test -e $(DESTDIR)$(SYSCONFDIR)/baton/baton.json5 || install -m 0644 examples/baton.json5 $(DESTDIR)$(SYSCONFDIR)/baton/baton.json5
+	$(BUILD_DIR)/baton completion fish > $(DESTDIR)$(FISHDIR)/baton.fish
+	chmod 0644 $(DESTDIR)$(BASHDIR)/baton $(DESTDIR)$(ZSHDIR)/_baton $(DESTDIR)$(FISHDIR)/baton.fish
+	test -e $(DESTDIR)$(SYSCONFDIR)/baton/baton.json5 || install -m 0644 packaging/baton.json5 $(DESTDIR)$(SYSCONFDIR)/baton/baton.json5
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/batond $(DESTDIR)$(BINDIR)/baton $(DESTDIR)$(GENERATORDIR)/baton-schedule-generator $(DESTDIR)$(UNITDIR)/batond.service \
 		$(DESTDIR)$(UNITDIR)/batond.socket $(DESTDIR)$(UNITDIR)/batond-webhooks.socket $(DESTDIR)$(SYSUSERSDIR)/baton.conf $(DESTDIR)$(TMPFILESDIR)/baton.conf \
 		$(DESTDIR)$(MANDIR)/man1/baton.1.gz $(DESTDIR)$(MANDIR)/man5/baton.json5.5.gz $(DESTDIR)$(MANDIR)/man8/batond.8.gz \
-		$(DESTDIR)$(BASHDIR)/baton $(DESTDIR)$(ZSHDIR)/_baton
+		$(DESTDIR)$(BASHDIR)/baton $(DESTDIR)$(ZSHDIR)/_baton $(DESTDIR)$(FISHDIR)/baton.fish
 	rm -rf $(DESTDIR)$(DOCDIR)

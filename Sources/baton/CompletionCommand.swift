@@ -1,24 +1,26 @@
 import BatonCore
-/// `baton completion bash|zsh`: a shell completion script, generated from the command table so
+/// `baton completion bash|zsh|fish`: a shell completion script, generated from the command table so
 /// that it never falls behind the commands and options.
 enum CompletionCommand {
     static let spec = CommandSpec(
         name: "completion",
         abstract: """
-            Print a completion script for bash or zsh. Install with, for example:
-            baton completion bash > /etc/bash_completion.d/baton, or
-            baton completion zsh > "${fpath[1]}/_baton".
+            Print a completion script for bash, zsh or fish. Install with, for example:
+            baton completion bash > /etc/bash_completion.d/baton,
+            baton completion zsh > "${fpath[1]}/_baton", or
+            baton completion fish > ~/.config/fish/completions/baton.fish.
             """,
-        arguments: "bash|zsh",
+        arguments: "bash|zsh|fish",
         options: [],
         run: run)
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
-        guard arguments.positionals.count == 1 else { throw UsageError("baton completion needs one shell: bash or zsh") }
+        guard arguments.positionals.count == 1 else { throw UsageError("baton completion needs one shell: bash, zsh or fish") }
         switch arguments.positionals[0] {
         case "bash": print(bash(CommandList.all), terminator: "")
         case "zsh": print(zsh(CommandList.all), terminator: "")
-        default: throw UsageError("baton completion: unknown shell \(arguments.positionals[0]); expected bash or zsh")
+        case "fish": print(fish(CommandList.all), terminator: "")
+        default: throw UsageError("baton completion: unknown shell \(arguments.positionals[0]); expected bash, zsh or fish")
         }
         return ExitCode.success
     }

@@ -16,11 +16,13 @@ struct ConfigReader {
     var calendarAnalyzer = SystemdCalendar.analyzer
     /// Whether systemd's timers can fire the schedules here (it is the init system).
     var bootedWithSystemd = SystemdCalendar.booted
+    /// Whether batond runs as root (then an action without `user` runs as root: `requireUser`).
+    var runsAsRoot = geteuid() == 0
 
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
         "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
-        "processTree", "output", "webhooks", "limits",
+        "processTree", "output", "webhooks", "limits", "requireUser",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
@@ -88,7 +90,9 @@ struct ConfigReader {
             fail("actions", "expected an object of actions by name, got \(actionsValue.kind)")
             return nil
         }
-        if actions.isEmpty { fail("actions", "expected at least one action") }
+        // The package's config ships with none: batond starts, and runs nothing until one is added.
+        if actions.isEmpty { warn("actions", "none: batond runs nothing until one is added (a demo config: /usr/share/doc/baton/examples/baton.json5)") }
+        requireUser(fields["requireUser"], actions: actions)
         let keep = fields["output"].flatMap { outputKeep($0, at: "output", allowed: ["keep", "journal"]) } ?? Action.defaultOutputKeep
         if let journal = fields["output"].flatMap({ outputJournal($0) }) { config.journal = journal }
         for (name, value) in actions.sorted(by: { $0.key < $1.key }) {

@@ -1,5 +1,6 @@
 import BatonCore
 import FoundationEssentials
+import Glibc
 
 /// `processTree` in the config: how batond keeps track of each run's processes.
 enum ProcessTreeSetting: String, Sendable, CaseIterable {
@@ -42,5 +43,23 @@ extension Daemon {
         case let .failure(why):
             return ("processes: \(ProcessTracking.processGroup.description): \(why)", .none("batond puts no run in a cgroup of its own here (\(why))"))
         }
+    }
+
+    /// What `--check-config` adds after its process and limit lines, which describe this invocation:
+    /// its caller's user and cgroup, not batond.service's. Under systemd the unit's `Delegate=yes`
+    /// gives the service a cgroup of its own, and each attempt one under it. Nil where the lines
+    /// already describe a service (run inside a unit) or where no run gets a cgroup anyway.
+    static func invocationNote(_ setting: ProcessTreeSetting, cgroup: String?, inUnit: Bool) -> String? {
+        guard !inUnit, setting != .processGroup else { return nil }
+        let here = cgroup.map { "uid \(geteuid()), cgroup \($0)" } ?? "uid \(geteuid())"
+        return "note: the processes and limits lines describe this invocation (\(here)), not the service: "
+            + "batond.service under systemd, with its Delegate=yes, gets a cgroup of its own and puts each attempt "
+            + "in a cgroup under it (see the service's own with: systemctl status batond; baton status)"
+    }
+
+    /// This process's cgroup (v2) as /proc/self/cgroup says it, such as `/user.slice/session-2.scope`.
+    static func ownCgroup() -> String? {
+        guard let text = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first { $0.hasPrefix("0::") }.map { String($0.dropFirst(3)) }
     }
 }

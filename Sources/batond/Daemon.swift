@@ -159,10 +159,13 @@ enum Daemon {
             let (tracking, support) = describeTracking(config, instance: instance)
             let problems = config.limitProblems(support)
             if problems.isEmpty {
-                print("\(file): ok, \(config.actions.count) action\(config.actions.count == 1 ? "" : "s"): \(config.actions.map(\.name).joined(separator: ", "))")
+                let names = config.actions.map(\.name)
+                print("\(file): ok, " + (names.isEmpty ? "no actions" : "\(names.count) action\(names.count == 1 ? "" : "s"): \(names.joined(separator: ", "))"))
             }
             print(tracking)
             print(support.description)
+            let environment = ProcessInfo.processInfo.environment
+            if let note = invocationNote(config.processTree, cgroup: ownCgroup(), inUnit: environment["INVOCATION_ID"] != nil) { print(note) }
             if !problems.isEmpty {
                 Stdio.error.write(Data("\(ConfigError(file: file, problems: problems))\n".utf8))
                 return 1

@@ -50,4 +50,23 @@ struct CompletionTests {
         #expect(text.hasPrefix("#compdef baton"))
         for command in CommandList.all { #expect(text.contains("'\(command.name):"), "\(command.name)") }
     }
+
+    @Test("the fish script completes commands, each command's options, and files after --socket", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/fish")))
+    func fish() throws {
+        let path = try write(CompletionCommand.fish(CommandList.all))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // Each line of `complete -C` is a candidate, a tab, and its description: the candidates, sorted.
+        func complete(_ line: String) throws -> String {
+            let result = try shell("/usr/bin/fish", "source \(path); and complete -C '\(line)'")
+            return result.output.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") }.sorted().joined(separator: " ")
+        }
+        #expect(try complete("baton ru") == "run")
+        #expect(try complete("baton st") == "stats status")
+        #expect(try complete("baton --socket /tmp/s wa") == "wait watch")
+        #expect(try complete("baton history --ph") == "--phase")
+        #expect(try complete("baton prune --") == "--database --dry-run --help --json --socket")
+        #expect(try complete("baton history --database /tm").contains("/tmp/"))
+        let described = try shell("/usr/bin/fish", "source \(path); and complete -C 'baton hist'").output
+        #expect(described == "history\t\(CommandList.all.first { $0.name == "history" }!.summary)\n", "\(described)")
+    }
 }

@@ -41,7 +41,7 @@ struct ConfigTests {
         (#"{ actions: { hello: { exec: ["x"], params: { env: { pattern: "(a)\\1" } } } } }"#, "actions.hello.params.env.pattern: not a valid pattern: backreferences"),
         (#"{ actions: { hello: { exec: ["x"], cwd: "relative" } } }"#, "actions.hello.cwd: expected an absolute path"),
         (#"{ maxConcurrentRuns: 0, actions: { a: { exec: ["x"] } } }"#, "maxConcurrentRuns: expected a whole number from 1"),
-        (#"{ actions: {} }"#, "actions: expected at least one action"),
+        (#"{ actions: [] }"#, "actions: expected an object of actions by name, got an array"),
         (#"{ actions: { "bad name!": { exec: ["x"] } } }"#, "actions.bad name!: an action name is"),
         (#"{ actions: "#, ": not valid JSON5"),
         (#"{ maxConcurrentRuns: 2222222222222222222222222222222222222222, actions: { a: { exec: ["x"] } } }"#,
@@ -125,7 +125,7 @@ struct ConfigTests {
     @Test("a pattern with nested quantifiers is accepted with a warning naming its field; others draw none")
     func nestedQuantifierWarning() throws {
         let config = try Config.parse(Data(#"""
-            { actions: { r: { exec: ["x"], params: { x: { pattern: "^(a+)+$" }, y: { pattern: "^[a-z]+$" } } } } }
+            { requireUser: false, actions: { r: { exec: ["x"], params: { x: { pattern: "^(a+)+$" }, y: { pattern: "^[a-z]+$" } } } } }
             """#.utf8), file: "c")
         #expect(config.warnings.count == 1)
         #expect(config.warnings.first?.hasPrefix("c: actions.r.params.x.pattern: \"^(a+)+$\" repeats a repetition") == true)

@@ -11,6 +11,7 @@ struct ScheduleConfigTests {
         var reader = ConfigReader()
         reader.calendarAnalyzer = analyzer
         reader.bootedWithSystemd = booted
+        reader.runsAsRoot = false  // these tests are about schedules, not whom actions run as (RequireUserTests)
         return reader
     }
 

@@ -6,15 +6,17 @@ extension PackageTests {
     @Test("""
         under systemd: from a fresh dpkg -i, the package's generator makes a timer of a *:*:0/5 schedule, which fires; each \
         run is triggered by the schedule, for a slot on the five-second grid, one per slot; baton schedules and \
-        systemctl list-timers list it
+        systemctl list-timers list it; purged with batond-webhooks.socket listening, the socket is stopped and \
+        list-timers has no timer of baton's left
         """)
     func schedules() async throws {
         let deb = try await Self.buildDeb()
-        let container = try await Container.make()
+        // A network of its own: batond-webhooks.socket listens on 127.0.0.1:9470 below.
+        let container = try await Container.make(privateNetwork: true)
         try FileManager.default.copyItem(atPath: deb, toPath: container.root + "/tmp/baton.deb")
         let setup = try await container.chroot("""
             dpkg -i /tmp/baton.deb &&
-            sed -i 's|^  actions: {|  actions: {\\n    tick: { exec: ["true"], schedule: "*:*:0/5" },|' /etc/baton/baton.json5 &&
+            sed -i 's|^  actions: {|  actions: {\\n    tick: { exec: ["true"], user: "root", schedule: "*:*:0/5" },|' /etc/baton/baton.json5 &&
             test -L /usr/lib/systemd/system-generators/baton-schedule-generator
             """)
         #expect(setup.code == 0, "\(setup.stdout) \(setup.stderr)")
@@ -42,5 +44,27 @@ extension PackageTests {
         #expect(listed.stdout.contains("tick") && listed.stdout.contains("*:*:0/5"), "\(listed.stdout) \(listed.stderr)")
         let timers = try await container.run("systemctl list-timers --all --no-pager baton-schedule-tick.timer")
         #expect(timers.stdout.contains("baton-schedule-tick.timer"), "\(timers.stdout)")
+        try await purged(container)
+    }
+
+    /// Issue 37, item 20: `dpkg -P` leaves no timer of baton's in list-timers and no socket of its
+    /// listening, and takes the links `systemctl enable` made and the generator's record with it.
+    func purged(_ container: Container) async throws {
+        // systemd starts no socket whose service runs already: batond is stopped first (the timer's next press starts it again).
+        let listening = try await container.run("systemctl stop batond.service && systemctl enable --now batond.socket batond-webhooks.socket")
+        #expect(listening.code == 0, "\(listening.stdout) \(listening.stderr)")
+        #expect(try await container.run("systemctl is-active batond-webhooks.socket").stdout == "active\n")
+        let purge = try await container.run("dpkg -P baton")
+        #expect(purge.code == 0, "\(purge.stdout) \(purge.stderr)")
+        let timers = try await container.run("systemctl list-timers --all --no-pager --no-legend")
+        #expect(timers.code == 0 && !timers.stdout.contains("baton"), "\(timers.stdout) \(timers.stderr)")
+        for unit in ["batond-webhooks.socket", "batond.socket", "batond.service", "baton-schedule-tick.timer"] {
+            let state = try await container.run("systemctl show -p ActiveState --value \(unit)").stdout
+            #expect(state == "inactive\n", "\(unit): \(state)")
+        }
+        for path in ["etc/systemd/system/sockets.target.wants/batond-webhooks.socket", "etc/systemd/system/sockets.target.wants/batond.socket",
+                     "var/lib/baton/schedule-units.json"] {
+            #expect(!FileManager.default.fileExists(atPath: container.root + "/" + path), "\(path)")
+        }
     }
 }

@@ -55,7 +55,11 @@ struct PackageTests {
         }
     }
 
-    @Test("make deb: lintian has no error or warning; dpkg installs it into a Debian tree, removes it keeping the config, and purges it")
+    @Test("""
+        make deb: lintian has no error or warning, no placeholder maintainer or homepage; dpkg installs it into a Debian tree \
+        with no live action in /etc/baton (the demo config under /usr/share/doc/baton/examples), where an action that names \
+        no user is refused; it removes it keeping the config, and purges it
+        """)
     func debianPackage() async throws {
         let deb = try await Self.buildDeb()
         let lintian = try await run("/usr/bin/lintian", ["--tag-display-limit", "0", deb])
@@ -64,6 +68,8 @@ struct PackageTests {
         let info = try await run("/usr/bin/dpkg-deb", ["-f", deb, "Package", "Depends"])
         // libpq is opened, not linked, by a fleet's batond: the package still brings it.
         #expect(info.stdout.contains("Package: baton") && info.stdout.contains("libsqlite3-0") && info.stdout.contains("libpq5"))
+        let fields = try await run("/usr/bin/dpkg-deb", ["-f", deb, "Maintainer", "Homepage"])
+        #expect(fields.stdout == "Maintainer: Baton developers <baton@baton.localhost>\n", "\(fields.stdout)")
 
         let tree = try await Container.make()
         try FileManager.default.copyItem(atPath: deb, toPath: tree.root + "/tmp/baton.deb")
@@ -74,6 +80,7 @@ struct PackageTests {
             ("usr/lib/systemd/system/batond.socket", 0o644), ("usr/lib/sysusers.d/baton.conf", 0o644),
             ("usr/lib/tmpfiles.d/baton.conf", 0o644), ("usr/share/man/man8/batond.8.gz", 0o644),
             ("usr/share/doc/baton/copyright", 0o644), ("etc/baton/baton.json5", 0o644), ("var/lib/baton", 0o750),
+            ("usr/share/doc/baton/examples/baton.json5", 0o644), ("usr/share/fish/vendor_completions.d/baton.fish", 0o644),
         ]
         for (path, mode) in modes {
             let attributes = try? FileManager.default.attributesOfItem(atPath: tree.root + "/" + path)
@@ -82,7 +89,16 @@ struct PackageTests {
         #expect(try await tree.chroot("getent group baton").code == 0, "postinst creates the group")
         #expect(!FileManager.default.fileExists(atPath: tree.root + "/etc/systemd/system/multi-user.target.wants/batond.service"),
                 "nothing is enabled without being asked")
-        #expect(try await tree.chroot("batond --check-config /etc/baton/baton.json5").code == 0)
+        let shipped = try await tree.chroot("batond --check-config /etc/baton/baton.json5")
+        #expect(shipped.code == 0 && shipped.stdout.hasPrefix("/etc/baton/baton.json5: ok, no actions\n"), "\(shipped.stdout) \(shipped.stderr)")
+        #expect(try await tree.chroot("batond --check-config /usr/share/doc/baton/examples/baton.json5").code == 0)
+        // Issue 37, item 10: root runs the service, so an action must say whom it runs as.
+        let unnamed = try await tree.chroot("""
+            sed 's|^  actions: {|  actions: {\\n    deploy: { exec: ["true"] },\\n    hello: { exec: ["true"], user: "root" },|' \
+                /etc/baton/baton.json5 > /tmp/edited.json5 && batond --check-config /tmp/edited.json5
+            """)
+        #expect(unnamed.code == 1 && unnamed.stderr.contains("/tmp/edited.json5: actions.deploy.user: missing, and requireUser is true")
+                && !unnamed.stderr.contains("actions.hello"), "\(unnamed.stdout) \(unnamed.stderr)")
 
         // Remove: the files go, the edited config stays; purge: the config and the history go too.
         try "// edited\n" .appending(try String(contentsOfFile: tree.root + "/etc/baton/baton.json5", encoding: .utf8))
@@ -97,7 +113,7 @@ struct PackageTests {
     }
 
     @Test("""
-        under systemd: a trigger sent to batond.socket before batond runs is answered; READY and STATUS; the example actions \
+        under systemd, with the demo config in /etc: a trigger sent to batond.socket before batond runs is answered; READY and STATUS; the demo actions \
         work in the hardened unit; journalctl finds the transitions; reload applies a new config; a member of baton may \
         trigger and others may not; a batond stopped with SIGSTOP is restarted by the watchdog and recovers its run
         """)
@@ -106,7 +122,8 @@ struct PackageTests {
         let container = try await Container.make()
         try FileManager.default.copyItem(atPath: deb, toPath: container.root + "/tmp/baton.deb")
         let setup = try await container.chroot("""
-            dpkg -i /tmp/baton.deb && useradd -m alice && usermod -aG baton alice && useradd -m bob &&
+            dpkg -i /tmp/baton.deb && cp /usr/share/doc/baton/examples/baton.json5 /etc/baton/baton.json5 &&
+            useradd -m alice && usermod -aG baton alice && useradd -m bob &&
             mkdir -p /etc/systemd/system/batond.service.d &&
             printf '[Service]\\nWatchdogSec=3s\\nTimeoutAbortSec=2s\\n' > /etc/systemd/system/batond.service.d/test.conf
             """)

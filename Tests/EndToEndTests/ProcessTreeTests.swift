@@ -89,7 +89,10 @@ struct ProcessTreeTests {
         return detail.transitions.last?.detail
     }
 
-    @Test("status and --check-config say which mode is in force", arguments: Mode.allCases)
+    @Test("""
+        status and --check-config say which mode is in force; --check-config, run from here (no unit), says its lines describe \
+        this invocation and what batond.service gets under systemd, unless the config asks for no cgroup
+        """, arguments: Mode.allCases)
     func modeShown(_ mode: Mode) throws {
         let tree = try Tree()
         defer { tree.cleanUp() }
@@ -98,6 +101,10 @@ struct ProcessTreeTests {
         #expect(try daemon.baton("status").stdout.contains("processes: \(expected)"))
         let check = try execute(Binaries.batond, ["--check-config", daemon.configPath])
         #expect(check.code == 0 && check.stdout.contains("processes: \(expected)"), "\(check)")
+        let unitless = try execute("/usr/bin/env", ["-u", "INVOCATION_ID", Binaries.batond, "--check-config", daemon.configPath])
+        let noted = unitless.stdout.contains("\nnote: the processes and limits lines describe this invocation (uid ")
+            && unitless.stdout.contains("batond.service under systemd, with its Delegate=yes, gets a cgroup of its own")
+        #expect(noted == (mode == .cgroup), "\(unitless)")
     }
 
     @Test("the leader exits: what it left is stopped before the run's end is recorded, and counted", arguments: Mode.allCases)

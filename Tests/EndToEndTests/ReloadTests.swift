@@ -11,17 +11,18 @@ struct ReloadTests {
         says no timer fires them; a refused config exits non-zero with batond's reason
         """)
     func warningsAndChanges() throws {
-        let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
+        // requireUser: false: as root, actions without user are otherwise warned of (RequireUserTests).
+        let daemon = try Daemon(config: #"{ requireUser: false, actions: { a: { exec: ["true"] } } }"#)
         let quiet = try daemon.baton("reload")
         #expect(quiet.code == 0 && quiet.stdout == "reloaded\n" && quiet.stderr.isEmpty, "\(quiet.stdout) \(quiet.stderr)")
 
-        try #"{ database: "/nonexistent/elsewhere.sqlite", actions: { a: { exec: ["true"] }, b: { exec: ["true"] } } }"#
+        try #"{ requireUser: false, database: "/nonexistent/elsewhere.sqlite", actions: { a: { exec: ["true"] }, b: { exec: ["true"] } } }"#
             .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         let warned = try daemon.baton("reload")
         #expect(warned.code == 0 && warned.stdout == "reloaded\n", "an action without a schedule is no schedule change: \(warned.stdout)")
         #expect(warned.stderr == "warning: socket and database settings change only at restart\n", "\(warned.stderr)")
 
-        try #"{ database: "/nonexistent/elsewhere.sqlite", actions: { a: { exec: ["true"], schedule: "*:0/2" }, b: { exec: ["true"] } } }"#
+        try #"{ requireUser: false, database: "/nonexistent/elsewhere.sqlite", actions: { a: { exec: ["true"], schedule: "*:0/2" }, b: { exec: ["true"] } } }"#
             .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         let scheduled = try daemon.baton("reload")
         #expect(scheduled.code == 0 && scheduled.stdout.hasPrefix("reloaded\nschedules changed: a (systemd is not the init system here"),

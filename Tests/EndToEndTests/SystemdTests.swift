@@ -236,6 +236,7 @@ struct SystemdTests {
             ("usr/share/man/man1/baton.1.gz", 0o644), ("usr/share/man/man5/baton.json5.5.gz", 0o644),
             ("usr/share/man/man8/batond.8.gz", 0o644), ("usr/share/bash-completion/completions/baton", 0o644),
             ("usr/share/zsh/site-functions/_baton", 0o644), ("usr/share/doc/baton/README.md", 0o644),
+            ("usr/share/fish/vendor_completions.d/baton.fish", 0o644), ("usr/share/doc/baton/examples/baton.json5", 0o644),
             ("etc/baton/baton.json5", 0o644),
         ]
         for (path, mode) in expected {
@@ -266,6 +267,9 @@ struct SystemdTests {
         }
         #expect(try execute(stage + "/usr/bin/batond", ["--check-config", stage + "/etc/baton/baton.json5"]).code == 0)
         #expect(try execute("/bin/bash", ["-n", stage + "/usr/share/bash-completion/completions/baton"]).code == 0)
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/fish") {
+            #expect(try execute("/usr/bin/fish", ["--no-execute", stage + "/usr/share/fish/vendor_completions.d/baton.fish"]).code == 0)
+        }
 
         // A second install never overwrites a local config.
         try "// mine\n{ actions: { a: { exec: [\"true\"] } } }".write(toFile: stage + "/etc/baton/baton.json5", atomically: true, encoding: .utf8)
