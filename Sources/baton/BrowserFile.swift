@@ -13,7 +13,9 @@ enum BrowserFile {
     nonisolated(unsafe) static var directory: UnsafeMutablePointer<CChar>?
     nonisolated(unsafe) static var file: UnsafeMutablePointer<CChar>?
     nonisolated(unsafe) static var code: String?
-    static let lock = ThreadLock()
+    /// Where the file's state changes and the file is removed, one job at a time: no lock is held
+    /// over an unlink, and a removal never frees a path another is still using.
+    static let queue = DispatchQueue(label: "baton.browser-file")
 
     /// Writes the file with a new code and starts `$BROWSER` or `xdg-open` on it, without waiting.
     static func open(_ server: DashboardServer) {
@@ -31,7 +33,7 @@ enum BrowserFile {
             DashboardCommand.say("cannot write a file for the browser (\(String(cString: strerror(errno)))); open the address above yourself\n", to: .error)
             return
         }
-        lock.withLock { Self.code = code }
+        queue.sync { Self.code = code }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(Sessions.codeLifetime.components.seconds))) { remove() }
         guard start("file://\(path)") else {
             remove()
@@ -42,7 +44,7 @@ enum BrowserFile {
 
     /// Removes the file once a page has used its code.
     static func used(_ code: String) {
-        if lock.withLock({ Self.code == code }) { remove() }
+        queue.async { if Self.code == code { removeNow() } }
     }
 
     /// `open.html` in a new `baton-dashboard-XXXXXX` directory (mode 0700) under
@@ -58,7 +60,7 @@ enum BrowserFile {
         let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         close(fd)
         guard written == bytes.count else { unlink(path); rmdir(made); free(made); return nil }
-        lock.withLock {
+        queue.sync {
             directory = made
             file = strdup(path)
         }
@@ -66,13 +68,18 @@ enum BrowserFile {
     }
 
     static func remove() {
-        lock.withLock {
-            if let file { unlink(file) }
-            if let directory { rmdir(directory) }
-            file = nil
-            directory = nil
-            code = nil
-        }
+        queue.async { removeNow() }
+    }
+
+    /// Removes the file and its directory (on `queue`). Their paths are not freed: a signal
+    /// handler may be reading them (`removeAndExit`).
+    private static func removeNow() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        if let file { unlink(file) }
+        if let directory { rmdir(directory) }
+        file = nil
+        directory = nil
+        code = nil
     }
 
     /// For SIGINT and SIGTERM: only async-signal-safe calls, on the paths written before.
