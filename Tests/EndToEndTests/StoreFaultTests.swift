@@ -27,6 +27,26 @@ struct StoreFaultTests {
         #expect(try restarted.baton("run", "a").stdout.contains("a run 4 succeeded"))
     }
 
+    @Test("a history deleted while a run loads: one SIGTERM stops batond within the grace, logging the run's end it could not write")
+    func deletedWhileLoading() throws {
+        let gate = try FifoGate()
+        let config = #"{ shutdownGrace: "2s", actions: { gated: { exec: ["cat", "\#(gate.path)"] } } }"#
+        let daemon = try Daemon(config: config)
+        #expect(try daemon.baton("run", "gated", "--detach").stdout == "1\n")
+        try daemon.waitForLog("run 1 gated: queued → loading")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: daemon.database + suffix) }
+        gate.release()
+        // The run's end is the first write after the deletion: the writer notices it there.
+        try daemon.waitForLog("the history cannot be written: the history file \(daemon.database) was deleted")
+        daemon.signal(SIGTERM)
+        // The grace (2 s) is the bound's part that counts; before the fix only a second signal ended batond.
+        let status = daemon.waitForExit(within: 20)
+        #expect(status != nil, "one SIGTERM did not stop batond; its log ends: \(daemon.stderr.suffix(1_500))")
+        if status == nil { daemon.crash() }
+        #expect(daemon.stderr.contains("not written before exit: run 1 loading → success"), "\(daemon.stderr.suffix(1_500))")
+        #expect(daemon.stderr.contains("was deleted while batond ran, so this line is its only record"), "\(daemon.stderr.suffix(1_500))")
+    }
+
     @Test("an immutable history file (or -wal) at start: batond refuses to start, naming the file and why, without SQL")
     func readOnly() throws {
         let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
