@@ -39,6 +39,7 @@ struct Backend {
         let tracking = try Self.tracking(config, instance: path)
         let store = try Store(path: path, options: options)
         ExecRunner.adoptOrphans()
+        Self.removeLeftHookOutputs(instance: path)
         var runner = ExecRunner()
         runner.tracking = tracking
         let conductor = Conductor(actions: config.actions, store: store,
@@ -92,6 +93,12 @@ struct DaemonError: Error, CustomStringConvertible {
 }
 
 extension Backend {
+    /// Removes the hook output files a crashed batond of this instance left, before any run starts.
+    static func removeLeftHookOutputs(instance: String) {
+        let removed = ExecRunner.removeLeftHookOutputs(instance: instance)
+        if removed > 0 { Log.info("removed \(removed) hook output files a previous batond left") }
+    }
+
     /// Closes the SQLite history, logging each transition it could not write: on a full disk at
     /// exit the next start's recovery ends those runs (`interrupted`), or queues them again; with
     /// the file deleted under batond, this line is all that is left of them.
