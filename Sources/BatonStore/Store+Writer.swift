@@ -103,8 +103,11 @@ extension Store {
     /// its run in flight, so that a SIGTERM's drain waited for it forever (issue 37, item 7).
     private static func strand(_ items: [Item], _ context: Context) {
         let message = context.status.withLock { $0.failure } ?? "the history file is gone"
-        let kept = items.filter { !$0.refusedWhileFailing }.map(\.entries)
-        context.status.withLock { $0.stranded += kept }
+        let kept = items.filter { !$0.refusedWhileFailing }
+        context.status.withLock { status in
+            status.stranded += kept.count
+            status.strandedTransitions += kept.flatMap(\.entries).compactMap(\.phaseChange)
+        }
         for item in items { item.completion(.failure(.storeUnavailable(message))) }
     }
 
