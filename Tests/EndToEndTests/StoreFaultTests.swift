@@ -116,4 +116,23 @@ struct StoreFaultTests {
         #expect(run.stdout == "failure|interrupted\n")
         #expect(try restarted.baton("run", "a").code == 0)
     }
+
+    @Test("one SIGTERM with the disk full: batond stops waiting for the end it cannot write 10 s after the grace, exits, and logs it")
+    func fullAtStopOneSignal() throws {
+        let mount = try SmallDisk.mount("baton-full-one")
+        defer { SmallDisk.unmount(mount) }
+        let config = #"{ shutdownGrace: "200ms", actions: { long: { exec: ["sleep", "300"], killGrace: "200ms" } } }"#
+        let daemon = try Daemon(config: config, database: mount + "/history.sqlite")
+        #expect(try daemon.baton("run", "long", "--detach").stdout == "1\n")
+        try daemon.waitForLog("run 1 long: queued → loading")
+        _ = try execute("/usr/bin/dd", ["if=/dev/zero", "of=\(mount)/filler", "bs=4096"])
+
+        daemon.signal(SIGTERM)
+        // The grace, the kill grace, the 10 s write timeout and the store's 2 s close: before, it never exited.
+        let status = daemon.waitForExit(within: 40)
+        #expect(status != nil, "one SIGTERM did not stop batond with the disk full; its log ends: \(daemon.stderr.suffix(1_500))")
+        if status == nil { daemon.crash() }
+        #expect(!daemon.stderr.contains("second stop signal"))
+        #expect(daemon.stderr.contains("not written before exit: run 1 loading → cancelled (shutdown"), "\(daemon.stderr.suffix(1_500))")
+    }
 }
