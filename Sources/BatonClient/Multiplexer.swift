@@ -50,6 +50,13 @@ struct Multiplexer<Sink> {
             defer { started = true }
             return (started ? [] : [.start]) + [.write(id: id, request)]
         case let .line(response):
+            // A refusal without an id answers the connection (a connection limit): every request
+            // gets it, and later ones are failed with its message, since batond closes next.
+            if response.refusesConnection {
+                if lostReason == nil { lostReason = response.error?.message ?? "batond refused the connection" }
+                defer { pending = [:] }
+                return pending.sorted { $0.key < $1.key }.map { .answer($0.value, response) }
+            }
             guard case let .number(id)? = response.id, let sink = pending[id] else { return [] }
             guard response.ok != nil else { return [.event(sink, response)] }
             pending[id] = nil
@@ -72,4 +79,11 @@ enum RequestEnding: Error, Equatable {
     case left
     /// The connection ended first.
     case unavailable(String)
+}
+
+extension Response {
+    /// Whether this is batond's refusal of the connection itself (`busy` with no id: a
+    /// connection limit), sent before it closes the connection; other lines without an id
+    /// (a request batond could not read) answer nobody in particular and are passed over.
+    var refusesConnection: Bool { id == nil && ok == false && error?.code == .busy }
 }

@@ -57,6 +57,9 @@ public final class OneShotClient {
                 shutdown(lines.fd, Int32(SHUT_RDWR))
                 throw BatonClientError.unavailable(SocketLines.unreadable(line))
             }
+            // A refusal without an id is batond's answer to the connection itself (a connection
+            // limit reached): it closes next, and its line says why better than the close would.
+            if response.refusesConnection { return try BatonClient.answer(.success(response)) }
             guard case .number(id)? = response.id, response.ok != nil else { continue }
             return try BatonClient.answer(.success(response))
         }

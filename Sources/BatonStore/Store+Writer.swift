@@ -90,17 +90,25 @@ extension Store {
     /// id twice.
     private static func lose(_ problem: String, _ state: WriterState, _ context: Context) {
         let message = "\(problem); new triggers are refused until batond restarts"
-        context.status.withLock { $0.failure = message }
+        context.status.withLock { status in
+            status.failure = message
+            status.lost = problem
+        }
         context.options.onProblem?(message)
         if context.identity?.isMissing(context.path) == true { keepIDCounter(state.highestRunID, context) }
     }
 
-    /// Refuses what answers a trigger and keeps the rest in memory (counted, never written).
+    /// Fails every item at once and keeps the entries of those that may not be refused (a run's
+    /// end) for `closeReporting` to log: they can never be written, and an end left waiting kept
+    /// its run in flight, so that a SIGTERM's drain waited for it forever (issue 37, item 7).
     private static func strand(_ items: [Item], _ context: Context) {
         let message = context.status.withLock { $0.failure } ?? "the history file is gone"
-        for item in items where item.refusedWhileFailing { item.completion(.failure(.storeUnavailable(message))) }
-        let kept = items.count { !$0.refusedWhileFailing }
-        context.status.withLock { $0.stranded += kept }
+        let kept = items.filter { !$0.refusedWhileFailing }
+        context.status.withLock { status in
+            status.stranded += kept.count
+            status.strandedTransitions += kept.flatMap(\.entries).compactMap(\.phaseChange)
+        }
+        for item in items { item.completion(.failure(.storeUnavailable(message))) }
     }
 
     /// A new history at the path that only knows the highest id given out.

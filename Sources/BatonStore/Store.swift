@@ -73,8 +73,12 @@ public final class Store: RunStore, Sendable {
         var committedTransactions = 0
         /// Batches that found the database locked by another connection past the busy timeout, and wait to try again.
         var busyRetries = 0
-        /// Journal items kept in memory because the file is gone: never written.
+        /// How many journal items failed because the file is gone (never written), and their
+        /// transitions, for the log at exit: not their output, which would only fill memory.
         var stranded = 0
+        var strandedTransitions: [Transition] = []
+        /// Why the file is gone, once it is.
+        var lost: String?
         /// The entries of the items given up on at close, the disk staying full.
         var givenUp: [[JournalEntry]] = []
     }
@@ -235,6 +239,8 @@ public final class Store: RunStore, Sendable {
     public struct Unwritten: Sendable {
         public var count: Int
         public var transitions: [Transition]
+        /// Why the history file is gone, where it is: then no start recovers these runs.
+        public var historyLost: String?
     }
 
     /// `close`, saying what was not written. While writes fail (a full disk) the writer is given
@@ -242,14 +248,9 @@ public final class Store: RunStore, Sendable {
     public func closeReporting(timeout: Duration = .seconds(10), failingTimeout: Duration = .seconds(2)) -> Unwritten {
         let left = writer.close(timeout: unavailableReason == nil ? timeout : failingTimeout)
         reader.close(timeout: .seconds(1))
-        let (stranded, givenUp) = status.withLock { ($0.stranded, $0.givenUp) }
-        let transitions = (givenUp + left.abandoned.map(\.entries)).joined().compactMap { entry -> Transition? in
-            switch entry {
-            case let .created(_, transition), let .transition(transition): transition
-            default: nil
-            }
-        }
-        return Unwritten(count: left.count + stranded + givenUp.count, transitions: transitions)
+        let (stranded, strandedTransitions, givenUp, lost) = status.withLock { ($0.stranded, $0.strandedTransitions, $0.givenUp, $0.lost) }
+        let transitions = strandedTransitions + (givenUp + left.abandoned.map(\.entries)).joined().compactMap(\.phaseChange)
+        return Unwritten(count: left.count + stranded + givenUp.count, transitions: transitions, historyLost: lost)
     }
 
     // MARK: Reading
@@ -280,5 +281,15 @@ public final class Store: RunStore, Sendable {
             }
         }
         return try result.get()
+    }
+}
+
+extension JournalEntry {
+    /// The phase change this entry writes, if it writes one.
+    var phaseChange: Transition? {
+        switch self {
+        case let .created(_, transition), let .transition(transition): transition
+        default: nil
+        }
     }
 }

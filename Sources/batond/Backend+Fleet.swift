@@ -22,6 +22,8 @@ extension Backend {
         let instance = fleet.instance
         let tracking = try Self.tracking(config, instance: instance)
         ExecRunner.adoptOrphans()
+        // The guard killed the runs of a batond that crashed: their hook output files are stale.
+        Self.removeLeftHookOutputs(instance: instance)
         let guardLink = GuardLink(instance: instance, tracking: tracking)
         guardLink.start()
         var runner = ExecRunner()

@@ -39,6 +39,7 @@ struct Backend {
         let tracking = try Self.tracking(config, instance: path)
         let store = try Store(path: path, options: options)
         ExecRunner.adoptOrphans()
+        Self.removeLeftHookOutputs(instance: path)
         var runner = ExecRunner()
         runner.tracking = tracking
         let conductor = Conductor(actions: config.actions, store: store,
@@ -92,14 +93,22 @@ struct DaemonError: Error, CustomStringConvertible {
 }
 
 extension Backend {
-    /// Closes the SQLite history, logging each transition it could not write (a full disk at
-    /// exit): the next start's recovery ends those runs (`interrupted`), or queues them again.
+    /// Removes the hook output files a crashed batond of this instance left, before any run starts.
+    static func removeLeftHookOutputs(instance: String) {
+        let removed = ExecRunner.removeLeftHookOutputs(instance: instance)
+        if removed > 0 { Log.info("removed \(removed) hook output files a previous batond left") }
+    }
+
+    /// Closes the SQLite history, logging each transition it could not write: on a full disk at
+    /// exit the next start's recovery ends those runs (`interrupted`), or queues them again; with
+    /// the file deleted under batond, this line is all that is left of them.
     static func close(_ store: Store) -> Int {
         let unwritten = store.closeReporting()
+        let after = unwritten.historyLost.map { "; \($0), so this line is its only record" } ?? "; the next start recovers the run"
         for transition in unwritten.transitions {
             let detail = [transition.detail.reason, transition.detail.error].compactMap { $0 }.joined(separator: ": ")
             Log.error("not written before exit: run \(transition.runID) \(transition.from?.rawValue ?? "-") → \(transition.to.rawValue)"
-                + (detail.isEmpty ? "" : " (\(detail))") + "; the next start recovers the run")
+                + (detail.isEmpty ? "" : " (\(detail))") + after)
         }
         return unwritten.count
     }

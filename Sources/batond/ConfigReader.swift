@@ -182,6 +182,7 @@ struct ConfigReader {
             if let mask = UInt32(value, radix: 8), mask <= 0o777 { action.umask = mask }
             else { fail("\(at).umask", "expected an octal mask such as \"0027\", got \(Action.quoted(value))") }
         }
+        checkProgram(action, at: at)
         return action
     }
 

@@ -56,6 +56,16 @@ struct MultiplexerTests {
         #expect(mux.pending.count == 1)
     }
 
+    @Test("batond's refusal of the connection (busy, no id: a connection limit) answers every request waiting, and fails later calls with its message")
+    func connectionRefused() {
+        var refusal = Response(id: nil, ok: false)
+        refusal.error = WireError(code: .busy, message: "uid 65534 has 5 connections open to batond, its limit")
+        #expect(Self.walk([
+            .call(Request(op: .status), "a"), .call(Request(op: .ping), "b"), .line(refusal), .call(Request(op: .ping), "c"),
+        ]) == ["start", "write 1 status id=number(1)", "write 2 ping id=number(2)", "answer a", "answer b",
+               "unavailable c: uid 65534 has 5 connections open to batond, its limit"])
+    }
+
     @Test("leaving ends the request at once, once; its answer when it comes is dropped")
     func leave() {
         #expect(Self.walk([

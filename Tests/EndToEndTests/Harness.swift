@@ -104,7 +104,8 @@ final class Daemon: @unchecked Sendable {
     }
 
     /// A daemon on another daemon's socket and database (that one is stopped), with a new config.
-    init(config: String, reusing other: Daemon, name: String = "second") throws {
+    init(config: String, reusing other: Daemon, name: String = "second", environment: [String: String] = [:]) throws {
+        self.environment = environment
         directory = other.directory + "/" + name
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = other.socket

@@ -101,4 +101,42 @@ struct HookEndToEndTests {
         let firing = try third.baton("show", "2").stdout
         #expect(firing.contains("failure → page run 3, "), "\(firing)")
     }
+
+    @Test("kill -9 while a hook run holds its BATON_HOOK_OUTPUT file: the next start removes the file the crash left")
+    func crashLeavesNoHookOutput() throws {
+        let temporary = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        let told = temporary + "/told", gate = temporary + "/gate"
+        #expect(mkfifo(told, 0o600) == 0 && mkfifo(gate, 0o600) == 0)
+        let config = """
+            { actions: { fail: { exec: ["false"], on: { failure: "page" } },
+                         page: { exec: ["sh", "-c", "echo \\"$BATON_HOOK_OUTPUT\\" > \(told); cat \(gate)"], killGrace: "200ms" } } }
+            """
+        let daemon = try Daemon(config: config, environment: ["TMPDIR": temporary])
+        #expect(try daemon.baton("run", "fail").code != 0)
+        // The hook run says where its file is (the FIFO blocks it until read), then waits on the gate.
+        let file = Self.readLine(fifo: told)
+        #expect(FileManager.default.fileExists(atPath: file), "\(file)")
+        daemon.crash()
+
+        let restarted = try Daemon(config: config, reusing: daemon, environment: ["TMPDIR": temporary])
+        defer { restarted.stop() }
+        #expect(!FileManager.default.fileExists(atPath: file), "the hook output file a crash left survived the restart: \(file)")
+        #expect(restarted.stderr.contains("removed 1 hook output files a previous batond left"), "\(restarted.stderr)")
+    }
+
+    /// The line a writer puts in `fifo` (a blocking open: the test waits for the hook run, no sleep).
+    static func readLine(fifo: String) -> String {
+        let fd = open(fifo, O_RDONLY)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 4_096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
+    }
 }

@@ -250,4 +250,28 @@ struct HostileTests {
         let again = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, daemon.socket])
         #expect(again.stdout.contains("its limit"))
     }
+
+    @Test("at the per-user connection limit, baton status and baton run say batond's line naming the limit and exit 75 (they said it closed the connection)")
+    func connectionLimitToldByCLI() throws {
+        let daemon = try Daemon(config: Self.config)
+        chmod(daemon.directory, 0o755)
+        // Five connections held, then the CLI as the same user, once with each client (one-shot and streaming).
+        let script = """
+            import socket, subprocess, sys
+            held = []
+            for i in range(5):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); held.append(s)
+            for command in (["status"], ["run", "a"]):
+                done = subprocess.run([sys.argv[2], "--socket", sys.argv[1]] + command, capture_output=True, text=True)
+                print(done.returncode, done.stderr.strip().replace("\\n", " | "))
+            """
+        let result = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script,
+                                                      daemon.socket, Binaries.baton])
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(result.stdout) \(result.stderr)")
+        for line in lines {
+            #expect(line.hasPrefix("75 Error: uid 65534 has 5 connections open to batond, its limit"), "\(line)")
+            #expect(!line.contains("closed the connection"), "\(line)")
+        }
+    }
 }

@@ -27,6 +27,26 @@ struct StoreFaultTests {
         #expect(try restarted.baton("run", "a").stdout.contains("a run 4 succeeded"))
     }
 
+    @Test("a history deleted while a run loads: one SIGTERM stops batond within the grace, logging the run's end it could not write")
+    func deletedWhileLoading() throws {
+        let gate = try FifoGate()
+        let config = #"{ shutdownGrace: "2s", actions: { gated: { exec: ["cat", "\#(gate.path)"] } } }"#
+        let daemon = try Daemon(config: config)
+        #expect(try daemon.baton("run", "gated", "--detach").stdout == "1\n")
+        try daemon.waitForLog("run 1 gated: queued → loading")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: daemon.database + suffix) }
+        gate.release()
+        // The run's end is the first write after the deletion: the writer notices it there.
+        try daemon.waitForLog("the history cannot be written: the history file \(daemon.database) was deleted")
+        daemon.signal(SIGTERM)
+        // The grace (2 s) is the bound's part that counts; before the fix only a second signal ended batond.
+        let status = daemon.waitForExit(within: 20)
+        #expect(status != nil, "one SIGTERM did not stop batond; its log ends: \(daemon.stderr.suffix(1_500))")
+        if status == nil { daemon.crash() }
+        #expect(daemon.stderr.contains("not written before exit: run 1 loading → success"), "\(daemon.stderr.suffix(1_500))")
+        #expect(daemon.stderr.contains("was deleted while batond ran, so this line is its only record"), "\(daemon.stderr.suffix(1_500))")
+    }
+
     @Test("an immutable history file (or -wal) at start: batond refuses to start, naming the file and why, without SQL")
     func readOnly() throws {
         let daemon = try Daemon(config: #"{ actions: { a: { exec: ["true"] } } }"#)
@@ -95,5 +115,24 @@ struct StoreFaultTests {
         let run = try execute("/usr/bin/sqlite3", [mount + "/history.sqlite", "SELECT phase, reason FROM runs WHERE id = 1"])
         #expect(run.stdout == "failure|interrupted\n")
         #expect(try restarted.baton("run", "a").code == 0)
+    }
+
+    @Test("one SIGTERM with the disk full: batond stops waiting for the end it cannot write 10 s after the grace, exits, and logs it")
+    func fullAtStopOneSignal() throws {
+        let mount = try SmallDisk.mount("baton-full-one")
+        defer { SmallDisk.unmount(mount) }
+        let config = #"{ shutdownGrace: "200ms", actions: { long: { exec: ["sleep", "300"], killGrace: "200ms" } } }"#
+        let daemon = try Daemon(config: config, database: mount + "/history.sqlite")
+        #expect(try daemon.baton("run", "long", "--detach").stdout == "1\n")
+        try daemon.waitForLog("run 1 long: queued → loading")
+        _ = try execute("/usr/bin/dd", ["if=/dev/zero", "of=\(mount)/filler", "bs=4096"])
+
+        daemon.signal(SIGTERM)
+        // The grace, the kill grace, the 10 s write timeout and the store's 2 s close: before, it never exited.
+        let status = daemon.waitForExit(within: 40)
+        #expect(status != nil, "one SIGTERM did not stop batond with the disk full; its log ends: \(daemon.stderr.suffix(1_500))")
+        if status == nil { daemon.crash() }
+        #expect(!daemon.stderr.contains("second stop signal"))
+        #expect(daemon.stderr.contains("not written before exit: run 1 loading → cancelled (shutdown"), "\(daemon.stderr.suffix(1_500))")
     }
 }

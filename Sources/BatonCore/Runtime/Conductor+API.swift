@@ -207,8 +207,11 @@ extension Conductor {
     // MARK: Shutdown
 
     /// Stops taking triggers and lets runs in flight end within `grace`; then cancels the rest
-    /// with reason `shutdown`. Runs still queued stay queued in the history for the next start.
-    public func shutdown(grace: Duration) async {
+    /// with reason `shutdown`, and waits `writesWithin` more for their ends to be durable before
+    /// it stops waiting for writes (as `stopRemaining` does): a store that cannot write (a locked
+    /// database, a full disk) never keeps one stop signal from ending batond. Runs still queued
+    /// stay queued in the history for the next start.
+    public func shutdown(grace: Duration, writesWithin: Duration = .seconds(10)) async {
         // The grace is armed only once `.shutdown` is in: a grace of 0 that fired first would be
         // ignored (nothing is draining yet), and the runs in flight would never be stopped.
         let timer = Locked<Reactor.TimerID?>(nil)
@@ -222,7 +225,12 @@ extension Conductor {
             send(.shutdown)
             // Posted after the shutdown, so armed once it is handled (posts run in order).
             reactor.post { [self] in
-                let armed = reactor.after(grace) { [weak self] in self?.send(.graceElapsed) }
+                let armed = reactor.after(grace) { [weak self] in
+                    guard let self else { return }
+                    send(.graceElapsed)
+                    let giveUp = reactor.after(writesWithin) { [weak self] in self?.send(.abandonWrites) }
+                    timer.withLock { $0 = giveUp }
+                }
                 timer.withLock { $0 = armed }
             }
         }
