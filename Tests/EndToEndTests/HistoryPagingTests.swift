@@ -1,4 +1,5 @@
 import BatonCore
+import BatonFleet
 import Foundation
 import Testing
 
@@ -133,5 +134,26 @@ struct HistoryPagingTests {
         #expect(history.status == 200)
         let answer = try JSONDecoder().decode(Response.self, from: Data(history.body.utf8))
         #expect(answer.ok == true && answer.runs?.map(\.id) == Array((Int64(Self.count) - 999...Int64(Self.count)).reversed()))
+    }
+
+    @Test("a fleet's history of 1,200 runs comes in pages too: every run once, in order, either way")
+    func fleet() throws {
+        let conninfo = try Postgres.server().database()
+        let host = try FleetTests.fleet(1, actions: #"quick: { exec: ["true"] },"#, conninfo: conninfo)[0]
+        defer { host.stop() }
+        let db = try PGConnection(conninfo)
+        try db.query("""
+            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation, ended_at)
+            SELECT g, 'quick', 'quick', 'success', 'reject', (extract(epoch FROM now()) * 1000000)::bigint - 10000000 + g, 'ghost', 'ghost/1/0',
+                   (extract(epoch FROM now()) * 1000000)::bigint - 10000000 + g + 1
+            FROM generate_series(1, 1200) g
+            """)
+        for reverse in [false, true] {
+            let result = try execute(Binaries.baton, ["--socket", host.socket, "history", "--limit", "1200", "--format", "ndjson"] + (reverse ? ["--reverse"] : []))
+            let ids = result.stdout.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["id"] as? Int
+            }
+            #expect(result.code == 0 && ids == (reverse ? Array(1...1_200) : Array((1...1_200).reversed())), "\(ids.count) runs; \(result.stderr)")
+        }
     }
 }
