@@ -62,30 +62,35 @@ final class JournalSink: OutputLineSink {
         }
     }
 
-    /// Sends released lines on the log's worker, which may wait (a second at most per line) for
-    /// journald to take them: a burst of held lines would otherwise overflow its queue.
+    /// Sends released lines on the log's worker, which may wait for journald to take them (a burst
+    /// of held lines would otherwise overflow its queue): a second at most, once per release, so
+    /// that a journal that does not read never holds the transition log for long.
     private func send(_ release: JournalGate.Release, of run: Int64) {
-        for line in release.lines { send(line, patient: true) }
+        var patient = true
+        for line in release.lines where !send(line, patient: patient) { patient = false }
         guard release.dropped > 0, let first = release.lines.first else { return }
         var note = first
         note.stream = .stderr
         note.bytes = Array("baton: \(release.dropped) more lines of this run were not sent to the journal while its start was being recorded (the history has them)".utf8)
-        send(note, patient: true)
+        send(note, patient: patient)
     }
 
-    private func send(_ line: OutputLine, patient: Bool = false) {
+    /// Sends one line; false when it was lost.
+    @discardableResult
+    private func send(_ line: OutputLine, patient: Bool = false) -> Bool {
         let datagram = JournalDatagram.encode(JournalDatagram.fields(of: line))
-        if send(datagram) { return }
+        if send(datagram) { return true }
         if patient, errno == EAGAIN {
             var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            if poll(&ready, 1, 1_000) > 0, send(datagram) { return }
+            if poll(&ready, 1, 1_000) > 0, send(datagram) { return true }
         }
         // A restarted journald listens on a new socket at the same path: connect to it and try
         // once more (a full buffer, EAGAIN, is not retried: the journal is behind). The old one is
         // gone (ECONNREFUSED), or shut for reading while something still holds it (EPIPE).
         let gone = errno == ECONNREFUSED || errno == ENOTCONN || errno == ENOENT || errno == EPIPE
-        if gone, baton_unix_connect(fd, path) == 0, send(datagram) { return }
+        if gone, baton_unix_connect(fd, path) == 0, send(datagram) { return true }
         lost.withLock { $0 += 1 }
+        return false
     }
 
     private func send(_ datagram: [UInt8]) -> Bool {

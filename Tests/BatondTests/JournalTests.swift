@@ -97,6 +97,22 @@ struct JournalTests {
         #expect(Self.received(fd) == ["late"])
     }
 
+    @Test("a journal that does not read holds a release of waiting lines up once, not once per line")
+    func stuck() throws {
+        let (fd, path) = try Self.listener()
+        defer { close(fd); unlink(path) }
+        let sink = try #require(JournalSink(path: path))
+        // Past any queue a datagram socket keeps here (net.unix.max_dgram_qlen: 10 in a container, 512 under systemd).
+        let count = 600
+        sink.launched(run: 7, attempt: 1)
+        for index in 0..<count { sink.write(Self.line(7, attempt: 1, "line \(index)")) }
+        let started = ContinuousClock.now
+        sink.logged(run: 7, phase: .loading, attempt: 1)
+        // One wait of a second, then lines are lost at once: waiting for each would take minutes.
+        #expect(ContinuousClock.now - started < .seconds(30))
+        #expect(sink.lost.withLock { $0 } > 0)
+    }
+
     @Test("past its bound a run's waiting lines are dropped and counted, and one entry says how many")
     func bound() throws {
         let (fd, path) = try Self.listener()
