@@ -36,15 +36,20 @@ struct JournalGate: Sendable {
 
     let maxLines: Int
     let maxBytes: Int
+    /// Gates kept before those holding nothing are let go: a run whose end the log never wrote
+    /// (dropped while stderr was blocked) would otherwise keep its gate for good.
+    let maxGates: Int
     private var gates: [Int64: Gate] = [:]
 
-    init(maxLines: Int = 1_000, maxBytes: Int = 1 << 20) {
+    init(maxLines: Int = 1_000, maxBytes: Int = 1 << 20, maxGates: Int = 10_000) {
         self.maxLines = maxLines
         self.maxBytes = maxBytes
+        self.maxGates = maxGates
     }
 
     /// The run's attempt is starting: its lines wait for its `loading` line.
     mutating func launched(run: Int64, attempt: Int) {
+        if gates.count >= maxGates, gates[run] == nil { gates = gates.filter { !$0.value.held.isEmpty } }
         gates[run, default: Gate()].launched = max(gates[run]?.launched ?? 0, attempt)
     }
 

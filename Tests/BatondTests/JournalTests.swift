@@ -113,6 +113,17 @@ struct JournalTests {
         #expect(sink.lost.withLock { $0 } > 0)
     }
 
+    @Test("gates whose runs' ends were never logged are let go past a bound, those holding lines kept")
+    func gateBound() {
+        var gate = JournalGate(maxGates: 3)
+        for run in Int64(1)...3 { gate.launched(run: run, attempt: 1) }
+        #expect(gate.line(Self.line(2, attempt: 1, "held")) == .held)
+        gate.launched(run: 4, attempt: 1)
+        #expect(gate.count == 2)
+        #expect(gate.ending(run: 2).lines.map { String(decoding: $0.bytes, as: UTF8.self) } == ["held"])
+        #expect(gate.line(Self.line(1, attempt: 1, "let go")) == .send)
+    }
+
     @Test("past its bound a run's waiting lines are dropped and counted, and one entry says how many")
     func bound() throws {
         let (fd, path) = try Self.listener()
