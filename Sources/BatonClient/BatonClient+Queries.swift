@@ -18,7 +18,12 @@ public struct BatonStatus: Sendable, Equatable {
 extension BatonClient {
     /// Asks `query` among this client's other calls and reads its answer.
     public func ask<Value>(_ query: BatonQuery<Value>) async throws -> Value {
-        try query.read(try await call(query.request))
+        guard query.pages != nil else { return try query.read(try await call(query.request)) }
+        let pages = Locked<[Response]>([])
+        let final = try await call(query.request) { event in
+            if query.isPage(event) { pages.withLock { $0.append(event) } }
+        }
+        return try query.read(BatonQuery<Value>.gathered(final, pages.withLock { $0 }))
     }
 
     /// The actions the peer may read, each with its runs in flight (`inFlight`) and last ended run (`last`).

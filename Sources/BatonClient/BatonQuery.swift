@@ -6,15 +6,30 @@ import BatonCore
 public struct BatonQuery<Value>: Sendable {
     let request: Request
     let read: @Sendable (Response) throws -> Value
+    /// The event whose lines carry the first pages of a long answer (`runs` for `history`); the
+    /// final answer is read with them put back in front (`gathered`).
+    let pages: String?
 
-    init(_ request: Request, read: @escaping @Sendable (Response) throws -> Value) {
+    init(_ request: Request, pages: String? = nil, read: @escaping @Sendable (Response) throws -> Value) {
         self.request = request
+        self.pages = pages
         self.read = read
     }
 
     /// The same question, its answer read on by `transform`.
     public func map<Other>(_ transform: @escaping @Sendable (Value) throws -> Other) -> BatonQuery<Other> {
-        BatonQuery<Other>(request) { [read] in try transform(try read($0)) }
+        BatonQuery<Other>(request, pages: pages) { [read] in try transform(try read($0)) }
+    }
+
+    /// Whether `event` is a page of this question's answer.
+    func isPage(_ event: Response) -> Bool { pages != nil && event.event == pages }
+
+    /// The final answer with the pages sent before it in front, in order, as one answer.
+    static func gathered(_ final: Response, _ pages: [Response]) -> Response {
+        guard !pages.isEmpty, final.ok == true else { return final }
+        var whole = final
+        whole.runs = pages.flatMap { $0.runs ?? [] } + (final.runs ?? [])
+        return whole
     }
 }
 
@@ -28,7 +43,7 @@ extension BatonQuery where Value == BatonStatus {
 extension BatonQuery where Value == [RunSnapshot] {
     /// The runs `filter` selects, newest first (oldest first with `reverse`), 50 by default.
     public static func history(_ filter: HistoryFilter = HistoryFilter()) -> Self {
-        Self(Request(op: .history, filter: filter)) { $0.runs ?? [] }
+        Self(Request(op: .history, filter: filter), pages: "runs") { $0.runs ?? [] }
     }
 }
 

@@ -34,12 +34,16 @@ public final class OneShotClient {
 
     /// Asks `query` and reads its answer.
     public func ask<Value>(_ query: BatonQuery<Value>) throws -> Value {
-        try query.read(try call(query.request))
+        var pages: [Response] = []
+        let final = try call(query.request) { event in
+            if query.isPage(event) { pages.append(event) }
+        }
+        return try query.read(BatonQuery<Value>.gathered(final, pages))
     }
 
-    /// Sends `request` (with the next id) and reads until its final answer, passing over event
-    /// lines and lines of other ids. A failed answer throws its `BatonClientError`.
-    func call(_ request: Request) throws -> Response {
+    /// Sends `request` (with the next id) and reads until its final answer, handing its event
+    /// lines to `events` and passing over lines of other ids. A failed answer throws its `BatonClientError`.
+    func call(_ request: Request, events: (Response) -> Void = { _ in }) throws -> Response {
         let id = nextID
         nextID += 1
         var request = request
@@ -60,7 +64,11 @@ public final class OneShotClient {
             // A refusal without an id is batond's answer to the connection itself (a connection
             // limit reached): it closes next, and its line says why better than the close would.
             if response.refusesConnection { return try BatonClient.answer(.success(response)) }
-            guard case .number(id)? = response.id, response.ok != nil else { continue }
+            guard case .number(id)? = response.id else { continue }
+            guard response.ok != nil else {
+                events(response)
+                continue
+            }
             return try BatonClient.answer(.success(response))
         }
     }

@@ -14,7 +14,17 @@ struct API: Sendable {
 
     func history(query: String, _ done: @escaping Answer) {
         switch QueryString.historyFilter(query) {
-        case let .success(filter): forward(Request(op: .history, filter: filter), done)
+        case let .success(filter):
+            // Over 500 runs batond sends the first pages as `runs` events: the page gets one list.
+            let pages = Locked<[RunSnapshot]>([])
+            forward(Request(op: .history, filter: filter), events: { event, _ in
+                if event.event == "runs", let runs = event.runs { pages.withLock { $0 += runs } }
+            }, done) { final in
+                var whole = final
+                let before = pages.withLock { $0 }
+                if final.ok == true, !before.isEmpty { whole.runs = before + (final.runs ?? []) }
+                return whole
+            }
         case let .failure(error): done(answer(.failure(WireError(error))))
         }
     }
@@ -90,11 +100,13 @@ struct API: Sendable {
         }
     }
 
-    private func forward(_ request: Request, _ done: @escaping Answer) {
-        channel.call(request) { [self] result in
+    /// Asks batond and answers with its final response (`gather` makes it whole from its events first).
+    private func forward(_ request: Request, events: Channel.Events? = nil, _ done: @escaping Answer,
+                         gather: @escaping @Sendable (Response) -> Response = { $0 }) {
+        channel.call(request, events: events) { [self] result in
             switch result {
             case let .success(response):
-                var answered = response
+                var answered = gather(response)
                 answered.id = nil
                 done(answered.error.map { answer(.failure($0)) } ?? json(200, answered.jsonLine()))
             case let .failure(failure):

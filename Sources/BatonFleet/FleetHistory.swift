@@ -25,6 +25,7 @@ struct FleetHistory: HistoryReader {
             if !filter.phases.isEmpty { clauses.append("phase IN (\(filter.phases.map { add($0.rawValue) }.joined(separator: ", ")))") }
             if let since = filter.since { clauses.append("queued_at >= \(add(String(since.rawValue)))::bigint") }
             if let until = filter.until { clauses.append("queued_at < \(add(String(until.rawValue)))::bigint") }
+            if let after = filter.after { clauses.append("id \(filter.reverse ? ">" : "<") \(add(String(after)))::bigint") }
             for (name, value) in filter.params.sorted(by: { $0.key < $1.key }) {
                 clauses.append("params::jsonb ->> \(add(name)) = \(add(value))")
             }

@@ -10,6 +10,11 @@ extension Service {
     /// leave unread).
     static let outputPage = 256 << 10
 
+    /// The most runs one line of a `history` answer carries: a longer answer is sent in pages.
+    public static let historyPage = 500
+    /// A history page is read once the client has taken all but this much of the ones before.
+    static let historyDrain = 256 << 10
+
     func output(_ exchange: Exchange, _ generation: Generation) {
         Task {
             do throws(BatonError) {

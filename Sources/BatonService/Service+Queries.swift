@@ -75,11 +75,34 @@ extension Service {
 
     func history(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         let filter = request.filter ?? HistoryFilter()
+        guard filter.limit > Self.historyPage else { return try await historyPage(filter, request.id, generation, connection.peer).answer }
+        // A long answer goes a page at a time, each a `runs` event, the last in the final answer:
+        // each page is read (by id, on from the last) once the client has taken all but
+        // `historyDrain` of the one before, so a request costs about a page, however long.
+        var page = filter
+        var left = filter.limit
+        while true {
+            page.limit = min(left, Self.historyPage)
+            var (answer, read) = try await historyPage(page, request.id, generation, connection.peer)
+            left -= read.count
+            guard read.count == page.limit, left > 0, let last = read.last, !connection.isClosed else { return answer }
+            answer.ok = nil
+            answer.event = "runs"
+            connection.send(answer.jsonLine())
+            await connection.drained(below: Self.historyDrain)
+            page.after = last.id
+        }
+    }
+
+    /// The runs of one page: the answer (those the peer may read) and every run read (for where
+    /// the next page starts and whether there is one).
+    private func historyPage(_ filter: HistoryFilter, _ id: RequestID?, _ generation: Generation,
+                             _ peer: Peer) async throws(BatonError) -> (answer: Response, read: [RunSnapshot]) {
         let runs = try await history.runs(filter)
-        let visible = readable(runs.map(\.action), generation, connection.peer)
-        var response = Response(id: request.id)
+        let visible = readable(runs.map(\.action), generation, peer)
+        var response = Response(id: id)
         response.runs = runs.filter { visible.contains($0.action) }
-        return response
+        return (response, runs)
     }
 
     func show(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {

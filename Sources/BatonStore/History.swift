@@ -110,6 +110,11 @@ public struct History {
             clauses.append("queued_at < ? AND id <= coalesce((SELECT id FROM runs WHERE queued_at < ? ORDER BY queued_at DESC LIMIT 1), 0)")
             arguments += [.integer(until.rawValue), .integer(until.rawValue)]
         }
+        // A page goes on from the last id of the one before, on the primary key's order.
+        if let after = filter.after {
+            clauses.append(filter.reverse ? "id > ?" : "id < ?")
+            arguments.append(.integer(after))
+        }
         for (name, value) in filter.params.sorted(by: { $0.key < $1.key }) {
             clauses.append("json_extract(params, ?) = ?")
             arguments += [.text("$.\"\(name.replacingEvery("\"", with: ""))\""), .text(value)]

@@ -32,14 +32,19 @@ enum JournalDatagram {
     }
 
     /// The fields of one line of a run's output: the action's own message (its name as the
-    /// identifier), stdout at priority info (6), stderr at warning (4).
+    /// identifier, its leader's pid as `SYSLOG_PID`), stdout at priority info (6), stderr at warning (4).
     static func fields(of line: OutputLine) -> [(name: String, value: [UInt8])] {
-        [("MESSAGE", line.bytes),
-         ("PRIORITY", Array((line.stream == .stdout ? "6" : "4").utf8)),
-         ("SYSLOG_IDENTIFIER", Array(line.action.utf8)),
-         ("BATON_RUN_ID", Array(String(line.runID).utf8)),
-         ("BATON_ACTION", Array(line.action.utf8)),
-         ("BATON_KEY", Array(line.key.utf8)),
-         ("BATON_STREAM", Array(line.stream.rawValue.utf8))]
+        var fields: [(name: String, value: [UInt8])] = [
+            ("MESSAGE", line.bytes),
+            ("PRIORITY", Array((line.stream == .stdout ? "6" : "4").utf8)),
+            ("SYSLOG_IDENTIFIER", Array(line.action.utf8)),
+        ]
+        if let pid = line.pid { fields.append(("SYSLOG_PID", Array(String(pid).utf8))) }
+        return fields + [
+            ("BATON_RUN_ID", Array(String(line.runID).utf8)),
+            ("BATON_ACTION", Array(line.action.utf8)),
+            ("BATON_KEY", Array(line.key.utf8)),
+            ("BATON_STREAM", Array(line.stream.rawValue.utf8)),
+        ]
     }
 }

@@ -183,6 +183,28 @@ struct BatonClientCallTests {
         #expect(try await actions.value.isEmpty)
     }
 
+    /// A page of a long history: a `runs` event, or (`final`) the final answer.
+    static func page(_ request: Request, _ ids: ClosedRange<Int64>, final: Bool = false) -> Response {
+        var response = Response(id: request.id, ok: final ? true : nil)
+        response.event = final ? nil : "runs"
+        response.runs = ids.reversed().map { BatonClientTests.run($0, .success) }
+        return response
+    }
+
+    @Test("history gathers a long answer's runs events and its final answer into one list, in order; other events are passed over")
+    func historyPages() async throws {
+        let fake = FakeTransport()
+        let client = BatonClient(transport: fake, name: "fake")
+        let history = Task { try await client.history(HistoryFilter(limit: 1_200)) }
+        let request = try #require(await fake.nextRequest())
+        #expect(request.op == .history && request.filter?.limit == 1_200)
+        fake.answer(Self.page(request, 701...1_200))
+        fake.answer(Self.chunk(request, start: 0, "not a page"))
+        fake.answer(Self.page(request, 201...700))
+        fake.answer(Self.page(request, 1...200, final: true))
+        #expect(try await history.value.map(\.id) == Array((1...1_200).reversed()))
+    }
+
     static func number(_ request: Request) -> Int64 {
         if case let .number(id)? = request.id { return id }
         return -1

@@ -57,6 +57,17 @@ struct OneShotClientTests {
         #expect(sent.map(\.op) == [.ping, .history] && sent[1].filter?.limit == 3 && sent[1].filter?.actions == ["a"])
     }
 
+    @Test("history gathers runs events before its final answer into one list; another id's events and answers are passed over")
+    func historyPages() throws {
+        let (client, batond) = try Self.pair()
+        defer { close(batond) }
+        let run = #"{"id":%d,"action":"a","key":"a","phase":"success","policy":"reject","params":{},"queuedAt":1,"attempts":1}"#
+        func runs(_ ids: [Int]) -> String { "[" + ids.map { String(format: run, $0) }.joined(separator: ",") + "]" }
+        Self.write(batond, #"{"id":1,"event":"runs","runs":\#(runs([5, 4]))}"# + "\n" + #"{"id":9,"event":"runs","runs":\#(runs([99]))}"# + "\n")
+        Self.write(batond, #"{"id":1,"event":"runs","runs":\#(runs([3, 2]))}"# + "\n" + #"{"id":1,"ok":true,"runs":\#(runs([1]))}"# + "\n")
+        #expect(try client.ask(.history(HistoryFilter(limit: 5))).map(\.id) == [5, 4, 3, 2, 1])
+    }
+
     @Test("a refusal throws its case, with batond's message")
     func refusal() throws {
         let (client, batond) = try Self.pair()

@@ -150,4 +150,35 @@ struct ServiceTests {
         #expect(WireError(error).code == code)
         #expect(WireError(error).message == error.message)
     }
+
+    @Test("a history longer than a page goes as runs events, each read once the one before drained, then the final answer; a page's length counts unreadable runs too")
+    func historyPages() async throws {
+        let fixture = Fixture()
+        fixture.history.runs.withLock { runs in
+            runs = (1...1_100).map { RunSnapshot(id: $0, action: $0 % 10 == 0 ? "secret" : "deploy", key: "k", phase: .success,
+                                                 policy: .reject, params: [:], trigger: nil, queuedAt: Timestamp(rawValue: $0)) }
+        }
+        let reader = Recorder(uid: Fixture.alice)
+        reader.holdDrains()
+        fixture.service.received(.line(Array(#"{"id":1,"op":"history","filter":{"limit":1100}}"#.utf8)), from: reader)
+        let first = try #require(await reader.next())
+        #expect(first.ok == nil && first.event == "runs")
+        #expect(first.runs?.map(\.id) == (601...1_100).reversed().filter { $0 % 10 != 0 })
+        var turns = 0
+        while reader.drainWaiters == 0 && turns < 100_000 {
+            await Task.yield()
+            turns += 1
+        }
+        #expect(reader.drainWaiters == 1 && reader.sentCount == 1, "the next page waits for the client")
+        reader.releaseDrains()
+        let second = try #require(await reader.next())
+        #expect(second.event == "runs" && second.runs?.map(\.id) == (101...600).reversed().filter { $0 % 10 != 0 })
+        let last = try #require(await reader.next())
+        #expect(last.ok == true && last.event == nil && last.runs?.map(\.id) == (1...100).reversed().filter { $0 % 10 != 0 })
+        #expect(reader.ended == 1)
+
+        let short = Recorder(uid: Fixture.alice)
+        let answer = try #require(await fixture.ask(#"{"id":2,"op":"history","filter":{"limit":500,"reverse":true}}"#, as: short))
+        #expect(short.sentCount == 1 && answer.ok == true && answer.runs?.count == 450 && answer.runs?.first?.id == 1)
+    }
 }

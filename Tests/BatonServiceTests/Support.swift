@@ -94,8 +94,12 @@ final class FakeHistory: HistoryReader {
     let runs = Locked<[RunSnapshot]>([])
     let details = Locked<[Int64: RunDetail]>([:])
 
+    /// The runs of the filter's actions, newest first (oldest first with `reverse`), past `after`, up to `limit`.
     func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] {
-        runs.withLock { $0 }.filter { filter.actions.isEmpty || filter.actions.contains($0.action) }
+        let all = runs.withLock { $0 }.filter { filter.actions.isEmpty || filter.actions.contains($0.action) }
+        let ordered = all.sorted { filter.reverse ? $0.id < $1.id : $0.id > $1.id }
+        let after = ordered.filter { run in filter.after.map { filter.reverse ? run.id > $0 : run.id < $0 } ?? true }
+        return Array(after.prefix(filter.limit))
     }
     func run(_ id: Int64) async throws(BatonError) -> RunDetail? { details.withLock { $0[id] } }
     func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats] {

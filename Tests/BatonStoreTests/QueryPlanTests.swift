@@ -20,6 +20,9 @@ struct QueryPlanTests {
         ("action, since and until", HistoryFilter(actions: ["deploy"], since: Timestamp(microseconds: 1), until: now)),
         ("action and param", HistoryFilter(actions: ["deploy"], params: ["env": "prod"])),
         ("reverse", HistoryFilter(actions: ["deploy"], reverse: true)),
+        ("a later page", HistoryFilter(limit: 500, after: 1_000)),
+        ("a later page of two actions", HistoryFilter(actions: ["deploy", "backup"], limit: 500, after: 1_000)),
+        ("a later page, reversed, of a phase", HistoryFilter(phases: [.failure], limit: 500, reverse: true, after: 1_000)),
     ]
 
     /// The plan lines of a history query (`EXPLAIN QUERY PLAN`).
@@ -54,6 +57,10 @@ struct QueryPlanTests {
         #expect(try history.runs(HistoryFilter(since: Timestamp(microseconds: Self.now.rawValue + 25),
                                                until: Timestamp(microseconds: Self.now.rawValue + 28))).map(\.id) == [27, 26, 25])
         #expect(try history.runs(HistoryFilter(since: Timestamp(microseconds: Self.now.rawValue + 100))).isEmpty)
+        // Pages go on from the last id of the one before, in either order.
+        #expect(try history.runs(HistoryFilter(actions: ["a", "b"], limit: 5, after: 24)).map(\.id) == [22, 21, 19, 18, 16])
+        #expect(try history.runs(HistoryFilter(actions: ["a", "b"], limit: 3, reverse: true, after: 4)).map(\.id) == [6, 7, 9])
+        #expect(try history.runs(HistoryFilter(phases: [.cancelled], limit: 2, after: 27)).map(\.id) == [26, 24])
         store.close()
     }
 

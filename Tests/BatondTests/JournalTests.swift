@@ -7,7 +7,7 @@ import Testing
 /// Run output to the journal: the native protocol's datagram, and the sink on a real socket.
 @Suite("Journal")
 struct JournalTests {
-    static let line = OutputLine(runID: 42, action: "deploy", key: "deploy env=prod", stream: .stderr, bytes: Array("it broke".utf8))
+    static let line = OutputLine(runID: 42, pid: 4_242, action: "deploy", key: "deploy env=prod", stream: .stderr, bytes: Array("it broke".utf8))
 
     @Test("fields as NAME=value lines, in order; a value with a newline in the length-prefixed form")
     func datagram() {
@@ -27,14 +27,114 @@ struct JournalTests {
         #expect(JournalDatagram.isValidName(name) == valid)
     }
 
-    @Test("a line's fields: the action as identifier, stderr at warning, the run's id, action, key and stream")
+    @Test("a line's fields: the action as identifier, its leader's pid, stderr at warning, the run's id, action, key and stream")
     func fields() {
         let fields = Dictionary(uniqueKeysWithValues: JournalDatagram.fields(of: Self.line).map { ($0.name, String(decoding: $0.value, as: UTF8.self)) })
-        #expect(fields == ["MESSAGE": "it broke", "PRIORITY": "4", "SYSLOG_IDENTIFIER": "deploy", "BATON_RUN_ID": "42",
+        #expect(fields == ["MESSAGE": "it broke", "PRIORITY": "4", "SYSLOG_IDENTIFIER": "deploy", "SYSLOG_PID": "4242", "BATON_RUN_ID": "42",
                            "BATON_ACTION": "deploy", "BATON_KEY": "deploy env=prod", "BATON_STREAM": "stderr"])
         var stdout = Self.line
         stdout.stream = .stdout
+        stdout.pid = nil
         #expect(JournalDatagram.fields(of: stdout).first { $0.name == "PRIORITY" }?.value == Array("6".utf8))
+        #expect(!JournalDatagram.fields(of: stdout).contains { $0.name == "SYSLOG_PID" })
+    }
+
+    static func update(_ run: Int64, _ from: Phase?, _ to: Phase, attempt: Int? = nil) -> RunUpdate {
+        let snapshot = RunSnapshot(id: run, action: "deploy", key: "deploy env=prod", phase: to, policy: .reject, params: [:], trigger: nil,
+                                   queuedAt: Timestamp(microseconds: 0))
+        var detail = TransitionDetail()
+        detail.attempt = attempt
+        return RunUpdate(run: snapshot, transition: Transition(runID: run, seq: 1, from: from, to: to, at: Timestamp(microseconds: 0), detail: detail))
+    }
+
+    @Test("a transition's entry names the run as its output lines do (BATON_RUN_ID), and by its old name BATON_RUN")
+    func transitionFields() {
+        let fields = TransitionLog.journalFields(Self.update(42, .queued, .loading, attempt: 1))
+        #expect(fields["BATON_RUN_ID"] == "42" && fields["BATON_RUN"] == "42")
+        #expect(fields["BATON_ACTION"] == "deploy" && fields["BATON_KEY"] == "deploy env=prod" && fields["BATON_PHASE"] == "loading")
+    }
+
+    /// The messages of the datagrams waiting on `fd`, in order.
+    static func received(_ fd: Int32) -> [String] {
+        var messages: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            guard n > 0 else { return messages }
+            let text = String(decoding: buffer[..<n], as: UTF8.self)
+            messages.append(text.split(separator: "\n").first { $0.hasPrefix("MESSAGE=") }.map { String($0.dropFirst(8)) } ?? "")
+        }
+    }
+
+    static func line(_ run: Int64, attempt: Int, _ text: String) -> OutputLine {
+        OutputLine(runID: run, attempt: attempt, action: "deploy", key: "deploy", stream: .stdout, bytes: Array(text.utf8))
+    }
+
+    @Test("an attempt's lines wait for its loading line; a retry's wait again; what waits goes before the run's end; other runs' lines go at once")
+    func order() throws {
+        let (fd, path) = try Self.listener()
+        defer { close(fd); unlink(path) }
+        let sink = try #require(JournalSink(path: path))
+        sink.launched(run: 7, attempt: 1)
+        sink.write(Self.line(7, attempt: 1, "one"))
+        sink.write(Self.line(8, attempt: 1, "adopted"))
+        #expect(Self.received(fd) == ["adopted"])
+        TransitionLog.write(Self.update(7, .queued, .loading, attempt: 1), sink: sink)
+        sink.write(Self.line(7, attempt: 1, "two"))
+        #expect(Self.received(fd) == ["one", "two"])
+        TransitionLog.write(Self.update(7, .loading, .retrying, attempt: 1), sink: sink)
+        sink.launched(run: 7, attempt: 2)
+        sink.write(Self.line(7, attempt: 2, "three"))
+        #expect(Self.received(fd) == [])
+        TransitionLog.write(Self.update(7, .retrying, .loading, attempt: 2), sink: sink)
+        #expect(Self.received(fd) == ["three"])
+        sink.launched(run: 7, attempt: 3)
+        sink.write(Self.line(7, attempt: 3, "four"))
+        #expect(Self.received(fd) == [])
+        sink.logged(run: 7, phase: .failure, attempt: nil)
+        #expect(Self.received(fd) == ["four"])
+        sink.write(Self.line(7, attempt: 3, "late"))
+        #expect(Self.received(fd) == ["late"])
+    }
+
+    @Test("a journal that does not read holds a release of waiting lines up once, not once per line")
+    func stuck() throws {
+        let (fd, path) = try Self.listener()
+        defer { close(fd); unlink(path) }
+        let sink = try #require(JournalSink(path: path))
+        // Past any queue a datagram socket keeps here (net.unix.max_dgram_qlen: 10 in a container, 512 under systemd).
+        let count = 600
+        sink.launched(run: 7, attempt: 1)
+        for index in 0..<count { sink.write(Self.line(7, attempt: 1, "line \(index)")) }
+        let started = ContinuousClock.now
+        sink.logged(run: 7, phase: .loading, attempt: 1)
+        // One wait of a second, then lines are lost at once: waiting for each would take minutes.
+        #expect(ContinuousClock.now - started < .seconds(30))
+        #expect(sink.lost.withLock { $0 } > 0)
+    }
+
+    @Test("gates whose runs' ends were never logged are let go past a bound, those holding lines kept")
+    func gateBound() {
+        var gate = JournalGate(maxGates: 3)
+        for run in Int64(1)...3 { gate.launched(run: run, attempt: 1) }
+        #expect(gate.line(Self.line(2, attempt: 1, "held")) == .held)
+        gate.launched(run: 4, attempt: 1)
+        #expect(gate.count == 2)
+        #expect(gate.ending(run: 2).lines.map { String(decoding: $0.bytes, as: UTF8.self) } == ["held"])
+        #expect(gate.line(Self.line(1, attempt: 1, "let go")) == .send)
+    }
+
+    @Test("past its bound a run's waiting lines are dropped and counted, and one entry says how many")
+    func bound() throws {
+        let (fd, path) = try Self.listener()
+        defer { close(fd); unlink(path) }
+        let sink = try #require(JournalSink(path: path, gate: JournalGate(maxLines: 2)))
+        sink.launched(run: 7, attempt: 1)
+        for text in ["a", "b", "c", "d"] { sink.write(Self.line(7, attempt: 1, text)) }
+        #expect(sink.lost.withLock { $0 } == 2)
+        sink.logged(run: 7, phase: .loading, attempt: 1)
+        let messages = Self.received(fd)
+        #expect(messages.prefix(2) == ["a", "b"] && messages.count == 3 && messages[2].hasPrefix("baton: 2 more lines"))
     }
 
     /// A datagram socket bound at a new path, as journald's.

@@ -132,6 +132,11 @@ final class Daemon: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         // A batond that traps (twice seen killed by a signal with an empty stderr under load)
         // prints its backtrace to the stderr the failure shows.
+        // "stderr": batond's stderr is the journal's stream (its device:inode), as under systemd.
+        if env["JOURNAL_STREAM"] == "stderr" {
+            var info = stat()
+            if fstat(stderrPipe.fileHandleForWriting.fileDescriptor, &info) == 0 { env["JOURNAL_STREAM"] = "\(info.st_dev):\(info.st_ino)" }
+        }
         if env["SWIFT_BACKTRACE"] == nil { env["SWIFT_BACKTRACE"] = "enable=yes,interactive=no,color=no,output-to=stderr" }
         process.environment = env
         process.standardError = stderrPipe

@@ -149,6 +149,12 @@ struct PackageTests {
             """))
         let steps = try await container.run("journalctl SYSLOG_IDENTIFIER=slow-build BATON_RUN_ID=4 -o cat --no-pager")
         #expect(steps.stdout == "step 1\nstep 2\nstep 3\nstep 4\nstep 5\n", "\(steps.stdout) \(steps.stderr)")
+        // One field names the run in all its entries: its transitions, then its lines after its loading line.
+        #expect(try await container.waitUntil("journalctl BATON_RUN_ID=4 -o cat --no-pager | grep -q 'loading → success'"))
+        let runStory = try await container.run("journalctl BATON_RUN_ID=4 -o cat --no-pager").stdout.split(separator: "\n").map(String.init)
+        let loading = runStory.firstIndex { $0.contains("queued → loading") } ?? runStory.count
+        #expect(runStory.first?.contains("new → queued") == true && runStory.last?.contains("loading → success") == true, "\(runStory)")
+        #expect(Array(runStory.dropFirst(loading + 1).dropLast()) == (1...5).map { "step \($0)" }, "\(runStory)")
 
         let added = try await container.run("""
             sed -i 's/^  actions: {/  actions: {\\n    extra: { exec: ["sh", "-c", "echo extra-err >\\&2"] },/' /etc/baton/baton.json5 && systemctl reload batond.service

@@ -138,7 +138,7 @@ struct SystemdTests {
 
         #expect(try execute(Binaries.baton, ["--socket", directory + "/baton.sock", "run", "hello"]).code == 0)
         let entry = try #require(journal.until("BATON_PHASE=success"))
-        for field in ["BATON_ACTION=hello", "BATON_RUN=1", "PRIORITY=6", "SYSLOG_IDENTIFIER=batond", "BATON_KEY=hello"] {
+        for field in ["BATON_ACTION=hello", "BATON_RUN_ID=1", "BATON_RUN=1", "PRIORITY=6", "SYSLOG_IDENTIFIER=batond", "BATON_KEY=hello"] {
             #expect(entry.contains(field + "\n"), "\(entry)")
         }
         #expect(entry.contains("MESSAGE=run 1 hello: loading → success"), "\(entry)")

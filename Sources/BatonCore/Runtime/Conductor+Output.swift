@@ -11,6 +11,7 @@ extension Conductor {
     /// Which run an attempt's output is of, and what its lines are named by.
     struct OutputSource: Sendable {
         var run: Int64
+        var attempt: Int
         var action: String
         var key: String
         var keep: Int64
@@ -21,7 +22,7 @@ extension Conductor {
         guard reactor.isCurrent else { return reactor.post { [self] in keepOutput(source, stream, bytes) } }
         let (run, keep, now) = (source.run, source.keep, Timestamp.now)
         let sink = options.lineSink
-        let (write, arm, start, followers, lines) = core.withLock { core -> (OutputWrite?, Bool, Int64, [OutputFollower], [[UInt8]]) in
+        let (write, arm, start, followers, lines, leader) = core.withLock { core -> (OutputWrite?, Bool, Int64, [OutputFollower], [[UInt8]], Int32?) in
             var lines: [[UInt8]] = []
             if sink != nil {
                 var splitter = core.lines[run] ?? OutputLines()
@@ -35,10 +36,11 @@ extension Conductor {
             let write = due ? limiter.write() : nil
             core.outputs[run] = limiter
             let followers = core.outputFollowers.values.filter { $0.run == run }.map(\.follower)
-            return (write, !waited && limiter.pendingSince != nil, start, followers, lines)
+            return (write, !waited && limiter.pendingSince != nil, start, followers, lines, core.leaders[run])
         }
         for line in lines {
-            sink?.write(OutputLine(runID: run, action: source.action, key: source.key, stream: stream, bytes: line))
+            sink?.write(OutputLine(runID: run, attempt: source.attempt, pid: leader, action: source.action, key: source.key,
+                                   stream: stream, bytes: line))
         }
         // Followers get every byte, also those past keep, as it arrives.
         if !followers.isEmpty {
@@ -96,16 +98,16 @@ extension Conductor {
     }
 
     /// An attempt ended: the line sink gets what it left without a newline.
-    func finishLines(_ run: Int64) {
+    func finishLines(_ run: Int64, attempt: Int) {
         guard let sink = options.lineSink else { return }
-        let (left, name) = core.withLock { core -> ([(stream: StandardStream, line: [UInt8])], (action: String, key: String)?) in
+        let (left, name, leader) = core.withLock { core -> ([(stream: StandardStream, line: [UInt8])], (action: String, key: String)?, Int32?) in
             let left = core.lines[run]?.finish() ?? []
             core.lines[run] = nil
-            return (left, core.state.snapshot(of: run).map { ($0.action, $0.key) })
+            return (left, core.state.snapshot(of: run).map { ($0.action, $0.key) }, core.leaders.removeValue(forKey: run))
         }
         guard let name else { return }
         for (stream, line) in left {
-            sink.write(OutputLine(runID: run, action: name.action, key: name.key, stream: stream, bytes: line))
+            sink.write(OutputLine(runID: run, attempt: attempt, pid: leader, action: name.action, key: name.key, stream: stream, bytes: line))
         }
     }
 

@@ -77,6 +77,8 @@ public final class Conductor: Sendable {
         var outputs: [Int64: OutputLimiter] = [:]
         /// Each run's output cut into lines for the line sink (only when there is one).
         var lines: [Int64: OutputLines] = [:]
+        /// The leader's pid of each attempt in flight that started a process (for the line sink).
+        var leaders: [Int64: Int32] = [:]
         /// Who follows the output of a run in flight, by registration.
         var outputFollowers: [Int: (run: Int64, follower: OutputFollower)] = [:]
         var nextOutputFollower = 0
@@ -112,6 +114,8 @@ public final class Conductor: Sendable {
 
     let store: any RunStore
     let options: Options
+    /// Where every line of every run's output goes besides the history, if anywhere.
+    public var lineSink: (any OutputLineSink)? { options.lineSink }
     let reactor = Reactor.shared
     private let inbox = Locked(Inbox())
     let core: Locked<Core>
@@ -194,6 +198,7 @@ public final class Conductor: Sendable {
                 core.attempts[run] = nil
                 core.outputs[run] = nil
                 core.lines[run] = nil
+                core.leaders[run] = nil
                 let following = core.outputFollowers.filter { $0.value.run == run }
                 for id in following.keys { core.outputFollowers[id] = nil }
                 return (core.waiters.removeValue(forKey: run) ?? [], following.values.map(\.follower))
@@ -232,10 +237,12 @@ public final class Conductor: Sendable {
         let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: launch.params,
                       instance: options.instance, hook: launch.hook)
         let (run, attempt) = (launch.run, launch.attempt)
-        let source = OutputSource(run: run, action: launch.action.name, key: launch.action.key(for: launch.params), keep: launch.action.outputKeep)
+        let source = OutputSource(run: run, attempt: attempt, action: launch.action.name, key: launch.action.key(for: launch.params),
+                                  keep: launch.action.outputKeep)
+        options.lineSink?.launched(run: run, attempt: attempt)
         return runner.start(job) { [weak self] event in
             switch event {
-            case let .started(group): self?.send(.started(run: run, attempt: attempt, group))
+            case let .started(group): self?.attemptStarted(run: run, attempt: attempt, group)
             case let .progress(progress): self?.send(.progress(run: run, attempt: attempt, progress))
             case let .output(stream, bytes): self?.keepOutput(source, stream, bytes)
             case let .ended(outcome): self?.attemptEnded(run: run, attempt: attempt, outcome)
@@ -243,12 +250,19 @@ public final class Conductor: Sendable {
         }
     }
 
+    /// The leader's pid names the attempt's lines (on the loop, before any output it posted).
+    private func attemptStarted(run: Int64, attempt: Int, _ group: ProcessGroup?) {
+        guard reactor.isCurrent else { return reactor.post { [self] in attemptStarted(run: run, attempt: attempt, group) } }
+        if options.lineSink != nil, let group { core.withLock { $0.leaders[run] = group.pgid } }
+        send(.started(run: run, attempt: attempt, group))
+    }
+
     /// The attempt's last bytes are written before its end, in the same queue (on the loop,
     /// after any output it posted).
     private func attemptEnded(run: Int64, attempt: Int, _ outcome: AttemptOutcome) {
         guard reactor.isCurrent else { return reactor.post { [self] in attemptEnded(run: run, attempt: attempt, outcome) } }
         flushOutput(run, final: true)
-        finishLines(run)
+        finishLines(run, attempt: attempt)
         send(.exited(run: run, attempt: attempt, outcome))
     }
 

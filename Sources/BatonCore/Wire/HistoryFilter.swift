@@ -16,9 +16,17 @@ public struct HistoryFilter: Codable, Sendable, Equatable {
     public var limit: Int
     /// Oldest first instead of newest first.
     public var reverse: Bool
+    /// Only runs past this id in the filter's order (older than it, or newer with `reverse`): where
+    /// the next page of a long answer starts. Not on the wire: batond pages its own answers.
+    public var after: Int64?
+
+    /// The fields on the wire (`after` is batond's own).
+    enum CodingKeys: String, CodingKey {
+        case actions, phases, since, until, params, limit, reverse
+    }
 
     public init(actions: [String] = [], phases: [Phase] = [], since: Timestamp? = nil, until: Timestamp? = nil,
-                params: [String: String] = [:], limit: Int = 50, reverse: Bool = false) {
+                params: [String: String] = [:], limit: Int = 50, reverse: Bool = false, after: Int64? = nil) {
         self.actions = actions
         self.phases = phases
         self.since = since
@@ -26,6 +34,7 @@ public struct HistoryFilter: Codable, Sendable, Equatable {
         self.params = params
         self.limit = limit
         self.reverse = reverse
+        self.after = after
     }
 
     /// The most runs one query may ask for.
