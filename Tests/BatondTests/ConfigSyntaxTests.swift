@@ -1,0 +1,125 @@
+@testable import batond
+import BatonCore
+import Foundation
+import Testing
+
+@Suite("Config: syntax errors say where")
+struct ConfigSyntaxTests {
+    /// What `batond --check-config` prints for `text`, as file `c.json5`.
+    func refusal(_ text: String) -> String {
+        do {
+            _ = try Config.parse(Data(text.utf8), file: "c.json5")
+            return "accepted"
+        } catch {
+            return error.description
+        }
+    }
+
+    /// Whether Foundation's JSON5 reader, which the config is read with, accepts `bytes`.
+    static func readerAccepts(_ bytes: [UInt8]) -> Bool {
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        return (try? decoder.decode(JSONValue.self, from: Data(bytes))) != nil
+    }
+
+    @Test("each syntax error: FILE:LINE:COLUMN: what was expected, then the line and a caret under the column", arguments: [
+        ("{ actions: { a: { exec: [\"x\"] }\n  b: 1 } }",
+         "c.json5:2:3: expected ',' or '}' after the value of actions.a, found b\n  b: 1 } }\n  ^"),
+        ("{\n  actions: {\n    a: { exec: [\"echo\" \"hi\"] },\n  },\n}",
+         "c.json5:3:24: expected ',' or ']' after item 0 of actions.a.exec, found '\"'\n    a: { exec: [\"echo\" \"hi\"] },\n                       ^"),
+        ("{ actions: { a: { exec: [\"x\"], description: \"unclosed } } }",
+         "c.json5:1:45: this string is never closed: expected \" before the end of the file\n{ actions: { a: { exec: [\"x\"], description: \"unclosed } } }\n                                            ^"),
+        ("{ actions: { a: { exec: ['x'], policy: reject } } }",
+         "c.json5:1:40: expected a value for actions.a.policy, found reject: text needs quotes (\"reject\")\n"
+            + "{ actions: { a: { exec: ['x'], policy: reject } } }\n                                       ^"),
+        ("{ actions: { a: { exec: ['x'],, } } }",
+         "c.json5:1:31: expected a field name or '}' in actions.a, found ','\n{ actions: { a: { exec: ['x'],, } } }\n                              ^"),
+        ("{ actions { a: {} } }", "c.json5:1:11: expected ':' after the field name \"actions\", found '{'\n{ actions { a: {} } }\n          ^"),
+        ("{ actions: { a: { exec: ['x'] } } } }",
+         "c.json5:1:37: expected the end of the file after the config's closing '}' at line 1, column 35, found '}'\n"
+            + "{ actions: { a: { exec: ['x'] } } } }\n                                    ^"),
+        ("{ actions: {\n\ta: { exec: ['x'],\n",
+         "c.json5:3:1: the file ends before actions.a is closed: expected '}' to match the '{' at line 2, column 5\n\n^"),
+        ("{ actions: { a: { exec: ['x'] } } /* note", "c.json5:1:35: this comment is never closed: expected */ before the end of the file\n"
+            + "{ actions: { a: { exec: ['x'] } } /* note\n                                  ^"),
+        ("{ actions: { a: { exec: ['\\u12'] } } }",
+         "c.json5:1:27: \\u needs four hex digits, such as \\u00e9\n{ actions: { a: { exec: ['\\u12'] } } }\n                          ^"),
+        ("{ actions:\u{A0}{} }", "c.json5:1:11: expected a value for actions, found U+00A0 (a no-break space)\n{ actions:\u{A0}{} }\n          ^"),
+        ("\t{ a: 1 x }", "c.json5:1:9: expected ',' or '}' after the value of a, found x\n\t{ a: 1 x }\n\t       ^"),
+        ("{ a: [1, 2,, ] }", "c.json5:1:12: expected a value or ']' for a[2], found ','\n{ a: [1, 2,, ] }\n           ^"),
+        ("{ a: 1 } /", "c.json5:1:10: expected a comment (// or /*) after '/'\n{ a: 1 } /\n         ^"),
+    ])
+    func located(text: String, expected: String) {
+        #expect(!Self.readerAccepts(Array(text.utf8)))
+        #expect(refusal(text) == expected)
+    }
+
+    @Test("an empty file, or one of comments only, says so", arguments: [
+        ("", "c.json5: the file is empty: a config is an object such as { actions: { hello: { exec: [\"echo\", \"hello\"] } } }"),
+        ("  \n\n", "c.json5: the file is empty: a config is an object such as { actions: { hello: { exec: [\"echo\", \"hello\"] } } }"),
+        ("// nothing yet\n/* still */\n",
+         "c.json5: the file is empty (it holds only comments): a config is an object such as { actions: { hello: { exec: [\"echo\", \"hello\"] } } }"),
+    ])
+    func empty(text: String, expected: String) {
+        #expect(refusal(text) == expected)
+    }
+
+    @Test("a string left open swallows lines until the next quote: the error names where it started")
+    func runaway() {
+        let text = "{\n  actions: {\n    a: {\n      description: \"never closed,\n      exec: [\"x\"],\n    },\n  },\n}\n"
+        #expect(refusal(text).hasPrefix(
+            "c.json5:5:15: expected ',' or '}' after the value of actions.a.description, found x "
+                + "(the string that starts at line 4, column 20 runs across lines: is its closing quote missing?)\n      exec: [\"x\"],\n              ^"))
+    }
+
+    @Test("a line of a minified config is shown around the column, and control characters as ?")
+    func longLine() {
+        let text = "{ actions: { " + (0..<60).map { "a\($0): { exec: ['x'] }, " }.joined() + "b: { exec: ['x'] } \u{1B}x } }"
+        let lines = refusal(text).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 3)
+        #expect(lines[0].hasPrefix("c.json5:1:1343: expected ',' or '}' after the value of actions.b, found U+001B"))
+        #expect(lines[1].hasPrefix("…") && lines[1].count <= ConfigError.Place.shownWidth + 2 && lines[1].contains("} ?x }"))
+        let caret = try? #require(lines[2].firstIndex(of: "^"))
+        #expect(caret.map { lines[2].distance(from: lines[2].startIndex, to: $0) } == lines[1].distance(from: lines[1].startIndex, to: lines[1].firstIndex(of: "?")!))
+    }
+
+    @Test("whatever the reader accepts, the checker finds nothing wrong with: mutations of the example config, seeded")
+    func agreesWithReader() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../examples/baton.json5")
+        let example = try [UInt8](Data(contentsOf: url.standardizedFileURL))
+        #expect(ConfigSyntax.firstProblem(in: example) == nil)
+        var random = SplitMix(seed: 37)
+        var refused = 0, located = 0
+        var unlocated: [String] = []
+        let alphabet = Array("{}[]:,'\"\\/*\n x1.-+".utf8)
+        for _ in 0..<1_500 {
+            var bytes = example
+            var edits: [String] = []
+            for _ in 0..<Int.random(in: 1...3, using: &random) {
+                let at = Int.random(in: 0..<bytes.count, using: &random)
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0: bytes.remove(at: at); edits.append("-\(at)")
+                case 1: bytes.insert(alphabet.randomElement(using: &random)!, at: at); edits.append("+\(at):\(bytes[at])")
+                default: bytes[at] = alphabet.randomElement(using: &random)!; edits.append("=\(at):\(bytes[at])")
+                }
+            }
+            let problem = ConfigSyntax.firstProblem(in: bytes)
+            if Self.readerAccepts(bytes) {
+                #expect(problem == nil, "\(String(decoding: bytes, as: UTF8.self))")
+            } else {
+                refused += 1
+                if problem != nil { located += 1 } else { unlocated.append("\(edits): " + edits.map { edit in String(decoding: bytes[min(bytes.count, max(0, Int(edit.dropFirst().prefix { $0.isNumber })! - 20))...].prefix(40), as: UTF8.self).debugDescription }.joined(separator: " | ")) }
+            }
+        }
+        #expect(refused > 500)
+        #expect(located == refused, "\(refused - located) of \(refused) refusals not located: \(unlocated.joined(separator: "\n"))")
+    }
+
+    @Test("nesting deeper than the reader goes uses no recursion (and so no stack)")
+    func deep() {
+        let text = String(repeating: "[", count: 200_000)
+        let said = refusal(text)
+        #expect(said.hasPrefix("c.json5:1:200001: the file ends before [0][0][0][0][0][0][0][0]…[0][0][0][0][0][0][0][0] is closed: "
+            + "expected ']' to match the '[' at line 1, column 200000\n…[[[["), "\(said.prefix(300))")
+    }
+}
