@@ -80,6 +80,20 @@ final class Context: Sendable {
         }
     }
 
+    /// `body`'s result; batond's refusal of `action` as unknown gets a `Try:` with the closest of
+    /// its actions (`did you mean "deploy"?`), or the command that lists them.
+    func suggestingAction<T>(_ action: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as Failure {
+            guard case .unknownAction = failure.refusal, failure.hint == nil else { throw failure }
+            var refused = failure
+            let known = (try? ask(.actions))?.map(\.name) ?? []
+            refused.hint = Suggestion.didYouMean(action, among: known) ?? "baton actions lists the actions you may use"
+            throw refused
+        }
+    }
+
     /// Colours text for a terminal; plain elsewhere or with NO_COLOR.
     func paint(_ text: String, _ color: Color) -> String {
         useColor ? "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m" : text
