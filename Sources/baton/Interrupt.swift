@@ -20,7 +20,11 @@ final class Interrupt: Sendable {
     static let namingWait = 2.0
 
     /// Takes SIGINT from now on, for a trigger of `action`; the spinner, if any, is cleared first.
+    /// A SIGINT ignored already (a background job of a script, `nohup`) stays ignored.
     init(action: String, spinner: Spinner?) {
+        var current = sigaction()
+        // SIG_IGN is the handler 1 (a function pointer, so compared as a number).
+        guard sigaction(SIGINT, nil, &current) == 0, unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) != 1 else { return }
         var signals = [SIGINT]
         let fd = baton_signal_pipe(&signals, 1)
         guard fd >= 0 else { return }   // no pipe: Ctrl-C ends baton silently, as before
