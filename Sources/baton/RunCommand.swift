@@ -11,6 +11,7 @@ enum RunCommand {
         abstract: """
             Trigger ACTION and wait for its outcome. On a terminal it shows the loading state and progress.
             Exits 0 on success, 1 on failure, 3 if cancelled, 75 if rejected as busy.
+            Ctrl-C stops waiting, not the run: it says how to wait for or cancel it.
             Inside the action's cooldown nothing runs: it exits 0 with the last success.
             With --scheduled, a slot whose run has ended runs nothing: it exits 0 and names that run.
             """,

@@ -43,7 +43,12 @@ struct WireJSONTests {
         status.storeProblem = "disk full"
         status.processTree = "cgroup"
         full.runs?.append(Self.complete)
-        return [full, update, ping, busy, Response(id: .text(""), ok: nil), status]
+        var replacing = Response(id: .number(8))
+        replacing.run = run
+        replacing.decision = .replaced
+        replacing.shared = false
+        replacing.replaced = [5, 6]
+        return [full, update, ping, busy, Response(id: .text(""), ok: nil), status, replacing]
     }
 
     /// An action with every field set (`everyFieldSet` keeps it so when a field is added).
