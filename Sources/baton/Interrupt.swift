@@ -32,9 +32,10 @@ final class Interrupt: Sendable {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             while poll(&pfd, 1, -1) < 0 && errno == EINTR {}
             let known = named.wait(timeout: .now() + Self.namingWait) == .success
-            spinner?.clear()
             let line = Self.message(action: action, run: known ? run.withLock { $0 } : nil)
-            Stdio.error.write(Data(((isatty(2) == 1 ? "\r\u{1B}[2K" : "") + line + "\n").utf8))
+            // The terminal has echoed ^C: after the spinner's line (cleared) or below it, never over output.
+            if let spinner { spinner.clear() } else if isatty(2) == 1 { Stdio.error.write(Data("\n".utf8)) }
+            Stdio.error.write(Data((line + "\n").utf8))
             fflush(nil)   // every stream: output already printed (--follow) is not lost
             Glibc.signal(SIGINT, SIG_DFL)
             raise(SIGINT)

@@ -36,7 +36,8 @@ enum RunCommand {
         var policy: Policy?
         if let name = arguments.value("policy") {
             guard let value = Policy(rawValue: name) else {
-                throw UsageError("baton run: --policy expects reject, join, queue or replace, got \(name)")
+                throw UsageError("baton run: --policy expects reject, join, queue or replace, got \(name)",
+                                 hint: Suggestion.didYouMean(name, among: Policy.allCases.map(\.rawValue)))
             }
             policy = value
         }

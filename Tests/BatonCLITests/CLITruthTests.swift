@@ -42,6 +42,14 @@ struct CLITruthTests {
         #expect(throws: UsageError(message, hint: hint)) { try RunCommand.spec.parse(["deploy"] + arguments) }
     }
 
+    @Test("a --policy that is no policy suggests the close one")
+    func policyTypo() throws {
+        let parsed = try RunCommand.spec.parse(["deploy", "--policy", "replce"])
+        #expect(throws: UsageError("baton run: --policy expects reject, join, queue or replace, got replce", hint: #"did you mean "replace"?"#)) {
+            try RunCommand.run(parsed, Self.plain)
+        }
+    }
+
     @Test("a usage error prints its Try: line, `baton --help` by default")
     func usageText() {
         #expect(errorText(UsageError("unknown command stauts", hint: #"did you mean "status"?"#)) == ("Error: unknown command stauts\nTry: did you mean \"status\"?\n", 2))
