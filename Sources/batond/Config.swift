@@ -145,8 +145,17 @@ struct ConfigError: Error, CustomStringConvertible, Equatable {
     /// then the line and a caret under the column.
     var description: String {
         problems.map { problem in
-            if let place = problem.place { return "\(file):\(place.line):\(place.column): \(problem.message)\n\(place.text)\n\(place.indent)^" }
-            return "\(file): \(problem.path.isEmpty ? "" : "\(problem.path): ")\(problem.message)"
+            guard let place = problem.place else { return line(problem) }
+            return "\(line(problem))\n\(place.text)\n\(place.indent)^"
         }.joined(separator: "\n")
+    }
+
+    /// One line per problem, a syntax error without its line and caret: what a reload's answer
+    /// carries (`baton reload` shows a message on one line per problem).
+    var summary: String { problems.map(line).joined(separator: "\n") }
+
+    private func line(_ problem: Problem) -> String {
+        if let place = problem.place { return "\(file):\(place.line):\(place.column): \(problem.message)" }
+        return "\(file): \(problem.path.isEmpty ? "" : "\(problem.path): ")\(problem.message)"
     }
 }

@@ -192,7 +192,8 @@ enum Daemon {
             Log.info("reloaded \(path): \(config.actions.count) actions")
             return nil
         } catch {
-            return "\(error)"
+            // One line per problem: `baton reload` shows the answer escaped, as one line.
+            return error.summary
         }
     }
 

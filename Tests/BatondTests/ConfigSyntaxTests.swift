@@ -54,6 +54,17 @@ struct ConfigSyntaxTests {
         #expect(refusal(text) == expected)
     }
 
+    @Test("a reload's answer has the place on one line, without the line and caret")
+    func summary() throws {
+        do {
+            _ = try Config.parse(Data("{ a: 1 x }".utf8), file: "c.json5")
+            Issue.record("accepted")
+        } catch {
+            #expect(error.summary == "c.json5:1:8: expected ',' or '}' after the value of a, found x")
+            #expect(error.description.hasPrefix(error.summary + "\n{ a: 1 x }\n       ^"))
+        }
+    }
+
     @Test("an empty file, or one of comments only, says so", arguments: [
         ("", "c.json5: the file is empty: a config is an object such as { actions: { hello: { exec: [\"echo\", \"hello\"] } } }"),
         ("  \n\n", "c.json5: the file is empty: a config is an object such as { actions: { hello: { exec: [\"echo\", \"hello\"] } } }"),

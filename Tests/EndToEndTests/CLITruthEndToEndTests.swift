@@ -89,6 +89,18 @@ struct CLITruthEndToEndTests {
         #expect(output.code == 2 && output.stderr == expected && output.stdout.isEmpty, "\(output)")
     }
 
+    @Test("baton reload of a config with a syntax error: FILE:LINE:COLUMN and what was expected, on one line; the old config stays")
+    func reloadSyntax() throws {
+        let gate = try FifoGate()
+        let daemon = try Daemon(config: Self.config(gate: gate))
+        defer { daemon.stop() }
+        try "{ actions: { deploy: { exec: [\"true\"] }\n  slow: {} } }\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let refused = try daemon.baton("reload")
+        #expect(refused.code != 0)
+        #expect(refused.stderr.hasPrefix("Error: \(daemon.configPath):2:3: expected ',' or '}' after the value of actions.deploy, found slow\n"), "\(refused)")
+        #expect(try daemon.baton("run", "deploy").code == 0)
+    }
+
     @Test("`baton help COMMAND` still prints that command's help and exits 0")
     func helpTopic() throws {
         let output = try execute(Binaries.baton, ["help", "history"])
