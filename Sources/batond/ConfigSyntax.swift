@@ -8,7 +8,7 @@ import BatonCore
 /// and dots that starts like one (the reader leaves what it means to the field); of escapes only
 /// `\u` is checked (the reader checks the rest when a field reads the value, if at all). Bytes are
 /// valid UTF-8 here (`Config.parse` checks first). No recursion: the open objects and arrays are
-/// a stack, so no nesting can exhaust the thread's stack.
+/// a stack, so no nesting can exhaust the thread's stack (and it stops where the reader does, at 512).
 struct ConfigSyntax {
     /// A syntax error: the byte it is at, and what is wrong there.
     struct Problem: Equatable {
@@ -51,6 +51,9 @@ struct ConfigSyntax {
         case end
     }
 
+    /// The deepest nesting of objects and arrays that Foundation's reader reads.
+    static let maxDepth = 512
+
     let bytes: [UInt8]
     var index = 0
     var open: [Container] = []
@@ -90,6 +93,9 @@ struct ConfigSyntax {
         let byte = bytes[index]
         switch byte {
         case 0x7B, 0x5B: // { [
+            guard open.count < Self.maxDepth else {
+                return Problem(offset: index, message: "nested more than \(Self.maxDepth) deep: the JSON5 reader reads at most \(Self.maxDepth) levels of objects and arrays")
+            }
             open.append(Container(isObject: byte == 0x7B, start: index, component: nextComponent))
             expect = byte == 0x7B ? .key : .item
             index += 1

@@ -126,11 +126,20 @@ struct ConfigSyntaxTests {
         #expect(located == refused, "\(refused - located) of \(refused) refusals not located: \(unlocated.joined(separator: "\n"))")
     }
 
-    @Test("nesting deeper than the reader goes uses no recursion (and so no stack)")
-    func deep() {
-        let text = String(repeating: "[", count: 200_000)
-        let said = refusal(text)
-        #expect(said.hasPrefix("c.json5:1:200001: the file ends before [0][0][0][0][0][0][0][0]…[0][0][0][0][0][0][0][0] is closed: "
-            + "expected ']' to match the '[' at line 1, column 200000\n…[[[["), "\(said.prefix(300))")
+    @Test("nesting as deep as the reader goes is fine; one level more is named, however deep the file goes", arguments: [
+        (511, nil as String?), (512, "c.json5:1:517: nested more than 512 deep"), (200_000, "c.json5:1:517: nested more than 512 deep"),
+    ])
+    func deep(arrays: Int, expected: String?) {
+        let text = "{ a: " + String(repeating: "[", count: arrays) + String(repeating: "]", count: arrays) + " }"
+        #expect(Self.readerAccepts(Array(text.utf8)) == (expected == nil))
+        if let expected { #expect(refusal(text).hasPrefix(expected), "\(refusal(text).prefix(300))") }
+        else { #expect(ConfigSyntax.firstProblem(in: Array(text.utf8)) == nil) }
+    }
+
+    @Test("a long path is elided in the middle")
+    func longPath() {
+        let text = String(repeating: "[", count: 100)
+        #expect(refusal(text).hasPrefix("c.json5:1:101: the file ends before [0][0][0][0][0][0][0][0]…[0][0][0][0][0][0][0][0] is closed: "
+            + "expected ']' to match the '[' at line 1, column 100\n"))
     }
 }
