@@ -5,8 +5,9 @@ import BatonCore
 /// unclosed string and a missing comma alike. Run only once the reader has refused the text, so
 /// it follows what that reader accepts rather than the letter of JSON5 (which it is close to):
 /// ASCII blanks only; strings may hold line breaks; a number is any run of letters, digits, signs
-/// and dots that starts like one (the reader leaves what it means to the field); of escapes only
-/// `\u` is checked (the reader checks the rest when a field reads the value, if at all). Bytes are
+/// and dots that starts like one, or like Infinity or NaN (`I`, `N`: the reader leaves what it
+/// means to the field); `\u` takes the four bytes after it and `\x` two, whatever they are,
+/// closing quote included, and other escapes are left to the field that reads the value. Bytes are
 /// valid UTF-8 here (`Config.parse` checks first). No recursion: the open objects and arrays are
 /// a stack, so no nesting can exhaust the thread's stack (and it stops where the reader does, at 512).
 struct ConfigSyntax {
@@ -62,8 +63,9 @@ struct ConfigSyntax {
     var sawComment = false
     /// Where the last string value started, when it ran across lines: the likely place of a missing quote.
     var lastMultilineString: Int?
-    /// The first bad escape of the string just read.
-    var badEscape: Problem?
+    /// A `\u` of the last string read whose four characters took the string's closing quote (the
+    /// reader takes the four bytes after `\u` as they are): the likely cause of what follows.
+    var swallowingEscape: Int?
     /// The last byte of the file's value, once it is read.
     var valueEnd = 0
 
@@ -105,20 +107,20 @@ struct ConfigSyntax {
         case 0x22, 0x27: // " '
             let start = index
             guard let spansLines = skipString() else { return unclosedString(start) }
-            if let problem = badEscape { return problem }
             lastMultilineString = spansLines ? start : nil
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "-"):
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "I"), UInt8(ascii: "N"):
+            // `I` and `N` start Infinity and NaN: the reader takes any run from them as a number.
             index += 1
             while index < bytes.count, isNumberPart(bytes[index]) { index += 1 }
-            lastMultilineString = nil
+            (lastMultilineString, swallowingEscape) = (nil, nil)
         case _ where identifierLength(at: index, first: true) != nil:
             let start = index
             skipIdentifier()
             let word = String(decoding: bytes[start..<index], as: UTF8.self)
-            guard ["true", "false", "null"].contains(word) || word.hasPrefix("Infinity") || word.hasPrefix("NaN") else {
+            guard ["true", "false", "null"].contains(word) else {
                 return Problem(offset: start, message: "expected \(valueWords) for \(valueName), found \(word.prefix(40)): text needs quotes (\(Action.quoted(word)))")
             }
-            lastMultilineString = nil
+            (lastMultilineString, swallowingEscape) = (nil, nil)
         default:
             return Problem(offset: index, message: "expected \(valueWords) for \(valueName), found \(found())")
         }
@@ -133,7 +135,6 @@ struct ConfigSyntax {
         if byte == 0x7D { return close() }
         if byte == 0x22 || byte == 0x27 {
             guard skipString() != nil else { return unclosedString(start) }
-            if let problem = badEscape { return problem }
             open[open.count - 1].key = String(decoding: bytes[(start + 1)..<(index - 1)], as: UTF8.self)
         } else if identifierLength(at: index, first: true) != nil {
             skipIdentifier()
@@ -151,6 +152,7 @@ struct ConfigSyntax {
 
     private mutating func colon() -> Problem? {
         guard bytes[index] == 0x3A else {
+            if let escape = swallowingEscape { return swallowed(escape) }
             return Problem(offset: index, message: "expected ':' after the field name \(Action.quoted(open[open.count - 1].key)), found \(found())")
         }
         index += 1
@@ -169,6 +171,7 @@ struct ConfigSyntax {
         case top.isObject ? 0x7D : 0x5D:
             return close()
         default:
+            if let escape = swallowingEscape { return swallowed(escape) }
             let after = top.isObject ? "the value of \(path(open.count, then: top))" : "item \(top.items - 1) of \(open.count == 1 ? "the config" : path(open.count))"
             var message = "expected ',' or \(closing(of: top.isObject ? 0x7B : 0x5B)) after \(after), found \(found())"
             if let start = lastMultilineString {
@@ -183,6 +186,7 @@ struct ConfigSyntax {
         index += 1
         _ = open.popLast()
         lastMultilineString = nil
+        swallowingEscape = nil
         valueDone()
         return nil
     }
@@ -220,7 +224,8 @@ extension ConfigSyntax {
                 index += 1
             case 0x2F where index + 1 < bytes.count && bytes[index + 1] == 0x2F:
                 sawComment = true
-                while index < bytes.count, bytes[index] != 0x0A { index += 1 }
+                // To the end of the line: a line feed or, as the reader takes it, a carriage return.
+                while index < bytes.count, bytes[index] != 0x0A, bytes[index] != 0x0D { index += 1 }
             case 0x2F where index + 1 < bytes.count && bytes[index + 1] == 0x2A:
                 sawComment = true
                 let start = index
@@ -238,18 +243,21 @@ extension ConfigSyntax {
     }
 
     /// Past a string from its opening quote; whether it ran across lines, or nil when the file
-    /// ends first. Its first bad escape is kept in `badEscape`.
+    /// ends first. A `\u` that takes the closing quote is kept in `swallowingEscape`.
     private mutating func skipString() -> Bool? {
         let quote = bytes[index]
         var spansLines = false
+        swallowingEscape = nil
         index += 1
         while index < bytes.count, bytes[index] != quote {
             if bytes[index] == 0x0A { spansLines = true }
-            if bytes[index] == 0x5C {
-                if badEscape == nil, let why = escapeProblem(at: index) { badEscape = Problem(offset: index, message: why) }
-                index += 1
+            if bytes[index] == 0x5C, let digits = Self.escapeDigits(after: index, in: bytes) {
+                let taken = bytes[min(index + 2, bytes.count)..<min(index + 2 + digits, bytes.count)]
+                if swallowingEscape == nil, taken.contains(quote) { swallowingEscape = index }
+                index += 2 + digits
+                continue
             }
-            index += 1
+            index += bytes[index] == 0x5C ? 2 : 1
         }
         guard index < bytes.count else { return nil }
         index += 1
@@ -257,16 +265,22 @@ extension ConfigSyntax {
     }
 
     private func unclosedString(_ start: Int) -> Problem {
-        Problem(offset: start, message: "this string is never closed: expected \(bytes[start] == 0x22 ? "\"" : "'") before the end of the file")
+        if let escape = swallowingEscape { return swallowed(escape) }
+        return Problem(offset: start, message: "this string is never closed: expected \(bytes[start] == 0x22 ? "\"" : "'") before the end of the file")
     }
 
-    /// What is wrong with the escape whose backslash is at `at`, or nil: the reader checks a
-    /// `\u`'s digits at once, the rest of a value's escapes only when a field reads it.
-    private func escapeProblem(at: Int) -> String? {
-        guard at + 1 < bytes.count, bytes[at + 1] == UInt8(ascii: "u") else { return nil }
-        if at + 6 <= bytes.count, bytes[(at + 2)..<(at + 6)].allSatisfy({ Self.isHex($0) }) { return nil }
-        if at + 2 < bytes.count, bytes[at + 2] == 0x7B { return nil }
-        return "\\u needs four hex digits, such as \\u00e9"
+    /// How many bytes the reader takes after the escape whose backslash is at `at`, whatever they
+    /// are: four for `\u`, two for `\x`; nil for any other escape (one character).
+    private static func escapeDigits(after at: Int, in bytes: [UInt8]) -> Int? {
+        guard at + 1 < bytes.count else { return nil }
+        return bytes[at + 1] == UInt8(ascii: "u") ? 4 : bytes[at + 1] == UInt8(ascii: "x") ? 2 : nil
+    }
+
+    /// The escape at `escape` took a string's closing quote as one of its hex digits.
+    private func swallowed(_ escape: Int) -> Problem {
+        let (letter, count, example) = bytes[escape + 1] == UInt8(ascii: "u") ? ("u", "four", "\\u00e9") : ("x", "two", "\\x41")
+        return Problem(offset: escape, message: "\\\(letter) takes the \(count) characters after it, here the string's closing quote: "
+            + "write \\\(letter) and \(count) hex digits, such as \(example)")
     }
 
     private mutating func skipIdentifier() {
@@ -349,20 +363,29 @@ extension ConfigSyntax {
         let byte = bytes[at]
         if byte == 0x5C {
             // `\u00e9` (and, as the reader takes it, `\x41`): a character of the name written as an escape.
-            let hex = { (count: Int) in at + 2 + count <= self.bytes.count && self.bytes[(at + 2)..<(at + 2 + count)].allSatisfy(Self.isHex) }
-            if at + 1 < bytes.count, bytes[at + 1] == UInt8(ascii: "u"), hex(4) { return 6 }
-            if at + 1 < bytes.count, bytes[at + 1] == UInt8(ascii: "x"), hex(2) { return 4 }
-            return nil
+            guard at + 1 < bytes.count else { return nil }
+            let digits = bytes[at + 1] == UInt8(ascii: "u") ? 4 : bytes[at + 1] == UInt8(ascii: "x") ? 2 : 0
+            guard digits > 0, at + 2 + digits <= bytes.count,
+                  let value = UInt32(String(decoding: bytes[(at + 2)..<(at + 2 + digits)], as: UTF8.self), radix: 16),
+                  let scalar = Unicode.Scalar(value), Self.fitsName(scalar, first: first) else { return nil }
+            return 2 + digits
         }
-        if byte < 0x80 {
-            let fits = Self.isLetter(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "$") || (!first && Self.isDigit(byte))
-            return fits ? 1 : nil
-        }
-        let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2
+        let length = byte < 0x80 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2
         guard at + length <= bytes.count, let scalar = String(decoding: bytes[at..<(at + length)], as: UTF8.self).unicodeScalars.first,
-              first ? scalar.properties.isIDStart : scalar.properties.isIDContinue else { return nil }
+              Self.fitsName(scalar, first: first) else { return nil }
         return length
     }
+
+    /// Whether a name may hold the character (first: start with it): a letter of any script,
+    /// `_` or `$`; after the first, digits and marks too.
+    static func fitsName(_ scalar: Unicode.Scalar, first: Bool) -> Bool {
+        if scalar.isASCII {
+            let byte = UInt8(scalar.value)
+            return isLetter(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "$") || (!first && isDigit(byte))
+        }
+        return first ? scalar.properties.isIDStart : scalar.properties.isIDContinue
+    }
+
 
     static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") }
     static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }

@@ -43,10 +43,18 @@ struct ConfigSyntaxTests {
         ("{ actions: { a: { exec: ['x'] } } /* note", "c.json5:1:35: this comment is never closed: expected */ before the end of the file\n"
             + "{ actions: { a: { exec: ['x'] } } /* note\n                                  ^"),
         ("{ actions: { a: { exec: ['\\u12'] } } }",
-         "c.json5:1:27: \\u needs four hex digits, such as \\u00e9\n{ actions: { a: { exec: ['\\u12'] } } }\n                          ^"),
+         "c.json5:1:27: \\u takes the four characters after it, here the string's closing quote: write \\u and four hex digits, such as \\u00e9\n"
+            + "{ actions: { a: { exec: ['\\u12'] } } }\n                          ^"),
+        ("{ actions: { a: { exec: ['\\u1', 'x'] } } }",
+         "c.json5:1:27: \\u takes the four characters after it, here the string's closing quote: write \\u and four hex digits, such as \\u00e9\n"
+            + "{ actions: { a: { exec: ['\\u1', 'x'] } } }\n                          ^"),
         ("{ actions:\u{A0}{} }", "c.json5:1:11: expected a value for actions, found U+00A0 (a no-break space)\n{ actions:\u{A0}{} }\n          ^"),
         ("\t{ a: 1 x }", "c.json5:1:9: expected ',' or '}' after the value of a, found x\n\t{ a: 1 x }\n\t       ^"),
         ("{ a: [1, 2,, ] }", "c.json5:1:12: expected a value or ']' for a[2], found ','\n{ a: [1, 2,, ] }\n           ^"),
+        ("// a comment ends at a carriage return too\r{ a: 1 x }", "c.json5:1:51: expected ',' or '}' after the value of a, found x\n"
+            + "// a comment ends at a carriage return too?{ a: 1 x }\n                                                  ^"),
+        ("{ a: '\\x' }", "c.json5:1:7: \\x takes the two characters after it, here the string's closing quote: write \\x and two hex digits, such as \\x41\n"
+            + "{ a: '\\x' }\n      ^"),
         ("{ a: 1 } /", "c.json5:1:10: expected a comment (// or /*) after '/'\n{ a: 1 } /\n         ^"),
     ])
     func located(text: String, expected: String) {
