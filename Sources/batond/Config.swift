@@ -71,6 +71,10 @@ struct Config: Sendable, Equatable {
             throw ConfigError(file: file, problems: [.init(path: "", message: "the file is \(data.count) bytes; a config is at most \(Self.maxSize / 1_048_576) MiB")])
         }
         let bytes = [UInt8](data)
+        // Foundation's reader traps on a number such as `1e-` (found by fuzzing): refused first.
+        if let trap = ConfigSyntax.trap(in: bytes) {
+            throw ConfigError(file: file, problems: [.init(path: "", message: trap.message, place: trap.offset.map { ConfigError.Place(bytes, offset: $0) })])
+        }
         let duplicates = DuplicateKeys.find(in: bytes)
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true

@@ -16,6 +16,15 @@ struct ConfigSyntax {
         /// The byte it is at; nil for an empty file (there is no place to show).
         var offset: Int?
         var message: String
+        /// Whether Foundation's reader would trap on it rather than refuse it (`1e-`): such a text
+        /// is refused before the reader sees it.
+        var traps = false
+    }
+
+    /// A number Foundation's reader would trap on, where it comes before any syntax error (after
+    /// one, the reader refuses the text before it decodes a number); nil when there is none.
+    static func trap(in bytes: [UInt8]) -> Problem? {
+        firstProblem(in: bytes).flatMap { $0.traps ? $0 : nil }
     }
 
     /// The first syntax error in `bytes`, or nil when none is found (the reader refused it for a
@@ -110,8 +119,13 @@ struct ConfigSyntax {
             lastMultilineString = spansLines ? start : nil
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "I"), UInt8(ascii: "N"):
             // `I` and `N` start Infinity and NaN: the reader takes any run from them as a number.
+            let start = index
             index += 1
             while index < bytes.count, isNumberPart(bytes[index]) { index += 1 }
+            if Self.hasBareExponent(bytes[start..<index]) {
+                let number = String(decoding: bytes[start..<index], as: UTF8.self)
+                return Problem(offset: start, message: "\(number) is not a number: an exponent needs digits after its sign, such as 1e-3", traps: true)
+            }
             (lastMultilineString, swallowingEscape) = (nil, nil)
         case _ where identifierLength(at: index, first: true) != nil:
             let start = index
@@ -386,6 +400,17 @@ extension ConfigSyntax {
         return first ? scalar.properties.isIDStart : scalar.properties.isIDContinue
     }
 
+
+    /// Whether a number token ends in an exponent's sign with no digits after it (`1e-`, `2.E+`):
+    /// Foundation's reader reads past the token for those digits and traps (found by fuzzing).
+    static func hasBareExponent(_ token: ArraySlice<UInt8>) -> Bool {
+        var digits = token.drop { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") }
+        guard digits.count >= 3, let sign = digits.popLast(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-"),
+              let e = digits.popLast(), e | 0x20 == UInt8(ascii: "e") else { return false }
+        // What is left is a decimal mantissa: digits with at most one dot, and a digit somewhere.
+        let dot = UInt8(ascii: ".")
+        return digits.contains(where: isDigit) && digits.allSatisfy { isDigit($0) || $0 == dot } && digits.count { $0 == dot } <= 1
+    }
 
     static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") }
     static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
