@@ -101,6 +101,18 @@ struct CLITruthEndToEndTests {
         #expect(try daemon.baton("run", "deploy").code == 0)
     }
 
+    @Test("SIGHUP with a config holding 2e- (Foundation's reader traps on it): refused naming line and column, batond lives on")
+    func reloadBareExponent() throws {
+        let gate = try FifoGate()
+        let daemon = try Daemon(config: Self.config(gate: gate))
+        defer { daemon.stop() }
+        try "{ actions: { deploy: { exec: [\"true\"], timeout: 2e- } } }\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        try daemon.waitForLog("reload refused")
+        #expect(daemon.stderr.contains("\(daemon.configPath):1:49: 2e- is not a number: an exponent needs digits after its sign"), "\(daemon.stderr)")
+        #expect(try daemon.baton("run", "deploy").code == 0)
+    }
+
     @Test("`baton help COMMAND` still prints that command's help and exits 0")
     func helpTopic() throws {
         let output = try execute(Binaries.baton, ["help", "history"])
