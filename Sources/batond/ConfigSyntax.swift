@@ -126,6 +126,11 @@ struct ConfigSyntax {
                 let number = String(decoding: bytes[start..<index], as: UTF8.self)
                 return Problem(offset: start, message: "\(number) is not a number: an exponent needs digits after its sign, such as 1e-3", traps: true)
             }
+            // A file that is one number, ending with it: the reader was seen (twice, under fuzzing, not
+            // reproducibly) to trap reading it, as if past the end. A config is an object anyway.
+            if open.isEmpty && index == bytes.count {
+                return Problem(offset: start, message: "expected an object, got a number: a config is an object such as { actions: { … } }", traps: true)
+            }
             (lastMultilineString, swallowingEscape) = (nil, nil)
         case _ where identifierLength(at: index, first: true) != nil:
             let start = index

@@ -73,12 +73,13 @@ struct ConfigSyntaxTests {
         }
     }
 
-    @Test("a number whose exponent has a sign and no digits is refused before Foundation's reader, which traps on it (found by fuzzing)", arguments: [
+    @Test("a number whose exponent has a sign and no digits, or a file of one number, is refused before Foundation's reader, which traps on them (found by fuzzing)", arguments: [
         ("{ actions: { a: { exec: ['x'], timeout: 2e- } } }",
          "c.json5:1:41: 2e- is not a number: an exponent needs digits after its sign, such as 1e-3\n"
             + "{ actions: { a: { exec: ['x'], timeout: 2e- } } }\n                                        ^"),
         ("{ a: [1.E+] }", "c.json5:1:7: 1.E+ is not a number: an exponent needs digits after its sign, such as 1e-3\n{ a: [1.E+] }\n      ^"),
         ("\r-.5e-", "c.json5:1:2: -.5e- is not a number: an exponent needs digits after its sign, such as 1e-3\n?-.5e-\n ^"),
+        ("// one number, at the end of the file\n2222221", "c.json5:2:1: expected an object, got a number: a config is an object such as { actions: { … } }\n2222221\n^"),
     ])
     func bareExponent(text: String, expected: String) {
         #expect(refusal(text) == expected)
