@@ -6,8 +6,8 @@ import BatonCore
 /// it follows what that reader accepts rather than the letter of JSON5 (which it is close to):
 /// ASCII blanks only; strings may hold line breaks; a number is any run of letters, digits, signs
 /// and dots that starts like one, or like Infinity or NaN (`I`, `N`: the reader leaves what it
-/// means to the field); `\u` takes the four bytes after it and `\x` two, whatever they are,
-/// closing quote included, and other escapes are left to the field that reads the value. Bytes are
+/// means to the field); in a string, `\u` takes the four characters after it and `\x` two,
+/// which may not hold its closing quote (whether they are hex is left to the field). Bytes are
 /// valid UTF-8 here (`Config.parse` checks first). No recursion: the open objects and arrays are
 /// a stack, so no nesting can exhaust the thread's stack (and it stops where the reader does, at 512).
 struct ConfigSyntax {
@@ -72,9 +72,9 @@ struct ConfigSyntax {
     var sawComment = false
     /// Where the last string value started, when it ran across lines: the likely place of a missing quote.
     var lastMultilineString: Int?
-    /// A `\u` of the last string read whose four characters took the string's closing quote (the
-    /// reader takes the four bytes after `\u` as they are): the likely cause of what follows.
-    var swallowingEscape: Int?
+    /// A `\u` (or `\x`) of the last string read with fewer than four (two) characters before the
+    /// string's end: the reader refuses those, whatever the characters are.
+    var shortEscape: Int?
     /// The last byte of the file's value, once it is read.
     var valueEnd = 0
 
@@ -116,6 +116,7 @@ struct ConfigSyntax {
         case 0x22, 0x27: // " '
             let start = index
             guard let spansLines = skipString() else { return unclosedString(start) }
+            if let escape = shortEscape { return short(escape) }
             lastMultilineString = spansLines ? start : nil
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "I"), UInt8(ascii: "N"):
             // `I` and `N` start Infinity and NaN: the reader takes any run from them as a number.
@@ -131,7 +132,7 @@ struct ConfigSyntax {
             if open.isEmpty && index == bytes.count {
                 return Problem(offset: start, message: "expected an object, got a number: a config is an object such as { actions: { … } }", traps: true)
             }
-            (lastMultilineString, swallowingEscape) = (nil, nil)
+            lastMultilineString = nil
         case _ where identifierLength(at: index, first: true) != nil:
             let start = index
             skipIdentifier()
@@ -139,7 +140,7 @@ struct ConfigSyntax {
             guard ["true", "false", "null"].contains(word) else {
                 return Problem(offset: start, message: "expected \(valueWords) for \(valueName), found \(word.prefix(40)): text needs quotes (\(Action.quoted(word)))")
             }
-            (lastMultilineString, swallowingEscape) = (nil, nil)
+            lastMultilineString = nil
         default:
             return Problem(offset: index, message: "expected \(valueWords) for \(valueName), found \(found())")
         }
@@ -154,6 +155,7 @@ struct ConfigSyntax {
         if byte == 0x7D { return close() }
         if byte == 0x22 || byte == 0x27 {
             guard skipString() != nil else { return unclosedString(start) }
+            if let escape = shortEscape { return short(escape) }
             open[open.count - 1].key = String(decoding: bytes[(start + 1)..<(index - 1)], as: UTF8.self)
         } else if identifierLength(at: index, first: true) != nil {
             skipIdentifier()
@@ -171,7 +173,6 @@ struct ConfigSyntax {
 
     private mutating func colon() -> Problem? {
         guard bytes[index] == 0x3A else {
-            if let escape = swallowingEscape { return swallowed(escape) }
             return Problem(offset: index, message: "expected ':' after the field name \(Action.quoted(open[open.count - 1].key)), found \(found())")
         }
         index += 1
@@ -190,7 +191,6 @@ struct ConfigSyntax {
         case top.isObject ? 0x7D : 0x5D:
             return close()
         default:
-            if let escape = swallowingEscape { return swallowed(escape) }
             let after = top.isObject ? "the value of \(path(open.count, then: top))" : "item \(top.items - 1) of \(open.count == 1 ? "the config" : path(open.count))"
             var message = "expected ',' or \(closing(of: top.isObject ? 0x7B : 0x5B)) after \(after), found \(found())"
             if let start = lastMultilineString {
@@ -205,7 +205,6 @@ struct ConfigSyntax {
         index += 1
         _ = open.popLast()
         lastMultilineString = nil
-        swallowingEscape = nil
         valueDone()
         return nil
     }
@@ -262,18 +261,23 @@ extension ConfigSyntax {
     }
 
     /// Past a string from its opening quote; whether it ran across lines, or nil when the file
-    /// ends first. A `\u` that takes the closing quote is kept in `swallowingEscape`.
+    /// ends first. A backslash takes the character after it, `\u` four and `\x` two, whatever
+    /// they are; a `\u` or `\x` whose characters would hold the closing quote (or the file's end)
+    /// is kept in `shortEscape`, and the string ends there.
     private mutating func skipString() -> Bool? {
         let quote = bytes[index]
         var spansLines = false
-        swallowingEscape = nil
+        shortEscape = nil
         index += 1
         while index < bytes.count, bytes[index] != quote {
             if bytes[index] == 0x0A { spansLines = true }
             if bytes[index] == 0x5C, let digits = Self.escapeDigits(after: index, in: bytes) {
-                let taken = bytes[min(index + 2, bytes.count)..<min(index + 2 + digits, bytes.count)]
-                if swallowingEscape == nil, taken.contains(quote) { swallowingEscape = index }
-                index += 2 + digits
+                let end = index + 2 + digits
+                if end > bytes.count || bytes[(index + 2)..<end].contains(quote) {
+                    shortEscape = index
+                    return spansLines
+                }
+                index = end
                 continue
             }
             index += bytes[index] == 0x5C ? 2 : 1
@@ -284,22 +288,20 @@ extension ConfigSyntax {
     }
 
     private func unclosedString(_ start: Int) -> Problem {
-        if let escape = swallowingEscape { return swallowed(escape) }
-        return Problem(offset: start, message: "this string is never closed: expected \(bytes[start] == 0x22 ? "\"" : "'") before the end of the file")
+        Problem(offset: start, message: "this string is never closed: expected \(bytes[start] == 0x22 ? "\"" : "'") before the end of the file")
     }
 
-    /// How many bytes the reader takes after the escape whose backslash is at `at`, whatever they
-    /// are: four for `\u`, two for `\x`; nil for any other escape (one character).
+    /// How many characters the reader wants after the escape whose backslash is at `at` before
+    /// the string's end: four for `\u`, two for `\x`; nil for any other escape.
     private static func escapeDigits(after at: Int, in bytes: [UInt8]) -> Int? {
         guard at + 1 < bytes.count else { return nil }
         return bytes[at + 1] == UInt8(ascii: "u") ? 4 : bytes[at + 1] == UInt8(ascii: "x") ? 2 : nil
     }
 
-    /// The escape at `escape` took a string's closing quote as one of its hex digits.
-    private func swallowed(_ escape: Int) -> Problem {
+    /// The escape at `escape` has too few characters before its string's end.
+    private func short(_ escape: Int) -> Problem {
         let (letter, count, example) = bytes[escape + 1] == UInt8(ascii: "u") ? ("u", "four", "\\u00e9") : ("x", "two", "\\x41")
-        return Problem(offset: escape, message: "\\\(letter) takes the \(count) characters after it, here the string's closing quote: "
-            + "write \\\(letter) and \(count) hex digits, such as \(example)")
+        return Problem(offset: escape, message: "\\\(letter) needs \(count) hex digits before the string ends, such as \(example)")
     }
 
     private mutating func skipIdentifier() {

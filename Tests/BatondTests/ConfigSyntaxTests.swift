@@ -43,17 +43,18 @@ struct ConfigSyntaxTests {
         ("{ actions: { a: { exec: ['x'] } } /* note", "c.json5:1:35: this comment is never closed: expected */ before the end of the file\n"
             + "{ actions: { a: { exec: ['x'] } } /* note\n                                  ^"),
         ("{ actions: { a: { exec: ['\\u12'] } } }",
-         "c.json5:1:27: \\u takes the four characters after it, here the string's closing quote: write \\u and four hex digits, such as \\u00e9\n"
+         "c.json5:1:27: \\u needs four hex digits before the string ends, such as \\u00e9\n"
             + "{ actions: { a: { exec: ['\\u12'] } } }\n                          ^"),
         ("{ actions: { a: { exec: ['\\u1', 'x'] } } }",
-         "c.json5:1:27: \\u takes the four characters after it, here the string's closing quote: write \\u and four hex digits, such as \\u00e9\n"
+         "c.json5:1:27: \\u needs four hex digits before the string ends, such as \\u00e9\n"
             + "{ actions: { a: { exec: ['\\u1', 'x'] } } }\n                          ^"),
         ("{ actions:\u{A0}{} }", "c.json5:1:11: expected a value for actions, found U+00A0 (a no-break space)\n{ actions:\u{A0}{} }\n          ^"),
         ("\t{ a: 1 x }", "c.json5:1:9: expected ',' or '}' after the value of a, found x\n\t{ a: 1 x }\n\t       ^"),
         ("{ a: [1, 2,, ] }", "c.json5:1:12: expected a value or ']' for a[2], found ','\n{ a: [1, 2,, ] }\n           ^"),
         ("// a comment ends at a carriage return too\r{ a: 1 x }", "c.json5:1:51: expected ',' or '}' after the value of a, found x\n"
             + "// a comment ends at a carriage return too?{ a: 1 x }\n                                                  ^"),
-        ("{ a: '\\x' }", "c.json5:1:7: \\x takes the two characters after it, here the string's closing quote: write \\x and two hex digits, such as \\x41\n"
+        ("{ a: \"^(a|b)\\un\" }", "c.json5:1:13: \\u needs four hex digits before the string ends, such as \\u00e9\n{ a: \"^(a|b)\\un\" }\n            ^"),
+        ("{ a: '\\x' }", "c.json5:1:7: \\x needs two hex digits before the string ends, such as \\x41\n"
             + "{ a: '\\x' }\n      ^"),
         ("{ a: 1 } /", "c.json5:1:10: expected a comment (// or /*) after '/'\n{ a: 1 } /\n         ^"),
     ])
@@ -83,6 +84,14 @@ struct ConfigSyntaxTests {
     ])
     func bareExponent(text: String, expected: String) {
         #expect(refusal(text) == expected)
+    }
+
+    @Test("\\u takes four characters and \\x two, whatever they are, where the string's quote is not one of them", arguments: [
+        #"{ a: "\x\x" }"#, #"{ a: "\uc} }" }"#, #"{ a: '\u{41}' }"#, #"{ a: "\x41\u00e9" }"#,
+    ])
+    func escapesTakeCharacters(text: String) {
+        #expect(Self.readerAccepts(Array(text.utf8)))
+        #expect(ConfigSyntax.firstProblem(in: Array(text.utf8)) == nil)
     }
 
     @Test("a bare exponent is a number token only: in a string, a comment, or with anything after it, it is no trap", arguments: [
