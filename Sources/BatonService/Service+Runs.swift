@@ -45,6 +45,7 @@ extension Service {
                     response.decision = TriggerDecision(decision)
                     response.shared = decision.isShared
                     if case .cooled = decision { response.cooldown = trigger.action.cooldown?.microseconds }
+                    if case let .replaced(_, stopping) = decision { response.replaced = stopping }
                     response.run = run
                 }
                 if let relay { relay.set(fill) } else {

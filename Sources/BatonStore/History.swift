@@ -1,5 +1,6 @@
 import BatonCore
 import FoundationEssentials
+import Glibc
 
 /// Queries over the history, on a connection the caller owns (the store's reader, or a
 /// read-only connection of the CLI when the daemon is down).
@@ -12,9 +13,7 @@ public struct History {
 
     /// Opens a history file read-only, for queries while the daemon is down or busy writing.
     public static func openReadOnly(path: String) throws -> History {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw StoreError.cannotOpen(path: path, DatabaseError(code: 14, message: "no such file"))
-        }
+        if let why = unreadable(path) { throw StoreError.cannotOpen(path: path, DatabaseError(code: 14, message: why)) }
         let connection: Connection
         do {
             connection = try Connection(path: path, readOnly: true)
@@ -27,6 +26,17 @@ public struct History {
             throw Store.classify(error, path: path)
         }
         return History(connection: connection)
+    }
+
+    /// Why this process cannot read the file at `path`, in the system's words (`no such file or
+    /// directory`, `permission denied`), or nil when it can. (`FileManager.fileExists` said "no
+    /// such file" of a file in a directory the user may not enter: /var/lib/baton is 0750.)
+    public static func unreadable(_ path: String) -> String? {
+        var info = stat()
+        let failed = stat(path, &info) != 0 || access(path, R_OK) != 0
+        guard failed else { return nil }
+        let words = String(cString: strerror(errno))
+        return words.prefix(1).lowercased() + words.dropFirst()
     }
 
     static let runColumns = """

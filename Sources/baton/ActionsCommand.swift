@@ -28,7 +28,7 @@ enum ActionsCommand {
     }
 
     /// The actions as a table, as a terminal shows it: key params starred, the description or else the argv.
-    static func table(_ actions: [ActionInfo], width: Int = Format.terminalWidth) -> String {
+    static func table(_ actions: [ActionInfo], width: Int? = Format.columns) -> String {
         let rows = actions.map(\.forTerminal).map { action -> [String] in
             let params = action.params.keys.sorted().map { name in
                 action.keyParams.contains(name) ? "\(name)*" : name

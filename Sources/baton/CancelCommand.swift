@@ -23,8 +23,10 @@ enum CancelCommand {
             throw UsageError("baton cancel needs one ACTION or RUN id")
         }
         let key = arguments.value("key")
-        var runs = try context.call { client in
-            if let id = Int64(target) { try await client.cancel(run: id) } else { try await client.cancel(action: target, key: key) }
+        var runs = try context.suggestingAction(target) {
+            try context.call { client in
+                if let id = Int64(target) { try await client.cancel(run: id) } else { try await client.cancel(action: target, key: key) }
+            }
         }
         let alreadyEnded = Set(runs.filter(\.phase.isTerminal).map(\.id))
         if !arguments.flag("no-wait") {

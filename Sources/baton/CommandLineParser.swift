@@ -93,7 +93,10 @@ struct CommandSpec: Sendable {
                 inline = String(argument.dropFirst(2))
             }
             let option = (options + Self.global).first { name == "--" + $0.long || (name.count == 2 && $0.short.map { "-\($0)" } == name) }
-            guard let option else { throw UsageError("baton \(self.name): unknown option \(name)") }
+            guard let option else {
+                throw UsageError.unknown("option", name, prefix: "baton \(self.name): ", among: (options + Self.global).map { "--" + $0.long },
+                                         help: "baton \(self.name) --help")
+            }
             if option.value != nil {
                 guard let value = inline ?? rest.popFirst() else { throw UsageError("baton \(self.name): \(name) needs a value") }
                 parsed.values[option.long, default: []].append(value)
@@ -137,5 +140,17 @@ struct ParsedArguments {
 /// A command line that cannot be understood; exit code 2.
 struct UsageError: Error, Equatable, CustomStringConvertible {
     var description: String
-    init(_ description: String) { self.description = description }
+    /// The `Try:` line's words; nil: `baton --help`.
+    var hint: String?
+    init(_ description: String, hint: String? = nil) {
+        self.description = description
+        self.hint = hint
+    }
+
+    /// An unknown name (`kind` "command", "option", …) among `known`, suggesting the closest one
+    /// (`Try: did you mean "status"? (baton --help lists them)`); `help` says where the list is.
+    static func unknown(_ kind: String, _ name: String, prefix: String = "", among known: [String], help: String = "baton --help") -> UsageError {
+        let guess = Suggestion.didYouMean(name, among: known)
+        return UsageError("\(prefix)unknown \(kind) \(name)", hint: guess.map { "\($0) (\(help) lists them)" } ?? help)
+    }
 }

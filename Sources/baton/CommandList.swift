@@ -35,5 +35,6 @@ enum CommandList {
           70  internal error in batond
           75  try again later: busy (a run is in flight), batond shutting down, or its history cannot be written (a full disk)
           77  forbidden
+          130 interrupted: Ctrl-C while `baton run` waited (the run goes on)
         """
 }

@@ -64,9 +64,20 @@ final class Context: Sendable {
             throw Failure(code: ExitCode.forbidden, message: "you may not use batond's socket \(socketPath)\(group.map { " (group \($0))" } ?? "")",
                           hint: group.map { "ask to be added to the group \($0) (usermod -aG \($0) USER), then log in again" })
         } catch {
-            throw Failure(code: ExitCode.unavailable, message: error.description,
-                          hint: "start it with `batond --config FILE`, or pass --socket PATH (or set BATON_SOCKET)")
+            throw Failure(code: ExitCode.unavailable, message: error.description, hint: "\(startAdvice), or pass --socket PATH (or set BATON_SOCKET)")
         }
+    }
+
+    /// How to start the batond this socket is for, as a `Try:` line says it.
+    var startAdvice: String {
+        Self.startAdvice(socket: socketPath, unitInstalled: SystemdUnits.underSystemd && SystemdUnits.batondInstalled, root: geteuid() == 0)
+    }
+
+    /// `start it with `sudo systemctl start batond`` for the system's socket where systemd runs
+    /// the machine and the package's unit is installed; else batond by hand.
+    static func startAdvice(socket: String, unitInstalled: Bool, root: Bool) -> String {
+        guard socket == SocketPath.system, unitInstalled else { return "start it with `batond --config FILE`" }
+        return "start it with `\(root ? "" : "sudo ")systemctl start batond`"
     }
 
     /// Runs `operation` on batond's client until it returns, or throws the `Failure` its error stands for.
@@ -77,6 +88,20 @@ final class Context: Sendable {
         } catch let error as BatonClientError {
             if case .unavailable = error { connected.withLock { $0 = nil } }
             throw Failure(error)
+        }
+    }
+
+    /// `body`'s result; batond's refusal of `action` as unknown gets a `Try:` with the closest of
+    /// its actions (`did you mean "deploy"?`), or the command that lists them.
+    func suggestingAction<T>(_ action: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as Failure {
+            guard case .unknownAction = failure.refusal, failure.hint == nil else { throw failure }
+            var refused = failure
+            let known = (try? ask(.actions))?.map(\.name) ?? []
+            refused.hint = Suggestion.didYouMean(action, among: known) ?? "baton actions lists the actions you may use"
+            throw refused
         }
     }
 

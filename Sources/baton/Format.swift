@@ -136,24 +136,32 @@ enum Format {
         return String(text.prefix(width - 1)) + "…"
     }
 
-    /// The terminal's width (of stdout, or of `fd`), or 100 when not on a terminal.
-    static var terminalWidth: Int { width(of: 1) }
+    /// The columns stdout's lines may take: the terminal's width; else `$COLUMNS` where set (an
+    /// explicit wish: `COLUMNS=80 baton history | less`); else nil: stdout is a pipe or a file,
+    /// whose reader (`cut`, `grep`, a script) must get every cell whole.
+    static var columns: Int? { columns(of: 1) }
 
-    static func width(of fd: Int32) -> Int {
+    /// `columns` for callers that want a number: `Int.max` (nothing cut) where there is no width.
+    static var terminalWidth: Int { columns ?? .max }
+
+    /// The width of the terminal `fd` is, else `$COLUMNS`, else nil.
+    static func columns(of fd: Int32) -> Int? {
         var size = winsize()
         if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-        if let columns = Environment.value("COLUMNS").flatMap(Int.init) { return columns }
-        return 100
+        return Environment.value("COLUMNS").flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil }
     }
 
-    /// A table: a header row and rows, columns as wide as their content; the last column takes
-    /// what is left of `width` and is cut with `…`.
-    static func table(_ header: [String], _ rows: [[String]], width: Int = terminalWidth) -> String {
+    /// The width of the terminal `fd` is, else `$COLUMNS`, else 100 (the spinner's line, drawn on a terminal only).
+    static func width(of fd: Int32) -> Int { columns(of: fd) ?? 100 }
+
+    /// A table: a header row and rows, columns as wide as their content; with a `width`, the last
+    /// column takes what is left of it (8 at least) and is cut with `…`; without one nothing is cut.
+    static func table(_ header: [String], _ rows: [[String]], width: Int? = columns) -> String {
         guard !header.isEmpty else { return "" }
         let all = [header] + rows
         var widths = header.indices.map { column in all.map { visibleCount($0[column]) }.max() ?? 0 }
         let fixed = widths.dropLast().reduce(0, +) + 2 * (widths.count - 1)
-        widths[widths.count - 1] = max(min(widths.last!, width - fixed), 8)
+        if let width { widths[widths.count - 1] = max(min(widths.last!, width - fixed), 8) }
         // Written as bytes: a line's trailing spaces are bytes 0x20 (no other character holds one),
         // which spares the grapheme walk that `String.last` makes per character.
         var bytes: [UInt8] = []

@@ -86,7 +86,7 @@ enum HistoryCommand {
     }
 
     static func render(_ runs: [RunSnapshot], format: OutputFormat, utc: Bool, context: Context, now: Timestamp,
-                       width: Int = Format.terminalWidth) -> String {
+                       width: Int? = Format.columns) -> String {
         switch format {
         case .json:
             return Format.json(runs) + "\n"
@@ -135,7 +135,7 @@ enum HistoryCommand {
     }
 
     /// The refused requests as a table, as a terminal shows it.
-    static func deniedTable(_ records: [TriggerRecord], utc: Bool, width: Int = Format.terminalWidth) -> String {
+    static func deniedTable(_ records: [TriggerRecord], utc: Bool, width: Int? = Format.columns) -> String {
         guard !records.isEmpty else { return "no refused requests\n" }
         let rows = records.map(\.forTerminal).map { record in
             [Format.time(record.at, utc: utc), record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",

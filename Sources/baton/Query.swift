@@ -2,6 +2,7 @@ import BatonClient
 import BatonCore
 import BatonStore
 import FoundationEssentials
+import Glibc
 
 /// History queries: through batond when it answers, otherwise straight from the database file,
 /// opened read-only so the daemon's writes are never blocked and the file never changes.
@@ -51,8 +52,17 @@ enum Query {
         do {
             return try file(History.openReadOnly(path: path))
         } catch {
+            let denied = access(path, R_OK) != 0 && errno == EACCES
             throw Failure(code: ExitCode.unavailable, message: "batond is not running and the history at \(path) cannot be read: \(error)",
-                          hint: context.databasePath == nil ? "pass --database PATH" : nil)
+                          hint: hint(reading: path, denied: denied, context))
         }
+    }
+
+    /// What to try when batond is down and its history file cannot be read: batond reads it for
+    /// anyone it lets in, so start it; where the file is there but not this user's to read, sudo.
+    private static func hint(reading path: String, denied: Bool, _ context: Context) -> String? {
+        let again = (["sudo", "baton"] + CommandLine.arguments.dropFirst()).joined(separator: " ")
+        if denied { return "\(context.startAdvice) (it reads the history for you), or read the file as a user who may: \(again)" }
+        return context.databasePath == nil ? "\(context.startAdvice), or pass --database PATH" : nil
     }
 }

@@ -11,6 +11,7 @@ enum RunCommand {
         abstract: """
             Trigger ACTION and wait for its outcome. On a terminal it shows the loading state and progress.
             Exits 0 on success, 1 on failure, 3 if cancelled, 75 if rejected as busy.
+            Ctrl-C stops waiting, not the run: it says how to wait for or cancel it.
             Inside the action's cooldown nothing runs: it exits 0 with the last success.
             With --scheduled, a slot whose run has ended runs nothing: it exits 0 and names that run.
             """,
@@ -35,7 +36,8 @@ enum RunCommand {
         var policy: Policy?
         if let name = arguments.value("policy") {
             guard let value = Policy(rawValue: name) else {
-                throw UsageError("baton run: --policy expects reject, join, queue or replace, got \(name)")
+                throw UsageError("baton run: --policy expects reject, join, queue or replace, got \(name)",
+                                 hint: Suggestion.didYouMean(name, among: Policy.allCases.map(\.rawValue)))
             }
             policy = value
         }
@@ -52,12 +54,17 @@ enum RunCommand {
         let trigger = built
         if arguments.flag("follow") {
             guard !detach else { throw UsageError("baton run: --follow and --detach exclude each other") }
-            return try runFollowing(trigger, json: json, context)
+            return try context.suggestingAction(action) { try runFollowing(trigger, json: json, context) }
         }
         let spinner = (!json && isatty(2) == 1) ? Spinner() : nil
+        let interrupt = detach ? nil : Interrupt(action: action, spinner: spinner)
         let outcome: RunOutcome
         do {
-            outcome = try context.call { client in detach ? try await trigger.detached(client) : try await trigger.followed(client, spinner) }
+            outcome = try context.suggestingAction(action) {
+                try context.call { client in
+                    detach ? try await trigger.detached(client) : try await trigger.followed(client, spinner, interrupt)
+                }
+            }
         } catch {
             spinner?.clear()
             throw error
@@ -65,7 +72,7 @@ enum RunCommand {
         spinner?.clear()
         let run = outcome.run
         if json {
-            print(Format.json(RunAnswer(run: run, decision: outcome.decision, shared: outcome.shared)))
+            print(Format.json(RunAnswer(outcome)))
         } else if outcome.decision == .cooled {
             print(cooledLine(run, cooldown: outcome.cooldown, context: context))
         } else if outcome.decision == .slotRan {
@@ -73,20 +80,26 @@ enum RunCommand {
             return ExitCode.success
         } else if detach {
             print(run.id)
+            // stdout is the id alone (scripts read it); what the trigger replaced goes beside it.
+            if !outcome.replaced.isEmpty { Stdio.error.write(Data("\(replacedWords(outcome.replaced))\n".utf8)) }
         } else {
-            print(outcomeLine(run, shared: outcome.shared, context: context))
+            print(outcomeLine(run, shared: outcome.shared, replaced: outcome.replaced, context: context))
         }
         return detach ? ExitCode.success : ExitCode.of(run.phase)
     }
 
     /// Triggers (answered once queued), prints the run's output as it comes, then the outcome.
     static func runFollowing(_ trigger: Trigger, json: Bool, _ context: Context) throws -> Int32 {
+        let interrupt = Interrupt(action: trigger.action, spinner: nil)
         let queued = try context.call { try await trigger.detached($0) }
+        interrupt.following(queued.run)
         var last: UInt8?
         let run = try LogsCommand.follow(queued.run.id, from: 0, follow: true, only: OutputSelection(), context, last: &last)
         if last != nil && last != UInt8(ascii: "\n") { print() }
-        if json { print(Format.json(RunAnswer(run: run, decision: queued.decision, shared: queued.shared))) }
-        else { print(outcomeLine(run, shared: queued.shared, context: context)) }
+        var outcome = queued
+        outcome.run = run
+        if json { print(Format.json(RunAnswer(outcome))) }
+        else { print(outcomeLine(run, shared: queued.shared, replaced: queued.replaced, context: context)) }
         return ExitCode.of(run.phase)
     }
 
@@ -103,24 +116,44 @@ enum RunCommand {
             try await client.detach(action, params: params, policy: policy, force: force, slot: slot)
         }
 
-        /// Answered at the run's end, whatever it is; each update on the way goes to the spinner.
-        func followed(_ client: BatonClient, _ spinner: Spinner?) async throws -> RunOutcome {
+        /// Answered at the run's end, whatever it is; each update on the way goes to the spinner,
+        /// and to what Ctrl-C says.
+        func followed(_ client: BatonClient, _ spinner: Spinner?, _ interrupt: Interrupt?) async throws -> RunOutcome {
             let handle = client.trigger(action, params: params, policy: policy, force: force, slot: slot, throwingOnCancel: false)
-            for try await update in handle.updates where !update.run.phase.isTerminal { spinner?.show(update.run) }
+            for try await update in handle.updates {
+                interrupt?.following(update.run)
+                if !update.run.phase.isTerminal { spinner?.show(update.run) }
+            }
             return try await handle.outcome
         }
     }
 
+    /// `--json`'s answer: the run, and what the trigger did.
     struct RunAnswer: Encodable {
         var run: RunSnapshot
         var decision: TriggerDecision?
         var shared: Bool
+        /// The runs the trigger replaced; absent when none.
+        var replaced: [Int64]?
+
+        init(_ outcome: RunOutcome) {
+            run = outcome.run
+            decision = outcome.decision
+            shared = outcome.shared
+            replaced = outcome.replaced.isEmpty ? nil : outcome.replaced
+        }
     }
 
-    /// `✓ deploy run 7 succeeded in 2.1s`, or how it failed or was cancelled, as a terminal shows it.
-    static func outcomeLine(_ run: RunSnapshot, shared: Bool, context: Context) -> String {
+    /// `replaced run 7`, `replaced runs 7, 8`.
+    static func replacedWords(_ runs: [Int64]) -> String {
+        "replaced run\(runs.count == 1 ? "" : "s") " + runs.map(String.init).joined(separator: ", ")
+    }
+
+    /// `✓ deploy run 7 succeeded in 2.1s`, or how it failed or was cancelled, as a terminal shows
+    /// it; `deploy run 8 (replaced run 7)` where the trigger replaced runs.
+    static func outcomeLine(_ run: RunSnapshot, shared: Bool, replaced: [Int64] = [], context: Context) -> String {
         let run = run.forTerminal
-        let name = "\(run.action) run \(run.id)\(shared ? " (shared)" : "")"
+        let name = "\(run.action) run \(run.id)\(shared ? " (shared)" : "")\(replaced.isEmpty ? "" : " (\(replacedWords(replaced)))")"
         let took = Format.duration(run)
         switch run.phase {
         case .success:

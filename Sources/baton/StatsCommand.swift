@@ -36,7 +36,7 @@ enum StatsCommand {
         return ExitCode.success
     }
 
-    static func table(_ stats: [ActionStats], context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
+    static func table(_ stats: [ActionStats], context: Context, now: Timestamp, width: Int? = Format.columns) -> String {
         let measured = stats.contains { $0.cpuP50 != nil || $0.memoryP50 != nil }
         let rows = stats.map(\.forTerminal).map { item -> [String] in
             let rate = item.successRate.map { Format.printf("%.0f%%", $0 * 100) } ?? "-"

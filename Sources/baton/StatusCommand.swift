@@ -25,7 +25,7 @@ enum StatusCommand {
     /// The status as a terminal shows it: a problem writing the history first, then one row per
     /// action (every run in flight, one per key, and the last outcome), the rules around the runs
     /// (hooks, cooldowns), then how processes are tracked.
-    static func text(_ status: BatonStatus, context: Context, now: Timestamp, width: Int = Format.terminalWidth) -> String {
+    static func text(_ status: BatonStatus, context: Context, now: Timestamp, width: Int? = Format.columns) -> String {
         var text = ""
         if let problem = status.storeProblem.map(Terminal.visible) {
             text += context.paint("the history cannot be written: \(problem)", .red) + "\n"

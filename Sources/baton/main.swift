@@ -20,7 +20,7 @@ import Glibc
             print("baton \(BatonVersion.current)")
             return ExitCode.success
         default:
-            return fail(UsageError("unknown option \(first)"))
+            return fail(UsageError.unknown("option", first, among: ["--socket", "--database", "--help", "--version"]))
         }
     }
     guard let name = arguments.popFirst() else {
@@ -28,12 +28,18 @@ import Glibc
         return ExitCode.usage
     }
     if name == "help" {
-        if let topic = arguments.first, let command = CommandList.all.first(where: { $0.name == topic }) { print(command.help, terminator: "") }
-        else { print(CommandList.usage) }
+        guard let topic = arguments.first else {
+            print(CommandList.usage)
+            return ExitCode.success
+        }
+        guard let command = CommandList.all.first(where: { $0.name == topic }) else {
+            return fail(UsageError.unknown("command", topic, prefix: "baton help: ", among: CommandList.all.map(\.name)))
+        }
+        print(command.help, terminator: "")
         return ExitCode.success
     }
     guard let command = CommandList.all.first(where: { $0.name == name }) else {
-        return fail(UsageError("unknown command \(name)"))
+        return fail(UsageError.unknown("command", name, among: CommandList.all.map(\.name) + ["help"]))
     }
     if arguments.contains("--help") || arguments.contains("-h") {
         print(command.help, terminator: "")
@@ -60,7 +66,7 @@ func fail(_ error: any Error) -> Int32 {
 func errorText(_ error: any Error) -> (text: String, code: Int32) {
     switch error {
     case let usage as UsageError:
-        return ("Error: \(Terminal.visible(usage.description))\nTry: baton --help\n", ExitCode.usage)
+        return ("Error: \(Terminal.visible(usage.description))\nTry: \(Terminal.visible(usage.hint ?? "baton --help"))\n", ExitCode.usage)
     case let failure as Failure:
         var text = "Error: \(Terminal.visible(failure.message))\n"
         if let hint = failure.hint { text += "Try: \(Terminal.visible(hint))\n" }

@@ -70,14 +70,19 @@ struct Config: Sendable, Equatable {
         guard data.count <= Self.maxSize else {
             throw ConfigError(file: file, problems: [.init(path: "", message: "the file is \(data.count) bytes; a config is at most \(Self.maxSize / 1_048_576) MiB")])
         }
-        let duplicates = DuplicateKeys.find(in: [UInt8](data))
+        let bytes = [UInt8](data)
+        // Foundation's reader traps on a number such as `1e-` (found by fuzzing): refused first.
+        if let trap = ConfigSyntax.trap(in: bytes) {
+            throw ConfigError(file: file, problems: [.init(path: "", message: trap.message, place: trap.offset.map { ConfigError.Place(bytes, offset: $0) })])
+        }
+        let duplicates = DuplicateKeys.find(in: bytes)
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         let root: JSONValue
         do {
             root = try decoder.decode(JSONValue.self, from: data)
         } catch {
-            throw ConfigError(file: file, problems: [.init(path: "", message: "not valid JSON5: \(Self.describe(error))")])
+            throw ConfigError(file: file, problems: [syntaxProblem(bytes, error)])
         }
         var reader = reader
         for path in duplicates { reader.fail(path, "written twice in the same object: keep one") }
@@ -106,6 +111,15 @@ struct Config: Sendable, Equatable {
         return nil
     }
 
+    /// Where and why text the JSON5 reader refused goes wrong (`ConfigSyntax`); the reader's own
+    /// words where that finds nothing wrong.
+    static func syntaxProblem(_ bytes: [UInt8], _ error: any Error) -> ConfigError.Problem {
+        guard let found = ConfigSyntax.firstProblem(in: bytes) else {
+            return .init(path: "", message: "not valid JSON5: \(Self.describe(error))")
+        }
+        return .init(path: "", message: found.message, place: found.offset.map { ConfigError.Place(bytes, offset: $0) })
+    }
+
     private static func describe(_ error: any Error) -> String {
         // The parser says where in `NSDebugDescription` (NSDebugDescriptionErrorKey, not in Essentials).
         if case let DecodingError.dataCorrupted(context) = error {
@@ -124,12 +138,28 @@ struct ConfigError: Error, CustomStringConvertible, Equatable {
         /// The field, as `actions.hello.policy`; empty for the whole file.
         var path: String
         var message: String
+        /// Where in the file, for a syntax error: shown as compilers show theirs.
+        var place: Place? = nil
     }
 
     var file: String
     var problems: [Problem]
 
+    /// One line per problem, `FILE: FIELD: message`; a syntax error as `FILE:LINE:COLUMN: message`,
+    /// then the line and a caret under the column.
     var description: String {
-        problems.map { "\(file): \($0.path.isEmpty ? "" : "\($0.path): ")\($0.message)" }.joined(separator: "\n")
+        problems.map { problem in
+            guard let place = problem.place else { return line(problem) }
+            return "\(line(problem))\n\(place.text)\n\(place.indent)^"
+        }.joined(separator: "\n")
+    }
+
+    /// One line per problem, a syntax error without its line and caret: what a reload's answer
+    /// carries (`baton reload` shows a message on one line per problem).
+    var summary: String { problems.map(line).joined(separator: "\n") }
+
+    private func line(_ problem: Problem) -> String {
+        if let place = problem.place { return "\(file):\(place.line):\(place.column): \(problem.message)" }
+        return "\(file): \(problem.path.isEmpty ? "" : "\(problem.path): ")\(problem.message)"
     }
 }

@@ -25,7 +25,8 @@ extension ConfigReader {
             return nil
         }
         for key in fields.keys.sorted() where !allowed.contains(key) {
-            fail(at.isEmpty ? key : "\(at).\(key)", "unknown field (known: \(allowed.sorted().joined(separator: ", ")))")
+            let guess = Suggestion.didYouMean(key, among: allowed.sorted()).map { ": \($0)" } ?? ""
+            fail(at.isEmpty ? key : "\(at).\(key)", "unknown field\(guess) (known: \(allowed.sorted().joined(separator: ", ")))")
         }
         return fields
     }
@@ -86,7 +87,8 @@ extension ConfigReader {
 
     mutating func choice(_ value: JSONValue, at: String, _ options: [String]) -> String? {
         guard case let .string(text) = value, options.contains(text) else {
-            fail(at, "expected one of \(options.joined(separator: ", ")), got \(Self.show(value))")
+            let guess: String? = if case let .string(text) = value { Suggestion.didYouMean(text, among: options) } else { nil }
+            fail(at, "expected one of \(options.joined(separator: ", ")), got \(Self.show(value))\(guess.map { ": \($0)" } ?? "")")
             return nil
         }
         return text

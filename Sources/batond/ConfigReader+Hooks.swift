@@ -22,7 +22,8 @@ extension ConfigReader {
             for event in HookEvent.allCases {
                 guard let target = hooks[event.rawValue].flatMap({ string($0, at: "\(at).\(event.rawValue)") }) else { continue }
                 guard let action = known[target] else {
-                    fail("\(at).\(event.rawValue)", "names no configured action: \(Action.quoted(target)) (actions: \(known.keys.sorted().joined(separator: ", ")))")
+                    let guess = Suggestion.didYouMean(target, among: known.keys.sorted()).map { "; \($0)" } ?? ""
+                    fail("\(at).\(event.rawValue)", "names no configured action: \(Action.quoted(target))\(guess) (actions: \(known.keys.sorted().joined(separator: ", ")))")
                     continue
                 }
                 let required = action.params.filter { $0.value.defaultValue == nil }.keys.sorted()

@@ -191,7 +191,8 @@ enum Daemon {
             Log.info("reloaded \(path): \(config.actions.count) actions")
             return .applied(warnings: warnings)
         } catch {
-            return .refused("\(error)")
+            // One line per problem: `baton reload` shows the answer escaped, as one line.
+            return .refused(error.summary)
         }
     }
 

@@ -45,7 +45,12 @@ struct WireJSONTests {
         full.runs?.append(Self.complete)
         var reloaded = Response(id: .number(4))
         reloaded.warnings = ["webhooks.listen changes only at restart", "a \"quoted\"\nline"]
-        return [full, update, ping, busy, Response(id: .text(""), ok: nil), status, reloaded]
+        var replacing = Response(id: .number(8))
+        replacing.run = run
+        replacing.decision = .replaced
+        replacing.shared = false
+        replacing.replaced = [5, 6]
+        return [full, update, ping, busy, Response(id: .text(""), ok: nil), status, reloaded, replacing]
     }
 
     /// An action with every field set (`everyFieldSet` keeps it so when a field is added).

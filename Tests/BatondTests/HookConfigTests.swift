@@ -29,7 +29,7 @@ struct HookConfigTests {
     @Test("an unknown action, a target with a required param and a bad field are refused, naming them")
     func refused() {
         #expect(problems(#"{ actions: { d: { exec: ["true"], on: { failure: "pager" } }, page: { exec: ["true"] } } }"#)
-            == [#"actions.d.on.failure: names no configured action: "pager" (actions: d, page)"#])
+            == [#"actions.d.on.failure: names no configured action: "pager"; did you mean "page"? (actions: d, page)"#])
         #expect(problems(#"{ actions: { d: { exec: ["true"], on: { success: "p" } }, p: { exec: ["true"], params: { to: {} } } } }"#)
             == ["actions.d.on.success: names p, whose param to has no default: a hook run gets only its action's param defaults (the firing run's params are in BATON_HOOK_PARAM_*)"])
         #expect(problems(#"{ actions: { d: { exec: ["true"], on: { fail: "d2" } }, d2: { exec: ["true"] } } }"#).first?.hasPrefix("actions.d.on.fail:") == true)

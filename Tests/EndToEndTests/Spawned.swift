@@ -10,6 +10,8 @@ final class Spawned: @unchecked Sendable {
     let stdout: Int32
     let stderr: Int32
     private var reaped = false
+    /// The raw status waitpid gave once `waitForExit` reaped the child (to tell an exit from a signal).
+    private(set) var waitStatus: Int32 = 0
 
     init(_ argv: [String], environment: [String: String] = [:]) throws {
         // Close-on-exec pipes, and baton_spawn closes every other descriptor in the child: a file
@@ -99,6 +101,7 @@ final class Spawned: @unchecked Sendable {
         reaped = true
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        waitStatus = status
         // As `Process.terminationStatus` says it: the exit code, or the signal that ended it.
         let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
         return Output(code: code, stdout: String(decoding: data[0], as: UTF8.self), stderr: String(decoding: data[1], as: UTF8.self))

@@ -36,6 +36,7 @@ extension JSONBytes {
             case "decision": return reader.into(&response.decision) { $0.string().flatMap(TriggerDecision.init(rawValue:)) }
             case "shared": return reader.into(&response.shared) { $0.bool() }
             case "cooldown": return reader.into(&response.cooldown) { $0.integer() }
+            case "replaced": return reader.into(&response.replaced) { $0.array { $0.integer() } }
             case "runs": return reader.into(&response.runs) { $0.array { $0.run() } }
             case "actions": return reader.into(&response.actions) { $0.array { $0.actionInfo() } }
             case "storeProblem": return reader.into(&response.storeProblem) { $0.string() }

@@ -28,6 +28,12 @@ extension Response {
         json.field("decision", decision?.rawValue)
         json.field("shared", shared)
         json.field("cooldown", cooldown)
+        if let replaced {
+            json.key("replaced")
+            json.beginArray()
+            for id in replaced { json.int(id) }
+            json.endArray()
+        }
         if let runs {
             json.key("runs")
             json.beginArray()

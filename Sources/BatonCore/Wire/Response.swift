@@ -16,6 +16,8 @@ public struct Response: Codable, Sendable {
     public var shared: Bool?
     /// trigger, when `cooled`: the action's cooldown, in microseconds (the run is its last success).
     public var cooldown: Int64?
+    /// trigger, when `replaced`: the runs in flight that the new run replaces (they end cancelled).
+    public var replaced: [Int64]?
     /// history, status, cancel: runs.
     public var runs: [RunSnapshot]?
     /// show: the whole story.
