@@ -216,27 +216,31 @@ extension RunCommand {
 /// The loading state on stderr: a spinner, the phase, the elapsed time and the progress, redrawn
 /// ten times a second so that time and an estimated progress move between updates.
 final class Spinner: @unchecked Sendable {
-    /// Guards `run`, `frame` and `timer`, every field below (the timer's queue and the caller both draw).
-    private let lock = ThreadLock()
+    /// Where `run`, `frame` and `timer` are read and changed, and every frame is drawn: the timer
+    /// fires on it and the caller's updates are sent to it, so no lock is held over a write.
+    private let queue = DispatchQueue(label: "baton.spinner")
     private var run: RunSnapshot?
     private var frame = 0
     private var timer: DispatchSourceTimer?
 
     init() {
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "baton.spinner"))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
         timer.setEventHandler { [weak self] in self?.draw() }
-        timer.resume()
         self.timer = timer
+        timer.resume()
     }
 
     func show(_ run: RunSnapshot) {
-        lock.withLock { self.run = run }
-        draw()
+        queue.async { [self] in
+            self.run = run
+            draw()
+        }
     }
 
+    /// Stops drawing and clears the line; returns once it is cleared (never call it on `queue`).
     func clear() {
-        lock.withLock {
+        queue.sync {
             timer?.cancel()
             timer = nil
             run = nil
@@ -245,13 +249,12 @@ final class Spinner: @unchecked Sendable {
     }
 
     private func draw() {
-        lock.withLock {
-            guard let run, timer != nil else { return }
-            frame += 1
-            // Cut to the terminal's width: a line that wraps would leave a line behind at each redraw.
-            let line = Format.fit(Self.line(run, frame: frame), Format.width(of: 2) - 1).trimmingTrailingSpaces()
-            Stdio.error.write(Data(("\r\u{1B}[2K" + line).utf8))
-        }
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let run, timer != nil else { return }
+        frame += 1
+        // Cut to the terminal's width: a line that wraps would leave a line behind at each redraw.
+        let line = Format.fit(Self.line(run, frame: frame), Format.width(of: 2) - 1).trimmingTrailingSpaces()
+        Stdio.error.write(Data(("\r\u{1B}[2K" + line).utf8))
     }
 
     static let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
