@@ -53,7 +53,7 @@ let package = Package(
             exclude: ["Assets"],
             plugins: ["EmbedAssetsPlugin"]
         ),
-        .target(name: "BatonService", dependencies: ["BatonCore", "BatonIPC"]),
+        .target(name: "BatonService", dependencies: ["BatonCore"]),
         .target(name: "BatonHooks", dependencies: ["BatonCore", "BatonIPC", "CCrypto"]),
         .target(name: "BatonClient", dependencies: ["BatonCore", "BatonIPC"]),
         .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "BatonHooks", "CBatonSystem"]),

@@ -1,13 +1,13 @@
+import BatonCore
+
 /// Splits a byte stream into newline-terminated frames of at most `limit` bytes.
 ///
 /// A line longer than the limit is reported once as `.oversized` and skipped up to its newline,
 /// so the requests after it are still read.
 public struct FrameSplitter: Sendable {
     /// What the bytes so far hold.
-    public enum Frame: Equatable, Sendable {
-        case line([UInt8])
-        case oversized
-    }
+    /// A frame: a request line, or one past the limit.
+    public typealias Frame = RequestFrame
 
     /// The largest frame, newline excluded: 1 MiB by default.
     public let limit: Int

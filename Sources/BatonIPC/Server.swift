@@ -5,12 +5,6 @@ import FoundationEssentials
 import Glibc
 
 /// What the server hands each frame and closed connection to.
-public protocol ServerDelegate: AnyObject, Sendable {
-    /// A complete request line (or `.oversized`) arrived; called on the event loop, so it must not block.
-    func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection)
-    /// The peer went away or the connection was dropped.
-    func closed(_ connection: ServerConnection)
-}
 
 /// Serves newline-delimited JSON on a listening Unix socket, on the event loop (the `Reactor`):
 /// accepting, reading, framing and handing each request line to the delegate happen there, and so
@@ -59,7 +53,7 @@ public final class Server: Sendable {
     private let listenFD: Int32
     private let reactor: Reactor
     private let limits: Limits
-    private let delegate: any ServerDelegate
+    private let delegate: any RequestHandler
     private let table = Locked(Table())
     /// Unsent output of all connections, against `limits.totalOutputLimit`.
     let budget: OutputBudget
@@ -79,7 +73,7 @@ public final class Server: Sendable {
     /// The client connections open now.
     public var connectionCount: Int { table.withLock { $0.connections.count } }
 
-    public init(listening fd: Int32, limits: Limits = Limits(), reactor: Reactor = .shared, delegate: any ServerDelegate) throws(SocketError) {
+    public init(listening fd: Int32, limits: Limits = Limits(), reactor: Reactor = .shared, delegate: any RequestHandler) throws(SocketError) {
         listenFD = fd
         self.limits = limits
         self.reactor = reactor
@@ -202,7 +196,7 @@ public final class Server: Sendable {
                 var full = false
                 for frame in frames {
                     full = connection.beginRequest()
-                    delegate.received(frame, on: connection)
+                    delegate.received(frame, from: connection)
                 }
                 if full { connection.pauseReading() }
                 if n < buffer.count { return }

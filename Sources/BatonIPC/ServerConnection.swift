@@ -261,6 +261,8 @@ public final class ServerConnection: Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
+extension ServerConnection: Caller {}
+
 /// The unsent output of every connection together; past its limit the server is woken to drop
 /// the connections holding the most.
 final class OutputBudget: Sendable {

@@ -1,5 +1,4 @@
 import BatonCore
-import BatonIPC
 
 /// One request and the connection to answer it on: sends the final answer (or error) exactly
 /// once, and ends the request then.

@@ -1,5 +1,4 @@
 import BatonCore
-import BatonIPC
 
 /// The `output` op: a run's output from an offset, out of the history, then (with `follow`) live
 /// until the run ends.

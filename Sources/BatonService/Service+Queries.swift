@@ -1,5 +1,4 @@
 import BatonCore
-import BatonIPC
 import FoundationEssentials
 import Glibc
 

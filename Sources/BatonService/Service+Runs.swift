@@ -1,5 +1,4 @@
 import BatonCore
-import BatonIPC
 
 extension Service {
     /// Checks the trigger against this generation's action (access, policy, params) and hands

@@ -1,12 +1,11 @@
 import BatonCore
-import BatonIPC
 import FoundationEssentials
 
 /// batond's request logic: who may do what, and each operation of the protocol, against the
 /// conductor and the history. It decodes each request line the server hands it, answers with
 /// one response line (after update events, for waits and watches), and maps every error to its
 /// wire code in one place (`WireError.init(BatonError)`).
-public final class Service: ServerDelegate, Sendable {
+public final class Service: RequestHandler, Sendable {
     /// What the daemon does for `reload` and `prune`, which reach beyond the conductor.
     public struct Hooks: Sendable {
         /// Reads the config again and installs it in the service given; says what it warned of, or
@@ -69,18 +68,10 @@ public final class Service: ServerDelegate, Sendable {
         conductor.replaceActions(Array(generation.actions.values))
     }
 
-    // MARK: ServerDelegate
-
-    public func received(_ frame: FrameSplitter.Frame, on connection: ServerConnection) {
-        received(frame, from: connection)
-    }
-
-    public func closed(_ connection: ServerConnection) {
-        closed(connection as any Caller)
-    }
+    // MARK: RequestHandler
 
     /// A request line from a caller: answered through it, now or once its outcome is known.
-    public func received(_ frame: FrameSplitter.Frame, from connection: any Caller) {
+    public func received(_ frame: RequestFrame, from connection: any Caller) {
         let request: Request
         switch Self.request(in: frame) {
         case let .success(valid): request = valid
@@ -151,7 +142,7 @@ public final class Service: ServerDelegate, Sendable {
     /// The request a frame holds, decoded, with no key given twice in one object, and within its
     /// bounds (`Request.validated`): the one place where a line becomes a request, before anything
     /// is looked up for it.
-    static func request(in frame: FrameSplitter.Frame) -> Result<Request, Refusal> {
+    static func request(in frame: RequestFrame) -> Result<Request, Refusal> {
         guard case let .line(bytes) = frame else {
             return .failure(Refusal(error: .badRequest("request line longer than 1 MiB")))
         }

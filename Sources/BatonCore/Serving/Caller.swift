@@ -1,5 +1,3 @@
-import BatonCore
-import BatonIPC
 
 /// The client of the requests the service answers: who it is, and where its answers go. The
 /// socket server's `ServerConnection` is one; a test's recorder is another, so that every
@@ -27,11 +25,9 @@ public protocol Caller: AnyObject, Sendable {
 
 extension Caller {
     /// Returns once at most `bytes` wait to be written, or the client has gone.
-    func drained(below bytes: Int) async {
+    public func drained(below bytes: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             whenDrained(below: bytes) { continuation.resume() }
         }
     }
 }
-
-extension ServerConnection: Caller {}
