@@ -126,10 +126,7 @@ final class WebhookListener: Sendable {
                     return answer(run, hook, decision: decision, replayed: false, code: 202, exchange)
                 }
                 wait.answered(run)
-                Task {
-                    try? await Task.sleep(for: duration)
-                    wait.timedOut()
-                }
+                wait.timeOut(after: duration)
             }
         }
     }
@@ -149,10 +146,7 @@ final class WebhookListener: Sendable {
                 return
             }
             wait.answered(live)
-            Task {
-                try? await Task.sleep(for: duration)
-                wait.timedOut()
-            }
+            wait.timeOut(after: duration)
         }
     }
 

@@ -4,10 +4,25 @@ import BatonCore
 /// follower, in whichever order they come; `finish` is called with the end, or with the run as
 /// it was when the wait ran out (the exchange takes the first answer only).
 final class WebhookWait: Sendable {
-    private let state = Locked<(run: RunSnapshot?, ended: RunSnapshot?)>((nil, nil))
+    private let state = Locked<(run: RunSnapshot?, ended: RunSnapshot?, timer: Reactor.TimerID?)>((nil, nil, nil))
     private let finish: @Sendable (RunSnapshot, _ ended: Bool) -> Void
+    private let reactor: Reactor
 
-    init(finish: @escaping @Sendable (RunSnapshot, _ ended: Bool) -> Void) { self.finish = finish }
+    init(reactor: Reactor = .shared, finish: @escaping @Sendable (RunSnapshot, _ ended: Bool) -> Void) {
+        self.reactor = reactor
+        self.finish = finish
+    }
+
+    /// Ends the wait after `duration` with the run as last seen: a loop timer, cancelled when the
+    /// run ends first (no task sleeps out the whole wait for an answer already given).
+    func timeOut(after duration: Duration) {
+        let timer = reactor.after(duration) { [self] in timedOut() }
+        let over = state.withLock { state -> Bool in
+            state.timer = timer
+            return state.ended != nil && state.run != nil
+        }
+        if over { reactor.cancel(timer) }
+    }
 
     /// The run's updates: its terminal one ends the wait.
     var follower: Conductor.Follower {
@@ -20,9 +35,10 @@ final class WebhookWait: Sendable {
     func answered(_ run: RunSnapshot) {
         let ended = state.withLock { state -> RunSnapshot? in
             state.run = run
-            return state.ended ?? (run.phase.isTerminal ? run : nil)
+            if state.ended == nil && run.phase.isTerminal { state.ended = run }
+            return state.ended
         }
-        if let ended { finish(ended, true) }
+        if let ended { end(ended) }
     }
 
     private func ended(_ run: RunSnapshot) {
@@ -30,7 +46,13 @@ final class WebhookWait: Sendable {
             state.ended = run
             return state.run != nil
         }
-        if known { finish(run, true) }
+        if known { end(run) }
+    }
+
+    /// The run ended: its answer, and the timer goes.
+    private func end(_ run: RunSnapshot) {
+        if let timer = state.withLock({ $0.timer }) { reactor.cancel(timer) }
+        finish(run, true)
     }
 
     /// The wait ran out: the run as last seen.

@@ -117,6 +117,16 @@ struct WebhookEndToEndTests {
         #expect(gitlab.status == 200 && gitlab.json["phase"] as? String == "success", "\(gitlab.body)")
     }
 
+    @Test("?wait= that runs out answers 202 with the run as it is then (a loop timer, not a sleeping task), and the run goes on")
+    func waitRunsOut() throws {
+        let setup = try Setup()
+        let answer = try WebhookClient.post(setup.base + "/hooks/hold?wait=1s", scheme: "hmac-sha256", secret: setup.secret("ci"), body: "{}",
+                                            in: setup.secrets)
+        #expect(answer.status == 202 && answer.json["phase"] as? String == "loading", "\(answer.body)")
+        let run = try #require(answer.run)
+        #expect(try setup.daemon.baton("show", String(run)).stdout.contains(", loading"))
+    }
+
     @Test("refusals: bad signature and stale timestamp 401 saying nothing more, unknown hook 404, GET 405, a big body 413, a slow client cut")
     func refusals() throws {
         let setup = try Setup()
