@@ -21,7 +21,9 @@ let package = Package(
         .target(name: "CBatonSystem"),
         // The engine: state as values, decisions as pure functions; no Glibc, no C shim, no Dispatch.
         .target(name: "BatonEngine"),
-        .target(name: "BatonCore", dependencies: ["BatonEngine", "CBatonSystem"]),
+        // The wire codec: the protocol's requests and responses, read and written by hand on hot paths.
+        .target(name: "BatonWire", dependencies: ["BatonEngine"]),
+        .target(name: "BatonCore", dependencies: ["BatonEngine", "BatonWire", "CBatonSystem"]),
         .executableTarget(name: "EmbedMigrations"),
         .plugin(
             name: "EmbedMigrationsPlugin",

@@ -21,6 +21,8 @@ struct LayoutTests {
     static let rules: [Rule] = [
         // The engine: the standard library, and FoundationEssentials for a value type's Codable bytes.
         Rule(module: "BatonEngine", only: ["FoundationEssentials"]),
+        // The wire codec: the engine's values, nothing of the runtime (no clock, no libc).
+        Rule(module: "BatonWire", only: ["BatonEngine", "FoundationEssentials"]),
         Rule(module: "BatonCore", only: nil, never: ["BatonStore", "BatonFleet", "BatonIPC", "BatonService", "BatonHooks", "BatonClient"]),
         Rule(module: "BatonStore", only: nil, never: ["BatonIPC", "BatonService", "BatonFleet", "BatonHooks", "BatonClient", "CLibPQ"]),
         Rule(module: "BatonFleet", only: nil, never: ["BatonIPC", "BatonService", "BatonStore", "BatonHooks", "BatonClient", "CSQLite"]),

@@ -1,3 +1,4 @@
+import BatonWire
 import Glibc
 
 /// The clocks, read here: the engine is given their readings and reads none itself.
@@ -22,4 +23,9 @@ extension Timestamp {
 extension BatonError {
     /// A sentence for people, as of now.
     public var message: String { message(at: .now) }
+}
+
+extension WireError {
+    /// The answer for `error`, its sentence as of now.
+    public init(_ error: BatonError) { self.init(error, at: .now) }
 }

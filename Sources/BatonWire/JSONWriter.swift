@@ -1,3 +1,4 @@
+import BatonEngine
 import FoundationEssentials
 
 /// Writes compact JSON by hand for the values on hot paths (every response line, every

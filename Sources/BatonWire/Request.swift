@@ -1,3 +1,4 @@
+import BatonEngine
 
 /// The id a request carries and its responses echo: a number or a string.
 public enum RequestID: Codable, Sendable, Hashable {

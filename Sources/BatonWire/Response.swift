@@ -1,3 +1,4 @@
+import BatonEngine
 /// One response line: the final answer to a request (`ok` set), or an `event` before it.
 public struct Response: Codable, Sendable {
     public var id: RequestID?
@@ -90,9 +91,10 @@ public struct WireError: Codable, Sendable, Error, Equatable {
         self.param = param
     }
 
-    /// The one place a `BatonError` becomes a code and a sentence.
-    public init(_ error: BatonError) {
-        self.init(code: error.code, message: error.message)
+    /// The one place a `BatonError` becomes a code and a sentence, as of `now` (a sentence may say
+    /// how long ago something was; BatonCore's `init(_:)` reads the clock).
+    public init(_ error: BatonError, at now: Timestamp) {
+        self.init(code: error.code, message: error.message(at: now))
         if case let .busy(run, _, _, since) = error { self.run = run; self.since = since.rawValue }
         if case let .badParam(name, _) = error { param = name }
         if case let .definitionMismatch(run, _, _) = error { self.run = run }

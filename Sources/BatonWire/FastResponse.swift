@@ -1,3 +1,4 @@
+import BatonEngine
 /// The response lines a one-shot client reads most (`status`, `actions`, `history`, a run, an
 /// error), read in one pass without `JSONDecoder`, whose first use in a process instantiates the
 /// metadata of every `Codable` type on the way and scans the binary's conformances: two thirds of

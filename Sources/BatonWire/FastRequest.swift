@@ -1,3 +1,4 @@
+import BatonEngine
 /// The request lines clients send most, read in one pass without `JSONDecoder` (which cost two
 /// thirds of a `ping`'s instructions). It gives the `Request` that `JSONDecoder` and the
 /// duplicate-key scan would accept, or nil whenever it is not sure: a `filter`, a field it does

@@ -1,3 +1,4 @@
+import BatonEngine
 /// An action as `FastResponse` reads it: every field `ActionInfo.write(to:)` writes.
 extension JSONBytes {
     mutating func actionInfo() -> ActionInfo? {

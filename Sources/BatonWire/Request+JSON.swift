@@ -1,3 +1,4 @@
+import BatonEngine
 import FoundationEssentials
 
 extension Request {

@@ -1,3 +1,4 @@
+import BatonEngine
 import FoundationEssentials
 
 /// Compact JSON for the text columns: sorted keys, so equal values are equal text.

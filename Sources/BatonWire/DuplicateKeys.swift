@@ -1,3 +1,4 @@
+import BatonEngine
 /// Finds keys written twice in one object of a JSON or JSON5 text. Foundation's decoder keeps
 /// one of them silently (the first), so a config with `timeout` twice would run with whichever it
 /// kept, and a request with `"params":{"a":"1","a":"2"}` would be checked and run with `1` while

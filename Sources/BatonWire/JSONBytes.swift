@@ -1,3 +1,4 @@
+import BatonEngine
 /// Strict JSON (RFC 8259) over a buffer of bytes, read value by value by `FastRequest` and
 /// `FastResponse`. Each reader gives nil (or false) where the bytes are not what it reads, and
 /// the caller then gives up on the fast path; so a reader only has to be right when it answers.

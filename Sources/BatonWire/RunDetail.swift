@@ -1,3 +1,4 @@
+import BatonEngine
 import FoundationEssentials
 
 /// The whole story of one run.

@@ -1,3 +1,4 @@
+import BatonEngine
 /// How one action has been doing: outcomes, durations, and its latest runs.
 public struct ActionStats: Codable, Sendable, Equatable {
     /// One recent ended run, for the sparkline.

@@ -1,3 +1,4 @@
+import BatonEngine
 /// A run as `FastResponse` reads it: every field `RunSnapshot.write(to:)` writes.
 extension JSONBytes {
     mutating func run() -> RunSnapshot? {

@@ -1,3 +1,4 @@
+import BatonEngine
 extension Request {
     /// The longest text `id`, in bytes: every event of a trigger, wait or watch repeats it.
     public static let maxIDLength = 256

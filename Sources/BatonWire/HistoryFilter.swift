@@ -1,3 +1,4 @@
+import BatonEngine
 import FoundationEssentials
 
 /// Which runs a history query returns.

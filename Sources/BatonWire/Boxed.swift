@@ -1,3 +1,4 @@
+import BatonEngine
 /// An optional value kept behind a reference, for the large and rarely set fields of a wire
 /// value (`Response.run`, `Response.detail`, …): copying, creating and destroying the holder then
 /// moves a pointer, not every field of a run or a transition. Setting the value makes a new box;
