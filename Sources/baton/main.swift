@@ -68,7 +68,10 @@ func errorText(_ error: any Error) -> (text: String, code: Int32) {
     case let usage as UsageError:
         return ("Error: \(Terminal.visible(usage.description))\nTry: \(Terminal.visible(usage.hint ?? "baton --help"))\n", ExitCode.usage)
     case let failure as Failure:
-        var text = "Error: \(Terminal.visible(failure.message))\n"
+        // batond's message may be several lines (a refused config, one problem a line): each is
+        // shown on its own, indented under the first, with its control characters made visible.
+        let lines = failure.message.split(separator: "\n", omittingEmptySubsequences: false).map { Terminal.visible(String($0)) }
+        var text = "Error: " + lines.joined(separator: "\n  ") + "\n"
         if let hint = failure.hint { text += "Try: \(Terminal.visible(hint))\n" }
         return (text, failure.code)
     default:

@@ -191,7 +191,7 @@ enum Daemon {
             Log.info("reloaded \(path): \(config.actions.count) actions")
             return .applied(warnings: warnings)
         } catch {
-            // One line per problem: `baton reload` shows the answer escaped, as one line.
+            // One line per problem: `baton reload` shows each on a line of its own.
             return .refused(error.summary)
         }
     }

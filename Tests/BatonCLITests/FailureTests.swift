@@ -32,4 +32,13 @@ struct FailureTests {
         #expect(failure.refusal == error)
         #expect(errorText(failure) == ("Error: \(message)\n", code))
     }
+
+    @Test("a message of several lines (a refused reload's problems) shows one line each, not an escaped \\n; a control character in a line is still made visible")
+    func severalLines() {
+        let message = "c.json5: actions.a.timeoutt: unknown field\nc.json5: actions.a.policy: expected one of reject, got \"\u{1B}[2J\""
+        let (text, code) = errorText(Failure(code: 2, message: message))
+        #expect(code == 2)
+        #expect(text == "Error: c.json5: actions.a.timeoutt: unknown field\n  c.json5: actions.a.policy: expected one of reject, got \"\\e[2J\"\n",
+                "\(text.debugDescription)")
+    }
 }
