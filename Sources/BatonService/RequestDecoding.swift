@@ -21,6 +21,11 @@ enum RequestDecoding {
 
     /// A key written twice in one object, by its path: `param a is given twice: …` for a trigger's
     /// or a filter's params, `op is given twice: …` for any other field.
+    /// A number token the JSON grammar refuses (`2e-`, `01`, `1.`).
+    static func notANumber(_ token: String) -> String {
+        "not a JSON object: \(token.prefix(40)) is not a number (JSON writes one as 12, -1.5 or 2e-3)"
+    }
+
     static func givenTwice(_ path: String) -> String {
         for prefix in ["params.", "filter.params."] where path.hasPrefix(prefix) {
             let field = prefix == "params." ? "" : "filter.params: "

@@ -152,6 +152,10 @@ public final class Service: RequestHandler, Sendable {
         if let fast {
             decoded = fast
         } else {
+            // Foundation's decoder lets a malformed number pass in a field it ignores (`2e-`).
+            if let number = JSONNumbers.firstMalformed(in: bytes) {
+                return .failure(Refusal(id: salvageID(bytes), error: .badRequest(RequestDecoding.notANumber(number))))
+            }
             do {
                 decoded = try decoder.decode(Request.self, from: Data(bytes))
             } catch {
