@@ -31,7 +31,7 @@ final class GuardLink: Sendable {
     private let reactor: Reactor
     private let state = Locked(State())
 
-    init(instance: String, tracking: ProcessTracking, reactor: Reactor = .shared) {
+    init(instance: String, tracking: ProcessTracking, reactor: Reactor) {
         self.instance = instance
         self.tracking = tracking
         self.reactor = reactor

@@ -9,7 +9,7 @@ import FoundationEssentials
 /// Completions: a job carries its caller's callback, and the handler calls it on the worker's
 /// thread once the job is done. A callback must not block, and must never wait for its own
 /// worker; a caller whose state lives on a loop posts the event there from the callback
-/// (`Reactor.shared.after(.zero) { … }`, or the conductor's inbox).
+/// (`reactor.post { … }`, or the conductor's inbox).
 ///
 /// A handler may hand part of its batch back (`Batch.retry`): those jobs stay at the head of
 /// the queue, ahead of every newer one, and come back after the delay (a busy or full
