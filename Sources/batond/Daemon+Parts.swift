@@ -61,7 +61,7 @@ extension Daemon {
     /// The request logic, and the server box it counts connections by.
     struct Serving {
         var service: Service
-        var server: Locked<Server?>
+        var server: WriteOnce<Server>
         /// What SIGHUP does: the same as the `reload` request.
         var reload: @Sendable (Service) async -> ReloadOutcome
         /// The loop the server runs on: the conductor's.
@@ -82,12 +82,12 @@ extension Daemon {
             notifier.ready(status: Self.status(of: conductor))
             return outcome
         }
-        let server = Locked<Server?>(nil)
+        let server = WriteOnce<Server>()
         let service = Service(conductor: conductor, dispatcher: backend.dispatcher, history: backend.history, journal: backend.journal,
                               generation: Self.generation(launch.config, socket: socket.path),
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(config.current, dryRun)
-                              }, connections: { server.withLock { $0?.connectionCount ?? 0 } }), metrics: metrics,
+                              }, connections: { server.value?.connectionCount ?? 0 }), metrics: metrics,
                               processTree: backend.tracking.description)
         return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
     }
@@ -104,7 +104,7 @@ extension Daemon {
             close(fd)
             throw DaemonError("\(error)")
         }
-        serving.server.withLock { $0 = server }
+        serving.server.set(server)
         let running = Task { await server.run() }
         return {
             server.stop()

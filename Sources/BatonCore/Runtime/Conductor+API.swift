@@ -128,6 +128,8 @@ extension Conductor {
 
     /// Seeds the last outcome of actions and their recent successful durations (microseconds,
     /// oldest first) from the history.
+    /// Like every `remember`, done on the loop: posted when called elsewhere, ahead of whatever
+    /// the caller posts next (a recovery, a trigger); its queries see it after `ping()`.
     public func remember(_ runs: [RunSnapshot], durations: [String: [Int64]] = [:]) {
         changeState { $0.remember(lastEnded: runs, durations: durations) }
     }

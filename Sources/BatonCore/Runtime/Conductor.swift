@@ -96,32 +96,6 @@ public final class Conductor: Sendable {
         var closures: [String: RunnerBox] = [:]
     }
 
-    struct Inbox {
-        var events: [ConductorState.Event] = []
-        var head = 0
-        var draining = false
-
-        /// Adds an event; true when the caller must drain (nobody else is).
-        mutating func push(_ event: ConductorState.Event) -> Bool {
-            events.append(event)
-            if draining { return false }
-            draining = true
-            return true
-        }
-
-        /// The next event, or nil (and no longer draining) when there is none.
-        mutating func pop() -> ConductorState.Event? {
-            guard head < events.count else {
-                events.removeAll(keepingCapacity: events.capacity <= 1_024)
-                head = 0
-                draining = false
-                return nil
-            }
-            defer { head += 1 }
-            return events[head]
-        }
-    }
-
     let store: any RunStore
     let options: Options
     /// Where every line of every run's output goes besides the history, if anywhere.
@@ -173,11 +147,18 @@ public final class Conductor: Sendable {
     func send(_ event: ConductorState.Event) {
         guard reactor.isCurrent else { return reactor.post { [self] in send(event) } }
         guard inbox.access({ $0.push(event) }) else { return }
+        var changed = false
         while let next = inbox.access({ $0.pop() }) {
             let effects = core.access { $0.state.handle(next, at: .now, uptime: Timestamp.uptime) }
+            changed = true
+            // Whoever is told of a change (an answer, an update) finds it in the queries too.
+            if effects.contains(where: \.tellsSomeone) {
+                publish()
+                changed = false
+            }
             for effect in effects { perform(effect) }
         }
-        publish()
+        if changed { publish() }
     }
 
     /// Publishes the state as the loop left it, for other threads' queries.
