@@ -41,7 +41,7 @@ extension Backend {
             guardLink.handOver()
             onFenced(why)
         }, onArmed: { guardLink.renewed(until: $0) })
-        let feed = Locked<FleetFeedHandle?>(nil)
+        let feed = WriteOnce<FeedBox>()
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {
             // Nothing of this host runs yet: whatever its cgroups hold, a crashed start left.
@@ -53,7 +53,7 @@ extension Backend {
                             fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
             lease.start()
             let following = await coordinator.startFeed()
-            feed.withLock { $0 = following }
+            feed.set(FeedBox(handle: following))
             if let last = try? await store.lastEnded() { conductor.remember(last) }
             await seedDeadMan(store, actions: conductor.configuredActions().map(\.name), metrics: metrics)
             store.waiting(nil)
@@ -67,7 +67,7 @@ extension Backend {
                            return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
                        },
                        ping: {}, close: {
-                           feed.withLock { $0 }?.stop()
+                           feed.value?.handle.stop()
                            let lost = store.close()
                            lease.stop(clean: true)
                            return lost
@@ -164,4 +164,10 @@ extension Daemon {
             return 1
         }
     }
+}
+
+/// The fleet's feed, once followed: set once by `connect`, read at close.
+private final class FeedBox: Sendable {
+    let handle: FleetFeedHandle
+    init(handle: FleetFeedHandle) { self.handle = handle }
 }
