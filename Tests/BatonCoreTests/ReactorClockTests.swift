@@ -81,6 +81,30 @@ struct ReactorClockTests {
         #expect(fired.all == ["first", "second"])
     }
 
+    @Test("a conductor on a test clock times a run out when the clock passes its timeout, not before")
+    func conductorTimeout() async throws {
+        let clock = TestClock()
+        let reactor = clock.reactor()
+        let conductor = Conductor(actions: [], reactor: reactor)
+        conductor.register(Action(name: "slow", timeout: .seconds(30))) { _ in try await Task.sleep(for: .seconds(3_600)) }
+        let ticket = try await conductor.trigger(TriggerRequest(action: "slow"))
+        await TestClock.settle(reactor)
+        await clock.advance(by: .seconds(29))
+        #expect(conductor.snapshot(of: ticket.run.id)?.phase == .loading)
+        await clock.advance(by: .seconds(1))
+        let outcome = await ticket.outcome()
+        #expect(outcome?.phase == .failure)
+        #expect(outcome?.reason == "timeout")
+    }
+
+    @Test("loop-owned state touched off its loop stops the process (debug builds)")
+    func offLoop() async {
+        await #expect(processExitsWith: .failure) {
+            let owned = LoopOwned(0, on: Reactor())
+            owned.access { $0 += 1 }
+        }
+    }
+
     @Test("a reactor's thread knows it is the loop; other threads do not")
     func assertOnLoop() async {
         let reactor = Reactor()
