@@ -187,20 +187,20 @@ public final class Store: RunStore, Sendable {
     /// Runs `body` on the writer thread, in a write transaction grouped with journal items, and
     /// returns what it returned. Like creations, it is refused while writes fail.
     func perform<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        // Set by the work and read by the completion, both on the writer's thread.
-        let value = Locked<T?>(nil)
+        // Set by the work and read by the completion, both on the writer's thread: no lock.
+        let value = WriterSlot<T>()
         return try await withCheckedThrowingContinuation { continuation in
             let item = Item(entries: [], completion: { result in
                 switch result {
                 case .success:
-                    if let value = value.withLock({ $0 }) { continuation.resume(returning: value) }
+                    if let value = value.value { continuation.resume(returning: value) }
                     else { continuation.resume(throwing: BatonError.internalError("the writer lost a result")) }
                 case let .failure(error):
                     continuation.resume(throwing: error)
                 }
             }, refusedWhileFailing: true, work: { connection in
                 let result = try body(connection)
-                value.withLock { $0 = result }
+                value.value = result
             })
             submit(item)
         }
@@ -292,4 +292,10 @@ extension JournalEntry {
         default: nil
         }
     }
+}
+
+/// A value one job's work sets and its completion reads, both on the writer's thread (one after
+/// the other): confined to that thread, it needs no lock.
+final class WriterSlot<Value>: @unchecked Sendable {
+    var value: Value?
 }

@@ -25,7 +25,7 @@ final class InProcessDaemon: Sendable {
                           generation: Generation(actions: actions, owner: geteuid()),
                           hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun in PruneReport(dryRun: dryRun) }))
         let fd = try UnixSocket.listen(path: socket, mode: 0o600)
-        server = try Server(listening: fd, delegate: service)
+        server = try Server(listening: fd, reactor: conductor.reactor, delegate: service)
         serving = Task.detached { [server] in await server.run() }
     }
 

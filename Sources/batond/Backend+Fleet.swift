@@ -8,7 +8,7 @@ extension Backend {
     /// `store_unavailable` until it is done) waits for PostgreSQL, migrates, registers a new
     /// incarnation, kills and takes over what this host's previous start left, then renews the
     /// lease and follows the fleet's feed. `onFenced` runs if the lease is lost.
-    static func fleet(_ config: Config, _ fleet: FleetConfig, metrics: Metrics, onFenced: @escaping @Sendable (String) -> Void) throws -> Backend {
+    static func fleet(_ config: Config, _ fleet: FleetConfig, metrics: Metrics, reactor: Reactor, onFenced: @escaping @Sendable (String) -> Void) throws -> Backend {
         // libpq is opened here, not linked: a host without it says so now, not at its first query.
         try LibPQ.load()
         let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
@@ -21,10 +21,10 @@ extension Backend {
         })
         let instance = fleet.instance
         let tracking = try Self.tracking(config, instance: instance)
-        ExecRunner.adoptOrphans()
+        ExecRunner.adoptOrphans(on: reactor)
         // The guard killed the runs of a batond that crashed: their hook output files are stale.
         Self.removeLeftHookOutputs(instance: instance)
-        let guardLink = GuardLink(instance: instance, tracking: tracking)
+        let guardLink = GuardLink(instance: instance, tracking: tracking, reactor: reactor)
         guardLink.start()
         var runner = ExecRunner()
         runner.tracking = tracking
@@ -32,7 +32,7 @@ extension Backend {
         let conductor = Conductor(actions: config.actions, store: store,
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                                              watchersFedByFleet: true, lineSink: config.journalSink,
-                                                             storeDecidesHooks: true))
+                                                             storeDecidesHooks: true), reactor: reactor)
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
                                            log: { Log.warning($0) })
         // The transaction that writes a run's end starts the runs that may start then.
@@ -41,7 +41,7 @@ extension Backend {
             guardLink.handOver()
             onFenced(why)
         }, onArmed: { guardLink.renewed(until: $0) })
-        let feed = Locked<FleetFeedHandle?>(nil)
+        let feed = WriteOnce<FeedBox>()
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {
             // Nothing of this host runs yet: whatever its cgroups hold, a crashed start left.
@@ -53,7 +53,7 @@ extension Backend {
                             fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
             lease.start()
             let following = await coordinator.startFeed()
-            feed.withLock { $0 = following }
+            feed.set(FeedBox(handle: following))
             if let last = try? await store.lastEnded() { conductor.remember(last) }
             await seedDeadMan(store, actions: conductor.configuredActions().map(\.name), metrics: metrics)
             store.waiting(nil)
@@ -67,7 +67,7 @@ extension Backend {
                            return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
                        },
                        ping: {}, close: {
-                           feed.withLock { $0 }?.stop()
+                           feed.value?.handle.stop()
                            let lost = store.close()
                            lease.stop(clean: true)
                            return lost
@@ -164,4 +164,10 @@ extension Daemon {
             return 1
         }
     }
+}
+
+/// The fleet's feed, once followed: set once by `connect`, read at close.
+private final class FeedBox: Sendable {
+    let handle: FleetFeedHandle
+    init(handle: FleetFeedHandle) { self.handle = handle }
 }

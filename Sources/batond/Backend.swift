@@ -29,7 +29,7 @@ struct Backend {
     var deliveries: WebhookListener.DeliveryStore?
 
     /// The SQLite history at `path`, recovered from an unclean stop.
-    static func sqlite(_ config: Config, path: String, metrics: Metrics) async throws -> Backend {
+    static func sqlite(_ config: Config, path: String, metrics: Metrics, reactor: Reactor) async throws -> Backend {
         try Paths.ensureParent(of: path)
         var options = Store.Options(synchronous: config.synchronous, onProblem: { problem in
             if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
@@ -38,13 +38,13 @@ struct Backend {
         options.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
         let tracking = try Self.tracking(config, instance: path)
         let store = try Store(path: path, options: options)
-        ExecRunner.adoptOrphans()
+        ExecRunner.adoptOrphans(on: reactor)
         Self.removeLeftHookOutputs(instance: path)
         var runner = ExecRunner()
         runner.tracking = tracking
         let conductor = Conductor(actions: config.actions, store: store,
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
-                                                             lineSink: config.journalSink))
+                                                             lineSink: config.journalSink), reactor: reactor)
         do throws(BatonError) {
             // Before recovery: a run it ends as interrupted fires its `change` hook against the run before it.
             try await seedOutcomes(store, actions: config.actions, conductor: conductor)

@@ -3,16 +3,17 @@ import BatonIPC
 import BatonService
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// Each part of batond: how it starts, and how it stops (see `Parts`).
 extension Daemon {
     /// The SQLite history or the fleet, recovered; stopped by writing what is queued.
-    static func startBackend(_ launch: Launch, metrics: Metrics) async throws -> (Backend, Parts.Stop) {
+    static func startBackend(_ launch: Launch, metrics: Metrics, reactor: Reactor) async throws -> (Backend, Parts.Stop) {
         let backend: Backend
         if let fleet = launch.config.fleet {
-            backend = try Backend.fleet(launch.config, fleet, metrics: metrics, onFenced: { why in Self.restartAfterFence(why) })
+            backend = try Backend.fleet(launch.config, fleet, metrics: metrics, reactor: reactor, onFenced: { why in Self.restartAfterFence(why) })
         } else {
-            backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics)
+            backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics, reactor: reactor)
         }
         return (backend, {
             let lost = backend.close()
@@ -24,15 +25,18 @@ extension Daemon {
 
     /// The listening socket: passed by systemd, or bound here (and removed at the end).
     final class ListeningSocket: Sendable {
-        /// The descriptor, until the server takes it (then it is the server's to close).
-        let descriptor: Locked<Int32?>
+        /// The descriptor, until the server takes it (then it is the server's to close): -1 after.
+        let descriptor: Atomic<Int32>
         /// The path clients connect to: ours, or the one systemd bound for us.
         let path: String
         init(fd: Int32, path: String) {
-            descriptor = Locked(fd)
+            descriptor = Atomic(fd)
             self.path = path
         }
-        func take() -> Int32? { descriptor.withLock { fd in defer { fd = nil }; return fd } }
+        func take() -> Int32? {
+            let fd = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
+            return fd >= 0 ? fd : nil
+        }
     }
 
     static func listen(_ launch: Launch) throws -> (ListeningSocket, Parts.Stop) {
@@ -57,9 +61,11 @@ extension Daemon {
     /// The request logic, and the server box it counts connections by.
     struct Serving {
         var service: Service
-        var server: Locked<Server?>
+        var server: WriteOnce<Server>
         /// What SIGHUP does: the same as the `reload` request.
         var reload: @Sendable (Service) async -> ReloadOutcome
+        /// The loop the server runs on: the conductor's.
+        var reactor: Reactor
     }
 
     static func makeService(_ launch: Launch, _ backend: Backend, socket: ListeningSocket, config: ConfigBox, notifier: Notifier,
@@ -76,14 +82,14 @@ extension Daemon {
             notifier.ready(status: Self.status(of: conductor))
             return outcome
         }
-        let server = Locked<Server?>(nil)
+        let server = WriteOnce<Server>()
         let service = Service(conductor: conductor, dispatcher: backend.dispatcher, history: backend.history, journal: backend.journal,
                               generation: Self.generation(launch.config, socket: socket.path),
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(config.current, dryRun)
-                              }, connections: { server.withLock { $0?.connectionCount ?? 0 } }), metrics: metrics,
+                              }, connections: { server.value?.connectionCount ?? 0 }), metrics: metrics,
                               processTree: backend.tracking.description)
-        return Serving(service: service, server: server, reload: reload)
+        return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
     }
 
     /// The request server on the event loop; stopped once every connection is closed.
@@ -93,12 +99,12 @@ extension Daemon {
                                    requestTimeout: config.requestTimeout)
         let server: Server
         do {
-            server = try Server(listening: fd, limits: limits, delegate: serving.service)
+            server = try Server(listening: fd, limits: limits, reactor: serving.reactor, delegate: serving.service)
         } catch {
             close(fd)
             throw DaemonError("\(error)")
         }
-        serving.server.withLock { $0 = server }
+        serving.server.set(server)
         let running = Task { await server.run() }
         return {
             server.stop()
@@ -106,9 +112,9 @@ extension Daemon {
         }
     }
 
-    static func startMetrics(_ address: ListenAddress?, _ service: Service) throws -> Parts.Stop {
+    static func startMetrics(_ address: ListenAddress?, _ service: Service, reactor: Reactor) throws -> Parts.Stop {
         do {
-            let http = try Self.serveMetrics(address, service)
+            let http = try Self.serveMetrics(address, service, reactor: reactor)
             return { http?.stop() }
         } catch {
             throw DaemonError("cannot serve metrics on \(address.map(\.description) ?? ""): \(error)")

@@ -65,15 +65,17 @@ enum Daemon {
         // default action would end the process, and ignoring it would lose the reload. SIGTERM
         // and SIGINT keep their default actions until the parts have started, so that a start
         // that hangs can still be stopped.
-        let signals = SignalWatcher([SIGHUP])
+        // The one event loop: every part below is handed it.
+        let reactor = Reactor()
+        let signals = SignalWatcher([SIGHUP], reactor: reactor)
         let notifier = Notifier()
         let metrics = Metrics()
-        let backend = try await parts.start("history") { try await startBackend(launch, metrics: metrics) }
+        let backend = try await parts.start("history") { try await startBackend(launch, metrics: metrics, reactor: reactor) }
         let socket = try await parts.start("socket") { try listen(launch) }
         let configBox = ConfigBox(launch.config)
         let service = makeService(launch, backend, socket: socket, config: configBox, notifier: notifier, metrics: metrics)
         try await parts.start("server") { try startServer(launch.config, service, socket: socket) }
-        try await parts.start("metrics") { try startMetrics(launch.config.metricsListen, service.service) }
+        try await parts.start("metrics") { try startMetrics(launch.config.metricsListen, service.service, reactor: reactor) }
         try await parts.start("webhooks") { try startWebhooks(launch.config, service.service, configBox, backend) }
         signals.take([SIGTERM, SIGINT])
         Log.info("batond \(BatonVersion.current) ready: \(launch.config.actions.count) actions, socket \(launch.socketPath), \(backend.describe)")

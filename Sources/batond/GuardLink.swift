@@ -2,13 +2,15 @@ import BatonCore
 import CBatonSystem
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// batond's side of the guard of its runs (`RunGuard`): one guard per incarnation. It starts
 /// the guard, watches the guard's pidfd on the reactor and starts another when it dies (and, in
 /// case the reactor has not heard yet, looks before each run starts), sends it the lease's
 /// deadline after each renewal, and hands the guard's pidfd over the exec of a fenced start so
-/// that the new incarnation ends it before it starts its own. Everything here runs on the
-/// reactor's thread, but for `start` (at boot, before the reactor runs anything of batond's).
+/// that the new incarnation ends it before it starts its own. Its state is the loop's (no lock):
+/// `start` and `renewed` hand their work to the loop; `handOver`, just before an exec on any
+/// thread, reads only the guard's pidfd, which the loop publishes as an atomic.
 final class GuardLink: Sendable {
     private struct Guard {
         var pid: pid_t
@@ -29,12 +31,20 @@ final class GuardLink: Sendable {
     private let instance: String
     private let tracking: ProcessTracking
     private let reactor: Reactor
-    private let state = Locked(State())
+    private let state: LoopOwned<State>
+    /// The current guard's pidfd (-1: none), for `handOver`.
+    private let pidfd = Atomic<Int32>(-1)
 
-    init(instance: String, tracking: ProcessTracking, reactor: Reactor = .shared) {
+    init(instance: String, tracking: ProcessTracking, reactor: Reactor) {
         self.instance = instance
         self.tracking = tracking
         self.reactor = reactor
+        state = LoopOwned(State(), on: reactor)
+    }
+
+    /// Runs `work` now on the loop, else posts it there.
+    private func onLoop(_ work: @escaping @Sendable () -> Void) {
+        if reactor.isCurrent { work() } else { reactor.post(work) }
     }
 
     /// Ends the guard a previous incarnation of this process handed over (after a fence), then
@@ -45,12 +55,13 @@ final class GuardLink: Sendable {
             // Only a pidfd is ended (and closed): a stray variable must not close a socket systemd passed.
             if let pidfd = Int32(text), Self.isPidfd(pidfd) { Self.end(previous: pidfd) }
         }
-        spawn()
+        // Before any run: runs start on the loop, after this.
+        onLoop { [self] in spawn() }
     }
 
     /// Before a run starts: a guard that died and was not yet heard of is replaced first.
     func ensureRunning() {
-        guard let current = state.withLock({ $0.current }) else { return spawn() }
+        guard let current = state.access({ $0.current }) else { return spawn() }
         guard current.pidfd >= 0 else { return }
         var poller = pollfd(fd: current.pidfd, events: Int16(POLLIN), revents: 0)
         if poll(&poller, 1, 0) > 0 { died(current.pidfd) }
@@ -59,29 +70,33 @@ final class GuardLink: Sendable {
     /// The lease was renewed: the runs may live until `deadline` (the fence's time).
     func renewed(until deadline: ContinuousClock.Instant) {
         let at = RunGuard.monotonicNow() &+ UInt64(max((deadline - .now) / .nanoseconds(1), 0))
-        let pipe = state.withLock { state -> Int32? in
-            state.deadline = max(state.deadline ?? 0, at)
-            return state.current?.pipe
+        onLoop { [self] in
+            let pipe = state.access { state -> Int32? in
+                state.deadline = max(state.deadline ?? 0, at)
+                return state.current?.pipe
+            }
+            if let pipe { Self.send(at, to: pipe) }
         }
-        if let pipe { Self.send(at, to: pipe) }
     }
 
     /// Before the exec of a fenced start: the guard's pidfd stays open across it, named in the
     /// environment. (The pipe closes on exec: the guard hears batond's incarnation end and kills
     /// what is left of its runs.)
     func handOver() {
-        guard let pidfd = state.withLock({ $0.current?.pidfd }), pidfd >= 0 else { return }
+        let pidfd = self.pidfd.load(ordering: .acquiring)
+        guard pidfd >= 0 else { return }
         _ = fcntl(pidfd, F_SETFD, 0)
         setenv(Self.handoverVariable, String(pidfd), 1)
     }
 
     /// The guard's pidfd is readable: it died. Another one starts, with the last deadline.
     private func died(_ pidfd: Int32) {
-        guard let gone = state.withLock({ state -> Guard? in
+        guard let gone = state.access({ state -> Guard? in
             guard let current = state.current, current.pidfd == pidfd else { return nil }
             state.current = nil
             return current
         }) else { return }
+        self.pidfd.store(-1, ordering: .releasing)
         reactor.remove(gone.pidfd)
         close(gone.pidfd)
         close(gone.pipe)
@@ -91,10 +106,11 @@ final class GuardLink: Sendable {
 
     private func spawn() {
         guard let started = Self.spawnGuard(instance: instance, tracking: tracking) else { return }
-        let deadline = state.withLock { state -> UInt64? in
+        let deadline = state.access { state -> UInt64? in
             state.current = started
             return state.deadline
         }
+        pidfd.store(started.pidfd, ordering: .releasing)
         if let deadline { Self.send(deadline, to: started.pipe) }
         if started.pidfd >= 0 { reactor.watch(started.pidfd) { [self] _ in died(started.pidfd) } }
     }

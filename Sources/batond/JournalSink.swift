@@ -14,7 +14,7 @@ final class JournalSink: OutputLineSink {
     private let fd: Int32
     private let path: String
     /// Lines the journal did not take (full socket buffer, journald gone).
-    let lost = Locked(0)
+    let lost = Counter()
     /// Which runs' lines wait for their `loading` line: the loop adds lines, the log's worker
     /// releases them, so a lock (this one) guards it.
     private let gate: Locked<JournalGate>
@@ -42,7 +42,7 @@ final class JournalSink: OutputLineSink {
         switch gate.withLock({ $0.line(line) }) {
         case .send: send(line)
         case .held: break
-        case .dropped: lost.withLock { $0 += 1 }
+        case .dropped: lost.add()
         }
     }
 
@@ -89,7 +89,7 @@ final class JournalSink: OutputLineSink {
         // gone (ECONNREFUSED), or shut for reading while something still holds it (EPIPE).
         let gone = errno == ECONNREFUSED || errno == ENOTCONN || errno == ENOENT || errno == EPIPE
         if gone, baton_unix_connect(fd, path) == 0, send(datagram) { return true }
-        lost.withLock { $0 += 1 }
+        lost.add()
         return false
     }
 

@@ -11,14 +11,16 @@ final class SignalWatcher: Sendable {
     let stream: AsyncStream<Int32>
     private let continuation: AsyncStream<Int32>.Continuation
     private let fd: Int32
+    private let reactor: Reactor
 
-    init(_ signals: [Int32]) {
+    init(_ signals: [Int32], reactor: Reactor) {
+        self.reactor = reactor
         (stream, continuation) = AsyncStream<Int32>.makeStream()
         Glibc.signal(SIGPIPE, SIG_IGN)
         fd = signals.withUnsafeBufferPointer { baton_signal_pipe($0.baseAddress, Int32($0.count)) }
         precondition(fd >= 0, "cannot install signal handlers: \(String(cString: strerror(errno)))")
         let (fd, continuation) = (fd, continuation)
-        Reactor.shared.watch(fd) { _ in
+        reactor.watch(fd) { _ in
             var bytes = [UInt8](repeating: 0, count: 64)
             while true {
                 let n = read(fd, &bytes, bytes.count)
@@ -35,7 +37,7 @@ final class SignalWatcher: Sendable {
     }
 
     func finish() {
-        Reactor.shared.remove(fd)
+        reactor.remove(fd)
         continuation.finish()
     }
 }

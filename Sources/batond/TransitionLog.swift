@@ -8,13 +8,13 @@ import FoundationEssentials
 /// The journal sink hears of each line logged, so that a run's output follows its `loading` line.
 final class TransitionLog: Sendable {
     private let worker: SerialWorker<RunUpdate>
-    private let dropped = Locked(0)
+    private let dropped = Counter()
 
     init(capacity: Int = 100_000, sink: JournalSink? = nil) {
         worker = SerialWorker(name: "baton-log", capacity: capacity, maxBatch: 1_024, idleTimeout: .seconds(10), state: ()) {
             [dropped] _, batch in
             for update in batch.jobs { Self.write(update, sink: sink) }
-            let lost = dropped.withLock { count in defer { count = 0 }; return count }
+            let lost = dropped.take()
             if lost > 0 { Log.warning("\(lost) transition log lines were dropped: the log could not keep up") }
         }
     }
@@ -24,7 +24,7 @@ final class TransitionLog: Sendable {
         do throws(WorkerRefusal) {
             try worker.submit(update)
         } catch {
-            dropped.withLock { $0 += 1 }
+            dropped.add()
         }
     }
 

@@ -2,6 +2,7 @@ import BatonCore
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 // Installed as a link named after the generator, systemd runs it with its output directories.
@@ -22,12 +23,12 @@ var mask = sigset_t()
 sigemptyset(&mask)
 sigaddset(&mask, SIGCHLD)
 pthread_sigmask(SIG_SETMASK, &mask, nil)
-let exitCode = Locked<Int32>(70)
+let exitCode = Atomic<Int32>(70)
 let ended = DispatchSemaphore(value: 0)
 Task.detached {
     let code = await Daemon.run(arguments)
-    exitCode.withLock { $0 = code }
+    exitCode.store(code, ordering: .releasing)
     ended.signal()
 }
 ended.wait()
-exit(exitCode.withLock { $0 })
+exit(exitCode.load(ordering: .acquiring))

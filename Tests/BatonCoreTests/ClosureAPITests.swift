@@ -107,6 +107,8 @@ struct ClosureAPITests {
     func estimate() async throws {
         let conductor = Conductor(actions: [])
         conductor.remember([], durations: ["build": [1_000_000, 3_000_000, 2_000_000]])
+        // Remembered on the loop, then published: read once the loop has turned.
+        await conductor.ping()
         #expect(conductor.estimate(of: "build") == .seconds(2))
         conductor.register(Action(name: "build")) { _ in }
         let ticket = try await conductor.trigger(TriggerRequest(action: "build"))

@@ -6,7 +6,7 @@ import Testing
 
 @Suite("Reactor: descriptors, timers and posted work on one loop")
 struct ReactorTests {
-    let reactor = Reactor.shared
+    let reactor = Reactor()
 
     /// A pipe whose ends are closed by the test.
     struct Pipe {
@@ -147,7 +147,7 @@ private final class Collected<Value: Sendable>: Sendable {
 struct ReactorThreadTests {
     @Test("isCurrent is true on the loop's thread only, and each thread's cached id is the kernel's")
     func isCurrent() async {
-        let reactor = Reactor.shared
+        let reactor = Reactor()
         #expect(!reactor.isCurrent)
         let onLoop = await withCheckedContinuation { continuation in
             reactor.post { continuation.resume(returning: (reactor.isCurrent, baton_gettid() == Self.kernelThreadID(), baton_gettid())) }

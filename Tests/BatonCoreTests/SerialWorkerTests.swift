@@ -213,7 +213,8 @@ import Testing
     @Test func completionsPostedToTheReactorRunThereInOrder() throws {
         let reactorThread = Locked<pthread_t?>(nil)
         let known = DispatchSemaphore(value: 0)
-        Reactor.shared.after(.zero) {
+        let reactor = Reactor()
+        reactor.after(.zero) {
             reactorThread.withLock { $0 = pthread_self() }
             known.signal()
         }
@@ -225,7 +226,7 @@ import Testing
         let worker = Self.worker(maxBatch: 8, log: log) { _, _ in workerThread.withLock { $0 = pthread_self() } }
         for number in 0..<100 {
             try worker.submit(Job(number: number) { done in
-                Reactor.shared.after(.zero) {
+                reactor.after(.zero) {
                     heard.withLock { $0.append((done, pthread_self())) }
                     if done == 99 { all.signal() }
                 }
@@ -235,8 +236,8 @@ import Testing
         worker.close()
         let events = heard.withLock { $0 }
         #expect(events.map(\.0) == Array(0..<100))
-        let reactor = try #require(reactorThread.withLock { $0 })
-        #expect(events.allSatisfy { pthread_equal($0.1, reactor) != 0 })
-        #expect(pthread_equal(try #require(workerThread.withLock { $0 }), reactor) == 0)
+        let loop = try #require(reactorThread.withLock { $0 })
+        #expect(events.allSatisfy { pthread_equal($0.1, loop) != 0 })
+        #expect(pthread_equal(try #require(workerThread.withLock { $0 }), loop) == 0)
     }
 }

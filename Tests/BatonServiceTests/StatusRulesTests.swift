@@ -25,6 +25,7 @@ struct StatusRulesTests {
         // prod succeeded 2 minutes ago (inside 10m), staging 20 minutes ago (outside), dev twice: the later wins.
         conductor.remember(successes: [success(1, "prod", endedAgo: 120), success(2, "staging", endedAgo: 1_200),
                                        success(3, "dev", endedAgo: 300), success(4, "dev", endedAgo: 60)])
+        await conductor.ping()
         let generation = Generation(actions: conductor.configuredActions(), access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0)
         let service = Service(conductor: conductor, history: FakeHistory(), journal: store, generation: generation,
                               hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))

@@ -30,9 +30,10 @@ struct AttemptOutput {
     static let readsAtEnd = 16
 
     /// Reads what `fd` has now (up to `limit` buffers), handing each chunk to `take`; returns
-    /// whether it is still open. Only on the reactor's thread (one buffer serves every attempt).
-    static func read(_ fd: Int32, limit: Int = readsPerTurn, _ take: (UnsafeRawBufferPointer) -> Void) -> Bool {
-        let buffer = Self.buffer
+    /// whether it is still open. Only on the reactor's thread, with its buffer (one serves every
+    /// attempt of that loop).
+    static func read(_ fd: Int32, limit: Int = readsPerTurn, into buffer: UnsafeMutableRawBufferPointer,
+                     _ take: (UnsafeRawBufferPointer) -> Void) -> Bool {
         var reads = 0
         while true {
             if reads == limit { return true }
@@ -85,7 +86,4 @@ struct AttemptOutput {
     }
 
     mutating func closeAll() { pipes = Pipes(stdout: -1, stderr: -1, progress: -1) }
-
-    /// One read buffer for every attempt: reads run only on the reactor's thread, one at a time.
-    private nonisolated(unsafe) static let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
 }

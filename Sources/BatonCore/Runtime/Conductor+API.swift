@@ -1,3 +1,5 @@
+import Synchronization
+
 extension Conductor {
     // MARK: Triggers
 
@@ -36,7 +38,7 @@ extension Conductor {
 
     /// The trigger for a request: its action looked up, its policy and params checked, its key made.
     func resolve(_ request: TriggerRequest, runner: RunnerBox?) throws(BatonError) -> Trigger {
-        guard let action = core.withLock({ $0.actions[request.action] }) else { throw .unknownAction(request.action) }
+        guard let action = published.withLock({ $0.actions[request.action] }) else { throw .unknownAction(request.action) }
         let policy = try action.resolvePolicy(request.policy)
         let params = try action.resolveParams(request.params)
         return Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: request.peer,
@@ -74,12 +76,16 @@ extension Conductor {
     }
 
     // MARK: Queries
+    // Other threads read the state the loop last published (after each turn of its inbox).
+
+    /// The state as the loop last published it.
+    var publishedState: ConductorState { published.withLock { $0.state } }
 
     /// The runs in flight, oldest first.
-    public func inFlight() -> [RunSnapshot] { core.withLock { $0.state.inFlight } }
+    public func inFlight() -> [RunSnapshot] { publishedState.inFlight }
 
     /// A run in flight, with its latest progress; nil once its end is durable.
-    public func snapshot(of id: Int64) -> RunSnapshot? { core.withLock { $0.state.snapshot(of: id) } }
+    public func snapshot(of id: Int64) -> RunSnapshot? { publishedState.snapshot(of: id) }
 
     /// Follows a run in flight: its updates until it ends; nil when it is not in flight.
     public func attach(_ id: Int64) async -> AsyncStream<RunUpdate>? {
@@ -97,59 +103,71 @@ extension Conductor {
     }
 
     /// The action of that name, configured or registered.
-    public func action(named name: String) -> Action? { core.withLock { $0.actions[name] } }
+    public func action(named name: String) -> Action? { published.withLock { $0.actions[name] } }
 
     /// The configured and registered actions, by name.
     public func configuredActions() -> [Action] {
-        core.withLock { $0.actions.values.sorted { $0.name < $1.name } }
+        published.withLock { $0.actions }.values.sorted { $0.name < $1.name }
     }
 
     /// The last ended run of each action (seeded from the history by `remember`).
-    public func lastOutcomes() -> [String: RunSnapshot] { core.withLock { $0.state.lastEnded } }
+    public func lastOutcomes() -> [String: RunSnapshot] { publishedState.lastEnded }
 
     /// The last success of each key whose action has a cooldown, by key: what a trigger inside
     /// the window is answered with.
-    public func lastSuccesses() -> [String: RunSnapshot] { core.withLock { $0.state.successes } }
+    public func lastSuccesses() -> [String: RunSnapshot] { publishedState.successes }
 
     /// Each key's last success as the cooldown measures it (with its end on the boot's clock
     /// where this process saw it), by key.
     public func lastSuccessClocks() -> [String: KeyDecision.LastSuccess] {
-        core.withLock { core in
-            var clocks: [String: KeyDecision.LastSuccess] = [:]
-            for key in core.state.successes.keys { clocks[key] = core.state.lastSuccess(of: key) }
-            return clocks
-        }
+        let state = publishedState
+        var clocks: [String: KeyDecision.LastSuccess] = [:]
+        for key in state.successes.keys { clocks[key] = state.lastSuccess(of: key) }
+        return clocks
     }
 
     /// Seeds the last outcome of actions and their recent successful durations (microseconds,
     /// oldest first) from the history.
+    /// Like every `remember`, done on the loop: posted when called elsewhere, ahead of whatever
+    /// the caller posts next (a recovery, a trigger); its queries see it after `ping()`.
     public func remember(_ runs: [RunSnapshot], durations: [String: [Int64]] = [:]) {
-        core.withLock { $0.state.remember(lastEnded: runs, durations: durations) }
+        changeState { $0.remember(lastEnded: runs, durations: durations) }
     }
 
     /// Seeds the last success of each key whose action has a cooldown from the history, so that
     /// a restart keeps every cooldown window.
     public func remember(successes runs: [RunSnapshot]) {
-        core.withLock { $0.state.remember(successes: runs) }
+        changeState { $0.remember(successes: runs) }
     }
 
     /// Seeds the last outcome of each key whose action has a `change` hook from the history, so
     /// that `change` compares against the run before a restart.
     public func remember(outcomes runs: [RunSnapshot]) {
-        core.withLock { $0.state.remember(outcomes: runs) }
+        changeState { $0.remember(outcomes: runs) }
     }
 
     /// Seeds the runs of scheduled slots from the history, so that a restart does not run a slot again.
     public func remember(slots runs: [RunSnapshot]) {
-        core.withLock { $0.state.remember(slots: runs) }
+        changeState { $0.remember(slots: runs) }
     }
 
     /// The median of the recent successful durations of an action, when it has any.
     public func estimate(of action: String) -> Duration? {
-        core.withLock { $0.state.estimates.median(action) }.map { .microseconds($0) }
+        publishedState.estimates.median(action).map { .microseconds($0) }
     }
 
-    /// Answers once the event loop has turned: the conductor is alive and not stuck (the watchdog's check).
+    /// Changes the state on the loop (now, when the caller is the loop) and publishes it; what
+    /// the caller does next on the loop (a trigger, a recovery) comes after it, whichever thread
+    /// it is posted from after this call.
+    func changeState(_ change: @escaping @Sendable (inout ConductorState) -> Void) {
+        onLoop { [self] in
+            core.access { change(&$0.state) }
+            publish()
+        }
+    }
+
+    /// Answers once the event loop has turned: the conductor is alive and not stuck (the watchdog's
+    /// check), and what was posted to it before (a `remember`) is done and published.
     public func ping() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             reactor.post { continuation.resume() }
@@ -170,37 +188,40 @@ extension Conductor {
     /// that learns of the commit (it must not block), and with nil when batond stops.
     @discardableResult
     public func observe(action: String? = nil, progress: Bool = false, _ observer: @escaping Follower) -> Int {
-        let id = watchers.withLock { watchers -> Int in
-            defer { watchers.next += 1 }
-            watchers.all[watchers.next] = Watcher(action: action, progress: progress, follower: observer)
-            return watchers.next
+        let id = ids.wrappingAdd(1, ordering: .relaxed).oldValue
+        onLoop { [self] in
+            let drained = core.access { core -> Bool in
+                if !core.isDrained { core.watchers[id] = Watcher(action: action, progress: progress, follower: observer) }
+                return core.isDrained
+            }
+            if drained { observer(nil) }
         }
-        if core.withLock({ $0.isDrained }) { stopObserving(id); observer(nil) }
         return id
     }
 
     /// Stops calling an observer.
     public func stopObserving(_ id: Int) {
-        _ = watchers.withLock { $0.all.removeValue(forKey: id) }
+        onLoop { [self] in _ = core.access { $0.watchers.removeValue(forKey: id) } }
     }
 
     // MARK: Actions
 
     /// Registers an in-process action: `body` runs with the action's single flight and history.
     public func register(_ action: Action, _ body: @escaping ClosureRunner.Body) {
-        core.withLock { core in
-            core.actions[action.name] = action
-            core.closures[action.name] = RunnerBox(ClosureRunner(body))
+        published.withLock { registry in
+            registry.actions[action.name] = action
+            registry.closures[action.name] = RunnerBox(ClosureRunner(body))
         }
     }
 
     /// Replaces the configured actions (reload). Runs in flight keep the definition they started with;
     /// in-process actions stay registered.
     public func replaceActions(_ actions: [Action]) {
-        core.withLock { core in
-            var next = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-            for (name, action) in core.actions where core.closures[name] != nil && next[name] == nil { next[name] = action }
-            core.actions = next
+        let next = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        published.withLock { registry in
+            var next = next
+            for (name, action) in registry.actions where registry.closures[name] != nil && next[name] == nil { next[name] = action }
+            registry.actions = next
         }
     }
 
@@ -214,32 +235,36 @@ extension Conductor {
     public func shutdown(grace: Duration, writesWithin: Duration = .seconds(10)) async {
         // The grace is armed only once `.shutdown` is in: a grace of 0 that fired first would be
         // ignored (nothing is draining yet), and the runs in flight would never be stopped.
-        let timer = Locked<Reactor.TimerID?>(nil)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = core.withLock { core -> Bool in
-                if core.isDrained { return true }
-                core.drained.append(continuation)
-                return false
-            }
-            if done { return continuation.resume() }
-            send(.shutdown)
-            // Posted after the shutdown, so armed once it is handled (posts run in order).
-            reactor.post { [self] in
+            onLoop { [self] in
+                let done = core.access { core -> Bool in
+                    if core.isDrained { return true }
+                    core.drained.append(continuation)
+                    return false
+                }
+                if done { return continuation.resume() }
+                send(.shutdown)
+                // Armed once the shutdown is handled (its effects are performed by now).
                 let armed = reactor.after(grace) { [weak self] in
                     guard let self else { return }
                     send(.graceElapsed)
                     let giveUp = reactor.after(writesWithin) { [weak self] in self?.send(.abandonWrites) }
-                    timer.withLock { $0 = giveUp }
+                    core.access { $0.shutdownTimer = giveUp }
                 }
-                timer.withLock { $0 = armed }
+                core.access { $0.shutdownTimer = armed }
             }
         }
-        if let armed = timer.withLock({ $0 }) { reactor.cancel(armed) }
-        let all = watchers.withLock { watchers in
-            defer { watchers.all = [:] }
-            return Array(watchers.all.values)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            onLoop { [self] in
+                let (timer, all) = core.access { core in
+                    defer { (core.shutdownTimer, core.watchers) = (nil, [:]) }
+                    return (core.shutdownTimer, Array(core.watchers.values))
+                }
+                if let timer { reactor.cancel(timer) }
+                for watcher in all { watcher.follower(nil) }
+                continuation.resume()
+            }
         }
-        for watcher in all { watcher.follower(nil) }
     }
 
     /// Ends the shutdown grace now: runs still loading are cancelled with reason `shutdown`, and
@@ -268,11 +293,11 @@ extension Conductor {
     }
 
     /// How many runs are loading or retrying here (the fleet starts no more than the limit).
-    public var runningCount: Int { core.withLock { $0.state.runningCount } }
+    public var runningCount: Int { publishedState.runningCount }
 
     /// Tells this conductor's watchers about a transition another host committed.
     public func publishFromFleet(_ update: RunUpdate) {
-        publishToWatchers(update)
+        onLoop { [self] in publishToWatchers(update) }
     }
 }
 

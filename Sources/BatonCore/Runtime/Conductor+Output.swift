@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A run's output, attempt → loop → store: each run's `OutputLimiter` lives in the conductor's
 /// core, its writes go to the store's queue with the transitions (so they share group commits),
 /// at most one in flight per run, a chunk's worth or 50 ms after the first byte waiting.
@@ -22,7 +24,7 @@ extension Conductor {
         guard reactor.isCurrent else { return reactor.post { [self] in keepOutput(source, stream, bytes) } }
         let (run, keep, now) = (source.run, source.keep, Timestamp.now)
         let sink = options.lineSink
-        let (write, arm, start, followers, lines, leader) = core.withLock { core -> (OutputWrite?, Bool, Int64, [OutputFollower], [[UInt8]], Int32?) in
+        let (write, arm, start, followers, lines, leader) = core.access { core -> (OutputWrite?, Bool, Int64, [OutputFollower], [[UInt8]], Int32?) in
             var lines: [[UInt8]] = []
             if sink != nil {
                 var splitter = core.lines[run] ?? OutputLines()
@@ -59,21 +61,18 @@ extension Conductor {
     /// Returns the id to stop following with.
     @discardableResult
     public func followOutput(run: Int64, _ follower: @escaping OutputFollower, ready: @escaping @Sendable (Int64?) -> Void) -> Int {
-        let id = core.withLock { core -> Int in
-            defer { core.nextOutputFollower += 1 }
-            return core.nextOutputFollower
-        }
+        let id = ids.wrappingAdd(1, ordering: .relaxed).oldValue
         reactor.post { [self] in register(id, run, follower, ready) }
         return id
     }
 
     /// Stops telling a follower of output (its client went).
     public func stopFollowingOutput(_ id: Int) {
-        reactor.post { [self] in core.withLock { _ = $0.outputFollowers.removeValue(forKey: id) } }
+        reactor.post { [self] in core.access { _ = $0.outputFollowers.removeValue(forKey: id) } }
     }
 
     private func register(_ id: Int, _ run: Int64, _ follower: @escaping OutputFollower, _ ready: @escaping @Sendable (Int64?) -> Void) {
-        let live = core.withLock { core -> (position: Int64, write: OutputWrite?)? in
+        let live = core.access { core -> (position: Int64, write: OutputWrite?)? in
             guard core.state.snapshot(of: run) != nil, !core.isDrained else { return nil }
             core.outputFollowers[id] = (run, follower)
             return (core.outputs[run]?.total ?? 0, core.outputs[run]?.write(final: true))
@@ -86,7 +85,7 @@ extension Conductor {
 
     /// Writes what waits of the run's output, unless a write is in flight (or `final`: the attempt ended).
     func flushOutput(_ run: Int64, final: Bool = false) {
-        let write = core.withLock { core -> OutputWrite? in core.outputs[run]?.write(final: final) }
+        let write = core.access { core -> OutputWrite? in core.outputs[run]?.write(final: final) }
         if let write { enqueue(write) }
     }
 
@@ -100,7 +99,7 @@ extension Conductor {
     /// An attempt ended: the line sink gets what it left without a newline.
     func finishLines(_ run: Int64, attempt: Int) {
         guard let sink = options.lineSink else { return }
-        let (left, name, leader) = core.withLock { core -> ([(stream: StandardStream, line: [UInt8])], (action: String, key: String)?, Int32?) in
+        let (left, name, leader) = core.access { core -> ([(stream: StandardStream, line: [UInt8])], (action: String, key: String)?, Int32?) in
             let left = core.lines[run]?.finish() ?? []
             core.lines[run] = nil
             return (left, core.state.snapshot(of: run).map { ($0.action, $0.key) }, core.leaders.removeValue(forKey: run))
@@ -113,7 +112,7 @@ extension Conductor {
 
     /// The last write of the run's output is done: what waited meanwhile goes next.
     private func outputCommitted(_ run: Int64) {
-        let (again, past) = core.withLock { core -> (Bool, Bool) in
+        let (again, past) = core.access { core -> (Bool, Bool) in
             (core.outputs[run]?.committed() ?? false, core.outputs[run]?.isPastKeep ?? false)
         }
         guard again else { return }

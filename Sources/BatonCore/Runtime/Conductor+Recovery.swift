@@ -5,7 +5,7 @@ extension Conductor {
     /// restarts or requeues those runs, each decision a recorded transition. Call before the
     /// first trigger.
     public func recover(_ recoverable: RecoverableState) async -> RecoverySummary {
-        core.withLock { $0.state.reserveIDs(from: recoverable.nextRunID) }
+        changeState { $0.reserveIDs(from: recoverable.nextRunID) }
         var killed = 0
         // Nothing of this conductor runs yet: whatever its cgroups hold, a crashed daemon left.
         if let runner = options.execRunner as? ExecRunner, case let .cgroup(hierarchy) = runner.tracking {
@@ -15,7 +15,7 @@ extension Conductor {
             unfinished.pgid.flatMap { pgid in unfinished.pgidIdentity.map { ProcessGroup(pgid: pgid, identity: $0) } }
         }
         killed += TaggedProcesses.killUntilGone(instance: options.instance, runs: Set(recoverable.unfinished.map(\.run.id)), groups: groups)
-        let actions = core.withLock { $0.actions }
+        let actions = published.withLock { $0.actions }
         let runs = recoverable.unfinished.map { RecoveredRun($0, action: actions[$0.run.action]) }
         var summary = await withCheckedContinuation { continuation in
             ask({ .recover($0, runs) }, .recover { continuation.resume(returning: $0) })

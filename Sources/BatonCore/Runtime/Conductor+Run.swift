@@ -17,9 +17,9 @@ extension Conductor {
     ) async throws(BatonError) -> RunSnapshot {
         var action = Action(name: name)
         for option in options { option.apply(&action) }
-        let existing = core.withLock { core -> Action? in
-            if let existing = core.actions[name], !existing.exec.isEmpty { return existing }
-            core.actions[name] = action
+        let existing = published.withLock { registry -> Action? in
+            if let existing = registry.actions[name], !existing.exec.isEmpty { return existing }
+            registry.actions[name] = action
             return nil
         }
         if existing != nil { throw .badRequest("\(name) is a configured process action, not an in-process one") }

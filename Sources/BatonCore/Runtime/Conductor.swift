@@ -1,14 +1,16 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// Runs actions with single flight per key and records every phase change: the heart of Baton.
 ///
 /// All decisions are `ConductorState`'s; this class only feeds it events and performs the
-/// effects it returns. It lives on the event loop (the `Reactor`'s thread): events from other
+/// effects it returns. It lives on the event loop (the reactor it is given): events from other
 /// threads (request tasks, the store's writer) are posted there; there each event is handled —
-/// the state changed under its lock, which is then released — and all of its effects performed
-/// with no lock held, before the next event. Replies and followers are called on the loop.
+/// the state changed, with no lock, for only the loop touches it (`LoopOwned`) — and all of its
+/// effects performed, before the next event. Replies and followers are called on the loop.
+/// Other threads read what the loop publishes after each turn of its inbox (`Published`).
 /// Nothing is awaited inside the conductor: callers wait for their answer only.
 public final class Conductor: Sendable {
     /// What a conductor is built with.
@@ -54,20 +56,16 @@ public final class Conductor: Sendable {
     public typealias Follower = @Sendable (RunUpdate?) -> Void
 
     /// A caller waiting for its answer; answers are called on the event loop.
-    enum Reply {
+    enum Reply: Sendable {
         case trigger(@Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void, follower: Follower?)
         case cancel(@Sendable (Result<[RunSnapshot], BatonError>) -> Void)
         case attach(@Sendable (RunSnapshot?) -> Void, follower: Follower)
         case recover(@Sendable (RecoverySummary) -> Void)
     }
 
-    /// Everything the loop changes; it holds the lock only to change it (never to perform an
-    /// effect), other threads only to read it or to register a reply.
+    /// Everything the loop changes, and only the loop.
     struct Core {
         var state: ConductorState
-        /// Configured and registered actions, by name (the service resolves triggers itself).
-        var actions: [String: Action]
-        var closures: [String: RunnerBox] = [:]
         var attempts: [Int64: any Attempt] = [:]
         var timers: [Int64: [ConductorState.Timer: Reactor.TimerID]] = [:]
         var replies: [Token: Reply] = [:]
@@ -81,47 +79,35 @@ public final class Conductor: Sendable {
         var leaders: [Int64: Int32] = [:]
         /// Who follows the output of a run in flight, by registration.
         var outputFollowers: [Int: (run: Int64, follower: OutputFollower)] = [:]
-        var nextOutputFollower = 0
         var drained: [CheckedContinuation<Void, Never>] = []
         var isDrained = false
+        /// The shutdown's grace, then its wait for writes.
+        var shutdownTimer: Reactor.TimerID?
+        /// Watchers of every committed transition (of one action, or all).
+        var watchers: [Int: Watcher] = [:]
     }
 
-    struct Inbox {
-        var events: [ConductorState.Event] = []
-        var head = 0
-        var draining = false
-
-        /// Adds an event; true when the caller must drain (nobody else is).
-        mutating func push(_ event: ConductorState.Event) -> Bool {
-            events.append(event)
-            if draining { return false }
-            draining = true
-            return true
-        }
-
-        /// The next event, or nil (and no longer draining) when there is none.
-        mutating func pop() -> ConductorState.Event? {
-            guard head < events.count else {
-                events.removeAll(keepingCapacity: events.capacity <= 1_024)
-                head = 0
-                draining = false
-                return nil
-            }
-            defer { head += 1 }
-            return events[head]
-        }
+    /// What other threads read: the state as the loop last left it, and the actions (which any
+    /// thread may register or replace; the loop reads them to start an attempt).
+    struct Published {
+        var state: ConductorState
+        /// Configured and registered actions, by name (the service resolves triggers itself).
+        var actions: [String: Action]
+        var closures: [String: RunnerBox] = [:]
     }
 
     let store: any RunStore
     let options: Options
     /// Where every line of every run's output goes besides the history, if anywhere.
     public var lineSink: (any OutputLineSink)? { options.lineSink }
-    let reactor = Reactor.shared
-    private let inbox = Locked(Inbox())
-    let core: Locked<Core>
-    /// Watchers of every committed transition (of one action, or all): their own lock, because
-    /// ending a watch's stream calls its termination handler, which removes it.
-    let watchers = Locked<(next: Int, all: [Int: Watcher])>((0, [:]))
+    /// The loop this conductor lives on.
+    public let reactor: Reactor
+    private let inbox: LoopOwned<Inbox>
+    let core: LoopOwned<Core>
+    /// The one lock: around what the loop publishes for other threads, and the actions.
+    let published: Locked<Published>
+    /// Ids of watchers and output followers, handed out on any thread.
+    let ids = Atomic<Int>(0)
 
     /// Who follows the transitions (and, when it asked, the progress) of one action or all.
     struct Watcher {
@@ -130,31 +116,61 @@ public final class Conductor: Sendable {
         var follower: Follower
     }
 
-    public init(actions: [Action], store: any RunStore = MemoryStore(), options: Options = Options()) {
+    /// A conductor on `reactor`'s loop (by default a reactor of its own). An `ExecRunner` in the
+    /// options that names no reactor watches its attempts on this one.
+    public init(actions: [Action], store: any RunStore = MemoryStore(), options: Options = Options(), reactor: Reactor = Reactor()) {
         self.store = store
+        var options = options
+        if var runner = options.execRunner as? ExecRunner, runner.reactor == nil {
+            runner.reactor = reactor
+            options.execRunner = runner
+        }
         self.options = options
+        self.reactor = reactor
         let registry = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         var state = ConductorState(maxConcurrentRuns: options.maxConcurrentRuns, seed: options.seed)
         state.storeDecidesHooks = options.storeDecidesHooks
-        core = Locked(Core(state: state, actions: registry))
+        core = LoopOwned(Core(state: state), on: reactor)
+        inbox = LoopOwned(Inbox(), on: reactor)
+        published = Locked(Published(state: state, actions: registry))
     }
 
     // MARK: The inbox
+
+    /// Runs `work` now when the caller is the loop, else posts it there.
+    func onLoop(_ work: @escaping @Sendable () -> Void) {
+        if reactor.isCurrent { work() } else { reactor.post(work) }
+    }
 
     /// Hands an event to the conductor: handled now when the caller is the loop (after the events
     /// it is already handling), else posted to the loop.
     func send(_ event: ConductorState.Event) {
         guard reactor.isCurrent else { return reactor.post { [self] in send(event) } }
-        guard inbox.withLock({ $0.push(event) }) else { return }
-        while let next = inbox.withLock({ $0.pop() }) {
-            let effects = core.withLock { $0.state.handle(next, at: .now, uptime: Timestamp.uptime) }
+        guard inbox.access({ $0.push(event) }) else { return }
+        var changed = false
+        while let next = inbox.access({ $0.pop() }) {
+            let effects = core.access { $0.state.handle(next, at: .now, uptime: Timestamp.uptime) }
+            changed = true
+            // Whoever is told of a change (an answer, an update) finds it in the queries too.
+            if effects.contains(where: \.tellsSomeone) {
+                publish()
+                changed = false
+            }
             for effect in effects { perform(effect) }
         }
+        if changed { publish() }
     }
 
-    /// Registers a reply and sends the event that asks for it.
-    func ask(_ event: (Token) -> ConductorState.Event, _ reply: Reply) {
-        let token = core.withLock { core -> Token in
+    /// Publishes the state as the loop left it, for other threads' queries.
+    func publish() {
+        let state = core.access { $0.state }
+        published.withLock { $0.state = state }
+    }
+
+    /// Registers a reply and sends the event that asks for it (on the loop).
+    func ask(_ event: @escaping @Sendable (Token) -> ConductorState.Event, _ reply: Reply) {
+        guard reactor.isCurrent else { return reactor.post { [self] in ask(event, reply) } }
+        let token = core.access { core -> Token in
             defer { core.nextToken += 1 }
             core.replies[core.nextToken] = reply
             return core.nextToken
@@ -164,8 +180,8 @@ public final class Conductor: Sendable {
 
     // MARK: Effects
 
-    /// Performs one effect on the loop. The lock is taken only to read or change the bookkeeping
-    /// (attempts, timers, replies, waiters), never around the work itself.
+    /// Performs one effect on the loop. The loop's bookkeeping (attempts, timers, replies,
+    /// waiters) is read or changed apart from the work itself.
     private func perform(_ effect: ConductorState.Effect) {
         assertNoLockHeld("a conductor effect")
         switch effect {
@@ -175,26 +191,26 @@ public final class Conductor: Sendable {
             }
         case let .launch(launch):
             let attempt = start(launch)
-            core.withLock { $0.attempts[launch.run] = attempt }
+            core.access { $0.attempts[launch.run] = attempt }
         case let .stop(run, grace):
-            core.withLock { $0.attempts[run] }?.stop(grace: grace)
+            core.access { $0.attempts[run] }?.stop(grace: grace)
         case let .schedule(run, timer, delay):
             let id = reactor.after(delay) { [weak self] in self?.send(.timer(run: run, timer)) }
-            let old = core.withLock { core -> Reactor.TimerID? in
+            let old = core.access { core -> Reactor.TimerID? in
                 defer { core.timers[run, default: [:]][timer] = id }
                 return core.timers[run]?[timer]
             }
             if let old { reactor.cancel(old) }
         case let .cancelTimers(run):
-            for timer in core.withLock({ $0.timers.removeValue(forKey: run) })?.values ?? [:].values { reactor.cancel(timer) }
+            for timer in core.access({ $0.timers.removeValue(forKey: run) })?.values ?? [:].values { reactor.cancel(timer) }
         case let .answer(token, answer):
-            if let reply = core.withLock({ $0.replies.removeValue(forKey: token) }) { deliver(answer, to: reply) }
+            if let reply = core.access({ $0.replies.removeValue(forKey: token) }) { deliver(answer, to: reply) }
         case let .publish(update):
-            for waiter in core.withLock({ $0.waiters[update.run.id] }) ?? [] { waiter(update) }
+            for waiter in core.access({ $0.waiters[update.run.id] }) ?? [] { waiter(update) }
             if update.transition == nil { publishToWatchers(update, progress: true) }
             else if !options.watchersFedByFleet { publishToWatchers(update) }
         case let .close(run):
-            let (waiters, outputFollowers) = core.withLock { core -> ([Follower], [OutputFollower]) in
+            let (waiters, outputFollowers) = core.access { core -> ([Follower], [OutputFollower]) in
                 core.attempts[run] = nil
                 core.outputs[run] = nil
                 core.lines[run] = nil
@@ -206,7 +222,7 @@ public final class Conductor: Sendable {
             for waiter in waiters { waiter(nil) }
             for follower in outputFollowers { follower(nil) }
         case .drained:
-            let (waiters, continuations, outputFollowers) = core.withLock { core in
+            let (waiters, continuations, outputFollowers) = core.access { core in
                 defer {
                     core.waiters = [:]
                     core.drained = []
@@ -220,7 +236,7 @@ public final class Conductor: Sendable {
             for continuation in continuations { continuation.resume() }
         case .drainedUnwritten:
             // The waiters stay: each hears its run's end if it commits before batond exits.
-            let continuations = core.withLock { core -> [CheckedContinuation<Void, Never>] in
+            let continuations = core.access { core -> [CheckedContinuation<Void, Never>] in
                 defer {
                     core.drained = []
                     core.isDrained = true
@@ -232,7 +248,7 @@ public final class Conductor: Sendable {
     }
 
     private func start(_ launch: Launch) -> any Attempt {
-        let closure = core.withLock { $0.closures[launch.action.name]?.runner }
+        let closure = published.withLock { $0.closures[launch.action.name]?.runner }
         let runner = launch.runner?.runner ?? closure ?? options.execRunner
         let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: launch.params,
                       instance: options.instance, hook: launch.hook)
@@ -253,7 +269,7 @@ public final class Conductor: Sendable {
     /// The leader's pid names the attempt's lines (on the loop, before any output it posted).
     private func attemptStarted(run: Int64, attempt: Int, _ group: ProcessGroup?) {
         guard reactor.isCurrent else { return reactor.post { [self] in attemptStarted(run: run, attempt: attempt, group) } }
-        if options.lineSink != nil, let group { core.withLock { $0.leaders[run] = group.pgid } }
+        if options.lineSink != nil, let group { core.access { $0.leaders[run] = group.pgid } }
         send(.started(run: run, attempt: attempt, group))
     }
 
@@ -296,7 +312,7 @@ public final class Conductor: Sendable {
     /// Starts telling `follower` about a run: the run as it is now, then every update until its end.
     private func follow(_ run: RunSnapshot, _ follower: @escaping Follower) {
         follower(RunUpdate(run: run, transition: nil))
-        let following = core.withLock { core -> Bool in
+        let following = core.access { core -> Bool in
             guard core.state.snapshot(of: run.id) != nil, !core.isDrained else { return false }
             core.waiters[run.id, default: []].append(follower)
             return true
@@ -306,8 +322,8 @@ public final class Conductor: Sendable {
 
     /// Calls the watchers of the update's action (only those that asked for progress, for progress).
     func publishToWatchers(_ update: RunUpdate, progress: Bool = false) {
-        let targets = watchers.withLock {
-            $0.all.values.filter { ($0.action == nil || $0.action == update.run.action) && (!progress || $0.progress) }
+        let targets = core.access {
+            $0.watchers.values.filter { ($0.action == nil || $0.action == update.run.action) && (!progress || $0.progress) }
         }
         for watcher in targets { watcher.follower(update) }
     }

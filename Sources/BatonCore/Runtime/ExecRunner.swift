@@ -12,8 +12,9 @@ public struct ExecRunner: Runner {
     public var tracking: ProcessTracking = .processGroup
     /// The daemon environment variables an action inherits; the rest are not passed on.
     public var inherited: [String: String]
-    /// Where the attempts' pipes and exits are watched.
-    let reactor: Reactor
+    /// Where the attempts' pipes and exits are watched: the conductor's loop (a conductor given
+    /// a runner with none fills in its own); nil and used alone, each attempt gets a reactor of its own.
+    public var reactor: Reactor?
     /// Called on the loop before each attempt's process is spawned (a fleet host makes sure the
     /// guard of its runs lives first).
     public var beforeSpawn: (@Sendable () -> Void)?
@@ -21,14 +22,14 @@ public struct ExecRunner: Runner {
     /// at the worst moment).
     var afterSpawn: (@Sendable (pid_t) -> Void)?
 
-    public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited()) {
+    public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited(), reactor: Reactor? = nil) {
         self.tailLimit = tailLimit
         self.inherited = inherited
-        self.reactor = .shared
+        self.reactor = reactor
     }
 
-    /// Makes this process reap its actions' orphans (see `ProcessAttempt.adoptOrphans`): for batond.
-    public static func adoptOrphans() { ProcessAttempt.adoptOrphans() }
+    /// Makes this process reap its actions' orphans on `reactor` (see `ProcessAttempt.adoptOrphans`): for batond.
+    public static func adoptOrphans(on reactor: Reactor) { ProcessAttempt.adoptOrphans(on: reactor) }
 
     /// PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ and TMPDIR of the daemon; a default PATH when it has none.
     public static func defaultInherited() -> [String: String] {
@@ -128,7 +129,7 @@ public struct ExecRunner: Runner {
         let (stdoutEnd, stderrEnd) = (out[1], err[1] >= 0 ? err[1] : out[1])
         var cgroup: AttemptCgroup?
         if case let .cgroup(hierarchy) = tracking {
-            ProcessAttempt.hierarchies.withLock { _ = $0.insert(hierarchy.directory) }
+            ProcessAttempt.leaders.withLock { _ = $0.hierarchies.insert(hierarchy.directory) }
             let plan = LimitPlan.make(job.action.limits, support: hierarchy.limits)
             switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt), home: hierarchy.home, plan: plan) {
             case let .success(made): cgroup = made
@@ -167,7 +168,7 @@ public struct ExecRunner: Runner {
         let tree: ProcessAttempt.Tree = cgroup.map { .cgroup($0) } ?? .tagged(TaggedTree(leader: pid, instance: job.instance, run: job.runID))
         let machine = AttemptMachine(killGrace: job.action.killGrace, keepLeftovers: job.action.leftovers == .keep)
         let attempt = ProcessAttempt(pid: pid, tree: tree, pipes: .init(stdout: out[0], stderr: err[0], progress: prog[0]),
-                                     tailLimit: tailLimit, machine: machine, reactor: reactor, events: events)
+                                     tailLimit: tailLimit, machine: machine, reactor: reactor ?? Reactor(), events: events)
         attempt.begin()
         return attempt
     }

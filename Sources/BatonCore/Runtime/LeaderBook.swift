@@ -10,6 +10,10 @@ struct LeaderBook: Sendable {
     private(set) var pids: Set<pid_t> = []
     /// Spawns begun whose pid is not known yet.
     private(set) var spawning = 0
+    /// Whether this process adopts its descendants' orphans (batond does; tests in-process do not).
+    var subreaping = false
+    /// The cgroup subtrees attempts were started in, for `ExecRunner.killAllGroups`.
+    var hierarchies: Set<String> = []
 
     /// A spawn is about to begin.
     mutating func beginSpawn() { spawning += 1 }

@@ -7,9 +7,9 @@ extension ProcessAttempt {
     /// left of a run's tree comes to batond, where a run's end finds it, instead of to init; and
     /// sweeps orphans outside any attempt every second. For the daemon only: in a process that has
     /// other children (a test runner with Foundation's `Process`), it would take theirs.
-    static func adoptOrphans(on reactor: Reactor = .shared) {
+    static func adoptOrphans(on reactor: Reactor) {
         guard baton_set_subreaper() == 0 else { return }
-        subreaping.withLock { $0 = true }
+        leaders.withLock { $0.subreaping = true }
         sweepOrphans(on: reactor)
     }
 
@@ -35,7 +35,7 @@ extension ExecRunner {
         // Counted before anything is killed: a leader killed first would be reaped (and gone from
         // the set) before it was counted.
         let groups = ProcessAttempt.leaders.withLock { $0.pids }
-        for directory in ProcessAttempt.hierarchies.withLock({ $0 }) { CgroupHierarchy(directory: directory).killAll() }
+        for directory in ProcessAttempt.leaders.withLock({ $0.hierarchies }) { CgroupHierarchy(directory: directory).killAll() }
         for pgid in groups { kill(-pgid, SIGKILL) }
         return groups.count
     }

@@ -2,16 +2,16 @@ import CBatonSystem
 import FoundationEssentials
 import Glibc
 
-/// A spawned process and its whole tree, served by the shared `Reactor`: the decisions are
+/// A spawned process and its whole tree, served by its `Reactor`: the decisions are
 /// `AttemptMachine`'s; this class feeds it what the reactor sees (the leader's pidfd, the tree's
-/// `cgroup.events` or its members' pidfds, timers) and performs what it returns, never under the
-/// lock that guards its state. Output and progress are read from the pipes as they come.
+/// `cgroup.events` or its members' pidfds, timers) and performs what it returns. Its state is the
+/// loop's (no lock: only the loop touches it). Output and progress are read from the pipes as they come.
 final class ProcessAttempt: Attempt {
     let pid: pid_t
     let tree: Tree
     private let reactor: Reactor
     private let events: @Sendable (AttemptEvent) -> Void
-    private let state: Locked<State>
+    private let state: LoopOwned<State>
 
     /// Where an attempt's processes are: its cgroup, or found by group, descent and tag.
     enum Tree: Sendable {
@@ -34,12 +34,9 @@ final class ProcessAttempt: Attempt {
 
     /// The known leaders, so that the orphan sweep never reaps one (its status is the attempt's).
     /// The runner counts each spawn in it from before the spawn to when its pid is known;
-    /// `leaderExited` removes it. Nothing is spawned or reaped under this lock.
+    /// `leaderExited` removes it. Nothing is spawned or reaped under this lock. Process-wide (a
+    /// process's children are one set, whichever loop watches them), hence a lock.
     static let leaders = Locked(LeaderBook())
-    /// Whether this process adopts its descendants' orphans (batond does; tests in-process do not).
-    static let subreaping = Locked(false)
-    /// The cgroup subtrees attempts were started in, for `ExecRunner.killAllGroups`.
-    static let hierarchies = Locked<Set<String>>([])
 
     init(pid: pid_t, tree: Tree, pipes: AttemptOutput.Pipes, tailLimit: Int, machine: AttemptMachine, reactor: Reactor,
          events: @escaping @Sendable (AttemptEvent) -> Void) {
@@ -47,12 +44,15 @@ final class ProcessAttempt: Attempt {
         self.tree = tree
         self.reactor = reactor
         self.events = events
-        state = Locked(State(machine: machine, output: AttemptOutput(pipes: pipes, tailLimit: tailLimit), pidfd: baton_pidfd_open(pid)))
+        state = LoopOwned(State(machine: machine, output: AttemptOutput(pipes: pipes, tailLimit: tailLimit), pidfd: baton_pidfd_open(pid)),
+                          on: reactor)
     }
 
     /// Starts watching: pipes and pidfd on the reactor (or, without pidfd, a check every 50 ms).
+    /// On the loop (an attempt started elsewhere, by a runner used alone, begins there).
     func begin() {
-        let (pipes, pidfd) = state.withLock { ($0.output.pipes.open, $0.pidfd) }
+        guard reactor.isCurrent else { return reactor.post { [self] in begin() } }
+        let (pipes, pidfd) = state.access { ($0.output.pipes.open, $0.pidfd) }
         for fd in pipes {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             reactor.watch(fd) { [self] _ in readable(fd) }
@@ -70,7 +70,7 @@ final class ProcessAttempt: Attempt {
 
     /// Hands the machine an event and performs its effects, in order, with no lock held.
     private func handle(_ event: AttemptMachine.Event) {
-        for effect in state.withLock({ $0.machine.handle(event) }) { perform(effect) }
+        for effect in state.access({ $0.machine.handle(event) }) { perform(effect) }
     }
 
     private func perform(_ effect: AttemptMachine.Effect) {
@@ -92,8 +92,8 @@ final class ProcessAttempt: Attempt {
         case let .cgroup(cgroup):
             cgroup.signal(signal)
         case let .tagged(tagged):
-            let reaped = state.withLock { $0.machine.leader != nil }
-            let members = tagged.members(others: otherLeaders(), subreaper: Self.subreaping.withLock { $0 })
+            let reaped = state.access { $0.machine.leader != nil }
+            let members = tagged.members(others: otherLeaders(), subreaper: Self.leaders.withLock { $0.subreaping })
             // The group's id is the leader's pid: free for reuse once the leader is reaped and no
             // member holds it (members that left the group do not), when kill(-pid) could reach a
             // stranger's group.
@@ -108,21 +108,21 @@ final class ProcessAttempt: Attempt {
     private func watchTree() {
         switch tree {
         case let .cgroup(cgroup):
-            let first = state.withLock { state -> Bool in
+            let first = state.access { state -> Bool in
                 defer { state.watchingCgroup = true }
                 return !state.watchingCgroup
             }
             if first { reactor.watch(cgroup.events, priority: true) { [self] _ in lookAtCgroup() } }
             lookAtCgroup()
         case let .tagged(tagged):
-            let subreaper = Self.subreaping.withLock { $0 }
+            let subreaper = Self.leaders.withLock { $0.subreaping }
             let members = tagged.members(others: otherLeaders(), subreaper: subreaper)
             var pidfds: [Int32] = []
             for member in members {
                 let fd = baton_pidfd_open(member)
                 if fd >= 0 { pidfds.append(fd) }
             }
-            let old = state.withLock { state -> [Int32] in
+            let old = state.access { state -> [Int32] in
                 defer { state.watching = pidfds }
                 return state.watching
             }
@@ -135,7 +135,7 @@ final class ProcessAttempt: Attempt {
     }
 
     private func lookAtCgroup() {
-        guard case let .cgroup(cgroup) = tree, state.withLock({ $0.machine.phase == .draining }) else { return }
+        guard case let .cgroup(cgroup) = tree, state.access({ $0.machine.phase == .draining }) else { return }
         let populated = cgroup.isPopulated()
         let members = populated ? cgroup.members() : []
         // Populated with no pid listed: a process is on its way out, and its going is the next change.
@@ -145,14 +145,14 @@ final class ProcessAttempt: Attempt {
 
     /// Many members exiting at once make one look at the tree, on the reactor's next turn.
     private func lookSoon() {
-        let schedule = state.withLock { state -> Bool in
+        let schedule = state.access { state -> Bool in
             defer { state.lookDue = true }
             return !state.lookDue && state.machine.phase == .draining
         }
         guard schedule else { return }
         reactor.after(.zero) { [self] in
-            state.withLock { $0.lookDue = false }
-            if state.withLock({ $0.machine.phase == .draining }) { watchTree() }
+            state.access { $0.lookDue = false }
+            if state.access({ $0.machine.phase == .draining }) { watchTree() }
         }
     }
 
@@ -173,13 +173,13 @@ final class ProcessAttempt: Attempt {
     /// closes it at its end. Returns the progress lines completed.
     private func drain(_ fd: Int32, limit: Int = AttemptOutput.readsPerTurn) -> [Progress] {
         var reports: [Progress] = []
-        let stream = state.withLock { $0.output.stream(of: fd) }
-        let open = AttemptOutput.read(fd, limit: limit) { chunk in
-            reports += state.withLock { $0.output.take(chunk, from: fd) }
+        let stream = state.access { $0.output.stream(of: fd) }
+        let open = AttemptOutput.read(fd, limit: limit, into: reactor.readBuffer) { chunk in
+            reports += state.access { $0.output.take(chunk, from: fd) }
             if let stream { events(.output(stream, Array(chunk))) }
         }
         if !open {
-            state.withLock { $0.output.closed(fd) }
+            state.access { $0.output.closed(fd) }
             reactor.remove(fd)
             close(fd)
         }
@@ -199,7 +199,7 @@ final class ProcessAttempt: Attempt {
     /// A wake-up while it still runs is ignored (the reap would block the loop until it exits).
     private func leaderExited() {
         guard baton_has_exited(pid) != 0 else { return }
-        let pidfd = state.withLock { state -> Int32 in
+        let pidfd = state.access { state -> Int32 in
             defer { state.pidfd = -1 }
             return state.pidfd
         }
@@ -210,7 +210,7 @@ final class ProcessAttempt: Attempt {
         var exitCode: Int32 = -1, signal: Int32 = 0, user: Int64 = 0, system: Int64 = 0, rss: Int64 = 0
         if baton_reap_usage(pid, &exitCode, &signal, &user, &system, &rss) == 0 {
             let usage = ResourceUsage(cpuUser: .microseconds(user), cpuSystem: .microseconds(system), memoryPeak: rss > 0 ? rss : nil)
-            state.withLock { $0.leaderUsage = usage }
+            state.access { $0.leaderUsage = usage }
         }
         Self.leaders.withLock { $0.remove(pid) }
         handle(.leaderExited(exitCode: exitCode, signal: signal))
@@ -219,7 +219,7 @@ final class ProcessAttempt: Attempt {
     /// What the attempt used: the cgroup's CPU (every process of the tree) and its memory peak
     /// where the kernel keeps one, else the leader's wait4 figures; the larger memory of the two.
     private func measuredUsage() -> ResourceUsage? {
-        let leader = state.withLock { $0.leaderUsage }
+        let leader = state.access { $0.leaderUsage }
         guard case let .cgroup(cgroup) = tree, let cpu = cgroup.cpuTime() else { return leader }
         let peaks = [cgroup.memoryPeak(), leader?.memoryPeak].compactMap { $0 }
         return ResourceUsage(cpuUser: cpu.user, cpuSystem: cpu.system, memoryPeak: peaks.max())
@@ -227,11 +227,11 @@ final class ProcessAttempt: Attempt {
 
     /// Takes what is left in the pipes, lets go of every descriptor and the cgroup, and reports.
     private func end(exitCode: Int32, signal: Int32, leftovers: Int) {
-        let (open, watching) = state.withLock { ($0.output.pipes.open, $0.watching) }
+        let (open, watching) = state.access { ($0.output.pipes.open, $0.watching) }
         var reports: [Progress] = []
         for fd in open {
             reports += drain(fd, limit: AttemptOutput.readsAtEnd)
-            if state.withLock({ $0.output.pipes.open.contains(fd) }) {
+            if state.access({ $0.output.pipes.open.contains(fd) }) {
                 reactor.remove(fd)
                 close(fd)
             }
@@ -243,14 +243,14 @@ final class ProcessAttempt: Attempt {
             reactor.remove(cgroup.events)
             oomKills = cgroup.oomKills()
             // Kept leftovers leave the run's cgroup for batond's own.
-            if state.withLock({ $0.machine.keepLeftovers }) { cgroup.evict(to: cgroup.home) }
+            if state.access({ $0.machine.keepLeftovers }) { cgroup.evict(to: cgroup.home) }
             cgroup.remove()
         }
         // The tree's zombies that came to batond (its subreaper): reaped now, not at the next sweep
         // (never a leader: a pid reused by another attempt's leader is that attempt's to reap).
         while case let child = baton_waitable_in_group(pid), child > 0, Self.reapIfOrphan(child) {}
-        for member in state.withLock({ $0.machine.leftovers }) { _ = Self.reapIfOrphan(member) }
-        let outcome = state.withLock { state -> AttemptOutcome in
+        for member in state.access({ $0.machine.leftovers }) { _ = Self.reapIfOrphan(member) }
+        let outcome = state.access { state -> AttemptOutcome in
             state.output.closeAll()
             state.watching = []
             if let report = state.output.finalProgress() { reports.append(report) }

@@ -1,6 +1,7 @@
 import CBatonSystem
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// batond's event loop: one thread that waits on many descriptors (epoll), deadlines and posted
 /// work at once, and runs their handlers there, one at a time. The conductor's events, every
@@ -10,6 +11,10 @@ import Glibc
 /// Handlers run on the reactor's thread, one at a time, and must not block; no lock of the
 /// reactor is held while they run. Registering, removing, scheduling and posting may happen from
 /// any thread, the reactor's own included.
+///
+/// A reactor is made by whoever owns the loop (batond makes one and hands it to each part; a
+/// test makes its own, with a `ReactorClock` it advances) and passed in: there is no global one.
+/// Its thread ends once the reactor is no longer referenced (within a second).
 public final class Reactor: Sendable {
     /// What a descriptor's handler is told: the epoll event mask.
     public typealias Handler = @Sendable (UInt32) -> Void
@@ -38,28 +43,57 @@ public final class Reactor: Sendable {
 
     private let epoll: Int32
     private let wakeFD: Int32
-    /// The kernel's id of the reactor's thread, once it runs.
-    private let loopThread = Locked<pid_t>(0)
-    /// Guards handlers and timers; never held while a handler or timer action runs.
+    /// What deadlines are measured on.
+    public let clock: any ReactorClock
+    /// One buffer for reads on the loop (every attempt's pipes): only handlers, one at a time, use it.
+    nonisolated(unsafe) let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+    /// The kernel's id of the reactor's thread, once it runs (set once, by that thread).
+    private let loopThread = Atomic<Int32>(0)
+    /// Guards handlers, timers and posted work, which any thread may add to; never held while a
+    /// handler or timer action runs.
     private let state = Locked(State())
 
-    /// The process's reactor, started on first use.
+    /// A reactor for code not yet handed one (other modules, until they take it from their
+    /// constructor). batond and BatonCore never use it.
+    @available(*, deprecated, message: "pass the reactor in: batond makes one, a test its own")
     public static let shared = Reactor()
 
-    private init() {
+    /// A reactor whose deadlines are measured on `clock` (a test's clock fires timers only as
+    /// the test advances it); its thread starts now.
+    public init(clock: any ReactorClock = SystemClock()) {
+        self.clock = clock
         epoll = baton_epoll_create()
         wakeFD = baton_eventfd()
         precondition(epoll >= 0 && wakeFD >= 0, "cannot create the reactor's epoll and eventfd: \(String(cString: strerror(errno)))")
         _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, Self.wakeToken)
         // Named from inside: a Linux thread starts with its creator's name (a Dispatch queue's, here).
-        SystemThread.start(stackSize: 1 << 20) { [self] in
+        // The thread holds the reactor only for a turn, so that a reactor nobody holds ends.
+        SystemThread.start(stackSize: 1 << 20) { [weak self] in
             baton_set_thread_name("baton-reactor")
-            loop()
+            self?.loopThread.store(baton_gettid(), ordering: .releasing)
+            var tokens = [UInt64](repeating: 0, count: 128)
+            var events = [UInt32](repeating: 0, count: 128)
+            while let reactor = self { reactor.turn(&tokens, &events) }
         }
     }
 
+    deinit {
+        close(epoll)
+        close(wakeFD)
+        readBuffer.deallocate()
+    }
+
     /// Whether the caller runs on the reactor's thread.
-    public var isCurrent: Bool { loopThread.withLock { $0 } == baton_gettid() }
+    public var isCurrent: Bool { loopThread.load(ordering: .relaxed) == baton_gettid() }
+
+    /// Stops the process (debug builds) unless the caller runs on the reactor's thread: where
+    /// state that only the loop changes is touched.
+    @inline(__always)
+    public func assertOnLoop(_ what: @autoclosure () -> String = "loop-owned state", file: StaticString = #fileID, line: UInt = #line) {
+        #if DEBUG
+        precondition(isCurrent, "\(what()) touched off the reactor's thread", file: file, line: line)
+        #endif
+    }
 
     /// Runs `work` on the reactor's thread, after what was posted before it.
     public func post(_ work: @escaping @Sendable () -> Void) {
@@ -114,7 +148,7 @@ public final class Reactor: Sendable {
     /// Calls `action` on the reactor's thread once `delay` has passed.
     @discardableResult
     public func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> TimerID {
-        let at = ContinuousClock.now + max(delay, .zero)
+        let at = clock.now + max(delay, .zero)
         let (id, earliest) = state.withLock { state -> (UInt64, Bool) in
             let id = state.nextID
             state.nextID += 1
@@ -144,35 +178,35 @@ public final class Reactor: Sendable {
         _ = write(wakeFD, &one, 8)
     }
 
-    private func loop() {
-        loopThread.withLock { $0 = baton_gettid() }
-        var tokens = [UInt64](repeating: 0, count: 128)
-        var events = [UInt32](repeating: 0, count: 128)
-        while true {
-            let timeout = state.withLock { $0.posted.isEmpty } ? nextTimeout() : 0
-            let count = baton_epoll_wait(epoll, &tokens, &events, 128, timeout)
-            if count < 0 && errno != EINTR { fatalError("reactor: epoll_wait failed: \(String(cString: strerror(errno)))") }
-            for index in 0..<Int(max(count, 0)) {
-                if tokens[index] == Self.wakeToken {
-                    var value: UInt64 = 0
-                    _ = read(wakeFD, &value, 8)
-                    continue
-                }
-                if let handler = state.withLock({ $0.handlers[tokens[index]] }) {
-                    assertNoLockHeld("a descriptor's handler")
-                    handler(events[index])
-                }
+    /// Waits for events (a second at most: the thread lets the reactor go between turns), then
+    /// runs their handlers, the posted work and the due timers.
+    private func turn(_ tokens: inout [UInt64], _ events: inout [UInt32]) {
+        let waited = state.withLock { $0.posted.isEmpty } ? nextTimeout() : 0
+        let timeout = waited < 0 ? 1_000 : min(waited, 1_000)
+        let count = baton_epoll_wait(epoll, &tokens, &events, 128, timeout)
+        if count < 0 && errno != EINTR { fatalError("reactor: epoll_wait failed: \(String(cString: strerror(errno)))") }
+        for index in 0..<Int(max(count, 0)) {
+            if tokens[index] == Self.wakeToken {
+                var value: UInt64 = 0
+                _ = read(wakeFD, &value, 8)
+                continue
             }
-            runPosted()
-            runDueTimers()
+            if let handler = state.withLock({ $0.handlers[tokens[index]] }) {
+                assertNoLockHeld("a descriptor's handler")
+                handler(events[index])
+            }
         }
+        runPosted()
+        runDueTimers()
     }
 
-    /// Milliseconds until the earliest deadline (rounded up), or -1 when there is none.
+    /// Milliseconds until the earliest deadline (rounded up), or -1 when there is none (or the
+    /// clock does not advance by itself: its owner wakes the loop when it moves it).
     private func nextTimeout() -> Int32 {
         guard let first = state.withLock({ $0.deadlines.peek() }) else { return -1 }
-        let left = first.at - ContinuousClock.now
+        let left = first.at - clock.now
         guard left > .zero else { return 0 }
+        guard clock.advancesByItself else { return -1 }
         return Int32(clamping: (left.microseconds + 999) / 1_000)
     }
 
@@ -188,7 +222,7 @@ public final class Reactor: Sendable {
     }
 
     private func runDueTimers() {
-        let now = ContinuousClock.now
+        let now = clock.now
         while true {
             let due = state.withLock { state -> (@Sendable () -> Void)?? in
                 guard let first = state.deadlines.peek(), first.at <= now else { return nil }
@@ -213,49 +247,4 @@ public enum Epoll {
     public static let error: UInt32 = 0x008
     public static let hangUp: UInt32 = 0x010
     public static let readHangUp: UInt32 = 0x2000
-}
-
-/// A binary min-heap.
-struct Heap<Element: Comparable> {
-    private var items: [Element] = []
-
-    var isEmpty: Bool { items.isEmpty }
-    var count: Int { items.count }
-
-    /// Removes the elements that match, keeping the heap order.
-    mutating func removeAll(where match: (Element) -> Bool) {
-        let kept = items.filter { !match($0) }
-        items = []
-        for item in kept { insert(item) }
-    }
-    func peek() -> Element? { items.first }
-
-    mutating func insert(_ element: Element) {
-        items.append(element)
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child] < items[parent] else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    @discardableResult
-    mutating func removeFirst() -> Element? {
-        guard !items.isEmpty else { return nil }
-        items.swapAt(0, items.count - 1)
-        let first = items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var smallest = parent
-            if left < items.count, items[left] < items[smallest] { smallest = left }
-            if right < items.count, items[right] < items[smallest] { smallest = right }
-            if smallest == parent { break }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return first
-    }
 }

@@ -9,7 +9,7 @@ import FoundationEssentials
 /// Completions: a job carries its caller's callback, and the handler calls it on the worker's
 /// thread once the job is done. A callback must not block, and must never wait for its own
 /// worker; a caller whose state lives on a loop posts the event there from the callback
-/// (`Reactor.shared.after(.zero) { … }`, or the conductor's inbox).
+/// (`reactor.post { … }`, or the conductor's inbox).
 ///
 /// A handler may hand part of its batch back (`Batch.retry`): those jobs stay at the head of
 /// the queue, ahead of every newer one, and come back after the delay (a busy or full
@@ -73,14 +73,15 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     public init<State>(name: String, capacity: Int, maxBatch: Int = 1, idleTimeout: Duration? = nil, state: sending State,
                        handler: @escaping @Sendable (inout State, inout Batch) -> Void) {
         shared = Locked(Shared(queue: WorkerQueue(capacity: capacity, maxBatch: maxBatch, idleTimeout: idleTimeout)))
-        // Where the state waits between threads. Its lock is held by a thread that ends while it
-        // gives the state back, so that the next thread takes it only once it is there.
-        let parked = Locked<State?>(state)
+        // Where the state waits between threads. A thread that ends gives it back under the
+        // queue's lock, before the queue can say `.start`; the next thread is started after that
+        // (by whoever took the lock next) and takes it: the queue's lock orders the two, no other.
+        let parked = Parked<State>(state)
         startThread = { worker in
             SystemThread.start {
                 baton_set_thread_name(name)
-                guard var state = parked.withLock({ $0.take() }) else { preconditionFailure("\(name): the state was not handed over") }
-                worker.run(&state, handler) { state in parked.withLock { $0 = state } }
+                guard var state = parked.state.take() else { preconditionFailure("\(name): the state was not handed over") }
+                worker.run(&state, handler) { state in parked.state = state }
             }
         }
     }
@@ -168,4 +169,11 @@ public final class SerialWorker<Job: Sendable>: Sendable {
             }
         }
     }
+}
+
+/// A worker's state between two of its threads: given back under the queue's lock by the thread
+/// that ends, taken by the thread started after it; never touched by two threads at once.
+private final class Parked<State>: @unchecked Sendable {
+    var state: State?
+    init(_ state: sending State) { self.state = state }
 }
