@@ -1,4 +1,5 @@
 @testable import BatonCore
+import Glibc
 import Testing
 
 /// A clock that stands still until the test moves it; each move wakes the reactors it drives,
@@ -36,6 +37,31 @@ final class TestClock: ReactorClock, @unchecked Sendable {
 
 @Suite("Reactor: timers on a clock the test drives")
 struct ReactorClockTests {
+    /// The reactor's thread's id, read on it (`/proc/thread-self` names `PID/task/TID`).
+    static func threadID(of reactor: Reactor) async -> String {
+        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            reactor.post {
+                var buffer = [CChar](repeating: 0, count: 64)
+                let length = readlink("/proc/thread-self", &buffer, 63)
+                continuation.resume(returning: length > 0 ? String(cString: buffer).split(separator: "/").last.map(String.init) ?? "" : "")
+            }
+        }
+    }
+
+    @Test("a reactor nobody holds ends its thread at once: it waits without a timeout, and its end wakes it")
+    func releasedReactorEnds() async throws {
+        var reactor: Reactor? = Reactor()
+        let tid = await Self.threadID(of: reactor!)
+        try #require(!tid.isEmpty)
+        #expect(access("/proc/self/task/\(tid)", F_OK) == 0)
+        reactor = nil
+        // The thread's end is the kernel's to report: look until it is gone (at once here: the
+        // deinit wakes the thread, which finds the reactor gone), 10 s at most.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while access("/proc/self/task/\(tid)", F_OK) == 0 && ContinuousClock.now < deadline { await Task.yield() }
+        #expect(access("/proc/self/task/\(tid)", F_OK) != 0, "the reactor's thread \(tid) still runs")
+    }
+
     final class Fired: Sendable {
         private let names = Locked<[String]>([])
         func add(_ name: String) { names.withLock { $0.append(name) } }

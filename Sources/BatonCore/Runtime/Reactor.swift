@@ -41,8 +41,11 @@ public final class Reactor: Sendable {
         var posted: [@Sendable () -> Void] = []
     }
 
-    private let epoll: Int32
-    private let wakeFD: Int32
+    /// The epoll and the eventfd that wakes it, shared with the reactor's thread, which closes
+    /// them when it ends (after the reactor is gone, never while it waits on them).
+    private let poller: Poller
+    private var epoll: Int32 { poller.epoll }
+    private var wakeFD: Int32 { poller.wakeFD }
     /// What deadlines are measured on.
     public let clock: any ReactorClock
     /// One buffer for reads on the loop (every attempt's pipes): only handlers, one at a time, use it.
@@ -62,24 +65,26 @@ public final class Reactor: Sendable {
     /// the test advances it); its thread starts now.
     public init(clock: any ReactorClock = SystemClock()) {
         self.clock = clock
-        epoll = baton_epoll_create()
-        wakeFD = baton_eventfd()
-        precondition(epoll >= 0 && wakeFD >= 0, "cannot create the reactor's epoll and eventfd: \(String(cString: strerror(errno)))")
-        _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, Self.wakeToken)
+        let poller = Poller(wakeToken: Self.wakeToken)
+        self.poller = poller
         // Named from inside: a Linux thread starts with its creator's name (a Dispatch queue's, here).
-        // The thread holds the reactor only for a turn, so that a reactor nobody holds ends.
+        // The thread holds the reactor only while it handles a turn's events, never while it waits,
+        // so that a reactor nobody holds ends: its deinit wakes the thread, which finds it gone.
         SystemThread.start(stackSize: 1 << 20) { [weak self] in
             baton_set_thread_name("baton-reactor")
             self?.loopThread.store(baton_gettid(), ordering: .releasing)
             var tokens = [UInt64](repeating: 0, count: 128)
             var events = [UInt32](repeating: 0, count: 128)
-            while let reactor = self { reactor.turn(&tokens, &events) }
+            while let timeout = self?.nextWait() {
+                let count = baton_epoll_wait(poller.epoll, &tokens, &events, 128, timeout)
+                guard let reactor = self else { break }
+                reactor.handle(count, &tokens, &events)
+            }
         }
     }
 
     deinit {
-        close(epoll)
-        close(wakeFD)
+        poller.wake()
         readBuffer.deallocate()
     }
 
@@ -173,17 +178,15 @@ public final class Reactor: Sendable {
         }
     }
 
-    private func wake() {
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
+    private func wake() { poller.wake() }
+
+    /// How long the next wait may be, in milliseconds (-1: until woken): none when work is posted.
+    private func nextWait() -> Int32 {
+        state.withLock { $0.posted.isEmpty } ? nextTimeout() : 0
     }
 
-    /// Waits for events (a second at most: the thread lets the reactor go between turns), then
-    /// runs their handlers, the posted work and the due timers.
-    private func turn(_ tokens: inout [UInt64], _ events: inout [UInt32]) {
-        let waited = state.withLock { $0.posted.isEmpty } ? nextTimeout() : 0
-        let timeout = waited < 0 ? 1_000 : min(waited, 1_000)
-        let count = baton_epoll_wait(epoll, &tokens, &events, 128, timeout)
+    /// Runs the handlers of the `count` events a wait returned, then the posted work and the due timers.
+    private func handle(_ count: Int32, _ tokens: inout [UInt64], _ events: inout [UInt32]) {
         if count < 0 && errno != EINTR { fatalError("reactor: epoll_wait failed: \(String(cString: strerror(errno)))") }
         for index in 0..<Int(max(count, 0)) {
             if tokens[index] == Self.wakeToken {
@@ -247,4 +250,28 @@ public enum Epoll {
     public static let error: UInt32 = 0x008
     public static let hangUp: UInt32 = 0x010
     public static let readHangUp: UInt32 = 0x2000
+}
+
+/// A reactor's epoll and wake-up eventfd: held by the reactor and by its thread, closed when both
+/// have let go, so that the thread never waits on a closed (or reused) descriptor.
+private final class Poller: Sendable {
+    let epoll: Int32
+    let wakeFD: Int32
+
+    init(wakeToken: UInt64) {
+        epoll = baton_epoll_create()
+        wakeFD = baton_eventfd()
+        precondition(epoll >= 0 && wakeFD >= 0, "cannot create the reactor's epoll and eventfd: \(String(cString: strerror(errno)))")
+        _ = baton_epoll_ctl(epoll, Epoll.add, wakeFD, Epoll.input, wakeToken)
+    }
+
+    func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    deinit {
+        close(epoll)
+        close(wakeFD)
+    }
 }
