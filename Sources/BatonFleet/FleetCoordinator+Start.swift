@@ -5,29 +5,12 @@ import FoundationEssentials
 /// key row, takes its locks (or its place in their line, `FleetLocks`) and writes its `loading`.
 extension FleetCoordinator {
     /// A run this host claimed (its `loading` written), for the conductor to run.
-    struct Claimed {
+    struct Claimed: Sendable, Equatable {
         var run: RunSnapshot
         var seq: Int
         var action: Action
         /// What a hook run is told of the run that fired it (`FleetHooks.context`).
         var hook: HookContext?
-    }
-
-    /// Takes a start slot if this host accepts and its runs loading or retrying plus the slots
-    /// already reserved stay under the limit. Give it back (`release`) unless a run was handed over.
-    func reserveStart() -> Bool {
-        guard accepting.withLock({ $0 }) else { return false }
-        let running = conductor.runningCount
-        return reserved.withLock { reserved in
-            guard running + reserved < limit else { return false }
-            reserved += 1
-            return true
-        }
-    }
-
-    /// Gives a start slot back.
-    func releaseStart() {
-        reserved.withLock { $0 -= 1 }
     }
 
     /// What a start's transaction did with a queued run.
@@ -74,13 +57,42 @@ extension FleetCoordinator {
         return limits
     }
 
-    /// Hands a claimed run (its claim committed) to the conductor; its start slot is given back
-    /// once the conductor counts it.
-    func hand(_ claimed: Claimed, follower: Conductor.Follower?) {
-        adopted.withLock { $0[claimed.run.id] = claimed.seq }
-        conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook), follower: follower) { [self] _ in
-            releaseStart()
+    /// Performs one of the state's effects, on the loop; `followers` are the callers of
+    /// triggers whose runs are handed now.
+    func perform(_ effect: CoordinatorState.Effect, followers: [Int64: Conductor.Follower] = [:]) {
+        switch effect {
+        case .granted:
+            return
+        case let .hand(claimed):
+            // Its start slot is given back once the conductor counts it.
+            conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook),
+                            follower: followers[claimed.run.id]) { [self] _ in onLoop { [self] in send(.counted) } }
+        case let .look(slots):
+            pool.submit({ [self] db in
+                var claimed: [Claimed] = []
+                do { try startWaiting(slots: slots, claimed: &claimed, on: db) } catch { log("queued runs could not be started: \(error)") }
+                return claimed
+            }) { [self] result in
+                let claimed = (try? result.get()) ?? []
+                onLoop { [self] in send(.looked(granted: slots, claimed: claimed, running: conductor.runningCount)) }
+            }
+        case let .armTimer(id, after):
+            _ = reactor.after(after) { [self] in send(.debounceFired(id, running: conductor.runningCount)) }
         }
+    }
+
+    /// Asks for start slots for a transaction that may start up to `wanted` runs (on the loop);
+    /// each slot comes back when the transaction settles (`settled`) or its run is counted.
+    func reserveStarts(_ wanted: Int) -> Int {
+        guard wanted > 0 else { return 0 }
+        for case let .granted(count) in send(.reserve(wanted: wanted, running: conductor.runningCount)) { return count }
+        return 0
+    }
+
+    /// Asks for a look at this host's startable runs (a tick of the feed): on the loop, which
+    /// grants it the free start slots; one look at a time.
+    func lookForStarts() {
+        onLoop { [self] in send(.look(running: conductor.runningCount)) }
     }
 
     /// How a start went.
@@ -103,14 +115,16 @@ extension FleetCoordinator {
     /// no index, PostgreSQL's plan could scan every key for each queued run (79 ms a tick in a
     /// bench run, the run phase's server CPU).
     /// A debounced run is ready once its window has passed; one still in its window gets a timer.
-    func startWaiting(on db: PGConnection) throws {
+    /// Runs on the pool with `slots` start slots granted on the loop; `claimed` gathers the runs
+    /// claimed (committed), for the loop to hand to the conductor, even when a later step throws.
+    func startWaiting(slots: Int, claimed: inout [Claimed], on db: PGConnection) throws {
         if conductor.configuredActions().contains(where: { $0.debounce != nil }) { try armDebounce(on: db) }
         let limits = lockLimits()
         var held = limits.isEmpty ? [] : Array(FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows),
                                                                 limits: limits).keys)
         while true {
-            let room = limit - conductor.runningCount - reserved.withLock { $0 }
-            guard room > 0, accepting.withLock({ $0 }) else { return }
+            let room = slots - claimed.count
+            guard room > 0 else { return }
             let ready = try db.query("""
                 SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
                 WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
@@ -118,7 +132,7 @@ extension FleetCoordinator {
                 ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
                 """, [host.incarnation, String(room), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
                 .compactMap { $0[0].flatMap { Int64($0) } }
-            let started = try start(ready, on: db)
+            let started = try start(ready, slots: room, claimed: &claimed, on: db)
             if started.values.contains(.noSlot) { return }
             let lined = ready.filter { started[$0] == .waits }
             held += lined
@@ -128,6 +142,6 @@ extension FleetCoordinator {
 
     /// Stops starting runs (shutdown); runs already started go on until the conductor stops them.
     public func stopStarting() {
-        accepting.withLock { $0 = false }
+        onLoop { [self] in send(.stopStarting) }
     }
 }

@@ -23,45 +23,60 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     let followers = RemoteFollowers()
     /// Followers of other hosts' runs' output.
     let remoteOutput: RemoteOutput
-    /// Runs this host's conductor runs, with the seq of the transition that started them.
-    let adopted = Locked<[Int64: Int]>([:])
-    /// Every host's runs in flight, as the feed last read them.
-    let fleetInFlight = Locked<[Int64: RunSnapshot]>([:])
     /// The most runs this host runs at once.
     let limit: Int
     let log: @Sendable (String) -> Void
-    let accepting = Locked(true)
-    /// Start slots reserved by transactions that may start a run: held until the conductor has
-    /// the run, or given back when the transaction started none.
-    let reserved = Locked(0)
-    /// This host's debounced runs that a reactor timer will wake it for, one timer per run at
-    /// most (`armDebounce`); a timer that fires after a stop finds nothing to start.
-    let debounceTimers = Locked<Set<Int64>>([])
+    /// The loop every decision of this coordinator is made on.
+    let reactor: Reactor
+    /// Start slots, adopted runs, debounce timers, whether it starts runs, the fleet's runs in
+    /// flight: one value, owned by the loop (`CoordinatorState`).
+    let state: LoopOwned<CoordinatorState>
 
-    public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, log: @escaping @Sendable (String) -> Void) {
+    public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor = .shared,
+                log: @escaping @Sendable (String) -> Void) {
         self.host = host
         self.pool = pool
+        self.reactor = reactor
         decisions = TriggerQueue(conninfo: pool.conninfo, defaults: pool.defaults)
-        remoteOutput = RemoteOutput(pool: pool)
+        remoteOutput = RemoteOutput(pool: pool, reactor: reactor)
         self.conductor = conductor
         self.limit = max(limit, 1)
         self.log = log
+        state = LoopOwned(CoordinatorState(limit: limit), on: reactor)
+    }
+
+    /// Runs `work` on the loop: now when called there, else posted (in order).
+    func onLoop(_ work: @escaping @Sendable () -> Void) {
+        if reactor.isCurrent { work() } else { reactor.post(work) }
+    }
+
+    /// Handles `event` on the loop and performs its effects, with no lock held.
+    @discardableResult
+    func send(_ event: CoordinatorState.Event) -> [CoordinatorState.Effect] {
+        let effects = state.access { $0.handle(event) }
+        for effect in effects { perform(effect) }
+        return effects
+    }
+
+    /// Whether this host's conductor runs `id` (on the loop).
+    func runsHere(_ id: Int64) -> Bool {
+        state.access { $0.adopted[id] != nil } && conductor.snapshot(of: id) != nil
     }
 
     // MARK: RunDispatcher
 
     public func snapshot(of id: Int64) -> RunSnapshot? {
-        conductor.snapshot(of: id) ?? fleetInFlight.withLock { $0[id] }
+        conductor.snapshot(of: id) ?? state.access { $0.fleetInFlight[id] }
     }
 
     public func inFlight() -> [RunSnapshot] {
-        var runs = fleetInFlight.withLock { $0 }
+        var runs = state.access { $0.fleetInFlight }
         for run in conductor.inFlight() { runs[run.id] = withHost(run) }
         return runs.values.filter { !$0.phase.isTerminal }.sorted { $0.id < $1.id }
     }
 
     public func attach(_ id: Int64, follower: @escaping Conductor.Follower, answered: @escaping @Sendable (RunSnapshot?) -> Void) {
-        if adopted.withLock({ $0[id] != nil }), conductor.snapshot(of: id) != nil {
+        if runsHere(id) {
             return conductor.attach(id, follower: follower) { [self] run in answered(run.map(withHost)) }
         }
         pool.submit({ [self] db in try read(id, on: db) }) { [self] result in

@@ -66,10 +66,10 @@ final class FleetFeed: Sendable {
     func stop() {
         let timer = watching.withLock { watching -> Reactor.TimerID? in
             watching.stopped = true
-            Self.unwatch(&watching)
+            Self.unwatch(&watching, coordinator.reactor)
             return watching.timer
         }
-        if let timer { Reactor.shared.cancel(timer) }
+        if let timer { coordinator.reactor.cancel(timer) }
         worker.close(timeout: .seconds(5))
     }
 
@@ -80,7 +80,7 @@ final class FleetFeed: Sendable {
 
     private static func run(_ state: inout Connection, _ batch: inout SerialWorker<Tick>.Batch, _ coordinator: FleetCoordinator,
                             _ watching: Locked<Watching>) {
-        watching.withLock { unwatch(&$0) }
+        watching.withLock { unwatch(&$0, coordinator.reactor) }
         do {
             let (db, notes) = try listening(&state)
             try handle(FeedWake(notes, lastTickAge: .now - state.ticked), db, &state, coordinator)
@@ -127,10 +127,10 @@ final class FleetFeed: Sendable {
             let token = state.nextToken
             state.nextToken += 1
             state.socket = (fd, token)
-            Reactor.shared.watch(fd) { [self] _ in
+            coordinator.reactor.watch(fd) { [self] _ in
                 let asked = watching.withLock { state -> Bool in
                     guard state.socket?.token == token else { return false }
-                    Self.unwatch(&state)
+                    Self.unwatch(&state, coordinator.reactor)
                     return true
                 }
                 if asked { tick() }
@@ -139,19 +139,19 @@ final class FleetFeed: Sendable {
             return .some(state.timer)
         }
         guard let old else { return }
-        if let old { Reactor.shared.cancel(old) }
-        let timer = Reactor.shared.after(.seconds(1)) { [self] in tick() }
+        if let old { coordinator.reactor.cancel(old) }
+        let timer = coordinator.reactor.after(.seconds(1)) { [self] in tick() }
         let raced = watching.withLock { watching in
             defer { watching.timer = timer }
             return watching.timer
         }
-        if let raced { Reactor.shared.cancel(raced) }
+        if let raced { coordinator.reactor.cancel(raced) }
     }
 
     /// Takes the socket out of the reactor (under `watching`'s lock).
-    private static func unwatch(_ watching: inout Watching) {
+    private static func unwatch(_ watching: inout Watching, _ reactor: Reactor) {
         guard let socket = watching.socket else { return }
-        Reactor.shared.remove(socket.fd)
+        reactor.remove(socket.fd)
         watching.socket = nil
     }
 }

@@ -34,7 +34,12 @@ final class RemoteOutput: Sendable {
     private let follows = Locked<[Int: Follow]>([:])
     private let lastID = Locked(0)
 
-    init(pool: PGPool) { self.pool = pool }
+    private let reactor: Reactor
+
+    init(pool: PGPool, reactor: Reactor) {
+        self.pool = pool
+        self.reactor = reactor
+    }
 
     /// Starts following `run` from `offset`; returns the follow's id, below zero (the conductor's
     /// ids are not, so that one stop call tells them apart).
@@ -48,7 +53,7 @@ final class RemoteOutput: Sendable {
     /// Stops a follow (its client went); its follower hears nothing more.
     func remove(_ id: Int) {
         let timer = follows.withLock { $0.removeValue(forKey: id)?.timer }
-        if let timer { Reactor.shared.cancel(timer) }
+        if let timer { reactor.cancel(timer) }
     }
 
     /// Output of these runs was committed, or they ended: their followers read now.
@@ -67,7 +72,7 @@ final class RemoteOutput: Sendable {
             return due
         }
         for (id, timer) in due {
-            Reactor.shared.cancel(timer)
+            reactor.cancel(timer)
             read(id)
         }
     }
@@ -128,7 +133,7 @@ final class RemoteOutput: Sendable {
         }
         guard let again else { return }
         if again || delay == .zero { return read(id) }
-        let timer = Reactor.shared.after(delay) { [self] in read(id) }
+        let timer = reactor.after(delay) { [self] in read(id) }
         // A wake between the read's end and this timer set `again`: read now instead.
         let keep = follows.withLock { follows -> Bool in
             guard let follow = follows[id], !follow.again, !follow.reading else { return false }
@@ -136,7 +141,7 @@ final class RemoteOutput: Sendable {
             return true
         }
         if !keep {
-            Reactor.shared.cancel(timer)
+            reactor.cancel(timer)
             read(id)
         }
     }
