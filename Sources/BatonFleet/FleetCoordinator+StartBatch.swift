@@ -77,7 +77,7 @@ extension FleetCoordinator {
             let run = FleetRows.run(row)
             let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
             let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
-            guard run.phase == .queued, slot.startable == run.id, row[FleetRows.runColumnCount + 4] == "t" else { continue }
+            guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t") else { continue }
             guard let action = conductor.action(named: run.action), action.locks.isEmpty, run.hook == nil else {
                 oneByOne.append((run, seq))
                 continue

@@ -43,8 +43,7 @@ extension FleetCoordinator {
                 claimed.append(run)
                 if let follower = job.follower { followers[run.run.id] = follower }
             }
-            let effects = state.access { $0.handle(.settled(granted: jobs.reduce(0) { $0 + $1.slots }, claimed: claimed)) }
-            for effect in effects { perform(effect, followers: followers) }
+            send(.settled(granted: jobs.reduce(0) { $0 + $1.slots }, claimed: claimed), followers: followers)
             for (job, result) in zip(jobs, results) { finish(job.entry.trigger, result, follower: job.follower, answered: job.answered) }
         }
     }

@@ -20,7 +20,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// The triggers waiting for their batch's transaction, on a connection of their own.
     let decisions: TriggerQueue
     let conductor: Conductor
-    let followers = RemoteFollowers()
+    let followers: RemoteFollowers
     /// Followers of other hosts' runs' output.
     let remoteOutput: RemoteOutput
     /// The most runs this host runs at once.
@@ -31,6 +31,9 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// Start slots, adopted runs, debounce timers, whether it starts runs, the fleet's runs in
     /// flight: one value, owned by the loop (`CoordinatorState`).
     let state: LoopOwned<CoordinatorState>
+    /// What other threads read of it (a `status`, a `show` or a follow asked from a task): the
+    /// fleet's runs in flight and the runs handed to the conductor, as the loop last left them.
+    let published = Locked(CoordinatorState.Published())
 
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor = .shared,
                 log: @escaping @Sendable (String) -> Void) {
@@ -39,6 +42,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         self.reactor = reactor
         decisions = TriggerQueue(conninfo: pool.conninfo, defaults: pool.defaults)
         remoteOutput = RemoteOutput(pool: pool, reactor: reactor)
+        followers = RemoteFollowers(reactor: reactor)
         self.conductor = conductor
         self.limit = max(limit, 1)
         self.log = log
@@ -52,25 +56,26 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
 
     /// Handles `event` on the loop and performs its effects, with no lock held.
     @discardableResult
-    func send(_ event: CoordinatorState.Event) -> [CoordinatorState.Effect] {
-        let effects = state.access { $0.handle(event) }
-        for effect in effects { perform(effect) }
+    func send(_ event: CoordinatorState.Event, followers: [Int64: Conductor.Follower] = [:]) -> [CoordinatorState.Effect] {
+        let (effects, published) = state.access { state in (state.handle(event), event.changesPublished ? state.published : nil) }
+        if let published { self.published.withLock { $0 = published } }
+        for effect in effects { perform(effect, followers: followers) }
         return effects
     }
 
-    /// Whether this host's conductor runs `id` (on the loop).
+    /// Whether this host's conductor runs `id` (from any thread).
     func runsHere(_ id: Int64) -> Bool {
-        state.access { $0.adopted[id] != nil } && conductor.snapshot(of: id) != nil
+        published.withLock { $0.adopted.contains(id) } && conductor.snapshot(of: id) != nil
     }
 
     // MARK: RunDispatcher
 
     public func snapshot(of id: Int64) -> RunSnapshot? {
-        conductor.snapshot(of: id) ?? state.access { $0.fleetInFlight[id] }
+        conductor.snapshot(of: id) ?? published.withLock { $0.inFlight[id] }
     }
 
     public func inFlight() -> [RunSnapshot] {
-        var runs = state.access { $0.fleetInFlight }
+        var runs = published.withLock { $0.inFlight }
         for run in conductor.inFlight() { runs[run.id] = withHost(run) }
         return runs.values.filter { !$0.phase.isTerminal }.sorted { $0.id < $1.id }
     }
@@ -88,14 +93,16 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
 
     /// Follows a run through the feed, then reads what it may have missed before it was registered.
     func follow(_ run: RunSnapshot, seq: Int, _ follower: @escaping Conductor.Follower) {
-        followers.add(run, seq: seq, follower)
-        catchUp(run.id, after: seq)
+        onLoop { [self] in
+            followers.add(run, seq: seq, follower)
+            catchUp(run.id, after: seq)
+        }
     }
 
     func catchUp(_ id: Int64, after seq: Int) {
         pool.submit({ [self] db in try transitions(of: id, after: seq, on: db) }) { [self] result in
             guard case let .success(updates) = result else { return }
-            for update in updates { followers.deliver(update) }
+            onLoop { [self] in for update in updates { followers.deliver(update) } }
         }
     }
 

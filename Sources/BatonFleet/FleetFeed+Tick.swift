@@ -118,7 +118,7 @@ extension FleetFeed {
                     coordinator.conductor.remember(successes: [run])
                 }
             }
-            coordinator.followers.deliver(update)
+            coordinator.onLoop { coordinator.followers.deliver(update) }
             coordinator.conductor.publishFromFleet(update)
             if transition.to.isTerminal {
                 // Its output's followers read its end now, not at their next read.
