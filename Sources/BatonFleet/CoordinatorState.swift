@@ -39,6 +39,8 @@ struct CoordinatorState: Sendable {
         case counted
         /// Asks for a look at what may start (a feed's tick, a debounce timer).
         case look(running: Int)
+        /// The look found these runs ready to start (`held`: those a lock's line holds back).
+        case found(ready: [Int64], held: [Int64], running: Int)
         /// The look in flight ended, having been granted `granted` slots and claimed `claimed`.
         case looked(granted: Int, claimed: [FleetCoordinator.Claimed], running: Int)
         /// A debounced run of this host may be due after `after`.
@@ -58,8 +60,10 @@ struct CoordinatorState: Sendable {
         case granted(Int)
         /// Hand this run to the conductor (its claim committed).
         case hand(FleetCoordinator.Claimed)
-        /// Look for this host's startable runs with `slots` slots, on the pool.
-        case look(slots: Int)
+        /// Read which of this host's queued runs may start, on the pool (no slot held meanwhile).
+        case findReady
+        /// Start those runs, with `slots` start slots granted, on the pool.
+        case start(ready: [Int64], held: [Int64], slots: Int)
         /// Arm the run's debounce timer.
         case armTimer(Int64, after: Duration)
     }
@@ -83,12 +87,13 @@ struct CoordinatorState: Sendable {
             return []
         case let .look(running):
             return look(running: running)
+        case let .found(ready, held, running):
+            let slots = ready.isEmpty ? 0 : take(ready.count, running: running)
+            guard slots == 0 else { return [.start(ready: ready, held: held, slots: slots)] }
+            return lookEnded(running: running)
         case let .looked(granted, claimed, running):
-            looking = false
             let effects = settle(granted: granted, claimed: claimed)
-            guard lookAgain else { return effects }
-            lookAgain = false
-            return effects + look(running: running)
+            return effects + lookEnded(running: running)
         case let .debounce(id, after):
             guard accepting, debouncing.insert(id).inserted else { return [] }
             return [.armTimer(id, after: max(after, .zero) + .milliseconds(1))]
@@ -124,18 +129,25 @@ struct CoordinatorState: Sendable {
         return claimed.map(Effect.hand)
     }
 
-    /// One look at a time: a look asked while one is in flight runs once that one ends (it may
-    /// have read the runs before the ones that asked for it were committed).
+    /// One look at a time, and none while no slot is free: a look asked while one is in flight
+    /// runs once that one ends (it may have read the runs before the ones that asked for it were
+    /// committed). A look holds no slot while it reads what may start, only while it starts it.
     private mutating func look(running: Int) -> [Effect] {
         guard accepting else { return [] }
         if looking {
             lookAgain = true
             return []
         }
-        let slots = take(limit, running: running)
-        guard slots > 0 else { return [] }
+        guard limit - running - reserved > 0 else { return [] }
         looking = true
-        return [.look(slots: slots)]
+        return [.findReady]
+    }
+
+    private mutating func lookEnded(running: Int) -> [Effect] {
+        looking = false
+        guard lookAgain else { return [] }
+        lookAgain = false
+        return look(running: running)
     }
 }
 
@@ -144,7 +156,7 @@ extension CoordinatorState.Event {
     var changesPublished: Bool {
         switch self {
         case .settled, .looked, .refreshed, .delivered: true
-        case .reserve, .counted, .look, .debounce, .debounceFired, .stopStarting: false
+        case .reserve, .counted, .look, .found, .debounce, .debounceFired, .stopStarting: false
         }
     }
 }

@@ -67,10 +67,18 @@ extension FleetCoordinator {
             // Its start slot is given back once the conductor counts it.
             conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook),
                             follower: followers[claimed.run.id]) { [self] _ in onLoop { [self] in send(.counted) } }
-        case let .look(slots):
+        case .findReady:
+            pool.submit({ [self] db in try findReady(on: db) }) { [self] result in
+                if case let .failure(error) = result { log("queued runs could not be read: \(error)") }
+                let (ready, held) = (try? result.get()) ?? ([], [])
+                onLoop { [self] in send(.found(ready: ready, held: held, running: conductor.runningCount)) }
+            }
+        case let .start(ready, held, slots):
             pool.submit({ [self] db in
                 var claimed: [Claimed] = []
-                do { try startWaiting(slots: slots, claimed: &claimed, on: db) } catch { log("queued runs could not be started: \(error)") }
+                do { try startWaiting(ready, held: held, slots: slots, claimed: &claimed, on: db) } catch {
+                    log("queued runs could not be started: \(error)")
+                }
                 return claimed
             }) { [self] result in
                 let claimed = (try? result.get()) ?? []
@@ -115,28 +123,40 @@ extension FleetCoordinator {
     /// no index, PostgreSQL's plan could scan every key for each queued run (79 ms a tick in a
     /// bench run, the run phase's server CPU).
     /// A debounced run is ready once its window has passed; one still in its window gets a timer.
-    /// Runs on the pool with `slots` start slots granted on the loop; `claimed` gathers the runs
-    /// claimed (committed), for the loop to hand to the conductor, even when a later step throws.
-    func startWaiting(slots: Int, claimed: inout [Claimed], on db: PGConnection) throws {
+    /// The look's read, on the pool (no start slot held): arms the debounced runs' timers, and
+    /// returns this host's runs that may start (as many as it may run at once), and those a
+    /// lock's line holds back (not tried: a start would only find them so again).
+    func findReady(on db: PGConnection) throws -> (ready: [Int64], held: [Int64]) {
         if conductor.configuredActions().contains(where: { $0.debounce != nil }) { try armDebounce(on: db) }
         let limits = lockLimits()
-        var held = limits.isEmpty ? [] : Array(FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows),
+        let held = limits.isEmpty ? [] : Array(FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows),
                                                                 limits: limits).keys)
+        return (try ready(excluding: held, count: limit, on: db), held)
+    }
+
+    /// This host's queued runs that hold a free key and whose window passed, lock lines first.
+    private func ready(excluding held: [Int64], count: Int, on db: PGConnection) throws -> [Int64] {
+        try db.query("""
+            SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
+            WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
+              AND \(FleetDebounce.due)
+            ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
+            """, [host.incarnation, String(count), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
+            .compactMap { $0[0].flatMap { Int64($0) } }
+    }
+
+    /// The look's starts, on the pool, with `slots` start slots granted on the loop; `claimed`
+    /// gathers the runs claimed (committed), for the loop to hand to the conductor, even when a
+    /// later step throws. A run that comes into a lock's line leaves room for the next.
+    func startWaiting(_ first: [Int64], held: [Int64], slots: Int, claimed: inout [Claimed], on db: PGConnection) throws {
+        var (ready, held) = (first, held)
         while true {
-            let room = slots - claimed.count
-            guard room > 0 else { return }
-            let ready = try db.query("""
-                SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
-                WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
-                  AND \(FleetDebounce.due)
-                ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
-                """, [host.incarnation, String(room), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
-                .compactMap { $0[0].flatMap { Int64($0) } }
-            let started = try start(ready, slots: room, claimed: &claimed, on: db)
+            let started = try start(ready, slots: slots - claimed.count, claimed: &claimed, on: db)
             if started.values.contains(.noSlot) { return }
             let lined = ready.filter { started[$0] == .waits }
             held += lined
-            guard !lined.isEmpty else { return }
+            guard !lined.isEmpty, slots > claimed.count else { return }
+            ready = try self.ready(excluding: held, count: slots - claimed.count, on: db)
         }
     }
 

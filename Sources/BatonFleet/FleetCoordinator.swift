@@ -35,7 +35,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// fleet's runs in flight and the runs handed to the conductor, as the loop last left them.
     let published = Locked(CoordinatorState.Published())
 
-    public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor = .shared,
+    public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor,
                 log: @escaping @Sendable (String) -> Void) {
         self.host = host
         self.pool = pool

@@ -33,7 +33,7 @@ extension Backend {
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                                              watchersFedByFleet: true, lineSink: config.journalSink,
                                                              storeDecidesHooks: true))
-        let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
+        let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns, reactor: .shared,
                                            log: { Log.warning($0) })
         // The transaction that writes a run's end starts the runs that may start then.
         store.startRuns(with: coordinator)
