@@ -2,7 +2,7 @@ import BatonCore
 import FoundationEssentials
 
 /// Single flight across hosts. Every decision about a key is made in a PostgreSQL transaction
-/// that locks the key's slot row (`KeySlot`, the same rules as one machine's `FlightTable`);
+/// that locks the key's slot row, by the engine's rules (`KeyDecision`, as one machine's `FlightTable`);
 /// the database's partial unique index refuses a second loading run of a key whatever a host
 /// believes. A run belongs to the host that created it (or took it over); only that host's
 /// conductor runs it and writes its phases, guarded by owner. Other hosts ask it to stop a run
@@ -12,8 +12,11 @@ import FoundationEssentials
 /// no lock is held while a round trip is in flight. Triggers go to one connection of their own
 /// (`TriggerQueue`), which decides every trigger waiting in one transaction, in the order they
 /// came (it locks their keys' slot rows in key order; transactions of different keys, on this
-/// host and others, do not wait for each other); reads and cancels go to the pool. A transaction that may start a run reserves a start slot, so that this host never starts more than `limit` however many
-/// transactions are in flight.
+/// host and others, do not wait for each other); reads and cancels go to the pool. What the
+/// coordinator decides itself is one value on the loop (`CoordinatorState`): a transaction that
+/// may start a run is granted its start slots there before it is submitted, so that this host
+/// never starts more than `limit` however many transactions are in flight, and its completion
+/// comes back to the loop, which hands its runs to the conductor and takes the other slots back.
 public final class FleetCoordinator: RunDispatcher, Sendable {
     public let host: FleetHost
     let pool: PGPool

@@ -7,7 +7,6 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     public let pool: PGPool
     private let writer: FleetWriter
     private let history: FleetHistory
-    private let starting = Locked<String?>(nil)
 
     public init(pool: PGPool, host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
                 onLost: @escaping @Sendable ([Int64]) -> Void) {
@@ -37,10 +36,10 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
         writer.startRuns(with: coordinator)
     }
 
-    public var unavailableReason: String? { starting.withLock { $0 } ?? writer.unavailableReason }
+    public var unavailableReason: String? { writer.unavailableReason }
 
     /// Why the store cannot be used yet (batond has not joined the fleet), or nil once it can.
-    public func waiting(_ reason: String?) { starting.withLock { $0 = reason } }
+    public func waiting(_ reason: String?) { writer.waiting(reason) }
 
     /// Writes what is queued (for a few seconds at most), then closes the pool's connections;
     /// returns how many items were left unwritten.

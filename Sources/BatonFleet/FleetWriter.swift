@@ -41,7 +41,14 @@ final class FleetWriter: Sendable {
 
     static let firstPause = Duration.milliseconds(50)
     private let worker: SerialWorker<Item>
-    private let problem = Locked<String?>(nil)
+    /// Why the store cannot be used: batond has not joined yet (`waiting`), else the writer's
+    /// last failure; shared by the writer's thread, the one that joins, and whoever asks.
+    private let problem = Locked(Problem())
+
+    struct Problem {
+        var waiting: String?
+        var writing: String?
+    }
     private let starter = Locked(Starter())
 
     init(conninfo: String, defaults: [String: String], host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
@@ -51,7 +58,7 @@ final class FleetWriter: Sendable {
         worker = SerialWorker(name: "baton-fleet-wr", capacity: 50_000, maxBatch: 2_000, idleTimeout: .seconds(10),
                               state: State(link: PGLink(conninfo: conninfo, defaults: defaults))) { state, batch in
             Self.write(&batch, &state, host: host, starter: starter.withLock { $0.coordinator }) { reason in
-                let changed = problem.withLock { old in defer { old = reason }; return old != reason }
+                let changed = problem.withLock { old in defer { old.writing = reason }; return old.writing != reason }
                 if changed { onProblem(reason) }
             } onLost: { lost in onLost(lost) }
         }
@@ -67,7 +74,10 @@ final class FleetWriter: Sendable {
         }
     }
 
-    var unavailableReason: String? { problem.withLock { $0 } }
+    var unavailableReason: String? { problem.withLock { $0.waiting ?? $0.writing } }
+
+    /// Why the store cannot be used yet (batond has not joined the fleet), or nil once it can.
+    func waiting(_ reason: String?) { problem.withLock { $0.waiting = reason } }
 
     /// From now on, a transaction that ends runs of this host starts the runs `coordinator` may start then.
     func startRuns(with coordinator: FleetCoordinator) {
