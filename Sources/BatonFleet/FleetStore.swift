@@ -8,10 +8,11 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     private let writer: FleetWriter
     private let history: FleetHistory
 
-    public init(pool: PGPool, host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
+    public init(pool: PGPool, host: FleetHost, reactor: Reactor, onProblem: @escaping @Sendable (String?) -> Void,
                 onLost: @escaping @Sendable ([Int64]) -> Void) {
         self.pool = pool
-        writer = FleetWriter(conninfo: pool.conninfo, defaults: pool.defaults, host: host, onProblem: onProblem, onLost: onLost)
+        writer = FleetWriter(conninfo: pool.conninfo, defaults: pool.defaults, host: host, reactor: reactor, onProblem: onProblem,
+                             onLost: onLost)
         history = FleetHistory(pool: pool)
     }
 

@@ -13,7 +13,7 @@ extension Backend {
         try LibPQ.load()
         let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
         let pool = PGPool(conninfo: fleet.postgres, defaults: FleetStore.connectionDefaults(host: host.name, lease: fleet.lease))
-        let store = FleetStore(pool: pool, host: host, onProblem: { problem in
+        let store = FleetStore(pool: pool, host: host, reactor: .shared, onProblem: { problem in
             if let problem { Log.error("the fleet's history cannot be written: \(problem); new triggers are refused meanwhile") }
             else { Log.info("the fleet's history can be written again") }
         }, onLost: { runs in
