@@ -1,7 +1,7 @@
 import BatonCore
 import FoundationEssentials
 
-/// Starting this host's runs: a start slot reserved, then one transaction that holds the run's
+/// Starting this host's runs: a start slot granted on the loop, then one transaction that holds the run's
 /// key row, takes its locks (or its place in their line, `FleetLocks`) and writes its `loading`.
 extension FleetCoordinator {
     /// A run this host claimed (its `loading` written), for the conductor to run.
@@ -97,8 +97,8 @@ extension FleetCoordinator {
         return 0
     }
 
-    /// Asks for a look at this host's startable runs (a tick of the feed): on the loop, which
-    /// grants it the free start slots; one look at a time.
+    /// Asks for a look at this host's startable runs (a tick of the feed): on the loop, one look
+    /// at a time, granted a start slot for each run it finds ready (`CoordinatorState`).
     func lookForStarts() {
         onLoop { [self] in send(.look(running: conductor.runningCount)) }
     }
@@ -114,18 +114,13 @@ extension FleetCoordinator {
         case notStartable
     }
 
-    /// Starts every run of this host that holds a free key, the runs in a lock's line first
-    /// (in its order), then by id, while slots are free: those that may start together in one
-    /// transaction (`start(_:on:)`). A run in line that the line holds back
-    /// (read first, `FleetLocks.waits`) is not tried: its transaction would only find it so
-    /// again; one that comes into line while it is tried leaves room for the next. Joined on
-    /// the key (the slot row's primary key) as well as its holder: on `holder` alone, which has
-    /// no index, PostgreSQL's plan could scan every key for each queued run (79 ms a tick in a
-    /// bench run, the run phase's server CPU).
-    /// A debounced run is ready once its window has passed; one still in its window gets a timer.
-    /// The look's read, on the pool (no start slot held): arms the debounced runs' timers, and
-    /// returns this host's runs that may start (as many as it may run at once), and those a
-    /// lock's line holds back (not tried: a start would only find them so again).
+    /// A look starts every run of this host that holds a free key, the runs in a lock's line
+    /// first (in its order), then by id, while slots are free: those that may start together in
+    /// one transaction (`start`). First its read, on the pool with no start slot held: it arms
+    /// the debounced runs' timers (a debounced run is ready once its window has passed), and
+    /// returns the runs that may start (as many as this host may run at once) and those a lock's
+    /// line holds back (read first, `FleetLocks.waits`: not tried, their transaction would only
+    /// find them so again).
     func findReady(on db: PGConnection) throws -> (ready: [Int64], held: [Int64]) {
         if conductor.configuredActions().contains(where: { $0.debounce != nil }) { try armDebounce(on: db) }
         let limits = lockLimits()
@@ -135,6 +130,9 @@ extension FleetCoordinator {
     }
 
     /// This host's queued runs that hold a free key and whose window passed, lock lines first.
+    /// Joined on the key (the slot row's primary key) as well as its holder: on `holder` alone,
+    /// which has no index, PostgreSQL's plan could scan every key for each queued run (79 ms a
+    /// tick in a bench run, the run phase's server CPU).
     private func ready(excluding held: [Int64], count: Int, on db: PGConnection) throws -> [Int64] {
         try db.query("""
             SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
