@@ -6,7 +6,7 @@ import BatonCore
 /// after it holds the same row. So every decision about the key sees every success committed
 /// before it, and none decided after it: the window is exact whichever host runs or triggers.
 /// Both ends of the window are the database's clock, so hosts' clocks never stretch or shrink it.
-/// The rule itself is the engine's (`KeySlot.cools`), as on one machine.
+/// The rule itself is the engine's (`KeyDecision.decide`, from the view's `lastSuccess`), as on one machine.
 enum FleetCooldown {
     /// The database's clock in µs since the epoch (as `Timestamp`), read when the statement
     /// evaluates it.

@@ -25,8 +25,7 @@ extension FleetCoordinator {
         while true {
             do {
                 let db = try link.open()
-                let results = try decide(jobs.map(\.entry), on: db)
-                for (job, result) in zip(jobs, results) { finish(job, result) }
+                conclude(jobs, try decide(jobs.map(\.entry), slots: jobs.reduce(0) { $0 + $1.slots }, on: db))
                 return []
             } catch let error as PGError where error.isRetryable {
                 tries += 1
@@ -35,7 +34,7 @@ extension FleetCoordinator {
                 if tries == 5 { return jobs }
             } catch let error as PGError where error.isConnectionProblem || !link.isOpen {
                 link.dropIfBroken()
-                for job in jobs { finish(job, .failure(error)) }
+                conclude(jobs, jobs.map { _ in .failure(error) })
                 return []
             } catch {
                 return settleApart(jobs, error, &link)
@@ -58,16 +57,13 @@ extension FleetCoordinator {
             again.entry.startIfFree = false
             return settle([again], &link)
         }
-        finish(jobs[0], .failure(error))
+        conclude(jobs, [.failure(error)])
         return []
     }
 
-    private func finish(_ job: PendingTrigger, _ result: Result<Decided, any Error>) {
-        finish(job.entry.trigger, result, follower: job.follower, answered: job.answered)
-    }
-
-    /// The batch's transaction: one result per entry (a refusal is an entry's, not the batch's).
-    func decide(_ entries: [TriggerBatch.Entry], on db: PGConnection) throws -> [Result<Decided, any Error>] {
+    /// The batch's transaction, which may start as many runs as `slots` (granted on the loop):
+    /// one result per entry (a refusal is an entry's, not the batch's).
+    func decide(_ entries: [TriggerBatch.Entry], slots: Int, on db: PGConnection) throws -> [Result<Decided, any Error>] {
         do {
             let opening = TriggerBatch.opening(entries)
             guard let rows = TriggerBatch.rows(try db.pipeline(opening.statements), opening) else {
@@ -78,7 +74,7 @@ extension FleetCoordinator {
                 .rows.compactMap { $0[0].flatMap { Int64($0) } }
             guard ids.count == count else { throw PGError(message: "\(count) run ids were asked, \(ids.count) given") }
             let decided = TriggerBatch.decide(entries, rows, me: host.incarnation, ids: ids)
-            return try write(entries, decided, on: db)
+            return try write(entries, decided, slots: slots, on: db)
         } catch {
             if db.isOK { try? db.execute("ROLLBACK") }
             throw error

@@ -17,11 +17,14 @@ extension FleetCoordinator {
         var claimed: [Int64: Claimed] = [:]
         /// New runs whose action claims locks, started after the pipeline.
         var locked: [Int64] = []
+        /// The start slots granted to the batch and not yet taken by a run it starts.
+        var slots = 0
     }
 
-    func write(_ entries: [TriggerBatch.Entry], _ decided: TriggerBatch.Decided, on db: PGConnection) throws -> [Result<Decided, any Error>] {
+    func write(_ entries: [TriggerBatch.Entry], _ decided: TriggerBatch.Decided, slots: Int,
+               on db: PGConnection) throws -> [Result<Decided, any Error>] {
         let now = Timestamp.now
-        var written = Written()
+        var written = Written(slots: slots)
         for (index, entry) in entries.enumerated() {
             try rows(of: entry.trigger, decided.outcomes[index], stops: decided.stops[index] ?? [], at: now, &written)
         }
@@ -35,23 +38,18 @@ extension FleetCoordinator {
         }
         // A new run (and what its replace stopped) is news to the fleet; a record is not.
         let notify: [FleetJournal.Statement] = decided.outcomes.contains { $0.createsRun } ? [("NOTIFY baton", [])] : []
+        // Slots not taken come back when the batch settles (`conclude`), as do those of a batch that fails.
         var attempts: [Int64: Attempt] = [:]
-        var reserved = written.claimed.count
-        do {
-            let results = try db.pipeline(written.statements + (written.locked.isEmpty ? notify + [("COMMIT", [])] : []))
-            for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
-            for id in written.locked {
-                guard let run = written.runs[id], reserveStart() else { continue }
-                reserved += 1
-                attempts[id] = try claim(run, seq: 1, on: db)
-            }
-            if !written.locked.isEmpty { _ = try db.pipeline(notify + [("COMMIT", [])]) }
-            for attempt in attempts.values where attempt.claimed == nil { releaseStart() }
-            return answers(entries, decided, written, attempts, results)
-        } catch {
-            for _ in 0..<reserved { releaseStart() }
-            throw error
+        let results = try db.pipeline(written.statements + (written.locked.isEmpty ? notify + [("COMMIT", [])] : []))
+        for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
+        for id in written.locked {
+            guard let run = written.runs[id], written.slots > 0 else { continue }
+            let attempt = try claim(run, seq: 1, on: db)
+            if attempt.claimed != nil { written.slots -= 1 }
+            attempts[id] = attempt
         }
+        if !written.locked.isEmpty { _ = try db.pipeline(notify + [("COMMIT", [])]) }
+        return answers(entries, decided, written, attempts, results)
     }
 
     /// One entry's rows: its record, or its new run (and the runs its replace stops).
@@ -102,7 +100,8 @@ extension FleetCoordinator {
             }
             let loading = Transition(runID: id, seq: 2, from: .queued, to: .loading, at: now, detail: TransitionDetail(attempt: 1))
             let statements = [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
-            guard reserveStart() else { continue }
+            guard written.slots > 0 else { continue }
+            written.slots -= 1
             written.checks.append((written.statements.count, "run \(id) could not be started in its own transaction"))
             written.statements += statements
             written.claimed[id] = Claimed(run: run.applying(loading), seq: 2, action: action)

@@ -45,7 +45,7 @@ extension FleetCoordinator {
 
     /// Cancels one run; nil when it has ended (or never was).
     private func cancel(_ id: Int64, by uid: UInt32?, answered: @escaping @Sendable (Result<RunSnapshot?, BatonError>) -> Void) {
-        if adopted.withLock({ $0[id] != nil }), conductor.snapshot(of: id) != nil {
+        if runsHere(id) {
             return conductor.cancel(.run(id), by: uid.map { Peer(uid: $0, gid: 0, pid: 0) }) { [self] outcome in
                 answered(outcome.map { $0.first.map(withHost) })
             }

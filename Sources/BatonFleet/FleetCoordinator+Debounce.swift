@@ -2,20 +2,13 @@ import BatonCore
 
 extension FleetCoordinator {
     /// Wakes this host when its debounced run `id` may be due: after `wait`, a look at what may
-    /// start (`startWaiting`, on the pool), which starts the run if its window has passed by the
-    /// database's clock under its key's lock, or arms the timer again for what is left (another
-    /// host's trigger pushed the deadline back). One timer per run: a run armed already keeps
-    /// its timer (its deadline only moves later, and that timer re-arms when it fires). The
-    /// feed's once-a-second look is the backstop.
+    /// start (`lookForStarts`, on the pool), which starts the run if its window has passed by
+    /// the database's clock under its key's lock, or arms the timer again for what is left
+    /// (another host's trigger pushed the deadline back). One timer per run (`CoordinatorState`):
+    /// a run armed already keeps its timer (its deadline only moves later, and that timer
+    /// re-arms when it fires). The feed's once-a-second look is the backstop.
     func armDebounce(_ id: Int64, after wait: Duration) {
-        guard accepting.withLock({ $0 }), debounceTimers.withLock({ $0.insert(id).inserted }) else { return }
-        Reactor.shared.after(max(wait, .zero) + .milliseconds(1)) { [self] in
-            debounceTimers.withLock { _ = $0.remove(id) }
-            guard accepting.withLock({ $0 }) else { return }
-            pool.submit({ [self] db in try startWaiting(on: db) }) { [self] result in
-                if case let .failure(error) = result { log("debounced run \(id) could not be started: \(error)") }
-            }
-        }
+        onLoop { [self] in send(.debounce(id, after: wait)) }
     }
 
     /// Arms a timer for each of this host's queued runs that hold their key and wait for their

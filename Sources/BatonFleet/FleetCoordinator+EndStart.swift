@@ -11,27 +11,28 @@ extension FleetCoordinator {
     /// Reserves, as the conductor hands the store an item that ends runs of this host, the start
     /// slots those ends free (while free), for the transaction that will write them: so that
     /// the feed, which sees a slot free once an end is decided, does not take it for a start of
-    /// its own before the end is written. Returns how many.
+    /// its own before the end is written. Returns how many. Called as the conductor hands the store its item, on the loop (elsewhere, or with nothing
+    /// freed, none is reserved: the feed starts what may start).
     func reserveEndStarts(freedBy entries: [JournalEntry]) -> Int {
         let freed = entries.count { entry in
             guard case let .transition(t) = entry else { return false }
             return t.to.isTerminal && (t.from == .loading || t.from == .retrying)
         }
-        var reserved = 0
-        while reserved < freed, reserveStart() { reserved += 1 }
-        return reserved
+        guard freed > 0, reactor.isCurrent else { return 0 }
+        return reserveStarts(freed)
     }
 
     /// The writer's transaction that held `reserved` slots committed, having claimed `claimed`:
-    /// those go to the conductor (each gives its slot back once counted), the other slots back now.
+    /// on the loop, those go to the conductor (each gives its slot back once counted), the
+    /// other slots back now.
     func endStartsCommitted(_ claimed: [Claimed], reserved: Int) {
-        for run in claimed { hand(run, follower: nil) }
-        releaseStarts(reserved - claimed.count)
+        onLoop { [self] in send(.settled(granted: reserved, claimed: claimed)) }
     }
 
-    /// Gives `count` start slots back.
+    /// Gives `count` start slots back (on the loop).
     func releaseStarts(_ count: Int) {
-        for _ in 0..<max(count, 0) { releaseStart() }
+        guard count > 0 else { return }
+        onLoop { [self] in send(.settled(granted: count, claimed: [])) }
     }
 
     /// In the opening of the writer's transaction, after its own key rows: locks the key rows of

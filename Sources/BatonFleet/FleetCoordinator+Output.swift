@@ -5,7 +5,7 @@ extension FleetCoordinator {
     /// this host's still queued) through the fleet's database, from `offset`.
     public func followOutput(_ run: RunSnapshot, from offset: Int64, _ follower: @escaping Conductor.OutputFollower,
                              ready: @escaping @Sendable (Int64?) -> Void) -> Int {
-        if adopted.withLock({ $0[run.id] != nil }), conductor.snapshot(of: run.id) != nil {
+        if runsHere(run.id) {
             return conductor.followOutput(run: run.id, follower, ready: ready)
         }
         let id = remoteOutput.add(run: run.id, from: offset, follower)

@@ -1,33 +1,16 @@
 import BatonCore
 import FoundationEssentials
 
-/// Starting this host's runs: a start slot reserved, then one transaction that holds the run's
+/// Starting this host's runs: a start slot granted on the loop, then one transaction that holds the run's
 /// key row, takes its locks (or its place in their line, `FleetLocks`) and writes its `loading`.
 extension FleetCoordinator {
     /// A run this host claimed (its `loading` written), for the conductor to run.
-    struct Claimed {
+    struct Claimed: Sendable, Equatable {
         var run: RunSnapshot
         var seq: Int
         var action: Action
         /// What a hook run is told of the run that fired it (`FleetHooks.context`).
         var hook: HookContext?
-    }
-
-    /// Takes a start slot if this host accepts and its runs loading or retrying plus the slots
-    /// already reserved stay under the limit. Give it back (`release`) unless a run was handed over.
-    func reserveStart() -> Bool {
-        guard accepting.withLock({ $0 }) else { return false }
-        let running = conductor.runningCount
-        return reserved.withLock { reserved in
-            guard running + reserved < limit else { return false }
-            reserved += 1
-            return true
-        }
-    }
-
-    /// Gives a start slot back.
-    func releaseStart() {
-        reserved.withLock { $0 -= 1 }
     }
 
     /// What a start's transaction did with a queued run.
@@ -74,13 +57,50 @@ extension FleetCoordinator {
         return limits
     }
 
-    /// Hands a claimed run (its claim committed) to the conductor; its start slot is given back
-    /// once the conductor counts it.
-    func hand(_ claimed: Claimed, follower: Conductor.Follower?) {
-        adopted.withLock { $0[claimed.run.id] = claimed.seq }
-        conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook), follower: follower) { [self] _ in
-            releaseStart()
+    /// Performs one of the state's effects, on the loop; `followers` are the callers of
+    /// triggers whose runs are handed now.
+    func perform(_ effect: CoordinatorState.Effect, followers: [Int64: Conductor.Follower] = [:]) {
+        switch effect {
+        case .granted:
+            return
+        case let .hand(claimed):
+            // Its start slot is given back once the conductor counts it.
+            conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook),
+                            follower: followers[claimed.run.id]) { [self] _ in onLoop { [self] in send(.counted) } }
+        case .findReady:
+            pool.submit({ [self] db in try findReady(on: db) }) { [self] result in
+                if case let .failure(error) = result { log("queued runs could not be read: \(error)") }
+                let (ready, held) = (try? result.get()) ?? ([], [])
+                onLoop { [self] in send(.found(ready: ready, held: held, running: conductor.runningCount)) }
+            }
+        case let .start(ready, held, slots):
+            pool.submit({ [self] db in
+                var claimed: [Claimed] = []
+                do { try startWaiting(ready, held: held, slots: slots, claimed: &claimed, on: db) } catch {
+                    log("queued runs could not be started: \(error)")
+                }
+                return claimed
+            }) { [self] result in
+                let claimed = (try? result.get()) ?? []
+                onLoop { [self] in send(.looked(granted: slots, claimed: claimed, running: conductor.runningCount)) }
+            }
+        case let .armTimer(id, after):
+            _ = reactor.after(after) { [self] in send(.debounceFired(id, running: conductor.runningCount)) }
         }
+    }
+
+    /// Asks for start slots for a transaction that may start up to `wanted` runs (on the loop);
+    /// each slot comes back when the transaction settles (`settled`) or its run is counted.
+    func reserveStarts(_ wanted: Int) -> Int {
+        guard wanted > 0 else { return 0 }
+        for case let .granted(count) in send(.reserve(wanted: wanted, running: conductor.runningCount)) { return count }
+        return 0
+    }
+
+    /// Asks for a look at this host's startable runs (a tick of the feed): on the loop, one look
+    /// at a time, granted a start slot for each run it finds ready (`CoordinatorState`).
+    func lookForStarts() {
+        onLoop { [self] in send(.look(running: conductor.runningCount)) }
     }
 
     /// How a start went.
@@ -94,40 +114,52 @@ extension FleetCoordinator {
         case notStartable
     }
 
-    /// Starts every run of this host that holds a free key, the runs in a lock's line first
-    /// (in its order), then by id, while slots are free: those that may start together in one
-    /// transaction (`start(_:on:)`). A run in line that the line holds back
-    /// (read first, `FleetLocks.waits`) is not tried: its transaction would only find it so
-    /// again; one that comes into line while it is tried leaves room for the next. Joined on
-    /// the key (the slot row's primary key) as well as its holder: on `holder` alone, which has
-    /// no index, PostgreSQL's plan could scan every key for each queued run (79 ms a tick in a
-    /// bench run, the run phase's server CPU).
-    /// A debounced run is ready once its window has passed; one still in its window gets a timer.
-    func startWaiting(on db: PGConnection) throws {
+    /// A look starts every run of this host that holds a free key, the runs in a lock's line
+    /// first (in its order), then by id, while slots are free: those that may start together in
+    /// one transaction (`start`). First its read, on the pool with no start slot held: it arms
+    /// the debounced runs' timers (a debounced run is ready once its window has passed), and
+    /// returns the runs that may start (as many as this host may run at once) and those a lock's
+    /// line holds back (read first, `FleetLocks.waits`: not tried, their transaction would only
+    /// find them so again).
+    func findReady(on db: PGConnection) throws -> (ready: [Int64], held: [Int64]) {
         if conductor.configuredActions().contains(where: { $0.debounce != nil }) { try armDebounce(on: db) }
         let limits = lockLimits()
-        var held = limits.isEmpty ? [] : Array(FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows),
+        let held = limits.isEmpty ? [] : Array(FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows),
                                                                 limits: limits).keys)
+        return (try ready(excluding: held, count: limit, on: db), held)
+    }
+
+    /// This host's queued runs that hold a free key and whose window passed, lock lines first.
+    /// Joined on the key (the slot row's primary key) as well as its holder: on `holder` alone,
+    /// which has no index, PostgreSQL's plan could scan every key for each queued run (79 ms a
+    /// tick in a bench run, the run phase's server CPU).
+    private func ready(excluding held: [Int64], count: Int, on db: PGConnection) throws -> [Int64] {
+        try db.query("""
+            SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
+            WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
+              AND \(FleetDebounce.due)
+            ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
+            """, [host.incarnation, String(count), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
+            .compactMap { $0[0].flatMap { Int64($0) } }
+    }
+
+    /// The look's starts, on the pool, with `slots` start slots granted on the loop; `claimed`
+    /// gathers the runs claimed (committed), for the loop to hand to the conductor, even when a
+    /// later step throws. A run that comes into a lock's line leaves room for the next.
+    func startWaiting(_ first: [Int64], held: [Int64], slots: Int, claimed: inout [Claimed], on db: PGConnection) throws {
+        var (ready, held) = (first, held)
         while true {
-            let room = limit - conductor.runningCount - reserved.withLock { $0 }
-            guard room > 0, accepting.withLock({ $0 }) else { return }
-            let ready = try db.query("""
-                SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
-                WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
-                  AND \(FleetDebounce.due)
-                ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
-                """, [host.incarnation, String(room), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
-                .compactMap { $0[0].flatMap { Int64($0) } }
-            let started = try start(ready, on: db)
+            let started = try start(ready, slots: slots - claimed.count, claimed: &claimed, on: db)
             if started.values.contains(.noSlot) { return }
             let lined = ready.filter { started[$0] == .waits }
             held += lined
-            guard !lined.isEmpty else { return }
+            guard !lined.isEmpty, slots > claimed.count else { return }
+            ready = try self.ready(excluding: held, count: slots - claimed.count, on: db)
         }
     }
 
     /// Stops starting runs (shutdown); runs already started go on until the conductor stops them.
     public func stopStarting() {
-        accepting.withLock { $0 = false }
+        onLoop { [self] in send(.stopStarting) }
     }
 }

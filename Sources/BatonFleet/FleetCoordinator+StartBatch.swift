@@ -7,37 +7,30 @@ import FoundationEssentials
 /// one pipeline. A run whose action claims locks, or that a hook made, is claimed after the key
 /// rows (its lock rows, all the batch's in name order, then `claim`), in the same transaction.
 extension FleetCoordinator {
-    /// Starts the queued runs `ids` of this host that hold a free key (as many as start slots
-    /// are free; the others `noSlot`). A unique violation (another run of a key is loading,
-    /// whatever this host believed) starts each alone: that one is "not yet", the others start.
-    func start(_ ids: [Int64], on db: PGConnection) throws -> [Int64: Started] {
+    /// Starts the queued runs `ids` of this host that hold a free key, as many as `slots` (the
+    /// start slots the loop granted; the others `noSlot`), adding those it claims (committed) to
+    /// `claimed`. A unique violation (another run of a key is loading, whatever this host
+    /// believed) starts each alone: that one is "not yet", the others start.
+    func start(_ ids: [Int64], slots: Int, claimed: inout [Claimed], on db: PGConnection) throws -> [Int64: Started] {
         var results: [Int64: Started] = [:]
-        var taken: [Int64] = []
-        for id in ids {
-            if reserveStart() { taken.append(id) } else { results[id] = .noSlot }
-        }
+        let taken = Array(ids.prefix(max(slots, 0)))
+        for id in ids.dropFirst(taken.count) { results[id] = .noSlot }
         guard !taken.isEmpty else { return results }
         do {
-            for (id, started) in try startTogether(taken, on: db) { results[id] = started }
+            for (id, started) in try startTogether(taken, claimed: &claimed, on: db) { results[id] = started }
         } catch let error as PGError where error.isUniqueViolation {
             if taken.count == 1 {
-                releaseStart()
                 log("run \(taken[0]) could not start yet: \(error.message)")
                 results[taken[0]] = .notStartable
                 return results
             }
-            for _ in taken { releaseStart() }
-            for id in taken { results[id] = try start([id], on: db)[id] }
-        } catch {
-            for _ in taken { releaseStart() }
-            throw error
+            for id in taken { results[id] = try start([id], slots: 1, claimed: &claimed, on: db)[id] }
         }
         return results
     }
 
-    /// The transaction of `start`: each run in `ids` holds a start slot, handed to the conductor
-    /// with its run or given back.
-    private func startTogether(_ ids: [Int64], on db: PGConnection) throws -> [Int64: Started] {
+    /// The transaction of `start`: the runs it claims are added to `claimed` once it commits.
+    private func startTogether(_ ids: [Int64], claimed: inout [Claimed], on db: PGConnection) throws -> [Int64: Started] {
         let opened: [PGRows]
         do {
             opened = try db.pipeline([("BEGIN", []), FleetJournal.lockKeys(runs: ids), Self.startable(ids, incarnation: host.incarnation)])
@@ -49,18 +42,13 @@ extension FleetCoordinator {
             let writes = try writeStarts(opened[2].rows, on: db)
             _ = try db.pipeline((writes.news ? [("NOTIFY baton", [])] : []) + [("COMMIT", [])])
             var results: [Int64: Started] = [:]
-            for run in writes.claimed {
-                hand(run, follower: nil)
-                results[run.run.id] = .started
-            }
-            // Every slot not handed with a run is given back: a run that came into a lock's line
-            // too (it held one from then on, and a host whose runs came into line this way twice
-            // with `maxConcurrentRuns: 2` started nothing again).
+            claimed += writes.claimed
+            for run in writes.claimed { results[run.run.id] = .started }
+            // A run that came into a lock's line holds no slot: the slot comes back with the
+            // look's (a host whose runs came into line this way twice with `maxConcurrentRuns: 2`
+            // started nothing again when they kept theirs).
             for (id, waits) in writes.waiting where waits { results[id] = .waits }
-            for id in ids where results[id] != .started {
-                releaseStart()
-                if results[id] == nil { results[id] = .notStartable }
-            }
+            for id in ids where results[id] == nil { results[id] = .notStartable }
             return results
         } catch {
             if db.isOK { try? db.execute("ROLLBACK") }
@@ -89,7 +77,7 @@ extension FleetCoordinator {
             let run = FleetRows.run(row)
             let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
             let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
-            guard run.phase == .queued, slot.startable == run.id, row[FleetRows.runColumnCount + 4] == "t" else { continue }
+            guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t") else { continue }
             guard let action = conductor.action(named: run.action), action.locks.isEmpty, run.hook == nil else {
                 oneByOne.append((run, seq))
                 continue

@@ -3,7 +3,7 @@ import FoundationEssentials
 
 extension FleetCoordinator {
     /// What a trigger's transaction decided.
-    struct Decided {
+    struct Decided: Sendable {
         var decision: FlightTable.Decision
         var run: RunSnapshot
         var seq: Int
@@ -17,16 +17,39 @@ extension FleetCoordinator {
         var debouncing: Duration? = nil
     }
 
+    /// On the loop (posted there from elsewhere): a trigger is granted a start slot, if one is
+    /// free, for the run its batch may start.
     public func trigger(_ trigger: Trigger, follower: Conductor.Follower?,
                         answered: @escaping @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void) {
-        guard accepting.withLock({ $0 }) else { return answered(.failure(.shuttingDown)) }
+        guard reactor.isCurrent else { return reactor.post { [self] in self.trigger(trigger, follower: follower, answered: answered) } }
+        guard state.access({ $0.accepting }) else { return answered(.failure(.shuttingDown)) }
         if let reason = conductor.storeUnavailableReason { return answered(.failure(.storeUnavailable(reason))) }
         // Decided with the triggers waiting beside it, in one transaction (`FleetCoordinator+Batch`).
-        decisions.submit(PendingTrigger(coordinator: self, entry: TriggerBatch.Entry(trigger: trigger), follower: follower, answered: answered))
+        let slots = reserveStarts(1)
+        if !decisions.submit(PendingTrigger(coordinator: self, entry: TriggerBatch.Entry(trigger: trigger), slots: slots,
+                                            follower: follower, answered: answered)) {
+            send(.settled(granted: slots, claimed: []))
+        }
     }
 
-    /// After the trigger's transaction: the run it started goes to the conductor, the runs it
-    /// replaced here stop, and the caller hears the decision.
+    /// After a batch's transaction, on the loop: the runs it started go to the conductor (each
+    /// with its caller as follower), its other slots come back, and each caller hears its decision.
+    func conclude(_ jobs: [PendingTrigger], _ results: [Result<Decided, any Error>]) {
+        onLoop { [self] in
+            var followers: [Int64: Conductor.Follower] = [:]
+            var claimed: [Claimed] = []
+            for (job, result) in zip(jobs, results) {
+                guard case let .success(decided) = result, let run = decided.claimed else { continue }
+                claimed.append(run)
+                if let follower = job.follower { followers[run.run.id] = follower }
+            }
+            send(.settled(granted: jobs.reduce(0) { $0 + $1.slots }, claimed: claimed), followers: followers)
+            for (job, result) in zip(jobs, results) { finish(job.entry.trigger, result, follower: job.follower, answered: job.answered) }
+        }
+    }
+
+    /// After the trigger's transaction, on the loop, its run (if it started one) handed: the
+    /// runs it replaced here stop, and the caller hears the decision.
     func finish(_ trigger: Trigger, _ result: Result<Decided, any Error>, follower: Conductor.Follower?,
                         answered: @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void) {
         let decided: Decided
@@ -34,7 +57,6 @@ extension FleetCoordinator {
         case let .success(value): decided = value
         case let .failure(error): return answered(.failure(Self.batonError(error)))
         }
-        if let claimed = decided.claimed { hand(claimed, follower: follower) }
         if let wait = decided.debouncing { armDebounce(decided.run.id, after: wait) }
         for id in decided.stopHere { conductor.stop(run: id, .replaced(by: decided.decision.run)) }
         if case let .rejected(id) = decided.decision {

@@ -2,7 +2,7 @@ import BatonCore
 import FoundationEssentials
 
 /// Single flight across hosts. Every decision about a key is made in a PostgreSQL transaction
-/// that locks the key's slot row (`KeySlot`, the same rules as one machine's `FlightTable`);
+/// that locks the key's slot row, by the engine's rules (`KeyDecision`, as one machine's `FlightTable`);
 /// the database's partial unique index refuses a second loading run of a key whatever a host
 /// believes. A run belongs to the host that created it (or took it over); only that host's
 /// conductor runs it and writes its phases, guarded by owner. Other hosts ask it to stop a run
@@ -12,56 +12,79 @@ import FoundationEssentials
 /// no lock is held while a round trip is in flight. Triggers go to one connection of their own
 /// (`TriggerQueue`), which decides every trigger waiting in one transaction, in the order they
 /// came (it locks their keys' slot rows in key order; transactions of different keys, on this
-/// host and others, do not wait for each other); reads and cancels go to the pool. A transaction that may start a run reserves a start slot, so that this host never starts more than `limit` however many
-/// transactions are in flight.
+/// host and others, do not wait for each other); reads and cancels go to the pool. What the
+/// coordinator decides itself is one value on the loop (`CoordinatorState`): a transaction that
+/// may start a run is granted its start slots there before it is submitted, so that this host
+/// never starts more than `limit` however many transactions are in flight, and its completion
+/// comes back to the loop, which hands its runs to the conductor and takes the other slots back.
 public final class FleetCoordinator: RunDispatcher, Sendable {
     public let host: FleetHost
     let pool: PGPool
     /// The triggers waiting for their batch's transaction, on a connection of their own.
     let decisions: TriggerQueue
     let conductor: Conductor
-    let followers = RemoteFollowers()
+    let followers: RemoteFollowers
     /// Followers of other hosts' runs' output.
     let remoteOutput: RemoteOutput
-    /// Runs this host's conductor runs, with the seq of the transition that started them.
-    let adopted = Locked<[Int64: Int]>([:])
-    /// Every host's runs in flight, as the feed last read them.
-    let fleetInFlight = Locked<[Int64: RunSnapshot]>([:])
     /// The most runs this host runs at once.
     let limit: Int
     let log: @Sendable (String) -> Void
-    let accepting = Locked(true)
-    /// Start slots reserved by transactions that may start a run: held until the conductor has
-    /// the run, or given back when the transaction started none.
-    let reserved = Locked(0)
-    /// This host's debounced runs that a reactor timer will wake it for, one timer per run at
-    /// most (`armDebounce`); a timer that fires after a stop finds nothing to start.
-    let debounceTimers = Locked<Set<Int64>>([])
+    /// The loop every decision of this coordinator is made on.
+    let reactor: Reactor
+    /// Start slots, adopted runs, debounce timers, whether it starts runs, the fleet's runs in
+    /// flight: one value, owned by the loop (`CoordinatorState`).
+    let state: LoopOwned<CoordinatorState>
+    /// What other threads read of it (a `status`, a `show` or a follow asked from a task): the
+    /// fleet's runs in flight and the runs handed to the conductor, as the loop last left them.
+    let published = Locked(CoordinatorState.Published())
 
-    public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, log: @escaping @Sendable (String) -> Void) {
+    public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor,
+                log: @escaping @Sendable (String) -> Void) {
         self.host = host
         self.pool = pool
+        self.reactor = reactor
         decisions = TriggerQueue(conninfo: pool.conninfo, defaults: pool.defaults)
-        remoteOutput = RemoteOutput(pool: pool)
+        remoteOutput = RemoteOutput(pool: pool, reactor: reactor)
+        followers = RemoteFollowers(reactor: reactor)
         self.conductor = conductor
         self.limit = max(limit, 1)
         self.log = log
+        state = LoopOwned(CoordinatorState(limit: limit), on: reactor)
+    }
+
+    /// Runs `work` on the loop: now when called there, else posted (in order).
+    func onLoop(_ work: @escaping @Sendable () -> Void) {
+        if reactor.isCurrent { work() } else { reactor.post(work) }
+    }
+
+    /// Handles `event` on the loop and performs its effects, with no lock held.
+    @discardableResult
+    func send(_ event: CoordinatorState.Event, followers: [Int64: Conductor.Follower] = [:]) -> [CoordinatorState.Effect] {
+        let (effects, published) = state.access { state in (state.handle(event), event.changesPublished ? state.published : nil) }
+        if let published { self.published.withLock { $0 = published } }
+        for effect in effects { perform(effect, followers: followers) }
+        return effects
+    }
+
+    /// Whether this host's conductor runs `id` (from any thread).
+    func runsHere(_ id: Int64) -> Bool {
+        published.withLock { $0.adopted.contains(id) } && conductor.snapshot(of: id) != nil
     }
 
     // MARK: RunDispatcher
 
     public func snapshot(of id: Int64) -> RunSnapshot? {
-        conductor.snapshot(of: id) ?? fleetInFlight.withLock { $0[id] }
+        conductor.snapshot(of: id) ?? published.withLock { $0.inFlight[id] }
     }
 
     public func inFlight() -> [RunSnapshot] {
-        var runs = fleetInFlight.withLock { $0 }
+        var runs = published.withLock { $0.inFlight }
         for run in conductor.inFlight() { runs[run.id] = withHost(run) }
         return runs.values.filter { !$0.phase.isTerminal }.sorted { $0.id < $1.id }
     }
 
     public func attach(_ id: Int64, follower: @escaping Conductor.Follower, answered: @escaping @Sendable (RunSnapshot?) -> Void) {
-        if adopted.withLock({ $0[id] != nil }), conductor.snapshot(of: id) != nil {
+        if runsHere(id) {
             return conductor.attach(id, follower: follower) { [self] run in answered(run.map(withHost)) }
         }
         pool.submit({ [self] db in try read(id, on: db) }) { [self] result in
@@ -73,14 +96,16 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
 
     /// Follows a run through the feed, then reads what it may have missed before it was registered.
     func follow(_ run: RunSnapshot, seq: Int, _ follower: @escaping Conductor.Follower) {
-        followers.add(run, seq: seq, follower)
-        catchUp(run.id, after: seq)
+        onLoop { [self] in
+            followers.add(run, seq: seq, follower)
+            catchUp(run.id, after: seq)
+        }
     }
 
     func catchUp(_ id: Int64, after seq: Int) {
         pool.submit({ [self] db in try transitions(of: id, after: seq, on: db) }) { [self] result in
             guard case let .success(updates) = result else { return }
-            for update in updates { followers.deliver(update) }
+            onLoop { [self] in for update in updates { followers.deliver(update) } }
         }
     }
 

@@ -3,7 +3,7 @@ import BatonCore
 /// Debounce across hosts. A debounced run's window lives in its row (`debounce_first`,
 /// `debounce_until`, `debounce_window`, `debounce_max_wait`, fleet schema version 13) until it
 /// starts. A debounced trigger's transaction, holding the key's slot row, reads the key's run
-/// that has not started (`KeySlot.pendingRun`, as one machine) and the database's clock: it
+/// that has not started (`KeyDecision.pending`, as one machine) and the database's clock: it
 /// joins that run and pushes its deadline back by the engine's rule (`DebounceWindow.restart`),
 /// or, when there is none, gives the run it creates a window that opens then. The run's host
 /// starts it only once `debounce_until` has passed by the database's clock, read in the
@@ -39,7 +39,7 @@ enum FleetDebounce {
     }
 
     /// `pending`'s rows read against the key's slot (from the same transaction): the engine's
-    /// choice of the run to share (`KeySlot.pendingRun`). Nil when the rows carry no clock.
+    /// choice of the run to share (`KeyDecision.pending`). Nil when the rows carry no clock.
     static func reading(_ rows: [[String?]], slot: KeySlot) -> Reading? {
         guard let now = rows.first?[0].flatMap({ Int64($0) }) else { return nil }
         var windows: [Int64: DebounceWindow] = [:]
@@ -50,7 +50,7 @@ enum FleetDebounce {
             windows[id] = DebounceWindow(window: .microseconds(window), maxWait: .microseconds(maxWait), first: Timestamp(rawValue: first),
                                          deadline: Timestamp(rawValue: until))
         }
-        let pending = slot.pendingRun { windows[$0] != nil }.flatMap { id in windows[id].map { Pending(run: id, window: $0) } }
+        let pending = KeyDecision.pending(in: slot, windows: windows).map { Pending(run: $0.run, window: $0.window) }
         return Reading(now: Timestamp(rawValue: now), pending: pending)
     }
 

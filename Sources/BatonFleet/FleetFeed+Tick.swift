@@ -3,12 +3,12 @@ import FoundationEssentials
 
 extension FleetFeed {
     /// One pass: catch up, stop what was asked (when a stop was announced, and once a second:
-    /// notifications are lossy), start what may start, refresh what is in flight.
+    /// notifications are lossy), ask the loop for a look at what may start (`lookForStarts`), refresh what is in flight.
     static func tick(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator, stops announced: Bool) throws {
         if state.position == nil { state.position = FeedPosition(seen: try snapshot(on: db)) }
         while try catchUp(db, &state, coordinator) {}
         if announced || ContinuousClock.now - state.stopsRead >= .seconds(1) { try readStops(db, &state, coordinator) }
-        try coordinator.startWaiting(on: db)
+        coordinator.lookForStarts()
         // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
         guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
         state.refreshed = .now
@@ -37,7 +37,7 @@ extension FleetFeed {
             if run.phase == .queued { run.waiting = waits[run.id] }
             return run
         }
-        coordinator.fleetInFlight.withLock { $0 = Dictionary(live.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }) }
+        coordinator.onLoop { coordinator.send(.refreshed(live)) }
     }
 
     /// The snapshot the feed starts from: what it sees committed is not delivered, the rest will be.
@@ -108,9 +108,8 @@ extension FleetFeed {
                 run.error = transition.detail.error
             }
             let update = RunUpdate(run: run, transition: transition)
-            coordinator.fleetInFlight.withLock { live in
-                if transition.to.isTerminal { live[run.id] = nil } else { live[run.id] = run }
-            }
+            // On the loop, before any follower's news (which the loop sends on, in order).
+            coordinator.onLoop { [run] in coordinator.send(.delivered(run, ended: transition.to.isTerminal)) }
             if transition.to.isTerminal {
                 // Known before any follower hears of the end: `status` right after agrees. Any
                 // host's success opens its key's cooldown window, so `status` shows it here too.
@@ -119,12 +118,11 @@ extension FleetFeed {
                     coordinator.conductor.remember(successes: [run])
                 }
             }
-            coordinator.followers.deliver(update)
+            coordinator.onLoop { coordinator.followers.deliver(update) }
             coordinator.conductor.publishFromFleet(update)
             if transition.to.isTerminal {
                 // Its output's followers read its end now, not at their next read.
                 coordinator.remoteOutput.wake([run.id])
-                coordinator.adopted.withLock { $0[run.id] = nil }
             }
         }
     }

@@ -1,4 +1,5 @@
 import BatonCore
+import Dispatch
 import FoundationEssentials
 
 /// What the other hosts did, as this host learns it: a connection of its own (a `SerialWorker`
@@ -11,8 +12,9 @@ import FoundationEssentials
 /// flight for `status`.
 ///
 /// The reactor watches the connection's socket between ticks and holds the one-second timer;
-/// no thread waits for either. A tick takes the socket out of the reactor while it uses the
-/// connection, and puts it back at its end.
+/// no thread waits for either. Both are the loop's (`Watching`): a tick is asked for on the loop,
+/// and the socket is watched only while no tick is asked for or running (a tick that fails may
+/// close its connection, whose number may be an attempt's pipe by then).
 final class FleetFeed: Sendable {
     /// What the feed's thread owns.
     struct Connection {
@@ -31,14 +33,13 @@ final class FleetFeed: Sendable {
         var done: @Sendable (Int32) -> Void
     }
 
-    /// The socket the reactor watches (with a token per watch), the backstop timer, and whether
-    /// the feed stopped. The reactor's `watch` and `remove` of the socket are called under this
-    /// lock, so that a watch is never removed once its socket is closed (its number may be an
-    /// attempt's pipe by then).
+    /// The loop's: the socket the reactor watches (with a token per watch), the backstop timer,
+    /// the ticks asked for and not yet done, and whether the feed stopped.
     private struct Watching {
         var socket: (fd: Int32, token: UInt64)?
         var nextToken: UInt64 = 1
         var timer: Reactor.TimerID?
+        var ticks = 0
         var stopped = false
     }
 
@@ -46,41 +47,59 @@ final class FleetFeed: Sendable {
     static let rounds = 50
     private let coordinator: FleetCoordinator
     private let worker: SerialWorker<Tick>
-    private let watching: Locked<Watching>
+    private let watching: LoopOwned<Watching>
+    private var reactor: Reactor { coordinator.reactor }
 
     /// A feed that starts after the transitions `start` sees (nil: after those committed when it first connects).
     init(_ coordinator: FleetCoordinator, after start: FeedSnapshot?) {
         self.coordinator = coordinator
-        let watching = Locked(Watching())
-        self.watching = watching
+        watching = LoopOwned(Watching(), on: coordinator.reactor)
         let link = PGLink(conninfo: coordinator.pool.conninfo, defaults: coordinator.pool.defaults)
         // One tick waiting at most: a notification during a tick asks for one more, not for many.
         worker = SerialWorker(name: "baton-fleet-feed", capacity: 1, idleTimeout: .seconds(10),
                               state: Connection(link: link, position: start.map(FeedPosition.init(seen:)))) { [coordinator] state, batch in
-            Self.run(&state, &batch, coordinator, watching)
+            Self.run(&state, &batch, coordinator)
         }
     }
 
-    func start() { tick() }
+    func start() { coordinator.onLoop { [self] in tick() } }
 
+    /// Takes the socket out of the reactor on the loop (waited for: the connection closes next),
+    /// then stops the feed's thread.
     func stop() {
-        let timer = watching.withLock { watching -> Reactor.TimerID? in
-            watching.stopped = true
-            Self.unwatch(&watching)
-            return watching.timer
+        let unwatched = DispatchSemaphore(value: 0)
+        coordinator.onLoop { [self] in
+            let timer = watching.access { watching -> Reactor.TimerID? in
+                watching.stopped = true
+                Self.unwatch(&watching, reactor)
+                defer { watching.timer = nil }
+                return watching.timer
+            }
+            if let timer { reactor.cancel(timer) }
+            unwatched.signal()
         }
-        if let timer { Reactor.shared.cancel(timer) }
+        if unwatched.wait(timeout: .now() + .seconds(5)) == .timedOut { coordinator.log("the fleet's feed stopped without its loop") }
         worker.close(timeout: .seconds(5))
     }
 
-    /// Asks for a tick (none more if one is waiting already).
+    /// On the loop: asks for a tick (none more if one is waiting already), the socket out of the
+    /// reactor first.
     private func tick() {
-        try? worker.submit(Tick { [self] fd in watch(fd) })
+        let asked = watching.access { watching -> Bool in
+            guard !watching.stopped else { return false }
+            Self.unwatch(&watching, reactor)
+            watching.ticks += 1
+            return true
+        }
+        guard asked else { return }
+        do throws(WorkerRefusal) {
+            try worker.submit(Tick { [self] fd in coordinator.onLoop { [self] in watch(fd) } })
+        } catch {
+            watching.access { $0.ticks -= 1 }
+        }
     }
 
-    private static func run(_ state: inout Connection, _ batch: inout SerialWorker<Tick>.Batch, _ coordinator: FleetCoordinator,
-                            _ watching: Locked<Watching>) {
-        watching.withLock { unwatch(&$0) }
+    private static func run(_ state: inout Connection, _ batch: inout SerialWorker<Tick>.Batch, _ coordinator: FleetCoordinator) {
         do {
             let (db, notes) = try listening(&state)
             try handle(FeedWake(notes, lastTickAge: .now - state.ticked), db, &state, coordinator)
@@ -119,39 +138,32 @@ final class FleetFeed: Sendable {
         return (db, nil)
     }
 
-    /// Between ticks: the reactor watches the socket (its input asks for a tick) and holds the
-    /// one-second backstop.
+    /// On the loop, a tick done: once no other is asked for, the reactor watches the socket (its
+    /// input asks for a tick) and holds the one-second backstop.
     private func watch(_ fd: Int32) {
-        let old = watching.withLock { state -> Reactor.TimerID?? in
-            guard !state.stopped else { return nil }
+        let old = watching.access { state -> Reactor.TimerID?? in
+            state.ticks -= 1
+            guard !state.stopped, state.ticks == 0 else { return nil }
             let token = state.nextToken
             state.nextToken += 1
             state.socket = (fd, token)
-            Reactor.shared.watch(fd) { [self] _ in
-                let asked = watching.withLock { state -> Bool in
-                    guard state.socket?.token == token else { return false }
-                    Self.unwatch(&state)
-                    return true
-                }
+            reactor.watch(fd) { [self] _ in
+                let asked = watching.access { state -> Bool in state.socket?.token == token }
                 if asked { tick() }
             }
             defer { state.timer = nil }
             return .some(state.timer)
         }
         guard let old else { return }
-        if let old { Reactor.shared.cancel(old) }
-        let timer = Reactor.shared.after(.seconds(1)) { [self] in tick() }
-        let raced = watching.withLock { watching in
-            defer { watching.timer = timer }
-            return watching.timer
-        }
-        if let raced { Reactor.shared.cancel(raced) }
+        if let old { reactor.cancel(old) }
+        let timer = reactor.after(.seconds(1)) { [self] in tick() }
+        watching.access { $0.timer = timer }
     }
 
-    /// Takes the socket out of the reactor (under `watching`'s lock).
-    private static func unwatch(_ watching: inout Watching) {
+    /// Takes the socket out of the reactor (on the loop).
+    private static func unwatch(_ watching: inout Watching, _ reactor: Reactor) {
         guard let socket = watching.socket else { return }
-        Reactor.shared.remove(socket.fd)
+        reactor.remove(socket.fd)
         watching.socket = nil
     }
 }

@@ -85,7 +85,7 @@ public final class FleetLease: Sendable {
             state.stopped = true
             return [state.renewal, state.fence].compactMap { $0 }
         }
-        for timer in timers { Reactor.shared.cancel(timer) }
+        for timer in timers { coordinator.reactor.cancel(timer) }
         if clean {
             connection.submit({ [host] db in
                 try db.query("UPDATE hosts SET gone_at = now(), gone_reason = 'stopped' WHERE incarnation = $1", [host.incarnation])
@@ -113,7 +113,7 @@ public final class FleetLease: Sendable {
             case .success(true): break
             case let .failure(error): coordinator.log("cannot renew the fleet lease: \(error)")
             }
-            let timer = Reactor.shared.after(max(host.lease / 5 - (ContinuousClock.now - began), .zero)) { [self] in renew() }
+            let timer = coordinator.reactor.after(max(host.lease / 5 - (ContinuousClock.now - began), .zero)) { [self] in renew() }
             state.withLock { $0.renewal = timer }
         }
     }
@@ -127,14 +127,14 @@ public final class FleetLease: Sendable {
             defer { state.fence = nil }
             return (state.fence, state.lastRenewal + fenceAfter)
         }) else { return }
-        if let old { Reactor.shared.cancel(old) }
-        let timer = Reactor.shared.after(at - .now) { [self] in checkFence() }
-        Reactor.shared.post { [onArmed] in onArmed(at) }
+        if let old { coordinator.reactor.cancel(old) }
+        let timer = coordinator.reactor.after(at - .now) { [self] in checkFence() }
+        coordinator.reactor.post { [onArmed] in onArmed(at) }
         let raced = state.withLock { state in
             defer { state.fence = timer }
             return state.fence
         }
-        if let raced { Reactor.shared.cancel(raced) }
+        if let raced { coordinator.reactor.cancel(raced) }
     }
 
     /// On the reactor: fences unless a renewal came meanwhile (then the timer was re-armed, or is about to be).

@@ -7,12 +7,12 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     public let pool: PGPool
     private let writer: FleetWriter
     private let history: FleetHistory
-    private let starting = Locked<String?>(nil)
 
-    public init(pool: PGPool, host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
+    public init(pool: PGPool, host: FleetHost, reactor: Reactor, onProblem: @escaping @Sendable (String?) -> Void,
                 onLost: @escaping @Sendable ([Int64]) -> Void) {
         self.pool = pool
-        writer = FleetWriter(conninfo: pool.conninfo, defaults: pool.defaults, host: host, onProblem: onProblem, onLost: onLost)
+        writer = FleetWriter(conninfo: pool.conninfo, defaults: pool.defaults, host: host, reactor: reactor, onProblem: onProblem,
+                             onLost: onLost)
         history = FleetHistory(pool: pool)
     }
 
@@ -37,10 +37,10 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
         writer.startRuns(with: coordinator)
     }
 
-    public var unavailableReason: String? { starting.withLock { $0 } ?? writer.unavailableReason }
+    public var unavailableReason: String? { writer.unavailableReason }
 
     /// Why the store cannot be used yet (batond has not joined the fleet), or nil once it can.
-    public func waiting(_ reason: String?) { starting.withLock { $0 = reason } }
+    public func waiting(_ reason: String?) { writer.waiting(reason) }
 
     /// Writes what is queued (for a few seconds at most), then closes the pool's connections;
     /// returns how many items were left unwritten.

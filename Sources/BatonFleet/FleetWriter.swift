@@ -20,8 +20,9 @@ final class FleetWriter: Sendable {
         var entries: [JournalEntry]
         var completion: Completion
         /// The start slots its ends freed, reserved when it was enqueued, for the runs its
-        /// transaction starts (`FleetCoordinator.reserveEndStarts`).
+        /// transaction starts (`FleetCoordinator.reserveEndStarts`), and whose they are.
         var starts = 0
+        var starter: FleetCoordinator?
     }
 
     /// What the writer's thread owns: its connection and the pause before the next try.
@@ -41,17 +42,27 @@ final class FleetWriter: Sendable {
 
     static let firstPause = Duration.milliseconds(50)
     private let worker: SerialWorker<Item>
-    private let problem = Locked<String?>(nil)
-    private let starter = Locked(Starter())
+    /// Why the store cannot be used: batond has not joined yet (`waiting`), else the writer's
+    /// last failure; shared by the writer's thread, the one that joins, and whoever asks.
+    private let problem = Locked(Problem())
 
-    init(conninfo: String, defaults: [String: String], host: FleetHost, onProblem: @escaping @Sendable (String?) -> Void,
+    struct Problem {
+        var waiting: String?
+        var writing: String?
+    }
+    /// The loop's: read as the conductor enqueues an item, which carries it to the writer's thread.
+    private let starter: LoopOwned<Starter>
+    private let reactor: Reactor
+
+    init(conninfo: String, defaults: [String: String], host: FleetHost, reactor: Reactor, onProblem: @escaping @Sendable (String?) -> Void,
          onLost: @escaping @Sendable ([Int64]) -> Void) {
+        self.reactor = reactor
+        starter = LoopOwned(Starter(), on: reactor)
         let problem = problem
-        let starter = starter
         worker = SerialWorker(name: "baton-fleet-wr", capacity: 50_000, maxBatch: 2_000, idleTimeout: .seconds(10),
                               state: State(link: PGLink(conninfo: conninfo, defaults: defaults))) { state, batch in
-            Self.write(&batch, &state, host: host, starter: starter.withLock { $0.coordinator }) { reason in
-                let changed = problem.withLock { old in defer { old = reason }; return old != reason }
+            Self.write(&batch, &state, host: host, starter: batch.jobs.lazy.compactMap(\.starter).first) { reason in
+                let changed = problem.withLock { old in defer { old.writing = reason }; return old.writing != reason }
                 if changed { onProblem(reason) }
             } onLost: { lost in onLost(lost) }
         }
@@ -60,18 +71,25 @@ final class FleetWriter: Sendable {
     func enqueue(_ entries: [JournalEntry], completion: @escaping Completion) {
         do throws(WorkerRefusal) {
             // Entries of runs already accepted: never refused for a full queue.
-            let starts = starter.withLock { $0.coordinator }?.reserveEndStarts(freedBy: entries) ?? 0
-            try worker.submit(Item(entries: entries, completion: completion, starts: starts), bounded: false)
+            let coordinator = reactor.isCurrent ? starter.access { $0.coordinator } : nil
+            let starts = coordinator?.reserveEndStarts(freedBy: entries) ?? 0
+            try worker.submit(Item(entries: entries, completion: completion, starts: starts, starter: starts > 0 ? coordinator : nil),
+                              bounded: false)
         } catch {
             completion(.failure(.storeUnavailable("the fleet's store is closed")))
         }
     }
 
-    var unavailableReason: String? { problem.withLock { $0 } }
+    var unavailableReason: String? { problem.withLock { $0.waiting ?? $0.writing } }
+
+    /// Why the store cannot be used yet (batond has not joined the fleet), or nil once it can.
+    func waiting(_ reason: String?) { problem.withLock { $0.waiting = reason } }
 
     /// From now on, a transaction that ends runs of this host starts the runs `coordinator` may start then.
     func startRuns(with coordinator: FleetCoordinator) {
-        starter.withLock { $0.coordinator = coordinator }
+        let starter = starter
+        let set: @Sendable () -> Void = { [weak coordinator] in starter.access { $0.coordinator = coordinator } }
+        if reactor.isCurrent { set() } else { reactor.post(set) }
     }
 
     /// Comes round between batches and retries: alive and not stuck in a round trip.
@@ -117,7 +135,8 @@ final class FleetWriter: Sendable {
             state.link.dropIfBroken()
             problem("cannot write to PostgreSQL: \(error.message)")
             let shed = batch.jobs.map { item in
-                Item(entries: FleetOutput.shed(item.entries, into: &state.lossyOutput), completion: item.completion, starts: item.starts)
+                Item(entries: FleetOutput.shed(item.entries, into: &state.lossyOutput), completion: item.completion, starts: item.starts,
+                     starter: item.starter)
             }
             batch.retry(shed, after: state.pause)
             state.pause = min(state.pause * 2, .seconds(2))

@@ -1,4 +1,5 @@
 import BatonCore
+import Synchronization
 
 /// Followers of the output of runs this host's conductor does not run (another host's): each
 /// reads the chunks past its cursor from one of the pool's connections when the feed hears that
@@ -6,7 +7,8 @@ import BatonCore
 /// its last read anyway (a loop timer, no thread waits: notifications can be lost), until a read
 /// finds the run's end committed; its last chunks are committed before its end (the conductor
 /// writes them first, in order), so that read has them all. One read in flight per follower, a
-/// wake meanwhile asks for one more: chunks come in order, once.
+/// wake meanwhile asks for one more: chunks come in order, once. Its follows are the loop's: the
+/// feed's wakes and the pool's reads are posted to it.
 final class RemoteOutput: Sendable {
     /// The longest a chunk committed by another host waits to be read when no notification comes.
     static let interval: Duration = .milliseconds(250)
@@ -30,65 +32,85 @@ final class RemoteOutput: Sendable {
         var more: Bool
     }
 
+    private struct Book {
+        var follows: [Int: Follow] = [:]
+    }
+
     private let pool: PGPool
-    private let follows = Locked<[Int: Follow]>([:])
-    private let lastID = Locked(0)
+    private let reactor: Reactor
+    private let book: LoopOwned<Book>
+    /// The last follow's id, handed out on whichever thread asks.
+    private let lastID = Atomic<Int>(0)
 
-    init(pool: PGPool) { self.pool = pool }
+    init(pool: PGPool, reactor: Reactor) {
+        self.pool = pool
+        self.reactor = reactor
+        book = LoopOwned(Book(), on: reactor)
+    }
 
-    /// Starts following `run` from `offset`; returns the follow's id, below zero (the conductor's
-    /// ids are not, so that one stop call tells them apart).
+    /// Starts following `run` from `offset` (on the loop, posted there from elsewhere); returns
+    /// the follow's id, below zero (the conductor's ids are not, so that one stop call tells them apart).
     func add(run: Int64, from offset: Int64, _ follower: @escaping Conductor.OutputFollower) -> Int {
-        let id = lastID.withLock { id in id -= 1; return id }
-        follows.withLock { $0[id] = Follow(cursor: OutputCursor(run: run, from: offset), follower: follower) }
-        read(id)
+        let id = lastID.subtract(1, ordering: .relaxed).newValue
+        onLoop { [self] in
+            book.access { $0.follows[id] = Follow(cursor: OutputCursor(run: run, from: offset), follower: follower) }
+            read(id)
+        }
         return id
     }
 
     /// Stops a follow (its client went); its follower hears nothing more.
     func remove(_ id: Int) {
-        let timer = follows.withLock { $0.removeValue(forKey: id)?.timer }
-        if let timer { Reactor.shared.cancel(timer) }
+        onLoop { [self] in
+            if let timer = book.access({ $0.follows.removeValue(forKey: id)?.timer }) { reactor.cancel(timer) }
+        }
+    }
+
+    private func onLoop(_ work: @escaping @Sendable () -> Void) {
+        if reactor.isCurrent { work() } else { reactor.post(work) }
     }
 
     /// Output of these runs was committed, or they ended: their followers read now.
     func wake(_ runs: Set<Int64>) {
         guard !runs.isEmpty else { return }
-        let due = follows.withLock { follows -> [(Int, Reactor.TimerID)] in
+        guard reactor.isCurrent else { return reactor.post { [self] in wake(runs) } }
+        let due = book.access { book -> [(Int, Reactor.TimerID)] in
             var due: [(Int, Reactor.TimerID)] = []
-            for (id, follow) in follows where runs.contains(follow.cursor.run) {
+            for (id, follow) in book.follows where runs.contains(follow.cursor.run) {
                 if let timer = follow.timer, !follow.reading {
                     due.append((id, timer))
-                    follows[id]?.timer = nil
+                    book.follows[id]?.timer = nil
                 } else {
-                    follows[id]?.again = true
+                    book.follows[id]?.again = true
                 }
             }
             return due
         }
         for (id, timer) in due {
-            Reactor.shared.cancel(timer)
+            reactor.cancel(timer)
             read(id)
         }
     }
 
     private func read(_ id: Int) {
-        let cursor = follows.withLock { follows -> OutputCursor? in
-            guard var follow = follows[id] else { return nil }
+        let cursor = book.access { book -> OutputCursor? in
+            guard var follow = book.follows[id] else { return nil }
             guard !follow.reading else {
-                follows[id]?.again = true
+                book.follows[id]?.again = true
                 return nil
             }
             (follow.reading, follow.again, follow.timer) = (true, false, nil)
-            follows[id] = follow
+            book.follows[id] = follow
             return follow.cursor
         }
         guard let cursor else { return }
         pool.submit({ db in try Self.read(cursor, on: db) }) { [self] result in
-            switch result {
-            case let .success(read): deliver(id, read)
-            // PostgreSQL away: the next read tries again.
-            case .failure: done(id, next: Self.interval)
+            reactor.post { [self] in
+                switch result {
+                case let .success(read): deliver(id, read)
+                // PostgreSQL away: the next read tries again.
+                case .failure: done(id, next: Self.interval)
+                }
             }
         }
     }
@@ -108,10 +130,10 @@ final class RemoteOutput: Sendable {
     /// Tells the follower what the read found (still marked reading, so that no other read's
     /// chunks pass these), then its end or the next read.
     private func deliver(_ id: Int, _ read: Read) {
-        let found = follows.withLock { follows -> (Conductor.OutputFollower, [OutputChunk])? in
-            guard var follow = follows[id] else { return nil }
+        let found = book.access { book -> (Conductor.OutputFollower, [OutputChunk])? in
+            guard var follow = book.follows[id] else { return nil }
             let chunks = follow.cursor.take(read.chunks)
-            follows[id] = read.ended ? nil : follow
+            book.follows[id] = read.ended ? nil : follow
             return (follow.follower, chunks)
         }
         guard let (follower, chunks) = found else { return }
@@ -121,23 +143,14 @@ final class RemoteOutput: Sendable {
 
     /// A read is over: the next one at once if woken meanwhile, else after `delay`.
     private func done(_ id: Int, next delay: Duration) {
-        let again = follows.withLock { follows -> Bool? in
-            guard follows[id] != nil else { return nil }
-            follows[id]?.reading = false
-            return follows[id]?.again
+        let again = book.access { book -> Bool? in
+            guard book.follows[id] != nil else { return nil }
+            book.follows[id]?.reading = false
+            return book.follows[id]?.again
         }
         guard let again else { return }
         if again || delay == .zero { return read(id) }
-        let timer = Reactor.shared.after(delay) { [self] in read(id) }
-        // A wake between the read's end and this timer set `again`: read now instead.
-        let keep = follows.withLock { follows -> Bool in
-            guard let follow = follows[id], !follow.again, !follow.reading else { return false }
-            follows[id]?.timer = timer
-            return true
-        }
-        if !keep {
-            Reactor.shared.cancel(timer)
-            read(id)
-        }
+        let timer = reactor.after(delay) { [self] in read(id) }
+        book.access { $0.follows[id]?.timer = timer }
     }
 }

@@ -161,10 +161,7 @@ struct TriggerBatch {
         var view = KeyDecision.View(slot: slot, now: state.now)
         view.delivered = delivery.flatMap { state.deliveries[$0] }
         view.slotRun = slotKey.flatMap { state.slotRuns[$0] }.map { KeyDecision.SlotRun(run: $0, ended: state.runs[$0]?.phase.isTerminal ?? true) }
-        if let pending = slot.pendingRun(where: { state.windows[$0] != nil && state.runs[$0]?.phase == .queued }),
-           let window = state.windows[pending] {
-            view.pending = KeyDecision.Pending(run: pending, window: window)
-        }
+        view.pending = KeyDecision.pending(in: slot, windows: state.windows, started: { state.runs[$0]?.phase != .queued })
         view.lastSuccess = state.lastSuccess[trigger.key].map { KeyDecision.LastSuccess(run: $0.run, at: $0.at) }
         for (id, facts) in state.runs {
             if let definition = facts.definition { view.definitions[id] = KeyDecision.Definition(fingerprint: definition, host: facts.host) }

@@ -6,6 +6,8 @@ struct PendingTrigger: Sendable {
     /// The coordinator that decides it (every trigger of one queue has the same).
     let coordinator: FleetCoordinator
     var entry: TriggerBatch.Entry
+    /// The start slots granted to it on the loop (0 or 1), given back when its batch settles.
+    var slots: Int
     var follower: Conductor.Follower?
     var answered: @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void
 }
@@ -30,13 +32,15 @@ final class TriggerQueue: Sendable {
     }
 
     /// Queues a trigger; refused at once (with a connection error, as a pool's work is) when
-    /// too many wait or the queue is closed.
-    func submit(_ pending: PendingTrigger) {
+    /// too many wait or the queue is closed: false then, its slots for the caller to give back.
+    func submit(_ pending: PendingTrigger) -> Bool {
         do throws(WorkerRefusal) {
             try worker.submit(pending)
+            return true
         } catch {
             let reason = error == .full ? "too much PostgreSQL work waits" : "batond is stopping"
             pending.answered(.failure(FleetCoordinator.batonError(PGError(sqlState: "08006", message: reason))))
+            return false
         }
     }
 }

@@ -13,7 +13,7 @@ extension Backend {
         try LibPQ.load()
         let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
         let pool = PGPool(conninfo: fleet.postgres, defaults: FleetStore.connectionDefaults(host: host.name, lease: fleet.lease))
-        let store = FleetStore(pool: pool, host: host, onProblem: { problem in
+        let store = FleetStore(pool: pool, host: host, reactor: reactor, onProblem: { problem in
             if let problem { Log.error("the fleet's history cannot be written: \(problem); new triggers are refused meanwhile") }
             else { Log.info("the fleet's history can be written again") }
         }, onLost: { runs in
@@ -33,7 +33,7 @@ extension Backend {
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                                              watchersFedByFleet: true, lineSink: config.journalSink,
                                                              storeDecidesHooks: true), reactor: reactor)
-        let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns,
+        let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns, reactor: reactor,
                                            log: { Log.warning($0) })
         // The transaction that writes a run's end starts the runs that may start then.
         store.startRuns(with: coordinator)

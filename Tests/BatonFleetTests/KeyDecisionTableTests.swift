@@ -141,3 +141,62 @@ struct KeyDecisionTableTests {
         #expect(KeyDecision.queuedDetail(.created(5), via: nil, window: nil) == TransitionDetail())
     }
 }
+
+/// What a store that keeps its keys in rows asks the engine between triggers (`KeyDecision+Rows`):
+/// which run a debounced trigger shares, and whether a queued run may start.
+@Suite("KeyDecision: a key's rows between triggers")
+struct KeyDecisionRowsTests {
+    static let window = DebounceWindow(window: .seconds(5), maxWait: .seconds(60), first: Timestamp(rawValue: 1),
+                                       deadline: Timestamp(rawValue: 5_000_001))
+
+    struct Pending: Sendable, CustomTestStringConvertible {
+        var name: String
+        var slot: KeySlot
+        var windows: [Int64]
+        var started: [Int64] = []
+        var shares: Int64?
+        var testDescription: String { name }
+    }
+
+    static let pendings: [Pending] = [
+        Pending(name: "an empty key: none", slot: KeySlot(), windows: [], shares: nil),
+        Pending(name: "the holder in its window", slot: KeySlot(holder: 1), windows: [1], shares: 1),
+        Pending(name: "a holder without a window: none", slot: KeySlot(holder: 1), windows: [], shares: nil),
+        Pending(name: "a holder that started: none", slot: KeySlot(holder: 1), windows: [1], started: [1], shares: nil),
+        Pending(name: "the follow-up when the holder runs", slot: KeySlot(holder: 1, followUp: 2), windows: [2], started: [1], shares: 2),
+        Pending(name: "the holder before the follow-up", slot: KeySlot(holder: 1, followUp: 2), windows: [1, 2], shares: 1),
+        Pending(name: "a run being replaced is not shared", slot: KeySlot(holder: 1, followUp: 2, draining: [1]), windows: [1],
+                shares: nil),
+    ]
+
+    @Test("the run a debounced trigger shares", arguments: pendings)
+    func pending(_ row: Pending) {
+        let windows = Dictionary(uniqueKeysWithValues: row.windows.map { ($0, Self.window) })
+        let pending = KeyDecision.pending(in: row.slot, windows: windows, started: { row.started.contains($0) })
+        #expect(pending?.run == row.shares)
+        #expect(pending.map { $0.window == Self.window } ?? true)
+    }
+
+    struct Start: Sendable, CustomTestStringConvertible {
+        var name: String
+        var phase: Phase = .queued
+        var slot: KeySlot
+        var passed = true
+        var starts: Bool
+        var testDescription: String { name }
+    }
+
+    static let starts: [Start] = [
+        Start(name: "the holder, queued, its window passed", slot: KeySlot(holder: 7), starts: true),
+        Start(name: "not inside its window", slot: KeySlot(holder: 7), passed: false, starts: false),
+        Start(name: "not the follow-up", slot: KeySlot(holder: 6, followUp: 7), starts: false),
+        Start(name: "not while a replaced run drains", slot: KeySlot(holder: 7, draining: [6]), starts: false),
+        Start(name: "not once it left queued", phase: .loading, slot: KeySlot(holder: 7), starts: false),
+        Start(name: "not when the key forgot it (cancelled)", phase: .cancelled, slot: KeySlot(), starts: false),
+    ]
+
+    @Test("whether a queued run may start", arguments: starts)
+    func mayStart(_ row: Start) {
+        #expect(KeyDecision.mayStart(7, phase: row.phase, slot: row.slot, windowPassed: row.passed) == row.starts)
+    }
+}

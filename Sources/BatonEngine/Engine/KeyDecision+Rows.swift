@@ -1,0 +1,20 @@
+/// The engine's answers to what a store that keeps its keys in rows (the fleet) asks of a key
+/// between triggers: which run a debounced trigger shares, and whether a queued run may start.
+/// The store reads the facts (a slot, the runs' windows and phases, whether a window passed by
+/// its clock) and writes the answer back; the rule is here, as one machine's (`KeySlot`).
+extension KeyDecision {
+    /// The run a debounced trigger of the key shares, with its window: the holder, else the
+    /// follow-up, the first not being replaced that has a window and has not started
+    /// (`KeySlot.pendingRun`). `started` says whether a run has left `queued` (nil: unknown, taken as not).
+    public static func pending(in slot: KeySlot, windows: [Int64: DebounceWindow],
+                               started: (Int64) -> Bool = { _ in false }) -> Pending? {
+        guard let run = slot.pendingRun(where: { windows[$0] != nil && !started($0) }), let window = windows[run] else { return nil }
+        return Pending(run: run, window: window)
+    }
+
+    /// Whether queued run `run` may start now: it holds its key, nothing of the key is still
+    /// stopping (`KeySlot.startable`), and its debounce window, if it has one, has passed.
+    public static func mayStart(_ run: Int64, phase: Phase, slot: KeySlot, windowPassed: Bool) -> Bool {
+        phase == .queued && slot.startable == run && windowPassed
+    }
+}

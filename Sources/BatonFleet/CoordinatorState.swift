@@ -1,0 +1,162 @@
+import BatonCore
+
+/// What the coordinator itself decides, as one value: this host's start slots (the most runs it
+/// runs at once, counting the slots granted to transactions that may start a run), whether it
+/// still starts runs, the runs it handed to its conductor, its debounced runs' timers, the one
+/// look for startable runs at a time, and the fleet's runs in flight as the feed last read them.
+/// `handle(event) -> [effect]`; owned by the loop (`FleetCoordinator.state`), which performs the
+/// effects. PostgreSQL's workers never read it: a transaction is granted its slots on the loop
+/// before it is submitted, and its completion comes back to the loop as an event (`settled`).
+struct CoordinatorState: Sendable {
+    /// The most runs this host runs at once.
+    let limit: Int
+    private(set) var accepting = true
+    /// Start slots granted to transactions in flight, and to claimed runs until the conductor
+    /// counts them (`counted`).
+    private(set) var reserved = 0
+    /// Runs this host's conductor runs, with the seq of the transition that started them.
+    private(set) var adopted: [Int64: Int] = [:]
+    /// This host's debounced runs that a timer will wake it for, one timer per run at most.
+    private(set) var debouncing: Set<Int64> = []
+    /// Whether a look for startable runs is in flight, and whether another was asked meanwhile.
+    private(set) var looking = false
+    private(set) var lookAgain = false
+    /// Every host's runs in flight, as the feed last read them.
+    private(set) var fleetInFlight: [Int64: RunSnapshot] = [:]
+
+    init(limit: Int) {
+        self.limit = max(limit, 1)
+    }
+
+    enum Event: Sendable {
+        /// A transaction that may start up to `wanted` runs asks for start slots, with `running`
+        /// runs loading or retrying in the conductor.
+        case reserve(wanted: Int, running: Int)
+        /// A transaction that was granted `granted` slots ended: `claimed` runs (committed) go
+        /// to the conductor, each keeping its slot until counted; the other slots come back.
+        case settled(granted: Int, claimed: [FleetCoordinator.Claimed])
+        /// The conductor counts a handed run among its running ones: its slot comes back.
+        case counted
+        /// Asks for a look at what may start (a feed's tick, a debounce timer).
+        case look(running: Int)
+        /// The look found these runs ready to start (`held`: those a lock's line holds back).
+        case found(ready: [Int64], held: [Int64], running: Int)
+        /// The look in flight ended, having been granted `granted` slots and claimed `claimed`.
+        case looked(granted: Int, claimed: [FleetCoordinator.Claimed], running: Int)
+        /// A debounced run of this host may be due after `after`.
+        case debounce(Int64, after: Duration)
+        /// Its timer fired.
+        case debounceFired(Int64, running: Int)
+        /// Shutdown: no run starts here any more.
+        case stopStarting
+        /// The feed read every run in flight (`refresh`).
+        case refreshed([RunSnapshot])
+        /// The feed delivered a transition of a run (as it was then).
+        case delivered(RunSnapshot, ended: Bool)
+    }
+
+    enum Effect: Sendable, Equatable {
+        /// Slots granted to the transaction that asked (`reserve`); zero when none is free.
+        case granted(Int)
+        /// Hand this run to the conductor (its claim committed).
+        case hand(FleetCoordinator.Claimed)
+        /// Read which of this host's queued runs may start, on the pool (no slot held meanwhile).
+        case findReady
+        /// Start those runs, with `slots` start slots granted, on the pool.
+        case start(ready: [Int64], held: [Int64], slots: Int)
+        /// Arm the run's debounce timer.
+        case armTimer(Int64, after: Duration)
+    }
+
+    /// What threads other than the loop read: published by the loop after an event that changes it.
+    struct Published: Sendable {
+        var inFlight: [Int64: RunSnapshot] = [:]
+        var adopted: Set<Int64> = []
+    }
+
+    var published: Published { Published(inFlight: fleetInFlight, adopted: Set(adopted.keys)) }
+
+    mutating func handle(_ event: Event) -> [Effect] {
+        switch event {
+        case let .reserve(wanted, running):
+            return [.granted(take(wanted, running: running))]
+        case let .settled(granted, claimed):
+            return settle(granted: granted, claimed: claimed)
+        case .counted:
+            reserved = max(reserved - 1, 0)
+            return []
+        case let .look(running):
+            return look(running: running)
+        case let .found(ready, held, running):
+            let slots = ready.isEmpty ? 0 : take(ready.count, running: running)
+            guard slots == 0 else { return [.start(ready: ready, held: held, slots: slots)] }
+            return lookEnded(running: running)
+        case let .looked(granted, claimed, running):
+            let effects = settle(granted: granted, claimed: claimed)
+            return effects + lookEnded(running: running)
+        case let .debounce(id, after):
+            guard accepting, debouncing.insert(id).inserted else { return [] }
+            return [.armTimer(id, after: max(after, .zero) + .milliseconds(1))]
+        case let .debounceFired(id, running):
+            debouncing.remove(id)
+            return look(running: running)
+        case .stopStarting:
+            accepting = false
+            return []
+        case let .refreshed(runs):
+            fleetInFlight = Dictionary(runs.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+            return []
+        case let .delivered(run, ended):
+            fleetInFlight[run.id] = ended ? nil : run
+            if ended { adopted[run.id] = nil }
+            return []
+        }
+    }
+
+    /// Takes up to `wanted` start slots if this host accepts and its runs loading or retrying
+    /// plus the slots already reserved stay under the limit.
+    private mutating func take(_ wanted: Int, running: Int) -> Int {
+        guard accepting else { return 0 }
+        let granted = max(min(wanted, limit - running - reserved), 0)
+        reserved += granted
+        return granted
+    }
+
+    private mutating func settle(granted: Int, claimed: [FleetCoordinator.Claimed]) -> [Effect] {
+        // Each claimed run keeps its slot until the conductor counts it; the rest come back.
+        reserved = max(reserved - max(granted - claimed.count, 0), 0)
+        for run in claimed { adopted[run.run.id] = run.seq }
+        return claimed.map(Effect.hand)
+    }
+
+    /// One look at a time, and none while no slot is free: a look asked while one is in flight
+    /// runs once that one ends (it may have read the runs before the ones that asked for it were
+    /// committed). A look holds no slot while it reads what may start, only while it starts it.
+    private mutating func look(running: Int) -> [Effect] {
+        guard accepting else { return [] }
+        if looking {
+            lookAgain = true
+            return []
+        }
+        guard limit - running - reserved > 0 else { return [] }
+        looking = true
+        return [.findReady]
+    }
+
+    private mutating func lookEnded(running: Int) -> [Effect] {
+        looking = false
+        guard lookAgain else { return [] }
+        lookAgain = false
+        return look(running: running)
+    }
+}
+
+extension CoordinatorState.Event {
+    /// Whether the event may change what is published (`CoordinatorState.Published`).
+    var changesPublished: Bool {
+        switch self {
+        case .settled, .looked, .refreshed, .delivered: true
+        case .reserve, .counted, .look, .found, .debounce, .debounceFired, .stopStarting: false
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import BatonCore
+@testable import BatonFleet
+import Testing
+
+/// The coordinator's own decisions as a value (`CoordinatorState`): start slots granted to the
+/// transactions that may start runs, given back when they settle or their runs are counted; one
+/// look for startable runs at a time; one debounce timer per run; nothing starts after shutdown.
+/// No PostgreSQL, no loop: events in, effects out.
+@Suite("CoordinatorState: the fleet coordinator's slots, looks and timers, as a value")
+struct CoordinatorStateTests {
+    static func claimed(_ id: Int64) -> FleetCoordinator.Claimed {
+        let run = RunSnapshot(id: id, action: "deploy", key: "deploy", phase: .loading, policy: .reject, params: [:], trigger: nil,
+                              queuedAt: Timestamp(rawValue: 1))
+        return FleetCoordinator.Claimed(run: run, seq: 2, action: Action(name: "deploy", exec: ["true"]))
+    }
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        var what: String
+        var limit = 2
+        var events: [CoordinatorState.Event]
+        /// The effects of the last event.
+        var effects: [CoordinatorState.Effect]
+        /// The slots held after it.
+        var reserved: Int
+        var testDescription: String { what }
+    }
+
+    static let table: [Row] = [
+        Row(what: "a trigger is granted a free slot", events: [.reserve(wanted: 1, running: 0)], effects: [.granted(1)], reserved: 1),
+        Row(what: "no slot while the conductor runs the limit", events: [.reserve(wanted: 1, running: 2)], effects: [.granted(0)],
+            reserved: 0),
+        Row(what: "slots granted to transactions in flight count against the limit",
+            events: [.reserve(wanted: 1, running: 0), .reserve(wanted: 1, running: 0), .reserve(wanted: 1, running: 0)],
+            effects: [.granted(0)], reserved: 2),
+        Row(what: "an end's starts get what is free, not what they freed",
+            events: [.reserve(wanted: 1, running: 0), .reserve(wanted: 3, running: 0)], effects: [.granted(1)], reserved: 2),
+        Row(what: "a batch that started nothing gives its slot back",
+            events: [.reserve(wanted: 1, running: 0), .settled(granted: 1, claimed: [])], effects: [], reserved: 0),
+        Row(what: "a claimed run is handed and keeps its slot until counted",
+            events: [.reserve(wanted: 2, running: 0), .settled(granted: 2, claimed: [claimed(7)])], effects: [.hand(claimed(7))],
+            reserved: 1),
+        Row(what: "a counted run gives its slot back",
+            events: [.reserve(wanted: 1, running: 0), .settled(granted: 1, claimed: [claimed(7)]), .counted], effects: [],
+            reserved: 0),
+        Row(what: "a look reads what may start holding no slot", events: [.reserve(wanted: 1, running: 0), .look(running: 0)],
+            effects: [.findReady], reserved: 1),
+        Row(what: "then takes a slot for each ready run, while free",
+            events: [.look(running: 0), .found(ready: [3, 4, 5], held: [9], running: 0)],
+            effects: [.start(ready: [3, 4, 5], held: [9], slots: 2)], reserved: 2),
+        Row(what: "a trigger while the look reads still gets its slot",
+            events: [.look(running: 0), .reserve(wanted: 1, running: 0)], effects: [.granted(1)], reserved: 1),
+        Row(what: "a look that finds nothing takes nothing and ends",
+            events: [.look(running: 0), .found(ready: [], held: [], running: 0), .look(running: 0)], effects: [.findReady], reserved: 0),
+        Row(what: "a look that finds runs but no free slot ends",
+            events: [.look(running: 1), .found(ready: [3], held: [], running: 2)], effects: [], reserved: 0),
+        Row(what: "no look without a free slot", events: [.look(running: 2)], effects: [], reserved: 0),
+        Row(what: "a look asked while one is in flight waits for it",
+            events: [.look(running: 0), .look(running: 0)], effects: [], reserved: 0),
+        Row(what: "and runs when it settles",
+            events: [.look(running: 0), .look(running: 0), .found(ready: [3], held: [], running: 0),
+                     .looked(granted: 1, claimed: [claimed(3)], running: 0)],
+            effects: [.hand(claimed(3)), .findReady], reserved: 1),
+        Row(what: "or when it found nothing",
+            events: [.look(running: 0), .look(running: 0), .found(ready: [], held: [], running: 0)], effects: [.findReady],
+            reserved: 0),
+        Row(what: "a look that settles alone starts no other",
+            events: [.look(running: 0), .found(ready: [3], held: [], running: 0), .looked(granted: 1, claimed: [], running: 0)],
+            effects: [], reserved: 0),
+        Row(what: "a debounced run gets one timer, a little after its window",
+            events: [.debounce(5, after: .milliseconds(20))], effects: [.armTimer(5, after: .milliseconds(21))], reserved: 0),
+        Row(what: "a run armed already keeps its timer",
+            events: [.debounce(5, after: .milliseconds(20)), .debounce(5, after: .milliseconds(40))], effects: [], reserved: 0),
+        Row(what: "a fired timer looks for starts",
+            events: [.debounce(5, after: .milliseconds(20)), .debounceFired(5, running: 1)], effects: [.findReady], reserved: 0),
+        Row(what: "after a fired timer the run may be armed again",
+            events: [.debounce(5, after: .zero), .debounceFired(5, running: 2), .debounce(5, after: .zero)],
+            effects: [.armTimer(5, after: .milliseconds(1))], reserved: 0),
+        Row(what: "after shutdown no slot is granted", events: [.stopStarting, .reserve(wanted: 1, running: 0)],
+            effects: [.granted(0)], reserved: 0),
+        Row(what: "after shutdown no look", events: [.stopStarting, .look(running: 0)], effects: [], reserved: 0),
+        Row(what: "after shutdown no timer", events: [.stopStarting, .debounce(5, after: .zero)], effects: [], reserved: 0),
+        Row(what: "a look in flight at shutdown still hands what it claimed (committed: loading)",
+            events: [.look(running: 0), .found(ready: [9], held: [], running: 0), .stopStarting,
+                     .looked(granted: 1, claimed: [claimed(9)], running: 0)],
+            effects: [.hand(claimed(9))], reserved: 1),
+        Row(what: "after shutdown a found run gets no slot",
+            events: [.look(running: 0), .stopStarting, .found(ready: [9], held: [], running: 0)], effects: [], reserved: 0),
+    ]
+
+    @Test("one event after the other", arguments: table)
+    func row(_ row: Row) {
+        var state = CoordinatorState(limit: row.limit)
+        var effects: [CoordinatorState.Effect] = []
+        for event in row.events { effects = state.handle(event) }
+        #expect(effects == row.effects)
+        #expect(state.reserved == row.reserved)
+    }
+
+    @Test("a handed run is adopted until the feed delivers its end; the fleet's runs follow the feed")
+    func adoptedAndInFlight() {
+        var state = CoordinatorState(limit: 1)
+        _ = state.handle(.reserve(wanted: 1, running: 0))
+        _ = state.handle(.settled(granted: 1, claimed: [Self.claimed(7)]))
+        #expect(state.adopted == [7: 2])
+        var other = Self.claimed(8).run
+        other.phase = .queued
+        _ = state.handle(.refreshed([Self.claimed(7).run, other]))
+        #expect(Set(state.fleetInFlight.keys) == [7, 8])
+        _ = state.handle(.delivered(Self.claimed(7).run, ended: false))
+        #expect(state.adopted == [7: 2])
+        _ = state.handle(.delivered(Self.claimed(7).run, ended: true))
+        #expect(state.adopted.isEmpty)
+        #expect(Set(state.fleetInFlight.keys) == [8])
+    }
+
+    @Test("the slots never exceed the limit, whatever the order of grants and settlements")
+    func neverOverLimit() {
+        var state = CoordinatorState(limit: 3)
+        var held: [Int] = []
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            if Bool.random(using: &generator), !held.isEmpty {
+                let granted = held.removeLast()
+                _ = state.handle(.settled(granted: granted, claimed: []))
+            } else {
+                for case let .granted(count) in state.handle(.reserve(wanted: Int.random(in: 1...3), running: 0)) { held.append(count) }
+            }
+            #expect(state.reserved == held.reduce(0, +))
+            #expect(state.reserved <= 3)
+        }
+    }
+}
