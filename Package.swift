@@ -23,7 +23,14 @@ let package = Package(
         .target(name: "BatonEngine"),
         // The wire codec: the protocol's requests and responses, read and written by hand on hot paths.
         .target(name: "BatonWire", dependencies: ["BatonEngine"]),
-        .target(name: "BatonCore", dependencies: ["BatonEngine", "BatonWire", "CBatonSystem"]),
+        // The runtime: the event loop, the one worker shape, locks, threads, the clocks.
+        .target(name: "BatonRuntime", dependencies: ["BatonEngine", "CBatonSystem"]),
+        // Processes: spawning attempts, their process groups and cgroups, /proc, user lookups.
+        .target(name: "BatonProcess", dependencies: ["BatonEngine", "BatonRuntime", "CBatonSystem"]),
+        // Metrics: counters, histograms and their exposition, the process's own figures.
+        .target(name: "BatonMetrics", dependencies: ["BatonEngine", "BatonRuntime"]),
+        // The conductor (the loop's owner of runs), what serves it and the history's read side.
+        .target(name: "BatonCore", dependencies: ["BatonEngine", "BatonWire", "BatonRuntime", "BatonProcess", "BatonMetrics", "CBatonSystem"]),
         .executableTarget(name: "EmbedMigrations"),
         .plugin(
             name: "EmbedMigrationsPlugin",
@@ -61,7 +68,7 @@ let package = Package(
         .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "BatonHooks", "CBatonSystem"]),
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonClient", "BatonDashboard"]),
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
-        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "BatonEngine"]),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "BatonEngine", "BatonRuntime", "BatonProcess", "BatonMetrics"]),
         .testTarget(name: "BatonServiceTests", dependencies: ["BatonService", "BatonCore", "BatonIPC"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore", "CSQLite"]),
         .testTarget(name: "BatonIPCTests", dependencies: ["BatonIPC"]),

@@ -1,3 +1,4 @@
+@testable import BatonMetrics
 @testable import BatonCore
 @testable import BatonEngine
 import Testing

@@ -1,3 +1,4 @@
+@testable import BatonProcess
 @testable import BatonCore
 import Foundation
 import Testing

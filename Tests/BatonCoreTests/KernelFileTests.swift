@@ -1,3 +1,4 @@
+@testable import BatonProcess
 @testable import BatonCore
 @testable import BatonEngine
 import Foundation

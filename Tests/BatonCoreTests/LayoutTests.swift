@@ -23,6 +23,12 @@ struct LayoutTests {
         Rule(module: "BatonEngine", only: ["FoundationEssentials"]),
         // The wire codec: the engine's values, nothing of the runtime (no clock, no libc).
         Rule(module: "BatonWire", only: ["BatonEngine", "FoundationEssentials"]),
+        // The runtime (loop, workers, locks, threads, clocks): the engine's values and the system, nothing above.
+        Rule(module: "BatonRuntime", only: ["BatonEngine", "CBatonSystem", "Glibc", "FoundationEssentials", "Dispatch", "Synchronization"]),
+        // Processes (spawn, attempts, cgroups, /proc, users): the runtime below them, no conductor, no wire.
+        Rule(module: "BatonProcess", only: ["BatonEngine", "BatonRuntime", "CBatonSystem", "Glibc", "FoundationEssentials", "Dispatch"]),
+        // Metrics: counting and exposition; nothing of processes, the wire or the conductor.
+        Rule(module: "BatonMetrics", only: ["BatonEngine", "BatonRuntime", "Glibc", "FoundationEssentials"]),
         Rule(module: "BatonCore", only: nil, never: ["BatonStore", "BatonFleet", "BatonIPC", "BatonService", "BatonHooks", "BatonClient"]),
         Rule(module: "BatonStore", only: nil, never: ["BatonIPC", "BatonService", "BatonFleet", "BatonHooks", "BatonClient", "CLibPQ"]),
         Rule(module: "BatonFleet", only: nil, never: ["BatonIPC", "BatonService", "BatonStore", "BatonHooks", "BatonClient", "CSQLite"]),

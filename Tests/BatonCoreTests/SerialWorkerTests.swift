@@ -1,3 +1,4 @@
+@testable import BatonRuntime
 @testable import BatonCore
 @testable import BatonEngine
 import Dispatch

@@ -35,7 +35,9 @@ compile() { # name, sources...
     (cd "$out/obj" && swiftc "${flags[@]}" -module-name "$name" -emit-module -emit-module-path "../modules/$name.swiftmodule" -c "${sources[@]}")
 }
 compile BatonEngine $(find Sources/BatonEngine -name "*.swift")
-compile BatonCore $(find Sources/BatonCore -name "*.swift")
+for module in BatonWire BatonRuntime BatonProcess BatonMetrics BatonCore; do
+    compile "$module" $(find "Sources/$module" -name "*.swift")
+done
 compile BatonStore $(find Sources/BatonStore -name "*.swift") "$out/EmbeddedMigrations.swift"
 compile BatonIPC $(find Sources/BatonIPC -name "*.swift")
 compile BatonHooks $(find Sources/BatonHooks -name "*.swift")

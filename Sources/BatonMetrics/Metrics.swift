@@ -1,0 +1,116 @@
+import BatonEngine
+import BatonRuntime
+/// The counters and histograms batond keeps since it started: runs ended, their durations,
+/// triggers by decision, and store commits. Recorded from whichever thread learns of each
+/// event; read whole for a scrape. Gauges (runs in flight, connections) are read at scrape time
+/// from their owners instead.
+public final class Metrics: Sendable {
+    public struct RunEnd: Hashable, Sendable {
+        public var action: String
+        /// success, failure or cancelled.
+        public var outcome: String
+        /// exit, timeout, replaced, cancelled, host_lost, …; empty when none.
+        public var reason: String
+    }
+
+    public struct TriggerCount: Hashable, Sendable {
+        public var action: String
+        /// created, followUp, joined, coalesced, rejected, replaced or denied.
+        public var decision: String
+    }
+
+    public struct WebhookCount: Hashable, Sendable {
+        /// The hook's name; empty for a path that names no hook (never the path itself: labels
+        /// an outsider chooses would grow the series without bound).
+        public var hook: String
+        /// The HTTP status answered.
+        public var code: Int
+    }
+
+    /// One series of `baton_webhook_ignored_total`.
+    public struct WebhookIgnoredCount: Hashable, Sendable {
+        /// The hook's name.
+        public var hook: String
+        /// What passed the delivery over: event, when or param (`HookRules.Reason`).
+        public var reason: String
+    }
+
+    /// Everything counted so far.
+    public struct Counts: Sendable {
+        public var runs: [RunEnd: UInt64] = [:]
+        public var durations: [String: Histogram] = [:]
+        /// Per attempt that ran a process: its CPU seconds and its peak memory, by action.
+        public var cpuSeconds: [String: Histogram] = [:]
+        public var memoryPeaks: [String: Histogram] = [:]
+        public var triggers: [TriggerCount: UInt64] = [:]
+        public var webhookRequests: [WebhookCount: UInt64] = [:]
+        public var webhookIgnored: [WebhookIgnoredCount: UInt64] = [:]
+        public var commitSeconds = Histogram(bounds: Histogram.commitBounds)
+        public var commitItems = Histogram(bounds: Histogram.groupBounds)
+        /// The last ends and failure streaks, seeded from the history: not only since start.
+        public var deadMan = DeadMan()
+    }
+
+    private let state = Locked(Counts())
+
+    public init() {}
+
+    /// Counts a run that ended, and (when it started) how long it took from start to end.
+    public func runEnded(_ run: RunSnapshot) {
+        guard run.phase.isTerminal else { return }
+        let end = RunEnd(action: run.action, outcome: run.phase.rawValue, reason: run.reason ?? "")
+        let seconds = run.startedAt.flatMap { start in run.endedAt.map { Double($0.rawValue - start.rawValue) / 1e6 } }
+        state.withLock { counts in
+            counts.runs[end, default: 0] += 1
+            if let seconds {
+                counts.durations[run.action, default: Histogram(bounds: Histogram.durationBounds)].observe(max(seconds, 0))
+            }
+        }
+    }
+
+    /// Counts what an attempt used, from the detail of the transition that ended it.
+    public func attemptEnded(_ action: String, _ detail: TransitionDetail) {
+        guard let user = detail.cpuUser, let system = detail.cpuSystem else { return }
+        state.withLock { counts in
+            counts.cpuSeconds[action, default: Histogram(bounds: Histogram.durationBounds)].observe(Double(user + system) / 1e6)
+            if let peak = detail.memoryPeak {
+                counts.memoryPeaks[action, default: Histogram(bounds: Histogram.memoryBounds)].observe(Double(peak))
+            }
+        }
+    }
+
+    /// Keeps the dead-man series up with a run's end, whichever host ran it (in a fleet every
+    /// host hears every end, so every host's series say the same).
+    public func sawEnd(_ run: RunSnapshot) {
+        state.withLock { $0.deadMan.record(run) }
+    }
+
+    /// Seeds the dead-man series of `action` from the history (`DeadMan.seed`), at start.
+    public func seed(_ action: String, recent: [RunSnapshot], latest: [RunSnapshot]) {
+        state.withLock { $0.deadMan.seed(action, recent: recent, latest: latest) }
+    }
+
+    /// One request answered by the webhook listener.
+    public func webhookAnswered(hook: String, code: Int) {
+        state.withLock { $0.webhookRequests[WebhookCount(hook: hook, code: code), default: 0] += 1 }
+    }
+
+    /// One authenticated delivery a hook's rules ignored (answered 202, no run), and why.
+    public func webhookIgnored(hook: String, reason: String) {
+        state.withLock { $0.webhookIgnored[WebhookIgnoredCount(hook: hook, reason: reason), default: 0] += 1 }
+    }
+
+    public func triggered(_ action: String, decision: String) {
+        state.withLock { $0.triggers[TriggerCount(action: action, decision: decision), default: 0] += 1 }
+    }
+
+    /// One store transaction: how long it took, and how many journal items it carried.
+    public func committed(seconds: Double, items: Int) {
+        state.withLock { counts in
+            counts.commitSeconds.observe(seconds)
+            counts.commitItems.observe(Double(items))
+        }
+    }
+
+    public var counts: Counts { state.withLock { $0 } }
+}

@@ -1,0 +1,164 @@
+import BatonEngine
+import BatonRuntime
+import CBatonSystem
+import FoundationEssentials
+import Glibc
+
+/// One attempt's cgroup (`…/baton-…/run-42-1`): its processes are exactly the attempt's tree,
+/// whatever `setsid` or double forks they did, because the leader was in it before its first
+/// instruction and every descendant is born in its parent's cgroup.
+final class AttemptCgroup: Sendable {
+    let path: String
+    /// batond's own cgroup, where kept leftovers go.
+    let home: String
+    /// `cgroup.procs`, open for the spawn to write the child into; closed once spawned.
+    let procs: Int32
+    /// `cgroup.events`, watched for `populated 0` (epoll reports a change as EPOLLPRI).
+    let events: Int32
+    /// Its groups in cgroup v1 hierarchies, where those enforce its limits (a hybrid host).
+    let v1: AttemptCgroupV1?
+
+    /// Creates the cgroup (after destroying one of the same name a crashed batond left), and the
+    /// v1 groups `plan` lists, with the plan's limits written into their control files before
+    /// any process is in them.
+    static func create(_ path: String, home: String, plan: LimitPlan = .init()) -> Result<AttemptCgroup, CgroupUnavailable> {
+        if mkdir(path, 0o755) != 0 {
+            guard errno == EEXIST else { return .failure(CgroupUnavailable("cannot create \(path): \(String(cString: strerror(errno)))")) }
+            destroy(path)
+            guard mkdir(path, 0o755) == 0 else { return .failure(CgroupUnavailable("cannot create \(path): \(String(cString: strerror(errno)))")) }
+        }
+        for control in plan.v2 where !write(control.value, to: path + "/" + control.file) {
+            let reason = String(cString: strerror(errno))
+            rmdir(path)
+            return .failure(CgroupUnavailable("cannot write \(control.value) to \(path)/\(control.file): \(reason)"))
+        }
+        let v1: AttemptCgroupV1?
+        switch AttemptCgroupV1.create(plan.v1, name: path.baseName) {
+        case let .success(made): v1 = made
+        case let .failure(why):
+            rmdir(path)
+            return .failure(why)
+        }
+        let procs = open(path + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
+        let events = open(path + "/cgroup.events", O_RDONLY | O_CLOEXEC)
+        guard procs >= 0, events >= 0 else {
+            let reason = String(cString: strerror(errno))
+            if procs >= 0 { close(procs) }
+            if events >= 0 { close(events) }
+            v1?.closeProcs()
+            v1?.remove()
+            rmdir(path)
+            return .failure(CgroupUnavailable("cannot open \(path)'s control files: \(reason)"))
+        }
+        return .success(AttemptCgroup(path: path, home: home, procs: procs, events: events, v1: v1))
+    }
+
+    private init(path: String, home: String, procs: Int32, events: Int32, v1: AttemptCgroupV1?) {
+        self.path = path
+        self.home = home
+        self.procs = procs
+        self.events = events
+        self.v1 = v1
+    }
+
+    /// The pids in it now.
+    func members() -> Set<Int32> { Self.members(of: path) }
+
+    static func members(of path: String) -> Set<Int32> {
+        guard let bytes = KernelFile.read(path + "/cgroup.procs") else { return [] }
+        return Set(KernelFile.numbers(in: bytes).compactMap { Int32(exactly: $0) })
+    }
+
+    /// Whether any process is in it, from `cgroup.events` (read again: that also clears epoll's report).
+    func isPopulated() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = buffer.withUnsafeMutableBytes { pread(events, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return !members().isEmpty }
+        return KernelFile.value(of: "populated", in: Array(buffer[..<n])) == 1
+    }
+
+    /// Sends `signal` to every process in it. SIGKILL is `cgroup.kill` (no process can escape it
+    /// by forking); any other is sent with the cgroup frozen, so that no member forks between the
+    /// listing and the signals, and is delivered when it thaws.
+    func signal(_ signal: Int32) {
+        if signal == SIGKILL {
+            Self.write("1", to: path + "/cgroup.kill")
+            return
+        }
+        let frozen = Self.write("1", to: path + "/cgroup.freeze")
+        for pid in members() { kill(pid, signal) }
+        if frozen { Self.write("0", to: path + "/cgroup.freeze") }
+    }
+
+    /// The CPU time its processes used, from `cpu.stat` (present without the cpu controller).
+    func cpuTime() -> (user: Duration, system: Duration)? {
+        guard let bytes = KernelFile.read(path + "/cpu.stat"), let user = KernelFile.value(of: "user_usec", in: bytes),
+              let system = KernelFile.value(of: "system_usec", in: bytes) else { return nil }
+        return (.microseconds(user), .microseconds(system))
+    }
+
+    /// The cgroup's peak memory (`memory.peak`) where the memory controller is on cgroup v2, else
+    /// its v1 memory group's (`memory.max_usage_in_bytes`).
+    func memoryPeak() -> Int64? {
+        guard let bytes = KernelFile.read(path + "/memory.peak") else { return v1?.memoryPeak() }
+        return KernelFile.number(in: bytes)
+    }
+
+    /// How many of its processes the kernel killed at the memory limit (`memory.events`, or its
+    /// v1 memory group's `memory.oom_control`); nil where no memory controller serves it.
+    func oomKills() -> Int? {
+        guard let bytes = KernelFile.read(path + "/memory.events") else { return v1?.oomKills() }
+        return Self.oomKills(memoryEvents: bytes)
+    }
+
+    /// The `oom_kill` count of a `memory.events` text (`low 0`, `high 0`, `max 3`, `oom 1`, `oom_kill 1`, …),
+    /// or of a v1 `memory.oom_control` (`oom_kill_disable 0`, `under_oom 0`, `oom_kill 1`).
+    static func oomKills(memoryEvents bytes: [UInt8]) -> Int? {
+        KernelFile.value(of: "oom_kill", in: bytes).flatMap { Int(exactly: $0) }
+    }
+
+    func closeProcs() {
+        close(procs)
+        v1?.closeProcs()
+    }
+
+    /// Moves every process out, into `destination` (batond's own cgroup), frozen meanwhile so that
+    /// none forks in between: for `leftovers: "keep"`, whose processes are no longer the run's.
+    func evict(to destination: String) {
+        let frozen = Self.write("1", to: path + "/cgroup.freeze")
+        let members = members()
+        v1?.evict(members)
+        for pid in members { Self.write(String(pid), to: destination + "/cgroup.procs") }
+        if frozen { Self.write("0", to: path + "/cgroup.freeze") }
+    }
+
+    /// Closes its files and removes it and its v1 groups (it is empty by then; a cgroup with
+    /// members cannot go).
+    func remove() {
+        close(events)
+        if rmdir(path) != 0 && errno == EBUSY { Self.destroy(path) }
+        v1?.remove()
+    }
+
+    /// Kills whatever is in the cgroup at `path`, waits (bounded) for it to empty, removes it;
+    /// returns how many processes it held.
+    @discardableResult
+    static func destroy(_ path: String) -> Int {
+        let count = members(of: path).count
+        if count > 0 { write("1", to: path + "/cgroup.kill") }
+        var tries = 0
+        while rmdir(path) != 0 && errno == EBUSY && tries < 200 {
+            usleep(5_000)
+            tries += 1
+        }
+        return count
+    }
+
+    @discardableResult
+    static func write(_ text: String, to path: String) -> Bool {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return baton_write_control(fd, text) == 0
+    }
+}

@@ -1,0 +1,180 @@
+import BatonEngine
+import CBatonSystem
+import Dispatch
+import FoundationEssentials
+
+/// A thread of its own for blocking work (SQLite commits, libpq round trips): jobs wait in a
+/// bounded queue and go to one handler in batches, in the order they were submitted, one batch
+/// at a time, with the state the worker owns (a connection), which no other thread touches.
+///
+/// Completions: a job carries its caller's callback, and the handler calls it on the worker's
+/// thread once the job is done. A callback must not block, and must never wait for its own
+/// worker; a caller whose state lives on a loop posts the event there from the callback
+/// (`reactor.post { … }`, or the conductor's inbox).
+///
+/// A handler may hand part of its batch back (`Batch.retry`): those jobs stay at the head of
+/// the queue, ahead of every newer one, and come back after the delay (a busy or full
+/// database, a lost connection). `close` stops admitting jobs and lets the thread finish what
+/// is queued; a handler learns of it from `Batch.isClosing` (and may then give up on a retry).
+///
+/// The thread starts with the first job; with an `idleTimeout` it ends after that long with
+/// nothing to do, and the next job starts another, which takes the state over.
+public final class SerialWorker<Job: Sendable>: Sendable {
+    /// The jobs a handler is given, and what it says back.
+    public struct Batch {
+        /// The jobs, oldest first: those held for a retry, then the newer ones.
+        public let jobs: [Job]
+        /// Whether `close` was asked: the last jobs are being drained.
+        public let isClosing: Bool
+        var retried: [Job] = []
+        var delay: Duration = .zero
+
+        init(jobs: [Job], isClosing: Bool) {
+            self.jobs = jobs
+            self.isClosing = isClosing
+        }
+
+        /// Keeps `jobs` (some of this batch, in order) at the head of the queue and hands them
+        /// over again after `delay`, with newer jobs behind them.
+        public mutating func retry(_ jobs: [Job], after delay: Duration) {
+            retried = jobs
+            self.delay = delay
+        }
+    }
+
+    /// What `close` left undone when its time ran out.
+    public struct Unfinished {
+        /// The jobs never handed to the handler (taken out: they will not run).
+        public var abandoned: [Job]
+        /// How many jobs the handler still had.
+        public var running: Int
+        /// Both together.
+        public var count: Int { abandoned.count + running }
+    }
+
+    private struct Shared {
+        var queue: WorkerQueue<Job>
+        var pings: [@Sendable () -> Void] = []
+    }
+
+    /// Guards the queue and the pings; never held while the handler or a callback runs.
+    private let shared: Locked<Shared>
+    /// Signalled once per wait of the thread, by whoever clears `queue.sleep`.
+    private let wake = DispatchSemaphore(value: 0)
+    /// Signalled when the thread has ended closed (and again by each `close` that saw it).
+    private let exited = DispatchSemaphore(value: 0)
+    /// Signalled each time a thread ends idle (the tests wait on it).
+    let endedIdle = DispatchSemaphore(value: 0)
+    /// Starts a thread that takes the state and runs the queue.
+    private let startThread: @Sendable (SerialWorker) -> Void
+
+    /// A worker whose thread, named `name` (15 characters show in `top -H`), owns `state` from
+    /// now on. At most `capacity` jobs wait for bounded submits; the handler gets at most
+    /// `maxBatch` jobs at once.
+    public init<State>(name: String, capacity: Int, maxBatch: Int = 1, idleTimeout: Duration? = nil, state: sending State,
+                       handler: @escaping @Sendable (inout State, inout Batch) -> Void) {
+        shared = Locked(Shared(queue: WorkerQueue(capacity: capacity, maxBatch: maxBatch, idleTimeout: idleTimeout)))
+        // Where the state waits between threads. A thread that ends gives it back under the
+        // queue's lock, before the queue can say `.start`; the next thread is started after that
+        // (by whoever took the lock next) and takes it: the queue's lock orders the two, no other.
+        let parked = Parked<State>(state)
+        startThread = { worker in
+            SystemThread.start {
+                baton_set_thread_name(name)
+                guard var state = parked.state.take() else { preconditionFailure("\(name): the state was not handed over") }
+                worker.run(&state, handler) { state in parked.state = state }
+            }
+        }
+    }
+
+    /// Queues a job. A bounded submit is refused while `capacity` jobs wait (backpressure: the
+    /// caller says no to new work); an unbounded one only once the worker is closed (work
+    /// already accepted elsewhere, which must not be lost). Never blocks.
+    public func submit(_ job: Job, bounded: Bool = true) throws(WorkerRefusal) {
+        let admitted = shared.withLock { shared in
+            Result { () throws(WorkerRefusal) in try shared.queue.admit(job, bounded: bounded) }
+        }
+        perform(try admitted.get())
+    }
+
+    /// Calls `answered` on the worker's thread when it next comes round (between batches, or
+    /// during a retry's wait): it is alive and not stuck in a call. At once when it has no thread.
+    public func ping(_ answered: @escaping @Sendable () -> Void) {
+        let wake = shared.withLock { shared -> WorkerQueue<Job>.Wake? in
+            guard let wake = shared.queue.nudge() else { return nil }
+            shared.pings.append(answered)
+            return wake
+        }
+        guard let wake else { return answered() }
+        perform(wake)
+    }
+
+    /// How many jobs wait (held for a retry included).
+    public var queued: Int { shared.withLock { $0.queue.count } }
+
+    /// Jobs waiting (held for a retry included) or in the handler.
+    public var load: Int { shared.withLock { $0.queue.count + $0.queue.running } }
+
+    /// Stops admitting jobs, lets the thread finish what is queued and waits for it to end, at
+    /// most `timeout`. Returns what was left undone (nothing, when the thread ended in time).
+    /// Never call it from the worker's own thread (a job or a callback).
+    @discardableResult
+    public func close(timeout: Duration = .seconds(10)) -> Unfinished {
+        let (wake, finished) = shared.withLock { shared in (shared.queue.close(), shared.queue.finished) }
+        perform(wake)
+        if finished || exited.wait(timeout: .now() + timeout.secondsValue) == .success {
+            exited.signal()
+            return Unfinished(abandoned: [], running: 0)
+        }
+        return shared.withLock { shared in Unfinished(abandoned: shared.queue.abandon(), running: shared.queue.running) }
+    }
+
+    private func perform(_ wake: WorkerQueue<Job>.Wake) {
+        switch wake {
+        case .nothing: break
+        case .signal: self.wake.signal()
+        case .start: startThread(self)
+        }
+    }
+
+    /// The thread: takes the next step, answers the pings, and runs, waits or ends. `park`
+    /// gives the state back, under the queue's lock, when the thread ends idle.
+    private func run<State>(_ state: inout State, _ handler: @Sendable (inout State, inout Batch) -> Void,
+                            park: (State) -> Void) {
+        while true {
+            let (next, pings, closed) = shared.withLock { shared -> (WorkerQueue<Job>.Next, [@Sendable () -> Void], Bool) in
+                defer { shared.pings = [] }
+                let next = shared.queue.next(at: .now)
+                if case .exit = next, !shared.queue.finished { park(state) }
+                return (next, shared.pings, shared.queue.finished)
+            }
+            assertNoLockHeld("a worker's batch")
+            for ping in pings { ping() }
+            switch next {
+            case let .run(jobs, closing):
+                var batch = Batch(jobs: jobs, isClosing: closing)
+                handler(&state, &batch)
+                shared.withLock { $0.queue.ran(retrying: batch.retried, after: batch.delay, at: .now) }
+            case let .wait(until):
+                guard let until else {
+                    wake.wait()
+                    continue
+                }
+                if wake.wait(timeout: .now() + max(until - .now, .zero).secondsValue) == .timedOut,
+                   shared.withLock({ $0.queue.timedOut() }) {
+                    wake.wait()
+                }
+            case .exit:
+                (closed ? exited : endedIdle).signal()
+                return
+            }
+        }
+    }
+}
+
+/// A worker's state between two of its threads: given back under the queue's lock by the thread
+/// that ends, taken by the thread started after it; never touched by two threads at once.
+private final class Parked<State>: @unchecked Sendable {
+    var state: State?
+    init(_ state: sending State) { self.state = state }
+}

@@ -1,0 +1,185 @@
+import BatonEngine
+/// The queue of a `SerialWorker` as a value: which jobs it admits, what its thread does next,
+/// and who must wake (or start) that thread. No clock and no thread: the worker holds it under
+/// its lock and performs what it says, and the tests walk it as a table.
+///
+/// Invariants: jobs leave in the order they came, the held ones (a batch the handler asked to
+/// retry) before any newer one; at most one thread and one batch at a time; a thread ends only
+/// with nothing queued, held or running (idle for `idleTimeout`, or closed); after `close`
+/// nothing is admitted.
+struct WorkerQueue<Job> {
+    /// How the thread waits: for any job, or for the time of a retry (only a ping or `close` cuts that short).
+    enum Sleep: Equatable { case idle, retry }
+
+    /// What the one who changed the queue must do for the thread.
+    enum Wake: Equatable {
+        case nothing
+        /// Signal the sleeping thread.
+        case signal
+        /// There is no thread: start one.
+        case start
+    }
+
+    /// What the thread does next.
+    enum Next {
+        /// Hand these jobs to the handler (`closing`: `close` was asked).
+        case run([Job], closing: Bool)
+        /// Wait until woken, or until the instant.
+        case wait(until: ContinuousClock.Instant?)
+        /// End the thread: idle for `idleTimeout` (a job starts another), or closed and drained.
+        case exit
+    }
+
+    let capacity: Int
+    let maxBatch: Int
+    /// How long an idle thread waits for a job before it ends; nil: it stays.
+    let idleTimeout: Duration?
+    private var jobs: [Job] = []
+    private var head = 0
+    /// The batch the handler asked to retry, and when.
+    private(set) var held: [Job] = []
+    private(set) var retryAt: ContinuousClock.Instant?
+    /// How many jobs the handler has now.
+    private(set) var running = 0
+    private(set) var closing = false
+    /// Whether a batch has been handed over since `close`: close cuts one retry wait short, so
+    /// that the handler hears of it, not more (a retry while closing waits its time again).
+    private var ranSinceClose = false
+    /// Closed, with nothing left and no thread.
+    private(set) var finished = false
+    private(set) var hasThread = false
+    /// Since when the thread has had nothing to do.
+    private var idleSince: ContinuousClock.Instant?
+    /// Set while the thread waits; cleared by whoever wakes it, so that it is woken once per wait.
+    private(set) var sleep: Sleep?
+
+    init(capacity: Int, maxBatch: Int, idleTimeout: Duration? = nil) {
+        self.capacity = max(capacity, 1)
+        self.maxBatch = max(maxBatch, 1)
+        self.idleTimeout = idleTimeout
+    }
+
+    /// Jobs waiting to be handed over (the held ones included).
+    var count: Int { jobs.count - head + held.count }
+
+    /// Queues a job: refused once closed, and, when `bounded`, while `capacity` jobs wait.
+    mutating func admit(_ job: Job, bounded: Bool) throws(WorkerRefusal) -> Wake {
+        if closing { throw .closed }
+        if bounded && count >= capacity { throw .full }
+        jobs.append(job)
+        if !hasThread {
+            hasThread = true
+            return .start
+        }
+        return wake(from: [.idle])
+    }
+
+    /// Asks the thread to come round (a ping). Nil: there is no thread to ask (nothing is
+    /// queued, nothing can be stuck), so the caller answers at once.
+    mutating func nudge() -> Wake? {
+        hasThread ? wake(from: [.idle, .retry]) : nil
+    }
+
+    /// Stops admitting jobs; the thread ends once it has drained them (at once without one).
+    mutating func close() -> Wake {
+        closing = true
+        if !hasThread { finished = true }
+        return wake(from: [.idle, .retry])
+    }
+
+    private mutating func wake(from states: Set<Sleep>) -> Wake {
+        guard let sleep, states.contains(sleep) else { return .nothing }
+        self.sleep = nil
+        return .signal
+    }
+
+    /// The thread's next step at `now`. A `.wait` marks it asleep until someone wakes it.
+    mutating func next(at now: ContinuousClock.Instant) -> Next {
+        precondition(running == 0 && sleep == nil && hasThread, "one batch at a time, asked only by a thread that is awake")
+        let retryDue = retryAt.map { now >= $0 } ?? true
+        if !held.isEmpty && !retryDue && !(closing && !ranSinceClose) {
+            sleep = .retry
+            return .wait(until: retryAt)
+        }
+        if held.isEmpty && head == jobs.count { return nothingToDo(at: now) }
+        var batch = held
+        let take = min(jobs.count - head, max(maxBatch - batch.count, batch.isEmpty ? 1 : 0))
+        batch += jobs[head..<head + take]
+        head += take
+        compact()
+        held = []
+        retryAt = nil
+        idleSince = nil
+        if closing { ranSinceClose = true }
+        running = batch.count
+        return .run(batch, closing: closing)
+    }
+
+    private mutating func nothingToDo(at now: ContinuousClock.Instant) -> Next {
+        if closing {
+            finished = true
+            hasThread = false
+            return .exit
+        }
+        guard let idleTimeout else {
+            sleep = .idle
+            return .wait(until: nil)
+        }
+        let since = idleSince ?? now
+        idleSince = since
+        if now - since >= idleTimeout {
+            idleSince = nil
+            hasThread = false
+            return .exit
+        }
+        sleep = .idle
+        return .wait(until: since + idleTimeout)
+    }
+
+    /// The handler is done with its batch; `retry` (jobs of that batch, in order) waits `delay`
+    /// at the head of the queue.
+    mutating func ran(retrying retry: [Job], after delay: Duration, at now: ContinuousClock.Instant) {
+        running = 0
+        held = retry
+        retryAt = retry.isEmpty ? nil : now + max(delay, .zero)
+    }
+
+    /// The thread's wait ended on its own (a timeout): returns whether a wake-up was sent
+    /// meanwhile, which the thread must then take so that it does not end its next wait early.
+    mutating func timedOut() -> Bool {
+        if sleep != nil {
+            sleep = nil
+            return false
+        }
+        return true
+    }
+
+    /// Takes every job not handed over (held and queued, in order): `close` ran out of time.
+    mutating func abandon() -> [Job] {
+        let left = held + jobs[head...]
+        held = []
+        jobs = []
+        head = 0
+        retryAt = nil
+        return left
+    }
+
+    /// Drops the jobs already handed over once they are most of the array.
+    private mutating func compact() {
+        if head == jobs.count {
+            jobs.removeAll(keepingCapacity: jobs.capacity <= 4_096)
+            head = 0
+        } else if head >= 1_024 && head * 2 >= jobs.count {
+            jobs.removeFirst(head)
+            head = 0
+        }
+    }
+}
+
+/// Why a `SerialWorker` refused a job.
+public enum WorkerRefusal: Error, Sendable, Equatable {
+    /// `capacity` jobs wait already: the worker is behind.
+    case full
+    /// The worker is closed.
+    case closed
+}
