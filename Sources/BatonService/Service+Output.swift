@@ -15,21 +15,28 @@ extension Service {
     static let historyDrain = 256 << 10
 
     func output(_ exchange: Exchange, _ generation: Generation) {
-        Task {
-            do throws(BatonError) {
-                let run = try await outputRun(exchange.request, generation, exchange.peer)
-                let relay = OutputRelay(exchange, run: run, from: max(exchange.request.from ?? 0, 0), history: history)
-                guard exchange.request.follow == true, !run.phase.isTerminal else { return await relay.catchUp(to: nil) }
-                exchange.connection.markStreaming()
-                let id = dispatcher.followOutput(run, from: max(exchange.request.from ?? 0, 0), relay.live) { position in
-                    Task { await relay.catchUp(to: position) }
-                }
-                outputFollows.withLock { $0[ObjectIdentifier(exchange.connection), default: []].append(id) }
-                if exchange.connection.isClosed { closed(exchange.connection) }
-            } catch {
-                exchange.fail(error)
+        reads.read({ [self] () async throws(BatonError) -> RunSnapshot in
+            try await outputRun(exchange.request, generation, exchange.peer)
+        }) { [self] result in
+            switch result {
+            case let .success(run): sendOutput(of: run, exchange)
+            case let .failure(error): exchange.fail(error)
             }
         }
+    }
+
+    /// On the loop, with the run found: its history through the read driver, then (followed) its
+    /// live output, each catch-up driven there too.
+    private func sendOutput(of run: RunSnapshot, _ exchange: Exchange) {
+        let from = max(exchange.request.from ?? 0, 0)
+        let relay = OutputRelay(exchange, run: run, from: from, history: history, reads: reads)
+        guard exchange.request.follow == true, !run.phase.isTerminal else { return reads.run { await relay.catchUp(to: nil) } }
+        exchange.connection.markStreaming()
+        let id = dispatcher.followOutput(run, from: from, relay.live) { [reads] position in
+            reads.run { await relay.catchUp(to: position) }
+        }
+        outputFollows.withLock { $0[ObjectIdentifier(exchange.connection), default: []].append(id) }
+        if exchange.connection.isClosed { closed(exchange.connection) }
     }
 
     /// The run asked for: `run`, or the latest run of `action`; the peer must be allowed to read it.
@@ -67,10 +74,13 @@ final class OutputRelay: Sendable {
     private let exchange: Exchange
     private let runID: Int64
     private let history: any HistoryReader
+    private let reads: ReadDriver
+    /// Shared by the live follower (on the loop) and the catch-up (on the read driver): a lock.
     private let state: Locked<State>
 
-    init(_ exchange: Exchange, run: RunSnapshot, from: Int64, history: any HistoryReader) {
+    init(_ exchange: Exchange, run: RunSnapshot, from: Int64, history: any HistoryReader, reads: ReadDriver) {
         self.exchange = exchange
+        self.reads = reads
         runID = run.id
         self.history = history
         state = Locked(State(next: from))
@@ -100,7 +110,7 @@ final class OutputRelay: Sendable {
             }
             if hold > 0 { exchange.connection.hold(hold) }
             if let chunk, send { exchange.event(Self.event(exchange.id, chunk)) }
-            if finishNow { Task { await finish() } }
+            if finishNow { reads.run { [self] in await finish() } }
         }
     }
 

@@ -41,14 +41,18 @@ public final class Service: RequestHandler, Sendable {
     /// Output follows per connection (the dispatcher's ids), stopped when it closes.
     let outputFollows = Locked<[ObjectIdentifier: [Int]]>([:])
 
+    /// Where the requests that wait on the history or a hook are driven, their answers coming back on the loop.
+    public let reads: ReadDriver
+
     /// What batond counts for `metrics` and `GET /metrics`: triggers here, runs and commits by batond.
     public let metrics: Metrics
     /// How runs' processes are kept track of, for `status`.
     let processTree: String?
 
     public init(conductor: Conductor, dispatcher: (any RunDispatcher)? = nil, history: any HistoryReader, journal: any RunStore,
-                generation: Generation, hooks: Hooks, metrics: Metrics = Metrics(), processTree: String? = nil) {
+                generation: Generation, hooks: Hooks, metrics: Metrics = Metrics(), processTree: String? = nil, reactor: Reactor = .shared) {
         self.metrics = metrics
+        reads = ReadDriver(reactor: reactor)
         self.processTree = processTree
         self.conductor = conductor
         self.dispatcher = dispatcher ?? conductor
@@ -99,13 +103,12 @@ public final class Service: RequestHandler, Sendable {
                 if connection.isClosed { closed(connection) }
             }
         case .output: output(exchange, generation)
-        // The history and the admin hooks: on a task.
+        // The history and the admin hooks: driven by `reads`, answered on the loop.
         case .history, .show, .stats, .denied, .reload, .prune:
-            Task {
-                do throws(BatonError) {
-                    exchange.finish(try await handle(request, generation, connection))
-                } catch {
-                    exchange.fail(error)
+            reads.read({ [self] () async throws(BatonError) -> Response in try await handle(request, generation, connection) }) { result in
+                switch result {
+                case let .success(response): exchange.finish(response)
+                case let .failure(error): exchange.fail(error)
                 }
             }
         }
@@ -129,7 +132,7 @@ public final class Service: RequestHandler, Sendable {
         case .stats: return try await stats(request, generation, connection)
         case .denied: return try await denied(request, generation, connection)
         case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output:
-            throw .internalError("\(request.op.rawValue) is not answered on a task")
+            throw .internalError("\(request.op.rawValue) is not answered by the read driver")
         }
     }
 

@@ -332,6 +332,19 @@ public final class HTTPExchange: Sendable {
     /// Ends the exchange now, answered or not.
     public func close() { connection.close() }
 
+    /// Calls `body` once, on the loop, when the connection closes (at once if it has): a handler
+    /// that holds something for the client (a `?wait=`) lets it go when the client goes.
+    public func onClose(_ body: @escaping @Sendable () -> Void) {
+        state.withLock { state in
+            if let previous = state.onClose {
+                state.onClose = { @Sendable in previous(); body() }
+            } else {
+                state.onClose = body
+            }
+        }
+        if connection.isClosed { closed() }
+    }
+
     func closed() {
         let onClose = state.withLock { state in defer { state.onClose = nil }; return state.onClose }
         onClose?()
