@@ -28,7 +28,8 @@ public final class DashboardServer: Sendable {
 
     public let address: ListenAddress
     public let gate: Gate
-    /// The codes handed out and the sessions they were traded for.
+    /// The codes handed out and the sessions they were traded for: a lock, since the codes are
+    /// issued on the command's thread and redeemed on the loop.
     let sessions = Locked(Sessions())
     /// Told of each sign-in and each code used twice, to say so where the dashboard was started.
     let onSignIn: @Sendable (SignIn) -> Void
@@ -37,12 +38,12 @@ public final class DashboardServer: Sendable {
     let feed: Feed
     let http: HTTPServer
     let reactor: Reactor
-    /// The open event streams, by the exchange that carries each.
-    let streams = Locked<[ObjectIdentifier: Stream]>([:])
+    /// The open event streams, by the exchange that carries each (the loop's, as are the two below).
+    let streams: LoopOwned<[ObjectIdentifier: Stream]>
     /// The open streams of runs' output.
-    let outputStreams = Locked<[ObjectIdentifier: HTTPExchange]>([:])
+    let outputStreams: LoopOwned<[ObjectIdentifier: HTTPExchange]>
     /// Raw output downloads being read.
-    let downloads = Locked(0)
+    let downloads: LoopOwned<Int>
 
     public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), reactor: Reactor = .shared,
                 onSignIn: @escaping @Sendable (SignIn) -> Void = { _ in }) throws(SocketError) {
@@ -61,6 +62,9 @@ public final class DashboardServer: Sendable {
         self.limits = limits
         self.onSignIn = onSignIn
         self.reactor = reactor
+        streams = LoopOwned([:], on: reactor)
+        outputStreams = LoopOwned([:], on: reactor)
+        downloads = LoopOwned(0, on: reactor)
         api = API(channel: Channel(path: socketPath, reactor: reactor), reactor: reactor)
         feed = Feed(socketPath: socketPath, reactor: reactor)
         box.withLock { $0 = self }
@@ -110,14 +114,14 @@ public final class DashboardServer: Sendable {
 
     /// A raw output download, when a slot is free (each holds up to `downloadBytes`).
     func download(_ id: Int64, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
-        let admitted = downloads.withLock { count -> Bool in
+        let admitted = downloads.withValue { count -> Bool in
             guard count < limits.maxDownloads else { return false }
             count += 1
             return true
         }
         guard admitted else { return done(refusal(503, "another download of output is being read; try again in a moment")) }
         api.rawOutput(id, limit: limits.downloadBytes) { [self] response in
-            downloads.withLock { $0 -= 1 }
+            downloads.withValue { $0 -= 1 }
             done(response)
         }
     }

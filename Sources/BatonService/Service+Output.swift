@@ -35,7 +35,7 @@ extension Service {
         let id = dispatcher.followOutput(run, from: from, relay.live) { [reads] position in
             reads.run { await relay.catchUp(to: position) }
         }
-        outputFollows.withLock { $0[ObjectIdentifier(exchange.connection), default: []].append(id) }
+        outputFollows.withValue { $0[ObjectIdentifier(exchange.connection), default: []].append(id) }
         if exchange.connection.isClosed { closed(exchange.connection) }
     }
 

@@ -89,7 +89,7 @@ struct OutputOpTests {
                           hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
     }
 
-    func ask(_ json: String, _ caller: Recorder) { service.received(.line(Array(json.utf8)), from: caller) }
+    func ask(_ json: String, _ caller: Recorder) { service.receivedOnLoop(.line(Array(json.utf8)), from: caller) }
 
     /// The chunks' text up to the final answer, and the answer.
     func collect(_ caller: Recorder, until text: String? = nil) async -> (text: String, answer: Response?) {

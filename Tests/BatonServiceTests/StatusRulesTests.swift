@@ -29,7 +29,7 @@ struct StatusRulesTests {
         let service = Service(conductor: conductor, history: FakeHistory(), journal: store, generation: generation,
                               hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
         let caller = Recorder(uid: 0)
-        service.received(.line(Array(#"{"op":"status"}"#.utf8)), from: caller)
+        service.receivedOnLoop(.line(Array(#"{"op":"status"}"#.utf8)), from: caller)
         let answer = try #require(await caller.answer())
         let info = try #require(answer.actions?.first { $0.name == "fresh" })
         #expect(info.cooling?.map(\.id) == [1, 4], "prod and dev's later success are inside the window; staging's is over")
