@@ -83,9 +83,8 @@ public final class Server: Sendable {
         self.delegate = delegate
         table = LoopOwned(Table(), on: reactor)
         reserve = LoopOwned(open("/dev/null", O_RDONLY | O_CLOEXEC), on: reactor)
-        budget = OutputBudget(limit: limits.totalOutputLimit)
+        budget = OutputBudget(limit: limits.totalOutputLimit, reactor: reactor)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        budget.onOver { [weak self, reactor] in reactor.post { [weak self] in self?.enforceBudget() } }
     }
 
     /// Serves on the event loop until `stop()`; then every connection and the listening socket are closed.
@@ -96,6 +95,7 @@ public final class Server: Sendable {
                     state.finished = continuation
                     return !state.stopped
                 }) else { return finish() }
+                budget.onOver { [weak self, reactor] in reactor.post { [weak self] in self?.enforceBudget() } }
                 reactor.watch(listenFD) { [self] _ in acceptAll() }
                 scheduleSweep()
             }

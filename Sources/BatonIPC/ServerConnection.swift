@@ -272,18 +272,21 @@ public final class ServerConnection: Sendable, Hashable {
 extension ServerConnection: Caller {}
 
 /// The unsent output of every connection together; past its limit the server is woken to drop
-/// the connections holding the most.
+/// the connections holding the most. Counted on the loop (by the connections' writes), read
+/// anywhere.
 final class OutputBudget: Sendable {
     let limit: Int
     private let bytes = Atomic<Int>(0)
-    private let over = Locked<(@Sendable () -> Void)?>(nil)
+    /// The loop's: set there (`onOver`) and called there.
+    private let over: LoopOwned<(@Sendable () -> Void)?>
 
-    init(limit: Int) {
+    init(limit: Int, reactor: Reactor) {
         self.limit = limit
+        over = LoopOwned(nil, on: reactor)
     }
 
-    /// What to do when the total passes the limit.
-    func onOver(_ action: @escaping @Sendable () -> Void) { over.withLock { $0 = action } }
+    /// What to do when the total passes the limit (set on the loop).
+    func onOver(_ action: @escaping @Sendable () -> Void) { over.withValue { $0 = action } }
 
     var total: Int { bytes.load(ordering: .relaxed) }
     var isOver: Bool { total > limit }
@@ -291,6 +294,6 @@ final class OutputBudget: Sendable {
     func add(_ delta: Int) {
         guard delta != 0 else { return }
         let (_, now) = bytes.add(delta, ordering: .relaxed)
-        if delta > 0, now > limit, now - delta <= limit { over.withLock { $0 }?() }
+        if delta > 0, now > limit, now - delta <= limit { over.withValue { $0 }?() }
     }
 }

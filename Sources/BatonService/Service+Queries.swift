@@ -172,12 +172,13 @@ extension Service {
         exchange.connection.markStreaming()
         // Registered before "watching" goes out, so that nothing committed after the client hears
         // it is missed; what arrives in between is held and sent after it, in order.
-        // The conductor calls its observers on the loop: no lock.
-        let held = LoopOwned<[RunUpdate]?>([], on: reactor)
+        // A lock: a fleet host's conductor tells its observers of other hosts' transitions from
+        // the fleet's feed thread, while this runs on the loop.
+        let held = Locked<[RunUpdate]?>([])
         let id = conductor.observe(action: request.action, progress: request.progress ?? false) { [self] update in
             guard let update else { return exchange.fail(.stopped("batond is shutting down")) }
             guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
-            let holding = held.withValue { list -> Bool in
+            let holding = held.withLock { list -> Bool in
                 guard list != nil else { return false }
                 list!.append(update)
                 return true
@@ -187,7 +188,7 @@ extension Service {
         var started = Response(id: request.id, ok: nil)
         started.event = "watching"
         exchange.event(started)
-        while let batch = held.withValue({ list -> [RunUpdate]? in
+        while let batch = held.withLock({ list -> [RunUpdate]? in
             guard let pending = list, !pending.isEmpty else { list = nil; return nil }
             list = []
             return pending

@@ -46,7 +46,7 @@ public final class HTTPServer: Sendable {
     let limits: Limits
     private let handler: Handler
     let reactor: Reactor
-    private let budget = OutputBudget(limit: 256 << 20)
+    private let budget: OutputBudget
     /// The loop's, with no lock.
     private let table: LoopOwned<Table>
     /// The connections open, as the loop last published it: other threads read this.
@@ -76,6 +76,7 @@ public final class HTTPServer: Sendable {
         self.limits = limits
         self.handler = handler
         self.reactor = reactor
+        budget = OutputBudget(limit: 256 << 20, reactor: reactor)
         table = LoopOwned(Table(admission: PeerAdmission(maxConnections: limits.maxConnections, maxPerPeer: limits.maxConnectionsPerPeer,
                                                       reserved: limits.reservedForOwners, owners: limits.owners)), on: reactor)
     }
@@ -97,6 +98,7 @@ public final class HTTPServer: Sendable {
         self.limits = limits
         self.handler = handler
         self.reactor = reactor
+        budget = OutputBudget(limit: 256 << 20, reactor: reactor)
         table = LoopOwned(Table(admission: PeerAdmission(maxConnections: limits.maxConnections, maxPerPeer: limits.maxConnectionsPerPeer,
                                                       reserved: limits.reservedForOwners, owners: limits.owners)), on: reactor)
     }
