@@ -81,7 +81,7 @@ struct WebhookWaitTests {
     func clientGoes() async throws {
         let setup = try Setup()
         var counts = setup.waits.makeAsyncIterator()
-        let fd = setup.post(wait: "60s")
+        let fd = setup.post(wait: "600s")
         #expect(await counts.next() == 1)
         // The trigger's answer came (the run is loading, its follower registered) before the client goes.
         await setup.gate.entered()
@@ -95,7 +95,7 @@ struct WebhookWaitTests {
     func runEnds() async throws {
         let setup = try Setup()
         var counts = setup.waits.makeAsyncIterator()
-        let fd = setup.post(wait: "60s")
+        let fd = setup.post(wait: "600s")
         defer { close(fd) }
         #expect(await counts.next() == 1)
         await setup.gate.entered()
