@@ -53,9 +53,10 @@ public final class DashboardServer: Sendable {
         httpLimits.bodyBytes = limits.bodyBytes
         httpLimits.maxConnections = limits.maxConnections
         httpLimits.timeout = limits.timeout
-        let box = Locked<DashboardServer?>(nil)
+        // The handler finds the server on the loop, where it is put (before `serve` starts the HTTP server).
+        let box = LoopOwned<DashboardServer?>(nil, on: reactor)
         http = try HTTPServer(listening: requested, limits: httpLimits, reactor: reactor) { head, exchange in
-            box.withLock { $0 }?.handle(head, exchange)
+            box.withValue { $0 }?.handle(head, exchange)
         }
         address = http.address
         gate = Gate(address: address, bodyLimit: limits.bodyBytes)
@@ -67,7 +68,7 @@ public final class DashboardServer: Sendable {
         downloads = LoopOwned(0, on: reactor)
         api = API(channel: Channel(path: socketPath, reactor: reactor), reactor: reactor)
         feed = Feed(socketPath: socketPath, reactor: reactor)
-        box.withLock { $0 = self }
+        reactor.post { box.withValue { $0 = self } }
     }
 
     /// Serves on the event loop; the calling thread waits, forever.
