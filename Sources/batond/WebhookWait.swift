@@ -4,25 +4,32 @@ import BatonCore
 /// follower, in whichever order they come; `finish` is called with the end, or with the run as
 /// it was when the wait ran out. Owned by the loop (no lock): the follower's updates are posted
 /// there. It ends once — answered, run out, or dropped because its client went (`cancel`) —
-/// and then `over` is told, its timer is cancelled and what it held is let go.
+/// and then `over` is told, its timer is cancelled and what it held (the runs, the answer's
+/// closure and the exchange in it) is let go: the follower the dispatcher keeps until the run
+/// ends is left holding an empty wait.
 final class WebhookWait: Sendable {
     private struct State {
         var run: RunSnapshot?
         var ended: RunSnapshot?
         var timer: Reactor.TimerID?
         var over = false
+        var finish: (@Sendable (RunSnapshot, _ ended: Bool) -> Void)?
+        var onOver: (@Sendable () -> Void)?
+    }
+
+    /// What `close` takes out of a wait that was not over yet.
+    private struct Taken {
+        var timer: Reactor.TimerID?
+        var finish: (@Sendable (RunSnapshot, _ ended: Bool) -> Void)?
+        var onOver: (@Sendable () -> Void)?
     }
 
     private let state: LoopOwned<State>
-    private let finish: @Sendable (RunSnapshot, _ ended: Bool) -> Void
-    private let over: @Sendable () -> Void
     private let reactor: Reactor
 
     init(reactor: Reactor, finish: @escaping @Sendable (RunSnapshot, _ ended: Bool) -> Void, over: @escaping @Sendable () -> Void = {}) {
         self.reactor = reactor
-        self.finish = finish
-        self.over = over
-        state = LoopOwned(State(), on: reactor)
+        state = LoopOwned(State(finish: finish, onOver: over), on: reactor)
     }
 
     /// Ends the wait after `duration` with the run as last seen: a loop timer, cancelled when the
@@ -53,9 +60,9 @@ final class WebhookWait: Sendable {
 
     /// The client went: no answer; the timer and the run the wait held go now.
     func cancel() {
-        guard let timer = close() else { return }
-        if let timer { reactor.cancel(timer) }
-        over()
+        guard let taken = close() else { return }
+        if let timer = taken.timer { reactor.cancel(timer) }
+        taken.onOver?()
     }
 
     /// Whether the wait has ended (answered, run out or dropped).
@@ -77,18 +84,18 @@ final class WebhookWait: Sendable {
     }
 
     private func end(_ run: RunSnapshot, _ ended: Bool) {
-        guard let timer = close() else { return }
-        if let timer { reactor.cancel(timer) }
-        finish(run, ended)
-        over()
+        guard let taken = close() else { return }
+        if let timer = taken.timer { reactor.cancel(timer) }
+        taken.finish?(run, ended)
+        taken.onOver?()
     }
 
-    /// Marks the wait over, letting go of the runs; the timer to cancel, or nil when it was over already.
-    private func close() -> Reactor.TimerID?? {
-        state.withValue { state -> Reactor.TimerID?? in
+    /// Marks the wait over, letting go of all it held; what to cancel and call, or nil when it was over already.
+    private func close() -> Taken? {
+        state.withValue { state -> Taken? in
             guard !state.over else { return nil }
             defer { state = State(over: true) }
-            return .some(state.timer)
+            return Taken(timer: state.timer, finish: state.finish, onOver: state.onOver)
         }
     }
 }
