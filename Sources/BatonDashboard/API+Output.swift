@@ -8,10 +8,10 @@ extension API {
     /// (a 413 past it, pointing at `baton logs`).
     func rawOutput(_ id: Int64, limit: Int, _ done: @escaping Answer) {
         let channel = Channel(path: self.channel.path, reactor: reactor)
-        let bytes = Locked<[UInt8]?>([])
+        let bytes = LoopOwned<[UInt8]?>([], on: reactor)
         channel.call(Request(op: .output, run: id), events: { response, _ in
             guard let chunk = response.chunk else { return }
-            let over = bytes.withLock { bytes -> Bool in
+            let over = bytes.access { bytes -> Bool in
                 guard let count = bytes?.count, count + chunk.bytes.count <= limit else { bytes = nil; return true }
                 bytes!.append(contentsOf: chunk.bytes)
                 return false
@@ -19,7 +19,7 @@ extension API {
             if over { channel.close() }
         }, done: { [self] result in
             channel.close()
-            guard let body = bytes.withLock({ $0 }) else {
+            guard let body = bytes.access({ $0 }) else {
                 return done(HTTPResponse.refusal(413, "run \(id)'s output is larger than the dashboard saves (\(limit) bytes): use `baton logs \(id) > FILE`",
                                                  extraFields: Assets.securityFields))
             }

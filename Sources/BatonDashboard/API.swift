@@ -16,12 +16,12 @@ struct API: Sendable {
         switch QueryString.historyFilter(query) {
         case let .success(filter):
             // Over 500 runs batond sends the first pages as `runs` events: the page gets one list.
-            let pages = Locked<[RunSnapshot]>([])
+            let pages = LoopOwned<[RunSnapshot]>([], on: reactor)
             forward(Request(op: .history, filter: filter), events: { event, _ in
-                if event.event == "runs", let runs = event.runs { pages.withLock { $0 += runs } }
+                if event.event == "runs", let runs = event.runs { pages.access { $0 += runs } }
             }, done) { final in
                 var whole = final
-                let before = pages.withLock { $0 }
+                let before = pages.access { $0 }
                 if final.ok == true, !before.isEmpty { whole.runs = before + (final.runs ?? []) }
                 return whole
             }

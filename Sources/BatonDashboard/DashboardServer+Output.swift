@@ -11,7 +11,7 @@ extension DashboardServer {
             return exchange.answer(refusal(400, "Last-Event-ID must be a position in the run's output (decimal digits)"))
         }
         let key = ObjectIdentifier(exchange)
-        let admitted = outputStreams.withLock { streams -> Bool in
+        let admitted = outputStreams.access { streams -> Bool in
             guard streams.count < limits.maxOutputStreams else { return false }
             streams[key] = exchange
             return true
@@ -19,7 +19,7 @@ extension DashboardServer {
         guard admitted else { return exchange.answer(refusal(503, "too many output streams; close a run's tab")) }
         let channel = Channel(path: api.channel.path, reactor: reactor)
         exchange.stream(head: SSE.head(extra: Assets.securityFields.map { ($0.name, $0.value) })) { [weak self] in
-            _ = self?.outputStreams.withLock { $0.removeValue(forKey: key) }
+            _ = self?.outputStreams.access { $0.removeValue(forKey: key) }
             channel.close()
         }
         channel.call(Request(op: .output, run: run, from: from, follow: true), events: { response, _ in

@@ -6,7 +6,7 @@ extension DashboardServer {
     /// One page's event stream, kept by the loop: where the page is in the feed.
     final class Stream: Sendable {
         let exchange: HTTPExchange
-        let state: Locked<State>
+        let state: LoopOwned<State>
 
         struct State {
             /// The id of the last event the page has (`Last-Event-ID`), nil before its snapshot.
@@ -16,31 +16,31 @@ extension DashboardServer {
             var snapshotting = false
         }
 
-        init(_ exchange: HTTPExchange, cursor: String?) {
+        init(_ exchange: HTTPExchange, cursor: String?, reactor: Reactor) {
             self.exchange = exchange
-            state = Locked(State(cursor: cursor))
+            state = LoopOwned(State(cursor: cursor), on: reactor)
         }
     }
 
     /// Opens a page's stream: its head now, then what the feed has for it.
     func openStream(_ exchange: HTTPExchange, lastEventID: String?) {
         let key = ObjectIdentifier(exchange)
-        let stream = Stream(exchange, cursor: lastEventID)
-        let admitted = streams.withLock { streams -> Bool in
+        let stream = Stream(exchange, cursor: lastEventID, reactor: reactor)
+        let admitted = streams.access { streams -> Bool in
             guard streams.count < limits.maxStreams else { return false }
             streams[key] = stream
             return true
         }
         guard admitted else { return exchange.answer(refusal(503, "too many event streams; close a dashboard tab")) }
         exchange.stream(head: SSE.head(extra: Assets.securityFields.map { ($0.name, $0.value) })) { [weak self] in
-            _ = self?.streams.withLock { $0.removeValue(forKey: key) }
+            _ = self?.streams.access { $0.removeValue(forKey: key) }
         }
         push(stream)
     }
 
     /// The feed changed: every stream is brought up to date.
     func feedChanged() {
-        for stream in streams.withLock({ Array($0.values) }) { push(stream) }
+        for stream in streams.access({ Array($0.values) }) { push(stream) }
     }
 
     /// Brings one stream up to date with the feed: a snapshot (batond's status) when the page is
@@ -49,10 +49,10 @@ extension DashboardServer {
     func push(_ stream: Stream) {
         let view = feed.view
         guard view.online else {
-            guard view.settled, stream.state.withLock({ state in defer { state.toldOffline = true }; return !state.toldOffline }) else { return }
+            guard view.settled, stream.state.access({ state in defer { state.toldOffline = true }; return !state.toldOffline }) else { return }
             return stream.exchange.send(SSE.event("offline", data: Self.message(view.offlineReason)))
         }
-        let (cursor, snapshotting) = stream.state.withLock { state -> (String?, Bool) in
+        let (cursor, snapshotting) = stream.state.access { state -> (String?, Bool) in
             state.toldOffline = false
             return (state.cursor, state.snapshotting)
         }
@@ -60,10 +60,10 @@ extension DashboardServer {
         case let .replay(events):
             guard let last = events.last else { return }
             stream.exchange.send(events.map { SSE.event($0.name, data: $0.data, id: view.ring.id($0.seq)) }.joined())
-            stream.state.withLock { $0.cursor = view.ring.id(last.seq) }
+            stream.state.access { $0.cursor = view.ring.id(last.seq) }
         case .snapshot:
             guard !snapshotting else { return }
-            stream.state.withLock { $0.snapshotting = true }
+            stream.state.access { $0.snapshotting = true }
             snapshot(stream, id: view.ring.id(view.ring.lastSeq))
         }
     }
@@ -79,7 +79,7 @@ extension DashboardServer {
                 var answer = response
                 answer.id = nil
                 stream.exchange.send(SSE.event("snapshot", data: String(decoding: answer.jsonLine(), as: UTF8.self), id: id))
-                stream.state.withLock { $0.cursor = id; $0.snapshotting = false }
+                stream.state.access { $0.cursor = id; $0.snapshotting = false }
                 push(stream)
             case let .success(response):
                 refused(stream, response.error?.message ?? "batond refused")
@@ -91,9 +91,9 @@ extension DashboardServer {
 
     private func refused(_ stream: Stream, _ why: String) {
         stream.exchange.send(SSE.event("offline", data: Self.message(why)))
-        stream.state.withLock { $0.toldOffline = true }
+        stream.state.access { $0.toldOffline = true }
         reactor.after(.seconds(1)) { [self] in
-            stream.state.withLock { $0.snapshotting = false }
+            stream.state.access { $0.snapshotting = false }
             if stream.exchange.isOpen { push(stream) }
         }
     }
@@ -101,8 +101,8 @@ extension DashboardServer {
     /// A keepalive comment on every stream, every `keepalive`: proxies and browsers keep it open.
     func scheduleKeepalive() {
         reactor.after(limits.keepalive) { [self] in
-            for stream in streams.withLock({ Array($0.values) }) { stream.exchange.send(SSE.keepalive) }
-            for exchange in outputStreams.withLock({ Array($0.values) }) { exchange.send(SSE.keepalive) }
+            for stream in streams.access({ Array($0.values) }) { stream.exchange.send(SSE.keepalive) }
+            for exchange in outputStreams.access({ Array($0.values) }) { exchange.send(SSE.keepalive) }
             scheduleKeepalive()
         }
     }

@@ -28,7 +28,8 @@ public final class DashboardServer: Sendable {
 
     public let address: ListenAddress
     public let gate: Gate
-    /// The codes handed out and the sessions they were traded for.
+    /// The codes handed out and the sessions they were traded for: a lock, since the codes are
+    /// issued on the command's thread and redeemed on the loop.
     let sessions = Locked(Sessions())
     /// Told of each sign-in and each code used twice, to say so where the dashboard was started.
     let onSignIn: @Sendable (SignIn) -> Void
@@ -37,14 +38,14 @@ public final class DashboardServer: Sendable {
     let feed: Feed
     let http: HTTPServer
     let reactor: Reactor
-    /// The open event streams, by the exchange that carries each.
-    let streams = Locked<[ObjectIdentifier: Stream]>([:])
+    /// The open event streams, by the exchange that carries each (the loop's, as are the two below).
+    let streams: LoopOwned<[ObjectIdentifier: Stream]>
     /// The open streams of runs' output.
-    let outputStreams = Locked<[ObjectIdentifier: HTTPExchange]>([:])
+    let outputStreams: LoopOwned<[ObjectIdentifier: HTTPExchange]>
     /// Raw output downloads being read.
-    let downloads = Locked(0)
+    let downloads: LoopOwned<Int>
 
-    public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), reactor: Reactor = .shared,
+    public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), reactor: Reactor,
                 onSignIn: @escaping @Sendable (SignIn) -> Void = { _ in }) throws(SocketError) {
         var httpLimits = HTTPServer.Limits()
         httpLimits.headBytes = limits.headBytes
@@ -52,18 +53,22 @@ public final class DashboardServer: Sendable {
         httpLimits.bodyBytes = limits.bodyBytes
         httpLimits.maxConnections = limits.maxConnections
         httpLimits.timeout = limits.timeout
-        let box = Locked<DashboardServer?>(nil)
+        // The handler finds the server on the loop, where it is put (before `serve` starts the HTTP server).
+        let box = LoopOwned<DashboardServer?>(nil, on: reactor)
         http = try HTTPServer(listening: requested, limits: httpLimits, reactor: reactor) { head, exchange in
-            box.withLock { $0 }?.handle(head, exchange)
+            box.access { $0 }?.handle(head, exchange)
         }
         address = http.address
         gate = Gate(address: address, bodyLimit: limits.bodyBytes)
         self.limits = limits
         self.onSignIn = onSignIn
         self.reactor = reactor
+        streams = LoopOwned([:], on: reactor)
+        outputStreams = LoopOwned([:], on: reactor)
+        downloads = LoopOwned(0, on: reactor)
         api = API(channel: Channel(path: socketPath, reactor: reactor), reactor: reactor)
         feed = Feed(socketPath: socketPath, reactor: reactor)
-        box.withLock { $0 = self }
+        reactor.post { box.access { $0 = self } }
     }
 
     /// Serves on the event loop; the calling thread waits, forever.
@@ -110,14 +115,14 @@ public final class DashboardServer: Sendable {
 
     /// A raw output download, when a slot is free (each holds up to `downloadBytes`).
     func download(_ id: Int64, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
-        let admitted = downloads.withLock { count -> Bool in
+        let admitted = downloads.access { count -> Bool in
             guard count < limits.maxDownloads else { return false }
             count += 1
             return true
         }
         guard admitted else { return done(refusal(503, "another download of output is being read; try again in a moment")) }
         api.rawOutput(id, limit: limits.downloadBytes) { [self] response in
-            downloads.withLock { $0 -= 1 }
+            downloads.access { $0 -= 1 }
             done(response)
         }
     }

@@ -9,8 +9,9 @@ import FoundationEssentials
 public final class Feed: Sendable {
     let channel: Channel
     private let reactor: Reactor
-    private let state = Locked(View(settled: false, online: false, offlineReason: "connecting to batond", ring: EventRing(epoch: Feed.newEpoch())))
-    private let listeners = Locked<[@Sendable () -> Void]>([])
+    /// The loop's, with no lock, as are the listeners.
+    private let state: LoopOwned<View>
+    private let listeners: LoopOwned<[@Sendable () -> Void]>
 
     /// What a stream reads: whether batond is there, why not, and the ring.
     struct View: Sendable {
@@ -21,15 +22,20 @@ public final class Feed: Sendable {
         var ring: EventRing
     }
 
-    public init(socketPath: String, reactor: Reactor = .shared) {
+    public init(socketPath: String, reactor: Reactor) {
         channel = Channel(path: socketPath, reactor: reactor)
         self.reactor = reactor
+        state = LoopOwned(View(settled: false, online: false, offlineReason: "connecting to batond", ring: EventRing(epoch: Feed.newEpoch())), on: reactor)
+        listeners = LoopOwned([], on: reactor)
     }
 
-    var view: View { state.withLock { $0 } }
+    /// What streams read now (on the loop).
+    var view: View { state.access { $0 } }
 
-    /// Calls `listener` on the loop after every change of the view.
-    func onChange(_ listener: @escaping @Sendable () -> Void) { listeners.withLock { $0.append(listener) } }
+    /// Calls `listener` on the loop after every change of the view (registered there).
+    func onChange(_ listener: @escaping @Sendable () -> Void) {
+        reactor.onLoop { [self] in listeners.access { $0.append(listener) } }
+    }
 
     public func start() { watch(pause: .milliseconds(200)) }
 
@@ -56,8 +62,8 @@ public final class Feed: Sendable {
     }
 
     private func change(_ body: (inout View) -> Void) {
-        state.withLock(body)
-        for listener in listeners.withLock({ $0 }) { listener() }
+        state.access(body)
+        for listener in listeners.access({ $0 }) { listener() }
     }
 
     static func newEpoch() -> String {

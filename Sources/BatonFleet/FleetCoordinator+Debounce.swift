@@ -8,7 +8,7 @@ extension FleetCoordinator {
     /// a run armed already keeps its timer (its deadline only moves later, and that timer
     /// re-arms when it fires). The feed's once-a-second look is the backstop.
     func armDebounce(_ id: Int64, after wait: Duration) {
-        onLoop { [self] in send(.debounce(id, after: wait)) }
+        reactor.onLoop { [self] in send(.debounce(id, after: wait)) }
     }
 
     /// Arms a timer for each of this host's queued runs that hold their key and wait for their

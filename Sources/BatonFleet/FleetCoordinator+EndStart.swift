@@ -26,13 +26,13 @@ extension FleetCoordinator {
     /// on the loop, those go to the conductor (each gives its slot back once counted), the
     /// other slots back now.
     func endStartsCommitted(_ claimed: [Claimed], reserved: Int) {
-        onLoop { [self] in send(.settled(granted: reserved, claimed: claimed)) }
+        reactor.onLoop { [self] in send(.settled(granted: reserved, claimed: claimed)) }
     }
 
     /// Gives `count` start slots back (on the loop).
     func releaseStarts(_ count: Int) {
         guard count > 0 else { return }
-        onLoop { [self] in send(.settled(granted: count, claimed: [])) }
+        reactor.onLoop { [self] in send(.settled(granted: count, claimed: [])) }
     }
 
     /// In the opening of the writer's transaction, after its own key rows: locks the key rows of

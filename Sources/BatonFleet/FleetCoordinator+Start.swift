@@ -66,12 +66,12 @@ extension FleetCoordinator {
         case let .hand(claimed):
             // Its start slot is given back once the conductor counts it.
             conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook),
-                            follower: followers[claimed.run.id]) { [self] _ in onLoop { [self] in send(.counted) } }
+                            follower: followers[claimed.run.id]) { [self] _ in reactor.onLoop { [self] in send(.counted) } }
         case .findReady:
             pool.submit({ [self] db in try findReady(on: db) }) { [self] result in
                 if case let .failure(error) = result { log("queued runs could not be read: \(error)") }
                 let (ready, held) = (try? result.get()) ?? ([], [])
-                onLoop { [self] in send(.found(ready: ready, held: held, running: conductor.runningCount)) }
+                reactor.onLoop { [self] in send(.found(ready: ready, held: held, running: conductor.runningCount)) }
             }
         case let .start(ready, held, slots):
             pool.submit({ [self] db in
@@ -82,7 +82,7 @@ extension FleetCoordinator {
                 return claimed
             }) { [self] result in
                 let claimed = (try? result.get()) ?? []
-                onLoop { [self] in send(.looked(granted: slots, claimed: claimed, running: conductor.runningCount)) }
+                reactor.onLoop { [self] in send(.looked(granted: slots, claimed: claimed, running: conductor.runningCount)) }
             }
         case let .armTimer(id, after):
             _ = reactor.after(after) { [self] in send(.debounceFired(id, running: conductor.runningCount)) }
@@ -100,7 +100,7 @@ extension FleetCoordinator {
     /// Asks for a look at this host's startable runs (a tick of the feed): on the loop, one look
     /// at a time, granted a start slot for each run it finds ready (`CoordinatorState`).
     func lookForStarts() {
-        onLoop { [self] in send(.look(running: conductor.runningCount)) }
+        reactor.onLoop { [self] in send(.look(running: conductor.runningCount)) }
     }
 
     /// How a start went.
@@ -160,6 +160,6 @@ extension FleetCoordinator {
 
     /// Stops starting runs (shutdown); runs already started go on until the conductor stops them.
     public func stopStarting() {
-        onLoop { [self] in send(.stopStarting) }
+        reactor.onLoop { [self] in send(.stopStarting) }
     }
 }

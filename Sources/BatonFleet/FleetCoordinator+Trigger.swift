@@ -35,7 +35,7 @@ extension FleetCoordinator {
     /// After a batch's transaction, on the loop: the runs it started go to the conductor (each
     /// with its caller as follower), its other slots come back, and each caller hears its decision.
     func conclude(_ jobs: [PendingTrigger], _ results: [Result<Decided, any Error>]) {
-        onLoop { [self] in
+        reactor.onLoop { [self] in
             var followers: [Int64: Conductor.Follower] = [:]
             var claimed: [Claimed] = []
             for (job, result) in zip(jobs, results) {

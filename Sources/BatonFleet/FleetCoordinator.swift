@@ -52,10 +52,6 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         state = LoopOwned(CoordinatorState(limit: limit), on: reactor)
     }
 
-    /// Runs `work` on the loop: now when called there, else posted (in order).
-    func onLoop(_ work: @escaping @Sendable () -> Void) {
-        if reactor.isCurrent { work() } else { reactor.post(work) }
-    }
 
     /// Handles `event` on the loop and performs its effects, with no lock held.
     @discardableResult
@@ -96,7 +92,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
 
     /// Follows a run through the feed, then reads what it may have missed before it was registered.
     func follow(_ run: RunSnapshot, seq: Int, _ follower: @escaping Conductor.Follower) {
-        onLoop { [self] in
+        reactor.onLoop { [self] in
             followers.add(run, seq: seq, follower)
             catchUp(run.id, after: seq)
         }
@@ -105,7 +101,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     func catchUp(_ id: Int64, after seq: Int) {
         pool.submit({ [self] db in try transitions(of: id, after: seq, on: db) }) { [self] result in
             guard case let .success(updates) = result else { return }
-            onLoop { [self] in for update in updates { followers.deliver(update) } }
+            reactor.onLoop { [self] in for update in updates { followers.deliver(update) } }
         }
     }
 

@@ -37,7 +37,7 @@ extension FleetFeed {
             if run.phase == .queued { run.waiting = waits[run.id] }
             return run
         }
-        coordinator.onLoop { coordinator.send(.refreshed(live)) }
+        coordinator.reactor.onLoop { coordinator.send(.refreshed(live)) }
     }
 
     /// The snapshot the feed starts from: what it sees committed is not delivered, the rest will be.
@@ -109,7 +109,7 @@ extension FleetFeed {
             }
             let update = RunUpdate(run: run, transition: transition)
             // On the loop, before any follower's news (which the loop sends on, in order).
-            coordinator.onLoop { [run] in coordinator.send(.delivered(run, ended: transition.to.isTerminal)) }
+            coordinator.reactor.onLoop { [run] in coordinator.send(.delivered(run, ended: transition.to.isTerminal)) }
             if transition.to.isTerminal {
                 // Known before any follower hears of the end: `status` right after agrees. Any
                 // host's success opens its key's cooldown window, so `status` shows it here too.
@@ -118,7 +118,7 @@ extension FleetFeed {
                     coordinator.conductor.remember(successes: [run])
                 }
             }
-            coordinator.onLoop { coordinator.followers.deliver(update) }
+            coordinator.reactor.onLoop { coordinator.followers.deliver(update) }
             coordinator.conductor.publishFromFleet(update)
             if transition.to.isTerminal {
                 // Its output's followers read its end now, not at their next read.

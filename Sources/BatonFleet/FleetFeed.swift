@@ -62,13 +62,13 @@ final class FleetFeed: Sendable {
         }
     }
 
-    func start() { coordinator.onLoop { [self] in tick() } }
+    func start() { coordinator.reactor.onLoop { [self] in tick() } }
 
     /// Takes the socket out of the reactor on the loop (waited for: the connection closes next),
     /// then stops the feed's thread.
     func stop() {
         let unwatched = DispatchSemaphore(value: 0)
-        coordinator.onLoop { [self] in
+        coordinator.reactor.onLoop { [self] in
             let timer = watching.access { watching -> Reactor.TimerID? in
                 watching.stopped = true
                 Self.unwatch(&watching, reactor)
@@ -93,7 +93,7 @@ final class FleetFeed: Sendable {
         }
         guard asked else { return }
         do throws(WorkerRefusal) {
-            try worker.submit(Tick { [self] fd in coordinator.onLoop { [self] in watch(fd) } })
+            try worker.submit(Tick { [self] fd in coordinator.reactor.onLoop { [self] in watch(fd) } })
         } catch {
             watching.access { $0.ticks -= 1 }
         }

@@ -4,7 +4,7 @@ import BatonCore
 /// not started by the trigger that follows them). Each hears the run as it was when it began to
 /// follow, then every later transition once, in order, then nil after the run's end; the feed
 /// and the catch-up read may both deliver a transition, and the seq drops the second. Owned by
-/// the loop: the feed and the pool post what they read to it (`FleetCoordinator.onLoop`).
+/// the loop: the feed and the pool post what they read to it (`Reactor.onLoop`).
 final class RemoteFollowers: Sendable {
     private struct Entry {
         var follower: Conductor.Follower

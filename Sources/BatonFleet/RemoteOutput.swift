@@ -52,7 +52,7 @@ final class RemoteOutput: Sendable {
     /// the follow's id, below zero (the conductor's ids are not, so that one stop call tells them apart).
     func add(run: Int64, from offset: Int64, _ follower: @escaping Conductor.OutputFollower) -> Int {
         let id = lastID.subtract(1, ordering: .relaxed).newValue
-        onLoop { [self] in
+        reactor.onLoop { [self] in
             book.access { $0.follows[id] = Follow(cursor: OutputCursor(run: run, from: offset), follower: follower) }
             read(id)
         }
@@ -61,14 +61,11 @@ final class RemoteOutput: Sendable {
 
     /// Stops a follow (its client went); its follower hears nothing more.
     func remove(_ id: Int) {
-        onLoop { [self] in
+        reactor.onLoop { [self] in
             if let timer = book.access({ $0.follows.removeValue(forKey: id)?.timer }) { reactor.cancel(timer) }
         }
     }
 
-    private func onLoop(_ work: @escaping @Sendable () -> Void) {
-        if reactor.isCurrent { work() } else { reactor.post(work) }
-    }
 
     /// Output of these runs was committed, or they ended: their followers read now.
     func wake(_ runs: Set<Int64>) {

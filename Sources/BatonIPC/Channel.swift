@@ -7,14 +7,15 @@ import Glibc
 /// final answer, and the request's events (a wait's updates, a watch's stream) go to its handler
 /// before that. It connects on the first call and again on the first call after batond went away;
 /// every request in flight when the connection ends fails with the reason. Nothing blocks: the
-/// socket is written and read on the loop only, and completions run there.
+/// socket is written and read on the loop only, and completions run there; its state is the
+/// loop's, with no lock (`LoopOwned`).
 public final class Channel: Sendable {
     public typealias Done = @Sendable (Result<Response, ChannelError>) -> Void
     public typealias Events = @Sendable (Response, [UInt8]) -> Void
 
     public let path: String
     private let reactor: Reactor
-    private let state: Locked<State>
+    private let state: LoopOwned<State>
 
     struct State {
         var fd: Int32 = -1
@@ -26,25 +27,25 @@ public final class Channel: Sendable {
         var nextID: Int64 = 1
     }
 
-    public init(path: String, reactor: Reactor = .shared) {
+    public init(path: String, reactor: Reactor) {
         self.path = path
         self.reactor = reactor
-        state = Locked(State())
+        state = LoopOwned(State(), on: reactor)
     }
 
     /// Sends `request` (its `id` is replaced by the channel's) and calls `done` with the final
     /// answer, or with why batond could not be asked; `events` gets each event line before it.
     public func call(_ request: Request, events: Events? = nil, done: @escaping Done) {
         guard reactor.isCurrent else { return reactor.post { [self] in call(request, events: events, done: done) } }
-        if state.withLock({ $0.fd }) < 0, let failure = connect() { return done(.failure(failure)) }
+        if state.access({ $0.fd }) < 0, let failure = connect() { return done(.failure(failure)) }
         var request = request
-        let id = state.withLock { state -> Int64 in
+        let id = state.access { state -> Int64 in
             defer { state.nextID += 1 }
             return state.nextID
         }
         request.id = .number(id)
         guard let line = try? JSONEncoder().encode(request) else { return done(.failure(.unreachable("cannot encode the request"))) }
-        state.withLock { state in
+        state.access { state in
             state.pending[id] = (events, done)
             state.output.append(contentsOf: line)
             state.output.append(UInt8(ascii: "\n"))
@@ -68,7 +69,7 @@ public final class Channel: Sendable {
             return .unreachable("cannot reach batond at \(path): \(error)")
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        state.withLock { state in
+        state.access { state in
             state.fd = fd
             state.splitter = FrameSplitter(limit: 64 << 20)
         }
@@ -82,7 +83,7 @@ public final class Channel: Sendable {
     }
 
     private func flush() {
-        var (fd, output, sent) = state.withLock { state -> (Int32, [UInt8], Int) in
+        var (fd, output, sent) = state.access { state -> (Int32, [UInt8], Int) in
             defer { state.output = []; state.sent = 0 }
             return (state.fd, state.output, state.sent)
         }
@@ -95,7 +96,7 @@ public final class Channel: Sendable {
             return lost("lost batond at \(path): \(String(cString: strerror(errno)))")
         }
         let waiting = sent < output.count
-        let change = state.withLock { state -> Bool in
+        let change = state.access { state -> Bool in
             if waiting { state.output = output; state.sent = sent }
             defer { state.watchingOut = waiting }
             return waiting != state.watchingOut
@@ -108,11 +109,11 @@ public final class Channel: Sendable {
     private func read() {
         let buffer = Self.buffer
         while true {
-            let fd = state.withLock { $0.fd }
+            let fd = state.access { $0.fd }
             guard fd >= 0 else { return }
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n > 0 {
-                let frames = state.withLock { $0.splitter.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) }
+                let frames = state.access { $0.splitter.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) }
                 for case let .line(bytes) in frames { deliver(bytes) }
                 continue
             }
@@ -124,7 +125,7 @@ public final class Channel: Sendable {
 
     private func deliver(_ line: [UInt8]) {
         guard let response = try? JSONDecoder().decode(Response.self, from: Data(line)), case let .number(id)? = response.id else { return }
-        let handler = state.withLock { state -> (events: Events?, done: Done)? in
+        let handler = state.access { state -> (events: Events?, done: Done)? in
             guard let found = state.pending[id] else { return nil }
             if response.event == nil { state.pending[id] = nil }
             return found
@@ -134,7 +135,7 @@ public final class Channel: Sendable {
     }
 
     private func lost(_ reason: String) {
-        let (fd, pending) = state.withLock { state -> (Int32, [(events: Events?, done: Done)]) in
+        let (fd, pending) = state.access { state -> (Int32, [(events: Events?, done: Done)]) in
             defer { state.fd = -1; state.pending = [:]; state.output = []; state.sent = 0; state.watchingOut = false }
             return (state.fd, Array(state.pending.values))
         }

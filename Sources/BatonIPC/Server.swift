@@ -54,13 +54,16 @@ public final class Server: Sendable {
     private let reactor: Reactor
     private let limits: Limits
     private let delegate: any RequestHandler
-    private let table = Locked(Table())
+    /// The loop's: no lock (`LoopOwned`).
+    private let table: LoopOwned<Table>
+    /// The connections open, as the loop last published it: other threads read this.
+    private let openCount = Atomic<Int>(0)
     /// Unsent output of all connections, against `limits.totalOutputLimit`.
     let budget: OutputBudget
     /// A descriptor held in reserve, to answer a client when all others are in use.
-    private let reserve = Locked(open("/dev/null", O_RDONLY | O_CLOEXEC))
+    private let reserve: LoopOwned<Int32>
 
-    /// What the loop keeps of the open connections; other threads only count them.
+    /// What the loop keeps of the open connections; other threads only count them (`openCount`).
     struct Table {
         var connections: [UInt64: ServerConnection] = [:]
         var perUser: [UInt32: Int] = [:]
@@ -71,26 +74,28 @@ public final class Server: Sendable {
     }
 
     /// The client connections open now.
-    public var connectionCount: Int { table.withLock { $0.connections.count } }
+    public var connectionCount: Int { openCount.load(ordering: .relaxed) }
 
-    public init(listening fd: Int32, limits: Limits = Limits(), reactor: Reactor = .shared, delegate: any RequestHandler) throws(SocketError) {
+    public init(listening fd: Int32, limits: Limits = Limits(), reactor: Reactor, delegate: any RequestHandler) throws(SocketError) {
         listenFD = fd
         self.limits = limits
         self.reactor = reactor
         self.delegate = delegate
-        budget = OutputBudget(limit: limits.totalOutputLimit)
+        table = LoopOwned(Table(), on: reactor)
+        reserve = LoopOwned(open("/dev/null", O_RDONLY | O_CLOEXEC), on: reactor)
+        budget = OutputBudget(limit: limits.totalOutputLimit, reactor: reactor)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        budget.onOver { [weak self, reactor] in reactor.post { [weak self] in self?.enforceBudget() } }
     }
 
     /// Serves on the event loop until `stop()`; then every connection and the listening socket are closed.
     public func run() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             reactor.post { [self] in
-                guard table.withLock({ state in
+                guard table.access({ state in
                     state.finished = continuation
                     return !state.stopped
                 }) else { return finish() }
+                budget.onOver { [weak self, reactor] in reactor.post { [weak self] in self?.enforceBudget() } }
                 reactor.watch(listenFD) { [self] _ in acceptAll() }
                 scheduleSweep()
             }
@@ -100,7 +105,7 @@ public final class Server: Sendable {
     /// Stops accepting and reading; `run()` returns once everything is closed.
     public func stop() {
         reactor.post { [self] in
-            let running = table.withLock { state -> Bool in
+            let running = table.access { state -> Bool in
                 defer { state.stopped = true }
                 return !state.stopped && state.finished != nil
             }
@@ -111,7 +116,7 @@ public final class Server: Sendable {
     private func finish() {
         reactor.remove(listenFD)
         close(listenFD)
-        let (connections, sweep, finished) = table.withLock { state in
+        let (connections, sweep, finished) = table.access { state in
             defer { state.finished = nil; state.sweep = nil }
             return (Array(state.connections.values), state.sweep, state.finished)
         }
@@ -123,12 +128,12 @@ public final class Server: Sendable {
     /// Every half second: slow request lines are dropped, and the output budget enforced.
     private func scheduleSweep() {
         let timer = reactor.after(.milliseconds(500)) { [self] in
-            guard !table.withLock({ $0.stopped }) else { return }
+            guard !table.access({ $0.stopped }) else { return }
             dropSlowRequests()
             if budget.isOver { enforceBudget() }
             scheduleSweep()
         }
-        table.withLock { $0.sweep = timer }
+        table.access { $0.sweep = timer }
     }
 
     private func acceptAll() {
@@ -141,7 +146,7 @@ public final class Server: Sendable {
             }
             var uid: UInt32 = 0, gid: UInt32 = 0, pid: Int32 = 0
             _ = baton_peer_credentials(fd, &uid, &gid, &pid)
-            let refusal = table.withLock { state -> String? in
+            let refusal = table.access { state -> String? in
                 if state.connections.count >= limits.maxConnections { return "batond has too many connections" }
                 if uid != 0 && uid != geteuid() && state.perUser[uid, default: 0] >= limits.maxConnectionsPerUser {
                     return "uid \(uid) has \(limits.maxConnectionsPerUser) connections open to batond, its limit"
@@ -154,7 +159,7 @@ public final class Server: Sendable {
                 Glibc.close(fd)
                 continue
             }
-            let connection = table.withLock { state -> ServerConnection in
+            let connection = table.access { state -> ServerConnection in
                 defer { state.nextToken += 1 }
                 let connection = ServerConnection(fd: fd, token: state.nextToken, peer: Peer(uid: uid, gid: gid, pid: pid),
                                                   reactor: reactor, frameLimit: limits.frameLimit,
@@ -165,6 +170,7 @@ public final class Server: Sendable {
                 state.perUser[uid, default: 0] += 1
                 return connection
             }
+            openCount.add(1, ordering: .relaxed)
             reactor.watch(fd, events: Epoll.input | Epoll.readHangUp) { [self] mask in ready(connection, mask) }
         }
     }
@@ -216,7 +222,7 @@ public final class Server: Sendable {
     /// Closes connections whose request line has been arriving for longer than the request timeout.
     private func dropSlowRequests() {
         let deadline = ContinuousClock.now - limits.requestTimeout
-        let slow = table.withLock { $0.connections.values.filter { $0.withInput { $0.partialSince }.map { $0 < deadline } ?? false } }
+        let slow = table.access { $0.connections.values.filter { $0.withInput { $0.partialSince }.map { $0 < deadline } ?? false } }
         for connection in slow {
             let message = "request line not finished within \(DurationText.format(limits.requestTimeout)); closing"
             connection.send(Array(#"{"ok":false,"error":{"code":"bad_request","message":"\#(message)"}}"#.utf8))
@@ -227,8 +233,7 @@ public final class Server: Sendable {
     /// Out of file descriptors: the pending client would wait in the kernel's queue for nothing.
     /// A descriptor kept in reserve is given up to accept it, tell it why, and close it.
     private func refuseWithoutDescriptors() {
-        // Taken out of the lock for the system calls: a second caller meanwhile finds none to give up.
-        let kept = reserve.withLock { reserve in
+        let kept = reserve.access { reserve in
             defer { reserve = -1 }
             return reserve
         }
@@ -241,13 +246,13 @@ public final class Server: Sendable {
             Glibc.close(fd)
         }
         let again = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        reserve.withLock { $0 = again }
+        reserve.access { $0 = again }
     }
 
     /// Drops the connections holding the most unsent output, streaming ones first, until all
     /// of it fits in three quarters of the total limit again.
     private func enforceBudget() {
-        let candidates = table.withLock { Array($0.connections.values) }
+        let candidates = table.access { Array($0.connections.values) }
             .map { ($0, $0.unsentCount) }
             .filter { $0.1 > 0 }
             .sorted { ($0.0.isStreaming ? 1 : 0, $0.1) > ($1.0.isStreaming ? 1 : 0, $1.1) }
@@ -258,12 +263,14 @@ public final class Server: Sendable {
 
     /// A connection closed (loop): forgotten, and the delegate told.
     private func dropped(_ connection: ServerConnection) {
-        let known = table.withLock { state -> Bool in
+        let known = table.access { state -> Bool in
             guard state.connections.removeValue(forKey: connection.token) != nil else { return false }
             let uid = connection.peer.uid
             if let count = state.perUser[uid] { state.perUser[uid] = count > 1 ? count - 1 : nil }
             return true
         }
-        if known { delegate.closed(connection) }
+        guard known else { return }
+        openCount.subtract(1, ordering: .relaxed)
+        delegate.closed(connection)
     }
 }

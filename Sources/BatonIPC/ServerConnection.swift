@@ -8,7 +8,8 @@ import Synchronization
 /// metrics listener's and the dashboard's. Everything it does happens on the loop — reads,
 /// writes, closing; `send`, `endRequest` and `close` called from another thread are posted there,
 /// in order — so its descriptor is never used by two threads and never reused under a send.
-/// Its lock guards the state only while it is changed, never across a system call.
+/// Its state is the loop's, with no lock (`LoopOwned`); other threads read only `isClosed`, which
+/// the loop publishes.
 public final class ServerConnection: Sendable, Hashable {
     /// The client's credentials from `SO_PEERCRED` (a TCP client has none: uid and pid are 0).
     public let peer: Peer
@@ -21,7 +22,9 @@ public final class ServerConnection: Sendable, Hashable {
     private let maxInFlight: Int
     /// Told once, on the loop, when the connection has closed.
     private let onClose: @Sendable (ServerConnection) -> Void
-    private let state: Locked<State>
+    private let state: LoopOwned<State>
+    /// `state.closed`, published for other threads.
+    private let closedFlag = Atomic<Bool>(false)
 
     struct State {
         /// Bytes waiting for room in the socket, from `sent` on.
@@ -61,30 +64,34 @@ public final class ServerConnection: Sendable, Hashable {
         self.budget = budget
         self.maxInFlight = max(maxInFlight, 1)
         self.onClose = onClose
-        state = Locked(State(splitter: FrameSplitter(limit: frameLimit)))
+        state = LoopOwned(State(splitter: FrameSplitter(limit: frameLimit)), on: reactor)
     }
 
-    public var isClosed: Bool { state.withLock { $0.closed } }
+    /// Whether the connection has closed (any thread).
+    public var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
 
     /// Marks the connection as following a stream: a client that stops reading it is dropped
     /// once `streamingOutputLimit` bytes wait.
-    public func markStreaming() { state.withLock { $0.streaming = true } }
+    public func markStreaming() {
+        guard reactor.isCurrent else { return reactor.post { [self] in markStreaming() } }
+        state.access { $0.streaming = true }
+    }
 
-    var isStreaming: Bool { state.withLock { $0.streaming } }
+    var isStreaming: Bool { state.access { $0.streaming } }
     /// What waits to be written, held bytes included: what the server's total limit weighs.
-    var unsentCount: Int { state.withLock { $0.output.count - $0.sent + $0.held } }
+    var unsentCount: Int { state.access { $0.output.count - $0.sent + $0.held } }
 
     /// Whether the server should read more from this connection now.
-    var mayRead: Bool { state.withLock { !$0.closed && !$0.inputEnded && !$0.readingPaused } }
+    var mayRead: Bool { state.access { !$0.closed && !$0.inputEnded && !$0.readingPaused } }
 
     /// The server's framing state, changed in place (loop).
-    func withInput<Result>(_ body: (inout State) -> Result) -> Result { state.withLock(body) }
+    func withInput<Result>(_ body: (inout State) -> Result) -> Result { state.access(body) }
 
     // MARK: Requests in flight
 
     /// Counts a request received (loop); true once the in-flight limit is reached.
     func beginRequest() -> Bool {
-        state.withLock { state in
+        state.access { state in
             state.inFlight += 1
             return state.inFlight >= maxInFlight
         }
@@ -94,7 +101,7 @@ public final class ServerConnection: Sendable, Hashable {
     /// whose client is done sending closes once nothing is left to answer or to write.
     public func endRequest() {
         guard reactor.isCurrent else { return reactor.post { [self] in endRequest() } }
-        let (closing, resume) = state.withLock { state -> (Bool, Bool) in
+        let (closing, resume) = state.access { state -> (Bool, Bool) in
             state.inFlight = max(state.inFlight - 1, 0)
             if state.inputEnded && state.inFlight == 0 { return (true, false) }
             guard state.readingPaused && state.inFlight <= maxInFlight / 2 else { return (false, false) }
@@ -106,13 +113,13 @@ public final class ServerConnection: Sendable, Hashable {
 
     /// Stops reading until requests in flight are answered (loop).
     func pauseReading() {
-        state.withLock { $0.readingPaused = true }
+        state.access { $0.readingPaused = true }
         watch()
     }
 
     /// The client will send no more (loop): close once the last answer is written.
     func endOfInput() {
-        let idle = state.withLock { state -> Bool in
+        let idle = state.access { state -> Bool in
             state.inputEnded = true
             return state.inFlight == 0
         }
@@ -133,7 +140,7 @@ public final class ServerConnection: Sendable, Hashable {
     public func write(_ bytes: [UInt8]) {
         guard reactor.isCurrent else { return reactor.post { [self] in write(bytes) } }
         assertNoLockHeld("a connection's write")
-        let over = state.withLock { state -> Bool in
+        let over = state.access { state -> Bool in
             guard !state.closed else { return false }
             state.output.append(contentsOf: bytes)
             return isOver(state)
@@ -147,7 +154,7 @@ public final class ServerConnection: Sendable, Hashable {
     /// connection's limit, it closes.
     public func hold(_ bytes: Int) {
         guard reactor.isCurrent else { return reactor.post { [self] in hold(bytes) } }
-        let over = state.withLock { state -> Bool? in
+        let over = state.access { state -> Bool? in
             guard !state.closed else { return nil }
             state.held += bytes
             return isOver(state)
@@ -166,7 +173,7 @@ public final class ServerConnection: Sendable, Hashable {
     /// connection has closed.
     public func whenDrained(below bytes: Int, _ body: @escaping @Sendable () -> Void) {
         guard reactor.isCurrent else { return reactor.post { [self] in whenDrained(below: bytes, body) } }
-        let now = state.withLock { state -> Bool in
+        let now = state.access { state -> Bool in
             if state.closed || state.output.count - state.sent <= bytes { return true }
             state.drainWaiters.append((bytes, body))
             return false
@@ -176,7 +183,7 @@ public final class ServerConnection: Sendable, Hashable {
 
     /// The drain waiters whose size the unsent output is down to (all once closed), taken out.
     private func drainedWaiters() -> [@Sendable () -> Void] {
-        state.withLock { state in
+        state.access { state in
             guard !state.drainWaiters.isEmpty else { return [] }
             let (unsent, closed) = (state.output.count - state.sent, state.closed)
             let due = state.drainWaiters.filter { closed || unsent <= $0.bytes }
@@ -189,7 +196,7 @@ public final class ServerConnection: Sendable, Hashable {
     func flush() {
         // Taken out of the state for the system calls; only the loop writes, so nothing comes
         // in between, and what is left goes back.
-        var (pending, sent, closed) = state.withLock { state -> ([UInt8], Int, Bool) in
+        var (pending, sent, closed) = state.access { state -> ([UInt8], Int, Bool) in
             defer { state.output = []; state.sent = 0 }
             return (state.output, state.sent, state.closed)
         }
@@ -205,7 +212,7 @@ public final class ServerConnection: Sendable, Hashable {
             break
         }
         budget.add(-(before - (pending.count - sent)))
-        let (changed, finished) = state.withLock { state -> (Bool, Bool) in
+        let (changed, finished) = state.access { state -> (Bool, Bool) in
             if sent < pending.count {
                 state.output = pending
                 state.sent = sent
@@ -222,14 +229,14 @@ public final class ServerConnection: Sendable, Hashable {
     /// Closes once what waits is written (half-closed clients, one-shot HTTP answers).
     func closeWhenWritten() {
         guard reactor.isCurrent else { return reactor.post { [self] in closeWhenWritten() } }
-        if state.withLock({ $0.output.count - $0.sent }) == 0 { return close() }
-        state.withLock { $0.inputEnded = true; $0.inFlight = 0 }
+        if state.access({ $0.output.count - $0.sent }) == 0 { return close() }
+        state.access { $0.inputEnded = true; $0.inFlight = 0 }
         watch()
     }
 
     /// Sets the epoll interest from the state: input while reading, output while output waits.
     func watch() {
-        let events = state.withLock { state -> UInt32? in
+        let events = state.access { state -> UInt32? in
             guard !state.closed else { return nil }
             var events: UInt32 = 0
             if !state.inputEnded && !state.readingPaused { events |= Epoll.input | Epoll.readHangUp }
@@ -243,13 +250,14 @@ public final class ServerConnection: Sendable, Hashable {
     /// is told once.
     public func close() {
         guard reactor.isCurrent else { return reactor.post { [self] in close() } }
-        let unsent = state.withLock { state -> Int? in
+        let unsent = state.access { state -> Int? in
             guard !state.closed else { return nil }
             state.closed = true
             defer { state.output = []; state.sent = 0; state.held = 0 }
             return state.output.count - state.sent + state.held
         }
         guard let unsent else { return }
+        closedFlag.store(true, ordering: .releasing)
         budget.add(-unsent)
         reactor.remove(fd)
         Glibc.close(fd)
@@ -264,18 +272,21 @@ public final class ServerConnection: Sendable, Hashable {
 extension ServerConnection: Caller {}
 
 /// The unsent output of every connection together; past its limit the server is woken to drop
-/// the connections holding the most.
+/// the connections holding the most. Counted on the loop (by the connections' writes), read
+/// anywhere.
 final class OutputBudget: Sendable {
     let limit: Int
     private let bytes = Atomic<Int>(0)
-    private let over = Locked<(@Sendable () -> Void)?>(nil)
+    /// The loop's: set there (`onOver`) and called there.
+    private let over: LoopOwned<(@Sendable () -> Void)?>
 
-    init(limit: Int) {
+    init(limit: Int, reactor: Reactor) {
         self.limit = limit
+        over = LoopOwned(nil, on: reactor)
     }
 
-    /// What to do when the total passes the limit.
-    func onOver(_ action: @escaping @Sendable () -> Void) { over.withLock { $0 = action } }
+    /// What to do when the total passes the limit (set on the loop).
+    func onOver(_ action: @escaping @Sendable () -> Void) { over.access { $0 = action } }
 
     var total: Int { bytes.load(ordering: .relaxed) }
     var isOver: Bool { total > limit }
@@ -283,6 +294,6 @@ final class OutputBudget: Sendable {
     func add(_ delta: Int) {
         guard delta != 0 else { return }
         let (_, now) = bytes.add(delta, ordering: .relaxed)
-        if delta > 0, now > limit, now - delta <= limit { over.withLock { $0 }?() }
+        if delta > 0, now > limit, now - delta <= limit { over.access { $0 }?() }
     }
 }

@@ -20,3 +20,10 @@ public final class LoopOwned<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+extension Reactor {
+    /// Runs `body` now when called on the loop, else posts it there.
+    public func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if isCurrent { body() } else { post(body) }
+    }
+}

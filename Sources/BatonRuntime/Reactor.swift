@@ -57,10 +57,6 @@ public final class Reactor: Sendable {
     /// handler or timer action runs.
     private let state = Locked(State())
 
-    /// A reactor for code not yet handed one (other modules, until they take it from their
-    /// constructor). batond and BatonCore never use it.
-    @available(*, deprecated, message: "pass the reactor in: batond makes one, a test its own")
-    public static let shared = Reactor()
 
     /// A reactor whose deadlines are measured on `clock` (a test's clock fires timers only as
     /// the test advances it); its thread starts now.

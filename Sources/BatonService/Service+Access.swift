@@ -49,7 +49,8 @@ extension Service {
 
     /// The peer's groups: its gid from SO_PEERCRED (never cached: it is this connection's), plus
     /// the user database's groups of its uid, kept 10 s per uid so that a busy client does not
-    /// make every request read /etc/group (a membership change applies within 10 s).
+    /// make every request read /etc/group (a membership change applies within 10 s). Asked on the
+    /// loop and by requests the read driver runs (`require`): a lock.
     private func groups(of peer: Peer) -> [UInt32] {
         let now = ContinuousClock.now
         let known: [UInt32]

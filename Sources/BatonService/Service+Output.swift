@@ -15,21 +15,26 @@ extension Service {
     static let historyDrain = 256 << 10
 
     func output(_ exchange: Exchange, _ generation: Generation) {
-        Task {
-            do throws(BatonError) {
-                let run = try await outputRun(exchange.request, generation, exchange.peer)
-                let relay = OutputRelay(exchange, run: run, from: max(exchange.request.from ?? 0, 0), history: history)
-                guard exchange.request.follow == true, !run.phase.isTerminal else { return await relay.catchUp(to: nil) }
-                exchange.connection.markStreaming()
-                let id = dispatcher.followOutput(run, from: max(exchange.request.from ?? 0, 0), relay.live) { position in
-                    Task { await relay.catchUp(to: position) }
-                }
-                outputFollows.withLock { $0[ObjectIdentifier(exchange.connection), default: []].append(id) }
-                if exchange.connection.isClosed { closed(exchange.connection) }
-            } catch {
-                exchange.fail(error)
+        reads.read({ [self] () async throws(BatonError) -> RunSnapshot in
+            try await outputRun(exchange.request, generation, exchange.peer)
+        }) { [self] result in
+            switch result {
+            case let .success(run): sendOutput(of: run, exchange)
+            case let .failure(error): exchange.fail(error)
             }
         }
+    }
+
+    /// On the loop, with the run found: its history, a page at a time through the read driver,
+    /// then (followed) its live output.
+    private func sendOutput(of run: RunSnapshot, _ exchange: Exchange) {
+        let from = max(exchange.request.from ?? 0, 0)
+        let relay = OutputRelay(exchange, run: run, from: from, history: history, reads: reads, reactor: reactor)
+        guard exchange.request.follow == true, !run.phase.isTerminal else { return relay.catchUp(to: nil) }
+        exchange.connection.markStreaming()
+        let id = dispatcher.followOutput(run, from: from, relay.live) { position in relay.catchUp(to: position) }
+        outputFollows.access { $0[ObjectIdentifier(exchange.connection), default: []].append(id) }
+        if exchange.connection.isClosed { closed(exchange.connection) }
     }
 
     /// The run asked for: `run`, or the latest run of `action`; the peer must be allowed to read it.
@@ -67,88 +72,101 @@ final class OutputRelay: Sendable {
     private let exchange: Exchange
     private let runID: Int64
     private let history: any HistoryReader
-    private let state: Locked<State>
+    private let reads: ReadDriver
+    private let reactor: Reactor
+    /// The loop's: the live follower and each step of the catch-up run there; only the history's
+    /// pages are read off it (by the read driver), and come back to it.
+    private let state: LoopOwned<State>
 
-    init(_ exchange: Exchange, run: RunSnapshot, from: Int64, history: any HistoryReader) {
+    init(_ exchange: Exchange, run: RunSnapshot, from: Int64, history: any HistoryReader, reads: ReadDriver, reactor: Reactor) {
         self.exchange = exchange
+        self.reads = reads
+        self.reactor = reactor
         runID = run.id
         self.history = history
-        state = Locked(State(next: from))
+        state = LoopOwned(State(next: from), on: reactor)
     }
 
-    /// The conductor's follower: each live chunk, then nil at the run's end. A chunk held while
-    /// the history is read counts against the client's unsent output (`Caller.hold`): a client
-    /// that stops reading is closed at its limit instead of batond keeping the whole run for it,
-    /// and what was held is let go as soon as the client has gone.
+    /// The dispatcher's follower: each live chunk, then nil at the run's end (handled on the loop).
+    /// A chunk held while the history is read counts against the client's unsent output
+    /// (`Caller.hold`): a client that stops reading is closed at its limit instead of batond
+    /// keeping the whole run for it, and what was held is let go as soon as the client has gone.
     var live: Conductor.OutputFollower {
-        { [self] chunk in
-            let closed = exchange.connection.isClosed
-            // Exactly one of this and `catchUp` finishes: whichever sees the other's mark.
-            let (send, finishNow, hold) = state.withLock { state -> (Bool, Bool, Int) in
-                guard let chunk else {
-                    state.ended = true
-                    return (false, state.held == nil, 0)
-                }
-                guard state.held == nil else {
-                    if closed { state.held = []; state.heldBytes = 0; return (false, false, 0) }
-                    state.held!.append(chunk)
-                    state.heldBytes += chunk.bytes.count
-                    return (false, false, chunk.bytes.count)
-                }
-                state.next = chunk.end
-                return (!closed, false, 0)
-            }
-            if hold > 0 { exchange.connection.hold(hold) }
-            if let chunk, send { exchange.event(Self.event(exchange.id, chunk)) }
-            if finishNow { Task { await finish() } }
-        }
+        { [self] chunk in reactor.onLoop { [self] in received(chunk) } }
     }
 
-    /// Sends what the history has from the offset up to `position` (all of it when nil), then
-    /// what was held; finishes when the run is not followed, or has ended meanwhile.
-    func catchUp(to position: Int64?) async {
-        do throws(BatonError) {
-            var dropped: Int64 = 0
-            while true {
-                let from = state.withLock { $0.next }
-                if let position, from >= position { break }
-                guard let page = try await history.output(of: runID, from: from, maxBytes: Service.outputPage) else { break }
-                dropped = page.dropped
+    private func received(_ chunk: OutputChunk?) {
+        let closed = exchange.connection.isClosed
+        // Exactly one of this and `catchUp` finishes: whichever sees the other's mark.
+        let (send, finishNow, hold) = state.access { state -> (Bool, Bool, Int) in
+            guard let chunk else {
+                state.ended = true
+                return (false, state.held == nil, 0)
+            }
+            guard state.held == nil else {
+                if closed { state.held = []; state.heldBytes = 0; return (false, false, 0) }
+                state.held!.append(chunk)
+                state.heldBytes += chunk.bytes.count
+                return (false, false, chunk.bytes.count)
+            }
+            state.next = chunk.end
+            return (!closed, false, 0)
+        }
+        if hold > 0 { exchange.connection.hold(hold) }
+        if let chunk, send { exchange.event(Self.event(exchange.id, chunk)) }
+        if finishNow { finish() }
+    }
+
+    /// Sends what the history has from the offset up to `position` (all of it when nil), a page
+    /// at a time, then what was held; finishes when the run is not followed, or has ended meanwhile.
+    func catchUp(to position: Int64?) {
+        reactor.onLoop { [self] in readPage(to: position, dropped: 0) }
+    }
+
+    /// The next page of the history (on the loop); its chunks go out, and the page after it is
+    /// read once the client has taken them (flow control: a slow reader is waited for, not dropped).
+    private func readPage(to position: Int64?, dropped: Int64) {
+        let from = state.access { $0.next }
+        if let position, from >= position { return caughtUp(to: position, dropped: dropped) }
+        reads.read({ [history, runID] () async throws(BatonError) -> OutputPage? in
+            try await history.output(of: runID, from: from, maxBytes: Service.outputPage)
+        }) { [self] result in
+            switch result {
+            case let .failure(error): exchange.fail(error)
+            case .success(nil): caughtUp(to: position, dropped: dropped)
+            case let .success(page?):
                 let chunks = page.chunks.compactMap { Self.cut($0, below: position) }
                 for chunk in chunks { exchange.event(Self.event(exchange.id, chunk)) }
-                // Flow control: a slow reader of a long history is waited for, not dropped.
-                await exchange.connection.drained(below: Service.outputPage)
-                if exchange.connection.isClosed { return letGo() }
-                // Bytes the history dropped between the last chunk and the position are skipped.
-                let end = chunks.last?.end ?? position ?? page.total
-                state.withLock { $0.next = max($0.next, end) }
-                if chunks.isEmpty { break }
-            }
-            if let position { state.withLock { $0.next = max($0.next, position) } }
-            guard position != nil else { return await finish(dropped: dropped) }
-            var ended = false
-            while let (batch, bytes) = state.withLock({ state -> ([OutputChunk], Int)? in
-                guard let held = state.held, !held.isEmpty else {
-                    state.held = nil
-                    ended = state.ended
-                    return nil
+                exchange.connection.whenDrained(below: Service.outputPage) { [self] in
+                    reactor.onLoop { [self] in
+                        if exchange.connection.isClosed { return letGo() }
+                        // Bytes the history dropped between the last chunk and the position are skipped.
+                        let end = chunks.last?.end ?? position ?? page.total
+                        state.access { $0.next = max($0.next, end) }
+                        if chunks.isEmpty { caughtUp(to: position, dropped: page.dropped) } else { readPage(to: position, dropped: page.dropped) }
+                    }
                 }
-                defer { state.held = []; state.heldBytes = 0 }
-                if let last = held.last { state.next = last.end }
-                return (held, state.heldBytes)
-            }) {
-                exchange.connection.hold(-bytes)
-                for chunk in batch { exchange.event(Self.event(exchange.id, chunk)) }
             }
-            if ended { await finish(dropped: dropped) }
-        } catch {
-            exchange.fail(error)
         }
+    }
+
+    /// The history is sent up to `position`: then what was held, and the end if it came.
+    private func caughtUp(to position: Int64?, dropped: Int64) {
+        guard let position else { return finish(dropped: dropped) }
+        let (held, bytes, ended) = state.access { state -> ([OutputChunk], Int, Bool) in
+            state.next = max(state.next, position)
+            defer { state.held = nil; state.heldBytes = 0 }
+            if let last = state.held?.last { state.next = last.end }
+            return (state.held ?? [], state.heldBytes, state.ended)
+        }
+        if bytes != 0 { exchange.connection.hold(-bytes) }
+        for chunk in held { exchange.event(Self.event(exchange.id, chunk)) }
+        if ended { finish(dropped: dropped) }
     }
 
     /// The client went while the history was read: what was held for it goes now, not at the run's end.
     private func letGo() {
-        state.withLock { state in
+        state.access { state in
             guard state.held != nil else { return }
             state.held = []
             state.heldBytes = 0
@@ -156,15 +174,17 @@ final class OutputRelay: Sendable {
     }
 
     /// The final answer: the run as the history has it, and where the output sent ends.
-    private func finish(dropped: Int64? = nil) async {
-        do throws(BatonError) {
-            var response = Response(id: exchange.id)
-            response.run = try await history.run(runID)?.run
-            response.outputEnd = state.withLock { $0.next }
-            response.outputDropped = dropped
-            exchange.finish(response)
-        } catch {
-            exchange.fail(error)
+    private func finish(dropped: Int64? = nil) {
+        reads.read({ [history, runID] () async throws(BatonError) -> RunSnapshot? in try await history.run(runID)?.run }) { [self] result in
+            switch result {
+            case let .success(run):
+                var response = Response(id: exchange.id)
+                response.run = run
+                response.outputEnd = state.access { $0.next }
+                response.outputDropped = dropped
+                exchange.finish(response)
+            case let .failure(error): exchange.fail(error)
+            }
         }
     }
 

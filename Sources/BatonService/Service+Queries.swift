@@ -160,9 +160,10 @@ extension Service {
     }
 
     /// Streams every committed transition of the actions the peer may read (checked against the
-    /// generation in force at each), until the connection closes or batond stops. The updates go
-    /// out from the thread that learns of each commit: no task, and no buffer beyond the moment of
-    /// registration, so a watcher that stops reading is held to the connection's output limit alone.
+    /// generation in force at each), until the connection closes or batond stops. Each update is
+    /// sent from the loop (a fleet host's conductor tells of other hosts' transitions from the
+    /// feed's thread: those are posted there): no task, no lock, and no buffer, so a watcher that
+    /// stops reading is held to the connection's output limit alone.
     func watch(_ exchange: Exchange) -> Int? {
         let request = exchange.request
         if let name = request.action, generation.actions[name] == nil {
@@ -171,28 +172,17 @@ extension Service {
         }
         exchange.connection.markStreaming()
         // Registered before "watching" goes out, so that nothing committed after the client hears
-        // it is missed; what arrives in between is held and sent after it, in order.
-        let held = Locked<[RunUpdate]?>([])
+        // it is missed: this runs on the loop, so an update handled there comes after it.
         let id = conductor.observe(action: request.action, progress: request.progress ?? false) { [self] update in
-            guard let update else { return exchange.fail(.stopped("batond is shutting down")) }
-            guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
-            let holding = held.withLock { list -> Bool in
-                guard list != nil else { return false }
-                list!.append(update)
-                return true
+            reactor.onLoop { [self] in
+                guard let update else { return exchange.fail(.stopped("batond is shutting down")) }
+                guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
+                exchange.event(.update(request.id, update))
             }
-            if !holding { exchange.event(.update(request.id, update)) }
         }
         var started = Response(id: request.id, ok: nil)
         started.event = "watching"
         exchange.event(started)
-        while let batch = held.withLock({ list -> [RunUpdate]? in
-            guard let pending = list, !pending.isEmpty else { list = nil; return nil }
-            list = []
-            return pending
-        }) {
-            for update in batch { exchange.event(.update(request.id, update)) }
-        }
         return id
     }
 }

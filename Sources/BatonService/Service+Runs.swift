@@ -4,14 +4,15 @@ extension Service {
     /// Checks the trigger against this generation's action (access, policy, params) and hands
     /// the conductor the resolved trigger. Nothing here waits: the answer goes out from whichever
     /// thread learns that the decision is durable. Params whose patterns could take long to
-    /// match (a long value against a large pattern) are matched on a task, off the server's thread.
+    /// match (a long value against a large pattern) are matched by the read driver, off the loop,
+    /// the trigger going to the dispatcher from the loop once they are.
     func trigger(_ exchange: Exchange, _ generation: Generation) {
         let request = exchange.request
         guard let name = request.action else { return exchange.fail(.badRequest("trigger needs \"action\"")) }
         guard let action = generation.actions[name] else { return exchange.fail(.unknownAction(name)) }
         guard allowed(.trigger, name, generation, exchange.peer) else { return refuse(.trigger, name, exchange) }
         let params = request.params ?? [:]
-        let resolve = { () throws(BatonError) -> Trigger in
+        let resolve = { @Sendable () throws(BatonError) -> Trigger in
             let policy = try action.resolvePolicy(request.policy)
             let resolved = try action.resolveParams(params)
             let force = try action.checkForce(request.force)
@@ -22,7 +23,12 @@ extension Service {
         if action.matchingCost(params) <= Self.inlineMatchingBudget {
             do throws(BatonError) { start(try resolve(), exchange) } catch { exchange.fail(error) }
         } else {
-            Task { do throws(BatonError) { start(try resolve(), exchange) } catch { exchange.fail(error) } }
+            reads.read({ () async throws(BatonError) -> Trigger in try resolve() }) { [self] result in
+                switch result {
+                case let .success(trigger): start(trigger, exchange)
+                case let .failure(error): exchange.fail(error)
+                }
+            }
         }
     }
 
@@ -72,34 +78,35 @@ extension Service {
     /// that is the answer) or is in flight after all (a fleet host learns of other hosts' runs a
     /// little later than they start): then it is followed like any other.
     private func waitEnded(_ id: Int64, _ exchange: Exchange, _ generation: Generation) {
-        Task {
-            do throws(BatonError) {
-                guard let found = try await history.run(id)?.run else { throw .unknownRun(id) }
-                try await require(.read, found.action, generation, exchange.request, exchange.peer)
-                if !found.phase.isTerminal {
-                    let relay = RunRelay(exchange)
-                    return dispatcher.attach(id, follower: relay.follower) { [self] run in
-                        if run == nil { finishFromHistory(id, exchange) }
-                    }
+        reads.read({ [self] () async throws(BatonError) -> RunSnapshot in
+            guard let found = try await history.run(id)?.run else { throw .unknownRun(id) }
+            try await require(.read, found.action, generation, exchange.request, exchange.peer)
+            return found
+        }) { [self] result in
+            switch result {
+            case let .failure(error): exchange.fail(error)
+            case let .success(found) where !found.phase.isTerminal:
+                let relay = RunRelay(exchange)
+                dispatcher.attach(id, follower: relay.follower) { [self] run in
+                    if run == nil { finishFromHistory(id, exchange) }
                 }
+            case let .success(found):
                 var response = Response(id: exchange.id)
                 response.run = found
                 exchange.finish(response)
-            } catch {
-                exchange.fail(error)
             }
         }
     }
 
     /// Answers with the run as the history has it (it ended between two looks).
     private func finishFromHistory(_ id: Int64, _ exchange: Exchange) {
-        Task {
-            do throws(BatonError) {
+        reads.read({ [history] () async throws(BatonError) -> RunSnapshot? in try await history.run(id)?.run }) { result in
+            switch result {
+            case let .success(run):
                 var response = Response(id: exchange.id)
-                response.run = try await history.run(id)?.run
+                response.run = run
                 exchange.finish(response)
-            } catch {
-                exchange.fail(error)
+            case let .failure(error): exchange.fail(error)
             }
         }
     }
@@ -136,25 +143,29 @@ extension Service {
     }
 
     private func cancelEnded(_ id: Int64, _ exchange: Exchange, _ generation: Generation) {
-        Task {
-            do throws(BatonError) {
-                guard let found = try await history.run(id)?.run else { throw .unknownRun(id) }
-                try await require(.cancel, found.action, generation, exchange.request, exchange.peer)
+        reads.read({ [self] () async throws(BatonError) -> RunSnapshot in
+            guard let found = try await history.run(id)?.run else { throw .unknownRun(id) }
+            try await require(.cancel, found.action, generation, exchange.request, exchange.peer)
+            return found
+        }) { [self] result in
+            switch result {
+            case let .failure(error): exchange.fail(error)
+            case let .success(found) where !found.phase.isTerminal:
                 // In flight after all (started on another host a moment ago): cancel it.
-                if !found.phase.isTerminal {
-                    let runs = try await withCheckedContinuation { continuation in
-                        dispatcher.cancel(.run(id), by: exchange.peer) { continuation.resume(returning: $0) }
-                    }.get()
-                    var response = Response(id: exchange.id)
-                    response.run = runs.first
-                    response.runs = runs
-                    return exchange.finish(response)
+                dispatcher.cancel(.run(id), by: exchange.peer) { result in
+                    switch result {
+                    case let .failure(error): exchange.fail(error)
+                    case let .success(runs):
+                        var response = Response(id: exchange.id)
+                        response.run = runs.first
+                        response.runs = runs
+                        exchange.finish(response)
+                    }
                 }
+            case let .success(found):
                 var response = Response(id: exchange.id)
                 response.runs = [found]
                 exchange.finish(response)
-            } catch {
-                exchange.fail(error)
             }
         }
     }

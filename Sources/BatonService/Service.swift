@@ -32,14 +32,20 @@ public final class Service: RequestHandler, Sendable {
     /// Where refused requests are recorded.
     let journal: any RunStore
     let hooks: Hooks
-    /// The actions and access rules in force: replaced whole by a reload.
+    /// The actions and access rules in force: replaced whole by a reload (from the reload's
+    /// thread, read on the loop: a lock).
     private let current: Locked<Generation>
     /// Groups per uid from the user database, with when they were read.
     let groupCache = Locked<[UInt32: (groups: [UInt32], at: ContinuousClock.Instant)]>([:])
-    /// Watches per connection (the conductor's observer ids), stopped when it closes.
-    private let watches = Locked<[ObjectIdentifier: [Int]]>([:])
-    /// Output follows per connection (the dispatcher's ids), stopped when it closes.
-    let outputFollows = Locked<[ObjectIdentifier: [Int]]>([:])
+    /// Watches per connection (the conductor's observer ids), stopped when it closes: the loop's.
+    private let watches: LoopOwned<[ObjectIdentifier: [Int]]>
+    /// Output follows per connection (the dispatcher's ids), stopped when it closes: the loop's.
+    let outputFollows: LoopOwned<[ObjectIdentifier: [Int]]>
+    /// The loop requests come in on and answers are completed on.
+    let reactor: Reactor
+
+    /// Where the requests that wait on the history or a hook are driven, their answers coming back on the loop.
+    public let reads: ReadDriver
 
     /// What batond counts for `metrics` and `GET /metrics`: triggers here, runs and commits by batond.
     public let metrics: Metrics
@@ -47,8 +53,12 @@ public final class Service: RequestHandler, Sendable {
     let processTree: String?
 
     public init(conductor: Conductor, dispatcher: (any RunDispatcher)? = nil, history: any HistoryReader, journal: any RunStore,
-                generation: Generation, hooks: Hooks, metrics: Metrics = Metrics(), processTree: String? = nil) {
+                generation: Generation, hooks: Hooks, metrics: Metrics = Metrics(), processTree: String? = nil, reactor: Reactor) {
         self.metrics = metrics
+        reads = ReadDriver(reactor: reactor)
+        self.reactor = reactor
+        watches = LoopOwned([:], on: reactor)
+        outputFollows = LoopOwned([:], on: reactor)
         self.processTree = processTree
         self.conductor = conductor
         self.dispatcher = dispatcher ?? conductor
@@ -70,7 +80,7 @@ public final class Service: RequestHandler, Sendable {
 
     // MARK: RequestHandler
 
-    /// A request line from a caller: answered through it, now or once its outcome is known.
+    /// A request line from a caller (on the loop): answered through it, now or once its outcome is known.
     public func received(_ frame: RequestFrame, from connection: any Caller) {
         let request: Request
         switch Self.request(in: frame) {
@@ -94,27 +104,27 @@ public final class Service: RequestHandler, Sendable {
         case .cancel: cancel(exchange, generation)
         case .watch:
             if let id = watch(exchange) {
-                watches.withLock { $0[ObjectIdentifier(connection), default: []].append(id) }
+                watches.access { $0[ObjectIdentifier(connection), default: []].append(id) }
                 // Closed before the watch was registered: stop it now.
                 if connection.isClosed { closed(connection) }
             }
         case .output: output(exchange, generation)
-        // The history and the admin hooks: on a task.
+        // The history and the admin hooks: driven by `reads`, answered on the loop.
         case .history, .show, .stats, .denied, .reload, .prune:
-            Task {
-                do throws(BatonError) {
-                    exchange.finish(try await handle(request, generation, connection))
-                } catch {
-                    exchange.fail(error)
+            reads.read({ [self] () async throws(BatonError) -> Response in try await handle(request, generation, connection) }) { result in
+                switch result {
+                case let .success(response): exchange.finish(response)
+                case let .failure(error): exchange.fail(error)
                 }
             }
         }
     }
 
+    /// The caller has gone (on the loop): its watches and output follows stop.
     public func closed(_ connection: any Caller) {
-        let ids = watches.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
+        let ids = watches.access { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
         for id in ids { conductor.stopObserving(id) }
-        let follows = outputFollows.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
+        let follows = outputFollows.access { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
         for id in follows { dispatcher.stopFollowingOutput(id) }
     }
 
@@ -129,7 +139,7 @@ public final class Service: RequestHandler, Sendable {
         case .stats: return try await stats(request, generation, connection)
         case .denied: return try await denied(request, generation, connection)
         case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output:
-            throw .internalError("\(request.op.rawValue) is not answered on a task")
+            throw .internalError("\(request.op.rawValue) is not answered by the read driver")
         }
     }
 

@@ -112,7 +112,7 @@ enum BatondBench {
     /// `count` runs of `/bin/true` with posix_spawn + waitpid on `parallelism` threads; runs/s.
     static func rawSpawn(count: Int, parallelism: Int) async -> Double {
         await blocking {
-            let next = Locked(0)
+            let next = Counter()
             let watch = Stopwatch()
             let group = DispatchGroup()
             for _ in 0..<parallelism {
@@ -120,7 +120,7 @@ enum BatondBench {
                 Thread.detachNewThread {
                     let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
                     defer { free(argv[0]); group.leave() }
-                    while next.withLock({ value -> Bool in value += 1; return value <= count }) {
+                    while next.next() <= count {
                         var pid: pid_t = 0
                         guard posix_spawn(&pid, "/bin/true", nil, nil, argv, environ) == 0 else { return }
                         var status: Int32 = 0

@@ -145,17 +145,17 @@ enum FleetBench {
         }
         let triggered = watch.seconds
         let cpuTriggered = server.seconds()
-        let ended = Locked(0)
+        let ended = Counter()
         concurrently(count) { host in
             let list = ids.withLock { $0[host] }
             let ends = BatondBench.pipeline(connected.withLock { $0[host] }, list.map { #"{"op":"wait","run":\#($0)}"# })
-            ended.withLock { $0 += ends.count { LineClient.contains($0, #""phase":"success""#) } }
+            ended.add(ends.count { LineClient.contains($0, #""phase":"success""#) })
         }
         let elapsed = watch.seconds
         let cpuEnded = server.seconds()
         let answered = ids.withLock { $0.reduce(0) { $0 + $1.count } }
-        guard answered == runs, ended.withLock({ $0 }) == runs else {
-            throw BenchError("the fleet answered \(answered) triggers and \(ended.withLock { $0 }) successful waits of \(runs)")
+        guard answered == runs, ended.value == runs else {
+            throw BenchError("the fleet answered \(answered) triggers and \(ended.value) successful waits of \(runs)")
         }
         return Measured(triggers: Double(runs) / triggered, runs: Double(runs) / elapsed,
                         serverPerTrigger: (cpuTriggered - cpuAtStart) / Double(runs), serverPerRun: (cpuEnded - cpuAtStart) / Double(runs))

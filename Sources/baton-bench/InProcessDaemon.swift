@@ -23,7 +23,7 @@ final class InProcessDaemon: Sendable {
                               options: Conductor.Options(maxConcurrentRuns: maxConcurrentRuns, instance: directory))
         service = Service(conductor: conductor, history: store, journal: store,
                           generation: Generation(actions: actions, owner: geteuid()),
-                          hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun in PruneReport(dryRun: dryRun) }))
+                          hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun in PruneReport(dryRun: dryRun) }), reactor: conductor.reactor)
         let fd = try UnixSocket.listen(path: socket, mode: 0o600)
         server = try Server(listening: fd, reactor: conductor.reactor, delegate: service)
         serving = Task.detached { [server] in await server.run() }

@@ -1,6 +1,7 @@
 import BatonCore
 import BatonStore
 import Foundation
+import Synchronization
 
 /// 1. Transitions recorded per second through the store's group-committing writer, against raw
 /// SQLite writes of the same rows with the same pragmas in this process.
@@ -16,14 +17,14 @@ enum StoreBench {
         let counter = Counter()
         // Run ids from one counter, as the conductor hands them out: the rows of runs in flight
         // together sit side by side in the table and its indexes, as in the raw writes below.
-        let ids = Locked<Int64>(0)
+        let ids = Counter()
         let watch = Stopwatch()
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         await withTaskGroup(of: Void.self) { group in
             for writer in 0..<writers {
                 group.addTask {
                     while ContinuousClock.now < deadline {
-                        let id = ids.withLock { $0 += 1; return $0 }
+                        let id = Int64(ids.next())
                         let now = Timestamp.now
                         let run = RunSnapshot(id: id, action: "bench", key: "bench \(writer)", phase: .queued, policy: .reject,
                                               params: [:], trigger: nil, queuedAt: now)
@@ -118,7 +119,9 @@ func migrateFile(_ path: String) throws {
 
 /// A counter shared by tasks and threads.
 final class Counter: Sendable {
-    private let count = Locked(0)
-    func add(_ n: Int = 1) { count.withLock { $0 += n } }
-    var value: Int { count.withLock { $0 } }
+    private let count = Atomic<Int>(0)
+    func add(_ n: Int = 1) { count.add(n, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+    /// Adds one; the count after it.
+    func next() -> Int { count.add(1, ordering: .relaxed).newValue }
 }

@@ -36,7 +36,7 @@ enum DashboardCommand {
         _ = try context.ask(.version)
         let server: DashboardServer
         do {
-            server = try DashboardServer(listening: address, socketPath: context.socketPath, onSignIn: tell)
+            server = try DashboardServer(listening: address, socketPath: context.socketPath, reactor: Reactor(), onSignIn: tell)
         } catch {
             throw Failure(code: ExitCode.unavailable, message: "cannot serve on \(address): \(Context.reason(error))",
                           hint: "pick another address with --listen ADDR:PORT")

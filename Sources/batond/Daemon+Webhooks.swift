@@ -16,9 +16,11 @@ extension Daemon {
             // keeps it open): each is answered 404 instead, until a reload adds hooks.
             Log.warning("systemd passed a webhooks socket (batond-webhooks.socket), but the config has no webhooks: requests there get 404")
         }
-        let listener = WebhookListener(service: service, store: backend.deliveries, webhooks: { box.current.webhooks })
+        let reactor = backend.conductor.reactor
+        let listener = WebhookListener(service: service, store: backend.deliveries, reactor: reactor, webhooks: { box.current.webhooks })
         let handler: HTTPServer.Handler = { head, exchange in listener.handle(head, exchange) }
-        let server = try webhookServer(config.webhooks, passed: passed, kept: { box.current.webhooks?.keptPeers ?? [.unknown] }, handler: handler)
+        let server = try webhookServer(config.webhooks, passed: passed, kept: { box.current.webhooks?.keptPeers ?? [.unknown] },
+                                       reactor: reactor, handler: handler)
         server.start()
         let hooks = config.webhooks?.hooks.count ?? 0
         Log.info("webhooks: \(hooks) hook\(hooks == 1 ? "" : "s") at http://\(server.address)/hooks/")
@@ -32,7 +34,7 @@ extension Daemon {
     /// never for batond's own uid; a local user outside them has 2 seconds to send its whole
     /// request, since a signature is checked only once the body is in.
     static func webhookServer(_ webhooks: WebhookConfig?, passed: Int32?, kept: @escaping @Sendable () -> Set<PeerAdmission.Peer>,
-                              handler: @escaping HTTPServer.Handler) throws -> HTTPServer {
+                              reactor: Reactor, handler: @escaping HTTPServer.Handler) throws -> HTTPServer {
         var limits = HTTPServer.Limits()
         limits.bodyBytes = webhooks?.maxBody ?? WebhookConfig.defaultMaxBody
         limits.maxConnectionsPerPeer = 32
@@ -40,12 +42,12 @@ extension Daemon {
         limits.kept = kept
         limits.requestTimeout = .seconds(2)
         if let passed {
-            do { return try HTTPServer(descriptor: passed, limits: limits, handler: handler) } catch {
+            do { return try HTTPServer(descriptor: passed, limits: limits, reactor: reactor, handler: handler) } catch {
                 throw DaemonError("cannot take webhooks on the socket systemd passed (fd \(passed)): \(error)")
             }
         }
         guard let webhooks else { throw DaemonError("cannot take webhooks: no webhooks.listen and no socket passed") }
-        do { return try HTTPServer(listening: webhooks.listen, limits: limits, handler: handler) } catch {
+        do { return try HTTPServer(listening: webhooks.listen, limits: limits, reactor: reactor, handler: handler) } catch {
             throw DaemonError("cannot take webhooks on \(webhooks.listen): \(error)")
         }
     }

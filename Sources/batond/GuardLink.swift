@@ -42,10 +42,6 @@ final class GuardLink: Sendable {
         state = LoopOwned(State(), on: reactor)
     }
 
-    /// Runs `work` now on the loop, else posts it there.
-    private func onLoop(_ work: @escaping @Sendable () -> Void) {
-        if reactor.isCurrent { work() } else { reactor.post(work) }
-    }
 
     /// Ends the guard a previous incarnation of this process handed over (after a fence), then
     /// starts this incarnation's.
@@ -56,7 +52,7 @@ final class GuardLink: Sendable {
             if let pidfd = Int32(text), Self.isPidfd(pidfd) { Self.end(previous: pidfd) }
         }
         // Before any run: runs start on the loop, after this.
-        onLoop { [self] in spawn() }
+        reactor.onLoop { [self] in spawn() }
     }
 
     /// Before a run starts: a guard that died and was not yet heard of is replaced first.
@@ -70,7 +66,7 @@ final class GuardLink: Sendable {
     /// The lease was renewed: the runs may live until `deadline` (the fence's time).
     func renewed(until deadline: ContinuousClock.Instant) {
         let at = RunGuard.monotonicNow() &+ UInt64(max((deadline - .now) / .nanoseconds(1), 0))
-        onLoop { [self] in
+        reactor.onLoop { [self] in
             let pipe = state.access { state -> Int32? in
                 state.deadline = max(state.deadline ?? 0, at)
                 return state.current?.pipe

@@ -9,6 +9,8 @@ import FoundationEssentials
 /// service, keeps delivery ids single-flight (`DeliveryTable`, then the history), and answers.
 /// A delivery is recorded by the store with the run it makes, in the same write; in a fleet, the
 /// transaction that makes it finds one another host recorded first (`BatonError.delivered`).
+/// Its tables (rate limits, deliveries in flight, `?wait=`s) are the loop's: no lock; what comes
+/// from another thread (a press's answer, a history read) is handed to the loop first.
 final class WebhookListener: Sendable {
     /// Where delivery ids recorded before (before a restart, or by another host) are looked up.
     struct DeliveryStore: Sendable {
@@ -21,15 +23,29 @@ final class WebhookListener: Sendable {
     let service: Service
     let webhooks: @Sendable () -> WebhookConfig?
     let store: DeliveryStore?
-    private let limiter = Locked(RateLimiter())
-    private let deliveries = Locked(DeliveryTable<Waiter>())
+    let reactor: Reactor
+    private let limiter: LoopOwned<RateLimiter>
+    private let deliveries: LoopOwned<DeliveryTable<Waiter>>
+    /// The `?wait=`s not yet over, by number: one leaves when it is answered, runs out, or its client goes.
+    private let waits: LoopOwned<(next: Int, open: [Int: WebhookWait])>
+    /// Told the number of open waits each time it changes (on the loop): for tests.
+    private let waitsChanged: @Sendable (Int) -> Void
     private let origin = ContinuousClock.now
 
-    init(service: Service, store: DeliveryStore?, webhooks: @escaping @Sendable () -> WebhookConfig?) {
+    init(service: Service, store: DeliveryStore?, reactor: Reactor, waitsChanged: @escaping @Sendable (Int) -> Void = { _ in },
+         webhooks: @escaping @Sendable () -> WebhookConfig?) {
         self.service = service
         self.store = store
         self.webhooks = webhooks
+        self.reactor = reactor
+        self.waitsChanged = waitsChanged
+        limiter = LoopOwned(RateLimiter(), on: reactor)
+        deliveries = LoopOwned(DeliveryTable(), on: reactor)
+        waits = LoopOwned((1, [:]), on: reactor)
     }
+
+    /// The `?wait=`s open now (on the loop).
+    var openWaits: Int { waits.access { $0.open.count } }
 
     /// The server's handler: decides on the head, then on the body.
     func handle(_ head: HTTPRequestHead, _ exchange: HTTPExchange) {
@@ -50,7 +66,7 @@ final class WebhookListener: Sendable {
                 case let .trigger(trigger):
                     // Counted once authenticated: an outsider who knows a hook's name cannot use up its budget.
                     let hook = config.hooks[trigger.hook]
-                    if let hook, let retry = limiter.withLock({ $0.admit(hook.name, hook.rateLimit, now: ContinuousClock.now - origin) }) {
+                    if let hook, let retry = limiter.access({ $0.admit(hook.name, hook.rateLimit, now: ContinuousClock.now - origin) }) {
                         return answer(HookAnswer(status: 429, message: "too many requests", retryAfter: retry), hook: hook.name, exchange)
                     }
                     press(trigger, from: address, hook, exchange)
@@ -79,27 +95,31 @@ final class WebhookListener: Sendable {
         let waiter: Waiter = { [self] run in
             if let run { replay(run, trigger, hook, exchange) } else { press(trigger, from: address, hook, exchange) }
         }
-        switch deliveries.withLock({ $0.begin(key, waiter) }) {
+        switch deliveries.access({ $0.begin(key, waiter) }) {
         case .waiting: return
         case let .known(run): return replay(run, trigger, hook, exchange)
         case .first: break
         }
-        Task { [self] in
-            let stored: Int64?
-            do throws(BatonError) {
-                stored = try await store?.find(id, hook.name)
-            } catch {
-                // Not knowing whether the delivery ran is no reason to run it twice: refuse it now.
-                for waiter in deliveries.withLock({ $0.finish(key, run: nil) }) { waiter(nil) }
-                return answer(HookAnswer(status: 503, message: "the history cannot be read: try again"), hook: hook.name, exchange)
-            }
-            if let stored {
-                let waiters = deliveries.withLock { $0.finish(key, run: stored) }
-                for waiter in waiters { waiter(stored) }
-                return replay(stored, trigger, hook, exchange)
-            }
+        guard let store else { return first(trigger, hook, via: via, delivery, key, stored: .success(nil), exchange) }
+        service.reads.read({ () async throws(BatonError) -> Int64? in try await store.find(id, hook.name) }) { [self] stored in
+            first(trigger, hook, via: via, delivery, key, stored: stored, exchange)
+        }
+    }
+
+    /// The first of a delivery id, with what the history says of it (on the loop).
+    private func first(_ trigger: HookTrigger, _ hook: Hook, via: String, _ delivery: Delivery, _ key: String,
+                       stored: Result<Int64?, BatonError>, _ exchange: HTTPExchange) {
+        switch stored {
+        case .failure:
+            // Not knowing whether the delivery ran is no reason to run it twice: refuse it now.
+            for waiter in deliveries.access({ $0.finish(key, run: nil) }) { waiter(nil) }
+            answer(HookAnswer(status: 503, message: "the history cannot be read: try again"), hook: hook.name, exchange)
+        case let .success(stored?):
+            for waiter in deliveries.access({ $0.finish(key, run: stored) }) { waiter(stored) }
+            replay(stored, trigger, hook, exchange)
+        case .success(nil):
             start(trigger, hook, via: via, delivery: delivery, exchange) { [self] run in
-                for waiter in deliveries.withLock({ $0.finish(key, run: run) }) { waiter(run) }
+                for waiter in deliveries.access({ $0.finish(key, run: run) }) { waiter(run) }
             }
         }
     }
@@ -108,72 +128,98 @@ final class WebhookListener: Sendable {
     /// delivery made before (nil: none).
     private func start(_ trigger: HookTrigger, _ hook: Hook, via: String, delivery: Delivery?, _ exchange: HTTPExchange,
                        made: @escaping @Sendable (Int64?) -> Void) {
-        let wait = trigger.wait.map { _ in WebhookWait { [self] run, ended in
+        let wait = trigger.wait.map { _ in openWait(exchange) { [self] run, ended in
             answer(run, hook, decision: nil, replayed: false, code: ended ? Self.outcomeCode(run) : 202, exchange)
         } }
         service.press(hook.action, params: trigger.params, via: via, delivery: delivery, follower: wait?.follower) { [self] result in
-            switch result {
-            case let .failure(.delivered(run, _, _)):
-                // Another host took the delivery first (its record was in the fleet's history).
-                made(run)
-                replay(run, trigger, hook, exchange)
-            case let .failure(error):
-                made(nil)
-                answer(Self.refusal(error), hook: hook.name, exchange)
-            case let .success((decision, run)):
-                made(run.id)
-                guard let wait, let duration = trigger.wait else {
-                    return answer(run, hook, decision: decision, replayed: false, code: 202, exchange)
-                }
-                wait.answered(run)
-                wait.timeOut(after: duration)
+            reactor.onLoop { [self] in pressed(result, trigger, hook, wait, exchange, made: made) }
+        }
+    }
+
+    /// The press's answer (on the loop).
+    private func pressed(_ result: Result<(TriggerDecision, RunSnapshot), BatonError>, _ trigger: HookTrigger, _ hook: Hook,
+                         _ wait: WebhookWait?, _ exchange: HTTPExchange, made: @Sendable (Int64?) -> Void) {
+        switch result {
+        case let .failure(.delivered(run, _, _)):
+            // Another host took the delivery first (its record was in the fleet's history).
+            made(run)
+            wait?.cancel()
+            replay(run, trigger, hook, exchange)
+        case let .failure(error):
+            made(nil)
+            wait?.cancel()
+            answer(Self.refusal(error), hook: hook.name, exchange)
+        case let .success((decision, run)):
+            made(run.id)
+            guard let wait, let duration = trigger.wait else {
+                return answer(run, hook, decision: decision, replayed: false, code: 202, exchange)
             }
+            wait.answered(run)
+            wait.timeOut(after: duration)
         }
     }
 
     /// A delivery seen before: its run, waited for like a new one when `?wait=` asks.
     private func replay(_ id: Int64, _ trigger: HookTrigger, _ hook: Hook, _ exchange: HTTPExchange) {
-        guard let duration = trigger.wait else {
-            Task { [self] in await answerFromHistory(id, hook, exchange, code: nil) }
-            return
-        }
-        let wait = WebhookWait { [self] run, ended in
+        guard let duration = trigger.wait else { return answerFromHistory(id, hook, exchange, code: nil) }
+        let wait = openWait(exchange) { [self] run, ended in
             answer(run, hook, decision: nil, replayed: true, code: ended ? Self.outcomeCode(run) : 202, exchange)
         }
         service.follow(run: id, follower: wait.follower) { [self] live in
-            guard let live else {
-                Task { await self.answerFromHistory(id, hook, exchange, code: .outcome) }
-                return
+            reactor.onLoop { [self] in
+                guard let live else {
+                    wait.cancel()
+                    return answerFromHistory(id, hook, exchange, code: .outcome)
+                }
+                wait.answered(live)
+                wait.timeOut(after: duration)
             }
-            wait.answered(live)
-            wait.timeOut(after: duration)
         }
+    }
+
+    /// A `?wait=` of this exchange, in the table until it is over; dropped when the client goes.
+    private func openWait(_ exchange: HTTPExchange, finish: @escaping @Sendable (RunSnapshot, Bool) -> Void) -> WebhookWait {
+        let number = waits.access { waits in defer { waits.next += 1 }; return waits.next }
+        let wait = WebhookWait(reactor: reactor, finish: finish) { [self] in
+            let count = waits.access { waits in
+                waits.open[number] = nil
+                return waits.open.count
+            }
+            waitsChanged(count)
+        }
+        let count = waits.access { waits in
+            waits.open[number] = wait
+            return waits.open.count
+        }
+        waitsChanged(count)
+        exchange.onClose { [reactor] in reactor.onLoop { wait.cancel() } }
+        return wait
     }
 
     enum Code { case outcome }
 
-    private func answerFromHistory(_ id: Int64, _ hook: Hook, _ exchange: HTTPExchange, code: Code?) async {
-        do throws(BatonError) {
-            guard let run = try await service.lookUp(run: id) else { return answer(.notFound, hook: hook.name, exchange) }
-            let status = code == .outcome && run.phase.isTerminal ? Self.outcomeCode(run) : 202
-            answer(run, hook, decision: nil, replayed: true, code: status, exchange)
-        } catch {
-            answer(Self.refusal(error), hook: hook.name, exchange)
+    private func answerFromHistory(_ id: Int64, _ hook: Hook, _ exchange: HTTPExchange, code: Code?) {
+        service.reads.read({ [service] () async throws(BatonError) -> RunSnapshot? in try await service.lookUp(run: id) }) { [self] result in
+            switch result {
+            case let .success(run?):
+                let status = code == .outcome && run.phase.isTerminal ? Self.outcomeCode(run) : 202
+                answer(run, hook, decision: nil, replayed: true, code: status, exchange)
+            case .success(nil): answer(.notFound, hook: hook.name, exchange)
+            case let .failure(error): answer(Self.refusal(error), hook: hook.name, exchange)
+            }
         }
     }
 
     // MARK: Status
 
     private func status(_ name: String, action: String, run id: Int64, _ exchange: HTTPExchange) {
-        Task { [self] in
-            do throws(BatonError) {
-                // Only the hook's own action's runs: a token or signature of one hook reads no other's.
-                guard let hook = webhooks()?.hooks[name], let run = try await service.lookUp(run: id), run.action == action else {
-                    return answer(.notFound, hook: name, exchange)
-                }
-                answer(run, hook, decision: nil, replayed: false, code: 200, exchange)
-            } catch {
-                answer(Self.refusal(error), hook: name, exchange)
+        // Only the hook's own action's runs: a token or signature of one hook reads no other's.
+        guard let hook = webhooks()?.hooks[name] else { return answer(.notFound, hook: name, exchange) }
+        service.reads.read({ [service] () async throws(BatonError) -> RunSnapshot? in try await service.lookUp(run: id) }) { [self] result in
+            switch result {
+            case let .success(run?) where run.action == action: answer(run, hook, decision: nil, replayed: false, code: 200, exchange)
+            case .success: answer(.notFound, hook: name, exchange)
+            case let .failure(error): answer(Self.refusal(error), hook: name, exchange)
             }
         }
     }

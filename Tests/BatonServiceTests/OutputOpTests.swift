@@ -86,10 +86,10 @@ struct OutputOpTests {
         for index in actions.indices where actions[index].name == "secret" { actions[index].allow = AccessPolicy.Override(read: .nobody) }
         service = Service(conductor: conductor, history: JournalHistory(store), journal: store,
                           generation: Generation(actions: actions, access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0),
-                          hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
+                          hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }), reactor: conductor.reactor)
     }
 
-    func ask(_ json: String, _ caller: Recorder) { service.received(.line(Array(json.utf8)), from: caller) }
+    func ask(_ json: String, _ caller: Recorder) { service.receivedOnLoop(.line(Array(json.utf8)), from: caller) }
 
     /// The chunks' text up to the final answer, and the answer.
     func collect(_ caller: Recorder, until text: String? = nil) async -> (text: String, answer: Response?) {

@@ -90,7 +90,7 @@ struct ServiceTests {
     func rejectAndCancel() async throws {
         let fixture = Fixture()
         let first = Recorder(uid: F.alice), second = Recorder(uid: F.alice)
-        fixture.service.received(.line(Array(#"{"op":"trigger","action":"hold"}"#.utf8)), from: first)
+        fixture.service.receivedOnLoop(.line(Array(#"{"op":"trigger","action":"hold"}"#.utf8)), from: first)
         let loading = try #require(await first.next())
         #expect(loading.event != nil && loading.run?.phase != nil)
         let busy = try #require(await fixture.ask(#"{"op":"trigger","action":"hold"}"#, as: second))
@@ -108,9 +108,9 @@ struct ServiceTests {
         let a = Recorder(uid: 0), b = Recorder(uid: 0)
         let detached = try #require(await fixture.ask(#"{"op":"trigger","action":"hold","detach":true}"#, as: a))
         let id = try #require(detached.run?.id)
-        fixture.service.received(.line(Array(#"{"op":"trigger","action":"hold","policy":"join"}"#.utf8)), from: b)
+        fixture.service.receivedOnLoop(.line(Array(#"{"op":"trigger","action":"hold","policy":"join"}"#.utf8)), from: b)
         _ = await b.next()
-        fixture.service.received(.line(Array(#"{"op":"wait","run":\#(id)}"#.utf8)), from: a)
+        fixture.service.receivedOnLoop(.line(Array(#"{"op":"wait","run":\#(id)}"#.utf8)), from: a)
         fixture.gate.open()
         let joined = try #require(await b.answer())
         #expect(joined.run?.id == id && joined.shared == true && joined.run?.phase == .success)
@@ -121,7 +121,7 @@ struct ServiceTests {
     func watch() async throws {
         let fixture = Fixture()
         let watcher = Recorder(uid: F.alice)
-        fixture.service.received(.line(Array(#"{"op":"watch"}"#.utf8)), from: watcher)
+        fixture.service.receivedOnLoop(.line(Array(#"{"op":"watch"}"#.utf8)), from: watcher)
         #expect(try #require(await watcher.next()).event == "watching")
         #expect(watcher.streaming)
         _ = try await fixture.conductor.trigger(TriggerRequest(action: "deploy", params: ["env": "prod"]))
@@ -129,7 +129,7 @@ struct ServiceTests {
         while phases.last != .success, let event = await watcher.next() { if let to = event.transition?.to { phases.append(to) } }
         #expect(phases == [.queued, .loading, .success])
         watcher.close()
-        fixture.service.closed(watcher)
+        fixture.service.closedOnLoop(watcher)
     }
 
     @Test("status lists what the caller may read, with what it may do")
@@ -160,7 +160,7 @@ struct ServiceTests {
         }
         let reader = Recorder(uid: Fixture.alice)
         reader.holdDrains()
-        fixture.service.received(.line(Array(#"{"id":1,"op":"history","filter":{"limit":1100}}"#.utf8)), from: reader)
+        fixture.service.receivedOnLoop(.line(Array(#"{"id":1,"op":"history","filter":{"limit":1100}}"#.utf8)), from: reader)
         let first = try #require(await reader.next())
         #expect(first.ok == nil && first.event == "runs")
         #expect(first.runs?.map(\.id) == (601...1_100).reversed().filter { $0 % 10 != 0 })

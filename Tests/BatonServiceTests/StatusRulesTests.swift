@@ -28,9 +28,9 @@ struct StatusRulesTests {
         await conductor.ping()
         let generation = Generation(actions: conductor.configuredActions(), access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0)
         let service = Service(conductor: conductor, history: FakeHistory(), journal: store, generation: generation,
-                              hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
+                              hooks: Service.Hooks(reload: { _ in .applied(warnings: []) }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }), reactor: conductor.reactor)
         let caller = Recorder(uid: 0)
-        service.received(.line(Array(#"{"op":"status"}"#.utf8)), from: caller)
+        service.receivedOnLoop(.line(Array(#"{"op":"status"}"#.utf8)), from: caller)
         let answer = try #require(await caller.answer())
         let info = try #require(answer.actions?.first { $0.name == "fresh" })
         #expect(info.cooling?.map(\.id) == [1, 4], "prod and dev's later success are inside the window; staging's is over")

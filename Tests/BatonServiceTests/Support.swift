@@ -139,12 +139,12 @@ struct Fixture {
         }
         let generation = Generation(actions: actions, access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0)
         service = Service(conductor: conductor, history: history, journal: store, generation: generation,
-                          hooks: Service.Hooks(reload: { _ in .refused("reloads are refused in this test") }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }))
+                          hooks: Service.Hooks(reload: { _ in .refused("reloads are refused in this test") }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }), reactor: conductor.reactor)
     }
 
     /// Sends one request line as `caller` and returns its final answer.
     func ask(_ json: String, as caller: Recorder) async -> Response? {
-        service.received(.line(Array(json.utf8)), from: caller)
+        service.receivedOnLoop(.line(Array(json.utf8)), from: caller)
         return await caller.answer()
     }
 }
@@ -171,5 +171,17 @@ final class Gate: Sendable {
             return state.waiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+}
+
+extension Service {
+    /// A request line, handed over on the loop as the socket server does.
+    func receivedOnLoop(_ frame: RequestFrame, from caller: any Caller) {
+        reactor.post { self.received(frame, from: caller) }
+    }
+
+    /// The caller has gone, told on the loop as the socket server does.
+    func closedOnLoop(_ caller: any Caller) {
+        reactor.post { self.closed(caller) }
     }
 }

@@ -160,7 +160,7 @@ extension Conductor {
     /// the caller does next on the loop (a trigger, a recovery) comes after it, whichever thread
     /// it is posted from after this call.
     func changeState(_ change: @escaping @Sendable (inout ConductorState) -> Void) {
-        onLoop { [self] in
+        reactor.onLoop { [self] in
             core.access { change(&$0.state) }
             publish()
         }
@@ -189,7 +189,7 @@ extension Conductor {
     @discardableResult
     public func observe(action: String? = nil, progress: Bool = false, _ observer: @escaping Follower) -> Int {
         let id = ids.wrappingAdd(1, ordering: .relaxed).oldValue
-        onLoop { [self] in
+        reactor.onLoop { [self] in
             let drained = core.access { core -> Bool in
                 if !core.isDrained { core.watchers[id] = Watcher(action: action, progress: progress, follower: observer) }
                 return core.isDrained
@@ -201,7 +201,7 @@ extension Conductor {
 
     /// Stops calling an observer.
     public func stopObserving(_ id: Int) {
-        onLoop { [self] in _ = core.access { $0.watchers.removeValue(forKey: id) } }
+        reactor.onLoop { [self] in _ = core.access { $0.watchers.removeValue(forKey: id) } }
     }
 
     // MARK: Actions
@@ -236,7 +236,7 @@ extension Conductor {
         // The grace is armed only once `.shutdown` is in: a grace of 0 that fired first would be
         // ignored (nothing is draining yet), and the runs in flight would never be stopped.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            onLoop { [self] in
+            reactor.onLoop { [self] in
                 let done = core.access { core -> Bool in
                     if core.isDrained { return true }
                     core.drained.append(continuation)
@@ -255,7 +255,7 @@ extension Conductor {
             }
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            onLoop { [self] in
+            reactor.onLoop { [self] in
                 let (timer, all) = core.access { core in
                     defer { (core.shutdownTimer, core.watchers) = (nil, [:]) }
                     return (core.shutdownTimer, Array(core.watchers.values))
@@ -297,7 +297,7 @@ extension Conductor {
 
     /// Tells this conductor's watchers about a transition another host committed.
     public func publishFromFleet(_ update: RunUpdate) {
-        onLoop { [self] in publishToWatchers(update) }
+        reactor.onLoop { [self] in publishToWatchers(update) }
     }
 }
 

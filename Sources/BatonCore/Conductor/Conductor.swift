@@ -137,10 +137,6 @@ public final class Conductor: Sendable {
 
     // MARK: The inbox
 
-    /// Runs `work` now when the caller is the loop, else posts it there.
-    func onLoop(_ work: @escaping @Sendable () -> Void) {
-        if reactor.isCurrent { work() } else { reactor.post(work) }
-    }
 
     /// Hands an event to the conductor: handled now when the caller is the loop (after the events
     /// it is already handling), else posted to the loop.

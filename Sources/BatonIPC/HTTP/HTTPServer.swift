@@ -2,6 +2,7 @@ import BatonCore
 import CBatonSystem
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// A small, strict HTTP/1.1 server on the event loop, with the connections of the socket server
 /// (`ServerConnection`): one request per connection, a bounded head (and body, for a handler that
@@ -45,8 +46,11 @@ public final class HTTPServer: Sendable {
     let limits: Limits
     private let handler: Handler
     let reactor: Reactor
-    private let budget = OutputBudget(limit: 256 << 20)
-    private let table: Locked<Table>
+    private let budget: OutputBudget
+    /// The loop's, with no lock.
+    private let table: LoopOwned<Table>
+    /// The connections open, as the loop last published it: other threads read this.
+    private let openCount = Atomic<Int>(0)
 
     /// The loop's record of what is open.
     struct Table {
@@ -62,7 +66,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// Binds and listens; `start()` begins serving.
-    public init(listening address: ListenAddress, limits: Limits = Limits(), reactor: Reactor = .shared,
+    public init(listening address: ListenAddress, limits: Limits = Limits(), reactor: Reactor,
                 handler: @escaping Handler) throws(SocketError) {
         var port: UInt16 = 0
         let fd = baton_tcp_listen(address.host, address.port, 64, &port)
@@ -72,12 +76,13 @@ public final class HTTPServer: Sendable {
         self.limits = limits
         self.handler = handler
         self.reactor = reactor
-        table = Locked(Table(admission: PeerAdmission(maxConnections: limits.maxConnections, maxPerPeer: limits.maxConnectionsPerPeer,
-                                                      reserved: limits.reservedForOwners, owners: limits.owners)))
+        budget = OutputBudget(limit: 256 << 20, reactor: reactor)
+        table = LoopOwned(Table(admission: PeerAdmission(maxConnections: limits.maxConnections, maxPerPeer: limits.maxConnectionsPerPeer,
+                                                      reserved: limits.reservedForOwners, owners: limits.owners)), on: reactor)
     }
 
     /// Serves on a socket that already listens (one systemd passed): it becomes the server's.
-    public init(descriptor fd: Int32, limits: Limits = Limits(), reactor: Reactor = .shared,
+    public init(descriptor fd: Int32, limits: Limits = Limits(), reactor: Reactor,
                 handler: @escaping Handler) throws(SocketError) {
         var accepting: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
@@ -93,12 +98,13 @@ public final class HTTPServer: Sendable {
         self.limits = limits
         self.handler = handler
         self.reactor = reactor
-        table = Locked(Table(admission: PeerAdmission(maxConnections: limits.maxConnections, maxPerPeer: limits.maxConnectionsPerPeer,
-                                                      reserved: limits.reservedForOwners, owners: limits.owners)))
+        budget = OutputBudget(limit: 256 << 20, reactor: reactor)
+        table = LoopOwned(Table(admission: PeerAdmission(maxConnections: limits.maxConnections, maxPerPeer: limits.maxConnectionsPerPeer,
+                                                      reserved: limits.reservedForOwners, owners: limits.owners)), on: reactor)
     }
 
     /// A server whose handler answers at once from the head alone (it reads no bodies).
-    public convenience init(listening address: ListenAddress, limits: Limits = Limits(), reactor: Reactor = .shared,
+    public convenience init(listening address: ListenAddress, limits: Limits = Limits(), reactor: Reactor,
                             answer: @escaping @Sendable (HTTPRequestHead) -> HTTPResponse) throws(SocketError) {
         try self.init(listening: address, limits: limits, reactor: reactor) { head, exchange in
             exchange.answer(answer(head), headOnly: head.method == "HEAD")
@@ -108,7 +114,7 @@ public final class HTTPServer: Sendable {
     /// Begins serving on the loop.
     public func start() {
         reactor.post { [self] in
-            guard !table.withLock({ $0.stopped }) else { return }
+            guard !table.access({ $0.stopped }) else { return }
             reactor.watch(listenFD) { [self] _ in acceptAll() }
             scheduleSweep()
         }
@@ -117,7 +123,7 @@ public final class HTTPServer: Sendable {
     /// Stops serving and closes every connection (from any thread; returns at once).
     public func stop() {
         reactor.post { [self] in
-            let (connections, sweep, first) = table.withLock { state in
+            let (connections, sweep, first) = table.access { state in
                 defer { state.stopped = true; state.sweep = nil }
                 return (Array(state.connections.values), state.sweep, !state.stopped)
             }
@@ -130,13 +136,13 @@ public final class HTTPServer: Sendable {
     }
 
     /// The connections open now (event streams included).
-    public var connectionCount: Int { table.withLock { $0.connections.count } }
+    public var connectionCount: Int { openCount.load(ordering: .relaxed) }
 
     private func acceptAll() {
         while case let fd = baton_accept(listenFD), fd >= 0 {
             let peer = PeerAdmission.Peer(TCPPeer.uid(of: fd))
             let kept = limits.kept?()
-            let (decision, reason, standing) = table.withLock { state in
+            let (decision, reason, standing) = table.access { state in
                 if let kept { state.admission.keep(kept) }
                 let decision = state.admission.admit(peer)
                 return (decision, state.admission.reason(decision, peer), state.admission.standing(peer))
@@ -148,7 +154,7 @@ public final class HTTPServer: Sendable {
                 continue
             }
             let hurried = standing == .other ? limits.requestTimeout : nil
-            let connection = table.withLock { state -> ServerConnection in
+            let connection = table.access { state -> ServerConnection in
                 defer { state.nextToken += 1 }
                 state.peers[state.nextToken] = peer
                 if hurried != nil { state.hurried.insert(state.nextToken) }
@@ -158,6 +164,7 @@ public final class HTTPServer: Sendable {
                 state.connections[connection.token] = connection
                 return connection
             }
+            openCount.add(1, ordering: .relaxed)
             connection.withInput { $0.deadline = .now + (hurried ?? limits.timeout) }
             reactor.watch(fd, events: Epoll.input | Epoll.readHangUp) { [self] mask in ready(connection, mask) }
         }
@@ -196,7 +203,7 @@ public final class HTTPServer: Sendable {
 
     /// The whole request of a connection on `requestTimeout` has come: its answer has `timeout`.
     func requestIn(_ connection: ServerConnection) {
-        guard table.withLock({ $0.hurried.remove(connection.token) != nil }) else { return }
+        guard table.access({ $0.hurried.remove(connection.token) != nil }) else { return }
         connection.withInput { state in
             if state.deadline != nil { state.deadline = .now + limits.timeout }
         }
@@ -204,16 +211,16 @@ public final class HTTPServer: Sendable {
 
     /// The peer a connection was admitted as.
     func peer(of connection: ServerConnection) -> PeerAdmission.Peer? {
-        table.withLock { $0.peers[connection.token] }
+        table.access { $0.peers[connection.token] }
     }
 
     /// Every 250 ms: an exchange past its deadline gets 408 if nothing was answered yet, and is
     /// closed (an event stream has no deadline once it has begun).
     private func scheduleSweep() {
         let timer = reactor.after(.milliseconds(250)) { [self] in
-            guard !table.withLock({ $0.stopped }) else { return }
+            guard !table.access({ $0.stopped }) else { return }
             let now = ContinuousClock.now
-            let late = table.withLock { $0.connections.values.filter { $0.withInput { $0.deadline.map { $0 < now } ?? false } } }
+            let late = table.access { $0.connections.values.filter { $0.withInput { $0.deadline.map { $0 < now } ?? false } } }
             for connection in late {
                 if connection.withInput({ !$0.inputEnded }) {
                     let refusal = HTTPResponse.refusal(408, "the request took too long").bytes(headOnly: false)
@@ -223,117 +230,17 @@ public final class HTTPServer: Sendable {
             }
             scheduleSweep()
         }
-        table.withLock { $0.sweep = timer }
+        table.access { $0.sweep = timer }
     }
 
     private func dropped(_ connection: ServerConnection) {
         let exchange = connection.withInput { state in defer { state.exchange = nil }; return state.exchange }
-        table.withLock { state in
-            state.connections[connection.token] = nil
+        let known = table.access { state in
             state.hurried.remove(connection.token)
             if let peer = state.peers.removeValue(forKey: connection.token) { state.admission.release(peer) }
+            return state.connections.removeValue(forKey: connection.token) != nil
         }
+        if known { openCount.subtract(1, ordering: .relaxed) }
         exchange?.closed()
-    }
-}
-
-/// One request on an `HTTPServer` connection: answered once, or turned into an event stream.
-public final class HTTPExchange: Sendable {
-    let server: HTTPServer
-    let connection: ServerConnection
-    private let state: Locked<State>
-
-    struct State {
-        var bodyStart: Int
-        var wantBody: (count: Int, then: @Sendable ([UInt8]) -> Void)?
-        var answered = false
-        var streaming = false
-        var onClose: (@Sendable () -> Void)?
-    }
-
-    init(server: HTTPServer, connection: ServerConnection, bodyStart: Int) {
-        self.server = server
-        self.connection = connection
-        state = Locked(State(bodyStart: bodyStart))
-    }
-
-    /// Reads `count` bytes of body (bounded by the server's body limit: 413 past it; 408 when it
-    /// does not come before the deadline), then calls `then` with them, on the loop.
-    public func readBody(count: Int, _ then: @escaping @Sendable ([UInt8]) -> Void) {
-        guard count <= server.limits.bodyBytes else {
-            return answer(.refusal(413, "the body is larger than \(server.limits.bodyBytes) bytes"))
-        }
-        state.withLock { $0.wantBody = (count, then) }
-        received(connection.withInput { $0.input })
-    }
-
-    /// More input came (or the head's leftovers): a body that is complete goes to its reader.
-    func received(_ input: [UInt8]) {
-        let ready = state.withLock { state -> (@Sendable ([UInt8]) -> Void, [UInt8])? in
-            guard let want = state.wantBody, input.count - state.bodyStart >= want.count else { return nil }
-            state.wantBody = nil
-            return (want.then, Array(input[state.bodyStart..<(state.bodyStart + want.count)]))
-        }
-        if let (then, body) = ready {
-            server.requestIn(connection)
-            then(body)
-        }
-    }
-
-    /// After the handler saw the head: a request whose body nobody reads is all in.
-    func requestInIfNoBody() {
-        if state.withLock({ $0.wantBody == nil && !$0.streaming }) { server.requestIn(connection) }
-    }
-
-    /// Sends the answer (from any thread) and closes once it is written; a second answer is ignored.
-    public func answer(_ response: HTTPResponse, headOnly: Bool = false) {
-        guard state.withLock({ state in defer { state.answered = true }; return !state.answered }) else { return }
-        connection.write(response.bytes(headOnly: headOnly))
-        connection.closeWhenWritten()
-    }
-
-    /// Turns the exchange into a stream: `head` goes out now, then each `send`; there is no
-    /// deadline from now on, and a reader that lets `streamBuffer` bytes wait is dropped.
-    public func stream(head: String, onClose: @escaping @Sendable () -> Void) {
-        guard state.withLock({ state in
-            defer { state.answered = true; state.streaming = true; state.onClose = onClose }
-            return !state.answered
-        }) else { return }
-        connection.markStreaming()
-        connection.withInput { $0.deadline = nil }
-        connection.write(Array(head.utf8))
-    }
-
-    /// Writes more of a stream (from any thread).
-    public func send(_ text: String) { connection.write(Array(text.utf8)) }
-
-    /// Ends a stream once what was sent is written (from any thread).
-    public func end() { connection.closeWhenWritten() }
-
-    /// Whether the connection is still there.
-    public var isOpen: Bool { !connection.isClosed }
-
-    /// Moves the exchange's deadline to `duration` from now (a handler that has read the whole
-    /// request and waits for an outcome it promised, such as a webhook's `?wait=`). The head and
-    /// body stay bounded by the server's own timeout: call this only once they are in.
-    public func extendDeadline(by duration: Duration) {
-        connection.withInput { $0.deadline = .now + duration }
-    }
-
-    /// The numeric address of the peer (`203.0.113.7`, `::1`); nil when the socket cannot say.
-    public var peerAddress: String? { TCPPeer.address(of: connection.fd) }
-
-    /// The uid that owns the peer's socket, found at accept; nil for a peer on another host.
-    public var peerUID: UInt32? {
-        if case let .uid(uid) = server.peer(of: connection) { return uid }
-        return nil
-    }
-
-    /// Ends the exchange now, answered or not.
-    public func close() { connection.close() }
-
-    func closed() {
-        let onClose = state.withLock { state in defer { state.onClose = nil }; return state.onClose }
-        onClose?()
     }
 }
