@@ -41,8 +41,9 @@ struct CoalescedWriteTests {
                                   removeBefore: nil, head: 0, total: total, dropped: 0))
     }
 
-    /// Run 5 is in the table before the batch; the batch creates 1, 2, 3, 4 and 6 and moves them
-    /// (and 5) through their phases, item by item as the conductor hands them over.
+    /// Runs 5, 7 and 8 are in the table before the batch; the batch creates 1, 2, 3, 4 and 6 and
+    /// moves them (and 5 and 7; 8 gets a process group) through their phases, item by item as
+    /// the conductor hands them over.
     static let batch: [[JournalEntry]] = [
         [created(1)], [created(2)], [created(3, peer: true), .delivery(Delivery(hook: "gh", id: "d1"), runID: 3, at: at(3))],
         [move(1, 2, .queued, .loading, TransitionDetail(attempt: 1))], [.processGroup(runID: 1, pgid: 4242, identity: "boot:1")],
@@ -56,6 +57,11 @@ struct CoalescedWriteTests {
         [.output(runID: 2, tail: [], truncated: true), move(2, 5, .loading, .failure, ended(exit: 2, error: "exited 2", cpu: 30, peak: 1500))],
         [created(6)], [move(6, 2, .queued, .loading, TransitionDetail(attempt: 1))], [chunks(6, "six\n", total: 4)],
         [.output(runID: 5, tail: Array("five\n".utf8), truncated: false), move(5, 3, .loading, .success, ended(exit: 0, cpu: nil, peak: nil))],
+        [.processGroup(runID: 8, pgid: 88, identity: "boot:8")],
+        [move(7, 2, .queued, .loading, TransitionDetail(attempt: 1))], [.processGroup(runID: 7, pgid: 77, identity: "boot:7")],
+        [move(7, 3, .loading, .retrying, ended(exit: 3, error: "exited 3", cpu: 40, peak: 700))],
+        [move(7, 4, .retrying, .loading, TransitionDetail(attempt: 2))], [.processGroup(runID: 7, pgid: 78, identity: "boot:7b")],
+        [move(7, 5, .loading, .cancelled, ended(exit: 0, cpu: 5, peak: 900))],
     ]
 
     /// Every row of every table a run's entries write, in key order, as text.
@@ -115,21 +121,21 @@ struct CoalescedWriteTests {
     func sameRows() async throws {
         let dir = TemporaryDirectory()
         let single = try Store(path: dir.file("single.sqlite")), grouped = try Store(path: dir.file("grouped.sqlite"))
-        for store in [single, grouped] { #expect(await store.commit([Self.created(5)]).isSuccess) }
+        for store in [single, grouped] { #expect(await store.commit([Self.created(5), Self.created(7), Self.created(8)]).isSuccess) }
         for item in Self.batch { #expect(await single.commit(item).isSuccess) }
         let answers = try Self.group(grouped, Self.batch, before: Self.countRowWrites)
         #expect(answers.allSatisfy { $0?.isSuccess == true })
-        // Runs 1, 2, 3, 4 and 6 are each one INSERT; run 5, in the table before, is UPDATEd twice.
+        // Runs 1, 2, 3, 4 and 6 are each one INSERT; runs 5, 7 and 8, in the table before, are UPDATEd once each.
         let writes = try await Self.rowWrites(grouped)
-        #expect(writes == ["insert": 5, "update": 2], "row writes of `runs` in the group: \(writes)")
+        #expect(writes == ["insert": 5, "update": 3], "row writes of `runs` in the group: \(writes)")
         single.close()
         grouped.close()
         let expected = try Self.rows(dir.file("single.sqlite"))
-        #expect(expected.count == 31, "6 runs, 16 transitions, a trigger, 3 tails, 2 chunks and their totals, a delivery")
+        #expect(expected.count == 39, "8 runs, 22 transitions, a trigger, 3 tails, 2 chunks and their totals, a delivery")
         #expect(try Self.rows(dir.file("grouped.sqlite")) == expected)
     }
 
-    @Test("an illegal transition in a group fails only its item; a second group prepares no statement again")
+    @Test("an illegal transition in a group fails only its item, of a run created in it or in the table; a second group prepares nothing")
     func illegalAlone() async throws {
         let dir = TemporaryDirectory()
         let store = try Store(path: dir.file("h.sqlite"))
@@ -142,14 +148,16 @@ struct CoalescedWriteTests {
         let answers = try Self.group(store, items)
         #expect(answers.map { $0?.isSuccess } == [true, true, false, true, true, false])
         let prepared = try await store.perform { $0.cachedStatements }
+        // Run 1 is in the table now: its illegal change fails alone too.
         let again = try Self.group(store, [[Self.created(3)], [Self.move(3, 2, .queued, .loading)], [Self.created(4)],
+                                           [Self.move(1, 4, .success, .loading)], [Self.move(2, 2, .queued, .loading)],
                                            [Self.move(3, 3, .loading, .success, Self.ended(exit: 0, cpu: 1, peak: 1))]])
-        #expect(again.allSatisfy { $0?.isSuccess == true })
+        #expect(again.map { $0?.isSuccess } == [true, true, true, false, true, true])
         #expect(try await store.perform { $0.cachedStatements } == prepared)
         store.close()
         let connection = try Connection(path: dir.file("h.sqlite"), readOnly: true)
         #expect(try connection.scalar("SELECT group_concat(id || ':' || phase, ',') FROM (SELECT * FROM runs ORDER BY id)")?.string
-            == "1:success,2:queued,3:success,4:queued")
+            == "1:success,2:loading,3:success,4:queued")
         #expect(try connection.scalar("SELECT group_concat(to_phase, ',') FROM (SELECT * FROM transitions WHERE run_id = 1 ORDER BY seq)")?.string
             == "queued,loading,success")
     }
