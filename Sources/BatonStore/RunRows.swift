@@ -1,7 +1,7 @@
 import BatonCore
 
-/// The runs a group commit creates, held until the group's end so that each is written with ONE
-/// row write: a run created, started and ended in the same group is one INSERT with its latest
+/// The rows of the runs a group commit changes, held until the group's end so that each is
+/// written with ONE row write: a run created, started and ended in the same group is one INSERT with its latest
 /// phase and fields, and its transition rows. Each transition is checked as it comes (by
 /// `Phase.allows` and against the phase the row has then, as the UPDATE's `WHERE phase = ?`
 /// checks it), so an illegal one still fails its own item. What refers to a held run and has
@@ -13,8 +13,8 @@ import BatonCore
 struct RunRows {
     private var held: [Int64: HeldRun] = [:]
 
-    /// A run created in this group and not yet written: its row as it is now, its transitions
-    /// and the entries that wait for its row.
+    /// A run whose row waits for the group's end: the row as it is now, and for a run created in
+    /// the group its transitions and the entries that wait for its row.
     struct HeldRun {
         /// The run created in this group, or nil for one already in the table.
         var created: RunSnapshot?
@@ -27,8 +27,6 @@ struct RunRows {
         var pgid: Int32?, pgidStart: String?, progress: String?
         var cpuUser: Int64?, cpuSystem: Int64?, memoryPeak: Int64?
     }
-
-    var isEmpty: Bool { held.isEmpty }
 
     /// Writes an entry, or holds it with its run's row.
     mutating func write(_ entry: JournalEntry, on db: Connection) throws {
@@ -134,7 +132,7 @@ extension RunRows.HeldRun {
             progress = nil
             account(d)
         }
-        transitions.append(t)
+        if created != nil { transitions.append(t) }
     }
 
     /// A run's row as the table has it, or nil when there is none.
