@@ -69,12 +69,16 @@ public final class Connection {
         return try body(statement)
     }
 
+    /// How many statements are prepared and kept (`cached`).
+    var cachedStatements: Int { cache.count }
+
     /// Runs `body` in a transaction (IMMEDIATE takes the write lock at once); rolls back if it throws.
+    /// BEGIN and COMMIT are prepared once, like the writer's other statements.
     public func transaction<T>(immediate: Bool = true, _ body: () throws -> T) throws -> T {
-        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
+        if immediate { try cached("BEGIN IMMEDIATE") { try $0.run([]) } } else { try cached("BEGIN") { try $0.run([]) } }
         do {
             let value = try body()
-            try execute("COMMIT")
+            try cached("COMMIT") { try $0.run([]) }
             return value
         } catch {
             if sqlite.sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }

@@ -29,15 +29,7 @@ enum JournalWriter {
                                   hook_run, hook_action, hook_event)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """) {
-                try $0.run([.integer(run.id), .text(run.action), .text(run.key), .text(run.phase.rawValue),
-                            .text(run.policy.rawValue), .text(JSONText.object(run.params)),
-                            run.trigger.map { .integer(Int64($0.uid)) } ?? .null,
-                            run.trigger.map { .integer(Int64($0.gid)) } ?? .null,
-                            run.trigger.map { .integer(Int64($0.pid)) } ?? .null,
-                            .integer(run.queuedAt.rawValue), run.via.map { .text($0) } ?? .null,
-                            run.slot.map { .integer($0.rawValue) } ?? .null,
-                            run.hook.map { .integer($0.run) } ?? .null, run.hook.map { .text($0.action) } ?? .null,
-                            run.hook.map { .text($0.event.rawValue) } ?? .null])
+                try $0.run(creationValues(run))
             }
             try insert(transition, on: db)
         case let .transition(transition):
@@ -76,7 +68,7 @@ enum JournalWriter {
         }
     }
 
-    private static func insert(_ t: Transition, on db: Connection) throws {
+    static func insert(_ t: Transition, on db: Connection) throws {
         guard Phase.allows(from: t.from, to: t.to) else { throw IllegalTransition(transition: t) }
         try db.cached("INSERT INTO transitions (run_id, seq, from_phase, to_phase, at, detail) VALUES (?, ?, ?, ?, ?, ?)") {
             try $0.run([.integer(t.runID), .integer(Int64(t.seq)), t.from.map { .text($0.rawValue) } ?? .null,
@@ -127,6 +119,21 @@ enum JournalWriter {
             }
         }
         guard db.changes == 1 else { throw IllegalTransition(transition: t) }
+    }
+
+    /// The values of a new run's row, in the order of the creation's INSERT: id, action, key,
+    /// phase, policy, params, the trigger's uid, gid and pid, queued_at, via, slot, and the hook
+    /// that made it (run, action, event).
+    static func creationValues(_ run: RunSnapshot) -> [DatabaseValue] {
+        [.integer(run.id), .text(run.action), .text(run.key), .text(run.phase.rawValue),
+         .text(run.policy.rawValue), .text(JSONText.object(run.params)),
+         run.trigger.map { .integer(Int64($0.uid)) } ?? .null,
+         run.trigger.map { .integer(Int64($0.gid)) } ?? .null,
+         run.trigger.map { .integer(Int64($0.pid)) } ?? .null,
+         .integer(run.queuedAt.rawValue), run.via.map { .text($0) } ?? .null,
+         run.slot.map { .integer($0.rawValue) } ?? .null,
+         run.hook.map { .integer($0.run) } ?? .null, run.hook.map { .text($0.action) } ?? .null,
+         run.hook.map { .text($0.event.rawValue) } ?? .null]
     }
 
     /// The arguments of the columns that add an attempt's figures to the run's, as

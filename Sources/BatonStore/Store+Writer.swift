@@ -123,10 +123,13 @@ extension Store {
     /// fails alone and is rolled back; a busy or full database fails the whole batch. Items are
     /// written without savepoints first (a bad item is a bug, so this is the path taken); only
     /// when one fails is the batch written again with a savepoint around each item.
-    private static func write(_ batch: [Item], lossy: Set<Int64>, on connection: Connection) throws -> [Result<Void, BatonError>] {
+    static func write(_ batch: [Item], lossy: Set<Int64>, on connection: Connection) throws -> [Result<Void, BatonError>] {
         do {
             try connection.transaction(immediate: true) {
-                for item in batch { try writeItem(item, on: connection) }
+                // A run created in this group is written once, at the group's end (`RunRows`).
+                var rows = RunRows()
+                for item in batch { try writeItem(item, &rows, on: connection) }
+                try rows.flush(on: connection)
                 try OutputShedding.recount(batch, lossy: lossy, on: connection)
             }
             return Array(repeating: .success(()), count: batch.count)
@@ -144,7 +147,10 @@ extension Store {
             for item in batch {
                 try connection.cached("SAVEPOINT item") { try $0.run([]) }
                 do {
-                    try writeItem(item, on: connection)
+                    // Each item's runs are written within its savepoint: a failure is its own.
+                    var rows = RunRows()
+                    try writeItem(item, &rows, on: connection)
+                    try rows.flush(on: connection)
                     try connection.cached("RELEASE item") { try $0.run([]) }
                     results.append(.success(()))
                 } catch let error as DatabaseError where error.isBusy || error.isFull || error.primaryCode == SQLITE_IOERR {
@@ -159,9 +165,12 @@ extension Store {
         return results
     }
 
-    private static func writeItem(_ item: Item, on connection: Connection) throws {
-        for entry in item.entries { try JournalWriter.write(entry, on: connection) }
-        try item.work?(connection)
+    private static func writeItem(_ item: Item, _ rows: inout RunRows, on connection: Connection) throws {
+        for entry in item.entries { try rows.write(entry, on: connection) }
+        guard let work = item.work else { return }
+        // Other work (pruning, a `perform`) sees every row of the group so far.
+        try rows.flush(on: connection)
+        try work(connection)
     }
 
     /// An error for people: SQLite's message without the SQL, or the error's own description.

@@ -7,24 +7,63 @@ import Foundation
 /// `/bin/true` under distinct keys. Against raw `posix_spawn` + `waitpid` at the same parallelism,
 /// measured just before and just after in the same run; batond's CPU time per run from /proc.
 enum BatondBench {
-    static func run(runs: Int, binary: String) async throws -> [Figure] {
+    static func run(runs: Int, binary: String, parallelisms: [Int]) async throws -> [Figure] {
         var figures: [Figure] = []
-        for parallelism in [2, 4] {
+        let cgroups = CgroupSpawn.parent()
+        for parallelism in parallelisms {
+            // Rounds interleaved: each baseline just before and just after batond.
             let before = await rawSpawn(count: runs, parallelism: parallelism)
+            let cgroupBefore = await cgroups.asyncFlatMap { await CgroupSpawn.rate(count: runs, parallelism: parallelism, in: $0) }
             let measured = try await blocking { Result { try drive(binary: binary, runs: runs, parallelism: parallelism) } }.get()
             let after = await rawSpawn(count: runs, parallelism: parallelism)
+            let cgroupAfter = await cgroups.asyncFlatMap { await CgroupSpawn.rate(count: runs, parallelism: parallelism, in: $0) }
             let raw = (before + after) / 2
             figures.append(Figure("real batond: /bin/true runs/s, parallelism \(parallelism), \(runs) keys (FULL)", measured.rate, "/s",
                                   baseline: ("posix_spawn + waitpid loop, \(parallelism) threads", raw), target: "≥ 0.8 of raw"))
-            figures.append(Figure("real batond: CPU per /bin/true run, parallelism \(parallelism)", measured.cpuPerRun * 1_000, "ms",
-                                  target: "≤ 0.2 ms", note: "utime+stime of batond from /proc over the batch"))
+            figures += cgroupFigures(measured, raw: raw, cgroup: cgroupBefore.flatMap { b in cgroupAfter.map { (b + $0) / 2 } },
+                                     parallelism: parallelism)
+            figures += cpuFigures(measured, parallelism: parallelism)
         }
         return figures
     }
 
+    /// The spawn-into-a-fresh-cgroup baseline against raw spawn, and batond against it; or why
+    /// it could not be measured here.
+    static func cgroupFigures(_ measured: Measured, raw: Double, cgroup: Result<Double, BenchError>, parallelism: Int) -> [Figure] {
+        let name = "mkdir + clone3(CLONE_INTO_CGROUP|CLONE_PIDFD) + pidfd wait + rmdir, \(parallelism) threads"
+        switch cgroup {
+        case let .success(rate):
+            return [
+                Figure("spawn into a fresh cgroup: /bin/true/s, \(parallelism) threads", rate, "/s",
+                       baseline: ("posix_spawn + waitpid loop, \(parallelism) threads", raw), note: name),
+                Figure("real batond against spawn into a fresh cgroup, parallelism \(parallelism)", measured.rate, "/s",
+                       baseline: (name, rate), target: "≥ 0.8"),
+            ]
+        case let .failure(why):
+            return [Figure("spawn into a fresh cgroup, \(parallelism) threads: not measured", 0, "/s", note: why.description)]
+        }
+    }
+
+    /// batond's CPU per run, all threads and by thread: what one run costs the loop bounds
+    /// runs/s at 1 / that time, whatever the machine's cores.
+    static func cpuFigures(_ measured: Measured, parallelism: Int) -> [Figure] {
+        let perRun = { (seconds: Double) in seconds / Double(measured.runs) * 1_000 }
+        let cpu = measured.cpu
+        return [
+            Figure("real batond: CPU per /bin/true run, parallelism \(parallelism)", perRun(cpu.total), "ms",
+                   target: "≤ 0.25 ms", note: "utime+stime of batond from /proc over the batch"),
+            Figure("real batond: loop (baton-reactor) CPU per run, parallelism \(parallelism)", perRun(cpu.loop), "ms",
+                   target: "≤ 0.08 ms", note: String(format: "bounds runs/s at %.0f", cpu.loop > 0 ? Double(measured.runs) / cpu.loop : 0)),
+            Figure("real batond: writer (baton-store) CPU per run, parallelism \(parallelism)", perRun(cpu.writer), "ms",
+                   target: "≤ 0.08 ms"),
+            Figure("real batond: other threads' CPU per run, parallelism \(parallelism)", perRun(cpu.others), "ms"),
+        ]
+    }
+
     struct Measured: Sendable {
         var rate: Double
-        var cpuPerRun: Double
+        var runs: Int
+        var cpu: ThreadCPU
     }
 
     /// Starts batond, triggers `runs` detached runs of `/bin/true` (each its own key), waits for
@@ -50,17 +89,17 @@ enum BatondBench {
         let client = try connect(socket, until: .now + .seconds(10))
         for index in 0..<20 { _ = client.call(#"{"op":"trigger","action":"t","params":{"k":"warm\#(index)"}}"#) }
 
-        let cpuBefore = cpuSeconds(of: process.processIdentifier)
+        let cpuBefore = ThreadCPU(of: process.processIdentifier)
         let watch = Stopwatch()
         let ids = pipeline(client, (0..<runs).map { #"{"op":"trigger","action":"t","params":{"k":"\#($0)"},"detach":true}"# })
             .compactMap(runID)
         let ends = pipeline(client, ids.map { #"{"op":"wait","run":\#($0)}"# })
         let elapsed = watch.seconds
-        let cpu = cpuSeconds(of: process.processIdentifier) - cpuBefore
+        let cpu = ThreadCPU(of: process.processIdentifier) - cpuBefore
         guard ids.count == runs, ends.count == runs, ends.allSatisfy({ LineClient.contains($0, #""phase":"success""#) }) else {
             throw BenchError("batond answered \(ids.count) triggers and \(ends.count) waits of \(runs)")
         }
-        return Measured(rate: Double(runs) / elapsed, cpuPerRun: cpu / Double(runs))
+        return Measured(rate: Double(runs) / elapsed, runs: runs, cpu: cpu)
     }
 
     /// Sends every line while reading the final answers (on another thread, so neither side's
@@ -98,17 +137,6 @@ enum BatondBench {
         return Int64(text[id.upperBound...].prefix { $0.isNumber })
     }
 
-    /// utime + stime of a process, in seconds.
-    static func cpuSeconds(of pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command: state is field 3; utime and stime are fields 14 and 15.
-        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / ticks
-    }
-
     /// `count` runs of `/bin/true` with posix_spawn + waitpid on `parallelism` threads; runs/s.
     static func rawSpawn(count: Int, parallelism: Int) async -> Double {
         await blocking {
@@ -130,6 +158,15 @@ enum BatondBench {
             }
             group.wait()
             return Double(count) / watch.seconds
+        }
+    }
+}
+
+extension Result where Failure == BenchError {
+    func asyncFlatMap<T>(_ body: (Success) async -> Result<T, BenchError>) async -> Result<T, BenchError> {
+        switch self {
+        case let .success(value): await body(value)
+        case let .failure(error): .failure(error)
         }
     }
 }

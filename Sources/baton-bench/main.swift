@@ -7,11 +7,13 @@ import Foundation
 //   .build/release/baton-bench --only store,socket --json out.json
 
 let usage = """
-    usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH] [--fleet CONNINFO]
+    usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH] [--parallelism LIST] [--runs N] [--fleet CONNINFO]
       --quick        small sizes and short runs: checks that every benchmark works, figures are rough
       --only LIST    comma-separated: store, noop, spawn, batond, socket, single, latency, history, memory, cli, output
       --json PATH    where to write the results (default: .build/baton-bench.json)
       --batond PATH  the batond binary the batond figure drives (default: the one beside baton-bench)
+      --parallelism LIST  the lane counts of the real batond figure, comma-separated (default: 2,4)
+      --runs N       runs of the real batond figure at each lane count (default: 1500, --quick 200)
       --fleet CONNINFO  also measure a fleet on this PostgreSQL database (scripts/bench-fleet makes one)
     """
 
@@ -19,6 +21,8 @@ var quick = false
 var only: Set<String>?
 var jsonPath = ".build/baton-bench.json"
 var fleetConninfo: String?
+var parallelisms = [2, 4]
+var batondRuns: Int?
 var batondBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("batond").path
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -33,6 +37,17 @@ while let argument = arguments.popFirst() {
     case "--batond":
         guard let path = arguments.popFirst() else { FileHandle.standardError.write(Data("--batond needs a path\n".utf8)); exit(2) }
         batondBinary = path
+    case "--parallelism":
+        let list = arguments.popFirst()?.split(separator: ",").map { Int($0) } ?? []
+        guard !list.isEmpty, list.allSatisfy({ ($0 ?? 0) > 0 }) else {
+            FileHandle.standardError.write(Data("--parallelism needs lane counts, as 2,4,8,16\n".utf8)); exit(2)
+        }
+        parallelisms = list.compactMap { $0 }
+    case "--runs":
+        guard let count = arguments.popFirst().flatMap({ Int($0) }), count > 0 else {
+            FileHandle.standardError.write(Data("--runs needs a number of runs\n".utf8)); exit(2)
+        }
+        batondRuns = count
     case "--fleet":
         guard let conninfo = arguments.popFirst() else { FileHandle.standardError.write(Data("--fleet needs a connection string\n".utf8)); exit(2) }
         fleetConninfo = conninfo
@@ -47,7 +62,8 @@ var steps: [(String, () async throws -> [Figure])] = [
     ("store", { try await StoreBench.run(seconds: seconds) }),
     ("noop", { try await SocketBench.noop(seconds: seconds, clients: quick ? 8 : 32) }),
     ("spawn", { try await SocketBench.spawn(seconds: seconds, parallelism: 4) }),
-    ("batond", { try await BatondBench.run(runs: quick ? 200 : 1_500, binary: batondBinary) }),
+    ("batond", { try await BatondBench.run(runs: batondRuns ?? (quick ? 200 : 1_500), binary: batondBinary,
+                                                   parallelisms: parallelisms) }),
     ("socket", { try await SocketBench.requests(seconds: seconds, clients: quick ? 4 : 16) }),
     ("single", { try await SocketBench.singleFlight(triggers: quick ? 1_000 : 10_000) }),
     ("latency", { try await SocketBench.latency(samples: quick ? 100 : 2_000) }),

@@ -83,6 +83,8 @@ int baton_tcp_listen(const char *host, uint16_t port, int backlog, uint16_t *bou
 /// host (NETLINK_SOCK_DIAG); 0, or -errno (-ENOENT for a peer on another host).
 int baton_tcp_peer_uid(int fd, uint32_t *uid);
 
+#include "baton_clone3.h"
+
 #endif
 
 /// Sends one datagram to the Unix datagram socket at `path` (a leading '@' names an abstract
