@@ -7,11 +7,28 @@ import BatonCore
 /// checks it), so an illegal one still fails its own item. What refers to a held run and has
 /// rows of its own waits with it (its output, written after the run's row, in order) or writes
 /// the run's row first (a trigger record, a delivery: their order among other runs' is kept).
-/// A run already in the table that changes phase in the group is read once and UPDATEd once at
-/// the group's end, whatever number of its transitions (start, process group, end) the group
-/// holds; its transition rows are written as they come.
+/// A run already in the table that the group changes more than once is read once and UPDATEd once
+/// at the group's end, whatever number of its transitions (start, process group, end) the group
+/// holds; its transition rows are written as they come. One it changes once is UPDATEd at once.
 struct RunRows {
     private var held: [Int64: HeldRun] = [:]
+    /// The runs already in the table that the group changes more than once (a start and its
+    /// process group, an end): only those are read and held; a run changed once is UPDATEd at
+    /// once, one statement, as without this.
+    private let repeated: Set<Int64>
+
+    /// Rows for a group of `entries`, which says which runs it changes more than once.
+    init<Entries: Sequence>(for entries: Entries) where Entries.Element == JournalEntry {
+        var changes: [Int64: Int] = [:]
+        for entry in entries {
+            switch entry {
+            case let .transition(transition): changes[transition.runID, default: 0] += 1
+            case let .processGroup(runID, _, _): changes[runID, default: 0] += 1
+            default: break
+            }
+        }
+        repeated = Set(changes.filter { $0.value > 1 }.keys)
+    }
 
     /// A run whose row waits for the group's end: the row as it is now, and for a run created in
     /// the group its transitions and the entries that wait for its row.
@@ -38,6 +55,8 @@ struct RunRows {
                 throw JournalWriter.IllegalTransition(transition: transition)
             }
             held[run.id] = HeldRun(created: run, phase: run.phase, transitions: [transition])
+        case let .transition(transition) where held[transition.runID] == nil && !repeated.contains(transition.runID):
+            try JournalWriter.write(entry, on: db)
         case let .transition(transition):
             if held[transition.runID] == nil, let row = try HeldRun.read(transition.runID, on: db) { held[transition.runID] = row }
             // A run in no table and not created here: written as before, which refuses it.

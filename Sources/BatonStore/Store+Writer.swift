@@ -127,7 +127,7 @@ extension Store {
         do {
             try connection.transaction(immediate: true) {
                 // A run created in this group is written once, at the group's end (`RunRows`).
-                var rows = RunRows()
+                var rows = RunRows(for: batch.lazy.flatMap(\.entries))
                 for item in batch { try writeItem(item, &rows, on: connection) }
                 try rows.flush(on: connection)
                 try OutputShedding.recount(batch, lossy: lossy, on: connection)
@@ -148,7 +148,7 @@ extension Store {
                 try connection.cached("SAVEPOINT item") { try $0.run([]) }
                 do {
                     // Each item's runs are written within its savepoint: a failure is its own.
-                    var rows = RunRows()
+                    var rows = RunRows(for: item.entries)
                     try writeItem(item, &rows, on: connection)
                     try rows.flush(on: connection)
                     try connection.cached("RELEASE item") { try $0.run([]) }
