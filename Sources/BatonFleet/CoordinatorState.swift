@@ -21,6 +21,9 @@ struct CoordinatorState: Sendable {
     /// Whether a look for startable runs is in flight, and whether another was asked meanwhile.
     private(set) var looking = false
     private(set) var lookAgain = false
+    /// Whether a look was refused, or found ready runs, with no slot free: the next slot a
+    /// transaction gives back starts one (else a queued run would wait for the feed's next tick).
+    private(set) var lookWhenFree = false
     /// Every host's runs in flight, as the feed last read them.
     private(set) var fleetInFlight: [Int64: RunSnapshot] = [:]
 
@@ -90,6 +93,7 @@ struct CoordinatorState: Sendable {
         case let .found(ready, held, running):
             let slots = ready.isEmpty ? 0 : take(ready.count, running: running)
             guard slots == 0 else { return [.start(ready: ready, held: held, slots: slots)] }
+            if !ready.isEmpty { lookWhenFree = true }
             return lookEnded(running: running)
         case let .looked(granted, claimed, running):
             let effects = settle(granted: granted, claimed: claimed)
@@ -124,9 +128,17 @@ struct CoordinatorState: Sendable {
 
     private mutating func settle(granted: Int, claimed: [FleetCoordinator.Claimed]) -> [Effect] {
         // Each claimed run keeps its slot until the conductor counts it; the rest come back.
-        reserved = max(reserved - max(granted - claimed.count, 0), 0)
+        let returned = max(granted - claimed.count, 0)
+        reserved = max(reserved - returned, 0)
         for run in claimed { adopted[run.run.id] = run.seq }
-        return claimed.map(Effect.hand)
+        var effects = claimed.map(Effect.hand)
+        // A look that wanted a slot gets one now (one in flight asks again as it ends).
+        if returned > 0, lookWhenFree, accepting, !looking {
+            lookWhenFree = false
+            looking = true
+            effects.append(.findReady)
+        }
+        return effects
     }
 
     /// One look at a time, and none while no slot is free: a look asked while one is in flight
@@ -138,7 +150,10 @@ struct CoordinatorState: Sendable {
             lookAgain = true
             return []
         }
-        guard limit - running - reserved > 0 else { return [] }
+        guard limit - running - reserved > 0 else {
+            lookWhenFree = true
+            return []
+        }
         looking = true
         return [.findReady]
     }

@@ -104,10 +104,10 @@ public final class Channel: Sendable {
         if change { reactor.modify(fd, events: Epoll.input | Epoll.readHangUp | (waiting ? Epoll.output : 0)) }
     }
 
-    private nonisolated(unsafe) static let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
-
     private func read() {
-        let buffer = Self.buffer
+        // The loop's read buffer: reads happen on its thread only, one at a time (another
+        // reactor in the process has its own).
+        let buffer = reactor.readBuffer
         while true {
             let fd = state.access { $0.fd }
             guard fd >= 0 else { return }

@@ -184,11 +184,10 @@ public final class Server: Sendable {
         if mask & (Epoll.hangUp | Epoll.error) != 0 { connection.close() }
     }
 
-    /// One read buffer for every connection: reads happen on the loop only, one at a time.
-    private nonisolated(unsafe) static let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
-
     private func readAll(_ connection: ServerConnection) {
-        let buffer = Self.buffer
+        // The loop's read buffer: reads happen on its thread only, one at a time (another
+        // reactor in the process has its own).
+        let buffer = reactor.readBuffer
         while connection.mayRead {
             let n = read(connection.fd, buffer.baseAddress, buffer.count)
             if n > 0 {

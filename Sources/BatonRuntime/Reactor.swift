@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// A reactor is made by whoever owns the loop (batond makes one and hands it to each part; a
 /// test makes its own, with a `ReactorClock` it advances) and passed in: there is no global one.
-/// Its thread ends once the reactor is no longer referenced (within a second).
+/// Its thread ends once the reactor is no longer referenced: its deinit wakes the thread.
 public final class Reactor: Sendable {
     /// What a descriptor's handler is told: the epoll event mask.
     public typealias Handler = @Sendable (UInt32) -> Void

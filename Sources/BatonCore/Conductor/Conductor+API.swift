@@ -292,8 +292,12 @@ extension Conductor {
         send(.stopRun(id, stop))
     }
 
-    /// How many runs are loading or retrying here (the fleet starts no more than the limit).
-    public var runningCount: Int { publishedState.runningCount }
+    /// How many runs are loading or retrying here (the fleet starts no more than the limit): on
+    /// the loop, as the state is now (an end being handed to the store is counted out already;
+    /// the state is published only after its effects); elsewhere, as last published.
+    public var runningCount: Int {
+        reactor.isCurrent ? core.access { $0.state.runningCount } : publishedState.runningCount
+    }
 
     /// Tells this conductor's watchers about a transition another host committed.
     public func publishFromFleet(_ update: RunUpdate) {
