@@ -79,13 +79,15 @@ extension Conductor {
     // Other threads read the state the loop last published (after each turn of its inbox).
 
     /// The state as the loop last published it.
-    var publishedState: ConductorState { published.withLock { $0.state } }
+    /// Reads the state in place, under its lock (a copy kept would cost the loop a copy of
+    /// every run it holds at its next change).
+    func reading<T>(_ body: (ConductorState) -> T) -> T { published.withLock { body($0.state) } }
 
     /// The runs in flight, oldest first.
-    public func inFlight() -> [RunSnapshot] { publishedState.inFlight }
+    public func inFlight() -> [RunSnapshot] { reading(\.inFlight) }
 
     /// A run in flight, with its latest progress; nil once its end is durable.
-    public func snapshot(of id: Int64) -> RunSnapshot? { publishedState.snapshot(of: id) }
+    public func snapshot(of id: Int64) -> RunSnapshot? { reading { $0.snapshot(of: id) } }
 
     /// Follows a run in flight: its updates until it ends; nil when it is not in flight.
     public func attach(_ id: Int64) async -> AsyncStream<RunUpdate>? {
@@ -111,19 +113,20 @@ extension Conductor {
     }
 
     /// The last ended run of each action (seeded from the history by `remember`).
-    public func lastOutcomes() -> [String: RunSnapshot] { publishedState.lastEnded }
+    public func lastOutcomes() -> [String: RunSnapshot] { reading(\.lastEnded) }
 
     /// The last success of each key whose action has a cooldown, by key: what a trigger inside
     /// the window is answered with.
-    public func lastSuccesses() -> [String: RunSnapshot] { publishedState.successes }
+    public func lastSuccesses() -> [String: RunSnapshot] { reading(\.successes) }
 
     /// Each key's last success as the cooldown measures it (with its end on the boot's clock
     /// where this process saw it), by key.
     public func lastSuccessClocks() -> [String: KeyDecision.LastSuccess] {
-        let state = publishedState
-        var clocks: [String: KeyDecision.LastSuccess] = [:]
-        for key in state.successes.keys { clocks[key] = state.lastSuccess(of: key) }
-        return clocks
+        reading { state in
+            var clocks: [String: KeyDecision.LastSuccess] = [:]
+            for key in state.successes.keys { clocks[key] = state.lastSuccess(of: key) }
+            return clocks
+        }
     }
 
     /// Seeds the last outcome of actions and their recent successful durations (microseconds,
@@ -153,16 +156,15 @@ extension Conductor {
 
     /// The median of the recent successful durations of an action, when it has any.
     public func estimate(of action: String) -> Duration? {
-        publishedState.estimates.median(action).map { .microseconds($0) }
+        reading { $0.estimates.median(action) }.map { .microseconds($0) }
     }
 
-    /// Changes the state on the loop (now, when the caller is the loop) and publishes it; what
+    /// Changes the state on the loop (now, when the caller is the loop); what
     /// the caller does next on the loop (a trigger, a recovery) comes after it, whichever thread
     /// it is posted from after this call.
     func changeState(_ change: @escaping @Sendable (inout ConductorState) -> Void) {
         reactor.onLoop { [self] in
-            core.access { change(&$0.state) }
-            publish()
+            published.withLock { change(&$0.state) }
         }
     }
 
@@ -292,11 +294,10 @@ extension Conductor {
         send(.stopRun(id, stop))
     }
 
-    /// How many runs are loading or retrying here (the fleet starts no more than the limit): on
-    /// the loop, as the state is now (an end being handed to the store is counted out already;
-    /// the state is published only after its effects); elsewhere, as last published.
+    /// How many runs are loading or retrying here (the fleet starts no more than the limit), as
+    /// the state is now (an end being handed to the store is counted out already).
     public var runningCount: Int {
-        reactor.isCurrent ? core.access { $0.state.runningCount } : publishedState.runningCount
+        reading(\.runningCount)
     }
 
     /// Tells this conductor's watchers about a transition another host committed.

@@ -27,13 +27,3 @@ extension Conductor {
         }
     }
 }
-
-extension ConductorState.Effect {
-    /// Whether the effect tells a caller, follower or watcher something (the state is published first).
-    var tellsSomeone: Bool {
-        switch self {
-        case .answer, .publish, .close, .drained, .drainedUnwritten: true
-        case .write, .launch, .stop, .schedule, .cancelTimers: false
-        }
-    }
-}

@@ -72,8 +72,9 @@ extension Conductor {
     }
 
     private func register(_ id: Int, _ run: Int64, _ follower: @escaping OutputFollower, _ ready: @escaping @Sendable (Int64?) -> Void) {
+        let known = reading { $0.snapshot(of: run) != nil }
         let live = core.access { core -> (position: Int64, write: OutputWrite?)? in
-            guard core.state.snapshot(of: run) != nil, !core.isDrained else { return nil }
+            guard known, !core.isDrained else { return nil }
             core.outputFollowers[id] = (run, follower)
             return (core.outputs[run]?.total ?? 0, core.outputs[run]?.write(final: true))
         }
@@ -99,10 +100,11 @@ extension Conductor {
     /// An attempt ended: the line sink gets what it left without a newline.
     func finishLines(_ run: Int64, attempt: Int) {
         guard let sink = options.lineSink else { return }
-        let (left, name, leader) = core.access { core -> ([(stream: StandardStream, line: [UInt8])], (action: String, key: String)?, Int32?) in
+        let name = reading { $0.snapshot(of: run).map { (action: $0.action, key: $0.key) } }
+        let (left, leader) = core.access { core -> ([(stream: StandardStream, line: [UInt8])], Int32?) in
             let left = core.lines[run]?.finish() ?? []
             core.lines[run] = nil
-            return (left, core.state.snapshot(of: run).map { ($0.action, $0.key) }, core.leaders.removeValue(forKey: run))
+            return (left, core.leaders.removeValue(forKey: run))
         }
         guard let name else { return }
         for (stream, line) in left {

@@ -65,7 +65,6 @@ public final class Conductor: Sendable {
 
     /// Everything the loop changes, and only the loop.
     struct Core {
-        var state: ConductorState
         var attempts: [Int64: any Attempt] = [:]
         var timers: [Int64: [ConductorState.Timer: Reactor.TimerID]] = [:]
         var replies: [Token: Reply] = [:]
@@ -130,7 +129,7 @@ public final class Conductor: Sendable {
         let registry = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         var state = ConductorState(maxConcurrentRuns: options.maxConcurrentRuns, seed: options.seed)
         state.storeDecidesHooks = options.storeDecidesHooks
-        core = LoopOwned(Core(state: state), on: reactor)
+        core = LoopOwned(Core(), on: reactor)
         inbox = LoopOwned(Inbox(), on: reactor)
         published = Locked(Published(state: state, actions: registry))
     }
@@ -143,24 +142,13 @@ public final class Conductor: Sendable {
     func send(_ event: ConductorState.Event) {
         guard reactor.isCurrent else { return reactor.post { [self] in send(event) } }
         guard inbox.access({ $0.push(event) }) else { return }
-        var changed = false
         while let next = inbox.access({ $0.pop() }) {
-            let effects = core.access { $0.state.handle(next, at: .now, uptime: Timestamp.uptime) }
-            changed = true
-            // Whoever is told of a change (an answer, an update) finds it in the queries too.
-            if effects.contains(where: \.tellsSomeone) {
-                publish()
-                changed = false
-            }
+            // Decided under the state's lock (a pure step, no effect), performed after it: whoever
+            // is told of a change (an answer, an update) finds it in the queries too.
+            let (now, uptime) = (Timestamp.now, Timestamp.uptime)
+            let effects = published.withLock { $0.state.handle(next, at: now, uptime: uptime) }
             for effect in effects { perform(effect) }
         }
-        if changed { publish() }
-    }
-
-    /// Publishes the state as the loop left it, for other threads' queries.
-    func publish() {
-        let state = core.access { $0.state }
-        published.withLock { $0.state = state }
     }
 
     /// Registers a reply and sends the event that asks for it (on the loop).
@@ -308,8 +296,9 @@ public final class Conductor: Sendable {
     /// Starts telling `follower` about a run: the run as it is now, then every update until its end.
     private func follow(_ run: RunSnapshot, _ follower: @escaping Follower) {
         follower(RunUpdate(run: run, transition: nil))
+        let known = reading { $0.snapshot(of: run.id) != nil }
         let following = core.access { core -> Bool in
-            guard core.state.snapshot(of: run.id) != nil, !core.isDrained else { return false }
+            guard known, !core.isDrained else { return false }
             core.waiters[run.id, default: []].append(follower)
             return true
         }
