@@ -20,6 +20,14 @@ public enum SystemThread {
         precondition(failed == 0, "cannot start a thread: \(String(cString: strerror(failed)))")
     }
 
+    /// Runs blocking `body` (a worker's close, a join) on a thread of its own and resumes the
+    /// caller with its result: no thread of Swift's cooperative pool waits meanwhile.
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            start { continuation.resume(returning: body()) }
+        }
+    }
+
     private final class Body {
         let run: @Sendable () -> Void
         init(_ run: @escaping @Sendable () -> Void) { self.run = run }

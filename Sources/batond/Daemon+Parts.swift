@@ -16,7 +16,9 @@ extension Daemon {
             backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics, reactor: reactor)
         }
         return (backend, {
-            let lost = backend.close()
+            // The writers' and the feed's closes block until their threads end: on a thread of
+            // their own, not one of the cooperative pool's.
+            let lost = await SystemThread.run { backend.close() }
             if lost > 0 { Log.error("\(lost) history writes could not be made before exit") }
             // Every run has ended: the runs' cgroup subtrees are empty, and go with batond.
             if case let .cgroup(hierarchy) = backend.tracking { hierarchy.removeSubtrees() }

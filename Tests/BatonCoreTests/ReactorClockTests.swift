@@ -139,3 +139,21 @@ struct ReactorClockTests {
         #expect(onLoop)
     }
 }
+
+@Suite("SystemThread.run: blocking work off the cooperative pool")
+struct SystemThreadRunTests {
+    @Test("the body runs on a thread of its own, not the caller's, and its result comes back")
+    func ownThread() async {
+        let caller = Self.threadID()
+        let (result, ran) = await SystemThread.run { (21 * 2, Self.threadID()) }
+        #expect(result == 42)
+        #expect(ran != caller && !ran.isEmpty)
+    }
+
+    /// The calling thread's id (`/proc/thread-self` names `PID/task/TID`).
+    static func threadID() -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let length = readlink("/proc/thread-self", &buffer, 63)
+        return length > 0 ? String(cString: buffer).split(separator: "/").last.map(String.init) ?? "" : ""
+    }
+}

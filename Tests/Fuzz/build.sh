@@ -27,12 +27,14 @@ MAP
 swift build --product EmbedMigrations >/dev/null
 "$(swift build --show-bin-path)/EmbedMigrations" "$out/EmbeddedMigrations.swift" Migrations/*.sql
 
-flags=(-sanitize=fuzzer,address -parse-as-library -g -Onone -enable-testing -I "$(pwd)/$out/modules" -I "$(pwd)/Sources/CBatonSystem/include" -I "$(pwd)/Sources/CSQLite" -I "$(pwd)/Sources/CCrypto")
+flags=(-sanitize=fuzzer,address -parse-as-library -g -Onone -enable-testing -package-name baton -I "$(pwd)/$out/modules" -I "$(pwd)/Sources/CBatonSystem/include" -I "$(pwd)/Sources/CSQLite" -I "$(pwd)/Sources/CCrypto")
 compile() { # name, sources...
     local name=$1; shift
     local sources=()
     for source in "$@"; do sources+=("$(pwd)/$source"); done
-    (cd "$out/obj" && swiftc "${flags[@]}" -module-name "$name" -emit-module -emit-module-path "../modules/$name.swiftmodule" -c "${sources[@]}")
+    # Each module's objects in a folder of its own: two modules may have a file of one name (Heap.swift).
+    mkdir -p "$out/obj/$name"
+    (cd "$out/obj/$name" && swiftc "${flags[@]}" -module-name "$name" -emit-module -emit-module-path "../../modules/$name.swiftmodule" -c "${sources[@]}")
 }
 compile BatonEngine $(find Sources/BatonEngine -name "*.swift")
 for module in BatonWire BatonRuntime BatonProcess BatonMetrics BatonCore; do
@@ -42,7 +44,7 @@ compile BatonStore $(find Sources/BatonStore -name "*.swift") "$out/EmbeddedMigr
 compile BatonIPC $(find Sources/BatonIPC -name "*.swift")
 compile BatonHooks $(find Sources/BatonHooks -name "*.swift")
 
-objects=("$out"/obj/*.o)
+objects=("$out"/obj/*.o "$out"/obj/*/*.o)
 link() { # target, sources...
     local target=$1; shift
     swiftc "${flags[@]}" -module-name "Fuzz_$target" "$@" "${objects[@]}" -lsqlite3 -lcrypto -o "$out/fuzz-$target"
