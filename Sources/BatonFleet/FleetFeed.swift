@@ -65,7 +65,7 @@ final class FleetFeed: Sendable {
     func start() { coordinator.reactor.onLoop { [self] in tick() } }
 
     /// Takes the socket out of the reactor on the loop (waited for: the connection closes next),
-    /// then stops the feed's thread.
+    /// then stops the feed's thread. Blocks: batond calls it on a thread of its own.
     func stop() {
         let unwatched = DispatchSemaphore(value: 0)
         coordinator.reactor.onLoop { [self] in
@@ -78,7 +78,12 @@ final class FleetFeed: Sendable {
             if let timer { reactor.cancel(timer) }
             unwatched.signal()
         }
-        if unwatched.wait(timeout: .now() + .seconds(5)) == .timedOut { coordinator.log("the fleet's feed stopped without its loop") }
+        // A loop that did not take the socket out in time may still watch it: the connection is
+        // left open then (batond is stopping), never closed under the loop's watch, where its
+        // descriptor's number could be reused by another file while still registered.
+        guard unwatched.wait(timeout: .now() + .seconds(5)) == .success else {
+            return coordinator.log("the fleet's feed stopped without its loop; its connection is left to the exit")
+        }
         worker.close(timeout: .seconds(5))
     }
 
