@@ -92,7 +92,8 @@ struct OutputFloodTests {
         // Each follower was closed: what it gets ends (what was in its socket, then end of file).
         for follower in followers { _ = follower.readToEnd() }
         let after = try Self.kib("VmRSS", of: pid) - before
-        #expect(after < 32 * 1_024, "batond kept \(after) KiB after the run and its followers")
+        // A sanitizer's allocator keeps what it freed (its quarantine): 48-52 MiB after under TSan.
+        #expect(after < 32 * 1_024 * (HostileTests.sanitized ? 4 : 1), "batond kept \(after) KiB after the run and its followers")
         print("\(count) unread followers: peak RSS +\(grown) KiB, +\(after) KiB after")
     }
 
