@@ -38,7 +38,7 @@ extension Conductor {
 
     /// The trigger for a request: its action looked up, its policy and params checked, its key made.
     func resolve(_ request: TriggerRequest, runner: RunnerBox?) throws(BatonError) -> Trigger {
-        guard let action = published.withLock({ $0.actions[request.action] }) else { throw .unknownAction(request.action) }
+        guard let action = shared.withLock({ $0.actions[request.action] }) else { throw .unknownAction(request.action) }
         let policy = try action.resolvePolicy(request.policy)
         let params = try action.resolveParams(request.params)
         return Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: request.peer,
@@ -76,12 +76,11 @@ extension Conductor {
     }
 
     // MARK: Queries
-    // Other threads read the state the loop last published (after each turn of its inbox).
+    // Other threads read the state as it is, in place under its lock.
 
-    /// The state as the loop last published it.
     /// Reads the state in place, under its lock (a copy kept would cost the loop a copy of
     /// every run it holds at its next change).
-    func reading<T>(_ body: (ConductorState) -> T) -> T { published.withLock { body($0.state) } }
+    func reading<T>(_ body: (ConductorState) -> T) -> T { shared.withLock { body($0.state) } }
 
     /// The runs in flight, oldest first.
     public func inFlight() -> [RunSnapshot] { reading(\.inFlight) }
@@ -105,11 +104,11 @@ extension Conductor {
     }
 
     /// The action of that name, configured or registered.
-    public func action(named name: String) -> Action? { published.withLock { $0.actions[name] } }
+    public func action(named name: String) -> Action? { shared.withLock { $0.actions[name] } }
 
     /// The configured and registered actions, by name.
     public func configuredActions() -> [Action] {
-        published.withLock { $0.actions }.values.sorted { $0.name < $1.name }
+        shared.withLock { $0.actions }.values.sorted { $0.name < $1.name }
     }
 
     /// The last ended run of each action (seeded from the history by `remember`).
@@ -164,12 +163,12 @@ extension Conductor {
     /// it is posted from after this call.
     func changeState(_ change: @escaping @Sendable (inout ConductorState) -> Void) {
         reactor.onLoop { [self] in
-            published.withLock { change(&$0.state) }
+            shared.withLock { change(&$0.state) }
         }
     }
 
     /// Answers once the event loop has turned: the conductor is alive and not stuck (the watchdog's
-    /// check), and what was posted to it before (a `remember`) is done and published.
+    /// check), and what was posted to it before (a `remember`) is done.
     public func ping() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             reactor.post { continuation.resume() }
@@ -210,7 +209,7 @@ extension Conductor {
 
     /// Registers an in-process action: `body` runs with the action's single flight and history.
     public func register(_ action: Action, _ body: @escaping ClosureRunner.Body) {
-        published.withLock { registry in
+        shared.withLock { registry in
             registry.actions[action.name] = action
             registry.closures[action.name] = RunnerBox(ClosureRunner(body))
         }
@@ -220,7 +219,7 @@ extension Conductor {
     /// in-process actions stay registered.
     public func replaceActions(_ actions: [Action]) {
         let next = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        published.withLock { registry in
+        shared.withLock { registry in
             var next = next
             for (name, action) in registry.actions where registry.closures[name] != nil && next[name] == nil { next[name] = action }
             registry.actions = next

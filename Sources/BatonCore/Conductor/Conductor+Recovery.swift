@@ -15,7 +15,7 @@ extension Conductor {
             unfinished.pgid.flatMap { pgid in unfinished.pgidIdentity.map { ProcessGroup(pgid: pgid, identity: $0) } }
         }
         killed += TaggedProcesses.killUntilGone(instance: options.instance, runs: Set(recoverable.unfinished.map(\.run.id)), groups: groups)
-        let actions = published.withLock { $0.actions }
+        let actions = shared.withLock { $0.actions }
         let runs = recoverable.unfinished.map { RecoveredRun($0, action: actions[$0.run.action]) }
         var summary = await withCheckedContinuation { continuation in
             ask({ .recover($0, runs) }, .recover { continuation.resume(returning: $0) })

@@ -17,7 +17,7 @@ extension Conductor {
     ) async throws(BatonError) -> RunSnapshot {
         var action = Action(name: name)
         for option in options { option.apply(&action) }
-        let existing = published.withLock { registry -> Action? in
+        let existing = shared.withLock { registry -> Action? in
             if let existing = registry.actions[name], !existing.exec.isEmpty { return existing }
             registry.actions[name] = action
             return nil

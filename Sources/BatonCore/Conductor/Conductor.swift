@@ -8,9 +8,10 @@ import Synchronization
 /// All decisions are `ConductorState`'s; this class only feeds it events and performs the
 /// effects it returns. It lives on the event loop (the reactor it is given): events from other
 /// threads (request tasks, the store's writer) are posted there; there each event is handled —
-/// the state changed, with no lock, for only the loop touches it (`LoopOwned`) — and all of its
-/// effects performed, before the next event. Replies and followers are called on the loop.
-/// Other threads read what the loop publishes after each turn of its inbox (`Published`).
+/// the state changed under its lock (a pure step) — and all of its effects performed, with no lock
+/// held, before the next event. Replies and followers are called on the loop, whose attempts,
+/// replies and watchers no other thread touches (`LoopOwned`). Other threads read the state in
+/// place under its lock (`Shared`).
 /// Nothing is awaited inside the conductor: callers wait for their answer only.
 public final class Conductor: Sendable {
     /// What a conductor is built with.
@@ -86,9 +87,10 @@ public final class Conductor: Sendable {
         var watchers: [Int: Watcher] = [:]
     }
 
-    /// What other threads read: the state as the loop last left it, and the actions (which any
-    /// thread may register or replace; the loop reads them to start an attempt).
-    struct Published {
+    /// What other threads read in place, under one lock: the state (only the loop changes it,
+    /// deciding each event under the lock, a pure step, and performing its effects after), and
+    /// the actions (which any thread may register or replace; the loop reads them to start an attempt).
+    struct Shared {
         var state: ConductorState
         /// Configured and registered actions, by name (the service resolves triggers itself).
         var actions: [String: Action]
@@ -104,7 +106,7 @@ public final class Conductor: Sendable {
     private let inbox: LoopOwned<Inbox>
     let core: LoopOwned<Core>
     /// The one lock: around what the loop publishes for other threads, and the actions.
-    let published: Locked<Published>
+    let shared: Locked<Shared>
     /// Ids of watchers and output followers, handed out on any thread.
     let ids = Atomic<Int>(0)
 
@@ -131,7 +133,7 @@ public final class Conductor: Sendable {
         state.storeDecidesHooks = options.storeDecidesHooks
         core = LoopOwned(Core(), on: reactor)
         inbox = LoopOwned(Inbox(), on: reactor)
-        published = Locked(Published(state: state, actions: registry))
+        shared = Locked(Shared(state: state, actions: registry))
     }
 
     // MARK: The inbox
@@ -146,7 +148,7 @@ public final class Conductor: Sendable {
             // Decided under the state's lock (a pure step, no effect), performed after it: whoever
             // is told of a change (an answer, an update) finds it in the queries too.
             let (now, uptime) = (Timestamp.now, Timestamp.uptime)
-            let effects = published.withLock { $0.state.handle(next, at: now, uptime: uptime) }
+            let effects = shared.withLock { $0.state.handle(next, at: now, uptime: uptime) }
             for effect in effects { perform(effect) }
         }
     }
@@ -232,7 +234,7 @@ public final class Conductor: Sendable {
     }
 
     private func start(_ launch: Launch) -> any Attempt {
-        let closure = published.withLock { $0.closures[launch.action.name]?.runner }
+        let closure = shared.withLock { $0.closures[launch.action.name]?.runner }
         let runner = launch.runner?.runner ?? closure ?? options.execRunner
         let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: launch.params,
                       instance: options.instance, hook: launch.hook)
