@@ -42,9 +42,12 @@ struct Backend {
         Self.removeLeftHookOutputs(instance: path)
         var runner = ExecRunner()
         runner.tracking = tracking
-        let conductor = Conductor(actions: config.actions, store: store,
-                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
-                                                             lineSink: config.journalSink), reactor: reactor)
+        let secretKey = SecretParamKey(database: path)
+        try secretKey.prepare(for: config.actions)
+        var conductorOptions = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
+                                                 lineSink: config.journalSink)
+        conductorOptions.sealer = secretKey.sealer
+        let conductor = Conductor(actions: config.actions, store: store, options: conductorOptions, reactor: reactor)
         do throws(BatonError) {
             // Before recovery: a run it ends as interrupted fires its `change` hook against the run before it.
             try await seedOutcomes(store, actions: config.actions, conductor: conductor)

@@ -1,0 +1,72 @@
+/// A run's secret params (`params: { token: { secret: true } }`) reach its process and nothing
+/// else. Their values come with each `Launch` (the run in flight keeps them in memory only); the
+/// process gets them in its environment, and every occurrence in what it writes is replaced by
+/// `***` here, where its output enters the conductor: the history's `OutputWriter`, the live
+/// followers (`baton logs -f`, the dashboard, a fleet's remote followers) and the line sink (the
+/// journal) are all downstream. Its error line, its progress messages and the tail kept with
+/// its end are masked the same way.
+extension Conductor {
+    /// What hashes secret params' values for keys (the service seals its triggers with it too).
+    public var sealer: SecretSealer? { options.sealer }
+
+    /// The masking of one attempt's output, stream by stream, and where the bytes it holds back go.
+    struct Redaction {
+        var source: OutputSource
+        var streams: [StandardStream: SecretRedactor]
+    }
+
+    /// The job an attempt runs: the launch's params with the secrets' values in place of `***`.
+    static func jobParams(_ launch: Launch) -> [String: String] {
+        launch.secrets.isEmpty ? launch.params : launch.params.merging(launch.secrets) { _, secret in secret }
+    }
+
+    /// The run's key as its history has it (a secret key param by its hash, never `***` nor the value).
+    func outputKey(_ launch: Launch) -> String {
+        guard !launch.secrets.isEmpty else { return launch.action.key(for: launch.params) }
+        return reading { $0.snapshot(of: launch.run)?.key } ?? launch.action.key(for: launch.params)
+    }
+
+    /// Starts masking an attempt's output (on the loop, before its first byte can arrive).
+    func startRedaction(_ source: OutputSource, _ redactor: SecretRedactor?) {
+        guard let redactor else { return }
+        core.access { $0.redactions[source.run] = Redaction(source: source, streams: [.stdout: redactor, .stderr: redactor]) }
+    }
+
+    /// Bytes a run wrote, masked (on the loop); some may be held back until the next chunk.
+    func redacted(_ run: Int64, _ stream: StandardStream, _ bytes: [UInt8]) -> [UInt8] {
+        core.access { core in
+            guard var redaction = core.redactions[run], var redactor = redaction.streams[stream] else { return bytes }
+            let out = redactor.redact(bytes)
+            redaction.streams[stream] = redactor
+            core.redactions[run] = redaction
+            return out
+        }
+    }
+
+    /// The attempt ended: what was held back is output after all (no value can end it now).
+    func finishRedaction(_ run: Int64) {
+        guard let redaction = core.access({ $0.redactions.removeValue(forKey: run) }) else { return }
+        for stream in StandardStream.allCases {
+            guard var redactor = redaction.streams[stream] else { continue }
+            let left = redactor.finish()
+            if !left.isEmpty { keepOutput(redaction.source, stream, left) }
+        }
+    }
+
+    /// Progress with its message masked.
+    static func masked(_ progress: Progress, _ redactor: SecretRedactor?) -> Progress {
+        guard let redactor, let message = progress.message else { return progress }
+        var progress = progress
+        progress.message = redactor.redactAll(message)
+        return progress
+    }
+
+    /// An attempt's end with its error and kept tail masked.
+    static func masked(_ outcome: AttemptOutcome, _ redactor: SecretRedactor?) -> AttemptOutcome {
+        guard let redactor else { return outcome }
+        var outcome = outcome
+        outcome.result.error = outcome.result.error.map { redactor.redactAll($0) }
+        outcome.output = redactor.redactAll(outcome.output, cutFront: outcome.truncated)
+        return outcome
+    }
+}
