@@ -90,7 +90,7 @@ struct API: Sendable {
                 guard let compiled = try? ParamPattern(source) else { return nil }
                 pattern = compiled
             }
-            declared[name] = ParamSpec(pattern: pattern, defaultValue: param.default)
+            declared[name] = ParamSpec(pattern: pattern, defaultValue: param.default, secret: param.secret ?? false)
         }
         do {
             _ = try Action.resolveParams(params, declared: declared, action: info.name)

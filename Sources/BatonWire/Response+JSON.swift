@@ -168,6 +168,7 @@ extension ActionInfo {
             json.beginObject()
             json.field("pattern", param.pattern)
             json.field("default", param.default)
+            json.field("secret", param.secret)
             json.endObject()
         }
         json.endObject()

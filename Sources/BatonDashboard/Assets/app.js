@@ -307,6 +307,7 @@ function makeCard(info) {
     const id = `param-${info.name}-${name}`;
     const input = el("input", { id, name, autocomplete: "off", spellcheck: false, "aria-describedby": `${id}-error` });
     if (param.default != null) input.placeholder = param.default;
+    if (param.secret) input.type = "password";  // a secret param: not shown as typed, never shown back
     const error = el("p", { id: `${id}-error`, class: "field-error", "aria-live": "polite" });
     const hint = param.pattern ? ` (${param.pattern})` : (param.default != null ? "" : " (required)");
     form.append(el("div", { class: "field" }, el("label", { for: id, text: name + hint }), input, error));
