@@ -65,7 +65,9 @@ struct SecretParamTests {
         // Single flight by the sealed key: the same value joins run 1, another value makes run 2.
         let joined = try daemon.baton("run", "deploy", "-p", "token=\(planted)", "--detach", "--json")
         #expect(joined.stdout.contains("\"joined\"") && joined.stdout.contains("\"id\" : 1"), "\(joined.stdout)")
-        let second = try daemon.baton("run", "deploy", "-p", "token=\(other)", "--detach", "--json")
+        // From a file (its line end dropped), as a secret should come: not in the command line.
+        try (other + "\n").write(toFile: directory + "/other.token", atomically: true, encoding: .utf8)
+        let second = try daemon.baton("run", "deploy", "--param-file", "token=\(directory)/other.token", "--detach", "--json")
         #expect(second.stdout.contains("\"created\"") && second.stdout.contains("\"id\" : 2"), "\(second.stdout)")
         let refused = try daemon.baton("run", "deploy", "-p", "token=BAD-\(planted)", "--json")
         #expect(refused.code != 0 && !(refused.stdout + refused.stderr).contains(planted), "\(refused.stdout)\(refused.stderr)")
