@@ -15,10 +15,18 @@ extension Service {
     func refuse(_ permission: Permission, _ name: String?, _ exchange: Exchange) {
         let request = exchange.request
         let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "", decision: .denied(permission),
-                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: request.params ?? [:])
+                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: recordedParams(request, name))
         let error = forbidden(permission, name, exchange)
         if permission == .trigger, let name { metrics.triggered(name, decision: "denied") }
         journal.enqueue([.trigger(record)]) { _ in exchange.fail(error) }
+    }
+
+    /// A refused request's params as its record keeps them: a secret param's value as `***`.
+    func recordedParams(_ request: Request, _ name: String?) -> [String: String] {
+        var params = request.params ?? [:]
+        guard !params.isEmpty, let name, let action = generation.actions[name] else { return params }
+        for secret in action.secretParams where params[secret] != nil { params[secret] = Action.maskedValue }
+        return params
     }
 
     func forbidden(_ permission: Permission, _ name: String?, _ exchange: Exchange) -> BatonError {
@@ -34,7 +42,7 @@ extension Service {
         if permission != .read {
             let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "",
                                        decision: .denied(permission), policy: request.policy ?? .reject,
-                                       peer: peer, at: .now, params: request.params ?? [:])
+                                       peer: peer, at: .now, params: recordedParams(request, name))
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 journal.enqueue([.trigger(record)]) { _ in done.resume() }
             }

@@ -24,6 +24,8 @@ struct SecretParamTests {
         """
         {
           requireUser: false,
+          socketMode: "0666",
+          allow: { trigger: { users: ["root"] } },
           metrics: { listen: "127.0.0.1:\(port)" },
           actions: {
             deploy: { exec: ["sh", "\(directory)/script.sh"], env: { DIR: "\(directory)" }, policy: "join",
@@ -62,6 +64,12 @@ struct SecretParamTests {
 
         let first = try daemon.baton("run", "deploy", "-p", "token=\(planted)", "--detach", "--json")
         #expect(first.code == 0, "\(first.stderr)")
+        // A trigger refused for want of access is recorded (`history --denied`), its secret masked.
+        let denied = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton,
+                                                      "--socket", daemon.socket, "run", "deploy", "-p", "token=\(planted)", "--detach"])
+        #expect(denied.code != 0, "\(denied.stdout)")
+        let deniedRecords = try daemon.baton("history", "--denied", "--json")
+        #expect(deniedRecords.stdout.contains("\"token\" : \"***\""), "\(deniedRecords.stdout)")
         // Single flight by the sealed key: the same value joins run 1, another value makes run 2.
         let joined = try daemon.baton("run", "deploy", "-p", "token=\(planted)", "--detach", "--json")
         #expect(joined.stdout.contains("\"joined\"") && joined.stdout.contains("\"id\" : 1"), "\(joined.stdout)")
@@ -102,7 +110,7 @@ struct SecretParamTests {
             ("logs", logs.stdout), ("logs -f", streamed), ("show", shown.stdout),
             ("show 2", try daemon.baton("show", "2", "--json").stdout), ("history", try daemon.baton("history", "--json").stdout),
             ("logs --json", try daemon.baton("logs", "2", "--json").stdout), ("status", try daemon.baton("status", "--json").stdout),
-            ("first answer", first.stdout), ("joined answer", joined.stdout), ("second answer", second.stdout), ("metrics", metrics),
+            ("denied", deniedRecords.stdout), ("first answer", first.stdout), ("joined answer", joined.stdout), ("second answer", second.stdout), ("metrics", metrics),
         ]
         for (place, text) in seen {
             #expect(!text.contains(planted) && !text.contains(other), "\(place) holds a secret value")
