@@ -30,7 +30,8 @@ struct SecretParamTests {
           actions: {
             deploy: { exec: ["sh", "\(directory)/script.sh"], env: { DIR: "\(directory)" }, policy: "join",
                       retry: { attempts: 1, backoff: "10ms" }, keyParams: ["token"],
-                      params: { token: { secret: true, pattern: "^[a-z0-9-]+$" } } },
+                      params: { token: { secret: true, pattern: "^[a-z0-9-]+$" } }, on: { success: "notify" } },
+            notify: { policy: "queue", exec: ["sh", "-c", "env | grep ^BATON_HOOK_ > \\"$DIR/hook-$BATON_HOOK_RUN_ID\\""], env: { DIR: "\(directory)" } },
           },
         }
         """
@@ -93,6 +94,13 @@ struct SecretParamTests {
         #expect(Self.contents(directory + "/seen-1") == planted)
         #expect(Self.contents(directory + "/seen-2") == other)
 
+        // The success hooks' environments: the firing run's params as it keeps them.
+        var hooks: [String] = []
+        for _ in 0..<1_500 where hooks.count < 2 {
+            hooks = ["1", "2"].map { Self.contents(directory + "/hook-" + $0) }.filter { $0.contains("BATON_HOOK_PHASE") }
+            if hooks.count < 2 { usleep(20_000) }
+        }
+        #expect(hooks.count == 2 && hooks.allSatisfy { $0.contains("BATON_HOOK_PARAM_TOKEN=***") && $0.contains("hmac:") }, "\(hooks)")
         let logs = try daemon.baton("logs", "1")
         #expect(logs.stdout.components(separatedBy: "out: ***").count == 3, "two attempts, each masked: \(logs.stdout)")
         #expect(logs.stdout.contains("err: ***") && logs.stdout.contains("bad token ***"), "\(logs.stdout)")
@@ -110,7 +118,7 @@ struct SecretParamTests {
             ("logs", logs.stdout), ("logs -f", streamed), ("show", shown.stdout),
             ("show 2", try daemon.baton("show", "2", "--json").stdout), ("history", try daemon.baton("history", "--json").stdout),
             ("logs --json", try daemon.baton("logs", "2", "--json").stdout), ("status", try daemon.baton("status", "--json").stdout),
-            ("denied", deniedRecords.stdout), ("first answer", first.stdout), ("joined answer", joined.stdout), ("second answer", second.stdout), ("metrics", metrics),
+            ("denied", deniedRecords.stdout), ("hook environments", hooks.joined()), ("first answer", first.stdout), ("joined answer", joined.stdout), ("second answer", second.stdout), ("metrics", metrics),
         ]
         for (place, text) in seen {
             #expect(!text.contains(planted) && !text.contains(other), "\(place) holds a secret value")
