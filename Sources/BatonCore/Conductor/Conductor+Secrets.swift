@@ -13,6 +13,17 @@ extension Conductor {
     struct Redaction {
         var source: OutputSource
         var streams: [StandardStream: SecretRedactor]
+        /// The last of the masked output, both streams as they came out of the mask: the tail
+        /// kept with the attempt's end (the process's own tail interleaves the raw streams, where
+        /// a value split by the other stream's bytes would escape a mask applied afterwards).
+        var tail: [UInt8] = []
+
+        static let tailLimit = 64 * 1_024
+
+        mutating func keep(_ bytes: [UInt8]) {
+            tail += bytes
+            if tail.count > 2 * Self.tailLimit { tail.removeFirst(tail.count - Self.tailLimit) }
+        }
     }
 
     /// The job an attempt runs: the launch's params with the secrets' values in place of `***`.
@@ -38,19 +49,27 @@ extension Conductor {
             guard var redaction = core.redactions[run], var redactor = redaction.streams[stream] else { return bytes }
             let out = redactor.redact(bytes)
             redaction.streams[stream] = redactor
+            redaction.keep(out)
             core.redactions[run] = redaction
             return out
         }
     }
 
-    /// The attempt ended: what was held back is output after all (no value can end it now).
-    func finishRedaction(_ run: Int64) {
-        guard let redaction = core.access({ $0.redactions.removeValue(forKey: run) }) else { return }
+    /// The attempt ended: what was held back is output after all (no value can end it now), and
+    /// the tail kept with its end is the masked output's.
+    func finishRedaction(_ run: Int64, _ outcome: AttemptOutcome) -> AttemptOutcome {
+        guard var redaction = core.access({ $0.redactions.removeValue(forKey: run) }) else { return outcome }
         for stream in StandardStream.allCases {
             guard var redactor = redaction.streams[stream] else { continue }
             let left = redactor.finish()
-            if !left.isEmpty { keepOutput(redaction.source, stream, left) }
+            guard !left.isEmpty else { continue }
+            keepOutput(redaction.source, stream, left)
+            redaction.keep(left)
         }
+        var outcome = outcome
+        outcome.output = Array(redaction.tail.suffix(Redaction.tailLimit))
+        outcome.truncated = outcome.truncated || redaction.tail.count > Redaction.tailLimit
+        return outcome
     }
 
     /// Progress with its message masked.
@@ -61,7 +80,8 @@ extension Conductor {
         return progress
     }
 
-    /// An attempt's end with its error and kept tail masked.
+    /// An attempt's end with its error masked (and its tail, which `finishRedaction` then
+    /// replaces by the masked output's).
     static func masked(_ outcome: AttemptOutcome, _ redactor: SecretRedactor?) -> AttemptOutcome {
         guard let redactor else { return outcome }
         var outcome = outcome

@@ -269,7 +269,7 @@ public final class Conductor: Sendable {
     /// after any output it posted).
     private func attemptEnded(run: Int64, attempt: Int, _ outcome: AttemptOutcome) {
         guard reactor.isCurrent else { return reactor.post { [self] in attemptEnded(run: run, attempt: attempt, outcome) } }
-        finishRedaction(run)
+        let outcome = finishRedaction(run, outcome)
         flushOutput(run, final: true)
         finishLines(run, attempt: attempt)
         send(.exited(run: run, attempt: attempt, outcome))
