@@ -70,12 +70,15 @@ import Testing
         #expect(redactor.finish() == Array("top".utf8))
     }
 
-    @Test("a whole text: an error line, a tail whose front was cut off in the middle of a value")
+    @Test("a whole text: an error line, a tail whose front (or a line whose end) was cut off in the middle of a value")
     func wholeTexts() throws {
         let redactor = try #require(SecretRedactor(values: ["0123456789"]))
         #expect(redactor.redactAll("exited with status 1: bad token 0123456789") == "exited with status 1: bad token ***")
         #expect(redactor.redactAll(Array("56789 and 0123456789".utf8), cutFront: true) == Array("*** and ***".utf8))
         #expect(redactor.redactAll(Array("56789 and".utf8), cutFront: false) == Array("56789 and".utf8))
+        #expect(redactor.redactAll("a line cut at 012345", cutBack: true) == "a line cut at ***")
+        #expect(redactor.redactAll("a line cut at 012345", cutBack: false) == "a line cut at 012345")
+        #expect(redactor.redactAll("0123456789 then 01", cutBack: true) == "*** then ***")
     }
 
     static let sealer = SecretSealer { action, param, value in "h(\(action)/\(param)/\(value.count):\(value.hashValue))" }

@@ -85,7 +85,9 @@ extension Conductor {
     static func masked(_ outcome: AttemptOutcome, _ redactor: SecretRedactor?) -> AttemptOutcome {
         guard let redactor else { return outcome }
         var outcome = outcome
-        outcome.result.error = outcome.result.error.map { redactor.redactAll($0) }
+        // The error's line is the first 300 bytes of the last stderr line (`LastLine`): a value
+        // across that cut leaves its start at the end, masked too.
+        outcome.result.error = outcome.result.error.map { redactor.redactAll($0, cutBack: $0.utf8.count >= 300) }
         outcome.output = redactor.redactAll(outcome.output, cutFront: outcome.truncated)
         return outcome
     }

@@ -41,17 +41,21 @@ public struct SecretRedactor: Sendable, Equatable {
 
     /// A whole text's bytes with every value replaced (nothing held back): an error message,
     /// an attempt's kept tail. When `cutFront`, the text is the end of something longer, and
-    /// its first bytes, where they end some value, are masked too (the value's start was cut off).
-    public func redactAll(_ bytes: [UInt8], cutFront: Bool = false) -> [UInt8] {
+    /// its first bytes, where they end some value, are masked too (the value's start was cut
+    /// off); when `cutBack`, it is the start of something longer, and its last bytes, where they
+    /// begin some value, are masked.
+    public func redactAll(_ bytes: [UInt8], cutFront: Bool = false, cutBack: Bool = false) -> [UInt8] {
         var bytes = bytes
         if cutFront, let cut = longestValueEnd(at: bytes) { bytes.replaceSubrange(0..<cut, with: Self.mask) }
-        return scan(bytes, final: true).out
+        var (out, rest) = scan(bytes, final: !cutBack)
+        if rest < bytes.count { out += Self.mask }
+        return out
     }
 
-    /// A text with every value replaced.
-    public func redactAll(_ text: String) -> String {
+    /// A text with every value replaced (`cutBack`: as above).
+    public func redactAll(_ text: String, cutBack: Bool = false) -> String {
         let bytes = Array(text.utf8)
-        let out = redactAll(bytes)
+        let out = redactAll(bytes, cutBack: cutBack)
         return out == bytes ? text : String(decoding: out, as: UTF8.self)
     }
 
