@@ -17,10 +17,10 @@ public final class SpawnerPool: Sendable {
 
     private let workers: [SerialWorker<Work>]
 
-    /// A pool of `threads` workers, named `baton-spawn`.
-    public init(threads: Int) {
+    /// A pool of `threads` workers, named `name` (one thread: its jobs run in the order submitted).
+    public init(threads: Int, name: String = "baton-spawn") {
         workers = (0..<max(threads, 1)).map { _ in
-            SerialWorker<Work>(name: "baton-spawn", capacity: 4_096, idleTimeout: .seconds(30), state: ()) { _, batch in
+            SerialWorker<Work>(name: name, capacity: 4_096, idleTimeout: .seconds(30), state: ()) { _, batch in
                 for work in batch.jobs { work.run() }
             }
         }
