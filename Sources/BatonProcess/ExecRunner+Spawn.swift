@@ -70,7 +70,12 @@ extension ExecRunner {
         // The spawn is counted before it starts: a leader that exits at once would otherwise be
         // reaped as an orphan before its pid is known, its status lost and its attempt never ended.
         // A count, so that spawns on several threads at once each hold the sweep off.
-        ProcessAttempt.leaders.withLock { $0.beginSpawn() }
+        guard ProcessAttempt.leaders.withLock({ $0.beginSpawn() }) else {
+            for fd in out + err + prog where fd >= 0 { close(fd) }
+            cgroup?.closeProcs()
+            cgroup?.remove()
+            return .failure(SpawnFailure(message: "cannot run \(job.action.exec[0]): this host is fenced (it lost its fleet lease), no process starts"))
+        }
         let rc = withCStrings(action.exec) { argv in
             withCStrings(env) { envp in
                 Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup, &pid, &pidfd)

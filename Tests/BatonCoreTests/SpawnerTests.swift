@@ -109,6 +109,22 @@ struct SpawnerTests {
         close(pidfd)
     }
 
+    @Test("the leader book with several spawners: any spawn under way holds the orphan sweep off; a fenced host begins none")
+    func leaderBook() {
+        var book = LeaderBook()
+        let began = [book.beginSpawn(), book.beginSpawn()]
+        #expect(began == [true, true])
+        book.endSpawn(100)
+        #expect(!book.mayReap(200), "the other spawn's leader may be 200")
+        #expect(!book.mayReap(100), "a leader is its attempt's to reap")
+        book.endSpawn(nil)
+        #expect(book.mayReap(200) && !book.mayReap(100))
+        book.refuseSpawns()
+        let refused = !book.beginSpawn()
+        #expect(refused)
+        #expect(book.spawning == 0 && book.mayReap(200))
+    }
+
     static func onLoop<T: Sendable>(_ reactor: Reactor, _ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { done in reactor.post { done.resume(returning: body()) } }
     }
