@@ -38,6 +38,9 @@ final class ProcessAttempt: Attempt {
         var watchingCgroup = false
         /// A look at the tree is due (coalesces many member exits into one look).
         var lookDue = false
+        /// A look at a tagged tree is on a spawner thread; another was asked meanwhile.
+        var looking = false
+        var lookAgain = false
         /// What the leader and the descendants it waited for used (from wait4).
         var leaderUsage: ResourceUsage?
     }
@@ -124,23 +127,45 @@ final class ProcessAttempt: Attempt {
             if first { reactor.watch(cgroup.events, priority: true) { [self] _ in lookAtCgroup() } }
             lookAtCgroup()
         case let .tagged(tagged):
-            let subreaper = Self.leaders.withLock { $0.subreaping }
-            let members = tagged.members(others: otherLeaders(), subreaper: subreaper)
-            var pidfds: [Int32] = []
-            for member in members {
-                let fd = baton_pidfd_open(member)
-                if fd >= 0 { pidfds.append(fd) }
+            let start = state.access { state -> Bool in
+                if state.looking { state.lookAgain = true }
+                defer { state.looking = true }
+                return !state.looking
             }
-            let old = state.access { state -> [Int32] in
-                defer { state.watching = pidfds }
-                return state.watching
+            guard start else { return }
+            // The tree is found in /proc on a spawner thread, never the loop; the answer comes back to it.
+            let (reactor, leader) = (reactor, pid)
+            spawner.submit { [self] in
+                let others = Self.leaders.withLock { $0.pids }.subtracting([leader])
+                let members = tagged.members(others: others, subreaper: Self.leaders.withLock { $0.subreaping })
+                reactor.post { [self] in looked(members) }
             }
-            unwatch(old)
-            // A member that exits wakes a look; members that could not be watched are looked for again shortly.
-            for fd in pidfds { reactor.watch(fd) { [self] _ in lookSoon() } }
-            if pidfds.count < members.count { reactor.after(.milliseconds(20)) { [self] in lookSoon() } }
-            handle(.tree(members))
         }
+    }
+
+    /// A look at a tagged tree is back: its members are watched (a member that exits wakes the
+    /// next look) and the machine told. Nothing once the attempt is no longer draining.
+    private func looked(_ members: Set<Int32>) {
+        let again = state.access { state -> Bool in
+            defer { (state.looking, state.lookAgain) = (false, false) }
+            return state.lookAgain
+        }
+        guard state.access({ $0.machine.phase == .draining }) else { return }
+        var pidfds: [Int32] = []
+        for member in members {
+            let fd = baton_pidfd_open(member)
+            if fd >= 0 { pidfds.append(fd) }
+        }
+        let old = state.access { state -> [Int32] in
+            defer { state.watching = pidfds }
+            return state.watching
+        }
+        unwatch(old)
+        // A member that exits wakes a look; members that could not be watched are looked for again shortly.
+        for fd in pidfds { reactor.watch(fd) { [self] _ in lookSoon() } }
+        if pidfds.count < members.count { reactor.after(.milliseconds(20)) { [self] in lookSoon() } }
+        handle(.tree(members))
+        if again { lookSoon() }
     }
 
     private func lookAtCgroup() {
