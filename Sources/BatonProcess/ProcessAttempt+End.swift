@@ -66,7 +66,7 @@ extension ProcessAttempt {
         unwatch(watching)
         var found: AttemptCgroup?
         if case let .cgroup(made) = born.tree {
-            reactor.remove(made.events)
+            if state.access({ $0.watchingCgroup }) { reactor.remove(made.events) }
             found = made
         }
         let cgroup = found

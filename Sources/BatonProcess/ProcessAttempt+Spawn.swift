@@ -41,10 +41,8 @@ extension ProcessAttempt {
     /// Starts watching: pipes and pidfd on the reactor (or, without pidfd, a check every 50 ms).
     private func begin() {
         let (pipes, pidfd) = state.access { ($0.output.pipes.open, $0.pidfd) }
-        for fd in pipes {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            reactor.watch(fd) { [self] _ in readable(fd) }
-        }
+        // Non-blocking already (the spawner made them so).
+        for fd in pipes { reactor.watch(fd) { [self] _ in readable(fd) } }
         if pidfd >= 0 {
             reactor.watch(pidfd) { [self] _ in leaderExited() }
         } else {

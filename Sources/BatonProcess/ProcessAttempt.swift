@@ -120,11 +120,17 @@ final class ProcessAttempt: Attempt {
         guard let tree else { return }
         switch tree {
         case let .cgroup(cgroup):
-            let first = state.access { state -> Bool in
-                defer { state.watchingCgroup = true }
-                return !state.watchingCgroup
+            // Most trees are empty when their leader is reaped: one look ends them. Only a tree
+            // with processes left is watched (`cgroup.events`), and looked at again once watched,
+            // so that a change between the look and the watch is not missed.
+            lookAtCgroup()
+            let watch = state.access { state -> Bool in
+                guard state.machine.phase == .draining, !state.watchingCgroup else { return false }
+                state.watchingCgroup = true
+                return true
             }
-            if first { reactor.watch(cgroup.events, priority: true) { [self] _ in lookAtCgroup() } }
+            guard watch else { return }
+            reactor.watch(cgroup.events, priority: true) { [self] _ in lookAtCgroup() }
             lookAtCgroup()
         case let .tagged(tagged):
             let start = state.access { state -> Bool in
