@@ -8,8 +8,8 @@ import Testing
 
 /// Spawning off the loop: the spawner threads make the leaders in parallel while the loop goes on,
 /// a stop asked before the birth reaches the leader when it is born, and clone3 puts the child in
-/// its cgroup before it runs.
-@Suite("Spawner")
+/// its cgroup before it runs. Serialized: two tests turn clone3 off for the process.
+@Suite("Spawner", .serialized)
 struct SpawnerTests {
     /// A runner whose spawner threads each wait at `gate` before making anything, telling `arrived` first.
     static func gated(threads: Int, reactor: Reactor, arrived: DispatchSemaphore, gate: DispatchSemaphore) -> ExecRunner {
@@ -107,6 +107,26 @@ struct SpawnerTests {
         var info = siginfo_t()
         _ = waitid(P_PID, id_t(pid), &info, WEXITED)
         close(pidfd)
+    }
+
+    @Test("a run's leader is in its attempt's cgroup before it runs, by clone3 and by the fallback (vfork, the child writing cgroup.procs)",
+          arguments: [true, false])
+    func runInCgroup(_ clone3: Bool) async throws {
+        guard case let .success(hierarchy) = CgroupHierarchy.prepare(instance: "spawner-run-\(UUID().uuidString)") else { return }
+        defer {
+            hierarchy.removeAll()
+            hierarchy.removeSubtrees()
+        }
+        var runner = ExecRunner(reactor: Reactor())
+        runner.tracking = .cgroup(hierarchy)
+        let was = baton_spawn_clone3_enable(clone3 ? 1 : 0)
+        defer { baton_spawn_clone3_enable(was) }
+        let job = Job(runID: clone3 ? 31 : 32, action: Action(name: "t", exec: ["sh", "-c", "exec cat /proc/self/cgroup"]), attempt: 1, params: [:])
+        let outcome = await AttemptProbe(runner, job).outcome()
+        #expect(outcome.result.succeeded)
+        let line = String(decoding: outcome.output, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("0::") } ?? ""
+        #expect(line.hasSuffix("/run-\(job.runID)-1"), "\(line)")
+        #expect(access(hierarchy.path(run: job.runID, attempt: 1), F_OK) != 0, "the cgroup is removed at the end")
     }
 
     @Test("the leader book with several spawners: any spawn under way holds the orphan sweep off; a fenced host begins none")
