@@ -159,4 +159,28 @@ struct SecretParamTests {
         #expect(held.stdout.contains("\"reason\" : \"interrupted\""), "the run before it is recovered as before: \(held.stdout)")
         #expect(!Self.contents(daemon.database + "-wal").contains("queued-value-1234"))
     }
+
+    @Test("no key file until an action has a secret param; one added by a reload gets its key then, made once, mode 0600, the same after a restart")
+    func keyFile() async throws {
+        let plain = #"{ requireUser: false, actions: { hello: { exec: ["true"] } } }"#
+        let daemon = try Daemon(config: plain)
+        defer { daemon.stop() }
+        let keyPath = daemon.database + "-secrets.key"
+        #expect(!FileManager.default.fileExists(atPath: keyPath), "a batond without secret params makes no key")
+        let secret = #"{ requireUser: false, actions: { hello: { exec: ["true"] }, deploy: { exec: ["true"], keyParams: ["token"], params: { token: { secret: true } } } } }"#
+        try secret.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        #expect(try daemon.baton("reload").code == 0)
+        let first = try daemon.baton("run", "deploy", "-p", "token=abc", "--json")
+        #expect(first.code == 0, "\(first.stdout)\(first.stderr)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: keyPath)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600 && (attributes[.size] as? Int) == 32)
+        let key = { (text: String) in text.split(separator: "\n").first { $0.contains("\"key\"") }.map(String.init) ?? "none" }
+        daemon.stop()
+        let restarted = try Daemon(config: secret, reusing: daemon, name: "restarted")
+        defer { restarted.stop() }
+        let again = try restarted.baton("run", "deploy", "-p", "token=abc", "--json")
+        #expect(key(again.stdout) == key(first.stdout) && key(first.stdout).contains("hmac:"), "the same value, the same key across a restart")
+        let other = try restarted.baton("run", "deploy", "-p", "token=abd", "--json")
+        #expect(key(other.stdout) != key(first.stdout))
+    }
 }
