@@ -68,6 +68,10 @@ struct Backend {
         var backend = Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)", tracking: tracking,
                               prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
                               ping: { await store.ping() }, close: { Self.close(store) })
+        // A reload that adds the first secret param loads the key then, not at its first trigger (on the loop).
+        backend.reloaded = { actions in
+            do { try secretKey.prepare(for: actions) } catch { Log.warning("\(error)") }
+        }
         backend.deliveries = WebhookListener.DeliveryStore { delivery, hook throws(BatonError) in
             try await store.run(ofDelivery: delivery, hook: hook)
         }

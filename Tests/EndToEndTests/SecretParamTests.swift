@@ -160,7 +160,7 @@ struct SecretParamTests {
         #expect(!Self.contents(daemon.database + "-wal").contains("queued-value-1234"))
     }
 
-    @Test("no key file until an action has a secret param; one added by a reload gets its key then, made once, mode 0600, the same after a restart")
+    @Test("no key file until an action has a secret param; a reload that adds one makes it (mode 0600), the same after a restart")
     func keyFile() async throws {
         let plain = #"{ requireUser: false, actions: { hello: { exec: ["true"] } } }"#
         let daemon = try Daemon(config: plain)
@@ -170,6 +170,7 @@ struct SecretParamTests {
         let secret = #"{ requireUser: false, actions: { hello: { exec: ["true"] }, deploy: { exec: ["true"], keyParams: ["token"], params: { token: { secret: true } } } } }"#
         try secret.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         #expect(try daemon.baton("reload").code == 0)
+        #expect(FileManager.default.fileExists(atPath: keyPath), "the reload made the key, before any trigger needs it")
         let first = try daemon.baton("run", "deploy", "-p", "token=abc", "--json")
         #expect(first.code == 0, "\(first.stdout)\(first.stderr)")
         let attributes = try FileManager.default.attributesOfItem(atPath: keyPath)
