@@ -27,11 +27,17 @@ extension History {
         for run in byParams where !runs.contains(where: { $0.id == run.id }) { runs.append(run) }
         return try runs.sorted { $0.id > $1.id }.prefix(limit).map { run in
             var lines = MatchingLines(search, maxLines: maxLines)
-            try connection.withStatement("SELECT start, bytes FROM output_chunks WHERE run_id = ? ORDER BY start") { s in
+            // SQLite's lower() folds ASCII only, byte for byte: the folded copy keeps every offset.
+            let folded = search.isASCII ? "CAST(lower(CAST(bytes AS TEXT)) AS BLOB)" : "NULL"
+            try connection.withStatement("SELECT start, bytes, \(folded) FROM output_chunks WHERE run_id = ? ORDER BY start") { s in
                 try s.bind([.integer(run.id)])
                 while try s.step() {
                     let bytes: [UInt8] = if case let .blob(value) = s.value(1) { value } else { [] }
-                    lines.take(bytes, at: s.int64(0) ?? 0)
+                    if case let .blob(folded) = s.value(2) {
+                        lines.take(bytes, folded: folded, at: s.int64(0) ?? 0)
+                    } else {
+                        lines.take(bytes, at: s.int64(0) ?? 0)
+                    }
                 }
             }
             lines.finish()

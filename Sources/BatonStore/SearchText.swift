@@ -1,4 +1,5 @@
 import BatonCore
+import Glibc
 
 /// The text a search looks for, folded as the trigram index folds it (case ignored), and how a
 /// line is tested for it: byte by byte for ASCII text, through Unicode lowercasing otherwise.
@@ -111,6 +112,51 @@ struct MatchingLines {
         }
     }
 
+    /// Takes the next chunk with its ASCII-folded copy (SQLite's `lower()`: the same length, the
+    /// same offsets), for an ASCII text: the lines that hold it are found with `memmem` over the
+    /// copy and newlines counted with `memchr`, so a run's output is read at the speed of C; a
+    /// line that goes on from one chunk into the next is checked whole, as `take` does.
+    mutating func take(_ bytes: [UInt8], folded: [UInt8], at start: Int64) {
+        guard search.isASCII, folded.count == bytes.count else { return take(bytes, at: start) }
+        if start > end {
+            if !partial.isEmpty { finishLine() }
+            cut = true
+        }
+        end = start + Int64(bytes.count)
+        var position = 0
+        if !partial.isEmpty {
+            guard let newline = Bytes.index(of: 10, in: bytes, from: 0) else { return partial.append(contentsOf: bytes) }
+            partial.append(contentsOf: bytes[..<newline])
+            finishLine()
+            position = newline + 1
+        }
+        while let hit = Bytes.find(search.folded, in: folded, from: position) {
+            let lineStart = (Bytes.lastIndex(of: 10, in: bytes, from: position, before: hit) ?? (position - 1)) + 1
+            number += Bytes.count(10, in: bytes, position..<lineStart)
+            guard let lineEnd = Bytes.index(of: 10, in: bytes, from: hit) else {
+                // The line goes on in the next chunk: checked whole then.
+                partial = Array(bytes[lineStart...])
+                partialAfterCut = cut
+                return
+            }
+            number += 1
+            count += 1
+            if lines.count < maxLines {
+                var line = bytes[lineStart..<lineEnd]
+                if line.last == 13 { line = line.dropLast() }
+                lines.append(MatchedLine(line: number, text: Self.excerpt(line, around: hit - lineStart), afterCut: cut ? true : nil))
+            }
+            position = lineEnd + 1
+        }
+        let last = Bytes.lastIndex(of: 10, in: bytes, from: position, before: bytes.count)
+        if let last { number += Bytes.count(10, in: bytes, position..<(last + 1)) }
+        let rest = last.map { $0 + 1 } ?? position
+        if rest < bytes.count {
+            partial = Array(bytes[rest...])
+            partialAfterCut = cut
+        }
+    }
+
     /// The last line, without a newline at its end.
     mutating func finish() {
         if !partial.isEmpty { finishLine() }
@@ -139,5 +185,50 @@ struct MatchingLines {
         let from = min(max(at - limit / 4, 0), line.count - limit)
         let piece = line.dropFirst(from).prefix(limit)
         return (from > 0 ? "…" : "") + String(decoding: piece, as: UTF8.self) + (from + limit < line.count ? "…" : "")
+    }
+}
+
+/// Byte searches at the speed of C (`memchr`, `memrchr`, `memmem`), as offsets into an array.
+enum Bytes {
+    static func index(of byte: UInt8, in bytes: [UInt8], from: Int) -> Int? {
+        guard from < bytes.count else { return nil }
+        return bytes.withUnsafeBytes { buffer in
+            memchr(buffer.baseAddress! + from, Int32(byte), buffer.count - from).map { UnsafeRawPointer($0) - buffer.baseAddress! }
+        }
+    }
+
+    /// The last `byte` in `from..<before` (a line's start, looked for back from a match: a short way).
+    static func lastIndex(of byte: UInt8, in bytes: [UInt8], from: Int, before: Int) -> Int? {
+        var at = before - 1
+        while at >= from {
+            if bytes[at] == byte { return at }
+            at -= 1
+        }
+        return nil
+    }
+
+    /// How many times `byte` is in `range`.
+    static func count(_ byte: UInt8, in bytes: [UInt8], _ range: Range<Int>) -> Int {
+        var count = 0, at = range.lowerBound
+        while at < range.upperBound, let found = index(of: byte, in: bytes, from: at), found < range.upperBound {
+            count += 1
+            at = found + 1
+        }
+        return count
+    }
+
+    /// Where `needle` first is at or after `from`: its first byte by `memchr`, the rest by `memcmp`.
+    static func find(_ needle: [UInt8], in bytes: [UInt8], from: Int) -> Int? {
+        guard !needle.isEmpty else { return nil }
+        var at = from
+        while at + needle.count <= bytes.count, let first = index(of: needle[0], in: bytes, from: at) {
+            guard first + needle.count <= bytes.count else { return nil }
+            let same = bytes.withUnsafeBytes { buffer in
+                needle.withUnsafeBytes { memcmp(buffer.baseAddress! + first, $0.baseAddress!, needle.count) == 0 }
+            }
+            if same { return first }
+            at = first + 1
+        }
+        return nil
     }
 }

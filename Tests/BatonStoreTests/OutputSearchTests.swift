@@ -139,4 +139,32 @@ struct OutputSearchTests {
         #expect(cut.lines.map(\.afterCut) == [nil, true])
         #expect(SearchText("Ünïcode").firstMatch(in: Array("say üNÏCODE".utf8)[...]) != nil)
     }
+
+    @Test("the folded copy's way (memchr, memcmp) finds the same lines, numbers and counts as the line-by-line way", arguments: 0..<40)
+    func fastPathAgrees(seed: Int) {
+        var state = UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 | 1
+        func next(_ bound: Int) -> Int {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            return Int(state % UInt64(bound))
+        }
+        let pieces = ["needle", "NeEdLe", "nee", "dle", "\n", "\r\n", "x", "a long stretch of words ", "\u{0}", "é"]
+        var chunks: [(start: Int64, bytes: [UInt8])] = []
+        var position: Int64 = 0
+        for _ in 0..<(1 + next(12)) {
+            let text = (0..<next(30)).map { _ in pieces[next(pieces.count)] }.joined()
+            if next(5) == 0 { position += Int64(1 + next(50)) }  // bytes dropped here
+            chunks.append((position, Array(text.utf8)))
+            position += Int64(text.utf8.count)
+        }
+        var slow = MatchingLines(SearchText("needle"), maxLines: 5)
+        var fast = MatchingLines(SearchText("needle"), maxLines: 5)
+        for chunk in chunks {
+            slow.take(chunk.bytes, at: chunk.start)
+            fast.take(chunk.bytes, folded: chunk.bytes.map(SearchText.lower), at: chunk.start)
+        }
+        slow.finish()
+        fast.finish()
+        #expect(fast.count == slow.count, "\(chunks.map { String(decoding: $0.bytes, as: UTF8.self) })")
+        #expect(fast.lines == slow.lines, "\(chunks.map { String(decoding: $0.bytes, as: UTF8.self) })")
+    }
 }
