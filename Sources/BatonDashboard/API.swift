@@ -29,6 +29,14 @@ struct API: Sendable {
         }
     }
 
+    /// The runs whose kept output (or a param value) holds the query's `text`, with its lines.
+    func search(query: String, _ done: @escaping Answer) {
+        switch QueryString.search(query) {
+        case let .success((text, filter)): forward(Request(op: .search, filter: filter, text: text), done)
+        case let .failure(error): done(answer(.failure(WireError(error))))
+        }
+    }
+
     /// A run's whole story, with `users`: the names of the uids in it (the page cannot look them up).
     func run(_ id: Int64, _ done: @escaping Answer) {
         forward(Request(op: .show, run: id)) { response in

@@ -104,6 +104,7 @@ public final class DashboardServer: Sendable {
         case let .asset(name): done(Assets.file(name) ?? refusal(404, "no such file"))
         case .status: api.status(done)
         case .history: api.history(query: head.query ?? "", done)
+        case .search: api.search(query: head.query ?? "", done)
         case let .run(id): api.run(id, done)
         case .trigger: api.trigger(body: body, done)
         case .cancel: api.cancel(body: body, done)

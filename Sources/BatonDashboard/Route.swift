@@ -6,6 +6,8 @@ public enum Route: Equatable, Sendable {
     case asset(String)
     case status
     case history
+    /// Runs whose kept output holds a text (`/api/search?text=…`, with the history's filters).
+    case search
     case run(Int64)
     case events
     /// A run's output as an event stream (`/api/runs/42/output`), resumable by byte offset.
@@ -24,6 +26,7 @@ public enum Route: Equatable, Sendable {
         case "/app.js", "/app.css", "/icon.svg": return (.asset(String(path.dropFirst())), "GET")
         case "/api/status": return (.status, "GET")
         case "/api/history": return (.history, "GET")
+        case "/api/search": return (.search, "GET")
         case "/api/trigger": return (.trigger, "POST")
         case "/api/cancel": return (.cancel, "POST")
         case "/api/session": return (.session, "POST")
@@ -67,7 +70,7 @@ public enum Route: Equatable, Sendable {
     public var needsSession: Bool {
         switch self {
         case .page, .asset, .session: false
-        case .status, .history, .run, .events, .output, .rawOutput, .trigger, .cancel: true
+        case .status, .history, .search, .run, .events, .output, .rawOutput, .trigger, .cancel: true
         }
     }
 }

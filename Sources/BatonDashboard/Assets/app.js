@@ -682,6 +682,57 @@ function renderHistory() {
   }));
 }
 
+// ---- search ----------------------------------------------------------------------------------
+
+let searchRequest = 0;
+async function search() {
+  const text = $("#search-text").value;
+  if (!text) return;
+  const f = filters();
+  const query = new URLSearchParams({ text });
+  if (f.action) query.append("action", f.action);
+  if (f.phase) query.append("phase", f.phase);
+  if (f.sinceMicros) query.append("since", String(Math.floor(f.sinceMicros)));
+  if (f.untilMicros) query.append("until", String(Math.floor(f.untilMicros)));
+  if (f.param) query.append("param", f.param);
+  const mine = ++searchRequest;
+  $("#search-note").textContent = "Searching…";
+  const answer = await api(`/api/search?${query}`);
+  if (mine !== searchRequest) return;
+  if (!answer.ok) { $("#search-note").textContent = answer.error.message; $("#search-results").replaceChildren(); return; }
+  renderSearch(answer.matches || [], text);
+}
+
+// The text with each occurrence of `needle` (case ignored) in a <mark>, as nodes (never HTML).
+function marked(text, needle) {
+  const nodes = [];
+  const lower = text.toLowerCase(), want = needle.toLowerCase();
+  let at = 0;
+  for (let hit = lower.indexOf(want); want && hit >= 0 && lower.length === text.length; hit = lower.indexOf(want, at)) {
+    nodes.push(text.slice(at, hit), el("mark", { text: text.slice(hit, hit + want.length) }));
+    at = hit + want.length;
+  }
+  nodes.push(text.slice(at));
+  return nodes;
+}
+
+function renderSearch(found, needle) {
+  $("#search-note").textContent = found.length === 0 ? "No run's output holds it." : `${found.length} run${found.length === 1 ? "" : "s"}, newest first.`;
+  $("#search-results").replaceChildren(...found.map((match) => {
+    const run = match.run;
+    const head = el("p", { class: "search-run" },
+      el("a", { href: `/runs/${run.id}`, text: `Run ${run.id}` }), ` ${run.key} `,
+      el("span", { class: `phase phase-${run.phase}`, text: run.phase }), " ",
+      el("span", { class: "muted", title: localTime(run.queuedAt), text: ago(run.queuedAt) }),
+      match.lineCount ? el("span", { class: "muted", text: ` · ${match.lineCount} line${match.lineCount === 1 ? "" : "s"}` }) : "",
+      match.params ? el("span", { class: "muted", text: ` · in params: ${match.params.join(", ")}` }) : "");
+    const lines = el("pre", { class: "search-lines" }, ...match.lines.flatMap((line) => [
+      el("span", { class: "muted", text: `${line.line}: ` }), ...marked(line.text, needle), "\n"]));
+    if (match.lineCount > match.lines.length) lines.append(el("span", { class: "muted", text: `… ${match.lineCount - match.lines.length} more` }));
+    return el("li", { "data-run": String(run.id) }, head, match.lines.length ? lines : "");
+  }));
+}
+
 // ---- a run's page ----------------------------------------------------------------------------
 
 let runRequest = 0;
@@ -975,6 +1026,7 @@ document.addEventListener("DOMContentLoaded", () => {
   else {
     $("#filters").addEventListener("change", loadHistory);
     $("#filters").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
+    $("#search").addEventListener("submit", (event) => { event.preventDefault(); search(); });
   }
   setInterval(tick, 250);
   start();
