@@ -37,6 +37,12 @@ struct API: Sendable {
         }
     }
 
+    /// Each action's outcomes, durations and usage, or one action's (`action=NAME`).
+    func stats(query: String, _ done: @escaping Answer) {
+        let action = QueryString.decode(query).first { $0.name == "action" }?.value
+        forward(Request(op: .stats, action: action), done)
+    }
+
     /// A run's whole story, with `users`: the names of the uids in it (the page cannot look them up).
     func run(_ id: Int64, _ done: @escaping Answer) {
         forward(Request(op: .show, run: id)) { response in

@@ -10,8 +10,9 @@ const state = {
   presses: new Map(),   // run id -> action name, for runs pressed from this page
   history: [],          // the history table's runs, newest first
   storeProblem: null,
-  view: location.pathname.startsWith("/runs/") ? "run" : "actions",
+  view: location.pathname.startsWith("/runs/") ? "run" : location.pathname.startsWith("/actions/") ? "action" : "actions",
   runID: Number(location.pathname.split("/")[2] || 0),
+  actionName: location.pathname.startsWith("/actions/") ? decodeURIComponent(location.pathname.slice("/actions/".length)) : null,
 };
 
 const $ = (selector, root = document) => root.querySelector(selector);
@@ -230,7 +231,9 @@ function applySnapshot(status) {
     if (!TERMINAL.has(run.phase) && !(info && (info.inFlight || []).some((live) => live.id === id))) state.runs.delete(id);
   }
   renderBanner();
-  if (state.view === "actions") { renderCards(); fillActionFilter(); loadHistory(); } else loadRun();
+  if (state.view === "actions") { renderCards(); fillActionFilter(); loadHistory(); scheduleCardCharts(); }
+  else if (state.view === "action") scheduleActionPage();
+  else loadRun();
 }
 
 // Updates may repeat what a snapshot already holds (the stream replays from before it): a run's
@@ -250,6 +253,9 @@ function applyUpdate(run, transition) {
       setNote(pressedFrom, text, tone, run.id);
       state.presses.delete(run.id);
     }
+    if (TERMINAL.has(run.phase)) scheduleCardCharts();
+  } else if (state.view === "action") {
+    if (run.action === state.actionName && TERMINAL.has(run.phase)) scheduleActionPage();
   } else if (run.id === state.runID) {
     loadRun();
   }
@@ -261,7 +267,7 @@ function applyProgress(run) {
   if (!known || TERMINAL.has(known.phase)) return;
   known.progress = run.progress;
   if (state.view === "actions") renderCard(run.action);
-  else if (run.id === state.runID) loadRun();
+  else if (state.view === "run" && run.id === state.runID) loadRun();
 }
 
 function liveRuns(action) {
@@ -294,7 +300,7 @@ function renderCards() {
 
 function makeCard(info) {
   const root = el("article", { class: "card", "data-action": info.name, "aria-labelledby": `title-${info.name}` });
-  const head = el("div", { class: "card-head" }, el("h2", { id: `title-${info.name}`, text: info.name }),
+  const head = el("div", { class: "card-head" }, el("h2", { id: `title-${info.name}` }, el("a", { href: `/actions/${encodeURIComponent(info.name)}`, text: info.name })),
     el("span", { class: "policy", title: "what a press does while a run is in flight", text: info.policy }));
   root.append(head);
   if (info.description) root.append(el("p", { class: "description", text: info.description }));
@@ -1017,7 +1023,8 @@ function tick() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  if (state.view === "run") {
+  if (state.view === "action") { $("#actions-view").hidden = true; $("#action-view").hidden = false; }
+  else if (state.view === "run") {
     $("#actions-view").hidden = true; $("#run-view").hidden = false;
     const raw = $("#output-raw");
     raw.href = `/api/runs/${state.runID}/output.raw`;
