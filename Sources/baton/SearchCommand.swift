@@ -6,9 +6,9 @@ enum SearchCommand {
     static let spec = CommandSpec(
         name: "search",
         abstract: """
-            Find the runs whose kept output (or a param value) holds TEXT, case ignored, newest first, each with
-            its matching lines and their numbers. Any three characters or more are looked up in the history's
-            index; shorter texts are a slower scan. Works when batond is down.
+            Find the runs whose output holds TEXT. Newest first, each with its matching lines and their numbers;
+            case ignored; param values are searched too. Any three characters or more are looked up in the
+            history's index; shorter texts are a slower scan. Works when batond is down.
             """,
         arguments: "TEXT [ACTION]...",
         options: [
