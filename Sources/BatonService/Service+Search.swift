@@ -14,10 +14,25 @@ extension Service {
             // An action a reload removed still has its history; one never seen is a typo.
             if try await history.runs(HistoryFilter(actions: [name], limit: 1)).isEmpty { throw .unknownAction(name) }
         }
+        if filter.actions.isEmpty {
+            // A peer that may read only some actions searches those, so that runs it may not see
+            // do not take the places of runs it may.
+            let visible = readable(generation.actions.keys, generation, connection.peer)
+            if visible.isEmpty, !generation.actions.isEmpty { return Response(id: request.id).with(matches: []) }
+            if visible.count < generation.actions.count { filter.actions = visible.sorted() }
+        }
         let matches = try await history.search(text, filter)
         let visible = readable(matches.map(\.run.action), generation, connection.peer)
         var response = Response(id: request.id)
         response.matches = matches.filter { visible.contains($0.run.action) }
+        return response
+    }
+}
+
+extension Response {
+    fileprivate func with(matches: [SearchMatch]) -> Response {
+        var response = self
+        response.matches = matches
         return response
     }
 }
