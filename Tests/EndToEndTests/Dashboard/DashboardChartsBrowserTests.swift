@@ -55,6 +55,7 @@ struct DashboardChartsBrowserTests {
             #expect(try Self.dataset(browser, "chart-usage", 0).count == 5)
             #expect(try Self.dataset(browser, "chart-usage", 1).count == 5)
             #expect(try browser.text("#action-facts").contains("3 succeeded, 2 failed, 0 cancelled"))
+            try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-action-charts.png")
             // A sixth run redraws the page's charts.
             _ = try daemon.baton("run", "flip", "-p", "code=0")
             #expect(try browser.wait(until: "window.Chart.getChart('chart-durations').data.datasets[0].data.length === 6"))
@@ -77,6 +78,7 @@ struct DashboardChartsBrowserTests {
             let colours = try browser.script("return window.Chart.getChart(\(canvas)).data.datasets[0].backgroundColor;") as? [String]
             #expect(colours == Self.colours)
             #expect(try browser.script("return document.querySelectorAll(\"[data-action='idle'] canvas\").length;") as? Int == 0)
+            try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-card-charts.png")
         }
     }
 }

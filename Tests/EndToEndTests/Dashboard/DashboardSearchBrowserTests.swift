@@ -30,6 +30,8 @@ struct DashboardSearchBrowserTests {
             #expect(try browser.text("#search-results li .search-lines") == "2: <img src=x onerror=window.pwned=1> Connection refused\n")
             #expect(try browser.text("#search-results li mark") == "Connection refused")
             #expect(try browser.script("return document.querySelectorAll('#search-results img').length + (window.pwned === undefined ? 0 : 100);") as? Int == 0)
+            _ = try browser.script("document.querySelector('#search').scrollIntoView();")
+            try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-search.png")
             // The history's action filter narrows the search too.
             _ = try browser.script("document.querySelector('#filter-action').value = 'quiet';")
             try browser.click("#search button[type=submit]")
