@@ -12,6 +12,10 @@ extension History {
         let search = SearchText(text)
         let limit = min(max(filter.limit, 0), SearchMatch.maxRuns)
         guard !search.folded.isEmpty, limit > 0 else { return [] }
+        // A file read while batond is down may predate the index (version 10): say so, not "no such table".
+        guard try connection.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'output_search'")?.int64 == 1 else {
+            throw DatabaseError(code: 1, message: "this history has no search index yet (it predates version 10): batond builds it when it next opens the file")
+        }
         var (clauses, arguments) = Self.conditions(filter)
         var runs = try outputMatches(search, clauses, arguments, limit: limit)
         clauses.append("EXISTS (SELECT 1 FROM json_each(runs.params) WHERE json_each.value LIKE ? ESCAPE '\\')")

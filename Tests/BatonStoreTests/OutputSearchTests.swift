@@ -113,6 +113,13 @@ struct OutputSearchTests {
             INSERT INTO output_chunks (run_id, start, stream, at, bytes) VALUES (5, 0, 1, 1, CAST('ok\nERROR: disk full\n' AS BLOB));
             INSERT INTO output_totals (run_id, total, dropped, head) VALUES (5, 19, 0, 1000);
             """)
+        // Read as the CLI reads it while batond is down, before any batond migrated it: said plainly.
+        do {
+            _ = try History.openReadOnly(path: path).search("disk full", HistoryFilter())
+            Issue.record("a history without the index was searched")
+        } catch {
+            #expect("\(error)".contains("no search index yet"), "\(error)")
+        }
         let store = try Store(path: path)
         defer { store.close() }
         #expect(try await Self.indexed(store, "disk full") == 1)
