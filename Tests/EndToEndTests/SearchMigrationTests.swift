@@ -16,9 +16,11 @@ struct SearchMigrationTests {
         let database = directory + "/history.sqlite"
         let old = try Connection(path: database)
         #expect(try Migrator.migrate(old, migrations: Migrator.migrations.filter { $0.version <= 9 }).last == 9)
+        // Timed now: retention, which runs as batond starts, would remove a run ended in 1970.
+        let now = Timestamp.now.rawValue
         try old.execute("""
             INSERT INTO runs (id, action, key, phase, policy, params, queued_at, started_at, ended_at)
-                VALUES (1, 'hello', 'hello', 'failure', 'reject', '{}', 1, 1, 2);
+                VALUES (1, 'hello', 'hello', 'failure', 'reject', '{}', \(now), \(now), \(now + 1));
             INSERT INTO output_chunks (run_id, start, stream, at, bytes) VALUES (1, 0, 1, 1, CAST('ok\nERROR: no space left on device\n' AS BLOB));
             INSERT INTO output_totals (run_id, total, dropped, head) VALUES (1, 35, 0, 1000);
             """)
