@@ -26,7 +26,7 @@ enum SearchCommand {
         guard let text = arguments.positionals.first, !text.isEmpty else {
             throw UsageError("baton search: what to look for? baton search TEXT [ACTION]...")
         }
-        var filter = try HistoryCommand.filter(arguments)
+        var filter = try HistoryCommand.filter(arguments, command: "search")
         filter.actions = Array(arguments.positionals.dropFirst())
         if let limit = arguments.value("limit") {
             guard let value = Int(limit), (0...SearchMatch.maxRuns).contains(value) else {
