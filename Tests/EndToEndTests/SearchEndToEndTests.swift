@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 import BatonIPC
 import Foundation
@@ -47,5 +48,16 @@ struct SearchEndToEndTests {
         daemon.stop()
         let offline = try execute(Binaries.baton, ["--socket", daemon.socket, "--database", daemon.database, "search", "all fine"])
         #expect(offline.code == 0 && offline.stdout.contains("1: all fine"), "\(offline)")
+    }
+
+    @Test("BatonClient.search: the same answer from Swift, and an unknown action as BatonClientError")
+    func fromSwift() async throws {
+        let daemon = try Daemon(config: Self.config)
+        #expect(try daemon.baton("run", "fetch", "-p", "host=db-east").code == 1)
+        let client = try BatonClient(socket: daemon.socket)
+        let found = try await client.search("REFUSED on db")
+        #expect(found.map(\.run.id) == [1] && found.first?.lines.map(\.line) == [2])
+        #expect(try await client.search("refused", HistoryFilter(phases: [.success])).isEmpty)
+        await #expect(throws: BatonClientError.self) { try await client.search("x", HistoryFilter(actions: ["nope"])) }
     }
 }
