@@ -13,6 +13,10 @@ const mebibytes = (bytes) => (bytes == null ? null : bytes / 1048576);
 // Draws (or redraws) a chart on a canvas: Chart.js keeps one chart per canvas.
 function drawChart(canvas, config) {
   if (!chartsAvailable()) return null;
+  // Text and grid in the page's own colours (light or dark).
+  const style = getComputedStyle(document.documentElement);
+  window.Chart.defaults.color = style.getPropertyValue("--muted").trim() || "#5d6570";
+  window.Chart.defaults.borderColor = style.getPropertyValue("--line").trim() || "#dde1e6";
   const existing = window.Chart.getChart(canvas);
   if (existing) existing.destroy();
   config.options = { animation: false, responsive: true, maintainAspectRatio: false, ...config.options };
