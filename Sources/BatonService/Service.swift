@@ -35,6 +35,9 @@ public final class Service: RequestHandler, Sendable {
     /// The actions and access rules in force: replaced whole by a reload (from the reload's
     /// thread, read on the loop: a lock).
     private let current: Locked<Generation>
+    /// Where a peer's groups are looked up in the user database (NSS may block: never on the
+    /// loop), one at a time, so that a connection's requests waiting for them keep their order.
+    let lookups = SpawnerPool(threads: 1, name: "baton-lookup")
     /// Groups per uid from the user database, with when they were read.
     let groupCache = Locked<[UInt32: (groups: [UInt32], at: ContinuousClock.Instant)]>([:])
     /// Watches per connection (the conductor's observer ids), stopped when it closes: the loop's.
@@ -92,6 +95,16 @@ public final class Service: RequestHandler, Sendable {
         }
         let exchange = Exchange(request: request, connection: connection)
         let generation = self.generation
+        // A peer whose groups the rules may need and the cache has not: looked up off the loop,
+        // the request served when they are back (on the loop, in the order requests came).
+        guard !needsGroupLookup(exchange.peer, generation) else {
+            return lookUpGroups(of: exchange.peer) { [self] in serve(request, exchange, generation, connection) }
+        }
+        serve(request, exchange, generation, connection)
+    }
+
+    /// Serves a valid request (on the loop) against `generation`.
+    private func serve(_ request: Request, _ exchange: Exchange, _ generation: Generation, _ connection: any Caller) {
         switch request.op {
         // Answered here, on the server's thread: nothing to wait for.
         case .ping: exchange.finish(ping(request))
