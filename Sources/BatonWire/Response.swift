@@ -29,6 +29,8 @@ public struct Response: Codable, Sendable {
     public var triggers: [TriggerRecord]?
     /// stats: one entry per action.
     public var stats: [ActionStats]?
+    /// search: the runs found, newest first, each with its matching lines.
+    public var matches: [SearchMatch]?
     /// prune: runs removed (or that would be) per action.
     @Boxed public var prune: PruneReport? = nil
     /// status: why the history cannot be written right now (new triggers are refused meanwhile).

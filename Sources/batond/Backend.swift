@@ -29,13 +29,15 @@ struct Backend {
     var deliveries: WebhookListener.DeliveryStore?
 
     /// The SQLite history at `path`, recovered from an unclean stop.
-    static func sqlite(_ config: Config, path: String, metrics: Metrics, reactor: Reactor) async throws -> Backend {
+    static func sqlite(_ config: Config, path: String, metrics: Metrics, reactor: Reactor,
+                       migrating: (@Sendable (Int, String) -> Void)? = nil) async throws -> Backend {
         try Paths.ensureParent(of: path)
         var options = Store.Options(synchronous: config.synchronous, onProblem: { problem in
             if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
             else { Log.info("the history can be written again") }
         })
         options.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
+        options.willMigrate = migrating
         let tracking = try Self.tracking(config, instance: path)
         let store = try Store(path: path, options: options)
         ExecRunner.adoptOrphans(on: reactor)
