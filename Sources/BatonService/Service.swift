@@ -44,6 +44,10 @@ public final class Service: RequestHandler, Sendable {
     private let watches: LoopOwned<[ObjectIdentifier: [Int]]>
     /// Output follows per connection (the dispatcher's ids), stopped when it closes: the loop's.
     let outputFollows: LoopOwned<[ObjectIdentifier: [Int]]>
+    /// Per connection with a request waiting for its peer's groups: the requests that came after
+    /// it, in order, taken once it is served (the loop's). A connection's answers keep their order
+    /// even when another connection's lookup fills the cache meanwhile.
+    let behindLookup: LoopOwned<[ObjectIdentifier: [RequestFrame]]>
     /// The loop requests come in on and answers are completed on.
     let reactor: Reactor
 
@@ -62,6 +66,7 @@ public final class Service: RequestHandler, Sendable {
         self.reactor = reactor
         watches = LoopOwned([:], on: reactor)
         outputFollows = LoopOwned([:], on: reactor)
+        behindLookup = LoopOwned([:], on: reactor)
         self.processTree = processTree
         self.conductor = conductor
         self.dispatcher = dispatcher ?? conductor
@@ -85,22 +90,54 @@ public final class Service: RequestHandler, Sendable {
 
     /// A request line from a caller (on the loop): answered through it, now or once its outcome is known.
     public func received(_ frame: RequestFrame, from connection: any Caller) {
+        let key = ObjectIdentifier(connection)
+        // Behind a request that waits for its peer's groups: waits too, whatever it is.
+        if behindLookup.access({ $0[key] != nil }) { return behindLookup.access { $0[key]?.append(frame) } }
+        take(frame, from: connection)
+    }
+
+    /// Takes one request line: answered or served now, or, when its peer's groups must be looked
+    /// up first (off the loop), served once they are back; true then, and the connection's next
+    /// requests wait behind it.
+    @discardableResult
+    private func take(_ frame: RequestFrame, from connection: any Caller) -> Bool {
         let request: Request
         switch Self.request(in: frame) {
         case let .success(valid): request = valid
         case let .failure(refusal):
             send(.failure(refusal.id, WireError(refusal.error)), to: connection)
             connection.endRequest()
-            return
+            return false
         }
         let exchange = Exchange(request: request, connection: connection)
         let generation = self.generation
-        // A peer whose groups the rules may need and the cache has not: looked up off the loop,
-        // the request served when they are back (on the loop, in the order requests came).
         guard !needsGroupLookup(exchange.peer, generation) else {
-            return lookUpGroups(of: exchange.peer) { [self] in serve(request, exchange, generation, connection) }
+            let key = ObjectIdentifier(connection)
+            behindLookup.access { $0[key] = $0[key] ?? [] }
+            lookUpGroups(of: exchange.peer) { [self] in
+                serve(request, exchange, generation, connection)
+                takeWaiting(from: connection)
+            }
+            return true
         }
         serve(request, exchange, generation, connection)
+        return false
+    }
+
+    /// After a lookup: the connection's requests that came behind it, in order, until one waits
+    /// for a lookup of its own (or none is left, or the connection has closed).
+    private func takeWaiting(from connection: any Caller) {
+        let key = ObjectIdentifier(connection)
+        while let next = behindLookup.access({ queue -> RequestFrame? in
+            guard let waiting = queue[key], let first = waiting.first else {
+                queue[key] = nil
+                return nil
+            }
+            queue[key] = Array(waiting.dropFirst())
+            return first
+        }) {
+            if take(next, from: connection) { return }
+        }
     }
 
     /// Serves a valid request (on the loop) against `generation`.
@@ -135,6 +172,7 @@ public final class Service: RequestHandler, Sendable {
 
     /// The caller has gone (on the loop): its watches and output follows stop.
     public func closed(_ connection: any Caller) {
+        behindLookup.access { $0[ObjectIdentifier(connection)] = nil }
         let ids = watches.access { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
         for id in ids { conductor.stopObserving(id) }
         let follows = outputFollows.access { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []

@@ -44,4 +44,29 @@ struct GroupLookupTests {
         for _ in 1...3 { ids.append(try #require(await bob.answer()).id) }
         #expect(ids == [.number(1), .number(2), .number(3)])
     }
+
+    @Test("a connection's later request waits behind its earlier one, even when another connection's lookup fills the cache meanwhile")
+    func orderWhenAnotherLookupFillsTheCache() async throws {
+        let fixture = Fixture()
+        let first = DispatchSemaphore(value: 0), second = DispatchSemaphore(value: 0)
+        fixture.service.lookups.submit { first.wait() }
+        let other = Recorder(uid: Fixture.alice), alice = Recorder(uid: Fixture.alice)
+        // The other connection's lookup, then (after a held job) alice's first request's.
+        fixture.service.receivedOnLoop(.line(Array(#"{"id":10,"op":"ping"}"#.utf8)), from: other)
+        fixture.service.lookups.submit { second.wait() }
+        fixture.service.receivedOnLoop(.line(Array(#"{"id":1,"op":"ping"}"#.utf8)), from: alice)
+        first.signal()
+        #expect(try #require(await other.answer()).id == .number(10))
+        #expect(fixture.service.groupCache.withLock { $0[Fixture.alice] } != nil)
+        // Alice's second request finds her groups cached, but her first still waits for its lookup.
+        fixture.service.receivedOnLoop(.line(Array(#"{"id":2,"op":"ping"}"#.utf8)), from: alice)
+        fixture.service.receivedOnLoop(.line(Array("not json".utf8)), from: alice)
+        // Root's ping is taken after alice's on the loop: once it is answered, hers were taken.
+        #expect(try #require(await fixture.ask(#"{"id":3,"op":"ping"}"#, as: Recorder(uid: 0))).ok == true)
+        #expect(alice.sentCount == 0, "answered before the request that came first")
+        second.signal()
+        var ids: [RequestID?] = []
+        for _ in 1...3 { ids.append(try #require(await alice.answer()).id) }
+        #expect(ids == [.number(1), .number(2), nil])
+    }
 }
