@@ -37,16 +37,26 @@ extension ExecRunner {
     @discardableResult
     public static func killAllGroups() -> Int {
         ProcessAttempt.leaders.withLock { $0.refuseSpawns() }
+        // What runs now is killed first, at once: the lease may be about to end. Then the spawns
+        // under way on spawner threads (begun before the refusal) are waited for, up to 2 s, and
+        // their leaders killed too.
+        var killed = killEveryGroup()
         var waited = 0
         while ProcessAttempt.leaders.withLock({ $0.spawning }) > 0 && waited < 2_000 {
             usleep(1_000)
             waited += 1
         }
+        killed.formUnion(killEveryGroup())
+        return killed.count
+    }
+
+    /// SIGKILLs every attempt's cgroup subtree and process group; the leaders it found.
+    private static func killEveryGroup() -> Set<pid_t> {
         // Counted before anything is killed: a leader killed first would be reaped (and gone from
         // the set) before it was counted.
         let groups = ProcessAttempt.leaders.withLock { $0.pids }
         for directory in ProcessAttempt.leaders.withLock({ $0.hierarchies }) { CgroupHierarchy(directory: directory).killAll() }
         for pgid in groups { kill(-pgid, SIGKILL) }
-        return groups.count
+        return groups
     }
 }
