@@ -22,7 +22,7 @@ struct ConfigReader {
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
         "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
-        "processTree", "output", "webhooks", "limits", "requireUser",
+        "processTree", "output", "webhooks", "limits", "requireUser", "search",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
@@ -55,6 +55,9 @@ struct ConfigReader {
         if let value = fields["synchronous"] {
             config.synchronous = choice(value, at: "synchronous", Store.Synchronous.allCases.map { $0.rawValue.lowercased() })
                 .flatMap { Store.Synchronous(rawValue: $0.uppercased()) } ?? .full
+        }
+        if let value = fields["search"] {
+            config.search = choice(value, at: "search", SearchSetting.allCases.map(\.rawValue)).flatMap(SearchSetting.init(rawValue:)) ?? .scan
         }
         if let value = fields["metrics"] { config.metricsListen = metrics(value, at: "metrics") }
         if let value = fields["processTree"] {
