@@ -129,7 +129,7 @@ struct OutputSearchTests {
         let changes = Locked<[SearchIndex.Change]>([])
         let store = try Self.open(path, changes: { change in changes.withLock { $0.append(change) } })
         defer { store.close() }
-        #expect(changes.withLock { $0 } == [.building(chunks: 1, bytes: 19)])
+        #expect(changes.withLock { $0 } == [.building(chunks: 1, bytes: 20)])
         #expect(try await Self.indexed(store, "disk full") == 1)
         let found = try await Self.search(store, "disk full")
         #expect(found.map(\.run.id) == [5])
@@ -186,7 +186,8 @@ struct OutputSearchTests {
             return Int(state % UInt64(bound))
         }
         let pieces = ["connection refused", "Connection REFUSED", "retrying request", "ok", "disk full", "\n", "\n", "x",
-                      "ünïcode", "ÜNÏCODE", "a long stretch of words ", "id=7f3a ", "\u{0}", "%_", "refu", "sed"]
+                      "ünïcode", "ÜNÏCODE", "a long stretch of words ", "id=7f3a ", "%_", "refu", "sed"]
+        // No NUL byte: FTS5 reads a chunk as text up to its first NUL, the scan reads it all (said in README).
         let store = try Self.open(path)
         for id in 1...60 {
             let chunks = (0..<(1 + next(4))).map { _ in (0..<next(25)).map { _ in pieces[next(pieces.count)] }.joined() }
