@@ -44,8 +44,9 @@ extension Daemon {
         switch change {
         case let .building(chunks, bytes):
             let mib = (Double(bytes) / 1_048_576 * 10).rounded() / 10
-            Log.info("search: \"index\": building the search index over \(chunks) chunks (\(mib) MiB) of kept output, "
-                + "about a minute per 250 MiB")
+            Log.info(chunks == 0 ? "search: \"index\": making the search index (no kept output yet)"
+                : "search: \"index\": building the search index over \(chunks) chunks (\(mib) MiB) of kept output, "
+                    + "about a minute per 250 MiB")
             notifier.send(["EXTEND_TIMEOUT_USEC=\(6 * 3_600 * 1_000_000)", "STATUS=building the search index"])
         case .dropping:
             Log.info("search: \"scan\": dropping the search index this history kept (its space is reused by new output)")
