@@ -105,7 +105,7 @@ extension History {
     }
 
     /// The same found by reading the chunks, newest first, those of the runs `reads` takes only:
-    /// an ASCII text with `memchr`/`memcmp` over SQLite's `lower()` (ASCII folded, as the
+    /// an ASCII text with `memmem` over SQLite's `lower()` (ASCII folded, as the
     /// trigram index folds it), another through Swift's lowercasing.
     private func scannedChunks(_ search: SearchText, reads: (Int64) throws -> Bool, _ holds: (Int64) throws -> Bool) throws {
         let folded = search.isASCII ? "CAST(lower(CAST(bytes AS TEXT)) AS BLOB)" : "bytes"
@@ -117,7 +117,7 @@ extension History {
                     try chunk.bind([.integer(chunks.int64(0) ?? 0)])
                     guard try chunk.step(), case let .blob(bytes) = chunk.value(0) else { continue }
                     let haystack = search.isASCII ? bytes : Array(String(decoding: bytes, as: UTF8.self).lowercased().utf8)
-                    if Bytes.find(search.folded, in: haystack, from: 0) != nil, try !holds(run) { return }
+                    if Bytes.contains(search.folded, in: haystack), try !holds(run) { return }
                 }
             }
         }
