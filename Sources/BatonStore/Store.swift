@@ -40,7 +40,7 @@ public final class Store: RunStore, Sendable {
         /// Told of each committed transaction: how long it took and how many items it carried.
         public var onCommit: (@Sendable (_ seconds: Double, _ items: Int) -> Void)?
         /// Told of each migration as it begins (version, name), on the opening thread: some take
-        /// long on a large history (version 10 indexes every run's kept output).
+        /// long on a large history (those that rewrite every run).
         public var willMigrate: (@Sendable (_ version: Int, _ name: String) -> Void)?
         /// Whether the history keeps the trigram search index (`SearchIndex`): made at open when
         /// missing, dropped when present and not asked for. Off: `search` scans the kept output.

@@ -29,8 +29,8 @@ extension Daemon {
     }
 
     /// A migration of the history begins: said in the log, and to systemd, whose start timeout
-    /// (90 s by default) it may outlast: version 10 indexes every run's kept output, about a
-    /// minute per 250 MiB of it on a small machine, in one transaction that a kill would undo.
+    /// (90 s by default) a migration that rewrites every run (as version 2's keys did) may
+    /// outlast, in one transaction that a kill would undo.
     static func migrating(_ version: Int, _ name: String, _ notifier: Notifier) {
         Log.info("migrating the history to version \(version) (\(name))")
         notifier.send(["EXTEND_TIMEOUT_USEC=\(6 * 3_600 * 1_000_000)", "STATUS=migrating the history to version \(version) (\(name))"])
