@@ -56,15 +56,13 @@ struct ConfigReader {
             config.synchronous = choice(value, at: "synchronous", Store.Synchronous.allCases.map { $0.rawValue.lowercased() })
                 .flatMap { Store.Synchronous(rawValue: $0.uppercased()) } ?? .full
         }
-        if let value = fields["search"] {
-            config.search = choice(value, at: "search", SearchSetting.allCases.map(\.rawValue)).flatMap(SearchSetting.init(rawValue:)) ?? .scan
-        }
         if let value = fields["metrics"] { config.metricsListen = metrics(value, at: "metrics") }
         if let value = fields["processTree"] {
             config.processTree = choice(value, at: "processTree", ProcessTreeSetting.allCases.map(\.rawValue))
                 .flatMap(ProcessTreeSetting.init(rawValue:)) ?? .auto
         }
         config.fleet = fleet(fields)
+        config.search = search(fields["search"], fleet: config.fleet != nil)
         if let value = fields["retention"] {
             config.retention = Retention.standard.overridden(by: retention(value, at: "retention"))
         }

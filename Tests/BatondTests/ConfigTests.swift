@@ -140,6 +140,8 @@ struct ConfigTests {
         #expect(try Config.parse(Data(#"{ search: "index", actions: {} }"#.utf8), file: "c").search == .index)
         let refused = problems(#"{ search: "fts", actions: {} }"#)
         #expect(refused.count == 1 && refused[0].contains("search") && refused[0].contains("scan, index"), "\(refused)")
+        let fleet = try Config.parse(Data(#"{ postgres: "dbname=x", search: "index", actions: {} }"#.utf8), file: "c")
+        #expect(fleet.warnings.contains { $0.hasPrefix("c: search: a fleet does not search") }, "\(fleet.warnings)")
     }
 
     @Test("retention: global fields over the standard, action fields over the global")
