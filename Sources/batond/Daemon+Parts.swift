@@ -37,8 +37,8 @@ extension Daemon {
     }
 
     /// The store makes the search index (`search: "index"`, missing from the file) or drops it
-    /// (`"scan"`, present): said in the log, and making it, to systemd, whose start timeout it may
-    /// outlast (about a minute per 250 MiB of kept output on a small machine, in one transaction
+    /// (`"scan"`, present): said in the log, and to systemd, whose start timeout making it may
+    /// outlast (a minute per 60 to 250 MiB of kept output on a small machine, in one transaction
     /// that a kill would undo).
     static func changingSearchIndex(_ change: SearchIndex.Change, _ notifier: Notifier) {
         switch change {
@@ -46,10 +46,12 @@ extension Daemon {
             let mib = (Double(bytes) / 1_048_576 * 10).rounded() / 10
             Log.info(chunks == 0 ? "search: \"index\": making the search index (no kept output yet)"
                 : "search: \"index\": building the search index over \(chunks) chunks (\(mib) MiB) of kept output, "
-                    + "about a minute per 250 MiB")
+                    + "a minute per 60 to 250 MiB of it, by how random it is")
             notifier.send(["EXTEND_TIMEOUT_USEC=\(6 * 3_600 * 1_000_000)", "STATUS=building the search index"])
         case .dropping:
             Log.info("search: \"scan\": dropping the search index this history kept (its space is reused by new output)")
+            // Freeing a large index's pages takes a while too.
+            notifier.send(["EXTEND_TIMEOUT_USEC=\(6 * 3_600 * 1_000_000)", "STATUS=dropping the search index"])
         }
     }
 
