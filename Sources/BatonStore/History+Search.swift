@@ -1,23 +1,22 @@
 import BatonCore
 import FoundationEssentials
 
-/// `search`: the runs whose kept output (through the trigram index, `output_search`) or param
-/// values hold a text, newest first, each with its matching lines and their numbers.
+/// `search`: the runs whose kept output or param values hold a text, newest first, each with its
+/// matching lines and their numbers. The output is scanned, or looked up in the trigram index
+/// (`SearchIndex`) where the history keeps one; both find the same runs.
 extension History {
     /// The runs of `filter` (its actions, phases, window and params; its limit, at most
     /// `SearchMatch.maxRuns`) whose output or param values hold `text`, case ignored. A text of
-    /// three characters or more is looked up in the index; a shorter one is a scan of every
-    /// chunk (`LIKE`), newest first, until the limit is found.
+    /// three characters or more is looked up in the index where there is one; otherwise the kept
+    /// output is scanned, newest chunk first, until the limit is found. Either way a chunk holds
+    /// the text whole (a match that a chunk's end cuts in two is not found).
     public func search(_ text: String, _ filter: HistoryFilter, maxLines: Int = SearchMatch.maxLines) throws -> [SearchMatch] {
         let search = SearchText(text)
         let limit = min(max(filter.limit, 0), SearchMatch.maxRuns)
         guard !search.folded.isEmpty, limit > 0 else { return [] }
-        // A file read while batond is down may predate the index (version 10): say so, not "no such table".
-        guard try connection.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'output_search'")?.int64 == 1 else {
-            throw DatabaseError(code: 1, message: "this history has no search index yet (it predates version 10): batond builds it when it next opens the file")
-        }
+        let indexed = try search.usesIndex && SearchIndex.isPresent(connection)
         var (clauses, arguments) = Self.conditions(filter)
-        var runs = try outputMatches(search, clauses, arguments, limit: limit)
+        var runs = try outputMatches(search, clauses, arguments, limit: limit, indexed: indexed)
         clauses.append("EXISTS (SELECT 1 FROM json_each(runs.params) WHERE json_each.value LIKE ? ESCAPE '\\')")
         arguments.append(.text(search.likePattern))
         let byParams = try connection.withStatement("""
@@ -51,34 +50,76 @@ extension History {
     }
 
     /// The runs of the filter with a chunk that holds the text, in the order of their newest
-    /// such chunk, up to `limit`: the index's (or the scan's) chunks newest first, each run
-    /// checked against the filter once.
+    /// such chunk, up to `limit`: each run checked against the filter once, when first named, and
+    /// (scanning) no chunk read of a run the filter refuses or that is found already.
     private func outputMatches(_ search: SearchText, _ clauses: [String], _ arguments: [DatabaseValue],
-                               limit: Int) throws -> [RunSnapshot] {
-        let chunks = search.usesIndex
-            ? ("SELECT c.run_id FROM output_chunks c WHERE c.rowid = ?", "SELECT rowid FROM output_search WHERE output_search MATCH ? ORDER BY rowid DESC",
-               DatabaseValue.text(search.matchQuery))
-            : ("SELECT ?", "SELECT run_id FROM output_chunks WHERE CAST(bytes AS TEXT) LIKE ? ESCAPE '\\' ORDER BY rowid DESC",
-               DatabaseValue.text(search.likePattern))
+                               limit: Int, indexed: Bool) throws -> [RunSnapshot] {
         let check = "SELECT \(Self.runColumns) FROM runs WHERE " + (["id = ?"] + clauses).joined(separator: " AND ")
-        var seen = Set<Int64>()
+        var taken: [Int64: RunSnapshot] = [:]
+        var done = Set<Int64>()
         var found: [RunSnapshot] = []
-        try connection.withStatement(chunks.0) { owner in
-            try connection.withStatement(check) { runRow in
-                try connection.withStatement(chunks.1) { candidates in
-                    try candidates.bind([chunks.2])
-                    while found.count < limit, try candidates.step() {
-                        // The index names a chunk; the scan names its run already.
-                        owner.reset()
-                        try owner.bind([.integer(candidates.int64(0) ?? 0)])
-                        guard try owner.step(), let run = owner.int64(0), seen.insert(run).inserted else { continue }
-                        runRow.reset()
-                        try runRow.bind([.integer(run)] + arguments)
-                        if try runRow.step() { found.append(Self.decodeRun(runRow)) }
-                    }
+        try connection.withStatement(check) { runRow in
+            // The run, if the filter takes it and it is not found yet.
+            func candidate(_ run: Int64) throws -> RunSnapshot? {
+                if done.contains(run) { return nil }
+                if let snapshot = taken[run] { return snapshot }
+                runRow.reset()
+                try runRow.bind([.integer(run)] + arguments)
+                guard try runRow.step() else {
+                    done.insert(run)
+                    return nil
                 }
+                let snapshot = Self.decodeRun(runRow)
+                taken[run] = snapshot
+                return snapshot
+            }
+            let holds = { (run: Int64) throws -> Bool in
+                guard let snapshot = try candidate(run) else { return true }
+                found.append(snapshot)
+                done.insert(run)
+                return found.count < limit
+            }
+            if indexed {
+                try indexedChunks(search, holds)
+            } else {
+                try scannedChunks(search, reads: { try candidate($0) != nil }, holds)
             }
         }
         return found
+    }
+
+    /// The run of each chunk the index says holds the text, newest chunk first, told to `holds`
+    /// until it returns false.
+    private func indexedChunks(_ search: SearchText, _ holds: (Int64) throws -> Bool) throws {
+        try connection.withStatement("SELECT run_id FROM output_chunks WHERE rowid = ?") { owner in
+            try connection.withStatement("SELECT rowid FROM output_search WHERE output_search MATCH ? ORDER BY rowid DESC") { chunks in
+                try chunks.bind([.text(search.matchQuery)])
+                while try chunks.step() {
+                    owner.reset()
+                    try owner.bind([.integer(chunks.int64(0) ?? 0)])
+                    guard try owner.step(), let run = owner.int64(0) else { continue }
+                    if try !holds(run) { return }
+                }
+            }
+        }
+    }
+
+    /// The same found by reading the chunks, newest first, those of the runs `reads` takes only:
+    /// an ASCII text with `memmem` over SQLite's `lower()` (ASCII folded, as the
+    /// trigram index folds it), another through Swift's lowercasing.
+    private func scannedChunks(_ search: SearchText, reads: (Int64) throws -> Bool, _ holds: (Int64) throws -> Bool) throws {
+        let folded = search.isASCII ? "CAST(lower(CAST(bytes AS TEXT)) AS BLOB)" : "bytes"
+        try connection.withStatement("SELECT \(folded) FROM output_chunks WHERE rowid = ?") { chunk in
+            try connection.withStatement("SELECT rowid, run_id FROM output_chunks ORDER BY rowid DESC") { chunks in
+                while try chunks.step() {
+                    guard let run = chunks.int64(1), try reads(run) else { continue }
+                    chunk.reset()
+                    try chunk.bind([.integer(chunks.int64(0) ?? 0)])
+                    guard try chunk.step(), case let .blob(bytes) = chunk.value(0) else { continue }
+                    let haystack = search.isASCII ? bytes : Array(String(decoding: bytes, as: UTF8.self).lowercased().utf8)
+                    if Bytes.contains(search.folded, in: haystack), try !holds(run) { return }
+                }
+            }
+        }
     }
 }

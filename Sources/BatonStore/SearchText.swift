@@ -217,6 +217,20 @@ enum Bytes {
         return count
     }
 
+    private typealias MemMem = @convention(c) (UnsafeRawPointer?, Int, UnsafeRawPointer?, Int) -> UnsafeMutableRawPointer?
+    /// glibc's `memmem`, which Glibc's module shows only under `_GNU_SOURCE`: found by name (RTLD_DEFAULT).
+    private static let memmemFunction: MemMem? = dlsym(nil, "memmem").map { unsafeBitCast($0, to: MemMem.self) }
+
+    /// Whether `needle` is anywhere in `bytes`: `memmem`, no per-byte work in Swift whatever the
+    /// needle's first byte (`find`'s `memchr` stops at every `c` of hex-heavy output).
+    static func contains(_ needle: [UInt8], in bytes: [UInt8]) -> Bool {
+        guard !needle.isEmpty, needle.count <= bytes.count else { return false }
+        guard let memmem = memmemFunction else { return find(needle, in: bytes, from: 0) != nil }
+        return bytes.withUnsafeBytes { haystack in
+            needle.withUnsafeBytes { memmem(haystack.baseAddress!, haystack.count, $0.baseAddress!, $0.count) != nil }
+        }
+    }
+
     /// Where `needle` first is at or after `from`: its first byte by `memchr`, the rest by `memcmp`.
     static func find(_ needle: [UInt8], in bytes: [UInt8], from: Int) -> Int? {
         guard !needle.isEmpty else { return nil }

@@ -116,6 +116,7 @@ extension Store {
         guard let connection = try? Connection(path: context.path) else { return }
         try? configure(connection, options: context.options)
         _ = try? Migrator.migrate(connection)
+        _ = try? SearchIndex.apply(wanted: context.options.searchIndex, on: connection)
         try? connection.execute("INSERT OR REPLACE INTO sqlite_sequence (name, seq) VALUES ('runs', \(highestRunID))")
     }
 

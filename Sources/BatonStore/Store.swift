@@ -40,8 +40,13 @@ public final class Store: RunStore, Sendable {
         /// Told of each committed transaction: how long it took and how many items it carried.
         public var onCommit: (@Sendable (_ seconds: Double, _ items: Int) -> Void)?
         /// Told of each migration as it begins (version, name), on the opening thread: some take
-        /// long on a large history (version 10 indexes every run's kept output).
+        /// long on a large history (those that rewrite every run).
         public var willMigrate: (@Sendable (_ version: Int, _ name: String) -> Void)?
+        /// Whether the history keeps the trigram search index (`SearchIndex`): made at open when
+        /// missing, dropped when present and not asked for. Off: `search` scans the kept output.
+        public var searchIndex = false
+        /// Told, on the opening thread, before the index is made (long on a large history) or dropped.
+        public var willChangeSearchIndex: (@Sendable (SearchIndex.Change) -> Void)?
 
         public init(synchronous: Synchronous = .full, busyTimeout: Duration = .seconds(5), maxBatch: Int = 2_000,
                     maxQueued: Int = 50_000, retryDelay: Duration = .milliseconds(500), idleThreads: Duration = .seconds(10),
@@ -111,6 +116,7 @@ public final class Store: RunStore, Sendable {
             try Self.refuseReadOnly(writing, path: path)
             try Self.configure(writing, options: options)
             try Migrator.migrate(writing, willApply: { [willMigrate = options.willMigrate] in willMigrate?($0.version, $0.name) })
+            try SearchIndex.apply(wanted: options.searchIndex, on: writing, willChange: options.willChangeSearchIndex)
             reading = try Self.open(path, options)
             try Self.configure(reading, options: options)
             try reading.execute("PRAGMA query_only = 1")

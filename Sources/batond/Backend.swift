@@ -30,7 +30,8 @@ struct Backend {
 
     /// The SQLite history at `path`, recovered from an unclean stop.
     static func sqlite(_ config: Config, path: String, metrics: Metrics, reactor: Reactor,
-                       migrating: (@Sendable (Int, String) -> Void)? = nil) async throws -> Backend {
+                       migrating: (@Sendable (Int, String) -> Void)? = nil,
+                       searchIndex: (@Sendable (SearchIndex.Change) -> Void)? = nil) async throws -> Backend {
         try Paths.ensureParent(of: path)
         var options = Store.Options(synchronous: config.synchronous, onProblem: { problem in
             if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
@@ -38,6 +39,8 @@ struct Backend {
         })
         options.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
         options.willMigrate = migrating
+        options.searchIndex = config.search == .index
+        options.willChangeSearchIndex = searchIndex
         let tracking = try Self.tracking(config, instance: path)
         let store = try Store(path: path, options: options)
         ExecRunner.adoptOrphans(on: reactor)

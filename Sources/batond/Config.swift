@@ -21,6 +21,9 @@ struct Config: Sendable, Equatable {
     /// How long a request line may take to arrive once begun.
     var requestTimeout: Duration = .seconds(10)
     var synchronous: Store.Synchronous = .full
+    /// How `baton search` finds a text in the kept output (`search`): by scanning it, or through
+    /// a trigram index the writer keeps in step at a cost to every commit.
+    var search: SearchSetting = .scan
     /// Where `GET /metrics` is served over HTTP (`metrics: { listen: "127.0.0.1:9469" }`); nil: not at all.
     var metricsListen: ListenAddress?
     /// The webhook listener and its hooks (issue 27); nil: none.
@@ -162,4 +165,12 @@ struct ConfigError: Error, CustomStringConvertible, Equatable {
         if let place = problem.place { return "\(file):\(place.line):\(place.column): \(problem.message)" }
         return "\(file): \(problem.path.isEmpty ? "" : "\(problem.path): ")\(problem.message)"
     }
+}
+
+/// `search`: whether the SQLite history keeps the trigram index (`SearchIndex`) for `baton search`.
+enum SearchSetting: String, Sendable, CaseIterable {
+    /// No index: a search reads the kept output, newest first (the default: writes cost nothing more).
+    case scan
+    /// The index, made at start if missing: fast lookups of 3+ characters, slower output writes.
+    case index
 }

@@ -22,7 +22,7 @@ struct ConfigReader {
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
         "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
-        "processTree", "output", "webhooks", "limits", "requireUser",
+        "processTree", "output", "webhooks", "limits", "requireUser", "search",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
@@ -62,6 +62,7 @@ struct ConfigReader {
                 .flatMap(ProcessTreeSetting.init(rawValue:)) ?? .auto
         }
         config.fleet = fleet(fields)
+        config.search = search(fields["search"], fleet: config.fleet != nil)
         if let value = fields["retention"] {
             config.retention = Retention.standard.overridden(by: retention(value, at: "retention"))
         }

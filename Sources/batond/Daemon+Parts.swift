@@ -1,6 +1,7 @@
 import BatonCore
 import BatonIPC
 import BatonService
+import BatonStore
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -14,7 +15,8 @@ extension Daemon {
             backend = try Backend.fleet(launch.config, fleet, metrics: metrics, reactor: reactor, onFenced: { why in Self.restartAfterFence(why) })
         } else {
             backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics, reactor: reactor,
-                                               migrating: { version, name in Self.migrating(version, name, notifier) })
+                                               migrating: { version, name in Self.migrating(version, name, notifier) },
+                                               searchIndex: { change in Self.changingSearchIndex(change, notifier) })
         }
         return (backend, {
             // The writers' and the feed's closes block until their threads end: on a thread of
@@ -27,12 +29,30 @@ extension Daemon {
     }
 
     /// A migration of the history begins: said in the log, and to systemd, whose start timeout
-    /// (90 s by default) it may outlast: version 10 indexes every run's kept output, about a
-    /// minute per 250 MiB of it on a small machine, in one transaction that a kill would undo.
+    /// (90 s by default) a migration that rewrites every run (as version 2's keys did) may
+    /// outlast, in one transaction that a kill would undo.
     static func migrating(_ version: Int, _ name: String, _ notifier: Notifier) {
-        let long = version == 10 ? ": indexing every run's kept output for search, which takes about a minute per 250 MiB of it" : ""
-        Log.info("migrating the history to version \(version) (\(name))\(long)")
+        Log.info("migrating the history to version \(version) (\(name))")
         notifier.send(["EXTEND_TIMEOUT_USEC=\(6 * 3_600 * 1_000_000)", "STATUS=migrating the history to version \(version) (\(name))"])
+    }
+
+    /// The store makes the search index (`search: "index"`, missing from the file) or drops it
+    /// (`"scan"`, present): said in the log, and to systemd, whose start timeout making it may
+    /// outlast (a minute per 60 to 250 MiB of kept output on a small machine, in one transaction
+    /// that a kill would undo).
+    static func changingSearchIndex(_ change: SearchIndex.Change, _ notifier: Notifier) {
+        switch change {
+        case let .building(chunks, bytes):
+            let mib = (Double(bytes) / 1_048_576 * 10).rounded() / 10
+            Log.info(chunks == 0 ? "search: \"index\": making the search index (no kept output yet)"
+                : "search: \"index\": building the search index over \(chunks) chunks (\(mib) MiB) of kept output, "
+                    + "a minute per 60 to 250 MiB of it, by how random it is")
+            notifier.send(["EXTEND_TIMEOUT_USEC=\(6 * 3_600 * 1_000_000)", "STATUS=building the search index"])
+        case .dropping:
+            Log.info("search: \"scan\": dropping the search index this history kept (its space is reused by new output)")
+            // Freeing a large index's pages takes a while too.
+            notifier.send(["EXTEND_TIMEOUT_USEC=\(6 * 3_600 * 1_000_000)", "STATUS=dropping the search index"])
+        }
     }
 
     /// The listening socket: passed by systemd, or bound here (and removed at the end).

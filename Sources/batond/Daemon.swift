@@ -204,6 +204,9 @@ enum Daemon {
         if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {
             warnings.append("socket and database settings change only at restart")
         }
+        if old.search != config.search {
+            warnings.append("search changes only at restart (the store makes or drops its index when it opens)")
+        }
         // On a socket systemd passed, `listen` only documents the address: nothing to move.
         if old.webhooks?.listen != config.webhooks?.listen && !webhooksPassed {
             warnings.append("webhooks.listen changes only at restart (the hooks themselves were reloaded)")

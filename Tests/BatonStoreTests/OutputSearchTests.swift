@@ -3,9 +3,10 @@ import BatonCore
 import Foundation
 import Testing
 
-/// `search` on a real SQLite file: the trigram index kept in step with the chunks the writer
-/// commits, the window slides out of it and retention prunes it, migration 10 builds it for a
-/// history written before it, and the matching lines come back with their numbers.
+/// `search` on a real SQLite file: the trigram index (`searchIndex`) kept in step with the chunks
+/// the writer commits, the window slides out of it and retention prunes it, the store makes it for
+/// a history that lacks it and drops it when not asked, the scan finds what the index finds, and
+/// the matching lines come back with their numbers.
 @Suite("Output search in the store")
 struct OutputSearchTests {
     static let now = Timestamp.now
@@ -29,6 +30,15 @@ struct OutputSearchTests {
         try await store.commit(entries).get()
     }
 
+    /// A store on `path`, with the search index or without it.
+    static func open(_ path: String, index: Bool = true,
+                     changes: (@Sendable (SearchIndex.Change) -> Void)? = nil) throws -> Store {
+        var options = Store.Options()
+        options.searchIndex = index
+        options.willChangeSearchIndex = changes
+        return try Store(path: path, options: options)
+    }
+
     static func search(_ store: Store, _ text: String, _ filter: HistoryFilter = HistoryFilter(limit: 20)) async throws -> [SearchMatch] {
         try await store.read { try $0.search(text, filter) }
     }
@@ -44,7 +54,7 @@ struct OutputSearchTests {
     @Test("the chunks the writer commits are found at once, case ignored, newest first, with their lines and numbers")
     func keptInStep() async throws {
         let dir = TemporaryDirectory()
-        let store = try Store(path: dir.file("h.sqlite"))
+        let store = try Self.open(dir.file("h.sqlite"))
         defer { store.close() }
         try await Self.run(store, 1, output: ["starting\ncurl: (7) Connection refused\n", "retrying\nconnection REFUSED again\n"])
         try await Self.run(store, 2, action: "backup", phase: .success, output: ["all good\n"])
@@ -65,7 +75,7 @@ struct OutputSearchTests {
     @Test("a line cut across two chunks is one line; a text shorter than three characters is a scan; params match too")
     func linesParamsAndShortText() async throws {
         let dir = TemporaryDirectory()
-        let store = try Store(path: dir.file("h.sqlite"))
+        let store = try Self.open(dir.file("h.sqlite"))
         defer { store.close() }
         try await Self.run(store, 1, params: ["env": "production-eu"], output: ["a\nhalf of a lo", "ng line\nok\n"])
         let long = try await Self.search(store, "lo")
@@ -81,7 +91,7 @@ struct OutputSearchTests {
     @Test("chunks that slide out of the kept window leave the index; retention's deletes empty it")
     func prunedWithTheChunks() async throws {
         let dir = TemporaryDirectory()
-        let store = try Store(path: dir.file("h.sqlite"))
+        let store = try Self.open(dir.file("h.sqlite"))
         defer { store.close() }
         try await Self.run(store, 1, phase: .success, output: ["early marker zebra\n", "late marker yak\n"])
         #expect(try await Self.indexed(store, "zebra") == 1)
@@ -101,8 +111,8 @@ struct OutputSearchTests {
         _ = check
     }
 
-    @Test("opening a history written before the index builds it from the chunks it has")
-    func migrationBuildsIt() async throws {
+    @Test("opening a history without the index with search: index builds it from the chunks it has; the CLI scans before")
+    func openBuildsIt() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("h.sqlite")
         let old = try Connection(path: path)
@@ -113,19 +123,94 @@ struct OutputSearchTests {
             INSERT INTO output_chunks (run_id, start, stream, at, bytes) VALUES (5, 0, 1, 1, CAST('ok\nERROR: disk full\n' AS BLOB));
             INSERT INTO output_totals (run_id, total, dropped, head) VALUES (5, 19, 0, 1000);
             """)
-        // Read as the CLI reads it while batond is down, before any batond migrated it: said plainly.
-        do {
-            _ = try History.openReadOnly(path: path).search("disk full", HistoryFilter())
-            Issue.record("a history without the index was searched")
-        } catch {
-            #expect("\(error)".contains("no search index yet"), "\(error)")
-        }
-        let store = try Store(path: path)
+        // Read as the CLI reads it while batond is down, before any batond opened it: a scan.
+        let scanned = try History.openReadOnly(path: path).search("disk full", HistoryFilter())
+        #expect(scanned.map(\.run.id) == [5])
+        let changes = Locked<[SearchIndex.Change]>([])
+        let store = try Self.open(path, changes: { change in changes.withLock { $0.append(change) } })
         defer { store.close() }
+        #expect(changes.withLock { $0 } == [.building(chunks: 1, bytes: 20)])
         #expect(try await Self.indexed(store, "disk full") == 1)
         let found = try await Self.search(store, "disk full")
         #expect(found.map(\.run.id) == [5])
         #expect(found.first?.lines == [MatchedLine(line: 2, text: "ERROR: disk full")])
+    }
+
+    /// The names of the index's table and triggers in the file.
+    static func indexObjects(_ path: String) throws -> [String] {
+        let connection = try Connection(path: path)
+        return try connection.withStatement("SELECT name FROM sqlite_master WHERE name LIKE 'output_search%' AND type IN ('table', 'trigger') ORDER BY name") { s in
+            var names: [String] = []
+            while try s.step() { names.append(s.string(0) ?? "") }
+            return names.filter { !$0.hasPrefix("output_search_") || ["output_search_insert", "output_search_delete", "output_search_update"].contains($0) }
+        }
+    }
+
+    @Test("the store makes the index at open when asked, drops it when not, and does nothing when the file has what is asked")
+    func madeAndDroppedPerSetting() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("h.sqlite")
+        let changes = Locked<[SearchIndex.Change]>([])
+        let record: @Sendable (SearchIndex.Change) -> Void = { change in changes.withLock { $0.append(change) } }
+        let all = ["output_search", "output_search_delete", "output_search_insert", "output_search_update"]
+        // The default is no index: a new history has none.
+        let plain = try Store(path: path)
+        try await Self.run(plain, 1, output: ["first run: Connection Refused\n"])
+        plain.close()
+        #expect(try Self.indexObjects(path) == [])
+        for (index, objects, change) in [(true, all, SearchIndex.Change.building(chunks: 1, bytes: 30)), (true, all, nil),
+                                         (false, [], .dropping), (false, [], nil), (true, all, .building(chunks: 1, bytes: 30))] {
+            changes.withLock { $0 = [] }
+            let store = try Self.open(path, index: index, changes: record)
+            #expect(try await Self.search(store, "connection refused").map(\.run.id) == [1])
+            store.close()
+            #expect(try Self.indexObjects(path) == objects)
+            #expect(changes.withLock { $0 } == (change.map { [$0] } ?? []))
+        }
+        // A part left without the rest (by hand) is made whole.
+        try Connection(path: path).execute("DROP TRIGGER output_search_update")
+        let store = try Self.open(path, changes: record)
+        try await Self.run(store, 2, output: ["second run: connection refused\n"])
+        #expect(try await Self.indexed(store, "connection refused") == 2)
+        store.close()
+        #expect(try Self.indexObjects(path) == all)
+    }
+
+    @Test("the same searches on one history find the same runs, lines and counts with the index and without it")
+    func sameWithAndWithoutIndex() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("h.sqlite")
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            return Int(state % UInt64(bound))
+        }
+        let pieces = ["connection refused", "Connection REFUSED", "retrying request", "ok", "disk full", "\n", "\n", "x",
+                      "ünïcode", "ÜNÏCODE", "a long stretch of words ", "id=7f3a ", "%_", "refu", "sed"]
+        // No NUL byte: FTS5 reads a chunk as text up to its first NUL, the scan reads it all (said in README).
+        let store = try Self.open(path)
+        for id in 1...60 {
+            let chunks = (0..<(1 + next(4))).map { _ in (0..<next(25)).map { _ in pieces[next(pieces.count)] }.joined() }
+            try await Self.run(store, Int64(id), action: ["deploy", "backup", "sync"][next(3)], phase: [.success, .failure][next(2)],
+                               params: next(4) == 0 ? ["env": "prod-\(next(3))"] : [:], output: chunks)
+        }
+        let filters = [HistoryFilter(limit: 20), HistoryFilter(limit: 5), HistoryFilter(actions: ["backup"]),
+                       HistoryFilter(phases: [.failure], limit: 3), HistoryFilter(limit: 50)]
+        let texts = ["connection refused", "REFUSED", "retrying request", "ok", "x", "%_", "disk full\nok", "ünïcode", "prod-1",
+                     "refused", "nowhere at all", "d f"]
+        var indexed: [[SearchMatch]] = []
+        for text in texts { for filter in filters { indexed.append(try await Self.search(store, text, filter)) } }
+        store.close()
+        #expect(try Self.indexObjects(path).count == 4)
+        let scanning = try Self.open(path, index: false)
+        defer { scanning.close() }
+        #expect(try Self.indexObjects(path) == [])
+        var scanned: [[SearchMatch]] = []
+        for text in texts { for filter in filters { scanned.append(try await Self.search(scanning, text, filter)) } }
+        #expect(indexed.contains { $0.count >= 5 }, "the searches find something: \(indexed.map(\.count))")
+        for (at, (withIndex, withoutIndex)) in zip(indexed, scanned).enumerated() {
+            #expect(withIndex == withoutIndex, "\(texts[at / filters.count]) \(filters[at % filters.count])")
+        }
     }
 
     @Test("lines: numbered across chunks, a CR dropped, a long line cut around the match, the lines after a cut marked")

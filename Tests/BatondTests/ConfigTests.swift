@@ -134,6 +134,16 @@ struct ConfigTests {
         #expect(config.actions.first?.params["x"]?.pattern?.matches("aaa") == true)
     }
 
+    @Test("search: \"scan\" by default, \"index\" asked for, anything else refused naming the choices")
+    func searchSetting() throws {
+        #expect(try Config.parse(Data(#"{ actions: {} }"#.utf8), file: "c").search == .scan)
+        #expect(try Config.parse(Data(#"{ search: "index", actions: {} }"#.utf8), file: "c").search == .index)
+        let refused = problems(#"{ search: "fts", actions: {} }"#)
+        #expect(refused.count == 1 && refused[0].contains("search") && refused[0].contains("scan, index"), "\(refused)")
+        let fleet = try Config.parse(Data(#"{ postgres: "dbname=x", search: "index", actions: {} }"#.utf8), file: "c")
+        #expect(fleet.warnings.contains { $0.hasPrefix("c: search: a fleet does not search") }, "\(fleet.warnings)")
+    }
+
     @Test("retention: global fields over the standard, action fields over the global")
     func retention() throws {
         let config = try Config.parse(Data(#"{ retention: { maxAge: "7d" }, actions: { a: { exec: ["x"], retention: { maxRunsPerAction: 5 } }, b: { exec: ["x"] } } }"#.utf8), file: "c")

@@ -8,16 +8,22 @@ import Testing
 /// the file when batond is down.
 @Suite("End to end: baton search")
 struct SearchEndToEndTests {
-    static let config = #"""
-        { requireUser: false, actions: {
+    static let config = Self.config(searching: "scan")
+
+    /// The config, with the search index (`"index"`) or without (`"scan"`, the default).
+    static func config(searching search: String) -> String {
+        #"""
+        { requireUser: false, search: "\#(search)", actions: {
             fetch: { exec: ["sh", "-c", "echo starting; echo \"curl: (7) Connection refused on $BATON_PARAM_HOST\"; exit 7"],
                      params: { host: { pattern: "^[a-z-]+$" } } },
             quiet: { exec: ["sh", "-c", "echo all fine"] } } }
         """#
+    }
 
-    @Test("runs whose output holds the text, newest first, with their numbered lines; phase, action and params apply")
-    func search() throws {
-        let daemon = try Daemon(config: Self.config)
+    @Test("runs whose output holds the text, newest first, with their numbered lines; phase, action and params apply; scan or index",
+          arguments: ["scan", "index"])
+    func search(setting: String) throws {
+        let daemon = try Daemon(config: Self.config(searching: setting))
         #expect(try daemon.baton("run", "fetch", "-p", "host=db-east").code == 1)
         #expect(try daemon.baton("run", "quiet").code == 0)
         #expect(try daemon.baton("run", "fetch", "-p", "host=db-west").code == 1)

@@ -4,11 +4,12 @@ import BatonIPC
 import Foundation
 import Testing
 
-/// Issue 42, item 2: batond opening a history written before the search index builds it, telling
-/// systemd to wait (the migration may outlast its start timeout) and saying so in its log.
+/// Issue 42, item 2: batond with `search: "index"` opening a history without the index builds it,
+/// telling systemd to wait (it may outlast the start timeout) and saying so in its log; with the
+/// default (`"scan"`) it drops it again, says so, and still finds the output.
 @Suite("End to end: a history from before search")
 struct SearchMigrationTests {
-    @Test("batond migrates a version-9 history: EXTEND_TIMEOUT_USEC and STATUS to systemd, a line in the log, then its old output is found")
+    @Test("search: index on a version-9 history: EXTEND_TIMEOUT_USEC and STATUS, a line in the log, its old output found; scan drops it")
     func oldHistory() throws {
         let directory = NSTemporaryDirectory() + "baton-search-migration-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -25,7 +26,7 @@ struct SearchMigrationTests {
             INSERT INTO output_totals (run_id, total, dropped, head) VALUES (1, 35, 0, 1000);
             """)
         let config = directory + "/baton.json5"
-        try #"{ requireUser: false, actions: { hello: { exec: ["true"] } } }"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try #"{ requireUser: false, search: "index", actions: { hello: { exec: ["true"] } } }"#.write(toFile: config, atomically: true, encoding: .utf8)
         let notify = try DatagramSink(directory + "/notify")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Binaries.batond)
@@ -35,14 +36,35 @@ struct SearchMigrationTests {
         process.standardError = stderr
         try process.run()
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
-        let migrating = try #require(notify.until("EXTEND_TIMEOUT_USEC="))
-        #expect(migrating.contains("STATUS=migrating the history to version 10 (output_search)"), "\(migrating)")
+        let migrating = try #require(notify.until("STATUS=building the search index"))
+        #expect(migrating.contains("EXTEND_TIMEOUT_USEC="), "\(migrating)")
         #expect(notify.until("READY=1") != nil)
         let found = try execute(Binaries.baton, ["--socket", directory + "/baton.sock", "search", "no space left"])
         #expect(found.code == 0 && found.stdout.contains("  2: ERROR: no space left on device\n"), "\(found)")
         process.terminate()
         process.waitUntilExit()
         let log = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(log.contains("migrating the history to version 10 (output_search): indexing every run's kept output"), "\(log)")
+        #expect(log.contains("migrating the history to version 10 (output_search)"), "\(log)")
+        #expect(log.contains("building the search index over 1 chunks (0.0 MiB) of kept output"), "\(log)")
+        #expect(try SearchIndex.isPresent(Connection(path: database)))
+        // The default again: batond drops the index, says so, and scans.
+        try #"{ requireUser: false, actions: { hello: { exec: ["true"] } } }"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let scanning = Process()
+        scanning.executableURL = process.executableURL
+        scanning.arguments = process.arguments
+        let ready = try DatagramSink(directory + "/notify-2")
+        scanning.environment = ProcessInfo.processInfo.environment.merging(["NOTIFY_SOCKET": ready.path]) { $1 }
+        let scanLog = Pipe()
+        scanning.standardError = scanLog
+        try scanning.run()
+        defer { if scanning.isRunning { scanning.terminate(); scanning.waitUntilExit() } }
+        #expect(ready.until("READY=1") != nil)
+        let again = try execute(Binaries.baton, ["--socket", directory + "/baton.sock", "search", "no space left"])
+        #expect(again.code == 0 && again.stdout.contains("  2: ERROR: no space left on device\n"), "\(again)")
+        scanning.terminate()
+        scanning.waitUntilExit()
+        #expect(try !SearchIndex.isPresent(Connection(path: database)))
+        let dropped = String(decoding: scanLog.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(dropped.contains("dropping the search index"), "\(dropped)")
     }
 }

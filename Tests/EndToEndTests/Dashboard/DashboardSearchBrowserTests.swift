@@ -9,7 +9,7 @@ struct DashboardSearchBrowserTests {
     @Test("the search box lists the matching runs, newest first, lines numbered and the text marked; the history's filters apply")
     func searchBox() async throws {
         let daemon = try Daemon(config: #"""
-            { actions: {
+            { search: "index", actions: {
                 fetch: { exec: ["sh", "-c", "echo starting; echo '<img src=x onerror=window.pwned=1> Connection refused'; exit 3"] },
                 quiet: { exec: ["sh", "-c", "echo all fine"] } } }
             """#)
