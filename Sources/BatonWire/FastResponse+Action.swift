@@ -33,6 +33,7 @@ extension JSONBytes {
         case "schedules": return into(&info.schedules) { $0.stringArray() }
         case "scheduleJitter": return into(&info.scheduleJitter) { $0.integer() }
         case "catchUp": return into(&info.catchUp) { $0.bool() }
+        case "queueDepth": return into(&info.queueDepth) { $0.integer().map { Int($0) } }
         case "locks": return into(&info.locks) { $0.array { $0.lockClaim() } }
         case "cooldown": return into(&info.cooldown) { $0.integer() }
         case "force": return into(&info.force) { $0.bool() }

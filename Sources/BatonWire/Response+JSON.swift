@@ -21,6 +21,7 @@ extension Response {
             json.field("message", error.message)
             json.field("run", error.run)
             json.field("since", error.since)
+            json.field("line", error.line.map(Int64.init))
             json.field("param", error.param)
             json.endObject()
         }
@@ -131,6 +132,7 @@ extension RunSnapshot {
         }
         json.field("debounceUntil", debounceUntil?.rawValue)
         json.field("coolsUntil", coolsUntil?.rawValue)
+        json.field("line", line.map(Int64.init))
         json.endObject()
     }
 }
@@ -185,6 +187,7 @@ extension ActionInfo {
         if let schedules { json.key("schedules"); json.strings(schedules) }
         json.field("scheduleJitter", scheduleJitter)
         json.field("catchUp", catchUp)
+        json.field("queueDepth", queueDepth.map(Int64.init))
         if let locks {
             json.key("locks")
             json.beginArray()

@@ -26,7 +26,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
+        "keyParams", "queue", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
     ]
 
     /// The longest action description, in bytes.
@@ -162,6 +162,7 @@ struct ConfigReader {
         }
         if let value = fields["cooldown"] { action.cooldown = positiveDuration(value, at: "\(at).cooldown") }
         debounce(fields, into: &action, at: at)
+        queue(fields, into: &action, at: at)
         if let value = fields["locks"] { action.locks = locks(value, at: "\(at).locks") }
         if let value = fields["force"] {
             if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }

@@ -27,6 +27,13 @@ struct ConductorWalk {
             return cool
         }(),
         hooked, pager,
+        // A line of three: follow-ups with params of their own (p), joined by equal params, refused beyond.
+        {
+            var lined = Action(name: "lined", exec: ["x"], policy: .queue, policies: [.reject, .join, .replace],
+                               params: ["k": ParamSpec(), "p": ParamSpec()], keyParams: ["k"])
+            lined.queueDepth = 3
+            return lined
+        }(),
         // Locks between actions: db held alone, io by two at once; `backup` takes both.
         locked("migrate", ["db"], policy: .queue),
         locked("backup", ["db", "io"], policy: .reject, retry: RetryPolicy(attempts: 1, backoff: .seconds(1))),
@@ -123,6 +130,10 @@ struct ConductorWalk {
     private var pendingRun: [String: Int64] = [:]
     private var debouncedAsks: [ConductorState.Token: (key: String, pending: Int64?)] = [:]
     private var timerDue: [Int64: [ConductorState.Timer: Timestamp]] = [:]
+    // The line's view: each key's follow-ups in the order they were created and not yet started
+    // or ended; the first of them must be the next to start.
+    private var lineOrder: [String: [Int64]] = [:]
+    private var lineKey: [Int64: String] = [:]
 
     init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -210,7 +221,8 @@ struct ConductorWalk {
     // MARK: Events
 
     private mutating func trigger(_ action: Action, key: Int, override: Int) {
-        let params = action.keyParams.isEmpty ? [:] : ["k": String(key)]
+        var params = action.keyParams.isEmpty ? [:] : ["k": String(key)]
+        if action.params["p"] != nil { params["p"] = String((key + override) % 4) }
         let policy = override < Policy.allCases.count && action.policies.contains(Policy.allCases[override]) ? Policy.allCases[override] : action.policy
         // `override` 5 forces: honoured by the action that allows it, ignored by the others.
         // `override` 4 (the action's own policy) comes as a webhook delivery.
@@ -270,6 +282,10 @@ struct ConductorWalk {
                     }
                     creationCommit[run.id] = id
                     known.append(run.id)
+                    if transition.detail.reason?.hasPrefix("follow-up") == true {
+                        lineOrder[run.key, default: []].append(run.id)
+                        lineKey[run.id] = run.key
+                    }
                     if case let .trigger(_, trigger) = event {
                         createdAt[run.id] = (run.key, transition.at, trigger.action)
                         createdStep[run.id] = steps
@@ -295,7 +311,10 @@ struct ConductorWalk {
                     bursts[id]?.last = record.at
                     if pendingRun[record.key] != id { violate("a trigger was debounced into run \(id), not its key's pending run") }
                 }
-                for case let .transition(transition) in entries where transition.to.isTerminal { unpend(transition.runID) }
+                for case let .transition(transition) in entries where transition.to.isTerminal {
+                    unpend(transition.runID)
+                    leaveLine(transition.runID)
+                }
                 checkHooks(entries, event)
                 // A success is decided when its transition is written (it is never refused).
                 for case let .transition(transition) in entries where transition.to == .success {
@@ -310,6 +329,12 @@ struct ConductorWalk {
                 }
                 checkCooldown(launch)
                 checkDebounce(launch)
+                if launch.attempt == 1, let key = lineKey[launch.run] {
+                    if let first = lineOrder[key]?.first, first != launch.run {
+                        violate("run \(launch.run) started before run \(first), ahead of it in the line of key \(key)")
+                    }
+                    leaveLine(launch.run)
+                }
                 if launch.hook?.cause != hookCause[launch.run] {
                     violate("run \(launch.run) started told \(String(describing: launch.hook?.cause)), fired by \(String(describing: hookCause[launch.run]))")
                 }
@@ -405,10 +430,15 @@ struct ConductorWalk {
 
     /// A refused item loses only what a refusal may lose: new runs, and the start of those runs.
     private mutating func refuse(_ entries: [JournalEntry]) {
-        for case let .created(run, _) in entries { abandoned.insert(run.id); unpend(run.id) }
+        for case let .created(run, _) in entries { abandoned.insert(run.id); unpend(run.id); leaveLine(run.id) }
         for case let .transition(transition) in entries where !abandoned.contains(transition.runID) {
             violate("run \(transition.runID)'s transition to \(transition.to) was in an item that a full store refuses")
         }
+    }
+
+    private mutating func leaveLine(_ run: Int64) {
+        guard let key = lineKey.removeValue(forKey: run) else { return }
+        lineOrder[key]?.removeAll { $0 == run }
     }
 
     private mutating func check(_ transition: Transition, after last: (seq: Int, phase: Phase)?) {
@@ -420,7 +450,7 @@ struct ConductorWalk {
     }
 
     private mutating func checkState() {
-        var active: [String: Int] = [:], queued: [String: Int] = [:]
+        var active: [String: Int] = [:], queued: [String: Int] = [:], depth: [String: Int] = [:]
         var running = 0
         for flight in state.flights.values {
             if flight.run.phase != flight.machine.phase {
@@ -428,12 +458,19 @@ struct ConductorWalk {
             }
             switch flight.machine.phase {
             case .loading, .retrying: active[flight.run.key, default: 0] += 1; running += 1
-            case .queued where !state.table.isDraining(flight.run.id): queued[flight.run.key, default: 0] += 1
+            case .queued where !state.table.isDraining(flight.run.id):
+                queued[flight.run.key, default: 0] += 1
+                depth[flight.run.key] = flight.action.queueDepth
             default: break
             }
         }
         for (key, count) in active where count > 1 { violate("key \(key) has \(count) runs loading or retrying") }
-        for (key, count) in queued where count > 2 { violate("key \(key) has \(count) runs queued (holder and one follow-up at most)") }
+        for (key, count) in queued where count > 1 + depth[key, default: 1] {
+            violate("key \(key) has \(count) runs queued (its holder and a line of \(depth[key, default: 1]) at most)")
+        }
+        for (key, most) in depth where state.table.line(of: key).count > most {
+            violate("key \(key) has \(state.table.line(of: key).count) runs waiting in line, over its depth \(most)")
+        }
         if running > state.table.limit { violate("\(running) runs loading or retrying, over the limit \(state.table.limit)") }
         checkLocks(running: running)
     }

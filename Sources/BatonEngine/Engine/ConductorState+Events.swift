@@ -34,6 +34,7 @@ extension ConductorState {
     func keyView(_ key: String, _ action: Action, slot at: Timestamp?, at now: Timestamp, uptime: Duration?) -> KeyDecision.View {
         var view = KeyDecision.View(slot: table.slot(of: key), now: now)
         view.uptime = uptime
+        for id in view.slot.line { view.lineParams[id] = flights[id]?.run.params }
         if let at, let known = slots.run(for: .init(action: action.name, at: at)) {
             view.slotRun = KeyDecision.SlotRun(run: known.id, ended: flights[known.id]?.isOver ?? true)
         }
@@ -65,9 +66,9 @@ extension ConductorState {
         let id = decision.run
         if let record { step.entries.append(.trigger(self.record(trigger, run: id, record, at: step.now))) }
         let live = flights[id]?.snapshot
-        if case .rejected = decision {
+        if case let .rejected(_, line) = decision {
             return step.answer(token, .failed(.busy(run: id, action: trigger.action.name, phase: live?.phase ?? .queued,
-                                                    since: live?.startedAt ?? live?.queuedAt ?? step.now)))
+                                                    since: live?.startedAt ?? live?.queuedAt ?? step.now, line: line)))
         }
         recordDelivery(of: trigger, run: id, &step)
         step.after.append(.ticket(token, decision, fallback: live ?? known(id, trigger) ?? placeholder(id, trigger, at: step.now)))

@@ -49,7 +49,7 @@ extension ConductorState {
     private mutating func triggerHook(_ target: HookTarget, _ context: HookContext, _ step: inout Step) {
         let hookAction = target.action
         var slot = table.slot(of: target.key)
-        let decided = KeyDecision.decide(KeyDecision.Asked(hook: hookAction), keyView(target.key, hookAction, slot: nil, at: step.now, uptime: step.uptime),
+        let decided = KeyDecision.decide(KeyDecision.Asked(hook: hookAction, params: target.params), keyView(target.key, hookAction, slot: nil, at: step.now, uptime: step.uptime),
                                          slot: &slot, candidate: { nextRunID })
         switch decided {
         case .refused:

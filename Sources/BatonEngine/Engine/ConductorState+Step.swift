@@ -114,7 +114,7 @@ extension ConductorState {
         case let .publish(update):
             if failure == nil {
                 var told = withLockWait(update)
-                told.run = withDebounce(told.run)
+                told.run = withLine(withDebounce(told.run))
                 step.effects.append(.publish(told))
             }
         case let .durable(run):
@@ -227,7 +227,7 @@ extension FlightTable.Decision {
     /// The run the decision is about: the new run, or the one joined, coalesced into or rejected by.
     public var run: Int64 {
         switch self {
-        case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id), let .replaced(id, _),
+        case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id, _), let .replaced(id, _),
              let .cooled(id), let .slotRan(id): id
         }
     }

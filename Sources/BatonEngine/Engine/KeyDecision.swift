@@ -7,8 +7,8 @@
 /// 2. a scheduled trigger whose slot has a run joins it in flight, or runs nothing once it ended;
 /// 3. a debounced trigger joins its key's pending run and pushes its window back;
 /// 4. inside the cooldown after the key's last success, nothing runs;
-/// 5. otherwise the key's policy decides (`KeySlot.trigger`): create, follow up, join,
-///    coalesce, reject or replace.
+/// 5. otherwise the key's policy decides (`KeySlot.trigger`): create, follow up (in a line of
+///    up to the action's `queueDepth`), join, coalesce, reject (or refuse a full line) or replace.
 ///
 /// A join of a run made from another definition of the action is refused (the fleet knows the
 /// definitions; one machine has one).
@@ -30,8 +30,12 @@ public enum KeyDecision: Sendable, Equatable {
         public var force: Bool
         public var delivery: Delivery?
         public var slot: Timestamp?
+        /// The trigger's params: a line longer than one is joined only by a trigger with a waiting entry's params.
+        public var params: [String: String]
 
-        public init(action: Action, policy: Policy, force: Bool = false, delivery: Delivery? = nil, slot: Timestamp? = nil) {
+        public init(action: Action, policy: Policy, force: Bool = false, delivery: Delivery? = nil, slot: Timestamp? = nil,
+                    params: [String: String] = [:]) {
+            self.params = params
             self.action = action
             self.policy = policy
             self.force = force
@@ -41,12 +45,13 @@ public enum KeyDecision: Sendable, Equatable {
 
         /// A trigger from a client, a schedule or a webhook.
         public init(_ trigger: Trigger) {
-            self.init(action: trigger.action, policy: trigger.policy, force: trigger.force, delivery: trigger.delivery, slot: trigger.slot)
+            self.init(action: trigger.action, policy: trigger.policy, force: trigger.force, delivery: trigger.delivery, slot: trigger.slot,
+                      params: trigger.params)
         }
 
         /// A hook's trigger: from nobody, under its action's own policy, never forced.
-        public init(hook action: Action) {
-            self.init(action: action, policy: action.policy)
+        public init(hook action: Action, params: [String: String] = [:]) {
+            self.init(action: action, policy: action.policy, params: params)
         }
     }
 
@@ -68,6 +73,8 @@ public enum KeyDecision: Sendable, Equatable {
         public var lastSuccess: LastSuccess?
         /// Where known (a fleet), the definition each run of the key was made from.
         public var definitions: [Int64: Definition]
+        /// The params of the runs waiting in the key's line (a line longer than one is joined by params).
+        public var lineParams: [Int64: [String: String]] = [:]
 
         public init(slot: KeySlot, now: Timestamp, delivered: Int64? = nil, slotRun: SlotRun? = nil, pending: Pending? = nil,
                     lastSuccess: LastSuccess? = nil, definitions: [Int64: Definition] = [:]) {
@@ -159,7 +166,10 @@ public enum KeyDecision: Sendable, Equatable {
             return .shared(.cooled(success.run))
         }
         var next = view.slot
-        let decision = next.trigger(policy: asked.policy, candidate: next.makesRun(policy: asked.policy) ? candidate() : 0)
+        let depth = asked.action.queueDepth
+        let same = { (run: Int64) in view.lineParams[run] == asked.params }
+        let makes = next.makesRun(policy: asked.policy, depth: depth, sameParams: same)
+        let decision = next.trigger(policy: asked.policy, candidate: makes ? candidate() : 0, depth: depth, sameParams: same)
         switch decision {
         case .joined, .coalesced, .rejected, .cooled, .slotRan:
             return share(decision, asked, view)
