@@ -382,7 +382,8 @@ function drawPress(card, info, live) {
   const sameKey = live.filter((run) => hasKeyOf(run, info, params));
   const running = sameKey.find((run) => run.phase !== "queued") || sameKey[0];
   const followUp = sameKey.find((run) => run.phase === "queued" && run !== running);
-  const key = { running, followUp, lastSuccess: lastSuccess(info, params), lock: lockInTheWay(info), pending: card.pending, now: nowMicros() };
+  const line = sameKey.filter((run) => run.phase === "queued" && run !== running).sort((a, b) => a.id - b.id);
+  const key = { running, followUp, line, params, lastSuccess: lastSuccess(info, params), lock: lockInTheWay(info), pending: card.pending, now: nowMicros() };
   const press = pressFor(info, policy, key);
   if (card.button.dataset.press !== press.kind || card.button.textContent !== press.label || card.button.disabled !== !!press.disabled || card.button.title !== (press.title || "")) {
     card.button.dataset.press = press.kind;
@@ -400,7 +401,8 @@ function drawPress(card, info, live) {
 // What a press of an action's button would do, in the order batond decides it (permission, the
 // cooldown, the policy against the key's run in flight, the locks): a pure function of plain
 // values, table-tested in DashboardRulesBrowserTests; a new rule is one more case here. `key` is
-// the key's live state: { running, followUp, lastSuccess, lock (a wait as lockWaitText takes it),
+// the key's live state: { running, followUp, line (the follow-ups waiting, in order), params (the
+// card's), lastSuccess, lock (a wait as lockWaitText takes it),
 // pending, now (µs) }. Answers { kind (what a press does, for the style), label, disabled, busy, title }.
 function pressFor(info, policy, key) {
   const name = info.name;
@@ -416,7 +418,7 @@ function pressFor(info, policy, key) {
     switch (policy) {
       case "reject": return { kind: "busy", label: `${running.phase === "queued" ? "Queued" : "Loading"}… (run ${running.id})`, disabled: true, busy: true };
       case "join": return { kind: "join", label: `Join run ${running.id}` };
-      case "queue": return { kind: "queue", label: followUp ? `Join follow-up run ${followUp.id}` : `Queue after run ${running.id}` };
+      case "queue": return queuePress(info, running, followUp, key);
       case "replace": return { kind: "replace", label: `Replace run ${running.id}` };
     }
   }
@@ -443,8 +445,30 @@ function rulesText(info) {
   const parts = [];
   for (const event of ["failure", "success", "change"]) if (info.hooks && info.hooks[event]) parts.push(`on ${event}: ${info.hooks[event]}`);
   if (info.cooldown) parts.push(`cooldown ${windowText(info.cooldown)}`);
+  if (info.queueDepth > 1) parts.push(`a line of ${info.queueDepth}`);
   for (const lock of info.locks || []) parts.push(`lock ${lock.name}${lock.limit > 1 ? ` (${lock.limit} at once)` : ""}`);
   return parts.join(" · ");
+}
+
+// A press under `queue`: with a line of one, join its follow-up or queue after the run; with a
+// longer line (`queueDepth`), join the entry with the same params, else queue at its end while
+// there is room; a full line refuses, as batond would (busy).
+function queuePress(info, running, followUp, key) {
+  const depth = info.queueDepth || 1, line = key.line || (followUp ? [followUp] : []);
+  if (depth <= 1) return { kind: "queue", label: followUp ? `Join follow-up run ${followUp.id}` : `Queue after run ${running.id}` };
+  // batond compares the params with their defaults filled in, as the runs carry them.
+  const wanted = {};
+  for (const [name, spec] of Object.entries(info.params || {})) if (spec && spec.default != null) wanted[name] = spec.default;
+  Object.assign(wanted, key.params || {});
+  const same = line.find((run) => sameParams(run.params || {}, wanted));
+  if (same) return { kind: "queue", label: `Join run ${same.id} in line` };
+  if (line.length < depth) return { kind: "queue", label: `Queue ${ordinal(line.length + 1)} in line`, title: `${line.length} of ${depth} waiting` };
+  return { kind: "busy", label: `Line full (${line.length} waiting)`, disabled: true, title: `the line of ${depth} is full: a press would be refused busy` };
+}
+
+function sameParams(a, b) {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((name) => b[name] === a[name]);
 }
 
 // A window as the config says it: `10m`, `1h`, not `10m00s`.
@@ -524,7 +548,27 @@ function drawFlight(item, run) {
   }
   if (run.progress && run.progress.message) words += ` · ${run.progress.message}`;
   if (run.phase === "queued" && run.waiting) words += ` · ${waitingText(run.waiting)}`;
+  const place = linePlace(run);
+  if (place) words += ` · ${ordinal(place)} in line`;
   text.replaceChildren(...parts, words);
+}
+
+// A follow-up's place in its key's line (1: starts next), counted from the live runs the page
+// knows: batond gives each its place (`line`) when it tells of it, and the line moves up as the
+// runs before it start or end, first in first out (by id).
+function linePlace(run) {
+  if (run.phase !== "queued" || run.line == null) return null;
+  let place = 1;
+  for (const other of state.runs.values()) {
+    if (other.id < run.id && other.key === run.key && other.phase === "queued" && other.line != null) place += 1;
+  }
+  return place;
+}
+
+function ordinal(n) {
+  const tens = n % 100, ones = n % 10;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ones === 1 ? "st" : ones === 2 ? "nd" : ones === 3 ? "rd" : "th";
+  return `${n}${suffix}`;
 }
 
 // What a queued run waits for, as batond said when the page last read it ("waiting for lock db,
