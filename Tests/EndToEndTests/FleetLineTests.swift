@@ -31,6 +31,10 @@ struct FleetLineTests {
         #expect(joined.decision == .coalesced && joined.run?.id == made["c"])
         let refused = try PolicyTests.trigger(hosts[0], "ship", params: ["ref": "e"])
         #expect(refused.error?.code == .busy && refused.error?.line == 3 && refused.error?.run == made["a"], "\(String(describing: refused.error))")
+        // Any host's status lists the line from the key's row (read by its feed, once a second).
+        #expect(try FleetDebounceTests.until(30) {
+            try hosts[1].baton("status", "ship").stdout.contains("ship: line (3 at most): 1. run \(made["b"] ?? 0) ref=b")
+        })
         #expect(try hosts[1].baton("cancel", String(made["c"] ?? 0)).code == 0)
         #expect(try FleetDebounceTests.until(30) { try line() == "{\(made["b"] ?? 0),\(made["d"] ?? 0)}" })
         for ref in ["a", "b", "d"] {
