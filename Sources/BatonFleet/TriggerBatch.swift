@@ -134,6 +134,8 @@ struct TriggerBatch {
         switch decision {
         case let .refused(error):
             return .refused(error)
+        case let .paused(pause, _):
+            return .refused(.paused(pause))
         case let .shared(shared):
             if case .rejected = shared {} else if let delivery { state.deliveries[delivery] = shared.run }
             return .shared(shared)

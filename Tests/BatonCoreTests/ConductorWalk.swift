@@ -16,7 +16,12 @@ struct ConductorWalk {
         Action(name: "reject", exec: ["x"], policy: .reject, policies: [.join, .queue, .replace], params: ["k": ParamSpec()], keyParams: ["k"]),
         Action(name: "join", exec: ["x"], policy: .join, retry: RetryPolicy(attempts: 2, backoff: .seconds(1))),
         Action(name: "queue", exec: ["x"], timeout: .seconds(30), policy: .queue, params: ["k": ParamSpec()], keyParams: ["k"]),
-        Action(name: "replace", exec: ["x"], timeout: .seconds(5), policy: .replace, retry: RetryPolicy(attempts: 1)),
+        {
+            // Pauses itself after two failures in a row; the walk resumes it now and then.
+            var replace = Action(name: "replace", exec: ["x"], timeout: .seconds(5), policy: .replace, retry: RetryPolicy(attempts: 1))
+            replace.pauseAfterFailures = 2
+            return replace
+        }(),
         {
             // Windows of 1 s, steps of 1 to 50 ms: a trigger of the key soon after a success often
             // falls inside (with 200 ms, 450 walks passed with the cooldown never applied), some after.
@@ -179,7 +184,12 @@ struct ConductorWalk {
             guard let run = pick(known, &choices) else { return true }
             ask { .attach($0, run: run) }
         case 12:
-            if choices.next(20) == 0, !shutDown { shutDown = true; apply(.shutdown) }
+            let choice = choices.next(20)
+            if choice == 0, !shutDown { shutDown = true; apply(.shutdown) }
+            // Pauses: `join` for 100 ms (it ends by itself), and resumes of `join` and `replace`.
+            let pause = ActionPause(action: "join", by: "walk", reason: "test", at: now, until: now + .milliseconds(100))
+            if choice == 1 { ask { .pause($0, pause) } }
+            if choice == 2 || choice == 3 { ask { .resume($0, action: choice == 2 ? "join" : "replace", by: "walk") } }
         case 13:
             // A second stop signal, now and then: the drain stops waiting for writes.
             if shutDown, choices.next(6) == 0 { apply(.abandonWrites) } else if shutDown { apply(.graceElapsed) }
@@ -265,6 +275,7 @@ struct ConductorWalk {
 
     private mutating func apply(_ event: ConductorState.Event) {
         steps += 1
+        let paused = Set(state.pauses.values.filter { $0.holds(at: now) }.map(\.action))
         let handlingCommit: ConductorState.CommitID? = if case let .committed(id, _) = event { id } else { nil }
         let effects = state.handle(event, at: now)
         if tracing { trace.append("\(steps): \(event)\n    → \(effects)") }
@@ -282,6 +293,7 @@ struct ConductorWalk {
                     }
                     creationCommit[run.id] = id
                     known.append(run.id)
+                    if paused.contains(run.action) { violate("run \(run.id) of \(run.action) was created while its action was paused") }
                     if transition.detail.reason?.hasPrefix("follow-up") == true {
                         lineOrder[run.key, default: []].append(run.id)
                         lineKey[run.id] = run.key
@@ -385,6 +397,8 @@ struct ConductorWalk {
         // A question whose step wrote must be answered when those writes commit.
         if !wrote.isEmpty, case let .trigger(token, _) = event, !answered.contains(token) { asked[token] = wrote }
         if !wrote.isEmpty, case let .cancel(token, _, _) = event, !answered.contains(token) { asked[token] = wrote }
+        if !wrote.isEmpty, case let .pause(token, _) = event, !answered.contains(token) { asked[token] = wrote }
+        if !wrote.isEmpty, case let .resume(token, _, _) = event, !answered.contains(token) { asked[token] = wrote }
         checkState()
     }
 
@@ -420,7 +434,7 @@ struct ConductorWalk {
                     if case let .transition(transition) = entry { transition.runID == firing.run.id && transition.to.isTerminal } else { false }
                 }
                 if !withItsEnd { violate("run \(firing.run.id)'s hooks were written apart from its end") }
-            case .trigger, .output, .processGroup:
+            case .trigger, .output, .processGroup, .pause, .resume:
                 break
             case .outputChunks:
                 violate("the state wrote output chunks: the conductor writes them, beside the state")

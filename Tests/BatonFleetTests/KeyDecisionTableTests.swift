@@ -26,6 +26,8 @@ struct KeyDecisionTableTests {
         var depth = 1
         var params: [String: String] = [:]
         var runParams: [Int64: [String: String]] = [:]
+        /// The action's pause (one machine's only: the fleet does not pause yet).
+        var paused: ActionPause?
         var expected: KeyDecision
         var testDescription: String { name }
 
@@ -56,6 +58,7 @@ struct KeyDecisionTableTests {
             }
             for (run, fingerprint) in definitions { view.definitions[run] = KeyDecision.Definition(fingerprint: fingerprint, host: "web-2") }
             for run in slot.line { view.lineParams[run] = runParams[run] ?? [:] }
+            view.paused = paused
             return view
         }
 
@@ -77,6 +80,8 @@ struct KeyDecisionTableTests {
 
     static let held = KeySlot(holder: 1)
     static let heldWithFollowUp = KeySlot(holder: 1, followUp: 2)
+    static let pause = ActionPause(action: "deploy", by: "alice", reason: "migrating db", at: Timestamp(rawValue: 90_000_000),
+                                   until: Timestamp(rawValue: 200_000_000))
     static let lineOfTwo = KeySlot(holder: 1, line: [2, 3])
     static let lineParams: [Int64: [String: String]] = [2: ["ref": "a"], 3: ["ref": "b"]]
     static let window = DebounceWindow(window: .seconds(5), maxWait: .seconds(50), first: Timestamp(rawValue: 98_000_000))
@@ -114,6 +119,12 @@ struct KeyDecisionTableTests {
         Case(name: "a line, replace: stops the holder and every entry, in order", policy: .replace, slot: lineOfTwo,
              phases: [1: .loading, 2: .queued, 3: .queued], depth: 3, runParams: lineParams,
              expected: .created(.replaced(50, stopping: [1, 2, 3]), window: nil)),
+        Case(name: "paused: nothing runs, whatever the policy; refused with the pause", policy: .replace, slot: held, phases: [1: .loading],
+             paused: pause, expected: .paused(pause, skipped: false)),
+        Case(name: "paused, a schedule slot (even one that ran): skipped", phases: [3: .success], scheduledRun: 3, paused: pause,
+             expected: .paused(pause, skipped: true)),
+        Case(name: "a pause whose end has passed: runs", paused: ActionPause(action: "deploy", by: "alice", reason: "r", at: Timestamp(rawValue: 1),
+                                                                            until: Case.now), expected: .created(.created(50), window: nil)),
         Case(name: "inside the cooldown: the success answers", cooldown: .seconds(10),
              lastSuccess: .init(run: 9, at: Timestamp(rawValue: 95_000_000)), expected: .shared(.cooled(9))),
         Case(name: "exactly the cooldown after: runs", cooldown: .seconds(5),
@@ -144,7 +155,7 @@ struct KeyDecisionTableTests {
         #expect(KeyDecision.decide(KeyDecision.Asked(row.trigger), row.view, slot: &slot, candidate: { Case.candidate }) == row.expected)
     }
 
-    @Test("the fleet's batch decides the same on the rows it reads", arguments: cases)
+    @Test("the fleet's batch decides the same on the rows it reads", arguments: cases.filter { $0.paused == nil })
     func fleet(_ row: Case) {
         let decided = TriggerBatch.decide([TriggerBatch.Entry(trigger: row.trigger)], row.rows, me: "me", ids: [Case.candidate])
         let got: KeyDecision? = switch decided.outcomes.first {

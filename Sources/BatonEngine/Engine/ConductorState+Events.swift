@@ -11,6 +11,8 @@ extension ConductorState {
         switch decided {
         case let .refused(error):
             step.answer(token, .failed(error))
+        case let .paused(pause, _):
+            refusePaused(pause, decided.record ?? .paused, token, trigger, &step)
         case let .debounced(run, window):
             joinPending(run, window, token, trigger, &step)
         case let .created(decision, window):
@@ -35,6 +37,7 @@ extension ConductorState {
         var view = KeyDecision.View(slot: table.slot(of: key), now: now)
         view.uptime = uptime
         for id in view.slot.line { view.lineParams[id] = flights[id]?.run.params }
+        view.paused = pause(of: action.name, at: now)
         if let at, let known = slots.run(for: .init(action: action.name, at: at)) {
             view.slotRun = KeyDecision.SlotRun(run: known.id, ended: flights[known.id]?.isOver ?? true)
         }
@@ -113,7 +116,7 @@ extension ConductorState {
                     params: trigger.params, trigger: trigger.peer, queuedAt: now)
     }
 
-    func record(_ trigger: Trigger, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
+    func record(_ trigger: Trigger, run: Int64?, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
         TriggerRecord(runID: run, action: trigger.action.name, key: trigger.key, decision: decision, policy: trigger.policy,
                       peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
     }

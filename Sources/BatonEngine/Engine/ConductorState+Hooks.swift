@@ -54,6 +54,8 @@ extension ConductorState {
         switch decided {
         case .refused:
             return
+        case .paused:
+            step.entries.append(.trigger(hookRecord(target, context, run: nil, .paused, at: step.now)))
         case let .debounced(run, window):
             push(run, to: window, &step)
             step.entries.append(.trigger(hookRecord(target, context, run: run, .debounced, at: step.now)))
@@ -86,7 +88,7 @@ extension ConductorState {
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
     }
 
-    private func hookRecord(_ target: HookTarget, _ context: HookContext, run: Int64, _ decision: TriggerRecord.Decision,
+    private func hookRecord(_ target: HookTarget, _ context: HookContext, run: Int64?, _ decision: TriggerRecord.Decision,
                             at now: Timestamp) -> TriggerRecord {
         TriggerRecord(runID: run, action: target.action.name, key: target.key, decision: decision, policy: target.action.policy,
                       peer: nil, at: now, params: target.params, via: context.cause.description)

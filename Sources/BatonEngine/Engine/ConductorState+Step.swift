@@ -191,6 +191,7 @@ extension ConductorState {
             }
             if phase.isTerminal, flight.run.slot != nil { slots.record(flight.run) }
             if phase.isTerminal { fireHooks(flight.run, flight.action, output: outputWritten(for: id, step), &step) }
+            if phase.isTerminal { countFailures(flight.run, flight.action, &step) }
         case let .launch(attempt):
             flight.live = attempt
             var effects: [Effect] = []

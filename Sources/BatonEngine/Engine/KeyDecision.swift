@@ -3,6 +3,7 @@
 /// `View` of the key (a host from its flights, the fleet from the rows it holds locked) and
 /// performs the decision its own way (store entries, or SQL); the order of the rules is here only:
 ///
+/// 0. a paused action runs nothing: the trigger is refused `paused` (a schedule slot is recorded as skipped);
 /// 1. a webhook delivery that already made or joined a run is refused (`delivered`);
 /// 2. a scheduled trigger whose slot has a run joins it in flight, or runs nothing once it ended;
 /// 3. a debounced trigger joins its key's pending run and pushes its window back;
@@ -19,6 +20,9 @@ public enum KeyDecision: Sendable, Equatable {
     case shared(FlightTable.Decision)
     /// It joined its key's pending debounced run, whose window it pushed back to `window`.
     case debounced(run: Int64, window: DebounceWindow)
+    /// Its action is paused: nothing runs, and the trigger is refused with the pause, recorded as
+    /// `paused` (`skipped`: a schedule slot's, whose time passes).
+    case paused(ActionPause, skipped: Bool)
     /// It makes a run (created, follow-up, replacing): with its own window when it debounces.
     /// A replace's `stopping` runs are stopped by the caller's one stop function.
     case created(FlightTable.Decision, window: DebounceWindow?)
@@ -75,6 +79,8 @@ public enum KeyDecision: Sendable, Equatable {
         public var definitions: [Int64: Definition]
         /// The params of the runs waiting in the key's line (a line longer than one is joined by params).
         public var lineParams: [Int64: [String: String]] = [:]
+        /// The action's pause, where it holds at `now`.
+        public var paused: ActionPause?
 
         public init(slot: KeySlot, now: Timestamp, delivered: Int64? = nil, slotRun: SlotRun? = nil, pending: Pending? = nil,
                     lastSuccess: LastSuccess? = nil, definitions: [Int64: Definition] = [:]) {
@@ -140,6 +146,7 @@ public enum KeyDecision: Sendable, Equatable {
     /// Decides `asked` against `view`; `slot` is the key's slot as the decision leaves it.
     /// `candidate` gives the id a new run takes, and is called only when the policy may make one.
     public static func decide(_ asked: Asked, _ view: View, slot: inout KeySlot, candidate: () -> Int64) -> KeyDecision {
+        if let pause = view.paused, pause.holds(at: view.now) { return .paused(pause, skipped: asked.slot != nil) }
         if let delivery = asked.delivery, let run = view.delivered {
             return .refused(.delivered(run: run, hook: delivery.hook, delivery: delivery.id))
         }
@@ -210,6 +217,7 @@ public enum KeyDecision: Sendable, Equatable {
     public var record: TriggerRecord.Decision? {
         switch self {
         case .refused, .created: nil
+        case let .paused(_, skipped): skipped ? .skipped : .paused
         case .debounced: .debounced
         case let .shared(decision):
             switch decision {
