@@ -45,6 +45,7 @@ extension JSONBytes {
             case "metrics": return reader.into(&response.metrics) { $0.string() }
             case "warnings": return reader.into(&response.warnings) { $0.stringArray() }
             case "version": return reader.into(&response.version) { $0.string() }
+            case "pause": return reader.into(&response.pause) { $0.actionPause() }
             case "pid": return reader.into(&response.pid) { $0.integer(as: Int32.self) }
             default: return false
             }

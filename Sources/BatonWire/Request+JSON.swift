@@ -24,6 +24,8 @@ extension Request {
         json.field("progress", progress)
         json.field("from", from)
         json.field("follow", follow)
+        json.field("reason", reason)
+        json.field("duration", duration)
         json.endObject()
         return json.bytes
     }

@@ -53,6 +53,7 @@ extension Response {
         json.field("metrics", metrics)
         if let warnings { json.key("warnings"); json.strings(warnings) }
         json.field("version", version)
+        if let pause { json.key("pause"); pause.write(to: &json) }
         json.field("pid", pid)
         json.endObject()
         return json.bytes
@@ -137,6 +138,18 @@ extension RunSnapshot {
     }
 }
 
+extension ActionPause {
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.field("action", action)
+        json.field("by", by)
+        json.field("reason", reason)
+        json.field("at", at.rawValue)
+        json.field("until", until?.rawValue)
+        json.endObject()
+    }
+}
+
 extension Transition {
     public func write(to json: inout JSONWriter) {
         json.beginObject()
@@ -210,6 +223,7 @@ extension ActionInfo {
             json.field("chain", hooks.chain)
             json.endObject()
         }
+        if let paused { json.key("paused"); paused.write(to: &json) }
         if let cooling {
             json.key("cooling")
             json.beginArray()

@@ -47,6 +47,8 @@ public struct Response: Codable, Sendable {
     public var warnings: [String]?
     /// ping: the daemon's version and pid.
     public var version: String?
+    /// pause: the pause made; resume: the pause it ended (absent: the action was not paused).
+    public var pause: ActionPause?
     public var pid: Int32?
 
     public init(id: RequestID?, ok: Bool? = true) {
@@ -140,6 +142,8 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public var scheduleJitter: Int64?
     /// actions and status: true where a firing missed while the machine was off runs at boot (`catchUp`).
     public var catchUp: Bool?
+    /// status: the action's pause, while it holds: who, why, since and until when.
+    public var paused: ActionPause?
     /// actions and status: how many follow-ups a key's line holds (`queue: { depth: N }`), when more than one.
     public var queueDepth: Int?
     /// actions and status: the locks its runs take to start, each with its limit, when it has any.

@@ -64,6 +64,7 @@ enum StatusCommand {
         parts += waiting.map { "queued (run \($0.id)) \($0.waiting!.text)" }
         if queued > 0 { parts.append("\(queued) queued") }
         if inLine > 0 { parts.append("\(inLine) in line") }
+        if let pause = action.paused { parts.insert(context.paint(pause.message(at: now).replacingEvery("\(action.name) is ", with: ""), .red), at: 0) }
         let state = parts.isEmpty ? "idle" : parts.joined(separator: "; ")
         var last = "never run"
         if let run = action.last {

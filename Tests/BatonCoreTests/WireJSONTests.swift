@@ -65,6 +65,8 @@ struct WireJSONTests {
         info.scheduleJitter = 300_000_000
         info.catchUp = true
         info.queueDepth = 3
+        info.paused = ActionPause(action: "deploy", by: "alice", reason: "migrating \"db\"", at: Timestamp(rawValue: 1_764_558_000_000_000),
+                                  until: Timestamp(rawValue: 1_764_565_200_000_000))
         info.locks = [LockClaim("db"), LockClaim("heavy-io", limit: 2)]
         info.cooldown = 600_000_000
         info.force = true
