@@ -297,6 +297,8 @@ function makeCard(info) {
   const head = el("div", { class: "card-head" }, el("h2", { id: `title-${info.name}`, text: info.name }),
     el("span", { class: "policy", title: "what a press does while a run is in flight", text: info.policy }));
   root.append(head);
+  const paused = el("p", { class: "paused-banner", role: "status", hidden: true });
+  root.append(paused);
   if (info.description) root.append(el("p", { class: "description", text: info.description }));
   const rules = rulesText(info);
   if (rules) root.append(el("p", { class: "rules", text: rules }));
@@ -329,7 +331,7 @@ function makeCard(info) {
   const last = el("p", { class: "last" });
   const cooldown = el("p", { class: "cooldown", hidden: true });
   root.append(form, note, cooldown, flights, last);
-  return { root, form, inputs, policy, button, note, cooldown, flights, last, pending: false };
+  return { root, form, inputs, policy, button, note, cooldown, paused, flights, last, pending: false };
 }
 
 function paramsOf(card) {
@@ -392,6 +394,9 @@ function drawPress(card, info, live) {
     card.button.setAttribute("aria-busy", press.busy ? "true" : "false");
     card.button.replaceChildren(...(press.busy ? [el("span", { class: "spinner", "aria-hidden": "true" })] : []), press.label);
   }
+  const pausedText = pauseText(info.paused, key.now);
+  card.paused.hidden = !pausedText;
+  if (card.paused.textContent !== (pausedText || "")) card.paused.textContent = pausedText || "";
   const cooling = cooldownText(info, key.lastSuccess, key.now);
   card.cooldown.hidden = !cooling;
   if (card.cooldown.textContent !== (cooling || "")) card.cooldown.textContent = cooling || "";
@@ -408,6 +413,8 @@ function pressFor(info, policy, key) {
   const name = info.name;
   if (!(info.allowed || []).includes("trigger")) return { kind: "denied", label: `Run ${name}`, disabled: true, title: `you may not trigger ${name}` };
   if (key.pending) return { kind: "pending", label: "Starting…", disabled: true, busy: true };
+  const paused = pauseText(info.paused, key.now);
+  if (paused) return { kind: "paused", label: "Paused", disabled: true, title: paused };
   const left = cooldownLeft(info, key.lastSuccess, key.now);
   if (left > 0) {
     return { kind: "cooled", label: "Cooled: nothing will run",
@@ -448,6 +455,14 @@ function rulesText(info) {
   if (info.queueDepth > 1) parts.push(`a line of ${info.queueDepth}`);
   for (const lock of info.locks || []) parts.push(`lock ${lock.name}${lock.limit > 1 ? ` (${lock.limit} at once)` : ""}`);
   return parts.join(" · ");
+}
+
+// The banner of a paused action, as batond tells its pause ("Paused by alice for 1h58m more:
+// migrating db"); null when it is not paused, or its pause has ended.
+function pauseText(pause, now) {
+  if (!pause || (pause.until != null && now >= pause.until)) return null;
+  const until = pause.until != null ? ` for ${duration(pause.until - now)} more` : " until resumed";
+  return `Paused by ${pause.by}${until}: ${pause.reason}`;
 }
 
 // A press under `queue`: with a line of one, join its follow-up or queue after the run; with a

@@ -93,6 +93,13 @@ struct DashboardRulesBrowserTests {
               info: "{ name: 'a', queueDepth: 2, \(may) }", policy: "queue",
               key: "{ now, running: { id: 12, phase: 'loading' }, line: [{ id: 13, phase: 'queued', params: { ref: 'b' } }, { id: 14, phase: 'queued', params: { ref: 'c' } }], params: { ref: 'd' } }",
               label: "Line full (2 waiting)", disabled: true, title: "the line of 2 is full: a press would be refused busy"),
+        Press(name: "paused: disabled with the pause, before the cooldown and the policy", kind: "paused",
+              info: "{ name: 'a', cooldown: 600e6, paused: { action: 'a', by: 'alice', reason: 'migrating db', at: now - 60e6, until: now + 7080e6 }, \(may) }",
+              policy: "join", key: "{ now, \(cooled), running: { id: 12, phase: 'loading' } }", label: "Paused", disabled: true,
+              title: "Paused by alice for 1h58m more: migrating db"),
+        Press(name: "a pause past its end: presses as usual", kind: "join",
+              info: "{ name: 'a', paused: { action: 'a', by: 'alice', reason: 'r', at: now - 60e6, until: now }, \(may) }", policy: "join",
+              key: "{ now, running: { id: 12, phase: 'loading' } }", label: "Join run 12"),
         Press(name: "reject, loading", kind: "busy", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'loading' } }",
               label: "Loading… (run 12)", disabled: true),
         Press(name: "reject, queued", kind: "busy", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'queued' } }",
@@ -149,6 +156,21 @@ struct DashboardRulesBrowserTests {
             #expect(try browser.text(".card[data-action=\"fresh\"] .rules") == "cooldown 10m")
             #expect(try browser.script("return \(Self.card("page")).querySelector('.rules') === null;") as? Bool == true,
                     "an action without rules has no rules line")
+        }
+    }
+
+    @Test("a paused action: its card has a banner with who, why and how long, and its button is disabled with the pause")
+    func pausedCard() async throws {
+        try await Self.withPage { daemon, dashboard, browser in
+            #expect(try daemon.baton("pause", "page", "--reason", "migrating db", "--for", "2h").code == 0)
+            // A pause is not an event of the stream: the page learns it from its next snapshot (a reload here).
+            _ = try browser.script("location.reload(); return true;")
+            #expect(try browser.wait(until: "\(Self.card("page")) && !\(Self.card("page")).querySelector('.paused-banner').hidden"))
+            let banner = try browser.text(".card[data-action=\"page\"] .paused-banner")
+            #expect(banner.hasPrefix("Paused by ") && banner.hasSuffix(" more: migrating db"), "\(banner)")
+            #expect(try browser.script("return \(Self.button("page")).disabled && \(Self.button("page")).textContent === 'Paused';") as? Bool == true)
+            #expect(try browser.script("return \(Self.card("fresh")).querySelector('.paused-banner').hidden;") as? Bool == true)
+            try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-paused.png")
         }
     }
 
