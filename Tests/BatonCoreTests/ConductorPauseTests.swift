@@ -86,4 +86,34 @@ struct ConductorPauseTests {
         #expect(rig.state.pause(of: "deploy", at: rig.now) == Self.pause())
         #expect(rig.state.pause(of: "backup", at: rig.now) == nil)
     }
+
+    @Test("a run queued before the pause waits while it holds and starts when it ends: at a resume, or at a timed pause's end")
+    func queuedRunsWait() {
+        let queue = Action(name: "deploy", exec: ["true"], policy: .queue)
+        for timed in [false, true] {
+            var rig = Rig()
+            rig.trigger(queue, at: 0)
+            rig.trigger(queue, at: 0)
+            #expect(rig.launched == [1])
+            rig.handle(.pause(100, Self.pause(until: timed ? 60 : nil)))
+            rig.exit(1, at: 10)
+            #expect(rig.launched == [1], "the follow-up waits while the pause holds")
+            if timed {
+                rig.at(59)
+                #expect(rig.launched == [1])
+                rig.at(60)
+            } else {
+                rig.handle(.resume(101, action: "deploy", by: "bob"))
+            }
+            #expect(rig.launched == [1, 2], "timed: \(timed)")
+        }
+    }
+
+    @Test("a timed pause that ended with no run waiting holds nothing: the next run starts")
+    func endedUnnoticed() {
+        var rig = Rig()
+        rig.handle(.pause(100, Self.pause(until: 5)))
+        let ran = rig.trigger(Self.deploy, at: 10)
+        #expect(rig.decision(ran) == .created(1) && rig.launched == [1])
+    }
 }

@@ -216,7 +216,7 @@ struct ConductorWalk {
             if let run = timers.keys.sorted().first(where: { !timers[$0]!.isEmpty }),
                let timer = timers[run]!.sorted(by: { "\($0)" < "\($1)" }).first {
                 timers[run]!.remove(timer)
-                if timer == .debounce, let due = timerDue[run]?[timer] { now = max(now, due) }
+                if timer == .debounce || timer == .pauseEnd, let due = timerDue[run]?[timer] { now = max(now, due) }
                 apply(.timer(run: run, timer))
                 continue
             }
@@ -224,7 +224,10 @@ struct ConductorWalk {
         }
         for token in asked.keys where !answered.contains(token) { violate("question \(token) was never answered") }
         if !shutDown {
-            for run in state.inFlight { violate("run \(run.id) is still \(run.phase.rawValue) with nothing left to happen") }
+            // A paused action's queued runs wait for a resume, which only a person gives.
+            for run in state.inFlight where !(run.phase == .queued && state.pause(of: run.action, at: now) != nil) {
+                violate("run \(run.id) is still \(run.phase.rawValue) with nothing left to happen")
+            }
         }
     }
 
@@ -341,6 +344,9 @@ struct ConductorWalk {
                 }
                 checkCooldown(launch)
                 checkDebounce(launch)
+                if launch.attempt == 1, paused.contains(launch.action.name) {
+                    violate("run \(launch.run) of \(launch.action.name) started while its action was paused")
+                }
                 if launch.attempt == 1, let key = lineKey[launch.run] {
                     if let first = lineOrder[key]?.first, first != launch.run {
                         violate("run \(launch.run) started before run \(first), ahead of it in the line of key \(key)")

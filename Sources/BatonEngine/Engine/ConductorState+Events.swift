@@ -17,6 +17,7 @@ extension ConductorState {
             joinPending(run, window, token, trigger, &step)
         case let .created(decision, window):
             nextRunID += 1
+            releaseIfOver(trigger.action.name, at: step.now)
             table.apply(decision, key: trigger.key, slot: slot, action: trigger.action.name, locks: trigger.action.locks,
                         gated: trigger.action.debounce != nil)
             create(decision, window, token, trigger, &step)
@@ -165,6 +166,8 @@ extension ConductorState {
             if flight.machine.state == .retrying(attempt: attempt) { drive(id, .backoffElapsed, &step) }
         case .debounce:
             windowEnded(id, &step)
+        case .pauseEnd:
+            pauseTimerFired(id, flight.action.name, &step)
         case .progress:
             guard flight.progressHeld, !flight.isOver else { return }
             var told = flight

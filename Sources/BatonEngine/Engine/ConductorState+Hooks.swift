@@ -63,6 +63,7 @@ extension ConductorState {
             if let record = decided.record { step.entries.append(.trigger(hookRecord(target, context, run: decision.run, record, at: step.now))) }
         case let .created(decision, window):
             nextRunID += 1
+            releaseIfOver(hookAction.name, at: step.now)
             table.apply(decision, key: target.key, slot: slot, action: hookAction.name, locks: hookAction.locks,
                         gated: hookAction.debounce != nil)
             createHookRun(decision, window, target, context, &step)

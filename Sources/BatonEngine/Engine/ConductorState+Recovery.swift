@@ -46,6 +46,10 @@ extension ConductorState {
         // Answered at once: the decisions are made, and their writes go before anything later
         // (a full disk holds them in memory; batond serves meanwhile instead of hanging at start).
         step.effects.append(.answer(token, .recovered(summary)))
+        // The runs of a paused action wait (a timed one's, until its end); a pause over meanwhile holds none.
+        for pause in pauses.values {
+            if pause.holds(at: step.now) { hold(pause, &step) } else { pauseMayHaveEnded(pause.action, &step) }
+        }
         admit(&step)
     }
 

@@ -106,6 +106,8 @@ public struct ConductorState: Sendable {
         case progress
         /// The end of a debounced run's quiet window: it may start (`ConductorState+Debounce`).
         case debounce
+        /// A timed pause of the run's action may have ended: the run may start again.
+        case pauseEnd
     }
 
     /// The most often a run's progress is told: a run that writes 100,000 progress lines a second

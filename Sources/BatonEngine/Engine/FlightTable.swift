@@ -34,6 +34,8 @@ public struct FlightTable: Sendable {
 
     struct Entry {
         var key: String
+        /// Its action's name: a paused action's runs wait (`hold`).
+        var action = ""
         var stage: Stage = .waiting
         var durable = false
         /// A debounced run whose window is open: it may not start yet (`gate`, `open`).
@@ -44,6 +46,8 @@ public struct FlightTable: Sendable {
     private var entries: [Int64: Entry] = [:]
     private var line = RunLine()
     private var runningCount = 0
+    /// The actions whose runs may not start now (paused): their runs wait until `release`.
+    public private(set) var held: Set<String> = []
     /// The locks runs hold and wait for.
     public private(set) var locks = LockBook()
     /// The most runs that may be loading or retrying at once.
@@ -83,7 +87,7 @@ public struct FlightTable: Sendable {
         switch decision {
         case let .created(run), let .followUp(run, _), let .replaced(run, _):
             slots[key] = slot
-            entries[run] = Entry(key: key, gated: gated)
+            entries[run] = Entry(key: key, action: action, gated: gated)
             locks.register(run, action: action, locks: claims)
         case .joined, .coalesced, .rejected, .cooled, .slotRan: break
         }
@@ -110,6 +114,22 @@ public struct FlightTable: Sendable {
         guard entries[run]?.gated == true else { return }
         entries[run]!.gated = false
         promote(entries[run]!.key)
+    }
+
+    /// Holds back every run of `action` not yet started (its action is paused): a ready one leaves
+    /// the line and the lock waiters, and none becomes ready until `release`.
+    public mutating func hold(action: String) {
+        held.insert(action)
+        for (run, entry) in entries where entry.action == action && entry.stage == .ready {
+            entries[run]!.stage = .waiting
+            locks.unwait(run)
+        }
+    }
+
+    /// Lets the runs of `action` start again (its pause is over), each once its key is free.
+    public mutating func release(action: String) {
+        guard held.remove(action) != nil else { return }
+        for key in Set(entries.values.filter { $0.action == action }.map(\.key)) { promote(key) }
     }
 
     /// Whether a run is held back by `gate`.
@@ -190,7 +210,7 @@ public struct FlightTable: Sendable {
 
     private mutating func promote(_ key: String) {
         guard let holder = slots[key]?.startable,
-              let entry = entries[holder], entry.durable, !entry.gated, entry.stage == .waiting else { return }
+              let entry = entries[holder], entry.durable, !entry.gated, entry.stage == .waiting, !held.contains(entry.action) else { return }
         entries[holder]!.stage = .ready
         line.append(holder)
     }
