@@ -8,7 +8,8 @@ enum PauseCommand {
         name: "pause",
         abstract: """
             Pause ACTION: its triggers are refused (exit 75) with who paused it, why and until when, and its scheduled \
-            slots are recorded as skipped, until baton resume or the --for time ends. Runs in flight go on. Needs the \
+            slots are recorded as skipped, until baton resume or the --for time ends. Runs loading go on; queued ones wait \
+            until it ends. Needs the \
             pause right (allow: { pause: … }), root or batond's own user.
             """,
         arguments: "ACTION",
