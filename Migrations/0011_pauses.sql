@@ -1,4 +1,4 @@
--- Baton history schema, version 10: paused actions. Forward only, like 0001.
+-- Baton history schema, version 11: paused actions. Forward only, like 0001.
 --
 -- `baton pause ACTION [--for 2h] --reason "…"` (or an action's `pauseAfterFailures`) makes the
 -- action refuse its triggers until `baton resume` or the pause's end. `pauses` holds each action
