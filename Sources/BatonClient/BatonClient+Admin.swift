@@ -12,6 +12,12 @@ extension BatonClient {
         try await ask(.stats(filter))
     }
 
+    /// The runs `filter` selects (20 by default) whose kept output or param values hold `text`,
+    /// case ignored, newest first, each with its first matching lines and their numbers.
+    public func search(_ text: String, _ filter: HistoryFilter = HistoryFilter(limit: 20)) async throws -> [SearchMatch] {
+        try await ask(.search(text, filter))
+    }
+
     /// The latest requests batond refused for lack of permission, newest first, at most `limit`
     /// (root only: others get `.forbidden`).
     public func denied(limit: Int = 50) async throws -> [TriggerRecord] {

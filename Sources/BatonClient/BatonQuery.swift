@@ -95,3 +95,11 @@ extension BatonQuery where Value == [String] {
     /// value: batond's warnings about the config it applied (empty when it had none).
     public static var reload: Self { Self(Request(op: .reload)) { $0.warnings ?? [] } }
 }
+
+extension BatonQuery where Value == [SearchMatch] {
+    /// The runs `filter` selects whose kept output or param values hold `text` (case ignored),
+    /// newest first, each with its first matching lines and their numbers.
+    public static func search(_ text: String, _ filter: HistoryFilter = HistoryFilter(limit: 20)) -> Self {
+        Self(Request(op: .search, filter: filter, text: text)) { $0.matches ?? [] }
+    }
+}

@@ -29,6 +29,20 @@ struct API: Sendable {
         }
     }
 
+    /// The runs whose kept output (or a param value) holds the query's `text`, with its lines.
+    func search(query: String, _ done: @escaping Answer) {
+        switch QueryString.search(query) {
+        case let .success((text, filter)): forward(Request(op: .search, filter: filter, text: text), done)
+        case let .failure(error): done(answer(.failure(WireError(error))))
+        }
+    }
+
+    /// Each action's outcomes, durations and usage, or one action's (`action=NAME`).
+    func stats(query: String, _ done: @escaping Answer) {
+        let action = QueryString.decode(query).first { $0.name == "action" }?.value
+        forward(Request(op: .stats, action: action), done)
+    }
+
     /// A run's whole story, with `users`: the names of the uids in it (the page cannot look them up).
     func run(_ id: Int64, _ done: @escaping Answer) {
         forward(Request(op: .show, run: id)) { response in
@@ -90,7 +104,7 @@ struct API: Sendable {
                 guard let compiled = try? ParamPattern(source) else { return nil }
                 pattern = compiled
             }
-            declared[name] = ParamSpec(pattern: pattern, defaultValue: param.default)
+            declared[name] = ParamSpec(pattern: pattern, defaultValue: param.default, secret: param.secret ?? false)
         }
         do {
             _ = try Action.resolveParams(params, declared: declared, action: info.name)

@@ -1,4 +1,5 @@
 import BatonIPC
+import Glibc
 
 /// The page's files, embedded at build time from `Assets/`, and the header fields every answer
 /// carries: a strict Content-Security-Policy (scripts and styles from this server only, no inline
@@ -7,6 +8,31 @@ public enum Assets {
     public static func file(_ name: String) -> HTTPResponse? {
         guard let text = embeddedAssets[name] else { return nil }
         return HTTPResponse(status: 200, contentType: contentType(name), extraFields: securityFields, body: Array(text.utf8))
+    }
+
+    /// Debian's Chart.js (libjs-chart.js, 3.9): served as `/chart.js`, from the system's copy, so
+    /// that the system's updates reach it; the page draws no chart without it.
+    public static let chartLibraryPath = "/usr/share/javascript/chart.js/chart.min.js"
+
+    /// A script the server read from the system, with the page's header fields.
+    static func script(_ bytes: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: 200, contentType: "text/javascript; charset=utf-8", extraFields: securityFields, body: bytes)
+    }
+
+    /// A file's bytes (at most 4 MiB), read when the dashboard starts; nil when it cannot be read.
+    static func systemFile(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 65_536)
+        while bytes.count <= 4 << 20 {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { return nil }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: buffer[..<count])
+        }
+        return nil
     }
 
     static func contentType(_ name: String) -> String {

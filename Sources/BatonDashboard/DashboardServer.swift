@@ -44,6 +44,8 @@ public final class DashboardServer: Sendable {
     let outputStreams: LoopOwned<[ObjectIdentifier: HTTPExchange]>
     /// Raw output downloads being read.
     let downloads: LoopOwned<Int>
+    /// The system's Chart.js, read once at start; nil where it is not installed (no charts).
+    let chartLibrary: [UInt8]?
 
     public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), reactor: Reactor,
                 onSignIn: @escaping @Sendable (SignIn) -> Void = { _ in }) throws(SocketError) {
@@ -66,6 +68,7 @@ public final class DashboardServer: Sendable {
         streams = LoopOwned([:], on: reactor)
         outputStreams = LoopOwned([:], on: reactor)
         downloads = LoopOwned(0, on: reactor)
+        chartLibrary = Assets.systemFile(Assets.chartLibraryPath)
         api = API(channel: Channel(path: socketPath, reactor: reactor), reactor: reactor)
         feed = Feed(socketPath: socketPath, reactor: reactor)
         reactor.post { box.access { $0 = self } }
@@ -104,6 +107,9 @@ public final class DashboardServer: Sendable {
         case let .asset(name): done(Assets.file(name) ?? refusal(404, "no such file"))
         case .status: api.status(done)
         case .history: api.history(query: head.query ?? "", done)
+        case .search: api.search(query: head.query ?? "", done)
+        case .stats: api.stats(query: head.query ?? "", done)
+        case .chartLibrary: done(chartLibrary.map { Assets.script($0) } ?? refusal(404, "charts need Chart.js: install the libjs-chart.js package"))
         case let .run(id): api.run(id, done)
         case .trigger: api.trigger(body: body, done)
         case .cancel: api.cancel(body: body, done)

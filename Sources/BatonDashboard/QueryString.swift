@@ -41,6 +41,20 @@ public enum QueryString {
         }
     }
 
+    /// A search from the page's query: `text` (what to find), and the history's filters without
+    /// `text` (20 runs unless `limit` says otherwise).
+    public static func search(_ query: String) -> Result<(text: String, filter: HistoryFilter), BatonError> {
+        guard let text = decode(query).first(where: { $0.name == "text" })?.value, !text.isEmpty else {
+            return .failure(.badRequest("text: what to search for is missing"))
+        }
+        let rest = query.split(separator: "&").filter { !$0.hasPrefix("text=") && $0 != "text" }
+        return historyFilter(rest.joined(separator: "&")).map { filter in
+            var filter = filter
+            if !rest.contains(where: { $0.hasPrefix("limit=") }) { filter.limit = 20 }
+            return (text, filter)
+        }
+    }
+
     /// A history filter from the page's query: `action` and `phase` (repeatable), `since` and
     /// `until` (µs since the epoch), `param` (`name=value`, repeatable), `limit`; an unknown name or a
     /// bad value is an error naming it.

@@ -4,8 +4,14 @@
 public enum Route: Equatable, Sendable {
     case page
     case asset(String)
+    /// Chart.js, the system's copy (Debian's libjs-chart.js), read when the dashboard starts.
+    case chartLibrary
+    /// Outcomes, durations and usage per action (`/api/stats`, optional `action`).
+    case stats
     case status
     case history
+    /// Runs whose kept output holds a text (`/api/search?text=…`, with the history's filters).
+    case search
     case run(Int64)
     case events
     /// A run's output as an event stream (`/api/runs/42/output`), resumable by byte offset.
@@ -21,15 +27,20 @@ public enum Route: Equatable, Sendable {
     public static func of(path: String) -> (route: Route, method: String)? {
         switch path {
         case "/": return (.page, "GET")
-        case "/app.js", "/app.css", "/icon.svg": return (.asset(String(path.dropFirst())), "GET")
+        case "/app.js", "/charts.js", "/app.css", "/icon.svg": return (.asset(String(path.dropFirst())), "GET")
         case "/api/status": return (.status, "GET")
         case "/api/history": return (.history, "GET")
+        case "/api/stats": return (.stats, "GET")
+        case "/chart.js": return (.chartLibrary, "GET")
+        case "/api/search": return (.search, "GET")
         case "/api/trigger": return (.trigger, "POST")
         case "/api/cancel": return (.cancel, "POST")
         case "/api/session": return (.session, "POST")
         case "/events": return (.events, "GET")
         default: break
         }
+        // An action's page (`/actions/deploy`: the page reads the name from its address).
+        if path.hasPrefix("/actions/"), path.count > "/actions/".count, path.count <= "/actions/".count + 3 * 64 { return (.page, "GET") }
         // A run's page (`/runs/42`), its data (`/api/runs/42`) and its output.
         if path.hasPrefix("/runs/") { return runID(path.dropFirst("/runs/".count)).map { _ in (.page, "GET") } }
         guard path.hasPrefix("/api/runs/") else { return nil }
@@ -66,8 +77,8 @@ public enum Route: Equatable, Sendable {
     /// sign-in.
     public var needsSession: Bool {
         switch self {
-        case .page, .asset, .session: false
-        case .status, .history, .run, .events, .output, .rawOutput, .trigger, .cancel: true
+        case .page, .asset, .chartLibrary, .session: false
+        case .status, .history, .search, .stats, .run, .events, .output, .rawOutput, .trigger, .cancel: true
         }
     }
 }

@@ -71,14 +71,6 @@ struct CoordinatorState: Sendable {
         case armTimer(Int64, after: Duration)
     }
 
-    /// What threads other than the loop read: published by the loop after an event that changes it.
-    struct Published: Sendable {
-        var inFlight: [Int64: RunSnapshot] = [:]
-        var adopted: Set<Int64> = []
-    }
-
-    var published: Published { Published(inFlight: fleetInFlight, adopted: Set(adopted.keys)) }
-
     mutating func handle(_ event: Event) -> [Effect] {
         switch event {
         case let .reserve(wanted, running):
@@ -163,15 +155,5 @@ struct CoordinatorState: Sendable {
         guard lookAgain else { return [] }
         lookAgain = false
         return look(running: running)
-    }
-}
-
-extension CoordinatorState.Event {
-    /// Whether the event may change what is published (`CoordinatorState.Published`).
-    var changesPublished: Bool {
-        switch self {
-        case .settled, .looked, .refreshed, .delivered: true
-        case .reserve, .counted, .look, .found, .debounce, .debounceFired, .stopStarting: false
-        }
     }
 }

@@ -22,7 +22,7 @@ extension FleetCoordinator {
     public func trigger(_ trigger: Trigger, follower: Conductor.Follower?,
                         answered: @escaping @Sendable (Result<(FlightTable.Decision, RunSnapshot), BatonError>) -> Void) {
         guard reactor.isCurrent else { return reactor.post { [self] in self.trigger(trigger, follower: follower, answered: answered) } }
-        guard state.access({ $0.accepting }) else { return answered(.failure(.shuttingDown)) }
+        guard state.withLock({ $0.accepting }) else { return answered(.failure(.shuttingDown)) }
         if let reason = conductor.storeUnavailableReason { return answered(.failure(.storeUnavailable(reason))) }
         // Decided with the triggers waiting beside it, in one transaction (`FleetCoordinator+Batch`).
         let slots = reserveStarts(1)

@@ -32,11 +32,12 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// The loop every decision of this coordinator is made on.
     let reactor: Reactor
     /// Start slots, adopted runs, debounce timers, whether it starts runs, the fleet's runs in
-    /// flight: one value, owned by the loop (`CoordinatorState`).
-    let state: LoopOwned<CoordinatorState>
-    /// What other threads read of it (a `status`, a `show` or a follow asked from a task): the
-    /// fleet's runs in flight and the runs handed to the conductor, as the loop last left them.
-    let published = Locked(CoordinatorState.Published())
+    /// flight: one value (`CoordinatorState`), changed only on the loop, each event decided under
+    /// its lock (a pure step) and the effects performed after. Other threads (a `status`, a `show`
+    /// or a follow asked from a task) read it in place under that lock: a copy published after
+    /// each event cost the loop a copy of every run in flight at its next change (issue 38's fleet
+    /// figures: three hosts' runs/s fell 12-23% with one), as the conductor's did.
+    let state: Locked<CoordinatorState>
 
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor,
                 log: @escaping @Sendable (String) -> Void) {
@@ -49,32 +50,32 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         self.conductor = conductor
         self.limit = max(limit, 1)
         self.log = log
-        state = LoopOwned(CoordinatorState(limit: limit), on: reactor)
+        state = Locked(CoordinatorState(limit: limit))
     }
 
 
     /// Handles `event` on the loop and performs its effects, with no lock held.
     @discardableResult
     func send(_ event: CoordinatorState.Event, followers: [Int64: Conductor.Follower] = [:]) -> [CoordinatorState.Effect] {
-        let (effects, published) = state.access { state in (state.handle(event), event.changesPublished ? state.published : nil) }
-        if let published { self.published.withLock { $0 = published } }
+        reactor.assertOnLoop("the fleet coordinator's state")
+        let effects = state.withLock { $0.handle(event) }
         for effect in effects { perform(effect, followers: followers) }
         return effects
     }
 
     /// Whether this host's conductor runs `id` (from any thread).
     func runsHere(_ id: Int64) -> Bool {
-        published.withLock { $0.adopted.contains(id) } && conductor.snapshot(of: id) != nil
+        state.withLock { $0.adopted[id] != nil } && conductor.snapshot(of: id) != nil
     }
 
     // MARK: RunDispatcher
 
     public func snapshot(of id: Int64) -> RunSnapshot? {
-        conductor.snapshot(of: id) ?? published.withLock { $0.inFlight[id] }
+        conductor.snapshot(of: id) ?? state.withLock { $0.fleetInFlight[id] }
     }
 
     public func inFlight() -> [RunSnapshot] {
-        var runs = published.withLock { $0.inFlight }
+        var runs = state.withLock { $0.fleetInFlight }
         for run in conductor.inFlight() { runs[run.id] = withHost(run) }
         return runs.values.filter { !$0.phase.isTerminal }.sorted { $0.id < $1.id }
     }

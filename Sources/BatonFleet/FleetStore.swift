@@ -69,6 +69,10 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
         try await history.stats(actions: actions, since: since)
     }
     public func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] { try await history.denied(limit: limit) }
+    /// Refused, saying why (`FleetHistory.search`).
+    public func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
+        try await history.search(text, filter)
+    }
     public func lastEnded() async throws(BatonError) -> [RunSnapshot] { try await history.lastEnded() }
     public func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]] {
         try await history.recentDurations(of: actions)

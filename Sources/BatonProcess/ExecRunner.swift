@@ -17,12 +17,16 @@ public struct ExecRunner: Runner {
     /// Where the attempts' pipes and exits are watched: the conductor's loop (a conductor given
     /// a runner with none fills in its own); nil and used alone, each attempt gets a reactor of its own.
     public var reactor: Reactor?
-    /// Called on the loop before each attempt's process is spawned (a fleet host makes sure the
+    /// Called on the loop before each attempt's process is spawned (before its spawn is handed to a spawner thread) (a fleet host makes sure the
     /// guard of its runs lives first).
     public var beforeSpawn: (@Sendable () -> Void)?
-    /// Called with each new leader's pid right after the spawn (tests: to run the orphan sweep
-    /// at the worst moment).
+    /// Called with each new leader's pid right after the spawn, on the spawner's thread (tests:
+    /// to run the orphan sweep at the worst moment).
     var afterSpawn: (@Sendable (pid_t) -> Void)?
+    /// Called on the spawner's thread before anything of an attempt is made (tests: a gate).
+    var onSpawner: (@Sendable () -> Void)?
+    /// The threads attempts are spawned on, and their cgroups removed.
+    public var spawner: SpawnerPool = .shared
 
     public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited(), reactor: Reactor? = nil) {
         self.tailLimit = tailLimit
@@ -62,116 +66,21 @@ public struct ExecRunner: Runner {
         return env
     }
 
-    /// posix_spawn in the common case; vfork and exec when the process joins a cgroup, takes
-    /// another identity or umask first.
-    static func spawn(_ action: Action, _ argv: UnsafePointer<UnsafePointer<CChar>?>, _ envp: UnsafePointer<UnsafePointer<CChar>?>,
-                      _ stdout: Int32, _ stderr: Int32, _ progress: Int32, cgroup: Int32, v1: [Int32] = [], _ pid: inout pid_t) -> Int32 {
-        let cwd = action.cwd.map { strdup($0) } ?? nil
-        defer { free(cwd) }
-        guard action.runAs != nil || action.umask != nil || cgroup >= 0 else {
-            return baton_spawn(argv, envp, cwd, stdout, stderr, progress, &pid)
-        }
-        let user = action.runAs
-        let groups = user?.groups ?? []
-        return groups.withUnsafeBufferPointer { list in
-            v1.withUnsafeBufferPointer { v1 in
-                baton_spawn_in(argv, envp, cwd, stdout, stderr, progress, cgroup, v1.baseAddress, v1.count, user == nil ? 0 : 1,
-                               user?.uid ?? 0, user?.gid ?? 0, list.baseAddress, list.count, action.umask == nil ? 0 : 1,
-                               mode_t(action.umask ?? 0), &pid)
-            }
-        }
-    }
-
     public func start(_ job: Job, events: @escaping @Sendable (AttemptEvent) -> Void) -> any Attempt {
         guard !job.action.exec.isEmpty else {
             return FinishedAttempt(.failedToStart("action \(job.action.name) has nothing to exec"), events)
         }
-        var job = job
-        if let configured = job.action.runAs {
-            // The name is the identity: looked up at each start, so that a uid given to another
-            // user since the config was read never runs this action.
-            switch configured.resolved() {
-            case let .success(current): job.action.runAs = current
-            case let .failure(why):
-                return FinishedAttempt(.failedToStart("cannot run as \(Action.quoted(configured.named)): \(why) now "
-                    + "(it was uid \(configured.uid) when the config was read)"), events)
-            }
-        }
-        var events = events
-        var hookOutput: String?
-        if let hook = job.hook {
-            switch writeHookOutput(hook, job) {
-            case let .success(path):
-                hookOutput = path
-                let told = events
-                events = { event in
-                    if case .ended = event { unlink(path) }
-                    told(event)
-                }
-            case let .failure(why):
-                return FinishedAttempt(.failedToStart(why.message), events)
-            }
-        }
         beforeSpawn?()
-        // With `tty`, stdout and stderr are one pseudo-terminal (its master read as stdout), and err stays [-1, -1].
-        var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], prog: [Int32] = [-1, -1]
-        var made: Int32 = 0
-        if job.action.tty {
-            var (master, slave): (Int32, Int32) = (-1, -1)
-            made = baton_openpty(&master, &slave)
-            out = [master, slave]
-        } else if baton_pipe(&out) != 0 || baton_pipe(&err) != 0 {
-            made = errno
+        // The loop decides, a spawner thread makes the process: the attempt is spawning until it
+        // hears back, and a stop meanwhile waits for the birth (`AttemptMachine`).
+        let reactor = self.reactor ?? Reactor()
+        let machine = AttemptMachine(killGrace: job.action.killGrace, keepLeftovers: job.action.leftovers == .keep, spawning: true)
+        let attempt = ProcessAttempt(tailLimit: tailLimit, machine: machine, reactor: reactor, spawner: spawner, events: events)
+        let runner = self
+        spawner.submit {
+            let made = runner.make(job)
+            reactor.post { attempt.spawned(made) }
         }
-        guard made == 0, baton_pipe(&prog) == 0 else {
-            let message = "cannot create \(job.action.tty ? "a pseudo-terminal or pipe" : "pipes"): \(String(cString: strerror(made == 0 ? errno : made)))"
-            for fd in out + err + prog where fd >= 0 { close(fd) }
-            return FinishedAttempt(.failedToStart(message), events)
-        }
-        let (stdoutEnd, stderrEnd) = (out[1], err[1] >= 0 ? err[1] : out[1])
-        var cgroup: AttemptCgroup?
-        if case let .cgroup(hierarchy) = tracking {
-            ProcessAttempt.leaders.withLock { _ = $0.hierarchies.insert(hierarchy.directory) }
-            let plan = LimitPlan.make(job.action.limits, support: hierarchy.limits)
-            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt), home: hierarchy.home, plan: plan) {
-            case let .success(made): cgroup = made
-            case let .failure(why):
-                for fd in out + err + prog { close(fd) }
-                return FinishedAttempt(.failedToStart("cannot give the attempt its cgroup: \(why)"), events)
-            }
-        }
-        var variables = environment(for: job)
-        variables["BATON_HOOK_OUTPUT"] = hookOutput
-        let env = variables.map { "\($0.key)=\($0.value)" }
-        var pid: pid_t = 0
-        let action = job.action
-        // The spawn is counted before it starts: a leader that exits at once would otherwise be
-        // reaped as an orphan before its pid is known, its status lost and its attempt never ended.
-        ProcessAttempt.leaders.withLock { $0.beginSpawn() }
-        let rc = withCStrings(action.exec) { argv in
-            withCStrings(env) { envp in
-                Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup?.procs ?? -1, v1: cgroup?.v1?.procs ?? [], &pid)
-            }
-        }
-        ProcessAttempt.leaders.withLock { $0.endSpawn(rc == 0 ? pid : nil) }
-        for fd in [out[1], err[1], prog[1]] where fd >= 0 { close(fd) }
-        cgroup?.closeProcs()
-        guard rc == 0 else {
-            for fd in [out[0], err[0], prog[0]] where fd >= 0 { close(fd) }
-            cgroup?.remove()
-            var message = "cannot run \(job.action.exec[0]): \(String(cString: strerror(rc)))"
-            if rc == ENOENT, let cwd = job.action.cwd, access(cwd, F_OK) != 0 {
-                message = "cannot run \(job.action.exec[0]): working directory \(cwd) does not exist"
-            }
-            return FinishedAttempt(.failedToStart(message), events)
-        }
-        afterSpawn?(pid)
-        events(.started(ProcessGroup(pgid: pid, identity: ProcessGroup.identity(of: pid))))
-        let tree: ProcessAttempt.Tree = cgroup.map { .cgroup($0) } ?? .tagged(TaggedTree(leader: pid, instance: job.instance, run: job.runID))
-        let machine = AttemptMachine(killGrace: job.action.killGrace, keepLeftovers: job.action.leftovers == .keep)
-        let attempt = ProcessAttempt(pid: pid, tree: tree, pipes: .init(stdout: out[0], stderr: err[0], progress: prog[0]),
-                                     tailLimit: tailLimit, machine: machine, reactor: reactor ?? Reactor(), events: events)
-        attempt.begin()
         return attempt
     }
 }

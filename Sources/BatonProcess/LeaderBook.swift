@@ -17,8 +17,18 @@ struct LeaderBook: Sendable {
     /// The cgroup subtrees attempts were started in, for `ExecRunner.killAllGroups`.
     var hierarchies: Set<String> = []
 
-    /// A spawn is about to begin.
-    mutating func beginSpawn() { spawning += 1 }
+    /// Set by `ExecRunner.killAllGroups` (a fenced host): no spawn begins after it.
+    private(set) var refusing = false
+
+    /// A spawn is about to begin; false (and not counted) once spawns are refused.
+    mutating func beginSpawn() -> Bool {
+        guard !refusing else { return false }
+        spawning += 1
+        return true
+    }
+
+    /// No spawn begins from now on; the leaders to kill once those under way are over (`spawning` 0).
+    mutating func refuseSpawns() { refusing = true }
 
     /// The spawn begun is over: `pid` leads an attempt now, or nil when nothing was spawned.
     mutating func endSpawn(_ pid: pid_t?) {

@@ -31,9 +31,17 @@ extension ProcessAttempt {
 extension ExecRunner {
     /// SIGKILLs every process of every attempt running now (a fleet host that lost its lease
     /// fences itself with it): the cgroup subtree at once where there is one, and the process
-    /// group of each attempt; returns how many attempts there were.
+    /// group of each attempt; returns how many attempts there were. Spawner threads start no
+    /// process after it (a fenced host starts over), and the spawns under way are waited for
+    /// (a few milliseconds at most; bounded) so that their leaders are killed too.
     @discardableResult
     public static func killAllGroups() -> Int {
+        ProcessAttempt.leaders.withLock { $0.refuseSpawns() }
+        var waited = 0
+        while ProcessAttempt.leaders.withLock({ $0.spawning }) > 0 && waited < 2_000 {
+            usleep(1_000)
+            waited += 1
+        }
         // Counted before anything is killed: a leader killed first would be reaped (and gone from
         // the set) before it was counted.
         let groups = ProcessAttempt.leaders.withLock { $0.pids }

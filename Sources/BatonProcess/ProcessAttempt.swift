@@ -4,16 +4,18 @@ import CBatonSystem
 import FoundationEssentials
 import Glibc
 
-/// A spawned process and its whole tree, served by its `Reactor`: the decisions are
-/// `AttemptMachine`'s; this class feeds it what the reactor sees (the leader's pidfd, the tree's
+/// A process and its whole tree, served by its `Reactor`: the decisions are `AttemptMachine`'s;
+/// this class feeds it what the reactor sees (the spawner's answer, the leader's pidfd, the tree's
 /// `cgroup.events` or its members' pidfds, timers) and performs what it returns. Its state is the
 /// loop's (no lock: only the loop touches it). Output and progress are read from the pipes as they come.
+/// It exists before its leader does: a spawner thread makes the leader (`spawned` brings it back).
 final class ProcessAttempt: Attempt {
-    let pid: pid_t
-    let tree: Tree
-    private let reactor: Reactor
-    private let events: @Sendable (AttemptEvent) -> Void
-    private let state: LoopOwned<State>
+    let reactor: Reactor
+    let events: @Sendable (AttemptEvent) -> Void
+    let state: LoopOwned<State>
+    /// Where the end's cgroup reads and removals go (the spawners: never the loop).
+    let spawner: SpawnerPool
+    let tailLimit: Int
 
     /// Where an attempt's processes are: its cgroup, or found by group, descent and tag.
     enum Tree: Sendable {
@@ -24,12 +26,21 @@ final class ProcessAttempt: Attempt {
     struct State {
         var machine: AttemptMachine
         var output: AttemptOutput
-        var pidfd: Int32
+        /// The leader and where its tree is, once born.
+        var born: Born?
+        var pidfd: Int32 = -1
+        /// The hook output file the attempt removes when it ends.
+        var hookOutput: String?
+        /// Why the spawner could not make the leader.
+        var spawnFailure: String?
         /// The pidfds of the tree's members being watched (tagged trees), or the cgroup's events.
         var watching: [Int32] = []
         var watchingCgroup = false
         /// A look at the tree is due (coalesces many member exits into one look).
         var lookDue = false
+        /// A look at a tagged tree is on a spawner thread; another was asked meanwhile.
+        var looking = false
+        var lookAgain = false
         /// What the leader and the descendants it waited for used (from wait4).
         var leaderUsage: ResourceUsage?
     }
@@ -40,38 +51,31 @@ final class ProcessAttempt: Attempt {
     /// process's children are one set, whichever loop watches them), hence a lock.
     static let leaders = Locked(LeaderBook())
 
-    init(pid: pid_t, tree: Tree, pipes: AttemptOutput.Pipes, tailLimit: Int, machine: AttemptMachine, reactor: Reactor,
-         events: @escaping @Sendable (AttemptEvent) -> Void) {
-        self.pid = pid
-        self.tree = tree
-        self.reactor = reactor
-        self.events = events
-        state = LoopOwned(State(machine: machine, output: AttemptOutput(pipes: pipes, tailLimit: tailLimit), pidfd: baton_pidfd_open(pid)),
-                          on: reactor)
+    /// The leader's pid and its tree.
+    struct Born {
+        var pid: pid_t
+        var tree: Tree
     }
 
-    /// Starts watching: pipes and pidfd on the reactor (or, without pidfd, a check every 50 ms).
-    /// On the loop (an attempt started elsewhere, by a runner used alone, begins there).
-    func begin() {
-        guard reactor.isCurrent else { return reactor.post { [self] in begin() } }
-        let (pipes, pidfd) = state.access { ($0.output.pipes.open, $0.pidfd) }
-        for fd in pipes {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            reactor.watch(fd) { [self] _ in readable(fd) }
-        }
-        if pidfd >= 0 {
-            reactor.watch(pidfd) { [self] _ in leaderExited() }
-        } else {
-            pollForExit()
-        }
+    /// An attempt whose leader a spawner is making (`machine` is `spawning`).
+    init(tailLimit: Int, machine: AttemptMachine, reactor: Reactor, spawner: SpawnerPool, events: @escaping @Sendable (AttemptEvent) -> Void) {
+        self.reactor = reactor
+        self.events = events
+        self.spawner = spawner
+        self.tailLimit = tailLimit
+        let none = AttemptOutput.Pipes(stdout: -1, stderr: -1, progress: -1)
+        state = LoopOwned(State(machine: machine, output: AttemptOutput(pipes: none, tailLimit: tailLimit)), on: reactor)
     }
+
+    /// The leader's pid (0 before it is born).
+    var pid: pid_t { state.access { $0.born?.pid ?? 0 } }
 
     func stop(grace: Duration) {
         reactor.after(.zero) { [self] in handle(.stop(grace: grace)) }
     }
 
     /// Hands the machine an event and performs its effects, in order, with no lock held.
-    private func handle(_ event: AttemptMachine.Event) {
+    func handle(_ event: AttemptMachine.Event) {
         for effect in state.access({ $0.machine.handle(event) }) { perform(effect) }
     }
 
@@ -84,13 +88,16 @@ final class ProcessAttempt: Attempt {
         case .armGiveUp: reactor.after(.seconds(2)) { [self] in handle(.giveUp) }
         case .watchTree: watchTree()
         case let .end(exitCode, signal, leftovers): end(exitCode: exitCode, signal: signal, leftovers: leftovers)
+        case .endUnstarted: endUnstarted()
         }
     }
 
     // MARK: The tree
 
     private func signalTree(_ signal: Int32) {
-        switch tree {
+        guard let born = state.access({ $0.born }) else { return }
+        let pid = born.pid
+        switch born.tree {
         case let .cgroup(cgroup):
             cgroup.signal(signal)
         case let .tagged(tagged):
@@ -106,38 +113,69 @@ final class ProcessAttempt: Attempt {
 
     private func otherLeaders() -> Set<Int32> { Self.leaders.withLock { $0.pids }.subtracting([pid]) }
 
+    private var tree: Tree? { state.access { $0.born?.tree } }
+
     /// Looks at the tree and tells the machine; keeps watching for the next change.
     private func watchTree() {
+        guard let tree else { return }
         switch tree {
         case let .cgroup(cgroup):
-            let first = state.access { state -> Bool in
-                defer { state.watchingCgroup = true }
-                return !state.watchingCgroup
+            // Most trees are empty when their leader is reaped: one look ends them. Only a tree
+            // with processes left is watched (`cgroup.events`), and looked at again once watched,
+            // so that a change between the look and the watch is not missed.
+            lookAtCgroup()
+            let watch = state.access { state -> Bool in
+                guard state.machine.phase == .draining, !state.watchingCgroup else { return false }
+                state.watchingCgroup = true
+                return true
             }
-            if first { reactor.watch(cgroup.events, priority: true) { [self] _ in lookAtCgroup() } }
+            guard watch else { return }
+            reactor.watch(cgroup.events, priority: true) { [self] _ in lookAtCgroup() }
             lookAtCgroup()
         case let .tagged(tagged):
-            let subreaper = Self.leaders.withLock { $0.subreaping }
-            let members = tagged.members(others: otherLeaders(), subreaper: subreaper)
-            var pidfds: [Int32] = []
-            for member in members {
-                let fd = baton_pidfd_open(member)
-                if fd >= 0 { pidfds.append(fd) }
+            let start = state.access { state -> Bool in
+                if state.looking { state.lookAgain = true }
+                defer { state.looking = true }
+                return !state.looking
             }
-            let old = state.access { state -> [Int32] in
-                defer { state.watching = pidfds }
-                return state.watching
+            guard start else { return }
+            // The tree is found in /proc on a spawner thread, never the loop; the answer comes back to it.
+            let (reactor, leader) = (reactor, pid)
+            spawner.submit { [self] in
+                let others = Self.leaders.withLock { $0.pids }.subtracting([leader])
+                let members = tagged.members(others: others, subreaper: Self.leaders.withLock { $0.subreaping })
+                reactor.post { [self] in looked(members) }
             }
-            unwatch(old)
-            // A member that exits wakes a look; members that could not be watched are looked for again shortly.
-            for fd in pidfds { reactor.watch(fd) { [self] _ in lookSoon() } }
-            if pidfds.count < members.count { reactor.after(.milliseconds(20)) { [self] in lookSoon() } }
-            handle(.tree(members))
         }
     }
 
+    /// A look at a tagged tree is back: its members are watched (a member that exits wakes the
+    /// next look) and the machine told. Nothing once the attempt is no longer draining.
+    private func looked(_ members: Set<Int32>) {
+        let again = state.access { state -> Bool in
+            defer { (state.looking, state.lookAgain) = (false, false) }
+            return state.lookAgain
+        }
+        guard state.access({ $0.machine.phase == .draining }) else { return }
+        var pidfds: [Int32] = []
+        for member in members {
+            let fd = baton_pidfd_open(member)
+            if fd >= 0 { pidfds.append(fd) }
+        }
+        let old = state.access { state -> [Int32] in
+            defer { state.watching = pidfds }
+            return state.watching
+        }
+        unwatch(old)
+        // A member that exits wakes a look; members that could not be watched are looked for again shortly.
+        for fd in pidfds { reactor.watch(fd) { [self] _ in lookSoon() } }
+        if pidfds.count < members.count { reactor.after(.milliseconds(20)) { [self] in lookSoon() } }
+        handle(.tree(members))
+        if again { lookSoon() }
+    }
+
     private func lookAtCgroup() {
-        guard case let .cgroup(cgroup) = tree, state.access({ $0.machine.phase == .draining }) else { return }
+        guard case let .cgroup(cgroup)? = tree, state.access({ $0.machine.phase == .draining }) else { return }
         let populated = cgroup.isPopulated()
         let members = populated ? cgroup.members() : []
         // Populated with no pid listed: a process is on its way out, and its going is the next change.
@@ -158,7 +196,7 @@ final class ProcessAttempt: Attempt {
         }
     }
 
-    private func unwatch(_ fds: [Int32]) {
+    func unwatch(_ fds: [Int32]) {
         for fd in fds {
             reactor.remove(fd)
             close(fd)
@@ -167,13 +205,13 @@ final class ProcessAttempt: Attempt {
 
     // MARK: Output
 
-    private func readable(_ fd: Int32) {
+    func readable(_ fd: Int32) {
         for report in drain(fd) { events(.progress(report)) }
     }
 
     /// Reads what `fd` has into the output (the read outside the lock, each chunk taken under it);
     /// closes it at its end. Returns the progress lines completed.
-    private func drain(_ fd: Int32, limit: Int = AttemptOutput.readsPerTurn) -> [Progress] {
+    func drain(_ fd: Int32, limit: Int = AttemptOutput.readsPerTurn) -> [Progress] {
         var reports: [Progress] = []
         let stream = state.access { $0.output.stream(of: fd) }
         let open = AttemptOutput.read(fd, limit: limit, into: reactor.readBuffer) { chunk in
@@ -186,89 +224,5 @@ final class ProcessAttempt: Attempt {
             close(fd)
         }
         return reports
-    }
-
-    // MARK: The leader's exit, and the end
-
-    private func pollForExit() {
-        reactor.after(.milliseconds(50)) { [self] in
-            // -1 (no such child) must end the attempt too, or it would be polled for ever.
-            if baton_has_exited(pid) != 0 { leaderExited() } else { pollForExit() }
-        }
-    }
-
-    /// The leader is a zombie: reap it, then let the machine decide about the rest of the tree.
-    /// A wake-up while it still runs is ignored (the reap would block the loop until it exits).
-    private func leaderExited() {
-        guard baton_has_exited(pid) != 0 else { return }
-        let pidfd = state.access { state -> Int32 in
-            defer { state.pidfd = -1 }
-            return state.pidfd
-        }
-        if pidfd >= 0 {
-            reactor.remove(pidfd)
-            close(pidfd)
-        }
-        var exitCode: Int32 = -1, signal: Int32 = 0, user: Int64 = 0, system: Int64 = 0, rss: Int64 = 0
-        if baton_reap_usage(pid, &exitCode, &signal, &user, &system, &rss) == 0 {
-            let usage = ResourceUsage(cpuUser: .microseconds(user), cpuSystem: .microseconds(system), memoryPeak: rss > 0 ? rss : nil)
-            state.access { $0.leaderUsage = usage }
-        }
-        Self.leaders.withLock { $0.remove(pid) }
-        handle(.leaderExited(exitCode: exitCode, signal: signal))
-    }
-
-    /// What the attempt used: the cgroup's CPU (every process of the tree) and its memory peak
-    /// where the kernel keeps one, else the leader's wait4 figures; the larger memory of the two.
-    private func measuredUsage() -> ResourceUsage? {
-        let leader = state.access { $0.leaderUsage }
-        guard case let .cgroup(cgroup) = tree, let cpu = cgroup.cpuTime() else { return leader }
-        let peaks = [cgroup.memoryPeak(), leader?.memoryPeak].compactMap { $0 }
-        return ResourceUsage(cpuUser: cpu.user, cpuSystem: cpu.system, memoryPeak: peaks.max())
-    }
-
-    /// Takes what is left in the pipes, lets go of every descriptor and the cgroup, and reports.
-    private func end(exitCode: Int32, signal: Int32, leftovers: Int) {
-        let (open, watching) = state.access { ($0.output.pipes.open, $0.watching) }
-        var reports: [Progress] = []
-        for fd in open {
-            reports += drain(fd, limit: AttemptOutput.readsAtEnd)
-            if state.access({ $0.output.pipes.open.contains(fd) }) {
-                reactor.remove(fd)
-                close(fd)
-            }
-        }
-        unwatch(watching)
-        let usage = measuredUsage()
-        var oomKills: Int?
-        if case let .cgroup(cgroup) = tree {
-            reactor.remove(cgroup.events)
-            oomKills = cgroup.oomKills()
-            // Kept leftovers leave the run's cgroup for batond's own.
-            if state.access({ $0.machine.keepLeftovers }) { cgroup.evict(to: cgroup.home) }
-            cgroup.remove()
-        }
-        // The tree's zombies that came to batond (its subreaper): reaped now, not at the next sweep
-        // (never a leader: a pid reused by another attempt's leader is that attempt's to reap).
-        while case let child = baton_waitable_in_group(pid), child > 0, Self.reapIfOrphan(child) {}
-        for member in state.access({ $0.machine.leftovers }) { _ = Self.reapIfOrphan(member) }
-        let outcome = state.access { state -> AttemptOutcome in
-            state.output.closeAll()
-            state.watching = []
-            if let report = state.output.finalProgress() { reports.append(report) }
-            var result: AttemptResult = signal != 0
-                ? .killed(signal: signal, lastErrorLine: state.output.lastError.line)
-                : .exited(status: exitCode, lastErrorLine: state.output.lastError.line)
-            result.leftovers = leftovers > 0 ? leftovers : nil
-            result.usage = usage
-            result.oomKills = oomKills
-            if let oomKills, oomKills > 0, !result.succeeded {
-                let what = "out of memory: the kernel killed \(oomKills) process\(oomKills == 1 ? "" : "es") at the action's memory limit"
-                result.error = result.error.map { "\(what) (\($0))" } ?? what
-            }
-            return AttemptOutcome(result: result, output: state.output.tail.bytes, truncated: state.output.tail.isTruncated)
-        }
-        for report in reports { events(.progress(report)) }
-        events(.ended(outcome))
     }
 }

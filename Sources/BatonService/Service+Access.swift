@@ -15,10 +15,18 @@ extension Service {
     func refuse(_ permission: Permission, _ name: String?, _ exchange: Exchange) {
         let request = exchange.request
         let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "", decision: .denied(permission),
-                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: request.params ?? [:])
+                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: recordedParams(request, name))
         let error = forbidden(permission, name, exchange)
         if permission == .trigger, let name { metrics.triggered(name, decision: "denied") }
         journal.enqueue([.trigger(record)]) { _ in exchange.fail(error) }
+    }
+
+    /// A refused request's params as its record keeps them: a secret param's value as `***`.
+    func recordedParams(_ request: Request, _ name: String?) -> [String: String] {
+        var params = request.params ?? [:]
+        guard !params.isEmpty, let name, let action = generation.actions[name] else { return params }
+        for secret in action.secretParams where params[secret] != nil { params[secret] = Action.maskedValue }
+        return params
     }
 
     func forbidden(_ permission: Permission, _ name: String?, _ exchange: Exchange) -> BatonError {
@@ -34,7 +42,7 @@ extension Service {
         if permission != .read {
             let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "",
                                        decision: .denied(permission), policy: request.policy ?? .reject,
-                                       peer: peer, at: .now, params: request.params ?? [:])
+                                       peer: peer, at: .now, params: recordedParams(request, name))
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 journal.enqueue([.trigger(record)]) { _ in done.resume() }
             }
@@ -49,20 +57,52 @@ extension Service {
 
     /// The peer's groups: its gid from SO_PEERCRED (never cached: it is this connection's), plus
     /// the user database's groups of its uid, kept 10 s per uid so that a busy client does not
-    /// make every request read /etc/group (a membership change applies within 10 s). Asked on the
-    /// loop and by requests the read driver runs (`require`): a lock.
+    /// make every request read /etc/group (a membership change applies within 10 s). A request
+    /// finds them cached (`received` looked them up off the loop first); one that outlived the
+    /// 10 s (a long read) looks them up again where it is. Asked on the loop and by requests the
+    /// read driver runs (`require`): a lock.
     private func groups(of peer: Peer) -> [UInt32] {
-        let now = ContinuousClock.now
         let known: [UInt32]
-        if let cached = groupCache.withLock({ $0[peer.uid] }), now - cached.at < .seconds(10) {
+        if let cached = groupCache.withLock({ $0[peer.uid] }), ContinuousClock.now - cached.at < Self.groupsKept {
             known = cached.groups
         } else {
             known = peer.databaseGroups
-            groupCache.withLock { cache in
-                if cache.count > 10_000 { cache.removeAll() }
-                cache[peer.uid] = (known, now)
-            }
+            remember(known, of: peer.uid)
         }
         return known.contains(peer.gid) ? known : known + [peer.gid]
+    }
+
+    /// How long a uid's groups are kept.
+    static let groupsKept = Duration.seconds(10)
+
+    private func remember(_ groups: [UInt32], of uid: UInt32) {
+        let now = ContinuousClock.now
+        groupCache.withLock { cache in
+            if cache.count > 10_000 { cache.removeAll() }
+            cache[uid] = (groups, now)
+        }
+    }
+
+    /// Whether serving a request of `peer` may need its groups from the user database, which the
+    /// cache does not hold fresh (root and the owner need none).
+    func needsGroupLookup(_ peer: Peer, _ generation: Generation) -> Bool {
+        guard peer.uid != 0, peer.uid != generation.owner else { return false }
+        let now = ContinuousClock.now
+        return groupCache.withLock { cache in cache[peer.uid].map { now - $0.at >= Self.groupsKept } ?? true }
+    }
+
+    /// Looks the peer's groups up on the lookup thread (NSS may block), then keeps them and calls
+    /// `then` on the loop: kept there, not before, so that a later request of the peer that the
+    /// loop takes first waits behind this one (its lookup queued after this one's) instead of
+    /// overtaking it.
+    func lookUpGroups(of peer: Peer, then: @escaping @Sendable () -> Void) {
+        let reactor = reactor
+        lookups.submit { [self] in
+            let groups = peer.databaseGroups
+            reactor.post { [self] in
+                remember(groups, of: peer.uid)
+                then()
+            }
+        }
     }
 }

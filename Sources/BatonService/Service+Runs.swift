@@ -12,13 +12,16 @@ extension Service {
         guard let action = generation.actions[name] else { return exchange.fail(.unknownAction(name)) }
         guard allowed(.trigger, name, generation, exchange.peer) else { return refuse(.trigger, name, exchange) }
         let params = request.params ?? [:]
+        let sealer = conductor.sealer
         let resolve = { @Sendable () throws(BatonError) -> Trigger in
             let policy = try action.resolvePolicy(request.policy)
-            let resolved = try action.resolveParams(params)
+            let sealed = try action.seal(try action.resolveParams(params), with: sealer)
             let force = try action.checkForce(request.force)
             let slot = try Action.checkSlot(request.slot)
-            return Trigger(action: action, key: action.key(for: resolved), policy: policy, params: resolved, peer: exchange.peer,
-                           force: force, via: slot == nil ? nil : "schedule", slot: slot)
+            var trigger = Trigger(action: action, key: sealed.key, policy: policy, params: sealed.params, peer: exchange.peer,
+                                  force: force, via: slot == nil ? nil : "schedule", slot: slot)
+            trigger.secrets = sealed.secrets
+            return trigger
         }
         if action.matchingCost(params) <= Self.inlineMatchingBudget {
             do throws(BatonError) { start(try resolve(), exchange) } catch { exchange.fail(error) }

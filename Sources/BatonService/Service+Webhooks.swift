@@ -13,9 +13,11 @@ extension Service {
         guard let action = generation.actions[name] else { return answered(.failure(.unknownAction(name))) }
         let trigger: Trigger
         do throws(BatonError) {
-            let resolved = try action.resolveParams(params)
-            trigger = Trigger(action: action, key: action.key(for: resolved), policy: try action.resolvePolicy(nil), params: resolved,
-                              peer: nil, force: try action.checkForce(nil), via: via, delivery: delivery)
+            let sealed = try action.seal(try action.resolveParams(params), with: conductor.sealer)
+            var resolved = Trigger(action: action, key: sealed.key, policy: try action.resolvePolicy(nil), params: sealed.params,
+                                   peer: nil, force: try action.checkForce(nil), via: via, delivery: delivery)
+            resolved.secrets = sealed.secrets
+            trigger = resolved
         } catch {
             return answered(.failure(error))
         }

@@ -35,12 +35,19 @@ public final class Service: RequestHandler, Sendable {
     /// The actions and access rules in force: replaced whole by a reload (from the reload's
     /// thread, read on the loop: a lock).
     private let current: Locked<Generation>
+    /// Where a peer's groups are looked up in the user database (NSS may block: never on the
+    /// loop), one at a time, so that a connection's requests waiting for them keep their order.
+    let lookups = SpawnerPool(threads: 1, name: "baton-lookup")
     /// Groups per uid from the user database, with when they were read.
     let groupCache = Locked<[UInt32: (groups: [UInt32], at: ContinuousClock.Instant)]>([:])
     /// Watches per connection (the conductor's observer ids), stopped when it closes: the loop's.
     private let watches: LoopOwned<[ObjectIdentifier: [Int]]>
     /// Output follows per connection (the dispatcher's ids), stopped when it closes: the loop's.
     let outputFollows: LoopOwned<[ObjectIdentifier: [Int]]>
+    /// Per connection with a request waiting for its peer's groups: the requests that came after
+    /// it, in order, taken once it is served (the loop's). A connection's answers keep their order
+    /// even when another connection's lookup fills the cache meanwhile.
+    let behindLookup: LoopOwned<[ObjectIdentifier: [RequestFrame]]>
     /// The loop requests come in on and answers are completed on.
     let reactor: Reactor
 
@@ -59,6 +66,7 @@ public final class Service: RequestHandler, Sendable {
         self.reactor = reactor
         watches = LoopOwned([:], on: reactor)
         outputFollows = LoopOwned([:], on: reactor)
+        behindLookup = LoopOwned([:], on: reactor)
         self.processTree = processTree
         self.conductor = conductor
         self.dispatcher = dispatcher ?? conductor
@@ -82,16 +90,58 @@ public final class Service: RequestHandler, Sendable {
 
     /// A request line from a caller (on the loop): answered through it, now or once its outcome is known.
     public func received(_ frame: RequestFrame, from connection: any Caller) {
+        let key = ObjectIdentifier(connection)
+        // Behind a request that waits for its peer's groups: waits too, whatever it is.
+        if behindLookup.access({ $0[key] != nil }) { return behindLookup.access { $0[key]?.append(frame) } }
+        take(frame, from: connection)
+    }
+
+    /// Takes one request line: answered or served now, or, when its peer's groups must be looked
+    /// up first (off the loop), served once they are back; true then, and the connection's next
+    /// requests wait behind it.
+    @discardableResult
+    private func take(_ frame: RequestFrame, from connection: any Caller) -> Bool {
         let request: Request
         switch Self.request(in: frame) {
         case let .success(valid): request = valid
         case let .failure(refusal):
             send(.failure(refusal.id, WireError(refusal.error)), to: connection)
             connection.endRequest()
-            return
+            return false
         }
         let exchange = Exchange(request: request, connection: connection)
         let generation = self.generation
+        guard !needsGroupLookup(exchange.peer, generation) else {
+            let key = ObjectIdentifier(connection)
+            behindLookup.access { $0[key] = $0[key] ?? [] }
+            lookUpGroups(of: exchange.peer) { [self] in
+                serve(request, exchange, generation, connection)
+                takeWaiting(from: connection)
+            }
+            return true
+        }
+        serve(request, exchange, generation, connection)
+        return false
+    }
+
+    /// After a lookup: the connection's requests that came behind it, in order, until one waits
+    /// for a lookup of its own (or none is left, or the connection has closed).
+    private func takeWaiting(from connection: any Caller) {
+        let key = ObjectIdentifier(connection)
+        while let next = behindLookup.access({ queue -> RequestFrame? in
+            guard let waiting = queue[key], let first = waiting.first else {
+                queue[key] = nil
+                return nil
+            }
+            queue[key] = Array(waiting.dropFirst())
+            return first
+        }) {
+            if take(next, from: connection) { return }
+        }
+    }
+
+    /// Serves a valid request (on the loop) against `generation`.
+    private func serve(_ request: Request, _ exchange: Exchange, _ generation: Generation, _ connection: any Caller) {
         switch request.op {
         // Answered here, on the server's thread: nothing to wait for.
         case .ping: exchange.finish(ping(request))
@@ -111,7 +161,7 @@ public final class Service: RequestHandler, Sendable {
         case .output: output(exchange, generation)
         case .pause, .resume: pause(exchange, generation)
         // The history and the admin hooks: driven by `reads`, answered on the loop.
-        case .history, .show, .stats, .denied, .reload, .prune:
+        case .history, .show, .stats, .denied, .reload, .prune, .search:
             reads.read({ [self] () async throws(BatonError) -> Response in try await handle(request, generation, connection) }) { result in
                 switch result {
                 case let .success(response): exchange.finish(response)
@@ -123,6 +173,7 @@ public final class Service: RequestHandler, Sendable {
 
     /// The caller has gone (on the loop): its watches and output follows stop.
     public func closed(_ connection: any Caller) {
+        behindLookup.access { $0[ObjectIdentifier(connection)] = nil }
         let ids = watches.access { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
         for id in ids { conductor.stopObserving(id) }
         let follows = outputFollows.access { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
@@ -139,6 +190,7 @@ public final class Service: RequestHandler, Sendable {
         case .prune: return try await prune(request, generation, connection)
         case .stats: return try await stats(request, generation, connection)
         case .denied: return try await denied(request, generation, connection)
+        case .search: return try await search(request, generation, connection)
         case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output, .pause, .resume:
             throw .internalError("\(request.op.rawValue) is not answered by the read driver")
         }

@@ -98,6 +98,16 @@ public struct History {
     /// The SQL and arguments of a history query. Every standard filter is served by an index:
     /// actions by `runs_by_action`, phases by `runs_by_phase`, a time window by `runs_by_queued_at`.
     static func query(_ filter: HistoryFilter) -> (String, [DatabaseValue]) {
+        let (clauses, conditionArguments) = conditions(filter)
+        var arguments = conditionArguments
+        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+        let sql = "SELECT \(Self.runColumns) FROM runs \(whereClause) ORDER BY id \(filter.reverse ? "ASC" : "DESC") LIMIT ?"
+        arguments.append(.integer(Int64(max(filter.limit, 0))))
+        return (sql, arguments)
+    }
+
+    /// The conditions on `runs` that select the filter's runs (its limit and order aside).
+    static func conditions(_ filter: HistoryFilter) -> (clauses: [String], arguments: [DatabaseValue]) {
         var clauses: [String] = []
         var arguments: [DatabaseValue] = []
         if !filter.actions.isEmpty {
@@ -129,10 +139,7 @@ public struct History {
             clauses.append("json_extract(params, ?) = ?")
             arguments += [.text("$.\"\(name.replacingEvery("\"", with: ""))\""), .text(value)]
         }
-        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-        let sql = "SELECT \(Self.runColumns) FROM runs \(whereClause) ORDER BY id \(filter.reverse ? "ASC" : "DESC") LIMIT ?"
-        arguments.append(.integer(Int64(max(filter.limit, 0))))
-        return (sql, arguments)
+        return (clauses, arguments)
     }
 
     /// One run with its transitions, the triggers that hit it, and its output; nil if unknown.

@@ -45,7 +45,8 @@ public enum Migrator {
 
     /// Applies the migrations the database lacks; returns the versions applied.
     @discardableResult
-    public static func migrate(_ connection: Connection, migrations: [Migration] = Migrator.migrations) throws -> [Int] {
+    public static func migrate(_ connection: Connection, migrations: [Migration] = Migrator.migrations,
+                               willApply: ((Migration) -> Void)? = nil) throws -> [Int] {
         let latest = migrations.last?.version ?? 0
         let found = try version(of: connection)
         if found > latest { throw StoreError.schemaTooNew(path: connection.path, found: found, supported: latest) }
@@ -56,6 +57,8 @@ public enum Migrator {
                 let current = try version(of: connection)
                 if current > latest { throw StoreError.schemaTooNew(path: connection.path, found: current, supported: latest) }
                 guard current < migration.version else { return }
+                // A new database's steps are quick: only an existing history's are announced.
+                if found > 0 { willApply?(migration) }
                 try connection.execute("""
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version    INTEGER PRIMARY KEY,

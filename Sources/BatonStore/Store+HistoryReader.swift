@@ -29,6 +29,10 @@ extension Store: HistoryReader {
         try await query { try $0.output(of: run, from: offset, maxBytes: maxBytes) }
     }
 
+    public func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
+        try await query { try $0.search(text, filter) }
+    }
+
     /// A read whose failure says which file could not be read and why, without the SQL.
     private func query<T: Sendable>(_ body: @escaping @Sendable (History) throws -> T) async throws(BatonError) -> T {
         do {

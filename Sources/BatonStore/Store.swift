@@ -39,6 +39,9 @@ public final class Store: RunStore, Sendable {
         public var onProblem: (@Sendable (String?) -> Void)?
         /// Told of each committed transaction: how long it took and how many items it carried.
         public var onCommit: (@Sendable (_ seconds: Double, _ items: Int) -> Void)?
+        /// Told of each migration as it begins (version, name), on the opening thread: some take
+        /// long on a large history (version 10 indexes every run's kept output).
+        public var willMigrate: (@Sendable (_ version: Int, _ name: String) -> Void)?
 
         public init(synchronous: Synchronous = .full, busyTimeout: Duration = .seconds(5), maxBatch: Int = 2_000,
                     maxQueued: Int = 50_000, retryDelay: Duration = .milliseconds(500), idleThreads: Duration = .seconds(10),
@@ -107,7 +110,7 @@ public final class Store: RunStore, Sendable {
             }
             try Self.refuseReadOnly(writing, path: path)
             try Self.configure(writing, options: options)
-            try Migrator.migrate(writing)
+            try Migrator.migrate(writing, willApply: { [willMigrate = options.willMigrate] in willMigrate?($0.version, $0.name) })
             reading = try Self.open(path, options)
             try Self.configure(reading, options: options)
             try reading.execute("PRAGMA query_only = 1")

@@ -54,6 +54,7 @@ extension JSONBytes {
                 switch key {
                 case "pattern": return reader.into(&param.pattern) { $0.string() }
                 case "default": return reader.into(&param.default) { $0.string() }
+                case "secret": return reader.into(&param.secret) { $0.bool() }
                 default: return false
                 }
             }

@@ -15,6 +15,9 @@ extension Request {
             throw .badRequest("action is \(action.utf8.count) bytes; at most \(Action.maxNameLength)")
         }
         if let params { try Self.checkParams(params) }
+        if let text, text.utf8.count > SearchMatch.maxText {
+            throw .badRequest("text is \(text.utf8.count) bytes; at most \(SearchMatch.maxText)")
+        }
         var request = self
         request.filter = try filter?.validated()
         return request

@@ -24,6 +24,7 @@ extension Request {
         json.field("progress", progress)
         json.field("from", from)
         json.field("follow", follow)
+        json.field("text", text)
         json.field("reason", reason)
         json.field("duration", duration)
         json.endObject()

@@ -23,7 +23,7 @@ public enum RequestID: Codable, Sendable, Hashable {
 
 /// What a request asks for.
 public enum Operation: String, Codable, Sendable, CaseIterable {
-    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output, pause, resume
+    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output, search, pause, resume
 }
 
 /// One request line. Which fields matter depends on `op`; see docs/protocol.md.
@@ -57,6 +57,8 @@ public struct Request: Codable, Sendable, Equatable {
     public var from: Int64?
     /// output: follow the run's output live until it ends.
     public var follow: Bool?
+    /// search: the text to find in the runs' kept output and their param values.
+    public var text: String?
     /// pause: why (required).
     public var reason: String?
     /// pause: how long, in microseconds (absent: until `resume`).
@@ -65,7 +67,8 @@ public struct Request: Codable, Sendable, Equatable {
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
                 dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil,
-                slot: Int64? = nil, reason: String? = nil, duration: Int64? = nil) {
+                slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil) {
+        self.text = text
         self.reason = reason
         self.duration = duration
         self.slot = slot
@@ -105,6 +108,7 @@ extension Request {
                   from: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .from, expected: "a whole number"),
                   follow: try container.decodeIfPresent(Bool.self, forKey: .follow),
                   slot: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .slot, expected: "a whole number (microseconds since 1970)"),
+                  text: try container.decodeIfPresent(String.self, forKey: .text),
                   reason: try container.decodeIfPresent(String.self, forKey: .reason),
                   duration: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .duration, expected: "a whole number of microseconds"))
     }

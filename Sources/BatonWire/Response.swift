@@ -29,6 +29,8 @@ public struct Response: Codable, Sendable {
     public var triggers: [TriggerRecord]?
     /// stats: one entry per action.
     public var stats: [ActionStats]?
+    /// search: the runs found, newest first, each with its matching lines.
+    public var matches: [SearchMatch]?
     /// prune: runs removed (or that would be) per action.
     @Boxed public var prune: PruneReport? = nil
     /// status: why the history cannot be written right now (new triggers are refused meanwhile).
@@ -175,7 +177,7 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public init(_ action: Action) {
         self.init(name: action.name, description: action.description, exec: action.exec, policy: action.policy,
                   policies: action.policies.sorted { $0.rawValue < $1.rawValue }, timeout: action.timeout?.microseconds,
-                  params: action.params.mapValues { ParamInfo(pattern: $0.pattern?.source, default: $0.defaultValue) },
+                  params: action.params.mapValues { ParamInfo(pattern: $0.pattern?.source, default: $0.defaultValue, secret: $0.secret ? true : nil) },
                   keyParams: action.keyParams)
         schedules = action.schedules.isEmpty ? nil : action.schedules
         scheduleJitter = action.scheduleJitter?.microseconds
@@ -218,10 +220,13 @@ public struct HookNames: Codable, Sendable, Equatable {
 public struct ParamInfo: Codable, Sendable, Equatable {
     public var pattern: String?
     public var `default`: String?
+    /// true for a secret param (`secret: true`): its value is shown back as `***`; absent otherwise.
+    public var secret: Bool?
 
-    public init(pattern: String?, default: String?) {
+    public init(pattern: String?, default: String?, secret: Bool? = nil) {
         self.pattern = pattern
         self.default = `default`
+        self.secret = secret
     }
 }
 

@@ -118,3 +118,72 @@ int baton_clone3_run_in_cgroup(const char *path, int cgroup_fd, int *status) {
     *status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
     return 0;
 }
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+
+/// 1 until clone3 into a cgroup is found missing (or turned off): then every spawn takes the other way.
+static atomic_int clone3_usable = 1;
+
+int baton_spawn_clone3_enable(int enabled) { return atomic_exchange(&clone3_usable, enabled ? 1 : 0); }
+
+#if defined(__x86_64__)
+static void run_child(void *context) { baton_child_run(context); }
+#endif
+
+int baton_spawn_clone3(const char *const argv[], const char *const envp[], const char *cwd,
+                       int stdout_fd, int stderr_fd, int progress_fd, int cgroup_dir_fd,
+                       const int *v1_procs_fds, size_t v1_count, int set_ids, uid_t uid, gid_t gid, const gid_t *groups,
+                       size_t group_count, int set_umask, mode_t mask, pid_t *pid, int *pidfd) {
+#if defined(__x86_64__)
+    if (!atomic_load(&clone3_usable)) return -1;
+    char file[PATH_MAX];
+    int resolved = baton_resolve_program(argv[0], file, sizeof(file));
+    if (resolved != 0) return resolved;
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0) return errno;
+    struct baton_child setup = {file, argv, envp, cwd, devnull, stdout_fd, stderr_fd, progress_fd, -1,
+                                v1_procs_fds, v1_count, set_ids, uid, gid, groups, group_count, set_umask, mask, 0};
+    int child_pidfd = -1;
+    struct baton_clone_args args;
+    memset(&args, 0, sizeof(args));
+    args.flags = CLONE_INTO_CGROUP | CLONE_PIDFD | CLONE_VFORK | CLONE_VM;
+    args.pidfd = (uint64_t)(uintptr_t)&child_pidfd;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = (uint64_t)cgroup_dir_fd;
+    // The child runs on a stack of its own in this frame (unused while this thread waits for its
+    // exec), every signal blocked until it has set their handlers to the default.
+    _Alignas(16) char stack[32768];
+    args.stack = (uint64_t)(uintptr_t)stack;
+    args.stack_size = sizeof(stack);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int saved_errno = errno;
+    long child = clone3_vm(&args, run_child, &setup);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(devnull);
+    errno = saved_errno;
+    if (child < 0) {
+        // No clone3, or none that takes CLONE_INTO_CGROUP: never again in this process. Any
+        // other refusal (a cgroup it cannot enter): this spawn goes the other way, which says why.
+        if (child == -ENOSYS || child == -E2BIG || child == -EINVAL) atomic_store(&clone3_usable, 0);
+        return -1;
+    }
+    if (setup.error != 0) {
+        siginfo_t info;
+        while (waitid((idtype_t)P_PIDFD, (id_t)child_pidfd, &info, WEXITED) < 0 && errno == EINTR) {}
+        close(child_pidfd);
+        return setup.error;
+    }
+    *pid = (pid_t)child;
+    *pidfd = child_pidfd;
+    return 0;
+#else
+    (void)argv; (void)envp; (void)cwd; (void)stdout_fd; (void)stderr_fd; (void)progress_fd; (void)cgroup_dir_fd;
+    (void)v1_procs_fds; (void)v1_count; (void)set_ids; (void)uid; (void)gid; (void)groups; (void)group_count;
+    (void)set_umask; (void)mask; (void)pid; (void)pidfd;
+    return -1;
+#endif
+}

@@ -15,7 +15,7 @@
 
 /// The file argv[0] names: itself when it has a slash, else the first executable regular file
 /// of that name in PATH (batond's, as posix_spawnp searches). 0 or an errno.
-static int resolve(const char *name, char *out, size_t size) {
+int baton_resolve_program(const char *name, char *out, size_t size) {
     if (strchr(name, '/') != NULL) {
         if (strlen(name) >= size) return ENAMETOOLONG;
         strcpy(out, name);
@@ -44,17 +44,53 @@ static int resolve(const char *name, char *out, size_t size) {
     return found;
 }
 
+void baton_child_run(struct baton_child *child) {
+    // Only system calls from here to exec: the parent is suspended, its memory is ours.
+    struct sigaction defaults;
+    memset(&defaults, 0, sizeof(defaults));
+    defaults.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &defaults, NULL);
+    }
+    int fail = 0;
+    if (child->cgroup_procs_fd >= 0 && write(child->cgroup_procs_fd, "0", 1) != 1) fail = errno ? errno : EIO;
+    // "0" is the writer: only this child moves (a v1 group's cgroup.procs moves its thread group).
+    for (size_t i = 0; !fail && i < child->v1_count; i++) {
+        if (write(child->v1_procs_fds[i], "0", 1) != 1) fail = errno ? errno : EIO;
+    }
+    if (!fail && setpgid(0, 0) != 0) fail = errno;
+    if (!fail && (dup2(child->devnull, 0) < 0 || dup2(child->stdout_fd, 1) < 0 || dup2(child->stderr_fd, 2) < 0)) fail = errno;
+    if (!fail && child->progress_fd >= 0 && dup2(child->progress_fd, 3) < 0) fail = errno;
+    if (!fail) syscall(SYS_close_range, (unsigned)(child->progress_fd >= 0 ? 4 : 3), ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
+    if (!fail && child->set_umask) umask(child->mask);
+    if (!fail && child->set_ids) {
+        // Raw calls: glibc's would try to change every thread of the parent too.
+        if (syscall(SYS_setgroups, child->group_count, child->groups) != 0 || syscall(SYS_setresgid, child->gid, child->gid, child->gid) != 0
+            || syscall(SYS_setresuid, child->uid, child->uid, child->uid) != 0) fail = errno;
+    }
+    if (!fail && child->cwd != NULL && chdir(child->cwd) != 0) fail = errno;
+    if (!fail) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(child->file, (char *const *)child->argv, (char *const *)child->envp);
+        fail = errno;
+    }
+    child->error = fail;
+}
+
 int baton_spawn_in(const char *const argv[], const char *const envp[], const char *cwd,
                    int stdout_fd, int stderr_fd, int progress_fd, int cgroup_procs_fd,
                    const int *v1_procs_fds, size_t v1_count, int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
                    int set_umask, mode_t mask, pid_t *pid) {
     char file[PATH_MAX];
-    int resolved = resolve(argv[0], file, sizeof(file));
+    int resolved = baton_resolve_program(argv[0], file, sizeof(file));
     if (resolved != 0) return resolved;
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0) return errno;
     // Set by the child, which shares this memory until it execs or exits.
-    volatile int child_error = 0;
+    struct baton_child setup = {file, argv, envp, cwd, devnull, stdout_fd, stderr_fd, progress_fd, cgroup_procs_fd,
+                                v1_procs_fds, v1_count, set_ids, uid, gid, groups, group_count, set_umask, mask, 0};
     // No signal handler may run in the child, which runs on this thread's stack.
     sigset_t all, old;
     sigfillset(&all);
@@ -62,38 +98,7 @@ int baton_spawn_in(const char *const argv[], const char *const envp[], const cha
     int saved_errno = errno;
     pid_t child = vfork();
     if (child == 0) {
-        // Only system calls from here to exec: the parent is suspended, its memory is ours.
-        struct sigaction defaults;
-        memset(&defaults, 0, sizeof(defaults));
-        defaults.sa_handler = SIG_DFL;
-        for (int sig = 1; sig < NSIG; sig++) {
-            if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &defaults, NULL);
-        }
-        int fail = 0;
-        if (cgroup_procs_fd >= 0 && write(cgroup_procs_fd, "0", 1) != 1) fail = errno ? errno : EIO;
-        // "0" is the writer: only this child moves (a v1 group's cgroup.procs moves its thread group).
-        for (size_t i = 0; !fail && i < v1_count; i++) {
-            if (write(v1_procs_fds[i], "0", 1) != 1) fail = errno ? errno : EIO;
-        }
-        if (!fail && setpgid(0, 0) != 0) fail = errno;
-        if (!fail && (dup2(devnull, 0) < 0 || dup2(stdout_fd, 1) < 0 || dup2(stderr_fd, 2) < 0)) fail = errno;
-        if (!fail && progress_fd >= 0 && dup2(progress_fd, 3) < 0) fail = errno;
-        if (!fail) syscall(SYS_close_range, (unsigned)(progress_fd >= 0 ? 4 : 3), ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
-        if (!fail && set_umask) umask(mask);
-        if (!fail && set_ids) {
-            // Raw calls: glibc's would try to change every thread of the parent too.
-            if (syscall(SYS_setgroups, group_count, groups) != 0 || syscall(SYS_setresgid, gid, gid, gid) != 0
-                || syscall(SYS_setresuid, uid, uid, uid) != 0) fail = errno;
-        }
-        if (!fail && cwd != NULL && chdir(cwd) != 0) fail = errno;
-        if (!fail) {
-            sigset_t none;
-            sigemptyset(&none);
-            sigprocmask(SIG_SETMASK, &none, NULL);
-            execve(file, (char *const *)argv, (char *const *)envp);
-            fail = errno;
-        }
-        child_error = fail;
+        baton_child_run(&setup);
         _exit(127);
     }
     int spawn_errno = errno;
@@ -101,10 +106,10 @@ int baton_spawn_in(const char *const argv[], const char *const envp[], const cha
     close(devnull);
     errno = saved_errno;
     if (child < 0) return spawn_errno;
-    if (child_error != 0) {
+    if (setup.error != 0) {
         int status;
         while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
-        return child_error;
+        return setup.error;
     }
     *pid = child;
     return 0;

@@ -54,12 +54,12 @@ enum HistoryCommand {
     }
 
     /// The filter the options describe.
-    static func filter(_ arguments: ParsedArguments, now: Timestamp = .now) throws -> HistoryFilter {
+    static func filter(_ arguments: ParsedArguments, now: Timestamp = .now, command: String = "history") throws -> HistoryFilter {
         var filter = HistoryFilter()
         filter.actions = arguments.positionals + arguments.all("action")
         for name in arguments.all("phase") {
             guard let phase = Phase(rawValue: name) else {
-                throw UsageError("baton history: --phase expects one of \(Phase.allCases.map(\.rawValue).joined(separator: ", ")), got \(name)")
+                throw UsageError("baton \(command): --phase expects one of \(Phase.allCases.map(\.rawValue).joined(separator: ", ")), got \(name)")
             }
             filter.phases.append(phase)
         }
@@ -68,16 +68,16 @@ enum HistoryCommand {
             do {
                 apply(try TimeText.parse(text, now: now))
             } catch {
-                throw UsageError("baton history: --\(option) \(error)")
+                throw UsageError("baton \(command): --\(option) \(error)")
             }
         }
         if let since = filter.since, let until = filter.until, until < since {
-            throw UsageError("baton history: --until (\(Format.time(until))) is before --since (\(Format.time(since))): no run can match")
+            throw UsageError("baton \(command): --until (\(Format.time(until))) is before --since (\(Format.time(since))): no run can match")
         }
-        filter.params = try arguments.pairs("param", command: "history")
+        filter.params = try arguments.pairs("param", command: command)
         if let limit = arguments.value("limit") {
             guard let value = Int(limit), value >= 0, value <= 100_000 else {
-                throw UsageError("baton history: --limit expects a number from 0 to 100000, got \(limit)")
+                throw UsageError("baton \(command): --limit expects a number from 0 to 100000, got \(limit)")
             }
             filter.limit = value
         }

@@ -17,6 +17,11 @@ enum Query {
         return try viaDaemonOrFile(context, daemon: .stats(filter)) { try $0.stats(actions: filter.actions, since: since) }
     }
 
+    static func search(_ text: String, _ filter: HistoryFilter, _ context: Context) throws -> [SearchMatch] {
+        let filter = try valid(filter)
+        return try viaDaemonOrFile(context, daemon: .search(text, filter)) { try $0.search(text, filter) }
+    }
+
     /// The filter as batond would take it (its lists as sets, within their caps), so that the
     /// history file is read with batond's bounds and refusals when batond is down.
     private static func valid(_ filter: HistoryFilter) throws -> HistoryFilter {

@@ -18,6 +18,8 @@ enum RunCommand {
         arguments: "ACTION",
         options: [
             OptionSpec(long: "param", short: "p", value: "NAME=VALUE", help: "pass a param (repeatable)"),
+            OptionSpec(long: "param-file", short: nil, value: "NAME=FILE",
+                       help: "pass a param read from FILE (- for stdin): a secret stays out of the command line"),
             OptionSpec(long: "policy", short: nil, value: "POLICY", help: "reject, join, queue or replace, where the action allows it"),
             OptionSpec(long: "force", short: nil, value: nil, help: "run even inside the action's cooldown, where the action allows force"),
             OptionSpec(long: "scheduled", short: nil, value: "TIME",
@@ -32,7 +34,7 @@ enum RunCommand {
         guard arguments.positionals.count == 1, let action = arguments.positionals.first else {
             throw UsageError("baton run needs exactly one ACTION")
         }
-        let params = try arguments.pairs("param", command: "run")
+        let params = try ParamFiles.read(arguments, into: try arguments.pairs("param", command: "run"), command: "run")
         var policy: Policy?
         if let name = arguments.value("policy") {
             guard let value = Policy(rawValue: name) else {

@@ -29,22 +29,27 @@ struct Backend {
     var deliveries: WebhookListener.DeliveryStore?
 
     /// The SQLite history at `path`, recovered from an unclean stop.
-    static func sqlite(_ config: Config, path: String, metrics: Metrics, reactor: Reactor) async throws -> Backend {
+    static func sqlite(_ config: Config, path: String, metrics: Metrics, reactor: Reactor,
+                       migrating: (@Sendable (Int, String) -> Void)? = nil) async throws -> Backend {
         try Paths.ensureParent(of: path)
         var options = Store.Options(synchronous: config.synchronous, onProblem: { problem in
             if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
             else { Log.info("the history can be written again") }
         })
         options.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
+        options.willMigrate = migrating
         let tracking = try Self.tracking(config, instance: path)
         let store = try Store(path: path, options: options)
         ExecRunner.adoptOrphans(on: reactor)
         Self.removeLeftHookOutputs(instance: path)
         var runner = ExecRunner()
         runner.tracking = tracking
-        let conductor = Conductor(actions: config.actions, store: store,
-                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
-                                                             lineSink: config.journalSink), reactor: reactor)
+        let secretKey = SecretParamKey(database: path)
+        try secretKey.prepare(for: config.actions)
+        var conductorOptions = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
+                                                 lineSink: config.journalSink)
+        conductorOptions.sealer = secretKey.sealer
+        let conductor = Conductor(actions: config.actions, store: store, options: conductorOptions, reactor: reactor)
         do throws(BatonError) {
             // Before recovery: a run it ends as interrupted fires its `change` hook against the run before it.
             try await seedOutcomes(store, actions: config.actions, conductor: conductor)
@@ -65,6 +70,10 @@ struct Backend {
         var backend = Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)", tracking: tracking,
                               prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
                               ping: { await store.ping() }, close: { Self.close(store) })
+        // A reload that adds the first secret param loads the key then, not at its first trigger (on the loop).
+        backend.reloaded = { actions in
+            do { try secretKey.prepare(for: actions) } catch { Log.warning("\(error)") }
+        }
         backend.deliveries = WebhookListener.DeliveryStore { delivery, hook throws(BatonError) in
             try await store.run(ofDelivery: delivery, hook: hook)
         }

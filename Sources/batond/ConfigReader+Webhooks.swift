@@ -79,9 +79,10 @@ extension ConfigReader {
         let events = fields["events"].map { self.hookEvents($0, at: path + ".events") }
         let when = fields["when"].map { self.hookConditions($0, at: path + ".when") } ?? []
         guard let action, let scheme, let secret else { return nil }
-        // A param's pattern is the action's: kept with the hook, so a value it refuses is ignored before the press.
+        // A param's pattern is the action's: kept with the hook, so a value it refuses is ignored before the press
+        // (and logged, quoted: a secret's is left to the action's check, which refuses it without quoting it).
         let rules = HookRules(events: events ?? DeliveryEvent.defaults(scheme), when: when,
-                              patterns: params.keys.reduce(into: [:]) { $0[$1] = action.params[$1]?.pattern })
+                              patterns: params.keys.reduce(into: [:]) { $0[$1] = action.params[$1].flatMap { $0.secret ? nil : $0.pattern } })
         return Hook(name: name, action: action.name, secret: secret, signature: scheme, params: params, rateLimit: rateLimit, rules: rules)
     }
 

@@ -112,6 +112,7 @@ struct ConfigReader {
         }
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
+        secretsOffFleet(config)
         return config
     }
 
@@ -311,12 +312,13 @@ struct ConfigReader {
                 fail(here, "a param name is letters, digits and '_', starting with a letter or '_'")
                 continue
             }
-            guard let specFields = object(spec, at: here, allowed: ["pattern", "default"]) else { continue }
+            guard let specFields = object(spec, at: here, allowed: ["pattern", "default", "secret"]) else { continue }
             var param = ParamSpec()
             if let source = specFields["pattern"].flatMap({ string($0, at: "\(here).pattern") }) {
                 param.pattern = pattern(source, at: "\(here).pattern")
             }
             param.defaultValue = specFields["default"].flatMap { string($0, at: "\(here).default") }
+            if let value = specFields["secret"] { param.secret = secretFlag(value, hasDefault: param.defaultValue != nil, at: here) }
             if let value = param.defaultValue, let pattern = param.pattern, !pattern.matches(value) {
                 fail("\(here).default", "\(Action.quoted(value)) does not match the param's own pattern \(pattern)")
             }

@@ -8,12 +8,13 @@ import Synchronization
 /// Each part of batond: how it starts, and how it stops (see `Parts`).
 extension Daemon {
     /// The SQLite history or the fleet, recovered; stopped by writing what is queued.
-    static func startBackend(_ launch: Launch, metrics: Metrics, reactor: Reactor) async throws -> (Backend, Parts.Stop) {
+    static func startBackend(_ launch: Launch, metrics: Metrics, reactor: Reactor, notifier: Notifier) async throws -> (Backend, Parts.Stop) {
         let backend: Backend
         if let fleet = launch.config.fleet {
             backend = try Backend.fleet(launch.config, fleet, metrics: metrics, reactor: reactor, onFenced: { why in Self.restartAfterFence(why) })
         } else {
-            backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics, reactor: reactor)
+            backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics, reactor: reactor,
+                                               migrating: { version, name in Self.migrating(version, name, notifier) })
         }
         return (backend, {
             // The writers' and the feed's closes block until their threads end: on a thread of
@@ -23,6 +24,15 @@ extension Daemon {
             // Every run has ended: the runs' cgroup subtrees are empty, and go with batond.
             if case let .cgroup(hierarchy) = backend.tracking { hierarchy.removeSubtrees() }
         })
+    }
+
+    /// A migration of the history begins: said in the log, and to systemd, whose start timeout
+    /// (90 s by default) it may outlast: version 10 indexes every run's kept output, about a
+    /// minute per 250 MiB of it on a small machine, in one transaction that a kill would undo.
+    static func migrating(_ version: Int, _ name: String, _ notifier: Notifier) {
+        let long = version == 10 ? ": indexing every run's kept output for search, which takes about a minute per 250 MiB of it" : ""
+        Log.info("migrating the history to version \(version) (\(name))\(long)")
+        notifier.send(["EXTEND_TIMEOUT_USEC=\(6 * 3_600 * 1_000_000)", "STATUS=migrating the history to version \(version) (\(name))"])
     }
 
     /// The listening socket: passed by systemd, or bound here (and removed at the end).

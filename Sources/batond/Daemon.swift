@@ -70,7 +70,7 @@ enum Daemon {
         let signals = SignalWatcher([SIGHUP], reactor: reactor)
         let notifier = Notifier()
         let metrics = Metrics()
-        let backend = try await parts.start("history") { try await startBackend(launch, metrics: metrics, reactor: reactor) }
+        let backend = try await parts.start("history") { try await startBackend(launch, metrics: metrics, reactor: reactor, notifier: notifier) }
         let socket = try await parts.start("socket") { try listen(launch) }
         let configBox = ConfigBox(launch.config)
         let service = makeService(launch, backend, socket: socket, config: configBox, notifier: notifier, metrics: metrics)

@@ -14,6 +14,7 @@ struct AttemptMachineTests {
     struct Story: CustomTestStringConvertible, Sendable {
         var name: String
         var keep = false
+        var spawning = false
         var steps: [(Event, [Effect])]
         var testDescription: String { name }
     }
@@ -97,6 +98,42 @@ struct AttemptMachineTests {
             (.leaderExited(exitCode: 1, signal: 0), []),
             (.giveUp, []),
         ]),
+        Story(name: "spawned off the loop: it runs once born, and ends as any other", spawning: true, steps: [
+            (.spawned, []),
+            (.leaderExited(exitCode: 0, signal: 0), [.watchTree]),
+            (.tree([]), [.end(exitCode: 0, signal: 0, leftovers: 0)]),
+        ]),
+        Story(name: "a stop while spawning waits for the birth: SIGTERM the moment it is born, SIGKILL after its grace", spawning: true, steps: [
+            (.stop(grace: .seconds(1)), []),
+            (.spawned, [.terminate, .armGrace(.seconds(1))]),
+            (.stop(grace: .seconds(1)), [.armGrace(.seconds(1))]),
+            (.graceElapsed, [.kill]),
+            (.leaderExited(exitCode: -1, signal: 9), [.watchTree, .armGiveUp]),
+            (.tree([]), [.end(exitCode: -1, signal: 9, leftovers: 0)]),
+        ]),
+        Story(name: "two stops while spawning: the last grace is armed at the birth, SIGTERM goes once", spawning: true, steps: [
+            (.stop(grace: .seconds(30)), []),
+            (.stop(grace: .milliseconds(50)), []),
+            (.spawned, [.terminate, .armGrace(.milliseconds(50))]),
+            (.leaderExited(exitCode: -1, signal: 15), [.watchTree]),
+            (.tree([]), [.end(exitCode: -1, signal: 15, leftovers: 0)]),
+        ]),
+        Story(name: "a spawn that fails ends the attempt unstarted, a stop before it included; nothing after", spawning: true, steps: [
+            (.stop(grace: grace), []),
+            (.spawnFailed, [.endUnstarted]),
+            (.spawned, []),
+            (.stop(grace: grace), []),
+        ]),
+        Story(name: "before the birth nothing but a stop counts (stale looks and timers)", spawning: true, steps: [
+            (.tree([41]), []),
+            (.graceElapsed, []),
+            (.giveUp, []),
+            (.leaderExited(exitCode: 0, signal: 0), []),
+            (.spawned, []),
+            (.spawned, []),
+            (.spawnFailed, []),
+            (.leaderExited(exitCode: 0, signal: 0), [.watchTree]),
+        ]),
         Story(name: "a look at the tree before the leader exits changes nothing (it is the leader's to end)", steps: [
             (.tree([41]), []),
             (.giveUp, []),
@@ -107,7 +144,7 @@ struct AttemptMachineTests {
 
     @Test("each story gives its effects step by step", arguments: stories)
     func story(_ story: Story) {
-        var machine = AttemptMachine(killGrace: Self.grace, keepLeftovers: story.keep)
+        var machine = AttemptMachine(killGrace: Self.grace, keepLeftovers: story.keep, spawning: story.spawning)
         for (index, (event, expected)) in story.steps.enumerated() {
             #expect(machine.handle(event) == expected, "step \(index + 1): \(event)")
         }
@@ -118,10 +155,12 @@ struct AttemptMachineTests {
         var random = SplitMix(seed: 7)
         func pick(_ count: Int) -> Int { Int(random.unit() * Double(count)) }
         for _ in 0..<2_000 {
-            var machine = AttemptMachine(killGrace: Self.grace, keepLeftovers: pick(2) == 0)
-            var ended = 0, leaderGone = false, killed = false
+            var machine = AttemptMachine(killGrace: Self.grace, keepLeftovers: pick(2) == 0, spawning: pick(2) == 0)
+            var ended = 0, leaderGone = false, killed = false, born = machine.phase != .spawning, stopped = false, terminated = false
             for _ in 0..<12 {
-                let event: Event = switch pick(6) {
+                let event: Event = switch pick(8) {
+                case 6: .spawned
+                case 7: pick(4) == 0 ? .spawnFailed : .spawned
                 case 0: .stop(grace: .milliseconds(Int64(1 + pick(100))))
                 case 1: .leaderExited(exitCode: 0, signal: 0)
                 case 2: .tree([])
@@ -129,8 +168,16 @@ struct AttemptMachineTests {
                 case 4: .graceElapsed
                 default: .giveUp
                 }
+                let wasSpawning = machine.phase == .spawning
                 let effects = machine.handle(event)
-                if case .leaderExited = event { leaderGone = true }
+                if case .stop = event { stopped = true }
+                if wasSpawning, event == .spawned { born = true }
+                if wasSpawning, event == .spawnFailed { #expect(effects == [.endUnstarted]); ended += 1 }
+                if case .leaderExited = event, born { leaderGone = true }
+                // Nothing is signalled before the birth; a stop asked before it is heeded at it.
+                if !born { #expect(!effects.contains(.terminate) && !effects.contains(.kill)) }
+                if wasSpawning, event == .spawned, stopped { #expect(effects.first == .terminate) }
+                if effects.contains(.terminate) { #expect(!terminated, "SIGTERM twice"); terminated = true }
                 for effect in effects {
                     if case .end = effect {
                         ended += 1

@@ -17,7 +17,7 @@ struct ExecRunnerTests {
                                                env: ["PIDFILE": NSTemporaryDirectory() + "baton-child-\(getpid())"],
                                                killGrace: .milliseconds(100)), attempt: 1, params: [:])
         let probe = AttemptProbe(ExecRunner(), job)
-        let group = try #require(probe.group)
+        let group = try #require(await probe.started())
         let outcome = await probe.outcome()
         #expect(outcome.result.succeeded)
         #expect(outcome.result.leftovers == 1)
@@ -93,7 +93,7 @@ struct ExecRunnerTests {
         let marker = "baton-test-\(UInt32.random(in: 0...UInt32.max))"
         let job = Job(runID: 1, action: Action(name: "t", exec: ["sh", "-c", "sleep 300 & sleep 300; : \(marker)"]), attempt: 1, params: [:])
         let probe = AttemptProbe(ExecRunner(), job)
-        let group = try #require(probe.group)
+        let group = try #require(await probe.started())
         // The group has the shell and its two sleeps once both have started.
         while group.survivors().count < 3 { await Task.yield() }
         probe.attempt.stop(grace: .seconds(5))

@@ -4,7 +4,7 @@ import Testing
 @Suite("Phase transitions")
 struct PhaseTests {
     static let legal: Set<String> = [
-        "nil>queued", "queued>queued", "queued>loading", "queued>cancelled",
+        "nil>queued", "queued>queued", "queued>loading", "queued>cancelled", "queued>failure",
         "loading>success", "loading>failure", "loading>cancelled", "loading>retrying", "loading>queued",
         "retrying>loading", "retrying>failure", "retrying>cancelled", "retrying>queued",
     ]

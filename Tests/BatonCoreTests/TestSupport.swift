@@ -62,13 +62,20 @@ final class AttemptProbe: Sendable {
     let attempt: any Attempt
     let events = Recorder<AttemptEvent>()
     private let ended: AsyncStream<AttemptOutcome>
+    private let began: AsyncStream<ProcessGroup?>
 
     init(_ runner: any Runner, _ job: Job) {
         let (stream, continuation) = AsyncStream<AttemptOutcome>.makeStream()
+        let (starts, start) = AsyncStream<ProcessGroup?>.makeStream()
         ended = stream
+        began = starts
         let events = events
         attempt = runner.start(job) { event in
             events.append(event)
+            if case let .started(group) = event {
+                start.yield(group)
+                start.finish()
+            }
             if case let .ended(outcome) = event {
                 continuation.yield(outcome)
                 continuation.finish()
@@ -84,6 +91,13 @@ final class AttemptProbe: Sendable {
 
     var progress: [BatonCore.Progress] {
         events.all.compactMap { if case let .progress(progress) = $0 { progress } else { nil } }
+    }
+
+    /// Waits for the attempt to start (a spawner makes its process off the caller's thread), and
+    /// says its process group.
+    func started() async -> ProcessGroup? {
+        for await group in began { return group }
+        return group
     }
 
     /// Waits for the attempt to end.

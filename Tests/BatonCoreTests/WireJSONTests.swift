@@ -57,7 +57,8 @@ struct WireJSONTests {
     static var action: ActionInfo {
         var info = ActionInfo(name: "deploy", description: "ships \"it\"\n", exec: ["/bin/sh", "-c", "echo \\ é"], policy: .queue,
                               policies: [.queue, .reject], timeout: 60_000_000,
-                              params: ["env": ParamInfo(pattern: "^[a-z]+$", default: "prod"), "note": ParamInfo(pattern: nil, default: nil)],
+                              params: ["env": ParamInfo(pattern: "^[a-z]+$", default: "prod"), "note": ParamInfo(pattern: nil, default: nil),
+                                       "token": ParamInfo(pattern: "^[a-z0-9]+$", default: nil, secret: true)],
                               keyParams: ["env"], inFlight: [run], last: run)
         info.removed = true
         info.allowed = [.read, .trigger]

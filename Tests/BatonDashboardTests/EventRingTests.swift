@@ -66,4 +66,14 @@ struct EventRingTests {
             #expect(throws: BatonError.badRequest(message)) { try QueryString.historyFilter(query).get() }
         }
     }
+
+    @Test("a search takes its text and the history's filters, 20 runs unless it says")
+    func searchQuery() throws {
+        let (text, filter) = try QueryString.search("text=connection%20refused&action=deploy&phase=failure").get()
+        #expect(text == "connection refused")
+        #expect(filter == HistoryFilter(actions: ["deploy"], phases: [.failure], limit: 20))
+        #expect(try QueryString.search("limit=5&text=x").get().filter.limit == 5)
+        #expect(throws: BatonError.badRequest("text: what to search for is missing")) { try QueryString.search("action=a").get() }
+        #expect(throws: BatonError.badRequest("text: what to search for is missing")) { try QueryString.search("text=").get() }
+    }
 }

@@ -151,6 +151,25 @@ struct ServiceTests {
         #expect(WireError(error).message == error.message)
     }
 
+    @Test("a search looks only where the peer may read, so unreadable runs take no place; root's is unrestricted; no text is refused")
+    func searchWhereReadable() async throws {
+        let fixture = Fixture()
+        fixture.history.runs.withLock { runs in
+            runs = (1...30).map { RunSnapshot(id: $0, action: $0 % 2 == 0 ? "secret" : "deploy", key: "k", phase: .success,
+                                              policy: .reject, params: [:], trigger: nil, queuedAt: Timestamp(rawValue: $0)) }
+        }
+        let alice = try #require(await fixture.ask(#"{"id":1,"op":"search","text":"x","filter":{"limit":5}}"#, as: Recorder(uid: Fixture.alice)))
+        #expect(alice.matches?.map(\.run.id) == [29, 27, 25, 23, 21], "five of alice's, none of secret's")
+        #expect(fixture.history.searches.withLock { $0.last?.actions } == ["deploy", "hold"])
+        let root = try #require(await fixture.ask(#"{"id":2,"op":"search","text":"x","filter":{"limit":3}}"#, as: Recorder(uid: 0)))
+        #expect(root.matches?.map(\.run.id) == [30, 29, 28])
+        #expect(fixture.history.searches.withLock { $0.last?.actions } == [])
+        let empty = try #require(await fixture.ask(#"{"id":3,"op":"search"}"#, as: Recorder(uid: 0)))
+        #expect(empty.error?.code == .badRequest)
+        let unknown = try #require(await fixture.ask(#"{"id":4,"op":"search","text":"x","action":"nope"}"#, as: Recorder(uid: 0)))
+        #expect(unknown.error?.code == .unknownAction)
+    }
+
     @Test("a history longer than a page goes as runs events, each read once the one before drained, then the final answer; a page's length counts unreadable runs too")
     func historyPages() async throws {
         let fixture = Fixture()
@@ -175,6 +194,12 @@ struct ServiceTests {
         #expect(second.event == "runs" && second.runs?.map(\.id) == (101...600).reversed().filter { $0 % 10 != 0 })
         let last = try #require(await reader.next())
         #expect(last.ok == true && last.event == nil && last.runs?.map(\.id) == (1...100).reversed().filter { $0 % 10 != 0 })
+        // The request ends on the loop just after its answer went out (which woke this task).
+        turns = 0
+        while reader.ended == 0 && turns < 100_000 {
+            await Task.yield()
+            turns += 1
+        }
         #expect(reader.ended == 1)
 
         let short = Recorder(uid: Fixture.alice)

@@ -109,6 +109,13 @@ final class FakeHistory: HistoryReader {
     func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] { [] }
     func lastEnded() async throws(BatonError) -> [RunSnapshot] { [] }
     func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]] { [:] }
+    /// The filters searches were asked with, in order.
+    let searches = Locked<[HistoryFilter]>([])
+    /// Every run of the filter's actions matches, newest first, up to the limit.
+    func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
+        searches.withLock { $0.append(filter) }
+        return try await runs(filter).map { SearchMatch(run: $0, lines: [MatchedLine(line: 1, text: text)], lineCount: 1) }
+    }
 }
 
 /// A service on a real conductor with in-process actions and a memory store: every operation,

@@ -22,6 +22,7 @@ struct ProtocolTests {
         (#"{"op":"denied"}"#, #""triggers""#),
         (#"{"op":"denied","filter":{"limit":5}}"#, #""triggers""#),
         (#"{"op":"prune"}"#, #""prune""#),
+        (#"{"op":"search","text":"x"}"#, #""matches""#),
         (#"{"op":"reload"}"#, #""ok":true"#),
         (#"{"op":"cancel","action":"a"}"#, #""runs""#),
         (#"{"op":"watch"}"#, #""event":"watching""#),

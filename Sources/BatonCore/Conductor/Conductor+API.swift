@@ -40,9 +40,11 @@ extension Conductor {
     func resolve(_ request: TriggerRequest, runner: RunnerBox?) throws(BatonError) -> Trigger {
         guard let action = shared.withLock({ $0.actions[request.action] }) else { throw .unknownAction(request.action) }
         let policy = try action.resolvePolicy(request.policy)
-        let params = try action.resolveParams(request.params)
-        return Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: request.peer,
-                       runner: runner, force: try action.checkForce(request.force))
+        let sealed = try action.seal(try action.resolveParams(request.params), with: options.sealer)
+        var trigger = Trigger(action: action, key: sealed.key, policy: policy, params: sealed.params, peer: request.peer,
+                              runner: runner, force: try action.checkForce(request.force))
+        trigger.secrets = sealed.secrets
+        return trigger
     }
 
     // MARK: Cancel

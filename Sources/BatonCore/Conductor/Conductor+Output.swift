@@ -22,6 +22,8 @@ extension Conductor {
     /// Takes bytes an attempt of a run wrote (on the loop).
     func keepOutput(_ source: OutputSource, _ stream: StandardStream, _ bytes: [UInt8]) {
         guard reactor.isCurrent else { return reactor.post { [self] in keepOutput(source, stream, bytes) } }
+        let bytes = redacted(source.run, stream, bytes)
+        guard !bytes.isEmpty else { return }
         let (run, keep, now) = (source.run, source.keep, Timestamp.now)
         let sink = options.lineSink
         let (write, arm, start, followers, lines, leader) = core.access { core -> (OutputWrite?, Bool, Int64, [OutputFollower], [[UInt8]], Int32?) in

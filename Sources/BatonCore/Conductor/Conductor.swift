@@ -33,6 +33,8 @@ public final class Conductor: Sendable {
         public var lineSink: (any OutputLineSink)?
         /// A run's end hands its hooks to the store to decide (`ConductorState.storeDecidesHooks`): a fleet.
         public var storeDecidesHooks: Bool
+        /// Hashes secret params' values for the keys of runs triggered in process (`Action.seal`); batond's.
+        public var sealer: SecretSealer?
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
                     seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,
@@ -86,6 +88,8 @@ public final class Conductor: Sendable {
         var shutdownTimer: Reactor.TimerID?
         /// Watchers of every committed transition (of one action, or all).
         var watchers: [Int: Watcher] = [:]
+        /// The masking of secret values in the output of each attempt in flight that has some.
+        var redactions: [Int64: Redaction] = [:]
     }
 
     /// What other threads read in place, under one lock: the state (only the loop changes it,
@@ -237,18 +241,20 @@ public final class Conductor: Sendable {
     private func start(_ launch: Launch) -> any Attempt {
         let closure = shared.withLock { $0.closures[launch.action.name]?.runner }
         let runner = launch.runner?.runner ?? closure ?? options.execRunner
-        let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: launch.params,
+        let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: Self.jobParams(launch),
                       instance: options.instance, hook: launch.hook)
         let (run, attempt) = (launch.run, launch.attempt)
-        let source = OutputSource(run: run, attempt: attempt, action: launch.action.name, key: launch.action.key(for: launch.params),
+        let source = OutputSource(run: run, attempt: attempt, action: launch.action.name, key: outputKey(launch),
                                   keep: launch.action.outputKeep)
+        let secrets = SecretRedactor(values: launch.secrets.values)
+        startRedaction(source, secrets)
         options.lineSink?.launched(run: run, attempt: attempt)
         return runner.start(job) { [weak self] event in
             switch event {
             case let .started(group): self?.attemptStarted(run: run, attempt: attempt, group)
-            case let .progress(progress): self?.send(.progress(run: run, attempt: attempt, progress))
+            case let .progress(progress): self?.send(.progress(run: run, attempt: attempt, Self.masked(progress, secrets)))
             case let .output(stream, bytes): self?.keepOutput(source, stream, bytes)
-            case let .ended(outcome): self?.attemptEnded(run: run, attempt: attempt, outcome)
+            case let .ended(outcome): self?.attemptEnded(run: run, attempt: attempt, Self.masked(outcome, secrets))
             }
         }
     }
@@ -264,6 +270,7 @@ public final class Conductor: Sendable {
     /// after any output it posted).
     private func attemptEnded(run: Int64, attempt: Int, _ outcome: AttemptOutcome) {
         guard reactor.isCurrent else { return reactor.post { [self] in attemptEnded(run: run, attempt: attempt, outcome) } }
+        let outcome = finishRedaction(run, outcome)
         flushOutput(run, final: true)
         finishLines(run, attempt: attempt)
         send(.exited(run: run, attempt: attempt, outcome))

@@ -17,9 +17,17 @@ public protocol HistoryReader: Sendable {
     /// A run's kept output from `offset`, about `maxBytes` of it; nil when the history keeps no
     /// chunks of the run.
     func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage?
+    /// The runs `filter` selects whose kept output or param values hold `text` (without regard to
+    /// case), newest first, up to `filter.limit`, each with its first matching lines.
+    func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch]
 }
 
 extension HistoryReader {
     /// A history that keeps no output chunks has none of any run.
     public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? { nil }
+
+    /// A history that keeps no output chunks (or no index of them) cannot search them, and says so.
+    public func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
+        throw .badRequest("search needs batond's SQLite history: this history keeps no searchable output")
+    }
 }

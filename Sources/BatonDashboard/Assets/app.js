@@ -10,8 +10,9 @@ const state = {
   presses: new Map(),   // run id -> action name, for runs pressed from this page
   history: [],          // the history table's runs, newest first
   storeProblem: null,
-  view: location.pathname.startsWith("/runs/") ? "run" : "actions",
+  view: location.pathname.startsWith("/runs/") ? "run" : location.pathname.startsWith("/actions/") ? "action" : "actions",
   runID: Number(location.pathname.split("/")[2] || 0),
+  actionName: location.pathname.startsWith("/actions/") ? decodeURIComponent(location.pathname.slice("/actions/".length)) : null,
 };
 
 const $ = (selector, root = document) => root.querySelector(selector);
@@ -230,7 +231,9 @@ function applySnapshot(status) {
     if (!TERMINAL.has(run.phase) && !(info && (info.inFlight || []).some((live) => live.id === id))) state.runs.delete(id);
   }
   renderBanner();
-  if (state.view === "actions") { renderCards(); fillActionFilter(); loadHistory(); } else loadRun();
+  if (state.view === "actions") { renderCards(); fillActionFilter(); loadHistory(); scheduleCardCharts(); }
+  else if (state.view === "action") scheduleActionPage();
+  else loadRun();
 }
 
 // Updates may repeat what a snapshot already holds (the stream replays from before it): a run's
@@ -250,6 +253,9 @@ function applyUpdate(run, transition) {
       setNote(pressedFrom, text, tone, run.id);
       state.presses.delete(run.id);
     }
+    if (TERMINAL.has(run.phase)) scheduleCardCharts();
+  } else if (state.view === "action") {
+    if (run.action === state.actionName && TERMINAL.has(run.phase)) scheduleActionPage();
   } else if (run.id === state.runID) {
     loadRun();
   }
@@ -261,7 +267,7 @@ function applyProgress(run) {
   if (!known || TERMINAL.has(known.phase)) return;
   known.progress = run.progress;
   if (state.view === "actions") renderCard(run.action);
-  else if (run.id === state.runID) loadRun();
+  else if (state.view === "run" && run.id === state.runID) loadRun();
 }
 
 function liveRuns(action) {
@@ -294,7 +300,7 @@ function renderCards() {
 
 function makeCard(info) {
   const root = el("article", { class: "card", "data-action": info.name, "aria-labelledby": `title-${info.name}` });
-  const head = el("div", { class: "card-head" }, el("h2", { id: `title-${info.name}`, text: info.name }),
+  const head = el("div", { class: "card-head" }, el("h2", { id: `title-${info.name}` }, el("a", { href: `/actions/${encodeURIComponent(info.name)}`, text: info.name })),
     el("span", { class: "policy", title: "what a press does while a run is in flight", text: info.policy }));
   root.append(head);
   const paused = el("p", { class: "paused-banner", role: "status", hidden: true });
@@ -309,6 +315,7 @@ function makeCard(info) {
     const id = `param-${info.name}-${name}`;
     const input = el("input", { id, name, autocomplete: "off", spellcheck: false, "aria-describedby": `${id}-error` });
     if (param.default != null) input.placeholder = param.default;
+    if (param.secret) input.type = "password";  // a secret param: not shown as typed, never shown back
     const error = el("p", { id: `${id}-error`, class: "field-error", "aria-live": "polite" });
     const hint = param.pattern ? ` (${param.pattern})` : (param.default != null ? "" : " (required)");
     form.append(el("div", { class: "field" }, el("label", { for: id, text: name + hint }), input, error));
@@ -741,6 +748,57 @@ function renderHistory() {
   }));
 }
 
+// ---- search ----------------------------------------------------------------------------------
+
+let searchRequest = 0;
+async function search() {
+  const text = $("#search-text").value;
+  if (!text) return;
+  const f = filters();
+  const query = new URLSearchParams({ text });
+  if (f.action) query.append("action", f.action);
+  if (f.phase) query.append("phase", f.phase);
+  if (f.sinceMicros) query.append("since", String(Math.floor(f.sinceMicros)));
+  if (f.untilMicros) query.append("until", String(Math.floor(f.untilMicros)));
+  if (f.param) query.append("param", f.param);
+  const mine = ++searchRequest;
+  $("#search-note").textContent = "Searching…";
+  const answer = await api(`/api/search?${query}`);
+  if (mine !== searchRequest) return;
+  if (!answer.ok) { $("#search-note").textContent = answer.error.message; $("#search-results").replaceChildren(); return; }
+  renderSearch(answer.matches || [], text);
+}
+
+// The text with each occurrence of `needle` (case ignored) in a <mark>, as nodes (never HTML).
+function marked(text, needle) {
+  const nodes = [];
+  const lower = text.toLowerCase(), want = needle.toLowerCase();
+  let at = 0;
+  for (let hit = lower.indexOf(want); want && hit >= 0 && lower.length === text.length; hit = lower.indexOf(want, at)) {
+    nodes.push(text.slice(at, hit), el("mark", { text: text.slice(hit, hit + want.length) }));
+    at = hit + want.length;
+  }
+  nodes.push(text.slice(at));
+  return nodes;
+}
+
+function renderSearch(found, needle) {
+  $("#search-note").textContent = found.length === 0 ? "No run's output holds it." : `${found.length} run${found.length === 1 ? "" : "s"}, newest first.`;
+  $("#search-results").replaceChildren(...found.map((match) => {
+    const run = match.run;
+    const head = el("p", { class: "search-run" },
+      el("a", { href: `/runs/${run.id}`, text: `Run ${run.id}` }), ` ${run.key} `,
+      el("span", { class: `phase phase-${run.phase}`, text: run.phase }), " ",
+      el("span", { class: "muted", title: localTime(run.queuedAt), text: ago(run.queuedAt) }),
+      match.lineCount ? el("span", { class: "muted", text: ` · ${match.lineCount} line${match.lineCount === 1 ? "" : "s"}` }) : "",
+      match.params ? el("span", { class: "muted", text: ` · in params: ${match.params.join(", ")}` }) : "");
+    const lines = el("pre", { class: "search-lines" }, ...match.lines.flatMap((line) => [
+      el("span", { class: "muted", text: `${line.line}: ` }), ...marked(line.text, needle), "\n"]));
+    if (match.lineCount > match.lines.length) lines.append(el("span", { class: "muted", text: `… ${match.lineCount - match.lines.length} more` }));
+    return el("li", { "data-run": String(run.id) }, head, match.lines.length ? lines : "");
+  }));
+}
+
 // ---- a run's page ----------------------------------------------------------------------------
 
 let runRequest = 0;
@@ -1025,7 +1083,8 @@ function tick() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  if (state.view === "run") {
+  if (state.view === "action") { $("#actions-view").hidden = true; $("#action-view").hidden = false; }
+  else if (state.view === "run") {
     $("#actions-view").hidden = true; $("#run-view").hidden = false;
     const raw = $("#output-raw");
     raw.href = `/api/runs/${state.runID}/output.raw`;
@@ -1034,6 +1093,7 @@ document.addEventListener("DOMContentLoaded", () => {
   else {
     $("#filters").addEventListener("change", loadHistory);
     $("#filters").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
+    $("#search").addEventListener("submit", (event) => { event.preventDefault(); search(); });
   }
   setInterval(tick, 250);
   start();

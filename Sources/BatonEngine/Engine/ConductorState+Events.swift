@@ -96,7 +96,7 @@ extension ConductorState {
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
         slots.record(run)
         flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
-                             action: trigger.action, runner: trigger.runner, seq: 1, debounce: window)
+                             action: trigger.action, runner: trigger.runner, seq: 1, debounce: window, secrets: trigger.secrets)
         if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
         recordDelivery(of: trigger, run: id, &step)

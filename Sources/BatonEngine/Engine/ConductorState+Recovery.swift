@@ -1,6 +1,7 @@
 /// What recovery did with the runs a previous daemon left in flight.
 public struct RecoverySummary: Sendable, Equatable {
-    /// Runs that were loading or retrying and now end as `failure`, reason `interrupted`.
+    /// Runs that were loading or retrying and now end as `failure`, reason `interrupted`; and
+    /// runs that would be queued again but whose secret params' values are gone (reason `secret`).
     public var interrupted: [Int64] = []
     /// Runs that were loading or retrying and start again (`onInterrupt: restart`).
     public var restarted: [Int64] = []
@@ -30,6 +31,15 @@ extension ConductorState {
                 continue
             }
             let restart = run.phase != .queued && action.onInterrupt == .restart
+            // A secret's value lived only in the previous daemon's memory: the run cannot start
+            // again with it, nor without it. It ends `failure` and says why.
+            if run.phase == .queued || restart, let secret = action.secretParams.first {
+                let ended = end(recovered.unfinished, .failure, TransitionDetail(reason: "secret", error:
+                    "batond stopped before the run \(restart ? "could start again" : "started"): the value of its secret param \(secret) was kept in memory only"), &step)
+                fireHooks(ended, action, output: [], &step)
+                summary.interrupted.append(run.id)
+                continue
+            }
             guard run.phase == .queued || restart else {
                 let ended = end(recovered.unfinished, .failure,
                                 TransitionDetail(reason: "interrupted", error: "batond stopped while the run was \(run.phase.rawValue)"), &step)

@@ -22,6 +22,8 @@ extension ConductorState {
         var hook: HookContext?
         /// The quiet window of a debounced run, from its creation until it starts; nil for others.
         var debounce: DebounceWindow?
+        /// The values of the run's secret params, kept here only (in memory) for each attempt.
+        var secrets: [String: String] = [:]
 
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }
@@ -197,7 +199,7 @@ extension ConductorState {
             var effects: [Effect] = []
             if attempt == 1, let timeout = flight.action.timeout { effects.append(.schedule(run: id, .timeout, after: timeout)) }
             effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
-                                          runner: flight.runner, hook: flight.hook)))
+                                          runner: flight.runner, hook: flight.hook, secrets: flight.secrets)))
             // `loading` is stamped in the step that launches the attempt, and the timeout armed
             // there: the time a run's creation waited for the store (a lock held by another
             // process, say) is not run time (issue 21, item 14). The start is written while the

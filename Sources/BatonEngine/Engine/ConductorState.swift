@@ -271,6 +271,9 @@ public struct Trigger: Sendable, Equatable {
     /// The webhook delivery the trigger is, if any: recorded with the run it creates or joins, in
     /// the same write (a rejected trigger records none, so a redelivery may try again).
     public var delivery: Delivery?
+    /// The values of the action's secret params (`params` holds `***` for them): the process
+    /// gets them, nothing keeps them but the run in flight (`Action.seal`).
+    public var secrets: [String: String] = [:]
 
     public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil,
                 force: Bool = false, via: String? = nil, delivery: Delivery? = nil, slot: Timestamp? = nil) {
@@ -324,6 +327,8 @@ public struct Launch: Sendable, Equatable {
     public var runner: RunnerBox?
     /// What a hook run is told of the run whose end fired it.
     public var hook: HookContext?
+    /// The secret params' values (`params` holds `***` for them), for the process only.
+    public var secrets: [String: String] = [:]
 }
 
 /// A runner compared by identity, so that events and effects stay comparable values.

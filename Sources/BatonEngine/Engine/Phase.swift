@@ -26,6 +26,7 @@ public enum Phase: String, Codable, Sendable, CaseIterable {
         case (.queued, .queued): true          // requeued after a restart of the daemon
         case (.queued, .loading): true
         case (.queued, .cancelled): true       // dropped, replaced or shut down before it started
+        case (.queued, .failure): true         // cannot start after a restart: its secret params' values are gone
         case (.loading, .success), (.loading, .failure), (.loading, .cancelled): true
         case (.loading, .retrying): true
         case (.loading, .queued): true         // interrupted by a crash, restarted (onInterrupt: restart)

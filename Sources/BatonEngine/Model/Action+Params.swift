@@ -46,7 +46,9 @@ extension Action {
                 throw .badParam(name: name, message: "param \(name): the value is longer than \(maxValueLength) bytes")
             }
             if let pattern = spec.pattern, !pattern.matches(value) {
-                throw .badParam(name: name, message: "param \(name): \(Self.quoted(value)) does not match \(pattern)")
+                // A secret's value is never quoted back: the message may be logged or kept.
+                let shown = spec.secret ? "the secret value" : Self.quoted(value)
+                throw .badParam(name: name, message: "param \(name): \(shown) does not match \(pattern)")
             }
             resolved[name] = value
         }

@@ -154,10 +154,14 @@ public struct ParamSpec: Sendable, Equatable {
     public var pattern: ParamPattern?
     /// The value when a trigger does not pass one; without a default the param is required.
     public var defaultValue: String?
+    /// A secret (`secret: true`): its value reaches the process and nothing else; the run keeps
+    /// `***` for it, and its key a keyed hash (`Action.seal`). A secret has no default.
+    public var secret: Bool
 
-    public init(pattern: ParamPattern? = nil, defaultValue: String? = nil) {
+    public init(pattern: ParamPattern? = nil, defaultValue: String? = nil, secret: Bool = false) {
         self.pattern = pattern
         self.defaultValue = defaultValue
+        self.secret = secret
     }
 }
 

@@ -11,8 +11,9 @@ final class AttemptCgroup: Sendable {
     let path: String
     /// batond's own cgroup, where kept leftovers go.
     let home: String
-    /// `cgroup.procs`, open for the spawn to write the child into; closed once spawned.
-    let procs: Int32
+    /// The cgroup's directory, open for the spawn: clone3 is given it (`CLONE_INTO_CGROUP`), or
+    /// the fallback opens its `cgroup.procs` for the child to write itself into; closed once spawned.
+    let directory: Int32
     /// `cgroup.events`, watched for `populated 0` (epoll reports a change as EPOLLPRI).
     let events: Int32
     /// Its groups in cgroup v1 hierarchies, where those enforce its limits (a hybrid host).
@@ -39,24 +40,24 @@ final class AttemptCgroup: Sendable {
             rmdir(path)
             return .failure(why)
         }
-        let procs = open(path + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
+        let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         let events = open(path + "/cgroup.events", O_RDONLY | O_CLOEXEC)
-        guard procs >= 0, events >= 0 else {
+        guard directory >= 0, events >= 0 else {
             let reason = String(cString: strerror(errno))
-            if procs >= 0 { close(procs) }
+            if directory >= 0 { close(directory) }
             if events >= 0 { close(events) }
             v1?.closeProcs()
             v1?.remove()
             rmdir(path)
             return .failure(CgroupUnavailable("cannot open \(path)'s control files: \(reason)"))
         }
-        return .success(AttemptCgroup(path: path, home: home, procs: procs, events: events, v1: v1))
+        return .success(AttemptCgroup(path: path, home: home, directory: directory, events: events, v1: v1))
     }
 
-    private init(path: String, home: String, procs: Int32, events: Int32, v1: AttemptCgroupV1?) {
+    private init(path: String, home: String, directory: Int32, events: Int32, v1: AttemptCgroupV1?) {
         self.path = path
         self.home = home
-        self.procs = procs
+        self.directory = directory
         self.events = events
         self.v1 = v1
     }
@@ -117,8 +118,12 @@ final class AttemptCgroup: Sendable {
         KernelFile.value(of: "oom_kill", in: bytes).flatMap { Int(exactly: $0) }
     }
 
+    /// Its `cgroup.procs`, opened for a spawn that cannot use clone3 (the child writes itself in); -1 and errno when it cannot.
+    func openProcs() -> Int32 { openat(directory, "cgroup.procs", O_WRONLY | O_CLOEXEC) }
+
+    /// Closes what only the spawn needed.
     func closeProcs() {
-        close(procs)
+        close(directory)
         v1?.closeProcs()
     }
 

@@ -221,8 +221,11 @@ struct DashboardBrowserTests {
             #expect(try browser.wait(until: "document.querySelectorAll('.card .press-button').length === 5"))
             #expect(try browser.script("return matchMedia('(prefers-color-scheme: dark)').matches;") as? Bool == true)
             #expect(try browser.script("return getComputedStyle(document.body).backgroundColor;") as? String == "rgb(20, 23, 27)")
-            // Tab: the Baton link first, then the first card's button ("broken", in name order).
+            // Tab: the Baton link first, then the first card's title, a link to its page ("broken", in
+            // name order), then its button.
             try browser.keys("\u{E004}\u{E004}")
+            #expect(try browser.script("return document.activeElement.getAttribute('href');") as? String == "/actions/broken")
+            try browser.keys("\u{E004}")
             #expect(try browser.script("return document.activeElement.dataset.action;") as? String == "broken")
             #expect(try browser.script("return getComputedStyle(document.activeElement).outlineStyle;") as? String == "solid", "a visible focus ring")
             try browser.keys("\u{E007}")

@@ -1,0 +1,130 @@
+import BatonEngine
+import BatonRuntime
+import CBatonSystem
+import FoundationEssentials
+import Glibc
+
+extension ProcessAttempt {
+    /// What a run's end reads from its cgroup before removing it, off the loop.
+    struct CgroupEnd: Sendable {
+        var cpu: (user: Duration, system: Duration)?
+        var memoryPeak: Int64?
+        var oomKills: Int?
+    }
+
+    func pollForExit() {
+        reactor.after(.milliseconds(50)) { [self] in
+            // -1 (no such child) must end the attempt too, or it would be polled for ever.
+            if baton_has_exited(pid) != 0 { leaderExited() } else { pollForExit() }
+        }
+    }
+
+    /// The leader is a zombie: reap it, then let the machine decide about the rest of the tree.
+    /// A wake-up while it still runs is ignored (the reap would block the loop until it exits).
+    func leaderExited() {
+        let pid = self.pid
+        guard pid > 0, baton_has_exited(pid) != 0 else { return }
+        let pidfd = state.access { state -> Int32 in
+            defer { state.pidfd = -1 }
+            return state.pidfd
+        }
+        if pidfd >= 0 {
+            reactor.remove(pidfd)
+            close(pidfd)
+        }
+        var exitCode: Int32 = -1, signal: Int32 = 0, user: Int64 = 0, system: Int64 = 0, rss: Int64 = 0
+        if baton_reap_usage(pid, &exitCode, &signal, &user, &system, &rss) == 0 {
+            let usage = ResourceUsage(cpuUser: .microseconds(user), cpuSystem: .microseconds(system), memoryPeak: rss > 0 ? rss : nil)
+            state.access { $0.leaderUsage = usage }
+        }
+        Self.leaders.withLock { $0.remove(pid) }
+        handle(.leaderExited(exitCode: exitCode, signal: signal))
+    }
+
+    /// What the attempt used: the cgroup's CPU (every process of the tree) and its memory peak
+    /// where the kernel keeps one, else the leader's wait4 figures; the larger memory of the two.
+    static func usage(leader: ResourceUsage?, cgroup: CgroupEnd?) -> ResourceUsage? {
+        guard let cgroup, let cpu = cgroup.cpu else { return leader }
+        let peaks = [cgroup.memoryPeak, leader?.memoryPeak].compactMap { $0 }
+        return ResourceUsage(cpuUser: cpu.user, cpuSystem: cpu.system, memoryPeak: peaks.max())
+    }
+
+    /// Takes what is left in the pipes, lets go of every descriptor, and reports; the cgroup's
+    /// figures and its removal (and the hook output file's) on a spawner thread, the report
+    /// back on the loop after them.
+    func end(exitCode: Int32, signal: Int32, leftovers: Int) {
+        guard let born = state.access({ $0.born }) else { return }
+        let (open, watching) = state.access { ($0.output.pipes.open, $0.watching) }
+        var reports: [Progress] = []
+        for fd in open {
+            reports += drain(fd, limit: AttemptOutput.readsAtEnd)
+            if state.access({ $0.output.pipes.open.contains(fd) }) {
+                reactor.remove(fd)
+                close(fd)
+            }
+        }
+        unwatch(watching)
+        var found: AttemptCgroup?
+        if case let .cgroup(made) = born.tree {
+            if state.access({ $0.watchingCgroup }) { reactor.remove(made.events) }
+            found = made
+        }
+        let cgroup = found
+        // The tree's zombies that came to batond (its subreaper): reaped now, not at the next sweep
+        // (never a leader: a pid reused by another attempt's leader is that attempt's to reap).
+        while case let child = baton_waitable_in_group(born.pid), child > 0, Self.reapIfOrphan(child) {}
+        for member in state.access({ $0.machine.leftovers }) { _ = Self.reapIfOrphan(member) }
+        let (hookOutput, keep) = state.access { state -> (String?, Bool) in
+            state.output.closeAll()
+            state.watching = []
+            if let report = state.output.finalProgress() { reports.append(report) }
+            return (state.hookOutput, state.machine.keepLeftovers)
+        }
+        let told = reports
+        guard cgroup != nil || hookOutput != nil else {
+            return report(exitCode: exitCode, signal: signal, leftovers: leftovers, cgroup: nil, told)
+        }
+        let reactor = reactor
+        spawner.submit { [self] in
+            let measured = cgroup.map { Self.finish($0, keep: keep) }
+            if let hookOutput { unlink(hookOutput) }
+            reactor.post { [self] in report(exitCode: exitCode, signal: signal, leftovers: leftovers, cgroup: measured, told) }
+        }
+    }
+
+    /// Off the loop: reads what the cgroup used, moves kept leftovers to batond's own cgroup, removes it.
+    static func finish(_ cgroup: AttemptCgroup, keep: Bool) -> CgroupEnd {
+        let measured = CgroupEnd(cpu: cgroup.cpuTime(), memoryPeak: cgroup.memoryPeak(), oomKills: cgroup.oomKills())
+        // Kept leftovers leave the run's cgroup for batond's own.
+        if keep { cgroup.evict(to: cgroup.home) }
+        cgroup.remove()
+        return measured
+    }
+
+    /// The outcome, told with the last progress reports (on the loop).
+    private func report(exitCode: Int32, signal: Int32, leftovers: Int, cgroup: CgroupEnd?, _ reports: [Progress]) {
+        let oomKills = cgroup?.oomKills
+        let outcome = state.access { state -> AttemptOutcome in
+            var result: AttemptResult = signal != 0
+                ? .killed(signal: signal, lastErrorLine: state.output.lastError.line)
+                : .exited(status: exitCode, lastErrorLine: state.output.lastError.line)
+            result.leftovers = leftovers > 0 ? leftovers : nil
+            result.usage = Self.usage(leader: state.leaderUsage, cgroup: cgroup)
+            result.oomKills = oomKills
+            if let oomKills, oomKills > 0, !result.succeeded {
+                let what = "out of memory: the kernel killed \(oomKills) process\(oomKills == 1 ? "" : "es") at the action's memory limit"
+                result.error = result.error.map { "\(what) (\($0))" } ?? what
+            }
+            return AttemptOutcome(result: result, output: state.output.tail.bytes, truncated: state.output.tail.isTruncated)
+        }
+        for report in reports { events(.progress(report)) }
+        events(.ended(outcome))
+    }
+
+    /// The spawner could not make the leader: it said why (`spawnFailure`), and nothing was left behind.
+    func endUnstarted() {
+        let why = state.access { $0.spawnFailure ?? "the attempt did not start" }
+        events(.started(nil))
+        events(.ended(AttemptOutcome(result: .failedToStart(why))))
+    }
+}

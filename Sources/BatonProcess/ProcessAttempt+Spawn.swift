@@ -1,0 +1,57 @@
+import BatonEngine
+import BatonRuntime
+import CBatonSystem
+import FoundationEssentials
+import Glibc
+
+extension ProcessAttempt {
+    /// What a spawner thread made: the leader, its pidfd, its group's identity, its tree, and the
+    /// read ends of its pipes.
+    struct Spawned: Sendable {
+        var pid: pid_t
+        var pidfd: Int32
+        var group: ProcessGroup
+        var tree: Tree
+        var pipes: AttemptOutput.Pipes
+        var hookOutput: String?
+    }
+
+    /// The spawner's answer, on the loop: the attempt tells its start and watches its leader, and
+    /// the machine hears of the birth (a stop asked meanwhile reaches the leader now), or of the failure.
+    func spawned(_ result: Result<Spawned, SpawnFailure>) {
+        reactor.assertOnLoop("an attempt's spawn")
+        switch result {
+        case let .failure(why):
+            state.access { $0.spawnFailure = why.message }
+            handle(.spawnFailed)
+        case let .success(made):
+            let limit = tailLimit
+            state.access { state in
+                state.born = Born(pid: made.pid, tree: made.tree)
+                state.pidfd = made.pidfd
+                state.output = AttemptOutput(pipes: made.pipes, tailLimit: limit)
+                state.hookOutput = made.hookOutput
+            }
+            events(.started(made.group))
+            begin()
+            handle(.spawned)
+        }
+    }
+
+    /// Starts watching: pipes and pidfd on the reactor (or, without pidfd, a check every 50 ms).
+    private func begin() {
+        let (pipes, pidfd) = state.access { ($0.output.pipes.open, $0.pidfd) }
+        // Non-blocking already (the spawner made them so).
+        for fd in pipes { reactor.watch(fd) { [self] _ in readable(fd) } }
+        if pidfd >= 0 {
+            reactor.watch(pidfd) { [self] _ in leaderExited() }
+        } else {
+            pollForExit()
+        }
+    }
+}
+
+/// Why a spawner could not make an attempt's leader: the attempt fails to start, saying so.
+struct SpawnFailure: Error {
+    var message: String
+}

@@ -1,0 +1,86 @@
+import BatonCore
+import BatonHooks
+import Glibc
+
+/// The key secret params' values are hashed under for their runs' keys: 32 random bytes that
+/// batond creates once, mode 0600, beside the history it protects (`history.db` →
+/// `history.db-secrets.key`), and reads at each start. A key text in the history
+/// (`token=hmac:…`, the first 16 bytes of HMAC-SHA256 over the action, the param and the value)
+/// says nothing of the value without the key, and two triggers meet in one key exactly when
+/// their values are equal. Removing the file gives new keys from then on (runs in flight keep theirs).
+final class SecretParamKey: Sendable {
+    let path: String
+    private let key = Locked<[UInt8]?>(nil)
+
+    init(database: String) { path = database + "-secrets.key" }
+
+    /// The sealer the conductor and the service make keys with: loads the key on first use
+    /// when `prepare` did not (an action with a secret added by a reload).
+    var sealer: SecretSealer {
+        SecretSealer { [self] action, param, value throws(BatonError) in
+            let key = try loaded()
+            let message = Array(action.utf8) + [0] + Array(param.utf8) + [0] + Array(value.utf8)
+            return "hmac:" + HMAC.hex(Array(HMAC.sha256(key: key, message: message).prefix(16)))
+        }
+    }
+
+    /// At start: the key and libcrypto ready when some action has a secret param, so that a
+    /// host that cannot have them says so now, not at a first trigger.
+    func prepare(for actions: [Action]) throws {
+        guard actions.contains(where: { !$0.secretParams.isEmpty }) else { return }
+        do throws(BatonError) { _ = try loaded() } catch { throw DaemonError(error.message) }
+    }
+
+    private func loaded() throws(BatonError) -> [UInt8] {
+        if let key = key.withLock({ $0 }) { return key }
+        do { try HMAC.load() } catch { throw .internalError("secret params: \(error.description)") }
+        let read = try Self.readOrCreate(path)
+        return key.withLock { key in
+            if key == nil { key = read }
+            return key ?? read
+        }
+    }
+
+    static let length = 32
+
+    /// The key in `path`, made first if there is none: written to a file of its own, then
+    /// linked into place, so that two batonds that start at once read the same complete key.
+    static func readOrCreate(_ path: String) throws(BatonError) -> [UInt8] {
+        if let key = try read(path) { return key }
+        // The system's generator is getrandom(2): cryptographically secure.
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<length).map { _ in UInt8.random(in: 0...UInt8.max, using: &generator) }
+        let temporary = path + ".\(getpid()).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw failure("cannot create", temporary) }
+        let written = write(fd, bytes, length)
+        let synced = fsync(fd) == 0
+        close(fd)
+        defer { unlink(temporary) }
+        guard written == length, synced else { throw failure("cannot write", temporary) }
+        guard link(temporary, path) == 0 || errno == EEXIST else { throw failure("cannot create", path) }
+        guard let key = try read(path) else { throw failure("cannot read", path) }
+        return key
+    }
+
+    /// The key in `path`; nil when there is no file.
+    private static func read(_ path: String) throws(BatonError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw failure("cannot read", path)
+        }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: length + 1)
+        let count = Glibc.read(fd, &bytes, bytes.count)
+        guard count == length else {
+            throw .internalError("secret params: \(path) holds \(max(count, 0)) bytes, not the \(length) of a key: "
+                + "remove it to make a new one (keys of runs with secret params change)")
+        }
+        return Array(bytes.prefix(length))
+    }
+
+    private static func failure(_ what: String, _ path: String) -> BatonError {
+        .internalError("secret params: \(what) \(path): \(String(cString: strerror(errno)))")
+    }
+}

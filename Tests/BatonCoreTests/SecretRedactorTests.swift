@@ -1,0 +1,112 @@
+@testable import BatonEngine
+import Testing
+
+/// Issue 42, item 3: every occurrence of a secret param's value in a run's output is `***`
+/// before anyone sees it, however the output is cut into chunks.
+@Suite struct SecretRedactorTests {
+    /// Feeds `chunks` through one redactor, then its end; returns what came out.
+    static func stream(_ values: [String], _ chunks: [[UInt8]]) -> String {
+        guard var redactor = SecretRedactor(values: values) else { return String(decoding: chunks.joined(), as: UTF8.self) }
+        var out: [UInt8] = []
+        for chunk in chunks { out += redactor.redact(chunk) }
+        out += redactor.finish()
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Every way to cut `text`'s bytes in two and in three (inside a character too): the output
+    /// never depends on where the pipe cut it.
+    static func cuts(of text: String) -> [[[UInt8]]] {
+        let bytes = Array(text.utf8)
+        let piece = { (range: Range<Int>) in Array(bytes[range]) }
+        var all: [[[UInt8]]] = [[bytes]]
+        for first in 0...bytes.count {
+            all.append([piece(0..<first), piece(first..<bytes.count)])
+            for second in first...bytes.count {
+                all.append([piece(0..<first), piece(first..<second), piece(second..<bytes.count)])
+            }
+        }
+        return all
+    }
+
+    static let table: [(values: [String], text: String, expected: String)] = [
+        (["hunter2"], "token=hunter2\n", "token=***\n"),
+        (["hunter2"], "hunter2hunter2", "******"),
+        (["hunter2"], "hunte hunter hunter2x", "hunte hunter ***x"),
+        // A start of the value that turns out not to be it is given back whole.
+        (["hunter2"], "hunthunter2", "hunt***"),
+        (["hunter2"], "hhunter2", "h***"),
+        (["aab"], "aaab", "a***"),
+        (["abab"], "abababab", "******"),
+        (["abab"], "ababab", "***ab"),
+        // The longest value at a place wins; a shorter one inside another is masked too.
+        (["abc", "abcdef"], "xabcdefy abcx", "x***y ***x"),
+        (["abc", "abcdef"], "abcde", "***de"),
+        (["s3", "ss3"], "sss3", "s***"),
+        // A value that ends the stream without its end stays as it came.
+        (["secretvalue"], "the secret", "the secret"),
+        (["é-clé"], "mot: é-clé.", "mot: ***."),
+        ([], "nothing to hide", "nothing to hide"),
+        ([""], "an empty value hides nothing", "an empty value hides nothing"),
+    ]
+
+    @Test("each text, cut into chunks at every place (two and three pieces), comes out the same, every value masked")
+    func chunkings() {
+        for (values, text, expected) in Self.table {
+            for chunks in Self.cuts(of: text) {
+                let out = Self.stream(values, chunks)
+                #expect(out == expected, "values \(values), chunks \(chunks): \(out)")
+            }
+        }
+    }
+
+    @Test("a chunk's last bytes that could begin a value are held back, fewer than the value, and given back at the end")
+    func heldBack() throws {
+        var redactor = try #require(SecretRedactor(values: ["topsecret"]))
+        #expect(redactor.redact(Array("log: tops".utf8)) == Array("log: ".utf8))
+        #expect(redactor.held == Array("tops".utf8))
+        #expect(redactor.redact(Array("ecret!".utf8)) == Array("***!".utf8))
+        #expect(redactor.held.isEmpty)
+        #expect(redactor.redact(Array("top".utf8)).isEmpty)
+        #expect(redactor.finish() == Array("top".utf8))
+    }
+
+    @Test("a whole text: an error line, a tail whose front (or a line whose end) was cut off in the middle of a value")
+    func wholeTexts() throws {
+        let redactor = try #require(SecretRedactor(values: ["0123456789"]))
+        #expect(redactor.redactAll("exited with status 1: bad token 0123456789") == "exited with status 1: bad token ***")
+        #expect(redactor.redactAll(Array("56789 and 0123456789".utf8), cutFront: true) == Array("*** and ***".utf8))
+        #expect(redactor.redactAll(Array("56789 and".utf8), cutFront: false) == Array("56789 and".utf8))
+        #expect(redactor.redactAll("a line cut at 012345", cutBack: true) == "a line cut at ***")
+        #expect(redactor.redactAll("a line cut at 012345", cutBack: false) == "a line cut at 012345")
+        #expect(redactor.redactAll("0123456789 then 01", cutBack: true) == "*** then ***")
+    }
+
+    static let sealer = SecretSealer { action, param, value in "h(\(action)/\(param)/\(value.count):\(value.hashValue))" }
+
+    @Test("sealed params: *** for the secret, its hash in the key, the value kept apart; equal values share a key, others do not")
+    func sealing() throws {
+        let action = Action(name: "deploy", exec: ["true"], params: ["token": ParamSpec(secret: true), "env": ParamSpec()],
+                            keyParams: ["env", "token"])
+        let one = try action.seal(["token": "abc", "env": "prod"], with: Self.sealer)
+        #expect(one.params == ["token": "***", "env": "prod"])
+        #expect(one.secrets == ["token": "abc"])
+        #expect(!one.key.contains("abc") && one.key.contains("token=h(deploy/token/3"))
+        #expect(try action.seal(["token": "abc", "env": "prod"], with: Self.sealer).key == one.key)
+        #expect(try action.seal(["token": "abd", "env": "prod"], with: Self.sealer).key != one.key)
+        #expect(throws: BatonError.self) { try action.seal(["token": "abc", "env": "prod"], with: nil) }
+        let plain = Action(name: "plain", exec: ["true"], params: ["env": ParamSpec()], keyParams: ["env"])
+        #expect(try plain.seal(["env": "qa"], with: nil) == SealedParams(params: ["env": "qa"], key: "plain env=qa", secrets: [:]))
+    }
+
+    @Test("a secret value that does not match its pattern is not quoted in the error")
+    func patternMessage() throws {
+        let pattern = try ParamPattern("^[a-z]+$")
+        let action = Action(name: "deploy", exec: ["true"], params: ["token": ParamSpec(pattern: pattern, secret: true)])
+        do {
+            _ = try action.resolveParams(["token": "NOT-1234"])
+            Issue.record("the value was accepted")
+        } catch {
+            #expect(!error.message.contains("NOT-1234") && error.message.contains("the secret value"), "\(error.message)")
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import BatonCore
+import Dispatch
+@testable import BatonService
+import Testing
+
+/// Issue 38: a peer's groups come from the user database (NSS may block), never on the loop: a
+/// request whose peer's groups are not cached waits for the lookup thread, and the loop answers
+/// others meanwhile; once cached, the next request is served at once.
+@Suite("Service: group lookups off the loop")
+struct GroupLookupTests {
+    @Test("a request of a peer whose groups are not cached is served after the lookup thread comes back; the loop goes on meanwhile")
+    func lookupOffTheLoop() async throws {
+        let fixture = Fixture()
+        let held = DispatchSemaphore(value: 0)
+        // The lookup thread runs one job at a time: this one holds it.
+        fixture.service.lookups.submit { held.wait() }
+        let alice = Recorder(uid: Fixture.alice)
+        fixture.service.receivedOnLoop(.line(Array(#"{"id":1,"op":"ping"}"#.utf8)), from: alice)
+        // Root needs no groups: served while alice's request waits for the lookup.
+        let root = try #require(await fixture.ask(#"{"id":2,"op":"ping"}"#, as: Recorder(uid: 0)))
+        #expect(root.ok == true)
+        #expect(alice.sentCount == 0, "served before its peer's groups were looked up")
+        #expect(fixture.service.groupCache.withLock { $0[Fixture.alice] } == nil)
+        held.signal()
+        let answer = try #require(await alice.answer())
+        #expect(answer.ok == true && answer.id == .number(1))
+        #expect(fixture.service.groupCache.withLock { $0[Fixture.alice] } != nil)
+        // Cached now: served on the loop, the lookup thread held again.
+        fixture.service.lookups.submit { held.wait() }
+        let again = try #require(await fixture.ask(#"{"id":3,"op":"ping"}"#, as: alice))
+        #expect(again.ok == true && again.id == .number(3))
+        held.signal()
+    }
+
+    @Test("requests of one connection waiting for a lookup are served in the order they came")
+    func order() async throws {
+        let fixture = Fixture()
+        let held = DispatchSemaphore(value: 0)
+        fixture.service.lookups.submit { held.wait() }
+        let bob = Recorder(uid: Fixture.bob)
+        for id in 1...3 { fixture.service.receivedOnLoop(.line(Array(#"{"id":\#(id),"op":"ping"}"#.utf8)), from: bob) }
+        held.signal()
+        var ids: [RequestID?] = []
+        for _ in 1...3 { ids.append(try #require(await bob.answer()).id) }
+        #expect(ids == [.number(1), .number(2), .number(3)])
+    }
+
+    @Test("a connection's later request waits behind its earlier one, even when another connection's lookup fills the cache meanwhile")
+    func orderWhenAnotherLookupFillsTheCache() async throws {
+        let fixture = Fixture()
+        let first = DispatchSemaphore(value: 0), second = DispatchSemaphore(value: 0)
+        fixture.service.lookups.submit { first.wait() }
+        let other = Recorder(uid: Fixture.alice), alice = Recorder(uid: Fixture.alice)
+        // The other connection's lookup, then (after a held job) alice's first request's.
+        fixture.service.receivedOnLoop(.line(Array(#"{"id":10,"op":"ping"}"#.utf8)), from: other)
+        fixture.service.lookups.submit { second.wait() }
+        fixture.service.receivedOnLoop(.line(Array(#"{"id":1,"op":"ping"}"#.utf8)), from: alice)
+        first.signal()
+        #expect(try #require(await other.answer()).id == .number(10))
+        #expect(fixture.service.groupCache.withLock { $0[Fixture.alice] } != nil)
+        // Alice's second request finds her groups cached, but her first still waits for its lookup.
+        fixture.service.receivedOnLoop(.line(Array(#"{"id":2,"op":"ping"}"#.utf8)), from: alice)
+        fixture.service.receivedOnLoop(.line(Array("not json".utf8)), from: alice)
+        // Root's ping is taken after alice's on the loop: once it is answered, hers were taken.
+        #expect(try #require(await fixture.ask(#"{"id":3,"op":"ping"}"#, as: Recorder(uid: 0))).ok == true)
+        #expect(alice.sentCount == 0, "answered before the request that came first")
+        second.signal()
+        var ids: [RequestID?] = []
+        for _ in 1...3 { ids.append(try #require(await alice.answer()).id) }
+        #expect(ids == [.number(1), .number(2), nil])
+    }
+}
