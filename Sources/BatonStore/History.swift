@@ -275,7 +275,7 @@ public struct History {
         return RecoverableState(nextRunID: maxID + 1, unfinished: try unfinished.map(withHookContext), pauses: try pauses())
     }
 
-    /// The actions paused when the last daemon stopped (`pauses`, migration 10).
+    /// The actions paused when the last daemon stopped (`pauses`, migration 11).
     public func pauses() throws -> [ActionPause] {
         try connection.withStatement("SELECT action, paused_by, reason, at, until FROM pauses ORDER BY action") { statement in
             var list: [ActionPause] = []
