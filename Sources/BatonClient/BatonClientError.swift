@@ -5,6 +5,8 @@ import BatonCore
 public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `busy`: the key has run `run` in flight (in its phase since `since`, when batond says) and the policy is `reject`.
     case busy(run: Int64, since: Timestamp?, message: String)
+    /// `paused`: the action is paused; the message says by whom, why and until when.
+    case paused(String)
     /// `forbidden`: the peer may not do this; the message names the permission.
     case forbidden(String)
     /// `unknown_action`: no action has that name.
@@ -33,6 +35,7 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
     public init(_ error: WireError) {
         switch error.code {
         case .busy: self = .busy(run: error.run ?? 0, since: error.since.map(Timestamp.init(rawValue:)), message: error.message)
+        case .paused: self = .paused(error.message)
         case .forbidden: self = .forbidden(error.message)
         case .unknownAction: self = .unknownAction(error.message)
         case .unknownRun: self = .unknownRun(error.message)
@@ -45,7 +48,7 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String {
         switch self {
-        case let .busy(_, _, message), let .forbidden(message), let .unknownAction(message), let .unknownRun(message),
+        case let .busy(_, _, message), let .paused(message), let .forbidden(message), let .unknownAction(message), let .unknownRun(message),
              let .badParam(_, message), let .badRequest(message), let .shuttingDown(message), let .storeUnavailable(message),
              let .internal(message), let .unavailable(message):
             message

@@ -142,7 +142,7 @@ struct API: Sendable {
         case .badRequest: 400
         case .forbidden: 403
         case .unknownAction, .unknownRun: 404
-        case .busy: 409
+        case .busy, .paused: 409
         case .shuttingDown, .storeUnavailable: 503
         default: 500
         }

@@ -59,9 +59,9 @@ extension FleetCoordinator {
         }
         if let wait = decided.debouncing { armDebounce(decided.run.id, after: wait) }
         for id in decided.stopHere { conductor.stop(run: id, .replaced(by: decided.decision.run)) }
-        if case let .rejected(id) = decided.decision {
+        if case let .rejected(id, line) = decided.decision {
             return answered(.failure(.busy(run: id, action: trigger.action.name, phase: decided.run.phase,
-                                           since: decided.run.startedAt ?? decided.run.queuedAt)))
+                                           since: decided.run.startedAt ?? decided.run.queuedAt, line: line)))
         }
         var run = decided.run
         run.waiting = decided.waiting

@@ -26,15 +26,22 @@ extension FleetFeed {
         }
     }
 
-    /// The fleet's runs in flight, for `status`, and what each run in a lock's line waits for.
+    /// The fleet's runs in flight, for `status`, what each run in a lock's line waits for, and
+    /// each follow-up's place in its key's line (`keys.line`).
     private static func refresh(_ db: PGConnection, _ coordinator: FleetCoordinator) throws {
         // What each run in a lock's line waits for, on whichever host (`FleetLocks.waits`).
         let limits = coordinator.lockLimits()
         let waits = limits.isEmpty ? [:] : FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows), limits: limits)
-        let live = try db.query("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE phase IN ('queued', 'loading', 'retrying')").rows.map { row in
+        let live = try db.query("""
+            SELECT \(FleetRows.runColumns), last_seq, (SELECT array_position(k.line, runs.id) FROM keys k WHERE k.key = runs.key)
+            FROM runs WHERE phase IN ('queued', 'loading', 'retrying')
+            """).rows.map { row in
             var run = FleetRows.run(row)
             run.seq = Int(row[FleetRows.runColumnCount] ?? "")
-            if run.phase == .queued { run.waiting = waits[run.id] }
+            if run.phase == .queued {
+                run.waiting = waits[run.id]
+                run.line = row[FleetRows.runColumnCount + 1].flatMap { Int($0) }
+            }
             return run
         }
         coordinator.reactor.onLoop { coordinator.send(.refreshed(live)) }

@@ -52,13 +52,13 @@ enum FleetHooks {
         let action = target.action
         // Held already: by the end's transaction (`FleetWriter`), or the reaper's (`lockForTakeover`).
         try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [target.key])
-        var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
-            ?? [nil, nil, nil])
+        var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining, line FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
+            ?? [nil, nil, nil, nil])
         let view = try view(of: target.key, action, slot: slot, on: db)
-        let candidate = slot.makesRun(policy: action.policy) ? try nextRunID(for: action, on: db) : 0
-        let decided = KeyDecision.decide(KeyDecision.Asked(hook: action), view, slot: &slot, candidate: { candidate })
+        let candidate = slot.makesRun(policy: action.policy, depth: action.queueDepth, sameParams: { view.lineParams[$0] == target.params }) ? try nextRunID(for: action, on: db) : 0
+        let decided = KeyDecision.decide(KeyDecision.Asked(hook: action, params: target.params), view, slot: &slot, candidate: { candidate })
         switch decided {
-        case .refused:
+        case .refused, .paused:
             return
         case let .debounced(run, window):
             try db.query(FleetDebounce.store(window, run: run))
@@ -91,6 +91,12 @@ enum FleetHooks {
             }
             view.now = reading.now
             view.pending = reading.pending.map { KeyDecision.Pending(run: $0.run, window: $0.window) }
+        }
+        if action.policy == .queue, action.queueDepth > 1, !slot.line.isEmpty {
+            let ids = "{" + slot.line.map(String.init).joined(separator: ",") + "}"
+            for row in try db.query("SELECT id, params FROM runs WHERE id = ANY ($1::bigint[])", [ids]).rows {
+                if let id = row[0].flatMap({ Int64($0) }) { view.lineParams[id] = JSONText.params(row[1]) }
+            }
         }
         if action.cooldown != nil, let success = FleetCooldown.lastSuccess(try db.query(FleetCooldown.lastSuccess(of: key)).first) {
             view.lastSuccess = success.success

@@ -26,6 +26,10 @@ enum FleetJournal {
             guard let ended = written.ended[firing.run.id] else { return false }
             try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
+        case .pause, .resume:
+            // Pauses are one machine's for now: a fleet's config refuses `pauseAfterFailures` and
+            // its service refuses `pause`, so none comes here (issue 40, item 4, fleet-wide: not yet).
+            return false
         case let .trigger(record):
             try insert(record, host: me.name, on: db)
             return false
@@ -233,23 +237,23 @@ enum FleetJournal {
     /// outcome the row had before (nil: none yet).
     static func release(run: Int64, phase: Phase, on db: PGConnection) throws -> Phase? {
         guard let row = try db.query("""
-            SELECT k.holder, k.follow_up, k.draining, k.key, k.last_outcome FROM keys k JOIN runs r ON r.key = k.key WHERE r.id = $1 FOR UPDATE OF k
+            SELECT k.holder, k.follow_up, k.draining, k.line, k.key, k.last_outcome FROM keys k JOIN runs r ON r.key = k.key WHERE r.id = $1
+            FOR UPDATE OF k
             """, [String(run)]).first else { return nil }
         var slot = KeySlot(row: row)
         slot.ended(run)
-        var statement = storeSlot(slot, key: row[3] ?? "")
+        var statement = storeSlot(slot, key: row[4] ?? "")
         if phase == .success {
             statement.sql = """
-                UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[], last_success_run = $5, last_success_at = \(FleetCooldown.databaseNow),
-                    last_outcome = 'success'
+                UPDATE keys SET \(slotColumns), last_success_run = $6, last_success_at = \(FleetCooldown.databaseNow), last_outcome = 'success'
                 WHERE key = $1
                 """
             statement.parameters.append(String(run))
         } else if phase == .failure {
-            statement.sql = "UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[], last_outcome = 'failure' WHERE key = $1"
+            statement.sql = "UPDATE keys SET \(slotColumns), last_outcome = 'failure' WHERE key = $1"
         }
         try db.query(statement)
-        return row[4].flatMap(Phase.init(rawValue:))
+        return row[5].flatMap(Phase.init(rawValue:))
     }
 
     static func store(_ slot: KeySlot, key: String, on db: PGConnection) throws {
@@ -257,9 +261,11 @@ enum FleetJournal {
     }
 
     static func storeSlot(_ slot: KeySlot, key: String) -> Statement {
-        ("UPDATE keys SET holder = $2, follow_up = $3, draining = $4::bigint[] WHERE key = $1",
-         [key, FleetRows.text(slot.holder), FleetRows.text(slot.followUp), slot.drainingText])
+        ("UPDATE keys SET \(slotColumns) WHERE key = $1", [key] + slot.rowTexts)
     }
+
+    /// A key slot's columns set from `$2` to `$5` (`KeySlot.rowTexts`).
+    static let slotColumns = "holder = $2, follow_up = $3, draining = $4::bigint[], line = $5::bigint[]"
 
     static func hex(_ bytes: [UInt8]) -> String {
         let digits: [UInt8] = Array("0123456789abcdef".utf8)

@@ -48,12 +48,18 @@ enum FleetRows {
     static func text(_ value: UInt32?) -> String? { value.map(String.init) }
 }
 
-/// The key slot as its row stores it.
+/// The key slot as its row stores it: `holder, follow_up, draining`, then `line` where the
+/// statement reads it (schema version 16; `follow_up` is the line's first entry).
 extension KeySlot {
     init(row: [String?]) {
-        self.init(holder: row[0].flatMap { Int64($0) }, followUp: row[1].flatMap { Int64($0) },
+        let first = row[1].flatMap { Int64($0) }
+        let line = row.count > 3 ? Self.parseArray(row[3]) : []
+        self.init(holder: row[0].flatMap { Int64($0) }, line: line.isEmpty ? (first.map { [$0] } ?? []) : line,
                   draining: Set(Self.parseArray(row[2])))
     }
+
+    /// The slot's columns as `UPDATE keys` writes them after the key: holder, follow_up, draining, line.
+    var rowTexts: [String?] { [FleetRows.text(holder), FleetRows.text(followUp), drainingText, lineText] }
 
     /// `{1,2}` → [1, 2].
     static func parseArray(_ text: String?) -> [Int64] {
@@ -62,4 +68,6 @@ extension KeySlot {
     }
 
     var drainingText: String { "{" + draining.sorted().map(String.init).joined(separator: ",") + "}" }
+    /// The line in its order: `{4,2,9}`.
+    var lineText: String { "{" + line.map(String.init).joined(separator: ",") + "}" }
 }

@@ -79,7 +79,7 @@ enum FleetStoredKeys {
         if let holder = slot.holder { slots[place(holder), default: KeySlot()].holder = holder }
         if let followUp = slot.followUp {
             let at = place(followUp)
-            if slots[at]?.holder == nil { slots[at, default: KeySlot()].holder = followUp } else { slots[at]?.followUp = followUp }
+            if slots[at]?.holder == nil { slots[at, default: KeySlot()].holder = followUp } else { slots[at]?.line = [followUp] }
         }
         for run in slot.draining { slots[place(run), default: KeySlot()].draining.insert(run) }
         return slots

@@ -19,7 +19,8 @@ extension TriggerBatch {
 
     /// The columns read of a run a trigger may share or stop (`RunFacts`), then its window.
     static let factColumns = """
-        r.id, r.phase, r.last_seq, r.incarnation, r.definition, r.host, r.debounce_first, r.debounce_until, r.debounce_window, r.debounce_max_wait
+        r.id, r.phase, r.last_seq, r.incarnation, r.definition, r.host, r.debounce_first, r.debounce_until, r.debounce_window, r.debounce_max_wait,
+        r.params
         """
 
     /// What the batch sends first: its keys' rows made if new and locked in key order, the lock
@@ -31,10 +32,10 @@ extension TriggerBatch {
         let keys = FleetJournal.textArray(Array(Set(triggers.map(\.key))).sorted())
         var opening = Opening()
         _ = opening.add(("INSERT INTO keys (key) SELECT k FROM unnest($1::text[]) AS k ORDER BY k ON CONFLICT DO NOTHING", [keys]))
-        opening.slots = opening.add(("SELECT key, holder, follow_up, draining FROM keys WHERE key = ANY ($1::text[]) ORDER BY key FOR UPDATE", [keys]))
+        opening.slots = opening.add(("SELECT key, holder, follow_up, draining, line FROM keys WHERE key = ANY ($1::text[]) ORDER BY key FOR UPDATE", [keys]))
         let locks = triggers.flatMap { $0.action.locks.map(\.name) }
         if !locks.isEmpty { for statement in FleetLocks.lockRows(locks) { _ = opening.add(statement) } }
-        opening.runs = opening.add(("SELECT \(factColumns) FROM keys k JOIN runs r ON r.id IN (k.holder, k.follow_up) WHERE k.key = ANY ($1::text[])",
+        opening.runs = opening.add(("SELECT \(factColumns) FROM keys k JOIN runs r ON (r.id = k.holder OR r.id = ANY (k.line)) WHERE k.key = ANY ($1::text[])",
                                     [keys]))
         opening.clock = opening.add(("SELECT \(FleetCooldown.databaseNow)", []))
         let cooling = Set(triggers.filter { $0.action.cooldown != nil }.map(\.key)).sorted()
@@ -92,9 +93,10 @@ extension TriggerBatch {
 
     /// One row of `factColumns`: the run's facts, and its window while it is queued with one.
     private static func fact(_ row: [String?], into rows: inout Rows) {
-        guard row.count >= 10, let id = row[0].flatMap({ Int64($0) }) else { return }
+        guard row.count >= 11, let id = row[0].flatMap({ Int64($0) }) else { return }
         let phase = Phase(rawValue: row[1] ?? "") ?? .failure
-        rows.runs[id] = RunFacts(phase: phase, lastSeq: row[2].flatMap { Int($0) } ?? 1, incarnation: row[3], definition: row[4], host: row[5])
+        rows.runs[id] = RunFacts(phase: phase, lastSeq: row[2].flatMap { Int($0) } ?? 1, incarnation: row[3], definition: row[4], host: row[5],
+                                 params: JSONText.params(row[10]))
         guard phase == .queued, let first = row[6].flatMap({ Int64($0) }), let until = row[7].flatMap({ Int64($0) }),
               let window = row[8].flatMap({ Int64($0) }), let maxWait = row[9].flatMap({ Int64($0) }) else { return }
         rows.windows[id] = DebounceWindow(window: .microseconds(window), maxWait: .microseconds(maxWait), first: Timestamp(rawValue: first),

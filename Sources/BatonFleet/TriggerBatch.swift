@@ -26,6 +26,8 @@ struct TriggerBatch {
         var incarnation: String?
         var definition: String?
         var host: String?
+        /// Its params: a line longer than one is joined by a trigger with a waiting entry's params.
+        var params: [String: String] = [:]
     }
 
     /// What the transaction read once it held the keys' rows.
@@ -132,6 +134,8 @@ struct TriggerBatch {
         switch decision {
         case let .refused(error):
             return .refused(error)
+        case let .paused(pause, _):
+            return .refused(.paused(pause))
         case let .shared(shared):
             if case .rejected = shared {} else if let delivery { state.deliveries[delivery] = shared.run }
             return .shared(shared)
@@ -142,7 +146,8 @@ struct TriggerBatch {
             return .debounced(run: run)
         case let .created(made, window):
             let run = made.run
-            state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: trigger.action.fingerprint, host: nil)
+            state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: trigger.action.fingerprint, host: nil,
+                                       params: trigger.params)
             if let window { state.windows[run] = window; decided.windows[run] = window }
             if let delivery { state.deliveries[delivery] = run }
             if let slotKey { state.slotRuns[slotKey] = run }
@@ -163,6 +168,7 @@ struct TriggerBatch {
         view.slotRun = slotKey.flatMap { state.slotRuns[$0] }.map { KeyDecision.SlotRun(run: $0, ended: state.runs[$0]?.phase.isTerminal ?? true) }
         view.pending = KeyDecision.pending(in: slot, windows: state.windows, started: { state.runs[$0]?.phase != .queued })
         view.lastSuccess = state.lastSuccess[trigger.key].map { KeyDecision.LastSuccess(run: $0.run, at: $0.at) }
+        for id in slot.line { view.lineParams[id] = state.runs[id]?.params }
         for (id, facts) in state.runs {
             if let definition = facts.definition { view.definitions[id] = KeyDecision.Definition(fingerprint: definition, host: facts.host) }
         }

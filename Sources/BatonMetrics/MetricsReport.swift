@@ -13,6 +13,8 @@ public struct MetricsReport: Sendable {
     public var connections: Int
     public var version: String
     public var process: ProcessStats?
+    /// The actions paused now (`baton pause`, `pauseAfterFailures`).
+    public var paused: Set<String> = []
 
     public init(counts: Metrics.Counts, actions: [String], live: [RunSnapshot], storeUnavailable: Bool,
                 connections: Int, version: String, process: ProcessStats?) {
@@ -30,6 +32,7 @@ public struct MetricsReport: Sendable {
         var report = self
         report.actions = actions.filter(visible)
         report.live = live.filter { visible($0.action) }
+        report.paused = paused.filter(visible)
         report.counts.runs = counts.runs.filter { visible($0.key.action) }
         report.counts.durations = counts.durations.filter { visible($0.key) }
         report.counts.cpuSeconds = counts.cpuSeconds.filter { visible($0.key) }
@@ -76,6 +79,8 @@ public struct MetricsReport: Sendable {
         for name in names {
             out.sample("baton_runs_queued", [("action", name)], Double(live.filter { $0.action == name && $0.phase == .queued }.count))
         }
+        out.family("baton_action_paused", .gauge, "1 while the action is paused (baton pause, pauseAfterFailures), else 0, by action.")
+        for name in names { out.sample("baton_action_paused", [("action", name)], paused.contains(name) ? 1 : 0) }
         // Only the pairs that wait now: which locks an action holds is the config's, not the runs'.
         out.family("baton_runs_waiting_for_lock", .gauge, "Runs queued now because a lock of their action is not free, by action and the lock they wait for.")
         let waits = Dictionary(grouping: live.compactMap { run in run.waiting.map { LockWaitKey(action: run.action, lock: $0.lock) } }) { $0 }

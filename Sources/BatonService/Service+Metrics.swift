@@ -4,9 +4,11 @@ import FoundationEssentials
 extension Service {
     /// Everything: for `GET /metrics`, which whoever configured the listener chose to expose.
     public func metricsReport() -> MetricsReport {
-        MetricsReport(counts: metrics.counts, actions: generation.sortedActions.map(\.name), live: conductor.inFlight(),
-                      storeUnavailable: journal.unavailableReason != nil, connections: hooks.connections(),
-                      version: BatonVersion.current, process: ProcessStats.current())
+        var report = MetricsReport(counts: metrics.counts, actions: generation.sortedActions.map(\.name), live: conductor.inFlight(),
+                                   storeUnavailable: journal.unavailableReason != nil, connections: hooks.connections(),
+                                   version: BatonVersion.current, process: ProcessStats.current())
+        report.paused = Set(conductor.pauses().keys)
+        return report
     }
 
     /// The `metrics` operation: the same text, without the actions the peer may not read.

@@ -21,6 +21,7 @@ extension Service {
         let successes = Dictionary(grouping: conductor.lastSuccesses().values, by: \.action)
         let clocks = conductor.lastSuccessClocks()
         let (now, uptime) = (Timestamp.now, Timestamp.uptime)
+        let pauses = conductor.pauses(at: now)
         let visible = readable(generation.actions.keys + live.map(\.action), generation, connection.peer)
         let byAction = Dictionary(grouping: live.filter { visible.contains($0.action) }, by: \.action)
         var infos = generation.sortedActions.filter { visible.contains($0.name) }.map { action -> ActionInfo in
@@ -28,6 +29,7 @@ extension Service {
             info.inFlight = byAction[action.name] ?? []
             info.last = last[action.name]
             info.allowed = permissions(action.name, generation, connection.peer)
+            info.paused = pauses[action.name]
             if let window = action.cooldown {
                 // The keys whose window is open, as the engine decides it (`KeySlot.cools`), each
                 // with when it closes: measured on the boot's clock, told on the wall clock.
@@ -69,7 +71,7 @@ extension Service {
 
     /// What the peer may do with an action: read, trigger, cancel (admin is not an action's).
     func permissions(_ name: String, _ generation: Generation, _ peer: Peer) -> [Permission] {
-        [Permission.read, .trigger, .cancel].filter { allowed($0, name, generation, peer) }
+        [Permission.read, .trigger, .cancel, .pause].filter { allowed($0, name, generation, peer) }
     }
 
     func history(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {

@@ -159,6 +159,7 @@ public final class Service: RequestHandler, Sendable {
                 if connection.isClosed { closed(connection) }
             }
         case .output: output(exchange, generation)
+        case .pause, .resume: pause(exchange, generation)
         // The history and the admin hooks: driven by `reads`, answered on the loop.
         case .history, .show, .stats, .denied, .reload, .prune, .search:
             reads.read({ [self] () async throws(BatonError) -> Response in try await handle(request, generation, connection) }) { result in
@@ -190,7 +191,7 @@ public final class Service: RequestHandler, Sendable {
         case .stats: return try await stats(request, generation, connection)
         case .denied: return try await denied(request, generation, connection)
         case .search: return try await search(request, generation, connection)
-        case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output:
+        case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output, .pause, .resume:
             throw .internalError("\(request.op.rawValue) is not answered by the read driver")
         }
     }

@@ -272,7 +272,19 @@ public struct History {
             }
             return list
         }
-        return RecoverableState(nextRunID: maxID + 1, unfinished: try unfinished.map(withHookContext))
+        return RecoverableState(nextRunID: maxID + 1, unfinished: try unfinished.map(withHookContext), pauses: try pauses())
+    }
+
+    /// The actions paused when the last daemon stopped (`pauses`, migration 11).
+    public func pauses() throws -> [ActionPause] {
+        try connection.withStatement("SELECT action, paused_by, reason, at, until FROM pauses ORDER BY action") { statement in
+            var list: [ActionPause] = []
+            while try statement.step() {
+                list.append(ActionPause(action: statement.string(0) ?? "", by: statement.string(1) ?? "", reason: statement.string(2) ?? "",
+                                        at: Timestamp(rawValue: statement.int64(3) ?? 0), until: statement.int64(4).map(Timestamp.init(rawValue:))))
+            }
+            return list
+        }
     }
 
     /// A queued hook run is told what fired it from that run's row and output, as it was told

@@ -55,6 +55,19 @@ enum JournalWriter {
             try db.cached("UPDATE runs SET pgid = ?, pgid_start = ? WHERE id = ?") {
                 try $0.run([.integer(Int64(pgid)), .text(identity), .integer(runID)])
             }
+        case let .pause(pause):
+            let until: DatabaseValue = pause.until.map { .integer($0.rawValue) } ?? .null
+            try db.cached("INSERT OR REPLACE INTO pauses (action, paused_by, reason, at, until) VALUES (?, ?, ?, ?, ?)") {
+                try $0.run([.text(pause.action), .text(pause.by), .text(pause.reason), .integer(pause.at.rawValue), until])
+            }
+            try db.cached("INSERT INTO pause_events (action, event, by_whom, reason, at, until) VALUES (?, 'paused', ?, ?, ?, ?)") {
+                try $0.run([.text(pause.action), .text(pause.by), .text(pause.reason), .integer(pause.at.rawValue), until])
+            }
+        case let .resume(action, by, at):
+            try db.cached("DELETE FROM pauses WHERE action = ?") { try $0.run([.text(action)]) }
+            try db.cached("INSERT INTO pause_events (action, event, by_whom, at) VALUES (?, 'resumed', ?, ?)") {
+                try $0.run([.text(action), .text(by), .integer(at.rawValue)])
+            }
         case let .delivery(delivery, runID, at):
             // One host decides a delivery once (the listener's table, then this history), so a
             // record already there is that first decision's: it stays.

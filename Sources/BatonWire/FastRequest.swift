@@ -52,6 +52,8 @@ private struct RequestFields {
         case "run": return reader.optional { $0.integer() }.map { request.run = $0 } != nil
         case "from": return reader.optional { $0.integer() }.map { request.from = $0 } != nil
         case "slot": return reader.optional { $0.integer() }.map { request.slot = $0 } != nil
+        case "duration": return reader.optional { $0.integer() }.map { request.duration = $0 } != nil
+        case "reason": return reader.optional { $0.string() }.map { request.reason = $0 } != nil
         default: return false
         }
     }

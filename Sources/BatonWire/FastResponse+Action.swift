@@ -33,11 +33,13 @@ extension JSONBytes {
         case "schedules": return into(&info.schedules) { $0.stringArray() }
         case "scheduleJitter": return into(&info.scheduleJitter) { $0.integer() }
         case "catchUp": return into(&info.catchUp) { $0.bool() }
+        case "queueDepth": return into(&info.queueDepth) { $0.integer().map { Int($0) } }
         case "locks": return into(&info.locks) { $0.array { $0.lockClaim() } }
         case "cooldown": return into(&info.cooldown) { $0.integer() }
         case "force": return into(&info.force) { $0.bool() }
         case "hooks": return into(&info.hooks) { $0.hookNames() }
         case "cooling": return into(&info.cooling) { $0.array { $0.run() } }
+        case "paused": return into(&info.paused) { $0.actionPause() }
         default: return false
         }
     }
@@ -76,6 +78,22 @@ extension JSONBytes {
         var claim = LockClaim(name)
         claim.limit = limit
         return claim
+    }
+
+    mutating func actionPause() -> ActionPause? {
+        var action: String?, by: String?, reason: String?, at: Int64?, until: Int64?
+        let read = object { key, reader in
+            switch key {
+            case "action": return reader.into(&action) { $0.string() }
+            case "by": return reader.into(&by) { $0.string() }
+            case "reason": return reader.into(&reason) { $0.string() }
+            case "at": return reader.into(&at) { $0.integer() }
+            case "until": return reader.into(&until) { $0.integer() }
+            default: return false
+            }
+        }
+        guard read, let action, let by, let reason, let at else { return nil }
+        return ActionPause(action: action, by: by, reason: reason, at: Timestamp(rawValue: at), until: until.map(Timestamp.init(rawValue:)))
     }
 
     private mutating func hookNames() -> HookNames? {

@@ -54,6 +54,7 @@ extension JSONBytes {
         case "waiting": return into(&run.waiting) { $0.lockWait() }
         case "debounceUntil": return into(&run.debounceUntil) { $0.timestamp() }
         case "coolsUntil": return into(&run.coolsUntil) { $0.timestamp() }
+        case "line": return into(&run.line) { $0.integer().map { Int($0) } }
         default: return false
         }
     }

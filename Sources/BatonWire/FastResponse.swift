@@ -45,6 +45,7 @@ extension JSONBytes {
             case "metrics": return reader.into(&response.metrics) { $0.string() }
             case "warnings": return reader.into(&response.warnings) { $0.stringArray() }
             case "version": return reader.into(&response.version) { $0.string() }
+            case "pause": return reader.into(&response.pause) { $0.actionPause() }
             case "pid": return reader.into(&response.pid) { $0.integer(as: Int32.self) }
             default: return false
             }
@@ -62,6 +63,7 @@ extension JSONBytes {
             case "message": return reader.string().map { message = $0 } != nil
             case "run": return reader.into(&error.run) { $0.integer() }
             case "since": return reader.into(&error.since) { $0.integer() }
+            case "line": return reader.into(&error.line) { $0.integer().map { Int($0) } }
             case "param": return reader.into(&error.param) { $0.string() }
             default: return false
             }

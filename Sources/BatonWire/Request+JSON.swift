@@ -25,6 +25,8 @@ extension Request {
         json.field("from", from)
         json.field("follow", follow)
         json.field("text", text)
+        json.field("reason", reason)
+        json.field("duration", duration)
         json.endObject()
         return json.bytes
     }

@@ -23,7 +23,7 @@ public enum RequestID: Codable, Sendable, Hashable {
 
 /// What a request asks for.
 public enum Operation: String, Codable, Sendable, CaseIterable {
-    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output, search
+    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output, search, pause, resume
 }
 
 /// One request line. Which fields matter depends on `op`; see docs/protocol.md.
@@ -59,12 +59,18 @@ public struct Request: Codable, Sendable, Equatable {
     public var follow: Bool?
     /// search: the text to find in the runs' kept output and their param values.
     public var text: String?
+    /// pause: why (required).
+    public var reason: String?
+    /// pause: how long, in microseconds (absent: until `resume`).
+    public var duration: Int64?
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
                 dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil,
-                slot: Int64? = nil, text: String? = nil) {
+                slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil) {
         self.text = text
+        self.reason = reason
+        self.duration = duration
         self.slot = slot
         self.force = force
         self.id = id
@@ -102,6 +108,8 @@ extension Request {
                   from: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .from, expected: "a whole number"),
                   follow: try container.decodeIfPresent(Bool.self, forKey: .follow),
                   slot: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .slot, expected: "a whole number (microseconds since 1970)"),
-                  text: try container.decodeIfPresent(String.self, forKey: .text))
+                  text: try container.decodeIfPresent(String.self, forKey: .text),
+                  reason: try container.decodeIfPresent(String.self, forKey: .reason),
+                  duration: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .duration, expected: "a whole number of microseconds"))
     }
 }

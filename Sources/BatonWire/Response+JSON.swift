@@ -21,6 +21,7 @@ extension Response {
             json.field("message", error.message)
             json.field("run", error.run)
             json.field("since", error.since)
+            json.field("line", error.line.map(Int64.init))
             json.field("param", error.param)
             json.endObject()
         }
@@ -52,6 +53,7 @@ extension Response {
         json.field("metrics", metrics)
         if let warnings { json.key("warnings"); json.strings(warnings) }
         json.field("version", version)
+        if let pause { json.key("pause"); pause.write(to: &json) }
         json.field("pid", pid)
         json.endObject()
         return json.bytes
@@ -131,6 +133,19 @@ extension RunSnapshot {
         }
         json.field("debounceUntil", debounceUntil?.rawValue)
         json.field("coolsUntil", coolsUntil?.rawValue)
+        json.field("line", line.map(Int64.init))
+        json.endObject()
+    }
+}
+
+extension ActionPause {
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.field("action", action)
+        json.field("by", by)
+        json.field("reason", reason)
+        json.field("at", at.rawValue)
+        json.field("until", until?.rawValue)
         json.endObject()
     }
 }
@@ -186,6 +201,7 @@ extension ActionInfo {
         if let schedules { json.key("schedules"); json.strings(schedules) }
         json.field("scheduleJitter", scheduleJitter)
         json.field("catchUp", catchUp)
+        json.field("queueDepth", queueDepth.map(Int64.init))
         if let locks {
             json.key("locks")
             json.beginArray()
@@ -208,6 +224,7 @@ extension ActionInfo {
             json.field("chain", hooks.chain)
             json.endObject()
         }
+        if let paused { json.key("paused"); paused.write(to: &json) }
         if let cooling {
             json.key("cooling")
             json.beginArray()

@@ -49,6 +49,8 @@ public struct Response: Codable, Sendable {
     public var warnings: [String]?
     /// ping: the daemon's version and pid.
     public var version: String?
+    /// pause: the pause made; resume: the pause it ended (absent: the action was not paused).
+    public var pause: ActionPause?
     public var pid: Int32?
 
     public init(id: RequestID?, ok: Bool? = true) {
@@ -82,6 +84,8 @@ public struct WireError: Codable, Sendable, Error, Equatable {
     public var run: Int64?
     /// busy (reject): when the run in flight entered its phase, µs since the epoch.
     public var since: Int64?
+    /// busy (queue): the key's line is full, this many runs wait in it.
+    public var line: Int?
     /// bad_request about one param (undeclared, missing, not matching its pattern): its name.
     public var param: String?
 
@@ -97,7 +101,7 @@ public struct WireError: Codable, Sendable, Error, Equatable {
     /// how long ago something was; BatonCore's `init(_:)` reads the clock).
     public init(_ error: BatonError, at now: Timestamp) {
         self.init(code: error.code, message: error.message(at: now))
-        if case let .busy(run, _, _, since) = error { self.run = run; self.since = since.rawValue }
+        if case let .busy(run, _, _, since, line) = error { self.run = run; self.since = since.rawValue; self.line = line }
         if case let .badParam(name, _) = error { param = name }
         if case let .definitionMismatch(run, _, _) = error { self.run = run }
         if case let .delivered(run, _, _) = error { self.run = run }
@@ -111,6 +115,7 @@ public struct WireError: Codable, Sendable, Error, Equatable {
         run = try container.decodeIfPresent(Int64.self, forKey: .run)
         since = try container.decodeIfPresent(Int64.self, forKey: .since)
         param = try container.decodeIfPresent(String.self, forKey: .param)
+        line = try container.decodeIfPresent(Int.self, forKey: .line)
     }
 }
 
@@ -139,6 +144,10 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public var scheduleJitter: Int64?
     /// actions and status: true where a firing missed while the machine was off runs at boot (`catchUp`).
     public var catchUp: Bool?
+    /// status: the action's pause, while it holds: who, why, since and until when.
+    public var paused: ActionPause?
+    /// actions and status: how many follow-ups a key's line holds (`queue: { depth: N }`), when more than one.
+    public var queueDepth: Int?
     /// actions and status: the locks its runs take to start, each with its limit, when it has any.
     public var locks: [LockClaim]?
     /// actions and status: the action's cooldown window, in microseconds, when it has one.
@@ -173,6 +182,7 @@ public struct ActionInfo: Codable, Sendable, Equatable {
         schedules = action.schedules.isEmpty ? nil : action.schedules
         scheduleJitter = action.scheduleJitter?.microseconds
         catchUp = action.catchUp && !action.schedules.isEmpty ? true : nil
+        queueDepth = action.queueDepth > 1 ? action.queueDepth : nil
         locks = action.locks.isEmpty ? nil : action.locks
         cooldown = action.cooldown?.microseconds
         force = action.allowsForce ? true : nil

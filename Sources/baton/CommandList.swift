@@ -6,7 +6,7 @@ enum CommandList {
     /// Every command, in the order `baton --help` lists them.
     static let all: [CommandSpec] = [
         RunCommand.spec, StatusCommand.spec, HistoryCommand.spec, ShowCommand.spec, LogsCommand.spec, SearchCommand.spec, StatsCommand.spec, WatchCommand.spec,
-        CancelCommand.spec, WaitCommand.spec, ActionsCommand.spec, DashboardCommand.spec, MetricsCommand.spec, SchedulesCommand.spec, ReloadCommand.spec, PruneCommand.spec, CompletionCommand.spec,
+        CancelCommand.spec, PauseCommand.spec, PauseCommand.resumeSpec, WaitCommand.spec, ActionsCommand.spec, DashboardCommand.spec, MetricsCommand.spec, SchedulesCommand.spec, ReloadCommand.spec, PruneCommand.spec, CompletionCommand.spec,
     ]
 
     static let usage = """
@@ -33,7 +33,7 @@ enum CommandList {
           3   the run was cancelled
           69  batond cannot be reached
           70  internal error in batond
-          75  try again later: busy (a run is in flight), batond shutting down, or its history cannot be written (a full disk)
+          75  try again later: busy (a run is in flight), the action paused, batond shutting down, or its history cannot be written (a full disk)
           77  forbidden
           130 interrupted: Ctrl-C while `baton run` waited (the run goes on)
         """

@@ -110,6 +110,8 @@ enum ShowCommand {
         case .slotRan: "scheduled slot already ran (answered with this run; nothing ran)"
         case .debounced: "debounced (joined this pending run and pushed its start back)"
         case let .denied(permission): "denied \(permission.rawValue)"
+        case .paused: "paused (the action was paused; nothing ran)"
+        case .skipped: "skipped (a scheduled slot while the action was paused)"
         }
     }
 }

@@ -22,6 +22,21 @@ extension StatusCommand {
                 lines.append("\(run.key): \(cooldown): last success \(ago) (run \(run.id)), nothing runs for \(DurationText.format(left))")
             }
         }
-        return lines
+        return lines + line(action, now: now)
+    }
+
+    /// Each key's line of follow-ups, in the order they start (`deploy: line (3 at most): 1. run 8
+    /// ref=b, queued 12s ago; 2. run 9 ref=c, queued 3s ago`); none for a key with no one waiting.
+    static func line(_ action: ActionInfo, now: Timestamp) -> [String] {
+        let waiting = (action.inFlight ?? []).filter { $0.phase == .queued && $0.line != nil }
+        let keys = Dictionary(grouping: waiting, by: \.key)
+        return keys.keys.sorted().map { key in
+            let entries = keys[key]!.sorted { ($0.line ?? 0) < ($1.line ?? 0) }.map { run in
+                let params = run.params.sorted { $0.key < $1.key }.map { "\($0.key)=\(Terminal.visible($0.value))" }
+                return (["\(run.line!). run \(run.id)"] + params).joined(separator: " ") + ", queued " + Format.age(run.queuedAt, now: now)
+            }
+            let depth = action.queueDepth.map { " (\($0) at most)" } ?? ""
+            return "\(key): line\(depth): " + entries.joined(separator: "; ")
+        }
     }
 }

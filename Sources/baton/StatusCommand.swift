@@ -6,14 +6,18 @@ import FoundationEssentials
 enum StatusCommand {
     static let spec = CommandSpec(
         name: "status",
-        abstract: "Show what each action is doing. Idle or loading (since when, with progress), how many queued (and for which lock), the last outcome, and the rules around the runs: hooks and cooldowns.",
-        arguments: "",
+        abstract: "Show what each action (or ACTION) is doing. Idle or loading (since when, with progress), how many queued (and for which lock), the last outcome, and the rules around the runs: hooks, cooldowns and each key's line of follow-ups, with their places.",
+        arguments: "[ACTION]",
         options: [OptionSpec(long: "json", short: nil, value: nil, help: "print the status as JSON")],
         run: run)
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
-        guard arguments.positionals.isEmpty else { throw UsageError("baton status takes no arguments") }
-        let status = try context.ask(.status)
+        guard arguments.positionals.count <= 1 else { throw UsageError("baton status takes one action at most") }
+        var status = try context.ask(.status)
+        if let name = arguments.positionals.first {
+            status.actions = status.actions.filter { $0.name == name }
+            guard !status.actions.isEmpty else { throw UsageError("no action \(Action.quoted(name))") }
+        }
         if arguments.flag("json") {
             print(Format.json(status.actions))
             return ExitCode.success
@@ -45,7 +49,9 @@ enum StatusCommand {
         let waiting = live.filter { $0.phase == .queued && $0.waiting != nil }
         // A debounced run in its window says when it starts.
         let debouncing = live.filter { Format.debouncing($0, now: now) != nil }
-        let queued = live.filter { $0.phase == .queued }.count - waiting.count - debouncing.count
+        // A follow-up in a key's line is counted apart: `rules` lists the line with its places.
+        let inLine = live.filter { $0.phase == .queued && $0.line != nil && $0.waiting == nil && Format.debouncing($0, now: now) == nil }.count
+        let queued = live.filter { $0.phase == .queued }.count - waiting.count - debouncing.count - inLine
         // Every run in flight, one per key: an action with keyParams may have several.
         var parts = live.filter { $0.phase != .queued }.map { active in
             var part = "\(active.phase.rawValue) \(Format.duration(active, now: now)) (run \(active.id)"
@@ -57,6 +63,8 @@ enum StatusCommand {
         parts += debouncing.map { "\(Format.debouncing($0, now: now)!) (run \($0.id))" }
         parts += waiting.map { "queued (run \($0.id)) \($0.waiting!.text)" }
         if queued > 0 { parts.append("\(queued) queued") }
+        if inLine > 0 { parts.append("\(inLine) in line") }
+        if let pause = action.paused { parts.insert(context.paint(pause.message(at: now).replacingEvery("\(action.name) is ", with: ""), .red), at: 0) }
         let state = parts.isEmpty ? "idle" : parts.joined(separator: "; ")
         var last = "never run"
         if let run = action.last {

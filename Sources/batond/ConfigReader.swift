@@ -26,7 +26,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
+        "keyParams", "queue", "pauseAfterFailures", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
     ]
 
     /// The longest action description, in bytes.
@@ -80,6 +80,7 @@ struct ConfigReader {
             let rules = allow(value, at: "allow")
             config.access.trigger = rules.trigger ?? config.access.trigger
             config.access.cancel = rules.cancel ?? config.access.cancel
+            config.access.pause = rules.pause ?? config.access.pause
             if rules.trigger != nil || rules.cancel != nil { config.triggerFollowsSocket = false }
             config.access.read = rules.read ?? config.access.read
         }
@@ -105,6 +106,11 @@ struct ConfigReader {
             }
         }
         lockLimits(fields["limits"], actions: &config.actions)
+        if config.fleet != nil {
+            for action in config.actions where action.pauseAfterFailures != nil {
+                fail("actions.\(action.name).pauseAfterFailures", "pauses are one machine's for now: a fleet cannot pause an action")
+            }
+        }
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsOffFleet(config)
@@ -164,6 +170,8 @@ struct ConfigReader {
         }
         if let value = fields["cooldown"] { action.cooldown = positiveDuration(value, at: "\(at).cooldown") }
         debounce(fields, into: &action, at: at)
+        queue(fields, into: &action, at: at)
+        if let value = fields["pauseAfterFailures"] { action.pauseAfterFailures = integer(value, at: "\(at).pauseAfterFailures", min: 1, max: 1_000) }
         if let value = fields["locks"] { action.locks = locks(value, at: "\(at).locks") }
         if let value = fields["force"] {
             if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }
@@ -211,7 +219,7 @@ struct ConfigReader {
 
     /// `{ trigger: { users: ["deploy"], groups: ["ops"] }, cancel: …, read: … }`; `"*"` in users is everyone.
     mutating func allow(_ value: JSONValue, at: String) -> AccessPolicy.Override {
-        guard let fields = object(value, at: at, allowed: ["trigger", "cancel", "read"]) else { return .init() }
+        guard let fields = object(value, at: at, allowed: ["trigger", "cancel", "read", "pause"]) else { return .init() }
         var result = AccessPolicy.Override()
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             let here = "\(at).\(name)"
@@ -226,6 +234,7 @@ struct ConfigReader {
             switch name {
             case "trigger": result.trigger = access
             case "cancel": result.cancel = access
+            case "pause": result.pause = access
             default: result.read = access
             }
         }

@@ -277,7 +277,7 @@ final class WebhookListener: Sendable {
     /// The answer for a press the service refused: after authentication, so it may say why.
     static func refusal(_ error: BatonError) -> HookAnswer {
         switch error {
-        case let .busy(run, _, phase, _): HookAnswer(status: 409, message: "busy: run \(run) is \(phase.rawValue)")
+        case let .busy(run, _, phase, _, _): HookAnswer(status: 409, message: "busy: run \(run) is \(phase.rawValue)")
         case let .badParam(_, message): HookAnswer(status: 400, message: message)
         case .shuttingDown: HookAnswer(status: 503, message: "batond is stopping")
         case .storeUnavailable: HookAnswer(status: 503, message: "the history cannot be written: try again")

@@ -41,7 +41,7 @@ struct ClosureAPITests {
             _ = try await conductor.run("sync", .reject) { _ in Issue.record("second body ran") }
             Issue.record("second call was not rejected")
         } catch {
-            guard case let .busy(run, action, _, _) = error else { Issue.record("unexpected \(error)"); return }
+            guard case let .busy(run, action, _, _, _) = error else { Issue.record("unexpected \(error)"); return }
             #expect(run == 1)
             #expect(action == "sync")
         }

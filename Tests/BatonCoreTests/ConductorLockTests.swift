@@ -191,7 +191,7 @@ struct ConductorLockTests {
         rig.trigger(migrate)
         rig.trigger(backup)
         let rejected = rig.trigger(backup, policy: .reject)
-        guard case let .failed(.busy(run, _, phase, _)) = try #require(rejected) else {
+        guard case let .failed(.busy(run, _, phase, _, _)) = try #require(rejected) else {
             Issue.record("reject: expected busy")
             return
         }

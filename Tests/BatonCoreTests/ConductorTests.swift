@@ -22,7 +22,7 @@ struct ConductorTests {
         #expect(accepted.count == 1)
         #expect(busy.count == 49)
         let runID = accepted[0].run.id
-        for case let .failure(.busy(run, _, _, _)) in results { #expect(run == runID) }
+        for case let .failure(.busy(run, _, _, _, _)) in results { #expect(run == runID) }
         gate.open()
         let updates = try #require(await conductor.attach(runID))
         var final: RunSnapshot?

@@ -16,7 +16,12 @@ struct ConductorWalk {
         Action(name: "reject", exec: ["x"], policy: .reject, policies: [.join, .queue, .replace], params: ["k": ParamSpec()], keyParams: ["k"]),
         Action(name: "join", exec: ["x"], policy: .join, retry: RetryPolicy(attempts: 2, backoff: .seconds(1))),
         Action(name: "queue", exec: ["x"], timeout: .seconds(30), policy: .queue, params: ["k": ParamSpec()], keyParams: ["k"]),
-        Action(name: "replace", exec: ["x"], timeout: .seconds(5), policy: .replace, retry: RetryPolicy(attempts: 1)),
+        {
+            // Pauses itself after two failures in a row; the walk resumes it now and then.
+            var replace = Action(name: "replace", exec: ["x"], timeout: .seconds(5), policy: .replace, retry: RetryPolicy(attempts: 1))
+            replace.pauseAfterFailures = 2
+            return replace
+        }(),
         {
             // Windows of 1 s, steps of 1 to 50 ms: a trigger of the key soon after a success often
             // falls inside (with 200 ms, 450 walks passed with the cooldown never applied), some after.
@@ -27,6 +32,13 @@ struct ConductorWalk {
             return cool
         }(),
         hooked, pager,
+        // A line of three: follow-ups with params of their own (p), joined by equal params, refused beyond.
+        {
+            var lined = Action(name: "lined", exec: ["x"], policy: .queue, policies: [.reject, .join, .replace],
+                               params: ["k": ParamSpec(), "p": ParamSpec()], keyParams: ["k"])
+            lined.queueDepth = 3
+            return lined
+        }(),
         // Locks between actions: db held alone, io by two at once; `backup` takes both.
         locked("migrate", ["db"], policy: .queue),
         locked("backup", ["db", "io"], policy: .reject, retry: RetryPolicy(attempts: 1, backoff: .seconds(1))),
@@ -123,6 +135,10 @@ struct ConductorWalk {
     private var pendingRun: [String: Int64] = [:]
     private var debouncedAsks: [ConductorState.Token: (key: String, pending: Int64?)] = [:]
     private var timerDue: [Int64: [ConductorState.Timer: Timestamp]] = [:]
+    // The line's view: each key's follow-ups in the order they were created and not yet started
+    // or ended; the first of them must be the next to start.
+    private var lineOrder: [String: [Int64]] = [:]
+    private var lineKey: [Int64: String] = [:]
 
     init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -168,7 +184,12 @@ struct ConductorWalk {
             guard let run = pick(known, &choices) else { return true }
             ask { .attach($0, run: run) }
         case 12:
-            if choices.next(20) == 0, !shutDown { shutDown = true; apply(.shutdown) }
+            let choice = choices.next(20)
+            if choice == 0, !shutDown { shutDown = true; apply(.shutdown) }
+            // Pauses: `join` for 100 ms (it ends by itself), and resumes of `join` and `replace`.
+            let pause = ActionPause(action: "join", by: "walk", reason: "test", at: now, until: now + .milliseconds(100))
+            if choice == 1 { ask { .pause($0, pause) } }
+            if choice == 2 || choice == 3 { ask { .resume($0, action: choice == 2 ? "join" : "replace", by: "walk") } }
         case 13:
             // A second stop signal, now and then: the drain stops waiting for writes.
             if shutDown, choices.next(6) == 0 { apply(.abandonWrites) } else if shutDown { apply(.graceElapsed) }
@@ -195,7 +216,7 @@ struct ConductorWalk {
             if let run = timers.keys.sorted().first(where: { !timers[$0]!.isEmpty }),
                let timer = timers[run]!.sorted(by: { "\($0)" < "\($1)" }).first {
                 timers[run]!.remove(timer)
-                if timer == .debounce, let due = timerDue[run]?[timer] { now = max(now, due) }
+                if timer == .debounce || timer == .pauseEnd, let due = timerDue[run]?[timer] { now = max(now, due) }
                 apply(.timer(run: run, timer))
                 continue
             }
@@ -203,14 +224,18 @@ struct ConductorWalk {
         }
         for token in asked.keys where !answered.contains(token) { violate("question \(token) was never answered") }
         if !shutDown {
-            for run in state.inFlight { violate("run \(run.id) is still \(run.phase.rawValue) with nothing left to happen") }
+            // A paused action's queued runs wait for a resume, which only a person gives.
+            for run in state.inFlight where !(run.phase == .queued && state.pause(of: run.action, at: now) != nil) {
+                violate("run \(run.id) is still \(run.phase.rawValue) with nothing left to happen")
+            }
         }
     }
 
     // MARK: Events
 
     private mutating func trigger(_ action: Action, key: Int, override: Int) {
-        let params = action.keyParams.isEmpty ? [:] : ["k": String(key)]
+        var params = action.keyParams.isEmpty ? [:] : ["k": String(key)]
+        if action.params["p"] != nil { params["p"] = String((key + override) % 4) }
         let policy = override < Policy.allCases.count && action.policies.contains(Policy.allCases[override]) ? Policy.allCases[override] : action.policy
         // `override` 5 forces: honoured by the action that allows it, ignored by the others.
         // `override` 4 (the action's own policy) comes as a webhook delivery.
@@ -253,6 +278,7 @@ struct ConductorWalk {
 
     private mutating func apply(_ event: ConductorState.Event) {
         steps += 1
+        let paused = Set(state.pauses.values.filter { $0.holds(at: now) }.map(\.action))
         let handlingCommit: ConductorState.CommitID? = if case let .committed(id, _) = event { id } else { nil }
         let effects = state.handle(event, at: now)
         if tracing { trace.append("\(steps): \(event)\n    → \(effects)") }
@@ -270,6 +296,11 @@ struct ConductorWalk {
                     }
                     creationCommit[run.id] = id
                     known.append(run.id)
+                    if paused.contains(run.action) { violate("run \(run.id) of \(run.action) was created while its action was paused") }
+                    if transition.detail.reason?.hasPrefix("follow-up") == true {
+                        lineOrder[run.key, default: []].append(run.id)
+                        lineKey[run.id] = run.key
+                    }
                     if case let .trigger(_, trigger) = event {
                         createdAt[run.id] = (run.key, transition.at, trigger.action)
                         createdStep[run.id] = steps
@@ -295,7 +326,10 @@ struct ConductorWalk {
                     bursts[id]?.last = record.at
                     if pendingRun[record.key] != id { violate("a trigger was debounced into run \(id), not its key's pending run") }
                 }
-                for case let .transition(transition) in entries where transition.to.isTerminal { unpend(transition.runID) }
+                for case let .transition(transition) in entries where transition.to.isTerminal {
+                    unpend(transition.runID)
+                    leaveLine(transition.runID)
+                }
                 checkHooks(entries, event)
                 // A success is decided when its transition is written (it is never refused).
                 for case let .transition(transition) in entries where transition.to == .success {
@@ -310,6 +344,15 @@ struct ConductorWalk {
                 }
                 checkCooldown(launch)
                 checkDebounce(launch)
+                if launch.attempt == 1, paused.contains(launch.action.name) {
+                    violate("run \(launch.run) of \(launch.action.name) started while its action was paused")
+                }
+                if launch.attempt == 1, let key = lineKey[launch.run] {
+                    if let first = lineOrder[key]?.first, first != launch.run {
+                        violate("run \(launch.run) started before run \(first), ahead of it in the line of key \(key)")
+                    }
+                    leaveLine(launch.run)
+                }
                 if launch.hook?.cause != hookCause[launch.run] {
                     violate("run \(launch.run) started told \(String(describing: launch.hook?.cause)), fired by \(String(describing: hookCause[launch.run]))")
                 }
@@ -360,6 +403,8 @@ struct ConductorWalk {
         // A question whose step wrote must be answered when those writes commit.
         if !wrote.isEmpty, case let .trigger(token, _) = event, !answered.contains(token) { asked[token] = wrote }
         if !wrote.isEmpty, case let .cancel(token, _, _) = event, !answered.contains(token) { asked[token] = wrote }
+        if !wrote.isEmpty, case let .pause(token, _) = event, !answered.contains(token) { asked[token] = wrote }
+        if !wrote.isEmpty, case let .resume(token, _, _) = event, !answered.contains(token) { asked[token] = wrote }
         checkState()
     }
 
@@ -395,7 +440,7 @@ struct ConductorWalk {
                     if case let .transition(transition) = entry { transition.runID == firing.run.id && transition.to.isTerminal } else { false }
                 }
                 if !withItsEnd { violate("run \(firing.run.id)'s hooks were written apart from its end") }
-            case .trigger, .output, .processGroup:
+            case .trigger, .output, .processGroup, .pause, .resume:
                 break
             case .outputChunks:
                 violate("the state wrote output chunks: the conductor writes them, beside the state")
@@ -405,10 +450,15 @@ struct ConductorWalk {
 
     /// A refused item loses only what a refusal may lose: new runs, and the start of those runs.
     private mutating func refuse(_ entries: [JournalEntry]) {
-        for case let .created(run, _) in entries { abandoned.insert(run.id); unpend(run.id) }
+        for case let .created(run, _) in entries { abandoned.insert(run.id); unpend(run.id); leaveLine(run.id) }
         for case let .transition(transition) in entries where !abandoned.contains(transition.runID) {
             violate("run \(transition.runID)'s transition to \(transition.to) was in an item that a full store refuses")
         }
+    }
+
+    private mutating func leaveLine(_ run: Int64) {
+        guard let key = lineKey.removeValue(forKey: run) else { return }
+        lineOrder[key]?.removeAll { $0 == run }
     }
 
     private mutating func check(_ transition: Transition, after last: (seq: Int, phase: Phase)?) {
@@ -420,7 +470,7 @@ struct ConductorWalk {
     }
 
     private mutating func checkState() {
-        var active: [String: Int] = [:], queued: [String: Int] = [:]
+        var active: [String: Int] = [:], queued: [String: Int] = [:], depth: [String: Int] = [:]
         var running = 0
         for flight in state.flights.values {
             if flight.run.phase != flight.machine.phase {
@@ -428,12 +478,19 @@ struct ConductorWalk {
             }
             switch flight.machine.phase {
             case .loading, .retrying: active[flight.run.key, default: 0] += 1; running += 1
-            case .queued where !state.table.isDraining(flight.run.id): queued[flight.run.key, default: 0] += 1
+            case .queued where !state.table.isDraining(flight.run.id):
+                queued[flight.run.key, default: 0] += 1
+                depth[flight.run.key] = flight.action.queueDepth
             default: break
             }
         }
         for (key, count) in active where count > 1 { violate("key \(key) has \(count) runs loading or retrying") }
-        for (key, count) in queued where count > 2 { violate("key \(key) has \(count) runs queued (holder and one follow-up at most)") }
+        for (key, count) in queued where count > 1 + depth[key, default: 1] {
+            violate("key \(key) has \(count) runs queued (its holder and a line of \(depth[key, default: 1]) at most)")
+        }
+        for (key, most) in depth where state.table.line(of: key).count > most {
+            violate("key \(key) has \(state.table.line(of: key).count) runs waiting in line, over its depth \(most)")
+        }
         if running > state.table.limit { violate("\(running) runs loading or retrying, over the limit \(state.table.limit)") }
         checkLocks(running: running)
     }

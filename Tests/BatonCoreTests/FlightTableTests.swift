@@ -22,6 +22,34 @@ struct FlightTableTests {
         #expect(table.trigger(key: "k", policy: .join, candidate: 3) == .joined(1))
     }
 
+    @Test("a line: follow-ups start first in first out; one ended while waiting (cancelled) leaves it, which closes up")
+    func lineStartsInOrder() {
+        var table = FlightTable(limit: 4)
+        _ = table.trigger(key: "k", policy: .queue, candidate: 1, depth: 3)
+        #expect(table.trigger(key: "k", policy: .queue, candidate: 2, depth: 3) == .followUp(2, after: 1))
+        #expect(table.trigger(key: "k", policy: .queue, candidate: 3, depth: 3) == .followUp(3, after: 2))
+        #expect(table.trigger(key: "k", policy: .queue, candidate: 4, depth: 3) == .followUp(4, after: 3))
+        #expect(table.trigger(key: "k", policy: .queue, candidate: 5, depth: 3) == .rejected(1, line: 3))
+        for id in Int64(1)...4 { table.markDurable(id) }
+        #expect(table.admit() == [1])
+        table.ended(3)
+        #expect(table.line(of: "k") == [2, 4])
+        table.ended(1)
+        #expect(table.admit() == [2])
+        #expect(table.line(of: "k") == [4])
+        table.ended(2)
+        #expect(table.admit() == [4])
+    }
+
+    @Test("recovery takes queued runs back in order: the first holds the key, the rest wait in line up to its depth")
+    func requeueRebuildsTheLine() {
+        var table = FlightTable(limit: 4)
+        let taken = [7, 9, 8, 10].map { table.requeue(key: "k", run: $0, depth: 2) }
+        #expect(taken == [true, true, true, false])
+        #expect(table.holder(of: "k") == 7 && table.line(of: "k") == [9, 8])
+        #expect(table.stage(of: 10) == nil)
+    }
+
     @Test("a run starts only once durable, and the follow-up only when the holder ends")
     func durableThenFollowUp() {
         var table = FlightTable(limit: 4)

@@ -36,7 +36,7 @@ struct WireJSONTests {
         var ping = Response(id: nil)
         ping.version = "0.1.0"
         ping.pid = 77
-        let busy = Response.failure(.number(-1), WireError(.busy(run: 3, action: "a", phase: .loading, since: Timestamp(rawValue: 0))))
+        let busy = Response.failure(.number(-1), WireError(.busy(run: 3, action: "a", phase: .loading, since: Timestamp(rawValue: 0), line: 4)))
         var status = Response(id: .number(3))
         status.actions = [Self.action, ActionInfo(name: "bare", description: nil, exec: [], policy: .reject, policies: [], timeout: nil,
                                                   params: [:], keyParams: [])]
@@ -65,6 +65,9 @@ struct WireJSONTests {
         info.schedules = ["*-*-* 03:00:00", "Mon *-*-* 12:00"]
         info.scheduleJitter = 300_000_000
         info.catchUp = true
+        info.queueDepth = 3
+        info.paused = ActionPause(action: "deploy", by: "alice", reason: "migrating \"db\"", at: Timestamp(rawValue: 1_764_558_000_000_000),
+                                  until: Timestamp(rawValue: 1_764_565_200_000_000))
         info.locks = [LockClaim("db"), LockClaim("heavy-io", limit: 2)]
         info.cooldown = 600_000_000
         info.force = true
@@ -100,6 +103,7 @@ struct WireJSONTests {
         run.waiting = LockWait(lock: "db", limit: 1, holders: [.init(run: 12, action: "migrate")], ahead: [.init(run: 13, action: "backup")])
         run.debounceUntil = Timestamp(rawValue: 1_764_558_003_200_000)
         run.coolsUntil = Timestamp(rawValue: 1_764_558_600_000_000)
+        run.line = 2
         return run
     }
 

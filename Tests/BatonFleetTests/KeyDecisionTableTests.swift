@@ -22,6 +22,12 @@ struct KeyDecisionTableTests {
         var delivered: Int64?
         var scheduledRun: Int64?
         var definitions: [Int64: String] = [:]
+        /// `queue: { depth: N }`, the trigger's params, and the params of the runs it finds.
+        var depth = 1
+        var params: [String: String] = [:]
+        var runParams: [Int64: [String: String]] = [:]
+        /// The action's pause (one machine's only: the fleet does not pause yet).
+        var paused: ActionPause?
         var expected: KeyDecision
         var testDescription: String { name }
 
@@ -34,11 +40,12 @@ struct KeyDecisionTableTests {
             action.cooldown = cooldown
             action.allowsForce = allowsForce
             action.debounce = debounce
+            action.queueDepth = depth
             return action
         }
 
         var trigger: Trigger {
-            Trigger(action: action, key: "deploy", policy: policy, params: [:], peer: nil, force: force,
+            Trigger(action: action, key: "deploy", policy: policy, params: params, peer: nil, force: force,
                     delivery: delivered.map { _ in Delivery(hook: "gh", id: "d1", address: nil) }, slot: scheduledRun.map { _ in Self.slotAt })
         }
 
@@ -50,6 +57,8 @@ struct KeyDecisionTableTests {
                 view.pending = KeyDecision.Pending(run: pending, window: windows[pending]!)
             }
             for (run, fingerprint) in definitions { view.definitions[run] = KeyDecision.Definition(fingerprint: fingerprint, host: "web-2") }
+            for run in slot.line { view.lineParams[run] = runParams[run] ?? [:] }
+            view.paused = paused
             return view
         }
 
@@ -59,7 +68,7 @@ struct KeyDecisionTableTests {
             rows.slots["deploy"] = slot
             for (run, phase) in phases {
                 rows.runs[run] = TriggerBatch.RunFacts(phase: phase, lastSeq: 2, incarnation: "other", definition: definitions[run] ?? action.fingerprint,
-                                                       host: definitions[run] == nil ? nil : "web-2")
+                                                       host: definitions[run] == nil ? nil : "web-2", params: runParams[run] ?? [:])
             }
             rows.windows = windows
             rows.lastSuccess["deploy"] = lastSuccess.map { TriggerBatch.LastSuccess(run: $0.run, at: $0.at) }
@@ -71,6 +80,10 @@ struct KeyDecisionTableTests {
 
     static let held = KeySlot(holder: 1)
     static let heldWithFollowUp = KeySlot(holder: 1, followUp: 2)
+    static let pause = ActionPause(action: "deploy", by: "alice", reason: "migrating db", at: Timestamp(rawValue: 90_000_000),
+                                   until: Timestamp(rawValue: 200_000_000))
+    static let lineOfTwo = KeySlot(holder: 1, line: [2, 3])
+    static let lineParams: [Int64: [String: String]] = [2: ["ref": "a"], 3: ["ref": "b"]]
     static let window = DebounceWindow(window: .seconds(5), maxWait: .seconds(50), first: Timestamp(rawValue: 98_000_000))
     static var pushed: DebounceWindow {
         var pushed = window
@@ -89,6 +102,29 @@ struct KeyDecisionTableTests {
              phases: [1: .loading, 2: .queued], expected: .shared(.coalesced(2))),
         Case(name: "held with a follow-up, replace: stops both", policy: .replace, slot: heldWithFollowUp,
              phases: [1: .loading, 2: .queued], expected: .created(.replaced(50, stopping: [1, 2]), window: nil)),
+        Case(name: "a line of one, other params: still coalesces into its follow-up", policy: .queue, slot: heldWithFollowUp,
+             phases: [1: .loading, 2: .queued], params: ["ref": "z"], runParams: [2: ["ref": "a"]], expected: .shared(.coalesced(2))),
+        Case(name: "a line with room, new params: a new entry at its end, after the last", policy: .queue, slot: lineOfTwo,
+             phases: [1: .loading, 2: .queued, 3: .queued], depth: 3, params: ["ref": "c"], runParams: lineParams,
+             expected: .created(.followUp(50, after: 3), window: nil)),
+        Case(name: "a line, a waiting entry's params: joins that entry", policy: .queue, slot: lineOfTwo,
+             phases: [1: .loading, 2: .queued, 3: .queued], depth: 3, params: ["ref": "b"], runParams: lineParams,
+             expected: .shared(.coalesced(3))),
+        Case(name: "a full line, a waiting entry's params: still joins it", policy: .queue, slot: lineOfTwo,
+             phases: [1: .loading, 2: .queued, 3: .queued], depth: 2, params: ["ref": "a"], runParams: lineParams,
+             expected: .shared(.coalesced(2))),
+        Case(name: "a full line, new params: refused busy with the line's length", policy: .queue, slot: lineOfTwo,
+             phases: [1: .loading, 2: .queued, 3: .queued], depth: 2, params: ["ref": "c"], runParams: lineParams,
+             expected: .shared(.rejected(1, line: 2))),
+        Case(name: "a line, replace: stops the holder and every entry, in order", policy: .replace, slot: lineOfTwo,
+             phases: [1: .loading, 2: .queued, 3: .queued], depth: 3, runParams: lineParams,
+             expected: .created(.replaced(50, stopping: [1, 2, 3]), window: nil)),
+        Case(name: "paused: nothing runs, whatever the policy; refused with the pause", policy: .replace, slot: held, phases: [1: .loading],
+             paused: pause, expected: .paused(pause, skipped: false)),
+        Case(name: "paused, a schedule slot (even one that ran): skipped", phases: [3: .success], scheduledRun: 3, paused: pause,
+             expected: .paused(pause, skipped: true)),
+        Case(name: "a pause whose end has passed: runs", paused: ActionPause(action: "deploy", by: "alice", reason: "r", at: Timestamp(rawValue: 1),
+                                                                            until: Case.now), expected: .created(.created(50), window: nil)),
         Case(name: "inside the cooldown: the success answers", cooldown: .seconds(10),
              lastSuccess: .init(run: 9, at: Timestamp(rawValue: 95_000_000)), expected: .shared(.cooled(9))),
         Case(name: "exactly the cooldown after: runs", cooldown: .seconds(5),
@@ -119,7 +155,7 @@ struct KeyDecisionTableTests {
         #expect(KeyDecision.decide(KeyDecision.Asked(row.trigger), row.view, slot: &slot, candidate: { Case.candidate }) == row.expected)
     }
 
-    @Test("the fleet's batch decides the same on the rows it reads", arguments: cases)
+    @Test("the fleet's batch decides the same on the rows it reads", arguments: cases.filter { $0.paused == nil })
     func fleet(_ row: Case) {
         let decided = TriggerBatch.decide([TriggerBatch.Entry(trigger: row.trigger)], row.rows, me: "me", ids: [Case.candidate])
         let got: KeyDecision? = switch decided.outcomes.first {
@@ -165,6 +201,8 @@ struct KeyDecisionRowsTests {
         Pending(name: "a holder that started: none", slot: KeySlot(holder: 1), windows: [1], started: [1], shares: nil),
         Pending(name: "the follow-up when the holder runs", slot: KeySlot(holder: 1, followUp: 2), windows: [2], started: [1], shares: 2),
         Pending(name: "the holder before the follow-up", slot: KeySlot(holder: 1, followUp: 2), windows: [1, 2], shares: 1),
+        Pending(name: "a line: the first in line order with a window", slot: KeySlot(holder: 1, line: [2, 3, 4]), windows: [3, 4],
+                started: [1], shares: 3),
         Pending(name: "a run being replaced is not shared", slot: KeySlot(holder: 1, followUp: 2, draining: [1]), windows: [1],
                 shares: nil),
     ]
@@ -190,6 +228,7 @@ struct KeyDecisionRowsTests {
         Start(name: "the holder, queued, its window passed", slot: KeySlot(holder: 7), starts: true),
         Start(name: "not inside its window", slot: KeySlot(holder: 7), passed: false, starts: false),
         Start(name: "not the follow-up", slot: KeySlot(holder: 6, followUp: 7), starts: false),
+        Start(name: "not waiting in a line", slot: KeySlot(holder: 6, line: [5, 7]), starts: false),
         Start(name: "not while a replaced run drains", slot: KeySlot(holder: 7, draining: [6]), starts: false),
         Start(name: "not once it left queued", phase: .loading, slot: KeySlot(holder: 7), starts: false),
         Start(name: "not when the key forgot it (cancelled)", phase: .cancelled, slot: KeySlot(), starts: false),

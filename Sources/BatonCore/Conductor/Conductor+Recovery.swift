@@ -5,7 +5,10 @@ extension Conductor {
     /// restarts or requeues those runs, each decision a recorded transition. Call before the
     /// first trigger.
     public func recover(_ recoverable: RecoverableState) async -> RecoverySummary {
-        changeState { $0.reserveIDs(from: recoverable.nextRunID) }
+        changeState { state in
+            state.reserveIDs(from: recoverable.nextRunID)
+            state.remember(pauses: recoverable.pauses)
+        }
         var killed = 0
         // Nothing of this conductor runs yet: whatever its cgroups hold, a crashed daemon left.
         if let runner = options.execRunner as? ExecRunner, case let .cgroup(hierarchy) = runner.tracking {

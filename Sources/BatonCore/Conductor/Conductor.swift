@@ -64,6 +64,7 @@ public final class Conductor: Sendable {
         case cancel(@Sendable (Result<[RunSnapshot], BatonError>) -> Void)
         case attach(@Sendable (RunSnapshot?) -> Void, follower: Follower)
         case recover(@Sendable (RecoverySummary) -> Void)
+        case pause(@Sendable (Result<ActionPause?, BatonError>) -> Void)
     }
 
     /// Everything the loop changes, and only the loop.
@@ -287,6 +288,12 @@ public final class Conductor: Sendable {
             if let run { follow(run, follower) }
         case let (.recover(answered), .recovered(summary)):
             answered(summary)
+        case let (.pause(answered), .paused(pause)):
+            answered(.success(pause))
+        case let (.pause(answered), .failed(error)):
+            answered(.failure(error))
+        case let (.pause(answered), _):
+            answered(.failure(.internalError("a pause got an answer of the wrong kind: \(answer)")))
         case let (.trigger(answered, _), .failed(error)):
             answered(.failure(error))
         case let (.cancel(answered), .failed(error)):

@@ -303,6 +303,8 @@ function makeCard(info) {
   const head = el("div", { class: "card-head" }, el("h2", { id: `title-${info.name}` }, el("a", { href: `/actions/${encodeURIComponent(info.name)}`, text: info.name })),
     el("span", { class: "policy", title: "what a press does while a run is in flight", text: info.policy }));
   root.append(head);
+  const paused = el("p", { class: "paused-banner", role: "status", hidden: true });
+  root.append(paused);
   if (info.description) root.append(el("p", { class: "description", text: info.description }));
   const rules = rulesText(info);
   if (rules) root.append(el("p", { class: "rules", text: rules }));
@@ -336,7 +338,7 @@ function makeCard(info) {
   const last = el("p", { class: "last" });
   const cooldown = el("p", { class: "cooldown", hidden: true });
   root.append(form, note, cooldown, flights, last);
-  return { root, form, inputs, policy, button, note, cooldown, flights, last, pending: false };
+  return { root, form, inputs, policy, button, note, cooldown, paused, flights, last, pending: false };
 }
 
 function paramsOf(card) {
@@ -389,7 +391,8 @@ function drawPress(card, info, live) {
   const sameKey = live.filter((run) => hasKeyOf(run, info, params));
   const running = sameKey.find((run) => run.phase !== "queued") || sameKey[0];
   const followUp = sameKey.find((run) => run.phase === "queued" && run !== running);
-  const key = { running, followUp, lastSuccess: lastSuccess(info, params), lock: lockInTheWay(info), pending: card.pending, now: nowMicros() };
+  const line = sameKey.filter((run) => run.phase === "queued" && run !== running).sort((a, b) => a.id - b.id);
+  const key = { running, followUp, line, params, lastSuccess: lastSuccess(info, params), lock: lockInTheWay(info), pending: card.pending, now: nowMicros() };
   const press = pressFor(info, policy, key);
   if (card.button.dataset.press !== press.kind || card.button.textContent !== press.label || card.button.disabled !== !!press.disabled || card.button.title !== (press.title || "")) {
     card.button.dataset.press = press.kind;
@@ -398,6 +401,9 @@ function drawPress(card, info, live) {
     card.button.setAttribute("aria-busy", press.busy ? "true" : "false");
     card.button.replaceChildren(...(press.busy ? [el("span", { class: "spinner", "aria-hidden": "true" })] : []), press.label);
   }
+  const pausedText = pauseText(info.paused, key.now);
+  card.paused.hidden = !pausedText;
+  if (card.paused.textContent !== (pausedText || "")) card.paused.textContent = pausedText || "";
   const cooling = cooldownText(info, key.lastSuccess, key.now);
   card.cooldown.hidden = !cooling;
   if (card.cooldown.textContent !== (cooling || "")) card.cooldown.textContent = cooling || "";
@@ -407,12 +413,15 @@ function drawPress(card, info, live) {
 // What a press of an action's button would do, in the order batond decides it (permission, the
 // cooldown, the policy against the key's run in flight, the locks): a pure function of plain
 // values, table-tested in DashboardRulesBrowserTests; a new rule is one more case here. `key` is
-// the key's live state: { running, followUp, lastSuccess, lock (a wait as lockWaitText takes it),
+// the key's live state: { running, followUp, line (the follow-ups waiting, in order), params (the
+// card's), lastSuccess, lock (a wait as lockWaitText takes it),
 // pending, now (µs) }. Answers { kind (what a press does, for the style), label, disabled, busy, title }.
 function pressFor(info, policy, key) {
   const name = info.name;
   if (!(info.allowed || []).includes("trigger")) return { kind: "denied", label: `Run ${name}`, disabled: true, title: `you may not trigger ${name}` };
   if (key.pending) return { kind: "pending", label: "Starting…", disabled: true, busy: true };
+  const paused = pauseText(info.paused, key.now);
+  if (paused) return { kind: "paused", label: "Paused", disabled: true, title: paused };
   const left = cooldownLeft(info, key.lastSuccess, key.now);
   if (left > 0) {
     return { kind: "cooled", label: "Cooled: nothing will run",
@@ -423,7 +432,7 @@ function pressFor(info, policy, key) {
     switch (policy) {
       case "reject": return { kind: "busy", label: `${running.phase === "queued" ? "Queued" : "Loading"}… (run ${running.id})`, disabled: true, busy: true };
       case "join": return { kind: "join", label: `Join run ${running.id}` };
-      case "queue": return { kind: "queue", label: followUp ? `Join follow-up run ${followUp.id}` : `Queue after run ${running.id}` };
+      case "queue": return queuePress(info, running, followUp, key);
       case "replace": return { kind: "replace", label: `Replace run ${running.id}` };
     }
   }
@@ -450,8 +459,38 @@ function rulesText(info) {
   const parts = [];
   for (const event of ["failure", "success", "change"]) if (info.hooks && info.hooks[event]) parts.push(`on ${event}: ${info.hooks[event]}`);
   if (info.cooldown) parts.push(`cooldown ${windowText(info.cooldown)}`);
+  if (info.queueDepth > 1) parts.push(`a line of ${info.queueDepth}`);
   for (const lock of info.locks || []) parts.push(`lock ${lock.name}${lock.limit > 1 ? ` (${lock.limit} at once)` : ""}`);
   return parts.join(" · ");
+}
+
+// The banner of a paused action, as batond tells its pause ("Paused by alice for 1h58m more:
+// migrating db"); null when it is not paused, or its pause has ended.
+function pauseText(pause, now) {
+  if (!pause || (pause.until != null && now >= pause.until)) return null;
+  const until = pause.until != null ? ` for ${duration(pause.until - now)} more` : " until resumed";
+  return `Paused by ${pause.by}${until}: ${pause.reason}`;
+}
+
+// A press under `queue`: with a line of one, join its follow-up or queue after the run; with a
+// longer line (`queueDepth`), join the entry with the same params, else queue at its end while
+// there is room; a full line refuses, as batond would (busy).
+function queuePress(info, running, followUp, key) {
+  const depth = info.queueDepth || 1, line = key.line || (followUp ? [followUp] : []);
+  if (depth <= 1) return { kind: "queue", label: followUp ? `Join follow-up run ${followUp.id}` : `Queue after run ${running.id}` };
+  // batond compares the params with their defaults filled in, as the runs carry them.
+  const wanted = {};
+  for (const [name, spec] of Object.entries(info.params || {})) if (spec && spec.default != null) wanted[name] = spec.default;
+  Object.assign(wanted, key.params || {});
+  const same = line.find((run) => sameParams(run.params || {}, wanted));
+  if (same) return { kind: "queue", label: `Join run ${same.id} in line` };
+  if (line.length < depth) return { kind: "queue", label: `Queue ${ordinal(line.length + 1)} in line`, title: `${line.length} of ${depth} waiting` };
+  return { kind: "busy", label: `Line full (${line.length} waiting)`, disabled: true, title: `the line of ${depth} is full: a press would be refused busy` };
+}
+
+function sameParams(a, b) {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((name) => b[name] === a[name]);
 }
 
 // A window as the config says it: `10m`, `1h`, not `10m00s`.
@@ -531,7 +570,27 @@ function drawFlight(item, run) {
   }
   if (run.progress && run.progress.message) words += ` · ${run.progress.message}`;
   if (run.phase === "queued" && run.waiting) words += ` · ${waitingText(run.waiting)}`;
+  const place = linePlace(run);
+  if (place) words += ` · ${ordinal(place)} in line`;
   text.replaceChildren(...parts, words);
+}
+
+// A follow-up's place in its key's line (1: starts next), counted from the live runs the page
+// knows: batond gives each its place (`line`) when it tells of it, and the line moves up as the
+// runs before it start or end, first in first out (by id).
+function linePlace(run) {
+  if (run.phase !== "queued" || run.line == null) return null;
+  let place = 1;
+  for (const other of state.runs.values()) {
+    if (other.id < run.id && other.key === run.key && other.phase === "queued" && other.line != null) place += 1;
+  }
+  return place;
+}
+
+function ordinal(n) {
+  const tens = n % 100, ones = n % 10;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ones === 1 ? "st" : ones === 2 ? "nd" : ones === 3 ? "rd" : "th";
+  return `${n}${suffix}`;
 }
 
 // What a queued run waits for, as batond said when the page last read it ("waiting for lock db,

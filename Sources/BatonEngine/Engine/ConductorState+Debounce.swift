@@ -3,7 +3,7 @@ extension ConductorState {
 
     /// The run of `key` not yet started that debounces, if any.
     func pendingRun(of key: String) -> Int64? {
-        KeySlot(holder: table.holder(of: key), followUp: table.followUp(of: key)).pendingRun { id in
+        KeySlot(holder: table.holder(of: key), line: table.line(of: key)).pendingRun { id in
             guard let flight = flights[id] else { return false }
             return flight.debounce != nil && flight.machine.phase == .queued && !table.isDraining(id)
         }
@@ -54,6 +54,16 @@ extension ConductorState {
         guard run.phase == .queued, table.isGated(run.id), let window = flights[run.id]?.debounce else { return run }
         var told = run
         told.debounceUntil = window.deadline
+        return told
+    }
+}
+
+extension ConductorState {
+    /// A queued run with its place in its key's line (`RunSnapshot.line`), when it waits in one.
+    func withLine(_ run: RunSnapshot) -> RunSnapshot {
+        guard run.phase == .queued, let index = table.line(of: run.key).firstIndex(of: run.id) else { return run }
+        var told = run
+        told.line = index + 1
         return told
     }
 }

@@ -11,10 +11,13 @@ extension ConductorState {
         switch decided {
         case let .refused(error):
             step.answer(token, .failed(error))
+        case let .paused(pause, _):
+            refusePaused(pause, decided.record ?? .paused, token, trigger, &step)
         case let .debounced(run, window):
             joinPending(run, window, token, trigger, &step)
         case let .created(decision, window):
             nextRunID += 1
+            releaseIfOver(trigger.action.name, at: step.now)
             table.apply(decision, key: trigger.key, slot: slot, action: trigger.action.name, locks: trigger.action.locks,
                         gated: trigger.action.debounce != nil)
             create(decision, window, token, trigger, &step)
@@ -34,6 +37,8 @@ extension ConductorState {
     func keyView(_ key: String, _ action: Action, slot at: Timestamp?, at now: Timestamp, uptime: Duration?) -> KeyDecision.View {
         var view = KeyDecision.View(slot: table.slot(of: key), now: now)
         view.uptime = uptime
+        for id in view.slot.line { view.lineParams[id] = flights[id]?.run.params }
+        view.paused = pause(of: action.name, at: now)
         if let at, let known = slots.run(for: .init(action: action.name, at: at)) {
             view.slotRun = KeyDecision.SlotRun(run: known.id, ended: flights[known.id]?.isOver ?? true)
         }
@@ -65,9 +70,9 @@ extension ConductorState {
         let id = decision.run
         if let record { step.entries.append(.trigger(self.record(trigger, run: id, record, at: step.now))) }
         let live = flights[id]?.snapshot
-        if case .rejected = decision {
+        if case let .rejected(_, line) = decision {
             return step.answer(token, .failed(.busy(run: id, action: trigger.action.name, phase: live?.phase ?? .queued,
-                                                    since: live?.startedAt ?? live?.queuedAt ?? step.now)))
+                                                    since: live?.startedAt ?? live?.queuedAt ?? step.now, line: line)))
         }
         recordDelivery(of: trigger, run: id, &step)
         step.after.append(.ticket(token, decision, fallback: live ?? known(id, trigger) ?? placeholder(id, trigger, at: step.now)))
@@ -112,7 +117,7 @@ extension ConductorState {
                     params: trigger.params, trigger: trigger.peer, queuedAt: now)
     }
 
-    func record(_ trigger: Trigger, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
+    func record(_ trigger: Trigger, run: Int64?, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {
         TriggerRecord(runID: run, action: trigger.action.name, key: trigger.key, decision: decision, policy: trigger.policy,
                       peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
     }
@@ -161,6 +166,8 @@ extension ConductorState {
             if flight.machine.state == .retrying(attempt: attempt) { drive(id, .backoffElapsed, &step) }
         case .debounce:
             windowEnded(id, &step)
+        case .pauseEnd:
+            pauseTimerFired(id, flight.action.name, &step)
         case .progress:
             guard flight.progressHeld, !flight.isOver else { return }
             var told = flight

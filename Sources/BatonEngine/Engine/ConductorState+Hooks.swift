@@ -49,11 +49,13 @@ extension ConductorState {
     private mutating func triggerHook(_ target: HookTarget, _ context: HookContext, _ step: inout Step) {
         let hookAction = target.action
         var slot = table.slot(of: target.key)
-        let decided = KeyDecision.decide(KeyDecision.Asked(hook: hookAction), keyView(target.key, hookAction, slot: nil, at: step.now, uptime: step.uptime),
+        let decided = KeyDecision.decide(KeyDecision.Asked(hook: hookAction, params: target.params), keyView(target.key, hookAction, slot: nil, at: step.now, uptime: step.uptime),
                                          slot: &slot, candidate: { nextRunID })
         switch decided {
         case .refused:
             return
+        case .paused:
+            step.entries.append(.trigger(hookRecord(target, context, run: nil, .paused, at: step.now)))
         case let .debounced(run, window):
             push(run, to: window, &step)
             step.entries.append(.trigger(hookRecord(target, context, run: run, .debounced, at: step.now)))
@@ -61,6 +63,7 @@ extension ConductorState {
             if let record = decided.record { step.entries.append(.trigger(hookRecord(target, context, run: decision.run, record, at: step.now))) }
         case let .created(decision, window):
             nextRunID += 1
+            releaseIfOver(hookAction.name, at: step.now)
             table.apply(decision, key: target.key, slot: slot, action: hookAction.name, locks: hookAction.locks,
                         gated: hookAction.debounce != nil)
             createHookRun(decision, window, target, context, &step)
@@ -86,7 +89,7 @@ extension ConductorState {
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
     }
 
-    private func hookRecord(_ target: HookTarget, _ context: HookContext, run: Int64, _ decision: TriggerRecord.Decision,
+    private func hookRecord(_ target: HookTarget, _ context: HookContext, run: Int64?, _ decision: TriggerRecord.Decision,
                             at now: Timestamp) -> TriggerRecord {
         TriggerRecord(runID: run, action: target.action.name, key: target.key, decision: decision, policy: target.action.policy,
                       peer: nil, at: now, params: target.params, via: context.cause.description)

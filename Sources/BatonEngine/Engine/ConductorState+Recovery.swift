@@ -7,7 +7,7 @@ public struct RecoverySummary: Sendable, Equatable {
     public var restarted: [Int64] = []
     /// Runs that were queued and are queued again, in their original order.
     public var requeued: [Int64] = []
-    /// Runs that cannot go on: their action is gone from the config, or their key already has a follow-up.
+    /// Runs that cannot go on: their action is gone from the config, or their key's line is already full.
     public var dropped: [Int64] = []
     /// Processes of unfinished runs that were still alive and were killed.
     public var killedProcesses = 0
@@ -56,6 +56,10 @@ extension ConductorState {
         // Answered at once: the decisions are made, and their writes go before anything later
         // (a full disk holds them in memory; batond serves meanwhile instead of hanging at start).
         step.effects.append(.answer(token, .recovered(summary)))
+        // The runs of a paused action wait (a timed one's, until its end); a pause over meanwhile holds none.
+        for pause in pauses.values {
+            if pause.holds(at: step.now) { hold(pause, &step) } else { pauseMayHaveEnded(pause.action, &step) }
+        }
         admit(&step)
     }
 
@@ -69,8 +73,9 @@ extension ConductorState {
         return ended
     }
 
-    /// Queues a run again under its key; a key keeps one holder and one follow-up, so a further
-    /// queued run of it is cancelled as superseded. Returns whether the run was queued.
+    /// Queues a run again under its key: the first holds it, the next wait in its line in the
+    /// order they come (their original order), up to the action's `queueDepth`; a further queued
+    /// run of it is cancelled as superseded. Returns whether the run was queued.
     private mutating func requeue(_ unfinished: UnfinishedRun, _ action: Action, reason: String, _ step: inout Step) -> Bool {
         let run = unfinished.run
         // A debounced run waits out a window again from the restart, as far as `maxWait` from its
@@ -78,11 +83,8 @@ extension ConductorState {
         var window = run.phase == .queued ? DebounceWindow(action, first: run.queuedAt) : nil
         window?.restart(at: step.now)
         let gated = window?.isOpen(at: step.now) ?? false
-        switch table.trigger(key: run.key, policy: .queue, candidate: run.id, action: action.name, locks: action.locks, gated: gated) {
-        case .created, .followUp:
-            break
-        default:
-            end(unfinished, .cancelled, TransitionDetail(reason: "superseded", error: "another run of key \(run.key) was already queued"), &step)
+        guard table.requeue(key: run.key, run: run.id, depth: action.queueDepth, action: action.name, locks: action.locks, gated: gated) else {
+            end(unfinished, .cancelled, TransitionDetail(reason: "superseded", error: "the line of key \(run.key) was already full"), &step)
             return false
         }
         var transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: run.phase, to: .queued, at: step.now,

@@ -116,7 +116,7 @@ extension ConductorState {
         case let .publish(update):
             if failure == nil {
                 var told = withLockWait(update)
-                told.run = withDebounce(told.run)
+                told.run = withLine(withDebounce(told.run))
                 step.effects.append(.publish(told))
             }
         case let .durable(run):
@@ -193,6 +193,7 @@ extension ConductorState {
             }
             if phase.isTerminal, flight.run.slot != nil { slots.record(flight.run) }
             if phase.isTerminal { fireHooks(flight.run, flight.action, output: outputWritten(for: id, step), &step) }
+            if phase.isTerminal { countFailures(flight.run, flight.action, &step) }
         case let .launch(attempt):
             flight.live = attempt
             var effects: [Effect] = []
@@ -229,7 +230,7 @@ extension FlightTable.Decision {
     /// The run the decision is about: the new run, or the one joined, coalesced into or rejected by.
     public var run: Int64 {
         switch self {
-        case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id), let .replaced(id, _),
+        case let .created(id), let .followUp(id, _), let .joined(id), let .coalesced(id), let .rejected(id, _), let .replaced(id, _),
              let .cooled(id), let .slotRan(id): id
         }
     }

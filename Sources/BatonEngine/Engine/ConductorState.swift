@@ -61,6 +61,10 @@ public struct ConductorState: Sendable {
         /// Run a run whose start the fleet already made durable (its `loading` is written);
         /// answered with the run (`attached`).
         case adopt(Token, AdoptedRun)
+        /// `baton pause`: the action refuses triggers until resumed or the pause's end. Answered `.paused`.
+        case pause(Token, ActionPause)
+        /// `baton resume`: the action's pause ends, by whom. Answered `.paused` with the pause it ended (nil: none).
+        case resume(Token, action: String, by: String)
         /// Stop one run as another host asked (a replace, or a cancel sent from elsewhere).
         case stopRun(Int64, RunMachine.Stop)
     }
@@ -102,6 +106,8 @@ public struct ConductorState: Sendable {
         case progress
         /// The end of a debounced run's quiet window: it may start (`ConductorState+Debounce`).
         case debounce
+        /// A timed pause of the run's action may have ended: the run may start again.
+        case pauseEnd
     }
 
     /// The most often a run's progress is told: a run that writes 100,000 progress lines a second
@@ -126,6 +132,8 @@ public struct ConductorState: Sendable {
         /// The run in flight to follow, or nil when it is not in flight.
         case attached(RunSnapshot?)
         case recovered(RecoverySummary)
+        /// A pause made, or the pause a resume ended (nil: the action was not paused).
+        case paused(ActionPause?)
     }
 
     /// Whether triggers are taken.
@@ -163,6 +171,10 @@ public struct ConductorState: Sendable {
     public internal(set) var slots = SlotBook()
     /// Recent successful durations per action, for estimated progress.
     public internal(set) var estimates = DurationEstimates()
+    /// Each paused action's pause (`baton pause`, `pauseAfterFailures`), seeded from the history at start.
+    public internal(set) var pauses: [String: ActionPause] = [:]
+    /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
+    var failureStreaks: [String: Int] = [:]
     /// Backoff jitter: a deterministic generator, so that a seed replays a whole history.
     var random: SplitMix
 
@@ -190,6 +202,8 @@ public struct ConductorState: Sendable {
         case let .recover(token, runs): recover(token, runs, &step)
         case let .adopt(token, adopted): adopt(token, adopted, &step)
         case let .stopRun(run, stop): if flights[run]?.isOver == false { drive(run, .stop(stop), &step) }
+        case let .pause(token, pause): self.pause(token, pause, &step)
+        case let .resume(token, action, by): resume(token, action: action, by: by, &step)
         }
         return finish(&step)
     }

@@ -2,7 +2,7 @@
 /// the first-in-first-out line of runs waiting for a worker slot, and the locks between actions
 /// (`LockBook`) that a ready run takes, all at once, before it counts as running.
 ///
-/// Invariants: a key has at most one holder and at most one follow-up; a run is `ready` only
+/// Invariants: a key has at most one holder and at most its action's queue depth of follow-ups; a run is `ready` only
 /// when it holds its key, its `queued` transition is durable, no replaced run of its key is
 /// still draining, and it is not gated (a debounced run in its window); at most `limit` runs are `running`, each holding every lock it claims.
 public struct FlightTable: Sendable {
@@ -10,14 +10,15 @@ public struct FlightTable: Sendable {
     public enum Decision: Sendable, Equatable {
         /// No run in flight: the new run holds the key.
         case created(Int64)
-        /// `queue`: the new run is the key's follow-up, to start when `after` ends.
+        /// `queue`: the new run joins the key's line of follow-ups, behind `after` (the holder, or the last in line).
         case followUp(Int64, after: Int64)
         /// `join`: the trigger shares the run in flight.
         case joined(Int64)
-        /// `queue` with a follow-up already waiting: the trigger shares the follow-up.
+        /// `queue`: the trigger shares a follow-up already waiting (the one of a line of one, or
+        /// the entry with the trigger's params).
         case coalesced(Int64)
-        /// `reject`: the key is busy with this run.
-        case rejected(Int64)
+        /// `reject`: the key is busy with this run; `queue` with its line full: `line` runs wait.
+        case rejected(Int64, line: Int? = nil)
         /// `replace`: the new run holds the key; the runs listed must be stopped.
         case replaced(Int64, stopping: [Int64])
         /// `cooldown`: the key succeeded with this run within the action's window; nothing runs.
@@ -33,6 +34,8 @@ public struct FlightTable: Sendable {
 
     struct Entry {
         var key: String
+        /// Its action's name: a paused action's runs wait (`hold`).
+        var action = ""
         var stage: Stage = .waiting
         var durable = false
         /// A debounced run whose window is open: it may not start yet (`gate`, `open`).
@@ -43,6 +46,8 @@ public struct FlightTable: Sendable {
     private var entries: [Int64: Entry] = [:]
     private var line = RunLine()
     private var runningCount = 0
+    /// The actions whose runs may not start now (paused): their runs wait until `release`.
+    public private(set) var held: Set<String> = []
     /// The locks runs hold and wait for.
     public private(set) var locks = LockBook()
     /// The most runs that may be loading or retrying at once.
@@ -54,12 +59,22 @@ public struct FlightTable: Sendable {
 
     /// Decides a trigger for `key` under `policy`; `candidate` is the id a new run would take,
     /// holding `locks` (of `action`) once it starts; a `gated` new run waits for `open` as well.
-    public mutating func trigger(key: String, policy: Policy, candidate: Int64, action: String = "",
+    public mutating func trigger(key: String, policy: Policy, candidate: Int64, depth: Int = 1, action: String = "",
                                  locks claims: [LockClaim] = [], gated: Bool = false) -> Decision {
         var slot = self.slot(of: key)
-        let decision = slot.trigger(policy: policy, candidate: candidate)
+        let decision = slot.trigger(policy: policy, candidate: candidate, depth: depth)
         apply(decision, key: key, slot: slot, action: action, locks: claims, gated: gated)
         return decision
+    }
+
+    /// Takes back a run a previous daemon left queued (`KeySlot.requeue`): false when its key's
+    /// line is already `depth` long, and the table does not know it.
+    public mutating func requeue(key: String, run: Int64, depth: Int, action: String = "", locks claims: [LockClaim] = [],
+                                 gated: Bool = false) -> Bool {
+        var slot = self.slot(of: key)
+        guard slot.requeue(run, depth: depth) else { return false }
+        apply(.created(run), key: key, slot: slot, action: action, locks: claims, gated: gated)
+        return true
     }
 
     /// The key's slot as it stands (empty when nothing holds it): what `KeyDecision` decides on.
@@ -72,7 +87,7 @@ public struct FlightTable: Sendable {
         switch decision {
         case let .created(run), let .followUp(run, _), let .replaced(run, _):
             slots[key] = slot
-            entries[run] = Entry(key: key, gated: gated)
+            entries[run] = Entry(key: key, action: action, gated: gated)
             locks.register(run, action: action, locks: claims)
         case .joined, .coalesced, .rejected, .cooled, .slotRan: break
         }
@@ -99,6 +114,22 @@ public struct FlightTable: Sendable {
         guard entries[run]?.gated == true else { return }
         entries[run]!.gated = false
         promote(entries[run]!.key)
+    }
+
+    /// Holds back every run of `action` not yet started (its action is paused): a ready one leaves
+    /// the line and the lock waiters, and none becomes ready until `release`.
+    public mutating func hold(action: String) {
+        held.insert(action)
+        for (run, entry) in entries where entry.action == action && entry.stage == .ready {
+            entries[run]!.stage = .waiting
+            locks.unwait(run)
+        }
+    }
+
+    /// Lets the runs of `action` start again (its pause is over), each once its key is free.
+    public mutating func release(action: String) {
+        guard held.remove(action) != nil else { return }
+        for key in Set(entries.values.filter { $0.action == action }.map(\.key)) { promote(key) }
     }
 
     /// Whether a run is held back by `gate`.
@@ -165,8 +196,11 @@ public struct FlightTable: Sendable {
     /// The run that triggers of `key` see as in flight.
     public func holder(of key: String) -> Int64? { slots[key]?.holder }
 
-    /// The follow-up waiting behind the holder of `key`.
+    /// The first follow-up waiting behind the holder of `key`.
     public func followUp(of key: String) -> Int64? { slots[key]?.followUp }
+
+    /// The follow-ups waiting behind the holder of `key`, in the order they start.
+    public func line(of key: String) -> [Int64] { slots[key]?.line ?? [] }
 
     /// How many runs are loading or retrying.
     public var running: Int { runningCount }
@@ -176,7 +210,7 @@ public struct FlightTable: Sendable {
 
     private mutating func promote(_ key: String) {
         guard let holder = slots[key]?.startable,
-              let entry = entries[holder], entry.durable, !entry.gated, entry.stage == .waiting else { return }
+              let entry = entries[holder], entry.durable, !entry.gated, entry.stage == .waiting, !held.contains(entry.action) else { return }
         entries[holder]!.stage = .ready
         line.append(holder)
     }

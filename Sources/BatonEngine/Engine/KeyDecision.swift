@@ -3,12 +3,13 @@
 /// `View` of the key (a host from its flights, the fleet from the rows it holds locked) and
 /// performs the decision its own way (store entries, or SQL); the order of the rules is here only:
 ///
+/// 0. a paused action runs nothing: the trigger is refused `paused` (a schedule slot is recorded as skipped);
 /// 1. a webhook delivery that already made or joined a run is refused (`delivered`);
 /// 2. a scheduled trigger whose slot has a run joins it in flight, or runs nothing once it ended;
 /// 3. a debounced trigger joins its key's pending run and pushes its window back;
 /// 4. inside the cooldown after the key's last success, nothing runs;
-/// 5. otherwise the key's policy decides (`KeySlot.trigger`): create, follow up, join,
-///    coalesce, reject or replace.
+/// 5. otherwise the key's policy decides (`KeySlot.trigger`): create, follow up (in a line of
+///    up to the action's `queueDepth`), join, coalesce, reject (or refuse a full line) or replace.
 ///
 /// A join of a run made from another definition of the action is refused (the fleet knows the
 /// definitions; one machine has one).
@@ -19,6 +20,9 @@ public enum KeyDecision: Sendable, Equatable {
     case shared(FlightTable.Decision)
     /// It joined its key's pending debounced run, whose window it pushed back to `window`.
     case debounced(run: Int64, window: DebounceWindow)
+    /// Its action is paused: nothing runs, and the trigger is refused with the pause, recorded as
+    /// `paused` (`skipped`: a schedule slot's, whose time passes).
+    case paused(ActionPause, skipped: Bool)
     /// It makes a run (created, follow-up, replacing): with its own window when it debounces.
     /// A replace's `stopping` runs are stopped by the caller's one stop function.
     case created(FlightTable.Decision, window: DebounceWindow?)
@@ -30,8 +34,12 @@ public enum KeyDecision: Sendable, Equatable {
         public var force: Bool
         public var delivery: Delivery?
         public var slot: Timestamp?
+        /// The trigger's params: a line longer than one is joined only by a trigger with a waiting entry's params.
+        public var params: [String: String]
 
-        public init(action: Action, policy: Policy, force: Bool = false, delivery: Delivery? = nil, slot: Timestamp? = nil) {
+        public init(action: Action, policy: Policy, force: Bool = false, delivery: Delivery? = nil, slot: Timestamp? = nil,
+                    params: [String: String] = [:]) {
+            self.params = params
             self.action = action
             self.policy = policy
             self.force = force
@@ -41,12 +49,13 @@ public enum KeyDecision: Sendable, Equatable {
 
         /// A trigger from a client, a schedule or a webhook.
         public init(_ trigger: Trigger) {
-            self.init(action: trigger.action, policy: trigger.policy, force: trigger.force, delivery: trigger.delivery, slot: trigger.slot)
+            self.init(action: trigger.action, policy: trigger.policy, force: trigger.force, delivery: trigger.delivery, slot: trigger.slot,
+                      params: trigger.params)
         }
 
         /// A hook's trigger: from nobody, under its action's own policy, never forced.
-        public init(hook action: Action) {
-            self.init(action: action, policy: action.policy)
+        public init(hook action: Action, params: [String: String] = [:]) {
+            self.init(action: action, policy: action.policy, params: params)
         }
     }
 
@@ -68,6 +77,10 @@ public enum KeyDecision: Sendable, Equatable {
         public var lastSuccess: LastSuccess?
         /// Where known (a fleet), the definition each run of the key was made from.
         public var definitions: [Int64: Definition]
+        /// The params of the runs waiting in the key's line (a line longer than one is joined by params).
+        public var lineParams: [Int64: [String: String]] = [:]
+        /// The action's pause, where it holds at `now`.
+        public var paused: ActionPause?
 
         public init(slot: KeySlot, now: Timestamp, delivered: Int64? = nil, slotRun: SlotRun? = nil, pending: Pending? = nil,
                     lastSuccess: LastSuccess? = nil, definitions: [Int64: Definition] = [:]) {
@@ -133,6 +146,7 @@ public enum KeyDecision: Sendable, Equatable {
     /// Decides `asked` against `view`; `slot` is the key's slot as the decision leaves it.
     /// `candidate` gives the id a new run takes, and is called only when the policy may make one.
     public static func decide(_ asked: Asked, _ view: View, slot: inout KeySlot, candidate: () -> Int64) -> KeyDecision {
+        if let pause = view.paused, pause.holds(at: view.now) { return .paused(pause, skipped: asked.slot != nil) }
         if let delivery = asked.delivery, let run = view.delivered {
             return .refused(.delivered(run: run, hook: delivery.hook, delivery: delivery.id))
         }
@@ -159,7 +173,10 @@ public enum KeyDecision: Sendable, Equatable {
             return .shared(.cooled(success.run))
         }
         var next = view.slot
-        let decision = next.trigger(policy: asked.policy, candidate: next.makesRun(policy: asked.policy) ? candidate() : 0)
+        let depth = asked.action.queueDepth
+        let same = { (run: Int64) in view.lineParams[run] == asked.params }
+        let makes = next.makesRun(policy: asked.policy, depth: depth, sameParams: same)
+        let decision = next.trigger(policy: asked.policy, candidate: makes ? candidate() : 0, depth: depth, sameParams: same)
         switch decision {
         case .joined, .coalesced, .rejected, .cooled, .slotRan:
             return share(decision, asked, view)
@@ -200,6 +217,7 @@ public enum KeyDecision: Sendable, Equatable {
     public var record: TriggerRecord.Decision? {
         switch self {
         case .refused, .created: nil
+        case let .paused(_, skipped): skipped ? .skipped : .paused
         case .debounced: .debounced
         case let .shared(decision):
             switch decision {

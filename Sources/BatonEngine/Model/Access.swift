@@ -6,6 +6,9 @@ public enum Permission: String, Codable, Sendable, CaseIterable {
     case cancel
     /// See an action's runs: status, history, show, stats, watch, wait.
     case read
+    /// Pause and resume an action (`baton pause`, `baton resume`): root and the daemon's own user,
+    /// and whom `allow: { pause: … }` names.
+    case pause
     /// Reload the config and prune the history: root and the daemon's own user only.
     case admin
 }
@@ -36,11 +39,13 @@ public struct AccessPolicy: Sendable, Equatable {
     public var trigger: AccessRule
     public var cancel: AccessRule
     public var read: AccessRule
+    public var pause: AccessRule
 
-    public init(trigger: AccessRule = .nobody, cancel: AccessRule = .nobody, read: AccessRule = .anyone) {
+    public init(trigger: AccessRule = .nobody, cancel: AccessRule = .nobody, read: AccessRule = .anyone, pause: AccessRule = .nobody) {
         self.trigger = trigger
         self.cancel = cancel
         self.read = read
+        self.pause = pause
     }
 
     /// Per-action rules: each one set replaces the global one.
@@ -48,11 +53,13 @@ public struct AccessPolicy: Sendable, Equatable {
         public var trigger: AccessRule?
         public var cancel: AccessRule?
         public var read: AccessRule?
+        public var pause: AccessRule?
 
-        public init(trigger: AccessRule? = nil, cancel: AccessRule? = nil, read: AccessRule? = nil) {
+        public init(trigger: AccessRule? = nil, cancel: AccessRule? = nil, read: AccessRule? = nil, pause: AccessRule? = nil) {
             self.trigger = trigger
             self.cancel = cancel
             self.read = read
+            self.pause = pause
         }
     }
 
@@ -62,6 +69,7 @@ public struct AccessPolicy: Sendable, Equatable {
         case .trigger: action?.allow?.trigger ?? trigger
         case .cancel: action?.allow?.cancel ?? cancel
         case .read: action?.allow?.read ?? read
+        case .pause: action?.allow?.pause ?? pause
         case .admin: .nobody
         }
     }

@@ -28,6 +28,7 @@ extension Action {
         // Only when set, so that the fingerprints of actions without it stay what they were.
         if tty { encoder.add("tty", ["true"]) }
         if !secretParams.isEmpty { encoder.add("secretParams", secretParams) }
+        if queueDepth != 1 { encoder.add("queueDepth", [String(queueDepth)]) }
         return encoder.hex
     }
 

@@ -49,6 +49,13 @@ public struct Action: Sendable, Equatable {
     /// The longest a pending run waits after the first trigger of its burst (`maxWait`); nil for
     /// ten windows (`debounceMaxWait`).
     public var maxWait: Duration?
+    /// How many follow-ups a key's line holds under `queue` (`queue: { depth: N }`): 1, the
+    /// default, keeps one that every later trigger joins; more wait first in first out, each with
+    /// its own params, and a trigger beyond them is refused `busy`.
+    public var queueDepth = 1
+    /// After this many failures in a row the action pauses itself (`pauseAfterFailures`), until
+    /// `baton resume`; nil for never.
+    public var pauseAfterFailures: Int?
     /// Whether a trigger may pass `force` to run inside the cooldown window (`force: true`).
     public var allowsForce = false
     /// The locks its runs take, all at once, before they start (`locks`), each with its limit

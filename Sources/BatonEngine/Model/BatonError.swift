@@ -1,7 +1,10 @@
 /// Why the conductor refused or could not serve a request. Each case maps to a stable wire code.
 public enum BatonError: Error, Sendable, Equatable {
-    /// The key has a run in flight and the policy is `reject`.
-    case busy(run: Int64, action: String, phase: Phase, since: Timestamp)
+    /// The key has a run in flight and the policy is `reject`; or the policy is `queue` and the
+    /// key's line of follow-ups is full: `line` runs wait in it.
+    case busy(run: Int64, action: String, phase: Phase, since: Timestamp, line: Int? = nil)
+    /// The action is paused: who paused it, why and until when.
+    case paused(ActionPause)
     /// The key has a run in flight on another host of the fleet whose definition of the action
     /// (its fingerprint) differs from this host's: sharing it would hand the caller another command's outcome.
     case definitionMismatch(run: Int64, action: String, host: String)
@@ -34,6 +37,7 @@ public enum BatonError: Error, Sendable, Equatable {
     public var code: ErrorCode {
         switch self {
         case .busy, .definitionMismatch, .delivered: .busy
+        case .paused: .paused
         case .unknownAction: .unknownAction
         case .unknownRun: .unknownRun
         case .badRequest, .badParam: .badRequest
@@ -47,11 +51,13 @@ public enum BatonError: Error, Sendable, Equatable {
     /// A sentence for people, as of `now` (how long a busy key's run has been in its phase).
     public func message(at now: Timestamp) -> String {
         switch self {
-        case let .busy(run, action, phase, since):
+        case let .busy(run, action, phase, since, line):
             "\(action) is busy: run \(run) has been \(phase.rawValue) for \(DurationText.format(now - since))"
+                + (line.map { ", and its line is full: \($0) \($0 == 1 ? "run waits" : "runs wait")" } ?? "")
         case let .definitionMismatch(run, action, host):
             "\(action) is busy: run \(run) on host \(host) runs another definition of \(Action.quoted(action)) than this host's "
                 + "(their configs differ), so it is not shared; make the hosts' definitions agree (batond --check-config names the ones that differ)"
+        case let .paused(pause): pause.message(at: now)
         case let .delivered(run, hook, delivery): "delivery \(delivery) of hook \(hook) was seen before: it made run \(run)"
         case let .unknownAction(name): "unknown action \(Action.quoted(name))"
         case let .unknownRun(id): "no run \(id)"

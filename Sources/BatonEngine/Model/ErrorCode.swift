@@ -1,6 +1,8 @@
 /// The stable codes of errors on the wire (docs/protocol.md); clients branch on these, never on messages.
 public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case busy
+    /// The action is paused (`baton pause`): nothing runs until it is resumed or the pause ends.
+    case paused
     case unknownAction = "unknown_action"
     case unknownRun = "unknown_run"
     case badRequest = "bad_request"

@@ -50,6 +50,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// When a key's cooldown after this success closes, by the wall clock now (measured on the
     /// boot's clock, so a stepped wall clock does not move it). Status only; not stored.
     public var coolsUntil: Timestamp?
+    /// A follow-up's place in its key's line (`queue`): 1 starts next, when the run holding the
+    /// key ends. Live runs only; not stored.
+    public var line: Int?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

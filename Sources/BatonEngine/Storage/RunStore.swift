@@ -35,6 +35,10 @@ public enum JournalEntry: Sendable, Equatable {
     case delivery(Delivery, runID: Int64, at: Timestamp)
     /// A run's end fires hooks the store decides (a fleet): in the item of that end, after it.
     case hooks(HookFiring)
+    /// An action is paused (`baton pause`, or `pauseAfterFailures`): kept until resumed, and an event in the history.
+    case pause(ActionPause)
+    /// An action's pause is over: resumed by `by` (a user, or `pause ended` when its time ran out).
+    case resume(action: String, by: String, at: Timestamp)
 }
 
 extension JournalEntry {
@@ -90,6 +94,10 @@ extension TriggerRecord {
         case debounced
         /// The peer lacked the permission; the request did nothing.
         case denied(Permission)
+        /// The action was paused: nothing ran, and the trigger was refused.
+        case paused
+        /// A scheduled slot while the action was paused: skipped, nothing ran.
+        case skipped
 
         /// The stored text: `joined`, `coalesced`, `rejected`, `denied trigger`, …
         public var description: String {
@@ -101,6 +109,8 @@ extension TriggerRecord {
             case .slotRan: "scheduled slot already ran"
             case .debounced: "debounced"
             case let .denied(permission): "denied \(permission.rawValue)"
+            case .paused: "paused"
+            case .skipped: "skipped (paused)"
             }
         }
 
@@ -115,6 +125,8 @@ extension TriggerRecord {
             case "cooled": self = .cooled
             case "scheduled slot already ran": self = .slotRan
             case "debounced": self = .debounced
+            case "paused": self = .paused
+            case "skipped (paused)": self = .skipped
             default:
                 guard text.hasPrefix("denied "), let permission = Permission(rawValue: String(text.dropFirst(7))) else { return nil }
                 self = .denied(permission)
@@ -142,10 +154,13 @@ public struct RecoverableState: Sendable, Equatable {
     public var nextRunID: Int64
     /// Runs not in a terminal phase, oldest first, with the seq of their last transition.
     public var unfinished: [UnfinishedRun]
+    /// The actions paused when it stopped (their pauses may have ended since: the conductor checks).
+    public var pauses: [ActionPause]
 
-    public init(nextRunID: Int64, unfinished: [UnfinishedRun]) {
+    public init(nextRunID: Int64, unfinished: [UnfinishedRun], pauses: [ActionPause] = []) {
         self.nextRunID = nextRunID
         self.unfinished = unfinished
+        self.pauses = pauses
     }
 }
 

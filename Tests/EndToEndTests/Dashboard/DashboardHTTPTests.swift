@@ -133,7 +133,7 @@ struct DashboardHTTPTests {
         let busy = try post("/api/trigger", #"{"action":"slow"}"#)
         #expect(busy.status == 409 && busy.body.contains(#""code":"busy""#))
         let status = try get("/api/status")
-        #expect(status.body.contains(#""allowed":["read","trigger","cancel"]"#))
+        #expect(status.body.contains(#""allowed":["read","trigger","cancel","pause"]"#))
         #expect(status.body.contains(#""seq":2"#), "the loading run carries its seq")
         let cancelled = try post("/api/cancel", #"{"run":1}"#)
         #expect(cancelled.status == 200 && cancelled.body.contains(#""runs""#))

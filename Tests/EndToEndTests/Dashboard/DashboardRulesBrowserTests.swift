@@ -81,6 +81,25 @@ struct DashboardRulesBrowserTests {
               label: "Queue after run 12"),
         Press(name: "queue, with a follow-up", kind: "queue", info: "{ name: 'a', \(may) }", policy: "queue",
               key: "{ now, running: { id: 12, phase: 'loading' }, followUp: { id: 13, phase: 'queued' } }", label: "Join follow-up run 13"),
+        Press(name: "a line of three with one waiting, new params: queues second", kind: "queue",
+              info: "{ name: 'a', queueDepth: 3, params: { ref: { default: 'main' } }, \(may) }", policy: "queue",
+              key: "{ now, running: { id: 12, phase: 'loading' }, line: [{ id: 13, phase: 'queued', params: { ref: 'b' } }], params: { ref: 'c' } }",
+              label: "Queue 2nd in line", title: "1 of 3 waiting"),
+        Press(name: "a line, a waiting entry's params (defaults filled in): joins it", kind: "queue",
+              info: "{ name: 'a', queueDepth: 3, params: { ref: { default: 'main' } }, \(may) }", policy: "queue",
+              key: "{ now, running: { id: 12, phase: 'loading' }, line: [{ id: 13, phase: 'queued', params: { ref: 'b' } }, { id: 14, phase: 'queued', params: { ref: 'main' } }], params: {} }",
+              label: "Join run 14 in line"),
+        Press(name: "a full line, new params: refused as batond would", kind: "busy",
+              info: "{ name: 'a', queueDepth: 2, \(may) }", policy: "queue",
+              key: "{ now, running: { id: 12, phase: 'loading' }, line: [{ id: 13, phase: 'queued', params: { ref: 'b' } }, { id: 14, phase: 'queued', params: { ref: 'c' } }], params: { ref: 'd' } }",
+              label: "Line full (2 waiting)", disabled: true, title: "the line of 2 is full: a press would be refused busy"),
+        Press(name: "paused: disabled with the pause, before the cooldown and the policy", kind: "paused",
+              info: "{ name: 'a', cooldown: 600e6, paused: { action: 'a', by: 'alice', reason: 'migrating db', at: now - 60e6, until: now + 7080e6 }, \(may) }",
+              policy: "join", key: "{ now, \(cooled), running: { id: 12, phase: 'loading' } }", label: "Paused", disabled: true,
+              title: "Paused by alice for 1h58m more: migrating db"),
+        Press(name: "a pause past its end: presses as usual", kind: "join",
+              info: "{ name: 'a', paused: { action: 'a', by: 'alice', reason: 'r', at: now - 60e6, until: now }, \(may) }", policy: "join",
+              key: "{ now, running: { id: 12, phase: 'loading' } }", label: "Join run 12"),
         Press(name: "reject, loading", kind: "busy", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'loading' } }",
               label: "Loading… (run 12)", disabled: true),
         Press(name: "reject, queued", kind: "busy", info: "{ name: 'a', \(may) }", policy: "reject", key: "{ now, running: { id: 12, phase: 'queued' } }",
@@ -112,17 +131,46 @@ struct DashboardRulesBrowserTests {
                 return [cooldownText(info, { id: 7, endedAt: now - 120e6 }, now), cooldownText(info, { id: 7, endedAt: now - 600e6 }, now),
                         cooldownText({ name: "a" }, { id: 7, endedAt: now }, now), cooldownText(info, null, now),
                         rulesText({ hooks: { failure: "page", change: "notify" }, cooldown: 3600e6, locks: [{ name: "db", limit: 1 }, { name: "io", limit: 2 }] }),
-                        rulesText({ name: "plain" })];
+                        rulesText({ name: "plain" }), rulesText({ name: "lined", queueDepth: 5 }),
+                        ordinal(1), ordinal(2), ordinal(3), ordinal(11), ordinal(22)];
                 """) as? [Any] ?? []
-            #expect(words.count == 6)
+            #expect(words.count == 12)
+            #expect(words.suffix(6).compactMap { $0 as? String } == ["a line of 5", "1st", "2nd", "3rd", "11th", "22nd"])
             #expect(words.first as? String == "cooldown: last success 2m00s ago (run 7), 8m00s left")
             #expect(words.dropFirst().prefix(3).allSatisfy { $0 is NSNull }, "no line once the window is over, without a cooldown or a success")
             #expect(words.dropFirst(4).first as? String == "on failure: page · on change: notify · cooldown 1h · lock db · lock io (2 at once)")
-            #expect(words.last as? String == "")
+            #expect(words.dropFirst(5).first as? String == "")
+            // A follow-up's place moves up as the runs before it in its key's line start or end.
+            let places = try browser.script("""
+                const run = (id, phase, line) => ({ id, action: "zz", key: "zz", phase, line });
+                const mine = [run(9001, "loading"), run(9002, "queued", 1), run(9004, "queued", 2), run(9005, "queued")];
+                for (const r of mine) state.runs.set(r.id, r);
+                const before = [linePlace(mine[2]), linePlace(mine[1]), linePlace(mine[0]), linePlace(mine[3])];
+                state.runs.get(9002).phase = "loading";
+                const after = linePlace(mine[2]);
+                for (const r of mine) state.runs.delete(r.id);
+                return JSON.stringify([...before, after]);
+                """) as? String
+            #expect(places == "[2,1,null,null,1]", "\(String(describing: places))")
             #expect(try browser.text(".card[data-action=\"backup\"] .rules") == "on failure: page · on change: page · lock db")
             #expect(try browser.text(".card[data-action=\"fresh\"] .rules") == "cooldown 10m")
             #expect(try browser.script("return \(Self.card("page")).querySelector('.rules') === null;") as? Bool == true,
                     "an action without rules has no rules line")
+        }
+    }
+
+    @Test("a paused action: its card has a banner with who, why and how long, and its button is disabled with the pause")
+    func pausedCard() async throws {
+        try await Self.withPage { daemon, dashboard, browser in
+            #expect(try daemon.baton("pause", "page", "--reason", "migrating db", "--for", "2h").code == 0)
+            // A pause is not an event of the stream: the page learns it from its next snapshot (a reload here).
+            _ = try browser.script("location.reload(); return true;")
+            #expect(try browser.wait(until: "\(Self.card("page")) && !\(Self.card("page")).querySelector('.paused-banner').hidden"))
+            let banner = try browser.text(".card[data-action=\"page\"] .paused-banner")
+            #expect(banner.hasPrefix("Paused by ") && banner.hasSuffix(" more: migrating db"), "\(banner)")
+            #expect(try browser.script("return \(Self.button("page")).disabled && \(Self.button("page")).textContent === 'Paused';") as? Bool == true)
+            #expect(try browser.script("return \(Self.card("fresh")).querySelector('.paused-banner').hidden;") as? Bool == true)
+            try browser.screenshot(to: DashboardBrowserTests.screenshots + "/dashboard-paused.png")
         }
     }
 

@@ -1,0 +1,99 @@
+extension ConductorState {
+    // MARK: Pause
+
+    /// The action's pause, where it holds at `now`.
+    public func pause(of action: String, at now: Timestamp) -> ActionPause? {
+        pauses[action].flatMap { $0.holds(at: now) ? $0 : nil }
+    }
+
+    /// Seeds the pauses the history kept (at start, before recovery): the runs it queues again
+    /// wait while theirs holds. One that ended meanwhile holds nothing.
+    public mutating func remember(pauses list: [ActionPause]) {
+        for pause in list {
+            pauses[pause.action] = pause
+            table.hold(action: pause.action)
+        }
+    }
+
+    /// Holds the runs of a paused action that have not started (`FlightTable.hold`); with an end,
+    /// each gets a timer that lets it go then (`pauseMayHaveEnded`).
+    mutating func hold(_ pause: ActionPause, _ step: inout Step) {
+        table.hold(action: pause.action)
+        guard let until = pause.until else { return }
+        for flight in flights.values where flight.action.name == pause.action && flight.machine.phase == .queued {
+            step.effects.append(.schedule(run: flight.run.id, .pauseEnd, after: max(until - step.now, .zero)))
+        }
+    }
+
+    /// A run's `.pauseEnd` timer went off: its action's runs go if no pause holds now, else the
+    /// timer waits again for the end of the pause that does (none: until a resume).
+    mutating func pauseTimerFired(_ id: Int64, _ action: String, _ step: inout Step) {
+        if let pause = pause(of: action, at: step.now) {
+            if let until = pause.until { step.effects.append(.schedule(run: id, .pauseEnd, after: max(until - step.now, .zero))) }
+            return
+        }
+        pauseMayHaveEnded(action, &step)
+    }
+
+    /// A new run of `action` is made: a timed pause that ran out with no run waiting (so no timer
+    /// to notice) holds it no longer.
+    mutating func releaseIfOver(_ action: String, at now: Timestamp) {
+        if table.held.contains(action), pause(of: action, at: now) == nil { table.release(action: action) }
+    }
+
+    /// A pause's time ran out, or the action resumed: its runs go once no pause holds.
+    mutating func pauseMayHaveEnded(_ action: String, _ step: inout Step) {
+        guard pause(of: action, at: step.now) == nil, table.held.contains(action) else { return }
+        table.release(action: action)
+        admit(&step)
+    }
+
+    /// Pauses an action (or moves its pause's end or reason): durable before it is answered.
+    mutating func pause(_ token: Token, _ pause: ActionPause, _ step: inout Step) {
+        pauses[pause.action] = pause
+        failureStreaks[pause.action] = nil
+        step.entries.append(.pause(pause))
+        step.answer(token, .paused(pause))
+        if pause.holds(at: step.now) { hold(pause, &step) } else { pauseMayHaveEnded(pause.action, &step) }
+    }
+
+    /// Ends an action's pause: answered with the pause it ended, nil when it was not paused.
+    mutating func resume(_ token: Token, action: String, by: String, _ step: inout Step) {
+        guard let pause = pauses.removeValue(forKey: action), pause.holds(at: step.now) else {
+            pauseMayHaveEnded(action, &step)
+            return step.answer(token, .paused(nil))
+        }
+        failureStreaks[action] = nil
+        step.entries.append(.resume(action: action, by: by, at: step.now))
+        step.answer(token, .paused(pause))
+        pauseMayHaveEnded(action, &step)
+    }
+
+    /// A run's end decided: a failure counts towards its action's `pauseAfterFailures`, a success
+    /// starts the count again; the Nth failure in a row pauses the action, in the end's item.
+    mutating func countFailures(_ run: RunSnapshot, _ action: Action, _ step: inout Step) {
+        guard let most = action.pauseAfterFailures else { return }
+        switch run.phase {
+        case .success: failureStreaks[action.name] = nil
+        case .failure:
+            let streak = failureStreaks[action.name, default: 0] + 1
+            failureStreaks[action.name] = streak
+            guard streak >= most, pause(of: action.name, at: step.now) == nil else { return }
+            let last = run.error.map { ": \($0)" } ?? ""
+            let pause = ActionPause(action: action.name, by: ActionPause.afterFailures,
+                                    reason: "\(streak) failures in a row (the last, run \(run.id)\(last))", at: step.now)
+            pauses[action.name] = pause
+            failureStreaks[action.name] = nil
+            step.entries.append(.pause(pause))
+            hold(pause, &step)
+        default: break
+        }
+    }
+
+    /// A trigger of a paused action: recorded against no run (`paused`, or `skipped` for a
+    /// schedule slot), then refused with the pause once that record is durable.
+    mutating func refusePaused(_ pause: ActionPause, _ record: TriggerRecord.Decision, _ token: Token, _ trigger: Trigger, _ step: inout Step) {
+        step.entries.append(.trigger(self.record(trigger, run: nil, record, at: step.now)))
+        step.answer(token, .failed(.paused(pause)))
+    }
+}

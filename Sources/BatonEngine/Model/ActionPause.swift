@@ -1,0 +1,31 @@
+/// An action that refuses its triggers (`baton pause ACTION --reason …`, or `pauseAfterFailures`):
+/// who paused it, why, since when and until when (nil: until `baton resume`). Durable: the history
+/// keeps it, and a restart finds it (`RecoverableState.pauses`).
+public struct ActionPause: Codable, Sendable, Equatable {
+    public var action: String
+    /// Who paused it: a user's name (`alice`, or `uid 1000` without one), or `pauseAfterFailures`.
+    public var by: String
+    public var reason: String
+    public var at: Timestamp
+    public var until: Timestamp?
+
+    public init(action: String, by: String, reason: String, at: Timestamp, until: Timestamp? = nil) {
+        self.action = action
+        self.by = by
+        self.reason = reason
+        self.at = at
+        self.until = until
+    }
+
+    /// Who pauses an action by itself after failures in a row.
+    public static let afterFailures = "pauseAfterFailures"
+
+    /// Whether the pause still holds at `now`: always without an end, else until it.
+    public func holds(at now: Timestamp) -> Bool { until.map { now < $0 } ?? true }
+
+    /// A sentence for people: `deploy is paused by alice for 1h59m more: migrating db`.
+    public func message(at now: Timestamp) -> String {
+        let until = self.until.map { "for \(DurationText.format($0 - now)) more" } ?? "until resumed"
+        return "\(action) is paused by \(by) \(until): \(reason)"
+    }
+}

@@ -1,0 +1,74 @@
+import BatonCore
+import BatonIPC
+import BatonStore
+import Foundation
+import Testing
+
+/// Pause over the socket with the real binaries: `baton pause` with a reason, a trigger refused
+/// (exit 75) naming who, why and until when, recorded; `status` and `/metrics` say so; a restart
+/// keeps the pause; `baton resume` lets the next trigger run; `pauseAfterFailures` pauses by itself.
+@Suite("End to end: pause", .serialized)
+struct PauseEndToEndTests {
+    static let config = """
+        {
+          requireUser: false,
+          actions: {
+            deploy: { exec: ["true"] },
+            flaky: { exec: ["false"], pauseAfterFailures: 2 },
+          },
+        }
+        """
+
+    @Test("pause, a refused trigger, status and metrics, a restart that keeps it, resume")
+    func pauseAndResume() throws {
+        let first = try Daemon(config: Self.config)
+        let paused = try first.baton("pause", "deploy", "--reason", "migrating db", "--for", "2h")
+        #expect(paused.code == 0 && paused.stdout.hasPrefix("paused: deploy is paused by "), "\(paused.stdout)\(paused.stderr)")
+        let refused = try first.baton("run", "deploy")
+        #expect(refused.code == 75, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stderr.contains("deploy is paused by ") && refused.stderr.contains("more: migrating db"), "\(refused.stderr)")
+        let answer = try PolicyTests.trigger(first, "deploy")
+        #expect(answer.error?.code == .paused)
+        let status = try first.baton("status", "deploy")
+        #expect(status.stdout.contains("paused by ") && status.stdout.contains("migrating db"), "\(status.stdout)")
+        let json = try first.baton("status", "--json").stdout
+        let infos = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]] ?? []
+        let pause = infos.first { $0["name"] as? String == "deploy" }?["paused"] as? [String: Any]
+        #expect(pause?["reason"] as? String == "migrating db" && pause?["until"] is NSNumber, "\(json)")
+        let metrics = try first.baton("metrics").stdout
+        #expect(metrics.contains("baton_action_paused{action=\"deploy\"} 1") && metrics.contains("baton_action_paused{action=\"flaky\"} 0"),
+                "\(metrics)")
+        let denied = try first.baton("history", "deploy", "--format", "json").stdout
+        #expect(denied == "[]\n" || denied.contains("[]"), "a refused trigger made no run: \(denied)")
+        first.stop()
+        let second = try Daemon(config: Self.config, reusing: first, name: "restarted")
+        #expect(try second.baton("run", "deploy").code == 75, "the pause survives a restart")
+        let resumed = try second.baton("resume", "deploy")
+        #expect(resumed.code == 0 && resumed.stdout.hasPrefix("resumed deploy (paused by "), "\(resumed.stdout)\(resumed.stderr)")
+        #expect(try second.baton("run", "deploy").code == 0)
+        #expect(try second.baton("resume", "deploy").stdout == "deploy was not paused\n")
+        // Both refusals were recorded, against no run, as paused.
+        let connection = try Connection(path: second.database, readOnly: true)
+        #expect(try connection.scalar("SELECT count(*) FROM triggers WHERE action = 'deploy' AND decision = 'paused' AND run_id IS NULL")?.int64 == 3)
+        #expect(try connection.scalar("SELECT group_concat(event) FROM (SELECT event FROM pause_events ORDER BY id)")?.string == "paused,resumed")
+    }
+
+    @Test("pauseAfterFailures: the second failure in a row pauses the action by itself; the next trigger is refused")
+    func afterFailures() throws {
+        let daemon = try Daemon(config: Self.config)
+        #expect(try daemon.baton("run", "flaky").code == 1)
+        #expect(try daemon.baton("run", "flaky").code == 1)
+        let refused = try daemon.baton("run", "flaky")
+        #expect(refused.code == 75 && refused.stderr.contains("flaky is paused by pauseAfterFailures until resumed: 2 failures in a row"),
+                "\(refused.stderr)")
+    }
+
+    @Test("pause needs a reason, and the pause right: a user without it is refused")
+    func refusals() throws {
+        let daemon = try Daemon(config: Self.config)
+        let noReason = try daemon.baton("pause", "deploy")
+        #expect(noReason.code == 2 && noReason.stderr.contains("--reason"), "\(noReason.stderr)")
+        let unknown = try daemon.baton("pause", "nope", "--reason", "x")
+        #expect(unknown.code == 2, "\(unknown.stderr)")
+    }
+}
