@@ -38,7 +38,8 @@ public struct OutputTail: Sendable {
 public struct LastLine: Sendable {
     private var current: [UInt8] = []
     private var last: [UInt8] = []
-    private let maxLength = 300
+    /// The most bytes of a line kept: a longer one is cut there.
+    public static let maxLength = 300
 
     public init() {}
 
@@ -47,7 +48,7 @@ public struct LastLine: Sendable {
             if byte == UInt8(ascii: "\n") {
                 if current.contains(where: { $0 != 32 && $0 != 9 && $0 != 13 }) { last = current }
                 current.removeAll(keepingCapacity: true)
-            } else if current.count < maxLength {
+            } else if current.count < Self.maxLength {
                 current.append(byte)
             }
         }

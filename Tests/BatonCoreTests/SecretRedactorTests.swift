@@ -36,8 +36,13 @@ import Testing
         (["hunter2"], "hunthunter2", "hunt***"),
         (["hunter2"], "hhunter2", "h***"),
         (["aab"], "aaab", "a***"),
-        (["abab"], "abababab", "******"),
-        (["abab"], "ababab", "***ab"),
+        // Occurrences that overlap are masked as one: no piece of either shows.
+        (["abab"], "abababab", "***"),
+        (["abab"], "ababab", "***"),
+        (["xyzxyz"], "xyzxyzxyz.", "***."),
+        (["abcd", "cdef"], "abcdef", "***"),
+        (["abcd", "cdef"], "-abcdefx abcdcdef", "-***x ******"),
+        (["abcdef", "cd"], "abcdcdef", "ab******ef"),
         // The longest value at a place wins; a shorter one inside another is masked too.
         (["abc", "abcdef"], "xabcdefy abcx", "x***y ***x"),
         (["abc", "abcdef"], "abcde", "***de"),
@@ -108,5 +113,22 @@ import Testing
         } catch {
             #expect(!error.message.contains("NOT-1234") && error.message.contains("the secret value"), "\(error.message)")
         }
+    }
+
+    @Test("a secret value of 1 to 3 bytes is refused (bad_params), not quoted; an empty one and one of 4 bytes are taken")
+    func shortSecret() throws {
+        let action = Action(name: "deploy", exec: ["true"], params: ["token": ParamSpec(secret: true)])
+        for value in ["1", "ab", "xyz"] {
+            #expect {
+                _ = try action.resolveParams(["token": value])
+            } throws: { error in
+                guard let error = error as? BatonError, case .badParam(name: "token", _) = error else { return false }
+                return error.message.contains("at least 4 bytes") && !error.message.contains(": \(value)")
+            }
+        }
+        #expect(try action.resolveParams(["token": "abcd"]) == ["token": "abcd"])
+        #expect(try action.resolveParams(["token": ""]) == ["token": ""])
+        let plain = Action(name: "plain", exec: ["true"], params: ["n": ParamSpec()])
+        #expect(try plain.resolveParams(["n": "1"]) == ["n": "1"])
     }
 }

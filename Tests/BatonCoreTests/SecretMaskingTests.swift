@@ -1,0 +1,50 @@
+@testable import BatonCore
+@testable import BatonEngine
+@testable import BatonProcess
+import Testing
+
+/// What the conductor masks that was cut before it saw it: a progress message (cut at 200
+/// characters) and an error's last line (cut at 300 bytes), where a value straddling the cut
+/// must not keep its visible start.
+@Suite struct SecretMaskingTests {
+    static let value = "0123456789"
+    static let redactor = SecretRedactor(values: [value])
+
+    @Test("a progress line cut at 200 characters in the middle of a value: its start is masked too")
+    func progressCut() throws {
+        for head in ["", "3/10 ", "42% "] {
+            let line = head + String(repeating: "p", count: 200 - 4) + Self.value + " more"
+            let progress = try #require(Progress(line: line))
+            let message = try #require(Conductor.masked(progress, Self.redactor).message)
+            #expect(!message.contains("0123"), "\(message)")
+            #expect(message.hasSuffix("***"), "\(message)")
+        }
+        // A message that was not cut keeps a value's start that is not the value.
+        let short = try #require(Progress(line: "50% waiting for 0123"))
+        #expect(Conductor.masked(short, Self.redactor).message == "waiting for 0123")
+    }
+
+    /// The error line as `LastLine` keeps it: the first 300 bytes of the line.
+    static func lastLine(_ text: String) -> String? {
+        var line = LastLine()
+        Array(text.utf8).withUnsafeBytes { line.append($0) }
+        return line.line
+    }
+
+    @Test("out of memory: the error's line is masked where it was cut, then the error says out of memory")
+    func outOfMemoryCut() throws {
+        let raw = String(repeating: "e", count: 300 - 4) + Self.value + " tail"
+        var result = AttemptResult.killed(signal: 9, lastErrorLine: Self.lastLine(raw))
+        result.oomKills = 1
+        let told = Conductor.masked(AttemptOutcome(result: result), Self.redactor)
+        let error = try #require(told.result.error)
+        #expect(error.hasPrefix("out of memory: the kernel killed 1 process at the action's memory limit (killed by signal 9: eee"), "\(error)")
+        #expect(error.hasSuffix("e***)"), "\(error)")
+        #expect(!error.contains("0123"), "\(error)")
+        // Without secrets it is said all the same; a success is not.
+        #expect(Conductor.masked(AttemptOutcome(result: result), nil).result.error?.hasPrefix("out of memory") == true)
+        var succeeded = AttemptResult.exited(status: 0)
+        succeeded.oomKills = 2
+        #expect(Conductor.masked(AttemptOutcome(result: succeeded), nil).result.error == nil)
+    }
+}
