@@ -1,5 +1,6 @@
 import BatonEngine
 import BatonRuntime
+import CBatonSystem
 import FoundationEssentials
 import Glibc
 
@@ -58,7 +59,7 @@ extension ExecRunner {
     private static func createShared(in directory: String, prefix: String) -> Result<(fd: Int32, path: String), Errno> {
         var template = Array("\(directory)/\(prefix)XXXXXX".utf8CString)
         // Close-on-exec from its creation: a child spawned meanwhile on another thread must not get it.
-        let fd = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
+        let fd = template.withUnsafeMutableBufferPointer { baton_mkstemp_cloexec($0.baseAddress!) }
         guard fd >= 0 else { return .failure(Errno(errno)) }
         return .success((fd, template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }))
     }

@@ -186,7 +186,7 @@ enum Daemon {
     /// secret params): where it cannot, the reload is refused and the old config kept.
     static func reload(path: String, into service: Service, current: ConfigBox, socket: String, limits: LimitSupport,
                        prepare: ([Action]) throws -> Void = { _ in }) -> ReloadOutcome {
-        do {
+        do throws(ConfigError) {
             let config = try Config.load(path: path)
             try config.checkLimits(limits, file: path)
             do { try prepare(config.actions) } catch { throw ConfigError(file: path, problems: [.init(path: "", message: "\(error)")]) }

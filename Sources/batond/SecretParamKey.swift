@@ -1,5 +1,6 @@
 import BatonCore
 import BatonHooks
+import CBatonSystem
 import Glibc
 
 /// The key secret params' values are hashed under for their runs' keys: 32 random bytes that
@@ -53,7 +54,7 @@ final class SecretParamKey: Sendable {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<length).map { _ in UInt8.random(in: 0...UInt8.max, using: &generator) }
         var template = Array((path + ".XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
+        let fd = template.withUnsafeMutableBufferPointer { baton_mkstemp_cloexec($0.baseAddress!) }
         guard fd >= 0 else { throw failure("cannot create a file beside", path) }
         let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         let written = write(fd, bytes, length)
