@@ -48,3 +48,29 @@ import Testing
         #expect(Conductor.masked(AttemptOutcome(result: succeeded), nil).result.error == nil)
     }
 }
+
+/// Item 5 of the review: each chunk of a run with secrets changes its redaction in place, under
+/// the conductor's lock: its tail is appended to, not copied (a copy is a new buffer each time).
+@Suite struct RedactionInPlaceTests {
+    @Test("200 chunks: the kept tail's buffer moves only when it grows, not at each chunk; the output is masked")
+    func inPlace() throws {
+        let source = Conductor.OutputSource(run: 7, attempt: 1, action: "deploy", key: "deploy", keep: 1_000_000)
+        let redactor = try #require(SecretRedactor(values: ["0123456789"]))
+        var redactions: [Int64: Conductor.Redaction] = [7: Conductor.Redaction(source: source, streams: [.stdout: redactor])]
+        redactions[7]?.tail.reserveCapacity(64 * 1_024)
+        var moves = 0
+        var last = redactions[7]?.tail.withUnsafeBufferPointer { $0.baseAddress }
+        var out: [UInt8] = []
+        for _ in 0..<200 {
+            out += try #require(Conductor.Redaction.redact(&redactions, 7, .stdout, Array("x 0123456789 y\n".utf8)))
+            let now = redactions[7]?.tail.withUnsafeBufferPointer { $0.baseAddress }
+            if now != last { moves += 1 }
+            last = now
+        }
+        #expect(moves <= 1, "the tail's buffer moved \(moves) times in 200 chunks")
+        #expect(out == Array(String(repeating: "x *** y\n", count: 200).utf8))
+        #expect(redactions[7]?.tail == out)
+        #expect(Conductor.Redaction.redact(&redactions, 8, .stdout, [1]) == nil)
+        #expect(Conductor.Redaction.redact(&redactions, 7, .stderr, [1]) == nil)
+    }
+}

@@ -24,6 +24,15 @@ extension Conductor {
             tail += bytes
             if tail.count > 2 * Self.tailLimit { tail.removeFirst(tail.count - Self.tailLimit) }
         }
+
+        /// `bytes` of `run`'s `stream` masked by its redaction in `redactions`, changed in place
+        /// (no copy of its tail, up to 128 KiB, under the conductor's lock); nil when it has none.
+        static func redact(_ redactions: inout [Int64: Redaction], _ run: Int64, _ stream: StandardStream,
+                           _ bytes: [UInt8]) -> [UInt8]? {
+            guard let out = redactions[run]?.streams[stream]?.redact(bytes) else { return nil }
+            redactions[run]?.keep(out)
+            return out
+        }
     }
 
     /// The job an attempt runs: the launch's params with the secrets' values in place of `***`.
@@ -44,14 +53,8 @@ extension Conductor {
     }
 
     /// Bytes a run wrote, masked (on the loop); some may be held back until the next chunk.
-    /// The redaction is changed in place: no copy of its tail (up to 128 KiB) under the lock.
     func redacted(_ run: Int64, _ stream: StandardStream, _ bytes: [UInt8]) -> [UInt8] {
-        core.access { core in
-            guard core.redactions[run]?.streams[stream] != nil else { return bytes }
-            let out = core.redactions[run]?.streams[stream]?.redact(bytes) ?? bytes
-            core.redactions[run]?.keep(out)
-            return out
-        }
+        core.access { Redaction.redact(&$0.redactions, run, stream, bytes) } ?? bytes
     }
 
     /// The attempt ended: what was held back is output after all (no value can end it now), and
