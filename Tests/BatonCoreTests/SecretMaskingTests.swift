@@ -47,6 +47,17 @@ import Testing
         succeeded.oomKills = 2
         #expect(Conductor.masked(AttemptOutcome(result: succeeded), nil).result.error == nil)
     }
+
+    @Test("an error line cut at 300 bytes inside a character of a value: the value's start is masked, not left before a U+FFFD")
+    func cutInsideCharacter() throws {
+        let redactor = try #require(SecretRedactor(values: ["é-clé secrète"]))
+        // 294 + "é-cl" (5 bytes) is 299: the 300th byte is the first of the second "é".
+        let raw = String(repeating: "e", count: 294) + "é-clé secrète"
+        let result = AttemptResult.exited(status: 1, lastErrorLine: Self.lastLine(raw))
+        let error = try #require(Conductor.masked(AttemptOutcome(result: result), redactor).result.error)
+        #expect(!error.contains("é-cl") && !error.contains("\u{FFFD}"), "\(error)")
+        #expect(error.hasSuffix("e***"), "\(error)")
+    }
 }
 
 /// Item 5 of the review: each chunk of a run with secrets changes its redaction in place, under
