@@ -1,5 +1,6 @@
 import BatonEngine
 import BatonRuntime
+import CBatonSystem
 import FoundationEssentials
 import Glibc
 
@@ -53,13 +54,13 @@ extension ExecRunner {
 
     /// The fallback where batond's own directory cannot be had (another user made its name
     /// first): in the shared temporary directory, where nothing removes it after a crash.
-    /// A name no other user can guess and take first (mkstemp: random, O_EXCL, mode 0600): a
+    /// A name no other user can guess and take first (mkostemp: random, O_EXCL, mode 0600): a
     /// predictable one in a shared /tmp let any local user stop a failure hook from starting.
     private static func createShared(in directory: String, prefix: String) -> Result<(fd: Int32, path: String), Errno> {
         var template = Array("\(directory)/\(prefix)XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        // Close-on-exec from its creation: a child spawned meanwhile on another thread must not get it.
+        let fd = template.withUnsafeMutableBufferPointer { baton_mkstemp_cloexec($0.baseAddress!) }
         guard fd >= 0 else { return .failure(Errno(errno)) }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         return .success((fd, template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }))
     }
 }

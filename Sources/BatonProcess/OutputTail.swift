@@ -38,7 +38,8 @@ public struct OutputTail: Sendable {
 public struct LastLine: Sendable {
     private var current: [UInt8] = []
     private var last: [UInt8] = []
-    private let maxLength = 300
+    /// The most bytes of a line kept: a longer one is cut there.
+    public static let maxLength = 300
 
     public init() {}
 
@@ -47,7 +48,7 @@ public struct LastLine: Sendable {
             if byte == UInt8(ascii: "\n") {
                 if current.contains(where: { $0 != 32 && $0 != 9 && $0 != 13 }) { last = current }
                 current.removeAll(keepingCapacity: true)
-            } else if current.count < maxLength {
+            } else if current.count < Self.maxLength {
                 current.append(byte)
             }
         }
@@ -57,6 +58,16 @@ public struct LastLine: Sendable {
     public var line: String? {
         let candidate = current.contains(where: { $0 != 32 && $0 != 9 && $0 != 13 }) ? current : last
         guard !candidate.isEmpty else { return nil }
-        return String(decoding: candidate, as: UTF8.self).trimmingWhitespace().description
+        let whole = candidate.count >= Self.maxLength ? Self.wholeCharacters(candidate) : candidate[...]
+        return String(decoding: whole, as: UTF8.self).trimmingWhitespace().description
+    }
+
+    /// A cut line less a character the cut split: its first bytes would decode as U+FFFD, which
+    /// no mask of a secret value that goes on there would recognize as the value's start.
+    static func wholeCharacters(_ bytes: [UInt8]) -> ArraySlice<UInt8> {
+        guard let lead = bytes.lastIndex(where: { $0 & 0xC0 != 0x80 }), bytes.count - lead <= 4 else { return bytes[...] }
+        let byte = bytes[lead]
+        let needed = byte < 0x80 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
+        return bytes.count - lead < needed ? bytes[..<lead] : bytes[...]
     }
 }

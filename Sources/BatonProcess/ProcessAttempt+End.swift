@@ -111,10 +111,8 @@ extension ProcessAttempt {
             result.leftovers = leftovers > 0 ? leftovers : nil
             result.usage = Self.usage(leader: state.leaderUsage, cgroup: cgroup)
             result.oomKills = oomKills
-            if let oomKills, oomKills > 0, !result.succeeded {
-                let what = "out of memory: the kernel killed \(oomKills) process\(oomKills == 1 ? "" : "es") at the action's memory limit"
-                result.error = result.error.map { "\(what) (\($0))" } ?? what
-            }
+            // The conductor says it was out of memory (`AttemptResult.tellOutOfMemory`), after
+            // masking the error's line: a wrapping here would hide where the line was cut.
             return AttemptOutcome(result: result, output: state.output.tail.bytes, truncated: state.output.tail.isTruncated)
         }
         for report in reports { events(.progress(report)) }

@@ -310,3 +310,7 @@ int baton_openpty(int *master, int *slave) {
     *slave = s;
     return 0;
 }
+
+int baton_mkstemp_cloexec(char *template) {
+    return mkostemp(template, O_CLOEXEC);
+}

@@ -8,10 +8,22 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/// Marks every descriptor from `first` on close-on-exec: one close_range(CLOSE_RANGE_CLOEXEC),
+/// or where the kernel has none (before 5.11) or `by_loop`, one fcntl per descriptor up to the
+/// limit (EBADF for those not open). Only system calls: safe in the spawned child.
+void baton_cloexec_from(int first, int by_loop) {
+    if (!by_loop && syscall(SYS_close_range, (unsigned)first, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */) == 0) return;
+    struct rlimit limit;
+    long last = 1L << 20; // the kernel's default nr_open: no descriptor is above it unless raised
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && (long)limit.rlim_cur < last) last = (long)limit.rlim_cur;
+    for (long fd = first; fd < last; fd++) fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+}
 
 /// The file argv[0] names: itself when it has a slash, else the first executable regular file
 /// of that name in PATH (batond's, as posix_spawnp searches). 0 or an errno.
@@ -61,7 +73,7 @@ void baton_child_run(struct baton_child *child) {
     if (!fail && setpgid(0, 0) != 0) fail = errno;
     if (!fail && (dup2(child->devnull, 0) < 0 || dup2(child->stdout_fd, 1) < 0 || dup2(child->stderr_fd, 2) < 0)) fail = errno;
     if (!fail && child->progress_fd >= 0 && dup2(child->progress_fd, 3) < 0) fail = errno;
-    if (!fail) syscall(SYS_close_range, (unsigned)(child->progress_fd >= 0 ? 4 : 3), ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
+    if (!fail) baton_cloexec_from(child->progress_fd >= 0 ? 4 : 3, 0);
     if (!fail && child->set_umask) umask(child->mask);
     if (!fail && child->set_ids) {
         // Raw calls: glibc's would try to change every thread of the parent too.

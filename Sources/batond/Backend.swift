@@ -23,6 +23,9 @@ struct Backend {
     var beginShutdown: @Sendable () -> Void = {}
     /// Run once batond listens: a fleet host joins the fleet (SQLite is ready at once).
     var connect: @Sendable () async -> Void = {}
+    /// Before a reload's config is installed (off the loop): what its actions need is made
+    /// ready, or it throws and the reload is refused (the key of secret params).
+    var prepare: @Sendable ([Action]) throws -> Void = { _ in }
     /// After a reload took: a fleet host records its actions' new fingerprints.
     var reloaded: @Sendable ([Action]) async -> Void = { _ in }
     /// Where webhook delivery ids are looked up: the SQLite history, or the fleet's.
@@ -73,10 +76,9 @@ struct Backend {
         var backend = Backend(conductor: conductor, dispatcher: nil, journal: store, history: store, describe: "database \(path)", tracking: tracking,
                               prune: { config, dryRun throws(BatonError) in try await Daemon.prune(store, config, dryRun: dryRun) },
                               ping: { await store.ping() }, close: { Self.close(store) })
-        // A reload that adds the first secret param loads the key then, not at its first trigger (on the loop).
-        backend.reloaded = { actions in
-            do { try secretKey.prepare(for: actions) } catch { Log.warning("\(error)") }
-        }
+        // A reload that adds the first secret param loads the key before its config is installed,
+        // not at its first trigger (on the loop); a reload whose key cannot be had is refused.
+        backend.prepare = { actions in try secretKey.prepare(for: actions) }
         backend.deliveries = WebhookListener.DeliveryStore { delivery, hook throws(BatonError) in
             try await store.run(ofDelivery: delivery, hook: hook)
         }

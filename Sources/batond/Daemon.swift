@@ -182,10 +182,14 @@ enum Daemon {
 
     /// Reads the config again; applies it whole and says what it warns of (each warning also
     /// logged), or refuses it whole and says why.
-    static func reload(path: String, into service: Service, current: ConfigBox, socket: String, limits: LimitSupport) -> ReloadOutcome {
-        do {
+    /// `prepare` readies what the new actions need before they can be triggered (the key of
+    /// secret params): where it cannot, the reload is refused and the old config kept.
+    static func reload(path: String, into service: Service, current: ConfigBox, socket: String, limits: LimitSupport,
+                       prepare: ([Action]) throws -> Void = { _ in }) -> ReloadOutcome {
+        do throws(ConfigError) {
             let config = try Config.load(path: path)
             try config.checkLimits(limits, file: path)
+            do { try prepare(config.actions) } catch { throw ConfigError(file: path, problems: [.init(path: "", message: "\(error)")]) }
             service.install(generation(config, socket: socket))
             let old = current.swap(config)
             let warnings = config.warnings + restartWarnings(old: old, new: config, webhooksPassed: SocketActivation.passed.webhooks != nil)

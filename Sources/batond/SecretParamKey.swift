@@ -1,5 +1,6 @@
 import BatonCore
 import BatonHooks
+import CBatonSystem
 import Glibc
 
 /// The key secret params' values are hashed under for their runs' keys: 32 random bytes that
@@ -43,34 +44,51 @@ final class SecretParamKey: Sendable {
 
     static let length = 32
 
-    /// The key in `path`, made first if there is none: written to a file of its own, then
-    /// linked into place, so that two batonds that start at once read the same complete key.
+    /// The key in `path`, made first if there is none: written to a file of its own (a unique
+    /// name: neither a leftover of a crash nor another thread making it at once can be in the
+    /// way), then linked into place and the directory synced, so that two batonds that start
+    /// at once read the same complete key, and a crash does not lose the one kept.
     static func readOrCreate(_ path: String) throws(BatonError) -> [UInt8] {
         if let key = try read(path) { return key }
         // The system's generator is getrandom(2): cryptographically secure.
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<length).map { _ in UInt8.random(in: 0...UInt8.max, using: &generator) }
-        let temporary = path + ".\(getpid()).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw failure("cannot create", temporary) }
+        var template = Array((path + ".XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { baton_mkstemp_cloexec($0.baseAddress!) }
+        guard fd >= 0 else { throw failure("cannot create a file beside", path) }
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         let written = write(fd, bytes, length)
         let synced = fsync(fd) == 0
         close(fd)
         defer { unlink(temporary) }
         guard written == length, synced else { throw failure("cannot write", temporary) }
         guard link(temporary, path) == 0 || errno == EEXIST else { throw failure("cannot create", path) }
+        try syncDirectory(of: path)
         guard let key = try read(path) else { throw failure("cannot read", path) }
         return key
     }
 
-    /// The key in `path`; nil when there is no file.
+    /// The directory's entry for a new file is on disk (fsync of the directory).
+    private static func syncDirectory(of path: String) throws(BatonError) {
+        let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure("cannot open", directory) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw failure("cannot sync", directory) }
+    }
+
+    /// The key in `path`; nil when there is no file. A file others may read, or that another
+    /// user owns, is refused: the key would be theirs too.
     private static func read(_ path: String) throws(BatonError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
             throw failure("cannot read", path)
         }
         defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw failure("cannot read", path) }
+        if let refused = refusal(status, path) { throw .internalError("secret params: \(refused)") }
         var bytes = [UInt8](repeating: 0, count: length + 1)
         let count = Glibc.read(fd, &bytes, bytes.count)
         guard count == length else {
@@ -78,6 +96,20 @@ final class SecretParamKey: Sendable {
                 + "remove it to make a new one (keys of runs with secret params change)")
         }
         return Array(bytes.prefix(length))
+    }
+
+    /// Why a key file with `status` may not be used; nil when it may.
+    static func refusal(_ status: stat, _ path: String) -> String? {
+        let mode = status.st_mode & 0o7777
+        if status.st_mode & S_IFMT != S_IFREG { return "\(path) is not a regular file" }
+        if status.st_uid != geteuid() {
+            return "\(path) is owned by uid \(status.st_uid), not batond's \(geteuid()): chown it, or remove it to make a new one"
+        }
+        if mode & 0o077 != 0 {
+            return "\(path) may be read by others (mode 0\(String(mode, radix: 8))): chmod 600 it, "
+                + "or remove it to make a new one (keys of runs with secret params change)"
+        }
+        return nil
     }
 
     private static func failure(_ what: String, _ path: String) -> BatonError {

@@ -36,8 +36,13 @@ import Testing
         (["hunter2"], "hunthunter2", "hunt***"),
         (["hunter2"], "hhunter2", "h***"),
         (["aab"], "aaab", "a***"),
-        (["abab"], "abababab", "******"),
-        (["abab"], "ababab", "***ab"),
+        // Occurrences that overlap are masked as one: no piece of either shows.
+        (["abab"], "abababab", "***"),
+        (["abab"], "ababab", "***"),
+        (["xyzxyz"], "xyzxyzxyz.", "***."),
+        (["abcd", "cdef"], "abcdef", "***"),
+        (["abcd", "cdef"], "-abcdefx abcdcdef", "-***x ******"),
+        (["abcdef", "cd"], "abcdcdef", "ab******ef"),
         // The longest value at a place wins; a shorter one inside another is masked too.
         (["abc", "abcdef"], "xabcdefy abcx", "x***y ***x"),
         (["abc", "abcdef"], "abcde", "***de"),
@@ -108,5 +113,80 @@ import Testing
         } catch {
             #expect(!error.message.contains("NOT-1234") && error.message.contains("the secret value"), "\(error.message)")
         }
+    }
+
+    @Test("a secret value of 1 to 3 bytes is refused (bad_params), not quoted; an empty one and one of 4 bytes are taken")
+    func shortSecret() throws {
+        let action = Action(name: "deploy", exec: ["true"], params: ["token": ParamSpec(secret: true)])
+        for value in ["1", "ab", "xyz"] {
+            #expect {
+                _ = try action.resolveParams(["token": value])
+            } throws: { error in
+                guard let error = error as? BatonError, case .badParam(name: "token", _) = error else { return false }
+                return error.message.contains("at least 4 bytes") && !error.message.contains(": \(value)")
+            }
+        }
+        #expect(try action.resolveParams(["token": "abcd"]) == ["token": "abcd"])
+        #expect(try action.resolveParams(["token": ""]) == ["token": ""])
+        let plain = Action(name: "plain", exec: ["true"], params: ["n": ParamSpec()])
+        #expect(try plain.resolveParams(["n": "1"]) == ["n": "1"])
+    }
+
+    /// The mask as a whole text would have it: every occurrence of every value found, those that
+    /// overlap gathered, one `***` for each group.
+    static func reference(_ values: [[UInt8]], _ text: [UInt8]) -> [UInt8] {
+        var ranges: [Range<Int>] = []
+        for start in text.indices {
+            for value in values where start + value.count <= text.count && text[start..<start + value.count].elementsEqual(value) {
+                ranges.append(start..<start + value.count)
+            }
+        }
+        var out: [UInt8] = []
+        var index = 0
+        var end = 0
+        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if range.lowerBound >= end {
+                out += text[index..<range.lowerBound] + SecretRedactor.mask
+            }
+            end = max(end, range.upperBound)
+            index = max(index, end)
+        }
+        return out + text[min(index, text.count)...]
+    }
+
+    @Test("random texts of a small alphabet, random values, random chunks: the stream's mask is the whole text's, every occurrence under a ***")
+    func randomized() throws {
+        var generator = RedactorRandom(seed: 42)
+        let alphabet = Array("abc".utf8)
+        let word = { (count: Int, generator: inout RedactorRandom) in (0..<count).map { _ in alphabet[Int(generator.next() % 3)] } }
+        for _ in 0..<2_000 {
+            let values = (0..<Int(1 + generator.next() % 3)).map { _ in word(Int(2 + generator.next() % 4), &generator) }
+            let text = word(Int(generator.next() % 40), &generator)
+            var redactor = try #require(SecretRedactor(values: values.map { String(decoding: $0, as: UTF8.self) }))
+            var out: [UInt8] = []
+            var rest = text[...]
+            while !rest.isEmpty {
+                let size = Int(generator.next() % 7)
+                out += redactor.redact(Array(rest.prefix(size)))
+                rest = rest.dropFirst(size)
+            }
+            out += redactor.finish()
+            let expected = Self.reference(values, text)
+            #expect(out == expected, "values \(values.map { String(decoding: $0, as: UTF8.self) }), text \(String(decoding: text, as: UTF8.self))")
+            #expect(redactor.redactAll(text) == expected)
+        }
+    }
+}
+
+/// A small seeded generator: the same cases each run.
+struct RedactorRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -57,7 +57,7 @@ import Testing
     func noSealer() async throws {
         let seen = Seen(), gate = Gate()
         let service = Self.service(sealer: nil, seen: seen, gate: gate)
-        let answer = try #require(await ask(service, #"{"op":"trigger","action":"deploy","params":{"token":"x"},"detach":true}"#, Recorder(uid: 0)))
+        let answer = try #require(await ask(service, #"{"op":"trigger","action":"deploy","params":{"token":"xxxx"},"detach":true}"#, Recorder(uid: 0)))
         #expect(answer.error?.code == .internal && answer.error?.message.contains("secret") == true)
         gate.open()
     }

@@ -171,7 +171,7 @@ struct SecretParamTests {
         try secret.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         #expect(try daemon.baton("reload").code == 0)
         #expect(FileManager.default.fileExists(atPath: keyPath), "the reload made the key, before any trigger needs it")
-        let first = try daemon.baton("run", "deploy", "-p", "token=abc", "--json")
+        let first = try daemon.baton("run", "deploy", "-p", "token=abcd", "--json")
         #expect(first.code == 0, "\(first.stdout)\(first.stderr)")
         let attributes = try FileManager.default.attributesOfItem(atPath: keyPath)
         #expect((attributes[.posixPermissions] as? Int) == 0o600 && (attributes[.size] as? Int) == 32)
@@ -179,9 +179,31 @@ struct SecretParamTests {
         daemon.stop()
         let restarted = try Daemon(config: secret, reusing: daemon, name: "restarted")
         defer { restarted.stop() }
-        let again = try restarted.baton("run", "deploy", "-p", "token=abc", "--json")
+        let again = try restarted.baton("run", "deploy", "-p", "token=abcd", "--json")
         #expect(key(again.stdout) == key(first.stdout) && key(first.stdout).contains("hmac:"), "the same value, the same key across a restart")
-        let other = try restarted.baton("run", "deploy", "-p", "token=abd", "--json")
+        let other = try restarted.baton("run", "deploy", "-p", "token=abce", "--json")
         #expect(key(other.stdout) != key(first.stdout))
+    }
+
+    @Test("a key file others may read: the reload that adds the first secret param is refused naming it, the old config kept; a stale temporary file is no obstacle")
+    func unsafeKeyFile() async throws {
+        let plain = #"{ requireUser: false, actions: { hello: { exec: ["true"] } } }"#
+        let daemon = try Daemon(config: plain)
+        defer { daemon.stop() }
+        let keyPath = daemon.database + "-secrets.key"
+        #expect(FileManager.default.createFile(atPath: keyPath, contents: Data(repeating: 7, count: 32), attributes: [.posixPermissions: 0o644]))
+        let secret = #"{ requireUser: false, actions: { hello: { exec: ["true"] }, deploy: { exec: ["true"], params: { token: { secret: true } } } } }"#
+        try secret.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let refused = try daemon.baton("reload")
+        #expect(refused.code != 0 && (refused.stdout + refused.stderr).contains(keyPath), "\(refused.stdout)\(refused.stderr)")
+        let unknown = try daemon.baton("run", "deploy", "-p", "token=abcd")
+        #expect(unknown.code != 0, "the old config is kept: no action deploy")
+        // Removed, with a temporary file of the old name (`.PID.tmp`) left as by a crash: made anew.
+        try FileManager.default.removeItem(atPath: keyPath)
+        FileManager.default.createFile(atPath: keyPath + ".\(daemon.process.processIdentifier).tmp", contents: Data())
+        #expect(try daemon.baton("reload").code == 0)
+        #expect(try daemon.baton("run", "deploy", "-p", "token=abcd").code == 0)
+        let attributes = try FileManager.default.attributesOfItem(atPath: keyPath)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600 && (attributes[.size] as? Int) == 32)
     }
 }

@@ -24,6 +24,15 @@ extension Conductor {
             tail += bytes
             if tail.count > 2 * Self.tailLimit { tail.removeFirst(tail.count - Self.tailLimit) }
         }
+
+        /// `bytes` of `run`'s `stream` masked by its redaction in `redactions`, changed in place
+        /// (no copy of its tail, up to 128 KiB, under the conductor's lock); nil when it has none.
+        static func redact(_ redactions: inout [Int64: Redaction], _ run: Int64, _ stream: StandardStream,
+                           _ bytes: [UInt8]) -> [UInt8]? {
+            guard let out = redactions[run]?.streams[stream]?.redact(bytes) else { return nil }
+            redactions[run]?.keep(out)
+            return out
+        }
     }
 
     /// The job an attempt runs: the launch's params with the secrets' values in place of `***`.
@@ -45,14 +54,7 @@ extension Conductor {
 
     /// Bytes a run wrote, masked (on the loop); some may be held back until the next chunk.
     func redacted(_ run: Int64, _ stream: StandardStream, _ bytes: [UInt8]) -> [UInt8] {
-        core.access { core in
-            guard var redaction = core.redactions[run], var redactor = redaction.streams[stream] else { return bytes }
-            let out = redactor.redact(bytes)
-            redaction.streams[stream] = redactor
-            redaction.keep(out)
-            core.redactions[run] = redaction
-            return out
-        }
+        core.access { Redaction.redact(&$0.redactions, run, stream, bytes) } ?? bytes
     }
 
     /// The attempt ended: what was held back is output after all (no value can end it now), and
@@ -72,23 +74,28 @@ extension Conductor {
         return outcome
     }
 
-    /// Progress with its message masked.
+    /// Progress with its message masked. A message of `Progress.messageLimit` characters may
+    /// be a longer one cut (`Progress(line:)`): a value across that cut leaves its start at the
+    /// end, masked too.
     static func masked(_ progress: Progress, _ redactor: SecretRedactor?) -> Progress {
         guard let redactor, let message = progress.message else { return progress }
         var progress = progress
-        progress.message = redactor.redactAll(message)
+        progress.message = redactor.redactAll(message, cutBack: message.count >= Progress.messageLimit)
         return progress
     }
 
-    /// An attempt's end with its error masked (and its tail, which `finishRedaction` then
-    /// replaces by the masked output's).
+    /// An attempt's end as the conductor tells it: its error masked (and its tail, which
+    /// `finishRedaction` then replaces by the masked output's), then said to be out of memory
+    /// where it was: the masking sees the error's line at its end, where `LastLine` cut it.
     static func masked(_ outcome: AttemptOutcome, _ redactor: SecretRedactor?) -> AttemptOutcome {
-        guard let redactor else { return outcome }
         var outcome = outcome
-        // The error's line is the first 300 bytes of the last stderr line (`LastLine`): a value
-        // across that cut leaves its start at the end, masked too.
-        outcome.result.error = outcome.result.error.map { redactor.redactAll($0, cutBack: $0.utf8.count >= 300) }
-        outcome.output = redactor.redactAll(outcome.output, cutFront: outcome.truncated)
+        if let redactor {
+            // The error's line is the first 300 bytes of the last stderr line (`LastLine`): a value
+            // across that cut leaves its start at the end, masked too.
+            outcome.result.error = outcome.result.error.map { redactor.redactAll($0, cutBack: $0.utf8.count >= LastLine.maxLength) }
+            outcome.output = redactor.redactAll(outcome.output, cutFront: outcome.truncated)
+        }
+        outcome.result.tellOutOfMemory()
         return outcome
     }
 }

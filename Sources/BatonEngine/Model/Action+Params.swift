@@ -6,6 +6,9 @@ extension Action {
     public static let maxParams = 100
     /// The longest param value, in bytes.
     public static let maxValueLength = 4_096
+    /// The fewest bytes of a secret param's value (an empty one masks nothing): a shorter one
+    /// would be masked in batond's own words too (`exited with status ***`), which would show it.
+    public static let minSecretLength = 4
 
     /// The environment variable a param reaches the process as: `BATON_PARAM_` and its name upper-cased
     /// (as `ExecRunner` sets it), so names that differ only in case share one.
@@ -49,6 +52,10 @@ extension Action {
                 // A secret's value is never quoted back: the message may be logged or kept.
                 let shown = spec.secret ? "the secret value" : Self.quoted(value)
                 throw .badParam(name: name, message: "param \(name): \(shown) does not match \(pattern)")
+            }
+            if spec.secret, !value.isEmpty, value.utf8.count < minSecretLength {
+                throw .badParam(name: name, message: "param \(name): a secret value must have at least \(minSecretLength) bytes "
+                    + "(a shorter one would be masked in batond's own words too, which would show it)")
             }
             resolved[name] = value
         }

@@ -55,6 +55,14 @@ public struct AttemptResult: Sendable, Equatable {
         AttemptResult(succeeded: false, signal: signal, error: withLine("killed by signal \(signal)", lastErrorLine))
     }
 
+    /// Where the kernel killed some of its processes at its memory limit and it failed, its
+    /// error says so first, its own error in parentheses.
+    public mutating func tellOutOfMemory() {
+        guard let oomKills, oomKills > 0, !succeeded else { return }
+        let what = "out of memory: the kernel killed \(oomKills) process\(oomKills == 1 ? "" : "es") at the action's memory limit"
+        error = error.map { "\(what) (\($0))" } ?? what
+    }
+
     /// The process could not be started (no such file, bad cwd, …).
     public static func failedToStart(_ message: String) -> AttemptResult {
         AttemptResult(succeeded: false, started: false, error: message)

@@ -136,6 +136,9 @@ public struct Progress: Codable, Sendable, Equatable {
         self.message = message
     }
 
+    /// The most characters of a message kept: a longer one is cut there.
+    public static let messageLimit = 200
+
     /// Parses one progress line: `3/10`, `0.42`, `42%`, each optionally followed by a message.
     /// A line that is none of these is taken as a message alone. Nil for a blank line.
     public init?(line: String) {
@@ -143,7 +146,7 @@ public struct Progress: Codable, Sendable, Equatable {
         guard !text.isEmpty else { return nil }
         let head = text.prefix { $0 != " " && $0 != "\t" }
         let message = text.dropFirst(head.count).trimmingWhitespace()
-        let tail = message.isEmpty ? nil : String(message.prefix(200))
+        let tail = message.isEmpty ? nil : String(message.prefix(Self.messageLimit))
         if head.hasSuffix("%"), let percent = Double(head.dropLast()), percent.isFinite {
             self.init(fraction: min(max(percent / 100, 0), 1), message: tail)
         } else if let slash = head.firstIndex(of: "/"),
@@ -153,7 +156,7 @@ public struct Progress: Codable, Sendable, Equatable {
         } else if let value = Double(head), value.isFinite, value >= 0, value <= 1 {
             self.init(fraction: value, message: tail)
         } else {
-            self.init(message: String(text.prefix(200)))
+            self.init(message: String(text.prefix(Self.messageLimit)))
         }
     }
 }

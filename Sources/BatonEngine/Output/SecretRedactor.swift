@@ -2,7 +2,8 @@
 /// before the output is kept, streamed or journaled. A value may arrive split across chunks:
 /// bytes at a chunk's end that could begin a value are held back (fewer than the longest
 /// value's length) until the next chunk tells, and given back by `finish` at the stream's end.
-/// Where two values start at one place, the longest wins. A pure value: one per stream.
+/// Occurrences that overlap (of one value or of two) are masked as one: no piece of any shows.
+/// A pure value: one per stream.
 public struct SecretRedactor: Sendable, Equatable {
     /// What a value is replaced by.
     public static let mask: [UInt8] = Array(Action.maskedValue.utf8)
@@ -13,6 +14,9 @@ public struct SecretRedactor: Sendable, Equatable {
     private let starts: [Bool]
     /// Bytes from the end of the last chunk that may begin a value.
     public private(set) var held: [UInt8] = []
+    /// How many of `held`'s first bytes the last `***` given out already covers (a value that
+    /// overlaps the one masked may still end past them).
+    private var covered = 0
 
     /// A redactor of `values`; nil when none is non-empty (nothing to redact).
     public init?(values: some Sequence<String>) {
@@ -28,15 +32,16 @@ public struct SecretRedactor: Sendable, Equatable {
     /// (with the bytes held from the last one in front).
     public mutating func redact(_ chunk: [UInt8]) -> [UInt8] {
         let buffer = held.isEmpty ? chunk : held + chunk
-        let (out, rest) = scan(buffer, final: false)
-        held = Array(buffer[rest...])
-        return out
+        let scanned = scan(buffer, final: false, covered: covered)
+        held = Array(buffer[scanned.rest...])
+        covered = scanned.covered
+        return scanned.out
     }
 
     /// The bytes still held back, at the stream's end (they are no whole value).
     public mutating func finish() -> [UInt8] {
-        defer { held = [] }
-        return held.isEmpty ? [] : scan(held, final: true).out
+        defer { (held, covered) = ([], 0) }
+        return held.isEmpty ? [] : scan(held, final: true, covered: covered).out
     }
 
     /// A whole text's bytes with every value replaced (nothing held back): an error message,
@@ -47,8 +52,8 @@ public struct SecretRedactor: Sendable, Equatable {
     public func redactAll(_ bytes: [UInt8], cutFront: Bool = false, cutBack: Bool = false) -> [UInt8] {
         var bytes = bytes
         if cutFront, let cut = longestValueEnd(at: bytes) { bytes.replaceSubrange(0..<cut, with: Self.mask) }
-        var (out, rest) = scan(bytes, final: !cutBack)
-        if rest < bytes.count { out += Self.mask }
+        var (out, rest, covered) = scan(bytes, final: !cutBack, covered: 0)
+        if rest + covered < bytes.count { out += Self.mask }
         return out
     }
 
@@ -59,31 +64,35 @@ public struct SecretRedactor: Sendable, Equatable {
         return out == bytes ? text : String(decoding: out, as: UTF8.self)
     }
 
-    /// Copies `buffer`, masking whole values; unless `final`, stops where what is left may begin
-    /// a value and returns where that is.
-    private func scan(_ buffer: [UInt8], final: Bool) -> (out: [UInt8], rest: Int) {
+    /// Copies `buffer`, masking the union of all the values' occurrences (one `***` for each run
+    /// of overlapping ones: none leaves a piece of another visible); its first `covered` bytes
+    /// are under a `***` already given. Unless `final`, stops where what is left may begin a
+    /// value, and returns where that is and how many bytes from there the last `***` covers.
+    private func scan(_ buffer: [UInt8], final: Bool, covered: Int) -> (out: [UInt8], rest: Int, covered: Int) {
         var out: [UInt8] = []
         out.reserveCapacity(buffer.count)
         var index = 0
+        var maskedEnd = covered
         while index < buffer.count {
             let byte = buffer[index]
+            let inside = index < maskedEnd
             guard starts[Int(byte)] else {
-                out.append(byte)
+                if !inside { out.append(byte) }
                 index += 1
                 continue
             }
             switch match(buffer, at: index, final: final) {
             case let .whole(length):
-                out += Self.mask
-                index += length
+                if !inside { out += Self.mask }
+                maskedEnd = max(maskedEnd, index + length)
             case .undecided:
-                return (out, index)
+                return (out, index, max(maskedEnd - index, 0))
             case .none:
-                out.append(byte)
-                index += 1
+                if !inside { out.append(byte) }
             }
+            index += 1
         }
-        return (out, buffer.count)
+        return (out, buffer.count, 0)
     }
 
     private enum Match { case whole(Int), undecided, none }

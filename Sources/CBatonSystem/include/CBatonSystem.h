@@ -91,6 +91,14 @@ int baton_tcp_peer_uid(int fd, uint32_t *uid);
 /// socket, as in NOTIFY_SOCKET). Returns 0, or -errno.
 int baton_unix_sendto(const char *path, const void *bytes, size_t length);
 
+/// mkstemp with the descriptor close-on-exec from its creation (mkostemp, O_CLOEXEC): no child
+/// spawned meanwhile on another thread gets it. The descriptor, or -1 with errno.
+int baton_mkstemp_cloexec(char *template);
+
+/// Marks every descriptor from `first` on close-on-exec (close_range, or a loop of fcntl where
+/// the kernel has no close_range or `by_loop`).
+void baton_cloexec_from(int first, int by_loop);
+
 /// Like baton_spawn, but with vfork and exec, so that the child can first join a cgroup (when
 /// cgroup_procs_fd, an open `cgroup.procs` of that cgroup, is >= 0: it is in the cgroup before it
 /// runs a single instruction of argv; and each of the v1_count cgroup v1 groups whose open
