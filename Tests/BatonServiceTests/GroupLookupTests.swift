@@ -12,6 +12,7 @@ struct GroupLookupTests {
     func lookupOffTheLoop() async throws {
         let fixture = Fixture()
         let held = DispatchSemaphore(value: 0)
+        defer { held.signal(); held.signal() }
         // The lookup thread runs one job at a time: this one holds it.
         fixture.service.lookups.submit { held.wait() }
         let alice = Recorder(uid: Fixture.alice)
@@ -36,6 +37,7 @@ struct GroupLookupTests {
     func order() async throws {
         let fixture = Fixture()
         let held = DispatchSemaphore(value: 0)
+        defer { held.signal(); held.signal() }
         fixture.service.lookups.submit { held.wait() }
         let bob = Recorder(uid: Fixture.bob)
         for id in 1...3 { fixture.service.receivedOnLoop(.line(Array(#"{"id":\#(id),"op":"ping"}"#.utf8)), from: bob) }
@@ -49,10 +51,15 @@ struct GroupLookupTests {
     func orderWhenAnotherLookupFillsTheCache() async throws {
         let fixture = Fixture()
         let first = DispatchSemaphore(value: 0), second = DispatchSemaphore(value: 0)
+        // A failed expectation must not leave the lookup thread held (the test process would never end).
+        defer { first.signal(); second.signal() }
         fixture.service.lookups.submit { first.wait() }
         let other = Recorder(uid: Fixture.alice), alice = Recorder(uid: Fixture.alice)
-        // The other connection's lookup, then (after a held job) alice's first request's.
+        // The other connection's lookup, then (after a held job) alice's first request's. The loop
+        // takes requests when it gets to them: root's ping, answered there, says it took the other's
+        // (and so queued its lookup) before the held job is queued.
         fixture.service.receivedOnLoop(.line(Array(#"{"id":10,"op":"ping"}"#.utf8)), from: other)
+        #expect(try #require(await fixture.ask(#"{"id":4,"op":"ping"}"#, as: Recorder(uid: 0))).ok == true)
         fixture.service.lookups.submit { second.wait() }
         fixture.service.receivedOnLoop(.line(Array(#"{"id":1,"op":"ping"}"#.utf8)), from: alice)
         first.signal()
