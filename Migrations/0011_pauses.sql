@@ -4,14 +4,14 @@
 -- action refuse its triggers until `baton resume` or the pause's end. `pauses` holds each action
 -- paused now (a restart finds it; one whose `until` has passed no longer holds); `pause_events`
 -- keeps every pause and resume, in order, for the history.
-CREATE TABLE pauses (
+CREATE TABLE IF NOT EXISTS pauses (
     action TEXT PRIMARY KEY,
     paused_by TEXT NOT NULL,
     reason TEXT NOT NULL,
     at INTEGER NOT NULL,
     until INTEGER
 );
-CREATE TABLE pause_events (
+CREATE TABLE IF NOT EXISTS pause_events (
     id INTEGER PRIMARY KEY,
     action TEXT NOT NULL,
     event TEXT NOT NULL CHECK (event IN ('paused', 'resumed')),
@@ -20,4 +20,4 @@ CREATE TABLE pause_events (
     at INTEGER NOT NULL,
     until INTEGER
 );
-CREATE INDEX pause_events_by_action ON pause_events (action, at);
+CREATE INDEX IF NOT EXISTS pause_events_by_action ON pause_events (action, at);

@@ -26,9 +26,15 @@ extension Service {
         guard let reason = request.reason, !reason.trimmingWhitespace().isEmpty else {
             return exchange.fail(.badRequest("pause needs a \"reason\": it is what a refused trigger is told"))
         }
-        if let duration = request.duration, duration <= 0 { return exchange.fail(.badRequest("pause \"duration\" must be more than 0")) }
+        if let duration = request.duration, duration <= 0 || duration > Self.longestPause {
+            return exchange.fail(.badRequest("pause \"duration\" must be more than 0 and at most 100 years (in microseconds)"))
+        }
         let now = Timestamp.now
         conductor.pause(ActionPause(action: name, by: by, reason: reason, at: now, until: request.duration.map { now + .microseconds($0) }),
                         answered: answered)
     }
+
+    /// The longest pause a `duration` may ask for (100 years in microseconds): a timestamp past it
+    /// would overflow.
+    static let longestPause: Int64 = 100 * 366 * 86_400 * 1_000_000
 }

@@ -20,5 +20,11 @@ extension ConfigReader {
             fail("\(at).queue", "applies to the queue policy, which this action neither has (policy: \(action.policy.rawValue)) "
                 + "nor lets a trigger choose (policies)")
         }
+        // A debounced trigger shares the key's pending run whatever its params: in a line of
+        // several, each with its own params, it would run with another trigger's.
+        if action.queueDepth > 1, fields["debounce"] != nil {
+            fail("\(at).queue.depth", "a line of more than one cannot be debounced (debounce: a trigger shares the pending run "
+                + "whatever its params); use depth 1, or no debounce")
+        }
     }
 }

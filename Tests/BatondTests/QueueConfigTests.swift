@@ -26,6 +26,8 @@ struct QueueConfigTests {
               ("queue: { depth: 3, size: 4 }", "actions.d.queue.size: unknown field (known: depth)"),
               (#"policy: "join", queue: { depth: 3 }"#,
                "actions.d.queue: applies to the queue policy, which this action neither has (policy: join) nor lets a trigger choose (policies)"),
+              (#"queue: { depth: 3 }, debounce: "5s""#,
+               "actions.d.queue.depth: a line of more than one cannot be debounced (debounce: a trigger shares the pending run whatever its params); use depth 1, or no debounce"),
           ])
     func refused(fields: String, problem: String) {
         #expect(problems(#"{ actions: { d: { exec: ["true"], "# + fields + " } } }") == [problem])

@@ -174,7 +174,10 @@ public enum KeyDecision: Sendable, Equatable {
         }
         var next = view.slot
         let depth = asked.action.queueDepth
-        let same = { (run: Int64) in view.lineParams[run] == asked.params }
+        // An action with secret params never joins an entry by params: they hold `***` for each
+        // secret, so two different values would look equal (the secret not in the key).
+        let secrets = !asked.action.secretParams.isEmpty
+        let same = { (run: Int64) in !secrets && view.lineParams[run] == asked.params }
         let makes = next.makesRun(policy: asked.policy, depth: depth, sameParams: same)
         let decision = next.trigger(policy: asked.policy, candidate: makes ? candidate() : 0, depth: depth, sameParams: same)
         switch decision {
