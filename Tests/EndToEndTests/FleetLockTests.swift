@@ -179,7 +179,11 @@ struct FleetLockTests {
         }
         let db = try PGConnection(conninfo)
         #expect(try FleetHookTests.settled(db))
-        #expect(marks.starts == order, "the line was not first in first out: \(marks.starts) for \(order)")
+        // The first two start together (the semaphore has room for both, on two hosts): which of
+        // their processes marks its start first is the kernel's to say. Every later one starts
+        // alone, when one ends: those are the line, in its order.
+        #expect(Set(marks.starts.prefix(2)) == Set(order.prefix(2)) && Array(marks.starts.dropFirst(2)) == Array(order.dropFirst(2)),
+                "the line was not first in first out: \(marks.starts) for \(order)")
         let heavy = Set(order.dropLast())
         #expect(marks.mostAtOnce(of: heavy) == 2, "heavy-io: \(marks.lines)")
         #expect(marks.mostAtOnce(of: [backup.id, migrate.id]) == 1, "db: \(marks.lines)")
