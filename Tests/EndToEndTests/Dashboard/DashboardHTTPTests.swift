@@ -261,7 +261,9 @@ struct DashboardHTTPTests {
         let code = DashboardProcess.code(of: address)
         #expect(!opened.output.contains(code), "the file's code is its own, not the one on the terminal")
         #expect(try opened.signIn(code: code).status == 200)
-        for _ in 0..<200 where access(path, F_OK) == 0 { usleep(25_000) }
+        // The file goes first, its directory just after: wait for both.
+        let folder = (path as NSString).deletingLastPathComponent
+        for _ in 0..<200 where access(path, F_OK) == 0 || access(folder, F_OK) == 0 { usleep(25_000) }
         #expect(access(path, F_OK) != 0 && access((path as NSString).deletingLastPathComponent, F_OK) != 0, "gone once used")
         // The dashboard's own argv carries nothing either.
         let cmdline = try String(contentsOfFile: "/proc/\(opened.child.pid)/cmdline", encoding: .utf8)
