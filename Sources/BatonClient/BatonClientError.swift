@@ -7,6 +7,8 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
     case busy(run: Int64, since: Timestamp?, message: String)
     /// `paused`: the action is paused; the message says by whom, why and until when.
     case paused(String)
+    /// `rate_limited`: a new run would start over the action's rate limit; `next`: when one may.
+    case rateLimited(next: Timestamp?, message: String)
     /// `forbidden`: the peer may not do this; the message names the permission.
     case forbidden(String)
     /// `unknown_action`: no action has that name.
@@ -36,6 +38,7 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
         switch error.code {
         case .busy: self = .busy(run: error.run ?? 0, since: error.since.map(Timestamp.init(rawValue:)), message: error.message)
         case .paused: self = .paused(error.message)
+        case .rateLimited: self = .rateLimited(next: error.next.map(Timestamp.init(rawValue:)), message: error.message)
         case .forbidden: self = .forbidden(error.message)
         case .unknownAction: self = .unknownAction(error.message)
         case .unknownRun: self = .unknownRun(error.message)
@@ -48,7 +51,7 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String {
         switch self {
-        case let .busy(_, _, message), let .paused(message), let .forbidden(message), let .unknownAction(message), let .unknownRun(message),
+        case let .busy(_, _, message), let .paused(message), let .rateLimited(_, message), let .forbidden(message), let .unknownAction(message), let .unknownRun(message),
              let .badParam(_, message), let .badRequest(message), let .shuttingDown(message), let .storeUnavailable(message),
              let .internal(message), let .unavailable(message):
             message

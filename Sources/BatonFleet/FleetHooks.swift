@@ -58,7 +58,7 @@ enum FleetHooks {
         let candidate = slot.makesRun(policy: action.policy, depth: action.queueDepth, sameParams: { view.lineParams[$0] == target.params }) ? try nextRunID(for: action, on: db) : 0
         let decided = KeyDecision.decide(KeyDecision.Asked(hook: action, params: target.params), view, slot: &slot, candidate: { candidate })
         switch decided {
-        case .refused, .paused:
+        case .refused, .paused, .rateLimited:
             return
         case let .debounced(run, window):
             try db.query(FleetDebounce.store(window, run: run))

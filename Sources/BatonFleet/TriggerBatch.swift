@@ -136,6 +136,9 @@ struct TriggerBatch {
             return .refused(error)
         case let .paused(pause, _):
             return .refused(.paused(pause))
+        case let .rateLimited(limit, next):
+            // A fleet config refuses `rateLimit` at load (its view never has one): kept exhaustive.
+            return .refused(.rateLimited(action: trigger.action.name, limit: limit, next: next))
         case let .shared(shared):
             if case .rejected = shared {} else if let delivery { state.deliveries[delivery] = shared.run }
             return .shared(shared)

@@ -53,6 +53,7 @@ extension JSONBytes {
         case "hook": return into(&run.hook) { $0.hookCause() }
         case "waiting": return into(&run.waiting) { $0.lockWait() }
         case "debounceUntil": return into(&run.debounceUntil) { $0.timestamp() }
+        case "rateUntil": return into(&run.rateUntil) { $0.timestamp() }
         case "coolsUntil": return into(&run.coolsUntil) { $0.timestamp() }
         case "line": return into(&run.line) { $0.integer().map { Int($0) } }
         default: return false

@@ -63,6 +63,7 @@ extension JSONBytes {
             case "message": return reader.string().map { message = $0 } != nil
             case "run": return reader.into(&error.run) { $0.integer() }
             case "since": return reader.into(&error.since) { $0.integer() }
+            case "next": return reader.into(&error.next) { $0.integer() }
             case "line": return reader.into(&error.line) { $0.integer().map { Int($0) } }
             case "param": return reader.into(&error.param) { $0.string() }
             default: return false

@@ -23,6 +23,7 @@ extension Response {
             json.field("since", error.since)
             json.field("line", error.line.map(Int64.init))
             json.field("param", error.param)
+            json.field("next", error.next)
             json.endObject()
         }
         if let run { json.key("run"); run.write(to: &json) }
@@ -132,6 +133,7 @@ extension RunSnapshot {
             json.endObject()
         }
         json.field("debounceUntil", debounceUntil?.rawValue)
+        json.field("rateUntil", rateUntil?.rawValue)
         json.field("coolsUntil", coolsUntil?.rawValue)
         json.field("line", line.map(Int64.init))
         json.endObject()

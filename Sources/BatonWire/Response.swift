@@ -88,6 +88,8 @@ public struct WireError: Codable, Sendable, Error, Equatable {
     public var line: Int?
     /// bad_request about one param (undeclared, missing, not matching its pattern): its name.
     public var param: String?
+    /// rate_limited: when the next run of the action may start, µs since the epoch.
+    public var next: Int64?
 
     public init(code: ErrorCode, message: String, run: Int64? = nil, since: Int64? = nil, param: String? = nil) {
         self.code = code
@@ -103,6 +105,7 @@ public struct WireError: Codable, Sendable, Error, Equatable {
         self.init(code: error.code, message: error.message(at: now))
         if case let .busy(run, _, _, since, line) = error { self.run = run; self.since = since.rawValue; self.line = line }
         if case let .badParam(name, _) = error { param = name }
+        if case let .rateLimited(_, _, next) = error { self.next = next.rawValue }
         if case let .definitionMismatch(run, _, _) = error { self.run = run }
         if case let .delivered(run, _, _) = error { self.run = run }
     }

@@ -32,7 +32,7 @@ enum ExitCode {
     /// The exit code of a `BatonClient` error: batond's refusals by their wire code, a run's end by its phase.
     static func of(_ error: BatonClientError) -> Int32 {
         switch error {
-        case .busy, .paused, .shuttingDown, .storeUnavailable: busy
+        case .busy, .paused, .rateLimited, .shuttingDown, .storeUnavailable: busy
         case .forbidden: forbidden
         case .internal: software
         case .badRequest, .badParam, .unknownAction, .unknownRun: usage

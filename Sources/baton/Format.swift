@@ -100,13 +100,13 @@ enum Format {
         DurationText.format(now - timestamp) + " ago"
     }
 
-    /// A pending debounced run, in words: `debouncing, starts in 3.2s` (tenths under a minute);
-    /// nil for any other run.
+    /// A pending debounced run, in words: `debouncing, starts in 3.2s` (tenths under a minute), or
+    /// a run its rate limit holds back: `rate limited, starts in 12m`; nil for any other run.
     static func debouncing(_ run: RunSnapshot, now: Timestamp = .now) -> String? {
-        guard run.phase == .queued, let until = run.debounceUntil else { return nil }
+        guard run.phase == .queued, let until = run.debounceUntil ?? run.rateUntil else { return nil }
         let left = max(until.rawValue - now.rawValue, 0)
         let text = left < 60_000_000 ? "\(left / 1_000_000).\(left / 100_000 % 10)s" : DurationText.format(.microseconds(left))
-        return "debouncing, starts in " + text
+        return (run.debounceUntil == nil ? "rate limited, starts in " : "debouncing, starts in ") + text
     }
 
     /// How long a run took (or has taken so far), from its first loading.

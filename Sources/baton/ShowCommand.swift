@@ -112,6 +112,7 @@ enum ShowCommand {
         case let .denied(permission): "denied \(permission.rawValue)"
         case .paused: "paused (the action was paused; nothing ran)"
         case .skipped: "skipped (a scheduled slot while the action was paused)"
+        case .rateLimited: "rate limited (a run would have started over the action's rateLimit; nothing ran)"
         }
     }
 }

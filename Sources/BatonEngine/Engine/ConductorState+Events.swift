@@ -13,13 +13,15 @@ extension ConductorState {
             step.answer(token, .failed(error))
         case let .paused(pause, _):
             refusePaused(pause, decided.record ?? .paused, token, trigger, &step)
+        case let .rateLimited(limit, next):
+            refuseRateLimited(limit, next, token, trigger, &step)
         case let .debounced(run, window):
             joinPending(run, window, token, trigger, &step)
         case let .created(decision, window):
             nextRunID += 1
             releaseIfOver(trigger.action.name, at: step.now)
             table.apply(decision, key: trigger.key, slot: slot, action: trigger.action.name, locks: trigger.action.locks,
-                        gated: trigger.action.debounce != nil)
+                        gated: trigger.action.debounce != nil, rate: trigger.action.rateClaim(key: trigger.key))
             create(decision, window, token, trigger, &step)
             // The runs it replaces stop now, in a store item of their own: a full store refuses
             // the new run's creation, never the end of a run it already has.
@@ -39,6 +41,7 @@ extension ConductorState {
         view.uptime = uptime
         for id in view.slot.line { view.lineParams[id] = flights[id]?.run.params }
         view.paused = pause(of: action.name, at: now)
+        if let claim = action.rateClaim(key: key) { view.rate = KeyDecision.Rate(limit: claim.limit, next: table.rateNext(claim, at: now)) }
         if let at, let known = slots.run(for: .init(action: action.name, at: at)) {
             view.slotRun = KeyDecision.SlotRun(run: known.id, ended: flights[known.id]?.isOver ?? true)
         }
@@ -168,6 +171,8 @@ extension ConductorState {
             windowEnded(id, &step)
         case .pauseEnd:
             pauseTimerFired(id, flight.action.name, &step)
+        case .rateLimit:
+            rateTimerFired(id, &step)
         case .progress:
             guard flight.progressHeld, !flight.isOver else { return }
             var told = flight

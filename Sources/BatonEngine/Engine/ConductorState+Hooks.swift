@@ -56,6 +56,8 @@ extension ConductorState {
             return
         case .paused:
             step.entries.append(.trigger(hookRecord(target, context, run: nil, .paused, at: step.now)))
+        case .rateLimited:
+            step.entries.append(.trigger(hookRecord(target, context, run: nil, .rateLimited, at: step.now)))
         case let .debounced(run, window):
             push(run, to: window, &step)
             step.entries.append(.trigger(hookRecord(target, context, run: run, .debounced, at: step.now)))
@@ -65,7 +67,7 @@ extension ConductorState {
             nextRunID += 1
             releaseIfOver(hookAction.name, at: step.now)
             table.apply(decision, key: target.key, slot: slot, action: hookAction.name, locks: hookAction.locks,
-                        gated: hookAction.debounce != nil)
+                        gated: hookAction.debounce != nil, rate: hookAction.rateClaim(key: target.key))
             createHookRun(decision, window, target, context, &step)
             if case let .replaced(id, stopping) = decision { stopReplaced(stopping, by: id, &step) }
         }

@@ -83,7 +83,8 @@ extension ConductorState {
         var window = run.phase == .queued ? DebounceWindow(action, first: run.queuedAt) : nil
         window?.restart(at: step.now)
         let gated = window?.isOpen(at: step.now) ?? false
-        guard table.requeue(key: run.key, run: run.id, depth: action.queueDepth, action: action.name, locks: action.locks, gated: gated) else {
+        guard table.requeue(key: run.key, run: run.id, depth: action.queueDepth, action: action.name, locks: action.locks, gated: gated,
+                            rate: action.rateClaim(key: run.key)) else {
             end(unfinished, .cancelled, TransitionDetail(reason: "superseded", error: "the line of key \(run.key) was already full"), &step)
             return false
         }

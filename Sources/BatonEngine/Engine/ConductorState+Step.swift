@@ -116,7 +116,7 @@ extension ConductorState {
         case let .publish(update):
             if failure == nil {
                 var told = withLockWait(update)
-                told.run = withLine(withDebounce(told.run))
+                told.run = withLine(withRate(withDebounce(told.run)))
                 step.effects.append(.publish(told))
             }
         case let .durable(run):
@@ -155,7 +155,8 @@ extension ConductorState {
     /// Starts the runs the table lets start now.
     mutating func admit(_ step: inout Step) {
         guard mode == .accepting else { return }
-        for id in table.admit() { drive(id, .start, &step) }
+        for id in table.admit(at: step.now) { drive(id, .start, &step) }
+        for (id, until) in table.takeRateHolds() { step.effects.append(.schedule(run: id, .rateLimit, after: max(until - step.now, .zero))) }
     }
 
     /// Applies an event to a run's machine and turns its effects into the step's.

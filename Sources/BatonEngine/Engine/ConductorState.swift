@@ -22,7 +22,9 @@
 ///   (`ConductorState+Hooks`);
 /// - a debounced trigger that finds a run of its key not yet started shares it, so a burst makes
 ///   one run, and that run starts no sooner than the window after the burst's last trigger, or
-///   `maxWait` after its first (`ConductorState+Debounce`, `DebounceWindow`).
+///   `maxWait` after its first (`ConductorState+Debounce`, `DebounceWindow`);
+/// - no more runs of a rate-limited key or action start in any window of its `per` than its
+///   `runs` (`ConductorState+Rate`, `RateBook`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
@@ -108,6 +110,8 @@ public struct ConductorState: Sendable {
         case debounce
         /// A timed pause of the run's action may have ended: the run may start again.
         case pauseEnd
+        /// A start of the run's rate limit may fit again (`ConductorState+Rate`).
+        case rateLimit
     }
 
     /// The most often a run's progress is told: a run that writes 100,000 progress lines a second

@@ -40,6 +40,10 @@ public struct FlightTable: Sendable {
         var durable = false
         /// A debounced run whose window is open: it may not start yet (`gate`, `open`).
         var gated = false
+        /// The rate limit its start counts against (`rateLimit`), and, while a start does not
+        /// fit under it, when one may (`rateOpen` lets it go then).
+        var rate: RateClaim?
+        var rateUntil: Timestamp?
     }
 
     private var slots: [String: KeySlot] = [:]
@@ -50,6 +54,10 @@ public struct FlightTable: Sendable {
     public private(set) var held: Set<String> = []
     /// The locks runs hold and wait for.
     public private(set) var locks = LockBook()
+    /// The recent starts of each rate-limited key or action.
+    public private(set) var rates = RateBook()
+    /// The runs `admit` held back for their rate limit since `takeRateHolds`, with when each may start.
+    private var rateHolds: [(run: Int64, until: Timestamp)] = []
     /// The most runs that may be loading or retrying at once.
     public var limit: Int
 
@@ -70,10 +78,10 @@ public struct FlightTable: Sendable {
     /// Takes back a run a previous daemon left queued (`KeySlot.requeue`): false when its key's
     /// line is already `depth` long, and the table does not know it.
     public mutating func requeue(key: String, run: Int64, depth: Int, action: String = "", locks claims: [LockClaim] = [],
-                                 gated: Bool = false) -> Bool {
+                                 gated: Bool = false, rate: RateClaim? = nil) -> Bool {
         var slot = self.slot(of: key)
         guard slot.requeue(run, depth: depth) else { return false }
-        apply(.created(run), key: key, slot: slot, action: action, locks: claims, gated: gated)
+        apply(.created(run), key: key, slot: slot, action: action, locks: claims, gated: gated, rate: rate)
         return true
     }
 
@@ -83,11 +91,11 @@ public struct FlightTable: Sendable {
     /// Takes a decision made on `slot(of: key)`: the key's slot as the decision left it, and a
     /// new run's entry, holding `locks` (of `action`) once it starts, gated when it debounces.
     public mutating func apply(_ decision: Decision, key: String, slot: KeySlot, action: String = "", locks claims: [LockClaim] = [],
-                               gated: Bool = false) {
+                               gated: Bool = false, rate: RateClaim? = nil) {
         switch decision {
         case let .created(run), let .followUp(run, _), let .replaced(run, _):
             slots[key] = slot
-            entries[run] = Entry(key: key, action: action, gated: gated)
+            entries[run] = Entry(key: key, action: action, gated: gated, rate: rate)
             locks.register(run, action: action, locks: claims)
         case .joined, .coalesced, .rejected, .cooled, .slotRan: break
         }
@@ -154,25 +162,65 @@ public struct FlightTable: Sendable {
     /// The runs to start now, in the order they became ready, each with every lock it claims
     /// taken; each is counted as running. A ready run whose locks are not all free waits for
     /// them, in order: the runs waiting for locks became ready before any run still in the line.
-    public mutating func admit() -> [Int64] {
+    /// A run whose start does not fit under its rate limit at `now` is held back instead
+    /// (`takeRateHolds` says until when); without `now`, rate limits are not applied.
+    public mutating func admit(at now: Timestamp? = nil) -> [Int64] {
         var admitted: [Int64] = []
         var reserved: [String: Int] = [:]
         for run in locks.waiting {
             guard runningCount < limit else { return admitted }
-            if locks.take(run, reserved: &reserved) { admitted.append(start(run)) }
+            if holdsForRate(run, at: now) { continue }
+            if locks.take(run, reserved: &reserved) { admitted.append(start(run, at: now)) }
         }
         while runningCount < limit, let run = line.popFirst() {
             guard entries[run]?.stage == .ready else { continue }
-            if locks.take(run, reserved: &reserved) { admitted.append(start(run)) }
+            if holdsForRate(run, at: now) { continue }
+            if locks.take(run, reserved: &reserved) { admitted.append(start(run, at: now)) }
         }
         return admitted
     }
 
-    private mutating func start(_ run: Int64) -> Int64 {
+    private mutating func start(_ run: Int64, at now: Timestamp?) -> Int64 {
         entries[run]!.stage = .running
         runningCount += 1
+        if let claim = entries[run]!.rate, let now { rates.record(claim, at: now) }
         return run
     }
+
+    /// Holds a ready run back when a start of its rate limit's bucket does not fit at `now`: it
+    /// leaves the line and the lock waiters until `rateOpen`.
+    private mutating func holdsForRate(_ run: Int64, at now: Timestamp?) -> Bool {
+        guard let now, let claim = entries[run]?.rate, let until = rates.next(claim, at: now) else { return false }
+        entries[run]!.stage = .waiting
+        entries[run]!.rateUntil = until
+        locks.unwait(run)
+        rateHolds.append((run, until))
+        return true
+    }
+
+    /// The runs held back for their rate limit since the last call, with when each may start.
+    public mutating func takeRateHolds() -> [(run: Int64, until: Timestamp)] {
+        defer { rateHolds = [] }
+        return rateHolds
+    }
+
+    /// Lets a run held for its rate limit start once its key is free (it is checked again then).
+    public mutating func rateOpen(_ run: Int64) {
+        guard entries[run]?.rateUntil != nil else { return }
+        entries[run]!.rateUntil = nil
+        promote(entries[run]!.key)
+    }
+
+    /// When a run held for its rate limit may start; nil for a run not held so.
+    public func rateUntil(of run: Int64) -> Timestamp? { entries[run]?.rateUntil }
+
+    /// When a new run of `claim`'s bucket could start, behind the bucket's runs not yet started: nil for now.
+    public func rateNext(_ claim: RateClaim, at now: Timestamp) -> Timestamp? {
+        rates.next(claim, at: now, waiting: entries.values.count { $0.rate?.bucket == claim.bucket && $0.stage != .running })
+    }
+
+    /// A start the history kept (at start): counted as if this table had seen it.
+    public mutating func rememberStart(_ claim: RateClaim, at: Timestamp) { rates.record(claim, at: at) }
 
     /// Forgets a run that has ended (its terminal transition recorded, its processes gone),
     /// handing its key to the follow-up or to the replacing run.
@@ -210,7 +258,8 @@ public struct FlightTable: Sendable {
 
     private mutating func promote(_ key: String) {
         guard let holder = slots[key]?.startable,
-              let entry = entries[holder], entry.durable, !entry.gated, entry.stage == .waiting, !held.contains(entry.action) else { return }
+              let entry = entries[holder], entry.durable, !entry.gated, entry.rateUntil == nil, entry.stage == .waiting,
+              !held.contains(entry.action) else { return }
         entries[holder]!.stage = .ready
         line.append(holder)
     }

@@ -9,7 +9,9 @@
 /// 3. a debounced trigger joins its key's pending run and pushes its window back;
 /// 4. inside the cooldown after the key's last success, nothing runs;
 /// 5. otherwise the key's policy decides (`KeySlot.trigger`): create, follow up (in a line of
-///    up to the action's `queueDepth`), join, coalesce, reject (or refuse a full line) or replace.
+///    up to the action's `queueDepth`), join, coalesce, reject (or refuse a full line) or replace;
+///    a decision that would make a run over the action's `rateLimit` (`over: reject`) is refused
+///    `rate_limited` instead (`over: delay`: the run is made, and waits for its start to fit).
 ///
 /// A join of a run made from another definition of the action is refused (the fleet knows the
 /// definitions; one machine has one).
@@ -23,6 +25,9 @@ public enum KeyDecision: Sendable, Equatable {
     /// Its action is paused: nothing runs, and the trigger is refused with the pause, recorded as
     /// `paused` (`skipped`: a schedule slot's, whose time passes).
     case paused(ActionPause, skipped: Bool)
+    /// It would make a run over its action's rate limit (`over: reject`): nothing runs, the
+    /// trigger is refused naming the limit and when a run may start (`next`), recorded as `rate limited`.
+    case rateLimited(RateLimit, next: Timestamp)
     /// It makes a run (created, follow-up, replacing): with its own window when it debounces.
     /// A replace's `stopping` runs are stopped by the caller's one stop function.
     case created(FlightTable.Decision, window: DebounceWindow?)
@@ -81,6 +86,8 @@ public enum KeyDecision: Sendable, Equatable {
         public var lineParams: [Int64: [String: String]] = [:]
         /// The action's pause, where it holds at `now`.
         public var paused: ActionPause?
+        /// The action's rate limit and when a new run of the key could start under it (nil: now).
+        public var rate: Rate?
 
         public init(slot: KeySlot, now: Timestamp, delivered: Int64? = nil, slotRun: SlotRun? = nil, pending: Pending? = nil,
                     lastSuccess: LastSuccess? = nil, definitions: [Int64: Definition] = [:]) {
@@ -91,6 +98,17 @@ public enum KeyDecision: Sendable, Equatable {
             self.pending = pending
             self.lastSuccess = lastSuccess
             self.definitions = definitions
+        }
+    }
+
+    /// A rate limit, and when a new run's start would fit under it: nil when now (the runs of its
+    /// bucket not yet started counted as if they started now).
+    public struct Rate: Sendable, Equatable {
+        public var limit: RateLimit
+        public var next: Timestamp?
+        public init(limit: RateLimit, next: Timestamp?) {
+            self.limit = limit
+            self.next = next
         }
     }
 
@@ -179,6 +197,7 @@ public enum KeyDecision: Sendable, Equatable {
         let secrets = !asked.action.secretParams.isEmpty
         let same = { (run: Int64) in !secrets && view.lineParams[run] == asked.params }
         let makes = next.makesRun(policy: asked.policy, depth: depth, sameParams: same)
+        if makes, let rate = view.rate, rate.limit.over == .reject, let at = rate.next { return .rateLimited(rate.limit, next: at) }
         let decision = next.trigger(policy: asked.policy, candidate: makes ? candidate() : 0, depth: depth, sameParams: same)
         switch decision {
         case .joined, .coalesced, .rejected, .cooled, .slotRan:
@@ -221,6 +240,7 @@ public enum KeyDecision: Sendable, Equatable {
         switch self {
         case .refused, .created: nil
         case let .paused(_, skipped): skipped ? .skipped : .paused
+        case .rateLimited: .rateLimited
         case .debounced: .debounced
         case let .shared(decision):
             switch decision {

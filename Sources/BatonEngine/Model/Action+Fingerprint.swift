@@ -29,6 +29,7 @@ extension Action {
         if tty { encoder.add("tty", ["true"]) }
         if !secretParams.isEmpty { encoder.add("secretParams", secretParams) }
         if queueDepth != 1 { encoder.add("queueDepth", [String(queueDepth)]) }
+        if let rate = rateLimit { encoder.add("rateLimit", [String(rate.runs), Self.text(rate.per), rate.scope.rawValue, rate.over.rawValue]) }
         return encoder.hex
     }
 

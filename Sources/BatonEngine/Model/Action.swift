@@ -56,6 +56,8 @@ public struct Action: Sendable, Equatable {
     /// After this many failures in a row the action pauses itself (`pauseAfterFailures`), until
     /// `baton resume`; nil for never.
     public var pauseAfterFailures: Int?
+    /// At most so many runs start per window, per key or per action (`rateLimit`); nil for no limit.
+    public var rateLimit: RateLimit?
     /// Whether a trigger may pass `force` to run inside the cooldown window (`force: true`).
     public var allowsForce = false
     /// The locks its runs take, all at once, before they start (`locks`), each with its limit

@@ -5,6 +5,8 @@ public enum BatonError: Error, Sendable, Equatable {
     case busy(run: Int64, action: String, phase: Phase, since: Timestamp, line: Int? = nil)
     /// The action is paused: who paused it, why and until when.
     case paused(ActionPause)
+    /// A new run of the action would start over its rate limit (`over: reject`); `next`: when one may.
+    case rateLimited(action: String, limit: RateLimit, next: Timestamp)
     /// The key has a run in flight on another host of the fleet whose definition of the action
     /// (its fingerprint) differs from this host's: sharing it would hand the caller another command's outcome.
     case definitionMismatch(run: Int64, action: String, host: String)
@@ -38,6 +40,7 @@ public enum BatonError: Error, Sendable, Equatable {
         switch self {
         case .busy, .definitionMismatch, .delivered: .busy
         case .paused: .paused
+        case .rateLimited: .rateLimited
         case .unknownAction: .unknownAction
         case .unknownRun: .unknownRun
         case .badRequest, .badParam: .badRequest
@@ -58,6 +61,8 @@ public enum BatonError: Error, Sendable, Equatable {
             "\(action) is busy: run \(run) on host \(host) runs another definition of \(Action.quoted(action)) than this host's "
                 + "(their configs differ), so it is not shared; make the hosts' definitions agree (batond --check-config names the ones that differ)"
         case let .paused(pause): pause.message(at: now)
+        case let .rateLimited(action, limit, next):
+            "\(action) is rate limited: at most \(limit.text); the next run may start in \(DurationText.format(max(next - now, .zero)))"
         case let .delivered(run, hook, delivery): "delivery \(delivery) of hook \(hook) was seen before: it made run \(run)"
         case let .unknownAction(name): "unknown action \(Action.quoted(name))"
         case let .unknownRun(id): "no run \(id)"

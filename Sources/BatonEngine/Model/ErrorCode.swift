@@ -3,6 +3,8 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case busy
     /// The action is paused (`baton pause`): nothing runs until it is resumed or the pause ends.
     case paused
+    /// A new run would start over the action's rate limit (`rateLimit`, `over: reject`).
+    case rateLimited = "rate_limited"
     case unknownAction = "unknown_action"
     case unknownRun = "unknown_run"
     case badRequest = "bad_request"

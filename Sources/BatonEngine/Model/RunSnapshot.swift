@@ -47,6 +47,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// When a debounced run's window ends ("debouncing, starts in 3.2s"), while it is open: a
     /// further trigger of the key pushes it back. Live runs only; not stored.
     public var debounceUntil: Timestamp?
+    /// When a run held back by its action's rate limit (`over: delay`) may start ("rate limited,
+    /// starts in 12m"). Live runs only; not stored.
+    public var rateUntil: Timestamp?
     /// When a key's cooldown after this success closes, by the wall clock now (measured on the
     /// boot's clock, so a stepped wall clock does not move it). Status only; not stored.
     public var coolsUntil: Timestamp?

@@ -98,6 +98,8 @@ extension TriggerRecord {
         case paused
         /// A scheduled slot while the action was paused: skipped, nothing ran.
         case skipped
+        /// It would have made a run over the action's rate limit (`over: reject`): refused, nothing ran.
+        case rateLimited
 
         /// The stored text: `joined`, `coalesced`, `rejected`, `denied trigger`, …
         public var description: String {
@@ -111,6 +113,7 @@ extension TriggerRecord {
             case let .denied(permission): "denied \(permission.rawValue)"
             case .paused: "paused"
             case .skipped: "skipped (paused)"
+            case .rateLimited: "rate limited"
             }
         }
 
@@ -127,6 +130,7 @@ extension TriggerRecord {
             case "debounced": self = .debounced
             case "paused": self = .paused
             case "skipped (paused)": self = .skipped
+            case "rate limited": self = .rateLimited
             default:
                 guard text.hasPrefix("denied "), let permission = Permission(rawValue: String(text.dropFirst(7))) else { return nil }
                 self = .denied(permission)

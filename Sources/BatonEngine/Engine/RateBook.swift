@@ -1,0 +1,33 @@
+/// The recent run starts of each rate-limit bucket (a key, or an action), as a pure value: what
+/// `rateLimit` is decided from. Seeded from the history's starts at start, so a restart keeps
+/// every window.
+public struct RateBook: Sendable, Equatable {
+    /// Each bucket's starts, oldest first, pruned to those inside its window.
+    public private(set) var starts: [String: [Timestamp]] = [:]
+
+    public init() {}
+
+    /// The starts of `claim`'s bucket inside its window at `now`.
+    public func recent(_ claim: RateClaim, at now: Timestamp) -> [Timestamp] {
+        (starts[claim.bucket] ?? []).filter { $0 <= now && now - $0 < claim.limit.per }
+    }
+
+    /// When a start fits under `claim`'s limit again, behind `waiting` runs of the bucket not yet
+    /// started: nil when one fits now. A bucket whose waiting runs alone fill it answers a window
+    /// from now (they have not started, so when they will is not known).
+    public func next(_ claim: RateClaim, at now: Timestamp, waiting: Int = 0) -> Timestamp? {
+        let recent = recent(claim, at: now)
+        let over = recent.count + waiting - claim.limit.runs
+        guard over >= 0 else { return nil }
+        guard !recent.isEmpty else { return now + claim.limit.per }
+        return recent[min(over, recent.count - 1)] + claim.limit.per
+    }
+
+    /// A run of `claim`'s bucket started at `at`: counted, and the starts out of the window dropped.
+    public mutating func record(_ claim: RateClaim, at: Timestamp) {
+        var list = (starts[claim.bucket] ?? []).filter { at - $0 < claim.limit.per }
+        let index = list.firstIndex { at < $0 } ?? list.count
+        list.insert(at, at: index)
+        starts[claim.bucket] = list
+    }
+}
