@@ -143,6 +143,7 @@ struct API: Sendable {
         case .forbidden: 403
         case .unknownAction, .unknownRun: 404
         case .busy, .paused: 409
+        case .rateLimited: 429
         case .shuttingDown, .storeUnavailable: 503
         default: 500
         }

@@ -35,6 +35,19 @@ extension Backend {
         }
     }
 
+    /// Seeds the starts inside each rate-limited action's window from the history, so that a
+    /// restart keeps counting them: the runs it started in the last `per` still count.
+    static func seedRateStarts(_ history: any HistoryReader, actions: [Action], conductor: Conductor) async throws(BatonError) {
+        let now = Timestamp.now
+        for action in actions {
+            guard let limit = action.rateLimit else { continue }
+            // Runs queued before the window may have started inside it (a delayed run waits):
+            // the latest runs, as many as the limit and then some, are read whatever their age.
+            let runs = try await history.runs(HistoryFilter(actions: [action.name], limit: limit.runs + cooldownLookback))
+            conductor.remember(starts: runs.filter { $0.startedAt.map { now - $0 < limit.per } ?? false }, actions: [action.name: action])
+        }
+    }
+
     /// Seeds the runs of the latest schedule slots of each action from the history, so that a
     /// restart does not run a slot again (the database's unique index would refuse it anyway).
     static func seedSlots(_ history: any HistoryReader, actions: [Action], conductor: Conductor) async throws(BatonError) {

@@ -59,6 +59,8 @@ struct Backend {
         do throws(BatonError) {
             // Before recovery: a run it ends as interrupted fires its `change` hook against the run before it.
             try await seedOutcomes(store, actions: config.actions, conductor: conductor)
+            // Before recovery too: a run it queues again starts only where its rate limit lets it.
+            try await seedRateStarts(store, actions: config.actions, conductor: conductor)
             let summary = await conductor.recover(try await store.recoverableState())
             if summary != RecoverySummary() {
                 Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "

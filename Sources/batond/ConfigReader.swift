@@ -26,7 +26,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "queue", "pauseAfterFailures", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
+        "keyParams", "queue", "pauseAfterFailures", "rateLimit", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
     ]
 
     /// The longest action description, in bytes.
@@ -110,6 +110,9 @@ struct ConfigReader {
             for action in config.actions where action.pauseAfterFailures != nil {
                 fail("actions.\(action.name).pauseAfterFailures", "pauses are one machine's for now: a fleet cannot pause an action")
             }
+            for action in config.actions where action.rateLimit != nil {
+                fail("actions.\(action.name).rateLimit", "rate limits are one machine's for now: a fleet cannot count an action's starts across its hosts")
+            }
         }
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
@@ -172,6 +175,7 @@ struct ConfigReader {
         debounce(fields, into: &action, at: at)
         queue(fields, into: &action, at: at)
         if let value = fields["pauseAfterFailures"] { action.pauseAfterFailures = integer(value, at: "\(at).pauseAfterFailures", min: 1, max: 1_000) }
+        if let value = fields["rateLimit"] { action.rateLimit = actionRateLimit(value, at: "\(at).rateLimit") }
         if let value = fields["locks"] { action.locks = locks(value, at: "\(at).locks") }
         if let value = fields["force"] {
             if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }

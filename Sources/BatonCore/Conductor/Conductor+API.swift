@@ -150,6 +150,11 @@ extension Conductor {
         changeState { $0.remember(outcomes: runs) }
     }
 
+    /// Seeds the starts of rate-limited actions from the history (at start, before recovery).
+    public func remember(starts runs: [RunSnapshot], actions: [String: Action]) {
+        changeState { $0.remember(starts: runs, actions: actions) }
+    }
+
     /// Seeds the runs of scheduled slots from the history, so that a restart does not run a slot again.
     public func remember(slots runs: [RunSnapshot]) {
         changeState { $0.remember(slots: runs) }

@@ -1,0 +1,39 @@
+import BatonCore
+
+extension ConfigReader {
+    /// The most runs a `rateLimit` may count (each start is remembered for its window).
+    static let maxRateRuns = 100_000
+
+    /// `rateLimit: { runs: 10, per: "1h", scope: "key", over: "reject" }`: at most `runs` runs
+    /// start in any window of `per` (at least 1s), per key (the default) or for the whole action;
+    /// a trigger over it is refused `rate_limited` (`over: "reject"`, the default) or its run waits
+    /// queued until a start fits (`over: "delay"`).
+    mutating func actionRateLimit(_ value: JSONValue, at: String) -> RateLimit? {
+        guard let fields = object(value, at: at, allowed: ["runs", "per", "scope", "over"]) else { return nil }
+        guard let runsValue = fields["runs"] else {
+            fail("\(at).runs", "missing: how many runs may start per window, such as runs: 10")
+            return nil
+        }
+        guard let perValue = fields["per"] else {
+            fail("\(at).per", "missing: the window the runs are counted over, such as per: \"1h\"")
+            return nil
+        }
+        let runs = integer(runsValue, at: "\(at).runs", min: 1, max: Self.maxRateRuns)
+        var per = duration(perValue, at: "\(at).per")
+        if let window = per, window < .seconds(1) {
+            fail("\(at).per", "must be at least 1s, got \(DurationText.format(window))")
+            per = nil
+        }
+        var limit = RateLimit(runs: runs ?? 1, per: per ?? .seconds(1))
+        var ok = runs != nil && per != nil
+        if let value = fields["scope"] {
+            let scope = choice(value, at: "\(at).scope", RateLimit.Scope.allCases.map(\.rawValue)).flatMap(RateLimit.Scope.init(rawValue:))
+            if let scope { limit.scope = scope } else { ok = false }
+        }
+        if let value = fields["over"] {
+            let over = choice(value, at: "\(at).over", RateLimit.Over.allCases.map(\.rawValue)).flatMap(RateLimit.Over.init(rawValue:))
+            if let over { limit.over = over } else { ok = false }
+        }
+        return ok ? limit : nil
+    }
+}
