@@ -52,6 +52,20 @@ struct ConductorWalk {
             bounce.cooldown = .milliseconds(150)
             return bounce
         }(),
+        // Rate limits: `rated` lets 2 runs of a key start per 200 ms and refuses more; `throttled`
+        // lets 1 run of the whole action start per 150 ms and delays the rest (steps of 1 to 50 ms).
+        {
+            var rated = Action(name: "rated", exec: ["x"], policy: .queue, policies: [.reject, .join, .replace],
+                               params: ["k": ParamSpec()], keyParams: ["k"])
+            rated.rateLimit = RateLimit(runs: 2, per: .milliseconds(200))
+            return rated
+        }(),
+        {
+            var throttled = Action(name: "throttled", exec: ["x"], policy: .reject, policies: [.queue, .join, .replace],
+                                   retry: RetryPolicy(attempts: 1, backoff: .milliseconds(10)), params: ["k": ParamSpec()], keyParams: ["k"])
+            throttled.rateLimit = RateLimit(runs: 1, per: .milliseconds(150), scope: .action, over: .delay)
+            return throttled
+        }(),
     ]
 
     /// Hooks: `hooked` pages on failure (a queue), notifies on success (a reject) and flips on
@@ -139,6 +153,8 @@ struct ConductorWalk {
     // or ended; the first of them must be the next to start.
     private var lineOrder: [String: [Int64]] = [:]
     private var lineKey: [Int64: String] = [:]
+    // The rate limits' view: the first starts of each bucket's runs, as launched.
+    private var rateStarts: [String: [Timestamp]] = [:]
 
     init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -216,7 +232,7 @@ struct ConductorWalk {
             if let run = timers.keys.sorted().first(where: { !timers[$0]!.isEmpty }),
                let timer = timers[run]!.sorted(by: { "\($0)" < "\($1)" }).first {
                 timers[run]!.remove(timer)
-                if timer == .debounce || timer == .pauseEnd, let due = timerDue[run]?[timer] { now = max(now, due) }
+                if timer == .debounce || timer == .pauseEnd || timer == .rateLimit, let due = timerDue[run]?[timer] { now = max(now, due) }
                 apply(.timer(run: run, timer))
                 continue
             }
@@ -344,6 +360,7 @@ struct ConductorWalk {
                 }
                 checkCooldown(launch)
                 checkDebounce(launch)
+                checkRate(launch)
                 if launch.attempt == 1, paused.contains(launch.action.name) {
                     violate("run \(launch.run) of \(launch.action.name) started while its action was paused")
                 }
@@ -537,6 +554,17 @@ struct ConductorWalk {
               let success = lastSuccess[created.key], now - success < cooldown,
               createdStep[launch.run, default: 0] >= successStep[created.key, default: 0], !forced.contains(launch.run) else { return }
         violate("run \(launch.run) of key \(created.key) started inside its cooldown (success at \(success.rawValue), now \(now.rawValue)), unforced")
+    }
+
+    /// No more runs of a rate-limited bucket (a key, or the action) start in any window of its
+    /// `per` than its `runs`: counted at each first attempt's launch.
+    private mutating func checkRate(_ launch: Launch) {
+        guard launch.attempt == 1, let key = state.snapshot(of: launch.run)?.key, let claim = launch.action.rateClaim(key: key) else { return }
+        let recent = rateStarts[claim.bucket, default: []].filter { now - $0 < claim.limit.per }
+        if recent.count >= claim.limit.runs {
+            violate("run \(launch.run) of \(claim.bucket) started at \(now.rawValue), start \(recent.count + 1) inside \(claim.limit.text) (\(recent.map(\.rawValue)))")
+        }
+        rateStarts[claim.bucket] = recent + [now]
     }
 
     /// No run of a debounced key starts before its window elapsed: the window after the last

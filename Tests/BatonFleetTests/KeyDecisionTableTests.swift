@@ -28,6 +28,8 @@ struct KeyDecisionTableTests {
         var runParams: [Int64: [String: String]] = [:]
         /// The action's pause (one machine's only: the fleet does not pause yet).
         var paused: ActionPause?
+        /// The action's rate limit and when a new run would fit under it (one machine's only: a fleet config refuses it).
+        var rate: KeyDecision.Rate?
         var expected: KeyDecision
         var testDescription: String { name }
 
@@ -41,6 +43,7 @@ struct KeyDecisionTableTests {
             action.allowsForce = allowsForce
             action.debounce = debounce
             action.queueDepth = depth
+            action.rateLimit = rate?.limit
             return action
         }
 
@@ -59,6 +62,7 @@ struct KeyDecisionTableTests {
             for (run, fingerprint) in definitions { view.definitions[run] = KeyDecision.Definition(fingerprint: fingerprint, host: "web-2") }
             for run in slot.line { view.lineParams[run] = runParams[run] ?? [:] }
             view.paused = paused
+            view.rate = rate
             return view
         }
 
@@ -149,13 +153,36 @@ struct KeyDecisionTableTests {
              definitions: [1: "another"], expected: .refused(.definitionMismatch(run: 1, action: "deploy", host: "web-2"))),
     ]
 
-    @Test("the engine decides each rule once", arguments: cases)
+    static let hourly = RateLimit(runs: 2, per: .seconds(3_600))
+    static let full = KeyDecision.Rate(limit: hourly, next: Timestamp(rawValue: 700_000_000))
+    static let delayed = KeyDecision.Rate(limit: RateLimit(runs: 2, per: .seconds(3_600), over: .delay), next: Timestamp(rawValue: 700_000_000))
+    static let rated: [Case] = [
+        Case(name: "over the rate limit (reject): refused rate_limited with when a run may start", rate: full,
+             expected: .rateLimited(hourly, next: Timestamp(rawValue: 700_000_000))),
+        Case(name: "over the rate limit, a queue behind a run: the follow-up would be over it: refused", policy: .queue,
+             slot: KeySlot(holder: 1), phases: [1: .loading], rate: full, expected: .rateLimited(hourly, next: Timestamp(rawValue: 700_000_000))),
+        Case(name: "over the rate limit, a replace: refused, and the run in flight goes on", policy: .replace,
+             slot: KeySlot(holder: 1), phases: [1: .loading], rate: full, expected: .rateLimited(hourly, next: Timestamp(rawValue: 700_000_000))),
+        Case(name: "over the rate limit, a join: shares the run in flight (it makes none)", policy: .join,
+             slot: KeySlot(holder: 1), phases: [1: .loading], rate: full, expected: .shared(.joined(1))),
+        Case(name: "over the rate limit, a busy key under reject: busy first (no run would be made)",
+             slot: KeySlot(holder: 1), phases: [1: .loading], rate: full, expected: .shared(.rejected(1))),
+        Case(name: "over the rate limit inside the cooldown: the success answers", cooldown: .seconds(10),
+             lastSuccess: .init(run: 9, at: Timestamp(rawValue: 95_000_000)), rate: full, expected: .shared(.cooled(9))),
+        Case(name: "paused and over the rate limit: the pause refuses", paused: ActionPause(action: "deploy", by: "alice", reason: "r", at: Case.now),
+             rate: full, expected: .paused(ActionPause(action: "deploy", by: "alice", reason: "r", at: Case.now), skipped: false)),
+        Case(name: "under the rate limit: runs", rate: KeyDecision.Rate(limit: hourly, next: nil), expected: .created(.created(50), window: nil)),
+        Case(name: "over the rate limit (delay): the run is made, and waits for its start to fit", rate: delayed,
+             expected: .created(.created(50), window: nil)),
+    ]
+
+    @Test("the engine decides each rule once", arguments: cases + rated)
     func engine(_ row: Case) {
         var slot = row.slot
         #expect(KeyDecision.decide(KeyDecision.Asked(row.trigger), row.view, slot: &slot, candidate: { Case.candidate }) == row.expected)
     }
 
-    @Test("the fleet's batch decides the same on the rows it reads", arguments: cases.filter { $0.paused == nil })
+    @Test("the fleet's batch decides the same on the rows it reads", arguments: cases.filter { $0.paused == nil && $0.rate == nil })
     func fleet(_ row: Case) {
         let decided = TriggerBatch.decide([TriggerBatch.Entry(trigger: row.trigger)], row.rows, me: "me", ids: [Case.candidate])
         let got: KeyDecision? = switch decided.outcomes.first {

@@ -23,7 +23,7 @@ extension ConductorState {
     mutating func rateTimerFired(_ id: Int64, _ step: inout Step) {
         guard flights[id]?.machine.phase == .queued, let until = table.rateUntil(of: id) else { return }
         if step.now < until { return step.effects.append(.schedule(run: id, .rateLimit, after: until - step.now)) }
-        table.rateOpen(id)
+        table.rateOpen(id, at: step.now)
         admit(&step)
     }
 

@@ -190,7 +190,10 @@ public struct FlightTable: Sendable {
     /// Holds a ready run back when a start of its rate limit's bucket does not fit at `now`: it
     /// leaves the line and the lock waiters until `rateOpen`.
     private mutating func holdsForRate(_ run: Int64, at now: Timestamp?) -> Bool {
-        guard let now, let claim = entries[run]?.rate, let until = rates.next(claim, at: now) else { return false }
+        guard let now, let claim = entries[run]?.rate else { return false }
+        // Behind the older runs of its bucket already held: each is told the start it will get.
+        let ahead = entries.count { $0.key < run && $0.value.rate?.bucket == claim.bucket && $0.value.rateUntil != nil }
+        guard let until = rates.next(claim, at: now, waiting: ahead) else { return false }
         entries[run]!.stage = .waiting
         entries[run]!.rateUntil = until
         locks.unwait(run)
@@ -204,11 +207,15 @@ public struct FlightTable: Sendable {
         return rateHolds
     }
 
-    /// Lets a run held for its rate limit start once its key is free (it is checked again then).
-    public mutating func rateOpen(_ run: Int64) {
-        guard entries[run]?.rateUntil != nil else { return }
-        entries[run]!.rateUntil = nil
-        promote(entries[run]!.key)
+    /// Lets the runs held for the rate limit of `run`'s bucket whose time has come (by `now`)
+    /// start once their keys are free, oldest first (each is checked again then).
+    public mutating func rateOpen(_ run: Int64, at now: Timestamp) {
+        guard let bucket = entries[run]?.rate?.bucket else { return }
+        let due = entries.filter { $0.value.rate?.bucket == bucket && ($0.value.rateUntil.map { $0 <= now } ?? false) }.keys.sorted()
+        for id in due {
+            entries[id]!.rateUntil = nil
+            promote(entries[id]!.key)
+        }
     }
 
     /// When a run held for its rate limit may start; nil for a run not held so.

@@ -13,14 +13,15 @@ public struct RateBook: Sendable, Equatable {
     }
 
     /// When a start fits under `claim`'s limit again, behind `waiting` runs of the bucket not yet
-    /// started: nil when one fits now. A bucket whose waiting runs alone fill it answers a window
-    /// from now (they have not started, so when they will is not known).
+    /// started: nil when one fits now. Past the window's starts, the waiting runs are taken to
+    /// start as soon as each may (a window after the start they replace); a bucket whose waiting
+    /// runs alone fill it answers a window from now (when they will start is not known).
     public func next(_ claim: RateClaim, at now: Timestamp, waiting: Int = 0) -> Timestamp? {
         let recent = recent(claim, at: now)
         let over = recent.count + waiting - claim.limit.runs
         guard over >= 0 else { return nil }
         guard !recent.isEmpty else { return now + claim.limit.per }
-        return recent[min(over, recent.count - 1)] + claim.limit.per
+        return recent[over % recent.count] + claim.limit.per * (over / recent.count + 1)
     }
 
     /// A run of `claim`'s bucket started at `at`: counted, and the starts out of the window dropped.
