@@ -30,6 +30,9 @@ extension Service {
             info.last = last[action.name]
             info.allowed = permissions(action.name, generation, connection.peer)
             info.paused = pauses[action.name]
+            if let limit = action.rateLimit {
+                info.rateLimit = RateInfo(limit, used: conductor.rateUse(action, at: now).map { .init(key: $0.key, left: $0.left, frees: $0.frees?.rawValue) })
+            }
             if let window = action.cooldown {
                 // The keys whose window is open, as the engine decides it (`KeySlot.cools`), each
                 // with when it closes: measured on the boot's clock, told on the wall clock.

@@ -35,6 +35,9 @@ extension Service {
         }
     }
 
+    /// The decision `baton_triggers_total` counts a trigger refused by its action's rate limit under.
+    static let rateLimited = "rateLimited"
+
     /// Automaton steps of param matching done on the server's thread (well under a millisecond).
     static let inlineMatchingBudget = 50_000
 
@@ -46,6 +49,7 @@ extension Service {
             switch result {
             case let .failure(error):
                 if case .busy = error { metrics.triggered(trigger.action.name, decision: TriggerDecision.rejected.rawValue) }
+                if case .rateLimited = error { metrics.triggered(trigger.action.name, decision: Self.rateLimited) }
                 exchange.fail(error)
             case let .success((decision, run)):
                 metrics.triggered(trigger.action.name, decision: TriggerDecision(decision).rawValue)

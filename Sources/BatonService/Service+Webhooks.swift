@@ -26,6 +26,7 @@ extension Service {
             switch result {
             case let .failure(error):
                 if case .busy = error { metrics.triggered(name, decision: TriggerDecision.rejected.rawValue) }
+                if case .rateLimited = error { metrics.triggered(name, decision: Self.rateLimited) }
                 answered(.failure(error))
             case let .success((decision, run)):
                 metrics.triggered(name, decision: TriggerDecision(decision).rawValue)

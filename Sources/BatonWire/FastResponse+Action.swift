@@ -40,6 +40,7 @@ extension JSONBytes {
         case "hooks": return into(&info.hooks) { $0.hookNames() }
         case "cooling": return into(&info.cooling) { $0.array { $0.run() } }
         case "paused": return into(&info.paused) { $0.actionPause() }
+        case "rateLimit": return into(&info.rateLimit) { $0.rateInfo() }
         default: return false
         }
     }

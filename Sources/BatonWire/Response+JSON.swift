@@ -227,6 +227,7 @@ extension ActionInfo {
             json.endObject()
         }
         if let paused { json.key("paused"); paused.write(to: &json) }
+        if let rateLimit { json.key("rateLimit"); rateLimit.write(to: &json) }
         if let cooling {
             json.key("cooling")
             json.beginArray()

@@ -162,6 +162,8 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     /// status, for an action with a cooldown: the last success of each key whose window is still
     /// open (a trigger of that key runs nothing until `endedAt` + `cooldown`), oldest first.
     public var cooling: [RunSnapshot]?
+    /// actions and status: the action's rate limit, when it has one; in status, with what is left of it.
+    public var rateLimit: RateInfo?
 
     public init(name: String, description: String?, exec: [String], policy: Policy, policies: [Policy], timeout: Int64?,
                 params: [String: ParamInfo], keyParams: [String], inFlight: [RunSnapshot]? = nil, last: RunSnapshot? = nil) {
@@ -190,6 +192,7 @@ public struct ActionInfo: Codable, Sendable, Equatable {
         cooldown = action.cooldown?.microseconds
         force = action.allowsForce ? true : nil
         hooks = action.hooks.isEmpty ? nil : HookNames(action.hooks)
+        rateLimit = action.rateLimit.map { RateInfo($0) }
     }
 }
 

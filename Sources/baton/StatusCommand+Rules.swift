@@ -22,7 +22,23 @@ extension StatusCommand {
                 lines.append("\(run.key): \(cooldown): last success \(ago) (run \(run.id)), nothing runs for \(DurationText.format(left))")
             }
         }
-        return lines + line(action, now: now)
+        return lines + rate(action, now: now) + line(action, now: now)
+    }
+
+    /// The rate limit and what is left of it: `deploy: rate limit 10 runs per 1h00m per key
+    /// (refuses the rest): 7 left; the oldest start leaves the window in 38m`, one line per key
+    /// with recent starts, or one saying every key has all its runs.
+    static func rate(_ action: ActionInfo, now: Timestamp) -> [String] {
+        guard let rate = action.rateLimit else { return [] }
+        let limit = RateLimit(runs: rate.runs, per: .microseconds(rate.per), scope: RateLimit.Scope(rawValue: rate.scope) ?? .key,
+                              over: RateLimit.Over(rawValue: rate.over) ?? .reject)
+        let head = "rate limit \(limit.text) (\(limit.over == .reject ? "refuses" : "delays") the rest)"
+        let used = rate.used ?? []
+        if used.isEmpty { return ["\(action.name): \(head): \(rate.runs) left\(limit.scope == .key ? " for every key" : "")"] }
+        return used.map { use in
+            let frees = use.frees.map { "; the oldest start leaves the window in " + DurationText.format(max(Timestamp(rawValue: $0) - now, .zero)) } ?? ""
+            return "\(use.key): \(head): \(use.left) left\(frees)"
+        }
     }
 
     /// Each key's line of follow-ups, in the order they start (`deploy: line (3 at most): 1. run 8

@@ -23,4 +23,10 @@ extension Conductor {
     public func pauses(at now: Timestamp = .now) -> [String: ActionPause] {
         reading { state in state.pauses.filter { $0.value.holds(at: now) } }
     }
+
+    /// Each rate-limited bucket of `action` with starts inside its window (`ConductorState.rateUse`), for status.
+    public func rateUse(_ action: Action, at now: Timestamp = .now) -> [(key: String, left: Int, frees: Timestamp?)] {
+        guard action.rateLimit != nil else { return [] }
+        return reading { $0.rateUse(action, at: now) }
+    }
 }

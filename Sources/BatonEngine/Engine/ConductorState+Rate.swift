@@ -35,6 +35,22 @@ extension ConductorState {
         return (max(claim.limit.runs - recent.count, 0), recent.first.map { $0 + claim.limit.per })
     }
 
+    /// Each bucket of `action`'s rate limit with starts inside its window at `now`: its key (the
+    /// action's name for `scope: action`), the runs it may still start, and when its oldest start
+    /// leaves the window. Empty for an action without a limit, or with no recent start.
+    public func rateUse(_ action: Action, at now: Timestamp) -> [(key: String, left: Int, frees: Timestamp?)] {
+        guard let limit = action.rateLimit else { return [] }
+        let keys: [String] = limit.scope == .action ? [action.name] : table.rates.starts.keys.compactMap { bucket in
+            guard bucket.hasPrefix("key ") else { return nil }
+            let key = String(bucket.dropFirst(4))
+            return key == action.name || key.hasPrefix(action.name + " ") ? key : nil
+        }
+        return keys.sorted().compactMap { key in
+            guard let use = rateLeft(action, key: key, at: now), use.frees != nil else { return nil }
+            return (key, use.left, use.frees)
+        }
+    }
+
     /// A queued run as told while its rate limit holds it back: with the time it may start.
     func withRate(_ run: RunSnapshot) -> RunSnapshot {
         guard run.phase == .queued, let until = table.rateUntil(of: run.id) else { return run }
