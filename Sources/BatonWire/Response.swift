@@ -119,6 +119,7 @@ public struct WireError: Codable, Sendable, Error, Equatable {
         since = try container.decodeIfPresent(Int64.self, forKey: .since)
         param = try container.decodeIfPresent(String.self, forKey: .param)
         line = try container.decodeIfPresent(Int.self, forKey: .line)
+        next = try container.decodeIfPresent(Int64.self, forKey: .next)
     }
 }
 

@@ -50,7 +50,9 @@ struct WireJSONTests {
         replacing.decision = .replaced
         replacing.shared = false
         replacing.replaced = [5, 6]
-        return [full, update, ping, busy, Response(id: .text(""), ok: nil), status, reloaded, replacing]
+        let limited = Response.failure(.number(-2), WireError(.rateLimited(action: "a", limit: RateLimit(runs: 2, per: .seconds(60)),
+                                                                           next: Timestamp(rawValue: 1_764_558_900_000_000)), at: Timestamp(rawValue: 1_764_558_860_000_000)))
+        return [full, update, ping, busy, limited, Response(id: .text(""), ok: nil), status, reloaded, replacing]
     }
 
     /// An action with every field set (`everyFieldSet` keeps it so when a field is added).
@@ -75,6 +77,8 @@ struct WireJSONTests {
         var success = run
         success.phase = .success
         info.cooling = [success]
+        info.rateLimit = RateInfo(RateLimit(runs: 10, per: .seconds(3_600), scope: .action, over: .delay),
+                                  used: [.init(key: "deploy", left: 3, frees: 1_764_558_900_000_000), .init(key: "deploy env=b", left: 10, frees: nil)])
         return info
     }
 
@@ -102,6 +106,7 @@ struct WireJSONTests {
         run.hook = HookCause(run: 7, action: "deploy", event: .failure)
         run.waiting = LockWait(lock: "db", limit: 1, holders: [.init(run: 12, action: "migrate")], ahead: [.init(run: 13, action: "backup")])
         run.debounceUntil = Timestamp(rawValue: 1_764_558_003_200_000)
+        run.rateUntil = Timestamp(rawValue: 1_764_558_900_000_000)
         run.coolsUntil = Timestamp(rawValue: 1_764_558_600_000_000)
         run.line = 2
         return run
