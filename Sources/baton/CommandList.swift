@@ -33,7 +33,7 @@ enum CommandList {
           3   the run was cancelled
           69  batond cannot be reached
           70  internal error in batond
-          75  try again later: busy (a run is in flight), the action paused, batond shutting down, or its history cannot be written (a full disk)
+          75  try again later: busy (a run is in flight), the action paused or rate limited, batond shutting down, or its history cannot be written (a full disk)
           77  forbidden
           130 interrupted: Ctrl-C while `baton run` waited (the run goes on)
         """
