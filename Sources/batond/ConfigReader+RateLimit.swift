@@ -4,6 +4,14 @@ extension ConfigReader {
     /// The most runs a `rateLimit` may count (each start is remembered for its window).
     static let maxRateRuns = 100_000
 
+    /// A fleet config refuses `rateLimit`: its hosts do not count an action's starts together yet.
+    mutating func rateLimitsOffFleet(_ config: Config) {
+        guard config.fleet != nil else { return }
+        for action in config.actions where action.rateLimit != nil {
+            fail("actions.\(action.name).rateLimit", "rate limits are one machine's for now: a fleet cannot count an action's starts across its hosts")
+        }
+    }
+
     /// `rateLimit: { runs: 10, per: "1h", scope: "key", over: "reject" }`: at most `runs` runs
     /// start in any window of `per` (at least 1s), per key (the default) or for the whole action;
     /// a trigger over it is refused `rate_limited` (`over: "reject"`, the default) or its run waits

@@ -110,13 +110,11 @@ struct ConfigReader {
             for action in config.actions where action.pauseAfterFailures != nil {
                 fail("actions.\(action.name).pauseAfterFailures", "pauses are one machine's for now: a fleet cannot pause an action")
             }
-            for action in config.actions where action.rateLimit != nil {
-                fail("actions.\(action.name).rateLimit", "rate limits are one machine's for now: a fleet cannot count an action's starts across its hosts")
-            }
         }
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsOffFleet(config)
+        rateLimitsOffFleet(config)
         return config
     }
 

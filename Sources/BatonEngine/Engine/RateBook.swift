@@ -7,9 +7,10 @@ public struct RateBook: Sendable, Equatable {
 
     public init() {}
 
-    /// The starts of `claim`'s bucket inside its window at `now`.
+    /// The starts of `claim`'s bucket inside its window at `now`. A start after `now` (the wall
+    /// clock stepped back) counts too: a step never lets more runs start.
     public func recent(_ claim: RateClaim, at now: Timestamp) -> [Timestamp] {
-        (starts[claim.bucket] ?? []).filter { $0 <= now && now - $0 < claim.limit.per }
+        (starts[claim.bucket] ?? []).filter { now - $0 < claim.limit.per }
     }
 
     /// When a start fits under `claim`'s limit again, behind `waiting` runs of the bucket not yet
