@@ -17,7 +17,7 @@ enum Query {
         return try viaDaemonOrFile(context, daemon: .stats(filter)) { try $0.stats(actions: filter.actions, since: since) }
     }
 
-    static func search(_ text: String, _ filter: HistoryFilter, _ context: Context) throws -> [SearchMatch] {
+    static func search(_ text: String, _ filter: HistoryFilter, _ context: Context) throws -> SearchResult {
         let filter = try valid(filter)
         return try viaDaemonOrFile(context, daemon: .search(text, filter)) { try $0.search(text, filter) }
     }

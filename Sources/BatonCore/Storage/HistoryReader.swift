@@ -18,8 +18,9 @@ public protocol HistoryReader: Sendable {
     /// chunks of the run.
     func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage?
     /// The runs `filter` selects whose kept output or param values hold `text` (without regard to
-    /// case), newest first, up to `filter.limit`, each with its first matching lines.
-    func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch]
+    /// case), newest first, up to `filter.limit`, each with its first matching lines; cut short
+    /// at its budget of bytes read, or (answering what it found) once `stop` says the asker has gone.
+    func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult
 }
 
 extension HistoryReader {
@@ -27,7 +28,7 @@ extension HistoryReader {
     public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? { nil }
 
     /// A history that keeps no output chunks (or no index of them) cannot search them, and says so.
-    public func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
+    public func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
         throw .badRequest("search needs batond's SQLite history: this history keeps no searchable output")
     }
 }
