@@ -24,6 +24,12 @@ extension BatonClient {
         try await ask(.search(text, filter))
     }
 
+    /// The actions' pauses and resumes `filter` selects, newest first: who paused which action,
+    /// why and until when, and who resumed it.
+    public func events(_ filter: HistoryFilter = HistoryFilter()) async throws -> [ActionEvent] {
+        try await ask(.events(filter))
+    }
+
     /// The latest requests batond refused for lack of permission, newest first, at most `limit`
     /// (root only: others get `.forbidden`).
     public func denied(limit: Int = 50) async throws -> [TriggerRecord] {

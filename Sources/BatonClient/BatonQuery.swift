@@ -76,6 +76,13 @@ extension BatonQuery where Value == [TriggerRecord] {
     }
 }
 
+extension BatonQuery where Value == [ActionEvent] {
+    /// The actions' pauses and resumes `filter` selects (its actions, window and limit), newest first.
+    public static func events(_ filter: HistoryFilter = HistoryFilter()) -> Self {
+        Self(Request(op: .events, filter: filter)) { $0.events ?? [] }
+    }
+}
+
 extension BatonQuery where Value == String {
     /// batond's metrics in Prometheus' text exposition format.
     public static var metrics: Self { Self(Request(op: .metrics)) { $0.metrics ?? "" } }

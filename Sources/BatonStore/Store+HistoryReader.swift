@@ -29,6 +29,10 @@ extension Store: HistoryReader {
         try await query { try $0.output(of: run, from: offset, maxBytes: maxBytes) }
     }
 
+    public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] {
+        try await query { try $0.events(filter) }
+    }
+
     /// On the search connection (`Store.searching`): a long scan never holds up other reads.
     public func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
         try await query(searching: true) { try $0.search(text, filter, stop: stop) }

@@ -32,6 +32,11 @@ enum Query {
         }
     }
 
+    static func events(_ filter: HistoryFilter, _ context: Context) throws -> [ActionEvent] {
+        let filter = try valid(filter)
+        return try viaDaemonOrFile(context, daemon: .events(filter)) { try $0.events(filter) }
+    }
+
     static func denied(limit: Int, _ context: Context) throws -> [TriggerRecord] {
         try viaDaemonOrFile(context, daemon: .denied(limit: limit)) { try $0.denied(limit: limit) }
     }

@@ -10,6 +10,8 @@ public protocol HistoryReader: Sendable {
     func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats]
     /// Refused requests, newest first.
     func denied(limit: Int) async throws(BatonError) -> [TriggerRecord]
+    /// The actions' pauses and resumes `filter` selects (its actions, window and limit), newest first.
+    func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent]
     /// The last ended run of each action.
     func lastEnded() async throws(BatonError) -> [RunSnapshot]
     /// Recent successful durations (microseconds, oldest first) of these actions.
@@ -24,6 +26,9 @@ public protocol HistoryReader: Sendable {
 }
 
 extension HistoryReader {
+    /// A history that keeps no pauses (a fleet's: pause is one host's) has no events.
+    public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] { [] }
+
     /// A history that keeps no output chunks has none of any run.
     public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? { nil }
 
