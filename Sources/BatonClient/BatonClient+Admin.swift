@@ -15,7 +15,19 @@ extension BatonClient {
     /// The runs `filter` selects (20 by default) whose kept output or param values hold `text`,
     /// case ignored, newest first, each with its first matching lines and their numbers.
     public func search(_ text: String, _ filter: HistoryFilter = HistoryFilter(limit: 20)) async throws -> [SearchMatch] {
+        try await ask(.search(text, filter)).matches
+    }
+
+    /// The same, with where the search stopped when it read its most bytes of output
+    /// (`SearchMatch.maxScannedBytes`) before it had read all it could.
+    public func searchResult(_ text: String, _ filter: HistoryFilter = HistoryFilter(limit: 20)) async throws -> SearchResult {
         try await ask(.search(text, filter))
+    }
+
+    /// The actions' pauses and resumes `filter` selects, newest first: who paused which action,
+    /// why and until when, and who resumed it.
+    public func events(_ filter: HistoryFilter = HistoryFilter()) async throws -> [ActionEvent] {
+        try await ask(.events(filter))
     }
 
     /// The latest requests batond refused for lack of permission, newest first, at most `limit`

@@ -76,6 +76,13 @@ extension BatonQuery where Value == [TriggerRecord] {
     }
 }
 
+extension BatonQuery where Value == [ActionEvent] {
+    /// The actions' pauses and resumes `filter` selects (its actions, window and limit), newest first.
+    public static func events(_ filter: HistoryFilter = HistoryFilter()) -> Self {
+        Self(Request(op: .events, filter: filter)) { $0.events ?? [] }
+    }
+}
+
 extension BatonQuery where Value == String {
     /// batond's metrics in Prometheus' text exposition format.
     public static var metrics: Self { Self(Request(op: .metrics)) { $0.metrics ?? "" } }
@@ -96,10 +103,11 @@ extension BatonQuery where Value == [String] {
     public static var reload: Self { Self(Request(op: .reload)) { $0.warnings ?? [] } }
 }
 
-extension BatonQuery where Value == [SearchMatch] {
+extension BatonQuery where Value == SearchResult {
     /// The runs `filter` selects whose kept output or param values hold `text` (case ignored),
-    /// newest first, each with its first matching lines and their numbers.
+    /// newest first, each with its first matching lines and their numbers; and where the search
+    /// stopped if it read its most bytes of output first.
     public static func search(_ text: String, _ filter: HistoryFilter = HistoryFilter(limit: 20)) -> Self {
-        Self(Request(op: .search, filter: filter, text: text)) { $0.matches ?? [] }
+        Self(Request(op: .search, filter: filter, text: text)) { SearchResult(matches: $0.matches ?? [], cut: $0.searchCut) }
     }
 }

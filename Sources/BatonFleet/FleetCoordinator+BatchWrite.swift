@@ -53,7 +53,7 @@ extension FleetCoordinator {
     }
 
     /// One entry's rows: its record, or its new run (and the runs its replace stops).
-    private func rows(of trigger: Trigger, _ outcome: TriggerBatch.Outcome, stops: [TriggerBatch.Stop], at now: Timestamp,
+    private func rows(of trigger: Trigger, _ outcome: TriggerBatch.Outcome, stops: [FleetStop], at now: Timestamp,
                       _ written: inout Written) throws {
         switch outcome {
         case .refused:
@@ -72,21 +72,15 @@ extension FleetCoordinator {
             written.runs[run.id] = run
             written.statements += [FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint),
                                    try FleetJournal.insertTransition(queued)] + deliveryRecord(trigger, run: run.id, at: now)
-            for stop in stops { try self.stop(stop, at: now, &written) }
+            for stop in stops { try self.stop(stop, &written) }
         }
     }
 
-    /// A replace's stop: a queued run's end (guarded: it must apply, the batch read it under its
-    /// key's row), or the mark a loading run's owner stops it by.
-    private func stop(_ stop: TriggerBatch.Stop, at now: Timestamp, _ written: inout Written) throws {
-        let request = RunMachine.Stop.replaced(by: stop.by)
-        guard let seq = stop.endsAt else {
-            written.statements.append(StopRequest.mark(stop.run, request))
-            return
-        }
-        let end = Transition(runID: stop.run, seq: seq, from: .queued, to: request.phase, at: now, detail: request.detail)
-        written.checks.append((written.statements.count, "run \(stop.run) could not be stopped for run \(stop.by)"))
-        written.statements += [FleetJournal.update(end, as: nil), try FleetJournal.insertTransition(end)]
+    /// A replace's stop, as the engine decided it (`FleetStop`): a queued run's end, guarded (it
+    /// must apply: the batch read it under its key's row), or the mark its owner stops it by.
+    private func stop(_ stop: FleetStop, _ written: inout Written) throws {
+        if stop.end != nil { written.checks.append((written.statements.count, stop.refusal)) }
+        written.statements += try stop.statements()
     }
 
     /// The new runs whose key is free: each takes a start slot if one is free and its `loading`

@@ -54,8 +54,11 @@ extension FleetCoordinator {
             try Self.retrying {
                 // The run's key's slot row first: a queued run ends here, and its key's transitions stay in order.
                 try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ throws -> RunSnapshot? in
-                    guard let (run, _) = try read(id, on: db), !run.phase.isTerminal else { return nil }
-                    _ = try Self.stop(id, .cancelled(by: uid), on: db, me: host.incarnation)
+                    guard let (run, _) = try read(id, on: db), !run.phase.isTerminal,
+                          let key = try FleetStop.slot(ofRun: id, on: db) else { return nil }
+                    var slot = key.slot
+                    _ = try FleetStop.perform([id], .cancelled(by: uid), slot: &slot, on: db, me: host.incarnation)
+                    if slot != key.slot { try FleetJournal.store(slot, key: key.key, on: db) }
                     try db.execute("NOTIFY baton")
                     return try read(id, on: db)?.0
                 }

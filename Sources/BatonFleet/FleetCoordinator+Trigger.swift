@@ -86,27 +86,6 @@ extension FleetCoordinator {
         return (run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail))
     }
 
-    /// Stops a run for another (a cancel, a hook's replace): a queued one ends here and now
-    /// (whoever owns it); a loading or retrying one is marked for its owner to stop. Returns true
-    /// when incarnation `me` owns it and must stop it (the feed would tell it too, a little later).
-    /// The one stop of the fleet outside a trigger batch, which decides its stops with the rows
-    /// it holds (`TriggerBatch.stop`) and writes them as this does.
-    static func stop(_ id: Int64, _ stop: RunMachine.Stop, on db: PGConnection, me: String) throws -> Bool {
-        guard let row = try db.query("SELECT phase, last_seq FROM runs WHERE id = $1", [String(id)]).first,
-              let phase = row[0].flatMap(Phase.init(rawValue:)) else { return false }
-        switch phase {
-        case .queued:
-            let seq = row[1].flatMap { Int($0) } ?? 1
-            _ = try FleetJournal.apply(Transition(runID: id, seq: seq + 1, from: .queued, to: stop.phase, at: .now, detail: stop.detail),
-                                       on: db, as: nil)
-            return false
-        case .loading, .retrying:
-            return try db.query(StopRequest.mark(id, stop)).rows.first?[0] == me
-        case .success, .failure, .cancelled:
-            return false
-        }
-    }
-
     /// Runs a transaction again after a deadlock or serialization failure (at most 5 times).
     static func retrying<T>(_ body: () throws -> T) throws -> T {
         var tries = 0

@@ -177,7 +177,7 @@ extension FleetHistory {
     /// Refused, by choice (docs/scale-out.md, "Search"): the fleet's output is PostgreSQL's, with no
     /// index of it, and a scan of every host's output on each search would load the database every
     /// host's triggers wait on.
-    func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
+    func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> SearchResult {
         throw .badRequest("""
             search is not available on a fleet: its output is kept in PostgreSQL, which batond does not index, \
             and a scan of every host's output would load the database the fleet's triggers wait on

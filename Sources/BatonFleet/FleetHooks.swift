@@ -73,11 +73,12 @@ enum FleetHooks {
             let detail = KeyDecision.queuedDetail(decision, via: cause.description, window: window)
             try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
             try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: view.now, detail: detail), on: db)
+            // The runs it replaces stop as any replace's do (`FleetStop`); a queued one leaves the slot before it is written.
+            if case let .replaced(_, stopping) = decision {
+                _ = try FleetStop.perform(stopping, .replaced(by: run.id), slot: &slot, on: db, me: me.incarnation)
+            }
             try FleetJournal.store(slot, key: target.key, on: db)
             if let window { try db.query(FleetDebounce.store(window, run: run.id)) }
-            if case let .replaced(_, stopping) = decision {
-                for old in stopping { _ = try FleetCoordinator.stop(old, .replaced(by: run.id), on: db, me: me.incarnation) }
-            }
         }
     }
 

@@ -70,7 +70,7 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     }
     public func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] { try await history.denied(limit: limit) }
     /// Refused, saying why (`FleetHistory.search`).
-    public func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
+    public func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
         try await history.search(text, filter)
     }
     public func lastEnded() async throws(BatonError) -> [RunSnapshot] { try await history.lastEnded() }

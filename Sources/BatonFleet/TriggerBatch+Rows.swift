@@ -92,7 +92,7 @@ extension TriggerBatch {
     }
 
     /// One row of `factColumns`: the run's facts, and its window while it is queued with one.
-    private static func fact(_ row: [String?], into rows: inout Rows) {
+    static func fact(_ row: [String?], into rows: inout Rows) {
         guard row.count >= 11, let id = row[0].flatMap({ Int64($0) }) else { return }
         let phase = Phase(rawValue: row[1] ?? "") ?? .failure
         rows.runs[id] = RunFacts(phase: phase, lastSeq: row[2].flatMap { Int($0) } ?? 1, incarnation: row[3], definition: row[4], host: row[5],

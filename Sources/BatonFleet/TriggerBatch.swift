@@ -71,22 +71,12 @@ struct TriggerBatch {
         case created(FlightTable.Decision, window: DebounceWindow?)
     }
 
-    /// How a replace stops a run of its key.
-    struct Stop: Sendable, Equatable {
-        var run: Int64
-        var by: Int64
-        /// A queued run ends at once with this transition's seq; a loading one is marked for its owner.
-        var endsAt: Int?
-        /// This host owns the loading run: it stops it when the batch commits.
-        var here: Bool
-    }
-
     /// The batch's decision.
     struct Decided: Sendable, Equatable {
         /// One per entry, in order.
         var outcomes: [Outcome] = []
-        /// The stops each replacing entry asked, by entry index.
-        var stops: [Int: [Stop]] = [:]
+        /// The stops each replacing entry asked, by entry index (`FleetStop`: the engine's decision).
+        var stops: [Int: [FleetStop]] = [:]
         /// The slots the batch changed, as it left them.
         var slots: [String: KeySlot] = [:]
         /// Windows to keep in runs' rows: new ones and pushed ones, as the batch left them.
@@ -155,7 +145,12 @@ struct TriggerBatch {
             if let delivery { state.deliveries[delivery] = run }
             if let slotKey { state.slotRuns[slotKey] = run }
             if case let .replaced(_, stopping) = made {
-                decided.stops[index] = stopping.compactMap { stop($0, by: run, &slot, &state, me: me) }
+                let stops = stopping.compactMap { FleetStop.decide($0, .replaced(by: run), state.runs[$0], slot: &slot, me: me, at: state.now) }
+                for case let end? in stops.map(\.end) {
+                    state.runs[end.runID]?.phase = end.to
+                    state.runs[end.runID]?.lastSeq = end.seq
+                }
+                decided.stops[index] = stops
             }
             state.slots[trigger.key] = slot
             decided.slots[trigger.key] = slot
@@ -176,23 +171,5 @@ struct TriggerBatch {
             if let definition = facts.definition { view.definitions[id] = KeyDecision.Definition(fingerprint: definition, host: facts.host) }
         }
         return view
-    }
-
-    /// A replace stops `old`: a queued run ends now (its key's slot forgets it), a loading one is
-    /// marked for its owner; one already ended needs nothing.
-    private static func stop(_ old: Int64, by run: Int64, _ slot: inout KeySlot, _ state: inout Rows, me: String) -> Stop? {
-        guard var facts = state.runs[old] else { return nil }
-        switch facts.phase {
-        case .queued:
-            facts.phase = .cancelled
-            facts.lastSeq += 1
-            state.runs[old] = facts
-            slot.ended(old)
-            return Stop(run: old, by: run, endsAt: facts.lastSeq, here: false)
-        case .loading, .retrying:
-            return Stop(run: old, by: run, endsAt: nil, here: facts.incarnation == me)
-        case .success, .failure, .cancelled:
-            return nil
-        }
     }
 }

@@ -34,7 +34,10 @@ struct AttemptMachine: Sendable, Equatable {
     }
 
     enum Effect: Sendable, Equatable {
+        /// SIGTERM to the tree (found afresh).
         case terminate
+        /// SIGKILL to the tree (found afresh) and to every member the last look found (by its
+        /// pidfd): a member the fresh walk misses is still reached.
         case kill
         case armGrace(Duration)
         case armGiveUp

@@ -25,13 +25,16 @@ public struct ExecRunner: Runner {
     var afterSpawn: (@Sendable (pid_t) -> Void)?
     /// Called on the spawner's thread before anything of an attempt is made (tests: a gate).
     var onSpawner: (@Sendable () -> Void)?
-    /// The threads attempts are spawned on, and their cgroups removed.
-    public var spawner: SpawnerPool = .shared
+    /// The threads attempts are spawned on, and their cgroups removed: the daemon's, passed down
+    /// (a runner made without one has a pool of its own; its threads start with the first spawn).
+    public var spawner: SpawnerPool
 
-    public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited(), reactor: Reactor? = nil) {
+    public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited(), reactor: Reactor? = nil,
+                spawner: SpawnerPool = SpawnerPool(threads: SpawnerPool.perCore)) {
         self.tailLimit = tailLimit
         self.inherited = inherited
         self.reactor = reactor
+        self.spawner = spawner
     }
 
     /// Makes this process reap its actions' orphans on `reactor` (see `ProcessAttempt.adoptOrphans`): for batond.

@@ -108,6 +108,12 @@ final class ProcessAttempt: Attempt {
             // stranger's group.
             if !reaped || members.contains(where: { ProcStat(pid: $0)?.pgid == pid }) { kill(-pid, signal) }
             for member in members { kill(member, signal) }
+            // Every member a look found is watched by its pidfd: SIGKILL reaches each of them even
+            // where this walk missed one (a process between parents as it read), and never a
+            // stranger that took a dead member's pid. (SIGTERM goes once: the walk's.)
+            if signal == SIGKILL {
+                for fd in state.access({ $0.watching }) { _ = baton_pidfd_signal(fd, SIGKILL) }
+            }
         }
     }
 

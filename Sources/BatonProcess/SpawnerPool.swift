@@ -8,8 +8,9 @@ import FoundationEssentials
 /// ended when idle); a job goes to the least loaded, so that spawns run in parallel, and its
 /// completion posts back to the loop.
 public final class SpawnerPool: Sendable {
-    /// The pool of the process: one thread per core, 2 to 8.
-    public static let shared = SpawnerPool(threads: min(max(ProcessInfo.processInfo.activeProcessorCount, 2), 8))
+    /// How many threads a daemon's pool has: one per core, 2 to 8. No pool is global: the daemon
+    /// makes one and passes it to its runner, as it passes the reactor.
+    public static var perCore: Int { min(max(ProcessInfo.processInfo.activeProcessorCount, 2), 8) }
 
     struct Work: Sendable {
         let run: @Sendable () -> Void

@@ -26,30 +26,31 @@ struct Exchange: Sendable {
 
 /// Relays a followed run's updates to a client as events, then the final answer once the run's
 /// end is durable (or `shutting_down` if batond stops first).
+/// Both are the loop's: the dispatcher answers a trigger and calls its followers there.
 final class RunRelay: Sendable {
     private let exchange: Exchange
     /// The answer so far (decision, shared) and the run as last seen.
-    private let answer: Locked<Response>
+    private let answer: LoopOwned<Response>
 
-    init(_ exchange: Exchange) {
+    init(_ exchange: Exchange, reactor: Reactor) {
         self.exchange = exchange
-        answer = Locked(Response(id: exchange.id))
+        answer = LoopOwned(Response(id: exchange.id), on: reactor)
     }
 
     /// What the final answer says besides the run (a trigger's decision).
-    func set(_ fill: (inout Response) -> Void) { answer.withLock(fill) }
+    func set(_ fill: (inout Response) -> Void) { answer.access(fill) }
 
     /// The conductor's follower for this client.
     var follower: Conductor.Follower {
         { [self] update in
             guard let update else { return end() }
-            answer.withLock { $0.run = update.run }
+            answer.access { $0.run = update.run }
             if !update.run.phase.isTerminal { exchange.event(.update(exchange.id, update)) }
         }
     }
 
     private func end() {
-        let final = answer.withLock { $0 }
+        let final = answer.access { $0 }
         guard let run = final.run, run.phase.isTerminal else {
             let id = final.run.map { "run \($0.id)" } ?? "the run"
             return exchange.fail(.stopped("batond stopped before \(id) ended; it stays in the history"))

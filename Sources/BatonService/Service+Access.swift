@@ -15,14 +15,14 @@ extension Service {
     func refuse(_ permission: Permission, _ name: String?, _ exchange: Exchange) {
         let request = exchange.request
         let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "", decision: .denied(permission),
-                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: recordedParams(request, name))
+                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: recordedParams(request, name, generation))
         let error = forbidden(permission, name, exchange)
         if permission == .trigger, let name { metrics.triggered(name, decision: "denied") }
         journal.enqueue([.trigger(record)]) { _ in exchange.fail(error) }
     }
 
     /// A refused request's params as its record keeps them: a secret param's value as `***`.
-    func recordedParams(_ request: Request, _ name: String?) -> [String: String] {
+    func recordedParams(_ request: Request, _ name: String?, _ generation: Generation) -> [String: String] {
         var params = request.params ?? [:]
         guard !params.isEmpty, let name, let action = generation.actions[name] else { return params }
         for secret in action.secretParams where params[secret] != nil { params[secret] = Action.maskedValue }
@@ -30,7 +30,7 @@ extension Service {
     }
 
     func forbidden(_ permission: Permission, _ name: String?, _ exchange: Exchange) -> BatonError {
-        .forbidden("\(exchange.peer.described) may not \(name.map { "\(permission.rawValue) \($0)" } ?? permission.rawValue)")
+        .forbidden("\(described(exchange.peer)) may not \(name.map { "\(permission.rawValue) \($0)" } ?? permission.rawValue)")
     }
 
     /// Throws `forbidden` naming the permission unless the peer holds it. A refused trigger,
@@ -42,12 +42,12 @@ extension Service {
         if permission != .read {
             let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "",
                                        decision: .denied(permission), policy: request.policy ?? .reject,
-                                       peer: peer, at: .now, params: recordedParams(request, name))
+                                       peer: peer, at: .now, params: recordedParams(request, name, generation))
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 journal.enqueue([.trigger(record)]) { _ in done.resume() }
             }
         }
-        throw .forbidden("\(peer.described) may not \(what)")
+        throw .forbidden("\(described(peer)) may not \(what)")
     }
 
     /// The names among `names` whose runs the peer may read.
@@ -67,7 +67,7 @@ extension Service {
             known = cached.groups
         } else {
             known = peer.databaseGroups
-            remember(known, of: peer.uid)
+            remember(known, name: userName(peer.uid), of: peer.uid)
         }
         return known.contains(peer.gid) ? known : known + [peer.gid]
     }
@@ -75,12 +75,19 @@ extension Service {
     /// How long a uid's groups are kept.
     static let groupsKept = Duration.seconds(10)
 
-    private func remember(_ groups: [UInt32], of uid: UInt32) {
-        let now = ContinuousClock.now
+    private func remember(_ groups: [UInt32], name: String?, of uid: UInt32) {
+        let known = KnownUser(groups: groups, name: name, at: .now)
         groupCache.withLock { cache in
             if cache.count > 10_000 { cache.removeAll() }
-            cache[uid] = (groups, now)
+            cache[uid] = known
         }
+    }
+
+    /// `uid 1000 (alice)` for messages (a refusal), the name as the lookup thread found it with
+    /// the peer's groups; `uid 1000` while none is known. Never asks the user database itself:
+    /// a refusal is answered on the loop.
+    func described(_ peer: Peer) -> String {
+        groupCache.withLock { $0[peer.uid]?.name }.map { "uid \(peer.uid) (\($0))" } ?? "uid \(peer.uid)"
     }
 
     /// Whether serving a request of `peer` may need its groups from the user database, which the
@@ -99,10 +106,18 @@ extension Service {
         let reactor = reactor
         lookups.submit { [self] in
             let groups = peer.databaseGroups
+            let name = userName(peer.uid)
             reactor.post { [self] in
-                remember(groups, of: peer.uid)
+                remember(groups, name: name, of: peer.uid)
                 then()
             }
         }
     }
+}
+
+/// What the user database said of a uid: its groups and name, and when it was read.
+struct KnownUser: Sendable {
+    var groups: [UInt32]
+    var name: String?
+    var at: ContinuousClock.Instant
 }

@@ -146,6 +146,21 @@ extension Service {
         return response
     }
 
+    /// The actions' pauses and resumes, newest first: of the actions the peer may read.
+    func events(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
+        var filter = request.filter ?? HistoryFilter()
+        if let action = request.action { filter.actions = [action] }
+        if filter.actions.isEmpty {
+            // Only actions the peer may read take places in the limit.
+            let visible = readable(generation.actions.keys, generation, connection.peer)
+            if visible.count < generation.actions.count { filter.actions = visible.sorted() }
+            if visible.isEmpty, !generation.actions.isEmpty { return Response(id: request.id).with(events: []) }
+        }
+        let events = try await history.events(filter)
+        let visible = readable(events.map(\.action), generation, connection.peer)
+        return Response(id: request.id).with(events: events.filter { visible.contains($0.action) })
+    }
+
     func reload(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         try await require(.admin, nil, generation, request, connection.peer)
         switch await hooks.reload(self) {
@@ -189,5 +204,13 @@ extension Service {
         started.event = "watching"
         exchange.event(started)
         return id
+    }
+}
+
+extension Response {
+    fileprivate func with(events: [ActionEvent]) -> Response {
+        var response = self
+        response.events = events
+        return response
     }
 }

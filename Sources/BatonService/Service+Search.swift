@@ -21,10 +21,12 @@ extension Service {
             if visible.isEmpty, !generation.actions.isEmpty { return Response(id: request.id).with(matches: []) }
             if visible.count < generation.actions.count { filter.actions = visible.sorted() }
         }
-        let matches = try await history.search(text, filter)
-        let visible = readable(matches.map(\.run.action), generation, connection.peer)
+        // A client that goes stops its search: nobody would read the answer.
+        let found = try await history.search(text, filter, stop: { [connection] in connection.isClosed })
+        let visible = readable(found.matches.map(\.run.action), generation, connection.peer)
         var response = Response(id: request.id)
-        response.matches = matches.filter { visible.contains($0.run.action) }
+        response.matches = found.matches.filter { visible.contains($0.run.action) }
+        response.searchCut = found.cut
         return response
     }
 }

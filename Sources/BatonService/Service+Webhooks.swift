@@ -10,6 +10,10 @@ extension Service {
     /// host of a fleet) fails with `.delivered`, naming its run. `follower` gets the run's updates until its end.
     public func press(_ name: String, params: [String: String], via: String, delivery: Delivery?, follower: Conductor.Follower?,
                       answered: @escaping @Sendable (Result<(TriggerDecision, RunSnapshot), BatonError>) -> Void) {
+        // The generation in force is the loop's: a press from elsewhere is posted there.
+        guard reactor.isCurrent else {
+            return reactor.post { [self] in press(name, params: params, via: via, delivery: delivery, follower: follower, answered: answered) }
+        }
         guard let action = generation.actions[name] else { return answered(.failure(.unknownAction(name))) }
         let trigger: Trigger
         do throws(BatonError) {

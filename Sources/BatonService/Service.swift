@@ -32,14 +32,16 @@ public final class Service: RequestHandler, Sendable {
     /// Where refused requests are recorded.
     let journal: any RunStore
     let hooks: Hooks
-    /// The actions and access rules in force: replaced whole by a reload (from the reload's
-    /// thread, read on the loop: a lock).
-    private let current: Locked<Generation>
+    /// The actions and access rules in force: the loop's, replaced there by a reload (`install`
+    /// posts the new one); a request taken on the loop carries the one it was taken with.
+    private let current: LoopOwned<Generation>
     /// Where a peer's groups are looked up in the user database (NSS may block: never on the
     /// loop), one at a time, so that a connection's requests waiting for them keep their order.
     let lookups = SpawnerPool(threads: 1, name: "baton-lookup")
-    /// Groups per uid from the user database, with when they were read.
-    let groupCache = Locked<[UInt32: (groups: [UInt32], at: ContinuousClock.Instant)]>([:])
+    /// Groups and user name per uid from the user database, with when they were read.
+    let groupCache = Locked<[UInt32: KnownUser]>([:])
+    /// The user database's name of a uid (NSS may block: asked on the lookup thread only).
+    let userName: @Sendable (UInt32) -> String?
     /// Watches per connection (the conductor's observer ids), stopped when it closes: the loop's.
     private let watches: LoopOwned<[ObjectIdentifier: [Int]]>
     /// Output follows per connection (the dispatcher's ids), stopped when it closes: the loop's.
@@ -60,7 +62,9 @@ public final class Service: RequestHandler, Sendable {
     let processTree: String?
 
     public init(conductor: Conductor, dispatcher: (any RunDispatcher)? = nil, history: any HistoryReader, journal: any RunStore,
-                generation: Generation, hooks: Hooks, metrics: Metrics = Metrics(), processTree: String? = nil, reactor: Reactor) {
+                generation: Generation, hooks: Hooks, metrics: Metrics = Metrics(), processTree: String? = nil, reactor: Reactor,
+                userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName) {
+        self.userName = userName
         self.metrics = metrics
         reads = ReadDriver(reactor: reactor)
         self.reactor = reactor
@@ -73,17 +77,30 @@ public final class Service: RequestHandler, Sendable {
         self.history = history
         self.journal = journal
         self.hooks = hooks
-        current = Locked(generation)
+        current = LoopOwned(generation, on: reactor)
     }
 
-    /// The actions and rules requests are served against now.
-    public var generation: Generation { current.withLock { $0 } }
+    /// The actions and rules requests are served against now (on the loop).
+    public var generation: Generation { current.access { $0 } }
 
-    /// Puts a new generation in force (reload): requests already past their lookup finish with
-    /// the one they started with; a trigger runs the definition it was checked against.
+    /// Puts a new generation in force (reload), on the loop: requests it takes after are served
+    /// against it; those already taken finish with the one they started with (a trigger runs the
+    /// definition it was checked against). Posted from elsewhere, in order with what that thread
+    /// posts next (a reload's answer follows its install).
     public func install(_ generation: Generation) {
-        current.withLock { $0 = generation }
-        conductor.replaceActions(Array(generation.actions.values))
+        update { $0 = generation }
+    }
+
+    /// Changes the generation in force on the loop; `installed` is called there once it is.
+    public func update(_ change: @escaping @Sendable (inout Generation) -> Void, installed: (@Sendable () -> Void)? = nil) {
+        reactor.onLoop { [self] in
+            let generation = current.access { generation in
+                change(&generation)
+                return generation
+            }
+            conductor.replaceActions(Array(generation.actions.values))
+            installed?()
+        }
     }
 
     // MARK: RequestHandler
@@ -161,7 +178,7 @@ public final class Service: RequestHandler, Sendable {
         case .output: output(exchange, generation)
         case .pause, .resume: pause(exchange, generation)
         // The history and the admin hooks: driven by `reads`, answered on the loop.
-        case .history, .show, .stats, .denied, .reload, .prune, .search:
+        case .history, .show, .stats, .denied, .reload, .prune, .search, .events:
             reads.read({ [self] () async throws(BatonError) -> Response in try await handle(request, generation, connection) }) { result in
                 switch result {
                 case let .success(response): exchange.finish(response)
@@ -191,6 +208,7 @@ public final class Service: RequestHandler, Sendable {
         case .stats: return try await stats(request, generation, connection)
         case .denied: return try await denied(request, generation, connection)
         case .search: return try await search(request, generation, connection)
+        case .events: return try await events(request, generation, connection)
         case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output, .pause, .resume:
             throw .internalError("\(request.op.rawValue) is not answered by the read driver")
         }

@@ -9,14 +9,18 @@ extension History {
     /// `SearchMatch.maxRuns`) whose output or param values hold `text`, case ignored. A text of
     /// three characters or more is looked up in the index where there is one; otherwise the kept
     /// output is scanned, newest chunk first, until the limit is found. Either way a chunk holds
-    /// the text whole (a match that a chunk's end cuts in two is not found).
-    public func search(_ text: String, _ filter: HistoryFilter, maxLines: Int = SearchMatch.maxLines) throws -> [SearchMatch] {
+    /// the text whole (a match that a chunk's end cuts in two is not found). A scan reads at most
+    /// `budget` bytes of output, and stops (answering what it found) once `stop` says the asker
+    /// has gone; a search cut short says where (`SearchResult.cut`).
+    public func search(_ text: String, _ filter: HistoryFilter, maxLines: Int = SearchMatch.maxLines,
+                       budget: Int = SearchMatch.maxScannedBytes, stop: @escaping () -> Bool = { false }) throws -> SearchResult {
         let search = SearchText(text)
         let limit = min(max(filter.limit, 0), SearchMatch.maxRuns)
-        guard !search.folded.isEmpty, limit > 0 else { return [] }
+        guard !search.folded.isEmpty, limit > 0 else { return SearchResult(matches: []) }
         let indexed = try search.usesIndex && SearchIndex.isPresent(connection)
         var (clauses, arguments) = Self.conditions(filter)
-        var runs = try outputMatches(search, clauses, arguments, limit: limit, indexed: indexed)
+        var scan = Scan(budget: budget, stop: stop)
+        var runs = try outputMatches(search, clauses, arguments, limit: limit, indexed: indexed, &scan)
         clauses.append("EXISTS (SELECT 1 FROM json_each(runs.params) WHERE json_each.value LIKE ? ESCAPE '\\')")
         arguments.append(.text(search.likePattern))
         let byParams = try connection.withStatement("""
@@ -28,7 +32,7 @@ extension History {
             return found
         }
         for run in byParams where !runs.contains(where: { $0.id == run.id }) { runs.append(run) }
-        return try runs.sorted { $0.id > $1.id }.prefix(limit).map { run in
+        let matches = try runs.sorted { $0.id > $1.id }.prefix(limit).map { run in
             var lines = MatchingLines(search, maxLines: maxLines)
             // SQLite's lower() folds ASCII only, byte for byte: the folded copy keeps every offset.
             let folded = search.isASCII ? "CAST(lower(CAST(bytes AS TEXT)) AS BLOB)" : "NULL"
@@ -47,13 +51,39 @@ extension History {
             let names = run.params.filter { search.isIn($0.value) }.keys.sorted()
             return SearchMatch(run: run, lines: lines.lines, lineCount: lines.count, params: names.isEmpty ? nil : names)
         }
+        return SearchResult(matches: matches, cut: scan.cut)
+    }
+
+    /// A scan's bound: the bytes it may still read, and whether its asker is still there.
+    struct Scan {
+        var budget: Int
+        let stop: () -> Bool
+        var scanned: Int64 = 0
+        var last: Int64?
+        var cut: SearchCut?
+
+        /// Whether another chunk may be read; at the end of the budget, says where the scan stopped.
+        mutating func allows() -> Bool {
+            if budget <= 0, let last {
+                cut = SearchCut(scannedBytes: scanned, run: last)
+                return false
+            }
+            return !stop()
+        }
+
+        /// Counts a chunk of `run` read.
+        mutating func read(_ bytes: Int, of run: Int64) {
+            scanned += Int64(bytes)
+            budget -= bytes
+            last = run
+        }
     }
 
     /// The runs of the filter with a chunk that holds the text, in the order of their newest
     /// such chunk, up to `limit`: each run checked against the filter once, when first named, and
     /// (scanning) no chunk read of a run the filter refuses or that is found already.
     private func outputMatches(_ search: SearchText, _ clauses: [String], _ arguments: [DatabaseValue],
-                               limit: Int, indexed: Bool) throws -> [RunSnapshot] {
+                               limit: Int, indexed: Bool, _ scan: inout Scan) throws -> [RunSnapshot] {
         let check = "SELECT \(Self.runColumns) FROM runs WHERE " + (["id = ?"] + clauses).joined(separator: " AND ")
         var taken: [Int64: RunSnapshot] = [:]
         var done = Set<Int64>()
@@ -80,9 +110,9 @@ extension History {
                 return found.count < limit
             }
             if indexed {
-                try indexedChunks(search, holds)
+                try indexedChunks(search, stop: scan.stop, holds)
             } else {
-                try scannedChunks(search, reads: { try candidate($0) != nil }, holds)
+                try scannedChunks(search, &scan, reads: { try candidate($0) != nil }, holds)
             }
         }
         return found
@@ -90,7 +120,7 @@ extension History {
 
     /// The run of each chunk the index says holds the text, newest chunk first, told to `holds`
     /// until it returns false.
-    private func indexedChunks(_ search: SearchText, _ holds: (Int64) throws -> Bool) throws {
+    private func indexedChunks(_ search: SearchText, stop: () -> Bool, _ holds: (Int64) throws -> Bool) throws {
         try connection.withStatement("SELECT run_id FROM output_chunks WHERE rowid = ?") { owner in
             try connection.withStatement("SELECT rowid FROM output_search WHERE output_search MATCH ? ORDER BY rowid DESC") { chunks in
                 try chunks.bind([.text(search.matchQuery)])
@@ -98,7 +128,7 @@ extension History {
                     owner.reset()
                     try owner.bind([.integer(chunks.int64(0) ?? 0)])
                     guard try owner.step(), let run = owner.int64(0) else { continue }
-                    if try !holds(run) { return }
+                    if try !holds(run) || stop() { return }
                 }
             }
         }
@@ -107,16 +137,18 @@ extension History {
     /// The same found by reading the chunks, newest first, those of the runs `reads` takes only:
     /// an ASCII text with `memmem` over SQLite's `lower()` (ASCII folded, as the
     /// trigram index folds it), another through Swift's lowercasing.
-    private func scannedChunks(_ search: SearchText, reads: (Int64) throws -> Bool, _ holds: (Int64) throws -> Bool) throws {
+    private func scannedChunks(_ search: SearchText, _ scan: inout Scan, reads: (Int64) throws -> Bool, _ holds: (Int64) throws -> Bool) throws {
         let folded = search.isASCII ? "CAST(lower(CAST(bytes AS TEXT)) AS BLOB)" : "bytes"
         try connection.withStatement("SELECT \(folded) FROM output_chunks WHERE rowid = ?") { chunk in
             try connection.withStatement("SELECT rowid, run_id FROM output_chunks ORDER BY rowid DESC") { chunks in
                 while try chunks.step() {
                     guard let run = chunks.int64(1), try reads(run) else { continue }
+                    guard scan.allows() else { return }
                     chunk.reset()
                     try chunk.bind([.integer(chunks.int64(0) ?? 0)])
                     guard try chunk.step(), case let .blob(bytes) = chunk.value(0) else { continue }
                     let haystack = search.isASCII ? bytes : Array(String(decoding: bytes, as: UTF8.self).lowercased().utf8)
+                    scan.read(bytes.count, of: run)
                     if Bytes.contains(search.folded, in: haystack), try !holds(run) { return }
                 }
             }

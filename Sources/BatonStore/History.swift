@@ -275,6 +275,37 @@ public struct History {
         return RecoverableState(nextRunID: maxID + 1, unfinished: try unfinished.map(withHookContext), pauses: try pauses())
     }
 
+    /// The pauses and resumes of the actions `filter` names (all without), inside its window
+    /// (`since`, `until`), newest first (oldest first with `reverse`), at most its limit.
+    public func events(_ filter: HistoryFilter) throws -> [ActionEvent] {
+        var clauses = ["1"], arguments: [DatabaseValue] = []
+        if !filter.actions.isEmpty {
+            clauses.append("action IN (\(filter.actions.map { _ in "?" }.joined(separator: ", ")))")
+            arguments += filter.actions.map { .text($0) }
+        }
+        if let since = filter.since {
+            clauses.append("at >= ?")
+            arguments.append(.integer(since.rawValue))
+        }
+        if let until = filter.until {
+            clauses.append("at < ?")
+            arguments.append(.integer(until.rawValue))
+        }
+        let order = filter.reverse ? "ASC" : "DESC"
+        let sql = "SELECT action, event, by_whom, reason, at, until FROM pause_events WHERE \(clauses.joined(separator: " AND ")) "
+            + "ORDER BY at \(order), id \(order) LIMIT ?"
+        return try connection.withStatement(sql) { statement in
+            try statement.bind(arguments + [.integer(Int64(max(filter.limit, 0)))])
+            var list: [ActionEvent] = []
+            while try statement.step() {
+                list.append(ActionEvent(action: statement.string(0) ?? "", event: ActionEvent.Kind(rawValue: statement.string(1) ?? "") ?? .paused,
+                                        by: statement.string(2) ?? "", reason: statement.string(3), at: Timestamp(rawValue: statement.int64(4) ?? 0),
+                                        until: statement.int64(5).map(Timestamp.init(rawValue:))))
+            }
+            return list
+        }
+    }
+
     /// The actions paused when the last daemon stopped (`pauses`, migration 11).
     public func pauses() throws -> [ActionPause] {
         try connection.withStatement("SELECT action, paused_by, reason, at, until FROM pauses ORDER BY action") { statement in

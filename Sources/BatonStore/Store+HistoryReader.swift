@@ -29,14 +29,21 @@ extension Store: HistoryReader {
         try await query { try $0.output(of: run, from: offset, maxBytes: maxBytes) }
     }
 
-    public func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
-        try await query { try $0.search(text, filter) }
+    public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] {
+        try await query { try $0.events(filter) }
+    }
+
+    /// On the search connection (`Store.searching`): a long scan never holds up other reads.
+    public func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
+        try await query(searching: true) { try $0.search(text, filter, stop: stop) }
     }
 
     /// A read whose failure says which file could not be read and why, without the SQL.
-    private func query<T: Sendable>(_ body: @escaping @Sendable (History) throws -> T) async throws(BatonError) -> T {
+    private func query<T: Sendable>(searching: Bool = false, _ body: @escaping @Sendable (History) throws -> T) async throws(BatonError) -> T {
         do {
-            return try await read(body)
+            return try await read(searching: searching, body)
+        } catch let error as BatonError {
+            throw error
         } catch let error as DatabaseError {
             throw .historyUnreadable("\(path): \(error.message)")
         } catch {

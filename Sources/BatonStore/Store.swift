@@ -100,12 +100,15 @@ public final class Store: RunStore, Sendable {
     let writer: SerialWorker<Item>
     /// Runs queries on the reader connection.
     private let reader: SerialWorker<@Sendable (Connection) -> Void>
+    /// Runs searches on a connection of their own: a scan of the whole kept output (any local user
+    /// may ask for one) never holds up the history reads behind it.
+    private let searcher: SerialWorker<@Sendable (Connection) -> Void>
 
     /// Opens (creating if needed) and migrates the history at `path`; the workers start with their first job.
     public init(path: String, options: Options = Options()) throws(StoreError) {
         self.path = path
         self.options = options
-        let writing: Connection, reading: Connection
+        let writing: Connection, reading: Connection, searching: Connection
         do {
             writing = try Self.open(path, options)
             // Refuse a newer or foreign database before anything (even the journal mode) is written.
@@ -120,6 +123,9 @@ public final class Store: RunStore, Sendable {
             reading = try Self.open(path, options)
             try Self.configure(reading, options: options)
             try reading.execute("PRAGMA query_only = 1")
+            searching = try Self.open(path, options)
+            try Self.configure(searching, options: options)
+            try searching.execute("PRAGMA query_only = 1")
         } catch let error as StoreError {
             throw error
         } catch let error as DatabaseError {
@@ -130,6 +136,9 @@ public final class Store: RunStore, Sendable {
         identity = FileIdentity(path: path)
         let highestRunID = (try? History(connection: reading).recoverableState().nextRunID - 1) ?? 0
         reader = SerialWorker(name: "baton-store-read", capacity: 1_000, idleTimeout: options.idleThreads, state: reading) { connection, batch in
+            for query in batch.jobs { query(connection) }
+        }
+        searcher = SerialWorker(name: "baton-search", capacity: 16, idleTimeout: options.idleThreads, state: searching) { connection, batch in
             for query in batch.jobs { query(connection) }
         }
         let writerState = WriterState(connection: writing, highestRunID: highestRunID)
@@ -257,6 +266,7 @@ public final class Store: RunStore, Sendable {
     public func closeReporting(timeout: Duration = .seconds(10), failingTimeout: Duration = .seconds(2)) -> Unwritten {
         let left = writer.close(timeout: unavailableReason == nil ? timeout : failingTimeout)
         reader.close(timeout: .seconds(1))
+        searcher.close(timeout: .seconds(1))
         let (stranded, strandedTransitions, givenUp, lost) = status.withLock { ($0.stranded, $0.strandedTransitions, $0.givenUp, $0.lost) }
         let transitions = strandedTransitions + (givenUp + left.abandoned.map(\.entries)).joined().compactMap(\.phaseChange)
         return Unwritten(count: left.count + stranded + givenUp.count, transitions: transitions, historyLost: lost)
@@ -264,13 +274,17 @@ public final class Store: RunStore, Sendable {
 
     // MARK: Reading
 
-    /// Runs a query on the reader connection, off the cooperative thread pool.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (History) throws -> T) async throws -> T {
+    /// Runs a query on the reader connection (`searching`: the search connection), off the
+    /// cooperative thread pool.
+    public func read<T: Sendable>(searching: Bool = false, _ body: @escaping @Sendable (History) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             do throws(WorkerRefusal) {
-                try reader.submit { connection in continuation.resume(with: Result { try body(History(connection: connection)) }) }
+                try (searching ? searcher : reader).submit { connection in
+                    continuation.resume(with: Result { try body(History(connection: connection)) })
+                }
             } catch {
-                continuation.resume(throwing: BatonError.storeUnavailable(error == .full ? "too many queries wait" : "the store is closed"))
+                let full = searching ? "too many searches wait" : "too many queries wait"
+                continuation.resume(throwing: BatonError.storeUnavailable(error == .full ? full : "the store is closed"))
             }
         }
     }

@@ -31,6 +31,10 @@ public struct Response: Codable, Sendable {
     public var stats: [ActionStats]?
     /// search: the runs found, newest first, each with its matching lines.
     public var matches: [SearchMatch]?
+    /// events: the actions' pauses and resumes, newest first.
+    public var events: [ActionEvent]?
+    /// search: where it stopped, when it read its most bytes of output before the end (`SearchCut`).
+    public var searchCut: SearchCut?
     /// prune: runs removed (or that would be) per action.
     @Boxed public var prune: PruneReport? = nil
     /// status: why the history cannot be written right now (new triggers are refused meanwhile).

@@ -24,6 +24,34 @@ public struct SearchMatch: Codable, Sendable, Equatable {
     public static let maxRuns = 1_000
     /// The most bytes of a search's text.
     public static let maxText = 1_024
+    /// The most bytes of kept output one search reads (scanning, without an index): past it the
+    /// search answers what it found, saying where it stopped (`SearchCut`).
+    public static let maxScannedBytes = 256 << 20
+}
+
+/// What a search answers: the runs found, and where it stopped when it stopped short.
+public struct SearchResult: Sendable, Equatable {
+    public var matches: [SearchMatch]
+    public var cut: SearchCut?
+
+    public init(matches: [SearchMatch], cut: SearchCut? = nil) {
+        self.matches = matches
+        self.cut = cut
+    }
+}
+
+/// Where a search stopped that read its most bytes of output before it had read all it could:
+/// the output of runs before `run` (and some of `run`'s) was not read; their params were.
+public struct SearchCut: Codable, Sendable, Equatable {
+    /// The bytes of output read.
+    public var scannedBytes: Int64
+    /// The run whose output was read last.
+    public var run: Int64
+
+    public init(scannedBytes: Int64, run: Int64) {
+        self.scannedBytes = scannedBytes
+        self.run = run
+    }
 }
 
 /// A line of a run's output that holds the searched text.

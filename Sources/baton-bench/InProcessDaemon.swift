@@ -31,9 +31,9 @@ final class InProcessDaemon: Sendable {
 
     func register(_ action: Action, _ body: @escaping ClosureRunner.Body) async {
         conductor.register(action, body)
-        var generation = service.generation
-        generation.actions[action.name] = action
-        service.install(generation)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            service.update({ $0.actions[action.name] = action }, installed: { done.resume() })
+        }
     }
 
     func stop() async {

@@ -139,14 +139,18 @@ enum SocketBench {
         }
         await daemon.stop()
 
-        // One decision in process: a join against a key already held.
+        // One decision in process (`KeyDecision`, as the conductor takes it): a join against a key already held.
         var table = FlightTable(limit: 4)
-        _ = table.trigger(key: "k", policy: .join, candidate: 1)
+        let action = Action(name: "k", exec: ["true"])
+        table.apply(.created(1), key: "k", slot: KeySlot(holder: 1))
         let decisions = 2_000_000
         let decisionWatch = Stopwatch()
         var joinedCount = 0
         for candidate in 0..<decisions {
-            if case .joined = table.trigger(key: "k", policy: .join, candidate: Int64(candidate + 2)) { joinedCount += 1 }
+            var slot = table.slot(of: "k")
+            let decided = KeyDecision.decide(KeyDecision.Asked(action: action, policy: .join), KeyDecision.View(slot: slot, now: Timestamp(rawValue: 0)),
+                                             slot: &slot, candidate: { Int64(candidate + 2) })
+            if case .shared(.joined) = decided { joinedCount += 1 }
         }
         let nanoseconds = decisionWatch.seconds * 1e9 / Double(decisions)
         precondition(joinedCount == decisions)

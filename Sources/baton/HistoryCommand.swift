@@ -22,6 +22,7 @@ enum HistoryCommand {
             OptionSpec(long: "json", short: nil, value: nil, help: "the same as --format json"),
             OptionSpec(long: "utc", short: nil, value: nil, help: "show times in UTC instead of local time"),
             OptionSpec(long: "denied", short: nil, value: nil, help: "list refused requests instead: who tried what, and when (root only)"),
+            OptionSpec(long: "events", short: nil, value: nil, help: "list the actions' pauses and resumes instead: who, why, until when"),
         ],
         run: run)
 
@@ -46,6 +47,15 @@ enum HistoryCommand {
                 return ExitCode.success
             }
             print(deniedTable(records, utc: arguments.flag("utc")), terminator: "")
+            return ExitCode.success
+        }
+        if arguments.flag("events") {
+            let events = try Query.events(filter, context)
+            if format == .json || format == .ndjson {
+                print(format == .json ? Format.json(events) : events.map { Format.json($0, pretty: false) }.joined(separator: "\n"))
+                return ExitCode.success
+            }
+            print(eventsTable(events, utc: arguments.flag("utc")), terminator: "")
             return ExitCode.success
         }
         let runs = try Query.history(filter, context)
@@ -142,6 +152,17 @@ enum HistoryCommand {
              Self.tried(record.decision), record.action.isEmpty ? "-" : record.action]
         }
         return Format.table(["TIME", "WHO", "TRIED", "ACTION"], rows, width: width)
+    }
+
+    /// The pauses and resumes as a table: when, which action, what, who, and the pause's end and reason.
+    static func eventsTable(_ events: [ActionEvent], utc: Bool, width: Int? = Format.columns) -> String {
+        guard !events.isEmpty else { return "no pauses or resumes\n" }
+        let rows = events.map { event in
+            [Format.time(event.at, utc: utc), Terminal.visible(event.action), event.event.rawValue, Terminal.visible(event.by),
+             event.event == .resumed ? "-" : event.until.map { Format.time($0, utc: utc) } ?? "resumed by hand",
+             Terminal.visible(event.reason ?? "")]
+        }
+        return Format.table(["TIME", "ACTION", "EVENT", "BY", "UNTIL", "REASON"], rows, width: width)
     }
 
     /// What a refused request tried: `trigger`, `cancel`, `admin`.

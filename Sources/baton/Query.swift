@@ -17,7 +17,7 @@ enum Query {
         return try viaDaemonOrFile(context, daemon: .stats(filter)) { try $0.stats(actions: filter.actions, since: since) }
     }
 
-    static func search(_ text: String, _ filter: HistoryFilter, _ context: Context) throws -> [SearchMatch] {
+    static func search(_ text: String, _ filter: HistoryFilter, _ context: Context) throws -> SearchResult {
         let filter = try valid(filter)
         return try viaDaemonOrFile(context, daemon: .search(text, filter)) { try $0.search(text, filter) }
     }
@@ -30,6 +30,11 @@ enum Query {
         } catch {
             throw Failure(BatonClientError(WireError(error)))
         }
+    }
+
+    static func events(_ filter: HistoryFilter, _ context: Context) throws -> [ActionEvent] {
+        let filter = try valid(filter)
+        return try viaDaemonOrFile(context, daemon: .events(filter)) { try $0.events(filter) }
     }
 
     static func denied(limit: Int, _ context: Context) throws -> [TriggerRecord] {

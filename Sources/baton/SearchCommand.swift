@@ -8,7 +8,8 @@ enum SearchCommand {
         abstract: """
             Find the runs whose output holds TEXT. Newest first, each with its matching lines and their numbers;
             case ignored; param values are searched too. Any three characters or more are looked up in the
-            history's index; shorter texts are a slower scan. Works when batond is down.
+            history's index where it keeps one (search: "index" in batond's config); otherwise the newest
+            256 MiB of kept output are read. Works when batond is down.
             """,
         arguments: "TEXT [ACTION]...",
         options: [
@@ -36,13 +37,21 @@ enum SearchCommand {
         } else {
             filter.limit = 20
         }
-        let matches = try Query.search(text, filter, context)
+        let found = try Query.search(text, filter, context)
         if arguments.flag("json") {
-            print(Format.json(matches))
+            print(Format.json(found.matches))
+            if let cut = found.cut { Stdio.error.write(Data(note(cut).utf8)) }
             return ExitCode.success
         }
-        print(render(matches, text: text, utc: arguments.flag("utc"), context: context), terminator: "")
+        print(render(found.matches, text: text, utc: arguments.flag("utc"), context: context), terminator: "")
+        if let cut = found.cut { print(context.paint(note(cut), .dim), terminator: "") }
         return ExitCode.success
+    }
+
+    /// Where a search stopped that read its most bytes of output first, and how to go further.
+    static func note(_ cut: SearchCut) -> String {
+        "search stopped after reading \(Format.bytes(cut.scannedBytes)) of output, at run \(cut.run): the output of older runs "
+            + "was not read (name an action, or --since/--until, to search further back)\n"
     }
 
     /// Each run on a line of its own (id, key, phase, when, how many lines), then its matching

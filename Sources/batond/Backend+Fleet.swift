@@ -26,7 +26,8 @@ extension Backend {
         Self.removeLeftHookOutputs(instance: instance)
         let guardLink = GuardLink(instance: instance, tracking: tracking, reactor: reactor)
         guardLink.start()
-        var runner = ExecRunner()
+        // The daemon's spawner threads, passed down to its runner as the reactor is (no global pool).
+        var runner = ExecRunner(reactor: reactor, spawner: SpawnerPool(threads: SpawnerPool.perCore))
         runner.tracking = tracking
         runner.beforeSpawn = { guardLink.ensureRunning() }
         let conductor = Conductor(actions: config.actions, store: store,

@@ -48,7 +48,8 @@ struct Backend {
         let store = try Store(path: path, options: options)
         ExecRunner.adoptOrphans(on: reactor)
         Self.removeLeftHookOutputs(instance: path)
-        var runner = ExecRunner()
+        // The daemon's spawner threads, passed down to its runner as the reactor is (no global pool).
+        var runner = ExecRunner(reactor: reactor, spawner: SpawnerPool(threads: SpawnerPool.perCore))
         runner.tracking = tracking
         let secretKey = SecretParamKey(database: path)
         try secretKey.prepare(for: config.actions)

@@ -44,7 +44,14 @@ struct FlightTableTests {
     @Test("recovery takes queued runs back in order: the first holds the key, the rest wait in line up to its depth")
     func requeueRebuildsTheLine() {
         var table = FlightTable(limit: 4)
-        let taken = [7, 9, 8, 10].map { table.requeue(key: "k", run: $0, depth: 2) }
+        var action = Action(name: "a", exec: ["true"])
+        action.queueDepth = 2
+        let taken = [Int64(7), 9, 8, 10].map { run in
+            var slot = table.slot(of: "k")
+            guard let decision = KeyDecision.recover(run, of: action, slot: &slot, at: Timestamp(rawValue: 0)) else { return false }
+            table.apply(decision, key: "k", slot: slot)
+            return true
+        }
         #expect(taken == [true, true, true, false])
         #expect(table.holder(of: "k") == 7 && table.line(of: "k") == [9, 8])
         #expect(table.stage(of: 10) == nil)
@@ -100,5 +107,26 @@ struct FlightTableTests {
         #expect(table.trigger(key: "deploy env=prod", policy: .reject, candidate: 1) == .created(1))
         #expect(table.trigger(key: "deploy env=staging", policy: .reject, candidate: 2) == .created(2))
         #expect(table.trigger(key: "deploy env=prod", policy: .reject, candidate: 3) == .rejected(1))
+    }
+}
+
+extension FlightTable {
+    /// A live trigger of `key` as the conductor decides it (`KeyDecision`, on the key's slot
+    /// alone), taken by the table: the bookkeeping these tests are about.
+    mutating func trigger(key: String, policy: Policy, candidate: Int64, depth: Int = 1) -> Decision {
+        var action = Action(name: "a", exec: ["true"])
+        action.queueDepth = depth
+        var slot = slot(of: key)
+        switch KeyDecision.decide(.init(action: action, policy: policy), .init(slot: slot, now: Timestamp(rawValue: 0)), slot: &slot,
+                                  candidate: { candidate }) {
+        case let .created(decision, _):
+            apply(decision, key: key, slot: slot)
+            return decision
+        case let .shared(decision):
+            return decision
+        case let other:
+            Issue.record("a trigger on a slot alone decided \(other)")
+            return .rejected(0)
+        }
     }
 }

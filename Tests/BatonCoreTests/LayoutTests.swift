@@ -84,4 +84,20 @@ struct LayoutTests {
         let found = try Self.imports(in: module)
         #expect(found.map(\.module) == ["Glibc", "Dispatch", "CBatonSystem", "BatonStore"])
     }
+
+    /// The longest a source file may be: a few screens.
+    static let maxLines = 350
+
+    @Test("every file under Sources is shorter than a few screens (350 lines)")
+    func fileLengths() throws {
+        guard let walker = FileManager.default.enumerator(atPath: Self.sources.path) else { throw CocoaError(.fileNoSuchFile) }
+        var checked = 0
+        for case let path as String in walker where path.hasSuffix(".swift") {
+            let text = try String(contentsOf: Self.sources.appendingPathComponent(path), encoding: .utf8)
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
+            #expect(lines < Self.maxLines, "Sources/\(path) is \(lines) lines: split it (at most \(Self.maxLines - 1))")
+            checked += 1
+        }
+        #expect(checked > 100, "found only \(checked) Swift files under \(Self.sources.path)")
+    }
 }

@@ -148,4 +148,12 @@ struct SpawnerTests {
     static func onLoop<T: Sendable>(_ reactor: Reactor, _ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { done in reactor.post { done.resume(returning: body()) } }
     }
+
+    @Test("no process-wide pool: a runner has the spawner it is given (the daemon's), or one of its own")
+    func spawnerPassedDown() {
+        let daemons = SpawnerPool(threads: 2)
+        #expect(ExecRunner(spawner: daemons).spawner === daemons)
+        #expect(ExecRunner().spawner !== ExecRunner().spawner)
+        #expect((2...8).contains(SpawnerPool.perCore))
+    }
 }

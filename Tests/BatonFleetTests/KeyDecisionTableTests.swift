@@ -266,3 +266,54 @@ struct KeyDecisionRowsTests {
         #expect(KeyDecision.mayStart(7, phase: row.phase, slot: row.slot, windowPassed: row.passed) == row.starts)
     }
 }
+
+/// Recovery takes a queued run back with the decision a live `queue` trigger of its key gets
+/// (`KeyDecision.recover`). Each row is a key's slot, its line's depth, and the live trigger's
+/// decision; recovery must take the run back where the live trigger makes a run (the same
+/// decision, the same slot after), and supersede it where the live trigger would share one.
+@Suite("KeyDecision: recovery decides as a live trigger")
+struct KeyDecisionRecoveryTests {
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        var slot: KeySlot
+        var depth = 1
+        var live: FlightTable.Decision
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "a free key: it holds it", slot: KeySlot(), live: .created(50)),
+        Row(name: "a free key, a replaced run draining: it holds it", slot: KeySlot(draining: [3]), live: .created(50)),
+        Row(name: "held: it follows the holder", slot: KeySlot(holder: 1), live: .followUp(50, after: 1)),
+        Row(name: "held with a follow-up, a line of one: superseded (a live trigger coalesces)", slot: KeySlot(holder: 1, followUp: 2),
+            live: .coalesced(2)),
+        Row(name: "a line with room: at its end", slot: KeySlot(holder: 1, line: [2, 3]), depth: 3, live: .followUp(50, after: 3)),
+        Row(name: "a full line: superseded (a live trigger is refused busy)", slot: KeySlot(holder: 1, line: [2, 3]), depth: 2,
+            live: .rejected(1, line: 2)),
+    ]
+
+    @Test("recovery takes a run back where a live queue trigger makes one, and supersedes it where that trigger shares", arguments: rows)
+    func recovery(_ row: Row) {
+        var action = Action(name: "deploy", exec: ["true"])
+        action.queueDepth = row.depth
+        // The action's own policy does not matter: a run left queued is queued again.
+        action.policy = .reject
+        let now = Timestamp(rawValue: 100_000_000)
+        var liveSlot = row.slot
+        let live = KeyDecision.decide(KeyDecision.Asked(action: action, policy: .queue), KeyDecision.View(slot: row.slot, now: now),
+                                      slot: &liveSlot, candidate: { 50 })
+        var recoveredSlot = row.slot
+        let recovered = KeyDecision.recover(50, of: action, slot: &recoveredSlot, at: now)
+        switch live {
+        case let .created(decision, _):
+            #expect(decision == row.live)
+            #expect(recovered == decision)
+        case let .shared(decision):
+            #expect(decision == row.live)
+            #expect(recovered == nil)
+        default:
+            Issue.record("a queue trigger on a slot alone decided \(live)")
+        }
+        #expect(recoveredSlot == liveSlot)
+    }
+}

@@ -33,6 +33,12 @@ struct TriggerBatchTests {
         TriggerBatch.RunFacts(phase: phase, lastSeq: phase == .queued ? 1 : 2, incarnation: incarnation, definition: definition, host: host)
     }
 
+    /// A queued run's end for a replace, as the engine's machine records it, at the rows' clock.
+    static func ends(_ run: Int64, by: Int64, seq: Int) -> FleetStop {
+        let stop = RunMachine.Stop.replaced(by: by)
+        return FleetStop(run: run, stop: stop, decision: .ends(Transition(runID: run, seq: seq, from: .queued, to: .cancelled, at: now, detail: stop.detail)))
+    }
+
     @Test("free keys: each trigger makes a run, ids taken in arrival order, every one starts")
     func distinctKeys() {
         let decided = Self.decide([Self.entry("b"), Self.entry("a"), Self.entry("c")])
@@ -59,8 +65,7 @@ struct TriggerBatchTests {
     @Test("a replace ends the queued runs before it in the batch at once, their seq after their queued")
     func replaceInBatch() {
         let decided = Self.decide([Self.entry("k", .queue), Self.entry("k", .queue), Self.entry("k", .replace)])
-        #expect(decided.stops[2] == [TriggerBatch.Stop(run: 100, by: 102, endsAt: 2, here: false),
-                                     TriggerBatch.Stop(run: 101, by: 102, endsAt: 2, here: false)])
+        #expect(decided.stops[2] == [Self.ends(100, by: 102, seq: 2), Self.ends(101, by: 102, seq: 2)])
         #expect(decided.slots["k"] == KeySlot(holder: 102))
     }
 
@@ -71,8 +76,8 @@ struct TriggerBatchTests {
         rows.slots["j"] = KeySlot(holder: 9)
         rows.runs = [7: Self.facts(.loading), 8: Self.facts(.queued, incarnation: "web-2/2/bb"), 9: Self.facts(.retrying, incarnation: "web-2/2/bb")]
         let decided = Self.decide([Self.entry("k", .replace), Self.entry("j", .replace)], rows)
-        #expect(decided.stops[0] == [TriggerBatch.Stop(run: 7, by: 100, endsAt: nil, here: true), TriggerBatch.Stop(run: 8, by: 100, endsAt: 2, here: false)])
-        #expect(decided.stops[1] == [TriggerBatch.Stop(run: 9, by: 101, endsAt: nil, here: false)])
+        #expect(decided.stops[0] == [FleetStop(run: 7, stop: .replaced(by: 100), decision: .owner(here: true)), Self.ends(8, by: 100, seq: 2)])
+        #expect(decided.stops[1] == [FleetStop(run: 9, stop: .replaced(by: 101), decision: .owner(here: false))])
         #expect(decided.slots == ["k": KeySlot(holder: 100, draining: [7]), "j": KeySlot(holder: 101, draining: [9])])
         #expect(decided.starts.isEmpty)
     }
@@ -196,7 +201,7 @@ struct TriggerBatchTests {
         let delivery = trigger.delivery.map { TriggerBatch.DeliveryID(hook: $0.hook, id: $0.id) }
         for (key, slot) in decided.slots { rows.slots[key] = slot }
         for (run, window) in decided.windows { rows.windows[run] = window }
-        for stop in decided.stops.values.flatMap({ $0 }) where stop.endsAt != nil { rows.runs[stop.run]?.phase = .cancelled }
+        for stop in decided.stops.values.flatMap({ $0 }) where stop.end != nil { rows.runs[stop.run]?.phase = .cancelled }
         switch decided.outcomes[0] {
         case .refused: break
         case let .shared(decision):

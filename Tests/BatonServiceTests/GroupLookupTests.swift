@@ -76,4 +76,27 @@ struct GroupLookupTests {
         for _ in 1...3 { ids.append(try #require(await alice.answer()).id) }
         #expect(ids == [.number(1), .number(2), nil])
     }
+
+    @Test("a refusal names the peer's user as the lookup thread found it with its groups: the loop never asks the user database")
+    func refusalNamesTheUserFromTheLookup() async throws {
+        let loop = Locked<Reactor?>(nil)
+        // Where each name lookup ran: true when on the loop.
+        let asked = Locked<[Bool]>([])
+        let fixture = Fixture(userName: { uid in
+            asked.withLock { $0.append(loop.withLock { $0 }?.isCurrent ?? true) }
+            return uid == Fixture.bob ? "bob" : nil
+        })
+        loop.withLock { $0 = fixture.conductor.reactor }
+        // Bob may not trigger deploy (alice and the ops group may).
+        let bob = Recorder(uid: Fixture.bob)
+        let refused = try #require(await fixture.ask(#"{"id":1,"op":"trigger","action":"deploy","params":{"env":"prod"}}"#, as: bob))
+        #expect(refused.error?.code == .forbidden)
+        #expect(refused.error?.message == "uid \(Fixture.bob) (bob) may not trigger deploy")
+        #expect(asked.withLock { $0 } == [false], "the name was asked once, off the loop")
+        // A uid the lookup found no name for is named by its number.
+        let carol = Recorder(uid: 60_003)
+        let unnamed = try #require(await fixture.ask(#"{"id":2,"op":"trigger","action":"deploy","params":{"env":"prod"}}"#, as: carol))
+        #expect(unnamed.error?.message == "uid 60003 may not trigger deploy")
+        #expect(asked.withLock { $0 } == [false, false])
+    }
 }

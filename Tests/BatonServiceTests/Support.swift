@@ -130,7 +130,7 @@ struct Fixture {
 
     /// `deploy` (alice and the ops group may trigger, ops may cancel), `hold` (waits for the gate),
     /// `secret` (only root reads it).
-    init() {
+    init(userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName) {
         let store = MemoryStore()
         conductor = Conductor(actions: [], store: store)
         let gate = gate
@@ -146,7 +146,8 @@ struct Fixture {
         }
         let generation = Generation(actions: actions, access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0)
         service = Service(conductor: conductor, history: history, journal: store, generation: generation,
-                          hooks: Service.Hooks(reload: { _ in .refused("reloads are refused in this test") }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }), reactor: conductor.reactor)
+                          hooks: Service.Hooks(reload: { _ in .refused("reloads are refused in this test") }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }), reactor: conductor.reactor,
+                          userName: userName)
     }
 
     /// Sends one request line as `caller` and returns its final answer.

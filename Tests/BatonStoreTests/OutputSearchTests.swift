@@ -40,7 +40,7 @@ struct OutputSearchTests {
     }
 
     static func search(_ store: Store, _ text: String, _ filter: HistoryFilter = HistoryFilter(limit: 20)) async throws -> [SearchMatch] {
-        try await store.read { try $0.search(text, filter) }
+        try await store.read { try $0.search(text, filter).matches }
     }
 
     /// How many rows of the index a MATCH finds (the index itself, not the chunks).
@@ -124,7 +124,7 @@ struct OutputSearchTests {
             INSERT INTO output_totals (run_id, total, dropped, head) VALUES (5, 19, 0, 1000);
             """)
         // Read as the CLI reads it while batond is down, before any batond opened it: a scan.
-        let scanned = try History.openReadOnly(path: path).search("disk full", HistoryFilter())
+        let scanned = try History.openReadOnly(path: path).search("disk full", HistoryFilter()).matches
         #expect(scanned.map(\.run.id) == [5])
         let changes = Locked<[SearchIndex.Change]>([])
         let store = try Self.open(path, changes: { change in changes.withLock { $0.append(change) } })

@@ -72,3 +72,32 @@ struct PauseEndToEndTests {
         #expect(unknown.code == 2, "\(unknown.stderr)")
     }
 }
+
+/// `baton history --events`: every pause and resume, newest first, from batond and from the file.
+@Suite("End to end: pause events")
+struct PauseEventsEndToEndTests {
+    @Test("history --events lists the pauses and resumes, newest first, as a table and as JSON, with batond down too")
+    func listed() throws {
+        let daemon = try Daemon(config: PauseEndToEndTests.config)
+        #expect(try daemon.baton("history", "--events").stdout == "no pauses or resumes\n")
+        #expect(try daemon.baton("pause", "deploy", "--reason", "migrating db", "--for", "2h").code == 0)
+        #expect(try daemon.baton("resume", "deploy").code == 0)
+        #expect(try daemon.baton("run", "flaky").code == 1)
+        #expect(try daemon.baton("run", "flaky").code == 1)
+        let table = try daemon.baton("history", "--events", "--utc")
+        let lines = table.stdout.split(separator: "\n")
+        #expect(lines.count == 4 && lines[0].hasPrefix("TIME"), "\(table.stdout)\(table.stderr)")
+        #expect(lines.count == 4 && lines[1].contains("flaky") && lines[1].contains("paused") && lines[1].contains("pauseAfterFailures")
+                && lines[1].contains("resumed by hand") && lines[1].contains("2 failures in a row"), "\(table.stdout)")
+        #expect(lines.count == 4 && lines[2].contains("deploy") && lines[2].contains("resumed"), "\(table.stdout)")
+        #expect(lines.count == 4 && lines[3].contains("deploy") && lines[3].contains("paused") && lines[3].contains("migrating db"), "\(table.stdout)")
+        let json = try daemon.baton("history", "--events", "deploy", "--json").stdout
+        let events = try JSONDecoder().decode([ActionEvent].self, from: Data(json.utf8))
+        #expect(events.map(\.event) == [.resumed, .paused] && events.allSatisfy { $0.action == "deploy" }, "\(json)")
+        #expect(events.last?.reason == "migrating db" && events.last?.until != nil && events.first?.until == nil)
+        daemon.stop()
+        let offline = try execute(Binaries.baton, ["history", "--events", "--database", daemon.database, "-n", "1", "--json"])
+        let newest = try JSONDecoder().decode([ActionEvent].self, from: Data(offline.stdout.utf8))
+        #expect(newest.map(\.action) == ["flaky"], "read from the file with batond down: \(offline.stdout)\(offline.stderr)")
+    }
+}

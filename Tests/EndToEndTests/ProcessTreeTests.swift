@@ -62,6 +62,16 @@ struct ProcessTreeTests {
             }
         }
 
+        /// Each live process of the tree as `pid ppid pgid state cmdline`, for a failure's message.
+        func described() -> String {
+            alive().map { pid in
+                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+                let fields = stat.split(separator: ")").last.map { $0.split(separator: " ").prefix(4).joined(separator: " ") } ?? "?"
+                let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { String(decoding: $0, as: UTF8.self) } ?? ""
+                return "\(pid) \(fields) \(line.replacingOccurrences(of: "\u{0}", with: " "))"
+            }.joined(separator: "; ")
+        }
+
         /// Waits (bounded) until the tree's four processes run.
         func waitForTree() {
             // A while, not `for … where`: the where clause would scan /proc on all 1,000 turns.
@@ -152,7 +162,7 @@ struct ProcessTreeTests {
         #expect(try daemon.baton("run", "follows").code == 0)
         #expect(try daemon.baton("wait", "3").code == 0)
         #expect(tree.overlaps == [0, 0, 0, 0], "each run saw none of the last one's processes: \(tree.overlaps)")
-        #expect(tree.alive().isEmpty)
+        #expect(tree.alive().isEmpty, "alive: \(tree.described()); runs: \((try? daemon.baton("history").stdout) ?? "?")")
     }
 
     @Test("shutdown stops every run's tree before batond exits", arguments: Mode.allCases)

@@ -10,6 +10,8 @@ public protocol HistoryReader: Sendable {
     func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats]
     /// Refused requests, newest first.
     func denied(limit: Int) async throws(BatonError) -> [TriggerRecord]
+    /// The actions' pauses and resumes `filter` selects (its actions, window and limit), newest first.
+    func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent]
     /// The last ended run of each action.
     func lastEnded() async throws(BatonError) -> [RunSnapshot]
     /// Recent successful durations (microseconds, oldest first) of these actions.
@@ -18,16 +20,20 @@ public protocol HistoryReader: Sendable {
     /// chunks of the run.
     func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage?
     /// The runs `filter` selects whose kept output or param values hold `text` (without regard to
-    /// case), newest first, up to `filter.limit`, each with its first matching lines.
-    func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch]
+    /// case), newest first, up to `filter.limit`, each with its first matching lines; cut short
+    /// at its budget of bytes read, or (answering what it found) once `stop` says the asker has gone.
+    func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult
 }
 
 extension HistoryReader {
+    /// A history that keeps no pauses (a fleet's: pause is one host's) has no events.
+    public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] { [] }
+
     /// A history that keeps no output chunks has none of any run.
     public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? { nil }
 
     /// A history that keeps no output chunks (or no index of them) cannot search them, and says so.
-    public func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
+    public func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
         throw .badRequest("search needs batond's SQLite history: this history keeps no searchable output")
     }
 }

@@ -767,6 +767,10 @@ async function search() {
   if (mine !== searchRequest) return;
   if (!answer.ok) { $("#search-note").textContent = answer.error.message; $("#search-results").replaceChildren(); return; }
   renderSearch(answer.matches || [], text);
+  if (answer.searchCut) {
+    $("#search-note").textContent += ` Stopped after reading the newest output, at run ${answer.searchCut.run}: `
+      + "older runs' output was not read (choose an action or a time to search further back).";
+  }
 }
 
 // The text with each occurrence of `needle` (case ignored) in a <mark>, as nodes (never HTML).

@@ -83,11 +83,14 @@ extension ConductorState {
         var window = run.phase == .queued ? DebounceWindow(action, first: run.queuedAt) : nil
         window?.restart(at: step.now)
         let gated = window?.isOpen(at: step.now) ?? false
-        guard table.requeue(key: run.key, run: run.id, depth: action.queueDepth, action: action.name, locks: action.locks, gated: gated,
-                            rate: action.rateClaim(key: run.key)) else {
+        // Decided as a live `queue` trigger of the key would be (`KeyDecision.recover`).
+        var slot = table.slot(of: run.key)
+        guard let decision = KeyDecision.recover(run.id, of: action, slot: &slot, at: step.now) else {
             end(unfinished, .cancelled, TransitionDetail(reason: "superseded", error: "the line of key \(run.key) was already full"), &step)
             return false
         }
+        table.apply(decision, key: run.key, slot: slot, action: action.name, locks: action.locks, gated: gated,
+                    rate: action.rateClaim(key: run.key))
         var transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: run.phase, to: .queued, at: step.now,
                                     detail: TransitionDetail(reason: reason))
         transition.detail.debounce = window?.deadline.rawValue

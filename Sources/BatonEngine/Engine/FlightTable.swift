@@ -65,27 +65,8 @@ public struct FlightTable: Sendable {
         self.limit = max(limit, 1)
     }
 
-    /// Decides a trigger for `key` under `policy`; `candidate` is the id a new run would take,
-    /// holding `locks` (of `action`) once it starts; a `gated` new run waits for `open` as well.
-    public mutating func trigger(key: String, policy: Policy, candidate: Int64, depth: Int = 1, action: String = "",
-                                 locks claims: [LockClaim] = [], gated: Bool = false) -> Decision {
-        var slot = self.slot(of: key)
-        let decision = slot.trigger(policy: policy, candidate: candidate, depth: depth)
-        apply(decision, key: key, slot: slot, action: action, locks: claims, gated: gated)
-        return decision
-    }
-
-    /// Takes back a run a previous daemon left queued (`KeySlot.requeue`): false when its key's
-    /// line is already `depth` long, and the table does not know it.
-    public mutating func requeue(key: String, run: Int64, depth: Int, action: String = "", locks claims: [LockClaim] = [],
-                                 gated: Bool = false, rate: RateClaim? = nil) -> Bool {
-        var slot = self.slot(of: key)
-        guard slot.requeue(run, depth: depth) else { return false }
-        apply(.created(run), key: key, slot: slot, action: action, locks: claims, gated: gated, rate: rate)
-        return true
-    }
-
-    /// The key's slot as it stands (empty when nothing holds it): what `KeyDecision` decides on.
+    /// The key's slot as it stands (empty when nothing holds it): what `KeyDecision` decides on,
+    /// for a live trigger (`decide`) and for a run recovery takes back (`recover`) alike.
     public func slot(of key: String) -> KeySlot { slots[key] ?? KeySlot() }
 
     /// Takes a decision made on `slot(of: key)`: the key's slot as the decision left it, and a

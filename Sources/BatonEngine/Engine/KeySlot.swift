@@ -73,20 +73,6 @@ public struct KeySlot: Sendable, Equatable {
         holder == nil || policy == .replace || (policy == .queue && queueing(depth: depth, sameParams: sameParams) == .append)
     }
 
-    /// Takes back a run left queued by a previous daemon (recovery): it holds the key if nothing
-    /// does, else it joins the end of the line while the line is shorter than `depth`. Runs taken
-    /// back in the order they were queued rebuild the line in that order.
-    public mutating func requeue(_ run: Int64, depth: Int) -> Bool {
-        if holder == nil {
-            holder = run
-        } else if line.count < max(depth, 1) {
-            line.append(run)
-        } else {
-            return false
-        }
-        return true
-    }
-
     /// Whether a trigger at `now` falls inside the cooldown after the key's last success (ended
     /// at `lastSuccess`), so that it runs nothing: never when the action has no cooldown, and
     /// never when the trigger is forced where the action allows it. The window is half open:

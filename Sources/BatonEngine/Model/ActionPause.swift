@@ -29,3 +29,30 @@ public struct ActionPause: Codable, Sendable, Equatable {
         return "\(action) is paused by \(by) \(until): \(reason)"
     }
 }
+
+/// A change to an action itself, as the history keeps it (`baton history --events`): a pause
+/// (who, why, until when) or a resume (who), newest first when listed.
+public struct ActionEvent: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable {
+        case paused, resumed
+    }
+
+    public var action: String
+    public var event: Kind
+    /// Who: a user's name (`alice`, or `uid 1000`), or `pauseAfterFailures`.
+    public var by: String
+    /// A pause's reason.
+    public var reason: String?
+    public var at: Timestamp
+    /// A pause's end (nil: until resumed).
+    public var until: Timestamp?
+
+    public init(action: String, event: Kind, by: String, reason: String? = nil, at: Timestamp, until: Timestamp? = nil) {
+        self.action = action
+        self.event = event
+        self.by = by
+        self.reason = reason
+        self.at = at
+        self.until = until
+    }
+}

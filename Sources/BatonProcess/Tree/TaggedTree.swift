@@ -21,8 +21,12 @@ struct TaggedTree: Sendable {
 
     /// The live members now, the leader excluded (`others`: the leaders of other attempts,
     /// whose trees are theirs). Without subreaping, orphans go to init: every process is a root.
-    func members(others: Set<Int32>, subreaper: Bool) -> Set<Int32> {
-        if subreaper, let found = membersByChildren(others: others) { return found }
+    /// (`children`: how a process's children are read; the kernel's files but in tests.)
+    func members(others: Set<Int32>, subreaper: Bool, children: (Int32) -> [Int32]? = Self.children(of:)) -> Set<Int32> {
+        // The kernel calls the `children` files unreliable while the tree changes (a sibling that
+        // exits during the read can make it skip another): a walk that found nobody, on which an
+        // attempt's end is decided, is made again from every process's `stat`.
+        if subreaper, let found = membersByChildren(others: others, children: children), !found.isEmpty { return found }
         let table = ProcessTable.read()
         var found = Set<Int32>()
         // A process whose parent died while /proc was read is being re-parented (to batond, as
@@ -45,29 +49,31 @@ struct TaggedTree: Sendable {
     /// such files. A process that dies during the walk (the leader too) hands its children to
     /// batond, perhaps after batond's were read: a walk that saw a process vanish, or after which
     /// batond has a child it did not have before, is made again.
-    func membersByChildren(others: Set<Int32>) -> Set<Int32>? {
+    func membersByChildren(others: Set<Int32>, children: (Int32) -> [Int32]? = Self.children(of:)) -> Set<Int32>? {
         for _ in 0..<8 {
-            guard let roots = Self.children(of: getpid()) else { return nil }
+            guard let roots = children(getpid()) else { return nil }
             var found = Set<Int32>(), vanished = false
             for pid in roots where pid != leader && !others.contains(pid) {
                 guard let stat = ProcStat(pid: pid), !stat.isZombie else { continue }
-                if stat.pgid == leader || isTagged(pid) { found.formUnion(descendants(of: pid, including: true, vanished: &vanished)) }
+                if stat.pgid == leader || isTagged(pid) {
+                    found.formUnion(descendants(of: pid, including: true, vanished: &vanished, children: children))
+                }
             }
             if ProcStat(pid: leader).map({ !$0.isZombie }) == true {
-                found.formUnion(descendants(of: leader, including: false, vanished: &vanished))
+                found.formUnion(descendants(of: leader, including: false, vanished: &vanished, children: children))
             }
-            guard let after = Self.children(of: getpid()) else { return nil }
+            guard let after = children(getpid()) else { return nil }
             if !vanished && Set(after).isSubset(of: roots) { return found }
         }
         return nil
     }
 
-    func descendants(of pid: Int32, including: Bool, vanished: inout Bool) -> Set<Int32> {
+    func descendants(of pid: Int32, including: Bool, vanished: inout Bool, children: (Int32) -> [Int32]?) -> Set<Int32> {
         var found: Set<Int32> = including ? [pid] : []
         var next = [pid]
         while let current = next.popLast() {
-            guard let children = Self.children(of: current) else { vanished = true; continue }
-            for child in children where found.insert(child).inserted { next.append(child) }
+            guard let below = children(current) else { vanished = true; continue }
+            for child in below where found.insert(child).inserted { next.append(child) }
         }
         return found
     }

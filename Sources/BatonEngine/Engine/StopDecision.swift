@@ -1,0 +1,34 @@
+/// How a stop (a replace, a cancel) reaches a run known by its row rather than by a machine in
+/// hand: the fleet's runs, which any host may stop and only one host runs. The rule is the
+/// engine's, the one `RunMachine` applies on one machine, so a stop means the same on both:
+///
+/// - a queued run has no attempt: it ends at once, whoever holds its key, with the transition its
+///   machine records for the stop (the same phase and detail, one seq after its last);
+/// - a run with an attempt (loading, or retrying between attempts) is its owner's: the stop is
+///   left for the owner's machine, which ends it as one machine does (`here`: this host owns it);
+/// - a run that has ended needs nothing.
+public enum StopDecision: Sendable, Equatable {
+    /// It has ended (or never was): nothing to do.
+    case none
+    /// A queued run ends now with this transition; its key's slot forgets it (`KeySlot.ended`).
+    case ends(Transition)
+    /// Its attempt's owner stops it (marked for it); `here`: this host is the owner.
+    case owner(here: Bool)
+
+    /// Decides `stop` for run `run`, now in `phase` after transition `lastSeq`, at `now`.
+    public static func decide(_ stop: RunMachine.Stop, run: Int64, phase: Phase, lastSeq: Int, ownedHere: Bool,
+                              at now: Timestamp) -> StopDecision {
+        switch phase {
+        case .queued:
+            var machine = RunMachine(retries: 0)
+            for case let .record(ended, detail) in machine.handle(.stop(stop)) {
+                return .ends(Transition(runID: run, seq: lastSeq + 1, from: .queued, to: ended, at: now, detail: detail))
+            }
+            return .none
+        case .loading, .retrying:
+            return .owner(here: ownedHere)
+        case .success, .failure, .cancelled:
+            return .none
+        }
+    }
+}

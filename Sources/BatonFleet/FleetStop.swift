@@ -1,0 +1,84 @@
+import BatonCore
+
+/// The fleet's one stop of a run for another: a trigger batch's replace, a hook's replace, a
+/// cancel. The engine decides (`StopDecision`) on the run's row, read while its key's row is held;
+/// this is where the decision becomes SQL: a queued run's guarded end and its transition, or
+/// the mark its owner stops it by (the owner hears of it from its feed, `StopRequest`).
+struct FleetStop: Sendable, Equatable {
+    var run: Int64
+    var stop: RunMachine.Stop
+    var decision: StopDecision
+
+    /// Decides `stop` for `run` on its facts (nil: no such run, nothing to do); a queued run that
+    /// ends leaves `slot`. `me`: this host's incarnation.
+    static func decide(_ run: Int64, _ stop: RunMachine.Stop, _ facts: TriggerBatch.RunFacts?, slot: inout KeySlot, me: String,
+                       at now: Timestamp) -> FleetStop? {
+        guard let facts else { return nil }
+        let decision = StopDecision.decide(stop, run: run, phase: facts.phase, lastSeq: facts.lastSeq, ownedHere: facts.incarnation == me, at: now)
+        switch decision {
+        case .none: return nil
+        case .ends: slot.ended(run)
+        case .owner: break
+        }
+        return FleetStop(run: run, stop: stop, decision: decision)
+    }
+
+    /// Whether this host runs it, and stops it itself once the stop commits.
+    var here: Bool { decision == .owner(here: true) }
+
+    /// The end it writes, when it ends a queued run now.
+    var end: Transition? {
+        if case let .ends(end) = decision { return end }
+        return nil
+    }
+
+    /// Its statements: a queued run's end (first, the guarded update that must change one row)
+    /// and its transition; or the mark for its owner.
+    func statements() throws -> [FleetJournal.Statement] {
+        switch decision {
+        case let .ends(end): [FleetJournal.update(end, as: nil), try FleetJournal.insertTransition(end)]
+        case .owner: [StopRequest.mark(run, stop)]
+        case .none: []
+        }
+    }
+
+    /// What the check of the guarded update says when it changed nothing.
+    var refusal: String { "run \(run) could not be stopped (\(StopRequest.text(stop)))" }
+}
+
+extension FleetStop {
+    /// Stops `ids` for `stop` now, in a transaction that holds their key's row, `slot` being that
+    /// row's slot: the path outside a trigger batch (a cancel, a hook's replace). Reads the runs'
+    /// facts, decides each, writes each; the caller writes `slot` back when a queued run left it.
+    static func perform(_ ids: [Int64], _ stop: RunMachine.Stop, slot: inout KeySlot, on db: PGConnection, me: String) throws -> [FleetStop] {
+        guard !ids.isEmpty else { return [] }
+        let facts = try self.facts(of: ids, on: db)
+        let now = Timestamp.now
+        let stops = ids.compactMap { decide($0, stop, facts[$0], slot: &slot, me: me, at: now) }
+        for stop in stops {
+            for (index, statement) in try stop.statements().enumerated() {
+                let result = try db.query(statement)
+                if index == 0, stop.end != nil, result.affected != 1 { throw PGError(message: stop.refusal) }
+            }
+        }
+        return stops
+    }
+
+    /// The facts of runs a stop reads (`TriggerBatch.factColumns`).
+    static func facts(of ids: [Int64], on db: PGConnection) throws -> [Int64: TriggerBatch.RunFacts] {
+        let list = "{" + ids.map(String.init).joined(separator: ",") + "}"
+        var rows = TriggerBatch.Rows(now: .now)
+        for row in try db.query("SELECT \(TriggerBatch.factColumns) FROM runs r WHERE r.id = ANY ($1::bigint[])", [list]).rows {
+            TriggerBatch.fact(row, into: &rows)
+        }
+        return rows.runs
+    }
+
+    /// The slot of the key of run `id`, and the key, read from its row (held by the caller).
+    static func slot(ofRun id: Int64, on db: PGConnection) throws -> (key: String, slot: KeySlot)? {
+        guard let row = try db.query("""
+            SELECT k.key, k.holder, k.follow_up, k.draining, k.line FROM keys k JOIN runs r ON r.key = k.key WHERE r.id = $1
+            """, [String(id)]).first, let key = row[0] else { return nil }
+        return (key, KeySlot(row: Array(row[1...])))
+    }
+}
