@@ -168,6 +168,11 @@ struct ServiceTests {
         #expect(empty.error?.code == .badRequest)
         let unknown = try #require(await fixture.ask(#"{"id":4,"op":"search","text":"x","action":"nope"}"#, as: Recorder(uid: 0)))
         #expect(unknown.error?.code == .unknownAction)
+        // The search stops when its caller has gone: the store is told so through `stop`.
+        let gone = Recorder(uid: 0)
+        gone.close()
+        _ = await fixture.ask(#"{"id":5,"op":"search","text":"x"}"#, as: gone)
+        #expect(fixture.history.stopped.withLock { $0 } == [false, false, true])
     }
 
     @Test("a history longer than a page goes as runs events, each read once the one before drained, then the final answer; a page's length counts unreadable runs too")

@@ -109,12 +109,14 @@ final class FakeHistory: HistoryReader {
     func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] { [] }
     func lastEnded() async throws(BatonError) -> [RunSnapshot] { [] }
     func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]] { [:] }
-    /// The filters searches were asked with, in order.
+    /// The filters searches were asked with, in order, and whether each was told to stop.
     let searches = Locked<[HistoryFilter]>([])
+    let stopped = Locked<[Bool]>([])
     /// Every run of the filter's actions matches, newest first, up to the limit.
-    func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> [SearchMatch] {
+    func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
         searches.withLock { $0.append(filter) }
-        return try await runs(filter).map { SearchMatch(run: $0, lines: [MatchedLine(line: 1, text: text)], lineCount: 1) }
+        stopped.withLock { $0.append(stop()) }
+        return SearchResult(matches: try await runs(filter).map { SearchMatch(run: $0, lines: [MatchedLine(line: 1, text: text)], lineCount: 1) })
     }
 }
 
