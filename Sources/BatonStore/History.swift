@@ -194,13 +194,14 @@ public struct History {
         return detail
     }
 
-    /// Requests refused for lack of permission (recorded as triggers with a `denied …` decision), newest first.
+    /// Requests refused for lack of permission (recorded as triggers with a `denied …` decision)
+    /// and triggers refused by a rate limit (`rate limited`), newest first.
     public func denied(limit: Int = 50) throws -> [TriggerRecord] {
         try connection.withStatement("""
             SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers
-            WHERE decision IN (\(TriggerRecord.Decision.denials.map { _ in "?" }.joined(separator: ", "))) ORDER BY id DESC LIMIT ?
+            WHERE decision IN (\(TriggerRecord.Decision.refusals.map { _ in "?" }.joined(separator: ", "))) ORDER BY id DESC LIMIT ?
             """) { statement in
-            try statement.bind(TriggerRecord.Decision.denials.map { .text($0.description) } + [.integer(Int64(max(limit, 0)))])
+            try statement.bind(TriggerRecord.Decision.refusals.map { .text($0.description) } + [.integer(Int64(max(limit, 0)))])
             var list: [TriggerRecord] = []
             while try statement.step() {
                 let peer = statement.int64(5).map {

@@ -21,7 +21,7 @@ enum HistoryCommand {
             OptionSpec(long: "format", short: nil, value: "FORMAT", help: "table (default), json, ndjson or csv"),
             OptionSpec(long: "json", short: nil, value: nil, help: "the same as --format json"),
             OptionSpec(long: "utc", short: nil, value: nil, help: "show times in UTC instead of local time"),
-            OptionSpec(long: "denied", short: nil, value: nil, help: "list refused requests instead: who tried what, and when (root only)"),
+            OptionSpec(long: "denied", short: nil, value: nil, help: "list refused requests instead: who tried what (denied, or rate limited), and when (root only)"),
             OptionSpec(long: "events", short: nil, value: nil, help: "list the actions' pauses and resumes instead: who, why, until when"),
         ],
         run: run)

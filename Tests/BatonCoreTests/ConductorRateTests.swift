@@ -109,3 +109,23 @@ struct ConductorRateTests {
         #expect(restarted.launched == [8])
     }
 }
+
+extension ConductorRateTests {
+    @Test("a hook's trigger over its action's rate limit is recorded as rate limited against no run, and runs nothing")
+    func hook() {
+        var notify = Action(name: "notify", exec: ["true"], policy: .reject)
+        notify.rateLimit = RateLimit(runs: 1, per: .seconds(60))
+        var deploy = Action(name: "deploy", exec: ["true"], policy: .reject)
+        deploy.hooks.targets = [.success: HookTarget(action: notify, params: [:])]
+        var rig = Rig()
+        rig.trigger(deploy, at: 0)
+        rig.exit(1, at: 1)
+        rig.exit(2, at: 2)
+        rig.trigger(deploy, at: 3)
+        rig.exit(3, at: 4)
+        #expect(rig.launched == [1, 2, 3], "deploy 1, its hook's notify 2, deploy 3; no second notify")
+        #expect(rig.records == [.rateLimited])
+        let record = rig.written.compactMap { if case let .trigger(record) = $0 { record } else { nil } }.first
+        #expect(record?.action == "notify" && record?.runID == nil)
+    }
+}

@@ -40,6 +40,8 @@ struct RateLimitEndToEndTests {
                 "\(status.stdout)")
         let metrics = try first.baton("metrics").stdout
         #expect(metrics.contains("baton_triggers_total{action=\"deploy\",decision=\"rateLimited\"} 2"), "\(metrics)")
+        let refusals = try first.baton("history", "--denied")
+        #expect(refusals.stdout.contains("rate limited") && refusals.stdout.contains("deploy"), "\(refusals.stdout)")
         first.stop()
         let second = try Daemon(config: Self.config, reusing: first, name: "restarted")
         let again = try second.baton("run", "deploy")

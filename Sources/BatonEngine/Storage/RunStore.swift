@@ -120,6 +120,9 @@ extension TriggerRecord {
         /// Every stored text of a denial, for queries.
         public static var denials: [Decision] { Permission.allCases.map { .denied($0) } }
 
+        /// What `history --denied` lists: the denials, and the triggers a rate limit refused.
+        public static var refusals: [Decision] { denials + [.rateLimited] }
+
         public init?(_ text: String) {
             switch text {
             case "joined": self = .joined
