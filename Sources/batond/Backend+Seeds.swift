@@ -43,7 +43,7 @@ extension Backend {
             guard let limit = action.rateLimit else { continue }
             // Runs queued before the window may have started inside it (a delayed run waits):
             // the latest runs, as many as the limit and then some, are read whatever their age.
-            let runs = try await history.runs(HistoryFilter(actions: [action.name], limit: limit.runs + cooldownLookback))
+            let runs = try await history.runs(HistoryFilter(actions: [action.name], limit: min(limit.runs + cooldownLookback, HistoryFilter.maxLimit)))
             conductor.remember(starts: runs.filter { $0.startedAt.map { now - $0 < limit.per } ?? false }, actions: [action.name: action])
         }
     }

@@ -129,3 +129,25 @@ extension ConductorRateTests {
         #expect(record?.action == "notify" && record?.runID == nil)
     }
 }
+
+extension ConductorRateTests {
+    @Test("RateBook: a start fits while fewer than runs are in the window; behind waiting runs, each a window after the start it replaces; old buckets are swept")
+    func book() {
+        let claim = RateClaim(bucket: "key k", limit: RateLimit(runs: 2, per: .seconds(10)))
+        let t = Rig.start
+        var book = RateBook()
+        #expect(book.next(claim, at: t) == nil)
+        #expect(book.next(claim, at: t, waiting: 2) == t + .seconds(10), "waiting runs alone fill it: a window from now")
+        book.record(claim, at: t)
+        book.record(claim, at: t + .seconds(4))
+        #expect(book.next(claim, at: t + .seconds(5)) == t + .seconds(10))
+        #expect(book.next(claim, at: t + .seconds(5), waiting: 1) == t + .seconds(14))
+        #expect(book.next(claim, at: t + .seconds(5), waiting: 2) == t + .seconds(20))
+        #expect(book.next(claim, at: t + .seconds(10)) == nil, "exactly a window after the first start, it has left")
+        #expect(book.next(claim, at: t + .seconds(-5)) == t + .seconds(10), "starts after now (a clock stepped back) still count")
+        for index in 0..<RateBook.sweepEvery {
+            book.record(RateClaim(bucket: "key once \(index)", limit: claim.limit), at: t + .seconds(60))
+        }
+        #expect(book.starts["key k"] == nil && book.starts.count == RateBook.sweepEvery, "the bucket whose starts all left was swept")
+    }
+}

@@ -4,6 +4,11 @@
 public struct RateBook: Sendable, Equatable {
     /// Each bucket's starts, oldest first, pruned to those inside its window.
     public private(set) var starts: [String: [Timestamp]] = [:]
+    /// Each bucket's window, as last recorded (for `sweep`), and how many starts were recorded.
+    private var windows: [String: Duration] = [:]
+    private var recorded = 0
+    /// How many starts pass between sweeps of the buckets whose starts all left their window.
+    static let sweepEvery = 1_024
 
     public init() {}
 
@@ -31,5 +36,17 @@ public struct RateBook: Sendable, Equatable {
         let index = list.firstIndex { at < $0 } ?? list.count
         list.insert(at, at: index)
         starts[claim.bucket] = list
+        windows[claim.bucket] = claim.limit.per
+        recorded += 1
+        if recorded % Self.sweepEvery == 0 { sweep(at: at) }
+    }
+
+    /// Drops the buckets whose every start has left its window: a key started once (a commit's
+    /// hash as a key param, say) is not kept for ever.
+    mutating func sweep(at now: Timestamp) {
+        for (bucket, list) in starts where list.last.map({ now - $0 >= windows[bucket] ?? .zero }) ?? true {
+            starts[bucket] = nil
+            windows[bucket] = nil
+        }
     }
 }
