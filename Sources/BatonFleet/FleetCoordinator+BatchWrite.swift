@@ -23,7 +23,7 @@ extension FleetCoordinator {
 
     func write(_ entries: [TriggerBatch.Entry], _ decided: TriggerBatch.Decided, slots: Int,
                on db: PGConnection) throws -> [Result<Decided, any Error>] {
-        let now = Timestamp.now
+        let now = decided.stamp ?? Timestamp.now
         var written = Written(slots: slots)
         for (index, entry) in entries.enumerated() {
             try rows(of: entry.trigger, decided.outcomes[index], stops: decided.stops[index] ?? [], at: now, &written)

@@ -64,7 +64,7 @@ extension TriggerBatch {
     /// The rows the opening read (`results` are the pipeline's, BEGIN's included); nil when the clock is missing.
     static func rows(_ results: [PGRows], _ opening: Opening) -> Rows? {
         guard let now = results[opening.clock].first?[0].flatMap({ Int64($0) }) else { return nil }
-        var rows = Rows(now: Timestamp(rawValue: now))
+        var rows = Rows(now: Timestamp(rawValue: now), stamp: .now)
         for row in results[opening.slots].rows {
             if let key = row[0] { rows.slots[key] = KeySlot(row: Array(row[1...])) }
         }

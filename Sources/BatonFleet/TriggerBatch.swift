@@ -34,6 +34,10 @@ struct TriggerBatch {
     struct Rows: Sendable, Equatable {
         /// The database's clock, read after the rows were locked: cooldowns and windows are decided on it.
         var now: Timestamp
+        /// This host's clock when the rows were read: what the batch's rows are stamped with (the
+        /// runs it creates, starts and stops alike, so a replaced run never ends before its
+        /// replacement is queued); `now` where not set.
+        var stamp: Timestamp?
         var slots: [String: KeySlot] = [:]
         /// The keys' holders and follow-ups, and the schedule slots' runs.
         var runs: [Int64: RunFacts] = [:]
@@ -83,6 +87,8 @@ struct TriggerBatch {
         var windows: [Int64: DebounceWindow] = [:]
         /// The new runs that may start in this transaction (their key is free), in entry order.
         var starts: [Int64] = []
+        /// What the batch's rows are stamped with (`Rows.stamp`).
+        var stamp: Timestamp?
     }
 
     /// Decides `entries` in order against `rows`; new runs take their ids from `ids` in order
@@ -90,6 +96,7 @@ struct TriggerBatch {
     static func decide(_ entries: [Entry], _ rows: Rows, me: String, ids: [Int64]) -> Decided {
         var state = rows
         var decided = Decided()
+        decided.stamp = rows.stamp ?? rows.now
         var next = ids.makeIterator()
         var created: [(run: Int64, key: String, entry: Entry, window: DebounceWindow?)] = []
         for (index, entry) in entries.enumerated() {
@@ -145,7 +152,7 @@ struct TriggerBatch {
             if let delivery { state.deliveries[delivery] = run }
             if let slotKey { state.slotRuns[slotKey] = run }
             if case let .replaced(_, stopping) = made {
-                let stops = stopping.compactMap { FleetStop.decide($0, .replaced(by: run), state.runs[$0], slot: &slot, me: me, at: state.now) }
+                let stops = stopping.compactMap { FleetStop.decide($0, .replaced(by: run), state.runs[$0], slot: &slot, me: me, at: state.stamp ?? state.now) }
                 for case let end? in stops.map(\.end) {
                     state.runs[end.runID]?.phase = end.to
                     state.runs[end.runID]?.lastSeq = end.seq

@@ -16,10 +16,10 @@ public enum UserDatabase {
         return Array(list.prefix(Int(max(count, 0))))
     }
 
-    /// The name of a uid, or nil when the user database has none.
+    /// The name of a uid, or nil when the user database has none. Reentrant (`getpwuid_r`): batond
+    /// looks users up on several threads at once (a spawner's run-as, the lookup thread, a reload).
     public static func userName(_ uid: UInt32) -> String? {
-        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return nil }
-        return String(cString: name)
+        account(String(uid))?.name
     }
 
     /// One entry of the user database.

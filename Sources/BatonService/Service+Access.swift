@@ -58,18 +58,29 @@ extension Service {
     /// The peer's groups: its gid from SO_PEERCRED (never cached: it is this connection's), plus
     /// the user database's groups of its uid, kept 10 s per uid so that a busy client does not
     /// make every request read /etc/group (a membership change applies within 10 s). A request
-    /// finds them cached (`received` looked them up off the loop first); one that outlived the
-    /// 10 s (a long read) looks them up again where it is. Asked on the loop and by requests the
-    /// read driver runs (`require`): a lock.
+    /// finds them cached (`received` looked them up off the loop first); what outlived the 10 s (a
+    /// watch's updates, a long read) uses them while the lookup thread reads them again: the user
+    /// database is never asked where this runs. Asked on the loop and by requests the read driver
+    /// runs (`require`): a lock.
     private func groups(of peer: Peer) -> [UInt32] {
-        let known: [UInt32]
-        if let cached = groupCache.withLock({ $0[peer.uid] }), ContinuousClock.now - cached.at < Self.groupsKept {
-            known = cached.groups
-        } else {
-            known = peer.databaseGroups
-            remember(known, name: userName(peer.uid), of: peer.uid)
+        let now = ContinuousClock.now
+        let (known, stale) = groupCache.withLock { cache -> ([UInt32]?, Bool) in
+            guard var cached = cache[peer.uid] else { return (nil, false) }
+            let stale = now - cached.at >= Self.groupsKept
+            // One refresh at a time: the entry counts as fresh until it comes back.
+            if stale { cached.at = now; cache[peer.uid] = cached }
+            return (cached.groups, stale)
         }
-        return known.contains(peer.gid) ? known : known + [peer.gid]
+        if stale { refreshGroups(of: peer) }
+        // None at all (a caller that skipped `take`): read here, as a last resort.
+        let groups = known ?? peer.databaseGroups
+        if known == nil { remember(groups, name: nil, of: peer.uid) }
+        return groups.contains(peer.gid) ? groups : groups + [peer.gid]
+    }
+
+    /// Reads the peer's groups and name again on the lookup thread, and keeps them.
+    private func refreshGroups(of peer: Peer) {
+        lookups.submit { [self] in remember(peer.databaseGroups, name: userName(peer.uid), of: peer.uid) }
     }
 
     /// How long a uid's groups are kept.
@@ -87,7 +98,13 @@ extension Service {
     /// the peer's groups; `uid 1000` while none is known. Never asks the user database itself:
     /// a refusal is answered on the loop.
     func described(_ peer: Peer) -> String {
-        groupCache.withLock { $0[peer.uid]?.name }.map { "uid \(peer.uid) (\($0))" } ?? "uid \(peer.uid)"
+        knownName(peer).map { "uid \(peer.uid) (\($0))" } ?? "uid \(peer.uid)"
+    }
+
+    /// The peer's user name as the lookup thread (or the start, for root and batond's user) read
+    /// it; nil while none is known. Never asks the user database.
+    func knownName(_ peer: Peer) -> String? {
+        groupCache.withLock { $0[peer.uid]?.name }
     }
 
     /// Whether serving a request of `peer` may need its groups from the user database, which the

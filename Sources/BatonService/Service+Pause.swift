@@ -12,7 +12,8 @@ extension Service {
         guard dispatcher is Conductor else {
             return exchange.fail(.badRequest("pauses are one machine's for now: a fleet host cannot \(request.op.rawValue) an action"))
         }
-        let by = UserDatabase.userName(exchange.peer.uid) ?? "uid \(exchange.peer.uid)"
+        // The name the lookup thread read with the peer's groups (never NSS on the loop).
+        let by = knownName(exchange.peer) ?? "uid \(exchange.peer.uid)"
         let answered: @Sendable (Result<ActionPause?, BatonError>) -> Void = { result in
             switch result {
             case let .failure(error): exchange.fail(error)

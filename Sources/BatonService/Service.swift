@@ -78,6 +78,11 @@ public final class Service: RequestHandler, Sendable {
         self.journal = journal
         self.hooks = hooks
         current = LoopOwned(generation, on: reactor)
+        // Root and batond's own user never wait for a lookup: their names are read once, here
+        // (at start, before the loop serves anyone), for what a pause records and messages say.
+        for uid in Set([0, generation.owner]) {
+            if let name = userName(uid) { groupCache.withLock { $0[uid] = KnownUser(groups: [], name: name, at: .now) } }
+        }
     }
 
     /// The actions and rules requests are served against now (on the loop).

@@ -259,12 +259,12 @@ struct ConfigReader {
 
     /// A user name or number, as a uid; a problem when no such user exists.
     mutating func userID(_ name: String, at: String) -> UInt32? {
-        databaseID(name, at: at, kind: "user") { getpwnam($0)?.pointee.pw_uid }
+        databaseID(name, at: at, kind: "user") { UserDatabase.account($0)?.uid }
     }
 
     /// A group name or number, as a gid; a problem when no such group exists.
     mutating func groupID(_ name: String, at: String) -> UInt32? {
-        databaseID(name, at: at, kind: "group") { getgrnam($0)?.pointee.gr_gid }
+        databaseID(name, at: at, kind: "group") { UserDatabase.groupID($0) }
     }
 
     mutating func databaseID(_ name: String, at: String, kind: String, lookup: (String) -> UInt32?) -> UInt32? {

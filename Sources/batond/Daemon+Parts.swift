@@ -105,7 +105,7 @@ extension Daemon {
         let conductor = backend.conductor
         let reload: @Sendable (Service) async -> ReloadOutcome = { service in
             notifier.reloading()
-            let outcome = Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path,
+            let outcome = await Self.reload(path: launch.configPath, into: service, current: config, socket: socket.path,
                                       limits: backend.tracking.limitSupport, prepare: backend.prepare)
             if case .applied = outcome {
                 ScheduleRecord.keep(config.current, path: launch.configPath)

@@ -184,14 +184,19 @@ enum Daemon {
     /// logged), or refuses it whole and says why.
     /// `prepare` readies what the new actions need before they can be triggered (the key of
     /// secret params): where it cannot, the reload is refused and the old config kept.
+    /// The new config's generation and the config box change together, in one turn of the loop
+    /// (where the webhook listener reads the box and then the generation), and the reload returns
+    /// once they have.
     static func reload(path: String, into service: Service, current: ConfigBox, socket: String, limits: LimitSupport,
-                       prepare: ([Action]) throws -> Void = { _ in }) -> ReloadOutcome {
+                       prepare: ([Action]) throws -> Void = { _ in }) async -> ReloadOutcome {
         do throws(ConfigError) {
             let config = try Config.load(path: path)
             try config.checkLimits(limits, file: path)
             do { try prepare(config.actions) } catch { throw ConfigError(file: path, problems: [.init(path: "", message: "\(error)")]) }
-            service.install(generation(config, socket: socket))
-            let old = current.swap(config)
+            let generation = generation(config, socket: socket)
+            let old = await withCheckedContinuation { (done: CheckedContinuation<Config, Never>) in
+                service.update({ $0 = generation }, installed: { done.resume(returning: current.swap(config)) })
+            }
             let warnings = config.warnings + restartWarnings(old: old, new: config, webhooksPassed: SocketActivation.passed.webhooks != nil)
             for warning in warnings { Log.warning(warning) }
             Log.info("reloaded \(path): \(config.actions.count) actions")
@@ -226,10 +231,10 @@ enum Daemon {
 
     static func groupID(_ name: String) throws -> gid_t {
         if let id = gid_t(name) { return id }
-        guard let entry = getgrnam(name) else {
+        guard let id = UserDatabase.groupID(name) else {
             throw ConfigError(file: "config", problems: [.init(path: "socketGroup", message: "no group named \(name)")])
         }
-        return entry.pointee.gr_gid
+        return id
     }
 }
 

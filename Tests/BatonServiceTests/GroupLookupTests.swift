@@ -80,10 +80,11 @@ struct GroupLookupTests {
     @Test("a refusal names the peer's user as the lookup thread found it with its groups: the loop never asks the user database")
     func refusalNamesTheUserFromTheLookup() async throws {
         let loop = Locked<Reactor?>(nil)
-        // Where each name lookup ran: true when on the loop.
+        // Where each name lookup ran once the service serves (true: on the loop); those at its
+        // start (root's and batond's own user's, before anything is served) are not counted.
         let asked = Locked<[Bool]>([])
         let fixture = Fixture(userName: { uid in
-            asked.withLock { $0.append(loop.withLock { $0 }?.isCurrent ?? true) }
+            if let reactor = loop.withLock({ $0 }) { asked.withLock { $0.append(reactor.isCurrent) } }
             return uid == Fixture.bob ? "bob" : nil
         })
         loop.withLock { $0 = fixture.conductor.reactor }
@@ -98,5 +99,30 @@ struct GroupLookupTests {
         let unnamed = try #require(await fixture.ask(#"{"id":2,"op":"trigger","action":"deploy","params":{"env":"prod"}}"#, as: carol))
         #expect(unnamed.error?.message == "uid 60003 may not trigger deploy")
         #expect(asked.withLock { $0 } == [false, false])
+    }
+
+    @Test("groups that outlived their 10 s are used on the loop (a watch's next update) while the lookup thread reads them again")
+    func staleGroupsRefreshedOffTheLoop() async throws {
+        let loop = Locked<Reactor?>(nil)
+        let asked = Locked<[Bool]>([])
+        let fixture = Fixture(userName: { uid in
+            if let reactor = loop.withLock({ $0 }) { asked.withLock { $0.append(reactor.isCurrent) } }
+            return "alice"
+        })
+        loop.withLock { $0 = fixture.conductor.reactor }
+        let alice = Recorder(uid: Fixture.alice)
+        _ = try #require(await fixture.ask(#"{"id":1,"op":"status"}"#, as: alice))
+        #expect(asked.withLock { $0 } == [false], "looked up once, off the loop, before the request was served")
+        // Aged past the 10 s: a check on the loop answers from the entry and asks for a refresh.
+        fixture.service.groupCache.withLock { $0[Fixture.alice]?.at = .now - .seconds(20) }
+        let allowed = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            fixture.conductor.reactor.post {
+                done.resume(returning: fixture.service.allowed(.trigger, "deploy", fixture.service.generation, alice.peer))
+            }
+        }
+        #expect(allowed)
+        for _ in 0..<1_000 where asked.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(asked.withLock { $0 } == [false, false], "the refresh asked off the loop, never on it")
+        #expect(fixture.service.groupCache.withLock { $0[Fixture.alice].map { ContinuousClock.now - $0.at < .seconds(10) } } == true)
     }
 }
