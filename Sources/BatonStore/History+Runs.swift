@@ -8,6 +8,16 @@ extension History {
         try Self.merge(try cursors(filter), limit: filter.limit, newestFirst: !filter.reverse)
     }
 
+    /// The runs of `action` that first went loading at or after `since`, newest first.
+    public func started(_ action: String, since: Timestamp) throws -> [RunSnapshot] {
+        try connection.withStatement("SELECT \(Self.runColumns) FROM runs WHERE action = ? AND started_at >= ? ORDER BY id DESC") { s in
+            try s.bind([.text(action), .integer(since.rawValue)])
+            var runs: [RunSnapshot] = []
+            while try s.step() { runs.append(Self.decodeRun(s)) }
+            return runs
+        }
+    }
+
     /// One cursor per query of the filter, each on its first row. Open together, they read one
     /// snapshot of the history (a connection's statements share its read transaction).
     func cursors(_ filter: HistoryFilter) throws -> [RunCursor] {

@@ -29,6 +29,10 @@ extension Store: HistoryReader {
         try await query { try $0.output(of: run, from: offset, maxBytes: maxBytes) }
     }
 
+    public func started(_ action: String, since: Timestamp) async throws(BatonError) -> [RunSnapshot] {
+        try await query { try $0.started(action, since: since) }
+    }
+
     public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] {
         try await query { try $0.events(filter) }
     }

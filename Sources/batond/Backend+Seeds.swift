@@ -41,9 +41,8 @@ extension Backend {
         let now = Timestamp.now
         for action in actions {
             guard let limit = action.rateLimit else { continue }
-            // Runs queued before the window may have started inside it (a delayed run waits):
-            // the latest runs, as many as the limit and then some, are read whatever their age.
-            let runs = try await history.runs(HistoryFilter(actions: [action.name], limit: min(limit.runs + cooldownLookback, HistoryFilter.maxLimit)))
+            // By when each started, whenever it was queued (a delayed run waits), over every key.
+            let runs = try await history.started(action.name, since: now + (.zero - limit.per))
             conductor.remember(starts: runs.filter { $0.startedAt.map { now - $0 < limit.per } ?? false }, actions: [action.name: action])
         }
     }

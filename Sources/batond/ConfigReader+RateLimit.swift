@@ -12,8 +12,11 @@ extension ConfigReader {
         }
     }
 
+    /// The longest `per`: a year and a day.
+    static let longestRateWindow = Duration.seconds(366 * 86_400)
+
     /// `rateLimit: { runs: 10, per: "1h", scope: "key", over: "reject" }`: at most `runs` runs
-    /// start in any window of `per` (at least 1s), per key (the default) or for the whole action;
+    /// start in any window of `per` (1s to 366d), per key (the default) or for the whole action;
     /// a trigger over it is refused `rate_limited` (`over: "reject"`, the default) or its run waits
     /// queued until a start fits (`over: "delay"`).
     mutating func actionRateLimit(_ value: JSONValue, at: String) -> RateLimit? {
@@ -28,8 +31,8 @@ extension ConfigReader {
         }
         let runs = integer(runsValue, at: "\(at).runs", min: 1, max: Self.maxRateRuns)
         var per = duration(perValue, at: "\(at).per")
-        if let window = per, window < .seconds(1) {
-            fail("\(at).per", "must be at least 1s, got \(DurationText.format(window))")
+        if let window = per, window < .seconds(1) || window > Self.longestRateWindow {
+            fail("\(at).per", "must be from 1s to 366d, got \(DurationText.format(window))")
             per = nil
         }
         var limit = RateLimit(runs: runs ?? 1, per: per ?? .seconds(1))

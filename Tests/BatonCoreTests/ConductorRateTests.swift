@@ -108,6 +108,21 @@ struct ConductorRateTests {
         restarted.at(30)
         #expect(restarted.launched == [8])
     }
+
+    @Test("a run a crash interrupted, taken back to run again (onInterrupt: restart), is not held back by its own start")
+    func restartedRunNotHeldByItsOwnStart() {
+        var deploy = Self.action(RateLimit(runs: 1, per: .seconds(3_600)))
+        deploy.onInterrupt = .restart
+        var loading = RunSnapshot(id: 9, action: "deploy", key: "deploy", phase: .loading, policy: .reject, params: [:], trigger: nil,
+                                  queuedAt: Rig.start + .seconds(-61))
+        loading.startedAt = Rig.start + .seconds(-60)
+        var rig = Rig()
+        // The history's seed holds its start: the window is full with it.
+        rig.state.remember(starts: [loading], actions: ["deploy": deploy])
+        rig.handle(.recover(1, [RecoveredRun(UnfinishedRun(run: loading, lastSeq: 2), action: deploy)]))
+        #expect(rig.launched == [9], "it runs again now, its start counted once")
+        #expect(rig.state.rateLeft(deploy, key: "deploy", at: Rig.start)?.left == 0)
+    }
 }
 
 extension ConductorRateTests {
@@ -149,5 +164,10 @@ extension ConductorRateTests {
             book.record(RateClaim(bucket: "key once \(index)", limit: claim.limit), at: t + .seconds(60))
         }
         #expect(book.starts["key k"] == nil && book.starts.count == RateBook.sweepEvery, "the bucket whose starts all left was swept")
+        // A long window with a crowd waiting: bounded, never past what a timestamp holds.
+        let yearly = RateClaim(bucket: "action a", limit: RateLimit(runs: 1, per: .seconds(366 * 86_400)))
+        var crowded = RateBook()
+        crowded.record(yearly, at: t)
+        #expect(crowded.next(yearly, at: t, waiting: Int(Int32.max)) == t + yearly.limit.per * RateBook.furthestWindows)
     }
 }

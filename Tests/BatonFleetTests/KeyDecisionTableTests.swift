@@ -174,6 +174,10 @@ struct KeyDecisionTableTests {
         Case(name: "under the rate limit: runs", rate: KeyDecision.Rate(limit: hourly, next: nil), expected: .created(.created(50), window: nil)),
         Case(name: "over the rate limit (delay): the run is made, and waits for its start to fit", rate: delayed,
              expected: .created(.created(50), window: nil)),
+        Case(name: "full only with the key's runs not yet started, a replace: it stops them, so its run fits: replaces",
+             policy: .replace, slot: KeySlot(holder: 1), phases: [1: .queued],
+             rate: KeyDecision.Rate(limit: hourly, next: Timestamp(rawValue: 700_000_000), nextReplacing: nil),
+             expected: .created(.replaced(50, stopping: [1]), window: nil)),
     ]
 
     @Test("the engine decides each rule once", arguments: cases + rated)

@@ -10,6 +10,9 @@ public protocol HistoryReader: Sendable {
     func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats]
     /// Refused requests, newest first.
     func denied(limit: Int) async throws(BatonError) -> [TriggerRecord]
+    /// The runs of `action` that first went loading at or after `since`, whenever they were queued
+    /// (a rate limit's window at start).
+    func started(_ action: String, since: Timestamp) async throws(BatonError) -> [RunSnapshot]
     /// The actions' pauses and resumes `filter` selects (its actions, window and limit), newest first.
     func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent]
     /// The last ended run of each action.
@@ -26,6 +29,12 @@ public protocol HistoryReader: Sendable {
 }
 
 extension HistoryReader {
+    /// From the latest runs (a history without a query by start time: a fleet's, which has no
+    /// rate limits).
+    public func started(_ action: String, since: Timestamp) async throws(BatonError) -> [RunSnapshot] {
+        try await runs(HistoryFilter(actions: [action], limit: HistoryFilter.maxLimit)).filter { $0.startedAt.map { $0 >= since } ?? false }
+    }
+
     /// A history that keeps no pauses (a fleet's: pause is one host's) has no events.
     public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] { [] }
 

@@ -41,7 +41,10 @@ extension ConductorState {
         view.uptime = uptime
         for id in view.slot.line { view.lineParams[id] = flights[id]?.run.params }
         view.paused = pause(of: action.name, at: now)
-        if let claim = action.rateClaim(key: key) { view.rate = KeyDecision.Rate(limit: claim.limit, next: table.rateNext(claim, at: now)) }
+        if let claim = action.rateClaim(key: key) {
+            view.rate = KeyDecision.Rate(limit: claim.limit, next: table.rateNext(claim, at: now),
+                                         nextReplacing: table.rateNext(claim, at: now, replacing: key))
+        }
         if let at, let known = slots.run(for: .init(action: action.name, at: at)) {
             view.slotRun = KeyDecision.SlotRun(run: known.id, ended: flights[known.id]?.isOver ?? true)
         }

@@ -89,8 +89,10 @@ extension ConductorState {
             end(unfinished, .cancelled, TransitionDetail(reason: "superseded", error: "the line of key \(run.key) was already full"), &step)
             return false
         }
+        // A run that started before the crash (taken back to run again) made its start then: the
+        // history's seed counts it, and it is neither counted again nor held back by it.
         table.apply(decision, key: run.key, slot: slot, action: action.name, locks: action.locks, gated: gated,
-                    rate: action.rateClaim(key: run.key))
+                    rate: run.startedAt == nil ? action.rateClaim(key: run.key) : nil)
         var transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: run.phase, to: .queued, at: step.now,
                                     detail: TransitionDetail(reason: reason))
         transition.detail.debounce = window?.deadline.rawValue

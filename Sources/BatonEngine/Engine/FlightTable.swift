@@ -203,8 +203,11 @@ public struct FlightTable: Sendable {
     public func rateUntil(of run: Int64) -> Timestamp? { entries[run]?.rateUntil }
 
     /// When a new run of `claim`'s bucket could start, behind the bucket's runs not yet started: nil for now.
-    public func rateNext(_ claim: RateClaim, at now: Timestamp) -> Timestamp? {
-        rates.next(claim, at: now, waiting: entries.values.count { $0.rate?.bucket == claim.bucket && $0.stage != .running })
+    /// (`replacing`: a replace of that key stops its runs not yet started, which are not counted.)
+    public func rateNext(_ claim: RateClaim, at now: Timestamp, replacing key: String? = nil) -> Timestamp? {
+        rates.next(claim, at: now, waiting: entries.values.count {
+            $0.rate?.bucket == claim.bucket && $0.stage != .running && (key == nil || $0.key != key)
+        })
     }
 
     /// A start the history kept (at start): counted as if this table had seen it.

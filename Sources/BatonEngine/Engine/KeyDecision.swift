@@ -106,9 +106,15 @@ public enum KeyDecision: Sendable, Equatable {
     public struct Rate: Sendable, Equatable {
         public var limit: RateLimit
         public var next: Timestamp?
+        /// The same for a replace, which stops the key's runs not yet started: they are not counted.
+        public var nextReplacing: Timestamp?
         public init(limit: RateLimit, next: Timestamp?) {
+            self.init(limit: limit, next: next, nextReplacing: next)
+        }
+        public init(limit: RateLimit, next: Timestamp?, nextReplacing: Timestamp?) {
             self.limit = limit
             self.next = next
+            self.nextReplacing = nextReplacing
         }
     }
 
@@ -197,7 +203,10 @@ public enum KeyDecision: Sendable, Equatable {
         let secrets = !asked.action.secretParams.isEmpty
         let same = { (run: Int64) in !secrets && view.lineParams[run] == asked.params }
         let makes = next.makesRun(policy: asked.policy, depth: depth, sameParams: same)
-        if makes, let rate = view.rate, rate.limit.over == .reject, let at = rate.next { return .rateLimited(rate.limit, next: at) }
+        if makes, let rate = view.rate, rate.limit.over == .reject,
+           let at = asked.policy == .replace ? rate.nextReplacing : rate.next {
+            return .rateLimited(rate.limit, next: at)
+        }
         let decision = next.trigger(policy: asked.policy, candidate: makes ? candidate() : 0, depth: depth, sameParams: same)
         switch decision {
         case .joined, .coalesced, .rejected, .cooled, .slotRan:

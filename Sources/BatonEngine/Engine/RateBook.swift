@@ -9,6 +9,8 @@ public struct RateBook: Sendable, Equatable {
     private var recorded = 0
     /// How many starts pass between sweeps of the buckets whose starts all left their window.
     static let sweepEvery = 1_024
+    /// How many windows ahead `next` looks at most.
+    static let furthestWindows = 10_000
 
     public init() {}
 
@@ -27,7 +29,10 @@ public struct RateBook: Sendable, Equatable {
         let over = recent.count + waiting - claim.limit.runs
         guard over >= 0 else { return nil }
         guard !recent.isEmpty else { return now + claim.limit.per }
-        return recent[over % recent.count] + claim.limit.per * (over / recent.count + 1)
+        // Bounded (a bucket with thousands waiting on a long window would pass what a timestamp
+        // holds): a start that far off is asked again when its timer fires.
+        let windows = min(over / recent.count + 1, Self.furthestWindows)
+        return recent[over % recent.count] + claim.limit.per * windows
     }
 
     /// A run of `claim`'s bucket started at `at`: counted, and the starts out of the window dropped.
