@@ -47,6 +47,17 @@ extension Backend {
         }
     }
 
+    /// Seeds the failures in a row of each action with `pauseAfterFailures` from the history (those
+    /// after its last pause or resume), so that a restart between two failures does not forget the first.
+    static func seedFailureStreaks(_ history: any HistoryReader, actions: [Action], conductor: Conductor) async throws(BatonError) {
+        for action in actions {
+            guard let most = action.pauseAfterFailures else { continue }
+            let runs = try await history.runs(HistoryFilter(actions: [action.name], phases: [.success, .failure], limit: most))
+            let last = try await history.events(HistoryFilter(actions: [action.name], limit: 1)).first
+            conductor.remember(failuresOf: action, runs: runs, since: last?.at)
+        }
+    }
+
     /// Seeds the runs of the latest schedule slots of each action from the history, so that a
     /// restart does not run a slot again (the database's unique index would refuse it anyway).
     static func seedSlots(_ history: any HistoryReader, actions: [Action], conductor: Conductor) async throws(BatonError) {

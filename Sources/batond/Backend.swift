@@ -71,6 +71,7 @@ struct Backend {
             conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
             await seedDeadMan(store, actions: config.actions.map(\.name), metrics: metrics)
             try await seedCooldowns(store, actions: config.actions, conductor: conductor)
+            try await seedFailureStreaks(store, actions: config.actions, conductor: conductor)
             try await seedSlots(store, actions: config.actions, conductor: conductor)
         } catch {
             store.close()

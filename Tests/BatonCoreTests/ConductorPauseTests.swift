@@ -76,6 +76,30 @@ struct ConductorPauseTests {
         #expect(rig.answers[refused] == .failed(.paused(pause)))
     }
 
+    @Test("a restart keeps the failures in a row the history holds after the last pause or resume: the next failure completes the count")
+    func failuresRemembered() {
+        var flaky = Self.deploy
+        flaky.pauseAfterFailures = 2
+        let ended = { (id: Int64, phase: Phase, second: Int64) -> RunSnapshot in
+            var run = RunSnapshot(id: id, action: "deploy", key: "deploy", phase: phase, policy: .reject, params: [:], trigger: nil,
+                                  queuedAt: Rig.start + .seconds(second - 1))
+            run.endedAt = Rig.start + .seconds(second)
+            return run
+        }
+        var rig = Rig()
+        // Newest first: a failure, then a success (which started the count again).
+        rig.state.remember(failuresOf: flaky, runs: [ended(11, .failure, -10), ended(10, .success, -20)], since: nil)
+        rig.trigger(flaky, at: 0)
+        rig.exit(1, status: 1, at: 1)
+        #expect(rig.state.pause(of: "deploy", at: rig.now)?.reason.hasPrefix("2 failures in a row") == true)
+        // Failures before the last resume do not count.
+        var resumed = Rig()
+        resumed.state.remember(failuresOf: flaky, runs: [ended(11, .failure, -10)], since: Rig.start + .seconds(-5))
+        resumed.trigger(flaky, at: 0)
+        resumed.exit(1, status: 1, at: 1)
+        #expect(resumed.state.pause(of: "deploy", at: resumed.now) == nil)
+    }
+
     @Test("the pauses the history kept hold after a restart; one whose end passed meanwhile does not")
     func remembered() {
         var rig = Rig()

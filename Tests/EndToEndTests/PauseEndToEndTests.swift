@@ -63,6 +63,17 @@ struct PauseEndToEndTests {
                 "\(refused.stderr)")
     }
 
+    @Test("pauseAfterFailures counts across a restart: a failure, a restart, a second failure pauses the action")
+    func afterFailuresAcrossRestart() throws {
+        let first = try Daemon(config: Self.config)
+        #expect(try first.baton("run", "flaky").code == 1)
+        first.stop()
+        let second = try Daemon(config: Self.config, reusing: first, name: "restarted")
+        #expect(try second.baton("run", "flaky").code == 1)
+        let refused = try second.baton("run", "flaky")
+        #expect(refused.code == 75 && refused.stderr.contains("2 failures in a row"), "\(refused.stdout)\(refused.stderr)")
+    }
+
     @Test("pause needs a reason, and the pause right: a user without it is refused")
     func refusals() throws {
         let daemon = try Daemon(config: Self.config)

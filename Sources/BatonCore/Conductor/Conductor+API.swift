@@ -155,6 +155,12 @@ extension Conductor {
         changeState { $0.remember(starts: runs, actions: actions) }
     }
 
+    /// Seeds an action's failures in a row (`pauseAfterFailures`) from its latest successes and
+    /// failures (newest first) after its last pause or resume (`since`).
+    public func remember(failuresOf action: Action, runs: [RunSnapshot], since: Timestamp?) {
+        changeState { $0.remember(failuresOf: action, runs: runs, since: since) }
+    }
+
     /// Seeds the runs of scheduled slots from the history, so that a restart does not run a slot again.
     public func remember(slots runs: [RunSnapshot]) {
         changeState { $0.remember(slots: runs) }

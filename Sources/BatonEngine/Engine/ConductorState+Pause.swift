@@ -15,6 +15,19 @@ extension ConductorState {
         }
     }
 
+    /// Seeds an action's failures in a row (`pauseAfterFailures`) from the history, so that a
+    /// restart does not start the count again: `runs` are its latest successes and failures, newest
+    /// first; `since`, its last pause or resume, which started the count again.
+    public mutating func remember(failuresOf action: Action, runs: [RunSnapshot], since: Timestamp?) {
+        guard action.pauseAfterFailures != nil else { return }
+        var streak = 0
+        for run in runs {
+            guard run.phase == .failure, since.map({ (run.endedAt ?? run.queuedAt) > $0 }) ?? true else { break }
+            streak += 1
+        }
+        failureStreaks[action.name] = streak == 0 ? nil : streak
+    }
+
     /// Holds the runs of a paused action that have not started (`FlightTable.hold`); with an end,
     /// each gets a timer that lets it go then (`pauseMayHaveEnded`).
     mutating func hold(_ pause: ActionPause, _ step: inout Step) {
