@@ -27,6 +27,9 @@ public struct ExecRunner: Runner {
     var onSpawner: (@Sendable () -> Void)?
     /// The threads attempts are spawned on, and their cgroups removed.
     public var spawner: SpawnerPool = .shared
+    /// The shim each attempt of an action that survives restarts runs under; nil runs none (the
+    /// action is the leader, and dies with batond's recovery).
+    public var shim: ShimSetup?
 
     public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited(), reactor: Reactor? = nil) {
         self.tailLimit = tailLimit

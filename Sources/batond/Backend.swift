@@ -50,6 +50,7 @@ struct Backend {
         Self.removeLeftHookOutputs(instance: path)
         var runner = ExecRunner()
         runner.tracking = tracking
+        runner.shim = Self.shim(database: path)
         let secretKey = SecretParamKey(database: path)
         try secretKey.prepare(for: config.actions)
         var conductorOptions = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
@@ -108,6 +109,16 @@ struct DaemonError: Error, CustomStringConvertible {
 
 extension Backend {
     /// Removes the hook output files a crashed batond of this instance left, before any run starts.
+    /// `baton-shim` beside batond (or in /usr/libexec/baton), its attempts' directories beside the
+    /// database: without it, every action runs as if `survivesRestart: false`.
+    static func shim(database: String) -> ShimSetup? {
+        guard let executable = ShimSetup.findExecutable() else {
+            Log.warning("baton-shim is not beside batond nor in /usr/libexec/baton: runs do not survive a restart of batond")
+            return nil
+        }
+        return ShimSetup(executable: executable, directory: database + "-shims")
+    }
+
     static func removeLeftHookOutputs(instance: String) {
         let removed = ExecRunner.removeLeftHookOutputs(instance: instance)
         if removed > 0 { Log.info("removed \(removed) hook output files a previous batond left") }
