@@ -71,8 +71,9 @@ extension ExecRunner {
 
     /// The argv that runs `exec` under the shim, and the attempt's shim directory, made empty. The
     /// program is resolved here (batond's PATH, as posix_spawnp would), so that a program that
-    /// is not there fails the start as it does without a shim.
-    func shimmed(_ exec: [String], _ job: Job, _ shim: ShimSetup) -> Result<(argv: [String], directory: String), SpawnFailure> {
+    /// is not there fails the start as it does without a shim. A directory that cannot be made (a
+    /// full disk) runs the action without the shim: nil.
+    func shimmed(_ exec: [String], _ job: Job, _ shim: ShimSetup) -> Result<(argv: [String], directory: String)?, SpawnFailure> {
         var resolved = [CChar](repeating: 0, count: Int(PATH_MAX))
         var rc = baton_resolve_program(exec[0], &resolved, resolved.count)
         let program = rc == 0 ? String(cString: resolved) : exec[0]
@@ -87,9 +88,7 @@ extension ExecRunner {
         let directory = shim.directory(run: job.runID, attempt: job.attempt)
         mkdir(shim.directory, 0o700)
         ShimRecord.remove(directory)
-        guard mkdir(directory, 0o700) == 0 else {
-            return .failure(SpawnFailure(message: "cannot make the shim's directory \(directory): \(String(cString: strerror(errno)))"))
-        }
+        guard mkdir(directory, 0o700) == 0 else { return .success(nil) }
         // A shim that runs as another user writes its status and spool as that user.
         if let user = job.action.runAs { chown(directory, user.uid, user.gid) }
         return .success(([shim.executable, directory, String(tailLimit), program] + exec, directory))

@@ -31,7 +31,8 @@ extension ExecRunner {
         var exec = job.action.exec, shimDirectory: String?
         if let shim = shim(for: job) {
             switch shimmed(exec, job, shim) {
-            case let .success(made): (exec, shimDirectory) = (made.argv, made.directory)
+            case let .success(made?): (exec, shimDirectory) = (made.argv, made.directory)
+            case .success(nil): break
             case let .failure(why):
                 if let hookOutput { unlink(hookOutput) }
                 return .failure(why)

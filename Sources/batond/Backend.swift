@@ -64,7 +64,7 @@ struct Backend {
             if summary != RecoverySummary() {
                 Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "
                     + "\(summary.restarted.count) restarted, \(summary.requeued.count) queued again, "
-                    + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed")
+                    + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed, \(summary.adopted.count) adopted")
             }
             conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
             await seedDeadMan(store, actions: config.actions.map(\.name), metrics: metrics)

@@ -14,14 +14,19 @@ struct TaggedTree: Sendable {
     let leader: Int32
     let tag: (instance: String, run: Int64)?
 
-    init(leader: Int32, instance: String?, run: Int64) {
+    /// An attempt a previous batond started: its orphans went to init (or a subreaper above), never to this batond.
+    let adopted: Bool
+
+    init(leader: Int32, instance: String?, run: Int64, adopted: Bool = false) {
         self.leader = leader
         self.tag = instance.map { ($0, run) }
+        self.adopted = adopted
     }
 
     /// The live members now, the leader excluded (`others`: the leaders of other attempts,
     /// whose trees are theirs). Without subreaping, orphans go to init: every process is a root.
     func members(others: Set<Int32>, subreaper: Bool) -> Set<Int32> {
+        let subreaper = subreaper && !adopted
         if subreaper, let found = membersByChildren(others: others) { return found }
         let table = ProcessTable.read()
         var found = Set<Int32>()
