@@ -68,7 +68,9 @@ let package = Package(
         .target(name: "BatonClient", dependencies: ["BatonCore", "BatonIPC"]),
         .executableTarget(name: "batond", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "BatonHooks", "CBatonSystem"]),
         // The parent of each surviving attempt's action, in C: it starts in well under a millisecond.
-        .executableTarget(name: "baton-shim"),
+        // Linked statically: swiftc links even a C executable with libswiftCore.so, whose loading at each
+        // start cost more than the shim's whole work (docs/benchmarks.md, "The shim").
+        .executableTarget(name: "baton-shim", linkerSettings: [.unsafeFlags(["-static-executable"])]),
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonClient", "BatonDashboard"]),
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "BatonEngine", "BatonRuntime", "BatonProcess", "BatonMetrics"]),

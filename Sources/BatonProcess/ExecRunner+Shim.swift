@@ -19,11 +19,12 @@ public struct ShimSetup: Sendable, Equatable {
         self.directory = directory
     }
 
-    /// `baton-shim` beside this process's executable, else in /usr/libexec/baton; nil when neither is.
+    /// `baton-shim` beside this process's executable, else in `../libexec/baton` from it (`make
+    /// install`), else in /usr/libexec/baton; nil when none is.
     public static func findExecutable() -> String? {
         var candidates = ["/usr/libexec/baton/baton-shim"]
         if let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.insert(me.parentPath + "/baton-shim", at: 0)
+            candidates.insert(contentsOf: [me.parentPath + "/baton-shim", me.parentPath.parentPath + "/libexec/baton/baton-shim"], at: 0)
         }
         return candidates.first { access($0, X_OK) == 0 }
     }
@@ -91,6 +92,8 @@ extension ExecRunner {
         guard mkdir(directory, 0o700) == 0 else { return .success(nil) }
         // A shim that runs as another user writes its status and spool as that user.
         if let user = job.action.runAs { chown(directory, user.uid, user.gid) }
-        return .success(([shim.executable, directory, String(tailLimit), program] + exec, directory))
+        // The spool keeps as much as the history would (`output.keep`), and at least the attempt's tail.
+        let bound = max(Int64(tailLimit), job.action.outputKeep)
+        return .success(([shim.executable, directory, String(bound), program] + exec, directory))
     }
 }
