@@ -64,9 +64,10 @@ public struct ShimRecord: Sendable, Equatable {
 
 extension ExecRunner {
     /// Whether this job's process runs under the shim: a runner given one, an action that
-    /// survives restarts (`survivesRestart`), not a pseudo-terminal's (the action's terminal is its own).
+    /// survives restarts (`survivesRestart`), not a pseudo-terminal's (the terminal is batond's),
+    /// not a hook's run (its `BATON_HOOK_OUTPUT` file is batond's, removed when batond starts).
     func shim(for job: Job) -> ShimSetup? {
-        guard let shim, job.action.survivesRestart, !job.action.tty else { return nil }
+        guard let shim, job.action.survivesRestart, !job.action.tty, job.hook == nil else { return nil }
         return shim
     }
 
