@@ -43,6 +43,8 @@ RELEASE_FLAGS = $(if $(SCRATCH),--scratch-path $(SCRATCH)) -c release --static-s
 	-Xlinker --no-export-dynamic
 
 BINDIR = $(PREFIX)/bin
+# baton-shim, the parent of each run that survives a restart of batond (batond looks beside itself, then in ../libexec/baton).
+LIBEXECDIR = $(PREFIX)/libexec/baton
 UNITDIR = $(PREFIX)/lib/systemd/system
 GENERATORDIR = $(PREFIX)/lib/systemd/system-generators
 SYSUSERSDIR = $(PREFIX)/lib/sysusers.d
@@ -60,6 +62,7 @@ all: build
 build:
 	$(SWIFT) build $(RELEASE_FLAGS) --product batond
 	$(SWIFT) build $(RELEASE_FLAGS) --product baton
+	$(SWIFT) build $(RELEASE_FLAGS) --product baton-shim
 
 deb: build
 	BUILD_DIR=$(BUILD_DIR) scripts/build-deb
@@ -74,6 +77,8 @@ install-files:
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(FISHDIR) $(DESTDIR)$(SYSCONFDIR)/baton
 	install -m 0755 $(BUILD_DIR)/batond $(BUILD_DIR)/baton $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(LIBEXECDIR)
+	install -m 0755 $(BUILD_DIR)/baton-shim $(DESTDIR)$(LIBEXECDIR)/
 	ln -sfn $$(realpath -m --relative-to=$(GENERATORDIR) $(BINDIR)/batond) $(DESTDIR)$(GENERATORDIR)/baton-schedule-generator
 	sed 's|/usr/local/bin/|$(BINDIR)/|g; s|/etc/baton/baton.json5|$(SYSCONFDIR)/baton/baton.json5|' \
 		systemd/batond.service > $(DESTDIR)$(UNITDIR)/batond.service

@@ -50,6 +50,11 @@ struct AttemptOutput {
         }
     }
 
+    /// Takes what a shim spooled while no batond read its pipes (stdout and stderr interleaved).
+    mutating func takeSpooled(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { tail.append($0) }
+    }
+
     /// Takes a chunk read from `fd`; returns the progress lines it completed.
     mutating func take(_ chunk: UnsafeRawBufferPointer, from fd: Int32) -> [Progress] {
         guard fd == pipes.progress else {

@@ -28,13 +28,30 @@ extension ExecRunner {
             case let .failure(why): return .failure(SpawnFailure(message: why.message))
             }
         }
-        let made = spawnLeader(job, hookOutput: hookOutput)
-        if case .failure = made, let hookOutput { unlink(hookOutput) }
+        var exec = job.action.exec, shimDirectory: String?
+        if let shim = shim(for: job) {
+            switch shimmed(exec, job, shim) {
+            case let .success(made?): (exec, shimDirectory) = (made.argv, made.directory)
+            case .success(nil): break
+            case let .failure(why):
+                if let hookOutput { unlink(hookOutput) }
+                return .failure(why)
+            }
+        }
+        var made = spawnLeader(job, exec: exec, hookOutput: hookOutput)
+        if case .failure = made {
+            if let hookOutput { unlink(hookOutput) }
+            if let shimDirectory { ShimRecord.remove(shimDirectory) }
+        }
+        if case var .success(spawned) = made {
+            spawned.shimDirectory = shimDirectory
+            made = .success(spawned)
+        }
         return made
     }
 
     /// The pipes, the cgroup and the process.
-    private func spawnLeader(_ job: Job, hookOutput: String?) -> Result<ProcessAttempt.Spawned, SpawnFailure> {
+    private func spawnLeader(_ job: Job, exec: [String], hookOutput: String?) -> Result<ProcessAttempt.Spawned, SpawnFailure> {
         // With `tty`, stdout and stderr are one pseudo-terminal (its master read as stdout), and err stays [-1, -1].
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], prog: [Int32] = [-1, -1]
         var made: Int32 = 0
@@ -78,7 +95,7 @@ extension ExecRunner {
             cgroup?.remove()
             return .failure(SpawnFailure(message: "cannot run \(job.action.exec[0]): this host is fenced (it lost its fleet lease), no process starts"))
         }
-        let rc = withCStrings(action.exec) { argv in
+        let rc = withCStrings(exec) { argv in
             withCStrings(env) { envp in
                 Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup, &pid, &pidfd)
             }

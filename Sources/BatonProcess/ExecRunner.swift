@@ -28,6 +28,9 @@ public struct ExecRunner: Runner {
     /// The threads attempts are spawned on, and their cgroups removed: the daemon's, passed down
     /// (a runner made without one has a pool of its own; its threads start with the first spawn).
     public var spawner: SpawnerPool
+    /// The shim each attempt of an action that survives restarts runs under; nil runs none (the
+    /// action is the leader, and dies with batond's recovery).
+    public var shim: ShimSetup?
 
     public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited(), reactor: Reactor? = nil,
                 spawner: SpawnerPool = SpawnerPool(threads: SpawnerPool.perCore)) {

@@ -74,20 +74,23 @@ extension ProcessAttempt {
         // (never a leader: a pid reused by another attempt's leader is that attempt's to reap).
         while case let child = baton_waitable_in_group(born.pid), child > 0, Self.reapIfOrphan(child) {}
         for member in state.access({ $0.machine.leftovers }) { _ = Self.reapIfOrphan(member) }
-        let (hookOutput, keep) = state.access { state -> (String?, Bool) in
+        let adoptedCgroup = state.access { $0.adoptedCgroup }
+        let (hookOutput, shimDirectory, keep) = state.access { state -> (String?, String?, Bool) in
             state.output.closeAll()
             state.watching = []
             if let report = state.output.finalProgress() { reports.append(report) }
-            return (state.hookOutput, state.machine.keepLeftovers)
+            return (state.hookOutput, state.shimDirectory, state.machine.keepLeftovers)
         }
         let told = reports
-        guard cgroup != nil || hookOutput != nil else {
+        guard cgroup != nil || hookOutput != nil || shimDirectory != nil else {
             return report(exitCode: exitCode, signal: signal, leftovers: leftovers, cgroup: nil, told)
         }
         let reactor = reactor
         spawner.submit { [self] in
             let measured = cgroup.map { Self.finish($0, keep: keep) }
             if let hookOutput { unlink(hookOutput) }
+            if let shimDirectory { ShimRecord.remove(shimDirectory) }
+            if let adoptedCgroup, !keep { _ = AttemptCgroup.destroy(adoptedCgroup) }
             reactor.post { [self] in report(exitCode: exitCode, signal: signal, leftovers: leftovers, cgroup: measured, told) }
         }
     }

@@ -14,6 +14,8 @@ extension ProcessAttempt {
         var tree: Tree
         var pipes: AttemptOutput.Pipes
         var hookOutput: String?
+        /// The attempt's shim directory, when it runs under `baton-shim`.
+        var shimDirectory: String?
     }
 
     /// The spawner's answer, on the loop: the attempt tells its start and watches its leader, and
@@ -31,6 +33,7 @@ extension ProcessAttempt {
                 state.pidfd = made.pidfd
                 state.output = AttemptOutput(pipes: made.pipes, tailLimit: limit)
                 state.hookOutput = made.hookOutput
+                state.shimDirectory = made.shimDirectory
             }
             events(.started(made.group))
             begin()

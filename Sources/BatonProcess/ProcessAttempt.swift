@@ -31,6 +31,12 @@ final class ProcessAttempt: Attempt {
         var pidfd: Int32 = -1
         /// The hook output file the attempt removes when it ends.
         var hookOutput: String?
+        /// The shim directory the attempt removes when it ends (its leader, the shim, told batond the status).
+        var shimDirectory: String?
+        /// The shim directory of an attempt a previous batond started (attached to, not spawned).
+        var adopted: String?
+        /// The cgroup the previous batond made for an adopted attempt (removed at its end).
+        var adoptedCgroup: String?
         /// Why the spawner could not make the leader.
         var spawnFailure: String?
         /// The pidfds of the tree's members being watched (tagged trees), or the cgroup's events.

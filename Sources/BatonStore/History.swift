@@ -261,7 +261,8 @@ public struct History {
     public func recoverableState() throws -> RecoverableState {
         let maxID = try connection.scalar("SELECT max(coalesce((SELECT max(id) FROM runs), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'runs'), 0))")?.int64 ?? 0
         let unfinished = try connection.withStatement("""
-            SELECT \(Self.runColumns), pgid, pgid_start, (SELECT max(seq) FROM transitions t WHERE t.run_id = runs.id)
+            SELECT \(Self.runColumns), pgid, pgid_start, (SELECT max(seq) FROM transitions t WHERE t.run_id = runs.id),
+                   (SELECT total FROM output_totals o WHERE o.run_id = runs.id)
             FROM runs WHERE phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """) { statement in
             var list: [UnfinishedRun] = []
@@ -270,6 +271,7 @@ public struct History {
                     run: Self.decodeRun(statement), lastSeq: Int(statement.int64(Self.runColumnCount + 2) ?? 1),
                     pgid: statement.int64(Self.runColumnCount).map { Int32(truncatingIfNeeded: $0) },
                     pgidIdentity: statement.string(Self.runColumnCount + 1)))
+                list[list.count - 1].outputTotal = statement.int64(Self.runColumnCount + 3)
             }
             return list
         }

@@ -51,6 +51,7 @@ struct Backend {
         // The daemon's spawner threads, passed down to its runner as the reactor is (no global pool).
         var runner = ExecRunner(reactor: reactor, spawner: SpawnerPool(threads: SpawnerPool.perCore))
         runner.tracking = tracking
+        runner.shim = Self.shim(database: path)
         let secretKey = SecretParamKey(database: path)
         try secretKey.prepare(for: config.actions)
         var conductorOptions = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
@@ -66,7 +67,7 @@ struct Backend {
             if summary != RecoverySummary() {
                 Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "
                     + "\(summary.restarted.count) restarted, \(summary.requeued.count) queued again, "
-                    + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed")
+                    + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed, \(summary.adopted.count) adopted")
             }
             conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
             await seedDeadMan(store, actions: config.actions.map(\.name), metrics: metrics)
@@ -112,6 +113,16 @@ struct DaemonError: Error, CustomStringConvertible {
 
 extension Backend {
     /// Removes the hook output files a crashed batond of this instance left, before any run starts.
+    /// `baton-shim` beside batond (or in /usr/libexec/baton), its attempts' directories beside the
+    /// database: without it, every action runs as if `survivesRestart: false`.
+    static func shim(database: String) -> ShimSetup? {
+        guard let executable = ShimSetup.findExecutable() else {
+            Log.warning("baton-shim is not beside batond nor in /usr/libexec/baton: runs do not survive a restart of batond")
+            return nil
+        }
+        return ShimSetup(executable: executable, directory: database + "-shims")
+    }
+
     static func removeLeftHookOutputs(instance: String) {
         let removed = ExecRunner.removeLeftHookOutputs(instance: instance)
         if removed > 0 { Log.info("removed \(removed) hook output files a previous batond left") }

@@ -27,6 +27,7 @@ struct ConfigReader {
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
         "keyParams", "queue", "pauseAfterFailures", "rateLimit", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
+        "survivesRestart",
     ]
 
     /// The longest action description, in bytes.
@@ -178,6 +179,7 @@ struct ConfigReader {
         if let value = fields["tty"] {
             if case let .bool(flag) = value { action.tty = flag } else { fail("\(at).tty", "expected true or false, got \(value.kind)") }
         }
+        survivesRestart(fields["survivesRestart"], into: &action, at: at)
         if let value = fields["retention"] { action.retention = retention(value, at: "\(at).retention") }
         if let value = fields["allow"] { action.allow = allow(value, at: "\(at).allow") }
         if let value = fields["user"] {

@@ -59,11 +59,12 @@ final class FakeJournal: @unchecked Sendable {
 struct JournalEndToEndTests {
     /// A few lines only: what batond sends at once is dropped when the socket's queue is full, and
     /// a container's `net.unix.max_dgram_qlen` may be 10 (journald's is 512).
-    @Test("journalctl BATON_RUN_ID=1 would list the run's transitions and its output lines, in order, the lines with the action's pid")
+    /// The lines' pid is the attempt's leader: the action's process group (its `baton-shim`, or the action itself without one).
+    @Test("journalctl BATON_RUN_ID=1 would list the run's transitions and its output lines, in order, the lines with the action's group")
     func oneRun() async throws {
         let journal = try FakeJournal()
         let daemon = try Daemon(config: """
-            { actions: { talk: { exec: ["sh", "-c", "echo pid $$; for i in 0 1 2 3 4; do echo line $i; done"] } } }
+            { actions: { talk: { exec: ["sh", "-c", "echo pgid $(cut -d' ' -f5 /proc/$$/stat); for i in 0 1 2 3 4; do echo line $i; done"] } } }
             """, environment: ["BATON_JOURNAL_SOCKET": journal.path, "JOURNAL_STREAM": "stderr"])
         defer { daemon.stop() }
         let ran = try await run(Binaries.baton, ["--socket", daemon.socket, "run", "talk"])
@@ -75,7 +76,7 @@ struct JournalEndToEndTests {
         #expect(entries.filter { $0["BATON_PHASE"] != nil }.allSatisfy { $0["BATON_RUN"] == "1" && $0["SYSLOG_IDENTIFIER"] == "batond" })
         let lines = entries.filter { $0["SYSLOG_IDENTIFIER"] == "talk" }
         let pid = try #require(lines.first?["MESSAGE"]?.split(separator: " ").last.map(String.init))
-        #expect(lines.map { $0["MESSAGE"] ?? "" } == ["pid \(pid)"] + (0..<5).map { "line \($0)" })
+        #expect(lines.map { $0["MESSAGE"] ?? "" } == ["pgid \(pid)"] + (0..<5).map { "line \($0)" })
         #expect(lines.allSatisfy { $0["SYSLOG_PID"] == pid && $0["BATON_ACTION"] == "talk" && $0["BATON_KEY"] == "talk" })
         let order = entries.map { $0["BATON_PHASE"] ?? "line" }
         #expect(order == ["queued", "loading"] + Array(repeating: "line", count: 6) + ["success"], "order: \(order.prefix(6))…")

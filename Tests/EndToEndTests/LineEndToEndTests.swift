@@ -15,7 +15,8 @@ struct LineEndToEndTests {
           requireUser: false,
           actions: {
             ship: { exec: ["sh", "-c", "echo $BATON_PARAM_REF >> \\"$LOG\\"; cat \\"$GATE\\" > /dev/null"],
-                    env: { GATE: "\(gate.path)", LOG: "\(log)" }, params: { ref: { default: "main" } }, queue: { depth: 3 } },
+                    env: { GATE: "\(gate.path)", LOG: "\(log)" }, params: { ref: { default: "main" } }, queue: { depth: 3 },
+                    survivesRestart: false },
           },
         }
         """
@@ -42,7 +43,7 @@ struct LineEndToEndTests {
         let closedUp = try first.baton("status", "ship", "--json")
         let runs = (try JSONSerialization.jsonObject(with: Data(closedUp.stdout.utf8)) as? [[String: Any]])?.first?["inFlight"] as? [[String: Any]] ?? []
         #expect(runs.compactMap { run in (run["line"] as? Int).map { "\(run["id"]!)@\($0)" } }.sorted() == ["2@1", "4@2"], "\(closedUp.stdout)")
-        // A crash with run 1 loading and 2 and 4 in line: run 1 is interrupted, the line starts in its order.
+        // A crash with run 1 loading and 2 and 4 in line: run 1 is interrupted (survivesRestart: false), the line starts in its order.
         first.crash()
         let second = try Daemon(config: Self.config(gate: gate, log: log), reusing: first, name: "after-crash")
         for run: Int64 in [2, 4] {

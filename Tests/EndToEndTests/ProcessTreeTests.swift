@@ -177,16 +177,18 @@ struct ProcessTreeTests {
         #expect(tree.alive().isEmpty)
     }
 
+    /// `survivesRestart: false`: as before the shim, recovery kills the run's tree.
     @Test("kill -9 of batond, then a restart: recovery kills what the crashed run left", arguments: Mode.allCases)
     func crashAndRestart(_ mode: Mode) throws {
         let tree = try Tree()
         defer { tree.cleanUp() }
-        let daemon = try Daemon(config: tree.config(mode))
+        let config = tree.config(mode).replacingOccurrences(of: "hangs: {", with: "hangs: { survivesRestart: false,")
+        let daemon = try Daemon(config: config)
         #expect(try daemon.baton("run", "hangs", "--detach").code == 0)
         tree.waitForTree()
         daemon.crash()
         #expect(tree.alive(sleeping: true).count == 4, "a crash leaves the tree running")
-        let again = try Daemon(config: tree.config(mode), reusing: daemon)
+        let again = try Daemon(config: config, reusing: daemon)
         defer { again.stop() }
         #expect(tree.alive().isEmpty, "killed before batond says it is ready")
         // The run's end is decided before batond is ready and written by the store's writer
@@ -197,6 +199,24 @@ struct ProcessTreeTests {
             return show.stdout.contains("interrupted")
         }
         #expect(recorded, "\(show.stdout)")
+    }
+
+    @Test("kill -9 of batond, then a restart: the run's tree is adopted, left running, and stopped whole by a cancel", arguments: Mode.allCases)
+    func crashAndAdopt(_ mode: Mode) throws {
+        let tree = try Tree()
+        defer { tree.cleanUp() }
+        let daemon = try Daemon(config: tree.config(mode))
+        #expect(try daemon.baton("run", "hangs", "--detach").code == 0)
+        tree.waitForTree()
+        daemon.crash()
+        let again = try Daemon(config: tree.config(mode), reusing: daemon)
+        defer { again.stop() }
+        #expect(tree.alive(sleeping: true).count == 4, "adopted: nothing killed")
+        #expect(try again.baton("run", "hangs", "--detach").code == 75, "its key is still held")
+        #expect(try again.baton("cancel", "hangs").code == 0)
+        _ = try again.baton("wait", "1")
+        #expect(tree.alive().isEmpty, "the cancel reached the whole tree, setsid and double forks included")
+        #expect(try again.baton("show", "1").stdout.contains("cancel"))
     }
 
     @Test("leftovers: keep ends the run with its leader and leaves its processes running", arguments: Mode.allCases)

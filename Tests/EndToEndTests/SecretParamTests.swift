@@ -134,7 +134,7 @@ struct SecretParamTests {
         let directory = try Self.temporaryDirectory()
         let config = """
             { requireUser: false, maxConcurrentRuns: 1, actions: {
-                hold: { exec: ["sleep", "30"] },
+                hold: { exec: ["sleep", "30"], survivesRestart: false },
                 deploy: { exec: ["sh", "\(directory)/script.sh"], env: { DIR: "\(directory)" }, params: { token: { secret: true } } },
             } }
             """

@@ -1,29 +1,81 @@
+import BatonEngine
+import BatonProcess
+import FoundationEssentials
+import Glibc
+
 extension Conductor {
-    /// Takes over what a previous daemon left: kills every surviving process of its unfinished
-    /// runs (queued ones too: an attempt starts while its `loading` transition is being written,
-    /// so a crash can leave a process of a run the history still calls queued), then ends,
-    /// restarts or requeues those runs, each decision a recorded transition. Call before the
-    /// first trigger.
+    /// Takes over what a previous daemon left: the runs whose shim outlived it are adopted (in
+    /// flight again, or ended from the status their shim kept: `ShimAdoption`); every other
+    /// surviving process of its unfinished runs is killed (queued ones too: an attempt starts
+    /// while its `loading` transition is being written, so a crash can leave a process of a run
+    /// the history still calls queued), then those runs are ended, restarted or requeued, each
+    /// decision a recorded transition. Call before the first trigger.
     public func recover(_ recoverable: RecoverableState) async -> RecoverySummary {
         changeState { state in
             state.reserveIDs(from: recoverable.nextRunID)
             state.remember(pauses: recoverable.pauses)
         }
-        var killed = 0
-        // Nothing of this conductor runs yet: whatever its cgroups hold, a crashed daemon left.
-        if let runner = options.execRunner as? ExecRunner, case let .cgroup(hierarchy) = runner.tracking {
-            killed += hierarchy.removeAll()
+        let actions = shared.withLock { $0.actions }
+        let runner = options.execRunner as? ExecRunner
+        let runs = recoverable.unfinished.map { unfinished in
+            var recovered = RecoveredRun(unfinished, action: actions[unfinished.run.action])
+            recovered.surviving = Self.surviving(recovered, shim: runner?.shim)
+            return recovered
         }
-        let groups = recoverable.unfinished.compactMap { unfinished in
+        let adopted = runs.filter { $0.surviving != nil }
+        var killed = 0
+        // Nothing of this conductor runs yet: whatever its cgroups hold, a crashed daemon left,
+        // but for the adopted attempts'.
+        if let runner, case let .cgroup(hierarchy) = runner.tracking {
+            let kept = Set(adopted.map { "run-\($0.unfinished.run.id)-\($0.surviving!.attempt)" })
+            killed += hierarchy.removeAll(except: kept)
+        }
+        let spared = Set(adopted.map(\.unfinished.run.id))
+        let lost = recoverable.unfinished.filter { !spared.contains($0.run.id) }
+        let groups = lost.compactMap { unfinished in
             unfinished.pgid.flatMap { pgid in unfinished.pgidIdentity.map { ProcessGroup(pgid: pgid, identity: $0) } }
         }
-        killed += TaggedProcesses.killUntilGone(instance: options.instance, runs: Set(recoverable.unfinished.map(\.run.id)), groups: groups)
-        let actions = shared.withLock { $0.actions }
-        let runs = recoverable.unfinished.map { RecoveredRun($0, action: actions[$0.run.action]) }
+        killed += TaggedProcesses.killUntilGone(instance: options.instance, runs: Set(lost.map(\.run.id)), groups: groups)
+        if let shim = runner?.shim { Self.removeShimDirectories(in: shim.directory, except: Set(adopted.compactMap { $0.surviving?.directory })) }
         var summary = await withCheckedContinuation { continuation in
             ask({ .recover($0, runs) }, .recover { continuation.resume(returning: $0) })
         }
         summary.killedProcesses = killed
         return summary
+    }
+
+    /// The facts of one unfinished run's shim, and what `ShimAdoption` decides of them: its
+    /// surviving attempt, or nil (recovered as before).
+    static func surviving(_ recovered: RecoveredRun, shim: ShimSetup?) -> SurvivingAttempt? {
+        let run = recovered.unfinished.run
+        // The shim is the leader the history recorded: without its pid and identity, it cannot be told from a stranger.
+        guard let shim, run.phase == .loading, let action = recovered.action, let pid = recovered.unfinished.pgid,
+              let identity = recovered.unfinished.pgidIdentity,
+              let found = latestShimDirectory(of: run.id, in: shim.directory) else { return nil }
+        let alive = ProcessGroup.startTime(of: pid) != nil && ProcessGroup.identity(of: pid) == identity
+        let record = ShimRecord.read(found.directory)
+        let facts = ShimAdoption.Facts(phase: run.phase, survives: action.survivesRestart, shimDirectory: true,
+                                       shimAlive: alive, statusKept: record.ended)
+        switch ShimAdoption.decide(facts) {
+        case .recover: return nil
+        case .adopt, .collect:
+            return SurvivingAttempt(attempt: found.attempt, directory: found.directory, pid: pid, identity: identity, alive: alive,
+                                    outputTotal: recovered.unfinished.outputTotal ?? 0)
+        }
+    }
+
+    /// The shim directories of runs not adopted (their processes killed above, or long ended).
+    static func removeShimDirectories(in directory: String, except kept: Set<String>) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where !kept.contains(directory + "/" + name) {
+            ShimRecord.remove(directory + "/" + name)
+        }
+    }
+
+    /// The shim directory of a run's latest attempt (`RUN-ATTEMPT`), if any.
+    static func latestShimDirectory(of run: Int64, in directory: String) -> (directory: String, attempt: Int)? {
+        let prefix = "\(run)-"
+        let attempts = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasPrefix(prefix) }.compactMap { Int($0.dropFirst(prefix.count)) }
+        return attempts.max().map { ("\(directory)/\(run)-\($0)", $0) }
     }
 }

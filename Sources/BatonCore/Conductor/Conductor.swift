@@ -249,7 +249,7 @@ public final class Conductor: Sendable {
         let secrets = SecretRedactor(values: launch.secrets.values)
         startRedaction(source, secrets)
         options.lineSink?.launched(run: run, attempt: attempt)
-        return runner.start(job) { [weak self] event in
+        let events: @Sendable (AttemptEvent) -> Void = { [weak self] event in
             switch event {
             case let .started(group): self?.attemptStarted(run: run, attempt: attempt, group)
             case let .progress(progress): self?.send(.progress(run: run, attempt: attempt, Self.masked(progress, secrets)))
@@ -257,6 +257,12 @@ public final class Conductor: Sendable {
             case let .ended(outcome): self?.attemptEnded(run: run, attempt: attempt, Self.masked(outcome, secrets))
             }
         }
+        // An attempt a previous batond started: its output continues after what the history holds.
+        if let surviving = launch.surviving, let exec = runner as? ExecRunner {
+            core.access { $0.outputs[run] = OutputLimiter(runID: run, keep: launch.action.outputKeep, resumingAt: surviving.outputTotal) }
+            return exec.attach(job, surviving, events: events)
+        }
+        return runner.start(job, events: events)
     }
 
     /// The leader's pid names the attempt's lines (on the loop, before any output it posted).

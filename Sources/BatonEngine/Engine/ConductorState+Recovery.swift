@@ -11,6 +11,8 @@ public struct RecoverySummary: Sendable, Equatable {
     public var dropped: [Int64] = []
     /// Processes of unfinished runs that were still alive and were killed.
     public var killedProcesses = 0
+    /// Runs whose shim outlived the previous batond: in flight again, or ended from the status it kept.
+    public var adopted: [Int64] = []
 
     public init() {}
 }
@@ -28,6 +30,11 @@ extension ConductorState {
                 end(recovered.unfinished, .cancelled,
                     TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured"), &step)
                 summary.dropped.append(run.id)
+                continue
+            }
+            if let surviving = recovered.surviving, run.phase == .loading {
+                adoptSurvivor(recovered.unfinished, action, surviving, &step)
+                summary.adopted.append(run.id)
                 continue
             }
             let restart = run.phase != .queued && action.onInterrupt == .restart
@@ -110,6 +117,20 @@ extension ConductorState {
 }
 
 extension ConductorState {
+    /// A run whose shim outlived the previous batond: in flight again, holding its key, its
+    /// attempt attached to (not spawned), with the retries it had left. Its timeout counts from now.
+    private mutating func adoptSurvivor(_ unfinished: UnfinishedRun, _ action: Action, _ surviving: SurvivingAttempt, _ step: inout Step) {
+        let id = unfinished.run.id
+        var machine = RunMachine(retries: max(0, action.retry.attempts - (surviving.attempt - 1)))
+        let effects = machine.handle(.start)
+        var run = unfinished.run
+        run.estimate = estimates.median(run.action)
+        flights[id] = Flight(run: run, machine: machine, action: action, runner: nil, seq: unfinished.lastSeq, hook: unfinished.hook)
+        flights[id]?.surviving = surviving
+        table.adoptRunning(id, key: run.key)
+        for case let .launch(attempt) in effects { perform(id, .launch(attempt: attempt), &step) }
+    }
+
     /// Runs a run the fleet started: its `loading` is durable already, so its first attempt
     /// launches at once and only what follows is written from here.
     mutating func adopt(_ token: Token, _ adopted: AdoptedRun, _ step: inout Step) {

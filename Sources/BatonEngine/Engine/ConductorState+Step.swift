@@ -24,6 +24,8 @@ extension ConductorState {
         var debounce: DebounceWindow?
         /// The values of the run's secret params, kept here only (in memory) for each attempt.
         var secrets: [String: String] = [:]
+        /// The attempt a previous batond left running, attached to by the first launch.
+        var surviving: SurvivingAttempt?
 
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }
@@ -200,7 +202,8 @@ extension ConductorState {
             var effects: [Effect] = []
             if attempt == 1, let timeout = flight.action.timeout { effects.append(.schedule(run: id, .timeout, after: timeout)) }
             effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
-                                          runner: flight.runner, hook: flight.hook, secrets: flight.secrets)))
+                                          runner: flight.runner, hook: flight.hook, secrets: flight.secrets, surviving: flight.surviving)))
+            flight.surviving = nil
             // `loading` is stamped in the step that launches the attempt, and the timeout armed
             // there: the time a run's creation waited for the store (a lock held by another
             // process, say) is not run time (issue 21, item 14). The start is written while the

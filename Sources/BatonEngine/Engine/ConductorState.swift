@@ -298,6 +298,8 @@ public struct Trigger: Sendable, Equatable {
 public struct RecoveredRun: Sendable, Equatable {
     public var unfinished: UnfinishedRun
     public var action: Action?
+    /// Its attempt whose shim outlived the previous batond (`ShimAdoption`): the run stays in flight.
+    public var surviving: SurvivingAttempt?
 
     public init(_ unfinished: UnfinishedRun, action: Action?) {
         self.unfinished = unfinished
@@ -333,6 +335,9 @@ public struct Launch: Sendable, Equatable {
     public var hook: HookContext?
     /// The secret params' values (`params` holds `***` for them), for the process only.
     public var secrets: [String: String] = [:]
+    /// An attempt a previous batond started, whose shim still runs or kept its status: attached
+    /// to, not spawned.
+    public var surviving: SurvivingAttempt?
 }
 
 /// A runner compared by identity, so that events and effects stay comparable values.

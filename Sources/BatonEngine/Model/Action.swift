@@ -76,6 +76,10 @@ public struct Action: Sendable, Equatable {
     /// Whether the process's stdout and stderr are a pseudo-terminal (`tty: true`), so that
     /// programs line-buffer and colour as on a terminal; its output is then one stream, stdout.
     public var tty = false
+    /// Whether a run's process outlives batond (`survivesRestart`, true unless the config says
+    /// false): it runs under `baton-shim`, which a crash or restart of batond leaves running, and
+    /// the next batond adopts the run. False: recovery kills it and shutdown cancels it, as before.
+    public var survivesRestart = true
     /// The actions a run's end triggers (`on: { failure, success, change }`), resolved at load.
     public var hooks = HookTargets()
 

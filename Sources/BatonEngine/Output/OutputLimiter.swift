@@ -30,6 +30,15 @@ public struct OutputLimiter: Sendable, Equatable {
         self.chunkSize = max(chunkSize, 1)
     }
 
+    /// A limiter for a run whose first `total` bytes the history holds already (a run adopted
+    /// after batond restarted): its output continues from there.
+    public init(runID: Int64, keep: Int64, resumingAt total: Int64) {
+        self.init(runID: runID, keep: keep)
+        self.total = max(total, 0)
+        writtenTotal = self.total
+        storedHead = min(self.total, head)
+    }
+
     /// Where the tail starts now: the head's end, or `keep / 2` bytes before the end.
     public var tailStart: Int64 { max(head, total - keep / 2) }
 

@@ -178,6 +178,8 @@ public struct UnfinishedRun: Sendable, Equatable {
     /// The process group of its last attempt and the identity of its leader, when recorded.
     public var pgid: Int32?
     public var pgidIdentity: String?
+    /// Bytes of its output the history holds (`output_totals`), when known.
+    public var outputTotal: Int64?
     /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
     public var hook: HookContext?
 

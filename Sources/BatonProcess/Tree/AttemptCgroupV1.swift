@@ -100,11 +100,11 @@ final class AttemptCgroupV1: Sendable {
     /// Kills and removes every attempt's group left in the subtrees (by a batond that crashed);
     /// returns how many processes it killed.
     @discardableResult
-    static func removeAll(in subtrees: Set<String>) -> Int {
+    static func removeAll(in subtrees: Set<String>, except kept: Set<String> = []) -> Int {
         var killed = 0
         for subtree in subtrees.sorted() {
             guard let entries = try? FileManager.default.contentsOfDirectory(atPath: subtree) else { continue }
-            for name in entries where name.hasPrefix("run-") || name.hasPrefix("probe-") { killed += destroy(subtree + "/" + name) }
+            for name in entries where (name.hasPrefix("run-") || name.hasPrefix("probe-")) && !kept.contains(name) { killed += destroy(subtree + "/" + name) }
         }
         return killed
     }

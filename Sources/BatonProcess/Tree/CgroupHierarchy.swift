@@ -104,16 +104,19 @@ public struct CgroupHierarchy: Sendable, Equatable {
     public func path(run: Int64, attempt: Int) -> String { "\(directory)/run-\(run)-\(attempt)" }
 
     /// Kills and removes every attempt's cgroup left in the subtree (by a batond that crashed:
-    /// at start nothing of this instance runs); returns how many processes were in them.
+    /// at start nothing of this instance runs but the adopted runs' attempts, `kept`: their
+    /// `run-RUN-ATTEMPT` names); returns how many processes were in them.
     @discardableResult
-    public func removeAll() -> Int {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return AttemptCgroupV1.removeAll(in: v1Directories) }
+    public func removeAll(except kept: Set<String> = []) -> Int {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            return AttemptCgroupV1.removeAll(in: v1Directories, except: kept)
+        }
         var killed = 0
-        for name in entries where name.hasPrefix("run-") || name.hasPrefix("probe-") {
+        for name in entries where (name.hasPrefix("run-") || name.hasPrefix("probe-")) && !kept.contains(name) {
             killed += AttemptCgroup.destroy(directory + "/" + name)
         }
         // Their processes are gone with the cgroup2 ones; what v1 groups still hold, v1 kills.
-        return killed + AttemptCgroupV1.removeAll(in: v1Directories)
+        return killed + AttemptCgroupV1.removeAll(in: v1Directories, except: kept)
     }
 
     /// Removes the subtrees, cgroup2's and v1's, once every run has ended (batond stops).

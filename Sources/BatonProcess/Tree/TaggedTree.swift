@@ -14,15 +14,21 @@ struct TaggedTree: Sendable {
     let leader: Int32
     let tag: (instance: String, run: Int64)?
 
-    init(leader: Int32, instance: String?, run: Int64) {
+    /// An attempt a previous batond started: its orphans went to init (or a subreaper above), never to this batond.
+    let adopted: Bool
+
+    init(leader: Int32, instance: String?, run: Int64, adopted: Bool = false) {
         self.leader = leader
         self.tag = instance.map { ($0, run) }
+        self.adopted = adopted
     }
 
     /// The live members now, the leader excluded (`others`: the leaders of other attempts,
     /// whose trees are theirs). Without subreaping, orphans go to init: every process is a root.
     /// (`children`: how a process's children are read; the kernel's files but in tests.)
     func members(others: Set<Int32>, subreaper: Bool, children: (Int32) -> [Int32]? = Self.children(of:)) -> Set<Int32> {
+        // An adopted tree's orphans went to the shim (its subreaper) or init, not to this batond.
+        let subreaper = subreaper && !adopted
         // The kernel calls the `children` files unreliable while the tree changes (a sibling that
         // exits during the read can make it skip another): a walk that found nobody, on which an
         // attempt's end is decided, is made again from every process's `stat`.

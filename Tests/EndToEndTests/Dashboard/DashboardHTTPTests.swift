@@ -206,7 +206,7 @@ struct DashboardHTTPTests {
     @Test("batond going away: the stream says offline, then a fresh snapshot once it is back; progress comes as its own event")
     func batondRestart() throws {
         let daemon = try Daemon(config: """
-            { actions: { p: { exec: ["sh", "-c", "echo 1/2 half >&3; sleep 30"] } } }
+            { actions: { p: { exec: ["sh", "-c", "echo 1/2 half >&3; sleep 30"], survivesRestart: false } } }
             """)
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
@@ -223,6 +223,7 @@ struct DashboardHTTPTests {
         var event = probe.nextEvent()
         while let current = event, current.name == "update" { event = probe.nextEvent() }
         #expect(event?.name == "offline", "\(String(describing: event))")
+        // survivesRestart: false: the crash interrupts the run (a surviving one would be adopted, still loading).
         let again = try Daemon(config: #"{ actions: { p: { exec: ["true"] } } }"#, reusing: daemon)
         defer { again.stop() }
         event = probe.nextEvent(timeout: .seconds(30))

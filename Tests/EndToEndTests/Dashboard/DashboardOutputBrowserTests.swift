@@ -144,7 +144,7 @@ struct DashboardOutputBrowserTests {
             """#
         try script.write(toFile: gate.directory + "/resume.sh", atomically: true, encoding: .utf8)
         let config = """
-            { actions: { resume: { exec: ["/bin/sh", "\(gate.directory)/resume.sh"], env: { FLAG: "\(flag)" } } } }
+            { actions: { resume: { exec: ["/bin/sh", "\(gate.directory)/resume.sh"], env: { FLAG: "\(flag)" }, survivesRestart: false } } }
             """
         let daemon = try Daemon(config: config)
         defer { FileManager.default.createFile(atPath: flag, contents: nil) }
@@ -157,7 +157,7 @@ struct DashboardOutputBrowserTests {
             #expect(try browser.wait(until: "document.querySelector('#output-note').textContent.startsWith('reconnecting')"))
             let again = try Daemon(config: config, reusing: daemon)
             defer { again.stop() }
-            // batond's recovery ends the run (interrupted); the page comes back and gets its end.
+            // batond's recovery ends the run (interrupted: survivesRestart false); the page comes back and gets its end.
             #expect(try browser.wait(until: "document.querySelector('#output-note').dataset.state === 'ended'", seconds: 30))
             let text = try browser.text("#output")
             #expect(text.hasPrefix("line 1\nline 2\n") && text.hasSuffix("line 50\n"), "\(text.suffix(40).debugDescription)")

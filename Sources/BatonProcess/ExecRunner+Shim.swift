@@ -1,0 +1,100 @@
+import BatonEngine
+import BatonRuntime
+import CBatonSystem
+import FoundationEssentials
+import Glibc
+
+/// `baton-shim`: the parent of an attempt's action, which outlives batond (docs/architecture.md,
+/// "A run outlives batond"). batond spawns the shim as the attempt's leader with the setup the action
+/// needs; the shim runs the action, relays its output, spools it to `DIR/output` once batond's pipes
+/// are gone, and writes its status to `DIR/status` before it exits the same way.
+public struct ShimSetup: Sendable, Equatable {
+    /// The `baton-shim` executable.
+    public var executable: String
+    /// The directory of the attempts' shim directories (`RUN-ATTEMPT`), batond's own.
+    public var directory: String
+
+    public init(executable: String, directory: String) {
+        self.executable = executable
+        self.directory = directory
+    }
+
+    /// `baton-shim` beside this process's executable, else in `../libexec/baton` from it (`make
+    /// install`), else in /usr/libexec/baton; nil when none is.
+    public static func findExecutable() -> String? {
+        var candidates = ["/usr/libexec/baton/baton-shim"]
+        if let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            candidates.insert(contentsOf: [me.parentPath + "/baton-shim", me.parentPath.parentPath + "/libexec/baton/baton-shim"], at: 0)
+        }
+        return candidates.first { access($0, X_OK) == 0 }
+    }
+
+    /// The shim directory of one attempt.
+    public func directory(run: Int64, attempt: Int) -> String { "\(directory)/\(run)-\(attempt)" }
+}
+
+/// What a shim left in its directory: how its action ended (nil: not yet, or never said), and
+/// what the action wrote while batond was gone.
+public struct ShimRecord: Sendable, Equatable {
+    public var exitCode: Int32?
+    public var signal: Int32?
+    public var output: [UInt8]
+
+    public var ended: Bool { exitCode != nil || signal != nil }
+
+    /// Reads `DIR/status` ("exit N" or "signal N") and `DIR/output`.
+    public static func read(_ directory: String) -> ShimRecord {
+        var record = ShimRecord(exitCode: nil, signal: nil, output: [])
+        if let status = try? String(contentsOfFile: directory + "/status", encoding: .utf8) {
+            let words = status.split(whereSeparator: { $0 == " " || $0 == "\n" })
+            if words.count == 2, let value = Int32(words[1]) {
+                if words[0] == "exit" { record.exitCode = value } else if words[0] == "signal" { record.signal = value }
+            }
+        }
+        if let data = FileManager.default.contents(atPath: directory + "/output") { record.output = Array(data) }
+        return record
+    }
+
+    /// Removes a shim directory and what is in it.
+    public static func remove(_ directory: String) {
+        for name in ["status", "status.tmp", "output"] { unlink(directory + "/" + name) }
+        rmdir(directory)
+    }
+}
+
+extension ExecRunner {
+    /// Whether this job's process runs under the shim: a runner given one, an action that
+    /// survives restarts (`survivesRestart`), not a pseudo-terminal's (the terminal is batond's),
+    /// not a hook's run (its `BATON_HOOK_OUTPUT` file is batond's, removed when batond starts).
+    func shim(for job: Job) -> ShimSetup? {
+        guard let shim, job.action.survivesRestart, !job.action.tty, job.hook == nil else { return nil }
+        return shim
+    }
+
+    /// The argv that runs `exec` under the shim, and the attempt's shim directory, made empty. The
+    /// program is resolved here (batond's PATH, as posix_spawnp would), so that a program that
+    /// is not there fails the start as it does without a shim. A directory that cannot be made (a
+    /// full disk) runs the action without the shim: nil.
+    func shimmed(_ exec: [String], _ job: Job, _ shim: ShimSetup) -> Result<(argv: [String], directory: String)?, SpawnFailure> {
+        var resolved = [CChar](repeating: 0, count: Int(PATH_MAX))
+        var rc = baton_resolve_program(exec[0], &resolved, resolved.count)
+        let program = rc == 0 ? String(cString: resolved) : exec[0]
+        // A relative path is the action's working directory's, where the shim runs it.
+        if rc == 0, access(program.hasPrefix("/") ? program : (job.action.cwd.map { $0 + "/" } ?? "") + program, X_OK) != 0 { rc = errno }
+        guard rc == 0 else {
+            if rc == ENOENT, let cwd = job.action.cwd, access(cwd, F_OK) != 0 {
+                return .failure(SpawnFailure(message: "cannot run \(exec[0]): working directory \(cwd) does not exist"))
+            }
+            return .failure(SpawnFailure(message: "cannot run \(exec[0]): \(String(cString: strerror(rc)))"))
+        }
+        let directory = shim.directory(run: job.runID, attempt: job.attempt)
+        mkdir(shim.directory, 0o700)
+        ShimRecord.remove(directory)
+        guard mkdir(directory, 0o700) == 0 else { return .success(nil) }
+        // A shim that runs as another user writes its status and spool as that user.
+        if let user = job.action.runAs { chown(directory, user.uid, user.gid) }
+        // The spool keeps as much as the history would (`output.keep`), and at least the attempt's tail.
+        let bound = max(Int64(tailLimit), job.action.outputKeep)
+        return .success(([shim.executable, directory, String(bound), program] + exec, directory))
+    }
+}

@@ -1,0 +1,70 @@
+import BatonEngine
+import BatonRuntime
+import CBatonSystem
+import FoundationEssentials
+import Glibc
+
+extension ExecRunner {
+    /// Attaches to an attempt a previous batond started under `baton-shim` (`ShimAdoption`):
+    /// watches the shim (not this process's child: by pidfd), and when it ends reads the status
+    /// and the output it kept; then the tree is drained as any attempt's. A stop signals the
+    /// shim's group, as it would the action's.
+    public func attach(_ job: Job, _ surviving: SurvivingAttempt, events: @escaping @Sendable (AttemptEvent) -> Void) -> any Attempt {
+        let reactor = self.reactor ?? Reactor()
+        let machine = AttemptMachine(killGrace: job.action.killGrace, keepLeftovers: job.action.leftovers == .keep, spawning: true)
+        let attempt = ProcessAttempt(tailLimit: tailLimit, machine: machine, reactor: reactor, spawner: spawner, events: events)
+        let tree = ProcessAttempt.Tree.tagged(TaggedTree(leader: surviving.pid, instance: job.instance, run: job.runID, adopted: true))
+        var cgroup: String?
+        if case let .cgroup(hierarchy) = tracking { cgroup = hierarchy.path(run: job.runID, attempt: surviving.attempt) }
+        reactor.post { [cgroup] in attempt.attached(surviving, tree: tree, cgroup: cgroup) }
+        return attempt
+    }
+}
+
+extension ProcessAttempt {
+    /// On the loop: the adopted shim is this attempt's leader from now on.
+    func attached(_ surviving: SurvivingAttempt, tree: Tree, cgroup: String?) {
+        reactor.assertOnLoop("an adopted attempt")
+        let pidfd = surviving.alive ? baton_pidfd_open(surviving.pid) : -1
+        state.access { state in
+            state.born = Born(pid: surviving.pid, tree: tree)
+            state.pidfd = pidfd
+            state.adopted = surviving.directory
+            state.shimDirectory = surviving.directory
+            state.adoptedCgroup = cgroup
+        }
+        events(.started(ProcessGroup(pgid: surviving.pid, identity: surviving.identity)))
+        handle(.spawned)
+        // A shim that ended between recovery's look and now has no pidfd: its status is read at once.
+        if pidfd >= 0 { reactor.watch(pidfd) { [self] _ in shimEnded() } } else { shimEnded() }
+    }
+
+    /// The shim exited (its pidfd is readable): its status and spool are read off the loop.
+    private func shimEnded() {
+        let (pidfd, directory) = state.access { state -> (Int32, String?) in
+            defer { state.pidfd = -1 }
+            return (state.pidfd, state.adopted)
+        }
+        if pidfd >= 0 {
+            reactor.remove(pidfd)
+            close(pidfd)
+        }
+        guard let directory else { return }
+        let reactor = reactor
+        spawner.submit { [self] in
+            let record = ShimRecord.read(directory)
+            reactor.post { [self] in collected(record) }
+        }
+    }
+
+    /// What the shim kept: its spooled output joins the run's, and its status ends the leader. A
+    /// shim gone without a status was killed (SIGKILL is the one signal it does not outlive).
+    private func collected(_ record: ShimRecord) {
+        if !record.output.isEmpty {
+            state.access { $0.output.takeSpooled(record.output) }
+            events(.output(.stdout, record.output))
+        }
+        let signal = record.signal ?? (record.exitCode == nil ? SIGKILL : 0)
+        handle(.leaderExited(exitCode: record.exitCode ?? -1, signal: signal))
+    }
+}

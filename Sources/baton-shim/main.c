@@ -1,0 +1,205 @@
+// baton-shim: the parent of one attempt's action, which outlives batond (as containerd-shim and
+// conmon outlive their daemons).
+//
+//     baton-shim DIR LIMIT PROGRAM ARGV0 [ARG...]
+//
+// batond spawns it as the attempt's leader, with the setup the action needs (process group,
+// cgroup, user, umask, cwd, environment, stdin /dev/null, stdout on fd 1, stderr on fd 2 and the
+// progress pipe on fd 3 when open). The shim makes itself a subreaper, runs PROGRAM (a path batond
+// resolved) with ARGV0.. in a child that inherits all of it, and relays the child's stdout, stderr
+// and progress to its own fds 1, 2 and 3. When batond's side is gone (EPIPE), stdout and stderr go
+// to DIR/output instead (its last LIMIT bytes kept, as batond's tail; progress is dropped). When
+// the child has exited and its pipes are drained, the shim writes DIR/status ("exit N" or
+// "signal N", tmp + rename) and exits the same way, so that a live batond sees what it saw before.
+// Exit 127 with a line on stderr: PROGRAM could not be executed. Exit 125: a usage error.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { OUT, ERR, PROGRESS, STREAMS };
+
+static int wake[2] = { -1, -1 };  // SIGCHLD's self-pipe
+static const char *dir;           // where the spool and the status go
+static long long limit;           // the spool's bound
+static int spool = -1;            // DIR/output, opened when batond is gone
+static long long spooled;         // bytes in DIR/output
+static int gone;                  // batond's ends are closed
+
+static void on_child(int sig) { (void)sig; int saved = errno; (void)!write(wake[1], "c", 1); errno = saved; }
+static void on_stop(int sig) { (void)sig; }  // TERM, INT, HUP...: meant for the action (its group gets them too)
+
+static void handle(int sig, void (*handler)(int)) {
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = handler;
+    action.sa_flags = SA_RESTART;
+    sigaction(sig, &action, NULL);
+}
+
+static int write_all(int fd, const char *data, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, data, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        data += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+// Keeps the spool to its last `limit` bytes: once it holds twice that, the last `limit` move to the front.
+static void spool_write(const char *data, size_t n) {
+    if (limit <= 0) return;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/output", dir);
+    if (spool < 0) {
+        spool = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (spool < 0) return;
+        spooled = lseek(spool, 0, SEEK_END);
+    }
+    if (write_all(spool, data, n) != 0) return;
+    spooled += (long long)n;
+    if (spooled < 2 * limit) return;
+    // A descriptor of its own: pwrite on an O_APPEND one appends wherever it is asked to write.
+    char *keep = malloc((size_t)limit);
+    int fd = keep ? open(path, O_RDWR | O_CLOEXEC) : -1;
+    if (fd >= 0 && pread(fd, keep, (size_t)limit, spooled - limit) == limit && pwrite(fd, keep, (size_t)limit, 0) == limit
+        && ftruncate(fd, limit) == 0) spooled = limit;
+    if (fd >= 0) close(fd);
+    free(keep);
+}
+
+// One chunk from the child's stream `s`: to batond while it reads, else to the spool.
+static void relay(int s, const char *data, size_t n) {
+    if (!gone && write_all(s == OUT ? 1 : s == ERR ? 2 : 3, data, n) == 0) return;
+    gone = 1;
+    if (s != PROGRESS) spool_write(data, n);
+}
+
+// Reads what `fd` has; returns 0 at its end (or error), 1 while open.
+static int pump(int s, int fd) {
+    static char buffer[65536];
+    for (;;) {
+        ssize_t n = read(fd, buffer, sizeof(buffer));
+        if (n > 0) { relay(s, buffer, (size_t)n); continue; }
+        if (n < 0 && errno == EINTR) continue;
+        return n < 0 && errno == EAGAIN;
+    }
+}
+
+static void write_status(int status) {
+    if (strcmp(dir, "-") == 0) return;
+    char tmp[4096], path[4096], line[32];
+    snprintf(tmp, sizeof(tmp), "%s/status.tmp", dir);
+    snprintf(path, sizeof(path), "%s/status", dir);
+    int n = WIFSIGNALED(status) ? snprintf(line, sizeof(line), "signal %d\n", WTERMSIG(status))
+                                : snprintf(line, sizeof(line), "exit %d\n", WEXITSTATUS(status));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    // No fsync: the file must outlive batond, not the machine (a reboot ends the run anyway), and
+    // an fsync per run cost more than the rest of the shim (docs/benchmarks.md, "The shim").
+    int ok = write_all(fd, line, (size_t)n) == 0;
+    close(fd);
+    if (ok) rename(tmp, path);
+}
+
+// Ends the way the child did: its exit code, or its signal (without a core of the shim's own).
+static void exit_like(int status) {
+    if (!WIFSIGNALED(status)) _exit(WEXITSTATUS(status));
+    int sig = WTERMSIG(status);
+    struct rlimit none = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &none);
+    handle(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+    _exit(128 + sig);
+}
+
+// The child: its pipes on 1, 2 (and 3), then the program. On failure its errno goes to `report`.
+static void run_child(int pipes[STREAMS][2], int report, const char *program, char **argv) {
+    for (int s = 0; s < STREAMS; s++) {
+        if (pipes[s][1] >= 0 && dup2(pipes[s][1], s + 1) < 0) goto fail;
+    }
+    execv(program, argv);
+fail:;
+    int why = errno;
+    (void)!write(report, &why, sizeof(why));
+    _exit(127);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: baton-shim DIR LIMIT PROGRAM ARGV0 [ARG...]\n");
+        return 125;
+    }
+    dir = argv[1];
+    limit = strcmp(dir, "-") == 0 ? 0 : atoll(argv[2]);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    // Caught, not ignored: a caught signal is the default again in the child after exec.
+    int stops[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE };
+    for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) handle(stops[i], on_stop);
+    int report[2];
+    if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(report, O_CLOEXEC) != 0) return 125;
+    handle(SIGCHLD, on_child);
+    int pipes[STREAMS][2];
+    for (int s = 0; s < STREAMS; s++) {
+        pipes[s][0] = pipes[s][1] = -1;
+        // Progress only where batond gave fd 3.
+        if (s == PROGRESS && fcntl(3, F_GETFD) < 0) continue;
+        if (pipe2(pipes[s], O_CLOEXEC) != 0) return 125;
+    }
+    pid_t child = fork();
+    if (child < 0) return 125;
+    if (child == 0) run_child(pipes, report[1], argv[3], argv + 4);
+    close(report[1]);
+    int why = 0;
+    ssize_t got;
+    while ((got = read(report[0], &why, sizeof(why))) < 0 && errno == EINTR) {}
+    close(report[0]);
+    if (got == sizeof(why)) fprintf(stderr, "baton-shim: cannot run %s: %s\n", argv[3], strerror(why));
+    struct pollfd watched[STREAMS + 1];
+    for (int s = 0; s < STREAMS; s++) {
+        if (pipes[s][1] >= 0) close(pipes[s][1]);
+        if (pipes[s][0] >= 0) fcntl(pipes[s][0], F_SETFL, O_NONBLOCK);
+        watched[s] = (struct pollfd){ .fd = pipes[s][0], .events = POLLIN };
+    }
+    watched[STREAMS] = (struct pollfd){ .fd = wake[0], .events = POLLIN };
+    int status = 0, ended = 0;
+    while (!ended) {
+        if (poll(watched, STREAMS + 1, -1) < 0 && errno != EINTR) {
+            while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+            break;
+        }
+        for (int s = 0; s < STREAMS; s++) {
+            if (watched[s].fd >= 0 && watched[s].revents && !pump(s, watched[s].fd)) {
+                close(watched[s].fd);
+                watched[s].fd = -1;
+            }
+        }
+        char drain[64];
+        while (read(wake[0], drain, sizeof(drain)) > 0) {}
+        // A subreaper: orphans of the action are reaped here too; only the child's status counts.
+        pid_t pid;
+        int st;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (pid == child) { status = st; ended = 1; }
+        }
+    }
+    // What the child wrote before it exited is in its pipes: relayed before the end.
+    for (int s = 0; s < STREAMS; s++) if (watched[s].fd >= 0) pump(s, watched[s].fd);
+    write_status(status);
+    exit_like(status);
+}

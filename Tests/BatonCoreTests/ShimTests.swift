@@ -1,0 +1,128 @@
+@testable import BatonProcess
+@testable import BatonCore
+@testable import BatonEngine
+import Foundation
+import Testing
+
+/// `baton-shim` (Sources/baton-shim/main.c), alone and as an attempt's leader.
+@Suite("Shim")
+struct ShimTests {
+    static let executable = ShimSetup.findExecutable()
+
+    /// A runner whose attempts run under the shim, in a fresh directory.
+    func runner() throws -> (ExecRunner, String) {
+        let directory = NSTemporaryDirectory() + "baton-shims-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        var runner = ExecRunner()
+        runner.shim = ShimSetup(executable: try #require(Self.executable), directory: directory)
+        return (runner, directory)
+    }
+
+    func run(_ exec: [String], survives: Bool = true) async throws -> (AttemptOutcome, AttemptProbe, String) {
+        let (runner, directory) = try runner()
+        var action = Action(name: "t", exec: exec)
+        action.survivesRestart = survives
+        let probe = AttemptProbe(runner, Job(runID: 7, action: action, attempt: 2, params: [:]))
+        return (await probe.outcome(), probe, directory)
+    }
+
+    @Test("the shim is the leader; the action's status, output and last error line come through it as without it")
+    func relays() async throws {
+        let (outcome, _, directory) = try await run(["sh", "-c", "echo out; echo 'disk full' >&2; [ \"$(cat /proc/$PPID/comm)\" = baton-shim ] || exit 9; exit 3"])
+        #expect(outcome.result.error == "exited with status 3: disk full")
+        let text = String(decoding: outcome.output, as: UTF8.self)
+        #expect(text.contains("out\n") && text.contains("disk full\n"))
+        // The attempt's directory is gone with it.
+        #expect(!FileManager.default.fileExists(atPath: directory + "/7-2"))
+    }
+
+    @Test("an action killed by a signal: the shim dies by the same one")
+    func signal() async throws {
+        let (outcome, _, _) = try await run(["sh", "-c", "kill -9 $$"])
+        #expect(outcome.result.error == "killed by signal 9")
+        let (term, _, _) = try await run(["sh", "-c", "kill -TERM $$"])
+        #expect(term.result.error == "killed by signal 15")
+    }
+
+    @Test("progress lines pass through the shim")
+    func progress() async throws {
+        let (_, probe, _) = try await run(["sh", "-c", "echo '1/4 one' >&$BATON_PROGRESS_FD; echo '50% half' >&3"])
+        #expect(probe.progress.map(\.message) == ["one", "half"])
+    }
+
+    @Test("a missing program fails the start with today's message, before any shim runs")
+    func missing() async throws {
+        let (outcome, _, _) = try await run(["/nonexistent/program"])
+        #expect(!outcome.result.started)
+        #expect(outcome.result.error == "cannot run /nonexistent/program: No such file or directory")
+        let (inPath, _, _) = try await run(["no-such-program-anywhere"])
+        #expect(inPath.result.error == "cannot run no-such-program-anywhere: No such file or directory")
+    }
+
+    @Test("survivesRestart: false runs the action as the leader, with no shim")
+    func optOut() async throws {
+        let (outcome, _, directory) = try await run(["sh", "-c", "[ \"$(cat /proc/$PPID/comm)\" = baton-shim ] && exit 9; exit 0"], survives: false)
+        #expect(outcome.result.succeeded)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/7-2"))
+    }
+
+    @Test("a SIGTERM to the group reaches the action; the shim waits and reports how it ended")
+    func stop() async throws {
+        let (runner, _) = try runner()
+        let probe = AttemptProbe(runner, Job(runID: 8, action: Action(name: "t", exec: ["sh", "-c", "trap 'exit 42' TERM; echo ready; while :; do sleep 0.05; done"]),
+                                             attempt: 1, params: [:]))
+        _ = await probe.started()
+        while !probe.events.all.contains(where: { if case .output = $0 { true } else { false } }) { try await Task.sleep(for: .milliseconds(10)) }
+        probe.attempt.stop(grace: .seconds(5))
+        let outcome = await probe.outcome()
+        #expect(outcome.result.exitCode == 42)
+    }
+}
+
+/// The shim alone, as a crashed batond leaves it: its pipes' readers gone.
+@Suite("Shim alone")
+struct ShimAloneTests {
+    func shim(_ script: String, limit: Int = 1000, closeEarly: Bool) throws -> (status: Int32, directory: String, first: String) {
+        let directory = NSTemporaryDirectory() + "baton-shim-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
+        process.arguments = [directory, String(limit), "/bin/sh", "sh", "-c", script]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        // batond's side: the first line read, then gone (as a SIGKILLed batond's are).
+        var first = [UInt8]()
+        while first.last != 10, let byte = try out.fileHandleForReading.read(upToCount: 1)?.first { first.append(byte) }
+        if closeEarly { try out.fileHandleForReading.close() }
+        process.waitUntilExit()
+        return (process.terminationStatus, directory, String(decoding: first, as: UTF8.self))
+    }
+
+    @Test("with batond gone, the output goes to the spool, its last LIMIT bytes or more (less than twice); the status is kept")
+    func spools() throws {
+        let (status, directory, first) = try shim("echo first; sleep 0.2; i=0; while [ $i -lt 600 ]; do echo line$i; i=$((i+1)); done; echo gone >&2; exit 4",
+                                                  closeEarly: true)
+        #expect(first == "first\n")
+        #expect(status == 4)
+        let record = ShimRecord.read(directory)
+        #expect(record.exitCode == 4 && record.signal == nil)
+        let text = String(decoding: record.output, as: UTF8.self)
+        #expect(record.output.count >= 1000 && record.output.count < 2000)
+        #expect(text.hasSuffix("line599\ngone\n"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/status.tmp"))
+        ShimRecord.remove(directory)
+        #expect(!FileManager.default.fileExists(atPath: directory))
+    }
+
+    @Test("with batond reading, nothing is spooled; a death by signal is recorded as one")
+    func noSpool() throws {
+        let (status, directory, first) = try shim("echo first; kill -KILL $$", closeEarly: false)
+        #expect(first == "first\n")
+        #expect(status == 9) // Process reports a signal's number as its status
+        let record = ShimRecord.read(directory)
+        #expect(record.signal == 9 && record.exitCode == nil)
+        #expect(record.output.isEmpty)
+        ShimRecord.remove(directory)
+    }
+}
