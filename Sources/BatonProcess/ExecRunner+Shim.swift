@@ -66,8 +66,11 @@ extension ExecRunner {
     /// Whether this job's process runs under the shim: a runner given one, an action that
     /// survives restarts (`survivesRestart`), not a pseudo-terminal's (the terminal is batond's),
     /// not a hook's run (its `BATON_HOOK_OUTPUT` file is batond's, removed when batond starts).
+    /// Nor a run as another user than batond's: its shim could not reach its directory under
+    /// batond's state directory (0750, and the shims' 0700) to keep its status and output.
     func shim(for job: Job) -> ShimSetup? {
         guard let shim, job.action.survivesRestart, !job.action.tty, job.hook == nil else { return nil }
+        if let user = job.action.runAs, user.uid != geteuid() { return nil }
         return shim
     }
 
@@ -91,8 +94,6 @@ extension ExecRunner {
         mkdir(shim.directory, 0o700)
         ShimRecord.remove(directory)
         guard mkdir(directory, 0o700) == 0 else { return .success(nil) }
-        // A shim that runs as another user writes its status and spool as that user.
-        if let user = job.action.runAs { chown(directory, user.uid, user.gid) }
         // The spool keeps as much as the history would (`output.keep`), and at least the attempt's tail.
         let bound = max(Int64(tailLimit), job.action.outputKeep)
         return .success(([shim.executable, directory, String(bound), program] + exec, directory))

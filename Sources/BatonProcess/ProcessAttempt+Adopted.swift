@@ -13,7 +13,8 @@ extension ExecRunner {
         let reactor = self.reactor ?? Reactor()
         let machine = AttemptMachine(killGrace: job.action.killGrace, keepLeftovers: job.action.leftovers == .keep, spawning: true)
         let attempt = ProcessAttempt(tailLimit: tailLimit, machine: machine, reactor: reactor, spawner: spawner, events: events)
-        let tree = ProcessAttempt.Tree.tagged(TaggedTree(leader: surviving.pid, instance: job.instance, run: job.runID, adopted: true))
+        let tree = ProcessAttempt.Tree.tagged(TaggedTree(leader: surviving.pid, instance: job.instance, run: job.runID, adopted: true,
+                                                         leaderIdentity: surviving.alive ? surviving.identity : nil))
         var cgroup: String?
         if case let .cgroup(hierarchy) = tracking { cgroup = hierarchy.path(run: job.runID, attempt: surviving.attempt) }
         reactor.post { [cgroup] in attempt.attached(surviving, tree: tree, cgroup: cgroup) }
@@ -58,12 +59,14 @@ extension ProcessAttempt {
     }
 
     /// What the shim kept: its spooled output joins the run's, and its status ends the leader. A
-    /// shim gone without a status was killed (SIGKILL is the one signal it does not outlive).
+    /// shim gone without a status (killed, or it could not write one): the outcome is not known,
+    /// and the run's end says so.
     private func collected(_ record: ShimRecord) {
         if !record.output.isEmpty {
             state.access { $0.output.takeSpooled(record.output) }
             events(.output(.stdout, record.output))
         }
+        if record.exitCode == nil && record.signal == nil { state.access { $0.outcomeLost = true } }
         let signal = record.signal ?? (record.exitCode == nil ? SIGKILL : 0)
         handle(.leaderExited(exitCode: record.exitCode ?? -1, signal: signal))
     }

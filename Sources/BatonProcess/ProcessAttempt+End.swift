@@ -114,6 +114,9 @@ extension ProcessAttempt {
             result.leftovers = leftovers > 0 ? leftovers : nil
             result.usage = Self.usage(leader: state.leaderUsage, cgroup: cgroup)
             result.oomKills = oomKills
+            if state.outcomeLost {
+                result.error = "how the action ended is not known: its shim ended without a status while no batond watched"
+            }
             // The conductor says it was out of memory (`AttemptResult.tellOutOfMemory`), after
             // masking the error's line: a wrapping here would hide where the line was cut.
             return AttemptOutcome(result: result, output: state.output.tail.bytes, truncated: state.output.tail.isTruncated)

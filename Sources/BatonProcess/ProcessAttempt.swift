@@ -35,6 +35,8 @@ final class ProcessAttempt: Attempt {
         var shimDirectory: String?
         /// The shim directory of an attempt a previous batond started (attached to, not spawned).
         var adopted: String?
+        /// An adopted shim ended without a status: how the action ended is not known.
+        var outcomeLost = false
         /// The cgroup the previous batond made for an adopted attempt (removed at its end).
         var adoptedCgroup: String?
         /// Why the spawner could not make the leader.
@@ -112,7 +114,7 @@ final class ProcessAttempt: Attempt {
             // The group's id is the leader's pid: free for reuse once the leader is reaped and no
             // member holds it (members that left the group do not), when kill(-pid) could reach a
             // stranger's group.
-            if !reaped || members.contains(where: { ProcStat(pid: $0)?.pgid == pid }) { kill(-pid, signal) }
+            if (!reaped && tagged.leaderIsOurs) || members.contains(where: { ProcStat(pid: $0)?.pgid == pid }) { kill(-pid, signal) }
             for member in members { kill(member, signal) }
             // Every member a look found is watched by its pidfd: SIGKILL reaches each of them even
             // where this walk missed one (a process between parents as it read), and never a

@@ -121,13 +121,15 @@ extension ConductorState {
     /// attempt attached to (not spawned), with the retries it had left. Its timeout counts from now.
     private mutating func adoptSurvivor(_ unfinished: UnfinishedRun, _ action: Action, _ surviving: SurvivingAttempt, _ step: inout Step) {
         let id = unfinished.run.id
-        var machine = RunMachine(retries: max(0, action.retry.attempts - (surviving.attempt - 1)))
-        let effects = machine.handle(.start)
+        // Its attempt keeps its number, and the retries after it are those it had left.
+        var machine = RunMachine(retries: action.retry.attempts)
+        let effects = machine.resume(attempt: surviving.attempt)
         var run = unfinished.run
         run.estimate = estimates.median(run.action)
         flights[id] = Flight(run: run, machine: machine, action: action, runner: nil, seq: unfinished.lastSeq, hook: unfinished.hook)
         flights[id]?.surviving = surviving
-        table.adoptRunning(id, key: run.key)
+        // Its locks are held again: another action sharing them waits, as it did before the crash.
+        table.adoptRunning(id, key: run.key, action: action.name, locks: action.locks)
         for case let .launch(attempt) in effects { perform(id, .launch(attempt: attempt), &step) }
     }
 

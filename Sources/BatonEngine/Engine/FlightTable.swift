@@ -125,8 +125,9 @@ public struct FlightTable: Sendable {
     public func isGated(_ run: Int64) -> Bool { entries[run]?.gated ?? false }
 
     /// Counts a run the fleet started (its key taken in the fleet's database) as running here.
-    public mutating func adoptRunning(_ run: Int64, key: String) {
+    public mutating func adoptRunning(_ run: Int64, key: String, action: String? = nil, locks claims: [LockClaim] = []) {
         guard entries[run] == nil else { return }
+        if let action { locks.hold(run, action: action, locks: claims) }
         var slot = slots[key] ?? KeySlot()
         if slot.holder == nil { slot.holder = run } else { slot.draining.insert(run) }
         slots[key] = slot

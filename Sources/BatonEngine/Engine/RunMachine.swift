@@ -101,6 +101,14 @@ public struct RunMachine: Sendable, Equatable {
         }
     }
 
+    /// A run whose attempt `attempt` outlived the batond that started it (its `loading` is in the
+    /// history): loading that attempt again, launched by attaching to it; its retries go on from it.
+    public mutating func resume(attempt: Int) -> [Effect] {
+        guard state == .queued else { return [] }
+        state = .loading(attempt: attempt)
+        return [.launch(attempt: attempt)]
+    }
+
     private mutating func begin(attempt: Int) -> [Effect] {
         state = .loading(attempt: attempt)
         return [.record(.loading, TransitionDetail(attempt: attempt)), .launch(attempt: attempt)]

@@ -16,11 +16,21 @@ struct TaggedTree: Sendable {
 
     /// An attempt a previous batond started: its orphans went to init (or a subreaper above), never to this batond.
     let adopted: Bool
+    /// An adopted leader's identity (`ProcessGroup.identity`): its group and descendants are the
+    /// tree's only while the pid is still that process (once the shim ended, the pid may be a
+    /// stranger's: the tree is then found by its tag alone).
+    let leaderIdentity: String?
 
-    init(leader: Int32, instance: String?, run: Int64, adopted: Bool = false) {
+    init(leader: Int32, instance: String?, run: Int64, adopted: Bool = false, leaderIdentity: String? = nil) {
         self.leader = leader
         self.tag = instance.map { ($0, run) }
         self.adopted = adopted
+        self.leaderIdentity = leaderIdentity
+    }
+
+    /// Whether the leader's pid, its group and its descendants are the tree's now.
+    var leaderIsOurs: Bool {
+        !adopted || (leaderIdentity.map { ProcessGroup.identity(of: leader) == $0 } ?? false)
     }
 
     /// The live members now, the leader excluded (`others`: the leaders of other attempts,
@@ -42,11 +52,14 @@ struct TaggedTree: Sendable {
         // gone are read for the tag (reading every process's environment would cost milliseconds).
         let roots = subreaper ? table.children(of: getpid()) + table.orphans
             : table.processes.filter { $0.value.pgid == leader || $0.value.parent <= 1 || table.processes[$0.value.parent] == nil }.map(\.key)
+        // An adopted tree whose shim has ended is found by its tag alone: the pid the history
+        // recorded may be a stranger's by now, and so its group.
+        let ours = leaderIsOurs
         for pid in roots where pid != leader && !others.contains(pid) {
             guard let stat = table.processes[pid] else { continue }
-            if stat.pgid == leader || isTagged(pid) { found.formUnion(table.descendants(of: pid, including: true)) }
+            if (stat.pgid == leader && ours) || isTagged(pid) { found.formUnion(table.descendants(of: pid, including: true)) }
         }
-        if table.processes[leader] != nil { found.formUnion(table.descendants(of: leader, including: false)) }
+        if ours, table.processes[leader] != nil { found.formUnion(table.descendants(of: leader, including: false)) }
         return found
     }
 
