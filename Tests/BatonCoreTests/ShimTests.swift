@@ -208,3 +208,23 @@ extension ShimAloneTests {
         #expect(record.execFailureMessage == "cannot run my script: Exec format error")
     }
 }
+
+extension ShimAloneTests {
+    @Test("the status file: the first line as ever; an exec failure's line after it, its program's spaces kept")
+    func statusFormat() throws {
+        let directory = try Self.directory()
+        defer { ShimRecord.remove(directory) }
+        func record(_ status: String) throws -> ShimRecord {
+            try status.write(toFile: directory + "/status", atomically: false, encoding: .utf8)
+            return ShimRecord.read(directory)
+        }
+        let failed = try record("exit 127\nexec-failed 13 my prog\n")
+        #expect(failed.exitCode == 127 && failed.execFailure?.errno == 13 && failed.execFailure?.program == "my prog")
+        #expect(failed.execFailureMessage == "cannot run my prog: Permission denied")
+        let plain = try record("exit 127\n")
+        #expect(plain.exitCode == 127 && plain.execFailure == nil)
+        let other = try record("exit 127\nsomething else 1\n")
+        #expect(other.exitCode == 127 && other.execFailure == nil)
+        #expect(try record("signal 9\n").signal == 9)
+    }
+}
