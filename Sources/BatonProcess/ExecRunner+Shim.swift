@@ -39,20 +39,45 @@ public struct ShimRecord: Sendable, Equatable {
     public var exitCode: Int32?
     public var signal: Int32?
     public var output: [UInt8]
+    /// The action's program could not be executed (the shim exited 127): why (an errno), and the
+    /// program as the action names it.
+    public var execFailure: (errno: Int32, program: String)?
 
     public var ended: Bool { exitCode != nil || signal != nil }
 
-    /// Reads `DIR/status` ("exit N" or "signal N") and `DIR/output`.
+    /// The start's failure, worded as a spawn's (`cannot run PROGRAM: reason`).
+    public var execFailureMessage: String? {
+        execFailure.map { "cannot run \($0.program): \(String(cString: strerror($0.errno)))" }
+    }
+
+    public static func == (a: ShimRecord, b: ShimRecord) -> Bool {
+        a.exitCode == b.exitCode && a.signal == b.signal && a.output == b.output
+            && a.execFailure?.errno == b.execFailure?.errno && a.execFailure?.program == b.execFailure?.program
+    }
+
+    /// Reads `DIR/status` ("exit N" or "signal N"; after "exit 127", "exec-failed ERRNO PROGRAM"
+    /// where the program could not be executed) and `DIR/output`.
     public static func read(_ directory: String) -> ShimRecord {
         var record = ShimRecord(exitCode: nil, signal: nil, output: [])
         if let status = try? String(contentsOfFile: directory + "/status", encoding: .utf8) {
-            let words = status.split(whereSeparator: { $0 == " " || $0 == "\n" })
+            let lines = status.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+            let words = lines[0].split(separator: " ")
             if words.count == 2, let value = Int32(words[1]) {
                 if words[0] == "exit" { record.exitCode = value } else if words[0] == "signal" { record.signal = value }
             }
+            if lines.count == 2 { record.execFailure = execFailure(lines[1]) }
         }
         if let data = FileManager.default.contents(atPath: directory + "/output") { record.output = Array(data) }
         return record
+    }
+
+    /// "exec-failed ERRNO PROGRAM\n" (the program may hold spaces, not a newline).
+    private static func execFailure(_ line: Substring) -> (errno: Int32, program: String)? {
+        var line = line
+        if line.last == "\n" { line.removeLast() }
+        let words = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard words.count == 3, words[0] == "exec-failed", let errno = Int32(words[1]) else { return nil }
+        return (errno, String(words[2]))
     }
 
     /// Removes a shim directory and what is in it.

@@ -89,9 +89,13 @@ extension ProcessAttempt {
         spawner.submit { [self] in
             let measured = cgroup.map { Self.finish($0, keep: keep) }
             if let hookOutput { unlink(hookOutput) }
+            // A shim that exited 127 may say its action's program could not be executed: a failed start.
+            let unstarted = shimDirectory.flatMap { exitCode == 127 && signal == 0 ? ShimRecord.read($0).execFailureMessage : nil }
             if let shimDirectory { ShimRecord.remove(shimDirectory) }
             if let adoptedCgroup, !keep { _ = AttemptCgroup.destroy(adoptedCgroup) }
-            reactor.post { [self] in report(exitCode: exitCode, signal: signal, leftovers: leftovers, cgroup: measured, told) }
+            reactor.post { [self] in
+                report(exitCode: exitCode, signal: signal, leftovers: leftovers, cgroup: measured, told, unstarted: unstarted)
+            }
         }
     }
 
@@ -105,9 +109,11 @@ extension ProcessAttempt {
     }
 
     /// The outcome, told with the last progress reports (on the loop).
-    private func report(exitCode: Int32, signal: Int32, leftovers: Int, cgroup: CgroupEnd?, _ reports: [Progress]) {
+    /// `unstarted`: the shim could not execute the action's program, and says why.
+    private func report(exitCode: Int32, signal: Int32, leftovers: Int, cgroup: CgroupEnd?, _ reports: [Progress], unstarted: String? = nil) {
         let oomKills = cgroup?.oomKills
         let outcome = state.access { state -> AttemptOutcome in
+            if let unstarted { return AttemptOutcome(result: .failedToStart(unstarted)) }
             var result: AttemptResult = signal != 0
                 ? .killed(signal: signal, lastErrorLine: state.output.lastError.line)
                 : .exited(status: exitCode, lastErrorLine: state.output.lastError.line)

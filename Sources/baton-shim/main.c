@@ -11,7 +11,12 @@
 // to DIR/output instead (its last LIMIT bytes kept, as batond's tail; progress is dropped). When
 // the child has exited and its pipes are drained, the shim writes DIR/status ("exit N" or
 // "signal N", tmp + rename) and exits the same way, so that a live batond sees what it saw before.
-// Exit 127 with a line on stderr: PROGRAM could not be executed. Exit 125: a usage error.
+// Exit 127 with a line on stderr: PROGRAM could not be executed; its status then says so on a
+// second line, "exec-failed ERRNO ARGV0", so that batond fails the start rather than the run.
+// Exit 125: a usage error. A child that writes faster than the shim relays never holds it: the
+// reads are bounded per wakeup and the child's exit is looked for on every turn; once it has
+// exited, what its pipes hold is relayed up to a bound and the shim ends (processes it left
+// behind, still writing, are batond's to stop).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +39,11 @@ static long long limit;           // the spool's bound
 static int spool = -1;            // DIR/output, opened when batond is gone
 static long long spooled;         // bytes in DIR/output
 static int gone;                  // batond's ends are closed
+static int exec_failed;           // the errno of the child's failed exec, 0 if it ran
+static const char *argv0;         // the action's program as configured, for the status
+
+enum { CHUNK = 65536, READS_PER_TURN = 16, READS_AT_END = 64 };
+static char buffer[CHUNK];        // the reads' and the spool trimming's buffer
 
 static void on_child(int sig) { (void)sig; int saved = errno; (void)!write(wake[1], "c", 1); errno = saved; }
 static void on_stop(int sig) { (void)sig; }  // TERM, INT, HUP...: meant for the action (its group gets them too)
@@ -57,6 +67,27 @@ static int write_all(int fd, const char *data, size_t n) {
     return 0;
 }
 
+// Copies `n` bytes at `from` to `to` (from >= to + n: no overlap) through the fixed buffer, so
+// that a large spool costs no memory of its size (it would be charged to the run's cgroup).
+static int move_down(int fd, long long from, long long to, long long n) {
+    while (n > 0) {
+        size_t want = n < CHUNK ? (size_t)n : CHUNK;
+        ssize_t got = pread(fd, buffer, want, from);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return -1;
+        for (ssize_t done = 0; done < got;) {
+            ssize_t w = pwrite(fd, buffer + done, (size_t)(got - done), to + done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) return -1;
+            done += w;
+        }
+        from += got;
+        to += got;
+        n -= got;
+    }
+    return 0;
+}
+
 // Keeps the spool to its last `limit` bytes: once it holds twice that, the last `limit` move to the front.
 static void spool_write(const char *data, size_t n) {
     if (limit <= 0) return;
@@ -71,12 +102,10 @@ static void spool_write(const char *data, size_t n) {
     spooled += (long long)n;
     if (spooled < 2 * limit) return;
     // A descriptor of its own: pwrite on an O_APPEND one appends wherever it is asked to write.
-    char *keep = malloc((size_t)limit);
-    int fd = keep ? open(path, O_RDWR | O_CLOEXEC) : -1;
-    if (fd >= 0 && pread(fd, keep, (size_t)limit, spooled - limit) == limit && pwrite(fd, keep, (size_t)limit, 0) == limit
-        && ftruncate(fd, limit) == 0) spooled = limit;
+    // `data` may be `buffer` itself: it is written already.
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd >= 0 && move_down(fd, spooled - limit, 0, limit) == 0 && ftruncate(fd, limit) == 0) spooled = limit;
     if (fd >= 0) close(fd);
-    free(keep);
 }
 
 // One chunk from the child's stream `s`: to batond while it reads, else to the spool.
@@ -86,24 +115,28 @@ static void relay(int s, const char *data, size_t n) {
     if (s != PROGRESS) spool_write(data, n);
 }
 
-// Reads what `fd` has; returns 0 at its end (or error), 1 while open.
-static int pump(int s, int fd) {
-    static char buffer[65536];
-    for (;;) {
+// Reads what `fd` has, at most `reads` chunks (a writer faster than the relay never holds the
+// shim here); returns 0 at its end (or error), 1 while open.
+static int pump(int s, int fd, int reads) {
+    while (reads > 0) {
         ssize_t n = read(fd, buffer, sizeof(buffer));
-        if (n > 0) { relay(s, buffer, (size_t)n); continue; }
+        if (n > 0) { relay(s, buffer, (size_t)n); reads--; continue; }
         if (n < 0 && errno == EINTR) continue;
         return n < 0 && errno == EAGAIN;
     }
+    return 1;
 }
 
 static void write_status(int status) {
     if (strcmp(dir, "-") == 0) return;
-    char tmp[4096], path[4096], line[32];
+    char tmp[4096], path[4096], line[4200];
     snprintf(tmp, sizeof(tmp), "%s/status.tmp", dir);
     snprintf(path, sizeof(path), "%s/status", dir);
+    // The first line as ever (a reader of it alone still sees exit 127); the exec's failure after it.
     int n = WIFSIGNALED(status) ? snprintf(line, sizeof(line), "signal %d\n", WTERMSIG(status))
-                                : snprintf(line, sizeof(line), "exit %d\n", WEXITSTATUS(status));
+          : exec_failed ? snprintf(line, sizeof(line), "exit %d\nexec-failed %d %s\n", WEXITSTATUS(status), exec_failed, argv0)
+                        : snprintf(line, sizeof(line), "exit %d\n", WEXITSTATUS(status));
+    if (n >= (int)sizeof(line)) { n = (int)sizeof(line) - 1; line[n - 1] = '\n'; }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return;
     // No fsync: the file must outlive batond, not the machine (a reboot ends the run anyway), and
@@ -128,11 +161,20 @@ static void exit_like(int status) {
     _exit(128 + sig);
 }
 
-// The child: its pipes on 1, 2 (and 3), then the program. On failure its errno goes to `report`.
-static void run_child(int pipes[STREAMS][2], int report, const char *program, char **argv) {
+static const int stops[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE };
+enum { STOPS = sizeof(stops) / sizeof(stops[0]) };
+
+// The child: the signals' defaults back, its pipes on 1, 2 (and 3), then the program. The stop
+// signals are blocked from before the fork: one sent meanwhile stays pending until the handlers
+// are the defaults, and then kills the child (as it would the program), not a no-op handler of
+// the shim's copied into it. On failure its errno goes to `report`.
+static void run_child(int pipes[STREAMS][2], int report, const char *program, char **argv, const sigset_t *unblock) {
+    for (int i = 0; i < STOPS; i++) handle(stops[i], SIG_DFL);
+    handle(SIGCHLD, SIG_DFL);
     for (int s = 0; s < STREAMS; s++) {
         if (pipes[s][1] >= 0 && dup2(pipes[s][1], s + 1) < 0) goto fail;
     }
+    sigprocmask(SIG_SETMASK, unblock, NULL);
     execv(program, argv);
 fail:;
     int why = errno;
@@ -146,11 +188,11 @@ int main(int argc, char **argv) {
         return 125;
     }
     dir = argv[1];
+    argv0 = argv[4];
     limit = strcmp(dir, "-") == 0 ? 0 : atoll(argv[2]);
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     // Caught, not ignored: a caught signal is the default again in the child after exec.
-    int stops[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE };
-    for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) handle(stops[i], on_stop);
+    for (int i = 0; i < STOPS; i++) handle(stops[i], on_stop);
     int report[2];
     if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(report, O_CLOEXEC) != 0) return 125;
     handle(SIGCHLD, on_child);
@@ -161,15 +203,24 @@ int main(int argc, char **argv) {
         if (s == PROGRESS && fcntl(3, F_GETFD) < 0) continue;
         if (pipe2(pipes[s], O_CLOEXEC) != 0) return 125;
     }
+    sigset_t blocked, before;
+    sigemptyset(&blocked);
+    for (int i = 0; i < STOPS; i++) sigaddset(&blocked, stops[i]);
+    sigaddset(&blocked, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &blocked, &before);
     pid_t child = fork();
+    if (child == 0) run_child(pipes, report[1], argv[3], argv + 4, &before);
+    sigprocmask(SIG_SETMASK, &before, NULL);
     if (child < 0) return 125;
-    if (child == 0) run_child(pipes, report[1], argv[3], argv + 4);
     close(report[1]);
     int why = 0;
     ssize_t got;
     while ((got = read(report[0], &why, sizeof(why))) < 0 && errno == EINTR) {}
     close(report[0]);
-    if (got == sizeof(why)) fprintf(stderr, "baton-shim: cannot run %s: %s\n", argv[3], strerror(why));
+    if (got == sizeof(why)) {
+        exec_failed = why ? why : EINVAL;
+        fprintf(stderr, "baton-shim: cannot run %s: %s\n", argv[3], strerror(why));
+    }
     struct pollfd watched[STREAMS + 1];
     for (int s = 0; s < STREAMS; s++) {
         if (pipes[s][1] >= 0) close(pipes[s][1]);
@@ -184,7 +235,7 @@ int main(int argc, char **argv) {
             break;
         }
         for (int s = 0; s < STREAMS; s++) {
-            if (watched[s].fd >= 0 && watched[s].revents && !pump(s, watched[s].fd)) {
+            if (watched[s].fd >= 0 && watched[s].revents && !pump(s, watched[s].fd, READS_PER_TURN)) {
                 close(watched[s].fd);
                 watched[s].fd = -1;
             }
@@ -198,8 +249,9 @@ int main(int argc, char **argv) {
             if (pid == child) { status = st; ended = 1; }
         }
     }
-    // What the child wrote before it exited is in its pipes: relayed before the end.
-    for (int s = 0; s < STREAMS; s++) if (watched[s].fd >= 0) pump(s, watched[s].fd);
+    // What the child wrote before it exited is in its pipes: relayed before the end, up to a
+    // bound (a leftover process may write on for ever).
+    for (int s = 0; s < STREAMS; s++) if (watched[s].fd >= 0) pump(s, watched[s].fd, READS_AT_END);
     write_status(status);
     exit_like(status);
 }

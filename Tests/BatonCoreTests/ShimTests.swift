@@ -58,6 +58,21 @@ struct ShimTests {
         #expect(inPath.result.error == "cannot run no-such-program-anywhere: No such file or directory")
     }
 
+    @Test("a program the shim cannot execute (no shebang: ENOEXEC) fails the start, as without the shim, not the run with 127")
+    func execFailure() async throws {
+        let path = NSTemporaryDirectory() + "baton-noshebang-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try "echo hi\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { unlink(path) }
+        chmod(path, 0o755)
+        let (outcome, _, directory) = try await run([path])
+        #expect(!outcome.result.started)
+        #expect(outcome.result.error == "cannot run \(path): Exec format error")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/7-2"))
+        // A program that exits 127 itself is a run that exited 127.
+        let (own, _, _) = try await run(["sh", "-c", "exit 127"])
+        #expect(own.result.started && own.result.exitCode == 127)
+    }
+
     @Test("survivesRestart: false runs the action as the leader, with no shim")
     func optOut() async throws {
         let (outcome, _, directory) = try await run(["sh", "-c", "[ \"$(cat /proc/$PPID/comm)\" = baton-shim ] && exit 9; exit 0"], survives: false)
@@ -81,16 +96,27 @@ struct ShimTests {
 /// The shim alone, as a crashed batond leaves it: its pipes' readers gone.
 @Suite("Shim alone")
 struct ShimAloneTests {
-    func shim(_ script: String, limit: Int = 1000, closeEarly: Bool) throws -> (status: Int32, directory: String, first: String) {
+    static func directory() throws -> String {
         let directory = NSTemporaryDirectory() + "baton-shim-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        return directory
+    }
+
+    /// The shim running `exec` (default: `sh -c script`) in a fresh directory.
+    static func process(_ script: String, limit: Int, exec: [String]? = nil) throws -> (Process, Pipe, String) {
+        let directory = try directory()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
-        process.arguments = [directory, String(limit), "/bin/sh", "sh", "-c", script]
+        process.arguments = [directory, String(limit)] + (exec ?? ["/bin/sh", "sh", "-c", script])
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
         try process.run()
+        return (process, out, directory)
+    }
+
+    func shim(_ script: String, limit: Int = 1000, closeEarly: Bool) throws -> (status: Int32, directory: String, first: String) {
+        let (process, out, directory) = try Self.process(script, limit: limit)
         // batond's side: the first line read, then gone (as a SIGKILLed batond's are).
         var first = [UInt8]()
         while first.last != 10, let byte = try out.fileHandleForReading.read(upToCount: 1)?.first { first.append(byte) }
@@ -124,5 +150,81 @@ struct ShimAloneTests {
         #expect(record.signal == 9 && record.exitCode == nil)
         #expect(record.output.isEmpty)
         ShimRecord.remove(directory)
+    }
+}
+
+extension ShimAloneTests {
+    @Test("a spool limit over the trimming's 64 KiB buffer: the last LIMIT bytes or more, in order, are kept")
+    func largeSpool() throws {
+        let (status, directory, first) = try shim("echo first; sleep 0.2; seq 1 60000; exit 0", limit: 100_000, closeEarly: true)
+        defer { ShimRecord.remove(directory) }
+        #expect(first == "first\n" && status == 0)
+        let record = ShimRecord.read(directory)
+        #expect(record.output.count >= 100_000 && record.output.count < 200_000)
+        // Whole lines after the first (cut) one: consecutive numbers up to the last.
+        let numbers = String(decoding: record.output, as: UTF8.self).split(separator: "\n").dropFirst().compactMap { Int($0) }
+        #expect(numbers.last == 60000)
+        #expect(numbers.count > 10_000 && numbers == Array((60001 - numbers.count)...60000))
+    }
+
+    @Test("a leftover that writes faster than batond reads does not hold the shim: it ends with its action")
+    func flood() throws {
+        let pidFile = NSTemporaryDirectory() + "baton-flood-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).pid"
+        defer {
+            let pids = (try? String(contentsOfFile: pidFile, encoding: .utf8)) ?? ""
+            for pid in pids.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
+            unlink(pidFile)
+        }
+        let (process, out, directory) = try Self.process("for i in 1 2 3; do yes & echo $! >> \(pidFile); done; sleep 0.3; exit 3", limit: 1000)
+        defer { ShimRecord.remove(directory) }
+        // batond's side: alive, reading at its pace (slower than `yes` writes), for at most 10 s.
+        let fd = out.fileHandleForReading.fileDescriptor
+        let deadline = ContinuousClock.now + .seconds(10)
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while ContinuousClock.now < deadline, read(fd, &chunk, chunk.count) > 0 { usleep(5000) }
+        let ended = !process.isRunning || (0..<50).contains { _ in usleep(10_000); return !process.isRunning }
+        if !ended { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        #expect(ended)
+        #expect(process.terminationStatus == 3)
+        #expect(ShimRecord.read(directory).exitCode == 3)
+    }
+
+    @Test("a program it cannot execute: exit 127, a line on stderr, and the status says the exec failed and why")
+    func execFailed() throws {
+        let path = NSTemporaryDirectory() + "baton-noshebang-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try "echo hi\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { unlink(path) }
+        chmod(path, 0o755)
+        let (process, out, directory) = try Self.process("", limit: 1000, exec: [path, "my script"])
+        defer { ShimRecord.remove(directory) }
+        let said = String(decoding: try out.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 127)
+        #expect(said == "baton-shim: cannot run \(path): Exec format error\n")
+        let record = ShimRecord.read(directory)
+        #expect(record.exitCode == 127 && record.signal == nil)
+        #expect(record.execFailure?.errno == ENOEXEC && record.execFailure?.program == "my script")
+        #expect(record.execFailureMessage == "cannot run my script: Exec format error")
+    }
+}
+
+extension ShimAloneTests {
+    @Test("the status file: the first line as ever; an exec failure's line after it, its program's spaces kept")
+    func statusFormat() throws {
+        let directory = try Self.directory()
+        defer { ShimRecord.remove(directory) }
+        func record(_ status: String) throws -> ShimRecord {
+            try status.write(toFile: directory + "/status", atomically: false, encoding: .utf8)
+            return ShimRecord.read(directory)
+        }
+        let failed = try record("exit 127\nexec-failed 13 my prog\n")
+        #expect(failed.exitCode == 127 && failed.execFailure?.errno == 13 && failed.execFailure?.program == "my prog")
+        #expect(failed.execFailureMessage == "cannot run my prog: Permission denied")
+        let plain = try record("exit 127\n")
+        #expect(plain.exitCode == 127 && plain.execFailure == nil)
+        let other = try record("exit 127\nsomething else 1\n")
+        #expect(other.exitCode == 127 && other.execFailure == nil)
+        #expect(try record("signal 9\n").signal == 9)
     }
 }
