@@ -230,7 +230,8 @@ int main(int argc, char **argv) {
     watched[STREAMS] = (struct pollfd){ .fd = wake[0], .events = POLLIN };
     int status = 0, ended = 0;
     while (!ended) {
-        if (poll(watched, STREAMS + 1, -1) < 0 && errno != EINTR) {
+        // A second at most: a lost wake-up (SIGCHLD) never leaves the shim waiting for ever.
+        if (poll(watched, STREAMS + 1, 1000) < 0 && errno != EINTR) {
             while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
             break;
         }
