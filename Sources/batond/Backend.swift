@@ -112,17 +112,19 @@ struct DaemonError: Error, CustomStringConvertible {
 }
 
 extension Backend {
-    /// Removes the hook output files a crashed batond of this instance left, before any run starts.
     /// `baton-shim` beside batond (or in /usr/libexec/baton), its attempts' directories beside the
-    /// database: without it, every action runs as if `survivesRestart: false`.
+    /// database (an absolute path: the shim runs in the action's working directory): without it,
+    /// every action runs as if `survivesRestart: false`.
     static func shim(database: String) -> ShimSetup? {
         guard let executable = ShimSetup.findExecutable() else {
             Log.warning("baton-shim is not beside batond nor in /usr/libexec/baton: runs do not survive a restart of batond")
             return nil
         }
-        return ShimSetup(executable: executable, directory: database + "-shims")
+        let absolute = database.hasPrefix("/") ? database : FileManager.default.currentDirectoryPath + "/" + database
+        return ShimSetup(executable: executable, directory: absolute + "-shims")
     }
 
+    /// Removes the hook output files a crashed batond of this instance left, before any run starts.
     static func removeLeftHookOutputs(instance: String) {
         let removed = ExecRunner.removeLeftHookOutputs(instance: instance)
         if removed > 0 { Log.info("removed \(removed) hook output files a previous batond left") }
