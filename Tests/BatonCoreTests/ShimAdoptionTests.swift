@@ -59,4 +59,33 @@ struct ShimAdoptionTests {
         }, "\(refused)")
         #expect(state.nextRunID == 4)
     }
+
+    @Test("an adopted run keeps its attempt's number and holds its locks: another action sharing a lock waits for it")
+    func adoptedKeepsAttemptAndLocks() {
+        var state = ConductorState(maxConcurrentRuns: 4, seed: 1)
+        var action = Action(name: "a", exec: ["x"], retry: RetryPolicy(attempts: 2, backoff: .seconds(1)))
+        action.locks = [LockClaim("db")]
+        var other = Action(name: "b", exec: ["y"])
+        other.locks = [LockClaim("db")]
+        let run = RunSnapshot(id: 3, action: "a", key: "a", phase: .loading, policy: .reject, params: [:], trigger: nil, queuedAt: Self.now)
+        var recovered = RecoveredRun(UnfinishedRun(run: run, lastSeq: 2, pgid: 40, pgidIdentity: "boot:1"), action: action)
+        recovered.surviving = SurvivingAttempt(attempt: 2, directory: "/s/3-2", pid: 40, identity: "boot:1", alive: true, outputTotal: 0)
+        var launches: [Launch] = []
+        for case let .launch(launch) in state.handle(.recover(1, [recovered]), at: Self.now) { launches.append(launch) }
+        #expect(launches.map(\.attempt) == [2], "attempt 2 goes on as attempt 2")
+        #expect(state.locksHeld["db"] == [3])
+        // b's run is made; once its creation is written it could start, but for db.
+        var started: [Launch] = []
+        var effects = state.handle(.trigger(2, Trigger(action: other, key: "b", policy: .reject, params: [:], peer: nil)), at: Self.now)
+        for _ in 0..<3 {
+            var commits: [ConductorState.CommitID] = []
+            for effect in effects {
+                if case let .launch(launch) = effect { started.append(launch) }
+                if case let .write(_, commit) = effect { commits.append(commit) }
+            }
+            effects = commits.flatMap { state.handle(.committed($0, nil), at: Self.now) }
+        }
+        #expect(started.isEmpty, "b waits for db, which the adopted run holds")
+        #expect(state.snapshot(of: 4)?.phase == .queued)
+    }
 }
