@@ -1,4 +1,5 @@
 @testable import BatonProcess
+import BatonEngine
 import CBatonSystem
 import Foundation
 import Testing
@@ -25,6 +26,37 @@ struct TaggedTreeTests {
         kill(pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
+    }
+
+    /// An untagged `sh` in a group of its own with a `sleep` child; the sleep's pid.
+    static func untaggedParent() throws -> (parent: pid_t, child: pid_t) {
+        let devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(devnull) }
+        var pid: pid_t = 0
+        let rc = withCStrings(["sh", "-c", "sleep 30 & wait"]) { argv in
+            withCStrings(["PATH=/usr/bin:/bin"]) { envp in baton_spawn(argv, envp, nil, devnull, devnull, -1, &pid) }
+        }
+        try #require(rc == 0)
+        for _ in 0..<500 {
+            if let child = TaggedTree.children(of: pid)?.first { return (pid, child) }
+            usleep(10_000)
+        }
+        Issue.record("the sleep never came")
+        return (pid, -1)
+    }
+
+    @Test("an adopted tree trusts its recorded leader's group and descendants only while that pid is still the leader (its identity)")
+    func adoptedLeaderChecked() throws {
+        let (parent, child) = try Self.untaggedParent()
+        defer {
+            kill(child, SIGKILL)
+            Self.reap(parent)
+        }
+        let instance = "tagged-tree-" + UUID().uuidString
+        let stranger = TaggedTree(leader: parent, instance: instance, run: 7, adopted: true, leaderIdentity: "not-its-identity")
+        #expect(!stranger.members(others: [], subreaper: false).contains(child), "a pid that is someone else's now: not ours")
+        let ours = TaggedTree(leader: parent, instance: instance, run: 7, adopted: true, leaderIdentity: ProcessGroup.identity(of: parent))
+        #expect(ours.members(others: [], subreaper: false).contains(child), "the shim still: its descendants are the tree's")
     }
 
     @Test("a children file that skips a member (as the kernel's may while siblings exit) does not make the tree look empty")
