@@ -84,4 +84,26 @@ struct SurviveTests {
         #expect(again.stderr.contains("4 adopted"), "\(again.stderr)")
         again.stop()
     }
+
+    @Test("an adopted shim killed by SIGKILL: the run ends saying how its action ended is not known, and what it left is stopped")
+    func shimKilledAfterAdoption() throws {
+        let scratch = NSTemporaryDirectory() + "baton-survive-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let config = Self.config(scratch)
+        let daemon = try Daemon(config: config)
+        #expect(try daemon.baton("run", "waiter", "--detach").code == 0)
+        let connection = try Connection(path: daemon.database, readOnly: true)
+        let deadline = Date().addingTimeInterval(30)
+        while try Self.column(connection, "SELECT count(*) FROM output_chunks").first == "0", Date() < deadline { usleep(20_000) }
+        daemon.crash()
+        let again = try Daemon(config: config, reusing: daemon)
+        let shim = try #require(Self.column(connection, "SELECT pgid FROM runs WHERE id = 1").first.flatMap { Int32($0) })
+        #expect(kill(shim, SIGKILL) == 0)
+        _ = try again.baton("wait", "1")
+        let row = try Self.column(connection, "SELECT phase || ': ' || coalesce(error, '-') FROM runs WHERE id = 1")
+        #expect(row.first?.hasPrefix("failure: how the action ended is not known") == true, "\(row)")
+        #expect(CrashTests.marked(scratch).isEmpty, "the action the shim left is stopped")
+        again.stop()
+    }
 }
