@@ -70,7 +70,9 @@ let package = Package(
         // The parent of each surviving attempt's action, in C: it starts in well under a millisecond.
         // Linked statically: swiftc links even a C executable with libswiftCore.so, whose loading at each
         // start cost more than the shim's whole work (docs/benchmarks.md, "The shim").
-        .executableTarget(name: "baton-shim", linkerSettings: [.unsafeFlags(["-static-executable"])]),
+        // Static in release (no libswiftCore.so to load at each start); not in debug, where the
+        // thread sanitizer's runtime cannot be linked statically. The package's is built by `cc` (Makefile).
+        .executableTarget(name: "baton-shim", linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]),
         .executableTarget(name: "baton", dependencies: ["BatonCore", "BatonStore", "BatonIPC", "BatonClient", "BatonDashboard"]),
         .executableTarget(name: "baton-bench", dependencies: ["BatonCore", "BatonStore", "BatonFleet", "BatonIPC", "BatonService", "CBatonSystem"]),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore", "BatonEngine", "BatonRuntime", "BatonProcess", "BatonMetrics"]),
