@@ -100,10 +100,14 @@ struct LockEndToEndTests {
         let gates = try Self.gates()
         let log = NSTemporaryDirectory() + "baton-locks-" + UUID().uuidString + ".log"
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let config = Self.config(gates, log: log)
+        // Without the shim: the holder is killed by the crash's recovery, as this test means.
+        let config = Self.config(gates, log: log).replacingOccurrences(of: "exec: [", with: "survivesRestart: false, exec: [")
         let daemon = try Daemon(config: config)
         #expect(try Self.trigger(daemon, "migrate").run?.phase == .loading)
         #expect(try Self.trigger(daemon, "backup").run?.waiting?.lock == "db")
+        // `loading` is stamped when the process starts, not when it has written its first line.
+        let deadline = Date().addingTimeInterval(30)
+        while !Self.log(log).contains("start 1"), Date() < deadline { usleep(10_000) }
         daemon.crash()
         let restarted = try Daemon(config: config, reusing: daemon)
         gates["backup"]!.release()
