@@ -105,8 +105,12 @@ struct GroupLookupTests {
     func staleGroupsRefreshedOffTheLoop() async throws {
         let loop = Locked<Reactor?>(nil)
         let asked = Locked<[Bool]>([])
+        let lookedUp = DispatchSemaphore(value: 0)
         let fixture = Fixture(userName: { uid in
-            if let reactor = loop.withLock({ $0 }) { asked.withLock { $0.append(reactor.isCurrent) } }
+            if let reactor = loop.withLock({ $0 }) {
+                asked.withLock { $0.append(reactor.isCurrent) }
+                lookedUp.signal()
+            }
             return "alice"
         })
         loop.withLock { $0 = fixture.conductor.reactor }
@@ -121,7 +125,8 @@ struct GroupLookupTests {
             }
         }
         #expect(allowed)
-        for _ in 0..<1_000 where asked.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        // The first lookup (before the request was served), then the refresh's.
+        #expect(lookedUp.wait(timeout: .now() + 10) == .success && lookedUp.wait(timeout: .now() + 10) == .success)
         #expect(asked.withLock { $0 } == [false, false], "the refresh asked off the loop, never on it")
         #expect(fixture.service.groupCache.withLock { $0[Fixture.alice].map { ContinuousClock.now - $0.at < .seconds(10) } } == true)
     }
