@@ -77,7 +77,9 @@ extension FleetCoordinator {
             let run = FleetRows.run(row)
             let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
             let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
-            guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t") else { continue }
+            let paused = FleetPauses.pause(row, from: FleetRows.runColumnCount + 5)?.holds(at: .now) ?? false
+            guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t",
+                                       paused: paused) else { continue }
             guard let action = conductor.action(named: run.action), action.locks.isEmpty, run.hook == nil else {
                 oneByOne.append((run, seq))
                 continue
@@ -109,13 +111,14 @@ extension FleetCoordinator {
         return writes
     }
 
-    /// Each run with its last seq, its key's slot (holder, follow-up, draining) and whether it
-    /// may start by its owner and its window (`t`): read once its key's row is held.
+    /// Each run with its last seq, its key's slot (holder, follow-up, draining), whether it may
+    /// start by its owner and its window (`t`), and its action's pause (`FleetPauses.joined`):
+    /// read once its key's row is held.
     static func startable(_ ids: [Int64], incarnation: String) -> FleetJournal.Statement {
         let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
         return ("""
-            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due))
-            FROM runs r JOIN keys k ON k.key = r.key WHERE r.id = ANY ($1::bigint[])
+            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined)
+            FROM runs r JOIN keys k ON k.key = r.key LEFT JOIN pauses p ON p.action = r.action WHERE r.id = ANY ($1::bigint[])
             """, ["{" + ids.map(String.init).joined(separator: ",") + "}", incarnation])
     }
 }

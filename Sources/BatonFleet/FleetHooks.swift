@@ -86,6 +86,7 @@ enum FleetHooks {
     /// and cooldown are read only for an action that has them, on the database's clock.
     private static func view(of key: String, _ action: Action, slot: KeySlot, on db: PGConnection) throws -> KeyDecision.View {
         var view = KeyDecision.View(slot: slot, now: .now)
+        view.paused = try db.query(FleetPauses.of([action.name])).first.flatMap { FleetPauses.pause($0) }
         if action.debounce != nil {
             guard let reading = FleetDebounce.reading(try db.query(FleetDebounce.pending(of: key)).rows, slot: slot) else {
                 throw PGError(message: "the debounce of key \(key) could not be read")

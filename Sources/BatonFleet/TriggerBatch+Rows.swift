@@ -8,7 +8,7 @@ extension TriggerBatch {
     /// The opening statements and where each read's rows are in the pipeline's results.
     struct Opening {
         var statements: [FleetJournal.Statement] = [("BEGIN", [])]
-        var slots = 0, runs = 0, clock = 0
+        var slots = 0, runs = 0, clock = 0, pauses = 0
         var lastSuccess: Int?, deliveries: Int?, slotRuns: Int?
 
         mutating func add(_ statement: FleetJournal.Statement) -> Int {
@@ -25,7 +25,7 @@ extension TriggerBatch {
 
     /// What the batch sends first: its keys' rows made if new and locked in key order, the lock
     /// rows of the actions that claim locks (`FleetLocks.lockRows`), then what its triggers are
-    /// decided from: the keys' holders and follow-ups, the database's clock, and, where a
+    /// decided from: the keys' holders and follow-ups, the database's clock, the actions' pauses, and, where a
     /// trigger needs them, the keys' last successes, the deliveries' runs and the slots' runs.
     static func opening(_ entries: [Entry]) -> Opening {
         let triggers = entries.map(\.trigger)
@@ -38,6 +38,7 @@ extension TriggerBatch {
         opening.runs = opening.add(("SELECT \(factColumns) FROM keys k JOIN runs r ON (r.id = k.holder OR r.id = ANY (k.line)) WHERE k.key = ANY ($1::text[])",
                                     [keys]))
         opening.clock = opening.add(("SELECT \(FleetCooldown.databaseNow)", []))
+        opening.pauses = opening.add(FleetPauses.of(Array(Set(triggers.map(\.action.name))).sorted()))
         let cooling = Set(triggers.filter { $0.action.cooldown != nil }.map(\.key)).sorted()
         if !cooling.isEmpty {
             opening.lastSuccess = opening.add(("""
@@ -69,6 +70,7 @@ extension TriggerBatch {
             if let key = row[0] { rows.slots[key] = KeySlot(row: Array(row[1...])) }
         }
         for row in results[opening.runs].rows { fact(row, into: &rows) }
+        for case let pause? in results[opening.pauses].rows.map({ FleetPauses.pause($0) }) { rows.pauses[pause.action] = pause }
         if let index = opening.lastSuccess {
             for row in results[index].rows {
                 guard let key = row[0], let run = row[1].flatMap({ Int64($0) }), let at = row[2].flatMap({ Int64($0) }) else { continue }

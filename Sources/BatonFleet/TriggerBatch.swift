@@ -49,6 +49,8 @@ struct TriggerBatch {
         var deliveries: [DeliveryID: Int64] = [:]
         /// The runs schedule slots made.
         var slotRuns: [SlotBook.Slot: Int64] = [:]
+        /// The pauses of the batch's actions (`FleetPauses`), whether or not they hold now.
+        var pauses: [String: ActionPause] = [:]
     }
 
     struct LastSuccess: Sendable, Equatable {
@@ -173,6 +175,7 @@ struct TriggerBatch {
         view.slotRun = slotKey.flatMap { state.slotRuns[$0] }.map { KeyDecision.SlotRun(run: $0, ended: state.runs[$0]?.phase.isTerminal ?? true) }
         view.pending = KeyDecision.pending(in: slot, windows: state.windows, started: { state.runs[$0]?.phase != .queued })
         view.lastSuccess = state.lastSuccess[trigger.key].map { KeyDecision.LastSuccess(run: $0.run, at: $0.at) }
+        view.paused = state.pauses[trigger.action.name]
         for id in slot.line { view.lineParams[id] = state.runs[id]?.params }
         for (id, facts) in state.runs {
             if let definition = facts.definition { view.definitions[id] = KeyDecision.Definition(fingerprint: definition, host: facts.host) }

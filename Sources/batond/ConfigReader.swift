@@ -107,7 +107,6 @@ struct ConfigReader {
             }
         }
         lockLimits(fields["limits"], actions: &config.actions)
-        fleetRefusals(config)
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsOffFleet(config)

@@ -26,7 +26,7 @@ struct KeyDecisionTableTests {
         var depth = 1
         var params: [String: String] = [:]
         var runParams: [Int64: [String: String]] = [:]
-        /// The action's pause (one machine's only: the fleet does not pause yet).
+        /// The action's pause (a host's table, or the fleet's `pauses` row).
         var paused: ActionPause?
         /// The action's rate limit and when a new run would fit under it (one machine's only: a fleet config refuses it).
         var rate: KeyDecision.Rate?
@@ -251,6 +251,7 @@ struct KeyDecisionRowsTests {
         var phase: Phase = .queued
         var slot: KeySlot
         var passed = true
+        var paused = false
         var starts: Bool
         var testDescription: String { name }
     }
@@ -263,11 +264,12 @@ struct KeyDecisionRowsTests {
         Start(name: "not while a replaced run drains", slot: KeySlot(holder: 7, draining: [6]), starts: false),
         Start(name: "not once it left queued", phase: .loading, slot: KeySlot(holder: 7), starts: false),
         Start(name: "not when the key forgot it (cancelled)", phase: .cancelled, slot: KeySlot(), starts: false),
+        Start(name: "not while its action is paused", slot: KeySlot(holder: 7), paused: true, starts: false),
     ]
 
     @Test("whether a queued run may start", arguments: starts)
     func mayStart(_ row: Start) {
-        #expect(KeyDecision.mayStart(7, phase: row.phase, slot: row.slot, windowPassed: row.passed) == row.starts)
+        #expect(KeyDecision.mayStart(7, phase: row.phase, slot: row.slot, windowPassed: row.passed, paused: row.paused) == row.starts)
     }
 }
 

@@ -20,12 +20,20 @@ extension ConductorState {
     /// first; `since`, its last pause or resume, which started the count again.
     public mutating func remember(failuresOf action: Action, runs: [RunSnapshot], since: Timestamp?) {
         guard action.pauseAfterFailures != nil else { return }
+        let streak = Self.failureStreak(runs, since: since)
+        failureStreaks[action.name] = streak == 0 ? nil : streak
+    }
+
+    /// An action's failures in a row: `runs` are its latest successes and failures, newest first;
+    /// `since`, its last pause or resume, which starts the count again. (A fleet counts from its
+    /// rows with it, in the transaction that writes an end.)
+    public static func failureStreak(_ runs: [RunSnapshot], since: Timestamp?) -> Int {
         var streak = 0
         for run in runs {
             guard run.phase == .failure, since.map({ (run.endedAt ?? run.queuedAt) > $0 }) ?? true else { break }
             streak += 1
         }
-        failureStreaks[action.name] = streak == 0 ? nil : streak
+        return streak
     }
 
     /// Holds the runs of a paused action that have not started (`FlightTable.hold`); with an end,
@@ -86,20 +94,37 @@ extension ConductorState {
     /// starts the count again; the Nth failure in a row pauses the action, in the end's item.
     mutating func countFailures(_ run: RunSnapshot, _ action: Action, _ step: inout Step) {
         guard let most = action.pauseAfterFailures else { return }
+        if storeCountsFailures {
+            if run.phase == .failure { step.entries.append(.countFailures(run: run.id, action: action.name, most: most)) }
+            return
+        }
         switch run.phase {
         case .success: failureStreaks[action.name] = nil
         case .failure:
             let streak = failureStreaks[action.name, default: 0] + 1
             failureStreaks[action.name] = streak
             guard streak >= most, pause(of: action.name, at: step.now) == nil else { return }
-            let last = run.error.map { ": \($0)" } ?? ""
-            let pause = ActionPause(action: action.name, by: ActionPause.afterFailures,
-                                    reason: "\(streak) failures in a row (the last, run \(run.id)\(last))", at: step.now)
+            let pause = ActionPause.afterFailures(streak, last: run, at: step.now)
             pauses[action.name] = pause
             failureStreaks[action.name] = nil
             step.entries.append(.pause(pause))
             hold(pause, &step)
         default: break
+        }
+    }
+
+    /// The fleet's pauses as its database holds them now (`pausesSeen`): each action's pause
+    /// becomes the one read (a pause made or changed on another host holds its runs here too), and
+    /// an action no longer in the list is resumed here, its runs let go. Nothing is written.
+    mutating func seen(pauses list: [ActionPause], _ step: inout Step) {
+        let read = Dictionary(list.map { ($0.action, $0) }, uniquingKeysWith: { _, last in last })
+        for (action, pause) in read where pauses[action] != pause {
+            pauses[action] = pause
+            if pause.holds(at: step.now) { hold(pause, &step) } else { pauseMayHaveEnded(action, &step) }
+        }
+        for action in pauses.keys where read[action] == nil {
+            pauses[action] = nil
+            pauseMayHaveEnded(action, &step)
         }
     }
 

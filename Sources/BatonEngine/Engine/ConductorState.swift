@@ -67,6 +67,9 @@ public struct ConductorState: Sendable {
         case pause(Token, ActionPause)
         /// `baton resume`: the action's pause ends, by whom. Answered `.paused` with the pause it ended (nil: none).
         case resume(Token, action: String, by: String)
+        /// A fleet host read the fleet's pauses as committed (every action paused now, on any
+        /// host): its own view of them follows, with nothing written (they are durable already).
+        case pausesSeen([ActionPause])
         /// Stop one run as another host asked (a replace, or a cancel sent from elsewhere).
         case stopRun(Int64, RunMachine.Stop)
     }
@@ -179,6 +182,10 @@ public struct ConductorState: Sendable {
     public internal(set) var pauses: [String: ActionPause] = [:]
     /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
     var failureStreaks: [String: Int] = [:]
+    /// Whether the store counts `pauseAfterFailures` over every host's runs in the transaction
+    /// that writes an end (a fleet host: `ConductorState.failureStreak` on its rows) instead of
+    /// this table counting this host's.
+    public var storeCountsFailures = false
     /// Backoff jitter: a deterministic generator, so that a seed replays a whole history.
     var random: SplitMix
 
@@ -208,6 +215,7 @@ public struct ConductorState: Sendable {
         case let .stopRun(run, stop): if flights[run]?.isOver == false { drive(run, .stop(stop), &step) }
         case let .pause(token, pause): self.pause(token, pause, &step)
         case let .resume(token, action, by): resume(token, action: action, by: by, &step)
+        case let .pausesSeen(list): seen(pauses: list, &step)
         }
         return finish(&step)
     }

@@ -20,6 +20,12 @@ public struct ActionPause: Codable, Sendable, Equatable {
     /// Who pauses an action by itself after failures in a row.
     public static let afterFailures = "pauseAfterFailures"
 
+    /// The pause `pauseAfterFailures` makes after `streak` failures in a row, the last `run`.
+    public static func afterFailures(_ streak: Int, last run: RunSnapshot, at now: Timestamp) -> ActionPause {
+        let last = run.error.map { ": \($0)" } ?? ""
+        return ActionPause(action: run.action, by: afterFailures, reason: "\(streak) failures in a row (the last, run \(run.id)\(last))", at: now)
+    }
+
     /// Whether the pause still holds at `now`: always without an end, else until it.
     public func holds(at now: Timestamp) -> Bool { until.map { now < $0 } ?? true }
 

@@ -39,6 +39,10 @@ public enum JournalEntry: Sendable, Equatable {
     case pause(ActionPause)
     /// An action's pause is over: resumed by `by` (a user, or `pause ended` when its time ran out).
     case resume(action: String, by: String, at: Timestamp)
+    /// A run's failure counts towards its action's `pauseAfterFailures` (`most` in a row), which
+    /// the store counts over every host's runs (a fleet: `ConductorState.storeCountsFailures`),
+    /// pausing the action when they reach `most`: in the item of that end, after it.
+    case countFailures(run: Int64, action: String, most: Int)
 }
 
 extension JournalEntry {
