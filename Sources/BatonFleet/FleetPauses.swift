@@ -9,9 +9,11 @@ import FoundationEssentials
 /// counted over every host's runs, in the transaction that writes a failure
 /// (`JournalEntry.countFailures`): by the engine's `ConductorState.failureStreak` on the rows.
 ///
-/// Lock order: whatever touches an action's pause row (a pause, a resume, a count of its
-/// failures) first takes a transaction-scoped advisory lock of the action, after the key rows
-/// its transaction locked; readers take none.
+/// Lock order: a transaction that touches an action's pause row (a pause, a resume, a count of
+/// its failures: the writer's) takes a transaction-scoped advisory lock of each such action, in
+/// name order, before anything else (`locks(for:)`, in its opening, before its key rows); no
+/// transaction takes one after another lock, so none waits for it while holding what its holder
+/// waits for. Readers (trigger batches, starts, the feed) take none.
 enum FleetPauses {
     typealias Statement = FleetJournal.Statement
 
@@ -49,11 +51,24 @@ enum FleetPauses {
         ("SELECT pg_advisory_xact_lock(hashtext('baton pause'), hashtext($1))", [action])
     }
 
+    /// The pause locks an item's entries need, in name order: the first statements of its transaction.
+    static func locks(for entries: [JournalEntry]) -> [Statement] {
+        var actions = Set<String>()
+        for entry in entries {
+            switch entry {
+            case let .pause(pause): actions.insert(pause.action)
+            case let .resume(action, _, _): actions.insert(action)
+            case let .countFailures(_, action, _): actions.insert(action)
+            default: break
+            }
+        }
+        return actions.sorted().map(lock)
+    }
+
     /// A pause made (or its end or reason moved), and its event.
     static func write(_ pause: ActionPause, host: String) -> [Statement] {
         let until = pause.until.map { String($0.rawValue) }
-        return [lock(pause.action),
-                ("""
+        return [("""
                  INSERT INTO pauses (action, paused_by, reason, at, until) VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (action) DO UPDATE SET paused_by = excluded.paused_by, reason = excluded.reason, at = excluded.at, until = excluded.until
                  """, [pause.action, pause.by, pause.reason, String(pause.at.rawValue), until]),
@@ -63,18 +78,17 @@ enum FleetPauses {
 
     /// A pause ended by `by`, and its event.
     static func resume(_ action: String, by: String, at: Timestamp, host: String) -> [Statement] {
-        [lock(action),
-         ("DELETE FROM pauses WHERE action = $1", [action]),
+        [("DELETE FROM pauses WHERE action = $1", [action]),
          ("INSERT INTO pause_events (action, event, by_whom, at, host) VALUES ($1, 'resumed', $2, $3, $4)",
           [action, by, String(at.rawValue), host])]
     }
 
-    /// In the transaction that wrote run `run`'s failure: counts its action's failures in a row
+    /// In the transaction that wrote run `run`'s failure, holding the action's pause lock
+    /// (`locks(for:)`): counts its action's failures in a row
     /// over every host's runs since its last pause or resume, and pauses it when they reach
     /// `most` (unless a pause holds already). Returns whether it paused it.
     static func countFailures(run: Int64, action: String, most: Int, on db: PGConnection, host: String) throws -> Bool {
         let read = try db.pipeline([
-            lock(action),
             ("SELECT \(columns), \(FleetCooldown.databaseNow) FROM pauses WHERE action = $1", [action]),
             ("SELECT max(at) FROM pause_events WHERE action = $1", [action]),
             ("""
@@ -82,10 +96,10 @@ enum FleetPauses {
              ORDER BY ended_at DESC, id DESC LIMIT $2::bigint
              """, [action, String(most)]),
         ])
-        if let row = read[1].first, let pause = pause(row), let now = row[5].flatMap({ Int64($0) }),
+        if let row = read[0].first, let pause = pause(row), let now = row[5].flatMap({ Int64($0) }),
            pause.holds(at: Timestamp(rawValue: now)) { return false }
-        let since = read[2].first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:))
-        let runs = read[3].rows.map { FleetRows.run($0) }
+        let since = read[1].first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:))
+        let runs = read[2].rows.map { FleetRows.run($0) }
         let streak = ConductorState.failureStreak(runs, since: since)
         guard streak >= most, let last = runs.first(where: { $0.id == run }) ?? runs.first else { return false }
         _ = try db.pipeline(write(ActionPause.afterFailures(streak, last: last, at: .now), host: host))
