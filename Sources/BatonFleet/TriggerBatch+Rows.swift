@@ -3,12 +3,15 @@ import BatonCore
 /// The statements a batch's transaction opens with, in the round trip of its BEGIN, and the
 /// `Rows` read from their results. Lock order (the fleet's one global order): the batch's key
 /// rows in one statement, in key order, then the lock rows its new runs may claim in one
-/// statement, in name order; everything else is read after, under those locks.
+/// statement, in name order, then the rate-limited buckets' advisory locks in bucket order
+/// (`FleetRates`); everything else is read after, under those locks.
 extension TriggerBatch {
     /// The opening statements and where each read's rows are in the pipeline's results.
     struct Opening {
         var statements: [FleetJournal.Statement] = [("BEGIN", [])]
         var slots = 0, runs = 0, clock = 0, pauses = 0
+        /// Each rate-limited bucket's read (`FleetRates`).
+        var rates: [String: Int] = [:]
         var lastSuccess: Int?, deliveries: Int?, slotRuns: Int?
 
         mutating func add(_ statement: FleetJournal.Statement) -> Int {
@@ -35,6 +38,15 @@ extension TriggerBatch {
         opening.slots = opening.add(("SELECT key, holder, follow_up, draining, line FROM keys WHERE key = ANY ($1::text[]) ORDER BY key FOR UPDATE", [keys]))
         let locks = triggers.flatMap { $0.action.locks.map(\.name) }
         if !locks.isEmpty { for statement in FleetLocks.lockRows(locks) { _ = opening.add(statement) } }
+        // The rate-limited buckets after the lock rows, each locked then read (`FleetRates`).
+        var claims: [String: (claim: RateClaim, action: String, key: String)] = [:]
+        for trigger in triggers {
+            if let claim = trigger.action.rateClaim(key: trigger.key) { claims[claim.bucket] = (claim, trigger.action.name, trigger.key) }
+        }
+        for (index, statement) in FleetRates.opening(claims).enumerated() {
+            let at = opening.add(statement)
+            if index % 2 == 1 { opening.rates[claims.keys.sorted()[index / 2]] = at }
+        }
         opening.runs = opening.add(("SELECT \(factColumns) FROM keys k JOIN runs r ON (r.id = k.holder OR r.id = ANY (k.line)) WHERE k.key = ANY ($1::text[])",
                                     [keys]))
         opening.clock = opening.add(("SELECT \(FleetCooldown.databaseNow)", []))
@@ -71,6 +83,7 @@ extension TriggerBatch {
         }
         for row in results[opening.runs].rows { fact(row, into: &rows) }
         for case let pause? in results[opening.pauses].rows.map({ FleetPauses.pause($0) }) { rows.pauses[pause.action] = pause }
+        for (bucket, index) in opening.rates { rows.rates[bucket] = FleetRates.bucket(results[index].rows) }
         if let index = opening.lastSuccess {
             for row in results[index].rows {
                 guard let key = row[0], let run = row[1].flatMap({ Int64($0) }), let at = row[2].flatMap({ Int64($0) }) else { continue }

@@ -110,7 +110,6 @@ struct ConfigReader {
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsOffFleet(config)
-        rateLimitsOffFleet(config)
         return config
     }
 

@@ -78,6 +78,7 @@ struct KeyDecisionTableTests {
             rows.lastSuccess["deploy"] = lastSuccess.map { TriggerBatch.LastSuccess(run: $0.run, at: $0.at) }
             if let delivered { rows.deliveries[TriggerBatch.DeliveryID(hook: "gh", id: "d1")] = delivered }
             if let scheduledRun { rows.slotRuns[SlotBook.Slot(action: "deploy", at: Self.slotAt)] = scheduledRun }
+            if let paused { rows.pauses["deploy"] = paused }
             return rows
         }
     }
@@ -186,11 +187,13 @@ struct KeyDecisionTableTests {
         #expect(KeyDecision.decide(KeyDecision.Asked(row.trigger), row.view, slot: &slot, candidate: { Case.candidate }) == row.expected)
     }
 
-    @Test("the fleet's batch decides the same on the rows it reads", arguments: cases.filter { $0.paused == nil && $0.rate == nil })
+    @Test("the fleet's batch decides the same on the rows it reads (a rate limit's rows are FleetRates' own)", arguments: cases.filter { $0.rate == nil })
     func fleet(_ row: Case) {
         let decided = TriggerBatch.decide([TriggerBatch.Entry(trigger: row.trigger)], row.rows, me: "me", ids: [Case.candidate])
         let got: KeyDecision? = switch decided.outcomes.first {
         case let .refused(error): .refused(error)
+        case let .denied(.paused(pause), record): .paused(pause, skipped: record == .skipped)
+        case .denied: nil
         case let .shared(decision): .shared(decision)
         case let .debounced(run): decided.windows[run].map { .debounced(run: run, window: $0) }
         case let .created(decision, window): .created(decision, window: window)
