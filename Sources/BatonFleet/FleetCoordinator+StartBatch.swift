@@ -86,7 +86,7 @@ extension FleetCoordinator {
             let run = FleetRows.run(row)
             let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
             let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
-            let paused = FleetPauses.pause(row, from: FleetRows.runColumnCount + 5)?.holds(at: .now) ?? false
+            let paused = FleetPauses.holds(row, from: FleetRows.runColumnCount + 5)
             guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t",
                                        paused: paused) else { continue }
             guard let action = conductor.action(named: run.action), action.locks.isEmpty, run.hook == nil else {

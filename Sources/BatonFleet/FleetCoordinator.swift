@@ -82,10 +82,10 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
 
     /// The fleet's pauses, read and handed to the conductor (before `then`, on its loop).
     public func readPauses(then: @escaping @Sendable (BatonError?) -> Void) {
-        pool.submit({ db in try FleetPauses.read(on: db) }) { [self] result in
+        pool.submit({ db in (Timestamp.now, try FleetPauses.read(on: db)) }) { [self] result in
             switch result {
-            case let .success(pauses):
-                conductor.seen(pauses: pauses)
+            case let .success((readAt, pauses)):
+                conductor.seen(pauses: pauses, readAt: readAt)
                 then(nil)
             case let .failure(error):
                 then(.storeUnavailable("the fleet's pauses could not be read: \(error)"))

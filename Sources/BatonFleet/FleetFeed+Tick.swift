@@ -46,7 +46,8 @@ extension FleetFeed {
         }
         coordinator.reactor.onLoop { coordinator.send(.refreshed(live)) }
         // Pauses made or ended on any host: this host's status, metrics and dashboard follow.
-        coordinator.conductor.seen(pauses: try FleetPauses.read(on: db))
+        let readAt = Timestamp.now
+        coordinator.conductor.seen(pauses: try FleetPauses.read(on: db), readAt: readAt)
     }
 
     /// The snapshot the feed starts from: what it sees committed is not delivered, the rest will be.

@@ -89,7 +89,10 @@ enum FleetHooks {
     /// and cooldown are read only for an action that has them, on the database's clock.
     private static func view(of key: String, _ action: Action, slot: KeySlot, on db: PGConnection) throws -> KeyDecision.View {
         var view = KeyDecision.View(slot: slot, now: .now)
-        view.paused = try db.query(FleetPauses.of([action.name])).first.flatMap { FleetPauses.pause($0) }
+        // Its pause where it holds by the database's clock (the pause's times are the database's).
+        view.paused = try db.query(FleetPauses.of([action.name])).first.flatMap { row in
+            FleetPauses.holds(row, from: 0) ? FleetPauses.pause(row) : nil
+        }
         // Its rate limit's bucket, read without its lock (the writer holds key rows a trigger
         // batch may wait for while holding the bucket's): the start that the run then waits
         // for decides under the lock (`rateHeld`), so no window holds more starts than allowed.

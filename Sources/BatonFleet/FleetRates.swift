@@ -9,7 +9,7 @@ import FoundationEssentials
 /// `Rate`, `RateBook.next` at a start), as on one machine. Two hosts' decisions on one bucket
 /// are thereby one after the other, and each sees the other's committed starts.
 ///
-/// Lock order: the bucket locks in bucket order, after the key rows and lock rows the
+/// Lock order: the bucket locks in their keys' order, after the key rows and lock rows the
 /// transaction takes (a trigger batch's opening; a start's `writeStarts`), and before nothing
 /// else but the end of the transaction.
 enum FleetRates {
@@ -38,9 +38,7 @@ enum FleetRates {
     }
 
     /// The lock of one bucket, held to the transaction's end.
-    static func lock(_ bucket: String) -> Statement {
-        ("SELECT pg_advisory_xact_lock(hashtext('baton rate'), hashtext($1))", [bucket])
-    }
+    static func lock(_ bucket: String) -> FleetAdvisoryLock { FleetAdvisoryLock("baton rate", bucket) }
 
     /// A bucket's rows, read after its lock: each run of the action (of the key, for a key's
     /// bucket) that started inside the window by the database's clock, or is queued and never
@@ -65,13 +63,12 @@ enum FleetRates {
         return bucket
     }
 
-    /// The statements that lock and read the buckets of `claims` (bucket → a run's action and
-    /// key), in bucket order: a lock then a read for each.
-    static func opening(_ claims: [String: (claim: RateClaim, action: String, key: String)]) -> [Statement] {
-        claims.keys.sorted().flatMap { bucket -> [Statement] in
-            let claim = claims[bucket]!
-            return [lock(bucket), read(claim.claim, action: claim.action, key: claim.key)]
-        }
+    /// The statements that lock the buckets of `claims` (bucket → a run's action and key), in
+    /// their locks' order, then read each; and which bucket each read (after the locks) is.
+    static func opening(_ claims: [String: (claim: RateClaim, action: String, key: String)]) -> (statements: [Statement], buckets: [String]) {
+        let buckets = claims.keys.sorted()
+        return (FleetAdvisoryLock.statements(buckets.map(lock)) + buckets.map { read(claims[$0]!.claim, action: claims[$0]!.action, key: claims[$0]!.key) },
+                buckets)
     }
 }
 
@@ -90,11 +87,11 @@ extension FleetCoordinator {
             runs.append((run.id, claim.bucket))
         }
         guard !claims.isEmpty else { return [] }
-        let read = try db.pipeline(FleetRates.opening(claims))
+        let opening = FleetRates.opening(claims)
+        let read = try db.pipeline(opening.statements)
+        let reads = read.suffix(opening.buckets.count)
         var books: [String: RateBook] = [:]
-        for (index, bucket) in claims.keys.sorted().enumerated() {
-            books[bucket] = FleetRates.bucket(read[2 * index + 1].rows).book(claims[bucket]!.claim)
-        }
+        for (bucket, rows) in zip(opening.buckets, reads) { books[bucket] = FleetRates.bucket(rows.rows).book(claims[bucket]!.claim) }
         let now = Timestamp.now
         var held = Set<Int64>()
         for run in runs.sorted(by: { $0.id < $1.id }) {

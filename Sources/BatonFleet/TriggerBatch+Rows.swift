@@ -43,10 +43,9 @@ extension TriggerBatch {
         for trigger in triggers {
             if let claim = trigger.action.rateClaim(key: trigger.key) { claims[claim.bucket] = (claim, trigger.action.name, trigger.key) }
         }
-        for (index, statement) in FleetRates.opening(claims).enumerated() {
-            let at = opening.add(statement)
-            if index % 2 == 1 { opening.rates[claims.keys.sorted()[index / 2]] = at }
-        }
+        let rates = FleetRates.opening(claims)
+        let reads = rates.statements.map { opening.add($0) }.suffix(rates.buckets.count)
+        for (bucket, at) in zip(rates.buckets, reads) { opening.rates[bucket] = at }
         opening.runs = opening.add(("SELECT \(factColumns) FROM keys k JOIN runs r ON (r.id = k.holder OR r.id = ANY (k.line)) WHERE k.key = ANY ($1::text[])",
                                     [keys]))
         opening.clock = opening.add(("SELECT \(FleetCooldown.databaseNow)", []))

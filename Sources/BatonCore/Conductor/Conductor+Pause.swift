@@ -11,10 +11,10 @@ extension Conductor {
         ask({ .resume($0, action: action, by: by) }, .pause(answered))
     }
 
-    /// The fleet's pauses as its database holds them now (a fleet host's feed): this conductor's
-    /// view follows, nothing written (`ConductorState.Event.pausesSeen`).
-    public func seen(pauses: [ActionPause]) {
-        send(.pausesSeen(pauses))
+    /// The fleet's pauses as its database held them in a read begun at `readAt` (a fleet host's
+    /// feed): this conductor's view follows, nothing written (`ConductorState.Event.pausesSeen`).
+    public func seen(pauses: [ActionPause], readAt: Timestamp) {
+        send(.pausesSeen(pauses, readAt: readAt))
     }
 
     public func pause(_ pause: ActionPause) async throws(BatonError) -> ActionPause? {

@@ -72,6 +72,7 @@ extension ConductorState {
     /// Pauses an action (or moves its pause's end or reason): durable before it is answered.
     mutating func pause(_ token: Token, _ pause: ActionPause, _ step: inout Step) {
         pauses[pause.action] = pause
+        pauseChanged[pause.action] = step.now
         failureStreaks[pause.action] = nil
         step.entries.append(.pause(pause))
         step.answer(token, .paused(pause))
@@ -80,6 +81,7 @@ extension ConductorState {
 
     /// Ends an action's pause: answered with the pause it ended, nil when it was not paused.
     mutating func resume(_ token: Token, action: String, by: String, _ step: inout Step) {
+        pauseChanged[action] = step.now
         guard let pause = pauses.removeValue(forKey: action), pause.holds(at: step.now) else {
             pauseMayHaveEnded(action, &step)
             return step.answer(token, .paused(nil))
@@ -95,7 +97,9 @@ extension ConductorState {
     mutating func countFailures(_ run: RunSnapshot, _ action: Action, _ step: inout Step) {
         guard let most = action.pauseAfterFailures else { return }
         if storeCountsFailures {
-            if run.phase == .failure { step.entries.append(.countFailures(run: run.id, action: action.name, most: most)) }
+            if run.phase == .failure || run.phase == .success {
+                step.entries.append(.failureStreak(run: run.id, action: action.name, most: most, failed: run.phase == .failure))
+            }
             return
         }
         switch run.phase {
@@ -103,8 +107,8 @@ extension ConductorState {
         case .failure:
             let streak = failureStreaks[action.name, default: 0] + 1
             failureStreaks[action.name] = streak
-            guard streak >= most, pause(of: action.name, at: step.now) == nil else { return }
-            let pause = ActionPause.afterFailures(streak, last: run, at: step.now)
+            guard let pause = ActionPause.afterFailures(streak: streak, most: most, last: run, paused: pause(of: action.name, at: step.now) != nil,
+                                                        at: step.now) else { return }
             pauses[action.name] = pause
             failureStreaks[action.name] = nil
             step.entries.append(.pause(pause))
@@ -115,14 +119,21 @@ extension ConductorState {
 
     /// The fleet's pauses as its database holds them now (`pausesSeen`): each action's pause
     /// becomes the one read (a pause made or changed on another host holds its runs here too), and
-    /// an action no longer in the list is resumed here, its runs let go. Nothing is written.
-    mutating func seen(pauses list: [ActionPause], _ step: inout Step) {
+    /// an action no longer in the list is resumed here, its runs let go. Nothing is written. A
+    /// read begun before an older one's, or before this conductor changed an action's pause (its
+    /// commit may come after the read's snapshot), says nothing of it: a refresh never undoes a
+    /// pause or resume made here a moment ago.
+    mutating func seen(pauses list: [ActionPause], readAt: Timestamp, _ step: inout Step) {
+        guard pausesRead.map({ readAt >= $0 }) ?? true else { return }
+        pausesRead = readAt
+        let changed = pauseChanged
+        let stale = { (action: String) in changed[action].map { $0 >= readAt } ?? false }
         let read = Dictionary(list.map { ($0.action, $0) }, uniquingKeysWith: { _, last in last })
-        for (action, pause) in read where pauses[action] != pause {
+        for (action, pause) in read where pauses[action] != pause && !stale(action) {
             pauses[action] = pause
             if pause.holds(at: step.now) { hold(pause, &step) } else { pauseMayHaveEnded(action, &step) }
         }
-        for action in pauses.keys where read[action] == nil {
+        for action in pauses.keys where read[action] == nil && !stale(action) {
             pauses[action] = nil
             pauseMayHaveEnded(action, &step)
         }

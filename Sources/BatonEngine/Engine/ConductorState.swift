@@ -68,8 +68,9 @@ public struct ConductorState: Sendable {
         /// `baton resume`: the action's pause ends, by whom. Answered `.paused` with the pause it ended (nil: none).
         case resume(Token, action: String, by: String)
         /// A fleet host read the fleet's pauses as committed (every action paused now, on any
-        /// host): its own view of them follows, with nothing written (they are durable already).
-        case pausesSeen([ActionPause])
+        /// host), the read begun at `readAt`: its own view of them follows, with nothing written
+        /// (they are durable already).
+        case pausesSeen([ActionPause], readAt: Timestamp)
         /// Stop one run as another host asked (a replace, or a cancel sent from elsewhere).
         case stopRun(Int64, RunMachine.Stop)
     }
@@ -182,6 +183,10 @@ public struct ConductorState: Sendable {
     public internal(set) var pauses: [String: ActionPause] = [:]
     /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
     var failureStreaks: [String: Int] = [:]
+    /// When this conductor last paused or resumed each action, and when the latest read of the
+    /// fleet's pauses it took began (`pausesSeen`): a read begun before a change is older news.
+    var pauseChanged: [String: Timestamp] = [:]
+    var pausesRead: Timestamp?
     /// Whether the store counts `pauseAfterFailures` over every host's runs in the transaction
     /// that writes an end (a fleet host: `ConductorState.failureStreak` on its rows) instead of
     /// this table counting this host's.
@@ -215,7 +220,7 @@ public struct ConductorState: Sendable {
         case let .stopRun(run, stop): if flights[run]?.isOver == false { drive(run, .stop(stop), &step) }
         case let .pause(token, pause): self.pause(token, pause, &step)
         case let .resume(token, action, by): resume(token, action: action, by: by, &step)
-        case let .pausesSeen(list): seen(pauses: list, &step)
+        case let .pausesSeen(list, readAt): seen(pauses: list, readAt: readAt, &step)
         }
         return finish(&step)
     }

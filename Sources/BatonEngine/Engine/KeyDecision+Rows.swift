@@ -15,7 +15,7 @@ extension KeyDecision {
     /// Whether queued run `run` may start now: it holds its key, nothing of the key is still
     /// stopping (`KeySlot.startable`), its debounce window, if it has one, has passed, and its
     /// action is not `paused` (a pause that holds now: `ActionPause.holds(at:)`).
-    public static func mayStart(_ run: Int64, phase: Phase, slot: KeySlot, windowPassed: Bool, paused: Bool = false) -> Bool {
+    public static func mayStart(_ run: Int64, phase: Phase, slot: KeySlot, windowPassed: Bool, paused: Bool) -> Bool {
         phase == .queued && slot.startable == run && windowPassed && !paused
     }
 }
