@@ -26,6 +26,9 @@ struct CoordinatorState: Sendable {
     private(set) var lookWhenFree = false
     /// Every host's runs in flight, as the feed last read them.
     private(set) var fleetInFlight: [Int64: RunSnapshot] = [:]
+    /// The secret params' values of this host's runs that have not started (`keep`), in memory
+    /// only: handed to the conductor with the run when it starts here, dropped when it ends.
+    private(set) var secrets: [Int64: [String: String]] = [:]
 
     init(limit: Int) {
         self.limit = max(limit, 1)
@@ -38,6 +41,8 @@ struct CoordinatorState: Sendable {
         /// A transaction that was granted `granted` slots ended: `claimed` runs (committed) go
         /// to the conductor, each keeping its slot until counted; the other slots come back.
         case settled(granted: Int, claimed: [FleetCoordinator.Claimed])
+        /// A trigger made run `run`, not started yet, with secret params' values.
+        case keep(Int64, secrets: [String: String])
         /// The conductor counts a handed run among its running ones: its slot comes back.
         case counted
         /// Asks for a look at what may start (a feed's tick, a debounce timer).
@@ -77,6 +82,9 @@ struct CoordinatorState: Sendable {
             return [.granted(take(wanted, running: running))]
         case let .settled(granted, claimed):
             return settle(granted: granted, claimed: claimed)
+        case let .keep(run, values):
+            if !values.isEmpty { secrets[run] = values }
+            return []
         case .counted:
             reserved = max(reserved - 1, 0)
             return []
@@ -105,6 +113,7 @@ struct CoordinatorState: Sendable {
         case let .delivered(run, ended):
             fleetInFlight[run.id] = ended ? nil : run
             if ended { adopted[run.id] = nil }
+            if ended || run.phase != .queued { secrets[run.id] = nil }
             return []
         }
     }
@@ -123,7 +132,13 @@ struct CoordinatorState: Sendable {
         let returned = max(granted - claimed.count, 0)
         reserved = max(reserved - returned, 0)
         for run in claimed { adopted[run.run.id] = run.seq }
-        var effects = claimed.map(Effect.hand)
+        // A run starting here takes its secrets' values with it (a run this host never had them
+        // for starts without: the conductor ends it, saying so).
+        var effects = claimed.map { run -> Effect in
+            var run = run
+            if let values = secrets.removeValue(forKey: run.run.id) { run.secrets = values }
+            return .hand(run)
+        }
         // A look that wanted a slot gets one now (one in flight asks again as it ends).
         if returned > 0, lookWhenFree, accepting, !looking {
             lookWhenFree = false

@@ -11,6 +11,8 @@ extension FleetCoordinator {
         var action: Action
         /// What a hook run is told of the run that fired it (`FleetHooks.context`).
         var hook: HookContext?
+        /// Its secret params' values, where this host has them (`CoordinatorState.secrets`).
+        var secrets: [String: String] = [:]
     }
 
     /// What a start's transaction did with a queued run.
@@ -65,7 +67,7 @@ extension FleetCoordinator {
             return
         case let .hand(claimed):
             // Its start slot is given back once the conductor counts it.
-            conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook),
+            conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook, secrets: claimed.secrets),
                             follower: followers[claimed.run.id]) { [self] _ in reactor.onLoop { [self] in send(.counted) } }
         case .findReady:
             pool.submit({ [self] db in try findReady(on: db) }) { [self] result in

@@ -39,7 +39,14 @@ extension FleetCoordinator {
             var followers: [Int64: Conductor.Follower] = [:]
             var claimed: [Claimed] = []
             for (job, result) in zip(jobs, results) {
-                guard case let .success(decided) = result, let run = decided.claimed else { continue }
+                guard case let .success(decided) = result else { continue }
+                // A new run's secrets' values stay here until it starts (now, or later on this host).
+                switch decided.decision {
+                case let .created(id), let .followUp(id, _), let .replaced(id, _):
+                    if !job.entry.trigger.secrets.isEmpty { send(.keep(id, secrets: job.entry.trigger.secrets)) }
+                default: break
+                }
+                guard let run = decided.claimed else { continue }
                 claimed.append(run)
                 if let follower = job.follower { followers[run.run.id] = follower }
             }

@@ -30,10 +30,16 @@ extension Backend {
         var runner = ExecRunner(reactor: reactor, spawner: SpawnerPool(threads: SpawnerPool.perCore))
         runner.tracking = tracking
         runner.beforeSpawn = { guardLink.ensureRunning() }
-        let conductor = Conductor(actions: config.actions, store: store,
-                                  options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
-                                                             watchersFedByFleet: true, lineSink: config.journalSink,
-                                                             storeDecidesHooks: true, storeCountsFailures: true), reactor: reactor)
+        var options = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
+                                        watchersFedByFleet: true, lineSink: config.journalSink, storeDecidesHooks: true, storeCountsFailures: true)
+        // Every host hashes secrets under the one key each holds (`secretsKey`, required with a
+        // secret param; read at start, and at first use where a reload added one).
+        if let path = config.secretsKey {
+            let secretKey = SecretParamKey(shared: path)
+            try secretKey.prepare(for: config.actions)
+            options.sealer = secretKey.sealer
+        }
+        let conductor = Conductor(actions: config.actions, store: store, options: options, reactor: reactor)
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns, reactor: reactor,
                                            log: { Log.warning($0) })
         // The transaction that writes a run's end starts the runs that may start then.

@@ -52,7 +52,7 @@ struct Backend {
         var runner = ExecRunner(reactor: reactor, spawner: SpawnerPool(threads: SpawnerPool.perCore))
         runner.tracking = tracking
         runner.shim = Self.shim(database: path)
-        let secretKey = SecretParamKey(database: path)
+        let secretKey = SecretParamKey(database: path, configured: config.secretsKey)
         try secretKey.prepare(for: config.actions)
         var conductorOptions = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
                                                  lineSink: config.journalSink)

@@ -34,6 +34,9 @@ struct Config: Sendable, Equatable {
     var journal = true
     /// `postgres`, `host` and `lease`: this batond is one host of a fleet sharing that database.
     var fleet: FleetConfig?
+    /// The key secret params' values are hashed under (`secretsKey`): nil on one machine, which
+    /// makes its own beside the database (`SecretParamKey`); a fleet's hosts share one file.
+    var secretsKey: String?
     /// How long ended runs are kept; actions may override each field.
     var retention: Retention = .standard
     /// Who may trigger, cancel and read (root and batond's own user always may); actions may override.

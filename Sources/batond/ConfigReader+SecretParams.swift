@@ -16,13 +16,23 @@ extension ConfigReader {
         return flag
     }
 
-    /// A fleet's runs may start on another host than the one the trigger came to, and only
-    /// that host's memory holds a secret's value: refused, naming the actions.
-    mutating func secretsOffFleet(_ config: Config) {
-        guard config.fleet != nil else { return }
-        for action in config.actions where !action.secretParams.isEmpty {
-            fail("actions.\(action.name).params.\(action.secretParams[0]).secret",
-                 "secret params are not supported on a fleet yet (a run may start on a host that never saw the value)")
+    /// A fleet's hosts hash a secret's value under one key, so that equal values meet in one
+    /// key on every host: with an action that has a secret param, `secretsKey` must name the
+    /// file each host holds (batond makes none in a fleet: each host would make its own).
+    mutating func secretsKeyInFleet(_ config: Config) {
+        guard config.fleet != nil, config.secretsKey == nil, let action = config.actions.first(where: { !$0.secretParams.isEmpty }) else { return }
+        fail("secretsKey", "missing: actions.\(action.name) has a secret param, and a fleet's hosts must hash secrets under one key: "
+            + "secretsKey: \"/etc/baton/secrets.key\" naming a file of 32 random bytes, mode 0600, the same on every host "
+            + "(head -c 32 /dev/urandom > /etc/baton/secrets.key)")
+    }
+
+    /// `"/etc/baton/secrets.key"`: an absolute path.
+    mutating func absolutePath(_ value: JSONValue, at here: String) -> String? {
+        guard let path = string(value, at: here) else { return nil }
+        guard path.hasPrefix("/") else {
+            fail(here, "expected an absolute path, got \(Action.quoted(path))")
+            return nil
         }
+        return path
     }
 }

@@ -22,7 +22,7 @@ struct ConfigReader {
     private static let topFields: Set<String> = [
         "socket", "socketMode", "socketGroup", "database", "maxConcurrentRuns", "shutdownGrace", "synchronous", "actions",
         "retention", "allow", "maxConnectionsPerUser", "maxConnections", "requestTimeout", "metrics", "postgres", "host", "lease",
-        "processTree", "output", "webhooks", "limits", "requireUser", "search",
+        "processTree", "output", "webhooks", "limits", "requireUser", "search", "secretsKey",
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
@@ -63,6 +63,7 @@ struct ConfigReader {
                 .flatMap(ProcessTreeSetting.init(rawValue:)) ?? .auto
         }
         config.fleet = fleet(fields)
+        if let value = fields["secretsKey"] { config.secretsKey = absolutePath(value, at: "secretsKey") }
         config.search = search(fields["search"], fleet: config.fleet != nil)
         if let value = fields["retention"] {
             config.retention = Retention.standard.overridden(by: retention(value, at: "retention"))
@@ -109,7 +110,7 @@ struct ConfigReader {
         lockLimits(fields["limits"], actions: &config.actions)
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
-        secretsOffFleet(config)
+        secretsKeyInFleet(config)
         return config
     }
 

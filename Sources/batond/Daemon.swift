@@ -213,6 +213,9 @@ enum Daemon {
         if old.socket != config.socket || old.database != config.database || old.socketMode != config.socketMode {
             warnings.append("socket and database settings change only at restart")
         }
+        if old.secretsKey != config.secretsKey {
+            warnings.append("secretsKey changes only at restart (the key secret params are hashed under is read once)")
+        }
         if old.search != config.search {
             warnings.append("search changes only at restart (the store makes or drops its index when it opens)")
         }

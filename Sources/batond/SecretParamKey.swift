@@ -11,9 +11,21 @@ import Glibc
 /// their values are equal. Removing the file gives new keys from then on (runs in flight keep theirs).
 final class SecretParamKey: Sendable {
     let path: String
+    /// Whether batond makes the key when there is none (one machine); a fleet's hosts share one
+    /// file the operator gives each (`secretsKey`), which none of them makes.
+    let makes: Bool
     private let key = Locked<[UInt8]?>(nil)
 
-    init(database: String) { path = database + "-secrets.key" }
+    init(database: String, configured: String? = nil) {
+        path = configured ?? database + "-secrets.key"
+        makes = true
+    }
+
+    /// A fleet host's: the file `secretsKey` names, which must exist.
+    init(shared path: String) {
+        self.path = path
+        makes = false
+    }
 
     /// The sealer the conductor and the service make keys with: loads the key on first use
     /// when `prepare` did not (an action with a secret added by a reload).
@@ -35,7 +47,7 @@ final class SecretParamKey: Sendable {
     private func loaded() throws(BatonError) -> [UInt8] {
         if let key = key.withLock({ $0 }) { return key }
         do { try HMAC.load() } catch { throw .internalError("secret params: \(error.description)") }
-        let read = try Self.readOrCreate(path)
+        let read = try makes ? Self.readOrCreate(path) : Self.readShared(path)
         return key.withLock { key in
             if key == nil { key = read }
             return key ?? read
@@ -65,6 +77,15 @@ final class SecretParamKey: Sendable {
         guard link(temporary, path) == 0 || errno == EEXIST else { throw failure("cannot create", path) }
         try syncDirectory(of: path)
         guard let key = try read(path) else { throw failure("cannot read", path) }
+        return key
+    }
+
+    /// The fleet's shared key in `path`: refused when missing (each host would make its own).
+    static func readShared(_ path: String) throws(BatonError) -> [UInt8] {
+        guard let key = try read(path) else {
+            throw .internalError("secret params: there is no key at \(path) (secretsKey): give every host of the fleet the same "
+                + "file of 32 random bytes, mode 0600, owned by batond's user (head -c 32 /dev/urandom > \(path))")
+        }
         return key
     }
 

@@ -25,7 +25,24 @@ struct CoordinatorStateTests {
         var testDescription: String { what }
     }
 
+    static func claimed(_ id: Int64, secrets: [String: String]) -> FleetCoordinator.Claimed {
+        var run = claimed(id)
+        run.secrets = secrets
+        return run
+    }
+
     static let table: [Row] = [
+        Row(what: "a run kept with its secrets' values takes them when it is handed",
+            events: [.keep(7, secrets: ["token": "s3cr3t"]), .reserve(wanted: 1, running: 0), .settled(granted: 1, claimed: [claimed(7)])],
+            effects: [.hand(claimed(7, secrets: ["token": "s3cr3t"]))], reserved: 1),
+        Row(what: "once: a second hand of the run (another start's claim) has none left",
+            events: [.keep(7, secrets: ["token": "s3cr3t"]), .reserve(wanted: 2, running: 0), .settled(granted: 1, claimed: [claimed(7)]),
+                     .settled(granted: 1, claimed: [claimed(7)])],
+            effects: [.hand(claimed(7))], reserved: 2),
+        Row(what: "a kept run that ends before it starts (cancelled) drops its secrets",
+            events: [.keep(7, secrets: ["token": "s3cr3t"]), .delivered(claimed(7).run, ended: true), .reserve(wanted: 1, running: 0),
+                     .settled(granted: 1, claimed: [claimed(7)])],
+            effects: [.hand(claimed(7))], reserved: 1),
         Row(what: "a trigger is granted a free slot", events: [.reserve(wanted: 1, running: 0)], effects: [.granted(1)], reserved: 1),
         Row(what: "no slot while the conductor runs the limit", events: [.reserve(wanted: 1, running: 2)], effects: [.granted(0)],
             reserved: 0),

@@ -17,7 +17,7 @@ struct SecretParamConfigTests {
         #expect(plain.fingerprint != action.fingerprint)
     }
 
-    @Test("a secret with a default, a secret that is not a boolean, and secrets on a fleet are refused naming the field")
+    @Test("a secret with a default, a secret that is not a boolean, and secrets on a fleet without secretsKey are refused naming the field; secretsKey is an absolute path")
     func refused() {
         #expect(problems(#"{ actions: { d: { exec: ["true"], params: { token: { secret: true, default: "x" } } } } }"#)
             == ["actions.d.params.token.default: a secret param has no default (the config keeps it in clear): "
@@ -25,7 +25,13 @@ struct SecretParamConfigTests {
         #expect(problems(#"{ actions: { d: { exec: ["true"], params: { token: { secret: "yes" } } } } }"#)
             == ["actions.d.params.token.secret: expected true or false, got a string"])
         #expect(problems(#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], params: { token: { secret: true } } } } }"#)
-            == ["actions.d.params.token.secret: secret params are not supported on a fleet yet (a run may start on a host that never saw the value)"])
+            == ["secretsKey: missing: actions.d has a secret param, and a fleet's hosts must hash secrets under one key: "
+                + "secretsKey: \"/etc/baton/secrets.key\" naming a file of 32 random bytes, mode 0600, the same on every host "
+                + "(head -c 32 /dev/urandom > /etc/baton/secrets.key)"])
+        #expect(problems(#"{ postgres: "dbname=x", secretsKey: "/etc/baton/secrets.key", actions: { d: { exec: ["true"], params: { token: { secret: true } } } } }"#)
+            == [])
+        #expect(problems(#"{ secretsKey: "secrets.key", actions: { d: { exec: ["true"] } } }"#)
+            == ["secretsKey: expected an absolute path, got \"secrets.key\""])
         #expect(problems(#"{ actions: { d: { exec: ["true"], params: { token: { secret: false, default: "x" } } } } }"#) == [])
     }
 

@@ -13,11 +13,11 @@ struct FleetTests {
     /// under ThreadSanitizer) a renewal can be late, and a host that fences itself is not what
     /// those tests are about.
     static func fleet(_ count: Int, actions: String, lease: String = "15s", server: Postgres? = nil,
-                      conninfo given: String? = nil) throws -> [Daemon] {
+                      conninfo given: String? = nil, settings: String = "") throws -> [Daemon] {
         let conninfo = try given ?? (server ?? Postgres.server()).database()
         return try (1...count).map { index in
             let host = try Daemon(config: """
-                { postgres: "\(conninfo)", host: "web-\(index)", lease: "\(lease)", maxConcurrentRuns: 8, actions: { \(actions) } }
+                { postgres: "\(conninfo)", host: "web-\(index)", lease: "\(lease)", maxConcurrentRuns: 8, \(settings) actions: { \(actions) } }
                 """)
             // batond listens at once; it takes triggers once it has joined the fleet.
             try host.waitForLog("joined the fleet")

@@ -138,11 +138,21 @@ extension ConductorState {
     mutating func adopt(_ token: Token, _ adopted: AdoptedRun, _ step: inout Step) {
         let id = adopted.run.id
         guard flights[id] == nil else { return step.answer(token, .attached(flights[id]?.snapshot)) }
+        // A secret's value lives only in the memory of the host its trigger came to: another host
+        // (one that took the run over from a host that stopped) cannot run it with it, nor without.
+        if let secret = adopted.action.secretParams.first(where: { adopted.run.params[$0] == Action.maskedValue && adopted.secrets[$0] == nil }) {
+            let ended = end(UnfinishedRun(run: adopted.run, lastSeq: adopted.seq), .failure, TransitionDetail(reason: "secret", error:
+                "the run started on a host that never had the value of its secret param \(secret) (kept in the memory of the host its trigger came to)"),
+                &step)
+            fireHooks(ended, adopted.action, output: [], &step)
+            return step.answer(token, .attached(ended))
+        }
         var machine = RunMachine(retries: adopted.action.retry.attempts)
         let effects = machine.handle(.start)
         var run = adopted.run
         run.estimate = estimates.median(run.action)
         flights[id] = Flight(run: run, machine: machine, action: adopted.action, runner: nil, seq: adopted.seq, hook: adopted.hook)
+        flights[id]?.secrets = adopted.secrets
         table.adoptRunning(id, key: run.key)
         nextRunID = max(nextRunID, id + 1)
         for case let .launch(attempt) in effects { perform(id, .launch(attempt: attempt), &step) }

@@ -305,12 +305,16 @@ public struct AdoptedRun: Sendable, Equatable {
     public var action: Action
     /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
     public var hook: HookContext?
+    /// Its secret params' values, where this host has them (the trigger came to it): a run of an
+    /// action with secret params started without them ends `failure`, reason `secret`.
+    public var secrets: [String: String]
 
-    public init(run: RunSnapshot, seq: Int, action: Action, hook: HookContext? = nil) {
+    public init(run: RunSnapshot, seq: Int, action: Action, hook: HookContext? = nil, secrets: [String: String] = [:]) {
         self.run = run
         self.seq = seq
         self.action = action
         self.hook = hook
+        self.secrets = secrets
     }
 }
 
