@@ -113,7 +113,8 @@ struct CoordinatorState: Sendable {
         case let .delivered(run, ended):
             fleetInFlight[run.id] = ended ? nil : run
             if ended { adopted[run.id] = nil }
-            if ended || run.phase != .queued { secrets[run.id] = nil }
+            // Only its end: its `loading` may come by the feed before the start's claim reaches the loop.
+            if ended { secrets[run.id] = nil }
             return []
         }
     }
