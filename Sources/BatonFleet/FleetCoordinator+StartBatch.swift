@@ -74,22 +74,22 @@ extension FleetCoordinator {
         var writes = StartWrites()
         var statements: [FleetJournal.Statement] = []
         var oneByOne: [(RunSnapshot, Int)] = []
-        // The lock rows of the runs that claim locks, then the rate-limited buckets: the fleet's lock order.
-        let names = rows.flatMap { row -> [String] in
+        // What may start by its key, its window and its pause, its action looked up once.
+        var ready: [(run: RunSnapshot, seq: Int, action: Action?)] = []
+        for row in rows {
             let run = FleetRows.run(row)
-            guard let action = conductor.action(named: run.action), !action.locks.isEmpty || run.hook != nil else { return [] }
-            return action.locks.map(\.name)
-        }
-        if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
-        let rateHeld = try rateHeld(rows, on: db)
-        for row in rows where !rateHeld.contains(FleetRows.run(row).id) {
-            let run = FleetRows.run(row)
-            let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
             let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
             let paused = FleetPauses.holds(row, from: FleetRows.runColumnCount + 5)
             guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t",
                                        paused: paused) else { continue }
-            guard let action = conductor.action(named: run.action), action.locks.isEmpty, run.hook == nil else {
+            ready.append((run, Int(row[FleetRows.runColumnCount] ?? "") ?? 1, conductor.action(named: run.action)))
+        }
+        // The lock rows of the runs that claim locks, then the rate-limited buckets: the fleet's lock order.
+        let names = ready.flatMap { $0.action?.locks.map(\.name) ?? [] }
+        if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
+        let held = try rateHeld(ready.map(\.run), on: db)
+        for (run, seq, action) in ready where !held.contains(run.id) {
+            guard let action, action.locks.isEmpty, run.hook == nil else {
                 oneByOne.append((run, seq))
                 continue
             }

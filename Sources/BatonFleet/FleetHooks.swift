@@ -97,8 +97,9 @@ enum FleetHooks {
         // batch may wait for while holding the bucket's): the start that the run then waits
         // for decides under the lock (`rateHeld`), so no window holds more starts than allowed.
         if let claim = action.rateClaim(key: key) {
-            let bucket = FleetRates.bucket(try db.query(FleetRates.read(claim, action: action.name, key: key)).rows)
-            view.rate = bucket.rate(claim, key: key, at: view.now)
+            let read = try db.pipeline([FleetRates.read(claim, action: action.name, key: key), ("SELECT \(FleetCooldown.databaseNow)", [])])
+            let now = read[1].first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? view.now
+            view.rate = FleetRates.bucket(read[0].rows).rate(claim, key: key, at: now)
         }
         if action.debounce != nil {
             guard let reading = FleetDebounce.reading(try db.query(FleetDebounce.pending(of: key)).rows, slot: slot) else {

@@ -207,7 +207,7 @@ enum FleetJournal {
         case .loading:
             return ("""
                 UPDATE runs SET phase = 'loading', started_at = coalesce(started_at, $5), attempts = $6, pgid = NULL, last_seq = $4,
-                    debounce_until = NULL
+                    debounce_until = NULL, rate_until = NULL, rate_at = coalesce(rate_at, \(FleetCooldown.databaseNow))
                 \(guardClause)
                 """, base + [String(t.at.rawValue), String(d.attempt ?? 1)])
         case .retrying:

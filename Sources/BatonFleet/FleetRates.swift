@@ -1,25 +1,33 @@
 import BatonCore
 import FoundationEssentials
 
-/// Rate limits across a fleet (`rateLimit`): a bucket (a key, or an action: `RateClaim.bucket`)
-/// counts the starts of every host's runs, from the `runs` rows (`started_at`, a run's first
-/// `loading`). A transaction that decides a trigger of a rate-limited action, or starts one of
-/// its runs, takes the bucket's advisory lock first, then reads its starts inside the window and
-/// its runs made but not started; the engine decides on them (`KeyDecision` with the view's
-/// `Rate`, `RateBook.next` at a start), as on one machine. Two hosts' decisions on one bucket
-/// are thereby one after the other, and each sees the other's committed starts.
+/// Rate limits across a fleet (`rateLimit`, schema 18): a bucket (a key, or an action:
+/// `RateClaim.bucket`) counts the starts of every host's runs, from the `runs` rows (`rate_at`,
+/// a run's first `loading` by the database's clock). A transaction that decides a trigger of a
+/// rate-limited action, or starts one of its runs, takes the bucket's advisory lock first, then
+/// reads its starts inside the window and its runs made but not started, and decides with the
+/// engine's `RateBook` on the database's clock, as one machine does on its own: two hosts'
+/// decisions on one bucket are one after the other, and each sees the other's committed starts.
+/// A run a start holds back gets `rate_until` (when it fits, `RateBook.next`): looks leave it out
+/// until then, and the bucket's later runs count it ahead of them (oldest first, as
+/// `FlightTable.holdsForRate`).
 ///
 /// Lock order: the bucket locks in their keys' order, after the key rows and lock rows the
-/// transaction takes (a trigger batch's opening; a start's `writeStarts`), and before nothing
-/// else but the end of the transaction.
+/// transaction takes (a trigger batch's opening; a start's `writeStarts`).
 enum FleetRates {
     typealias Statement = FleetJournal.Statement
 
     /// One bucket as its rows say, read under its lock: the first starts inside its window
-    /// (oldest first), and the runs made but not started (queued, never loading) with their keys.
+    /// (oldest first), and the runs made but not started with their keys and holds.
     struct Bucket: Sendable, Equatable {
+        struct Waiting: Sendable, Equatable {
+            var key: String
+            /// When its rate limit lets it start, where a start held it back.
+            var until: Timestamp?
+        }
+
         var starts: [Timestamp] = []
-        var waiting: [Int64: String] = [:]
+        var waiting: [Int64: Waiting] = [:]
 
         /// The engine's book of the bucket's starts.
         func book(_ claim: RateClaim) -> RateBook {
@@ -29,27 +37,36 @@ enum FleetRates {
         }
 
         /// What a trigger of `key` is decided with: when a start fits behind the runs waiting,
-        /// and behind those of other keys only (a replace stops its own key's).
+        /// and behind those of other keys only (a replace stops its own key's), as
+        /// `FlightTable.rateNext`.
         func rate(_ claim: RateClaim, key: String, at now: Timestamp) -> KeyDecision.Rate {
             let book = book(claim)
             return KeyDecision.Rate(limit: claim.limit, next: book.next(claim, at: now, waiting: waiting.count),
-                                    nextReplacing: book.next(claim, at: now, waiting: waiting.values.count { $0 != key }))
+                                    nextReplacing: book.next(claim, at: now, waiting: waiting.values.count { $0.key != key }))
+        }
+
+        /// The runs held back for the bucket that are older than `run`: they start first.
+        func heldAhead(of run: Int64) -> Int {
+            waiting.count { $0.key < run && $0.value.until != nil }
         }
     }
 
     /// The lock of one bucket, held to the transaction's end.
     static func lock(_ bucket: String) -> FleetAdvisoryLock { FleetAdvisoryLock("baton rate", bucket) }
 
-    /// A bucket's rows, read after its lock: each run of the action (of the key, for a key's
-    /// bucket) that started inside the window by the database's clock, or is queued and never
-    /// started (`id`, `key`, `started_at`).
+    /// A bucket's rows, read after its lock (`id`, `key`, `rate_at`, `rate_until`): each run of
+    /// the action (of the key, for a key's bucket) that started inside the window by the
+    /// database's clock, then each that is queued and never started. By the indexes of schema 18.
     static func read(_ claim: RateClaim, action: String, key: String) -> Statement {
-        let window = String(claim.limit.per.microseconds)
+        let scope = claim.limit.scope == .key ? key : nil
         return ("""
-            SELECT id, key, started_at FROM runs
-            WHERE action = $1 AND ($2::text IS NULL OR key = $2)
-              AND (started_at >= \(FleetCooldown.databaseNow) - $3::bigint OR (phase = 'queued' AND started_at IS NULL))
-            """, [action, claim.limit.scope == .key ? key : nil, window])
+            WITH c AS (SELECT \(FleetCooldown.databaseNow) - $3::bigint AS since)
+            SELECT id, key, rate_at, NULL::bigint FROM runs, c
+            WHERE action = $1 AND ($2::text IS NULL OR key = $2) AND rate_at IS NOT NULL AND rate_at > c.since
+            UNION ALL
+            SELECT id, key, NULL::bigint, rate_until FROM runs
+            WHERE action = $1 AND ($2::text IS NULL OR key = $2) AND phase = 'queued' AND started_at IS NULL
+            """, [action, scope, String(claim.limit.per.microseconds)])
     }
 
     static func bucket(_ rows: [[String?]]) -> Bucket {
@@ -57,7 +74,7 @@ enum FleetRates {
         for row in rows {
             guard let id = row[0].flatMap({ Int64($0) }) else { continue }
             if let started = row[2].flatMap({ Int64($0) }) { bucket.starts.append(Timestamp(rawValue: started)) }
-            else { bucket.waiting[id] = row[1] ?? "" }
+            else { bucket.waiting[id] = .init(key: row[1] ?? "", until: row[3].flatMap { Int64($0) }.map(Timestamp.init(rawValue:))) }
         }
         bucket.starts.sort()
         return bucket
@@ -70,34 +87,48 @@ enum FleetRates {
         return (FleetAdvisoryLock.statements(buckets.map(lock)) + buckets.map { read(claims[$0]!.claim, action: claims[$0]!.action, key: claims[$0]!.key) },
                 buckets)
     }
+
+    /// Whether a look leaves run `r` out: its rate limit holds it back past now.
+    static let held = "(r.rate_until IS NOT NULL AND r.rate_until > \(FleetCooldown.databaseNow))"
 }
 
 extension FleetCoordinator {
-    /// In a start's transaction, holding the rows' keys and lock rows: which of the runs in
-    /// `rows` (`startable`'s columns) are held back by their rate limit now. Each bucket is
-    /// locked (in bucket order) and read, then its runs are let start oldest first while a start
-    /// fits (`RateBook.next`), each counted as it is let.
-    func rateHeld(_ rows: [[String?]], on db: PGConnection) throws -> Set<Int64> {
+    /// In a start's transaction, holding the rows' keys and lock rows: which of `runs` (their
+    /// rows, each of which may start by its key) its rate limit holds back now. Each bucket is
+    /// locked (in its lock's order) and read with the database's clock; its runs are let start
+    /// oldest first while a start fits behind the runs held before them (`RateBook.next`), each
+    /// counted as it is let, and each held one gets `rate_until`. A run started before (a
+    /// restart, a takeover) made its start then and is not held again.
+    func rateHeld(_ runs: [RunSnapshot], on db: PGConnection) throws -> Set<Int64> {
         var claims: [String: (claim: RateClaim, action: String, key: String)] = [:]
-        var runs: [(id: Int64, bucket: String)] = []
-        for row in rows {
-            let run = FleetRows.run(row)
+        var candidates: [(id: Int64, bucket: String)] = []
+        for run in runs where run.startedAt == nil {
             guard let claim = conductor.action(named: run.action)?.rateClaim(key: run.key) else { continue }
             claims[claim.bucket] = (claim, run.action, run.key)
-            runs.append((run.id, claim.bucket))
+            candidates.append((run.id, claim.bucket))
         }
         guard !claims.isEmpty else { return [] }
         let opening = FleetRates.opening(claims)
-        let read = try db.pipeline(opening.statements)
-        let reads = read.suffix(opening.buckets.count)
-        var books: [String: RateBook] = [:]
-        for (bucket, rows) in zip(opening.buckets, reads) { books[bucket] = FleetRates.bucket(rows.rows).book(claims[bucket]!.claim) }
-        let now = Timestamp.now
-        var held = Set<Int64>()
-        for run in runs.sorted(by: { $0.id < $1.id }) {
+        let read = try db.pipeline(opening.statements + [("SELECT \(FleetCooldown.databaseNow)", [])])
+        guard let clock = read.last?.first?[0].flatMap({ Int64($0) }) else { throw PGError(message: "the database's clock could not be read") }
+        let now = Timestamp(rawValue: clock)
+        var buckets: [String: FleetRates.Bucket] = [:]
+        for (bucket, rows) in zip(opening.buckets, read.dropLast().suffix(opening.buckets.count)) { buckets[bucket] = FleetRates.bucket(rows.rows) }
+        var held = Set<Int64>(), holds: [FleetJournal.Statement] = []
+        for run in candidates.sorted(by: { $0.id < $1.id }) {
             let claim = claims[run.bucket]!.claim
-            if books[run.bucket]!.next(claim, at: now) != nil { held.insert(run.id) } else { books[run.bucket]!.record(claim, at: now) }
+            var bucket = buckets[run.bucket]!
+            if let until = bucket.book(claim).next(claim, at: now, waiting: bucket.heldAhead(of: run.id)) {
+                held.insert(run.id)
+                bucket.waiting[run.id]?.until = until
+                holds.append(("UPDATE runs SET rate_until = $2 WHERE id = $1", [String(run.id), String(until.rawValue)]))
+            } else {
+                bucket.waiting[run.id] = nil
+                bucket.starts.append(now)
+            }
+            buckets[run.bucket] = bucket
         }
+        if !holds.isEmpty { _ = try db.pipeline(holds) }
         return held
     }
 }

@@ -5,10 +5,10 @@ enum FleetRows {
     static let runColumns = """
         id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
         ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak, via, slot,
-        hook_run, hook_action, hook_event, debounce_until
+        hook_run, hook_action, hook_event, debounce_until, rate_until
         """
     /// How many columns `runColumns` has; a query's own columns follow them.
-    static let runColumnCount = 27
+    static let runColumnCount = 28
 
     static func run(_ row: [String?]) -> RunSnapshot {
         let int64 = { (i: Int) in row[i].flatMap { Int64($0) } }
@@ -34,6 +34,8 @@ enum FleetRows {
         }
         // A debounced run waiting for its window ("debouncing, starts in 3.2s"); `loading` clears it.
         if run.phase == .queued { run.debounceUntil = int64(26).map(Timestamp.init(rawValue:)) }
+        // A run its rate limit holds back ("rate limited, starts in 12m"), by the database's clock.
+        if run.phase == .queued { run.rateUntil = int64(27).map(Timestamp.init(rawValue:)) }
         return run
     }
 

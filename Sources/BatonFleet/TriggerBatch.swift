@@ -122,8 +122,7 @@ struct TriggerBatch {
     /// its bucket waiting (a delayed run waits for its turn): counted as started when it does.
     private static func fitsRate(_ run: Int64, _ trigger: Trigger, _ state: inout Rows) -> Bool {
         guard let claim = trigger.action.rateClaim(key: trigger.key), var bucket = state.rates[claim.bucket] else { return true }
-        let ahead = bucket.waiting.keys.count { $0 < run && $0 > 0 }
-        guard bucket.book(claim).next(claim, at: state.now, waiting: ahead) == nil else { return false }
+        guard bucket.book(claim).next(claim, at: state.now, waiting: bucket.heldAhead(of: run)) == nil else { return false }
         bucket.waiting[run] = nil
         bucket.starts.append(state.now)
         state.rates[claim.bucket] = bucket
@@ -170,7 +169,7 @@ struct TriggerBatch {
             if let window { state.windows[run] = window; decided.windows[run] = window }
             if let delivery { state.deliveries[delivery] = run }
             if let slotKey { state.slotRuns[slotKey] = run }
-            if let claim = trigger.action.rateClaim(key: trigger.key) { state.rates[claim.bucket]?.waiting[run] = trigger.key }
+            if let claim = trigger.action.rateClaim(key: trigger.key) { state.rates[claim.bucket]?.waiting[run] = .init(key: trigger.key) }
             if case let .replaced(_, stopping) = made {
                 let stops = stopping.compactMap { FleetStop.decide($0, .replaced(by: run), state.runs[$0], slot: &slot, me: me, at: state.stamp ?? state.now) }
                 for case let end? in stops.map(\.end) {

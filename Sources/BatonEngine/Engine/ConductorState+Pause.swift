@@ -72,7 +72,9 @@ extension ConductorState {
     /// Pauses an action (or moves its pause's end or reason): durable before it is answered.
     mutating func pause(_ token: Token, _ pause: ActionPause, _ step: inout Step) {
         pauses[pause.action] = pause
-        pauseChanged[pause.action] = step.now
+        // Until it is durable, no read of the fleet's pauses knows of it: each is older news.
+        pauseChanged[pause.action] = Timestamp(rawValue: .max)
+        step.after.append(.pauseDurable(pause.action))
         failureStreaks[pause.action] = nil
         step.entries.append(.pause(pause))
         step.answer(token, .paused(pause))
@@ -81,7 +83,8 @@ extension ConductorState {
 
     /// Ends an action's pause: answered with the pause it ended, nil when it was not paused.
     mutating func resume(_ token: Token, action: String, by: String, _ step: inout Step) {
-        pauseChanged[action] = step.now
+        pauseChanged[action] = Timestamp(rawValue: .max)
+        step.after.append(.pauseDurable(action))
         guard let pause = pauses.removeValue(forKey: action), pause.holds(at: step.now) else {
             pauseMayHaveEnded(action, &step)
             return step.answer(token, .paused(nil))
@@ -120,9 +123,9 @@ extension ConductorState {
     /// The fleet's pauses as its database holds them now (`pausesSeen`): each action's pause
     /// becomes the one read (a pause made or changed on another host holds its runs here too), and
     /// an action no longer in the list is resumed here, its runs let go. Nothing is written. A
-    /// read begun before an older one's, or before this conductor changed an action's pause (its
-    /// commit may come after the read's snapshot), says nothing of it: a refresh never undoes a
-    /// pause or resume made here a moment ago.
+    /// read begun before an older one's, or before this conductor's change of an action's pause
+    /// was durable (`pauseDurable`; while it is written, any read), says nothing of it: a refresh
+    /// never undoes a pause or resume made here a moment ago.
     mutating func seen(pauses list: [ActionPause], readAt: Timestamp, _ step: inout Step) {
         guard pausesRead.map({ readAt >= $0 }) ?? true else { return }
         pausesRead = readAt

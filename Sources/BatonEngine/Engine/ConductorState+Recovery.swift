@@ -154,6 +154,8 @@ extension ConductorState {
         flights[id] = Flight(run: run, machine: machine, action: adopted.action, runner: nil, seq: adopted.seq, hook: adopted.hook)
         flights[id]?.secrets = adopted.secrets
         table.adoptRunning(id, key: run.key)
+        // Its start counts in this host's view of its rate limit (`status`; the fleet decides from its rows).
+        if let claim = adopted.action.rateClaim(key: run.key), let started = run.startedAt { table.rememberStart(claim, at: started) }
         nextRunID = max(nextRunID, id + 1)
         for case let .launch(attempt) in effects { perform(id, .launch(attempt: attempt), &step) }
         step.answer(token, .attached(run))

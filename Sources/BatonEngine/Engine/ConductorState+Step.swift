@@ -48,6 +48,9 @@ extension ConductorState {
         case durable(Int64)
         /// The run's terminal transition is durable: close it.
         case ended(Int64)
+        /// This conductor's pause or resume of the action is durable (or refused): a read of the
+        /// fleet's pauses begun from now on sees it (`seen(pauses:readAt:)`).
+        case pauseDurable(String)
     }
 
     /// What one event decides: the writes, what follows their commit, and the effects to perform now.
@@ -130,6 +133,8 @@ extension ConductorState {
             }
         case let .ended(run):
             close(run, &step)
+        case let .pauseDurable(action):
+            pauseChanged[action] = step.now
         }
     }
 
