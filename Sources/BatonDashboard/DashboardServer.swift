@@ -46,8 +46,10 @@ public final class DashboardServer: Sendable {
     let downloads: LoopOwned<Int>
     /// The system's Chart.js, read once at start; nil where it is not installed (no charts).
     let chartLibrary: [UInt8]?
+    /// The team's dashboard: the proxy whose user header is believed (nil: one user, one-time codes).
+    let proxy: ProxyGate?
 
-    public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), reactor: Reactor,
+    public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), proxy: ProxyGate? = nil, reactor: Reactor,
                 onSignIn: @escaping @Sendable (SignIn) -> Void = { _ in }) throws(SocketError) {
         var httpLimits = HTTPServer.Limits()
         httpLimits.headBytes = limits.headBytes
@@ -63,6 +65,7 @@ public final class DashboardServer: Sendable {
         address = http.address
         gate = Gate(address: address, bodyLimit: limits.bodyBytes)
         self.limits = limits
+        self.proxy = proxy
         self.onSignIn = onSignIn
         self.reactor = reactor
         streams = LoopOwned([:], on: reactor)
@@ -86,22 +89,40 @@ public final class DashboardServer: Sendable {
     /// One request's head, on the loop: the gate's decision, then the route's answer.
     func handle(_ head: HTTPRequestHead, _ exchange: HTTPExchange) {
         let headOnly = head.method == "HEAD"
-        switch gate.decide(head, sessions: sessions.withLock { $0 }) {
+        let user: String?
+        switch whose(head, peer: exchange.peerAddress) {
+        case let .refuse(status, reason): return exchange.answer(refusal(status, reason), headOnly: headOnly)
+        case let .user(name): user = name
+        case nil: user = nil
+        }
+        switch gate.decide(head, sessions: sessions.withLock { $0 }, proxied: proxy != nil) {
         case let .refuse(status, reason, allow):
             exchange.answer(refusal(status, reason, allow: allow), headOnly: headOnly)
         case .serve(.events):
-            openStream(exchange, lastEventID: head.field("last-event-id"))
+            openStream(exchange, lastEventID: head.field("last-event-id"), user: user)
         case let .serve(.output(run)):
-            openOutput(exchange, run: run, lastEventID: head.field("last-event-id"))
+            openOutput(exchange, run: run, lastEventID: head.field("last-event-id"), user: user)
         case let .serve(route) where route.changesState:
             let length = head.field("content-length").flatMap { Int($0) } ?? 0
-            exchange.readBody(count: length) { [self] body in answer(route, head, body) { exchange.answer($0) } }
+            exchange.readBody(count: length) { [self] body in answer(route, head, body, user: user) { exchange.answer($0) } }
         case let .serve(route):
-            answer(route, head, []) { exchange.answer($0, headOnly: headOnly) }
+            answer(route, head, [], user: user) { exchange.answer($0, headOnly: headOnly) }
         }
     }
 
-    func answer(_ route: Route, _ head: HTTPRequestHead, _ body: [UInt8], _ done: @escaping @Sendable (HTTPResponse) -> Void) {
+    /// The user a trusted proxy named (nil for today's one-user dashboard), or why the request is
+    /// refused: behind a proxy, only its peers are served; without one, the user header is
+    /// refused from anyone (nothing believes it).
+    func whose(_ head: HTTPRequestHead, peer: String?) -> ProxyGate.Decision? {
+        if let proxy { return proxy.decide(head, peer: peer) }
+        guard head.field(ProxyGate.defaultHeader) == nil else {
+            return .refuse(status: 403, reason: "\(ProxyGate.defaultHeader) is believed only behind a trusted proxy (baton dashboard --trusted-proxy)")
+        }
+        return nil
+    }
+
+    func answer(_ route: Route, _ head: HTTPRequestHead, _ body: [UInt8], user: String?, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
+        let api = self.api.acting(user)
         switch route {
         case .page: done(Assets.file("index.html")!)
         case let .asset(name): done(Assets.file(name) ?? refusal(404, "no such file"))
@@ -113,14 +134,14 @@ public final class DashboardServer: Sendable {
         case let .run(id): api.run(id, done)
         case .trigger: api.trigger(body: body, done)
         case .cancel: api.cancel(body: body, done)
-        case .session: done(signIn(body: body))
-        case let .rawOutput(id): download(id, done)
+        case .session: done(proxy == nil ? signIn(body: body) : refusal(404, "this dashboard signs in through its proxy"))
+        case let .rawOutput(id): download(id, api, done)
         case .events, .output: done(refusal(500, "streams are not answered here"))
         }
     }
 
     /// A raw output download, when a slot is free (each holds up to `downloadBytes`).
-    func download(_ id: Int64, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
+    func download(_ id: Int64, _ api: API, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
         let admitted = downloads.access { count -> Bool in
             guard count < limits.maxDownloads else { return false }
             count += 1
