@@ -48,6 +48,8 @@ public final class DashboardServer: Sendable {
     let chartLibrary: [UInt8]?
     /// The team's dashboard: the proxy whose user header is believed (nil: one user, one-time codes).
     let proxy: ProxyGate?
+    /// Without a proxy: the machine's own addresses, read at start (a peer at one is on this machine).
+    let machineAddresses: Set<String>
 
     public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), proxy: ProxyGate? = nil, reactor: Reactor,
                 onSignIn: @escaping @Sendable (SignIn) -> Void = { _ in }) throws(SocketError) {
@@ -66,6 +68,7 @@ public final class DashboardServer: Sendable {
         gate = Gate(address: address, bodyLimit: limits.bodyBytes)
         self.limits = limits
         self.proxy = proxy
+        machineAddresses = proxy != nil ? [] : Set(ListenAddress(host: "0.0.0.0", port: 0).machineAddresses() + ListenAddress(host: "::", port: 0).machineAddresses())
         self.onSignIn = onSignIn
         self.reactor = reactor
         streams = LoopOwned([:], on: reactor)
@@ -111,14 +114,11 @@ public final class DashboardServer: Sendable {
     }
 
     /// The user a trusted proxy named (nil for today's one-user dashboard), or why the request is
-    /// refused: behind a proxy, only its peers are served; without one, the user header is
-    /// refused from anyone (nothing believes it).
+    /// refused: behind a proxy, only its peers are served; without one, only this machine's
+    /// peers, and the user field from no one (nothing believes it).
     func whose(_ head: HTTPRequestHead, peer: String?) -> ProxyGate.Decision? {
         if let proxy { return proxy.decide(head, peer: peer) }
-        guard head.field(ProxyGate.defaultHeader) == nil else {
-            return .refuse(status: 403, reason: "\(ProxyGate.defaultHeader) is believed only behind a trusted proxy (baton dashboard --trusted-proxy)")
-        }
-        return nil
+        return ProxyGate.unproxied(head, peer: peer, machine: machineAddresses)
     }
 
     func answer(_ route: Route, _ head: HTTPRequestHead, _ body: [UInt8], user: String?, _ done: @escaping @Sendable (HTTPResponse) -> Void) {

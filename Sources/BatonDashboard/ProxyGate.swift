@@ -42,6 +42,22 @@ public struct ProxyGate: Sendable, Equatable {
         }
         return .user(name)
     }
+
+    /// A dashboard without a proxy (one user, one-time codes) serves this machine only: a peer on
+    /// loopback or at one of `machine`'s addresses (a browser here that opened the machine's own
+    /// address), nil then; anyone else is refused, as is the user field from anyone (nothing
+    /// believes it there).
+    public static func unproxied(_ head: HTTPRequestHead, peer: String?, machine: Set<String>) -> Decision? {
+        guard head.field(defaultHeader) == nil else {
+            return .refuse(status: 403, reason: "\(defaultHeader) is believed only behind a trusted proxy (baton dashboard --trusted-proxy)")
+        }
+        let bare = peer.map { $0.lowercased().hasPrefix("::ffff:") && $0.contains(".") ? String($0.dropFirst(7)) : $0 }
+        guard let bare, bare.hasPrefix("127.") || bare == "::1" || machine.contains(bare) else {
+            return .refuse(status: 403, reason: "this dashboard serves this machine only (\(peer ?? "an unknown address") is not on it): "
+                + "reach it through an SSH tunnel, or serve a team behind a sign-in proxy (--trusted-proxy)")
+        }
+        return nil
+    }
 }
 
 /// A block of IPv4 or IPv6 addresses, `ADDRESS/BITS` (or one address).

@@ -50,8 +50,8 @@ enum DashboardCommand {
         if !address.isLoopback {
             say("""
                 warning: \(server.address)\(address.isWildcard ? " (every address of this machine)" : "") is not a loopback address: \
-                anyone who can reach it and signs in can do \
-                what you may do with batond, and nothing is encrypted (no TLS). Prefer the default, or an SSH tunnel.\n
+                it serves browsers on this machine only (any other peer is refused), and nothing is encrypted (no TLS). \
+                Prefer the default; from elsewhere use an SSH tunnel, or serve a team behind a sign-in proxy (--trusted-proxy).\n
                 """, to: .error)
         }
         say("Baton dashboard for batond at \(context.socketPath), acting as \(Format.userName(getuid())):\n"

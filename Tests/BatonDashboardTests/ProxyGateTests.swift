@@ -40,6 +40,24 @@ struct ProxyGateTests {
         #expect(Self.proxy.decide(Self.head(row.fields), peer: row.peer) == row.expected)
     }
 
+    @Test("without a proxy: this machine's peers only, and the user field from no one")
+    func unproxied() {
+        let machine: Set<String> = ["10.0.0.9", "2001:db8::9"]
+        let plain = Self.head([])
+        for peer in ["127.0.0.1", "127.0.0.53", "::1", "::ffff:127.0.0.1", "10.0.0.9", "::ffff:10.0.0.9", "2001:db8::9"] {
+            #expect(ProxyGate.unproxied(plain, peer: peer, machine: machine) == nil, "\(peer)")
+        }
+        for peer in ["10.0.0.8", "192.0.2.1", "2001:db8::8", "::ffff:192.0.2.1"] as [String?] + [nil] {
+            guard case .refuse(403, let reason)? = ProxyGate.unproxied(plain, peer: peer, machine: machine) else {
+                Issue.record("\(peer ?? "nil") was served")
+                continue
+            }
+            #expect(reason.hasPrefix("this dashboard serves this machine only"))
+        }
+        #expect(ProxyGate.unproxied(Self.head([("X-Forwarded-User", "alice")]), peer: "127.0.0.1", machine: machine)
+            == .refuse(status: 403, reason: "x-forwarded-user is believed only behind a trusted proxy (baton dashboard --trusted-proxy)"))
+    }
+
     @Test("address blocks: parsed, with host bits refused, and matched by prefix")
     func ranges() throws {
         for bad in ["10.0.0.1/8", "10.0.0.0/33", "example.org", "10.0.0.0/", "10.0.0.0/x", "::1/129", ""] { #expect(AddressRange(bad) == nil, "\(bad)") }

@@ -14,7 +14,10 @@ struct DashboardTeamProxyTests {
     static let config = """
         {
           allow: { trigger: { users: ["root", "daemon"] }, cancel: { users: ["root"] }, read: { users: ["*"] } },
-          actions: { deploy: { exec: ["true"], description: "Ship it" } },
+          actions: {
+            deploy: { exec: ["true"], description: "Ship it" },
+            payroll: { exec: ["true"], allow: { read: { users: ["root", "daemon"] } } },
+          },
         }
         """
 
@@ -117,6 +120,22 @@ struct DashboardTeamProxyTests {
         let runs = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [[String: Any]] ?? []
         #expect(runs.count == 1, "\(shown.stdout)")
         #expect((runs.first?["trigger"] as? [String: Any])?["uid"] as? Int == 1, "\(shown.stdout)")
+
+        // bob's event stream: his snapshot lists no payroll, and payroll's updates never reach him
+        // (the dashboard's one watch sees them; his stream passes on only what he may read).
+        let stream = try HTTPProbe(port: port)
+        stream.send("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nCookie: user=nobody\r\nAuthorization: Bearer any\r\n\r\n")
+        let snapshot = try #require(stream.nextEvent())
+        #expect(snapshot.name == "snapshot" && snapshot.data.contains(#""name":"deploy""#) && !snapshot.data.contains("payroll"), "\(snapshot)")
+        #expect(try daemon.baton("run", "payroll").code == 0)
+        #expect(try daemon.baton("run", "deploy").code == 0)
+        var seen: [HTTPProbe.Event] = []
+        while let event = stream.nextEvent(timeout: .seconds(10)) {
+            seen.append(event)
+            if event.data.contains(#""phase":"succeeded""#) && event.data.contains(#""action":"deploy""#) { break }
+        }
+        #expect(seen.contains { $0.data.contains(#""action":"deploy""#) }, "\(seen)")
+        #expect(!seen.contains { $0.data.contains("payroll") }, "\(seen)")
     }
 
     /// Until nginx answers on `port` (or it has died).
