@@ -15,6 +15,11 @@ extension Service {
             exchange.fail(.forbidden("\(described(peer)) may not ask as another user (`as`): only root and batond's own user may"))
             return false
         }
+        // Read within `groupsKept`: served now, on the loop (the account's groups are cached with it).
+        if let user = cachedAccount(name), !needsGroupLookup(Peer(uid: user.uid, gid: user.gid, pid: peer.pid), generation) {
+            serve(request, as: user, connection, generation)
+            return false
+        }
         let key = ObjectIdentifier(connection)
         behindLookup.access { $0[key] = $0[key] ?? [] }
         let reactor = reactor, accounts = accounts
@@ -23,8 +28,11 @@ extension Service {
             reactor.post { [self] in
                 if let user {
                     remember(user.groups, name: user.name, of: user.uid)
-                    let acting = ActingCaller(connection, as: Peer(uid: user.uid, gid: user.gid, pid: peer.pid))
-                    serve(request, Exchange(request: request, connection: acting), generation, acting)
+                    actingCache.withLock { cache in
+                        if cache.count > 10_000 { cache.removeAll() }
+                        cache[name] = (user, .now)
+                    }
+                    serve(request, as: user, connection, generation)
                 } else {
                     exchange.fail(.forbidden("no user \(name) on this machine: a request made as \(name) gets nothing"))
                 }
@@ -32,6 +40,18 @@ extension Service {
             }
         }
         return true
+    }
+
+    /// Serves the request through the connection as `user`'s account.
+    private func serve(_ request: Request, as user: ActingUser, _ connection: any Caller, _ generation: Generation) {
+        let acting = ActingCaller(connection, as: Peer(uid: user.uid, gid: user.gid, pid: connection.peer.pid))
+        serve(request, Exchange(request: request, connection: acting), generation, acting)
+    }
+
+    /// The account `name` was found to be, when read within `groupsKept`; nil otherwise (looked up again).
+    private func cachedAccount(_ name: String) -> ActingUser? {
+        let now = ContinuousClock.now
+        return actingCache.withLock { cache in cache[name].flatMap { now - $0.at < Self.groupsKept ? $0.user : nil } }
     }
 
     /// The connection a caller stands for: watches and output follows are kept by it, so that a

@@ -44,6 +44,9 @@ public final class Service: RequestHandler, Sendable {
     let userName: @Sendable (UInt32) -> String?
     /// The account a request's `as` names, with its groups (asked on the lookup thread only).
     let accounts: @Sendable (String) -> ActingUser?
+    /// The accounts `as` named, with when they were read, kept `groupsKept` (a team's dashboard
+    /// asks as the same few users over and over): a lock, as `groupCache`.
+    let actingCache = Locked<[String: (user: ActingUser, at: ContinuousClock.Instant)]>([:])
     /// Watches per connection (the conductor's observer ids), stopped when it closes: the loop's.
     private let watches: LoopOwned<[ObjectIdentifier: [Int]]>
     /// Output follows per connection (the dispatcher's ids), stopped when it closes: the loop's.

@@ -38,7 +38,8 @@ enum DashboardCommand {
         }
         let proxy = try proxyGate(arguments)
         // Reach batond once first: a dashboard that cannot is better refused now than blank later.
-        _ = try context.ask(.version)
+        // A team's asks as its users: batond must take `as` from this user (root or batond's own).
+        _ = try context.ask(proxy == nil ? .version : .version.acting(as: Format.userName(getuid())))
         let server: DashboardServer
         do {
             server = try DashboardServer(listening: address, socketPath: context.socketPath, proxy: proxy, reactor: Reactor(), onSignIn: tell)

@@ -64,3 +64,23 @@ struct ActingAsTests {
         for bad in ["", "1abc", "-x", "a$b", "a/b", "a b", "ä", String(repeating: "x", count: 33)] { #expect(!Request.isUserName(bad), "\(bad)") }
     }
 }
+
+/// The named accounts are kept as peers' groups are: a team's dashboard asks as the same users
+/// over and over, and its requests (one connection) must not each wait for the lookup thread.
+@Suite("Service: accounts named by `as` are cached")
+struct ActingAsCacheTests {
+    @Test("a second request as alice within the cache's time is served without asking the user database again")
+    func cached() async throws {
+        let lookups = Locked(0)
+        let fixture = Fixture(accounts: { name in
+            lookups.withLock { $0 += 1 }
+            return Fixture.accounts(name)
+        })
+        let root = Recorder(uid: 0)
+        #expect(try #require(await fixture.ask(#"{"id":1,"op":"status","as":"alice"}"#, as: root)).ok == true)
+        #expect(lookups.withLock { $0 } == 1)
+        let again = try #require(await fixture.ask(#"{"id":2,"op":"status","as":"alice"}"#, as: root))
+        #expect(again.ok == true && again.id == .number(2))
+        #expect(lookups.withLock { $0 } == 1, "looked up again")
+    }
+}

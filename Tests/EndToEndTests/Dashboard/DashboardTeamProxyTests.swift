@@ -138,6 +138,17 @@ struct DashboardTeamProxyTests {
         #expect(!seen.contains { $0.data.contains("payroll") }, "\(seen)")
     }
 
+    @Test("a team's dashboard started by an ordinary user stops at once: batond takes `as` only from root and its own user")
+    func ordinaryUserRefused() throws {
+        let daemon = try Daemon(config: #"{ socketMode: "0666", actions: { deploy: { exec: ["true"] } } }"#)
+        defer { daemon.stop() }
+        chmod(daemon.directory, 0o755)
+        let started = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", daemon.socket,
+                                                      "dashboard", "--trusted-proxy", "127.0.0.2"])
+        #expect(started.code == 77, "\(started.code) \(started.stdout) \(started.stderr)")
+        #expect(started.stderr.contains("may not ask as another user"), "\(started.stderr)")
+    }
+
     /// Until nginx answers on `port` (or it has died).
     static func waitForListener(port: UInt16, _ nginx: Spawned) throws {
         for _ in 0..<200 {
