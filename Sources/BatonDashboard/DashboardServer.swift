@@ -21,6 +21,16 @@ public final class DashboardServer: Sendable {
         public var downloadBytes = 32 << 20
         /// From accept to the last byte of an answer (an event stream's head).
         public var timeout: Duration = .seconds(10)
+        /// A team's dashboard behind a proxy: more connections and pages, each person's page
+        /// holding its event stream open through the proxy.
+        public static var team: Limits {
+            var limits = Limits()
+            limits.maxConnections = 512
+            limits.maxStreams = 384
+            limits.maxOutputStreams = 64
+            limits.maxDownloads = 4
+            return limits
+        }
         /// How often a quiet event stream gets a keepalive comment.
         public var keepalive: Duration = .seconds(15)
         public init() {}
@@ -58,6 +68,9 @@ public final class DashboardServer: Sendable {
         httpLimits.maxFields = limits.maxFields
         httpLimits.bodyBytes = limits.bodyBytes
         httpLimits.maxConnections = limits.maxConnections
+        // Behind a proxy every page comes from its few addresses: a peer's share (8, against a local
+        // user holding every connection) would let 8 open pages fill the whole team's dashboard.
+        if proxy != nil { httpLimits.maxConnectionsPerPeer = limits.maxConnections }
         httpLimits.timeout = limits.timeout
         // The handler finds the server on the loop, where it is put (before `serve` starts the HTTP server).
         let box = LoopOwned<DashboardServer?>(nil, on: reactor)

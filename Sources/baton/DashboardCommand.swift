@@ -42,7 +42,8 @@ enum DashboardCommand {
         _ = try context.ask(proxy == nil ? .version : .version.acting(as: Format.userName(getuid())))
         let server: DashboardServer
         do {
-            server = try DashboardServer(listening: address, socketPath: context.socketPath, proxy: proxy, reactor: Reactor(), onSignIn: tell)
+            server = try DashboardServer(listening: address, socketPath: context.socketPath, limits: proxy == nil ? .init() : .team, proxy: proxy,
+                                         reactor: Reactor(), onSignIn: tell)
         } catch {
             throw Failure(code: ExitCode.unavailable, message: "cannot serve on \(address): \(Context.reason(error))",
                           hint: "pick another address with --listen ADDR:PORT")

@@ -24,7 +24,7 @@ struct DashboardTeamProxyTests {
     /// nginx's config: the public server on `port`, the sign-in stand-in on `auth`, the dashboard on `dashboard`.
     static func nginxConfig(directory: String, port: UInt16, auth: UInt16, dashboard: UInt16) -> String {
         """
-        user root;
+        user nobody nogroup;
         worker_processes 1;
         error_log \(directory)/error.log;
         events { worker_connections 64; }
@@ -136,6 +136,14 @@ struct DashboardTeamProxyTests {
         }
         #expect(seen.contains { $0.data.contains(#""action":"deploy""#) }, "\(seen)")
         #expect(!seen.contains { $0.data.contains("payroll") }, "\(seen)")
+
+        // A team's pages all come through the proxy: more than one peer's share (8) of them stay open.
+        let pages = try (0..<20).map { _ in try HTTPProbe(port: port) }
+        for page in pages { page.send("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nCookie: user=nobody\r\nAuthorization: Bearer any\r\n\r\n") }
+        for (index, page) in pages.enumerated() {
+            let first = page.nextEvent()
+            #expect(first?.name == "snapshot", "page \(index): \(String(describing: first))")
+        }
     }
 
     @Test("a team's dashboard started by an ordinary user stops at once: batond takes `as` only from root and its own user")
