@@ -40,7 +40,7 @@ struct DashboardTeamProxyTests {
             listen 127.0.0.1:\(auth);
             location / {
               if ($cookie_user = "") { return 401; }
-              add_header X-Auth-Request-User $cookie_user always;
+              add_header X-Auth-Request-Preferred-Username $cookie_user always;
               return 202;
             }
           }
@@ -54,7 +54,7 @@ struct DashboardTeamProxyTests {
             }
             location / {
               auth_request /oauth2/auth;
-              auth_request_set $user $upstream_http_x_auth_request_user;
+              auth_request_set $user $upstream_http_x_auth_request_preferred_username;
               proxy_set_header X-Forwarded-User $user;
               proxy_set_header Host $http_host;
               proxy_http_version 1.1;
