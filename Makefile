@@ -88,6 +88,8 @@ install-files:
 	chmod 0644 $(DESTDIR)$(UNITDIR)/batond.service
 	install -m 0644 systemd/batond.socket $(DESTDIR)$(UNITDIR)/batond.socket
 	install -m 0644 systemd/batond-webhooks.socket $(DESTDIR)$(UNITDIR)/batond-webhooks.socket
+	sed 's|/usr/local/bin/|$(BINDIR)/|g' systemd/baton-dashboard.service > $(DESTDIR)$(UNITDIR)/baton-dashboard.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/baton-dashboard.service
 	install -m 0644 systemd/baton.sysusers $(DESTDIR)$(SYSUSERSDIR)/baton.conf
 	install -m 0644 systemd/baton.tmpfiles $(DESTDIR)$(TMPFILESDIR)/baton.conf
 	gzip -9n < docs/man/baton.1 > $(DESTDIR)$(MANDIR)/man1/baton.1.gz
@@ -104,7 +106,7 @@ install-files:
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/batond $(DESTDIR)$(BINDIR)/baton $(DESTDIR)$(GENERATORDIR)/baton-schedule-generator $(DESTDIR)$(UNITDIR)/batond.service \
-		$(DESTDIR)$(UNITDIR)/batond.socket $(DESTDIR)$(UNITDIR)/batond-webhooks.socket $(DESTDIR)$(SYSUSERSDIR)/baton.conf $(DESTDIR)$(TMPFILESDIR)/baton.conf \
+		$(DESTDIR)$(UNITDIR)/batond.socket $(DESTDIR)$(UNITDIR)/batond-webhooks.socket $(DESTDIR)$(UNITDIR)/baton-dashboard.service $(DESTDIR)$(SYSUSERSDIR)/baton.conf $(DESTDIR)$(TMPFILESDIR)/baton.conf \
 		$(DESTDIR)$(MANDIR)/man1/baton.1.gz $(DESTDIR)$(MANDIR)/man5/baton.json5.5.gz $(DESTDIR)$(MANDIR)/man8/batond.8.gz \
 		$(DESTDIR)$(BASHDIR)/baton $(DESTDIR)$(ZSHDIR)/_baton $(DESTDIR)$(FISHDIR)/baton.fish
 	rm -rf $(DESTDIR)$(DOCDIR)

@@ -18,4 +18,4 @@ ensure_packages() {
 
 # What building needs; what the tests need on top.
 build_packages=(libsqlite3-dev libpq-dev libssl-dev pkg-config make)
-test_packages=(postgresql libjs-chart.js iproute2 curl jq chromium chromium-driver fonts-dejavu-core sqlite3 systemd zsh python3 make e2fsprogs procps man-db util-linux prometheus debootstrap systemd-container lintian binutils)
+test_packages=(postgresql nginx libjs-chart.js iproute2 curl jq chromium chromium-driver fonts-dejavu-core sqlite3 systemd zsh python3 make e2fsprogs procps man-db util-linux prometheus debootstrap systemd-container lintian binutils)

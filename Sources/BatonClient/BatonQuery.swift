@@ -21,6 +21,14 @@ public struct BatonQuery<Value>: Sendable {
         BatonQuery<Other>(request, pages: pages) { [read] in try transform(try read($0)) }
     }
 
+    /// The same question asked on behalf of `user` (the request field `as`): batond answers it as
+    /// for that account, and honours it only from root and its own user (`forbidden` otherwise).
+    public func acting(as user: String) -> BatonQuery<Value> {
+        var request = request
+        request.actingAs = user
+        return BatonQuery(request, pages: pages, read: read)
+    }
+
     /// Whether `event` is a page of this question's answer.
     func isPage(_ event: Response) -> Bool { pages != nil && event.event == pages }
 

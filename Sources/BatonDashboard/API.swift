@@ -8,6 +8,15 @@ import FoundationEssentials
 struct API: Sendable {
     let channel: Channel
     let reactor: Reactor
+    /// The user a trusted proxy named: every request asks batond `as` them (nil: as the dashboard's own user).
+    var user: String? = nil
+
+    /// This API asking as `user`.
+    func acting(_ user: String?) -> API {
+        var api = self
+        api.user = user
+        return api
+    }
     typealias Answer = @Sendable (HTTPResponse) -> Void
 
     func status(_ done: @escaping Answer) { forward(Request(op: .status), done) }
@@ -78,7 +87,7 @@ struct API: Sendable {
             return done(answer(.failure(WireError(code: .badRequest, message: #"expected a JSON body like {"action": "deploy", "params": {"env": "prod"}}"#))))
         }
         let params = trigger.params ?? [:]
-        channel.call(Request(op: .status)) { [self] result in
+        channel.call(Request(op: .status, actingAs: user)) { [self] result in
             if case let .success(status) = result, let info = status.actions?.first(where: { $0.name == trigger.action }),
                let error = Self.check(params, against: info) {
                 return done(answer(.failure(WireError(error))))
@@ -117,6 +126,8 @@ struct API: Sendable {
     /// Asks batond and answers with its final response (`gather` makes it whole from its events first).
     private func forward(_ request: Request, events: Channel.Events? = nil, _ done: @escaping Answer,
                          gather: @escaping @Sendable (Response) -> Response = { $0 }) {
+        var request = request
+        request.actingAs = user
         channel.call(request, events: events) { [self] result in
             switch result {
             case let .success(response):

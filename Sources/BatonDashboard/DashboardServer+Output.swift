@@ -6,7 +6,7 @@ extension DashboardServer {
     /// following, on a connection of its own, so that the page going (or being dropped as too slow
     /// to read, past the server's stream buffer) closes it and batond stops its follower. Nothing
     /// is held here: each chunk goes out as it comes.
-    func openOutput(_ exchange: HTTPExchange, run: Int64, lastEventID: String?) {
+    func openOutput(_ exchange: HTTPExchange, run: Int64, lastEventID: String?, user: String?) {
         guard let from = OutputEvents.resumePosition(lastEventID) else {
             return exchange.answer(refusal(400, "Last-Event-ID must be a position in the run's output (decimal digits)"))
         }
@@ -22,7 +22,7 @@ extension DashboardServer {
             _ = self?.outputStreams.access { $0.removeValue(forKey: key) }
             channel.close()
         }
-        channel.call(Request(op: .output, run: run, from: from, follow: true), events: { response, _ in
+        channel.call(Request(op: .output, run: run, from: from, follow: true, actingAs: user), events: { response, _ in
             if let chunk = response.chunk { exchange.send(OutputEvents.chunk(chunk)) }
         }, done: { result in
             switch result {

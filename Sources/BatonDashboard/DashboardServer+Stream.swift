@@ -7,6 +7,9 @@ extension DashboardServer {
     final class Stream: Sendable {
         let exchange: HTTPExchange
         let state: LoopOwned<State>
+        /// The user a trusted proxy named: the stream's snapshot is asked `as` them, and only
+        /// updates of the actions it lists are sent (the feed watches as the dashboard's user).
+        let user: String?
 
         struct State {
             /// The id of the last event the page has (`Last-Event-ID`), nil before its snapshot.
@@ -14,18 +17,22 @@ extension DashboardServer {
             var toldOffline = false
             /// A snapshot is being asked of batond.
             var snapshotting = false
+            /// The actions the user may read, as the last snapshot listed them (nil: every one).
+            var readable: Set<String>?
         }
 
-        init(_ exchange: HTTPExchange, cursor: String?, reactor: Reactor) {
+        init(_ exchange: HTTPExchange, cursor: String?, user: String?, reactor: Reactor) {
             self.exchange = exchange
+            self.user = user
             state = LoopOwned(State(cursor: cursor), on: reactor)
         }
     }
 
     /// Opens a page's stream: its head now, then what the feed has for it.
-    func openStream(_ exchange: HTTPExchange, lastEventID: String?) {
+    func openStream(_ exchange: HTTPExchange, lastEventID: String?, user: String?) {
         let key = ObjectIdentifier(exchange)
-        let stream = Stream(exchange, cursor: lastEventID, reactor: reactor)
+        // A proxied page starts from a snapshot of its own: its user's readable actions come with it.
+        let stream = Stream(exchange, cursor: user == nil ? lastEventID : nil, user: user, reactor: reactor)
         let admitted = streams.access { streams -> Bool in
             guard streams.count < limits.maxStreams else { return false }
             streams[key] = stream
@@ -59,8 +66,11 @@ extension DashboardServer {
         switch cursor.map(view.ring.resume(after:)) ?? .snapshot {
         case let .replay(events):
             guard let last = events.last else { return }
+            let readable = stream.state.access { $0.readable }
+            let events = readable.map { names in events.filter { $0.action.map(names.contains) ?? false } } ?? events
+            defer { stream.state.access { $0.cursor = view.ring.id(last.seq) } }
+            guard !events.isEmpty else { return }
             stream.exchange.send(events.map { SSE.event($0.name, data: $0.data, id: view.ring.id($0.seq)) }.joined())
-            stream.state.access { $0.cursor = view.ring.id(last.seq) }
         case .snapshot:
             guard !snapshotting else { return }
             stream.state.access { $0.snapshotting = true }
@@ -72,14 +82,15 @@ extension DashboardServer {
     /// last seq when asked: updates replayed after it may be in the snapshot already, and the page
     /// drops those by their seq). Batond refusing: `offline`, and a new try in a second.
     func snapshot(_ stream: Stream, id: String) {
-        api.channel.call(Request(op: .status)) { [self] result in
+        api.channel.call(Request(op: .status, actingAs: stream.user)) { [self] result in
             guard stream.exchange.isOpen else { return }
             switch result {
             case let .success(response) where response.error == nil:
                 var answer = response
                 answer.id = nil
                 stream.exchange.send(SSE.event("snapshot", data: String(decoding: answer.jsonLine(), as: UTF8.self), id: id))
-                stream.state.access { $0.cursor = id; $0.snapshotting = false }
+                let readable = stream.user == nil ? nil : Set((response.actions ?? []).map(\.name))
+                stream.state.access { $0.cursor = id; $0.snapshotting = false; $0.readable = readable }
                 push(stream)
             case let .success(response):
                 refused(stream, response.error?.message ?? "batond refused")

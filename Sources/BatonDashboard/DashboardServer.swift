@@ -21,6 +21,16 @@ public final class DashboardServer: Sendable {
         public var downloadBytes = 32 << 20
         /// From accept to the last byte of an answer (an event stream's head).
         public var timeout: Duration = .seconds(10)
+        /// A team's dashboard behind a proxy: more connections and pages, each person's page
+        /// holding its event stream open through the proxy.
+        public static var team: Limits {
+            var limits = Limits()
+            limits.maxConnections = 512
+            limits.maxStreams = 384
+            limits.maxOutputStreams = 64
+            limits.maxDownloads = 4
+            return limits
+        }
         /// How often a quiet event stream gets a keepalive comment.
         public var keepalive: Duration = .seconds(15)
         public init() {}
@@ -46,14 +56,21 @@ public final class DashboardServer: Sendable {
     let downloads: LoopOwned<Int>
     /// The system's Chart.js, read once at start; nil where it is not installed (no charts).
     let chartLibrary: [UInt8]?
+    /// The team's dashboard: the proxy whose user header is believed (nil: one user, one-time codes).
+    let proxy: ProxyGate?
+    /// Without a proxy: the machine's own addresses, read at start (a peer at one is on this machine).
+    let machineAddresses: Set<String>
 
-    public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), reactor: Reactor,
+    public init(listening requested: ListenAddress, socketPath: String, limits: Limits = Limits(), proxy: ProxyGate? = nil, reactor: Reactor,
                 onSignIn: @escaping @Sendable (SignIn) -> Void = { _ in }) throws(SocketError) {
         var httpLimits = HTTPServer.Limits()
         httpLimits.headBytes = limits.headBytes
         httpLimits.maxFields = limits.maxFields
         httpLimits.bodyBytes = limits.bodyBytes
         httpLimits.maxConnections = limits.maxConnections
+        // Behind a proxy every page comes from its few addresses: a peer's share (8, against a local
+        // user holding every connection) would let 8 open pages fill the whole team's dashboard.
+        if proxy != nil { httpLimits.maxConnectionsPerPeer = limits.maxConnections }
         httpLimits.timeout = limits.timeout
         // The handler finds the server on the loop, where it is put (before `serve` starts the HTTP server).
         let box = LoopOwned<DashboardServer?>(nil, on: reactor)
@@ -63,6 +80,8 @@ public final class DashboardServer: Sendable {
         address = http.address
         gate = Gate(address: address, bodyLimit: limits.bodyBytes)
         self.limits = limits
+        self.proxy = proxy
+        machineAddresses = proxy != nil ? [] : Set(ListenAddress(host: "0.0.0.0", port: 0).machineAddresses() + ListenAddress(host: "::", port: 0).machineAddresses())
         self.onSignIn = onSignIn
         self.reactor = reactor
         streams = LoopOwned([:], on: reactor)
@@ -86,22 +105,37 @@ public final class DashboardServer: Sendable {
     /// One request's head, on the loop: the gate's decision, then the route's answer.
     func handle(_ head: HTTPRequestHead, _ exchange: HTTPExchange) {
         let headOnly = head.method == "HEAD"
-        switch gate.decide(head, sessions: sessions.withLock { $0 }) {
+        let user: String?
+        switch whose(head, peer: exchange.peerAddress) {
+        case let .refuse(status, reason): return exchange.answer(refusal(status, reason), headOnly: headOnly)
+        case let .user(name): user = name
+        case nil: user = nil
+        }
+        switch gate.decide(head, sessions: sessions.withLock { $0 }, proxied: proxy != nil) {
         case let .refuse(status, reason, allow):
             exchange.answer(refusal(status, reason, allow: allow), headOnly: headOnly)
         case .serve(.events):
-            openStream(exchange, lastEventID: head.field("last-event-id"))
+            openStream(exchange, lastEventID: head.field("last-event-id"), user: user)
         case let .serve(.output(run)):
-            openOutput(exchange, run: run, lastEventID: head.field("last-event-id"))
+            openOutput(exchange, run: run, lastEventID: head.field("last-event-id"), user: user)
         case let .serve(route) where route.changesState:
             let length = head.field("content-length").flatMap { Int($0) } ?? 0
-            exchange.readBody(count: length) { [self] body in answer(route, head, body) { exchange.answer($0) } }
+            exchange.readBody(count: length) { [self] body in answer(route, head, body, user: user) { exchange.answer($0) } }
         case let .serve(route):
-            answer(route, head, []) { exchange.answer($0, headOnly: headOnly) }
+            answer(route, head, [], user: user) { exchange.answer($0, headOnly: headOnly) }
         }
     }
 
-    func answer(_ route: Route, _ head: HTTPRequestHead, _ body: [UInt8], _ done: @escaping @Sendable (HTTPResponse) -> Void) {
+    /// The user a trusted proxy named (nil for today's one-user dashboard), or why the request is
+    /// refused: behind a proxy, only its peers are served; without one, only this machine's
+    /// peers, and the user field from no one (nothing believes it).
+    func whose(_ head: HTTPRequestHead, peer: String?) -> ProxyGate.Decision? {
+        if let proxy { return proxy.decide(head, peer: peer) }
+        return ProxyGate.unproxied(head, peer: peer, machine: machineAddresses)
+    }
+
+    func answer(_ route: Route, _ head: HTTPRequestHead, _ body: [UInt8], user: String?, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
+        let api = self.api.acting(user)
         switch route {
         case .page: done(Assets.file("index.html")!)
         case let .asset(name): done(Assets.file(name) ?? refusal(404, "no such file"))
@@ -113,14 +147,14 @@ public final class DashboardServer: Sendable {
         case let .run(id): api.run(id, done)
         case .trigger: api.trigger(body: body, done)
         case .cancel: api.cancel(body: body, done)
-        case .session: done(signIn(body: body))
-        case let .rawOutput(id): download(id, done)
+        case .session: done(proxy == nil ? signIn(body: body) : refusal(404, "this dashboard signs in through its proxy"))
+        case let .rawOutput(id): download(id, api, done)
         case .events, .output: done(refusal(500, "streams are not answered here"))
         }
     }
 
     /// A raw output download, when a slot is free (each holds up to `downloadBytes`).
-    func download(_ id: Int64, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
+    func download(_ id: Int64, _ api: API, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
         let admitted = downloads.access { count -> Bool in
             guard count < limits.maxDownloads else { return false }
             count += 1

@@ -8,6 +8,8 @@ public struct EventRing: Sendable {
         public var seq: Int
         public var name: String
         public var data: String
+        /// The action the update is of (a team's dashboard sends each user only theirs).
+        public var action: String? = nil
     }
 
     public enum Resume: Equatable, Sendable {
@@ -29,9 +31,9 @@ public struct EventRing: Sendable {
         self.capacity = max(capacity, 1)
     }
 
-    public mutating func append(name: String, data: String) {
+    public mutating func append(name: String, data: String, action: String? = nil) {
         lastSeq += 1
-        events.append(Event(seq: lastSeq, name: name, data: data))
+        events.append(Event(seq: lastSeq, name: name, data: data, action: action))
         if events.count - start > capacity { start += 1 }
         // Drop the dead prefix now and then, not on every append.
         if start >= capacity { events.removeFirst(start); start = 0 }

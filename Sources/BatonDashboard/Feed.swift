@@ -46,7 +46,7 @@ public final class Feed: Sendable {
                 change { $0.ring = EventRing(epoch: Self.newEpoch()); $0.online = true; $0.settled = true }
             } else if response.event == "update" {
                 // A transition, or (without one) progress a run reported.
-                change { $0.ring.append(name: response.transition == nil ? "progress" : "update", data: String(decoding: line, as: UTF8.self)) }
+                change { $0.ring.append(name: response.transition == nil ? "progress" : "update", data: String(decoding: line, as: UTF8.self), action: response.run?.action) }
             }
         }, done: { [self] result in
             let reason: String

@@ -45,9 +45,13 @@ public struct Gate: Sendable {
         self.address = ListenAddress(host: shown, port: address.port)
     }
 
-    public func decide(_ head: HTTPRequestHead, sessions: Sessions) -> Decision {
+    /// `proxied`: the team's dashboard behind a trusted proxy (`ProxyGate` admitted the peer and
+    /// named the user): the proxy signed the page in, not a session, and the `Host` is the proxy's
+    /// public name, which `Origin` must match.
+    public func decide(_ head: HTTPRequestHead, sessions: Sessions, proxied: Bool = false) -> Decision {
         // The parser refuses these already (RFC 9112 §3.2); the gate does not lean on it.
         guard head.fields.count(where: { $0.name == "host" }) <= 1 else { return .refuse(status: 400, reason: "more than one Host field") }
+        let hosts = proxied ? Set(head.field("host").map { [$0.lowercased()] } ?? []) : hosts
         guard let host = head.field("host"), hosts.contains(host.lowercased()) else {
             return .refuse(status: 421, reason: "this is the Baton dashboard at \(hosts.sorted().joined(separator: " or ")), not \(head.field("host") ?? "(no Host)")")
         }
@@ -55,14 +59,14 @@ public struct Gate: Sendable {
         guard head.method == method || (method == "GET" && head.method == "HEAD" && !route.isStream) else {
             return .refuse(status: 405, reason: "\(head.path) takes \(method)", allow: method == "GET" ? "GET, HEAD" : method)
         }
-        if route.needsSession {
+        if route.needsSession, !proxied {
             guard let token = Self.bearer(in: head), sessions.admits(token) else {
                 return .refuse(status: 401, reason: "this page is not signed in: open an address `baton dashboard` printed (press Enter where it runs for a new one)")
             }
         }
         if route.changesState {
             let origin = head.field("origin")
-            guard let origin, hosts.contains(where: { origin == "http://\($0)" }) else {
+            guard let origin, hosts.contains(where: { origin == "http://\($0)" || (proxied && origin == "https://\($0)") }) else {
                 return .refuse(status: 403, reason: "a request that changes something must come from the dashboard's own page (Origin: \(origin ?? "none"))")
             }
             guard head.field("content-type")?.lowercased().hasPrefix("application/json") == true else {

@@ -86,7 +86,7 @@ extension Service {
     /// How long a uid's groups are kept.
     static let groupsKept = Duration.seconds(10)
 
-    private func remember(_ groups: [UInt32], name: String?, of uid: UInt32) {
+    func remember(_ groups: [UInt32], name: String?, of uid: UInt32) {
         let known = KnownUser(groups: groups, name: name, at: .now)
         groupCache.withLock { cache in
             if cache.count > 10_000 { cache.removeAll() }

@@ -33,7 +33,7 @@ extension Service {
         guard exchange.request.follow == true, !run.phase.isTerminal else { return relay.catchUp(to: nil) }
         exchange.connection.markStreaming()
         let id = dispatcher.followOutput(run, from: from, relay.live) { position in relay.catchUp(to: position) }
-        outputFollows.access { $0[ObjectIdentifier(exchange.connection), default: []].append(id) }
+        outputFollows.access { $0[Self.key(of: exchange.connection), default: []].append(id) }
         if exchange.connection.isClosed { closed(exchange.connection) }
     }
 

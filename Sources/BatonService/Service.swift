@@ -42,6 +42,11 @@ public final class Service: RequestHandler, Sendable {
     let groupCache = Locked<[UInt32: KnownUser]>([:])
     /// The user database's name of a uid (NSS may block: asked on the lookup thread only).
     let userName: @Sendable (UInt32) -> String?
+    /// The account a request's `as` names, with its groups (asked on the lookup thread only).
+    let accounts: @Sendable (String) -> ActingUser?
+    /// The accounts `as` named, with when they were read, kept `groupsKept` (a team's dashboard
+    /// asks as the same few users over and over): a lock, as `groupCache`.
+    let actingCache = Locked<[String: (user: ActingUser, at: ContinuousClock.Instant)]>([:])
     /// Watches per connection (the conductor's observer ids), stopped when it closes: the loop's.
     private let watches: LoopOwned<[ObjectIdentifier: [Int]]>
     /// Output follows per connection (the dispatcher's ids), stopped when it closes: the loop's.
@@ -63,8 +68,10 @@ public final class Service: RequestHandler, Sendable {
 
     public init(conductor: Conductor, dispatcher: (any RunDispatcher)? = nil, history: any HistoryReader, journal: any RunStore,
                 generation: Generation, hooks: Hooks, metrics: Metrics = Metrics(), processTree: String? = nil, reactor: Reactor,
-                userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName) {
+                userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName,
+                accounts: @escaping @Sendable (String) -> ActingUser? = ActingUser.lookUp) {
         self.userName = userName
+        self.accounts = accounts
         self.metrics = metrics
         reads = ReadDriver(reactor: reactor)
         self.reactor = reactor
@@ -131,8 +138,9 @@ public final class Service: RequestHandler, Sendable {
             connection.endRequest()
             return false
         }
-        let exchange = Exchange(request: request, connection: connection)
         let generation = self.generation
+        if request.actingAs != nil { return actFor(request, connection, generation) }
+        let exchange = Exchange(request: request, connection: connection)
         guard !needsGroupLookup(exchange.peer, generation) else {
             let key = ObjectIdentifier(connection)
             behindLookup.access { $0[key] = $0[key] ?? [] }
@@ -148,7 +156,7 @@ public final class Service: RequestHandler, Sendable {
 
     /// After a lookup: the connection's requests that came behind it, in order, until one waits
     /// for a lookup of its own (or none is left, or the connection has closed).
-    private func takeWaiting(from connection: any Caller) {
+    func takeWaiting(from connection: any Caller) {
         let key = ObjectIdentifier(connection)
         while let next = behindLookup.access({ queue -> RequestFrame? in
             guard let waiting = queue[key], let first = waiting.first else {
@@ -163,7 +171,7 @@ public final class Service: RequestHandler, Sendable {
     }
 
     /// Serves a valid request (on the loop) against `generation`.
-    private func serve(_ request: Request, _ exchange: Exchange, _ generation: Generation, _ connection: any Caller) {
+    func serve(_ request: Request, _ exchange: Exchange, _ generation: Generation, _ connection: any Caller) {
         switch request.op {
         // Answered here, on the server's thread: nothing to wait for.
         case .ping: exchange.finish(ping(request))
@@ -176,7 +184,7 @@ public final class Service: RequestHandler, Sendable {
         case .cancel: cancel(exchange, generation)
         case .watch:
             if let id = watch(exchange) {
-                watches.access { $0[ObjectIdentifier(connection), default: []].append(id) }
+                watches.access { $0[Self.key(of: connection), default: []].append(id) }
                 // Closed before the watch was registered: stop it now.
                 if connection.isClosed { closed(connection) }
             }
@@ -195,10 +203,10 @@ public final class Service: RequestHandler, Sendable {
 
     /// The caller has gone (on the loop): its watches and output follows stop.
     public func closed(_ connection: any Caller) {
-        behindLookup.access { $0[ObjectIdentifier(connection)] = nil }
-        let ids = watches.access { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
+        behindLookup.access { $0[Self.key(of: connection)] = nil }
+        let ids = watches.access { $0.removeValue(forKey: Self.key(of: connection)) } ?? []
         for id in ids { conductor.stopObserving(id) }
-        let follows = outputFollows.access { $0.removeValue(forKey: ObjectIdentifier(connection)) } ?? []
+        let follows = outputFollows.access { $0.removeValue(forKey: Self.key(of: connection)) } ?? []
         for id in follows { dispatcher.stopFollowingOutput(id) }
     }
 

@@ -18,6 +18,9 @@ extension Request {
         if let text, text.utf8.count > SearchMatch.maxText {
             throw .badRequest("text is \(text.utf8.count) bytes; at most \(SearchMatch.maxText)")
         }
+        if let actingAs, !Self.isUserName(actingAs) {
+            throw .badRequest("as: \(Action.quoted(String(actingAs.prefix(40)))) is no user name (a letter or _ first, then letters, digits, _ . -; at most \(Self.maxUserNameLength) bytes)")
+        }
         var request = self
         request.filter = try filter?.validated()
         return request
@@ -37,5 +40,23 @@ extension Request {
                 throw .badRequest("params.\(name): the value is \(value.utf8.count) bytes; at most \(Action.maxValueLength)")
             }
         }
+    }
+
+    /// The longest user name `as` takes (Linux's `LOGIN_NAME_MAX` less its NUL is 255; useradd's default 32).
+    public static let maxUserNameLength = 32
+
+    /// A name of the user database's usual shape: `[A-Za-z_][A-Za-z0-9_.-]*`, with a `$` at the end
+    /// allowed (machine accounts), at most `maxUserNameLength` bytes. Never a number (which
+    /// `getpwnam` callers may read as a uid), never a space, slash, colon or control character.
+    public static func isUserName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first, bytes.count <= maxUserNameLength else { return false }
+        let letter = { (byte: UInt8) in (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) || byte == 95 }
+        guard letter(first) else { return false }
+        for (index, byte) in bytes.enumerated().dropFirst() {
+            let last = index == bytes.count - 1
+            guard letter(byte) || (byte >= 48 && byte <= 57) || byte == 46 || byte == 45 || (last && byte == 36) else { return false }
+        }
+        return true
     }
 }

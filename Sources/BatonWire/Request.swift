@@ -63,11 +63,21 @@ public struct Request: Codable, Sendable, Equatable {
     public var reason: String?
     /// pause: how long, in microseconds (absent: until `resume`).
     public var duration: Int64?
+    /// Any op, as `"as"`: serve it as this user of the machine would be served (their uid, gid
+    /// and groups for every access check). Honoured only from root or batond's own user: the
+    /// team's dashboard asks on behalf of the user a trusted proxy named.
+    public var actingAs: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, op, action, params, policy, detach, force, slot, dryRun, run, key, filter, progress, from, follow, text, reason, duration
+        case actingAs = "as"
+    }
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
                 dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil,
-                slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil) {
+                slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil, actingAs: String? = nil) {
+        self.actingAs = actingAs
         self.text = text
         self.reason = reason
         self.duration = duration
@@ -110,6 +120,7 @@ extension Request {
                   slot: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .slot, expected: "a whole number (microseconds since 1970)"),
                   text: try container.decodeIfPresent(String.self, forKey: .text),
                   reason: try container.decodeIfPresent(String.self, forKey: .reason),
-                  duration: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .duration, expected: "a whole number of microseconds"))
+                  duration: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .duration, expected: "a whole number of microseconds"),
+                  actingAs: try container.decodeIfPresent(String.self, forKey: .actingAs))
     }
 }

@@ -20,6 +20,10 @@ enum DashboardCommand {
                        help: "where to serve (default 127.0.0.1 on a free port); 0.0.0.0 or [::]: every address; not loopback: a warning"),
             OptionSpec(long: "open", short: nil, value: nil,
                        help: "open it in a browser ($BROWSER or xdg-open), through a file only you can read"),
+            OptionSpec(long: "trusted-proxy", short: nil, value: "CIDR",
+                       help: "serve a team behind this sign-in proxy (repeatable): each request as the user it names; run as batond's user"),
+            OptionSpec(long: "user-header", short: nil, value: "NAME",
+                       help: "the field the proxy names the user in (default X-Forwarded-User)"),
         ],
         run: run)
 
@@ -32,20 +36,24 @@ enum DashboardCommand {
             case let .failure(error): throw UsageError("--listen: \(error)")
             }
         }
+        let proxy = try proxyGate(arguments)
         // Reach batond once first: a dashboard that cannot is better refused now than blank later.
-        _ = try context.ask(.version)
+        // A team's asks as its users: batond must take `as` from this user (root or batond's own).
+        _ = try context.ask(proxy == nil ? .version : .version.acting(as: Format.userName(getuid())))
         let server: DashboardServer
         do {
-            server = try DashboardServer(listening: address, socketPath: context.socketPath, reactor: Reactor(), onSignIn: tell)
+            server = try DashboardServer(listening: address, socketPath: context.socketPath, limits: proxy == nil ? .init() : .team, proxy: proxy,
+                                         reactor: Reactor(), onSignIn: tell)
         } catch {
             throw Failure(code: ExitCode.unavailable, message: "cannot serve on \(address): \(Context.reason(error))",
                           hint: "pick another address with --listen ADDR:PORT")
         }
+        if let proxy { serveTeam(server, proxy, context) }
         if !address.isLoopback {
             say("""
                 warning: \(server.address)\(address.isWildcard ? " (every address of this machine)" : "") is not a loopback address: \
-                anyone who can reach it and signs in can do \
-                what you may do with batond, and nothing is encrypted (no TLS). Prefer the default, or an SSH tunnel.\n
+                it serves browsers on this machine only (any other peer is refused), and nothing is encrypted (no TLS). \
+                Prefer the default; from elsewhere use an SSH tunnel, or serve a team behind a sign-in proxy (--trusted-proxy).\n
                 """, to: .error)
         }
         say("Baton dashboard for batond at \(context.socketPath), acting as \(Format.userName(getuid())):\n"
@@ -59,6 +67,36 @@ enum DashboardCommand {
         SystemThread.start {
             while readLine() != nil { say("  \(server.address(code: server.issueCode()))\n") }
         }
+        server.serve()
+    }
+
+    /// The team's proxy from `--trusted-proxy` and `--user-header`; nil without a proxy.
+    static func proxyGate(_ arguments: ParsedArguments) throws(UsageError) -> ProxyGate? {
+        let proxies = arguments.all("trusted-proxy")
+        guard !proxies.isEmpty else {
+            if arguments.value("user-header") != nil { throw UsageError("--user-header needs --trusted-proxy: the header is believed only from a proxy") }
+            return nil
+        }
+        var ranges: [AddressRange] = []
+        for text in proxies {
+            guard let range = AddressRange(text) else {
+                throw UsageError("--trusted-proxy: expected a numeric address or ADDRESS/BITS (10.0.0.0/8, ::1), got \(text)")
+            }
+            ranges.append(range)
+        }
+        let header = arguments.value("user-header") ?? "X-Forwarded-User"
+        guard !header.isEmpty, header.utf8.count <= 64, header.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
+            throw UsageError("--user-header: expected a field name (letters, digits, -), got \(header)")
+        }
+        return ProxyGate(trusted: ranges, userHeader: header)
+    }
+
+    /// Serves a team behind its proxy: no one-time codes; each request asks batond as its user.
+    static func serveTeam(_ server: DashboardServer, _ proxy: ProxyGate, _ context: Context) -> Never {
+        say("Baton dashboard for batond at \(context.socketPath), serving the users its proxy names:\n"
+            + "  listening on \(server.address), believing \(proxy.userHeader) from \(proxy.trusted.map(\.description).joined(separator: ", ")) only\n"
+            + "Each request asks batond as its user (only root and batond's own user may: run this as batond's user).\n")
+        signal(SIGPIPE, SIG_IGN)
         server.serve()
     }
 

@@ -132,6 +132,7 @@ struct FastRequestTests {
         request.from = maybe(number())
         request.slot = maybe(number())
         request.key = maybe(text())
+        request.actingAs = maybe(text())
         return request
     }
 }

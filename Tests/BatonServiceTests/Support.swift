@@ -132,7 +132,8 @@ struct Fixture {
 
     /// `deploy` (alice and the ops group may trigger, ops may cancel), `hold` (waits for the gate),
     /// `secret` (only root reads it).
-    init(userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName) {
+    init(userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName,
+         accounts: @escaping @Sendable (String) -> ActingUser? = Fixture.accounts) {
         let store = MemoryStore()
         conductor = Conductor(actions: [], store: store)
         let gate = gate
@@ -149,7 +150,16 @@ struct Fixture {
         let generation = Generation(actions: actions, access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0)
         service = Service(conductor: conductor, history: history, journal: store, generation: generation,
                           hooks: Service.Hooks(reload: { _ in .refused("reloads are refused in this test") }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }), reactor: conductor.reactor,
-                          userName: userName)
+                          userName: userName, accounts: accounts)
+    }
+
+    /// The accounts a request's `as` may name here: alice and bob, each in a group of their own.
+    @Sendable static func accounts(_ name: String) -> ActingUser? {
+        switch name {
+        case "alice": ActingUser(name: "alice", uid: alice, gid: alice, groups: [alice])
+        case "bob": ActingUser(name: "bob", uid: bob, gid: bob, groups: [bob])
+        default: nil
+        }
     }
 
     /// Sends one request line as `caller` and returns its final answer.

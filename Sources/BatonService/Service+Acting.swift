@@ -1,0 +1,102 @@
+import BatonCore
+
+/// A request's `as`: the team's dashboard (running as batond's user, or root) asks on behalf of the
+/// user a trusted proxy named, and batond decides every access check as for that user's account.
+extension Service {
+    /// Serves a request with `as` (on the loop): refused unless the connection's peer is root or
+    /// batond's own user; otherwise the name is looked up on the lookup thread (NSS may block),
+    /// and the request is served as that account (its uid, primary gid and groups), or refused
+    /// when the machine has no such user: never with the asking peer's own rights. The
+    /// connection's later requests wait behind it, as behind a group lookup. True when it waits.
+    func actFor(_ request: Request, _ connection: any Caller, _ generation: Generation) -> Bool {
+        let exchange = Exchange(request: request, connection: connection)
+        let peer = connection.peer
+        guard let name = request.actingAs, peer.uid == 0 || peer.uid == generation.owner else {
+            exchange.fail(.forbidden("\(described(peer)) may not ask as another user (`as`): only root and batond's own user may"))
+            return false
+        }
+        // Read within `groupsKept`: served now, on the loop (the account's groups are cached with it).
+        if let user = cachedAccount(name), !needsGroupLookup(Peer(uid: user.uid, gid: user.gid, pid: peer.pid), generation) {
+            serve(request, as: user, connection, generation)
+            return false
+        }
+        let key = ObjectIdentifier(connection)
+        behindLookup.access { $0[key] = $0[key] ?? [] }
+        let reactor = reactor, accounts = accounts
+        lookups.submit { [self] in
+            let user = accounts(name)
+            reactor.post { [self] in
+                if let user {
+                    remember(user.groups, name: user.name, of: user.uid)
+                    actingCache.withLock { cache in
+                        if cache.count > 10_000 { cache.removeAll() }
+                        cache[name] = (user, .now)
+                    }
+                    serve(request, as: user, connection, generation)
+                } else {
+                    exchange.fail(.forbidden("no user \(name) on this machine: a request made as \(name) gets nothing"))
+                }
+                takeWaiting(from: connection)
+            }
+        }
+        return true
+    }
+
+    /// Serves the request through the connection as `user`'s account.
+    private func serve(_ request: Request, as user: ActingUser, _ connection: any Caller, _ generation: Generation) {
+        let acting = ActingCaller(connection, as: Peer(uid: user.uid, gid: user.gid, pid: connection.peer.pid))
+        serve(request, Exchange(request: request, connection: acting), generation, acting)
+    }
+
+    /// The account `name` was found to be, when read within `groupsKept`; nil otherwise (looked up again).
+    private func cachedAccount(_ name: String) -> ActingUser? {
+        let now = ContinuousClock.now
+        return actingCache.withLock { cache in cache[name].flatMap { now - $0.at < Self.groupsKept ? $0.user : nil } }
+    }
+
+    /// The connection a caller stands for: watches and output follows are kept by it, so that a
+    /// request served `as` someone stops with its connection.
+    static func key(of caller: any Caller) -> ObjectIdentifier {
+        (caller as? ActingCaller).map { ObjectIdentifier($0.base) } ?? ObjectIdentifier(caller)
+    }
+}
+
+/// The account a request's `as` names: its uid, primary gid and every group it is in.
+public struct ActingUser: Sendable, Equatable {
+    public var name: String
+    public var uid: UInt32
+    public var gid: UInt32
+    public var groups: [UInt32]
+
+    public init(name: String, uid: UInt32, gid: UInt32, groups: [UInt32]) {
+        self.name = name
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
+    }
+
+    /// The user database's account of that name (never a number: `validated` refused one), or nil.
+    @Sendable public static func lookUp(_ name: String) -> ActingUser? {
+        guard Request.isUserName(name), let account = UserDatabase.account(name) else { return nil }
+        return ActingUser(name: account.name, uid: account.uid, gid: account.gid,
+                          groups: UserDatabase.groups(of: account.name, primary: account.gid))
+    }
+}
+
+/// The same connection as `base`, with another peer: what a request served `as` a user sees.
+final class ActingCaller: Caller {
+    let base: any Caller
+    let peer: Peer
+
+    init(_ base: any Caller, as peer: Peer) {
+        self.base = base
+        self.peer = peer
+    }
+
+    var isClosed: Bool { base.isClosed }
+    func send(_ line: [UInt8]) { base.send(line) }
+    func endRequest() { base.endRequest() }
+    func markStreaming() { base.markStreaming() }
+    func whenDrained(below bytes: Int, _ body: @escaping @Sendable () -> Void) { base.whenDrained(below: bytes, body) }
+    func hold(_ bytes: Int) { base.hold(bytes) }
+}

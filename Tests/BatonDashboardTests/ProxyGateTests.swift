@@ -1,0 +1,85 @@
+import BatonDashboard
+@testable import BatonIPC
+import Testing
+
+/// Issue 42, item 5: the team's dashboard believes the user header only from its trusted proxies,
+/// validates the name, and refuses the header from anyone else.
+@Suite("Dashboard proxy gate")
+struct ProxyGateTests {
+    static let proxy = ProxyGate(trusted: [AddressRange("10.1.0.0/16")!, AddressRange("::1")!], userHeader: "X-Forwarded-User")
+
+    static func head(_ fields: [(String, String)]) -> HTTPRequestHead { GateTests.head("GET", "/api/status", [("Host", "dash.example.org")] + fields) }
+
+    struct Row: CustomTestStringConvertible, Sendable {
+        var name: String
+        var peer: String?
+        var fields: [(String, String)]
+        var expected: ProxyGate.Decision
+        var testDescription: String { name }
+    }
+
+    @Test("who a request is from", arguments: [
+        Row(name: "a trusted proxy names alice", peer: "10.1.2.3", fields: [("X-Forwarded-User", "alice")], expected: .user("alice")),
+        Row(name: "an IPv6 proxy; the field's name in any case", peer: "::1", fields: [("x-forwarded-user", "bob")], expected: .user("bob")),
+        Row(name: "an IPv4-mapped peer in the block", peer: "::ffff:10.1.9.9", fields: [("X-Forwarded-User", "bob")], expected: .user("bob")),
+        Row(name: "a client beside the proxy forges the field", peer: "10.2.0.1", fields: [("X-Forwarded-User", "root")],
+            expected: .refuse(status: 403, reason: "x-forwarded-user is believed only from the dashboard's trusted proxies, not from 10.2.0.1")),
+        Row(name: "loopback is not trusted unless listed", peer: "127.0.0.1", fields: [("X-Forwarded-User", "alice")],
+            expected: .refuse(status: 403, reason: "x-forwarded-user is believed only from the dashboard's trusted proxies, not from 127.0.0.1")),
+        Row(name: "anyone else, without the field", peer: "192.0.2.1", fields: [],
+            expected: .refuse(status: 403, reason: "this dashboard is served through its sign-in proxy only; 192.0.2.1 is not one")),
+        Row(name: "the proxy names no one", peer: "10.1.0.1", fields: [], expected: .refuse(status: 401, reason: "the proxy named no user (x-forwarded-user)")),
+        Row(name: "the proxy names two", peer: "10.1.0.1", fields: [("X-Forwarded-User", "alice"), ("X-Forwarded-User", "bob")],
+            expected: .refuse(status: 400, reason: "more than one x-forwarded-user field")),
+        Row(name: "an email is no local user", peer: "10.1.0.1", fields: [("X-Forwarded-User", "alice@example.org")],
+            expected: .refuse(status: 403, reason: "x-forwarded-user: \"alice@example.org\" is no user name of this machine's shape")),
+        Row(name: "a uid is no name", peer: "10.1.0.1", fields: [("X-Forwarded-User", "0")],
+            expected: .refuse(status: 403, reason: "x-forwarded-user: \"0\" is no user name of this machine's shape")),
+    ])
+    func decisions(_ row: Row) {
+        #expect(Self.proxy.decide(Self.head(row.fields), peer: row.peer) == row.expected)
+    }
+
+    @Test("without a proxy: this machine's peers only, and the user field from no one")
+    func unproxied() {
+        let machine: Set<String> = ["10.0.0.9", "2001:db8::9"]
+        let plain = Self.head([])
+        for peer in ["127.0.0.1", "127.0.0.53", "::1", "::ffff:127.0.0.1", "10.0.0.9", "::ffff:10.0.0.9", "2001:db8::9"] {
+            #expect(ProxyGate.unproxied(plain, peer: peer, machine: machine) == nil, "\(peer)")
+        }
+        for peer in ["10.0.0.8", "192.0.2.1", "2001:db8::8", "::ffff:192.0.2.1"] as [String?] + [nil] {
+            guard case .refuse(403, let reason)? = ProxyGate.unproxied(plain, peer: peer, machine: machine) else {
+                Issue.record("\(peer ?? "nil") was served")
+                continue
+            }
+            #expect(reason.hasPrefix("this dashboard serves this machine only"))
+        }
+        #expect(ProxyGate.unproxied(Self.head([("X-Forwarded-User", "alice")]), peer: "127.0.0.1", machine: machine)
+            == .refuse(status: 403, reason: "x-forwarded-user is believed only behind a trusted proxy (baton dashboard --trusted-proxy)"))
+    }
+
+    @Test("address blocks: parsed, with host bits refused, and matched by prefix")
+    func ranges() throws {
+        for bad in ["10.0.0.1/8", "10.0.0.0/33", "example.org", "10.0.0.0/", "10.0.0.0/x", "::1/129", ""] { #expect(AddressRange(bad) == nil, "\(bad)") }
+        let block = try #require(AddressRange("192.168.0.0/23"))
+        #expect(block.contains("192.168.1.255") && block.contains("192.168.0.0"))
+        #expect(!block.contains("192.168.2.0") && !block.contains("::1") && !block.contains("nonsense"))
+        let v6 = try #require(AddressRange("fd00::/8"))
+        #expect(v6.contains("fd12::7") && !v6.contains("fe80::1") && !v6.contains("10.0.0.1"))
+        #expect(try #require(AddressRange("0.0.0.0/0")).contains("203.0.113.9"))
+    }
+
+    @Test("behind a proxy the gate needs no session, answers to the proxy's Host, and takes its https Origin")
+    func proxiedGate() {
+        let gate = Gate(address: ListenAddress(host: "127.0.0.1", port: 8123))
+        let status = Self.head([])
+        #expect(gate.decide(status, sessions: Sessions(), proxied: true) == .serve(.status))
+        #expect(gate.decide(status, sessions: Sessions()) != .serve(.status), "without the proxy, a foreign Host and no session are refused")
+        let post = { (origin: String) in
+            GateTests.head("POST", "/api/trigger", [("Host", "dash.example.org"), ("Origin", origin), ("Content-Type", "application/json"), ("Content-Length", "20")])
+        }
+        #expect(gate.decide(post("https://dash.example.org"), sessions: Sessions(), proxied: true) == .serve(.trigger))
+        #expect(gate.decide(post("https://evil.example"), sessions: Sessions(), proxied: true)
+            == .refuse(status: 403, reason: "a request that changes something must come from the dashboard's own page (Origin: https://evil.example)"))
+    }
+}
