@@ -27,6 +27,7 @@ extension Request {
         json.field("text", text)
         json.field("reason", reason)
         json.field("duration", duration)
+        json.field("name", name)
         json.endObject()
         return json.bytes
     }
