@@ -36,12 +36,36 @@ public struct ArtifactSetup: Sendable {
         guard mkdir(path, 0o700) == 0 else {
             return .failure(SpawnFailure(message: "cannot make the run's artifacts directory \(path): \(String(cString: strerror(errno)))"))
         }
+        if let owner, owner.uid != geteuid(), let closed = Self.outOfReach(path, for: owner) {
+            ArtifactTree.remove(path)
+            return .failure(SpawnFailure(message: "\(owner.user) cannot reach its $BATON_ARTIFACTS \(path): \(closed) is not searchable by it "
+                + "(give it o+x, such as StateDirectoryMode=0751 for /var/lib/baton)"))
+        }
         if let owner, chown(path, owner.uid, owner.gid) != 0 {
             let why = String(cString: strerror(errno))
             ArtifactTree.remove(path)
             return .failure(SpawnFailure(message: "cannot give the artifacts directory \(path) to \(owner.user): \(why)"))
         }
         return .success(path)
+    }
+
+    /// The first directory above `path` that `user` may not search (its mode, owner and group
+    /// decide), or nil when it reaches `path`.
+    static func outOfReach(_ path: String, for user: RunAs) -> String? {
+        var above = path.parentPath
+        var closed: String?
+        while !above.isEmpty {
+            var info = stat()
+            if stat(above, &info) == 0 {
+                let mode = info.st_mode
+                let searchable = info.st_uid == user.uid ? mode & 0o100 != 0
+                    : (info.st_gid == user.gid || user.groups.contains(info.st_gid)) ? mode & 0o010 != 0 : mode & 0o001 != 0
+                if !searchable { closed = above }
+            }
+            if above == "/" { break }
+            above = above.parentPath
+        }
+        return closed
     }
 
     /// Removes every attempt's directory but those of `kept` (`RUN-ATTEMPT` names): at start, what a
@@ -117,11 +141,11 @@ public struct ArtifactScan: Sendable {
         ArtifactTree.open(directory, name)
     }
 
-    /// `123 MiB`, `4 KiB`, `17 bytes`: whole units, rounded up, as a notice says them.
+    /// `123 MiB`, `3.1 MiB`, `4 KiB`, `17 bytes`: to a tenth of the unit, rounded up (never under what it says).
     public static func size(_ bytes: Int64) -> String {
         for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] where bytes >= Int64(1) << shift {
-            let whole = bytes >> shift, rest = bytes & ((Int64(1) << shift) - 1)
-            return "\(rest == 0 ? whole : whole + 1) \(unit)"
+            let tenths = (bytes * 10 + (Int64(1) << shift) - 1) >> shift
+            return tenths % 10 == 0 ? "\(tenths / 10) \(unit)" : "\(tenths / 10).\(tenths % 10) \(unit)"
         }
         return bytes == 1 ? "1 byte" : "\(bytes) bytes"
     }

@@ -1,0 +1,115 @@
+import BatonClient
+import BatonCore
+import Foundation
+import Testing
+
+/// Artifacts through the real binaries: an action writes text, binary and nested files to
+/// `$BATON_ARTIFACTS`; they come back byte-exact through `baton artifacts` and `BatonClient`,
+/// are listed by `show`, refused to a peer who may not read the run, and the directory is gone after.
+@Suite("End to end: artifacts", .serialized)
+struct ArtifactEndToEndTests {
+    /// 200 KiB of every byte value, and the script that writes it with the other files.
+    static let script = """
+        set -e; cd "$BATON_ARTIFACTS"; pwd > /dev/stderr; echo "run $BATON_RUN_ID" > report.txt; mkdir -p dist/deep
+        i=0; while [ $i -lt 800 ]; do printf "$(printf '\\\\%03o' $(seq 0 255) | tr -d '\\n')"; i=$((i+1)); done > dist/deep/blob.bin
+        ln -s /etc/shadow stolen; ls -ld "$BATON_ARTIFACTS" | cut -c1-10 >&2
+        """
+
+    static func expectedBlob() -> [UInt8] { Array((0..<800).flatMap { _ in (0...255).map(UInt8.init) }) }
+
+    static var config: String {
+        """
+        {
+          socketMode: "0666",
+          requireUser: false,
+          actions: {
+            make: { exec: ["bash", "-c", \(quoted(script))], artifacts: { keep: "1MiB" } },
+            hidden: { exec: ["bash", "-c", \(quoted(script))], artifacts: { keep: "1MiB" }, allow: { read: { users: [] } } },
+            asNobody: { exec: ["sh", "-c", "id -u > \\"$BATON_ARTIFACTS/who.txt\\"; stat -c %U:%a \\"$BATON_ARTIFACTS\\" >> \\"$BATON_ARTIFACTS/who.txt\\""],
+                        user: "nobody", artifacts: { keep: "1KiB" } },
+            tooMuch: { exec: ["sh", "-c", "head -c 5000 /dev/zero > \\"$BATON_ARTIFACTS/z\\"; exit 4"], artifacts: { keep: "4KiB" } },
+          },
+        }
+        """
+    }
+
+    static func quoted(_ text: String) -> String {
+        "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n") + "\""
+    }
+
+    @Test("text, binary and nested files come back byte-exact by CLI and client; links named; the directory gone after")
+    func keptAndFetched() async throws {
+        let daemon = try Daemon(config: Self.config)
+        chmod(daemon.directory, 0o755)
+        let ran = try daemon.baton("run", "make")
+        #expect(ran.code == 0, "\(ran.stderr)")
+        let blob = Self.expectedBlob()
+
+        let listed = try daemon.baton("artifacts", "1")
+        #expect(listed.code == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains("dist/deep/blob.bin"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("report.txt"))
+        #expect(listed.stdout.contains("note: stolen: a symlink, not followed"), "\(listed.stdout)")
+        let show = try daemon.baton("show", "1")
+        #expect(show.stdout.contains("artifacts:"), "\(show.stdout)")
+        #expect(show.stdout.contains("dist/deep/blob.bin"))
+
+        // The CLI: to a file with -o, and to a pipe.
+        let file = daemon.directory + "/blob.out"
+        #expect(try daemon.baton("artifacts", "1", "dist/deep/blob.bin", "-o", file).code == 0)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: file))) == blob)
+        let piped = daemon.directory + "/blob.piped"
+        #expect(try execute("/bin/sh", ["-c", "\(Binaries.baton) --socket \(daemon.socket) artifacts 1 dist/deep/blob.bin > \(piped)"]).code == 0)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: piped))) == blob)
+        #expect(try daemon.baton("artifacts", "1", "report.txt").stdout == "run 1\n")
+        #expect(try daemon.baton("artifacts", "1", "stolen").code == 2)
+
+        // The client: listed with sizes and digests, read back a piece at a time.
+        let client = try BatonClient(socket: daemon.socket)
+        let list = try await client.artifacts(run: 1)
+        #expect(list.files.map(\.name) == ["dist/deep/blob.bin", "report.txt"])
+        #expect(list.files.map(\.size) == [Int64(blob.count), 6])
+        var fetched: [UInt8] = []
+        let info = try await client.artifact(run: 1, name: "dist/deep/blob.bin") { fetched += $0 }
+        #expect(fetched == blob)
+        let sum = try execute("/usr/bin/sha256sum", [file]).stdout.prefix(64)
+        #expect(info.sha256 == String(sum))
+
+        // The attempt's directory was 0700, and nothing of it is left once the run has ended.
+        #expect(try daemon.baton("show", "1", "--output").stdout.contains("drwx------"))
+        let left = try FileManager.default.contentsOfDirectory(atPath: daemon.database + "-artifacts")
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test("a peer who may not read the run's action may not list or fetch its artifacts")
+    func deniedAsTheOutputIs() throws {
+        let daemon = try Daemon(config: Self.config)
+        chmod(daemon.directory, 0o755)
+        #expect(try daemon.baton("run", "hidden").code == 0)
+        let nobody = { (arguments: [String]) throws -> Output in
+            try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", daemon.socket] + arguments)
+        }
+        #expect(try nobody(["logs", "1"]).code == 77)
+        let list = try nobody(["artifacts", "1"])
+        #expect(list.code == 77, "\(list.stdout) \(list.stderr)")
+        #expect(list.stderr.contains("may not read hidden"), "\(list.stderr)")
+        #expect(try nobody(["artifacts", "1", "report.txt"]).code == 77)
+        #expect(try daemon.baton("artifacts", "1", "report.txt").stdout == "run 1\n")
+    }
+
+    @Test("a run as another user gets a directory of its own; a run over the bound keeps none and says so")
+    func ownerAndBound() throws {
+        let daemon = try Daemon(config: Self.config)
+        chmod(daemon.directory, 0o755)
+        let ran = try daemon.baton("run", "asNobody")
+        let story = try daemon.baton("show", "1").stdout
+        #expect(ran.code == 0, "\(ran.stderr) \(story)")
+        #expect(try daemon.baton("artifacts", "1", "who.txt").stdout == "65534\nnobody:700\n")
+        #expect(try daemon.baton("run", "tooMuch").code == 1)
+        let listed = try daemon.baton("artifacts", "2")
+        #expect(listed.stdout.contains("note: artifacts over 4 KiB: 4.9 KiB, none kept"), "\(listed.stdout)")
+        #expect(try daemon.baton("show", "2").stdout.contains("artifacts over 4 KiB"))
+        let left = try FileManager.default.contentsOfDirectory(atPath: daemon.database + "-artifacts")
+        #expect(left.isEmpty, "\(left)")
+    }
+}
