@@ -113,3 +113,42 @@ struct ArtifactEndToEndTests {
         #expect(left.isEmpty, "\(left)")
     }
 }
+
+/// Artifacts across a crash of batond: what a run that dies with it leaves is removed at the next
+/// start; a run adopted through its shim keeps its directory, and its files are kept at its end.
+@Suite("End to end: artifacts across a crash", .serialized)
+struct ArtifactCrashTests {
+    @Test("SIGKILL of batond: the next start removes a lost run's directory, keeps an adopted run's, and keeps its files at its end")
+    func crash() throws {
+        let scratch = NSTemporaryDirectory() + "baton-artifacts-crash-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let wait = #"echo before > \"$BATON_ARTIFACTS/before.txt\"; echo started; while [ ! -e \"$GO\" ]; do sleep 0.02; done; echo after > \"$BATON_ARTIFACTS/after.txt\""#
+        let config = """
+            { requireUser: false, actions: {
+                adopted: { exec: ["sh", "-c", "\(wait)"], env: { GO: "\(scratch)/go" }, artifacts: { keep: "1MiB" } },
+                lost: { exec: ["sh", "-c", "\(wait)"], env: { GO: "\(scratch)/go" }, artifacts: { keep: "1MiB" }, survivesRestart: false },
+            } }
+            """
+        let daemon = try Daemon(config: config)
+        for action in ["adopted", "lost"] { #expect(try daemon.baton("run", action, "--detach").code == 0) }
+        let root = daemon.database + "-artifacts"
+        // Both runs have written their first file before the crash.
+        let deadline = Date().addingTimeInterval(30)
+        while !(FileManager.default.fileExists(atPath: root + "/1-1/before.txt") && FileManager.default.fileExists(atPath: root + "/2-1/before.txt")),
+              Date() < deadline { usleep(20_000) }
+        daemon.crash()
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: root)) == ["1-1", "2-1"])
+
+        let again = try Daemon(config: config, reusing: daemon)
+        // Recovery: the lost run's directory is gone, the adopted one's is still its run's.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root) == ["1-1"])
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        #expect(try again.baton("wait", "1").code == 0)
+        #expect(try again.baton("artifacts", "1", "before.txt").stdout == "before\n")
+        #expect(try again.baton("artifacts", "1", "after.txt").stdout == "after\n")
+        #expect(try again.baton("artifacts", "2").stdout == "run 2 kept no artifacts\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root).isEmpty)
+        again.stop()
+    }
+}
