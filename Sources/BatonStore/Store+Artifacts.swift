@@ -99,8 +99,7 @@ extension History {
         return list
     }
 
-    /// Up to about `maxBytes` of the file `name` of `run` from `offset` (whole chunks, the first cut
-    /// at the offset); nil when the run kept no such file.
+    /// Up to `maxBytes` of the file `name` of `run` from `offset`; nil when the run kept no such file.
     public func artifact(of run: Int64, named name: String, from offset: Int64, maxBytes: Int) throws -> ArtifactPiece? {
         let found = try connection.withStatement("SELECT name, size, sha256, type, attempt, id FROM artifacts WHERE run_id = ? AND name = ?") { s in
             try s.bind([.integer(run), .text(name)])
@@ -118,7 +117,7 @@ extension History {
                 let start = s.int64(0) ?? 0
                 guard case let .blob(chunk) = s.value(1) else { continue }
                 let skip = Int(max(from - start, 0))
-                if skip < chunk.count { bytes += chunk[skip...] }
+                if skip < chunk.count { bytes += chunk[skip..<min(chunk.count, skip + max(maxBytes, 1) - bytes.count)] }
             }
         }
         let end = from + Int64(bytes.count)

@@ -40,6 +40,7 @@ struct ArtifactStoreTests {
         var from: Int64 = 0
         while let piece = try await store.artifact(of: run, named: name, from: from, maxBytes: pieceBytes) {
             #expect(piece.from == from)
+            #expect(piece.bytes.count <= pieceBytes)
             bytes += piece.bytes
             guard let next = piece.next else { break }
             from = next
