@@ -53,3 +53,30 @@ struct DashboardArtifactTests {
         }
     }
 }
+
+/// The run's page in a real browser: its artifacts listed with their digests, one downloaded.
+@Suite("End to end: a run's artifacts in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+struct DashboardArtifactBrowserTests {
+    @Test("an ended run's page lists its files and notices; a click downloads one with the session")
+    func listedAndDownloaded() async throws {
+        let daemon = try Daemon(config: #"""
+            { requireUser: false, actions: { make: { exec: ["sh", "-c",
+                "printf 'hello' > \"$BATON_ARTIFACTS/a.txt\"; head -c 70000 /dev/zero > \"$BATON_ARTIFACTS/z.bin\"; ln -s /etc/passwd \"$BATON_ARTIFACTS/l\""],
+                artifacts: { keep: "1MiB" } } } }
+            """#)
+        defer { daemon.stop() }
+        #expect(try daemon.baton("run", "make").code == 0)
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        try await DashboardOutputBrowserTests.runPage(dashboard, 1) { browser in
+            #expect(try browser.wait(until: "document.querySelectorAll('#artifacts li').length === 3"))
+            let items = try browser.script("return [...document.querySelectorAll('#artifacts li')].map((li) => li.textContent);") as? [String] ?? []
+            #expect(items.count == 3 && items[0].hasPrefix("a.txt · 5 B · sha256 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"), "\(items)")
+            #expect(items.count == 3 && items[1].hasPrefix("z.bin · 68.4 KiB"), "\(items)")
+            #expect(items.last == "l: a symlink, not followed")
+            try browser.script("document.querySelectorAll('#artifacts a')[1].click();")
+            #expect(try browser.wait(until: "document.querySelector('#artifacts-note').textContent.startsWith('downloaded z.bin')"))
+            #expect(try browser.text("#artifacts-note") == "downloaded z.bin: 70000 bytes")
+        }
+    }
+}
