@@ -8,9 +8,10 @@ enum ArtifactsCommand {
     static let spec = CommandSpec(
         name: "artifacts",
         abstract: """
-            List the files RUN kept (what its action wrote to $BATON_ARTIFACTS, with artifacts: { keep } in the config): \
-            name, size, SHA-256. With NAME, write that file to stdout (a binary one only to a pipe or with -o), or to FILE \
-            with -o, checked against its SHA-256. Under the run's access rules, as its output. Works when batond is down.
+            List the files a run kept, or write one out. A run's artifacts are what its action wrote to $BATON_ARTIFACTS \
+            (with artifacts: { keep } in the config), listed with their size and SHA-256. With NAME, write that file to \
+            stdout (a binary one only to a pipe or with -o), or to FILE with -o, checked against its SHA-256. Under the \
+            run's access rules, as its output. Works when batond is down.
             """,
         arguments: "RUN [NAME]",
         options: [
