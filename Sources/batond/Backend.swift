@@ -54,7 +54,7 @@ struct Backend {
         runner.shim = Self.shim(database: path)
         // Each attempt's `$BATON_ARTIFACTS` beside the database (`DATABASE-artifacts/RUN-ATTEMPT`), its files kept in the history.
         runner.artifacts = ArtifactSetup(directory: (path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path) + "-artifacts",
-                                         keeper: store)
+                                         keeper: StoreArtifacts(store: store))
         let secretKey = SecretParamKey(database: path)
         try secretKey.prepare(for: config.actions)
         var conductorOptions = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,

@@ -28,9 +28,11 @@ struct ArtifactStoreTests {
         return root
     }
 
-    static func keep(_ store: Store, _ scan: ArtifactScan, run: Int64, attempt: Int = 1) async {
+    static func keep(_ store: Store, _ scan: ArtifactScan, run: Int64, attempt: Int = 1,
+                     afterChunk: (@Sendable (Int) -> Void)? = nil) async {
+        let keeper = StoreArtifacts(store: store, afterChunk: afterChunk)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            store.keep(scan, run: run, attempt: attempt) { continuation.resume() }
+            keeper.keep(scan, run: run, attempt: attempt) { continuation.resume() }
         }
     }
 
@@ -143,35 +145,45 @@ struct ArtifactStoreTests {
         #expect(try count("artifact_notices", dir.file("h.sqlite")) == 1)
     }
 
-    @Test("a crash mid-keep leaves none: the files on disk while the keep's transaction is open hold no artifact")
+    @Test("a crash mid-keep leaves none of that attempt's files, the earlier attempt's intact; the next start removes what it began")
     func crashMidKeep() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("h.sqlite")
         let store = try Store(path: path, options: .init(synchronous: .off))
-        await RetentionTests.run(store, id: 1, action: "build", phase: .success, ageDays: 0)
-        store.close()
-        let scan = ArtifactScan.look(try Self.directory(in: dir), bound: 10 << 20)
+        await RetentionTests.run(store, id: 1, action: "build", phase: .failure, ageDays: 0)
+        let first = dir.file("first")
+        try FileManager.default.createDirectory(atPath: first, withIntermediateDirectories: true)
+        try Data("one".utf8).write(to: URL(fileURLWithPath: first + "/a.txt"))
+        await Self.keep(store, ArtifactScan.look(first, bound: 10 << 20), run: 1, attempt: 1)
 
-        // The keep's writes, in a transaction that never commits, with a page cache small enough
-        // that its pages go to the WAL as it writes: a copy of the files then is what a crash leaves.
-        let connection = try Connection(path: path)
-        try connection.execute("PRAGMA foreign_keys = ON; PRAGMA cache_size = 8")
-        try connection.execute("BEGIN IMMEDIATE")
-        try ArtifactRows.replace(scan, run: 1, attempt: 1, at: .now, on: connection)
+        // Attempt 2's keep, copied as a crash would leave the files: after its second chunk is
+        // committed (the writer idle: the keeper waits for each commit), of its four.
         let crashed = dir.file("crashed")
         try FileManager.default.createDirectory(atPath: crashed, withIntermediateDirectories: true)
-        for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: path + suffix, toPath: crashed + "/h.sqlite" + suffix) }
-        try connection.execute("ROLLBACK")
-        // The keep had written most of its 3 MiB to the WAL when the copy was made.
-        let wal = try FileManager.default.attributesOfItem(atPath: crashed + "/h.sqlite-wal")[.size] as? Int ?? 0
-        #expect(wal > 2 << 20)
+        let scan = ArtifactScan.look(try Self.directory(in: dir), bound: 10 << 20)
+        await Self.keep(store, scan, run: 1, attempt: 2) { chunks in
+            guard chunks == 2 else { return }
+            for suffix in ["", "-wal"] { try? FileManager.default.copyItem(atPath: path + suffix, toPath: crashed + "/h.sqlite" + suffix) }
+        }
+        #expect(try await store.artifacts(of: 1).files.map(\.name) == ["a.txt", "sub/deep/b.bin"], "the keep itself went on to the end")
+        store.close()
 
+        // What the crash left: the chunks are there, unpublished; none of attempt 2 is read.
+        #expect(try count("artifact_chunks", crashed + "/h.sqlite") == 3)
         let reopened = try Store(path: crashed + "/h.sqlite", options: .init(synchronous: .off))
-        #expect(try await reopened.artifacts(of: 1) == ArtifactList(run: 1))
-        #expect(try await reopened.run(1)?.run.phase == .success)
-        let check = try Connection(path: crashed + "/h.sqlite", readOnly: true)
-        #expect(try check.scalar("PRAGMA integrity_check")?.string == "ok")
-        #expect(try check.scalar("SELECT count(*) FROM artifact_chunks")?.int64 == 0)
+        let left = try await reopened.artifacts(of: 1)
+        #expect(left.files.map(\.name) == ["a.txt"])
+        #expect(left.files.map(\.attempt) == [1])
+        #expect(try await Self.readBack(reopened, run: 1, name: "a.txt", pieceBytes: 100) == Array("one".utf8))
+        #expect(try await reopened.artifact(of: 1, named: "sub/deep/b.bin", from: 0, maxBytes: 10) == nil)
+        // The next start's keeper removes the rows and chunks the crash left, before any keep.
+        let next = StoreArtifacts(store: reopened)
+        _ = next
+        await reopened.ping()
+        reopened.close()
+        #expect(try count("artifacts", crashed + "/h.sqlite") == 1)
+        #expect(try count("artifact_chunks", crashed + "/h.sqlite") == 1)
+        #expect(try Connection(path: crashed + "/h.sqlite", readOnly: true).scalar("PRAGMA integrity_check")?.string == "ok")
     }
 
     @Test("types come from the extension, case ignored; sizes in notices round up")
