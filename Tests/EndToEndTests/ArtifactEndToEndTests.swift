@@ -28,6 +28,8 @@ struct ArtifactEndToEndTests {
             asNobody: { exec: ["sh", "-c", "id -u > \\"$BATON_ARTIFACTS/who.txt\\"; stat -c %U:%a \\"$BATON_ARTIFACTS\\" >> \\"$BATON_ARTIFACTS/who.txt\\""],
                         user: "nobody", artifacts: { keep: "1KiB" } },
             tooMuch: { exec: ["sh", "-c", "head -c 5000 /dev/zero > \\"$BATON_ARTIFACTS/z\\"; exit 4"], artifacts: { keep: "4KiB" } },
+            stopped: { exec: ["sh", "-c", "echo partial > \\"$BATON_ARTIFACTS/partial.log\\"; : > \\"$BATON_ARTIFACTS/empty\\"; echo written; sleep 300"],
+                       artifacts: { keep: "4KiB" }, killGrace: "200ms" },
           },
         }
         """
@@ -79,6 +81,23 @@ struct ArtifactEndToEndTests {
         #expect(try daemon.baton("show", "1", "--output").stdout.contains("drwx------"))
         let left = try FileManager.default.contentsOfDirectory(atPath: daemon.database + "-artifacts")
         #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test("a cancelled run keeps what it wrote before the stop, an empty file included")
+    func cancelled() throws {
+        let daemon = try Daemon(config: Self.config)
+        #expect(try daemon.baton("run", "stopped", "--detach").code == 0)
+        // The files are written before the output line that says so.
+        let deadline = Date().addingTimeInterval(30)
+        while !(try daemon.baton("logs", "1").stdout.contains("written")), Date() < deadline { usleep(20_000) }
+        #expect(try daemon.baton("cancel", "1").code == 0)
+        #expect(try daemon.baton("artifacts", "1", "partial.log").stdout == "partial\n")
+        let list = try daemon.baton("artifacts", "1", "--json").stdout
+        #expect(list.contains("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"), "the empty file's digest: \(list)")
+        let empty = daemon.directory + "/empty.out"
+        #expect(try daemon.baton("artifacts", "1", "empty", "-o", empty).code == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: empty)).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: daemon.database + "-artifacts").isEmpty)
     }
 
     @Test("a peer who may not read the run's action may not list or fetch its artifacts")
