@@ -65,6 +65,14 @@ struct ArtifactEndToEndTests {
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: piped))) == blob)
         #expect(try daemon.baton("artifacts", "1", "report.txt").stdout == "run 1\n")
         #expect(try daemon.baton("artifacts", "1", "stolen").code == 2)
+        // To a terminal (script's pseudo-terminal): the text file is written, the binary one refused.
+        let onTerminal = { (name: String) throws -> Output in
+            try execute("/usr/bin/script", ["-qec", "\(Binaries.baton) --socket \(daemon.socket) artifacts 1 \(name)", "/dev/null"])
+        }
+        let refused = try onTerminal("dist/deep/blob.bin")
+        #expect(refused.code == 2, "\(refused)")
+        #expect(refused.stdout.contains("is binary (application/octet-stream): not written to a terminal"), "\(refused)")
+        #expect(try onTerminal("report.txt").stdout.contains("run 1"))
 
         // The client: listed with sizes and digests, read back a piece at a time.
         let client = try BatonClient(socket: daemon.socket)
