@@ -107,11 +107,9 @@ struct ConfigReader {
             }
         }
         lockLimits(fields["limits"], actions: &config.actions)
-        fleetRefusals(config)
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsOffFleet(config)
-        rateLimitsOffFleet(config)
         artifactsOffFleet(config)
         return config
     }

@@ -39,6 +39,11 @@ public enum JournalEntry: Sendable, Equatable {
     case pause(ActionPause)
     /// An action's pause is over: resumed by `by` (a user, or `pause ended` when its time ran out).
     case resume(action: String, by: String, at: Timestamp)
+    /// A run's success or failure moves its action's failures in a row (`pauseAfterFailures`,
+    /// `most`), which the store counts over every host's runs (a fleet:
+    /// `ConductorState.storeCountsFailures`), pausing the action when they reach `most`
+    /// (`ActionPause.afterFailures`): in the item of that end, after it.
+    case failureStreak(run: Int64, action: String, most: Int, failed: Bool)
 }
 
 extension JournalEntry {
