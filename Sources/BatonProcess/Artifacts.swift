@@ -49,23 +49,22 @@ public struct ArtifactSetup: Sendable {
         return .success(path)
     }
 
-    /// The first directory above `path` that `user` may not search (its mode, owner and group
+    /// The nearest directory above `path` that `user` may not search (its mode, owner and group
     /// decide), or nil when it reaches `path`.
     static func outOfReach(_ path: String, for user: RunAs) -> String? {
         var above = path.parentPath
-        var closed: String?
         while !above.isEmpty {
             var info = stat()
             if stat(above, &info) == 0 {
                 let mode = info.st_mode
                 let searchable = info.st_uid == user.uid ? mode & 0o100 != 0
                     : (info.st_gid == user.gid || user.groups.contains(info.st_gid)) ? mode & 0o010 != 0 : mode & 0o001 != 0
-                if !searchable { closed = above }
+                if !searchable { return above }
             }
-            if above == "/" { break }
+            if above == "/" { return nil }
             above = above.parentPath
         }
-        return closed
+        return nil
     }
 
     /// Removes every attempt's directory but those of `kept` (`RUN-ATTEMPT` names): at start, what a

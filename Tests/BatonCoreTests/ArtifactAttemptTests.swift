@@ -98,3 +98,26 @@ struct ArtifactAttemptTests {
         close(fd)
     }
 }
+
+extension ArtifactAttemptTests {
+    @Test("a run's user that cannot search a directory above its own is told which, and gets none")
+    func outOfReach() throws {
+        let root = NSTemporaryDirectory() + "baton-artifacts-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/state", withIntermediateDirectories: true)
+        let nobody = RunAs(named: "nobody", user: "nobody", uid: 65_534, gid: 65_534, groups: [], home: "/nonexistent", shell: "/bin/sh")
+        chmod(root, 0o755)
+        chmod(root + "/state", 0o750)
+        #expect(ArtifactSetup.outOfReach(root + "/state/history-artifacts/1-1", for: nobody) == root + "/state")
+        let setup = ArtifactSetup(directory: root + "/state/history-artifacts", keeper: Keeper())
+        guard geteuid() == 0 else { return }
+        guard case let .failure(why) = setup.make(run: 1, attempt: 1, owner: nobody) else { Issue.record("made"); return }
+        #expect(why.message.contains("nobody cannot reach its $BATON_ARTIFACTS"), "\(why.message)")
+        #expect(why.message.contains("\(root)/state is not searchable by it"), "\(why.message)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/state/history-artifacts").isEmpty)
+        chmod(root + "/state", 0o751)
+        #expect(ArtifactSetup.outOfReach(root + "/state/history-artifacts/1-1", for: nobody) == nil)
+        guard case let .success(path) = setup.make(run: 1, attempt: 1, owner: nobody) else { Issue.record("not made"); return }
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.ownerAccountID] as? Int == 65_534)
+    }
+}
