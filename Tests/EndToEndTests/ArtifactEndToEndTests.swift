@@ -1,5 +1,6 @@
 import BatonClient
 import BatonCore
+import BatonIPC
 import Foundation
 import Testing
 
@@ -89,6 +90,32 @@ struct ArtifactEndToEndTests {
         #expect(try daemon.baton("show", "1", "--output").stdout.contains("drwx------"))
         let left = try FileManager.default.contentsOfDirectory(atPath: daemon.database + "-artifacts")
         #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test("the ops as docs/protocol.md says them: artifacts lists, artifact gives base64 pieces with next, a name not kept is bad_request")
+    func protocolShape() throws {
+        let daemon = try Daemon(config: Self.config)
+        #expect(try daemon.baton("run", "make").code == 0)
+        let client = try Client(path: daemon.socket)
+        func ask(_ line: String) throws -> [String: Any] {
+            try client.sendRaw(Data((line + "\n").utf8))
+            let answer = try #require(try client.receiveLine(timeout: .seconds(10)))
+            return try #require(try JSONSerialization.jsonObject(with: Data(answer)) as? [String: Any])
+        }
+        let listed = try #require(try ask(#"{"id":1,"op":"artifacts","run":1}"#)["artifacts"] as? [String: Any])
+        let files = try #require(listed["files"] as? [[String: Any]])
+        #expect(files.map { $0["name"] as? String } == ["dist/deep/blob.bin", "report.txt"])
+        #expect(Set(files[1].keys) == ["name", "size", "sha256", "type", "attempt"])
+        #expect(listed["notices"] as? [String] == ["stolen: a symlink, not followed"])
+        let first = try #require(try ask(#"{"id":2,"op":"artifact","run":1,"name":"dist/deep/blob.bin"}"#)["piece"] as? [String: Any])
+        let data = try #require((first["data"] as? String).flatMap { Data(base64Encoded: $0) })
+        #expect(data.count == 204_800 && first["from"] as? Int == 0 && first["next"] == nil, "one piece holds the 200 KiB file")
+        let middle = try #require(try ask(#"{"id":3,"op":"artifact","run":1,"name":"dist/deep/blob.bin","from":204700}"#)["piece"] as? [String: Any])
+        #expect((middle["data"] as? String).flatMap { Data(base64Encoded: $0) }.map(Array.init) == Array(Self.expectedBlob().suffix(100)))
+        let refused = try ask(#"{"id":4,"op":"artifact","run":1,"name":"stolen"}"#)
+        #expect((refused["error"] as? [String: Any])?["code"] as? String == "bad_request", "\(refused)")
+        let unknown = try ask(#"{"id":5,"op":"artifacts","run":99}"#)
+        #expect((unknown["error"] as? [String: Any])?["code"] as? String == "unknown_run", "\(unknown)")
     }
 
     @Test("a cancelled run keeps what it wrote before the stop, an empty file included")
