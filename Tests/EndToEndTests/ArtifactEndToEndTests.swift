@@ -29,6 +29,8 @@ struct ArtifactEndToEndTests {
             asNobody: { exec: ["sh", "-c", "id -u > \\"$BATON_ARTIFACTS/who.txt\\"; stat -c %U:%a \\"$BATON_ARTIFACTS\\" >> \\"$BATON_ARTIFACTS/who.txt\\""],
                         user: "nobody", artifacts: { keep: "1KiB" } },
             tooMuch: { exec: ["sh", "-c", "head -c 5000 /dev/zero > \\"$BATON_ARTIFACTS/z\\"; exit 4"], artifacts: { keep: "4KiB" } },
+            retried: { exec: ["sh", "-c", "echo $BATON_ATTEMPT > \\"$BATON_ARTIFACTS/attempt-$BATON_ATTEMPT.txt\\"; [ $BATON_ATTEMPT = 2 ]"],
+                       retry: { attempts: 1, backoff: "10ms" }, artifacts: { keep: "4KiB" } },
             stopped: { exec: ["sh", "-c", "echo partial > \\"$BATON_ARTIFACTS/partial.log\\"; : > \\"$BATON_ARTIFACTS/empty\\"; echo written; sleep 300"],
                        artifacts: { keep: "4KiB" }, killGrace: "200ms" },
           },
@@ -118,6 +120,16 @@ struct ArtifactEndToEndTests {
         #expect((unknown["error"] as? [String: Any])?["code"] as? String == "unknown_run", "\(unknown)")
     }
 
+    @Test("a retried run keeps its last attempt's files, not the earlier attempt's")
+    func retried() throws {
+        let daemon = try Daemon(config: Self.config)
+        #expect(try daemon.baton("run", "retried").code == 0)
+        let list = try BatonJSON.artifacts(daemon, run: 1)
+        #expect(list.files.map(\.name) == ["attempt-2.txt"])
+        #expect(list.files.map(\.attempt) == [2])
+        #expect(try daemon.baton("artifacts", "1", "attempt-2.txt").stdout == "2\n")
+    }
+
     @Test("a cancelled run keeps what it wrote before the stop, an empty file included")
     func cancelled() throws {
         let daemon = try Daemon(config: Self.config)
@@ -204,5 +216,13 @@ struct ArtifactCrashTests {
         #expect(try again.baton("artifacts", "2").stdout == "run 2 kept no artifacts\n")
         #expect(try FileManager.default.contentsOfDirectory(atPath: root).isEmpty)
         again.stop()
+    }
+}
+
+/// `baton artifacts RUN --json`, decoded.
+enum BatonJSON {
+    static func artifacts(_ daemon: Daemon, run: Int64) throws -> ArtifactList {
+        let out = try daemon.baton("artifacts", String(run), "--json")
+        return try JSONDecoder().decode(ArtifactList.self, from: Data(out.stdout.utf8))
     }
 }
