@@ -41,7 +41,7 @@ let package = Package(
         ),
         .target(
             name: "BatonStore",
-            dependencies: ["BatonCore", "CSQLite"],
+            dependencies: ["BatonCore", "CSQLite", "CCrypto"],
             plugins: ["EmbedMigrationsPlugin"]
         ),
         .target(

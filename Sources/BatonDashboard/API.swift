@@ -69,6 +69,9 @@ struct API: Sendable {
         }
     }
 
+    /// The files a run kept and the notices about the others (`artifacts`).
+    func artifacts(_ id: Int64, _ done: @escaping Answer) { forward(Request(op: .artifacts, run: id), done) }
+
     struct TriggerBody: Decodable {
         var action: String
         var params: [String: String]?

@@ -118,6 +118,8 @@ public final class DashboardServer: Sendable {
             openStream(exchange, lastEventID: head.field("last-event-id"), user: user)
         case let .serve(.output(run)):
             openOutput(exchange, run: run, lastEventID: head.field("last-event-id"), user: user)
+        case let .serve(.artifact(run, name)):
+            sendArtifact(exchange, run: run, name: name, user: user)
         case let .serve(route) where route.changesState:
             let length = head.field("content-length").flatMap { Int($0) } ?? 0
             exchange.readBody(count: length) { [self] body in answer(route, head, body, user: user) { exchange.answer($0) } }
@@ -149,7 +151,8 @@ public final class DashboardServer: Sendable {
         case .cancel: api.cancel(body: body, done)
         case .session: done(proxy == nil ? signIn(body: body) : refusal(404, "this dashboard signs in through its proxy"))
         case let .rawOutput(id): download(id, api, done)
-        case .events, .output: done(refusal(500, "streams are not answered here"))
+        case let .artifacts(id): api.artifacts(id, done)
+        case .events, .output, .artifact: done(refusal(500, "streams are not answered here"))
         }
     }
 

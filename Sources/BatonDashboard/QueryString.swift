@@ -15,6 +15,11 @@ public enum QueryString {
         }
     }
 
+    /// A path segment's text: `%XX` decoded, `+` kept (only a query's `+` is a space).
+    static func unescapePath(_ text: Substring) -> String {
+        unescape(Substring(text.split(separator: "+", omittingEmptySubsequences: false).joined(separator: "%2B")))
+    }
+
     static func unescape(_ text: Substring) -> String {
         var bytes: [UInt8] = []
         let utf8 = Array(text.utf8)

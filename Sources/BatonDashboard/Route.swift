@@ -18,6 +18,10 @@ public enum Route: Equatable, Sendable {
     case output(Int64)
     /// A run's output as the bytes it wrote, to save (`/api/runs/42/output.raw`).
     case rawOutput(Int64)
+    /// The files a run kept (`/api/runs/42/artifacts`).
+    case artifacts(Int64)
+    /// One of them, to save (`/api/runs/42/artifacts/dist%2Fapp.tar.gz`: the name percent-encoded).
+    case artifact(Int64, String)
     case trigger
     case cancel
     /// Trades a one-time code for a session.
@@ -51,6 +55,10 @@ public enum Route: Equatable, Sendable {
         case "": return (.run(id), "GET")
         case "/output": return (.output(id), "GET")
         case "/output.raw": return (.rawOutput(id), "GET")
+        case "/artifacts": return (.artifacts(id), "GET")
+        case let tail where tail.hasPrefix("/artifacts/") && tail.count > "/artifacts/".count:
+            let name = QueryString.unescapePath(tail.dropFirst("/artifacts/".count))
+            return name.isEmpty || name.utf8.count > 4_096 ? nil : (.artifact(id, name), "GET")
         default: return nil
         }
     }
@@ -67,7 +75,7 @@ public enum Route: Equatable, Sendable {
     /// Whether the route answers with an event stream (which has no HEAD: it never ends).
     public var isStream: Bool {
         switch self {
-        case .events, .output: true
+        case .events, .output, .artifact: true
         default: false
         }
     }
@@ -78,7 +86,7 @@ public enum Route: Equatable, Sendable {
     public var needsSession: Bool {
         switch self {
         case .page, .asset, .chartLibrary, .session: false
-        case .status, .history, .search, .stats, .run, .events, .output, .rawOutput, .trigger, .cancel: true
+        case .status, .history, .search, .stats, .run, .events, .output, .rawOutput, .artifacts, .artifact, .trigger, .cancel: true
         }
     }
 }

@@ -1,4 +1,5 @@
 import BatonCore
+import Glibc
 
 /// Splits a byte stream into newline-terminated frames of at most `limit` bytes.
 ///
@@ -26,7 +27,9 @@ public struct FrameSplitter: Sendable {
         var frames: [Frame] = []
         var start = 0
         while start < bytes.count {
-            guard let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
+            // memchr: a slice's firstIndex costs a generic call per byte unoptimised (a debug `baton
+            // artifacts` spent 80% of its time here on 1.4 MB lines).
+            guard let found = memchr(bytes.baseAddress! + start, Int32(UInt8(ascii: "\n")), bytes.count - start) else {
                 if !skipping {
                     buffer.append(contentsOf: bytes[start...])
                     if buffer.count > limit {
@@ -37,6 +40,7 @@ public struct FrameSplitter: Sendable {
                 }
                 break
             }
+            let newline = bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
             if skipping {
                 skipping = false
             } else if buffer.count + (newline - start) > limit {

@@ -28,13 +28,22 @@ extension ExecRunner {
             case let .failure(why): return .failure(SpawnFailure(message: why.message))
             }
         }
-        var exec = job.action.exec, shimDirectory: String?
+        var exec = job.action.exec, shimDirectory: String?, artifacts: ArtifactWork?
+        switch makeArtifacts(job) {
+        case let .success(work): artifacts = work
+        case let .failure(why):
+            if let hookOutput { unlink(hookOutput) }
+            return .failure(why)
+        }
+        // Baton's own variable: after the action's `env`, which cannot set it.
+        if let artifacts { job.action.env["BATON_ARTIFACTS"] = artifacts.path }
         if let shim = shim(for: job) {
             switch shimmed(exec, job, shim) {
             case let .success(made?): (exec, shimDirectory) = (made.argv, made.directory)
             case .success(nil): break
             case let .failure(why):
                 if let hookOutput { unlink(hookOutput) }
+                if let artifacts { ArtifactTree.remove(artifacts.path) }
                 return .failure(why)
             }
         }
@@ -42,9 +51,11 @@ extension ExecRunner {
         if case .failure = made {
             if let hookOutput { unlink(hookOutput) }
             if let shimDirectory { ShimRecord.remove(shimDirectory) }
+            if let artifacts { ArtifactTree.remove(artifacts.path) }
         }
         if case var .success(spawned) = made {
             spawned.shimDirectory = shimDirectory
+            spawned.artifacts = artifacts
             made = .success(spawned)
         }
         return made

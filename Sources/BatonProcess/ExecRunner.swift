@@ -31,6 +31,9 @@ public struct ExecRunner: Runner {
     /// The shim each attempt of an action that survives restarts runs under; nil runs none (the
     /// action is the leader, and dies with batond's recovery).
     public var shim: ShimSetup?
+    /// Where the attempts of actions with `artifacts` get their `$BATON_ARTIFACTS`, and what keeps
+    /// the files; nil: no directory is made (the action's `artifacts` is not honoured).
+    public var artifacts: ArtifactSetup?
 
     public init(tailLimit: Int = 64 * 1024, inherited: [String: String] = ExecRunner.defaultInherited(), reactor: Reactor? = nil,
                 spawner: SpawnerPool = SpawnerPool(threads: SpawnerPool.perCore)) {

@@ -17,7 +17,11 @@ extension ExecRunner {
                                                          leaderIdentity: surviving.alive ? surviving.identity : nil))
         var cgroup: String?
         if case let .cgroup(hierarchy) = tracking { cgroup = hierarchy.path(run: job.runID, attempt: surviving.attempt) }
-        reactor.post { [cgroup] in attempt.attached(surviving, tree: tree, cgroup: cgroup) }
+        let artifacts = adoptedArtifacts(job, attempt: surviving.attempt)
+        reactor.post { [cgroup] in
+            attempt.state.access { $0.artifacts = artifacts }
+            attempt.attached(surviving, tree: tree, cgroup: cgroup)
+        }
         return attempt
     }
 }

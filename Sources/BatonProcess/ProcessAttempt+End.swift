@@ -75,14 +75,14 @@ extension ProcessAttempt {
         while case let child = baton_waitable_in_group(born.pid), child > 0, Self.reapIfOrphan(child) {}
         for member in state.access({ $0.machine.leftovers }) { _ = Self.reapIfOrphan(member) }
         let adoptedCgroup = state.access { $0.adoptedCgroup }
-        let (hookOutput, shimDirectory, keep) = state.access { state -> (String?, String?, Bool) in
+        let (hookOutput, shimDirectory, keep, artifacts) = state.access { state -> (String?, String?, Bool, ArtifactWork?) in
             state.output.closeAll()
             state.watching = []
             if let report = state.output.finalProgress() { reports.append(report) }
-            return (state.hookOutput, state.shimDirectory, state.machine.keepLeftovers)
+            return (state.hookOutput, state.shimDirectory, state.machine.keepLeftovers, state.artifacts)
         }
         let told = reports
-        guard cgroup != nil || hookOutput != nil || shimDirectory != nil else {
+        guard cgroup != nil || hookOutput != nil || shimDirectory != nil || artifacts != nil else {
             return report(exitCode: exitCode, signal: signal, leftovers: leftovers, cgroup: nil, told)
         }
         let reactor = reactor
@@ -93,8 +93,11 @@ extension ProcessAttempt {
             let unstarted = shimDirectory.flatMap { exitCode == 127 && signal == 0 ? ShimRecord.read($0).execFailureMessage : nil }
             if let shimDirectory { ShimRecord.remove(shimDirectory) }
             if let adoptedCgroup, !keep { _ = AttemptCgroup.destroy(adoptedCgroup) }
-            reactor.post { [self] in
-                report(exitCode: exitCode, signal: signal, leftovers: leftovers, cgroup: measured, told, unstarted: unstarted)
+            // The run's files are kept before its end is told: its end, once durable, has them.
+            Self.keepArtifacts(artifacts, spawner: spawner) {
+                reactor.post { [self] in
+                    report(exitCode: exitCode, signal: signal, leftovers: leftovers, cgroup: measured, told, unstarted: unstarted)
+                }
             }
         }
     }

@@ -16,6 +16,8 @@ extension ProcessAttempt {
         var hookOutput: String?
         /// The attempt's shim directory, when it runs under `baton-shim`.
         var shimDirectory: String?
+        /// The attempt's artifacts directory, for an action with `artifacts`.
+        var artifacts: ArtifactWork?
     }
 
     /// The spawner's answer, on the loop: the attempt tells its start and watches its leader, and
@@ -34,6 +36,7 @@ extension ProcessAttempt {
                 state.output = AttemptOutput(pipes: made.pipes, tailLimit: limit)
                 state.hookOutput = made.hookOutput
                 state.shimDirectory = made.shimDirectory
+                state.artifacts = made.artifacts
             }
             events(.started(made.group))
             begin()

@@ -191,7 +191,7 @@ public final class Service: RequestHandler, Sendable {
         case .output: output(exchange, generation)
         case .pause, .resume: pause(exchange, generation)
         // The history and the admin hooks: driven by `reads`, answered on the loop.
-        case .history, .show, .stats, .denied, .reload, .prune, .search, .events:
+        case .history, .show, .stats, .denied, .reload, .prune, .search, .events, .artifacts, .artifact:
             reads.read({ [self] () async throws(BatonError) -> Response in try await handle(request, generation, connection) }) { result in
                 switch result {
                 case let .success(response): exchange.finish(response)
@@ -222,6 +222,8 @@ public final class Service: RequestHandler, Sendable {
         case .denied: return try await denied(request, generation, connection)
         case .search: return try await search(request, generation, connection)
         case .events: return try await events(request, generation, connection)
+        case .artifacts: return try await artifacts(request, generation, connection)
+        case .artifact: return try await artifact(request, generation, connection)
         case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output, .pause, .resume:
             throw .internalError("\(request.op.rawValue) is not answered by the read driver")
         }

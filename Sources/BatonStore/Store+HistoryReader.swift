@@ -42,6 +42,14 @@ extension Store: HistoryReader {
         try await query(searching: true) { try $0.search(text, filter, stop: stop) }
     }
 
+    public func artifacts(of run: Int64) async throws(BatonError) -> ArtifactList {
+        try await query { try $0.artifacts(of: run) }
+    }
+
+    public func artifact(of run: Int64, named name: String, from offset: Int64, maxBytes: Int) async throws(BatonError) -> ArtifactPiece? {
+        try await query { try $0.artifact(of: run, named: name, from: offset, maxBytes: maxBytes) }
+    }
+
     /// A read whose failure says which file could not be read and why, without the SQL.
     private func query<T: Sendable>(searching: Bool = false, _ body: @escaping @Sendable (History) throws -> T) async throws(BatonError) -> T {
         do {

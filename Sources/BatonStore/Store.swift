@@ -189,7 +189,7 @@ public final class Store: RunStore, Sendable {
 
     /// Queues an item for the writer, or fails it at once: always when the store is closed, and,
     /// when it is one that must not wait, while writes fail or the writer is `maxQueued` behind.
-    private func submit(_ item: Item) {
+    func submit(_ item: Item) {
         if item.refusedWhileFailing, let failure = status.withLock({ $0.failure }) {
             return item.completion(.failure(.storeUnavailable(failure)))
         }

@@ -23,7 +23,7 @@ public enum RequestID: Codable, Sendable, Hashable {
 
 /// What a request asks for.
 public enum Operation: String, Codable, Sendable, CaseIterable {
-    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output, search, pause, resume, events
+    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output, search, pause, resume, events, artifacts, artifact
 }
 
 /// One request line. Which fields matter depends on `op`; see docs/protocol.md.
@@ -63,21 +63,25 @@ public struct Request: Codable, Sendable, Equatable {
     public var reason: String?
     /// pause: how long, in microseconds (absent: until `resume`).
     public var duration: Int64?
+    /// artifact: the file's name (its path under the run's `$BATON_ARTIFACTS`).
+    public var name: String?
     /// Any op, as `"as"`: serve it as this user of the machine would be served (their uid, gid
     /// and groups for every access check). Honoured only from root or batond's own user: the
     /// team's dashboard asks on behalf of the user a trusted proxy named.
     public var actingAs: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, op, action, params, policy, detach, force, slot, dryRun, run, key, filter, progress, from, follow, text, reason, duration
+        case id, op, action, params, policy, detach, force, slot, dryRun, run, key, filter, progress, from, follow, text, reason, duration, name
         case actingAs = "as"
     }
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
                 dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil,
-                slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil, actingAs: String? = nil) {
+                slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil, name: String? = nil,
+                actingAs: String? = nil) {
         self.actingAs = actingAs
+        self.name = name
         self.text = text
         self.reason = reason
         self.duration = duration
@@ -121,6 +125,7 @@ extension Request {
                   text: try container.decodeIfPresent(String.self, forKey: .text),
                   reason: try container.decodeIfPresent(String.self, forKey: .reason),
                   duration: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .duration, expected: "a whole number of microseconds"),
+                  name: try container.decodeIfPresent(String.self, forKey: .name),
                   actingAs: try container.decodeIfPresent(String.self, forKey: .actingAs))
     }
 }

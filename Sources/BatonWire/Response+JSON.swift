@@ -6,7 +6,8 @@ extension Response {
     /// and event carries, and `status`'s actions, are written by hand; the rare heavy ones (a
     /// run's whole story, stats, prune reports, refused requests) go through `JSONEncoder`.
     public func jsonLine() -> [UInt8] {
-        guard detail == nil, triggers == nil, stats == nil, matches == nil, events == nil, prune == nil, chunk == nil, outputEnd == nil else {
+        guard detail == nil, triggers == nil, stats == nil, matches == nil, events == nil, prune == nil, chunk == nil, outputEnd == nil,
+              artifacts == nil, piece == nil else {
             return (try? Array(JSONWriter.encoder.encode(self))) ?? Array(#"{"ok":false}"#.utf8)
         }
         var json = JSONWriter()

@@ -56,6 +56,10 @@ public struct Response: Codable, Sendable {
     /// pause: the pause made; resume: the pause it ended (absent: the action was not paused).
     public var pause: ActionPause?
     public var pid: Int32?
+    /// artifacts: the run's kept files and the notices about them.
+    @Boxed public var artifacts: ArtifactList? = nil
+    /// artifact: one piece of a file's bytes.
+    @Boxed public var piece: ArtifactPiece? = nil
 
     public init(id: RequestID?, ok: Bool? = true) {
         self.id = id

@@ -1,4 +1,5 @@
-// OpenSSL's libcrypto, for HMAC-SHA256 and constant-time comparison only (webhook signatures).
+// OpenSSL's libcrypto, for HMAC-SHA256 and constant-time comparison (webhook signatures) and
+// SHA-256 digests of a run's artifacts (EVP_Digest*).
 // Opened with dlopen by the first webhook, never linked: a batond without webhooks does not map it.
 #include <dlfcn.h>
 #include <stdio.h>
@@ -6,7 +7,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#define BATON_LIBCRYPTO_FUNCTIONS(F) F(HMAC) F(EVP_sha256) F(CRYPTO_memcmp)
+#define BATON_LIBCRYPTO_FUNCTIONS(F) F(HMAC) F(EVP_sha256) F(CRYPTO_memcmp) \
+    F(EVP_MD_CTX_new) F(EVP_MD_CTX_free) F(EVP_DigestInit_ex) F(EVP_DigestUpdate) F(EVP_DigestFinal_ex)
 #define BATON_LIBCRYPTO_FIELD(name) __typeof__(name) *_Nonnull name;
 
 /// libcrypto's functions, each under its own name.

@@ -50,6 +50,25 @@ enum Query {
         }
     }
 
+    /// A run's kept files and notices (nil: no such run), from batond or the file.
+    static func artifacts(_ run: Int64, _ context: Context) throws -> ArtifactList? {
+        do {
+            return try viaDaemonOrFile(context, daemon: BatonQuery<ArtifactList>.artifacts(run: run).map(Optional.some)) { history in
+                try history.run(run) == nil ? nil : try history.artifacts(of: run)
+            }
+        } catch let failure as Failure {
+            if case .unknownRun = failure.refusal { return nil }
+            throw failure
+        }
+    }
+
+    /// One piece of a run's artifact (nil: the run kept none of that name), from batond or the file.
+    static func artifact(_ run: Int64, _ name: String, from: Int64, _ context: Context) throws -> ArtifactPiece? {
+        try viaDaemonOrFile(context, daemon: BatonQuery<ArtifactPiece>.artifact(run: run, name: name, from: from).map(Optional.some)) { history in
+            try history.artifact(of: run, named: name, from: from, maxBytes: ArtifactPiece.maxBytes)
+        }
+    }
+
     private static func viaDaemonOrFile<T>(_ context: Context, daemon: BatonQuery<T>, file: (History) throws -> T) throws -> T {
         if context.databasePath == nil {
             do {

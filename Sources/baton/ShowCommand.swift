@@ -30,6 +30,10 @@ enum ShowCommand {
             return ExitCode.success
         }
         print(story(detail, context: context), terminator: "")
+        // The files it kept (a history from before artifacts, or a batond without them: none).
+        if let list = try? Query.artifacts(id, context), !list.files.isEmpty || !list.notices.isEmpty {
+            print("\nartifacts:\n" + ArtifactsCommand.listing(list).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        }
         return ExitCode.success
     }
 

@@ -52,7 +52,10 @@ struct Backend {
         var runner = ExecRunner(reactor: reactor, spawner: SpawnerPool(threads: SpawnerPool.perCore))
         runner.tracking = tracking
         runner.shim = Self.shim(database: path)
-        let secretKey = SecretParamKey(database: path, configured: config.secretsKey)
+        // Each attempt's `$BATON_ARTIFACTS` beside the database (`DATABASE-artifacts/RUN-ATTEMPT`), its files kept in the history.
+        runner.artifacts = ArtifactSetup(directory: (path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path) + "-artifacts",
+                                         keeper: StoreArtifacts(store: store))
+                let secretKey = SecretParamKey(database: path, configured: config.secretsKey)
         try secretKey.prepare(for: config.actions)
         var conductorOptions = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
                                                  lineSink: config.journalSink)

@@ -27,7 +27,7 @@ struct ConfigReader {
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
         "keyParams", "queue", "pauseAfterFailures", "rateLimit", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
-        "survivesRestart",
+        "survivesRestart", "artifacts",
     ]
 
     /// The longest action description, in bytes.
@@ -111,6 +111,7 @@ struct ConfigReader {
         hooks(actions, into: &config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsKeyInFleet(config)
+        artifactsOffFleet(config)
         return config
     }
 
@@ -180,6 +181,7 @@ struct ConfigReader {
         }
         survivesRestart(fields["survivesRestart"], into: &action, at: at)
         if let value = fields["retention"] { action.retention = retention(value, at: "\(at).retention") }
+        if let value = fields["artifacts"] { action.artifactsKeep = artifactsKeep(value, at: "\(at).artifacts") }
         if let value = fields["allow"] { action.allow = allow(value, at: "\(at).allow") }
         if let value = fields["user"] {
             action.runAs = runAs(value, group: fields["group"], at: at)

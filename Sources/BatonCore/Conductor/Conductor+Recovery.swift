@@ -37,6 +37,8 @@ extension Conductor {
         }
         killed += TaggedProcesses.killUntilGone(instance: options.instance, runs: Set(lost.map(\.run.id)), groups: groups)
         if let shim = runner?.shim { Self.removeShimDirectories(in: shim.directory, except: Set(adopted.compactMap { $0.surviving?.directory })) }
+        // The artifacts directories a crashed batond left, but the adopted attempts' (kept at their end).
+        runner?.artifacts?.removeLeft(except: Set(adopted.compactMap { run in run.surviving.map { "\(run.unfinished.run.id)-\($0.attempt)" } }))
         var summary = await withCheckedContinuation { continuation in
             ask({ .recover($0, runs) }, .recover { continuation.resume(returning: $0) })
         }

@@ -26,6 +26,10 @@ public protocol HistoryReader: Sendable {
     /// case), newest first, up to `filter.limit`, each with its first matching lines; cut short
     /// at its budget of bytes read, or (answering what it found) once `stop` says the asker has gone.
     func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult
+    /// The files a run kept (`artifacts`) and the notices about them.
+    func artifacts(of run: Int64) async throws(BatonError) -> ArtifactList
+    /// Up to `maxBytes` of the artifact `name` of `run` from `offset`; nil when the run kept no such file.
+    func artifact(of run: Int64, named name: String, from offset: Int64, maxBytes: Int) async throws(BatonError) -> ArtifactPiece?
 }
 
 extension HistoryReader {
@@ -40,6 +44,11 @@ extension HistoryReader {
 
     /// A history that keeps no output chunks has none of any run.
     public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? { nil }
+
+    /// A history that keeps no artifacts (a fleet's) has none of any run.
+    public func artifacts(of run: Int64) async throws(BatonError) -> ArtifactList { ArtifactList(run: run) }
+
+    public func artifact(of run: Int64, named name: String, from offset: Int64, maxBytes: Int) async throws(BatonError) -> ArtifactPiece? { nil }
 
     /// A history that keeps no output chunks (or no index of them) cannot search them, and says so.
     public func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {

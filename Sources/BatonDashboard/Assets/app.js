@@ -820,6 +820,57 @@ async function loadRun() {
   if (mine !== runRequest) return;
   if (!answer.ok) { $("#run-title").textContent = `Run ${state.runID}`; $("#run-state").textContent = answer.error.message; return; }
   renderRun(answer.detail, answer.users || {});
+  if (TERMINAL.has(answer.detail.run.phase)) loadArtifacts(answer.detail.run.id);
+}
+
+// The files the run kept (artifacts), once it has ended: each a download fetched with the session.
+let artifactsShown = 0;
+async function loadArtifacts(id) {
+  if (artifactsShown === id) return;
+  const answer = await api(`/api/runs/${id}/artifacts`);
+  if (!answer.ok || !answer.artifacts) return;
+  artifactsShown = id;
+  const { files, notices } = answer.artifacts;
+  $("#artifacts-title").hidden = $("#artifacts").hidden = files.length === 0 && notices.length === 0;
+  $("#artifacts").replaceChildren(...files.map((file) => {
+    const link = el("a", { href: artifactPath(id, file.name), text: file.name, "data-sha256": file.sha256 });
+    link.addEventListener("click", (event) => downloadArtifact(event, id, file));
+    return el("li", {}, link, el("span", { class: "muted", text: ` · ${bytes(file.size)} · sha256 ${file.sha256}` }));
+  }), ...notices.map((notice) => el("li", { class: "muted", text: notice })));
+}
+
+const artifactPath = (id, name) => `/api/runs/${id}/artifacts/${encodeURIComponent(name)}`;
+function bytes(count) {
+  if (count < 1024) return `${count} B`;
+  const units = ["KiB", "MiB", "GiB"];
+  let value = count / 1024, unit = 0;
+  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit++; }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
+// As the raw output: fetched with the session (a plain link would carry none), saved from memory.
+async function downloadArtifact(event, id, file) {
+  event.preventDefault();
+  const note = $("#artifacts-note");
+  note.hidden = false;
+  note.textContent = `downloading ${file.name}…`;
+  let response;
+  try { response = await fetch(artifactPath(id, file.name), { headers: authorization(), cache: "no-store" }); } catch (error) { response = null; }
+  if (!response || !response.ok) {
+    let message = response ? `${response.status} ${response.statusText}` : "the dashboard does not answer";
+    try { message = (await response.json()).error.message; } catch (error) { /* the status says it */ }
+    if (response && response.status === 401) signedOut();
+    note.textContent = message;
+    return;
+  }
+  const blob = await response.blob();
+  const url = URL.createObjectURL(blob);
+  const save = el("a", { href: url, download: file.name.split("/").pop() });
+  document.body.append(save);
+  save.click();
+  save.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  note.textContent = `downloaded ${file.name}: ${blob.size} bytes`;
 }
 
 function renderRun(detail, users) {

@@ -73,6 +73,9 @@ public struct Action: Sendable, Equatable {
     /// How many bytes of each run's output the history keeps (`output.keep`): the first and the
     /// last half of it once a run writes more; 0 keeps none.
     public var outputKeep: Int64 = Action.defaultOutputKeep
+    /// The most bytes of files a run may leave in `$BATON_ARTIFACTS` to have them kept with it
+    /// (`artifacts: { keep: "100MiB" }`); nil: the action keeps no artifacts (no directory is made).
+    public var artifactsKeep: Int64?
     /// Whether the process's stdout and stderr are a pseudo-terminal (`tty: true`), so that
     /// programs line-buffer and colour as on a terminal; its output is then one stream, stdout.
     public var tty = false

@@ -75,6 +75,13 @@ public final class HTTPExchange: Sendable {
     /// Writes more of a stream (from any thread).
     public func send(_ text: String) { connection.write(Array(text.utf8)) }
 
+    /// Writes more of a stream's bytes (from any thread).
+    public func send(bytes: [UInt8]) { connection.write(bytes) }
+
+    /// Calls `body` on the loop once at most `bytes` of what was sent wait to be written, or the
+    /// connection has closed: a stream of a file sends its next piece then, never past `streamBuffer`.
+    public func whenDrained(below bytes: Int, _ body: @escaping @Sendable () -> Void) { connection.whenDrained(below: bytes, body) }
+
     /// Ends a stream once what was sent is written (from any thread).
     public func end() { connection.closeWhenWritten() }
 

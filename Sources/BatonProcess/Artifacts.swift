@@ -1,0 +1,151 @@
+import BatonEngine
+import BatonRuntime
+import FoundationEssentials
+import Glibc
+
+/// What keeps the files an attempt left in `$BATON_ARTIFACTS` (batond: the SQLite history).
+public protocol ArtifactKeeper: Sendable {
+    /// Keeps `found` as the artifacts of `run` (replacing an earlier attempt's), reading the files
+    /// through `found.open`, off the loop; calls `done` once they are kept (or failed to be, said
+    /// in the run's notices), from any thread. The directory is removed after `done`.
+    func keep(_ found: ArtifactScan, run: Int64, attempt: Int, done: @escaping @Sendable () -> Void)
+}
+
+/// Where the attempts' artifact directories are (`DATABASE-artifacts/RUN-ATTEMPT`), and who keeps their files.
+public struct ArtifactSetup: Sendable {
+    /// batond's directory of them (0711: a run's user reaches its own by name, lists nothing).
+    public var directory: String
+    public var keeper: any ArtifactKeeper
+
+    public init(directory: String, keeper: any ArtifactKeeper) {
+        self.directory = directory
+        self.keeper = keeper
+    }
+
+    /// One attempt's directory.
+    public func directory(run: Int64, attempt: Int) -> String { "\(directory)/\(run)-\(attempt)" }
+
+    /// Makes the attempt's directory, empty, mode 0700, the run's user's where it runs as another.
+    func make(run: Int64, attempt: Int, owner: RunAs?) -> Result<String, SpawnFailure> {
+        if mkdir(directory, 0o711) != 0 && errno != EEXIST {
+            return .failure(SpawnFailure(message: "cannot make the artifacts directory \(directory): \(String(cString: strerror(errno)))"))
+        }
+        _ = chmod(directory, 0o711)
+        let path = directory(run: run, attempt: attempt)
+        ArtifactTree.remove(path)
+        guard mkdir(path, 0o700) == 0 else {
+            return .failure(SpawnFailure(message: "cannot make the run's artifacts directory \(path): \(String(cString: strerror(errno)))"))
+        }
+        if let owner, owner.uid != geteuid(), let closed = Self.outOfReach(path, for: owner) {
+            ArtifactTree.remove(path)
+            return .failure(SpawnFailure(message: "\(owner.user) cannot reach its $BATON_ARTIFACTS \(path): \(closed) is not searchable by it "
+                + "(give it o+x, such as StateDirectoryMode=0751 for /var/lib/baton)"))
+        }
+        if let owner, chown(path, owner.uid, owner.gid) != 0 {
+            let why = String(cString: strerror(errno))
+            ArtifactTree.remove(path)
+            return .failure(SpawnFailure(message: "cannot give the artifacts directory \(path) to \(owner.user): \(why)"))
+        }
+        return .success(path)
+    }
+
+    /// The nearest directory above `path` that `user` may not search (its mode, owner and group
+    /// decide), or nil when it reaches `path`.
+    static func outOfReach(_ path: String, for user: RunAs) -> String? {
+        var above = path.parentPath
+        while !above.isEmpty {
+            var info = stat()
+            if stat(above, &info) == 0 {
+                let mode = info.st_mode
+                let searchable = info.st_uid == user.uid ? mode & 0o100 != 0
+                    : (info.st_gid == user.gid || user.groups.contains(info.st_gid)) ? mode & 0o010 != 0 : mode & 0o001 != 0
+                if !searchable { return above }
+            }
+            if above == "/" { return nil }
+            above = above.parentPath
+        }
+        return nil
+    }
+
+    /// Removes every attempt's directory but those of `kept` (`RUN-ATTEMPT` names): at start, what a
+    /// crashed batond left, but the directories of the attempts adopted. Returns how many.
+    @discardableResult
+    public func removeLeft(except kept: Set<String>) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var removed = 0
+        for name in names where !kept.contains(name) {
+            ArtifactTree.remove(directory + "/" + name)
+            removed += 1
+        }
+        return removed
+    }
+}
+
+/// One attempt's artifacts directory, as the attempt keeps it until its end.
+struct ArtifactWork: Sendable {
+    var setup: ArtifactSetup
+    var path: String
+    var run: Int64
+    var attempt: Int
+    var bound: Int64
+}
+
+/// What an attempt's directory holds, looked at once its processes are gone: the regular files
+/// (recursively, by their path under it, never through a symlink) and what is said of the rest.
+public struct ArtifactScan: Sendable {
+    public struct File: Sendable, Equatable {
+        /// The path under the directory, `/`-separated.
+        public var name: String
+        public var size: Int64
+    }
+
+    public var directory: String
+    /// The files to keep, by name; none when over the bound.
+    public var files: [File]
+    /// What is said about the rest: links and devices not followed, and a bound exceeded.
+    public var notices: [String]
+    /// The bytes of every regular file found.
+    public var total: Int64
+    /// Whether the directory was there (an adopted attempt's may not be: nothing is kept then).
+    public var found = true
+
+    public init(directory: String, files: [File], notices: [String] = [], total: Int64? = nil) {
+        self.directory = directory
+        self.files = files
+        self.notices = notices
+        self.total = total ?? files.reduce(0) { $0 + $1.size }
+    }
+
+    /// The files under `directory`, within `bound` bytes in all (over it: none, said so).
+    public static func look(_ directory: String, bound: Int64) -> ArtifactScan {
+        var files: [File] = [], notices: [String] = []
+        guard access(directory, F_OK) == 0 else {
+            var missing = ArtifactScan(directory: directory, files: [])
+            missing.found = false
+            return missing
+        }
+        ArtifactTree.walk(directory, "", files: &files, notices: &notices, depth: 0)
+        files.sort { $0.name < $1.name }
+        var scan = ArtifactScan(directory: directory, files: files, notices: notices)
+        if scan.total > bound {
+            scan.notices.append("artifacts over \(ArtifactScan.size(bound)): \(ArtifactScan.size(scan.total)), none kept")
+            scan.files = []
+        }
+        return scan
+    }
+
+    /// Opens one of the files for reading without following a symlink at any step of its path
+    /// (a process left behind cannot swap a directory for a link to another's file); -1 when it cannot.
+    public func open(_ name: String) -> Int32 {
+        ArtifactTree.open(directory, name)
+    }
+
+    /// `123 MiB`, `3.1 MiB`, `4 KiB`, `17 bytes`: to a tenth of the unit, rounded up (never under what it says).
+    public static func size(_ bytes: Int64) -> String {
+        for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] where bytes >= Int64(1) << shift {
+            let tenths = (bytes * 10 + (Int64(1) << shift) - 1) >> shift
+            return tenths % 10 == 0 ? "\(tenths / 10) \(unit)" : "\(tenths / 10).\(tenths % 10) \(unit)"
+        }
+        return bytes == 1 ? "1 byte" : "\(bytes) bytes"
+    }
+}

@@ -1,0 +1,122 @@
+import BatonCore
+import Dispatch
+import FoundationEssentials
+import Glibc
+
+/// The history's keeper of artifacts (`Migrations/0013_artifacts.sql`): a thread of its own reads
+/// and digests an attempt's files and hands the writer their chunks, each its own short item (so
+/// that the history's other commits go on between), then publishes them in one item: only
+/// published rows are read, so a crash leaves all of an attempt's files or none. Rows a crash
+/// left unpublished are removed before the first keep.
+public final class StoreArtifacts: ArtifactKeeper {
+    /// The bytes of one stored chunk (and one read of a file).
+    static let chunk = 1 << 20
+    /// The most files one attempt keeps (over it: none, said so).
+    public static let maxFiles = 10_000
+
+    let store: Store
+    private let worker: SerialWorker<@Sendable () -> Void>
+    /// Tests: called on the keeper's thread after each chunk is committed (how many so far).
+    let afterChunk: (@Sendable (Int) -> Void)?
+
+    public convenience init(store: Store) { self.init(store: store, afterChunk: nil) }
+
+    init(store: Store, afterChunk: (@Sendable (Int) -> Void)?) {
+        self.store = store
+        self.afterChunk = afterChunk
+        worker = SerialWorker(name: "baton-artifacts", capacity: 1_000, idleTimeout: .seconds(10), state: ()) { _, batch in
+            for job in batch.jobs { job() }
+        }
+        store.submit(Store.Item(entries: [], completion: { _ in }, refusedWhileFailing: false, work: { connection in
+            try connection.execute("DELETE FROM artifacts WHERE kept = 0")
+        }))
+    }
+
+    public func keep(_ found: ArtifactScan, run: Int64, attempt: Int, done: @escaping @Sendable () -> Void) {
+        do {
+            try worker.submit({ [self] in
+                keepNow(found, run: run, attempt: attempt)
+                done()
+            }, bounded: false)
+        } catch {
+            done()
+        }
+    }
+
+    /// On the keeper's thread: the rows, the chunks, the digests, then the publication. A write
+    /// that fails (a full disk) ends it: nothing of this attempt is published.
+    private func keepNow(_ found: ArtifactScan, run: Int64, attempt: Int) {
+        var found = found
+        if found.files.count > Self.maxFiles {
+            found.notices.append("\(found.files.count) files, more than \(Self.maxFiles): none kept")
+            found.files = []
+        }
+        let at = Timestamp.now
+        let files = found.files
+        guard case let .success(ids) = write({ connection in
+            try ArtifactRows.begin(files, run: run, attempt: attempt, at: at, on: connection)
+        }) else { return }
+        var notices = found.notices, done: [ArtifactRows.Kept] = [], chunks = 0
+        for (file, id) in zip(files, ids) {
+            switch copy(file, of: found, id: id, chunks: &chunks) {
+            case let .success(kept): done.append(kept)
+            case let .failure(why):
+                guard let notice = why.notice else { return }
+                notices.append(notice)
+            }
+        }
+        let (kept, said) = (done, notices)
+        _ = write { connection in try ArtifactRows.publish(kept, notices: said, run: run, attempt: attempt, on: connection) }
+    }
+
+    /// Why a file was not kept: a notice, or nil where the history could not be written (the keep ends).
+    struct NotKept: Error {
+        var notice: String?
+    }
+
+    /// One file, read a chunk at a time (at most the size the look found: the bound holds) and
+    /// digested as its chunks are written.
+    private func copy(_ file: ArtifactScan.File, of found: ArtifactScan, id: Int64, chunks: inout Int) -> Result<ArtifactRows.Kept, NotKept> {
+        let fd = found.open(file.name)
+        guard fd >= 0 else { return .failure(NotKept(notice: "\(file.name): cannot be read (\(String(cString: strerror(errno)))), not kept")) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return .failure(NotKept(notice: "\(file.name): not a regular file any more, not kept")) }
+        guard let digest = try? SHA256() else { return .failure(NotKept(notice: "\(file.name): no SHA-256 (libcrypto cannot be loaded), not kept")) }
+        var buffer = [UInt8](repeating: 0, count: Self.chunk)
+        var size: Int64 = 0
+        while size < file.size {
+            let want = Int(min(Int64(buffer.count), file.size - size))
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { return .failure(NotKept(notice: "\(file.name): read failed (\(String(cString: strerror(errno)))), not kept")) }
+            if n == 0 { break }
+            let bytes = Array(buffer[..<n]), start = size
+            digest.update(bytes)
+            guard case .success = write({ connection in
+                try connection.withStatement("INSERT OR REPLACE INTO artifact_chunks (artifact_id, start, bytes) VALUES (?, ?, ?)") {
+                    try $0.run([.integer(id), .integer(start), .blob(bytes)])
+                }
+            }) else { return .failure(NotKept(notice: nil)) }
+            size += Int64(n)
+            chunks += 1
+            afterChunk?(chunks)
+        }
+        return .success(ArtifactRows.Kept(id: id, size: size, sha256: digest.finish()))
+    }
+
+    /// Runs `body` in the writer's next group and waits for its commit (this thread is the keeper's own).
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) -> Result<T, BatonError> {
+        let done = DispatchSemaphore(value: 0)
+        let value = Locked<T?>(nil), outcome = Locked<Result<Void, BatonError>>(.success(()))
+        store.submit(Store.Item(entries: [], completion: { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }, refusedWhileFailing: true, work: { connection in
+            let made = try body(connection)
+            value.withLock { $0 = made }
+        }))
+        done.wait()
+        return outcome.withLock { $0 }.flatMap { value.withLock { $0 }.map { .success($0) } ?? .failure(.internalError("the writer lost a result")) }
+    }
+}
