@@ -26,6 +26,9 @@ enum FleetJournal {
             guard let ended = written.ended[firing.run.id] else { return false }
             try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
+        case .needs:
+            // Needs are one machine's for now: a fleet's config refuses `needs`, so none comes here.
+            return false
         case .pause, .resume:
             // Pauses are one machine's for now: a fleet's config refuses `pauseAfterFailures` and
             // its service refuses `pause`, so none comes here (issue 40, item 4, fleet-wide: not yet).

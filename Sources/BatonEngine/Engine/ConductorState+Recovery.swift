@@ -63,6 +63,13 @@ extension ConductorState {
         // Answered at once: the decisions are made, and their writes go before anything later
         // (a full disk holds them in memory; batond serves meanwhile instead of hanging at start).
         step.effects.append(.answer(token, .recovered(summary)))
+        // The runs that wait for others wait again, for the same runs: decided from how each is now.
+        var ended: [Int64: RunSnapshot] = [:]
+        for case let .transition(transition) in step.entries where transition.to.isTerminal {
+            ended[transition.runID] = RunSnapshot(id: transition.runID, action: "", key: "", phase: transition.to, policy: .join, params: [:],
+                                                  trigger: nil, queuedAt: transition.at).applying(transition)
+        }
+        recoverNeeds(runs, ended: ended, &step)
         // The runs of a paused action wait (a timed one's, until its end); a pause over meanwhile holds none.
         for pause in pauses.values {
             if pause.holds(at: step.now) { hold(pause, &step) } else { pauseMayHaveEnded(pause.action, &step) }

@@ -24,7 +24,9 @@
 ///   one run, and that run starts no sooner than the window after the burst's last trigger, or
 ///   `maxWait` after its first (`ConductorState+Debounce`, `DebounceWindow`);
 /// - no more runs of a rate-limited key or action start in any window of its `per` than its
-///   `runs` (`ConductorState+Rate`, `RateBook`).
+///   `runs` (`ConductorState+Rate`, `RateBook`);
+/// - no run starts before every run it needs succeeded, and a run one of whose needed runs ended
+///   otherwise never starts (`ConductorState+Needs`, `NeedBook`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
@@ -177,6 +179,8 @@ public struct ConductorState: Sendable {
     public internal(set) var estimates = DurationEstimates()
     /// Each paused action's pause (`baton pause`, `pauseAfterFailures`), seeded from the history at start.
     public internal(set) var pauses: [String: ActionPause] = [:]
+    /// The runs waiting for the runs they need (`needs`), and what each waits for.
+    public internal(set) var needBook = NeedBook()
     /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
     var failureStreaks: [String: Int] = [:]
     /// Backoff jitter: a deterministic generator, so that a seed replays a whole history.
