@@ -106,7 +106,12 @@ extension ConductorState {
     mutating func needPhaseRecorded(_ run: RunSnapshot, _ step: inout Step) {
         guard run.phase.isTerminal else { return needBook.moved(run.id, to: run.phase) }
         needBook.forget(run.id)
-        for (waiting, outcome) in needBook.ended(run.id, phase: run.phase, reason: run.reason) {
+        decideWaits(on: run.id, phase: run.phase, reason: run.reason, &step)
+    }
+
+    /// The runs waiting on `needed`, which ended so: started once all theirs succeeded, ended when it did not.
+    mutating func decideWaits(on needed: Int64, phase: Phase, reason: String?, _ step: inout Step) {
+        for (waiting, outcome) in needBook.ended(needed, phase: phase, reason: reason) {
             switch outcome {
             case .met: table.needsMet(waiting)
             case let .failed(message): drive(waiting, .stop(.needs(message)), &step)

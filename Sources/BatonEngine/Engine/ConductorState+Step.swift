@@ -138,6 +138,8 @@ extension ConductorState {
         guard let flight = flights.removeValue(forKey: id) else { return }
         table.ended(id)
         needBook.forget(id)
+        // A run that joined it (in an item of its own) waited for a run that never was.
+        decideWaits(on: id, phase: .cancelled, reason: "unwritten", &step)
         slots.forget(flight.run)
         step.effects.append(.close(run: id))
         admit(&step)

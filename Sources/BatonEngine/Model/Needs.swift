@@ -77,7 +77,12 @@ public struct NeededRun: Codable, Sendable, Equatable {
             case "timeout": how = "timed out"
             default: how = "failed"
             }
-        case .cancelled: how = reason == "replaced" ? "was replaced" : "was cancelled"
+        case .cancelled:
+            switch reason {
+            case "replaced": how = "was replaced"
+            case "unwritten": how = "could not be written (the history refused its creation)"
+            default: how = "was cancelled"
+            }
         }
         return "needs \(action): run \(run) \(how)"
     }
