@@ -136,6 +136,20 @@ extension RunSnapshot {
         json.field("rateUntil", rateUntil?.rawValue)
         json.field("coolsUntil", coolsUntil?.rawValue)
         json.field("line", line.map(Int64.init))
+        for (name, list) in [("needs", needs), ("neededBy", neededBy)] {
+            guard let list else { continue }
+            json.key(name)
+            json.beginArray()
+            for need in list {
+                json.beginObject()
+                json.field("action", need.action)
+                json.field("run", need.run)
+                json.field("phase", need.phase.rawValue)
+                json.field("reason", need.reason)
+                json.endObject()
+            }
+            json.endArray()
+        }
         json.endObject()
     }
 }

@@ -109,6 +109,8 @@ struct WireJSONTests {
         run.rateUntil = Timestamp(rawValue: 1_764_558_900_000_000)
         run.coolsUntil = Timestamp(rawValue: 1_764_558_600_000_000)
         run.line = 2
+        run.needs = [NeededRun(action: "build-a", run: 41, phase: .success, reason: "exit"), NeededRun(action: "build-b", run: 42, phase: .loading)]
+        run.neededBy = [NeededRun(action: "release", run: 44, phase: .queued)]
         return run
     }
 
