@@ -25,8 +25,7 @@
 ///   `maxWait` after its first (`ConductorState+Debounce`, `DebounceWindow`);
 /// - no more runs of a rate-limited key or action start in any window of its `per` than its
 ///   `runs` (`ConductorState+Rate`, `RateBook`);
-/// - no run starts before every run it needs succeeded, and a run one of whose needed runs ended
-///   otherwise never starts (`ConductorState+Needs`, `NeedBook`).
+/// - no run starts before every run it needs succeeded, nor ever once one did not (`NeedBook`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
@@ -308,23 +307,6 @@ public struct RecoveredRun: Sendable, Equatable {
     public init(_ unfinished: UnfinishedRun, action: Action?) {
         self.unfinished = unfinished
         self.action = action
-    }
-}
-
-/// A run the fleet started: its row already says `loading` (attempt 1, transition `seq`), written
-/// in the transaction that took its key; this host runs it from there.
-public struct AdoptedRun: Sendable, Equatable {
-    public var run: RunSnapshot
-    public var seq: Int
-    public var action: Action
-    /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
-    public var hook: HookContext?
-
-    public init(run: RunSnapshot, seq: Int, action: Action, hook: HookContext? = nil) {
-        self.run = run
-        self.seq = seq
-        self.action = action
-        self.hook = hook
     }
 }
 
