@@ -6,6 +6,7 @@ const TERMINAL = new Set(["success", "failure", "cancelled"]);
 const state = {
   actions: new Map(),   // name -> ActionInfo (policy, params, allowed, ...)
   runs: new Map(),      // id -> run, every run the page knows (live and recent)
+  runLinks: new Set(),  // ids of the runs the run page shows needs of, or needed by
   cards: new Map(),     // name -> the card's elements
   presses: new Map(),   // run id -> action name, for runs pressed from this page
   history: [],          // the history table's runs, newest first
@@ -256,7 +257,8 @@ function applyUpdate(run, transition) {
     if (TERMINAL.has(run.phase)) scheduleCardCharts();
   } else if (state.view === "action") {
     if (run.action === state.actionName && TERMINAL.has(run.phase)) scheduleActionPage();
-  } else if (run.id === state.runID) {
+  } else if (run.id === state.runID || state.runLinks.has(run.id)) {
+    // The run shown, or a run it needs or that needs it: its phase on the page moves live.
     loadRun();
   }
 }
@@ -858,7 +860,27 @@ function renderRun(detail, users) {
   $("#hooks-title").hidden = $("#hooks").hidden = hooks.length === 0;
   $("#hooks").replaceChildren(...hooks.map((hook) => el("li", {}, `${hook.hook ? hook.hook.event : "?"} → `,
     el("a", { href: `/runs/${hook.id}`, text: `${hook.action} run ${hook.id}` }), `, ${hook.phase}`)));
+  renderNeeds(run, shown);
   // The output is followed on its own stream (followOutput), not redrawn with the run.
+}
+
+// The runs it needs and the runs that need it (`needs`), each a link with its phase, as `baton
+// show` lists them; a run still waiting says for which. An update of any of them redraws the page.
+function renderNeeds(run, shown) {
+  state.runLinks = new Set([...(run.needs || []), ...(run.neededBy || [])].map((need) => need.run));
+  const item = (need) => {
+    const phase = (state.runs.get(need.run) || need).phase;
+    return el("li", { "data-run": String(need.run) }, el("a", { href: `/runs/${need.run}`, text: `${need.action} run ${need.run}` }), " ",
+      el("span", { class: `phase phase-${phase}`, text: phase }));
+  };
+  for (const [id, list] of [["needs", run.needs || []], ["needed-by", run.neededBy || []]]) {
+    $(`#${id}-title`).hidden = $(`#${id}`).hidden = list.length === 0;
+    $(`#${id}`).replaceChildren(...list.map(item));
+  }
+  const pending = (run.needs || []).filter((need) => (state.runs.get(need.run) || need).phase !== "success");
+  const waiting = $("#needs-waiting");
+  waiting.hidden = shown.phase !== "queued" || pending.length === 0;
+  waiting.textContent = waiting.hidden ? "" : `waiting for ${pending.map((need) => `${need.action} run ${need.run}`).join(", ")}`;
 }
 
 // What each decision recorded against a run meant for its trigger, as `baton show` says it.
