@@ -77,6 +77,10 @@ extension ConfigReader {
                 continue
             }
             let references = NeedTarget.references(in: template)
+            for reference in references where needing.params[reference]?.secret == true {
+                fail("\(spec.at).params.\(name)", "{\(reference)} is a secret param of \(needing.name): its run keeps ***, never the value")
+                good = false
+            }
             for reference in references where needing.params[reference] == nil {
                 let takes = needing.params.keys.sorted()
                 fail("\(spec.at).params.\(name)", "{\(reference)} is not a param of \(needing.name)"

@@ -65,6 +65,7 @@ struct ConductorNeedsTests {
         #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "replaced").failure == "needs a: run 4 was replaced")
         #expect(NeededRun(action: "a", run: 4, phase: .failure, reason: "interrupted").failure == "needs a: run 4 was interrupted")
         #expect(NeededRun(action: "a", run: 4, phase: .failure, reason: "timeout").failure == "needs a: run 4 timed out")
+        #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "shutdown").failure == "needs a: run 4 was stopped by batond's shutdown")
         #expect(NeededRun(action: "a", run: 4, phase: .success).failure == nil)
         #expect(NeededRun(action: "a", run: 4, phase: .loading).failure == nil)
         var rig = Rig()

@@ -36,6 +36,8 @@ struct NeedsConfigTests {
                ["actions.c.needs[0].params.x: {y} is not a param of c (it takes none)"]),
               (#"{ actions: { a: { exec: ["true"], params: { x: { pattern: "[0-9]+" } } }, c: { exec: ["true"], needs: [{ action: "a", params: { x: "abc" } }] } } }"#,
                ["actions.c.needs[0].params.x: \"abc\" does not match a's pattern [0-9]+"]),
+              (#"{ actions: { a: { exec: ["true"], params: { x: {} } }, c: { exec: ["true"], params: { t: { secret: true } }, needs: [{ action: "a", params: { x: "{t}" } }] } } }"#,
+               ["actions.c.needs[0].params.x: {t} is a secret param of c: its run keeps ***, never the value"]),
               (#"{ actions: { a: { exec: ["true"], needs: ["b"] }, b: { exec: ["true"], needs: ["a"] } } }"#,
                ["actions.a.needs: needs make a cycle: a → b → a"]),
               (#"{ actions: { a: { exec: ["true"], needs: ["b"] }, b: { exec: ["true"], needs: ["c"] }, c: { exec: ["true"], needs: ["a"] } } }"#,

@@ -81,6 +81,7 @@ public struct NeededRun: Codable, Sendable, Equatable {
             switch reason {
             case "replaced": how = "was replaced"
             case "unwritten": how = "could not be written (the history refused its creation)"
+            case "shutdown": how = "was stopped by batond's shutdown"
             default: how = "was cancelled"
             }
         }
