@@ -242,6 +242,7 @@ extension ActionInfo {
         }
         if let paused { json.key("paused"); paused.write(to: &json) }
         if let rateLimit { json.key("rateLimit"); rateLimit.write(to: &json) }
+        if let needs { json.key("needs"); json.strings(needs) }
         if let cooling {
             json.key("cooling")
             json.beginArray()

@@ -79,6 +79,7 @@ struct WireJSONTests {
         info.cooling = [success]
         info.rateLimit = RateInfo(RateLimit(runs: 10, per: .seconds(3_600), scope: .action, over: .delay),
                                   used: [.init(key: "deploy", left: 3, frees: 1_764_558_900_000_000), .init(key: "deploy env=b", left: 10, frees: nil)])
+        info.needs = ["build-a", "build \"b\""]
         return info
     }
 

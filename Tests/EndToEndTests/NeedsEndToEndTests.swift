@@ -51,6 +51,7 @@ struct NeedsEndToEndTests {
         #expect(answer.run?.needs?.map(\.text) == ["a run 2", "b run 3"], "\(String(describing: answer.run?.needs))")
         let status = try daemon.baton("status")
         #expect(status.stdout.contains("queued (run 1) waiting for a run 2, b run 3"), "\(status.stdout)")
+        #expect(status.stdout.contains("c: needs a, b (each run starts once their runs succeeded)"), "\(status.stdout)")
         gates["a"]!.release()
         #expect(try PolicyTests.waitFor(daemon, run: 2)?.phase == .success)
         let show = try daemon.baton("show", "1")
