@@ -70,7 +70,7 @@ enum JournalWriter {
             }
         case let .needs(runID, needed):
             for (position, need) in needed.enumerated() {
-                try db.cached("INSERT OR IGNORE INTO run_needs (run_id, position, action, needed_run_id) VALUES (?, ?, ?, ?)") {
+                try db.cached("INSERT OR REPLACE INTO run_needs (run_id, position, action, needed_run_id) VALUES (?, ?, ?, ?)") {
                     try $0.run([.integer(runID), .integer(Int64(position)), .text(need.action), .integer(need.run)])
                 }
             }

@@ -177,4 +177,24 @@ struct ConductorNeedsTests {
         done.handle(.recover(1, [RecoveredRun(met, action: c)]))
         #expect(done.launched == [1])
     }
+
+    @Test("a shutdown stops the needed run: the waiting run stays queued (not failed), and the next batond triggers that need again, then starts it")
+    func shutdown() {
+        var rig = Rig()
+        rig.trigger(Self.needing([Self.a]), at: 0)
+        rig.handle(.shutdown)
+        rig.handle(.graceElapsed)
+        rig.exit(2, status: 143, at: 1)
+        #expect(Self.ended(rig, 2)?.detail.reason == "shutdown" && Self.ended(rig, 1) == nil, "c stays queued for the next start")
+
+        var waiting = UnfinishedRun(run: rig.state.snapshot(of: 1)!, lastSeq: 1)
+        waiting.needs = [NeededRun(action: "a", run: 2, phase: .cancelled, reason: "shutdown")]
+        var next = Rig()
+        next.state.reserveIDs(from: 3)
+        next.handle(.recover(1, [RecoveredRun(waiting, action: Self.needing([Self.a]))]))
+        #expect(next.launched == [3], "a is triggered again (run 3); c waits for it")
+        #expect(Self.needs(next, of: 1) == [NeededRun(action: "a", run: 3, phase: .queued)], "the relation is rewritten")
+        next.exit(3, at: 2)
+        #expect(next.launched == [3, 1])
+    }
 }

@@ -40,7 +40,7 @@ extension ConductorState {
         }
     }
 
-    private mutating func triggerNeed(_ need: NeedTarget, of id: Int64, _ needing: String, params given: [String: String], peer: Peer?,
+    mutating func triggerNeed(_ need: NeedTarget, of id: Int64, _ needing: String, params given: [String: String], peer: Peer?,
                                       _ step: inout Step) -> NeedTriggered {
         let target = need.action
         let params: [String: String]
@@ -106,6 +106,9 @@ extension ConductorState {
     mutating func needPhaseRecorded(_ run: RunSnapshot, _ step: inout Step) {
         guard run.phase.isTerminal else { return needBook.moved(run.id, to: run.phase) }
         needBook.forget(run.id)
+        // Stopped by the shutdown: the runs waiting on it stay queued, and the next batond
+        // triggers that need again (`recoverNeeds`).
+        if mode != .accepting, run.reason == "shutdown" { return }
         decideWaits(on: run.id, phase: run.phase, reason: run.reason, &step)
     }
 
@@ -128,12 +131,14 @@ extension ConductorState {
     }
 
     /// After recovery took the runs back: each queued run that needs others waits for them again,
-    /// as they are now (in flight again, ended by this recovery, or as the history has them).
+    /// as they are now (in flight again, ended by this recovery, or as the history has them). A
+    /// needed run the previous batond's shutdown stopped is triggered again (its need as the run's
+    /// action says now), and the relation rewritten.
     mutating func recoverNeeds(_ runs: [RecoveredRun], ended: [Int64: RunSnapshot], _ step: inout Step) {
         for recovered in runs {
             let id = recovered.unfinished.run.id
             guard let needs = recovered.unfinished.needs, let flight = flights[id], flight.machine.phase == .queued else { continue }
-            let now = needs.map { need -> NeededRun in
+            var now = needs.map { need -> NeededRun in
                 var need = need
                 if let live = flights[need.run] {
                     (need.phase, need.reason) = (live.run.phase, live.run.reason)
@@ -144,6 +149,16 @@ extension ConductorState {
                     (need.phase, need.reason) = (.failure, "interrupted")
                 }
                 return need
+            }
+            let stopped = now.indices.filter { now[$0].phase == .cancelled && now[$0].reason == "shutdown" }
+            if !stopped.isEmpty {
+                for index in stopped {
+                    guard flight.action.needs.indices.contains(index), flight.action.needs[index].action.name == now[index].action else { continue }
+                    let again = triggerNeed(flight.action.needs[index], of: id, flight.action.name, params: flight.run.params,
+                                            peer: flight.run.trigger, &step)
+                    if case let .run(run) = again { now[index] = run }
+                }
+                step.entries.append(.needs(runID: id, needed: now))
             }
             wait(id, on: now, &step)
         }
