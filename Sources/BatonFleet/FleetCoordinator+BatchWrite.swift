@@ -58,6 +58,10 @@ extension FleetCoordinator {
         switch outcome {
         case .refused:
             return
+        case let .denied(_, decision):
+            let record = TriggerRecord(runID: nil, action: trigger.action.name, key: trigger.key, decision: decision,
+                                       policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
+            written.statements.append(FleetJournal.insertTrigger(record, host: host.name))
         case let .shared(decision):
             let record = TriggerRecord(runID: decision.run, action: trigger.action.name, key: trigger.key, decision: decision.recorded,
                                        policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
@@ -107,7 +111,7 @@ extension FleetCoordinator {
                          _ attempts: [Int64: Attempt], _ results: [PGRows]) -> [Result<Decided, any Error>] {
         decided.outcomes.enumerated().map { index, outcome -> Result<Decided, any Error> in
             switch outcome {
-            case let .refused(error):
+            case let .refused(error), let .denied(error, _):
                 return .failure(error)
             case .shared, .debounced:
                 let decision: FlightTable.Decision = if case let .shared(shared) = outcome { shared } else { .joined(outcome.sharedRun ?? 0) }
@@ -137,7 +141,7 @@ extension TriggerBatch.Outcome {
         switch self {
         case let .shared(decision): decision.run
         case let .debounced(run): run
-        case .refused, .created: nil
+        case .refused, .denied, .created: nil
         }
     }
 

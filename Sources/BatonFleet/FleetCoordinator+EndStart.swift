@@ -55,8 +55,8 @@ extension FleetCoordinator {
     static func startable(keys: [String], incarnation: String, count: Int) -> FleetJournal.Statement {
         let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
         return ("""
-            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due))
-            FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
+            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined)
+            FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id LEFT JOIN pauses p ON p.action = r.action
             WHERE k.key = ANY ($1::text[]) AND r.incarnation = $2 AND r.phase = 'queued' AND cardinality(k.draining) = 0
             ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $3::bigint
             """, [FleetJournal.textArray(keys), incarnation, String(count)])

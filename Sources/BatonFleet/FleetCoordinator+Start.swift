@@ -129,7 +129,8 @@ extension FleetCoordinator {
         return (try ready(excluding: held, count: limit, on: db), held)
     }
 
-    /// This host's queued runs that hold a free key and whose window passed, lock lines first.
+    /// This host's queued runs that hold a free key and whose window passed, lock lines first;
+    /// not those of a paused action (which `start` would refuse, on every look, until it resumes).
     /// Joined on the key (the slot row's primary key) as well as its holder: on `holder` alone,
     /// which has no index, PostgreSQL's plan could scan every key for each queued run (79 ms a
     /// tick in a bench run, the run phase's server CPU).
@@ -137,7 +138,7 @@ extension FleetCoordinator {
         try db.query("""
             SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
             WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
-              AND \(FleetDebounce.due)
+              AND \(FleetDebounce.due) AND NOT \(FleetPauses.holds)
             ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
             """, [host.incarnation, String(count), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
             .compactMap { $0[0].flatMap { Int64($0) } }

@@ -67,17 +67,28 @@ extension FleetCoordinator {
 
     /// In a transaction that holds the key rows of the runs in `rows` (`startable`'s columns):
     /// writes the `loading` of each run that may start, in one pipeline; the runs whose action
-    /// claims locks, or that a hook made, are claimed after, their lock rows all locked in name
-    /// order first (after every key row: the fleet's lock order).
+    /// claims locks, or that a hook made, are claimed after. Their lock rows all locked in name
+    /// order first, then the rate-limited buckets (after every key row: the fleet's lock order);
+    /// a run its rate limit holds back does not start (`rateHeld`).
     func writeStarts(_ rows: [[String?]], on db: PGConnection) throws -> StartWrites {
         var writes = StartWrites()
         var statements: [FleetJournal.Statement] = []
         var oneByOne: [(RunSnapshot, Int)] = []
-        for row in rows {
+        // The lock rows of the runs that claim locks, then the rate-limited buckets: the fleet's lock order.
+        let names = rows.flatMap { row -> [String] in
+            let run = FleetRows.run(row)
+            guard let action = conductor.action(named: run.action), !action.locks.isEmpty || run.hook != nil else { return [] }
+            return action.locks.map(\.name)
+        }
+        if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
+        let rateHeld = try rateHeld(rows, on: db)
+        for row in rows where !rateHeld.contains(FleetRows.run(row).id) {
             let run = FleetRows.run(row)
             let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
             let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
-            guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t") else { continue }
+            let paused = FleetPauses.holds(row, from: FleetRows.runColumnCount + 5)
+            guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t",
+                                       paused: paused) else { continue }
             guard let action = conductor.action(named: run.action), action.locks.isEmpty, run.hook == nil else {
                 oneByOne.append((run, seq))
                 continue
@@ -90,8 +101,6 @@ extension FleetCoordinator {
         for (index, run) in writes.claimed.enumerated() where written[2 * index].affected != 1 {
             throw PGError(message: "run \(run.run.id) could not be started in its own transaction")
         }
-        let names = oneByOne.flatMap { conductor.action(named: $0.0.action)?.locks.map(\.name) ?? [] }
-        if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
         // A start or a cancel (its action gone) is news to the fleet; a place in line is not.
         writes.news = !writes.claimed.isEmpty
         for (run, seq) in oneByOne {
@@ -109,13 +118,14 @@ extension FleetCoordinator {
         return writes
     }
 
-    /// Each run with its last seq, its key's slot (holder, follow-up, draining) and whether it
-    /// may start by its owner and its window (`t`): read once its key's row is held.
+    /// Each run with its last seq, its key's slot (holder, follow-up, draining), whether it may
+    /// start by its owner and its window (`t`), and its action's pause (`FleetPauses.joined`):
+    /// read once its key's row is held.
     static func startable(_ ids: [Int64], incarnation: String) -> FleetJournal.Statement {
         let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
         return ("""
-            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due))
-            FROM runs r JOIN keys k ON k.key = r.key WHERE r.id = ANY ($1::bigint[])
+            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined)
+            FROM runs r JOIN keys k ON k.key = r.key LEFT JOIN pauses p ON p.action = r.action WHERE r.id = ANY ($1::bigint[])
             """, ["{" + ids.map(String.init).joined(separator: ",") + "}", incarnation])
     }
 }

@@ -80,6 +80,19 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         return runs.values.filter { !$0.phase.isTerminal }.sorted { $0.id < $1.id }
     }
 
+    /// The fleet's pauses, read and handed to the conductor (before `then`, on its loop).
+    public func readPauses(then: @escaping @Sendable (BatonError?) -> Void) {
+        pool.submit({ db in (Timestamp.now, try FleetPauses.read(on: db)) }) { [self] result in
+            switch result {
+            case let .success((readAt, pauses)):
+                conductor.seen(pauses: pauses, readAt: readAt)
+                then(nil)
+            case let .failure(error):
+                then(.storeUnavailable("the fleet's pauses could not be read: \(error)"))
+            }
+        }
+    }
+
     public func attach(_ id: Int64, follower: @escaping Conductor.Follower, answered: @escaping @Sendable (RunSnapshot?) -> Void) {
         if runsHere(id) {
             return conductor.attach(id, follower: follower) { [self] run in answered(run.map(withHost)) }

@@ -26,8 +26,8 @@ extension FleetFeed {
         }
     }
 
-    /// The fleet's runs in flight, for `status`, what each run in a lock's line waits for, and
-    /// each follow-up's place in its key's line (`keys.line`).
+    /// The fleet's runs in flight, for `status`, what each run in a lock's line waits for, each
+    /// follow-up's place in its key's line (`keys.line`), and the actions paused.
     private static func refresh(_ db: PGConnection, _ coordinator: FleetCoordinator) throws {
         // What each run in a lock's line waits for, on whichever host (`FleetLocks.waits`).
         let limits = coordinator.lockLimits()
@@ -45,6 +45,9 @@ extension FleetFeed {
             return run
         }
         coordinator.reactor.onLoop { coordinator.send(.refreshed(live)) }
+        // Pauses made or ended on any host: this host's status, metrics and dashboard follow.
+        let readAt = Timestamp.now
+        coordinator.conductor.seen(pauses: try FleetPauses.read(on: db), readAt: readAt)
     }
 
     /// The snapshot the feed starts from: what it sees committed is not delivered, the rest will be.

@@ -95,7 +95,8 @@ struct FleetHistory: HistoryReader {
 
     func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] {
         try await read { db in
-            let denials = TriggerRecord.Decision.denials.map(\.description)
+            // As one machine's `history --denied`: the denials, and the triggers a rate limit refused.
+            let denials = TriggerRecord.Decision.refusals.map(\.description)
             let marks = denials.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
             return try db.query("""
                 SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params, via FROM triggers

@@ -58,8 +58,11 @@ enum FleetHooks {
         let candidate = slot.makesRun(policy: action.policy, depth: action.queueDepth, sameParams: { view.lineParams[$0] == target.params }) ? try nextRunID(for: action, on: db) : 0
         let decided = KeyDecision.decide(KeyDecision.Asked(hook: action, params: target.params), view, slot: &slot, candidate: { candidate })
         switch decided {
-        case .refused, .paused, .rateLimited:
+        case .refused:
             return
+        case .paused, .rateLimited:
+            // Recorded against no run, as one machine records a hook its target's pause or rate refuses.
+            if let record = decided.record { try self.record(target, cause, run: nil, record, at: view.now, on: db, as: me) }
         case let .debounced(run, window):
             try db.query(FleetDebounce.store(window, run: run))
             try record(target, cause, run: run, .debounced, at: view.now, on: db, as: me)
@@ -86,6 +89,17 @@ enum FleetHooks {
     /// and cooldown are read only for an action that has them, on the database's clock.
     private static func view(of key: String, _ action: Action, slot: KeySlot, on db: PGConnection) throws -> KeyDecision.View {
         var view = KeyDecision.View(slot: slot, now: .now)
+        // Its pause where it holds by the database's clock (the pause's times are the database's).
+        view.paused = try db.query(FleetPauses.of([action.name])).first.flatMap { row in
+            FleetPauses.holds(row, from: 0) ? FleetPauses.pause(row) : nil
+        }
+        // Its rate limit's bucket, read without its lock (the writer holds key rows a trigger
+        // batch may wait for while holding the bucket's): the start that the run then waits
+        // for decides under the lock (`rateHeld`), so no window holds more starts than allowed.
+        if let claim = action.rateClaim(key: key) {
+            let bucket = FleetRates.bucket(try db.query(FleetRates.read(claim, action: action.name, key: key)).rows)
+            view.rate = bucket.rate(claim, key: key, at: view.now)
+        }
         if action.debounce != nil {
             guard let reading = FleetDebounce.reading(try db.query(FleetDebounce.pending(of: key)).rows, slot: slot) else {
                 throw PGError(message: "the debounce of key \(key) could not be read")
@@ -113,7 +127,7 @@ enum FleetHooks {
         return id
     }
 
-    private static func record(_ target: HookTarget, _ cause: HookCause, run: Int64, _ decision: TriggerRecord.Decision, at now: Timestamp,
+    private static func record(_ target: HookTarget, _ cause: HookCause, run: Int64?, _ decision: TriggerRecord.Decision, at now: Timestamp,
                                on db: PGConnection, as me: FleetHost) throws {
         let record = TriggerRecord(runID: run, action: target.action.name, key: target.key, decision: decision,
                                    policy: target.action.policy, peer: nil, at: now, params: target.params, via: cause.description)

@@ -29,10 +29,16 @@ enum FleetJournal {
         case .needs:
             // Needs are one machine's for now: a fleet's config refuses `needs`, so none comes here.
             return false
-        case .pause, .resume:
-            // Pauses are one machine's for now: a fleet's config refuses `pauseAfterFailures` and
-            // its service refuses `pause`, so none comes here (issue 40, item 4, fleet-wide: not yet).
-            return false
+        case let .pause(pause):
+            _ = try db.pipeline(FleetPauses.write(pause, host: me.name))
+            return true
+        case let .resume(action, by, at):
+            _ = try db.pipeline(FleetPauses.resume(action, by: by, at: at, host: me.name))
+            return true
+        case let .failureStreak(run, action, most, failed):
+            // Only an end this transaction wrote counts (one the guard refused is the host's that took the run over).
+            guard written.ended[run] != nil else { return false }
+            return try FleetPauses.count(run: run, action: action, most: most, failed: failed, on: db, host: me.name)
         case let .trigger(record):
             try insert(record, host: me.name, on: db)
             return false

@@ -69,6 +69,8 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
         try await history.stats(actions: actions, since: since)
     }
     public func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] { try await history.denied(limit: limit) }
+
+    public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] { try await history.events(filter) }
     /// Refused, saying why (`FleetHistory.search`).
     public func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
         try await history.search(text, filter)

@@ -178,7 +178,11 @@ final class FleetWriter: Sendable {
 
     private static func write(_ entries: [JournalEntry], opening: [FleetJournal.Statement], lossy: Set<Int64>, on db: PGConnection,
                               as host: FleetHost, beforeCommit: ([PGRows]) throws -> Void) throws -> [Int64] {
-        try db.transaction(opening: opening) { opened in
+        // The pause locks of the actions whose pause this item changes or whose failures it
+        // counts, before anything else: the first locks its transaction takes (`FleetPauses`).
+        let pauseLocks = FleetPauses.locks(for: entries)
+        return try db.transaction(opening: pauseLocks + opening) { results in
+            let opened = Array(results.dropFirst(pauseLocks.count))
             var journal = FleetJournal.Written()
             var notify = false
             for entry in entries { notify = try FleetJournal.apply(entry, on: db, as: host, &journal) || notify }

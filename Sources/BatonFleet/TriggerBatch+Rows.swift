@@ -3,12 +3,15 @@ import BatonCore
 /// The statements a batch's transaction opens with, in the round trip of its BEGIN, and the
 /// `Rows` read from their results. Lock order (the fleet's one global order): the batch's key
 /// rows in one statement, in key order, then the lock rows its new runs may claim in one
-/// statement, in name order; everything else is read after, under those locks.
+/// statement, in name order, then the rate-limited buckets' advisory locks in bucket order
+/// (`FleetRates`); everything else is read after, under those locks.
 extension TriggerBatch {
     /// The opening statements and where each read's rows are in the pipeline's results.
     struct Opening {
         var statements: [FleetJournal.Statement] = [("BEGIN", [])]
-        var slots = 0, runs = 0, clock = 0
+        var slots = 0, runs = 0, clock = 0, pauses = 0
+        /// Each rate-limited bucket's read (`FleetRates`).
+        var rates: [String: Int] = [:]
         var lastSuccess: Int?, deliveries: Int?, slotRuns: Int?
 
         mutating func add(_ statement: FleetJournal.Statement) -> Int {
@@ -25,7 +28,7 @@ extension TriggerBatch {
 
     /// What the batch sends first: its keys' rows made if new and locked in key order, the lock
     /// rows of the actions that claim locks (`FleetLocks.lockRows`), then what its triggers are
-    /// decided from: the keys' holders and follow-ups, the database's clock, and, where a
+    /// decided from: the keys' holders and follow-ups, the database's clock, the actions' pauses, and, where a
     /// trigger needs them, the keys' last successes, the deliveries' runs and the slots' runs.
     static func opening(_ entries: [Entry]) -> Opening {
         let triggers = entries.map(\.trigger)
@@ -35,9 +38,18 @@ extension TriggerBatch {
         opening.slots = opening.add(("SELECT key, holder, follow_up, draining, line FROM keys WHERE key = ANY ($1::text[]) ORDER BY key FOR UPDATE", [keys]))
         let locks = triggers.flatMap { $0.action.locks.map(\.name) }
         if !locks.isEmpty { for statement in FleetLocks.lockRows(locks) { _ = opening.add(statement) } }
+        // The rate-limited buckets after the lock rows, each locked then read (`FleetRates`).
+        var claims: [String: (claim: RateClaim, action: String, key: String)] = [:]
+        for trigger in triggers {
+            if let claim = trigger.action.rateClaim(key: trigger.key) { claims[claim.bucket] = (claim, trigger.action.name, trigger.key) }
+        }
+        let rates = FleetRates.opening(claims)
+        let reads = rates.statements.map { opening.add($0) }.suffix(rates.buckets.count)
+        for (bucket, at) in zip(rates.buckets, reads) { opening.rates[bucket] = at }
         opening.runs = opening.add(("SELECT \(factColumns) FROM keys k JOIN runs r ON (r.id = k.holder OR r.id = ANY (k.line)) WHERE k.key = ANY ($1::text[])",
                                     [keys]))
         opening.clock = opening.add(("SELECT \(FleetCooldown.databaseNow)", []))
+        opening.pauses = opening.add(FleetPauses.of(Array(Set(triggers.map(\.action.name))).sorted()))
         let cooling = Set(triggers.filter { $0.action.cooldown != nil }.map(\.key)).sorted()
         if !cooling.isEmpty {
             opening.lastSuccess = opening.add(("""
@@ -69,6 +81,8 @@ extension TriggerBatch {
             if let key = row[0] { rows.slots[key] = KeySlot(row: Array(row[1...])) }
         }
         for row in results[opening.runs].rows { fact(row, into: &rows) }
+        for case let pause? in results[opening.pauses].rows.map({ FleetPauses.pause($0) }) { rows.pauses[pause.action] = pause }
+        for (bucket, index) in opening.rates { rows.rates[bucket] = FleetRates.bucket(results[index].rows) }
         if let index = opening.lastSuccess {
             for row in results[index].rows {
                 guard let key = row[0], let run = row[1].flatMap({ Int64($0) }), let at = row[2].flatMap({ Int64($0) }) else { continue }

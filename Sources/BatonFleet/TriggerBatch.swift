@@ -49,6 +49,10 @@ struct TriggerBatch {
         var deliveries: [DeliveryID: Int64] = [:]
         /// The runs schedule slots made.
         var slotRuns: [SlotBook.Slot: Int64] = [:]
+        /// The pauses of the batch's actions (`FleetPauses`), whether or not they hold now.
+        var pauses: [String: ActionPause] = [:]
+        /// The rate-limited buckets of the batch's triggers, read under their locks (`FleetRates`).
+        var rates: [String: FleetRates.Bucket] = [:]
     }
 
     struct LastSuccess: Sendable, Equatable {
@@ -67,6 +71,9 @@ struct TriggerBatch {
         /// Answered with an error and nothing written: its delivery made a run already, or the
         /// run it would share was made from another definition of its action.
         case refused(BatonError)
+        /// Refused by a rule about the action's runs (paused, rate limited), with the record
+        /// written against no run (`paused`, `skipped`, `rate limited`), as on one machine.
+        case denied(BatonError, TriggerRecord.Decision)
         /// It shares a run (joined, coalesced, rejected, cooled, or its slot ran): its record.
         case shared(FlightTable.Decision)
         /// It joined its key's pending debounced run, whose window it pushed back (`windows`).
@@ -106,8 +113,21 @@ struct TriggerBatch {
         }
         decided.starts = created.filter { made in
             made.window == nil && made.entry.startIfFree && state.slots[made.key]?.startable == made.run
+                && fitsRate(made.run, made.entry.trigger, &state)
         }.map(\.run)
         return decided
+    }
+
+    /// Whether a new run that may start now fits under its rate limit behind the older runs of
+    /// its bucket waiting (a delayed run waits for its turn): counted as started when it does.
+    private static func fitsRate(_ run: Int64, _ trigger: Trigger, _ state: inout Rows) -> Bool {
+        guard let claim = trigger.action.rateClaim(key: trigger.key), var bucket = state.rates[claim.bucket] else { return true }
+        let ahead = bucket.waiting.keys.count { $0 < run && $0 > 0 }
+        guard bucket.book(claim).next(claim, at: state.now, waiting: ahead) == nil else { return false }
+        bucket.waiting[run] = nil
+        bucket.starts.append(state.now)
+        state.rates[claim.bucket] = bucket
+        return true
     }
 
     /// How many new runs `entries` make against `rows`: the ids to take before deciding.
@@ -132,10 +152,9 @@ struct TriggerBatch {
         case let .refused(error):
             return .refused(error)
         case let .paused(pause, _):
-            return .refused(.paused(pause))
+            return .denied(.paused(pause), decision.record ?? .paused)
         case let .rateLimited(limit, next):
-            // A fleet config refuses `rateLimit` at load (its view never has one): kept exhaustive.
-            return .refused(.rateLimited(action: trigger.action.name, limit: limit, next: next))
+            return .denied(.rateLimited(action: trigger.action.name, limit: limit, next: next), .rateLimited)
         case let .shared(shared):
             if case .rejected = shared {} else if let delivery { state.deliveries[delivery] = shared.run }
             return .shared(shared)
@@ -151,11 +170,14 @@ struct TriggerBatch {
             if let window { state.windows[run] = window; decided.windows[run] = window }
             if let delivery { state.deliveries[delivery] = run }
             if let slotKey { state.slotRuns[slotKey] = run }
+            if let claim = trigger.action.rateClaim(key: trigger.key) { state.rates[claim.bucket]?.waiting[run] = trigger.key }
             if case let .replaced(_, stopping) = made {
                 let stops = stopping.compactMap { FleetStop.decide($0, .replaced(by: run), state.runs[$0], slot: &slot, me: me, at: state.stamp ?? state.now) }
                 for case let end? in stops.map(\.end) {
                     state.runs[end.runID]?.phase = end.to
                     state.runs[end.runID]?.lastSeq = end.seq
+                    // A queued run the replace ended no longer waits to start.
+                    for bucket in state.rates.keys { state.rates[bucket]?.waiting[end.runID] = nil }
                 }
                 decided.stops[index] = stops
             }
@@ -173,6 +195,10 @@ struct TriggerBatch {
         view.slotRun = slotKey.flatMap { state.slotRuns[$0] }.map { KeyDecision.SlotRun(run: $0, ended: state.runs[$0]?.phase.isTerminal ?? true) }
         view.pending = KeyDecision.pending(in: slot, windows: state.windows, started: { state.runs[$0]?.phase != .queued })
         view.lastSuccess = state.lastSuccess[trigger.key].map { KeyDecision.LastSuccess(run: $0.run, at: $0.at) }
+        view.paused = state.pauses[trigger.action.name]
+        if let claim = trigger.action.rateClaim(key: trigger.key), let bucket = state.rates[claim.bucket] {
+            view.rate = bucket.rate(claim, key: trigger.key, at: state.now)
+        }
         for id in slot.line { view.lineParams[id] = state.runs[id]?.params }
         for (id, facts) in state.runs {
             if let definition = facts.definition { view.definitions[id] = KeyDecision.Definition(fingerprint: definition, host: facts.host) }

@@ -19,10 +19,19 @@ enum JournalWriter {
         var description: String { "run \(run)'s hooks were left to the store, which decides none on one machine" }
     }
 
+    /// Failures left to the store to count: one machine's conductor counts them itself
+    /// (`ConductorState.storeCountsFailures` is for the fleet); refused as a wiring mistake.
+    struct UncountedFailures: Error, CustomStringConvertible {
+        var run: Int64
+        var description: String { "run \(run)'s failure was left to the store to count, which counts none on one machine" }
+    }
+
     static func write(_ entry: JournalEntry, on db: Connection) throws {
         switch entry {
         case let .hooks(firing):
             throw UndecidedHooks(run: firing.run.id)
+        case let .failureStreak(run, _, _, _):
+            throw UncountedFailures(run: run)
         case let .created(run, transition):
             try db.cached("""
                 INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, via, slot,

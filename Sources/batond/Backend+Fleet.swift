@@ -33,7 +33,7 @@ extension Backend {
         let conductor = Conductor(actions: config.actions, store: store,
                                   options: Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                                              watchersFedByFleet: true, lineSink: config.journalSink,
-                                                             storeDecidesHooks: true), reactor: reactor)
+                                                             storeDecidesHooks: true, storeCountsFailures: true), reactor: reactor)
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns, reactor: reactor,
                                            log: { Log.warning($0) })
         // The transaction that writes a run's end starts the runs that may start then.

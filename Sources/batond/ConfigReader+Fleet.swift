@@ -59,14 +59,6 @@ extension ConfigReader {
 }
 
 extension ConfigReader {
-    /// What a fleet refuses of a config that one machine accepts.
-    mutating func fleetRefusals(_ config: Config) {
-        guard config.fleet != nil else { return }
-        for action in config.actions where action.pauseAfterFailures != nil {
-            fail("actions.\(action.name).pauseAfterFailures", "pauses are one machine's for now: a fleet cannot pause an action")
-        }
-    }
-
     /// `search`: `"scan"` (the default) or `"index"`, which a fleet has no use for (it does not search).
     mutating func search(_ value: JSONValue?, fleet: Bool) -> SearchSetting {
         guard let value else { return .scan }

@@ -4,14 +4,6 @@ extension ConfigReader {
     /// The most runs a `rateLimit` may count (each start is remembered for its window).
     static let maxRateRuns = 100_000
 
-    /// A fleet config refuses `rateLimit`: its hosts do not count an action's starts together yet.
-    mutating func rateLimitsOffFleet(_ config: Config) {
-        guard config.fleet != nil else { return }
-        for action in config.actions where action.rateLimit != nil {
-            fail("actions.\(action.name).rateLimit", "rate limits are one machine's for now: a fleet cannot count an action's starts across its hosts")
-        }
-    }
-
     /// The longest `per`: a year and a day.
     static let longestRateWindow = Duration.seconds(366 * 86_400)
 

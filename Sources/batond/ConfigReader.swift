@@ -107,13 +107,11 @@ struct ConfigReader {
             }
         }
         lockLimits(fields["limits"], actions: &config.actions)
-        fleetRefusals(config)
         needs(actions, into: &config.actions)
         hooks(actions, into: &config.actions)
         Self.relinkNeeds(&config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsOffFleet(config)
-        rateLimitsOffFleet(config)
         needsOffFleet(config)
         return config
     }

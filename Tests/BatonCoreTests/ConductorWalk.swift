@@ -182,6 +182,8 @@ struct ConductorWalk {
     init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
         state.storeDecidesHooks = storeDecidesHooks
+        // A fleet host: its store decides hooks and counts failures alike.
+        state.storeCountsFailures = storeDecidesHooks
     }
 
     // MARK: Walking
@@ -229,6 +231,8 @@ struct ConductorWalk {
             let pause = ActionPause(action: "join", by: "walk", reason: "test", at: now, until: now + .milliseconds(100))
             if choice == 1 { ask { .pause($0, pause) } }
             if choice == 2 || choice == 3 { ask { .resume($0, action: choice == 2 ? "join" : "replace", by: "walk") } }
+            // A fleet host's feed: the pauses another host made or ended (`join` paused for 100 ms, or none).
+            if choice == 4, state.storeCountsFailures { apply(.pausesSeen(choices.next(2) == 0 ? [pause] : [], readAt: now)) }
         case 13:
             // A second stop signal, now and then: the drain stops waiting for writes.
             if shutDown, choices.next(6) == 0 { apply(.abandonWrites) } else if shutDown { apply(.graceElapsed) }
@@ -485,6 +489,12 @@ struct ConductorWalk {
                     if case let .transition(transition) = entry { transition.runID == firing.run.id && transition.to.isTerminal } else { false }
                 }
                 if !withItsEnd { violate("run \(firing.run.id)'s hooks were written apart from its end") }
+            case let .failureStreak(run, _, _, failed):
+                // Left to the store (a fleet): in the item of the end it counts, which it names.
+                let withItsEnd = entries.contains { entry in
+                    if case let .transition(transition) = entry { transition.runID == run && transition.to == (failed ? .failure : .success) } else { false }
+                }
+                if !withItsEnd { violate("run \(run)'s end was counted apart from it, or as what it was not") }
             case .trigger, .output, .processGroup, .pause, .resume, .needs:
                 break
             case .outputChunks:

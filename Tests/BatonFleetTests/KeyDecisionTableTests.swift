@@ -26,7 +26,7 @@ struct KeyDecisionTableTests {
         var depth = 1
         var params: [String: String] = [:]
         var runParams: [Int64: [String: String]] = [:]
-        /// The action's pause (one machine's only: the fleet does not pause yet).
+        /// The action's pause (a host's table, or the fleet's `pauses` row).
         var paused: ActionPause?
         /// The action's rate limit and when a new run would fit under it (one machine's only: a fleet config refuses it).
         var rate: KeyDecision.Rate?
@@ -78,6 +78,7 @@ struct KeyDecisionTableTests {
             rows.lastSuccess["deploy"] = lastSuccess.map { TriggerBatch.LastSuccess(run: $0.run, at: $0.at) }
             if let delivered { rows.deliveries[TriggerBatch.DeliveryID(hook: "gh", id: "d1")] = delivered }
             if let scheduledRun { rows.slotRuns[SlotBook.Slot(action: "deploy", at: Self.slotAt)] = scheduledRun }
+            if let paused { rows.pauses["deploy"] = paused }
             return rows
         }
     }
@@ -186,11 +187,13 @@ struct KeyDecisionTableTests {
         #expect(KeyDecision.decide(KeyDecision.Asked(row.trigger), row.view, slot: &slot, candidate: { Case.candidate }) == row.expected)
     }
 
-    @Test("the fleet's batch decides the same on the rows it reads", arguments: cases.filter { $0.paused == nil && $0.rate == nil })
+    @Test("the fleet's batch decides the same on the rows it reads (a rate limit's rows are FleetRates' own)", arguments: cases.filter { $0.rate == nil })
     func fleet(_ row: Case) {
         let decided = TriggerBatch.decide([TriggerBatch.Entry(trigger: row.trigger)], row.rows, me: "me", ids: [Case.candidate])
         let got: KeyDecision? = switch decided.outcomes.first {
         case let .refused(error): .refused(error)
+        case let .denied(.paused(pause), record): .paused(pause, skipped: record == .skipped)
+        case .denied: nil
         case let .shared(decision): .shared(decision)
         case let .debounced(run): decided.windows[run].map { .debounced(run: run, window: $0) }
         case let .created(decision, window): .created(decision, window: window)
@@ -251,6 +254,7 @@ struct KeyDecisionRowsTests {
         var phase: Phase = .queued
         var slot: KeySlot
         var passed = true
+        var paused = false
         var starts: Bool
         var testDescription: String { name }
     }
@@ -263,11 +267,12 @@ struct KeyDecisionRowsTests {
         Start(name: "not while a replaced run drains", slot: KeySlot(holder: 7, draining: [6]), starts: false),
         Start(name: "not once it left queued", phase: .loading, slot: KeySlot(holder: 7), starts: false),
         Start(name: "not when the key forgot it (cancelled)", phase: .cancelled, slot: KeySlot(), starts: false),
+        Start(name: "not while its action is paused", slot: KeySlot(holder: 7), paused: true, starts: false),
     ]
 
     @Test("whether a queued run may start", arguments: starts)
     func mayStart(_ row: Start) {
-        #expect(KeyDecision.mayStart(7, phase: row.phase, slot: row.slot, windowPassed: row.passed) == row.starts)
+        #expect(KeyDecision.mayStart(7, phase: row.phase, slot: row.slot, windowPassed: row.passed, paused: row.paused) == row.starts)
     }
 }
 

@@ -18,14 +18,15 @@ struct PauseConfigTests {
         #expect(AccessPolicy().rule(.pause, for: nil) == .nobody, "by default only root and batond's own user pause")
     }
 
-    @Test("a bad pauseAfterFailures is refused, and a fleet config refuses it (pauses are one machine's for now)",
+    @Test("a bad pauseAfterFailures is refused, in a fleet too; a fleet config takes a good one (counted over every host's runs)",
           arguments: [
               (#"{ actions: { d: { exec: ["true"], pauseAfterFailures: 0 } } }"#,
-               "actions.d.pauseAfterFailures: expected a whole number from 1 to 1000, got 0"),
-              (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], pauseAfterFailures: 2 } } }"#,
-               "actions.d.pauseAfterFailures: pauses are one machine's for now: a fleet cannot pause an action"),
+               ["actions.d.pauseAfterFailures: expected a whole number from 1 to 1000, got 0"]),
+              (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], pauseAfterFailures: 1001 } } }"#,
+               ["actions.d.pauseAfterFailures: expected a whole number from 1 to 1000, got 1001"]),
+              (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], pauseAfterFailures: 2 } } }"#, []),
           ])
-    func refused(text: String, problem: String) {
-        #expect(problems(text) == [problem])
+    func refused(text: String, problems expected: [String]) {
+        #expect(problems(text) == expected)
     }
 }

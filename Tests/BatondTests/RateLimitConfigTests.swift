@@ -36,8 +36,9 @@ struct RateLimitConfigTests {
                ["actions.d.rateLimit.scope: expected one of key, action, got \"host\""]),
               (#"{ actions: { d: { exec: ["true"], rateLimit: { runs: 3, per: "1h", over: "queue" } } } }"#,
                ["actions.d.rateLimit.over: expected one of reject, delay, got \"queue\""]),
-              (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], rateLimit: { runs: 3, per: "1h" } } } }"#,
-               ["actions.d.rateLimit: rate limits are one machine's for now: a fleet cannot count an action's starts across its hosts"]),
+              (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], rateLimit: { runs: 3, per: "1h" } } } }"#, []),
+              (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], rateLimit: { runs: 0, per: "1h" } } } }"#,
+               ["actions.d.rateLimit.runs: expected a whole number from 1 to 100000, got 0"]),
           ])
     func refused(text: String, expected: [String]) {
         #expect(problems(text) == expected)

@@ -11,6 +11,12 @@ extension Conductor {
         ask({ .resume($0, action: action, by: by) }, .pause(answered))
     }
 
+    /// The fleet's pauses as its database held them in a read begun at `readAt` (a fleet host's
+    /// feed): this conductor's view follows, nothing written (`ConductorState.Event.pausesSeen`).
+    public func seen(pauses: [ActionPause], readAt: Timestamp) {
+        send(.pausesSeen(pauses, readAt: readAt))
+    }
+
     public func pause(_ pause: ActionPause) async throws(BatonError) -> ActionPause? {
         try await withCheckedContinuation { continuation in self.pause(pause) { continuation.resume(returning: $0) } }.get()
     }

@@ -33,13 +33,17 @@ public final class Conductor: Sendable {
         public var lineSink: (any OutputLineSink)?
         /// A run's end hands its hooks to the store to decide (`ConductorState.storeDecidesHooks`): a fleet.
         public var storeDecidesHooks: Bool
+        /// A run's failure is counted towards `pauseAfterFailures` by the store, over every host's
+        /// runs (`ConductorState.storeCountsFailures`): a fleet.
+        public var storeCountsFailures: Bool
         /// Hashes secret params' values for the keys of runs triggered in process (`Action.seal`); batond's.
         public var sealer: SecretSealer?
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
                     seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,
-                    lineSink: (any OutputLineSink)? = nil, storeDecidesHooks: Bool = false) {
+                    lineSink: (any OutputLineSink)? = nil, storeDecidesHooks: Bool = false, storeCountsFailures: Bool = false) {
             self.storeDecidesHooks = storeDecidesHooks
+            self.storeCountsFailures = storeCountsFailures
             self.maxConcurrentRuns = maxConcurrentRuns
             self.execRunner = execRunner
             self.seed = seed
@@ -136,6 +140,7 @@ public final class Conductor: Sendable {
         let registry = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         var state = ConductorState(maxConcurrentRuns: options.maxConcurrentRuns, seed: options.seed)
         state.storeDecidesHooks = options.storeDecidesHooks
+        state.storeCountsFailures = options.storeCountsFailures
         core = LoopOwned(Core(), on: reactor)
         inbox = LoopOwned(Inbox(), on: reactor)
         shared = Locked(Shared(state: state, actions: registry))

@@ -23,6 +23,11 @@ public protocol RunDispatcher: Sendable {
                       ready: @escaping @Sendable (Int64?) -> Void) -> Int
     /// Stops a follower of output (its client went).
     func stopFollowingOutput(_ id: Int)
+    /// Brings the conductor's pauses up to date with the store's, then calls `then` (with why
+    /// not, when the store could not be read), so that a pause or resume sent after is decided
+    /// on them: at once on one machine; a fleet reads its database's first (a pause made on
+    /// another host a moment ago is resumed, not answered "not paused").
+    func readPauses(then: @escaping @Sendable (BatonError?) -> Void)
 }
 
 extension Conductor: RunDispatcher {
@@ -31,4 +36,7 @@ extension Conductor: RunDispatcher {
                              ready: @escaping @Sendable (Int64?) -> Void) -> Int {
         followOutput(run: run.id, follower, ready: ready)
     }
+
+    /// One machine's pauses are the conductor's own.
+    public func readPauses(then: @escaping @Sendable (BatonError?) -> Void) { then(nil) }
 }

@@ -35,7 +35,7 @@ extension HistoryReader {
         try await runs(HistoryFilter(actions: [action], limit: HistoryFilter.maxLimit)).filter { $0.startedAt.map { $0 >= since } ?? false }
     }
 
-    /// A history that keeps no pauses (a fleet's: pause is one host's) has no events.
+    /// A history that keeps no pauses (an in-memory one) has no events.
     public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] { [] }
 
     /// A history that keeps no output chunks has none of any run.

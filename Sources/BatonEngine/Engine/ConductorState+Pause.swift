@@ -20,12 +20,20 @@ extension ConductorState {
     /// first; `since`, its last pause or resume, which started the count again.
     public mutating func remember(failuresOf action: Action, runs: [RunSnapshot], since: Timestamp?) {
         guard action.pauseAfterFailures != nil else { return }
+        let streak = Self.failureStreak(runs, since: since)
+        failureStreaks[action.name] = streak == 0 ? nil : streak
+    }
+
+    /// An action's failures in a row: `runs` are its latest successes and failures, newest first;
+    /// `since`, its last pause or resume, which starts the count again. (A fleet counts from its
+    /// rows with it, in the transaction that writes an end.)
+    public static func failureStreak(_ runs: [RunSnapshot], since: Timestamp?) -> Int {
         var streak = 0
         for run in runs {
             guard run.phase == .failure, since.map({ (run.endedAt ?? run.queuedAt) > $0 }) ?? true else { break }
             streak += 1
         }
-        failureStreaks[action.name] = streak == 0 ? nil : streak
+        return streak
     }
 
     /// Holds the runs of a paused action that have not started (`FlightTable.hold`); with an end,
@@ -64,6 +72,7 @@ extension ConductorState {
     /// Pauses an action (or moves its pause's end or reason): durable before it is answered.
     mutating func pause(_ token: Token, _ pause: ActionPause, _ step: inout Step) {
         pauses[pause.action] = pause
+        pauseChanged[pause.action] = step.now
         failureStreaks[pause.action] = nil
         step.entries.append(.pause(pause))
         step.answer(token, .paused(pause))
@@ -72,6 +81,7 @@ extension ConductorState {
 
     /// Ends an action's pause: answered with the pause it ended, nil when it was not paused.
     mutating func resume(_ token: Token, action: String, by: String, _ step: inout Step) {
+        pauseChanged[action] = step.now
         guard let pause = pauses.removeValue(forKey: action), pause.holds(at: step.now) else {
             pauseMayHaveEnded(action, &step)
             return step.answer(token, .paused(nil))
@@ -86,20 +96,46 @@ extension ConductorState {
     /// starts the count again; the Nth failure in a row pauses the action, in the end's item.
     mutating func countFailures(_ run: RunSnapshot, _ action: Action, _ step: inout Step) {
         guard let most = action.pauseAfterFailures else { return }
+        if storeCountsFailures {
+            if run.phase == .failure || run.phase == .success {
+                step.entries.append(.failureStreak(run: run.id, action: action.name, most: most, failed: run.phase == .failure))
+            }
+            return
+        }
         switch run.phase {
         case .success: failureStreaks[action.name] = nil
         case .failure:
             let streak = failureStreaks[action.name, default: 0] + 1
             failureStreaks[action.name] = streak
-            guard streak >= most, pause(of: action.name, at: step.now) == nil else { return }
-            let last = run.error.map { ": \($0)" } ?? ""
-            let pause = ActionPause(action: action.name, by: ActionPause.afterFailures,
-                                    reason: "\(streak) failures in a row (the last, run \(run.id)\(last))", at: step.now)
+            guard let pause = ActionPause.afterFailures(streak: streak, most: most, last: run, paused: pause(of: action.name, at: step.now) != nil,
+                                                        at: step.now) else { return }
             pauses[action.name] = pause
             failureStreaks[action.name] = nil
             step.entries.append(.pause(pause))
             hold(pause, &step)
         default: break
+        }
+    }
+
+    /// The fleet's pauses as its database holds them now (`pausesSeen`): each action's pause
+    /// becomes the one read (a pause made or changed on another host holds its runs here too), and
+    /// an action no longer in the list is resumed here, its runs let go. Nothing is written. A
+    /// read begun before an older one's, or before this conductor changed an action's pause (its
+    /// commit may come after the read's snapshot), says nothing of it: a refresh never undoes a
+    /// pause or resume made here a moment ago.
+    mutating func seen(pauses list: [ActionPause], readAt: Timestamp, _ step: inout Step) {
+        guard pausesRead.map({ readAt >= $0 }) ?? true else { return }
+        pausesRead = readAt
+        let changed = pauseChanged
+        let stale = { (action: String) in changed[action].map { $0 >= readAt } ?? false }
+        let read = Dictionary(list.map { ($0.action, $0) }, uniquingKeysWith: { _, last in last })
+        for (action, pause) in read where pauses[action] != pause && !stale(action) {
+            pauses[action] = pause
+            if pause.holds(at: step.now) { hold(pause, &step) } else { pauseMayHaveEnded(action, &step) }
+        }
+        for action in pauses.keys where read[action] == nil && !stale(action) {
+            pauses[action] = nil
+            pauseMayHaveEnded(action, &step)
         }
     }
 

@@ -68,6 +68,10 @@ public struct ConductorState: Sendable {
         case pause(Token, ActionPause)
         /// `baton resume`: the action's pause ends, by whom. Answered `.paused` with the pause it ended (nil: none).
         case resume(Token, action: String, by: String)
+        /// A fleet host read the fleet's pauses as committed (every action paused now, on any
+        /// host), the read begun at `readAt`: its own view of them follows, with nothing written
+        /// (they are durable already).
+        case pausesSeen([ActionPause], readAt: Timestamp)
         /// Stop one run as another host asked (a replace, or a cancel sent from elsewhere).
         case stopRun(Int64, RunMachine.Stop)
     }
@@ -182,6 +186,14 @@ public struct ConductorState: Sendable {
     public internal(set) var needBook = NeedBook()
     /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
     var failureStreaks: [String: Int] = [:]
+    /// When this conductor last paused or resumed each action, and when the latest read of the
+    /// fleet's pauses it took began (`pausesSeen`): a read begun before a change is older news.
+    var pauseChanged: [String: Timestamp] = [:]
+    var pausesRead: Timestamp?
+    /// Whether the store counts `pauseAfterFailures` over every host's runs in the transaction
+    /// that writes an end (a fleet host: `ConductorState.failureStreak` on its rows) instead of
+    /// this table counting this host's.
+    public var storeCountsFailures = false
     /// Backoff jitter: a deterministic generator, so that a seed replays a whole history.
     var random: SplitMix
 
@@ -211,32 +223,10 @@ public struct ConductorState: Sendable {
         case let .stopRun(run, stop): if flights[run]?.isOver == false { drive(run, .stop(stop), &step) }
         case let .pause(token, pause): self.pause(token, pause, &step)
         case let .resume(token, action, by): resume(token, action: action, by: by, &step)
+        case let .pausesSeen(list, readAt): seen(pauses: list, readAt: readAt, &step)
         }
         return finish(&step)
     }
-
-    /// Seeds the last outcomes and recent durations from the history (at start).
-    public mutating func remember(lastEnded runs: [RunSnapshot], durations: [String: [Int64]]) {
-        for run in runs where lastEnded[run.action].map({ $0.id < run.id }) ?? true { lastEnded[run.action] = run }
-        for (action, list) in durations { for micros in list { estimates.record(action, micros: micros) } }
-    }
-
-    /// Seeds the last successes of keys with a cooldown from the history (at start); a later
-    /// success of a key wins.
-    public mutating func remember(successes runs: [RunSnapshot]) {
-        for run in runs where run.phase == .success && (successes[run.key].map { $0.id < run.id } ?? true) {
-            successes[run.key] = run
-        }
-    }
-
-    /// Seeds the runs of scheduled slots from the history (at start), so that a restart does not
-    /// run a slot again.
-    public mutating func remember(slots runs: [RunSnapshot]) {
-        for run in runs.sorted(by: { $0.id < $1.id }) { slots.record(run) }
-    }
-
-    /// Makes the next run id at least `id` (ids are never reused, even after a lost history).
-    public mutating func reserveIDs(from id: Int64) { nextRunID = max(nextRunID, id) }
 
     // MARK: Reading
 

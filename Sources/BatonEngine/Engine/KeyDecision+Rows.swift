@@ -13,8 +13,9 @@ extension KeyDecision {
     }
 
     /// Whether queued run `run` may start now: it holds its key, nothing of the key is still
-    /// stopping (`KeySlot.startable`), and its debounce window, if it has one, has passed.
-    public static func mayStart(_ run: Int64, phase: Phase, slot: KeySlot, windowPassed: Bool) -> Bool {
-        phase == .queued && slot.startable == run && windowPassed
+    /// stopping (`KeySlot.startable`), its debounce window, if it has one, has passed, and its
+    /// action is not `paused` (a pause that holds now: `ActionPause.holds(at:)`).
+    public static func mayStart(_ run: Int64, phase: Phase, slot: KeySlot, windowPassed: Bool, paused: Bool) -> Bool {
+        phase == .queued && slot.startable == run && windowPassed && !paused
     }
 }

@@ -20,6 +20,15 @@ public struct ActionPause: Codable, Sendable, Equatable {
     /// Who pauses an action by itself after failures in a row.
     public static let afterFailures = "pauseAfterFailures"
 
+    /// `pauseAfterFailures: most`: the pause `streak` failures in a row make, the last `run`;
+    /// nil while the streak is short of `most`, or while the action is `paused` already. (One
+    /// machine counts the streak in its table, a fleet in its database: both decide here.)
+    public static func afterFailures(streak: Int, most: Int, last run: RunSnapshot, paused: Bool, at now: Timestamp) -> ActionPause? {
+        guard streak >= most, !paused else { return nil }
+        let last = run.error.map { ": \($0)" } ?? ""
+        return ActionPause(action: run.action, by: afterFailures, reason: "\(streak) failures in a row (the last, run \(run.id)\(last))", at: now)
+    }
+
     /// Whether the pause still holds at `now`: always without an end, else until it.
     public func holds(at now: Timestamp) -> Bool { until.map { now < $0 } ?? true }
 

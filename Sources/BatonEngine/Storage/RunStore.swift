@@ -42,6 +42,11 @@ public enum JournalEntry: Sendable, Equatable {
     /// A run waits for the runs it needs (`needs`), in its action's order: written in the item
     /// that creates it (or that takes it back after a restart, where none was kept).
     case needs(runID: Int64, needed: [NeededRun])
+    /// A run's success or failure moves its action's failures in a row (`pauseAfterFailures`,
+    /// `most`), which the store counts over every host's runs (a fleet:
+    /// `ConductorState.storeCountsFailures`), pausing the action when they reach `most`
+    /// (`ActionPause.afterFailures`): in the item of that end, after it.
+    case failureStreak(run: Int64, action: String, most: Int, failed: Bool)
 }
 
 extension JournalEntry {

@@ -1,0 +1,26 @@
+extension ConductorState {
+    // MARK: Seeds from the history, at start
+
+    /// Seeds the last outcomes and recent durations from the history (at start).
+    public mutating func remember(lastEnded runs: [RunSnapshot], durations: [String: [Int64]]) {
+        for run in runs where lastEnded[run.action].map({ $0.id < run.id }) ?? true { lastEnded[run.action] = run }
+        for (action, list) in durations { for micros in list { estimates.record(action, micros: micros) } }
+    }
+
+    /// Seeds the last successes of keys with a cooldown from the history (at start); a later
+    /// success of a key wins.
+    public mutating func remember(successes runs: [RunSnapshot]) {
+        for run in runs where run.phase == .success && (successes[run.key].map { $0.id < run.id } ?? true) {
+            successes[run.key] = run
+        }
+    }
+
+    /// Seeds the runs of scheduled slots from the history (at start), so that a restart does not
+    /// run a slot again.
+    public mutating func remember(slots runs: [RunSnapshot]) {
+        for run in runs.sorted(by: { $0.id < $1.id }) { slots.record(run) }
+    }
+
+    /// Makes the next run id at least `id` (ids are never reused, even after a lost history).
+    public mutating func reserveIDs(from id: Int64) { nextRunID = max(nextRunID, id) }
+}
