@@ -144,11 +144,12 @@ public struct History {
 
     /// One run with its transitions, the triggers that hit it, and its output; nil if unknown.
     public func run(_ id: Int64) throws -> RunDetail? {
-        let run = try connection.withStatement("SELECT \(Self.runColumns) FROM runs WHERE id = ?") { statement -> RunSnapshot? in
+        let row = try connection.withStatement("SELECT \(Self.runColumns) FROM runs WHERE id = ?") { statement -> RunSnapshot? in
             try statement.bind([.integer(id)])
             return try statement.step() ? Self.decodeRun(statement) : nil
         }
-        guard let run else { return nil }
+        guard let found = row else { return nil }
+        let run = try withNeeds(found)
         let transitions = try connection.withStatement(
             "SELECT seq, from_phase, to_phase, at, detail FROM transitions WHERE run_id = ? ORDER BY seq"
         ) { statement in
@@ -275,7 +276,7 @@ public struct History {
             }
             return list
         }
-        return RecoverableState(nextRunID: maxID + 1, unfinished: try unfinished.map(withHookContext), pauses: try pauses())
+        return RecoverableState(nextRunID: maxID + 1, unfinished: try unfinished.map(withHookContext).map(withNeeds), pauses: try pauses())
     }
 
     /// The pauses and resumes of the actions `filter` names (all without), inside its window

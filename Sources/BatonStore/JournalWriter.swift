@@ -77,6 +77,12 @@ enum JournalWriter {
             try db.cached("INSERT INTO pause_events (action, event, by_whom, at) VALUES (?, 'resumed', ?, ?)") {
                 try $0.run([.text(action), .text(by), .integer(at.rawValue)])
             }
+        case let .needs(runID, needed):
+            for (position, need) in needed.enumerated() {
+                try db.cached("INSERT OR REPLACE INTO run_needs (run_id, position, action, needed_run_id) VALUES (?, ?, ?, ?)") {
+                    try $0.run([.integer(runID), .integer(Int64(position)), .text(need.action), .integer(need.run)])
+                }
+            }
         case let .delivery(delivery, runID, at):
             // One host decides a delivery once (the listener's table, then this history), so a
             // record already there is that first decision's: it stays.

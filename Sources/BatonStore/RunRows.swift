@@ -76,6 +76,9 @@ struct RunRows {
         case let .delivery(_, runID, _):
             if held[runID] != nil { try flush(runID, on: db) }
             try JournalWriter.write(entry, on: db)
+        case let .needs(runID, needed):
+            for id in [runID] + needed.map(\.run) where held[id] != nil { try flush(id, on: db) }
+            try JournalWriter.write(entry, on: db)
         default:
             try JournalWriter.write(entry, on: db)
         }

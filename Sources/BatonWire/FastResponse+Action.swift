@@ -41,6 +41,7 @@ extension JSONBytes {
         case "cooling": return into(&info.cooling) { $0.array { $0.run() } }
         case "paused": return into(&info.paused) { $0.actionPause() }
         case "rateLimit": return into(&info.rateLimit) { $0.rateInfo() }
+        case "needs": return into(&info.needs) { $0.stringArray() }
         default: return false
         }
     }

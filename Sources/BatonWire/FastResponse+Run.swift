@@ -56,6 +56,8 @@ extension JSONBytes {
         case "rateUntil": return into(&run.rateUntil) { $0.timestamp() }
         case "coolsUntil": return into(&run.coolsUntil) { $0.timestamp() }
         case "line": return into(&run.line) { $0.integer().map { Int($0) } }
+        case "needs": return into(&run.needs) { $0.array { $0.neededRun() } }
+        case "neededBy": return into(&run.neededBy) { $0.array { $0.neededRun() } }
         default: return false
         }
     }
@@ -100,6 +102,21 @@ extension JSONBytes {
         }
         guard read, let run, let action, let event else { return nil }
         return HookCause(run: run, action: action, event: event)
+    }
+
+    mutating func neededRun() -> NeededRun? {
+        var action: String?, run: Int64?, phase: Phase?, reason: String?
+        let read = object { key, reader in
+            switch key {
+            case "action": return reader.string().map { action = $0 } != nil
+            case "run": return reader.integer().map { run = $0 } != nil
+            case "phase": return reader.string().flatMap(Phase.init(rawValue:)).map { phase = $0 } != nil
+            case "reason": return reader.into(&reason) { $0.string() }
+            default: return false
+            }
+        }
+        guard read, let action, let run, let phase else { return nil }
+        return NeededRun(action: action, run: run, phase: phase, reason: reason)
     }
 
     mutating func lockWait() -> LockWait? {

@@ -137,6 +137,20 @@ extension RunSnapshot {
         json.field("rateUntil", rateUntil?.rawValue)
         json.field("coolsUntil", coolsUntil?.rawValue)
         json.field("line", line.map(Int64.init))
+        for (name, list) in [("needs", needs), ("neededBy", neededBy)] {
+            guard let list else { continue }
+            json.key(name)
+            json.beginArray()
+            for need in list {
+                json.beginObject()
+                json.field("action", need.action)
+                json.field("run", need.run)
+                json.field("phase", need.phase.rawValue)
+                json.field("reason", need.reason)
+                json.endObject()
+            }
+            json.endArray()
+        }
         json.endObject()
     }
 }
@@ -229,6 +243,7 @@ extension ActionInfo {
         }
         if let paused { json.key("paused"); paused.write(to: &json) }
         if let rateLimit { json.key("rateLimit"); rateLimit.write(to: &json) }
+        if let needs { json.key("needs"); json.strings(needs) }
         if let cooling {
             json.key("cooling")
             json.beginArray()

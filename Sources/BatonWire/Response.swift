@@ -173,6 +173,8 @@ public struct ActionInfo: Codable, Sendable, Equatable {
     public var cooling: [RunSnapshot]?
     /// actions and status: the action's rate limit, when it has one; in status, with what is left of it.
     public var rateLimit: RateInfo?
+    /// actions and status: the actions each run first triggers and waits for (`needs`), when it has any.
+    public var needs: [String]?
 
     public init(name: String, description: String?, exec: [String], policy: Policy, policies: [Policy], timeout: Int64?,
                 params: [String: ParamInfo], keyParams: [String], inFlight: [RunSnapshot]? = nil, last: RunSnapshot? = nil) {
@@ -202,6 +204,7 @@ public struct ActionInfo: Codable, Sendable, Equatable {
         force = action.allowsForce ? true : nil
         hooks = action.hooks.isEmpty ? nil : HookNames(action.hooks)
         rateLimit = action.rateLimit.map { RateInfo($0) }
+        needs = action.needs.isEmpty ? nil : action.needs.map(\.action.name)
     }
 }
 

@@ -109,6 +109,18 @@ enum Format {
         return (run.debounceUntil == nil ? "rate limited, starts in " : "debouncing, starts in ") + text
     }
 
+    /// A queued run waiting for the runs it needs: `waiting for build-a run 41, build-b run 42`
+    /// (those not yet succeeded); nil for any other run.
+    static func needing(_ run: RunSnapshot) -> String? {
+        guard run.phase == .queued, let needs = run.needs?.filter({ $0.phase != .success }), !needs.isEmpty else { return nil }
+        return "waiting for " + needs.map(\.text).joined(separator: ", ")
+    }
+
+    /// Runs a run needs or is needed by, each with its phase: `build-a run 41 (success), build-b run 42 (loading)`.
+    static func needList(_ list: [NeededRun]) -> String {
+        list.map { "\($0.text) (\($0.phase.rawValue)\($0.failure != nil && $0.reason != nil ? ", " + $0.reason! : ""))" }.joined(separator: ", ")
+    }
+
     /// How long a run took (or has taken so far), from its first loading.
     static func duration(_ run: RunSnapshot, now: Timestamp = .now) -> String {
         guard let started = run.startedAt else { return "-" }

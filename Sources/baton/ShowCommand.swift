@@ -56,6 +56,9 @@ enum ShowCommand {
         if let error = run.error { text += "  error: " + context.paint(error, .red) + "\n" }
         if let waiting = run.waiting { text += "  \(waiting.text)\n" }
         if let debouncing = Format.debouncing(run) { text += "  \(debouncing)\n" }
+        if let needs = run.needs { text += "  needs: \(Format.needList(needs))\n" }
+        if let neededBy = run.neededBy { text += "  needed by: \(Format.needList(neededBy))\n" }
+        if let needing = Format.needing(run) { text += "  \(needing)\n" }
         text += "\ntransitions:\n"
         var previous: Timestamp?
         for transition in detail.transitions {

@@ -22,6 +22,9 @@ extension StatusCommand {
                 lines.append("\(run.key): \(cooldown): last success \(ago) (run \(run.id)), nothing runs for \(DurationText.format(left))")
             }
         }
+        if let needs = action.needs, !needs.isEmpty {
+            lines.append("\(action.name): needs \(needs.joined(separator: ", ")) (each run starts once their runs succeeded)")
+        }
         return lines + rate(action, now: now) + line(action, now: now)
     }
 

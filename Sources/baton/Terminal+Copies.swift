@@ -16,6 +16,8 @@ extension RunSnapshot {
         run.host = host.map(Terminal.visible)
         run.via = via.map(Terminal.visible)
         run.progress?.message = progress?.message.map(Terminal.visible)
+        run.needs = needs?.map { NeededRun(action: Terminal.visible($0.action), run: $0.run, phase: $0.phase, reason: $0.reason.map(Terminal.visible)) }
+        run.neededBy = neededBy?.map { NeededRun(action: Terminal.visible($0.action), run: $0.run, phase: $0.phase, reason: $0.reason.map(Terminal.visible)) }
         if var waiting {
             waiting.lock = Terminal.visible(waiting.lock)
             for index in waiting.holders.indices { waiting.holders[index].action = Terminal.visible(waiting.holders[index].action) }

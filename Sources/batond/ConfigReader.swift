@@ -26,7 +26,7 @@ struct ConfigReader {
     ]
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
-        "keyParams", "queue", "pauseAfterFailures", "rateLimit", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
+        "keyParams", "needs", "queue", "pauseAfterFailures", "rateLimit", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
         "survivesRestart", "artifacts",
     ]
 
@@ -108,10 +108,13 @@ struct ConfigReader {
             }
         }
         lockLimits(fields["limits"], actions: &config.actions)
+        needs(actions, into: &config.actions)
         hooks(actions, into: &config.actions)
+        Self.relinkNeeds(&config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsKeyInFleet(config)
         artifactsOffFleet(config)
+        needsOffFleet(config)
         return config
     }
 

@@ -66,7 +66,26 @@ struct ConductorWalk {
             throttled.rateLimit = RateLimit(runs: 1, per: .milliseconds(150), scope: .action, over: .delay)
             return throttled
         }(),
+        // Needs: `ship` needs `build` (keyed, its `k` passed through) and `fetch` (which retries);
+        // `release` needs `ship`, a chain. Each is also triggered by itself, and fails now and then.
+        build, ship,
+        {
+            var release = Action(name: "release", exec: ["x"], policy: .reject, policies: [.join, .queue, .replace],
+                                 params: ["k": ParamSpec()], keyParams: ["k"])
+            release.needs = [NeedTarget(action: ship, params: ["k": "{k}"])]
+            return release
+        }(),
     ]
+
+    static let build = Action(name: "build", exec: ["x"], policy: .join, policies: [.reject, .queue, .replace],
+                              params: ["k": ParamSpec()], keyParams: ["k"])
+    static let ship: Action = {
+        let fetch = Action(name: "fetch", exec: ["x"], policy: .reject, retry: RetryPolicy(attempts: 1, backoff: .milliseconds(20)))
+        var ship = Action(name: "ship", exec: ["x"], policy: .queue, policies: [.reject, .join, .replace],
+                          params: ["k": ParamSpec()], keyParams: ["k"])
+        ship.needs = [NeedTarget(action: build, params: ["k": "{k}"]), NeedTarget(action: fetch, params: [:])]
+        return ship
+    }()
 
     /// Hooks: `hooked` pages on failure (a queue), notifies on success (a reject) and flips on
     /// a change (a replace); `pager`, a hook's action, escalates its own failures one level deep
@@ -153,6 +172,10 @@ struct ConductorWalk {
     // or ended; the first of them must be the next to start.
     private var lineOrder: [String: [Int64]] = [:]
     private var lineKey: [Int64: String] = [:]
+    // The needs' view: what each run needs, each run's end as decided, and the runs ever launched.
+    private var needsOf: [Int64: [Int64]] = [:]
+    private var decidedEnd: [Int64: Phase] = [:]
+    private var launchedRuns: Set<Int64> = []
     // The rate limits' view: the first starts of each bucket's runs, as launched.
     private var rateStarts: [String: [Timestamp]] = [:]
 
@@ -322,11 +345,14 @@ struct ConductorWalk {
                         lineKey[run.id] = run.key
                     }
                     if case let .trigger(_, trigger) = event {
-                        createdAt[run.id] = (run.key, transition.at, trigger.action)
+                        // A needed run made by the trigger is of its own action (never forced).
+                        let made = trigger.action.name == run.action ? trigger.action : Self.hookActions[run.action] ?? trigger.action
+                        createdAt[run.id] = (run.key, transition.at, made)
                         createdStep[run.id] = steps
-                        if trigger.force && trigger.action.allowsForce { forced.insert(run.id) }
+                        if trigger.force && trigger.action.allowsForce && trigger.action.name == run.action { forced.insert(run.id) }
                     }
-                    let action = run.hook != nil ? Self.hookActions[run.action] : { if case let .trigger(_, trigger) = event { trigger.action } else { nil } }()
+                    let action = run.hook != nil || run.via?.hasPrefix("needed by") == true ? Self.hookActions[run.action]
+                        : { if case let .trigger(_, trigger) = event { trigger.action } else { nil } }()
                     if let action, action.debounce != nil {
                         if let other = pendingRun[run.key] { violate("run \(run.id) is a second pending run of key \(run.key) (run \(other) has not started)") }
                         pendingRun[run.key] = run.id
@@ -351,6 +377,7 @@ struct ConductorWalk {
                     leaveLine(transition.runID)
                 }
                 checkHooks(entries, event)
+                checkNeeds(entries)
                 // A success is decided when its transition is written (it is never refused).
                 for case let .transition(transition) in entries where transition.to == .success {
                     if let created = createdAt[transition.runID], created.action.cooldown != nil {
@@ -365,6 +392,7 @@ struct ConductorWalk {
                 checkCooldown(launch)
                 checkDebounce(launch)
                 checkRate(launch)
+                checkNeeds(launch)
                 if launch.attempt == 1, paused.contains(launch.action.name) {
                     violate("run \(launch.run) of \(launch.action.name) started while its action was paused")
                 }
@@ -467,7 +495,7 @@ struct ConductorWalk {
                     if case let .transition(transition) = entry { transition.runID == run && transition.to == (failed ? .failure : .success) } else { false }
                 }
                 if !withItsEnd { violate("run \(run)'s end was counted apart from it, or as what it was not") }
-            case .trigger, .output, .processGroup, .pause, .resume:
+            case .trigger, .output, .processGroup, .pause, .resume, .needs:
                 break
             case .outputChunks:
                 violate("the state wrote output chunks: the conductor writes them, beside the state")
@@ -672,6 +700,7 @@ struct ConductorWalk {
         func add(_ action: Action) {
             all[action.name] = action
             for target in action.hooks.targets.values { add(target.action) }
+            for need in action.needs { add(need.action) }
         }
         for action in actions { add(action) }
         return all
@@ -696,5 +725,32 @@ struct SeededChoices: ConductorWalk.Choices {
         guard left > 0, n > 0 else { return nil }
         left -= 1
         return min(Int(generator.unit() * Double(n)), n - 1)
+    }
+}
+
+extension ConductorWalk {
+    /// Needs, as written: the relation in the item that creates its run; each end decided; a run
+    /// that ends for its needs never started.
+    fileprivate mutating func checkNeeds(_ entries: [JournalEntry]) {
+        for case let .needs(id, needed) in entries {
+            needsOf[id] = needed.map(\.run)
+            let withItsRun = entries.contains { if case let .created(run, _) = $0 { run.id == id } else { false } }
+            if !withItsRun { violate("run \(id)'s needs were written apart from its creation") }
+        }
+        for case let .transition(transition) in entries where transition.to.isTerminal {
+            decidedEnd[transition.runID] = transition.to
+            if transition.detail.reason == "needs", launchedRuns.contains(transition.runID) {
+                violate("run \(transition.runID) ended for its needs (\(transition.detail.error ?? "")) after it started")
+            }
+        }
+    }
+
+    /// Never a run started before every run it needs succeeded (and so never one whose need failed).
+    fileprivate mutating func checkNeeds(_ launch: Launch) {
+        guard launch.attempt == 1 else { return }
+        launchedRuns.insert(launch.run)
+        for needed in needsOf[launch.run] ?? [] where decidedEnd[needed] != .success {
+            violate("run \(launch.run) started while run \(needed), which it needs, is \(decidedEnd[needed].map(\.rawValue) ?? "not ended")")
+        }
     }
 }

@@ -79,6 +79,7 @@ struct WireJSONTests {
         info.cooling = [success]
         info.rateLimit = RateInfo(RateLimit(runs: 10, per: .seconds(3_600), scope: .action, over: .delay),
                                   used: [.init(key: "deploy", left: 3, frees: 1_764_558_900_000_000), .init(key: "deploy env=b", left: 10, frees: nil)])
+        info.needs = ["build-a", "build \"b\""]
         return info
     }
 
@@ -109,6 +110,8 @@ struct WireJSONTests {
         run.rateUntil = Timestamp(rawValue: 1_764_558_900_000_000)
         run.coolsUntil = Timestamp(rawValue: 1_764_558_600_000_000)
         run.line = 2
+        run.needs = [NeededRun(action: "build-a", run: 41, phase: .success, reason: "exit"), NeededRun(action: "build-b", run: 42, phase: .loading)]
+        run.neededBy = [NeededRun(action: "release", run: 44, phase: .queued)]
         return run
     }
 

@@ -6,6 +6,7 @@ const TERMINAL = new Set(["success", "failure", "cancelled"]);
 const state = {
   actions: new Map(),   // name -> ActionInfo (policy, params, allowed, ...)
   runs: new Map(),      // id -> run, every run the page knows (live and recent)
+  runLinks: new Set(),  // ids of the runs the run page shows needs of, or needed by
   cards: new Map(),     // name -> the card's elements
   presses: new Map(),   // run id -> action name, for runs pressed from this page
   history: [],          // the history table's runs, newest first
@@ -264,7 +265,8 @@ function applyUpdate(run, transition) {
     if (TERMINAL.has(run.phase)) scheduleCardCharts();
   } else if (state.view === "action") {
     if (run.action === state.actionName && TERMINAL.has(run.phase)) scheduleActionPage();
-  } else if (run.id === state.runID) {
+  } else if (run.id === state.runID || state.runLinks.has(run.id)) {
+    // The run shown, or a run it needs or that needs it: its phase on the page moves live.
     loadRun();
   }
 }
@@ -917,7 +919,77 @@ function renderRun(detail, users) {
   $("#hooks-title").hidden = $("#hooks").hidden = hooks.length === 0;
   $("#hooks").replaceChildren(...hooks.map((hook) => el("li", {}, `${hook.hook ? hook.hook.event : "?"} → `,
     el("a", { href: `/runs/${hook.id}`, text: `${hook.action} run ${hook.id}` }), `, ${hook.phase}`)));
+  renderNeeds(run, shown);
   // The output is followed on its own stream (followOutput), not redrawn with the run.
+}
+
+// The runs it needs and the runs that need it (`needs`), each a link with its phase, as `baton
+// show` lists them; a run still waiting says for which. An update of any of them redraws the page.
+function renderNeeds(run, shown) {
+  state.runLinks = new Set([...(run.needs || []), ...(run.neededBy || [])].map((need) => need.run));
+  const item = (need) => {
+    const phase = (state.runs.get(need.run) || need).phase;
+    return el("li", { "data-run": String(need.run) }, el("a", { href: `/runs/${need.run}`, text: `${need.action} run ${need.run}` }), " ",
+      el("span", { class: `phase phase-${phase}`, text: phase }));
+  };
+  for (const [id, list] of [["needs", run.needs || []], ["needed-by", run.neededBy || []]]) {
+    $(`#${id}-title`).hidden = $(`#${id}`).hidden = list.length === 0;
+    $(`#${id}`).replaceChildren(...list.map(item));
+  }
+  drawNeedsGraph(run, shown);
+  const pending = (run.needs || []).filter((need) => (state.runs.get(need.run) || need).phase !== "success");
+  const waiting = $("#needs-waiting");
+  waiting.hidden = shown.phase !== "queued" || pending.length === 0;
+  waiting.textContent = waiting.hidden ? "" : `waiting for ${pending.map((need) => `${need.action} run ${need.run}`).join(", ")}`;
+}
+
+// The graph of one run's needs: the runs it needs on the left, the run in the middle, the runs
+// that need it on the right, each a box linked to its page and outlined in its phase's colour,
+// arrows from what is needed to what needs it. Drawn again with the page (so live).
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attributes = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+function drawNeedsGraph(run, shown) {
+  const graph = $("#needs-graph");
+  const needs = run.needs || [], neededBy = run.neededBy || [];
+  const none = needs.length === 0 && neededBy.length === 0;
+  graph.toggleAttribute("hidden", none);
+  if (none) return graph.replaceChildren();
+  const [width, height, gap, column] = [190, 34, 12, 270];
+  const rows = Math.max(needs.length, neededBy.length, 1);
+  const total = rows * (height + gap) - gap;
+  const top = (count, index) => (total - (count * (height + gap) - gap)) / 2 + index * (height + gap);
+  const box = (item, x, y, self) => {
+    const phase = self ? shown.phase : (state.runs.get(item.run) || item).phase;
+    const label = `${item.action} run ${item.run}`;
+    const node = svg("g", { class: `node node-${phase}${self ? " self" : ""}`, "data-run": item.run, "data-phase": phase },
+      svg("rect", { x, y, width, height, rx: 6 }),
+      svg("text", { x: x + 10, y: y + 22 }, `${label.length > 22 ? label.slice(0, 21) + "…" : label} · ${phase}`),
+      svg("title", {}, `${label}: ${phase}`));
+    return self ? node : svg("a", { href: `/runs/${item.run}` }, node);
+  };
+  const arrow = (x1, y1, x2, y2) => svg("path", { class: "edge", d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}`, "marker-end": "url(#needs-arrow)" });
+  const middle = top(1, 0);
+  const parts = [svg("defs", {}, svg("marker", { id: "needs-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
+    svg("path", { d: "M0,0 L10,5 L0,10 z" })))];
+  needs.forEach((need, index) => {
+    const y = top(needs.length, index);
+    parts.push(arrow(width, y + height / 2, column, middle + height / 2), box(need, 0, y, false));
+  });
+  parts.push(box({ action: run.action, run: run.id }, column, middle, true));
+  neededBy.forEach((other, index) => {
+    const y = top(neededBy.length, index);
+    parts.push(arrow(column + width, middle + height / 2, 2 * column, y + height / 2), box(other, 2 * column, y, false));
+  });
+  graph.setAttribute("viewBox", `-2 -2 ${2 * column + width + 4} ${total + 4}`);
+  graph.setAttribute("aria-label", `run ${run.id} needs ${needs.map((n) => `${n.action} run ${n.run}`).join(", ") || "nothing"}`
+    + (neededBy.length ? `; needed by ${neededBy.map((n) => `${n.action} run ${n.run}`).join(", ")}` : ""));
+  graph.replaceChildren(...parts);
 }
 
 // What each decision recorded against a run meant for its trigger, as `baton show` says it.

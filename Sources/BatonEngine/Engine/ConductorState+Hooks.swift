@@ -89,6 +89,7 @@ extension ConductorState {
         if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
+        triggerNeeds(id, hookAction, params: target.params, peer: nil, &step)
     }
 
     private func hookRecord(_ target: HookTarget, _ context: HookContext, run: Int64?, _ decision: TriggerRecord.Decision,

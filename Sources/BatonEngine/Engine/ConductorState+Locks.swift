@@ -27,6 +27,6 @@ extension ConductorState {
     func live(_ flight: Flight) -> RunSnapshot {
         var run = flight.snapshot
         if run.phase == .queued { run.waiting = lockWait(of: run.id) }
-        return withLine(withRate(withDebounce(run)))
+        return withNeeds(withLine(withRate(withDebounce(run))))
     }
 }

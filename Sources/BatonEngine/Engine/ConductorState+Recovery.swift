@@ -63,6 +63,13 @@ extension ConductorState {
         // Answered at once: the decisions are made, and their writes go before anything later
         // (a full disk holds them in memory; batond serves meanwhile instead of hanging at start).
         step.effects.append(.answer(token, .recovered(summary)))
+        // The runs that wait for others wait again, for the same runs: decided from how each is now.
+        var ended: [Int64: RunSnapshot] = [:]
+        for case let .transition(transition) in step.entries where transition.to.isTerminal {
+            ended[transition.runID] = RunSnapshot(id: transition.runID, action: "", key: "", phase: transition.to, policy: .join, params: [:],
+                                                  trigger: nil, queuedAt: transition.at).applying(transition)
+        }
+        recoverNeeds(runs, ended: ended, &step)
         // The runs of a paused action wait (a timed one's, until its end); a pause over meanwhile holds none.
         for pause in pauses.values {
             if pause.holds(at: step.now) { hold(pause, &step) } else { pauseMayHaveEnded(pause.action, &step) }
@@ -161,5 +168,26 @@ extension ConductorState {
         step.answer(token, .attached(run))
         // Shutting down: it stops with the others when the grace is over.
         if mode != .accepting { drive(id, .stop(.shutdown), &step) }
+    }
+}
+
+/// A run the fleet started: its row already says `loading` (attempt 1, transition `seq`), written
+/// in the transaction that took its key; this host runs it from there.
+public struct AdoptedRun: Sendable, Equatable {
+    public var run: RunSnapshot
+    public var seq: Int
+    public var action: Action
+    /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
+    public var hook: HookContext?
+    /// Its secret params' values, where this host has them (the trigger came to it): a run of an
+    /// action with secret params started without them ends `failure`, reason `secret`.
+    public var secrets: [String: String]
+
+    public init(run: RunSnapshot, seq: Int, action: Action, hook: HookContext? = nil, secrets: [String: String] = [:]) {
+        self.run = run
+        self.seq = seq
+        self.action = action
+        self.hook = hook
+        self.secrets = secrets
     }
 }

@@ -121,7 +121,7 @@ extension ConductorState {
         case let .publish(update):
             if failure == nil {
                 var told = withLockWait(update)
-                told.run = withLine(withRate(withDebounce(told.run)))
+                told.run = withNeeds(withLine(withRate(withDebounce(told.run))))
                 step.effects.append(.publish(told))
             }
         case let .durable(run):
@@ -142,6 +142,9 @@ extension ConductorState {
     mutating func abandon(_ id: Int64, _ step: inout Step) {
         guard let flight = flights.removeValue(forKey: id) else { return }
         table.ended(id)
+        needBook.forget(id)
+        // A run that joined it (in an item of its own) waited for a run that never was.
+        decideWaits(on: id, phase: .cancelled, reason: "unwritten", &step)
         slots.forget(flight.run)
         step.effects.append(.close(run: id))
         admit(&step)
@@ -202,6 +205,7 @@ extension ConductorState {
             if phase.isTerminal, flight.run.slot != nil { slots.record(flight.run) }
             if phase.isTerminal { fireHooks(flight.run, flight.action, output: outputWritten(for: id, step), &step) }
             if phase.isTerminal { countFailures(flight.run, flight.action, &step) }
+            needPhaseRecorded(flight.run, &step)
         case let .launch(attempt):
             flight.live = attempt
             var effects: [Effect] = []

@@ -24,7 +24,8 @@
 ///   one run, and that run starts no sooner than the window after the burst's last trigger, or
 ///   `maxWait` after its first (`ConductorState+Debounce`, `DebounceWindow`);
 /// - no more runs of a rate-limited key or action start in any window of its `per` than its
-///   `runs` (`ConductorState+Rate`, `RateBook`).
+///   `runs` (`ConductorState+Rate`, `RateBook`);
+/// - no run starts before every run it needs succeeded, nor ever once one did not (`NeedBook`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
@@ -181,6 +182,8 @@ public struct ConductorState: Sendable {
     public internal(set) var estimates = DurationEstimates()
     /// Each paused action's pause (`baton pause`, `pauseAfterFailures`), seeded from the history at start.
     public internal(set) var pauses: [String: ActionPause] = [:]
+    /// The runs waiting for the runs they need (`needs`), and what each waits for.
+    public internal(set) var needBook = NeedBook()
     /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
     var failureStreaks: [String: Int] = [:]
     /// When this conductor last paused or resumed each action, and when the latest read of the
@@ -294,27 +297,6 @@ public struct RecoveredRun: Sendable, Equatable {
     public init(_ unfinished: UnfinishedRun, action: Action?) {
         self.unfinished = unfinished
         self.action = action
-    }
-}
-
-/// A run the fleet started: its row already says `loading` (attempt 1, transition `seq`), written
-/// in the transaction that took its key; this host runs it from there.
-public struct AdoptedRun: Sendable, Equatable {
-    public var run: RunSnapshot
-    public var seq: Int
-    public var action: Action
-    /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
-    public var hook: HookContext?
-    /// Its secret params' values, where this host has them (the trigger came to it): a run of an
-    /// action with secret params started without them ends `failure`, reason `secret`.
-    public var secrets: [String: String]
-
-    public init(run: RunSnapshot, seq: Int, action: Action, hook: HookContext? = nil, secrets: [String: String] = [:]) {
-        self.run = run
-        self.seq = seq
-        self.action = action
-        self.hook = hook
-        self.secrets = secrets
     }
 }
 

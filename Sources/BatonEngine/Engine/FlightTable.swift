@@ -44,6 +44,8 @@ public struct FlightTable: Sendable {
         /// fit under it, when one may (`rateOpen` lets it go then).
         var rate: RateClaim?
         var rateUntil: Timestamp?
+        /// A run waiting for the runs it needs (`await`, `needsMet`): it may not start yet.
+        var awaiting = false
     }
 
     private var slots: [String: KeySlot] = [:]
@@ -120,6 +122,25 @@ public struct FlightTable: Sendable {
         guard held.remove(action) != nil else { return }
         for key in Set(entries.values.filter { $0.action == action }.map(\.key)) { promote(key) }
     }
+
+    /// Holds back a run not yet started until the runs it needs succeeded (`needsMet`): it leaves
+    /// the line and the lock waiters meanwhile.
+    public mutating func await(_ run: Int64) {
+        guard let entry = entries[run], entry.stage != .running else { return }
+        entries[run]!.awaiting = true
+        entries[run]!.stage = .waiting
+        locks.unwait(run)
+    }
+
+    /// The runs `run` needs all succeeded: it starts once its key is free and its creation durable.
+    public mutating func needsMet(_ run: Int64) {
+        guard entries[run]?.awaiting == true else { return }
+        entries[run]!.awaiting = false
+        promote(entries[run]!.key)
+    }
+
+    /// Whether a run waits for the runs it needs (`await`).
+    public func isAwaiting(_ run: Int64) -> Bool { entries[run]?.awaiting ?? false }
 
     /// Whether a run is held back by `gate`.
     public func isGated(_ run: Int64) -> Bool { entries[run]?.gated ?? false }
@@ -250,7 +271,7 @@ public struct FlightTable: Sendable {
 
     private mutating func promote(_ key: String) {
         guard let holder = slots[key]?.startable,
-              let entry = entries[holder], entry.durable, !entry.gated, entry.rateUntil == nil, entry.stage == .waiting,
+              let entry = entries[holder], entry.durable, !entry.gated, !entry.awaiting, entry.rateUntil == nil, entry.stage == .waiting,
               !held.contains(entry.action) else { return }
         entries[holder]!.stage = .ready
         line.append(holder)

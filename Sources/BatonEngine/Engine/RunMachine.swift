@@ -18,11 +18,15 @@ public struct RunMachine: Sendable, Equatable {
         case replaced(by: Int64)
         case timeout(after: Duration)
         case shutdown
+        /// A run it needs ended other than `success` (`NeededRun.failure` says how): it never starts.
+        case needs(String)
 
-        /// The phase a stopped run ends in: `failure` for a timeout, `cancelled` otherwise.
+        /// The phase a stopped run ends in: `failure` for a timeout or a need that failed, `cancelled` otherwise.
         public var phase: Phase {
-            if case .timeout = self { return .failure }
-            return .cancelled
+            switch self {
+            case .timeout, .needs: .failure
+            default: .cancelled
+            }
         }
 
         public var detail: TransitionDetail {
@@ -31,6 +35,7 @@ public struct RunMachine: Sendable, Equatable {
             case let .replaced(by): TransitionDetail(reason: "replaced", error: "replaced by run \(by)", replacedBy: by)
             case let .timeout(after): TransitionDetail(reason: "timeout", error: "timed out after \(DurationText.format(after))")
             case .shutdown: TransitionDetail(reason: "shutdown", error: "batond shut down")
+            case let .needs(message): TransitionDetail(reason: "needs", error: message)
             }
         }
     }

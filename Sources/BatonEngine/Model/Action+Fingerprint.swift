@@ -30,6 +30,9 @@ extension Action {
         if !secretParams.isEmpty { encoder.add("secretParams", secretParams) }
         if queueDepth != 1 { encoder.add("queueDepth", [String(queueDepth)]) }
         if let rate = rateLimit { encoder.add("rateLimit", [String(rate.runs), Self.text(rate.per), rate.scope.rawValue, rate.over.rawValue]) }
+        if !needs.isEmpty {
+            encoder.add("needs", needs.flatMap { [$0.action.name] + $0.params.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] } + ["\u{0}"] })
+        }
         return encoder.hex
     }
 

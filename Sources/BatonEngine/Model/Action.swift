@@ -85,6 +85,9 @@ public struct Action: Sendable, Equatable {
     public var survivesRestart = true
     /// The actions a run's end triggers (`on: { failure, success, change }`), resolved at load.
     public var hooks = HookTargets()
+    /// The actions a run first triggers (under `join`) and waits for (`needs`), resolved at load;
+    /// it starts once each of their runs succeeded, and fails without starting when one did not.
+    public var needs: [NeedTarget] = []
 
     /// The longest a pending run of this action waits after its burst's first trigger: `maxWait`,
     /// or ten windows; nil when the action does not debounce.

@@ -56,6 +56,11 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     /// A follow-up's place in its key's line (`queue`): 1 starts next, when the run holding the
     /// key ends. Live runs only; not stored.
     public var line: Int?
+    /// The runs it needs (`needs`), each with its phase as last known: live, what a queued run
+    /// waits for ("waiting for build-a run 41, build-b run 42"); `show`, from the history.
+    public var needs: [NeededRun]?
+    /// The runs that need it (`show` only, from the history).
+    public var neededBy: [NeededRun]?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

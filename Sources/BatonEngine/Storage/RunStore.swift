@@ -39,6 +39,9 @@ public enum JournalEntry: Sendable, Equatable {
     case pause(ActionPause)
     /// An action's pause is over: resumed by `by` (a user, or `pause ended` when its time ran out).
     case resume(action: String, by: String, at: Timestamp)
+    /// A run waits for the runs it needs (`needs`), in its action's order: written in the item
+    /// that creates it (or that takes it back after a restart, where none was kept).
+    case needs(runID: Int64, needed: [NeededRun])
     /// A run's success or failure moves its action's failures in a row (`pauseAfterFailures`,
     /// `most`), which the store counts over every host's runs (a fleet:
     /// `ConductorState.storeCountsFailures`), pausing the action when they reach `most`
@@ -187,6 +190,8 @@ public struct UnfinishedRun: Sendable, Equatable {
     public var outputTotal: Int64?
     /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
     public var hook: HookContext?
+    /// The runs it waits for (`needs`), each with its phase as the history has it.
+    public var needs: [NeededRun]?
 
     public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil, hook: HookContext? = nil) {
         self.hook = hook

@@ -303,3 +303,29 @@ struct DashboardHTTPTests {
         #expect(signIn.status == 200, "\(signIn.body)")
     }
 }
+
+extension DashboardHTTPTests {
+    @Test("a run's page data lists the runs it needs and the runs that need it, with their phases (needs, issue 40 item 2)")
+    func needs() throws {
+        let daemon = try Daemon(config: """
+            { requireUser: false, actions: { a: { exec: ["true"] }, c: { exec: ["true"], needs: ["a"] } } }
+            """)
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        #expect(try daemon.baton("run", "c").code == 0)
+        let session = try dashboard.authorization()
+        let c = try HTTPProbe.request(port: dashboard.port, "GET", "/api/runs/1", fields: session)
+        #expect(Self.links(c.body, "needs") == ["a 2 success"], "\(c.body)")
+        let a = try HTTPProbe.request(port: dashboard.port, "GET", "/api/runs/2", fields: session)
+        #expect(Self.links(a.body, "neededBy") == ["c 1 success"], "\(a.body)")
+        let page = try HTTPProbe.request(port: dashboard.port, "GET", "/app.js", fields: session)
+        #expect(page.body.contains("function renderNeeds("), "the run page draws them")
+    }
+
+    /// The runs listed under `field` of an `/api/runs/N` answer's run, as `action run phase`.
+    static func links(_ body: String, _ field: String) -> [String] {
+        let object = (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any]
+        let run = (object?["detail"] as? [String: Any])?["run"] as? [String: Any]
+        return (run?[field] as? [[String: Any]] ?? []).map { "\($0["action"] ?? "?") \($0["run"] ?? "?") \($0["phase"] ?? "?")" }
+    }
+}
