@@ -66,7 +66,7 @@ extension Service {
         let now = ContinuousClock.now
         let (known, stale) = groupCache.withLock { cache -> ([UInt32]?, Bool) in
             guard var cached = cache[peer.uid] else { return (nil, false) }
-            let stale = now - cached.at >= Self.groupsKept
+            let stale = now - cached.at >= kept
             // One refresh at a time: the entry counts as fresh until it comes back.
             if stale { cached.at = now; cache[peer.uid] = cached }
             return (cached.groups, stale)
@@ -84,7 +84,7 @@ extension Service {
     }
 
     /// How long a uid's groups are kept.
-    static let groupsKept = Duration.seconds(10)
+    public static let groupsKept = Duration.seconds(10)
 
     func remember(_ groups: [UInt32], name: String?, of uid: UInt32) {
         let known = KnownUser(groups: groups, name: name, at: .now)
@@ -112,7 +112,7 @@ extension Service {
     func needsGroupLookup(_ peer: Peer, _ generation: Generation) -> Bool {
         guard peer.uid != 0, peer.uid != generation.owner else { return false }
         let now = ContinuousClock.now
-        return groupCache.withLock { cache in cache[peer.uid].map { now - $0.at >= Self.groupsKept } ?? true }
+        return groupCache.withLock { cache in cache[peer.uid].map { now - $0.at >= kept } ?? true }
     }
 
     /// Looks the peer's groups up on the lookup thread (NSS may block), then keeps them and calls

@@ -51,7 +51,7 @@ extension Service {
     /// The account `name` was found to be, when read within `groupsKept`; nil otherwise (looked up again).
     private func cachedAccount(_ name: String) -> ActingUser? {
         let now = ContinuousClock.now
-        return actingCache.withLock { cache in cache[name].flatMap { now - $0.at < Self.groupsKept ? $0.user : nil } }
+        return actingCache.withLock { cache in cache[name].flatMap { now - $0.at < kept ? $0.user : nil } }
     }
 
     /// The connection a caller stands for: watches and output follows are kept by it, so that a

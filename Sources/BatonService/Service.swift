@@ -47,6 +47,9 @@ public final class Service: RequestHandler, Sendable {
     /// The accounts `as` named, with when they were read, kept `groupsKept` (a team's dashboard
     /// asks as the same few users over and over): a lock, as `groupCache`.
     let actingCache = Locked<[String: (user: ActingUser, at: ContinuousClock.Instant)]>([:])
+    /// How long a user's groups and an `as` account are kept (`groupsKept`; tests that are about
+    /// the cache keep them longer than a loaded machine can take between two requests).
+    let kept: Duration
     /// Watches per connection (the conductor's observer ids), stopped when it closes: the loop's.
     private let watches: LoopOwned<[ObjectIdentifier: [Int]]>
     /// Output follows per connection (the dispatcher's ids), stopped when it closes: the loop's.
@@ -69,7 +72,8 @@ public final class Service: RequestHandler, Sendable {
     public init(conductor: Conductor, dispatcher: (any RunDispatcher)? = nil, history: any HistoryReader, journal: any RunStore,
                 generation: Generation, hooks: Hooks, metrics: Metrics = Metrics(), processTree: String? = nil, reactor: Reactor,
                 userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName,
-                accounts: @escaping @Sendable (String) -> ActingUser? = ActingUser.lookUp) {
+                accounts: @escaping @Sendable (String) -> ActingUser? = ActingUser.lookUp, kept: Duration = Service.groupsKept) {
+        self.kept = kept
         self.userName = userName
         self.accounts = accounts
         self.metrics = metrics

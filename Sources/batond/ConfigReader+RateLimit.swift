@@ -4,6 +4,25 @@ extension ConfigReader {
     /// The most runs a `rateLimit` may count (each start is remembered for its window).
     static let maxRateRuns = 100_000
 
+    /// A rate limit counts starts the history keeps (a restart reads them back; a fleet counts
+    /// its rows): an action whose retention would prune a start still inside its window, or keep
+    /// fewer runs than it counts, is refused, naming both.
+    mutating func rateLimitsKeptByRetention(_ config: Config) {
+        for action in config.actions {
+            guard let limit = action.rateLimit else { continue }
+            let kept = config.retention.overridden(by: action.retention)
+            let shortest = min(kept.maxAge, kept.keepFailures)
+            if shortest < limit.per {
+                fail("actions.\(action.name).rateLimit.per", "counts starts over \(DurationText.format(limit.per)), but retention removes ended runs "
+                    + "after \(DurationText.format(shortest)): keep them at least as long (retention: { maxAge, keepFailures })")
+            }
+            if kept.maxRunsPerAction < limit.runs {
+                fail("actions.\(action.name).rateLimit.runs", "counts \(limit.runs) starts, but retention keeps \(kept.maxRunsPerAction) runs of the action: "
+                    + "keep at least as many (retention: { maxRunsPerAction })")
+            }
+        }
+    }
+
     /// The longest `per`: a year and a day.
     static let longestRateWindow = Duration.seconds(366 * 86_400)
 

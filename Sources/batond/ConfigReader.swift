@@ -113,6 +113,7 @@ struct ConfigReader {
         Self.relinkNeeds(&config.actions)
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsKeyInFleet(config)
+        rateLimitsKeptByRetention(config)
         artifactsOffFleet(config)
         needsOffFleet(config)
         return config

@@ -133,7 +133,7 @@ struct Fixture {
     /// `deploy` (alice and the ops group may trigger, ops may cancel), `hold` (waits for the gate),
     /// `secret` (only root reads it).
     init(userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName,
-         accounts: @escaping @Sendable (String) -> ActingUser? = Fixture.accounts) {
+         accounts: @escaping @Sendable (String) -> ActingUser? = Fixture.accounts, kept: Duration = Service.groupsKept) {
         let store = MemoryStore()
         conductor = Conductor(actions: [], store: store)
         let gate = gate
@@ -150,7 +150,7 @@ struct Fixture {
         let generation = Generation(actions: actions, access: AccessPolicy(trigger: .anyone, cancel: .anyone, read: .anyone), owner: 0)
         service = Service(conductor: conductor, history: history, journal: store, generation: generation,
                           hooks: Service.Hooks(reload: { _ in .refused("reloads are refused in this test") }, prune: { dryRun throws(BatonError) in PruneReport(dryRun: dryRun) }), reactor: conductor.reactor,
-                          userName: userName, accounts: accounts)
+                          userName: userName, accounts: accounts, kept: kept)
     }
 
     /// The accounts a request's `as` may name here: alice and bob, each in a group of their own.

@@ -37,6 +37,11 @@ struct RateLimitConfigTests {
               (#"{ actions: { d: { exec: ["true"], rateLimit: { runs: 3, per: "1h", over: "queue" } } } }"#,
                ["actions.d.rateLimit.over: expected one of reject, delay, got \"queue\""]),
               (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], rateLimit: { runs: 3, per: "1h" } } } }"#, []),
+              (#"{ actions: { d: { exec: ["true"], rateLimit: { runs: 3, per: "180d" } } } }"#,
+               ["actions.d.rateLimit.per: counts starts over 180d00h, but retention removes ended runs after 90d00h: keep them at least as long (retention: { maxAge, keepFailures })"]),
+              (#"{ actions: { d: { exec: ["true"], rateLimit: { runs: 3, per: "180d" }, retention: { maxAge: "200d" } } } }"#, []),
+              (#"{ actions: { d: { exec: ["true"], rateLimit: { runs: 20000, per: "1d" } } } }"#,
+               ["actions.d.rateLimit.runs: counts 20000 starts, but retention keeps 10000 runs of the action: keep at least as many (retention: { maxRunsPerAction })"]),
               (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], rateLimit: { runs: 0, per: "1h" } } } }"#,
                ["actions.d.rateLimit.runs: expected a whole number from 1 to 100000, got 0"]),
           ])
