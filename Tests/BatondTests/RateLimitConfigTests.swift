@@ -20,7 +20,7 @@ struct RateLimitConfigTests {
         #expect(deploy.fingerprint != Action(name: "deploy", exec: ["true"]).fingerprint, "the limit is part of the definition")
     }
 
-    @Test("a bad rateLimit names the action and the field; a fleet config refuses it",
+    @Test("a bad rateLimit names the action and the field; a fleet config takes one; retention must keep what it counts",
           arguments: [
               (#"{ actions: { d: { exec: ["true"], rateLimit: { runs: 0, per: "1h" } } } }"#,
                ["actions.d.rateLimit.runs: expected a whole number from 1 to 100000, got 0"]),
