@@ -106,7 +106,7 @@ public final class DashboardServer: Sendable {
     func handle(_ head: HTTPRequestHead, _ exchange: HTTPExchange) {
         let headOnly = head.method == "HEAD"
         let user: String?
-        switch whose(head, peer: exchange.peerAddress) {
+        switch whose(head, peer: exchange.peerAddress, peerUID: exchange.peerUID) {
         case let .refuse(status, reason): return exchange.answer(refusal(status, reason), headOnly: headOnly)
         case let .user(name): user = name
         case nil: user = nil
@@ -131,8 +131,8 @@ public final class DashboardServer: Sendable {
     /// The user a trusted proxy named (nil for today's one-user dashboard), or why the request is
     /// refused: behind a proxy, only its peers are served; without one, only this machine's
     /// peers, and the user field from no one (nothing believes it).
-    func whose(_ head: HTTPRequestHead, peer: String?) -> ProxyGate.Decision? {
-        if let proxy { return proxy.decide(head, peer: peer) }
+    func whose(_ head: HTTPRequestHead, peer: String?, peerUID: UInt32?) -> ProxyGate.Decision? {
+        if let proxy { return proxy.decide(head, peer: peer, peerUID: peerUID) }
         return ProxyGate.unproxied(head, peer: peer, machine: machineAddresses)
     }
 

@@ -10,10 +10,16 @@ public struct ProxyGate: Sendable, Equatable {
     public var trusted: [AddressRange]
     /// The field the proxy names the user in, lowercased (fields' names are read lowercased).
     public var userHeader: String
+    /// The users a proxy on this machine runs as (`--proxy-user`: nginx's `www-data`). A peer on
+    /// this machine is believed only when the kernel says its socket is one of theirs: every
+    /// local user may send from any loopback or local address (`curl --interface 127.0.0.2`), so
+    /// an address alone names no one here. A peer on another host is believed by its address.
+    public var proxyUsers: Set<UInt32>
 
-    public init(trusted: [AddressRange], userHeader: String = "x-forwarded-user") {
+    public init(trusted: [AddressRange], userHeader: String = "x-forwarded-user", proxyUsers: Set<UInt32> = []) {
         self.trusted = trusted
         self.userHeader = userHeader.lowercased()
+        self.proxyUsers = proxyUsers
     }
 
     /// The user field every dashboard refuses from a peer it does not trust, proxy or none.
@@ -28,11 +34,15 @@ public struct ProxyGate: Sendable, Equatable {
     /// Whose request this is: the user a trusted proxy named, validated; a request from any other
     /// peer is refused (with the field: 403, a forgery; without: 403 too, since the listener serves
     /// only through its proxy), as is one from the proxy that names no user (401) or no valid name.
-    public func decide(_ head: HTTPRequestHead, peer: String?) -> Decision {
+    /// `peerUID`: the owner of the peer's socket where it is on this machine (nil: another host).
+    public func decide(_ head: HTTPRequestHead, peer: String?, peerUID: UInt32?) -> Decision {
         let values = head.fields.filter { $0.name == userHeader }.map(\.value)
         guard let peer, trusted.contains(where: { $0.contains(peer) }) else {
             if !values.isEmpty { return .refuse(status: 403, reason: "\(userHeader) is believed only from the dashboard's trusted proxies, not from \(peer ?? "an unknown address")") }
             return .refuse(status: 403, reason: "this dashboard is served through its sign-in proxy only; \(peer ?? "an unknown address") is not one")
+        }
+        if let uid = peerUID, !proxyUsers.contains(uid) {
+            return .refuse(status: 403, reason: "a proxy on this machine is believed only as the user it runs as (--proxy-user): uid \(uid) is not it")
         }
         guard values.count == 1, let name = values.first else {
             return .refuse(status: values.isEmpty ? 401 : 400, reason: values.isEmpty ? "the proxy named no user (\(userHeader))" : "more than one \(userHeader) field")

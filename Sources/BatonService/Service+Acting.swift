@@ -15,10 +15,26 @@ extension Service {
             exchange.fail(.forbidden("\(described(peer)) may not ask as another user (`as`): only root and batond's own user may"))
             return false
         }
-        // Read within `groupsKept`: served now, on the loop (the account's groups are cached with it).
-        if let user = cachedAccount(name), !needsGroupLookup(Peer(uid: user.uid, gid: user.gid, pid: peer.pid), generation) {
-            serve(request, as: user, connection, generation)
+        // `ping` says only what batond is (its version): served to the peer itself, so that a dashboard can
+        // ask at start whether batond takes `as` from it (refused above otherwise), whatever it names.
+        if request.op == .ping {
+            var plain = request
+            plain.actingAs = nil
+            serve(plain, Exchange(request: plain, connection: connection), generation, connection)
             return false
+        }
+        // Read within `groupsKept`: served now, on the loop (the account's groups are cached with it;
+        // a name the machine has no user for is kept too, so that one stranger does not hold the
+        // lookup thread every team member's requests wait on).
+        if let cached = cachedAccount(name) {
+            guard let user = cached else {
+                exchange.fail(.forbidden("no user \(name) on this machine: a request made as \(name) gets nothing"))
+                return false
+            }
+            if !needsGroupLookup(Peer(uid: user.uid, gid: user.gid, pid: peer.pid), generation) {
+                serve(request, as: user, connection, generation)
+                return false
+            }
         }
         let key = ObjectIdentifier(connection)
         behindLookup.access { $0[key] = $0[key] ?? [] }
@@ -26,12 +42,12 @@ extension Service {
         lookups.submit { [self] in
             let user = accounts(name)
             reactor.post { [self] in
+                actingCache.withLock { cache in
+                    if cache.count > 10_000 { cache.removeAll() }
+                    cache[name] = (user, .now)
+                }
                 if let user {
                     remember(user.groups, name: user.name, of: user.uid)
-                    actingCache.withLock { cache in
-                        if cache.count > 10_000 { cache.removeAll() }
-                        cache[name] = (user, .now)
-                    }
                     serve(request, as: user, connection, generation)
                 } else {
                     exchange.fail(.forbidden("no user \(name) on this machine: a request made as \(name) gets nothing"))
@@ -42,16 +58,23 @@ extension Service {
         return true
     }
 
-    /// Serves the request through the connection as `user`'s account.
+    /// Serves the request through the connection as `user`'s account; never as root or batond's
+    /// own user, whose rights are everything (a proxy's identity provider may let a person pick
+    /// the name `root`: OIDC's preferred_username is neither unique nor stable).
     private func serve(_ request: Request, as user: ActingUser, _ connection: any Caller, _ generation: Generation) {
+        guard user.uid != 0, user.uid != generation.owner else {
+            return Exchange(request: request, connection: connection)
+                .fail(.forbidden("\(user.name) is root or batond's own user: a request made as it gets nothing (as names people, not the daemon)"))
+        }
         let acting = ActingCaller(connection, as: Peer(uid: user.uid, gid: user.gid, pid: connection.peer.pid))
         serve(request, Exchange(request: request, connection: acting), generation, acting)
     }
 
-    /// The account `name` was found to be, when read within `groupsKept`; nil otherwise (looked up again).
-    private func cachedAccount(_ name: String) -> ActingUser? {
+    /// The account `name` was found to be (nil inside: no such user), when read within `kept`;
+    /// nil when not read, or read too long ago (looked up again).
+    private func cachedAccount(_ name: String) -> ActingUser?? {
         let now = ContinuousClock.now
-        return actingCache.withLock { cache in cache[name].flatMap { now - $0.at < kept ? $0.user : nil } }
+        return actingCache.withLock { cache in cache[name].flatMap { now - $0.at < kept ? .some($0.user) : nil } }
     }
 
     /// The connection a caller stands for: watches and output follows are kept by it, so that a

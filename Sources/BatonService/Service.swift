@@ -46,7 +46,7 @@ public final class Service: RequestHandler, Sendable {
     let accounts: @Sendable (String) -> ActingUser?
     /// The accounts `as` named, with when they were read, kept `groupsKept` (a team's dashboard
     /// asks as the same few users over and over): a lock, as `groupCache`.
-    let actingCache = Locked<[String: (user: ActingUser, at: ContinuousClock.Instant)]>([:])
+    let actingCache = Locked<[String: (user: ActingUser?, at: ContinuousClock.Instant)]>([:])
     /// How long a user's groups and an `as` account are kept (`groupsKept`; tests that are about
     /// the cache keep them longer than a loaded machine can take between two requests).
     let kept: Duration

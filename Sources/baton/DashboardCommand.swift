@@ -24,6 +24,8 @@ enum DashboardCommand {
                        help: "serve a team behind this sign-in proxy (repeatable): each request as the user it names; run as batond's user"),
             OptionSpec(long: "user-header", short: nil, value: "NAME",
                        help: "the field the proxy names the user in (default X-Forwarded-User)"),
+            OptionSpec(long: "proxy-user", short: nil, value: "USER",
+                       help: "the user a proxy on this machine runs as (repeatable; nginx: www-data): a local peer is believed only as it"),
         ],
         run: run)
 
@@ -75,6 +77,7 @@ enum DashboardCommand {
         let proxies = arguments.all("trusted-proxy")
         guard !proxies.isEmpty else {
             if arguments.value("user-header") != nil { throw UsageError("--user-header needs --trusted-proxy: the header is believed only from a proxy") }
+            if arguments.value("proxy-user") != nil { throw UsageError("--proxy-user needs --trusted-proxy") }
             return nil
         }
         var ranges: [AddressRange] = []
@@ -88,7 +91,14 @@ enum DashboardCommand {
         guard !header.isEmpty, header.utf8.count <= 64, header.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
             throw UsageError("--user-header: expected a field name (letters, digits, -), got \(header)")
         }
-        return ProxyGate(trusted: ranges, userHeader: header)
+        let fields: Set<String> = ["host", "cookie", "authorization", "origin", "content-type", "content-length", "connection"]
+        guard !fields.contains(header.lowercased()) else { throw UsageError("--user-header: \(header) is a field of HTTP itself, not one a proxy names a user in") }
+        var users = Set<UInt32>()
+        for name in arguments.all("proxy-user") {
+            guard let account = UserDatabase.account(name) else { throw UsageError("--proxy-user: no user \(name) on this machine") }
+            users.insert(account.uid)
+        }
+        return ProxyGate(trusted: ranges, userHeader: header, proxyUsers: users)
     }
 
     /// Serves a team behind its proxy: no one-time codes; each request asks batond as its user.

@@ -6,13 +6,16 @@ import Testing
 /// validates the name, and refuses the header from anyone else.
 @Suite("Dashboard proxy gate")
 struct ProxyGateTests {
-    static let proxy = ProxyGate(trusted: [AddressRange("10.1.0.0/16")!, AddressRange("::1")!], userHeader: "X-Forwarded-User")
+    /// nginx on this machine runs as uid 33; a proxy at 10.1.0.0/16 is on another host.
+    static let proxy = ProxyGate(trusted: [AddressRange("10.1.0.0/16")!, AddressRange("::1")!], userHeader: "X-Forwarded-User", proxyUsers: [33])
 
     static func head(_ fields: [(String, String)]) -> HTTPRequestHead { GateTests.head("GET", "/api/status", [("Host", "dash.example.org")] + fields) }
 
     struct Row: CustomTestStringConvertible, Sendable {
         var name: String
         var peer: String?
+        /// The owner of the peer's socket where it is on this machine (nil: another host).
+        var uid: UInt32? = nil
         var fields: [(String, String)]
         var expected: ProxyGate.Decision
         var testDescription: String { name }
@@ -20,7 +23,13 @@ struct ProxyGateTests {
 
     @Test("who a request is from", arguments: [
         Row(name: "a trusted proxy names alice", peer: "10.1.2.3", fields: [("X-Forwarded-User", "alice")], expected: .user("alice")),
-        Row(name: "an IPv6 proxy; the field's name in any case", peer: "::1", fields: [("x-forwarded-user", "bob")], expected: .user("bob")),
+        Row(name: "an IPv6 proxy on this machine, as its user; the field's name in any case", peer: "::1", uid: 33,
+            fields: [("x-forwarded-user", "bob")], expected: .user("bob")),
+        Row(name: "any other local user at the proxy's address (curl --interface) is not believed", peer: "::1", uid: 1000,
+            fields: [("X-Forwarded-User", "root")],
+            expected: .refuse(status: 403, reason: "a proxy on this machine is believed only as the user it runs as (--proxy-user): uid 1000 is not it")),
+        Row(name: "nor root", peer: "::1", uid: 0, fields: [("X-Forwarded-User", "alice")],
+            expected: .refuse(status: 403, reason: "a proxy on this machine is believed only as the user it runs as (--proxy-user): uid 0 is not it")),
         Row(name: "an IPv4-mapped peer in the block", peer: "::ffff:10.1.9.9", fields: [("X-Forwarded-User", "bob")], expected: .user("bob")),
         Row(name: "a client beside the proxy forges the field", peer: "10.2.0.1", fields: [("X-Forwarded-User", "root")],
             expected: .refuse(status: 403, reason: "x-forwarded-user is believed only from the dashboard's trusted proxies, not from 10.2.0.1")),
@@ -37,7 +46,7 @@ struct ProxyGateTests {
             expected: .refuse(status: 403, reason: "x-forwarded-user: \"0\" is no user name of this machine's shape")),
     ])
     func decisions(_ row: Row) {
-        #expect(Self.proxy.decide(Self.head(row.fields), peer: row.peer) == row.expected)
+        #expect(Self.proxy.decide(Self.head(row.fields), peer: row.peer, peerUID: row.uid) == row.expected)
     }
 
     @Test("without a proxy: this machine's peers only, and the user field from no one")

@@ -65,6 +65,40 @@ struct ActingAsTests {
     }
 }
 
+/// `as` names people: never root nor batond's own user, whose rights are everything; and a name
+/// the machine has no user for is remembered, so that one stranger does not hold the lookup thread.
+@Suite("Service: `as` refuses the daemon's accounts and remembers strangers")
+struct ActingAsRefusalTests {
+    @Test("root asking as root, or as batond's own user, is refused (forbidden) and nothing is done")
+    func daemonAccountsRefused() async throws {
+        let fixture = Fixture(accounts: { name in
+            switch name {
+            case "root": ActingUser(name: "root", uid: 0, gid: 0, groups: [0])
+            default: Fixture.accounts(name)
+            }
+        })
+        let root = Recorder(uid: 0)
+        let answer = try #require(await fixture.ask(#"{"id":1,"op":"trigger","action":"deploy","params":{"env":"staging"},"detach":true,"as":"root"}"#, as: root))
+        #expect(answer.error?.code == .forbidden && answer.error?.message.contains("root or batond's own user") == true, "\(String(describing: answer.error))")
+        #expect(fixture.conductor.inFlight().isEmpty)
+    }
+
+    @Test("a name with no user is looked up once within the cache's time, and refused both times")
+    func strangersRemembered() async throws {
+        let lookups = Locked(0)
+        let fixture = Fixture(accounts: { name in
+            lookups.withLock { $0 += 1 }
+            return Fixture.accounts(name)
+        }, kept: .seconds(3_600))
+        let root = Recorder(uid: 0)
+        for id in 1...2 {
+            let answer = try #require(await fixture.ask(#"{"id":\#(id),"op":"status","as":"mallory"}"#, as: root))
+            #expect(answer.error?.code == .forbidden && answer.error?.message.contains("no user mallory") == true)
+        }
+        #expect(lookups.withLock { $0 } == 1)
+    }
+}
+
 /// The named accounts are kept as peers' groups are: a team's dashboard asks as the same users
 /// over and over, and its requests (one connection) must not each wait for the lookup thread.
 @Suite("Service: accounts named by `as` are cached")

@@ -78,7 +78,7 @@ struct DashboardTeamProxyTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (port, auth, dashboardPort) = (try WebDriver.freePort(), try WebDriver.freePort(), try WebDriver.freePort())
         let dashboard = try Spawned([Binaries.baton, "--socket", daemon.socket, "dashboard", "--listen", "127.0.0.1:\(dashboardPort)",
-                                     "--trusted-proxy", "127.0.0.2/32"])
+                                     "--trusted-proxy", "127.0.0.2/32", "--proxy-user", "nobody"])
         defer { dashboard.stop() }
         let banner = dashboard.readStdout { $0.contains("listening on") && $0.hasSuffix("\n") }
         #expect(banner.contains("believing x-forwarded-user from 127.0.0.2/32 only"), "\(banner) \(dashboard.availableStderr())")
