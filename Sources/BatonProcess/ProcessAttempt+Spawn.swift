@@ -25,6 +25,7 @@ extension ProcessAttempt {
         switch result {
         case let .failure(why):
             state.access { $0.spawnFailure = why.message }
+            if let done = state.access({ $0.handOverAtBirth }) { done(false) }
             handle(.spawnFailed)
         case let .success(made):
             let limit = tailLimit
@@ -38,6 +39,10 @@ extension ProcessAttempt {
             events(.started(made.group))
             begin()
             handle(.spawned)
+            if let done = state.access({ $0.handOverAtBirth }) {
+                state.access { $0.handOverAtBirth = nil }
+                beginHandOver(done)
+            }
         }
     }
 

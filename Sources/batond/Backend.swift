@@ -57,6 +57,9 @@ struct Backend {
         var conductorOptions = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
                                                  lineSink: config.journalSink)
         conductorOptions.sealer = secretKey.sealer
+        // A planned stop leaves the runs that survive restarts to their shims, for the next batond
+        // (a fleet host's keep today's grace-then-cancel: their keys are leased rows).
+        conductorOptions.handsOver = true
         let conductor = Conductor(actions: config.actions, store: store, options: conductorOptions, reactor: reactor)
         do throws(BatonError) {
             // Before recovery: a run it ends as interrupted fires its `change` hook against the run before it.

@@ -217,7 +217,8 @@ extension Daemon {
             }
             notifier.stopping()
             let grace = config.current.shutdownGrace
-            Log.info("stopping: no new triggers; runs in flight have \(DurationText.format(grace)) to finish")
+            Log.info("stopping: no new triggers; runs that survive restarts are left to their shims, "
+                + "the others have \(DurationText.format(grace)) to finish")
             shutdown = Task {
                 backend.beginShutdown()
                 await backend.conductor.shutdown(grace: grace)

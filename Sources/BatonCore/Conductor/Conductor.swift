@@ -35,6 +35,8 @@ public final class Conductor: Sendable {
         public var storeDecidesHooks: Bool
         /// Hashes secret params' values for the keys of runs triggered in process (`Action.seal`); batond's.
         public var sealer: SecretSealer?
+        /// A shutdown leaves the runs that survive restarts to their shims (`ConductorState.handsOver`): a host's batond.
+        public var handsOver = false
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
                     seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,
@@ -136,6 +138,7 @@ public final class Conductor: Sendable {
         let registry = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         var state = ConductorState(maxConcurrentRuns: options.maxConcurrentRuns, seed: options.seed)
         state.storeDecidesHooks = options.storeDecidesHooks
+        state.handsOver = options.handsOver
         core = LoopOwned(Core(), on: reactor)
         inbox = LoopOwned(Inbox(), on: reactor)
         shared = Locked(Shared(state: state, actions: registry))
@@ -225,6 +228,8 @@ public final class Conductor: Sendable {
             for waiter in waiters { waiter(nil) }
             for follower in outputFollowers { follower(nil) }
             for continuation in continuations { continuation.resume() }
+        case let .handOver(run, attempt):
+            handOver(run, attempt: attempt)
         case .drainedUnwritten:
             // The waiters stay: each hears its run's end if it commits before batond exits.
             let continuations = core.access { core -> [CheckedContinuation<Void, Never>] in

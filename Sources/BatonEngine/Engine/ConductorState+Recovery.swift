@@ -151,3 +151,20 @@ extension ConductorState {
         if mode != .accepting { drive(id, .stop(.shutdown), &step) }
     }
 }
+
+/// A run the fleet started: its row already says `loading` (attempt 1, transition `seq`), written
+/// in the transaction that took its key; this host runs it from there.
+public struct AdoptedRun: Sendable, Equatable {
+    public var run: RunSnapshot
+    public var seq: Int
+    public var action: Action
+    /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
+    public var hook: HookContext?
+
+    public init(run: RunSnapshot, seq: Int, action: Action, hook: HookContext? = nil) {
+        self.run = run
+        self.seq = seq
+        self.action = action
+        self.hook = hook
+    }
+}

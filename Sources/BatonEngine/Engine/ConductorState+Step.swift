@@ -26,6 +26,8 @@ extension ConductorState {
         var secrets: [String: String] = [:]
         /// The attempt a previous batond left running, attached to by the first launch.
         var surviving: SurvivingAttempt?
+        /// At shutdown: its attempt is being left to its shim, or has been (`ConductorState+HandOver`).
+        var handOver: HandOver?
 
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }

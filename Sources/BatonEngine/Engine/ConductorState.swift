@@ -69,6 +69,8 @@ public struct ConductorState: Sendable {
         case resume(Token, action: String, by: String)
         /// Stop one run as another host asked (a replace, or a cancel sent from elsewhere).
         case stopRun(Int64, RunMachine.Stop)
+        /// `handOver`'s answer: left to its shim (`kept`), or batond's to stop (`ConductorState+HandOver`).
+        case handedOver(run: Int64, attempt: Int, kept: Bool)
     }
 
     /// What the conductor must do, in the order given.
@@ -96,6 +98,8 @@ public struct ConductorState: Sendable {
         /// durable. The daemon may exit without them; a waiter still hears an end that commits
         /// before it does (the run's `close`).
         case drainedUnwritten
+        /// Shutting down: leave the run's attempt to its shim, then report `handedOver` (`ConductorState+HandOver`).
+        case handOver(run: Int64, attempt: Int)
     }
 
     /// A timer a run may have.
@@ -170,6 +174,10 @@ public struct ConductorState: Sendable {
     /// Whether a run's end hands its hooks to the store (`JournalEntry.hooks`) instead of
     /// deciding them against this table: a fleet host, whose keys are rows in PostgreSQL.
     public var storeDecidesHooks = false
+    /// Whether a shutdown leaves the runs that survive restarts to their shims (a host's batond, not a fleet's).
+    public var handsOver = false
+    /// The shutdown's grace is over: a run whose hand-over fails from now on is stopped at once.
+    var graceOver = false
     /// The run each scheduled slot made (seeded from the history at start): what a trigger of the
     /// same slot joins or is answered with.
     public internal(set) var slots = SlotBook()
@@ -201,13 +209,14 @@ public struct ConductorState: Sendable {
         case let .cancel(token, target, by): cancel(token, target, by: by, &step)
         case let .attach(token, run): step.answer(token, .attached(flights[run]?.snapshot))
         case .shutdown: beginShutdown(&step)
-        case .graceElapsed: if mode == .draining { stopActive(.shutdown, &step) }
+        case .graceElapsed: graceElapsed(&step)
         case .abandonWrites: abandonWrites(&step)
         case let .recover(token, runs): recover(token, runs, &step)
         case let .adopt(token, adopted): adopt(token, adopted, &step)
         case let .stopRun(run, stop): if flights[run]?.isOver == false { drive(run, .stop(stop), &step) }
         case let .pause(token, pause): self.pause(token, pause, &step)
         case let .resume(token, action, by): resume(token, action: action, by: by, &step)
+        case let .handedOver(run, attempt, kept): handedOver(run, attempt: attempt, kept: kept, &step)
         }
         return finish(&step)
     }
@@ -247,11 +256,11 @@ public struct ConductorState: Sendable {
     public func snapshot(of run: Int64) -> RunSnapshot? { flights[run].map(live) }
 
     /// Runs loading or retrying, or ended but not yet durable: what shutdown waits for.
-    var activeCount: Int { flights.values.count { $0.machine.phase != .queued } }
+    var activeCount: Int { flights.values.count { $0.machine.phase != .queued && $0.handOver != .done } }
 
     /// Runs loading or retrying whose end is not decided: what shutdown waits for once it no
     /// longer waits for writes.
-    var undecidedCount: Int { flights.values.count { $0.machine.phase != .queued && !$0.isOver } }
+    var undecidedCount: Int { flights.values.count { $0.machine.phase != .queued && !$0.isOver && $0.handOver != .done } }
 }
 
 /// A trigger resolved against one generation of the config: its action as it was then, its
@@ -304,23 +313,6 @@ public struct RecoveredRun: Sendable, Equatable {
     public init(_ unfinished: UnfinishedRun, action: Action?) {
         self.unfinished = unfinished
         self.action = action
-    }
-}
-
-/// A run the fleet started: its row already says `loading` (attempt 1, transition `seq`), written
-/// in the transaction that took its key; this host runs it from there.
-public struct AdoptedRun: Sendable, Equatable {
-    public var run: RunSnapshot
-    public var seq: Int
-    public var action: Action
-    /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
-    public var hook: HookContext?
-
-    public init(run: RunSnapshot, seq: Int, action: Action, hook: HookContext? = nil) {
-        self.run = run
-        self.seq = seq
-        self.action = action
-        self.hook = hook
     }
 }
 

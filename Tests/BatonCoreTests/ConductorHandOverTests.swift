@@ -1,0 +1,83 @@
+@testable import BatonCore
+@testable import BatonEngine
+import Testing
+
+/// A planned stop that keeps the runs (`ConductorState+HandOver`), as tables of events and effects.
+@Suite("Conductor state: hand-over at shutdown")
+struct ConductorHandOverTests {
+    typealias H = ConductorStateTests.Harness
+    static let mortal: Action = {
+        var action = Action(name: "m", exec: ["x"])
+        action.survivesRestart = false
+        return action
+    }()
+
+    /// A state that hands over, with `actions` each triggered and started (runs 1, 2, ...).
+    static func loading(_ actions: [Action]) throws -> H {
+        var h = H()
+        h.state = ConductorState(maxConcurrentRuns: 4, seed: 1)
+        h.state.handsOver = true
+        for (index, action) in actions.enumerated() {
+            h.trigger(UInt64(index + 1), action)
+            h.on(.committed(try #require(h.commit()), nil))
+            #expect(h.launches == [Int64(index + 1)])
+        }
+        return h
+    }
+
+    @Test("shutdown asks each loading run that survives restarts to be handed over; kept, it writes nothing, no longer holds the exit, and the grace stops only the others")
+    func keptRunsLeftLoading() throws {
+        var h = try Self.loading([ConductorStateTests.flaky, Self.mortal])
+        h.on(.shutdown)
+        #expect(h.effects == [.handOver(run: 1, attempt: 1)], "the mortal run gets the grace as before")
+        h.on(.handedOver(run: 1, attempt: 1, kept: true))
+        #expect(h.effects == [.cancelTimers(run: 1)], "its timeout is the next batond's; nothing is written")
+        h.on(.timer(run: 1, .timeout))
+        #expect(h.effects.isEmpty, "a timer that fires anyway is ignored")
+        h.on(.graceElapsed)
+        #expect(h.effects == [.stop(run: 2, grace: .seconds(5))])
+        h.on(.exited(run: 2, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
+        #expect(h.phases == [.cancelled])
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.effects.contains(.drained), "the handed-over run does not hold the exit")
+        #expect(h.state.inFlight.map(\.phase) == [.loading], "run 1 stays loading, for the next batond to adopt")
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
+        #expect(h.effects.isEmpty, "an end reported after the hand-over is not this batond's")
+    }
+
+    @Test("the last kept hand-over drains at once when nothing else runs")
+    func drainedByHandOver() throws {
+        var h = try Self.loading([ConductorStateTests.plain])
+        h.on(.shutdown)
+        #expect(!h.effects.contains(.drained))
+        h.on(.handedOver(run: 1, attempt: 1, kept: true))
+        #expect(h.effects.contains(.drained))
+    }
+
+    @Test("a hand-over refused: the run is batond's again, stopped when the grace ends, or at once when it has ended already")
+    func refused() throws {
+        var h = try Self.loading([ConductorStateTests.plain, ConductorStateTests.joining])
+        h.on(.shutdown)
+        #expect(h.effects == [.handOver(run: 1, attempt: 1), .handOver(run: 2, attempt: 1)])
+        h.on(.handedOver(run: 1, attempt: 1, kept: false))
+        #expect(h.effects.isEmpty)
+        h.on(.graceElapsed)
+        #expect(h.effects == [.stop(run: 1, grace: .seconds(5))], "run 2's hand-over is still under way")
+        h.on(.handedOver(run: 2, attempt: 1, kept: false))
+        #expect(h.effects == [.stop(run: 2, grace: .seconds(5))])
+        h.on(.handedOver(run: 2, attempt: 1, kept: true))
+        #expect(h.effects.isEmpty, "an answer to no question is ignored")
+    }
+
+    @Test("not handed over: a run being cancelled, and any run where the state does not hand over (a fleet host)")
+    func notHandedOver() throws {
+        var h = try Self.loading([ConductorStateTests.plain, ConductorStateTests.joining])
+        h.on(.cancel(9, .run(1), by: 0))
+        h.on(.shutdown)
+        #expect(h.effects == [.handOver(run: 2, attempt: 1)])
+        var fleet = try Self.loading([ConductorStateTests.plain])
+        fleet.state.handsOver = false
+        fleet.on(.shutdown)
+        #expect(fleet.effects.isEmpty)
+    }
+}

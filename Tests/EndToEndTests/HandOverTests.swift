@@ -1,0 +1,68 @@
+import BatonCore
+import BatonStore
+import Foundation
+import Testing
+
+/// Issue 41, part 1: a planned stop (SIGTERM) leaves the runs that survive restarts to their
+/// shims, and the next batond adopts them.
+@Suite("End to end: SIGTERM hands the runs over", .serialized)
+struct HandOverTests {
+    /// A flood that writes until GO (so it writes across the hand-over), a waiter, a run that
+    /// leaves a `setsid` child, and a run that does not survive restarts.
+    static func config(_ directory: String) -> String {
+        let wait = #"while [ ! -e \"$GO\" ]; do sleep 0.02; done"#
+        let env = #"env: { GO: "\#(directory)/go", CRASHMARK: "\#(directory)" }"#
+        let flood = #"seq 1 3000; i=0; while [ ! -e \"$GO\" ]; do i=$((i+1)); echo line $i; sleep 0.002; done; echo total $i >&2; exit 3"#
+        return """
+            { maxConcurrentRuns: 8, requireUser: false, shutdownGrace: "300ms", actions: {
+                flood: { exec: ["sh", "-c", "\(flood)"], \(env) },
+                waiter: { exec: ["sh", "-c", "echo before; \(wait); echo after"], \(env), policy: "reject" },
+                forker: { exec: ["sh", "-c", "setsid sh -c 'sleep 30' & echo before; \(wait); echo forked; exit 7"], \(env),
+                          killGrace: "200ms" },
+                mortal: { exec: ["sh", "-c", "\(wait); exit 0"], \(env), survivesRestart: false, killGrace: "200ms" },
+            } }
+            """
+    }
+
+    @Test("SIGTERM while runs load and write: batond exits at once, leaving them loading; the next one adopts them; each ends with its true exit code and every byte of its output; the key is never run twice")
+    func sigtermHandsOver() throws {
+        let scratch = NSTemporaryDirectory() + "baton-handover-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let config = Self.config(scratch)
+        let daemon = try Daemon(config: config)
+        for action in ["flood", "waiter", "forker", "mortal"] { #expect(try daemon.baton("run", action, "--detach").code == 0) }
+        let connection = try Connection(path: daemon.database, readOnly: true)
+        let deadline = Date().addingTimeInterval(30)
+        while try SurviveTests.column(connection, "SELECT count(DISTINCT run_id) FROM output_chunks").first != "3", Date() < deadline { usleep(20_000) }
+        try daemon.waitForLog("run 4 mortal: queued → loading")
+        let asked = Date()
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit(within: 10) == 0)
+        #expect(Date().timeIntervalSince(asked) < 5, "batond exits without waiting for the runs it hands over")
+        let left = try SurviveTests.column(connection, "SELECT id || ' ' || phase || ' ' || coalesce(reason, '-') FROM runs ORDER BY id")
+        #expect(left == ["1 loading -", "2 loading -", "3 loading -", "4 cancelled shutdown"], "\(left)")
+        // The flood writes on meanwhile, to its shim's spool.
+        usleep(200_000)
+
+        let again = try Daemon(config: config, reusing: daemon)
+        let busy = try again.baton("run", "waiter", "--detach")
+        #expect(busy.code == 75, "the adopted run still holds its key: \(busy)")
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        for run in 1...3 { _ = try again.baton("wait", String(run)) }
+
+        let rows = try SurviveTests.column(connection, "SELECT id || ' ' || phase || ' ' || coalesce(exit_code, '-') || ' ' || coalesce(reason, '-') FROM runs ORDER BY id")
+        #expect(rows == ["1 failure 3 exit", "2 success 0 exit", "3 failure 7 exit", "4 cancelled - shutdown"], "\(rows)")
+        let flood = String(decoding: try SurviveTests.output(connection, run: 1), as: UTF8.self)
+        let total = flood.split(separator: "\n").last.flatMap { $0.hasPrefix("total ") ? Int($0.dropFirst(6)) : nil }
+        let count = try #require(total, "the flood's last line: \(flood.suffix(200))")
+        let expected = (1...3000).map { "\($0)\n" }.joined() + (0..<count).map { "line \($0 + 1)\n" }.joined() + "total \(count)\n"
+        #expect(SurviveTests.hash(Data(flood.utf8)) == SurviveTests.hash(Data(expected.utf8)), "every byte of the flood, once")
+        #expect(String(decoding: try SurviveTests.output(connection, run: 2), as: UTF8.self) == "before\nafter\n")
+        #expect(String(decoding: try SurviveTests.output(connection, run: 3), as: UTF8.self) == "before\nforked\n")
+        #expect(try SurviveTests.column(connection, "SELECT count(*) FROM runs WHERE action = 'waiter'") == ["1"])
+        #expect(again.stderr.contains("3 adopted"), "\(again.stderr)")
+        again.stop()
+        #expect(CrashTests.marked(scratch).isEmpty, "the setsid child was stopped with its run")
+    }
+}
