@@ -80,4 +80,23 @@ struct ConductorHandOverTests {
         fleet.on(.shutdown)
         #expect(fleet.effects.isEmpty)
     }
+
+    @Test("an adopted run's timeout counts from its first start, not from the adoption: what is left of it, or none")
+    func adoptedTimeoutCarriesOn() throws {
+        let now = ConductorStateTests.now
+        func adopted(_ id: Int64, startedSecondsAgo: Int64, attempt: Int) -> RecoveredRun {
+            var run = RunSnapshot(id: id, action: "f", key: "f\(id)", phase: .loading, policy: .reject, params: [:], trigger: nil,
+                                  queuedAt: Timestamp(rawValue: now.rawValue - startedSecondsAgo * 1_000_000 - 1))
+            run.startedAt = Timestamp(rawValue: now.rawValue - startedSecondsAgo * 1_000_000)
+            var recovered = RecoveredRun(UnfinishedRun(run: run, lastSeq: 2, pgid: 42, pgidIdentity: "x"), action: ConductorStateTests.flaky)
+            recovered.surviving = SurvivingAttempt(attempt: attempt, directory: "/x", pid: 42, identity: "x", alive: true, outputTotal: 0)
+            return recovered
+        }
+        var h = H()
+        h.on(.recover(1, [adopted(1, startedSecondsAgo: 7, attempt: 1), adopted(2, startedSecondsAgo: 12, attempt: 2)]))
+        var timeouts: [Int64: Duration] = [:]
+        for case let .schedule(run, .timeout, after) in h.effects { timeouts[run] = after }
+        #expect(timeouts == [1: .seconds(3), 2: .zero], "flaky's timeout is 10 s: 3 s left of run 1's, none of run 2's (its second attempt)")
+        #expect(h.launches == [1, 2])
+    }
 }

@@ -118,7 +118,8 @@ extension ConductorState {
 
 extension ConductorState {
     /// A run whose shim outlived the previous batond: in flight again, holding its key, its
-    /// attempt attached to (not spawned), with the retries it had left. Its timeout counts from now.
+    /// attempt attached to (not spawned), with the retries it had left. Its timeout counts from
+    /// the run's first start (`timeoutDelay`).
     private mutating func adoptSurvivor(_ unfinished: UnfinishedRun, _ action: Action, _ surviving: SurvivingAttempt, _ step: inout Step) {
         let id = unfinished.run.id
         // Its attempt keeps its number, and the retries after it are those it had left.

@@ -202,7 +202,9 @@ extension ConductorState {
         case let .launch(attempt):
             flight.live = attempt
             var effects: [Effect] = []
-            if attempt == 1, let timeout = flight.action.timeout { effects.append(.schedule(run: id, .timeout, after: timeout)) }
+            if let timeout = flight.action.timeout, let after = Self.timeoutDelay(timeout, flight, attempt: attempt, at: step.now) {
+                effects.append(.schedule(run: id, .timeout, after: after))
+            }
             effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
                                           runner: flight.runner, hook: flight.hook, secrets: flight.secrets, surviving: flight.surviving)))
             flight.surviving = nil
@@ -221,6 +223,17 @@ extension ConductorState {
             step.effects.append(.cancelTimers(run: id))
             admit(&step)
         }
+    }
+}
+
+extension ConductorState {
+    /// When a launch arms the run's deadline: at its first attempt, the whole `timeout`; at an
+    /// attempt a previous batond started (adopted), what is left of it from the run's first
+    /// start, as if no batond had stopped in between (at once, where it is over). Nil: armed already.
+    static func timeoutDelay(_ timeout: Duration, _ flight: Flight, attempt: Int, at now: Timestamp) -> Duration? {
+        guard flight.surviving != nil else { return attempt == 1 ? timeout : nil }
+        let ran = flight.run.startedAt.map { now - $0 } ?? .zero
+        return max(timeout - ran, .zero)
     }
 }
 
