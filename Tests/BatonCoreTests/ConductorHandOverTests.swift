@@ -99,4 +99,44 @@ struct ConductorHandOverTests {
         #expect(timeouts == [1: .seconds(3), 2: .zero], "flaky's timeout is 10 s: 3 s left of run 1's, none of run 2's (its second attempt)")
         #expect(h.launches == [1, 2])
     }
+
+    @Test("a run waiting to retry is left at once at shutdown (no process): its timers go, nothing is written, it holds no exit")
+    func retryingLeft() throws {
+        var h = try Self.loading([ConductorStateTests.flaky])
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 1))))
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.state.inFlight.map(\.phase) == [.retrying])
+        h.on(.shutdown)
+        #expect(h.effects == [.cancelTimers(run: 1), .drained])
+        h.on(.timer(run: 1, .backoff(1)))
+        #expect(h.effects.isEmpty)
+    }
+
+    @Test("recovery of a run left retrying: it waits out what is left of its backoff (from the history's due time), then its next attempt starts; nothing written before")
+    func retryResumed() throws {
+        let now = ConductorStateTests.now
+        var run = RunSnapshot(id: 1, action: "f", key: "f", phase: .retrying, policy: .reject, params: [:], trigger: nil,
+                              queuedAt: Timestamp(rawValue: now.rawValue - 5_000_000))
+        run.startedAt = Timestamp(rawValue: now.rawValue - 4_000_000)
+        run.attempts = 1
+        var unfinished = UnfinishedRun(run: run, lastSeq: 3)
+        unfinished.retryDue = Timestamp(rawValue: now.rawValue + 2_000_000)
+        var h = H()
+        h.on(.recover(1, [RecoveredRun(unfinished, action: ConductorStateTests.flaky)]))
+        #expect(h.written.isEmpty)
+        #expect(h.effects.contains(.schedule(run: 1, .backoff(1), after: .seconds(2))))
+        #expect(h.effects.contains(.schedule(run: 1, .timeout, after: .seconds(6))), "10 s from its first start, 4 s ago")
+        #expect(h.state.inFlight.map(\.phase) == [.retrying])
+        h.trigger(2, ConductorStateTests.flaky)
+        h.on(.committed(try #require(h.commit()), nil))
+        guard case .failed(.busy(run: 1, _, _, _, _))? = h.answers[2] else { Issue.record("the key is held: \(h.effects)"); return }
+        h.on(.timer(run: 1, .backoff(1)))
+        #expect(h.phases == [.loading])
+        #expect(h.launches == [1])
+        var past = unfinished
+        past.retryDue = Timestamp(rawValue: now.rawValue - 1)
+        var late = H()
+        late.on(.recover(1, [RecoveredRun(past, action: ConductorStateTests.flaky)]))
+        #expect(late.effects.contains(.schedule(run: 1, .backoff(1), after: .zero)), "a due time passed meanwhile: at once")
+    }
 }

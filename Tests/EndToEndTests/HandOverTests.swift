@@ -65,4 +65,41 @@ struct HandOverTests {
         again.stop()
         #expect(CrashTests.marked(scratch).isEmpty, "the setsid child was stopped with its run")
     }
+
+    @Test("SIGTERM while a run waits to retry: batond exits at once, the run left retrying; the next batond waits out the rest of its backoff and runs the next attempt")
+    func sigtermKeepsRetry() throws {
+        let scratch = NSTemporaryDirectory() + "baton-handover-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let second = #"if [ -e \"$MARK\" ]; then echo second; exit 0; fi; touch \"$MARK\"; echo first; exit 1"#
+        let config = """
+            { requireUser: false, shutdownGrace: "30s", actions: {
+                flaky: { exec: ["sh", "-c", "\(second)"], env: { MARK: "\(scratch)/mark" }, retry: { attempts: 1, backoff: "2s" } },
+            } }
+            """
+        let daemon = try Daemon(config: config)
+        #expect(try daemon.baton("run", "flaky", "--detach").code == 0)
+        try daemon.waitForLog("run 1 flaky: loading → retrying")
+        let asked = Date()
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit(within: 20) == 0)
+        #expect(Date().timeIntervalSince(asked) < 5, "the grace (30 s) is not waited for a run retrying")
+        let connection = try Connection(path: daemon.database, readOnly: true)
+        #expect(try SurviveTests.column(connection, "SELECT phase FROM runs") == ["retrying"])
+
+        let again = try Daemon(config: config, reusing: daemon)
+        #expect(try again.baton("wait", "1").code == 0)
+        let rows = try SurviveTests.column(connection, "SELECT phase || ' ' || attempts FROM runs")
+        #expect(rows == ["success 2"], "\(rows)")
+        // The second attempt started no sooner than the backoff the history recorded.
+        let due = try SurviveTests.column(connection, """
+            SELECT at + json_extract(detail, '$.backoff') FROM transitions WHERE run_id = 1 AND to_phase = 'retrying'
+            """).first.flatMap { Int64($0) }
+        let started = try SurviveTests.column(connection, """
+            SELECT at FROM transitions WHERE run_id = 1 AND to_phase = 'loading' ORDER BY seq DESC LIMIT 1
+            """).first.flatMap { Int64($0) }
+        #expect(due != nil && started != nil && started! >= due!, "attempt 2 at \(String(describing: started)), due \(String(describing: due))")
+        #expect(String(decoding: try SurviveTests.output(connection, run: 1), as: UTF8.self) == "first\nsecond\n")
+        again.stop()
+    }
 }

@@ -262,6 +262,10 @@ public final class Conductor: Sendable {
             case let .ended(outcome): self?.attemptEnded(run: run, attempt: attempt, Self.masked(outcome, secrets))
             }
         }
+        // The next attempt of a run a previous batond left retrying: its output continues after what the history holds.
+        if let at = launch.outputResumesAt {
+            core.access { $0.outputs[run] = OutputLimiter(runID: run, keep: launch.action.outputKeep, resumingAt: at) }
+        }
         // An attempt a previous batond started: its output continues after what the history holds.
         if let surviving = launch.surviving, let exec = runner as? ExecRunner {
             core.access { $0.outputs[run] = OutputLimiter(runID: run, keep: launch.action.outputKeep, resumingAt: surviving.outputTotal) }

@@ -4,7 +4,8 @@
 /// answers `handedOver`: kept, the run stays `loading` in the history (no transition is written)
 /// and no longer holds the exit; the next batond adopts it. Not kept (no shim: an in-process run,
 /// a run as another user, a shim that could not be made), it is stopped as before once the grace
-/// is over. A run with secret params is not handed over either (the next batond could not mask
+/// is over. A run waiting to retry is left at once (it has no process): the next batond waits
+/// out the rest of its backoff (`ConductorState.resumeRetrying`). A run with secret params is not handed over either (the next batond could not mask
 /// their values in its output). A run being stopped (cancel, timeout, replace) is not handed over: its stop goes on.
 public enum HandOver: Sendable, Equatable {
     /// Asked of its attempt; what it relayed is being read to the end.
@@ -26,9 +27,17 @@ extension ConductorState {
     /// At the start of a shutdown: asks each run that may be handed over to be.
     mutating func handOverSurvivors(_ step: inout Step) {
         guard handsOver else { return }
-        for id in flights.keys.sorted() where flights[id].map(Self.mayHandOver) == true {
-            flights[id]?.handOver = .asked
-            step.effects.append(.handOver(run: id, attempt: flights[id]?.live ?? 0))
+        for id in flights.keys.sorted() {
+            guard let flight = flights[id] else { continue }
+            if Self.mayHandOver(flight) {
+                flights[id]?.handOver = .asked
+                step.effects.append(.handOver(run: id, attempt: flight.live ?? 0))
+            } else if case .retrying = flight.machine.state, flight.action.survivesRestart, !flight.action.tty,
+                      flight.hook == nil, flight.secrets.isEmpty {
+                // No process: its `retrying` and backoff are in the history, for the next batond to wait out.
+                flights[id]?.handOver = .done
+                step.effects.append(.cancelTimers(run: id))
+            }
         }
     }
 

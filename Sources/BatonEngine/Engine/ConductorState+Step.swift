@@ -28,6 +28,8 @@ extension ConductorState {
         var surviving: SurvivingAttempt?
         /// At shutdown: its attempt is being left to its shim, or has been (`ConductorState+HandOver`).
         var handOver: HandOver?
+        /// Left retrying by a previous batond: the bytes of output the history holds, for its next launch.
+        var outputResumesAt: Int64?
 
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }
@@ -206,8 +208,10 @@ extension ConductorState {
                 effects.append(.schedule(run: id, .timeout, after: after))
             }
             effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
-                                          runner: flight.runner, hook: flight.hook, secrets: flight.secrets, surviving: flight.surviving)))
+                                          runner: flight.runner, hook: flight.hook, secrets: flight.secrets, surviving: flight.surviving,
+                                          outputResumesAt: flight.outputResumesAt)))
             flight.surviving = nil
+            flight.outputResumesAt = nil
             // `loading` is stamped in the step that launches the attempt, and the timeout armed
             // there: the time a run's creation waited for the store (a lock held by another
             // process, say) is not run time (issue 21, item 14). The start is written while the

@@ -330,6 +330,8 @@ public struct Launch: Sendable, Equatable {
     /// An attempt a previous batond started, whose shim still runs or kept its status: attached
     /// to, not spawned.
     public var surviving: SurvivingAttempt?
+    /// The first attempt of a run a previous batond left retrying: its output goes on after the bytes the history holds.
+    public var outputResumesAt: Int64?
 }
 
 /// A runner compared by identity, so that events and effects stay comparable values.

@@ -182,6 +182,8 @@ public struct UnfinishedRun: Sendable, Equatable {
     public var outputTotal: Int64?
     /// What a hook run is told of the run that fired it (rebuilt from that run's row and output).
     public var hook: HookContext?
+    /// A run retrying: when its next attempt is due (its `retrying` transition's time and backoff), where the store knows.
+    public var retryDue: Timestamp?
 
     public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil, hook: HookContext? = nil) {
         self.hook = hook
