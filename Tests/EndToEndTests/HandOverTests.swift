@@ -102,4 +102,42 @@ struct HandOverTests {
         #expect(String(decoding: try SurviveTests.output(connection, run: 1), as: UTF8.self) == "first\nsecond\n")
         again.stop()
     }
+
+    @Test("SIGUSR2 restarts batond in place: the same pid execs its binary with the control socket kept; runs carry on and end with their exit codes and every byte; a client that connects during the restart is answered")
+    func restartInPlace() throws {
+        let scratch = NSTemporaryDirectory() + "baton-handover-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let config = Self.config(scratch).replacingOccurrences(of: "actions: {", with: "actions: { hello: { exec: [\"true\"] },")
+        let daemon = try Daemon(config: config)
+        for action in ["flood", "waiter"] { #expect(try daemon.baton("run", action, "--detach").code == 0) }
+        let connection = try Connection(path: daemon.database, readOnly: true)
+        let deadline = Date().addingTimeInterval(30)
+        while try SurviveTests.column(connection, "SELECT count(DISTINCT run_id) FROM output_chunks").first != "2", Date() < deadline { usleep(20_000) }
+        let pid = daemon.process.processIdentifier
+        for round in 1...3 {
+            daemon.signal(SIGUSR2)
+            try daemon.waitForLog("restarting in place:", count: round)
+            // Pressed while batond restarts: waits in the socket's backlog, then answered by the new one.
+            let pressed = try daemon.baton("run", "hello")
+            #expect(pressed.code == 0, "round \(round): \(pressed)")
+            try daemon.waitForLog(" ready: ", count: round + 1)
+            #expect(daemon.process.isRunning && daemon.process.processIdentifier == pid)
+        }
+        #expect(daemon.stderr.components(separatedBy: "restarting in place:").count == 4, "\(daemon.stderr.suffix(3_000))")
+        let busy = try daemon.baton("run", "waiter", "--detach")
+        #expect(busy.code == 75, "the adopted run still holds its key: \(busy)")
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        for run in 1...2 { _ = try daemon.baton("wait", String(run)) }
+        let rows = try SurviveTests.column(connection, "SELECT id || ' ' || phase || ' ' || coalesce(exit_code, '-') FROM runs WHERE action != 'hello' ORDER BY id")
+        #expect(rows == ["1 failure 3", "2 success 0"], "\(rows)")
+        #expect(try SurviveTests.column(connection, "SELECT count(*) FROM runs WHERE action = 'hello' AND phase = 'success'") == ["3"])
+        let flood = String(decoding: try SurviveTests.output(connection, run: 1), as: UTF8.self)
+        let total = flood.split(separator: "\n").last.flatMap { $0.hasPrefix("total ") ? Int($0.dropFirst(6)) : nil }
+        let count = try #require(total, "the flood's last line: \(flood.suffix(200))")
+        let expected = (1...3000).map { "\($0)\n" }.joined() + (0..<count).map { "line \($0 + 1)\n" }.joined() + "total \(count)\n"
+        #expect(SurviveTests.hash(Data(flood.utf8)) == SurviveTests.hash(Data(expected.utf8)), "every byte of the flood, once")
+        daemon.stop()
+        #expect(!FileManager.default.fileExists(atPath: daemon.socket), "the socket a restarted batond was passed goes with it")
+    }
 }
