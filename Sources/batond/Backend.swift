@@ -67,7 +67,12 @@ struct Backend {
             // Before recovery too: a run it queues again starts only where its rate limit lets it.
             try await seedRateStarts(store, actions: config.actions, conductor: conductor)
             let summary = await conductor.recover(try await store.recoverableState())
-            if summary != RecoverySummary() {
+            var adoptedOnly = RecoverySummary()
+            adoptedOnly.adopted = summary.adopted
+            if summary == adoptedOnly && !summary.adopted.isEmpty {
+                // A planned stop or restart left them: nothing was lost.
+                Log.info("took over the runs the previous batond left: \(summary.adopted.count) adopted")
+            } else if summary != RecoverySummary() {
                 Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "
                     + "\(summary.restarted.count) restarted, \(summary.requeued.count) queued again, "
                     + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed, \(summary.adopted.count) adopted")

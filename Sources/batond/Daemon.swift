@@ -33,6 +33,8 @@ enum Daemon {
             return 1
         }
         for warning in config.warnings { Log.warning(warning) }
+        // Found now, in the directory batond started in: a restart in place execs it (`Reexec`).
+        _ = Reexec.executable
         umask(0o027)
         let parts = Parts()
         let status: Int32

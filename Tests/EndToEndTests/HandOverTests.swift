@@ -140,4 +140,28 @@ struct HandOverTests {
         daemon.stop()
         #expect(!FileManager.default.fileExists(atPath: daemon.socket), "the socket a restarted batond was passed goes with it")
     }
+
+    @Test("baton run and baton wait ride out a restart in place: each reconnects, waits again, and prints exactly what it would have")
+    func clientsRideItOut() async throws {
+        let scratch = NSTemporaryDirectory() + "baton-handover-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let go = scratch + "/go"
+        let daemon = try Daemon(config: """
+            { requireUser: false, actions: { nap: { exec: ["sh", "-c", "echo hi; while [ ! -e \\"$GO\\" ]; do sleep 0.02; done; exit 4"], env: { GO: "\(go)" } } } }
+            """)
+        let running = Launched(Binaries.baton, ["--socket", daemon.socket, "run", "nap"])
+        try daemon.waitForLog("run 1 nap: queued → loading")
+        let waiting = Launched(Binaries.baton, ["--socket", daemon.socket, "wait", "1"])
+        usleep(300_000)
+        daemon.signal(SIGUSR2)
+        try daemon.waitForLog(" ready: ", count: 2)
+        FileManager.default.createFile(atPath: go, contents: nil)
+        let (ran, waited) = (try await running.output(), try await waiting.output())
+        let fresh = try daemon.baton("wait", "1")
+        #expect(fresh.stdout.contains("run 1") && fresh.code != 0, "\(fresh)")
+        #expect(ran.code == fresh.code && ran.stdout == fresh.stdout, "baton run: \(ran)")
+        #expect(waited.code == fresh.code && waited.stdout == fresh.stdout, "baton wait: \(waited)")
+        #expect(daemon.stderr.contains("restarting in place:"))
+    }
 }

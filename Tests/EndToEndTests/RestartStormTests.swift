@@ -51,8 +51,11 @@ struct RestartStormTests {
         }
         #expect(daemon.process.isRunning && daemon.process.processIdentifier == pid)
         // The runs went across the restarts: each new batond says how many it adopted.
-        let adopted = daemon.stderr.components(separatedBy: "leftover processes killed, ").dropFirst()
-            .compactMap { Int($0.prefix { $0.isNumber }) }.reduce(0, +)
+        let adopted = daemon.stderr.split(separator: "\n").compactMap { line -> Int? in
+            let words = line.split(separator: " ")
+            guard let at = words.firstIndex(of: "adopted"), at > 0 else { return nil }
+            return Int(words[at - 1])
+        }.reduce(0, +)
         #expect(adopted >= 20, "runs adopted over the 20 restarts: \(adopted)")
         #expect(next - 1 == 50)
         let connection = try Connection(path: daemon.database, readOnly: true)
