@@ -125,7 +125,8 @@ extension Daemon {
                               generation: Self.generation(launch.config, socket: socket.path),
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(config.current, dryRun)
-                              }, connections: { server.value?.connectionCount ?? 0 }), metrics: metrics,
+                              }, connections: { server.value?.connectionCount ?? 0 },
+                                 restart: { kill(getpid(), SIGUSR2) == 0 }), metrics: metrics,
                               processTree: backend.tracking.description, reactor: conductor.reactor)
         return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
     }

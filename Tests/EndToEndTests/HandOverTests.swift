@@ -116,7 +116,12 @@ struct HandOverTests {
         while try SurviveTests.column(connection, "SELECT count(DISTINCT run_id) FROM output_chunks").first != "2", Date() < deadline { usleep(20_000) }
         let pid = daemon.process.processIdentifier
         for round in 1...3 {
-            daemon.signal(SIGUSR2)
+            if round == 2 {
+                let asked = try daemon.baton("restart")
+                #expect(asked.code == 0 && asked.stdout == "restarting in place\n", "\(asked)")
+            } else {
+                daemon.signal(SIGUSR2)
+            }
             try daemon.waitForLog("restarting in place:", count: round)
             // Pressed while batond restarts: waits in the socket's backlog, then answered by the new one.
             let pressed = try daemon.baton("run", "hello")
