@@ -64,6 +64,7 @@ enum Reexec {
         for (index, fd) in high.enumerated() where fd >= 0 {
             dup2(fd, Int32(3 + index))
             _ = fcntl(Int32(3 + index), F_SETFD, 0)
+            close(fd)
         }
         var environment = ProcessInfo.processInfo.environment.merging(plan.environment) { $1 }
         environment["LISTEN_PID"] = String(getpid())
