@@ -181,6 +181,7 @@ struct PackageTests {
         let story = try await container.run("baton show \(run) --json")
         #expect(adopted, "\(story.stdout) \(story.stderr)")
         #expect(try await container.run("baton run hello").code == 0)
+        try await plannedRestarts(container)
         try await processTrees(container)
     }
 
@@ -252,13 +253,33 @@ struct PackageTests {
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n") + result.stderr)
     }
 
+    /// Issue 41: a run loading across `systemctl restart batond` (SIGTERM: handed to its shim,
+    /// adopted by the next batond), `baton restart` (in place, same pid) and a `dpkg -i` of the
+    /// package (its postinst restarts batond in place) succeeds each time.
+    func plannedRestarts(_ container: Container) async throws {
+        for restart in ["systemctl restart batond.service", "baton restart", "dpkg -i /tmp/baton.deb"] {
+            let run = try await container.run("baton run slow-build --detach").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(try await container.waitUntil(#"baton show \#(run) --json | grep -Eq '"phase" ?: ?"loading"'"#))
+            let before = try await container.run("systemctl show -p MainPID --value batond.service").stdout
+            let restarted = try await container.run(restart)
+            #expect(restarted.code == 0, "\(restart): \(restarted.stdout) \(restarted.stderr)")
+            let ended = try await container.waitUntil(#"baton show \#(run) --json | grep -Eq '"phase" ?: ?"success"'"#, seconds: 60)
+            let story = try await container.run("baton show \(run)")
+            #expect(ended, "\(restart): \(story.stdout) \(story.stderr)")
+            let after = try await container.run("systemctl show -p MainPID --value batond.service").stdout
+            if restart != "systemctl restart batond.service" { #expect(before == after, "\(restart) restarts in place: \(before) → \(after)") }
+            #expect(try await container.run("baton run hello").code == 0, "\(restart): batond serves after it")
+        }
+    }
+
     /// Under systemd (Delegate=yes): each attempt in a cgroup of its own under the service; a
-    /// setsid child and a double fork are stopped by cancel, by timeout and by `systemctl stop`.
+    /// setsid child and a double fork are stopped by cancel, by timeout and by `systemctl stop`
+    /// (for a run that does not survive restarts: one that does is handed to its shim and lives on).
     func processTrees(_ container: Container) async throws {
         let config = try await container.run("""
             cat > /etc/baton/baton.json5 <<'EOF'
             { actions: { esc: { exec: ["sh", "-c", "setsid sleep 997 & (sh -c 'sleep 996 &' &); echo started; sleep 30"],
-                                timeout: "2s", killGrace: "200ms" } } }
+                                timeout: "2s", killGrace: "200ms", survivesRestart: false } } }
             EOF
             systemctl reload batond.service
             """)
