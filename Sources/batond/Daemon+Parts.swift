@@ -218,6 +218,8 @@ extension Daemon {
                 continue
             }
             if shutdown != nil {
+                // A stop asked during a restart in place: batond stops instead (its socket goes with it).
+                if signal != SIGUSR2 { Reexec.cancel() }
                 Log.info("second stop signal: cancelling the runs in flight now")
                 backend.conductor.stopRemaining()
                 continue

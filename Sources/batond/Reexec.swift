@@ -53,6 +53,9 @@ enum Reexec {
 
     static var isRequested: Bool { planned.withLock { $0 != nil } }
 
+    /// A stop signal during the restart: batond exits instead (the duplicates close with it).
+    static func cancel() { planned.withLock { $0 = nil } }
+
     /// On the main thread, once the daemon has returned: replaces this process with the
     /// executable, or returns (with why it could not) and batond exits.
     static func performIfRequested() -> String? {
