@@ -146,18 +146,22 @@ struct HandOverTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.socket), "the socket a restarted batond was passed goes with it")
     }
 
-    @Test("baton run and baton wait ride out a restart in place: each reconnects, waits again, and prints exactly what it would have")
+    @Test("baton run, baton wait, baton logs -f and baton run --follow ride out a restart in place: each reconnects, waits again, and prints exactly what it would have")
     func clientsRideItOut() async throws {
         let scratch = NSTemporaryDirectory() + "baton-handover-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let go = scratch + "/go"
         let daemon = try Daemon(config: """
-            { requireUser: false, actions: { nap: { exec: ["sh", "-c", "echo hi; while [ ! -e \\"$GO\\" ]; do sleep 0.02; done; exit 4"], env: { GO: "\(go)" } } } }
+            { requireUser: false, actions: { nap: { exec: ["sh", "-c", "echo hi; while [ ! -e \\"$GO\\" ]; do sleep 0.02; done; echo bye; exit 4"], env: { GO: "\(go)" } },
+                                             fol: { exec: ["sh", "-c", "echo one; while [ ! -e \\"$GO\\" ]; do sleep 0.02; done; echo two; exit 3"], env: { GO: "\(go)" } } } }
             """)
         let running = Launched(Binaries.baton, ["--socket", daemon.socket, "run", "nap"])
         try daemon.waitForLog("run 1 nap: queued → loading")
         let waiting = Launched(Binaries.baton, ["--socket", daemon.socket, "wait", "1"])
+        let logging = Launched(Binaries.baton, ["--socket", daemon.socket, "logs", "-f", "1"])
+        let following = Launched(Binaries.baton, ["--socket", daemon.socket, "run", "fol", "--follow"])
+        try daemon.waitForLog("run 2 fol: queued → loading")
         usleep(300_000)
         daemon.signal(SIGUSR2)
         try daemon.waitForLog(" ready: ", count: 2)
@@ -168,5 +172,10 @@ struct HandOverTests {
         #expect(ran.code == fresh.code && ran.stdout == fresh.stdout, "baton run: \(ran)")
         #expect(waited.code == fresh.code && waited.stdout == fresh.stdout, "baton wait: \(waited)")
         #expect(daemon.stderr.contains("restarting in place:"))
+        let logged = try await logging.output()
+        #expect(logged.stdout == "hi\nbye\n" && logged.code == fresh.code, "baton logs -f: \(logged)")
+        let followed = try await following.output()
+        let folWait = try daemon.baton("wait", "2")
+        #expect(followed.stdout == "one\ntwo\n" + folWait.stdout && followed.code == folWait.code, "baton run --follow: \(followed)")
     }
 }

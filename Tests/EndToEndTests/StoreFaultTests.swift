@@ -30,7 +30,7 @@ struct StoreFaultTests {
     @Test("a history deleted while a run loads: one SIGTERM stops batond within the grace, logging the run's end it could not write")
     func deletedWhileLoading() throws {
         let gate = try FifoGate()
-        let config = #"{ shutdownGrace: "2s", actions: { gated: { exec: ["cat", "\#(gate.path)"] } } }"#
+        let config = #"{ shutdownGrace: "2s", actions: { gated: { exec: ["cat", "\#(gate.path)"], survivesRestart: false } } }"#
         let daemon = try Daemon(config: config)
         #expect(try daemon.baton("run", "gated", "--detach").stdout == "1\n")
         try daemon.waitForLog("run 1 gated: queued → loading")
