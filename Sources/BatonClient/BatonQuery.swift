@@ -111,6 +111,12 @@ extension BatonQuery where Value == [String] {
     public static var reload: Self { Self(Request(op: .reload)) { $0.warnings ?? [] } }
 }
 
+extension BatonQuery where Value == Bool {
+    /// Makes batond restart in place (as SIGUSR2 does): it hands its runs over to the new batond,
+    /// which its socket's backlog keeps every connection for. True once asked.
+    public static var restart: Self { Self(Request(op: .restart)) { _ in true } }
+}
+
 extension BatonQuery where Value == SearchResult {
     /// The runs `filter` selects whose kept output or param values hold `text` (case ignored),
     /// newest first, each with its first matching lines and their numbers; and where the search

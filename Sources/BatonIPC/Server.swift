@@ -103,6 +103,9 @@ public final class Server: Sendable {
     }
 
     /// Stops accepting and reading; `run()` returns once everything is closed.
+    /// The listening socket (a restart in place passes a duplicate of it on).
+    public var listeningDescriptor: Int32 { listenFD }
+
     public func stop() {
         reactor.post { [self] in
             let running = table.access { state -> Bool in

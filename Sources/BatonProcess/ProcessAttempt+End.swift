@@ -23,7 +23,8 @@ extension ProcessAttempt {
     /// A wake-up while it still runs is ignored (the reap would block the loop until it exits).
     func leaderExited() {
         let pid = self.pid
-        guard pid > 0, baton_has_exited(pid) != 0 else { return }
+        // Handed over: the shim's end is the next batond's to learn (it reads the status the shim keeps).
+        guard pid > 0, !state.access({ $0.handedOver || $0.handingOver != nil }), baton_has_exited(pid) != 0 else { return }
         let pidfd = state.access { state -> Int32 in
             defer { state.pidfd = -1 }
             return state.pidfd

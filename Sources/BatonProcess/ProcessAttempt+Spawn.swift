@@ -27,6 +27,7 @@ extension ProcessAttempt {
         switch result {
         case let .failure(why):
             state.access { $0.spawnFailure = why.message }
+            if let done = state.access({ $0.handOverAtBirth }) { done(false) }
             handle(.spawnFailed)
         case let .success(made):
             let limit = tailLimit
@@ -41,6 +42,10 @@ extension ProcessAttempt {
             events(.started(made.group))
             begin()
             handle(.spawned)
+            if let done = state.access({ $0.handOverAtBirth }) {
+                state.access { $0.handOverAtBirth = nil }
+                beginHandOver(done)
+            }
         }
     }
 

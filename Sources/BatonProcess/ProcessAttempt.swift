@@ -53,6 +53,12 @@ final class ProcessAttempt: Attempt {
         var lookAgain = false
         /// What the leader and the descendants it waited for used (from wait4).
         var leaderUsage: ResourceUsage?
+        /// A hand-over under way (`ProcessAttempt+HandOver`): told once the pipes are read to their end.
+        var handingOver: (@Sendable (Bool) -> Void)?
+        /// A hand-over asked before the leader was born: begun at its birth.
+        var handOverAtBirth: (@Sendable (Bool) -> Void)?
+        /// Left to its shim: nothing of it is watched or reported any more.
+        var handedOver = false
     }
 
     /// The known leaders, so that the orphan sweep never reaps one (its status is the attempt's).
@@ -86,6 +92,7 @@ final class ProcessAttempt: Attempt {
 
     /// Hands the machine an event and performs its effects, in order, with no lock held.
     func handle(_ event: AttemptMachine.Event) {
+        if state.access({ $0.handedOver || $0.handingOver != nil }) { return }
         for effect in state.access({ $0.machine.handle(event) }) { perform(effect) }
     }
 
@@ -238,6 +245,7 @@ final class ProcessAttempt: Attempt {
             state.access { $0.output.closed(fd) }
             reactor.remove(fd)
             close(fd)
+            if state.access({ $0.handingOver != nil && $0.output.pipes.open.isEmpty }) { reactor.post { [self] in finishHandOver() } }
         }
         return reports
     }

@@ -172,6 +172,14 @@ extension Service {
         }
     }
 
+    /// `restart`: batond hands its runs over and executes itself again in place (SIGUSR2);
+    /// answered once asked. The connection then closes with the others.
+    func restart(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
+        try await require(.admin, nil, generation, request, connection.peer)
+        guard hooks.restart() else { throw .badRequest("this batond cannot restart in place") }
+        return Response(id: request.id)
+    }
+
     func prune(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         try await require(.admin, nil, generation, request, connection.peer)
         var response = Response(id: request.id)

@@ -15,13 +15,16 @@ public final class Service: RequestHandler, Sendable {
         public var prune: @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport
         /// How many client connections are open (for the metrics).
         public var connections: @Sendable () -> Int
+        /// Asks for a restart in place (batond's SIGUSR2); false where there is none (in process).
+        public var restart: @Sendable () -> Bool
 
         public init(reload: @escaping @Sendable (Service) async -> ReloadOutcome,
                     prune: @escaping @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport,
-                    connections: @escaping @Sendable () -> Int = { 0 }) {
+                    connections: @escaping @Sendable () -> Int = { 0 }, restart: @escaping @Sendable () -> Bool = { false }) {
             self.reload = reload
             self.prune = prune
             self.connections = connections
+            self.restart = restart
         }
     }
 
@@ -195,7 +198,7 @@ public final class Service: RequestHandler, Sendable {
         case .output: output(exchange, generation)
         case .pause, .resume: pause(exchange, generation)
         // The history and the admin hooks: driven by `reads`, answered on the loop.
-        case .history, .show, .stats, .denied, .reload, .prune, .search, .events, .artifacts, .artifact:
+        case .history, .show, .stats, .denied, .reload, .prune, .search, .events, .artifacts, .artifact, .restart:
             reads.read({ [self] () async throws(BatonError) -> Response in try await handle(request, generation, connection) }) { result in
                 switch result {
                 case let .success(response): exchange.finish(response)
@@ -228,6 +231,7 @@ public final class Service: RequestHandler, Sendable {
         case .events: return try await events(request, generation, connection)
         case .artifacts: return try await artifacts(request, generation, connection)
         case .artifact: return try await artifact(request, generation, connection)
+        case .restart: return try await restart(request, generation, connection)
         case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output, .pause, .resume:
             throw .internalError("\(request.op.rawValue) is not answered by the read driver")
         }

@@ -263,7 +263,9 @@ public struct History {
         let maxID = try connection.scalar("SELECT max(coalesce((SELECT max(id) FROM runs), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'runs'), 0))")?.int64 ?? 0
         let unfinished = try connection.withStatement("""
             SELECT \(Self.runColumns), pgid, pgid_start, (SELECT max(seq) FROM transitions t WHERE t.run_id = runs.id),
-                   (SELECT total FROM output_totals o WHERE o.run_id = runs.id)
+                   (SELECT total FROM output_totals o WHERE o.run_id = runs.id),
+                   (SELECT at + coalesce(json_extract(detail, '$.backoff'), 0) FROM transitions t
+                    WHERE t.run_id = runs.id AND runs.phase = 'retrying' ORDER BY seq DESC LIMIT 1)
             FROM runs WHERE phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """) { statement in
             var list: [UnfinishedRun] = []
@@ -273,6 +275,7 @@ public struct History {
                     pgid: statement.int64(Self.runColumnCount).map { Int32(truncatingIfNeeded: $0) },
                     pgidIdentity: statement.string(Self.runColumnCount + 1)))
                 list[list.count - 1].outputTotal = statement.int64(Self.runColumnCount + 3)
+                list[list.count - 1].retryDue = statement.int64(Self.runColumnCount + 4).map(Timestamp.init(rawValue:))
             }
             return list
         }

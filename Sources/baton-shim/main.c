@@ -7,7 +7,8 @@
 // cgroup, user, umask, cwd, environment, stdin /dev/null, stdout on fd 1, stderr on fd 2 and the
 // progress pipe on fd 3 when open). The shim makes itself a subreaper, runs PROGRAM (a path batond
 // resolved) with ARGV0.. in a child that inherits all of it, and relays the child's stdout, stderr
-// and progress to its own fds 1, 2 and 3. When batond's side is gone (EPIPE), stdout and stderr go
+// and progress to its own fds 1, 2 and 3. When batond's side is gone (EPIPE), or batond hands the
+// run over (SIGURG, to the shim alone: it closes its ends of the pipes), stdout and stderr go
 // to DIR/output instead (its last LIMIT bytes kept, as batond's tail; progress is dropped). When
 // the child has exited and its pipes are drained, the shim writes DIR/status ("exit N" or
 // "signal N", tmp + rename) and exits the same way, so that a live batond sees what it saw before.
@@ -47,6 +48,9 @@ static char buffer[CHUNK];        // the reads' and the spool trimming's buffer
 
 static void on_child(int sig) { (void)sig; int saved = errno; (void)!write(wake[1], "c", 1); errno = saved; }
 static void on_stop(int sig) { (void)sig; }  // TERM, INT, HUP...: meant for the action (its group gets them too)
+// SIGURG, sent to the shim alone by a batond that stops and leaves the run to the next one.
+static volatile sig_atomic_t handing_over;
+static void on_hand_over(int sig) { (void)sig; handing_over = 1; on_child(sig); }
 
 static void handle(int sig, void (*handler)(int)) {
     struct sigaction action;
@@ -115,6 +119,20 @@ static void relay(int s, const char *data, size_t n) {
     if (s != PROGRESS) spool_write(data, n);
 }
 
+// batond stops and hands the run over: its ends of the pipes are closed now (/dev/null in their
+// place, so that no file the shim opens later takes their numbers), so that it reads them to
+// their end; what the child writes from now on is spooled, as when batond is gone.
+static void hand_over(int progress) {
+    if (handing_over != 1) return;
+    handing_over = 2;  // a second signal does it again: harmless
+    gone = 1;
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    for (int fd = 1; fd <= (progress ? 3 : 2); fd++) {
+        if (null >= 0) dup2(null, fd); else close(fd);
+    }
+    if (null >= 0) close(null);
+}
+
 // Reads what `fd` has, at most `reads` chunks (a writer faster than the relay never holds the
 // shim here); returns 0 at its end (or error), 1 while open.
 static int pump(int s, int fd, int reads) {
@@ -171,6 +189,7 @@ enum { STOPS = sizeof(stops) / sizeof(stops[0]) };
 static void run_child(int pipes[STREAMS][2], int report, const char *program, char **argv, const sigset_t *unblock) {
     for (int i = 0; i < STOPS; i++) handle(stops[i], SIG_DFL);
     handle(SIGCHLD, SIG_DFL);
+    handle(SIGURG, SIG_DFL);
     for (int s = 0; s < STREAMS; s++) {
         if (pipes[s][1] >= 0 && dup2(pipes[s][1], s + 1) < 0) goto fail;
     }
@@ -196,6 +215,7 @@ int main(int argc, char **argv) {
     int report[2];
     if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(report, O_CLOEXEC) != 0) return 125;
     handle(SIGCHLD, on_child);
+    handle(SIGURG, on_hand_over);
     int pipes[STREAMS][2];
     for (int s = 0; s < STREAMS; s++) {
         pipes[s][0] = pipes[s][1] = -1;
@@ -207,6 +227,7 @@ int main(int argc, char **argv) {
     sigemptyset(&blocked);
     for (int i = 0; i < STOPS; i++) sigaddset(&blocked, stops[i]);
     sigaddset(&blocked, SIGCHLD);
+    sigaddset(&blocked, SIGURG);
     sigprocmask(SIG_BLOCK, &blocked, &before);
     pid_t child = fork();
     if (child == 0) run_child(pipes, report[1], argv[3], argv + 4, &before);
@@ -243,6 +264,7 @@ int main(int argc, char **argv) {
         }
         char drain[64];
         while (read(wake[0], drain, sizeof(drain)) > 0) {}
+        hand_over(pipes[PROGRESS][0] >= 0);
         // A subreaper: orphans of the action are reaped here too; only the child's status counts.
         pid_t pid;
         int st;
@@ -252,6 +274,7 @@ int main(int argc, char **argv) {
     }
     // What the child wrote before it exited is in its pipes: relayed before the end, up to a
     // bound (a leftover process may write on for ever).
+    hand_over(pipes[PROGRESS][0] >= 0);
     for (int s = 0; s < STREAMS; s++) if (watched[s].fd >= 0) pump(s, watched[s].fd, READS_AT_END);
     write_status(status);
     exit_like(status);

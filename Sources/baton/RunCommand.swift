@@ -63,8 +63,8 @@ enum RunCommand {
         let outcome: RunOutcome
         do {
             outcome = try context.suggestingAction(action) {
-                try context.call { client in
-                    detach ? try await trigger.detached(client) : try await trigger.followed(client, spinner, interrupt)
+                try context.call { [socket = context.socketPath] client in
+                    detach ? try await trigger.detached(client) : try await trigger.followed(client, spinner, interrupt, socket: socket)
                 }
             }
         } catch {
@@ -120,13 +120,25 @@ enum RunCommand {
 
         /// Answered at the run's end, whatever it is; each update on the way goes to the spinner,
         /// and to what Ctrl-C says.
-        func followed(_ client: BatonClient, _ spinner: Spinner?, _ interrupt: Interrupt?) async throws -> RunOutcome {
+        /// A connection lost once the run is known (batond restarting) is made again and the run waited for.
+        func followed(_ client: BatonClient, _ spinner: Spinner?, _ interrupt: Interrupt?, socket: String) async throws -> RunOutcome {
             let handle = client.trigger(action, params: params, policy: policy, force: force, slot: slot, throwingOnCancel: false)
-            for try await update in handle.updates {
-                interrupt?.following(update.run)
-                if !update.run.phase.isTerminal { spinner?.show(update.run) }
+            var seen: RunSnapshot?
+            do {
+                for try await update in handle.updates {
+                    seen = update.run
+                    interrupt?.following(update.run)
+                    if !update.run.phase.isTerminal { spinner?.show(update.run) }
+                }
+                return try await handle.outcome
+            } catch let error as BatonClientError {
+                guard case .unavailable = error, let seen else { throw error }
+                let run = try await BatonClient.wait(run: seen.id, socket: socket) { update in
+                    interrupt?.following(update.run)
+                    if !update.run.phase.isTerminal { spinner?.show(update.run) }
+                }
+                return RunOutcome(run: run, decision: nil, shared: false)
             }
-            return try await handle.outcome
         }
     }
 

@@ -19,7 +19,10 @@ enum WaitCommand {
         let spinner = (!arguments.flag("json") && isatty(2) == 1) ? Spinner() : nil
         let run: RunSnapshot
         do {
-            run = try context.call { try await $0.wait(run: id) { update in spinner?.show(update.run) } }
+            // batond restarting meanwhile: the wait is asked again of the new one (`BatonClient.wait(run:socket:)`).
+            run = try context.call { [socket = context.socketPath] _ in
+                try await BatonClient.wait(run: id, socket: socket) { update in spinner?.show(update.run) }
+            }
         } catch {
             spinner?.clear()
             throw error

@@ -60,6 +60,9 @@ struct Backend {
         var conductorOptions = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: path,
                                                  lineSink: config.journalSink)
         conductorOptions.sealer = secretKey.sealer
+        // A planned stop leaves the runs that survive restarts to their shims, for the next batond
+        // (a fleet host's keep today's grace-then-cancel: their keys are leased rows).
+        conductorOptions.handsOver = true
         let conductor = Conductor(actions: config.actions, store: store, options: conductorOptions, reactor: reactor)
         do throws(BatonError) {
             // Before recovery: a run it ends as interrupted fires its `change` hook against the run before it.
@@ -67,7 +70,12 @@ struct Backend {
             // Before recovery too: a run it queues again starts only where its rate limit lets it.
             try await seedRateStarts(store, actions: config.actions, conductor: conductor)
             let summary = await conductor.recover(try await store.recoverableState())
-            if summary != RecoverySummary() {
+            var adoptedOnly = RecoverySummary()
+            adoptedOnly.adopted = summary.adopted
+            if summary == adoptedOnly && !summary.adopted.isEmpty {
+                // A planned stop or restart left them: nothing was lost.
+                Log.info("took over the runs the previous batond left: \(summary.adopted.count) adopted")
+            } else if summary != RecoverySummary() {
                 Log.warning("recovered after an unclean stop: \(summary.interrupted.count) interrupted, "
                     + "\(summary.restarted.count) restarted, \(summary.requeued.count) queued again, "
                     + "\(summary.dropped.count) dropped, \(summary.killedProcesses) leftover processes killed, \(summary.adopted.count) adopted")

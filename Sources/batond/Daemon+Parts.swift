@@ -74,7 +74,12 @@ extension Daemon {
     static func listen(_ launch: Launch) throws -> (ListeningSocket, Parts.Stop) {
         if let passed = SocketActivation.passedSocket() {
             let socket = ListeningSocket(fd: passed, path: UnixSocket.boundPath(of: passed) ?? launch.socketPath)
-            return (socket, { if let fd = socket.take() { close(fd) } })
+            let owned = SocketActivation.passed.ownsControl
+            return (socket, {
+                if let fd = socket.take() { close(fd) }
+                // A socket a previous batond made and passed on (a restart in place) goes with batond, unless passed on again.
+                if owned && !Reexec.isRequested { unlink(launch.socketPath) }
+            })
         }
         let path = launch.socketPath
         do {
@@ -83,7 +88,8 @@ extension Daemon {
             let socket = ListeningSocket(fd: try UnixSocket.listen(path: path, mode: launch.config.socketMode, group: group), path: path)
             return (socket, {
                 if let fd = socket.take() { close(fd) }
-                unlink(path)
+                // Passed on to the new batond of a restart in place: its file stays.
+                if !Reexec.isRequested { unlink(path) }
             })
         } catch {
             throw DaemonError("cannot listen on \(path): \(error)")
@@ -119,7 +125,8 @@ extension Daemon {
                               generation: Self.generation(launch.config, socket: socket.path),
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(config.current, dryRun)
-                              }, connections: { server.value?.connectionCount ?? 0 }), metrics: metrics,
+                              }, connections: { server.value?.connectionCount ?? 0 },
+                                 restart: { kill(getpid(), SIGUSR2) == 0 }), metrics: metrics,
                               processTree: backend.tracking.description, reactor: conductor.reactor)
         return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
     }
@@ -211,13 +218,20 @@ extension Daemon {
                 continue
             }
             if shutdown != nil {
+                // A stop asked during a restart in place: batond stops instead (its socket goes with it).
+                if signal != SIGUSR2 { Reexec.cancel() }
                 Log.info("second stop signal: cancelling the runs in flight now")
                 backend.conductor.stopRemaining()
                 continue
             }
-            notifier.stopping()
             let grace = config.current.shutdownGrace
-            Log.info("stopping: no new triggers; runs in flight have \(DurationText.format(grace)) to finish")
+            if signal == SIGUSR2 {
+                restartInPlace(serving, notifier: notifier, grace: grace)
+            } else {
+                notifier.stopping()
+                Log.info("stopping: no new triggers; runs that survive restarts are left to their shims, "
+                    + "the others have \(DurationText.format(grace)) to finish")
+            }
             shutdown = Task {
                 backend.beginShutdown()
                 await backend.conductor.shutdown(grace: grace)
@@ -225,5 +239,25 @@ extension Daemon {
             }
         }
         await shutdown?.value
+    }
+
+    /// SIGUSR2: the control socket (and a webhook socket systemd passed) is kept for the new
+    /// batond, the server stops accepting at once (a connection made from now on waits in the
+    /// backlog, for the new batond), and the stop goes on as SIGTERM's; then `Reexec`.
+    static func restartInPlace(_ serving: Serving, notifier: Notifier, grace: Duration) {
+        var sockets: [(name: String, fd: Int32)] = []
+        if let server = serving.server.value {
+            let systemds = SocketActivation.passed.control != nil && !SocketActivation.passed.ownsControl
+            sockets.append((systemds ? "control" : Reexec.ownControlName, server.listeningDescriptor))
+        }
+        if let webhooks = SocketActivation.passed.webhooks { sockets.append(("webhooks", webhooks)) }
+        Reexec.request(sockets: sockets, notifier: notifier)
+        notifier.reloading("restarting in place")
+        serving.server.value?.stop()
+        // Said once the server's stop is done (the loop takes posts in order): a client told of it connects to the backlog.
+        serving.reactor.post {
+            Log.info("restarting in place: runs that survive restarts are left to their shims, "
+                + "the others have \(DurationText.format(grace)) to finish; connections wait for the new batond")
+        }
     }
 }

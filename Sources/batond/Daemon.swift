@@ -33,6 +33,8 @@ enum Daemon {
             return 1
         }
         for warning in config.warnings { Log.warning(warning) }
+        // Found now, in the directory batond started in: a restart in place execs it (`Reexec`).
+        _ = Reexec.executable
         umask(0o027)
         let parts = Parts()
         let status: Int32
@@ -43,7 +45,7 @@ enum Daemon {
             status = 1
         }
         await parts.stopAll()
-        if status == 0 { Log.info("batond stopped") }
+        if status == 0 { Log.info(Reexec.isRequested ? "batond stopped; restarting in place" : "batond stopped") }
         return status
     }
 
@@ -77,7 +79,7 @@ enum Daemon {
         try await parts.start("server") { try startServer(launch.config, service, socket: socket) }
         try await parts.start("metrics") { try startMetrics(launch.config.metricsListen, service.service, reactor: reactor) }
         try await parts.start("webhooks") { try startWebhooks(launch.config, service.service, configBox, backend) }
-        signals.take([SIGTERM, SIGINT])
+        signals.take([SIGTERM, SIGINT, SIGUSR2])
         Log.info("batond \(BatonVersion.current) ready: \(launch.config.actions.count) actions, socket \(launch.socketPath), \(backend.describe)")
         notifier.ready(status: Self.status(of: backend.conductor))
         ScheduleRecord.keep(launch.config, path: launch.configPath)

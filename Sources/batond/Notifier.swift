@@ -9,14 +9,18 @@ final class Notifier: Sendable {
     let socket: String?
     /// Half of `WATCHDOG_USEC` when the watchdog is on for this process: how often to ping.
     let watchdogInterval: Duration?
+    /// `WATCHDOG_USEC` as given, for a restart in place to give it back (`Reexec`).
+    let watchdogMicroseconds: Int64?
 
     init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         socket = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         let forUs = environment["WATCHDOG_PID"].flatMap(Int32.init).map { $0 == getpid() } ?? true
         if forUs, let usec = environment["WATCHDOG_USEC"].flatMap(Int64.init), usec > 0 {
             watchdogInterval = .microseconds(usec / 2)
+            watchdogMicroseconds = usec
         } else {
             watchdogInterval = nil
+            watchdogMicroseconds = nil
         }
         // Actions must not inherit them.
         for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { unsetenv(name) }
@@ -32,7 +36,9 @@ final class Notifier: Sendable {
 
     func ready(status: String) { send(["READY=1", "STATUS=" + status]) }
     func status(_ text: String) { send(["STATUS=" + text]) }
-    func reloading() { send(["RELOADING=1", "MONOTONIC_USEC=\(Self.monotonicMicroseconds())", "STATUS=reloading the config"]) }
+    func reloading(_ status: String = "reloading the config") {
+        send(["RELOADING=1", "MONOTONIC_USEC=\(Self.monotonicMicroseconds())", "STATUS=" + status])
+    }
     func stopping() { send(["STOPPING=1", "STATUS=stopping: waiting for runs in flight"]) }
     func watchdog() { send(["WATCHDOG=1"]) }
 

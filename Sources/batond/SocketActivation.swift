@@ -9,6 +9,9 @@ enum SocketActivation {
     struct Passed: Equatable {
         var control: Int32?
         var webhooks: Int32?
+        /// The control socket is one batond made and passed itself to a restart in place
+        /// (`Reexec.ownControlName`): its file goes with batond.
+        var ownsControl = false
     }
 
     /// The sockets passed to this process, read once; the variables are removed so that actions
@@ -40,6 +43,7 @@ enum SocketActivation {
                 if passed.webhooks == nil { passed.webhooks = fd }
             } else if passed.control == nil {
                 passed.control = fd
+                passed.ownsControl = name == Reexec.ownControlName
             }
         }
         return passed

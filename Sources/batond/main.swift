@@ -31,4 +31,9 @@ Task.detached {
     ended.signal()
 }
 ended.wait()
+// A restart in place (SIGUSR2): the runs are handed over; this process becomes the new batond.
+if let failure = Reexec.performIfRequested() {
+    Stdio.error.write(Data("error: \(failure)\n".utf8))
+    exit(1)
+}
 exit(exitCode.load(ordering: .acquiring))

@@ -440,6 +440,8 @@ struct ConductorWalk {
                 if let run = state.flights.values.first(where: { $0.machine.phase != .queued }) {
                     violate("drained before run \(run.run.id)'s end was durable")
                 }
+            case .handOver:
+                violate("a hand-over asked of a state that does not hand over")
             case .drainedUnwritten:
                 if state.waitsForWrites { violate("drained without waiting for writes, never told to") }
                 if drained { violate("drained twice") }

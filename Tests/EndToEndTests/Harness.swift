@@ -231,6 +231,9 @@ final class Daemon: @unchecked Sendable {
 
     deinit {
         stop()
+        // SIGTERM leaves the runs that survive restarts to their shims, for a next batond: what a
+        // test left of them (its actions tagged with this database) goes with the test.
+        _ = TaggedProcesses.killUntilGone(instance: database, runs: nil)
         try? FileManager.default.removeItem(atPath: directory)
     }
 

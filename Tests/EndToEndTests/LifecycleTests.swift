@@ -6,6 +6,7 @@ import Testing
 
 @Suite("End to end: shutdown, reload, store faults and retention", .serialized)
 struct LifecycleTests {
+    /// The runs are ones that do not survive restarts: those that do are handed to their shims (`HandOverTests`).
     @Test("SIGTERM: new triggers get shutting_down, a run that ends within the grace succeeds, the rest are cancelled (shutdown); queued runs wait for the next start")
     func gracefulShutdown() throws {
         let gate = try FifoGate()
@@ -14,8 +15,8 @@ struct LifecycleTests {
             {
               maxConcurrentRuns: 2, shutdownGrace: "5s",
               actions: {
-                long: { exec: ["sh", "-c", "sleep 30 & wait"], env: { CRASHMARK: "\(marker)" } },
-                short: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" } },
+                long: { exec: ["sh", "-c", "sleep 30 & wait"], env: { CRASHMARK: "\(marker)" }, survivesRestart: false },
+                short: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" }, survivesRestart: false },
                 later: { exec: ["true"] },
               },
             }
@@ -46,7 +47,7 @@ struct LifecycleTests {
 
     @Test("a second SIGTERM ends the grace at once")
     func secondSignal() throws {
-        let daemon = try Daemon(config: #"{ shutdownGrace: "1h", actions: { long: { exec: ["sleep", "30"] } } }"#)
+        let daemon = try Daemon(config: #"{ shutdownGrace: "1h", actions: { long: { exec: ["sleep", "30"], survivesRestart: false } } }"#)
         #expect(try daemon.baton("run", "long", "-d").code == 0)
         try daemon.waitForLog("run 1 long: queued → loading")
         daemon.signal(SIGTERM)

@@ -121,6 +121,8 @@ struct PackageTests {
         let deb = try await Self.buildDeb()
         let container = try await Container.make()
         try FileManager.default.copyItem(atPath: deb, toPath: container.root + "/tmp/baton.deb")
+        // Kept for an upgrade once booted (the booted /tmp is a tmpfs of its own).
+        try FileManager.default.copyItem(atPath: deb, toPath: container.root + "/root/baton.deb")
         let setup = try await container.chroot("""
             dpkg -i /tmp/baton.deb && cp /usr/share/doc/baton/examples/baton.json5 /etc/baton/baton.json5 &&
             useradd -m alice && usermod -aG baton alice && useradd -m bob &&
@@ -181,6 +183,7 @@ struct PackageTests {
         let story = try await container.run("baton show \(run) --json")
         #expect(adopted, "\(story.stdout) \(story.stderr)")
         #expect(try await container.run("baton run hello").code == 0)
+        try await plannedRestarts(container)
         try await processTrees(container)
     }
 
@@ -252,13 +255,37 @@ struct PackageTests {
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n") + result.stderr)
     }
 
+    /// Issue 41: a run loading across `systemctl restart batond` (SIGTERM: handed to its shim,
+    /// adopted by the next batond), `baton restart` (in place, same pid) and a `dpkg -i` of the
+    /// package (its postinst restarts batond in place) succeeds each time.
+    func plannedRestarts(_ container: Container) async throws {
+        let inPlace = "journalctl -u batond.service -o cat --no-pager | grep -c 'restarting in place:'"
+        for (index, restart) in ["systemctl restart batond.service", "baton restart", "dpkg -i /root/baton.deb"].enumerated() {
+            let run = try await container.run("baton run slow-build --detach").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(try await container.waitUntil(#"baton show \#(run) --json | grep -Eq '"phase" ?: ?"loading"'"#))
+            let before = try await container.run("systemctl show -p MainPID --value batond.service").stdout
+            let restarted = try await container.run(restart)
+            #expect(restarted.code == 0, "\(restart): \(restarted.stdout) \(restarted.stderr)")
+            let ended = try await container.waitUntil(#"baton show \#(run) --json | grep -Eq '"phase" ?: ?"success"'"#, seconds: 60)
+            let story = try await container.run("baton show \(run)")
+            #expect(ended, "\(restart): \(story.stdout) \(story.stderr)")
+            let after = try await container.run("systemctl show -p MainPID --value batond.service").stdout
+            if index > 0 {
+                #expect(before == after, "\(restart) restarts in place: \(before) → \(after)")
+                #expect(try await container.waitUntil("[ $(\(inPlace)) -eq \(index) ]"), "\(restart): batond said it restarted in place")
+            }
+            #expect(try await container.run("baton run hello").code == 0, "\(restart): batond serves after it")
+        }
+    }
+
     /// Under systemd (Delegate=yes): each attempt in a cgroup of its own under the service; a
-    /// setsid child and a double fork are stopped by cancel, by timeout and by `systemctl stop`.
+    /// setsid child and a double fork are stopped by cancel, by timeout and by `systemctl stop`
+    /// (for a run that does not survive restarts: one that does is handed to its shim and lives on).
     func processTrees(_ container: Container) async throws {
         let config = try await container.run("""
             cat > /etc/baton/baton.json5 <<'EOF'
             { actions: { esc: { exec: ["sh", "-c", "setsid sleep 997 & (sh -c 'sleep 996 &' &); echo started; sleep 30"],
-                                timeout: "2s", killGrace: "200ms" } } }
+                                timeout: "2s", killGrace: "200ms", survivesRestart: false } } }
             EOF
             systemctl reload batond.service
             """)

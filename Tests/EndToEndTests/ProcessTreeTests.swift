@@ -169,11 +169,12 @@ struct ProcessTreeTests {
         #expect(tree.alive().isEmpty, "alive: \(tree.described()); runs: \((try? daemon.baton("history").stdout) ?? "?")")
     }
 
-    @Test("shutdown stops every run's tree before batond exits", arguments: Mode.allCases)
+    /// `survivesRestart: false`: a run that survives restarts is handed to its shim instead (`HandOverTests`).
+    @Test("shutdown stops the tree of every run that does not survive restarts before batond exits", arguments: Mode.allCases)
     func shutdown(_ mode: Mode) throws {
         let tree = try Tree()
         defer { tree.cleanUp() }
-        let daemon = try Daemon(config: tree.config(mode))
+        let daemon = try Daemon(config: tree.config(mode).replacingOccurrences(of: "hangs: {", with: "hangs: { survivesRestart: false,"))
         #expect(try daemon.baton("run", "hangs", "--detach").code == 0)
         tree.waitForTree()
         daemon.signal(SIGTERM)

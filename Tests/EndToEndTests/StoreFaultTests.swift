@@ -30,7 +30,7 @@ struct StoreFaultTests {
     @Test("a history deleted while a run loads: one SIGTERM stops batond within the grace, logging the run's end it could not write")
     func deletedWhileLoading() throws {
         let gate = try FifoGate()
-        let config = #"{ shutdownGrace: "2s", actions: { gated: { exec: ["cat", "\#(gate.path)"] } } }"#
+        let config = #"{ shutdownGrace: "2s", actions: { gated: { exec: ["cat", "\#(gate.path)"], survivesRestart: false } } }"#
         let daemon = try Daemon(config: config)
         #expect(try daemon.baton("run", "gated", "--detach").stdout == "1\n")
         try daemon.waitForLog("run 1 gated: queued → loading")
@@ -92,13 +92,15 @@ struct StoreFaultTests {
     func fullAtStop() throws {
         let mount = try SmallDisk.mount("baton-full-stop")
         defer { SmallDisk.unmount(mount) }
-        let config = #"{ shutdownGrace: "200ms", actions: { long: { exec: ["sleep", "300"], killGrace: "200ms" }, a: { exec: ["true"] } } }"#
+        let config = #"{ shutdownGrace: "200ms", actions: { long: { exec: ["sleep", "300"], killGrace: "200ms", survivesRestart: false }, a: { exec: ["true"] } } }"#
         let daemon = try Daemon(config: config, database: mount + "/history.sqlite")
         #expect(try daemon.baton("run", "long", "--detach").stdout == "1\n")
         try daemon.waitForLog("run 1 long: queued → loading")
         _ = try execute("/usr/bin/dd", ["if=/dev/zero", "of=\(mount)/filler", "bs=4096"])
 
         daemon.signal(SIGTERM)
+        // The first signal is taken before the second is sent (two sent at once may be one).
+        try daemon.waitForLog("stopping:")
         // The grace ends, the run is stopped, and its end cannot be written: the gate for the second signal.
         try daemon.waitForLog("the history cannot be written")
         daemon.signal(SIGTERM)
@@ -121,7 +123,7 @@ struct StoreFaultTests {
     func fullAtStopOneSignal() throws {
         let mount = try SmallDisk.mount("baton-full-one")
         defer { SmallDisk.unmount(mount) }
-        let config = #"{ shutdownGrace: "200ms", actions: { long: { exec: ["sleep", "300"], killGrace: "200ms" } } }"#
+        let config = #"{ shutdownGrace: "200ms", actions: { long: { exec: ["sleep", "300"], killGrace: "200ms", survivesRestart: false } } }"#
         let daemon = try Daemon(config: config, database: mount + "/history.sqlite")
         #expect(try daemon.baton("run", "long", "--detach").stdout == "1\n")
         try daemon.waitForLog("run 1 long: queued → loading")

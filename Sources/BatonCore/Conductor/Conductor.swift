@@ -38,6 +38,8 @@ public final class Conductor: Sendable {
         public var storeCountsFailures: Bool
         /// Hashes secret params' values for the keys of runs triggered in process (`Action.seal`); batond's.
         public var sealer: SecretSealer?
+        /// A shutdown leaves the runs that survive restarts to their shims (`ConductorState.handsOver`): a host's batond.
+        public var handsOver = false
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
                     seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,
@@ -141,6 +143,7 @@ public final class Conductor: Sendable {
         var state = ConductorState(maxConcurrentRuns: options.maxConcurrentRuns, seed: options.seed)
         state.storeDecidesHooks = options.storeDecidesHooks
         state.storeCountsFailures = options.storeCountsFailures
+        state.handsOver = options.handsOver
         core = LoopOwned(Core(), on: reactor)
         inbox = LoopOwned(Inbox(), on: reactor)
         shared = Locked(Shared(state: state, actions: registry))
@@ -230,6 +233,8 @@ public final class Conductor: Sendable {
             for waiter in waiters { waiter(nil) }
             for follower in outputFollowers { follower(nil) }
             for continuation in continuations { continuation.resume() }
+        case let .handOver(run, attempt):
+            handOver(run, attempt: attempt)
         case .drainedUnwritten:
             // The waiters stay: each hears its run's end if it commits before batond exits.
             let continuations = core.access { core -> [CheckedContinuation<Void, Never>] in
@@ -261,6 +266,10 @@ public final class Conductor: Sendable {
             case let .output(stream, bytes): self?.keepOutput(source, stream, bytes)
             case let .ended(outcome): self?.attemptEnded(run: run, attempt: attempt, Self.masked(outcome, secrets))
             }
+        }
+        // The next attempt of a run a previous batond left retrying: its output continues after what the history holds.
+        if let at = launch.outputResumesAt {
+            core.access { $0.outputs[run] = OutputLimiter(runID: run, keep: launch.action.outputKeep, resumingAt: at) }
         }
         // An attempt a previous batond started: its output continues after what the history holds.
         if let surviving = launch.surviving, let exec = runner as? ExecRunner {

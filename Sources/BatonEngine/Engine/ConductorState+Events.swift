@@ -154,7 +154,7 @@ extension ConductorState {
     }
 
     mutating func exited(_ id: Int64, _ attempt: Int, _ outcome: AttemptOutcome, _ step: inout Step) {
-        guard var flight = flights[id], flight.live == attempt else { return }
+        guard var flight = flights[id], flight.live == attempt, flight.handOver != .done else { return }
         flight.live = nil
         flights[id] = flight
         if !outcome.output.isEmpty || outcome.result.started {
@@ -165,7 +165,7 @@ extension ConductorState {
     }
 
     mutating func fired(_ id: Int64, _ timer: Timer, _ step: inout Step) {
-        guard let flight = flights[id] else { return }
+        guard let flight = flights[id], flight.handOver != .done else { return }
         switch timer {
         case .timeout:
             if let limit = flight.action.timeout { drive(id, .stop(.timeout(after: limit)), &step) }
@@ -208,6 +208,7 @@ extension ConductorState {
     mutating func beginShutdown(_ step: inout Step) {
         guard mode == .accepting else { return }
         mode = .draining
+        handOverSurvivors(&step)
         drainIfDone(&step)
     }
 
@@ -233,9 +234,10 @@ extension ConductorState {
         }
     }
 
-    /// Stops every run loading or retrying (shutdown grace over); queued runs stay queued.
+    /// Stops every run loading or retrying (shutdown grace over), but those handed over to their
+    /// shims or on their way; queued runs stay queued.
     mutating func stopActive(_ stop: RunMachine.Stop, _ step: inout Step) {
-        let active = flights.values.filter { $0.machine.phase == .loading || $0.machine.phase == .retrying }
+        let active = flights.values.filter { ($0.machine.phase == .loading || $0.machine.phase == .retrying) && $0.handOver == nil }
         for id in active.map(\.run.id).sorted() { drive(id, .stop(stop), &step) }
     }
 }

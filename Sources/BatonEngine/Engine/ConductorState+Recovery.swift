@@ -37,6 +37,11 @@ extension ConductorState {
                 summary.adopted.append(run.id)
                 continue
             }
+            if run.phase == .retrying, let due = recovered.unfinished.retryDue, Self.mayResumeRetrying(recovered.unfinished, action) {
+                resumeRetrying(recovered.unfinished, action, due: due, &step)
+                summary.adopted.append(run.id)
+                continue
+            }
             let restart = run.phase != .queued && action.onInterrupt == .restart
             // A secret's value lived only in the previous daemon's memory: the run cannot start
             // again with it, nor without it. It ends `failure` and says why.
@@ -125,7 +130,8 @@ extension ConductorState {
 
 extension ConductorState {
     /// A run whose shim outlived the previous batond: in flight again, holding its key, its
-    /// attempt attached to (not spawned), with the retries it had left. Its timeout counts from now.
+    /// attempt attached to (not spawned), with the retries it had left. Its timeout counts from
+    /// the run's first start (`timeoutDelay`).
     private mutating func adoptSurvivor(_ unfinished: UnfinishedRun, _ action: Action, _ surviving: SurvivingAttempt, _ step: inout Step) {
         let id = unfinished.run.id
         // Its attempt keeps its number, and the retries after it are those it had left.
@@ -138,6 +144,32 @@ extension ConductorState {
         // Its locks are held again: another action sharing them waits, as it did before the crash.
         table.adoptRunning(id, key: run.key, action: action.name, locks: action.locks)
         for case let .launch(attempt) in effects { perform(id, .launch(attempt: attempt), &step) }
+    }
+
+    /// A run left waiting to retry goes on waiting, where its action survives restarts (no process
+    /// is lost: its last attempt's end is in the history) and nothing of it lived in batond's
+    /// memory only (a secret's value, a hook's output file).
+    static func mayResumeRetrying(_ unfinished: UnfinishedRun, _ action: Action) -> Bool {
+        action.survivesRestart && !action.tty && unfinished.hook == nil && action.secretParams.isEmpty && unfinished.run.attempts > 0
+    }
+
+    /// In flight again, retrying, holding its key and its locks: its backoff ends when it was due
+    /// (at once, where that is past), and its timeout counts from its first start. Nothing is written.
+    private mutating func resumeRetrying(_ unfinished: UnfinishedRun, _ action: Action, due: Timestamp, _ step: inout Step) {
+        let id = unfinished.run.id
+        let attempt = unfinished.run.attempts
+        var machine = RunMachine(retries: action.retry.attempts)
+        machine.resumeRetrying(after: attempt)
+        var run = unfinished.run
+        run.estimate = estimates.median(run.action)
+        flights[id] = Flight(run: run, machine: machine, action: action, runner: nil, seq: unfinished.lastSeq, hook: unfinished.hook)
+        flights[id]?.outputResumesAt = unfinished.outputTotal ?? 0
+        table.adoptRunning(id, key: run.key, action: action.name, locks: action.locks)
+        step.effects.append(.schedule(run: id, .backoff(attempt), after: max(due - step.now, .zero)))
+        if let timeout = action.timeout {
+            let ran = run.startedAt.map { step.now - $0 } ?? .zero
+            step.effects.append(.schedule(run: id, .timeout, after: max(timeout - ran, .zero)))
+        }
     }
 
     /// Runs a run the fleet started: its `loading` is durable already, so its first attempt

@@ -26,6 +26,10 @@ extension ConductorState {
         var secrets: [String: String] = [:]
         /// The attempt a previous batond left running, attached to by the first launch.
         var surviving: SurvivingAttempt?
+        /// At shutdown: its attempt is being left to its shim, or has been (`ConductorState+HandOver`).
+        var handOver: HandOver?
+        /// Left retrying by a previous batond: the bytes of output the history holds, for its next launch.
+        var outputResumesAt: Int64?
 
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }
@@ -209,10 +213,14 @@ extension ConductorState {
         case let .launch(attempt):
             flight.live = attempt
             var effects: [Effect] = []
-            if attempt == 1, let timeout = flight.action.timeout { effects.append(.schedule(run: id, .timeout, after: timeout)) }
+            if let timeout = flight.action.timeout, let after = Self.timeoutDelay(timeout, flight, attempt: attempt, at: step.now) {
+                effects.append(.schedule(run: id, .timeout, after: after))
+            }
             effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
-                                          runner: flight.runner, hook: flight.hook, secrets: flight.secrets, surviving: flight.surviving)))
+                                          runner: flight.runner, hook: flight.hook, secrets: flight.secrets, surviving: flight.surviving,
+                                          outputResumesAt: flight.outputResumesAt)))
             flight.surviving = nil
+            flight.outputResumesAt = nil
             // `loading` is stamped in the step that launches the attempt, and the timeout armed
             // there: the time a run's creation waited for the store (a lock held by another
             // process, say) is not run time (issue 21, item 14). The start is written while the
@@ -228,6 +236,17 @@ extension ConductorState {
             step.effects.append(.cancelTimers(run: id))
             admit(&step)
         }
+    }
+}
+
+extension ConductorState {
+    /// When a launch arms the run's deadline: at its first attempt, the whole `timeout`; at an
+    /// attempt a previous batond started (adopted), what is left of it from the run's first
+    /// start, as if no batond had stopped in between (at once, where it is over). Nil: armed already.
+    static func timeoutDelay(_ timeout: Duration, _ flight: Flight, attempt: Int, at now: Timestamp) -> Duration? {
+        guard flight.surviving != nil else { return attempt == 1 ? timeout : nil }
+        let ran = flight.run.startedAt.map { now - $0 } ?? .zero
+        return max(timeout - ran, .zero)
     }
 }
 

@@ -74,6 +74,8 @@ public struct ConductorState: Sendable {
         case pausesSeen([ActionPause], readAt: Timestamp)
         /// Stop one run as another host asked (a replace, or a cancel sent from elsewhere).
         case stopRun(Int64, RunMachine.Stop)
+        /// `handOver`'s answer: left to its shim (`kept`), or batond's to stop (`ConductorState+HandOver`).
+        case handedOver(run: Int64, attempt: Int, kept: Bool)
     }
 
     /// What the conductor must do, in the order given.
@@ -101,6 +103,8 @@ public struct ConductorState: Sendable {
         /// durable. The daemon may exit without them; a waiter still hears an end that commits
         /// before it does (the run's `close`).
         case drainedUnwritten
+        /// Shutting down: leave the run's attempt to its shim, then report `handedOver` (`ConductorState+HandOver`).
+        case handOver(run: Int64, attempt: Int)
     }
 
     /// A timer a run may have.
@@ -175,6 +179,10 @@ public struct ConductorState: Sendable {
     /// Whether a run's end hands its hooks to the store (`JournalEntry.hooks`) instead of
     /// deciding them against this table: a fleet host, whose keys are rows in PostgreSQL.
     public var storeDecidesHooks = false
+    /// Whether a shutdown leaves the runs that survive restarts to their shims (a host's batond, not a fleet's).
+    public var handsOver = false
+    /// The shutdown's grace is over: a run whose hand-over fails from now on is stopped at once.
+    var graceOver = false
     /// The run each scheduled slot made (seeded from the history at start): what a trigger of the
     /// same slot joins or is answered with.
     public internal(set) var slots = SlotBook()
@@ -216,7 +224,7 @@ public struct ConductorState: Sendable {
         case let .cancel(token, target, by): cancel(token, target, by: by, &step)
         case let .attach(token, run): step.answer(token, .attached(flights[run]?.snapshot))
         case .shutdown: beginShutdown(&step)
-        case .graceElapsed: if mode == .draining { stopActive(.shutdown, &step) }
+        case .graceElapsed: graceElapsed(&step)
         case .abandonWrites: abandonWrites(&step)
         case let .recover(token, runs): recover(token, runs, &step)
         case let .adopt(token, adopted): adopt(token, adopted, &step)
@@ -224,6 +232,7 @@ public struct ConductorState: Sendable {
         case let .pause(token, pause): self.pause(token, pause, &step)
         case let .resume(token, action, by): resume(token, action: action, by: by, &step)
         case let .pausesSeen(list, readAt): seen(pauses: list, readAt: readAt, &step)
+        case let .handedOver(run, attempt, kept): handedOver(run, attempt: attempt, kept: kept, &step)
         }
         return finish(&step)
     }
@@ -240,11 +249,11 @@ public struct ConductorState: Sendable {
     public func snapshot(of run: Int64) -> RunSnapshot? { flights[run].map(live) }
 
     /// Runs loading or retrying, or ended but not yet durable: what shutdown waits for.
-    var activeCount: Int { flights.values.count { $0.machine.phase != .queued } }
+    var activeCount: Int { flights.values.count { $0.machine.phase != .queued && $0.handOver != .done } }
 
     /// Runs loading or retrying whose end is not decided: what shutdown waits for once it no
     /// longer waits for writes.
-    var undecidedCount: Int { flights.values.count { $0.machine.phase != .queued && !$0.isOver } }
+    var undecidedCount: Int { flights.values.count { $0.machine.phase != .queued && !$0.isOver && $0.handOver != .done } }
 }
 
 /// A trigger resolved against one generation of the config: its action as it was then, its
@@ -314,6 +323,8 @@ public struct Launch: Sendable, Equatable {
     /// An attempt a previous batond started, whose shim still runs or kept its status: attached
     /// to, not spawned.
     public var surviving: SurvivingAttempt?
+    /// The first attempt of a run a previous batond left retrying: its output goes on after the bytes the history holds.
+    public var outputResumesAt: Int64?
 }
 
 /// A runner compared by identity, so that events and effects stay comparable values.

@@ -114,6 +114,13 @@ public struct RunMachine: Sendable, Equatable {
         return [.launch(attempt: attempt)]
     }
 
+    /// A run a previous batond left waiting to retry after attempt `attempt` (its `retrying` is in
+    /// the history): waiting again; the caller arms what is left of its backoff.
+    public mutating func resumeRetrying(after attempt: Int) {
+        guard state == .queued else { return }
+        state = .retrying(attempt: attempt)
+    }
+
     private mutating func begin(attempt: Int) -> [Effect] {
         state = .loading(attempt: attempt)
         return [.record(.loading, TransitionDetail(attempt: attempt)), .launch(attempt: attempt)]

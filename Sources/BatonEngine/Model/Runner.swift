@@ -22,6 +22,16 @@ public protocol Attempt: AnyObject, Sendable {
     /// Asks the attempt to stop: SIGTERM to its process group and SIGKILL after `grace`, or
     /// cancellation of its task.
     func stop(grace: Duration)
+    /// Shutting down: leaves the attempt's process to its shim, which keeps its output and its
+    /// status for the next batond (docs/architecture.md, "A run outlives batond"). `done` is told
+    /// on the loop, after every byte read from it: true once it is left (nothing of this attempt
+    /// is reported any more), false where it cannot be (it goes on as before).
+    func handOver(_ done: @escaping @Sendable (Bool) -> Void)
+}
+
+extension Attempt {
+    /// An attempt without a shim (an in-process task) cannot be handed over.
+    public func handOver(_ done: @escaping @Sendable (Bool) -> Void) { done(false) }
 }
 
 /// What one attempt of a run is given.

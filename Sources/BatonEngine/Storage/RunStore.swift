@@ -192,6 +192,8 @@ public struct UnfinishedRun: Sendable, Equatable {
     public var hook: HookContext?
     /// The runs it waits for (`needs`), each with its phase as the history has it.
     public var needs: [NeededRun]?
+    /// A run retrying: when its next attempt is due (its `retrying` transition's time and backoff), where the store knows.
+    public var retryDue: Timestamp?
 
     public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil, hook: HookContext? = nil) {
         self.hook = hook

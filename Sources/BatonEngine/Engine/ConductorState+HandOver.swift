@@ -1,0 +1,64 @@
+/// A planned stop that keeps the runs (issue 41, part 1; docs/architecture.md, "A run outlives
+/// batond"): at shutdown, each run loading an attempt that survives restarts is handed to its
+/// shim (`Effect.handOver`) instead of being given the grace and then stopped. The conductor
+/// answers `handedOver`: kept, the run stays `loading` in the history (no transition is written)
+/// and no longer holds the exit; the next batond adopts it. Not kept (no shim: an in-process run,
+/// a run as another user, a shim that could not be made), it is stopped as before once the grace
+/// is over. A run waiting to retry is left at once (it has no process): the next batond waits
+/// out the rest of its backoff (`ConductorState.resumeRetrying`). A run with secret params is not handed over either (the next batond could not mask
+/// their values in its output). A run being stopped (cancel, timeout, replace) is not handed over: its stop goes on.
+public enum HandOver: Sendable, Equatable {
+    /// Asked of its attempt; what it relayed is being read to the end.
+    case asked
+    /// Left to its shim: this batond neither waits for it nor stops it.
+    case done
+}
+
+extension ConductorState {
+    /// Whether a run's attempt may be left to its shim: loading, not being stopped, its action
+    /// one that survives restarts (never a pseudo-terminal's, nor a hook's run: their files are batond's).
+    static func mayHandOver(_ flight: Flight) -> Bool {
+        guard case .loading = flight.machine.state, flight.machine.stopping == nil, flight.live != nil else { return false }
+        // A secret param's value lives in this batond's memory only: the next one could not mask
+        // it in the output the shim keeps meanwhile.
+        return flight.action.survivesRestart && !flight.action.tty && flight.hook == nil && flight.secrets.isEmpty
+    }
+
+    /// At the start of a shutdown: asks each run that may be handed over to be.
+    mutating func handOverSurvivors(_ step: inout Step) {
+        guard handsOver else { return }
+        for id in flights.keys.sorted() {
+            guard let flight = flights[id] else { continue }
+            if Self.mayHandOver(flight) {
+                flights[id]?.handOver = .asked
+                step.effects.append(.handOver(run: id, attempt: flight.live ?? 0))
+            } else if case .retrying = flight.machine.state, flight.action.survivesRestart, !flight.action.tty,
+                      flight.hook == nil, flight.secrets.isEmpty {
+                // No process: its `retrying` and backoff are in the history, for the next batond to wait out.
+                flights[id]?.handOver = .done
+                step.effects.append(.cancelTimers(run: id))
+            }
+        }
+    }
+
+    /// The conductor's answer to `handOver`. Kept: the run's timers go (the next batond arms them
+    /// again) and the drain no longer waits for it. Not kept: it is batond's again, stopped at
+    /// once when the grace is over already.
+    mutating func handedOver(_ id: Int64, attempt: Int, kept: Bool, _ step: inout Step) {
+        guard let flight = flights[id], flight.handOver == .asked, flight.live == attempt else { return }
+        flights[id]?.handOver = kept ? .done : nil
+        if kept {
+            step.effects.append(.cancelTimers(run: id))
+        } else if graceOver || !waitsForWrites {
+            drive(id, .stop(.shutdown), &step)
+        }
+        drainIfDone(&step)
+    }
+
+    /// The shutdown grace is over: every run still loading or retrying stops, but those handed over.
+    mutating func graceElapsed(_ step: inout Step) {
+        guard mode == .draining else { return }
+        graceOver = true
+        stopActive(.shutdown, &step)
+    }
+}

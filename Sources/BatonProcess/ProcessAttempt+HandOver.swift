@@ -1,0 +1,73 @@
+import BatonEngine
+import BatonRuntime
+import CBatonSystem
+import Glibc
+
+/// A planned stop that leaves the attempt running (docs/architecture.md, "A run outlives
+/// batond"): the shim alone (its pid, not its group: the signal is not the action's) gets
+/// `handOverSignal`, closes its ends of the stdout, stderr and progress pipes and spools from
+/// then on, as when batond is gone; batond reads each pipe to its end, so that no byte is lost
+/// between what it tells and what the shim keeps, and lets the attempt go without reaping the
+/// shim or stopping its tree. An adopted attempt (no pipes: it spools already) goes at once.
+extension ProcessAttempt {
+    /// The signal that asks a shim to stop relaying. SIGURG: ignored by default, so a shim
+    /// that does not know it (or a process that is not a shim) is not harmed by it.
+    static let handOverSignal = SIGURG
+    /// How long the pipes are read for their end: a shim that does not close them by then (one
+    /// that predates the signal) is let go anyway; it spools from its first failed write.
+    static let handOverBound: Duration = .seconds(5)
+
+    func handOver(_ done: @escaping @Sendable (Bool) -> Void) {
+        reactor.post { [self] in beginHandOver(done) }
+    }
+
+    /// On the loop: signals the shim, or declines (no shim, or its leader has exited already:
+    /// the attempt ends here as any other).
+    func beginHandOver(_ done: @escaping @Sendable (Bool) -> Void) {
+        switch state.access({ $0.machine.phase }) {
+        case .spawning: return state.access { $0.handOverAtBirth = done }
+        case .running: break
+        case .draining, .ended: return done(false)
+        }
+        let (shim, adopted, pid, pidfd) = state.access { ($0.shimDirectory, $0.adopted, $0.born?.pid ?? 0, $0.pidfd) }
+        // An adopted shim whose pidfd is gone has ended: its status is being read.
+        guard shim != nil, pid > 0, adopted == nil || pidfd >= 0 else { return done(false) }
+        state.access { state in
+            state.handingOver = done
+            state.pidfd = -1
+        }
+        // The shim's end is no longer watched: it stays unreaped until this batond exits, and
+        // its status is the next batond's to read.
+        if pidfd >= 0 {
+            reactor.remove(pidfd)
+            close(pidfd)
+        }
+        if adopted == nil { kill(pid, Self.handOverSignal) }
+        if state.access({ $0.output.pipes.open.isEmpty }) { return finishHandOver() }
+        reactor.after(Self.handOverBound) { [self] in finishHandOver() }
+    }
+
+    /// The pipes are read to their end (or the bound is over): what they still hold is read,
+    /// every descriptor let go, and the conductor told.
+    func finishHandOver() {
+        guard let done = state.access({ $0.handingOver }) else { return }
+        for fd in state.access({ $0.output.pipes.open }) {
+            _ = drain(fd, limit: AttemptOutput.readsAtEnd)
+            if state.access({ $0.output.pipes.open.contains(fd) }) {
+                reactor.remove(fd)
+                close(fd)
+            }
+        }
+        let (watching, cgroupWatched, born) = state.access { ($0.watching, $0.watchingCgroup, $0.born) }
+        unwatch(watching)
+        if cgroupWatched, case let .cgroup(cgroup)? = born?.tree { reactor.remove(cgroup.events) }
+        state.access { state in
+            state.output.closeAll()
+            state.watching = []
+            state.watchingCgroup = false
+            state.handingOver = nil
+            state.handedOver = true
+        }
+        done(true)
+    }
+}

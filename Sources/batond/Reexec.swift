@@ -1,0 +1,90 @@
+import BatonCore
+import CBatonSystem
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// A restart in place (issue 41, part 1, step 3; SIGUSR2): batond hands its runs over as for a
+/// stop, then `execve`s its executable as found on disk when it started (so that an upgraded
+/// package runs the new binary), with the same pid and arguments, and its control socket kept
+/// open and passed as systemd passes sockets (`LISTEN_FDS`, `LISTEN_PID`, `LISTEN_FDNAMES`): a
+/// connection made meanwhile waits in the socket's backlog and is answered by the new batond.
+/// Under systemd, `RELOADING=1` goes before and the new process's `READY=1` after, and the
+/// variables the notifier took (`NOTIFY_SOCKET`, the watchdog's) are given back.
+enum Reexec {
+    /// The name a socket batond made itself is passed under: the new batond removes its file at
+    /// exit, as the old one would have (a socket systemd passed is systemd's).
+    static let ownControlName = "batond-control"
+
+    /// What the exec keeps: the sockets (a duplicate of each, by name) and the notifier's variables.
+    struct Plan: Sendable {
+        var sockets: [(name: String, fd: Int32)] = []
+        var environment: [String: String] = [:]
+    }
+
+    /// The executable as found at start: `argv[0]` made absolute against the directory batond
+    /// started in, or looked up in `PATH` (never /proc/self/exe, which names a deleted file once
+    /// a package upgrade replaced it).
+    static let executable: String? = {
+        guard let name = CommandLine.arguments.first, !name.isEmpty else { return nil }
+        if name.hasPrefix("/") { return name }
+        if name.contains("/") { return FileManager.default.currentDirectoryPath + "/" + name }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(name)" }.first { access($0, X_OK) == 0 }
+    }()
+
+    private static let planned = Mutex<Plan?>(nil)
+
+    /// Asks for the exec once batond has stopped: `sockets` are duplicated now (the server closes
+    /// its own descriptor when it stops; the duplicate keeps the socket and its backlog open).
+    static func request(sockets: [(name: String, fd: Int32)], notifier: Notifier) {
+        var plan = Plan()
+        for (name, fd) in sockets {
+            let copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)
+            if copy >= 0 { plan.sockets.append((name, copy)) }
+        }
+        if let socket = notifier.socket { plan.environment["NOTIFY_SOCKET"] = socket }
+        if let usec = notifier.watchdogMicroseconds {
+            plan.environment["WATCHDOG_USEC"] = String(usec)
+            plan.environment["WATCHDOG_PID"] = String(getpid())
+        }
+        planned.withLock { $0 = plan }
+    }
+
+    static var isRequested: Bool { planned.withLock { $0 != nil } }
+
+    /// A stop signal during the restart: batond exits instead (the duplicates close with it).
+    static func cancel() { planned.withLock { $0 = nil } }
+
+    /// On the main thread, once the daemon has returned: replaces this process with the
+    /// executable, or returns (with why it could not) and batond exits.
+    static func performIfRequested() -> String? {
+        guard let plan = planned.withLock({ $0 }) else { return nil }
+        guard let executable else { return "cannot restart in place: the executable batond was started from is not known" }
+        // The sockets on 3, 4, …: moved above the range first, so that one never overwrites another.
+        var high: [Int32] = []
+        for socket in plan.sockets { high.append(fcntl(socket.fd, F_DUPFD, 100)) }
+        for (index, fd) in high.enumerated() where fd >= 0 {
+            dup2(fd, Int32(3 + index))
+            _ = fcntl(Int32(3 + index), F_SETFD, 0)
+            close(fd)
+        }
+        var environment = ProcessInfo.processInfo.environment.merging(plan.environment) { $1 }
+        environment["LISTEN_PID"] = String(getpid())
+        environment["LISTEN_FDS"] = String(plan.sockets.count)
+        environment["LISTEN_FDNAMES"] = plan.sockets.map(\.name).joined(separator: ":")
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
+        let argv = CommandLine.arguments
+        let envp = environment.map { "\($0.key)=\($0.value)" }
+        let failure = withCStrings(argv) { argvp in withCStrings(envp) { envpp in execve(executable, argvp, envpp) } }
+        return "cannot restart in place: execve \(executable): \(String(cString: strerror(errno))) (\(failure))"
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
+        defer { for pointer in pointers { free(pointer) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}
