@@ -68,9 +68,15 @@ public final class DashboardServer: Sendable {
         httpLimits.maxFields = limits.maxFields
         httpLimits.bodyBytes = limits.bodyBytes
         httpLimits.maxConnections = limits.maxConnections
-        // Behind a proxy every page comes from its few addresses: a peer's share (8, against a local
-        // user holding every connection) would let 8 open pages fill the whole team's dashboard.
-        if proxy != nil { httpLimits.maxConnectionsPerPeer = limits.maxConnections }
+        // Behind a proxy every page comes from the proxy: a peer's share (8, against a local user
+        // holding every connection) would let 8 open pages fill the whole team's dashboard. A proxy
+        // on this machine is an owner (no share, and the reserve: any other local user keeps its 8);
+        // one on another host comes as the one "unknown" peer, whose share is then every connection
+        // (its port must be reachable by the proxy alone: docs/security.md).
+        if let proxy {
+            httpLimits.owners.formUnion(proxy.proxyUsers)
+            if proxy.proxyUsers.isEmpty { httpLimits.maxConnectionsPerPeer = limits.maxConnections }
+        }
         httpLimits.timeout = limits.timeout
         // The handler finds the server on the loop, where it is put (before `serve` starts the HTTP server).
         let box = LoopOwned<DashboardServer?>(nil, on: reactor)
