@@ -17,8 +17,12 @@ extension DashboardServer {
             var toldOffline = false
             /// A snapshot is being asked of batond.
             var snapshotting = false
-            /// The actions the user may read, as the last snapshot listed them (nil: every one).
+            /// The actions the user may read, as the last snapshot listed them (nil: every one), and
+            /// when they were read: asked again once older than `Service.groupsKept`'s 10 s (a user
+            /// taken out of a group, or a reload's rules, reach an open page that soon).
             var readable: Set<String>?
+            var readableAt: ContinuousClock.Instant?
+            var rereading = false
         }
 
         init(_ exchange: HTTPExchange, cursor: String?, user: String?, reactor: Reactor) {
@@ -66,6 +70,7 @@ extension DashboardServer {
         switch cursor.map(view.ring.resume(after:)) ?? .snapshot {
         case let .replay(events):
             guard let last = events.last else { return }
+            rereadIfOld(stream)
             let readable = stream.state.access { $0.readable }
             let events = readable.map { names in events.filter { $0.action.map(names.contains) ?? false } } ?? events
             defer { stream.state.access { $0.cursor = view.ring.id(last.seq) } }
@@ -90,12 +95,33 @@ extension DashboardServer {
                 answer.id = nil
                 stream.exchange.send(SSE.event("snapshot", data: String(decoding: answer.jsonLine(), as: UTF8.self), id: id))
                 let readable = stream.user == nil ? nil : Set((response.actions ?? []).map(\.name))
-                stream.state.access { $0.cursor = id; $0.snapshotting = false; $0.readable = readable }
+                stream.state.access { $0.cursor = id; $0.snapshotting = false; $0.readable = readable; $0.readableAt = .now }
                 push(stream)
             case let .success(response):
                 refused(stream, response.error?.message ?? "batond refused")
             case let .failure(failure):
                 refused(stream, failure.message)
+            }
+        }
+    }
+
+    /// A user's page whose readable actions were read over 10 s ago: read them again (as the
+    /// user), meanwhile filtering by the old set.
+    private func rereadIfOld(_ stream: Stream) {
+        guard stream.user != nil else { return }
+        let due = stream.state.access { state -> Bool in
+            guard !state.rereading, let at = state.readableAt, ContinuousClock.now - at >= .seconds(10) else { return false }
+            state.rereading = true
+            return true
+        }
+        guard due else { return }
+        api.channel.call(Request(op: .status, actingAs: stream.user)) { result in
+            let names: Set<String>? = if case let .success(response) = result, response.error == nil { Set((response.actions ?? []).map(\.name)) } else { nil }
+            stream.state.access { state in
+                state.rereading = false
+                // Refused or unreachable: nothing readable until a read says otherwise.
+                state.readable = names ?? []
+                state.readableAt = .now
             }
         }
     }
