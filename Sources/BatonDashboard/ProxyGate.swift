@@ -76,6 +76,10 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     let bits: Int
     public let description: String
 
+    /// The block's prefix length, and whether it is IPv4.
+    public var prefixLength: Int { bits }
+    public var isIPv4: Bool { bytes.count == 4 }
+
     /// `10.0.0.0/8`, `192.0.2.7`, `::1`, `fd00::/8`; nil for anything else (a name, a mask past the
     /// address's width, host bits set).
     public init?(_ text: String) {

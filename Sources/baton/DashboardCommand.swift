@@ -85,6 +85,9 @@ enum DashboardCommand {
             guard let range = AddressRange(text) else {
                 throw UsageError("--trusted-proxy: expected a numeric address or ADDRESS/BITS (10.0.0.0/8, ::1), got \(text)")
             }
+            guard range.prefixLength >= (range.isIPv4 ? 8 : 16) else {
+                throw UsageError("--trusted-proxy: \(text) trusts a whole network or the world; name the proxy's own address (10.0.0.5; a block no wider than /8, or /16 for IPv6)")
+            }
             ranges.append(range)
         }
         let header = arguments.value("user-header") ?? "X-Forwarded-User"

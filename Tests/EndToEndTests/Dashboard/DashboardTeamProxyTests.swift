@@ -157,6 +157,18 @@ struct DashboardTeamProxyTests {
         #expect(started.stderr.contains("may not ask as another user"), "\(started.stderr)")
     }
 
+    @Test("the proxy options are checked before anything is served: a world-wide range, an unknown proxy user, an HTTP field as the user header")
+    func optionsRefused() throws {
+        for (arguments, said) in [(["--trusted-proxy", "0.0.0.0/0"], "trusts a whole network or the world"),
+                                  (["--trusted-proxy", "::/8"], "trusts a whole network or the world"),
+                                  (["--trusted-proxy", "127.0.0.2", "--proxy-user", "no-such-user-here"], "--proxy-user: no user no-such-user-here"),
+                                  (["--trusted-proxy", "127.0.0.2", "--user-header", "Cookie"], "is a field of HTTP itself"),
+                                  (["--proxy-user", "nobody"], "--proxy-user needs --trusted-proxy")] {
+            let started = try execute(Binaries.baton, ["--socket", "/nonexistent/baton.sock", "dashboard"] + arguments)
+            #expect(started.code == 2 && started.stderr.contains(said), "\(arguments): \(started.code) \(started.stderr)")
+        }
+    }
+
     /// Until nginx answers on `port` (or it has died).
     static func waitForListener(port: UInt16, _ nginx: Spawned) throws {
         for _ in 0..<200 {
