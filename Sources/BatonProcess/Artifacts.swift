@@ -113,7 +113,18 @@ public struct ArtifactScan: Sendable {
         self.directory = directory
         self.files = files
         self.notices = notices
-        self.total = total ?? files.reduce(0) { $0 + $1.size }
+        self.total = total ?? Self.sum(files.map(\.size))
+    }
+
+    /// The sum of `sizes`, saturating at `Int64.max` (a sparse file may say an exabyte): it stops there.
+    public static func sum(_ sizes: some Sequence<Int64>) -> Int64 {
+        var total: Int64 = 0
+        for size in sizes {
+            let (next, overflow) = total.addingReportingOverflow(max(size, 0))
+            if overflow { return .max }
+            total = next
+        }
+        return total
     }
 
     /// The files under `directory`, within `bound` bytes in all (over it: none, said so).
@@ -143,7 +154,9 @@ public struct ArtifactScan: Sendable {
     /// `123 MiB`, `3.1 MiB`, `4 KiB`, `17 bytes`: to a tenth of the unit, rounded up (never under what it says).
     public static func size(_ bytes: Int64) -> String {
         for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] where bytes >= Int64(1) << shift {
-            let tenths = (bytes * 10 + (Int64(1) << shift) - 1) >> shift
+            // By quotient and remainder: `bytes * 10` overflows past 800 PiB.
+            let whole = bytes >> shift, part = bytes & ((Int64(1) << shift) - 1)
+            let tenths = whole * 10 + (part * 10 + (Int64(1) << shift) - 1) >> shift
             return tenths % 10 == 0 ? "\(tenths / 10) \(unit)" : "\(tenths / 10).\(tenths % 10) \(unit)"
         }
         return bytes == 1 ? "1 byte" : "\(bytes) bytes"
