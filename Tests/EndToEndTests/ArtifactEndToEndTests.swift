@@ -58,6 +58,11 @@ struct ArtifactEndToEndTests {
         let show = try daemon.baton("show", "1")
         #expect(show.stdout.contains("artifacts:"), "\(show.stdout)")
         #expect(show.stdout.contains("dist/deep/blob.bin"))
+        let shownJSON = try daemon.baton("show", "1", "--json").stdout
+        struct Shown: Decodable { var artifacts: ArtifactList? }
+        let shownList = try JSONDecoder().decode(Shown.self, from: Data(shownJSON.utf8)).artifacts
+        #expect(shownList?.files.map(\.name).contains("dist/deep/blob.bin") == true, "\(shownJSON.suffix(400))")
+        #expect(try JSONDecoder().decode(RunDetail.self, from: Data(shownJSON.utf8)).run.id == 1)
 
         // The CLI: to a file with -o, and to a pipe.
         let file = daemon.directory + "/blob.out"
