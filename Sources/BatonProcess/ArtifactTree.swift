@@ -34,6 +34,11 @@ enum ArtifactTree {
                 return
             }
             defer { closedir(listing) }
+            // The attempt's directory itself may be a mount of its user's (it owns it): not read then.
+            var top = stat()
+            if prefix.isEmpty, let owner, fstat(dirfd(listing), &top) != 0 || top.st_dev != owner.device {
+                return say("the artifacts directory: another file system mounted there, not read")
+            }
             while !over, let entry = readdir(listing) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
                 if name == "." || name == ".." { continue }

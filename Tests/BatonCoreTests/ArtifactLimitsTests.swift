@@ -93,6 +93,9 @@ extension ArtifactLimitsTests {
         let me = ArtifactScan.look(root + "/work", bound: 1 << 20, owner: getuid())
         #expect(me.files.map(\.name) == ["mine"])
         #expect(me.notices == ["linked: a hard link (2 names), not kept"])
+        // The attempt's directory must be on the file system of the one above: /proc is not on /'s.
+        let proc = ArtifactScan.look("/proc", bound: 1 << 20, owner: getuid())
+        #expect(proc.files.isEmpty && proc.notices == ["the artifacts directory: another file system mounted there, not read"], "\(proc.notices.prefix(3))")
         let other = ArtifactScan.look(root + "/work", bound: 1 << 20, owner: getuid() + 1)
         #expect(other.files.isEmpty)
         #expect(other.notices.contains("mine: owned by uid \(getuid()), not the run's user, not kept"))
