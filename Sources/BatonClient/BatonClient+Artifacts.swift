@@ -24,15 +24,21 @@ extension BatonClient {
     }
 
     /// Reads the artifact `name` of `run` a piece at a time, handing each piece's bytes to `body`
-    /// in order (never the whole file in memory); returns what `artifacts` says of the file.
+    /// in order (never the whole file in memory); returns what `artifacts` says of the file. A piece
+    /// of another file (a retry's, kept meanwhile) ends it: `unavailable`, before its bytes are handed on.
     @discardableResult
     public func artifact(run: Int64, name: String, _ body: ([UInt8]) throws -> Void) async throws -> ArtifactInfo {
         var from: Int64 = 0
+        var earlier: ArtifactPiece?
         while true {
             let piece = try await ask(.artifact(run: run, name: name, from: from))
+            if let earlier, !piece.follows(earlier, at: from) {
+                throw BatonClientError.unavailable("artifact \(name) of run \(run) changed while read (another attempt's files were kept): read it again")
+            }
             try body(piece.bytes)
             guard let next = piece.next, next > from else { return piece.artifact }
             from = next
+            earlier = piece
         }
     }
 }

@@ -19,6 +19,8 @@ public final class DashboardServer: Sendable {
         /// Raw output downloads at once, and the most bytes one holds (its answer has a length).
         public var maxDownloads = 2
         public var downloadBytes = 32 << 20
+        /// How long an artifact download waits for its reader to take the bytes sent (then it is closed).
+        public var downloadStall: Duration = .seconds(30)
         /// From accept to the last byte of an answer (an event stream's head).
         public var timeout: Duration = .seconds(10)
         /// A team's dashboard behind a proxy: more connections and pages, each person's page
@@ -164,15 +166,19 @@ public final class DashboardServer: Sendable {
 
     /// A raw output download, when a slot is free (each holds up to `downloadBytes`).
     func download(_ id: Int64, _ api: API, _ done: @escaping @Sendable (HTTPResponse) -> Void) {
-        let admitted = downloads.access { count -> Bool in
-            guard count < limits.maxDownloads else { return false }
-            count += 1
-            return true
-        }
-        guard admitted else { return done(refusal(503, "another download of output is being read; try again in a moment")) }
+        guard admitDownload() else { return done(refusal(503, "another download of output is being read; try again in a moment")) }
         api.rawOutput(id, limit: limits.downloadBytes) { [self] response in
             downloads.access { $0 -= 1 }
             done(response)
+        }
+    }
+
+    /// Takes a download slot (raw output's and artifacts' alike) when one is free, on the loop.
+    func admitDownload() -> Bool {
+        downloads.access { count -> Bool in
+            guard count < limits.maxDownloads else { return false }
+            count += 1
+            return true
         }
     }
 

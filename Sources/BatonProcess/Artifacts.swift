@@ -88,6 +88,15 @@ struct ArtifactWork: Sendable {
     var run: Int64
     var attempt: Int
     var bound: Int64
+    /// The run's user's uid where it is not batond's (its files must then be its own).
+    var owner: uid_t?
+}
+
+/// Where a run runs as another user than batond: the owner its files must have, and the file
+/// system they must be on (that of batond's artifacts directory: a mount there is not read).
+public struct ArtifactOwner: Sendable, Equatable {
+    public var uid: uid_t
+    public var device: dev_t
 }
 
 /// What an attempt's directory holds, looked at once its processes are gone: the regular files
@@ -108,30 +117,84 @@ public struct ArtifactScan: Sendable {
     public var total: Int64
     /// Whether the directory was there (an adopted attempt's may not be: nothing is kept then).
     public var found = true
+    /// Where the run is another user's: whose its files must be, and on which file system.
+    public var owner: ArtifactOwner?
+
+    /// The most entries one attempt's directory is listed for (over it: none kept, said so).
+    public static let maxFiles = 10_000
+    /// The most notices about files not kept (then one saying how many more).
+    public static let maxNotices = 100
 
     public init(directory: String, files: [File], notices: [String] = [], total: Int64? = nil) {
         self.directory = directory
         self.files = files
         self.notices = notices
-        self.total = total ?? files.reduce(0) { $0 + $1.size }
+        self.total = total ?? Self.sum(files.map(\.size))
     }
 
-    /// The files under `directory`, within `bound` bytes in all (over it: none, said so).
-    public static func look(_ directory: String, bound: Int64) -> ArtifactScan {
-        var files: [File] = [], notices: [String] = []
+    /// The sum of `sizes`, saturating at `Int64.max` (a sparse file may say an exabyte): it stops there.
+    public static func sum(_ sizes: some Sequence<Int64>) -> Int64 {
+        var total: Int64 = 0
+        for size in sizes {
+            let (next, overflow) = total.addingReportingOverflow(max(size, 0))
+            if overflow { return .max }
+            total = next
+        }
+        return total
+    }
+
+    /// The files under `directory`, within `bound` bytes in all (over it: none, said so), listed
+    /// for at most `maxFiles` entries (over it: none). Where `owner` (a uid not batond's) is given,
+    /// its files must be its own, on the file system of the directory above `directory`.
+    public static func look(_ directory: String, bound: Int64, owner: uid_t? = nil, maxFiles: Int = ArtifactScan.maxFiles) -> ArtifactScan {
         guard access(directory, F_OK) == 0 else {
             var missing = ArtifactScan(directory: directory, files: [])
             missing.found = false
             return missing
         }
-        ArtifactTree.walk(directory, "", files: &files, notices: &notices, depth: 0)
-        files.sort { $0.name < $1.name }
-        var scan = ArtifactScan(directory: directory, files: files, notices: notices)
-        if scan.total > bound {
+        var walk = ArtifactTree.Walk(root: directory, limit: maxFiles, owner: owner.map { ArtifactOwner(uid: $0, device: device(of: directory)) })
+        walk.walk("", depth: 0)
+        walk.files.sort { $0.name < $1.name }
+        var scan = ArtifactScan(directory: directory, files: walk.files, notices: walk.said, total: walk.total)
+        scan.owner = walk.owner
+        if walk.over {
+            scan.notices.append("over \(maxFiles) files, none kept")
+            scan.files = []
+        } else if scan.total > bound {
             scan.notices.append("artifacts over \(ArtifactScan.size(bound)): \(ArtifactScan.size(scan.total)), none kept")
             scan.files = []
         }
         return scan
+    }
+
+    /// The file system of batond's directory above an attempt's (the attempt's own where that cannot be seen).
+    static func device(of directory: String) -> dev_t {
+        var info = stat()
+        if stat(directory.parentPath, &info) == 0 || stat(directory, &info) == 0 { return info.st_dev }
+        return 0
+    }
+
+    /// Why a file (its `stat` from a descriptor or a name not followed) of another user's run is not
+    /// kept: batond reads as root what a user may have moved or linked there from another.
+    static func refusal(_ info: stat, owner: ArtifactOwner?) -> String? {
+        guard let owner else { return nil }
+        if info.st_dev != owner.device { return "on another file system than $BATON_ARTIFACTS" }
+        if info.st_uid != owner.uid { return "owned by uid \(info.st_uid), not the run's user" }
+        if info.st_nlink != 1 { return "a hard link (\(info.st_nlink) names)" }
+        return nil
+    }
+
+    /// Opens one of the files (as `open`) and looks at what it is now: a regular file, and the run's
+    /// user's own where the run is another's. Otherwise the notice saying why, nothing left open.
+    public func openChecked(_ name: String) -> Result<Int32, ArtifactRefused> {
+        let fd = open(name)
+        guard fd >= 0 else { return .failure(ArtifactRefused(notice: "\(name): cannot be read (\(String(cString: strerror(errno)))), not kept")) }
+        var info = stat()
+        var why = fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? nil : "not a regular file any more"
+        why = why ?? Self.refusal(info, owner: owner)
+        guard let why else { return .success(fd) }
+        close(fd)
+        return .failure(ArtifactRefused(notice: "\(name): \(why), not kept"))
     }
 
     /// Opens one of the files for reading without following a symlink at any step of its path
@@ -143,9 +206,16 @@ public struct ArtifactScan: Sendable {
     /// `123 MiB`, `3.1 MiB`, `4 KiB`, `17 bytes`: to a tenth of the unit, rounded up (never under what it says).
     public static func size(_ bytes: Int64) -> String {
         for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] where bytes >= Int64(1) << shift {
-            let tenths = (bytes * 10 + (Int64(1) << shift) - 1) >> shift
+            // By quotient and remainder: `bytes * 10` overflows past 800 PiB.
+            let whole = bytes >> shift, part = bytes & ((Int64(1) << shift) - 1)
+            let tenths = whole * 10 + (part * 10 + (Int64(1) << shift) - 1) >> shift
             return tenths % 10 == 0 ? "\(tenths / 10) \(unit)" : "\(tenths / 10).\(tenths % 10) \(unit)"
         }
         return bytes == 1 ? "1 byte" : "\(bytes) bytes"
     }
+}
+
+/// Why a file is not kept: what the run's notices say of it.
+public struct ArtifactRefused: Error, Sendable {
+    public var notice: String
 }

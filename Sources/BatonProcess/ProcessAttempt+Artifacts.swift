@@ -8,7 +8,7 @@ extension ProcessAttempt {
     /// kept (or said to be over the bound), then its directory removed; `then` after all that.
     static func keepArtifacts(_ work: ArtifactWork?, spawner: SpawnerPool, then: @escaping @Sendable () -> Void) {
         guard let work else { return then() }
-        let scan = ArtifactScan.look(work.path, bound: work.bound)
+        let scan = ArtifactScan.look(work.path, bound: work.bound, owner: work.owner)
         guard scan.found else { return then() }
         work.setup.keeper.keep(scan, run: work.run, attempt: work.attempt) {
             // The keeper calls back on its own thread (the history's writer): the removal goes back to a spawner.
@@ -26,7 +26,7 @@ extension ExecRunner {
     func makeArtifacts(_ job: Job) -> Result<ArtifactWork?, SpawnFailure> {
         guard let bound = job.action.artifactsKeep, let artifacts else { return .success(nil) }
         return artifacts.make(run: job.runID, attempt: job.attempt, owner: job.action.runAs).map {
-            ArtifactWork(setup: artifacts, path: $0, run: job.runID, attempt: job.attempt, bound: bound)
+            ArtifactWork(setup: artifacts, path: $0, run: job.runID, attempt: job.attempt, bound: bound, owner: Self.artifactOwner(job))
         }
     }
 
@@ -34,6 +34,11 @@ extension ExecRunner {
     func adoptedArtifacts(_ job: Job, attempt: Int) -> ArtifactWork? {
         guard let bound = job.action.artifactsKeep, let artifacts else { return nil }
         let path = artifacts.directory(run: job.runID, attempt: attempt)
-        return ArtifactWork(setup: artifacts, path: path, run: job.runID, attempt: attempt, bound: bound)
+        return ArtifactWork(setup: artifacts, path: path, run: job.runID, attempt: attempt, bound: bound, owner: Self.artifactOwner(job))
+    }
+
+    /// The run's user's uid where it runs as another than batond (its files must be its own), else nil.
+    static func artifactOwner(_ job: Job) -> uid_t? {
+        job.action.runAs.flatMap { $0.uid != geteuid() ? $0.uid : nil }
     }
 }

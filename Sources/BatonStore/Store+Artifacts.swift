@@ -12,7 +12,7 @@ public final class StoreArtifacts: ArtifactKeeper {
     /// The bytes of one stored chunk (and one read of a file).
     static let chunk = 1 << 20
     /// The most files one attempt keeps (over it: none, said so).
-    public static let maxFiles = 10_000
+    public static let maxFiles = ArtifactScan.maxFiles
 
     let store: Store
     private let worker: SerialWorker<@Sendable () -> Void>
@@ -77,11 +77,13 @@ public final class StoreArtifacts: ArtifactKeeper {
     /// One file, read a chunk at a time (at most the size the look found: the bound holds) and
     /// digested as its chunks are written.
     private func copy(_ file: ArtifactScan.File, of found: ArtifactScan, id: Int64, chunks: inout Int) -> Result<ArtifactRows.Kept, NotKept> {
-        let fd = found.open(file.name)
-        guard fd >= 0 else { return .failure(NotKept(notice: "\(file.name): cannot be read (\(String(cString: strerror(errno)))), not kept")) }
+        // Opened without following a link, then looked at: a regular file, the run's user's own (where not batond's).
+        let fd: Int32
+        switch found.openChecked(file.name) {
+        case let .success(opened): fd = opened
+        case let .failure(refused): return .failure(NotKept(notice: refused.notice))
+        }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return .failure(NotKept(notice: "\(file.name): not a regular file any more, not kept")) }
         guard let digest = try? SHA256() else { return .failure(NotKept(notice: "\(file.name): no SHA-256 (libcrypto cannot be loaded), not kept")) }
         var buffer = [UInt8](repeating: 0, count: Self.chunk)
         var size: Int64 = 0

@@ -53,6 +53,12 @@ public struct ArtifactPiece: Codable, Sendable, Equatable {
         self.next = next
     }
 
+    /// Whether this piece follows `earlier` at `next`: from there, and of the same file (its SHA-256
+    /// and attempt: a retry's files kept meanwhile replace it). A reader ends with an error otherwise.
+    public func follows(_ earlier: ArtifactPiece, at next: Int64) -> Bool {
+        from == next && artifact.sha256 == earlier.artifact.sha256 && artifact.attempt == earlier.artifact.attempt
+    }
+
     /// On the wire the bytes are `data`, in base64.
     enum CodingKeys: String, CodingKey { case artifact, from, data, next }
 

@@ -50,6 +50,8 @@ enum ArtifactsCommand {
     }
 
     /// Writes one artifact, a piece at a time, to FILE or stdout; checks its SHA-256 at the end.
+    /// FILE is written as a new 0600 file beside it, renamed over it once whole and checked (a
+    /// link there is replaced, never followed); removed on any failure.
     static func write(_ run: Int64, name: String, to path: String?, _ context: Context) throws -> Int32 {
         guard let first = try Query.artifact(run, name, from: 0, context) else {
             throw Failure(code: ExitCode.usage, message: "run \(run) kept no artifact named \(Terminal.visible(name))", hint: "baton artifacts \(run)")
@@ -58,9 +60,23 @@ enum ArtifactsCommand {
             throw Failure(code: ExitCode.usage, message: "\(Terminal.visible(name)) is binary (\(first.artifact.type)): not written to a terminal",
                           hint: "baton artifacts \(run) \(name) -o FILE, or pipe it")
         }
-        let fd = path.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) } ?? 1
-        guard fd >= 0 else { throw Failure(code: ExitCode.usage, message: "cannot write \(path ?? "-"): \(String(cString: strerror(errno)))") }
-        defer { if fd != 1 { close(fd) } }
+        guard let path else {
+            try copy(run, name: name, first, to: 1, named: nil, context)
+            return ExitCode.success
+        }
+        let temporary = try ArtifactOutput(beside: path)
+        do {
+            try copy(run, name: name, first, to: temporary.fd, named: path, context)
+        } catch {
+            temporary.discard()
+            throw error
+        }
+        try temporary.replace(path)
+        return ExitCode.success
+    }
+
+    /// `first` and the pieces after it to `fd`, each of the same file; its SHA-256 checked at the end.
+    private static func copy(_ run: Int64, name: String, _ first: ArtifactPiece, to fd: Int32, named path: String?, _ context: Context) throws {
         let digest = try? SHA256()
         var piece = first
         while true {
@@ -70,12 +86,15 @@ enum ArtifactsCommand {
             guard let more = try Query.artifact(run, name, from: next, context) else {
                 throw Failure(code: ExitCode.unavailable, message: "\(Terminal.visible(name)) of run \(run) is gone (pruned meanwhile?)")
             }
+            guard more.follows(piece, at: next) else {
+                throw Failure(code: ExitCode.unavailable, message: "\(Terminal.visible(name)) of run \(run) changed while read (another attempt's files were kept)",
+                              hint: "read it again")
+            }
             piece = more
         }
         if let digest, digest.finish() != first.artifact.sha256 {
             throw Failure(code: ExitCode.software, message: "\(Terminal.visible(name)): what was written does not match its SHA-256 \(first.artifact.sha256)")
         }
-        return ExitCode.success
     }
 
     /// Every byte to `fd`, or a failure naming where (a full disk, a closed pipe).
@@ -95,5 +114,44 @@ enum ArtifactsCommand {
         let textual = type.hasPrefix("text/") || ["application/json", "application/x-ndjson", "application/xml", "application/yaml",
                                                   "application/toml", "application/sql"].contains(type)
         return textual && !piece.bytes.contains(0)
+    }
+}
+
+/// `-o FILE`'s file while it is written: new (O_EXCL, never through a link), 0600, beside FILE.
+struct ArtifactOutput {
+    let path: String
+    let fd: Int32
+
+    init(beside destination: String) throws {
+        let directory = destination.parentPath
+        let prefix = (directory.isEmpty ? "" : directory + "/") + "." + destination.baseName + ".baton-"
+        var made: (String, Int32)?
+        for _ in 0..<8 where made == nil {
+            let path = prefix + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 { made = (path, fd) } else if errno != EEXIST { break }
+        }
+        guard let (path, fd) = made else {
+            throw Failure(code: ExitCode.usage, message: "cannot write \(destination): \(String(cString: strerror(errno)))")
+        }
+        self.path = path
+        self.fd = fd
+    }
+
+    /// Flushed, closed and renamed over `destination` (a link there is replaced, not followed).
+    func replace(_ destination: String) throws {
+        let synced = fsync(fd) == 0
+        let closed = close(fd) == 0
+        guard synced, closed, rename(path, destination) == 0 else {
+            let why = String(cString: strerror(errno))
+            unlink(path)
+            throw Failure(code: ExitCode.software, message: "cannot write \(destination): \(why)")
+        }
+    }
+
+    /// Closed (where still open) and removed.
+    func discard() {
+        close(fd)
+        unlink(path)
     }
 }

@@ -25,13 +25,14 @@ enum ShowCommand {
             Stdio.output.write(detail.output ?? Data())
             return ExitCode.success
         }
+        // The files it kept (a history from before artifacts, or a batond without them: none).
+        let kept = (try? Query.artifacts(id, context)).flatMap { $0.files.isEmpty && $0.notices.isEmpty ? nil : $0 }
         if arguments.flag("json") {
-            print(Format.json(detail))
+            print(Format.json(ShownJSON(detail: detail, artifacts: kept)))
             return ExitCode.success
         }
         print(story(detail, context: context), terminator: "")
-        // The files it kept (a history from before artifacts, or a batond without them: none).
-        if let list = try? Query.artifacts(id, context), !list.files.isEmpty || !list.notices.isEmpty {
+        if let list = kept {
             print("\nartifacts:\n" + ArtifactsCommand.listing(list).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
         }
         return ExitCode.success
@@ -121,5 +122,20 @@ enum ShowCommand {
         case .skipped: "skipped (a scheduled slot while the action was paused)"
         case .rateLimited: "rate limited (a run would have started over the action's rateLimit; nothing ran)"
         }
+    }
+}
+
+/// `show --json`: the run's detail, and `artifacts` (as the `artifacts` op answers) where it kept any or said why not.
+struct ShownJSON: Encodable {
+    var detail: RunDetail
+    var artifacts: ArtifactList?
+
+    enum Key: String, CodingKey { case artifacts }
+
+    func encode(to encoder: any Encoder) throws {
+        try detail.encode(to: encoder)
+        guard let artifacts else { return }
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(artifacts, forKey: .artifacts)
     }
 }

@@ -58,11 +58,27 @@ struct ArtifactEndToEndTests {
         let show = try daemon.baton("show", "1")
         #expect(show.stdout.contains("artifacts:"), "\(show.stdout)")
         #expect(show.stdout.contains("dist/deep/blob.bin"))
+        let shownJSON = try daemon.baton("show", "1", "--json").stdout
+        struct Shown: Decodable { var artifacts: ArtifactList? }
+        let shownList = try JSONDecoder().decode(Shown.self, from: Data(shownJSON.utf8)).artifacts
+        #expect(shownList?.files.map(\.name).contains("dist/deep/blob.bin") == true, "\(shownJSON.suffix(400))")
+        #expect(try JSONDecoder().decode(RunDetail.self, from: Data(shownJSON.utf8)).run.id == 1)
 
         // The CLI: to a file with -o, and to a pipe.
         let file = daemon.directory + "/blob.out"
         #expect(try daemon.baton("artifacts", "1", "dist/deep/blob.bin", "-o", file).code == 0)
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: file))) == blob)
+        // -o over a symlink replaces the link (the file it named untouched), the new file 0600, nothing else left beside it.
+        let victim = daemon.directory + "/victim", linked = daemon.directory + "/out/linked"
+        try FileManager.default.createDirectory(atPath: daemon.directory + "/out", withIntermediateDirectories: true)
+        try Data("mine\n".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.createSymbolicLink(atPath: linked, withDestinationPath: victim)
+        #expect(try daemon.baton("artifacts", "1", "dist/deep/blob.bin", "-o", linked).code == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == Data("mine\n".utf8), "the file the link named is untouched")
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: linked))) == blob)
+        let attributes = try FileManager.default.attributesOfItem(atPath: linked)
+        #expect(attributes[.type] as? FileAttributeType == .typeRegular && attributes[.posixPermissions] as? Int == 0o600)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: daemon.directory + "/out") == ["linked"])
         let piped = daemon.directory + "/blob.piped"
         #expect(try execute("/bin/sh", ["-c", "\(Binaries.baton) --socket \(daemon.socket) artifacts 1 dist/deep/blob.bin > \(piped)"]).code == 0)
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: piped))) == blob)

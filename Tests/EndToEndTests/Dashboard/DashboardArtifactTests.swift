@@ -37,7 +37,10 @@ struct DashboardArtifactTests {
 
         let json = try HTTPProbe.request(port: dashboard.port, "GET", "/api/runs/1/artifacts/d%2Fr.json", fields: session)
         #expect(json.status == 200 && json.body == "{\"a\":1}\n", "\(json.body)")
-        #expect(json.field("Content-Type") == "application/json")
+        // Every download is bytes to save, never a same-origin script or page: the listing keeps the type.
+        #expect(json.field("Content-Type") == "application/octet-stream")
+        #expect(json.field("X-Content-Type-Options") == "nosniff")
+        #expect(list?.files.last?.type == "application/json")
 
         let cases: [(String, [String: String], Int)] = [
             ("/api/runs/1/artifacts", [:], 401),
@@ -51,6 +54,39 @@ struct DashboardArtifactTests {
             let answer = try HTTPProbe.request(port: dashboard.port, "GET", path, fields: fields)
             #expect(answer.status == status, "\(path) \(fields) → \(answer.status) \(answer.body)")
         }
+    }
+}
+
+extension DashboardArtifactTests {
+    @Test("downloads are admitted as raw output's are: with two held by readers that stopped reading, a third gets 503; one closed frees its slot")
+    func admitted() throws {
+        let daemon = try Daemon(config: #"""
+            { requireUser: false, actions: { make: { exec: ["sh", "-c", "head -c 25165824 /dev/zero > \"$BATON_ARTIFACTS/big\""],
+                artifacts: { keep: "64MiB" } } } }
+            """#)
+        defer { daemon.stop() }
+        #expect(try daemon.baton("run", "make").code == 0)
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        let session = try dashboard.authorization()
+        let request = "GET /api/runs/1/artifacts/big HTTP/1.1\r\nHost: 127.0.0.1:\(dashboard.port)\r\n" + session.map { "\($0.key): \($0.value)\r\n" }.joined() + "\r\n"
+        let held = try (0..<2).map { _ in
+            let probe = try HTTPProbe(port: dashboard.port)
+            probe.send(request)
+            var first = [UInt8](repeating: 0, count: 12)
+            #expect(recv(probe.fd, &first, 12, Int32(MSG_WAITALL)) == 12 && String(decoding: first, as: UTF8.self) == "HTTP/1.1 200", "\(String(decoding: first, as: UTF8.self))")
+            return probe
+        }
+        let third = try HTTPProbe.request(port: dashboard.port, "GET", "/api/runs/1/artifacts/big", fields: session)
+        #expect(third.status == 503, "\(third.status) \(third.body.prefix(200))")
+        shutdown(held[0].fd, Int32(SHUT_RDWR))
+        var again = third
+        for _ in 0..<100 where again.status == 503 {
+            usleep(50_000)
+            again = try HTTPProbe.request(port: dashboard.port, "GET", "/api/runs/1/artifacts/big", fields: session)
+        }
+        #expect(again.status == 200 && again.bytes.count == 25_165_824, "\(again.status)")
+        withExtendedLifetime(held) {}
     }
 }
 
