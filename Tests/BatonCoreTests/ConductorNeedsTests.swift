@@ -153,6 +153,15 @@ struct ConductorNeedsTests {
         #expect(NeedTarget.references(in: "x{a}y{b}") == ["a", "b"])
     }
 
+    @Test("fill replaces each {name} given, keeps one not given, and keeps an unmatched { and the text around it once",
+          arguments: [
+              ("plain", "plain"), ("{a}", "1"), ("v{a}", "v1"), ("{a}-{b}-{c}", "1-2-{c}"), ("v{1", "v{1"),
+              ("x{a}y{", "x1y{"), ("{", "{"), ("}{a}", "}1"), ("{}", "{}"), ("a{b}c{a", "a2c{a"), ("{{a}}", "{{a}}"),
+          ])
+    func fill(template: String, expected: String) {
+        #expect(NeedTarget.fill(template, with: ["a": "1", "b": "2"]) == expected)
+    }
+
     @Test("recovery: a run left waiting waits again for the same runs; one whose needed run was interrupted fails; one whose needed runs succeeded meanwhile starts")
     func recovery() {
         func run(_ id: Int64, _ action: String, _ phase: Phase) -> RunSnapshot {

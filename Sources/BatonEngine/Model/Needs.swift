@@ -26,7 +26,8 @@ public final class NeedTarget: Sendable, Equatable {
         var rest = Substring(template)
         while let open = rest.firstIndex(of: "{") {
             result += rest[..<open]
-            guard let close = rest[open...].firstIndex(of: "}") else { break }
+            // An unmatched `{` and what follows it stay as written.
+            guard let close = rest[open...].firstIndex(of: "}") else { return result + rest[open...] }
             let name = String(rest[rest.index(after: open)..<close])
             result += values[name] ?? String(rest[open...close])
             rest = rest[rest.index(after: close)...]
