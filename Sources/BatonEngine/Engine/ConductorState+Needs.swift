@@ -12,7 +12,9 @@ extension ConductorState {
     /// trigger: it joins the key's run in flight or pending, or makes one), in order, and the run
     /// waits, held in the table (`FlightTable.await`), until every needed run succeeded. The
     /// relation is written in the item that makes the run. A need that cannot be triggered (its
-    /// action paused, over its rate, a param refused) ends the run `failure` at once, never started.
+    /// action paused, over its rate, a param refused) refuses the trigger before the run is made
+    /// (`needRefusal`); one refused here all the same (two needs over one rate limit, recovery's
+    /// trigger again) ends the run `failure` at once, never started.
     /// The runs it needs hold their own keys: cancelling the waiting run leaves them running (they may serve others).
     mutating func triggerNeeds(_ id: Int64, _ action: Action, params: [String: String], peer: Peer?, _ step: inout Step) {
         guard !action.needs.isEmpty else { return }
