@@ -59,13 +59,15 @@ struct ConductorNeedsTests {
         #expect(rig.state.snapshot(of: 3)?.phase == .loading, "b runs on: it may serve others")
     }
 
-    @Test("a needed run cancelled, timed out or replaced is said so")
+    @Test("a needed run cancelled, timed out, replaced or gone from the history is said so")
     func wording() {
         #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "cancelled").failure == "needs a: run 4 was cancelled")
         #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "replaced").failure == "needs a: run 4 was replaced")
         #expect(NeededRun(action: "a", run: 4, phase: .failure, reason: "interrupted").failure == "needs a: run 4 was interrupted")
         #expect(NeededRun(action: "a", run: 4, phase: .failure, reason: "timeout").failure == "needs a: run 4 timed out")
         #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "shutdown").failure == "needs a: run 4 was stopped by batond's shutdown")
+        #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "pruned").failure
+            == "needs a: run 4 is gone from the history (retention removed it)")
         #expect(NeededRun(action: "a", run: 4, phase: .success).failure == nil)
         #expect(NeededRun(action: "a", run: 4, phase: .loading).failure == nil)
         var rig = Rig()

@@ -83,6 +83,7 @@ public struct NeededRun: Codable, Sendable, Equatable {
             case "replaced": how = "was replaced"
             case "unwritten": how = "could not be written (the history refused its creation)"
             case "shutdown": how = "was stopped by batond's shutdown"
+            case "pruned": how = "is gone from the history (retention removed it)"
             default: how = "was cancelled"
             }
         }
