@@ -48,6 +48,21 @@ struct ConductorNeedsTests {
         #expect(rig.state.inFlight.isEmpty && rig.state.needBook.waits.isEmpty)
     }
 
+    @Test("each move of a needed run tells the waiting run (an update without a transition), with its needs as they are now")
+    func waitingToldOfMoves() {
+        var rig = Rig()
+        rig.trigger(Self.needing([Self.a, Self.b]), at: 0)
+        func told() -> [[Phase]] {
+            rig.published.filter { $0.run.id == 1 && $0.transition == nil }.map { $0.run.needs?.map(\.phase) ?? [] }
+        }
+        #expect(told().last == [.loading, .loading], "a and b started: told \(told())")
+        rig.exit(2, at: 1)
+        #expect(told().last == [.success, .loading], "a succeeded")
+        let before = rig.published.count
+        rig.exit(3, at: 2)
+        #expect(rig.published[before...].contains { $0.run.id == 1 && $0.transition?.to == .loading }, "c starts: told by its own transition")
+    }
+
     @Test("a needed run fails: c ends failure without starting, naming a's run; b is not cancelled")
     func failureEndsWithoutStarting() throws {
         var rig = Rig()
