@@ -117,6 +117,13 @@ extension Service {
             detail.run.progress = live.progress
             detail.run.waiting = live.waiting
         }
+        // The runs it needs and that need it: only those of actions the peer may read.
+        let related = (detail.run.needs ?? []) + (detail.run.neededBy ?? [])
+        if !related.isEmpty {
+            let visible = readable(related.map(\.action), generation, connection.peer)
+            detail.run.needs = detail.run.needs?.filter { visible.contains($0.action) }
+            detail.run.neededBy = detail.run.neededBy?.filter { visible.contains($0.action) }
+        }
         var response = Response(id: request.id)
         response.detail = detail
         return response

@@ -3,7 +3,8 @@ import FoundationEssentials
 
 /// Which ended runs of one action retention removes: older than its age limits, or beyond the
 /// newest `maxRunsPerAction`. Queued, loading and retrying runs never match, nor do runs a webhook
-/// delivery made within `Retention.deliveryKeep` (their delivery rows go with them).
+/// delivery made within `Retention.deliveryKeep` (their delivery rows go with them), nor runs an
+/// unfinished run needs (`run_needs`): a waiting run decides from how they ended, after a restart too.
 struct PruneSelection {
     var action: String
     var retention: Retention
@@ -16,6 +17,8 @@ struct PruneSelection {
         action = ? AND phase IN ('success', 'failure', 'cancelled') AND (
             (phase <> 'failure' AND ended_at < ?) OR (phase = 'failure' AND ended_at < ?) OR id < ?)
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE run_id = runs.id AND at >= ?)
+        AND NOT EXISTS (SELECT 1 FROM run_needs n JOIN runs w ON w.id = n.run_id
+                        WHERE n.needed_run_id = runs.id AND w.phase NOT IN ('success', 'failure', 'cancelled'))
         """
     }
 

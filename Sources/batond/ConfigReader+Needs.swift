@@ -10,7 +10,8 @@ extension ConfigReader {
 
     /// Reads every action's `needs: ["build-a", { action: "build-b", params: { ref: "{ref}" } }]`
     /// and resolves the names to the actions they trigger. Refused, each naming what is wrong: an
-    /// unknown action, a param the needed action does not declare, a required param of it not
+    /// unknown action, a param the needed action does not declare or that is not one of its
+    /// `keyParams` (a need joins by key: another value would share the run), a required param of it not
     /// given, a `{name}` that is not a param of the needing action, a literal its pattern refuses,
     /// a needed action with a secret param (the needing run keeps `***`, never the value), and a
     /// cycle (a → b → a, and longer), named as its chain. Needed actions are resolved before the
@@ -73,6 +74,16 @@ extension ConfigReader {
                 let takes = target.params.keys.sorted()
                 fail("\(spec.at).params.\(name)", "\(target.name) has no param \(name)"
                     + (takes.isEmpty ? " (it takes none)" : " (it takes: \(takes.joined(separator: ", ")))"))
+                good = false
+                continue
+            }
+            // A need joins the target's run of the same key, whatever its other params: a param
+            // that is not part of that key would let a run with another value serve this one.
+            guard target.keyParams.contains(name) else {
+                fail("\(spec.at).params.\(name)", "\(name) is not one of \(target.name)'s keyParams"
+                    + (target.keyParams.isEmpty ? " (it has none)" : " (\(target.keyParams.joined(separator: ", ")))")
+                    + ": a need joins \(target.name)'s run of the same key whatever its other params, so a run with another "
+                    + "\(name) would serve \(needing.name); add \(name) to \(target.name)'s keyParams")
                 good = false
                 continue
             }

@@ -48,6 +48,21 @@ struct ConductorNeedsTests {
         #expect(rig.state.inFlight.isEmpty && rig.state.needBook.waits.isEmpty)
     }
 
+    @Test("each move of a needed run tells the waiting run (an update without a transition), with its needs as they are now")
+    func waitingToldOfMoves() {
+        var rig = Rig()
+        rig.trigger(Self.needing([Self.a, Self.b]), at: 0)
+        func told() -> [[Phase]] {
+            rig.published.filter { $0.run.id == 1 && $0.transition == nil }.map { $0.run.needs?.map(\.phase) ?? [] }
+        }
+        #expect(told().last == [.loading, .loading], "a and b started: told \(told())")
+        rig.exit(2, at: 1)
+        #expect(told().last == [.success, .loading], "a succeeded")
+        let before = rig.published.count
+        rig.exit(3, at: 2)
+        #expect(rig.published[before...].contains { $0.run.id == 1 && $0.transition?.to == .loading }, "c starts: told by its own transition")
+    }
+
     @Test("a needed run fails: c ends failure without starting, naming a's run; b is not cancelled")
     func failureEndsWithoutStarting() throws {
         var rig = Rig()
@@ -59,13 +74,15 @@ struct ConductorNeedsTests {
         #expect(rig.state.snapshot(of: 3)?.phase == .loading, "b runs on: it may serve others")
     }
 
-    @Test("a needed run cancelled, timed out or replaced is said so")
+    @Test("a needed run cancelled, timed out, replaced or gone from the history is said so")
     func wording() {
         #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "cancelled").failure == "needs a: run 4 was cancelled")
         #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "replaced").failure == "needs a: run 4 was replaced")
         #expect(NeededRun(action: "a", run: 4, phase: .failure, reason: "interrupted").failure == "needs a: run 4 was interrupted")
         #expect(NeededRun(action: "a", run: 4, phase: .failure, reason: "timeout").failure == "needs a: run 4 timed out")
         #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "shutdown").failure == "needs a: run 4 was stopped by batond's shutdown")
+        #expect(NeededRun(action: "a", run: 4, phase: .cancelled, reason: "pruned").failure
+            == "needs a: run 4 is gone from the history (retention removed it)")
         #expect(NeededRun(action: "a", run: 4, phase: .success).failure == nil)
         #expect(NeededRun(action: "a", run: 4, phase: .loading).failure == nil)
         var rig = Rig()
@@ -123,7 +140,7 @@ struct ConductorNeedsTests {
         #expect(rig.launched == [3, 2, 1])
     }
 
-    @Test("a needed action inside its cooldown is met by its last success; a paused one fails the run at once")
+    @Test("a needed action inside its cooldown is met by its last success; a paused one refuses the trigger")
     func cooledAndPaused() {
         var cooled = Self.a
         cooled.cooldown = .seconds(60)
@@ -135,8 +152,9 @@ struct ConductorNeedsTests {
 
         var paused = Rig()
         paused.handle(.pause(80, ActionPause(action: "a", by: "ops", reason: "migrating", at: Rig.start)))
-        paused.trigger(Self.needing([Self.a]), at: 1)
-        #expect(Self.ended(paused, 1)?.detail.error?.hasPrefix("needs a: ") == true && paused.launched.isEmpty)
+        let refused = paused.trigger(Self.needing([Self.a]), at: 1)
+        #expect(paused.answers[refused] == .failed(.paused(ActionPause(action: "a", by: "ops", reason: "migrating", at: Rig.start))))
+        #expect(paused.launched.isEmpty && paused.state.inFlight.isEmpty, "the trigger is refused: no run of c is made")
     }
 
     @Test("params pass through: {ref} of the needing run fills the needed run's param, and its key")
@@ -151,6 +169,15 @@ struct ConductorNeedsTests {
         #expect(rig.state.snapshot(of: 2)?.params == ["ref": "v1.2"] && rig.state.snapshot(of: 2)?.key == build.key(for: ["ref": "v1.2"]))
         #expect(NeedTarget.fill("{a}-{b}-{c}", with: ["a": "1", "b": "2"]) == "1-2-{c}")
         #expect(NeedTarget.references(in: "x{a}y{b}") == ["a", "b"])
+    }
+
+    @Test("fill replaces each {name} given, keeps one not given, and keeps an unmatched { and the text around it once",
+          arguments: [
+              ("plain", "plain"), ("{a}", "1"), ("v{a}", "v1"), ("{a}-{b}-{c}", "1-2-{c}"), ("v{1", "v{1"),
+              ("x{a}y{", "x1y{"), ("{", "{"), ("}{a}", "}1"), ("{}", "{}"), ("a{b}c{a", "a2c{a"), ("{{a}}", "{{a}}"),
+          ])
+    func fill(template: String, expected: String) {
+        #expect(NeedTarget.fill(template, with: ["a": "1", "b": "2"]) == expected)
     }
 
     @Test("recovery: a run left waiting waits again for the same runs; one whose needed run was interrupted fails; one whose needed runs succeeded meanwhile starts")

@@ -81,4 +81,30 @@ struct NeedsStoreTests {
         let b = try #require(try await store.read { try $0.run(4) })
         #expect(b.run.neededBy?.map(\.run) == [2])
     }
+
+    @Test("retention keeps a needed run while the run that needs it is unfinished, so that a restart decides it from how it ended; once that run ended, it may go")
+    func retentionKeepsNeeded() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("h.sqlite")
+        let later = Timestamp.now + .seconds(100 * 86_400)
+        let retention = Retention(maxAge: .seconds(30 * 86_400), keepFailures: .seconds(30 * 86_400), maxRunsPerAction: 100)
+        do {
+            var rig = Rig(store: try Store(path: path))
+            defer { rig.store.close() }
+            try await Self.trigger(&rig, Self.c, token: 1)
+            try await rig.handle(.exited(run: 2, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
+            #expect(rig.launched == [2, 3], "a (2) succeeded, b (3) runs, c (1) waits")
+            let report = try await rig.store.prune(retention: retention, now: later)
+            #expect(report.total == 0, "a's run 2 is needed by c, still queued")
+        }
+        let store = try Store(path: path)
+        defer { store.close() }
+        let waiting = try #require(try await store.recoverableState().unfinished.first { $0.run.id == 1 })
+        #expect(waiting.needs?.map(\.phase) == [.success, .loading], "a's run is still in the history, as it ended")
+        _ = try await Self.recover(store)
+        let c = try #require(try await store.read { try $0.run(1) })
+        #expect(c.run.error == "needs b: run 3 was interrupted", "decided from b, not from a gone")
+        let after = try await store.prune(retention: retention, now: later)
+        #expect(after.removed["a"] == 1, "c ended: a's run may go")
+    }
 }

@@ -14,6 +14,8 @@ struct NeedsClientTests {
         let client = try BatonClient(socket: daemon.socket)
         defer { client.close() }
         #expect(try daemon.baton("run", "c").code != 0)
+        // c ends as soon as b failed: a may still be running then.
+        #expect(try PolicyTests.waitFor(daemon, run: 2)?.phase == .success)
         let c = try await client.show(1)
         #expect(c.run.phase == .failure && c.run.error == "needs b: run 3 failed", "\(c.run)")
         #expect(c.run.needs?.map(\.text) == ["a run 2", "b run 3"] && c.run.needs?.map(\.phase) == [.success, .failure])

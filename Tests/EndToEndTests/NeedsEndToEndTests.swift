@@ -98,6 +98,7 @@ struct NeedsEndToEndTests {
         #expect(try PolicyTests.trigger(daemon, "c").run?.phase == .queued)
         let deadline = Date().addingTimeInterval(30)
         while Self.log(log).filter({ $0.hasPrefix("start") }).count < 2, Date() < deadline { usleep(10_000) }
+        try #require(Self.log(log).filter({ $0.hasPrefix("start") }).count == 2, "a and b started before the crash: \(Self.log(log))")
         daemon.crash()
         let restarted = try Daemon(config: config, reusing: daemon)
         let status = try restarted.baton("status")

@@ -18,6 +18,10 @@ extension ConductorState {
         case let .debounced(run, window):
             joinPending(run, window, token, trigger, &step)
         case let .created(decision, window):
+            // A need that would be refused refuses the trigger before anything is stopped or made.
+            if let refusal = needRefusal(trigger.action, params: trigger.params, at: step.now, uptime: step.uptime) {
+                return refuseForNeed(refusal, token, trigger, &step)
+            }
             nextRunID += 1
             releaseIfOver(trigger.action.name, at: step.now)
             table.apply(decision, key: trigger.key, slot: slot, action: trigger.action.name, locks: trigger.action.locks,

@@ -64,6 +64,12 @@ extension ConductorState {
         case let .shared(decision):
             if let record = decided.record { step.entries.append(.trigger(hookRecord(target, context, run: decision.run, record, at: step.now))) }
         case let .created(decision, window):
+            // A need that would be refused: the hook makes no run (nor stops one), its need's refusal recorded.
+            if let refusal = needRefusal(hookAction, params: target.params, at: step.now, uptime: step.uptime) {
+                let via = "needed by \(hookAction.name), \(context.cause.description)"
+                if let entry = needRefusalRecord(refusal, via: via, peer: nil, at: step.now) { step.entries.append(entry) }
+                return
+            }
             nextRunID += 1
             releaseIfOver(hookAction.name, at: step.now)
             table.apply(decision, key: target.key, slot: slot, action: hookAction.name, locks: hookAction.locks,

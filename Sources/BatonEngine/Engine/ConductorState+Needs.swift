@@ -12,7 +12,9 @@ extension ConductorState {
     /// trigger: it joins the key's run in flight or pending, or makes one), in order, and the run
     /// waits, held in the table (`FlightTable.await`), until every needed run succeeded. The
     /// relation is written in the item that makes the run. A need that cannot be triggered (its
-    /// action paused, over its rate, a param refused) ends the run `failure` at once, never started.
+    /// action paused, over its rate, a param refused) refuses the trigger before the run is made
+    /// (`needRefusal`); one refused here all the same (two needs over one rate limit, recovery's
+    /// trigger again) ends the run `failure` at once, never started.
     /// The runs it needs hold their own keys: cancelling the waiting run leaves them running (they may serve others).
     mutating func triggerNeeds(_ id: Int64, _ action: Action, params: [String: String], peer: Peer?, _ step: inout Step) {
         guard !action.needs.isEmpty else { return }
@@ -104,12 +106,24 @@ extension ConductorState {
     /// (met: they may start once this end's `finish` admits; failed: they end `failure`, never
     /// started, in this end's item). A waiting run that ends itself waits no more.
     mutating func needPhaseRecorded(_ run: RunSnapshot, _ step: inout Step) {
+        let waiting = needBook.waiting(on: run.id)
+        defer { tellWaiting(waiting, &step) }
         guard run.phase.isTerminal else { return needBook.moved(run.id, to: run.phase) }
         needBook.forget(run.id)
         // Stopped by the shutdown: the runs waiting on it stay queued, and the next batond
         // triggers that need again (`recoverNeeds`).
         if mode != .accepting, run.reason == "shutdown" { return }
         decideWaits(on: run.id, phase: run.phase, reason: run.reason, &step)
+    }
+
+    /// The runs that waited on a needed run that moved, still queued: each told as it is now (an
+    /// update without a transition, after the needed run's own), so that `run` and `wait`
+    /// clients see what it waits for change. One this move ended told its end already.
+    private func tellWaiting(_ runs: [Int64], _ step: inout Step) {
+        for id in runs {
+            guard let flight = flights[id], flight.run.phase == .queued else { continue }
+            step.after.append(.publish(RunUpdate(run: live(flight), transition: nil)))
+        }
     }
 
     /// The runs waiting on `needed`, which ended so: started once all theirs succeeded, ended when it did not.

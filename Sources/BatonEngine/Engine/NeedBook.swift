@@ -70,6 +70,9 @@ public struct NeedBook: Sendable, Equatable {
         }
     }
 
+    /// The runs waiting on run `needed`, oldest first.
+    public func waiting(on needed: Int64) -> [Int64] { (dependents[needed] ?? []).sorted() }
+
     /// What run `run` waits for, as last known; nil when it waits for nothing.
     public func needs(of run: Int64) -> [NeededRun]? { waits[run] }
 

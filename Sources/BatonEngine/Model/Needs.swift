@@ -26,7 +26,8 @@ public final class NeedTarget: Sendable, Equatable {
         var rest = Substring(template)
         while let open = rest.firstIndex(of: "{") {
             result += rest[..<open]
-            guard let close = rest[open...].firstIndex(of: "}") else { break }
+            // An unmatched `{` and what follows it stay as written.
+            guard let close = rest[open...].firstIndex(of: "}") else { return result + rest[open...] }
             let name = String(rest[rest.index(after: open)..<close])
             result += values[name] ?? String(rest[open...close])
             rest = rest[rest.index(after: close)...]
@@ -82,6 +83,7 @@ public struct NeededRun: Codable, Sendable, Equatable {
             case "replaced": how = "was replaced"
             case "unwritten": how = "could not be written (the history refused its creation)"
             case "shutdown": how = "was stopped by batond's shutdown"
+            case "pruned": how = "is gone from the history (retention removed it)"
             default: how = "was cancelled"
             }
         }
