@@ -1,4 +1,5 @@
 import BatonCore
+import BatonStore
 import BatonIPC
 import Foundation
 import Testing
@@ -13,7 +14,7 @@ struct NeedsEndToEndTests {
     static func config(_ gates: [String: FifoGate], log: String) -> String {
         func gated(_ name: String) -> String {
             """
-            \(name): { exec: ["sh", "-c", "echo start \(name) >> \\"$LOG\\"; cat \\"$GATE\\" > /dev/null; echo end \(name) >> \\"$LOG\\"; test ! -e \\"$GATE-fail\\""],
+            \(name): { exec: ["sh", "-c", "echo start \(name) >> \\"$LOG\\"; echo up; cat \\"$GATE\\" > /dev/null; echo end \(name) >> \\"$LOG\\"; test ! -e \\"$GATE-fail\\""],
                        env: { GATE: "\(gates[name]!.path)", LOG: "\(log)" } },
             """
         }
@@ -99,6 +100,13 @@ struct NeedsEndToEndTests {
         let deadline = Date().addingTimeInterval(30)
         while Self.log(log).filter({ $0.hasPrefix("start") }).count < 2, Date() < deadline { usleep(10_000) }
         try #require(Self.log(log).filter({ $0.hasPrefix("start") }).count == 2, "a and b started before the crash: \(Self.log(log))")
+        // A run's process group rides with the history's next write (its output, `up`): a crash
+        // before it is written leaves a run no one can adopt (interrupted), which is not what this
+        // test is about. Wait until both are recorded.
+        let history = try Connection(path: daemon.database, readOnly: true)
+        let recorded = { try history.scalar("SELECT count(*) FROM runs WHERE id IN (2, 3) AND pgid IS NOT NULL")?.int64 ?? 0 }
+        while try recorded() < 2, Date() < deadline { usleep(10_000) }
+        try #require(try recorded() == 2, "a's and b's process groups recorded before the crash")
         daemon.crash()
         let restarted = try Daemon(config: config, reusing: daemon)
         let status = try restarted.baton("status")
