@@ -45,6 +45,23 @@ struct ConductorHandOverTests {
         #expect(h.effects.isEmpty, "an end reported after the hand-over is not this batond's")
     }
 
+    @Test("an attempt that ends before its hand-over is answered, its run waiting to retry: left as the shutdown leaves such runs, the late answer ignored, and the drain does not wait for a second attempt")
+    func endedWhileAsked() throws {
+        var h = try Self.loading([ConductorStateTests.flaky])
+        h.on(.shutdown)
+        #expect(h.effects == [.handOver(run: 1, attempt: 1)])
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 1))))
+        #expect(h.phases == [.retrying])
+        #expect(h.effects.contains(.cancelTimers(run: 1)), "its backoff is the next batond's")
+        let retrying = try #require(h.commit())
+        h.on(.handedOver(run: 1, attempt: 1, kept: false))
+        #expect(h.effects.isEmpty, "an answer for an attempt that ended is ignored")
+        h.on(.committed(retrying, nil))
+        #expect(h.effects.contains(.drained), "the run left retrying does not hold the exit")
+        h.on(.timer(run: 1, .backoff(1)))
+        #expect(h.launches.isEmpty, "no second attempt in this batond")
+    }
+
     @Test("the last kept hand-over drains at once when nothing else runs")
     func drainedByHandOver() throws {
         var h = try Self.loading([ConductorStateTests.plain])

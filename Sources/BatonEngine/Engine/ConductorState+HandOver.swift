@@ -32,13 +32,28 @@ extension ConductorState {
             if Self.mayHandOver(flight) {
                 flights[id]?.handOver = .asked
                 step.effects.append(.handOver(run: id, attempt: flight.live ?? 0))
-            } else if case .retrying = flight.machine.state, flight.action.survivesRestart, !flight.action.tty,
-                      flight.hook == nil, flight.secrets.isEmpty {
+            } else if Self.mayLeaveRetrying(flight) {
                 // No process: its `retrying` and backoff are in the history, for the next batond to wait out.
                 flights[id]?.handOver = .done
                 step.effects.append(.cancelTimers(run: id))
             }
         }
+    }
+
+    /// Whether a run waiting to retry may be left for the next batond to wait out its backoff.
+    static func mayLeaveRetrying(_ flight: Flight) -> Bool {
+        guard case .retrying = flight.machine.state else { return false }
+        return flight.action.survivesRestart && !flight.action.tty && flight.hook == nil && flight.secrets.isEmpty
+    }
+
+    /// An attempt ended while its hand-over was asked: the answer, when it comes, is for no live
+    /// attempt and is ignored, so the run is settled here: waiting to retry, it is left as the
+    /// shutdown leaves such runs (it may be: it was asked), not left for the drain to wait on its next attempt.
+    mutating func endedWhileAsked(_ id: Int64, _ step: inout Step) {
+        guard mode == .draining, let flight = flights[id], Self.mayLeaveRetrying(flight) else { return }
+        flights[id]?.handOver = .done
+        step.effects.append(.cancelTimers(run: id))
+        step.after.append(.leftRetrying(id))
     }
 
     /// The conductor's answer to `handOver`. Kept: the run's timers go (the next batond arms them
