@@ -218,8 +218,14 @@ extension Daemon {
                 continue
             }
             if shutdown != nil {
+                // A restart asked while a restart or stop is under way (two `baton restart`s back
+                // to back): the one under way goes on.
+                if signal == SIGUSR2 {
+                    Log.info("SIGUSR2 ignored: \(Reexec.isRequested ? "a restart in place" : "a stop") is already under way")
+                    continue
+                }
                 // A stop asked during a restart in place: batond stops instead (its socket goes with it).
-                if signal != SIGUSR2 { Reexec.cancel() }
+                Reexec.cancel()
                 Log.info("second stop signal: cancelling the runs in flight now")
                 backend.conductor.stopRemaining()
                 continue

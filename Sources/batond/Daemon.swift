@@ -66,7 +66,8 @@ enum Daemon {
         // batond says ready) waits in the watcher's stream and is done once batond serves; its
         // default action would end the process, and ignoring it would lose the reload. SIGTERM
         // and SIGINT keep their default actions until the parts have started, so that a start
-        // that hangs can still be stopped.
+        // that hangs can still be stopped. SIGUSR2 is ignored from the start of main until the
+        // watcher takes it here, once ready (main.swift): a restart asked meanwhile is not fatal.
         // The one event loop: every part below is handed it.
         let reactor = Reactor()
         let signals = SignalWatcher([SIGHUP], reactor: reactor)
