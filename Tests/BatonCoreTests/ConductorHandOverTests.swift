@@ -117,6 +117,26 @@ struct ConductorHandOverTests {
         #expect(h.launches == [1, 2])
     }
 
+    @Test("a run of an action with a secret param is never handed over, even one adopted (its secrets are not in this batond's memory): the same test as recovery's for a run left retrying")
+    func secretActionNeverHandedOver() throws {
+        var action = ConductorStateTests.flaky
+        action.params = ["token": ParamSpec(secret: true)]
+        let now = ConductorStateTests.now
+        var run = RunSnapshot(id: 1, action: "f", key: "f", phase: .loading, policy: .reject, params: [:], trigger: nil,
+                              queuedAt: Timestamp(rawValue: now.rawValue - 2_000_000))
+        run.startedAt = Timestamp(rawValue: now.rawValue - 1_000_000)
+        run.attempts = 1
+        var recovered = RecoveredRun(UnfinishedRun(run: run, lastSeq: 2, pgid: 42, pgidIdentity: "x"), action: action)
+        recovered.surviving = SurvivingAttempt(attempt: 1, directory: "/x", pid: 42, identity: "x", alive: true, outputTotal: 0)
+        var h = H()
+        h.state.handsOver = true
+        h.on(.recover(1, [recovered]))
+        #expect(h.launches == [1])
+        h.on(.shutdown)
+        #expect(!h.effects.contains(.handOver(run: 1, attempt: 1)), "\(h.effects)")
+        #expect(!ConductorState.mayResumeRetrying(UnfinishedRun(run: run, lastSeq: 2), action))
+    }
+
     @Test("a run waiting to retry is left at once at shutdown (no process): its timers go, nothing is written, it holds no exit")
     func retryingLeft() throws {
         var h = try Self.loading([ConductorStateTests.flaky])

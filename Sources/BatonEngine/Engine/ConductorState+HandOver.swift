@@ -14,14 +14,20 @@ public enum HandOver: Sendable, Equatable {
     case done
 }
 
+extension Action {
+    /// Whether a run of this action may be left to the next batond: handed over or left waiting
+    /// to retry at shutdown, or resumed waiting to retry at recovery. The one test of both sides:
+    /// never a pseudo-terminal's run, nor one of an action with a secret param (a secret's value
+    /// lives in this batond's memory only: the next one could not mask it in the output kept meanwhile).
+    var mayOutliveBatond: Bool { survivesRestart && !tty && secretParams.isEmpty }
+}
+
 extension ConductorState {
     /// Whether a run's attempt may be left to its shim: loading, not being stopped, its action
     /// one that survives restarts (never a pseudo-terminal's, nor a hook's run: their files are batond's).
     static func mayHandOver(_ flight: Flight) -> Bool {
         guard case .loading = flight.machine.state, flight.machine.stopping == nil, flight.live != nil else { return false }
-        // A secret param's value lives in this batond's memory only: the next one could not mask
-        // it in the output the shim keeps meanwhile.
-        return flight.action.survivesRestart && !flight.action.tty && flight.hook == nil && flight.secrets.isEmpty
+        return flight.action.mayOutliveBatond && flight.hook == nil
     }
 
     /// At the start of a shutdown: asks each run that may be handed over to be.
@@ -43,7 +49,7 @@ extension ConductorState {
     /// Whether a run waiting to retry may be left for the next batond to wait out its backoff.
     static func mayLeaveRetrying(_ flight: Flight) -> Bool {
         guard case .retrying = flight.machine.state else { return false }
-        return flight.action.survivesRestart && !flight.action.tty && flight.hook == nil && flight.secrets.isEmpty
+        return flight.action.mayOutliveBatond && flight.hook == nil
     }
 
     /// An attempt ended while its hand-over was asked: the answer, when it comes, is for no live
