@@ -126,7 +126,7 @@ extension Daemon {
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(config.current, dryRun)
                               }, connections: { server.value?.connectionCount ?? 0 },
-                                 restart: { kill(getpid(), SIGUSR2) == 0 }), metrics: metrics,
+                                 restart: { config.current.fleet == nil && kill(getpid(), SIGUSR2) == 0 }), metrics: metrics,
                               processTree: backend.tracking.description, reactor: conductor.reactor)
         return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
     }
@@ -215,6 +215,11 @@ extension Daemon {
                 if case let .refused(problem) = await serving.reload(serving.service) {
                     Log.error("reload refused, keeping the old config:\n\(problem)")
                 }
+                continue
+            }
+            if signal == SIGUSR2, config.current.fleet != nil {
+                // A fleet host's runs are the fleet's: restarting in place is one machine's (until issue 41, part 3).
+                Log.error("SIGUSR2 refused: a fleet host does not restart in place; stop and start it instead")
                 continue
             }
             if shutdown != nil {
