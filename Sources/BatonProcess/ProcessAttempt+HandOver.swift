@@ -42,9 +42,23 @@ extension ProcessAttempt {
             reactor.remove(pidfd)
             close(pidfd)
         }
-        if adopted == nil { kill(pid, Self.handOverSignal) }
+        if adopted == nil { signalHandOver(pid) }
         if state.access({ $0.output.pipes.open.isEmpty }) { return finishHandOver() }
         reactor.after(Self.handOverBound) { [self] in finishHandOver() }
+    }
+
+    /// How often the signal is sent again until the pipes reach their end.
+    static let handOverResend: Duration = .milliseconds(50)
+
+    /// Signals the shim, and again every `handOverResend` while its pipes are open and the hand-over
+    /// is under way (within `handOverBound`): a shim just started may not have its handler yet, and
+    /// SIGURG's default is to ignore it. The shim is an unreaped child: its pid is not reused meanwhile.
+    private func signalHandOver(_ pid: Int32) {
+        kill(pid, Self.handOverSignal)
+        reactor.after(Self.handOverResend) { [self] in
+            guard state.access({ $0.handingOver != nil && !$0.output.pipes.open.isEmpty }) else { return }
+            signalHandOver(pid)
+        }
     }
 
     /// The pipes are read to their end (or the bound is over): what they still hold is read,

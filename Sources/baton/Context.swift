@@ -45,12 +45,17 @@ final class Context: Sendable {
     /// Asks batond one question on this thread (`OneShotClient`: no thread, no task, a connection
     /// of its own), or throws the `Failure` its error stands for: the same ones as `call`.
     func ask<T>(_ query: BatonQuery<T>) throws -> T {
-        let client = try reaching { () throws(BatonClientError) in try OneShotClient(socket: socketPath) }
+        let client = try oneShotClient()
         do {
             return try client.ask(query)
         } catch let error as BatonClientError {
             throw Failure(error)
         }
+    }
+
+    /// A connection of its own (`OneShotClient`), or the `Failure` that says how to start batond.
+    func oneShotClient() throws -> OneShotClient {
+        try reaching { () throws(BatonClientError) in try OneShotClient(socket: socketPath) }
     }
 
     /// A client `connect` made, or a `Failure` that says how to start batond or whom to ask for access.

@@ -18,11 +18,13 @@ enum RestartCommand {
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
         guard arguments.positionals.isEmpty else { throw UsageError("baton restart takes no arguments") }
+        // batond not reached: a failure (exit 69), not a restart.
+        let client = try context.oneShotClient()
         do {
-            _ = try context.ask(.restart)
-        } catch let failure as Failure {
+            _ = try client.ask(.restart)
+        } catch let error as BatonClientError {
             // The answer and the restart race: a connection closed once asked went with the restart.
-            guard case .unavailable? = failure.refusal else { throw failure }
+            guard case .unavailable = error else { throw Failure(error) }
         }
         print("restarting in place")
         return ExitCode.success

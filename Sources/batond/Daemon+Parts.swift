@@ -126,7 +126,7 @@ extension Daemon {
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(config.current, dryRun)
                               }, connections: { server.value?.connectionCount ?? 0 },
-                                 restart: { kill(getpid(), SIGUSR2) == 0 }), metrics: metrics,
+                                 restart: { config.current.fleet == nil && kill(getpid(), SIGUSR2) == 0 }), metrics: metrics,
                               processTree: backend.tracking.description, reactor: conductor.reactor)
         return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
     }
@@ -217,9 +217,20 @@ extension Daemon {
                 }
                 continue
             }
+            if signal == SIGUSR2, config.current.fleet != nil {
+                // A fleet host's runs are the fleet's: restarting in place is one machine's (until issue 41, part 3).
+                Log.error("SIGUSR2 refused: a fleet host does not restart in place; stop and start it instead")
+                continue
+            }
             if shutdown != nil {
+                // A restart asked while a restart or stop is under way (two `baton restart`s back
+                // to back): the one under way goes on.
+                if signal == SIGUSR2 {
+                    Log.info("SIGUSR2 ignored: \(Reexec.isRequested ? "a restart in place" : "a stop") is already under way")
+                    continue
+                }
                 // A stop asked during a restart in place: batond stops instead (its socket goes with it).
-                if signal != SIGUSR2 { Reexec.cancel() }
+                Reexec.cancel()
                 Log.info("second stop signal: cancelling the runs in flight now")
                 backend.conductor.stopRemaining()
                 continue

@@ -66,11 +66,23 @@ enum Daemon {
         // batond says ready) waits in the watcher's stream and is done once batond serves; its
         // default action would end the process, and ignoring it would lose the reload. SIGTERM
         // and SIGINT keep their default actions until the parts have started, so that a start
-        // that hangs can still be stopped.
+        // that hangs can still be stopped. SIGUSR2 is ignored from the start of main until the
+        // watcher takes it here, once ready (main.swift): a restart asked meanwhile is not fatal.
         // The one event loop: every part below is handed it.
         let reactor = Reactor()
         let signals = SignalWatcher([SIGHUP], reactor: reactor)
         let notifier = Notifier()
+        // The watchdog while batond starts (a long migration; the new image of a restart in
+        // place, whose old one stopped pinging): pinged from now until the reports take over.
+        let startingWatchdog = notifier.watchdogInterval.map { interval in
+            Task.detached {
+                while !Task.isCancelled {
+                    notifier.watchdog()
+                    try? await Task.sleep(for: interval)
+                }
+            }
+        }
+        defer { startingWatchdog?.cancel() }
         let metrics = Metrics()
         let backend = try await parts.start("history") { try await startBackend(launch, metrics: metrics, reactor: reactor, notifier: notifier) }
         let socket = try await parts.start("socket") { try listen(launch) }
@@ -85,6 +97,7 @@ enum Daemon {
         ScheduleRecord.keep(launch.config, path: launch.configPath)
         try await parts.start("journal") { startJournal(backend, metrics: metrics, host: launch.config.fleet?.host) }
         try await parts.start("systemd") { startReports(notifier, backend) }
+        startingWatchdog?.cancel()
         try await parts.start("fleet and retention") { startUpkeep(backend, configBox) }
         await waitForStop(signals, serving: service, backend: backend, config: configBox, notifier: notifier)
         return 0

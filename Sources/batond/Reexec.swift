@@ -73,9 +73,13 @@ enum Reexec {
         environment["LISTEN_PID"] = String(getpid())
         environment["LISTEN_FDS"] = String(plan.sockets.count)
         environment["LISTEN_FDNAMES"] = plan.sockets.map(\.name).joined(separator: ":")
-        var none = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, nil)
+        // Across the exec, SIGUSR2 is ignored (a handler would be reset to the default, which
+        // kills) and SIGHUP stays blocked, pending, until the new image's watcher takes them (main.swift).
+        signal(SIGUSR2, SIG_IGN)
+        var held = sigset_t()
+        sigemptyset(&held)
+        sigaddset(&held, SIGHUP)
+        pthread_sigmask(SIG_SETMASK, &held, nil)
         let argv = CommandLine.arguments
         let envp = environment.map { "\($0.key)=\($0.value)" }
         let failure = withCStrings(argv) { argvp in withCStrings(envp) { envpp in execve(executable, argvp, envpp) } }

@@ -1,7 +1,9 @@
 import BatonCore
 import CBatonSystem
+import Dispatch
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// Delivers signals as an async stream. A C handler, installed before this returns, writes each
 /// signal's number to a pipe that the reactor watches: a signal sent the moment batond says
@@ -12,6 +14,10 @@ final class SignalWatcher: Sendable {
     private let continuation: AsyncStream<Int32>.Continuation
     private let fd: Int32
     private let reactor: Reactor
+    /// Signalled once the handlers are installed (or batond ends without them): the main thread,
+    /// which holds SIGHUP blocked until then, unblocks it when `isInstalled` (main.swift).
+    static let installed = DispatchSemaphore(value: 0)
+    static let isInstalled = Atomic<Bool>(false)
 
     init(_ signals: [Int32], reactor: Reactor) {
         self.reactor = reactor
@@ -19,6 +25,8 @@ final class SignalWatcher: Sendable {
         Glibc.signal(SIGPIPE, SIG_IGN)
         fd = signals.withUnsafeBufferPointer { baton_signal_pipe($0.baseAddress, Int32($0.count)) }
         precondition(fd >= 0, "cannot install signal handlers: \(String(cString: strerror(errno)))")
+        Self.isInstalled.store(true, ordering: .releasing)
+        Self.installed.signal()
         let (fd, continuation) = (fd, continuation)
         reactor.watch(fd) { _ in
             var bytes = [UInt8](repeating: 0, count: 64)

@@ -45,6 +45,23 @@ struct ConductorHandOverTests {
         #expect(h.effects.isEmpty, "an end reported after the hand-over is not this batond's")
     }
 
+    @Test("an attempt that ends before its hand-over is answered, its run waiting to retry: left as the shutdown leaves such runs, the late answer ignored, and the drain does not wait for a second attempt")
+    func endedWhileAsked() throws {
+        var h = try Self.loading([ConductorStateTests.flaky])
+        h.on(.shutdown)
+        #expect(h.effects == [.handOver(run: 1, attempt: 1)])
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 1))))
+        #expect(h.phases == [.retrying])
+        #expect(h.effects.contains(.cancelTimers(run: 1)), "its backoff is the next batond's")
+        let retrying = try #require(h.commit())
+        h.on(.handedOver(run: 1, attempt: 1, kept: false))
+        #expect(h.effects.isEmpty, "an answer for an attempt that ended is ignored")
+        h.on(.committed(retrying, nil))
+        #expect(h.effects.contains(.drained), "the run left retrying does not hold the exit")
+        h.on(.timer(run: 1, .backoff(1)))
+        #expect(h.launches.isEmpty, "no second attempt in this batond")
+    }
+
     @Test("the last kept hand-over drains at once when nothing else runs")
     func drainedByHandOver() throws {
         var h = try Self.loading([ConductorStateTests.plain])
@@ -98,6 +115,26 @@ struct ConductorHandOverTests {
         for case let .schedule(run, .timeout, after) in h.effects { timeouts[run] = after }
         #expect(timeouts == [1: .seconds(3), 2: .zero], "flaky's timeout is 10 s: 3 s left of run 1's, none of run 2's (its second attempt)")
         #expect(h.launches == [1, 2])
+    }
+
+    @Test("a run of an action with a secret param is never handed over, even one adopted (its secrets are not in this batond's memory): the same test as recovery's for a run left retrying")
+    func secretActionNeverHandedOver() throws {
+        var action = ConductorStateTests.flaky
+        action.params = ["token": ParamSpec(secret: true)]
+        let now = ConductorStateTests.now
+        var run = RunSnapshot(id: 1, action: "f", key: "f", phase: .loading, policy: .reject, params: [:], trigger: nil,
+                              queuedAt: Timestamp(rawValue: now.rawValue - 2_000_000))
+        run.startedAt = Timestamp(rawValue: now.rawValue - 1_000_000)
+        run.attempts = 1
+        var recovered = RecoveredRun(UnfinishedRun(run: run, lastSeq: 2, pgid: 42, pgidIdentity: "x"), action: action)
+        recovered.surviving = SurvivingAttempt(attempt: 1, directory: "/x", pid: 42, identity: "x", alive: true, outputTotal: 0)
+        var h = H()
+        h.state.handsOver = true
+        h.on(.recover(1, [recovered]))
+        #expect(h.launches == [1])
+        h.on(.shutdown)
+        #expect(!h.effects.contains(.handOver(run: 1, attempt: 1)), "\(h.effects)")
+        #expect(!ConductorState.mayResumeRetrying(UnfinishedRun(run: run, lastSeq: 2), action))
     }
 
     @Test("a run waiting to retry is left at once at shutdown (no process): its timers go, nothing is written, it holds no exit")

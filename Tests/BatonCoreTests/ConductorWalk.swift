@@ -136,6 +136,8 @@ struct ConductorWalk {
     private var answered: Set<ConductorState.Token> = []
     private var shutDown = false
     private var drained = false
+    // Hand-overs asked and not answered yet: each run's attempt.
+    private var handOvers: [Int64: Int] = [:]
 
     // The store's view: each run's last seq and phase, and where its creation was written.
     private var stored: [Int64: (seq: Int, phase: Phase)] = [:]
@@ -179,8 +181,9 @@ struct ConductorWalk {
     // The rate limits' view: the first starts of each bucket's runs, as launched.
     private var rateStarts: [String: [Timestamp]] = [:]
 
-    init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false) {
+    init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false, handsOver: Bool = false) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
+        state.handsOver = handsOver
         state.storeDecidesHooks = storeDecidesHooks
         // A fleet host: its store decides hooks and counts failures alike.
         state.storeCountsFailures = storeDecidesHooks
@@ -233,6 +236,8 @@ struct ConductorWalk {
             if choice == 2 || choice == 3 { ask { .resume($0, action: choice == 2 ? "join" : "replace", by: "walk") } }
             // A fleet host's feed: the pauses another host made or ended (`join` paused for 100 ms, or none).
             if choice == 4, state.storeCountsFailures { apply(.pausesSeen(choices.next(2) == 0 ? [pause] : [], readAt: now)) }
+            // The conductor's answer to a hand-over asked (kept or not), in any order with the attempt's end.
+            if choice == 5 || choice == 6, let run = handOvers.keys.min() { answerHandOver(run, kept: choice == 5) }
         case 13:
             // A second stop signal, now and then: the drain stops waiting for writes.
             if shutDown, choices.next(6) == 0 { apply(.abandonWrites) } else if shutDown { apply(.graceElapsed) }
@@ -245,6 +250,13 @@ struct ConductorWalk {
 
     /// Lets everything outstanding happen (commits, exits, timers) until nothing is left, then
     /// checks that every question was answered and, unless shut down, every run has ended.
+    /// The conductor answers a hand-over: kept, the attempt is the shim's (this batond hears no end of it).
+    private mutating func answerHandOver(_ run: Int64, kept: Bool) {
+        guard let attempt = handOvers.removeValue(forKey: run) else { return }
+        if kept, attempts[run]?.attempt == attempt { attempts[run] = nil }
+        apply(.handedOver(run: run, attempt: attempt, kept: kept))
+    }
+
     mutating func drain() {
         var rounds = 0
         while rounds < 100_000 {
@@ -263,6 +275,7 @@ struct ConductorWalk {
                 apply(.timer(run: run, timer))
                 continue
             }
+            if let run = handOvers.keys.min() { answerHandOver(run, kept: run % 2 == 0); continue }
             break
         }
         for token in asked.keys where !answered.contains(token) { violate("question \(token) was never answered") }
@@ -406,6 +419,7 @@ struct ConductorWalk {
                     violate("run \(launch.run) started told \(String(describing: launch.hook?.cause)), fired by \(String(describing: hookCause[launch.run]))")
                 }
                 if attempts[launch.run] != nil { violate("run \(launch.run) started attempt \(launch.attempt) while one runs") }
+                if handOvers[launch.run] != nil { violate("run \(launch.run) started attempt \(launch.attempt) while its hand-over is asked") }
                 attempts[launch.run] = (launch.attempt, false)
             case .stop:
                 break
@@ -434,19 +448,21 @@ struct ConductorWalk {
                 if drained { violate("drained twice") }
                 drained = true
                 // However the drain ends (every end durable, or writes abandoned), no attempt runs.
-                for run in state.flights.values where !run.isOver && run.machine.phase != .queued {
+                for run in state.flights.values where !run.isOver && run.machine.phase != .queued && run.handOver != .done {
                     violate("drained while run \(run.run.id) is still \(run.machine.phase.rawValue)")
                 }
-                if let run = state.flights.values.first(where: { $0.machine.phase != .queued }) {
+                if let run = state.flights.values.first(where: { $0.machine.phase != .queued && $0.handOver != .done }) {
                     violate("drained before run \(run.run.id)'s end was durable")
                 }
-            case .handOver:
-                violate("a hand-over asked of a state that does not hand over")
+            case let .handOver(run, attempt):
+                if !state.handsOver { violate("a hand-over asked of a state that does not hand over") }
+                if attempts[run]?.attempt != attempt { violate("hand-over of run \(run)'s attempt \(attempt), which is not running") }
+                handOvers[run] = attempt
             case .drainedUnwritten:
                 if state.waitsForWrites { violate("drained without waiting for writes, never told to") }
                 if drained { violate("drained twice") }
                 drained = true
-                for run in state.flights.values where !run.isOver && run.machine.phase != .queued {
+                for run in state.flights.values where !run.isOver && run.machine.phase != .queued && run.handOver != .done {
                     violate("drained while run \(run.run.id) is still \(run.machine.phase.rawValue)")
                 }
             }

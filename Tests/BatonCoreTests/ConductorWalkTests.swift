@@ -16,14 +16,19 @@ struct ConductorWalkTests {
         walk(limit: 2, storeDecidesHooks: true)
     }
 
-    private func walk(limit: Int, storeDecidesHooks: Bool) {
+    @Test("random walks of a host that hands runs over at shutdown: the answers to the hand-overs come before, after or never with the attempts' ends, and the drain still ends")
+    func walksHandingOver() {
+        walk(limit: 2, storeDecidesHooks: false, handsOver: true)
+    }
+
+    private func walk(limit: Int, storeDecidesHooks: Bool, handsOver: Bool = false) {
         let environment = ProcessInfo.processInfo.environment
         let count = environment["BATON_WALKS"].flatMap(Int.init) ?? 150
         let seeds: [UInt64] = environment["BATON_WALK_SEED"].flatMap(UInt64.init).map { [$0] }
             ?? (0..<UInt64(count)).map { $0 &* 7919 &+ UInt64(limit) }
         var steps = 0
         for seed in seeds {
-            var walk = ConductorWalk(maxConcurrentRuns: limit, seed: seed, storeDecidesHooks: storeDecidesHooks)
+            var walk = ConductorWalk(maxConcurrentRuns: limit, seed: seed, storeDecidesHooks: storeDecidesHooks, handsOver: handsOver)
             walk.tracing = environment["BATON_WALK_TRACE"] != nil
             var choices = SeededChoices(seed: seed, budget: 3_000)
             while walk.step(&choices) {}

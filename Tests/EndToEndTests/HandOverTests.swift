@@ -146,6 +146,29 @@ struct HandOverTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.socket), "the socket a restarted batond was passed goes with it")
     }
 
+    @Test("SIGUSR2 again and again while batond restarts in place (as `baton restart`s back to back): the restart under way goes on, a SIGUSR2 during the new image's start does not kill it")
+    func restartsBackToBack() throws {
+        let daemon = try Daemon(config: #"{ requireUser: false, actions: { hello: { exec: ["true"] } } }"#)
+        let pid = daemon.process.processIdentifier
+        daemon.signal(SIGUSR2)
+        let until = Date().addingTimeInterval(1.5)
+        while Date() < until, daemon.process.isRunning {
+            daemon.signal(SIGUSR2)
+            usleep(2_000)
+        }
+        #expect(daemon.process.isRunning && daemon.process.processIdentifier == pid, "\(daemon.stderr.suffix(2_000))")
+        try daemon.waitForLog(" ready: ", count: 2)
+        #expect(try daemon.baton("run", "hello").code == 0)
+        daemon.stop()
+    }
+
+    @Test("baton restart with batond down fails (exit 69) and says so; it does not say it restarts")
+    func restartWithBatondDown() throws {
+        let socket = NSTemporaryDirectory() + "baton-none-" + UUID().uuidString + ".sock"
+        let asked = try execute(Binaries.baton, ["--socket", socket, "restart"])
+        #expect(asked.code == 69 && asked.stdout.isEmpty && asked.stderr.contains("cannot reach batond"), "\(asked)")
+    }
+
     @Test("baton run, baton wait, baton logs -f and baton run --follow ride out a restart in place: each reconnects, waits again, and prints exactly what it would have")
     func clientsRideItOut() async throws {
         let scratch = NSTemporaryDirectory() + "baton-handover-" + UUID().uuidString

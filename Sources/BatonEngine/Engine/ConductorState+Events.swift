@@ -159,12 +159,16 @@ extension ConductorState {
 
     mutating func exited(_ id: Int64, _ attempt: Int, _ outcome: AttemptOutcome, _ step: inout Step) {
         guard var flight = flights[id], flight.live == attempt, flight.handOver != .done else { return }
+        // Ended before its hand-over was answered: that answer will be ignored (no live attempt).
+        let wasAsked = flight.handOver == .asked
         flight.live = nil
+        flight.handOver = nil
         flights[id] = flight
         if !outcome.output.isEmpty || outcome.result.started {
             step.entries.append(.output(runID: id, tail: outcome.output, truncated: outcome.truncated))
         }
         drive(id, .exited(outcome.result), &step)
+        if wasAsked { endedWhileAsked(id, &step) }
         if !waitsForWrites { drainIfDone(&step) }
     }
 

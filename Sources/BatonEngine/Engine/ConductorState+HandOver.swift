@@ -14,14 +14,20 @@ public enum HandOver: Sendable, Equatable {
     case done
 }
 
+extension Action {
+    /// Whether a run of this action may be left to the next batond: handed over or left waiting
+    /// to retry at shutdown, or resumed waiting to retry at recovery. The one test of both sides:
+    /// never a pseudo-terminal's run, nor one of an action with a secret param (a secret's value
+    /// lives in this batond's memory only: the next one could not mask it in the output kept meanwhile).
+    var mayOutliveBatond: Bool { survivesRestart && !tty && secretParams.isEmpty }
+}
+
 extension ConductorState {
     /// Whether a run's attempt may be left to its shim: loading, not being stopped, its action
     /// one that survives restarts (never a pseudo-terminal's, nor a hook's run: their files are batond's).
     static func mayHandOver(_ flight: Flight) -> Bool {
         guard case .loading = flight.machine.state, flight.machine.stopping == nil, flight.live != nil else { return false }
-        // A secret param's value lives in this batond's memory only: the next one could not mask
-        // it in the output the shim keeps meanwhile.
-        return flight.action.survivesRestart && !flight.action.tty && flight.hook == nil && flight.secrets.isEmpty
+        return flight.action.mayOutliveBatond && flight.hook == nil
     }
 
     /// At the start of a shutdown: asks each run that may be handed over to be.
@@ -32,13 +38,28 @@ extension ConductorState {
             if Self.mayHandOver(flight) {
                 flights[id]?.handOver = .asked
                 step.effects.append(.handOver(run: id, attempt: flight.live ?? 0))
-            } else if case .retrying = flight.machine.state, flight.action.survivesRestart, !flight.action.tty,
-                      flight.hook == nil, flight.secrets.isEmpty {
+            } else if Self.mayLeaveRetrying(flight) {
                 // No process: its `retrying` and backoff are in the history, for the next batond to wait out.
                 flights[id]?.handOver = .done
                 step.effects.append(.cancelTimers(run: id))
             }
         }
+    }
+
+    /// Whether a run waiting to retry may be left for the next batond to wait out its backoff.
+    static func mayLeaveRetrying(_ flight: Flight) -> Bool {
+        guard case .retrying = flight.machine.state else { return false }
+        return flight.action.mayOutliveBatond && flight.hook == nil
+    }
+
+    /// An attempt ended while its hand-over was asked: the answer, when it comes, is for no live
+    /// attempt and is ignored, so the run is settled here: waiting to retry, it is left as the
+    /// shutdown leaves such runs (it may be: it was asked), not left for the drain to wait on its next attempt.
+    mutating func endedWhileAsked(_ id: Int64, _ step: inout Step) {
+        guard mode == .draining, let flight = flights[id], Self.mayLeaveRetrying(flight) else { return }
+        flights[id]?.handOver = .done
+        step.effects.append(.cancelTimers(run: id))
+        step.after.append(.leftRetrying(id))
     }
 
     /// The conductor's answer to `handOver`. Kept: the run's timers go (the next batond arms them

@@ -150,7 +150,7 @@ extension ConductorState {
     /// is lost: its last attempt's end is in the history) and nothing of it lived in batond's
     /// memory only (a secret's value, a hook's output file).
     static func mayResumeRetrying(_ unfinished: UnfinishedRun, _ action: Action) -> Bool {
-        action.survivesRestart && !action.tty && unfinished.hook == nil && action.secretParams.isEmpty && unfinished.run.attempts > 0
+        action.mayOutliveBatond && unfinished.hook == nil && unfinished.run.attempts > 0
     }
 
     /// In flight again, retrying, holding its key and its locks: its backoff ends when it was due

@@ -55,6 +55,9 @@ extension ConductorState {
         /// This conductor's pause or resume of the action is durable (or refused): a read of the
         /// fleet's pauses begun from now on sees it (`seen(pauses:readAt:)`).
         case pauseDurable(String)
+        /// A run left waiting to retry at shutdown once its attempt ended (`endedWhileAsked`):
+        /// its `retrying` is durable, the drain may end.
+        case leftRetrying(Int64)
     }
 
     /// What one event decides: the writes, what follows their commit, and the effects to perform now.
@@ -139,6 +142,8 @@ extension ConductorState {
             close(run, &step)
         case let .pauseDurable(action):
             pauseChanged[action] = step.now
+        case .leftRetrying:
+            drainIfDone(&step)
         }
     }
 
