@@ -49,8 +49,11 @@ extension PackageTests {
         #expect(added.code == 0 && added.stdout == "reloaded\nschedules changed: started baton-schedule-hello.timer\n", "\(added.stdout) \(added.stderr)")
         let armed = try await Self.timer(container, "hello")
         #expect(Self.armed(armed), "\(armed)")
-        let fired = try await container.waitUntil(#"baton history -a hello --json | grep -q '"via" : "schedule"'"#, seconds: 30)
-        let story = fired ? "" : try await container.run("baton history -a hello; journalctl -b --no-pager | tail -30").stdout
+        // Read whole into a file, then searched (no pipe a reader may close early); on a failure the
+        // story says what the JSON held and what baton said on stderr.
+        let fired = try await container.waitUntil(#"baton history -a hello --json > /tmp/h.json 2> /tmp/h.err && grep '"via" : "schedule"' /tmp/h.json > /dev/null"#,
+                                                  seconds: 60)
+        let story = fired ? "" : try await container.run("baton history -a hello; head -c 2000 /tmp/h.json; cat /tmp/h.err; journalctl -b --no-pager | tail -30").stdout
         #expect(fired, "\(story)")
         let listed = try await container.run("baton schedules --json")
         #expect(listed.stdout.contains(#""active" : "active""#) && listed.stdout.contains(#""next" : "#) && listed.stdout.contains(#""lastTrigger" : "#),
