@@ -54,23 +54,9 @@ extension ConfigReader {
         actions = actions.map { resolve($0.name) }
     }
 
-    /// The cycles among the hooks, each once, from its smallest name, in name order.
+    /// The cycles among the hooks, each once, from its smallest name, in name order (the one
+    /// cycle finder the needs use too, `needCycles`).
     static func hookCycles(_ edges: [String: [HookEvent: String]]) -> [[String]] {
-        var cycles: [[String]] = []
-        var seen: Set<[String]> = []
-        func walk(_ path: [String]) {
-            for target in Set(edges[path.last!]?.values.map { $0 } ?? []).sorted() {
-                if let start = path.firstIndex(of: target) {
-                    var cycle = Array(path[start...])
-                    let smallest = cycle.indices.min { cycle[$0] < cycle[$1] }!
-                    cycle = Array(cycle[smallest...] + cycle[..<smallest])
-                    if seen.insert(cycle).inserted { cycles.append(cycle) }
-                } else {
-                    walk(path + [target])
-                }
-            }
-        }
-        for name in edges.keys.sorted() { walk([name]) }
-        return cycles.sorted { $0.lexicographicallyPrecedes($1) }
+        needCycles(edges.mapValues { Array($0.values) })
     }
 }

@@ -112,7 +112,8 @@ extension ConfigReader {
         return good
     }
 
-    /// The cycles among the needs, each once, from its smallest name, in name order.
+    /// The cycles of a graph of actions (the needs', the hooks'), each once, from its smallest
+    /// name, in name order.
     static func needCycles(_ edges: [String: [String]]) -> [[String]] {
         var cycles: [[String]] = []
         var seen: Set<[String]> = []
