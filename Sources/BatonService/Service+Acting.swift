@@ -42,7 +42,7 @@ extension Service {
         lookups.submit { [self] in
             let user = accounts(name)
             reactor.post { [self] in
-                actingCache.withLock { cache in
+                actingCache.access { cache in
                     if cache.count > 10_000 { cache.removeAll() }
                     cache[name] = (user, .now)
                 }
@@ -74,7 +74,7 @@ extension Service {
     /// nil when not read, or read too long ago (looked up again).
     private func cachedAccount(_ name: String) -> ActingUser?? {
         let now = ContinuousClock.now
-        return actingCache.withLock { cache in cache[name].flatMap { now - $0.at < kept ? .some($0.user) : nil } }
+        return actingCache.access { cache in cache[name].flatMap { now - $0.at < kept ? .some($0.user) : nil } }
     }
 
     /// The connection a caller stands for: watches and output follows are kept by it, so that a

@@ -48,8 +48,9 @@ public final class Service: RequestHandler, Sendable {
     /// The account a request's `as` names, with its groups (asked on the lookup thread only).
     let accounts: @Sendable (String) -> ActingUser?
     /// The accounts `as` named, with when they were read, kept `groupsKept` (a team's dashboard
-    /// asks as the same few users over and over): a lock, as `groupCache`.
-    let actingCache = Locked<[String: (user: ActingUser?, at: ContinuousClock.Instant)]>([:])
+    /// asks as the same few users over and over): the loop's (read as a request is taken, written
+    /// where the lookup's answer is posted back).
+    let actingCache: LoopOwned<[String: (user: ActingUser?, at: ContinuousClock.Instant)]>
     /// How long a user's groups and an `as` account are kept (`groupsKept`; tests that are about
     /// the cache keep them longer than a loaded machine can take between two requests).
     let kept: Duration
@@ -85,6 +86,7 @@ public final class Service: RequestHandler, Sendable {
         watches = LoopOwned([:], on: reactor)
         outputFollows = LoopOwned([:], on: reactor)
         behindLookup = LoopOwned([:], on: reactor)
+        actingCache = LoopOwned([:], on: reactor)
         self.processTree = processTree
         self.conductor = conductor
         self.dispatcher = dispatcher ?? conductor
