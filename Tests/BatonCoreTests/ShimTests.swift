@@ -61,9 +61,8 @@ struct ShimTests {
     @Test("a program the shim cannot execute (no shebang: ENOEXEC) fails the start, as without the shim, not the run with 127")
     func execFailure() async throws {
         let path = NSTemporaryDirectory() + "baton-noshebang-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try "echo hi\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try installExecutable("echo hi\n", at: path)
         defer { unlink(path) }
-        chmod(path, 0o755)
         let (outcome, _, directory) = try await run([path])
         #expect(!outcome.result.started)
         #expect(outcome.result.error == "cannot run \(path): Exec format error")
@@ -193,9 +192,8 @@ extension ShimAloneTests {
     @Test("a program it cannot execute: exit 127, a line on stderr, and the status says the exec failed and why")
     func execFailed() throws {
         let path = NSTemporaryDirectory() + "baton-noshebang-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try "echo hi\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try installExecutable("echo hi\n", at: path)
         defer { unlink(path) }
-        chmod(path, 0o755)
         let (process, out, directory) = try Self.process("", limit: 1000, exec: [path, "my script"])
         defer { ShimRecord.remove(directory) }
         let said = String(decoding: try out.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)

@@ -1,3 +1,4 @@
+import Foundation
 @testable import BatonCore
 @testable import BatonEngine
 
@@ -104,5 +105,22 @@ final class AttemptProbe: Sendable {
     func outcome() async -> AttemptOutcome {
         for await outcome in ended { return outcome }
         return events.all.compactMap { if case let .ended(outcome) = $0 { outcome } else { nil } }.first!
+    }
+}
+
+/// Puts an executable at `path` (mode 0755) holding `text`, written by install(1), a child: a file
+/// this process wrote could be inherited, still open for writing, by a child another test forks at
+/// that moment, and exec of it would fail with "Text file busy" (ETXTBSY) until that child execs.
+func installExecutable(_ text: String, at path: String) throws {
+    let source = path + ".text"
+    try text.write(toFile: source, atomically: false, encoding: .utf8)
+    defer { unlink(source) }
+    let words: [String] = ["/usr/bin/install", "-m", "755", source, path]
+    let argv = words.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    var status: Int32 = 0
+    guard posix_spawn(&pid, "/usr/bin/install", nil, nil, argv, environ) == 0, waitpid(pid, &status, 0) == pid, status == 0 else {
+        throw POSIXError(.EIO)
     }
 }

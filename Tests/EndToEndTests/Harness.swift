@@ -262,3 +262,18 @@ final class LogBuffer: @unchecked Sendable {
         return text
     }
 }
+
+/// Puts an executable at `path` (mode 0755) holding `text`, or a copy of `source`, whose file only
+/// install(1), a child, ever had open for writing. A file this process wrote could be inherited,
+/// still open for writing, by a child another test forks at that moment, and exec of it fails
+/// with "Text file busy" (ETXTBSY) until that child execs or exits.
+func installExecutable(_ text: String? = nil, copying source: String? = nil, at path: String) throws {
+    var from = source ?? ""
+    if let text {
+        from = path + ".text"
+        try text.write(toFile: from, atomically: false, encoding: .utf8)
+    }
+    defer { if text != nil { unlink(from) } }
+    let result = try execute("/usr/bin/install", ["-m", "755", from, path])
+    guard result.code == 0 else { throw ExecuteError("install \(from) \(path): \(result.stderr)") }
+}

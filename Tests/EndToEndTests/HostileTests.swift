@@ -183,8 +183,7 @@ struct HostileTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let wrapper = directory + "/batond"
-        try "#!/bin/sh\nexec /usr/bin/prlimit --nofile=200:300 \(Binaries.batond) \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
-        chmod(wrapper, 0o755)
+        try installExecutable("#!/bin/sh\nexec /usr/bin/prlimit --nofile=200:300 \(Binaries.batond) \"$@\"\n", at: wrapper)
         try #"{ socketMode: "0666", maxConcurrentRuns: 2, actions: { a: { exec: ["true"] } } }"#
             .write(toFile: directory + "/c.json5", atomically: true, encoding: .utf8)
         let daemon = try Daemon(binary: wrapper, configPath: directory + "/c.json5", directory: directory)

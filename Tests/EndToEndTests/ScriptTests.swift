@@ -16,8 +16,7 @@ struct ScriptTests {
             "apt-get": "#!/bin/sh\necho \"$*\" >> \"$APT_LOG\"\n",
         ]
         for (name, text) in fakes {
-            try text.write(toFile: bin + "/" + name, atomically: true, encoding: .utf8)
-            chmod(bin + "/" + name, 0o755)
+            try installExecutable(text, at: bin + "/" + name)
         }
         let log = bin + "/apt.log"
         let script = ". scripts/packages.sh; ensure_packages \(packages.joined(separator: " "))"

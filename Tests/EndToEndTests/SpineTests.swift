@@ -150,7 +150,7 @@ struct StartupTests {
         let directory = NSTemporaryDirectory() + "baton-alone-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.copyItem(atPath: Binaries.batond, toPath: directory + "/batond")
+        try installExecutable(copying: Binaries.batond, at: directory + "/batond")
         let result = try execute(directory + "/batond", ["--check-config", "/dev/null"])
         #expect(result.code == 1)
         let config = directory + "/c.json5"

@@ -236,8 +236,7 @@ struct DashboardHTTPTests {
         let daemon = try Daemon(config: Self.config)
         let record = daemon.directory + "/opened"
         let browser = daemon.directory + "/browser.sh"
-        try "#!/bin/sh\necho \"$@\" > \(record).part && mv \(record).part \(record)\n".write(toFile: browser, atomically: true, encoding: .utf8)
-        chmod(browser, 0o755)
+        try installExecutable("#!/bin/sh\necho \"$@\" > \(record).part && mv \(record).part \(record)\n", at: browser)
         let opened = try DashboardProcess(socket: daemon.socket, arguments: ["--open"], environment: ["BROWSER": browser])
         defer { opened.stop() }
         var argv = ""

@@ -99,8 +99,7 @@ struct DashboardSignInBrowserTests {
         defer { daemon.stop() }
         let record = daemon.directory + "/opened"
         let launcher = daemon.directory + "/browser.sh"
-        try "#!/bin/sh\necho \"$1\" > \(record).part && mv \(record).part \(record)\n".write(toFile: launcher, atomically: true, encoding: .utf8)
-        chmod(launcher, 0o755)
+        try installExecutable("#!/bin/sh\necho \"$1\" > \(record).part && mv \(record).part \(record)\n", at: launcher)
         let dashboard = try DashboardProcess(socket: daemon.socket, arguments: ["--open"], environment: ["BROWSER": launcher])
         defer { dashboard.stop() }
         var argv = ""
