@@ -7,27 +7,20 @@ enum CancelCommand {
         name: "cancel",
         abstract: """
             Cancel runs and wait until they have ended (like systemctl stop), printing how each ended. RUN cancels one \
-            run; ACTION every run in flight of it. Queued runs are dropped; loading ones get SIGTERM on their process \
+            run; ACTION every run in flight of it; --all every run in flight of every action. Queued runs are dropped; loading ones get SIGTERM on their process \
             group, then SIGKILL after the action's killGrace. A run that had already ended is reported as it ended.
             """,
-        arguments: "ACTION|RUN",
+        arguments: "ACTION|RUN|--all",
         options: [
             OptionSpec(long: "key", short: nil, value: "KEY", help: "only the runs of this key (with ACTION)"),
+            OptionSpec(long: "all", short: nil, value: nil, help: "every run in flight, of every action (what the package's removal does)"),
             OptionSpec(long: "no-wait", short: nil, value: nil, help: "return once the cancel is recorded, without waiting for the runs to end"),
             OptionSpec(long: "json", short: nil, value: nil, help: "print the runs as JSON (as they ended, or as they were with --no-wait)"),
         ],
         run: run)
 
     static func run(_ arguments: ParsedArguments, _ context: Context) throws -> Int32 {
-        guard arguments.positionals.count == 1, let target = arguments.positionals.first else {
-            throw UsageError("baton cancel needs one ACTION or RUN id")
-        }
-        let key = arguments.value("key")
-        var runs = try context.suggestingAction(target) {
-            try context.call { client in
-                if let id = Int64(target) { try await client.cancel(run: id) } else { try await client.cancel(action: target, key: key) }
-            }
-        }
+        var runs = try cancelled(arguments, context)
         let alreadyEnded = Set(runs.filter(\.phase.isTerminal).map(\.id))
         if !arguments.flag("no-wait") {
             runs = try runs.map { run in
@@ -36,6 +29,27 @@ enum CancelCommand {
         }
         print(arguments.flag("json") ? Format.json(runs) + "\n" : text(runs, alreadyEnded: alreadyEnded, context: context), terminator: "")
         return ExitCode.success
+    }
+
+    /// The runs the cancel named, as batond answered (loading ones still loading while they stop).
+    static func cancelled(_ arguments: ParsedArguments, _ context: Context) throws -> [RunSnapshot] {
+        let key = arguments.value("key")
+        if arguments.flag("all") {
+            guard arguments.positionals.isEmpty, key == nil else { throw UsageError("baton cancel --all takes no ACTION, RUN or --key") }
+            return try context.call { client in
+                var runs: [RunSnapshot] = []
+                for action in try await client.actions() { runs += try await client.cancel(action: action.name) }
+                return runs
+            }
+        }
+        guard arguments.positionals.count == 1, let target = arguments.positionals.first else {
+            throw UsageError("baton cancel needs one ACTION or RUN id, or --all")
+        }
+        return try context.suggestingAction(target) {
+            try context.call { client in
+                if let id = Int64(target) { try await client.cancel(run: id) } else { try await client.cancel(action: target, key: key) }
+            }
+        }
     }
 
     /// How each run ended (or is ending), one line each, as a terminal shows it.
