@@ -36,9 +36,20 @@ enum CancelCommand {
         let key = arguments.value("key")
         if arguments.flag("all") {
             guard arguments.positionals.isEmpty, key == nil else { throw UsageError("baton cancel --all takes no ACTION, RUN or --key") }
+            // Every action the caller may cancel; refused on every one, the refusal is the answer.
             return try context.call { client in
                 var runs: [RunSnapshot] = []
-                for action in try await client.actions() { runs += try await client.cancel(action: action.name) }
+                var refusal: BatonClientError?, allowed = false
+                for action in try await client.actions() {
+                    do {
+                        runs += try await client.cancel(action: action.name)
+                        allowed = true
+                    } catch let error as BatonClientError {
+                        guard case .forbidden = error else { throw error }
+                        refusal = error
+                    }
+                }
+                if !allowed, let refusal { throw refusal }
                 return runs
             }
         }

@@ -41,6 +41,10 @@ struct AccessTests {
         #expect(cancel.code == 77)
         #expect(cancel.stderr.contains("may not cancel guarded"))
         #expect(try nobody(["cancel", "2"]).code == 77)
+        // --all skips the actions the caller may not cancel; refused on every one, it is refused.
+        let all = try nobody(["cancel", "--all"])
+        #expect(all.code == 77 && all.stderr.contains("may not cancel"), "\(all.stderr)")
+        #expect(try daemon.baton("status", "--json").stdout.contains("\"loading\""))
         #expect(try nobody(["reload"]).code == 77)
         #expect(try nobody(["prune"]).code == 77)
 
