@@ -187,6 +187,36 @@ struct FleetArtifactRowsTests {
         #expect(logged.withLock { $0 }.contains { $0.contains("run 2 is no longer this host's") })
     }
 
+    @Test("a takeover in flight when the keep publishes: the publication waits for its commit on the run's row, then finds the run not its own")
+    func takeoverRacesPublication() async throws {
+        let (conninfo, db) = try Self.database()
+        let dir = ScratchDirectory()
+        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
+        let logged = Locked<[String]>([])
+        // After the last chunk (a.txt's one and b.bin's four), another host's takeover of run 1
+        // updates its row and has not committed yet when the keeper publishes.
+        let takeover = Unchecked(try PGConnection(conninfo))
+        let keeper = Self.keeper(conninfo, logged: logged) { chunks in
+            guard chunks == 5 else { return }
+            _ = try? takeover.value.execute("BEGIN")
+            _ = try? takeover.value.query("UPDATE runs SET incarnation = $1, host = 'web-2', phase = 'queued' WHERE id = 1", [Self.other.incarnation])
+        }
+        async let kept: Void = Self.keep(keeper, scan, run: 1)
+        // The publication waits for the takeover's row lock; the takeover then commits.
+        var waited = false
+        for _ in 0..<400 where !waited {
+            waited = try Self.count(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") > 0
+            if !waited { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(waited, "the publication never waited for the takeover")
+        try takeover.value.execute("COMMIT")
+        await kept
+        #expect(try Self.list(db, run: 1) == ArtifactList(run: 1))
+        #expect(try Self.count(db, "SELECT count(*) FROM artifacts") == 0)
+        #expect(try Self.chunks(db) == 0)
+        #expect(logged.withLock { $0 }.contains { $0.contains("run 1 was taken over") }, "\(logged.withLock { $0 })")
+    }
+
     @Test("retention removes a run's artifacts with it, every chunk and notice; prune on the fleet's store")
     func pruned() async throws {
         let (conninfo, db) = try Self.database()
@@ -259,4 +289,10 @@ final class ScratchDirectory {
     }
     deinit { try? FileManager.default.removeItem(atPath: path) }
     func file(_ name: String) -> String { path + "/" + name }
+}
+
+/// A value handed to another thread by a test that uses it from one thread at a time.
+final class Unchecked<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }
