@@ -52,7 +52,7 @@ enum FleetArtifactRows {
         try db.query("""
             INSERT INTO artifact_chunks (artifact_id, start, bytes) VALUES ($1, $2, decode($3, 'hex'))
             ON CONFLICT (artifact_id, start) DO UPDATE SET bytes = excluded.bytes
-            """, [String(id), String(start), FleetJournal.hex(bytes)])
+            """, [String(id), String(start), PGHex.encode(bytes)])
     }
 
     /// Publishes an attempt's files in one transaction, while the run is still `incarnation`'s

@@ -53,7 +53,7 @@ extension FleetArtifactRows {
         var bytes: [UInt8] = []
         for row in rows {
             guard let at = row[5].flatMap({ Int64($0) }), at <= start + Int64(bytes.count) else { break }
-            bytes += FleetOutput.unhex(row[6] ?? "")
+            bytes += PGHex.decode(row[6] ?? "")
         }
         let end = start + Int64(bytes.count)
         return ArtifactPiece(artifact: artifact, from: start, bytes: bytes, next: end < artifact.size ? end : nil)
