@@ -49,6 +49,40 @@ struct FleetArtifactTests {
         #expect(try db.query("SELECT count(*) FROM artifact_chunks").first?[0] == "4")
     }
 
+    @Test("web-1 killed with SIGKILL while it writes a run's chunks: the run ends host_lost with no files, and web-2's next keep sweeps what web-1 began")
+    func crashMidKeep() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: #"""
+            big: { exec: ["sh", "-c", "head -c 100000000 /dev/urandom > \"$BATON_ARTIFACTS/big.bin\""], artifacts: { keep: "200MiB" } },
+            small: { exec: ["sh", "-c", "echo hi > \"$BATON_ARTIFACTS/a.txt\""], artifacts: { keep: "1KiB" } },
+            """#, lease: "2s", conninfo: conninfo)
+        let (a, b) = (hosts[0], hosts[1])
+        let db = try PGConnection(conninfo)
+        let run = try #require(try FleetTests.trigger(a, "big").run?.id)
+        // Kill web-1 once it has begun the rows and written a few of the hundred chunks.
+        var midway = false
+        for _ in 0..<3_000 where !midway {
+            midway = try db.query("""
+                SELECT count(*) FROM artifacts a JOIN artifact_chunks c ON c.artifact_id = a.id WHERE a.run_id = $1 AND NOT a.kept
+                """, [String(run)]).first?[0].flatMap { Int($0) }.map { $0 >= 3 } ?? false
+            if !midway { usleep(10_000) }
+        }
+        #expect(midway, "web-1's keep was never seen under way")
+        a.crash()
+        let ended = try FleetTests.wait(b, run: run)
+        #expect(ended?.phase == .failure && ended?.reason == "host_lost", "\(String(describing: ended))")
+        // Nothing published; what web-1 began is still there until a keeper sweeps it.
+        #expect(try b.baton("artifacts", String(run)).stdout.contains("big.bin") == false)
+        #expect(try db.query("SELECT count(*) FROM artifacts WHERE kept").first?[0] == "0")
+        #expect(try db.query("SELECT count(*) FROM artifacts WHERE NOT kept").first?[0] == "1")
+        // web-2's next keep sweeps the gone host's rows first, then keeps its own run's file.
+        let next = try #require(try FleetTests.trigger(b, "small").run?.id)
+        #expect(try FleetTests.wait(b, run: next)?.phase == .success)
+        #expect(try db.query("SELECT count(*) FROM artifacts WHERE NOT kept").first?[0] == "0")
+        #expect(try db.query("SELECT count(*) FROM artifact_chunks").first?[0] == "1")
+        #expect(try b.baton("artifacts", String(next), "a.txt").stdout == "hi\n")
+    }
+
     /// The `postgres` string of a host's config (the test's database).
     static func conninfo(of host: Daemon) throws -> String? {
         let config = try String(contentsOfFile: host.configPath, encoding: .utf8)
