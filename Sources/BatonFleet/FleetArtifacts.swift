@@ -42,7 +42,9 @@ public final class FleetArtifacts: ArtifactKeeper {
     }
 
     public func keep(_ found: ArtifactScan, run: Int64, attempt: Int, done: @escaping @Sendable () -> Void) {
-        connection.submit({ [self] db in try keepNow(found, run: run, attempt: attempt, on: db) }) { [self, host] result in
+        // Tried once more on a new connection when the one kept open broke meanwhile (a server
+        // restart): a keep may run twice (its rows begun again, its chunks the same, one publication).
+        connection.submit({ [self] db in try keepNow(found, run: run, attempt: attempt, on: db) }, retryingBroken: true) { [self, host] result in
             if case let .failure(error) = result {
                 log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(error)")
                 // What it began goes now (the next keep's sweep would remove it too).

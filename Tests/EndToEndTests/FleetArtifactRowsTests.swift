@@ -13,8 +13,8 @@ struct FleetArtifactRowsTests {
     static let other = FleetHost(name: "web-2", incarnation: "web-2/2/bb", lease: .seconds(15))
 
     /// A migrated database, both hosts live, and runs 1 and 2 of `build` loading on web-1.
-    static func database() throws -> (conninfo: String, db: PGConnection) {
-        let conninfo = try Postgres.server().database()
+    static func database(on server: Postgres? = nil) throws -> (conninfo: String, db: PGConnection) {
+        let conninfo = try (server ?? Postgres.server()).database()
         let db = try PGConnection(conninfo)
         _ = try FleetSchema.migrate(db)
         for host in [me, other] {
@@ -215,6 +215,24 @@ struct FleetArtifactRowsTests {
         #expect(try Self.count(db, "SELECT count(*) FROM artifacts") == 0)
         #expect(try Self.chunks(db) == 0)
         #expect(logged.withLock { $0 }.contains { $0.contains("run 1 was taken over") }, "\(logged.withLock { $0 })")
+    }
+
+    @Test("a keep after the server restarted (the keeper's connection broken meanwhile) is made on a new connection, not lost")
+    func afterServerRestart() async throws {
+        let server = try Postgres.own()
+        let (conninfo, _) = try Self.database(on: server)
+        let dir = ScratchDirectory()
+        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
+        let logged = Locked<[String]>([])
+        let keeper = Self.keeper(conninfo, logged: logged)
+        await Self.keep(keeper, scan, run: 1)
+        try server.stop()
+        try server.start()
+        await Self.keep(keeper, scan, run: 2)
+        let db = try PGConnection(conninfo)
+        #expect(try Self.list(db, run: 2).files.map(\.name) == ["a.txt", "sub/deep/b.bin"], "\(logged.withLock { $0 })")
+        #expect(try Self.readBack(db, run: 2, name: "sub/deep/b.bin", pieceBytes: ArtifactPiece.maxBytes) == ArtifactStoreFiles.binary)
+        #expect(try Self.count(db, "SELECT count(*) FROM artifacts WHERE NOT kept") == 0)
     }
 
     @Test("retention removes a run's artifacts with it, every chunk and notice; prune on the fleet's store")
