@@ -31,7 +31,7 @@ let package = Package(
         // Metrics: counters, histograms and their exposition, the process's own figures.
         .target(name: "BatonMetrics", dependencies: ["BatonEngine", "BatonRuntime"]),
         // The conductor (the loop's owner of runs), what serves it and the history's read side.
-        .target(name: "BatonCore", dependencies: ["BatonEngine", "BatonWire", "BatonRuntime", "BatonProcess", "BatonMetrics", "CBatonSystem"]),
+        .target(name: "BatonCore", dependencies: ["BatonEngine", "BatonWire", "BatonRuntime", "BatonProcess", "BatonMetrics", "CBatonSystem", "CCrypto"]),
         .executableTarget(name: "EmbedMigrations"),
         .plugin(
             name: "EmbedMigrationsPlugin",

@@ -65,6 +65,11 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? {
         try await history.read { db in try FleetOutput.page(of: run, from: offset, maxBytes: maxBytes, on: db) }
     }
+    /// The files the run kept (`artifacts`), whichever host ran it (`FleetArtifacts`).
+    public func artifacts(of run: Int64) async throws(BatonError) -> ArtifactList { try await history.artifacts(of: run) }
+    public func artifact(of run: Int64, named name: String, from offset: Int64, maxBytes: Int) async throws(BatonError) -> ArtifactPiece? {
+        try await history.artifact(of: run, named: name, from: offset, maxBytes: maxBytes)
+    }
     public func stats(actions: [String], since: Timestamp?) async throws(BatonError) -> [ActionStats] {
         try await history.stats(actions: actions, since: since)
     }

@@ -37,3 +37,25 @@ static inline int baton_libpq_open(const char *_Nonnull library, BatonLibPQ *_No
 #undef BATON_LIBPQ_RESOLVE
     return 0;
 }
+
+// Bytes to and from the hex text the fleet's text-only connections carry them in (an artifact's
+// chunk is a megabyte: a loop in C, not one in a debug build's Swift, which took 0.1 s a MiB).
+static inline void baton_hex_encode(const unsigned char *_Nonnull in, size_t count, unsigned char *_Nonnull out) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < count; i++) {
+        out[2 * i] = (unsigned char)digits[in[i] >> 4];
+        out[2 * i + 1] = (unsigned char)digits[in[i] & 15];
+    }
+}
+
+static inline unsigned char baton_hex_value(unsigned char digit) {
+    if (digit >= '0' && digit <= '9') return (unsigned char)(digit - '0');
+    if (digit >= 'a' && digit <= 'f') return (unsigned char)(digit - 'a' + 10);
+    if (digit >= 'A' && digit <= 'F') return (unsigned char)(digit - 'A' + 10);
+    return 0;
+}
+
+/// `count` bytes from `2 * count` hex digits.
+static inline void baton_hex_decode(const unsigned char *_Nonnull in, size_t count, unsigned char *_Nonnull out) {
+    for (size_t i = 0; i < count; i++) out[i] = (unsigned char)(baton_hex_value(in[2 * i]) << 4 | baton_hex_value(in[2 * i + 1]));
+}

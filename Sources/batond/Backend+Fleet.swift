@@ -8,7 +8,10 @@ extension Backend {
     /// `store_unavailable` until it is done) waits for PostgreSQL, migrates, registers a new
     /// incarnation, kills and takes over what this host's previous start left, then renews the
     /// lease and follows the fleet's feed. `onFenced` runs if the lease is lost.
-    static func fleet(_ config: Config, _ fleet: FleetConfig, metrics: Metrics, reactor: Reactor, onFenced: @escaping @Sendable (String) -> Void) throws -> Backend {
+    /// `database` (the file a fleet host does not use) names where this host keeps its attempts'
+    /// `$BATON_ARTIFACTS` directories, as on one host: `DATABASE-artifacts/RUN-ATTEMPT`.
+    static func fleet(_ config: Config, _ fleet: FleetConfig, database: String, metrics: Metrics, reactor: Reactor,
+                      onFenced: @escaping @Sendable (String) -> Void) throws -> Backend {
         // libpq is opened here, not linked: a host without it says so now, not at its first query.
         try LibPQ.load()
         let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
@@ -30,6 +33,8 @@ extension Backend {
         var runner = ExecRunner(reactor: reactor, spawner: SpawnerPool(threads: SpawnerPool.perCore))
         runner.tracking = tracking
         runner.beforeSpawn = { guardLink.ensureRunning() }
+        let artifacts = FleetArtifacts(pool: pool, host: host, log: { Log.warning($0) })
+        runner.artifacts = Self.artifactSetup(config, database: database, keeper: artifacts)
         var options = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                         watchersFedByFleet: true, lineSink: config.journalSink, storeDecidesHooks: true, storeCountsFailures: true)
         // Every host hashes secrets under the one key each holds (`secretsKey`, required with a
@@ -59,6 +64,8 @@ extension Backend {
             await Self.join(store, pool, lease, host: host, instance: instance,
                             fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
             lease.start()
+            // What crashes left unpublished (this host's previous starts are gone now).
+            artifacts.sweep()
             let following = await coordinator.startFeed()
             feed.set(FeedBox(handle: following))
             if let last = try? await store.lastEnded() { conductor.remember(last) }
@@ -76,6 +83,7 @@ extension Backend {
                        ping: {}, close: {
                            feed.value?.handle.stop()
                            let lost = store.close()
+                           artifacts.close(timeout: .seconds(1))
                            lease.stop(clean: true)
                            return lost
                        }, beginShutdown: { coordinator.stopStarting() }, connect: connect,
@@ -85,6 +93,18 @@ extension Backend {
             try await store.run(ofDelivery: delivery, hook: hook)
         }
         return backend
+    }
+
+    /// Each attempt's `$BATON_ARTIFACTS` on this host (`DATABASE-artifacts/RUN-ATTEMPT`, as on one
+    /// host), its files kept in PostgreSQL by `keeper`, where every host serves them. Nothing of
+    /// this host runs yet, and a fleet host adopts no attempt: the directories there, a crashed
+    /// start left, and they go.
+    private static func artifactSetup(_ config: Config, database: String, keeper: FleetArtifacts) -> ArtifactSetup {
+        let absolute = database.hasPrefix("/") ? database : FileManager.default.currentDirectoryPath + "/" + database
+        if config.actions.contains(where: { $0.artifactsKeep != nil }) { try? Paths.ensureParent(of: absolute) }
+        let setup = ArtifactSetup(directory: absolute + "-artifacts", keeper: keeper)
+        setup.removeLeft(except: [])
+        return setup
     }
 
     /// Records a reloaded config's fingerprints (before this host joined, no row has them yet:

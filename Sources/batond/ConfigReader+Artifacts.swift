@@ -1,7 +1,8 @@
 import BatonCore
 
 extension ConfigReader {
-    /// The largest `artifacts.keep`: a run's files are kept in the history, in one transaction.
+    /// The largest `artifacts.keep`: a run's files are kept in the history (one host's SQLite, or
+    /// the fleet's PostgreSQL), published in one transaction.
     static let maxArtifactsKeep: Int64 = 4 << 30
 
     /// `artifacts: { keep: "100MiB" }`: the files a run leaves in `$BATON_ARTIFACTS` are kept with
@@ -20,14 +21,5 @@ extension ConfigReader {
             return nil
         }
         return bytes
-    }
-
-    /// A fleet config refuses `artifacts`: they are kept in one host's SQLite history, which the
-    /// fleet's other hosts cannot serve.
-    mutating func artifactsOffFleet(_ config: Config) {
-        guard config.fleet != nil else { return }
-        for action in config.actions where action.artifactsKeep != nil {
-            fail("actions.\(action.name).artifacts", "artifacts are one machine's for now: a fleet keeps no files, its hosts could not serve one another's")
-        }
     }
 }

@@ -12,7 +12,7 @@ extension Daemon {
     static func startBackend(_ launch: Launch, metrics: Metrics, reactor: Reactor, notifier: Notifier) async throws -> (Backend, Parts.Stop) {
         let backend: Backend
         if let fleet = launch.config.fleet {
-            backend = try Backend.fleet(launch.config, fleet, metrics: metrics, reactor: reactor, onFenced: { why in Self.restartAfterFence(why) })
+            backend = try Backend.fleet(launch.config, fleet, database: launch.databasePath, metrics: metrics, reactor: reactor, onFenced: { why in Self.restartAfterFence(why) })
         } else {
             backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics, reactor: reactor,
                                                migrating: { version, name in Self.migrating(version, name, notifier) },

@@ -45,7 +45,7 @@ extension HistoryReader {
     /// A history that keeps no output chunks has none of any run.
     public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? { nil }
 
-    /// A history that keeps no artifacts (a fleet's) has none of any run.
+    /// A history that keeps no artifacts (an in-memory one) has none of any run.
     public func artifacts(of run: Int64) async throws(BatonError) -> ArtifactList { ArtifactList(run: run) }
 
     public func artifact(of run: Int64, named name: String, from offset: Int64, maxBytes: Int) async throws(BatonError) -> ArtifactPiece? { nil }

@@ -1,0 +1,126 @@
+import BatonCore
+import FoundationEssentials
+import Glibc
+
+/// The fleet's keeper of artifacts (`Migrations/postgres/0020_artifacts.sql`): a connection of
+/// its own (a `PGWorker`, one keep at a time, never the loop's or the writer's) reads and digests
+/// an attempt's files and writes their chunks, each its own short statement, then publishes them
+/// in one transaction, only while the run is still this incarnation's and in flight. Only
+/// published rows are read, so any host serves all of an attempt's files or none of them.
+///
+/// Unpublished rows left behind (a crash, a connection lost mid-keep) are removed before each
+/// keep: this incarnation's own (its keeps are one at a time, so none is being written then) and
+/// those of every incarnation marked gone. A gone incarnation can never publish: the transaction
+/// that marked it took over its runs, and a publication holds the run's row and checks its owner.
+/// Rows are never removed by age: a live host may take long over a big file.
+public final class FleetArtifacts: ArtifactKeeper {
+    /// The bytes of one stored chunk (and one read of a file).
+    static let chunk = 1 << 20
+    /// The most files one attempt keeps (over it: none, said so).
+    static let maxFiles = ArtifactScan.maxFiles
+
+    let host: FleetHost
+    private let connection: PGWorker
+    private let log: @Sendable (String) -> Void
+    /// Tests: called on the keeper's thread after each chunk is written (how many so far).
+    let afterChunk: (@Sendable (Int) -> Void)?
+
+    public convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void) {
+        self.init(pool: pool, host: host, log: log, afterChunk: nil)
+    }
+
+    init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, afterChunk: (@Sendable (Int) -> Void)?) {
+        self.host = host
+        self.log = log
+        self.afterChunk = afterChunk
+        connection = pool.dedicated(name: "baton-fleet-art")
+    }
+
+    /// Removes what crashes and lost connections left unpublished (`sweep`), now.
+    public func sweep(_ done: @escaping @Sendable () -> Void = {}) {
+        connection.submit({ [host] db in try FleetArtifactRows.sweep(host.incarnation, on: db) }) { _ in done() }
+    }
+
+    public func keep(_ found: ArtifactScan, run: Int64, attempt: Int, done: @escaping @Sendable () -> Void) {
+        // Tried once more on a new connection when the one kept open broke meanwhile (a server
+        // restart): a keep may run twice (its rows begun again, its chunks the same, one publication).
+        connection.submit({ [self] db in try keepNow(found, run: run, attempt: attempt, on: db) }, retryingBroken: true) { [self, host] result in
+            if case let .failure(error) = result {
+                log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(error)")
+                // What it began goes now (the next keep's sweep would remove it too).
+                connection.submit({ db in try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db) }) { _ in }
+            }
+            done()
+        }
+    }
+
+    /// Closes the keeper's connection once what is queued is done (at most `timeout`).
+    public func close(timeout: Duration = .seconds(5)) { connection.close(timeout: timeout) }
+
+    /// On the keeper's thread: the sweep, the rows, the chunks, the digests, then the
+    /// publication. A statement that fails ends it: nothing of this attempt is published.
+    private func keepNow(_ found: ArtifactScan, run: Int64, attempt: Int, on db: PGConnection) throws {
+        do { try FleetArtifactRows.sweep(host.incarnation, on: db) } catch let error as PGError where !error.isConnectionProblem {
+            // Two hosts sweeping one gone host's rows may deadlock: the keep goes on, the next sweep finishes it.
+        }
+        var found = found
+        if found.files.count > Self.maxFiles {
+            found.notices.append("\(found.files.count) files, more than \(Self.maxFiles): none kept")
+            found.files = []
+        }
+        let files = found.files
+        guard let ids = try FleetArtifactRows.begin(files, run: run, attempt: attempt, at: .now, incarnation: host.incarnation, on: db) else {
+            return log("run \(run) is no longer this host's: the artifacts of its attempt \(attempt) are not kept")
+        }
+        var notices = found.notices, kept: [FleetArtifactRows.Kept] = [], chunks = 0
+        for (file, id) in zip(files, ids) {
+            switch try copy(file, of: found, id: id, on: db, chunks: &chunks) {
+            case let .success(file): kept.append(file)
+            case let .failure(refused): notices.append(refused.notice)
+            }
+        }
+        guard try FleetArtifactRows.publish(kept, notices: notices, run: run, attempt: attempt, incarnation: host.incarnation, on: db) else {
+            try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db)
+            return log("run \(run) was taken over by another host while its files were written: the artifacts of its attempt \(attempt) are not published")
+        }
+        // The rows the publication left unpublished (an earlier attempt's, a file not read), after its commit.
+        try FleetArtifactRows.removeUnpublished(run: run, on: db)
+    }
+
+    /// Why a file was not kept: what the run's notices say of it.
+    struct NotKept: Error {
+        var notice: String
+    }
+
+    /// One file, read a chunk at a time (at most the size the look found: the bound holds) and
+    /// digested as its chunks are written. A statement that fails throws (the keep ends).
+    private func copy(_ file: ArtifactScan.File, of found: ArtifactScan, id: Int64, on db: PGConnection,
+                      chunks: inout Int) throws -> Result<FleetArtifactRows.Kept, NotKept> {
+        // Opened without following a link, then looked at: a regular file, the run's user's own (where not batond's).
+        let fd: Int32
+        switch found.openChecked(file.name) {
+        case let .success(opened): fd = opened
+        case let .failure(refused): return .failure(NotKept(notice: refused.notice))
+        }
+        defer { Glibc.close(fd) }
+        guard let digest = try? SHA256() else {
+            return .failure(NotKept(notice: "\(file.name): no SHA-256 (libcrypto cannot be loaded), not kept"))
+        }
+        var buffer = [UInt8](repeating: 0, count: Self.chunk)
+        var size: Int64 = 0
+        while size < file.size {
+            let want = Int(min(Int64(buffer.count), file.size - size))
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { return .failure(NotKept(notice: "\(file.name): read failed (\(String(cString: strerror(errno)))), not kept")) }
+            if n == 0 { break }
+            let bytes = Array(buffer[..<n])
+            digest.update(bytes)
+            try FleetArtifactRows.writeChunk(bytes, of: id, at: size, on: db)
+            size += Int64(n)
+            chunks += 1
+            afterChunk?(chunks)
+        }
+        return .success(FleetArtifactRows.Kept(id: id, size: size, sha256: digest.finish()))
+    }
+}
