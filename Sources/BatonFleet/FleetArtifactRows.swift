@@ -1,7 +1,7 @@
 import BatonCore
 import FoundationEssentials
 
-/// The statements of the fleet's artifacts (`Migrations/postgres/0020_artifacts.sql`): how a keep
+/// The statements of the fleet's artifacts (`Migrations/postgres/0019_artifacts.sql`): how a keep
 /// writes its rows and chunks and publishes them, and how any host reads them back. Bytes travel
 /// as hex text (the connection speaks text only).
 enum FleetArtifactRows {

@@ -2,7 +2,7 @@ import BatonCore
 import FoundationEssentials
 import Glibc
 
-/// The fleet's keeper of artifacts (`Migrations/postgres/0020_artifacts.sql`): a connection of
+/// The fleet's keeper of artifacts (`Migrations/postgres/0019_artifacts.sql`): a connection of
 /// its own (a `PGWorker`, one keep at a time, never the loop's or the writer's) reads and digests
 /// an attempt's files and writes their chunks, each its own short statement, then publishes them
 /// in one transaction, only while the run is still this incarnation's and in flight. Only

@@ -1,4 +1,4 @@
--- Baton fleet schema for PostgreSQL, version 20: the files a run keeps (`artifacts: { keep: "100MiB" }`),
+-- Baton fleet schema for PostgreSQL, version 19: the files a run keeps (`artifacts: { keep: "100MiB" }`),
 -- in the one store every host reads, so that any host serves any run's files. Forward only.
 --
 -- As in the SQLite history's version 13: when an attempt of an action with `artifacts` ends, the
