@@ -17,7 +17,10 @@ extension BatonClient {
                 reached = clock.now
                 return try await client.wait(run: run, updates: updates)
             } catch let error as BatonClientError {
-                guard case .unavailable = error, clock.now - reached < bound else { throw error }
+                switch error {
+                case .unavailable, .restarting: guard clock.now - reached < bound else { throw error }
+                default: throw error
+                }
                 try await Task.sleep(for: .milliseconds(100))
             }
         }

@@ -210,7 +210,10 @@ extension Service {
         // it is missed: this runs on the loop, so an update handled there comes after it.
         let id = conductor.observe(action: request.action, progress: request.progress ?? false) { [self] update in
             reactor.onLoop { [self] in
-                guard let update else { return exchange.fail(.stopped("batond is shutting down")) }
+                guard let update else {
+                    exchange.connection.unpark()
+                    return exchange.fail(.stopped("batond is shutting down"))
+                }
                 guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
                 exchange.event(.update(request.id, update))
             }
@@ -218,6 +221,7 @@ extension Service {
         var started = Response(id: request.id, ok: nil)
         started.event = "watching"
         exchange.event(started)
+        exchange.connection.park()
         return id
     }
 }

@@ -236,14 +236,18 @@ extension Daemon {
                 continue
             }
             let grace = config.current.shutdownGrace
+            var quiet: Task<Void, Never>?
             if signal == SIGUSR2 {
-                restartInPlace(serving, notifier: notifier, grace: grace)
+                quiet = restartInPlace(serving, notifier: notifier, grace: grace)
             } else {
                 notifier.stopping()
                 Log.info("stopping: no new triggers; runs that survive restarts are left to their shims, "
                     + "the others have \(DurationText.format(grace)) to finish")
             }
-            shutdown = Task {
+            shutdown = Task { [quiet] in
+                // A restart in place: every request the server took is answered first (a trigger's
+                // commit included), while the conductor still takes them.
+                await quiet?.value
                 backend.beginShutdown()
                 await backend.conductor.shutdown(grace: grace)
                 signals.finish()
@@ -253,9 +257,10 @@ extension Daemon {
     }
 
     /// SIGUSR2: the control socket (and a webhook socket systemd passed) is kept for the new
-    /// batond, the server stops accepting at once (a connection made from now on waits in the
-    /// backlog, for the new batond), and the stop goes on as SIGTERM's; then `Reexec`.
-    static func restartInPlace(_ serving: Serving, notifier: Notifier, grace: Duration) {
+    /// batond, the server stops accepting and reading at once (a connection made from now on
+    /// waits in the backlog, for the new batond) and answers what it took (`Server.quiesce`):
+    /// the returned task ends then; the stop goes on as SIGTERM's; then `Reexec`.
+    static func restartInPlace(_ serving: Serving, notifier: Notifier, grace: Duration) -> Task<Void, Never> {
         var sockets: [(name: String, fd: Int32)] = []
         if let server = serving.server.value {
             let systemds = SocketActivation.passed.control != nil && !SocketActivation.passed.ownsControl
@@ -264,11 +269,18 @@ extension Daemon {
         if let webhooks = SocketActivation.passed.webhooks { sockets.append(("webhooks", webhooks)) }
         Reexec.request(sockets: sockets, notifier: notifier)
         notifier.reloading("restarting in place")
-        serving.server.value?.stop()
-        // Said once the server's stop is done (the loop takes posts in order): a client told of it connects to the backlog.
+        guard let server = serving.server.value else { return Task {} }
+        let (stream, told) = AsyncStream<Void>.makeStream()
+        server.quiesce(within: Self.quiesceBound) { told.finish() }
+        // Said once the server has stopped accepting (the loop takes posts in order): a client told of it connects to the backlog.
         serving.reactor.post {
             Log.info("restarting in place: runs that survive restarts are left to their shims, "
                 + "the others have \(DurationText.format(grace)) to finish; connections wait for the new batond")
         }
+        return Task { for await _ in stream {} }
     }
+
+    /// How long a restart in place waits for the requests its server took to be answered and
+    /// written (a client that does not read holds it no longer).
+    static let quiesceBound = Duration.seconds(10)
 }
