@@ -1,0 +1,109 @@
+import BatonCore
+import BatonIPC
+import BatonStore
+import Foundation
+import Testing
+
+/// Issue 41: what a restart in place owes the requests it took. The old batond stops reading at
+/// once, answers every request it read (a trigger's commit included), then sends
+/// `{"restarting":true}` and closes: a request with no answer before that line was never taken,
+/// and the CLI sends it again to the new batond. So no trigger is told `unavailable` while its
+/// run exists, and none makes two runs.
+@Suite("End to end: a restart in place answers what it took", .serialized)
+struct RestartAnswerTests {
+    static let config = #"""
+        { requireUser: false, maxConcurrentRuns: 2, actions: {
+            job: { params: { n: { pattern: "^[0-9]+$" } }, keyParams: ["n"], policy: "reject", exec: ["true"] },
+        } }
+        """#
+
+    static func trigger(_ n: Int) -> [UInt8] {
+        Array(#"{"id":\#(n),"op":"trigger","action":"job","params":{"n":"\#(n)"},"detach":true}"#.utf8) + [10]
+    }
+
+    /// The runs in the history, once none is unfinished (the new batond ran what it was handed).
+    static func settledRuns(_ daemon: Daemon) throws -> [String] {
+        let connection = try Connection(path: daemon.database, readOnly: true)
+        let deadline = Date().addingTimeInterval(60)
+        while try SurviveTests.column(connection, "SELECT count(*) FROM runs WHERE phase NOT IN ('success', 'failure', 'cancelled')") != ["0"],
+              Date() < deadline {
+            usleep(50_000)
+        }
+        return try SurviveTests.column(connection, "SELECT id FROM runs ORDER BY id")
+    }
+
+    @Test("20,000 triggers pipelined on one connection, SIGUSR2 while they are committed: each one read is answered with its run before the restarting line, the line is the last, and no run is without an answer")
+    func pipelinedTriggers() throws {
+        let daemon = try Daemon(config: Self.config)
+        defer { daemon.stop() }
+        let raw = try HostileTests.Raw(daemon.socket)
+        let count = 20_000
+        let lines = (1...count).flatMap(Self.trigger)
+        // Sent by a thread of its own: batond stops reading at the restart, and the send then
+        // waits until the connection closes.
+        let fd = raw.fd
+        let sender = Thread {
+            var sent = 0
+            while sent < lines.count {
+                let n = lines.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, lines.count - sent, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                sent += n
+            }
+        }
+        sender.start()
+        // Some answers are in (so the restart meets triggers being committed), then the restart.
+        try daemon.waitForLog("run 20 job n=20: ")
+        daemon.signal(SIGUSR2)
+        let text = raw.readToEnd()
+        try daemon.waitForLog(" ready: ", count: 2)
+        let answers = text.split(separator: "\n").map(String.init)
+        #expect(answers.last == #"{"restarting":true}"#, "the last line: \(answers.last ?? "none")")
+        var answered: [Int: Int64] = [:]
+        for line in answers.dropLast() {
+            let response = try JSONDecoder().decode(Response.self, from: Data(line.utf8))
+            guard case let .number(id)? = response.id, response.ok == true, let run = response.run?.id else {
+                Issue.record("not a trigger's answer: \(line)")
+                continue
+            }
+            answered[Int(id)] = run
+        }
+        #expect(answered.count > 20 && answered.count < count, "answered before the restart: \(answered.count)")
+        // Nothing triggers after the restart: the runs the history holds are those the old batond made.
+        let runs = try SurviveTests.column(try Connection(path: daemon.database, readOnly: true), "SELECT id FROM runs ORDER BY id")
+        #expect(runs == answered.values.sorted().map(String.init), "a run for every answer, an answer for every run: \(runs.count) runs, \(answered.count) answers")
+    }
+
+    @Test("baton run --detach pressed without a pause from four clients across three restarts in place: every press answered with its run id (exit 0), one run per press, none without a press")
+    func pressesAcrossRestarts() throws {
+        let daemon = try Daemon(config: Self.config)
+        defer { daemon.stop() }
+        let pressed = Locked<[(n: Int, output: Output)]>([])
+        let stop = Locked(false)
+        let group = DispatchGroup()
+        for client in 0..<4 {
+            DispatchQueue.global().async(group: group) {
+                var n = client
+                while !stop.withLock({ $0 }) {
+                    n += 4
+                    guard let output = try? daemon.baton("run", "job", "-p", "n=\(n)", "--detach") else { continue }
+                    pressed.withLock { $0.append((n, output)) }
+                }
+            }
+        }
+        for round in 1...3 {
+            usleep(300_000)
+            daemon.signal(SIGUSR2)
+            try daemon.waitForLog(" ready: ", count: round + 1)
+        }
+        usleep(300_000)
+        stop.withLock { $0 = true }
+        group.wait()
+        let presses = pressed.withLock { $0 }
+        let refused = presses.filter { $0.output.code != 0 }
+        #expect(refused.isEmpty, "\(refused.count) presses not answered: \(refused.prefix(3).map { "n=\($0.n): \($0.output)" })")
+        let ids = presses.compactMap { Int64($0.output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        #expect(Set(ids).count == ids.count, "one run per press")
+        #expect(try Self.settledRuns(daemon) == ids.sorted().map(String.init), "every run is a press's, every press has its run")
+        #expect(presses.count > 20, "presses: \(presses.count)")
+    }
+}
