@@ -91,7 +91,9 @@ struct RestartAnswerTests {
             }
         }
         for round in 1...3 {
-            usleep(300_000)
+            // Presses answered between the restarts (a loaded machine presses slowly).
+            let deadline = Date().addingTimeInterval(30)
+            while pressed.withLock({ $0.count }) < round * 6, Date() < deadline { usleep(20_000) }
             daemon.signal(SIGUSR2)
             try daemon.waitForLog(" ready: ", count: round + 1)
         }
@@ -104,6 +106,6 @@ struct RestartAnswerTests {
         let ids = presses.compactMap { Int64($0.output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) }
         #expect(Set(ids).count == ids.count, "one run per press")
         #expect(try Self.settledRuns(daemon) == ids.sorted().map(String.init), "every run is a press's, every press has its run")
-        #expect(presses.count > 20, "presses: \(presses.count)")
+        #expect(presses.count >= 18, "presses: \(presses.count)")
     }
 }
