@@ -180,10 +180,11 @@ extension Service {
     }
 
     /// `restart`: batond hands its runs over and executes itself again in place (SIGUSR2);
-    /// answered once asked. The connection then closes with the others.
+    /// answered once asked, or refused with why it cannot (its executable gone: batond serves on).
+    /// The connection then ends with the others (`{"restarting":true}`).
     func restart(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         try await require(.admin, nil, generation, request, connection.peer)
-        guard hooks.restart() else { throw .badRequest("this batond cannot restart in place") }
+        if let problem = hooks.restart() { throw .badRequest("cannot restart in place: \(problem)") }
         return Response(id: request.id)
     }
 

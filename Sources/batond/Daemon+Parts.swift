@@ -126,7 +126,7 @@ extension Daemon {
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(config.current, dryRun)
                               }, connections: { server.value?.connectionCount ?? 0 },
-                                 restart: { config.current.fleet == nil && kill(getpid(), SIGUSR2) == 0 }), metrics: metrics,
+                                 restart: { Self.askRestart(fleet: config.current.fleet != nil) }), metrics: metrics,
                               processTree: backend.tracking.description, reactor: conductor.reactor)
         return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
     }
@@ -222,6 +222,11 @@ extension Daemon {
                 Log.error("SIGUSR2 refused: a fleet host does not restart in place; stop and start it instead")
                 continue
             }
+            if signal == SIGUSR2, shutdown == nil, let problem = Reexec.problem() {
+                // Nothing is stopped for an exec that could only fail.
+                Log.error("restart in place refused: \(problem); batond serves on")
+                continue
+            }
             if shutdown != nil {
                 // A restart asked while a restart or stop is under way (two `baton restart`s back
                 // to back): the one under way goes on.
@@ -278,6 +283,16 @@ extension Daemon {
                 + "the others have \(DurationText.format(grace)) to finish; connections wait for the new batond")
         }
         return Task { for await _ in stream {} }
+    }
+
+    /// The `restart` op: SIGUSR2 to this process, or why not (nil: asked).
+    static func askRestart(fleet: Bool) -> String? {
+        if fleet { return "a fleet host does not restart in place; stop and start it instead" }
+        if let problem = Reexec.problem() {
+            Log.error("restart in place refused: \(problem); batond serves on")
+            return problem
+        }
+        return kill(getpid(), SIGUSR2) == 0 ? nil : "cannot signal batond: \(String(cString: strerror(errno)))"
     }
 
     /// How long a restart in place waits for the requests its server took to be answered and

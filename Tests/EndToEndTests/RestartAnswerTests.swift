@@ -108,4 +108,28 @@ struct RestartAnswerTests {
         #expect(try Self.settledRuns(daemon) == ids.sorted().map(String.init), "every run is a press's, every press has its run")
         #expect(presses.count >= 18, "presses: \(presses.count)")
     }
+
+    @Test("the executable made not executable, then removed: baton restart fails (non-zero) saying why, SIGUSR2 is refused in the log, and batond serves on, same pid")
+    func executableGone() throws {
+        let directory = NSTemporaryDirectory() + "baton-reexec-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let binary = directory + "/batond"
+        try installExecutable(copying: Binaries.batond, at: binary)
+        let configPath = directory + "/baton.json5"
+        try #"{ requireUser: false, actions: { hello: { exec: ["true"] } } }"#.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let daemon = try Daemon(binary: binary, configPath: configPath, directory: directory)
+        defer { daemon.stop() }
+        let pid = daemon.process.processIdentifier
+        chmod(binary, 0o644)
+        let asked = try daemon.baton("restart")
+        #expect(asked.code != 0 && asked.stdout.isEmpty && asked.stderr.contains("\(binary) is not executable"), "\(asked)")
+        unlink(binary)
+        daemon.signal(SIGUSR2)
+        try daemon.waitForLog("restart in place refused: \(binary): No such file or directory; batond serves on")
+        #expect(daemon.process.isRunning && daemon.process.processIdentifier == pid, "\(daemon.stderr.suffix(1_000))")
+        let pressed = try daemon.baton("run", "hello")
+        #expect(pressed.code == 0, "\(pressed)")
+        #expect(!daemon.stderr.contains("restarting in place"), "nothing was stopped: \(daemon.stderr.suffix(1_000))")
+    }
 }
