@@ -37,6 +37,13 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
     /// batond (waiting in the socket's backlog while it starts), without running anything twice.
     case restarting(String)
 
+    /// Whether this ends a request batond took because it restarts in place (its
+    /// `{"restarting":true}` line): a follower goes on on a new client, which reaches the new batond.
+    public var endedByRestart: Bool {
+        if case let .unavailable(message) = self { return message == Multiplexer<Sink>.restartedReason }
+        return false
+    }
+
     /// What `.restarting` says.
     static let notTaken = "batond restarted in place before it took the request; nothing was done: send it again"
 

@@ -132,4 +132,33 @@ struct RestartAnswerTests {
         #expect(pressed.code == 0, "\(pressed)")
         #expect(!daemon.stderr.contains("restarting in place"), "nothing was stopped: \(daemon.stderr.suffix(1_000))")
     }
+
+    /// Waits until the file holds `text` (30 s at most); what it holds.
+    static func waitForFile(_ path: String, containing text: String) -> String {
+        let deadline = Date().addingTimeInterval(30)
+        while true {
+            let now = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            if now.contains(text) || Date() > deadline { return now }
+            usleep(20_000)
+        }
+    }
+
+    @Test("baton watch across a restart in place: batond's restarting line ends the watch, which is made again on the new batond, with no error; transitions before and after are printed")
+    func watchRidesItOut() async throws {
+        let daemon = try Daemon(config: Self.config)
+        let out = daemon.directory + "/watch.out", err = daemon.directory + "/watch.err"
+        let watching = Launched("/bin/sh", ["-c", "exec \"$0\" --socket \"$1\" watch job > \"$2\" 2> \"$3\"", Binaries.baton, daemon.socket, out, err])
+        #expect(Self.waitForFile(err, containing: "watching job").contains("watching job"))
+        #expect(try daemon.baton("run", "job", "-p", "n=1").code == 0)
+        #expect(Self.waitForFile(out, containing: "loading → success").contains("run 1 "))
+        daemon.signal(SIGUSR2)
+        try daemon.waitForLog(" ready: ", count: 2)
+        #expect(try daemon.baton("run", "job", "-p", "n=2").code == 0)
+        let printed = Self.waitForFile(out, containing: "run 2  job n=2  loading → success")
+        #expect(printed.contains("run 2  job n=2  loading → success"), "the watch after the restart: \(printed)")
+        let said = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        #expect(said == "watching job; Ctrl-C to stop\n", "said once, nothing else: \(said)")
+        daemon.stop()
+        #expect(try await watching.output().code == 0)
+    }
 }
