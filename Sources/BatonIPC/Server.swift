@@ -319,7 +319,7 @@ public final class Server: Sendable {
 }
 
 /// Calls its body the first time `run` is called, from whichever thread.
-private final class Once: Sendable {
+final class Once: Sendable {
     private let done = Atomic<Bool>(false)
     private let body: @Sendable () -> Void
     init(_ body: @escaping @Sendable () -> Void) { self.body = body }

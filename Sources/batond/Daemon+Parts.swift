@@ -100,6 +100,8 @@ extension Daemon {
     struct Serving {
         var service: Service
         var server: WriteOnce<Server>
+        /// The webhook listener, once started (a restart in place quiesces it with the server).
+        var webhooks = WriteOnce<HTTPServer>()
         /// What SIGHUP does: the same as the `reload` request.
         var reload: @Sendable (Service) async -> ReloadOutcome
         /// The loop the server runs on: the conductor's.
@@ -271,12 +273,21 @@ extension Daemon {
             let systemds = SocketActivation.passed.control != nil && !SocketActivation.passed.ownsControl
             sockets.append((systemds ? "control" : Reexec.ownControlName, server.listeningDescriptor))
         }
-        if let webhooks = SocketActivation.passed.webhooks { sockets.append(("webhooks", webhooks)) }
+        if let webhooks = SocketActivation.passed.webhooks {
+            sockets.append(("webhooks", webhooks))
+        } else if let webhooks = serving.webhooks.value {
+            // Bound by batond itself (`webhooks.listen`): passed on too, so that a POST meanwhile waits in its backlog.
+            sockets.append((Reexec.ownWebhooksName, webhooks.listeningDescriptor))
+        }
         Reexec.request(sockets: sockets, notifier: notifier)
         notifier.reloading("restarting in place")
-        guard let server = serving.server.value else { return Task {} }
         let (stream, told) = AsyncStream<Void>.makeStream()
-        server.quiesce(within: Self.quiesceBound) { told.finish() }
+        let servers = (serving.server.value == nil ? 0 : 1) + (serving.webhooks.value == nil ? 0 : 1)
+        let left = Locked(servers)
+        let quiet: @Sendable () -> Void = { if left.withLock({ $0 -= 1; return $0 }) == 0 { told.finish() } }
+        if servers == 0 { told.finish() }
+        serving.server.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
+        serving.webhooks.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
         // Said once the server has stopped accepting (the loop takes posts in order): a client told of it connects to the backlog.
         serving.reactor.post {
             Log.info("restarting in place: runs that survive restarts are left to their shims, "

@@ -15,6 +15,9 @@ enum Reexec {
     /// The name a socket batond made itself is passed under: the new batond removes its file at
     /// exit, as the old one would have (a socket systemd passed is systemd's).
     static let ownControlName = "batond-control"
+    /// The name a webhook socket batond bound itself (`webhooks.listen`) is passed under: the new
+    /// batond takes it where its config still listens at that address, else closes it.
+    static let ownWebhooksName = "batond-webhooks"
 
     /// What the exec keeps: the sockets (a duplicate of each, by name) and the notifier's variables.
     struct Plan: Sendable {
