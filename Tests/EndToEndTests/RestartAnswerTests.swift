@@ -73,7 +73,7 @@ struct RestartAnswerTests {
         #expect(runs == answered.values.sorted().map(String.init), "a run for every answer, an answer for every run: \(runs.count) runs, \(answered.count) answers")
     }
 
-    @Test("baton run --detach pressed without a pause from four clients across three restarts in place: every press answered with its run id (exit 0), one run per press, none without a press")
+    @Test("baton run pressed without a pause from four clients (one waiting for each run, three --detach) across three restarts in place: every press answered with its run id (exit 0), one run per press, none without a press")
     func pressesAcrossRestarts() throws {
         let daemon = try Daemon(config: Self.config)
         defer { daemon.stop() }
@@ -85,7 +85,9 @@ struct RestartAnswerTests {
                 var n = client
                 while !stop.withLock({ $0 }) {
                     n += 4
-                    guard let output = try? daemon.baton("run", "job", "-p", "n=\(n)", "--detach") else { continue }
+                    // Client 0 waits for each run's end (its trigger follows the run); the others detach.
+                    let arguments = ["run", "job", "-p", "n=\(n)"] + (client == 0 ? ["--json"] : ["--detach"])
+                    guard let output = try? execute(Binaries.baton, ["--socket", daemon.socket] + arguments) else { continue }
                     pressed.withLock { $0.append((n, output)) }
                 }
             }
@@ -103,7 +105,12 @@ struct RestartAnswerTests {
         let presses = pressed.withLock { $0 }
         let refused = presses.filter { $0.output.code != 0 }
         #expect(refused.isEmpty, "\(refused.count) presses not answered: \(refused.prefix(3).map { "n=\($0.n): \($0.output)" })")
-        let ids = presses.compactMap { Int64($0.output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let ids = presses.compactMap { press -> Int64? in
+            if let id = Int64(press.output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) { return id }
+            let json = (try? JSONSerialization.jsonObject(with: Data(press.output.stdout.utf8))) as? [String: Any]
+            return ((json?["run"] as? [String: Any])?["id"] as? NSNumber)?.int64Value
+        }
+        #expect(ids.count == presses.count, "each press printed its run")
         #expect(Set(ids).count == ids.count, "one run per press")
         #expect(try Self.settledRuns(daemon) == ids.sorted().map(String.init), "every run is a press's, every press has its run")
         #expect(presses.count >= 18, "presses: \(presses.count)")
