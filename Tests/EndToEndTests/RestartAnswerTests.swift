@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 import BatonIPC
 import BatonStore
@@ -167,5 +168,32 @@ struct RestartAnswerTests {
         #expect(said == "watching job; Ctrl-C to stop\n", "said once, nothing else: \(said)")
         daemon.stop()
         #expect(try await watching.output().code == 0)
+    }
+
+    @Test("BatonClient.watch(socket:) across a restart in place: the watch is made again on the new batond, no error; runs before and after are seen",
+          .timeLimit(.minutes(2)))
+    func clientWatchRidesItOut() async throws {
+        let daemon = try Daemon(config: Self.config)
+        defer { daemon.stop() }
+        let began = Locked(0)
+        let updates = BatonClient.watch(action: "job", socket: daemon.socket) { began.withLock { $0 += 1 } }
+        let seen = Task {
+            var ended: [Int64] = []
+            for try await update in updates where update.run.phase == .success {
+                ended.append(update.run.id)
+                if ended.count == 2 { break }
+            }
+            return ended
+        }
+        let first = Date().addingTimeInterval(30)
+        while began.withLock({ $0 }) == 0, Date() < first { usleep(10_000) }
+        #expect(try daemon.baton("run", "job", "-p", "n=1").code == 0)
+        daemon.signal(SIGUSR2)
+        try daemon.waitForLog(" ready: ", count: 2)
+        let deadline = Date().addingTimeInterval(30)
+        while began.withLock({ $0 }) < 2, Date() < deadline { usleep(10_000) }
+        #expect(try daemon.baton("run", "job", "-p", "n=2").code == 0)
+        #expect(try await seen.value == [1, 2])
+        #expect(began.withLock { $0 } == 2, "watched again once")
     }
 }
