@@ -17,9 +17,52 @@ extension BatonClient {
                 reached = clock.now
                 return try await client.wait(run: run, updates: updates)
             } catch let error as BatonClientError {
-                guard case .unavailable = error, clock.now - reached < bound else { throw error }
+                switch error {
+                case .unavailable, .restarting: guard clock.now - reached < bound else { throw error }
+                default: throw error
+                }
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
+    }
+}
+
+extension BatonClient {
+    /// `watch(action:progress:)` on connections of its own, riding out a restart of batond in
+    /// place: a watch its `{"restarting":true}` line ended is made again on a new connection (the
+    /// new batond answers from the socket's backlog), and so is one batond could not be reached
+    /// for, up to `bound` in a row. What the old batond committed after its last line and the new
+    /// one before the new watch began is not replayed (a watch has no cursor). Ends (throwing) on
+    /// any other error; cancelling the iterating task, or letting go of the stream, ends it.
+    public static func watch(action: String? = nil, progress: Bool = false, socket: String?, reconnectingFor bound: Duration = .seconds(30),
+                             started: @escaping @Sendable () -> Void = {}) -> AsyncThrowingStream<RunUpdate, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
+        let task = Task {
+            let clock = ContinuousClock()
+            var reached = clock.now
+            while !Task.isCancelled {
+                do {
+                    let client = try BatonClient(socket: socket)
+                    for try await update in client.watch(action: action, progress: progress, started: started) {
+                        reached = clock.now
+                        continuation.yield(update)
+                    }
+                    return continuation.finish()
+                } catch let error as BatonClientError {
+                    switch error {
+                    case .restarting: break
+                    case .unavailable where error.endedByRestart: reached = clock.now
+                    case .unavailable where clock.now - reached < bound: break
+                    default: return continuation.finish(throwing: error)
+                    }
+                    try? await Task.sleep(for: .milliseconds(50))
+                } catch {
+                    return continuation.finish(throwing: error)
+                }
+            }
+            continuation.finish(throwing: CancellationError())
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
     }
 }

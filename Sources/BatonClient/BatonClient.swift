@@ -112,6 +112,7 @@ public final class BatonClient: Sendable {
         switch result {
         case .failure(.left): throw CancellationError()
         case let .failure(.unavailable(reason)): throw BatonClientError.unavailable(reason)
+        case .failure(.restarting): throw BatonClientError.restarting(BatonClientError.notTaken)
         case let .success(response):
             if response.ok == false {
                 throw response.error.map(BatonClientError.init) ?? .internal("batond refused the request without saying why")

@@ -32,6 +32,20 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
     /// No answer: batond could not be reached, or the connection ended before the answer came.
     /// Every call waiting on that connection gets this; a new `BatonClient` connects again.
     case unavailable(String)
+    /// batond restarted in place before it read the request (it said so, `restarting`): nothing
+    /// was done, and the request may be sent again on a new `BatonClient`, which reaches the new
+    /// batond (waiting in the socket's backlog while it starts), without running anything twice.
+    case restarting(String)
+
+    /// Whether this ends a request batond took because it restarts in place (its
+    /// `{"restarting":true}` line): a follower goes on on a new client, which reaches the new batond.
+    public var endedByRestart: Bool {
+        if case let .unavailable(message) = self { return message == Multiplexer<Sink>.restartedReason }
+        return false
+    }
+
+    /// What `.restarting` says.
+    static let notTaken = "batond restarted in place before it took the request; nothing was done: send it again"
 
     /// The error a failed final answer carries.
     public init(_ error: WireError) {
@@ -53,7 +67,7 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
         switch self {
         case let .busy(_, _, message), let .paused(message), let .rateLimited(_, message), let .forbidden(message), let .unknownAction(message), let .unknownRun(message),
              let .badParam(_, message), let .badRequest(message), let .shuttingDown(message), let .storeUnavailable(message),
-             let .internal(message), let .unavailable(message):
+             let .internal(message), let .unavailable(message), let .restarting(message):
             message
         case let .cancelled(by, run):
             "run \(run.id) of \(run.action) was cancelled" + (by.map { " by uid \($0)" } ?? run.reason.map { " (\($0))" } ?? "")

@@ -37,10 +37,15 @@ struct Multiplexer<Sink> {
     private var started = false
     /// Set once the connection ended: later calls fail at once (a reconnect is a new client).
     private(set) var lostReason: String?
+    /// The requests waiting that batond has sent a line for (an event): it took them.
+    private var taken: Set<Int64> = []
+    /// batond said it restarts in place (`restarting`): it takes nothing more on this connection.
+    private var restarted = false
 
     mutating func handle(_ event: Event) -> [Effect] {
         switch event {
         case let .call(request, sink):
+            if restarted { return [.fail(sink, .restarting)] }
             if let lostReason { return [.fail(sink, .unavailable(lostReason))] }
             let id = nextID
             nextID += 1
@@ -49,6 +54,8 @@ struct Multiplexer<Sink> {
             request.id = .number(id)
             defer { started = true }
             return (started ? [] : [.start]) + [.write(id: id, request)]
+        case let .line(response) where response.restarting == true && response.id == nil:
+            return restarting()
         case let .line(response):
             // A refusal without an id answers the connection (a connection limit): every request
             // gets it, and later ones are failed with its message, since batond closes next.
@@ -58,19 +65,39 @@ struct Multiplexer<Sink> {
                 return pending.sorted { $0.key < $1.key }.map { .answer($0.value, response) }
             }
             guard case let .number(id)? = response.id, let sink = pending[id] else { return [] }
-            guard response.ok != nil else { return [.event(sink, response)] }
+            guard response.ok != nil else {
+                taken.insert(id)
+                return [.event(sink, response)]
+            }
             pending[id] = nil
+            taken.remove(id)
             return [.answer(sink, response)]
         case let .leave(id):
+            taken.remove(id)
             guard let sink = pending.removeValue(forKey: id) else { return [] }
             return [.fail(sink, .left)]
         case let .lost(reason):
             if lostReason == nil { lostReason = reason }
             let ended = pending.sorted { $0.key < $1.key }.map { Effect.fail($0.value, .unavailable(lostReason!)) }
             pending = [:]
+            taken = []
             return ended
         }
     }
+
+    /// batond's last line on the connection, before it restarts in place: a request it sent a
+    /// line for was taken and is ended here (followed: the caller follows on, on a new client); one
+    /// it sent nothing for was never read, and may be sent again (`.restarting`).
+    private mutating func restarting() -> [Effect] {
+        restarted = true
+        if lostReason == nil { lostReason = Self.restartedReason }
+        defer { pending = [:]; taken = [] }
+        return pending.sorted { $0.key < $1.key }.map { id, sink in
+            taken.contains(id) ? .fail(sink, .unavailable(Self.restartedReason)) : .fail(sink, .restarting)
+        }
+    }
+
+    static var restartedReason: String { "batond restarted in place while this was followed; a new connection reaches the new batond" }
 }
 
 /// Why a request got no final answer.
@@ -79,6 +106,8 @@ enum RequestEnding: Error, Equatable {
     case left
     /// The connection ended first.
     case unavailable(String)
+    /// batond restarted in place before it read the request: it was not taken, and may be sent again.
+    case restarting
 }
 
 extension Response {

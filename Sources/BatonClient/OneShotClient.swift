@@ -50,6 +50,7 @@ public final class OneShotClient {
         request.id = .number(id)
         guard let line = Connection.line(request) else { throw BatonClientError.internal("cannot encode the \(request.op.rawValue) request") }
         send(line)
+        var seen = false
         while true {
             let line: [UInt8]
             do throws(SocketLines.End) {
@@ -64,8 +65,13 @@ public final class OneShotClient {
             // A refusal without an id is batond's answer to the connection itself (a connection
             // limit reached): it closes next, and its line says why better than the close would.
             if response.refusesConnection { return try BatonClient.answer(.success(response)) }
+            // batond restarts in place: the request was taken if batond sent a line for it.
+            if response.restarting == true && response.id == nil {
+                throw seen ? BatonClientError.unavailable(Multiplexer<Sink>.restartedReason) : BatonClientError.restarting(BatonClientError.notTaken)
+            }
             guard case .number(id)? = response.id else { continue }
             guard response.ok != nil else {
+                seen = true
                 events(response)
                 continue
             }

@@ -49,6 +49,12 @@ public final class Feed: Sendable {
                 change { $0.ring.append(name: response.transition == nil ? "progress" : "update", data: String(decoding: line, as: UTF8.self), action: response.run?.action) }
             }
         }, done: { [self] result in
+            // batond restarts in place: watched again at once (the connection waits in the socket's
+            // backlog for the new batond); the pages stay online and read the new epoch.
+            if case .failure(.restarting) = result {
+                reactor.after(.milliseconds(50)) { [self] in watch(pause: pause) }
+                return
+            }
             let reason: String
             switch result {
             case let .success(response): reason = response.error.map { $0.code == .shuttingDown ? "batond is stopping" : $0.message } ?? "batond ended the watch"

@@ -56,7 +56,7 @@ public final class Channel: Sendable {
     /// Ends the connection; requests in flight fail.
     public func close() {
         guard reactor.isCurrent else { return reactor.post { [self] in close() } }
-        lost("the dashboard closed its connection to batond")
+        lost(.unreachable("the dashboard closed its connection to batond"))
     }
 
     private func connect() -> ChannelError? {
@@ -93,7 +93,7 @@ public final class Channel: Sendable {
             if n > 0 { sent += n; continue }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-            return lost("lost batond at \(path): \(String(cString: strerror(errno)))")
+            return lost(.unreachable("lost batond at \(path): \(String(cString: strerror(errno)))"))
         }
         let waiting = sent < output.count
         let change = state.access { state -> Bool in
@@ -119,12 +119,15 @@ public final class Channel: Sendable {
             }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
-            return lost(n == 0 ? "batond closed the connection" : "lost batond at \(path): \(String(cString: strerror(errno)))")
+            return lost(.unreachable(n == 0 ? "batond closed the connection" : "lost batond at \(path): \(String(cString: strerror(errno)))"))
         }
     }
 
     private func deliver(_ line: [UInt8]) {
-        guard let response = try? JSONDecoder().decode(Response.self, from: Data(line)), case let .number(id)? = response.id else { return }
+        guard let response = try? JSONDecoder().decode(Response.self, from: Data(line)) else { return }
+        // batond's last line before it restarts in place: what it took is answered; the rest was not taken.
+        if response.restarting == true && response.id == nil { return lost(.restarting) }
+        guard case let .number(id)? = response.id else { return }
         let handler = state.access { state -> (events: Events?, done: Done)? in
             guard let found = state.pending[id] else { return nil }
             if response.event == nil { state.pending[id] = nil }
@@ -134,7 +137,7 @@ public final class Channel: Sendable {
         if response.event != nil { handler.events?(response, line) } else { handler.done(.success(response)) }
     }
 
-    private func lost(_ reason: String) {
+    private func lost(_ error: ChannelError) {
         let (fd, pending) = state.access { state -> (Int32, [(events: Events?, done: Done)]) in
             defer { state.fd = -1; state.pending = [:]; state.output = []; state.sent = 0; state.watchingOut = false }
             return (state.fd, Array(state.pending.values))
@@ -143,17 +146,21 @@ public final class Channel: Sendable {
             reactor.remove(fd)
             Glibc.close(fd)
         }
-        for request in pending { request.done(.failure(.unreachable(reason))) }
+        for request in pending { request.done(.failure(error)) }
     }
 }
 
 /// Why a channel's request got no answer.
 public enum ChannelError: Error, Sendable, Equatable {
     case unreachable(String)
+    /// batond restarts in place (its `{"restarting":true}` line): a request it took was answered
+    /// before, as far as it got; ask again, and the new batond answers.
+    case restarting
 
     public var message: String {
         switch self {
         case let .unreachable(why): why
+        case .restarting: "batond is restarting in place; ask again"
         }
     }
 }

@@ -71,6 +71,10 @@ public final class Server: Sendable {
         var sweep: Reactor.TimerID?
         var stopped = false
         var finished: CheckedContinuation<Void, Never>?
+        /// A restart in place: nothing accepted or read any more (`quiesce`).
+        var quiescing = false
+        /// Told once every connection has ended after `quiesce` (or its bound has passed).
+        var quiet: [@Sendable () -> Void] = []
     }
 
     /// The client connections open now.
@@ -96,7 +100,7 @@ public final class Server: Sendable {
                     return !state.stopped
                 }) else { return finish() }
                 budget.onOver { [weak self, reactor] in reactor.post { [weak self] in self?.enforceBudget() } }
-                reactor.watch(listenFD) { [self] _ in acceptAll() }
+                if !table.access({ $0.quiescing }) { reactor.watch(listenFD) { [self] _ in acceptAll() } }
                 scheduleSweep()
             }
         }
@@ -119,13 +123,47 @@ public final class Server: Sendable {
     private func finish() {
         reactor.remove(listenFD)
         close(listenFD)
-        let (connections, sweep, finished) = table.access { state in
-            defer { state.finished = nil; state.sweep = nil }
-            return (Array(state.connections.values), state.sweep, state.finished)
+        let (connections, sweep, finished, quiet) = table.access { state in
+            defer { state.finished = nil; state.sweep = nil; state.quiet = [] }
+            return (Array(state.connections.values), state.sweep, state.finished, state.quiet)
         }
         if let sweep { reactor.cancel(sweep) }
         for connection in connections { connection.close() }
         finished?.resume()
+        for body in quiet { body() }
+    }
+
+    /// A restart in place (`ServerConnection+Quiesce`): stops accepting (a client that connects
+    /// from now on waits in the listening socket's backlog, for whoever holds it next) and reading
+    /// at once (posted to the loop now, in order with what this thread posts next); each
+    /// connection ends once the requests it took are answered, with the line that says so.
+    /// `quiet` is called once every connection has ended, or `limit` has passed (a client that
+    /// does not read its answers): `stop` closes what is left.
+    public func quiesce(within limit: Duration, quiet: @escaping @Sendable () -> Void) {
+        let once = Once(quiet)
+        reactor.post { [self] in
+            let connections = table.access { state -> [ServerConnection]? in
+                guard !state.stopped else { return nil }
+                state.quiescing = true
+                state.quiet.append { once.run() }
+                return Array(state.connections.values)
+            }
+            guard let connections else { return once.run() }
+            reactor.remove(listenFD)
+            for connection in connections { connection.quiesce() }
+            reactor.after(limit) { once.run() }
+            wakeIfQuiet()
+        }
+    }
+
+    /// Quiescing with no connection left: whoever waits is told.
+    private func wakeIfQuiet() {
+        let quiet = table.access { state -> [@Sendable () -> Void] in
+            guard state.quiescing, state.connections.isEmpty else { return [] }
+            defer { state.quiet = [] }
+            return state.quiet
+        }
+        for body in quiet { body() }
     }
 
     /// Every half second: slow request lines are dropped, and the output budget enforced.
@@ -140,6 +178,8 @@ public final class Server: Sendable {
     }
 
     private func acceptAll() {
+        // Quiescing: a connection waits in the backlog for the next batond.
+        if table.access({ $0.quiescing }) { return }
         while true {
             let fd = baton_accept(listenFD)
             if fd < 0 {
@@ -274,5 +314,14 @@ public final class Server: Sendable {
         guard known else { return }
         openCount.subtract(1, ordering: .relaxed)
         delegate.closed(connection)
+        wakeIfQuiet()
     }
+}
+
+/// Calls its body the first time `run` is called, from whichever thread.
+final class Once: Sendable {
+    private let done = Atomic<Bool>(false)
+    private let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    func run() { if !done.exchange(true, ordering: .acquiringAndReleasing) { body() } }
 }

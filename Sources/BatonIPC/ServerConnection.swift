@@ -22,7 +22,7 @@ public final class ServerConnection: Sendable, Hashable {
     private let maxInFlight: Int
     /// Told once, on the loop, when the connection has closed.
     private let onClose: @Sendable (ServerConnection) -> Void
-    private let state: LoopOwned<State>
+    let state: LoopOwned<State>
     /// `state.closed`, published for other threads.
     private let closedFlag = Atomic<Bool>(false)
 
@@ -52,6 +52,13 @@ public final class ServerConnection: Sendable, Hashable {
         var exchange: HTTPExchange?
         /// Who waits for the unsent output to fall to a size (`whenDrained`).
         var drainWaiters: [(bytes: Int, body: @Sendable () -> Void)] = []
+        /// Requests in flight that follow a stream (a run's end, a watch, live output), counted
+        /// by `park`: a restart in place ends them with its last line (`+Quiesce`).
+        var parked = 0
+        /// A restart in place: nothing more is read; the connection ends once only parked requests are left.
+        var quiescing = false
+        /// The restart's last line is written: nothing more is.
+        var sealed = false
     }
 
     init(fd: Int32, token: UInt64, peer: Peer, reactor: Reactor, frameLimit: Int, outputLimits: (Int, Int), maxInFlight: Int = 1_024,
@@ -82,7 +89,7 @@ public final class ServerConnection: Sendable, Hashable {
     var unsentCount: Int { state.access { $0.output.count - $0.sent + $0.held } }
 
     /// Whether the server should read more from this connection now.
-    var mayRead: Bool { state.access { !$0.closed && !$0.inputEnded && !$0.readingPaused } }
+    var mayRead: Bool { state.access { !$0.closed && !$0.inputEnded && !$0.readingPaused && !$0.quiescing } }
 
     /// The server's framing state, changed in place (loop).
     func withInput<Result>(_ body: (inout State) -> Result) -> Result { state.access(body) }
@@ -109,6 +116,7 @@ public final class ServerConnection: Sendable, Hashable {
             return (false, true)
         }
         if closing { closeWhenWritten() } else if resume { watch() }
+        settleIfQuiet()
     }
 
     /// Stops reading until requests in flight are answered (loop).
@@ -140,11 +148,13 @@ public final class ServerConnection: Sendable, Hashable {
     public func write(_ bytes: [UInt8]) {
         guard reactor.isCurrent else { return reactor.post { [self] in write(bytes) } }
         assertNoLockHeld("a connection's write")
-        let over = state.access { state -> Bool in
-            guard !state.closed else { return false }
+        // Nothing is kept for a closed connection, nor after a restart's last line: nor counted.
+        let over = state.access { state -> Bool? in
+            guard !state.closed, !state.sealed else { return nil }
             state.output.append(contentsOf: bytes)
             return isOver(state)
         }
+        guard let over else { return }
         budget.add(bytes.count)
         if over { return close() }
         flush()
@@ -239,7 +249,7 @@ public final class ServerConnection: Sendable, Hashable {
         let events = state.access { state -> UInt32? in
             guard !state.closed else { return nil }
             var events: UInt32 = 0
-            if !state.inputEnded && !state.readingPaused { events |= Epoll.input | Epoll.readHangUp }
+            if !state.inputEnded && !state.readingPaused && !state.quiescing { events |= Epoll.input | Epoll.readHangUp }
             if state.watchingOut { events |= Epoll.output }
             return events
         }

@@ -31,10 +31,13 @@ final class RunRelay: Sendable {
     private let exchange: Exchange
     /// The answer so far (decision, shared) and the run as last seen.
     private let answer: LoopOwned<Response>
+    /// Whether an update has gone out: the request is parked from then on (`Caller.park`).
+    private let parked: LoopOwned<Bool>
 
     init(_ exchange: Exchange, reactor: Reactor) {
         self.exchange = exchange
         answer = LoopOwned(Response(id: exchange.id), on: reactor)
+        parked = LoopOwned(false, on: reactor)
     }
 
     /// What the final answer says besides the run (a trigger's decision).
@@ -45,11 +48,22 @@ final class RunRelay: Sendable {
         { [self] update in
             guard let update else { return end() }
             answer.access { $0.run = update.run }
-            if !update.run.phase.isTerminal { exchange.event(.update(exchange.id, update)) }
+            guard !update.run.phase.isTerminal else { return }
+            exchange.event(.update(exchange.id, update))
+            // The client knows the run now: a restart in place may end the request here, and
+            // the client waits for the run on the new batond.
+            if !parked.access({ $0 }) {
+                parked.access { $0 = true }
+                exchange.connection.park()
+            }
         }
     }
 
     private func end() {
+        if parked.access({ $0 }) {
+            parked.access { $0 = false }
+            exchange.connection.unpark()
+        }
         let final = answer.access { $0 }
         guard let run = final.run, run.phase.isTerminal else {
             let id = final.run.map { "run \($0.id)" } ?? "the run"

@@ -33,6 +33,7 @@ extension Service {
         guard exchange.request.follow == true, !run.phase.isTerminal else { return relay.catchUp(to: nil) }
         exchange.connection.markStreaming()
         let id = dispatcher.followOutput(run, from: from, relay.live) { position in relay.catchUp(to: position) }
+        relay.park()
         outputFollows.access { $0[Self.key(of: exchange.connection), default: []].append(id) }
         if exchange.connection.isClosed { closed(exchange.connection) }
     }
@@ -67,6 +68,8 @@ final class OutputRelay: Sendable {
         /// Where the next chunk sent starts: the `from` a resumed request would give.
         var next: Int64
         var ended = false
+        /// Followed live: parked on its connection until its end (`Caller.park`).
+        var parked = false
     }
 
     private let exchange: Exchange
@@ -173,8 +176,16 @@ final class OutputRelay: Sendable {
         }
     }
 
+    /// Followed live: a restart in place may end the request where it got (the client resumes
+    /// from the last byte it was sent).
+    func park() {
+        state.access { $0.parked = true }
+        exchange.connection.park()
+    }
+
     /// The final answer: the run as the history has it, and where the output sent ends.
     private func finish(dropped: Int64? = nil) {
+        if state.access({ state in defer { state.parked = false }; return state.parked }) { exchange.connection.unpark() }
         reads.read({ [history, runID] () async throws(BatonError) -> RunSnapshot? in try await history.run(runID)?.run }) { [self] result in
             switch result {
             case let .success(run):

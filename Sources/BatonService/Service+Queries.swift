@@ -180,10 +180,11 @@ extension Service {
     }
 
     /// `restart`: batond hands its runs over and executes itself again in place (SIGUSR2);
-    /// answered once asked. The connection then closes with the others.
+    /// answered once asked, or refused with why it cannot (its executable gone: batond serves on).
+    /// The connection then ends with the others (`{"restarting":true}`).
     func restart(_ request: Request, _ generation: Generation, _ connection: any Caller) async throws(BatonError) -> Response {
         try await require(.admin, nil, generation, request, connection.peer)
-        guard hooks.restart() else { throw .badRequest("this batond cannot restart in place") }
+        if let problem = hooks.restart() { throw .badRequest("cannot restart in place: \(problem)") }
         return Response(id: request.id)
     }
 
@@ -210,7 +211,10 @@ extension Service {
         // it is missed: this runs on the loop, so an update handled there comes after it.
         let id = conductor.observe(action: request.action, progress: request.progress ?? false) { [self] update in
             reactor.onLoop { [self] in
-                guard let update else { return exchange.fail(.stopped("batond is shutting down")) }
+                guard let update else {
+                    exchange.connection.unpark()
+                    return exchange.fail(.stopped("batond is shutting down"))
+                }
                 guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
                 exchange.event(.update(request.id, update))
             }
@@ -218,6 +222,7 @@ extension Service {
         var started = Response(id: request.id, ok: nil)
         started.event = "watching"
         exchange.event(started)
+        exchange.connection.park()
         return id
     }
 }

@@ -15,12 +15,14 @@ public final class Service: RequestHandler, Sendable {
         public var prune: @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport
         /// How many client connections are open (for the metrics).
         public var connections: @Sendable () -> Int
-        /// Asks for a restart in place (batond's SIGUSR2); false where there is none (in process).
-        public var restart: @Sendable () -> Bool
+        /// Asks for a restart in place (batond's SIGUSR2): nil once asked, else why it cannot be
+        /// (in process; a fleet host; the executable gone).
+        public var restart: @Sendable () -> String?
 
         public init(reload: @escaping @Sendable (Service) async -> ReloadOutcome,
                     prune: @escaping @Sendable (_ dryRun: Bool) async throws(BatonError) -> PruneReport,
-                    connections: @escaping @Sendable () -> Int = { 0 }, restart: @escaping @Sendable () -> Bool = { false }) {
+                    connections: @escaping @Sendable () -> Int = { 0 },
+                    restart: @escaping @Sendable () -> String? = { "this batond cannot restart in place" }) {
             self.reload = reload
             self.prune = prune
             self.connections = connections

@@ -47,6 +47,7 @@ extension JSONBytes {
             case "version": return reader.into(&response.version) { $0.string() }
             case "pause": return reader.into(&response.pause) { $0.actionPause() }
             case "pid": return reader.into(&response.pid) { $0.integer(as: Int32.self) }
+            case "restarting": return reader.into(&response.restarting) { $0.bool() }
             default: return false
             }
         }

@@ -57,6 +57,7 @@ extension Response {
         json.field("version", version)
         if let pause { json.key("pause"); pause.write(to: &json) }
         json.field("pid", pid)
+        json.field("restarting", restarting)
         json.endObject()
         return json.bytes
     }

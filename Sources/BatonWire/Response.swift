@@ -56,6 +56,10 @@ public struct Response: Codable, Sendable {
     /// pause: the pause made; resume: the pause it ended (absent: the action was not paused).
     public var pause: ActionPause?
     public var pid: Int32?
+    /// batond restarts in place: the last line of the connection, with no id. Every request it
+    /// took on the connection is answered before it (or, followed, as far as it got); a request
+    /// with no line before it was not taken, and may be sent again (docs/protocol.md).
+    public var restarting: Bool?
     /// artifacts: the run's kept files and the notices about them.
     @Boxed public var artifacts: ArtifactList? = nil
     /// artifact: one piece of a file's bytes.

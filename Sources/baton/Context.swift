@@ -44,14 +44,22 @@ final class Context: Sendable {
 
     /// Asks batond one question on this thread (`OneShotClient`: no thread, no task, a connection
     /// of its own), or throws the `Failure` its error stands for: the same ones as `call`.
+    /// A question batond restarting in place did not take is asked again of the new one.
     func ask<T>(_ query: BatonQuery<T>) throws -> T {
-        let client = try oneShotClient()
-        do {
-            return try client.ask(query)
-        } catch let error as BatonClientError {
-            throw Failure(error)
+        let clock = ContinuousClock()
+        let start = clock.now
+        while true {
+            let client = try oneShotClient()
+            do {
+                return try client.ask(query)
+            } catch let error as BatonClientError {
+                guard case .restarting = error, clock.now - start < Self.restartBound else { throw Failure(error) }
+            }
         }
     }
+
+    /// How long a command sends again what batond, restarting in place, did not take (`.restarting`).
+    static let restartBound = Duration.seconds(60)
 
     /// A connection of its own (`OneShotClient`), or the `Failure` that says how to start batond.
     func oneShotClient() throws -> OneShotClient {
@@ -86,13 +94,26 @@ final class Context: Sendable {
     }
 
     /// Runs `operation` on batond's client until it returns, or throws the `Failure` its error stands for.
+    /// What batond, restarting in place, did not take (`.restarting`: nothing was done) is sent
+    /// again, on a new connection: it reaches the new batond.
     func call<T: Sendable>(_ operation: @escaping @Sendable (BatonClient) async throws -> T) throws -> T {
-        let client = try client()
-        do {
-            return try Blocking.run { try await operation(client) }
-        } catch let error as BatonClientError {
-            if case .unavailable = error { connected.withLock { $0 = nil } }
-            throw Failure(error)
+        let clock = ContinuousClock()
+        let start = clock.now
+        while true {
+            let client = try client()
+            do {
+                return try Blocking.run { try await operation(client) }
+            } catch let error as BatonClientError {
+                switch error {
+                case .unavailable: connected.withLock { $0 = nil }
+                case .restarting where clock.now - start < Self.restartBound:
+                    connected.withLock { $0 = nil }
+                    continue
+                case .restarting: connected.withLock { $0 = nil }
+                default: break
+                }
+                throw Failure(error)
+            }
         }
     }
 

@@ -38,7 +38,7 @@ enum ExitCode {
         case .badRequest, .badParam, .unknownAction, .unknownRun: usage
         case .cancelled: cancelled
         case .failed: failure
-        case .unavailable: unavailable
+        case .unavailable, .restarting: unavailable
         }
     }
 }

@@ -23,8 +23,12 @@ enum RestartCommand {
         do {
             _ = try client.ask(.restart)
         } catch let error as BatonClientError {
-            // The answer and the restart race: a connection closed once asked went with the restart.
-            guard case .unavailable = error else { throw Failure(error) }
+            // The answer and the restart race: a connection closed once asked went with the restart;
+            // one batond did not take (`.restarting`) met a restart already under way.
+            switch error {
+            case .unavailable, .restarting: break
+            default: throw Failure(error)
+            }
         }
         print("restarting in place")
         return ExitCode.success

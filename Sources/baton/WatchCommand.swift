@@ -24,29 +24,39 @@ enum WatchCommand {
         // Ctrl-C ends a watch; it is not an error.
         signal(SIGINT) { _ in _exit(0) }
         let action = arguments.positionals.first
-        do {
-            try context.call { client in
-                let updates = client.watch(action: action) {
-                    Stdio.error.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
+        // batond restarting in place ends the watch with its last line: watched again, on the new batond.
+        var told = false
+        while true {
+            let again = told
+            do {
+                try context.call { client in
+                    let updates = client.watch(action: action) {
+                        guard !again else { return }
+                        Stdio.error.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
+                    }
+                    for try await update in updates {
+                        guard let transition = update.transition else { continue }
+                        let text = json ? Format.json(Event(run: update.run, transition: transition), pretty: false)
+                                        : line(update.run, transition, utc: utc, context: context)
+                        Stdio.output.write(Data((text + "\n").utf8))
+                    }
                 }
-                for try await update in updates {
-                    guard let transition = update.transition else { continue }
-                    let text = json ? Format.json(Event(run: update.run, transition: transition), pretty: false)
-                                    : line(update.run, transition, utc: utc, context: context)
-                    Stdio.output.write(Data((text + "\n").utf8))
+            } catch let failure as Failure {
+                switch failure.refusal {
+                case .shuttingDown?:
+                    Stdio.error.write(Data("batond is stopping; watch ended\n".utf8))
+                    return ExitCode.success
+                case .unavailable? where failure.refusal?.endedByRestart == true:
+                    told = true
+                    continue
+                case .unavailable?:
+                    // The connection ended without a goodbye: batond went away.
+                    break
+                default:
+                    throw failure
                 }
             }
-        } catch let failure as Failure {
-            switch failure.refusal {
-            case .shuttingDown?:
-                Stdio.error.write(Data("batond is stopping; watch ended\n".utf8))
-                return ExitCode.success
-            case .unavailable?:
-                // The connection ended without a goodbye: batond went away.
-                break
-            default:
-                throw failure
-            }
+            break
         }
         Stdio.error.write(Data("batond closed the connection; watch ended\n".utf8))
         return ExitCode.success

@@ -100,6 +100,8 @@ extension Daemon {
     struct Serving {
         var service: Service
         var server: WriteOnce<Server>
+        /// The webhook listener, once started (a restart in place quiesces it with the server).
+        var webhooks = WriteOnce<HTTPServer>()
         /// What SIGHUP does: the same as the `reload` request.
         var reload: @Sendable (Service) async -> ReloadOutcome
         /// The loop the server runs on: the conductor's.
@@ -126,7 +128,7 @@ extension Daemon {
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(config.current, dryRun)
                               }, connections: { server.value?.connectionCount ?? 0 },
-                                 restart: { config.current.fleet == nil && kill(getpid(), SIGUSR2) == 0 }), metrics: metrics,
+                                 restart: { Self.askRestart(fleet: config.current.fleet != nil) }), metrics: metrics,
                               processTree: backend.tracking.description, reactor: conductor.reactor)
         return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
     }
@@ -222,6 +224,11 @@ extension Daemon {
                 Log.error("SIGUSR2 refused: a fleet host does not restart in place; stop and start it instead")
                 continue
             }
+            if signal == SIGUSR2, shutdown == nil, let problem = Reexec.problem() {
+                // Nothing is stopped for an exec that could only fail.
+                Log.error("restart in place refused: \(problem); batond serves on")
+                continue
+            }
             if shutdown != nil {
                 // A restart asked while a restart or stop is under way (two `baton restart`s back
                 // to back): the one under way goes on.
@@ -236,14 +243,18 @@ extension Daemon {
                 continue
             }
             let grace = config.current.shutdownGrace
+            var quiet: Task<Void, Never>?
             if signal == SIGUSR2 {
-                restartInPlace(serving, notifier: notifier, grace: grace)
+                quiet = restartInPlace(serving, notifier: notifier, grace: grace)
             } else {
                 notifier.stopping()
                 Log.info("stopping: no new triggers; runs that survive restarts are left to their shims, "
                     + "the others have \(DurationText.format(grace)) to finish")
             }
-            shutdown = Task {
+            shutdown = Task { [quiet] in
+                // A restart in place: every request the server took is answered first (a trigger's
+                // commit included), while the conductor still takes them.
+                await quiet?.value
                 backend.beginShutdown()
                 await backend.conductor.shutdown(grace: grace)
                 signals.finish()
@@ -253,22 +264,49 @@ extension Daemon {
     }
 
     /// SIGUSR2: the control socket (and a webhook socket systemd passed) is kept for the new
-    /// batond, the server stops accepting at once (a connection made from now on waits in the
-    /// backlog, for the new batond), and the stop goes on as SIGTERM's; then `Reexec`.
-    static func restartInPlace(_ serving: Serving, notifier: Notifier, grace: Duration) {
+    /// batond, the server stops accepting and reading at once (a connection made from now on
+    /// waits in the backlog, for the new batond) and answers what it took (`Server.quiesce`):
+    /// the returned task ends then; the stop goes on as SIGTERM's; then `Reexec`.
+    static func restartInPlace(_ serving: Serving, notifier: Notifier, grace: Duration) -> Task<Void, Never> {
         var sockets: [(name: String, fd: Int32)] = []
         if let server = serving.server.value {
             let systemds = SocketActivation.passed.control != nil && !SocketActivation.passed.ownsControl
             sockets.append((systemds ? "control" : Reexec.ownControlName, server.listeningDescriptor))
         }
-        if let webhooks = SocketActivation.passed.webhooks { sockets.append(("webhooks", webhooks)) }
+        if let webhooks = SocketActivation.passed.webhooks {
+            sockets.append(("webhooks", webhooks))
+        } else if let webhooks = serving.webhooks.value {
+            // Bound by batond itself (`webhooks.listen`): passed on too, so that a POST meanwhile waits in its backlog.
+            sockets.append((Reexec.ownWebhooksName, webhooks.listeningDescriptor))
+        }
         Reexec.request(sockets: sockets, notifier: notifier)
         notifier.reloading("restarting in place")
-        serving.server.value?.stop()
-        // Said once the server's stop is done (the loop takes posts in order): a client told of it connects to the backlog.
+        let (stream, told) = AsyncStream<Void>.makeStream()
+        let servers = (serving.server.value == nil ? 0 : 1) + (serving.webhooks.value == nil ? 0 : 1)
+        let left = Locked(servers)
+        let quiet: @Sendable () -> Void = { if left.withLock({ $0 -= 1; return $0 }) == 0 { told.finish() } }
+        if servers == 0 { told.finish() }
+        serving.server.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
+        serving.webhooks.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
+        // Said once the server has stopped accepting (the loop takes posts in order): a client told of it connects to the backlog.
         serving.reactor.post {
             Log.info("restarting in place: runs that survive restarts are left to their shims, "
                 + "the others have \(DurationText.format(grace)) to finish; connections wait for the new batond")
         }
+        return Task { for await _ in stream {} }
     }
+
+    /// The `restart` op: SIGUSR2 to this process, or why not (nil: asked).
+    static func askRestart(fleet: Bool) -> String? {
+        if fleet { return "a fleet host does not restart in place; stop and start it instead" }
+        if let problem = Reexec.problem() {
+            Log.error("restart in place refused: \(problem); batond serves on")
+            return problem
+        }
+        return kill(getpid(), SIGUSR2) == 0 ? nil : "cannot signal batond: \(String(cString: strerror(errno)))"
+    }
+
+    /// How long a restart in place waits for the requests its server took to be answered and
+    /// written (a client that does not read holds it no longer).
+    static let quiesceBound = Duration.seconds(10)
 }

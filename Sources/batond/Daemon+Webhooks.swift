@@ -1,13 +1,15 @@
 import BatonCore
 import BatonHooks
 import BatonIPC
+import Glibc
 import BatonService
 
 extension Daemon {
     /// The webhook listener, when the config has `webhooks` or systemd passed a TCP socket named
     /// `webhooks` (batond-webhooks.socket): its address is fixed at start, its hooks follow reloads.
-    static func startWebhooks(_ config: Config, _ service: Service, _ box: ConfigBox, _ backend: Backend) throws -> Parts.Stop {
-        let passed = SocketActivation.passed.webhooks
+    static func startWebhooks(_ config: Config, _ serving: Serving, _ box: ConfigBox, _ backend: Backend) throws -> Parts.Stop {
+        let service = serving.service
+        let passed = SocketActivation.passed.webhooks ?? ownWebhooks(config.webhooks?.listen)
         guard config.webhooks != nil || passed != nil else { return {} }
         // libcrypto is opened here, not linked: a host without it says so now, not at a first request.
         try HMAC.load()
@@ -21,10 +23,22 @@ extension Daemon {
         let handler: HTTPServer.Handler = { head, exchange in listener.handle(head, exchange) }
         let server = try webhookServer(config.webhooks, passed: passed, kept: { box.current.webhooks?.keptPeers ?? [.unknown] },
                                        reactor: reactor, handler: handler)
+        serving.webhooks.set(server)
         server.start()
         let hooks = config.webhooks?.hooks.count ?? 0
         Log.info("webhooks: \(hooks) hook\(hooks == 1 ? "" : "s") at http://\(server.address)/hooks/")
         return { server.stop() }
+    }
+
+    /// The webhook socket the batond before a restart in place bound itself, where `listen` still
+    /// names its address (port 0: any); else it is closed, and `listen` bound anew.
+    static func ownWebhooks(_ listen: ListenAddress?) -> Int32? {
+        guard let fd = SocketActivation.passed.ownWebhooks else { return nil }
+        if let listen, let bound = TCPPeer.localAddress(of: fd), bound.host == listen.host, listen.port == 0 || listen.port == bound.port {
+            return fd
+        }
+        close(fd)
+        return nil
     }
 
     /// The listener's HTTP server: on the socket systemd passed (then `listen` only documents it),

@@ -90,7 +90,7 @@ enum Daemon {
         let service = makeService(launch, backend, socket: socket, config: configBox, notifier: notifier, metrics: metrics)
         try await parts.start("server") { try startServer(launch.config, service, socket: socket) }
         try await parts.start("metrics") { try startMetrics(launch.config.metricsListen, service.service, reactor: reactor) }
-        try await parts.start("webhooks") { try startWebhooks(launch.config, service.service, configBox, backend) }
+        try await parts.start("webhooks") { try startWebhooks(launch.config, service, configBox, backend) }
         signals.take([SIGTERM, SIGINT, SIGUSR2])
         Log.info("batond \(BatonVersion.current) ready: \(launch.config.actions.count) actions, socket \(launch.socketPath), \(backend.describe)")
         notifier.ready(status: Self.status(of: backend.conductor))

@@ -15,6 +15,9 @@ enum Reexec {
     /// The name a socket batond made itself is passed under: the new batond removes its file at
     /// exit, as the old one would have (a socket systemd passed is systemd's).
     static let ownControlName = "batond-control"
+    /// The name a webhook socket batond bound itself (`webhooks.listen`) is passed under: the new
+    /// batond takes it where its config still listens at that address, else closes it.
+    static let ownWebhooksName = "batond-webhooks"
 
     /// What the exec keeps: the sockets (a duplicate of each, by name) and the notifier's variables.
     struct Plan: Sendable {
@@ -34,6 +37,27 @@ enum Reexec {
     }()
 
     private static let planned = Mutex<Plan?>(nil)
+
+    /// Why the executable cannot be executed now (removed, not a file, not executable, not a
+    /// program), or nil: asked before a restart stops anything, so that a restart that could
+    /// only fail is refused and batond serves on (an `execve` that fails after the stop cannot
+    /// go back: batond exits, and systemd starts it again).
+    static func problem() -> String? {
+        guard let executable else { return "the executable batond was started from is not known" }
+        var info = stat()
+        guard stat(executable, &info) == 0 else { return "\(executable): \(String(cString: strerror(errno)))" }
+        guard info.st_mode & S_IFMT == S_IFREG else { return "\(executable) is not a regular file" }
+        guard access(executable, X_OK) == 0 else { return "\(executable) is not executable: \(String(cString: strerror(errno)))" }
+        let fd = open(executable, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "\(executable) cannot be read: \(String(cString: strerror(errno)))" }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: 4)
+        let n = head.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4) }
+        guard n == 4, head == [0x7F, 0x45, 0x4C, 0x46] || head.starts(with: [0x23, 0x21]) else {
+            return "\(executable) is not a program (no ELF header, no #!)"
+        }
+        return nil
+    }
 
     /// Asks for the exec once batond has stopped: `sockets` are duplicated now (the server closes
     /// its own descriptor when it stops; the duplicate keeps the socket and its backlog open).

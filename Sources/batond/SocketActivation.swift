@@ -12,6 +12,9 @@ enum SocketActivation {
         /// The control socket is one batond made and passed itself to a restart in place
         /// (`Reexec.ownControlName`): its file goes with batond.
         var ownsControl = false
+        /// A webhook socket a previous batond bound itself and passed to a restart in place
+        /// (`Reexec.ownWebhooksName`): taken where the config still listens there (`startWebhooks`).
+        var ownWebhooks: Int32?
     }
 
     /// The sockets passed to this process, read once; the variables are removed so that actions
@@ -39,7 +42,9 @@ enum SocketActivation {
             let fd = Int32(3 + index)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             let name = index < names.count ? names[index] : ""
-            if name == "webhooks" || (name.isEmpty || name == "unknown") && family(fd).map({ $0 != AF_UNIX }) == true {
+            if name == Reexec.ownWebhooksName {
+                if passed.ownWebhooks == nil { passed.ownWebhooks = fd }
+            } else if name == "webhooks" || (name.isEmpty || name == "unknown") && family(fd).map({ $0 != AF_UNIX }) == true {
                 if passed.webhooks == nil { passed.webhooks = fd }
             } else if passed.control == nil {
                 passed.control = fd

@@ -22,7 +22,33 @@ struct MultiplexerTests {
         case let .answer(sink, _): "answer \(sink)"
         case let .fail(sink, .left): "left \(sink)"
         case let .fail(sink, .unavailable(reason)): "unavailable \(sink): \(reason)"
+        case let .fail(sink, .restarting): "not taken \(sink)"
         }
+    }
+
+    static var restarting: Mux.Event {
+        var response = Response(id: nil, ok: nil)
+        response.restarting = true
+        return .line(response)
+    }
+
+    @Test("batond's restarting line: a request it sent a line for was taken (followed on elsewhere), one it sent nothing for was not (sent again); later calls are not sent; the close after says nothing more")
+    func restartingLine() {
+        #expect(Self.walk([
+            .call(Request(op: .trigger), "a"), .call(Request(op: .trigger), "b"), .call(Request(op: .status), "c"),
+            Self.line(2, ok: nil, event: "update"), Self.line(3, ok: true), Self.restarting,
+            .call(Request(op: .ping), "d"), .lost("closed"),
+        ]) == ["start", "write 1 trigger id=number(1)", "write 2 trigger id=number(2)", "write 3 status id=number(3)",
+               "event b", "answer c", "not taken a", "unavailable b: \(Mux.restartedReason)", "not taken d"])
+    }
+
+    @Test("a line with an id and restarting set is a request's line, not the connection's last")
+    func restartingNeedsNoID() {
+        var mux = Mux()
+        _ = mux.handle(.call(Request(op: .ping), "a"))
+        var response = Response(id: .number(1), ok: true)
+        response.restarting = true
+        #expect(mux.handle(.line(response)).map(Self.text) == ["answer a"])
     }
 
     static func walk(_ events: [Mux.Event]) -> [String] {

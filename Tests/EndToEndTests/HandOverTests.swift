@@ -200,5 +200,9 @@ struct HandOverTests {
         let followed = try await following.output()
         let folWait = try daemon.baton("wait", "2")
         #expect(followed.stdout == "one\ntwo\n" + folWait.stdout && followed.code == folWait.code, "baton run --follow: \(followed)")
+        // Nothing said of the restart: each went on as if batond had not restarted.
+        for (name, output) in [("run", ran), ("wait", waited), ("logs -f", logged), ("run --follow", followed)] {
+            #expect(!output.stderr.contains("batond") && !output.stderr.contains("Error"), "baton \(name)'s stderr: \(output.stderr)")
+        }
     }
 }

@@ -63,6 +63,9 @@ public final class HTTPServer: Sendable {
         var nextToken: UInt64 = 1
         var sweep: Reactor.TimerID?
         var stopped = false
+        /// A restart in place: nothing accepted any more (`quiesce`); told once no connection is left.
+        var quiescing = false
+        var quiet: [@Sendable () -> Void] = []
     }
 
     /// Binds and listens; `start()` begins serving.
@@ -115,7 +118,7 @@ public final class HTTPServer: Sendable {
     public func start() {
         reactor.post { [self] in
             guard !table.access({ $0.stopped }) else { return }
-            reactor.watch(listenFD) { [self] _ in acceptAll() }
+            if !table.access({ $0.quiescing }) { reactor.watch(listenFD) { [self] _ in acceptAll() } }
             scheduleSweep()
         }
     }
@@ -132,13 +135,48 @@ public final class HTTPServer: Sendable {
             reactor.remove(listenFD)
             close(listenFD)
             for connection in connections { connection.close() }
+            wakeIfQuiet()
         }
+    }
+
+    /// The listening socket (a restart in place passes a duplicate of it on).
+    public var listeningDescriptor: Int32 { listenFD }
+
+    /// A restart in place: stops accepting at once (a client that connects from now on waits in
+    /// the listening socket's backlog, for whoever holds it next); the requests of the connections
+    /// open are read and answered as usual. `quiet` is called once none is left, or `limit` has
+    /// passed (a `?wait` hook following a long run): `stop` closes what is left.
+    public func quiesce(within limit: Duration, quiet: @escaping @Sendable () -> Void) {
+        let once = Once(quiet)
+        reactor.post { [self] in
+            let first = table.access { state -> Bool in
+                guard !state.stopped, !state.quiescing else { return false }
+                state.quiescing = true
+                state.quiet.append { once.run() }
+                return true
+            }
+            guard first else { return once.run() }
+            reactor.remove(listenFD)
+            reactor.after(limit) { once.run() }
+            wakeIfQuiet()
+        }
+    }
+
+    /// Quiescing (or stopped) with no connection left: whoever waits is told.
+    private func wakeIfQuiet() {
+        let quiet = table.access { state -> [@Sendable () -> Void] in
+            guard state.quiescing, state.connections.isEmpty || state.stopped else { return [] }
+            defer { state.quiet = [] }
+            return state.quiet
+        }
+        for body in quiet { body() }
     }
 
     /// The connections open now (event streams included).
     public var connectionCount: Int { openCount.load(ordering: .relaxed) }
 
     private func acceptAll() {
+        if table.access({ $0.quiescing }) { return }
         while case let fd = baton_accept(listenFD), fd >= 0 {
             let peer = PeerAdmission.Peer(TCPPeer.uid(of: fd))
             let kept = limits.kept?()
@@ -242,5 +280,6 @@ public final class HTTPServer: Sendable {
         }
         if known { openCount.subtract(1, ordering: .relaxed) }
         exchange?.closed()
+        wakeIfQuiet()
     }
 }

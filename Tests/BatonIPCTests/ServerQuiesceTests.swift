@@ -1,0 +1,78 @@
+import BatonCore
+@testable import BatonIPC
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Testing
+
+/// A restart in place, at the socket server alone (`Server.quiesce`): nothing is read after it,
+/// what was read is answered, a parked stream is cut, `{"restarting":true}` is the last line.
+@Suite("Server: quiescing for a restart in place", .timeLimit(.minutes(1)))
+struct ServerQuiesceTests {
+    /// Keeps each request; one whose line says `park` gets an event and is parked at once.
+    final class Holder: RequestHandler {
+        let taken = Locked<[(caller: any Caller, line: String)]>([])
+        let arrived = DispatchSemaphore(value: 0)
+
+        func received(_ frame: RequestFrame, from caller: any Caller) {
+            guard case let .line(bytes) = frame else { return }
+            let line = String(decoding: bytes, as: UTF8.self)
+            taken.withLock { $0.append((caller, line)) }
+            if line.contains("park") {
+                caller.send(Array(#"{"id":2,"event":"update"}"#.utf8))
+                caller.park()
+            }
+            arrived.signal()
+        }
+
+        func closed(_ caller: any Caller) {}
+    }
+
+    static func send(_ fd: Int32, _ text: String) {
+        _ = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+    }
+
+    static func readToEnd(_ fd: Int32) -> String {
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var all: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            all += buffer[..<n]
+        }
+        return String(decoding: all, as: UTF8.self)
+    }
+
+    @Test("read before: answered, then the stream's line, then restarting last; sent after: never read; quiet once closed")
+    func quiesce() throws {
+        let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        defer { unlink(path) }
+        let reactor = Reactor()
+        let holder = Holder()
+        let server = try Server(listening: try UnixSocket.listen(path: path), reactor: reactor, delegate: holder)
+        Task { await server.run() }
+        let client = try UnixSocket.connect(path: path)
+        defer { close(client) }
+        Self.send(client, "{\"id\":1}\n{\"id\":2,\"park\":true}\n")
+        for _ in 0..<2 { holder.arrived.wait() }
+        let quiet = DispatchSemaphore(value: 0)
+        server.quiesce(within: .seconds(30)) { quiet.signal() }
+        // The loop takes posts in order: once this one runs, the server has stopped reading.
+        let posted = DispatchSemaphore(value: 0)
+        reactor.post { posted.signal() }
+        posted.wait()
+        Self.send(client, "{\"id\":3}\n")
+        usleep(100_000)
+        #expect(quiet.wait(timeout: .now()) == .timedOut, "request 1 is not answered yet")
+        let first = holder.taken.withLock { $0[0].caller }
+        first.send(Array(#"{"id":1,"ok":true}"#.utf8))
+        first.endRequest()
+        let text = Self.readToEnd(client)
+        #expect(text == "{\"id\":2,\"event\":\"update\"}\n{\"id\":1,\"ok\":true}\n{\"restarting\":true}\n", "\(text)")
+        #expect(quiet.wait(timeout: .now() + 10) == .success)
+        #expect(holder.taken.withLock { $0.map(\.line) } == ["{\"id\":1}", "{\"id\":2,\"park\":true}"], "request 3 was never read")
+        server.stop()
+    }
+}
