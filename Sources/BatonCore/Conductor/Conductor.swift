@@ -30,6 +30,7 @@ public final class Conductor: Sendable {
         case attach(@Sendable (RunSnapshot?) -> Void, follower: Follower)
         case recover(@Sendable (RecoverySummary) -> Void)
         case pause(@Sendable (Result<ActionPause?, BatonError>) -> Void)
+        case approval(@Sendable (Result<RunSnapshot, BatonError>) -> Void)
     }
 
     /// Everything the loop changes, and only the loop.
@@ -273,6 +274,16 @@ public final class Conductor: Sendable {
             answered(.failure(error))
         case let (.pause(answered), _):
             answered(.failure(.internalError("a pause got an answer of the wrong kind: \(answer)")))
+        case let (.approval(answered), .approval(run, state)):
+            // The run as it is once the decision is durable: started, or ended by a deny.
+            var told = snapshot(of: run) ?? RunSnapshot(id: run, action: "", key: "", phase: .queued, policy: .reject, params: [:],
+                                                        trigger: nil, queuedAt: state.decidedAt ?? .now)
+            told.approval = state
+            answered(.success(told))
+        case let (.approval(answered), .failed(error)):
+            answered(.failure(error))
+        case let (.approval(answered), _):
+            answered(.failure(.internalError("an approval got an answer of the wrong kind: \(answer)")))
         case let (.trigger(answered, _), .failed(error)):
             answered(.failure(error))
         case let (.cancel(answered), .failed(error)):
