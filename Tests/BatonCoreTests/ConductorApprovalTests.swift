@@ -54,7 +54,8 @@ struct ConductorApprovalTests {
         let answer = Self.decide(&rig, 1, by: Self.bob)
         let decided = ApprovalState(by: ["group:ops"], until: Rig.start + .seconds(3_600), verdict: .approved, decidedBy: "bob",
                                     decidedAt: Rig.start + .seconds(60))
-        #expect(answer == .approval(1, decided))
+        guard case let .approval(told)? = answer else { Issue.record("\(String(describing: answer))"); return }
+        #expect(told.approval == decided && told.phase == .loading, "answered with the run as the approval left it: started")
         #expect(approvals(rig).last == decided, "the decision is written before it is answered")
         #expect(rig.launched == [1])
         #expect(rig.state.snapshot(of: 1)?.params == ["ref": "v1"])

@@ -274,12 +274,9 @@ public final class Conductor: Sendable {
             answered(.failure(error))
         case let (.pause(answered), _):
             answered(.failure(.internalError("a pause got an answer of the wrong kind: \(answer)")))
-        case let (.approval(answered), .approval(run, state)):
-            // The run as it is once the decision is durable: started, or ended by a deny.
-            var told = snapshot(of: run) ?? RunSnapshot(id: run, action: "", key: "", phase: .queued, policy: .reject, params: [:],
-                                                        trigger: nil, queuedAt: state.decidedAt ?? .now)
-            told.approval = state
-            answered(.success(told))
+        case let (.approval(answered), .approval(run)):
+            // The run as it is once the decision is durable, where it is still in flight.
+            answered(.success(snapshot(of: run.id) ?? run))
         case let (.approval(answered), .failed(error)):
             answered(.failure(error))
         case let (.approval(answered), _):

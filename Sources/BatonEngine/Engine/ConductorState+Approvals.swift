@@ -52,13 +52,13 @@ extension ConductorState {
         decided.decidedAt = step.now
         decided.reason = reason
         record(decided, of: id, &step)
-        step.answer(token, .approval(id, decided))
         if approve {
             table.approved(id)
             admit(&step)
         } else {
             drive(id, .stop(.denied(by: approver.name, reason: reason)), &step)
         }
+        step.answer(token, .approval(flights[id].map(live) ?? flight.run))
     }
 
     /// A run's `.approval` timer went off: still waiting at its end, it ends `cancelled`; fired

@@ -154,8 +154,8 @@ public struct ConductorState: Sendable {
         case recovered(RecoverySummary)
         /// A pause made, or the pause a resume ended (nil: the action was not paused).
         case paused(ActionPause?)
-        /// An approve or deny of the run, as decided.
-        case approval(Int64, ApprovalState)
+        /// An approve or deny, as decided: the run as the decision left it (started, or ended by a deny).
+        case approval(RunSnapshot)
     }
 
     /// Whether triggers are taken.
