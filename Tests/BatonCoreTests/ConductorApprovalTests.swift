@@ -181,4 +181,19 @@ struct ConductorApprovalTests {
         _ = Self.decide(&rig, 2, by: Self.alice)
         #expect(rig.state.awaitingApproval(by: Self.alice).isEmpty)
     }
+
+    @Test("on: { awaiting } announces a waiting run: its hook run is made in the item that makes the run, told the run (phase queued)")
+    func awaitingHook() throws {
+        var announced = Self.deploy()
+        let chat = Action(name: "chat", exec: ["true"], policy: .queue)
+        announced.hooks.targets[.awaiting] = HookTarget(action: chat, params: [:])
+        var rig = Rig()
+        _ = Self.trigger(&rig, announced, at: 0)
+        let made = rig.written.compactMap { if case let .created(run, _) = $0 { run } else { nil } }
+        #expect(made.map(\.action) == ["deploy", "chat"])
+        #expect(made.last?.hook == HookCause(run: 1, action: "deploy", event: .awaiting))
+        #expect(rig.launched == [2], "the announcement runs; the run it announces waits")
+        _ = Self.decide(&rig, 1, by: Self.bob)
+        #expect(rig.launched == [2, 1] && rig.written.filter { if case .created = $0 { true } else { false } }.count == 2, "approving announces nothing more")
+    }
 }

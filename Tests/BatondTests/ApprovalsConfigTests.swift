@@ -10,7 +10,8 @@ struct ApprovalsConfigTests {
         let config = try Config.parse(Data(#"""
             { actions: {
                 deploy: { exec: ["true"], approve: { by: ["group:nogroup", "user:nobody", "user:0"], timeout: "1h" } },
-                mine: { exec: ["true"], approve: { by: ["group:nogroup"], self: true } } } }
+                chat: { exec: ["true"] },
+                mine: { exec: ["true"], approve: { by: ["group:nogroup"], self: true }, on: { awaiting: "chat" } } } }
             """#.utf8), file: "t.json5")
         let deploy = try #require(config.actions.first { $0.name == "deploy" }?.approve)
         #expect(deploy.by == ["group:nogroup", "user:nobody", "user:0"])
@@ -18,6 +19,7 @@ struct ApprovalsConfigTests {
         #expect(deploy.timeout == .seconds(3_600) && !deploy.allowsSelf)
         let mine = try #require(config.actions.first { $0.name == "mine" }?.approve)
         #expect(mine.timeout == nil && mine.allowsSelf)
+        #expect(config.actions.first { $0.name == "mine" }?.hooks.targets[.awaiting]?.action.name == "chat")
     }
 
     @Test("a bad approve names the action, the field and what is wrong; a fleet config refuses approve", arguments: [
@@ -33,6 +35,8 @@ struct ApprovalsConfigTests {
          ["actions.d.approve.by: missing: who may approve, such as [\"group:ops\", \"user:alice\"]"]),
         (#"{ actions: { d: { exec: ["true"], approve: { by: ["user:0"], self: "no" } } } }"#,
          ["actions.d.approve.self: expected true or false, got a string"]),
+        (#"{ actions: { chat: { exec: ["true"] }, d: { exec: ["true"], on: { awaiting: "chat" } } } }"#,
+         ["actions.d.on.awaiting: fires when a run waits for approval, and d has no approve"]),
         (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], approve: { by: ["user:0"] } } } }"#,
          ["actions.d.approve: approvals are one machine's for now: a fleet's hosts cannot share a run's wait for approval yet"]),
     ])

@@ -11,6 +11,11 @@ extension ConductorState {
         table.awaitApproval(id)
         step.entries.append(.approval(runID: id, state))
         if let timeout = rule.timeout { step.effects.append(.schedule(run: id, .approval, after: timeout)) }
+        // `on: { awaiting }`: announced in the item that makes the run (a hook's own run only with `chain`).
+        if let target = action.hooks.targets[.awaiting], let run = flights[id]?.run, run.hook == nil || action.hooks.chain {
+            let cause = HookCause(run: id, action: action.name, event: .awaiting)
+            triggerHook(target, HookContext(cause: cause, run: run, output: []), &step)
+        }
     }
 
     /// What a new run of `action` made at `now` waits for: nil for an action without `approve`.

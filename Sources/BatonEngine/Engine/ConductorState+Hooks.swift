@@ -46,7 +46,7 @@ extension ConductorState {
     /// One hook's trigger, decided as a trigger from nobody would be (`KeyDecision`): a new run
     /// (its creation in this item, started once durable), or a record against the run it joins,
     /// coalesces into, debounces into, is rejected by or is cooled by.
-    private mutating func triggerHook(_ target: HookTarget, _ context: HookContext, _ step: inout Step) {
+    mutating func triggerHook(_ target: HookTarget, _ context: HookContext, _ step: inout Step) {
         let hookAction = target.action
         var slot = table.slot(of: target.key)
         let decided = KeyDecision.decide(KeyDecision.Asked(hook: hookAction, params: target.params), keyView(target.key, hookAction, slot: nil, at: step.now, uptime: step.uptime),
