@@ -15,6 +15,8 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
     case unknownAction(String)
     /// `unknown_run`: no run has that id.
     case unknownRun(String)
+    /// `not_waiting`: an approve or deny of a run that does not wait for approval (decided already, started or ended).
+    case notWaiting(String)
     /// `bad_request` about one param (`error.param`): undeclared, missing or not matching its pattern.
     case badParam(name: String, reason: String)
     /// `bad_request` about anything else (a policy the action does not allow, a cap passed).
@@ -56,6 +58,7 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
         case .forbidden: self = .forbidden(error.message)
         case .unknownAction: self = .unknownAction(error.message)
         case .unknownRun: self = .unknownRun(error.message)
+        case .notWaiting: self = .notWaiting(error.message)
         case .badRequest: self = error.param.map { .badParam(name: $0, reason: error.message) } ?? .badRequest(error.message)
         case .shuttingDown: self = .shuttingDown(error.message)
         case .storeUnavailable: self = .storeUnavailable(error.message)
@@ -65,7 +68,7 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String {
         switch self {
-        case let .busy(_, _, message), let .paused(message), let .rateLimited(_, message), let .forbidden(message), let .unknownAction(message), let .unknownRun(message),
+        case let .busy(_, _, message), let .paused(message), let .rateLimited(_, message), let .forbidden(message), let .unknownAction(message), let .unknownRun(message), let .notWaiting(message),
              let .badParam(_, message), let .badRequest(message), let .shuttingDown(message), let .storeUnavailable(message),
              let .internal(message), let .unavailable(message), let .restarting(message):
             message

@@ -127,7 +127,7 @@ struct API: Sendable {
     }
 
     /// Asks batond and answers with its final response (`gather` makes it whole from its events first).
-    private func forward(_ request: Request, events: Channel.Events? = nil, _ done: @escaping Answer,
+    func forward(_ request: Request, events: Channel.Events? = nil, _ done: @escaping Answer,
                          gather: @escaping @Sendable (Response) -> Response = { $0 }) {
         var request = request
         request.actingAs = user
@@ -156,7 +156,7 @@ struct API: Sendable {
         case .badRequest: 400
         case .forbidden: 403
         case .unknownAction, .unknownRun: 404
-        case .busy, .paused: 409
+        case .busy, .paused, .notWaiting: 409
         case .rateLimited: 429
         case .shuttingDown, .storeUnavailable: 503
         default: 500

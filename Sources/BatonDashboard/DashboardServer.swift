@@ -157,6 +157,8 @@ public final class DashboardServer: Sendable {
         case let .run(id): api.run(id, done)
         case .trigger: api.trigger(body: body, done)
         case .cancel: api.cancel(body: body, done)
+        case .approval: api.approval(body: body, done)
+        case .approvals: api.approvals(done)
         case .session: done(proxy == nil ? signIn(body: body) : refusal(404, "this dashboard signs in through its proxy"))
         case let .rawOutput(id): download(id, api, done)
         case let .artifacts(id): api.artifacts(id, done)

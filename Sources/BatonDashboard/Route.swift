@@ -24,6 +24,10 @@ public enum Route: Equatable, Sendable {
     case artifact(Int64, String)
     case trigger
     case cancel
+    /// Approves or denies a run waiting for approval (`{"run": 42, "approve": true}`).
+    case approval
+    /// The runs waiting for the signed-in user's approval.
+    case approvals
     /// Trades a one-time code for a session.
     case session
 
@@ -39,6 +43,8 @@ public enum Route: Equatable, Sendable {
         case "/api/search": return (.search, "GET")
         case "/api/trigger": return (.trigger, "POST")
         case "/api/cancel": return (.cancel, "POST")
+        case "/api/approval": return (.approval, "POST")
+        case "/api/approvals": return (.approvals, "GET")
         case "/api/session": return (.session, "POST")
         case "/events": return (.events, "GET")
         default: break
@@ -70,7 +76,7 @@ public enum Route: Equatable, Sendable {
     }
 
     /// Whether the route changes state (and so needs a same-origin POST of JSON).
-    public var changesState: Bool { self == .trigger || self == .cancel || self == .session }
+    public var changesState: Bool { self == .trigger || self == .cancel || self == .approval || self == .session }
 
     /// Whether the route answers with an event stream (which has no HEAD: it never ends).
     public var isStream: Bool {
@@ -86,7 +92,7 @@ public enum Route: Equatable, Sendable {
     public var needsSession: Bool {
         switch self {
         case .page, .asset, .chartLibrary, .session: false
-        case .status, .history, .search, .stats, .run, .events, .output, .rawOutput, .artifacts, .artifact, .trigger, .cancel: true
+        case .status, .history, .search, .stats, .run, .events, .output, .rawOutput, .artifacts, .artifact, .trigger, .cancel, .approval, .approvals: true
         }
     }
 }

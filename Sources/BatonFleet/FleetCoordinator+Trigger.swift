@@ -118,7 +118,7 @@ enum StopRequest {
         switch stop {
         case let .cancelled(by): "cancelled \(by.map(String.init) ?? "-")"
         case let .replaced(by): "replaced \(by)"
-        case .timeout, .shutdown, .needs: "cancelled -"
+        case .timeout, .shutdown, .needs, .denied, .approvalTimedOut: "cancelled -"
         }
     }
 

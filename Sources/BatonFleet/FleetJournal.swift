@@ -26,8 +26,8 @@ enum FleetJournal {
             guard let ended = written.ended[firing.run.id] else { return false }
             try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
-        case .needs:
-            // Needs are one machine's for now: a fleet's config refuses `needs`, so none comes here.
+        case .needs, .approval:
+            // Needs and approvals are one machine's for now: a fleet's config refuses `needs` and `approve`, so none comes here.
             return false
         case let .pause(pause):
             _ = try db.pipeline(FleetPauses.write(pause, host: me.name))

@@ -78,6 +78,11 @@ extension Service {
         return groups.contains(peer.gid) ? groups : groups + [peer.gid]
     }
 
+    /// The peer as an approver: its uid, its name (`uid N` while none is known) and its groups, as cached.
+    func approver(_ peer: Peer) -> Approver {
+        Approver(uid: peer.uid, name: knownName(peer) ?? "uid \(peer.uid)", groups: groups(of: peer))
+    }
+
     /// Reads the peer's groups and name again on the lookup thread, and keeps them.
     private func refreshGroups(of peer: Peer) {
         lookups.submit { [self] in remember(peer.databaseGroups, name: userName(peer.uid), of: peer.uid) }

@@ -201,6 +201,8 @@ public final class Service: RequestHandler, Sendable {
             }
         case .output: output(exchange, generation)
         case .pause, .resume: pause(exchange, generation)
+        case .approve, .deny: approval(exchange, generation)
+        case .approvals: exchange.finish(approvals(request, exchange))
         // The history and the admin hooks: driven by `reads`, answered on the loop.
         case .history, .show, .stats, .denied, .reload, .prune, .search, .events, .artifacts, .artifact, .restart:
             reads.read({ [self] () async throws(BatonError) -> Response in try await handle(request, generation, connection) }) { result in
@@ -236,7 +238,7 @@ public final class Service: RequestHandler, Sendable {
         case .artifacts: return try await artifacts(request, generation, connection)
         case .artifact: return try await artifact(request, generation, connection)
         case .restart: return try await restart(request, generation, connection)
-        case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output, .pause, .resume:
+        case .ping, .status, .actions, .trigger, .wait, .cancel, .watch, .metrics, .output, .pause, .resume, .approve, .deny, .approvals:
             throw .internalError("\(request.op.rawValue) is not answered by the read driver")
         }
     }

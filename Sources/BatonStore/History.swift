@@ -149,7 +149,7 @@ public struct History {
             return try statement.step() ? Self.decodeRun(statement) : nil
         }
         guard let found = row else { return nil }
-        let run = try withNeeds(found)
+        let run = try withApproval(withNeeds(found))
         let transitions = try connection.withStatement(
             "SELECT seq, from_phase, to_phase, at, detail FROM transitions WHERE run_id = ? ORDER BY seq"
         ) { statement in
@@ -279,7 +279,7 @@ public struct History {
             }
             return list
         }
-        return RecoverableState(nextRunID: maxID + 1, unfinished: try unfinished.map(withHookContext).map(withNeeds), pauses: try pauses())
+        return RecoverableState(nextRunID: maxID + 1, unfinished: try unfinished.map(withHookContext).map(withNeeds).map(withApproval), pauses: try pauses())
     }
 
     /// The pauses and resumes of the actions `filter` names (all without), inside its window

@@ -83,6 +83,16 @@ enum JournalWriter {
                     try $0.run([.integer(runID), .integer(Int64(position)), .text(need.action), .integer(need.run)])
                 }
             }
+        case let .approval(runID, state):
+            let text = { (value: String?) -> DatabaseValue in value.map { .text($0) } ?? .null }
+            let time = { (value: Timestamp?) -> DatabaseValue in value.map { .integer($0.rawValue) } ?? .null }
+            try db.cached("""
+                INSERT OR REPLACE INTO approvals (run_id, approvers, until, verdict, decided_by, decided_at, reason)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """) {
+                try $0.run([.integer(runID), .text(state.by.joined(separator: "\n")), time(state.until), text(state.verdict?.rawValue),
+                            text(state.decidedBy), time(state.decidedAt), text(state.reason)])
+            }
         case let .delivery(delivery, runID, at):
             // One host decides a delivery once (the listener's table, then this history), so a
             // record already there is that first decision's: it stays.

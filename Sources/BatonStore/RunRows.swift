@@ -70,6 +70,8 @@ struct RunRows {
             held[runID]!.waiting.append(entry)
         case let .outputChunks(write) where held[write.runID] != nil:
             held[write.runID]!.waiting.append(entry)
+        case let .approval(runID, _) where held[runID] != nil:
+            held[runID]!.waiting.append(entry)
         case let .trigger(record):
             if let run = record.runID, held[run] != nil { try flush(run, on: db) }
             try JournalWriter.write(entry, on: db)

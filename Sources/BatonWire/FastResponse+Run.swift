@@ -58,6 +58,7 @@ extension JSONBytes {
         case "line": return into(&run.line) { $0.integer().map { Int($0) } }
         case "needs": return into(&run.needs) { $0.array { $0.neededRun() } }
         case "neededBy": return into(&run.neededBy) { $0.array { $0.neededRun() } }
+        case "approval": return into(&run.approval) { $0.approval() }
         default: return false
         }
     }
@@ -117,6 +118,25 @@ extension JSONBytes {
         }
         guard read, let action, let run, let phase else { return nil }
         return NeededRun(action: action, run: run, phase: phase, reason: reason)
+    }
+
+    mutating func approval() -> ApprovalState? {
+        var state = ApprovalState(by: [], until: nil)
+        var by: [String]?
+        let read = object { key, reader in
+            switch key {
+            case "by": return reader.stringArray().map { by = $0 } != nil
+            case "until": return reader.into(&state.until) { $0.timestamp() }
+            case "verdict": return reader.string().flatMap(ApprovalState.Verdict.init(rawValue:)).map { state.verdict = $0 } != nil
+            case "decidedBy": return reader.into(&state.decidedBy) { $0.string() }
+            case "decidedAt": return reader.into(&state.decidedAt) { $0.timestamp() }
+            case "reason": return reader.into(&state.reason) { $0.string() }
+            default: return false
+            }
+        }
+        guard read, let by else { return nil }
+        state.by = by
+        return state
     }
 
     mutating func lockWait() -> LockWait? {

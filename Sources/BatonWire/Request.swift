@@ -23,7 +23,7 @@ public enum RequestID: Codable, Sendable, Hashable {
 
 /// What a request asks for.
 public enum Operation: String, Codable, Sendable, CaseIterable {
-    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output, search, pause, resume, events, artifacts, artifact, restart
+    case ping, trigger, status, history, show, actions, cancel, wait, watch, reload, prune, stats, denied, metrics, output, search, pause, resume, events, artifacts, artifact, restart, approve, deny, approvals
 }
 
 /// One request line. Which fields matter depends on `op`; see docs/protocol.md.
@@ -45,7 +45,7 @@ public struct Request: Codable, Sendable, Equatable {
     public var slot: Int64?
     /// prune: count what retention would remove, without removing it.
     public var dryRun: Bool?
-    /// show, cancel, wait: the run.
+    /// show, cancel, wait, approve, deny: the run.
     public var run: Int64?
     /// cancel: only the runs of this key.
     public var key: String?
@@ -59,7 +59,7 @@ public struct Request: Codable, Sendable, Equatable {
     public var follow: Bool?
     /// search: the text to find in the runs' kept output and their param values.
     public var text: String?
-    /// pause: why (required).
+    /// pause: why (required); deny: why (optional).
     public var reason: String?
     /// pause: how long, in microseconds (absent: until `resume`).
     public var duration: Int64?

@@ -152,6 +152,18 @@ extension RunSnapshot {
             }
             json.endArray()
         }
+        if let approval {
+            json.key("approval")
+            json.beginObject()
+            json.key("by")
+            json.strings(approval.by)
+            json.field("until", approval.until?.rawValue)
+            json.field("verdict", approval.verdict?.rawValue)
+            json.field("decidedBy", approval.decidedBy)
+            json.field("decidedAt", approval.decidedAt?.rawValue)
+            json.field("reason", approval.reason)
+            json.endObject()
+        }
         json.endObject()
     }
 }

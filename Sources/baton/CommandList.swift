@@ -6,7 +6,7 @@ enum CommandList {
     /// Every command, in the order `baton --help` lists them.
     static let all: [CommandSpec] = [
         RunCommand.spec, StatusCommand.spec, HistoryCommand.spec, ShowCommand.spec, LogsCommand.spec, ArtifactsCommand.spec, SearchCommand.spec, StatsCommand.spec, WatchCommand.spec,
-        CancelCommand.spec, PauseCommand.spec, PauseCommand.resumeSpec, WaitCommand.spec, ActionsCommand.spec, DashboardCommand.spec, MetricsCommand.spec, SchedulesCommand.spec, ReloadCommand.spec, RestartCommand.spec, PruneCommand.spec, CompletionCommand.spec,
+        CancelCommand.spec, PauseCommand.spec, PauseCommand.resumeSpec, ApproveCommand.spec, ApproveCommand.denySpec, ApproveCommand.listSpec, WaitCommand.spec, ActionsCommand.spec, DashboardCommand.spec, MetricsCommand.spec, SchedulesCommand.spec, ReloadCommand.spec, RestartCommand.spec, PruneCommand.spec, CompletionCommand.spec,
     ]
 
     static let usage = """

@@ -35,7 +35,7 @@ enum ExitCode {
         case .busy, .paused, .rateLimited, .shuttingDown, .storeUnavailable: busy
         case .forbidden: forbidden
         case .internal: software
-        case .badRequest, .badParam, .unknownAction, .unknownRun: usage
+        case .badRequest, .badParam, .unknownAction, .unknownRun, .notWaiting: usage
         case .cancelled: cancelled
         case .failed: failure
         case .unavailable, .restarting: unavailable

@@ -116,6 +116,22 @@ enum Format {
         return "waiting for " + needs.map(\.text).joined(separator: ", ")
     }
 
+    /// A queued run waiting for its approval: `waiting for approval by group:ops (until 14:05)`;
+    /// nil for any other run.
+    static func approving(_ run: RunSnapshot) -> String? {
+        guard run.phase == .queued, let approval = run.approval, approval.isWaiting else { return nil }
+        let until = approval.until.map { " (until \(String(time($0).dropFirst(11).prefix(5))))" } ?? ""
+        return "waiting for approval by " + approval.by.joined(separator: ", ") + until
+    }
+
+    /// How a run's approval was decided: `approved by bob 2026-12-05 14:03:07`, `denied by alice …: why`.
+    static func approvalDecision(_ approval: ApprovalState) -> String? {
+        guard let text = approval.decisionText else { return nil }
+        guard let at = approval.decidedAt else { return text }
+        guard let reason = approval.reason, approval.verdict == .denied else { return "\(text) at \(time(at))" }
+        return "denied by \(approval.decidedBy ?? "?") at \(time(at)): \(reason)"
+    }
+
     /// Runs a run needs or is needed by, each with its phase: `build-a run 41 (success), build-b run 42 (loading)`.
     static func needList(_ list: [NeededRun]) -> String {
         list.map { "\($0.text) (\($0.phase.rawValue)\($0.failure != nil && $0.reason != nil ? ", " + $0.reason! : ""))" }.joined(separator: ", ")

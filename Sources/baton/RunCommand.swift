@@ -283,6 +283,7 @@ final class Spinner: @unchecked Sendable {
         if run.phase == .queued, let waiting = run.waiting { line += ", " + waiting.text }
         if let debouncing = Format.debouncing(run, now: now) { line += ", " + debouncing }
         if let needing = Format.needing(run) { line += ", " + needing }
+        if let approving = Format.approving(run) { line += ", " + approving }
         if let progress = run.progress {
             if let fraction = progress.fraction { line += " " + bar(fraction) + " \(Int(fraction * 100))%" }
             if let message = progress.message { line += " \(message)" }

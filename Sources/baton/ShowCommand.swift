@@ -60,6 +60,8 @@ enum ShowCommand {
         if let needs = run.needs { text += "  needs: \(Format.needList(needs))\n" }
         if let neededBy = run.neededBy { text += "  needed by: \(Format.needList(neededBy))\n" }
         if let needing = Format.needing(run) { text += "  \(needing)\n" }
+        if let approving = Format.approving(run) { text += "  \(approving)\n" }
+        if let approval = run.approval, let decided = Format.approvalDecision(approval) { text += "  approval: \(decided)\n" }
         text += "\ntransitions:\n"
         var previous: Timestamp?
         for transition in detail.transitions {

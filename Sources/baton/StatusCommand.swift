@@ -51,10 +51,13 @@ enum StatusCommand {
         let debouncing = live.filter { Format.debouncing($0, now: now) != nil }
         // A run waiting for the runs it needs says which.
         let needing = live.filter { $0.waiting == nil && Format.debouncing($0, now: now) == nil && Format.needing($0) != nil }
+        // A run waiting for its approval says by whom and until when.
+        let approving = live.filter { $0.waiting == nil && Format.debouncing($0, now: now) == nil && Format.needing($0) == nil
+            && Format.approving($0) != nil }
         // A follow-up in a key's line is counted apart: `rules` lists the line with its places.
         let inLine = live.filter { $0.phase == .queued && $0.line != nil && $0.waiting == nil && Format.debouncing($0, now: now) == nil
-            && Format.needing($0) == nil }.count
-        let queued = live.filter { $0.phase == .queued }.count - waiting.count - debouncing.count - inLine - needing.count
+            && Format.needing($0) == nil && Format.approving($0) == nil }.count
+        let queued = live.filter { $0.phase == .queued }.count - waiting.count - debouncing.count - inLine - needing.count - approving.count
         // Every run in flight, one per key: an action with keyParams may have several.
         var parts = live.filter { $0.phase != .queued }.map { active in
             var part = "\(active.phase.rawValue) \(Format.duration(active, now: now)) (run \(active.id)"
@@ -66,6 +69,7 @@ enum StatusCommand {
         parts += debouncing.map { "\(Format.debouncing($0, now: now)!) (run \($0.id))" }
         parts += waiting.map { "queued (run \($0.id)) \($0.waiting!.text)" }
         parts += needing.map { "queued (run \($0.id)) \(Format.needing($0)!)" }
+        parts += approving.map { "queued (run \($0.id)) \(Format.approving($0)!)" }
         if queued > 0 { parts.append("\(queued) queued") }
         if inLine > 0 { parts.append("\(inLine) in line") }
         if let pause = action.paused { parts.insert(context.paint(pause.message(at: now).replacingEvery("\(action.name) is ", with: ""), .red), at: 0) }

@@ -32,6 +32,10 @@ extension ConfigReader {
                         + "a hook run gets only its action's param defaults (the firing run's params are in BATON_HOOK_PARAM_*)")
                     continue
                 }
+                if event == .awaiting, fields["approve"] == nil {
+                    fail("\(at).awaiting", "fires when a run waits for approval, and \(name) has no approve")
+                    continue
+                }
                 names[name, default: [:]][event] = target
             }
         }

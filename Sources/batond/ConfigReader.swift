@@ -27,7 +27,7 @@ struct ConfigReader {
     private static let actionFields: Set<String> = [
         "exec", "description", "cwd", "env", "timeout", "killGrace", "policy", "policies", "retry", "params",
         "keyParams", "needs", "queue", "pauseAfterFailures", "rateLimit", "cooldown", "debounce", "maxWait", "force", "locks", "schedule", "scheduleJitter", "catchUp", "onInterrupt", "leftovers", "retention", "allow", "user", "group", "umask", "limits", "output", "tty", "on",
-        "survivesRestart", "artifacts",
+        "survivesRestart", "artifacts", "approve",
     ]
 
     /// The longest action description, in bytes.
@@ -115,6 +115,7 @@ struct ConfigReader {
         secretsKeyInFleet(config)
         rateLimitsKeptByRetention(config)
         needsOffFleet(config)
+        approvalsOffFleet(config)
         return config
     }
 
@@ -175,6 +176,7 @@ struct ConfigReader {
         if let value = fields["pauseAfterFailures"] { action.pauseAfterFailures = integer(value, at: "\(at).pauseAfterFailures", min: 1, max: 1_000) }
         if let value = fields["rateLimit"] { action.rateLimit = actionRateLimit(value, at: "\(at).rateLimit") }
         if let value = fields["locks"] { action.locks = locks(value, at: "\(at).locks") }
+        if let value = fields["approve"] { action.approve = approve(value, at: "\(at).approve") }
         if let value = fields["force"] {
             if case let .bool(flag) = value { action.allowsForce = flag } else { fail("\(at).force", "expected true or false, got \(value.kind)") }
         }

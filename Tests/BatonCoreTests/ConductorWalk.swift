@@ -75,7 +75,19 @@ struct ConductorWalk {
             release.needs = [NeedTarget(action: ship, params: ["k": "{k}"])]
             return release
         }(),
+        gated,
     ]
+
+    /// Approvals: each run of `gated` waits for a yes from group 10 (uids 3000 and 3001, who also
+    /// trigger it; uid 4000 is not in it) for 200 ms, then is cancelled; never its own trigger's.
+    static let gated: Action = {
+        var gated = Action(name: "gated", exec: ["x"], policy: .queue, policies: [.reject, .join, .replace],
+                           params: ["k": ParamSpec()], keyParams: ["k"])
+        gated.approve = ApprovalRule(by: ["group:ops"], approvers: AccessRule(groups: [10]), timeout: .milliseconds(200))
+        return gated
+    }()
+    static let approvers = [Approver(uid: 3000, name: "u3000", groups: [10]), Approver(uid: 3001, name: "u3001", groups: [10]),
+                            Approver(uid: 4000, name: "u4000", groups: [20])]
 
     static let build = Action(name: "build", exec: ["x"], policy: .join, policies: [.reject, .queue, .replace],
                               params: ["k": ParamSpec()], keyParams: ["k"])
@@ -180,6 +192,9 @@ struct ConductorWalk {
     private var launchedRuns: Set<Int64> = []
     // The rate limits' view: the first starts of each bucket's runs, as launched.
     private var rateStarts: [String: [Timestamp]] = [:]
+    // The approvals' view: each run's trigger uid, and the runs whose approval was decided (approved or not).
+    private var triggerUID: [Int64: UInt32] = [:]
+    private var approvalDecided: [Int64: ApprovalState.Verdict] = [:]
 
     init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false, handsOver: Bool = false) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -238,6 +253,10 @@ struct ConductorWalk {
             if choice == 4, state.storeCountsFailures { apply(.pausesSeen(choices.next(2) == 0 ? [pause] : [], readAt: now)) }
             // The conductor's answer to a hand-over asked (kept or not), in any order with the attempt's end.
             if choice == 5 || choice == 6, let run = handOvers.keys.min() { answerHandOver(run, kept: choice == 5) }
+            // An approve (7 to 10) or deny (11, 12) of any run, by one of group 10 or by someone outside it.
+            if (7...12).contains(choice ?? 0), let run = pick(known, &choices), let who = choices.next(Self.approvers.count) {
+                ask { .approval($0, run: run, Self.approvers[who], approve: choice! <= 10, reason: "walk") }
+            }
         case 13:
             // A second stop signal, now and then: the drain stops waiting for writes.
             if shutDown, choices.next(6) == 0 { apply(.abandonWrites) } else if shutDown { apply(.graceElapsed) }
@@ -271,7 +290,7 @@ struct ConductorWalk {
             if let run = timers.keys.sorted().first(where: { !timers[$0]!.isEmpty }),
                let timer = timers[run]!.sorted(by: { "\($0)" < "\($1)" }).first {
                 timers[run]!.remove(timer)
-                if timer == .debounce || timer == .pauseEnd || timer == .rateLimit, let due = timerDue[run]?[timer] { now = max(now, due) }
+                if timer == .debounce || timer == .pauseEnd || timer == .rateLimit || timer == .approval, let due = timerDue[run]?[timer] { now = max(now, due) }
                 apply(.timer(run: run, timer))
                 continue
             }
@@ -296,7 +315,9 @@ struct ConductorWalk {
         // `override` 5 forces: honoured by the action that allows it, ignored by the others.
         // `override` 4 (the action's own policy) comes as a webhook delivery.
         // `key` 0 fires one of two schedule slots: one run per action and slot, whatever the policy.
-        let trigger = Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: nil,
+        // An approval action's triggers come from uid 3000 or 3001, both approvers of it.
+        let peer = action.approve == nil ? nil : Peer(uid: UInt32(3000 + override % 2), gid: 10, pid: 1)
+        let trigger = Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: peer,
                               force: override == 5, delivery: override == 4 ? Delivery(hook: "h", id: String(nextToken)) : nil,
                               slot: key == 0 ? Timestamp(rawValue: Int64(1 + override % 2)) : nil)
         ask { .trigger($0, trigger) }
@@ -391,6 +412,7 @@ struct ConductorWalk {
                 }
                 checkHooks(entries, event)
                 checkNeeds(entries)
+                checkApprovals(entries)
                 // A success is decided when its transition is written (it is never refused).
                 for case let .transition(transition) in entries where transition.to == .success {
                     if let created = createdAt[transition.runID], created.action.cooldown != nil {
@@ -406,6 +428,9 @@ struct ConductorWalk {
                 checkDebounce(launch)
                 checkRate(launch)
                 checkNeeds(launch)
+                if launch.attempt == 1, launch.action.approve != nil, approvalDecided[launch.run] != .approved {
+                    violate("run \(launch.run) of \(launch.action.name) started without an approval (\(String(describing: approvalDecided[launch.run])))")
+                }
                 if launch.attempt == 1, paused.contains(launch.action.name) {
                     violate("run \(launch.run) of \(launch.action.name) started while its action was paused")
                 }
@@ -472,6 +497,7 @@ struct ConductorWalk {
         if !wrote.isEmpty, case let .cancel(token, _, _) = event, !answered.contains(token) { asked[token] = wrote }
         if !wrote.isEmpty, case let .pause(token, _) = event, !answered.contains(token) { asked[token] = wrote }
         if !wrote.isEmpty, case let .resume(token, _, _) = event, !answered.contains(token) { asked[token] = wrote }
+        if !wrote.isEmpty, case let .approval(token, _, _, _, _) = event, !answered.contains(token) { asked[token] = wrote }
         checkState()
     }
 
@@ -513,7 +539,7 @@ struct ConductorWalk {
                     if case let .transition(transition) = entry { transition.runID == run && transition.to == (failed ? .failure : .success) } else { false }
                 }
                 if !withItsEnd { violate("run \(run)'s end was counted apart from it, or as what it was not") }
-            case .trigger, .output, .processGroup, .pause, .resume, .needs:
+            case .trigger, .output, .processGroup, .pause, .resume, .needs, .approval:
                 break
             case .outputChunks:
                 violate("the state wrote output chunks: the conductor writes them, beside the state")
@@ -539,6 +565,27 @@ struct ConductorWalk {
         if transition.from != last?.phase { violate("run \(transition.runID): from \(String(describing: transition.from)) but stored \(String(describing: last?.phase))") }
         if !Phase.allows(from: last?.phase, to: transition.to) {
             violate("run \(transition.runID): \(String(describing: last?.phase)) → \(transition.to) is not in the phase table")
+        }
+    }
+
+    /// Each approval is decided at most once, by one of its approvers who did not trigger the
+    /// run (a timeout by no one), and a run's waiting is written with its creation.
+    private mutating func checkApprovals(_ entries: [JournalEntry]) {
+        for case let .created(run, _) in entries { triggerUID[run.id] = run.trigger?.uid }
+        for case let .approval(id, approval) in entries {
+            guard let verdict = approval.verdict else {
+                let withItsRun = entries.contains { if case let .created(run, _) = $0 { run.id == id } else { false } }
+                if !withItsRun { violate("run \(id)'s wait for approval was written apart from its creation") }
+                continue
+            }
+            if let first = approvalDecided[id] { violate("run \(id)'s approval was decided twice: \(first), then \(verdict)") }
+            approvalDecided[id] = verdict
+            guard verdict != .timedOut else { continue }
+            guard let approver = Self.approvers.first(where: { $0.name == approval.decidedBy }), approver.groups.contains(10) else {
+                violate("run \(id)'s approval was decided by \(String(describing: approval.decidedBy)), not one of its approvers")
+                continue
+            }
+            if triggerUID[id] == approver.uid { violate("run \(id) was \(verdict) by its own trigger, uid \(approver.uid)") }
         }
     }
 

@@ -112,6 +112,8 @@ struct WireJSONTests {
         run.line = 2
         run.needs = [NeededRun(action: "build-a", run: 41, phase: .success, reason: "exit"), NeededRun(action: "build-b", run: 42, phase: .loading)]
         run.neededBy = [NeededRun(action: "release", run: 44, phase: .queued)]
+        run.approval = ApprovalState(by: ["group:ops", "user:al\"ice"], until: Timestamp(rawValue: 1_700_000_003_600_000), verdict: .denied,
+                                     decidedBy: "bob", decidedAt: Timestamp(rawValue: 1_700_000_000_500_000), reason: "not \"today\"")
         return run
     }
 

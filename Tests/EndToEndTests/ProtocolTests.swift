@@ -26,6 +26,7 @@ struct ProtocolTests {
         (#"{"op":"reload"}"#, #""ok":true"#),
         (#"{"op":"cancel","action":"a"}"#, #""runs""#),
         (#"{"op":"watch"}"#, #""event":"watching""#),
+        (#"{"op":"approvals"}"#, #""runs""#),
     ]
 
     @Test("each operation with only its required fields", arguments: requests)

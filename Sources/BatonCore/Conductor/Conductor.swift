@@ -30,6 +30,7 @@ public final class Conductor: Sendable {
         case attach(@Sendable (RunSnapshot?) -> Void, follower: Follower)
         case recover(@Sendable (RecoverySummary) -> Void)
         case pause(@Sendable (Result<ActionPause?, BatonError>) -> Void)
+        case approval(@Sendable (Result<RunSnapshot, BatonError>) -> Void)
     }
 
     /// Everything the loop changes, and only the loop.
@@ -273,6 +274,13 @@ public final class Conductor: Sendable {
             answered(.failure(error))
         case let (.pause(answered), _):
             answered(.failure(.internalError("a pause got an answer of the wrong kind: \(answer)")))
+        case let (.approval(answered), .approval(run)):
+            // The run as it is once the decision is durable, where it is still in flight.
+            answered(.success(snapshot(of: run.id) ?? run))
+        case let (.approval(answered), .failed(error)):
+            answered(.failure(error))
+        case let (.approval(answered), _):
+            answered(.failure(.internalError("an approval got an answer of the wrong kind: \(answer)")))
         case let (.trigger(answered, _), .failed(error)):
             answered(.failure(error))
         case let (.cancel(answered), .failed(error)):

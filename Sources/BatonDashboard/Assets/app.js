@@ -682,6 +682,44 @@ async function cancelRun(id, button) {
   }
 }
 
+// ---- approvals -------------------------------------------------------------------------------
+
+// A run's approval, as `baton show` says it: what it waits for, or how it was decided.
+function approvalText(approval) {
+  if (!approval.verdict) {
+    return `waiting for approval by ${approval.by.join(", ")}${approval.until ? ` (until ${localTime(approval.until)})` : ""}`;
+  }
+  if (approval.verdict === "timed_out") return "approval timed out";
+  const at = approval.decidedAt ? ` at ${localTime(approval.decidedAt)}` : "";
+  return `${approval.verdict} by ${approval.decidedBy || "?"}${at}${approval.reason ? `: ${approval.reason}` : ""}`;
+}
+
+// The Approve/Deny pair, with the params in full, offered only where batond lists the run as
+// waiting for this user's approval (one of its approvers, not its trigger unless self: true).
+async function offerApproval(run, controls) {
+  const answer = await api("/api/approvals");
+  if (!answer.ok || !(answer.runs || []).some((waiting) => waiting.id === run.id)) return;
+  if (!controls.isConnected || controls.querySelector(".approve")) return;
+  const params = Object.entries(run.params || {}).map(([name, value]) => `${name}=${value}`).join(" ");
+  const box = el("div", { class: "approval", role: "group", "aria-label": `Approval of run ${run.id}` });
+  const approve = el("button", { type: "button", class: "approve", text: `Approve run ${run.id}` });
+  const reason = el("input", { type: "text", class: "deny-reason", placeholder: "why deny (optional)", "aria-label": `Why deny run ${run.id}` });
+  const deny = el("button", { type: "button", class: "deny", text: `Deny run ${run.id}` });
+  const note = el("p", { class: "approval-note", role: "status" });
+  approve.addEventListener("click", () => decideRun(run, true, "", [approve, deny], note));
+  deny.addEventListener("click", () => decideRun(run, false, reason.value, [approve, deny], note));
+  box.append(el("p", { class: "approval-params", text: params ? `with params ${params}` : "with no params" }), approve, deny, reason, note);
+  controls.append(box);
+}
+
+async function decideRun(run, approve, reason, buttons, note) {
+  for (const button of buttons) button.disabled = true;
+  const answer = await api("/api/approval", reason ? { run: run.id, approve, reason } : { run: run.id, approve });
+  note.textContent = answer.ok ? (approve ? `approved: run ${run.id} is ${answer.run.phase}` : `denied: ${answer.run.error || "cancelled"}`)
+    : answer.error.message;
+  if (!answer.ok) for (const button of buttons) button.disabled = false;
+}
+
 // ---- history ---------------------------------------------------------------------------------
 
 function filters() {
@@ -893,7 +931,10 @@ function renderRun(detail, users) {
     cancel.addEventListener("click", () => cancelRun(run.id, cancel));
     controls.append(cancel);
   }
+  const approval = shown.approval || run.approval;
+  if (approval && !approval.verdict && shown.phase === "queued") offerApproval(run, controls);
   const facts = [["action", run.action], ["key", run.key], ["policy", run.policy], ["phase", shown.phase]];
+  if (approval) facts.push(["approval", approvalText(approval)]);
   for (const [name, value] of Object.entries(run.params || {})) facts.push([`param ${name}`, value]);
   if (run.trigger) facts.push(["triggered by", `${userName(run.trigger.uid, users)}, pid ${run.trigger.pid}`]);
   else if (run.via) facts.push(["triggered by", run.via]);

@@ -104,12 +104,14 @@ extension ConductorState {
         run.via = trigger.via
         run.slot = trigger.slot
         run.estimate = estimates.median(trigger.action.name)
+        run.approval = Self.approvalWait(trigger.action, at: step.now)
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
         slots.record(run)
         flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
                              action: trigger.action, runner: trigger.runner, seq: 1, debounce: window, secrets: trigger.secrets)
         if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
+        awaitApproval(id, trigger.action, &step)
         recordDelivery(of: trigger, run: id, &step)
         // It starts once its creation is durable, if its key and a slot are free then: `loading`
         // is stamped when the process starts, never when the trigger came (a creation can wait
@@ -185,6 +187,8 @@ extension ConductorState {
             pauseTimerFired(id, flight.action.name, &step)
         case .rateLimit:
             rateTimerFired(id, &step)
+        case .approval:
+            approvalTimerFired(id, &step)
         case .progress:
             guard flight.progressHeld, !flight.isOver else { return }
             var told = flight

@@ -46,7 +46,7 @@ extension ConductorState {
     /// One hook's trigger, decided as a trigger from nobody would be (`KeyDecision`): a new run
     /// (its creation in this item, started once durable), or a record against the run it joins,
     /// coalesces into, debounces into, is rejected by or is cooled by.
-    private mutating func triggerHook(_ target: HookTarget, _ context: HookContext, _ step: inout Step) {
+    mutating func triggerHook(_ target: HookTarget, _ context: HookContext, _ step: inout Step) {
         let hookAction = target.action
         var slot = table.slot(of: target.key)
         let decided = KeyDecision.decide(KeyDecision.Asked(hook: hookAction, params: target.params), keyView(target.key, hookAction, slot: nil, at: step.now, uptime: step.uptime),
@@ -88,12 +88,14 @@ extension ConductorState {
         run.via = via
         run.hook = context.cause
         run.estimate = estimates.median(hookAction.name)
+        run.approval = Self.approvalWait(hookAction, at: step.now)
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now,
                                     detail: KeyDecision.queuedDetail(decision, via: via, window: window))
         flights[id] = Flight(run: run, machine: RunMachine(retries: hookAction.retry.attempts), action: hookAction,
                              runner: nil, seq: 1, hook: context, debounce: window)
         if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
+        awaitApproval(id, hookAction, &step)
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
         triggerNeeds(id, hookAction, params: target.params, peer: nil, &step)
     }

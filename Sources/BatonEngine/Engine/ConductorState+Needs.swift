@@ -93,11 +93,13 @@ extension ConductorState {
                               queuedAt: step.now)
         run.via = via
         run.estimate = estimates.median(action.name)
+        run.approval = Self.approvalWait(action, at: step.now)
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now,
                                     detail: KeyDecision.queuedDetail(.created(id), via: via, window: window))
         flights[id] = Flight(run: run, machine: RunMachine(retries: action.retry.attempts), action: action, runner: nil, seq: 1, debounce: window)
         if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
+        awaitApproval(id, action, &step)
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
         triggerNeeds(id, action, params: params, peer: peer, &step)
     }

@@ -119,6 +119,7 @@ extension ConductorState {
         flights[run.id] = Flight(run: snapshot, machine: RunMachine(retries: action.retry.attempts), action: action,
                                  runner: nil, seq: transition.seq, hook: unfinished.hook, debounce: window)
         if let window, gated { hold(run.id, window, &step) }
+        awaitApprovalAgain(run.id, run.approval, &step)
         step.entries.append(.transition(transition))
         step.after.append(.publish(RunUpdate(run: snapshot, transition: transition)))
         // The run's row is durable from its first life; only its new transition is being written,

@@ -152,6 +152,7 @@ extension ConductorState {
         guard let flight = flights.removeValue(forKey: id) else { return }
         table.ended(id)
         needBook.forget(id)
+        approvals[id] = nil
         // A run that joined it (in an item of its own) waited for a run that never was.
         decideWaits(on: id, phase: .cancelled, reason: "unwritten", &step)
         slots.forget(flight.run)
@@ -162,6 +163,7 @@ extension ConductorState {
     /// The run's end is durable: its waiters hear no more, and `status` and estimates learn of it.
     mutating func close(_ id: Int64, _ step: inout Step) {
         guard let flight = flights.removeValue(forKey: id) else { return }
+        approvals[id] = nil
         let run = flight.run
         if lastEnded[run.action].map({ $0.id < id }) ?? true { lastEnded[run.action] = run }
         if run.phase == .success, let started = run.startedAt, let ended = run.endedAt {

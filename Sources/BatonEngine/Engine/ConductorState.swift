@@ -25,7 +25,9 @@
 ///   `maxWait` after its first (`ConductorState+Debounce`, `DebounceWindow`);
 /// - no more runs of a rate-limited key or action start in any window of its `per` than its
 ///   `runs` (`ConductorState+Rate`, `RateBook`);
-/// - no run starts before every run it needs succeeded, nor ever once one did not (`NeedBook`).
+/// - no run starts before every run it needs succeeded, nor ever once one did not (`NeedBook`);
+/// - no run of an action with `approve` starts without an approval, and each approval is decided
+///   at most once (`ConductorState+Approvals`).
 public struct ConductorState: Sendable {
     /// Identifies a caller waiting for an answer.
     public typealias Token = UInt64
@@ -74,6 +76,9 @@ public struct ConductorState: Sendable {
         case pausesSeen([ActionPause], readAt: Timestamp)
         /// Stop one run as another host asked (a replace, or a cancel sent from elsewhere).
         case stopRun(Int64, RunMachine.Stop)
+        /// `baton approve RUN` (true) or `baton deny RUN --reason …` (false) by `Approver`: decided
+        /// once (`ConductorState+Approvals`). Answered `.approval` or refused.
+        case approval(Token, run: Int64, Approver, approve: Bool, reason: String?)
         /// `handOver`'s answer: left to its shim (`kept`), or batond's to stop (`ConductorState+HandOver`).
         case handedOver(run: Int64, attempt: Int, kept: Bool)
     }
@@ -121,6 +126,8 @@ public struct ConductorState: Sendable {
         case pauseEnd
         /// A start of the run's rate limit may fit again (`ConductorState+Rate`).
         case rateLimit
+        /// The end of a run's wait for approval (`approve.timeout`): undecided, it is cancelled.
+        case approval
     }
 
     /// The most often a run's progress is told: a run that writes 100,000 progress lines a second
@@ -147,6 +154,8 @@ public struct ConductorState: Sendable {
         case recovered(RecoverySummary)
         /// A pause made, or the pause a resume ended (nil: the action was not paused).
         case paused(ActionPause?)
+        /// An approve or deny, as decided: the run as the decision left it (started, or ended by a deny).
+        case approval(RunSnapshot)
     }
 
     /// Whether triggers are taken.
@@ -192,6 +201,9 @@ public struct ConductorState: Sendable {
     public internal(set) var pauses: [String: ActionPause] = [:]
     /// The runs waiting for the runs they need (`needs`), and what each waits for.
     public internal(set) var needBook = NeedBook()
+    /// The approvals of the runs in flight (`approve`): waiting, or decided (a second approve or
+    /// deny is answered with the first); forgotten once the run is closed.
+    public internal(set) var approvals: [Int64: ApprovalState] = [:]
     /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
     var failureStreaks: [String: Int] = [:]
     /// When this conductor last paused or resumed each action, and when the latest read of the
@@ -232,6 +244,8 @@ public struct ConductorState: Sendable {
         case let .pause(token, pause): self.pause(token, pause, &step)
         case let .resume(token, action, by): resume(token, action: action, by: by, &step)
         case let .pausesSeen(list, readAt): seen(pauses: list, readAt: readAt, &step)
+        case let .approval(token, run, approver, approve, reason):
+            decideApproval(token, run: run, approver, approve: approve, reason: reason, &step)
         case let .handedOver(run, attempt, kept): handedOver(run, attempt: attempt, kept: kept, &step)
         }
         return finish(&step)

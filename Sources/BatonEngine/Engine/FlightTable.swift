@@ -46,6 +46,8 @@ public struct FlightTable: Sendable {
         var rateUntil: Timestamp?
         /// A run waiting for the runs it needs (`await`, `needsMet`): it may not start yet.
         var awaiting = false
+        /// A run waiting for its approval (`awaitApproval`, `approved`): it may not start yet.
+        var approving = false
     }
 
     private var slots: [String: KeySlot] = [:]
@@ -138,6 +140,24 @@ public struct FlightTable: Sendable {
         entries[run]!.awaiting = false
         promote(entries[run]!.key)
     }
+
+    /// Holds back a run not yet started until it is approved (`approved`), as `await` does.
+    public mutating func awaitApproval(_ run: Int64) {
+        guard let entry = entries[run], entry.stage != .running else { return }
+        entries[run]!.approving = true
+        entries[run]!.stage = .waiting
+        locks.unwait(run)
+    }
+
+    /// The run is approved: it starts once nothing else holds it back.
+    public mutating func approved(_ run: Int64) {
+        guard entries[run]?.approving == true else { return }
+        entries[run]!.approving = false
+        promote(entries[run]!.key)
+    }
+
+    /// Whether a run waits for its approval.
+    public func isApproving(_ run: Int64) -> Bool { entries[run]?.approving ?? false }
 
     /// Whether a run waits for the runs it needs (`await`).
     public func isAwaiting(_ run: Int64) -> Bool { entries[run]?.awaiting ?? false }
@@ -271,7 +291,7 @@ public struct FlightTable: Sendable {
 
     private mutating func promote(_ key: String) {
         guard let holder = slots[key]?.startable,
-              let entry = entries[holder], entry.durable, !entry.gated, !entry.awaiting, entry.rateUntil == nil, entry.stage == .waiting,
+              let entry = entries[holder], entry.durable, !entry.gated, !entry.awaiting, !entry.approving, entry.rateUntil == nil, entry.stage == .waiting,
               !held.contains(entry.action) else { return }
         entries[holder]!.stage = .ready
         line.append(holder)

@@ -20,6 +20,10 @@ public struct RunMachine: Sendable, Equatable {
         case shutdown
         /// A run it needs ended other than `success` (`NeededRun.failure` says how): it never starts.
         case needs(String)
+        /// Denied by an approver (`baton deny`), with their reason: it never starts.
+        case denied(by: String, reason: String?)
+        /// Nobody approved it within the action's `approve.timeout`: it never starts.
+        case approvalTimedOut(after: Duration)
 
         /// The phase a stopped run ends in: `failure` for a timeout or a need that failed, `cancelled` otherwise.
         public var phase: Phase {
@@ -36,6 +40,8 @@ public struct RunMachine: Sendable, Equatable {
             case let .timeout(after): TransitionDetail(reason: "timeout", error: "timed out after \(DurationText.format(after))")
             case .shutdown: TransitionDetail(reason: "shutdown", error: "batond shut down")
             case let .needs(message): TransitionDetail(reason: "needs", error: message)
+            case let .denied(by, reason): TransitionDetail(reason: "denied", error: "denied by \(by)" + (reason.map { ": \($0)" } ?? ""))
+            case let .approvalTimedOut(after): TransitionDetail(reason: "approval", error: "approval timed out after \(DurationText.format(after))")
             }
         }
     }

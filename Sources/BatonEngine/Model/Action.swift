@@ -88,6 +88,8 @@ public struct Action: Sendable, Equatable {
     /// The actions a run first triggers (under `join`) and waits for (`needs`), resolved at load;
     /// it starts once each of their runs succeeded, and fails without starting when one did not.
     public var needs: [NeedTarget] = []
+    /// Who must approve each run before it starts (`approve`); nil: runs start without one.
+    public var approve: ApprovalRule?
 
     /// The longest a pending run of this action waits after its burst's first trigger: `maxWait`,
     /// or ten windows; nil when the action does not debounce.

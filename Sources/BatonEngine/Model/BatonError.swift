@@ -17,6 +17,8 @@ public enum BatonError: Error, Sendable, Equatable {
     case unknownAction(String)
     /// No run has that id.
     case unknownRun(Int64)
+    /// An approve or deny of a run that does not wait for approval: decided already (by whom), started, or ended.
+    case notWaiting(run: Int64, String)
     /// The request is malformed or asks for something the action does not allow.
     case badRequest(String)
     /// A param of a trigger is undeclared, missing or does not match its pattern (a `bad_request`
@@ -43,6 +45,7 @@ public enum BatonError: Error, Sendable, Equatable {
         case .rateLimited: .rateLimited
         case .unknownAction: .unknownAction
         case .unknownRun: .unknownRun
+        case .notWaiting: .notWaiting
         case .badRequest, .badParam: .badRequest
         case .forbidden: .forbidden
         case .shuttingDown, .stopped: .shuttingDown
@@ -66,6 +69,7 @@ public enum BatonError: Error, Sendable, Equatable {
         case let .delivered(run, hook, delivery): "delivery \(delivery) of hook \(hook) was seen before: it made run \(run)"
         case let .unknownAction(name): "unknown action \(Action.quoted(name))"
         case let .unknownRun(id): "no run \(id)"
+        case let .notWaiting(_, message): message
         case let .badRequest(message): message
         case let .badParam(_, message): message
         case let .forbidden(message): message

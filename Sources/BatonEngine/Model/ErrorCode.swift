@@ -7,6 +7,8 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case rateLimited = "rate_limited"
     case unknownAction = "unknown_action"
     case unknownRun = "unknown_run"
+    /// An approve or deny of a run that does not wait for approval (decided already, started or ended).
+    case notWaiting = "not_waiting"
     case badRequest = "bad_request"
     case forbidden
     case shuttingDown = "shutting_down"

@@ -1,6 +1,7 @@
-/// Which outcome of a run a hook answers (`on: { failure, success, change }`).
+/// Which outcome of a run a hook answers (`on: { failure, success, change }`), or, for an
+/// action with `approve`, a run beginning to wait for approval (`on: { awaiting }`).
 public enum HookEvent: String, Codable, Sendable, CaseIterable {
-    case failure, success, change
+    case failure, success, change, awaiting
 }
 
 /// An action's hooks (`on:`), resolved when the config is read: the action each outcome

@@ -61,6 +61,9 @@ public struct RunSnapshot: Codable, Sendable, Equatable {
     public var needs: [NeededRun]?
     /// The runs that need it (`show` only, from the history).
     public var neededBy: [NeededRun]?
+    /// Its approval (`approve`): what a queued run waits for ("waiting for approval by group:ops
+    /// (until 14:05)"), then how it was decided. Nil for a run of an action without `approve`.
+    public var approval: ApprovalState?
 
     public init(
         id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

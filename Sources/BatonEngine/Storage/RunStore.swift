@@ -47,6 +47,9 @@ public enum JournalEntry: Sendable, Equatable {
     /// `ConductorState.storeCountsFailures`), pausing the action when they reach `most`
     /// (`ActionPause.afterFailures`): in the item of that end, after it.
     case failureStreak(run: Int64, action: String, most: Int, failed: Bool)
+    /// A run's approval (`approve`): its wait, written in the item that creates it, then its
+    /// decision (approved or denied by whom, why; or timed out), each replacing the last.
+    case approval(runID: Int64, ApprovalState)
 }
 
 extension JournalEntry {

@@ -1,0 +1,96 @@
+extension ConductorState {
+    // MARK: Approvals
+
+    /// A new run of an action with `approve` (a trigger's, a hook's or a needed run's): it waits,
+    /// held in the table (`FlightTable.awaitApproval`) while holding its key, until an approver's
+    /// yes; the wait is written in the item that makes the run, and its timeout armed from now.
+    mutating func awaitApproval(_ id: Int64, _ action: Action, _ step: inout Step) {
+        guard let rule = action.approve, let state = Self.approvalWait(action, at: step.now) else { return }
+        approvals[id] = state
+        flights[id]?.run.approval = state
+        table.awaitApproval(id)
+        step.entries.append(.approval(runID: id, state))
+        if let timeout = rule.timeout { step.effects.append(.schedule(run: id, .approval, after: timeout)) }
+        // `on: { awaiting }`: announced in the item that makes the run (a hook's own run only with `chain`).
+        if let target = action.hooks.targets[.awaiting], let run = flights[id]?.run, run.hook == nil || action.hooks.chain {
+            let cause = HookCause(run: id, action: action.name, event: .awaiting)
+            triggerHook(target, HookContext(cause: cause, run: run, output: []), &step)
+        }
+    }
+
+    /// What a new run of `action` made at `now` waits for: nil for an action without `approve`.
+    static func approvalWait(_ action: Action, at now: Timestamp) -> ApprovalState? {
+        action.approve.map { ApprovalState(by: $0.by, until: $0.timeout.map { now + $0 }) }
+    }
+
+    /// A run recovery queued again that was waiting for its approval: it waits again, its timeout
+    /// counted from its creation (at once, where that is past); one approved before goes on.
+    mutating func awaitApprovalAgain(_ id: Int64, _ state: ApprovalState?, _ step: inout Step) {
+        guard let state, flights[id] != nil else { return }
+        approvals[id] = state
+        flights[id]?.run.approval = state
+        guard state.isWaiting else { return }
+        table.awaitApproval(id)
+        if let until = state.until { step.effects.append(.schedule(run: id, .approval, after: max(until - step.now, .zero))) }
+    }
+
+    /// `baton approve RUN` / `baton deny RUN`: decided once, by one of the action's approvers who
+    /// is not (unless `self: true`) the run's trigger. An approval lets the run start (its needs,
+    /// pause and rate limit still apply); a deny ends it `cancelled`, never started. Answered
+    /// with the decision once it is durable.
+    mutating func decideApproval(_ token: Token, run id: Int64, _ approver: Approver, approve: Bool, reason: String?,
+                                 _ step: inout Step) {
+        guard let flight = flights[id] else { return step.answer(token, .failed(.unknownRun(id))) }
+        guard let state = approvals[id], let rule = flight.action.approve else {
+            return step.answer(token, .failed(.notWaiting(run: id, "run \(id) of \(flight.run.action) does not wait for approval")))
+        }
+        if let decided = state.decisionText {
+            return step.answer(token, .failed(.notWaiting(run: id, "run \(id) of \(flight.run.action) was decided already: \(decided)")))
+        }
+        guard flight.machine.phase == .queued, !flight.isOver else {
+            return step.answer(token, .failed(.notWaiting(run: id, "run \(id) of \(flight.run.action) is \(flight.machine.phase.rawValue)")))
+        }
+        if let refusal = rule.refusal(approver, of: flight.run) { return step.answer(token, .failed(.forbidden(refusal))) }
+        var decided = state
+        decided.verdict = approve ? .approved : .denied
+        decided.decidedBy = approver.name
+        decided.decidedAt = step.now
+        decided.reason = reason
+        record(decided, of: id, &step)
+        if approve {
+            table.approved(id)
+            admit(&step)
+        } else {
+            drive(id, .stop(.denied(by: approver.name, reason: reason)), &step)
+        }
+        step.answer(token, .approval(flights[id].map(live) ?? flight.run))
+    }
+
+    /// A run's `.approval` timer went off: still waiting at its end, it ends `cancelled`; fired
+    /// early, it waits again for the rest.
+    mutating func approvalTimerFired(_ id: Int64, _ step: inout Step) {
+        guard let state = approvals[id], state.isWaiting, let until = state.until, let flight = flights[id], !flight.isOver else { return }
+        guard step.now >= until else { return step.effects.append(.schedule(run: id, .approval, after: until - step.now)) }
+        var decided = state
+        decided.verdict = .timedOut
+        decided.decidedAt = step.now
+        record(decided, of: id, &step)
+        drive(id, .stop(.approvalTimedOut(after: flight.action.approve?.timeout ?? (until - flight.run.queuedAt))), &step)
+    }
+
+    private mutating func record(_ state: ApprovalState, of id: Int64, _ step: inout Step) {
+        approvals[id] = state
+        flights[id]?.run.approval = state
+        step.entries.append(.approval(runID: id, state))
+    }
+
+    /// The runs that wait for `approver`'s yes now: queued, undecided, of an action whose
+    /// approvers include them and, unless the action allows it, not triggered by them. Oldest first.
+    public func awaitingApproval(by approver: Approver) -> [RunSnapshot] {
+        approvals.filter { $0.value.isWaiting }.keys.sorted().compactMap { id in
+            guard let flight = flights[id], flight.machine.phase == .queued, let rule = flight.action.approve,
+                  rule.refusal(approver, of: flight.run) == nil else { return nil }
+            return live(flight)
+        }
+    }
+}

@@ -1,0 +1,89 @@
+/// An action whose runs wait for a person's yes (`approve: { by: ["group:ops"], timeout: "1h", self: false }`):
+/// a run is created `queued`, holding its key, and starts only once one of `by` approved it; a
+/// deny or the timeout ends it `cancelled`, never started.
+public struct ApprovalRule: Sendable, Equatable {
+    /// Who may approve, as the config wrote it (`group:ops`, `user:alice`): what people are told.
+    public var by: [String]
+    /// The same, resolved at load to uids and gids.
+    public var approvers: AccessRule
+    /// How long a run waits, from its creation; nil: until decided or cancelled.
+    public var timeout: Duration?
+    /// Whether the run's own trigger may approve it (`self: true`); false by default.
+    public var allowsSelf: Bool
+
+    public init(by: [String], approvers: AccessRule, timeout: Duration? = nil, allowsSelf: Bool = false) {
+        self.by = by
+        self.approvers = approvers
+        self.timeout = timeout
+        self.allowsSelf = allowsSelf
+    }
+
+    /// Whether `approver` may decide run `run`: one of `by` (root and batond's owner only where
+    /// listed: an approval is another person's yes), and not its trigger unless `self: true`.
+    /// Nil when allowed, else why not.
+    public func refusal(_ approver: Approver, of run: RunSnapshot) -> String? {
+        guard approvers.admits(uid: approver.uid, groups: approver.groups) else {
+            return "\(approver.name) may not approve run \(run.id) of \(run.action): approvals are by \(by.joined(separator: ", "))"
+        }
+        if !allowsSelf, run.trigger?.uid == approver.uid {
+            return "\(approver.name) triggered run \(run.id) of \(run.action) and may not approve it (the action's approve has no self: true)"
+        }
+        return nil
+    }
+}
+
+/// Who approves or denies: the caller's uid, its name for the history, and every group it is in.
+public struct Approver: Sendable, Equatable {
+    public var uid: UInt32
+    public var name: String
+    public var groups: [UInt32]
+
+    public init(uid: UInt32, name: String, groups: [UInt32] = []) {
+        self.uid = uid
+        self.name = name
+        self.groups = groups
+    }
+}
+
+/// A run's approval as callers see it: what it waits for (who may approve, until when), then
+/// how it was decided (approved or denied by whom, or timed out), when and why.
+public struct ApprovalState: Codable, Sendable, Equatable {
+    public enum Verdict: String, Codable, Sendable {
+        case approved, denied
+        case timedOut = "timed_out"
+    }
+
+    /// Who may approve, as the config wrote it.
+    public var by: [String]
+    /// When the wait ends by itself (nil: never).
+    public var until: Timestamp?
+    public var verdict: Verdict?
+    /// Who decided (a user's name), for an approve or deny.
+    public var decidedBy: String?
+    public var decidedAt: Timestamp?
+    /// A deny's reason.
+    public var reason: String?
+
+    public init(by: [String], until: Timestamp?, verdict: Verdict? = nil, decidedBy: String? = nil, decidedAt: Timestamp? = nil,
+                reason: String? = nil) {
+        self.by = by
+        self.until = until
+        self.verdict = verdict
+        self.decidedBy = decidedBy
+        self.decidedAt = decidedAt
+        self.reason = reason
+    }
+
+    /// Whether it still waits for a decision.
+    public var isWaiting: Bool { verdict == nil }
+
+    /// How it was decided, for people: `approved by bob`, `denied by alice: not today`, `timed out`.
+    public var decisionText: String? {
+        guard let verdict else { return nil }
+        switch verdict {
+        case .approved: return "approved by \(decidedBy ?? "?")"
+        case .denied: return "denied by \(decidedBy ?? "?")" + (reason.map { ": \($0)" } ?? "")
+        case .timedOut: return "approval timed out"
+        }
+    }
+}

@@ -1,0 +1,199 @@
+@testable import BatonCore
+@testable import BatonEngine
+import Testing
+
+/// Approvals (issue 40, item 5) in the conductor's state: a run of an action with `approve` is
+/// created queued and waits, holding its key, until one of its approvers (not its trigger, unless
+/// `self: true`) approves it (it starts) or denies it (cancelled, never started), or its timeout
+/// cancels it; each decision written before it is answered, and decided once.
+@Suite("Conductor: approvals")
+struct ConductorApprovalTests {
+    typealias Rig = ConductorDebounceTests.Rig
+
+    static let alice = Approver(uid: 1001, name: "alice", groups: [50])
+    static let bob = Approver(uid: 1002, name: "bob", groups: [50])
+    static let eve = Approver(uid: 1003, name: "eve", groups: [60])
+
+    static func deploy(policy: Policy = .reject, timeout: Duration? = .seconds(3_600), allowsSelf: Bool = false) -> Action {
+        var deploy = Action(name: "deploy", exec: ["true"], policy: policy, policies: [.reject, .join, .queue, .replace],
+                            params: ["ref": ParamSpec()])
+        deploy.approve = ApprovalRule(by: ["group:ops"], approvers: AccessRule(groups: [50]), timeout: timeout, allowsSelf: allowsSelf)
+        return deploy
+    }
+
+    static func trigger(_ rig: inout Rig, _ action: Action, by uid: UInt32 = 1001, ref: String = "v1", policy: Policy? = nil,
+                        at seconds: Double) -> ConductorState.Token {
+        rig.at(seconds)
+        rig.token += 1
+        rig.handle(.trigger(rig.token, Trigger(action: action, key: action.name, policy: policy ?? action.policy, params: ["ref": ref],
+                                               peer: Peer(uid: uid, gid: 50, pid: 1))))
+        return rig.token
+    }
+
+    static func decide(_ rig: inout Rig, _ run: Int64, by approver: Approver, approve: Bool = true, reason: String? = nil)
+        -> ConductorState.Answer? {
+        rig.token += 1
+        rig.handle(.approval(rig.token, run: run, approver, approve: approve, reason: reason))
+        return rig.answers[rig.token]
+    }
+
+    var approvals: (Rig) -> [ApprovalState] = { rig in
+        rig.written.compactMap { if case let .approval(_, state) = $0 { state } else { nil } }
+    }
+
+    @Test("a triggered run waits, queued, with its wait written in its creation's item; an approver's yes starts it with the params it was triggered with")
+    func approved() throws {
+        var rig = Rig()
+        let token = Self.trigger(&rig, Self.deploy(), at: 0)
+        #expect(rig.decision(token) == .created(1) && rig.launched.isEmpty)
+        let wait = ApprovalState(by: ["group:ops"], until: Rig.start + .seconds(3_600))
+        #expect(approvals(rig) == [wait])
+        #expect(rig.state.snapshot(of: 1)?.approval == wait && rig.state.snapshot(of: 1)?.phase == .queued)
+        #expect(rig.timers[1]?[.approval] == Rig.start + .seconds(3_600))
+        rig.at(60)
+        let answer = Self.decide(&rig, 1, by: Self.bob)
+        let decided = ApprovalState(by: ["group:ops"], until: Rig.start + .seconds(3_600), verdict: .approved, decidedBy: "bob",
+                                    decidedAt: Rig.start + .seconds(60))
+        guard case let .approval(told)? = answer else { Issue.record("\(String(describing: answer))"); return }
+        #expect(told.approval == decided && told.phase == .loading, "answered with the run as the approval left it: started")
+        #expect(approvals(rig).last == decided, "the decision is written before it is answered")
+        #expect(rig.launched == [1])
+        #expect(rig.state.snapshot(of: 1)?.params == ["ref": "v1"])
+    }
+
+    @Test("the trigger's caller may not approve unless self: true; someone outside `by` may not; both refused forbidden, the run still waiting")
+    func whoMay() {
+        var rig = Rig()
+        _ = Self.trigger(&rig, Self.deploy(), by: 1001, at: 0)
+        guard case let .failed(.forbidden(refusal))? = Self.decide(&rig, 1, by: Self.alice) else { Issue.record("self approval allowed"); return }
+        #expect(refusal == "alice triggered run 1 of deploy and may not approve it (the action's approve has no self: true)")
+        guard case let .failed(.forbidden(outside))? = Self.decide(&rig, 1, by: Self.eve, approve: false) else { Issue.record("eve allowed"); return }
+        #expect(outside == "eve may not approve run 1 of deploy: approvals are by group:ops")
+        #expect(rig.launched.isEmpty && approvals(rig).count == 1 && rig.state.snapshot(of: 1)?.approval?.isWaiting == true)
+        var own = Rig()
+        _ = Self.trigger(&own, Self.deploy(allowsSelf: true), by: 1001, at: 0)
+        #expect(Self.decide(&own, 1, by: Self.alice).map { if case .approval = $0 { true } else { false } } == true)
+        #expect(own.launched == [1], "self: true lets the trigger approve")
+    }
+
+    @Test("a deny ends the run cancelled, never started, with who and why; a second decision is refused naming the first")
+    func deniedOnce() throws {
+        var rig = Rig()
+        _ = Self.trigger(&rig, Self.deploy(), at: 0)
+        rig.at(5)
+        guard case .approval? = Self.decide(&rig, 1, by: Self.bob, approve: false, reason: "not on a Friday") else { throw ConductorDebounceTests.Failed() }
+        let ended = try #require(rig.published.last?.run)
+        #expect(ended.phase == .cancelled && ended.reason == "denied" && ended.error == "denied by bob: not on a Friday")
+        #expect(rig.launched.isEmpty && rig.closed == [1])
+        // Closed: the run is no longer in flight; one decided but still in flight answers with the decision.
+        #expect(Self.decide(&rig, 1, by: Self.bob) == .failed(.unknownRun(1)))
+        var queued = Rig()
+        _ = Self.trigger(&queued, Self.deploy(policy: .queue), at: 0)
+        _ = Self.decide(&queued, 1, by: Self.bob)
+        _ = Self.trigger(&queued, Self.deploy(policy: .queue), by: 1002, at: 1)
+        _ = Self.decide(&queued, 2, by: Self.alice)
+        #expect(queued.launched == [1], "approved, the follow-up still waits for its key")
+        #expect(Self.decide(&queued, 2, by: Self.alice, approve: false)
+            == .failed(.notWaiting(run: 2, "run 2 of deploy was decided already: approved by alice")))
+        #expect(queued.written.filter { if case let .approval(2, state) = $0 { state.verdict != nil } else { false } }.count == 1)
+    }
+
+    @Test("undecided at its timeout, the run ends cancelled (approval timed out after 1h00m), its timeout written as the decision")
+    func timedOut() throws {
+        var rig = Rig()
+        _ = Self.trigger(&rig, Self.deploy(), at: 0)
+        rig.at(3_599)
+        #expect(rig.closed.isEmpty)
+        rig.at(3_600)
+        let ended = try #require(rig.published.last?.run)
+        #expect(ended.phase == .cancelled && ended.error == "approval timed out after 1h00m")
+        #expect(approvals(rig).last?.verdict == .timedOut && rig.launched.isEmpty)
+    }
+
+    @Test("while it waits the run holds its key: reject refuses, join shares it, replace cancels it as replaced")
+    func holdsItsKey() throws {
+        var rig = Rig()
+        _ = Self.trigger(&rig, Self.deploy(), at: 0)
+        let rejected = Self.trigger(&rig, Self.deploy(), by: 1002, at: 1)
+        guard case .failed(.busy(run: 1, _, _, _, _))? = rig.answers[rejected] else { Issue.record("\(String(describing: rig.answers[rejected]))"); return }
+        let joined = Self.trigger(&rig, Self.deploy(), by: 1002, policy: .join, at: 2)
+        #expect(rig.decision(joined) == .joined(1))
+        let replacing = Self.trigger(&rig, Self.deploy(), by: 1002, ref: "v2", policy: .replace, at: 3)
+        #expect(rig.decision(replacing) == .replaced(2, stopping: [1]))
+        let first = try #require(rig.published.first { $0.run.id == 1 && $0.run.phase == .cancelled }?.run)
+        #expect(first.reason == "replaced")
+        #expect(rig.state.snapshot(of: 2)?.approval?.isWaiting == true && rig.launched.isEmpty, "the new run waits for its own approval")
+        #expect(Self.decide(&rig, 1, by: Self.bob) == .failed(.unknownRun(1)))
+    }
+
+    @Test("approved, a paused action's run still waits for the resume; a run whose needs are unmet still waits for them")
+    func stillHeld() {
+        var rig = Rig()
+        _ = Self.trigger(&rig, Self.deploy(), at: 0)
+        rig.handle(.pause(100, ActionPause(action: "deploy", by: "carol", reason: "freeze", at: rig.now)))
+        _ = Self.decide(&rig, 1, by: Self.bob)
+        #expect(rig.launched.isEmpty)
+        rig.handle(.resume(101, action: "deploy", by: "carol"))
+        #expect(rig.launched == [1])
+        var needy = Self.deploy()
+        needy.needs = [NeedTarget(action: Action(name: "build", exec: ["true"], policy: .join), params: [:])]
+        var rig2 = Rig()
+        _ = Self.trigger(&rig2, needy, at: 0)
+        #expect(rig2.launched == [2], "the needed build starts at once")
+        _ = Self.decide(&rig2, 1, by: Self.bob)
+        #expect(rig2.launched == [2])
+        rig2.exit(2, at: 1)
+        #expect(rig2.launched == [2, 1])
+    }
+
+    @Test("recovery: a run left waiting waits again, its timeout counted from its creation; one approved goes on")
+    func recovered() {
+        let action = Self.deploy()
+        var rig = Rig()
+        rig.at(100)
+        let waiting = Self.left(1, ApprovalState(by: ["group:ops"], until: Rig.start + .seconds(3_600)))
+        let approved = Self.left(2, ApprovalState(by: ["group:ops"], until: Rig.start + .seconds(3_600), verdict: .approved, decidedBy: "bob"),
+                                 key: "other")
+        rig.handle(.recover(100, [RecoveredRun(waiting, action: action), RecoveredRun(approved, action: action)]))
+        #expect(rig.launched == [2] && rig.state.snapshot(of: 1)?.approval?.isWaiting == true)
+        #expect(rig.timers[1]?[.approval] == Rig.start + .seconds(3_600))
+        _ = Self.decide(&rig, 1, by: Self.bob)
+        #expect(rig.launched == [2, 1])
+    }
+
+    static func left(_ id: Int64, _ approval: ApprovalState, key: String = "deploy") -> UnfinishedRun {
+        var run = RunSnapshot(id: id, action: "deploy", key: key, phase: .queued, policy: .reject, params: ["ref": "v1"],
+                              trigger: Peer(uid: 1001, gid: 50, pid: 1), queuedAt: Rig.start)
+        run.approval = approval
+        return UnfinishedRun(run: run, lastSeq: 1)
+    }
+
+    @Test("approvals lists the runs waiting for the caller's yes: not their own, not another group's, not decided ones")
+    func listed() {
+        var rig = Rig()
+        _ = Self.trigger(&rig, Self.deploy(), by: 1001, at: 0)
+        var other = Self.deploy()
+        other.name = "other"
+        _ = Self.trigger(&rig, other, by: 1002, at: 0)
+        #expect(rig.state.awaitingApproval(by: Self.alice).map(\.id) == [2])
+        #expect(rig.state.awaitingApproval(by: Self.bob).map(\.id) == [1])
+        #expect(rig.state.awaitingApproval(by: Self.eve).isEmpty)
+        _ = Self.decide(&rig, 2, by: Self.alice)
+        #expect(rig.state.awaitingApproval(by: Self.alice).isEmpty)
+    }
+
+    @Test("on: { awaiting } announces a waiting run: its hook run is made in the item that makes the run, told the run (phase queued)")
+    func awaitingHook() throws {
+        var announced = Self.deploy()
+        let chat = Action(name: "chat", exec: ["true"], policy: .queue)
+        announced.hooks.targets[.awaiting] = HookTarget(action: chat, params: [:])
+        var rig = Rig()
+        _ = Self.trigger(&rig, announced, at: 0)
+        let made = rig.written.compactMap { if case let .created(run, _) = $0 { run } else { nil } }
+        #expect(made.map(\.action) == ["deploy", "chat"])
+        #expect(made.last?.hook == HookCause(run: 1, action: "deploy", event: .awaiting))
+        #expect(rig.launched == [2], "the announcement runs; the run it announces waits")
+        _ = Self.decide(&rig, 1, by: Self.bob)
+        #expect(rig.launched == [2, 1] && rig.written.filter { if case .created = $0 { true } else { false } }.count == 2, "approving announces nothing more")
+    }
+}

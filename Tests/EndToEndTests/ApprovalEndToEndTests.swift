@@ -1,0 +1,133 @@
+import BatonCore
+import Foundation
+import Testing
+
+/// Approvals with the real binaries (issue 40, item 5): ann triggers a run of an action with
+/// `approve`, her own approve is refused (exit 77), ben (of the approvers' group) approves and it
+/// runs with the params ann gave; a deny ends a run cancelled with ben's reason; a short timeout
+/// cancels one; a restart keeps a waiting run waiting. Waits are `baton wait` (the run's event
+/// stream), never sleeps. Needs root (it adds a group and two users).
+@Suite("End to end: approvals", .serialized)
+struct ApprovalEndToEndTests {
+    /// A group and two users made for one test, both in the group (approvers), removed after.
+    final class Team {
+        let suffix = String(UUID().uuidString.prefix(5)).lowercased()
+        var group: String { "bops" + suffix }
+        var ann: String { "bann" + suffix }
+        var ben: String { "bben" + suffix }
+
+        init() throws {
+            try #require(execute("/usr/sbin/groupadd", [group]).code == 0, "cannot add group \(group)")
+            try #require(execute("/usr/sbin/useradd", ["--no-create-home", "--shell", "/bin/sh", "-G", group, ann]).code == 0)
+            try #require(execute("/usr/sbin/useradd", ["--no-create-home", "--shell", "/bin/sh", "-G", group, ben]).code == 0)
+        }
+
+        /// Runs `baton` as `user` (its own gid and its groups from the user database).
+        func baton(_ user: String, _ daemon: Daemon, _ arguments: String...) throws -> Output {
+            try execute("/usr/bin/setpriv", ["--reuid=\(user)", "--regid=\(user)", "--init-groups", Binaries.baton, "--socket", daemon.socket]
+                + arguments)
+        }
+
+        deinit {
+            for user in [ann, ben] { _ = try? execute("/usr/sbin/userdel", [user]) }
+            _ = try? execute("/usr/sbin/groupdel", [group])
+        }
+    }
+
+    static func config(_ team: Team, marker: String, timeout: String = "1h") -> String {
+        """
+        {
+          requireUser: false,
+          socketMode: "0666",
+          allow: { trigger: { users: ["*"] } },
+          actions: {
+            deploy: { exec: ["sh", "-c", "echo ref=$BATON_PARAM_REF > \(marker)"], params: { ref: {} },
+                      approve: { by: ["group:\(team.group)"], timeout: "\(timeout)" } },
+          },
+        }
+        """
+    }
+
+    /// The run id a detached `baton run --json` printed.
+    static func runID(_ output: Output) throws -> String {
+        let object = try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any]
+        let run = (object?["run"] as? [String: Any])?["id"] as? Int
+        return "\(try #require(run, "exit \(output.code): \(output.stdout)\(output.stderr)"))"
+    }
+
+    @Test("ann triggers; her own approve is refused (77); ben approves and the run succeeds with ann's params; a second decision is refused")
+    func approved() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let marker = NSTemporaryDirectory() + "baton-approve-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let daemon = try Daemon(config: Self.config(team, marker: marker))
+        chmod(daemon.directory, 0o755)
+        let run = try Self.runID(try team.baton(team.ann, daemon, "run", "deploy", "-p", "ref=v2", "--detach", "--json"))
+        let status = try daemon.baton("status", "deploy")
+        #expect(status.stdout.contains("queued (run \(run)) waiting for approval by group:\(team.group) (until "), "\(status.stdout)")
+        let listed = try team.baton(team.ben, daemon, "approvals")
+        #expect(listed.stdout.contains("run \(run)  deploy  ref=v2  by \(team.ann)"), "\(listed.stdout)\(listed.stderr)")
+        #expect(try team.baton(team.ann, daemon, "approvals").stdout == "nothing waits for your approval\n", "her own run is not hers to approve")
+        let own = try team.baton(team.ann, daemon, "approve", run)
+        #expect(own.code == 77 && own.stderr.contains("\(team.ann) triggered run \(run) of deploy and may not approve it"), "\(own.stderr)")
+        let root = try daemon.baton("approve", run)
+        #expect(root.code == 77 && root.stderr.contains("approvals are by group:\(team.group)"), "root is no approver unless listed: \(root.stderr)")
+        let yes = try team.baton(team.ben, daemon, "approve", run)
+        #expect(yes.code == 0, "\(yes.stdout)\(yes.stderr)")
+        #expect(try daemon.baton("wait", run).code == 0)
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "ref=v2\n")
+        let again = try team.baton(team.ben, daemon, "deny", run)
+        #expect(again.code != 0 && again.code != 77, "\(again.stderr)")
+        let show = try daemon.baton("show", run)
+        #expect(show.stdout.contains("approval: approved by \(team.ben) at "), "\(show.stdout)")
+    }
+
+    @Test("ben denies with a reason: the run ends cancelled, never started, and show says who and why")
+    func denied() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let marker = NSTemporaryDirectory() + "baton-deny-\(UUID().uuidString)"
+        let daemon = try Daemon(config: Self.config(team, marker: marker))
+        chmod(daemon.directory, 0o755)
+        let run = try Self.runID(try team.baton(team.ann, daemon, "run", "deploy", "-p", "ref=v3", "--detach", "--json"))
+        let no = try team.baton(team.ben, daemon, "deny", run, "--reason", "not on a Friday")
+        #expect(no.code == 0 && no.stdout.contains("denied by \(team.ben): not on a Friday"), "\(no.stdout)\(no.stderr)")
+        let waited = try daemon.baton("wait", run)
+        #expect(waited.code == 3, "\(waited.stdout)\(waited.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: marker), "a denied run never starts")
+        let show = try daemon.baton("show", run)
+        #expect(show.stdout.contains("error: denied by \(team.ben): not on a Friday"), "\(show.stdout)")
+        #expect(show.stdout.contains("approval: denied by \(team.ben) at "), "\(show.stdout)")
+    }
+
+    @Test("undecided at its timeout, the run ends cancelled: approval timed out")
+    func timedOut() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let daemon = try Daemon(config: Self.config(team, marker: "/dev/null", timeout: "1s"))
+        chmod(daemon.directory, 0o755)
+        let run = try Self.runID(try team.baton(team.ann, daemon, "run", "deploy", "-p", "ref=v4", "--detach", "--json"))
+        let waited = try daemon.baton("wait", run)
+        #expect(waited.code == 3, "\(waited.stdout)\(waited.stderr)")
+        #expect(try daemon.baton("show", run).stdout.contains("error: approval timed out after 1.0s"))
+    }
+
+    @Test("a restart while a run waits: it waits again, and ben's approval then runs it")
+    func restart() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let marker = NSTemporaryDirectory() + "baton-approve-restart-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let first = try Daemon(config: Self.config(team, marker: marker))
+        chmod(first.directory, 0o755)
+        let run = try Self.runID(try team.baton(team.ann, first, "run", "deploy", "-p", "ref=v5", "--detach", "--json"))
+        first.stop()
+        let second = try Daemon(config: Self.config(team, marker: marker), reusing: first)
+        let show = try second.baton("show", run)
+        #expect(show.stdout.contains("waiting for approval by group:\(team.group)"), "\(show.stdout)")
+        #expect(try team.baton(team.ben, second, "approve", run).code == 0)
+        #expect(try second.baton("wait", run).code == 0)
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "ref=v5\n")
+    }
+}

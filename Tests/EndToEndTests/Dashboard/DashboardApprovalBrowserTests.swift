@@ -1,0 +1,45 @@
+import BatonCore
+import BatonIPC
+import Foundation
+import Testing
+
+/// A run waiting for approval (issue 40 item 5): its page shows the Approve/Deny pair, with its
+/// params in full, to an approver who is not its trigger; pressing Approve in Chromium runs it.
+@Suite("End to end: approvals on the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+struct DashboardApprovalBrowserTests {
+    @Test("nobody triggers deploy ref=v7; root's dashboard offers Approve with the params; pressed, the run succeeds, live")
+    func approve() async throws {
+        try #require(geteuid() == 0, "needs root to trigger as another user")
+        let daemon = try Daemon(config: """
+            {
+              requireUser: false,
+              socketMode: "0666",
+              allow: { trigger: { users: ["*"] } },
+              actions: {
+                deploy: { exec: ["true"], params: { ref: {} }, approve: { by: ["user:root"], timeout: "1h" } },
+              },
+            }
+            """)
+        defer { daemon.stop() }
+        chmod(daemon.directory, 0o755)
+        let triggered = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", daemon.socket,
+                                                         "run", "deploy", "-p", "ref=v7", "--detach"])
+        #expect(triggered.code == 0, "\(triggered.stderr)")
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        try await offPool {
+            let browser = try WebDriver()
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            #expect(try browser.wait(until: "document.querySelector('#connection').dataset.state === 'live'"), "signed in")
+            try browser.open("http://\(dashboard.hostPort)/runs/1")
+            #expect(try browser.wait(until: "document.querySelector('#run-controls .approve')"), "the pair is offered to an approver")
+            #expect(try browser.text("#run-controls .approval-params") == "with params ref=v7")
+            #expect(try browser.script("return document.querySelector('#run-facts').textContent.includes('waiting for approval by user:root');") as? Bool == true)
+            _ = try browser.script("document.querySelector('#run-controls .approve').click(); return true;")
+            #expect(try browser.wait(until: "document.querySelector('#run-state').textContent.includes('succeeded')"), "approved, the run ran")
+        }
+        let show = try daemon.baton("show", "1")
+        #expect(show.stdout.contains("approval: approved by root at ") && show.stdout.contains("params: ref=v7"), "\(show.stdout)")
+    }
+}
