@@ -90,7 +90,7 @@ public final class Reactor: Sendable {
 
     /// Stops the process (debug builds) unless the caller runs on the reactor's thread: where
     /// state that only the loop changes is touched.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func assertOnLoop(_ what: @autoclosure () -> String = "loop-owned state", file: StaticString = #fileID, line: UInt = #line) {
         #if DEBUG
         precondition(isCurrent, "\(what()) touched off the reactor's thread", file: file, line: line)
