@@ -55,6 +55,8 @@ public final class Conductor: Sendable {
         var watchers: [Int: Watcher] = [:]
         /// The masking of secret values in the output of each attempt in flight that has some.
         var redactions: [Int64: Redaction] = [:]
+        /// The store items of this turn of the loop, handed over together at its end (`Conductor+Writes`).
+        var unsent: [UnsentWrite] = []
     }
 
     /// What other threads read in place, under one lock: the state (only the loop changes it,
@@ -144,7 +146,7 @@ public final class Conductor: Sendable {
         assertNoLockHeld("a conductor effect")
         switch effect {
         case let .write(entries, id):
-            store.enqueue(entries) { [weak self] result in
+            write(entries) { [weak self] result in
                 if case let .failure(error) = result { self?.send(.committed(id, error)) } else { self?.send(.committed(id, nil)) }
             }
         case let .launch(launch):
