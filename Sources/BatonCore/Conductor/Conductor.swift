@@ -118,7 +118,9 @@ public final class Conductor: Sendable {
     func send(_ event: ConductorState.Event) {
         guard reactor.isCurrent else { return reactor.post { [self] in send(event) } }
         guard inbox.access({ $0.push(event) }) else { return }
-        while let next = inbox.access({ $0.pop() }) {
+        var current: ConductorState.Event? = event
+        while let next = current {
+            defer { current = inbox.access { $0.pop() } }
             // Decided under the state's lock (a pure step, no effect), performed after it: whoever
             // is told of a change (an answer, an update) finds it in the queries too.
             let (now, uptime) = (Timestamp.now, Timestamp.uptime)
