@@ -43,4 +43,23 @@ struct ConductorTurnWriteTests {
         #expect(store.seen.withLock { $0 } == ["item 0 after first,second", "item 1 after first,second"])
         #expect(committed.withLock { $0 } == 2)
     }
+
+    @Test("a long turn hands over every 16 items, so that the writer commits while the loop goes on")
+    func longTurn() {
+        let store = RecordingStore(), reactor = Reactor()
+        let conductor = Conductor(actions: [], store: store, reactor: reactor)
+        let done = DispatchSemaphore(value: 0)
+        defer { done.signal() }
+        reactor.post {
+            for index in 1...Conductor.handOverEvery + 1 {
+                conductor.write([]) { _ in }
+                store.marks.withLock { $0 = ["\(index) made"] }
+            }
+            reactor.post { done.signal() }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let seen = store.seen.withLock { $0 }
+        let every = Conductor.handOverEvery
+        #expect(seen == Array(repeating: "item 0 after \(every - 1) made", count: every) + ["item 0 after \(every + 1) made"])
+    }
 }
