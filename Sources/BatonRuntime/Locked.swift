@@ -7,14 +7,16 @@ import CBatonSystem
 /// ThreadSanitizer: with it, every guarded access was reported as a race and the suite could not
 /// run clean under `swift test --sanitize=thread`.
 public final class Locked<Value>: @unchecked Sendable {
-    private let lock = ThreadLock()
-    private var value: Value
+    // Inlinable, as `LoopOwned.access` is: every module's locks are specialized where they are taken.
+    @usableFromInline let lock = ThreadLock()
+    @usableFromInline var value: Value
 
     public init(_ value: Value) {
         self.value = value
     }
 
     /// Runs `body` with the value, holding the lock.
+    @inlinable
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }

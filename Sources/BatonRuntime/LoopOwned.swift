@@ -5,7 +5,9 @@ import BatonEngine
 public final class LoopOwned<Value>: @unchecked Sendable {
     /// The loop that owns the value.
     public let reactor: Reactor
-    private var value: Value
+    // Inlinable (with the value usable from inline code): called across modules, unspecialized,
+    // each access cost a call and a look-up of its closure's generic metadata (issue 39).
+    @usableFromInline var value: Value
 
     public init(_ value: Value, on reactor: Reactor) {
         self.value = value
@@ -14,7 +16,7 @@ public final class LoopOwned<Value>: @unchecked Sendable {
 
     /// Runs `body` with the value, on the loop. Not reentrant: `body` reads and changes the
     /// value only (it performs no effect, which might come back to it).
-    @inline(__always)
+    @inlinable @inline(__always)
     public func access<Result>(_ body: (inout Value) throws -> Result, file: StaticString = #fileID, line: UInt = #line) rethrows -> Result {
         reactor.assertOnLoop("loop-owned state", file: file, line: line)
         return try body(&value)

@@ -40,6 +40,8 @@ public final class Reactor: Sendable {
         var nextID: UInt64 = 1
         /// Work posted by `post`, run in order on the next turn.
         var posted: [@Sendable () -> Void] = []
+        /// Work for the end of this turn (`atTurnEnd`), in order.
+        var turnEnd: [@Sendable () -> Void] = []
     }
 
     /// The epoll and the eventfd that wakes it, shared with the reactor's thread, which closes
@@ -90,7 +92,7 @@ public final class Reactor: Sendable {
 
     /// Stops the process (debug builds) unless the caller runs on the reactor's thread: where
     /// state that only the loop changes is touched.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func assertOnLoop(_ what: @autoclosure () -> String = "loop-owned state", file: StaticString = #fileID, line: UInt = #line) {
         #if DEBUG
         precondition(isCurrent, "\(what()) touched off the reactor's thread", file: file, line: line)
@@ -104,6 +106,13 @@ public final class Reactor: Sendable {
             return state.posted.count == 1
         }
         if first { wake() }
+    }
+
+    /// Runs `work` at the end of this turn of the loop: after its handlers, posted work and due
+    /// timers, before it waits again. Called on the loop only (what it gathers is the turn's).
+    public func atTurnEnd(_ work: @escaping @Sendable () -> Void) {
+        assertOnLoop("work for the turn's end")
+        state.withLock { $0.turnEnd.append(work) }
     }
 
     /// Calls `handler` whenever `fd` has input (or hangs up, or errs) until `remove(fd)`; with
@@ -198,6 +207,21 @@ public final class Reactor: Sendable {
         }
         runPosted()
         runDueTimers()
+        runTurnEnd()
+    }
+
+    private func runTurnEnd() {
+        while true {
+            let work = state.withLock { state -> [@Sendable () -> Void] in
+                defer { state.turnEnd = [] }
+                return state.turnEnd
+            }
+            if work.isEmpty { return }
+            for item in work {
+                assertNoLockHeld("work at the turn's end")
+                item()
+            }
+        }
     }
 
     /// Milliseconds until the earliest deadline (rounded up), or -1 when there is none (or the

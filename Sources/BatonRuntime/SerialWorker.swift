@@ -91,8 +91,8 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     /// caller says no to new work); an unbounded one only once the worker is closed (work
     /// already accepted elsewhere, which must not be lost). Never blocks.
     public func submit(_ job: Job, bounded: Bool = true) throws(WorkerRefusal) {
-        let admitted = shared.withLock { shared in
-            Result { () throws(WorkerRefusal) in try shared.queue.admit(job, bounded: bounded) }
+        let admitted = shared.withLock { shared -> Result<WorkerWake, WorkerRefusal> in
+            do throws(WorkerRefusal) { return .success(try shared.queue.admit(job, bounded: bounded)) } catch { return .failure(error) }
         }
         perform(try admitted.get())
     }

@@ -33,6 +33,28 @@ struct ReactorTests {
         func release() { released.signal() }
     }
 
+    @Test("work for the turn's end runs after the turn's posted work and timers, before the next turn; more of it asked there runs too")
+    func turnEnd() {
+        let order = Locked<[String]>([]), done = DispatchSemaphore(value: 0)
+        let hold = Hold(reactor)
+        reactor.post { [reactor] in
+            order.withLock { $0.append("posted") }
+            reactor.atTurnEnd {
+                order.withLock { $0.append("end") }
+                reactor.atTurnEnd { order.withLock { $0.append("end again") } }
+                reactor.post {
+                    order.withLock { $0.append("next turn") }
+                    done.signal()
+                }
+            }
+            reactor.post { order.withLock { $0.append("posted from the turn") } }
+        }
+        reactor.post { order.withLock { $0.append("posted after") } }
+        hold.release()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(order.withLock { $0 } == ["posted", "posted after", "end", "end again", "posted from the turn", "next turn"])
+    }
+
     @Test("an event read in the same batch as a close never reaches the watch that reused the descriptor's number")
     func reusedDescriptor() throws {
         // The bug: handlers were found by descriptor number, so a ready event of a pipe closed by

@@ -6,10 +6,14 @@ extension Conductor {
         var head = 0
         var draining = false
 
-        /// Adds an event; true when the caller must drain (nobody else is).
+        /// Queues an event while another is handled; true (nothing queued) when the caller must
+        /// handle it now and drain what comes meanwhile: most events find the inbox empty, and are
+        /// not copied into it and out again.
         mutating func push(_ event: ConductorState.Event) -> Bool {
-            events.append(event)
-            if draining { return false }
+            if draining {
+                events.append(event)
+                return false
+            }
             draining = true
             return true
         }

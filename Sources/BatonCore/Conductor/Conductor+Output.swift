@@ -83,7 +83,7 @@ extension Conductor {
         guard let live else { return ready(nil) }
         if let write = live.write { enqueue(write) }
         // The writer commits in order: once this empty item is done, so is every write before it.
-        store.enqueue([]) { _ in ready(live.position) }
+        write([]) { _ in ready(live.position) }
     }
 
     /// Writes what waits of the run's output, unless a write is in flight (or `final`: the attempt ended).
@@ -94,7 +94,7 @@ extension Conductor {
 
     private func enqueue(_ write: OutputWrite) {
         let run = write.runID
-        store.enqueue([.outputChunks(write)]) { [weak self] _ in
+        self.write([.outputChunks(write)]) { [weak self] _ in
             self?.reactor.post { [weak self] in self?.outputCommitted(run) }
         }
     }

@@ -56,6 +56,8 @@ public final class Conductor: Sendable {
         var watchers: [Int: Watcher] = [:]
         /// The masking of secret values in the output of each attempt in flight that has some.
         var redactions: [Int64: Redaction] = [:]
+        /// The store items of this turn of the loop, handed over together at its end (`Conductor+Writes`).
+        var unsent: [UnsentWrite] = []
     }
 
     /// What other threads read in place, under one lock: the state (only the loop changes it,
@@ -117,7 +119,9 @@ public final class Conductor: Sendable {
     func send(_ event: ConductorState.Event) {
         guard reactor.isCurrent else { return reactor.post { [self] in send(event) } }
         guard inbox.access({ $0.push(event) }) else { return }
-        while let next = inbox.access({ $0.pop() }) {
+        var current: ConductorState.Event? = event
+        while let next = current {
+            defer { current = inbox.access { $0.pop() } }
             // Decided under the state's lock (a pure step, no effect), performed after it: whoever
             // is told of a change (an answer, an update) finds it in the queries too.
             let (now, uptime) = (Timestamp.now, Timestamp.uptime)
@@ -145,7 +149,7 @@ public final class Conductor: Sendable {
         assertNoLockHeld("a conductor effect")
         switch effect {
         case let .write(entries, id):
-            store.enqueue(entries) { [weak self] result in
+            write(entries) { [weak self] result in
                 if case let .failure(error) = result { self?.send(.committed(id, error)) } else { self?.send(.committed(id, nil)) }
             }
         case let .launch(launch):

@@ -182,9 +182,8 @@ extension ConductorState {
 
     /// Applies an event to a run's machine and turns its effects into the step's.
     mutating func drive(_ id: Int64, _ event: RunMachine.Event, _ step: inout Step) {
-        guard var flight = flights[id] else { return }
-        let effects = flight.machine.handle(event)
-        flights[id] = flight
+        // In place: the flight is not copied out of the table and back for each event (issue 39).
+        guard let effects = flights[id]?.machine.handle(event) else { return }
         for effect in effects { perform(id, effect, &step) }
     }
 

@@ -1,0 +1,34 @@
+/// The conductor's store items go to the store at the end of the loop's turn, together and in the
+/// order they were made: the writer is woken once for them and commits them in one group, where
+/// items handed over one by one woke it for the first alone (a run's `loading` and another's end,
+/// or a burst of triggers' creations, decided in one turn, were two commits or more). Nothing is
+/// held past the turn: the answers still wait for their commit, no longer. A long turn (hundreds of
+/// pipelined requests read at once) hands over every `handOverEvery` items, so that the writer
+/// commits while the loop goes on, as it did when each item went at once.
+extension Conductor {
+    static let handOverEvery = 16
+
+    struct UnsentWrite {
+        var entries: [JournalEntry]
+        var completion: @Sendable (Result<Void, BatonError>) -> Void
+    }
+
+    /// Queues `entries` as one store item, handed to the store at the end of this turn (on the loop).
+    func write(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
+        let count = core.access { core -> Int in
+            core.unsent.append(UnsentWrite(entries: entries, completion: completion))
+            return core.unsent.count
+        }
+        if count == 1 { reactor.atTurnEnd { [self] in sendWrites() } }
+        if count >= Self.handOverEvery { sendWrites() }
+    }
+
+    /// Hands this turn's items to the store, in order.
+    private func sendWrites() {
+        let items = core.access { core -> [UnsentWrite] in
+            defer { core.unsent.removeAll(keepingCapacity: true) }
+            return core.unsent
+        }
+        for item in items { store.enqueue(item.entries, completion: item.completion) }
+    }
+}
