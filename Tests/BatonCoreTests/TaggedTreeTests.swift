@@ -75,4 +75,21 @@ struct TaggedTreeTests {
         #expect(tree.members(others: [], subreaper: true, children: skipping) == [member], "the empty walk is checked against /proc")
         #expect(tree.members(others: [member], subreaper: true, children: skipping).isEmpty, "another attempt's leader is not a member")
     }
+
+    @Test("an adopted tree whose tagged top process died after /proc was listed (no environment left to read): its children, in the listing under it, are found by their own tags")
+    func rootGoneWhileRead() {
+        var table = ProcessTable()
+        // 200: the setsid leader of the run's detached pair, tagged, dead before its environment was read;
+        // 201: its child, tagged (listed under 200, being re-parented now); 300: a stranger, untagged.
+        for (pid, parent) in [(Int32(200), Int32(1)), (201, 200), (300, 1)] {
+            table.processes[pid] = ProcStat(state: "S", parent: parent, pgid: pid == 201 ? 200 : pid)
+            table.byParent[parent, default: []].append(pid)
+        }
+        let tag = Array("BATON_INSTANCE=i\0BATON_RUN_ID=7\0".utf8)
+        let environments: [Int32: [UInt8]] = [201: tag, 300: Array("HOME=/\0".utf8)]
+        let tree = TaggedTree(leader: Int32.max - 1, instance: "i", run: 7, adopted: true, leaderIdentity: "gone")
+        let members = tree.members(others: [], subreaper: false, table: { table }, environ: { environments[$0] })
+        #expect(members == [201], "\(members)")
+        #expect(tree.members(others: [201], subreaper: false, table: { table }, environ: { environments[$0] }).isEmpty, "another attempt's leader is not a member")
+    }
 }

@@ -36,14 +36,15 @@ struct TaggedTree: Sendable {
     /// The live members now, the leader excluded (`others`: the leaders of other attempts,
     /// whose trees are theirs). Without subreaping, orphans go to init: every process is a root.
     /// (`children`: how a process's children are read; the kernel's files but in tests.)
-    func members(others: Set<Int32>, subreaper: Bool, children: (Int32) -> [Int32]? = Self.children(of:)) -> Set<Int32> {
+    func members(others: Set<Int32>, subreaper: Bool, children: (Int32) -> [Int32]? = Self.children(of:),
+                 table read: () -> ProcessTable = ProcessTable.read, environ: (Int32) -> [UInt8]? = Self.environ(of:)) -> Set<Int32> {
         // An adopted tree's orphans went to the shim (its subreaper) or init, not to this batond.
         let subreaper = subreaper && !adopted
         // The kernel calls the `children` files unreliable while the tree changes (a sibling that
         // exits during the read can make it skip another): a walk that found nobody, on which an
         // attempt's end is decided, is made again from every process's `stat`.
         if subreaper, let found = membersByChildren(others: others, children: children), !found.isEmpty { return found }
-        let table = ProcessTable.read()
+        let table = read()
         var found = Set<Int32>()
         // A process whose parent died while /proc was read is being re-parented (to batond, as
         // subreaper): a root too, or a dying tree's last member could go unseen.
@@ -55,9 +56,19 @@ struct TaggedTree: Sendable {
         // An adopted tree whose shim has ended is found by its tag alone: the pid the history
         // recorded may be a stranger's by now, and so its group.
         let ours = leaderIsOurs
-        for pid in roots where pid != leader && !others.contains(pid) {
-            guard let stat = table.processes[pid] else { continue }
-            if (stat.pgid == leader && ours) || isTagged(pid) { found.formUnion(table.descendants(of: pid, including: true)) }
+        // A root that died after the table was read has no environment to read: its children (in
+        // the table under it, being re-parented now) are looked at as roots in its place, or a
+        // tagged tree whose top process died at that moment would look empty and its attempt end
+        // with the rest alive (an adopted tree in process-group mode, under load).
+        var pending = roots, looked = Set<Int32>()
+        while let pid = pending.popLast() {
+            guard looked.insert(pid).inserted, pid != leader, !others.contains(pid), let stat = table.processes[pid] else { continue }
+            if stat.pgid == leader && ours {
+                found.formUnion(table.descendants(of: pid, including: true))
+                continue
+            }
+            guard let variables = environ(pid) else { pending += table.children(of: pid); continue }
+            if isTagged(variables) { found.formUnion(table.descendants(of: pid, including: true)) }
         }
         if ours, table.processes[leader] != nil { found.formUnion(table.descendants(of: leader, including: false)) }
         return found
@@ -105,7 +116,17 @@ struct TaggedTree: Sendable {
     }
 
     func isTagged(_ pid: Int32) -> Bool {
-        guard let tag, let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return false }
+        Self.environ(of: pid).map(isTagged) ?? false
+    }
+
+    /// A process's environment, NUL-separated; nil when it is gone (or unreadable).
+    static func environ(of pid: Int32) -> [UInt8]? {
+        FileManager.default.contents(atPath: "/proc/\(pid)/environ").map { [UInt8]($0) }
+    }
+
+    /// Whether an environment holds the run's `BATON_INSTANCE` and `BATON_RUN_ID`.
+    func isTagged(_ environ: [UInt8]) -> Bool {
+        guard let tag else { return false }
         var instance = false, run = false
         let wantedInstance = Array("BATON_INSTANCE=\(tag.instance)".utf8), wantedRun = Array("BATON_RUN_ID=\(tag.run)".utf8)
         for variable in environ.split(separator: 0) {
