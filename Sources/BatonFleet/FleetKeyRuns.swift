@@ -12,8 +12,8 @@
 /// merged into the join: it is planned alone, as a lookup of one id, for which the primary key
 /// wins even against an empty table (`FleetPlanTests`).
 enum FleetKeyRuns {
-    /// A `FROM` item, after `keys k`, that joins the run whose id is `id` (an expression on `k`
-    /// or an earlier item) as `r`, by the primary key; no row where the id is NULL or the run is gone.
+    /// A `FROM` item that joins the run whose id is `id` (an expression on an earlier item, such
+    /// as `keys k`) as `r`, by the primary key; no row where the id is NULL or the run is gone.
     static func run(_ id: String) -> String {
         "CROSS JOIN LATERAL (SELECT * FROM runs WHERE id = \(id) OFFSET 0) AS r"
     }

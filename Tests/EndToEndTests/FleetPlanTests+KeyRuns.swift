@@ -82,4 +82,16 @@ extension FleetPlanTests {
         #expect(try db.query("EXECUTE \(pending)").rows.map { $0[1] } == ["96000"])
         #expect(try db.query("EXECUTE \(success)").rows.map { $0[0] } == ["93000"])
     }
+
+    @Test("a writer finds its runs' keys by the runs' primary key before it locks them, even by a plan made while runs was empty")
+    func lockKeysOfRunsByIndex() throws {
+        let db = try Self.empty()
+        let lock = try Self.prepare(db, "lock_keys", "bigint[], text[]", FleetJournal.lockKeys(runs: [97_502, 12, 97_502], keys: ["k7", "none"]))
+        _ = try db.transaction { try db.query("EXECUTE \(lock)") }
+        try Self.populate(db)
+        let plan = try Self.plan(db, lock)
+        #expect(plan.contains("using runs_pkey on runs") && !plan.contains("Seq Scan on runs"), "\(plan)")
+        let locked = try db.transaction { try db.query("EXECUTE \(lock)").rows.compactMap { $0[0] } }
+        #expect(locked == ["k12", "k2", "k7"])
+    }
 }
