@@ -1,19 +1,18 @@
 import BatonCore
 
 /// A transaction-scoped PostgreSQL advisory lock named by a namespace and a name (an action's
-/// pause, a rate-limit bucket): its 64-bit key is computed here (FNV-1a over the UTF-8 of
+/// pause, a rate-limit bucket): its 64-bit key is computed here (`FNV1a` over the UTF-8 of
 /// `namespace NUL name`), so that a transaction that takes several sorts them by the key it
 /// locks. Two names whose keys collide are one lock, taken once, and never in crossing order.
 struct FleetAdvisoryLock: Hashable, Comparable, Sendable {
     let key: Int64
 
     init(_ namespace: String, _ name: String) {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in Array(namespace.utf8) + [0] + Array(name.utf8) {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        key = Int64(bitPattern: hash)
+        var hash = FNV1a()
+        hash.add(namespace.utf8)
+        hash.add(CollectionOfOne(0))
+        hash.add(name.utf8)
+        key = Int64(bitPattern: hash.value)
     }
 
     static func < (a: Self, b: Self) -> Bool { a.key < b.key }

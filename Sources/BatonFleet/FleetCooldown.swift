@@ -17,7 +17,7 @@ enum FleetCooldown {
     /// the statement that locks the key's row, so "now" is read once the row is held.
     static func lastSuccess(of key: String) -> FleetJournal.Statement {
         ("""
-            SELECT r.id, k.last_success_at, \(databaseNow) FROM keys k JOIN runs r ON r.id = k.last_success_run WHERE k.key = $1
+            SELECT r.id, k.last_success_at, \(databaseNow) FROM keys k \(FleetKeyRuns.run("k.last_success_run")) WHERE k.key = $1
             """, [key])
     }
 

@@ -33,8 +33,8 @@ enum FleetDebounce {
         ("""
             SELECT c.now, r.id, r.debounce_first, r.debounce_until, r.debounce_window, r.debounce_max_wait
             FROM (SELECT \(FleetCooldown.databaseNow) AS now) c
-            LEFT JOIN (SELECT r.* FROM keys k JOIN runs r ON r.id = ANY (array_prepend(k.holder, k.line))
-                       WHERE k.key = $1 AND r.phase = 'queued' AND r.debounce_until IS NOT NULL) r ON true
+            LEFT JOIN (\(FleetKeyRuns.heldAndLined("r.id, r.debounce_first, r.debounce_until, r.debounce_window, r.debounce_max_wait",
+                                                     where: "k.key = $1 AND r.phase = 'queued' AND r.debounce_until IS NOT NULL"))) r ON true
             """, [key])
     }
 

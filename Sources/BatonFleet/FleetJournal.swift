@@ -99,11 +99,14 @@ enum FleetJournal {
     /// primary key, one after the other in key order (a nested loop over the sorted keys: a
     /// subquery that locks is never flattened): `key = ANY (…)` over the table was planned as a
     /// scan of every key, at every write (0.36 ms a transaction with 1,500 keys in a bench run,
-    /// the largest item of the server's time per run, and growing with the fleet's keys).
+    /// the largest item of the server's time per run, and growing with the fleet's keys). The
+    /// runs' keys are read each by the runs' primary key (`FleetKeyRuns.run`): `id = ANY (…)`,
+    /// planned while `runs` was small, read every run.
     static func lockKeys(runs: [Int64], keys: [String] = []) -> Statement {
         ("""
             SELECT k.key FROM (
-                SELECT DISTINCT w.key FROM unnest(ARRAY(SELECT key FROM runs WHERE id = ANY ($1::bigint[])) || $2::text[]) AS w (key) ORDER BY w.key
+                SELECT DISTINCT w.key FROM unnest(ARRAY(SELECT r.key FROM unnest($1::bigint[]) AS i (id) \(FleetKeyRuns.run("i.id"))) || $2::text[]) AS w (key)
+                ORDER BY w.key
             ) AS w, LATERAL (SELECT key FROM keys WHERE keys.key = w.key FOR UPDATE) AS k
             """, ["{" + runs.map(String.init).joined(separator: ",") + "}", textArray(keys)])
     }

@@ -9,8 +9,8 @@ import FoundationEssentials
 /// engine's `RateBook` on the database's clock, as one machine does on its own: two hosts'
 /// decisions on one bucket are one after the other, and each sees the other's committed starts.
 /// A run a start holds back gets `rate_until` (when it fits, `RateBook.next`): looks leave it out
-/// until then, and the bucket's later runs count it ahead of them (oldest first, as
-/// `FlightTable.holdsForRate`).
+/// until then, and the bucket's later runs count it ahead of them (oldest first: the engine's
+/// `RateBook.hold`, as a host's `FlightTable` asks it).
 ///
 /// Lock order: the bucket locks in their keys' order, after the key rows and lock rows the
 /// transaction takes (a trigger batch's opening; a start's `writeStarts`).
@@ -45,9 +45,16 @@ enum FleetRates {
                                     nextReplacing: book.next(claim, at: now, waiting: waiting.values.count { $0.key != key }))
         }
 
-        /// The runs held back for the bucket that are older than `run`: they start first.
-        func heldAhead(of run: Int64) -> Int {
-            waiting.count { $0.key < run && $0.value.until != nil }
+        /// When run `run` may start at `now` (`RateBook.hold`): nil when it may now; behind
+        /// the bucket's runs held back (with a `rate_until`) that are older.
+        func hold(_ run: Int64, _ claim: RateClaim, at now: Timestamp) -> Timestamp? {
+            book(claim).hold(run, claim, at: now, held: waiting.lazy.filter { $0.value.until != nil }.map(\.key))
+        }
+
+        /// Run `run` starts at `now`: it waits no longer, and its start counts.
+        mutating func started(_ run: Int64, at now: Timestamp) {
+            waiting[run] = nil
+            starts.append(now)
         }
     }
 
@@ -118,13 +125,12 @@ extension FleetCoordinator {
         for run in candidates.sorted(by: { $0.id < $1.id }) {
             let claim = claims[run.bucket]!.claim
             var bucket = buckets[run.bucket]!
-            if let until = bucket.book(claim).next(claim, at: now, waiting: bucket.heldAhead(of: run.id)) {
+            if let until = bucket.hold(run.id, claim, at: now) {
                 held.insert(run.id)
                 bucket.waiting[run.id]?.until = until
                 holds.append(("UPDATE runs SET rate_until = $2 WHERE id = $1", [String(run.id), String(until.rawValue)]))
             } else {
-                bucket.waiting[run.id] = nil
-                bucket.starts.append(now)
+                bucket.started(run.id, at: now)
             }
             buckets[run.bucket] = bucket
         }

@@ -46,18 +46,15 @@ extension TriggerBatch {
         let rates = FleetRates.opening(claims)
         let reads = rates.statements.map { opening.add($0) }.suffix(rates.buckets.count)
         for (bucket, at) in zip(rates.buckets, reads) { opening.rates[bucket] = at }
-        // `r.id = ANY (holder and line)`, one indexable condition: written `r.id = k.holder OR r.id =
-        // ANY (k.line)`, PostgreSQL could not use the primary key and read every run for each
-        // batch (1.0 ms a batch against 0.15 ms: a quarter of the fleet's triggers/s, benchmarks.md).
-        opening.runs = opening.add(("""
-            SELECT \(factColumns) FROM keys k JOIN runs r ON r.id = ANY (array_prepend(k.holder, k.line)) WHERE k.key = ANY ($1::text[])
-            """, [keys]))
+        // The holders, then the lines' runs, each by the runs' primary key (`FleetKeyRuns`: a
+        // plain join, planned while `runs` was small, read every run for each batch).
+        opening.runs = opening.add((FleetKeyRuns.heldAndLined(factColumns, where: "k.key = ANY ($1::text[])"), [keys]))
         opening.clock = opening.add(("SELECT \(FleetCooldown.databaseNow)", []))
         opening.pauses = opening.add(FleetPauses.of(Array(Set(triggers.map(\.action.name))).sorted()))
         let cooling = Set(triggers.filter { $0.action.cooldown != nil }.map(\.key)).sorted()
         if !cooling.isEmpty {
             opening.lastSuccess = opening.add(("""
-                SELECT k.key, r.id, k.last_success_at FROM keys k JOIN runs r ON r.id = k.last_success_run WHERE k.key = ANY ($1::text[])
+                SELECT k.key, r.id, k.last_success_at FROM keys k \(FleetKeyRuns.run("k.last_success_run")) WHERE k.key = ANY ($1::text[])
                 """, [FleetJournal.textArray(cooling)]))
         }
         let deliveries = triggers.compactMap(\.delivery)

@@ -122,9 +122,8 @@ struct TriggerBatch {
     /// its bucket waiting (a delayed run waits for its turn): counted as started when it does.
     private static func fitsRate(_ run: Int64, _ trigger: Trigger, _ state: inout Rows) -> Bool {
         guard let claim = trigger.action.rateClaim(key: trigger.key), var bucket = state.rates[claim.bucket] else { return true }
-        guard bucket.book(claim).next(claim, at: state.now, waiting: bucket.heldAhead(of: run)) == nil else { return false }
-        bucket.waiting[run] = nil
-        bucket.starts.append(state.now)
+        guard bucket.hold(run, claim, at: state.now) == nil else { return false }
+        bucket.started(run, at: state.now)
         state.rates[claim.bucket] = bucket
         return true
     }

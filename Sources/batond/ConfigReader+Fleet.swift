@@ -12,9 +12,7 @@ struct FleetConfig: Equatable {
 
     /// A short, stable fingerprint of a connection string (FNV-1a, hex): the same every start.
     static func fingerprint(_ text: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return String(hash, radix: 16)
+        String(FNV1a.hash(text.utf8), radix: 16)
     }
 
     /// What tags this host's processes (`BATON_INSTANCE`): its name and which database, since two

@@ -11,6 +11,11 @@ struct FleetAdvisoryLockTests {
         // Computed by hand from the FNV-1a 64-bit definition, so a change of the function fails here
         // (hosts of two versions would lock different keys for one action).
         #expect(FleetAdvisoryLock("", "").key == Int64(bitPattern: 0xaf63_bd4c_8601_b7df))
+        // The keys a running fleet holds (computed outside Swift, from FNV-1a's definition): a
+        // host of this release must lock the same ones as a host of the last.
+        #expect(FleetAdvisoryLock("baton pause", "deploy").key == Int64(bitPattern: 0xedc8_4bdf_5132_bdba))
+        #expect(FleetAdvisoryLock("baton rate", "key k").key == Int64(bitPattern: 0xdde1_30f4_d901_b907))
+        #expect(FleetAdvisoryLock("baton rate", "action deploy").key == 6_164_802_723_402_509_856)
         #expect(FleetAdvisoryLock("baton pause", "deploy") == FleetAdvisoryLock("baton pause", "deploy"))
         #expect(FleetAdvisoryLock("baton pause", "deploy") != FleetAdvisoryLock("baton rate", "deploy"))
         #expect(FleetAdvisoryLock("baton pause", "a") != FleetAdvisoryLock("baton paus", "ea"), "the NUL keeps namespace and name apart")

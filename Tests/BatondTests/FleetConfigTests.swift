@@ -36,6 +36,8 @@ struct FleetConfigTests {
         #expect(FleetConfig.fingerprint("dbname=a") == FleetConfig.fingerprint("dbname=a"))
         #expect(FleetConfig.fingerprint("dbname=a") != FleetConfig.fingerprint("dbname=b"))
         #expect(FleetConfig.fingerprint("") == "cbf29ce484222325")
+        // A running fleet's processes carry it (`BATON_INSTANCE`): the same value as before (FNV-1a, computed outside Swift).
+        #expect(FleetConfig.fingerprint("host=/run/postgresql dbname=baton") == "9a512d99c06182f3")
     }
 
     @Test("bad fleet settings are refused, each naming its field")

@@ -211,12 +211,12 @@ public struct FlightTable: Sendable {
     }
 
     /// Holds a ready run back when a start of its rate limit's bucket does not fit at `now`: it
-    /// leaves the line and the lock waiters until `rateOpen`.
+    /// leaves the line and the lock waiters until `rateOpen`. The engine's one rule
+    /// (`RateBook.hold`), behind the bucket's runs held already.
     private mutating func holdsForRate(_ run: Int64, at now: Timestamp?) -> Bool {
         guard let now, let claim = entries[run]?.rate else { return false }
-        // Behind the older runs of its bucket already held: each is told the start it will get.
-        let ahead = entries.count { $0.key < run && $0.value.rate?.bucket == claim.bucket && $0.value.rateUntil != nil }
-        guard let until = rates.next(claim, at: now, waiting: ahead) else { return false }
+        let held = entries.lazy.filter { $0.value.rate?.bucket == claim.bucket && $0.value.rateUntil != nil }.map(\.key)
+        guard let until = rates.hold(run, claim, at: now, held: held) else { return false }
         entries[run]!.stage = .waiting
         entries[run]!.rateUntil = until
         locks.unwait(run)

@@ -55,3 +55,16 @@ public struct RateBook: Sendable, Equatable {
         }
     }
 }
+
+/// "May this run start now under its rate limit": the one rule a host's table
+/// (`FlightTable.admit`), the fleet's starts (`FleetRates`) and its trigger batches
+/// (`TriggerBatch`) apply, each with its own book and held runs.
+extension RateBook {
+    /// When run `run`, whose starts count against `claim`, may start, asked at `now`: nil when a
+    /// start fits now (the caller counts it, `record`, once the run starts), else when one will.
+    /// The bucket's runs held back already (`held`: their ids) that are older than `run` start
+    /// first and count ahead of it; younger ones wait behind it and do not.
+    public func hold(_ run: Int64, _ claim: RateClaim, at now: Timestamp, held: some Sequence<Int64>) -> Timestamp? {
+        next(claim, at: now, waiting: held.count { $0 < run })
+    }
+}

@@ -41,10 +41,10 @@ extension Action {
     }
 }
 
-/// FNV-1a 64 over fields written as `tag`, a count, then each value's byte length and bytes:
-/// no two different lists of fields encode alike.
+/// FNV-1a 64 (`FNV1a`) over fields written as `tag`, a count, then each value's byte length and
+/// bytes: no two different lists of fields encode alike.
 struct FingerprintEncoder {
-    private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    private var hash = FNV1a()
 
     mutating func add(_ tag: String, _ values: [String]) {
         write(tag)
@@ -53,13 +53,13 @@ struct FingerprintEncoder {
     }
 
     private mutating func write(_ text: String) {
-        for byte in Array(String(text.utf8.count).utf8) + [UInt8(ascii: ":")] + Array(text.utf8) {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
+        hash.add(String(text.utf8.count).utf8)
+        hash.add(CollectionOfOne(UInt8(ascii: ":")))
+        hash.add(text.utf8)
     }
 
     var hex: String {
-        let digits = String(hash, radix: 16)
+        let digits = String(hash.value, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }
