@@ -40,9 +40,11 @@ enum FleetArtifactRows {
                 RETURNING name, id
                 """, [String(run), String(attempt), String(at.rawValue), incarnation,
                       FleetJournal.textArray(files.map(\.name)), FleetJournal.textArray(files.map { ArtifactType.of($0.name) })]).rows
-            var ids: [String: Int64] = [:]
-            for row in rows { if let name = row[0], let id = row[1].flatMap({ Int64($0) }) { ids[name] = id } }
-            return files.map { ids[$0.name] ?? 0 }
+            // By the names' bytes: String equality is canonical equivalence, and "café" written
+            // precomposed or decomposed are two files (and two rows).
+            var ids: [[UInt8]: Int64] = [:]
+            for row in rows { if let name = row[0], let id = row[1].flatMap({ Int64($0) }) { ids[Array(name.utf8)] = id } }
+            return files.map { ids[Array($0.name.utf8)] ?? 0 }
         }
     }
 
@@ -84,7 +86,7 @@ enum FleetArtifactRows {
                     SELECT $1, $2, s - 1, t FROM unnest($3::text[]) WITH ORDINALITY AS n (t, s)
                     """, [String(run), String(attempt), FleetJournal.textArray(notices)])
             }
-            return true
+            return unpublished
         }
     }
 
@@ -94,9 +96,12 @@ enum FleetArtifactRows {
                      [String(run), String(attempt), incarnation])
     }
 
-    /// The run's unpublished rows, once its holder published (an earlier attempt's, files not read).
-    static func removeUnpublished(run: Int64, on db: PGConnection) throws {
-        try db.query("DELETE FROM artifacts WHERE run_id = $1 AND NOT kept", [String(run)])
+    /// Once `incarnation` published the run's files: the rows its publication unpublished (an
+    /// earlier attempt's) and its own left unpublished (files not read). Never another
+    /// incarnation's rows being written: a host that took the run over after the publication.
+    static func removeUnpublished(run: Int64, unpublished: [Int64], incarnation: String, on db: PGConnection) throws {
+        try db.query("DELETE FROM artifacts WHERE run_id = $1 AND NOT kept AND (incarnation = $2 OR id = ANY($3::bigint[]))",
+                     [String(run), incarnation, FleetOutput.array(unpublished.map { String($0) })])
     }
 
     /// The unpublished rows of `incarnation` (the caller, between its keeps: none is being

@@ -79,12 +79,13 @@ public final class FleetArtifacts: ArtifactKeeper {
             case let .failure(refused): notices.append(refused.notice)
             }
         }
-        guard try FleetArtifactRows.publish(kept, notices: notices, run: run, attempt: attempt, incarnation: host.incarnation, on: db) else {
+        guard let unpublished = try FleetArtifactRows.publish(kept, notices: notices, run: run, attempt: attempt,
+                                                              incarnation: host.incarnation, on: db) else {
             try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db)
             return log("run \(run) was taken over by another host while its files were written: the artifacts of its attempt \(attempt) are not published")
         }
         // The rows the publication left unpublished (an earlier attempt's, a file not read), after its commit.
-        try FleetArtifactRows.removeUnpublished(run: run, on: db)
+        try FleetArtifactRows.removeUnpublished(run: run, unpublished: unpublished, incarnation: host.incarnation, on: db)
     }
 
     /// Why a file was not kept: what the run's notices say of it.
