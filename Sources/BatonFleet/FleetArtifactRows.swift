@@ -60,14 +60,15 @@ enum FleetArtifactRows {
     /// Publishes an attempt's files in one transaction, while the run is still `incarnation`'s
     /// (`owned`, its row held): the run's files published before (an earlier attempt's) are
     /// unpublished, this attempt's kept ones published, each checked against its chunks, and the
-    /// notices replaced. Returns false, writing nothing, when the run is no longer its own. The
-    /// rows left unpublished are removed after the commit (`removeUnpublished`): a big earlier
-    /// attempt's chunks are not deleted while the run's row is held.
+    /// notices replaced. Returns nil, writing nothing, when the run is no longer its own, else
+    /// the rows it unpublished. Those are removed after the commit (`removeUnpublished`): a big
+    /// earlier attempt's chunks are not deleted while the run's row is held.
     static func publish(_ kept: [Kept], notices: [String], run: Int64, attempt: Int, incarnation: String,
-                        on db: PGConnection) throws -> Bool {
+                        on db: PGConnection) throws -> [Int64]? {
         try db.transaction {
-            guard try owned(run, by: incarnation, lock: true, on: db) else { return false }
-            try db.query("UPDATE artifacts SET kept = false WHERE run_id = $1 AND kept", [String(run)])
+            guard try owned(run, by: incarnation, lock: true, on: db) else { return nil }
+            let unpublished = try db.query("UPDATE artifacts SET kept = false WHERE run_id = $1 AND kept RETURNING id",
+                                           [String(run)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
             let published = try db.query("""
                 UPDATE artifacts a SET kept = true, size = k.size, sha256 = k.sha
                 FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS k (id, size, sha)
