@@ -9,8 +9,9 @@
 -- with the notices, replacing an earlier attempt's) only if the run is still that incarnation's
 -- and in flight (its row held `FOR SHARE`, so a takeover waits for it or refuses it). Only
 -- published rows are read: a crash leaves all of an attempt's files or none. Unpublished rows of
--- an incarnation that is gone (`hosts.gone_at`: its runs were taken over when it was marked, so
--- it can never publish them) are removed by any host's keeper, at its start and before each keep.
+-- an incarnation that is gone (`hosts.gone_at`, set by a takeover or by its own clean stop: a
+-- publication checks it under the run's row lock, so it publishes nothing once marked) are
+-- removed by any host's keeper, at its start and before each keep.
 -- `name` is the file's path under the directory; `type` a media type from its extension.
 -- Rows go with their run (retention, `baton prune`): ON DELETE CASCADE.
 -- Self-contained: it reads or changes no other table, so it may be renumbered at a merge.

@@ -40,9 +40,11 @@ enum FleetArtifactRows {
                 RETURNING name, id
                 """, [String(run), String(attempt), String(at.rawValue), incarnation,
                       FleetJournal.textArray(files.map(\.name)), FleetJournal.textArray(files.map { ArtifactType.of($0.name) })]).rows
-            var ids: [String: Int64] = [:]
-            for row in rows { if let name = row[0], let id = row[1].flatMap({ Int64($0) }) { ids[name] = id } }
-            return files.map { ids[$0.name] ?? 0 }
+            // By the names' bytes: String equality is canonical equivalence, and "café" written
+            // precomposed or decomposed are two files (and two rows).
+            var ids: [[UInt8]: Int64] = [:]
+            for row in rows { if let name = row[0], let id = row[1].flatMap({ Int64($0) }) { ids[Array(name.utf8)] = id } }
+            return files.map { ids[Array($0.name.utf8)] ?? 0 }
         }
     }
 
@@ -58,14 +60,15 @@ enum FleetArtifactRows {
     /// Publishes an attempt's files in one transaction, while the run is still `incarnation`'s
     /// (`owned`, its row held): the run's files published before (an earlier attempt's) are
     /// unpublished, this attempt's kept ones published, each checked against its chunks, and the
-    /// notices replaced. Returns false, writing nothing, when the run is no longer its own. The
-    /// rows left unpublished are removed after the commit (`removeUnpublished`): a big earlier
-    /// attempt's chunks are not deleted while the run's row is held.
+    /// notices replaced. Returns nil, writing nothing, when the run is no longer its own, else
+    /// the rows it unpublished. Those are removed after the commit (`removeUnpublished`): a big
+    /// earlier attempt's chunks are not deleted while the run's row is held.
     static func publish(_ kept: [Kept], notices: [String], run: Int64, attempt: Int, incarnation: String,
-                        on db: PGConnection) throws -> Bool {
+                        on db: PGConnection) throws -> [Int64]? {
         try db.transaction {
-            guard try owned(run, by: incarnation, lock: true, on: db) else { return false }
-            try db.query("UPDATE artifacts SET kept = false WHERE run_id = $1 AND kept", [String(run)])
+            guard try owned(run, by: incarnation, lock: true, on: db) else { return nil }
+            let unpublished = try db.query("UPDATE artifacts SET kept = false WHERE run_id = $1 AND kept RETURNING id",
+                                           [String(run)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
             let published = try db.query("""
                 UPDATE artifacts a SET kept = true, size = k.size, sha256 = k.sha
                 FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS k (id, size, sha)
@@ -84,7 +87,7 @@ enum FleetArtifactRows {
                     SELECT $1, $2, s - 1, t FROM unnest($3::text[]) WITH ORDINALITY AS n (t, s)
                     """, [String(run), String(attempt), FleetJournal.textArray(notices)])
             }
-            return true
+            return unpublished
         }
     }
 
@@ -94,9 +97,12 @@ enum FleetArtifactRows {
                      [String(run), String(attempt), incarnation])
     }
 
-    /// The run's unpublished rows, once its holder published (an earlier attempt's, files not read).
-    static func removeUnpublished(run: Int64, on db: PGConnection) throws {
-        try db.query("DELETE FROM artifacts WHERE run_id = $1 AND NOT kept", [String(run)])
+    /// Once `incarnation` published the run's files: the rows its publication unpublished (an
+    /// earlier attempt's) and its own left unpublished (files not read). Never another
+    /// incarnation's rows being written: a host that took the run over after the publication.
+    static func removeUnpublished(run: Int64, unpublished: [Int64], incarnation: String, on db: PGConnection) throws {
+        try db.query("DELETE FROM artifacts WHERE run_id = $1 AND NOT kept AND (incarnation = $2 OR id = ANY($3::bigint[]))",
+                     [String(run), incarnation, FleetOutput.array(unpublished.map { String($0) })])
     }
 
     /// The unpublished rows of `incarnation` (the caller, between its keeps: none is being

@@ -10,8 +10,9 @@ import Glibc
 ///
 /// Unpublished rows left behind (a crash, a connection lost mid-keep) are removed before each
 /// keep: this incarnation's own (its keeps are one at a time, so none is being written then) and
-/// those of every incarnation marked gone. A gone incarnation can never publish: the transaction
-/// that marked it took over its runs, and a publication holds the run's row and checks its owner.
+/// those of every incarnation marked gone. A gone incarnation publishes nothing once marked (by a
+/// takeover, or by its own clean stop, which takes over nothing): a publication holds the run's
+/// row and checks its owner and that the owner is not marked gone.
 /// Rows are never removed by age: a live host may take long over a big file.
 public final class FleetArtifacts: ArtifactKeeper {
     /// The bytes of one stored chunk (and one read of a file).
@@ -60,6 +61,9 @@ public final class FleetArtifacts: ArtifactKeeper {
     /// On the keeper's thread: the sweep, the rows, the chunks, the digests, then the
     /// publication. A statement that fails ends it: nothing of this attempt is published.
     private func keepNow(_ found: ArtifactScan, run: Int64, attempt: Int, on db: PGConnection) throws {
+        // A host frozen (SIGSTOP) inside a transaction would hold the run's row and stall a
+        // takeover: the server ends its session after half a lease idle in one.
+        try db.execute("SET idle_in_transaction_session_timeout = \(Self.idleInTransactionMS(lease: host.lease))")
         do { try FleetArtifactRows.sweep(host.incarnation, on: db) } catch let error as PGError where !error.isConnectionProblem {
             // Two hosts sweeping one gone host's rows may deadlock: the keep goes on, the next sweep finishes it.
         }
@@ -79,13 +83,17 @@ public final class FleetArtifacts: ArtifactKeeper {
             case let .failure(refused): notices.append(refused.notice)
             }
         }
-        guard try FleetArtifactRows.publish(kept, notices: notices, run: run, attempt: attempt, incarnation: host.incarnation, on: db) else {
+        guard let unpublished = try FleetArtifactRows.publish(kept, notices: notices, run: run, attempt: attempt,
+                                                              incarnation: host.incarnation, on: db) else {
             try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db)
             return log("run \(run) was taken over by another host while its files were written: the artifacts of its attempt \(attempt) are not published")
         }
         // The rows the publication left unpublished (an earlier attempt's, a file not read), after its commit.
-        try FleetArtifactRows.removeUnpublished(run: run, on: db)
+        try FleetArtifactRows.removeUnpublished(run: run, unpublished: unpublished, incarnation: host.incarnation, on: db)
     }
+
+    /// Half the lease, in milliseconds (at least 500).
+    static func idleInTransactionMS(lease: Duration) -> Int64 { Int64(max(lease / .milliseconds(1), 1_000) / 2) }
 
     /// Why a file was not kept: what the run's notices say of it.
     struct NotKept: Error {

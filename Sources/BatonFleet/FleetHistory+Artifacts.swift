@@ -38,15 +38,7 @@ extension FleetArtifactRows {
         let from = max(offset, 0), most = Int64(max(maxBytes, 1))
         // The file's row, and the part of each chunk within [from, from + most), in order; a file
         // of no bytes (or a piece past its end) has one row with no chunk.
-        let rows = try db.query("""
-            SELECT a.name, a.size, a.sha256, a.type, a.attempt, c.start,
-                   encode(substring(c.bytes FROM (greatest(c.start, $3::bigint) - c.start + 1)::int
-                                    FOR (least(c.start + length(c.bytes), $3::bigint + $4::bigint) - greatest(c.start, $3::bigint))::int), 'hex')
-            FROM artifacts a LEFT JOIN artifact_chunks c
-              ON c.artifact_id = a.id AND c.start < $3::bigint + $4::bigint AND c.start + length(c.bytes) > $3::bigint
-            WHERE a.run_id = $1 AND a.name = $2 AND a.kept
-            ORDER BY c.start
-            """, [String(run), name, String(from), String(most)]).rows
+        let rows = try db.query(pieceSQL, [String(run), name, String(from), String(most)]).rows
         guard let first = rows.first else { return nil }
         let artifact = info(first)
         let start = min(from, artifact.size)
@@ -58,6 +50,21 @@ extension FleetArtifactRows {
         let end = start + Int64(bytes.count)
         return ArtifactPiece(artifact: artifact, from: start, bytes: bytes, next: end < artifact.size ? end : nil)
     }
+
+    /// The piece's statement: `$1` the run, `$2` the name, `$3` from, `$4` how many bytes. No chunk
+    /// is over `FleetArtifacts.chunk` bytes, so those that hold a byte of the piece start after
+    /// `from - chunk`: the chunks' index is searched between both bounds (never from the file's
+    /// first chunk: each piece of a big download reads the few chunks it needs).
+    static let pieceSQL = """
+        SELECT a.name, a.size, a.sha256, a.type, a.attempt, c.start,
+               encode(substring(c.bytes FROM (greatest(c.start, $3::bigint) - c.start + 1)::int
+                                FOR (least(c.start + length(c.bytes), $3::bigint + $4::bigint) - greatest(c.start, $3::bigint))::int), 'hex')
+        FROM artifacts a LEFT JOIN artifact_chunks c
+          ON c.artifact_id = a.id AND c.start < $3::bigint + $4::bigint AND c.start > $3::bigint - \(FleetArtifacts.chunk)
+         AND c.start + length(c.bytes) > $3::bigint
+        WHERE a.run_id = $1 AND a.name = $2 AND a.kept
+        ORDER BY c.start
+        """
 
     /// `name, size, sha256, type, attempt` as the wire's value.
     static func info(_ row: [String?]) -> ArtifactInfo {

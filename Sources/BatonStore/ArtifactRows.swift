@@ -72,10 +72,7 @@ extension History {
         guard let (info, id) = found else { return nil }
         let from = min(max(offset, 0), info.size)
         var bytes: [UInt8] = []
-        try connection.withStatement("""
-            SELECT start, bytes FROM artifact_chunks WHERE artifact_id = ?
-            AND start >= coalesce((SELECT max(start) FROM artifact_chunks WHERE artifact_id = ? AND start <= ?), 0) ORDER BY start
-            """) { s in
+        try connection.withStatement(Self.pieceChunksSQL) { s in
             try s.bind([.integer(id), .integer(id), .integer(from)])
             while bytes.count < max(maxBytes, 1), try s.step() {
                 let start = s.int64(0) ?? 0
@@ -87,6 +84,14 @@ extension History {
         let end = from + Int64(bytes.count)
         return ArtifactPiece(artifact: info, from: from, bytes: bytes, next: end < info.size ? end : nil)
     }
+
+    /// A piece's chunks (`?` the file's row twice, then the piece's offset): from the one that holds
+    /// the offset on, both found in the chunks' key (never a scan from the file's first chunk);
+    /// the caller stops stepping once it has the piece.
+    static let pieceChunksSQL = """
+        SELECT start, bytes FROM artifact_chunks WHERE artifact_id = ?
+        AND start >= coalesce((SELECT max(start) FROM artifact_chunks WHERE artifact_id = ? AND start <= ?), 0) ORDER BY start
+        """
 
     private static func artifactInfo(_ s: Statement) -> ArtifactInfo {
         ArtifactInfo(name: s.string(0) ?? "", size: s.int64(1) ?? 0, sha256: s.string(2) ?? "", type: s.string(3) ?? "",

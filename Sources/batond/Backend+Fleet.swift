@@ -9,7 +9,7 @@ extension Backend {
     /// incarnation, kills and takes over what this host's previous start left, then renews the
     /// lease and follows the fleet's feed. `onFenced` runs if the lease is lost.
     /// `database` (the file a fleet host does not use) names where this host keeps its attempts'
-    /// `$BATON_ARTIFACTS` directories, as on one host: `DATABASE-artifacts/RUN-ATTEMPT`.
+    /// `$BATON_ARTIFACTS` directories: `DATABASE-artifacts-HOST/RUN-ATTEMPT`.
     static func fleet(_ config: Config, _ fleet: FleetConfig, database: String, metrics: Metrics, reactor: Reactor,
                       onFenced: @escaping @Sendable (String) -> Void) throws -> Backend {
         // libpq is opened here, not linked: a host without it says so now, not at its first query.
@@ -34,7 +34,7 @@ extension Backend {
         runner.tracking = tracking
         runner.beforeSpawn = { guardLink.ensureRunning() }
         let artifacts = FleetArtifacts(pool: pool, host: host, log: { Log.warning($0) })
-        runner.artifacts = Self.artifactSetup(config, database: database, keeper: artifacts)
+        runner.artifacts = Self.artifactSetup(config, database: database, host: host.name, keeper: artifacts)
         var options = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                         watchersFedByFleet: true, lineSink: config.journalSink, storeDecidesHooks: true, storeCountsFailures: true)
         // Every host hashes secrets under the one key each holds (`secretsKey`, required with a
@@ -64,8 +64,10 @@ extension Backend {
             await Self.join(store, pool, lease, host: host, instance: instance,
                             fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
             lease.start()
-            // What crashes left unpublished (this host's previous starts are gone now).
-            artifacts.sweep()
+            // What crashes left unpublished (this host's previous starts are gone now), where this
+            // host keeps artifacts: else no keeper connection opens (a reload that adds them
+            // sweeps at its first keep).
+            if config.actions.contains(where: { $0.artifactsKeep != nil }) { artifacts.sweep() }
             let following = await coordinator.startFeed()
             feed.set(FeedBox(handle: following))
             if let last = try? await store.lastEnded() { conductor.remember(last) }
@@ -95,14 +97,15 @@ extension Backend {
         return backend
     }
 
-    /// Each attempt's `$BATON_ARTIFACTS` on this host (`DATABASE-artifacts/RUN-ATTEMPT`, as on one
-    /// host), its files kept in PostgreSQL by `keeper`, where every host serves them. Nothing of
-    /// this host runs yet, and a fleet host adopts no attempt: the directories there, a crashed
-    /// start left, and they go.
-    private static func artifactSetup(_ config: Config, database: String, keeper: FleetArtifacts) -> ArtifactSetup {
+    /// Each attempt's `$BATON_ARTIFACTS` on this host (`DATABASE-artifacts-HOST/RUN-ATTEMPT`), its
+    /// files kept in PostgreSQL by `keeper`, where every host serves them. Nothing of this host
+    /// runs yet, and a fleet host adopts no attempt: the directories there, a crashed start left,
+    /// and they go. Named by host: two hosts of a fleet on one machine with the same `--database`
+    /// never remove each other's live directories.
+    static func artifactSetup(_ config: Config, database: String, host: String, keeper: FleetArtifacts) -> ArtifactSetup {
         let absolute = database.hasPrefix("/") ? database : FileManager.default.currentDirectoryPath + "/" + database
         if config.actions.contains(where: { $0.artifactsKeep != nil }) { try? Paths.ensureParent(of: absolute) }
-        let setup = ArtifactSetup(directory: absolute + "-artifacts", keeper: keeper)
+        let setup = ArtifactSetup(directory: absolute + "-artifacts-" + host, keeper: keeper)
         setup.removeLeft(except: [])
         return setup
     }

@@ -42,7 +42,7 @@ struct FleetArtifactTests {
         #expect(show.stdout.contains("artifacts:") && show.stdout.contains("big.bin"), "\(show.stdout)")
         // The same from the host that ran it; its attempt's directory is gone.
         #expect(try a.baton("artifacts", String(run)).stdout == listed.stdout)
-        #expect(!FileManager.default.fileExists(atPath: a.database + "-artifacts/\(run)-1"))
+        #expect(!FileManager.default.fileExists(atPath: a.database + "-artifacts-web-1/\(run)-1"))
         // Nothing left unpublished once the keep is done.
         let db = try PGConnection(try #require(try Self.conninfo(of: a)))
         #expect(try db.query("SELECT count(*) FROM artifacts WHERE NOT kept").first?[0] == "0")
@@ -81,6 +81,69 @@ struct FleetArtifactTests {
         #expect(try db.query("SELECT count(*) FROM artifacts WHERE NOT kept").first?[0] == "0")
         #expect(try db.query("SELECT count(*) FROM artifact_chunks").first?[0] == "1")
         #expect(try b.baton("artifacts", String(next), "a.txt").stdout == "hi\n")
+    }
+
+    @Test("web-2, which does not define the run's action, refuses its artifacts (its access rules unknown there); web-1 serves them")
+    func refusedWhereNotConfigured() throws {
+        let conninfo = try Postgres.server().database()
+        let a = try FleetTests.fleet(1, actions: Self.make, conninfo: conninfo)[0]
+        let b = try Daemon(config: """
+            { postgres: "\(conninfo)", host: "web-2", lease: "15s", actions: { other: { exec: ["true"] } } }
+            """)
+        try b.waitForLog("joined the fleet")
+        let run = try #require(try FleetTests.trigger(a, "make").run?.id)
+        #expect(try FleetTests.wait(a, run: run)?.phase == .success, "\(a.stderr.suffix(1500))")
+        #expect(try a.baton("artifacts", String(run)).code == 0)
+        for refused in [try b.baton("artifacts", String(run)), try b.baton("artifacts", String(run), "d/a.txt")] {
+            #expect(refused.code != 0 && refused.stdout.isEmpty, "\(refused.stdout)")
+            #expect(refused.stderr.contains("\"make\" is not configured on this host"), "\(refused.stderr)")
+        }
+    }
+
+    @Test("two hosts on one machine with the same --database: web-2's start leaves web-1's live $BATON_ARTIFACTS alone")
+    func sameDatabaseTwoHosts() throws {
+        let conninfo = try Postgres.server().database()
+        let gate = try FifoGate()
+        let held = """
+            held: { exec: ["sh", "-c", "echo hi > \\"$BATON_ARTIFACTS/a.txt\\" && cat \\"$GATE\\" > /dev/null"],
+                    env: { GATE: "\(gate.path)" }, artifacts: { keep: "1KiB" } },
+            """
+        let a = try FleetTests.fleet(1, actions: held, conninfo: conninfo)[0]
+        let run = try #require(try FleetTests.trigger(a, "held").run?.id)
+        let live = a.database + "-artifacts-web-1/\(run)-1/a.txt"
+        for _ in 0..<1_000 where !FileManager.default.fileExists(atPath: live) { usleep(10_000) }
+        try #require(FileManager.default.fileExists(atPath: live), "the run never wrote its file")
+        let b = try Daemon(config: """
+            { postgres: "\(conninfo)", host: "web-2", lease: "15s", actions: { \(held) } }
+            """, database: a.database)
+        try b.waitForLog("joined the fleet")
+        #expect(FileManager.default.fileExists(atPath: live), "web-2's start removed web-1's live directory")
+        gate.release()
+        #expect(try FleetTests.wait(a, run: run)?.phase == .success)
+        #expect(try b.baton("artifacts", String(run), "a.txt").stdout == "hi\n")
+    }
+
+    @Test("a host without an `artifacts` action opens no keeper connection and sweeps nothing; one with such an action sweeps a gone host's rows")
+    func sweepOnlyWithArtifacts() throws {
+        let (conninfo, db) = try FleetArtifactRowsTests.database()
+        try db.query("UPDATE hosts SET gone_at = now() WHERE incarnation = $1", [FleetArtifactRowsTests.me.incarnation])
+        try db.query("""
+            INSERT INTO artifacts (run_id, attempt, name, size, sha256, type, at, incarnation)
+            VALUES (1, 1, 'left.txt', 0, '', 'text/plain', 0, $1)
+            """, [FleetArtifactRowsTests.me.incarnation])
+        func left() throws -> String? { try db.query("SELECT count(*) FROM artifacts").first?[0] }
+        let plain = try Daemon(config: """
+            { postgres: "\(conninfo)", host: "web-3", lease: "15s", actions: { plain: { exec: ["true"] } } }
+            """)
+        try plain.waitForLog("joined the fleet")
+        for _ in 0..<50 { usleep(20_000) }
+        #expect(try left() == "1", "a host with no artifacts action swept")
+        let keeping = try Daemon(config: """
+            { postgres: "\(conninfo)", host: "web-4", lease: "15s", actions: { \(Self.make) } }
+            """)
+        try keeping.waitForLog("joined the fleet")
+        for _ in 0..<500 where try left() != "0" { usleep(20_000) }
+        #expect(try left() == "0")
     }
 
     /// The `postgres` string of a host's config (the test's database).
