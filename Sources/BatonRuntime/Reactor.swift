@@ -111,7 +111,8 @@ public final class Reactor: Sendable {
     /// Runs `work` at the end of this turn of the loop: after its handlers, posted work and due
     /// timers, before it waits again. Called on the loop only (what it gathers is the turn's).
     public func atTurnEnd(_ work: @escaping @Sendable () -> Void) {
-        assertOnLoop("work for the turn's end")
+        // Checked in release builds too: work queued from another thread would wait for a turn nobody wakes.
+        precondition(isCurrent, "atTurnEnd off the loop: work for the turn's end")
         state.withLock { $0.turnEnd.append(work) }
     }
 

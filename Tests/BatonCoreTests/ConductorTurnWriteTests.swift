@@ -62,4 +62,23 @@ struct ConductorTurnWriteTests {
         let every = Conductor.handOverEvery
         #expect(seen == Array(repeating: "item 0 after \(every - 1) made", count: every) + ["item 0 after \(every + 1) made"])
     }
+
+    @Test("an item that ends a run goes to the store at once, with the items made before it; later ones at the turn's end")
+    func endAtOnce() {
+        let store = RecordingStore(), reactor = Reactor()
+        let conductor = Conductor(actions: [], store: store, reactor: reactor)
+        let done = DispatchSemaphore(value: 0)
+        defer { done.signal() }
+        let end = JournalEntry.transition(Transition(runID: 1, seq: 3, from: .loading, to: .success, at: .now))
+        reactor.post {
+            conductor.write([]) { _ in }
+            conductor.write([end]) { _ in }
+            store.marks.withLock { $0.append("end made") }
+            conductor.write([]) { _ in }
+            store.marks.withLock { $0.append("last made") }
+            reactor.post { done.signal() }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(store.seen.withLock { $0 } == ["item 0 after ", "item 1 after ", "item 0 after end made,last made"])
+    }
 }

@@ -4,7 +4,8 @@
 /// or a burst of triggers' creations, decided in one turn, were two commits or more). Nothing is
 /// held past the turn: the answers still wait for their commit, no longer. A long turn (hundreds of
 /// pipelined requests read at once) hands over every `handOverEvery` items, so that the writer
-/// commits while the loop goes on, as it did when each item went at once.
+/// commits while the loop goes on, as it did when each item went at once; an item that ends runs
+/// goes at once, with those made before it.
 extension Conductor {
     static let handOverEvery = 16
 
@@ -20,11 +21,15 @@ extension Conductor {
             return core.unsent.count
         }
         if count == 1 { reactor.atTurnEnd { [self] in sendWrites() } }
-        if count >= Self.handOverEvery { sendWrites() }
+        // An item that ends runs goes at once (with those before it): a fleet's writer reserves the
+        // start slots the ends free as it is handed the item, before the feed, which sees the slots
+        // free from now on, could take them for starts of its own.
+        if count >= Self.handOverEvery || entries.contains(where: \.isEnd) { sendWrites() }
     }
 
-    /// Hands this turn's items to the store, in order.
-    private func sendWrites() {
+    /// Hands this turn's items to the store, in order (at the turn's end, and before anyone is told
+    /// the conductor has drained: what batond writes before it exits is in the store's queue by then).
+    func sendWrites() {
         let items = core.access { core -> [UnsentWrite] in
             defer { core.unsent.removeAll(keepingCapacity: true) }
             return core.unsent

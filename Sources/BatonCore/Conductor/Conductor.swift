@@ -185,6 +185,7 @@ public final class Conductor: Sendable {
             for waiter in waiters { waiter(nil) }
             for follower in outputFollowers { follower(nil) }
         case .drained:
+            sendWrites()
             let (waiters, continuations, outputFollowers) = core.access { core in
                 defer {
                     core.waiters = [:]
@@ -201,6 +202,7 @@ public final class Conductor: Sendable {
             handOver(run, attempt: attempt)
         case .drainedUnwritten:
             // The waiters stay: each hears its run's end if it commits before batond exits.
+            sendWrites()
             let continuations = core.access { core -> [CheckedContinuation<Void, Never>] in
                 defer {
                     core.drained = []
