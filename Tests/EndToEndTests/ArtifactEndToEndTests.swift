@@ -219,6 +219,11 @@ struct ArtifactCrashTests {
         let deadline = Date().addingTimeInterval(30)
         while !(FileManager.default.fileExists(atPath: root + "/1-1/before.txt") && FileManager.default.fileExists(atPath: root + "/2-1/before.txt")),
               Date() < deadline { usleep(20_000) }
+        // The adopted run's leader (its shim) is in the history before the crash: it is written after
+        // `loading`, and a crash before it leaves a run the next start cannot tell from a stranger's
+        // (recovered as lost, its directory removed: seen once under load).
+        while try execute("/usr/bin/sqlite3", [daemon.database, "SELECT pgid_start IS NOT NULL FROM runs WHERE id = 1"]).stdout != "1\n",
+              Date() < deadline { usleep(20_000) }
         daemon.crash()
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: root)) == ["1-1", "2-1"])
 
