@@ -48,7 +48,10 @@ struct WaitRestartTests {
             _ = try await BatonClient.wait(run: 7, socket: path, reconnectingFor: .zero)
             Issue.record("a wait no batond answered returned")
         } catch let error as BatonClientError {
-            guard case .unavailable = error else { return Issue.record("thrown: \(error)") }
+            guard case .unavailable = error else {
+                Issue.record("thrown: \(error)")
+                return
+            }
         }
     }
 }
