@@ -7,7 +7,9 @@ import Testing
 
 /// A restart in place, at the socket server alone (`Server.quiesce`): nothing is read after it,
 /// what was read is answered, a parked stream is cut, `{"restarting":true}` is the last line.
-@Suite("Server: quiescing for a restart in place", .timeLimit(.minutes(1)))
+@Suite("Server: quiescing for a restart in place", .serialized, .timeLimit(.minutes(1)))
+/// Serialized: each test blocks its thread on semaphores while the server's task runs on the
+/// cooperative pool (a few threads on a small machine): run together, they starved it.
 struct ServerQuiesceTests {
     /// Keeps each request; one whose line says `park` gets an event and is parked at once.
     final class Holder: RequestHandler {
