@@ -300,9 +300,9 @@ extension Daemon {
             // (a client that does not read, or a stream that never parked).
             let took = ContinuousClock.now - start
             if took < Self.quiesceBound {
-                Log.info("restarting in place: connections drained in \(DurationText.format(took)) (every request taken answered or parked)")
+                Log.info("restart drain: connections drained in \(DurationText.format(took)) (every request taken answered or parked)")
             } else {
-                Log.info("restarting in place: connections not drained within \(DurationText.format(Self.quiesceBound)); closing what is left")
+                Log.info("restart drain: connections not drained within \(DurationText.format(Self.quiesceBound)); closing what is left")
             }
         }
     }

@@ -43,8 +43,8 @@ struct RestartActingTests {
         let rest = raw.readToEnd()
         #expect(rest.split(separator: "\n").last == #"{"restarting":true}"#, "\(rest)")
         try daemon.waitForLog(" ready: ", count: 2)
-        try daemon.waitForLog("restarting in place: connections ")
-        #expect(daemon.stderr.contains("restarting in place: connections drained in"), "\(daemon.stderr.suffix(2_000))")
+        try daemon.waitForLog("restart drain: connections ")
+        #expect(daemon.stderr.contains("restart drain: connections drained in"), "\(daemon.stderr.suffix(2_000))")
         #expect(!daemon.stderr.contains("not drained within"), "the drain waited its bound: \(daemon.stderr.suffix(2_000))")
     }
 }
