@@ -6,7 +6,8 @@ extension BatonClient {
     /// and the wait asked again, while batond cannot be reached for at most `bound` in a row (a
     /// restart in place keeps the socket: the new batond answers from its backlog; a stop and
     /// start under systemd refuses for a moment). Updates go to `updates` as they come, on every
-    /// connection (the first of each is the run as it is then).
+    /// connection (the first of each is the run as it is then). Never throws `.restarting`: past
+    /// the bound it throws `.unavailable`.
     public static func wait(run: Int64, socket: String?, reconnectingFor bound: Duration = .seconds(30),
                             updates: @escaping @Sendable (RunUpdate) -> Void = { _ in }) async throws -> RunSnapshot {
         let clock = ContinuousClock()
@@ -18,7 +19,11 @@ extension BatonClient {
                 return try await client.wait(run: run, updates: updates)
             } catch let error as BatonClientError {
                 switch error {
-                case .unavailable, .restarting: guard clock.now - reached < bound else { throw error }
+                // At the bound, `.unavailable` even for a wait the last batond did not take: a
+                // caller's closure that triggered the run first must not send it again
+                // (`Context.call` resends on `.restarting`).
+                case let .restarting(message): guard clock.now - reached < bound else { throw BatonClientError.unavailable(message) }
+                case .unavailable: guard clock.now - reached < bound else { throw error }
                 default: throw error
                 }
                 try await Task.sleep(for: .milliseconds(100))

@@ -20,16 +20,25 @@ extension ServerConnection {
     }
 
     /// The stream ends as usual (its final answer follows): the request is no longer parked.
+    /// Once per `park` (`Exchange` keeps the flag): an unpark too many is a bug, not clamped away
+    /// (a count left too high seals a connection while a trigger is still being committed).
     public func unpark() {
         guard reactor.isCurrent else { return reactor.post { [self] in unpark() } }
-        state.access { $0.parked = max($0.parked - 1, 0) }
+        let parked = state.access { state -> Int in
+            state.parked -= 1
+            return state.parked
+        }
+        assert(parked >= 0, "unpark without park")
     }
 
     /// Stops reading (loop): the connection ends once every request taken is answered but those parked.
+    /// A half line buffered now is never finished (nothing more is read): it is forgotten, so the
+    /// slow-request sweep does not close the connection (`bad_request`) under its taken requests.
     func quiesce() {
         let open = state.access { state -> Bool in
             guard !state.closed else { return false }
             state.quiescing = true
+            state.partialSince = nil
             return true
         }
         guard open else { return }

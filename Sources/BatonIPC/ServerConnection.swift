@@ -110,6 +110,7 @@ public final class ServerConnection: Sendable, Hashable {
         guard reactor.isCurrent else { return reactor.post { [self] in endRequest() } }
         let (closing, resume) = state.access { state -> (Bool, Bool) in
             state.inFlight = max(state.inFlight - 1, 0)
+            assert(state.parked <= state.inFlight, "a request ended parked: unpark before its answer")
             if state.inputEnded && state.inFlight == 0 { return (true, false) }
             guard state.readingPaused && state.inFlight <= maxInFlight / 2 else { return (false, false) }
             state.readingPaused = false

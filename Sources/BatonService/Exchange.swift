@@ -1,15 +1,31 @@
 import BatonCore
 
 /// One request and the connection to answer it on: sends the final answer (or error) exactly
-/// once, and ends the request then.
+/// once, and ends the request then. Whether it is parked (`park`) is its own, so that however it
+/// ends (`finish` or `fail`, from any path) the connection's count of parked requests goes back.
 struct Exchange: Sendable {
     let request: Request
     let connection: any Caller
+    /// Shared by the copies of this exchange (a struct handed to closures).
+    private let parked = Locked(false)
+
+    init(request: Request, connection: any Caller) {
+        self.request = request
+        self.connection = connection
+    }
 
     var id: RequestID? { request.id }
     var peer: Peer { connection.peer }
 
+    /// The request now follows a stream (`Caller.park`); once at most, undone by `finish`/`fail`.
+    func park() {
+        let first = parked.withLock { parked in defer { parked = true }; return !parked }
+        if first { connection.park() }
+    }
+
     func finish(_ response: Response) {
+        let wasParked = parked.withLock { parked in defer { parked = false }; return parked }
+        if wasParked { connection.unpark() }
         connection.send(response.jsonLine())
         connection.endRequest()
     }
@@ -31,13 +47,10 @@ final class RunRelay: Sendable {
     private let exchange: Exchange
     /// The answer so far (decision, shared) and the run as last seen.
     private let answer: LoopOwned<Response>
-    /// Whether an update has gone out: the request is parked from then on (`Caller.park`).
-    private let parked: LoopOwned<Bool>
 
     init(_ exchange: Exchange, reactor: Reactor) {
         self.exchange = exchange
         answer = LoopOwned(Response(id: exchange.id), on: reactor)
-        parked = LoopOwned(false, on: reactor)
     }
 
     /// What the final answer says besides the run (a trigger's decision).
@@ -52,18 +65,12 @@ final class RunRelay: Sendable {
             exchange.event(.update(exchange.id, update))
             // The client knows the run now: a restart in place may end the request here, and
             // the client waits for the run on the new batond.
-            if !parked.access({ $0 }) {
-                parked.access { $0 = true }
-                exchange.connection.park()
-            }
+            // Parked from the first update on (`Exchange.park` is once; its finish/fail unparks).
+            exchange.park()
         }
     }
 
     private func end() {
-        if parked.access({ $0 }) {
-            parked.access { $0 = false }
-            exchange.connection.unpark()
-        }
         let final = answer.access { $0 }
         guard let run = final.run, run.phase.isTerminal else {
             let id = final.run.map { "run \($0.id)" } ?? "the run"

@@ -122,4 +122,6 @@ final class ActingCaller: Caller {
     func markStreaming() { base.markStreaming() }
     func whenDrained(below bytes: Int, _ body: @escaping @Sendable () -> Void) { base.whenDrained(below: bytes, body) }
     func hold(_ bytes: Int) { base.hold(bytes) }
+    func park() { base.park() }
+    func unpark() { base.unpark() }
 }

@@ -68,8 +68,6 @@ final class OutputRelay: Sendable {
         /// Where the next chunk sent starts: the `from` a resumed request would give.
         var next: Int64
         var ended = false
-        /// Followed live: parked on its connection until its end (`Caller.park`).
-        var parked = false
     }
 
     private let exchange: Exchange
@@ -177,15 +175,13 @@ final class OutputRelay: Sendable {
     }
 
     /// Followed live: a restart in place may end the request where it got (the client resumes
-    /// from the last byte it was sent).
-    func park() {
-        state.access { $0.parked = true }
-        exchange.connection.park()
-    }
+    /// from the last byte it was sent). Parked before any chunk went out: an output read sends
+    /// nothing twice when resent with the same `from`. The exchange's finish or fail (a failed
+    /// page read included) unparks it.
+    func park() { exchange.park() }
 
     /// The final answer: the run as the history has it, and where the output sent ends.
     private func finish(dropped: Int64? = nil) {
-        if state.access({ state in defer { state.parked = false }; return state.parked }) { exchange.connection.unpark() }
         reads.read({ [history, runID] () async throws(BatonError) -> RunSnapshot? in try await history.run(runID)?.run }) { [self] result in
             switch result {
             case let .success(run):

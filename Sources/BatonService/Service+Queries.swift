@@ -212,7 +212,6 @@ extension Service {
         let id = conductor.observe(action: request.action, progress: request.progress ?? false) { [self] update in
             reactor.onLoop { [self] in
                 guard let update else {
-                    exchange.connection.unpark()
                     return exchange.fail(.stopped("batond is shutting down"))
                 }
                 guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
@@ -222,7 +221,7 @@ extension Service {
         var started = Response(id: request.id, ok: nil)
         started.event = "watching"
         exchange.event(started)
-        exchange.connection.park()
+        exchange.park()
         return id
     }
 }

@@ -95,7 +95,10 @@ final class Context: Sendable {
 
     /// Runs `operation` on batond's client until it returns, or throws the `Failure` its error stands for.
     /// What batond, restarting in place, did not take (`.restarting`: nothing was done) is sent
-    /// again, on a new connection: it reaches the new batond.
+    /// again, on a new connection: it reaches the new batond. The whole closure is sent again, so
+    /// it holds at most one request that is not idempotent (a trigger), first: once that was
+    /// taken, nothing after it in the closure may throw `.restarting` (`RunCommand.followed` and
+    /// `BatonClient.wait(run:socket:)` turn it into `.unavailable`).
     func call<T: Sendable>(_ operation: @escaping @Sendable (BatonClient) async throws -> T) throws -> T {
         let clock = ContinuousClock()
         let start = clock.now

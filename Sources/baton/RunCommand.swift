@@ -132,7 +132,13 @@ enum RunCommand {
                 }
                 return try await handle.outcome
             } catch let error as BatonClientError {
-                guard case .unavailable = error, let seen else { throw error }
+                // Once the run is known the trigger was taken: nothing after it may end in
+                // `.restarting`, which `Context.call` answers by sending the trigger again.
+                guard let seen else { throw error }
+                switch error {
+                case .unavailable, .restarting: break
+                default: throw error
+                }
                 let run = try await BatonClient.wait(run: seen.id, socket: socket) { update in
                     interrupt?.following(update.run)
                     if !update.run.phase.isTerminal { spinner?.show(update.run) }

@@ -293,7 +293,18 @@ extension Daemon {
             Log.info("restarting in place: runs that survive restarts are left to their shims, "
                 + "the others have \(DurationText.format(grace)) to finish; connections wait for the new batond")
         }
-        return Task { for await _ in stream {} }
+        let start = ContinuousClock.now
+        return Task {
+            for await _ in stream {}
+            // Which ended the drain: every connection's requests answered or parked, or the bound
+            // (a client that does not read, or a stream that never parked).
+            let took = ContinuousClock.now - start
+            if took < Self.quiesceBound {
+                Log.info("restart drain: connections drained in \(DurationText.format(took)) (every request taken answered or parked)")
+            } else {
+                Log.info("restart drain: connections not drained within \(DurationText.format(Self.quiesceBound)); closing what is left")
+            }
+        }
     }
 
     /// The `restart` op: SIGUSR2 to this process, or why not (nil: asked).

@@ -31,10 +31,11 @@ extension Daemon {
     }
 
     /// The webhook socket the batond before a restart in place bound itself, where `listen` still
-    /// names its address (port 0: any); else it is closed, and `listen` bound anew.
+    /// names its address (port 0: any; the hosts compared as parsed addresses, so `::0001` in the
+    /// config is the `::1` the kernel reports); else it is closed, and `listen` bound anew.
     static func ownWebhooks(_ listen: ListenAddress?) -> Int32? {
         guard let fd = SocketActivation.passed.ownWebhooks else { return nil }
-        if let listen, let bound = TCPPeer.localAddress(of: fd), bound.host == listen.host, listen.port == 0 || listen.port == bound.port {
+        if let listen, let bound = TCPPeer.localAddress(of: fd), bound.sameHost(as: listen), listen.port == 0 || listen.port == bound.port {
             return fd
         }
         close(fd)

@@ -7,7 +7,9 @@ import Testing
 
 /// A restart in place, at the socket server alone (`Server.quiesce`): nothing is read after it,
 /// what was read is answered, a parked stream is cut, `{"restarting":true}` is the last line.
-@Suite("Server: quiescing for a restart in place", .timeLimit(.minutes(1)))
+@Suite("Server: quiescing for a restart in place", .serialized, .timeLimit(.minutes(1)))
+/// Serialized: each test blocks its thread on semaphores while the server's task runs on the
+/// cooperative pool (a few threads on a small machine): run together, they starved it.
 struct ServerQuiesceTests {
     /// Keeps each request; one whose line says `park` gets an event and is parked at once.
     final class Holder: RequestHandler {
@@ -73,6 +75,67 @@ struct ServerQuiesceTests {
         #expect(text == "{\"id\":2,\"event\":\"update\"}\n{\"id\":1,\"ok\":true}\n{\"restarting\":true}\n", "\(text)")
         #expect(quiet.wait(timeout: .now() + 10) == .success)
         #expect(holder.taken.withLock { $0.map(\.line) } == ["{\"id\":1}", "{\"id\":2,\"park\":true}"], "request 3 was never read")
+        server.stop()
+    }
+
+    @Test("a half line buffered at the quiesce: not closed bad_request by the slow-request sweep; the taken request answered, restarting last")
+    func halfLine() throws {
+        let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        defer { unlink(path) }
+        let reactor = Reactor()
+        let holder = Holder()
+        var limits = Server.Limits()
+        limits.requestTimeout = .milliseconds(200)
+        let server = try Server(listening: try UnixSocket.listen(path: path), limits: limits, reactor: reactor, delegate: holder)
+        Task { await server.run() }
+        let client = try UnixSocket.connect(path: path)
+        defer { close(client) }
+        Self.send(client, "{\"id\":1}\n{\"id\":2,")
+        holder.arrived.wait()
+        // Read by the loop (in order with this post): the half line is buffered.
+        let read = DispatchSemaphore(value: 0)
+        reactor.post { read.signal() }
+        read.wait()
+        let quiet = DispatchSemaphore(value: 0)
+        server.quiesce(within: .seconds(30)) { quiet.signal() }
+        // Past the request timeout and a sweep (every half second): before, the sweep closed it here.
+        usleep(1_200_000)
+        let first = holder.taken.withLock { $0[0].caller }
+        first.send(Array(#"{"id":1,"ok":true}"#.utf8))
+        first.endRequest()
+        let text = Self.readToEnd(client)
+        #expect(text == "{\"id\":1,\"ok\":true}\n{\"restarting\":true}\n", "\(text)")
+        #expect(quiet.wait(timeout: .now() + 10) == .success)
+        server.stop()
+    }
+
+    @Test("a parked request that ends (unpark, then its answer) does not count at the quiesce: restarting waits for the request still in flight")
+    func unparkedCounts() throws {
+        let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        defer { unlink(path) }
+        let reactor = Reactor()
+        let holder = Holder()
+        let server = try Server(listening: try UnixSocket.listen(path: path), reactor: reactor, delegate: holder)
+        Task { await server.run() }
+        let client = try UnixSocket.connect(path: path)
+        defer { close(client) }
+        Self.send(client, "{\"id\":2,\"park\":true}\n{\"id\":1}\n")
+        for _ in 0..<2 { holder.arrived.wait() }
+        // The parked stream ends as `Exchange.finish`/`fail` end it: unpark, then the answer.
+        let parked = holder.taken.withLock { $0[0].caller }
+        parked.unpark()
+        parked.send(Array(#"{"id":2,"ok":false}"#.utf8))
+        parked.endRequest()
+        server.quiesce(within: .seconds(30)) { }
+        let posted = DispatchSemaphore(value: 0)
+        reactor.post { posted.signal() }
+        posted.wait()
+        // Request 1 is still in flight: the connection is not sealed under it.
+        let second = holder.taken.withLock { $0[1].caller }
+        second.send(Array(#"{"id":1,"ok":true}"#.utf8))
+        second.endRequest()
+        let text = Self.readToEnd(client)
+        #expect(text == "{\"id\":2,\"event\":\"update\"}\n{\"id\":2,\"ok\":false}\n{\"id\":1,\"ok\":true}\n{\"restarting\":true}\n", "\(text)")
         server.stop()
     }
 }

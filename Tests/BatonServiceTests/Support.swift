@@ -50,6 +50,12 @@ final class Recorder: Caller {
         if now { body() }
     }
     func markStreaming() { state.withLock { $0.streaming = true } }
+
+    /// Requests parked now (`park` less `unpark`), as a connection counts them for a restart.
+    private let parkCount = Locked(0)
+    var parked: Int { parkCount.withLock { $0 } }
+    func park() { parkCount.withLock { $0 += 1 } }
+    func unpark() { parkCount.withLock { $0 -= 1 } }
     func close() { state.withLock { $0.closed = true } }
 
     /// Bytes held for the client (`hold`), the most ever held, and the limit past which the

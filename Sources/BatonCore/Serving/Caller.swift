@@ -21,18 +21,16 @@ public protocol Caller: AnyObject, Sendable {
     /// while its history is read), or, negative, no longer kept: they count as unsent output, so a
     /// client that does not read is closed at its limit, and the server's total covers them.
     func hold(_ bytes: Int)
-    /// The request now follows a stream (a run to its end, a watch, live output), one line of it
-    /// sent already: a restart in place may end it there (the socket server's `quiesce`).
+    /// The request now follows a stream (a run to its end, a watch, live output): a restart in
+    /// place may end it there (the socket server's `quiesce`). No default: a caller that wraps
+    /// another (`ActingCaller`) must pass it on, or a restart waits its whole bound for it.
+    /// Called through `Exchange.park`, which unparks in its `finish`/`fail`.
     func park()
-    /// The parked request ends as usual: its final answer follows.
+    /// The parked request ends as usual: its final answer follows (once per `park`).
     func unpark()
 }
 
 extension Caller {
-    /// A caller that is never quiesced (a test's recorder) has nothing to count.
-    public func park() {}
-    public func unpark() {}
-
     /// Returns once at most `bytes` wait to be written, or the client has gone.
     public func drained(below bytes: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -9,6 +9,21 @@ extension ListenAddress {
         return bytes.prefix(host.contains(":") ? 16 : 4).allSatisfy { $0 == 0 }
     }
 
+    /// The host's bytes (`inet_pton`: 4 for IPv4, 16 for IPv6), or nil when it is not numeric.
+    public var hostBytes: [UInt8]? {
+        let v6 = host.contains(":")
+        var bytes = [UInt8](repeating: 0, count: 16)
+        guard inet_pton(v6 ? AF_INET6 : AF_INET, host, &bytes) == 1 else { return nil }
+        return Array(bytes.prefix(v6 ? 16 : 4))
+    }
+
+    /// Whether both name one address (`::1` and `0:0::1`, `::ffff:127.0.0.1` and its other spellings):
+    /// compared as parsed, not as text; a host that is not numeric is compared as text.
+    public func sameHost(as other: ListenAddress) -> Bool {
+        guard let mine = hostBytes, let theirs = other.hostBytes else { return host == other.host }
+        return mine == theirs
+    }
+
     /// The machine's own addresses in this address's family, numeric, in the order the kernel lists
     /// its interfaces, loopback included. IPv6 link-local addresses are left out: no URL names one
     /// without its interface, which browsers do not take.

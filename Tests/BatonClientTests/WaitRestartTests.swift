@@ -1,0 +1,57 @@
+@testable import BatonClient
+import BatonCore
+import Foundation
+import Testing
+
+/// `BatonClient.wait(run:socket:)` against a batond that restarts in place on every connection
+/// (each request line is answered `{"restarting":true}`, then the connection closes).
+@Suite("BatonClient.wait: riding out restarts", .timeLimit(.minutes(1)))
+struct WaitRestartTests {
+    /// A listener at `path` that answers the first line of each connection with the restart's
+    /// last line and closes it; runs until `stop` is set.
+    static func restartingForever(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0 && listen(fd, 16) == 0)
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                var got: [UInt8] = []
+                while !got.contains(UInt8(ascii: "\n")) {
+                    let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
+                    if n <= 0 { break }
+                    got += buffer.prefix(n)
+                }
+                let line = Array(#"{"restarting":true}"#.utf8) + [UInt8(ascii: "\n")]
+                _ = line.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                close(client)
+            }
+        }
+        return fd
+    }
+
+    @Test("past its bound a wait batond never took throws unavailable, never restarting (Context.call would send the trigger again)")
+    func boundIsUnavailable() async throws {
+        let path = NSTemporaryDirectory() + "wait-restart-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let listener = try Self.restartingForever(path)
+        defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener); unlink(path) }
+        do {
+            _ = try await BatonClient.wait(run: 7, socket: path, reconnectingFor: .zero)
+            Issue.record("a wait no batond answered returned")
+        } catch let error as BatonClientError {
+            guard case .unavailable = error else {
+                Issue.record("thrown: \(error)")
+                return
+            }
+        }
+    }
+}
