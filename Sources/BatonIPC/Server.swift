@@ -262,8 +262,9 @@ public final class Server: Sendable {
     }
 
     /// Closes connections whose request line has been arriving for longer than the request timeout.
-    private func dropSlowRequests() {
-        let deadline = ContinuousClock.now - limits.requestTimeout
+    /// (`now`: a test sweeps as if long after, with no wait.)
+    func dropSlowRequests(now: ContinuousClock.Instant = .now) {
+        let deadline = now - limits.requestTimeout
         let slow = table.access { $0.connections.values.filter { $0.withInput { $0.partialSince }.map { $0 < deadline } ?? false } }
         for connection in slow {
             let message = "request line not finished within \(DurationText.format(limits.requestTimeout)); closing"

@@ -8,13 +8,16 @@ import Testing
 /// A restart in place, at the socket server alone (`Server.quiesce`): nothing is read after it,
 /// what was read is answered, a parked stream is cut, `{"restarting":true}` is the last line.
 @Suite("Server: quiescing for a restart in place", .serialized, .timeLimit(.minutes(1)))
-/// Serialized: each test blocks its thread on semaphores while the server's task runs on the
-/// cooperative pool (a few threads on a small machine): run together, they starved it.
+/// Serialized, and each test awaits the requests' arrival rather than blocking on a semaphore: the
+/// server's `run` task needs a thread of the cooperative pool (two on a 2-core machine), and tests
+/// blocked waiting for it starved it (a run of several suites hung).
 struct ServerQuiesceTests {
     /// Keeps each request; one whose line says `park` gets an event and is parked at once.
     final class Holder: RequestHandler {
         let taken = Locked<[(caller: any Caller, line: String)]>([])
-        let arrived = DispatchSemaphore(value: 0)
+        /// One element per request taken: awaited, not waited on a semaphore, so that a test
+        /// holds no thread of the cooperative pool that the server's `run` task needs.
+        let (arrivals, arrival) = AsyncStream<Void>.makeStream()
 
         func received(_ frame: RequestFrame, from caller: any Caller) {
             guard case let .line(bytes) = frame else { return }
@@ -24,7 +27,7 @@ struct ServerQuiesceTests {
                 caller.send(Array(#"{"id":2,"event":"update"}"#.utf8))
                 caller.park()
             }
-            arrived.signal()
+            arrival.yield()
         }
 
         func closed(_ caller: any Caller) {}
@@ -48,7 +51,7 @@ struct ServerQuiesceTests {
     }
 
     @Test("read before: answered, then the stream's line, then restarting last; sent after: never read; quiet once closed")
-    func quiesce() throws {
+    func quiesce() async throws {
         let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         defer { unlink(path) }
         let reactor = Reactor()
@@ -58,7 +61,8 @@ struct ServerQuiesceTests {
         let client = try UnixSocket.connect(path: path)
         defer { close(client) }
         Self.send(client, "{\"id\":1}\n{\"id\":2,\"park\":true}\n")
-        for _ in 0..<2 { holder.arrived.wait() }
+        var arrivals = holder.arrivals.makeAsyncIterator()
+        for _ in 0..<2 { _ = await arrivals.next() }
         let quiet = DispatchSemaphore(value: 0)
         server.quiesce(within: .seconds(30)) { quiet.signal() }
         // The loop takes posts in order: once this one runs, the server has stopped reading.
@@ -79,27 +83,32 @@ struct ServerQuiesceTests {
     }
 
     @Test("a half line buffered at the quiesce: not closed bad_request by the slow-request sweep; the taken request answered, restarting last")
-    func halfLine() throws {
+    func halfLine() async throws {
         let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         defer { unlink(path) }
         let reactor = Reactor()
         let holder = Holder()
-        var limits = Server.Limits()
-        limits.requestTimeout = .milliseconds(200)
-        let server = try Server(listening: try UnixSocket.listen(path: path), limits: limits, reactor: reactor, delegate: holder)
+        let server = try Server(listening: try UnixSocket.listen(path: path), reactor: reactor, delegate: holder)
         Task { await server.run() }
         let client = try UnixSocket.connect(path: path)
         defer { close(client) }
         Self.send(client, "{\"id\":1}\n{\"id\":2,")
-        holder.arrived.wait()
+        var arrivals = holder.arrivals.makeAsyncIterator()
+        _ = await arrivals.next()
         // Read by the loop (in order with this post): the half line is buffered.
         let read = DispatchSemaphore(value: 0)
         reactor.post { read.signal() }
         read.wait()
         let quiet = DispatchSemaphore(value: 0)
         server.quiesce(within: .seconds(30)) { quiet.signal() }
-        // Past the request timeout and a sweep (every half second): before, the sweep closed it here.
-        usleep(1_200_000)
+        // A sweep as if an hour had passed (on the loop, as the timer's): before, it closed the
+        // connection here. (No real wait: a sweep before the quiesce under load would race it.)
+        let swept = DispatchSemaphore(value: 0)
+        reactor.post {
+            server.dropSlowRequests(now: .now + .seconds(3_600))
+            swept.signal()
+        }
+        swept.wait()
         let first = holder.taken.withLock { $0[0].caller }
         first.send(Array(#"{"id":1,"ok":true}"#.utf8))
         first.endRequest()
@@ -110,7 +119,7 @@ struct ServerQuiesceTests {
     }
 
     @Test("a parked request that ends (unpark, then its answer) does not count at the quiesce: restarting waits for the request still in flight")
-    func unparkedCounts() throws {
+    func unparkedCounts() async throws {
         let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         defer { unlink(path) }
         let reactor = Reactor()
@@ -120,7 +129,8 @@ struct ServerQuiesceTests {
         let client = try UnixSocket.connect(path: path)
         defer { close(client) }
         Self.send(client, "{\"id\":2,\"park\":true}\n{\"id\":1}\n")
-        for _ in 0..<2 { holder.arrived.wait() }
+        var arrivals = holder.arrivals.makeAsyncIterator()
+        for _ in 0..<2 { _ = await arrivals.next() }
         // The parked stream ends as `Exchange.finish`/`fail` end it: unpark, then the answer.
         let parked = holder.taken.withLock { $0[0].caller }
         parked.unpark()
