@@ -118,8 +118,10 @@ extension ConductorState {
         let snapshot = run.applying(transition)
         flights[run.id] = Flight(run: snapshot, machine: RunMachine(retries: action.retry.attempts), action: action,
                                  runner: nil, seq: transition.seq, hook: unfinished.hook, debounce: window)
+        // Not written: a hook run's origin is known again only where the run that fired it is in flight.
+        flights[run.id]?.origin = run.trigger?.uid ?? unfinished.hook.flatMap { origin(of: $0.cause.run) }
         if let window, gated { hold(run.id, window, &step) }
-        awaitApprovalAgain(run.id, run.approval, &step)
+        awaitApprovalAgain(run.id, run.approval, action, &step)
         step.entries.append(.transition(transition))
         step.after.append(.publish(RunUpdate(run: snapshot, transition: transition)))
         // The run's row is durable from its first life; only its new transition is being written,
