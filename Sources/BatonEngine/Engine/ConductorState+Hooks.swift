@@ -93,7 +93,8 @@ extension ConductorState {
                                     detail: KeyDecision.queuedDetail(decision, via: via, window: window))
         flights[id] = Flight(run: run, machine: RunMachine(retries: hookAction.retry.attempts), action: hookAction,
                              runner: nil, seq: 1, hook: context, debounce: window)
-        flights[id]?.origin = origin(of: context.cause.run)
+        let firing = origin(of: context.cause.run)
+        flights[id]?.origin = firing
         if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
         awaitApproval(id, hookAction, &step)

@@ -119,7 +119,8 @@ extension ConductorState {
         flights[run.id] = Flight(run: snapshot, machine: RunMachine(retries: action.retry.attempts), action: action,
                                  runner: nil, seq: transition.seq, hook: unfinished.hook, debounce: window)
         // Not written: a hook run's origin is known again only where the run that fired it is in flight.
-        flights[run.id]?.origin = run.trigger?.uid ?? unfinished.hook.flatMap { origin(of: $0.cause.run) }
+        let firing = unfinished.hook.flatMap { self.origin(of: $0.cause.run) }
+        flights[run.id]?.origin = run.trigger?.uid ?? firing
         if let window, gated { hold(run.id, window, &step) }
         awaitApprovalAgain(run.id, run.approval, action, &step)
         step.entries.append(.transition(transition))
