@@ -54,9 +54,10 @@ extension Service {
 
     /// `approvals`: the runs waiting for the caller's yes now (of actions whose `approve.by`
     /// includes them, their own excluded unless `self: true`), oldest first.
-    func approvals(_ request: Request, _ exchange: Exchange) -> Response {
+    func approvals(_ request: Request, _ exchange: Exchange, _ generation: Generation) -> Response {
         var response = Response(id: request.id)
-        response.runs = conductor.awaitingApproval(by: approver(exchange.peer))
+        // Only runs of actions the caller may read: a run it could not decide (`unknown_run`) is not offered.
+        response.runs = conductor.awaitingApproval(by: approver(exchange.peer)).filter { allowed(.read, $0.action, generation, exchange.peer) }
         return response
     }
 

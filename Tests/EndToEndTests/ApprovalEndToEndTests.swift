@@ -115,6 +115,33 @@ struct ApprovalEndToEndTests {
         #expect(try String(contentsOfFile: marker, encoding: .utf8) == "ref=evil\n")
     }
 
+    @Test("an approver who may not read the action is told nothing of its run: no run N, as for a run that does not exist")
+    func unreadable() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let daemon = try Daemon(config: """
+            {
+              requireUser: false,
+              socketMode: "0666",
+              allow: { trigger: { users: ["*"] } },
+              actions: {
+                deploy: { exec: ["true"], params: { ref: {} }, allow: { read: { users: ["\(team.ann)"] } },
+                          approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+              },
+            }
+            """)
+        chmod(daemon.directory, 0o755)
+        let run = try Self.runID(try team.baton(team.ann, daemon, "run", "deploy", "-p", "ref=v6", "--detach", "--json"))
+        #expect(try team.baton(team.ben, daemon, "approvals").stdout == "nothing waits for your approval\n", "not offered to one who may not read it")
+        for op in ["approve", "deny"] {
+            let told = try team.baton(team.ben, daemon, op, run)
+            #expect(told.code == 2 && told.stderr.contains("no run \(run)") && !told.stderr.contains("deploy"), "\(op): exit \(told.code): \(told.stderr)")
+        }
+        #expect(try daemon.baton("cancel", run).code == 0)
+        let ended = try team.baton(team.ben, daemon, "approve", run)
+        #expect(ended.code == 2 && ended.stderr.contains("no run \(run)"), "after its end: \(ended.stderr)")
+    }
+
     @Test("ben denies with a reason: the run ends cancelled, never started, and show says who and why")
     func denied() throws {
         try #require(geteuid() == 0, "needs root to add users")
