@@ -210,6 +210,14 @@ struct ConductorApprovalTests {
         rig.handle(.recover(100, [RecoveredRun(Self.left(1, ApprovalState(by: ["group:ops"], until: Rig.start + .seconds(3_600))), action: plain)]))
         #expect(rig.launched == [1])
         #expect(approvals(rig).last?.verdict == .waived && approvals(rig).last?.decisionText == "approval waived: the action's approve was removed from the config")
+        // Its needs, held back for the approval, run first.
+        plain.needs = [NeedTarget(action: Action(name: "build", exec: ["true"], policy: .join), params: [:])]
+        var needy = Rig()
+        needy.at(100)
+        needy.handle(.recover(100, [RecoveredRun(Self.left(1, ApprovalState(by: ["group:ops"], until: nil)), action: plain)]))
+        #expect(needy.launched == [2], "the needed build starts, the run waits for it")
+        needy.exit(2, at: 101)
+        #expect(needy.launched == [2, 1])
     }
 
     @Test("recovery after the config added approve: a run queued before, never started, arms a wait, written; one approved runs (review item 3)")

@@ -39,7 +39,9 @@ extension ConductorState {
             waived.verdict = .waived
             waived.decidedAt = step.now
             waived.reason = "the action's approve was removed from the config"
-            return record(waived, of: id, &step)
+            record(waived, of: id, &step)
+            // Its needs waited for the approval (`triggerNeedsUnlessWaiting`): they run now.
+            return triggerNeeds(id, action, params: flight.run.params, peer: flight.run.trigger, &step)
         }
         approvals[id] = state
         flights[id]?.run.approval = state

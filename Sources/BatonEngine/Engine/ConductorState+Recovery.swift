@@ -122,8 +122,9 @@ extension ConductorState {
         let firing = unfinished.hook.flatMap { self.origin(of: $0.cause.run) }
         flights[run.id]?.origin = run.trigger?.uid ?? firing
         if let window, gated { hold(run.id, window, &step) }
-        awaitApprovalAgain(run.id, run.approval, action, &step)
         step.entries.append(.transition(transition))
+        // After its transition: a waived wait triggers the run's needs, which may end it.
+        awaitApprovalAgain(run.id, run.approval, action, &step)
         step.after.append(.publish(RunUpdate(run: snapshot, transition: transition)))
         // The run's row is durable from its first life; only its new transition is being written,
         // and anything it does next is written after it.
