@@ -12,8 +12,13 @@ extension Service {
             return exchange.fail(.badRequest("a deny's \"reason\" is at most \(Self.longestReason) bytes"))
         }
         let reason = request.reason.flatMap { $0.trimmingWhitespace().isEmpty ? nil : String($0.trimmingWhitespace()) }
+        // A caller who may not read the run's action is told nothing of it, as `show` would.
+        if let live = dispatcher.snapshot(of: run), !allowed(.read, live.action, generation, exchange.peer) {
+            return exchange.fail(.unknownRun(run))
+        }
         conductor.decide(run: run, by: approver(exchange.peer), approve: request.op == .approve, reason: request.op == .deny ? reason : nil) {
             switch $0 {
+            case let .failure(.unknownRun(id)): self.decideEnded(id, exchange, generation)
             case let .failure(error): exchange.fail(error)
             case let .success(run):
                 var response = Response(id: exchange.id)
@@ -23,11 +28,36 @@ extension Service {
         }
     }
 
+    /// A decision on a run no longer in flight: from the history, `not_waiting` naming how it was
+    /// decided (or that it ended undecided); `unknown_run` where there is no such run or the
+    /// caller may not read it.
+    private func decideEnded(_ id: Int64, _ exchange: Exchange, _ generation: Generation) {
+        reads.read({ [self] () async throws(BatonError) -> RunSnapshot in
+            guard let found = try await history.run(id)?.run, allowed(.read, found.action, generation, exchange.peer) else {
+                throw .unknownRun(id)
+            }
+            return found
+        }) { result in
+            switch result {
+            case let .failure(error): exchange.fail(error)
+            case let .success(found): exchange.fail(.notWaiting(run: id, Self.notWaiting(found)))
+            }
+        }
+    }
+
+    /// Why a run out of flight takes no decision: `run 3 of deploy was decided already: denied by bob: not today`.
+    static func notWaiting(_ run: RunSnapshot) -> String {
+        guard let approval = run.approval else { return "run \(run.id) of \(run.action) does not wait for approval" }
+        if let decided = approval.decisionText { return "run \(run.id) of \(run.action) was decided already: \(decided)" }
+        return "run \(run.id) of \(run.action) ended \(run.phase.rawValue) before a decision"
+    }
+
     /// `approvals`: the runs waiting for the caller's yes now (of actions whose `approve.by`
     /// includes them, their own excluded unless `self: true`), oldest first.
-    func approvals(_ request: Request, _ exchange: Exchange) -> Response {
+    func approvals(_ request: Request, _ exchange: Exchange, _ generation: Generation) -> Response {
         var response = Response(id: request.id)
-        response.runs = conductor.awaitingApproval(by: approver(exchange.peer))
+        // Only runs of actions the caller may read: a run it could not decide (`unknown_run`) is not offered.
+        response.runs = conductor.awaitingApproval(by: approver(exchange.peer)).filter { allowed(.read, $0.action, generation, exchange.peer) }
         return response
     }
 

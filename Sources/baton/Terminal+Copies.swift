@@ -5,7 +5,7 @@ import BatonCore
 // take the values themselves.
 
 extension RunSnapshot {
-    /// This run with each text (action, key, params, reason, error, host, via, progress message) as a terminal shows it.
+    /// This run with each text (action, key, params, reason, error, host, via, progress message, approval) as a terminal shows it.
     var forTerminal: RunSnapshot {
         var run = self
         run.action = Terminal.visible(action)
@@ -18,6 +18,12 @@ extension RunSnapshot {
         run.progress?.message = progress?.message.map(Terminal.visible)
         run.needs = needs?.map { NeededRun(action: Terminal.visible($0.action), run: $0.run, phase: $0.phase, reason: $0.reason.map(Terminal.visible)) }
         run.neededBy = neededBy?.map { NeededRun(action: Terminal.visible($0.action), run: $0.run, phase: $0.phase, reason: $0.reason.map(Terminal.visible)) }
+        if var approval {
+            approval.by = approval.by.map(Terminal.visible)
+            approval.decidedBy = approval.decidedBy.map(Terminal.visible)
+            approval.reason = approval.reason.map(Terminal.visible)
+            run.approval = approval
+        }
         if var waiting {
             waiting.lock = Terminal.visible(waiting.lock)
             for index in waiting.holders.indices { waiting.holders[index].action = Terminal.visible(waiting.holders[index].action) }

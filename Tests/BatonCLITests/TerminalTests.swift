@@ -22,6 +22,9 @@ struct TerminalTests {
                               endedAt: Timestamp(rawValue: 1_795_000_002_000_000), attempts: 1, exitCode: 1, reason: hostile, error: hostile)
         run.host = "web-" + hostile
         run.progress = Progress(fraction: 0.5, message: hostile)
+        // A deny's reason is anyone's text (issue 40 review, item 5): `show` escapes it, its approvers and who decided.
+        run.approval = ApprovalState(by: ["group:" + hostile], until: nil, verdict: .denied, decidedBy: hostile,
+                                     decidedAt: Timestamp(rawValue: 1_795_000_001_500_000), reason: hostile)
         return run
     }
 

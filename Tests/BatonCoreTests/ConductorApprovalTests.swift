@@ -139,11 +139,98 @@ struct ConductorApprovalTests {
         needy.needs = [NeedTarget(action: Action(name: "build", exec: ["true"], policy: .join), params: [:])]
         var rig2 = Rig()
         _ = Self.trigger(&rig2, needy, at: 0)
-        #expect(rig2.launched == [2], "the needed build starts at once")
+        #expect(rig2.launched.isEmpty && rig2.state.snapshot(of: 2) == nil, "the needed build waits for the approval: not made yet")
         _ = Self.decide(&rig2, 1, by: Self.bob)
-        #expect(rig2.launched == [2])
+        #expect(rig2.launched == [2], "approved, its needs are triggered")
         rig2.exit(2, at: 1)
         #expect(rig2.launched == [2, 1])
+    }
+
+    @Test("a denied or timed-out run never ran its needs (review item 2)")
+    func needsOnlyOnceApproved() {
+        var needy = Self.deploy()
+        needy.needs = [NeedTarget(action: Action(name: "build", exec: ["true"], policy: .join), params: [:])]
+        var denied = Rig()
+        _ = Self.trigger(&denied, needy, at: 0)
+        _ = Self.decide(&denied, 1, by: Self.bob, approve: false)
+        var late = Rig()
+        _ = Self.trigger(&late, needy, at: 0)
+        late.at(3_600)
+        for rig in [denied, late] {
+            #expect(rig.launched.isEmpty && rig.closed == [1])
+            #expect(rig.written.allSatisfy { if case let .created(run, _) = $0 { run.action == "deploy" } else { true } }, "no build made")
+        }
+    }
+
+    /// `build` (anyone's, no approval) whose success fires `hooked`; `hooked` is the gated deploy, or
+    /// an action that needs it (review item 1).
+    static func chain(needing: Bool) -> Action {
+        var deploy = Self.deploy()
+        if needing {
+            var relay = Action(name: "relay", exec: ["true"], policy: .queue)
+            relay.needs = [NeedTarget(action: deploy, params: ["ref": "evil"])]
+            deploy = relay
+        }
+        var build = Action(name: "build", exec: ["true"], policy: .queue, params: ["ref": ParamSpec()])
+        build.hooks.targets[.success] = HookTarget(action: deploy, params: ["ref": "evil"])
+        return build
+    }
+
+    @Test("self-approval through a hook: ann's build fires a gated deploy (or a run that needs it); she may not approve it, nor see it listed", arguments: [false, true])
+    func selfThroughHook(needing: Bool) throws {
+        var rig = Rig()
+        _ = Self.trigger(&rig, Self.chain(needing: needing), by: 1001, ref: "evil", at: 0)
+        rig.exit(1, at: 1)
+        let gated = try #require(rig.state.awaitingApproval(by: Self.bob).first, "bob is asked")
+        #expect(gated.action == "deploy" && gated.trigger == nil)
+        #expect(rig.state.awaitingApproval(by: Self.alice).isEmpty, "not listed for the one whose trigger made it")
+        guard case let .failed(.forbidden(refusal))? = Self.decide(&rig, gated.id, by: Self.alice) else { Issue.record("ann approved her own input"); return }
+        #expect(refusal.hasPrefix("alice triggered the run that made run \(gated.id) of deploy ("), "\(refusal)")
+        guard case .approval? = Self.decide(&rig, gated.id, by: Self.bob) else { Issue.record("bob refused"); return }
+        #expect(rig.launched.contains(gated.id))
+    }
+
+    @Test("who may not decide a run is told only that: not whether it was decided or started (review item 4)")
+    func refusalFirst() {
+        var rig = Rig()
+        _ = Self.trigger(&rig, Self.deploy(), by: 1002, at: 0)
+        _ = Self.decide(&rig, 1, by: Self.alice)
+        guard case .failed(.forbidden)? = Self.decide(&rig, 1, by: Self.eve, approve: false) else {
+            Issue.record("eve was told the decision: \(String(describing: Self.decide(&rig, 1, by: Self.eve)))"); return
+        }
+        guard case .failed(.forbidden)? = Self.decide(&rig, 1, by: Self.bob) else { Issue.record("bob, its trigger, was told"); return }
+    }
+
+    @Test("recovery after the config dropped approve: a waiting run waits no more and starts, its approval written waived (review item 3)")
+    func recoveredRuleGone() {
+        var plain = Self.deploy()
+        plain.approve = nil
+        var rig = Rig()
+        rig.at(100)
+        rig.handle(.recover(100, [RecoveredRun(Self.left(1, ApprovalState(by: ["group:ops"], until: Rig.start + .seconds(3_600))), action: plain)]))
+        #expect(rig.launched == [1])
+        #expect(approvals(rig).last?.verdict == .waived && approvals(rig).last?.decisionText == "approval waived: the action's approve was removed from the config")
+        // Its needs, held back for the approval, run first.
+        plain.needs = [NeedTarget(action: Action(name: "build", exec: ["true"], policy: .join), params: [:])]
+        var needy = Rig()
+        needy.at(100)
+        needy.handle(.recover(100, [RecoveredRun(Self.left(1, ApprovalState(by: ["group:ops"], until: nil)), action: plain)]))
+        #expect(needy.launched == [2], "the needed build starts, the run waits for it")
+        needy.exit(2, at: 101)
+        #expect(needy.launched == [2, 1])
+    }
+
+    @Test("recovery after the config added approve: a run queued before, never started, arms a wait, written; one approved runs (review item 3)")
+    func recoveredRuleNew() {
+        var rig = Rig()
+        rig.at(100)
+        var unfinished = Self.left(1, ApprovalState(by: [], until: nil))
+        unfinished.run.approval = nil
+        rig.handle(.recover(100, [RecoveredRun(unfinished, action: Self.deploy())]))
+        #expect(rig.launched.isEmpty && rig.state.snapshot(of: 1)?.approval?.isWaiting == true)
+        #expect(approvals(rig) == [ApprovalState(by: ["group:ops"], until: Rig.start + .seconds(3_700))], "the wait is written, its timeout from now")
+        _ = Self.decide(&rig, 1, by: Self.bob)
+        #expect(rig.launched == [1])
     }
 
     @Test("recovery: a run left waiting waits again, its timeout counted from its creation; one approved goes on")

@@ -75,8 +75,22 @@ struct ConductorWalk {
             release.needs = [NeedTarget(action: ship, params: ["k": "{k}"])]
             return release
         }(),
-        gated,
+        gated, prelude, deployer,
     ]
+
+    /// Runs of `gated` made by others' runs (review of issue 40, item 1): `prelude`'s success
+    /// fires one (a hook's run, no trigger of its own), and `deployer` needs one. Both are
+    /// triggered by uids 3000 and 3001; the run of `gated` they make is not its origin's to approve.
+    static let prelude: Action = {
+        var prelude = Action(name: "prelude", exec: ["x"], policy: .queue, policies: [.reject, .join, .replace])
+        prelude.hooks.targets = [.success: HookTarget(action: gated, params: ["k": "1"])]
+        return prelude
+    }()
+    static let deployer: Action = {
+        var deployer = Action(name: "deployer", exec: ["x"], policy: .reject, policies: [.join, .queue, .replace])
+        deployer.needs = [NeedTarget(action: gated, params: ["k": "2"])]
+        return deployer
+    }()
 
     /// Approvals: each run of `gated` waits for a yes from group 10 (uids 3000 and 3001, who also
     /// trigger it; uid 4000 is not in it) for 200 ms, then is cancelled; never its own trigger's.
@@ -192,8 +206,9 @@ struct ConductorWalk {
     private var launchedRuns: Set<Int64> = []
     // The rate limits' view: the first starts of each bucket's runs, as launched.
     private var rateStarts: [String: [Timestamp]] = [:]
-    // The approvals' view: each run's trigger uid, and the runs whose approval was decided (approved or not).
-    private var triggerUID: [Int64: UInt32] = [:]
+    // The approvals' view: each run's origin (its trigger's uid, or that of the run whose hook or
+    // need made it), and the runs whose approval was decided (approved or not).
+    private var originUID: [Int64: UInt32] = [:]
     private var approvalDecided: [Int64: ApprovalState.Verdict] = [:]
 
     init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false, handsOver: Bool = false) {
@@ -316,7 +331,8 @@ struct ConductorWalk {
         // `override` 4 (the action's own policy) comes as a webhook delivery.
         // `key` 0 fires one of two schedule slots: one run per action and slot, whatever the policy.
         // An approval action's triggers come from uid 3000 or 3001, both approvers of it.
-        let peer = action.approve == nil ? nil : Peer(uid: UInt32(3000 + override % 2), gid: 10, pid: 1)
+        let leadsToGated = action.approve != nil || action.name == "prelude" || action.name == "deployer"
+        let peer = leadsToGated ? Peer(uid: UInt32(3000 + override % 2), gid: 10, pid: 1) : nil
         let trigger = Trigger(action: action, key: action.key(for: params), policy: policy, params: params, peer: peer,
                               force: override == 5, delivery: override == 4 ? Delivery(hook: "h", id: String(nextToken)) : nil,
                               slot: key == 0 ? Timestamp(rawValue: Int64(1 + override % 2)) : nil)
@@ -569,9 +585,18 @@ struct ConductorWalk {
     }
 
     /// Each approval is decided at most once, by one of its approvers who did not trigger the
-    /// run (a timeout by no one), and a run's waiting is written with its creation.
+    /// run nor the run whose hook or need made it (a timeout by no one), and a run's waiting is
+    /// written with its creation.
     private mutating func checkApprovals(_ entries: [JournalEntry]) {
-        for case let .created(run, _) in entries { triggerUID[run.id] = run.trigger?.uid }
+        var made: Set<Int64> = []
+        for case let .created(run, _) in entries {
+            made.insert(run.id)
+            originUID[run.id] = run.trigger?.uid ?? run.hook.flatMap { originUID[$0.run] }
+        }
+        // A needing run's needs entry follows those of the runs it made: the outermost first.
+        for case let .needs(id, needed) in entries.reversed() {
+            for need in needed where made.contains(need.run) && originUID[need.run] == nil { originUID[need.run] = originUID[id] }
+        }
         for case let .approval(id, approval) in entries {
             guard let verdict = approval.verdict else {
                 let withItsRun = entries.contains { if case let .created(run, _) = $0 { run.id == id } else { false } }
@@ -585,7 +610,7 @@ struct ConductorWalk {
                 violate("run \(id)'s approval was decided by \(String(describing: approval.decidedBy)), not one of its approvers")
                 continue
             }
-            if triggerUID[id] == approver.uid { violate("run \(id) was \(verdict) by its own trigger, uid \(approver.uid)") }
+            if originUID[id] == approver.uid { violate("run \(id) was \(verdict) by its own origin, uid \(approver.uid)") }
         }
     }
 

@@ -78,9 +78,68 @@ struct ApprovalEndToEndTests {
         #expect(try daemon.baton("wait", run).code == 0)
         #expect(try String(contentsOfFile: marker, encoding: .utf8) == "ref=v2\n")
         let again = try team.baton(team.ben, daemon, "deny", run)
-        #expect(again.code != 0 && again.code != 77, "\(again.stderr)")
+        #expect(again.code == 2 && again.stderr.contains("run \(run) of deploy was decided already: approved by \(team.ben)"), "exit \(again.code): \(again.stderr)")
         let show = try daemon.baton("show", run)
         #expect(show.stdout.contains("approval: approved by \(team.ben) at "), "\(show.stdout)")
+    }
+
+    @Test("self-approval through a hook: ann's build fires a gated deploy; she is not asked and may not approve it (77); ben sees what made it and approves")
+    func throughHook() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let marker = NSTemporaryDirectory() + "baton-approve-hook-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let daemon = try Daemon(config: """
+            {
+              requireUser: false,
+              socketMode: "0666",
+              allow: { trigger: { users: ["*"] } },
+              actions: {
+                build: { exec: ["true"], params: { ref: {} }, on: { success: "deploy" } },
+                deploy: { exec: ["sh", "-c", "echo ref=$BATON_HOOK_PARAM_REF > \(marker)"],
+                          approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+              },
+            }
+            """)
+        chmod(daemon.directory, 0o755)
+        let build = try Self.runID(try team.baton(team.ann, daemon, "run", "build", "-p", "ref=evil", "--detach", "--json"))
+        #expect(try daemon.baton("wait", build).code == 0)
+        let listed = try team.baton(team.ben, daemon, "approvals").stdout
+        let deploy = try #require(listed.firstMatch(of: /run (\d+)  deploy/).map { String($0.1) }, "\(listed)")
+        #expect(listed.contains("(the success hook of build run \(build))"), "\(listed)")
+        #expect(try team.baton(team.ann, daemon, "approvals").stdout == "nothing waits for your approval\n")
+        let own = try team.baton(team.ann, daemon, "approve", deploy)
+        #expect(own.code == 77 && own.stderr.contains("\(team.ann) triggered the run that made run \(deploy) of deploy"), "\(own.stderr)")
+        #expect(try team.baton(team.ben, daemon, "approve", deploy).code == 0)
+        #expect(try daemon.baton("wait", deploy).code == 0)
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "ref=evil\n")
+    }
+
+    @Test("an approver who may not read the action is told nothing of its run: no run N, as for a run that does not exist")
+    func unreadable() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let daemon = try Daemon(config: """
+            {
+              requireUser: false,
+              socketMode: "0666",
+              allow: { trigger: { users: ["*"] } },
+              actions: {
+                deploy: { exec: ["true"], params: { ref: {} }, allow: { read: { users: ["\(team.ann)"] } },
+                          approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+              },
+            }
+            """)
+        chmod(daemon.directory, 0o755)
+        let run = try Self.runID(try team.baton(team.ann, daemon, "run", "deploy", "-p", "ref=v6", "--detach", "--json"))
+        #expect(try team.baton(team.ben, daemon, "approvals").stdout == "nothing waits for your approval\n", "not offered to one who may not read it")
+        for op in ["approve", "deny"] {
+            let told = try team.baton(team.ben, daemon, op, run)
+            #expect(told.code == 2 && told.stderr.contains("no run \(run)") && !told.stderr.contains("deploy"), "\(op): exit \(told.code): \(told.stderr)")
+        }
+        #expect(try daemon.baton("cancel", run).code == 0)
+        let ended = try team.baton(team.ben, daemon, "approve", run)
+        #expect(ended.code == 2 && ended.stderr.contains("no run \(run)"), "after its end: \(ended.stderr)")
     }
 
     @Test("ben denies with a reason: the run ends cancelled, never started, and show says who and why")

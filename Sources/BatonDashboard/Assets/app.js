@@ -685,8 +685,10 @@ async function cancelRun(id, button) {
 // ---- approvals -------------------------------------------------------------------------------
 
 // A run's approval, as `baton show` says it: what it waits for, or how it was decided.
-function approvalText(approval) {
+function approvalText(approval, phase) {
   if (!approval.verdict) {
+    // No verdict on a run that is no longer queued: it ended (cancelled, replaced) undecided.
+    if (phase && phase !== "queued") return "ended before a decision";
     return `waiting for approval by ${approval.by.join(", ")}${approval.until ? ` (until ${localTime(approval.until)})` : ""}`;
   }
   if (approval.verdict === "timed_out") return "approval timed out";
@@ -934,7 +936,7 @@ function renderRun(detail, users) {
   const approval = shown.approval || run.approval;
   if (approval && !approval.verdict && shown.phase === "queued") offerApproval(run, controls);
   const facts = [["action", run.action], ["key", run.key], ["policy", run.policy], ["phase", shown.phase]];
-  if (approval) facts.push(["approval", approvalText(approval)]);
+  if (approval) facts.push(["approval", approvalText(approval, run.phase)]);
   for (const [name, value] of Object.entries(run.params || {})) facts.push([`param ${name}`, value]);
   if (run.trigger) facts.push(["triggered by", `${userName(run.trigger.uid, users)}, pid ${run.trigger.pid}`]);
   else if (run.via) facts.push(["triggered by", run.via]);

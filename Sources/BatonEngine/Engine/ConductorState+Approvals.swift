@@ -24,9 +24,25 @@ extension ConductorState {
     }
 
     /// A run recovery queued again that was waiting for its approval: it waits again, its timeout
-    /// counted from its creation (at once, where that is past); one approved before goes on.
-    mutating func awaitApprovalAgain(_ id: Int64, _ state: ApprovalState?, _ step: inout Step) {
-        guard let state, flights[id] != nil else { return }
+    /// counted from its creation (at once, where that is past); one approved before goes on. The
+    /// config may have changed across the restart: where `action` (as loaded now) has no `approve`
+    /// any more, a waiting run waits no more and starts, its approval written `waived`; where it
+    /// has one now, a run never started that did not wait arms a wait from now, written durably.
+    mutating func awaitApprovalAgain(_ id: Int64, _ state: ApprovalState?, _ action: Action, _ step: inout Step) {
+        guard let flight = flights[id] else { return }
+        guard let state else {
+            if action.approve != nil, flight.run.startedAt == nil { awaitApproval(id, action, &step) }
+            return
+        }
+        if action.approve == nil, state.isWaiting {
+            var waived = state
+            waived.verdict = .waived
+            waived.decidedAt = step.now
+            waived.reason = "the action's approve was removed from the config"
+            record(waived, of: id, &step)
+            // Its needs waited for the approval (`triggerNeedsUnlessWaiting`): they run now.
+            return triggerNeeds(id, action, params: flight.run.params, peer: flight.run.trigger, &step)
+        }
         approvals[id] = state
         flights[id]?.run.approval = state
         guard state.isWaiting else { return }
@@ -44,13 +60,14 @@ extension ConductorState {
         guard let state = approvals[id], let rule = flight.action.approve else {
             return step.answer(token, .failed(.notWaiting(run: id, "run \(id) of \(flight.run.action) does not wait for approval")))
         }
+        // Who may not decide it is told no more of the run than that.
+        if let refusal = rule.refusal(approver, of: flight.run, origin: flight.origin) { return step.answer(token, .failed(.forbidden(refusal))) }
         if let decided = state.decisionText {
             return step.answer(token, .failed(.notWaiting(run: id, "run \(id) of \(flight.run.action) was decided already: \(decided)")))
         }
         guard flight.machine.phase == .queued, !flight.isOver else {
             return step.answer(token, .failed(.notWaiting(run: id, "run \(id) of \(flight.run.action) is \(flight.machine.phase.rawValue)")))
         }
-        if let refusal = rule.refusal(approver, of: flight.run) { return step.answer(token, .failed(.forbidden(refusal))) }
         var decided = state
         decided.verdict = approve ? .approved : .denied
         decided.decidedBy = approver.name
@@ -58,6 +75,8 @@ extension ConductorState {
         decided.reason = reason
         record(decided, of: id, &step)
         if approve {
+            // Its needs run only once it is approved: a denied or timed-out run never ran them.
+            triggerNeeds(id, flight.action, params: flight.run.params, peer: flight.run.trigger, &step)
             table.approved(id)
             admit(&step)
         } else {
@@ -89,8 +108,21 @@ extension ConductorState {
     public func awaitingApproval(by approver: Approver) -> [RunSnapshot] {
         approvals.filter { $0.value.isWaiting }.keys.sorted().compactMap { id in
             guard let flight = flights[id], flight.machine.phase == .queued, let rule = flight.action.approve,
-                  rule.refusal(approver, of: flight.run) == nil else { return nil }
+                  rule.refusal(approver, of: flight.run, origin: flight.origin) == nil else { return nil }
             return live(flight)
         }
+    }
+
+    /// The uid whose trigger made run `id`, followed back through the hooks and needs that made
+    /// it: the firing or needing run's own origin. Nil for a run of a schedule's (or not in flight).
+    func origin(of id: Int64) -> UInt32? {
+        flights[id].flatMap { $0.origin ?? $0.run.trigger?.uid }
+    }
+
+    /// A new run's needs are triggered at its creation, unless it waits for an approval: then at
+    /// its approval (`decideApproval`), so that a denied or timed-out run never ran them.
+    mutating func triggerNeedsUnlessWaiting(_ id: Int64, _ action: Action, params: [String: String], peer: Peer?, _ step: inout Step) {
+        guard !table.isApproving(id) else { return }
+        triggerNeeds(id, action, params: params, peer: peer, &step)
     }
 }

@@ -27,7 +27,7 @@ extension ConductorState {
             table.apply(decision, key: trigger.key, slot: slot, action: trigger.action.name, locks: trigger.action.locks,
                         gated: trigger.action.debounce != nil, rate: trigger.action.rateClaim(key: trigger.key))
             create(decision, window, token, trigger, &step)
-            triggerNeeds(decision.run, trigger.action, params: trigger.params, peer: trigger.peer, &step)
+            triggerNeedsUnlessWaiting(decision.run, trigger.action, params: trigger.params, peer: trigger.peer, &step)
             // The runs it replaces stop now, in a store item of their own: a full store refuses
             // the new run's creation, never the end of a run it already has.
             if case let .replaced(id, stopping) = decision {
@@ -109,6 +109,7 @@ extension ConductorState {
         slots.record(run)
         flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
                              action: trigger.action, runner: trigger.runner, seq: 1, debounce: window, secrets: trigger.secrets)
+        flights[id]?.origin = trigger.peer?.uid
         if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
         awaitApproval(id, trigger.action, &step)

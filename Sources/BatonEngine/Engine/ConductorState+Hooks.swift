@@ -93,11 +93,13 @@ extension ConductorState {
                                     detail: KeyDecision.queuedDetail(decision, via: via, window: window))
         flights[id] = Flight(run: run, machine: RunMachine(retries: hookAction.retry.attempts), action: hookAction,
                              runner: nil, seq: 1, hook: context, debounce: window)
+        let firing = origin(of: context.cause.run)
+        flights[id]?.origin = firing
         if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
         awaitApproval(id, hookAction, &step)
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
-        triggerNeeds(id, hookAction, params: target.params, peer: nil, &step)
+        triggerNeedsUnlessWaiting(id, hookAction, params: target.params, peer: nil, &step)
     }
 
     private func hookRecord(_ target: HookTarget, _ context: HookContext, run: Int64?, _ decision: TriggerRecord.Decision,

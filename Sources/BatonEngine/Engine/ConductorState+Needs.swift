@@ -81,14 +81,14 @@ extension ConductorState {
             releaseIfOver(target.name, at: now)
             table.apply(decision, key: key, slot: slot, action: target.name, locks: target.locks, gated: target.debounce != nil,
                         rate: target.rateClaim(key: key))
-            createNeededRun(decision.run, window, target, key: key, params: params, peer: peer, via: via, &step)
+            createNeededRun(decision.run, window, target, key: key, params: params, peer: peer, via: via, origin: origin(of: id), &step)
             return .run(NeededRun(action: target.name, run: decision.run, phase: flights[decision.run]?.run.phase ?? .queued))
         }
     }
 
     /// A needed action's new run: queued in this item, started once durable (and once its own needs succeeded).
     private mutating func createNeededRun(_ id: Int64, _ window: DebounceWindow?, _ action: Action, key: String, params: [String: String],
-                                          peer: Peer?, via: String, _ step: inout Step) {
+                                          peer: Peer?, via: String, origin: UInt32?, _ step: inout Step) {
         var run = RunSnapshot(id: id, action: action.name, key: key, phase: .queued, policy: .join, params: params, trigger: peer,
                               queuedAt: step.now)
         run.via = via
@@ -97,11 +97,12 @@ extension ConductorState {
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now,
                                     detail: KeyDecision.queuedDetail(.created(id), via: via, window: window))
         flights[id] = Flight(run: run, machine: RunMachine(retries: action.retry.attempts), action: action, runner: nil, seq: 1, debounce: window)
+        flights[id]?.origin = origin
         if let window { hold(id, window, &step) }
         step.entries.append(.created(run, transition))
         awaitApproval(id, action, &step)
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
-        triggerNeeds(id, action, params: params, peer: peer, &step)
+        triggerNeedsUnlessWaiting(id, action, params: params, peer: peer, &step)
     }
 
     /// A run's phase is recorded: the runs waiting on it learn it; its end decides their waits

@@ -118,9 +118,13 @@ extension ConductorState {
         let snapshot = run.applying(transition)
         flights[run.id] = Flight(run: snapshot, machine: RunMachine(retries: action.retry.attempts), action: action,
                                  runner: nil, seq: transition.seq, hook: unfinished.hook, debounce: window)
+        // Not written: a hook run's origin is known again only where the run that fired it is in flight.
+        let firing = unfinished.hook.flatMap { self.origin(of: $0.cause.run) }
+        flights[run.id]?.origin = run.trigger?.uid ?? firing
         if let window, gated { hold(run.id, window, &step) }
-        awaitApprovalAgain(run.id, run.approval, &step)
         step.entries.append(.transition(transition))
+        // After its transition: a waived wait triggers the run's needs, which may end it.
+        awaitApprovalAgain(run.id, run.approval, action, &step)
         step.after.append(.publish(RunUpdate(run: snapshot, transition: transition)))
         // The run's row is durable from its first life; only its new transition is being written,
         // and anything it does next is written after it.

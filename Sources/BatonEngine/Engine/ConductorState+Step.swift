@@ -20,6 +20,9 @@ extension ConductorState {
         var progressHeld = false
         /// What a hook run is told of the run that fired it; nil for any other run.
         var hook: HookContext?
+        /// The uid whose trigger made this run, followed back through the hooks and needs that
+        /// made it (`ConductorState.origin(of:)`): who may not approve it. Nil for a schedule's.
+        var origin: UInt32?
         /// The quiet window of a debounced run, from its creation until it starts; nil for others.
         var debounce: DebounceWindow?
         /// The values of the run's secret params, kept here only (in memory) for each attempt.

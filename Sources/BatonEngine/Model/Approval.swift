@@ -19,14 +19,22 @@ public struct ApprovalRule: Sendable, Equatable {
     }
 
     /// Whether `approver` may decide run `run`: one of `by` (root and batond's owner only where
-    /// listed: an approval is another person's yes), and not its trigger unless `self: true`.
-    /// Nil when allowed, else why not.
-    public func refusal(_ approver: Approver, of run: RunSnapshot) -> String? {
+    /// listed: an approval is another person's yes), and, unless `self: true`, neither its trigger
+    /// nor `origin`, the uid whose trigger made it through hooks and needs (a hook run is given
+    /// the firing run's params: approving it would approve one's own input). By uid: two names
+    /// of one uid are one person. Nil when allowed, else why not.
+    public func refusal(_ approver: Approver, of run: RunSnapshot, origin: UInt32? = nil) -> String? {
         guard approvers.admits(uid: approver.uid, groups: approver.groups) else {
             return "\(approver.name) may not approve run \(run.id) of \(run.action): approvals are by \(by.joined(separator: ", "))"
         }
-        if !allowsSelf, run.trigger?.uid == approver.uid {
+        guard !allowsSelf else { return nil }
+        if run.trigger?.uid == approver.uid {
             return "\(approver.name) triggered run \(run.id) of \(run.action) and may not approve it (the action's approve has no self: true)"
+        }
+        if origin == approver.uid {
+            let cause = run.via.map { " (\($0))" } ?? ""
+            return "\(approver.name) triggered the run that made run \(run.id) of \(run.action)\(cause) and may not approve it "
+                + "(the action's approve has no self: true)"
         }
         return nil
     }
@@ -51,6 +59,8 @@ public struct ApprovalState: Codable, Sendable, Equatable {
     public enum Verdict: String, Codable, Sendable {
         case approved, denied
         case timedOut = "timed_out"
+        /// Recovery found the action's `approve` removed from the config: the run no longer waits.
+        case waived
     }
 
     /// Who may approve, as the config wrote it.
@@ -84,6 +94,7 @@ public struct ApprovalState: Codable, Sendable, Equatable {
         case .approved: return "approved by \(decidedBy ?? "?")"
         case .denied: return "denied by \(decidedBy ?? "?")" + (reason.map { ": \($0)" } ?? "")
         case .timedOut: return "approval timed out"
+        case .waived: return "approval waived: " + (reason ?? "the action no longer asks for one")
         }
     }
 }

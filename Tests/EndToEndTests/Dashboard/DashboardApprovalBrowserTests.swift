@@ -42,4 +42,31 @@ struct DashboardApprovalBrowserTests {
         let show = try daemon.baton("show", "1")
         #expect(show.stdout.contains("approval: approved by root at ") && show.stdout.contains("params: ref=v7"), "\(show.stdout)")
     }
+
+    @Test("a run cancelled while it waited: its page says it ended before a decision, not that it waits (review item 7)")
+    func endedUndecided() async throws {
+        let daemon = try Daemon(config: """
+            {
+              requireUser: false,
+              actions: {
+                deploy: { exec: ["true"], params: { ref: {} }, approve: { by: ["user:root"], timeout: "1h" } },
+              },
+            }
+            """)
+        defer { daemon.stop() }
+        #expect(try daemon.baton("run", "deploy", "-p", "ref=v8", "--detach").code == 0)
+        #expect(try daemon.baton("cancel", "1").code == 0)
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        try await offPool {
+            let browser = try WebDriver()
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            #expect(try browser.wait(until: "document.querySelector('#connection').dataset.state === 'live'"), "signed in")
+            try browser.open("http://\(dashboard.hostPort)/runs/1")
+            #expect(try browser.wait(until: "document.querySelector('#run-facts').textContent.includes('ended before a decision')"),
+                    "\(String(describing: try? browser.script("return document.querySelector('#run-facts').textContent;")))")
+            #expect(try browser.script("return document.querySelector('#run-facts').textContent.includes('waiting for approval');") as? Bool == false)
+        }
+    }
 }
