@@ -80,7 +80,7 @@ public final class FleetArtifacts: ArtifactKeeper {
         for (file, id) in zip(files, ids) {
             switch try copy(file, of: found, id: id, on: db, chunks: &chunks) {
             case let .success(file): kept.append(file)
-            case let .failure(refused): notices.append(refused.notice)
+            case let .failure(refused): notices.append(refused.notice ?? "\(file.name): not kept")
             }
         }
         guard let unpublished = try FleetArtifactRows.publish(kept, notices: notices, run: run, attempt: attempt,
@@ -95,40 +95,19 @@ public final class FleetArtifacts: ArtifactKeeper {
     /// Half the lease, in milliseconds (at least 500).
     static func idleInTransactionMS(lease: Duration) -> Int64 { Int64(max(lease / .milliseconds(1), 1_000) / 2) }
 
-    /// Why a file was not kept: what the run's notices say of it.
-    struct NotKept: Error {
-        var notice: String
-    }
+    /// Why a file was not kept: what the run's notices say of it (never nil here: a statement that fails throws).
+    typealias NotKept = ArtifactNotKept
 
-    /// One file, read a chunk at a time (at most the size the look found: the bound holds) and
-    /// digested as its chunks are written. A statement that fails throws (the keep ends).
+    /// One file copied into chunk rows (`ArtifactScan.copy`). A statement that fails throws (the keep ends).
     private func copy(_ file: ArtifactScan.File, of found: ArtifactScan, id: Int64, on db: PGConnection,
                       chunks: inout Int) throws -> Result<FleetArtifactRows.Kept, NotKept> {
-        // Opened without following a link, then looked at: a regular file, the run's user's own (where not batond's).
-        let fd: Int32
-        switch found.openChecked(file.name) {
-        case let .success(opened): fd = opened
-        case let .failure(refused): return .failure(NotKept(notice: refused.notice))
-        }
-        defer { Glibc.close(fd) }
-        guard let digest = try? SHA256() else {
-            return .failure(NotKept(notice: "\(file.name): no SHA-256 (libcrypto cannot be loaded), not kept"))
-        }
-        var buffer = [UInt8](repeating: 0, count: Self.chunk)
-        var size: Int64 = 0
-        while size < file.size {
-            let want = Int(min(Int64(buffer.count), file.size - size))
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { return .failure(NotKept(notice: "\(file.name): read failed (\(String(cString: strerror(errno)))), not kept")) }
-            if n == 0 { break }
-            let bytes = Array(buffer[..<n])
-            digest.update(bytes)
-            try FleetArtifactRows.writeChunk(bytes, of: id, at: size, on: db)
-            size += Int64(n)
-            chunks += 1
-            afterChunk?(chunks)
-        }
-        return .success(FleetArtifactRows.Kept(id: id, size: size, sha256: digest.finish()))
+        var count = chunks
+        defer { chunks = count }
+        return try found.copy(file, chunk: Self.chunk) { bytes, start in
+            try FleetArtifactRows.writeChunk(bytes, of: id, at: start, on: db)
+            count += 1
+            afterChunk?(count)
+            return true
+        }.map { FleetArtifactRows.Kept(id: id, size: $0.size, sha256: $0.sha256) }
     }
 }

@@ -69,42 +69,22 @@ public final class StoreArtifacts: ArtifactKeeper {
         _ = write { connection in try ArtifactRows.publish(kept, notices: said, run: run, attempt: attempt, on: connection) }
     }
 
-    /// Why a file was not kept: a notice, or nil where the history could not be written (the keep ends).
-    struct NotKept: Error {
-        var notice: String?
-    }
+    typealias NotKept = ArtifactNotKept
 
-    /// One file, read a chunk at a time (at most the size the look found: the bound holds) and
-    /// digested as its chunks are written.
+    /// One file copied into chunk rows (`ArtifactScan.copy`), each chunk in the writer's next group.
     private func copy(_ file: ArtifactScan.File, of found: ArtifactScan, id: Int64, chunks: inout Int) -> Result<ArtifactRows.Kept, NotKept> {
-        // Opened without following a link, then looked at: a regular file, the run's user's own (where not batond's).
-        let fd: Int32
-        switch found.openChecked(file.name) {
-        case let .success(opened): fd = opened
-        case let .failure(refused): return .failure(NotKept(notice: refused.notice))
-        }
-        defer { close(fd) }
-        guard let digest = try? SHA256() else { return .failure(NotKept(notice: "\(file.name): no SHA-256 (libcrypto cannot be loaded), not kept")) }
-        var buffer = [UInt8](repeating: 0, count: Self.chunk)
-        var size: Int64 = 0
-        while size < file.size {
-            let want = Int(min(Int64(buffer.count), file.size - size))
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { return .failure(NotKept(notice: "\(file.name): read failed (\(String(cString: strerror(errno)))), not kept")) }
-            if n == 0 { break }
-            let bytes = Array(buffer[..<n]), start = size
-            digest.update(bytes)
+        var count = chunks
+        defer { chunks = count }
+        return found.copy(file, chunk: Self.chunk) { bytes, start in
             guard case .success = write({ connection in
                 try connection.withStatement("INSERT OR REPLACE INTO artifact_chunks (artifact_id, start, bytes) VALUES (?, ?, ?)") {
                     try $0.run([.integer(id), .integer(start), .blob(bytes)])
                 }
-            }) else { return .failure(NotKept(notice: nil)) }
-            size += Int64(n)
-            chunks += 1
-            afterChunk?(chunks)
-        }
-        return .success(ArtifactRows.Kept(id: id, size: size, sha256: digest.finish()))
+            }) else { return false }
+            count += 1
+            afterChunk?(count)
+            return true
+        }.map { ArtifactRows.Kept(id: id, size: $0.size, sha256: $0.sha256) }
     }
 
     /// Runs `body` in the writer's next group and waits for its commit (this thread is the keeper's own).
