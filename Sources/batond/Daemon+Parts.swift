@@ -283,9 +283,8 @@ extension Daemon {
         notifier.reloading("restarting in place")
         let (stream, told) = AsyncStream<Void>.makeStream()
         let servers = (serving.server.value == nil ? 0 : 1) + (serving.webhooks.value == nil ? 0 : 1)
-        let left = Locked(servers)
-        let quiet: @Sendable () -> Void = { if left.withLock({ $0 -= 1; return $0 }) == 0 { told.finish() } }
-        if servers == 0 { told.finish() }
+        // Each server says once that it is quiet; the drain is over once every one has.
+        let quiet: @Sendable () -> Void = { told.yield() }
         serving.server.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
         serving.webhooks.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
         // Said once the server has stopped accepting (the loop takes posts in order): a client told of it connects to the backlog.
@@ -295,7 +294,7 @@ extension Daemon {
         }
         let start = ContinuousClock.now
         return Task {
-            for await _ in stream {}
+            for await _ in stream.prefix(servers) {}
             // Which ended the drain: every connection's requests answered or parked, or the bound
             // (a client that does not read, or a stream that never parked).
             let took = ContinuousClock.now - start
