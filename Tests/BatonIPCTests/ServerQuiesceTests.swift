@@ -50,15 +50,19 @@ struct ServerQuiesceTests {
         return String(decoding: all, as: UTF8.self)
     }
 
-    @Test("read before: answered, then the stream's line, then restarting last; sent after: never read; quiet once closed")
-    func quiesce() async throws {
+    /// A server on a fresh socket (removed once listened on: the client is connected), running, and a client.
+    static func serving() throws -> (Reactor, Holder, Server, Int32) {
         let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         defer { unlink(path) }
-        let reactor = Reactor()
-        let holder = Holder()
+        let reactor = Reactor(), holder = Holder()
         let server = try Server(listening: try UnixSocket.listen(path: path), reactor: reactor, delegate: holder)
         Task { await server.run() }
-        let client = try UnixSocket.connect(path: path)
+        return (reactor, holder, server, try UnixSocket.connect(path: path))
+    }
+
+    @Test("read before: answered, then the stream's line, then restarting last; sent after: never read; quiet once closed")
+    func quiesce() async throws {
+        let (reactor, holder, server, client) = try Self.serving()
         defer { close(client) }
         Self.send(client, "{\"id\":1}\n{\"id\":2,\"park\":true}\n")
         var arrivals = holder.arrivals.makeAsyncIterator()
@@ -84,13 +88,7 @@ struct ServerQuiesceTests {
 
     @Test("a half line buffered at the quiesce: not closed bad_request by the slow-request sweep; the taken request answered, restarting last")
     func halfLine() async throws {
-        let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
-        defer { unlink(path) }
-        let reactor = Reactor()
-        let holder = Holder()
-        let server = try Server(listening: try UnixSocket.listen(path: path), reactor: reactor, delegate: holder)
-        Task { await server.run() }
-        let client = try UnixSocket.connect(path: path)
+        let (reactor, holder, server, client) = try Self.serving()
         defer { close(client) }
         Self.send(client, "{\"id\":1}\n{\"id\":2,")
         var arrivals = holder.arrivals.makeAsyncIterator()
@@ -120,13 +118,7 @@ struct ServerQuiesceTests {
 
     @Test("a parked request that ends (unpark, then its answer) does not count at the quiesce: restarting waits for the request still in flight")
     func unparkedCounts() async throws {
-        let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
-        defer { unlink(path) }
-        let reactor = Reactor()
-        let holder = Holder()
-        let server = try Server(listening: try UnixSocket.listen(path: path), reactor: reactor, delegate: holder)
-        Task { await server.run() }
-        let client = try UnixSocket.connect(path: path)
+        let (reactor, holder, server, client) = try Self.serving()
         defer { close(client) }
         Self.send(client, "{\"id\":2,\"park\":true}\n{\"id\":1}\n")
         var arrivals = holder.arrivals.makeAsyncIterator()
