@@ -890,29 +890,35 @@ function bytes(count) {
   return `${value.toFixed(1)} ${units[unit]}`;
 }
 
-// As the raw output: fetched with the session (a plain link would carry none), saved from memory.
-async function downloadArtifact(event, id, file) {
-  event.preventDefault();
-  const note = $("#artifacts-note");
-  note.hidden = false;
-  note.textContent = `downloading ${file.name}…`;
+// Fetched with the session (a plain link would carry none) and saved from memory as `name`;
+// `note` says how it went. The blob, or null when it failed (the note says why).
+async function download(path, name, note) {
   let response;
-  try { response = await fetch(artifactPath(id, file.name), { headers: authorization(), cache: "no-store" }); } catch (error) { response = null; }
+  try { response = await fetch(path, { headers: authorization(), cache: "no-store" }); } catch (error) { response = null; }
   if (!response || !response.ok) {
     let message = response ? `${response.status} ${response.statusText}` : "the dashboard does not answer";
     try { message = (await response.json()).error.message; } catch (error) { /* the status says it */ }
     if (response && response.status === 401) signedOut();
     note.textContent = message;
-    return;
+    return null;
   }
   const blob = await response.blob();
   const url = URL.createObjectURL(blob);
-  const save = el("a", { href: url, download: file.name.split("/").pop() });
+  const save = el("a", { href: url, download: name });
   document.body.append(save);
   save.click();
   save.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
-  note.textContent = `downloaded ${file.name}: ${blob.size} bytes`;
+  return blob;
+}
+
+async function downloadArtifact(event, id, file) {
+  event.preventDefault();
+  const note = $("#artifacts-note");
+  note.hidden = false;
+  note.textContent = `downloading ${file.name}…`;
+  const blob = await download(artifactPath(id, file.name), file.name.split("/").pop(), note);
+  if (blob) note.textContent = `downloaded ${file.name}: ${blob.size} bytes`;
 }
 
 function renderRun(detail, users) {
@@ -1225,23 +1231,8 @@ async function downloadRaw(event) {
   event.preventDefault();
   const note = $("#output-raw-note");
   note.textContent = "downloading…";
-  let response;
-  try { response = await fetch(`/api/runs/${state.runID}/output.raw`, { headers: authorization(), cache: "no-store" }); } catch (error) { response = null; }
-  if (!response || !response.ok) {
-    let message = response ? `${response.status} ${response.statusText}` : "the dashboard does not answer";
-    try { message = (await response.json()).error.message; } catch (error) { /* the status says it */ }
-    if (response && response.status === 401) signedOut();
-    note.textContent = message;
-    return;
-  }
-  const blob = await response.blob();
-  const url = URL.createObjectURL(blob);
-  const save = el("a", { href: url, download: `run-${state.runID}-output` });
-  document.body.append(save);
-  save.click();
-  save.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
-  note.textContent = `downloaded ${blob.size} bytes`;
+  const blob = await download(`/api/runs/${state.runID}/output.raw`, `run-${state.runID}-output`, note);
+  if (blob) note.textContent = `downloaded ${blob.size} bytes`;
 }
 
 // ---- start -----------------------------------------------------------------------------------
