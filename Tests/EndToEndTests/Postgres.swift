@@ -12,18 +12,23 @@ final class Postgres: @unchecked Sendable {
     private static let lock = NSLock()
     nonisolated(unsafe) private static var shared: Postgres?
     nonisolated(unsafe) private static var stopCommand: [String] = []
+    nonisolated(unsafe) private static var sharedDirectory = ""
+    nonisolated(unsafe) static var swept = false
 
     /// The server, started if need be (about 1.5 s).
     static func server() throws -> Postgres {
         lock.lock()
         defer { lock.unlock() }
         if let shared { return shared }
+        sweepLeftovers()
         let server = try Postgres()
         shared = server
+        sharedDirectory = server.directory
         stopCommand = [server.bin("pg_ctl"), "-D", server.directory + "/data", "-m", "immediate", "stop"]
         atexit {
             guard !Postgres.stopCommand.isEmpty else { return }
             _ = Postgres.shell("/usr/sbin/runuser -u postgres -- " + Postgres.stopCommand.joined(separator: " ") + " > /dev/null 2>&1")
+            try? FileManager.default.removeItem(atPath: Postgres.sharedDirectory)
         }
         return server
     }
@@ -31,6 +36,7 @@ final class Postgres: @unchecked Sendable {
     /// A server of the caller's own, for a test that stops and starts it (the shared one serves
     /// suites that run meanwhile); stopped when released.
     static func own() throws -> Postgres {
+        lock.withLock { sweepLeftovers() }
         let server = try Postgres()
         server.owned = true
         return server
@@ -49,6 +55,7 @@ final class Postgres: @unchecked Sendable {
         directory = NSTemporaryDirectory() + "baton-pg-" + UUID().uuidString.prefix(8)
         port = Int.random(in: 20_000...40_000)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data(PostgresLeftovers.ownerLine().utf8).write(to: URL(fileURLWithPath: directory + "/" + PostgresLeftovers.ownerFile))
         _ = try execute("/bin/chown", ["postgres:postgres", directory])
         let made = try execute("/usr/sbin/runuser", ["-u", "postgres", "--", bin("initdb"), "-D", directory + "/data", "-U", "baton",
                                                      "-A", "trust", "--no-sync"])
@@ -106,7 +113,9 @@ final class Postgres: @unchecked Sendable {
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
-    func bin(_ tool: String) -> String {
+    func bin(_ tool: String) -> String { Self.bin(tool) }
+
+    static func bin(_ tool: String) -> String {
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         let newest = versions.compactMap { Int($0) }.max() ?? 15
         return "/usr/lib/postgresql/\(newest)/bin/\(tool)"
