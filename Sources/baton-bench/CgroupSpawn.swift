@@ -97,6 +97,22 @@ struct ThreadCPU {
         }
     }
 
+    static func + (one: ThreadCPU, other: ThreadCPU) -> ThreadCPU {
+        var sum = ThreadCPU()
+        sum.loop = one.loop + other.loop
+        sum.writer = one.writer + other.writer
+        sum.total = one.total + other.total
+        return sum
+    }
+
+    static func / (cpu: ThreadCPU, count: Double) -> ThreadCPU {
+        var share = ThreadCPU()
+        share.loop = cpu.loop / count
+        share.writer = cpu.writer / count
+        share.total = cpu.total / count
+        return share
+    }
+
     static func - (after: ThreadCPU, before: ThreadCPU) -> ThreadCPU {
         var difference = ThreadCPU()
         difference.loop = after.loop - before.loop

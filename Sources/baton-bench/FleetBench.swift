@@ -30,6 +30,11 @@ enum FleetBench {
                                   note: "the server's processes' utime + stime while the triggers were answered, over the triggers"))
             figures.append(Figure("\(name): PostgreSQL CPU per run", measured.serverPerRun * 1_000, "ms",
                                   note: "the same from the first trigger to the last run's end (trigger, start, end, every host's feed), over the runs"))
+            for (what, cpu) in [("trigger", measured.batondPerTrigger), ("run", measured.batondPerRun)] {
+                figures.append(Figure("\(name): batond CPU per \(what)", cpu.total * 1_000, "ms", lowerIsBetter: true,
+                                      note: "every host's utime + stime from /proc, summed; its loop \(String(format: "%.3f", cpu.loop * 1_000)) ms, "
+                                        + "its writer \(String(format: "%.3f", cpu.writer * 1_000)) ms"))
+            }
             rates[hosts] = measured.runs
         }
         if let one = rates[1], let three = rates[3] {
@@ -82,6 +87,9 @@ enum FleetBench {
         /// Server CPU seconds per trigger (while triggering) and per run (the whole drive).
         var serverPerTrigger: Double
         var serverPerRun: Double
+        /// The batonds' CPU seconds (every host's, summed) per trigger and per run, and their loops' part.
+        var batondPerTrigger = ThreadCPU()
+        var batondPerRun = ThreadCPU()
     }
 
     /// `count` batond hosts on the database, each answering on its socket (a trigger taken: joined the fleet).
@@ -136,6 +144,8 @@ enum FleetBench {
         let tag = UUID().uuidString.prefix(8)
         let shares = (0..<count).map { host in (0..<runs).filter { $0 % count == host } }
         let ids = Locked<[[Int64]]>(Array(repeating: [], count: count))
+        let batonds = { hosts.processes.map { ThreadCPU(of: $0.processIdentifier) }.reduce(ThreadCPU(), +) }
+        let batondAtStart = batonds()
         let cpuAtStart = server.seconds()
         let watch = Stopwatch()
         concurrently(count) { host in
@@ -145,6 +155,7 @@ enum FleetBench {
         }
         let triggered = watch.seconds
         let cpuTriggered = server.seconds()
+        let batondTriggered = batonds()
         let ended = Counter()
         concurrently(count) { host in
             let list = ids.withLock { $0[host] }
@@ -153,12 +164,14 @@ enum FleetBench {
         }
         let elapsed = watch.seconds
         let cpuEnded = server.seconds()
+        let batondEnded = batonds()
         let answered = ids.withLock { $0.reduce(0) { $0 + $1.count } }
         guard answered == runs, ended.value == runs else {
             throw BenchError("the fleet answered \(answered) triggers and \(ended.value) successful waits of \(runs)")
         }
         return Measured(triggers: Double(runs) / triggered, runs: Double(runs) / elapsed,
-                        serverPerTrigger: (cpuTriggered - cpuAtStart) / Double(runs), serverPerRun: (cpuEnded - cpuAtStart) / Double(runs))
+                        serverPerTrigger: (cpuTriggered - cpuAtStart) / Double(runs), serverPerRun: (cpuEnded - cpuAtStart) / Double(runs),
+                        batondPerTrigger: (batondTriggered - batondAtStart) / Double(runs), batondPerRun: (batondEnded - batondAtStart) / Double(runs))
     }
 
     /// Runs `body(i)` for i in 0..<count on threads of their own and waits for all.
