@@ -45,6 +45,15 @@ struct FleetRestartTests {
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
         #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
+        // Its leader (the shim) and first line are in the fleet's rows before the signal: a crash
+        // before them could not be adopted (nothing would say which process is the run's).
+        let db = try PGConnection(conninfo)
+        let recorded = try FleetLockTests.eventually {
+            try db.query("""
+                SELECT 1 FROM runs r JOIN output_totals o ON o.run_id = r.id WHERE r.id = $1 AND r.pgid IS NOT NULL AND o.total >= 7
+                """, [String(id)]).first != nil
+        }
+        #expect(recorded, "the run's process group and output were not written")
         var back = a
         switch how {
         case .kill:
@@ -69,7 +78,6 @@ struct FleetRestartTests {
         let logs = try b.baton("logs", String(id))
         #expect(logs.stdout == "before\nafter\n", "\(logs)")
         // Recorded once, a legal path; and no other run of the key ever started.
-        let db = try PGConnection(conninfo)
         let path = try db.query("SELECT seq, from_phase, to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows
             .map { $0.map { $0 ?? "-" }.joined(separator: " ") }
         #expect(path == ["1 - queued", "2 queued loading", "3 loading failure"], "\(path)")
