@@ -98,16 +98,23 @@ struct FleetRestartTests {
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
         #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
+        // Its guard killed too (it waits for the lease's deadline), so that the run's processes
+        // outlive the lease: the host that comes back must stop them itself.
+        let batond = a.process.processIdentifier
+        let guards = FleetGuardTests.guards(of: batond)
         a.crash()
+        #expect(!guards.isEmpty)
+        for guardian in guards { try FleetGuardTests.signalAndWait(guardian) }
         // web-2 reaps web-1 once its lease has run out as the database counts it.
         let ended = try #require(try FleetTests.wait(b, run: id))
         #expect(ended.phase == .failure && ended.reason == "host_lost", "\(ended)")
+        #expect(!Self.tagged(run: id, scratch: scratch).isEmpty, "the run's processes did not outlive the lease: the test proves nothing")
         let back = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", scratch: scratch), reusing: a)
         try back.waitForLog("joined the fleet")
         defer { back.stop() }
         #expect(!back.stderr.contains("took back"), "\(back.stderr)")
         // No process of the run is left: nothing tagged with web-1's instance and the run lives.
-        let tagged = Self.tagged(run: id)
+        let tagged = Self.tagged(run: id, scratch: scratch)
         #expect(tagged.isEmpty, "processes of run \(id) still live: \(tagged)")
         // The taker's end stands, the last transition written.
         let db = try PGConnection(conninfo)
@@ -117,12 +124,12 @@ struct FleetRestartTests {
         #expect(try FleetTests.trigger(b, "waiter").run != nil)
     }
 
-    /// Live processes whose environment says `BATON_RUN_ID=run` and a fleet instance.
-    static func tagged(run: Int64) -> [Int32] {
+    /// Live processes of this test's run `run` (its environment names the test's scratch directory).
+    static func tagged(run: Int64, scratch: String) -> [Int32] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry -> Int32? in
             guard let pid = Int32(entry), FleetGuardTests.isLive(pid), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
             let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            guard variables.contains("BATON_RUN_ID=\(run)"), variables.contains(where: { $0.hasPrefix("BATON_INSTANCE=fleet:web-1:") }) else { return nil }
+            guard variables.contains("BATON_RUN_ID=\(run)"), variables.contains("GO=\(scratch)/go") else { return nil }
             return pid
         }
     }
