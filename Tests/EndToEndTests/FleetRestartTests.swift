@@ -21,7 +21,8 @@ struct FleetRestartTests {
         let script = #"echo before; touch \"$MARK\"; while [ ! -e \"$GO\" ]; do sleep 0.02; done; echo after; exit 7"#
         return """
             { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, shutdownGrace: "1s",
-              actions: { waiter: { exec: ["sh", "-c", "\(script)"], env: { GO: "\(scratch)/go", MARK: "\(scratch)/started" }, policy: "reject" } } }
+              actions: { waiter: { exec: ["sh", "-c", "\(script)"], env: { GO: "\(scratch)/go", MARK: "\(scratch)/started" }, policy: "reject" },
+                         mortal: { exec: ["sleep", "300"], env: { GO: "\(scratch)/go" }, survivesRestart: false, killGrace: "100ms" } } }
             """
     }
 
@@ -44,6 +45,7 @@ struct FleetRestartTests {
         try b.waitForLog("joined the fleet")
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
+        let mortal = try #require(try FleetTests.trigger(a, "mortal").run?.id)
         #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
         // Its leader (the shim) and first line are in the fleet's rows before the signal: a crash
         // before them could not be adopted (nothing would say which process is the run's).
@@ -81,8 +83,13 @@ struct FleetRestartTests {
         let path = try db.query("SELECT seq, from_phase, to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows
             .map { $0.map { $0 ?? "-" }.joined(separator: " ") }
         #expect(path == ["1 - queued", "2 queued loading", "3 loading failure"], "\(path)")
-        let runs = try db.query("SELECT id FROM runs").rows.compactMap { $0[0] }
-        #expect(runs == [String(id)], "\(runs)")
+        let runs = try db.query("SELECT id FROM runs ORDER BY id").rows.compactMap { $0[0] }
+        #expect(runs == [String(id), String(mortal)], "\(runs)")
+        // `survivesRestart: false` keeps today's behaviour: cancelled at a stop or a restart,
+        // killed and ended `interrupted` by the next start after a crash.
+        let opted = try #require(try FleetTests.wait(b, run: mortal))
+        let expected = how == .kill ? "failure interrupted" : "cancelled shutdown"
+        #expect("\(opted.phase.rawValue) \(opted.reason ?? "-")" == expected, "\(opted)")
     }
 
     @Test("a fleet host killed and back after its lease ran out: the other host took its run over; the host kills the run's processes and writes nothing over the taker's rows")
