@@ -65,8 +65,10 @@ public final class FleetLease: Sendable {
     /// this incarnation, for the conductor to adopt); every other process of this host's runs is
     /// killed (by the tag every attempt carries: a run another host took over included), then the
     /// rest of their runs taken over.
+    /// `killCgroups` kills what the attempts' cgroups hold but the spared runs' (with the tag
+    /// kill, before any run ends).
     public func recoverOwnHost(instance: String, adoptable: (UnfinishedRun) -> Bool = { _ in false },
-                               on db: PGConnection) throws -> Recovered {
+                               killCgroups: ([UnfinishedRun]) -> Int = { _ in 0 }, on db: PGConnection) throws -> Recovered {
         let previous = try db.query("""
             SELECT DISTINCT incarnation FROM runs WHERE host = $1 AND incarnation <> $2 AND phase IN ('queued', 'loading', 'retrying')
             UNION SELECT incarnation FROM hosts WHERE name = $1 AND incarnation <> $2 AND gone_at IS NULL
@@ -82,7 +84,8 @@ public final class FleetLease: Sendable {
             candidates[dead] = try FleetTakeBack.loadingRuns(of: dead, on: db).filter(adoptable)
         }
         let spared = Set(candidates.values.joined().map(\.run.id))
-        recovered.killed = TaggedProcesses.killUntilGone(instance: instance, runs: nil, except: spared)
+        recovered.killed = killCgroups(Array(candidates.values.joined()))
+            + TaggedProcesses.killUntilGone(instance: instance, runs: nil, except: spared)
         for dead in previous {
             let locks = FleetHooks.lockForTakeover([dead], actions: coordinator.conductor.configuredActions())
             // The reaper's lock first: no reaper counts the lease out between the look and the move.

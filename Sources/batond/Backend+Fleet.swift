@@ -61,7 +61,7 @@ extension Backend {
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {
             // The actions as of now: a reload while PostgreSQL was awaited counts.
-            let adopted = await Self.join(store, pool, lease, host: host, instance: instance, conductor: conductor,
+            let adopted = await Self.join(store, pool, lease, host: host, instance: instance, tracking: tracking, conductor: conductor,
                                           fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
             // Nothing of this start runs yet: its cgroups, shim and artifacts directories but the
             // adopted runs' go, and the adopted runs are in flight again, watched by their shims.
@@ -108,8 +108,9 @@ extension Backend {
 
     /// Each attempt's `$BATON_ARTIFACTS` on this host (`DATABASE-artifacts-HOST/RUN-ATTEMPT`), its
     /// files kept in PostgreSQL by `keeper`, where every host serves them. The directories a
-    /// previous start left go at `Conductor.recover`, but those of the runs taken back. Named by host: two hosts of a fleet on one machine with the same `--database`
-    /// never remove each other's live directories.
+    /// previous start left go at `Conductor.recover`, but those of the runs taken back. Named
+    /// by host: two hosts of a fleet on one machine with the same `--database` never remove each
+    /// other's live directories.
     static func artifactSetup(_ config: Config, database: String, host: String, keeper: FleetArtifacts) -> ArtifactSetup {
         let absolute = database.hasPrefix("/") ? database : FileManager.default.currentDirectoryPath + "/" + database
         if config.actions.contains(where: { $0.artifactsKeep != nil }) { try? Paths.ensureParent(of: absolute) }
@@ -135,7 +136,7 @@ extension Backend {
     /// It also records the fingerprints of this host's actions, and warns of each action another
     /// live host defines otherwise.
     private static func join(_ store: FleetStore, _ pool: PGPool, _ lease: FleetLease, host: FleetHost, instance: String,
-                             conductor: Conductor, fingerprints: [String: String]) async -> [UnfinishedRun] {
+                             tracking: ProcessTracking, conductor: Conductor, fingerprints: [String: String]) async -> [UnfinishedRun] {
         var pause = Duration.milliseconds(200)
         while true {
             do {
@@ -144,7 +145,12 @@ extension Backend {
                     try lease.register(on: db)
                     try FleetDefinitions.record(fingerprints, incarnation: host.incarnation, on: db)
                     let others = try FleetDefinitions.liveHosts(except: host.name, on: db)
-                    return (try lease.recoverOwnHost(instance: instance, adoptable: conductor.mayAdopt, on: db),
+                    // Nothing of this start runs yet: whatever its cgroups hold, a previous start left.
+                    let killCgroups = { (spared: [UnfinishedRun]) -> Int in
+                        guard case let .cgroup(hierarchy) = tracking else { return 0 }
+                        return hierarchy.removeAll(except: Set(spared.map { "run-\($0.run.id)-\($0.run.attempts)" }))
+                    }
+                    return (try lease.recoverOwnHost(instance: instance, adoptable: conductor.mayAdopt, killCgroups: killCgroups, on: db),
                             FleetDefinitions.mismatches(mine: fingerprints, others: others))
                 }
                 for mismatch in mismatches { Log.warning("\(mismatch); make the hosts' configs agree") }
