@@ -131,6 +131,37 @@ struct FleetRestartTests {
         #expect(try FleetTests.trigger(b, "waiter").run != nil)
     }
 
+    @Test("a cancel asked on another host while the host is down is carried out by the start that takes the run back")
+    func cancelMeanwhile() throws {
+        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch))
+        try a.waitForLog("joined the fleet")
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch))
+        try b.waitForLog("joined the fleet")
+        defer { b.stop() }
+        let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
+        let db = try PGConnection(conninfo)
+        #expect(try FleetLockTests.eventually {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND pgid IS NOT NULL", [String(id)]).first != nil
+        })
+        a.crash()
+        // Marked for its owner (answered at once: the run is still loading while no batond of web-1 runs).
+        let started = Date()
+        let cancel = try Client(path: b.socket).call(Request(op: .cancel, run: id))
+        #expect(cancel.error == nil, "\(cancel)")
+        #expect(Date().timeIntervalSince(started) < 10, "the cancel waited for the run's end")
+        let back = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch), reusing: a)
+        try back.waitForLog("joined the fleet")
+        defer { back.stop() }
+        #expect(back.stderr.contains("took back 1 runs"), "\(back.stderr)")
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .cancelled && ended.host == "web-1", "\(ended)\n\(back.stderr)")
+        #expect(Self.tagged(run: id, scratch: scratch).isEmpty)
+    }
+
     /// Live processes of this test's run `run` (its environment names the test's scratch directory).
     static func tagged(run: Int64, scratch: String) -> [Int32] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry -> Int32? in
