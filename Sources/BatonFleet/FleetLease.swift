@@ -50,27 +50,61 @@ public final class FleetLease: Sendable {
         state.withLock { $0.lastRenewal = .now }
     }
 
-    /// The previous starts of this host name that left runs or a live lease: their runs' processes
-    /// are killed first (by the tag every attempt carries), then their runs taken over.
-    public func recoverOwnHost(instance: String, on db: PGConnection) throws -> (runs: [Int64], killed: Int, requeued: Int) {
+    /// What a start of this host found its previous starts had left.
+    public struct Recovered: Sendable {
+        /// Their unfinished runs, when this start began.
+        public var runs: [Int64] = []
+        public var killed = 0
+        public var requeued = 0
+        /// Their loading runs taken back within their lease, for the conductor to adopt by their shims (`FleetTakeBack`).
+        public var adopted: [UnfinishedRun] = []
+    }
+
+    /// The previous starts of this host name that left runs or a live lease. Where one's lease
+    /// still holds, its loading runs that `adoptable` says a shim keeps are taken back (moved to
+    /// this incarnation, for the conductor to adopt); every other process of this host's runs is
+    /// killed (by the tag every attempt carries: a run another host took over included), then the
+    /// rest of their runs taken over.
+    /// `killCgroups` kills what the attempts' cgroups hold but the spared runs' (with the tag
+    /// kill, before any run ends).
+    public func recoverOwnHost(instance: String, adoptable: (UnfinishedRun) -> Bool = { _ in false },
+                               killCgroups: ([UnfinishedRun]) -> Int = { _ in 0 }, on db: PGConnection) throws -> Recovered {
         let previous = try db.query("""
             SELECT DISTINCT incarnation FROM runs WHERE host = $1 AND incarnation <> $2 AND phase IN ('queued', 'loading', 'retrying')
             UNION SELECT incarnation FROM hosts WHERE name = $1 AND incarnation <> $2 AND gone_at IS NULL
             """, [host.name, host.incarnation]).rows.compactMap { $0[0] }
-        let unfinished = try db.query("""
+        var recovered = Recovered()
+        recovered.runs = try db.query("""
             SELECT id FROM runs WHERE host = $1 AND incarnation <> $2 AND phase IN ('queued', 'loading', 'retrying')
             """, [host.name, host.incarnation]).rows.compactMap { $0[0].flatMap { Int64($0) } }
-        let killed = TaggedProcesses.killUntilGone(instance: instance, runs: Set(unfinished))
-        var requeued = 0
+        // The runs a shim keeps, of the starts whose lease holds: spared by the kill, which comes
+        // before any run is ended (a key set free has no process left).
+        var candidates: [String: [UnfinishedRun]] = [:]
+        for dead in previous where try FleetTakeBack.leaseHolds(dead, on: db) {
+            candidates[dead] = try FleetTakeBack.loadingRuns(of: dead, on: db).filter(adoptable)
+        }
+        let spared = Set(candidates.values.joined().map(\.run.id))
+        recovered.killed = killCgroups(Array(candidates.values.joined()))
+            + TaggedProcesses.killUntilGone(instance: instance, runs: nil, except: spared)
         for dead in previous {
             let locks = FleetHooks.lockForTakeover([dead], actions: coordinator.conductor.configuredActions())
-            let summary = try db.transaction(opening: locks) { _ in
-                try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
-                                                  by: host, actions: coordinator.conductor.action(named:), on: db)
+            // The reaper's lock first: no reaper counts the lease out between the look and the move.
+            recovered.adopted += try db.transaction(opening: [FleetTakeBack.reaperLock] + locks) { _ in
+                var adopted: [UnfinishedRun] = []
+                if let runs = candidates[dead], try FleetTakeBack.leaseHolds(dead, on: db) {
+                    let moved = try FleetTakeBack.move(runs.map(\.run.id), from: dead, to: host, on: db)
+                    adopted = runs.filter { moved.contains($0.run.id) }
+                }
+                let summary = try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
+                                                         by: host, actions: coordinator.conductor.action(named:), on: db)
+                recovered.requeued += summary.requeued.count + summary.adopted.count
+                return adopted
             }
-            requeued += summary.requeued.count + summary.adopted.count
         }
-        return (unfinished, killed, requeued)
+        // A spared run that another host took over first (its lease ran out meanwhile) is stopped now.
+        let lost = spared.subtracting(recovered.adopted.map(\.run.id))
+        if !lost.isEmpty { recovered.killed += TaggedProcesses.killUntilGone(instance: instance, runs: lost) }
+        return recovered
     }
 
     /// Starts renewing now, and arms the fence from the last renewal (`register`'s).
@@ -79,7 +113,9 @@ public final class FleetLease: Sendable {
         renew()
     }
 
-    /// Stops renewing; a clean stop also gives the lease up, so that nobody waits for it to run out.
+    /// Stops renewing; a clean stop also gives the lease up, so that nobody waits for it to run out,
+    /// unless it left runs loading to their shims: the lease holds them until it runs out, for
+    /// this host's next start to take back (or for the reaper, after it, to end).
     public func stop(clean: Bool) {
         let timers = state.withLock { state in
             state.stopped = true
@@ -88,7 +124,10 @@ public final class FleetLease: Sendable {
         for timer in timers { coordinator.reactor.cancel(timer) }
         if clean {
             connection.submit({ [host] db in
-                try db.query("UPDATE hosts SET gone_at = now(), gone_reason = 'stopped' WHERE incarnation = $1", [host.incarnation])
+                try db.query("""
+                    UPDATE hosts SET gone_at = now(), gone_reason = 'stopped' WHERE incarnation = $1
+                    AND NOT EXISTS (SELECT 1 FROM runs WHERE incarnation = $1 AND phase = 'loading')
+                    """, [host.incarnation])
             }) { _ in }
         }
         connection.close(timeout: .seconds(5))

@@ -46,8 +46,9 @@ extension ProcessGroup {
 /// The processes of runs, found by the `BATON_INSTANCE` and `BATON_RUN_ID` their environment
 /// carries (inherited by every descendant that does not clear its environment).
 public enum TaggedProcesses {
-    /// The pids of live processes tagged with `instance` and one of `runs` (any run when nil).
-    public static func find(instance: String, runs: Set<Int64>?) -> [Int32] {
+    /// The pids of live processes tagged with `instance` and one of `runs` (any run when nil) but
+    /// those of the runs `except` (runs a new batond adopts).
+    public static func find(instance: String, runs: Set<Int64>?, except: Set<Int64> = []) -> [Int32] {
         guard runs?.isEmpty != true, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         let me = getpid()
         let wanted = Array("BATON_INSTANCE=\(instance)".utf8)
@@ -62,7 +63,7 @@ public enum TaggedProcesses {
                     run = Int64(String(decoding: variable.dropFirst(13), as: UTF8.self))
                 }
             }
-            return instanceMatches && run.map { runs?.contains($0) ?? true } == true
+            return instanceMatches && run.map { !except.contains($0) && runs?.contains($0) ?? true } == true
         }
     }
 
@@ -72,11 +73,12 @@ public enum TaggedProcesses {
     /// is listed until it has died, so this returns once they are gone. Gives up after `rounds`
     /// looks 5 ms apart (a process stuck in the kernel). Returns how many processes it killed.
     @discardableResult
-    public static func killUntilGone(instance: String?, runs: Set<Int64>?, groups: [ProcessGroup] = [], rounds: Int = 400) -> Int {
+    public static func killUntilGone(instance: String?, runs: Set<Int64>?, except: Set<Int64> = [], groups: [ProcessGroup] = [],
+                                     rounds: Int = 400) -> Int {
         var killed = Set<Int32>()
         var round = 0
         while round < rounds {
-            var found = instance.map { find(instance: $0, runs: runs) } ?? []
+            var found = instance.map { find(instance: $0, runs: runs, except: except) } ?? []
             for group in groups {
                 let survivors = group.survivors()
                 // Members that left the group with setpgid still carry our start-time mark: killed one by one.

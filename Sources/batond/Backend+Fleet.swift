@@ -35,8 +35,12 @@ extension Backend {
         runner.beforeSpawn = { guardLink.ensureRunning() }
         let artifacts = FleetArtifacts(pool: pool, host: host, log: { Log.warning($0) })
         runner.artifacts = Self.artifactSetup(config, database: database, host: host.name, keeper: artifacts)
+        // Each attempt under a shim (`DATABASE-shims-HOST`), as on one host: a stop, a restart or a
+        // crash leaves its runs to them, for this host's next start to take back within the lease.
+        runner.shim = Self.shim(database: database).map { ShimSetup(executable: $0.executable, directory: $0.directory + "-" + host.name) }
         var options = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                         watchersFedByFleet: true, lineSink: config.journalSink, storeDecidesHooks: true, storeCountsFailures: true)
+        options.handsOver = true
         // Every host hashes secrets under the one key each holds (`secretsKey`, required with a
         // secret param; read at start, and at first use where a reload added one).
         if let path = config.secretsKey {
@@ -56,13 +60,18 @@ extension Backend {
         let feed = WriteOnce<FeedBox>()
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {
-            // Nothing of this host runs yet: whatever its cgroups hold, a crashed start left.
-            if case let .cgroup(hierarchy) = tracking, case let killed = hierarchy.removeAll(), killed > 0 {
-                Log.warning("killed \(killed) processes left in the cgroups of runs of this host's previous start")
-            }
             // The actions as of now: a reload while PostgreSQL was awaited counts.
-            await Self.join(store, pool, lease, host: host, instance: instance,
-                            fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
+            let adopted = await Self.join(store, pool, lease, host: host, instance: instance, tracking: tracking, conductor: conductor,
+                                          fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
+            // Nothing of this start runs yet: its cgroups, shim and artifacts directories but the
+            // adopted runs' go, and the adopted runs are in flight again, watched by their shims.
+            let summary = await conductor.recover(RecoverableState(nextRunID: 0, unfinished: adopted))
+            // The guards of previous starts wait for their lease's deadline before they kill by this
+            // host's instance: ended before any run of this start begins (and its adopted runs are spared).
+            guardLink.endPrevious()
+            if !adopted.isEmpty {
+                Log.info("took back \(summary.adopted.count) runs this host's previous start left to their shims within its lease")
+            }
             lease.start()
             // What crashes left unpublished (this host's previous starts are gone now), where this
             // host keeps artifacts: else no keeper connection opens (a reload that adds them
@@ -98,16 +107,14 @@ extension Backend {
     }
 
     /// Each attempt's `$BATON_ARTIFACTS` on this host (`DATABASE-artifacts-HOST/RUN-ATTEMPT`), its
-    /// files kept in PostgreSQL by `keeper`, where every host serves them. Nothing of this host
-    /// runs yet, and a fleet host adopts no attempt: the directories there, a crashed start left,
-    /// and they go. Named by host: two hosts of a fleet on one machine with the same `--database`
-    /// never remove each other's live directories.
+    /// files kept in PostgreSQL by `keeper`, where every host serves them. The directories a
+    /// previous start left go at `Conductor.recover`, but those of the runs taken back. Named
+    /// by host: two hosts of a fleet on one machine with the same `--database` never remove each
+    /// other's live directories.
     static func artifactSetup(_ config: Config, database: String, host: String, keeper: FleetArtifacts) -> ArtifactSetup {
         let absolute = database.hasPrefix("/") ? database : FileManager.default.currentDirectoryPath + "/" + database
         if config.actions.contains(where: { $0.artifactsKeep != nil }) { try? Paths.ensureParent(of: absolute) }
-        let setup = ArtifactSetup(directory: absolute + "-artifacts-" + host, keeper: keeper)
-        setup.removeLeft(except: [])
-        return setup
+        return ArtifactSetup(directory: absolute + "-artifacts-" + host, keeper: keeper)
     }
 
     /// Records a reloaded config's fingerprints (before this host joined, no row has them yet:
@@ -129,23 +136,29 @@ extension Backend {
     /// It also records the fingerprints of this host's actions, and warns of each action another
     /// live host defines otherwise.
     private static func join(_ store: FleetStore, _ pool: PGPool, _ lease: FleetLease, host: FleetHost, instance: String,
-                             fingerprints: [String: String]) async {
+                             tracking: ProcessTracking, conductor: Conductor, fingerprints: [String: String]) async -> [UnfinishedRun] {
         var pause = Duration.milliseconds(200)
         while true {
             do {
-                let (recovered, mismatches) = try await pool.run { db -> ((runs: [Int64], killed: Int, requeued: Int), [FleetDefinitions.Mismatch]) in
+                let (recovered, mismatches) = try await pool.run { db -> (FleetLease.Recovered, [FleetDefinitions.Mismatch]) in
                     try FleetSchema.migrate(db)
                     try lease.register(on: db)
                     try FleetDefinitions.record(fingerprints, incarnation: host.incarnation, on: db)
                     let others = try FleetDefinitions.liveHosts(except: host.name, on: db)
-                    return (try lease.recoverOwnHost(instance: instance, on: db), FleetDefinitions.mismatches(mine: fingerprints, others: others))
+                    // Nothing of this start runs yet: whatever its cgroups hold, a previous start left.
+                    let killCgroups = { (spared: [UnfinishedRun]) -> Int in
+                        guard case let .cgroup(hierarchy) = tracking else { return 0 }
+                        return hierarchy.removeAll(except: Set(spared.map { "run-\($0.run.id)-\($0.run.attempts)" }))
+                    }
+                    return (try lease.recoverOwnHost(instance: instance, adoptable: conductor.mayAdopt, killCgroups: killCgroups, on: db),
+                            FleetDefinitions.mismatches(mine: fingerprints, others: others))
                 }
                 for mismatch in mismatches { Log.warning("\(mismatch); make the hosts' configs agree") }
                 if !recovered.runs.isEmpty {
-                    Log.warning("took over \(recovered.runs.count) runs this host left unfinished: \(recovered.requeued) queued again, "
-                        + "\(recovered.killed) leftover processes killed")
+                    Log.warning("took over \(recovered.runs.count) runs this host left unfinished: \(recovered.adopted.count) taken back, "
+                        + "\(recovered.requeued) queued again, \(recovered.killed) leftover processes killed")
                 }
-                return
+                return recovered.adopted
             } catch {
                 store.waiting("waiting for PostgreSQL: \(error)")
                 Log.error("cannot join the fleet on PostgreSQL (\(error)); trying again in \(DurationText.format(pause))")

@@ -128,7 +128,7 @@ extension Daemon {
                               hooks: Service.Hooks(reload: reload, prune: { dryRun throws(BatonError) in
                                   try await backend.prune(config.current, dryRun)
                               }, connections: { server.value?.connectionCount ?? 0 },
-                                 restart: { Self.askRestart(fleet: config.current.fleet != nil) }), metrics: metrics,
+                                 restart: { Self.askRestart() }), metrics: metrics,
                               processTree: backend.tracking.description, reactor: conductor.reactor)
         return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
     }
@@ -219,11 +219,6 @@ extension Daemon {
                 }
                 continue
             }
-            if signal == SIGUSR2, config.current.fleet != nil {
-                // A fleet host's runs are the fleet's: restarting in place is one machine's (until issue 41, part 3).
-                Log.error("SIGUSR2 refused: a fleet host does not restart in place; stop and start it instead")
-                continue
-            }
             if signal == SIGUSR2, shutdown == nil, let problem = Reexec.problem() {
                 // Nothing is stopped for an exec that could only fail.
                 Log.error("restart in place refused: \(problem); batond serves on")
@@ -307,8 +302,7 @@ extension Daemon {
     }
 
     /// The `restart` op: SIGUSR2 to this process, or why not (nil: asked).
-    static func askRestart(fleet: Bool) -> String? {
-        if fleet { return "a fleet host does not restart in place; stop and start it instead" }
+    static func askRestart() -> String? {
         if let problem = Reexec.problem() {
             Log.error("restart in place refused: \(problem); batond serves on")
             return problem

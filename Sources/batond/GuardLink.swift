@@ -34,6 +34,8 @@ final class GuardLink: Sendable {
     private let state: LoopOwned<State>
     /// The current guard's pidfd (-1: none), for `handOver`.
     private let pidfd = Atomic<Int32>(-1)
+    /// The current guard's pid (0: none), for `endPrevious` (off the loop).
+    private let guardPID = Atomic<Int32>(0)
 
     init(instance: String, tracking: ProcessTracking, reactor: Reactor) {
         self.instance = instance
@@ -107,6 +109,7 @@ final class GuardLink: Sendable {
             return state.deadline
         }
         pidfd.store(started.pidfd, ordering: .releasing)
+        guardPID.store(started.pid, ordering: .releasing)
         if let deadline { Self.send(deadline, to: started.pipe) }
         if started.pidfd >= 0 { reactor.watch(started.pidfd) { [self] _ in died(started.pidfd) } }
     }
@@ -115,6 +118,24 @@ final class GuardLink: Sendable {
         // Non-blocking: a guard that does not read (stopped) keeps the deadline it has, which is earlier.
         let line = Array("deadline \(deadline)\n".utf8)
         _ = line.withUnsafeBytes { write(pipe, $0.baseAddress, $0.count) }
+    }
+
+    /// Once this start took back the runs its previous start left within the lease: SIGKILLs the
+    /// guards of this host's previous starts (found by their command line: `--guard-runs PID
+    /// INSTANCE`) that wait for that lease's deadline to kill the runs now adopted. Returns how many.
+    @discardableResult
+    func endPrevious() -> Int {
+        let mine = guardPID.load(ordering: .acquiring)
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
+        var ended = 0
+        for pid in entries.compactMap({ pid_t($0) }) where pid != mine && pid != getpid() {
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { continue }
+            let arguments = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            guard let flag = arguments.firstIndex(of: "--guard-runs"), arguments.count > flag + 2, arguments[flag + 2] == instance else { continue }
+            if Glibc.kill(pid, SIGKILL) == 0 { ended += 1 }
+        }
+        if ended > 0 { Log.info("ended \(ended) guard\(ended == 1 ? "" : "s") of this host's previous start: its runs are adopted") }
+        return ended
     }
 
     /// SIGKILLs the guard a previous incarnation handed over and waits until it is gone: nothing

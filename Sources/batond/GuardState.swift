@@ -1,7 +1,9 @@
 /// What the guard of a fleet host's runs (`batond --guard-runs`) decides, as a value: it holds
 /// the host's own deadline, the fence time batond sends after each lease renewal, and kills every
 /// run of the host when that time comes without a later one, or when batond is gone (its end of
-/// the pipe closed: an exit, a crash, kill -9, or the exec of a fenced start). A frozen batond
+/// the pipe closed: an exit, a crash, kill -9, or an exec): at once before any deadline, else at
+/// the deadline (the runs are left to their shims within the lease, for the host's next start to
+/// take back: that start ends this guard first, `GuardLink.endPrevious`). A frozen batond
 /// (SIGSTOP, a swap storm) renews nothing and fences nothing; its guard, not frozen with it, kills
 /// the runs before the database can count the lease out. The guard's loop (`RunGuard.run`)
 /// performs the effects and wakes at `wake`.
@@ -31,6 +33,8 @@ struct GuardState: Equatable {
     /// renewal (no run starts before it) and after a deadline passed, until batond sends a new one.
     private(set) var deadline: UInt64?
     private(set) var ended = false
+    /// batond's end of the pipe closed while a deadline held: the guard waits for it, then ends.
+    private(set) var batondGone = false
 
     /// When the loop must wake, if nothing comes on the pipe first.
     var wake: UInt64? { ended ? nil : deadline }
@@ -45,8 +49,16 @@ struct GuardState: Equatable {
         case let .time(now):
             guard let deadline, now >= deadline else { return [] }
             self.deadline = nil
+            guard !batondGone else {
+                ended = true
+                return [.killRuns(.batondGone), .exit]
+            }
             return [.killRuns(.leaseDeadline)]
         case .batondGone:
+            // Within the lease the runs are left to their shims, for this host's next start to
+            // take back (issue 41, part 3): they die at the deadline, before another host may
+            // take their keys, unless that start ends this guard first. Without a deadline, at once.
+            guard deadline == nil else { batondGone = true; return [] }
             ended = true
             return [.killRuns(.batondGone), .exit]
         }

@@ -6,8 +6,8 @@ import Glibc
 /// The guard of a fleet host's runs: a small process batond starts (`batond --guard-runs PID
 /// INSTANCE [CGROUP]`, in a session of its own, batond's end of a pipe on its fd 3) that kills
 /// every process of the host's runs (the cgroup subtree of its runs, when there is one, and every
-/// process still tagged with the instance) when batond is gone, however it went (kill -9 and the
-/// exec of a fenced start included: its end of the pipe closes), or when the deadline batond
+/// process still tagged with the instance) when batond is gone, however it went (kill -9 and an
+/// exec included: its end of the pipe closes; within the lease, at the lease's deadline), or when the deadline batond
 /// sends after each lease renewal passes without a later one (batond frozen). Without it a batond
 /// killed or frozen alone would leave its actions running unsupervised while another host, after
 /// the lease, starts the same keys. What it does is `GuardState`'s; this loop reads the pipe,
@@ -29,7 +29,8 @@ enum RunGuard {
         var state = GuardState()
         var pending: [UInt8] = []
         while true {
-            var events = read(&pending, waitingUntil: state.wake)
+            // Once batond is gone (within the lease), only the deadline is waited for: the pipe says no more.
+            var events = state.batondGone ? wait(until: state.wake) : read(&pending, waitingUntil: state.wake)
             events.append(.time(monotonicNow()))
             for event in events {
                 for effect in state.handle(event) {
@@ -40,6 +41,14 @@ enum RunGuard {
                 }
             }
         }
+    }
+
+    /// Waits until `wake` (no pipe to read).
+    private static func wait(until wake: UInt64?) -> [GuardState.Event] {
+        guard let wake else { return [] }
+        let now = monotonicNow()
+        if wake > now { usleep(UInt32(clamping: (wake - now) / 1_000 + 1)) }
+        return []
     }
 
     /// Waits for the pipe (at most until `wake`) and returns what it said.

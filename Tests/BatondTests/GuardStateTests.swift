@@ -20,6 +20,10 @@ struct GuardStateTests {
         // batond gone after a deadline passed: killed again (what started since), then done; nothing after
         [(.deadline(10), []), (.time(20), [.killRuns(.leaseDeadline)]), (.batondGone, [.killRuns(.batondGone), .exit]),
          (.deadline(50), []), (.time(60), []), (.batondGone, [])],
+        // batond gone within the lease: the runs are left to their shims until the deadline, for
+        // the host's next start to take back (it ends this guard); then killed, and done
+        [(.deadline(100), []), (.batondGone, []), (.time(99), []), (.deadline(500), []), (.time(100), []),
+         (.time(500), [.killRuns(.batondGone), .exit]), (.time(600), [])],
     ] as [[Step]])
     func table(_ steps: [Step]) {
         var state = GuardState()
@@ -38,6 +42,9 @@ struct GuardStateTests {
         #expect(state.wake == nil)
         _ = state.handle(.deadline(50))
         _ = state.handle(.batondGone)
+        // Gone within the lease: the guard still wakes at the deadline, to kill what is left then.
+        #expect(state.wake == 50)
+        _ = state.handle(.time(50))
         #expect(state.wake == nil)
     }
 

@@ -11,7 +11,8 @@ struct FleetGuardTests {
     @Test("a guard killed with SIGKILL is replaced before the next run starts: batond killed after it still takes its run along")
     func deadGuardIsReplaced() throws {
         let gate = try FifoGate()
-        let host = try FleetTests.fleet(1, actions: FleetTests.gated(gate))[0]
+        // A short lease: batond gone, the guard kills at the lease's deadline (issue 41, part 3).
+        let host = try FleetTests.fleet(1, actions: FleetTests.gated(gate), lease: "2s")[0]
         let batond = host.process.processIdentifier
         let old = try #require(Self.guards(of: batond).first)
         #expect(Self.guards(of: batond) == [old])

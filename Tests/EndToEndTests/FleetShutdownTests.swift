@@ -7,13 +7,14 @@ import Testing
 /// queued are the fleet's, and another host takes them over, as it would a lost host's.
 @Suite("End to end: a fleet host that stops cleanly", .serialized)
 struct FleetShutdownTests {
+    // `survivesRestart: false`: the run in flight is cancelled at the stop, as before issue 41, part 3.
     @Test("a follow-up queued on a host that stops cleanly runs on another host; its key is not held for ever")
     func queuedRunTakenOver() throws {
         let gate = try FifoGate()
         let conninfo = try Postgres.server().database()
         let hosts = try (1...2).map { index in
             let host = try Daemon(config: """
-                { postgres: "\(conninfo)", host: "web-\(index)", lease: "2s", shutdownGrace: "0s", actions: { \(FleetTests.gated(gate)) } }
+                { postgres: "\(conninfo)", host: "web-\(index)", lease: "2s", shutdownGrace: "0s", actions: { \(FleetTests.gated(gate, extra: #", survivesRestart: false"#)) } }
                 """)
             try host.waitForLog("joined the fleet")
             return host

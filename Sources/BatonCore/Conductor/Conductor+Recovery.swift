@@ -46,6 +46,13 @@ extension Conductor {
         return summary
     }
 
+    /// Whether `recover` would adopt a previous daemon's unfinished run by its shim (alive, or its
+    /// status kept): a fleet host takes back only those of its previous start (`FleetTakeBack`).
+    public func mayAdopt(_ unfinished: UnfinishedRun) -> Bool {
+        let action = shared.withLock { $0.actions[unfinished.run.action] }
+        return Self.surviving(RecoveredRun(unfinished, action: action), shim: (options.execRunner as? ExecRunner)?.shim) != nil
+    }
+
     /// The facts of one unfinished run's shim, and what `ShimAdoption` decides of them: its
     /// surviving attempt, or nil (recovered as before).
     static func surviving(_ recovered: RecoveredRun, shim: ShimSetup?) -> SurvivingAttempt? {

@@ -1,0 +1,49 @@
+import BatonCore
+import FoundationEssentials
+
+/// A host that comes back under its name while the lease of its previous start still holds (a
+/// stop, a restart in place or a crash that handed its runs to their shims) takes those runs back
+/// (issue 41, part 3; docs/scale-out.md, "A host's restart keeps its runs"). The new start is a
+/// new incarnation: in one transaction, which holds the reaper's lock (so no reaper counts the
+/// old lease out meanwhile), it checks that the old lease has not run out, moves the old start's
+/// loading runs whose shim lives (or kept their status) to itself, and the takeover of the old
+/// start (`FleetTakeover`) then ends the rest and marks it gone. A run another host took over
+/// first is no longer the old start's: the move, guarded by the old incarnation, passes it by.
+enum FleetTakeBack {
+    /// The reaper's lock, held to the end of the transaction: taken first, before any key row.
+    static var reaperLock: (sql: String, parameters: [String?]) {
+        ("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.reaper.rawValue)])
+    }
+
+    /// Whether `dead`'s lease still holds (not given up, renewed within its length, as the database counts).
+    static func leaseHolds(_ dead: String, on db: PGConnection) throws -> Bool {
+        try db.query("""
+            SELECT 1 FROM hosts WHERE incarnation = $1 AND gone_at IS NULL
+            AND renewed_at + lease_ms * interval '1 millisecond' > now() FOR UPDATE
+            """, [dead]).first != nil
+    }
+
+    /// The loading runs of `dead`, as the conductor recovers a previous daemon's runs.
+    static func loadingRuns(of dead: String, on db: PGConnection) throws -> [UnfinishedRun] {
+        try db.query("""
+            SELECT \(FleetRows.runColumns), last_seq, pgid, pgid_start, (SELECT total FROM output_totals o WHERE o.run_id = runs.id)
+            FROM runs WHERE incarnation = $1 AND phase = 'loading' ORDER BY id
+            """, [dead]).rows.map { row in
+            let base = FleetRows.runColumnCount
+            var unfinished = UnfinishedRun(run: FleetRows.run(row), lastSeq: Int(row[base] ?? "") ?? 1)
+            unfinished.pgid = row[base + 1].flatMap { Int32($0) }
+            unfinished.pgidIdentity = row[base + 2]
+            unfinished.outputTotal = row[base + 3].flatMap { Int64($0) }
+            return unfinished
+        }
+    }
+
+    /// Moves `ids` from `dead` to `me`, fenced by `dead`'s incarnation: returns those moved.
+    static func move(_ ids: [Int64], from dead: String, to me: FleetHost, on db: PGConnection) throws -> Set<Int64> {
+        guard !ids.isEmpty else { return [] }
+        let list = "{" + ids.map(String.init).joined(separator: ",") + "}"
+        return Set(try db.query("""
+            UPDATE runs SET incarnation = $2, host = $3 WHERE incarnation = $1 AND phase = 'loading' AND id = ANY ($4::bigint[]) RETURNING id
+            """, [dead, me.incarnation, me.name, list]).rows.compactMap { $0[0].flatMap { Int64($0) } })
+    }
+}

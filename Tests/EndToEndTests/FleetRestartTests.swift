@@ -1,0 +1,174 @@
+import BatonCore
+import BatonFleet
+import BatonIPC
+import Foundation
+import Testing
+
+/// Issue 41, part 3: a fleet host stopped, restarted in place or killed hands its runs to their
+/// shims; the batond that comes back under its name within the lease takes them back and records
+/// their true ends (fenced), while another host of the fleet never gets their keys. After the
+/// lease ran out, another host took them over: the host that comes back stops their processes and
+/// writes nothing over the taker's rows.
+@Suite("End to end: a fleet host's restart keeps its runs", .serialized)
+struct FleetRestartTests {
+    enum How: String, CaseIterable, CustomTestStringConvertible {
+        case kill = "SIGKILL", stop = "SIGTERM", restart = "SIGUSR2"
+        var testDescription: String { rawValue }
+    }
+
+    /// The run writes `before`, marks that it started, waits for GO, writes `after` and exits 7.
+    static func config(_ conninfo: String, host: String, lease: String, scratch: String) -> String {
+        let script = #"echo before; touch \"$MARK\"; while [ ! -e \"$GO\" ]; do sleep 0.02; done; echo after; exit 7"#
+        return """
+            { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, shutdownGrace: "1s",
+              actions: { waiter: { exec: ["sh", "-c", "\(script)"], env: { GO: "\(scratch)/go", MARK: "\(scratch)/started" }, policy: "reject" },
+                         mortal: { exec: ["sleep", "300"], env: { GO: "\(scratch)/go" }, survivesRestart: false, killGrace: "100ms" } } }
+            """
+    }
+
+    static func waitForFile(_ path: String, seconds: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !FileManager.default.fileExists(atPath: path), Date() < deadline { usleep(10_000) }
+        return FileManager.default.fileExists(atPath: path)
+    }
+
+    @Test("a fleet host killed, stopped or restarted in place and back within its lease takes its run back: it ends failure exit 7 with its output, once; the other host never gets its key",
+          arguments: How.allCases)
+    func withinLease(_ how: How) throws {
+        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch))
+        try a.waitForLog("joined the fleet")
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch))
+        try b.waitForLog("joined the fleet")
+        defer { b.stop() }
+        let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
+        let mortal = try #require(try FleetTests.trigger(a, "mortal").run?.id)
+        #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
+        // Its leader (the shim) and first line are in the fleet's rows before the signal: a crash
+        // before them could not be adopted (nothing would say which process is the run's).
+        let db = try PGConnection(conninfo)
+        let recorded = try FleetLockTests.eventually {
+            try db.query("""
+                SELECT 1 FROM runs r JOIN output_totals o ON o.run_id = r.id WHERE r.id = $1 AND r.pgid IS NOT NULL AND o.total >= 7
+                """, [String(id)]).first != nil
+        }
+        #expect(recorded, "the run's process group and output were not written")
+        var back = a
+        switch how {
+        case .kill:
+            a.crash()
+        case .stop:
+            a.signal(SIGTERM)
+            #expect(a.waitForExit(within: 20) == 0, "\(a.stderr)")
+        case .restart:
+            a.signal(SIGUSR2)
+        }
+        // With no batond of web-1 running (or one restarting), the key is still held.
+        #expect(try FleetTests.trigger(b, "waiter").error?.code == .busy)
+        if how != .restart { back = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch), reusing: a) }
+        try back.waitForLog("joined the fleet", count: how == .restart ? 2 : 1)
+        defer { back.stop() }
+        #expect(back.stderr.contains("took back 1 runs"), "\(back.stderr)")
+        #expect(try FleetTests.trigger(b, "waiter").error?.code == .busy, "the key of a run taken back is still held")
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .failure && ended.exitCode == 7 && ended.reason == "exit", "\(ended)\n\(back.stderr)")
+        #expect(ended.host == "web-1")
+        let logs = try b.baton("logs", String(id))
+        #expect(logs.stdout == "before\nafter\n", "\(logs)")
+        // Recorded once, a legal path; and no other run of the key ever started.
+        let path = try db.query("SELECT seq, from_phase, to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows
+            .map { $0.map { $0 ?? "-" }.joined(separator: " ") }
+        #expect(path == ["1 - queued", "2 queued loading", "3 loading failure"], "\(path)")
+        let runs = try db.query("SELECT id FROM runs ORDER BY id").rows.compactMap { $0[0] }
+        #expect(runs == [String(id), String(mortal)], "\(runs)")
+        // `survivesRestart: false` keeps today's behaviour: cancelled at a stop or a restart,
+        // killed and ended `interrupted` by the next start after a crash.
+        let opted = try #require(try FleetTests.wait(b, run: mortal))
+        let expected = how == .kill ? "failure interrupted" : "cancelled shutdown"
+        #expect("\(opted.phase.rawValue) \(opted.reason ?? "-")" == expected, "\(opted)")
+    }
+
+    @Test("a fleet host killed and back after its lease ran out: the other host took its run over; the host kills the run's processes and writes nothing over the taker's rows")
+    func afterLease() throws {
+        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", scratch: scratch))
+        try a.waitForLog("joined the fleet")
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch))
+        try b.waitForLog("joined the fleet")
+        defer { b.stop() }
+        let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
+        #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
+        // Its guard killed too (it waits for the lease's deadline), so that the run's processes
+        // outlive the lease: the host that comes back must stop them itself.
+        let batond = a.process.processIdentifier
+        let guards = FleetGuardTests.guards(of: batond)
+        a.crash()
+        #expect(!guards.isEmpty)
+        for guardian in guards { try FleetGuardTests.signalAndWait(guardian) }
+        // web-2 reaps web-1 once its lease has run out as the database counts it.
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .failure && ended.reason == "host_lost", "\(ended)")
+        #expect(!Self.tagged(run: id, scratch: scratch).isEmpty, "the run's processes did not outlive the lease: the test proves nothing")
+        let back = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", scratch: scratch), reusing: a)
+        try back.waitForLog("joined the fleet")
+        defer { back.stop() }
+        #expect(!back.stderr.contains("took back"), "\(back.stderr)")
+        // No process of the run is left: nothing tagged with web-1's instance and the run lives.
+        let tagged = Self.tagged(run: id, scratch: scratch)
+        #expect(tagged.isEmpty, "processes of run \(id) still live: \(tagged)")
+        // The taker's end stands, the last transition written.
+        let db = try PGConnection(conninfo)
+        let row = try db.query("SELECT phase, reason, coalesce(exit_code::text, '-'), last_seq FROM runs WHERE id = $1", [String(id)]).first
+        #expect(row == ["failure", "host_lost", "-", "3"], "\(String(describing: row))")
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        #expect(try FleetTests.trigger(b, "waiter").run != nil)
+    }
+
+    @Test("a cancel asked on another host while the host is down is carried out by the start that takes the run back")
+    func cancelMeanwhile() throws {
+        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch))
+        try a.waitForLog("joined the fleet")
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch))
+        try b.waitForLog("joined the fleet")
+        defer { b.stop() }
+        let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
+        let db = try PGConnection(conninfo)
+        #expect(try FleetLockTests.eventually {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND pgid IS NOT NULL", [String(id)]).first != nil
+        })
+        a.crash()
+        // Marked for its owner (answered at once: the run is still loading while no batond of web-1 runs).
+        let started = Date()
+        let cancel = try Client(path: b.socket).call(Request(op: .cancel, run: id))
+        #expect(cancel.error == nil, "\(cancel)")
+        #expect(Date().timeIntervalSince(started) < 10, "the cancel waited for the run's end")
+        let back = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch), reusing: a)
+        try back.waitForLog("joined the fleet")
+        defer { back.stop() }
+        #expect(back.stderr.contains("took back 1 runs"), "\(back.stderr)")
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .cancelled && ended.host == "web-1", "\(ended)\n\(back.stderr)")
+        #expect(Self.tagged(run: id, scratch: scratch).isEmpty)
+    }
+
+    /// Live processes of this test's run `run` (its environment names the test's scratch directory).
+    static func tagged(run: Int64, scratch: String) -> [Int32] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry -> Int32? in
+            guard let pid = Int32(entry), FleetGuardTests.isLive(pid), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
+            let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            guard variables.contains("BATON_RUN_ID=\(run)"), variables.contains("GO=\(scratch)/go") else { return nil }
+            return pid
+        }
+    }
+}
