@@ -51,6 +51,12 @@ struct FleetApprovalTests {
         #expect(try team.baton(team.ann, hosts[1], "approvals").stdout == "nothing waits for your approval\n", "her own run is not hers to approve")
         let own = try team.baton(team.ann, hosts[1], "approve", run)
         #expect(own.code == 77 && own.stderr.contains("triggered run \(run) of deploy and may not approve it"), "\(own.stderr)")
+        // Every host's status says what it waits for (read with its feed's refresh, once a second).
+        for host in hosts {
+            let told = try FleetLockTests.eventually { try host.baton("status", "deploy").stdout.contains("waiting for approval by group:\(team.group)") }
+            let status = try host.baton("status", "deploy").stdout
+            #expect(told, "\(status)")
+        }
         // Waiting: no host starts it (three ticks at least in 1.5 s).
         usleep(1_500_000)
         #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [run]).first?[0] == "queued", "no host starts a waiting run")
@@ -122,7 +128,7 @@ struct FleetApprovalTests {
         defer { for host in hosts { host.stop() } }
         let run = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "-p", "ref=v5", "--detach", "--json"))
         let ended = try #require(try FleetTests.wait(hosts[1], run: Int64(run)!))
-        #expect(ended.phase == .cancelled && ended.error == "approval timed out after 2s", "\(ended)")
+        #expect(ended.phase == .cancelled && ended.reason == "approval" && ended.error?.hasPrefix("approval timed out after 2") == true, "\(ended)")
         let db = try PGConnection(conninfo)
         #expect(try db.query("SELECT verdict FROM approvals WHERE run_id = $1", [run]).first?[0] == "timed_out")
         #expect(try db.query("SELECT count(*) FROM transitions WHERE run_id = $1 AND to_phase = 'cancelled'", [run]).first?[0] == "1",
