@@ -85,6 +85,11 @@ enum FleetApprovals {
         WHERE a.verdict IS NULL AND a.until <= \(FleetCooldown.databaseNow) AND r.phase = 'queued' ORDER BY a.run_id
         """, [])
 
+    /// Run `id`'s approval: what it waits for, or how it was decided; nil where it has none.
+    static func of(_ id: Int64, on db: PGConnection) throws -> ApprovalState? {
+        try db.query("SELECT \(columns) FROM approvals a WHERE a.run_id = $1", [String(id)]).first.flatMap { state($0, from: 0)?.state }
+    }
+
     /// The approvals of the runs in flight, by run.
     static func ofLiveRuns(on db: PGConnection) throws -> [Int64: ApprovalState] {
         var found: [Int64: ApprovalState] = [:]

@@ -67,6 +67,10 @@ struct FleetApprovalTests {
         let again = try team.baton(team.ben, hosts[0], "deny", run)
         #expect(again.code != 0 && again.stderr.contains("was decided already: approved by \(team.ben)"), "\(again.stderr)")
         #expect(try db.query("SELECT verdict, decided_by FROM approvals WHERE run_id = $1", [run]).first == ["approved", team.ben])
+        for host in hosts {
+            let show = try host.baton("show", run).stdout
+            #expect(show.contains("approval: approved by \(team.ben) at "), "every host's show tells the decision: \(show)")
+        }
     }
 
     @Test("ben approves on web-1 and denies on web-2 at once: one decision; the other is told it")
@@ -160,5 +164,34 @@ struct FleetApprovalTests {
         let ended = try #require(try FleetTests.wait(hosts[1], run: Int64(run)!))
         #expect(ended.phase == .success && ended.host == "web-2", "\(ended)")
         #expect(Self.lines(marker) == ["ref=v6"])
+    }
+
+    @Test("self-approval through a hook across hosts: ann's build on web-1 fires a gated deploy; on web-2 she may not approve it (77), ben may, and it runs with her params")
+    func throughHook() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let marker = NSTemporaryDirectory() + "baton-fleet-approve-hook-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let hosts = try FleetTests.fleet(2, actions: """
+            build: { exec: ["true"], params: { ref: {} }, on: { success: "deploy" } },
+            deploy: { exec: ["sh", "-c", "echo ref=$BATON_HOOK_PARAM_REF >> \(marker)"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+            """, settings: #"requireUser: false, socketMode: "0666", allow: { trigger: { users: ["*"] } },"#)
+        for host in hosts { chmod(host.directory, 0o755) }
+        defer { for host in hosts { host.stop() } }
+        let build = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "build", "-p", "ref=evil", "--detach", "--json"))
+        let built = try hosts[0].baton("wait", build)
+        #expect(built.code == 0, "\(built.stdout)\(built.stderr)\(hosts[0].stderr.split(separator: "\n").filter { $0.contains("rror") || $0.contains(" at /work") }.prefix(12).joined(separator: "\n"))")
+        var listed = ""
+        #expect(try FleetLockTests.eventually {
+            listed = try team.baton(team.ben, hosts[1], "approvals").stdout
+            return listed.contains("  deploy")
+        }, "\(listed)")
+        let deploy = try #require(listed.firstMatch(of: /run (\d+)  deploy/).map { String($0.1) }, "\(listed)")
+        #expect(try team.baton(team.ann, hosts[1], "approvals").stdout == "nothing waits for your approval\n")
+        let own = try team.baton(team.ann, hosts[1], "approve", deploy)
+        #expect(own.code == 77 && own.stderr.contains("may not approve it"), "\(own.stderr)")
+        #expect(try team.baton(team.ben, hosts[1], "approve", deploy).code == 0)
+        #expect(try hosts[1].baton("wait", deploy).code == 0)
+        #expect(Self.lines(marker) == ["ref=evil"])
     }
 }
