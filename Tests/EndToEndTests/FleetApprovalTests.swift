@@ -194,4 +194,38 @@ struct FleetApprovalTests {
         #expect(try hosts[1].baton("wait", deploy).code == 0)
         #expect(Self.lines(marker) == ["ref=evil"])
     }
+
+    @Test("queue: a follow-up approved on web-2 while the holder runs starts when the holder ends; one not approved stays queued after the end, holding the key")
+    func followUpAfterEnd() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let gate = try FifoGate()
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            deploy: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" }, policy: "queue", params: { ref: {} },
+                      approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+            """, conninfo: conninfo, settings: #"requireUser: false, socketMode: "0666", allow: { trigger: { users: ["*"] } },"#)
+        for host in hosts { chmod(host.directory, 0o755) }
+        defer { for host in hosts { host.stop() } }
+        let trigger = { (ref: String) in
+            try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "-p", "ref=\(ref)", "--detach", "--json"))
+        }
+        let first = try trigger("a")
+        #expect(try team.baton(team.ben, hosts[1], "approve", first).code == 0)
+        #expect(try FleetTests().waitUntilPhase(hosts[0], Int64(first)!, .loading))
+        let second = try trigger("b")
+        #expect(second != first)
+        #expect(try team.baton(team.ben, hosts[1], "approve", second).code == 0, "approved while the holder runs")
+        gate.release()
+        #expect(try FleetTests.wait(hosts[0], run: Int64(first)!)?.phase == .success)
+        #expect(try FleetTests().waitUntilPhase(hosts[0], Int64(second)!, .loading), "the approved follow-up starts after the holder's end")
+        let third = try trigger("c")
+        gate.release()
+        #expect(try FleetTests.wait(hosts[0], run: Int64(second)!)?.phase == .success)
+        usleep(1_500_000)
+        let db = try PGConnection(conninfo)
+        #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [third]).first?[0] == "queued", "not approved: not started after the end")
+        #expect(try team.baton(team.ben, hosts[1], "deny", third, "--reason", "enough").code == 0)
+        #expect(try FleetTests.wait(hosts[0], run: Int64(third)!)?.phase == .cancelled)
+    }
 }
