@@ -43,7 +43,10 @@ struct FleetApprovalTests {
         let conninfo = try Postgres.server().database()
         let hosts = try Self.fleet(team, marker: marker, conninfo: conninfo)
         defer { for host in hosts { host.stop() } }
-        let run = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "-p", "ref=v2", "--detach", "--json"))
+        let triggered = try team.baton(team.ann, hosts[0], "run", "deploy", "-p", "ref=v2", "--detach", "--json")
+        let run = try ApprovalEndToEndTests.runID(triggered)
+        #expect(triggered.stdout.contains(#""approval" : {"#) && triggered.stdout.contains("\"group:\(team.group)\""),
+                "the answer says what it waits for: \(triggered.stdout)")
         let db = try PGConnection(conninfo)
         #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [run]).first?[0] == "queued")
         let listed = try team.baton(team.ben, hosts[1], "approvals")

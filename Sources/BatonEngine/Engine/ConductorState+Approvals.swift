@@ -19,7 +19,7 @@ extension ConductorState {
     }
 
     /// What a new run of `action` made at `now` waits for: nil for an action without `approve`.
-    static func approvalWait(_ action: Action, at now: Timestamp) -> ApprovalState? {
+    public static func approvalWait(_ action: Action, at now: Timestamp) -> ApprovalState? {
         action.approve.map { ApprovalState(by: $0.by, until: $0.timeout.map { now + $0 }) }
     }
 
