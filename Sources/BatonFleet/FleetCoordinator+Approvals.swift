@@ -29,6 +29,9 @@ extension FleetCoordinator {
                         on db: PGConnection) throws -> Result<RunSnapshot, BatonError> {
         guard let row = try db.query(FleetApprovals.runWithApproval(id)).first else { return .failure(.unknownRun(id)) }
         let (run, _, origin) = FleetApprovals.run(row)
+        // A run out of flight is answered from the history, as on one host (`Service.decideEnded`:
+        // `was decided already: ...`, or `ended cancelled before a decision`).
+        if run.phase.isTerminal { return .failure(.unknownRun(id)) }
         let rule = conductor.action(named: run.action)?.approve
         let decided: ApprovalState
         switch ApprovalRule.decide(rule, run.approval, run: run, origin: origin, queued: run.phase == .queued, by: approver,

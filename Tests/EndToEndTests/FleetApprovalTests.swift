@@ -120,6 +120,9 @@ struct FleetApprovalTests {
         let ended = try #require(try FleetTests.wait(hosts[0], run: Int64(run)!))
         #expect(ended.phase == .cancelled && ended.error == "denied by \(team.ben): not today", "\(ended)")
         #expect(Self.lines(marker).isEmpty, "a denied run never starts")
+        let late = try team.baton(team.ben, hosts[0], "approve", run)
+        #expect(late.code == 2 && late.stderr.contains("run \(run) of deploy was decided already: denied by \(team.ben): not today"),
+                "exit \(late.code): \(late.stderr)")
         let next = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[1], "run", "deploy", "-p", "ref=v4", "--detach", "--json"))
         #expect(next != run, "the key was freed: a new run waits")
     }
