@@ -76,6 +76,10 @@ extension FleetCoordinator {
             written.runs[run.id] = run
             written.statements += [FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint),
                                    try FleetJournal.insertTransition(queued)] + deliveryRecord(trigger, run: run.id, at: now)
+            // A run that waits for an approver's yes: its wait, in the transaction that makes it.
+            if let rule = trigger.action.approve {
+                written.statements.append(FleetApprovals.insert(run.id, action: run.action, rule, origin: trigger.peer?.uid))
+            }
             for stop in stops { try self.stop(stop, &written) }
         }
     }

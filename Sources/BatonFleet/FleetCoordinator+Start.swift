@@ -132,7 +132,8 @@ extension FleetCoordinator {
     }
 
     /// This host's queued runs that hold a free key and whose window passed, lock lines first;
-    /// not those of a paused action (which `start` would refuse, on every look, until it resumes).
+    /// not those of a paused action, nor those waiting for their approval (which `start` would
+    /// refuse, on every look, until it resumes or they are approved).
     /// Joined on the key (the slot row's primary key) as well as its holder: on `holder` alone,
     /// which has no index, PostgreSQL's plan could scan every key for each queued run (79 ms a
     /// tick in a bench run, the run phase's server CPU).
@@ -141,6 +142,7 @@ extension FleetCoordinator {
             SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
             WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
               AND \(FleetDebounce.due) AND NOT \(FleetPauses.holds) AND NOT \(FleetRates.held)
+              AND NOT \(FleetApprovals.waits)
             ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
             """, [host.incarnation, String(count), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
             .compactMap { $0[0].flatMap { Int64($0) } }

@@ -81,7 +81,7 @@ extension FleetCoordinator {
             let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
             let paused = FleetPauses.holds(row, from: FleetRows.runColumnCount + 5)
             guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t",
-                                       paused: paused) else { continue }
+                                       paused: paused, approving: row[FleetRows.runColumnCount + 11] == "t") else { continue }
             ready.append((run, Int(row[FleetRows.runColumnCount] ?? "") ?? 1, conductor.action(named: run.action)))
         }
         // The lock rows of the runs that claim locks, then the rate-limited buckets: the fleet's lock order.
@@ -119,13 +119,15 @@ extension FleetCoordinator {
     }
 
     /// Each run with its last seq, its key's slot (holder, follow-up, draining), whether it may
-    /// start by its owner and its window (`t`), and its action's pause (`FleetPauses.joined`):
-    /// read once its key's row is held.
+    /// start by its owner and its window (`t`), its action's pause (`FleetPauses.joined`), and
+    /// whether it waits for its approval (`t`, `FleetApprovals.waiting`): read once its key's row is held.
     static func startable(_ ids: [Int64], incarnation: String) -> FleetJournal.Statement {
         let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
         return ("""
-            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined)
-            FROM runs r JOIN keys k ON k.key = r.key LEFT JOIN pauses p ON p.action = r.action WHERE r.id = ANY ($1::bigint[])
+            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined),
+                   \(FleetApprovals.waiting)
+            FROM runs r JOIN keys k ON k.key = r.key LEFT JOIN pauses p ON p.action = r.action LEFT JOIN approvals a ON a.run_id = r.id
+            WHERE r.id = ANY ($1::bigint[])
             """, ["{" + ids.map(String.init).joined(separator: ",") + "}", incarnation])
     }
 }

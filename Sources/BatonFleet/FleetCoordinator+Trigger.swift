@@ -90,6 +90,8 @@ extension FleetCoordinator {
         run.via = trigger.via
         run.slot = trigger.slot
         run.debounceUntil = window?.deadline
+        // What it waits for, as its answer tells (its row's `until` is the database's, `FleetApprovals.insert`).
+        run.approval = ConductorState.approvalWait(trigger.action, at: now)
         return (run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail))
     }
 

@@ -3,7 +3,8 @@ import FoundationEssentials
 
 extension FleetFeed {
     /// One pass: catch up, stop what was asked (when a stop was announced, and once a second:
-    /// notifications are lossy), ask the loop for a look at what may start (`lookForStarts`), refresh what is in flight.
+    /// notifications are lossy), ask the loop for a look at what may start (`lookForStarts`); once
+    /// a second, end the waits for approval that timed out and refresh what is in flight.
     static func tick(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator, stops announced: Bool) throws {
         if state.position == nil { state.position = FeedPosition(seen: try snapshot(on: db)) }
         while try catchUp(db, &state, coordinator) {}
@@ -12,6 +13,8 @@ extension FleetFeed {
         // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
         guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
         state.refreshed = .now
+        // Waits for approval whose end came, by the database's clock: decided once, by whichever host's tick is first.
+        if coordinator.conductor.configuredActions().contains(where: { $0.approve?.timeout != nil }) { try coordinator.timeOutApprovals(on: db) }
         try refresh(db, coordinator)
     }
 
@@ -32,6 +35,8 @@ extension FleetFeed {
         // What each run in a lock's line waits for, on whichever host (`FleetLocks.waits`).
         let limits = coordinator.lockLimits()
         let waits = limits.isEmpty ? [:] : FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows), limits: limits)
+        // Each run's wait for approval, and how it was decided (`status`: "waiting for approval by ...").
+        let approvals = try FleetApprovals.ofLiveRuns(on: db)
         let live = try db.query("""
             SELECT \(FleetRows.runColumns), last_seq, (SELECT array_position(k.line, runs.id) FROM keys k WHERE k.key = runs.key)
             FROM runs WHERE phase IN ('queued', 'loading', 'retrying')
@@ -42,6 +47,10 @@ extension FleetFeed {
                 run.waiting = waits[run.id]
                 run.line = row[FleetRows.runColumnCount + 1].flatMap { Int($0) }
             }
+            return run
+        }.map { run in
+            var run = run
+            run.approval = approvals[run.id]
             return run
         }
         coordinator.reactor.onLoop { coordinator.send(.refreshed(live)) }

@@ -60,7 +60,10 @@ struct FleetHistory: HistoryReader {
             SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params, via FROM triggers WHERE run_id = $1 ORDER BY id
             """, [String(id)]).rows.map(trigger)
         let output = try db.query("SELECT encode(tail, 'hex'), truncated FROM outputs WHERE run_id = $1", [String(id)]).first
-        var detail = RunDetail(run: FleetRows.run(row), transitions: transitions, triggers: triggers,
+        var run = FleetRows.run(row)
+        // Its wait for approval, or how it was decided (`approval: approved by bob at ...`).
+        run.approval = try FleetApprovals.of(id, on: db)
+        var detail = RunDetail(run: run, transitions: transitions, triggers: triggers,
                                output: output.map { Data(unhex($0[0] ?? "")) }, outputTruncated: output?[1] == "t")
         // The runs its hooks made, whichever host made them (the other way is the run's `hook`).
         detail.hookRuns = try db.query("SELECT \(FleetRows.runColumns) FROM runs WHERE hook_run = $1 ORDER BY id", [String(id)]).rows

@@ -76,6 +76,7 @@ enum FleetHooks {
             let detail = KeyDecision.queuedDetail(decision, via: cause.description, window: window)
             try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
             try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: view.now, detail: detail), on: db)
+            if let rule = action.approve { try db.query(FleetApprovals.insert(run.id, action: action.name, rule, firing: cause.run)) }
             // The runs it replaces stop as any replace's do (`FleetStop`); a queued one leaves the slot before it is written.
             if case let .replaced(_, stopping) = decision {
                 _ = try FleetStop.perform(stopping, .replaced(by: run.id), slot: &slot, on: db, me: me.incarnation)

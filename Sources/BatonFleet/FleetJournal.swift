@@ -27,7 +27,9 @@ enum FleetJournal {
             try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
         case .needs, .approval:
-            // Needs and approvals are one machine's for now: a fleet's config refuses `needs` and `approve`, so none comes here.
+            // Needs are one machine's for now (a fleet's config refuses them); a fleet's approvals are
+            // rows the trigger batch and a decision write (`FleetApprovals`): a conductor runs
+            // only runs it adopted, decided already, and makes no wait of its own.
             return false
         case let .pause(pause):
             _ = try db.pipeline(FleetPauses.write(pause, host: me.name))

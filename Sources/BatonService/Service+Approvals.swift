@@ -16,7 +16,7 @@ extension Service {
         if let live = dispatcher.snapshot(of: run), !allowed(.read, live.action, generation, exchange.peer) {
             return exchange.fail(.unknownRun(run))
         }
-        conductor.decide(run: run, by: approver(exchange.peer), approve: request.op == .approve, reason: request.op == .deny ? reason : nil) {
+        dispatcher.decide(run: run, by: approver(exchange.peer), approve: request.op == .approve, reason: request.op == .deny ? reason : nil) {
             switch $0 {
             case let .failure(.unknownRun(id)): self.decideEnded(id, exchange, generation)
             case let .failure(error): exchange.fail(error)
@@ -54,11 +54,14 @@ extension Service {
 
     /// `approvals`: the runs waiting for the caller's yes now (of actions whose `approve.by`
     /// includes them, their own excluded unless `self: true`), oldest first.
-    func approvals(_ request: Request, _ exchange: Exchange, _ generation: Generation) -> Response {
-        var response = Response(id: request.id)
-        // Only runs of actions the caller may read: a run it could not decide (`unknown_run`) is not offered.
-        response.runs = conductor.awaitingApproval(by: approver(exchange.peer)).filter { allowed(.read, $0.action, generation, exchange.peer) }
-        return response
+    /// A fleet's are every host's, read from its database.
+    func approvals(_ request: Request, _ exchange: Exchange, _ generation: Generation) {
+        dispatcher.awaitingApproval(by: approver(exchange.peer)) { [self] runs in
+            var response = Response(id: request.id)
+            // Only runs of actions the caller may read: a run it could not decide (`unknown_run`) is not offered.
+            response.runs = runs.filter { allowed(.read, $0.action, generation, exchange.peer) }
+            exchange.finish(response)
+        }
     }
 
     /// The longest reason a deny may give, in bytes.

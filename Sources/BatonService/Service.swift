@@ -202,7 +202,7 @@ public final class Service: RequestHandler, Sendable {
         case .output: output(exchange, generation)
         case .pause, .resume: pause(exchange, generation)
         case .approve, .deny: approval(exchange, generation)
-        case .approvals: exchange.finish(approvals(request, exchange, generation))
+        case .approvals: approvals(request, exchange, generation)
         // The history and the admin hooks: driven by `reads`, answered on the loop.
         case .history, .show, .stats, .denied, .reload, .prune, .search, .events, .artifacts, .artifact, .restart:
             reads.read({ [self] () async throws(BatonError) -> Response in try await handle(request, generation, connection) }) { result in

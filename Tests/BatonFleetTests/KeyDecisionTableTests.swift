@@ -255,6 +255,7 @@ struct KeyDecisionRowsTests {
         var slot: KeySlot
         var passed = true
         var paused = false
+        var approving = false
         var starts: Bool
         var testDescription: String { name }
     }
@@ -268,11 +269,14 @@ struct KeyDecisionRowsTests {
         Start(name: "not once it left queued", phase: .loading, slot: KeySlot(holder: 7), starts: false),
         Start(name: "not when the key forgot it (cancelled)", phase: .cancelled, slot: KeySlot(), starts: false),
         Start(name: "not while its action is paused", slot: KeySlot(holder: 7), paused: true, starts: false),
+        Start(name: "not while it waits for its approval", slot: KeySlot(holder: 7), approving: true, starts: false),
+        Start(name: "not while it waits for its approval, paused too", slot: KeySlot(holder: 7), paused: true, approving: true, starts: false),
     ]
 
     @Test("whether a queued run may start", arguments: starts)
     func mayStart(_ row: Start) {
-        #expect(KeyDecision.mayStart(7, phase: row.phase, slot: row.slot, windowPassed: row.passed, paused: row.paused) == row.starts)
+        #expect(KeyDecision.mayStart(7, phase: row.phase, slot: row.slot, windowPassed: row.passed, paused: row.paused,
+                                     approving: row.approving) == row.starts)
     }
 }
 

@@ -47,6 +47,17 @@ struct TriggerBatchTests {
         #expect(decided.slots == ["b": KeySlot(holder: 100), "a": KeySlot(holder: 101), "c": KeySlot(holder: 102)])
     }
 
+    @Test("an action with approve: its new run holds its free key but does not start in the batch; the next trigger of the key meets it")
+    func awaitingApproval() {
+        var gated = Self.action("deploy")
+        gated.approve = ApprovalRule(by: ["group:ops"], approvers: AccessRule(groups: [50]))
+        let decided = Self.decide([Self.entry("deploy", action: gated), Self.entry("other"), Self.entry("deploy", action: gated)])
+        #expect(decided.outcomes.first == .created(.created(100), window: nil))
+        #expect(decided.starts == [101], "the waiting run does not start; the other key's does")
+        #expect(decided.slots["deploy"] == KeySlot(holder: 100), "it holds its key as any run in flight")
+        #expect(decided.outcomes.last == .shared(.rejected(100, line: nil)) || decided.outcomes.last?.sharedRun == 100, "\(decided.outcomes)")
+    }
+
     @Test("one key, in arrival order: each trigger meets the slot the ones before it left",
           arguments: [
               ([Policy.queue, .queue, .queue], [FlightTable.Decision.created(100), .followUp(101, after: 100), .coalesced(101)], [Int64(100)]),

@@ -22,7 +22,7 @@ struct ApprovalsConfigTests {
         #expect(config.actions.first { $0.name == "mine" }?.hooks.targets[.awaiting]?.action.name == "chat")
     }
 
-    @Test("a bad approve names the action, the field and what is wrong; a fleet config refuses approve", arguments: [
+    @Test("a bad approve names the action, the field and what is wrong; a fleet config takes approve, not its awaiting hook", arguments: [
         (#"{ actions: { d: { exec: ["true"], approve: { by: ["group:no-such-group-here"] } } } }"#,
          ["actions.d.approve.by[0]: no group named \"no-such-group-here\""]),
         (#"{ actions: { d: { exec: ["true"], approve: { by: ["user:no-such-user-here"] } } } }"#,
@@ -37,8 +37,9 @@ struct ApprovalsConfigTests {
          ["actions.d.approve.self: expected true or false, got a string"]),
         (#"{ actions: { chat: { exec: ["true"] }, d: { exec: ["true"], on: { awaiting: "chat" } } } }"#,
          ["actions.d.on.awaiting: fires when a run waits for approval, and d has no approve"]),
-        (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], approve: { by: ["user:0"] } } } }"#,
-         ["actions.d.approve: approvals are one machine's for now: a fleet's hosts cannot share a run's wait for approval yet"]),
+        (#"{ postgres: "dbname=x", actions: { chat: { exec: ["true"] }, d: { exec: ["true"], approve: { by: ["user:0"] }, on: { awaiting: "chat" } } } }"#,
+         ["actions.d.on.awaiting: a hook on a run that waits for approval is one machine's for now: a fleet's hosts do not announce a waiting run yet"]),
+        (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], approve: { by: ["user:0"], timeout: "1h" } } } }"#, []),
     ])
     func refused(text: String, expected: [String]) {
         #expect(problems(text) == expected)

@@ -28,6 +28,13 @@ public protocol RunDispatcher: Sendable {
     /// on them: at once on one machine; a fleet reads its database's first (a pause made on
     /// another host a moment ago is resumed, not answered "not paused").
     func readPauses(then: @escaping @Sendable (BatonError?) -> Void)
+    /// Approves or denies a run waiting for approval (`baton approve`, `baton deny`), decided
+    /// once: answered with the run as the decision left it, or refused (`forbidden`, `notWaiting`,
+    /// `unknownRun`). A fleet decides in its database, for a run of any host.
+    func decide(run: Int64, by approver: Approver, approve: Bool, reason: String?,
+                answered: @escaping @Sendable (Result<RunSnapshot, BatonError>) -> Void)
+    /// The runs waiting for `approver`'s yes now, oldest first (a fleet's: every host's).
+    func awaitingApproval(by approver: Approver, answered: @escaping @Sendable ([RunSnapshot]) -> Void)
 }
 
 extension Conductor: RunDispatcher {
@@ -39,4 +46,9 @@ extension Conductor: RunDispatcher {
 
     /// One machine's pauses are the conductor's own.
     public func readPauses(then: @escaping @Sendable (BatonError?) -> Void) { then(nil) }
+
+    /// One machine's waits are the conductor's own.
+    public func awaitingApproval(by approver: Approver, answered: @escaping @Sendable ([RunSnapshot]) -> Void) {
+        answered(awaitingApproval(by: approver))
+    }
 }

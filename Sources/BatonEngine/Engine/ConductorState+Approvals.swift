@@ -19,7 +19,7 @@ extension ConductorState {
     }
 
     /// What a new run of `action` made at `now` waits for: nil for an action without `approve`.
-    static func approvalWait(_ action: Action, at now: Timestamp) -> ApprovalState? {
+    public static func approvalWait(_ action: Action, at now: Timestamp) -> ApprovalState? {
         action.approve.map { ApprovalState(by: $0.by, until: $0.timeout.map { now + $0 }) }
     }
 
@@ -57,22 +57,14 @@ extension ConductorState {
     mutating func decideApproval(_ token: Token, run id: Int64, _ approver: Approver, approve: Bool, reason: String?,
                                  _ step: inout Step) {
         guard let flight = flights[id] else { return step.answer(token, .failed(.unknownRun(id))) }
-        guard let state = approvals[id], let rule = flight.action.approve else {
-            return step.answer(token, .failed(.notWaiting(run: id, "run \(id) of \(flight.run.action) does not wait for approval")))
+        // The rule is the engine's, for one machine and a fleet alike (`ApprovalRule.decide`).
+        let decided: ApprovalState
+        switch ApprovalRule.decide(flight.action.approve, approvals[id], run: flight.run, origin: flight.origin,
+                                   queued: flight.machine.phase == .queued && !flight.isOver, by: approver, approve: approve,
+                                   reason: reason, at: step.now) {
+        case let .failure(error): return step.answer(token, .failed(error))
+        case let .success(state): decided = state
         }
-        // Who may not decide it is told no more of the run than that.
-        if let refusal = rule.refusal(approver, of: flight.run, origin: flight.origin) { return step.answer(token, .failed(.forbidden(refusal))) }
-        if let decided = state.decisionText {
-            return step.answer(token, .failed(.notWaiting(run: id, "run \(id) of \(flight.run.action) was decided already: \(decided)")))
-        }
-        guard flight.machine.phase == .queued, !flight.isOver else {
-            return step.answer(token, .failed(.notWaiting(run: id, "run \(id) of \(flight.run.action) is \(flight.machine.phase.rawValue)")))
-        }
-        var decided = state
-        decided.verdict = approve ? .approved : .denied
-        decided.decidedBy = approver.name
-        decided.decidedAt = step.now
-        decided.reason = reason
         record(decided, of: id, &step)
         if approve {
             // Its needs run only once it is approved: a denied or timed-out run never ran them.

@@ -14,8 +14,17 @@ extension KeyDecision {
 
     /// Whether queued run `run` may start now: it holds its key, nothing of the key is still
     /// stopping (`KeySlot.startable`), its debounce window, if it has one, has passed, and its
-    /// action is not `paused` (a pause that holds now: `ActionPause.holds(at:)`).
-    public static func mayStart(_ run: Int64, phase: Phase, slot: KeySlot, windowPassed: Bool, paused: Bool) -> Bool {
-        phase == .queued && slot.startable == run && windowPassed && !paused
+    /// action is not `paused` (a pause that holds now: `ActionPause.holds(at:)`), and it does not
+    /// wait for an approver's yes (`approving`: its approval row undecided, as one machine's
+    /// `FlightTable.isApproving`; a denied or timed-out run has ended).
+    public static func mayStart(_ run: Int64, phase: Phase, slot: KeySlot, windowPassed: Bool, paused: Bool, approving: Bool) -> Bool {
+        phase == .queued && slot.startable == run && windowPassed && !paused && !approving
+    }
+
+    /// Whether a new run of `action` starts in the transaction that makes it when its key is
+    /// free: not one that waits for an approver first (`approve`), as one machine's
+    /// `awaitApproval` holds it back.
+    public static func startsAtCreation(_ action: Action) -> Bool {
+        action.approve == nil
     }
 }

@@ -1,0 +1,111 @@
+import BatonCore
+import FoundationEssentials
+
+/// Runs that wait for a person's yes across a fleet (schema 20, `approvals`): a run of an action
+/// with `approve` is made `queued`, holding its key, with its approval row, in the transaction
+/// that makes it (a trigger batch's, a hook's); no start reads it startable while the row is
+/// undecided (`KeyDecision.mayStart`, `approving`). A decision, on any host, is one guarded
+/// UPDATE (`WHERE verdict IS NULL`) in a transaction that holds the run's key row: the first
+/// decides, every other is told how it was decided. The engine's rules decide who may
+/// (`ApprovalRule.refusal`) and what a deny or a timeout does to the run (`RunMachine.Stop`,
+/// written by `FleetStop` as any stop of a queued run); the rows only carry the facts.
+enum FleetApprovals {
+    typealias Statement = FleetJournal.Statement
+
+    /// An approval row's columns, as `state(_:from:)` reads them.
+    static let columns = "a.approvers, a.until, a.verdict, a.decided_by, a.decided_at, a.reason, a.origin_uid"
+    static let columnCount = 7
+
+    static func state(_ row: [String?], from index: Int) -> (state: ApprovalState, origin: UInt32?)? {
+        guard row.count >= index + columnCount, let approvers = row[index] else { return nil }
+        let int64 = { (i: Int) in row[index + i].flatMap { Int64($0) } }
+        let state = ApprovalState(by: approvers.split(separator: "\n").map(String.init), until: int64(1).map(Timestamp.init(rawValue:)),
+                                  verdict: row[index + 2].flatMap(ApprovalState.Verdict.init(rawValue:)), decidedBy: row[index + 3],
+                                  decidedAt: int64(4).map(Timestamp.init(rawValue:)), reason: row[index + 5])
+        return (state, int64(6).map { UInt32(truncatingIfNeeded: $0) })
+    }
+
+    /// Whether run `r` waits for its approval: a look's filter (the start decides with
+    /// `KeyDecision.mayStart` on the row it reads, `waiting`).
+    static let waits = "EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.id AND a.verdict IS NULL)"
+
+    /// Whether the approval joined as `a` (NULLs where the run has none) is undecided.
+    static let waiting = "(a.run_id IS NOT NULL AND a.verdict IS NULL)"
+
+    /// The wait of new run `run` of an action with `rule`: who may approve, as the config wrote
+    /// them, who made it (`origin`), and when it ends by the database's clock. Written in the
+    /// transaction that makes the run.
+    static func insert(_ run: Int64, action: String, _ rule: ApprovalRule, origin: UInt32?) -> Statement {
+        ("""
+            INSERT INTO approvals (run_id, action, approvers, origin_uid, until)
+            VALUES ($1, $2, $3, $4, \(FleetCooldown.databaseNow) + $5::bigint)
+            """, [String(run), action, rule.by.joined(separator: "\n"), FleetRows.text(origin),
+                  rule.timeout.map { String($0.microseconds) }])
+    }
+
+    /// The wait of a hook's new run: its origin is the firing run's (its approval's origin, else
+    /// its trigger's uid), as one machine follows a hook run's origin back.
+    static func insert(_ run: Int64, action: String, _ rule: ApprovalRule, firing: Int64) -> Statement {
+        ("""
+            INSERT INTO approvals (run_id, action, approvers, origin_uid, until)
+            SELECT $1, $2, $3, coalesce((SELECT origin_uid FROM approvals WHERE run_id = $4), (SELECT trigger_uid FROM runs WHERE id = $4)),
+                   \(FleetCooldown.databaseNow) + $5::bigint
+            """, [String(run), action, rule.by.joined(separator: "\n"), String(firing), rule.timeout.map { String($0.microseconds) }])
+    }
+
+    /// A decision, written only where none was (the first decides): one row changed, or none.
+    static func decide(_ run: Int64, _ verdict: ApprovalState.Verdict, by: String?, reason: String?) -> Statement {
+        ("""
+            UPDATE approvals SET verdict = $2, decided_by = $3, reason = $4, decided_at = \(FleetCooldown.databaseNow)
+            WHERE run_id = $1 AND verdict IS NULL
+            RETURNING approvers, until, verdict, decided_by, decided_at, reason, origin_uid
+            """, [String(run), verdict.rawValue, by, reason])
+    }
+
+    /// A run with its approval row (NULLs where it has none), its last seq after the run's columns.
+    static func runWithApproval(_ run: Int64) -> Statement {
+        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
+        return ("SELECT \(columns), r.last_seq, \(Self.columns) FROM runs r LEFT JOIN approvals a ON a.run_id = r.id WHERE r.id = $1",
+                [String(run)])
+    }
+
+    /// Every undecided wait of a queued run, oldest first, each with its run (`runWithApproval`'s columns).
+    static let allWaiting: Statement = {
+        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
+        return ("""
+            SELECT \(columns), r.last_seq, \(Self.columns) FROM approvals a JOIN runs r ON r.id = a.run_id
+            WHERE a.verdict IS NULL AND r.phase = 'queued' ORDER BY r.id
+            """, [])
+    }()
+
+    /// The undecided waits of queued runs whose end has come by the database's clock: a tick's
+    /// look (by index; a run cancelled while it waited keeps its row undecided, and is not due).
+    static let due: Statement = ("""
+        SELECT a.run_id FROM approvals a JOIN runs r ON r.id = a.run_id
+        WHERE a.verdict IS NULL AND a.until <= \(FleetCooldown.databaseNow) AND r.phase = 'queued' ORDER BY a.run_id
+        """, [])
+
+    /// Run `id`'s approval: what it waits for, or how it was decided; nil where it has none.
+    static func of(_ id: Int64, on db: PGConnection) throws -> ApprovalState? {
+        try db.query("SELECT \(columns) FROM approvals a WHERE a.run_id = $1", [String(id)]).first.flatMap { state($0, from: 0)?.state }
+    }
+
+    /// The approvals of the runs in flight, by run.
+    static func ofLiveRuns(on db: PGConnection) throws -> [Int64: ApprovalState] {
+        var found: [Int64: ApprovalState] = [:]
+        for row in try db.query("""
+            SELECT a.run_id, \(columns) FROM approvals a JOIN runs r ON r.id = a.run_id WHERE r.phase IN ('queued', 'loading', 'retrying')
+            """).rows {
+            if let id = row[0].flatMap({ Int64($0) }), let state = state(row, from: 1)?.state { found[id] = state }
+        }
+        return found
+    }
+
+    /// The run in `row` (`runWithApproval`'s columns) with its approval, and who made it.
+    static func run(_ row: [String?]) -> (run: RunSnapshot, seq: Int, origin: UInt32?) {
+        var run = FleetRows.run(row)
+        let found = state(row, from: FleetRows.runColumnCount + 1)
+        run.approval = found?.state
+        return (run, Int(row[FleetRows.runColumnCount] ?? "") ?? 1, found?.origin)
+    }
+}
