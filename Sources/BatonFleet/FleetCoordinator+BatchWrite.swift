@@ -76,6 +76,8 @@ extension FleetCoordinator {
             written.runs[run.id] = run
             written.statements += [FleetJournal.insertRun(run, as: host, definition: trigger.action.fingerprint),
                                    try FleetJournal.insertTransition(queued)] + deliveryRecord(trigger, run: run.id, at: now)
+            // A run that needs others waits for them to be asked and met (`FleetNeeds`).
+            if !trigger.action.needs.isEmpty { written.statements.append(FleetNeeds.asking(run.id)) }
             for stop in stops { try self.stop(stop, &written) }
         }
     }

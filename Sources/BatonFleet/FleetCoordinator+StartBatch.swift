@@ -125,7 +125,7 @@ extension FleetCoordinator {
         let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
         return ("""
             SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined)
-            FROM runs r JOIN keys k ON k.key = r.key LEFT JOIN pauses p ON p.action = r.action WHERE r.id = ANY ($1::bigint[])
+            FROM runs r JOIN keys k ON k.key = r.key LEFT JOIN pauses p ON p.action = r.action WHERE r.id = ANY ($1::bigint[]) AND \(FleetNeeds.met)
             """, ["{" + ids.map(String.init).joined(separator: ",") + "}", incarnation])
     }
 }

@@ -75,6 +75,7 @@ enum FleetHooks {
             run.hook = cause
             let detail = KeyDecision.queuedDetail(decision, via: cause.description, window: window)
             try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
+            if !action.needs.isEmpty { try db.query(FleetNeeds.asking(run.id)) }
             try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: view.now, detail: detail), on: db)
             // The runs it replaces stop as any replace's do (`FleetStop`); a queued one leaves the slot before it is written.
             if case let .replaced(_, stopping) = decision {

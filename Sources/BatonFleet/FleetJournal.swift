@@ -27,7 +27,8 @@ enum FleetJournal {
             try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
         case .needs, .approval:
-            // Needs and approvals are one machine's for now: a fleet's config refuses `needs` and `approve`, so none comes here.
+            // A fleet's needs are asked and decided in its own rows (`FleetNeeds`), not written from the
+            // conductor's items; approvals are one machine's for now (a fleet's config refuses `approve`).
             return false
         case let .pause(pause):
             _ = try db.pipeline(FleetPauses.write(pause, host: me.name))

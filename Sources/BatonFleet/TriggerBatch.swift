@@ -112,7 +112,7 @@ struct TriggerBatch {
             if case let .created(decision, window) = outcome { created.append((decision.run, entry.trigger.key, entry, window)) }
         }
         decided.starts = created.filter { made in
-            made.window == nil && made.entry.startIfFree && state.slots[made.key]?.startable == made.run
+            made.window == nil && made.entry.startIfFree && made.entry.trigger.action.needs.isEmpty && state.slots[made.key]?.startable == made.run
                 && fitsRate(made.run, made.entry.trigger, &state)
         }.map(\.run)
         return decided
