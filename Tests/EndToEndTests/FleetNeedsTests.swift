@@ -92,7 +92,7 @@ struct FleetNeedsTests {
         #expect(try FleetTests.wait(hosts[0], run: held)?.phase == .success)
         #expect(try Self.phases(db, c.id) == ["queued", "failure"])
         let shown = try hosts[0].baton("show", String(c.id)).stdout
-        #expect(shown.contains("needs: build-a run \(aID) (failure)"), "\(shown)")
+        #expect(shown.contains("needs: build-a run \(aID) (failure, exit), build-b run \(held) (success)"), "\(shown)")
         for host in hosts { host.stop() }
     }
 
