@@ -48,7 +48,7 @@ struct FleetNeedsTests {
         let needed = try Self.needed(db, c.id)
         #expect(needed.map(\.[0]) == ["build-a", "build-b"] && needed[1][1] == String(held), "\(needed)")
         #expect(needed.map(\.[2]) == ["web-1", "web-2"], "\(needed)")
-        let aID = try #require(needed[0][1].flatMap { Int64($0) })
+        let aID = try #require(needed.first?[1].flatMap { Int64($0) })
         #expect(try Self.row(db, c.id)[0] == "queued")
         #expect(try FleetDebounceTests.until(30) {
             try hosts[1].baton("status", "c").stdout.contains("waiting for build-a run \(aID), build-b run \(held)")
@@ -93,6 +93,26 @@ struct FleetNeedsTests {
         #expect(try Self.phases(db, c.id) == ["queued", "failure"])
         let shown = try hosts[0].baton("show", String(c.id)).stdout
         #expect(shown.contains("needs: build-a run \(aID) (failure, exit), build-b run \(held) (success)"), "\(shown)")
+        for host in hosts { host.stop() }
+    }
+
+    @Test("a needed action paused on another host: c's run ends failure naming the need and the pause, never started; build-b's run it asked first goes on")
+    func needPaused() throws {
+        let (a, b) = (try FifoGate(), try FifoGate())
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: Self.actions(a, b).replacingOccurrences(of: "needs: [\"build-a\", \"build-b\"]",
+                                                                                           with: "needs: [\"build-b\", \"build-a\"]"), conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        #expect(try hosts[1].baton("pause", "build-a", "--reason", "migrating db").code == 0)
+        let c = try #require(try PolicyTests.trigger(hosts[0], "c").run)
+        let ended = try #require(try FleetTests.wait(hosts[1], run: c.id))
+        #expect(ended.phase == .failure && (ended.error ?? "").hasPrefix("needs build-a: build-a is paused by "), "\(ended)")
+        #expect((ended.error ?? "").hasSuffix("migrating db"), "\(ended)")
+        #expect(try Self.phases(db, c.id) == ["queued", "failure"])
+        let needed = try db.query("SELECT action, needed_run FROM run_needs WHERE run_id = $1", [String(c.id)]).rows
+        #expect(needed.map(\.[0]) == ["build-b"], "\(needed)")
+        b.release()
+        #expect(try FleetTests.wait(hosts[0], run: needed.first?[1].flatMap { Int64($0) } ?? 0)?.phase == .success)
         for host in hosts { host.stop() }
     }
 
