@@ -116,6 +116,34 @@ struct FleetNeedsTests {
         for host in hosts { host.stop() }
     }
 
+    @Test("a hook's run with needs (made in the end's transaction) asks them too; a need's params take the needing run's ({ref})")
+    func hookAndParams() throws {
+        let gate = try FifoGate()
+        let log = gate.directory + "/log"
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            build: { exec: ["sh", "-c", "echo $BATON_PARAM_REF >> \\"$LOG\\""], env: { LOG: "\(log)" },
+                     params: { ref: { default: "main" } }, keyParams: ["ref"] },
+            ship: { exec: ["true"], params: { ref: { default: "main" } }, needs: [{ action: "build", params: { ref: "{ref}" } }] },
+            broken: { exec: ["false"], on: { failure: "ship" } },
+            """, conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        #expect(try PolicyTests.trigger(hosts[0], "broken", detach: false).run?.phase == .failure)
+        // ship's key is held by the hook's run until it ran (its policy rejects meanwhile).
+        #expect(try FleetHookTests.settled(db))
+        let shipped = try PolicyTests.trigger(hosts[1], "ship", params: ["ref": "v2"], detach: false).run
+        #expect(shipped?.phase == .success, "\(String(describing: shipped))")
+        #expect(try FleetHookTests.settled(db))
+        let ships = try db.query("""
+            SELECT s.hook_run IS NOT NULL, s.phase, b.params, b.phase FROM runs s JOIN run_needs n ON n.run_id = s.id JOIN runs b ON b.id = n.needed_run
+            WHERE s.action = 'ship' ORDER BY s.id
+            """).rows
+        #expect(ships.count == 2 && ships.allSatisfy { $0[1] == "success" && $0[3] == "success" }, "\(ships)")
+        #expect(ships.first { $0[0] == "t" }?[2]?.contains("main") == true && ships.first { $0[0] == "f" }?[2]?.contains("v2") == true, "\(ships)")
+        #expect(try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").sorted() == ["main", "v2"])
+        for host in hosts { host.stop() }
+    }
+
     @Test("kill -9 of the host whose run waits: the survivor takes it over, decides its wait once its needs succeed, and runs it once")
     func waitingHostKilled() throws {
         let (a, b) = (try FifoGate(), try FifoGate())
