@@ -11,8 +11,9 @@ extension FleetCoordinator {
     /// Asks run `run`'s needs, once at a time per run (the feed finds it again on each tick until written).
     func askNeeds(of run: RunSnapshot) {
         guard reactor.isCurrent else { return reactor.post { [self] in askNeeds(of: run) } }
-        guard let action = conductor.action(named: run.action) else { return }
         guard needsAsked.withLock({ $0.insert(run.id).inserted }) else { return }
+        // An action gone from the config needs nothing now: met, its start cancels it (`claim`: removed).
+        guard let action = conductor.action(named: run.action) else { return writeNeeds(of: run.id, [], failure: nil) }
         askNeed(0, of: run, action, asked: [])
     }
 

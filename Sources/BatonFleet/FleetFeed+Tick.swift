@@ -34,6 +34,7 @@ extension FleetFeed {
         let limits = coordinator.lockLimits()
         let waits = limits.isEmpty ? [:] : FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows), limits: limits)
         // What each waiting run waits for (`FleetNeeds`), on whichever host: `waiting for build-a run 41`.
+        try FleetNeeds.sweep(db, coordinator)
         let needs = try FleetNeeds.waiting(on: db, coordinator)
         let live = try db.query("""
             SELECT \(FleetRows.runColumns), last_seq, (SELECT array_position(k.line, runs.id) FROM keys k WHERE k.key = runs.key)

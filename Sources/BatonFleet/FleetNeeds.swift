@@ -118,16 +118,34 @@ enum FleetNeeds {
         return (needs, neededBy)
     }
 
+    /// Whether any queued run's needs are open (asked or waited for), by the partial index of schema 21.
+    static let anyOpen = "SELECT EXISTS (SELECT 1 FROM runs WHERE needs IN ('asking', 'waiting') AND phase = 'queued')"
+
     /// What each waiting run waits for, as the rows say now (none where this host's actions have no needs).
     static func waiting(on db: PGConnection, _ coordinator: FleetCoordinator) throws -> [Int64: [NeededRun]] {
-        guard coordinator.conductor.configuredActions().contains(where: { !$0.needs.isEmpty }) else { return [:] }
+        guard configured(coordinator) else { return [:] }
         return Dictionary(waits(try db.query(waitingRows).rows).map { ($0.run, $0.needs) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// Whether this host's actions have needs.
+    static func configured(_ coordinator: FleetCoordinator) -> Bool {
+        coordinator.conductor.configuredActions().contains { !$0.needs.isEmpty }
+    }
+
+    /// Once a second, on a host whose actions have no needs: the runs left asking or waiting
+    /// (their needs removed by a reload, or their action) are asked again or decided (`tick`).
+    static func sweep(_ db: PGConnection, _ coordinator: FleetCoordinator) throws {
+        guard !configured(coordinator), try db.query(anyOpen).first?[0] == "t" else { return }
+        try tick(db, coordinator, always: true)
+    }
+
     /// A tick of the feed, where this host's actions have needs: asks the needs of this host's
-    /// new runs (those not asked already), then decides every wait the rows decide now.
-    static func tick(_ db: PGConnection, _ coordinator: FleetCoordinator) throws {
-        guard coordinator.conductor.configuredActions().contains(where: { !$0.needs.isEmpty }) else { return }
+    /// new runs (those not asked already), then decides every wait the rows decide now. A host
+    /// whose actions have no needs (any more: a reload removed them, or the action) looks
+    /// only once a second (`sweep`, from the feed's refresh), so that no run stays `asking` or
+    /// `waiting` for ever: asked again, a run whose action has no needs now is `met` at once.
+    static func tick(_ db: PGConnection, _ coordinator: FleetCoordinator, always: Bool = false) throws {
+        guard always || configured(coordinator) else { return }
         for row in try db.query(unasked(incarnation: coordinator.host.incarnation)).rows { coordinator.askNeeds(of: FleetRows.run(row)) }
         for (run, outcome) in decided(waits(try db.query(waitingRows).rows)) {
             try decide(run, outcome, on: db, me: coordinator.host.incarnation)

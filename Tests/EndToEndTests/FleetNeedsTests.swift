@@ -144,6 +144,27 @@ struct FleetNeedsTests {
         for host in hosts { host.stop() }
     }
 
+    @Test("a reload that removes c's needs on every host while its run waits: the run still waits for the runs it asked, and starts once they succeeded")
+    func needsRemovedByReload() throws {
+        let (a, b) = (try FifoGate(), try FifoGate())
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: Self.actions(a, b), conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        let c = try #require(try PolicyTests.trigger(hosts[0], "c").run)
+        #expect(try Self.needed(db, c.id).count == 2)
+        for host in hosts {
+            let text = try String(contentsOfFile: host.configPath, encoding: .utf8)
+            try text.replacingOccurrences(of: "needs: [\"build-a\", \"build-b\"]", with: "").write(toFile: host.configPath, atomically: true, encoding: .utf8)
+            #expect(try host.baton("reload").code == 0)
+        }
+        a.release()
+        b.release()
+        // Bounded: a wait nobody decides would hold `wait` for ever.
+        try #require(try FleetDebounceTests.until(30) { try Self.row(db, c.id)[0] == "success" }, "c's run was never decided")
+        #expect(try Self.phases(db, c.id) == ["queued", "loading", "success"])
+        for host in hosts { host.stop() }
+    }
+
     @Test("kill -9 of the host whose run waits: the survivor takes it over, decides its wait once its needs succeed, and runs it once")
     func waitingHostKilled() throws {
         let (a, b) = (try FifoGate(), try FifoGate())
