@@ -80,6 +80,8 @@ extension FleetCoordinator {
             if let rule = trigger.action.approve {
                 written.statements.append(FleetApprovals.insert(run.id, action: run.action, rule, origin: trigger.peer?.uid))
             }
+            // A run that needs others waits for them to be asked and met (`FleetNeeds`).
+            if !trigger.action.needs.isEmpty { written.statements.append(FleetNeeds.asking(run.id)) }
             for stop in stops { try self.stop(stop, &written) }
         }
     }

@@ -44,7 +44,7 @@ extension FleetCoordinator {
         ("""
             SELECT k.key FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
             WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND \(FleetDebounce.due)
-              AND NOT \(FleetPauses.holds) AND NOT \(FleetRates.held) AND NOT \(FleetApprovals.waits)
+              AND NOT \(FleetPauses.holds) AND NOT \(FleetRates.held) AND NOT \(FleetApprovals.waits) AND \(FleetNeeds.met)
             ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
             FOR UPDATE OF k SKIP LOCKED
             """, [incarnation, String(count)])
@@ -61,7 +61,7 @@ extension FleetCoordinator {
             FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id LEFT JOIN pauses p ON p.action = r.action
                  LEFT JOIN approvals a ON a.run_id = r.id
             WHERE k.key = ANY ($1::text[]) AND r.incarnation = $2 AND r.phase = 'queued' AND cardinality(k.draining) = 0
-              AND NOT \(FleetRates.held)
+              AND NOT \(FleetRates.held) AND \(FleetNeeds.met)
             ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $3::bigint
             """, [FleetJournal.textArray(keys), incarnation, String(count)])
     }

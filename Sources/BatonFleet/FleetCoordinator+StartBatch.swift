@@ -127,7 +127,7 @@ extension FleetCoordinator {
             SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined),
                    \(FleetApprovals.waiting)
             FROM runs r JOIN keys k ON k.key = r.key LEFT JOIN pauses p ON p.action = r.action LEFT JOIN approvals a ON a.run_id = r.id
-            WHERE r.id = ANY ($1::bigint[])
+            WHERE r.id = ANY ($1::bigint[]) AND \(FleetNeeds.met)
             """, ["{" + ids.map(String.init).joined(separator: ",") + "}", incarnation])
     }
 }

@@ -9,6 +9,7 @@ extension FleetFeed {
         if state.position == nil { state.position = FeedPosition(seen: try snapshot(on: db)) }
         while try catchUp(db, &state, coordinator) {}
         if announced || ContinuousClock.now - state.stopsRead >= .seconds(1) { try readStops(db, &state, coordinator) }
+        try FleetNeeds.tick(db, coordinator)
         coordinator.lookForStarts()
         // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
         guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
@@ -37,6 +38,9 @@ extension FleetFeed {
         let waits = limits.isEmpty ? [:] : FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows), limits: limits)
         // Each run's wait for approval, and how it was decided (`status`: "waiting for approval by ...").
         let approvals = try FleetApprovals.ofLiveRuns(on: db)
+        // What each waiting run waits for (`FleetNeeds`), on whichever host: `waiting for build-a run 41`.
+        try FleetNeeds.sweep(db, coordinator)
+        let needs = try FleetNeeds.waiting(on: db, coordinator)
         let live = try db.query("""
             SELECT \(FleetRows.runColumns), last_seq, (SELECT array_position(k.line, runs.id) FROM keys k WHERE k.key = runs.key)
             FROM runs WHERE phase IN ('queued', 'loading', 'retrying')
@@ -46,6 +50,7 @@ extension FleetFeed {
             if run.phase == .queued {
                 run.waiting = waits[run.id]
                 run.line = row[FleetRows.runColumnCount + 1].flatMap { Int($0) }
+                run.needs = needs[run.id]
             }
             return run
         }.map { run in

@@ -68,6 +68,10 @@ struct FleetHistory: HistoryReader {
         // The runs its hooks made, whichever host made them (the other way is the run's `hook`).
         detail.hookRuns = try db.query("SELECT \(FleetRows.runColumns) FROM runs WHERE hook_run = $1 ORDER BY id", [String(id)]).rows
             .map(FleetRows.run)
+        // The runs it needs and the runs that need it, whichever host runs them (`FleetNeeds`).
+        let needs = try FleetNeeds.both(id, on: db)
+        detail.run.needs = needs.needs.isEmpty ? nil : needs.needs
+        detail.run.neededBy = needs.neededBy.isEmpty ? nil : needs.neededBy
         if let totals = try db.query("SELECT total, dropped FROM output_totals WHERE run_id = $1", [String(id)]).first,
            let written = totals[0].flatMap({ Int64($0) }), let dropped = totals[1].flatMap({ Int64($0) }) {
             detail.outputTotals = OutputTotals(written: written, dropped: dropped)

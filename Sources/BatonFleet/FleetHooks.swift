@@ -75,6 +75,7 @@ enum FleetHooks {
             run.hook = cause
             let detail = KeyDecision.queuedDetail(decision, via: cause.description, window: window)
             try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
+            if !action.needs.isEmpty { try db.query(FleetNeeds.asking(run.id)) }
             try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: view.now, detail: detail), on: db)
             if let rule = action.approve { try db.query(FleetApprovals.insert(run.id, action: action.name, rule, firing: cause.run)) }
             // The runs it replaces stop as any replace's do (`FleetStop`); a queued one leaves the slot before it is written.

@@ -27,9 +27,9 @@ enum FleetJournal {
             try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
         case .needs, .approval:
-            // Needs are one machine's for now (a fleet's config refuses them); a fleet's approvals are
-            // rows the trigger batch and a decision write (`FleetApprovals`): a conductor runs
-            // only runs it adopted, decided already, and makes no wait of its own.
+            // A fleet's needs are asked and decided in its own rows (`FleetNeeds`), and its approvals are
+            // rows the trigger batch and a decision write (`FleetApprovals`), not written from the
+            // conductor's items: a conductor runs only runs it adopted, decided already, and makes no wait of its own.
             return false
         case let .pause(pause):
             _ = try db.pipeline(FleetPauses.write(pause, host: me.name))

@@ -142,12 +142,4 @@ extension ConfigReader {
             actions[index].needs = actions[index].needs.map { NeedTarget(action: byName[$0.action.name] ?? $0.action, params: $0.params) }
         }
     }
-
-    /// A fleet config refuses `needs`: its hosts do not wait on each other's runs yet.
-    mutating func needsOffFleet(_ config: Config) {
-        guard config.fleet != nil else { return }
-        for action in config.actions where !action.needs.isEmpty {
-            fail("actions.\(action.name).needs", "needs are one machine's for now: a fleet's hosts cannot wait for each other's runs yet")
-        }
-    }
 }
