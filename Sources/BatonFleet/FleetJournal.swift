@@ -26,7 +26,7 @@ enum FleetJournal {
             guard let ended = written.ended[firing.run.id] else { return false }
             try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
-        case .needs, .approval:
+        case .needs, .approval, .origin:
             // Needs and approvals are one machine's for now: a fleet's config refuses `needs` and `approve`, so none comes here.
             return false
         case let .pause(pause):

@@ -555,6 +555,11 @@ struct ConductorWalk {
                     if case let .transition(transition) = entry { transition.runID == run && transition.to == (failed ? .failure : .success) } else { false }
                 }
                 if !withItsEnd { violate("run \(run)'s end was counted apart from it, or as what it was not") }
+            case let .origin(runID, _):
+                // Durable with the run's row: written in the item that creates it.
+                if !entries.contains(where: { if case let .created(run, _) = $0 { run.id == runID } else { false } }) {
+                    violate("the origin of run \(runID) was written apart from its creation")
+                }
             case .trigger, .output, .processGroup, .pause, .resume, .needs, .approval:
                 break
             case .outputChunks:

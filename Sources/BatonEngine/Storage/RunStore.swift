@@ -50,6 +50,10 @@ public enum JournalEntry: Sendable, Equatable {
     /// A run's approval (`approve`): its wait, written in the item that creates it, then its
     /// decision (approved or denied by whom, why; or timed out), each replacing the last.
     case approval(runID: Int64, ApprovalState)
+    /// The uid at a run's origin where it is not its own trigger's: whoever triggered the run
+    /// that led to it, through hooks and needs (an approval's no-self rule refuses that uid after
+    /// a restart too). Written in the item that creates the run.
+    case origin(runID: Int64, uid: UInt32)
 }
 
 extension JournalEntry {
@@ -197,6 +201,8 @@ public struct UnfinishedRun: Sendable, Equatable {
     public var needs: [NeededRun]?
     /// A run retrying: when its next attempt is due (its `retrying` transition's time and backoff), where the store knows.
     public var retryDue: Timestamp?
+    /// The uid at its origin, where the history kept one (`JournalEntry.origin`).
+    public var origin: UInt32?
 
     public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil, hook: HookContext? = nil) {
         self.hook = hook
