@@ -92,7 +92,8 @@ struct TriggerBatch {
         var slots: [String: KeySlot] = [:]
         /// Windows to keep in runs' rows: new ones and pushed ones, as the batch left them.
         var windows: [Int64: DebounceWindow] = [:]
-        /// The new runs that may start in this transaction (their key is free), in entry order.
+        /// The new runs that may start in this transaction (their key is free, their action not
+        /// held by a pause: `--hold`), in entry order.
         var starts: [Int64] = []
         /// What the batch's rows are stamped with (`Rows.stamp`).
         var stamp: Timestamp?
@@ -113,6 +114,7 @@ struct TriggerBatch {
         }
         decided.starts = created.filter { made in
             made.window == nil && made.entry.startIfFree && state.slots[made.key]?.startable == made.run
+                && !(state.pauses[made.entry.trigger.action.name]?.holds(at: state.now) ?? false)
                 && fitsRate(made.run, made.entry.trigger, &state)
         }.map(\.run)
         return decided

@@ -172,6 +172,37 @@ struct ApprovalEndToEndTests {
         #expect(try daemon.baton("show", run).stdout.contains("error: approval timed out after 1.0s"))
     }
 
+    @Test("self-approval through a hook across a restart: the origin is kept with the hook's run, so ann's approve is still refused (77)")
+    func throughHookAcrossRestart() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let config = """
+            {
+              requireUser: false,
+              socketMode: "0666",
+              allow: { trigger: { users: ["*"] } },
+              actions: {
+                build: { exec: ["true"], on: { success: "deploy" } },
+                deploy: { exec: ["true"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+              },
+            }
+            """
+        let first = try Daemon(config: config)
+        chmod(first.directory, 0o755)
+        let build = try Self.runID(try team.baton(team.ann, first, "run", "build", "--detach", "--json"))
+        #expect(try first.baton("wait", build).code == 0)
+        let listed = try team.baton(team.ben, first, "approvals").stdout
+        let deploy = try #require(listed.firstMatch(of: /run (\d+)  deploy/).map { String($0.1) }, "\(listed)")
+        first.stop()
+        let second = try Daemon(config: config, reusing: first)
+        let own = try team.baton(team.ann, second, "approve", deploy)
+        #expect(own.code == 77 && own.stderr.contains("\(team.ann) triggered the run that made run \(deploy)"),
+                "the origin survives the restart: \(own.code) \(own.stderr)")
+        #expect(try team.baton(team.ann, second, "approvals").stdout == "nothing waits for your approval\n")
+        #expect(try team.baton(team.ben, second, "approve", deploy).code == 0)
+        #expect(try second.baton("wait", deploy).code == 0)
+    }
+
     @Test("a restart while a run waits: it waits again, and ben's approval then runs it")
     func restart() throws {
         try #require(geteuid() == 0, "needs root to add users")
