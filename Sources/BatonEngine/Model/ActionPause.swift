@@ -32,6 +32,17 @@ public struct ActionPause: Codable, Sendable, Equatable {
                   hold: try container.decodeIfPresent(Bool.self, forKey: .hold) ?? false)
     }
 
+    /// `hold` only where true, as the hand-written JSON says it.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(action, forKey: .action)
+        try container.encode(by, forKey: .by)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(at, forKey: .at)
+        try container.encodeIfPresent(until, forKey: .until)
+        if hold { try container.encode(true, forKey: .hold) }
+    }
+
     /// Who pauses an action by itself after failures in a row.
     public static let afterFailures = "pauseAfterFailures"
 
