@@ -115,6 +115,9 @@ extension TriggerRecord {
         case skipped
         /// It would have made a run over the action's rate limit (`over: reject`): refused, nothing ran.
         case rateLimited
+        /// An approve or deny of this run refused (not one of the approvers, or the run's own
+        /// trigger without `self: true`): nothing was decided.
+        case deniedApproval
 
         /// The stored text: `joined`, `coalesced`, `rejected`, `denied trigger`, …
         public var description: String {
@@ -129,6 +132,7 @@ extension TriggerRecord {
             case .paused: "paused"
             case .skipped: "skipped (paused)"
             case .rateLimited: "rate limited"
+            case .deniedApproval: "denied approval"
             }
         }
 
@@ -136,7 +140,7 @@ extension TriggerRecord {
         public static var denials: [Decision] { Permission.allCases.map { .denied($0) } }
 
         /// What `history --denied` lists: the denials, and the triggers a rate limit refused.
-        public static var refusals: [Decision] { denials + [.rateLimited] }
+        public static var refusals: [Decision] { denials + [.rateLimited, .deniedApproval] }
 
         public init?(_ text: String) {
             switch text {
@@ -149,6 +153,7 @@ extension TriggerRecord {
             case "paused": self = .paused
             case "skipped (paused)": self = .skipped
             case "rate limited": self = .rateLimited
+            case "denied approval": self = .deniedApproval
             default:
                 guard text.hasPrefix("denied "), let permission = Permission(rawValue: String(text.dropFirst(7))) else { return nil }
                 self = .denied(permission)
