@@ -266,8 +266,7 @@ public struct History {
             SELECT \(Self.runColumns), pgid, pgid_start, (SELECT max(seq) FROM transitions t WHERE t.run_id = runs.id),
                    (SELECT total FROM output_totals o WHERE o.run_id = runs.id),
                    (SELECT at + coalesce(json_extract(detail, '$.backoff'), 0) FROM transitions t
-                    WHERE t.run_id = runs.id AND runs.phase = 'retrying' AND t.to_phase = 'retrying' ORDER BY seq DESC LIMIT 1),
-                   origin_uid
+                    WHERE t.run_id = runs.id AND runs.phase = 'retrying' AND t.to_phase = 'retrying' ORDER BY seq DESC LIMIT 1), origin_uid
             FROM runs WHERE phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """) { statement in
             var list: [UnfinishedRun] = []
