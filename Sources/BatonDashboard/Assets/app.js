@@ -714,6 +714,22 @@ async function offerApproval(run, controls) {
   deny.addEventListener("click", () => decideRun(run, false, reason.value, [approve, deny], note));
   box.append(el("p", { class: "approval-params", text: params ? `with params ${params}` : "with no params" }), approve, deny, reason, note);
   controls.append(box);
+  const from = await approvalCause(run);
+  if (from && box.isConnected) box.insertBefore(el("p", { class: "approval-from", text: from }), approve);
+}
+
+// What led to a hook's or a need's run, for its approver: the run that fired it (or the first
+// that needs it) with its params as batond shows them (secret ones masked) and who triggered it:
+// "from build run 41 with params ref=evil, by ann". Null for a run a person triggered.
+async function approvalCause(run) {
+  const cause = run.hook ? run.hook.run : ((run.neededBy || [])[0] || {}).run;
+  if (cause == null) return null;
+  const answer = await api(`/api/runs/${cause}`);
+  if (!answer.ok) return null;
+  const fired = answer.detail.run;
+  const params = Object.entries(fired.params || {}).map(([name, value]) => `${name}=${value}`).join(" ");
+  const who = fired.trigger ? `, by ${userName(fired.trigger.uid, answer.users || {})}` : "";
+  return `from ${fired.action} run ${fired.id} ${params ? `with params ${params}` : "with no params"}${who}`;
 }
 
 async function decideRun(run, approve, reason, buttons, note) {
