@@ -26,10 +26,10 @@ enum FleetJournal {
             guard let ended = written.ended[firing.run.id] else { return false }
             try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
-        case .needs, .approval:
+        case .needs, .approval, .origin:
             // A fleet's needs are asked and decided in its own rows (`FleetNeeds`), and its approvals are
             // rows the trigger batch and a decision write (`FleetApprovals`), not written from the
-            // conductor's items: a conductor runs only runs it adopted, decided already, and makes no wait of its own.
+            // conductor's items (a run's origin is its approval row's `origin_uid`): a conductor runs only runs it adopted, decided already, and makes no wait of its own.
             return false
         case let .pause(pause):
             _ = try db.pipeline(FleetPauses.write(pause, host: me.name))

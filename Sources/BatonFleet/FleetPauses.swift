@@ -20,22 +20,24 @@ enum FleetPauses {
     typealias Statement = FleetJournal.Statement
 
     /// A pause row's columns, as `pause(_:)` reads them.
-    static let columns = "action, paused_by, reason, at, until"
+    static let columns = "action, paused_by, reason, at, until, hold"
+    /// How many columns `columns` reads.
+    static let count = 6
 
     static func pause(_ row: [String?], from index: Int = 0) -> ActionPause? {
-        guard row.count >= index + 5, let action = row[index], let by = row[index + 1],
+        guard row.count >= index + count, let action = row[index], let by = row[index + 1],
               let at = row[index + 3].flatMap({ Int64($0) }) else { return nil }
         return ActionPause(action: action, by: by, reason: row[index + 2] ?? "", at: Timestamp(rawValue: at),
-                           until: row[index + 4].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)))
+                           until: row[index + 4].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)), hold: row[index + 5] == "t")
     }
 
     /// A pause's columns joined as `p` to a run's row (NULLs where its action is not paused), then
     /// the database's clock (what the pause's times are compared with).
-    static let joined = "p.action, p.paused_by, p.reason, p.at, p.until, \(FleetCooldown.databaseNow)"
+    static let joined = "p.action, p.paused_by, p.reason, p.at, p.until, p.hold, \(FleetCooldown.databaseNow)"
 
     /// Whether the pause `joined` read at `index` holds, by the database's clock read with it.
     static func holds(_ row: [String?], from index: Int) -> Bool {
-        guard let pause = pause(row, from: index), let now = row[index + 5].flatMap({ Int64($0) }) else { return false }
+        guard let pause = pause(row, from: index), let now = row[index + count].flatMap({ Int64($0) }) else { return false }
         return pause.holds(at: Timestamp(rawValue: now))
     }
 
@@ -77,10 +79,11 @@ enum FleetPauses {
     static func write(_ pause: ActionPause, host: String) -> [Statement] {
         let length = pause.until.map { String(($0 - pause.at).microseconds) }
         return [("""
-                 INSERT INTO pauses (action, paused_by, reason, at, until)
-                 SELECT $1, $2, $3, n, n + $4::bigint FROM (SELECT \(FleetCooldown.databaseNow) AS n) c
-                 ON CONFLICT (action) DO UPDATE SET paused_by = excluded.paused_by, reason = excluded.reason, at = excluded.at, until = excluded.until
-                 """, [pause.action, pause.by, pause.reason, length]),
+                 INSERT INTO pauses (action, paused_by, reason, at, until, hold)
+                 SELECT $1, $2, $3, n, n + $4::bigint, $5::boolean FROM (SELECT \(FleetCooldown.databaseNow) AS n) c
+                 ON CONFLICT (action) DO UPDATE SET paused_by = excluded.paused_by, reason = excluded.reason, at = excluded.at,
+                     until = excluded.until, hold = excluded.hold
+                 """, [pause.action, pause.by, pause.reason, length, pause.hold ? "true" : "false"]),
                 ("""
                  INSERT INTO pause_events (action, event, by_whom, reason, at, until, host) VALUES ($1, 'paused', $2, $3, $4, $5, $6)
                  ON CONFLICT DO NOTHING
@@ -125,7 +128,7 @@ enum FleetPauses {
         ])
         guard let streak = read[0].first?[0].flatMap({ Int($0) }), let row = read[2].first else { return false }
         let paused = read[1].first.flatMap { row in
-            pause(row).map { $0.holds(at: Timestamp(rawValue: row[5].flatMap { Int64($0) } ?? 0)) }
+            pause(row).map { $0.holds(at: Timestamp(rawValue: row[count].flatMap { Int64($0) } ?? 0)) }
         } ?? false
         guard let made = ActionPause.afterFailures(streak: streak, most: most, last: FleetRows.run(row), paused: paused, at: .now) else {
             return false

@@ -92,7 +92,8 @@ struct TriggerBatch {
         var slots: [String: KeySlot] = [:]
         /// Windows to keep in runs' rows: new ones and pushed ones, as the batch left them.
         var windows: [Int64: DebounceWindow] = [:]
-        /// The new runs that may start in this transaction (their key is free), in entry order.
+        /// The new runs that may start in this transaction (their key is free, their action not
+        /// held by a pause: `--hold`), in entry order.
         var starts: [Int64] = []
         /// What the batch's rows are stamped with (`Rows.stamp`).
         var stamp: Timestamp?
@@ -112,8 +113,8 @@ struct TriggerBatch {
             if case let .created(decision, window) = outcome { created.append((decision.run, entry.trigger.key, entry, window)) }
         }
         decided.starts = created.filter { made in
-            made.window == nil && made.entry.startIfFree && KeyDecision.startsAtCreation(made.entry.trigger.action)
-                && state.slots[made.key]?.startable == made.run
+            made.window == nil && made.entry.startIfFree && state.slots[made.key]?.startable == made.run
+                && KeyDecision.startsAtCreation(made.entry.trigger.action, held: state.pauses[made.entry.trigger.action.name]?.holds(at: state.now) ?? false)
                 && fitsRate(made.run, made.entry.trigger, &state)
         }.map(\.run)
         return decided

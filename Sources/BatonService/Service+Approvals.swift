@@ -19,6 +19,7 @@ extension Service {
         dispatcher.decide(run: run, by: approver(exchange.peer), approve: request.op == .approve, reason: request.op == .deny ? reason : nil) {
             switch $0 {
             case let .failure(.unknownRun(id)): self.decideEnded(id, exchange, generation)
+            case let .failure(error) where error.code == .forbidden: self.refuseDecision(run, error, exchange)
             case let .failure(error): exchange.fail(error)
             case let .success(run):
                 var response = Response(id: exchange.id)
@@ -26,6 +27,16 @@ extension Service {
                 exchange.finish(response)
             }
         }
+    }
+
+    /// A refused approve or deny (not an approver, or the run's own trigger): recorded against
+    /// the run as refused requests are (`history --denied`), then answered.
+    private func refuseDecision(_ run: Int64, _ error: BatonError, _ exchange: Exchange) {
+        let live = dispatcher.snapshot(of: run)
+        let record = TriggerRecord(runID: run, action: live?.action ?? "", key: live?.key ?? "", decision: .deniedApproval,
+                                   policy: live?.policy ?? .reject, peer: exchange.peer, at: .now, params: [:],
+                                   via: "\(exchange.request.op.rawValue) of run \(run)")
+        journal.enqueue([.trigger(record)]) { _ in exchange.fail(error) }
     }
 
     /// A decision on a run no longer in flight: from the history, `not_waiting` naming how it was

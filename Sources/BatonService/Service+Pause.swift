@@ -31,7 +31,8 @@ extension Service {
             if let problem { return answered(.failure(problem)) }
             guard request.op == .pause, let reason = request.reason else { return conductor.resume(action: name, by: by, answered: answered) }
             let now = Timestamp.now
-            conductor.pause(ActionPause(action: name, by: by, reason: reason, at: now, until: request.duration.map { now + .microseconds($0) }),
+            conductor.pause(ActionPause(action: name, by: by, reason: reason, at: now, until: request.duration.map { now + .microseconds($0) },
+                                         hold: request.hold ?? false),
                             answered: answered)
         }
     }

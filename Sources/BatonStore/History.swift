@@ -199,7 +199,7 @@ public struct History {
     /// and triggers refused by a rate limit (`rate limited`), newest first.
     public func denied(limit: Int = 50) throws -> [TriggerRecord] {
         try connection.withStatement("""
-            SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers
+            SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params, via FROM triggers
             WHERE decision IN (\(TriggerRecord.Decision.refusals.map { _ in "?" }.joined(separator: ", "))) ORDER BY id DESC LIMIT ?
             """) { statement in
             try statement.bind(TriggerRecord.Decision.refusals.map { .text($0.description) } + [.integer(Int64(max(limit, 0)))])
@@ -211,7 +211,8 @@ public struct History {
                 }
                 list.append(TriggerRecord(runID: statement.int64(0), action: statement.string(1) ?? "", key: statement.string(2) ?? "",
                                           decision: TriggerRecord.Decision(statement.string(3) ?? "") ?? .rejected, policy: Policy(rawValue: statement.string(4) ?? "") ?? .reject,
-                                          peer: peer, at: Timestamp(rawValue: statement.int64(8) ?? 0), params: JSONText.params(statement.string(9))))
+                                          peer: peer, at: Timestamp(rawValue: statement.int64(8) ?? 0), params: JSONText.params(statement.string(9)),
+                                          via: statement.string(10)))
             }
             return list
         }
@@ -265,7 +266,7 @@ public struct History {
             SELECT \(Self.runColumns), pgid, pgid_start, (SELECT max(seq) FROM transitions t WHERE t.run_id = runs.id),
                    (SELECT total FROM output_totals o WHERE o.run_id = runs.id),
                    (SELECT at + coalesce(json_extract(detail, '$.backoff'), 0) FROM transitions t
-                    WHERE t.run_id = runs.id AND runs.phase = 'retrying' AND t.to_phase = 'retrying' ORDER BY seq DESC LIMIT 1)
+                    WHERE t.run_id = runs.id AND runs.phase = 'retrying' AND t.to_phase = 'retrying' ORDER BY seq DESC LIMIT 1), origin_uid
             FROM runs WHERE phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """) { statement in
             var list: [UnfinishedRun] = []
@@ -276,6 +277,7 @@ public struct History {
                     pgidIdentity: statement.string(Self.runColumnCount + 1)))
                 list[list.count - 1].outputTotal = statement.int64(Self.runColumnCount + 3)
                 list[list.count - 1].retryDue = statement.int64(Self.runColumnCount + 4).map(Timestamp.init(rawValue:))
+                list[list.count - 1].origin = statement.int64(Self.runColumnCount + 5).map { UInt32(truncatingIfNeeded: $0) }
             }
             return list
         }
@@ -313,13 +315,14 @@ public struct History {
         }
     }
 
-    /// The actions paused when the last daemon stopped (`pauses`, migration 11).
+    /// The actions paused when the last daemon stopped (`pauses`, migrations 11 and 15).
     public func pauses() throws -> [ActionPause] {
-        try connection.withStatement("SELECT action, paused_by, reason, at, until FROM pauses ORDER BY action") { statement in
+        try connection.withStatement("SELECT action, paused_by, reason, at, until, hold FROM pauses ORDER BY action") { statement in
             var list: [ActionPause] = []
             while try statement.step() {
                 list.append(ActionPause(action: statement.string(0) ?? "", by: statement.string(1) ?? "", reason: statement.string(2) ?? "",
-                                        at: Timestamp(rawValue: statement.int64(3) ?? 0), until: statement.int64(4).map(Timestamp.init(rawValue:))))
+                                        at: Timestamp(rawValue: statement.int64(3) ?? 0), until: statement.int64(4).map(Timestamp.init(rawValue:)),
+                                        hold: statement.int64(5) == 1))
             }
             return list
         }

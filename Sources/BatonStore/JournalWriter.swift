@@ -66,8 +66,9 @@ enum JournalWriter {
             }
         case let .pause(pause):
             let until: DatabaseValue = pause.until.map { .integer($0.rawValue) } ?? .null
-            try db.cached("INSERT OR REPLACE INTO pauses (action, paused_by, reason, at, until) VALUES (?, ?, ?, ?, ?)") {
-                try $0.run([.text(pause.action), .text(pause.by), .text(pause.reason), .integer(pause.at.rawValue), until])
+            try db.cached("INSERT OR REPLACE INTO pauses (action, paused_by, reason, at, until, hold) VALUES (?, ?, ?, ?, ?, ?)") {
+                try $0.run([.text(pause.action), .text(pause.by), .text(pause.reason), .integer(pause.at.rawValue), until,
+                            .integer(pause.hold ? 1 : 0)])
             }
             try db.cached("INSERT INTO pause_events (action, event, by_whom, reason, at, until) VALUES (?, 'paused', ?, ?, ?, ?)") {
                 try $0.run([.text(pause.action), .text(pause.by), .text(pause.reason), .integer(pause.at.rawValue), until])
@@ -83,6 +84,8 @@ enum JournalWriter {
                     try $0.run([.integer(runID), .integer(Int64(position)), .text(need.action), .integer(need.run)])
                 }
             }
+        case let .origin(runID, uid):
+            try db.cached("UPDATE runs SET origin_uid = ? WHERE id = ?") { try $0.run([.integer(Int64(uid)), .integer(runID)]) }
         case let .approval(runID, state):
             let text = { (value: String?) -> DatabaseValue in value.map { .text($0) } ?? .null }
             let time = { (value: Timestamp?) -> DatabaseValue in value.map { .integer($0.rawValue) } ?? .null }

@@ -72,6 +72,8 @@ struct RunRows {
             held[write.runID]!.waiting.append(entry)
         case let .approval(runID, _) where held[runID] != nil:
             held[runID]!.waiting.append(entry)
+        case let .origin(runID, _) where held[runID] != nil:
+            held[runID]!.waiting.append(entry)
         case let .trigger(record):
             if let run = record.runID, held[run] != nil { try flush(run, on: db) }
             try JournalWriter.write(entry, on: db)

@@ -49,6 +49,7 @@ private struct RequestFields {
         case "dryRun": return reader.optional { $0.bool() }.map { request.dryRun = $0 } != nil
         case "progress": return reader.optional { $0.bool() }.map { request.progress = $0 } != nil
         case "follow": return reader.optional { $0.bool() }.map { request.follow = $0 } != nil
+        case "hold": return reader.optional { $0.bool() }.map { request.hold = $0 } != nil
         case "run": return reader.optional { $0.integer() }.map { request.run = $0 } != nil
         case "from": return reader.optional { $0.integer() }.map { request.from = $0 } != nil
         case "slot": return reader.optional { $0.integer() }.map { request.slot = $0 } != nil

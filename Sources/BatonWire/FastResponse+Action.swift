@@ -83,7 +83,7 @@ extension JSONBytes {
     }
 
     mutating func actionPause() -> ActionPause? {
-        var action: String?, by: String?, reason: String?, at: Int64?, until: Int64?
+        var action: String?, by: String?, reason: String?, at: Int64?, until: Int64?, hold: Bool?
         let read = object { key, reader in
             switch key {
             case "action": return reader.into(&action) { $0.string() }
@@ -91,11 +91,13 @@ extension JSONBytes {
             case "reason": return reader.into(&reason) { $0.string() }
             case "at": return reader.into(&at) { $0.integer() }
             case "until": return reader.into(&until) { $0.integer() }
+            case "hold": return reader.into(&hold) { $0.bool() }
             default: return false
             }
         }
         guard read, let action, let by, let reason, let at else { return nil }
-        return ActionPause(action: action, by: by, reason: reason, at: Timestamp(rawValue: at), until: until.map(Timestamp.init(rawValue:)))
+        return ActionPause(action: action, by: by, reason: reason, at: Timestamp(rawValue: at), until: until.map(Timestamp.init(rawValue:)),
+                           hold: hold ?? false)
     }
 
     private mutating func hookNames() -> HookNames? {

@@ -27,6 +27,7 @@ extension Request {
         json.field("text", text)
         json.field("reason", reason)
         json.field("duration", duration)
+        json.field("hold", hold)
         json.field("as", actingAs)
         json.field("name", name)
         json.endObject()

@@ -63,6 +63,8 @@ public struct Request: Codable, Sendable, Equatable {
     public var reason: String?
     /// pause: how long, in microseconds (absent: until `resume`).
     public var duration: Int64?
+    /// pause: queue the action's triggers while it lasts instead of refusing them (`--hold`).
+    public var hold: Bool?
     /// artifact: the file's name (its path under the run's `$BATON_ARTIFACTS`).
     public var name: String?
     /// Any op, as `"as"`: serve it as this user of the machine would be served (their uid, gid
@@ -71,7 +73,7 @@ public struct Request: Codable, Sendable, Equatable {
     public var actingAs: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, op, action, params, policy, detach, force, slot, dryRun, run, key, filter, progress, from, follow, text, reason, duration, name
+        case id, op, action, params, policy, detach, force, slot, dryRun, run, key, filter, progress, from, follow, text, reason, duration, hold, name
         case actingAs = "as"
     }
 
@@ -79,7 +81,8 @@ public struct Request: Codable, Sendable, Equatable {
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
                 dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil,
                 slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil, name: String? = nil,
-                actingAs: String? = nil) {
+                actingAs: String? = nil, hold: Bool? = nil) {
+        self.hold = hold
         self.actingAs = actingAs
         self.name = name
         self.text = text
@@ -126,6 +129,7 @@ extension Request {
                   reason: try container.decodeIfPresent(String.self, forKey: .reason),
                   duration: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .duration, expected: "a whole number of microseconds"),
                   name: try container.decodeIfPresent(String.self, forKey: .name),
-                  actingAs: try container.decodeIfPresent(String.self, forKey: .actingAs))
+                  actingAs: try container.decodeIfPresent(String.self, forKey: .actingAs),
+                  hold: try container.decodeIfPresent(Bool.self, forKey: .hold))
     }
 }

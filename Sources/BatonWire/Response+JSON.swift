@@ -176,6 +176,7 @@ extension ActionPause {
         json.field("reason", reason)
         json.field("at", at.rawValue)
         json.field("until", until?.rawValue)
+        json.field("hold", hold ? true : nil)
         json.endObject()
     }
 }

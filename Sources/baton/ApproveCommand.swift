@@ -49,25 +49,46 @@ enum ApproveCommand {
         if arguments.flag("json") {
             print(Format.json(runs))
         } else {
-            print(text(runs), terminator: "")
+            print(text(runs, firing: firing(of: runs, context)), terminator: "")
         }
         return ExitCode.success
     }
 
-    /// One line per run waiting: `run 7  deploy  ref=v2  by alice (uid 1001) 3m ago  waiting for approval by group:ops (until 14:05)`.
-    static func text(_ runs: [RunSnapshot], now: Timestamp = .now) -> String {
+    /// The run that led to each waiting hook's or needed run (its firing run, or the first run
+    /// that needs it), as `show` tells it (secret params masked), by waiting run; one the
+    /// caller may not read is left out.
+    static func firing(of runs: [RunSnapshot], _ context: Context) -> [Int64: RunSnapshot] {
+        var found: [Int64: RunSnapshot] = [:]
+        for run in runs where run.hook != nil || run.via != nil {
+            let cause = run.hook?.run ?? (try? context.ask(.show(run.id)))?.run.neededBy?.first?.run
+            if let cause, let detail = try? context.ask(.show(cause)) { found[run.id] = detail.run }
+        }
+        return found
+    }
+
+    /// One line per run waiting: `run 7  deploy  ref=v2  by alice (uid 1001) 3m ago  waiting for
+    /// approval by group:ops (until 14:05)`, and under a hook's or a need's run, the run that led
+    /// to it with its params: `  from build run 41  ref=evil  by ann (uid 1002)`.
+    static func text(_ runs: [RunSnapshot], firing: [Int64: RunSnapshot] = [:], now: Timestamp = .now) -> String {
         guard !runs.isEmpty else { return "nothing waits for your approval\n" }
         return runs.map { run in
             let shown = run.forTerminal
             var line = "run \(run.id)  \(shown.action)"
-            if !shown.params.isEmpty { line += "  " + shown.params.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
+            line += paramsText(shown.params)
             if let peer = run.trigger { line += "  by \(Format.userName(peer.uid)) (uid \(peer.uid))" }
             // A hook's or a need's run: what made it (`success hook of build run 41`), for its approver to look at.
             if let via = shown.via { line += "  (\(via))" }
             line += "  \(Format.age(run.queuedAt, now: now))"
             if let approving = Format.approving(run) { line += "  \(approving)" }
-            return line + "\n"
+            guard let cause = firing[run.id]?.forTerminal else { return line + "\n" }
+            return line + "\n  from \(cause.action) run \(cause.id)" + paramsText(cause.params)
+                + (cause.trigger.map { "  by \(Format.userName($0.uid)) (uid \($0.uid))" } ?? "") + "\n"
         }.joined()
+    }
+
+    /// Params in full, sorted: `  ref=v2 env=prod` (nothing without).
+    static func paramsText(_ params: [String: String]) -> String {
+        params.isEmpty ? "" : "  " + params.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
     }
 
     private static func runID(_ arguments: ParsedArguments, _ command: String) throws -> Int64 {

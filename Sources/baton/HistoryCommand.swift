@@ -149,7 +149,8 @@ enum HistoryCommand {
         guard !records.isEmpty else { return "no refused requests\n" }
         let rows = records.map(\.forTerminal).map { record in
             [Format.time(record.at, utc: utc), record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",
-             Self.tried(record.decision), record.action.isEmpty ? "-" : record.action]
+             record.decision == .deniedApproval ? record.via ?? "approve or deny of run \(record.runID ?? 0)" : Self.tried(record.decision),
+             record.action.isEmpty ? "-" : record.action]
         }
         return Format.table(["TIME", "WHO", "TRIED", "ACTION"], rows, width: width)
     }

@@ -9,12 +9,14 @@ enum PauseCommand {
         abstract: """
             Pause ACTION: its triggers are refused (exit 75) with who paused it, why and until when, and its scheduled \
             slots are recorded as skipped, until baton resume or the --for time ends. Runs loading go on; queued ones wait \
-            until it ends. Needs the \
+            until it ends. With --hold, triggers are queued instead (single flight applies; the runs start in trigger \
+            order when the pause ends), scheduled slots too. Needs the \
             pause right (allow: { pause: … }), root or batond's own user.
             """,
         arguments: "ACTION",
         options: [OptionSpec(long: "reason", short: nil, value: "TEXT", help: "why (required): what a refused trigger is told"),
-                  OptionSpec(long: "for", short: nil, value: "DURATION", help: "end the pause by itself after this long (\"2h\", \"30m\")")],
+                  OptionSpec(long: "for", short: nil, value: "DURATION", help: "end the pause by itself after this long (\"2h\", \"30m\")"),
+                  OptionSpec(long: "hold", short: nil, value: nil, help: "queue triggers while paused (they start when it ends) instead of refusing them")],
         run: run)
 
     static let resumeSpec = CommandSpec(
@@ -32,7 +34,7 @@ enum PauseCommand {
             guard let parsed = DurationText.parse(text), parsed > .zero else { throw UsageError("--for expects a duration such as 2h or 30m, got \(text)") }
             duration = parsed
         }
-        let pause = try context.suggestingAction(action) { try context.ask(.pause(action, reason: reason, for: duration)) }
+        let pause = try context.suggestingAction(action) { try context.ask(.pause(action, reason: reason, for: duration, hold: arguments.flag("hold"))) }
         print(pause.map { "paused: " + $0.message(at: .now) } ?? "paused \(action)")
         return ExitCode.success
     }

@@ -123,6 +123,7 @@ enum ShowCommand {
         case .paused: "paused (the action was paused; nothing ran)"
         case .skipped: "skipped (a scheduled slot while the action was paused)"
         case .rateLimited: "rate limited (a run would have started over the action's rateLimit; nothing ran)"
+        case .deniedApproval: "denied approval (an approve or deny of this run by someone who may not; nothing was decided)"
         }
     }
 }

@@ -43,6 +43,16 @@ enum StatusCommand {
         return text
     }
 
+    /// The runs a held pause (`baton pause --hold`) keeps queued, when it holds some:
+    /// `queued (runs 5, 6) held by pause (alice: migrating db) until resumed`.
+    static func held(_ action: ActionInfo, now: Timestamp) -> String? {
+        guard let pause = action.paused, pause.hold else { return nil }
+        let runs = (action.inFlight ?? []).filter { $0.phase == .queued }.map(\.id)
+        guard !runs.isEmpty else { return nil }
+        let ids = runs.map(String.init).joined(separator: ", ")
+        return "queued (run\(runs.count == 1 ? "" : "s") \(ids)) \(pause.holding(at: now))"
+    }
+
     private static func row(_ action: ActionInfo, context: Context, now: Timestamp) -> [String] {
         let live = action.inFlight ?? []
         // A run waiting for a lock says which, and who holds it; the others are counted.
@@ -70,8 +80,12 @@ enum StatusCommand {
         parts += waiting.map { "queued (run \($0.id)) \($0.waiting!.text)" }
         parts += needing.map { "queued (run \($0.id)) \(Format.needing($0)!)" }
         parts += approving.map { "queued (run \($0.id)) \(Format.approving($0)!)" }
-        if queued > 0 { parts.append("\(queued) queued") }
-        if inLine > 0 { parts.append("\(inLine) in line") }
+        if let held = held(action, now: now) {
+            parts.append(held)
+        } else {
+            if queued > 0 { parts.append("\(queued) queued") }
+            if inLine > 0 { parts.append("\(inLine) in line") }
+        }
         if let pause = action.paused { parts.insert(context.paint(pause.message(at: now).replacingEvery("\(action.name) is ", with: ""), .red), at: 0) }
         let state = parts.isEmpty ? "idle" : parts.joined(separator: "; ")
         var last = "never run"

@@ -260,9 +260,12 @@ struct ConductorWalk {
         case 12:
             let choice = choices.next(20)
             if choice == 0, !shutDown { shutDown = true; apply(.shutdown) }
-            // Pauses: `join` for 100 ms (it ends by itself), and resumes of `join` and `replace`.
-            let pause = ActionPause(action: "join", by: "walk", reason: "test", at: now, until: now + .milliseconds(100))
-            if choice == 1 { ask { .pause($0, pause) } }
+            // Pauses: `join` for 100 ms (it ends by itself; held or not), and resumes of `join` and `replace`.
+            var pause = ActionPause(action: "join", by: "walk", reason: "test", at: now, until: now + .milliseconds(100))
+            if choice == 1 {
+                pause.hold = choices.next(2) == 0
+                ask { [pause] in .pause($0, pause) }
+            }
             if choice == 2 || choice == 3 { ask { .resume($0, action: choice == 2 ? "join" : "replace", by: "walk") } }
             // A fleet host's feed: the pauses another host made or ended (`join` paused for 100 ms, or none).
             if choice == 4, state.storeCountsFailures { apply(.pausesSeen(choices.next(2) == 0 ? [pause] : [], readAt: now)) }
@@ -372,6 +375,8 @@ struct ConductorWalk {
     private mutating func apply(_ event: ConductorState.Event) {
         steps += 1
         let paused = Set(state.pauses.values.filter { $0.holds(at: now) }.map(\.action))
+        // A held pause (`--hold`) makes runs, which wait: none is created under a pause that refuses.
+        let refusing = Set(state.pauses.values.filter { $0.refuses(at: now) }.map(\.action))
         let handlingCommit: ConductorState.CommitID? = if case let .committed(id, _) = event { id } else { nil }
         let effects = state.handle(event, at: now)
         if tracing { trace.append("\(steps): \(event)\n    → \(effects)") }
@@ -389,7 +394,7 @@ struct ConductorWalk {
                     }
                     creationCommit[run.id] = id
                     known.append(run.id)
-                    if paused.contains(run.action) { violate("run \(run.id) of \(run.action) was created while its action was paused") }
+                    if refusing.contains(run.action) { violate("run \(run.id) of \(run.action) was created while its action was paused") }
                     if transition.detail.reason?.hasPrefix("follow-up") == true {
                         lineOrder[run.key, default: []].append(run.id)
                         lineKey[run.id] = run.key
@@ -555,6 +560,11 @@ struct ConductorWalk {
                     if case let .transition(transition) = entry { transition.runID == run && transition.to == (failed ? .failure : .success) } else { false }
                 }
                 if !withItsEnd { violate("run \(run)'s end was counted apart from it, or as what it was not") }
+            case let .origin(runID, _):
+                // Durable with the run's row: written in the item that creates it.
+                if !entries.contains(where: { if case let .created(run, _) = $0 { run.id == runID } else { false } }) {
+                    violate("the origin of run \(runID) was written apart from its creation")
+                }
             case .trigger, .output, .processGroup, .pause, .resume, .needs, .approval:
                 break
             case .outputChunks:

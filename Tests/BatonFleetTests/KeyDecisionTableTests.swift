@@ -85,6 +85,7 @@ struct KeyDecisionTableTests {
 
     static let held = KeySlot(holder: 1)
     static let heldWithFollowUp = KeySlot(holder: 1, followUp: 2)
+    static let heldPause = ActionPause(action: "deploy", by: "alice", reason: "migrating db", at: Timestamp(rawValue: 90_000_000), hold: true)
     static let pause = ActionPause(action: "deploy", by: "alice", reason: "migrating db", at: Timestamp(rawValue: 90_000_000),
                                    until: Timestamp(rawValue: 200_000_000))
     static let lineOfTwo = KeySlot(holder: 1, line: [2, 3])
@@ -128,6 +129,12 @@ struct KeyDecisionTableTests {
              paused: pause, expected: .paused(pause, skipped: false)),
         Case(name: "paused, a schedule slot (even one that ran): skipped", phases: [3: .success], scheduledRun: 3, paused: pause,
              expected: .paused(pause, skipped: true)),
+        Case(name: "held (pause --hold): a trigger makes its run, which waits queued", paused: heldPause,
+             expected: .created(.created(50), window: nil)),
+        Case(name: "held: single flight still applies, a queued run holds the key (reject: busy)", slot: KeySlot(holder: 1),
+             phases: [1: .queued], paused: heldPause, expected: .shared(.rejected(1))),
+        Case(name: "held, a schedule slot: queued as any trigger, not skipped", phases: [3: .success], scheduledRun: 3, paused: heldPause,
+             expected: .shared(.slotRan(3))),
         Case(name: "a pause whose end has passed: runs", paused: ActionPause(action: "deploy", by: "alice", reason: "r", at: Timestamp(rawValue: 1),
                                                                             until: Case.now), expected: .created(.created(50), window: nil)),
         Case(name: "inside the cooldown: the success answers", cooldown: .seconds(10),

@@ -107,6 +107,8 @@ struct ApprovalEndToEndTests {
         let listed = try team.baton(team.ben, daemon, "approvals").stdout
         let deploy = try #require(listed.firstMatch(of: /run (\d+)  deploy/).map { String($0.1) }, "\(listed)")
         #expect(listed.contains("(the success hook of build run \(build))"), "\(listed)")
+        #expect(listed.contains("\n  from build run \(build)  ref=evil  by \(team.ann) (uid "),
+                "the approver sees the run that fired it, with its params and who triggered it: \(listed)")
         #expect(try team.baton(team.ann, daemon, "approvals").stdout == "nothing waits for your approval\n")
         let own = try team.baton(team.ann, daemon, "approve", deploy)
         #expect(own.code == 77 && own.stderr.contains("\(team.ann) triggered the run that made run \(deploy) of deploy"), "\(own.stderr)")
@@ -170,6 +172,62 @@ struct ApprovalEndToEndTests {
         let waited = try daemon.baton("wait", run)
         #expect(waited.code == 3, "\(waited.stdout)\(waited.stderr)")
         #expect(try daemon.baton("show", run).stdout.contains("error: approval timed out after 1.0s"))
+    }
+
+    @Test("self-approval through a hook across a restart: the origin is kept with the hook's run, so ann's approve is still refused (77)")
+    func throughHookAcrossRestart() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let config = """
+            {
+              requireUser: false,
+              socketMode: "0666",
+              allow: { trigger: { users: ["*"] } },
+              actions: {
+                build: { exec: ["true"], on: { success: "deploy" } },
+                deploy: { exec: ["true"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+              },
+            }
+            """
+        let first = try Daemon(config: config)
+        chmod(first.directory, 0o755)
+        let build = try Self.runID(try team.baton(team.ann, first, "run", "build", "--detach", "--json"))
+        #expect(try first.baton("wait", build).code == 0)
+        let listed = try team.baton(team.ben, first, "approvals").stdout
+        let deploy = try #require(listed.firstMatch(of: /run (\d+)  deploy/).map { String($0.1) }, "\(listed)")
+        first.stop()
+        let second = try Daemon(config: config, reusing: first)
+        let own = try team.baton(team.ann, second, "approve", deploy)
+        #expect(own.code == 77 && own.stderr.contains("\(team.ann) triggered the run that made run \(deploy)"),
+                "the origin survives the restart: \(own.code) \(own.stderr)")
+        let denied = try second.baton("history", "--denied").stdout
+        #expect(denied.contains("approve of run \(deploy)"),
+                "the refused approve is recorded with the refused requests: \(denied)")
+        #expect(try team.baton(team.ann, second, "approvals").stdout == "nothing waits for your approval\n")
+        #expect(try team.baton(team.ben, second, "approve", deploy).code == 0)
+        #expect(try second.baton("wait", deploy).code == 0)
+    }
+
+    @Test("on: { awaiting }: a hook action runs as the run begins to wait, told the event and the waiting run")
+    func awaitingHook() throws {
+        let marker = NSTemporaryDirectory() + "baton-awaiting-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let daemon = try Daemon(config: """
+            {
+              requireUser: false,
+              actions: {
+                deploy: { exec: ["true"], params: { ref: {} }, approve: { by: ["group:root"], timeout: "1h" }, on: { awaiting: "announce" } },
+                announce: { exec: ["sh", "-c", "echo $BATON_HOOK_EVENT $BATON_HOOK_RUN_ID $BATON_HOOK_PARAM_REF > \(marker)"] },
+              },
+            }
+            """)
+        let deploy = try Self.runID(try daemon.baton("run", "deploy", "-p", "ref=v7", "--detach", "--json"))
+        // The hook run is made in the waiting run's creation item: the next id.
+        let announce = String(try #require(Int(deploy)) + 1)
+        let waited = try daemon.baton("wait", announce)
+        #expect(waited.code == 0, "\(waited.stdout)\(waited.stderr)")
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "awaiting \(deploy) v7\n")
+        #expect(try daemon.baton("show", deploy).stdout.contains("waiting for approval by group:root"), "the run still waits")
     }
 
     @Test("a restart while a run waits: it waits again, and ben's approval then runs it")

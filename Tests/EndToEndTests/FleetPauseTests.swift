@@ -41,6 +41,28 @@ struct FleetPauseTests {
         for host in hosts { host.stop() }
     }
 
+    @Test("pause --hold on web-1: web-2's trigger is queued, not refused, and waits on every host; web-1's next is busy with it; resumed, it starts")
+    func held() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: #"deploy: { exec: ["true"] },"#, conninfo: conninfo)
+        let paused = try hosts[0].baton("pause", "deploy", "--hold", "--reason", "migrating db")
+        #expect(paused.code == 0 && paused.stdout.hasPrefix("paused: deploy is held by "), "\(paused.stdout)\(paused.stderr)")
+        let queued = try FleetTests.trigger(hosts[1], "deploy")
+        let run = try #require(queued.run?.id, "queued, not refused: \(String(describing: queued.error))")
+        let busy = try hosts[0].baton("run", "deploy", "--detach")
+        #expect(busy.code == 75 && busy.stderr.contains("run \(run)"), "single flight across the fleet: \(busy.stderr)")
+        let db = try PGConnection(conninfo)
+        #expect(try db.query("SELECT count(*) FROM triggers WHERE action = 'deploy' AND decision = 'paused'").first?[0] == "0")
+        // web-2 looks for what may start on each tick of its feed (once a second at least).
+        usleep(2_500_000)
+        #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [String(run)]).first?[0] == "queued", "a held run starts on no host")
+        #expect(try FleetDebounceTests.until(30) { try hosts[1].baton("status", "deploy").stdout.contains("held by pause (") },
+                "web-2's status says what holds its run")
+        #expect(try hosts[0].baton("resume", "deploy").code == 0)
+        #expect(try FleetTests.wait(hosts[1], run: run)?.phase == .success, "resumed on web-1, web-2 starts its held run")
+        for host in hosts { host.stop() }
+    }
+
     @Test("a pause on web-1 while web-2's follow-up waits: the key frees and the run stays queued; resumed on web-1, web-2 starts it")
     func queuedRunHeld() throws {
         let gate = try FifoGate()

@@ -53,6 +53,27 @@ struct PauseEndToEndTests {
         #expect(try connection.scalar("SELECT group_concat(event) FROM (SELECT event FROM pause_events ORDER BY id)")?.string == "paused,resumed")
     }
 
+    @Test("pause --hold: a trigger is queued, status says what holds it, a restart keeps both, resume starts it; the next is busy meanwhile")
+    func held() throws {
+        let first = try Daemon(config: Self.config)
+        let paused = try first.baton("pause", "deploy", "--hold", "--reason", "migrating db")
+        #expect(paused.code == 0 && paused.stdout.hasPrefix("paused: deploy is held by "), "\(paused.stdout)\(paused.stderr)")
+        let queued = try first.baton("run", "deploy", "--detach")
+        #expect(queued.code == 0, "not refused: \(queued.stdout)\(queued.stderr)")
+        let busy = try first.baton("run", "deploy", "--detach")
+        #expect(busy.code == 75 && busy.stderr.contains("run 1"), "single flight: the held run holds its key: \(busy.stderr)")
+        let status = try first.baton("status", "deploy").stdout
+        #expect(status.contains("queued (run 1) held by pause (") && status.contains(": migrating db) until resumed"), "\(status)")
+        first.stop()
+        let second = try Daemon(config: Self.config, reusing: first, name: "restarted")
+        #expect(try second.baton("status", "deploy").stdout.contains("queued (run 1) held by pause ("), "the hold and its run survive a restart")
+        #expect(try second.baton("resume", "deploy").code == 0)
+        let waited = try second.baton("wait", "1")
+        #expect(waited.code == 0, "the held run starts at the resume and succeeds: \(waited.stdout)\(waited.stderr)")
+        let connection = try Connection(path: second.database, readOnly: true)
+        #expect(try connection.scalar("SELECT count(*) FROM triggers WHERE action = 'deploy' AND decision = 'paused'")?.int64 == 0)
+    }
+
     @Test("pauseAfterFailures: the second failure in a row pauses the action by itself; the next trigger is refused")
     func afterFailures() throws {
         let daemon = try Daemon(config: Self.config)

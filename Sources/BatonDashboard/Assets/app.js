@@ -431,6 +431,7 @@ function pressFor(info, policy, key) {
   if (!(info.allowed || []).includes("trigger")) return { kind: "denied", label: `Run ${name}`, disabled: true, title: `you may not trigger ${name}` };
   if (key.pending) return { kind: "pending", label: "Starting…", disabled: true, busy: true };
   const paused = pauseText(info.paused, key.now);
+  if (paused && info.paused.hold) return { kind: "held", label: `Queue ${name} (held)`, title: `${paused}; a press waits queued until it ends` };
   if (paused) return { kind: "paused", label: "Paused", disabled: true, title: paused };
   const left = cooldownLeft(info, key.lastSuccess, key.now);
   if (left > 0) {
@@ -475,11 +476,12 @@ function rulesText(info) {
 }
 
 // The banner of a paused action, as batond tells its pause ("Paused by alice for 1h58m more:
-// migrating db"); null when it is not paused, or its pause has ended.
+// migrating db"; "Held by …" for a pause that queues its presses, `--hold`); null when it is not
+// paused, or its pause has ended.
 function pauseText(pause, now) {
   if (!pause || (pause.until != null && now >= pause.until)) return null;
   const until = pause.until != null ? ` for ${duration(pause.until - now)} more` : " until resumed";
-  return `Paused by ${pause.by}${until}: ${pause.reason}`;
+  return `${pause.hold ? "Held" : "Paused"} by ${pause.by}${until}: ${pause.reason}`;
 }
 
 // A press under `queue`: with a line of one, join its follow-up or queue after the run; with a
@@ -712,6 +714,22 @@ async function offerApproval(run, controls) {
   deny.addEventListener("click", () => decideRun(run, false, reason.value, [approve, deny], note));
   box.append(el("p", { class: "approval-params", text: params ? `with params ${params}` : "with no params" }), approve, deny, reason, note);
   controls.append(box);
+  const from = await approvalCause(run);
+  if (from && box.isConnected) box.insertBefore(el("p", { class: "approval-from", text: from }), approve);
+}
+
+// What led to a hook's or a need's run, for its approver: the run that fired it (or the first
+// that needs it) with its params as batond shows them (secret ones masked) and who triggered it:
+// "from build run 41 with params ref=evil, by ann". Null for a run a person triggered.
+async function approvalCause(run) {
+  const cause = run.hook ? run.hook.run : ((run.neededBy || [])[0] || {}).run;
+  if (cause == null) return null;
+  const answer = await api(`/api/runs/${cause}`);
+  if (!answer.ok) return null;
+  const fired = answer.detail.run;
+  const params = Object.entries(fired.params || {}).map(([name, value]) => `${name}=${value}`).join(" ");
+  const who = fired.trigger ? `, by ${userName(fired.trigger.uid, answer.users || {})}` : "";
+  return `from ${fired.action} run ${fired.id} ${params ? `with params ${params}` : "with no params"}${who}`;
 }
 
 async function decideRun(run, approve, reason, buttons, note) {

@@ -111,6 +111,7 @@ extension ConductorState {
                              action: trigger.action, runner: trigger.runner, seq: 1, debounce: window, secrets: trigger.secrets)
         flights[id]?.origin = trigger.peer?.uid
         if let window { hold(id, window, &step) }
+        timePause(id, trigger.action.name, &step)
         step.entries.append(.created(run, transition))
         awaitApproval(id, trigger.action, &step)
         recordDelivery(of: trigger, run: id, &step)

@@ -96,7 +96,9 @@ extension ConductorState {
         let firing = origin(of: context.cause.run)
         flights[id]?.origin = firing
         if let window { hold(id, window, &step) }
+        timePause(id, hookAction.name, &step)
         step.entries.append(.created(run, transition))
+        if let firing { step.entries.append(.origin(runID: id, uid: firing)) }
         awaitApproval(id, hookAction, &step)
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
         triggerNeedsUnlessWaiting(id, hookAction, params: target.params, peer: nil, &step)

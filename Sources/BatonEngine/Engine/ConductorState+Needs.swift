@@ -99,7 +99,9 @@ extension ConductorState {
         flights[id] = Flight(run: run, machine: RunMachine(retries: action.retry.attempts), action: action, runner: nil, seq: 1, debounce: window)
         flights[id]?.origin = origin
         if let window { hold(id, window, &step) }
+        timePause(id, action.name, &step)
         step.entries.append(.created(run, transition))
+        if let origin, origin != peer?.uid { step.entries.append(.origin(runID: id, uid: origin)) }
         awaitApproval(id, action, &step)
         step.after += [.publish(RunUpdate(run: run, transition: transition)), .durable(id)]
         triggerNeedsUnlessWaiting(id, action, params: params, peer: peer, &step)

@@ -56,6 +56,13 @@ extension ConductorState {
         pauseMayHaveEnded(action, &step)
     }
 
+    /// A new run `id` of `action` is made while a held pause with an end holds it (`--hold --for`):
+    /// its timer lets it go then, as `hold(_:_:)` gives each run waiting when the pause began.
+    mutating func timePause(_ id: Int64, _ action: String, _ step: inout Step) {
+        guard let until = pause(of: action, at: step.now)?.until else { return }
+        step.effects.append(.schedule(run: id, .pauseEnd, after: max(until - step.now, .zero)))
+    }
+
     /// A new run of `action` is made: a timed pause that ran out with no run waiting (so no timer
     /// to notice) holds it no longer.
     mutating func releaseIfOver(_ action: String, at now: Timestamp) {

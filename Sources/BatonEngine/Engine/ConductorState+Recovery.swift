@@ -118,9 +118,10 @@ extension ConductorState {
         let snapshot = run.applying(transition)
         flights[run.id] = Flight(run: snapshot, machine: RunMachine(retries: action.retry.attempts), action: action,
                                  runner: nil, seq: transition.seq, hook: unfinished.hook, debounce: window)
-        // Not written: a hook run's origin is known again only where the run that fired it is in flight.
+        // As the history kept it (`JournalEntry.origin`), else its trigger's, else (a row from
+        // before schema 15) the origin of the run that fired it, where that one is in flight.
         let firing = unfinished.hook.flatMap { self.origin(of: $0.cause.run) }
-        flights[run.id]?.origin = run.trigger?.uid ?? firing
+        flights[run.id]?.origin = unfinished.origin ?? run.trigger?.uid ?? firing
         if let window, gated { hold(run.id, window, &step) }
         step.entries.append(.transition(transition))
         // After its transition: a waived wait triggers the run's needs, which may end it.

@@ -122,7 +122,10 @@ public struct FlightTable: Sendable {
     /// Lets the runs of `action` start again (its pause is over), each once its key is free.
     public mutating func release(action: String) {
         guard held.remove(action) != nil else { return }
-        for key in Set(entries.values.filter { $0.action == action }.map(\.key)) { promote(key) }
+        // Key by key in the order of their oldest run: runs held by a pause start in trigger order.
+        var oldest: [String: Int64] = [:]
+        for (run, entry) in entries where entry.action == action { oldest[entry.key] = min(oldest[entry.key] ?? run, run) }
+        for (key, _) in oldest.sorted(by: { $0.value < $1.value }) { promote(key) }
     }
 
     /// Holds back a run not yet started until the runs it needs succeeded (`needsMet`): it leaves

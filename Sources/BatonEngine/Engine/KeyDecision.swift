@@ -3,7 +3,9 @@
 /// `View` of the key (a host from its flights, the fleet from the rows it holds locked) and
 /// performs the decision its own way (store entries, or SQL); the order of the rules is here only:
 ///
-/// 0. a paused action runs nothing: the trigger is refused `paused` (a schedule slot is recorded as skipped);
+/// 0. a paused action runs nothing: the trigger is refused `paused` (a schedule slot is recorded as
+///    skipped); under a held pause (`--hold`) it goes on to the rules below, and the run it makes
+///    waits `queued` until the pause ends (a schedule slot too: the key's policy coalesces them);
 /// 1. a webhook delivery that already made or joined a run is refused (`delivered`);
 /// 2. a scheduled trigger whose slot has a run joins it in flight, or runs nothing once it ended;
 /// 3. a debounced trigger joins its key's pending run and pushes its window back;
@@ -170,7 +172,7 @@ public enum KeyDecision: Sendable, Equatable {
     /// Decides `asked` against `view`; `slot` is the key's slot as the decision leaves it.
     /// `candidate` gives the id a new run takes, and is called only when the policy may make one.
     public static func decide(_ asked: Asked, _ view: View, slot: inout KeySlot, candidate: () -> Int64) -> KeyDecision {
-        if let pause = view.paused, pause.holds(at: view.now) { return .paused(pause, skipped: asked.slot != nil) }
+        if let pause = view.paused, pause.refuses(at: view.now) { return .paused(pause, skipped: asked.slot != nil) }
         if let delivery = asked.delivery, let run = view.delivered {
             return .refused(.delivered(run: run, hook: delivery.hook, delivery: delivery.id))
         }

@@ -50,6 +50,10 @@ public enum JournalEntry: Sendable, Equatable {
     /// A run's approval (`approve`): its wait, written in the item that creates it, then its
     /// decision (approved or denied by whom, why; or timed out), each replacing the last.
     case approval(runID: Int64, ApprovalState)
+    /// The uid at a run's origin where it is not its own trigger's: whoever triggered the run
+    /// that led to it, through hooks and needs (an approval's no-self rule refuses that uid after
+    /// a restart too). Written in the item that creates the run.
+    case origin(runID: Int64, uid: UInt32)
 }
 
 extension JournalEntry {
@@ -111,6 +115,9 @@ extension TriggerRecord {
         case skipped
         /// It would have made a run over the action's rate limit (`over: reject`): refused, nothing ran.
         case rateLimited
+        /// An approve or deny of this run refused (not one of the approvers, or the run's own
+        /// trigger without `self: true`): nothing was decided.
+        case deniedApproval
 
         /// The stored text: `joined`, `coalesced`, `rejected`, `denied trigger`, …
         public var description: String {
@@ -125,6 +132,7 @@ extension TriggerRecord {
             case .paused: "paused"
             case .skipped: "skipped (paused)"
             case .rateLimited: "rate limited"
+            case .deniedApproval: "denied approval"
             }
         }
 
@@ -132,7 +140,7 @@ extension TriggerRecord {
         public static var denials: [Decision] { Permission.allCases.map { .denied($0) } }
 
         /// What `history --denied` lists: the denials, and the triggers a rate limit refused.
-        public static var refusals: [Decision] { denials + [.rateLimited] }
+        public static var refusals: [Decision] { denials + [.rateLimited, .deniedApproval] }
 
         public init?(_ text: String) {
             switch text {
@@ -145,6 +153,7 @@ extension TriggerRecord {
             case "paused": self = .paused
             case "skipped (paused)": self = .skipped
             case "rate limited": self = .rateLimited
+            case "denied approval": self = .deniedApproval
             default:
                 guard text.hasPrefix("denied "), let permission = Permission(rawValue: String(text.dropFirst(7))) else { return nil }
                 self = .denied(permission)
@@ -197,6 +206,8 @@ public struct UnfinishedRun: Sendable, Equatable {
     public var needs: [NeededRun]?
     /// A run retrying: when its next attempt is due (its `retrying` transition's time and backoff), where the store knows.
     public var retryDue: Timestamp?
+    /// The uid at its origin, where the history kept one (`JournalEntry.origin`).
+    public var origin: UInt32?
 
     public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil, hook: HookContext? = nil) {
         self.hook = hook

@@ -43,6 +43,39 @@ struct DashboardApprovalBrowserTests {
         #expect(show.stdout.contains("approval: approved by root at ") && show.stdout.contains("params: ref=v7"), "\(show.stdout)")
     }
 
+    @Test("a hook's run waiting: its approver sees, beside the pair, the run that fired it with its params and who triggered it")
+    func firingRunShown() async throws {
+        try #require(geteuid() == 0, "needs root to trigger as another user")
+        let daemon = try Daemon(config: """
+            {
+              requireUser: false,
+              socketMode: "0666",
+              allow: { trigger: { users: ["*"] } },
+              actions: {
+                build: { exec: ["true"], params: { ref: {} }, on: { success: "deploy" } },
+                deploy: { exec: ["true"], approve: { by: ["user:root"], timeout: "1h" } },
+              },
+            }
+            """)
+        defer { daemon.stop() }
+        chmod(daemon.directory, 0o755)
+        let triggered = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", daemon.socket,
+                                                         "run", "build", "-p", "ref=evil"])
+        #expect(triggered.code == 0, "\(triggered.stderr)")
+        let dashboard = try DashboardProcess(socket: daemon.socket)
+        defer { dashboard.stop() }
+        try await offPool {
+            let browser = try WebDriver()
+            defer { browser.quit() }
+            try browser.open(dashboard.url)
+            #expect(try browser.wait(until: "document.querySelector('#connection').dataset.state === 'live'"), "signed in")
+            try browser.open("http://\(dashboard.hostPort)/runs/2")
+            #expect(try browser.wait(until: "document.querySelector('#run-controls .approval-from')"), "what fired it is shown")
+            let from = try browser.text("#run-controls .approval-from")
+            #expect(from.hasPrefix("from build run 1 with params ref=evil, by ") && from.contains("uid 65534"), "\(from)")
+        }
+    }
+
     @Test("a run cancelled while it waited: its page says it ended before a decision, not that it waits (review item 7)")
     func endedUndecided() async throws {
         let daemon = try Daemon(config: """
