@@ -8,8 +8,8 @@ enum WatchCommand {
     static let spec = CommandSpec(
         name: "watch",
         abstract: """
-            Follow transitions live. Each one is printed as it is committed (like `journalctl -f`), until Ctrl-C or
-            until batond stops.
+            Follow transitions live. Each one is printed as it is committed (like `journalctl -f`), until Ctrl-C.
+            Across a restart or a stop of batond it watches again once the next batond answers (up to 30s).
             """,
         arguments: "[ACTION]",
         options: [
