@@ -48,14 +48,30 @@ final class Context: Sendable {
     func ask<T>(_ query: BatonQuery<T>) throws -> T {
         let clock = ContinuousClock()
         let start = clock.now
+        var reconnect: Reconnect?
         while true {
-            let client = try oneShotClient()
+            let client: OneShotClient
+            do {
+                client = try oneShotClient()
+            } catch let failure as Failure where reconnect != nil && failure.code == ExitCode.unavailable {
+                // batond said it stops or restarts: the next one may not listen yet.
+                guard reconnect!.again() else { throw gone(failure) }
+                continue
+            }
             do {
                 return try client.ask(query)
             } catch let error as BatonClientError {
                 guard case .restarting = error, clock.now - start < Self.restartBound else { throw Failure(error) }
+                if reconnect == nil { reconnect = Reconnect() }
             }
         }
+    }
+
+    /// A connection that could not be made once batond said it stops or restarts: says for how long it was tried.
+    private func gone(_ failure: Failure) -> Failure {
+        var failure = failure
+        failure.message = Reconnect.gone(socket: socketPath, failure.message)
+        return failure
     }
 
     /// How long a command sends again what batond, restarting in place, did not take (`.restarting`).
@@ -102,8 +118,17 @@ final class Context: Sendable {
     func call<T: Sendable>(_ operation: @escaping @Sendable (BatonClient) async throws -> T) throws -> T {
         let clock = ContinuousClock()
         let start = clock.now
+        var reconnect: Reconnect?
         while true {
-            let client = try client()
+            let client: BatonClient
+            do {
+                client = try self.client()
+            } catch let failure as Failure where reconnect != nil && failure.code == ExitCode.unavailable {
+                // batond said it stops or restarts: the next one may not listen yet (a stop and
+                // start without socket activation).
+                guard reconnect!.again() else { throw gone(failure) }
+                continue
+            }
             do {
                 return try Blocking.run { try await operation(client) }
             } catch let error as BatonClientError {
@@ -111,6 +136,7 @@ final class Context: Sendable {
                 case .unavailable: connected.withLock { $0 = nil }
                 case .restarting where clock.now - start < Self.restartBound:
                     connected.withLock { $0 = nil }
+                    if reconnect == nil { reconnect = Reconnect() }
                     continue
                 case .restarting: connected.withLock { $0 = nil }
                 default: break

@@ -47,10 +47,6 @@ enum LogsCommand {
         return run.id
     }
 
-    /// How many times in a row a follow reconnects after losing batond, and the pause between.
-    static let reconnects = 50
-    static let reconnectPause: useconds_t = 200_000
-
     /// Prints the run's output from `from` (with `follow`, until it ends), resuming where the last
     /// chunk ended if the connection drops; returns the run as the last answer has it.
     static func follow(_ run: Int64, from: Int64, follow: Bool, stream: StandardStream?, _ context: Context) throws -> RunSnapshot {
@@ -63,7 +59,7 @@ enum LogsCommand {
                        last: inout UInt8?) throws -> RunSnapshot {
         // The read's place survives a lost connection: the next read resumes from it.
         let place = Locked(Place(next: from, last: last))
-        var lost = 0
+        var reconnect = Reconnect()
         while true {
             let before = place.withLock(\.next)
             do {
@@ -76,10 +72,8 @@ enum LogsCommand {
                 // batond went (a restart, or it closed a client whose unread answers passed the
                 // connection's limit, as a long history read can): resume from the last byte printed.
                 last = place.withLock(\.last)
-                if place.withLock(\.next) > before { lost = 0 }
-                guard lost < reconnects else { throw failure }
-                lost += 1
-                usleep(reconnectPause)
+                if place.withLock(\.next) > before || failure.refusal?.endedByRestart == true { reconnect.reached() }
+                guard reconnect.again() else { throw failure }
             }
         }
     }

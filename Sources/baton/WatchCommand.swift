@@ -8,8 +8,8 @@ enum WatchCommand {
     static let spec = CommandSpec(
         name: "watch",
         abstract: """
-            Follow transitions live. Each one is printed as it is committed (like `journalctl -f`), until Ctrl-C or
-            until batond stops.
+            Follow transitions live. Each one is printed as it is committed (like `journalctl -f`), until Ctrl-C.
+            Across a restart or a stop of batond it watches again once the next batond answers (up to 30s).
             """,
         arguments: "[ACTION]",
         options: [
@@ -25,7 +25,10 @@ enum WatchCommand {
         signal(SIGINT) { _ in _exit(0) }
         let action = arguments.positionals.first
         // batond restarting in place ends the watch with its last line: watched again, on the new batond.
+        // A stop that a start follows (`systemctl restart`) ends it the same way: watched again
+        // once batond is back, for at most `Reconnect.bound`.
         var told = false
+        var reconnect = Reconnect()
         while true {
             let again = told
             do {
@@ -48,7 +51,17 @@ enum WatchCommand {
                     return ExitCode.success
                 case .unavailable? where failure.refusal?.endedByRestart == true:
                     told = true
+                    reconnect.reached()
                     continue
+                case .unavailable? where told:
+                    // Told batond goes (its last line): it is waited for, up to the bound.
+                    if reconnect.again() { continue }
+                    Stdio.error.write(Data((Reconnect.gone(socket: context.socketPath, failure.message) + "\n").utf8))
+                    return ExitCode.unavailable
+                case nil where told && failure.code == ExitCode.unavailable:
+                    if reconnect.again() { continue }
+                    Stdio.error.write(Data((Reconnect.gone(socket: context.socketPath, failure.message) + "\n").utf8))
+                    return ExitCode.unavailable
                 case .unavailable?:
                     // The connection ended without a goodbye: batond went away.
                     break

@@ -246,12 +246,17 @@ extension Daemon {
                 Log.info("stopping: no new triggers; runs that survive restarts are left to their shims, "
                     + "the others have \(DurationText.format(grace)) to finish")
             }
+            // A stop: once the runs are drained (handed over, ended within the grace, or
+            // cancelled), the servers answer what they took and end every connection with
+            // `{"restarting":true}`, before the followers are ended: a client following a run
+            // handed over waits for it on the next batond (docs/protocol.md).
+            let settle: (@Sendable () async -> Void)? = quiet == nil ? { @Sendable in await quiesce(service: serving, reason: "stopping").value } : nil
             shutdown = Task { [quiet] in
                 // A restart in place: every request the server took is answered first (a trigger's
                 // commit included), while the conductor still takes them.
                 await quiet?.value
                 backend.beginShutdown()
-                await backend.conductor.shutdown(grace: grace)
+                await backend.conductor.shutdown(grace: grace, settle: settle)
                 signals.finish()
             }
         }
@@ -276,17 +281,25 @@ extension Daemon {
         }
         Reexec.request(sockets: sockets, notifier: notifier)
         notifier.reloading("restarting in place")
+        let quiet = quiesce(service: serving, reason: "restart")
+        // Said once the server has stopped accepting (the loop takes posts in order): a client told of it connects to the backlog.
+        serving.reactor.post {
+            Log.info("restarting in place: runs that survive restarts are left to their shims, "
+                + "the others have \(DurationText.format(grace)) to finish; connections wait for the new batond")
+        }
+        return quiet
+    }
+
+    /// The servers stop accepting and reading at once and answer what they took
+    /// (`Server.quiesce`), each connection ending with `{"restarting":true}`: the task ends once
+    /// every server is quiet, or at the bound.
+    static func quiesce(service serving: Serving, reason: String) -> Task<Void, Never> {
         let (stream, told) = AsyncStream<Void>.makeStream()
         let servers = (serving.server.value == nil ? 0 : 1) + (serving.webhooks.value == nil ? 0 : 1)
         // Each server says once that it is quiet; the drain is over once every one has.
         let quiet: @Sendable () -> Void = { told.yield() }
         serving.server.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
         serving.webhooks.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
-        // Said once the server has stopped accepting (the loop takes posts in order): a client told of it connects to the backlog.
-        serving.reactor.post {
-            Log.info("restarting in place: runs that survive restarts are left to their shims, "
-                + "the others have \(DurationText.format(grace)) to finish; connections wait for the new batond")
-        }
         let start = ContinuousClock.now
         return Task {
             for await _ in stream.prefix(servers) {}
@@ -294,9 +307,9 @@ extension Daemon {
             // (a client that does not read, or a stream that never parked).
             let took = ContinuousClock.now - start
             if took < Self.quiesceBound {
-                Log.info("restart drain: connections drained in \(DurationText.format(took)) (every request taken answered or parked)")
+                Log.info("\(reason) drain: connections drained in \(DurationText.format(took)) (every request taken answered or parked)")
             } else {
-                Log.info("restart drain: connections not drained within \(DurationText.format(Self.quiesceBound)); closing what is left")
+                Log.info("\(reason) drain: connections not drained within \(DurationText.format(Self.quiesceBound)); closing what is left")
             }
         }
     }

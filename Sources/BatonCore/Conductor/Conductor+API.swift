@@ -245,8 +245,10 @@ extension Conductor {
     /// with reason `shutdown`, and waits `writesWithin` more for their ends to be durable before
     /// it stops waiting for writes (as `stopRemaining` does): a store that cannot write (a locked
     /// database, a full disk) never keeps one stop signal from ending batond. Runs still queued
-    /// stay queued in the history for the next start.
-    public func shutdown(grace: Duration, writesWithin: Duration = .seconds(10)) async {
+    /// stay queued in the history for the next start. `settle`, once the runs are drained and
+    /// before the watchers and followers are ended: a stop's servers end their connections there
+    /// (`{"restarting":true}`), so that a client following a run handed over waits for it on the next batond.
+    public func shutdown(grace: Duration, writesWithin: Duration = .seconds(10), settle: (@Sendable () async -> Void)? = nil) async {
         // The grace is armed only once `.shutdown` is in: a grace of 0 that fired first would be
         // ignored (nothing is draining yet), and the runs in flight would never be stopped.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -268,6 +270,7 @@ extension Conductor {
                 core.access { $0.shutdownTimer = armed }
             }
         }
+        await settle?()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             reactor.onLoop { [self] in
                 let (timer, all) = core.access { core in
@@ -275,6 +278,7 @@ extension Conductor {
                     return (core.shutdownTimer, Array(core.watchers.values))
                 }
                 if let timer { reactor.cancel(timer) }
+                endFollowers()
                 for watcher in all { watcher.follower(nil) }
                 continuation.resume()
             }

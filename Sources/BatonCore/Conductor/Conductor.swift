@@ -186,17 +186,15 @@ public final class Conductor: Sendable {
             for follower in outputFollowers { follower(nil) }
         case .drained:
             sendWrites()
-            let (waiters, continuations, outputFollowers) = core.access { core in
+            let continuations = core.access { core in
                 defer {
-                    core.waiters = [:]
                     core.drained = []
-                    core.outputFollowers = [:]
                     core.isDrained = true
                 }
-                return (core.waiters.values.flatMap { $0 }, core.drained, core.outputFollowers.values.map(\.follower))
+                return core.drained
             }
-            for waiter in waiters { waiter(nil) }
-            for follower in outputFollowers { follower(nil) }
+            // A `shutdown` waiting ends the followers itself, after its `settle`.
+            if continuations.isEmpty { endFollowers() }
             for continuation in continuations { continuation.resume() }
         case let .handOver(run, attempt):
             handOver(run, attempt: attempt)
@@ -212,6 +210,16 @@ public final class Conductor: Sendable {
             }
             for continuation in continuations { continuation.resume() }
         }
+    }
+
+    /// The drain is over: every run's followers and output followers hear that nothing more comes.
+    func endFollowers() {
+        let (waiters, outputFollowers) = core.access { core in
+            defer { (core.waiters, core.outputFollowers) = ([:], [:]) }
+            return (core.waiters.values.flatMap { $0 }, core.outputFollowers.values.map(\.follower))
+        }
+        for waiter in waiters { waiter(nil) }
+        for follower in outputFollowers { follower(nil) }
     }
 
     private func start(_ launch: Launch) -> any Attempt {

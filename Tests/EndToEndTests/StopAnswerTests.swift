@@ -1,0 +1,47 @@
+import BatonClient
+import BatonCore
+import Foundation
+import Testing
+
+/// Issue 41, part 1's loose end: a plain stop (SIGTERM, as `systemctl stop` or `restart` sends)
+/// ends each connection as a restart in place does (`{"restarting":true}`, once the runs are
+/// drained), and the clients waiting on a run wait for the next batond on the same socket.
+@Suite("End to end: a stop that answers, and clients that wait for the next batond", .serialized)
+struct StopAnswerTests {
+    @Test("baton run, baton wait, baton logs -f and BatonClient.wait ride out a SIGTERM and a new start on the same socket: each sees the run's true end")
+    func clientsRideOutAStop() async throws {
+        let scratch = NSTemporaryDirectory() + "baton-stopanswer-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let go = scratch + "/go"
+        let config = """
+            { requireUser: false, actions: { nap: { exec: ["sh", "-c", "echo hi; while [ ! -e \\"$GO\\" ]; do sleep 0.02; done; echo bye; exit 4"], env: { GO: "\(go)" } } } }
+            """
+        let daemon = try Daemon(config: config)
+        let running = Launched(Binaries.baton, ["--socket", daemon.socket, "run", "nap"])
+        try daemon.waitForLog("run 1 nap: queued → loading")
+        let waiting = Launched(Binaries.baton, ["--socket", daemon.socket, "wait", "1"])
+        let logging = Launched(Binaries.baton, ["--socket", daemon.socket, "logs", "-f", "1"])
+        // A waiter known to be attached before the stop (its first update is the run as it is
+        // then): without the stop's last line it would be told "batond stopped" and fail.
+        let (attached, told) = AsyncStream<Void>.makeStream()
+        let socket = daemon.socket
+        let library = Task { try await BatonClient.wait(run: 1, socket: socket) { _ in told.yield() } }
+        for await _ in attached { break }
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit() == 0)
+        #expect(daemon.stderr.contains("stopping drain: connections drained"), "\(daemon.stderr.suffix(2_000))")
+        // The run ends while no batond serves: its shim keeps the status for the next one.
+        FileManager.default.createFile(atPath: go, contents: nil)
+        let next = try Daemon(config: config, reusing: daemon)
+        let ended = try await library.value
+        #expect(ended.phase == .failure && ended.exitCode == 4, "\(ended)")
+        let (ran, waited, logged) = (try await running.output(), try await waiting.output(), try await logging.output())
+        let fresh = try next.baton("wait", "1")
+        #expect(fresh.stdout.contains("run 1") && fresh.code != 0, "\(fresh)")
+        #expect(ran.code == fresh.code && ran.stdout == fresh.stdout, "baton run: \(ran)")
+        #expect(waited.code == fresh.code && waited.stdout == fresh.stdout, "baton wait: \(waited)")
+        #expect(logged.stdout == "hi\nbye\n" && logged.code == fresh.code, "baton logs -f: \(logged)")
+        next.stop()
+    }
+}
