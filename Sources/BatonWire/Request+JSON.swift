@@ -28,6 +28,7 @@ extension Request {
         json.field("reason", reason)
         json.field("duration", duration)
         json.field("as", actingAs)
+        json.field("asGroup", asGroup)
         json.field("name", name)
         json.endObject()
         return json.bytes

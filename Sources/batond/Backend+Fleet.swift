@@ -33,7 +33,8 @@ extension Backend {
         var runner = ExecRunner(reactor: reactor, spawner: SpawnerPool(threads: SpawnerPool.perCore))
         runner.tracking = tracking
         runner.beforeSpawn = { guardLink.ensureRunning() }
-        let artifacts = FleetArtifacts(pool: pool, host: host, log: { Log.warning($0) })
+        // A keep that finds PostgreSQL down is tried again on the loop's timer (the run ends after it).
+        let artifacts = FleetArtifacts(pool: pool, host: host, log: { Log.warning($0) }, later: { delay, body in _ = reactor.after(delay, body) })
         runner.artifacts = Self.artifactSetup(config, database: database, host: host.name, keeper: artifacts)
         var options = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                         watchersFedByFleet: true, lineSink: config.journalSink, storeDecidesHooks: true, storeCountsFailures: true)
