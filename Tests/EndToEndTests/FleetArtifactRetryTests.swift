@@ -19,7 +19,12 @@ struct FleetArtifactRetryTests {
         let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
         try server.stop()
         let ended = Locked(false)
-        let kept = Task { await FleetArtifactRowsTests.keep(keeper, scan, run: 1); ended.withLock { $0 = true } }
+        // A keep that ends (kept, or given up) ends the stream: a keep not tried again fails the test, never hangs it.
+        let kept = Task {
+            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
+            ended.withLock { $0 = true }
+            retry.finish()
+        }
         var waiting = retries.makeAsyncIterator()
         let first = try #require(await waiting.next())
         // Down still: tried again, and waits again; the run is not told its files are done.
