@@ -42,9 +42,9 @@ extension Service {
         }
         let waiting = ObjectIdentifier(connection)
         behindLookup.access { $0[waiting] = $0[waiting] ?? [] }
-        let reactor = reactor, accounts = accounts, group = request.asGroup
+        let reactor = reactor, accounts = accounts
         lookups.submit { [self] in
-            let user = group.map(ActingUser.lookUpGroup) ?? accounts(name)
+            let user = accounts(key)
             reactor.post { [self] in
                 actingCache.access { cache in
                     if cache.count > 10_000 { cache.removeAll() }
@@ -112,7 +112,9 @@ public struct ActingUser: Sendable, Equatable {
     }
 
     /// The user database's account of that name (never a number: `validated` refused one), or nil.
+    /// `group:NAME` (what `asGroup` is looked up as, a key no account name can be): the group principal.
     @Sendable public static func lookUp(_ name: String) -> ActingUser? {
+        if name.hasPrefix("group:") { return lookUpGroup(String(name.dropFirst(6))) }
         guard Request.isUserName(name), let account = UserDatabase.account(name) else { return nil }
         return ActingUser(name: account.name, uid: account.uid, gid: account.gid,
                           groups: UserDatabase.groups(of: account.name, primary: account.gid))
