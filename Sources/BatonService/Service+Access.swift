@@ -15,7 +15,8 @@ extension Service {
     func refuse(_ permission: Permission, _ name: String?, _ exchange: Exchange) {
         let request = exchange.request
         let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "", decision: .denied(permission),
-                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: recordedParams(request, name, generation))
+                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: recordedParams(request, name, generation),
+                                   via: exchange.peer.principal)
         let error = forbidden(permission, name, exchange)
         if permission == .trigger, let name { metrics.triggered(name, decision: "denied") }
         journal.enqueue([.trigger(record)]) { _ in exchange.fail(error) }
@@ -42,7 +43,7 @@ extension Service {
         if permission != .read {
             let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "",
                                        decision: .denied(permission), policy: request.policy ?? .reject,
-                                       peer: peer, at: .now, params: recordedParams(request, name, generation))
+                                       peer: peer, at: .now, params: recordedParams(request, name, generation), via: peer.principal)
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 journal.enqueue([.trigger(record)]) { _ in done.resume() }
             }

@@ -27,11 +27,32 @@ struct ActingAsGroupTests {
         let answer = try #require(await fixture.ask(Self.trigger(1, "deploy", group: "staff"), as: root))
         #expect(answer.error?.code == .forbidden)
         #expect(answer.error?.message == "carol@example.org via group:staff may not trigger deploy", "\(String(describing: answer.error))")
+        // The refusal is recorded (`baton history --denied`) naming her too.
+        let denied = fixture.store.entries.compactMap { entry -> TriggerRecord? in
+            if case let .trigger(record) = entry { return record }
+            return nil
+        }
+        #expect(denied.map(\.via) == ["carol@example.org via group:staff"] && denied.first?.peer?.uid == Peer.groupPrincipalUID, "\(denied)")
         let status = try #require(await fixture.ask(#"{"id":2,"op":"status","as":"carol@example.org","asGroup":"staff"}"#, as: root))
         #expect(status.actions?.map(\.name).sorted() == ["deploy", "hold"])
         #expect(status.actions?.first { $0.name == "deploy" }?.allowed == [.read])
         // hold: its rules are the global ones, which admit everyone: a group principal too.
         #expect(status.actions?.first { $0.name == "hold" }?.allowed?.contains(.trigger) == true)
+    }
+
+    @Test("a member of ops cancels a run: the cancel is asked with their name, kept as the transition's via")
+    func cancelNamed() async throws {
+        let fixture = Fixture()
+        let first = Recorder(uid: 0)
+        defer { fixture.gate.open() }
+        fixture.service.receivedOnLoop(.line(Array(#"{"op":"trigger","action":"hold"}"#.utf8)), from: first)
+        let run = try #require(await first.next()?.run?.id)
+        let cancel = try #require(await fixture.ask(#"{"id":2,"op":"cancel","run":\#(run),"as":"carol@example.org","asGroup":"ops"}"#, as: Recorder(uid: 0)))
+        #expect(cancel.ok == true, "\(String(describing: cancel.error))")
+        let end = try #require(await first.answer())
+        #expect(end.run?.phase == .cancelled && end.run?.cancelledBy == Peer.groupPrincipalUID)
+        let ends = fixture.store.transitions.filter { $0.runID == run && $0.to == .cancelled }
+        #expect(ends.map(\.detail.via) == ["carol@example.org via group:ops"], "\(fixture.store.transitions)")
     }
 
     @Test("only root and batond's own user may claim a group; an unknown group gets nothing; malformed fields are bad requests")

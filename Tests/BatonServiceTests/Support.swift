@@ -135,12 +135,13 @@ struct Fixture {
     let conductor: Conductor
     let history = FakeHistory()
     let gate = Gate()
+    /// What the conductor wrote (runs, transitions).
+    let store = MemoryStore()
 
     /// `deploy` (alice and the ops group may trigger, ops may cancel), `hold` (waits for the gate),
     /// `secret` (only root reads it).
     init(userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName,
          accounts: @escaping @Sendable (String) -> ActingUser? = Fixture.accounts, kept: Duration = Service.groupsKept) {
-        let store = MemoryStore()
         conductor = Conductor(actions: [], store: store)
         let gate = gate
         conductor.register(Action(name: "deploy", params: ["env": ParamSpec(pattern: try! ParamPattern("^(staging|prod)$"))])) { _ in }
