@@ -20,7 +20,7 @@ struct DashboardTeamMapTests {
         """
 
     @Test("carol@example.org, a member of staff by the map, triggers deploy, not payroll, and the history names her; unmapped names are refused; SIGHUP rereads the map")
-    func mappedUsers() throws {
+    func mappedUsers() async throws {
         let daemon = try Daemon(config: Self.config)
         defer { daemon.stop() }
         let directory = NSTemporaryDirectory() + "baton-team-map-" + UUID().uuidString
@@ -58,6 +58,21 @@ struct DashboardTeamMapTests {
         // Her page shows deploy's button enabled, payroll's not.
         let status = try HTTPProbe.request(port: port, "GET", "/api/status", fields: ["Cookie": "user=carol@example.org"])
         #expect(status.status == 200 && status.body.contains(#""allowed":["read","trigger"]"#), "\(status.body)")
+
+        // In Chromium through nginx: her page offers deploy's button and not payroll's.
+        if WebDriver.available {
+            try await offPool {
+                let browser = try WebDriver()
+                defer { browser.quit() }
+                let site = "http://127.0.0.1:\(port)/"
+                try browser.open(site)
+                _ = try browser.script("document.cookie = 'user=carol@example.org; path=/';")
+                try browser.open(site)
+                let button = { (action: String) in "document.querySelector('.card[data-action=\"\(action)\"] .press-button')" }
+                #expect(try browser.wait(until: "\(button("deploy")) && !\(button("deploy")).disabled && \(button("payroll")) && \(button("payroll")).disabled"))
+                #expect(try browser.script("return \(button("payroll")).title;") as? String == "you may not trigger payroll")
+            }
+        }
 
         // The history names her, via the group; the run is deploy's only one.
         let history = try daemon.baton("history", "--json", "deploy")
