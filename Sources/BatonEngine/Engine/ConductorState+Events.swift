@@ -204,6 +204,7 @@ extension ConductorState {
 
     /// Stops the runs named: a queued or retrying run ends at once, a loading one once its
     /// processes are gone. Answered with every run it stopped, as each is now.
+    /// `principal`: a group principal's name (`Peer.principal`), kept in the cancel's transition as `via`.
     mutating func cancel(_ token: Token, _ target: CancelTarget, by uid: UInt32?, principal: String? = nil, _ step: inout Step) {
         let ids: [Int64]
         switch target {

@@ -49,7 +49,6 @@ public struct ConductorState: Sendable {
         /// A timer the state set went off.
         case timer(run: Int64, Timer)
         /// Cancel runs in flight; answered with the runs it stopped.
-        /// `principal`: a group principal's name (`Peer.principal`), kept in the cancel's transition as `via`.
         case cancel(Token, CancelTarget, by: UInt32?, principal: String? = nil)
         /// Follow a run: answered with its snapshot, or nil when it is not in flight.
         case attach(Token, run: Int64)
