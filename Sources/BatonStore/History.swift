@@ -199,7 +199,7 @@ public struct History {
     /// and triggers refused by a rate limit (`rate limited`), newest first.
     public func denied(limit: Int = 50) throws -> [TriggerRecord] {
         try connection.withStatement("""
-            SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params FROM triggers
+            SELECT run_id, action, key, decision, policy, uid, gid, pid, at, params, via FROM triggers
             WHERE decision IN (\(TriggerRecord.Decision.refusals.map { _ in "?" }.joined(separator: ", "))) ORDER BY id DESC LIMIT ?
             """) { statement in
             try statement.bind(TriggerRecord.Decision.refusals.map { .text($0.description) } + [.integer(Int64(max(limit, 0)))])
@@ -211,7 +211,8 @@ public struct History {
                 }
                 list.append(TriggerRecord(runID: statement.int64(0), action: statement.string(1) ?? "", key: statement.string(2) ?? "",
                                           decision: TriggerRecord.Decision(statement.string(3) ?? "") ?? .rejected, policy: Policy(rawValue: statement.string(4) ?? "") ?? .reject,
-                                          peer: peer, at: Timestamp(rawValue: statement.int64(8) ?? 0), params: JSONText.params(statement.string(9))))
+                                          peer: peer, at: Timestamp(rawValue: statement.int64(8) ?? 0), params: JSONText.params(statement.string(9)),
+                                          via: statement.string(10)))
             }
             return list
         }

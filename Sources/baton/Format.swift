@@ -96,6 +96,12 @@ enum Format {
         UserDatabase.userName(uid).map(Terminal.visible) ?? "uid \(uid)"
     }
 
+    /// A group principal of the team's dashboard (`carol@example.org via group:ops`, from `via`), or nil:
+    /// its uid names no one.
+    static func principal(_ peer: Peer?, via: String?) -> String? {
+        peer?.uid == Peer.groupPrincipalUID ? via.map(Terminal.visible) : nil
+    }
+
     /// How long ago: `42s ago`, `3m04s ago`.
     static func age(_ timestamp: Timestamp, now: Timestamp = .now) -> String {
         DurationText.format(now - timestamp) + " ago"

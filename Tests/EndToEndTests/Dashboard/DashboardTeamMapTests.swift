@@ -80,6 +80,9 @@ struct DashboardTeamMapTests {
         #expect(runs.count == 1 && runs.first?["via"] as? String == "carol@example.org via group:staff", "\(history.stdout)")
         let shown = try daemon.baton("show", String(runs.first?["id"] as? Int ?? 0))
         #expect(shown.stdout.contains("triggered by carol@example.org via group:staff"), "\(shown.stdout)")
+        // Her refused trigger of payroll is recorded naming her too.
+        let denied = try daemon.baton("history", "--denied")
+        #expect(denied.stdout.contains("carol@example.org via group:staff") && denied.stdout.contains("payroll"), "\(denied.stdout)")
 
         // SIGHUP: the map read again; carol is now nobody's group, and a bad line keeps the rules in use.
         try "*@example.org  group:nogroup\n".write(toFile: map, atomically: true, encoding: .utf8)
