@@ -9,7 +9,7 @@ extension API {
     func rawOutput(_ id: Int64, limit: Int, _ done: @escaping Answer) {
         let channel = Channel(path: self.channel.path, reactor: reactor)
         let bytes = LoopOwned<[UInt8]?>([], on: reactor)
-        channel.call(Request(op: .output, run: id, actingAs: user), events: { response, _ in
+        channel.call(Request(op: .output, run: id).acting(user), events: { response, _ in
             guard let chunk = response.chunk else { return }
             let over = bytes.access { bytes -> Bool in
                 guard let count = bytes?.count, count + chunk.bytes.count <= limit else { bytes = nil; return true }

@@ -90,7 +90,7 @@ struct API: Sendable {
             return done(answer(.failure(WireError(code: .badRequest, message: #"expected a JSON body like {"action": "deploy", "params": {"env": "prod"}}"#))))
         }
         let params = trigger.params ?? [:]
-        channel.call(Request(op: .status, actingAs: user)) { [self] result in
+        channel.call(Request(op: .status).acting(user)) { [self] result in
             if case let .success(status) = result, let info = status.actions?.first(where: { $0.name == trigger.action }),
                let error = Self.check(params, against: info) {
                 return done(answer(.failure(WireError(error))))
@@ -129,8 +129,7 @@ struct API: Sendable {
     /// Asks batond and answers with its final response (`gather` makes it whole from its events first).
     func forward(_ request: Request, events: Channel.Events? = nil, _ done: @escaping Answer,
                          gather: @escaping @Sendable (Response) -> Response = { $0 }) {
-        var request = request
-        request.actingAs = user
+        let request = request.acting(user)
         channel.call(request, events: events) { [self] result in
             switch result {
             case let .success(response):

@@ -18,7 +18,7 @@ extension DashboardServer {
         exchange.onClose { slot.release() }
         let channel = Channel(path: api.channel.path, reactor: reactor)
         exchange.onClose { channel.close() }
-        let first = Request(op: .artifact, run: run, from: 0, name: name, actingAs: user)
+        let first = Request(op: .artifact, run: run, from: 0, name: name).acting(user)
         let stall = limits.downloadStall
         channel.call(first) { [self] result in
             switch result {
@@ -62,7 +62,7 @@ extension DashboardServer {
                 channel.close()
                 return exchange.end()
             }
-            let request = Request(op: .artifact, run: download.run, from: next, name: download.name, actingAs: download.user)
+            let request = Request(op: .artifact, run: download.run, from: next, name: download.name).acting(download.user)
             return channel.call(request) { result in
                 // A failure midway (the run pruned meanwhile, batond gone, another attempt's file kept) can only cut the download short.
                 guard case let .success(response) = result, let more = response.piece, more.follows(piece, at: next) else {

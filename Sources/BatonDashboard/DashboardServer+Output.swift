@@ -22,7 +22,7 @@ extension DashboardServer {
             _ = self?.outputStreams.access { $0.removeValue(forKey: key) }
             channel.close()
         }
-        channel.call(Request(op: .output, run: run, from: from, follow: true, actingAs: user), events: { response, _ in
+        channel.call(Request(op: .output, run: run, from: from, follow: true).acting(user), events: { response, _ in
             if let chunk = response.chunk { exchange.send(OutputEvents.chunk(chunk)) }
         }, done: { result in
             switch result {

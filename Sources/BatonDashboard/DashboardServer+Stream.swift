@@ -87,7 +87,7 @@ extension DashboardServer {
     /// last seq when asked: updates replayed after it may be in the snapshot already, and the page
     /// drops those by their seq). Batond refusing: `offline`, and a new try in a second.
     func snapshot(_ stream: Stream, id: String) {
-        api.channel.call(Request(op: .status, actingAs: stream.user)) { [self] result in
+        api.channel.call(Request(op: .status).acting(stream.user)) { [self] result in
             guard stream.exchange.isOpen else { return }
             switch result {
             case let .success(response) where response.error == nil:
@@ -115,7 +115,7 @@ extension DashboardServer {
             return true
         }
         guard due else { return }
-        api.channel.call(Request(op: .status, actingAs: stream.user)) { result in
+        api.channel.call(Request(op: .status).acting(stream.user)) { result in
             let names: Set<String>? = if case let .success(response) = result, response.error == nil { Set((response.actions ?? []).map(\.name)) } else { nil }
             stream.state.access { state in
                 state.rereading = false

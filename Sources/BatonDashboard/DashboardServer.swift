@@ -60,6 +60,8 @@ public final class DashboardServer: Sendable {
     let chartLibrary: [UInt8]?
     /// The team's dashboard: the proxy whose user header is believed (nil: one user, one-time codes).
     let proxy: ProxyGate?
+    /// The team's user map (`--user-map`), replaced on SIGHUP: a lock, read on the loop, set from the command's thread.
+    let userMap = Locked<UserMap?>(nil)
     /// Without a proxy: the machine's own addresses, read at start (a peer at one is on this machine).
     let machineAddresses: Set<String>
 
@@ -101,6 +103,11 @@ public final class DashboardServer: Sendable {
         reactor.post { box.access { $0 = self } }
     }
 
+    /// Uses this user map from the next request on (at start, and on SIGHUP).
+    public func use(_ map: UserMap?) {
+        userMap.withLock { $0 = map }
+    }
+
     /// Serves on the event loop; the calling thread waits, forever.
     public func serve() -> Never {
         feed.onChange { [weak self] in self?.feedChanged() }
@@ -140,7 +147,7 @@ public final class DashboardServer: Sendable {
     /// refused: behind a proxy, only its peers are served; without one, only this machine's
     /// peers, and the user field from no one (nothing believes it).
     func whose(_ head: HTTPRequestHead, peer: String?, peerUID: UInt32?) -> ProxyGate.Decision? {
-        if let proxy { return proxy.decide(head, peer: peer, peerUID: peerUID) }
+        if let proxy { return proxy.decide(head, peer: peer, peerUID: peerUID, map: userMap.withLock { $0 }) }
         return ProxyGate.unproxied(head, peer: peer, machine: machineAddresses)
     }
 

@@ -35,7 +35,10 @@ public struct ProxyGate: Sendable, Equatable {
     /// peer is refused (with the field: 403, a forgery; without: 403 too, since the listener serves
     /// only through its proxy), as is one from the proxy that names no user (401) or no valid name.
     /// `peerUID`: the owner of the peer's socket where it is on this machine (nil: another host).
-    public func decide(_ head: HTTPRequestHead, peer: String?, peerUID: UInt32?) -> Decision {
+    /// `map`: the user map (`--user-map`), which turns the proxy's names into accounts or group
+    /// principals (`UserMap.principal`); a name it does not map is served as today when it is
+    /// an account name, refused (403, naming the map) otherwise.
+    public func decide(_ head: HTTPRequestHead, peer: String?, peerUID: UInt32?, map: UserMap? = nil) -> Decision {
         let values = head.fields.filter { $0.name == userHeader }.map(\.value)
         guard let peer, trusted.contains(where: { $0.contains(peer) }) else {
             if !values.isEmpty { return .refuse(status: 403, reason: "\(userHeader) is believed only from the dashboard's trusted proxies, not from \(peer ?? "an unknown address")") }
@@ -47,8 +50,14 @@ public struct ProxyGate: Sendable, Equatable {
         guard values.count == 1, let name = values.first else {
             return .refuse(status: values.isEmpty ? 401 : 400, reason: values.isEmpty ? "the proxy named no user (\(userHeader))" : "more than one \(userHeader) field")
         }
+        switch map?.target(for: name) {
+        case let .account(account)?: return .user(account)
+        case let .group(group)?: return .user(UserMap.principal(UserMap.sanitized(name), group: group))
+        case nil: break
+        }
         guard Request.isUserName(name) else {
-            return .refuse(status: 403, reason: "\(userHeader): \(Action.quoted(String(name.prefix(40)))) is no user name of this machine's shape")
+            let rules = map.map { "no rule of \($0.source) maps it" } ?? "map it to an account or group with --user-map"
+            return .refuse(status: 403, reason: "\(userHeader): \(Action.quoted(String(name.prefix(40)))) is no user name of this machine's shape (\(rules))")
         }
         return .user(name)
     }

@@ -25,15 +25,25 @@ public final class FleetArtifacts: ArtifactKeeper {
     private let log: @Sendable (String) -> Void
     /// Tests: called on the keeper's thread after each chunk is written (how many so far).
     let afterChunk: (@Sendable (Int) -> Void)?
+    /// Runs its body after a delay (the reactor's timer): a keep that found PostgreSQL down is
+    /// tried again by it. Nil: not tried again (the failure is logged, the files not kept).
+    public typealias Later = @Sendable (Duration, @escaping @Sendable () -> Void) -> Void
+    let later: Later?
+    /// How long a keep is tried again while PostgreSQL does not answer; the run stays in flight
+    /// meanwhile (its end, which needs PostgreSQL too, comes after its files).
+    static let retryFor = Duration.seconds(600)
+    /// Set by `close`: a keep is not tried again once batond stops.
+    private let closed = Locked(false)
 
-    public convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void) {
-        self.init(pool: pool, host: host, log: log, afterChunk: nil)
+    public convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, later: Later? = nil) {
+        self.init(pool: pool, host: host, log: log, afterChunk: nil, later: later)
     }
 
-    init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, afterChunk: (@Sendable (Int) -> Void)?) {
+    init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, afterChunk: (@Sendable (Int) -> Void)?, later: Later? = nil) {
         self.host = host
         self.log = log
         self.afterChunk = afterChunk
+        self.later = later
         connection = pool.dedicated(name: "baton-fleet-art")
     }
 
@@ -43,20 +53,38 @@ public final class FleetArtifacts: ArtifactKeeper {
     }
 
     public func keep(_ found: ArtifactScan, run: Int64, attempt: Int, done: @escaping @Sendable () -> Void) {
-        // Tried once more on a new connection when the one kept open broke meanwhile (a server
-        // restart): a keep may run twice (its rows begun again, its chunks the same, one publication).
+        keep(found, run: run, attempt: attempt, tries: 1, since: .now, done: done)
+    }
+
+    /// One try of a keep. Tried once more on a new connection when the one kept open broke
+    /// meanwhile (a server restart): a keep may run twice (its rows begun again, its chunks the
+    /// same, one publication). PostgreSQL down (a connection problem): tried again after a
+    /// backoff (1 s, doubling, at most 30 s) for up to `retryFor`, the run held in flight (its
+    /// `done` not called) until the files are kept or that time is past.
+    private func keep(_ found: ArtifactScan, run: Int64, attempt: Int, tries: Int, since: ContinuousClock.Instant,
+                      done: @escaping @Sendable () -> Void) {
         connection.submit({ [self] db in try keepNow(found, run: run, attempt: attempt, on: db) }, retryingBroken: true) { [self, host] result in
-            if case let .failure(error) = result {
-                log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(error)")
-                // What it began goes now (the next keep's sweep would remove it too).
-                connection.submit({ db in try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db) }) { _ in }
+            guard case let .failure(error) = result else { return done() }
+            if let later, (error as? PGError)?.isConnectionProblem == true, ContinuousClock.now - since < Self.retryFor, !closed.withLock({ $0 }) {
+                let delay = Self.backoff(tries)
+                log("the artifacts of run \(run) (attempt \(attempt)) wait for PostgreSQL (\(error)): tried again in \(delay), the run ending after")
+                return later(delay) { [self] in keep(found, run: run, attempt: attempt, tries: tries + 1, since: since, done: done) }
             }
+            log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(error)")
+            // What it began goes now (the next keep's sweep would remove it too).
+            connection.submit({ db in try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db) }) { _ in }
             done()
         }
     }
 
+    /// The wait before try `tries + 1`: 1 s, doubling, at most 30 s.
+    static func backoff(_ tries: Int) -> Duration { .seconds(min(1 << min(tries - 1, 5), 30)) }
+
     /// Closes the keeper's connection once what is queued is done (at most `timeout`).
-    public func close(timeout: Duration = .seconds(5)) { connection.close(timeout: timeout) }
+    public func close(timeout: Duration = .seconds(5)) {
+        closed.withLock { $0 = true }
+        connection.close(timeout: timeout)
+    }
 
     /// On the keeper's thread: the sweep, the rows, the chunks, the digests, then the
     /// publication. A statement that fails ends it: nothing of this attempt is published.

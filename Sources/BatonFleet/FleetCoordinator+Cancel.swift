@@ -12,7 +12,7 @@ extension FleetCoordinator {
                        answered: @escaping @Sendable (Result<[RunSnapshot], BatonError>) -> Void) {
         switch target {
         case let .run(id):
-            cancel([id], from: 0, done: [], single: true, by: peer?.uid, answered: answered)
+            cancel([id], from: 0, done: [], single: true, by: peer, answered: answered)
         case let .action(name, key):
             pool.submit({ db in
                 try db.query("""
@@ -21,7 +21,7 @@ extension FleetCoordinator {
                     """, [name, key]).rows.compactMap { $0[0].flatMap { Int64($0) } }
             }) { [self] result in
                 switch result {
-                case let .success(ids): cancel(ids, from: 0, done: [], single: false, by: peer?.uid, answered: answered)
+                case let .success(ids): cancel(ids, from: 0, done: [], single: false, by: peer, answered: answered)
                 case let .failure(error): answered(.failure(Self.batonError(error)))
                 }
             }
@@ -30,23 +30,23 @@ extension FleetCoordinator {
 
     /// Cancels `ids[index...]`, then answers with every run cancelled. A single run that has
     /// ended (or never was) is `unknownRun`.
-    private func cancel(_ ids: [Int64], from index: Int, done: [RunSnapshot], single: Bool, by uid: UInt32?,
+    private func cancel(_ ids: [Int64], from index: Int, done: [RunSnapshot], single: Bool, by peer: Peer?,
                         answered: @escaping CancelAnswer) {
         guard index < ids.count else { return answered(.success(done)) }
-        cancel(ids[index], by: uid) { [self] result in
+        cancel(ids[index], by: peer) { [self] result in
             switch result {
-            case let .success(run?): cancel(ids, from: index + 1, done: done + [run], single: single, by: uid, answered: answered)
+            case let .success(run?): cancel(ids, from: index + 1, done: done + [run], single: single, by: peer, answered: answered)
             case .success(nil) where single: answered(.failure(.unknownRun(ids[index])))
-            case .success(nil): cancel(ids, from: index + 1, done: done, single: single, by: uid, answered: answered)
+            case .success(nil): cancel(ids, from: index + 1, done: done, single: single, by: peer, answered: answered)
             case let .failure(error): answered(.failure(error))
             }
         }
     }
 
     /// Cancels one run; nil when it has ended (or never was).
-    private func cancel(_ id: Int64, by uid: UInt32?, answered: @escaping @Sendable (Result<RunSnapshot?, BatonError>) -> Void) {
+    private func cancel(_ id: Int64, by peer: Peer?, answered: @escaping @Sendable (Result<RunSnapshot?, BatonError>) -> Void) {
         if runsHere(id) {
-            return conductor.cancel(.run(id), by: uid.map { Peer(uid: $0, gid: 0, pid: 0) }) { [self] outcome in
+            return conductor.cancel(.run(id), by: peer) { [self] outcome in
                 answered(outcome.map { $0.first.map(withHost) })
             }
         }
@@ -57,7 +57,7 @@ extension FleetCoordinator {
                     guard let (run, _) = try read(id, on: db), !run.phase.isTerminal,
                           let key = try FleetStop.slot(ofRun: id, on: db) else { return nil }
                     var slot = key.slot
-                    _ = try FleetStop.perform([id], .cancelled(by: uid), slot: &slot, on: db, me: host.incarnation)
+                    _ = try FleetStop.perform([id], .cancelled(by: peer?.uid, principal: peer?.principal), slot: &slot, on: db, me: host.incarnation)
                     if slot != key.slot { try FleetJournal.store(slot, key: key.key, on: db) }
                     try db.execute("NOTIFY baton")
                     return try read(id, on: db)?.0

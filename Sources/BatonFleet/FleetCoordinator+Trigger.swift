@@ -114,11 +114,12 @@ extension FlightTable.Decision {
     }
 }
 
-/// How a stop asked by another host is stored in the run's row: `cancelled 1000`, `cancelled -`, `replaced 42`.
+/// How a stop asked by another host is stored in the run's row: `cancelled 1000`, `cancelled -`, `replaced 42`;
+/// a group principal's cancel: `cancelled 4294967294 carol@example.org via group:ops`.
 enum StopRequest {
     static func text(_ stop: RunMachine.Stop) -> String {
         switch stop {
-        case let .cancelled(by): "cancelled \(by.map(String.init) ?? "-")"
+        case let .cancelled(by, principal): "cancelled \(by.map(String.init) ?? "-")" + (principal.map { " " + $0 } ?? "")
         case let .replaced(by): "replaced \(by)"
         case .timeout, .shutdown, .needs, .denied, .approvalTimedOut: "cancelled -"
         }
@@ -139,8 +140,8 @@ enum StopRequest {
     }
 
     static func parse(_ text: String) -> RunMachine.Stop {
-        let parts = text.split(separator: " ")
+        let parts = text.split(separator: " ", maxSplits: 2)
         if parts.first == "replaced", parts.count == 2, let id = Int64(parts[1]) { return .replaced(by: id) }
-        return .cancelled(by: parts.count == 2 ? UInt32(parts[1]) : nil)
+        return .cancelled(by: parts.count >= 2 ? UInt32(parts[1]) : nil, principal: parts.count == 3 ? String(parts[2]) : nil)
     }
 }

@@ -102,6 +102,9 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
                  (SELECT length(tail) FROM outputs WHERE run_id = runs.id), 0)
         """
 
+    /// A run's artifacts' bytes: every row's size (published or not, all go with the run).
+    private static let artifactBytes = "(SELECT coalesce(sum(size), 0) FROM artifacts WHERE run_id = runs.id)"
+
     private static func prune(retention: Retention, overrides: [String: Retention.Override], now: Timestamp, dryRun: Bool,
                               on db: PGConnection) throws -> PruneReport {
         var report = PruneReport(dryRun: dryRun)
@@ -115,15 +118,18 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = runs.id AND d.at >= $5::bigint)
                 """
             // A run's output goes with it (ON DELETE CASCADE); a dry run counts its bytes, as one host's does.
-            let sql = dryRun ? "SELECT count(*), coalesce(sum(\(outputBytes)), 0) FROM runs WHERE \(selection)"
-                : "WITH gone AS (DELETE FROM runs WHERE \(selection) RETURNING 1) SELECT count(*), NULL FROM gone"
+            let sql = dryRun ? "SELECT count(*), coalesce(sum(\(outputBytes)), 0), coalesce(sum(\(artifactBytes)), 0) FROM runs WHERE \(selection)"
+                : "WITH gone AS (DELETE FROM runs WHERE \(selection) RETURNING 1) SELECT count(*), NULL, NULL FROM gone"
             let row = try db.query(sql, [name, String(now.rawValue - rule.maxAge.microseconds),
                                          String(now.rawValue - rule.keepFailures.microseconds),
                                          String(max(rule.maxRunsPerAction, 0)),
                                          String(now.rawValue - Retention.deliveryKeep.microseconds)]).first
             let removed = Int(row?[0] ?? "") ?? 0
             if removed > 0 { report.removed[name] = removed }
-            if dryRun { report.outputBytes = (report.outputBytes ?? 0) + (row?[1].flatMap { Int64($0) } ?? 0) }
+            if dryRun {
+                report.outputBytes = (report.outputBytes ?? 0) + (row?[1].flatMap { Int64($0) } ?? 0)
+                report.artifactBytes = (report.artifactBytes ?? 0) + (row?[2].flatMap { Int64($0) } ?? 0)
+            }
         }
         return report
     }

@@ -15,7 +15,8 @@ extension Service {
     func refuse(_ permission: Permission, _ name: String?, _ exchange: Exchange) {
         let request = exchange.request
         let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "", decision: .denied(permission),
-                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: recordedParams(request, name, generation))
+                                   policy: request.policy ?? .reject, peer: exchange.peer, at: .now, params: recordedParams(request, name, generation),
+                                   via: exchange.peer.principal)
         let error = forbidden(permission, name, exchange)
         if permission == .trigger, let name { metrics.triggered(name, decision: "denied") }
         journal.enqueue([.trigger(record)]) { _ in exchange.fail(error) }
@@ -42,7 +43,7 @@ extension Service {
         if permission != .read {
             let record = TriggerRecord(runID: request.run, action: name ?? "", key: request.key ?? "",
                                        decision: .denied(permission), policy: request.policy ?? .reject,
-                                       peer: peer, at: .now, params: recordedParams(request, name, generation))
+                                       peer: peer, at: .now, params: recordedParams(request, name, generation), via: peer.principal)
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 journal.enqueue([.trigger(record)]) { _ in done.resume() }
             }
@@ -63,6 +64,8 @@ extension Service {
     /// database is never asked where this runs. Asked on the loop and by requests the read driver
     /// runs (`require`): a lock.
     private func groups(of peer: Peer) -> [UInt32] {
+        // A group principal is in its group and no other (its uid has no account to look up).
+        if peer.uid == Peer.groupPrincipalUID { return [peer.gid] }
         let now = ContinuousClock.now
         let (known, stale) = groupCache.withLock { cache -> ([UInt32]?, Bool) in
             guard var cached = cache[peer.uid] else { return (nil, false) }
@@ -80,7 +83,7 @@ extension Service {
 
     /// The peer as an approver: its uid, its name (`uid N` while none is known) and its groups, as cached.
     func approver(_ peer: Peer) -> Approver {
-        Approver(uid: peer.uid, name: knownName(peer) ?? "uid \(peer.uid)", groups: groups(of: peer))
+        Approver(uid: peer.uid, name: peer.principal ?? knownName(peer) ?? "uid \(peer.uid)", groups: groups(of: peer))
     }
 
     /// Reads the peer's groups and name again on the lookup thread, and keeps them.
@@ -103,7 +106,8 @@ extension Service {
     /// the peer's groups; `uid 1000` while none is known. Never asks the user database itself:
     /// a refusal is answered on the loop.
     func described(_ peer: Peer) -> String {
-        knownName(peer).map { "uid \(peer.uid) (\($0))" } ?? "uid \(peer.uid)"
+        if let principal = peer.principal { return principal }
+        return knownName(peer).map { "uid \(peer.uid) (\($0))" } ?? "uid \(peer.uid)"
     }
 
     /// The peer's user name as the lookup thread (or the start, for root and batond's user) read
@@ -115,7 +119,7 @@ extension Service {
     /// Whether serving a request of `peer` may need its groups from the user database, which the
     /// cache does not hold fresh (root and the owner need none).
     func needsGroupLookup(_ peer: Peer, _ generation: Generation) -> Bool {
-        guard peer.uid != 0, peer.uid != generation.owner else { return false }
+        guard peer.uid != 0, peer.uid != generation.owner, peer.uid != Peer.groupPrincipalUID else { return false }
         let now = ContinuousClock.now
         return groupCache.withLock { cache in cache[peer.uid].map { now - $0.at >= kept } ?? true }
     }

@@ -23,34 +23,38 @@ extension Service {
             serve(plain, Exchange(request: plain, connection: connection), generation, connection)
             return false
         }
+        // A group principal is looked up as its group (`group:staff`, a key no account name can be).
+        let key = request.asGroup.map { "group:\($0)" } ?? name
+        let missing = request.asGroup.map { "no group \($0) on this machine: a request made as a member of it gets nothing" }
+            ?? "no user \(name) on this machine: a request made as \(name) gets nothing"
         // Read within `groupsKept`: served now, on the loop (the account's groups are cached with it;
         // a name the machine has no user for is kept too, so that one stranger does not hold the
         // lookup thread every team member's requests wait on).
-        if let cached = cachedAccount(name) {
+        if let cached = cachedAccount(key) {
             guard let user = cached else {
-                exchange.fail(.forbidden("no user \(name) on this machine: a request made as \(name) gets nothing"))
+                exchange.fail(.forbidden(missing))
                 return false
             }
-            if !needsGroupLookup(Peer(uid: user.uid, gid: user.gid, pid: peer.pid), generation) {
+            if user.uid == Peer.groupPrincipalUID || !needsGroupLookup(Peer(uid: user.uid, gid: user.gid, pid: peer.pid), generation) {
                 serve(request, as: user, connection, generation)
                 return false
             }
         }
-        let key = ObjectIdentifier(connection)
-        behindLookup.access { $0[key] = $0[key] ?? [] }
+        let waiting = ObjectIdentifier(connection)
+        behindLookup.access { $0[waiting] = $0[waiting] ?? [] }
         let reactor = reactor, accounts = accounts
         lookups.submit { [self] in
-            let user = accounts(name)
+            let user = accounts(key)
             reactor.post { [self] in
                 actingCache.access { cache in
                     if cache.count > 10_000 { cache.removeAll() }
-                    cache[name] = (user, .now)
+                    cache[key] = (user, .now)
                 }
                 if let user {
-                    remember(user.groups, name: user.name, of: user.uid)
+                    if user.uid != Peer.groupPrincipalUID { remember(user.groups, name: user.name, of: user.uid) }
                     serve(request, as: user, connection, generation)
                 } else {
-                    exchange.fail(.forbidden("no user \(name) on this machine: a request made as \(name) gets nothing"))
+                    exchange.fail(.forbidden(missing))
                 }
                 takeWaiting(from: connection)
             }
@@ -66,7 +70,9 @@ extension Service {
             return Exchange(request: request, connection: connection)
                 .fail(.forbidden("\(user.name) is root or batond's own user: a request made as it gets nothing (as names people, not the daemon)"))
         }
-        let acting = ActingCaller(connection, as: Peer(uid: user.uid, gid: user.gid, pid: connection.peer.pid))
+        // A group principal: recorded as the person the dashboard named, via their group.
+        let principal = request.asGroup.flatMap { group in request.actingAs.map { "\($0) via group:\(group)" } }
+        let acting = ActingCaller(connection, as: Peer(uid: user.uid, gid: user.gid, pid: connection.peer.pid, principal: principal))
         serve(request, Exchange(request: request, connection: acting), generation, acting)
     }
 
@@ -98,8 +104,17 @@ public struct ActingUser: Sendable, Equatable {
         self.groups = groups
     }
 
+    /// A group principal of the user database's group of that name: the uid no account has, the
+    /// group's gid and no other group; nil when the machine has no such group.
+    @Sendable public static func lookUpGroup(_ name: String) -> ActingUser? {
+        guard Request.isUserName(name), let gid = UserDatabase.groupID(name) else { return nil }
+        return ActingUser(name: "group:\(name)", uid: Peer.groupPrincipalUID, gid: gid, groups: [gid])
+    }
+
     /// The user database's account of that name (never a number: `validated` refused one), or nil.
+    /// `group:NAME` (what `asGroup` is looked up as, a key no account name can be): the group principal.
     @Sendable public static func lookUp(_ name: String) -> ActingUser? {
+        if name.hasPrefix("group:") { return lookUpGroup(String(name.dropFirst(6))) }
         guard Request.isUserName(name), let account = UserDatabase.account(name) else { return nil }
         return ActingUser(name: account.name, uid: account.uid, gid: account.gid,
                           groups: UserDatabase.groups(of: account.name, primary: account.gid))

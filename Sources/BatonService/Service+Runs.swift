@@ -19,7 +19,7 @@ extension Service {
             let force = try action.checkForce(request.force)
             let slot = try Action.checkSlot(request.slot)
             var trigger = Trigger(action: action, key: sealed.key, policy: policy, params: sealed.params, peer: exchange.peer,
-                                  force: force, via: slot == nil ? nil : "schedule", slot: slot)
+                                  force: force, via: slot == nil ? exchange.peer.principal : "schedule", slot: slot)
             trigger.secrets = sealed.secrets
             return trigger
         }

@@ -28,17 +28,19 @@ struct PruneSelection {
          .integer(now.rawValue - Retention.deliveryKeep.microseconds)]
     }
 
-    /// How many runs match, and the bytes of output they keep (their chunks, or an older run's tail).
-    func count(on connection: Connection) throws -> (runs: Int, outputBytes: Int64) {
+    /// How many runs match, the bytes of output they keep (their chunks, or an older run's tail),
+    /// and the bytes of their artifacts (every row's size: all go with the run).
+    func count(on connection: Connection) throws -> (runs: Int, outputBytes: Int64, artifactBytes: Int64) {
         try connection.withStatement("""
             SELECT count(*), coalesce(sum(
                 coalesce((SELECT sum(length(bytes)) FROM output_chunks WHERE run_id = runs.id),
-                         (SELECT length(tail) FROM outputs WHERE run_id = runs.id), 0)), 0)
+                         (SELECT length(tail) FROM outputs WHERE run_id = runs.id), 0)), 0),
+              coalesce(sum((SELECT coalesce(sum(size), 0) FROM artifacts WHERE run_id = runs.id)), 0)
             FROM runs WHERE \(whereClause)
             """) { statement in
             try statement.bind(arguments)
-            guard try statement.step() else { return (0, 0) }
-            return (Int(statement.int64(0) ?? 0), statement.int64(1) ?? 0)
+            guard try statement.step() else { return (0, 0, 0) }
+            return (Int(statement.int64(0) ?? 0), statement.int64(1) ?? 0, statement.int64(2) ?? 0)
         }
     }
 
@@ -74,9 +76,10 @@ extension Store {
         for selection in selections {
             var removed = 0
             if dryRun {
-                let (runs, bytes) = try await read { history in try selection.count(on: history.connection) }
+                let (runs, bytes, artifacts) = try await read { history in try selection.count(on: history.connection) }
                 removed = runs
                 report.outputBytes = (report.outputBytes ?? 0) + bytes
+                report.artifactBytes = (report.artifactBytes ?? 0) + artifacts
             } else {
                 while true {
                     let batch = try await perform { connection in

@@ -64,11 +64,14 @@ public struct PruneReport: Codable, Sendable, Equatable {
     public var dryRun: Bool
     /// The bytes of output those runs keep (counted by a dry run; nil when not counted).
     public var outputBytes: Int64?
+    /// The bytes of the artifacts those runs keep (counted by a dry run; nil when not counted).
+    public var artifactBytes: Int64?
 
-    public init(removed: [String: Int] = [:], dryRun: Bool, outputBytes: Int64? = nil) {
+    public init(removed: [String: Int] = [:], dryRun: Bool, outputBytes: Int64? = nil, artifactBytes: Int64? = nil) {
         self.removed = removed
         self.dryRun = dryRun
         self.outputBytes = outputBytes
+        self.artifactBytes = artifactBytes
     }
 
     public var total: Int { removed.values.reduce(0, +) }

@@ -56,6 +56,7 @@ private struct RequestFields {
         case "duration": return reader.optional { $0.integer() }.map { request.duration = $0 } != nil
         case "reason": return reader.optional { $0.string() }.map { request.reason = $0 } != nil
         case "as": return reader.optional { $0.string() }.map { request.actingAs = $0 } != nil
+        case "asGroup": return reader.optional { $0.string() }.map { request.asGroup = $0 } != nil
         default: return false
         }
     }

@@ -18,7 +18,7 @@ extension Request {
         if let text, text.utf8.count > SearchMatch.maxText {
             throw .badRequest("text is \(text.utf8.count) bytes; at most \(SearchMatch.maxText)")
         }
-        if let actingAs, !Self.isUserName(actingAs) {
+        if let asGroup { try Self.checkGroupPrincipal(asGroup, actingAs) } else if let actingAs, !Self.isUserName(actingAs) {
             throw .badRequest("as: \(Action.quoted(String(actingAs.prefix(40)))) is no user name (a letter or _ first, then letters, digits, _ . -; at most \(Self.maxUserNameLength) bytes)")
         }
         var request = self
@@ -58,5 +58,25 @@ extension Request {
             guard letter(byte) || (byte >= 48 && byte <= 57) || byte == 46 || byte == 45 || (last && byte == 36) else { return false }
         }
         return true
+    }
+
+    /// The longest name `as` takes for a group principal (`asGroup`): an e-mail address, a provider's name.
+    public static let maxPrincipalLength = 128
+
+    /// A group principal's name: 1 to `maxPrincipalLength` bytes of printable ASCII, no space
+    /// (the dashboard sanitizes a proxy's name to this before it asks).
+    public static func isPrincipalName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= maxPrincipalLength && name.utf8.allSatisfy { $0 > 32 && $0 < 127 }
+    }
+
+    /// `asGroup` names a group of the user database's shape, and comes with `as` naming the person.
+    private static func checkGroupPrincipal(_ group: String, _ name: String?) throws(BatonError) {
+        guard isUserName(group) else {
+            throw .badRequest("asGroup: \(Action.quoted(String(group.prefix(40)))) is no group name (a letter or _ first, then letters, digits, _ . -; at most \(maxUserNameLength) bytes)")
+        }
+        guard let name else { throw .badRequest("asGroup needs as: the person's name for the history") }
+        guard isPrincipalName(name) else {
+            throw .badRequest("as (with asGroup): \(Action.quoted(String(name.prefix(40)))) is no name of 1 to \(maxPrincipalLength) bytes of printable ASCII without spaces")
+        }
     }
 }

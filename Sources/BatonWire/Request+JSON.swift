@@ -29,6 +29,7 @@ extension Request {
         json.field("duration", duration)
         json.field("hold", hold)
         json.field("as", actingAs)
+        json.field("asGroup", asGroup)
         json.field("name", name)
         json.endObject()
         return json.bytes

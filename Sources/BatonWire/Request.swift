@@ -71,19 +71,25 @@ public struct Request: Codable, Sendable, Equatable {
     /// and groups for every access check). Honoured only from root or batond's own user: the
     /// team's dashboard asks on behalf of the user a trusted proxy named.
     public var actingAs: String?
+    /// With `as`, as `"asGroup"`: serve the request as a member of this local group and of no other,
+    /// with no user's own rights; `as` is then the person's name for the history (an e-mail address,
+    /// a provider's name), not an account. Honoured, like `as`, only from root or batond's own user.
+    public var asGroup: String?
 
     enum CodingKeys: String, CodingKey {
         case id, op, action, params, policy, detach, force, slot, dryRun, run, key, filter, progress, from, follow, text, reason, duration, hold, name
         case actingAs = "as"
+        case asGroup
     }
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
                 dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil,
                 slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil, name: String? = nil,
-                actingAs: String? = nil, hold: Bool? = nil) {
+                actingAs: String? = nil, hold: Bool? = nil, asGroup: String? = nil) {
         self.hold = hold
         self.actingAs = actingAs
+        self.asGroup = asGroup
         self.name = name
         self.text = text
         self.reason = reason
@@ -130,6 +136,7 @@ extension Request {
                   duration: try container.decodeWholeNumberIfPresent(Int64.self, forKey: .duration, expected: "a whole number of microseconds"),
                   name: try container.decodeIfPresent(String.self, forKey: .name),
                   actingAs: try container.decodeIfPresent(String.self, forKey: .actingAs),
-                  hold: try container.decodeIfPresent(Bool.self, forKey: .hold))
+                  hold: try container.decodeIfPresent(Bool.self, forKey: .hold),
+                  asGroup: try container.decodeIfPresent(String.self, forKey: .asGroup))
     }
 }

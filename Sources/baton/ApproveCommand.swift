@@ -75,9 +75,13 @@ enum ApproveCommand {
             let shown = run.forTerminal
             var line = "run \(run.id)  \(shown.action)"
             line += paramsText(shown.params)
-            if let peer = run.trigger { line += "  by \(Format.userName(peer.uid)) (uid \(peer.uid))" }
-            // A hook's or a need's run: what made it (`success hook of build run 41`), for its approver to look at.
-            if let via = shown.via { line += "  (\(via))" }
+            if let principal = Format.principal(run.trigger, via: shown.via) {
+                line += "  by \(principal)"
+            } else {
+                if let peer = run.trigger { line += "  by \(Format.userName(peer.uid)) (uid \(peer.uid))" }
+                // A hook's or a need's run: what made it (`success hook of build run 41`), for its approver to look at.
+                if let via = shown.via { line += "  (\(via))" }
+            }
             line += "  \(Format.age(run.queuedAt, now: now))"
             if let approving = Format.approving(run) { line += "  \(approving)" }
             guard let cause = firing[run.id]?.forTerminal else { return line + "\n" }

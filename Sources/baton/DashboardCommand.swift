@@ -26,6 +26,8 @@ enum DashboardCommand {
                        help: "the field the proxy names the user in (default X-Forwarded-User)"),
             OptionSpec(long: "proxy-user", short: nil, value: "USER",
                        help: "the user a proxy on this machine runs as (repeatable; nginx: www-data): a local peer is believed only as it"),
+            OptionSpec(long: "user-map", short: nil, value: "FILE",
+                       help: "map the proxy's names to accounts or groups: one rule a line, first match wins (alice@example.org alice, *@example.org group:staff); read again on SIGHUP"),
         ],
         run: run)
 
@@ -39,6 +41,9 @@ enum DashboardCommand {
             }
         }
         let proxy = try proxyGate(arguments)
+        let mapPath = arguments.value("user-map")
+        let map = try mapPath.map { path throws(Failure) in try DashboardUserMap.load(path) }
+        if mapPath != nil { DashboardUserMap.blockHangUp() }
         // Reach batond once first: a dashboard that cannot is better refused now than blank later.
         // A team's asks as its users: batond must take `as` from this user (root or batond's own).
         _ = try context.ask(proxy == nil ? .version : .version.acting(as: Format.userName(getuid())))
@@ -50,7 +55,11 @@ enum DashboardCommand {
             throw Failure(code: ExitCode.unavailable, message: "cannot serve on \(address): \(Context.reason(error))",
                           hint: "pick another address with --listen ADDR:PORT")
         }
-        if let proxy { serveTeam(server, proxy, context) }
+        if let proxy {
+            server.use(map)
+            if let mapPath { DashboardUserMap.reloadOnHangUp(mapPath, into: server) }
+            serveTeam(server, proxy, context)
+        }
         if !address.isLoopback {
             say("""
                 warning: \(server.address)\(address.isWildcard ? " (every address of this machine)" : "") is not a loopback address: \
@@ -78,6 +87,7 @@ enum DashboardCommand {
         guard !proxies.isEmpty else {
             if arguments.value("user-header") != nil { throw UsageError("--user-header needs --trusted-proxy: the header is believed only from a proxy") }
             if arguments.value("proxy-user") != nil { throw UsageError("--proxy-user needs --trusted-proxy") }
+            if arguments.value("user-map") != nil { throw UsageError("--user-map needs --trusted-proxy: it maps the names a proxy gives") }
             return nil
         }
         var ranges: [AddressRange] = []

@@ -58,7 +58,8 @@ enum Format {
         if let locks = detail.locks { notes.append("took lock\(locks.count == 1 ? "" : "s") " + locks.joined(separator: ", ")) }
         if let code = detail.exitCode { notes.append("exit \(code)") }
         if let signal = detail.signal { notes.append("signal \(signal)") }
-        if let by = detail.by { notes.append("by \(userName(by))") }
+        // A group principal's cancel names the person in `via` (above): its uid is no one's.
+        if let by = detail.by, by != Peer.groupPrincipalUID || detail.via == nil { notes.append("by \(userName(by))") }
         if let debounce = detail.debounce { notes.append("debounce until \(time(Timestamp(rawValue: debounce)))") }
         if let backoff = detail.backoff { notes.append("retry in \(DurationText.format(.microseconds(backoff)))") }
         if let leftovers = detail.leftovers { notes.append("\(leftovers) leftover process\(leftovers == 1 ? "" : "es")") }
@@ -93,6 +94,12 @@ enum Format {
     /// The user name of a uid (as a terminal shows it), or `uid N` when it has none.
     static func userName(_ uid: UInt32) -> String {
         UserDatabase.userName(uid).map(Terminal.visible) ?? "uid \(uid)"
+    }
+
+    /// A group principal of the team's dashboard (`carol@example.org via group:ops`, from `via`), or nil:
+    /// its uid names no one.
+    static func principal(_ peer: Peer?, via: String?) -> String? {
+        peer?.uid == Peer.groupPrincipalUID ? via.map(Terminal.visible) : nil
     }
 
     /// How long ago: `42s ago`, `3m04s ago`.

@@ -148,7 +148,10 @@ enum HistoryCommand {
     static func deniedTable(_ records: [TriggerRecord], utc: Bool, width: Int? = Format.columns) -> String {
         guard !records.isEmpty else { return "no refused requests\n" }
         let rows = records.map(\.forTerminal).map { record in
-            [Format.time(record.at, utc: utc), record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",
+            [Format.time(record.at, utc: utc),
+             record.decision == .deniedApproval
+                 ? record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?"
+                 : Format.principal(record.peer, via: record.via) ?? record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",
              record.decision == .deniedApproval ? record.via ?? "approve or deny of run \(record.runID ?? 0)" : Self.tried(record.decision),
              record.action.isEmpty ? "-" : record.action]
         }

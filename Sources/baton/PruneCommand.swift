@@ -33,7 +33,9 @@ enum PruneCommand {
     static func summary(_ report: PruneReport) -> String {
         guard report.total > 0 else { return "nothing to remove" }
         let parts = report.forTerminal.removed.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
-        let output = report.outputBytes.map { " (\(Format.bytes($0)) of output)" } ?? ""
+        let counted = [report.outputBytes.map { "\(Format.bytes($0)) of output" },
+                       report.artifactBytes.flatMap { $0 > 0 ? "\(Format.bytes($0)) of artifacts" : nil }].compactMap { $0 }
+        let output = counted.isEmpty ? "" : " (\(counted.joined(separator: ", ")))"
         return "\(report.dryRun ? "would remove" : "removed") \(report.total) run\(report.total == 1 ? "" : "s")\(output): \(parts.joined(separator: ", "))"
     }
 }

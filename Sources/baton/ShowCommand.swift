@@ -43,7 +43,8 @@ enum ShowCommand {
         let detail = detail.forTerminal
         let run = detail.run
         var text = context.paint("run \(run.id)", .bold) + " — \(run.action) (key \(run.key)), \(Format.phaseWord(run))\n"
-        if let peer = run.trigger {
+        // A group principal of the team's dashboard: its uid is no one's; its name is in `via`.
+        if let peer = run.trigger, peer.uid != Peer.groupPrincipalUID || run.via == nil {
             text += "  triggered by \(Format.userName(peer.uid)) (uid \(peer.uid), pid \(peer.pid)) with policy \(run.policy.rawValue)\n"
         } else if let via = run.via {
             text += "  triggered by \(via) with policy \(run.policy.rawValue)\n"
@@ -77,7 +78,8 @@ enum ShowCommand {
             text += "\nother triggers: " + counts.sorted { $0.key.description < $1.key.description }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "\n"
             for trigger in detail.triggers.prefix(20) {
                 // A webhook's or a hook's says where it came from, as a run it made would ("by webhook gh from …").
-                let by = trigger.peer.map { "by " + Format.userName($0.uid) } ?? trigger.via.map { "by " + $0 } ?? "from no peer (a hook or a webhook)"
+                let by = Format.principal(trigger.peer, via: trigger.via).map { "by " + $0 }
+                    ?? trigger.peer.map { "by " + Format.userName($0.uid) } ?? trigger.via.map { "by " + $0 } ?? "from no peer (a hook or a webhook)"
                 text += "  \(Format.time(trigger.at))  \(decided(trigger.decision))  \(by)\n"
             }
             if detail.triggers.count > 20 { text += "  … and \(detail.triggers.count - 20) more\n" }

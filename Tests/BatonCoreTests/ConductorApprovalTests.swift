@@ -284,3 +284,28 @@ struct ConductorApprovalTests {
         #expect(rig.launched == [2, 1] && rig.written.filter { if case .created = $0 { true } else { false } }.count == 2, "approving announces nothing more")
     }
 }
+
+/// Group principals of the team's dashboard share one uid: "self" is then the person the run's `via` names.
+@Suite("Approvals by group principals")
+struct GroupPrincipalApprovalTests {
+    static let rule = ApprovalRule(by: ["group:ops"], approvers: AccessRule(groups: [60_100]))
+
+    static func run(via: String?) -> RunSnapshot {
+        var run = RunSnapshot(id: 1, action: "deploy", key: "deploy", phase: .queued, policy: .reject, params: [:],
+                              trigger: Peer(uid: Peer.groupPrincipalUID, gid: 60_100, pid: 9), queuedAt: Timestamp(microseconds: 0))
+        run.via = via
+        return run
+    }
+
+    static func approver(_ name: String) -> Approver { Approver(uid: Peer.groupPrincipalUID, name: name, groups: [60_100]) }
+
+    @Test("another person of the same group may approve; the one who triggered may not, by any group; a run with no name stays refused")
+    func selfByName() {
+        let run = Self.run(via: "carol@example.org via group:ops")
+        #expect(Self.rule.refusal(Self.approver("dave@example.org via group:ops"), of: run) == nil)
+        #expect(Self.rule.refusal(Self.approver("carol@example.org via group:ops"), of: run)?.contains("may not approve it") == true)
+        #expect(Self.rule.refusal(Self.approver("carol@example.org via group:ops"), of: Self.run(via: "carol@example.org via group:staff"))?
+            .contains("may not approve it") == true)
+        #expect(Self.rule.refusal(Self.approver("dave@example.org via group:ops"), of: Self.run(via: nil))?.contains("may not approve it") == true)
+    }
+}

@@ -161,6 +161,22 @@ struct ConductorStateTests {
         #expect(runs.first?.error == nil)
     }
 
+    @Test("a group principal's cancel is recorded with its name (the transition's via), its uid no one's")
+    func cancelByGroupPrincipal() throws {
+        var h = Harness()
+        h.trigger(1, Self.flaky)
+        h.on(.committed(try #require(h.commit()), nil))
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 3))))
+        h.on(.committed(try #require(h.commit()), nil))
+        h.on(.cancel(2, .action("f", key: nil), by: Peer.groupPrincipalUID, principal: "carol@example.org via group:ops"))
+        let ends = h.written.compactMap { entry -> Transition? in
+            if case let .transition(transition) = entry, transition.to == .cancelled { return transition }
+            return nil
+        }
+        #expect(ends.map(\.detail.via) == ["carol@example.org via group:ops"], "\(h.written)")
+        #expect(ends.first?.detail.by == Peer.groupPrincipalUID)
+    }
+
     @Test("a refused creation answers its error, forgets the run, and frees the key")
     func refusedCreation() throws {
         var h = Harness()

@@ -515,7 +515,7 @@ struct ConductorWalk {
         }
         // A question whose step wrote must be answered when those writes commit.
         if !wrote.isEmpty, case let .trigger(token, _) = event, !answered.contains(token) { asked[token] = wrote }
-        if !wrote.isEmpty, case let .cancel(token, _, _) = event, !answered.contains(token) { asked[token] = wrote }
+        if !wrote.isEmpty, case let .cancel(token, _, _, _) = event, !answered.contains(token) { asked[token] = wrote }
         if !wrote.isEmpty, case let .pause(token, _) = event, !answered.contains(token) { asked[token] = wrote }
         if !wrote.isEmpty, case let .resume(token, _, _) = event, !answered.contains(token) { asked[token] = wrote }
         if !wrote.isEmpty, case let .approval(token, _, _, _, _) = event, !answered.contains(token) { asked[token] = wrote }

@@ -133,6 +133,7 @@ struct FastRequestTests {
         request.slot = maybe(number())
         request.key = maybe(text())
         request.actingAs = maybe(text())
+        request.asGroup = maybe(text())
         return request
     }
 }

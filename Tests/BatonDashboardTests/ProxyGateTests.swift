@@ -41,12 +41,30 @@ struct ProxyGateTests {
         Row(name: "the proxy names two", peer: "10.1.0.1", fields: [("X-Forwarded-User", "alice"), ("X-Forwarded-User", "bob")],
             expected: .refuse(status: 400, reason: "more than one x-forwarded-user field")),
         Row(name: "an email is no local user", peer: "10.1.0.1", fields: [("X-Forwarded-User", "alice@example.org")],
-            expected: .refuse(status: 403, reason: "x-forwarded-user: \"alice@example.org\" is no user name of this machine's shape")),
+            expected: .refuse(status: 403, reason: "x-forwarded-user: \"alice@example.org\" is no user name of this machine's shape (map it to an account or group with --user-map)")),
         Row(name: "a uid is no name", peer: "10.1.0.1", fields: [("X-Forwarded-User", "0")],
-            expected: .refuse(status: 403, reason: "x-forwarded-user: \"0\" is no user name of this machine's shape")),
+            expected: .refuse(status: 403, reason: "x-forwarded-user: \"0\" is no user name of this machine's shape (map it to an account or group with --user-map)")),
     ])
     func decisions(_ row: Row) {
         #expect(Self.proxy.decide(Self.head(row.fields), peer: row.peer, peerUID: row.uid) == row.expected)
+    }
+
+    static let map = try! UserMap.parse("alice@example.org alice\n*@example.org group:staff\n", source: "/etc/baton/users.map")
+
+    @Test("with a user map: a mapped name becomes its account or a group principal; an unmapped account name is as before; any other name is refused naming the map", arguments: [
+        ("alice@example.org", ProxyGate.Decision.user("alice")),
+        ("carol@example.org", .user("group:staff:carol@example.org")),
+        ("bob", .user("bob")),
+        ("mallory@evil.test", .refuse(status: 403, reason: "x-forwarded-user: \"mallory@evil.test\" is no user name of this machine's shape (no rule of /etc/baton/users.map maps it)")),
+    ] as [(String, ProxyGate.Decision)])
+    func mapped(_ name: String, _ expected: ProxyGate.Decision) {
+        #expect(Self.proxy.decide(Self.head([("X-Forwarded-User", name)]), peer: "10.1.0.1", peerUID: nil, map: Self.map) == expected)
+    }
+
+    @Test("the map never makes a forged field believed: an untrusted peer is refused before the map is read")
+    func mapAfterTrust() {
+        let decision = Self.proxy.decide(Self.head([("X-Forwarded-User", "alice@example.org")]), peer: "10.2.0.1", peerUID: nil, map: Self.map)
+        #expect(decision == .refuse(status: 403, reason: "x-forwarded-user is believed only from the dashboard's trusted proxies, not from 10.2.0.1"))
     }
 
     @Test("without a proxy: this machine's peers only, and the user field from no one")

@@ -6,7 +6,8 @@ import Testing
 struct FleetRowTests {
     @Test("a stop asked by another host round-trips through its row text")
     func stopRequests() {
-        for stop in [RunMachine.Stop.cancelled(by: 1000), .cancelled(by: nil), .replaced(by: 42)] {
+        for stop in [RunMachine.Stop.cancelled(by: 1000), .cancelled(by: nil), .replaced(by: 42),
+                     .cancelled(by: Peer.groupPrincipalUID, principal: "carol@example.org via group:ops")] {
             #expect(StopRequest.parse(StopRequest.text(stop)) == stop)
         }
     }

@@ -129,18 +129,19 @@ final class FakeHistory: HistoryReader {
 /// A service on a real conductor with in-process actions and a memory store: every operation,
 /// no socket, no process.
 struct Fixture {
-    static let alice: UInt32 = 60_001, bob: UInt32 = 60_002, ops: UInt32 = 60_100
+    static let alice: UInt32 = 60_001, bob: UInt32 = 60_002, ops: UInt32 = 60_100, staff: UInt32 = 60_200
 
     let service: Service
     let conductor: Conductor
     let history = FakeHistory()
     let gate = Gate()
+    /// What the conductor wrote (runs, transitions).
+    let store = MemoryStore()
 
     /// `deploy` (alice and the ops group may trigger, ops may cancel), `hold` (waits for the gate),
     /// `secret` (only root reads it).
     init(userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName,
          accounts: @escaping @Sendable (String) -> ActingUser? = Fixture.accounts, kept: Duration = Service.groupsKept) {
-        let store = MemoryStore()
         conductor = Conductor(actions: [], store: store)
         let gate = gate
         conductor.register(Action(name: "deploy", params: ["env": ParamSpec(pattern: try! ParamPattern("^(staging|prod)$"))])) { _ in }
@@ -164,6 +165,9 @@ struct Fixture {
         switch name {
         case "alice": ActingUser(name: "alice", uid: alice, gid: alice, groups: [alice])
         case "bob": ActingUser(name: "bob", uid: bob, gid: bob, groups: [bob])
+        // Groups `asGroup` may name: ops (may trigger and cancel deploy) and staff (nothing of its own).
+        case "group:ops": ActingUser(name: "group:ops", uid: Peer.groupPrincipalUID, gid: ops, groups: [ops])
+        case "group:staff": ActingUser(name: "group:staff", uid: Peer.groupPrincipalUID, gid: staff, groups: [staff])
         default: nil
         }
     }

@@ -65,8 +65,16 @@ struct RetentionTests {
         let retention = Retention(maxAge: .seconds(30 * 86_400), keepFailures: .seconds(365 * 86_400), maxRunsPerAction: 100)
         let overrides = ["deploy": Retention.Override(maxRunsPerAction: 2)]
 
+        // Artifacts: run 1 (removed) keeps 1000 + 24 bytes in two files, run 13 (kept) 7.
+        let writer = try Connection(path: dir.file("h.sqlite"))
+        try writer.execute("""
+            INSERT INTO artifacts (run_id, attempt, name, size, sha256, type, at, kept) VALUES
+              (1, 1, 'a.tar', 1000, '00', 'application/x-tar', 0, 1), (1, 1, 'b.txt', 24, '00', 'text/plain', 0, 1),
+              (13, 1, 'c.txt', 7, '00', 'text/plain', 0, 1)
+            """)
         let dry = try await store.prune(retention: retention, overrides: overrides, now: Self.now, dryRun: true)
         #expect(dry.removed == ["backup": 3, "deploy": 4])
+        #expect(dry.artifactBytes == 1_024)
         // Runs 1, 2, 6 and 9 to 12 keep id * 10 bytes of output each.
         let outputBytes: Int64 = 510
         #expect(dry.outputBytes == outputBytes)

@@ -29,9 +29,9 @@ struct FleetArtifactRowsTests {
     }
 
     static func keeper(_ conninfo: String, as host: FleetHost = me, logged: Locked<[String]>? = nil,
-                       afterChunk: (@Sendable (Int) -> Void)? = nil) -> FleetArtifacts {
+                       afterChunk: (@Sendable (Int) -> Void)? = nil, later: FleetArtifacts.Later? = nil) -> FleetArtifacts {
         FleetArtifacts(pool: PGPool(conninfo: conninfo, defaults: [:]), host: host, log: { line in logged?.withLock { $0.append(line) } },
-                       afterChunk: afterChunk)
+                       afterChunk: afterChunk, later: later)
     }
 
     static func keep(_ keeper: FleetArtifacts, _ scan: ArtifactScan, run: Int64, attempt: Int = 1) async {
@@ -235,7 +235,7 @@ struct FleetArtifactRowsTests {
         #expect(try Self.count(db, "SELECT count(*) FROM artifacts WHERE NOT kept") == 0)
     }
 
-    @Test("retention removes a run's artifacts with it, every chunk and notice; prune on the fleet's store")
+    @Test("retention removes a run's artifacts with it, every chunk and notice; prune on the fleet's store; a dry run counts their bytes")
     func pruned() async throws {
         let (conninfo, db) = try Self.database()
         let keeper = Self.keeper(conninfo)
@@ -250,6 +250,11 @@ struct FleetArtifactRowsTests {
         let store = FleetStore(pool: PGPool(conninfo: conninfo, defaults: [:]), host: Self.me, reactor: Reactor(), onProblem: { _ in }, onLost: { _ in })
         defer { _ = store.close() }
         let retention = Retention(maxAge: .seconds(30 * 86_400), keepFailures: .seconds(365 * 86_400), maxRunsPerAction: 100)
+        // A dry run counts the artifacts' bytes that would go: run 1's two files only.
+        let dry = try await store.prune(retention: retention, overrides: [:], dryRun: true)
+        #expect(dry.removed == ["build": 1])
+        #expect(dry.artifactBytes == Int64("hi\n".utf8.count + ArtifactStoreFiles.binary.count))
+        #expect(try Self.chunks(db) == 10)
         let report = try await store.prune(retention: retention, overrides: [:], dryRun: false)
         #expect(report.removed == ["build": 1])
         #expect(try await store.artifacts(of: 1) == ArtifactList(run: 1))

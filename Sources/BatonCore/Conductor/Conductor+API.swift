@@ -74,7 +74,7 @@ extension Conductor {
     /// (a loading run's end follows when its processes are gone).
     public func cancel(_ target: ConductorState.CancelTarget, by peer: Peer?,
                        answered: @escaping @Sendable (Result<[RunSnapshot], BatonError>) -> Void) {
-        ask({ .cancel($0, target, by: peer?.uid) }, .cancel(answered))
+        ask({ .cancel($0, target, by: peer?.uid, principal: peer?.principal) }, .cancel(answered))
     }
 
     // MARK: Queries

@@ -205,7 +205,8 @@ extension ConductorState {
 
     /// Stops the runs named: a queued or retrying run ends at once, a loading one once its
     /// processes are gone. Answered with every run it stopped, as each is now.
-    mutating func cancel(_ token: Token, _ target: CancelTarget, by uid: UInt32?, _ step: inout Step) {
+    /// `principal`: a group principal's name (`Peer.principal`), kept in the cancel's transition as `via`.
+    mutating func cancel(_ token: Token, _ target: CancelTarget, by uid: UInt32?, principal: String? = nil, _ step: inout Step) {
         let ids: [Int64]
         switch target {
         case let .run(id):
@@ -215,7 +216,7 @@ extension ConductorState {
             ids = flights.values.filter { !$0.isOver && $0.run.action == name && (key == nil || $0.run.key == key) }
                 .map(\.run.id).sorted()
         }
-        for id in ids { drive(id, .stop(.cancelled(by: uid)), &step) }
+        for id in ids { drive(id, .stop(.cancelled(by: uid, principal: principal)), &step) }
         step.answer(token, .cancelled(ids.compactMap { flights[$0]?.snapshot }))
     }
 

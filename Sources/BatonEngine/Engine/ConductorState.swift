@@ -49,7 +49,7 @@ public struct ConductorState: Sendable {
         /// A timer the state set went off.
         case timer(run: Int64, Timer)
         /// Cancel runs in flight; answered with the runs it stopped.
-        case cancel(Token, CancelTarget, by: UInt32?)
+        case cancel(Token, CancelTarget, by: UInt32?, principal: String? = nil)
         /// Follow a run: answered with its snapshot, or nil when it is not in flight.
         case attach(Token, run: Int64)
         /// Stop taking triggers; runs in flight go on until `graceElapsed`.
@@ -233,7 +233,7 @@ public struct ConductorState: Sendable {
         case let .progress(run, attempt, progress): progressed(run, attempt, progress, &step)
         case let .exited(run, attempt, outcome): exited(run, attempt, outcome, &step)
         case let .timer(run, timer): fired(run, timer, &step)
-        case let .cancel(token, target, by): cancel(token, target, by: by, &step)
+        case let .cancel(token, target, by, principal): cancel(token, target, by: by, principal: principal, &step)
         case let .attach(token, run): step.answer(token, .attached(flights[run]?.snapshot))
         case .shutdown: beginShutdown(&step)
         case .graceElapsed: graceElapsed(&step)

@@ -14,7 +14,8 @@ public struct RunMachine: Sendable, Equatable {
 
     /// Why a run is being stopped before it ends by itself.
     public enum Stop: Sendable, Equatable {
-        case cancelled(by: UInt32?)
+        /// `principal`: a group principal's name (the team's dashboard), kept as the transition's `via`.
+        case cancelled(by: UInt32?, principal: String? = nil)
         case replaced(by: Int64)
         case timeout(after: Duration)
         case shutdown
@@ -35,7 +36,7 @@ public struct RunMachine: Sendable, Equatable {
 
         public var detail: TransitionDetail {
             switch self {
-            case let .cancelled(by): TransitionDetail(reason: "cancelled", by: by)
+            case let .cancelled(by, principal): TransitionDetail(reason: "cancelled", by: by).naming(principal)
             case let .replaced(by): TransitionDetail(reason: "replaced", error: "replaced by run \(by)", replacedBy: by)
             case let .timeout(after): TransitionDetail(reason: "timeout", error: "timed out after \(DurationText.format(after))")
             case .shutdown: TransitionDetail(reason: "shutdown", error: "batond shut down")
@@ -139,6 +140,7 @@ public struct RunMachine: Sendable, Equatable {
             let stopDetail = stop.detail
             detail.reason = stopDetail.reason
             detail.by = stopDetail.by
+            detail.via = stopDetail.via
             detail.replacedBy = stopDetail.replacedBy
             detail.error = stopDetail.error
             return end(stop.phase, detail)

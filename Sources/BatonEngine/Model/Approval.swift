@@ -28,7 +28,7 @@ public struct ApprovalRule: Sendable, Equatable {
             return "\(approver.name) may not approve run \(run.id) of \(run.action): approvals are by \(by.joined(separator: ", "))"
         }
         guard !allowsSelf else { return nil }
-        if run.trigger?.uid == approver.uid {
+        if run.trigger?.uid == approver.uid, Self.samePerson(approver, triggered: run) {
             return "\(approver.name) triggered run \(run.id) of \(run.action) and may not approve it (the action's approve has no self: true)"
         }
         if origin == approver.uid {
@@ -37,6 +37,16 @@ public struct ApprovalRule: Sendable, Equatable {
                 + "(the action's approve has no self: true)"
         }
         return nil
+    }
+
+    /// Whether the approver is the one who triggered the run, their uids being equal: so for any
+    /// account; for group principals (the team's dashboard: one uid for every person it maps to
+    /// a group), only when the run's `via` names the same person, whatever group.
+    static func samePerson(_ approver: Approver, triggered run: RunSnapshot) -> Bool {
+        guard approver.uid == Peer.groupPrincipalUID else { return true }
+        guard let via = run.via else { return true }
+        let person = { (name: String) in name.firstRange(of: " via group:").map { String(name[..<$0.lowerBound]) } ?? name }
+        return person(via) == person(approver.name)
     }
 }
 

@@ -72,3 +72,12 @@ public struct TransitionDetail: Codable, Sendable, Equatable {
         memoryPeak = usage?.memoryPeak
     }
 }
+
+extension TransitionDetail {
+    /// This detail with `via` naming who asked, where a uid alone does not (a group principal).
+    func naming(_ principal: String?) -> TransitionDetail {
+        var detail = self
+        detail.via = principal ?? detail.via
+        return detail
+    }
+}

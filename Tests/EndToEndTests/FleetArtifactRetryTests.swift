@@ -1,0 +1,48 @@
+import BatonCore
+@testable import BatonFleet
+import Foundation
+import Testing
+
+/// Issue 42, item 4 across a fleet: a keep that finds PostgreSQL down is not lost with a log line;
+/// it is tried again (the reactor's timer; here the test's) until the server answers.
+@Suite("End to end: the fleet's artifacts kept once PostgreSQL is back")
+struct FleetArtifactRetryTests {
+    @Test("a keep while PostgreSQL is down is tried again when it answers, the run held until then; its files are kept")
+    func whileServerDown() async throws {
+        let server = try Postgres.own()
+        let (conninfo, _) = try FleetArtifactRowsTests.database(on: server)
+        let dir = ScratchDirectory()
+        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
+        let logged = Locked<[String]>([])
+        // The test is the timer: each retry waits in the stream until the test fires it.
+        let (retries, retry) = AsyncStream<@Sendable () -> Void>.makeStream()
+        let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
+        try server.stop()
+        let ended = Locked(false)
+        // A keep that ends (kept, or given up) ends the stream: a keep not tried again fails the test, never hangs it.
+        let kept = Task {
+            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
+            ended.withLock { $0 = true }
+            retry.finish()
+        }
+        var waiting = retries.makeAsyncIterator()
+        let first = try #require(await waiting.next())
+        // Down still: tried again, and waits again; the run is not told its files are done.
+        first()
+        let second = try #require(await waiting.next())
+        #expect(!ended.withLock { $0 })
+        #expect(logged.withLock { $0 }.filter { $0.contains("wait for PostgreSQL") }.count == 2, "\(logged.withLock { $0 })")
+        try server.start()
+        second()
+        await kept.value
+        let db = try PGConnection(conninfo)
+        #expect(try FleetArtifactRowsTests.list(db, run: 1).files.map(\.name) == ["a.txt", "sub/deep/b.bin"], "\(logged.withLock { $0 })")
+        #expect(try FleetArtifactRowsTests.readBack(db, run: 1, name: "sub/deep/b.bin", pieceBytes: ArtifactPiece.maxBytes) == ArtifactStoreFiles.binary)
+        #expect(!logged.withLock { $0 }.contains { $0.contains("could not be kept") })
+    }
+
+    @Test("the wait before each try: 1 s, doubling, at most 30 s")
+    func backoff() {
+        #expect((1...8).map(FleetArtifacts.backoff) == [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
+    }
+}
