@@ -78,10 +78,9 @@ extension FleetCoordinator {
         var ready: [(run: RunSnapshot, seq: Int, action: Action?)] = []
         for row in rows {
             let run = FleetRows.run(row)
-            let slot = KeySlot(row: Array(row[(FleetRows.runColumnCount + 1)...(FleetRows.runColumnCount + 3)]))
-            let paused = FleetPauses.holds(row, from: FleetRows.runColumnCount + 5)
-            guard KeyDecision.mayStart(run.id, phase: run.phase, slot: slot, windowPassed: row[FleetRows.runColumnCount + 4] == "t",
-                                       paused: paused, approving: row[FleetRows.runColumnCount + 11] == "t") else { continue }
+            let facts = Self.startFacts(row)
+            guard KeyDecision.mayStart(run.id, phase: run.phase, slot: facts.slot, windowPassed: facts.windowPassed,
+                                       paused: facts.paused, approving: facts.approving) else { continue }
             ready.append((run, Int(row[FleetRows.runColumnCount] ?? "") ?? 1, conductor.action(named: run.action)))
         }
         // The lock rows of the runs that claim locks, then the rate-limited buckets: the fleet's lock order.
@@ -116,6 +115,16 @@ extension FleetCoordinator {
             }
         }
         return writes
+    }
+
+    /// What `KeyDecision.mayStart` decides a `startable` row on, by its columns: the key's slot after
+    /// the run's columns and its last seq, whether its owner's window passed, its action's pause
+    /// (`FleetPauses.joined`, as many columns as `joinedCount`), then whether it waits for its approval.
+    static func startFacts(_ row: [String?]) -> (slot: KeySlot, windowPassed: Bool, paused: Bool, approving: Bool) {
+        let base = FleetRows.runColumnCount
+        let approval = base + 5 + FleetPauses.joinedCount
+        return (KeySlot(row: Array(row[(base + 1)...(base + 3)])), row[base + 4] == "t", FleetPauses.holds(row, from: base + 5),
+                row.count > approval && row[approval] == "t")
     }
 
     /// Each run with its last seq, its key's slot (holder, follow-up, draining), whether it may

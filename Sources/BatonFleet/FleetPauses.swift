@@ -34,6 +34,8 @@ enum FleetPauses {
     /// A pause's columns joined as `p` to a run's row (NULLs where its action is not paused), then
     /// the database's clock (what the pause's times are compared with).
     static let joined = "p.action, p.paused_by, p.reason, p.at, p.until, p.hold, \(FleetCooldown.databaseNow)"
+    /// How many columns `joined` reads: the pause's and the clock.
+    static let joinedCount = count + 1
 
     /// Whether the pause `joined` read at `index` holds, by the database's clock read with it.
     static func holds(_ row: [String?], from index: Int) -> Bool {

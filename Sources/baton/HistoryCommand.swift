@@ -147,15 +147,19 @@ enum HistoryCommand {
     /// The refused requests as a table, as a terminal shows it.
     static func deniedTable(_ records: [TriggerRecord], utc: Bool, width: Int? = Format.columns) -> String {
         guard !records.isEmpty else { return "no refused requests\n" }
-        let rows = records.map(\.forTerminal).map { record in
-            [Format.time(record.at, utc: utc),
-             record.decision == .deniedApproval
-                 ? record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?"
-                 : Format.principal(record.peer, via: record.via) ?? record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",
-             record.decision == .deniedApproval ? record.via ?? "approve or deny of run \(record.runID ?? 0)" : Self.tried(record.decision),
-             record.action.isEmpty ? "-" : record.action]
+        let rows = records.map(\.forTerminal).map { record -> [String] in
+            let approval = record.decision == .deniedApproval
+            let tried = approval ? record.via ?? "approve or deny of run \(record.runID ?? 0)" : Self.tried(record.decision)
+            return [Format.time(record.at, utc: utc), who(record, approval: approval), tried, record.action.isEmpty ? "-" : record.action]
         }
         return Format.table(["TIME", "WHO", "TRIED", "ACTION"], rows, width: width)
+    }
+
+    /// Who was refused: the person a group principal's `via` names (not for a refused approval, whose
+    /// `via` says what was tried), else the peer's user name, uid and pid.
+    static func who(_ record: TriggerRecord, approval: Bool) -> String {
+        let peer: String = record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?"
+        return approval ? peer : Format.principal(record.peer, via: record.via) ?? peer
     }
 
     /// The pauses and resumes as a table: when, which action, what, who, and the pause's end and reason.
