@@ -288,6 +288,9 @@ public struct Trigger: Sendable, Equatable {
     /// Where a trigger from beyond the socket came from ("webhook deploy from 203.0.113.7,
     /// delivery 72d3…"), kept in the detail of the run's first transition.
     public var via: String?
+    /// The run that needs the run this trigger may make (a fleet's `needs`): that run's approval
+    /// takes its origin from the needing run's chain, not from the (hookless) caller.
+    public var neededBy: Int64? = nil
     /// The webhook delivery the trigger is, if any: recorded with the run it creates or joins, in
     /// the same write (a rejected trigger records none, so a redelivery may try again).
     public var delivery: Delivery?
