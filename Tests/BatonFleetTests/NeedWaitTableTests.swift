@@ -73,18 +73,22 @@ struct NeedWaitTableTests {
     func askedUntilRead() {
         var asked = NeedsAsked()
         let before = ContinuousClock.now
-        #expect(asked.begin(7) && !asked.begin(7))
+        let first = asked.begin(7), second = asked.begin(7)
+        #expect(first && !second)
         asked.written(7, at: before + .milliseconds(5))
         // A tick that read the rows before the write committed finds the run still asked.
         asked.prune(writtenBefore: before)
-        #expect(!asked.begin(7), "a tick that read `asking` before the write asked the needs again")
+        let early = asked.begin(7)
+        #expect(!early, "a tick that read `asking` before the write asked the needs again")
         asked.prune(writtenBefore: before + .milliseconds(10))
-        #expect(asked.begin(7))
-        #expect(asked.begin(8))
+        let late = asked.begin(7), other = asked.begin(8)
+        #expect(late && other)
         asked.prune(writtenBefore: before + .seconds(1))
-        #expect(!asked.begin(8), "a run still being asked is not forgotten")
+        let asking = asked.begin(8)
+        #expect(!asking, "a run still being asked is not forgotten")
         asked.forget(8)
-        #expect(asked.begin(8))
+        let again = asked.begin(8)
+        #expect(again)
     }
 
     @Test("a need's trigger that fails for a passing reason asks again; a decision's refusal fails the wait")
