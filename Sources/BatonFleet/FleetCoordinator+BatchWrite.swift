@@ -78,7 +78,8 @@ extension FleetCoordinator {
                                    try FleetJournal.insertTransition(queued)] + deliveryRecord(trigger, run: run.id, at: now)
             // A run that waits for an approver's yes: its wait, in the transaction that makes it.
             if let rule = trigger.action.approve {
-                written.statements.append(FleetApprovals.insert(run.id, action: run.action, rule, origin: trigger.peer?.uid))
+                written.statements.append(trigger.neededBy.map { FleetNeeds.approval(run.id, action: run.action, rule, neededBy: $0) }
+                    ?? FleetApprovals.insert(run.id, action: run.action, rule, origin: trigger.peer?.uid))
             }
             // A run that needs others waits for them to be asked and met (`FleetNeeds`).
             if !trigger.action.needs.isEmpty { written.statements.append(FleetNeeds.asking(run.id)) }

@@ -6,27 +6,41 @@ import FoundationEssentials
 /// flight holds fleet-wide), in its action's order, as one machine's conductor does
 /// (`ConductorState.triggerNeeds`); then writes what it waits for (`FleetNeeds.write`). A need
 /// refused (its action paused, over its rate, a param refused) ends the run `failure` at once,
-/// never started; the needs asked before it go on.
+/// never started; the needs asked before it go on. A need that could not be asked now (the
+/// store unavailable, batond shutting down) leaves the run asking: the next tick asks again
+/// (the needs asked before it are joined, not made twice).
 extension FleetCoordinator {
+    /// Asks the needs of `runs` (a tick's read of `unasked`, begun at `readAt`), each once at a
+    /// time: first forgets the runs whose needs were written before that read (it saw them so).
+    /// Posted after any earlier tick's asks, so one of those that read a run asking before its
+    /// write committed finds it still remembered.
+    func askNeeds(of runs: [RunSnapshot], readAt: ContinuousClock.Instant) {
+        guard reactor.isCurrent else { return reactor.post { [self] in askNeeds(of: runs, readAt: readAt) } }
+        needsAsked.withLock { $0.prune(writtenBefore: readAt) }
+        for run in runs { askNeeds(of: run) }
+    }
+
     /// Asks run `run`'s needs, once at a time per run (the feed finds it again on each tick until written).
     func askNeeds(of run: RunSnapshot) {
         guard reactor.isCurrent else { return reactor.post { [self] in askNeeds(of: run) } }
-        guard needsAsked.withLock({ $0.insert(run.id).inserted }) else { return }
+        guard needsAsked.withLock({ $0.begin(run.id) }) else { return }
         // An action gone from the config needs nothing now: met, its start cancels it (`claim`: removed).
-        guard let action = conductor.action(named: run.action) else { return writeNeeds(of: run.id, [], failure: nil) }
+        guard let action = conductor.action(named: run.action) else { return writeNeeds(of: run.id, nil, [], failure: nil) }
         askNeed(0, of: run, action, asked: [])
     }
 
     private func askNeed(_ index: Int, of run: RunSnapshot, _ action: Action, asked: [NeededRun]) {
-        guard index < action.needs.count else { return writeNeeds(of: run.id, asked, failure: nil) }
+        guard index < action.needs.count else { return writeNeeds(of: run.id, action, asked, failure: nil) }
         let need = action.needs[index]
         let target = need.action
         let params: [String: String]
         do { params = try need.params(for: run.params) } catch {
-            return writeNeeds(of: run.id, asked, failure: "needs \(target.name): \(error.message(at: .now))")
+            return writeNeeds(of: run.id, action, asked, failure: "needs \(target.name): \(error.message(at: .now))")
         }
         let via = "needed by \(action.name) run \(run.id)"
-        let asking = Trigger(action: target, key: target.key(for: params), policy: .join, params: params, peer: run.trigger, via: via)
+        var asking = Trigger(action: target, key: target.key(for: params), policy: .join, params: params, peer: run.trigger, via: via)
+        // Its approval's origin is the needing run's, followed up its chain (`FleetNeeds.approval`).
+        asking.neededBy = run.id
         trigger(asking, follower: nil) { [self] result in
             switch result {
             case let .success((decision, needed)):
@@ -34,16 +48,62 @@ extension FleetCoordinator {
                 let phase: Phase = if case .cooled = decision { .success } else { needed.phase }
                 let known = NeededRun(action: target.name, run: needed.id, phase: phase, reason: phase.isTerminal ? needed.reason : nil)
                 reactor.onLoop { [self] in askNeed(index + 1, of: run, action, asked: asked + [known]) }
+            case let .failure(error) where Self.passing(error):
+                log("the needs of run \(run.id) are asked again: \(target.name) could not be triggered now: \(error)")
+                needsAsked.withLock { $0.forget(run.id) }
             case let .failure(error):
-                writeNeeds(of: run.id, asked, failure: "needs \(target.name): \(error.message(at: .now))")
+                writeNeeds(of: run.id, action, asked, failure: "needs \(target.name): \(error.message(at: .now))")
             }
         }
     }
 
-    private func writeNeeds(of id: Int64, _ needed: [NeededRun], failure: String?) {
-        pool.submit({ [self] db in try FleetNeeds.write(id, needed: needed, failure: failure, on: db, me: host.incarnation) }) { [self] result in
-            if case let .failure(error) = result { log("the needs of run \(id) could not be written: \(error)") }
-            needsAsked.withLock { _ = $0.remove(id) }
+    /// Whether a need's trigger failed for a reason that passes (the store, a shutdown), not a
+    /// decision refusing it (paused, rate limited, a param refused): the run is asked again.
+    static func passing(_ error: BatonError) -> Bool {
+        switch error {
+        case .storeUnavailable, .shuttingDown, .stopped, .historyUnreadable, .internalError: true
+        default: false
         }
     }
+
+    private func writeNeeds(of id: Int64, _ action: Action?, _ needed: [NeededRun], failure: String?) {
+        let me = host
+        pool.submit({ db in
+            try FleetNeeds.write(id, needed: needed, failure: failure, on: db, as: me, action: failure == nil ? nil : action)
+        }) { [self] result in
+            if case let .failure(error) = result {
+                log("the needs of run \(id) could not be written: \(error)")
+                return needsAsked.withLock { $0.forget(id) }
+            }
+            needsAsked.withLock { $0.written(id, at: .now) }
+        }
+    }
+}
+
+/// The runs a host asks the needs of (`FleetCoordinator.askNeeds`): one asked at a time; one
+/// whose needs were written is kept until a tick's read of the rows begun after the write
+/// (`prune`), so that a tick that read it `asking` before the write committed does not ask again.
+struct NeedsAsked: Sendable {
+    /// Each run asked: nil while it is asked, then when its write ended.
+    private var runs: [Int64: ContinuousClock.Instant?] = [:]
+
+    /// Whether run `id` may be asked now (it is then remembered).
+    mutating func begin(_ id: Int64) -> Bool {
+        guard !runs.keys.contains(id) else { return false }
+        runs[id] = .some(nil)
+        return true
+    }
+
+    mutating func written(_ id: Int64, at now: ContinuousClock.Instant) {
+        if runs.keys.contains(id) { runs[id] = .some(now) }
+    }
+
+    /// Run `id` may be asked again at once (its asking failed, nothing was written).
+    mutating func forget(_ id: Int64) { runs[id] = nil }
+
+    mutating func prune(writtenBefore read: ContinuousClock.Instant) {
+        runs = runs.filter { _, written in written.map { $0 >= read } ?? true }
+    }
+
+    var count: Int { runs.count }
 }

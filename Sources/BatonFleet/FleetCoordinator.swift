@@ -38,8 +38,9 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// each event cost the loop a copy of every run in flight at its next change (issue 38's fleet
     /// figures: three hosts' runs/s fell 12-23% with one), as the conductor's did.
     let state: Locked<CoordinatorState>
-    /// The runs whose needs this host is asking now (`askNeeds`): asked once at a time.
-    let needsAsked = Locked<Set<Int64>>([])
+    /// The runs whose needs this host asks (`askNeeds`): asked once at a time; each kept, once
+    /// written, with when (`NeedsAsked`), until a tick that read the rows after it prunes it.
+    let needsAsked = Locked(NeedsAsked())
 
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor,
                 log: @escaping @Sendable (String) -> Void) {

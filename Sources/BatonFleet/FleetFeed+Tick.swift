@@ -9,7 +9,15 @@ extension FleetFeed {
         if state.position == nil { state.position = FeedPosition(seen: try snapshot(on: db)) }
         while try catchUp(db, &state, coordinator) {}
         if announced || ContinuousClock.now - state.stopsRead >= .seconds(1) { try readStops(db, &state, coordinator) }
-        try FleetNeeds.tick(db, coordinator)
+        // The needs: when the catch-up brought a run made or ended, and once a second (an
+        // approval decided, a wait written after its needed runs ended, bring no transition).
+        if state.needsDue || ContinuousClock.now - state.needsLooked >= .seconds(1) {
+            (state.needsDue, state.needsLooked) = (false, .now)
+            do { try FleetNeeds.tick(db, coordinator) } catch {
+                state.needsDue = true
+                throw error
+            }
+        }
         coordinator.lookForStarts()
         // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
         guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
@@ -103,6 +111,10 @@ extension FleetFeed {
         guard var position = state.position else { return false }
         let rows = try page(db, &position)
         state.position = position
+        // A run made or queued again (its needs to ask), or ended (a wait it may decide).
+        if rows.contains(where: { $0[3].flatMap(Phase.init(rawValue:)).map { $0 == .queued || $0.isTerminal } ?? false }) {
+            state.needsDue = true
+        }
         deliver(rows, coordinator)
         return position.midway
     }

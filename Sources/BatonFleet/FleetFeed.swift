@@ -26,6 +26,10 @@ final class FleetFeed: Sendable {
         var ticked = ContinuousClock.now - .seconds(1)
         /// When the stops asked of this host's runs were last read.
         var stopsRead = ContinuousClock.now - .seconds(1)
+        /// When the needs were last looked at (`FleetNeeds.tick`), and whether a catch-up since
+        /// delivered what may change them (a run made, queued again, or ended).
+        var needsLooked = ContinuousClock.now - .seconds(1)
+        var needsDue = true
     }
 
     /// A tick; `done` is told the socket to watch once it has run.

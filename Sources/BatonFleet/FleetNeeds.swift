@@ -17,9 +17,14 @@ enum FleetNeeds {
         ("UPDATE runs SET needs = 'asking' WHERE id = $1", [String(run)])
     }
 
-    /// This host's queued runs whose needs are not asked yet.
+    /// This host's queued runs whose needs are not asked yet: none that waits for its approval
+    /// (asked once approved, as one machine does: a denied run never ran its needs; the
+    /// decision's NOTIFY wakes the tick).
     static func unasked(incarnation: String) -> FleetJournal.Statement {
-        ("SELECT \(FleetRows.runColumns) FROM runs WHERE incarnation = $1 AND phase = 'queued' AND needs = 'asking' ORDER BY id", [incarnation])
+        ("""
+         SELECT \(FleetRows.runColumns) FROM runs WHERE incarnation = $1 AND phase = 'queued' AND needs = 'asking'
+         AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = runs.id AND a.verdict IS NULL) ORDER BY id
+         """, [incarnation])
     }
 
     /// Every waiting run's needs, as the rows say now: (waiting run, action, needed run, its phase, its reason), in order.
@@ -27,6 +32,19 @@ enum FleetNeeds {
         SELECT n.run_id, n.action, n.needed_run, r.phase, r.reason FROM runs w JOIN run_needs n ON n.run_id = w.id
         LEFT JOIN runs r ON r.id = n.needed_run
         WHERE w.needs = 'waiting' AND w.phase = 'queued' ORDER BY n.run_id, n.position
+        """
+
+    /// `waitingRows` of the waits the rows can decide now (`NeedBook.outcome`): every needed run
+    /// ended, or one ended other than `success` or gone. A tick reads only these.
+    static let decidableRows = """
+        SELECT n.run_id, n.action, n.needed_run, r.phase, r.reason FROM runs w JOIN run_needs n ON n.run_id = w.id
+        LEFT JOIN runs r ON r.id = n.needed_run
+        WHERE w.needs = 'waiting' AND w.phase = 'queued'
+          AND (NOT EXISTS (SELECT 1 FROM run_needs m JOIN runs q ON q.id = m.needed_run
+                           WHERE m.run_id = w.id AND q.phase IN ('queued', 'loading', 'retrying'))
+               OR EXISTS (SELECT 1 FROM run_needs m LEFT JOIN runs q ON q.id = m.needed_run
+                          WHERE m.run_id = w.id AND (q.id IS NULL OR q.phase IN ('failure', 'cancelled'))))
+        ORDER BY n.run_id, n.position
         """
 
     /// One needed run from a row of (action, needed run, phase, reason): one gone from the
@@ -57,18 +75,23 @@ enum FleetNeeds {
     /// Decides run `id`'s wait, in a transaction that holds its key's row: the one update from
     /// `waiting` to `met` or `failed` (nothing when another host decided it first), the outcome
     /// each needed run had kept beside it, and for `failed` the run's end (`failure`, never
-    /// started, `FleetStop`). Returns whether this call decided it.
+    /// started, `end`: hooks fired, the failure counted). Returns whether this call decided it.
     @discardableResult
-    static func decide(_ id: Int64, _ outcome: NeedBook.Outcome, on db: PGConnection, me: String) throws -> Bool {
-        try FleetCoordinator.retrying {
-            try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ in
+    static func decide(_ id: Int64, _ outcome: NeedBook.Outcome, on db: PGConnection, as me: FleetHost,
+                       actions: (String) -> Action?) throws -> Bool {
+        var action: Action?
+        if case .failed = outcome, let name = try db.query("SELECT action FROM runs WHERE id = $1", [String(id)]).first?[0] ?? nil {
+            action = actions(name)
+        }
+        return try FleetCoordinator.retrying {
+            try db.transaction(opening: endLocks(action) + [FleetJournal.lockKeys(runs: [id])]) { _ in
                 let state = outcome == .met ? "met" : "failed"
                 guard try db.query("UPDATE runs SET needs = $2 WHERE id = $1 AND phase = 'queued' AND needs = 'waiting'",
                                    [String(id), state]).affected == 1 else { return false }
                 try db.query("""
                     UPDATE run_needs n SET phase = r.phase, reason = r.reason FROM runs r WHERE n.run_id = $1 AND r.id = n.needed_run
                     """, [String(id)])
-                if case let .failed(message) = outcome { try end(id, message, on: db, me: me) }
+                if case let .failed(message) = outcome { try end(id, message, on: db, as: me, action) }
                 try db.execute("NOTIFY baton")
                 return true
             }
@@ -78,9 +101,11 @@ enum FleetNeeds {
     /// The needs of run `id` asked (`needed`, in its action's order), written by its owner while
     /// it is still `asking`: `waiting` (or `met` with nothing to wait for), or, when one could not
     /// be triggered (`failure`), `failed` and the run ended so. Nothing when it is no longer asking here.
-    static func write(_ id: Int64, needed: [NeededRun], failure: String?, on db: PGConnection, me: String) throws {
+    static func write(_ id: Int64, needed: [NeededRun], failure: String?, on db: PGConnection, as host: FleetHost,
+                      action: Action?) throws {
+        let me = host.incarnation
         try FleetCoordinator.retrying {
-            try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ in
+            try db.transaction(opening: endLocks(action) + [FleetJournal.lockKeys(runs: [id])]) { _ in
                 let state = failure != nil ? "failed" : needed.isEmpty ? "met" : "waiting"
                 guard try db.query("""
                     UPDATE runs SET needs = $3 WHERE id = $1 AND incarnation = $2 AND phase = 'queued' AND needs = 'asking'
@@ -92,18 +117,10 @@ enum FleetNeeds {
                         """, [String(id), "{" + needed.indices.map(String.init).joined(separator: ",") + "}",
                               FleetJournal.textArray(needed.map(\.action)), "{" + needed.map { String($0.run) }.joined(separator: ",") + "}"])
                 }
-                if let failure { try end(id, failure, on: db, me: me) }
+                if let failure { try end(id, failure, on: db, as: host, action) }
                 try db.execute("NOTIFY baton")
             }
         }
-    }
-
-    /// Ends queued run `id` `failure` for its needs, as any stop of a queued run (its key's row held).
-    private static func end(_ id: Int64, _ message: String, on db: PGConnection, me: String) throws {
-        guard let key = try FleetStop.slot(ofRun: id, on: db) else { return }
-        var slot = key.slot
-        _ = try FleetStop.perform([id], .needs(message), slot: &slot, on: db, me: me)
-        if slot != key.slot { try FleetJournal.store(slot, key: key.key, on: db) }
     }
 
     /// The runs run `id` needs, in order, and the runs that need it, each with its phase now (`show`).
@@ -121,10 +138,10 @@ enum FleetNeeds {
     /// Whether any queued run's needs are open (asked or waited for), by the partial index of schema 21.
     static let anyOpen = "SELECT EXISTS (SELECT 1 FROM runs WHERE needs IN ('asking', 'waiting') AND phase = 'queued')"
 
-    /// What each waiting run waits for, as the rows say now (none where this host's actions have no needs).
+    /// What each waiting run waits for, as the rows say now, on any host (its own actions with
+    /// needs or not: `status` of another host's run; the partial index of schema 21 finds none cheaply).
     static func waiting(on db: PGConnection, _ coordinator: FleetCoordinator) throws -> [Int64: [NeededRun]] {
-        guard configured(coordinator) else { return [:] }
-        return Dictionary(waits(try db.query(waitingRows).rows).map { ($0.run, $0.needs) }, uniquingKeysWith: { first, _ in first })
+        Dictionary(waits(try db.query(waitingRows).rows).map { ($0.run, $0.needs) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Whether this host's actions have needs.
@@ -146,9 +163,14 @@ enum FleetNeeds {
     /// `waiting` for ever: asked again, a run whose action has no needs now is `met` at once.
     static func tick(_ db: PGConnection, _ coordinator: FleetCoordinator, always: Bool = false) throws {
         guard always || configured(coordinator) else { return }
-        for row in try db.query(unasked(incarnation: coordinator.host.incarnation)).rows { coordinator.askNeeds(of: FleetRows.run(row)) }
-        for (run, outcome) in decided(waits(try db.query(waitingRows).rows)) {
-            try decide(run, outcome, on: db, me: coordinator.host.incarnation)
+        let readAt = ContinuousClock.now
+        let rows = try db.query(unasked(incarnation: coordinator.host.incarnation)).rows
+        coordinator.askNeeds(of: rows.map(FleetRows.run), readAt: readAt)
+        for (run, outcome) in decided(waits(try db.query(decidableRows).rows)) {
+            // One wait that cannot be decided now (it is read again) holds up neither the others nor the tick.
+            do { try decide(run, outcome, on: db, as: coordinator.host, actions: coordinator.conductor.action(named:)) } catch {
+                coordinator.log("the wait of run \(run) for its needs could not be decided: \(error)")
+            }
         }
     }
 }

@@ -68,4 +68,33 @@ struct NeedWaitTableTests {
         #expect(waits[0].needs.map(\.text) == ["a run 1", "b run 2"])
         #expect(FleetNeeds.decided(waits).map(\.run) == [9])
     }
+
+    @Test("a run whose needs were written stays asked until a read of the rows begun after the write; one that failed to ask may be asked again at once")
+    func askedUntilRead() {
+        var asked = NeedsAsked()
+        let before = ContinuousClock.now
+        let first = asked.begin(7), second = asked.begin(7)
+        #expect(first && !second)
+        asked.written(7, at: before + .milliseconds(5))
+        // A tick that read the rows before the write committed finds the run still asked.
+        asked.prune(writtenBefore: before)
+        let early = asked.begin(7)
+        #expect(!early, "a tick that read `asking` before the write asked the needs again")
+        asked.prune(writtenBefore: before + .milliseconds(10))
+        let late = asked.begin(7), other = asked.begin(8)
+        #expect(late && other)
+        asked.prune(writtenBefore: before + .seconds(1))
+        let asking = asked.begin(8)
+        #expect(!asking, "a run still being asked is not forgotten")
+        asked.forget(8)
+        let again = asked.begin(8)
+        #expect(again)
+    }
+
+    @Test("a need's trigger that fails for a passing reason asks again; a decision's refusal fails the wait")
+    func passingErrors() {
+        #expect(FleetCoordinator.passing(.storeUnavailable("disk full")) && FleetCoordinator.passing(.shuttingDown))
+        #expect(!FleetCoordinator.passing(.badParam(name: "ref", message: "missing")))
+        #expect(!FleetCoordinator.passing(.unknownAction("build")))
+    }
 }

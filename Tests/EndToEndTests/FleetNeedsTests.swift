@@ -96,6 +96,30 @@ struct FleetNeedsTests {
         for host in hosts { host.stop() }
     }
 
+    @Test("deploy fails because its build failed: its end is any failure's: on: { failure } fires, the key's last outcome is failure, pauseAfterFailures: 1 pauses it")
+    func failureEndFiresHooks() throws {
+        let (a, b) = (try FifoGate(), try FifoGate())
+        try "3".write(toFile: a.directory + "/a-code", atomically: true, encoding: .utf8)
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: Self.actions(a, b).replacingOccurrences(
+            of: "c: { exec: [\"true\"], needs: [\"build-a\", \"build-b\"] },",
+            with: "c: { exec: [\"true\"], needs: [\"build-a\"], on: { failure: \"alert\" }, pauseAfterFailures: 1 }, alert: { exec: [\"true\"] },"),
+            conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        let c = try #require(try PolicyTests.trigger(hosts[0], "c").run)
+        let aID = try #require(try Self.needed(db, c.id).first?[1].flatMap { Int64($0) })
+        a.release()
+        let ended = try #require(try FleetTests.wait(hosts[1], run: c.id))
+        #expect(ended.phase == .failure && ended.error == "needs build-a: run \(aID) failed", "\(ended)")
+        #expect(try FleetDebounceTests.until(30) {
+            try db.query("SELECT 1 FROM runs WHERE action = 'alert' AND hook_run = $1", [String(c.id)]).first != nil
+        }, "c's failure hook never fired")
+        #expect(try db.query("SELECT k.last_outcome FROM keys k JOIN runs r ON r.key = k.key WHERE r.id = $1", [String(c.id)]).first?[0] == "failure")
+        #expect(try db.query("SELECT 1 FROM pauses WHERE action = 'c'").first != nil, "pauseAfterFailures did not count the failure")
+        _ = b
+        for host in hosts { host.stop() }
+    }
+
     @Test("a needed action paused on another host: c's run ends failure naming the need and the pause, never started; build-b's run it asked first goes on")
     func needPaused() throws {
         let (a, b) = (try FifoGate(), try FifoGate())

@@ -288,6 +288,8 @@ public struct Trigger: Sendable, Equatable {
     /// Where a trigger from beyond the socket came from ("webhook deploy from 203.0.113.7,
     /// delivery 72d3…"), kept in the detail of the run's first transition.
     public var via: String?
+    /// The run whose `needs` asks this trigger (a fleet's): its approval's origin follows that run's chain.
+    public var neededBy: Int64? = nil
     /// The webhook delivery the trigger is, if any: recorded with the run it creates or joins, in
     /// the same write (a rejected trigger records none, so a redelivery may try again).
     public var delivery: Delivery?
@@ -301,10 +303,7 @@ public struct Trigger: Sendable, Equatable {
         self.via = via
         self.delivery = delivery
         self.force = force
-        self.action = action
-        self.key = key
-        self.policy = policy
-        self.params = params
+        (self.action, self.key, self.policy, self.params) = (action, key, policy, params)
         self.peer = peer
         self.runner = runner
     }

@@ -1,0 +1,58 @@
+import BatonCore
+
+/// How a wait for needs ends a run that never starts, and whose a needed run's approval is.
+extension FleetNeeds {
+    /// The locks an end for needs takes before its key's row (`FleetPauses`' lock order): its
+    /// action's pause lock, when the end counts towards `pauseAfterFailures`.
+    static func endLocks(_ action: Action?) -> [FleetJournal.Statement] {
+        guard let action, action.pauseAfterFailures != nil else { return [] }
+        return [FleetPauses.lock(action.name).statement]
+    }
+
+    /// Ends queued run `id` `failure` for its needs (`RunMachine.Stop.needs`), its key's row held,
+    /// as any end a host writes of a run it did not run (`FleetTakeover`): the transition applied
+    /// (its key's slot released, `keys.last_outcome`), its hooks fired (their runs are `me`'s) and,
+    /// with `pauseAfterFailures`, the failure counted over every host's runs (its lock taken first,
+    /// `endLocks`). `action`: the run's action as this host has it (nil: no hooks, nothing counted).
+    static func end(_ id: Int64, _ message: String, on db: PGConnection, as me: FleetHost, _ action: Action?) throws {
+        guard let row = try db.query("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1 AND phase = 'queued'",
+                                     [String(id)]).first else { return }
+        let run = FleetRows.run(row)
+        let stop = RunMachine.Stop.needs(message)
+        let transition = Transition(runID: id, seq: (Int(row[FleetRows.runColumnCount] ?? "") ?? 1) + 1, from: .queued, to: stop.phase,
+                                    at: .now, detail: stop.detail)
+        guard let applied = try FleetJournal.applied(transition, on: db, as: nil) else {
+            throw PGError(message: "run \(id) could not be ended (\(message))")
+        }
+        guard let action else { return }
+        if let firing = HookFiring(run: run.applying(transition), hooks: action.hooks) {
+            try FleetHooks.fire(firing, previous: applied.previousOutcome, on: db, as: me)
+        }
+        if let most = action.pauseAfterFailures {
+            _ = try FleetPauses.count(run: id, action: action.name, most: most, failed: true, on: db, host: me.name)
+        }
+    }
+
+    /// The wait for approval of new run `run`, made for run `neededBy`'s needs: its origin (who
+    /// may not approve it, `self: false`) is the needing run's, followed up its chain (the run a
+    /// hook's run was fired by, the run a needed run was asked for) to the first that has one:
+    /// its approval's origin, else its trigger's uid. A needed run's own trigger has the needing
+    /// run's caller, none behind a hook.
+    static func approval(_ run: Int64, action: String, _ rule: ApprovalRule, neededBy: Int64) -> FleetJournal.Statement {
+        ("""
+            WITH RECURSIVE chain (id, depth) AS (
+                SELECT $4::bigint, 0
+                UNION ALL
+                SELECT up.id, c.depth + 1 FROM chain c JOIN runs r ON r.id = c.id
+                CROSS JOIN LATERAL (SELECT r.hook_run AS id WHERE r.hook_run IS NOT NULL
+                                    UNION ALL SELECT n.run_id FROM run_needs n WHERE n.needed_run = r.id) up
+                WHERE c.depth < 32
+            )
+            INSERT INTO approvals (run_id, action, approvers, origin_uid, until)
+            SELECT $1, $2, $3, (SELECT coalesce(a.origin_uid, r.trigger_uid) FROM chain c JOIN runs r ON r.id = c.id
+                                LEFT JOIN approvals a ON a.run_id = c.id
+                                WHERE coalesce(a.origin_uid, r.trigger_uid) IS NOT NULL ORDER BY c.depth, c.id LIMIT 1),
+                   \(FleetCooldown.databaseNow) + $5::bigint
+            """, [String(run), action, rule.by.joined(separator: "\n"), String(neededBy), rule.timeout.map { String($0.microseconds) }])
+    }
+}

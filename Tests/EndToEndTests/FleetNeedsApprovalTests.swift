@@ -1,0 +1,86 @@
+import BatonCore
+import BatonFleet
+import Foundation
+import Testing
+
+/// `needs` and `approve` together across a fleet: a run that waits for a person's yes asks its
+/// needs only once approved (a denied run never ran them), and a needed run's approval keeps
+/// the origin of the run that needs it, through a hook (no self-approval by the hook's causer).
+/// Needs root (it adds a group and two users).
+@Suite("End to end: needs and approvals across a fleet", .serialized)
+struct FleetNeedsApprovalTests {
+    typealias Team = ApprovalEndToEndTests.Team
+
+    static let settings = #"requireUser: false, socketMode: "0666", allow: { trigger: { users: ["*"] } },"#
+
+    static func fleet(_ team: Team, actions: String, conninfo: String) throws -> [Daemon] {
+        let hosts = try FleetTests.fleet(2, actions: actions, conninfo: conninfo, settings: settings)
+        for host in hosts { chmod(host.directory, 0o755) }
+        return hosts
+    }
+
+    static func count(_ db: PGConnection, action: String) throws -> Int {
+        Int(try db.query("SELECT count(*) FROM runs WHERE action = $1", [action]).first?[0] ?? "") ?? -1
+    }
+
+    @Test("deploy needs build and an approval: its needs wait for the yes (a probe's needs asked meanwhile); denied, build never ran; approved, build runs, then deploy")
+    func approvalBeforeNeeds() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let conninfo = try Postgres.server().database()
+        let hosts = try Self.fleet(team, actions: """
+            build: { exec: ["true"] },
+            noop: { exec: ["true"] },
+            probe: { exec: ["true"], needs: ["noop"] },
+            deploy: { exec: ["true"], needs: ["build"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+            """, conninfo: conninfo)
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        let denied = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "--detach", "--json"))
+        // A later run with needs on the same host: once its needs are written, a tick read past deploy's run.
+        let probe = try #require(try PolicyTests.trigger(hosts[0], "probe").run)
+        #expect(try FleetNeedsTests.needed(db, probe.id).map(\.[0]) == ["noop"])
+        #expect(try Self.count(db, action: "build") == 0, "deploy's needs were asked before its approval")
+        #expect(try FleetNeedsTests.row(db, Int64(denied)!)[2] == "asking")
+        #expect(try team.baton(team.ben, hosts[1], "deny", denied, "--reason", "no").code == 0)
+        #expect(try FleetTests.wait(hosts[0], run: Int64(denied)!)?.phase == .cancelled)
+        #expect(try Self.count(db, action: "build") == 0, "a denied run's needs ran")
+        let approved = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "--detach", "--json"))
+        #expect(try team.baton(team.ben, hosts[1], "approve", approved).code == 0)
+        let ran = try #require(try FleetTests.wait(hosts[1], run: Int64(approved)!))
+        #expect(ran.phase == .success, "\(ran)")
+        let needed = try db.query("SELECT n.action, r.phase, r.ended_at FROM run_needs n JOIN runs r ON r.id = n.needed_run WHERE n.run_id = $1",
+                                  [approved]).rows
+        #expect(needed.map(\.[0]) == ["build"] && needed.first?[1] == "success", "\(needed)")
+        #expect((ran.startedAt?.rawValue ?? 0) >= (needed.first?[2].flatMap { Int64($0) } ?? .max), "deploy started before build ended")
+    }
+
+    @Test("ann's build fires ship (a hook's run, no caller) which needs gated (approve, self: false): gated's approval keeps ann as its origin; she may not approve it (77), ben may")
+    func neededApprovalKeepsOrigin() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let conninfo = try Postgres.server().database()
+        let hosts = try Self.fleet(team, actions: """
+            build: { exec: ["true"], on: { success: "ship" } },
+            ship: { exec: ["true"], needs: ["gated"] },
+            gated: { exec: ["true"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+            """, conninfo: conninfo)
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        let build = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "build", "--detach", "--json"))
+        #expect(try hosts[0].baton("wait", build).code == 0)
+        var gated: String?
+        #expect(try FleetDebounceTests.until(30) {
+            gated = try db.query("SELECT id FROM runs WHERE action = 'gated'").first?[0] ?? nil
+            return gated != nil
+        }, "ship's needs were never asked")
+        let run = try #require(gated)
+        let origin = try db.query("SELECT origin_uid FROM approvals WHERE run_id = $1", [run]).first?[0] ?? nil
+        #expect(origin != nil, "gated's approval lost its origin behind the hook")
+        let own = try team.baton(team.ann, hosts[1], "approve", run)
+        #expect(own.code == 77 && own.stderr.contains("may not approve it"), "exit \(own.code): \(own.stderr)")
+        #expect(try team.baton(team.ben, hosts[1], "approve", run).code == 0)
+        let ship = try #require(try db.query("SELECT id FROM runs WHERE action = 'ship'").first?[0].flatMap { Int64($0) })
+        #expect(try FleetTests.wait(hosts[0], run: ship)?.phase == .success)
+    }
+}
