@@ -9,9 +9,9 @@
 /// performs the effects and wakes at `wake`.
 struct GuardState: Equatable {
     enum Event: Equatable {
-        /// batond renewed its lease: the runs may live until `at` (CLOCK_MONOTONIC, ns).
+        /// batond renewed its lease: the runs may live until `at` (CLOCK_BOOTTIME, ns).
         case deadline(UInt64)
-        /// The guard woke at `now` (CLOCK_MONOTONIC, ns): a deadline, or a read that came first.
+        /// The guard woke at `now` (CLOCK_BOOTTIME, ns): a deadline, or a read that came first.
         case time(UInt64)
         /// batond's end of the pipe closed.
         case batondGone
