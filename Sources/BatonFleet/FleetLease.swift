@@ -27,14 +27,17 @@ public final class FleetLease: Sendable {
     /// Told on the reactor, each time the fence is armed, the time it is armed for: the guard of
     /// this host's runs kills them then unless told a later one (batond may be frozen by then).
     private let onArmed: @Sendable (ContinuousClock.Instant) -> Void
+    /// Told (on the lease's thread) when a clean stop gave the lease up: the guard need not wait for its deadline.
+    private let onReleased: @Sendable () -> Void
     /// How long without a renewal before this host fences itself.
     public let fenceAfter: Duration
 
     public init(_ coordinator: FleetCoordinator, onFenced: @escaping @Sendable (String) -> Void,
-                onArmed: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }) {
+                onArmed: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }, onReleased: @escaping @Sendable () -> Void = {}) {
         self.coordinator = coordinator
         self.onFenced = onFenced
         self.onArmed = onArmed
+        self.onReleased = onReleased
         let lease = coordinator.host.lease
         fenceAfter = lease - max(lease / 4, .milliseconds(300))
         // Its thread lives while a renewal runs (they are a fifth of the lease apart); the connection stays open.
@@ -144,8 +147,10 @@ public final class FleetLease: Sendable {
                 try db.query("""
                     UPDATE hosts SET gone_at = now(), gone_reason = 'stopped' WHERE incarnation = $1
                     AND NOT EXISTS (SELECT 1 FROM runs WHERE incarnation = $1 AND phase = 'loading')
-                    """, [host.incarnation])
-            }) { _ in }
+                    """, [host.incarnation]).affected == 1
+            }) { [onReleased] given in
+                if case .success(true) = given { onReleased() }
+            }
         }
         connection.close(timeout: .seconds(5))
     }

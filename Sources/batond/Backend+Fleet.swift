@@ -59,7 +59,7 @@ extension Backend {
         let lease = FleetLease(coordinator, onFenced: { why in
             guardLink.handOver()
             onFenced(why)
-        }, onArmed: { guardLink.renewed(until: $0) })
+        }, onArmed: { guardLink.renewed(until: $0) }, onReleased: { guardLink.released() })
         let feed = WriteOnce<FeedBox>()
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {

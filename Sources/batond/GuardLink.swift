@@ -23,6 +23,8 @@ final class GuardLink: Sendable {
         var current: Guard?
         /// The last deadline sent (CLOCK_BOOTTIME ns), for a guard started after it.
         var deadline: UInt64?
+        /// The lease was given up: told to the guard, and to one started after.
+        var released = false
     }
 
     /// The variable a fenced start's exec passes the guard's pidfd in.
@@ -77,6 +79,18 @@ final class GuardLink: Sendable {
         }
     }
 
+    /// A clean stop gave the lease up: the guard kills what is left at once when batond is gone,
+    /// not at the deadline (another host may take the keys now). Best effort, on the loop.
+    func released() {
+        reactor.onLoop { [self] in
+            let pipe = state.access { state -> Int32? in
+                state.released = true
+                return state.current?.pipe
+            }
+            if let pipe { Self.write("released\n", to: pipe) }
+        }
+    }
+
     /// Before the exec of a fenced start: the guard's pidfd stays open across it, named in the
     /// environment. (The pipe closes on exec: the guard hears batond's incarnation end and kills
     /// what is left of its runs.)
@@ -104,20 +118,25 @@ final class GuardLink: Sendable {
 
     private func spawn() {
         guard let started = Self.spawnGuard(instance: instance, tracking: tracking) else { return }
-        let deadline = state.access { state -> UInt64? in
+        let (deadline, released) = state.access { state -> (UInt64?, Bool) in
             state.current = started
-            return state.deadline
+            return (state.deadline, state.released)
         }
         pidfd.store(started.pidfd, ordering: .releasing)
         guardPID.store(started.pid, ordering: .releasing)
         if let deadline { Self.send(deadline, to: started.pipe) }
+        if released { Self.write("released\n", to: started.pipe) }
         if started.pidfd >= 0 { reactor.watch(started.pidfd) { [self] _ in died(started.pidfd) } }
     }
 
     private static func send(_ deadline: UInt64, to pipe: Int32) {
         // Non-blocking: a guard that does not read (stopped) keeps the deadline it has, which is earlier.
-        let line = Array("deadline \(deadline)\n".utf8)
-        _ = line.withUnsafeBytes { write(pipe, $0.baseAddress, $0.count) }
+        write("deadline \(deadline)\n", to: pipe)
+    }
+
+    private static func write(_ text: String, to pipe: Int32) {
+        let line = Array(text.utf8)
+        _ = line.withUnsafeBytes { Glibc.write(pipe, $0.baseAddress, $0.count) }
     }
 
     /// Once this start took back the runs its previous start left within the lease: SIGKILLs the
