@@ -27,14 +27,17 @@ public final class FleetLease: Sendable {
     /// Told on the reactor, each time the fence is armed, the time it is armed for: the guard of
     /// this host's runs kills them then unless told a later one (batond may be frozen by then).
     private let onArmed: @Sendable (ContinuousClock.Instant) -> Void
+    /// Told (on the lease's thread) when a clean stop gave the lease up: the guard need not wait for its deadline.
+    private let onReleased: @Sendable () -> Void
     /// How long without a renewal before this host fences itself.
     public let fenceAfter: Duration
 
     public init(_ coordinator: FleetCoordinator, onFenced: @escaping @Sendable (String) -> Void,
-                onArmed: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }) {
+                onArmed: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }, onReleased: @escaping @Sendable () -> Void = {}) {
         self.coordinator = coordinator
         self.onFenced = onFenced
         self.onArmed = onArmed
+        self.onReleased = onReleased
         let lease = coordinator.host.lease
         fenceAfter = lease - max(lease / 4, .milliseconds(300))
         // Its thread lives while a renewal runs (they are a fifth of the lease apart); the connection stays open.
@@ -43,11 +46,18 @@ public final class FleetLease: Sendable {
 
     var host: FleetHost { coordinator.host }
 
-    /// Records this incarnation (before anything else it writes).
-    public func register(on db: PGConnection) throws {
-        try db.query("INSERT INTO hosts (incarnation, name, pid, lease_ms) VALUES ($1, $2, $3, $4)",
-                     [host.incarnation, host.name, String(getpid()), String(Int(host.lease / .milliseconds(1)))])
+    /// Records this incarnation and the tag its processes carry (before anything else it writes).
+    /// A join tried again after an error registers again: the row is this start's already.
+    public func register(instance: String, on db: PGConnection) throws {
+        try Self.register(host, instance: instance, on: db)
         state.withLock { $0.lastRenewal = .now }
+    }
+
+    static func register(_ host: FleetHost, instance: String, on db: PGConnection) throws {
+        try db.query("""
+            INSERT INTO hosts (incarnation, name, pid, lease_ms, instance) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (incarnation) DO UPDATE SET renewed_at = now() WHERE hosts.gone_at IS NULL
+            """, [host.incarnation, host.name, String(getpid()), String(Int(host.lease / .milliseconds(1))), instance])
     }
 
     /// What a start of this host found its previous starts had left.
@@ -58,17 +68,21 @@ public final class FleetLease: Sendable {
         public var requeued = 0
         /// Their loading runs taken back within their lease, for the conductor to adopt by their shims (`FleetTakeBack`).
         public var adopted: [UnfinishedRun] = []
+        /// The tags their processes carry (this start's among them): what ends their guards.
+        public var instances: Set<String> = []
     }
 
     /// The previous starts of this host name that left runs or a live lease. Where one's lease
-    /// still holds, its loading runs that `adoptable` says a shim keeps are taken back (moved to
-    /// this incarnation, for the conductor to adopt); every other process of this host's runs is
-    /// killed (by the tag every attempt carries: a run another host took over included), then the
-    /// rest of their runs taken over.
+    /// still holds (to the guard's deadline) and it carried this start's tag, its loading runs that
+    /// `adoptable` says a shim keeps are taken back (moved to this incarnation, for the conductor to
+    /// adopt); every other process of this host's runs is killed (by the tag each previous start
+    /// recorded, and this start's: a run another host took over included), then the rest of
+    /// their runs taken over. A join tried again finds the runs an earlier try took back already
+    /// this incarnation's: they are taken back still, never killed.
     /// `killCgroups` kills what the attempts' cgroups hold but the spared runs' (with the tag
-    /// kill, before any run ends).
+    /// kill, before any run ends), in this start's subtree and those of the other tags given.
     public func recoverOwnHost(instance: String, adoptable: (UnfinishedRun) -> Bool = { _ in false },
-                               killCgroups: ([UnfinishedRun]) -> Int = { _ in 0 }, on db: PGConnection) throws -> Recovered {
+                               killCgroups: ([UnfinishedRun], Set<String>) -> Int = { _, _ in 0 }, on db: PGConnection) throws -> Recovered {
         let previous = try db.query("""
             SELECT DISTINCT incarnation FROM runs WHERE host = $1 AND incarnation <> $2 AND phase IN ('queued', 'loading', 'retrying')
             UNION SELECT incarnation FROM hosts WHERE name = $1 AND incarnation <> $2 AND gone_at IS NULL
@@ -77,15 +91,21 @@ public final class FleetLease: Sendable {
         recovered.runs = try db.query("""
             SELECT id FROM runs WHERE host = $1 AND incarnation <> $2 AND phase IN ('queued', 'loading', 'retrying')
             """, [host.name, host.incarnation]).rows.compactMap { $0[0].flatMap { Int64($0) } }
-        // The runs a shim keeps, of the starts whose lease holds: spared by the kill, which comes
-        // before any run is ended (a key set free has no process left).
+        let tags = try FleetTakeBack.instances(of: previous, assuming: instance, on: db)
+        recovered.instances = Set(tags.values).union([instance])
+        // Taken back by an earlier try of this join (committed before its error).
+        let mine = try FleetTakeBack.loadingRuns(of: host.incarnation, on: db)
+        // The runs a shim keeps, of the starts whose lease holds and whose processes carry this
+        // start's tag: spared by the kill, which comes before any run is ended (a key set free has no process left).
         var candidates: [String: [UnfinishedRun]] = [:]
-        for dead in previous where try FleetTakeBack.leaseHolds(dead, on: db) {
+        for dead in previous where tags[dead] == instance {
+            guard try FleetTakeBack.leaseHolds(dead, on: db) else { continue }
             candidates[dead] = try FleetTakeBack.loadingRuns(of: dead, on: db).filter(adoptable)
         }
-        let spared = Set(candidates.values.joined().map(\.run.id))
-        recovered.killed = killCgroups(Array(candidates.values.joined()))
-            + TaggedProcesses.killUntilGone(instance: instance, runs: nil, except: spared)
+        let spared = Set((Array(candidates.values.joined()) + mine).map(\.run.id))
+        recovered.killed = killCgroups(Array(candidates.values.joined()) + mine, recovered.instances.subtracting([instance]))
+            + recovered.instances.sorted().reduce(0) { $0 + TaggedProcesses.killUntilGone(instance: $1, runs: nil, except: spared) }
+        recovered.adopted = mine
         for dead in previous {
             let locks = FleetHooks.lockForTakeover([dead], actions: coordinator.conductor.configuredActions())
             // The reaper's lock first: no reaper counts the lease out between the look and the move.
@@ -127,8 +147,10 @@ public final class FleetLease: Sendable {
                 try db.query("""
                     UPDATE hosts SET gone_at = now(), gone_reason = 'stopped' WHERE incarnation = $1
                     AND NOT EXISTS (SELECT 1 FROM runs WHERE incarnation = $1 AND phase = 'loading')
-                    """, [host.incarnation])
-            }) { _ in }
+                    """, [host.incarnation]).affected == 1
+            }) { [onReleased] given in
+                if case .success(true) = given { onReleased() }
+            }
         }
         connection.close(timeout: .seconds(5))
     }

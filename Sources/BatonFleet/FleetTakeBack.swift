@@ -15,12 +15,24 @@ enum FleetTakeBack {
         ("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.Lock.reaper.rawValue)])
     }
 
-    /// Whether `dead`'s lease still holds (not given up, renewed within its length, as the database counts).
+    /// Whether `dead`'s lease still holds to its guard's deadline (not given up, renewed within
+    /// the fence's time, `lease - max(lease / 4, 300 ms)`, as the database counts): past it, its
+    /// guard may have killed the runs, and a run it killed must not be moved.
     static func leaseHolds(_ dead: String, on db: PGConnection) throws -> Bool {
         try db.query("""
             SELECT 1 FROM hosts WHERE incarnation = $1 AND gone_at IS NULL
-            AND renewed_at + lease_ms * interval '1 millisecond' > now() FOR UPDATE
+            AND renewed_at + (lease_ms - greatest(lease_ms / 4, 300)) * interval '1 millisecond' > now() FOR UPDATE
             """, [dead]).first != nil
+    }
+
+    /// The tag (`BATON_INSTANCE`) each of `starts` recorded; `assuming` for a start of an older
+    /// batond that recorded none.
+    static func instances(of starts: [String], assuming instance: String, on db: PGConnection) throws -> [String: String] {
+        var tags: [String: String] = [:]
+        for start in starts {
+            tags[start] = try db.query("SELECT instance FROM hosts WHERE incarnation = $1", [start]).first?[0] ?? instance
+        }
+        return tags
     }
 
     /// The loading runs of `dead`, as the conductor recovers a previous daemon's runs.

@@ -42,6 +42,9 @@ extension Backend {
         var options = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                         watchersFedByFleet: true, lineSink: config.journalSink, storeDecidesHooks: true, storeCountsFailures: true)
         options.handsOver = true
+        // A run waiting to retry is not taken back (its backoff's due time is not in the fleet's
+        // rows): a stop cancels it (`shutdown`) as before, rather than leave it for a reaper's `host_lost`.
+        options.leavesRetrying = false
         // Every host hashes secrets under the one key each holds (`secretsKey`, required with a
         // secret param; read at start, and at first use where a reload added one).
         if let path = config.secretsKey {
@@ -57,19 +60,20 @@ extension Backend {
         let lease = FleetLease(coordinator, onFenced: { why in
             guardLink.handOver()
             onFenced(why)
-        }, onArmed: { guardLink.renewed(until: $0) })
+        }, onArmed: { guardLink.renewed(until: $0) }, onReleased: { guardLink.released() })
         let feed = WriteOnce<FeedBox>()
         store.waiting("waiting for PostgreSQL to answer")
         let connect: @Sendable () async -> Void = {
             // The actions as of now: a reload while PostgreSQL was awaited counts.
-            let adopted = await Self.join(store, pool, lease, host: host, instance: instance, tracking: tracking, conductor: conductor,
-                                          fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
+            let (adopted, instances) = await Self.join(store, pool, lease, host: host, instance: instance, tracking: tracking, conductor: conductor,
+                                                       fingerprints: FleetDefinitions.fingerprints(conductor.configuredActions()))
             // Nothing of this start runs yet: its cgroups, shim and artifacts directories but the
             // adopted runs' go, and the adopted runs are in flight again, watched by their shims.
             let summary = await conductor.recover(RecoverableState(nextRunID: 0, unfinished: adopted))
             // The guards of previous starts wait for their lease's deadline before they kill by this
-            // host's instance: ended before any run of this start begins (and its adopted runs are spared).
-            guardLink.endPrevious()
+            // host's instance: ended before any run of this start begins (and its adopted runs are
+            // spared), found by the tags those starts recorded (the connection string may have changed).
+            await guardLink.endPrevious(instances: instances)
             if !adopted.isEmpty {
                 Log.info("took back \(summary.adopted.count) runs this host's previous start left to their shims within its lease")
             }
@@ -137,19 +141,23 @@ extension Backend {
     /// It also records the fingerprints of this host's actions, and warns of each action another
     /// live host defines otherwise.
     private static func join(_ store: FleetStore, _ pool: PGPool, _ lease: FleetLease, host: FleetHost, instance: String,
-                             tracking: ProcessTracking, conductor: Conductor, fingerprints: [String: String]) async -> [UnfinishedRun] {
+                             tracking: ProcessTracking, conductor: Conductor, fingerprints: [String: String]) async -> ([UnfinishedRun], Set<String>) {
         var pause = Duration.milliseconds(200)
         while true {
             do {
                 let (recovered, mismatches) = try await pool.run { db -> (FleetLease.Recovered, [FleetDefinitions.Mismatch]) in
                     try FleetSchema.migrate(db)
-                    try lease.register(on: db)
+                    try lease.register(instance: instance, on: db)
                     try FleetDefinitions.record(fingerprints, incarnation: host.incarnation, on: db)
                     let others = try FleetDefinitions.liveHosts(except: host.name, on: db)
                     // Nothing of this start runs yet: whatever its cgroups hold, a previous start left.
-                    let killCgroups = { (spared: [UnfinishedRun]) -> Int in
+                    // Those of previous starts with another tag are in their own subtrees, beside this one.
+                    let killCgroups = { (spared: [UnfinishedRun], others: Set<String>) -> Int in
                         guard case let .cgroup(hierarchy) = tracking else { return 0 }
-                        return hierarchy.removeAll(except: Set(spared.map { "run-\($0.run.id)-\($0.run.attempts)" }))
+                        let base = hierarchy.directory[..<(hierarchy.directory.lastIndex(of: "/") ?? hierarchy.directory.endIndex)]
+                        return others.sorted().reduce(hierarchy.removeAll(except: Set(spared.map { "run-\($0.run.id)-\($0.run.attempts)" }))) {
+                            $0 + CgroupHierarchy(directory: base + "/" + CgroupHierarchy.subtreeName(instance: $1)).removeAll()
+                        }
                     }
                     return (try lease.recoverOwnHost(instance: instance, adoptable: conductor.mayAdopt, killCgroups: killCgroups, on: db),
                             FleetDefinitions.mismatches(mine: fingerprints, others: others))
@@ -159,7 +167,7 @@ extension Backend {
                     Log.warning("took over \(recovered.runs.count) runs this host left unfinished: \(recovered.adopted.count) taken back, "
                         + "\(recovered.requeued) queued again, \(recovered.killed) leftover processes killed")
                 }
-                return recovered.adopted
+                return (recovered.adopted, recovered.instances)
             } catch {
                 store.waiting("waiting for PostgreSQL: \(error)")
                 Log.error("cannot join the fleet on PostgreSQL (\(error)); trying again in \(DurationText.format(pause))")

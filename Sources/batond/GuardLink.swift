@@ -21,8 +21,10 @@ final class GuardLink: Sendable {
 
     private struct State {
         var current: Guard?
-        /// The last deadline sent (CLOCK_MONOTONIC ns), for a guard started after it.
+        /// The last deadline sent (CLOCK_BOOTTIME ns), for a guard started after it.
         var deadline: UInt64?
+        /// The lease was given up: told to the guard, and to one started after.
+        var released = false
     }
 
     /// The variable a fenced start's exec passes the guard's pidfd in.
@@ -67,13 +69,25 @@ final class GuardLink: Sendable {
 
     /// The lease was renewed: the runs may live until `deadline` (the fence's time).
     func renewed(until deadline: ContinuousClock.Instant) {
-        let at = RunGuard.monotonicNow() &+ UInt64(max((deadline - .now) / .nanoseconds(1), 0))
+        let at = RunGuard.bootNow() &+ UInt64(max((deadline - .now) / .nanoseconds(1), 0))
         reactor.onLoop { [self] in
             let pipe = state.access { state -> Int32? in
                 state.deadline = max(state.deadline ?? 0, at)
                 return state.current?.pipe
             }
             if let pipe { Self.send(at, to: pipe) }
+        }
+    }
+
+    /// A clean stop gave the lease up: the guard kills what is left at once when batond is gone,
+    /// not at the deadline (another host may take the keys now). Best effort, on the loop.
+    func released() {
+        reactor.onLoop { [self] in
+            let pipe = state.access { state -> Int32? in
+                state.released = true
+                return state.current?.pipe
+            }
+            if let pipe { Self.write("released\n", to: pipe) }
         }
     }
 
@@ -104,38 +118,68 @@ final class GuardLink: Sendable {
 
     private func spawn() {
         guard let started = Self.spawnGuard(instance: instance, tracking: tracking) else { return }
-        let deadline = state.access { state -> UInt64? in
+        let (deadline, released) = state.access { state -> (UInt64?, Bool) in
             state.current = started
-            return state.deadline
+            return (state.deadline, state.released)
         }
         pidfd.store(started.pidfd, ordering: .releasing)
         guardPID.store(started.pid, ordering: .releasing)
         if let deadline { Self.send(deadline, to: started.pipe) }
+        if released { Self.write("released\n", to: started.pipe) }
         if started.pidfd >= 0 { reactor.watch(started.pidfd) { [self] _ in died(started.pidfd) } }
     }
 
     private static func send(_ deadline: UInt64, to pipe: Int32) {
         // Non-blocking: a guard that does not read (stopped) keeps the deadline it has, which is earlier.
-        let line = Array("deadline \(deadline)\n".utf8)
-        _ = line.withUnsafeBytes { write(pipe, $0.baseAddress, $0.count) }
+        write("deadline \(deadline)\n", to: pipe)
+    }
+
+    private static func write(_ text: String, to pipe: Int32) {
+        let line = Array(text.utf8)
+        _ = line.withUnsafeBytes { Glibc.write(pipe, $0.baseAddress, $0.count) }
     }
 
     /// Once this start took back the runs its previous start left within the lease: SIGKILLs the
     /// guards of this host's previous starts (found by their command line: `--guard-runs PID
-    /// INSTANCE`) that wait for that lease's deadline to kill the runs now adopted. Returns how many.
+    /// INSTANCE`, INSTANCE one of the tags those starts recorded) that wait for that lease's
+    /// deadline to kill the runs now adopted, and waits until they are gone. The /proc scan and
+    /// the waits run on a thread of their own. Returns how many.
     @discardableResult
-    func endPrevious() -> Int {
+    func endPrevious(instances: Set<String>) async -> Int {
         let mine = guardPID.load(ordering: .acquiring)
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
-        var ended = 0
-        for pid in entries.compactMap({ pid_t($0) }) where pid != mine && pid != getpid() {
-            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { continue }
-            let arguments = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            guard let flag = arguments.firstIndex(of: "--guard-runs"), arguments.count > flag + 2, arguments[flag + 2] == instance else { continue }
-            if Glibc.kill(pid, SIGKILL) == 0 { ended += 1 }
-        }
+        let ended = await SystemThread.run { Self.endGuards(of: instances, except: mine) }
         if ended > 0 { Log.info("ended \(ended) guard\(ended == 1 ? "" : "s") of this host's previous start: its runs are adopted") }
         return ended
+    }
+
+    /// Each process whose command line names it a guard of one of `instances` (but `mine`): opened
+    /// as a pidfd first, its command line read again through it (the pid not reused meanwhile),
+    /// killed through the pidfd and waited for (at most 5 s).
+    static func endGuards(of instances: Set<String>, except mine: pid_t) -> Int {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
+        var ended = 0
+        for pid in entries.compactMap({ pid_t($0) }) where pid != mine && pid != getpid() && isGuard(pid, of: instances) {
+            let pidfd = baton_pidfd_open(pid)
+            guard pidfd >= 0 else { continue }
+            defer { close(pidfd) }
+            // The pidfd holds this process: a pid reused since the first look fails this one.
+            guard isGuard(pid, of: instances), baton_pidfd_signal(pidfd, SIGKILL) == 0 else { continue }
+            var poller = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < deadline {
+                let ready = poll(&poller, 1, 100)
+                if ready > 0 || (ready < 0 && errno != EINTR) { break }
+            }
+            ended += 1
+        }
+        return ended
+    }
+
+    private static func isGuard(_ pid: pid_t, of instances: Set<String>) -> Bool {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+        let arguments = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        guard let flag = arguments.firstIndex(of: "--guard-runs"), arguments.count > flag + 2 else { return false }
+        return instances.contains(arguments[flag + 2])
     }
 
     /// SIGKILLs the guard a previous incarnation handed over and waits until it is gone: nothing

@@ -9,12 +9,15 @@
 /// performs the effects and wakes at `wake`.
 struct GuardState: Equatable {
     enum Event: Equatable {
-        /// batond renewed its lease: the runs may live until `at` (CLOCK_MONOTONIC, ns).
+        /// batond renewed its lease: the runs may live until `at` (CLOCK_BOOTTIME, ns).
         case deadline(UInt64)
-        /// The guard woke at `now` (CLOCK_MONOTONIC, ns): a deadline, or a read that came first.
+        /// The guard woke at `now` (CLOCK_BOOTTIME, ns): a deadline, or a read that came first.
         case time(UInt64)
         /// batond's end of the pipe closed.
         case batondGone
+        /// batond gave its lease up (a clean stop that left no run loading): no start will take
+        /// anything back, and another host may take the keys at once.
+        case released
     }
 
     enum Effect: Equatable {
@@ -35,6 +38,8 @@ struct GuardState: Equatable {
     private(set) var ended = false
     /// batond's end of the pipe closed while a deadline held: the guard waits for it, then ends.
     private(set) var batondGone = false
+    /// The lease was given up: once batond is gone, nothing waits for a deadline.
+    private(set) var released = false
 
     /// When the loop must wake, if nothing comes on the pipe first.
     var wake: UInt64? { ended ? nil : deadline }
@@ -54,18 +59,22 @@ struct GuardState: Equatable {
                 return [.killRuns(.batondGone), .exit]
             }
             return [.killRuns(.leaseDeadline)]
+        case .released:
+            released = true
+            return []
         case .batondGone:
             // Within the lease the runs are left to their shims, for this host's next start to
             // take back (issue 41, part 3): they die at the deadline, before another host may
             // take their keys, unless that start ends this guard first. Without a deadline, at once.
-            guard deadline == nil else { batondGone = true; return [] }
+            guard deadline == nil || released else { batondGone = true; return [] }
             ended = true
             return [.killRuns(.batondGone), .exit]
         }
     }
 
-    /// The guard's pipe carries one line per renewal: `deadline NS`.
+    /// The guard's pipe carries one line per renewal, `deadline NS`, and `released` at a stop that gave the lease up.
     static func event(in line: Substring) -> Event? {
+        if line == "released" { return .released }
         let fields = line.split(separator: " ")
         guard fields.count == 2, fields[0] == "deadline", let at = UInt64(fields[1]) else { return nil }
         return .deadline(at)

@@ -31,7 +31,7 @@ enum RunGuard {
         while true {
             // Once batond is gone (within the lease), only the deadline is waited for: the pipe says no more.
             var events = state.batondGone ? wait(until: state.wake) : read(&pending, waitingUntil: state.wake)
-            events.append(.time(monotonicNow()))
+            events.append(.time(bootNow()))
             for event in events {
                 for effect in state.handle(event) {
                     switch effect {
@@ -43,11 +43,11 @@ enum RunGuard {
         }
     }
 
-    /// Waits until `wake` (no pipe to read).
+    /// Waits until `wake` (no pipe to read), on CLOCK_BOOTTIME: a suspend does not stretch it.
     private static func wait(until wake: UInt64?) -> [GuardState.Event] {
         guard let wake else { return [] }
-        let now = monotonicNow()
-        if wake > now { usleep(UInt32(clamping: (wake - now) / 1_000 + 1)) }
+        var at = timespec(tv_sec: Int(wake / 1_000_000_000), tv_nsec: Int(wake % 1_000_000_000))
+        while clock_nanosleep(CLOCK_BOOTTIME, TIMER_ABSTIME, &at, nil) == EINTR {}
         return []
     }
 
@@ -55,8 +55,9 @@ enum RunGuard {
     private static func read(_ pending: inout [UInt8], waitingUntil wake: UInt64?) -> [GuardState.Event] {
         var poller = pollfd(fd: pipeDescriptor, events: Int16(POLLIN), revents: 0)
         let timeout = wake.map { wake -> Int32 in
-            let now = monotonicNow()
-            return wake <= now ? 0 : Int32(clamping: (wake - now + 999_999) / 1_000_000)
+            let now = bootNow()
+            // At most a second: poll's timeout does not count a suspend, the deadline's clock does.
+            return wake <= now ? 0 : Int32(clamping: min((wake - now + 999_999) / 1_000_000, 1_000))
         } ?? -1
         guard poll(&poller, 1, timeout) > 0 else { return [] }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -84,10 +85,12 @@ enum RunGuard {
         }
     }
 
-    /// CLOCK_MONOTONIC in ns: the clock batond's deadlines are given in (one per machine).
-    static func monotonicNow() -> UInt64 {
+    /// CLOCK_BOOTTIME in ns: the clock batond's deadlines are given in (one per machine). Unlike
+    /// CLOCK_MONOTONIC it counts a suspend, as the database's clock does: a machine suspended
+    /// past the deadline kills the runs as soon as it wakes.
+    static func bootNow() -> UInt64 {
         var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
+        clock_gettime(CLOCK_BOOTTIME, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

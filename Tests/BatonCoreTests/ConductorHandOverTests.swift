@@ -149,6 +149,21 @@ struct ConductorHandOverTests {
         #expect(h.effects.isEmpty)
     }
 
+    @Test("a fleet host (leavesRetrying false) does not leave a run waiting to retry at shutdown: it holds the exit and the grace cancels it (shutdown), as before")
+    func retryingCancelledOnFleet() throws {
+        var h = try Self.loading([ConductorStateTests.flaky])
+        h.state.leavesRetrying = false
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 1))))
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.state.inFlight.map(\.phase) == [.retrying])
+        h.on(.shutdown)
+        #expect(!h.effects.contains(.drained) && !h.effects.contains(.cancelTimers(run: 1)), "\(h.effects)")
+        h.on(.graceElapsed)
+        #expect(h.phases == [.cancelled], "\(h.effects)")
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.effects.contains(.drained))
+    }
+
     @Test("recovery of a run left retrying: it waits out what is left of its backoff (from the history's due time), then its next attempt starts; nothing written before")
     func retryResumed() throws {
         let now = ConductorStateTests.now

@@ -24,6 +24,8 @@ struct GuardStateTests {
         // the host's next start to take back (it ends this guard); then killed, and done
         [(.deadline(100), []), (.batondGone, []), (.time(99), []), (.deadline(500), []), (.time(100), []),
          (.time(500), [.killRuns(.batondGone), .exit]), (.time(600), [])],
+        // the lease given up (a clean stop): batond gone is not waited for past it; killed at once, and done
+        [(.deadline(100), []), (.released, []), (.time(50), []), (.batondGone, [.killRuns(.batondGone), .exit]), (.time(100), [])],
     ] as [[Step]])
     func table(_ steps: [Step]) {
         var state = GuardState()
@@ -50,7 +52,7 @@ struct GuardStateTests {
 
     @Test("the pipe's lines", arguments: [
         ("deadline 123", GuardState.Event.deadline(123)), ("deadline", nil), ("deadline x", nil), ("stop 1", nil), ("", nil),
-        ("deadline 1 2", nil),
+        ("deadline 1 2", nil), ("released", GuardState.Event.released), ("released 1", nil),
     ] as [(String, GuardState.Event?)])
     func lines(_ line: String, _ event: GuardState.Event?) {
         #expect(GuardState.event(in: Substring(line)) == event)

@@ -22,7 +22,8 @@ struct FleetRestartTests {
         return """
             { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, shutdownGrace: "1s",
               actions: { waiter: { exec: ["sh", "-c", "\(script)"], env: { GO: "\(scratch)/go", MARK: "\(scratch)/started" }, policy: "reject" },
-                         mortal: { exec: ["sleep", "300"], env: { GO: "\(scratch)/go" }, survivesRestart: false, killGrace: "100ms" } } }
+                         mortal: { exec: ["sleep", "300"], env: { GO: "\(scratch)/go" }, survivesRestart: false, killGrace: "100ms" },
+                         flaky: { exec: ["false"], retry: { attempts: 1, backoff: "1h" } } } }
             """
     }
 
@@ -56,6 +57,9 @@ struct FleetRestartTests {
                 """, [String(id)]).first != nil
         }
         #expect(recorded, "the run's process group and output were not written")
+        // The guard of this start, which waits for the lease's deadline once batond is gone.
+        let guards = FleetGuardTests.guards(of: a.process.processIdentifier)
+        #expect(!guards.isEmpty)
         var back = a
         switch how {
         case .kill:
@@ -72,6 +76,8 @@ struct FleetRestartTests {
         try back.waitForLog("joined the fleet", count: how == .restart ? 2 : 1)
         defer { back.stop() }
         #expect(back.stderr.contains("took back 1 runs"), "\(back.stderr)")
+        // The previous start's guard is gone once this start joined: else it would kill the run taken back at its deadline.
+        #expect(guards.allSatisfy { !FleetGuardTests.isLive($0) }, "the previous start's guard lives on: \(guards)\n\(back.stderr)")
         #expect(try FleetTests.trigger(b, "waiter").error?.code == .busy, "the key of a run taken back is still held")
         FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
         let ended = try #require(try FleetTests.wait(b, run: id))
@@ -90,6 +96,61 @@ struct FleetRestartTests {
         let opted = try #require(try FleetTests.wait(b, run: mortal))
         let expected = how == .kill ? "failure interrupted" : "cancelled shutdown"
         #expect("\(opted.phase.rawValue) \(opted.reason ?? "-")" == expected, "\(opted)")
+    }
+
+    @Test("a fleet host killed and back within its lease with another connection string (a password rotated): the runs of its previous start, tagged otherwise, are killed at once by their recorded tag, its guard ended, and none is taken back")
+    func tagChanged() throws {
+        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch))
+        try a.waitForLog("joined the fleet")
+        let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
+        let mortal = try #require(try FleetTests.trigger(a, "mortal").run?.id)
+        #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
+        let db = try PGConnection(conninfo)
+        #expect(try FleetLockTests.eventually {
+            try db.query("SELECT count(*) FROM runs WHERE pgid IS NOT NULL").first?[0] == "2"
+        })
+        let guards = FleetGuardTests.guards(of: a.process.processIdentifier)
+        #expect(!guards.isEmpty)
+        a.crash()
+        #expect(!Self.tagged(run: mortal, scratch: scratch).isEmpty)
+        let back = try Daemon(config: Self.config(conninfo + " connect_timeout=30", host: "web-1", lease: "20s", scratch: scratch), reusing: a)
+        try back.waitForLog("joined the fleet")
+        defer { back.stop() }
+        // Once joined, long before the old guard's deadline (15 s): nothing of either run lives.
+        #expect(Self.tagged(run: mortal, scratch: scratch).isEmpty, "\(back.stderr)")
+        #expect(Self.tagged(run: id, scratch: scratch).isEmpty, "\(back.stderr)")
+        #expect(guards.allSatisfy { !FleetGuardTests.isLive($0) }, "the previous start's guard lives on: \(guards)")
+        #expect(!back.stderr.contains("took back"), "\(back.stderr)")
+        for run in [id, mortal] {
+            let ended = try #require(try FleetTests.wait(back, run: run))
+            #expect("\(ended.phase.rawValue) \(ended.reason ?? "-")" == "failure interrupted", "\(ended)")
+        }
+    }
+
+    @Test("a fleet host stopped while a run waits to retry: the run is cancelled (shutdown) at the stop, not left to be ended host_lost")
+    func retryingAtStop() throws {
+        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", scratch: scratch))
+        try a.waitForLog("joined the fleet")
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch))
+        try b.waitForLog("joined the fleet")
+        defer { b.stop() }
+        let id = try #require(try FleetTests.trigger(a, "flaky").run?.id)
+        let db = try PGConnection(conninfo)
+        #expect(try FleetLockTests.eventually {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(id)]).first != nil
+        })
+        a.signal(SIGTERM)
+        #expect(a.waitForExit(within: 20) == 0, "\(a.stderr)")
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect("\(ended.phase.rawValue) \(ended.reason ?? "-")" == "cancelled shutdown", "\(ended)\n\(a.stderr)")
     }
 
     @Test("a fleet host killed and back after its lease ran out: the other host took its run over; the host kills the run's processes and writes nothing over the taker's rows")

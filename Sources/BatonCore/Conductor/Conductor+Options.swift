@@ -25,6 +25,8 @@ extension Conductor {
         public var sealer: SecretSealer?
         /// A shutdown leaves the runs that survive restarts to their shims (`ConductorState.handsOver`): a host's batond.
         public var handsOver = false
+        /// With `handsOver`: a shutdown also leaves the runs waiting to retry (`ConductorState.leavesRetrying`); not a fleet host.
+        public var leavesRetrying = true
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
                     seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,

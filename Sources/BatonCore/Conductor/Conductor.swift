@@ -106,6 +106,7 @@ public final class Conductor: Sendable {
         state.storeDecidesHooks = options.storeDecidesHooks
         state.storeCountsFailures = options.storeCountsFailures
         state.handsOver = options.handsOver
+        state.leavesRetrying = options.leavesRetrying
         core = LoopOwned(Core(), on: reactor)
         inbox = LoopOwned(Inbox(), on: reactor)
         shared = Locked(Shared(state: state, actions: registry))

@@ -38,7 +38,7 @@ extension ConductorState {
             if Self.mayHandOver(flight) {
                 flights[id]?.handOver = .asked
                 step.effects.append(.handOver(run: id, attempt: flight.live ?? 0))
-            } else if Self.mayLeaveRetrying(flight) {
+            } else if leavesRetrying, Self.mayLeaveRetrying(flight) {
                 // No process: its `retrying` and backoff are in the history, for the next batond to wait out.
                 flights[id]?.handOver = .done
                 step.effects.append(.cancelTimers(run: id))
@@ -56,7 +56,7 @@ extension ConductorState {
     /// attempt and is ignored, so the run is settled here: waiting to retry, it is left as the
     /// shutdown leaves such runs (it may be: it was asked), not left for the drain to wait on its next attempt.
     mutating func endedWhileAsked(_ id: Int64, _ step: inout Step) {
-        guard mode == .draining, let flight = flights[id], Self.mayLeaveRetrying(flight) else { return }
+        guard mode == .draining, leavesRetrying, let flight = flights[id], Self.mayLeaveRetrying(flight) else { return }
         flights[id]?.handOver = .done
         step.effects.append(.cancelTimers(run: id))
         step.after.append(.leftRetrying(id))

@@ -188,8 +188,8 @@ public struct ConductorState: Sendable {
     /// Whether a run's end hands its hooks to the store (`JournalEntry.hooks`) instead of
     /// deciding them against this table: a fleet host, whose keys are rows in PostgreSQL.
     public var storeDecidesHooks = false
-    /// Whether a shutdown leaves the runs that survive restarts to their shims (a host's batond, not a fleet's).
-    public var handsOver = false
+    /// Whether a shutdown leaves the runs that survive restarts to their shims; with `leavesRetrying` (not on a fleet host, whose next start takes back only loading runs) the runs waiting to retry too.
+    public var handsOver = false, leavesRetrying = true
     /// The shutdown's grace is over: a run whose hand-over fails from now on is stopped at once.
     var graceOver = false
     /// The run each scheduled slot made (seeded from the history at start): what a trigger of the
