@@ -64,7 +64,7 @@ public final class FleetArtifacts: ArtifactKeeper {
     /// `done` not called) until the files are kept or that time is past.
     private func keep(_ found: ArtifactScan, run: Int64, attempt: Int, tries: Int, since: ContinuousClock.Instant,
                       done: @escaping @Sendable () -> Void) {
-        connection.submit({ [self] db in try keepNow(found, run: run, attempt: attempt, on: db) }, retryingBroken: true) { [self, host] result in
+        connection.submit({ [self] db in try keepNow(found, run: run, attempt: attempt, on: db) }, retryingBroken: true) { [self] result in
             guard case let .failure(error) = result else { return done() }
             if let later, (error as? PGError)?.isConnectionProblem == true, ContinuousClock.now - since < Self.retryFor,
                let id = wait({ [self] in giveUp(run: run, attempt: attempt, "batond is stopping (\(error))", done: done) }) {

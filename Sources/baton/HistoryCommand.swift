@@ -147,13 +147,12 @@ enum HistoryCommand {
     /// The refused requests as a table, as a terminal shows it.
     static func deniedTable(_ records: [TriggerRecord], utc: Bool, width: Int? = Format.columns) -> String {
         guard !records.isEmpty else { return "no refused requests\n" }
-        let rows = records.map(\.forTerminal).map { record in
-            [Format.time(record.at, utc: utc),
-             record.decision == .deniedApproval
-                 ? record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?"
-                 : Format.principal(record.peer, via: record.via) ?? record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?",
-             record.decision == .deniedApproval ? record.via ?? "approve or deny of run \(record.runID ?? 0)" : Self.tried(record.decision),
-             record.action.isEmpty ? "-" : record.action]
+        // Split up: as one expression it outlasts the type checker on a loaded machine.
+        let account = { (peer: Peer?) -> String in peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?" }
+        let rows = records.map(\.forTerminal).map { record -> [String] in
+            let who: String = record.decision == .deniedApproval ? account(record.peer) : Format.principal(record.peer, via: record.via) ?? account(record.peer)
+            let tried: String = record.decision == .deniedApproval ? record.via ?? "approve or deny of run \(record.runID ?? 0)" : Self.tried(record.decision)
+            return [Format.time(record.at, utc: utc), who, tried, record.action.isEmpty ? "-" : record.action]
         }
         return Format.table(["TIME", "WHO", "TRIED", "ACTION"], rows, width: width)
     }
