@@ -33,7 +33,8 @@ public struct ProxyGate: Sendable, Equatable {
 
     /// Whose request this is: the user a trusted proxy named, validated; a request from any other
     /// peer is refused (with the field: 403, a forgery; without: 403 too, since the listener serves
-    /// only through its proxy), as is one from the proxy that names no user (401) or no valid name.
+    /// only through its proxy), as is one from the proxy that names no user (401) or no valid name (403: not 1 to 128 bytes of
+    /// printable ASCII without spaces or commas, refused before the map is read).
     /// `peerUID`: the owner of the peer's socket where it is on this machine (nil: another host).
     /// `map`: the user map (`--user-map`), which turns the proxy's names into accounts or group
     /// principals (`UserMap.principal`); a name it does not map is served as today when it is
@@ -50,9 +51,16 @@ public struct ProxyGate: Sendable, Equatable {
         guard values.count == 1, let name = values.first else {
             return .refuse(status: values.isEmpty ? 401 : 400, reason: values.isEmpty ? "the proxy named no user (\(userHeader))" : "more than one \(userHeader) field")
         }
-        switch map?.target(for: name) {
+        // Before the map is read: one name of printable ASCII (a comma joins two fields' values), its bytes lower-cased once.
+        guard Request.isPrincipalName(name), !name.utf8.contains(UInt8(ascii: ",")) else {
+            return .refuse(status: 403, reason: "\(userHeader): \(Action.quoted(UserMap.sanitized(String(name.prefix(40))))) is not one name "
+                + "of 1 to \(Request.maxPrincipalLength) bytes of printable ASCII without spaces or commas")
+        }
+        let lowered = UserMap.asciiLowered(name)
+        switch map?.target(lowered: lowered) {
         case let .account(account)?: return .user(account)
-        case let .group(group)?: return .user(UserMap.principal(UserMap.sanitized(name), group: group))
+        // The person as the map matched them: one name whatever case the proxy gives it in.
+        case let .group(group)?: return .user(UserMap.principal(String(decoding: lowered, as: UTF8.self), group: group))
         case nil: break
         }
         guard Request.isUserName(name) else {

@@ -58,7 +58,7 @@ public struct UserMap: Sendable, Equatable {
             guard pattern.utf8.count <= maxPattern, pattern.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
                 throw ParseError(line: line, message: "the pattern is not 1 to \(maxPattern) bytes of printable ASCII", source: source)
             }
-            rules.append(Rule(pattern: pattern.lowercased(), target: try Self.target(target, line: line, source: source), line: line))
+            rules.append(Rule(pattern: String(decoding: asciiLowered(pattern), as: UTF8.self), target: try Self.target(target, line: line, source: source), line: line))
             guard rules.count <= maxRules else { throw ParseError(line: line, message: "more than \(maxRules) rules", source: source) }
         }
         return UserMap(rules: rules, source: source)
@@ -76,10 +76,20 @@ public struct UserMap: Sendable, Equatable {
         return .account(text)
     }
 
-    /// The first rule's target whose pattern the name matches; nil when none does.
+    /// The first rule's target whose pattern the name matches, without regard to ASCII case
+    /// only (Unicode's would map the Kelvin sign to `k`); nil when none does.
     public func target(for name: String) -> Target? {
-        let lowered = name.lowercased()
-        return rules.first { Self.matches(Array($0.pattern.utf8), Array(lowered.utf8)) }?.target
+        target(lowered: Self.asciiLowered(name))
+    }
+
+    /// The same, for a name's bytes already ASCII-lower-cased (`asciiLowered`).
+    public func target(lowered name: [UInt8]) -> Target? {
+        rules.first { Self.matches(Array($0.pattern.utf8), name) }?.target
+    }
+
+    /// A name's bytes with `A`-`Z` lower-cased, every other byte as it is.
+    public static func asciiLowered(_ name: String) -> [UInt8] {
+        name.utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
     }
 
     /// Glob matching with `*` only (any run, also empty): linear, with one backtrack point.

@@ -32,8 +32,9 @@ public final class FleetArtifacts: ArtifactKeeper {
     /// How long a keep is tried again while PostgreSQL does not answer; the run stays in flight
     /// meanwhile (its end, which needs PostgreSQL too, comes after its files).
     static let retryFor = Duration.seconds(600)
-    /// Set by `close`: a keep is not tried again once batond stops.
-    private let closed = Locked(false)
+    /// The keeps waiting for their next try, each by its give-up, which `stopRetrying` (the start of
+    /// a stop) calls at once; `stopped` once it did: a keep is not tried again once batond stops.
+    private let waiting = Locked<(next: Int, giveUps: [Int: @Sendable () -> Void], stopped: Bool)>((0, [:], false))
 
     public convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, later: Later? = nil) {
         self.init(pool: pool, host: host, log: log, afterChunk: nil, later: later)
@@ -63,18 +64,51 @@ public final class FleetArtifacts: ArtifactKeeper {
     /// `done` not called) until the files are kept or that time is past.
     private func keep(_ found: ArtifactScan, run: Int64, attempt: Int, tries: Int, since: ContinuousClock.Instant,
                       done: @escaping @Sendable () -> Void) {
-        connection.submit({ [self] db in try keepNow(found, run: run, attempt: attempt, on: db) }, retryingBroken: true) { [self, host] result in
+        connection.submit({ [self] db in try keepNow(found, run: run, attempt: attempt, on: db) }, retryingBroken: true) { [self] result in
             guard case let .failure(error) = result else { return done() }
-            if let later, (error as? PGError)?.isConnectionProblem == true, ContinuousClock.now - since < Self.retryFor, !closed.withLock({ $0 }) {
+            if let later, (error as? PGError)?.isConnectionProblem == true, ContinuousClock.now - since < Self.retryFor,
+               let id = wait({ [self] in giveUp(run: run, attempt: attempt, "batond is stopping (\(error))", done: done) }) {
                 let delay = Self.backoff(tries)
                 log("the artifacts of run \(run) (attempt \(attempt)) wait for PostgreSQL (\(error)): tried again in \(delay), the run ending after")
-                return later(delay) { [self] in keep(found, run: run, attempt: attempt, tries: tries + 1, since: since, done: done) }
+                return later(delay) { [self] in
+                    // Given up meanwhile (`stopRetrying` called it): nothing left to do.
+                    guard waiting.withLock({ $0.giveUps.removeValue(forKey: id) }) != nil else { return }
+                    keep(found, run: run, attempt: attempt, tries: tries + 1, since: since, done: done)
+                }
             }
-            log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(error)")
-            // What it began goes now (the next keep's sweep would remove it too).
-            connection.submit({ db in try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db) }) { _ in }
-            done()
+            giveUp(run: run, attempt: attempt, "\(error)", done: done)
         }
+    }
+
+    /// Keeps a waiting keep's give-up until its timer fires or `stopRetrying` takes it; its key.
+    /// Nil once batond stops: the keep gives up now.
+    private func wait(_ giveUp: @escaping @Sendable () -> Void) -> Int? {
+        waiting.withLock { state in
+            guard !state.stopped else { return nil }
+            state.next += 1
+            state.giveUps[state.next] = giveUp
+            return state.next
+        }
+    }
+
+    /// Ends a keep without its files: logged, what it began removed, the run told.
+    private func giveUp(run: Int64, attempt: Int, _ why: String, done: @escaping @Sendable () -> Void) {
+        log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(why)")
+        // What it began goes now (the next keep's sweep would remove it too).
+        connection.submit({ [host] db in try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db) }) { _ in }
+        done()
+    }
+
+    /// At the start of a stop (before its drain): the keeps waiting for PostgreSQL give up now,
+    /// their runs ending without their files, and a keep that fails from now on is not tried again.
+    public func stopRetrying() {
+        let giveUps = waiting.withLock { state in
+            let taken = state.giveUps.values
+            state.giveUps = [:]
+            state.stopped = true
+            return Array(taken)
+        }
+        for giveUp in giveUps { giveUp() }
     }
 
     /// The wait before try `tries + 1`: 1 s, doubling, at most 30 s.
@@ -82,7 +116,7 @@ public final class FleetArtifacts: ArtifactKeeper {
 
     /// Closes the keeper's connection once what is queued is done (at most `timeout`).
     public func close(timeout: Duration = .seconds(5)) {
-        closed.withLock { $0 = true }
+        stopRetrying()
         connection.close(timeout: timeout)
     }
 

@@ -64,8 +64,9 @@ extension Service {
     /// database is never asked where this runs. Asked on the loop and by requests the read driver
     /// runs (`require`): a lock.
     private func groups(of peer: Peer) -> [UInt32] {
-        // A group principal is in its group and no other (its uid has no account to look up).
-        if peer.uid == Peer.groupPrincipalUID { return [peer.gid] }
+        // A group principal is in its group and no other (its uid has no account to look up); a
+        // socket peer of that uid (no principal) is looked up as any other.
+        if peer.isGroupPrincipal { return [peer.gid] }
         let now = ContinuousClock.now
         let (known, stale) = groupCache.withLock { cache -> ([UInt32]?, Bool) in
             guard var cached = cache[peer.uid] else { return (nil, false) }
@@ -119,7 +120,7 @@ extension Service {
     /// Whether serving a request of `peer` may need its groups from the user database, which the
     /// cache does not hold fresh (root and the owner need none).
     func needsGroupLookup(_ peer: Peer, _ generation: Generation) -> Bool {
-        guard peer.uid != 0, peer.uid != generation.owner, peer.uid != Peer.groupPrincipalUID else { return false }
+        guard peer.uid != 0, peer.uid != generation.owner, !peer.isGroupPrincipal else { return false }
         let now = ContinuousClock.now
         return groupCache.withLock { cache in cache[peer.uid].map { now - $0.at >= kept } ?? true }
     }

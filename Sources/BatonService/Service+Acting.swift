@@ -115,7 +115,8 @@ public struct ActingUser: Sendable, Equatable {
     /// `group:NAME` (what `asGroup` is looked up as, a key no account name can be): the group principal.
     @Sendable public static func lookUp(_ name: String) -> ActingUser? {
         if name.hasPrefix("group:") { return lookUpGroup(String(name.dropFirst(6))) }
-        guard Request.isUserName(name), let account = UserDatabase.account(name) else { return nil }
+        // An account of the group principals' uid (4294967294) would be served as every one of them.
+        guard Request.isUserName(name), let account = UserDatabase.account(name), account.uid != Peer.groupPrincipalUID else { return nil }
         return ActingUser(name: account.name, uid: account.uid, gid: account.gid,
                           groups: UserDatabase.groups(of: account.name, primary: account.gid))
     }

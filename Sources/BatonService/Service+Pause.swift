@@ -16,7 +16,8 @@ extension Service {
             return exchange.fail(.badRequest("pause \"duration\" must be more than 0 and at most 100 years (in microseconds)"))
         }
         // The name the lookup thread read with the peer's groups (never NSS on the loop).
-        let by = knownName(exchange.peer) ?? "uid \(exchange.peer.uid)"
+        // A group principal: the person the dashboard named (`carol@example.org via group:ops`), not the uid they share.
+        let by = exchange.peer.principal ?? knownName(exchange.peer) ?? "uid \(exchange.peer.uid)"
         let answered: @Sendable (Result<ActionPause?, BatonError>) -> Void = { result in
             switch result {
             case let .failure(error): exchange.fail(error)

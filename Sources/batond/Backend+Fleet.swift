@@ -102,7 +102,11 @@ extension Backend {
                            artifacts.close(timeout: .seconds(1))
                            lease.stop(clean: true)
                            return lost
-                       }, beginShutdown: { coordinator.stopStarting() }, connect: connect,
+                       }, beginShutdown: {
+                           coordinator.stopStarting()
+                           // A keep waiting for PostgreSQL gives up now: the drain does not wait out its retries.
+                           artifacts.stopRetrying()
+                       }, connect: connect,
                        reloaded: { actions in await Self.publish(FleetDefinitions.fingerprints(actions), host: host, pool: pool) })
         // The fleet's deliveries, whichever host took them: a redelivery to another host gets the first run.
         backend.deliveries = WebhookListener.DeliveryStore { delivery, hook throws(BatonError) in

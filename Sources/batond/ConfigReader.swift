@@ -265,8 +265,15 @@ struct ConfigReader {
     }
 
     /// A user name or number, as a uid; a problem when no such user exists.
+    /// The group principals' uid (`Peer.groupPrincipalUID`, 4294967294) is refused, by number or
+    /// by an account's name: a rule naming it would admit every person the team's dashboard serves
+    /// as any group.
     mutating func userID(_ name: String, at: String) -> UInt32? {
-        databaseID(name, at: at, kind: "user") { UserDatabase.account($0)?.uid }
+        let uid = databaseID(name, at: at, kind: "user") { UserDatabase.account($0)?.uid }
+        guard uid == Peer.groupPrincipalUID else { return uid }
+        fail(at, "\(Action.quoted(name)) is uid \(Peer.groupPrincipalUID), the uid the team's dashboard serves group principals as: "
+            + "no rule may name it (name their group instead)")
+        return nil
     }
 
     /// A group name or number, as a gid; a problem when no such group exists.

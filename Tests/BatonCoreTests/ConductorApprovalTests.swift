@@ -308,4 +308,13 @@ struct GroupPrincipalApprovalTests {
             .contains("may not approve it") == true)
         #expect(Self.rule.refusal(Self.approver("dave@example.org via group:ops"), of: Self.run(via: nil))?.contains("may not approve it") == true)
     }
+
+    @Test("review item 2: the one who triggered may not approve under their name in another case (the map ignores case)")
+    func selfInAnotherCase() {
+        let run = Self.run(via: "carol@example.org via group:ops")
+        #expect(Self.rule.refusal(Self.approver("Carol@Example.ORG via group:ops"), of: run)?.contains("may not approve it") == true)
+        #expect(Self.rule.refusal(Self.approver("carol@example.org via group:ops"), of: Self.run(via: "CAROL@example.org via group:staff"))?
+            .contains("may not approve it") == true)
+        #expect(Self.rule.refusal(Self.approver("Dave@example.org via group:ops"), of: run) == nil)
+    }
 }

@@ -61,6 +61,27 @@ struct ProxyGateTests {
         #expect(Self.proxy.decide(Self.head([("X-Forwarded-User", name)]), peer: "10.1.0.1", peerUID: nil, map: Self.map) == expected)
     }
 
+    @Test("review item 1: a name not of printable ASCII (the Kelvin sign folds to k in Unicode), two joined by a comma, one too long or empty is refused before the map is read", arguments: [
+        "\u{212A}arl@example.org", "carol@example.org,karl@example.org", String(repeating: "a", count: 190) + "@example.org", "", "karl @example.org",
+    ])
+    func strangeNames(_ name: String) {
+        let map = try! UserMap.parse("karl@example.org karl\n*@example.org group:staff\n*,* group:staff\n* group:staff\n", source: "m")
+        guard case let .refuse(status, reason) = Self.proxy.decide(Self.head([("X-Forwarded-User", name)]), peer: "10.1.0.1", peerUID: nil, map: map) else {
+            Issue.record("\(name) was served"); return
+        }
+        #expect(status == 403)
+        #expect(reason.contains("is not one name of 1 to 128 bytes of printable ASCII without spaces or commas"), "\(reason)")
+    }
+
+    @Test("review items 1, 2: the map matches without regard to ASCII case only; a group principal is named in lower case, whatever case the proxy used")
+    func asciiCase() {
+        let map = try! UserMap.parse("karl@example.org karl\n*@example.org group:staff\n", source: "m")
+        #expect(Self.proxy.decide(Self.head([("X-Forwarded-User", "KARL@example.org")]), peer: "10.1.0.1", peerUID: nil, map: map) == .user("karl"))
+        #expect(Self.proxy.decide(Self.head([("X-Forwarded-User", "Carol@Example.ORG")]), peer: "10.1.0.1", peerUID: nil, map: map)
+            == .user("group:staff:carol@example.org"))
+        #expect(map.target(for: "\u{212A}arl@example.org") == .group("staff"), "the Kelvin sign is no k: not karl's")
+    }
+
     @Test("the map never makes a forged field believed: an untrusted peer is refused before the map is read")
     func mapAfterTrust() {
         let decision = Self.proxy.decide(Self.head([("X-Forwarded-User", "alice@example.org")]), peer: "10.2.0.1", peerUID: nil, map: Self.map)

@@ -55,6 +55,15 @@ struct ActingAsGroupTests {
         #expect(ends.map(\.detail.via) == ["carol@example.org via group:ops"], "\(fixture.store.transitions)")
     }
 
+    @Test("review item 5: a member of ops pauses deploy: the pause names the person via their group, not the uid they share")
+    func pauseNamed() async throws {
+        let fixture = Fixture()
+        let answer = try #require(await fixture.ask(#"{"id":1,"op":"pause","action":"deploy","reason":"r","as":"carol@example.org","asGroup":"ops"}"#,
+                                                    as: Recorder(uid: 0)))
+        #expect(answer.ok == true, "\(String(describing: answer.error))")
+        #expect(answer.pause?.by == "carol@example.org via group:ops")
+    }
+
     @Test("only root and batond's own user may claim a group; an unknown group gets nothing; malformed fields are bad requests")
     func refusals() async throws {
         let fixture = Fixture()

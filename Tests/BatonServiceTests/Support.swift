@@ -138,7 +138,7 @@ struct Fixture {
     /// What the conductor wrote (runs, transitions).
     let store = MemoryStore()
 
-    /// `deploy` (alice and the ops group may trigger, ops may cancel), `hold` (waits for the gate),
+    /// `deploy` (alice and the ops group may trigger, ops may cancel and pause), `hold` (waits for the gate),
     /// `secret` (only root reads it).
     init(userName: @escaping @Sendable (UInt32) -> String? = UserDatabase.userName,
          accounts: @escaping @Sendable (String) -> ActingUser? = Fixture.accounts, kept: Duration = Service.groupsKept) {
@@ -149,7 +149,8 @@ struct Fixture {
         conductor.register(Action(name: "secret")) { _ in }
         var actions = conductor.configuredActions()
         for index in actions.indices where actions[index].name == "deploy" {
-            actions[index].allow = AccessPolicy.Override(trigger: AccessRule(users: [Self.alice], groups: [Self.ops]), cancel: AccessRule(groups: [Self.ops]))
+            actions[index].allow = AccessPolicy.Override(trigger: AccessRule(users: [Self.alice], groups: [Self.ops]), cancel: AccessRule(groups: [Self.ops]),
+                                                               pause: AccessRule(groups: [Self.ops]))
         }
         for index in actions.indices where actions[index].name == "secret" {
             actions[index].allow = AccessPolicy.Override(read: .nobody)

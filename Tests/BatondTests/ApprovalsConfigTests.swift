@@ -40,6 +40,11 @@ struct ApprovalsConfigTests {
         (#"{ postgres: "dbname=x", actions: { chat: { exec: ["true"] }, d: { exec: ["true"], approve: { by: ["user:0"] }, on: { awaiting: "chat" } } } }"#,
          ["actions.d.on.awaiting: a hook on a run that waits for approval is one machine's for now: a fleet's hosts do not announce a waiting run yet"]),
         (#"{ postgres: "dbname=x", actions: { d: { exec: ["true"], approve: { by: ["user:0"], timeout: "1h" } } } }"#, []),
+        // Review item 4: the group principals' uid is no one's to name.
+        (#"{ actions: { d: { exec: ["true"], approve: { by: ["user:4294967294"] } } } }"#,
+         ["actions.d.approve.by[0]: \"4294967294\" is uid 4294967294, the uid the team's dashboard serves group principals as: no rule may name it (name their group instead)"]),
+        (#"{ actions: { d: { exec: ["true"], allow: { trigger: { users: ["4294967294"] } } } } }"#,
+         ["actions.d.allow.trigger.users: \"4294967294\" is uid 4294967294, the uid the team's dashboard serves group principals as: no rule may name it (name their group instead)"]),
     ])
     func refused(text: String, expected: [String]) {
         #expect(problems(text) == expected)

@@ -41,6 +41,42 @@ struct FleetArtifactRetryTests {
         #expect(!logged.withLock { $0 }.contains { $0.contains("could not be kept") })
     }
 
+    @Test("review item 3: a stop gives up a keep waiting for PostgreSQL at once (its run ends), and its timer, fired afterwards, tries nothing")
+    func stopWhileServerDown() async throws {
+        let server = try Postgres.own()
+        let (conninfo, _) = try FleetArtifactRowsTests.database(on: server)
+        let dir = ScratchDirectory()
+        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
+        let logged = Locked<[String]>([])
+        let (retries, retry) = AsyncStream<@Sendable () -> Void>.makeStream()
+        let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
+        try server.stop()
+        let ended = Locked(false)
+        let kept = Task {
+            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
+            ended.withLock { $0 = true }
+            retry.finish()
+        }
+        var waiting = retries.makeAsyncIterator()
+        let first = try #require(await waiting.next())
+        #expect(!ended.withLock { $0 })
+        // The stop's start: the keep gives up now, not at its timer (up to 30 s away) nor after 10 minutes.
+        keeper.stopRetrying()
+        // The timer fires afterwards: no try, so no further wait (before the fix: a new retry here, the run held).
+        first()
+        let next = await waiting.next()
+        #expect(next == nil, "the keep was tried again after the stop began: \(logged.withLock { $0 })")
+        guard next == nil else { return }
+        await kept.value
+        #expect(logged.withLock { $0 }.contains { $0.contains("could not be kept on PostgreSQL: batond is stopping") }, "\(logged.withLock { $0 })")
+        // A keep that fails once the stop began is not tried again either.
+        try await confirmation("given up at once", expectedCount: 0) { tried in
+            let again = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, _ in tried() })
+            again.stopRetrying()
+            await FleetArtifactRowsTests.keep(again, scan, run: 2)
+        }
+    }
+
     @Test("the wait before each try: 1 s, doubling, at most 30 s")
     func backoff() {
         #expect((1...8).map(FleetArtifacts.backoff) == [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })

@@ -51,6 +51,12 @@ function took(run) {
   return duration((run.endedAt || nowMicros()) - run.startedAt);
 }
 function userName(uid, users) { return users && users[uid] ? `${users[uid]} (uid ${uid})` : `uid ${uid}`; }
+// The uid batond serves the team dashboard's group principals as (Peer.groupPrincipalUID): no
+// one's; such a peer is named by its `via` (carol@example.org via group:ops) where there is one.
+const GROUP_PRINCIPAL_UID = 4294967294;
+function peerName(peer, via, users) {
+  return peer.uid === GROUP_PRINCIPAL_UID && via ? via : userName(peer.uid, users);
+}
 
 function outcome(run) {
   const name = `run ${run.id}`;
@@ -728,7 +734,7 @@ async function approvalCause(run) {
   if (!answer.ok) return null;
   const fired = answer.detail.run;
   const params = Object.entries(fired.params || {}).map(([name, value]) => `${name}=${value}`).join(" ");
-  const who = fired.trigger ? `, by ${userName(fired.trigger.uid, answer.users || {})}` : "";
+  const who = fired.trigger ? `, by ${peerName(fired.trigger, fired.via, answer.users || {})}` : "";
   return `from ${fired.action} run ${fired.id} ${params ? `with params ${params}` : "with no params"}${who}`;
 }
 
@@ -962,7 +968,7 @@ function renderRun(detail, users) {
   const facts = [["action", run.action], ["key", run.key], ["policy", run.policy], ["phase", shown.phase]];
   if (approval) facts.push(["approval", approvalText(approval, run.phase)]);
   for (const [name, value] of Object.entries(run.params || {})) facts.push([`param ${name}`, value]);
-  if (run.trigger) facts.push(["triggered by", `${userName(run.trigger.uid, users)}, pid ${run.trigger.pid}`]);
+  if (run.trigger) facts.push(["triggered by", `${peerName(run.trigger, run.via, users)}, pid ${run.trigger.pid}`]);
   else if (run.via) facts.push(["triggered by", run.via]);
   facts.push(["queued", localTime(run.queuedAt)]);
   if (run.startedAt) facts.push(["started", localTime(run.startedAt)]);
@@ -977,7 +983,7 @@ function renderRun(detail, users) {
       el("span", { class: `phase phase-${t.to}`, text: `${t.from || "new"} → ${t.to}` }), extra.length ? ` (${extra.join("; ")})` : "");
   }));
   // The press that created the run, then every later one recorded against it (joined, rejected, …).
-  const who = (t) => t.peer ? `${userName(t.peer.uid, users)} (pid ${t.peer.pid})` : t.via || "batond";
+  const who = (t) => t.peer ? `${peerName(t.peer, t.via, users)} (pid ${t.peer.pid})` : t.via || "batond";
   const presses = [{ at: run.queuedAt, peer: run.trigger, via: run.via, decision: "created", policy: run.policy }, ...(detail.triggers || [])];
   $("#triggers").replaceChildren(...presses.map((t) =>
     el("li", { text: `${localTime(t.at)}: ${who(t)} — ${DECIDED[t.decision] || t.decision}${t.policy ? `, policy ${t.policy}` : ""}` })));

@@ -45,7 +45,10 @@ public struct ApprovalRule: Sendable, Equatable {
     static func samePerson(_ approver: Approver, triggered run: RunSnapshot) -> Bool {
         guard approver.uid == Peer.groupPrincipalUID else { return true }
         guard let via = run.via else { return true }
-        let person = { (name: String) in name.firstRange(of: " via group:").map { String(name[..<$0.lowerBound]) } ?? name }
+        // Without regard to ASCII case, as the dashboard's user map matches names: `Carol@` is `carol@`.
+        let person = { (name: String) in
+            (name.firstRange(of: " via group:").map { name[..<$0.lowerBound] } ?? name[...]).utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
+        }
         return person(via) == person(approver.name)
     }
 }
