@@ -7,7 +7,7 @@ extension Request {
     /// `JSONEncoder`: a one-shot `baton status` spent more instructions encoding its request with
     /// it than batond spends answering.
     public func jsonLine() -> [UInt8]? {
-        if filter != nil { return try? Array(JSONWriter.encoder.encode(self)) }
+        if filter != nil || after != nil { return try? Array(JSONWriter.encoder.encode(self)) }
         var json = JSONWriter()
         json.beginObject()
         json.field("id", id)
