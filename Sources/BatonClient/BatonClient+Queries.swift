@@ -82,8 +82,8 @@ extension BatonClient {
     /// committed after it come first, each once, oldest first; `skipped` is told how many were
     /// left out (past `Replay.bound`, the oldest) before they come.
     public func watch(action: String? = nil, progress: Bool = false, after: WatchCursor? = nil,
-                      skipped: @escaping @Sendable (Int64) -> Void = { _ in },
-                      started: @escaping @Sendable () -> Void = {}) -> AsyncThrowingStream<RunUpdate, any Error> {
+                      started: @escaping @Sendable () -> Void = {},
+                      skipped: @escaping @Sendable (Int64) -> Void = { _ in }) -> AsyncThrowingStream<RunUpdate, any Error> {
         let (stream, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
         let sink = Sink(event: { response in
             if response.event == "watching" {

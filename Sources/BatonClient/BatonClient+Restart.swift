@@ -42,8 +42,8 @@ extension BatonClient {
     /// `Replay.bound` were and the oldest were left out. Ends (throwing) on any other error;
     /// cancelling the iterating task, or letting go of the stream, ends it.
     public static func watch(action: String? = nil, progress: Bool = false, socket: String?, reconnectingFor bound: Duration = .seconds(30),
-                             skipped: @escaping @Sendable (Int64) -> Void = { _ in },
-                             started: @escaping @Sendable () -> Void = {}) -> AsyncThrowingStream<RunUpdate, any Error> {
+                             started: @escaping @Sendable () -> Void = {},
+                             skipped: @escaping @Sendable (Int64) -> Void = { _ in }) -> AsyncThrowingStream<RunUpdate, any Error> {
         let (stream, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
         let task = Task {
             let clock = ContinuousClock()
@@ -52,10 +52,10 @@ extension BatonClient {
             while !Task.isCancelled {
                 do {
                     let client = try BatonClient(socket: socket)
-                    let updates = client.watch(action: action, progress: progress, after: cursor.value, skipped: skipped) {
+                    let updates = client.watch(action: action, progress: progress, after: cursor.value, started: {
                         cursor.begin()
                         started()
-                    }
+                    }, skipped: skipped)
                     for try await update in updates {
                         reached = clock.now
                         cursor.saw(update)

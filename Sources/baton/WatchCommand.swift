@@ -36,13 +36,13 @@ enum WatchCommand {
             let again = told
             do {
                 try context.call { client in
-                    let updates = client.watch(action: action, after: cursor.value, skipped: { count in
-                        Stdio.error.write(Data("\(count) transitions committed while batond was away are not shown (the oldest)\n".utf8))
-                    }) {
+                    let updates = client.watch(action: action, after: cursor.value, started: {
                         cursor.begin()
                         guard !again else { return }
                         Stdio.error.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
-                    }
+                    }, skipped: { count in
+                        Stdio.error.write(Data("\(count) transitions committed while batond was away are not shown (the oldest)\n".utf8))
+                    })
                     for try await update in updates {
                         cursor.saw(update)
                         guard let transition = update.transition else { continue }
