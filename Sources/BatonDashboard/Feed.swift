@@ -5,8 +5,9 @@ import FoundationEssentials
 /// The dashboard's one `watch` on batond, kept open for as long as the dashboard runs, on the
 /// event loop: each update goes into the ring that every page's event stream reads, and the
 /// streams are told. When batond goes away the feed says so (the pages show it) and connects
-/// again, naming the last transition it had (`after`): what was committed meanwhile comes first
-/// and the ring goes on in the same epoch (a new one only where batond left some out, past its bound).
+/// again, naming the last transition it had (`after`): what was committed meanwhile comes first.
+/// Across a restart in place the ring goes on in the same epoch; after batond was gone (or where
+/// the replay left some out) a new epoch has the pages load a fresh snapshot.
 public final class Feed: Sendable {
     let channel: Channel
     private let reactor: Reactor
@@ -41,15 +42,18 @@ public final class Feed: Sendable {
         reactor.onLoop { [self] in listeners.access { $0.append(listener) } }
     }
 
-    public func start() { watch(pause: .milliseconds(200)) }
+    /// Starts the feed's first watch (on the loop, whose the cursor is).
+    public func start() { reactor.onLoop { [self] in watch(pause: .milliseconds(200)) } }
 
     /// Follows one watch; when it ends, says why and tries again, sooner after one that worked.
     private func watch(pause: Duration) {
         let after = cursor.access { $0 }
         channel.call(Request(op: .watch, progress: true, after: after), events: { [self] response, line in
             if response.event == "watching" {
-                // The ring goes on where the replay is whole; the pages start over where it is not.
-                let whole = after != nil && (response.skipped ?? 0) == 0
+                // Across a restart in place (the pages stayed online) the ring goes on, the replay in
+                // it; after batond was gone (the pages said offline), or where the replay is not
+                // whole, the pages start over from a fresh snapshot, as before.
+                let whole = after != nil && (response.skipped ?? 0) == 0 && view.online
                 cursor.access { $0 = $0 ?? WatchCursor(at: .now, run: 0, seq: 0) }
                 change {
                     if !whole { $0.ring = EventRing(epoch: Self.newEpoch()) }

@@ -7,7 +7,7 @@ extension Request {
     /// `JSONEncoder`: a one-shot `baton status` spent more instructions encoding its request with
     /// it than batond spends answering.
     public func jsonLine() -> [UInt8]? {
-        if filter != nil || after != nil { return try? Array(JSONWriter.encoder.encode(self)) }
+        if filter != nil { return try? Array(JSONWriter.encoder.encode(self)) }
         var json = JSONWriter()
         json.beginObject()
         json.field("id", id)
@@ -30,6 +30,14 @@ extension Request {
         json.field("hold", hold)
         json.field("as", actingAs)
         json.field("name", name)
+        if let after {
+            json.key("after")
+            json.beginObject()
+            json.field("at", after.at.rawValue)
+            json.field("run", after.run)
+            json.field("seq", Int64(after.seq))
+            json.endObject()
+        }
         json.endObject()
         return json.bytes
     }
