@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 import BatonStore
 import Foundation
@@ -79,5 +80,43 @@ struct WatchReplayEndToEndTests {
         let watcher = Int32(((try? String(contentsOfFile: pid, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         if watcher > 0 { kill(watcher, SIGINT) }
         #expect(try await watching.output().code == 0)
+    }
+
+    @Test("BatonClient.watch(socket:) across a stop and start: what was committed while no watch was open comes first, each transition once, none missing",
+          .timeLimit(.minutes(3)))
+    func clientStopAndStart() async throws {
+        let directory = NSTemporaryDirectory() + "baton-replay-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let daemon = try Daemon(config: Self.config(directory))
+        let began = Locked(0)
+        let seen = Locked<[String]>([])
+        let updates = BatonClient.watch(socket: daemon.socket, started: { began.withLock { $0 += 1 } }, skipped: { _ in seen.withLock { $0.append("skipped") } })
+        let reading = Task {
+            for try await update in updates {
+                if let t = update.transition { seen.withLock { $0.append("\(t.runID).\(t.seq)") } }
+            }
+        }
+        defer { reading.cancel() }
+        let first = Date().addingTimeInterval(30)
+        while began.withLock({ $0 }) == 0, Date() < first { try await Task.sleep(for: .milliseconds(10)) }
+        for n in 1...3 { #expect(try daemon.baton("run", "waiter", "-p", "n=\(n)", "--detach").code == 0) }
+        let loaded = Date().addingTimeInterval(30)
+        while seen.withLock({ $0.count }) < 5, Date() < loaded { try await Task.sleep(for: .milliseconds(20)) }
+        daemon.stop()
+        FileManager.default.createFile(atPath: directory + "/go", contents: nil)
+        try await Task.sleep(for: .milliseconds(800))
+        let next = try Daemon(config: Self.config(directory), reusing: daemon)
+        defer { next.stop() }
+        #expect(try next.baton("run", "quick").code == 0)
+        _ = try RestartAnswerTests.settledRuns(next)
+        let connection = try Connection(path: next.database, readOnly: true)
+        let committed = try SurviveTests.column(connection, "SELECT run_id || '.' || seq FROM transitions ORDER BY at, run_id, seq")
+        let deadline = Date().addingTimeInterval(30)
+        while seen.withLock({ $0.count }) < committed.count, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(200))
+        let got = seen.withLock { $0 }
+        #expect(got.count == committed.count && Set(got) == Set(committed), "seen \(got), committed \(committed)")
+        #expect(began.withLock { $0 } == 2, "watched again once")
     }
 }
