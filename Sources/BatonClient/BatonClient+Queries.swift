@@ -78,17 +78,23 @@ extension BatonClient {
     /// the watch for this client: batond's further lines for it are dropped. A stream still
     /// held after a `break` keeps watching until it is released. `started` is called once
     /// batond has begun the watch (its `watching` event): every transition committed after that
-    /// is yielded.
-    public func watch(action: String? = nil, progress: Bool = false,
-                      started: @escaping @Sendable () -> Void = {}) -> AsyncThrowingStream<RunUpdate, any Error> {
+    /// is yielded. With `after` (the last transition seen by an earlier watch), the transitions
+    /// committed after it come first, each once, oldest first; `skipped` is told how many were
+    /// left out (past `Replay.bound`, the oldest) before they come.
+    public func watch(action: String? = nil, progress: Bool = false, after: WatchCursor? = nil,
+                      started: @escaping @Sendable () -> Void = {},
+                      skipped: @escaping @Sendable (Int64) -> Void = { _ in }) -> AsyncThrowingStream<RunUpdate, any Error> {
         let (stream, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
         let sink = Sink(event: { response in
-            if response.event == "watching" { started() }
+            if response.event == "watching" {
+                if let count = response.skipped, count > 0 { skipped(count) }
+                started()
+            }
             if let update = RunUpdate(response) { continuation.yield(update) }
         }, end: { result in
             continuation.finish(throwing: Result { try Self.answer(result) }.refusal)
         })
-        let request = Request(op: .watch, action: action, progress: progress ? true : nil)
+        let request = Request(op: .watch, action: action, progress: progress ? true : nil, after: after)
         if let id = connection.handle(.call(request, sink)) {
             continuation.onTermination = { [connection] _ in connection.handle(.leave(id)) }
         }

@@ -34,22 +34,31 @@ extension BatonClient {
 
 extension BatonClient {
     /// `watch(action:progress:)` on connections of its own, riding out a restart of batond in
-    /// place: a watch its `{"restarting":true}` line ended is made again on a new connection (the
-    /// new batond answers from the socket's backlog), and so is one batond could not be reached
-    /// for, up to `bound` in a row. What the old batond committed after its last line and the new
-    /// one before the new watch began is not replayed (a watch has no cursor). Ends (throwing) on
-    /// any other error; cancelling the iterating task, or letting go of the stream, ends it.
+    /// place or a stop and start: a watch its `{"restarting":true}` line ended is made again on a
+    /// new connection (the new batond answers from the socket's backlog), and so is one batond
+    /// could not be reached for, up to `bound` in a row. Each watch again names the last
+    /// transition yielded (`after`; before any, the time the first watch began), so what was
+    /// committed meanwhile comes first, each once, none missing; `skipped` is told when more than
+    /// `Replay.bound` were and the oldest were left out. Ends (throwing) on any other error;
+    /// cancelling the iterating task, or letting go of the stream, ends it.
     public static func watch(action: String? = nil, progress: Bool = false, socket: String?, reconnectingFor bound: Duration = .seconds(30),
-                             started: @escaping @Sendable () -> Void = {}) -> AsyncThrowingStream<RunUpdate, any Error> {
+                             started: @escaping @Sendable () -> Void = {},
+                             skipped: @escaping @Sendable (Int64) -> Void = { _ in }) -> AsyncThrowingStream<RunUpdate, any Error> {
         let (stream, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
         let task = Task {
             let clock = ContinuousClock()
             var reached = clock.now
+            let cursor = WatchCursor.Keeper()
             while !Task.isCancelled {
                 do {
                     let client = try BatonClient(socket: socket)
-                    for try await update in client.watch(action: action, progress: progress, started: started) {
+                    let updates = client.watch(action: action, progress: progress, after: cursor.value, started: {
+                        cursor.begin()
+                        started()
+                    }, skipped: skipped)
+                    for try await update in updates {
                         reached = clock.now
+                        cursor.saw(update)
                         continuation.yield(update)
                     }
                     return continuation.finish()
@@ -69,5 +78,30 @@ extension BatonClient {
         }
         continuation.onTermination = { _ in task.cancel() }
         return stream
+    }
+}
+
+extension WatchCursor {
+    /// Where a watch that watches again is: the latest transition it was sent (by time, run and
+    /// sequence), or, before any, the time its first watch began. Shared by the watch's callbacks.
+    public final class Keeper: Sendable {
+        private let cursor = Locked<WatchCursor?>(nil)
+
+        public init() {}
+
+        /// The cursor to watch again after (nil before the first watch began).
+        public var value: WatchCursor? { cursor.withLock { $0 } }
+
+        /// A watch began (its `watching` event): the first one sets the cursor to now.
+        public func begin(at now: Timestamp = .now) {
+            cursor.withLock { $0 = $0 ?? WatchCursor(at: now, run: 0, seq: 0) }
+        }
+
+        /// An update was sent: its transition moves the cursor, never back.
+        public func saw(_ update: RunUpdate) {
+            guard let transition = update.transition else { return }
+            let seen = WatchCursor(transition)
+            cursor.withLock { $0 = max($0 ?? seen, seen) }
+        }
     }
 }

@@ -199,7 +199,8 @@ extension Service {
     /// generation in force at each), until the connection closes or batond stops. Each update is
     /// sent from the loop (a fleet host's conductor tells of other hosts' transitions from the
     /// feed's thread: those are posted there): no task, no lock, and no buffer, so a watcher that
-    /// stops reading is held to the connection's output limit alone.
+    /// stops reading is held to the connection's output limit alone. With `after` (the last
+    /// transition the client saw), what was committed since goes first (`WatchRelay`).
     func watch(_ exchange: Exchange) -> Int? {
         let request = exchange.request
         if let name = request.action, generation.actions[name] == nil {
@@ -207,22 +208,48 @@ extension Service {
             return nil
         }
         exchange.connection.markStreaming()
-        // Registered before "watching" goes out, so that nothing committed after the client hears
-        // it is missed: this runs on the loop, so an update handled there comes after it.
+        let relay = request.after.map { _ in WatchRelay(exchange, reactor: reactor) }
+        // Registered before "watching" goes out (and before the replay is read), so that nothing
+        // committed after the client hears it is missed: this runs on the loop, so an update
+        // handled there comes after it.
         let id = conductor.observe(action: request.action, progress: request.progress ?? false) { [self] update in
             reactor.onLoop { [self] in
                 guard let update else {
+                    relay?.letGo()
                     return exchange.fail(.stopped("batond is shutting down"))
                 }
                 guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
-                exchange.event(.update(request.id, update))
+                if let relay { relay.live(update) } else { exchange.event(.update(request.id, update)) }
             }
         }
-        var started = Response(id: request.id, ok: nil)
-        started.event = "watching"
-        exchange.event(started)
         exchange.park()
+        guard let relay, let cursor = request.after else {
+            var started = Response(id: request.id, ok: nil)
+            started.event = "watching"
+            exchange.event(started)
+            return id
+        }
+        replay(after: cursor, exchange, relay, observer: id)
         return id
+    }
+
+    /// Reads what was committed after the cursor (by the read driver) and hands it to the relay
+    /// on the loop; a replay that cannot be read fails the watch (the client is told why).
+    private func replay(after cursor: WatchCursor, _ exchange: Exchange, _ relay: WatchRelay, observer: Int) {
+        let action = exchange.request.action
+        reads.read({ [history] () async throws(BatonError) -> Replay in
+            try await history.transitions(after: cursor, action: action, limit: Replay.bound)
+        }) { [self] result in
+            switch result {
+            case let .success(replay):
+                let generation = generation, peer = exchange.peer
+                relay.replayed(replay) { allowed(.read, $0.run.action, generation, peer) }
+            case let .failure(error):
+                relay.letGo()
+                conductor.stopObserving(observer)
+                exchange.fail(error)
+            }
+        }
     }
 }
 

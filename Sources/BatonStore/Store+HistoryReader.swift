@@ -50,6 +50,10 @@ extension Store: HistoryReader {
         try await query { try $0.artifact(of: run, named: name, from: offset, maxBytes: maxBytes) }
     }
 
+    public func transitions(after cursor: WatchCursor, action: String?, limit: Int) async throws(BatonError) -> Replay {
+        try await query { try $0.transitions(after: cursor, action: action, limit: limit) }
+    }
+
     /// A read whose failure says which file could not be read and why, without the SQL.
     private func query<T: Sendable>(searching: Bool = false, _ body: @escaping @Sendable (History) throws -> T) async throws(BatonError) -> T {
         do {

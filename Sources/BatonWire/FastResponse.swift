@@ -48,6 +48,7 @@ extension JSONBytes {
             case "pause": return reader.into(&response.pause) { $0.actionPause() }
             case "pid": return reader.into(&response.pid) { $0.integer(as: Int32.self) }
             case "restarting": return reader.into(&response.restarting) { $0.bool() }
+            case "skipped": return reader.into(&response.skipped) { $0.integer() }
             default: return false
             }
         }

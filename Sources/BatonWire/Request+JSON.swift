@@ -31,6 +31,14 @@ extension Request {
         json.field("as", actingAs)
         json.field("asGroup", asGroup)
         json.field("name", name)
+        if let after {
+            json.key("after")
+            json.beginObject()
+            json.field("at", after.at.rawValue)
+            json.field("run", after.run)
+            json.field("seq", Int64(after.seq))
+            json.endObject()
+        }
         json.endObject()
         return json.bytes
     }

@@ -51,6 +51,9 @@ public struct Request: Codable, Sendable, Equatable {
     public var key: String?
     /// history: which runs.
     @Boxed public var filter: HistoryFilter? = nil
+    /// watch: the last transition the client saw: the transitions committed after it are sent
+    /// first (a watch again after a restart or a stop of batond misses nothing).
+    public var after: WatchCursor?
     /// watch: also an `update` without a transition each time a run in flight reports progress.
     public var progress: Bool?
     /// output: the position in the run's output to start from (0 when absent).
@@ -77,7 +80,7 @@ public struct Request: Codable, Sendable, Equatable {
     public var asGroup: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, op, action, params, policy, detach, force, slot, dryRun, run, key, filter, progress, from, follow, text, reason, duration, hold, name
+        case id, op, action, params, policy, detach, force, slot, dryRun, run, key, filter, progress, from, follow, text, reason, duration, hold, name, after
         case actingAs = "as"
         case asGroup
     }
@@ -86,7 +89,8 @@ public struct Request: Codable, Sendable, Equatable {
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
                 dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil,
                 slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil, name: String? = nil,
-                actingAs: String? = nil, hold: Bool? = nil, asGroup: String? = nil) {
+                actingAs: String? = nil, hold: Bool? = nil, asGroup: String? = nil, after: WatchCursor? = nil) {
+        self.after = after
         self.hold = hold
         self.actingAs = actingAs
         self.asGroup = asGroup
@@ -137,6 +141,7 @@ extension Request {
                   name: try container.decodeIfPresent(String.self, forKey: .name),
                   actingAs: try container.decodeIfPresent(String.self, forKey: .actingAs),
                   hold: try container.decodeIfPresent(Bool.self, forKey: .hold),
-                  asGroup: try container.decodeIfPresent(String.self, forKey: .asGroup))
+                  asGroup: try container.decodeIfPresent(String.self, forKey: .asGroup),
+                  after: try container.decodeIfPresent(WatchCursor.self, forKey: .after))
     }
 }

@@ -58,6 +58,7 @@ extension Response {
         if let pause { json.key("pause"); pause.write(to: &json) }
         json.field("pid", pid)
         json.field("restarting", restarting)
+        json.field("skipped", skipped)
         json.endObject()
         return json.bytes
     }

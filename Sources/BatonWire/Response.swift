@@ -60,6 +60,9 @@ public struct Response: Codable, Sendable {
     /// took on the connection is answered before it (or, followed, as far as it got); a request
     /// with no line before it was not taken, and may be sent again (docs/protocol.md).
     public var restarting: Bool?
+    /// watch with `after`, its `watching` event: how many transitions committed after the cursor
+    /// were left out (the oldest; past `Replay.bound`), absent when none were.
+    public var skipped: Int64?
     /// artifacts: the run's kept files and the notices about them.
     @Boxed public var artifacts: ArtifactList? = nil
     /// artifact: one piece of a file's bytes.

@@ -9,7 +9,8 @@ enum WatchCommand {
         name: "watch",
         abstract: """
             Follow transitions live. Each one is printed as it is committed (like `journalctl -f`), until Ctrl-C.
-            Across a restart or a stop of batond it watches again once the next batond answers (up to 30s).
+            Across a restart or a stop of batond it watches again once the next batond answers (up to 30s),
+            printing first what was committed meanwhile, each transition once.
             """,
         arguments: "[ACTION]",
         options: [
@@ -27,17 +28,23 @@ enum WatchCommand {
         // batond restarting in place ends the watch with its last line: watched again, on the new batond.
         // A stop that a start follows (`systemctl restart`) ends it the same way: watched again
         // once batond is back, for at most `Reconnect.bound`.
+        // Each watch again names the last transition printed: what was committed meanwhile is printed first.
         var told = false
         var reconnect = Reconnect()
+        let cursor = WatchCursor.Keeper()
         while true {
             let again = told
             do {
                 try context.call { client in
-                    let updates = client.watch(action: action) {
+                    let updates = client.watch(action: action, after: cursor.value, started: {
+                        cursor.begin()
                         guard !again else { return }
                         Stdio.error.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
-                    }
+                    }, skipped: { count in
+                        Stdio.error.write(Data("\(count) transitions committed while batond was away are not shown (the oldest)\n".utf8))
+                    })
                     for try await update in updates {
+                        cursor.saw(update)
                         guard let transition = update.transition else { continue }
                         let text = json ? Format.json(Event(run: update.run, transition: transition), pretty: false)
                                         : line(update.run, transition, utc: utc, context: context)

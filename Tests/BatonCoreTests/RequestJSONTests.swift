@@ -11,7 +11,8 @@ struct RequestJSONTests {
         Request(id: .text("a/\"b\"\n"), op: .trigger, action: "deploy é", params: ["env": "prod", "note": "\u{1}\t日本"], policy: .queue,
                 detach: true, run: -9, key: "deploy env=prod", dryRun: false, progress: true, force: true, from: 1 << 40,
                 follow: false, slot: 1_700_000_000_000_000, text: "connection \"refused\" é", reason: "migrating \"db\"", duration: 7_200_000_000,
-                name: "dist/app \"1\".tar.gz", actingAs: "alice", asGroup: "staff")
+                name: "dist/app \"1\".tar.gz", actingAs: "alice", hold: true, asGroup: "staff",
+                after: WatchCursor(at: Timestamp(rawValue: 1_700_000_000_000_001), run: 12, seq: 3))
     }
 
     @Test("the fixture sets every optional field but filter, so that a field added without its hand-written JSON fails")

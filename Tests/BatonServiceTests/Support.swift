@@ -115,6 +115,15 @@ final class FakeHistory: HistoryReader {
     func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] { [] }
     func lastEnded() async throws(BatonError) -> [RunSnapshot] { [] }
     func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]] { [:] }
+    /// What a watch's replay answers, and the gate it waits at first (open unless a test closes it).
+    let replay = Locked(Replay())
+    let replayGate = Locked<Gate?>(nil)
+    let cursors = Locked<[WatchCursor]>([])
+    func transitions(after cursor: WatchCursor, action: String?, limit: Int) async throws(BatonError) -> Replay {
+        cursors.withLock { $0.append(cursor) }
+        if let gate = replayGate.withLock({ $0 }) { await gate.wait() }
+        return replay.withLock { $0 }
+    }
     /// The filters searches were asked with, in order, and whether each was told to stop.
     let searches = Locked<[HistoryFilter]>([])
     let stopped = Locked<[Bool]>([])

@@ -30,6 +30,9 @@ public protocol HistoryReader: Sendable {
     func artifacts(of run: Int64) async throws(BatonError) -> ArtifactList
     /// Up to `maxBytes` of the artifact `name` of `run` from `offset`; nil when the run kept no such file.
     func artifact(of run: Int64, named name: String, from offset: Int64, maxBytes: Int) async throws(BatonError) -> ArtifactPiece?
+    /// The transitions committed after `cursor` (of `action`, or all), oldest first, each with its
+    /// run as it is now: at most `limit`, the newest, and how many older ones were left out.
+    func transitions(after cursor: WatchCursor, action: String?, limit: Int) async throws(BatonError) -> Replay
 }
 
 extension HistoryReader {
@@ -44,6 +47,9 @@ extension HistoryReader {
 
     /// A history that keeps no output chunks has none of any run.
     public func output(of run: Int64, from offset: Int64, maxBytes: Int) async throws(BatonError) -> OutputPage? { nil }
+
+    /// A history that keeps no transitions has none to send again.
+    public func transitions(after cursor: WatchCursor, action: String?, limit: Int) async throws(BatonError) -> Replay { Replay() }
 
     /// A history that keeps no artifacts (an in-memory one) has none of any run.
     public func artifacts(of run: Int64) async throws(BatonError) -> ArtifactList { ArtifactList(run: run) }
