@@ -43,23 +43,42 @@ enum FleetApprovals {
                   rule.timeout.map { String($0.microseconds) }])
     }
 
-    /// The wait of a hook's new run: its origin is the firing run's (its approval's origin, else
-    /// its trigger's uid), as one machine follows a hook run's origin back.
+    /// The wait of a hook's new run: its origin is the first one found going up the hooks that
+    /// fired it (`runs.hook_run`), from the firing run: a run's approval's origin, else its
+    /// trigger's uid (hook runs have none), as one machine follows a hook run's origin back.
     static func insert(_ run: Int64, action: String, _ rule: ApprovalRule, firing: Int64) -> Statement {
         ("""
             INSERT INTO approvals (run_id, action, approvers, origin_uid, until)
-            SELECT $1, $2, $3, coalesce((SELECT origin_uid FROM approvals WHERE run_id = $4), (SELECT trigger_uid FROM runs WHERE id = $4)),
-                   \(FleetCooldown.databaseNow) + $5::bigint
+            SELECT $1, $2, $3, (
+                WITH RECURSIVE up (id, hook_run, origin, depth) AS (
+                    SELECT r.id, r.hook_run, coalesce((SELECT origin_uid FROM approvals WHERE run_id = r.id), r.trigger_uid), 0
+                    FROM runs r WHERE r.id = $4
+                    UNION ALL
+                    SELECT r.id, r.hook_run, coalesce((SELECT origin_uid FROM approvals WHERE run_id = r.id), r.trigger_uid), up.depth + 1
+                    FROM up JOIN runs r ON r.id = up.hook_run WHERE up.origin IS NULL AND up.depth < 1000
+                )
+                SELECT origin FROM up WHERE origin IS NOT NULL ORDER BY depth LIMIT 1
+            ), \(FleetCooldown.databaseNow) + $5::bigint
             """, [String(run), action, rule.by.joined(separator: "\n"), String(firing), rule.timeout.map { String($0.microseconds) }])
     }
 
     /// A decision, written only where none was (the first decides): one row changed, or none.
-    static func decide(_ run: Int64, _ verdict: ApprovalState.Verdict, by: String?, reason: String?) -> Statement {
+    /// `inTime`: only while its end has not come by the database's clock (a person's decision).
+    static func decide(_ run: Int64, _ verdict: ApprovalState.Verdict, by: String?, reason: String?, inTime: Bool = false) -> Statement {
         ("""
-            UPDATE approvals SET verdict = $2, decided_by = $3, reason = $4, decided_at = \(FleetCooldown.databaseNow)
-            WHERE run_id = $1 AND verdict IS NULL
+            UPDATE approvals AS a SET verdict = $2, decided_by = $3, reason = $4, decided_at = \(FleetCooldown.databaseNow)
+            WHERE run_id = $1 AND verdict IS NULL\(inTime ? " AND \(open)" : "")
             RETURNING approvers, until, verdict, decided_by, decided_at, reason, origin_uid
             """, [String(run), verdict.rawValue, by, reason])
+    }
+
+    /// A timeout, written only where the wait is undecided and its end has come by the database's clock.
+    static func timeOut(_ run: Int64) -> Statement {
+        ("""
+            UPDATE approvals AS a SET verdict = 'timed_out', decided_at = \(FleetCooldown.databaseNow)
+            WHERE run_id = $1 AND verdict IS NULL AND a.until <= \(FleetCooldown.databaseNow)
+            RETURNING approvers, until, verdict, decided_by, decided_at, reason, origin_uid
+            """, [String(run)])
     }
 
     /// A run with its approval row (NULLs where it has none), its last seq after the run's columns.
@@ -69,12 +88,15 @@ enum FleetApprovals {
                 [String(run)])
     }
 
-    /// Every undecided wait of a queued run, oldest first, each with its run (`runWithApproval`'s columns).
+    /// Whether the wait joined as `a` has not reached its end by the database's clock.
+    static let open = "(a.until IS NULL OR a.until > \(FleetCooldown.databaseNow))"
+
+    /// Every undecided wait of a queued run whose end has not come, oldest first, each with its run (`runWithApproval`'s columns).
     static let allWaiting: Statement = {
         let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
         return ("""
             SELECT \(columns), r.last_seq, \(Self.columns) FROM approvals a JOIN runs r ON r.id = a.run_id
-            WHERE a.verdict IS NULL AND r.phase = 'queued' ORDER BY r.id
+            WHERE a.verdict IS NULL AND r.phase = 'queued' AND \(open) ORDER BY r.id
             """, [])
     }()
 
@@ -82,8 +104,17 @@ enum FleetApprovals {
     /// look (by index; a run cancelled while it waited keeps its row undecided, and is not due).
     static let due: Statement = ("""
         SELECT a.run_id FROM approvals a JOIN runs r ON r.id = a.run_id
-        WHERE a.verdict IS NULL AND a.until <= \(FleetCooldown.databaseNow) AND r.phase = 'queued' ORDER BY a.run_id
+        WHERE a.verdict IS NULL AND a.until <= \(FleetCooldown.databaseNow) AND r.phase = 'queued' ORDER BY a.run_id LIMIT 100
         """, [])
+
+    /// The undecided waits of queued runs of actions not among `asking` (those with `approve` in
+    /// this host's config): a reload removed it, and they wait no more (`waived`), as on one machine.
+    static func unasked(_ asking: [String]) -> Statement {
+        ("""
+            SELECT a.run_id FROM approvals a JOIN runs r ON r.id = a.run_id
+            WHERE a.verdict IS NULL AND r.phase = 'queued' AND NOT (r.action = ANY ($1::text[])) ORDER BY a.run_id LIMIT 100
+            """, [FleetJournal.textArray(asking)])
+    }
 
     /// Run `id`'s approval: what it waits for, or how it was decided; nil where it has none.
     static func of(_ id: Int64, on db: PGConnection) throws -> ApprovalState? {

@@ -6,12 +6,12 @@ import FoundationEssentials
 /// the run then starts on its owner's host (the commit's NOTIFY wakes every host's feed, whose
 /// look finds it startable), or ends `cancelled` at once (`FleetStop`, as a cancel of a queued run).
 extension FleetCoordinator {
-    public func decide(run id: Int64, by approver: Approver, approve: Bool, reason: String?,
+    public func decide(run id: Int64, by approver: Approver, approve: Bool, reason: String?, mayRead: @escaping @Sendable (String) -> Bool,
                        answered: @escaping @Sendable (Result<RunSnapshot, BatonError>) -> Void) {
         pool.submit({ [self] db in
             try Self.retrying {
                 try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ throws -> Result<RunSnapshot, BatonError> in
-                    try decide(id, by: approver, approve: approve, reason: reason, on: db)
+                    try decide(id, by: approver, approve: approve, reason: reason, mayRead: mayRead, on: db)
                 }
             }
         }) { result in
@@ -24,11 +24,14 @@ extension FleetCoordinator {
 
     /// The decision's transaction, holding the run's key row: the run and its wait read, the
     /// engine decides, the first decision written (a second one, here or on another host, waited
-    /// for the key row and reads the first: `notWaiting`, naming it).
-    private func decide(_ id: Int64, by approver: Approver, approve: Bool, reason: String?,
+    /// for the key row and reads the first: `notWaiting`, naming it). A caller who may not read
+    /// the run's action is told nothing of it (`unknownRun`, as one machine answers). A wait whose
+    /// end came by the database's clock takes no decision: it is timed out here, at once.
+    private func decide(_ id: Int64, by approver: Approver, approve: Bool, reason: String?, mayRead: (String) -> Bool,
                         on db: PGConnection) throws -> Result<RunSnapshot, BatonError> {
         guard let row = try db.query(FleetApprovals.runWithApproval(id)).first else { return .failure(.unknownRun(id)) }
         let (run, _, origin) = FleetApprovals.run(row)
+        guard mayRead(run.action) else { return .failure(.unknownRun(id)) }
         // A run out of flight is answered from the history, as on one host (`Service.decideEnded`:
         // `was decided already: ...`, or `ended cancelled before a decision`).
         if run.phase.isTerminal { return .failure(.unknownRun(id)) }
@@ -39,9 +42,11 @@ extension FleetCoordinator {
         case let .failure(error): return .failure(error)
         case let .success(state): decided = state
         }
-        guard let written = try db.query(FleetApprovals.decide(id, decided.verdict ?? .approved, by: decided.decidedBy, reason: decided.reason))
-            .first, let state = FleetApprovals.state(written, from: 0)?.state else {
-            return .failure(.notWaiting(run: id, "run \(id) of \(run.action) was decided already"))
+        guard let written = try db.query(FleetApprovals.decide(id, decided.verdict ?? .approved, by: decided.decidedBy, reason: decided.reason,
+                                                               inTime: true)).first,
+              let state = FleetApprovals.state(written, from: 0)?.state else {
+            let late = try timeOut(id, on: db) ? "approval timed out" : "decided already"
+            return .failure(.notWaiting(run: id, "run \(id) of \(run.action) was decided already: \(late)"))
         }
         if let stop = state.stop(timeout: rule?.timeout, queuedAt: run.queuedAt) { try end(id, stop, on: db) }
         try db.execute("NOTIFY baton")
@@ -60,7 +65,8 @@ extension FleetCoordinator {
 
     /// The fleet's runs waiting for `approver`'s yes now, oldest first: the engine's rule
     /// (`ApprovalRule.refusal`) on each waiting row, with this host's config (every host's is one).
-    public func awaitingApproval(by approver: Approver, answered: @escaping @Sendable ([RunSnapshot]) -> Void) {
+    /// None past its end. A database not read is `storeUnavailable`, not "nothing waits".
+    public func awaitingApproval(by approver: Approver, answered: @escaping @Sendable (Result<[RunSnapshot], BatonError>) -> Void) {
         pool.submit({ [self] db in
             try db.query(FleetApprovals.allWaiting).rows.compactMap { row -> RunSnapshot? in
                 let (run, _, origin) = FleetApprovals.run(row)
@@ -69,30 +75,66 @@ extension FleetCoordinator {
                 }
                 return withHost(run)
             }
-        }) { result in answered((try? result.get()) ?? []) }
+        }) { result in
+            answered(result.mapError { .storeUnavailable("the fleet's approvals could not be read: \($0)") })
+        }
     }
 
-    /// A feed tick's look for waits whose end has come by the database's clock: each decided
-    /// `timed_out` once (the guarded UPDATE, under its key row: whichever host's tick comes
-    /// first), its run ended `cancelled` in the same transaction. Returns how many it ended.
+    /// A feed tick's look for waits whose end has come by the database's clock (at most 100 a
+    /// tick): each decided `timed_out` once (the guarded UPDATE, under its key row: whichever
+    /// host's tick comes first), its run ended `cancelled` in the same transaction. A key row
+    /// held longer than a moment is left for the next tick (`lock_timeout`): the feed never
+    /// stalls on it. Returns how many it ended.
     @discardableResult
     func timeOutApprovals(on db: PGConnection) throws -> Int {
-        let due = try db.query(FleetApprovals.due).rows.compactMap { $0[0].flatMap { Int64($0) } }
-        var ended = 0
-        for id in due {
-            ended += try Self.retrying {
-                try db.transaction(opening: [FleetJournal.lockKeys(runs: [id])]) { _ throws -> Int in
-                    guard let row = try db.query(FleetApprovals.runWithApproval(id)).first else { return 0 }
-                    let run = FleetApprovals.run(row).run
-                    guard run.phase == .queued, let written = try db.query(FleetApprovals.decide(id, .timedOut, by: nil, reason: nil)).first,
-                          let state = FleetApprovals.state(written, from: 0)?.state else { return 0 }
-                    let timeout = conductor.action(named: run.action)?.approve?.timeout
-                    if let stop = state.stop(timeout: timeout, queuedAt: run.queuedAt) { try end(id, stop, on: db) }
-                    try db.execute("NOTIFY baton")
-                    return 1
+        try each(FleetApprovals.due, on: db) { id in try timeOut(id, on: db) }
+    }
+
+    /// A feed tick's look for waits of actions that no longer ask for approval on this host (a
+    /// reload removed `approve`): each decided `waived` once, as on one machine, its run then
+    /// startable. Every tick's once a second, whether or not an action has `approve`.
+    @discardableResult
+    func waiveApprovals(on db: PGConnection) throws -> Int {
+        let asking = conductor.configuredActions().filter { $0.approve != nil }.map(\.name)
+        return try each(FleetApprovals.unasked(asking), on: db) { id in
+            guard let run = try db.query(FleetApprovals.runWithApproval(id)).first.map({ FleetApprovals.run($0).run }), run.phase == .queued,
+                  conductor.action(named: run.action)?.approve == nil,
+                  try db.query(FleetApprovals.decide(id, .waived, by: nil, reason: "the action's approve was removed from the config")).first != nil
+            else { return false }
+            try db.execute("NOTIFY baton")
+            return true
+        }
+    }
+
+    /// Runs `body` for each run `look` finds, each in its own transaction holding its key row,
+    /// waiting for that row a moment at most; returns how many `body` changed.
+    private func each(_ look: FleetApprovals.Statement, on db: PGConnection, _ body: (Int64) throws -> Bool) throws -> Int {
+        var changed = 0
+        for id in try db.query(look).rows.compactMap({ $0[0].flatMap { Int64($0) } }) {
+            do {
+                changed += try Self.retrying {
+                    try db.transaction(opening: [("SET LOCAL lock_timeout = '200ms'", []), FleetJournal.lockKeys(runs: [id])]) { _ in
+                        try body(id) ? 1 : 0
+                    }
                 }
+            } catch let error as PGError where error.sqlState == "55P03" {
+                continue  // its key row is held (a decision, a start): the next tick looks again
             }
         }
-        return ended
+        return changed
+    }
+
+    /// Times out run `id`'s wait, in the caller's transaction holding its key row, where it is
+    /// undecided, its run queued and its end come by the database's clock: the run ends
+    /// `cancelled` (approval timed out). Whether it did.
+    private func timeOut(_ id: Int64, on db: PGConnection) throws -> Bool {
+        guard let row = try db.query(FleetApprovals.runWithApproval(id)).first else { return false }
+        let run = FleetApprovals.run(row).run
+        guard run.phase == .queued, let written = try db.query(FleetApprovals.timeOut(id)).first,
+              let state = FleetApprovals.state(written, from: 0)?.state else { return false }
+        let timeout = conductor.action(named: run.action)?.approve?.timeout
+        if let stop = state.stop(timeout: timeout, queuedAt: run.queuedAt) { try end(id, stop, on: db) }
+        try db.execute("NOTIFY baton")
+        return true
     }
 }

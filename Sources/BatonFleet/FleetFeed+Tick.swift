@@ -22,8 +22,11 @@ extension FleetFeed {
         // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
         guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
         state.refreshed = .now
-        // Waits for approval whose end came, by the database's clock: decided once, by whichever host's tick is first.
-        if coordinator.conductor.configuredActions().contains(where: { $0.approve?.timeout != nil }) { try coordinator.timeOutApprovals(on: db) }
+        // Waits for approval whose end came, by the database's clock: decided once, by whichever
+        // host's tick is first; and waits of actions whose `approve` a reload removed, waived.
+        // Always: a host whose config has none any more still ends or waives what waits.
+        try coordinator.timeOutApprovals(on: db)
+        try coordinator.waiveApprovals(on: db)
         try refresh(db, coordinator)
     }
 

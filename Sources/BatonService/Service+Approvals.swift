@@ -12,11 +12,12 @@ extension Service {
             return exchange.fail(.badRequest("a deny's \"reason\" is at most \(Self.longestReason) bytes"))
         }
         let reason = request.reason.flatMap { $0.trimmingWhitespace().isEmpty ? nil : String($0.trimmingWhitespace()) }
-        // A caller who may not read the run's action is told nothing of it, as `show` would.
-        if let live = dispatcher.snapshot(of: run), !allowed(.read, live.action, generation, exchange.peer) {
-            return exchange.fail(.unknownRun(run))
-        }
-        dispatcher.decide(run: run, by: approver(exchange.peer), approve: request.op == .approve, reason: request.op == .deny ? reason : nil) {
+        // A caller who may not read the run's action is told nothing of it, as `show` would: the
+        // dispatcher checks it on the run it finds (a fleet's on its row, not yet seen here perhaps).
+        let peer = exchange.peer
+        let mayRead: @Sendable (String) -> Bool = { [self] in allowed(.read, $0, generation, peer) }
+        dispatcher.decide(run: run, by: approver(peer), approve: request.op == .approve, reason: request.op == .deny ? reason : nil,
+                          mayRead: mayRead) {
             switch $0 {
             case let .failure(.unknownRun(id)): self.decideEnded(id, exchange, generation)
             case let .failure(error) where error.code == .forbidden: self.refuseDecision(run, error, exchange)
@@ -67,7 +68,13 @@ extension Service {
     /// includes them, their own excluded unless `self: true`), oldest first.
     /// A fleet's are every host's, read from its database.
     func approvals(_ request: Request, _ exchange: Exchange, _ generation: Generation) {
-        dispatcher.awaitingApproval(by: approver(exchange.peer)) { [self] runs in
+        dispatcher.awaitingApproval(by: approver(exchange.peer)) { [self] found in
+            // A fleet's database not read is said, not answered as "nothing waits".
+            let runs: [RunSnapshot]
+            switch found {
+            case let .failure(error): return exchange.fail(error)
+            case let .success(found): runs = found
+            }
             var response = Response(id: request.id)
             // Only runs of actions the caller may read: a run it could not decide (`unknown_run`) is not offered.
             response.runs = runs.filter { allowed(.read, $0.action, generation, exchange.peer) }

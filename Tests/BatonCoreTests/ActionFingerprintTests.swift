@@ -47,6 +47,28 @@ struct ActionFingerprintTests {
         #expect(other.fingerprint != Self.base.fingerprint)
     }
 
+    static let approve = ApprovalRule(by: ["group:ops", "user:ann"], approvers: AccessRule(groups: [50]), timeout: .seconds(3_600))
+
+    @Test("approve counts (who, how long, self), the order of its approvers does not; an action without it keeps its pinned fingerprint",
+          arguments: [
+              { (r: inout ApprovalRule) in r.by = ["group:ops"] },
+              { (r: inout ApprovalRule) in r.timeout = .seconds(60) },
+              { (r: inout ApprovalRule) in r.timeout = nil },
+              { (r: inout ApprovalRule) in r.allowsSelf = true },
+          ] as [@Sendable (inout ApprovalRule) -> Void])
+    func approve(_ change: @Sendable (inout ApprovalRule) -> Void) {
+        var gated = Self.base
+        gated.approve = Self.approve
+        #expect(gated.fingerprint != Self.base.fingerprint, "hosts that disagree on approve are flagged")
+        var reordered = gated
+        reordered.approve?.by = ["user:ann", "group:ops"]
+        #expect(reordered.fingerprint == gated.fingerprint)
+        var other = gated
+        change(&other.approve!)
+        #expect(other.fingerprint != gated.fingerprint)
+        #expect(Self.base.fingerprint == "ce6924e63828bf8b")
+    }
+
     @Test("values are length-prefixed: moving a boundary between values changes the fingerprint")
     func boundaries() {
         #expect(Action(name: "x", exec: ["ab", "c"]).fingerprint != Action(name: "x", exec: ["a", "bc"]).fingerprint)

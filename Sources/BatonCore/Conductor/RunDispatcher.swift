@@ -30,11 +30,14 @@ public protocol RunDispatcher: Sendable {
     func readPauses(then: @escaping @Sendable (BatonError?) -> Void)
     /// Approves or denies a run waiting for approval (`baton approve`, `baton deny`), decided
     /// once: answered with the run as the decision left it, or refused (`forbidden`, `notWaiting`,
-    /// `unknownRun`). A fleet decides in its database, for a run of any host.
-    func decide(run: Int64, by approver: Approver, approve: Bool, reason: String?,
+    /// `unknownRun`). A fleet decides in its database, for a run of any host. `mayRead`: whether
+    /// the caller may read an action; a run of one it may not is `unknownRun`, before any rule
+    /// (a fleet's run not yet seen by this host's feed is checked on its row).
+    func decide(run: Int64, by approver: Approver, approve: Bool, reason: String?, mayRead: @escaping @Sendable (String) -> Bool,
                 answered: @escaping @Sendable (Result<RunSnapshot, BatonError>) -> Void)
-    /// The runs waiting for `approver`'s yes now, oldest first (a fleet's: every host's).
-    func awaitingApproval(by approver: Approver, answered: @escaping @Sendable ([RunSnapshot]) -> Void)
+    /// The runs waiting for `approver`'s yes now, oldest first (a fleet's: every host's), or why
+    /// they could not be read (`storeUnavailable`).
+    func awaitingApproval(by approver: Approver, answered: @escaping @Sendable (Result<[RunSnapshot], BatonError>) -> Void)
 }
 
 extension Conductor: RunDispatcher {
@@ -48,7 +51,14 @@ extension Conductor: RunDispatcher {
     public func readPauses(then: @escaping @Sendable (BatonError?) -> Void) { then(nil) }
 
     /// One machine's waits are the conductor's own.
-    public func awaitingApproval(by approver: Approver, answered: @escaping @Sendable ([RunSnapshot]) -> Void) {
-        answered(awaitingApproval(by: approver))
+    public func awaitingApproval(by approver: Approver, answered: @escaping @Sendable (Result<[RunSnapshot], BatonError>) -> Void) {
+        answered(.success(awaitingApproval(by: approver)))
+    }
+
+    /// One machine's runs in flight are all known: the service checks read on its snapshot first.
+    public func decide(run: Int64, by approver: Approver, approve: Bool, reason: String?, mayRead: @escaping @Sendable (String) -> Bool,
+                       answered: @escaping @Sendable (Result<RunSnapshot, BatonError>) -> Void) {
+        if let live = snapshot(of: run), !mayRead(live.action) { return answered(.failure(.unknownRun(run))) }
+        decide(run: run, by: approver, approve: approve, reason: reason, answered: answered)
     }
 }

@@ -3,7 +3,8 @@
 extension Action {
     /// 16 hex digits of FNV-1a (64 bits) over a canonical encoding of what the action runs and
     /// how a trigger meets its runs: exec, cwd, env, user, umask, timeout, killGrace, leftovers,
-    /// policy, policies, retry, params (pattern and default), keyParams, onInterrupt and tty. Each
+    /// policy, policies, retry, params (pattern and default), keyParams, onInterrupt, tty, and (where set) secretParams, queueDepth, rateLimit,
+    /// needs and approve. Each
     /// value is length-prefixed and maps and sets are sorted, so the same definition gives the
     /// same fingerprint on every host and in every release, and the order of a config's fields
     /// does not matter. `description`, `retention` and `allow` are left out: they change neither
@@ -32,6 +33,10 @@ extension Action {
         if let rate = rateLimit { encoder.add("rateLimit", [String(rate.runs), Self.text(rate.per), rate.scope.rawValue, rate.over.rawValue]) }
         if !needs.isEmpty {
             encoder.add("needs", needs.flatMap { [$0.action.name] + $0.params.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] } + ["\u{0}"] })
+        }
+        if let approve {
+            // Who may approve (as written, in any order), how long a run waits, whether its trigger may.
+            encoder.add("approve", approve.by.sorted() + ["\u{0}", approve.timeout.map(Self.text) ?? "\u{0}", String(approve.allowsSelf)])
         }
         return encoder.hex
     }
