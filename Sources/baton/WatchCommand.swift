@@ -2,6 +2,7 @@ import BatonClient
 import BatonCore
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// `baton watch`: follow transitions live, as they are committed.
 enum WatchCommand {
@@ -31,9 +32,12 @@ enum WatchCommand {
         var reconnect = Reconnect()
         while true {
             let again = told
+            // The watch (again) begun: batond was reached, a later loss counts from then.
+            let began = Mutex(false)
             do {
                 try context.call { client in
                     let updates = client.watch(action: action) {
+                        began.withLock { $0 = true }
                         guard !again else { return }
                         Stdio.error.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
                     }
@@ -45,6 +49,7 @@ enum WatchCommand {
                     }
                 }
             } catch let failure as Failure {
+                if began.withLock({ $0 }) { reconnect.reached() }
                 switch failure.refusal {
                 case .shuttingDown?:
                     Stdio.error.write(Data("batond is stopping; watch ended\n".utf8))
