@@ -10,7 +10,7 @@ enum WatchCommand {
         name: "watch",
         abstract: """
             Follow transitions live. Each one is printed as it is committed (like `journalctl -f`), until Ctrl-C.
-            Across a restart or a stop of batond it watches again once the next batond answers (up to 30s).
+            Across a restart or a stop of batond it watches again once the next batond answers (up to 30s; if none does, it exits 69).
             """,
         arguments: "[ACTION]",
         options: [
