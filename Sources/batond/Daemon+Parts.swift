@@ -61,6 +61,8 @@ extension Daemon {
         var server: WriteOnce<Server>
         /// The webhook listener, once started (a restart in place quiesces it with the server).
         var webhooks = WriteOnce<HTTPServer>()
+        /// Its `?wait=`s, answered at a stop's quiesce.
+        var hooks = WriteOnce<WebhookListener>()
         /// What SIGHUP does: the same as the `reload` request.
         var reload: @Sendable (Service) async -> ReloadOutcome
         /// The loop the server runs on: the conductor's.
@@ -266,6 +268,7 @@ extension Daemon {
         let quiet: @Sendable () -> Void = { told.yield() }
         serving.server.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
         serving.webhooks.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
+        if closing { serving.hooks.value?.endWaits() }
         if closing, serving.listener.owned != nil {
             serving.server.value?.closeListener()
             serving.listener.removeFile()
