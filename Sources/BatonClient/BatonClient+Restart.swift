@@ -1,5 +1,4 @@
 import BatonCore
-import Synchronization
 
 extension BatonClient {
     /// Waits for run `run` to end on connections of its own, riding out a restart of batond
@@ -14,7 +13,7 @@ extension BatonClient {
     public static func wait(run: Int64, socket: String?, reconnectingFor bound: Duration = .seconds(30),
                             updates: @escaping @Sendable (RunUpdate) -> Void = { _ in }) async throws -> RunSnapshot {
         let clock = ContinuousClock()
-        let reached = Mutex(clock.now)
+        let reached = Locked(clock.now)
         while true {
             do {
                 let client = try BatonClient(socket: socket)

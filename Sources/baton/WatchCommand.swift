@@ -2,7 +2,6 @@ import BatonClient
 import BatonCore
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 /// `baton watch`: follow transitions live, as they are committed.
 enum WatchCommand {
@@ -33,7 +32,7 @@ enum WatchCommand {
         while true {
             let again = told
             // The watch (again) begun: batond was reached, a later loss counts from then.
-            let began = Mutex(false)
+            let began = Locked(false)
             do {
                 try context.call { client in
                     let updates = client.watch(action: action) {

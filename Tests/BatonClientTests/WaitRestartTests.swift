@@ -1,7 +1,6 @@
 @testable import BatonClient
 import BatonCore
 import Foundation
-import Synchronization
 import Testing
 
 /// `BatonClient.wait(run:socket:)` against a batond that restarts in place on every connection
@@ -113,7 +112,7 @@ struct WaitRestartTests {
         let path = NSTemporaryDirectory() + "wait-stop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         let listener = try Self.stoppingOnce(path, held: .milliseconds(1_500))
         defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener); unlink(path) }
-        let seen = Mutex(0)
+        let seen = Locked(0)
         let ended = try await BatonClient.wait(run: 7, socket: path, reconnectingFor: .seconds(1)) { _ in seen.withLock { $0 += 1 } }
         #expect(ended.phase == .failure)
         #expect(seen.withLock { $0 } == 1)
