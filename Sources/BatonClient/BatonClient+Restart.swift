@@ -2,28 +2,37 @@ import BatonCore
 
 extension BatonClient {
     /// Waits for run `run` to end on connections of its own, riding out a restart of batond
-    /// (docs/architecture.md, "Restart in place"): a connection lost before the end is made again,
-    /// and the wait asked again, while batond cannot be reached for at most `bound` in a row (a
-    /// restart in place keeps the socket: the new batond answers from its backlog; a stop and
-    /// start under systemd refuses for a moment). Updates go to `updates` as they come, on every
-    /// connection (the first of each is the run as it is then). Never throws `.restarting`: past
-    /// the bound it throws `.unavailable`.
+    /// (docs/architecture.md, "Restart in place") or a stop that a start follows: a connection
+    /// lost before the end is made again, and the wait asked again, while batond cannot be
+    /// reached for at most `bound` in a row, counted from when batond was last heard (a connection
+    /// made, an update, its `{"restarting":true}` line), not from the first connection: a wait
+    /// attached for hours still gets the whole bound after a stop. (A restart in place keeps the
+    /// socket: the new batond answers from its backlog; a stop and start under systemd refuses for
+    /// a moment.) Updates go to `updates` as they come, on every connection (the first of each is
+    /// the run as it is then). Never throws `.restarting`: past the bound it throws `.unavailable`.
     public static func wait(run: Int64, socket: String?, reconnectingFor bound: Duration = .seconds(30),
                             updates: @escaping @Sendable (RunUpdate) -> Void = { _ in }) async throws -> RunSnapshot {
         let clock = ContinuousClock()
-        var reached = clock.now
+        let reached = Locked(clock.now)
         while true {
             do {
                 let client = try BatonClient(socket: socket)
-                reached = clock.now
-                return try await client.wait(run: run, updates: updates)
+                reached.withLock { $0 = clock.now }
+                return try await client.wait(run: run) { update in
+                    reached.withLock { $0 = clock.now }
+                    updates(update)
+                }
             } catch let error as BatonClientError {
+                // batond's last line is batond heard: the loss counts from it.
+                if case .restarting = error { reached.withLock { $0 = clock.now } }
+                if error.endedByRestart { reached.withLock { $0 = clock.now } }
+                let within = clock.now - reached.withLock { $0 } < bound
                 switch error {
                 // At the bound, `.unavailable` even for a wait the last batond did not take: a
                 // caller's closure that triggered the run first must not send it again
                 // (`Context.call` resends on `.restarting`).
-                case let .restarting(message): guard clock.now - reached < bound else { throw BatonClientError.unavailable(message) }
-                case .unavailable: guard clock.now - reached < bound else { throw error }
+                case let .restarting(message): guard within else { throw BatonClientError.unavailable(message) }
+                case .unavailable: guard within else { throw error }
                 default: throw error
                 }
                 try await Task.sleep(for: .milliseconds(100))

@@ -47,7 +47,7 @@ public enum BatonClientError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     /// What `.restarting` says.
-    static let notTaken = "batond restarted in place before it took the request; nothing was done: send it again"
+    static let notTaken = "batond restarted or stopped before it took the request; nothing was done: send it again to the next batond"
 
     /// The error a failed final answer carries.
     public init(_ error: WireError) {

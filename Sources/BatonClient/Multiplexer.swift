@@ -97,7 +97,7 @@ struct Multiplexer<Sink> {
         }
     }
 
-    static var restartedReason: String { "batond restarted in place while this was followed; a new connection reaches the new batond" }
+    static var restartedReason: String { "batond restarted or stopped while this was followed (its last line); a new connection reaches the next batond" }
 }
 
 /// Why a request got no final answer.

@@ -75,6 +75,8 @@ public final class Server: Sendable {
         var quiescing = false
         /// Told once every connection has ended after `quiesce` (or its bound has passed).
         var quiet: [@Sendable () -> Void] = []
+        /// A stop's quiesce closed the listening socket already (`closeListener`).
+        var listenerClosed = false
     }
 
     /// The client connections open now.
@@ -121,11 +123,13 @@ public final class Server: Sendable {
     }
 
     private func finish() {
-        reactor.remove(listenFD)
-        close(listenFD)
-        let (connections, sweep, finished, quiet) = table.access { state in
-            defer { state.finished = nil; state.sweep = nil; state.quiet = [] }
-            return (Array(state.connections.values), state.sweep, state.finished, state.quiet)
+        let (connections, sweep, finished, quiet, closed) = table.access { state in
+            defer { state.finished = nil; state.sweep = nil; state.quiet = []; state.listenerClosed = true }
+            return (Array(state.connections.values), state.sweep, state.finished, state.quiet, state.listenerClosed)
+        }
+        if !closed {
+            reactor.remove(listenFD)
+            close(listenFD)
         }
         if let sweep { reactor.cancel(sweep) }
         for connection in connections { connection.close() }
@@ -153,6 +157,20 @@ public final class Server: Sendable {
             for connection in connections { connection.quiesce() }
             reactor.after(limit) { once.run() }
             wakeIfQuiet()
+        }
+    }
+
+    /// A stop's quiesce, where no batond takes this socket over: the listening socket is closed
+    /// now rather than at `stop` (its backlog would take connections nobody answers, reset at
+    /// `stop`: a client sent again into it). After `quiesce` only (posted in order after it).
+    public func closeListener() {
+        reactor.post { [self] in
+            let open = table.access { state -> Bool in
+                guard state.quiescing, !state.listenerClosed else { return false }
+                state.listenerClosed = true
+                return true
+            }
+            if open { close(listenFD) }
         }
     }
 

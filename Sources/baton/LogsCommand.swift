@@ -73,7 +73,11 @@ enum LogsCommand {
                 // connection's limit, as a long history read can): resume from the last byte printed.
                 last = place.withLock(\.last)
                 if place.withLock(\.next) > before || failure.refusal?.endedByRestart == true { reconnect.reached() }
-                guard reconnect.again() else { throw failure }
+                guard reconnect.again() else {
+                    var gone = failure
+                    gone.message = Reconnect.gone(socket: context.socketPath, failure.message)
+                    throw gone
+                }
             }
         }
     }

@@ -9,8 +9,8 @@ enum WatchCommand {
         name: "watch",
         abstract: """
             Follow transitions live. Each one is printed as it is committed (like `journalctl -f`), until Ctrl-C.
-            Across a restart or a stop of batond it watches again once the next batond answers (up to 30s),
-            printing first what was committed meanwhile, each transition once.
+            Across a restart or a stop of batond it watches again once the next batond answers (up to 30s;
+            if none does, it exits 69), printing first what was committed meanwhile, each transition once.
             """,
         arguments: "[ACTION]",
         options: [
@@ -34,10 +34,13 @@ enum WatchCommand {
         let cursor = WatchCursor.Keeper()
         while true {
             let again = told
+            // The watch (again) begun: batond was reached, a later loss counts from then.
+            let began = Locked(false)
             do {
                 try context.call { client in
                     let updates = client.watch(action: action, after: cursor.value, started: {
                         cursor.begin()
+                        began.withLock { $0 = true }
                         guard !again else { return }
                         Stdio.error.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
                     }, skipped: { count in
@@ -52,6 +55,7 @@ enum WatchCommand {
                     }
                 }
             } catch let failure as Failure {
+                if began.withLock({ $0 }) { reconnect.reached() }
                 switch failure.refusal {
                 case .shuttingDown?:
                     Stdio.error.write(Data("batond is stopping; watch ended\n".utf8))

@@ -55,57 +55,22 @@ extension Daemon {
         }
     }
 
-    /// The listening socket: passed by systemd, or bound here (and removed at the end).
-    final class ListeningSocket: Sendable {
-        /// The descriptor, until the server takes it (then it is the server's to close): -1 after.
-        let descriptor: Atomic<Int32>
-        /// The path clients connect to: ours, or the one systemd bound for us.
-        let path: String
-        init(fd: Int32, path: String) {
-            descriptor = Atomic(fd)
-            self.path = path
-        }
-        func take() -> Int32? {
-            let fd = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
-            return fd >= 0 ? fd : nil
-        }
-    }
-
-    static func listen(_ launch: Launch) throws -> (ListeningSocket, Parts.Stop) {
-        if let passed = SocketActivation.passedSocket() {
-            let socket = ListeningSocket(fd: passed, path: UnixSocket.boundPath(of: passed) ?? launch.socketPath)
-            let owned = SocketActivation.passed.ownsControl
-            return (socket, {
-                if let fd = socket.take() { close(fd) }
-                // A socket a previous batond made and passed on (a restart in place) goes with batond, unless passed on again.
-                if owned && !Reexec.isRequested { unlink(launch.socketPath) }
-            })
-        }
-        let path = launch.socketPath
-        do {
-            try Paths.ensureParent(of: path, mode: 0o755)
-            let group = try launch.config.socketGroup.map { try Self.groupID($0) }
-            let socket = ListeningSocket(fd: try UnixSocket.listen(path: path, mode: launch.config.socketMode, group: group), path: path)
-            return (socket, {
-                if let fd = socket.take() { close(fd) }
-                // Passed on to the new batond of a restart in place: its file stays.
-                if !Reexec.isRequested { unlink(path) }
-            })
-        } catch {
-            throw DaemonError("cannot listen on \(path): \(error)")
-        }
-    }
-
     /// The request logic, and the server box it counts connections by.
     struct Serving {
         var service: Service
         var server: WriteOnce<Server>
         /// The webhook listener, once started (a restart in place quiesces it with the server).
         var webhooks = WriteOnce<HTTPServer>()
+        /// Its `?wait=`s, answered at a stop's quiesce.
+        var hooks = WriteOnce<WebhookListener>()
         /// What SIGHUP does: the same as the `reload` request.
         var reload: @Sendable (Service) async -> ReloadOutcome
         /// The loop the server runs on: the conductor's.
         var reactor: Reactor
+        /// The control socket (a stop's quiesce closes and removes batond's own).
+        var listener: ListeningSocket
+        /// A second stop signal ends the quiesce under way (or the next one) at once.
+        var hurry = Hurry()
     }
 
     static func makeService(_ launch: Launch, _ backend: Backend, socket: ListeningSocket, config: ConfigBox, notifier: Notifier,
@@ -130,7 +95,7 @@ extension Daemon {
                               }, connections: { server.value?.connectionCount ?? 0 },
                                  restart: { Self.askRestart() }), metrics: metrics,
                               processTree: backend.tracking.description, reactor: conductor.reactor)
-        return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor)
+        return Serving(service: service, server: server, reload: reload, reactor: conductor.reactor, listener: socket)
     }
 
     /// The request server on the event loop; stopped once every connection is closed.
@@ -235,6 +200,7 @@ extension Daemon {
                 Reexec.cancel()
                 Log.info("second stop signal: cancelling the runs in flight now")
                 backend.conductor.stopRemaining()
+                serving.hurry.ask()
                 continue
             }
             let grace = config.current.shutdownGrace
@@ -250,7 +216,7 @@ extension Daemon {
             // cancelled), the servers answer what they took and end every connection with
             // `{"restarting":true}`, before the followers are ended: a client following a run
             // handed over waits for it on the next batond (docs/protocol.md).
-            let settle: (@Sendable () async -> Void)? = quiet == nil ? { @Sendable in await quiesce(service: serving, reason: "stopping").value } : nil
+            let settle: (@Sendable () async -> Void)? = quiet == nil ? { @Sendable in await quiesce(service: serving, reason: "stopping", closing: true).value } : nil
             shutdown = Task { [quiet] in
                 // A restart in place: every request the server took is answered first (a trigger's
                 // commit included), while the conductor still takes them.
@@ -292,17 +258,26 @@ extension Daemon {
 
     /// The servers stop accepting and reading at once and answer what they took
     /// (`Server.quiesce`), each connection ending with `{"restarting":true}`: the task ends once
-    /// every server is quiet, or at the bound.
-    static func quiesce(service serving: Serving, reason: String) -> Task<Void, Never> {
+    /// every server is quiet, or at the bound. `closing` (a stop): batond's own control socket
+    /// (not systemd's) is closed and removed at once, so that a client connecting again is
+    /// refused (and waits for the next batond) instead of waiting in a backlog nobody reads.
+    static func quiesce(service serving: Serving, reason: String, closing: Bool = false) -> Task<Void, Never> {
         let (stream, told) = AsyncStream<Void>.makeStream()
         let servers = (serving.server.value == nil ? 0 : 1) + (serving.webhooks.value == nil ? 0 : 1)
         // Each server says once that it is quiet; the drain is over once every one has.
         let quiet: @Sendable () -> Void = { told.yield() }
         serving.server.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
         serving.webhooks.value?.quiesce(within: Self.quiesceBound, quiet: quiet)
+        if closing { serving.hooks.value?.endWaits() }
+        if closing, serving.listener.owned != nil {
+            serving.server.value?.closeListener()
+            serving.listener.removeFile()
+        }
+        serving.hurry.onAsk { told.finish() }
         let start = ContinuousClock.now
         return Task {
             for await _ in stream.prefix(servers) {}
+            if serving.hurry.asked { return Log.info("\(reason) drain: ended by a second stop signal; closing what is left") }
             // Which ended the drain: every connection's requests answered or parked, or the bound
             // (a client that does not read, or a stream that never parked).
             let took = ContinuousClock.now - start

@@ -24,6 +24,7 @@ extension Daemon {
         let server = try webhookServer(config.webhooks, passed: passed, kept: { box.current.webhooks?.keptPeers ?? [.unknown] },
                                        reactor: reactor, handler: handler)
         serving.webhooks.set(server)
+        serving.hooks.set(listener)
         server.start()
         let hooks = config.webhooks?.hooks.count ?? 0
         Log.info("webhooks: \(hooks) hook\(hooks == 1 ? "" : "s") at http://\(server.address)/hooks/")

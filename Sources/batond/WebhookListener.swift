@@ -177,6 +177,14 @@ final class WebhookListener: Sendable {
         }
     }
 
+    /// A stop's quiesce: each `?wait=` open is answered now with its run as it is (202 for one
+    /// still queued or handed over: the next batond ends it), not held to the quiesce's bound.
+    func endWaits() {
+        reactor.onLoop { [self] in
+            for wait in waits.access({ Array($0.open.values) }) { wait.timedOut() }
+        }
+    }
+
     /// A `?wait=` of this exchange, in the table until it is over; dropped when the client goes.
     private func openWait(_ exchange: HTTPExchange, finish: @escaping @Sendable (RunSnapshot, Bool) -> Void) -> WebhookWait {
         let number = waits.access { waits in defer { waits.next += 1 }; return waits.next }

@@ -54,4 +54,67 @@ struct WaitRestartTests {
             }
         }
     }
+
+    /// A listener at `path` playing a stop: the first connection's wait gets the run as it is,
+    /// then, `held` later, the stop's last line; the next connection's wait gets the run's end.
+    static func stoppingOnce(_ path: String, held: Duration) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0 && listen(fd, 16) == 0)
+        Thread.detachNewThread {
+            var first = true
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                var got: [UInt8] = []
+                while !got.contains(UInt8(ascii: "\n")) {
+                    let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
+                    if n <= 0 { break }
+                    got += buffer.prefix(n)
+                }
+                let request = try? JSONDecoder().decode(Request.self, from: Data(got.prefix { $0 != UInt8(ascii: "\n") }))
+                var response = Response(id: request?.id)
+                func send(_ text: String) {
+                    let line = Array(text.utf8) + [UInt8(ascii: "\n")]
+                    _ = line.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                }
+                func encoded(_ response: Response) -> String { String(decoding: (try? JSONEncoder().encode(response)) ?? Data(), as: UTF8.self) }
+                if first {
+                    first = false
+                    response.ok = nil
+                    response.event = "update"
+                    response.run = BatonClientTests.run(7, .loading)
+                    send(encoded(response))
+                    let (seconds, attoseconds) = held.components
+                    usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+                    send(#"{"restarting":true}"#)
+                } else {
+                    response.ok = true
+                    response.run = BatonClientTests.run(7, .failure)
+                    send(encoded(response))
+                }
+                close(client)
+            }
+        }
+        return fd
+    }
+
+    @Test("a wait attached longer than its bound before a stop still gets the whole bound after it (counted from batond's last line, not from the connection)")
+    func boundCountsFromTheStop() async throws {
+        let path = NSTemporaryDirectory() + "wait-stop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let listener = try Self.stoppingOnce(path, held: .milliseconds(1_500))
+        defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener); unlink(path) }
+        let seen = Locked(0)
+        let ended = try await BatonClient.wait(run: 7, socket: path, reconnectingFor: .seconds(1)) { _ in seen.withLock { $0 += 1 } }
+        #expect(ended.phase == .failure)
+        #expect(seen.withLock { $0 } == 1)
+    }
 }

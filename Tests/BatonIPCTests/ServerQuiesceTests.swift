@@ -140,4 +140,20 @@ struct ServerQuiesceTests {
         #expect(text == "{\"id\":2,\"event\":\"update\"}\n{\"id\":2,\"ok\":false}\n{\"id\":1,\"ok\":true}\n{\"restarting\":true}\n", "\(text)")
         server.stop()
     }
+
+    @Test("a stop's closeListener after quiesce: a client connecting then is refused at once, not left in a backlog nobody reads")
+    func listenerClosedAtAStop() async throws {
+        let path = "/tmp/baton-quiesce-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        defer { unlink(path) }
+        let reactor = Reactor()
+        let server = try Server(listening: try UnixSocket.listen(path: path), reactor: reactor, delegate: Holder())
+        Task { await server.run() }
+        server.quiesce(within: .seconds(30)) {}
+        server.closeListener()
+        // The loop takes posts in order: once this one runs, the listener is closed.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in reactor.post { continuation.resume() } }
+        let refused = (try? UnixSocket.connect(path: path)).map { fd in close(fd); return false } ?? true
+        #expect(refused, "a connection was taken into the backlog of a stopping batond")
+        server.stop()
+    }
 }

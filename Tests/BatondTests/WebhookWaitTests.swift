@@ -105,6 +105,22 @@ struct WebhookWaitTests {
         let n = recv(fd, &answer, answer.count, 0)
         #expect(n > 0 && String(decoding: answer[..<max(n, 0)], as: UTF8.self).hasPrefix("HTTP/1.1 200"))
     }
+
+    @Test("a stop's quiesce (endWaits) answers an open wait at once with its run as it is (202), the run goes on")
+    func stopAnswers() async throws {
+        let setup = try Setup()
+        var counts = setup.waits.makeAsyncIterator()
+        let fd = setup.post(wait: "600s")
+        defer { close(fd) }
+        #expect(await counts.next() == 1)
+        await setup.gate.entered()
+        setup.listener.endWaits()
+        #expect(await counts.next() == 0)
+        var answer = [UInt8](repeating: 0, count: 4096)
+        let n = recv(fd, &answer, answer.count, 0)
+        #expect(n > 0 && String(decoding: answer[..<max(n, 0)], as: UTF8.self).hasPrefix("HTTP/1.1 202"))
+        #expect(setup.conductor.inFlight().map(\.phase) == [.loading])
+    }
 }
 
 /// Opens once; every waiter goes on. `entered` returns once a waiter has come.

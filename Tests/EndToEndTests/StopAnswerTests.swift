@@ -21,13 +21,21 @@ struct StopAnswerTests {
         let running = Launched(Binaries.baton, ["--socket", daemon.socket, "run", "nap"])
         try daemon.waitForLog("run 1 nap: queued → loading")
         let waiting = Launched(Binaries.baton, ["--socket", daemon.socket, "wait", "1"])
-        let logging = Launched(Binaries.baton, ["--socket", daemon.socket, "logs", "-f", "1"])
+        // `logs -f` through a pipe that marks its first line: it is attached once that is there.
+        let logged1 = scratch + "/logging"
+        let logging = Launched("/bin/bash", ["-c", #"set -o pipefail; "$0" --socket "$1" logs -f 1 | { IFS= read -r line && printf '%s\n' "$line" && : > "$2"; cat; }"#,
+                                             Binaries.baton, daemon.socket, logged1])
         // A waiter known to be attached before the stop (its first update is the run as it is
         // then): without the stop's last line it would be told "batond stopped" and fail.
         let (attached, told) = AsyncStream<Void>.makeStream()
         let socket = daemon.socket
         let library = Task { try await BatonClient.wait(run: 1, socket: socket) { _ in told.yield() } }
         for await _ in attached { break }
+        // Each client attached before the stop (else one that comes after it may be refused
+        // `shutting_down`, which is not what this tests): `logs -f` has its first line; then
+        // batond holds the five connections of run, wait, logs -f, the library's wait and the query.
+        try Self.until { FileManager.default.fileExists(atPath: logged1) }
+        try Self.until { try Self.connections(daemon) >= 5 }
         daemon.signal(SIGTERM)
         #expect(daemon.waitForExit() == 0)
         #expect(daemon.stderr.contains("stopping drain: connections drained"), "\(daemon.stderr.suffix(2_000))")
@@ -43,5 +51,21 @@ struct StopAnswerTests {
         #expect(waited.code == fresh.code && waited.stdout == fresh.stdout, "baton wait: \(waited)")
         #expect(logged.stdout == "hi\nbye\n" && logged.code == fresh.code, "baton logs -f: \(logged)")
         next.stop()
+    }
+
+    /// Polls `condition` (a few times a second) until it holds, for at most 30 s.
+    static func until(_ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while try !condition() {
+            try #require(Date() < deadline, "not reached within 30 s")
+            usleep(20_000)
+        }
+    }
+
+    /// `baton_connections`, as `baton metrics` says it.
+    static func connections(_ daemon: Daemon) throws -> Int {
+        let text = try daemon.baton("metrics").stdout
+        let line = text.split(separator: "\n").first { $0.hasPrefix("baton_connections ") }
+        return line.flatMap { Int(Double($0.split(separator: " ").last ?? "") ?? -1) } ?? -1
     }
 }

@@ -204,11 +204,11 @@ extension Conductor {
     public func observe(action: String? = nil, progress: Bool = false, _ observer: @escaping Follower) -> Int {
         let id = ids.wrappingAdd(1, ordering: .relaxed).oldValue
         reactor.onLoop { [self] in
-            let drained = core.access { core -> Bool in
-                if !core.isDrained { core.watchers[id] = Watcher(action: action, progress: progress, follower: observer) }
-                return core.isDrained
+            let ended = core.access { core -> Bool in
+                if !core.followersEnded { core.watchers[id] = Watcher(action: action, progress: progress, follower: observer) }
+                return core.followersEnded
             }
-            if drained { observer(nil) }
+            if ended { observer(nil) }
         }
         return id
     }

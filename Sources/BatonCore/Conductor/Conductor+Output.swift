@@ -76,7 +76,7 @@ extension Conductor {
     private func register(_ id: Int, _ run: Int64, _ follower: @escaping OutputFollower, _ ready: @escaping @Sendable (Int64?) -> Void) {
         let known = reading { $0.snapshot(of: run) != nil }
         let live = core.access { core -> (position: Int64, write: OutputWrite?)? in
-            guard known, !core.isDrained else { return nil }
+            guard known, !core.followersEnded else { return nil }
             core.outputFollowers[id] = (run, follower)
             return (core.outputs[run]?.total ?? 0, core.outputs[run]?.write(final: true))
         }

@@ -50,6 +50,10 @@ public final class Conductor: Sendable {
         var outputFollowers: [Int: (run: Int64, follower: OutputFollower)] = [:]
         var drained: [CheckedContinuation<Void, Never>] = []
         var isDrained = false
+        /// The stop ended the followers (after its `settle`): a new one is told at once that nothing
+        /// more comes. Not `isDrained`: between the drain and the settle a follower still registers,
+        /// and the settle ends its connection with `{"restarting":true}` (docs/protocol.md).
+        var followersEnded = false
         /// The shutdown's grace, then its wait for writes.
         var shutdownTimer: Reactor.TimerID?
         /// Watchers of every committed transition (of one action, or all).
@@ -194,13 +198,14 @@ public final class Conductor: Sendable {
                 }
                 return core.drained
             }
-            // A `shutdown` waiting ends the followers itself, after its `settle`.
-            if continuations.isEmpty { endFollowers() }
+            // Every drain is a stop's (`shutdown`, or `stopRemaining` a second signal sent, maybe
+            // before `shutdown` waits): `shutdown` ends the followers itself, after its `settle`.
             for continuation in continuations { continuation.resume() }
         case let .handOver(run, attempt):
             handOver(run, attempt: attempt)
         case .drainedUnwritten:
-            // The waiters stay: each hears its run's end if it commits before batond exits.
+            // As for `.drained`: the followers stay until `shutdown` ends them, after its `settle`
+            // (a run's end committed before then is still told to them).
             sendWrites()
             let continuations = core.access { core -> [CheckedContinuation<Void, Never>] in
                 defer {
@@ -216,7 +221,7 @@ public final class Conductor: Sendable {
     /// The drain is over: every run's followers and output followers hear that nothing more comes.
     func endFollowers() {
         let (waiters, outputFollowers) = core.access { core in
-            defer { (core.waiters, core.outputFollowers) = ([:], [:]) }
+            defer { (core.waiters, core.outputFollowers, core.followersEnded) = ([:], [:], true) }
             return (core.waiters.values.flatMap { $0 }, core.outputFollowers.values.map(\.follower))
         }
         for waiter in waiters { waiter(nil) }
@@ -316,7 +321,7 @@ public final class Conductor: Sendable {
         follower(RunUpdate(run: run, transition: nil))
         let known = reading { $0.snapshot(of: run.id) != nil }
         let following = core.access { core -> Bool in
-            guard known, !core.isDrained else { return false }
+            guard known, !core.followersEnded else { return false }
             core.waiters[run.id, default: []].append(follower)
             return true
         }
