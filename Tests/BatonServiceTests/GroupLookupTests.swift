@@ -131,6 +131,11 @@ struct GroupLookupTests {
         // The first lookup (before the request was served), then the refresh's.
         #expect(lookedUp.wait(timeout: .now() + 10) == .success && lookedUp.wait(timeout: .now() + 10) == .success)
         #expect(asked.withLock { $0 } == [false, false], "the refresh asked off the loop, never on it")
-        #expect(fixture.service.groupCache.withLock { $0[Fixture.alice].map { ContinuousClock.now - $0.at < .seconds(10) } } == true)
+        // The lookup signals from inside the user-name read; its entry is written after that read returns:
+        // wait (bounded) for the write rather than racing it (ci33's thread-sanitizer run lost that race).
+        let fresh = { fixture.service.groupCache.withLock { $0[Fixture.alice].map { ContinuousClock.now - $0.at < .seconds(10) } } == true }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !fresh(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(fresh())
     }
 }
