@@ -23,7 +23,7 @@ struct DashboardSignInBrowserTests {
             <iframe src="http://{dashboard}/"></iframe>
             <script>
             fetch("http://{dashboard}/api/trigger", {{method: "POST", mode: "no-cors", credentials: "include",
-                  headers: {{"Content-Type": "text/plain"}}, body: '{{"action":"a"}}'}}).catch(() => 0)
+                  headers: {{"Content-Type": "text/plain"}}, body: '{{"action":"a"}}', signal: AbortSignal.timeout(5000)}}).catch(() => 0)
               .then(() => fetch("/after", {{credentials: "include"}})).then(() => {{ document.title = "done"; }});
             </script>'''
             class Handler(http.server.BaseHTTPRequestHandler):
