@@ -27,6 +27,20 @@ struct FleetRestartTests {
             """
     }
 
+    /// A directory of the test's own for the actions' marker files (the caller removes it).
+    static func scratch() throws -> String {
+        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        return scratch
+    }
+
+    /// A host of the fleet, once it has joined.
+    static func host(_ conninfo: String, _ name: String, lease: String, scratch: String) throws -> Daemon {
+        let host = try Daemon(config: config(conninfo, host: name, lease: lease, scratch: scratch))
+        try host.waitForLog("joined the fleet")
+        return host
+    }
+
     static func waitForFile(_ path: String, seconds: Double = 30) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while !FileManager.default.fileExists(atPath: path), Date() < deadline { usleep(10_000) }
@@ -36,14 +50,11 @@ struct FleetRestartTests {
     @Test("a fleet host killed, stopped or restarted in place and back within its lease takes its run back: it ends failure exit 7 with its output, once; the other host never gets its key",
           arguments: How.allCases)
     func withinLease(_ how: How) throws {
-        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let scratch = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let conninfo = try Postgres.server().database()
-        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch))
-        try a.waitForLog("joined the fleet")
-        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch))
-        try b.waitForLog("joined the fleet")
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
         let mortal = try #require(try FleetTests.trigger(a, "mortal").run?.id)
@@ -100,12 +111,10 @@ struct FleetRestartTests {
 
     @Test("a fleet host killed and back within its lease with another connection string (a password rotated): the runs of its previous start, tagged otherwise, are killed at once by their recorded tag, its guard ended, and none is taken back")
     func tagChanged() throws {
-        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let scratch = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let conninfo = try Postgres.server().database()
-        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch))
-        try a.waitForLog("joined the fleet")
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
         let mortal = try #require(try FleetTests.trigger(a, "mortal").run?.id)
         #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
@@ -133,14 +142,11 @@ struct FleetRestartTests {
 
     @Test("a fleet host stopped while a run waits to retry: the run is cancelled (shutdown) at the stop, not left to be ended host_lost")
     func retryingAtStop() throws {
-        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let scratch = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let conninfo = try Postgres.server().database()
-        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", scratch: scratch))
-        try a.waitForLog("joined the fleet")
-        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch))
-        try b.waitForLog("joined the fleet")
+        let a = try Self.host(conninfo, "web-1", lease: "2s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "flaky").run?.id)
         let db = try PGConnection(conninfo)
@@ -155,14 +161,11 @@ struct FleetRestartTests {
 
     @Test("a fleet host killed and back after its lease ran out: the other host took its run over; the host kills the run's processes and writes nothing over the taker's rows")
     func afterLease() throws {
-        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let scratch = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let conninfo = try Postgres.server().database()
-        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", scratch: scratch))
-        try a.waitForLog("joined the fleet")
-        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch))
-        try b.waitForLog("joined the fleet")
+        let a = try Self.host(conninfo, "web-1", lease: "2s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
         #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
@@ -194,14 +197,11 @@ struct FleetRestartTests {
 
     @Test("a cancel asked on another host while the host is down is carried out by the start that takes the run back")
     func cancelMeanwhile() throws {
-        let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let scratch = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let conninfo = try Postgres.server().database()
-        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch))
-        try a.waitForLog("joined the fleet")
-        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch))
-        try b.waitForLog("joined the fleet")
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
         let db = try PGConnection(conninfo)
