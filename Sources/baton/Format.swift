@@ -92,6 +92,11 @@ enum Format {
     }
 
     /// The user name of a uid (as a terminal shows it), or `uid N` when it has none.
+    /// Who sent a request: `alice (uid 1000, pid 4242)`.
+    static func caller(_ peer: Peer) -> String {
+        "\(userName(peer.uid)) (uid \(peer.uid), pid \(peer.pid))"
+    }
+
     static func userName(_ uid: UInt32) -> String {
         UserDatabase.userName(uid).map(Terminal.visible) ?? "uid \(uid)"
     }

@@ -158,7 +158,7 @@ enum HistoryCommand {
     /// Who was refused: the person a group principal's `via` names (not for a refused approval, whose
     /// `via` says what was tried), else the peer's user name, uid and pid.
     static func who(_ record: TriggerRecord, approval: Bool) -> String {
-        let peer: String = record.peer.map { Format.userName($0.uid) + " (uid \($0.uid), pid \($0.pid))" } ?? "?"
+        let peer = record.peer.map(Format.caller) ?? "?"
         return approval ? peer : Format.principal(record.peer, via: record.via) ?? peer
     }
 

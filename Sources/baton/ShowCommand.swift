@@ -45,7 +45,7 @@ enum ShowCommand {
         var text = context.paint("run \(run.id)", .bold) + " — \(run.action) (key \(run.key)), \(Format.phaseWord(run))\n"
         // A group principal of the team's dashboard: its uid is no one's; its name is in `via`.
         if let peer = run.trigger, peer.uid != Peer.groupPrincipalUID || run.via == nil {
-            text += "  triggered by \(Format.userName(peer.uid)) (uid \(peer.uid), pid \(peer.pid)) with policy \(run.policy.rawValue)\n"
+            text += "  triggered by \(Format.caller(peer)) with policy \(run.policy.rawValue)\n"
         } else if let via = run.via {
             text += "  triggered by \(via) with policy \(run.policy.rawValue)\n"
         }
