@@ -32,6 +32,15 @@ struct OneShotTests {
         #expect(waiters.map { $0.wait() } == ["done", "done", "done"])
     }
 
+    @Test("a wait with a deadline returns nil at the deadline, the value once set")
+    func waitUntil() {
+        let cell = OneShot<Int>()
+        #expect(cell.wait(until: .now() + .milliseconds(20)) == nil)
+        SystemThread.start { cell.set(7) }
+        #expect(cell.wait(until: .now() + .seconds(60)) == 7)
+        #expect(cell.wait(until: .now()) == 7)
+    }
+
     @Test("it takes no lock, so nothing is done under one")
     func noEffectUnderItsLock() throws {
         let text = try String(contentsOf: LayoutTests.sources.appendingPathComponent("BatonRuntime/OneShot.swift"), encoding: .utf8)
