@@ -18,14 +18,14 @@ extension BatonClient {
             continuation.finish(throwing: end.refusal)
             answer.finish(end)
         })
-        let leaving = Leaving()
         let request = Request(op: .output, run: run, from: from, follow: follow)
-        if let id = connection.handle(.call(request, sink)), leaving.sent(id) { connection.handle(.leave(id)) }
+        // Sent before anyone can leave it: the stream and the handle leave by its id (nil: it failed at once).
+        let id = connection.handle(.call(request, sink))
         continuation.onTermination = { [connection] _ in
-            if let id = leaving.cancel() { connection.handle(.leave(id)) }
+            if let id { connection.handle(.leave(id)) }
         }
         return RunOutput(chunks: chunks, answer: answer) { [connection] in
-            if let id = leaving.cancel() { connection.handle(.leave(id)) }
+            if let id { connection.handle(.leave(id)) }
         }
     }
 }

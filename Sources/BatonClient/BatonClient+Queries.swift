@@ -19,11 +19,16 @@ extension BatonClient {
     /// Asks `query` among this client's other calls and reads its answer.
     public func ask<Value>(_ query: BatonQuery<Value>) async throws -> Value {
         guard query.pages != nil else { return try query.read(try await call(query.request)) }
-        let pages = Locked<[Response]>([])
+        // The reader hands each page over through a stream: every page came before the final
+        // answer, so once it has, the stream is finished and read to its end.
+        let (stream, handing) = AsyncStream<Response>.makeStream()
         let final = try await call(query.request) { event in
-            if query.isPage(event) { pages.withLock { $0.append(event) } }
+            if query.isPage(event) { handing.yield(event) }
         }
-        return try query.read(BatonQuery<Value>.gathered(final, pages.withLock { $0 }))
+        handing.finish()
+        var pages: [Response] = []
+        for await page in stream { pages.append(page) }
+        return try query.read(BatonQuery<Value>.gathered(final, pages))
     }
 
     /// The actions the peer may read, each with its runs in flight (`inFlight`) and last ended run (`last`).

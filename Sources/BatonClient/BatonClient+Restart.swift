@@ -13,20 +13,25 @@ extension BatonClient {
     public static func wait(run: Int64, socket: String?, reconnectingFor bound: Duration = .seconds(30),
                             updates: @escaping @Sendable (RunUpdate) -> Void = { _ in }) async throws -> RunSnapshot {
         let clock = ContinuousClock()
-        let reached = Locked(clock.now)
+        var reached = clock.now
         while true {
+            // The reader tells of each update as it comes; the loop takes the latest once the wait ended.
+            let (heard, hearing) = AsyncStream<ContinuousClock.Instant>.makeStream(bufferingPolicy: .bufferingNewest(1))
             do {
                 let client = try BatonClient(socket: socket)
-                reached.withLock { $0 = clock.now }
+                reached = clock.now
                 return try await client.wait(run: run) { update in
-                    reached.withLock { $0 = clock.now }
+                    hearing.yield(clock.now)
                     updates(update)
                 }
             } catch let error as BatonClientError {
+                // Every update came before the wait's end: what the reader heard is all in the stream.
+                hearing.finish()
+                for await instant in heard { reached = instant }
                 // batond's last line is batond heard: the loss counts from it.
-                if case .restarting = error { reached.withLock { $0 = clock.now } }
-                if error.endedByRestart { reached.withLock { $0 = clock.now } }
-                let within = clock.now - reached.withLock { $0 } < bound
+                if case .restarting = error { reached = clock.now }
+                if error.endedByRestart { reached = clock.now }
+                let within = clock.now - reached < bound
                 switch error {
                 // At the bound, `.unavailable` even for a wait the last batond did not take: a
                 // caller's closure that triggered the run first must not send it again
@@ -57,21 +62,26 @@ extension BatonClient {
         let task = Task {
             let clock = ContinuousClock()
             var reached = clock.now
-            let cursor = WatchCursor.Keeper()
+            // Where the watch is: the task's own. Its reader tells when each watch began (before
+            // the watch's first update), and the task moves the cursor.
+            var cursor: WatchCursor?
             while !Task.isCancelled {
+                let begun = OneShot<Timestamp>()
                 do {
                     let client = try BatonClient(socket: socket)
-                    let updates = client.watch(action: action, progress: progress, after: cursor.value, started: {
-                        cursor.begin()
+                    let updates = client.watch(action: action, progress: progress, after: cursor, started: {
+                        begun.set(.now)
                         started()
                     }, skipped: skipped)
                     for try await update in updates {
                         reached = clock.now
+                        cursor.begin(at: begun.value)
                         cursor.saw(update)
                         continuation.yield(update)
                     }
                     return continuation.finish()
                 } catch let error as BatonClientError {
+                    cursor.begin(at: begun.value)
                     switch error {
                     case .restarting: break
                     case .unavailable where error.endedByRestart: reached = clock.now
@@ -90,27 +100,17 @@ extension BatonClient {
     }
 }
 
-extension WatchCursor {
-    /// Where a watch that watches again is: the latest transition it was sent (by time, run and
-    /// sequence), or, before any, the time its first watch began. Shared by the watch's callbacks.
-    public final class Keeper: Sendable {
-        private let cursor = Locked<WatchCursor?>(nil)
+extension WatchCursor? {
+    /// A watch began at `at` (its `watching` event; nil: not yet): the first one sets the cursor
+    /// to then, so that the next watch names it before any transition was sent.
+    public mutating func begin(at: Timestamp?) {
+        if self == nil, let at { self = WatchCursor(at: at, run: 0, seq: 0) }
+    }
 
-        public init() {}
-
-        /// The cursor to watch again after (nil before the first watch began).
-        public var value: WatchCursor? { cursor.withLock { $0 } }
-
-        /// A watch began (its `watching` event): the first one sets the cursor to now.
-        public func begin(at now: Timestamp = .now) {
-            cursor.withLock { $0 = $0 ?? WatchCursor(at: now, run: 0, seq: 0) }
-        }
-
-        /// An update was sent: its transition moves the cursor, never back.
-        public func saw(_ update: RunUpdate) {
-            guard let transition = update.transition else { return }
-            let seen = WatchCursor(transition)
-            cursor.withLock { $0 = max($0 ?? seen, seen) }
-        }
+    /// An update was sent: its transition moves the cursor, never back.
+    public mutating func saw(_ update: RunUpdate) {
+        guard let transition = update.transition else { return }
+        let seen = WatchCursor(transition)
+        self = Swift.max(self ?? seen, seen)
     }
 }

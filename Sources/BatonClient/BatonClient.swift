@@ -84,26 +84,26 @@ public final class BatonClient: Sendable {
             continuation.finish(throwing: outcome.refusal)
             answer.finish(outcome)
         })
-        let leaving = Leaving()
-        if let id = connection.handle(.call(Self.trigger(action, params: params, policy: policy, force: force, slot: slot), sink)), leaving.sent(id) {
-            connection.handle(.leave(id))
-        }
+        // Sent before the handle exists: whoever leaves, leaves a request that was sent (or failed at once).
+        let id = connection.handle(.call(Self.trigger(action, params: params, policy: policy, force: force, slot: slot), sink))
         return RunHandle(updates: updates, answer: answer) { [connection] in
-            if let id = leaving.cancel() { connection.handle(.leave(id)) }
+            if let id { connection.handle(.leave(id)) }
         }
     }
 
     /// Sends `request` and awaits its final answer; `events` gets each event line before it.
     /// A failed answer throws its `BatonClientError`; a cancelled task leaves the request.
     func call(_ request: Request, events: @escaping @Sendable (Response) -> Void = { _ in }) async throws -> Response {
-        let leaving = Leaving()
+        // The request's id, taken before it is sent: a cancellation that comes first (even before
+        // the request is sent) leaves by it; the connection's multiplexer sorts out which came first.
+        let id = connection.reserve()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Response, any Error>) in
                 let sink = Sink(event: events) { result in continuation.resume(with: Result { try Self.answer(result) }) }
-                if let id = connection.handle(.call(request, sink)), leaving.sent(id) { connection.handle(.leave(id)) }
+                connection.handle(.call(request, sink, reserved: id))
             }
         } onCancel: { [connection] in
-            if let id = leaving.cancel() { connection.handle(.leave(id)) }
+            connection.handle(.leave(id))
         }
     }
 

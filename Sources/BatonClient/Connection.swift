@@ -44,6 +44,11 @@ final class Connection: Sendable {
         return id
     }
 
+    /// The id of the caller's next request, taken before it is sent (`Multiplexer.reserve`).
+    func reserve() -> Int64 {
+        state.withLock { $0.reserve() }
+    }
+
     private func received(_ line: [UInt8]) {
         guard let response = FastResponse.read(line) ?? (try? JSONDecoder().decode(Response.self, from: Data(line))) else {
             // A line that cannot be read may be some request's answer: waiting on would hang it.
@@ -58,21 +63,5 @@ final class Connection: Sendable {
         guard var line = request.jsonLine() else { return nil }
         line.append(UInt8(ascii: "\n"))
         return line
-    }
-}
-
-/// Whether a request's task was cancelled before or after the request got its id: whichever
-/// comes second leaves it.
-final class Leaving: Sendable {
-    private let state = Locked<(id: Int64?, cancelled: Bool)>((nil, false))
-
-    /// Records the id; true when the task was cancelled already (leave now).
-    func sent(_ id: Int64) -> Bool {
-        state.withLock { $0.id = id; return $0.cancelled }
-    }
-
-    /// Records the cancellation; the id to leave when the request was sent already.
-    func cancel() -> Int64? {
-        state.withLock { $0.cancelled = true; return $0.id }
     }
 }

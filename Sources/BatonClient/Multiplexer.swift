@@ -5,8 +5,8 @@ import BatonCore
 /// `BatonClient` holds it under a lock and performs the effects after releasing it.
 struct Multiplexer<Sink> {
     enum Event {
-        /// A request to send, answered to `sink`.
-        case call(Request, Sink)
+        /// A request to send, answered to `sink`; with the id `reserve` took for it, if any.
+        case call(Request, Sink, reserved: Int64? = nil)
         /// A line from batond.
         case line(Response)
         /// The caller of request `id` stopped waiting (its task was cancelled); batond is not told.
@@ -41,19 +41,34 @@ struct Multiplexer<Sink> {
     private var taken: Set<Int64> = []
     /// batond said it restarts in place (`restarting`): it takes nothing more on this connection.
     private var restarted = false
+    /// Ids `reserve` took whose request has not come yet, and those of them whose caller left first.
+    private var reserved: Set<Int64> = []
+    private var leftFirst: Set<Int64> = []
+
+    /// Takes the id the caller's next request will carry (`.call(…, reserved:)`), before it is
+    /// sent: a caller that leaves before it was sent (a cancelled task) leaves by it.
+    mutating func reserve() -> Int64 {
+        defer { nextID += 1 }
+        reserved.insert(nextID)
+        return nextID
+    }
 
     mutating func handle(_ event: Event) -> [Effect] {
         switch event {
-        case let .call(request, sink):
+        case let .call(request, sink, reservedID):
+            let left = reservedID.map { reserved.remove($0) != nil && leftFirst.remove($0) != nil } ?? false
             if restarted { return [.fail(sink, .restarting)] }
             if let lostReason { return [.fail(sink, .unavailable(lostReason))] }
-            let id = nextID
-            nextID += 1
-            pending[id] = sink
+            let id = reservedID ?? nextID
+            if reservedID == nil { nextID += 1 }
             var request = request
             request.id = .number(id)
             defer { started = true }
-            return (started ? [] : [.start]) + [.write(id: id, request)]
+            let opening: [Effect] = started ? [] : [.start]
+            // Its caller left before it was sent: sent all the same, then ended as a leave right after would.
+            if left { return opening + [.write(id: id, request), .fail(sink, .left)] }
+            pending[id] = sink
+            return opening + [.write(id: id, request)]
         case let .line(response) where response.restarting == true && response.id == nil:
             return restarting()
         case let .line(response):
@@ -73,6 +88,10 @@ struct Multiplexer<Sink> {
             taken.remove(id)
             return [.answer(sink, response)]
         case let .leave(id):
+            if reserved.contains(id) {
+                leftFirst.insert(id)
+                return []
+            }
             taken.remove(id)
             guard let sink = pending.removeValue(forKey: id) else { return [] }
             return [.fail(sink, .left)]

@@ -14,7 +14,7 @@ extension DashboardServer {
     /// A new one-time code, good for one sign-in within `Sessions.codeLifetime`.
     public func issueCode() -> String {
         let code = Self.randomText()
-        sessions.withLock { $0.issue(code: code, now: .now) }
+        onLoopAndWait { [sessions] in sessions.access { $0.issue(code: code, now: .now) } }
         return code
     }
 
@@ -35,7 +35,7 @@ extension DashboardServer {
             return sessionAnswer(400, error: #"expected a JSON body like {"code": "…"}"#)
         }
         let token = Self.randomText()
-        let outcome = sessions.withLock { $0.redeem(code: given.code, token: token, now: .now) }
+        let outcome = sessions.access { $0.redeem(code: given.code, token: token, now: .now) }
         switch outcome {
         case let .session(token):
             onSignIn(.signedIn(code: given.code))

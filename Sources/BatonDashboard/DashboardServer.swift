@@ -40,9 +40,9 @@ public final class DashboardServer: Sendable {
 
     public let address: ListenAddress
     public let gate: Gate
-    /// The codes handed out and the sessions they were traded for: a lock, since the codes are
-    /// issued on the command's thread and redeemed on the loop.
-    let sessions = Locked(Sessions())
+    /// The codes handed out and the sessions they were traded for: the loop's (a code the
+    /// command's thread issues is handed to the loop, which redeems it).
+    let sessions: LoopOwned<Sessions>
     /// Told of each sign-in and each code used twice, to say so where the dashboard was started.
     let onSignIn: @Sendable (SignIn) -> Void
     let limits: Limits
@@ -60,8 +60,9 @@ public final class DashboardServer: Sendable {
     let chartLibrary: [UInt8]?
     /// The team's dashboard: the proxy whose user header is believed (nil: one user, one-time codes).
     let proxy: ProxyGate?
-    /// The team's user map (`--user-map`), replaced on SIGHUP: a lock, read on the loop, set from the command's thread.
-    let userMap = Locked<UserMap?>(nil)
+    /// The team's user map (`--user-map`), replaced on SIGHUP: the loop's, read there; the
+    /// command's thread hands it a new one.
+    let userMap: LoopOwned<UserMap?>
     /// Without a proxy: the machine's own addresses, read at start (a peer at one is on this machine).
     let machineAddresses: Set<String>
 
@@ -95,6 +96,8 @@ public final class DashboardServer: Sendable {
         self.onSignIn = onSignIn
         self.reactor = reactor
         streams = LoopOwned([:], on: reactor)
+        sessions = LoopOwned(Sessions(), on: reactor)
+        userMap = LoopOwned(nil, on: reactor)
         outputStreams = LoopOwned([:], on: reactor)
         downloads = LoopOwned(0, on: reactor)
         chartLibrary = Assets.systemFile(Assets.chartLibraryPath)
@@ -105,7 +108,16 @@ public final class DashboardServer: Sendable {
 
     /// Uses this user map from the next request on (at start, and on SIGHUP).
     public func use(_ map: UserMap?) {
-        userMap.withLock { $0 = map }
+        onLoopAndWait { [userMap] in userMap.access { $0 = map } }
+    }
+
+    /// Runs `body` on the loop (at once when called there) and waits for it: how the command's
+    /// thread hands the loop a change, in force when this returns.
+    func onLoopAndWait<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+        if reactor.isCurrent { return body() }
+        let done = OneShot<T>()
+        reactor.post { done.set(body()) }
+        return done.wait()
     }
 
     /// Serves on the event loop; the calling thread waits, forever.
@@ -126,7 +138,7 @@ public final class DashboardServer: Sendable {
         case let .user(name): user = name
         case nil: user = nil
         }
-        switch gate.decide(head, sessions: sessions.withLock { $0 }, proxied: proxy != nil) {
+        switch gate.decide(head, sessions: sessions.access { $0 }, proxied: proxy != nil) {
         case let .refuse(status, reason, allow):
             exchange.answer(refusal(status, reason, allow: allow), headOnly: headOnly)
         case .serve(.events):
@@ -147,7 +159,7 @@ public final class DashboardServer: Sendable {
     /// refused: behind a proxy, only its peers are served; without one, only this machine's
     /// peers, and the user field from no one (nothing believes it).
     func whose(_ head: HTTPRequestHead, peer: String?, peerUID: UInt32?) -> ProxyGate.Decision? {
-        if let proxy { return proxy.decide(head, peer: peer, peerUID: peerUID, map: userMap.withLock { $0 }) }
+        if let proxy { return proxy.decide(head, peer: peer, peerUID: peerUID, map: userMap.access { $0 }) }
         return ProxyGate.unproxied(head, peer: peer, machine: machineAddresses)
     }
 

@@ -1,5 +1,4 @@
 import BatonCore
-import Dispatch
 import FoundationEssentials
 import Glibc
 
@@ -89,16 +88,13 @@ public final class StoreArtifacts: ArtifactKeeper {
 
     /// Runs `body` in the writer's next group and waits for its commit (this thread is the keeper's own).
     private func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) -> Result<T, BatonError> {
-        let done = DispatchSemaphore(value: 0)
-        let value = Locked<T?>(nil), outcome = Locked<Result<Void, BatonError>>(.success(()))
+        // The writer hands over what `body` made, then the commit's outcome: two channels, each set once.
+        let made = OneShot<T>(), outcome = OneShot<Result<Void, BatonError>>()
         store.submit(Store.Item(entries: [], completion: { result in
-            outcome.withLock { $0 = result }
-            done.signal()
+            outcome.set(result)
         }, refusedWhileFailing: true, work: { connection in
-            let made = try body(connection)
-            value.withLock { $0 = made }
+            made.set(try body(connection))
         }))
-        done.wait()
-        return outcome.withLock { $0 }.flatMap { value.withLock { $0 }.map { .success($0) } ?? .failure(.internalError("the writer lost a result")) }
+        return outcome.wait().flatMap { made.value.map { .success($0) } ?? .failure(.internalError("the writer lost a result")) }
     }
 }

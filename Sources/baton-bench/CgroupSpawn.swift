@@ -37,24 +37,20 @@ enum CgroupSpawn {
     /// `count` runs of `/bin/true`, each in a fresh cgroup, on `parallelism` threads; runs/s.
     static func rate(count: Int, parallelism: Int, in directory: String) async -> Result<Double, BenchError> {
         await blocking {
-            let next = Locked(0)
-            let failure = Locked<String?>(nil)
+            // One counter handed out to the threads: each takes the next index (an atomic add, no lock).
+            let next = Counter()
+            // The first failure, handed to the other threads (they stop) and to the caller.
+            let failure = OneShot<String>()
             let watch = Stopwatch()
-            let group = DispatchGroup()
-            for thread in 0..<parallelism {
-                group.enter()
-                Thread.detachNewThread {
-                    defer { group.leave() }
-                    while failure.withLock({ $0 == nil }), let index = next.withLock({ value -> Int? in value += 1; return value <= count ? value : nil }) {
-                        if let problem = once(directory + "/baton-bench-\(getpid())-\(thread)-\(index)") {
-                            failure.withLock { $0 = problem }
-                        }
-                    }
+            _ = onThreads(parallelism) { thread in
+                while failure.value == nil {
+                    let index = next.next()
+                    guard index <= count else { break }
+                    if let problem = once(directory + "/baton-bench-\(getpid())-\(thread)-\(index)") { failure.set(problem) }
                 }
             }
-            group.wait()
             let elapsed = watch.seconds
-            if let problem = failure.withLock({ $0 }) { return .failure(BenchError(problem)) }
+            if let problem = failure.value { return .failure(BenchError(problem)) }
             return .success(Double(count) / elapsed)
         }
     }

@@ -140,51 +140,35 @@ enum FleetBench {
         let hosts = try Hosts(binary: binary, conninfo: conninfo, count: count)
         defer { hosts.stop() }
         let server = try ServerCPU(conninfo: conninfo)
-        let connected = Locked(hosts.clients)
+        let clients = hosts.clients
         let tag = UUID().uuidString.prefix(8)
         let shares = (0..<count).map { host in (0..<runs).filter { $0 % count == host } }
-        let ids = Locked<[[Int64]]>(Array(repeating: [], count: count))
         let batonds = { hosts.processes.map { ThreadCPU(of: $0.processIdentifier) }.reduce(ThreadCPU(), +) }
         let batondAtStart = batonds()
         let cpuAtStart = server.seconds()
         let watch = Stopwatch()
-        concurrently(count) { host in
+        // Each host's thread triggers its share on its own connection and gives back the ids it was answered.
+        let ids = onThreads(count) { host in
             let lines = shares[host].map { #"{"op":"trigger","action":"t","params":{"k":"\#(tag)-\#($0)"},"detach":true}"# }
-            let answered = BatondBench.pipeline(connected.withLock { $0[host] }, lines).compactMap(BatondBench.runID)
-            ids.withLock { $0[host] = answered }
+            return BatondBench.pipeline(clients[host], lines).compactMap(BatondBench.runID)
         }
         let triggered = watch.seconds
         let cpuTriggered = server.seconds()
         let batondTriggered = batonds()
-        let ended = Counter()
-        concurrently(count) { host in
-            let list = ids.withLock { $0[host] }
-            let ends = BatondBench.pipeline(connected.withLock { $0[host] }, list.map { #"{"op":"wait","run":\#($0)}"# })
-            ended.add(ends.count { LineClient.contains($0, #""phase":"success""#) })
-        }
+        let ended = onThreads(count) { host in
+            let ends = BatondBench.pipeline(clients[host], ids[host].map { #"{"op":"wait","run":\#($0)}"# })
+            return ends.count { LineClient.contains($0, #""phase":"success""#) }
+        }.reduce(0, +)
         let elapsed = watch.seconds
         let cpuEnded = server.seconds()
         let batondEnded = batonds()
-        let answered = ids.withLock { $0.reduce(0) { $0 + $1.count } }
-        guard answered == runs, ended.value == runs else {
-            throw BenchError("the fleet answered \(answered) triggers and \(ended.value) successful waits of \(runs)")
+        let answered = ids.reduce(0) { $0 + $1.count }
+        guard answered == runs, ended == runs else {
+            throw BenchError("the fleet answered \(answered) triggers and \(ended) successful waits of \(runs)")
         }
         return Measured(triggers: Double(runs) / triggered, runs: Double(runs) / elapsed,
                         serverPerTrigger: (cpuTriggered - cpuAtStart) / Double(runs), serverPerRun: (cpuEnded - cpuAtStart) / Double(runs),
                         batondPerTrigger: (batondTriggered - batondAtStart) / Double(runs), batondPerRun: (batondEnded - batondAtStart) / Double(runs))
-    }
-
-    /// Runs `body(i)` for i in 0..<count on threads of their own and waits for all.
-    static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-        let group = DispatchGroup()
-        for index in 0..<count {
-            group.enter()
-            Thread.detachNewThread {
-                body(index)
-                group.leave()
-            }
-        }
-        group.wait()
     }
 }
 

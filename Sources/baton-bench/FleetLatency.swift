@@ -44,28 +44,43 @@ extension FleetBench {
     }
 
     /// A `watch` on a host, read on a thread of its own: each update's run, phase, and latency.
-    /// The reader thread owns `client`; what it has seen is behind `state`'s lock, and each update
-    /// signals `changed` so that a waiter looks again.
-    final class Watch: @unchecked Sendable {
-        private struct Seen {
-            var updates: [(run: Int64, to: String, milliseconds: Double)] = []
-            var ended = Set<Int64>()
-            var closed = false
+    /// The reader thread owns `client` and hands each update on as it comes, down a chain of
+    /// one-shot cells (it holds the chain's end); the measuring thread follows the chain from its
+    /// start and owns what it has seen. Nothing is shared but the cells.
+    final class Watch {
+        enum Item: Sendable {
+            case update(run: Int64, to: String, milliseconds: Double)
+            case closed
         }
 
-        private let client: LineClient
-        private let state = Locked(Seen())
-        private let changed = DispatchSemaphore(value: 0)
+        struct Link: Sendable {
+            let item: Item
+            let next: OneShot<Link>
+        }
+
+        private var next: OneShot<Link>
+        private var updates: [(run: Int64, to: String, milliseconds: Double)] = []
+        private var ended = Set<Int64>()
+        private var closed = false
 
         init(socket: String) throws {
-            client = try LineClient(path: socket)
+            let client = try LineClient(path: socket)
             guard client.send(#"{"op":"watch"}"#), let first = client.readLine(), LineClient.contains(first, #""watching""#) else {
                 throw BenchError("the watch on host 2 did not start")
             }
-            Thread.detachNewThread { [self] in read() }
+            let start = OneShot<Link>()
+            next = start
+            Thread.detachNewThread { Self.read(client, into: start) }
         }
 
-        private func read() {
+        /// The reader thread: each transition the watch sends, then `closed`, down the chain.
+        private static func read(_ client: LineClient, into start: OneShot<Link>) {
+            var end = start
+            func hand(_ item: Item) {
+                let cell = OneShot<Link>()
+                end.set(Link(item: item, next: cell))
+                end = cell
+            }
             while let line = client.readLine() {
                 let arrived = Timestamp.now.rawValue
                 let text = String(decoding: line, as: UTF8.self)
@@ -73,31 +88,42 @@ extension FleetBench {
                 let transition = text[range.upperBound...]
                 guard let run = Self.number("runID", in: transition), let at = Self.number("at", in: transition),
                       let to = transition.range(of: #""to":""#).map({ String(transition[$0.upperBound...].prefix { $0 != "\"" }) }) else { continue }
-                state.withLock {
-                    $0.updates.append((run, to, Double(arrived - at) / 1_000))
-                    if to == "success" || to == "failure" || to == "cancelled" { $0.ended.insert(run) }
-                }
-                changed.signal()
+                hand(.update(run: run, to: to, milliseconds: Double(arrived - at) / 1_000))
             }
-            state.withLock { $0.closed = true }
-            changed.signal()
+            hand(.closed)
+        }
+
+        /// Takes the next item of the chain, waiting for it until `deadline` (nil: not at all);
+        /// false when there was none by then.
+        private func take(until deadline: DispatchTime?) -> Bool {
+            guard let link = deadline.map({ next.wait(until: $0) }) ?? next.value else { return false }
+            next = link.next
+            switch link.item {
+            case let .update(run, to, milliseconds):
+                updates.append((run, to, milliseconds))
+                if to == "success" || to == "failure" || to == "cancelled" { ended.insert(run) }
+            case .closed:
+                closed = true
+            }
+            return true
         }
 
         /// Until the watch has seen every run of `runs` end (a minute at most).
         func waitForEnd(of runs: [Int64]) throws {
             let wanted = Set(runs), deadline = DispatchTime.now() + .seconds(60)
             while true {
-                let (ended, closed) = state.withLock { (wanted.intersection($0.ended).count, $0.closed) }
-                if ended == wanted.count { return }
-                guard !closed, changed.wait(timeout: deadline) == .success else {
-                    throw BenchError("the watch on host 2 saw \(ended) of \(runs.count) runs end")
+                let count = wanted.intersection(ended).count
+                if count == wanted.count { return }
+                guard !closed, take(until: deadline) else {
+                    throw BenchError("the watch on host 2 saw \(count) of \(runs.count) runs end")
                 }
             }
         }
 
-        /// The latencies of `runs`' updates, or of those to `phase` only.
+        /// The latencies of `runs`' updates, or of those to `phase` only (what came so far).
         func latencies(of runs: Set<Int64>, to phase: String? = nil) -> [Double] {
-            state.withLock { $0.updates.filter { runs.contains($0.run) && (phase == nil || $0.to == phase) }.map(\.milliseconds) }
+            while take(until: nil) {}
+            return updates.filter { runs.contains($0.run) && (phase == nil || $0.to == phase) }.map(\.milliseconds)
         }
 
         static func number(_ key: String, in text: Substring) -> Int64? {

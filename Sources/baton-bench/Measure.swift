@@ -1,3 +1,4 @@
+import BatonCore
 import Foundation
 
 /// One line of the results: a figure, its baseline measured in the same run, and their ratio.
@@ -53,31 +54,40 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
 /// Runs `body` on `threads` threads at once until `seconds` pass; returns operations per second.
 /// `body` does one operation per call and returns false to stop its thread early.
 func throughput(threads: Int, seconds: Double, _ body: @escaping @Sendable (Int) -> Bool) async -> Double {
-    await blocking { throughputBlocking(threads: threads, seconds: seconds, body) }
+    await blocking { throughputBlocking(threads: threads, seconds: seconds, { index in { body(index) } }) }
 }
 
-private func throughputBlocking(threads: Int, seconds: Double, _ body: @escaping @Sendable (Int) -> Bool) -> Double {
-    let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: threads)
-    counts.initialize(repeating: 0)
-    defer { counts.deallocate() }
-    nonisolated(unsafe) let shared = counts
-    let group = DispatchGroup()
+/// As above, each thread first making what it owns for the measurement (its connection) with
+/// `open(index)`, then calling the operation `open` returned.
+func throughput(threads: Int, seconds: Double, each open: @escaping @Sendable (Int) -> () -> Bool) async -> Double {
+    await blocking { throughputBlocking(threads: threads, seconds: seconds, open) }
+}
+
+private func throughputBlocking(threads: Int, seconds: Double, _ open: @escaping @Sendable (Int) -> () -> Bool) -> Double {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     let watch = Stopwatch()
-    for index in 0..<threads {
-        group.enter()
-        Thread.detachNewThread {
-            var done = 0
-            while ContinuousClock.now < deadline {
-                guard body(index) else { break }
-                done += 1
-            }
-            shared[index] = done
-            group.leave()
+    // Each thread counts its own operations and gives the count back as it ends.
+    let counts = onThreads(threads) { index in
+        let operation = open(index)
+        var done = 0
+        while ContinuousClock.now < deadline {
+            guard operation() else { break }
+            done += 1
         }
+        return done
     }
-    group.wait()
     return Double(counts.reduce(0, +)) / watch.seconds
+}
+
+/// Runs `body(i)` for i in 0..<count, each on a thread of its own, and returns what each gave
+/// back as it ended (its join, through a `OneShot`): a thread owns what it collects, and nothing
+/// is shared while they run.
+func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T) -> [T] {
+    let results = (0..<count).map { _ in OneShot<T>() }
+    for (index, result) in results.enumerated() {
+        Thread.detachNewThread { result.set(body(index)) }
+    }
+    return results.map { $0.wait() }
 }
 
 /// A fresh directory for one benchmark, removed at exit.

@@ -12,10 +12,10 @@ enum SocketBench {
         let daemon = try InProcessDaemon(name: "noop", maxConcurrentRuns: clients)
         await daemon.register(Action(name: "noop", params: ["k": ParamSpec()], keyParams: ["k"])) { _ in }
         let socket = daemon.socket
-        let rate = await throughput(threads: clients, seconds: seconds) { index in
-            Connections.shared.client(socket, index).call(#"{"op":"trigger","action":"noop","params":{"k":"\#(index)"}}"#) != nil
+        let rate = await throughput(threads: clients, seconds: seconds) { _ in
+            let client = try! LineClient(path: socket)
+            return { client.call(#"{"op":"trigger","action":"noop","params":{"k":"\#(index)"}}"#) != nil }
         }
-        Connections.shared.reset()
         await daemon.stop()
         let scratch = scratchDirectory("noop-raw")
         defer { try? FileManager.default.removeItem(atPath: scratch) }
@@ -31,10 +31,10 @@ enum SocketBench {
             Action(name: "true", exec: ["/bin/true"], params: ["k": ParamSpec()], keyParams: ["k"]),
         ], maxConcurrentRuns: parallelism)
         let socket = daemon.socket
-        let rate = await throughput(threads: parallelism, seconds: seconds) { index in
-            Connections.shared.client(socket, index).call(#"{"op":"trigger","action":"true","params":{"k":"\#(index)"}}"#) != nil
+        let rate = await throughput(threads: parallelism, seconds: seconds) { _ in
+            let client = try! LineClient(path: socket)
+            return { client.call(#"{"op":"trigger","action":"true","params":{"k":"\#(index)"}}"#) != nil }
         }
-        Connections.shared.reset()
         await daemon.stop()
         let raw = await throughput(threads: parallelism, seconds: seconds) { _ in
             var pid: pid_t = 0
@@ -54,23 +54,22 @@ enum SocketBench {
         let daemon = try InProcessDaemon(name: "requests", maxConcurrentRuns: 2)
         await daemon.register(Action(name: "a")) { _ in }
         let socket = daemon.socket
-        let ping = await throughput(threads: clients, seconds: seconds) { index in
-            Connections.shared.client(socket, index).call(#"{"id":1,"op":"ping"}"#) != nil
+        let ping = await throughput(threads: clients, seconds: seconds) { _ in
+            let client = try! LineClient(path: socket)
+            return { client.call(#"{"id":1,"op":"ping"}"#) != nil }
         }
-        Connections.shared.reset()
-        let status = await throughput(threads: clients, seconds: seconds) { index in
-            Connections.shared.client(socket, index).call(#"{"id":1,"op":"status"}"#) != nil
+        let status = await throughput(threads: clients, seconds: seconds) { _ in
+            let client = try! LineClient(path: socket)
+            return { client.call(#"{"id":1,"op":"status"}"#) != nil }
         }
-        Connections.shared.reset()
         await daemon.stop()
 
         let echo = try EchoServer()
         let path = echo.path
-        let raw = await throughput(threads: clients, seconds: seconds) { index in
-            let client = Connections.shared.client(path, index)
-            return client.send(#"{"id":1,"op":"ping"}"#) && client.readLine() != nil
+        let raw = await throughput(threads: clients, seconds: seconds) { _ in
+            let client = try! LineClient(path: path)
+            return { client.send(#"{"id":1,"op":"ping"}"#) && client.readLine() != nil }
         }
-        Connections.shared.reset()
         echo.stop()
         return [
             Figure("socket: ping requests/s, \(clients) clients", ping, "/s", baseline: ("raw Unix socket line echo", raw),
@@ -89,36 +88,32 @@ enum SocketBench {
         let connections = 100
         let perConnection = triggers / connections
         let joined = Counter()
-        let runIDs = IDSet()
-        let group = DispatchGroup()
         let watch = Stopwatch()
         let socket = daemon.socket
-        for _ in 0..<connections {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                guard let client = try? LineClient(path: socket) else { return }
+        // Each connection's thread collects the run ids it was answered with and gives them back as it ends.
+        let (runIDs, allAnswered) = await blocking {
+            let sets = onThreads(connections) { _ -> Set<Int> in
+                guard let client = try? LineClient(path: socket) else { return [] }
                 for id in 0..<perConnection {
                     _ = client.send(#"{"id":\#(id),"op":"trigger","action":"shared"}"#)
                 }
                 var seen = Set<Int>()
+                var runs = Set<Int>()
                 var finals = 0
                 while finals < perConnection, let line = client.readLine() {
                     guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
                           let id = object["id"] as? Int else { continue }
                     if object["ok"] != nil {
                         finals += 1
-                        if let run = (object["run"] as? [String: Any])?["id"] as? Int { runIDs.insert(run) }
+                        if let run = (object["run"] as? [String: Any])?["id"] as? Int { runs.insert(run) }
                     } else if seen.insert(id).inserted {
                         joined.add()
                         if joined.value == connections * perConnection { gate.open() }
                     }
                 }
+                return runs
             }
-        }
-        let allAnswered = await blocking {
-            group.wait()
-            return watch.seconds
+            return (sets.reduce(into: Set<Int>()) { $0.formUnion($1) }, watch.seconds)
         }
         // Baseline: the same number of requests, pipelined the same way, that do nothing (ping).
         let pingGroup = DispatchGroup()
@@ -204,22 +199,6 @@ enum SocketBench {
     }
 }
 
-/// One persistent connection per client thread, reused across calls of a measurement.
-final class Connections: Sendable {
-    static let shared = Connections()
-    private let clients = Locked<[String: LineClient]>([:])
-
-    func client(_ path: String, _ index: Int) -> LineClient {
-        let key = "\(path)#\(index)"
-        if let client = clients.withLock({ $0[key] }) { return client }
-        let client = try! LineClient(path: path)
-        clients.withLock { $0[key] = client }
-        return client
-    }
-
-    func reset() { clients.withLock { $0 = [:] } }
-}
-
 /// A line echo server on a Unix socket: one thread per connection, the simplest fast baseline.
 final class EchoServer: Sendable {
     let path: String
@@ -261,33 +240,15 @@ final class EchoServer: Sendable {
     }
 }
 
-/// A one-way gate: waiters resume when it opens.
+/// A one-way gate: waiters resume when it opens (a `OneShot` of nothing; a waiter before it
+/// opens waits on a thread of its own).
 final class Gate: Sendable {
-    private let state = Locked<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let opened = OneShot<Void>()
 
     func wait() async {
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
-                if state.isOpen { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
+        guard opened.value == nil else { return }
+        await blocking { self.opened.wait() }
     }
 
-    func open() {
-        let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.isOpen = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in all { waiter.resume() }
-    }
-}
-
-final class IDSet: Sendable {
-    private let ids = Locked(Set<Int>())
-    func insert(_ id: Int) { ids.withLock { _ = $0.insert(id) } }
-    var count: Int { ids.withLock { $0.count } }
+    func open() { opened.set(()) }
 }

@@ -1,5 +1,4 @@
 import BatonCore
-import Dispatch
 import FoundationEssentials
 
 /// The bridge from the CLI's synchronous commands to `BatonClient`'s async calls: the calling
@@ -8,19 +7,25 @@ import FoundationEssentials
 /// call needs that pool while the caller waits.
 enum Blocking {
     static func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
-        let result = Locked<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        try run(carrying: ()) { _ in try await operation() }.result.get()
+    }
+
+    /// As above, `state` going into the task and coming back with its result, however it ended:
+    /// the task owns it while it runs, the calling thread again once it has ended.
+    static func run<T: Sendable, State: Sendable>(carrying state: State,
+                                                  _ operation: @escaping @Sendable (inout State) async throws -> T)
+        -> (result: Result<T, any Error>, state: State) {
+        // The task hands its result over once; this thread waits for it.
+        let ended = OneShot<(result: Result<T, any Error>, state: State)>()
         Task.detached {
+            var state = state
             do {
-                let value = try await operation()
-                result.withLock { $0 = .success(value) }
+                let value = try await operation(&state)
+                ended.set((.success(value), state))
             } catch {
-                result.withLock { $0 = .failure(error) }
+                ended.set((.failure(error), state))
             }
-            done.signal()
         }
-        done.wait()
-        // The task set the result before it signalled.
-        return try result.withLock { $0! }.get()
+        return ended.wait()
     }
 }

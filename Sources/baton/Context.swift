@@ -116,6 +116,23 @@ final class Context: Sendable {
     /// taken, nothing after it in the closure may throw `.restarting` (`RunCommand.followed` and
     /// `BatonClient.wait(run:socket:)` turn it into `.unavailable`).
     func call<T: Sendable>(_ operation: @escaping @Sendable (BatonClient) async throws -> T) throws -> T {
+        try calling { client in try Blocking.run { try await operation(client) } }
+    }
+
+    /// As `call`, `state` carried into `operation` and back out however it ends (a read's place
+    /// survives a lost connection, and a call sent again goes on from it): the operation's task
+    /// owns it while it runs, this thread once it has ended.
+    func call<T: Sendable, State: Sendable>(carrying state: inout State,
+                                            _ operation: @escaping @Sendable (BatonClient, inout State) async throws -> T) throws -> T {
+        try calling { client in
+            let ended = Blocking.run(carrying: state) { state in try await operation(client, &state) }
+            state = ended.state
+            return try ended.result.get()
+        }
+    }
+
+    /// `call`'s connecting, sending again and errors, around `run` (which runs the operation on `client`).
+    private func calling<T>(_ run: (BatonClient) throws -> T) throws -> T {
         let clock = ContinuousClock()
         let start = clock.now
         var reconnect: Reconnect?
@@ -130,7 +147,7 @@ final class Context: Sendable {
                 continue
             }
             do {
-                return try Blocking.run { try await operation(client) }
+                return try run(client)
             } catch let error as BatonClientError {
                 switch error {
                 case .unavailable: connected.withLock { $0 = nil }

@@ -58,21 +58,22 @@ enum LogsCommand {
     static func follow(_ run: Int64, from: Int64, follow: Bool, only selection: OutputSelection, _ context: Context,
                        last: inout UInt8?) throws -> RunSnapshot {
         // The read's place survives a lost connection: the next read resumes from it.
-        let place = Locked(Place(next: from, last: last))
+        var place = Place(next: from, last: last)
         var reconnect = Reconnect()
         while true {
-            let before = place.withLock(\.next)
+            let before = place.next
             do {
-                let end = try context.call { client in
-                    try await place.write(client.output(run: run, from: place.withLock(\.next), follow: follow), only: selection)
+                let end = try context.call(carrying: &place) { client, place in
+                    let output = client.output(run: run, from: place.next, follow: follow)
+                    return try await place.write(output, only: selection)
                 }
-                last = place.withLock(\.last)
+                last = place.last
                 return end
             } catch let failure as Failure where failure.code == ExitCode.unavailable {
                 // batond went (a restart, or it closed a client whose unread answers passed the
                 // connection's limit, as a long history read can): resume from the last byte printed.
-                last = place.withLock(\.last)
-                if place.withLock(\.next) > before || failure.refusal?.endedByRestart == true { reconnect.reached() }
+                last = place.last
+                if place.next > before || failure.refusal?.endedByRestart == true { reconnect.reached() }
                 guard reconnect.again() else {
                     var gone = failure
                     gone.message = Reconnect.gone(socket: context.socketPath, failure.message)
@@ -110,25 +111,29 @@ enum LogsCommand {
     }
 }
 
-extension Locked where Value == LogsCommand.Place {
+extension LogsCommand.Place {
     /// Prints the chunks of `output` past the place (only `stream`'s, if given) as they come,
     /// moving the place along; returns the run as the final answer has it.
-    func write(_ output: RunOutput, only selection: OutputSelection) async throws -> RunSnapshot {
+    mutating func write(_ output: RunOutput, only selection: OutputSelection) async throws -> RunSnapshot {
         for try await chunk in output.chunks {
-            let (bytes, gap) = withLock { place -> ([UInt8]?, Int64) in
-                guard chunk.end > place.next else { return (nil, 0) }
-                // A chunk starting past the last one's end: the history dropped what was between (output.keep).
-                let gap = place.next > 0 ? max(chunk.start - place.next, 0) : 0
-                defer { place.next = chunk.end }
-                guard selection.wants(chunk) else { return (nil, gap) }
-                let bytes = Array(chunk.bytes.suffix(Int(chunk.end - max(place.next, chunk.start))))
-                place.last = bytes.last ?? place.last
-                return (bytes, gap)
-            }
+            let (bytes, gap) = advance(past: chunk, only: selection)
             if gap > 0 { LogsCommand.markGap(gap) }
             if let bytes { LogsCommand.write(bytes) }
         }
         return try await output.end.run
+    }
+
+    /// Moves the place past `chunk`: the bytes of it to print (nil: none), and how many bytes the
+    /// history dropped before it.
+    private mutating func advance(past chunk: OutputChunk, only selection: OutputSelection) -> (bytes: [UInt8]?, gap: Int64) {
+        guard chunk.end > next else { return (nil, 0) }
+        // A chunk starting past the last one's end: the history dropped what was between (output.keep).
+        let gap = next > 0 ? max(chunk.start - next, 0) : 0
+        defer { next = chunk.end }
+        guard selection.wants(chunk) else { return (nil, gap) }
+        let bytes = Array(chunk.bytes.suffix(Int(chunk.end - max(next, chunk.start))))
+        last = bytes.last ?? last
+        return (bytes, gap)
     }
 }
 

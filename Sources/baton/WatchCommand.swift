@@ -31,22 +31,24 @@ enum WatchCommand {
         // Each watch again names the last transition printed: what was committed meanwhile is printed first.
         var told = false
         var reconnect = Reconnect()
-        let cursor = WatchCursor.Keeper()
+        // Where the watch is: this thread's, carried into each call and back out.
+        var cursor: WatchCursor?
         while true {
             let again = told
-            // The watch (again) begun: batond was reached, a later loss counts from then.
-            let began = Locked(false)
+            // When the watch (again) began, told by its reader: batond was reached (a later loss
+            // counts from then), and where the cursor is before any transition was printed.
+            let begun = OneShot<Timestamp>()
             do {
-                try context.call { client in
-                    let updates = client.watch(action: action, after: cursor.value, started: {
-                        cursor.begin()
-                        began.withLock { $0 = true }
+                try context.call(carrying: &cursor) { client, cursor in
+                    let updates = client.watch(action: action, after: cursor, started: {
+                        begun.set(.now)
                         guard !again else { return }
                         Stdio.error.write(Data("watching \(action.map(Terminal.visible) ?? "every action"); Ctrl-C to stop\n".utf8))
                     }, skipped: { count in
                         Stdio.error.write(Data("\(count) transitions committed while batond was away are not shown (the oldest)\n".utf8))
                     })
                     for try await update in updates {
+                        cursor.begin(at: begun.value)
                         cursor.saw(update)
                         guard let transition = update.transition else { continue }
                         let text = json ? Format.json(Event(run: update.run, transition: transition), pretty: false)
@@ -55,7 +57,8 @@ enum WatchCommand {
                     }
                 }
             } catch let failure as Failure {
-                if began.withLock({ $0 }) { reconnect.reached() }
+                cursor.begin(at: begun.value)
+                if begun.value != nil { reconnect.reached() }
                 switch failure.refusal {
                 case .shuttingDown?:
                     Stdio.error.write(Data("batond is stopping; watch ended\n".utf8))

@@ -14,7 +14,8 @@ final class SecretParamKey: Sendable {
     /// Whether batond makes the key when there is none (one machine); a fleet's hosts share one
     /// file the operator gives each (`secretsKey`), which none of them makes.
     let makes: Bool
-    private let key = Locked<[UInt8]?>(nil)
+    /// The key once loaded: set once (the first load stands), then read by any thread.
+    private let key = OneShot<[UInt8]>()
 
     init(database: String, configured: String? = nil) {
         path = configured ?? database + "-secrets.key"
@@ -45,13 +46,12 @@ final class SecretParamKey: Sendable {
     }
 
     private func loaded() throws(BatonError) -> [UInt8] {
-        if let key = key.withLock({ $0 }) { return key }
+        if let key = key.value { return key }
         do { try HMAC.load() } catch { throw .internalError("secret params: \(error.description)") }
         let read = try makes ? Self.readOrCreate(path) : Self.readShared(path)
-        return key.withLock { key in
-            if key == nil { key = read }
-            return key ?? read
-        }
+        // Two first uses at once both read the file (made once, safely): the first to set it stands.
+        key.set(read)
+        return key.value ?? read
     }
 
     static let length = 32

@@ -109,4 +109,18 @@ struct MultiplexerTests {
             "unavailable b: gone", "unavailable c: gone", "unavailable d: gone",
         ])
     }
+
+    @Test("a reserved id: a caller that leaves before its request comes gets it written, then ended left; one that leaves after, as any leave")
+    func reservedLeftFirst() {
+        var mux = Mux()
+        let first = mux.reserve(), second = mux.reserve()
+        #expect([first, second] == [1, 2])
+        #expect(mux.handle(.leave(first)).isEmpty, "nothing to end before the request came")
+        #expect(mux.handle(.call(Request(op: .wait), "a", reserved: first)).map(Self.text) == ["start", "write 1 wait id=number(1)", "left a"])
+        #expect(mux.pending.isEmpty)
+        #expect(mux.handle(.call(Request(op: .wait), "b", reserved: second)).map(Self.text) == ["write 2 wait id=number(2)"])
+        #expect(mux.handle(.leave(second)).map(Self.text) == ["left b"])
+        #expect(mux.handle(.leave(second)).isEmpty, "a second leave changes nothing")
+        #expect(mux.handle(.call(Request(op: .ping), "c")).map(Self.text) == ["write 3 ping id=number(3)"], "unreserved calls take the ids after")
+    }
 }

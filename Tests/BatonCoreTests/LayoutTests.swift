@@ -100,4 +100,44 @@ struct LayoutTests {
         }
         #expect(checked > 100, "found only \(checked) Swift files under \(Self.sources.path)")
     }
+
+    /// The most `Locked` values Sources may make (issue 38): state one thread or loop owns is that
+    /// owner's plain value, a result handed to another thread goes through a channel (`OneShot`,
+    /// a join, a stream); a lock is for what several threads truly share.
+    static let maxLocked = 20
+
+    /// The `Locked(…)` and `Locked<…>(…)` constructions in `text`, comments and strings left out.
+    static func lockedConstructions(in text: String) -> Int {
+        let code = EffectsUnderLockTests.blankCommentsAndStrings(text)
+        let construction = try! NSRegularExpression(pattern: #"(?<![\w.])Locked(<[^\n]*?>)?\("#)
+        return construction.numberOfMatches(in: code, range: NSRange(code.startIndex..., in: code))
+    }
+
+    @Test("Sources make at most 20 Locked values (Locked.swift itself aside)")
+    func lockedCount() throws {
+        guard let walker = FileManager.default.enumerator(atPath: Self.sources.path) else { throw CocoaError(.fileNoSuchFile) }
+        var found: [String] = []
+        for case let path as String in walker where path.hasSuffix(".swift") && path != "BatonRuntime/Locked.swift" {
+            let count = Self.lockedConstructions(in: try String(contentsOf: Self.sources.appendingPathComponent(path), encoding: .utf8))
+            if count > 0 { found.append("\(path): \(count)") }
+        }
+        let total = found.reduce(0) { $0 + Int($1.split(separator: " ").last!)! }
+        #expect(total <= Self.maxLocked, "\(total) Locked values made in Sources (at most \(Self.maxLocked)): \(found.sorted())")
+        #expect(total > 0, "found no Locked value at all under \(Self.sources.path)")
+    }
+
+    @Test("the Locked count reads every form of construction, and no comment or type")
+    func lockedCountForms() {
+        let text = """
+            let a = Locked(0), b = Locked<[Int]>([])
+            private let c = Locked<(id: Int64?, cancelled: Bool)>((nil, false))
+            let d = Locked<Result<T, any Error>?>(nil)
+            self.e = Locked(gate)
+            private let f: Locked<JournalGate>
+            // let g = Locked(1)
+            extension Locked where Value == Int {}
+            let h = ThreadLocked(0)
+            """
+        #expect(Self.lockedConstructions(in: text) == 5)
+    }
 }

@@ -1,0 +1,52 @@
+import BatonRuntime
+import Foundation
+import Testing
+
+@Suite("OneShot: a result handed once from one thread to another")
+struct OneShotTests {
+    @Test("the first set stands: a second is refused and changes nothing")
+    func setTwiceRefused() {
+        let cell = OneShot<Int>()
+        #expect(cell.value == nil)
+        #expect(cell.set(1))
+        #expect(!cell.set(2))
+        #expect(cell.value == 1)
+        #expect(cell.wait() == 1)
+    }
+
+    @Test("wait returns the value another thread sets, to every waiter")
+    func waitReturnsTheValue() {
+        let cell = OneShot<String>()
+        let go = DispatchSemaphore(value: 0)
+        let waiters = (0..<3).map { _ in OneShot<String>() }
+        for waiter in waiters {
+            SystemThread.start { waiter.set(cell.wait()) }
+        }
+        SystemThread.start {
+            go.wait()
+            cell.set("done")
+        }
+        #expect(cell.value == nil)
+        go.signal()
+        #expect(cell.wait() == "done")
+        #expect(waiters.map { $0.wait() } == ["done", "done", "done"])
+    }
+
+    @Test("a wait with a deadline returns nil at the deadline, the value once set")
+    func waitUntil() {
+        let cell = OneShot<Int>()
+        #expect(cell.wait(until: .now() + .milliseconds(20)) == nil)
+        SystemThread.start { cell.set(7) }
+        #expect(cell.wait(until: .now() + .seconds(60)) == 7)
+        #expect(cell.wait(until: .now()) == 7)
+    }
+
+    @Test("it takes no lock, so nothing is done under one")
+    func noEffectUnderItsLock() throws {
+        let text = try String(contentsOf: LayoutTests.sources.appendingPathComponent("BatonRuntime/OneShot.swift"), encoding: .utf8)
+        let code = EffectsUnderLockTests.blankCommentsAndStrings(text)
+        #expect(!code.contains("withLock") && !code.contains("Locked("), "OneShot takes a lock")
+        #expect(code.contains("assertNoLockHeld("), "OneShot's wait does not check that no lock is held")
+        #expect(EffectsUnderLockTests.findings(in: text).isEmpty)
+    }
+}
