@@ -19,14 +19,6 @@ struct FleetOutputTests {
         return (gate, hosts[0], hosts[1])
     }
 
-    @Test("search on a fleet host is refused, saying why (docs/scale-out.md): exit 2 and the reason, nothing found by accident")
-    func searchRefused() throws {
-        let hosts = try FleetTests.fleet(1, actions: #"quick: { exec: ["sh", "-c", "echo findme"] },"#)
-        #expect(try hosts[0].baton("run", "quick").code == 0)
-        let refused = try hosts[0].baton("search", "findme")
-        #expect(refused.code == 2 && refused.stderr.contains("search is not available on a fleet"), "\(refused)")
-    }
-
     @Test("logs -f on host B prints what A's run wrote, the first part before the gate opens and the rest after, once, in order; logs after the end reads the same on both hosts")
     func followFromAnotherHost() throws {
         let (gate, a, b) = try FleetOutputTests.gatedTalk()
