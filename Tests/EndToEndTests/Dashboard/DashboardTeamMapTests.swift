@@ -27,7 +27,7 @@ struct DashboardTeamMapTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let map = directory + "/users.map"
-        try "# who is who\ndaemon@example.org  daemon\n*@example.org  group:staff   # everyone else here\n".write(toFile: map, atomically: true, encoding: .utf8)
+        try "# who is who\ndaemon@example.org  daemon\n*@example.org  group:staff   # everyone else here\ngroup:staff  group:staff\n".write(toFile: map, atomically: true, encoding: .utf8)
         let (port, auth, dashboardPort) = (try WebDriver.freePort(), try WebDriver.freePort(), try WebDriver.freePort())
         let dashboard = try Spawned([Binaries.baton, "--socket", daemon.socket, "dashboard", "--listen", "127.0.0.1:\(dashboardPort)",
                                      "--trusted-proxy", "127.0.0.2/32", "--proxy-user", "nobody", "--user-map", map])
@@ -83,6 +83,17 @@ struct DashboardTeamMapTests {
         // Her refused trigger of payroll is recorded naming her too.
         let denied = try daemon.baton("history", "--denied")
         #expect(denied.stdout.contains("carol@example.org via group:staff") && denied.stdout.contains("payroll"), "\(denied.stdout)")
+
+        // X-Forwarded-Groups: a person no name rule maps, in the proxy's group staff, gets staff's
+        // rights and is named via it; the same field sent by the browser is not believed (nginx sets it).
+        let erin = try HTTPProbe.request(port: port, "POST", "/api/trigger",
+                                         fields: ["Cookie": "user=erin@elsewhere.test; groups=staff", "Origin": "http://127.0.0.1:\(port)",
+                                                  "Content-Type": "application/json"], body: #"{"action": "deploy"}"#)
+        #expect(erin.status == 200, "\(erin.status) \(erin.body)")
+        let latest = try JSONSerialization.jsonObject(with: Data(try daemon.baton("history", "--json", "deploy").stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(latest.first?["via"] as? String == "erin@elsewhere.test via group:staff", "\(latest)")
+        let forged = try HTTPProbe.request(port: port, "GET", "/api/status", fields: ["Cookie": "user=erin@elsewhere.test", "X-Forwarded-Groups": "staff"])
+        #expect(forged.status == 403 && forged.body.contains("no rule of \(map) maps it"), "\(forged.status) \(forged.body)")
 
         // SIGHUP: the map read again; carol is now nobody's group, and a bad line keeps the rules in use.
         try "*@example.org  group:nogroup\n".write(toFile: map, atomically: true, encoding: .utf8)
