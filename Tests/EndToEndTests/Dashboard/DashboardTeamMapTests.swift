@@ -80,6 +80,21 @@ struct DashboardTeamMapTests {
         #expect(runs.count == 1 && runs.first?["via"] as? String == "carol@example.org via group:staff", "\(history.stdout)")
         let shown = try daemon.baton("show", String(runs.first?["id"] as? Int ?? 0))
         #expect(shown.stdout.contains("triggered by carol@example.org via group:staff"), "\(shown.stdout)")
+        // In Chromium through nginx: her run's page says who triggered it, via the group (app.js's peerName).
+        if WebDriver.available {
+            let id = runs.first?["id"] as? Int ?? 0
+            try await offPool {
+                let browser = try WebDriver()
+                defer { browser.quit() }
+                let site = "http://127.0.0.1:\(port)/"
+                try browser.open(site)
+                _ = try browser.script("document.cookie = 'user=carol@example.org; path=/';")
+                try browser.open(site + "runs/\(id)")
+                let said = "[...document.querySelectorAll('#run-facts dt')].find(dt => dt.textContent === 'triggered by')"
+                #expect(try browser.wait(until: "\(said) && \(said).nextElementSibling.textContent.startsWith('carol@example.org via group:staff, pid ')"),
+                        "\(String(describing: try? browser.script("return document.querySelector('#run-facts')?.textContent;")))")
+            }
+        }
         // Her refused trigger of payroll is recorded naming her too.
         let denied = try daemon.baton("history", "--denied")
         #expect(denied.stdout.contains("carol@example.org via group:staff") && denied.stdout.contains("payroll"), "\(denied.stdout)")
