@@ -12,7 +12,7 @@ struct FleetSearchTests {
     static let actions = #"""
         fetch: { exec: ["sh", "-c", "echo starting; echo \"open /var/lib/baton/$BATON_PARAM_HOST/cache.db: Connection refused\"; exit 7"],
                  params: { host: { pattern: "^[a-z-]+$" } } },
-        quiet: { exec: ["sh", "-c", "echo all fine; printf '%s\\n' 'bytes \\ and 100%_done'"] },
+        quiet: { exec: ["sh", "-c", "echo all fine café; printf '%s\\n' 'bytes \\ and 100%_done'"] },
         hidden: { exec: ["sh", "-c", "echo connection refused in secret"], allow: { read: { users: [] } } },
         """#
 
@@ -43,6 +43,8 @@ struct FleetSearchTests {
         #expect(try a.baton("search", "100%_d").stdout.hasPrefix("run 2  quiet"))
         #expect(try a.baton("search", #"bytes \ and"#).stdout.hasPrefix("run 2  quiet"))
         #expect(try a.baton("search", "100%%d").stdout == "no runs match\n")
+        // A text beyond ASCII: its bytes as the index's text has them (ASCII case still ignored).
+        #expect(try a.baton("search", "FINE café").stdout.hasPrefix("run 2  quiet"))
         #expect(try a.baton("search", "connection refused", "--phase", "success").stdout == "no runs match\n")
         #expect(try a.baton("search", "all fine", "--phase", "success").stdout.hasPrefix("run 2  quiet"))
         // --since: run 1 queued ten days ago is out of the last week.
