@@ -38,7 +38,8 @@ enum FleetSearch {
         let values = byParams.add(search.likePattern)
         byParams.clauses.append("EXISTS (SELECT 1 FROM jsonb_each_text(params::jsonb) AS p WHERE p.value ILIKE \(values))")
         var runs: [Int64: RunSnapshot] = [:]
-        for run in try byOutput(pattern(text), filter, limit: limit, on: db) + byParams.runs(limit: limit, on: db) { runs[run.id] = run }
+        let (found, cut) = try byOutput(pattern(text), filter, limit: limit, indexed: search.usesIndex, on: db)
+        for run in try found + byParams.runs(limit: limit, on: db) { runs[run.id] = run }
         let matches = try runs.values.sorted { $0.id > $1.id }.prefix(limit).map { run in
             var lines = MatchingLines(search, maxLines: maxLines)
             for row in try db.query("SELECT start, encode(bytes, 'hex') FROM output_chunks WHERE run_id = $1 ORDER BY start", [String(run.id)]).rows {
@@ -49,7 +50,7 @@ enum FleetSearch {
             let names = run.params.filter { search.isIn($0.value) }.keys.sorted()
             return SearchMatch(run: run, lines: lines.lines, lineCount: lines.count, params: names.isEmpty ? nil : names)
         }
-        return SearchResult(matches: matches)
+        return SearchResult(matches: matches, cut: cut)
     }
 
     /// How many of the newest runs are read first, without the index.
@@ -62,22 +63,37 @@ enum FleetSearch {
     /// those. The planner is told to use the index (`enable_seqscan`, `enable_indexscan` off for
     /// that statement): it costs `encode()` and `ILIKE` over a chunk as cheap, and would read
     /// every chunk of a small fleet's history instead.
-    static func byOutput(_ pattern: String, _ filter: HistoryFilter, limit: Int, on db: PGConnection) throws -> [RunSnapshot] {
+    ///
+    /// A text of fewer than three characters has no trigram for the index to narrow by: it is
+    /// looked for in the newest runs only, and the answer says where it stopped (`SearchCut`, as
+    /// one host's scan past its budget), rather than reading every host's output. The index's
+    /// statement is bounded too (`statementTimeout`).
+    static func byOutput(_ pattern: String, _ filter: HistoryFilter, limit: Int, indexed: Bool,
+                         on db: PGConnection) throws -> (runs: [RunSnapshot], cut: SearchCut?) {
+        guard let newestRun = try db.query("SELECT max(id) FROM runs").first?[0].flatMap({ Int64($0) }) else { return ([], nil) }
+        let from = newestRun - newest + 1
         var recent = FleetFilterSQL(filter)
-        let mark = recent.add(pattern)
-        recent.clauses.append("""
-            id IN (SELECT run_id FROM output_chunks WHERE run_id > (SELECT max(id) FROM runs) - \(newest) AND encode(bytes, 'escape') ILIKE \(mark))
-            """)
+        let mark = recent.add(pattern), low = recent.add(String(from))
+        recent.clauses.append("id IN (SELECT run_id FROM output_chunks WHERE run_id >= \(low)::bigint AND encode(bytes, 'escape') ILIKE \(mark))")
         let found = try recent.runs(limit: limit, on: db)
-        guard found.count < limit else { return found }
+        guard found.count < limit else { return (found, nil) }
+        guard indexed else {
+            guard try db.query("SELECT 1 FROM output_chunks WHERE run_id < $1::bigint LIMIT 1", [String(from)]).first != nil else { return (found, nil) }
+            let read = try db.query("SELECT coalesce(sum(length(bytes)), 0) FROM output_chunks WHERE run_id >= $1::bigint", [String(from)])
+            return (found, SearchCut(scannedBytes: read.first?[0].flatMap { Int64($0) } ?? 0, run: from))
+        }
         var all = FleetFilterSQL(filter)
         let every = all.add(pattern)
         all.clauses.append("id IN (SELECT run_id FROM output_chunks WHERE encode(bytes, 'escape') ILIKE \(every))")
-        return try db.transaction {
-            try db.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off")
+        return (try db.transaction {
+            try db.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL statement_timeout = \(statementTimeoutMS)")
             return try all.runs(limit: limit, on: db)
-        }
+        }, nil)
     }
+
+    /// The most the index's statement may take (a text whose trigrams are in most of a large
+    /// fleet's output has the server check it all): past it the search fails, saying so.
+    static let statementTimeoutMS = 30_000
 
     /// The text as an `ILIKE` pattern over `encode(bytes, 'escape')`, found anywhere: a zero or
     /// high byte as that encoding writes it (`\nnn`), a backslash doubled as it doubles it, each

@@ -85,6 +85,28 @@ struct FleetSearchTests {
         #expect(try PGConnection(conninfo).query("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'").first == nil)
     }
 
+    @Test("a text under three characters (no trigram to narrow by) is looked for in the newest 100 runs only, and says where it stopped; three find the oldest")
+    func shortText() throws {
+        let (_, db) = try FleetArtifactRowsTests.database()
+        try db.execute("""
+            INSERT INTO keys (key) VALUES ('job');
+            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation)
+                SELECT n, 'job', 'job', 'success', 'queue', n, 'web-1', 'x' FROM generate_series(3, 150) AS n;
+            INSERT INTO output_chunks (run_id, start, stream, at, bytes)
+                SELECT n, 0, 1, n, convert_to(CASE WHEN n = 3 THEN 'first zq here' || chr(10) ELSE 'plain' || chr(10) END, 'UTF8')
+                FROM generate_series(3, 150) AS n;
+            """)
+        let short = try #require(try FleetSearch.search("zq", HistoryFilter(limit: 20), on: db))
+        #expect(short.matches.isEmpty)
+        #expect(short.cut == SearchCut(scannedBytes: 600, run: 51), "\(String(describing: short.cut))")
+        let whole = try #require(try FleetSearch.search("ZQ here", HistoryFilter(limit: 20), on: db))
+        #expect(whole.matches.map(\.run.id) == [3] && whole.cut == nil)
+        #expect(whole.matches.first?.lines == [MatchedLine(line: 1, text: "first zq here")])
+        // The newest runs hold it: found there, nothing cut.
+        let plain = try #require(try FleetSearch.search("ai", HistoryFilter(limit: 5), on: db))
+        #expect(plain.matches.map(\.run.id) == [150, 149, 148, 147, 146] && plain.cut == nil)
+    }
+
     @Test("the ILIKE pattern over encode(bytes, 'escape'): LIKE's characters escaped, high bytes and backslashes as the encoding writes them")
     func pattern() {
         #expect(FleetSearch.pattern("a%b_c") == #"%a\%b\_c%"#)
