@@ -10,15 +10,20 @@ public struct ProxyGate: Sendable, Equatable {
     public var trusted: [AddressRange]
     /// The field the proxy names the user in, lowercased (fields' names are read lowercased).
     public var userHeader: String
+    /// The field the proxy lists the user's groups in, comma-separated (oauth2-proxy's
+    /// `X-Forwarded-Groups`), lowercased: read for the map's `group:` rules, from a trusted proxy only.
+    public var groupsHeader: String
     /// The users a proxy on this machine runs as (`--proxy-user`: nginx's `www-data`). A peer on
     /// this machine is believed only when the kernel says its socket is one of theirs: every
     /// local user may send from any loopback or local address (`curl --interface 127.0.0.2`), so
     /// an address alone names no one here. A peer on another host is believed by its address.
     public var proxyUsers: Set<UInt32>
 
-    public init(trusted: [AddressRange], userHeader: String = "x-forwarded-user", proxyUsers: Set<UInt32> = []) {
+    public init(trusted: [AddressRange], userHeader: String = "x-forwarded-user", groupsHeader: String = "x-forwarded-groups",
+                proxyUsers: Set<UInt32> = []) {
         self.trusted = trusted
         self.userHeader = userHeader.lowercased()
+        self.groupsHeader = groupsHeader.lowercased()
         self.proxyUsers = proxyUsers
     }
 
@@ -57,7 +62,9 @@ public struct ProxyGate: Sendable, Equatable {
                 + "of 1 to \(Request.maxPrincipalLength) bytes of printable ASCII without spaces or commas")
         }
         let lowered = UserMap.asciiLowered(name)
-        switch map?.target(lowered: lowered) {
+        // The groups only where a rule may ask for them: read from the proxy now believed.
+        let groups = map?.hasGroupRules == true ? Self.groups(head.fields.filter { $0.name == groupsHeader }.map(\.value)) : []
+        switch map?.target(lowered: lowered, groups: groups) {
         case let .account(account)?: return .user(account)
         // The person as the map matched them: one name whatever case the proxy gives it in.
         case let .group(group)?: return .user(UserMap.principal(String(decoding: lowered, as: UTF8.self), group: group))
@@ -68,6 +75,27 @@ public struct ProxyGate: Sendable, Equatable {
             return .refuse(status: 403, reason: "\(userHeader): \(Action.quoted(String(name.prefix(40)))) is no user name of this machine's shape (\(rules))")
         }
         return .user(name)
+    }
+
+    /// The most groups read from a request; those past it are not matched.
+    public static let maxGroups = 256
+
+    /// The groups a proxy listed (every field of the name, each comma-separated), ASCII
+    /// lower-cased, spaces around each trimmed; a group that is not 1 to
+    /// `UserMap.maxPattern` bytes of printable ASCII without spaces is left out.
+    public static func groups(_ values: [String]) -> [[UInt8]] {
+        var groups: [[UInt8]] = []
+        for value in values {
+            for part in value.split(separator: ",") {
+                var bytes = UserMap.asciiLowered(String(part))[...]
+                while let first = bytes.first, first == 32 || first == 9 { bytes.removeFirst() }
+                while let last = bytes.last, last == 32 || last == 9 { bytes.removeLast() }
+                guard !bytes.isEmpty, bytes.count <= UserMap.maxPattern, bytes.allSatisfy({ $0 > 32 && $0 < 127 }) else { continue }
+                groups.append(Array(bytes))
+                if groups.count == maxGroups { return groups }
+            }
+        }
+        return groups
     }
 
     /// A dashboard without a proxy (one user, one-time codes) serves this machine only: a peer on

@@ -7,9 +7,13 @@ import BatonCore
 ///     # comment (a whole line, or after the rule)
 ///     alice@example.org   alice          # this person is the account alice
 ///     *@example.org       group:staff    # everyone else at example.org: a member of staff
+///     group:ops@example.org  group:wheel # whom no name rule maps, in the proxy's group ops@…
 ///
 /// A pattern is the proxy's name, `*` standing for any run of characters, matched without
-/// regard to ASCII case; the target is an account name or `group:NAME`. Pure: parsing and
+/// regard to ASCII case; the target is an account name or `group:NAME`. A pattern that starts
+/// with `group:` matches the groups the proxy lists (`--groups-header`, `X-Forwarded-Groups`)
+/// instead, and is asked only when no name rule matched: the first such rule that one of the
+/// person's groups matches wins. Pure: parsing and
 /// matching only; the file is read by the command, at start and on SIGHUP.
 public struct UserMap: Sendable, Equatable {
     public enum Target: Sendable, Equatable {
@@ -21,7 +25,12 @@ public struct UserMap: Sendable, Equatable {
         public var pattern: String
         public var target: Target
         public var line: Int
+        /// Whether the pattern matches the proxy's groups (`group:PATTERN`) rather than the name.
+        public var group: Bool = false
     }
+
+    /// Whether a rule matches on the proxy's groups (the gate reads them only then).
+    public var hasGroupRules: Bool { rules.contains(where: \.group) }
 
     public var rules: [Rule]
     /// Where the rules came from, to name in a refusal.
@@ -54,11 +63,12 @@ public struct UserMap: Sendable, Equatable {
             guard words.count == 2 else {
                 throw ParseError(line: line, message: "expected a pattern and a target (alice@example.org alice, *@example.org group:staff), got \(words.count) words", source: source)
             }
-            let pattern = String(words[0]), target = String(words[1])
+            let group = words[0].hasPrefix("group:") && words[0].count > 6
+            let pattern = String(group ? words[0].dropFirst(6) : words[0]), target = String(words[1])
             guard pattern.utf8.count <= maxPattern, pattern.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
                 throw ParseError(line: line, message: "the pattern is not 1 to \(maxPattern) bytes of printable ASCII", source: source)
             }
-            rules.append(Rule(pattern: String(decoding: asciiLowered(pattern), as: UTF8.self), target: try Self.target(target, line: line, source: source), line: line))
+            rules.append(Rule(pattern: String(decoding: asciiLowered(pattern), as: UTF8.self), target: try Self.target(target, line: line, source: source), line: line, group: group))
             guard rules.count <= maxRules else { throw ParseError(line: line, message: "more than \(maxRules) rules", source: source) }
         }
         return UserMap(rules: rules, source: source)
@@ -84,7 +94,15 @@ public struct UserMap: Sendable, Equatable {
 
     /// The same, for a name's bytes already ASCII-lower-cased (`asciiLowered`).
     public func target(lowered name: [UInt8]) -> Target? {
-        rules.first { Self.matches(Array($0.pattern.utf8), name) }?.target
+        rules.first { !$0.group && Self.matches(Array($0.pattern.utf8), name) }?.target
+    }
+
+    /// The name's target (`target(lowered:)`); where no name rule matches, the first `group:`
+    /// rule's that one of `groups` (ASCII-lower-cased, as `ProxyGate.groups` gives them) matches.
+    public func target(lowered name: [UInt8], groups: [[UInt8]]) -> Target? {
+        if let target = target(lowered: name) { return target }
+        guard !groups.isEmpty else { return nil }
+        return rules.first { rule in rule.group && groups.contains { Self.matches(Array(rule.pattern.utf8), $0) } }?.target
     }
 
     /// A name's bytes with `A`-`Z` lower-cased, every other byte as it is.

@@ -91,6 +91,17 @@ enum FleetArtifactRows {
         }
     }
 
+    /// A keep that gave up (PostgreSQL down past its retries, or batond stopping): its notice
+    /// replaces what the attempt had (nothing of it is published), kept with the run as a run
+    /// over its bound keeps its own, and removed with it.
+    static func recordGiveUp(_ notice: String, run: Int64, attempt: Int, on db: PGConnection) throws {
+        try db.transaction {
+            try db.query("DELETE FROM artifact_notices WHERE run_id = $1 AND attempt = $2", [String(run), String(attempt)])
+            try db.query("INSERT INTO artifact_notices (run_id, attempt, seq, text) SELECT id, $2, 0, $3 FROM runs WHERE id = $1",
+                         [String(run), String(attempt), notice])
+        }
+    }
+
     /// What `incarnation` began of the attempt and did not publish.
     static func removeBegun(run: Int64, attempt: Int, incarnation: String, on db: PGConnection) throws {
         try db.query("DELETE FROM artifacts WHERE run_id = $1 AND attempt = $2 AND incarnation = $3 AND NOT kept",

@@ -91,12 +91,20 @@ public final class FleetArtifacts: ArtifactKeeper {
         }
     }
 
-    /// Ends a keep without its files: logged, what it began removed, the run told.
+    /// Ends a keep without its files: logged, what it began removed, and recorded with the run (its
+    /// notices: `baton show` says the files were not kept and why, as for a run over its bound)
+    /// before the run is told; where PostgreSQL does not take even that, the log says so too.
     private func giveUp(run: Int64, attempt: Int, _ why: String, done: @escaping @Sendable () -> Void) {
         log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(why)")
-        // What it began goes now (the next keep's sweep would remove it too).
-        connection.submit({ [host] db in try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db) }) { _ in }
-        done()
+        let notice = "attempt \(attempt): no file kept: PostgreSQL could not take them (\(why))"
+        connection.submit({ [host] db in
+            // What it began goes now (the next keep's sweep would remove it too).
+            try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db)
+            try FleetArtifactRows.recordGiveUp(notice, run: run, attempt: attempt, on: db)
+        }, retryingBroken: true) { [log] result in
+            if case let .failure(error) = result { log("the artifacts of run \(run) (attempt \(attempt)) not kept could not be recorded with it: \(error)") }
+            done()
+        }
     }
 
     /// At the start of a stop (before its drain): the keeps waiting for PostgreSQL give up now,

@@ -18,22 +18,7 @@ struct FleetHistory: HistoryReader {
     }
 
     func runs(_ filter: HistoryFilter) async throws(BatonError) -> [RunSnapshot] {
-        try await read { db in
-            var clauses: [String] = [], arguments: [String?] = []
-            func add(_ value: String) -> String { arguments.append(value); return "$\(arguments.count)" }
-            if !filter.actions.isEmpty { clauses.append("action IN (\(filter.actions.map(add).joined(separator: ", ")))") }
-            if !filter.phases.isEmpty { clauses.append("phase IN (\(filter.phases.map { add($0.rawValue) }.joined(separator: ", ")))") }
-            if let since = filter.since { clauses.append("queued_at >= \(add(String(since.rawValue)))::bigint") }
-            if let until = filter.until { clauses.append("queued_at < \(add(String(until.rawValue)))::bigint") }
-            if let after = filter.after { clauses.append("id \(filter.reverse ? ">" : "<") \(add(String(after)))::bigint") }
-            for (name, value) in filter.params.sorted(by: { $0.key < $1.key }) {
-                clauses.append("params::jsonb ->> \(add(name)) = \(add(value))")
-            }
-            let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-            let limit = add(String(max(filter.limit, 0)))
-            return try db.query("SELECT \(FleetRows.runColumns) FROM runs \(whereClause) ORDER BY id \(filter.reverse ? "ASC" : "DESC") LIMIT \(limit)::bigint",
-                                arguments).rows.map(FleetRows.run)
-        }
+        try await read { db in try FleetFilterSQL(filter).runs(limit: filter.limit, on: db) }
     }
 
     /// The run, its transitions, triggers and output as of one snapshot (the run's row then
@@ -182,13 +167,10 @@ enum FleetStats {
 }
 
 extension FleetHistory {
-    /// Refused, by choice (docs/scale-out.md, "Search"): the fleet's output is PostgreSQL's, with no
-    /// index of it, and a scan of every host's output on each search would load the database every
-    /// host's triggers wait on.
+    /// The runs whose kept output or params hold the text (`FleetSearch`); refused, saying how to
+    /// add it, where the database has no trigram index (no `pg_trgm` on the server).
     func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> SearchResult {
-        throw .badRequest("""
-            search is not available on a fleet: its output is kept in PostgreSQL, which batond does not index, \
-            and a scan of every host's output would load the database the fleet's triggers wait on
-            """)
+        guard let found = try await read({ db in try FleetSearch.search(text, filter, on: db) }) else { throw FleetSearch.missing }
+        return found
     }
 }

@@ -76,7 +76,7 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     public func denied(limit: Int) async throws(BatonError) -> [TriggerRecord] { try await history.denied(limit: limit) }
 
     public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] { try await history.events(filter) }
-    /// Refused, saying why (`FleetHistory.search`).
+    /// Every host's runs whose output or params hold the text (`FleetSearch`).
     public func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
         try await history.search(text, filter)
     }

@@ -149,7 +149,7 @@ extension History {
                     guard try chunk.step(), case let .blob(bytes) = chunk.value(0) else { continue }
                     let haystack = search.isASCII ? bytes : Array(String(decoding: bytes, as: UTF8.self).lowercased().utf8)
                     scan.read(bytes.count, of: run)
-                    if Bytes.contains(search.folded, in: haystack), try !holds(run) { return }
+                    if SearchBytes.contains(search.folded, in: haystack), try !holds(run) { return }
                 }
             }
         }

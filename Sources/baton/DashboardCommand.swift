@@ -24,6 +24,8 @@ enum DashboardCommand {
                        help: "serve a team behind this sign-in proxy (repeatable): each request as the user it names; run as batond's user"),
             OptionSpec(long: "user-header", short: nil, value: "NAME",
                        help: "the field the proxy names the user in (default X-Forwarded-User)"),
+            OptionSpec(long: "groups-header", short: nil, value: "NAME",
+                       help: "the field the proxy lists the user's groups in, comma-separated (default X-Forwarded-Groups), for group:NAME rules of --user-map"),
             OptionSpec(long: "proxy-user", short: nil, value: "USER",
                        help: "the user a proxy on this machine runs as (repeatable; nginx: www-data): a local peer is believed only as it"),
             OptionSpec(long: "user-map", short: nil, value: "FILE",
@@ -86,6 +88,7 @@ enum DashboardCommand {
         let proxies = arguments.all("trusted-proxy")
         guard !proxies.isEmpty else {
             if arguments.value("user-header") != nil { throw UsageError("--user-header needs --trusted-proxy: the header is believed only from a proxy") }
+            if arguments.value("groups-header") != nil { throw UsageError("--groups-header needs --trusted-proxy: the header is believed only from a proxy") }
             if arguments.value("proxy-user") != nil { throw UsageError("--proxy-user needs --trusted-proxy") }
             if arguments.value("user-map") != nil { throw UsageError("--user-map needs --trusted-proxy: it maps the names a proxy gives") }
             return nil
@@ -100,18 +103,26 @@ enum DashboardCommand {
             }
             ranges.append(range)
         }
-        let header = arguments.value("user-header") ?? "X-Forwarded-User"
-        guard !header.isEmpty, header.utf8.count <= 64, header.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
-            throw UsageError("--user-header: expected a field name (letters, digits, -), got \(header)")
-        }
-        let fields: Set<String> = ["host", "cookie", "authorization", "origin", "content-type", "content-length", "connection"]
-        guard !fields.contains(header.lowercased()) else { throw UsageError("--user-header: \(header) is a field of HTTP itself, not one a proxy names a user in") }
+        let header = try field(arguments, "user-header", default: "X-Forwarded-User")
+        let groups = try field(arguments, "groups-header", default: "X-Forwarded-Groups")
+        guard header.lowercased() != groups.lowercased() else { throw UsageError("--groups-header: \(groups) is the user's field too") }
         var users = Set<UInt32>()
         for name in arguments.all("proxy-user") {
             guard let account = UserDatabase.account(name) else { throw UsageError("--proxy-user: no user \(name) on this machine") }
             users.insert(account.uid)
         }
-        return ProxyGate(trusted: ranges, userHeader: header, proxyUsers: users)
+        return ProxyGate(trusted: ranges, userHeader: header, groupsHeader: groups, proxyUsers: users)
+    }
+
+    /// A field the proxy names the user (or their groups) in: `--OPTION`, or its default.
+    static func field(_ arguments: ParsedArguments, _ option: String, default name: String) throws(UsageError) -> String {
+        let header = arguments.value(option) ?? name
+        guard !header.isEmpty, header.utf8.count <= 64, header.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
+            throw UsageError("--\(option): expected a field name (letters, digits, -), got \(header)")
+        }
+        let fields: Set<String> = ["host", "cookie", "authorization", "origin", "content-type", "content-length", "connection"]
+        guard !fields.contains(header.lowercased()) else { throw UsageError("--\(option): \(header) is a field of HTTP itself, not one a proxy names a user in") }
+        return header
     }
 
     /// Serves a team behind its proxy: no one-time codes; each request asks batond as its user.

@@ -57,11 +57,11 @@ extension ConfigReader {
 }
 
 extension ConfigReader {
-    /// `search`: `"scan"` (the default) or `"index"`, which a fleet has no use for (it does not search).
+    /// `search`: `"scan"` (the default) or `"index"`, which a fleet has no use for (PostgreSQL's index answers it).
     mutating func search(_ value: JSONValue?, fleet: Bool) -> SearchSetting {
         guard let value else { return .scan }
         let setting = choice(value, at: "search", SearchSetting.allCases.map(\.rawValue)).flatMap(SearchSetting.init(rawValue:)) ?? .scan
-        if fleet, setting == .index { warn("search", "a fleet does not search (its output is in PostgreSQL): \"index\" does nothing here") }
+        if fleet, setting == .index { warn("search", "a fleet searches PostgreSQL's trigram index (pg_trgm) whatever this says: \"index\" does nothing here") }
         return setting
     }
 }

@@ -82,6 +82,34 @@ struct ProxyGateTests {
         #expect(map.target(for: "\u{212A}arl@example.org") == .group("staff"), "the Kelvin sign is no k: not karl's")
     }
 
+    static let groupMap = try! UserMap.parse("alice@example.org alice\ngroup:staff group:staff\ngroup:*-admins root\n", source: "/etc/baton/users.map")
+
+    @Test("X-Forwarded-Groups from the trusted proxy: a group: rule maps a person no name rule maps; a name rule wins; none: refused as before", arguments: [
+        ([("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Groups", "dev, Staff")], ProxyGate.Decision.user("group:staff:carol@example.org")),
+        ([("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Groups", "dev"), ("x-forwarded-groups", " web-admins ")], .user("root")),
+        ([("X-Forwarded-User", "alice@example.org"), ("X-Forwarded-Groups", "staff")], .user("alice")),
+        ([("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Groups", "st aff,,staff x")],
+         .refuse(status: 403, reason: "x-forwarded-user: \"carol@example.org\" is no user name of this machine's shape (no rule of /etc/baton/users.map maps it)")),
+        ([("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Team", "staff")],
+         .refuse(status: 403, reason: "x-forwarded-user: \"carol@example.org\" is no user name of this machine's shape (no rule of /etc/baton/users.map maps it)")),
+    ] as [([(String, String)], ProxyGate.Decision)])
+    func groups(_ fields: [(String, String)], _ expected: ProxyGate.Decision) {
+        #expect(Self.proxy.decide(Self.head(fields), peer: "10.1.0.1", peerUID: nil, map: Self.groupMap) == expected)
+    }
+
+    @Test("--groups-header names another field; the groups are believed only from a trusted proxy (a forged field is refused first)")
+    func groupsHeader() {
+        let team = ProxyGate(trusted: [AddressRange("10.1.0.0/16")!], groupsHeader: "X-Forwarded-Team")
+        let fields = [("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Team", "staff")]
+        #expect(team.decide(Self.head(fields), peer: "10.1.0.1", peerUID: nil, map: Self.groupMap) == .user("group:staff:carol@example.org"))
+        #expect(team.decide(Self.head([("X-Forwarded-Groups", "staff")] + Array(fields.prefix(1))), peer: "10.1.0.1", peerUID: nil, map: Self.groupMap)
+            == .refuse(status: 403, reason: "x-forwarded-user: \"carol@example.org\" is no user name of this machine's shape (no rule of /etc/baton/users.map maps it)"))
+        #expect(team.decide(Self.head(fields), peer: "10.2.0.1", peerUID: nil, map: Self.groupMap)
+            == .refuse(status: 403, reason: "x-forwarded-user is believed only from the dashboard's trusted proxies, not from 10.2.0.1"))
+        #expect(ProxyGate.groups(["a, B ,,c d", "e"]) == [Array("a".utf8), Array("b".utf8), Array("e".utf8)])
+        #expect(ProxyGate.groups([Array(repeating: "g", count: 300).joined(separator: ",")]).count == ProxyGate.maxGroups)
+    }
+
     @Test("the map never makes a forged field believed: an untrusted peer is refused before the map is read")
     func mapAfterTrust() {
         let decision = Self.proxy.decide(Self.head([("X-Forwarded-User", "alice@example.org")]), peer: "10.2.0.1", peerUID: nil, map: Self.map)

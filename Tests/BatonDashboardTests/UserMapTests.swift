@@ -36,6 +36,28 @@ struct UserMapTests {
         #expect(try UserMap.parse(Self.text, source: "m").target(for: name) == expected)
     }
 
+    @Test("group: rules match the proxy's groups, only where no name rule matched; the first such rule one group matches wins")
+    func groupRules() throws {
+        let map = try UserMap.parse("""
+            alice@example.org  alice
+            group:admins       root          # a whole group as one account
+            group:team-*       group:staff
+            group:ops          group:ops
+            """, source: "m")
+        #expect(map.hasGroupRules)
+        #expect(map.rules.map(\.group) == [false, true, true, true])
+        #expect(map.rules.map(\.pattern) == ["alice@example.org", "admins", "team-*", "ops"])
+        let lowered = { (name: String) in UserMap.asciiLowered(name) }
+        #expect(map.target(lowered: lowered("alice@example.org"), groups: [lowered("admins")]) == .account("alice"), "a name rule first")
+        #expect(map.target(lowered: lowered("carol@example.org"), groups: [lowered("ops"), lowered("team-web")]) == .group("staff"))
+        #expect(map.target(lowered: lowered("carol@example.org"), groups: [lowered("ops")]) == .group("ops"))
+        #expect(map.target(lowered: lowered("dave@example.org"), groups: [lowered("admins")]) == .account("root"))
+        #expect(map.target(lowered: lowered("dave@example.org"), groups: []) == nil)
+        // A group rule never matches a name: `admins` as the proxy's user is no member of admins.
+        #expect(map.target(for: "admins") == nil)
+        #expect(try !UserMap.parse(Self.text, source: "m").hasGroupRules)
+    }
+
     @Test("names no rule matches")
     func unmatched() throws {
         let map = try UserMap.parse(Self.text, source: "m")

@@ -77,6 +77,33 @@ struct FleetArtifactRetryTests {
         }
     }
 
+    @Test("a keep that gives up is recorded with its run: its notices say no file was kept and why, as show prints them")
+    func giveUpRecorded() async throws {
+        let server = try Postgres.own()
+        let (conninfo, _) = try FleetArtifactRowsTests.database(on: server)
+        let dir = ScratchDirectory()
+        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
+        let logged = Locked<[String]>([])
+        let (retries, retry) = AsyncStream<@Sendable () -> Void>.makeStream()
+        let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
+        try server.stop()
+        let kept = Task {
+            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
+            retry.finish()
+        }
+        var waiting = retries.makeAsyncIterator()
+        let first = try #require(await waiting.next())
+        // PostgreSQL is back, but batond stops first: the keep gives up, and the run keeps why (before: a log line only).
+        try server.start()
+        keeper.stopRetrying()
+        first()
+        await kept.value
+        let list = try FleetArtifactRowsTests.list(try PGConnection(conninfo), run: 1)
+        #expect(list.files.isEmpty)
+        #expect(list.notices.count == 1, "\(list.notices) \(logged.withLock { $0 })")
+        #expect(list.notices.first?.hasPrefix("attempt 1: no file kept: PostgreSQL could not take them (batond is stopping") == true, "\(list.notices)")
+    }
+
     @Test("the wait before each try: 1 s, doubling, at most 30 s")
     func backoff() {
         #expect((1...8).map(FleetArtifacts.backoff) == [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })

@@ -19,14 +19,6 @@ struct FleetOutputTests {
         return (gate, hosts[0], hosts[1])
     }
 
-    @Test("search on a fleet host is refused, saying why (docs/scale-out.md): exit 2 and the reason, nothing found by accident")
-    func searchRefused() throws {
-        let hosts = try FleetTests.fleet(1, actions: #"quick: { exec: ["sh", "-c", "echo findme"] },"#)
-        #expect(try hosts[0].baton("run", "quick").code == 0)
-        let refused = try hosts[0].baton("search", "findme")
-        #expect(refused.code == 2 && refused.stderr.contains("search is not available on a fleet"), "\(refused)")
-    }
-
     @Test("logs -f on host B prints what A's run wrote, the first part before the gate opens and the rest after, once, in order; logs after the end reads the same on both hosts")
     func followFromAnotherHost() throws {
         let (gate, a, b) = try FleetOutputTests.gatedTalk()
@@ -81,12 +73,18 @@ struct FleetOutputTests {
         let second = try #require(try FleetTests.trigger(a, "hello").run?.id)
         #expect(try FleetTests.wait(a, run: second)?.phase == .success)
         #expect(try b.baton("logs", String(first)).stdout == "hello\n")
+        let found = { () throws -> [Int64] in
+            try JSONDecoder().decode([SearchMatch].self, from: Data(try a.baton("search", "hello", "--json").stdout.utf8)).map(\.run.id)
+        }
+        #expect(try found() == [second, first])
         let dry = try b.baton("prune", "--dry-run")
         #expect(dry.stdout == "would remove 1 run (6 B of output): hello 1\n", "\(dry)")
         #expect(try b.baton("prune").code == 0)
         #expect(try b.baton("prune", "--dry-run").stdout == "nothing to remove\n")
         #expect(try b.baton("logs", String(first)).code == 2)
         #expect(try b.baton("logs", String(second)).stdout == "hello\n")
+        // Its chunks, and so what the search index has of them, went with it.
+        #expect(try found() == [second])
     }
 
     @Test("bytes go through PostgreSQL exactly: NUL, invalid UTF-8, a carriage return, read on the other host")

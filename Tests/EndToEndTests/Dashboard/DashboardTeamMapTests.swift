@@ -27,7 +27,7 @@ struct DashboardTeamMapTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let map = directory + "/users.map"
-        try "# who is who\ndaemon@example.org  daemon\n*@example.org  group:staff   # everyone else here\n".write(toFile: map, atomically: true, encoding: .utf8)
+        try "# who is who\ndaemon@example.org  daemon\n*@example.org  group:staff   # everyone else here\ngroup:staff  group:staff\n".write(toFile: map, atomically: true, encoding: .utf8)
         let (port, auth, dashboardPort) = (try WebDriver.freePort(), try WebDriver.freePort(), try WebDriver.freePort())
         let dashboard = try Spawned([Binaries.baton, "--socket", daemon.socket, "dashboard", "--listen", "127.0.0.1:\(dashboardPort)",
                                      "--trusted-proxy", "127.0.0.2/32", "--proxy-user", "nobody", "--user-map", map])
@@ -80,9 +80,35 @@ struct DashboardTeamMapTests {
         #expect(runs.count == 1 && runs.first?["via"] as? String == "carol@example.org via group:staff", "\(history.stdout)")
         let shown = try daemon.baton("show", String(runs.first?["id"] as? Int ?? 0))
         #expect(shown.stdout.contains("triggered by carol@example.org via group:staff"), "\(shown.stdout)")
+        // In Chromium through nginx: her run's page says who triggered it, via the group (app.js's peerName).
+        if WebDriver.available {
+            let id = runs.first?["id"] as? Int ?? 0
+            try await offPool {
+                let browser = try WebDriver()
+                defer { browser.quit() }
+                let site = "http://127.0.0.1:\(port)/"
+                try browser.open(site)
+                _ = try browser.script("document.cookie = 'user=carol@example.org; path=/';")
+                try browser.open(site + "runs/\(id)")
+                let said = "[...document.querySelectorAll('#run-facts dt')].find(dt => dt.textContent === 'triggered by')"
+                #expect(try browser.wait(until: "\(said) && \(said).nextElementSibling.textContent.startsWith('carol@example.org via group:staff, pid ')"),
+                        "\(String(describing: try? browser.script("return document.querySelector('#run-facts')?.textContent;")))")
+            }
+        }
         // Her refused trigger of payroll is recorded naming her too.
         let denied = try daemon.baton("history", "--denied")
         #expect(denied.stdout.contains("carol@example.org via group:staff") && denied.stdout.contains("payroll"), "\(denied.stdout)")
+
+        // X-Forwarded-Groups: a person no name rule maps, in the proxy's group staff, gets staff's
+        // rights and is named via it; the same field sent by the browser is not believed (nginx sets it).
+        let erin = try HTTPProbe.request(port: port, "POST", "/api/trigger",
+                                         fields: ["Cookie": "user=erin@elsewhere.test; groups=staff", "Origin": "http://127.0.0.1:\(port)",
+                                                  "Content-Type": "application/json"], body: #"{"action": "deploy"}"#)
+        #expect(erin.status == 200, "\(erin.status) \(erin.body)")
+        let latest = try JSONSerialization.jsonObject(with: Data(try daemon.baton("history", "--json", "deploy").stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(latest.first?["via"] as? String == "erin@elsewhere.test via group:staff", "\(latest)")
+        let forged = try HTTPProbe.request(port: port, "GET", "/api/status", fields: ["Cookie": "user=erin@elsewhere.test", "X-Forwarded-Groups": "staff"])
+        #expect(forged.status == 403 && forged.body.contains("no rule of \(map) maps it"), "\(forged.status) \(forged.body)")
 
         // SIGHUP: the map read again; carol is now nobody's group, and a bad line keeps the rules in use.
         try "*@example.org  group:nogroup\n".write(toFile: map, atomically: true, encoding: .utf8)

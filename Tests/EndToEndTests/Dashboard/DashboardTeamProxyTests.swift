@@ -41,6 +41,7 @@ struct DashboardTeamProxyTests {
             location / {
               if ($cookie_user = "") { return 401; }
               add_header X-Auth-Request-Preferred-Username $cookie_user always;
+              add_header X-Auth-Request-Groups $cookie_groups always;
               return 202;
             }
           }
@@ -56,6 +57,8 @@ struct DashboardTeamProxyTests {
               auth_request /oauth2/auth;
               auth_request_set $user $upstream_http_x_auth_request_preferred_username;
               proxy_set_header X-Forwarded-User $user;
+              auth_request_set $groups $upstream_http_x_auth_request_groups;
+              proxy_set_header X-Forwarded-Groups $groups;
               proxy_set_header Host $http_host;
               proxy_http_version 1.1;
               proxy_set_header Connection "";

@@ -1,28 +1,29 @@
-import BatonCore
+import BatonEngine
+import BatonWire
 import Glibc
 
 /// The text a search looks for, folded as the trigram index folds it (case ignored), and how a
 /// line is tested for it: byte by byte for ASCII text, through Unicode lowercasing otherwise.
-struct SearchText: Sendable {
-    let text: String
+public struct SearchText: Sendable {
+    public let text: String
     /// The folded bytes looked for.
-    let folded: [UInt8]
-    let isASCII: Bool
+    public let folded: [UInt8]
+    public let isASCII: Bool
 
-    init(_ text: String) {
+    public init(_ text: String) {
         self.text = text
         isASCII = text.utf8.allSatisfy { $0 < 0x80 }
         folded = isASCII ? text.utf8.map(Self.lower) : Array(text.lowercased().utf8)
     }
 
     /// Whether the index can be asked: the trigram tokenizer needs three characters.
-    var usesIndex: Bool { text.unicodeScalars.count >= 3 }
+    public var usesIndex: Bool { text.unicodeScalars.count >= 3 }
 
     /// The FTS5 query: the text as one phrase (a substring, with the trigram tokenizer).
-    var matchQuery: String { "\"" + text.replacingEvery("\"", with: "\"\"") + "\"" }
+    public var matchQuery: String { "\"" + text.replacingEvery("\"", with: "\"\"") + "\"" }
 
     /// A LIKE pattern for `ESCAPE '\'` that finds the text anywhere (shorter texts, params).
-    var likePattern: String {
+    public var likePattern: String {
         var pattern = "%"
         for character in text {
             if character == "%" || character == "_" || character == "\\" { pattern.append("\\") }
@@ -32,7 +33,7 @@ struct SearchText: Sendable {
     }
 
     /// Where the text first starts in `line` (a byte offset into it), or nil.
-    func firstMatch(in line: ArraySlice<UInt8>) -> Int? {
+    public func firstMatch(in line: ArraySlice<UInt8>) -> Int? {
         guard !folded.isEmpty else { return nil }
         if isASCII { return Self.find(folded, in: line, fold: true) }
         let lowered = Array(String(decoding: line, as: UTF8.self).lowercased().utf8)
@@ -43,9 +44,9 @@ struct SearchText: Sendable {
     }
 
     /// Whether a param value holds the text.
-    func isIn(_ value: String) -> Bool { firstMatch(in: Array(value.utf8)[...]) != nil }
+    public func isIn(_ value: String) -> Bool { firstMatch(in: Array(value.utf8)[...]) != nil }
 
-    static func lower(_ byte: UInt8) -> UInt8 { byte &- 0x41 < 26 ? byte | 0x20 : byte }
+    public static func lower(_ byte: UInt8) -> UInt8 { byte &- 0x41 < 26 ? byte | 0x20 : byte }
 
     private static func find(_ needle: [UInt8], in haystack: ArraySlice<UInt8>, fold: Bool) -> Int? {
         guard haystack.count >= needle.count else { return nil }
@@ -72,24 +73,24 @@ struct SearchText: Sendable {
 /// A run's kept output read as lines, chunk after chunk, numbering them from 1 and noting where
 /// bytes were dropped between two chunks (the run wrote past `output.keep`): the lines that hold
 /// a `SearchText`, the first `maxLines` of them kept.
-struct MatchingLines {
-    let search: SearchText
-    let maxLines: Int
-    private(set) var lines: [MatchedLine] = []
-    private(set) var count = 0
+public struct MatchingLines {
+    public let search: SearchText
+    public let maxLines: Int
+    public private(set) var lines: [MatchedLine] = []
+    public private(set) var count = 0
     private var number = 0
     private var partial: [UInt8] = []
     private var end: Int64 = 0
     private var cut = false
     private var partialAfterCut = false
 
-    init(_ search: SearchText, maxLines: Int) {
+    public init(_ search: SearchText, maxLines: Int) {
         self.search = search
         self.maxLines = maxLines
     }
 
     /// Takes the next chunk, which starts at `start` in everything the run wrote.
-    mutating func take(_ bytes: [UInt8], at start: Int64) {
+    public mutating func take(_ bytes: [UInt8], at start: Int64) {
         if start > end {
             // Bytes were dropped here: what came before ends a line, and the lines after are marked.
             if !partial.isEmpty { finishLine() }
@@ -116,7 +117,7 @@ struct MatchingLines {
     /// same offsets), for an ASCII text: the lines that hold it are found with `memmem` over the
     /// copy and newlines counted with `memchr`, so a run's output is read at the speed of C; a
     /// line that goes on from one chunk into the next is checked whole, as `take` does.
-    mutating func take(_ bytes: [UInt8], folded: [UInt8], at start: Int64) {
+    public mutating func take(_ bytes: [UInt8], folded: [UInt8], at start: Int64) {
         guard search.isASCII, folded.count == bytes.count else { return take(bytes, at: start) }
         if start > end {
             if !partial.isEmpty { finishLine() }
@@ -125,15 +126,15 @@ struct MatchingLines {
         end = start + Int64(bytes.count)
         var position = 0
         if !partial.isEmpty {
-            guard let newline = Bytes.index(of: 10, in: bytes, from: 0) else { return partial.append(contentsOf: bytes) }
+            guard let newline = SearchBytes.index(of: 10, in: bytes, from: 0) else { return partial.append(contentsOf: bytes) }
             partial.append(contentsOf: bytes[..<newline])
             finishLine()
             position = newline + 1
         }
-        while let hit = Bytes.find(search.folded, in: folded, from: position) {
-            let lineStart = (Bytes.lastIndex(of: 10, in: bytes, from: position, before: hit) ?? (position - 1)) + 1
-            number += Bytes.count(10, in: bytes, position..<lineStart)
-            guard let lineEnd = Bytes.index(of: 10, in: bytes, from: hit) else {
+        while let hit = SearchBytes.find(search.folded, in: folded, from: position) {
+            let lineStart = (SearchBytes.lastIndex(of: 10, in: bytes, from: position, before: hit) ?? (position - 1)) + 1
+            number += SearchBytes.count(10, in: bytes, position..<lineStart)
+            guard let lineEnd = SearchBytes.index(of: 10, in: bytes, from: hit) else {
                 // The line goes on in the next chunk: checked whole then.
                 partial = Array(bytes[lineStart...])
                 partialAfterCut = cut
@@ -148,8 +149,8 @@ struct MatchingLines {
             }
             position = lineEnd + 1
         }
-        let last = Bytes.lastIndex(of: 10, in: bytes, from: position, before: bytes.count)
-        if let last { number += Bytes.count(10, in: bytes, position..<(last + 1)) }
+        let last = SearchBytes.lastIndex(of: 10, in: bytes, from: position, before: bytes.count)
+        if let last { number += SearchBytes.count(10, in: bytes, position..<(last + 1)) }
         let rest = last.map { $0 + 1 } ?? position
         if rest < bytes.count {
             partial = Array(bytes[rest...])
@@ -158,7 +159,7 @@ struct MatchingLines {
     }
 
     /// The last line, without a newline at its end.
-    mutating func finish() {
+    public mutating func finish() {
         if !partial.isEmpty { finishLine() }
     }
 
@@ -189,8 +190,8 @@ struct MatchingLines {
 }
 
 /// Byte searches at the speed of C (`memchr`, `memrchr`, `memmem`), as offsets into an array.
-enum Bytes {
-    static func index(of byte: UInt8, in bytes: [UInt8], from: Int) -> Int? {
+public enum SearchBytes {
+    public static func index(of byte: UInt8, in bytes: [UInt8], from: Int) -> Int? {
         guard from < bytes.count else { return nil }
         return bytes.withUnsafeBytes { buffer in
             memchr(buffer.baseAddress! + from, Int32(byte), buffer.count - from).map { UnsafeRawPointer($0) - buffer.baseAddress! }
@@ -198,7 +199,7 @@ enum Bytes {
     }
 
     /// The last `byte` in `from..<before` (a line's start, looked for back from a match: a short way).
-    static func lastIndex(of byte: UInt8, in bytes: [UInt8], from: Int, before: Int) -> Int? {
+    public static func lastIndex(of byte: UInt8, in bytes: [UInt8], from: Int, before: Int) -> Int? {
         var at = before - 1
         while at >= from {
             if bytes[at] == byte { return at }
@@ -208,7 +209,7 @@ enum Bytes {
     }
 
     /// How many times `byte` is in `range`.
-    static func count(_ byte: UInt8, in bytes: [UInt8], _ range: Range<Int>) -> Int {
+    public static func count(_ byte: UInt8, in bytes: [UInt8], _ range: Range<Int>) -> Int {
         var count = 0, at = range.lowerBound
         while at < range.upperBound, let found = index(of: byte, in: bytes, from: at), found < range.upperBound {
             count += 1
@@ -223,7 +224,7 @@ enum Bytes {
 
     /// Whether `needle` is anywhere in `bytes`: `memmem`, no per-byte work in Swift whatever the
     /// needle's first byte (`find`'s `memchr` stops at every `c` of hex-heavy output).
-    static func contains(_ needle: [UInt8], in bytes: [UInt8]) -> Bool {
+    public static func contains(_ needle: [UInt8], in bytes: [UInt8]) -> Bool {
         guard !needle.isEmpty, needle.count <= bytes.count else { return false }
         guard let memmem = memmemFunction else { return find(needle, in: bytes, from: 0) != nil }
         return bytes.withUnsafeBytes { haystack in
@@ -232,7 +233,7 @@ enum Bytes {
     }
 
     /// Where `needle` first is at or after `from`: its first byte by `memchr`, the rest by `memcmp`.
-    static func find(_ needle: [UInt8], in bytes: [UInt8], from: Int) -> Int? {
+    public static func find(_ needle: [UInt8], in bytes: [UInt8], from: Int) -> Int? {
         guard !needle.isEmpty else { return nil }
         var at = from
         while at + needle.count <= bytes.count, let first = index(of: needle[0], in: bytes, from: at) {
