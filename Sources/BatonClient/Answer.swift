@@ -12,10 +12,12 @@ final class Answer<Value: Sendable>: Sendable {
         self.delivery = delivery
         result = Task {
             for try await value in stream { return value }
-            // Finished without a result: only when the answer itself was let go of.
+            // Finished without a result: only when the answer itself was let go of (deinit).
             throw CancellationError()
         }
     }
+
+    deinit { delivery.finish(throwing: CancellationError()) }
 
     var value: Value {
         get async throws { try await result.value }

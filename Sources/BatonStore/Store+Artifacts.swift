@@ -88,13 +88,15 @@ public final class StoreArtifacts: ArtifactKeeper {
 
     /// Runs `body` in the writer's next group and waits for its commit (this thread is the keeper's own).
     private func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) -> Result<T, BatonError> {
-        // The writer hands over what `body` made, then the commit's outcome: two channels, each set once.
-        let made = OneShot<T>(), outcome = OneShot<Result<Void, BatonError>>()
+        // What `body` made is set by the work and read by the completion, both on the writer's
+        // thread, the last set winning (the writer may run a group's work again after a rollback:
+        // the committed attempt's value is the one that counts); the outcome is handed over once.
+        let made = WriterSlot<T>(), outcome = OneShot<Result<T, BatonError>>()
         store.submit(Store.Item(entries: [], completion: { result in
-            outcome.set(result)
+            outcome.set(result.flatMap { made.value.map { .success($0) } ?? .failure(.internalError("the writer lost a result")) })
         }, refusedWhileFailing: true, work: { connection in
-            made.set(try body(connection))
+            made.value = try body(connection)
         }))
-        return outcome.wait().flatMap { made.value.map { .success($0) } ?? .failure(.internalError("the writer lost a result")) }
+        return outcome.wait()
     }
 }

@@ -12,7 +12,7 @@ enum SocketBench {
         let daemon = try InProcessDaemon(name: "noop", maxConcurrentRuns: clients)
         await daemon.register(Action(name: "noop", params: ["k": ParamSpec()], keyParams: ["k"])) { _ in }
         let socket = daemon.socket
-        let rate = await throughput(threads: clients, seconds: seconds) { _ in
+        let rate = await throughput(threads: clients, seconds: seconds) { index in
             let client = try! LineClient(path: socket)
             return { client.call(#"{"op":"trigger","action":"noop","params":{"k":"\#(index)"}}"#) != nil }
         }
@@ -31,7 +31,7 @@ enum SocketBench {
             Action(name: "true", exec: ["/bin/true"], params: ["k": ParamSpec()], keyParams: ["k"]),
         ], maxConcurrentRuns: parallelism)
         let socket = daemon.socket
-        let rate = await throughput(threads: parallelism, seconds: seconds) { _ in
+        let rate = await throughput(threads: parallelism, seconds: seconds) { index in
             let client = try! LineClient(path: socket)
             return { client.call(#"{"op":"trigger","action":"true","params":{"k":"\#(index)"}}"#) != nil }
         }

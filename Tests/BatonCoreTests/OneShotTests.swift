@@ -19,13 +19,18 @@ struct OneShotTests {
         let cell = OneShot<String>()
         let go = DispatchSemaphore(value: 0)
         let waiters = (0..<3).map { _ in OneShot<String>() }
+        let waiting = DispatchSemaphore(value: 0)
         for waiter in waiters {
-            SystemThread.start { waiter.set(cell.wait()) }
+            SystemThread.start { waiting.signal(); waiter.set(cell.wait()) }
         }
         SystemThread.start {
             go.wait()
             cell.set("done")
         }
+        for _ in waiters { waiting.wait() }
+        // Each waiter has said it is about to wait; give them the time to block in the semaphore,
+        // so the set below wakes one and each passes the wake-up on (the path under test).
+        usleep(20_000)
         #expect(cell.value == nil)
         go.signal()
         #expect(cell.wait() == "done")
