@@ -66,15 +66,15 @@ extension FleetCoordinator {
     }
 
     /// In a transaction that holds the key rows of the runs in `rows` (`StartColumns`' rows):
-    /// writes the `loading` of each run the rule starts (`KeyDecision.mayStart`), in one pipeline; the runs whose action
-    /// claims locks, or that a hook made, are claimed after. Their lock rows all locked in name
+    /// writes the `loading` of each run the rule starts (`KeyDecision.mayStart`), in one
+    /// pipeline; the runs whose action claims locks, or that a hook made, are claimed after. Their lock rows all locked in name
     /// order first, then the rate-limited buckets (after every key row: the fleet's lock order);
     /// a run its rate limit holds back does not start (`rateHeld`).
     func writeStarts(_ rows: [[String?]], on db: PGConnection) throws -> StartWrites {
         var writes = StartWrites()
         var statements: [FleetJournal.Statement] = []
         var oneByOne: [(RunSnapshot, Int)] = []
-        // What may start by its key, its window and its pause, its action looked up once.
+        // What the rule starts (key, window, pause, approval, rate, needs), its action looked up once.
         var ready: [(run: RunSnapshot, seq: Int, action: Action?)] = []
         for row in rows.map(StartColumns.decode) where row.verdict == .start {
             ready.append((row.run, row.seq, conductor.action(named: row.run.action)))
