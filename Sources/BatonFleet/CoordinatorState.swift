@@ -29,6 +29,9 @@ struct CoordinatorState: Sendable {
     /// The secret params' values of this host's runs that have not started (`keep`), in memory
     /// only: handed to the conductor with the run when it starts here, dropped when it ends.
     private(set) var secrets: [Int64: [String: String]] = [:]
+    /// The runs whose needs this host asks (`FleetCoordinator.askNeeds`): one asked at a time; each
+    /// kept, once written, with when, until a tick that read the rows after it (`needsRead`).
+    private(set) var needsAsked = NeedsAsked()
 
     init(limit: Int) {
         self.limit = max(limit, 1)
@@ -61,6 +64,15 @@ struct CoordinatorState: Sendable {
         case refreshed([RunSnapshot])
         /// The feed delivered a transition of a run (as it was then).
         case delivered(RunSnapshot, ended: Bool)
+        /// A tick read the runs whose needs to ask, its read begun at `readAt`: the runs whose
+        /// needs were written before it are forgotten (it saw them written).
+        case needsRead(readAt: ContinuousClock.Instant)
+        /// Asks the run's needs, unless they are being asked or were written since the last read.
+        case askNeeds(RunSnapshot)
+        /// Its needs could not be asked now, nothing written: the next tick asks them again.
+        case needsNotAsked(Int64)
+        /// Its needs were written (committed) at `at`.
+        case needsWritten(Int64, at: ContinuousClock.Instant)
     }
 
     enum Effect: Sendable, Equatable {
@@ -74,6 +86,8 @@ struct CoordinatorState: Sendable {
         case start(ready: [Int64], held: [Int64], slots: Int)
         /// Arm the run's debounce timer.
         case armTimer(Int64, after: Duration)
+        /// Ask the run's needs (trigger each, then write what it waits for).
+        case askNeeds(RunSnapshot)
     }
 
     mutating func handle(_ event: Event) -> [Effect] {
@@ -115,6 +129,17 @@ struct CoordinatorState: Sendable {
             if ended { adopted[run.id] = nil }
             // Only its end: its `loading` may come by the feed before the start's claim reaches the loop.
             if ended { secrets[run.id] = nil }
+            return []
+        case let .needsRead(readAt):
+            needsAsked.prune(writtenBefore: readAt)
+            return []
+        case let .askNeeds(run):
+            return needsAsked.begin(run.id) ? [.askNeeds(run)] : []
+        case let .needsNotAsked(run):
+            needsAsked.forget(run)
+            return []
+        case let .needsWritten(run, at):
+            needsAsked.written(run, at: at)
             return []
         }
     }

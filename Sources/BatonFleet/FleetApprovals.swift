@@ -13,8 +13,13 @@ enum FleetApprovals {
     typealias Statement = FleetJournal.Statement
 
     /// An approval row's columns, as `state(_:from:)` reads them.
-    static let columns = "a.approvers, a.until, a.verdict, a.decided_by, a.decided_at, a.reason, a.origin_uid"
-    static let columnCount = 7
+    static let columnList = ["a.approvers", "a.until", "a.verdict", "a.decided_by", "a.decided_at", "a.reason", "a.origin_uid"]
+    static let columns = columnList.joined(separator: ", ")
+    static let columnCount = columnList.count
+
+    /// A run with its last seq and its approval row (`runWithApproval`, `allWaiting`).
+    enum Part: Hashable, Sendable { case seq, approval }
+    static let withRun = FleetSelect<Part>(run: "r", [(.seq, ["r.last_seq"]), (.approval, columnList)])
 
     static func state(_ row: [String?], from index: Int) -> (state: ApprovalState, origin: UInt32?)? {
         guard row.count >= index + columnCount, let approvers = row[index] else { return nil }
@@ -83,22 +88,17 @@ enum FleetApprovals {
 
     /// A run with its approval row (NULLs where it has none), its last seq after the run's columns.
     static func runWithApproval(_ run: Int64) -> Statement {
-        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
-        return ("SELECT \(columns), r.last_seq, \(Self.columns) FROM runs r LEFT JOIN approvals a ON a.run_id = r.id WHERE r.id = $1",
-                [String(run)])
+        ("SELECT \(withRun.sql) FROM runs r LEFT JOIN approvals a ON a.run_id = r.id WHERE r.id = $1", [String(run)])
     }
 
     /// Whether the wait joined as `a` has not reached its end by the database's clock.
     static let open = "(a.until IS NULL OR a.until > \(FleetCooldown.databaseNow))"
 
     /// Every undecided wait of a queued run whose end has not come, oldest first, each with its run (`runWithApproval`'s columns).
-    static let allWaiting: Statement = {
-        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
-        return ("""
-            SELECT \(columns), r.last_seq, \(Self.columns) FROM approvals a JOIN runs r ON r.id = a.run_id
-            WHERE a.verdict IS NULL AND r.phase = 'queued' AND \(open) ORDER BY r.id
-            """, [])
-    }()
+    static let allWaiting: Statement = ("""
+        SELECT \(withRun.sql) FROM approvals a JOIN runs r ON r.id = a.run_id
+        WHERE a.verdict IS NULL AND r.phase = 'queued' AND \(open) ORDER BY r.id
+        """, [])
 
     /// The undecided waits of queued runs whose end has come by the database's clock: a tick's
     /// look (by index; a run cancelled while it waited keeps its row undecided, and is not due).
@@ -135,8 +135,8 @@ enum FleetApprovals {
     /// The run in `row` (`runWithApproval`'s columns) with its approval, and who made it.
     static func run(_ row: [String?]) -> (run: RunSnapshot, seq: Int, origin: UInt32?) {
         var run = FleetRows.run(row)
-        let found = state(row, from: FleetRows.runColumnCount + 1)
+        let found = state(row, from: withRun.range(.approval).lowerBound)
         run.approval = found?.state
-        return (run, Int(row[FleetRows.runColumnCount] ?? "") ?? 1, found?.origin)
+        return (run, Int(withRun.value(row, .seq) ?? "") ?? 1, found?.origin)
     }
 }

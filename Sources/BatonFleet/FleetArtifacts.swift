@@ -22,29 +22,35 @@ public final class FleetArtifacts: ArtifactKeeper {
 
     let host: FleetHost
     private let connection: PGWorker
-    private let log: @Sendable (String) -> Void
+    let log: @Sendable (String) -> Void
     /// Tests: called on the keeper's thread after each chunk is written (how many so far).
     let afterChunk: (@Sendable (Int) -> Void)?
-    /// Runs its body after a delay (the reactor's timer): a keep that found PostgreSQL down is
-    /// tried again by it. Nil: not tried again (the failure is logged, the files not kept).
-    public typealias Later = @Sendable (Duration, @escaping @Sendable () -> Void) -> Void
-    let later: Later?
     /// How long a keep is tried again while PostgreSQL does not answer; the run stays in flight
     /// meanwhile (its end, which needs PostgreSQL too, comes after its files).
     static let retryFor = Duration.seconds(600)
-    /// The keeps waiting for their next try, each by its give-up, which `stopRetrying` (the start of
-    /// a stop) calls at once; `stopped` once it did: a keep is not tried again once batond stops.
-    private let waiting = Locked<(next: Int, giveUps: [Int: @Sendable () -> Void], stopped: Bool)>((0, [:], false))
+    /// The keeps waiting for their next try on the loop's timers, owned by the loop
+    /// (`KeepRetries`): `stopRetrying` (the start of a stop) gives them up at once, and a keep is
+    /// not tried again once batond stops. Nil (no loop given): a keep that fails is not tried
+    /// again (the failure is logged, the files not kept).
+    let retries: LoopOwned<KeepRetries<Retry>>?
+    /// Runs its body after a delay: the loop's timer, or a test's.
+    public typealias Later = @Sendable (Duration, @escaping @Sendable () -> Void) -> Void
+    let later: Later
 
-    public convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, later: Later? = nil) {
-        self.init(pool: pool, host: host, log: log, afterChunk: nil, later: later)
+    /// `reactor`: the loop that owns the keeps waiting for PostgreSQL, whose timers try them
+    /// again (`later`: another timer, a test's).
+    public convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, reactor: Reactor? = nil,
+                            later: Later? = nil) {
+        self.init(pool: pool, host: host, log: log, afterChunk: nil, reactor: reactor, later: later)
     }
 
-    init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, afterChunk: (@Sendable (Int) -> Void)?, later: Later? = nil) {
+    init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, afterChunk: (@Sendable (Int) -> Void)?,
+         reactor: Reactor? = nil, later: Later? = nil) {
         self.host = host
         self.log = log
         self.afterChunk = afterChunk
-        self.later = later
+        retries = reactor.map { LoopOwned(KeepRetries(), on: $0) }
+        self.later = later ?? { delay, body in _ = reactor?.after(delay, body) }
         connection = pool.dedicated(name: "baton-fleet-art")
     }
 
@@ -62,39 +68,22 @@ public final class FleetArtifacts: ArtifactKeeper {
     /// same, one publication). PostgreSQL down (a connection problem): tried again after a
     /// backoff (1 s, doubling, at most 30 s) for up to `retryFor`, the run held in flight (its
     /// `done` not called) until the files are kept or that time is past.
-    private func keep(_ found: ArtifactScan, run: Int64, attempt: Int, tries: Int, since: ContinuousClock.Instant,
-                      done: @escaping @Sendable () -> Void) {
+    func keep(_ found: ArtifactScan, run: Int64, attempt: Int, tries: Int, since: ContinuousClock.Instant,
+              done: @escaping @Sendable () -> Void) {
         connection.submit({ [self] db in try keepNow(found, run: run, attempt: attempt, on: db) }, retryingBroken: true) { [self] result in
             guard case let .failure(error) = result else { return done() }
-            if let later, (error as? PGError)?.isConnectionProblem == true, ContinuousClock.now - since < Self.retryFor,
-               let id = wait({ [self] in giveUp(run: run, attempt: attempt, "batond is stopping (\(error))", done: done) }) {
-                let delay = Self.backoff(tries)
-                log("the artifacts of run \(run) (attempt \(attempt)) wait for PostgreSQL (\(error)): tried again in \(delay), the run ending after")
-                return later(delay) { [self] in
-                    // Given up meanwhile (`stopRetrying` called it): nothing left to do.
-                    guard waiting.withLock({ $0.giveUps.removeValue(forKey: id) }) != nil else { return }
-                    keep(found, run: run, attempt: attempt, tries: tries + 1, since: since, done: done)
-                }
+            if retries != nil, (error as? PGError)?.isConnectionProblem == true, ContinuousClock.now - since < Self.retryFor {
+                let retry = Retry(found: found, run: run, attempt: attempt, tries: tries, since: since, error: "\(error)", done: done)
+                return retrying(.wait(retry, after: Self.backoff(tries)))
             }
             giveUp(run: run, attempt: attempt, "\(error)", done: done)
-        }
-    }
-
-    /// Keeps a waiting keep's give-up until its timer fires or `stopRetrying` takes it; its key.
-    /// Nil once batond stops: the keep gives up now.
-    private func wait(_ giveUp: @escaping @Sendable () -> Void) -> Int? {
-        waiting.withLock { state in
-            guard !state.stopped else { return nil }
-            state.next += 1
-            state.giveUps[state.next] = giveUp
-            return state.next
         }
     }
 
     /// Ends a keep without its files: logged, what it began removed, and recorded with the run (its
     /// notices: `baton show` says the files were not kept and why, as for a run over its bound)
     /// before the run is told; where PostgreSQL does not take even that, the log says so too.
-    private func giveUp(run: Int64, attempt: Int, _ why: String, done: @escaping @Sendable () -> Void) {
+    func giveUp(run: Int64, attempt: Int, _ why: String, done: @escaping @Sendable () -> Void) {
         log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(why)")
         let notice = "attempt \(attempt): no file kept: PostgreSQL could not take them (\(why))"
         connection.submit({ [host] db in
@@ -110,13 +99,7 @@ public final class FleetArtifacts: ArtifactKeeper {
     /// At the start of a stop (before its drain): the keeps waiting for PostgreSQL give up now,
     /// their runs ending without their files, and a keep that fails from now on is not tried again.
     public func stopRetrying() {
-        let giveUps = waiting.withLock { state in
-            let taken = state.giveUps.values
-            state.giveUps = [:]
-            state.stopped = true
-            return Array(taken)
-        }
-        for giveUp in giveUps { giveUp() }
+        retrying(.stop)
     }
 
     /// The wait before try `tries + 1`: 1 s, doubling, at most 30 s.

@@ -34,7 +34,7 @@ extension FleetCoordinator {
         for (index, outcome) in decided.outcomes.enumerated() {
             guard let run = outcome.sharedRun else { continue }
             written.reads[index] = written.statements.count
-            written.statements.append(("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(run)]))
+            written.statements.append(("SELECT \(FleetRows.withSeq.sql) FROM runs WHERE id = $1", [String(run)]))
         }
         // A new run (and what its replace stopped) is news to the fleet; a record is not.
         let notify: [FleetJournal.Statement] = decided.outcomes.contains { $0.createsRun } ? [("NOTIFY baton", [])] : []
@@ -123,7 +123,8 @@ extension FleetCoordinator {
             case .shared, .debounced:
                 let decision: FlightTable.Decision = if case let .shared(shared) = outcome { shared } else { .joined(outcome.sharedRun ?? 0) }
                 guard let at = written.reads[index], let row = results[at].first else { return .failure(BatonError.unknownRun(decision.run)) }
-                return .success(Decided(decision: decision, run: FleetRows.run(row), seq: Int(row[FleetRows.runColumnCount] ?? "") ?? 1))
+                let (run, seq) = FleetRows.runAndSeq(row)
+                return .success(Decided(decision: decision, run: run, seq: seq))
             case let .created(decision, _):
                 let id = decision.run
                 let claimed = written.claimed[id] ?? attempts[id]?.claimed

@@ -43,25 +43,20 @@ extension FleetCoordinator {
     static func lockReady(incarnation: String, count: Int) -> FleetJournal.Statement {
         ("""
             SELECT k.key FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
-            WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND \(FleetDebounce.due)
-              AND NOT \(FleetPauses.holds) AND NOT \(FleetRates.held) AND NOT \(FleetApprovals.waits) AND \(FleetNeeds.met)
+            WHERE r.incarnation = $1 AND \(StartColumns.filter)
             ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
             FOR UPDATE OF k SKIP LOCKED
             """, [incarnation, String(count)])
     }
 
-    /// This host's queued runs that hold one of `keys` (rows the transaction holds), with
-    /// `startable`'s columns, read after the transaction's ends are written (a follow-up holds its
-    /// key by then), at most `count`, in the order the feed starts them.
+    /// This host's queued runs that hold one of `keys` (rows the transaction holds) and that the
+    /// rule would start (`StartColumns.filter`; `writeStarts` decides each again), with its
+    /// columns, read after the transaction's ends are written (a follow-up holds its key by
+    /// then), at most `count`, in the order the feed starts them.
     static func startable(keys: [String], incarnation: String, count: Int) -> FleetJournal.Statement {
-        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
-        return ("""
-            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined),
-                   \(FleetApprovals.waiting)
-            FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id LEFT JOIN pauses p ON p.action = r.action
-                 LEFT JOIN approvals a ON a.run_id = r.id
-            WHERE k.key = ANY ($1::text[]) AND r.incarnation = $2 AND r.phase = 'queued' AND cardinality(k.draining) = 0
-              AND NOT \(FleetRates.held) AND \(FleetNeeds.met)
+        ("""
+            SELECT \(StartColumns.select.sql) \(StartColumns.from)
+            WHERE k.key = ANY ($1::text[]) AND r.incarnation = $2 AND \(StartColumns.filter)
             ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $3::bigint
             """, [FleetJournal.textArray(keys), incarnation, String(count)])
     }

@@ -16,14 +16,13 @@ extension FleetCoordinator {
     /// write committed finds it still remembered.
     func askNeeds(of runs: [RunSnapshot], readAt: ContinuousClock.Instant) {
         guard reactor.isCurrent else { return reactor.post { [self] in askNeeds(of: runs, readAt: readAt) } }
-        needsAsked.withLock { $0.prune(writtenBefore: readAt) }
-        for run in runs { askNeeds(of: run) }
+        send(.needsRead(readAt: readAt))
+        for run in runs { send(.askNeeds(run)) }
     }
 
-    /// Asks run `run`'s needs, once at a time per run (the feed finds it again on each tick until written).
-    func askNeeds(of run: RunSnapshot) {
-        guard reactor.isCurrent else { return reactor.post { [self] in askNeeds(of: run) } }
-        guard needsAsked.withLock({ $0.begin(run.id) }) else { return }
+    /// The state's `askNeeds` (once at a time per run: the feed finds it again on each tick until
+    /// written): asks them now, on the loop.
+    func askingNeeds(of run: RunSnapshot) {
         // An action gone from the config needs nothing now: met, its start cancels it (`claim`: removed).
         guard let action = conductor.action(named: run.action) else { return writeNeeds(of: run.id, nil, [], failure: nil) }
         askNeed(0, of: run, action, asked: [])
@@ -50,7 +49,7 @@ extension FleetCoordinator {
                 reactor.onLoop { [self] in askNeed(index + 1, of: run, action, asked: asked + [known]) }
             case let .failure(error) where Self.passing(error):
                 log("the needs of run \(run.id) are asked again: \(target.name) could not be triggered now: \(error)")
-                needsAsked.withLock { $0.forget(run.id) }
+                reactor.onLoop { [self] in send(.needsNotAsked(run.id)) }
             case let .failure(error):
                 writeNeeds(of: run.id, action, asked, failure: "needs \(target.name): \(error.message(at: .now))")
             }
@@ -73,9 +72,11 @@ extension FleetCoordinator {
         }) { [self] result in
             if case let .failure(error) = result {
                 log("the needs of run \(id) could not be written: \(error)")
-                return needsAsked.withLock { $0.forget(id) }
+                return reactor.onLoop { [self] in send(.needsNotAsked(id)) }
             }
-            needsAsked.withLock { $0.written(id, at: .now) }
+            // When it committed, read here: a tick whose read began after this saw it written.
+            let at = ContinuousClock.now
+            reactor.onLoop { [self] in send(.needsWritten(id, at: at)) }
         }
     }
 }

@@ -88,6 +88,8 @@ extension FleetCoordinator {
             }
         case let .armTimer(id, after):
             _ = reactor.after(after) { [self] in send(.debounceFired(id, running: conductor.runningCount)) }
+        case let .askNeeds(run):
+            askingNeeds(of: run)
         }
     }
 
@@ -140,9 +142,7 @@ extension FleetCoordinator {
     private func ready(excluding held: [Int64], count: Int, on db: PGConnection) throws -> [Int64] {
         try db.query("""
             SELECT r.id FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
-            WHERE r.incarnation = $1 AND r.phase = 'queued' AND cardinality(k.draining) = 0 AND r.id <> ALL ($3::bigint[])
-              AND \(FleetDebounce.due) AND NOT \(FleetPauses.holds) AND NOT \(FleetRates.held)
-              AND NOT \(FleetApprovals.waits) AND \(FleetNeeds.met)
+            WHERE r.incarnation = $1 AND r.id <> ALL ($3::bigint[]) AND \(StartColumns.filter)
             ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $2::bigint
             """, [host.incarnation, String(count), "{" + held.map(String.init).joined(separator: ",") + "}"]).rows
             .compactMap { $0[0].flatMap { Int64($0) } }

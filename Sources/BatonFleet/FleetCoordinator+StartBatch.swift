@@ -65,23 +65,19 @@ extension FleetCoordinator {
         var news = false
     }
 
-    /// In a transaction that holds the key rows of the runs in `rows` (`startable`'s columns):
-    /// writes the `loading` of each run that may start, in one pipeline; the runs whose action
-    /// claims locks, or that a hook made, are claimed after. Their lock rows all locked in name
+    /// In a transaction that holds the key rows of the runs in `rows` (`StartColumns`' rows):
+    /// writes the `loading` of each run the rule starts (`KeyDecision.mayStart`), in one
+    /// pipeline; the runs whose action claims locks, or that a hook made, are claimed after. Their lock rows all locked in name
     /// order first, then the rate-limited buckets (after every key row: the fleet's lock order);
     /// a run its rate limit holds back does not start (`rateHeld`).
     func writeStarts(_ rows: [[String?]], on db: PGConnection) throws -> StartWrites {
         var writes = StartWrites()
         var statements: [FleetJournal.Statement] = []
         var oneByOne: [(RunSnapshot, Int)] = []
-        // What may start by its key, its window and its pause, its action looked up once.
+        // What the rule starts (key, window, pause, approval, rate, needs), its action looked up once.
         var ready: [(run: RunSnapshot, seq: Int, action: Action?)] = []
-        for row in rows {
-            let run = FleetRows.run(row)
-            let facts = Self.startFacts(row)
-            guard KeyDecision.mayStart(run.id, phase: run.phase, slot: facts.slot, windowPassed: facts.windowPassed,
-                                       paused: facts.paused, approving: facts.approving) else { continue }
-            ready.append((run, Int(row[FleetRows.runColumnCount] ?? "") ?? 1, conductor.action(named: run.action)))
+        for row in rows.map(StartColumns.decode) where row.verdict == .start {
+            ready.append((row.run, row.seq, conductor.action(named: row.run.action)))
         }
         // The lock rows of the runs that claim locks, then the rate-limited buckets: the fleet's lock order.
         let names = ready.flatMap { $0.action?.locks.map(\.name) ?? [] }
@@ -117,26 +113,10 @@ extension FleetCoordinator {
         return writes
     }
 
-    /// What `KeyDecision.mayStart` decides a `startable` row on, by its columns: the key's slot after
-    /// the run's columns and its last seq, whether its owner's window passed, its action's pause
-    /// (`FleetPauses.joined`, as many columns as `joinedCount`), then whether it waits for its approval.
-    static func startFacts(_ row: [String?]) -> (slot: KeySlot, windowPassed: Bool, paused: Bool, approving: Bool) {
-        let base = FleetRows.runColumnCount
-        let approval = base + 5 + FleetPauses.joinedCount
-        return (KeySlot(row: Array(row[(base + 1)...(base + 3)])), row[base + 4] == "t", FleetPauses.holds(row, from: base + 5),
-                row.count > approval && row[approval] == "t")
-    }
-
-    /// Each run with its last seq, its key's slot (holder, follow-up, draining), whether it may
-    /// start by its owner and its window (`t`), its action's pause (`FleetPauses.joined`), and
-    /// whether it waits for its approval (`t`, `FleetApprovals.waiting`): read once its key's row is held.
+    /// Each of `ids` with what its start is decided on (`StartColumns`), read once its key's row
+    /// is held; the rule (`KeyDecision.mayStart`) decides each in `writeStarts`.
     static func startable(_ ids: [Int64], incarnation: String) -> FleetJournal.Statement {
-        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
-        return ("""
-            SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined),
-                   \(FleetApprovals.waiting)
-            FROM runs r JOIN keys k ON k.key = r.key LEFT JOIN pauses p ON p.action = r.action LEFT JOIN approvals a ON a.run_id = r.id
-            WHERE r.id = ANY ($1::bigint[]) AND \(FleetNeeds.met)
-            """, ["{" + ids.map(String.init).joined(separator: ",") + "}", incarnation])
+        ("SELECT \(StartColumns.select.sql) \(StartColumns.from) WHERE r.id = ANY ($1::bigint[])",
+         ["{" + ids.map(String.init).joined(separator: ",") + "}", incarnation])
     }
 }

@@ -38,9 +38,6 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// each event cost the loop a copy of every run in flight at its next change (issue 38's fleet
     /// figures: three hosts' runs/s fell 12-23% with one), as the conductor's did.
     let state: Locked<CoordinatorState>
-    /// The runs whose needs this host asks (`askNeeds`): asked once at a time; each kept, once
-    /// written, with when (`NeedsAsked`), until a tick that read the rows after it prunes it.
-    let needsAsked = Locked(NeedsAsked())
 
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor,
                 log: @escaping @Sendable (String) -> Void) {
@@ -126,8 +123,8 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
 
     /// The run and the seq of its last transition.
     func read(_ id: Int64, on db: PGConnection) throws -> (RunSnapshot, Int)? {
-        guard let row = try db.query("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1", [String(id)]).first else { return nil }
-        return (FleetRows.run(row), Int(row[FleetRows.runColumnCount] ?? "") ?? 1)
+        guard let row = try db.query("SELECT \(FleetRows.withSeq.sql) FROM runs WHERE id = $1", [String(id)]).first else { return nil }
+        return FleetRows.runAndSeq(row)
     }
 
     /// The run's transitions after `seq`, each with the run as it was after it (replayed from its first).

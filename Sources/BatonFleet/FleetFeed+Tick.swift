@@ -41,6 +41,12 @@ extension FleetFeed {
         }
     }
 
+    enum LivePart: Hashable, Sendable { case seq, line }
+    /// A run in flight with its last seq and its place in its key's line.
+    static let liveColumns = FleetSelect<LivePart>(run: nil, [
+        (.seq, ["last_seq"]), (.line, ["(SELECT array_position(k.line, runs.id) FROM keys k WHERE k.key = runs.key)"]),
+    ])
+
     /// The fleet's runs in flight, for `status`, what each run in a lock's line waits for, each
     /// follow-up's place in its key's line (`keys.line`), and the actions paused.
     private static func refresh(_ db: PGConnection, _ coordinator: FleetCoordinator) throws {
@@ -53,14 +59,13 @@ extension FleetFeed {
         try FleetNeeds.sweep(db, coordinator)
         let needs = try FleetNeeds.waiting(on: db, coordinator)
         let live = try db.query("""
-            SELECT \(FleetRows.runColumns), last_seq, (SELECT array_position(k.line, runs.id) FROM keys k WHERE k.key = runs.key)
-            FROM runs WHERE phase IN ('queued', 'loading', 'retrying')
+            SELECT \(liveColumns.sql) FROM runs WHERE phase IN ('queued', 'loading', 'retrying')
             """).rows.map { row in
             var run = FleetRows.run(row)
-            run.seq = Int(row[FleetRows.runColumnCount] ?? "")
+            run.seq = Int(liveColumns.value(row, .seq) ?? "")
             if run.phase == .queued {
                 run.waiting = waits[run.id]
-                run.line = row[FleetRows.runColumnCount + 1].flatMap { Int($0) }
+                run.line = liveColumns.value(row, .line).flatMap { Int($0) }
                 run.needs = needs[run.id]
             }
             return run

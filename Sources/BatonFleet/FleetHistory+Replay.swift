@@ -20,19 +20,21 @@ extension FleetHistory {
         }
     }
 
+    enum UpdatePart: Hashable, Sendable { case transition }
+    /// A run with one of its transitions (`FleetRows.transition`'s columns).
+    static let updateColumns = FleetSelect<UpdatePart>(run: "r", [(.transition, ["t.seq", "t.from_phase", "t.to_phase", "t.at", "t.detail"])])
+
     static func replay(after cursor: WatchCursor, action: String?, limit: Int, on db: PGConnection) throws -> Replay {
         var arguments: [String?] = [String(cursor.at.rawValue), String(cursor.run), String(cursor.seq)]
         let only = action.map { arguments.append($0); return " AND r.action = $4" } ?? ""
         let after = "(t.at, t.run_id, t.seq) > ($1::bigint, $2::bigint, $3::int)" + only
-        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + String($0.trimmingPrefix(while: \.isWhitespace)) }
-            .joined(separator: ", ")
         let rows = try db.query("""
-            SELECT \(columns), t.seq, t.from_phase, t.to_phase, t.at, t.detail FROM transitions t JOIN runs r ON r.id = t.run_id
+            SELECT \(updateColumns.sql) FROM transitions t JOIN runs r ON r.id = t.run_id
             WHERE \(after) ORDER BY t.at DESC, t.run_id DESC, t.seq DESC LIMIT \(limit)
             """, arguments).rows
         var replay = Replay(updates: rows.reversed().map { row in
             let run = FleetRows.run(row)
-            return RunUpdate(run: run, transition: FleetRows.transition(runID: run.id, row, from: FleetRows.runColumnCount))
+            return RunUpdate(run: run, transition: FleetRows.transition(runID: run.id, row, from: updateColumns.range(.transition).lowerBound))
         })
         guard rows.count == limit, let oldest = replay.updates.first?.transition else { return replay }
         arguments += [String(oldest.at.rawValue), String(oldest.runID), String(oldest.seq)]

@@ -15,11 +15,11 @@ extension FleetNeeds {
     /// with `pauseAfterFailures`, the failure counted over every host's runs (its lock taken first,
     /// `endLocks`). `action`: the run's action as this host has it (nil: no hooks, nothing counted).
     static func end(_ id: Int64, _ message: String, on db: PGConnection, as me: FleetHost, _ action: Action?) throws {
-        guard let row = try db.query("SELECT \(FleetRows.runColumns), last_seq FROM runs WHERE id = $1 AND phase = 'queued'",
+        guard let row = try db.query("SELECT \(FleetRows.withSeq.sql) FROM runs WHERE id = $1 AND phase = 'queued'",
                                      [String(id)]).first else { return }
-        let run = FleetRows.run(row)
+        let (run, seq) = FleetRows.runAndSeq(row)
         let stop = RunMachine.Stop.needs(message)
-        let transition = Transition(runID: id, seq: (Int(row[FleetRows.runColumnCount] ?? "") ?? 1) + 1, from: .queued, to: stop.phase,
+        let transition = Transition(runID: id, seq: seq + 1, from: .queued, to: stop.phase,
                                     at: .now, detail: stop.detail)
         guard let applied = try FleetJournal.applied(transition, on: db, as: nil) else {
             throw PGError(message: "run \(id) could not be ended (\(message))")

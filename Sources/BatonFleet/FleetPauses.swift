@@ -20,9 +20,10 @@ enum FleetPauses {
     typealias Statement = FleetJournal.Statement
 
     /// A pause row's columns, as `pause(_:)` reads them.
-    static let columns = "action, paused_by, reason, at, until, hold"
+    static let columnList = ["action", "paused_by", "reason", "at", "until", "hold"]
+    static let columns = columnList.joined(separator: ", ")
     /// How many columns `columns` reads.
-    static let count = 6
+    static let count = columnList.count
 
     static func pause(_ row: [String?], from index: Int = 0) -> ActionPause? {
         guard row.count >= index + count, let action = row[index], let by = row[index + 1],
@@ -33,9 +34,10 @@ enum FleetPauses {
 
     /// A pause's columns joined as `p` to a run's row (NULLs where its action is not paused), then
     /// the database's clock (what the pause's times are compared with).
-    static let joined = "p.action, p.paused_by, p.reason, p.at, p.until, p.hold, \(FleetCooldown.databaseNow)"
+    static let joinedList = columnList.map { "p." + $0 } + [FleetCooldown.databaseNow]
+    static let joined = joinedList.joined(separator: ", ")
     /// How many columns `joined` reads: the pause's and the clock.
-    static let joinedCount = count + 1
+    static let joinedCount = joinedList.count
 
     /// Whether the pause `joined` read at `index` holds, by the database's clock read with it.
     static func holds(_ row: [String?], from index: Int) -> Bool {

@@ -2,13 +2,15 @@ import BatonCore
 
 /// How fleet rows become values: the run columns every query selects, and their decoding.
 enum FleetRows {
-    static let runColumns = """
-        id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, started_at,
-        ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak, via, slot,
-        hook_run, hook_action, hook_event, debounce_until, rate_until
-        """
-    /// How many columns `runColumns` has; a query's own columns follow them.
-    static let runColumnCount = 28
+    static let runColumnList = [
+        "id", "action", "key", "phase", "policy", "params", "trigger_uid", "trigger_gid", "trigger_pid", "queued_at", "started_at",
+        "ended_at", "attempts", "exit_code", "signal", "reason", "error", "host", "cpu_user", "cpu_system", "memory_peak", "via", "slot",
+        "hook_run", "hook_action", "hook_event", "debounce_until", "rate_until",
+    ]
+    static let runColumns = runColumnList.joined(separator: ", ")
+    /// How many columns `runColumns` has; a query's own columns follow them (read them by name:
+    /// `FleetSelect`).
+    static let runColumnCount = runColumnList.count
 
     static func run(_ row: [String?]) -> RunSnapshot {
         let int64 = { (i: Int) in row[i].flatMap { Int64($0) } }

@@ -35,17 +35,22 @@ enum FleetTakeBack {
         return tags
     }
 
+    enum LoadingPart: Hashable, Sendable { case seq, pgid, pgidStart, outputTotal }
+    /// A loading run with its last seq, its process group and the bytes of output kept.
+    static let loadingColumns = FleetSelect<LoadingPart>(run: nil, [
+        (.seq, ["last_seq"]), (.pgid, ["pgid"]), (.pgidStart, ["pgid_start"]),
+        (.outputTotal, ["(SELECT total FROM output_totals o WHERE o.run_id = runs.id)"]),
+    ])
+
     /// The loading runs of `dead`, as the conductor recovers a previous daemon's runs.
     static func loadingRuns(of dead: String, on db: PGConnection) throws -> [UnfinishedRun] {
         try db.query("""
-            SELECT \(FleetRows.runColumns), last_seq, pgid, pgid_start, (SELECT total FROM output_totals o WHERE o.run_id = runs.id)
-            FROM runs WHERE incarnation = $1 AND phase = 'loading' ORDER BY id
+            SELECT \(loadingColumns.sql) FROM runs WHERE incarnation = $1 AND phase = 'loading' ORDER BY id
             """, [dead]).rows.map { row in
-            let base = FleetRows.runColumnCount
-            var unfinished = UnfinishedRun(run: FleetRows.run(row), lastSeq: Int(row[base] ?? "") ?? 1)
-            unfinished.pgid = row[base + 1].flatMap { Int32($0) }
-            unfinished.pgidIdentity = row[base + 2]
-            unfinished.outputTotal = row[base + 3].flatMap { Int64($0) }
+            var unfinished = UnfinishedRun(run: FleetRows.run(row), lastSeq: Int(loadingColumns.value(row, .seq) ?? "") ?? 1)
+            unfinished.pgid = loadingColumns.value(row, .pgid).flatMap { Int32($0) }
+            unfinished.pgidIdentity = loadingColumns.value(row, .pgidStart)
+            unfinished.outputTotal = loadingColumns.value(row, .outputTotal).flatMap { Int64($0) }
             return unfinished
         }
     }

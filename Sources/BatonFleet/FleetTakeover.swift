@@ -22,12 +22,11 @@ enum FleetTakeover {
         var summary = Summary()
         let owner = FleetHost(name: name, incarnation: dead, lease: me.lease)
         let rows = try db.query("""
-            SELECT \(FleetRows.runColumns), last_seq FROM runs
+            SELECT \(FleetRows.withSeq.sql) FROM runs
             WHERE incarnation = $1 AND phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """, [dead]).rows
         for row in rows {
-            let run = FleetRows.run(row)
-            let seq = Int(row[FleetRows.runColumnCount] ?? "") ?? 1
+            let (run, seq) = FleetRows.runAndSeq(row)
             let action = actions(run.action)
             let at = Timestamp.now
             func end(_ phase: Phase, _ detail: TransitionDetail) throws {

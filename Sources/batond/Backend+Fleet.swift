@@ -34,7 +34,7 @@ extension Backend {
         runner.tracking = tracking
         runner.beforeSpawn = { guardLink.ensureRunning() }
         // A keep that finds PostgreSQL down is tried again on the loop's timer (the run ends after it).
-        let artifacts = FleetArtifacts(pool: pool, host: host, log: { Log.warning($0) }, later: { delay, body in _ = reactor.after(delay, body) })
+        let artifacts = FleetArtifacts(pool: pool, host: host, log: { Log.warning($0) }, reactor: reactor)
         runner.artifacts = Self.artifactSetup(config, database: database, host: host.name, keeper: artifacts)
         // Each attempt under a shim (`DATABASE-shims-HOST`), as on one host: a stop, a restart or a
         // crash leaves its runs to them, for this host's next start to take back within the lease.

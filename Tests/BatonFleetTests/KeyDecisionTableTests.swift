@@ -256,34 +256,44 @@ struct KeyDecisionRowsTests {
         #expect(pending.map { $0.window == Self.window } ?? true)
     }
 
+    /// Each case of `KeyDecision.mayStart`, stated once: a host's `FlightTable` and every start
+    /// path of a fleet (`StartColumns`, `StartRowTests` runs this table through its rows) decide with it.
     struct Start: Sendable, CustomTestStringConvertible {
         var name: String
-        var phase: Phase = .queued
-        var slot: KeySlot
-        var passed = true
-        var paused = false
-        var approving = false
-        var starts: Bool
+        var view: KeyDecision.StartView
+        var verdict: KeyDecision.StartVerdict
         var testDescription: String { name }
+
+        init(_ name: String, phase: Phase = .queued, slot: KeySlot = KeySlot(holder: 7), passed: Bool = true, paused: Bool = false,
+             rateHeld: Bool = false, approving: Bool = false, needs: KeyDecision.StartView.Needs = .met, _ verdict: KeyDecision.StartVerdict) {
+            self.name = name
+            view = KeyDecision.StartView(run: 7, phase: phase, slot: slot, windowPassed: passed, paused: paused, rateHeld: rateHeld,
+                                         approving: approving, needs: needs)
+            self.verdict = verdict
+        }
     }
 
     static let starts: [Start] = [
-        Start(name: "the holder, queued, its window passed", slot: KeySlot(holder: 7), starts: true),
-        Start(name: "not inside its window", slot: KeySlot(holder: 7), passed: false, starts: false),
-        Start(name: "not the follow-up", slot: KeySlot(holder: 6, followUp: 7), starts: false),
-        Start(name: "not waiting in a line", slot: KeySlot(holder: 6, line: [5, 7]), starts: false),
-        Start(name: "not while a replaced run drains", slot: KeySlot(holder: 7, draining: [6]), starts: false),
-        Start(name: "not once it left queued", phase: .loading, slot: KeySlot(holder: 7), starts: false),
-        Start(name: "not when the key forgot it (cancelled)", phase: .cancelled, slot: KeySlot(), starts: false),
-        Start(name: "not while its action is paused", slot: KeySlot(holder: 7), paused: true, starts: false),
-        Start(name: "not while it waits for its approval", slot: KeySlot(holder: 7), approving: true, starts: false),
-        Start(name: "not while it waits for its approval, paused too", slot: KeySlot(holder: 7), paused: true, approving: true, starts: false),
+        Start("the holder, queued, its window passed", .start),
+        Start("not inside its window", passed: false, .wait(.window)),
+        Start("not the follow-up", slot: KeySlot(holder: 6, followUp: 7), .wait(.key)),
+        Start("not waiting in a line", slot: KeySlot(holder: 6, line: [5, 7]), .wait(.key)),
+        Start("not while a replaced run drains", slot: KeySlot(holder: 7, draining: [6]), .wait(.key)),
+        Start("not once it left queued", phase: .loading, .end(.notQueued)),
+        Start("not when the key forgot it (cancelled)", phase: .cancelled, slot: KeySlot(), .end(.notQueued)),
+        Start("not while its action is paused", paused: true, .wait(.paused)),
+        Start("not while it waits for its approval", approving: true, .wait(.approval)),
+        Start("not while it waits for its approval, paused too: the pause says", paused: true, approving: true, .wait(.paused)),
+        Start("not while its rate limit holds it back", rateHeld: true, .wait(.rate)),
+        Start("not while it waits for its needs", needs: .waiting, .wait(.needs)),
+        Start("never once a need failed", needs: .failed, .end(.needFailed)),
+        Start("never once a need failed, whoever holds the key", slot: KeySlot(holder: 6, followUp: 7), needs: .failed, .end(.needFailed)),
+        Start("its window passed but its rate held: the rate says", rateHeld: true, .wait(.rate)),
     ]
 
     @Test("whether a queued run may start", arguments: starts)
     func mayStart(_ row: Start) {
-        #expect(KeyDecision.mayStart(7, phase: row.phase, slot: row.slot, windowPassed: row.passed, paused: row.paused,
-                                     approving: row.approving) == row.starts)
+        #expect(KeyDecision.mayStart(row.view) == row.verdict)
     }
 }
 

@@ -2,9 +2,12 @@ import BatonCore
 @testable import BatonFleet
 import Testing
 
-/// The start paths read a run's row with its key, window, pause and approval columns after the run's
-/// own (`FleetCoordinator.startable`, both of them), and decide on what `startFacts` reads of it: a
-/// column added before the approval's must move what is read, or a waiting run would start unapproved.
+/// The start paths read a run's row with its key, window, pause, approval, rate and needs columns
+/// through one SELECT list (`StartColumns`), and decide with `KeyDecision.mayStart` on what it
+/// decodes. These rows are built from each statement's own SQL text (a value put where the SQL
+/// says its column is), never from the decoder's positions: a column added to the SQL but not
+/// to the decoder, or a decoder that counts by hand, reads the wrong column and fails here (a
+/// merge that added a pause column once made `approving` read the database's clock).
 @Suite("The start rows: what KeyDecision.mayStart decides on, read where the SELECT puts it")
 struct StartRowTests {
     /// The SELECT list of a statement, split at its top-level commas.
@@ -19,41 +22,104 @@ struct StartRowTests {
         return columns
     }
 
-    @Test("both startable statements put the pause after the window and the approval after the pause's joined columns",
-          arguments: [FleetCoordinator.startable([1, 2], incarnation: "me").0,
-                      FleetCoordinator.startable(keys: ["k"], incarnation: "me", count: 4).0])
-    func columnsWhereRead(_ sql: String) {
-        let columns = Self.selected(sql)
-        let base = FleetRows.runColumnCount
-        #expect(columns[base] == "r.last_seq")
-        #expect(columns[base + 1] == "k.holder")
-        #expect(columns[base + 5] == "p.action")
-        #expect(columns.count == base + 5 + FleetPauses.joinedCount + 1)
-        #expect(columns[base + 5 + FleetPauses.joinedCount] == FleetApprovals.waiting)
-    }
+    static let statements = [FleetCoordinator.startable([1, 2], incarnation: "me").0,
+                             FleetCoordinator.startable(keys: ["k"], incarnation: "me", count: 4).0]
 
-    static func row(approving: Bool, pause: (hold: Bool, until: Int64?)? = nil, now: Int64 = 1_000) -> [String?] {
-        var row = [String?](repeating: nil, count: FleetRows.runColumnCount)
-        row += ["3", "7", nil, "{}", "t"]                                         // last seq, holder 7, no follow-up, nothing draining, window passed
-        if let pause {
-            row += ["deploy", "alice", "migrating", "10", pause.until.map(String.init), pause.hold ? "t" : "f", String(now)]
-        } else {
-            row += [nil, nil, nil, nil, nil, nil, String(now)]
+    /// A row of `sql` for `view` (run 7 of `deploy`, at the database's clock 1000), each value put
+    /// where the SQL text selects its column.
+    static func row(_ sql: String, _ view: KeyDecision.StartView) -> [String?] {
+        let columns = selected(sql)
+        var row = [String?](repeating: nil, count: columns.count)
+        func put(_ column: String, _ value: String?) {
+            guard let index = columns.firstIndex(of: column) else {
+                Issue.record("\(column) is not selected")
+                return
+            }
+            row[index] = value
         }
-        return row + [approving ? "t" : "f"]
+        put("r.id", String(view.run))
+        put("r.action", "deploy")
+        put("r.key", "deploy")
+        put("r.phase", view.phase.rawValue)
+        put("r.last_seq", "3")
+        put("k.holder", view.slot.holder.map(String.init))
+        put("k.follow_up", view.slot.followUp.map(String.init))
+        put("k.draining", view.slot.drainingText)
+        put("(r.incarnation = $2 AND \(FleetDebounce.due))", view.windowPassed ? "t" : "f")
+        if view.paused {
+            for (column, value) in zip(FleetPauses.columnList, ["deploy", "alice", "migrating", "10", nil, "f"]) { put("p." + column, value) }
+        }
+        put(FleetCooldown.databaseNow, "1000")
+        put(FleetApprovals.waiting, view.approving ? "t" : "f")
+        put(FleetRates.held, view.rateHeld ? "t" : "f")
+        let needs: String? = switch view.needs {
+        case .met: nil
+        case .waiting: "waiting"
+        case .failed: "failed"
+        }
+        put("r.needs", needs)
+        return row
     }
 
-    @Test func approvalFlagRead() {
-        #expect(FleetCoordinator.startFacts(Self.row(approving: true)).approving)
-        #expect(!FleetCoordinator.startFacts(Self.row(approving: false)).approving)
-        #expect(FleetCoordinator.startFacts(Self.row(approving: false)).windowPassed)
-        #expect(FleetCoordinator.startFacts(Self.row(approving: false)).slot.holder == 7)
+    @Test("each start path's row decodes to the verdict the rule's table states",
+          arguments: statements.flatMap { sql in KeyDecisionRowsTests.starts.map { (sql, $0) } })
+    func decodedVerdict(_ sql: String, _ start: KeyDecisionRowsTests.Start) {
+        let decoded = StartColumns.decode(Self.row(sql, start.view))
+        #expect(decoded.verdict == start.verdict)
+        #expect(decoded.run.id == 7 && decoded.seq == 3)
     }
 
-    @Test func pauseRead() {
-        #expect(FleetCoordinator.startFacts(Self.row(approving: false, pause: (hold: true, until: nil))).paused)
-        #expect(FleetCoordinator.startFacts(Self.row(approving: false, pause: (hold: false, until: 2_000))).paused)
-        #expect(!FleetCoordinator.startFacts(Self.row(approving: false, pause: (hold: false, until: 500))).paused)
-        #expect(!FleetCoordinator.startFacts(Self.row(approving: true, pause: nil)).paused)
+    @Test("the SQL of both statements selects exactly the decoder's list", arguments: statements)
+    func selectsTheDefinition(_ sql: String) {
+        #expect(Self.selected(sql) == Self.selected("SELECT \(StartColumns.select.sql) FROM runs"))
+        #expect(Self.selected(sql).count == StartColumns.select.count)
+    }
+
+    @Test("a pause that holds is read as paused, one whose time ran out is not")
+    func pauseRead() {
+        let sql = Self.statements[0]
+        var row = Self.row(sql, KeyDecision.StartView(run: 7, slot: KeySlot(holder: 7), paused: true))
+        #expect(StartColumns.decode(row).verdict == .wait(.paused))
+        row[Self.selected(sql).firstIndex(of: "p.until")!] = "2000"
+        #expect(StartColumns.decode(row).verdict == .wait(.paused))
+        row[Self.selected(sql).firstIndex(of: "p.until")!] = "500"
+        #expect(StartColumns.decode(row).verdict == .start)
+    }
+
+    enum Part: Hashable, Sendable { case a, b, c, extra }
+
+    /// A column inserted anywhere (before, between, after the parts; a part grown by one) moves
+    /// every read after it: each part still reads its own columns, the run's stay first.
+    @Test("a column inserted anywhere in a SELECT list shifts no read", arguments: 0...3)
+    func insertedColumn(_ at: Int) {
+        var parts: [(Part, [String])] = [(.a, ["a1"]), (.b, ["b1", "b2"]), (.c, ["c1"])]
+        parts.insert((.extra, ["x1", "x2"]), at: at)
+        var grown = parts
+        grown[0].1.append("grown")
+        for list in [parts, grown] {
+            let select = FleetSelect<Part>(run: "r", list)
+            let row: [String?] = Self.selected("SELECT \(select.sql) FROM runs")
+            #expect(row.count == select.count)
+            #expect(row[0] == "r.id" && row[FleetRows.runColumnCount - 1] == "r.rate_until")
+            for (part, columns) in list { #expect(select.columns(row, part) == columns) }
+            #expect(select.value(row, .b, 1) == "b2")
+        }
+    }
+
+    @Test("the other named reads: a run with its seq, with its approval, with its line")
+    func otherSelects() {
+        let seq = Self.selected("SELECT \(FleetRows.withSeq.sql) FROM runs")
+        #expect(FleetRows.runAndSeq(seq.map { $0 }).seq == 1, "last_seq is not a number: the default")
+        var row: [String?] = seq
+        row[seq.firstIndex(of: "last_seq")!] = "12"
+        row[0] = "5"
+        #expect(FleetRows.runAndSeq(row).seq == 12 && FleetRows.runAndSeq(row).run.id == 5)
+        let approval = Self.selected("SELECT \(FleetApprovals.withRun.sql) FROM runs")
+        var withApproval: [String?] = approval
+        withApproval[approval.firstIndex(of: "r.last_seq")!] = "4"
+        withApproval[approval.firstIndex(of: "a.origin_uid")!] = "1000"
+        withApproval[approval.firstIndex(of: "a.verdict")!] = nil
+        let read = FleetApprovals.run(withApproval)
+        #expect(read.seq == 4 && read.origin == 1000 && read.run.approval?.by == ["a.approvers"])
     }
 }

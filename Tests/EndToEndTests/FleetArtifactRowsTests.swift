@@ -31,7 +31,7 @@ struct FleetArtifactRowsTests {
     static func keeper(_ conninfo: String, as host: FleetHost = me, logged: Locked<[String]>? = nil,
                        afterChunk: (@Sendable (Int) -> Void)? = nil, later: FleetArtifacts.Later? = nil) -> FleetArtifacts {
         FleetArtifacts(pool: PGPool(conninfo: conninfo, defaults: [:]), host: host, log: { line in logged?.withLock { $0.append(line) } },
-                       afterChunk: afterChunk, later: later)
+                       afterChunk: afterChunk, reactor: later == nil ? nil : Reactor(), later: later)
     }
 
     static func keep(_ keeper: FleetArtifacts, _ scan: ArtifactScan, run: Int64, attempt: Int = 1) async {

@@ -293,9 +293,11 @@ public struct FlightTable: Sendable {
     public var readyCount: Int { entries.values.count { $0.stage == .ready } }
 
     private mutating func promote(_ key: String) {
-        guard let holder = slots[key]?.startable,
-              let entry = entries[holder], entry.durable, !entry.gated, !entry.awaiting, !entry.approving, entry.rateUntil == nil, entry.stage == .waiting,
-              !held.contains(entry.action) else { return }
+        guard let slot = slots[key], let holder = slot.startable, let entry = entries[holder], entry.durable, entry.stage == .waiting else { return }
+        // The rule a fleet's starts decide with too (`KeyDecision.mayStart`).
+        let view = KeyDecision.StartView(run: holder, slot: slot, windowPassed: !entry.gated, paused: held.contains(entry.action),
+                                         rateHeld: entry.rateUntil != nil, approving: entry.approving, needs: entry.awaiting ? .waiting : .met)
+        guard KeyDecision.mayStart(view) == .start else { return }
         entries[holder]!.stage = .ready
         line.append(holder)
     }

@@ -1,5 +1,6 @@
 /// The engine's answers to what a store that keeps its keys in rows (the fleet) asks of a key
-/// between triggers: which run a debounced trigger shares, and whether a queued run may start.
+/// between triggers: which run a debounced trigger shares (whether a queued run may start:
+/// `KeyDecision+Start`).
 /// The store reads the facts (a slot, the runs' windows and phases, whether a window passed by
 /// its clock) and writes the answer back; the rule is here, as one machine's (`KeySlot`).
 extension KeyDecision {
@@ -10,15 +11,6 @@ extension KeyDecision {
                                started: (Int64) -> Bool = { _ in false }) -> Pending? {
         guard let run = slot.pendingRun(where: { windows[$0] != nil && !started($0) }), let window = windows[run] else { return nil }
         return Pending(run: run, window: window)
-    }
-
-    /// Whether queued run `run` may start now: it holds its key, nothing of the key is still
-    /// stopping (`KeySlot.startable`), its debounce window, if it has one, has passed, and its
-    /// action is not `paused` (a pause that holds now: `ActionPause.holds(at:)`), and it does not
-    /// wait for an approver's yes (`approving`: its approval row undecided, as one machine's
-    /// `FlightTable.isApproving`; a denied or timed-out run has ended).
-    public static func mayStart(_ run: Int64, phase: Phase, slot: KeySlot, windowPassed: Bool, paused: Bool, approving: Bool) -> Bool {
-        phase == .queued && slot.startable == run && windowPassed && !paused && !approving
     }
 
     /// Whether a new run of `action` starts in the transaction that makes it when its key is
