@@ -24,4 +24,13 @@ struct HeldTextTests {
         #expect(text.contains("queued (run 6) held by pause (alice: migrating db) until resumed"), "\(text)")
         #expect(text.ranges(of: "run 5").count == 1 && !text.contains("runs 5"), "run 5 is listed once: \(text)")
     }
+
+    @Test("history --events says paused (hold) for a pause that held its triggers, paused for one that refused them")
+    func events() {
+        let table = HistoryCommand.eventsTable([ActionEvent(action: "deploy", event: .paused, by: "alice", reason: "db", at: Self.start, hold: true),
+                                                ActionEvent(action: "backup", event: .paused, by: "bob", reason: "disk", at: Self.start)],
+                                               utc: true, width: 200)
+        let lines = table.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3 && lines[1].contains("deploy  paused (hold)") && lines[2].contains("backup  paused  "), "\(table)")
+    }
 }
