@@ -38,6 +38,27 @@ struct FleetAwaitingHookTests {
         for run in runs { #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [run]).first?[0] == "queued", "it still waits") }
     }
 
+    @Test("a hook's run that waits for approval (deploy, fired by build's success) announces itself once with on.chain, in the transaction of build's end")
+    func chainedHookRun() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            build: { exec: ["true"], on: { success: "deploy" } },
+            deploy: { exec: ["true"], approve: { by: ["user:root"] }, on: { awaiting: "announce", chain: true } },
+            announce: { exec: ["true"] },
+            """, conninfo: conninfo, settings: "requireUser: false,")
+        defer { for host in hosts { host.stop() } }
+        let build = try #require(try Client(path: hosts[0].socket).call(Request(op: .trigger, action: "build", detach: true)).run?.id)
+        #expect(try FleetTests.wait(hosts[0], run: build)?.phase == .success)
+        let db = try PGConnection(conninfo)
+        let deploy = try db.query("SELECT id FROM runs WHERE action = 'deploy' AND hook_run = $1", [String(build)]).first?[0]
+        #expect(deploy != nil, "build's success made a deploy run")
+        let count = "SELECT count(*) FROM runs WHERE action = 'announce' AND phase = 'success'"
+        #expect(try FleetLockTests.eventually { try db.query(count).first?[0] == "1" }, "its hook run ended")
+        usleep(1_500_000)
+        let hooks = try db.query("SELECT hook_run, hook_event FROM runs WHERE action = 'announce'").rows
+        #expect(hooks.map { [$0[0], $0[1]] } == [[deploy, "awaiting"]], "once: \(hooks)")
+    }
+
     @Test("a trigger on web-2 that joins a run waiting for approval on web-1 is answered with the wait, as its maker was; both answers' until is the wait row's, by the database's clock")
     func joinerToldTheWait() throws {
         let conninfo = try Postgres.server().database()
