@@ -38,12 +38,12 @@ enum FleetApprovals {
     static let waiting = "(a.run_id IS NOT NULL AND a.verdict IS NULL)"
 
     /// The wait of new run `run` of an action with `rule`: who may approve, as the config wrote
-    /// them, who made it (`origin`), and when it ends by the database's clock. Written in the
-    /// transaction that makes the run.
+    /// them, who made it (`origin`), and when it ends by the database's clock (returned: what
+    /// the trigger is answered with). Written in the transaction that makes the run.
     static func insert(_ run: Int64, action: String, _ rule: ApprovalRule, origin: UInt32?) -> Statement {
         ("""
             INSERT INTO approvals (run_id, action, approvers, origin_uid, until)
-            VALUES ($1, $2, $3, $4, \(FleetCooldown.databaseNow) + $5::bigint)
+            VALUES ($1, $2, $3, $4, \(FleetCooldown.databaseNow) + $5::bigint) RETURNING until
             """, [String(run), action, rule.by.joined(separator: "\n"), FleetRows.text(origin),
                   rule.timeout.map { String($0.microseconds) }])
     }

@@ -19,6 +19,10 @@ extension FleetCoordinator {
         var locked: [Int64] = []
         /// The start slots granted to the batch and not yet taken by a run it starts.
         var slots = 0
+        /// The result of each new run's approval row, which returns its `until` by the database's clock.
+        var untils: [Int64: Int] = [:]
+        /// New runs that wait for approval and fire an awaiting hook, after the pipeline (`FleetHooks.fireAwaiting`).
+        var awaiting: [(run: RunSnapshot, action: Action)] = []
     }
 
     func write(_ entries: [TriggerBatch.Entry], _ decided: TriggerBatch.Decided, slots: Int,
@@ -34,21 +38,25 @@ extension FleetCoordinator {
         for (index, outcome) in decided.outcomes.enumerated() {
             guard let run = outcome.sharedRun else { continue }
             written.reads[index] = written.statements.count
-            written.statements.append(("SELECT \(FleetRows.withSeq.sql) FROM runs WHERE id = $1", [String(run)]))
+            // With its approval (`runWithApproval`): one that joins a waiting run is told the wait, as its maker was.
+            written.statements.append(FleetApprovals.runWithApproval(run))
         }
         // A new run (and what its replace stopped) is news to the fleet; a record is not.
         let notify: [FleetJournal.Statement] = decided.outcomes.contains { $0.createsRun } ? [("NOTIFY baton", [])] : []
         // Slots not taken come back when the batch settles (`conclude`), as do those of a batch that fails.
         var attempts: [Int64: Attempt] = [:]
-        let results = try db.pipeline(written.statements + (written.locked.isEmpty ? notify + [("COMMIT", [])] : []))
+        let later = !written.locked.isEmpty || !written.awaiting.isEmpty
+        let results = try db.pipeline(written.statements + (later ? [] : notify + [("COMMIT", [])]))
         for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
+        // Their hook runs, in this transaction: once fleet-wide, by the host that made the wait.
+        for (run, action) in written.awaiting { try FleetHooks.fireAwaiting(run, action, on: db, as: host) }
         for id in written.locked {
             guard let run = written.runs[id], written.slots > 0 else { continue }
             let attempt = try claim(run, seq: 1, on: db)
             if attempt.claimed != nil { written.slots -= 1 }
             attempts[id] = attempt
         }
-        if !written.locked.isEmpty { _ = try db.pipeline(notify + [("COMMIT", [])]) }
+        if later { _ = try db.pipeline(notify + [("COMMIT", [])]) }
         return answers(entries, decided, written, attempts, results)
     }
 
@@ -78,8 +86,10 @@ extension FleetCoordinator {
                                    try FleetJournal.insertTransition(queued)] + deliveryRecord(trigger, run: run.id, at: now)
             // A run that waits for an approver's yes: its wait, in the transaction that makes it.
             if let rule = trigger.action.approve {
+                written.untils[run.id] = written.statements.count
                 written.statements.append(trigger.neededBy.map { FleetNeeds.approval(run.id, action: run.action, rule, neededBy: $0) }
                     ?? FleetApprovals.insert(run.id, action: run.action, rule, origin: trigger.peer?.uid))
+                if trigger.action.hooks.awaiting(run) != nil { written.awaiting.append((run, trigger.action)) }
             }
             // A run that needs others waits for them to be asked and met (`FleetNeeds`).
             if !trigger.action.needs.isEmpty { written.statements.append(FleetNeeds.asking(run.id)) }
@@ -123,12 +133,17 @@ extension FleetCoordinator {
             case .shared, .debounced:
                 let decision: FlightTable.Decision = if case let .shared(shared) = outcome { shared } else { .joined(outcome.sharedRun ?? 0) }
                 guard let at = written.reads[index], let row = results[at].first else { return .failure(BatonError.unknownRun(decision.run)) }
-                let (run, seq) = FleetRows.runAndSeq(row)
-                return .success(Decided(decision: decision, run: run, seq: seq))
+                let read = FleetApprovals.run(row)
+                return .success(Decided(decision: decision, run: read.run, seq: read.seq))
             case let .created(decision, _):
                 let id = decision.run
                 let claimed = written.claimed[id] ?? attempts[id]?.claimed
-                var answer = Decided(decision: decision, run: claimed?.run ?? written.runs[id]!, seq: claimed?.seq ?? 1,
+                var run = claimed?.run ?? written.runs[id]!
+                // Its wait's end as its row has it, by the database's clock.
+                if let at = written.untils[id], run.approval != nil {
+                    run.approval?.until = results[at].first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:))
+                }
+                var answer = Decided(decision: decision, run: run, seq: claimed?.seq ?? 1,
                                      stopHere: (decided.stops[index] ?? []).filter(\.here).map(\.run), claimed: claimed,
                                      debouncing: decided.windows[id].map { $0.deadline - $0.first })
                 if case let .waits(wait)? = attempts[id] { answer.waiting = wait }

@@ -13,14 +13,43 @@ enum FleetHooks {
     /// The keys the firings among `entries` may trigger.
     static func keys(_ entries: [JournalEntry]) -> [String] {
         var keys: Set<String> = []
-        for case let .hooks(firing) in entries { keys.formUnion(firing.hooks.targets.values.map(\.key)) }
+        for case let .hooks(firing) in entries { keys.formUnion(firing.hooks.targets.values.flatMap(locked)) }
         return keys.sorted()
+    }
+
+    /// The keys a hook's trigger may make runs in: its target's, and those of the awaiting hooks
+    /// its new run may fire as it waits for approval (`awaitingKeys`).
+    static func locked(_ target: HookTarget) -> [String] {
+        [target.key] + awaitingKeys(of: target.action, hookRun: true)
+    }
+
+    /// The keys a new run of `action` may make hook runs in as it begins to wait for approval:
+    /// its awaiting hook's (`HookTargets.awaiting`), then, where that hook's run waits too and
+    /// its hooks chain, that one's, and so on; each once.
+    static func awaitingKeys(of action: Action, hookRun: Bool) -> [String] {
+        var keys: [String] = []
+        var next = action.approve != nil && action.hooks.fires(hookRun: hookRun) ? action.hooks.targets[.awaiting] : nil
+        while let target = next, !keys.contains(target.key) {
+            keys.append(target.key)
+            let hooked = target.action
+            next = hooked.approve != nil && hooked.hooks.fires(hookRun: true) ? hooked.hooks.targets[.awaiting] : nil
+        }
+        return keys
+    }
+
+    /// The awaiting hook of `run`, a new run of an action with `approve` whose wait the caller's
+    /// transaction writes (`HookTargets.awaiting`, the engine's rule): decided there, by the
+    /// host whose transaction made the wait, so it fires once fleet-wide. The caller holds the
+    /// hook's key row (`awaitingKeys`, locked with its own keys in key order).
+    static func fireAwaiting(_ run: RunSnapshot, _ action: Action, on db: PGConnection, as me: FleetHost) throws {
+        guard action.approve != nil, let target = action.hooks.awaiting(run) else { return }
+        try trigger(target, cause: HookCause(run: run.id, action: run.action, event: .awaiting), on: db, as: me)
     }
 
     /// The keys the hooks of `actions` may trigger: what the reaper locks with a dead host's
     /// keys, since the ends it writes fire their hooks.
     static func keys(of actions: [Action]) -> [String] {
-        Set(actions.flatMap { $0.hooks.targets.values.map(\.key) }).sorted()
+        Set(actions.flatMap { $0.hooks.targets.values.flatMap(locked) }).sorted()
     }
 
     /// The statements that give the hook keys of `actions` their rows and lock them with the
@@ -77,13 +106,17 @@ enum FleetHooks {
             try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
             if !action.needs.isEmpty { try db.query(FleetNeeds.asking(run.id)) }
             try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: view.now, detail: detail), on: db)
-            if let rule = action.approve { try db.query(FleetApprovals.insert(run.id, action: action.name, rule, firing: cause.run)) }
+            if let rule = action.approve {
+                try db.query(FleetApprovals.insert(run.id, action: action.name, rule, firing: cause.run))
+            }
             // The runs it replaces stop as any replace's do (`FleetStop`); a queued one leaves the slot before it is written.
             if case let .replaced(_, stopping) = decision {
                 _ = try FleetStop.perform(stopping, .replaced(by: run.id), slot: &slot, on: db, me: me.incarnation)
             }
             try FleetJournal.store(slot, key: target.key, on: db)
             if let window { try db.query(FleetDebounce.store(window, run: run.id)) }
+            // Its awaiting hook (with `on.chain`), once its key's slot is written.
+            try fireAwaiting(run, action, on: db, as: me)
         }
     }
 

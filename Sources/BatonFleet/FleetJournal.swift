@@ -139,7 +139,7 @@ enum FleetJournal {
             switch entry {
             case let .created(run, _): keys.append(run.key)
             case let .transition(transition): runs.append(transition.runID)
-            case let .hooks(firing): keys += firing.hooks.targets.values.map(\.key)
+            case let .hooks(firing): keys += firing.hooks.targets.values.flatMap(FleetHooks.locked)
             default: break
             }
         }

@@ -53,6 +53,7 @@ extension FleetNeeds {
                                 LEFT JOIN approvals a ON a.run_id = c.id
                                 WHERE coalesce(a.origin_uid, r.trigger_uid) IS NOT NULL ORDER BY c.depth, c.id LIMIT 1),
                    \(FleetCooldown.databaseNow) + $5::bigint
+            RETURNING until
             """, [String(run), action, rule.by.joined(separator: "\n"), String(neededBy), rule.timeout.map { String($0.microseconds) }])
     }
 }

@@ -89,9 +89,10 @@ enum FleetPauses {
                      until = excluded.until, hold = excluded.hold
                  """, [pause.action, pause.by, pause.reason, length, pause.hold ? "true" : "false"]),
                 ("""
-                 INSERT INTO pause_events (action, event, by_whom, reason, at, until, host) VALUES ($1, 'paused', $2, $3, $4, $5, $6)
+                 INSERT INTO pause_events (action, event, by_whom, reason, at, until, host, hold) VALUES ($1, 'paused', $2, $3, $4, $5, $6, $7::boolean)
                  ON CONFLICT DO NOTHING
-                 """, [pause.action, pause.by, pause.reason, String(pause.at.rawValue), pause.until.map { String($0.rawValue) }, host]),
+                 """, [pause.action, pause.by, pause.reason, String(pause.at.rawValue), pause.until.map { String($0.rawValue) }, host,
+                       pause.hold ? "true" : "false"]),
                 resetStreak(pause.action)]
     }
 
@@ -156,12 +157,12 @@ extension FleetHistory {
             let order = filter.reverse ? "ASC" : "DESC"
             let limit = add(String(max(filter.limit, 0)))
             return try db.query("""
-                SELECT action, event, by_whom, reason, at, until FROM pause_events \(whereClause)
+                SELECT action, event, by_whom, reason, at, until, hold FROM pause_events \(whereClause)
                 ORDER BY id \(order) LIMIT \(limit)::bigint
                 """, arguments).rows.map { row in
                 ActionEvent(action: row[0] ?? "", event: ActionEvent.Kind(rawValue: row[1] ?? "") ?? .paused, by: row[2] ?? "",
                             reason: row[3], at: Timestamp(rawValue: row[4].flatMap { Int64($0) } ?? 0),
-                            until: row[5].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)))
+                            until: row[5].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)), hold: row[6] == "t")
             }
         }
     }

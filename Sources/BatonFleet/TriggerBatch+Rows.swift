@@ -32,7 +32,9 @@ extension TriggerBatch {
     /// trigger needs them, the keys' last successes, the deliveries' runs and the slots' runs.
     static func opening(_ entries: [Entry]) -> Opening {
         let triggers = entries.map(\.trigger)
-        let keys = FleetJournal.textArray(Array(Set(triggers.map(\.key))).sorted())
+        // With the keys of the awaiting hooks its new runs may fire (`FleetHooks.awaitingKeys`).
+        let hookKeys = triggers.flatMap { FleetHooks.awaitingKeys(of: $0.action, hookRun: false) }
+        let keys = FleetJournal.textArray(Array(Set(triggers.map(\.key) + hookKeys)).sorted())
         var opening = Opening()
         _ = opening.add(("INSERT INTO keys (key) SELECT k FROM unnest($1::text[]) AS k ORDER BY k ON CONFLICT DO NOTHING", [keys]))
         opening.slots = opening.add(("SELECT key, holder, follow_up, draining, line FROM keys WHERE key = ANY ($1::text[]) ORDER BY key FOR UPDATE", [keys]))

@@ -301,7 +301,7 @@ public struct History {
             arguments.append(.integer(until.rawValue))
         }
         let order = filter.reverse ? "ASC" : "DESC"
-        let sql = "SELECT action, event, by_whom, reason, at, until FROM pause_events WHERE \(clauses.joined(separator: " AND ")) "
+        let sql = "SELECT action, event, by_whom, reason, at, until, hold FROM pause_events WHERE \(clauses.joined(separator: " AND ")) "
             + "ORDER BY at \(order), id \(order) LIMIT ?"
         return try connection.withStatement(sql) { statement in
             try statement.bind(arguments + [.integer(Int64(max(filter.limit, 0)))])
@@ -309,7 +309,7 @@ public struct History {
             while try statement.step() {
                 list.append(ActionEvent(action: statement.string(0) ?? "", event: ActionEvent.Kind(rawValue: statement.string(1) ?? "") ?? .paused,
                                         by: statement.string(2) ?? "", reason: statement.string(3), at: Timestamp(rawValue: statement.int64(4) ?? 0),
-                                        until: statement.int64(5).map(Timestamp.init(rawValue:))))
+                                        until: statement.int64(5).map(Timestamp.init(rawValue:)), hold: statement.int64(6) == 1))
             }
             return list
         }

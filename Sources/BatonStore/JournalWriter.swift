@@ -70,8 +70,9 @@ enum JournalWriter {
                 try $0.run([.text(pause.action), .text(pause.by), .text(pause.reason), .integer(pause.at.rawValue), until,
                             .integer(pause.hold ? 1 : 0)])
             }
-            try db.cached("INSERT INTO pause_events (action, event, by_whom, reason, at, until) VALUES (?, 'paused', ?, ?, ?, ?)") {
-                try $0.run([.text(pause.action), .text(pause.by), .text(pause.reason), .integer(pause.at.rawValue), until])
+            try db.cached("INSERT INTO pause_events (action, event, by_whom, reason, at, until, hold) VALUES (?, 'paused', ?, ?, ?, ?, ?)") {
+                try $0.run([.text(pause.action), .text(pause.by), .text(pause.reason), .integer(pause.at.rawValue), until,
+                            .integer(pause.hold ? 1 : 0)])
             }
         case let .resume(action, by, at):
             try db.cached("DELETE FROM pauses WHERE action = ?") { try $0.run([.text(action)]) }

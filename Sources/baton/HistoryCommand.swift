@@ -166,7 +166,7 @@ enum HistoryCommand {
     static func eventsTable(_ events: [ActionEvent], utc: Bool, width: Int? = Format.columns) -> String {
         guard !events.isEmpty else { return "no pauses or resumes\n" }
         let rows = events.map { event in
-            [Format.time(event.at, utc: utc), Terminal.visible(event.action), event.event.rawValue, Terminal.visible(event.by),
+            [Format.time(event.at, utc: utc), Terminal.visible(event.action), event.what, Terminal.visible(event.by),
              event.event == .resumed ? "-" : event.until.map { Format.time($0, utc: utc) } ?? "resumed by hand",
              Terminal.visible(event.reason ?? "")]
         }

@@ -43,14 +43,23 @@ enum StatusCommand {
         return text
     }
 
-    /// The runs a held pause (`baton pause --hold`) keeps queued, when it holds some:
+    /// The runs a held pause (`baton pause --hold`) keeps queued, when it holds some, but those
+    /// `listed` with a reason of their own (which say the pause on their line, `holding`):
     /// `queued (runs 5, 6) held by pause (alice: migrating db) until resumed`.
-    static func held(_ action: ActionInfo, now: Timestamp) -> String? {
+    static func held(_ action: ActionInfo, now: Timestamp, listed: Set<Int64> = []) -> String? {
         guard let pause = action.paused, pause.hold else { return nil }
-        let runs = (action.inFlight ?? []).filter { $0.phase == .queued }.map(\.id)
+        let runs = (action.inFlight ?? []).filter { $0.phase == .queued && !listed.contains($0.id) }.map(\.id)
         guard !runs.isEmpty else { return nil }
         let ids = runs.map(String.init).joined(separator: ", ")
         return "queued (run\(runs.count == 1 ? "" : "s") \(ids)) \(pause.holding(at: now))"
+    }
+
+    /// A queued run's line with its own reason, and the held pause's where one holds it too: one
+    /// line a run, saying each reason (`queued (run 5) waiting for approval by group:ops, held by pause (…)`).
+    static func holding(_ action: ActionInfo, now: Timestamp) -> (String) -> String {
+        guard let pause = action.paused, pause.hold else { return { $0 } }
+        let held = pause.holding(at: now)
+        return { $0 + ", " + held }
     }
 
     private static func row(_ action: ActionInfo, context: Context, now: Timestamp) -> [String] {
@@ -76,11 +85,12 @@ enum StatusCommand {
             if let fraction = active.progress?.fraction { part += " \(Int(fraction * 100))%" }
             return part
         }
-        parts += debouncing.map { "\(Format.debouncing($0, now: now)!) (run \($0.id))" }
-        parts += waiting.map { "queued (run \($0.id)) \($0.waiting!.text)" }
-        parts += needing.map { "queued (run \($0.id)) \(Format.needing($0)!)" }
-        parts += approving.map { "queued (run \($0.id)) \(Format.approving($0)!)" }
-        if let held = held(action, now: now) {
+        let also = holding(action, now: now)
+        parts += debouncing.map { also("\(Format.debouncing($0, now: now)!) (run \($0.id))") }
+        parts += waiting.map { also("queued (run \($0.id)) \($0.waiting!.text)") }
+        parts += needing.map { also("queued (run \($0.id)) \(Format.needing($0)!)") }
+        parts += approving.map { also("queued (run \($0.id)) \(Format.approving($0)!)") }
+        if let held = held(action, now: now, listed: Set((debouncing + waiting + needing + approving).map(\.id))) {
             parts.append(held)
         } else {
             if queued > 0 { parts.append("\(queued) queued") }

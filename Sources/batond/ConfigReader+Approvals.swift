@@ -30,15 +30,4 @@ extension ConfigReader {
         }
         return rule
     }
-
-    /// A fleet's runs wait for approval in its database (`FleetApprovals`): any host decides.
-    /// What it does not build yet is refused, naming it: `on: { awaiting }` (a hook announcing a
-    /// waiting run is one machine's: a fleet's trigger batch fires no hook at a run's creation).
-    mutating func approvalsOffFleet(_ config: Config) {
-        guard config.fleet != nil else { return }
-        for action in config.actions where action.approve != nil && action.hooks.targets[.awaiting] != nil {
-            fail("actions.\(action.name).on.awaiting", "a hook on a run that waits for approval is one machine's for now: "
-                 + "a fleet's hosts do not announce a waiting run yet")
-        }
-    }
 }

@@ -114,7 +114,6 @@ struct ConfigReader {
         if let value = fields["webhooks"] { config.webhooks = webhooks(value, actions: config.actions) }
         secretsKeyInFleet(config)
         rateLimitsKeptByRetention(config)
-        approvalsOffFleet(config)
         return config
     }
 

@@ -41,6 +41,19 @@ struct ConductorApprovalTests {
         rig.written.compactMap { if case let .approval(_, state) = $0 { state } else { nil } }
     }
 
+    @Test("a trigger that joins a run waiting for approval is answered with the wait, as its maker was")
+    func joinerToldTheWait() throws {
+        let policy = Policy.join
+        var rig = Rig()
+        let maker = Self.trigger(&rig, Self.deploy(policy: policy), at: 0)
+        let joiner = Self.trigger(&rig, Self.deploy(policy: policy), by: 1003, at: 5)
+        let wait = ApprovalState(by: ["group:ops"], until: Rig.start + .seconds(3_600))
+        for token in [maker, joiner] {
+            guard case let .ticket(_, run)? = rig.answers[token] else { Issue.record("\(String(describing: rig.answers[token]))"); continue }
+            #expect(run.approval == wait && run.phase == .queued, "token \(token): \(run)")
+        }
+    }
+
     @Test("a triggered run waits, queued, with its wait written in its creation's item; an approver's yes starts it with the params it was triggered with")
     func approved() throws {
         var rig = Rig()

@@ -607,6 +607,11 @@ struct ConductorWalk {
         for case let .needs(id, needed) in entries.reversed() {
             for need in needed where made.contains(need.run) && originUID[need.run] == nil { originUID[need.run] = originUID[id] }
         }
+        // An origin written is the uid the walk follows back by itself: the trigger of the run
+        // whose hook or need made this one (placed with its creation: `checkPlacement`).
+        for case let .origin(id, uid) in entries where originUID[id] != uid {
+            violate("run \(id)'s origin was written as uid \(uid); its hooks and needs lead back to \(originUID[id].map { "uid \($0)" } ?? "nobody")")
+        }
         for case let .approval(id, approval) in entries {
             guard let verdict = approval.verdict else {
                 let withItsRun = entries.contains { if case let .created(run, _) = $0 { run.id == id } else { false } }

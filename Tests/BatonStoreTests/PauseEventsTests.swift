@@ -27,4 +27,21 @@ struct PauseEventsTests {
         #expect(try await store.events(HistoryFilter(since: at(2), until: at(3))).map(\.action) == ["backup"])
         #expect(try await store.events(HistoryFilter(limit: 1)).map(\.event) == [.resumed])
     }
+
+    @Test("a pause --hold is kept as one (history --events says paused (hold)); a row written without it reads as no hold")
+    func hold() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(path: dir.file("h.sqlite"))
+        defer { store.close() }
+        let at = { (second: Int64) in Timestamp(rawValue: 1_800_000_000_000_000 + second * 1_000_000) }
+        try await store.commit([
+            .pause(ActionPause(action: "deploy", by: "alice", reason: "migrating db", at: at(1), hold: true)),
+            .pause(ActionPause(action: "backup", by: "bob", reason: "disk swap", at: at(2))),
+        ]).get()
+        let connection = try Connection(path: dir.file("h.sqlite"))
+        try connection.execute("INSERT INTO pause_events (action, event, by_whom, reason, at) VALUES ('old', 'paused', 'carol', 'before 16', 0)")
+        let events = try await store.events(HistoryFilter(reverse: true))
+        #expect(events.map(\.what) == ["paused", "paused (hold)", "paused"] && events.map(\.hold) == [nil, true, nil], "\(events)")
+        #expect(events[1] == ActionEvent(action: "deploy", event: .paused, by: "alice", reason: "migrating db", at: at(1), hold: true))
+    }
 }

@@ -60,6 +60,9 @@ struct FleetPauseTests {
                 "web-2's status says what holds its run")
         #expect(try hosts[0].baton("resume", "deploy").code == 0)
         #expect(try FleetTests.wait(hosts[1], run: run)?.phase == .success, "resumed on web-1, web-2 starts its held run")
+        // Every host's history of pauses says it held (schema 25, `pause_events.hold`).
+        let events = try hosts[1].baton("history", "--events").stdout
+        #expect(events.contains("deploy  paused (hold)") && events.contains("deploy  resumed"), "\(events)")
         for host in hosts { host.stop() }
     }
 

@@ -12,7 +12,7 @@ extension ConductorState {
         step.entries.append(.approval(runID: id, state))
         if let timeout = rule.timeout { step.effects.append(.schedule(run: id, .approval, after: timeout)) }
         // `on: { awaiting }`: announced in the item that makes the run (a hook's own run only with `chain`).
-        if let target = action.hooks.targets[.awaiting], let run = flights[id]?.run, run.hook == nil || action.hooks.chain {
+        if let run = flights[id]?.run, let target = action.hooks.awaiting(run) {
             let cause = HookCause(run: id, action: action.name, event: .awaiting)
             triggerHook(target, HookContext(cause: cause, run: run, output: []), &step)
         }

@@ -18,7 +18,7 @@ extension ConductorState {
         }
         let previous = outcomes[run.key]
         if hooks.targets[.change] != nil { outcomes[run.key] = run.phase }
-        if run.hook != nil, !hooks.chain { return }
+        if !hooks.fire(for: run) { return }
         for event in hooks.fired(by: run.phase, previous: previous) {
             guard let target = hooks.targets[event] else { continue }
             let cause = HookCause(run: run.id, action: run.action, event: event)

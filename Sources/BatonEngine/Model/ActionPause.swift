@@ -92,13 +92,21 @@ public struct ActionEvent: Codable, Sendable, Equatable {
     public var at: Timestamp
     /// A pause's end (nil: until resumed).
     public var until: Timestamp?
+    /// A pause that held its triggers (`pause --hold`): true, else nil (a row written before
+    /// the history kept it reads as no hold).
+    public var hold: Bool?
 
-    public init(action: String, event: Kind, by: String, reason: String? = nil, at: Timestamp, until: Timestamp? = nil) {
+    public init(action: String, event: Kind, by: String, reason: String? = nil, at: Timestamp, until: Timestamp? = nil,
+                hold: Bool = false) {
         self.action = action
         self.event = event
         self.by = by
         self.reason = reason
         self.at = at
         self.until = until
+        self.hold = hold ? true : nil
     }
+
+    /// `paused`, `paused (hold)` or `resumed`: what `history --events` says happened.
+    public var what: String { event == .paused && hold == true ? "paused (hold)" : event.rawValue }
 }

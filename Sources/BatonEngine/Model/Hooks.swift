@@ -19,6 +19,17 @@ public struct HookTargets: Sendable, Equatable {
 
     public var isEmpty: Bool { targets.isEmpty }
 
+    /// Whether `run`'s hooks may fire at all: a hook run's only with `on.chain` (by default a
+    /// hook fires one level deep). The one rule for an end's hooks and a waiting run's, on one
+    /// machine and across a fleet.
+    public func fire(for run: RunSnapshot) -> Bool { fires(hookRun: run.hook != nil) }
+
+    /// Whether the hooks of a run (a hook's run or not) may fire.
+    public func fires(hookRun: Bool) -> Bool { !hookRun || chain }
+
+    /// The hook a run fires as it begins to wait for approval (`on: { awaiting }`), or nil.
+    public func awaiting(_ run: RunSnapshot) -> HookTarget? { fire(for: run) ? targets[.awaiting] : nil }
+
     /// The hooks a run's end fires, in `failure`, `success`, `change` order: `previous` is the
     /// last outcome of the same key (success or failure), nil when the key has none. A cancelled
     /// run fires nothing: a person or a replace decided it, not the work.
@@ -114,7 +125,7 @@ public struct HookFiring: Sendable, Equatable {
     /// The firing of `run`'s end, or nil when it fires nothing whatever the previous outcome:
     /// no hooks, not a success or failure, or a hook run's end where the action has no `on.chain`.
     public init?(run: RunSnapshot, hooks: HookTargets) {
-        guard !hooks.isEmpty, run.phase == .success || run.phase == .failure, run.hook == nil || hooks.chain else { return nil }
+        guard !hooks.isEmpty, run.phase == .success || run.phase == .failure, hooks.fire(for: run) else { return nil }
         self.run = run
         self.hooks = hooks
     }

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonFleet
 import BatonIPC
 import Foundation
 import Testing
@@ -25,22 +26,48 @@ struct DashboardApprovalBrowserTests {
         let triggered = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", daemon.socket,
                                                          "run", "deploy", "-p", "ref=v7", "--detach"])
         #expect(triggered.code == 0, "\(triggered.stderr)")
-        let dashboard = try DashboardProcess(socket: daemon.socket)
+        try await Self.pressApprove(socket: daemon.socket, run: 1, params: "ref=v7")
+        let show = try daemon.baton("show", "1")
+        #expect(show.stdout.contains("approval: approved by root at ") && show.stdout.contains("params: ref=v7"), "\(show.stdout)")
+    }
+
+    /// A dashboard on `socket`, signed in as root in Chromium: run `run`'s page offers the
+    /// Approve/Deny pair with its params; Approve pressed, the page shows it succeeded, live.
+    static func pressApprove(socket: String, run: Int64, params: String) async throws {
+        let dashboard = try DashboardProcess(socket: socket)
         defer { dashboard.stop() }
         try await offPool {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)
             #expect(try browser.wait(until: "document.querySelector('#connection').dataset.state === 'live'"), "signed in")
-            try browser.open("http://\(dashboard.hostPort)/runs/1")
+            try browser.open("http://\(dashboard.hostPort)/runs/\(run)")
             #expect(try browser.wait(until: "document.querySelector('#run-controls .approve')"), "the pair is offered to an approver")
-            #expect(try browser.text("#run-controls .approval-params") == "with params ref=v7")
+            #expect(try browser.text("#run-controls .approval-params") == "with params \(params)")
             #expect(try browser.script("return document.querySelector('#run-facts').textContent.includes('waiting for approval by user:root');") as? Bool == true)
             _ = try browser.script("document.querySelector('#run-controls .approve').click(); return true;")
             #expect(try browser.wait(until: "document.querySelector('#run-state').textContent.includes('succeeded')"), "approved, the run ran")
         }
-        let show = try daemon.baton("show", "1")
-        #expect(show.stdout.contains("approval: approved by root at ") && show.stdout.contains("params: ref=v7"), "\(show.stdout)")
+    }
+
+    @Test("a fleet: nobody triggers deploy ref=v9 on web-1; web-2's dashboard offers Approve with the params; pressed, the run succeeds on web-1, live on web-2's page")
+    func approveInFleet() async throws {
+        try #require(geteuid() == 0, "needs root to trigger as another user")
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            deploy: { exec: ["true"], params: { ref: {} }, approve: { by: ["user:root"], timeout: "1h" } },
+            """, conninfo: conninfo, settings: #"requireUser: false, socketMode: "0666", allow: { trigger: { users: ["*"] } },"#)
+        defer { for host in hosts { host.stop() } }
+        for host in hosts { chmod(host.directory, 0o755) }
+        let triggered = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", hosts[0].socket,
+                                                         "run", "deploy", "-p", "ref=v9", "--detach", "--json"])
+        let run = try #require(Int64(try ApprovalEndToEndTests.runID(triggered)), "\(triggered.stdout)\(triggered.stderr)")
+        // web-2's status has read the wait from its feed before its dashboard is opened.
+        #expect(try FleetLockTests.eventually { try hosts[1].baton("status", "deploy").stdout.contains("waiting for approval by user:root") })
+        try await Self.pressApprove(socket: hosts[1].socket, run: run, params: "ref=v9")
+        let db = try PGConnection(conninfo)
+        #expect(try db.query("SELECT verdict, decided_by FROM approvals WHERE run_id = $1", [String(run)]).first == ["approved", "root"])
+        #expect(try db.query("SELECT phase, host FROM runs WHERE id = $1", [String(run)]).first == ["success", "web-1"], "ran on its own host")
     }
 
     @Test("a hook's run waiting: its approver sees, beside the pair, the run that fired it with its params and who triggered it")

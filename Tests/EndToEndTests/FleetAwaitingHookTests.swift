@@ -1,0 +1,80 @@
+import BatonCore
+import BatonFleet
+import BatonIPC
+import Foundation
+import Testing
+
+/// `on: { awaiting }` across a fleet (issue 40, item 5): a run that begins to wait for approval
+/// fires its awaiting hook once fleet-wide, in the transaction of the host that made the wait,
+/// not once per host that reads it from the feed.
+@Suite("End to end: a fleet's awaiting hook", .serialized)
+struct FleetAwaitingHookTests {
+    @Test("two hosts, one waiting run on each: each fires its awaiting hook exactly once (one hook run each, told BATON_HOOK_EVENT=awaiting), and neither starts")
+    func onceFleetWide() throws {
+        let marker = NSTemporaryDirectory() + "baton-fleet-awaiting-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            deploy: { exec: ["true"], params: { ref: {} }, keyParams: ["ref"], approve: { by: ["user:root"] }, on: { awaiting: "announce" } },
+            announce: { exec: ["sh", "-c", "echo $BATON_HOOK_RUN_ID $BATON_HOOK_EVENT $BATON_HOOK_PARAM_REF >> \(marker)"] },
+            """, conninfo: conninfo, settings: "requireUser: false,")
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        let count = "SELECT count(*) FROM runs WHERE action = 'announce' AND phase = 'success'"
+        var runs: [String] = []
+        // One after the other: announce's policy (reject) would refuse a hook while the other runs.
+        for (index, ref) in ["a", "b"].enumerated() {
+            let answer = try Client(path: hosts[index].socket).call(Request(op: .trigger, action: "deploy", params: ["ref": ref], detach: true))
+            runs.append(String(try #require(answer.run?.id, "\(answer)")))
+            #expect(try FleetLockTests.eventually { try db.query(count).first?[0] == String(index + 1) }, "its hook run ended")
+        }
+        // Every host's feed has read both waits by now (it refreshes at least once a second).
+        usleep(2_000_000)
+        let hooks = try db.query("SELECT hook_run, hook_event, host FROM runs WHERE action = 'announce' ORDER BY hook_run").rows
+        #expect(hooks.map { [$0[0], $0[1]] } == runs.map { [$0, "awaiting"] }, "one hook run for each waiting run: \(hooks)")
+        #expect(hooks.map { $0[2] } == ["web-1", "web-2"], "each made by the host whose transaction made the wait: \(hooks)")
+        let lines = ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init).sorted()
+        #expect(lines == ["\(runs[0]) awaiting a", "\(runs[1]) awaiting b"], "\(lines)")
+        for run in runs { #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [run]).first?[0] == "queued", "it still waits") }
+    }
+
+    @Test("a hook's run that waits for approval (deploy, fired by build's success) announces itself once with on.chain, in the transaction of build's end")
+    func chainedHookRun() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            build: { exec: ["true"], on: { success: "deploy" } },
+            deploy: { exec: ["true"], approve: { by: ["user:root"] }, on: { awaiting: "announce", chain: true } },
+            announce: { exec: ["true"] },
+            """, conninfo: conninfo, settings: "requireUser: false,")
+        defer { for host in hosts { host.stop() } }
+        let build = try #require(try Client(path: hosts[0].socket).call(Request(op: .trigger, action: "build", detach: true)).run?.id)
+        #expect(try FleetTests.wait(hosts[0], run: build)?.phase == .success)
+        let db = try PGConnection(conninfo)
+        let deploy = try db.query("SELECT id FROM runs WHERE action = 'deploy' AND hook_run = $1", [String(build)]).first?[0]
+        #expect(deploy != nil, "build's success made a deploy run")
+        let count = "SELECT count(*) FROM runs WHERE action = 'announce' AND phase = 'success'"
+        #expect(try FleetLockTests.eventually { try db.query(count).first?[0] == "1" }, "its hook run ended")
+        usleep(1_500_000)
+        let hooks = try db.query("SELECT hook_run, hook_event FROM runs WHERE action = 'announce'").rows
+        #expect(hooks.map { [$0[0], $0[1]] } == [[deploy, "awaiting"]], "once: \(hooks)")
+    }
+
+    @Test("a trigger on web-2 that joins a run waiting for approval on web-1 is answered with the wait, as its maker was; both answers' until is the wait row's, by the database's clock")
+    func joinerToldTheWait() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            deploy: { exec: ["true"], policy: "join", approve: { by: ["user:root"], timeout: "1h" } },
+            """, conninfo: conninfo, settings: "requireUser: false,")
+        defer { for host in hosts { host.stop() } }
+        let made = try Client(path: hosts[0].socket).call(Request(op: .trigger, action: "deploy", detach: true))
+        let joined = try Client(path: hosts[1].socket).call(Request(op: .trigger, action: "deploy", detach: true))
+        let run = try #require(made.run?.id, "\(made)")
+        #expect(made.decision == .created && joined.decision == .joined && joined.run?.id == run, "\(made) \(joined)")
+        let db = try PGConnection(conninfo)
+        let until = try db.query("SELECT until FROM approvals WHERE run_id = $1", [String(run)]).first?[0].flatMap { Int64($0) }
+        #expect(until != nil)
+        for answer in [made, joined] {
+            #expect(answer.run?.approval?.by == ["user:root"] && answer.run?.approval?.until?.rawValue == until, "\(String(describing: answer.run))")
+        }
+    }
+}
