@@ -46,11 +46,11 @@ extension ConductorState {
     /// What to do once a group of writes is durable (or has failed).
     enum AfterCommit: Sendable, Equatable {
         /// Answer a caller; a failed commit answers its error instead.
-        case answer(Token, Answer)
+        indirect case answer(Token, Answer)
         /// Answer a trigger with the run as it is when the answer goes out.
-        case ticket(Token, FlightTable.Decision, fallback: RunSnapshot)
+        indirect case ticket(Token, FlightTable.Decision, fallback: RunSnapshot)
         /// Tell waiters and watchers about a committed transition.
-        case publish(RunUpdate)
+        indirect case publish(RunUpdate)
         /// The run's creation is durable: it may start. A failure abandons the run.
         case durable(Int64)
         /// The run's terminal transition is durable: close it.
@@ -104,14 +104,17 @@ extension ConductorState {
             for item in step.after { follow(item, nil, &step) }
             return step.effects
         }
+        step.sealed.append((step.entries, step.after))
         var writes: [Effect] = []
-        for item in step.sealed + [(step.entries, step.after)] {
+        for item in step.sealed {
             let id = nextCommit
             nextCommit += 1
             pending[id] = item.after
             writes.append(.write(item.entries, id))
         }
-        return writes + step.effects
+        // The writes go first; the effects are moved behind them, not copied.
+        step.effects.insert(contentsOf: writes, at: 0)
+        return step.effects
     }
 
     /// A group of writes is durable (or failed): do what waited for it. New writes this causes
