@@ -236,7 +236,7 @@ public struct ConductorState: Sendable {
         case let .exited(run, attempt, outcome): exited(run, attempt, outcome, &step)
         case let .timer(run, timer): fired(run, timer, &step)
         case let .cancel(token, target, by, principal): cancel(token, target, by: by, principal: principal, &step)
-        case let .attach(token, run): step.answer(token, .attached(flights[run]?.snapshot))
+        case let .attach(token, run): step.answer(token, .attached(recordedSnapshot(run)))
         case .shutdown: beginShutdown(&step)
         case .graceElapsed: graceElapsed(&step)
         case .abandonWrites: abandonWrites(&step)
@@ -261,8 +261,6 @@ public struct ConductorState: Sendable {
         flights.values.map(live).sorted { $0.id < $1.id }
     }
 
-    /// A run in flight, with its latest progress (and the lock it waits for, if any).
-    public func snapshot(of run: Int64) -> RunSnapshot? { flights[run].map(live) }
 
     /// Runs loading or retrying, or ended but not yet durable: what shutdown waits for.
     var activeCount: Int { flights.values.count { $0.machine.phase != .queued && $0.handOver != .done } }
