@@ -23,12 +23,31 @@ public struct JSONWriter {
     public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma.removeLast() }
 
     /// Starts a member of the current object (its name escaped as a string is); its value follows.
+    @_disfavoredOverload
     public mutating func key(_ name: String) {
-        if needsComma.last == true { bytes.append(UInt8(ascii: ",")) }
-        if !needsComma.isEmpty { needsComma[needsComma.count - 1] = true }
+        memberStart()
         Self.appendString(name, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         afterKey = true
+    }
+
+    /// Starts a member named by a literal, copied as it is (a name in the code needs no escape):
+    /// most of a response's keys, where the escaping check cost more than the rest (issue 39).
+    public mutating func key(_ name: StaticString) {
+        memberStart()
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { units in
+            assert(!units.contains { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }, "a key that needs escaping")
+            bytes.append(contentsOf: units)
+        }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+        afterKey = true
+    }
+
+    private mutating func memberStart() {
+        if needsComma.last == true { bytes.append(UInt8(ascii: ",")) }
+        if !needsComma.isEmpty { needsComma[needsComma.count - 1] = true }
     }
 
     private mutating func valueStart() {
@@ -46,15 +65,25 @@ public struct JSONWriter {
     public mutating func raw(_ json: String) { valueStart(); bytes.append(contentsOf: json.utf8) }
 
     // Members that are left out when nil, as `JSONEncoder` leaves out nil optionals.
-    public mutating func field(_ name: String, _ value: String?) { if let value { key(name); string(value) } }
-    public mutating func field<I: BinaryInteger>(_ name: String, _ value: I?) { if let value { key(name); int(value) } }
-    public mutating func field(_ name: String, _ value: Bool?) { if let value { key(name); bool(value) } }
-    public mutating func field(_ name: String, _ value: Double?) { if let value { key(name); double(value) } }
+    @_disfavoredOverload public mutating func field(_ name: String, _ value: String?) { if let value { key(name); string(value) } }
+    @_disfavoredOverload public mutating func field<I: BinaryInteger>(_ name: String, _ value: I?) { if let value { key(name); int(value) } }
+    @_disfavoredOverload public mutating func field(_ name: String, _ value: Bool?) { if let value { key(name); bool(value) } }
+    @_disfavoredOverload public mutating func field(_ name: String, _ value: Double?) { if let value { key(name); double(value) } }
+    // The same, named by a literal (`key(_: StaticString)`).
+    public mutating func field(_ name: StaticString, _ value: String?) { if let value { key(name); string(value) } }
+    public mutating func field<I: BinaryInteger>(_ name: StaticString, _ value: I?) { if let value { key(name); int(value) } }
+    public mutating func field(_ name: StaticString, _ value: Bool?) { if let value { key(name); bool(value) } }
+    public mutating func field(_ name: StaticString, _ value: Double?) { if let value { key(name); double(value) } }
 
     /// `{"a":"1","b":"2"}` with keys sorted.
     public mutating func stringMap(_ map: [String: String]) {
         beginObject()
-        for (name, value) in map.sorted(by: { $0.key < $1.key }) { key(name); string(value) }
+        if map.count < 2 {
+            // Nothing to sort (most runs have one param or none): no sorted copy made.
+            for (name, value) in map { key(name); string(value) }
+        } else {
+            for (name, value) in map.sorted(by: { $0.key < $1.key }) { key(name); string(value) }
+        }
         endObject()
     }
 
@@ -112,7 +141,7 @@ public struct JSONWriter {
                 magnitude /= 10
                 count += 1
             } while magnitude > 0
-            bytes.append(contentsOf: buffer[(24 - count)...])
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
         }
     }
 }

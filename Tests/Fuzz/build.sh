@@ -27,7 +27,7 @@ MAP
 swift build --product EmbedMigrations >/dev/null
 "$(swift build --show-bin-path)/EmbedMigrations" "$out/EmbeddedMigrations.swift" Migrations/*.sql
 
-flags=(-sanitize=fuzzer,address -parse-as-library -g -Onone -enable-testing -package-name baton -I "$(pwd)/$out/modules" -I "$(pwd)/Sources/CBatonSystem/include" -I "$(pwd)/Sources/CSQLite" -I "$(pwd)/Sources/CCrypto")
+flags=(-swift-version 6 -sanitize=fuzzer,address -parse-as-library -g -Onone -enable-testing -package-name baton -I "$(pwd)/$out/modules" -I "$(pwd)/Sources/CBatonSystem/include" -I "$(pwd)/Sources/CSQLite" -I "$(pwd)/Sources/CCrypto")
 compile() { # name, sources...
     local name=$1; shift
     local sources=()

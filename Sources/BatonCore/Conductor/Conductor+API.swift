@@ -88,7 +88,7 @@ extension Conductor {
     public func inFlight() -> [RunSnapshot] { reading(\.inFlight) }
 
     /// A run in flight, with its latest progress; nil once its end is durable.
-    public func snapshot(of id: Int64) -> RunSnapshot? { reading { $0.snapshot(of: id) } }
+    public func snapshot(of id: Int64) -> RunSnapshot? { shared.withLock { $0.state.snapshot(of: id) } }
 
     /// Follows a run in flight: its updates until it ends; nil when it is not in flight.
     public func attach(_ id: Int64) async -> AsyncStream<RunUpdate>? {

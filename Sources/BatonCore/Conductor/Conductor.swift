@@ -319,7 +319,7 @@ public final class Conductor: Sendable {
     /// Starts telling `follower` about a run: the run as it is now, then every update until its end.
     private func follow(_ run: RunSnapshot, _ follower: @escaping Follower) {
         follower(RunUpdate(run: run, transition: nil))
-        let known = reading { $0.snapshot(of: run.id) != nil }
+        let known = shared.withLock { $0.state.isInFlight(run.id) }
         let following = core.access { core -> Bool in
             guard known, !core.followersEnded else { return false }
             core.waiters[run.id, default: []].append(follower)

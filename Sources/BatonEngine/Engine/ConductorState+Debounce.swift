@@ -50,20 +50,16 @@ extension ConductorState {
     }
 
     /// A run as told while its window is open: with the time it is due to start.
-    func withDebounce(_ run: RunSnapshot) -> RunSnapshot {
-        guard run.phase == .queued, table.isGated(run.id), let window = flights[run.id]?.debounce else { return run }
-        var told = run
-        told.debounceUntil = window.deadline
-        return told
+    func addDebounce(to run: inout RunSnapshot) {
+        guard run.phase == .queued, table.isGated(run.id), let window = flights[run.id]?.debounce else { return }
+        run.debounceUntil = window.deadline
     }
 }
 
 extension ConductorState {
     /// A queued run with its place in its key's line (`RunSnapshot.line`), when it waits in one.
-    func withLine(_ run: RunSnapshot) -> RunSnapshot {
-        guard run.phase == .queued, let index = table.line(of: run.key).firstIndex(of: run.id) else { return run }
-        var told = run
-        told.line = index + 1
-        return told
+    func addLine(to run: inout RunSnapshot) {
+        guard run.phase == .queued, let index = table.line(of: run.key).firstIndex(of: run.id) else { return }
+        run.line = index + 1
     }
 }

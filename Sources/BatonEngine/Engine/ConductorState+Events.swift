@@ -140,7 +140,7 @@ extension ConductorState {
     // MARK: Attempts and timers
 
     mutating func started(_ id: Int64, _ attempt: Int, _ group: ProcessGroup?, _ step: inout Step) {
-        guard let group, flights[id]?.live == attempt else { return }
+        guard let group, attemptState(id)?.live == attempt else { return }
         step.entries.append(.processGroup(runID: id, pgid: group.pgid, identity: group.identity))
     }
 
@@ -162,12 +162,11 @@ extension ConductorState {
     }
 
     mutating func exited(_ id: Int64, _ attempt: Int, _ outcome: AttemptOutcome, _ step: inout Step) {
-        guard var flight = flights[id], flight.live == attempt, flight.handOver != .done else { return }
+        guard let state = attemptState(id), state.live == attempt, state.handOver != .done else { return }
         // Ended before its hand-over was answered: that answer will be ignored (no live attempt).
-        let wasAsked = flight.handOver == .asked
-        flight.live = nil
-        flight.handOver = nil
-        flights[id] = flight
+        let wasAsked = state.handOver == .asked
+        flights[id]?.live = nil
+        flights[id]?.handOver = nil
         if !outcome.output.isEmpty || outcome.result.started {
             step.entries.append(.output(runID: id, tail: outcome.output, truncated: outcome.truncated))
         }

@@ -14,19 +14,40 @@ extension ConductorState {
     /// A committed `queued` transition of a run that holds its key, told with the lock it waits
     /// for, if one is not free: its watchers learn it with the transition (the run is made ready
     /// just after, in the same step, and waits then). Later changes of the holders are not told.
-    func withLockWait(_ update: RunUpdate) -> RunUpdate {
-        let run = update.run
-        guard run.phase == .queued, update.transition?.to == .queued, table.holder(of: run.key) == run.id,
-              table.stage(of: run.id) != .running, !table.isGated(run.id) else { return update }
-        var told = update
-        told.run.waiting = table.locks.wait(of: run.id)
-        return told
+    func addLockWait(to update: inout RunUpdate) {
+        guard update.run.phase == .queued, update.transition?.to == .queued, table.holder(of: update.run.key) == update.run.id,
+              table.stage(of: update.run.id) != .running, !table.isGated(update.run.id) else { return }
+        update.run.waiting = table.locks.wait(of: update.run.id)
     }
 
+    /// A run in flight, with its latest progress (and the lock it waits for, if any).
+    public func snapshot(of run: Int64) -> RunSnapshot? {
+        // Read field by field: the flight is not copied whole for it (issue 39).
+        guard let seq = flights[run]?.seq, let recorded = flights[run]?.run else { return nil }
+        return live(recorded, seq: seq)
+    }
+
+    /// Whether the run is in flight (its end not yet durable).
+    public func isInFlight(_ run: Int64) -> Bool { flights.index(forKey: run) != nil }
+
     /// A run as callers see it while it is in flight: with the lock it waits for, if any.
-    func live(_ flight: Flight) -> RunSnapshot {
-        var run = flight.snapshot
+    func live(_ flight: Flight) -> RunSnapshot { live(flight.run, seq: flight.seq) }
+
+    /// The run recorded at `seq`, as callers see it while it is in flight.
+    func live(_ recorded: RunSnapshot, seq: Int) -> RunSnapshot {
+        var run = recorded
+        run.seq = seq
         if run.phase == .queued { run.waiting = lockWait(of: run.id) }
-        return withNeeds(withLine(withRate(withDebounce(run))))
+        addLive(to: &run)
+        return run
+    }
+
+    /// What a queued run waits for, as callers see it (nothing for a run past `queued`), in place.
+    func addLive(to run: inout RunSnapshot) {
+        guard run.phase == .queued else { return }
+        addDebounce(to: &run)
+        addRate(to: &run)
+        addLine(to: &run)
+        addNeeds(to: &run)
     }
 }

@@ -142,11 +142,9 @@ extension ConductorState {
     }
 
     /// What a queued run waits for, as told while it waits (`waiting for build-a run 41`).
-    func withNeeds(_ run: RunSnapshot) -> RunSnapshot {
-        guard run.phase == .queued, let needs = needBook.needs(of: run.id) else { return run }
-        var told = run
-        told.needs = needs
-        return told
+    func addNeeds(to run: inout RunSnapshot) {
+        guard run.phase == .queued, let needs = needBook.needs(of: run.id) else { return }
+        run.needs = needs
     }
 
     /// After recovery took the runs back: each queued run that needs others waits for them again,

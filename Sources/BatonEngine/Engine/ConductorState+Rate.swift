@@ -52,10 +52,8 @@ extension ConductorState {
     }
 
     /// A queued run as told while its rate limit holds it back: with the time it may start.
-    func withRate(_ run: RunSnapshot) -> RunSnapshot {
-        guard run.phase == .queued, let until = table.rateUntil(of: run.id) else { return run }
-        var told = run
-        told.rateUntil = until
-        return told
+    func addRate(to run: inout RunSnapshot) {
+        guard run.phase == .queued, let until = table.rateUntil(of: run.id) else { return }
+        run.rateUntil = until
     }
 }

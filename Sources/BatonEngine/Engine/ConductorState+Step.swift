@@ -46,11 +46,11 @@ extension ConductorState {
     /// What to do once a group of writes is durable (or has failed).
     enum AfterCommit: Sendable, Equatable {
         /// Answer a caller; a failed commit answers its error instead.
-        case answer(Token, Answer)
+        indirect case answer(Token, Answer)
         /// Answer a trigger with the run as it is when the answer goes out.
-        case ticket(Token, FlightTable.Decision, fallback: RunSnapshot)
+        indirect case ticket(Token, FlightTable.Decision, fallback: RunSnapshot)
         /// Tell waiters and watchers about a committed transition.
-        case publish(RunUpdate)
+        indirect case publish(RunUpdate)
         /// The run's creation is durable: it may start. A failure abandons the run.
         case durable(Int64)
         /// The run's terminal transition is durable: close it.
@@ -104,14 +104,17 @@ extension ConductorState {
             for item in step.after { follow(item, nil, &step) }
             return step.effects
         }
+        step.sealed.append((step.entries, step.after))
         var writes: [Effect] = []
-        for item in step.sealed + [(step.entries, step.after)] {
+        for item in step.sealed {
             let id = nextCommit
             nextCommit += 1
             pending[id] = item.after
             writes.append(.write(item.entries, id))
         }
-        return writes + step.effects
+        // The writes go first; the effects are moved behind them, not copied.
+        step.effects.insert(contentsOf: writes, at: 0)
+        return step.effects
     }
 
     /// A group of writes is durable (or failed): do what waited for it. New writes this causes
@@ -127,11 +130,12 @@ extension ConductorState {
             step.effects.append(.answer(token, failure.map { .failed($0) } ?? answer))
         case let .ticket(token, decision, fallback):
             let run = decision.run
-            step.effects.append(.answer(token, failure.map { .failed($0) } ?? .ticket(decision, flights[run].map(live) ?? fallback)))
+            step.effects.append(.answer(token, failure.map { .failed($0) } ?? .ticket(decision, snapshot(of: run) ?? fallback)))
         case let .publish(update):
             if failure == nil {
-                var told = withLockWait(update)
-                told.run = withNeeds(withLine(withRate(withDebounce(told.run))))
+                var told = update
+                addLockWait(to: &told)
+                addLive(to: &told.run)
                 step.effects.append(.publish(told))
             }
         case let .durable(run):
@@ -190,61 +194,100 @@ extension ConductorState {
         for effect in effects { perform(id, effect, &step) }
     }
 
+    /// Performs one of a run's machine effects on its flight in place (issue 39: the flight was
+    /// copied out of the table and written back for each, nine copies a run); what is told or
+    /// decided elsewhere gets a copy of the run as recorded.
     mutating func perform(_ id: Int64, _ effect: RunMachine.Effect, _ step: inout Step) {
-        guard var flight = flights[id] else { return }
-        defer { flights[id] = flight }
+        guard flights.index(forKey: id) != nil else { return }
         switch effect {
         case let .record(phase, detail):
-            var detail = detail
-            // The locks it took to start, in the detail of its first `loading`.
-            if phase == .loading, detail.attempt == 1, !flight.action.locks.isEmpty { detail.locks = flight.action.locks.map(\.name) }
-            if phase == .retrying, let attempt = detail.attempt {
-                flight.nextBackoff = flight.action.retry.delay(afterAttempt: attempt, unit: random.unit())
-                detail.backoff = flight.nextBackoff.microseconds
-            }
-            flight.seq += 1
-            let transition = Transition(runID: id, seq: flight.seq, from: flight.run.phase, to: phase, at: step.now, detail: detail)
-            flight.run = flight.run.applying(transition)
-            step.entries.append(.transition(transition))
-            step.after.append(.publish(RunUpdate(run: flight.run, transition: transition)))
-            if phase.isTerminal { step.after.append(.ended(id)) }
-            // The cooldown starts when the success is decided, not when it is durable: a trigger
-            // in between would find the key free. Its answer waits for its own record, which
-            // commits after this end (in order), and an end is never refused.
-            if phase == .success, flight.action.cooldown != nil {
-                remember(successes: [flight.run])
-                successUptimes[flight.run.key] = step.uptime.map { (flight.run.id, $0) }
-            }
-            if phase.isTerminal, flight.run.slot != nil { slots.record(flight.run) }
-            if phase.isTerminal { fireHooks(flight.run, flight.action, output: outputWritten(for: id, step), &step) }
-            if phase.isTerminal { countFailures(flight.run, flight.action, &step) }
-            needPhaseRecorded(flight.run, &step)
+            guard let transition = flights[id]?.record(phase, detail, at: step.now, random: &random) else { return }
+            recorded(id, transition, &step)
         case let .launch(attempt):
-            flight.live = attempt
-            var effects: [Effect] = []
-            if let timeout = flight.action.timeout, let after = Self.timeoutDelay(timeout, flight, attempt: attempt, at: step.now) {
-                effects.append(.schedule(run: id, .timeout, after: after))
-            }
-            effects.append(.launch(Launch(run: id, attempt: attempt, action: flight.action, params: flight.run.params,
-                                          runner: flight.runner, hook: flight.hook, secrets: flight.secrets, surviving: flight.surviving,
-                                          outputResumesAt: flight.outputResumesAt)))
-            flight.surviving = nil
-            flight.outputResumesAt = nil
+            guard let launch = flights[id]?.launch(attempt) else { return }
             // `loading` is stamped in the step that launches the attempt, and the timeout armed
             // there: the time a run's creation waited for the store (a lock held by another
             // process, say) is not run time (issue 21, item 14). The start is written while the
             // process runs; recovery kills what a crash leaves of it.
-            step.effects += effects
+            if let timeout = launch.action.timeout,
+               let after = Self.timeoutDelay(timeout, startedAt: flights[id]?.run.startedAt, surviving: launch.surviving != nil,
+                                             attempt: attempt, at: step.now) {
+                step.effects.append(.schedule(run: id, .timeout, after: after))
+            }
+            step.effects.append(.launch(launch))
         case .terminate:
-            if flight.live != nil { step.effects.append(.stop(run: id, grace: flight.action.killGrace)) }
+            if flights[id]?.live != nil, let grace = flights[id]?.action.killGrace { step.effects.append(.stop(run: id, grace: grace)) }
         case let .backoff(attempt):
-            step.effects.append(.schedule(run: id, .backoff(attempt), after: flight.nextBackoff))
+            step.effects.append(.schedule(run: id, .backoff(attempt), after: flights[id]?.nextBackoff ?? .zero))
         case .finish:
-            flights[id] = flight
             table.ended(id)
             step.effects.append(.cancelTimers(run: id))
             admit(&step)
         }
+    }
+
+    /// What follows a transition recorded on run `id`'s flight: its write, what is told once it
+    /// commits, and what its end decides (cooldown, slot, hooks, failures, the runs that need it).
+    private mutating func recorded(_ id: Int64, _ transition: Transition, _ step: inout Step) {
+        guard let run = recordedRun(id) else { return }
+        let phase = transition.to
+        step.entries.append(.transition(transition))
+        step.after.append(.publish(RunUpdate(run: run, transition: transition)))
+        if phase.isTerminal { step.after.append(.ended(id)) }
+        // The cooldown starts when the success is decided, not when it is durable: a trigger
+        // in between would find the key free. Its answer waits for its own record, which
+        // commits after this end (in order), and an end is never refused.
+        if phase == .success, cools(id) {
+            remember(successes: [run])
+            successUptimes[run.key] = step.uptime.map { (run.id, $0) }
+        }
+        if phase.isTerminal, let action = flightAction(id) {
+            if run.slot != nil { slots.record(run) }
+            fireHooks(run, action, output: outputWritten(for: id, step), &step)
+            countFailures(run, action, &step)
+        }
+        needPhaseRecorded(run, &step)
+    }
+}
+
+/// A flight's fields read from a non-mutating context: a mutating one that reads `flights[id]?.field`
+/// copies the whole flight first (every field retained, then released), where these borrow it (issue 39).
+extension ConductorState {
+    func recordedRun(_ id: Int64) -> RunSnapshot? { flights[id]?.run }
+    func recordedSnapshot(_ id: Int64) -> RunSnapshot? { flights[id]?.snapshot }
+    func flightAction(_ id: Int64) -> Action? { flights[id]?.action }
+    func cools(_ id: Int64) -> Bool { flights[id]?.action.cooldown != nil }
+    /// The flight's live attempt and hand-over; nil when the run is not in flight.
+    func attemptState(_ id: Int64) -> (live: Int?, handOver: HandOver?)? {
+        guard flights.index(forKey: id) != nil else { return nil }
+        return (flights[id]?.live, flights[id]?.handOver)
+    }
+}
+
+extension ConductorState.Flight {
+    /// Records a transition to `phase` on the run (its seq, the run as recorded, the backoff a
+    /// retry waits); returns the transition to write.
+    mutating func record(_ phase: Phase, _ detail: TransitionDetail, at now: Timestamp, random: inout SplitMix) -> Transition {
+        var detail = detail
+        // The locks it took to start, in the detail of its first `loading`.
+        if phase == .loading, detail.attempt == 1, !action.locks.isEmpty { detail.locks = action.locks.map(\.name) }
+        if phase == .retrying, let attempt = detail.attempt {
+            nextBackoff = action.retry.delay(afterAttempt: attempt, unit: random.unit())
+            detail.backoff = nextBackoff.microseconds
+        }
+        seq += 1
+        let transition = Transition(runID: run.id, seq: seq, from: run.phase, to: phase, at: now, detail: detail)
+        run = run.applying(transition)
+        return transition
+    }
+
+    /// Starts attempt `attempt`: what it is launched with (an attempt a previous batond left, or
+    /// output resumed, only at the first launch after recovery).
+    mutating func launch(_ attempt: Int) -> Launch {
+        live = attempt
+        defer { (surviving, outputResumesAt) = (nil, nil) }
+        return Launch(run: run.id, attempt: attempt, action: action, params: run.params, runner: runner, hook: hook, secrets: secrets,
+                      surviving: surviving, outputResumesAt: outputResumesAt)
     }
 }
 
@@ -252,9 +295,9 @@ extension ConductorState {
     /// When a launch arms the run's deadline: at its first attempt, the whole `timeout`; at an
     /// attempt a previous batond started (adopted), what is left of it from the run's first
     /// start, as if no batond had stopped in between (at once, where it is over). Nil: armed already.
-    static func timeoutDelay(_ timeout: Duration, _ flight: Flight, attempt: Int, at now: Timestamp) -> Duration? {
-        guard flight.surviving != nil else { return attempt == 1 ? timeout : nil }
-        let ran = flight.run.startedAt.map { now - $0 } ?? .zero
+    static func timeoutDelay(_ timeout: Duration, startedAt: Timestamp?, surviving: Bool, attempt: Int, at now: Timestamp) -> Duration? {
+        guard surviving else { return attempt == 1 ? timeout : nil }
+        let ran = startedAt.map { now - $0 } ?? .zero
         return max(timeout - ran, .zero)
     }
 }

@@ -34,10 +34,12 @@ public struct ConductorState: Sendable {
     /// Identifies one group of writes handed to the store.
     public typealias CommitID = UInt64
 
-    /// What can happen to the conductor.
+    /// What can happen to the conductor. The cases with a large payload are `indirect`: an event is
+    /// copied into and out of the inbox and the state's switch, and a copy of a boxed payload is
+    /// one reference count, not a copy of each field (issue 39).
     public enum Event: Sendable, Equatable {
         /// A trigger, already checked against its action: decide it.
-        case trigger(Token, Trigger)
+        indirect case trigger(Token, Trigger)
         /// The store committed a group of writes, or failed to (with the error).
         case committed(CommitID, BatonError?)
         /// An attempt's process started (its group, to kill after a crash) or its task did.
@@ -45,7 +47,7 @@ public struct ConductorState: Sendable {
         /// An attempt reported progress.
         case progress(run: Int64, attempt: Int, Progress)
         /// An attempt is over: its process group is gone, or its task returned.
-        case exited(run: Int64, attempt: Int, AttemptOutcome)
+        indirect case exited(run: Int64, attempt: Int, AttemptOutcome)
         /// A timer the state set went off.
         case timer(run: Int64, Timer)
         /// Cancel runs in flight; answered with the runs it stopped.
@@ -62,10 +64,10 @@ public struct ConductorState: Sendable {
         /// logged, and recovery ends those runs at the next start (issue 21, item 13).
         case abandonWrites
         /// Take over the runs a previous daemon left unfinished (with their actions, where still configured).
-        case recover(Token, [RecoveredRun])
+        indirect case recover(Token, [RecoveredRun])
         /// Run a run whose start the fleet already made durable (its `loading` is written);
         /// answered with the run (`attached`).
-        case adopt(Token, AdoptedRun)
+        indirect case adopt(Token, AdoptedRun)
         /// `baton pause`: the action refuses triggers until resumed or the pause's end. Answered `.paused`.
         case pause(Token, ActionPause)
         /// `baton resume`: the action's pause ends, by whom. Answered `.paused` with the pause it ended (nil: none).
@@ -83,12 +85,12 @@ public struct ConductorState: Sendable {
         case handedOver(run: Int64, attempt: Int, kept: Bool)
     }
 
-    /// What the conductor must do, in the order given.
+    /// What the conductor must do, in the order given (the large payloads `indirect`, as `Event`'s).
     public enum Effect: Sendable, Equatable {
         /// Hand these entries to the store as one item; report the commit as `committed(id, …)`.
         case write([JournalEntry], CommitID)
         /// Start an attempt; report it with `started`, `progress` and `exited`.
-        case launch(Launch)
+        indirect case launch(Launch)
         /// Stop a run's attempt: SIGTERM to its process group, SIGKILL after `grace`.
         case stop(run: Int64, grace: Duration)
         /// Report `timer(run, timer)` after `after`, replacing a timer of the same run and kind.
@@ -96,9 +98,9 @@ public struct ConductorState: Sendable {
         /// The run has ended: drop its timers.
         case cancelTimers(run: Int64)
         /// Answer a caller.
-        case answer(Token, Answer)
+        indirect case answer(Token, Answer)
         /// Tell a run's waiters (and, for committed transitions, every watcher) about it.
-        case publish(RunUpdate)
+        indirect case publish(RunUpdate)
         /// The run's story is over and durable: end its waiters' streams.
         case close(run: Int64)
         /// Shutting down and nothing is loading any more (and, unless writes were abandoned,
@@ -234,7 +236,7 @@ public struct ConductorState: Sendable {
         case let .exited(run, attempt, outcome): exited(run, attempt, outcome, &step)
         case let .timer(run, timer): fired(run, timer, &step)
         case let .cancel(token, target, by, principal): cancel(token, target, by: by, principal: principal, &step)
-        case let .attach(token, run): step.answer(token, .attached(flights[run]?.snapshot))
+        case let .attach(token, run): step.answer(token, .attached(recordedSnapshot(run)))
         case .shutdown: beginShutdown(&step)
         case .graceElapsed: graceElapsed(&step)
         case .abandonWrites: abandonWrites(&step)
@@ -259,8 +261,6 @@ public struct ConductorState: Sendable {
         flights.values.map(live).sorted { $0.id < $1.id }
     }
 
-    /// A run in flight, with its latest progress (and the lock it waits for, if any).
-    public func snapshot(of run: Int64) -> RunSnapshot? { flights[run].map(live) }
 
     /// Runs loading or retrying, or ended but not yet durable: what shutdown waits for.
     var activeCount: Int { flights.values.count { $0.machine.phase != .queued && $0.handOver != .done } }
