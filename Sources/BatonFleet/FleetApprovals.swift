@@ -83,7 +83,7 @@ enum FleetApprovals {
 
     /// A run with its approval row (NULLs where it has none), its last seq after the run's columns.
     static func runWithApproval(_ run: Int64) -> Statement {
-        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
+        let columns = FleetRows.runColumnsOfR
         return ("SELECT \(columns), r.last_seq, \(Self.columns) FROM runs r LEFT JOIN approvals a ON a.run_id = r.id WHERE r.id = $1",
                 [String(run)])
     }
@@ -93,7 +93,7 @@ enum FleetApprovals {
 
     /// Every undecided wait of a queued run whose end has not come, oldest first, each with its run (`runWithApproval`'s columns).
     static let allWaiting: Statement = {
-        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
+        let columns = FleetRows.runColumnsOfR
         return ("""
             SELECT \(columns), r.last_seq, \(Self.columns) FROM approvals a JOIN runs r ON r.id = a.run_id
             WHERE a.verdict IS NULL AND r.phase = 'queued' AND \(open) ORDER BY r.id

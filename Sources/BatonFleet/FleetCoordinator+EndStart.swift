@@ -54,7 +54,7 @@ extension FleetCoordinator {
     /// `startable`'s columns, read after the transaction's ends are written (a follow-up holds its
     /// key by then), at most `count`, in the order the feed starts them.
     static func startable(keys: [String], incarnation: String, count: Int) -> FleetJournal.Statement {
-        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
+        let columns = FleetRows.runColumnsOfR
         return ("""
             SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined),
                    \(FleetApprovals.waiting)

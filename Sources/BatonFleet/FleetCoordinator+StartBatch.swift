@@ -131,7 +131,7 @@ extension FleetCoordinator {
     /// start by its owner and its window (`t`), its action's pause (`FleetPauses.joined`), and
     /// whether it waits for its approval (`t`, `FleetApprovals.waiting`): read once its key's row is held.
     static func startable(_ ids: [Int64], incarnation: String) -> FleetJournal.Statement {
-        let columns = FleetRows.runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
+        let columns = FleetRows.runColumnsOfR
         return ("""
             SELECT \(columns), r.last_seq, k.holder, k.follow_up, k.draining, (r.incarnation = $2 AND \(FleetDebounce.due)), \(FleetPauses.joined),
                    \(FleetApprovals.waiting)

@@ -7,6 +7,9 @@ enum FleetRows {
         ended_at, attempts, exit_code, signal, reason, error, host, cpu_user, cpu_system, memory_peak, via, slot,
         hook_run, hook_action, hook_event, debounce_until, rate_until
         """
+    /// `runColumns` of the runs joined as `r` (`r.id, r.action, …`): made once, not on each
+    /// statement (a start's statement made it on each end, 1,000 instructions a column).
+    static let runColumnsOfR = runColumns.split(separator: ",").map { "r." + $0.trimmingWhitespace() }.joined(separator: ", ")
     /// How many columns `runColumns` has; a query's own columns follow them.
     static let runColumnCount = 28
 
