@@ -39,9 +39,9 @@ struct JSONTextTests {
     }
 }
 
-/// `JSONText.params` reads an object of strings by hand and gives the rest to `JSONDecoder`:
+/// `JSONText.params` and `JSONText.detail` read by hand and give the rest to `JSONDecoder`:
 /// whatever the text, the answer is `JSONDecoder`'s (nothing where it throws).
-@Suite("A params column read by hand")
+@Suite("The params and detail columns read by hand")
 struct JSONTextParamsTests {
     static func decoded(_ text: String) -> [String: String] {
         (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))) ?? [:]
@@ -58,6 +58,21 @@ struct JSONTextParamsTests {
     @Test("the answer is JSONDecoder's", arguments: texts)
     func same(_ text: String) {
         #expect(JSONText.params(text) == Self.decoded(text))
+    }
+
+    static let details = [
+        #"{"attempt":1,"cpuSystem":3,"cpuUser":12,"exitCode":0,"memoryPeak":100,"reason":"exit"}"#, #"{"locks":["a","b\""],"pgid":4242}"#,
+        #"{"reason":"replace","replaces":[4,5]}"#, #"{"reason":null,"via":"x"}"#, #"{"replaces":[]}"#, #" { "debounce" : 17 } "#,
+        #"{"error":"é\n\u0001"}"#, #"{"backoff":1500000,"signal":9}"#, #"{"replacedBy":9}"#, #"{"by":1000,"leftovers":2}"#,
+        // Not what the hand reader takes: JSONDecoder's answer, as before.
+        #"{"by":4294967296}"#, #"{"by":-1}"#, #"{"exitCode":2147483648}"#, #"{"attempt":1.0}"#, #"{"unknown":1}"#,
+        #"{"reason":"a","reason":"b"}"#, #"{"locks":[1]}"#, "[]", #"{"reason":"exit""#,
+    ]
+
+    @Test("a detail's answer is JSONDecoder's", arguments: details)
+    func detail(_ text: String) {
+        let decoded = (try? JSONDecoder().decode(TransitionDetail.self, from: Data(text.utf8))) ?? TransitionDetail()
+        #expect(JSONText.detail(text) == decoded)
     }
 
     @Test("params written by JSONText.object and by JSONEncoder read back as they were")
