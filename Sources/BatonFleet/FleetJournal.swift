@@ -123,9 +123,12 @@ enum FleetJournal {
             """, [textArray(incarnations), textArray(keys)])
     }
 
-    /// A PostgreSQL array literal of texts, each quoted.
+    /// A PostgreSQL array literal of texts, each quoted. On the path of every end (the keys a
+    /// start may take): a text without a backslash or a quote, as keys are, is taken as it is
+    /// (`replacingEvery` spent 80,000 instructions on one key).
     static func textArray(_ items: [String]) -> String {
         let quoted = items.map { item -> String in
+            guard item.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) else { return "\"" + item + "\"" }
             let escaped = item.replacingEvery("\\", with: "\\\\").replacingEvery("\"", with: "\\\"")
             return "\"" + escaped + "\""
         }

@@ -38,3 +38,68 @@ struct JSONTextTests {
         #expect(JSONText.object([:]) == "{}")
     }
 }
+
+/// `JSONText.params` and `JSONText.detail` read by hand and give the rest to `JSONDecoder`:
+/// whatever the text, the answer is `JSONDecoder`'s (nothing where it throws).
+@Suite("The params and detail columns read by hand")
+struct JSONTextParamsTests {
+    static func decoded(_ text: String) -> [String: String] {
+        (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))) ?? [:]
+    }
+
+    static let texts = [
+        #"{"k":"abc-123"}"#, #"{"a":"1","b":"2"}"#, #"{ "a" : "x\"y" , "b" : "\u00e9\ud83d\ude00" }"#, #"{"k":"日本"}"#,
+        #"{"k":"a\/b\n\t\\\b\f\r"}"#, #"{"a":"\u0000"}"#, #"  {"a":"1"}  "#, #"{"":""}"#,
+        // Not an object of strings, each key once: JSONDecoder's answer, as before.
+        #"{"a":"1","a":"2"}"#, #"{"a":1}"#, #"{"a":null}"#, #"{"a":"1"} x"#, #"{"a":"1",}"#, #"{"a":"\ud800"}"#,
+        "{\"a\":\"\u{1}\"}", "[]", "", "null", #"{"a":"1""#, #"{"a":"\x"}"#,
+    ]
+
+    @Test("the answer is JSONDecoder's", arguments: texts)
+    func same(_ text: String) {
+        #expect(JSONText.params(text) == Self.decoded(text))
+    }
+
+    static let details = [
+        #"{"attempt":1,"cpuSystem":3,"cpuUser":12,"exitCode":0,"memoryPeak":100,"reason":"exit"}"#, #"{"locks":["a","b\""],"pgid":4242}"#,
+        #"{"reason":"replace","replaces":[4,5]}"#, #"{"reason":null,"via":"x"}"#, #"{"replaces":[]}"#, #" { "debounce" : 17 } "#,
+        #"{"error":"é\n\u0001"}"#, #"{"backoff":1500000,"signal":9}"#, #"{"replacedBy":9}"#, #"{"by":1000,"leftovers":2}"#,
+        // Not what the hand reader takes: JSONDecoder's answer, as before.
+        #"{"by":4294967296}"#, #"{"by":-1}"#, #"{"exitCode":2147483648}"#, #"{"attempt":1.0}"#, #"{"unknown":1}"#,
+        #"{"reason":"a","reason":"b"}"#, #"{"locks":[1]}"#, "[]", #"{"reason":"exit""#,
+    ]
+
+    @Test("a detail's answer is JSONDecoder's", arguments: details)
+    func detail(_ text: String) {
+        let decoded = (try? JSONDecoder().decode(TransitionDetail.self, from: Data(text.utf8))) ?? TransitionDetail()
+        #expect(JSONText.detail(text) == decoded)
+    }
+
+    @Test("params written by JSONText.object and by JSONEncoder read back as they were")
+    func written() throws {
+        var generator = SplitMix(seed: 38)
+        let characters = Array("aZ9 -_.é日😀\"\\/\n\t\u{7}\u{1F}")
+        for _ in 0..<300 {
+            let count = Int(generator.next() % 4)
+            let params = Dictionary((0..<count).map { _ in
+                (String((0..<Int(generator.next() % 5)).map { _ in characters[Int(generator.next() % UInt64(characters.count))] }),
+                 String((0..<Int(generator.next() % 7)).map { _ in characters[Int(generator.next() % UInt64(characters.count))] }))
+            }, uniquingKeysWith: { first, _ in first })
+            #expect(JSONText.params(JSONText.object(params)) == params)
+            let encoded = String(decoding: try JSONEncoder().encode(params), as: UTF8.self)
+            #expect(JSONText.params(encoded) == params)
+        }
+    }
+
+    struct SplitMix {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}
