@@ -16,7 +16,8 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
         writer = FleetWriter(conninfo: pool.conninfo, defaults: pool.defaults, host: host, reactor: reactor, onProblem: onProblem,
                              onLost: onLost)
         history = FleetHistory(pool: pool)
-        searcher = pool.dedicated(name: "baton-fleet-search")
+        // At most 16 searches wait, as on one host: more are refused at once.
+        searcher = PGWorker(name: "baton-fleet-search", conninfo: pool.conninfo, defaults: pool.defaults, capacity: 16)
     }
 
     /// libpq settings batond uses unless the connection string says otherwise: a connect timeout,
