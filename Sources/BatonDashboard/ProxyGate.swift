@@ -63,7 +63,10 @@ public struct ProxyGate: Sendable, Equatable {
         }
         let lowered = UserMap.asciiLowered(name)
         // The groups only where a rule may ask for them: read from the proxy now believed.
-        let groups = map?.hasGroupRules == true ? Self.groups(head.fields.filter { $0.name == groupsHeader }.map(\.value)) : []
+        // One field only, as for the user's: a second would come from whoever could add one (a client the proxy passes through).
+        let groupFields = map?.hasGroupRules == true ? head.fields.filter { $0.name == groupsHeader }.map(\.value) : []
+        guard groupFields.count <= 1 else { return .refuse(status: 400, reason: "more than one \(groupsHeader) field") }
+        let groups = Self.groups(groupFields)
         switch map?.target(lowered: lowered, groups: groups) {
         case let .account(account)?: return .user(account)
         // The person as the map matched them: one name whatever case the proxy gives it in.
@@ -80,7 +83,7 @@ public struct ProxyGate: Sendable, Equatable {
     /// The most groups read from a request; those past it are not matched.
     public static let maxGroups = 256
 
-    /// The groups a proxy listed (every field of the name, each comma-separated), ASCII
+    /// The groups a proxy listed (its field's value, comma-separated; `decide` refuses two fields), ASCII
     /// lower-cased, spaces around each trimmed; a group that is not 1 to
     /// `UserMap.maxPattern` bytes of printable ASCII without spaces is left out.
     public static func groups(_ values: [String]) -> [[UInt8]] {

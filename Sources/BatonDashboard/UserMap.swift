@@ -13,7 +13,8 @@ import BatonCore
 /// regard to ASCII case; the target is an account name or `group:NAME`. A pattern that starts
 /// with `group:` matches the groups the proxy lists (`--groups-header`, `X-Forwarded-Groups`)
 /// instead, and is asked only when no name rule matched: the first such rule that one of the
-/// person's groups matches wins. Pure: parsing and
+/// person's groups matches wins; its target is a group (an account would leave the history
+/// naming the account, not the person: refused). `group:` is read in any ASCII case. Pure: parsing and
 /// matching only; the file is read by the command, at start and on SIGHUP.
 public struct UserMap: Sendable, Equatable {
     public enum Target: Sendable, Equatable {
@@ -63,19 +64,26 @@ public struct UserMap: Sendable, Equatable {
             guard words.count == 2 else {
                 throw ParseError(line: line, message: "expected a pattern and a target (alice@example.org alice, *@example.org group:staff), got \(words.count) words", source: source)
             }
-            let group = words[0].hasPrefix("group:") && words[0].count > 6
+            // `group:` in any ASCII case: `Group:admins` is a group rule, never a name rule for that name.
+            let group = hasGroupPrefix(words[0]) && words[0].count > 6
             let pattern = String(group ? words[0].dropFirst(6) : words[0]), target = String(words[1])
             guard pattern.utf8.count <= maxPattern, pattern.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
                 throw ParseError(line: line, message: "the pattern is not 1 to \(maxPattern) bytes of printable ASCII", source: source)
             }
-            rules.append(Rule(pattern: String(decoding: asciiLowered(pattern), as: UTF8.self), target: try Self.target(target, line: line, source: source), line: line, group: group))
+            let resolved = try Self.target(target, line: line, source: source)
+            // An account for a whole group would be all the history says: who acted would be lost.
+            if group, case .account = resolved {
+                throw ParseError(line: line, message: "a group: rule's target is group:NAME, not an account (\(target)): the history would name "
+                    + "the account, not the person; map the person by name, or the group to a local group", source: source)
+            }
+            rules.append(Rule(pattern: String(decoding: asciiLowered(pattern), as: UTF8.self), target: resolved, line: line, group: group))
             guard rules.count <= maxRules else { throw ParseError(line: line, message: "more than \(maxRules) rules", source: source) }
         }
         return UserMap(rules: rules, source: source)
     }
 
     private static func target(_ text: String, line: Int, source: String) throws(ParseError) -> Target {
-        if text.hasPrefix("group:") {
+        if hasGroupPrefix(text[...]) {
             let name = String(text.dropFirst(6))
             guard Request.isUserName(name) else { throw ParseError(line: line, message: "group:\(name) names no group of this machine's shape", source: source) }
             return .group(name)
@@ -84,6 +92,11 @@ public struct UserMap: Sendable, Equatable {
             throw ParseError(line: line, message: "\(Action.quoted(String(text.prefix(40)))) is no account name (or group:NAME)", source: source)
         }
         return .account(text)
+    }
+
+    /// Whether a word starts with `group:`, in any ASCII case.
+    static func hasGroupPrefix(_ word: Substring) -> Bool {
+        word.utf8.count >= 6 && asciiLowered(String(word.prefix(6))) == Array("group:".utf8)
     }
 
     /// The first rule's target whose pattern the name matches, without regard to ASCII case

@@ -94,11 +94,19 @@ enum FleetArtifactRows {
     /// A keep that gave up (PostgreSQL down past its retries, or batond stopping): its notice
     /// replaces what the attempt had (nothing of it is published), kept with the run as a run
     /// over its bound keeps its own, and removed with it.
-    static func recordGiveUp(_ notice: String, run: Int64, attempt: Int, on db: PGConnection) throws {
+    /// Only while the run's row is still `incarnation`'s (held meanwhile): a host that took the
+    /// run over keeps its own notices. Its phase may have moved on (the run told first: `giveUp`).
+    /// Whether it was recorded.
+    @discardableResult
+    static func recordGiveUp(_ notice: String, run: Int64, attempt: Int, incarnation: String, on db: PGConnection) throws -> Bool {
         try db.transaction {
+            guard try db.query("SELECT 1 FROM runs WHERE id = $1 AND incarnation = $2 FOR SHARE", [String(run), incarnation]).first != nil else {
+                return false
+            }
             try db.query("DELETE FROM artifact_notices WHERE run_id = $1 AND attempt = $2", [String(run), String(attempt)])
-            try db.query("INSERT INTO artifact_notices (run_id, attempt, seq, text) SELECT id, $2, 0, $3 FROM runs WHERE id = $1",
+            try db.query("INSERT INTO artifact_notices (run_id, attempt, seq, text) VALUES ($1, $2, 0, $3)",
                          [String(run), String(attempt), notice])
+            return true
         }
     }
 

@@ -80,7 +80,8 @@ extension FleetArtifacts {
         case let .retry(retry):
             keep(retry.found, run: retry.run, attempt: retry.attempt, tries: retry.tries + 1, since: retry.since, done: retry.done)
         case let .giveUp(retry, stopping):
-            giveUp(run: retry.run, attempt: retry.attempt, stopping ? "batond is stopping (\(retry.error))" : retry.error, done: retry.done)
+            // A stop, or PostgreSQL down past the retries: the run is told first (`giveUp`).
+            giveUp(run: retry.run, attempt: retry.attempt, stopping ? "batond is stopping (\(retry.error))" : retry.error, toldFirst: true, done: retry.done)
         }
     }
 }

@@ -76,23 +76,27 @@ public final class FleetArtifacts: ArtifactKeeper {
                 let retry = Retry(found: found, run: run, attempt: attempt, tries: tries, since: since, error: "\(error)", done: done)
                 return retrying(.wait(retry, after: Self.backoff(tries)))
             }
-            giveUp(run: run, attempt: attempt, "\(error)", done: done)
+            giveUp(run: run, attempt: attempt, "\(error)", toldFirst: (error as? PGError)?.isConnectionProblem == true, done: done)
         }
     }
 
     /// Ends a keep without its files: logged, what it began removed, and recorded with the run (its
-    /// notices: `baton show` says the files were not kept and why, as for a run over its bound)
-    /// before the run is told; where PostgreSQL does not take even that, the log says so too.
-    func giveUp(run: Int64, attempt: Int, _ why: String, done: @escaping @Sendable () -> Void) {
+    /// notices: `baton show` says the files were not kept and why, as for a run over its bound),
+    /// only while the run is still this incarnation's. Where PostgreSQL answered (the keep failed
+    /// on a statement), recorded before the run is told; where the cause is a stop or a
+    /// connection problem (`told`), the run is told first, so that its end never waits on a
+    /// server that may not answer, and the record is best-effort after. A record that fails is logged.
+    func giveUp(run: Int64, attempt: Int, _ why: String, toldFirst: Bool, done: @escaping @Sendable () -> Void) {
         log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(why)")
         let notice = "attempt \(attempt): no file kept: PostgreSQL could not take them (\(why))"
+        if toldFirst { done() }
         connection.submit({ [host] db in
             // What it began goes now (the next keep's sweep would remove it too).
             try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db)
-            try FleetArtifactRows.recordGiveUp(notice, run: run, attempt: attempt, on: db)
+            try FleetArtifactRows.recordGiveUp(notice, run: run, attempt: attempt, incarnation: host.incarnation, on: db)
         }, retryingBroken: true) { [log] result in
             if case let .failure(error) = result { log("the artifacts of run \(run) (attempt \(attempt)) not kept could not be recorded with it: \(error)") }
-            done()
+            if !toldFirst { done() }
         }
     }
 

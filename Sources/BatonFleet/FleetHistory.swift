@@ -167,10 +167,16 @@ enum FleetStats {
 }
 
 extension FleetHistory {
-    /// The runs whose kept output or params hold the text (`FleetSearch`); refused, saying how to
-    /// add it, where the database has no trigram index (no `pg_trgm` on the server).
-    func search(_ text: String, _ filter: HistoryFilter) async throws(BatonError) -> SearchResult {
-        guard let found = try await read({ db in try FleetSearch.search(text, filter, on: db) }) else { throw FleetSearch.missing }
-        return found
+    /// The runs whose kept output or params hold the text (`FleetSearch`), on `searcher`: a
+    /// connection of its own, one search at a time, so that a long search never holds a
+    /// connection of the pool that starts, cancels and approves runs. Once `stop` says the asker
+    /// went away, the search answers what it found so far.
+    static func search(_ text: String, _ filter: HistoryFilter, on searcher: PGWorker,
+                       stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
+        do {
+            return try await searcher.run({ db in try FleetSearch.search(text, filter, stop: stop, on: db) }, retryingBroken: true)
+        } catch {
+            throw .historyUnreadable("PostgreSQL: \(error)")
+        }
     }
 }

@@ -7,6 +7,8 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     public let pool: PGPool
     private let writer: FleetWriter
     private let history: FleetHistory
+    /// Searches' connection, outside the pool (`FleetHistory.search`).
+    private let searcher: PGWorker
 
     public init(pool: PGPool, host: FleetHost, reactor: Reactor, onProblem: @escaping @Sendable (String?) -> Void,
                 onLost: @escaping @Sendable ([Int64]) -> Void) {
@@ -14,6 +16,8 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
         writer = FleetWriter(conninfo: pool.conninfo, defaults: pool.defaults, host: host, reactor: reactor, onProblem: onProblem,
                              onLost: onLost)
         history = FleetHistory(pool: pool)
+        // At most 16 searches wait, as on one host: more are refused at once.
+        searcher = PGWorker(name: "baton-fleet-search", conninfo: pool.conninfo, defaults: pool.defaults, capacity: 16)
     }
 
     /// libpq settings batond uses unless the connection string says otherwise: a connect timeout,
@@ -46,6 +50,7 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     /// returns how many items were left unwritten.
     public func close() -> Int {
         let left = writer.close()
+        searcher.close(timeout: .seconds(1))
         pool.close(timeout: .seconds(1))
         return left
     }
@@ -78,7 +83,23 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     public func events(_ filter: HistoryFilter) async throws(BatonError) -> [ActionEvent] { try await history.events(filter) }
     /// Every host's runs whose output or params hold the text (`FleetSearch`).
     public func search(_ text: String, _ filter: HistoryFilter, stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
-        try await history.search(text, filter)
+        try await FleetHistory.search(text, filter, on: searcher, stop: stop)
+    }
+    /// Makes the fleet's search index unless it is there (`search: "index"`, `FleetSearch.makeIndex`),
+    /// on a connection of its own, outside any transaction; `log` hears what it does.
+    public func makeSearchIndex(log: @escaping @Sendable (String) -> Void) async {
+        let worker = pool.dedicated(name: "baton-fleet-index", idleTimeout: .zero)
+        defer { worker.close(timeout: .seconds(1)) }
+        do {
+            switch try await worker.run({ db in try FleetSearch.makeIndex(on: db, willMake: log) }) {
+            case .present: break
+            case .made: log("the fleet's search index \(FleetSearch.index) is made: searches use it")
+            case .otherHostMaking: log("another host is making the fleet's search index; searches read the newest output meanwhile")
+            case let .impossible(why): log("search: \"index\" cannot make the fleet's search index: \(why); searches read the newest output")
+            }
+        } catch {
+            log("the fleet's search index could not be made (PostgreSQL: \(error)); searches read the newest output")
+        }
     }
     public func lastEnded() async throws(BatonError) -> [RunSnapshot] { try await history.lastEnded() }
     public func recentDurations(of actions: [String]) async throws(BatonError) -> [String: [Int64]] {

@@ -114,14 +114,24 @@ enum DashboardCommand {
         return ProxyGate(trusted: ranges, userHeader: header, groupsHeader: groups, proxyUsers: users)
     }
 
+    /// Fields of HTTP itself, and those browsers and clients set (or a proxy passes through, as
+    /// `X-Forwarded-For` is appended to): none names a user or their groups (`Sec-*` neither).
+    static let clientFields: Set<String> = [
+        "host", "cookie", "authorization", "proxy-authorization", "origin", "content-type", "content-length", "connection",
+        "user-agent", "referer", "accept", "accept-language", "accept-encoding", "cache-control", "pragma", "range", "te",
+        "transfer-encoding", "upgrade", "expect", "via", "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
+        "x-real-ip", "x-requested-with", "if-match", "if-none-match", "if-modified-since", "if-unmodified-since", "dnt",
+    ]
+
     /// A field the proxy names the user (or their groups) in: `--OPTION`, or its default.
     static func field(_ arguments: ParsedArguments, _ option: String, default name: String) throws(UsageError) -> String {
         let header = arguments.value(option) ?? name
         guard !header.isEmpty, header.utf8.count <= 64, header.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
             throw UsageError("--\(option): expected a field name (letters, digits, -), got \(header)")
         }
-        let fields: Set<String> = ["host", "cookie", "authorization", "origin", "content-type", "content-length", "connection"]
-        guard !fields.contains(header.lowercased()) else { throw UsageError("--\(option): \(header) is a field of HTTP itself, not one a proxy names a user in") }
+        guard !clientFields.contains(header.lowercased()), !header.lowercased().hasPrefix("sec-") else {
+            throw UsageError("--\(option): \(header) is a field of HTTP itself or one clients set, not one a proxy names a user in")
+        }
         return header
     }
 

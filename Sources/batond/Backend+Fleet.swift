@@ -88,6 +88,8 @@ extension Backend {
             await seedDeadMan(store, actions: conductor.configuredActions().map(\.name), metrics: metrics)
             store.waiting(nil)
             Log.info("joined the fleet as \(host.name) (\(host.incarnation))")
+            // `search: "index"`: the trigram index, made once by one host (it may take a while; output goes on meanwhile).
+            if config.search == .index { Task { await store.makeSearchIndex(log: { Log.info($0) }) } }
         }
         var backend = Backend(conductor: conductor, dispatcher: coordinator, journal: store, history: store,
                        describe: "fleet host \(host.name) (\(host.incarnation)) on PostgreSQL", tracking: tracking,

@@ -170,7 +170,8 @@ struct ConfigError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// `search`: whether the SQLite history keeps the trigram index (`SearchIndex`) for `baton search`.
+/// `search`: whether the SQLite history keeps the trigram index (`SearchIndex`) for `baton search`;
+/// on a fleet, whether this host makes PostgreSQL's (`FleetStore.makeSearchIndex`) at start.
 enum SearchSetting: String, Sendable, CaseIterable {
     /// No index: a search reads the kept output, newest first (the default: writes cost nothing more).
     case scan

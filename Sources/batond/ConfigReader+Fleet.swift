@@ -57,11 +57,10 @@ extension ConfigReader {
 }
 
 extension ConfigReader {
-    /// `search`: `"scan"` (the default) or `"index"`, which a fleet has no use for (PostgreSQL's index answers it).
-    mutating func search(_ value: JSONValue?, fleet: Bool) -> SearchSetting {
+    /// `search`: `"scan"` (the default) or `"index"`. On a fleet, `"index"` makes PostgreSQL's
+    /// trigram index at start, for every host (it needs pg_trgm, and makes output writes dearer).
+    mutating func search(_ value: JSONValue?) -> SearchSetting {
         guard let value else { return .scan }
-        let setting = choice(value, at: "search", SearchSetting.allCases.map(\.rawValue)).flatMap(SearchSetting.init(rawValue:)) ?? .scan
-        if fleet, setting == .index { warn("search", "a fleet searches PostgreSQL's trigram index (pg_trgm) whatever this says: \"index\" does nothing here") }
-        return setting
+        return choice(value, at: "search", SearchSetting.allCases.map(\.rawValue)).flatMap(SearchSetting.init(rawValue:)) ?? .scan
     }
 }

@@ -64,7 +64,7 @@ struct ConfigReader {
         }
         config.fleet = fleet(fields)
         if let value = fields["secretsKey"] { config.secretsKey = absolutePath(value, at: "secretsKey") }
-        config.search = search(fields["search"], fleet: config.fleet != nil)
+        config.search = search(fields["search"])
         if let value = fields["retention"] {
             config.retention = Retention.standard.overridden(by: retention(value, at: "retention"))
         }

@@ -82,11 +82,14 @@ struct ProxyGateTests {
         #expect(map.target(for: "\u{212A}arl@example.org") == .group("staff"), "the Kelvin sign is no k: not karl's")
     }
 
-    static let groupMap = try! UserMap.parse("alice@example.org alice\ngroup:staff group:staff\ngroup:*-admins root\n", source: "/etc/baton/users.map")
+    static let groupMap = try! UserMap.parse("alice@example.org alice\ngroup:staff group:staff\nGroup:*-admins group:wheel\n", source: "/etc/baton/users.map")
 
     @Test("X-Forwarded-Groups from the trusted proxy: a group: rule maps a person no name rule maps; a name rule wins; none: refused as before", arguments: [
         ([("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Groups", "dev, Staff")], ProxyGate.Decision.user("group:staff:carol@example.org")),
-        ([("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Groups", "dev"), ("x-forwarded-groups", " web-admins ")], .user("root")),
+        ([("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Groups", " web-admins ")], .user("group:wheel:carol@example.org")),
+        // Two fields: refused, as two user fields are (the second may be a client's the proxy passed through).
+        ([("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Groups", "dev"), ("x-forwarded-groups", " web-admins ")],
+         .refuse(status: 400, reason: "more than one x-forwarded-groups field")),
         ([("X-Forwarded-User", "alice@example.org"), ("X-Forwarded-Groups", "staff")], .user("alice")),
         ([("X-Forwarded-User", "carol@example.org"), ("X-Forwarded-Groups", "st aff,,staff x")],
          .refuse(status: 403, reason: "x-forwarded-user: \"carol@example.org\" is no user name of this machine's shape (no rule of /etc/baton/users.map maps it)")),

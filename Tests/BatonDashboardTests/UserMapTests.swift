@@ -40,7 +40,7 @@ struct UserMapTests {
     func groupRules() throws {
         let map = try UserMap.parse("""
             alice@example.org  alice
-            group:admins       root          # a whole group as one account
+            GROUP:admins       group:wheel   # `group:` in any case
             group:team-*       group:staff
             group:ops          group:ops
             """, source: "m")
@@ -49,9 +49,10 @@ struct UserMapTests {
         #expect(map.rules.map(\.pattern) == ["alice@example.org", "admins", "team-*", "ops"])
         let lowered = { (name: String) in UserMap.asciiLowered(name) }
         #expect(map.target(lowered: lowered("alice@example.org"), groups: [lowered("admins")]) == .account("alice"), "a name rule first")
+        #expect(map.target(for: "group:admins") == nil, "GROUP:admins is no name rule")
         #expect(map.target(lowered: lowered("carol@example.org"), groups: [lowered("ops"), lowered("team-web")]) == .group("staff"))
         #expect(map.target(lowered: lowered("carol@example.org"), groups: [lowered("ops")]) == .group("ops"))
-        #expect(map.target(lowered: lowered("dave@example.org"), groups: [lowered("admins")]) == .account("root"))
+        #expect(map.target(lowered: lowered("dave@example.org"), groups: [lowered("admins")]) == .group("wheel"))
         #expect(map.target(lowered: lowered("dave@example.org"), groups: []) == nil)
         // A group rule never matches a name: `admins` as the proxy's user is no member of admins.
         #expect(map.target(for: "admins") == nil)
@@ -82,6 +83,9 @@ struct UserMapTests {
         ("a 0\n", 1, "\"0\" is no account name"),
         ("a al/ice\n", 1, "is no account name"),
         ("é alice\n", 1, "printable ASCII"),
+        // A group rule whose target is an account: the history would name the account, not the person.
+        ("a alice\ngroup:admins root\n", 2, "a group: rule's target is group:NAME, not an account"),
+        ("Group:admins root\n", 1, "a group: rule's target is group:NAME, not an account"),
     ] as [(String, Int, String)])
     func badLines(_ text: String, _ line: Int, _ said: String) {
         #expect {

@@ -98,10 +98,68 @@ struct FleetArtifactRetryTests {
         keeper.stopRetrying()
         first()
         await kept.value
+        // The run was told first; the record follows on the keeper's connection (closing it runs what is queued).
+        keeper.close()
         let list = try FleetArtifactRowsTests.list(try PGConnection(conninfo), run: 1)
         #expect(list.files.isEmpty)
         #expect(list.notices.count == 1, "\(list.notices) \(logged.withLock { $0 })")
         #expect(list.notices.first?.hasPrefix("attempt 1: no file kept: PostgreSQL could not take them (batond is stopping") == true, "\(list.notices)")
+    }
+
+    @Test("review E2 item 6: a stop's give-up tells the run at once while PostgreSQL does not answer; the notice is recorded once it does")
+    func giveUpTellsFirst() async throws {
+        let server = try Postgres.own()
+        let (conninfo, _) = try FleetArtifactRowsTests.database(on: server)
+        let dir = ScratchDirectory()
+        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
+        let logged = Locked<[String]>([])
+        let (retries, retry) = AsyncStream<@Sendable () -> Void>.makeStream()
+        let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
+        try server.stop()
+        let (ended, end) = AsyncStream<Void>.makeStream()
+        Task {
+            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
+            end.yield()
+        }
+        var waiting = retries.makeAsyncIterator()
+        _ = try #require(await waiting.next())
+        // The server is back but answers nothing (its postmaster stopped): a new connection waits.
+        try server.start()
+        let postmaster = try #require(pid_t(try String(contentsOfFile: server.directory + "/data/postmaster.pid", encoding: .utf8)
+            .split(separator: "\n").first.map(String.init) ?? ""))
+        kill(postmaster, SIGSTOP)
+        defer { kill(postmaster, SIGCONT) }
+        keeper.stopRetrying()
+        let told = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in ended { return true }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return false
+            }
+            let first = await group.next() ?? false
+            kill(postmaster, SIGCONT)
+            end.finish()
+            group.cancelAll()
+            return first
+        }
+        #expect(told, "the run waited for PostgreSQL before it was told")
+        keeper.close()
+        let list = try FleetArtifactRowsTests.list(try PGConnection(conninfo), run: 1)
+        #expect(list.notices.first?.hasPrefix("attempt 1: no file kept: PostgreSQL could not take them (batond is stopping") == true,
+                "\(list.notices) \(logged.withLock { $0 })")
+    }
+
+    @Test("review E2 item 6: a give-up is recorded only on a run still this incarnation's")
+    func giveUpOwned() throws {
+        let (_, db) = try FleetArtifactRowsTests.database()
+        #expect(try FleetArtifactRows.recordGiveUp("attempt 1: no file kept", run: 1, attempt: 1, incarnation: FleetArtifactRowsTests.me.incarnation, on: db))
+        try db.query("UPDATE runs SET incarnation = $1 WHERE id = 2", [FleetArtifactRowsTests.other.incarnation])
+        #expect(try !FleetArtifactRows.recordGiveUp("attempt 1: no file kept", run: 2, attempt: 1, incarnation: FleetArtifactRowsTests.me.incarnation, on: db))
+        #expect(try FleetArtifactRowsTests.list(db, run: 1).notices.count == 1)
+        #expect(try FleetArtifactRowsTests.list(db, run: 2).notices.isEmpty)
     }
 
     @Test("the wait before each try: 1 s, doubling, at most 30 s")

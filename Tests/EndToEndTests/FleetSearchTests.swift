@@ -69,23 +69,49 @@ struct FleetSearchTests {
         #expect(try AccessTests.batonAs("65534", group: "65534", host, "search", "in secret").stdout == "no runs match\n")
     }
 
-    @Test("a server without pg_trgm: batond starts, and search is refused naming pg_trgm and how to add it")
+    @Test("a server without pg_trgm: batond starts, search reads the newest output; search: \"index\" says what is missing")
     func withoutTrigrams() throws {
         let conninfo = try Postgres.server().database()
         let admin = try PGConnection(conninfo)
         let name = try #require(try admin.query("SELECT current_database()").first?[0] ?? nil)
-        // The migration's own switch, for tests: it plays a server where CREATE EXTENSION fails.
+        // The migration's own switch, for tests: it plays a server where pg_trgm is not installed.
         try admin.execute("ALTER DATABASE \(name) SET baton.test_without_pg_trgm = 'on'")
-        let hosts = try FleetTests.fleet(1, actions: Self.actions, conninfo: conninfo, settings: "requireUser: false,")
+        let hosts = try FleetTests.fleet(1, actions: Self.actions, conninfo: conninfo, settings: #"requireUser: false, search: "index","#)
         #expect(try hosts[0].baton("run", "quiet").code == 0)
-        let refused = try hosts[0].baton("search", "all fine")
-        #expect(refused.code == 2, "\(refused)")
-        #expect(refused.stderr.contains("search on a fleet needs PostgreSQL's pg_trgm extension"), "\(refused)")
-        #expect(refused.stderr.contains("CREATE EXTENSION pg_trgm"), "\(refused)")
+        #expect(try hosts[0].baton("search", "all fine").stdout.hasPrefix("run 1  quiet"))
         #expect(try PGConnection(conninfo).query("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'").first == nil)
+        let db = try PGConnection(conninfo)
+        #expect(try FleetSearch.makeIndex(on: db) == .impossible(try FleetSearch.missing(on: db)))
+        #expect(try FleetSearch.missing(on: db).contains("CREATE EXTENSION pg_trgm"))
+        #expect(try !FleetSearch.isIndexed(on: db))
     }
 
-    @Test("a text under three characters (no trigram to narrow by) is looked for in the newest 100 runs only, and says where it stopped; three find the oldest")
+    @Test("search: \"index\" makes the index at a host's start; without it the migration makes none (the extension only), and search reads the output")
+    func indexAtStart() throws {
+        let conninfo = try Postgres.server().database()
+        let plain = try FleetTests.fleet(1, actions: Self.actions, conninfo: conninfo, settings: "requireUser: false,")
+        #expect(try plain[0].baton("run", "quiet").code == 0)
+        let db = try PGConnection(conninfo)
+        #expect(try !FleetSearch.isIndexed(on: db))
+        #expect(try db.query("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'").first != nil)
+        #expect(try plain[0].baton("search", "all fine").stdout.hasPrefix("run 1  quiet"))
+
+        let other = try Postgres.server().database()
+        let indexed = try FleetTests.fleet(1, actions: Self.actions, conninfo: other, settings: #"requireUser: false, search: "index","#)
+        #expect(try indexed[0].baton("run", "quiet").code == 0)
+        let made = try PGConnection(other)
+        // Made after joining, beside the host's work: waited for here (a test's poll, 10 s at most).
+        var built = false
+        for _ in 0..<200 where !built {
+            built = try FleetSearch.isIndexed(on: made)
+            if !built { usleep(50_000) }
+        }
+        #expect(built, "the host with search: \"index\" did not make the index")
+        #expect(try FleetSearch.makeIndex(on: made) == .present)
+        #expect(try indexed[0].baton("search", "all fine").stdout.hasPrefix("run 1  quiet"))
+    }
+
+    @Test("a text under three characters, or any without the index, is looked for in the newest output up to a budget, saying where it stopped; with the index three find the oldest")
     func shortText() throws {
         let (_, db) = try FleetArtifactRowsTests.database()
         try db.execute("""
@@ -96,15 +122,86 @@ struct FleetSearchTests {
                 SELECT n, 0, 1, n, convert_to(CASE WHEN n = 3 THEN 'first zq here' || chr(10) ELSE 'plain' || chr(10) END, 'UTF8')
                 FROM generate_series(3, 150) AS n;
             """)
-        let short = try #require(try FleetSearch.search("zq", HistoryFilter(limit: 20), on: db))
-        #expect(short.matches.isEmpty)
+        // Without the index: read 100 runs at a time; past the budget it stops and says where.
+        let scanned = try FleetSearch.search("ZQ here", HistoryFilter(limit: 20), budget: 500, on: db)
+        #expect(scanned.matches.isEmpty && scanned.cut == SearchCut(scannedBytes: 600, run: 51), "\(scanned)")
+        #expect(try FleetSearch.search("ZQ here", HistoryFilter(limit: 20), on: db).matches.map(\.run.id) == [3])
+        #expect(try FleetSearch.makeIndex(on: db) == .made)
+        // Past the cut the older runs' params are still asked (run 1's), as one host's scan asks them.
+        try db.query("UPDATE runs SET params = $1 WHERE id = 1", [#"{"host":"zq-east"}"#])
+        let short = try FleetSearch.search("zq", HistoryFilter(limit: 20), budget: 500, on: db)
+        #expect(short.matches.map(\.run.id) == [1] && short.matches.first?.params == ["host"], "\(short)")
         #expect(short.cut == SearchCut(scannedBytes: 600, run: 51), "\(String(describing: short.cut))")
-        let whole = try #require(try FleetSearch.search("ZQ here", HistoryFilter(limit: 20), on: db))
+        let whole = try FleetSearch.search("ZQ here", HistoryFilter(limit: 20), budget: 500, on: db)
         #expect(whole.matches.map(\.run.id) == [3] && whole.cut == nil)
         #expect(whole.matches.first?.lines == [MatchedLine(line: 1, text: "first zq here")])
         // The newest runs hold it: found there, nothing cut.
-        let plain = try #require(try FleetSearch.search("ai", HistoryFilter(limit: 5), on: db))
+        let plain = try FleetSearch.search("ai", HistoryFilter(limit: 5), on: db)
         #expect(plain.matches.map(\.run.id) == [150, 149, 148, 147, 146] && plain.cut == nil)
+    }
+
+    @Test("a false match of the escape encoding (an em dash is \\342\\200\\224) is dropped, and the limit filled from older runs")
+    func falseMatches() throws {
+        let (_, db) = try FleetArtifactRowsTests.database()
+        try db.execute("""
+            INSERT INTO keys (key) VALUES ('job');
+            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation)
+                SELECT n, 'job', 'job', 'success', 'queue', n, 'web-1', 'x' FROM generate_series(3, 8) AS n;
+            INSERT INTO output_chunks (run_id, start, stream, at, bytes)
+                SELECT n, 0, 1, n, convert_to(CASE WHEN n <= 4 THEN 'HTTP 200 ok' ELSE 'HTTP — ok' END || chr(10), 'UTF8')
+                FROM generate_series(3, 8) AS n;
+            """)
+        for indexed in [false, true] {
+            if indexed { #expect(try FleetSearch.makeIndex(on: db) == .made) }
+            let found = try FleetSearch.search("200", HistoryFilter(limit: 2), on: db)
+            #expect(found.matches.map(\.run.id) == [4, 3], "indexed \(indexed): \(found)")
+            #expect(found.matches.allSatisfy { $0.lines == [MatchedLine(line: 1, text: "HTTP 200 ok")] })
+        }
+    }
+
+    @Test("stop: a search whose asker went away stops between statements, answering what it found")
+    func stops() throws {
+        let (_, db) = try FleetArtifactRowsTests.database()
+        try db.execute("""
+            INSERT INTO keys (key) VALUES ('job');
+            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation)
+                SELECT n, 'job', 'job', 'success', 'queue', n, 'web-1', 'x' FROM generate_series(3, 8) AS n;
+            INSERT INTO output_chunks (run_id, start, stream, at, bytes)
+                SELECT n, 0, 1, n, convert_to('found' || chr(10), 'UTF8') FROM generate_series(3, 8) AS n;
+            """)
+        #expect(try FleetSearch.search("found", HistoryFilter(limit: 20), stop: { true }, on: db).matches.isEmpty)
+        var asked = 0
+        let some = try FleetSearch.search("found", HistoryFilter(limit: 20), stop: { asked += 1; return asked > 3 }, on: db)
+        #expect(some.matches.map(\.run.id) == [8, 7], "\(some)")
+    }
+
+    @Test("a search runs on a connection of its own: every pool connection busy, it still answers")
+    func ownConnection() async throws {
+        let (conninfo, db) = try FleetArtifactRowsTests.database()
+        try db.execute("""
+            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation) VALUES (3, 'build', 'build n=1', 'success', 'queue', 3, 'web-1', 'x');
+            INSERT INTO output_chunks (run_id, start, stream, at, bytes) VALUES (3, 0, 1, 3, convert_to('needle' || chr(10), 'UTF8'));
+            """)
+        // The pool's only connection is held: a search on it would wait for it.
+        let pool = PGPool(conninfo: conninfo, defaults: [:], limit: 1)
+        let held = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let store = FleetStore(pool: pool, host: FleetArtifactRowsTests.me, reactor: Reactor(), onProblem: { _ in }, onLost: { _ in })
+        defer { _ = store.close() }
+        defer { held.signal() }
+        pool.submit({ _ in started.signal(); held.wait() }, completion: { _ in })
+        started.wait()
+        let answered = await withTaskGroup(of: [Int64]?.self) { group in
+            group.addTask { try? await store.search("needle", HistoryFilter(limit: 10), stop: { false }).matches.map(\.run.id) }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(20))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            held.signal()
+            group.cancelAll()
+            return first
+        }
+        #expect(answered == [3], "the search waited for the pool's connection")
     }
 
     @Test("the ILIKE pattern over encode(bytes, 'escape'): LIKE's characters escaped, high bytes and backslashes as the encoding writes them")

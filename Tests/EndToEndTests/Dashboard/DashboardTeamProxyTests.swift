@@ -160,12 +160,16 @@ struct DashboardTeamProxyTests {
         #expect(started.stderr.contains("may not ask as another user"), "\(started.stderr)")
     }
 
-    @Test("the proxy options are checked before anything is served: a world-wide range, an unknown proxy user, an HTTP field as the user header")
+    @Test("the proxy options are checked before anything is served: a world-wide range, an unknown proxy user, an HTTP field or one clients set as the user or groups header")
     func optionsRefused() throws {
         for (arguments, said) in [(["--trusted-proxy", "0.0.0.0/0"], "trusts a whole network or the world"),
                                   (["--trusted-proxy", "::/8"], "trusts a whole network or the world"),
                                   (["--trusted-proxy", "127.0.0.2", "--proxy-user", "no-such-user-here"], "--proxy-user: no user no-such-user-here"),
                                   (["--trusted-proxy", "127.0.0.2", "--user-header", "Cookie"], "is a field of HTTP itself"),
+                                  (["--trusted-proxy", "127.0.0.2", "--groups-header", "User-Agent"], "--groups-header: User-Agent is a field of HTTP itself or one clients set"),
+                                  (["--trusted-proxy", "127.0.0.2", "--groups-header", "x-forwarded-for"], "one clients set"),
+                                  (["--trusted-proxy", "127.0.0.2", "--groups-header", "Referer"], "one clients set"),
+                                  (["--trusted-proxy", "127.0.0.2", "--groups-header", "Sec-Fetch-User"], "one clients set"),
                                   (["--proxy-user", "nobody"], "--proxy-user needs --trusted-proxy")] {
             let started = try execute(Binaries.baton, ["--socket", "/nonexistent/baton.sock", "dashboard"] + arguments)
             #expect(started.code == 2 && started.stderr.contains(said), "\(arguments): \(started.code) \(started.stderr)")
