@@ -26,14 +26,19 @@ public enum JSONText {
     /// per run (scripts/bench-fleet-instructions). What the hand reader does not take (a key given
     /// twice, a value not a string, text not JSON) goes to `JSONDecoder` as before.
     public static func params(_ text: String?) -> [String: String] {
-        guard var text, text != "{}" else { return [:] }
-        let read = text.withUTF8 { utf8 -> [String: String]? in
+        guard let text, text != "{}" else { return [:] }
+        if let read = paramsByHand(text) { return read }
+        return (try? decoder.decode([String: String].self, from: Data(text.utf8))) ?? [:]
+    }
+
+    /// `params`' hand reader alone: nil for what it leaves to `JSONDecoder`.
+    static func paramsByHand(_ text: String) -> [String: String]? {
+        var text = text
+        return text.withUTF8 { utf8 -> [String: String]? in
             var reader = JSONBytes(utf8)
             guard let map = reader.stringMap(), reader.atEnd() else { return nil }
             return map
         }
-        if let read { return read }
-        return (try? decoder.decode([String: String].self, from: Data(text.utf8))) ?? [:]
     }
 
     /// A transition's detail column, read by hand as `params` is (each transition the fleet's feed
@@ -41,13 +46,19 @@ public enum JSONText {
     /// reader does not take (a key it does not know, a number out of its field's range) goes to
     /// `JSONDecoder` as before.
     public static func detail(_ text: String?) -> TransitionDetail {
-        guard var text, text != "{}" else { return TransitionDetail() }
-        if let read = text.withUTF8({ utf8 -> TransitionDetail? in
+        guard let text, text != "{}" else { return TransitionDetail() }
+        if let read = detailByHand(text) { return read }
+        return (try? decoder.decode(TransitionDetail.self, from: Data(text.utf8))) ?? TransitionDetail()
+    }
+
+    /// `detail`'s hand reader alone: nil for what it leaves to `JSONDecoder`.
+    static func detailByHand(_ text: String) -> TransitionDetail? {
+        var text = text
+        return text.withUTF8 { utf8 -> TransitionDetail? in
             var reader = JSONBytes(utf8)
             guard let detail = readDetail(&reader), reader.atEnd() else { return nil }
             return detail
-        }) { return read }
-        return (try? decoder.decode(TransitionDetail.self, from: Data(text.utf8))) ?? TransitionDetail()
+        }
     }
 
     /// `TransitionDetail`'s fields as its `Codable` names them, each a value or `null`.

@@ -1,5 +1,6 @@
 import BatonCore
 @testable import BatonStore
+@testable import BatonWire
 import Foundation
 import Testing
 
@@ -73,6 +74,23 @@ struct JSONTextParamsTests {
     func detail(_ text: String) {
         let decoded = (try? JSONDecoder().decode(TransitionDetail.self, from: Data(text.utf8))) ?? TransitionDetail()
         #expect(JSONText.detail(text) == decoded)
+    }
+
+    /// The hand readers take what the columns hold (the fleet's cost per run depends on it: were
+    /// they to give up on every text, the answers above would stay right through `JSONDecoder`),
+    /// and leave the rest to it.
+    @Test("the hand readers take the columns' texts and leave the others")
+    func takenByHand() {
+        for (index, text) in Self.texts.enumerated() {
+            #expect((JSONText.paramsByHand(text) != nil) == (index < 8), "\(text)")
+        }
+        for (index, text) in Self.details.enumerated() {
+            #expect((JSONText.detailByHand(text) != nil) == (index < 10), "\(text)")
+        }
+        for detail in JSONTextTests.details {
+            #expect(JSONText.detailByHand(JSONText.detail(detail)) == detail)
+        }
+        #expect(JSONText.paramsByHand(JSONText.object(["k": "v", "a": "x\"y"])) == ["k": "v", "a": "x\"y"])
     }
 
     @Test("params written by JSONText.object and by JSONEncoder read back as they were")
