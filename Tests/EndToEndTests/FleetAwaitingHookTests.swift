@@ -127,4 +127,27 @@ struct FleetAwaitingHookTests {
         let told = (try? String(contentsOfFile: marker, encoding: .utf8)) ?? ""
         #expect(told == "awaiting queued x \n", "as one machine tells it, at the wait: \(told)")
     }
+
+    @Test("an awaiting hook the database refuses (a trigger on runs raises for its run) does not refuse the user's trigger: the run is made and waits, the hook's failure logged")
+    func failingHookGoesOn() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(1, actions: """
+            deploy: { exec: ["true"], approve: { by: ["user:root"] }, on: { awaiting: "announce" } },
+            announce: { exec: ["true"] },
+            """, conninfo: conninfo, settings: "requireUser: false,")
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        try db.execute("""
+            CREATE FUNCTION refuse_announce() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.action = 'announce' THEN RAISE EXCEPTION 'announce refused by the test'; END IF; RETURN NEW; END $$;
+            CREATE TRIGGER refuse_announce BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION refuse_announce();
+            """)
+        let answer = try Client(path: hosts[0].socket).call(Request(op: .trigger, action: "deploy", detach: true))
+        let run = try #require(answer.run?.id, "the trigger is answered with its run: \(answer)")
+        #expect(answer.decision == .created)
+        #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [String(run)]).first?[0] == "queued", "it waits")
+        #expect(try db.query("SELECT count(*) FROM approvals WHERE run_id = $1", [String(run)]).first?[0] == "1", "its wait is written")
+        try hosts[0].waitForLog("the awaiting hook of run \(run) (deploy) could not fire")
+        #expect(try db.query("SELECT count(*) FROM runs WHERE action = 'announce'").first?[0] == "0")
+    }
 }
