@@ -82,7 +82,7 @@ struct AwaitingHookRulesTests {
     @Test("an end for needs locks its hooks' keys (and their awaiting hooks') with its run's, up front; without its action, only the run's")
     func needsEndLocks() {
         var build = Self.action("build", approve: false)
-        build.hooks = HookTargets(targets: [.failure: HookTarget(action: Self.action("page", awaiting: Self.action("announce", approve: false)),
+        build.hooks = HookTargets(targets: [.failure: HookTarget(action: Self.action("page", awaiting: Self.action("announce", approve: false), chain: true),
                                                                  params: [:])])
         let locks = FleetNeeds.keyLocks(7, build)
         #expect(locks.count == 2, "the hook keys' rows made, then every key locked in one statement")
