@@ -25,6 +25,20 @@ extension FleetCoordinator {
         var awaiting: [(run: RunSnapshot, action: Action)] = []
     }
 
+    /// The awaiting hook of new run `run`, behind a savepoint: one that fails (the database
+    /// refused its run) is logged, with the run and its hook, and the trigger goes on, as one
+    /// machine never refuses a trigger for its hook. A deadlock or a lost connection still
+    /// fails the batch (decided again, or answered so).
+    func fireAwaiting(_ run: RunSnapshot, _ action: Action, on db: PGConnection) throws {
+        try db.execute("SAVEPOINT awaiting_hook")
+        do {
+            try FleetHooks.fireAwaiting(run, action, on: db, as: host)
+        } catch let error as PGError where !error.isConnectionProblem && !error.isRetryable {
+            try db.execute("ROLLBACK TO SAVEPOINT awaiting_hook")
+            log("the awaiting hook of run \(run.id) (\(action.name)) could not fire, the trigger goes on: \(error.message)")
+        }
+    }
+
     func write(_ entries: [TriggerBatch.Entry], _ decided: TriggerBatch.Decided, slots: Int,
                on db: PGConnection) throws -> [Result<Decided, any Error>] {
         let now = decided.stamp ?? Timestamp.now
@@ -49,7 +63,7 @@ extension FleetCoordinator {
         let results = try db.pipeline(written.statements + (later ? [] : notify + [("COMMIT", [])]))
         for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
         // Their hook runs, in this transaction: once fleet-wide, by the host that made the wait.
-        for (run, action) in written.awaiting { try FleetHooks.fireAwaiting(run, action, on: db, as: host) }
+        for (run, action) in written.awaiting { try fireAwaiting(run, action, on: db) }
         for id in written.locked {
             guard let run = written.runs[id], written.slots > 0 else { continue }
             let attempt = try claim(run, seq: 1, on: db)

@@ -79,7 +79,9 @@ enum FleetHooks {
     /// or cooled by.
     private static func trigger(_ target: HookTarget, cause: HookCause, on db: PGConnection, as me: FleetHost) throws {
         let action = target.action
-        // Held already: by the end's transaction (`FleetWriter`), or the reaper's (`lockForTakeover`).
+        // Held already, taken with its transaction's own keys in key order: by an end's transaction
+        // (`FleetWriter`), the reaper's (`lockForTakeover`), an end for needs (`FleetNeeds.keyLocks`),
+        // or a trigger batch's (`awaitingKeys`). Locked here again: a no-op where held.
         try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [target.key])
         var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining, line FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
             ?? [nil, nil, nil, nil])
@@ -172,11 +174,25 @@ enum FleetHooks {
 
     /// What a hook run is told of the run that fired it, rebuilt from that run's row and the
     /// output tail it kept: for the host that claims the hook run, whichever host created it.
+    /// An awaiting hook is told the run as it began to wait, whatever it did since (`awaiting`).
     static func context(of run: RunSnapshot, on db: PGConnection) throws -> HookContext? {
         guard let cause = run.hook,
               let row = try db.query("SELECT \(FleetRows.runColumns) FROM runs WHERE id = $1", [String(cause.run)]).first
         else { return nil }
+        if cause.event == .awaiting { return awaiting(cause, FleetRows.run(row)) }
         let tail = try db.query("SELECT encode(tail, 'hex') FROM outputs WHERE run_id = $1", [String(cause.run)]).first?[0]
         return HookContext(cause: cause, run: FleetRows.run(row), output: FleetHistory.unhex(tail ?? ""))
+    }
+
+    /// An awaiting hook's context as one machine builds it when the run begins to wait
+    /// (`ConductorState.awaitApproval`): `queued`, no reason, exit or error, no output, though
+    /// the run read now may have been approved and run since.
+    static func awaiting(_ cause: HookCause, _ run: RunSnapshot) -> HookContext {
+        var context = HookContext(cause: cause, run: run, output: [])
+        context.phase = .queued
+        context.reason = nil
+        context.exitCode = nil
+        context.error = nil
+        return context
     }
 }

@@ -9,6 +9,16 @@ extension FleetNeeds {
         return [FleetPauses.lock(action.name).statement]
     }
 
+    /// The locks of a transaction that may end run `id` for its needs, after `endLocks`: its
+    /// key's row and, where `action` is known (the end may fire its hooks), the rows of the keys
+    /// its hooks may trigger, all in key order (as `FleetHooks.lockForTakeover`), so that no
+    /// hook's key is taken late, after a key that a trigger batch of the hook's action locks later.
+    static func keyLocks(_ id: Int64, _ action: Action?) -> [FleetJournal.Statement] {
+        let hookKeys = action.map { FleetHooks.keys(of: [$0]) } ?? []
+        return endLocks(action) + (hookKeys.isEmpty ? [] : [FleetHooks.insertKeys(hookKeys)])
+            + [FleetJournal.lockKeys(runs: [id], keys: hookKeys)]
+    }
+
     /// Ends queued run `id` `failure` for its needs (`RunMachine.Stop.needs`), its key's row held,
     /// as any end a host writes of a run it did not run (`FleetTakeover`): the transition applied
     /// (its key's slot released, `keys.last_outcome`), its hooks fired (their runs are `me`'s) and,

@@ -84,7 +84,7 @@ enum FleetNeeds {
             action = actions(name)
         }
         return try FleetCoordinator.retrying {
-            try db.transaction(opening: endLocks(action) + [FleetJournal.lockKeys(runs: [id])]) { _ in
+            try db.transaction(opening: keyLocks(id, action)) { _ in
                 let state = outcome == .met ? "met" : "failed"
                 guard try db.query("UPDATE runs SET needs = $2 WHERE id = $1 AND phase = 'queued' AND needs = 'waiting'",
                                    [String(id), state]).affected == 1 else { return false }
@@ -105,7 +105,7 @@ enum FleetNeeds {
                       action: Action?) throws {
         let me = host.incarnation
         try FleetCoordinator.retrying {
-            try db.transaction(opening: endLocks(action) + [FleetJournal.lockKeys(runs: [id])]) { _ in
+            try db.transaction(opening: keyLocks(id, action)) { _ in
                 let state = failure != nil ? "failed" : needed.isEmpty ? "met" : "waiting"
                 guard try db.query("""
                     UPDATE runs SET needs = $3 WHERE id = $1 AND incarnation = $2 AND phase = 'queued' AND needs = 'asking'

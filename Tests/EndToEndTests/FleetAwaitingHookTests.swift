@@ -77,4 +77,77 @@ struct FleetAwaitingHookTests {
             #expect(answer.run?.approval?.by == ["user:root"] && answer.run?.approval?.until?.rawValue == until, "\(String(describing: answer.run))")
         }
     }
+
+    @Test("a hook's run that waits for approval, without on.chain, announces nothing (a hook fires one level deep)")
+    func unchainedHookRunSilent() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(1, actions: """
+            build: { exec: ["true"], on: { success: "deploy" } },
+            deploy: { exec: ["true"], approve: { by: ["user:root"] }, on: { awaiting: "announce" } },
+            announce: { exec: ["true"] },
+            """, conninfo: conninfo, settings: "requireUser: false,")
+        defer { for host in hosts { host.stop() } }
+        let build = try #require(try Client(path: hosts[0].socket).call(Request(op: .trigger, action: "build", detach: true)).run?.id)
+        #expect(try FleetTests.wait(hosts[0], run: build)?.phase == .success)
+        let db = try PGConnection(conninfo)
+        #expect(try FleetLockTests.eventually {
+            try db.query("SELECT count(*) FROM runs WHERE action = 'deploy' AND hook_run = $1", [String(build)]).first?[0] == "1"
+        }, "build's success made a deploy run, which waits")
+        // A hook the end's transaction would fire is written with the deploy run; give the feed its refresh too.
+        usleep(1_500_000)
+        #expect(try db.query("SELECT count(*) FROM runs WHERE action = 'announce'").first?[0] == "0")
+    }
+
+    @Test("an awaiting hook held behind its busy key is told the run as it began to wait (queued, no exit, no output), though it was approved and ran meanwhile")
+    func contextAtTheWait() throws {
+        let gate = NSTemporaryDirectory() + "baton-fleet-awaiting-gate-\(UUID().uuidString)"
+        let marker = NSTemporaryDirectory() + "baton-fleet-awaiting-\(UUID().uuidString)"
+        defer { for path in [gate, marker] { try? FileManager.default.removeItem(atPath: path) } }
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(1, actions: """
+            deploy: { exec: ["sh", "-c", "echo deployed"], approve: { by: ["user:root"], self: true }, on: { awaiting: "announce" } },
+            announce: { exec: ["sh", "-c", "while [ ! -e \(gate) ]; do sleep 0.05; done; [ -n \\"$BATON_HOOK_RUN_ID\\" ] || exit 0; echo \\"$BATON_HOOK_EVENT $BATON_HOOK_PHASE x$BATON_HOOK_EXIT_CODE $(cat \\"$BATON_HOOK_OUTPUT\\" 2>/dev/null)\\" >> \(marker)"],
+                        policy: "queue" },
+            """, conninfo: conninfo, settings: "requireUser: false,")
+        defer { for host in hosts { host.stop() } }
+        let client = try Client(path: hosts[0].socket)
+        // The hook's key busy: a run of announce of its own, held at the gate.
+        let busy = try #require(try client.call(Request(op: .trigger, action: "announce", detach: true)).run?.id)
+        let db = try PGConnection(conninfo)
+        #expect(try FleetLockTests.eventually { try db.query("SELECT phase FROM runs WHERE id = $1", [String(busy)]).first?[0] == "loading" })
+        let deploy = try #require(try client.call(Request(op: .trigger, action: "deploy", detach: true)).run?.id)
+        #expect(try FleetLockTests.eventually {
+            try db.query("SELECT count(*) FROM runs WHERE action = 'announce' AND hook_run = $1", [String(deploy)]).first?[0] == "1"
+        }, "its awaiting hook's run is queued behind the busy one")
+        let yes = try hosts[0].baton("approve", String(deploy))
+        #expect(yes.code == 0, "\(yes.stderr)")
+        #expect(try FleetTests.wait(hosts[0], run: deploy)?.phase == .success, "approved, it ran while its hook waited")
+        FileManager.default.createFile(atPath: gate, contents: nil)
+        #expect(try FleetLockTests.eventually { ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").contains("\n") })
+        let told = (try? String(contentsOfFile: marker, encoding: .utf8)) ?? ""
+        #expect(told == "awaiting queued x \n", "as one machine tells it, at the wait: \(told)")
+    }
+
+    @Test("an awaiting hook the database refuses (a trigger on runs raises for its run) does not refuse the user's trigger: the run is made and waits, the hook's failure logged")
+    func failingHookGoesOn() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(1, actions: """
+            deploy: { exec: ["true"], approve: { by: ["user:root"] }, on: { awaiting: "announce" } },
+            announce: { exec: ["true"] },
+            """, conninfo: conninfo, settings: "requireUser: false,")
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        try db.execute("""
+            CREATE FUNCTION refuse_announce() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.action = 'announce' THEN RAISE EXCEPTION 'announce refused by the test'; END IF; RETURN NEW; END $$;
+            CREATE TRIGGER refuse_announce BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION refuse_announce();
+            """)
+        let answer = try Client(path: hosts[0].socket).call(Request(op: .trigger, action: "deploy", detach: true))
+        let run = try #require(answer.run?.id, "the trigger is answered with its run: \(answer)")
+        #expect(answer.decision == .created)
+        #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [String(run)]).first?[0] == "queued", "it waits")
+        #expect(try db.query("SELECT count(*) FROM approvals WHERE run_id = $1", [String(run)]).first?[0] == "1", "its wait is written")
+        try hosts[0].waitForLog("the awaiting hook of run \(run) (deploy) could not fire")
+        #expect(try db.query("SELECT count(*) FROM runs WHERE action = 'announce'").first?[0] == "0")
+    }
 }
