@@ -92,9 +92,16 @@ struct WatchReplayEndToEndTests {
         let began = Locked(0)
         let seen = Locked<[String]>([])
         let updates = BatonClient.watch(socket: daemon.socket, started: { began.withLock { $0 += 1 } }, skipped: { _ in seen.withLock { $0.append("skipped") } })
+        // How the stream ended, if it did (a failure then says why the watch saw no more).
+        let ended = Locked<String?>(nil)
         let reading = Task {
-            for try await update in updates {
-                if let t = update.transition { seen.withLock { $0.append("\(t.runID).\(t.seq)") } }
+            do {
+                for try await update in updates {
+                    if let t = update.transition { seen.withLock { $0.append("\(t.runID).\(t.seq)") } }
+                }
+                ended.withLock { $0 = "finished" }
+            } catch {
+                ended.withLock { $0 = "\(error)" }
             }
         }
         defer { reading.cancel() }
@@ -116,7 +123,8 @@ struct WatchReplayEndToEndTests {
         while seen.withLock({ $0.count }) < committed.count, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         try await Task.sleep(for: .milliseconds(200))
         let got = seen.withLock { $0 }
-        #expect(got.count == committed.count && Set(got) == Set(committed), "seen \(got), committed \(committed)")
+        #expect(got.count == committed.count && Set(got) == Set(committed),
+                "seen \(got), committed \(committed), watches begun \(began.withLock { $0 }), stream \(ended.withLock { $0 } ?? "open")")
         #expect(began.withLock { $0 } == 2, "watched again once")
     }
 }
