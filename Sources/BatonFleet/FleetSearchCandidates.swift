@@ -98,11 +98,12 @@ struct FleetSearchCandidates {
         let (mark, byParam) = (query.add(pattern), query.add(like))
         query.clauses.append("id >= \(from)::bigint AND id < \(to)::bigint")
         query.clauses.append("""
-            (id IN (SELECT run_id FROM output_chunks WHERE run_id = ANY(\(window)::bigint[]) \
-            AND encode(bytes, 'escape') ILIKE \(mark)) \
+            (EXISTS (SELECT 1 FROM output_chunks c WHERE c.run_id = runs.id AND c.run_id = ANY(\(window)::bigint[]) \
+            AND encode(c.bytes, 'escape') ILIKE \(mark)) \
             OR EXISTS (SELECT 1 FROM jsonb_each_text(params::jsonb) AS p WHERE p.value ILIKE \(byParam)))
             """)
-        // Every candidate of the window at once: the next window starts below it, none is read twice.
+        // Each run's own chunks (at most the window's, whichever plan), every candidate of the window at
+        // once: the next window starts below it, none is read twice.
         let runs = try query.runs(limit: Int(Int32.max), on: db)
         scanned += bytes
         high = low
