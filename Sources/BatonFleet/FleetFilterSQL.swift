@@ -33,10 +33,12 @@ struct FleetFilterSQL {
         return "$\(arguments.count)"
     }
 
+    /// `WHERE` and the clauses, or nothing.
+    var whereClause: String { clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ") }
+
     /// The first `limit` runs the filter selects, newest first (oldest first with `reverse`).
     func runs(limit: Int, on db: PGConnection) throws -> [RunSnapshot] {
         var query = self
-        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
         let mark = query.add(String(max(limit, 0)))
         return try db.query("SELECT \(FleetRows.runColumns) FROM runs \(whereClause) ORDER BY id \(reverse ? "ASC" : "DESC") LIMIT \(mark)::bigint",
                             query.arguments).rows.map(FleetRows.run)

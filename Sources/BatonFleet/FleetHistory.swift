@@ -175,6 +175,9 @@ extension FleetHistory {
                        stop: @escaping @Sendable () -> Bool) async throws(BatonError) -> SearchResult {
         do {
             return try await searcher.run({ db in try FleetSearch.search(text, filter, stop: stop, on: db) }, retryingBroken: true)
+        } catch let error as PGError where error.message == PGWorker.full && error.sqlState == "08006" {
+            // As one host answers a search past its queue's bound (`Store.read(searching:)`).
+            throw .storeUnavailable("\(searcher.capacity) searches already wait on this host")
         } catch {
             throw .historyUnreadable("PostgreSQL: \(error)")
         }

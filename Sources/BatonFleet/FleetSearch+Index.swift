@@ -44,8 +44,11 @@ extension FleetSearch {
     /// Makes the index unless it is there (`CREATE INDEX CONCURRENTLY`: output is written
     /// meanwhile; it reads all kept output, so it may take a while on a big table), one host at
     /// a time; `willMake` is told before it starts. An index a failed build left invalid is
-    /// dropped and made again. Runs outside any transaction.
+    /// dropped and made again, as is one this build leaves when it fails. Runs outside any
+    /// transaction, on a session of its own: its timeouts are set to none.
     static func makeIndex(on db: PGConnection, willMake: (String) -> Void = { _ in }) throws -> Made {
+        // Its own session, which may take long and wait for writers' locks: no timeouts of the role's or database's.
+        try db.execute("SET statement_timeout = 0; SET lock_timeout = 0")
         if try isIndexed(on: db) { return .present }
         guard try db.query("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'").first != nil else { return .impossible(try missing(on: db)) }
         guard try db.query("SELECT pg_try_advisory_lock($1::bigint)", [String(indexLock)]).first?[0] == "t" else { return .otherHostMaking }
@@ -55,7 +58,13 @@ extension FleetSearch {
         willMake("making the fleet's search index \(index) over \(size) of kept output: this reads all of it and may take a while; "
             + "searches read the newest output meanwhile")
         try db.execute("DROP INDEX CONCURRENTLY IF EXISTS \(index)")
-        try db.execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS \(index) ON output_chunks USING gin (encode(bytes, 'escape') gin_trgm_ops)")
+        do {
+            try db.execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS \(index) ON output_chunks USING gin (encode(bytes, 'escape') gin_trgm_ops)")
+        } catch {
+            // A failed build leaves an invalid index that every output write still updates: dropped before unlocking.
+            if db.isOK { try? db.execute("DROP INDEX CONCURRENTLY IF EXISTS \(index)") }
+            throw error
+        }
         return .made
     }
 }

@@ -6,8 +6,9 @@ import FoundationEssentials
 /// (`History.search`). The server names the runs that may hold the text, asking `ILIKE` over
 /// each chunk as text (`encode(bytes, 'escape')`, case ignored): through a `pg_trgm` GIN index
 /// where a host's config made it (`search: "index"`, `FleetSearch.makeIndex`), else by reading
-/// the newest output, a window of runs at a time, up to a budget of bytes, saying where it
-/// stopped (`SearchCut`), as one host's `search: "scan"` does. The lines are then found in those
+/// the filter's newest output, a window of runs (and of bytes) at a time, up to a budget of
+/// bytes, saying where it stopped (`SearchCut`), as one host's `search: "scan"` does; the runs the
+/// index names are counted against the same budget. The lines are then found in those
 /// runs' chunks as one host finds them (`MatchingLines`), and a run where none holds the text
 /// nor any param value (a false match of the encoding: `—` is `\342\200\224`, so `200` matched
 /// it) is dropped, the next ones read to fill the limit. As there, a chunk holds the text whole.
@@ -21,14 +22,18 @@ enum FleetSearch {
     /// The most one statement of a search may take: past it the search fails, saying so.
     static let statementTimeoutMS = 30_000
 
-    /// How many runs' output a scan reads at a time (and the index's search reads first).
+    /// How many runs' output a scan reads at a time at most (and the index's search reads first).
     static let window: Int64 = 100
+
+    /// How many bytes of output one statement of a scan reads at most (a window ends at the run
+    /// that reaches it; a bigger run is read alone), well within `statementTimeoutMS`.
+    static let windowBytes: Int64 = 32 << 20
 
     /// The runs of `filter` (its limit at most `SearchMatch.maxRuns`) whose output or params
     /// hold `text`. Without the index (or for a text under three characters, which has no trigram
     /// to narrow by) at most about `budget` bytes of the newest output are read.
     static func search(_ text: String, _ filter: HistoryFilter, maxLines: Int = SearchMatch.maxLines,
-                       budget: Int64 = Int64(SearchMatch.maxScannedBytes), stop: () -> Bool = { false },
+                       budget: Int64 = Int64(SearchMatch.maxScannedBytes), windowBytes: Int64 = windowBytes, stop: () -> Bool = { false },
                        on db: PGConnection) throws -> SearchResult {
         let search = SearchText(text)
         let limit = min(max(filter.limit, 0), SearchMatch.maxRuns)
@@ -36,7 +41,8 @@ enum FleetSearch {
         let opening: [(sql: String, parameters: [String?])] = [("SET TRANSACTION READ ONLY", []),
                                                                ("SET LOCAL statement_timeout = \(statementTimeoutMS)", [])]
         return try db.transaction(opening: opening) { _ in
-            var candidates = try FleetSearchCandidates(search, pattern(text), filter, limit: limit, budget: budget, on: db)
+            var candidates = try FleetSearchCandidates(search, pattern(text), filter, limit: limit, budget: budget,
+                                                   windowBytes: windowBytes, on: db)
             var matches: [SearchMatch] = []
             while matches.count < limit, !stop(), let batch = try candidates.next(on: db) {
                 for run in batch where matches.count < limit && !stop() {

@@ -41,11 +41,16 @@ struct PGLink {
 public final class PGWorker: Sendable {
     typealias Job = @Sendable (inout PGLink) -> Void
     private let worker: SerialWorker<Job>
+    /// How many jobs may wait; past it `submit` refuses with `PGError(message: full)`.
+    public let capacity: Int
+    /// A refusal's message when `capacity` jobs wait.
+    public static let full = "too much PostgreSQL work waits"
 
     /// A worker for `conninfo` (libpq `defaults` under it); its thread ends after `idleTimeout`
     /// with nothing to do (the connection stays open for the next).
     public init(name: String, conninfo: String, defaults: [String: String], capacity: Int = 10_000,
                 idleTimeout: Duration? = .seconds(10)) {
+        self.capacity = capacity
         worker = SerialWorker(name: name, capacity: capacity, idleTimeout: idleTimeout,
                               state: PGLink(conninfo: conninfo, defaults: defaults)) { link, batch in
             for job in batch.jobs { job(&link) }
@@ -73,7 +78,7 @@ public final class PGWorker: Sendable {
                 completion(result)
             }
         } catch {
-            completion(.failure(PGError(sqlState: "08006", message: error == .full ? "too much PostgreSQL work waits" : "batond is stopping")))
+            completion(.failure(PGError(sqlState: "08006", message: error == .full ? Self.full : "batond is stopping")))
         }
     }
 
