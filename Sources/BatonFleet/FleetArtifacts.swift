@@ -38,19 +38,35 @@ public final class FleetArtifacts: ArtifactKeeper {
     let later: Later
 
     /// `reactor`: the loop that owns the keeps waiting for PostgreSQL, whose timers try them
-    /// again (`later`: another timer, a test's).
-    public convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, reactor: Reactor? = nil,
-                            later: Later? = nil) {
-        self.init(pool: pool, host: host, log: log, afterChunk: nil, reactor: reactor, later: later)
+    /// again; nil: a keep that fails is not tried again.
+    public convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, reactor: Reactor? = nil) {
+        self.init(pool: pool, host: host, log: log, afterChunk: nil, retrying: reactor.map { ($0, nil) })
     }
 
-    init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, afterChunk: (@Sendable (Int) -> Void)?,
-         reactor: Reactor? = nil, later: Later? = nil) {
+    /// Tests: `later` tries the keeps again in place of the loop's timers; retries still need
+    /// the loop that owns them, so there is no `later` without a `reactor` (one alone used to
+    /// turn retries off silently).
+    convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, afterChunk: (@Sendable (Int) -> Void)?,
+                     reactor: Reactor, later: @escaping Later) {
+        self.init(pool: pool, host: host, log: log, afterChunk: afterChunk, retrying: (reactor, later))
+    }
+
+    convenience init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, afterChunk: (@Sendable (Int) -> Void)?) {
+        self.init(pool: pool, host: host, log: log, afterChunk: afterChunk, retrying: nil)
+    }
+
+    private init(pool: PGPool, host: FleetHost, log: @escaping @Sendable (String) -> Void, afterChunk: (@Sendable (Int) -> Void)?,
+                 retrying: (reactor: Reactor, later: Later?)?) {
         self.host = host
         self.log = log
         self.afterChunk = afterChunk
-        retries = reactor.map { LoopOwned(KeepRetries(), on: $0) }
-        self.later = later ?? { delay, body in _ = reactor?.after(delay, body) }
+        retries = retrying.map { LoopOwned(KeepRetries(), on: $0.reactor) }
+        if let later = retrying?.later {
+            self.later = later
+        } else {
+            let reactor = retrying?.reactor
+            self.later = { delay, body in _ = reactor?.after(delay, body) }
+        }
         connection = pool.dedicated(name: "baton-fleet-art")
     }
 

@@ -104,8 +104,7 @@ extension FleetFeed {
                    OR t.xid = ANY ($2::xid8[]))
         )
         SELECT s.target::text, x.* FROM s LEFT JOIN LATERAL (
-            SELECT t.id AS transition_id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, r.last_seq, \(FleetRows.runColumns.split(separator: ",")
-                .map { "r." + $0.trimmingWhitespace() }.joined(separator: ", "))
+            SELECT \(CatchUpColumns.select.sql)
             FROM delta t JOIN runs r ON r.id = t.run_id
             WHERE pg_visible_in_snapshot(t.xid, s.target) AND t.id > $4::bigint
             ORDER BY t.id LIMIT \(FeedPosition.page)
@@ -120,7 +119,7 @@ extension FleetFeed {
         let rows = try page(db, &position)
         state.position = position
         // A run made or queued again (its needs to ask), or ended (a wait it may decide).
-        if rows.contains(where: { $0[3].flatMap(Phase.init(rawValue:)).map { $0 == .queued || $0.isTerminal } ?? false }) {
+        if rows.contains(where: { $0.transition.to == .queued || $0.transition.to.isTerminal }) {
             state.needsDue = true
         }
         deliver(rows, coordinator)
@@ -128,29 +127,23 @@ extension FleetFeed {
     }
 
     /// Reads one page of a catch-up and moves `position` past it: the rows of `catchUpQuery`
-    /// after its target column. Unchanged when the statement fails (nothing was delivered).
-    static func page(_ db: PGConnection, _ position: inout FeedPosition) throws -> [[String?]] {
+    /// after its target column, decoded (`CatchUpColumns`). Unchanged when the statement fails
+    /// (nothing was delivered).
+    static func page(_ db: PGConnection, _ position: inout FeedPosition) throws -> [CatchUpColumns.Row] {
         let result = try db.query(catchUpQuery, position.parameters, planEachTime: true).rows
         guard let text = result.first?[0] ?? nil, let target = FeedSnapshot(text) else {
             throw PGError(message: "the feed's catch-up gave no snapshot")
         }
-        let rows = result.filter { $0[1] != nil }.map { Array($0.dropFirst()) }
-        position.read(rows.count, target: target, lastID: rows.last.flatMap { $0[0] }.flatMap { Int64($0) })
+        // The LEFT JOIN's row of NULLs (none to read) has no run id.
+        let rows = result.filter { $0.count > 1 && $0[1] != nil }.map { CatchUpColumns.decode(Array($0.dropFirst())) }
+        position.read(rows.count, target: target, lastID: rows.last?.transitionID)
         return rows
     }
 
-    /// Hands each transition on (`catchUpQuery`'s columns after the target).
-    static func deliver(_ rows: [[String?]], _ coordinator: FleetCoordinator) {
+    /// Hands each transition on.
+    static func deliver(_ rows: [CatchUpColumns.Row], _ coordinator: FleetCoordinator) {
         for row in rows {
-            var run = FleetRows.run(Array(row[7...]))
-            let transition = FleetRows.transition(runID: run.id, row, from: 1)
-            run.seq = transition.seq
-            if Int(row[6] ?? "") != transition.seq {
-                // A later transition is committed too: show the run as it was at this one.
-                run.phase = transition.to
-                if !transition.to.isTerminal { (run.endedAt, run.reason) = (nil, nil) }
-                run.error = transition.detail.error
-            }
+            let (run, transition) = (row.run, row.transition)
             let update = RunUpdate(run: run, transition: transition)
             // On the loop, before any follower's news (which the loop sends on, in order).
             coordinator.reactor.onLoop { [run] in coordinator.send(.delivered(run, ended: transition.to.isTerminal)) }

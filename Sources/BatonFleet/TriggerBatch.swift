@@ -112,22 +112,39 @@ struct TriggerBatch {
             decided.outcomes.append(outcome)
             if case let .created(decision, window) = outcome { created.append((decision.run, entry.trigger.key, entry, window)) }
         }
+        // The start rule every fleet start path uses (`KeyDecision.mayStart`); what it does not
+        // cover: a trigger decided again after its start was refused does not start here.
         decided.starts = created.filter { made in
-            made.window == nil && made.entry.startIfFree && state.slots[made.key]?.startable == made.run
-                && KeyDecision.startsAtCreation(made.entry.trigger.action, held: state.pauses[made.entry.trigger.action.name]?.holds(at: state.now) ?? false)
-                && fitsRate(made.run, made.entry.trigger, &state)
+            guard made.entry.startIfFree, let view = startView(made.run, made.entry.trigger, made.key, window: made.window, state),
+                  KeyDecision.mayStart(view) == .start else { return false }
+            countStart(made.run, made.entry.trigger, &state)
+            return true
         }.map(\.run)
         return decided
     }
 
-    /// Whether a new run that may start now fits under its rate limit behind the older runs of
-    /// its bucket waiting (a delayed run waits for its turn): counted as started when it does.
-    private static func fitsRate(_ run: Int64, _ trigger: Trigger, _ state: inout Rows) -> Bool {
-        guard let claim = trigger.action.rateClaim(key: trigger.key), var bucket = state.rates[claim.bucket] else { return true }
-        guard bucket.hold(run, claim, at: state.now) == nil else { return false }
-        bucket.started(run, at: state.now)
-        state.rates[claim.bucket] = bucket
-        return true
+    /// A new run as the batch left its key, for `KeyDecision.mayStart`: queued, undecided if it
+    /// asks an approver, waiting if it needs other runs (asked after it is made), held by its
+    /// window while one is open, its action's pause and its rate limit behind the older runs of
+    /// its bucket waiting (a delayed run waits for its turn). Nil: its key has no slot.
+    static func startView(_ run: Int64, _ trigger: Trigger, _ key: String, window: DebounceWindow?, _ state: Rows) -> KeyDecision.StartView? {
+        guard let slot = state.slots[key] else { return nil }
+        let action = trigger.action
+        return KeyDecision.StartView(run: run, slot: slot, windowPassed: window == nil,
+                                     paused: state.pauses[action.name]?.holds(at: state.now) ?? false,
+                                     rateHeld: rateHeld(run, trigger, state), approving: action.approve != nil,
+                                     needs: action.needs.isEmpty ? .met : .waiting)
+    }
+
+    private static func rateHeld(_ run: Int64, _ trigger: Trigger, _ state: Rows) -> Bool {
+        guard let claim = trigger.action.rateClaim(key: trigger.key), let bucket = state.rates[claim.bucket] else { return false }
+        return bucket.hold(run, claim, at: state.now) != nil
+    }
+
+    /// A new run starts in the batch: its start counts in its bucket for the runs after it.
+    private static func countStart(_ run: Int64, _ trigger: Trigger, _ state: inout Rows) {
+        guard let claim = trigger.action.rateClaim(key: trigger.key) else { return }
+        state.rates[claim.bucket]?.started(run, at: state.now)
     }
 
     /// How many new runs `entries` make against `rows`: the ids to take before deciding.

@@ -140,6 +140,34 @@ struct ConductorNeedsTests {
         #expect(rig.launched == [3, 2, 1])
     }
 
+    /// `build`'s end hooks `notify`, which needs `build` on the same key: the need joins the run
+    /// ending (still its key's holder until `.finish`), and reads its phase as recorded in the same
+    /// end step, terminal already (issue 39's in-place `perform`; before, it read `loading` and waited).
+    @Test("a hook's run that needs the run whose end fired it joins that run and is decided in its end step: started after a success, failed after a failure",
+          arguments: [(Int32(0), Phase.success), (1, .failure)])
+    func hookNeedsEndingRun(status: Int32, phase: Phase) throws {
+        let plain = Action(name: "build", exec: ["true"], policy: .queue)
+        var notify = Action(name: "notify", exec: ["true"], policy: .queue)
+        notify.needs = [NeedTarget(action: plain, params: [:])]
+        var build = plain
+        build.hooks.targets = [.success: HookTarget(action: notify, params: [:]), .failure: HookTarget(action: notify, params: [:])]
+        var rig = Rig()
+        rig.trigger(build, at: 0)
+        #expect(rig.launched == [1])
+        rig.exit(1, status: status, at: 1)
+        let needed = try #require(Self.needs(rig, of: 2))
+        #expect(needed.map(\.run) == [1] && needed.map(\.phase) == [phase], "the need joined run 1 and saw its end: \(needed)")
+        let made = rig.written.compactMap { if case let .created(run, _) = $0 { "\(run.action) \(run.id)" } else { nil } }
+        #expect(made == ["build 1", "notify 2"], "no second run of build: \(made)")
+        if phase == .success {
+            #expect(rig.launched == [1, 2], "notify starts in run 1's end step")
+        } else {
+            let end = try #require(Self.ended(rig, 2))
+            #expect(end.to == .failure && end.detail.error == "needs build: run 1 failed" && rig.launched == [1])
+        }
+        #expect(rig.state.needBook.waits.isEmpty, "nothing left waiting")
+    }
+
     @Test("a needed action inside its cooldown is met by its last success; a paused one refuses the trigger")
     func cooledAndPaused() {
         var cooled = Self.a

@@ -155,6 +155,31 @@ struct TriggerBatchTests {
         #expect(decided.outcomes == [.shared(.cooled(5)), .created(.created(100), window: nil)])
     }
 
+    @Test("a new run starts in the batch as KeyDecision.mayStart decides on its StartView: its key, approval, needs, held pause and window")
+    func startRule() {
+        var rows = TriggerBatch.Rows(now: Self.now)
+        rows.slots["k"] = KeySlot(holder: 7)
+        rows.slots["held"] = KeySlot(holder: 8)
+        func verdict(_ action: Action, run: Int64 = 7, key: String = "k", window: DebounceWindow? = nil) -> KeyDecision.StartVerdict? {
+            let trigger = Trigger(action: action, key: key, policy: .reject, params: [:], peer: nil)
+            return TriggerBatch.startView(run, trigger, key, window: window, rows).map(KeyDecision.mayStart)
+        }
+        #expect(verdict(Self.action()) == .start)
+        #expect(verdict(Self.action(), run: 9) == .wait(.key), "another run holds the key")
+        #expect(verdict(Self.action(), key: "none") == nil, "no slot read: not started")
+        var gated = Self.action()
+        gated.approve = ApprovalRule(by: ["group:ops"], approvers: AccessRule(groups: [50]))
+        #expect(verdict(gated) == .wait(.approval))
+        var needing = Self.action()
+        needing.needs = [NeedTarget(action: Self.action("build"), params: [:])]
+        #expect(verdict(needing) == .wait(.needs), "its needs are asked after it is made")
+        #expect(verdict(Self.action(), window: DebounceWindow(window: .seconds(5), maxWait: .seconds(60), first: Self.now)) == .wait(.window))
+        rows.pauses["deploy"] = ActionPause(action: "deploy", by: "ops", reason: "migrating", at: Self.now, hold: true)
+        #expect(verdict(Self.action()) == .wait(.paused))
+        rows.pauses["deploy"] = ActionPause(action: "deploy", by: "ops", reason: "migrating", at: Self.now, until: Self.now, hold: true)
+        #expect(verdict(Self.action()) == .start, "a pause whose time ran out holds nothing")
+    }
+
     @Test("a trigger decided again after its start was refused makes its run but does not start it")
     func notStarting() {
         let decided = Self.decide([Self.entry("a", startIfFree: false), Self.entry("b")])

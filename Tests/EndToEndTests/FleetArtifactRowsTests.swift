@@ -30,8 +30,9 @@ struct FleetArtifactRowsTests {
 
     static func keeper(_ conninfo: String, as host: FleetHost = me, logged: Locked<[String]>? = nil,
                        afterChunk: (@Sendable (Int) -> Void)? = nil, later: FleetArtifacts.Later? = nil) -> FleetArtifacts {
-        FleetArtifacts(pool: PGPool(conninfo: conninfo, defaults: [:]), host: host, log: { line in logged?.withLock { $0.append(line) } },
-                       afterChunk: afterChunk, reactor: later == nil ? nil : Reactor(), later: later)
+        let (pool, log): (PGPool, @Sendable (String) -> Void) = (PGPool(conninfo: conninfo, defaults: [:]), { line in logged?.withLock { $0.append(line) } })
+        guard let later else { return FleetArtifacts(pool: pool, host: host, log: log, afterChunk: afterChunk) }
+        return FleetArtifacts(pool: pool, host: host, log: log, afterChunk: afterChunk, reactor: Reactor(), later: later)
     }
 
     static func keep(_ keeper: FleetArtifacts, _ scan: ArtifactScan, run: Int64, attempt: Int = 1) async {

@@ -243,9 +243,9 @@ struct FleetFeedTests {
             } while position.midway
         }
 
-        /// `FleetFeed.catchUpQuery`'s columns: id, seq, from, to, at, detail, last_seq, then the run's (id, action, key…).
-        mutating func take(_ rows: [[String?]]) {
-            delivered += rows.map { Seen(id: Int64($0[0]!)!, key: $0[9]!, run: Int64($0[7]!)!, seq: Int($0[1]!)!, count: Int64($0[4]!)!) }
+        /// `FleetFeed.catchUpQuery`'s rows, decoded (`CatchUpColumns`).
+        mutating func take(_ rows: [CatchUpColumns.Row]) {
+            delivered += rows.map { Seen(id: $0.transitionID, key: $0.run.key, run: $0.run.id, seq: $0.transition.seq, count: $0.transition.at.rawValue) }
         }
     }
 

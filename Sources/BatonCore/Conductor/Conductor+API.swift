@@ -81,11 +81,12 @@ extension Conductor {
     // Other threads read the state as it is, in place under its lock.
 
     /// Reads the state in place, under its lock (a copy kept would cost the loop a copy of
-    /// every run it holds at its next change).
-    func reading<T>(_ body: (ConductorState) -> T) -> T { shared.withLock { body($0.state) } }
+    /// every run it holds at its next change); `body` borrows it, so no copy is made for the
+    /// call either (issue 39: a by-value parameter copied the whole state for each caller).
+    func reading<T>(_ body: (borrowing ConductorState) -> T) -> T { shared.withLock { body($0.state) } }
 
     /// The runs in flight, oldest first.
-    public func inFlight() -> [RunSnapshot] { reading(\.inFlight) }
+    public func inFlight() -> [RunSnapshot] { reading { $0.inFlight } }
 
     /// A run in flight, with its latest progress; nil once its end is durable.
     public func snapshot(of id: Int64) -> RunSnapshot? { shared.withLock { $0.state.snapshot(of: id) } }
@@ -114,11 +115,11 @@ extension Conductor {
     }
 
     /// The last ended run of each action (seeded from the history by `remember`).
-    public func lastOutcomes() -> [String: RunSnapshot] { reading(\.lastEnded) }
+    public func lastOutcomes() -> [String: RunSnapshot] { reading { $0.lastEnded } }
 
     /// The last success of each key whose action has a cooldown, by key: what a trigger inside
     /// the window is answered with.
-    public func lastSuccesses() -> [String: RunSnapshot] { reading(\.successes) }
+    public func lastSuccesses() -> [String: RunSnapshot] { reading { $0.successes } }
 
     /// Each key's last success as the cooldown measures it (with its end on the boot's clock
     /// where this process saw it), by key.
@@ -313,7 +314,7 @@ extension Conductor {
     /// How many runs are loading or retrying here (the fleet starts no more than the limit), as
     /// the state is now (an end being handed to the store is counted out already).
     public var runningCount: Int {
-        reading(\.runningCount)
+        reading { $0.runningCount }
     }
 
     /// Tells this conductor's watchers about a transition another host committed.

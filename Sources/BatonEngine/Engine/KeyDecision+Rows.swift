@@ -12,12 +12,4 @@ extension KeyDecision {
         guard let run = slot.pendingRun(where: { windows[$0] != nil && !started($0) }), let window = windows[run] else { return nil }
         return Pending(run: run, window: window)
     }
-
-    /// Whether a new run of `action` starts in the transaction that makes it when its key is
-    /// free: not one that waits for an approver first (`approve`), as one machine's
-    /// `awaitApproval` holds it back, nor one that needs other runs first (`needs`: asked, then met),
-    /// nor one whose action a held pause holds (`pause --hold`: it waits for the resume).
-    public static func startsAtCreation(_ action: Action, held: Bool) -> Bool {
-        !held && action.approve == nil && action.needs.isEmpty
-    }
 }
