@@ -55,7 +55,7 @@ extension FleetCoordinator {
     /// then), at most `count`, in the order the feed starts them.
     static func startable(keys: [String], incarnation: String, count: Int) -> FleetJournal.Statement {
         ("""
-            SELECT \(StartColumns.select.sql) \(StartColumns.fromHolders)
+            SELECT \(StartColumns.select.sql) \(StartColumns.from)
             WHERE k.key = ANY ($1::text[]) AND r.incarnation = $2 AND \(StartColumns.filter)
             ORDER BY r.lock_wait NULLS LAST, r.id LIMIT $3::bigint
             """, [FleetJournal.textArray(keys), incarnation, String(count)])

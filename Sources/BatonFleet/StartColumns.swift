@@ -29,16 +29,6 @@ enum StartColumns {
         FROM runs r JOIN keys k ON k.key = r.key LEFT JOIN pauses p ON p.action = r.action LEFT JOIN approvals a ON a.run_id = r.id
         """
 
-    /// `from` read from the keys' side, for a query that names its keys (`startable(keys:)`): the
-    /// key's holder joined by its id, so that the server reads one run a key, not every run the key
-    /// ever had (joined by key alone, the after-ends start read them all and cost the server three
-    /// times as much per end in a fleet of three: docs/benchmarks.md). The same rows where
-    /// `filter` holds (it asks `k.holder = r.id`).
-    static let fromHolders = """
-        FROM keys k JOIN runs r ON r.id = k.holder AND r.key = k.key LEFT JOIN pauses p ON p.action = r.action
-             LEFT JOIN approvals a ON a.run_id = r.id
-        """
-
     /// The rule as a WHERE clause over `r` and `k` (`r`'s incarnation checked by the query): the
     /// run is queued (`phase`), holds its key with nothing draining (`slot.startable`), its window
     /// passed (`FleetDebounce.due`), its action's pause does not hold (`FleetPauses.holds`: the

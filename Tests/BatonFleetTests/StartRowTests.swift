@@ -12,8 +12,7 @@ import Testing
 struct StartRowTests {
     /// The SELECT list of a statement, split at its top-level commas.
     static func selected(_ sql: String) -> [String] {
-        // The list ends at its FROM (the runs, or the keys for a start by keys); `extract(epoch FROM ...)` is inside it.
-        let list = sql.replacing("FROM keys", with: "FROM runs").components(separatedBy: "FROM runs")[0].components(separatedBy: "SELECT").dropFirst().joined(separator: "SELECT")
+        let list = sql.components(separatedBy: "FROM runs")[0].components(separatedBy: "SELECT").dropFirst().joined(separator: "SELECT")
         var columns: [String] = [], current = "", depth = 0
         for character in list {
             if character == "(" { depth += 1 } else if character == ")" { depth -= 1 }
