@@ -9,33 +9,18 @@ import Testing
 struct FleetArtifactRetryTests {
     @Test("a keep while PostgreSQL is down is tried again when it answers, the run held until then; its files are kept")
     func whileServerDown() async throws {
-        let server = try Postgres.own()
-        let (conninfo, _) = try FleetArtifactRowsTests.database(on: server)
-        let dir = ScratchDirectory()
-        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
-        let logged = Locked<[String]>([])
-        // The test is the timer: each retry waits in the stream until the test fires it.
-        let (retries, retry) = AsyncStream<@Sendable () -> Void>.makeStream()
-        let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
-        try server.stop()
-        let ended = Locked(false)
-        // A keep that ends (kept, or given up) ends the stream: a keep not tried again fails the test, never hangs it.
-        let kept = Task {
-            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
-            ended.withLock { $0 = true }
-            retry.finish()
-        }
-        var waiting = retries.makeAsyncIterator()
-        let first = try #require(await waiting.next())
+        var down = try await DownKeep()
+        let (server, logged) = (down.server, down.logged)
+        let first = try #require(await down.waiting.next())
         // Down still: tried again, and waits again; the run is not told its files are done.
         first()
-        let second = try #require(await waiting.next())
-        #expect(!ended.withLock { $0 })
+        let second = try #require(await down.waiting.next())
+        #expect(!down.ended)
         #expect(logged.withLock { $0 }.filter { $0.contains("wait for PostgreSQL") }.count == 2, "\(logged.withLock { $0 })")
         try server.start()
         second()
-        await kept.value
-        let db = try PGConnection(conninfo)
+        await down.kept.value
+        let db = try PGConnection(down.conninfo)
         #expect(try FleetArtifactRowsTests.list(db, run: 1).files.map(\.name) == ["a.txt", "sub/deep/b.bin"], "\(logged.withLock { $0 })")
         #expect(try FleetArtifactRowsTests.readBack(db, run: 1, name: "sub/deep/b.bin", pieceBytes: ArtifactPiece.maxBytes) == ArtifactStoreFiles.binary)
         #expect(!logged.withLock { $0 }.contains { $0.contains("could not be kept") })
@@ -43,61 +28,37 @@ struct FleetArtifactRetryTests {
 
     @Test("review item 3: a stop gives up a keep waiting for PostgreSQL at once (its run ends), and its timer, fired afterwards, tries nothing")
     func stopWhileServerDown() async throws {
-        let server = try Postgres.own()
-        let (conninfo, _) = try FleetArtifactRowsTests.database(on: server)
-        let dir = ScratchDirectory()
-        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
-        let logged = Locked<[String]>([])
-        let (retries, retry) = AsyncStream<@Sendable () -> Void>.makeStream()
-        let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
-        try server.stop()
-        let ended = Locked(false)
-        let kept = Task {
-            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
-            ended.withLock { $0 = true }
-            retry.finish()
-        }
-        var waiting = retries.makeAsyncIterator()
-        let first = try #require(await waiting.next())
-        #expect(!ended.withLock { $0 })
+        var down = try await DownKeep()
+        let (keeper, logged, conninfo) = (down.keeper, down.logged, down.conninfo)
+        let first = try #require(await down.waiting.next())
+        #expect(!down.ended)
         // The stop's start: the keep gives up now, not at its timer (up to 30 s away) nor after 10 minutes.
         keeper.stopRetrying()
         // The timer fires afterwards: no try, so no further wait (before the fix: a new retry here, the run held).
         first()
-        let next = await waiting.next()
+        let next = await down.waiting.next()
         #expect(next == nil, "the keep was tried again after the stop began: \(logged.withLock { $0 })")
         guard next == nil else { return }
-        await kept.value
+        await down.kept.value
         #expect(logged.withLock { $0 }.contains { $0.contains("could not be kept on PostgreSQL: batond is stopping") }, "\(logged.withLock { $0 })")
         // A keep that fails once the stop began is not tried again either.
         try await confirmation("given up at once", expectedCount: 0) { tried in
             let again = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, _ in tried() })
             again.stopRetrying()
-            await FleetArtifactRowsTests.keep(again, scan, run: 2)
+            await FleetArtifactRowsTests.keep(again, down.scan, run: 2)
         }
     }
 
     @Test("a keep that gives up is recorded with its run: its notices say no file was kept and why, as show prints them")
     func giveUpRecorded() async throws {
-        let server = try Postgres.own()
-        let (conninfo, _) = try FleetArtifactRowsTests.database(on: server)
-        let dir = ScratchDirectory()
-        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
-        let logged = Locked<[String]>([])
-        let (retries, retry) = AsyncStream<@Sendable () -> Void>.makeStream()
-        let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
-        try server.stop()
-        let kept = Task {
-            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
-            retry.finish()
-        }
-        var waiting = retries.makeAsyncIterator()
-        let first = try #require(await waiting.next())
+        var down = try await DownKeep()
+        let (server, keeper, logged, conninfo) = (down.server, down.keeper, down.logged, down.conninfo)
+        let first = try #require(await down.waiting.next())
         // PostgreSQL is back, but batond stops first: the keep gives up, and the run keeps why (before: a log line only).
         try server.start()
         keeper.stopRetrying()
         first()
-        await kept.value
+        await down.kept.value
         // The run was told first; the record follows on the keeper's connection (closing it runs what is queued).
         keeper.close()
         let list = try FleetArtifactRowsTests.list(try PGConnection(conninfo), run: 1)
@@ -108,21 +69,9 @@ struct FleetArtifactRetryTests {
 
     @Test("review E2 item 6: a stop's give-up tells the run at once while PostgreSQL does not answer; the notice is recorded once it does")
     func giveUpTellsFirst() async throws {
-        let server = try Postgres.own()
-        let (conninfo, _) = try FleetArtifactRowsTests.database(on: server)
-        let dir = ScratchDirectory()
-        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
-        let logged = Locked<[String]>([])
-        let (retries, retry) = AsyncStream<@Sendable () -> Void>.makeStream()
-        let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
-        try server.stop()
-        let (ended, end) = AsyncStream<Void>.makeStream()
-        Task {
-            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
-            end.yield()
-        }
-        var waiting = retries.makeAsyncIterator()
-        _ = try #require(await waiting.next())
+        var down = try await DownKeep()
+        let (server, keeper, logged, conninfo) = (down.server, down.keeper, down.logged, down.conninfo)
+        _ = try #require(await down.waiting.next())
         // The server is back but answers nothing (its postmaster stopped): a new connection waits.
         try server.start()
         let postmaster = try #require(pid_t(try String(contentsOfFile: server.directory + "/data/postmaster.pid", encoding: .utf8)
@@ -131,9 +80,9 @@ struct FleetArtifactRetryTests {
         defer { kill(postmaster, SIGCONT) }
         keeper.stopRetrying()
         let told = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await _ in ended { return true }
-                return false
+            group.addTask { [kept = down.kept] in
+                await kept.value
+                return true
             }
             group.addTask {
                 try? await Task.sleep(for: .seconds(10))
@@ -141,7 +90,6 @@ struct FleetArtifactRetryTests {
             }
             let first = await group.next() ?? false
             kill(postmaster, SIGCONT)
-            end.finish()
             group.cancelAll()
             return first
         }
@@ -165,5 +113,40 @@ struct FleetArtifactRetryTests {
     @Test("the wait before each try: 1 s, doubling, at most 30 s")
     func backoff() {
         #expect((1...8).map(FleetArtifacts.backoff) == [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
+    }
+}
+
+/// A keep begun while PostgreSQL is down, the test its timer: each retry waits in `waiting` until the
+/// test fires it. A keep that ends (kept, or given up) finishes the stream, so a keep not tried again
+/// fails a test, never hangs it. Every test above starts so.
+struct DownKeep {
+    let server: Postgres
+    let conninfo: String
+    let keeper: FleetArtifacts
+    let logged = Locked<[String]>([])
+    let scan: ArtifactScan
+    let kept: Task<Void, Never>
+    var waiting: AsyncStream<@Sendable () -> Void>.Iterator
+    private let done = Locked(false)
+    private let directory = ScratchDirectory()
+
+    /// Whether the keep has ended (the run told its files are done, or that none were kept).
+    var ended: Bool { done.withLock { $0 } }
+
+    init() async throws {
+        server = try Postgres.own()
+        (conninfo, _) = try FleetArtifactRowsTests.database(on: server)
+        let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: directory), bound: 10 << 20)
+        self.scan = scan
+        let (retries, retry) = AsyncStream<@Sendable () -> Void>.makeStream()
+        let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
+        self.keeper = keeper
+        try server.stop()
+        kept = Task { [done] in
+            await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
+            done.withLock { $0 = true }
+            retry.finish()
+        }
+        waiting = retries.makeAsyncIterator()
     }
 }
