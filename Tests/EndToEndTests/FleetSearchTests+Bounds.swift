@@ -7,6 +7,20 @@ import Testing
 /// filter's runs, a window of bytes at a time, each once; the index's search has a budget too;
 /// the index is made without the session's timeouts; a full queue says so as one host does.
 extension FleetSearchTests {
+    /// Runs 3…`last` of one action, `job` (its one key), queued at their ids, each with one chunk of
+    /// output: `output`, an SQL expression of the run's id `n` giving its bytes.
+    static func jobRuns(through last: Int, output: String) throws -> PGConnection {
+        let (_, db) = try FleetArtifactRowsTests.database()
+        try db.execute("""
+            INSERT INTO keys (key) VALUES ('job');
+            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation)
+                SELECT n, 'job', 'job', 'success', 'queue', n, 'web-1', 'x' FROM generate_series(3, \(last)) AS n;
+            INSERT INTO output_chunks (run_id, start, stream, at, bytes)
+                SELECT n, 0, 1, n, \(output) FROM generate_series(3, \(last)) AS n;
+            """)
+        return db
+    }
+
     /// Runs 3…52 of `rare` ("quiet", run 3 "rare zq here"), 53…202 of `job` ("plain"), queued at their ids.
     static func twoActions() throws -> (String, PGConnection) {
         let (conninfo, db) = try FleetArtifactRowsTests.database()
@@ -52,15 +66,7 @@ extension FleetSearchTests {
 
     @Test("the index's search has a budget: false matches (an em dash's \\200 for 200) end in a cut, not a walk of the whole history")
     func indexedBudget() throws {
-        let (_, db) = try FleetArtifactRowsTests.database()
-        try db.execute("""
-            INSERT INTO keys (key) VALUES ('job');
-            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation)
-                SELECT n, 'job', 'job', 'success', 'queue', n, 'web-1', 'x' FROM generate_series(3, 8) AS n;
-            INSERT INTO output_chunks (run_id, start, stream, at, bytes)
-                SELECT n, 0, 1, n, convert_to(CASE WHEN n <= 4 THEN 'HTTP 200 ok' ELSE 'HTTP — ok' END || chr(10), 'UTF8')
-                FROM generate_series(3, 8) AS n;
-            """)
+        let db = try Self.jobRuns(through: 8, output: "convert_to(CASE WHEN n <= 4 THEN 'HTTP 200 ok' ELSE 'HTTP — ok' END || chr(10), 'UTF8')")
         #expect(try FleetSearch.makeIndex(on: db) == .made)
         // The first window is run 8 (12 bytes); then one run a batch, each 12 bytes, until 30 are passed.
         let found = try FleetSearch.search("200", HistoryFilter(limit: 1), budget: 30, windowBytes: 12, on: db)
@@ -70,15 +76,8 @@ extension FleetSearchTests {
 
     @Test("the index is made on a session whose statement_timeout would cancel it")
     func indexWithoutTimeouts() throws {
-        let (_, db) = try FleetArtifactRowsTests.database()
-        try db.execute("""
-            INSERT INTO keys (key) VALUES ('job');
-            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation)
-                SELECT n, 'job', 'job', 'success', 'queue', n, 'web-1', 'x' FROM generate_series(3, 3002) AS n;
-            INSERT INTO output_chunks (run_id, start, stream, at, bytes)
-                SELECT n, 0, 1, n, convert_to(repeat(md5(n::text) || chr(10), 20), 'UTF8') FROM generate_series(3, 3002) AS n;
-            SET statement_timeout = 1;
-            """)
+        let db = try Self.jobRuns(through: 3002, output: "convert_to(repeat(md5(n::text) || chr(10), 20), 'UTF8')")
+        try db.execute("SET statement_timeout = 1")
         #expect(try FleetSearch.makeIndex(on: db) == .made)
         #expect(try FleetSearch.isIndexed(on: db))
     }

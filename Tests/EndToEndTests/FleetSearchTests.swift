@@ -113,15 +113,7 @@ struct FleetSearchTests {
 
     @Test("a text under three characters, or any without the index, is looked for in the newest output up to a budget, saying where it stopped; with the index three find the oldest")
     func shortText() throws {
-        let (_, db) = try FleetArtifactRowsTests.database()
-        try db.execute("""
-            INSERT INTO keys (key) VALUES ('job');
-            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation)
-                SELECT n, 'job', 'job', 'success', 'queue', n, 'web-1', 'x' FROM generate_series(3, 150) AS n;
-            INSERT INTO output_chunks (run_id, start, stream, at, bytes)
-                SELECT n, 0, 1, n, convert_to(CASE WHEN n = 3 THEN 'first zq here' || chr(10) ELSE 'plain' || chr(10) END, 'UTF8')
-                FROM generate_series(3, 150) AS n;
-            """)
+        let db = try Self.jobRuns(through: 150, output: "convert_to(CASE WHEN n = 3 THEN 'first zq here' || chr(10) ELSE 'plain' || chr(10) END, 'UTF8')")
         // Without the index: read the newest runs, at most 100 and what is left of the budget at a time (83 runs, then
         // one); past the budget it stops and says where.
         let scanned = try FleetSearch.search("ZQ here", HistoryFilter(limit: 20), budget: 500, on: db)
@@ -143,15 +135,7 @@ struct FleetSearchTests {
 
     @Test("a false match of the escape encoding (an em dash is \\342\\200\\224) is dropped, and the limit filled from older runs")
     func falseMatches() throws {
-        let (_, db) = try FleetArtifactRowsTests.database()
-        try db.execute("""
-            INSERT INTO keys (key) VALUES ('job');
-            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation)
-                SELECT n, 'job', 'job', 'success', 'queue', n, 'web-1', 'x' FROM generate_series(3, 8) AS n;
-            INSERT INTO output_chunks (run_id, start, stream, at, bytes)
-                SELECT n, 0, 1, n, convert_to(CASE WHEN n <= 4 THEN 'HTTP 200 ok' ELSE 'HTTP — ok' END || chr(10), 'UTF8')
-                FROM generate_series(3, 8) AS n;
-            """)
+        let db = try Self.jobRuns(through: 8, output: "convert_to(CASE WHEN n <= 4 THEN 'HTTP 200 ok' ELSE 'HTTP — ok' END || chr(10), 'UTF8')")
         for indexed in [false, true] {
             if indexed { #expect(try FleetSearch.makeIndex(on: db) == .made) }
             let found = try FleetSearch.search("200", HistoryFilter(limit: 2), on: db)
@@ -162,14 +146,7 @@ struct FleetSearchTests {
 
     @Test("stop: a search whose asker went away stops between statements, answering what it found")
     func stops() throws {
-        let (_, db) = try FleetArtifactRowsTests.database()
-        try db.execute("""
-            INSERT INTO keys (key) VALUES ('job');
-            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation)
-                SELECT n, 'job', 'job', 'success', 'queue', n, 'web-1', 'x' FROM generate_series(3, 8) AS n;
-            INSERT INTO output_chunks (run_id, start, stream, at, bytes)
-                SELECT n, 0, 1, n, convert_to('found' || chr(10), 'UTF8') FROM generate_series(3, 8) AS n;
-            """)
+        let db = try Self.jobRuns(through: 8, output: "convert_to('found' || chr(10), 'UTF8')")
         #expect(try FleetSearch.search("found", HistoryFilter(limit: 20), stop: { true }, on: db).matches.isEmpty)
         var asked = 0
         let some = try FleetSearch.search("found", HistoryFilter(limit: 20), stop: { asked += 1; return asked > 3 }, on: db)
