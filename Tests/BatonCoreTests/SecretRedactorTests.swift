@@ -156,9 +156,9 @@ import Testing
 
     @Test("random texts of a small alphabet, random values, random chunks: the stream's mask is the whole text's, every occurrence under a ***")
     func randomized() throws {
-        var generator = RedactorRandom(seed: 42)
+        var generator = SplitMix(seed: 42)
         let alphabet = Array("abc".utf8)
-        let word = { (count: Int, generator: inout RedactorRandom) in (0..<count).map { _ in alphabet[Int(generator.next() % 3)] } }
+        let word = { (count: Int, generator: inout SplitMix) in (0..<count).map { _ in alphabet[Int(generator.next() % 3)] } }
         for _ in 0..<2_000 {
             let values = (0..<Int(1 + generator.next() % 3)).map { _ in word(Int(2 + generator.next() % 4), &generator) }
             let text = word(Int(generator.next() % 40), &generator)
@@ -175,18 +175,5 @@ import Testing
             #expect(out == expected, "values \(values.map { String(decoding: $0, as: UTF8.self) }), text \(String(decoding: text, as: UTF8.self))")
             #expect(redactor.redactAll(text) == expected)
         }
-    }
-}
-
-/// A small seeded generator: the same cases each run.
-struct RedactorRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
