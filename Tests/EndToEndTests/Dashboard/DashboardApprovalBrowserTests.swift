@@ -11,20 +11,11 @@ struct DashboardApprovalBrowserTests {
     @Test("nobody triggers deploy ref=v7; root's dashboard offers Approve with the params; pressed, the run succeeds, live")
     func approve() async throws {
         try #require(geteuid() == 0, "needs root to trigger as another user")
-        let daemon = try Daemon(config: """
-            {
-              requireUser: false,
-              socketMode: "0666",
-              allow: { trigger: { users: ["*"] } },
-              actions: {
-                deploy: { exec: ["true"], params: { ref: {} }, approve: { by: ["user:root"], timeout: "1h" } },
-              },
-            }
+        let daemon = try Self.openToAll("""
+            deploy: { exec: ["true"], params: { ref: {} }, approve: { by: ["user:root"], timeout: "1h" } },
             """)
         defer { daemon.stop() }
-        chmod(daemon.directory, 0o755)
-        let triggered = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", daemon.socket,
-                                                         "run", "deploy", "-p", "ref=v7", "--detach"])
+        let triggered = try Self.asNobody(socket: daemon.socket, "run", "deploy", "-p", "ref=v7", "--detach")
         #expect(triggered.code == 0, "\(triggered.stderr)")
         try await Self.pressApprove(socket: daemon.socket, run: 1, params: "ref=v7")
         let show = try daemon.baton("show", "1")
@@ -34,6 +25,17 @@ struct DashboardApprovalBrowserTests {
     /// A dashboard on `socket`, signed in as root in Chromium: run `run`'s page offers the
     /// Approve/Deny pair with its params; Approve pressed, the page shows it succeeded, live.
     static func pressApprove(socket: String, run: Int64, params: String) async throws {
+        try await onRunPage(socket: socket, run: run) { browser throws in
+            #expect(try browser.wait(until: "document.querySelector('#run-controls .approve')"), "the pair is offered to an approver")
+            #expect(try browser.text("#run-controls .approval-params") == "with params \(params)")
+            #expect(try browser.script("return document.querySelector('#run-facts').textContent.includes('waiting for approval by user:root');") as? Bool == true)
+            _ = try browser.script("document.querySelector('#run-controls .approve').click(); return true;")
+            #expect(try browser.wait(until: "document.querySelector('#run-state').textContent.includes('succeeded')"), "approved, the run ran")
+        }
+    }
+
+    /// A dashboard on `socket`, signed in as root in Chromium, on run `run`'s page: `body` looks at it.
+    static func onRunPage(socket: String, run: Int64, _ body: @escaping @Sendable (WebDriver) throws -> Void) async throws {
         let dashboard = try DashboardProcess(socket: socket)
         defer { dashboard.stop() }
         try await offPool {
@@ -42,12 +44,22 @@ struct DashboardApprovalBrowserTests {
             try browser.open(dashboard.url)
             #expect(try browser.wait(until: "document.querySelector('#connection').dataset.state === 'live'"), "signed in")
             try browser.open("http://\(dashboard.hostPort)/runs/\(run)")
-            #expect(try browser.wait(until: "document.querySelector('#run-controls .approve')"), "the pair is offered to an approver")
-            #expect(try browser.text("#run-controls .approval-params") == "with params \(params)")
-            #expect(try browser.script("return document.querySelector('#run-facts').textContent.includes('waiting for approval by user:root');") as? Bool == true)
-            _ = try browser.script("document.querySelector('#run-controls .approve').click(); return true;")
-            #expect(try browser.wait(until: "document.querySelector('#run-state').textContent.includes('succeeded')"), "approved, the run ran")
+            try body(browser)
         }
+    }
+
+    /// A batond whose socket and directory anyone may reach and whose `actions` anyone may trigger.
+    static func openToAll(_ actions: String) throws -> Daemon {
+        let daemon = try Daemon(config: """
+            { requireUser: false, socketMode: "0666", allow: { trigger: { users: ["*"] } }, actions: { \(actions) } }
+            """)
+        chmod(daemon.directory, 0o755)
+        return daemon
+    }
+
+    /// `baton --socket SOCKET ARGUMENTS` as nobody (uid and gid 65534, no other group).
+    static func asNobody(socket: String, _ arguments: String...) throws -> Output {
+        try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", socket] + arguments)
     }
 
     @Test("a fleet: nobody triggers deploy ref=v9 on web-1; web-2's dashboard offers Approve with the params; pressed, the run succeeds on web-1, live on web-2's page")
@@ -59,8 +71,7 @@ struct DashboardApprovalBrowserTests {
             """, conninfo: conninfo, settings: #"requireUser: false, socketMode: "0666", allow: { trigger: { users: ["*"] } },"#)
         defer { for host in hosts { host.stop() } }
         for host in hosts { chmod(host.directory, 0o755) }
-        let triggered = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", hosts[0].socket,
-                                                         "run", "deploy", "-p", "ref=v9", "--detach", "--json"])
+        let triggered = try Self.asNobody(socket: hosts[0].socket, "run", "deploy", "-p", "ref=v9", "--detach", "--json")
         let run = try #require(Int64(try ApprovalEndToEndTests.runID(triggered)), "\(triggered.stdout)\(triggered.stderr)")
         // web-2's status has read the wait from its feed before its dashboard is opened.
         #expect(try FleetLockTests.eventually { try hosts[1].baton("status", "deploy").stdout.contains("waiting for approval by user:root") })
@@ -73,30 +84,14 @@ struct DashboardApprovalBrowserTests {
     @Test("a hook's run waiting: its approver sees, beside the pair, the run that fired it with its params and who triggered it")
     func firingRunShown() async throws {
         try #require(geteuid() == 0, "needs root to trigger as another user")
-        let daemon = try Daemon(config: """
-            {
-              requireUser: false,
-              socketMode: "0666",
-              allow: { trigger: { users: ["*"] } },
-              actions: {
-                build: { exec: ["true"], params: { ref: {} }, on: { success: "deploy" } },
-                deploy: { exec: ["true"], approve: { by: ["user:root"], timeout: "1h" } },
-              },
-            }
+        let daemon = try Self.openToAll("""
+            build: { exec: ["true"], params: { ref: {} }, on: { success: "deploy" } },
+            deploy: { exec: ["true"], approve: { by: ["user:root"], timeout: "1h" } },
             """)
         defer { daemon.stop() }
-        chmod(daemon.directory, 0o755)
-        let triggered = try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.baton, "--socket", daemon.socket,
-                                                         "run", "build", "-p", "ref=evil"])
+        let triggered = try Self.asNobody(socket: daemon.socket, "run", "build", "-p", "ref=evil")
         #expect(triggered.code == 0, "\(triggered.stderr)")
-        let dashboard = try DashboardProcess(socket: daemon.socket)
-        defer { dashboard.stop() }
-        try await offPool {
-            let browser = try WebDriver()
-            defer { browser.quit() }
-            try browser.open(dashboard.url)
-            #expect(try browser.wait(until: "document.querySelector('#connection').dataset.state === 'live'"), "signed in")
-            try browser.open("http://\(dashboard.hostPort)/runs/2")
+        try await Self.onRunPage(socket: daemon.socket, run: 2) { browser throws in
             #expect(try browser.wait(until: "document.querySelector('#run-controls .approval-from')"), "what fired it is shown")
             let from = try browser.text("#run-controls .approval-from")
             #expect(from.hasPrefix("from build run 1 with params ref=evil, by ") && from.contains("uid 65534"), "\(from)")
@@ -116,14 +111,7 @@ struct DashboardApprovalBrowserTests {
         defer { daemon.stop() }
         #expect(try daemon.baton("run", "deploy", "-p", "ref=v8", "--detach").code == 0)
         #expect(try daemon.baton("cancel", "1").code == 0)
-        let dashboard = try DashboardProcess(socket: daemon.socket)
-        defer { dashboard.stop() }
-        try await offPool {
-            let browser = try WebDriver()
-            defer { browser.quit() }
-            try browser.open(dashboard.url)
-            #expect(try browser.wait(until: "document.querySelector('#connection').dataset.state === 'live'"), "signed in")
-            try browser.open("http://\(dashboard.hostPort)/runs/1")
+        try await Self.onRunPage(socket: daemon.socket, run: 1) { browser throws in
             #expect(try browser.wait(until: "document.querySelector('#run-facts').textContent.includes('ended before a decision')"),
                     "\(String(describing: try? browser.script("return document.querySelector('#run-facts').textContent;")))")
             #expect(try browser.script("return document.querySelector('#run-facts').textContent.includes('waiting for approval');") as? Bool == false)
