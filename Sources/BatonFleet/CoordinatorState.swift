@@ -62,6 +62,9 @@ struct CoordinatorState: Sendable {
         case stopStarting
         /// The feed read every run in flight (`refresh`).
         case refreshed([RunSnapshot])
+        /// The feed's refresh found these runs in flight new or changed, and these gone, since
+        /// the last (`HandedRuns`: every other run is as the loop holds it).
+        case refreshedChanges(changed: [RunSnapshot], gone: [Int64])
         /// The feed delivered a transition of a run (as it was then).
         case delivered(RunSnapshot, ended: Bool)
         /// A tick read the runs whose needs to ask, its read begun at `readAt`: the runs whose
@@ -123,6 +126,10 @@ struct CoordinatorState: Sendable {
             return []
         case let .refreshed(runs):
             fleetInFlight = Dictionary(runs.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+            return []
+        case let .refreshedChanges(changed, gone):
+            for id in gone { fleetInFlight[id] = nil }
+            for run in changed { fleetInFlight[run.id] = run }
             return []
         case let .delivered(run, ended):
             fleetInFlight[run.id] = ended ? nil : run

@@ -64,6 +64,8 @@ extension FleetCoordinator {
     /// The batch's transaction, which may start as many runs as `slots` (granted on the loop):
     /// one result per entry (a refusal is an entry's, not the batch's).
     func decide(_ entries: [TriggerBatch.Entry], slots: Int, on db: PGConnection) throws -> [Result<Decided, any Error>] {
+        // Each action's fingerprint once, here rather than on the loop, for both decisions and the new run's row.
+        let entries = entries.map(\.withDefinition)
         do {
             let opening = TriggerBatch.opening(entries)
             guard let rows = TriggerBatch.rows(try db.pipeline(opening.statements), opening) else {

@@ -68,15 +68,13 @@ extension FleetCoordinator {
     /// claimed, to hand to the conductor once the transaction commits.
     func startAfterEnds(reserved: Int, keys: [String], on db: PGConnection) throws -> [Claimed] {
         guard reserved > 0, !keys.isEmpty else { return [] }
-        // The start rows' read is prepared, but PostgreSQL's `plan_cache_mode = auto` planned it
-        // again at each end (its generic plan looks costlier): 0.49 ms of the server's time a plan,
-        // more than running it (docs/benchmarks.md). Its generic plan reads by the keys' index as a
-        // custom one does; planned once a connection, for the rest of this transaction's statements too.
-        let read = try db.pipeline([("SET LOCAL plan_cache_mode = force_generic_plan", []), ("SAVEPOINT end_starts", []),
-                                    Self.startable(keys: keys, incarnation: host.incarnation, count: reserved)])
-        guard !read[2].rows.isEmpty else { return [] }
+        // Its generic plan (the writer's transaction opens with `FleetJournal.genericPlans`) reads
+        // by the keys' index as a custom one does; `auto` planned it again at each end, 0.49 ms of
+        // the server's time a plan, more than running it (docs/benchmarks.md).
+        let read = try db.pipeline([("SAVEPOINT end_starts", []), Self.startable(keys: keys, incarnation: host.incarnation, count: reserved)])
+        guard !read[1].rows.isEmpty else { return [] }
         do {
-            return try writeStarts(read[2].rows, on: db).claimed
+            return try writeStarts(read[1].rows, on: db).claimed
         } catch let error as PGError where !error.isConnectionProblem {
             try db.execute("ROLLBACK TO SAVEPOINT end_starts")
             log("runs could not start with the ends before them, left to the feed: \(error.message)")

@@ -97,19 +97,39 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         if runsHere(id) {
             return conductor.attach(id, follower: follower) { [self] run in answered(run.map(withHost)) }
         }
-        pool.submit({ [self] db in try read(id, on: db) }) { [self] result in
-            guard case let .success(found?) = result, !found.0.phase.isTerminal else { return answered(nil) }
-            answered(found.0)
-            follow(found.0, seq: found.1, follower)
+        reactor.onLoop { [self] in
+            // A run in flight that the feed delivered or refreshed is followed from the loop's copy,
+            // with no read: every transition after it is still to be delivered (`knownAt`).
+            if let known = state.withLock({ $0.fleetInFlight[id] }), let seq = known.seq, !known.phase.isTerminal {
+                answered(known)
+                followers.add(known, seq: seq, follower)
+                return
+            }
+            pool.submit({ [self] db in try read(id, on: db) }) { [self] result in
+                guard case let .success(found?) = result, !found.0.phase.isTerminal else { return answered(nil) }
+                answered(found.0)
+                follow(found.0, seq: found.1, follower)
+            }
         }
     }
 
-    /// Follows a run through the feed, then reads what it may have missed before it was registered.
+    /// Follows a run through the feed, then reads what it may have missed before it was registered
+    /// (unless the loop knows that nothing after `seq` was delivered yet: `knownAt`).
     func follow(_ run: RunSnapshot, seq: Int, _ follower: @escaping Conductor.Follower) {
         reactor.onLoop { [self] in
             followers.add(run, seq: seq, follower)
+            if let known = knownAt(run.id), known <= seq { return }
             catchUp(run.id, after: seq)
         }
+    }
+
+    /// On the loop: the seq of the run's latest transition as the loop's table of the fleet's runs
+    /// holds it (nil: not there). Every transition the feed delivered to the loop so far is at or
+    /// before it: the table is changed only by the feed's deliveries and its refreshes, in the
+    /// order the feed reads them, and a refresh reads after the deliveries posted before it.
+    func knownAt(_ id: Int64) -> Int? {
+        reactor.assertOnLoop("the fleet coordinator's state")
+        return state.withLock { $0.fleetInFlight[id]?.seq }
     }
 
     func catchUp(_ id: Int64, after seq: Int) {

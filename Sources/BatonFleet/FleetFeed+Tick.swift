@@ -27,7 +27,7 @@ extension FleetFeed {
         // Always: a host whose config has none any more still ends or waives what waits.
         try coordinator.timeOutApprovals(on: db)
         try coordinator.waiveApprovals(on: db)
-        try refresh(db, coordinator)
+        try refresh(db, &state.handed, coordinator)
     }
 
     /// Stops the runs of this host that another asked to stop (`StopRequest`).
@@ -48,8 +48,9 @@ extension FleetFeed {
     ])
 
     /// The fleet's runs in flight, for `status`, what each run in a lock's line waits for, each
-    /// follow-up's place in its key's line (`keys.line`), and the actions paused.
-    private static func refresh(_ db: PGConnection, _ coordinator: FleetCoordinator) throws {
+    /// follow-up's place in its key's line (`keys.line`), and the actions paused; the loop is
+    /// handed only the runs that changed (`HandedRuns`).
+    private static func refresh(_ db: PGConnection, _ handed: inout HandedRuns, _ coordinator: FleetCoordinator) throws {
         // What each run in a lock's line waits for, on whichever host (`FleetLocks.waits`).
         let limits = coordinator.lockLimits()
         let waits = limits.isEmpty ? [:] : FleetLocks.waits(FleetLocks.rows(try db.query(FleetLocks.live(overlapping: nil)).rows), limits: limits)
@@ -74,7 +75,8 @@ extension FleetFeed {
             run.approval = approvals[run.id]
             return run
         }
-        coordinator.reactor.onLoop { coordinator.send(.refreshed(live)) }
+        let event = handed.refresh(live)
+        coordinator.reactor.onLoop { coordinator.send(event) }
         // Pauses made or ended on any host: this host's status, metrics and dashboard follow.
         let readAt = Timestamp.now
         coordinator.conductor.seen(pauses: try FleetPauses.read(on: db), readAt: readAt)
@@ -122,6 +124,7 @@ extension FleetFeed {
         if rows.contains(where: { $0.transition.to == .queued || $0.transition.to.isTerminal }) {
             state.needsDue = true
         }
+        for row in rows { state.handed.delivering(row.run.id) }
         deliver(rows, coordinator)
         return position.midway
     }

@@ -30,6 +30,8 @@ final class FleetFeed: Sendable {
         /// delivered what may change them (a run made, queued again, or ended).
         var needsLooked = ContinuousClock.now - .seconds(1)
         var needsDue = true
+        /// What the refresh last handed the loop, and what was delivered since (`HandedRuns`).
+        var handed = HandedRuns()
     }
 
     /// A tick; `done` is told the socket to watch once it has run.

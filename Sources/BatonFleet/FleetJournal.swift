@@ -92,6 +92,13 @@ enum FleetJournal {
     /// One statement and its parameters, to run alone or in a pipeline.
     typealias Statement = (sql: String, parameters: [String?])
 
+    /// The first statement of the writer's and the trigger batch's transactions: PostgreSQL's
+    /// `plan_cache_mode = auto` planned their prepared statements again at each call where it
+    /// judged the generic plan costlier (the writer's `lockKeys`, 0.2 ms of the server's time a
+    /// plan, at every end; the start rows' read after ends: docs/benchmarks.md), while the generic
+    /// plans read by the same indexes (`FleetPlanTests`). Planned once a connection.
+    static let genericPlans: Statement = ("SET LOCAL plan_cache_mode = force_generic_plan", [])
+
     /// Locks the slot rows of `keys` and of the keys of `runs`, in key order, before the
     /// transaction writes any of their transitions. Every transaction that writes a key's
     /// transitions holds its slot row first: so one key's transitions take their ids, and

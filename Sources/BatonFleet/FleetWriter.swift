@@ -181,8 +181,8 @@ final class FleetWriter: Sendable {
         // The pause locks of the actions whose pause this item changes or whose failures it
         // counts, before anything else: the first locks its transaction takes (`FleetPauses`).
         let pauseLocks = FleetPauses.locks(for: entries)
-        return try db.transaction(opening: pauseLocks + opening) { results in
-            let opened = Array(results.dropFirst(pauseLocks.count))
+        return try db.transaction(opening: [FleetJournal.genericPlans] + pauseLocks + opening) { results in
+            let opened = Array(results.dropFirst(1 + pauseLocks.count))
             var journal = FleetJournal.Written()
             var notify = false
             for entry in entries { notify = try FleetJournal.apply(entry, on: db, as: host, &journal) || notify }

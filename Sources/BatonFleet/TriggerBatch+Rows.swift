@@ -8,7 +8,7 @@ import BatonCore
 extension TriggerBatch {
     /// The opening statements and where each read's rows are in the pipeline's results.
     struct Opening {
-        var statements: [FleetJournal.Statement] = [("BEGIN", [])]
+        var statements: [FleetJournal.Statement] = [("BEGIN", []), FleetJournal.genericPlans]
         var slots = 0, runs = 0, clock = 0, pauses = 0
         /// Each rate-limited bucket's read (`FleetRates`).
         var rates: [String: Int] = [:]
@@ -26,7 +26,8 @@ extension TriggerBatch {
         r.params
         """
 
-    /// What the batch sends first: its keys' rows made if new and locked in key order, the lock
+    /// What the batch sends first: its statements' generic plans (`FleetJournal.genericPlans`),
+    /// its keys' rows made if new and locked in key order, the lock
     /// rows of the actions that claim locks (`FleetLocks.lockRows`), then what its triggers are
     /// decided from: the keys' holders and follow-ups, the database's clock, the actions' pauses, and, where a
     /// trigger needs them, the keys' last successes, the deliveries' runs and the slots' runs.

@@ -17,6 +17,19 @@ struct TriggerBatch {
     struct Entry: Sendable {
         var trigger: Trigger
         var startIfFree = true
+        /// Its action's fingerprint (`Action.fingerprint`), computed once on the trigger queue's
+        /// thread (`withDefinition`) for the batch's decisions and its new run's row.
+        var definition: String?
+
+        /// The fingerprint of its action: the one computed, else computed now.
+        var fingerprint: String { definition ?? trigger.action.fingerprint }
+
+        /// The entry with its fingerprint computed, once for its two decisions and its row.
+        var withDefinition: Entry {
+            var entry = self
+            if entry.definition == nil { entry.definition = trigger.action.fingerprint }
+            return entry
+        }
     }
 
     /// What the transaction knows of a run a trigger may share, stop or compare definitions with.
@@ -182,7 +195,7 @@ struct TriggerBatch {
             return .debounced(run: run)
         case let .created(made, window):
             let run = made.run
-            state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: trigger.action.fingerprint, host: nil,
+            state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: entry.fingerprint, host: nil,
                                        params: trigger.params)
             if let window { state.windows[run] = window; decided.windows[run] = window }
             if let delivery { state.deliveries[delivery] = run }

@@ -91,7 +91,29 @@ extension FleetPlanTests {
         try Self.populate(db)
         let plan = try Self.plan(db, lock)
         #expect(plan.contains("using runs_pkey on runs") && !plan.contains("Seq Scan on runs"), "\(plan)")
+        // The writer's transaction keeps the generic plan (`FleetJournal.genericPlans`): its key rows by their primary key too.
+        #expect(plan.contains("using keys_pkey on keys") && !plan.contains("Seq Scan on keys"), "\(plan)")
         let locked = try db.transaction { try db.query("EXECUTE \(lock)").rows.compactMap { $0[0] } }
         #expect(locked == ["k12", "k2", "k7"])
+    }
+
+    @Test("a trigger batch locks its key rows by the primary key, in key order, even by a generic plan made while keys was empty")
+    func batchLocksKeysByIndex() throws {
+        let db = try Self.empty()
+        let entries = ["k9", "k1200", "k9", "none"].map { TriggerBatch.Entry(trigger: Trigger(action: Action(name: "a", exec: ["true"]), key: $0,
+                                                                                              policy: .reject, params: [:], peer: nil)) }
+        let opening = TriggerBatch.opening(entries)
+        #expect(opening.statements[1] == FleetJournal.genericPlans)
+        let lock = try Self.prepare(db, "batch_keys", "text[]", opening.statements[opening.slots])
+        _ = try db.transaction { try db.query("EXECUTE \(lock)") }
+        try Self.populate(db)
+        for analyzed in [false, true] {
+            if analyzed { try db.execute("ANALYZE runs; ANALYZE keys") }
+            let plan = try Self.plan(db, lock)
+            // By the keys' primary key (an index scan or a bitmap of it), never a scan of every key.
+            #expect(plan.contains("on keys_pkey") && !plan.contains("Seq Scan on keys"), "analyzed: \(analyzed)\n\(plan)")
+        }
+        let locked = try db.transaction { try db.query("EXECUTE \(lock)").rows.compactMap { $0[0] } }
+        #expect(locked == ["k1200", "k9"])
     }
 }
