@@ -59,9 +59,11 @@ extension FleetFeed {
         // What each waiting run waits for (`FleetNeeds`), on whichever host: `waiting for build-a run 41`.
         try FleetNeeds.sweep(db, coordinator)
         let needs = try FleetNeeds.waiting(on: db, coordinator)
-        let live = try db.query("""
+        let rows = try db.query("""
             SELECT \(liveColumns.sql) FROM runs WHERE phase IN ('queued', 'loading', 'retrying')
-            """).rows.map { row in
+            """).rows
+        // A run read as it was last handed keeps its decorations only if they are the same too.
+        let event = handed.refresh(rows, run: { row in
             var run = FleetRows.run(row)
             run.seq = Int(liveColumns.value(row, .seq) ?? "")
             if run.phase == .queued {
@@ -69,13 +71,11 @@ extension FleetFeed {
                 run.line = liveColumns.value(row, .line).flatMap { Int($0) }
                 run.needs = needs[run.id]
             }
-            return run
-        }.map { run in
-            var run = run
             run.approval = approvals[run.id]
             return run
-        }
-        let event = handed.refresh(live)
+        }, same: { run in
+            run.approval == approvals[run.id] && (run.phase != .queued || (run.waiting == waits[run.id] && run.needs == needs[run.id]))
+        })
         coordinator.reactor.onLoop { coordinator.send(event) }
         // Pauses made or ended on any host: this host's status, metrics and dashboard follow.
         let readAt = Timestamp.now

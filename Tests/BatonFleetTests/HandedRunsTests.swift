@@ -5,7 +5,8 @@ import Testing
 /// The feed's refresh hands the loop only the runs in flight that changed (`HandedRuns`): after
 /// each refresh the loop's table of the fleet's runs (`CoordinatorState.fleetInFlight`) must be
 /// what a hand-over of every run would have made it, whatever the deliveries between refreshes
-/// (ahead of the refresh's read, behind it, of runs it never saw, of ends).
+/// (ahead of the refresh's read, behind it, of runs it never saw, of ends) and whatever changed
+/// outside the rows (a decoration: here the run's approval).
 @Suite("HandedRuns: the refresh hands only what changed, and the loop learns every change")
 struct HandedRunsTests {
     static func run(_ id: Int64, _ phase: Phase, line: Int? = nil) -> RunSnapshot {
@@ -15,18 +16,28 @@ struct HandedRunsTests {
         return run
     }
 
+    /// A run's row as the refresh reads it (its id first), and the run decoded from it.
+    static func row(_ run: RunSnapshot) -> [String?] { [String(run.id), run.phase.rawValue, run.line.map(String.init)] }
+    static func decode(_ row: [String?]) -> RunSnapshot {
+        run(Int64(row[0]!)!, Phase(rawValue: row[1]!)!, line: row[2].flatMap { Int($0) })
+    }
+
+    static func refresh(_ handed: inout HandedRuns, _ runs: [RunSnapshot]) -> CoordinatorState.Event {
+        handed.refresh(runs.map(row), run: decode, same: { _ in true })
+    }
+
     @Test("the first refresh hands every run; the next only what changed and what is gone")
     func changesOnly() {
         var handed = HandedRuns()
         let first = [Self.run(1, .queued), Self.run(2, .loading)]
-        guard case let .refreshed(all) = handed.refresh(first) else { Issue.record("the first refresh is not whole"); return }
+        guard case let .refreshed(all) = Self.refresh(&handed, first) else { Issue.record("the first refresh is not whole"); return }
         #expect(all == first)
-        guard case let .refreshedChanges(changed, gone) = handed.refresh([Self.run(1, .loading), Self.run(3, .queued, line: 1)]) else {
+        guard case let .refreshedChanges(changed, gone) = Self.refresh(&handed, [Self.run(1, .loading), Self.run(3, .queued, line: 1)]) else {
             Issue.record("a later refresh is whole"); return
         }
         #expect(Set(changed.map(\.id)) == [1, 3])
         #expect(gone == [2])
-        guard case let .refreshedChanges(none, noneGone) = handed.refresh([Self.run(1, .loading), Self.run(3, .queued, line: 1)]) else {
+        guard case let .refreshedChanges(none, noneGone) = Self.refresh(&handed, [Self.run(1, .loading), Self.run(3, .queued, line: 1)]) else {
             Issue.record("a later refresh is whole"); return
         }
         #expect(none.isEmpty && noneGone.isEmpty)
@@ -39,6 +50,7 @@ struct HandedRunsTests {
         var pending: [(RunSnapshot, Bool)] = []
         var whole = CoordinatorState(limit: 2), changes = CoordinatorState(limit: 2)
         var handed = HandedRuns()
+        var approvals: [Int64: ApprovalState] = [:]
         var next: Int64 = 1
         for _ in 0..<400 {
             switch random.next() % 6 {
@@ -59,9 +71,14 @@ struct HandedRunsTests {
                     pending.append((ended, true))
                 }
             case 2:
-                // A change no transition brings (its place in its key's line).
+                // A change no transition brings: its place in its key's line (in its row), or its
+                // approval (a decoration, read apart from the row).
                 guard let id = database.keys.sorted().randomElement(using: &random) else { continue }
-                database[id]?.line = Int(random.next() % 3)
+                if random.next() % 2 == 0 {
+                    database[id]?.line = Int(random.next() % 3)
+                } else {
+                    approvals[id] = approvals[id] == nil ? ApprovalState(by: ["ann"], until: nil) : nil
+                }
             case 3, 4:
                 // The feed delivers some of what it caught up, in order.
                 for _ in 0..<Int(random.next() % 3) where !pending.isEmpty {
@@ -71,9 +88,14 @@ struct HandedRunsTests {
                     _ = changes.handle(.delivered(run, ended: ended))
                 }
             default:
-                let live = database.keys.sorted().map { database[$0]! }
-                _ = whole.handle(.refreshed(live))
-                _ = changes.handle(handed.refresh(live))
+                let decorated = { (row: [String?]) -> RunSnapshot in
+                    var run = Self.decode(row)
+                    run.approval = approvals[run.id]
+                    return run
+                }
+                let rows = database.keys.sorted().map { Self.row(database[$0]!) }
+                _ = whole.handle(.refreshed(rows.map(decorated)))
+                _ = changes.handle(handed.refresh(rows, run: decorated, same: { $0.approval == approvals[$0.id] }))
                 #expect(changes.fleetInFlight == whole.fleetInFlight, "seed \(seed)")
             }
         }
