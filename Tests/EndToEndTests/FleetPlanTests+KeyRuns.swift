@@ -117,3 +117,23 @@ extension FleetPlanTests {
         #expect(locked == ["k1200", "k9"])
     }
 }
+
+extension FleetPlanTests {
+    @Test("the writer's start after ends finds its queued runs by index, even by a generic plan made while runs was empty")
+    func endStartsByIndex() throws {
+        let db = try Self.empty()
+        // The writer's transaction keeps the generic plans of its statements (`FleetJournal.genericPlans`).
+        let ready = try Self.prepare(db, "lock_ready", "text, bigint", FleetCoordinator.lockReady(incarnation: "web-1/1/0", count: 2))
+        let rows = try Self.prepare(db, "end_starts", "text[], text, bigint",
+                                    FleetCoordinator.startable(keys: ["k2", "k4"], incarnation: "web-1/1/0", count: 2))
+        for execute in [ready, rows] { _ = try db.transaction { try db.query("EXECUTE \(execute)") } }
+        try Self.populate(db)
+        for analyzed in [false, true] {
+            if analyzed { try db.execute("ANALYZE runs; ANALYZE keys") }
+            for execute in [ready, rows] {
+                let plan = try Self.plan(db, execute)
+                #expect(!plan.contains("Seq Scan on runs") && !plan.contains("Seq Scan on keys"), "analyzed: \(analyzed)\n\(plan)")
+            }
+        }
+    }
+}
