@@ -35,9 +35,12 @@ extension ConductorState {
 
     /// The run recorded at `seq`, as callers see it while it is in flight.
     func live(_ recorded: RunSnapshot, seq: Int) -> RunSnapshot {
+        // Set only what differs: the recorded snapshot's fields are shared until one is set
+        // (`RunSnapshot` is copy on write), and an answer and a follower told the same snapshot
+        // share its rendering (issue 39).
         var run = recorded
-        run.seq = seq
-        if run.phase == .queued { run.waiting = lockWait(of: run.id) }
+        if run.seq != seq { run.seq = seq }
+        if run.phase == .queued, case let wait = lockWait(of: run.id), wait != run.waiting { run.waiting = wait }
         addLive(to: &run)
         return run
     }
