@@ -107,9 +107,10 @@ extension ConductorState {
         run.approval = Self.approvalWait(trigger.action, at: step.now)
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
         slots.record(run)
-        flights[id] = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
-                             action: trigger.action, runner: trigger.runner, seq: 1, debounce: window, secrets: trigger.secrets)
-        flights[id]?.origin = trigger.peer?.uid
+        var flight = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
+                            action: trigger.action, runner: trigger.runner, seq: 1, debounce: window, secrets: trigger.secrets)
+        flight.origin = trigger.peer?.uid
+        flights[id] = flight
         if let window { hold(id, window, &step) }
         timePause(id, trigger.action.name, &step)
         step.entries.append(.created(run, transition))
@@ -165,8 +166,7 @@ extension ConductorState {
         guard let state = attemptState(id), state.live == attempt, state.handOver != .done else { return }
         // Ended before its hand-over was answered: that answer will be ignored (no live attempt).
         let wasAsked = state.handOver == .asked
-        flights[id]?.live = nil
-        flights[id]?.handOver = nil
+        if let index = flights.index(forKey: id) { (flights.values[index].live, flights.values[index].handOver) = (nil, nil) }
         if !outcome.output.isEmpty || outcome.result.started {
             step.entries.append(.output(runID: id, tail: outcome.output, truncated: outcome.truncated))
         }

@@ -38,7 +38,8 @@ extension ConductorState {
         var isOver: Bool { machine.phase.isTerminal }
         var snapshot: RunSnapshot {
             var snapshot = run
-            snapshot.seq = seq
+            // Shares the recorded fields where the seq is theirs already (`RunSnapshot` is copy on write).
+            if snapshot.seq != seq { snapshot.seq = seq }
             return snapshot
         }
     }
@@ -190,21 +191,24 @@ extension ConductorState {
     /// Applies an event to a run's machine and turns its effects into the step's.
     mutating func drive(_ id: Int64, _ event: RunMachine.Event, _ step: inout Step) {
         // In place: the flight is not copied out of the table and back for each event (issue 39).
-        guard let effects = flights[id]?.machine.handle(event) else { return }
+        guard let index = flights.index(forKey: id) else { return }
+        let effects = flights.values[index].machine.handle(event)
         for effect in effects { perform(id, effect, &step) }
     }
 
     /// Performs one of a run's machine effects on its flight in place (issue 39: the flight was
     /// copied out of the table and written back for each, nine copies a run); what is told or
-    /// decided elsewhere gets a copy of the run as recorded.
+    /// decided elsewhere gets a copy of the run as recorded. Changed through the values' index:
+    /// the keyed subscript's `_modify` moved the flight out, copied it back and allocated its
+    /// frame, about 1,500 instructions each (issue 39).
     mutating func perform(_ id: Int64, _ effect: RunMachine.Effect, _ step: inout Step) {
-        guard flights.index(forKey: id) != nil else { return }
+        guard let index = flights.index(forKey: id) else { return }
         switch effect {
         case let .record(phase, detail):
-            guard let transition = flights[id]?.record(phase, detail, at: step.now, random: &random) else { return }
+            let transition = flights.values[index].record(phase, detail, at: step.now, random: &random)
             recorded(id, transition, &step)
         case let .launch(attempt):
-            guard let launch = flights[id]?.launch(attempt) else { return }
+            let launch = flights.values[index].launch(attempt)
             // `loading` is stamped in the step that launches the attempt, and the timeout armed
             // there: the time a run's creation waited for the store (a lock held by another
             // process, say) is not run time (issue 21, item 14). The start is written while the
