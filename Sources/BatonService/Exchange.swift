@@ -24,9 +24,14 @@ struct Exchange: Sendable {
     }
 
     func finish(_ response: Response) {
+        finish(line: response.jsonLine())
+    }
+
+    /// The final answer, already written as a line (`RenderedRuns`).
+    func finish(line: [UInt8]) {
         let wasParked = parked.withLock { parked in defer { parked = false }; return parked }
         if wasParked { connection.unpark() }
-        connection.send(response.jsonLine())
+        connection.send(line)
         connection.endRequest()
     }
 
@@ -38,6 +43,11 @@ struct Exchange: Sendable {
     func event(_ response: Response) {
         connection.send(response.jsonLine())
     }
+
+    /// An event already written as a line.
+    func event(line: [UInt8]) {
+        connection.send(line)
+    }
 }
 
 /// Relays a followed run's updates to a client as events, then the final answer once the run's
@@ -47,9 +57,12 @@ final class RunRelay: Sendable {
     private let exchange: Exchange
     /// The answer so far (decision, shared) and the run as last seen.
     private let answer: LoopOwned<Response>
+    /// Where its lines' snapshots are written once.
+    private let rendered: RenderedRuns
 
-    init(_ exchange: Exchange, reactor: Reactor) {
+    init(_ exchange: Exchange, reactor: Reactor, rendered: RenderedRuns) {
         self.exchange = exchange
+        self.rendered = rendered
         answer = LoopOwned(Response(id: exchange.id), on: reactor)
     }
 
@@ -62,7 +75,7 @@ final class RunRelay: Sendable {
             guard let update else { return end() }
             answer.access { $0.run = update.run }
             guard !update.run.phase.isTerminal else { return }
-            exchange.event(.update(exchange.id, update))
+            exchange.event(line: rendered.updateLine(exchange.id, update))
             // The client knows the run now: a restart in place may end the request here, and
             // the client waits for the run on the new batond.
             // Parked from the first update on (`Exchange.park` is once; its finish/fail unparks).
@@ -71,11 +84,17 @@ final class RunRelay: Sendable {
     }
 
     private func end() {
-        let final = answer.access { $0 }
+        // Moved out, not copied: the relay's answer is over.
+        let final = answer.access { answer in
+            var final = Response(id: nil)
+            swap(&final, &answer)
+            return final
+        }
         guard let run = final.run, run.phase.isTerminal else {
             let id = final.run.map { "run \($0.id)" } ?? "the run"
             return exchange.fail(.stopped("batond stopped before \(id) ended; it stays in the history"))
         }
-        exchange.finish(final)
+        exchange.finish(line: rendered.line(final))
+        rendered.forget(run.id)
     }
 }

@@ -208,7 +208,7 @@ extension Service {
             return nil
         }
         exchange.connection.markStreaming()
-        let relay = request.after.map { _ in WatchRelay(exchange, reactor: reactor) }
+        let relay = request.after.map { _ in WatchRelay(exchange, reactor: reactor, rendered: rendered) }
         // Registered before "watching" goes out (and before the replay is read), so that nothing
         // committed after the client hears it is missed: this runs on the loop, so an update
         // handled there comes after it.
@@ -219,7 +219,7 @@ extension Service {
                     return exchange.fail(.stopped("batond is shutting down"))
                 }
                 guard allowed(.read, update.run.action, generation, exchange.peer) else { return }
-                if let relay { relay.live(update) } else { exchange.event(.update(request.id, update)) }
+                if let relay { relay.live(update) } else { exchange.event(line: rendered.updateLine(request.id, update)) }
             }
         }
         exchange.park()

@@ -43,8 +43,8 @@ extension Service {
 
     private func start(_ trigger: Trigger, _ exchange: Exchange) {
         let detach = exchange.request.detach ?? false
-        let relay = detach ? nil : RunRelay(exchange, reactor: reactor)
-        let metrics = metrics
+        let relay = detach ? nil : RunRelay(exchange, reactor: reactor, rendered: rendered)
+        let (metrics, rendered) = (metrics, rendered)
         dispatcher.trigger(trigger, follower: relay?.follower) { result in
             switch result {
             case let .failure(error):
@@ -63,7 +63,7 @@ extension Service {
                 if let relay { relay.set(fill) } else {
                     var response = Response(id: exchange.id)
                     fill(&response)
-                    exchange.finish(response)
+                    exchange.finish(line: rendered.line(response))
                 }
             }
         }
@@ -74,7 +74,7 @@ extension Service {
         guard let id = exchange.request.run else { return exchange.fail(.badRequest("wait needs \"run\"")) }
         guard let live = dispatcher.snapshot(of: id) else { return waitEnded(id, exchange, generation) }
         guard allowed(.read, live.action, generation, exchange.peer) else { return exchange.fail(forbidden(.read, live.action, exchange)) }
-        let relay = RunRelay(exchange, reactor: reactor)
+        let relay = RunRelay(exchange, reactor: reactor, rendered: rendered)
         dispatcher.attach(id, follower: relay.follower) { [self] run in
             // Ended between the two looks: the history has its outcome.
             if run == nil { waitEnded(id, exchange, generation) }
@@ -93,7 +93,7 @@ extension Service {
             switch result {
             case let .failure(error): exchange.fail(error)
             case let .success(found) where !found.phase.isTerminal:
-                let relay = RunRelay(exchange, reactor: reactor)
+                let relay = RunRelay(exchange, reactor: reactor, rendered: rendered)
                 dispatcher.attach(id, follower: relay.follower) { [self] run in
                     if run == nil { finishFromHistory(id, exchange) }
                 }

@@ -66,6 +66,8 @@ public final class Service: RequestHandler, Sendable {
     let behindLookup: LoopOwned<[ObjectIdentifier: [RequestFrame]]>
     /// The loop requests come in on and answers are completed on.
     let reactor: Reactor
+    /// The runs' snapshots as the loop last wrote them, for the next line that carries the same.
+    let rendered: RenderedRuns
 
     /// Where the requests that wait on the history or a hook are driven, their answers coming back on the loop.
     public let reads: ReadDriver
@@ -85,6 +87,7 @@ public final class Service: RequestHandler, Sendable {
         self.metrics = metrics
         reads = ReadDriver(reactor: reactor)
         self.reactor = reactor
+        rendered = RenderedRuns(reactor: reactor)
         watches = LoopOwned([:], on: reactor)
         outputFollows = LoopOwned([:], on: reactor)
         behindLookup = LoopOwned([:], on: reactor)

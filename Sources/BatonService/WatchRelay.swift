@@ -29,10 +29,13 @@ final class WatchRelay: Sendable {
     private let exchange: Exchange
     private let reactor: Reactor
     private let state: LoopOwned<State>
+    /// Where a live update's snapshot is written once.
+    private let rendered: RenderedRuns
 
-    init(_ exchange: Exchange, reactor: Reactor) {
+    init(_ exchange: Exchange, reactor: Reactor, rendered: RenderedRuns) {
         self.exchange = exchange
         self.reactor = reactor
+        self.rendered = rendered
         state = LoopOwned(State(), on: reactor)
     }
 
@@ -43,7 +46,7 @@ final class WatchRelay: Sendable {
         let (send, line) = state.access { state -> (Bool, [UInt8]?) in
             if state.over || closed { return (false, nil) }
             if let key, state.sent.contains(key) { return (false, nil) }
-            let line = Response.update(exchange.id, update).jsonLine()
+            let line = rendered.updateLine(exchange.id, update)
             guard state.held != nil else { return (true, line) }
             state.held!.append((key, line))
             state.heldBytes += line.count
@@ -69,7 +72,7 @@ final class WatchRelay: Sendable {
 
     private func send(_ rest: ArraySlice<RunUpdate>) {
         guard !exchange.connection.isClosed else { return letGo() }
-        for update in rest.prefix(Self.page) { exchange.event(.update(exchange.id, update)) }
+        for update in rest.prefix(Self.page) { exchange.event(line: Response.updateLine(exchange.id, update)) }
         let next = rest.dropFirst(Self.page)
         guard !next.isEmpty else { return caughtUp() }
         exchange.connection.whenDrained(below: Self.drain) { [self] in

@@ -7,20 +7,39 @@ import FoundationEssentials
 public struct JSONWriter {
     /// The JSON so far, as UTF-8.
     public private(set) var bytes: [UInt8] = []
-    /// For each open object or array: whether the next member needs a comma before it.
-    private var needsComma: [Bool] = []
+    /// For each of the innermost 64 open objects and arrays, a bit (the innermost is bit 0):
+    /// whether its next member needs a comma before it. A bit each, not an array of flags: a
+    /// member's start cost two uniqueness checks of that array (issue 39).
+    private var commas: UInt64 = 0
+    /// The objects and arrays open.
+    private var depth = 0
+    /// The flags of those opened past 64 levels, innermost last (the bits keep the outer 64).
+    private var deeper: [Bool] = []
     /// A key was just written: the value that follows belongs to it.
     private var afterKey = false
 
     public init() { bytes.reserveCapacity(256) }
 
+    /// A writer with room for `capacity` bytes (a response line with a run takes about 500).
+    public init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
     /// The JSON so far, as text.
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 
-    public mutating func beginObject() { valueStart(); bytes.append(UInt8(ascii: "{")); needsComma.append(false) }
-    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma.removeLast() }
-    public mutating func beginArray() { valueStart(); bytes.append(UInt8(ascii: "[")); needsComma.append(false) }
-    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma.removeLast() }
+    public mutating func beginObject() { valueStart(); bytes.append(UInt8(ascii: "{")); open() }
+    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); close() }
+    public mutating func beginArray() { valueStart(); bytes.append(UInt8(ascii: "[")); open() }
+    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); close() }
+
+    private mutating func open() {
+        if depth < 64 { commas <<= 1 } else { deeper.append(false) }
+        depth += 1
+    }
+
+    private mutating func close() {
+        depth -= 1
+        if depth < 64 { commas >>= 1 } else { deeper.removeLast() }
+    }
 
     /// Starts a member of the current object (its name escaped as a string is); its value follows.
     @_disfavoredOverload
@@ -45,16 +64,19 @@ public struct JSONWriter {
         afterKey = true
     }
 
+    /// A comma unless this is the first member of the innermost object or array (none at the top).
     private mutating func memberStart() {
-        if needsComma.last == true { bytes.append(UInt8(ascii: ",")) }
-        if !needsComma.isEmpty { needsComma[needsComma.count - 1] = true }
+        if depth == 0 { return }
+        if depth <= 64 {
+            if commas & 1 != 0 { bytes.append(UInt8(ascii: ",")) } else { commas |= 1 }
+        } else {
+            if deeper[deeper.count - 1] { bytes.append(UInt8(ascii: ",")) } else { deeper[deeper.count - 1] = true }
+        }
     }
 
     private mutating func valueStart() {
         if afterKey { afterKey = false; return }
-        guard let last = needsComma.last else { return }
-        if last { bytes.append(UInt8(ascii: ",")) }
-        needsComma[needsComma.count - 1] = true
+        memberStart()
     }
 
     public mutating func string(_ value: String) { valueStart(); Self.appendString(value, to: &bytes) }
@@ -63,6 +85,8 @@ public struct JSONWriter {
     public mutating func double(_ value: Double) { valueStart(); bytes.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8) }
     /// Text that is already JSON.
     public mutating func raw(_ json: String) { valueStart(); bytes.append(contentsOf: json.utf8) }
+    /// A value already written as JSON (a run's snapshot rendered once for several lines).
+    public mutating func raw(_ json: [UInt8]) { valueStart(); bytes.append(contentsOf: json) }
 
     // Members that are left out when nil, as `JSONEncoder` leaves out nil optionals.
     @_disfavoredOverload public mutating func field(_ name: String, _ value: String?) { if let value { key(name); string(value) } }

@@ -5,12 +5,13 @@ extension Response {
     /// The response as one line of JSON, without its newline. The fields every run-related answer
     /// and event carries, and `status`'s actions, are written by hand; the rare heavy ones (a
     /// run's whole story, stats, prune reports, refused requests) go through `JSONEncoder`.
-    public func jsonLine() -> [UInt8] {
+    /// The run's snapshot is `rendered`'s bytes where they are its (`RenderedRun`).
+    public func jsonLine(rendered: RenderedRun? = nil) -> [UInt8] {
         guard detail == nil, triggers == nil, stats == nil, matches == nil, events == nil, prune == nil, chunk == nil, outputEnd == nil,
               artifacts == nil, piece == nil else {
             return (try? Array(JSONWriter.encoder.encode(self))) ?? Array(#"{"ok":false}"#.utf8)
         }
-        var json = JSONWriter()
+        var json = JSONWriter(capacity: run == nil ? 256 : 768)
         json.beginObject()
         json.field("id", id)
         json.field("ok", ok)
@@ -27,7 +28,7 @@ extension Response {
             json.field("next", error.next)
             json.endObject()
         }
-        if let run { json.key("run"); run.write(to: &json) }
+        if let run { json.key("run"); json.run(run, rendered) }
         if let transition { json.key("transition"); transition.write(to: &json) }
         json.field("decision", decision?.rawValue)
         json.field("shared", shared)

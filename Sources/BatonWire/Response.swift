@@ -7,8 +7,8 @@ public struct Response: Codable, Sendable {
     /// Set on intermediate lines of `trigger`, `wait` and `watch`: "update".
     public var event: String?
     @Boxed public var error: WireError? = nil
-    /// trigger, wait, cancel (single run), update events: the run.
-    @Boxed public var run: RunSnapshot? = nil
+    /// trigger, wait, cancel (single run), update events: the run (one reference already: not boxed).
+    public var run: RunSnapshot?
     /// update events: the transition just committed (absent for progress).
     @Boxed public var transition: Transition? = nil
     /// trigger: what the trigger did.
