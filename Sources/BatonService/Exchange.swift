@@ -94,7 +94,6 @@ final class RunRelay: Sendable {
             let id = final.run.map { "run \($0.id)" } ?? "the run"
             return exchange.fail(.stopped("batond stopped before \(id) ended; it stays in the history"))
         }
-        exchange.finish(line: rendered.line(final))
-        rendered.forget(run.id)
+        exchange.finish(line: rendered.line(final, last: true))
     }
 }

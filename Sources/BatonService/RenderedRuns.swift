@@ -7,7 +7,7 @@ import BatonCore
 /// the read driver) writes its snapshot itself.
 final class RenderedRuns: Sendable {
     /// Runs kept at most: past it the memo starts again (a snapshot it no longer holds is written
-    /// again, nothing else). A run's final answer lets its own go.
+    /// again, nothing else). A run's final answer takes its own out.
     static let bound = 1024
 
     private let reactor: Reactor
@@ -18,11 +18,13 @@ final class RenderedRuns: Sendable {
         memo = LoopOwned([:], on: reactor)
     }
 
-    /// `run`'s bytes: those kept for it where they are of its fields, else written now and kept.
+    /// `run`'s bytes where they are kept (and, `last`, no longer: the run's final answer), else
+    /// nil: the line writes it, and a later one does not need it (`last`) or finds it kept.
     /// Nil off the loop.
-    func rendering(of run: RunSnapshot) -> RenderedRun? {
+    func rendering(of run: RunSnapshot, last: Bool = false) -> RenderedRun? {
         guard reactor.isCurrent else { return nil }
         return memo.access { memo in
+            if last { return memo.removeValue(forKey: run.id).flatMap { $0.isRendering(of: run) ? $0 : nil } }
             if let kept = memo[run.id], kept.isRendering(of: run) { return kept }
             if memo.count >= Self.bound { memo.removeAll(keepingCapacity: true) }
             let rendered = RenderedRun(run)
@@ -31,19 +33,14 @@ final class RenderedRuns: Sendable {
         }
     }
 
-    /// The response as one line, its run's snapshot written once.
-    func line(_ response: Response) -> [UInt8] {
-        response.jsonLine(rendered: response.run.flatMap(rendering(of:)))
+    /// The response as one line, its run's snapshot written once (`last`: the run's final answer,
+    /// after which its bytes are let go).
+    func line(_ response: Response, last: Bool = false) -> [UInt8] {
+        response.jsonLine(rendered: response.run.flatMap { rendering(of: $0, last: last) })
     }
 
     /// An update event as one line, its run's snapshot written once.
     func updateLine(_ id: RequestID?, _ update: RunUpdate) -> [UInt8] {
         Response.updateLine(id, update, rendered: rendering(of: update.run))
-    }
-
-    /// The run's final answer is out: what was kept for it goes.
-    func forget(_ run: Int64) {
-        guard reactor.isCurrent else { return }
-        memo.access { $0[run] = nil }
     }
 }

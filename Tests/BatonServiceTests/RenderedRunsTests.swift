@@ -32,6 +32,20 @@ struct RenderedRunsTests {
         #expect(back?.json == RenderedRun(Self.queued).json)
     }
 
+    @Test("a final answer takes the run's bytes out, and writes them itself when none are kept")
+    func last() async {
+        let reactor = Reactor()
+        let memo = RenderedRuns(reactor: reactor)
+        let (kept, taken, again) = await onLoop(reactor) {
+            (memo.rendering(of: Self.queued), memo.rendering(of: Self.queued, last: true), memo.rendering(of: Self.queued, last: true))
+        }
+        #expect(kept != nil && taken?.isRendering(of: Self.queued) == true && again == nil)
+        var answer = Response(id: .number(1))
+        answer.run = Self.queued
+        let line: [UInt8] = await onLoop(reactor) { [answer] in memo.line(answer, last: true) }
+        #expect(line == answer.jsonLine())
+    }
+
     @Test("an update's line and an answer's line are those the responses write")
     func lines() async {
         let reactor = Reactor()
