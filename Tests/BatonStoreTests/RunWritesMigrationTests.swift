@@ -93,9 +93,7 @@ struct RunWritesMigrationTests {
             let ops = try Self.opcodes(sql, on: connection)
             #expect(!ops.contains("OpenEphemeral"), "\(sql): \(ops)")
         }
-        // The old definition did build one, for each statement that wrote the phase.
-        let old = dir.file("old.sqlite")
-        try Self.versionSixteen(at: old)
-        #expect(try Self.opcodes("UPDATE runs SET phase = ? WHERE id = ?", on: Connection(path: old)).contains("OpenEphemeral"))
+        // (The old definition built one with SQLite 3.40, for each statement that wrote the phase;
+        // not asserted: a later SQLite may code an IN list of constants otherwise.)
     }
 }
