@@ -247,7 +247,7 @@ public struct History {
         for action in actions {
             let list = try connection.withStatement("""
                 SELECT ended_at - started_at FROM runs
-                WHERE action = ? AND phase = 'success' AND started_at IS NOT NULL ORDER BY ended_at DESC LIMIT ?
+                WHERE action = ? AND phase = 'success' AND started_at IS NOT NULL AND ended_at IS NOT NULL ORDER BY ended_at DESC LIMIT ?
                 """) { statement in
                 try statement.bind([.text(action), .integer(Int64(limit))])
                 var durations: [Int64] = []

@@ -25,6 +25,7 @@ public enum Migrator {
     /// changed once landed.
     static let rewrites: [Int: @Sendable (Connection) throws -> Void] = [
         2: StoredKeys.rewrite,
+        17: PhaseCheck.rewrite,
     ]
 
     /// The newest schema version this binary knows.

@@ -14,7 +14,7 @@ struct PruneSelection {
 
     var whereClause: String {
         """
-        action = ? AND phase IN ('success', 'failure', 'cancelled') AND (
+        action = ? AND phase IN ('success', 'failure', 'cancelled') AND ended_at IS NOT NULL AND (
             (phase <> 'failure' AND ended_at < ?) OR (phase = 'failure' AND ended_at < ?) OR id < ?)
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE run_id = runs.id AND at >= ?)
         AND NOT EXISTS (SELECT 1 FROM run_needs n JOIN runs w ON w.id = n.run_id

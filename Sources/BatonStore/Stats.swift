@@ -38,7 +38,7 @@ extension History {
         let lastSuccess = try latest("success")
         let failureStreak = Int(try connection.scalar("""
             SELECT count(*) FROM runs WHERE action = ? AND phase = 'failure' AND ended_at >= ?
-              AND ended_at > coalesce((SELECT max(ended_at) FROM runs WHERE action = ? AND phase = 'success'), -1)
+              AND ended_at > coalesce((SELECT max(ended_at) FROM runs WHERE action = ? AND phase = 'success' AND ended_at IS NOT NULL), -1)
             """, [.text(action), .integer(from), .text(action)])?.int64 ?? 0)
         let recent = try connection.withStatement("""
             SELECT id, phase, ended_at - started_at FROM runs INDEXED BY runs_by_action
