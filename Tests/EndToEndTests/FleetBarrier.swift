@@ -4,8 +4,8 @@ import Foundation
 import Testing
 
 /// A known point in a fleet, for a test that checks that something did not happen (a hook not
-/// fired twice, a waiting run not started): a run of `FleetBarrier.action`, triggered after what
-/// the test did, and seen ended on every host's `watch`. A fleet host's watchers are fed by its
+/// fired twice, a waiting run not started): runs of `FleetBarrier.action`, triggered after what
+/// the test did (one on each host, `pass`), each seen ended on every host's `watch`. A fleet host's watchers are fed by its
 /// feed alone (`watchersFedByFleet`), on its loop, and a feed's catch-up delivers everything its
 /// snapshot sees, in order: once a host's watch has the barrier's end, its feed has delivered
 /// every transition committed before the barrier's trigger, and its loop has handled them. The
