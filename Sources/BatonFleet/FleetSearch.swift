@@ -41,7 +41,7 @@ enum FleetSearch {
         let opening: [(sql: String, parameters: [String?])] = [("SET TRANSACTION READ ONLY", []),
                                                                ("SET LOCAL statement_timeout = \(statementTimeoutMS)", [])]
         return try db.transaction(opening: opening) { _ in
-            var candidates = try FleetSearchCandidates(search, pattern(text), filter, limit: limit, budget: budget,
+            var candidates = try FleetSearchCandidates(search, pattern(search), filter, limit: limit, budget: budget,
                                                    windowBytes: windowBytes, on: db)
             var matches: [SearchMatch] = []
             while matches.count < limit, !stop(), let batch = try candidates.next(on: db) {
@@ -69,9 +69,16 @@ enum FleetSearch {
 
     /// The text as an `ILIKE` pattern over `encode(bytes, 'escape')`, found anywhere: a zero or
     /// high byte as that encoding writes it (`\nnn`), a backslash doubled as it doubles it, each
-    /// backslash of those escaped for `LIKE`, as are `%` and `_`.
-    static func pattern(_ text: String) -> String {
-        var pattern = "%"
+    /// backslash of those escaped for `LIKE`, as are `%` and `_`. A text beyond ASCII, whose
+    /// bytes the encoding writes as digits that no collation folds, is looked for by its ASCII
+    /// `pieces` in order (`SearchText.widePattern`); `match` decides, lowercasing as one host does.
+    static func pattern(_ search: SearchText) -> String {
+        "%" + search.pieces.map { escaped($0) + "%" }.joined()
+    }
+
+    /// A piece of text as `encode(bytes, 'escape')` writes it, escaped for `LIKE`.
+    static func escaped(_ text: String) -> String {
+        var pattern = ""
         for byte in text.utf8 {
             switch byte {
             case 0, 0x80...:
@@ -82,6 +89,6 @@ enum FleetSearch {
             default: pattern.unicodeScalars.append(UnicodeScalar(byte))
             }
         }
-        return pattern + "%"
+        return pattern
     }
 }

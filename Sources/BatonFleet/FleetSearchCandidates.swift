@@ -16,6 +16,7 @@ import FoundationEssentials
 /// checking every chunk the index names), then the index names the chunks, `limit` runs a batch,
 /// the bytes of their output counted against the same budget (false matches may name many).
 struct FleetSearchCandidates {
+    let search: SearchText
     let pattern: String
     let like: String
     let filter: HistoryFilter
@@ -35,8 +36,9 @@ struct FleetSearchCandidates {
 
     init(_ search: SearchText, _ pattern: String, _ filter: HistoryFilter, limit: Int, budget: Int64,
          windowBytes: Int64 = FleetSearch.windowBytes, on db: PGConnection) throws {
+        self.search = search
         self.pattern = pattern
-        like = search.likePattern
+        like = search.widePattern
         var filter = filter
         filter.reverse = false
         let after = filter.after
@@ -45,7 +47,8 @@ struct FleetSearchCandidates {
         self.limit = limit
         self.budget = budget
         self.windowBytes = max(windowBytes, 1)
-        indexed = search.usesIndex ? try FleetSearch.isIndexed(on: db) : false
+        // pg_trgm narrows by the trigrams of the pattern's pieces: none of three characters, nothing to narrow by.
+        indexed = search.pieces.contains { $0.unicodeScalars.count >= 3 } ? try FleetSearch.isIndexed(on: db) : false
         // The filter's newest run (with `--until`, the newest queued before it).
         let query = FleetFilterSQL(filter)
         let newest = try db.query("SELECT max(id) FROM runs \(query.whereClause)", query.arguments).first?[0].flatMap { Int64($0) }
@@ -114,12 +117,19 @@ struct FleetSearchCandidates {
         return runs
     }
 
-    /// The newest `limit` runs below `below` whose param values hold the text.
+    /// The newest `limit` runs below `below` whose param values hold the text: those `ILIKE`
+    /// names (`widePattern`, whatever the collation folds), a page at a time, that `isIn` takes.
     private func byParams(below: Int64, on db: PGConnection) throws -> [RunSnapshot] {
-        var query = FleetFilterSQL(filter)
-        let (under, value) = (query.add(String(below)), query.add(like))
-        query.clauses += ["id < \(under)::bigint", "EXISTS (SELECT 1 FROM jsonb_each_text(params::jsonb) AS p WHERE p.value ILIKE \(value))"]
-        return try query.runs(limit: limit, on: db)
+        var (found, below) = ([RunSnapshot](), below)
+        while true {
+            var query = FleetFilterSQL(filter)
+            let (under, value) = (query.add(String(below)), query.add(like))
+            query.clauses += ["id < \(under)::bigint", "EXISTS (SELECT 1 FROM jsonb_each_text(params::jsonb) AS p WHERE p.value ILIKE \(value))"]
+            let page = try query.runs(limit: limit, on: db)
+            found += page.filter { $0.params.values.contains(where: search.isIn) }
+            guard found.count < limit, page.count == limit, let last = page.last else { return Array(found.prefix(limit)) }
+            below = last.id
+        }
     }
 
     /// The next `limit` runs below `high` whose chunks the index names and the server checks, or

@@ -21,14 +21,19 @@ extension History {
         var (clauses, arguments) = Self.conditions(filter)
         var scan = Scan(budget: budget, stop: stop)
         var runs = try outputMatches(search, clauses, arguments, limit: limit, indexed: indexed, &scan)
+        // SQLite's LIKE folds ASCII only: it names the runs that may hold the text (`widePattern`),
+        // and `isIn` (Unicode lowercasing, as the output's lines are found) decides.
         clauses.append("EXISTS (SELECT 1 FROM json_each(runs.params) WHERE json_each.value LIKE ? ESCAPE '\\')")
-        arguments.append(.text(search.likePattern))
+        arguments.append(.text(search.widePattern))
         let byParams = try connection.withStatement("""
-            SELECT \(Self.runColumns) FROM runs WHERE \(clauses.joined(separator: " AND ")) ORDER BY id DESC LIMIT ?
+            SELECT \(Self.runColumns) FROM runs WHERE \(clauses.joined(separator: " AND ")) ORDER BY id DESC
             """) { s in
-            try s.bind(arguments + [.integer(Int64(limit))])
+            try s.bind(arguments)
             var found: [RunSnapshot] = []
-            while try s.step() { found.append(Self.decodeRun(s)) }
+            while found.count < limit, try s.step() {
+                let run = Self.decodeRun(s)
+                if run.params.values.contains(where: search.isIn) { found.append(run) }
+            }
             return found
         }
         for run in byParams where !runs.contains(where: { $0.id == run.id }) { runs.append(run) }

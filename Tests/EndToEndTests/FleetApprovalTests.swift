@@ -16,6 +16,7 @@ struct FleetApprovalTests {
         let hosts = try FleetTests.fleet(2, actions: """
             deploy: { exec: ["sh", "-c", "echo ref=$BATON_PARAM_REF >> \(marker)"], params: { ref: {} },
                       approve: { by: ["group:\(team.group)"], timeout: "\(timeout)" } },
+            \(FleetBarrier.action)
             """, lease: lease, conninfo: conninfo,
             settings: #"requireUser: false, socketMode: "0666", allow: { trigger: { users: ["*"] } },"#)
         for host in hosts { chmod(host.directory, 0o755) }
@@ -60,8 +61,8 @@ struct FleetApprovalTests {
             let status = try host.baton("status", "deploy").stdout
             #expect(told, "\(status)")
         }
-        // Waiting: no host starts it (three ticks at least in 1.5 s).
-        usleep(1_500_000)
+        // Waiting: its host has looked for what may start since, and every feed has delivered it; none started it.
+        try FleetBarrier.pass(hosts)
         #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [run]).first?[0] == "queued", "no host starts a waiting run")
         let yes = try team.baton(team.ben, hosts[1], "approve", run)
         #expect(yes.code == 0, "\(yes.stdout)\(yes.stderr)")
@@ -210,6 +211,7 @@ struct FleetApprovalTests {
         let hosts = try FleetTests.fleet(2, actions: """
             deploy: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" }, policy: "queue", params: { ref: {} },
                       approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+            \(FleetBarrier.action)
             """, conninfo: conninfo, settings: #"requireUser: false, socketMode: "0666", allow: { trigger: { users: ["*"] } },"#)
         for host in hosts { chmod(host.directory, 0o755) }
         defer { for host in hosts { host.stop() } }
@@ -228,7 +230,8 @@ struct FleetApprovalTests {
         let third = try trigger("c")
         gate.release()
         #expect(try FleetTests.wait(hosts[0], run: Int64(second)!)?.phase == .success)
-        usleep(1_500_000)
+        // The key is the third's now: web-1 has looked for what may start since, and has not started it.
+        try FleetBarrier.pass(hosts)
         let db = try PGConnection(conninfo)
         #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [third]).first?[0] == "queued", "not approved: not started after the end")
         #expect(try team.baton(team.ben, hosts[1], "deny", third, "--reason", "enough").code == 0)

@@ -17,6 +17,7 @@ struct FleetAwaitingHookTests {
         let hosts = try FleetTests.fleet(2, actions: """
             deploy: { exec: ["true"], params: { ref: {} }, keyParams: ["ref"], approve: { by: ["user:root"] }, on: { awaiting: "announce" } },
             announce: { exec: ["sh", "-c", "echo $BATON_HOOK_RUN_ID $BATON_HOOK_EVENT $BATON_HOOK_PARAM_REF >> \(marker)"] },
+            \(FleetBarrier.action)
             """, conninfo: conninfo, settings: "requireUser: false,")
         defer { for host in hosts { host.stop() } }
         let db = try PGConnection(conninfo)
@@ -28,8 +29,8 @@ struct FleetAwaitingHookTests {
             runs.append(String(try #require(answer.run?.id, "\(answer)")))
             #expect(try FleetLockTests.eventually { try db.query(count).first?[0] == String(index + 1) }, "its hook run ended")
         }
-        // Every host's feed has read both waits by now (it refreshes at least once a second).
-        usleep(2_000_000)
+        // Every host's feed has delivered both waits, and what a host did in answer is committed.
+        try FleetBarrier.pass(hosts)
         let hooks = try db.query("SELECT hook_run, hook_event, host FROM runs WHERE action = 'announce' ORDER BY hook_run").rows
         #expect(hooks.map { [$0[0], $0[1]] } == runs.map { [$0, "awaiting"] }, "one hook run for each waiting run: \(hooks)")
         #expect(hooks.map { $0[2] } == ["web-1", "web-2"], "each made by the host whose transaction made the wait: \(hooks)")
@@ -45,6 +46,7 @@ struct FleetAwaitingHookTests {
             build: { exec: ["true"], on: { success: "deploy" } },
             deploy: { exec: ["true"], approve: { by: ["user:root"] }, on: { awaiting: "announce", chain: true } },
             announce: { exec: ["true"] },
+            \(FleetBarrier.action)
             """, conninfo: conninfo, settings: "requireUser: false,")
         defer { for host in hosts { host.stop() } }
         let build = try #require(try Client(path: hosts[0].socket).call(Request(op: .trigger, action: "build", detach: true)).run?.id)
@@ -54,7 +56,7 @@ struct FleetAwaitingHookTests {
         #expect(deploy != nil, "build's success made a deploy run")
         let count = "SELECT count(*) FROM runs WHERE action = 'announce' AND phase = 'success'"
         #expect(try FleetLockTests.eventually { try db.query(count).first?[0] == "1" }, "its hook run ended")
-        usleep(1_500_000)
+        try FleetBarrier.pass(hosts)
         let hooks = try db.query("SELECT hook_run, hook_event FROM runs WHERE action = 'announce'").rows
         #expect(hooks.map { [$0[0], $0[1]] } == [[deploy, "awaiting"]], "once: \(hooks)")
     }
@@ -85,6 +87,7 @@ struct FleetAwaitingHookTests {
             build: { exec: ["true"], on: { success: "deploy" } },
             deploy: { exec: ["true"], approve: { by: ["user:root"] }, on: { awaiting: "announce" } },
             announce: { exec: ["true"] },
+            \(FleetBarrier.action)
             """, conninfo: conninfo, settings: "requireUser: false,")
         defer { for host in hosts { host.stop() } }
         let build = try #require(try Client(path: hosts[0].socket).call(Request(op: .trigger, action: "build", detach: true)).run?.id)
@@ -93,8 +96,8 @@ struct FleetAwaitingHookTests {
         #expect(try FleetLockTests.eventually {
             try db.query("SELECT count(*) FROM runs WHERE action = 'deploy' AND hook_run = $1", [String(build)]).first?[0] == "1"
         }, "build's success made a deploy run, which waits")
-        // A hook the end's transaction would fire is written with the deploy run; give the feed its refresh too.
-        usleep(1_500_000)
+        // A hook the end's transaction would fire is written with the deploy run; one the feed would fire, by the barrier.
+        try FleetBarrier.pass(hosts)
         #expect(try db.query("SELECT count(*) FROM runs WHERE action = 'announce'").first?[0] == "0")
     }
 

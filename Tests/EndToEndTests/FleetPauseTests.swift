@@ -44,7 +44,7 @@ struct FleetPauseTests {
     @Test("pause --hold on web-1: web-2's trigger is queued, not refused, and waits on every host; web-1's next is busy with it; resumed, it starts")
     func held() throws {
         let conninfo = try Postgres.server().database()
-        let hosts = try FleetTests.fleet(2, actions: #"deploy: { exec: ["true"] },"#, conninfo: conninfo)
+        let hosts = try FleetTests.fleet(2, actions: #"deploy: { exec: ["true"] },"# + FleetBarrier.action, conninfo: conninfo)
         let paused = try hosts[0].baton("pause", "deploy", "--hold", "--reason", "migrating db")
         #expect(paused.code == 0 && paused.stdout.hasPrefix("paused: deploy is held by "), "\(paused.stdout)\(paused.stderr)")
         let queued = try FleetTests.trigger(hosts[1], "deploy")
@@ -53,8 +53,8 @@ struct FleetPauseTests {
         #expect(busy.code == 75 && busy.stderr.contains("run \(run)"), "single flight across the fleet: \(busy.stderr)")
         let db = try PGConnection(conninfo)
         #expect(try db.query("SELECT count(*) FROM triggers WHERE action = 'deploy' AND decision = 'paused'").first?[0] == "0")
-        // web-2 looks for what may start on each tick of its feed (once a second at least).
-        usleep(2_500_000)
+        // web-2 has looked for what may start since (`FleetBarrier`), and every feed has delivered the run.
+        try FleetBarrier.pass(hosts, first: 1)
         #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [String(run)]).first?[0] == "queued", "a held run starts on no host")
         #expect(try FleetDebounceTests.until(30) { try hosts[1].baton("status", "deploy").stdout.contains("held by pause (") },
                 "web-2's status says what holds its run")
@@ -70,16 +70,15 @@ struct FleetPauseTests {
     func queuedRunHeld() throws {
         let gate = try FifoGate()
         let conninfo = try Postgres.server().database()
-        let hosts = try FleetTests.fleet(2, actions: FleetTests.gated(gate, policy: "queue"), conninfo: conninfo)
+        let hosts = try FleetTests.fleet(2, actions: FleetTests.gated(gate, policy: "queue") + FleetBarrier.action, conninfo: conninfo)
         let db = try PGConnection(conninfo)
         let first = try #require(try FleetTests.trigger(hosts[0], "gated").run?.id)
         let second = try #require(try FleetTests.trigger(hosts[1], "gated").run?.id)
         #expect(try hosts[0].baton("pause", "gated", "--reason", "hold on").code == 0)
         gate.release()
         #expect(try FleetTests.wait(hosts[0], run: first)?.phase == .success)
-        // The key is the follow-up's now; web-2 looks for what may start on each tick of its
-        // feed (the end's NOTIFY, and once a second): three ticks at least pass in 2.5 s.
-        usleep(2_500_000)
+        // The key is the follow-up's now; web-2 has looked for what may start since (`FleetBarrier`).
+        try FleetBarrier.pass(hosts, first: 1)
         let phase = { try db.query("SELECT phase FROM runs WHERE id = $1", [String(second)]).first?[0] ?? nil }
         #expect(try phase() == "queued", "a paused action's run does not start on any host")
         #expect(try hosts[0].baton("resume", "gated").code == 0)

@@ -53,7 +53,7 @@ extension FleetSearchTests {
     func windowsOfBytes() throws {
         let (_, db) = try Self.twoActions()
         let text = SearchText("plain")
-        var candidates = try FleetSearchCandidates(text, FleetSearch.pattern("plain"), HistoryFilter(limit: 5), limit: 5,
+        var candidates = try FleetSearchCandidates(text, FleetSearch.pattern(text), HistoryFilter(limit: 5), limit: 5,
                                                    budget: 1_000, windowBytes: 60, on: db)
         let first = try candidates.next(on: db)
         #expect(first?.map(\.id) == Array((193...202).reversed()) && candidates.high == 193 && candidates.scanned == 60)

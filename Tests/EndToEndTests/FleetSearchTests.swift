@@ -182,10 +182,44 @@ struct FleetSearchTests {
         #expect(answered == [3], "the search waited for the pool's connection")
     }
 
-    @Test("the ILIKE pattern over encode(bytes, 'escape'): LIKE's characters escaped, high bytes and backslashes as the encoding writes them")
+    @Test("the ILIKE pattern over encode(bytes, 'escape'): LIKE's characters escaped, high bytes and backslashes as the encoding writes them; a text beyond ASCII by its lowercased ASCII pieces")
     func pattern() {
-        #expect(FleetSearch.pattern("a%b_c") == #"%a\%b\_c%"#)
-        #expect(FleetSearch.pattern(#"x\y"#) == #"%x\\\\y%"#)
-        #expect(FleetSearch.pattern("é") == #"%\\303\\251%"#)
+        #expect(FleetSearch.pattern(SearchText("a%b_c")) == #"%a\%b\_c%"#)
+        #expect(FleetSearch.pattern(SearchText(#"x\y"#)) == #"%x\\\\y%"#)
+        #expect(FleetSearch.escaped("é") == #"\\303\\251"#)
+        #expect(FleetSearch.pattern(SearchText("FINE Café")) == "%f%ne caf%")
+        #expect(FleetSearch.pattern(SearchText("É")) == "%")
+    }
+
+    /// Run 1's output, run 2's, and run 3's params; what each text finds, newest first: the table
+    /// of one host's `SearchCaseTests` (BatonStoreTests), which the fleet's answers must equal.
+    static let beyondASCII = #"""
+        first: { exec: ["sh", "-c", "echo 'Élan vital à la STRAẞE, café'"] },
+        second: { exec: ["sh", "-c", "echo 'strasse 12'"] },
+        third: { exec: ["sh", "-c", "echo nothing here"], params: { city: {} } },
+        """#
+    static let cases: [(text: String, runs: [Int64])] = [
+        ("élan", [1]), ("ÉLAN VITAL", [1]), ("CAFÉ", [1]), ("straße", [1]), ("STRAẞE", [1]),
+        ("STRASSE", [2]), ("évian", [3]), ("Évian", [3]), ("é", [3, 1]), ("É", [3, 1]),
+    ]
+
+    @Test("case beyond ASCII as one host ignores it (Unicode lowercasing), in output and params, whatever the database's encoding and locale, with the index and without",
+          arguments: ["", "TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'"], [false, true])
+    func caseBeyondASCII(database options: String, index: Bool) throws {
+        let conninfo = try Postgres.server().database(options)
+        let host = try FleetTests.fleet(1, actions: Self.beyondASCII, conninfo: conninfo,
+                                        settings: "requireUser: false," + (index ? #" search: "index","# : ""))[0]
+        defer { host.stop() }
+        if index { try host.waitForLog("is made: searches use it") }
+        for run in [["first"], ["second"], ["third", "-p", "city=ÉVIAN"]] {
+            #expect(try execute(Binaries.baton, ["--socket", host.socket, "run"] + run).code == 0)
+        }
+        for (text, runs) in Self.cases {
+            let found = try host.baton("search", text, "--json")
+            let matches = try JSONDecoder().decode([SearchMatch].self, from: Data(found.stdout.utf8))
+            #expect(matches.map(\.run.id) == runs, "\(text): \(found.stdout)\(found.stderr)")
+            if let byParams = matches.first(where: { $0.run.id == 3 }) { #expect(byParams.params == ["city"], "\(text)") }
+            for match in matches where match.run.id != 3 { #expect(match.lineCount == 1, "\(text): \(match)") }
+        }
     }
 }

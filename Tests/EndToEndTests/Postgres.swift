@@ -121,8 +121,9 @@ final class Postgres: @unchecked Sendable {
         return "/usr/lib/postgresql/\(newest)/bin/\(tool)"
     }
 
-    /// A new, empty database; returns its connection string (over the Unix socket).
-    func database() throws -> String {
+    /// A new, empty database; returns its connection string (over the Unix socket). `options`
+    /// follow `CREATE DATABASE name` (an encoding and a locale, say).
+    func database(_ options: String = "") throws -> String {
         let name = "t_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
         // Bounded and tried again: a clean-clone CI run here once sat 22 minutes in this connect
         // (libpq polling with no timeout, its socket's fd later found to be no socket), which
@@ -130,7 +131,7 @@ final class Postgres: @unchecked Sendable {
         let conninfo = "host=\(directory) port=\(port) dbname=postgres user=baton"
         let bounded = ["connect_timeout": "20"]
         let admin = (try? PGConnection(conninfo, defaults: bounded)) ?? (try? PGConnection(conninfo, defaults: bounded))
-        try (admin ?? PGConnection(conninfo, defaults: bounded)).execute("CREATE DATABASE \(name)")
+        try (admin ?? PGConnection(conninfo, defaults: bounded)).execute("CREATE DATABASE \(name) \(options)")
         return "host=\(directory) port=\(port) dbname=\(name) user=baton"
     }
 

@@ -33,6 +33,20 @@ struct WatchReplayEndToEndTests {
         }
     }
 
+    /// Waits until both runs handed over have ended under their shims (each shim's `status`),
+    /// with no batond serving: what the next batond then collects, not adopts still running.
+    static func endedUnderShims(_ daemon: Daemon, count: Int = 2) async throws -> [String] {
+        let shims = daemon.database + "-shims"
+        func statuses() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: shims)) ?? []).compactMap { name in
+                try? String(contentsOfFile: shims + "/" + name + "/status", encoding: .utf8)
+            }
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while statuses().count < count, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        return statuses()
+    }
+
     @Test("baton watch across a stop and start: runs ended under their shims and a queued one recovered are printed once each, in order, none missing",
           .timeLimit(.minutes(3)))
     func stopAndStart() async throws {
@@ -52,17 +66,21 @@ struct WatchReplayEndToEndTests {
         daemon.stop()
         // With no batond: the two runs end under their shims.
         FileManager.default.createFile(atPath: directory + "/go", contents: nil)
-        try await Task.sleep(for: .milliseconds(800))
+        let shims = try await Self.endedUnderShims(daemon)
+        #expect(shims.count == 2, "\(shims)")
         let next = try Daemon(config: Self.config(directory), reusing: daemon)
         defer { next.stop() }
         #expect(try next.baton("run", "quick").code == 0)
+        // A last run, after the others settled: the watch prints its end after anything the
+        // replay or the held updates could print twice (`WatchRelay` sends those first).
+        _ = try RestartAnswerTests.settledRuns(next)
+        #expect(try next.baton("run", "quick").code == 0)
         let runs = try RestartAnswerTests.settledRuns(next)
-        #expect(runs == ["1", "2", "3", "4"])
+        #expect(runs == ["1", "2", "3", "4", "5"])
         let connection = try Connection(path: next.database, readOnly: true)
         let committed = try SurviveTests.column(connection, "SELECT run_id || '.' || seq FROM transitions ORDER BY at, run_id, seq")
         let deadline = Date().addingTimeInterval(30)
-        while Self.printed(out).count < committed.count, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        try await Task.sleep(for: .milliseconds(200))  // anything printed twice would be in by now
+        while !Self.printed(out).contains(committed.last ?? ""), Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let printed = Self.printed(out)
         #expect(printed.count == committed.count, "printed \(printed), committed \(committed)")
         #expect(Set(printed) == Set(committed), "printed \(printed), committed \(committed)")
@@ -89,15 +107,14 @@ struct WatchReplayEndToEndTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let daemon = try Daemon(config: Self.config(directory))
-        let began = Locked(0)
-        let seen = Locked<[String]>([])
-        let updates = BatonClient.watch(socket: daemon.socket, started: { began.withLock { $0 += 1 } }, skipped: { _ in seen.withLock { $0.append("skipped") } })
+        let watched = WatchedUpdates()
+        let updates = BatonClient.watch(socket: daemon.socket, started: { watched.begin() }, skipped: { _ in watched.add("skipped") })
         // How the stream ended, if it did (a failure then says why the watch saw no more).
         let ended = Locked<String?>(nil)
         let reading = Task {
             do {
                 for try await update in updates {
-                    if let t = update.transition { seen.withLock { $0.append("\(t.runID).\(t.seq)") } }
+                    if let t = update.transition { watched.add("\(t.runID).\(t.seq)") }
                 }
                 ended.withLock { $0 = "finished" }
             } catch {
@@ -105,26 +122,27 @@ struct WatchReplayEndToEndTests {
             }
         }
         defer { reading.cancel() }
-        let first = Date().addingTimeInterval(30)
-        while began.withLock({ $0 }) == 0, Date() < first { try await Task.sleep(for: .milliseconds(10)) }
+        let told = { "seen \(watched.seen), watches begun \(watched.began), stream \(ended.withLock { $0 } ?? "open")" }
+        #expect(await watched.wait { $0.began == 1 }, "\(told())")
         for n in 1...3 { #expect(try daemon.baton("run", "waiter", "-p", "n=\(n)", "--detach").code == 0) }
-        let loaded = Date().addingTimeInterval(30)
-        while seen.withLock({ $0.count }) < 5, Date() < loaded { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await watched.wait { $0.seen.count >= 5 }, "\(told())")
         daemon.stop()
         FileManager.default.createFile(atPath: directory + "/go", contents: nil)
-        try await Task.sleep(for: .milliseconds(800))
+        let shims = try await Self.endedUnderShims(daemon)
+        #expect(shims.count == 2, "\(shims)")
         let next = try Daemon(config: Self.config(directory), reusing: daemon)
         defer { next.stop() }
+        #expect(try next.baton("run", "quick").code == 0)
+        // A last run once the others settled: its end comes after anything sent twice would.
+        _ = try RestartAnswerTests.settledRuns(next)
         #expect(try next.baton("run", "quick").code == 0)
         _ = try RestartAnswerTests.settledRuns(next)
         let connection = try Connection(path: next.database, readOnly: true)
         let committed = try SurviveTests.column(connection, "SELECT run_id || '.' || seq FROM transitions ORDER BY at, run_id, seq")
-        let deadline = Date().addingTimeInterval(30)
-        while seen.withLock({ $0.count }) < committed.count, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        try await Task.sleep(for: .milliseconds(200))
-        let got = seen.withLock { $0 }
-        #expect(got.count == committed.count && Set(got) == Set(committed),
-                "seen \(got), committed \(committed), watches begun \(began.withLock { $0 }), stream \(ended.withLock { $0 } ?? "open")")
-        #expect(began.withLock { $0 } == 2, "watched again once")
+        let last = committed.last ?? ""
+        #expect(await watched.wait { $0.seen.contains(last) }, "\(told()), committed \(committed)")
+        let got = watched.seen
+        #expect(got.count == committed.count && Set(got) == Set(committed), "\(told()), committed \(committed)")
+        #expect(watched.began == 2, "watched again once")
     }
 }

@@ -23,13 +23,42 @@ public struct SearchText: Sendable {
     public var matchQuery: String { "\"" + text.replacingEvery("\"", with: "\"\"") + "\"" }
 
     /// A LIKE pattern for `ESCAPE '\'` that finds the text anywhere (shorter texts, params).
-    public var likePattern: String {
-        var pattern = "%"
-        for character in text {
-            if character == "%" || character == "_" || character == "\\" { pattern.append("\\") }
-            pattern.append(character)
+    public var likePattern: String { "%" + Self.escapedForLike(text) + "%" }
+
+    /// A LIKE pattern (`ESCAPE '\'`) that every value holding the text matches, whatever a
+    /// database folds beyond ASCII (SQLite's `LIKE` folds ASCII only; PostgreSQL's `ILIKE` folds
+    /// as the database's collation says): `likePattern` for an ASCII text; otherwise its
+    /// lowercased text's ASCII `pieces` in order, `%` for the rest. What it finds is checked
+    /// with `isIn`, which decides.
+    public var widePattern: String {
+        guard !isASCII else { return likePattern }
+        return "%" + pieces.map { Self.escapedForLike($0) + "%" }.joined()
+    }
+
+    /// The pieces of the lowercased text that every value holding it holds as they are, case
+    /// aside, in order: its ASCII runs, cut at each `i` and `k` (which `İ` and the Kelvin sign
+    /// lowercase to, the only characters beyond ASCII that lowercase into it).
+    public var pieces: [String] {
+        guard !isASCII else { return [text] }
+        var pieces: [String] = [], piece = ""
+        for scalar in text.lowercased().unicodeScalars {
+            if scalar.isASCII && scalar != "i" && scalar != "k" {
+                piece.unicodeScalars.append(scalar)
+            } else if !piece.isEmpty {
+                pieces.append(piece)
+                piece = ""
+            }
         }
-        return pattern + "%"
+        return piece.isEmpty ? pieces : pieces + [piece]
+    }
+
+    private static func escapedForLike(_ piece: String) -> String {
+        var escaped = ""
+        for character in piece {
+            if character == "%" || character == "_" || character == "\\" { escaped.append("\\") }
+            escaped.append(character)
+        }
+        return escaped
     }
 
     /// Where the text first starts in `line` (a byte offset into it), or nil.
