@@ -7,8 +7,9 @@ import FoundationEssentials
 public struct JSONWriter {
     /// The JSON so far, as UTF-8.
     public private(set) var bytes: [UInt8] = []
-    /// For each of the innermost 64 open objects and arrays, a bit (the innermost is bit 0):
-    /// whether its next member needs a comma before it. A bit each, not an array of flags: a
+    /// For each of the outermost 64 open objects and arrays (levels 1 to 64), a bit (the innermost
+    /// of them is bit 0): whether its next member needs a comma before it; deeper levels' flags are
+    /// in `deeper`. A bit each, not an array of flags: a
     /// member's start cost two uniqueness checks of that array (issue 39).
     private var commas: UInt64 = 0
     /// The objects and arrays open.
@@ -37,6 +38,7 @@ public struct JSONWriter {
     }
 
     private mutating func close() {
+        precondition(depth > 0, "JSONWriter: an end without its begin")
         depth -= 1
         if depth < 64 { commas >>= 1 } else { deeper.removeLast() }
     }

@@ -140,4 +140,28 @@ struct LayoutTests {
             """
         #expect(Self.lockedConstructions(in: text) == 5)
     }
+
+    /// Writes to a `RunSnapshot`'s shared storage outside `RunSnapshot*.swift`, in `text`: its
+    /// `fields` are written only after `unique` (copy on write, issue 39), so anything that reaches
+    /// `storage.fields` or assigns a `storage` elsewhere would change every value sharing them.
+    static func snapshotStorageWrites(in text: String) -> Int {
+        let code = EffectsUnderLockTests.blankCommentsAndStrings(text)
+        let write = try! NSRegularExpression(pattern: #"\bstorage\s*\.\s*fields\b|\.storage\s*=[^=]"#)
+        return write.numberOfMatches(in: code, range: NSRange(code.startIndex..., in: code))
+    }
+
+    @Test("only RunSnapshot's own files reach its storage's fields or replace its storage")
+    func snapshotStorage() throws {
+        let tests = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests")
+        var found: [String] = []
+        for root in [Self.sources, tests] {
+            guard let walker = FileManager.default.enumerator(atPath: root.path) else { throw CocoaError(.fileNoSuchFile) }
+            for case let path as String in walker where path.hasSuffix(".swift") && !path.hasPrefix("BatonEngine/Model/RunSnapshot") {
+                let text = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+                if Self.snapshotStorageWrites(in: text) > 0 && path != "BatonCoreTests/LayoutTests.swift" { found.append(path) }
+            }
+        }
+        #expect(found.isEmpty, "RunSnapshot's storage written outside RunSnapshot*.swift: \(found)")
+        #expect(Self.snapshotStorageWrites(in: "run.storage.fields.seq = 1\nrun.storage = other\nlet same = a.storage === b.storage\nvar storage = sockaddr_storage()\n// storage.fields") == 2)
+    }
 }

@@ -1,4 +1,5 @@
 import BatonCore
+@testable import BatonEngine
 import Foundation
 import Testing
 
@@ -45,7 +46,10 @@ struct RunSnapshotStorageTests {
         #expect(!run.isTriviallyIdentical(to: before))
         var alone = Self.bare
         alone.seq = 1
+        let storage = ObjectIdentifier(alone.storage)
         alone.attempts = 2
+        alone.reason = "in place"
+        #expect(ObjectIdentifier(alone.storage) == storage, "the only holder's change made a new storage")
         #expect(alone.seq == 1 && alone.attempts == 2 && Self.bare.seq == nil)
     }
 

@@ -27,6 +27,9 @@ struct RenderedRunsTests {
         }
         #expect(first?.isRendering(of: Self.queued) == true && again?.isRendering(of: Self.queued) == true)
         #expect(again?.json == RenderedRun(Self.queued).json)
+        // The very bytes, not a new rendering of them.
+        let address = { (run: RenderedRun?) in run?.json.withUnsafeBufferPointer { $0.baseAddress } }
+        #expect(address(first) != nil && address(first) == address(again), "the same snapshot was written again")
         #expect(changed?.isRendering(of: loading) == true)
         #expect(changed?.json == RenderedRun(loading).json)
         #expect(back?.json == RenderedRun(Self.queued).json)

@@ -110,11 +110,6 @@ extension ConductorState {
         var flight = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),
                             action: trigger.action, runner: trigger.runner, seq: 1, debounce: window, secrets: trigger.secrets)
         flight.origin = trigger.peer?.uid
-        // The recorded run at its creation's seq, as `record` leaves it after each transition: the
-        // snapshots of a queued run (its trigger's answer, a wait's first event) are then the
-        // flight's own fields, shared, and written once (issue 39). What the creation writes and
-        // tells is `run`, as before.
-        flight.run.seq = 1
         flights[id] = flight
         if let window { hold(id, window, &step) }
         timePause(id, trigger.action.name, &step)

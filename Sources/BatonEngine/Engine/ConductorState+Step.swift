@@ -34,6 +34,16 @@ extension ConductorState {
         /// Left retrying by a previous batond: the bytes of output the history holds, for its next launch.
         var outputResumesAt: Int64?
 
+        /// A run put in flight at `seq` (its creation's, or the last its history holds): the
+        /// recorded run carries that seq, as `record` leaves it after each transition, so the
+        /// snapshots the flight answers with are its own fields, shared (issue 39).
+        init(run: RunSnapshot, machine: RunMachine, action: Action, runner: RunnerBox?, seq: Int,
+             hook: HookContext? = nil, debounce: DebounceWindow? = nil, secrets: [String: String] = [:]) {
+            (self.run, self.machine, self.action, self.runner, self.seq) = (run, machine, action, runner, seq)
+            (self.hook, self.debounce, self.secrets) = (hook, debounce, secrets)
+            if run.seq != seq { self.run.seq = seq }
+        }
+
         /// Whether the run's end is decided (its terminal transition may not be durable yet).
         var isOver: Bool { machine.phase.isTerminal }
         var snapshot: RunSnapshot {
