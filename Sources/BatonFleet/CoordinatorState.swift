@@ -26,6 +26,9 @@ struct CoordinatorState: Sendable {
     private(set) var lookWhenFree = false
     /// Every host's runs in flight, as the feed last read them.
     private(set) var fleetInFlight: [Int64: RunSnapshot] = [:]
+    /// When (the loop's clock) the last catch-up of the feed that succeeded began: every transition
+    /// committed before it was delivered to the loop. Nil before the first.
+    private(set) var caughtUpAt: ContinuousClock.Instant?
     /// The secret params' values of this host's runs that have not started (`keep`), in memory
     /// only: handed to the conductor with the run when it starts here, dropped when it ends.
     private(set) var secrets: [Int64: [String: String]] = [:]
@@ -67,6 +70,8 @@ struct CoordinatorState: Sendable {
         case refreshedChanges(changed: [RunSnapshot], gone: [Int64])
         /// The feed delivered a transition of a run (as it was then).
         case delivered(RunSnapshot, ended: Bool)
+        /// A catch-up of the feed begun at `at` (the loop's clock) succeeded; its transitions were delivered before.
+        case caughtUp(at: ContinuousClock.Instant)
         /// A tick read the runs whose needs to ask, its read begun at `readAt`: the runs whose
         /// needs were written before it are forgotten (it saw them written).
         case needsRead(readAt: ContinuousClock.Instant)
@@ -137,6 +142,9 @@ struct CoordinatorState: Sendable {
             // Only its end: its `loading` may come by the feed before the start's claim reaches the loop.
             if ended { secrets[run.id] = nil }
             return []
+        case let .caughtUp(at):
+            caughtUpAt = max(caughtUpAt ?? at, at)
+            return []
         case let .needsRead(readAt):
             needsAsked.prune(writtenBefore: readAt)
             return []
@@ -149,6 +157,34 @@ struct CoordinatorState: Sendable {
             needsAsked.written(run, at: at)
             return []
         }
+    }
+
+    /// How recent the feed's last catch-up must be for a follower to rely on the table (`followable`).
+    static let fresh = Duration.seconds(2)
+
+    /// Whether the feed caught up within `fresh` of `now`: a run the table lists in flight then
+    /// either is, or its end is still to be delivered by a feed that works. A feed whose catch-up
+    /// keeps failing leaves the table frozen, listing runs that ended meanwhile.
+    func fed(at now: ContinuousClock.Instant) -> Bool {
+        guard let caughtUpAt else { return false }
+        return now - caughtUpAt <= Self.fresh
+    }
+
+    /// The run as the table holds it, with its seq, when a follower may follow it from this copy
+    /// with no read (`FleetCoordinator.attach`): listed in flight, and the feed `fed`. Every
+    /// transition after that seq is still to be delivered (the table changes only by the feed's
+    /// deliveries and refreshes, in the order the feed reads them).
+    func followable(_ id: Int64, at now: ContinuousClock.Instant) -> (RunSnapshot, seq: Int)? {
+        guard let known = fleetInFlight[id], let seq = known.seq, !known.phase.isTerminal, fed(at: now) else { return nil }
+        return (known, seq)
+    }
+
+    /// Whether a follower registered at `seq` after a read of the run must read back what may
+    /// have been delivered before it was registered: unless the feed `fed` and the table says
+    /// nothing after `seq` was delivered yet (it lists the run at or before `seq`).
+    func readsBack(_ id: Int64, after seq: Int, at now: ContinuousClock.Instant) -> Bool {
+        guard let known = fleetInFlight[id]?.seq, fed(at: now) else { return true }
+        return known > seq
     }
 
     /// Takes up to `wanted` start slots if this host accepts and its runs loading or retrying

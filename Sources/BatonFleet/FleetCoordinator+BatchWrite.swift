@@ -44,7 +44,7 @@ extension FleetCoordinator {
         let now = decided.stamp ?? Timestamp.now
         var written = Written(slots: slots)
         for (index, entry) in entries.enumerated() {
-            try rows(of: entry, decided.outcomes[index], stops: decided.stops[index] ?? [], at: now, &written)
+            try rows(of: entry, decided.outcomes[index], stops: decided.stops[index] ?? [], definitions: decided.definitions, at: now, &written)
         }
         for (key, slot) in decided.slots.sorted(by: { $0.key < $1.key }) { written.statements.append(FleetJournal.storeSlot(slot, key: key)) }
         for (run, window) in decided.windows.sorted(by: { $0.key < $1.key }) { written.statements.append(FleetDebounce.store(window, run: run)) }
@@ -75,8 +75,8 @@ extension FleetCoordinator {
     }
 
     /// One entry's rows: its record, or its new run (and the runs its replace stops).
-    private func rows(of entry: TriggerBatch.Entry, _ outcome: TriggerBatch.Outcome, stops: [FleetStop], at now: Timestamp,
-                      _ written: inout Written) throws {
+    private func rows(of entry: TriggerBatch.Entry, _ outcome: TriggerBatch.Outcome, stops: [FleetStop], definitions: [Int64: String],
+                      at now: Timestamp, _ written: inout Written) throws {
         let trigger = entry.trigger
         switch outcome {
         case .refused:
@@ -97,7 +97,7 @@ extension FleetCoordinator {
         case let .created(decision, window):
             let (run, queued) = newRun(decision, trigger, window, at: now)
             written.runs[run.id] = run
-            written.statements += [FleetJournal.insertRun(run, as: host, definition: entry.fingerprint),
+            written.statements += [FleetJournal.insertRun(run, as: host, definition: definitions[run.id] ?? trigger.action.fingerprint),
                                    try FleetJournal.insertTransition(queued)] + deliveryRecord(trigger, run: run.id, at: now)
             // A run that waits for an approver's yes: its wait, in the transaction that makes it.
             if let rule = trigger.action.approve {

@@ -99,8 +99,8 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         }
         reactor.onLoop { [self] in
             // A run in flight that the feed delivered or refreshed is followed from the loop's copy,
-            // with no read: every transition after it is still to be delivered (`knownAt`).
-            if let known = state.withLock({ $0.fleetInFlight[id] }), let seq = known.seq, !known.phase.isTerminal {
+            // with no read, while the feed keeps up (`CoordinatorState.followable`).
+            if case let (known, seq)? = state.withLock({ $0.followable(id, at: reactor.clock.now) }) {
                 answered(known)
                 followers.add(known, seq: seq, follower)
                 return
@@ -114,28 +114,22 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     }
 
     /// Follows a run through the feed, then reads what it may have missed before it was registered
-    /// (unless the loop knows that nothing after `seq` was delivered yet: `knownAt`).
+    /// (unless the loop's table says nothing after `seq` was delivered yet: `CoordinatorState.readsBack`).
     func follow(_ run: RunSnapshot, seq: Int, _ follower: @escaping Conductor.Follower) {
         reactor.onLoop { [self] in
-            followers.add(run, seq: seq, follower)
-            if let known = knownAt(run.id), known <= seq { return }
-            catchUp(run.id, after: seq)
+            let back = state.withLock { $0.readsBack(run.id, after: seq, at: reactor.clock.now) }
+            guard let id = followers.add(run, seq: seq, catchingUp: back, follower), back else { return }
+            catchUp(run.id, after: seq, for: id)
         }
     }
 
-    /// On the loop: the seq of the run's latest transition as the loop's table of the fleet's runs
-    /// holds it (nil: not there). Every transition the feed delivered to the loop so far is at or
-    /// before it: the table is changed only by the feed's deliveries and its refreshes, in the
-    /// order the feed reads them, and a refresh reads after the deliveries posted before it.
-    func knownAt(_ id: Int64) -> Int? {
-        reactor.assertOnLoop("the fleet coordinator's state")
-        return state.withLock { $0.fleetInFlight[id]?.seq }
-    }
-
-    func catchUp(_ id: Int64, after seq: Int) {
-        pool.submit({ [self] db in try transitions(of: id, after: seq, on: db) }) { [self] result in
-            guard case let .success(updates) = result else { return }
-            reactor.onLoop { [self] in for update in updates { followers.deliver(update) } }
+    /// Reads the run's transitions after `seq` and tells them to follower `id` alone: the others
+    /// may still wait for older ones from the feed, which a newer one would make them drop. A
+    /// read that fails is answered with none: what the feed brought meanwhile is told then.
+    func catchUp(_ run: Int64, after seq: Int, for id: Int) {
+        pool.submit({ [self] db in try transitions(of: run, after: seq, on: db) }) { [self] result in
+            let updates = (try? result.get()) ?? []
+            reactor.onLoop { [self] in followers.caughtUp(run, updates, for: id) }
         }
     }
 

@@ -7,7 +7,9 @@ extension FleetFeed {
     /// a second, end the waits for approval that timed out and refresh what is in flight.
     static func tick(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator, stops announced: Bool) throws {
         if state.position == nil { state.position = FeedPosition(seen: try snapshot(on: db)) }
+        let began = coordinator.reactor.clock.now
         while try catchUp(db, &state, coordinator) {}
+        caughtUp(began, &state, coordinator)
         if announced || ContinuousClock.now - state.stopsRead >= .seconds(1) { try readStops(db, &state, coordinator) }
         // The needs: when the catch-up brought a run made or ended, and once a second (an
         // approval decided, a wait written after its needed runs ended, bring no transition).
@@ -19,7 +21,8 @@ extension FleetFeed {
             }
         }
         coordinator.lookForStarts()
-        // What `status` shows of other hosts follows the feed; read whole once a second as a backstop.
+        // What `status` shows of other hosts follows the feed; read once a second as a backstop
+        // (the loop is handed what changed, and every run now and then: `HandedRuns`).
         guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
         state.refreshed = .now
         // Waits for approval whose end came, by the database's clock: decided once, by whichever
@@ -28,6 +31,15 @@ extension FleetFeed {
         try coordinator.timeOutApprovals(on: db)
         try coordinator.waiveApprovals(on: db)
         try refresh(db, &state.handed, coordinator)
+    }
+
+    /// Tells the loop that a catch-up begun at `began` succeeded (after its deliveries), at most
+    /// four times a second: the table is followed without reads only while it is recent
+    /// (`CoordinatorState.fed`), and a stamp older than the truth only makes that rarer.
+    private static func caughtUp(_ began: ContinuousClock.Instant, _ state: inout Connection, _ coordinator: FleetCoordinator) {
+        if let told = state.caughtUpTold, began - told < .milliseconds(250) { return }
+        state.caughtUpTold = began
+        coordinator.reactor.onLoop { coordinator.send(.caughtUp(at: began)) }
     }
 
     /// Stops the runs of this host that another asked to stop (`StopRequest`).

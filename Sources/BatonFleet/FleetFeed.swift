@@ -32,6 +32,8 @@ final class FleetFeed: Sendable {
         var needsDue = true
         /// What the refresh last handed the loop, and what was delivered since (`HandedRuns`).
         var handed = HandedRuns()
+        /// When the catch-up the loop last heard of began (`CoordinatorState.caughtUp`).
+        var caughtUpTold: ContinuousClock.Instant?
     }
 
     /// A tick; `done` is told the socket to watch once it has run.
@@ -146,6 +148,8 @@ final class FleetFeed: Sendable {
         }
         let db = try state.link.open()
         try db.execute("LISTEN baton; LISTEN \(FeedWake.outputChannel)")
+        // The next refresh hands the loop every run, not only what changed since the last.
+        state.handed.forget()
         return (db, nil)
     }
 

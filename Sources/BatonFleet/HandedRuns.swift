@@ -9,8 +9,12 @@ import BatonCore
 /// feed's deliveries, in the order the feed posts them: a run whose row and decorations are as the
 /// last refresh handed them, and that was not delivered since, holds there what that refresh
 /// handed; so after the changes are applied the table is exactly the read, as a whole hand-over
-/// would make it (`HandedRunsTests`).
+/// would make it (`HandedRunsTests`). As a backstop, every `wholeEvery` refreshes (about once a
+/// minute) and after the feed reconnects (`forget`) a refresh hands every run again.
 struct HandedRuns: Sendable {
+    /// How many refreshes in a row hand only changes before one hands every run again.
+    static let wholeEvery = 60
+
     private struct Handed: Sendable {
         var row: [String?]
         var run: RunSnapshot
@@ -20,6 +24,14 @@ struct HandedRuns: Sendable {
     private var handed: [Int64: Handed]?
     /// Runs the feed delivered a transition of since the last refresh.
     private var delivered: Set<Int64> = []
+    /// Refreshes since the last that handed every run.
+    private var sinceWhole = 0
+
+    /// The next refresh hands every run (the feed reconnected: whatever it missed, the loop's
+    /// table is made whole again).
+    mutating func forget() {
+        (handed, delivered, sinceWhole) = (nil, [], 0)
+    }
 
     /// A delivery of a transition of `run` was posted to the loop.
     mutating func delivering(_ run: Int64) {
@@ -32,6 +44,8 @@ struct HandedRuns: Sendable {
     /// the row does not hold). A row as it was handed, of a run not delivered since and the same,
     /// is neither decoded nor handed again.
     mutating func refresh(_ rows: [[String?]], run: ([String?]) -> RunSnapshot, same: (RunSnapshot) -> Bool) -> CoordinatorState.Event {
+        if sinceWhole >= Self.wholeEvery { forget() }
+        sinceWhole += 1
         var read: [Int64: Handed] = [:]
         read.reserveCapacity(rows.count)
         var changed: [RunSnapshot] = []

@@ -17,19 +17,6 @@ struct TriggerBatch {
     struct Entry: Sendable {
         var trigger: Trigger
         var startIfFree = true
-        /// Its action's fingerprint (`Action.fingerprint`), computed once on the trigger queue's
-        /// thread (`withDefinition`) for the batch's decisions and its new run's row.
-        var definition: String?
-
-        /// The fingerprint of its action: the one computed, else computed now.
-        var fingerprint: String { definition ?? trigger.action.fingerprint }
-
-        /// The entry with its fingerprint computed, once for its two decisions and its row.
-        var withDefinition: Entry {
-            var entry = self
-            if entry.definition == nil { entry.definition = trigger.action.fingerprint }
-            return entry
-        }
     }
 
     /// What the transaction knows of a run a trigger may share, stop or compare definitions with.
@@ -110,18 +97,27 @@ struct TriggerBatch {
         var starts: [Int64] = []
         /// What the batch's rows are stamped with (`Rows.stamp`).
         var stamp: Timestamp?
+        /// The definition (`Action.fingerprint`) each new run is made from, for its row.
+        var definitions: [Int64: String] = [:]
     }
 
     /// Decides `entries` in order against `rows`; new runs take their ids from `ids` in order
     /// (`idsNeeded` says how many). `me` is this host's incarnation.
     static func decide(_ entries: [Entry], _ rows: Rows, me: String, ids: [Int64]) -> Decided {
+        var fingerprints = ActionFingerprints()
+        return decide(entries, rows, me: me, ids: ids, fingerprints: &fingerprints)
+    }
+
+    /// The same, with the actions' fingerprints kept in `fingerprints` (computed only where a
+    /// decision needs one), for both of a transaction's decisions.
+    static func decide(_ entries: [Entry], _ rows: Rows, me: String, ids: [Int64], fingerprints: inout ActionFingerprints) -> Decided {
         var state = rows
         var decided = Decided()
         decided.stamp = rows.stamp ?? rows.now
         var next = ids.makeIterator()
         var created: [(run: Int64, key: String, entry: Entry, window: DebounceWindow?)] = []
         for (index, entry) in entries.enumerated() {
-            let outcome = decideOne(entry, &state, &decided, index: index, me: me, candidate: { next.next() ?? 0 })
+            let outcome = decideOne(entry, &state, &decided, &fingerprints, index: index, me: me, candidate: { next.next() ?? 0 })
             decided.outcomes.append(outcome)
             if case let .created(decision, window) = outcome { created.append((decision.run, entry.trigger.key, entry, window)) }
         }
@@ -162,7 +158,13 @@ struct TriggerBatch {
 
     /// How many new runs `entries` make against `rows`: the ids to take before deciding.
     static func idsNeeded(_ entries: [Entry], _ rows: Rows, me: String) -> Int {
-        decide(entries, rows, me: me, ids: (1...max(entries.count, 1)).map { -Int64($0) }).outcomes.count {
+        var fingerprints = ActionFingerprints()
+        return idsNeeded(entries, rows, me: me, fingerprints: &fingerprints)
+    }
+
+    /// The same, keeping the fingerprints it computed for the decision after it.
+    static func idsNeeded(_ entries: [Entry], _ rows: Rows, me: String, fingerprints: inout ActionFingerprints) -> Int {
+        decide(entries, rows, me: me, ids: (1...max(entries.count, 1)).map { -Int64($0) }, fingerprints: &fingerprints).outcomes.count {
             if case .created = $0 { return true }
             return false
         }
@@ -170,14 +172,14 @@ struct TriggerBatch {
 
     /// One trigger against the batch's state so far, which it updates: the engine decides
     /// (`KeyDecision`) on the view the rows give; the batch keeps what the decision wrote.
-    private static func decideOne(_ entry: Entry, _ state: inout Rows, _ decided: inout Decided, index: Int, me: String,
-                                  candidate: () -> Int64) -> Outcome {
+    private static func decideOne(_ entry: Entry, _ state: inout Rows, _ decided: inout Decided, _ fingerprints: inout ActionFingerprints,
+                                  index: Int, me: String, candidate: () -> Int64) -> Outcome {
         let trigger = entry.trigger
         let delivery = trigger.delivery.map { DeliveryID(hook: $0.hook, id: $0.id) }
         let slotKey = trigger.slot.map { SlotBook.Slot(action: trigger.action.name, at: $0) }
         var slot = state.slots[trigger.key] ?? KeySlot()
         let decision = KeyDecision.decide(KeyDecision.Asked(trigger), view(trigger, slot, delivery, slotKey, state), slot: &slot,
-                                          candidate: candidate)
+                                          candidate: candidate, fingerprint: { fingerprints.of(trigger.action) })
         switch decision {
         case let .refused(error):
             return .refused(error)
@@ -195,7 +197,9 @@ struct TriggerBatch {
             return .debounced(run: run)
         case let .created(made, window):
             let run = made.run
-            state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: entry.fingerprint, host: nil,
+            let definition = fingerprints.of(trigger.action)
+            decided.definitions[run] = definition
+            state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: definition, host: nil,
                                        params: trigger.params)
             if let window { state.windows[run] = window; decided.windows[run] = window }
             if let delivery { state.deliveries[delivery] = run }

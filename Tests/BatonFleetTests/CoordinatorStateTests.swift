@@ -178,4 +178,47 @@ struct CoordinatorStateTests {
             #expect(state.reserved <= 3)
         }
     }
+
+    /// A run of another host in the loop's table, as the feed left it at `seq`.
+    static func known(_ seq: Int) -> RunSnapshot {
+        var run = RunSnapshot(id: 9, action: "deploy", key: "deploy", phase: .loading, policy: .join, params: [:], trigger: nil,
+                              queuedAt: Timestamp(rawValue: 1))
+        run.seq = seq
+        return run
+    }
+
+    @Test("a wait follows the table's copy only while the feed keeps up: within 2 s of its last catch-up")
+    func followableWhileFed() throws {
+        let start = ContinuousClock.now
+        var state = CoordinatorState(limit: 1)
+        _ = state.handle(.refreshed([Self.known(3)]))
+        #expect(state.followable(9, at: start) == nil, "no catch-up yet")
+        _ = state.handle(.caughtUp(at: start))
+        let fed = try #require(state.followable(9, at: start + .seconds(1)))
+        #expect(fed.0 == Self.known(3) && fed.seq == 3)
+        #expect(state.followable(9, at: start + .seconds(2)) != nil)
+        // A feed whose catch-up keeps failing: the table is frozen, and may list runs that ended.
+        #expect(state.followable(9, at: start + .milliseconds(2_001)) == nil)
+        #expect(state.followable(8, at: start) == nil, "a run the table does not list is read")
+        // An older stamp posted late does not move it back.
+        _ = state.handle(.caughtUp(at: start + .seconds(5)))
+        _ = state.handle(.caughtUp(at: start + .seconds(4)))
+        #expect(state.followable(9, at: start + .seconds(7)) != nil)
+    }
+
+    @Test("after a read at seq 4, a follower reads back only when the table is ahead of the read, or unknown, or stale",
+          arguments: [
+              (table: 5, fresh: true, readsBack: true), // a refresh (or delivery) after the read: the feed may have told 5 already
+              (table: 4, fresh: true, readsBack: false), // the table at the read: 5 on is still to be delivered
+              (table: 3, fresh: true, readsBack: false), // the table behind the read: 4 and on are still to be delivered
+              (table: 3, fresh: false, readsBack: true), // the feed stuck: whatever it will deliver comes late
+              (table: 0, fresh: true, readsBack: true), // not in the table (0: not listed)
+          ])
+    func readsBack(table: Int, fresh: Bool, readsBack: Bool) {
+        let start = ContinuousClock.now
+        var state = CoordinatorState(limit: 1)
+        _ = state.handle(.refreshed(table == 0 ? [] : [Self.known(table)]))
+        _ = state.handle(.caughtUp(at: start))
+        #expect(state.readsBack(9, after: 4, at: start + (fresh ? .seconds(1) : .seconds(3))) == readsBack)
+    }
 }

@@ -100,4 +100,20 @@ struct HandedRunsTests {
             }
         }
     }
+
+    @Test("a backstop: every wholeEvery refreshes one hands every run, and so does the first after the feed reconnects")
+    func wholeNowAndThen() {
+        var handed = HandedRuns()
+        let runs = [Self.run(1, .queued), Self.run(2, .loading)]
+        var whole: [Int] = []
+        for index in 1...(HandedRuns.wholeEvery * 2 + 1) {
+            if case .refreshed = Self.refresh(&handed, runs) { whole.append(index) }
+        }
+        #expect(whole == [1, HandedRuns.wholeEvery + 1, HandedRuns.wholeEvery * 2 + 1])
+        handed.forget()
+        guard case let .refreshed(all) = Self.refresh(&handed, runs) else { Issue.record("the refresh after forget is not whole"); return }
+        #expect(all == runs)
+        guard case let .refreshedChanges(none, gone) = Self.refresh(&handed, runs) else { Issue.record("the next is whole"); return }
+        #expect(none.isEmpty && gone.isEmpty)
+    }
 }

@@ -263,3 +263,52 @@ extension TriggerBatch.Outcome {
         }
     }
 }
+
+extension TriggerBatchTests {
+    @Test("an action's fingerprint is computed only where a decision needs it, once per action for the batch's two decisions")
+    func fingerprintsWhenNeeded() {
+        let action = Self.action()
+        var rows = TriggerBatch.Rows(now: Self.now)
+        rows.slots["k"] = KeySlot(holder: 5)
+        rows.runs[5] = Self.facts(.loading, incarnation: "other", definition: action.fingerprint, host: "web-2")
+        func decide(_ entries: [TriggerBatch.Entry]) -> (TriggerBatch.Decided, computed: Int) {
+            var fingerprints = ActionFingerprints()
+            let count = TriggerBatch.idsNeeded(entries, rows, me: Self.me, fingerprints: &fingerprints)
+            let decided = TriggerBatch.decide(entries, rows, me: Self.me, ids: (0..<Int64(count)).map { 100 + $0 }, fingerprints: &fingerprints)
+            return (decided, fingerprints.computed)
+        }
+        // Rejected: nothing to compare, nothing to write.
+        let rejected = decide((0..<4).map { _ in Self.entry("k", .reject) })
+        #expect(rejected.0.outcomes == Array(repeating: .shared(.rejected(5, line: nil)), count: 4))
+        #expect(rejected.computed == 0)
+        // Joined: each compares with the run's known definition, from one fingerprint.
+        let joined = decide((0..<4).map { _ in Self.entry("k", .join) })
+        #expect(joined.0.outcomes == Array(repeating: .shared(.joined(5)), count: 4))
+        #expect(joined.computed == 1)
+        // New runs: one fingerprint per action for their rows, and for the triggers after them.
+        var other = Self.action("build")
+        other.exec = ["make"]
+        let made = decide([Self.entry("a", .join), Self.entry("b"), Self.entry("a", .join), Self.entry("c", action: other)])
+        #expect(made.0.outcomes.map(\.decision) == [.created(100), .created(101), .joined(100), .created(102)])
+        #expect(made.0.definitions == [100: action.fingerprint, 101: action.fingerprint, 102: other.fingerprint])
+        #expect(made.computed == 2)
+    }
+
+    @Test("two definitions of one action in a batch (a reload between its triggers): each run records its own, a join of the other is refused")
+    func fingerprintsPerDefinition() {
+        let before = Self.action()
+        var after = before
+        after.exec = ["false"]
+        var fingerprints = ActionFingerprints()
+        let entries = [Self.entry("k", .join, action: before), Self.entry("k", .join, action: after), Self.entry("j", .join, action: after)]
+        let count = TriggerBatch.idsNeeded(entries, TriggerBatch.Rows(now: Self.now), me: Self.me, fingerprints: &fingerprints)
+        let decided = TriggerBatch.decide(entries, TriggerBatch.Rows(now: Self.now), me: Self.me, ids: (0..<Int64(count)).map { 100 + $0 },
+                                          fingerprints: &fingerprints)
+        #expect(decided.outcomes.first?.decision == .created(100))
+        guard case .refused(.definitionMismatch(run: 100, _, _)) = decided.outcomes[1] else {
+            Issue.record("the other definition joined: \(decided.outcomes)"); return
+        }
+        #expect(decided.definitions == [100: before.fingerprint, 101: after.fingerprint])
+        #expect(fingerprints.computed == 2)
+    }
+}

@@ -172,6 +172,13 @@ public enum KeyDecision: Sendable, Equatable {
     /// Decides `asked` against `view`; `slot` is the key's slot as the decision leaves it.
     /// `candidate` gives the id a new run takes, and is called only when the policy may make one.
     public static func decide(_ asked: Asked, _ view: View, slot: inout KeySlot, candidate: () -> Int64) -> KeyDecision {
+        decide(asked, view, slot: &slot, candidate: candidate, fingerprint: { asked.action.fingerprint })
+    }
+
+    /// The same, with the asked action's fingerprint from `fingerprint` (a fleet's batch keeps it
+    /// per action): called only to compare it with the definition of a run the trigger would share.
+    public static func decide(_ asked: Asked, _ view: View, slot: inout KeySlot, candidate: () -> Int64,
+                              fingerprint: () -> String) -> KeyDecision {
         if let pause = view.paused, pause.refuses(at: view.now) { return .paused(pause, skipped: asked.slot != nil) }
         if let delivery = asked.delivery, let run = view.delivered {
             return .refused(.delivered(run: run, hook: delivery.hook, delivery: delivery.id))
@@ -179,14 +186,14 @@ public enum KeyDecision: Sendable, Equatable {
         if let found = view.slotRun {
             switch SlotBook.decide(run: found.run, ended: found.ended) {
             case .free: break
-            case let .inFlight(id): return share(.joined(id), asked, view)
+            case let .inFlight(id): return share(.joined(id), asked, view, fingerprint)
             case let .ran(id): return .shared(.slotRan(id))
             }
         }
         var window: DebounceWindow?
         if asked.action.debounce != nil {
             if let pending = view.pending {
-                if let refusal = refusal(pending.run, asked, view) { return .refused(refusal) }
+                if let refusal = refusal(pending.run, asked, view, fingerprint) { return .refused(refusal) }
                 var pushed = pending.window
                 pushed.restart(at: view.now)
                 return .debounced(run: pending.run, window: pushed)
@@ -212,7 +219,7 @@ public enum KeyDecision: Sendable, Equatable {
         let decision = next.trigger(policy: asked.policy, candidate: makes ? candidate() : 0, depth: depth, sameParams: same)
         switch decision {
         case .joined, .coalesced, .rejected, .cooled, .slotRan:
-            return share(decision, asked, view)
+            return share(decision, asked, view, fingerprint)
         case .created, .followUp, .replaced:
             slot = next
             return .created(decision, window: window)
@@ -220,18 +227,18 @@ public enum KeyDecision: Sendable, Equatable {
     }
 
     /// A decision that makes no run; a join or coalesce of a run made from another definition is refused.
-    private static func share(_ decision: FlightTable.Decision, _ asked: Asked, _ view: View) -> KeyDecision {
+    private static func share(_ decision: FlightTable.Decision, _ asked: Asked, _ view: View, _ fingerprint: () -> String) -> KeyDecision {
         switch decision {
         case .joined, .coalesced:
-            if let refusal = refusal(decision.run, asked, view) { return .refused(refusal) }
+            if let refusal = refusal(decision.run, asked, view, fingerprint) { return .refused(refusal) }
         default: break
         }
         return .shared(decision)
     }
 
     /// Sharing `run` is refused when it was made from another definition of the action.
-    private static func refusal(_ run: Int64, _ asked: Asked, _ view: View) -> BatonError? {
-        guard let theirs = view.definitions[run], theirs.fingerprint != asked.action.fingerprint else { return nil }
+    private static func refusal(_ run: Int64, _ asked: Asked, _ view: View, _ fingerprint: () -> String) -> BatonError? {
+        guard let theirs = view.definitions[run], theirs.fingerprint != fingerprint() else { return nil }
         return .definitionMismatch(run: run, action: asked.action.name, host: theirs.host ?? "?")
     }
 
