@@ -24,15 +24,41 @@ extension History {
         try Self.queries(filter).map { try RunCursor(connection, sql: $0.0, arguments: $0.1) }
     }
 
+    /// A filter as parts that each an index serves in id order: several actions (or, without
+    /// actions, several phases) become one part each, merged by id, since `IN` over two index
+    /// ranges would sort every matching row to find the newest. A name listed twice is one part.
+    static func parts(_ filter: HistoryFilter) -> [HistoryFilter] {
+        var filter = filter
+        var seenActions = Set<String>(), seenPhases = Set<Phase>()
+        filter.actions = filter.actions.filter { seenActions.insert($0).inserted }
+        filter.phases = filter.phases.filter { seenPhases.insert($0).inserted }
+        if filter.actions.count > 1 {
+            return filter.actions.map { action in
+                var one = filter
+                one.actions = [action]
+                return one
+            }
+        }
+        if filter.actions.isEmpty && filter.phases.count > 1 {
+            return filter.phases.map { phase in
+                var one = filter
+                one.phases = [phase]
+                return one
+            }
+        }
+        return [filter]
+    }
+
     /// Cursors that each yield runs in the same id order, merged into at most `limit` runs in that
-    /// order; a run two cursors yield comes once.
-    static func merge(_ cursors: [RunCursor], limit: Int, newestFirst: Bool) throws -> [RunSnapshot] {
+    /// order, those `takes` accepts; a run two cursors yield comes once.
+    static func merge(_ cursors: [RunCursor], limit: Int, newestFirst: Bool,
+                      takes: (RunSnapshot) -> Bool = { _ in true }) throws -> [RunSnapshot] {
         var heap = Heap(cursors.filter { $0.head != nil }) { a, b in
             newestFirst ? a.head!.id > b.head!.id : a.head!.id < b.head!.id
         }
         var runs: [RunSnapshot] = []
         while runs.count < limit, let cursor = heap.first, let run = cursor.head {
-            if runs.last?.id != run.id { runs.append(run) }
+            if runs.last?.id != run.id, takes(run) { runs.append(run) }
             try cursor.advance()
             if cursor.head == nil { heap.removeFirst() } else { heap.firstChanged() }
         }

@@ -18,24 +18,10 @@ extension History {
         let limit = min(max(filter.limit, 0), SearchMatch.maxRuns)
         guard !search.folded.isEmpty, limit > 0 else { return SearchResult(matches: []) }
         let indexed = try search.usesIndex && SearchIndex.isPresent(connection)
-        var (clauses, arguments) = Self.conditions(filter)
+        let (clauses, arguments) = Self.conditions(filter)
         var scan = Scan(budget: budget, stop: stop)
         var runs = try outputMatches(search, clauses, arguments, limit: limit, indexed: indexed, &scan)
-        // SQLite's LIKE folds ASCII only: it names the runs that may hold the text (`widePattern`),
-        // and `isIn` (Unicode lowercasing, as the output's lines are found) decides.
-        clauses.append("EXISTS (SELECT 1 FROM json_each(runs.params) WHERE json_each.value LIKE ? ESCAPE '\\')")
-        arguments.append(.text(search.widePattern))
-        let byParams = try connection.withStatement("""
-            SELECT \(Self.runColumns) FROM runs WHERE \(clauses.joined(separator: " AND ")) ORDER BY id DESC
-            """) { s in
-            try s.bind(arguments)
-            var found: [RunSnapshot] = []
-            while found.count < limit, try s.step() {
-                let run = Self.decodeRun(s)
-                if run.params.values.contains(where: search.isIn) { found.append(run) }
-            }
-            return found
-        }
+        let byParams = try paramMatches(search, filter, limit: limit)
         for run in byParams where !runs.contains(where: { $0.id == run.id }) { runs.append(run) }
         let matches = try runs.sorted { $0.id > $1.id }.prefix(limit).map { run in
             var lines = MatchingLines(search, maxLines: maxLines)
@@ -57,6 +43,25 @@ extension History {
             return SearchMatch(run: run, lines: lines.lines, lineCount: lines.count, params: names.isEmpty ? nil : names)
         }
         return SearchResult(matches: matches, cut: scan.cut)
+    }
+
+    /// The runs of the filter with a param value that holds the text, newest first, up to `limit`.
+    private func paramMatches(_ search: SearchText, _ filter: HistoryFilter, limit: Int) throws -> [RunSnapshot] {
+        let cursors = try Self.paramQueries(search, filter).map { try RunCursor(connection, sql: $0.0, arguments: $0.1) }
+        return try Self.merge(cursors, limit: limit, newestFirst: true) { $0.params.values.contains(where: search.isIn) }
+    }
+
+    /// The queries of the runs whose param values may hold the text, newest first: one per part of
+    /// the filter (`parts`, as the history's), to be merged by id. SQLite's LIKE folds ASCII only:
+    /// it names the runs that may hold the text (`widePattern`), and `isIn` (Unicode lowercasing,
+    /// as the output's lines are found) decides.
+    static func paramQueries(_ search: SearchText, _ filter: HistoryFilter) -> [(String, [DatabaseValue])] {
+        parts(filter).map { part in
+            var (clauses, arguments) = conditions(part)
+            clauses.append("EXISTS (SELECT 1 FROM json_each(runs.params) WHERE json_each.value LIKE ? ESCAPE '\\')")
+            arguments.append(.text(search.widePattern))
+            return ("SELECT \(runColumns) FROM runs WHERE \(clauses.joined(separator: " AND ")) ORDER BY id DESC", arguments)
+        }
     }
 
     /// A scan's bound: the bytes it may still read, and whether its asker is still there.

@@ -70,29 +70,9 @@ public struct History {
         return run
     }
 
-    /// A history query as index-friendly SQL: several actions (or, without actions, several
-    /// phases) become one query each, merged by id, since `IN` over two index ranges would sort
-    /// every matching row to find the newest. A name listed twice is queried once.
+    /// A history query as index-friendly SQL, one query per part of the filter (`parts`).
     static func queries(_ filter: HistoryFilter) -> [(String, [DatabaseValue])] {
-        var filter = filter
-        var seenActions = Set<String>(), seenPhases = Set<Phase>()
-        filter.actions = filter.actions.filter { seenActions.insert($0).inserted }
-        filter.phases = filter.phases.filter { seenPhases.insert($0).inserted }
-        if filter.actions.count > 1 {
-            return filter.actions.map { action in
-                var one = filter
-                one.actions = [action]
-                return query(one)
-            }
-        }
-        if filter.actions.isEmpty && filter.phases.count > 1 {
-            return filter.phases.map { phase in
-                var one = filter
-                one.phases = [phase]
-                return query(one)
-            }
-        }
-        return [query(filter)]
+        parts(filter).map(query)
     }
 
     /// The SQL and arguments of a history query. Every standard filter is served by an index:

@@ -12,8 +12,9 @@ public enum Migrator {
         public var version: Int
         public var name: String
         public var sql: String
-        /// Rewrites rows where SQL cannot (see the version's file); nil for most versions.
-        public var rewrite: (@Sendable (Connection) throws -> Void)? = nil
+        /// Rewrites rows where SQL cannot (see the version's file); nil for most versions. Returns
+        /// what it left undone and why (for the log), or nil.
+        public var rewrite: (@Sendable (Connection) throws -> String?)? = nil
     }
 
     /// Every migration this binary carries, in version order.
@@ -23,9 +24,9 @@ public enum Migrator {
 
     /// The versions whose rows are rewritten in code, by version. Like the SQL files, never
     /// changed once landed.
-    static let rewrites: [Int: @Sendable (Connection) throws -> Void] = [
-        2: StoredKeys.rewrite,
-        17: PhaseCheck.rewrite,
+    static let rewrites: [Int: @Sendable (Connection) throws -> String?] = [
+        2: { try StoredKeys.rewrite($0); return nil },
+        17: { try PhaseCheck.rewrite($0) },
     ]
 
     /// The newest schema version this binary knows.
@@ -44,15 +45,18 @@ public enum Migrator {
         return Int(try connection.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations")?.int64 ?? 0)
     }
 
-    /// Applies the migrations the database lacks; returns the versions applied.
+    /// Applies the migrations the database lacks; returns the versions applied. `noted` is told,
+    /// once a migration is committed, what its rewrite left undone (see `Migration.rewrite`).
     @discardableResult
     public static func migrate(_ connection: Connection, migrations: [Migration] = Migrator.migrations,
-                               willApply: ((Migration) -> Void)? = nil) throws -> [Int] {
+                               willApply: ((Migration) -> Void)? = nil,
+                               noted: ((Migration, String) -> Void)? = nil) throws -> [Int] {
         let latest = migrations.last?.version ?? 0
         let found = try version(of: connection)
         if found > latest { throw StoreError.schemaTooNew(path: connection.path, found: found, supported: latest) }
         var applied: [Int] = []
         for migration in migrations where migration.version > found {
+            var note: String?
             try connection.transaction(immediate: true) {
                 // Another process may have migrated while we waited for the lock.
                 let current = try version(of: connection)
@@ -68,12 +72,13 @@ public enum Migrator {
                     )
                     """)
                 try connection.execute(migration.sql)
-                try migration.rewrite?(connection)
+                note = try migration.rewrite?(connection)
                 try connection.cached("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)") {
                     try $0.run([.integer(Int64(migration.version)), .text(migration.name), .integer(Timestamp.now.rawValue)])
                 }
                 applied.append(migration.version)
             }
+            if let note { noted?(migration, note) }
         }
         return applied
     }

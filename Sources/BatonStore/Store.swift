@@ -42,6 +42,9 @@ public final class Store: RunStore, Sendable {
         /// Told of each migration as it begins (version, name), on the opening thread: some take
         /// long on a large history (those that rewrite every run).
         public var willMigrate: (@Sendable (_ version: Int, _ name: String) -> Void)?
+        /// Told, on the opening thread, of what a committed migration left undone and why (version,
+        /// words for the log): migration 17 on a defensive library keeps the phase's old check.
+        public var migrationNote: (@Sendable (_ version: Int, _ note: String) -> Void)?
         /// Whether the history keeps the trigram search index (`SearchIndex`): made at open when
         /// missing, dropped when present and not asked for. Off: `search` scans the kept output.
         public var searchIndex = false
@@ -118,7 +121,8 @@ public final class Store: RunStore, Sendable {
             }
             try Self.refuseReadOnly(writing, path: path)
             try Self.configure(writing, options: options)
-            try Migrator.migrate(writing, willApply: { [willMigrate = options.willMigrate] in willMigrate?($0.version, $0.name) })
+            try Migrator.migrate(writing, willApply: { [willMigrate = options.willMigrate] in willMigrate?($0.version, $0.name) },
+                                 noted: { [note = options.migrationNote] in note?($0.version, $1) })
             try SearchIndex.apply(wanted: options.searchIndex, on: writing, willChange: options.willChangeSearchIndex)
             reading = try Self.open(path, options)
             try Self.configure(reading, options: options)

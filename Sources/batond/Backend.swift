@@ -34,6 +34,7 @@ struct Backend {
     /// The SQLite history at `path`, recovered from an unclean stop.
     static func sqlite(_ config: Config, path: String, metrics: Metrics, reactor: Reactor,
                        migrating: (@Sendable (Int, String) -> Void)? = nil,
+                       migrationNote: (@Sendable (Int, String) -> Void)? = nil,
                        searchIndex: (@Sendable (SearchIndex.Change) -> Void)? = nil) async throws -> Backend {
         try Paths.ensureParent(of: path)
         var options = Store.Options(synchronous: config.synchronous, onProblem: { problem in
@@ -42,6 +43,7 @@ struct Backend {
         })
         options.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
         options.willMigrate = migrating
+        options.migrationNote = migrationNote
         options.searchIndex = config.search == .index
         options.willChangeSearchIndex = searchIndex
         let tracking = try Self.tracking(config, instance: path)

@@ -16,6 +16,7 @@ extension Daemon {
         } else {
             backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics, reactor: reactor,
                                                migrating: { version, name in Self.migrating(version, name, notifier) },
+                                               migrationNote: { version, note in Log.warning("history version \(version): \(note)") },
                                                searchIndex: { change in Self.changingSearchIndex(change, notifier) })
         }
         return (backend, {
