@@ -108,8 +108,12 @@ struct HookEndToEndTests {
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let told = temporary + "/told", gate = temporary + "/gate"
         #expect(mkfifo(told, 0o600) == 0 && mkfifo(gate, 0o600) == 0)
+        // shutdownGrace 1s: the restarted batond queues the hook run again and may start it before the
+        // test stops it; that run then blocks writing to a FIFO nobody reads, and the 30 s default grace
+        // met the harness's own 30 s wait for batond's exit (ci2 of session 24 failed so).
         let config = """
-            { actions: { fail: { exec: ["false"], on: { failure: "page" } },
+            { shutdownGrace: "1s",
+              actions: { fail: { exec: ["false"], on: { failure: "page" } },
                          page: { exec: ["sh", "-c", "echo \\"$BATON_HOOK_OUTPUT\\" > \(told); cat \(gate)"], killGrace: "200ms" } } }
             """
         let daemon = try Daemon(config: config, environment: ["TMPDIR": temporary])
