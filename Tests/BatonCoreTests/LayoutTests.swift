@@ -88,12 +88,26 @@ struct LayoutTests {
     /// The longest a source file may be: a few screens.
     static let maxLines = 350
 
+    /// Every Swift file under `root`, by its path there, with its text.
+    static func swiftFiles(under root: URL) throws -> [(path: String, text: String)] {
+        guard let walker = FileManager.default.enumerator(atPath: root.path) else { throw CocoaError(.fileNoSuchFile) }
+        var files: [(path: String, text: String)] = []
+        for case let path as String in walker where path.hasSuffix(".swift") {
+            files.append((path, try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)))
+        }
+        return files
+    }
+
+    /// The matches of `pattern` in `text`, comments and strings left out.
+    static func matches(_ pattern: String, in text: String) -> Int {
+        let code = EffectsUnderLockTests.blankCommentsAndStrings(text)
+        return try! NSRegularExpression(pattern: pattern).numberOfMatches(in: code, range: NSRange(code.startIndex..., in: code))
+    }
+
     @Test("every file under Sources is shorter than a few screens (350 lines)")
     func fileLengths() throws {
-        guard let walker = FileManager.default.enumerator(atPath: Self.sources.path) else { throw CocoaError(.fileNoSuchFile) }
         var checked = 0
-        for case let path as String in walker where path.hasSuffix(".swift") {
-            let text = try String(contentsOf: Self.sources.appendingPathComponent(path), encoding: .utf8)
+        for (path, text) in try Self.swiftFiles(under: Self.sources) {
             let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
             #expect(lines < Self.maxLines, "Sources/\(path) is \(lines) lines: split it (at most \(Self.maxLines - 1))")
             checked += 1
@@ -108,17 +122,14 @@ struct LayoutTests {
 
     /// The `Locked(…)` and `Locked<…>(…)` constructions in `text`, comments and strings left out.
     static func lockedConstructions(in text: String) -> Int {
-        let code = EffectsUnderLockTests.blankCommentsAndStrings(text)
-        let construction = try! NSRegularExpression(pattern: #"(?<![\w.])Locked(<[^\n]*?>)?\("#)
-        return construction.numberOfMatches(in: code, range: NSRange(code.startIndex..., in: code))
+        matches(#"(?<![\w.])Locked(<[^\n]*?>)?\("#, in: text)
     }
 
     @Test("Sources make at most 20 Locked values (Locked.swift itself aside)")
     func lockedCount() throws {
-        guard let walker = FileManager.default.enumerator(atPath: Self.sources.path) else { throw CocoaError(.fileNoSuchFile) }
         var found: [String] = []
-        for case let path as String in walker where path.hasSuffix(".swift") && path != "BatonRuntime/Locked.swift" {
-            let count = Self.lockedConstructions(in: try String(contentsOf: Self.sources.appendingPathComponent(path), encoding: .utf8))
+        for (path, text) in try Self.swiftFiles(under: Self.sources) where path != "BatonRuntime/Locked.swift" {
+            let count = Self.lockedConstructions(in: text)
             if count > 0 { found.append("\(path): \(count)") }
         }
         let total = found.reduce(0) { $0 + Int($1.split(separator: " ").last!)! }
@@ -145,9 +156,7 @@ struct LayoutTests {
     /// `fields` are written only after `unique` (copy on write, issue 39), so anything that reaches
     /// `storage.fields` or assigns a `storage` elsewhere would change every value sharing them.
     static func snapshotStorageWrites(in text: String) -> Int {
-        let code = EffectsUnderLockTests.blankCommentsAndStrings(text)
-        let write = try! NSRegularExpression(pattern: #"\bstorage\s*\.\s*fields\b|\.storage\s*=[^=]"#)
-        return write.numberOfMatches(in: code, range: NSRange(code.startIndex..., in: code))
+        matches(#"\bstorage\s*\.\s*fields\b|\.storage\s*=[^=]"#, in: text)
     }
 
     @Test("only RunSnapshot's own files reach its storage's fields or replace its storage")
@@ -155,10 +164,9 @@ struct LayoutTests {
         let tests = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests")
         var found: [String] = []
         for root in [Self.sources, tests] {
-            guard let walker = FileManager.default.enumerator(atPath: root.path) else { throw CocoaError(.fileNoSuchFile) }
-            for case let path as String in walker where path.hasSuffix(".swift") && !path.hasPrefix("BatonEngine/Model/RunSnapshot") {
-                let text = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
-                if Self.snapshotStorageWrites(in: text) > 0 && path != "BatonCoreTests/LayoutTests.swift" { found.append(path) }
+            for (path, text) in try Self.swiftFiles(under: root)
+            where !path.hasPrefix("BatonEngine/Model/RunSnapshot") && path != "BatonCoreTests/LayoutTests.swift" {
+                if Self.snapshotStorageWrites(in: text) > 0 { found.append(path) }
             }
         }
         #expect(found.isEmpty, "RunSnapshot's storage written outside RunSnapshot*.swift: \(found)")
