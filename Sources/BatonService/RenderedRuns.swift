@@ -11,7 +11,7 @@ final class RenderedRuns: Sendable {
     static let bound = 1024
 
     private let reactor: Reactor
-    private let memo: LoopOwned<[Int64: RenderedRun]>
+    private let memo: LoopOwned<IDMap<Int64, RenderedRun>>
 
     init(reactor: Reactor) {
         self.reactor = reactor

@@ -67,7 +67,7 @@ import Testing
     func inPlace() throws {
         let source = Conductor.OutputSource(run: 7, attempt: 1, action: "deploy", key: "deploy", keep: 1_000_000)
         let redactor = try #require(SecretRedactor(values: ["0123456789"]))
-        var redactions: [Int64: Conductor.Redaction] = [7: Conductor.Redaction(source: source, streams: [.stdout: redactor])]
+        var redactions: IDMap<Int64, Conductor.Redaction> = [7: Conductor.Redaction(source: source, streams: [.stdout: redactor])]
         redactions[7]?.tail.reserveCapacity(64 * 1_024)
         var moves = 0
         var last = redactions[7]?.tail.withUnsafeBufferPointer { $0.baseAddress }

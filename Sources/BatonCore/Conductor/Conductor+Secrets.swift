@@ -27,7 +27,7 @@ extension Conductor {
 
         /// `bytes` of `run`'s `stream` masked by its redaction in `redactions`, changed in place
         /// (no copy of its tail, up to 128 KiB, under the conductor's lock); nil when it has none.
-        static func redact(_ redactions: inout [Int64: Redaction], _ run: Int64, _ stream: StandardStream,
+        static func redact(_ redactions: inout IDMap<Int64, Redaction>, _ run: Int64, _ stream: StandardStream,
                            _ bytes: [UInt8]) -> [UInt8]? {
             guard let out = redactions[run]?.streams[stream]?.redact(bytes) else { return nil }
             redactions[run]?.keep(out)

@@ -35,17 +35,17 @@ public final class Conductor: Sendable {
 
     /// Everything the loop changes, and only the loop.
     struct Core {
-        var attempts: [Int64: any Attempt] = [:]
-        var timers: [Int64: [ConductorState.Timer: Reactor.TimerID]] = [:]
-        var replies: [Token: Reply] = [:]
+        var attempts: IDMap<Int64, any Attempt> = [:]
+        var timers: IDMap<Int64, [ConductorState.Timer: Reactor.TimerID]> = [:]
+        var replies: IDMap<Token, Reply> = [:]
         var nextToken: Token = 1
-        var waiters: [Int64: [Follower]] = [:]
+        var waiters: IDMap<Int64, [Follower]> = [:]
         /// The output of each run in flight that wrote some, on its way to the history.
-        var outputs: [Int64: OutputLimiter] = [:]
+        var outputs: IDMap<Int64, OutputLimiter> = [:]
         /// Each run's output cut into lines for the line sink (only when there is one).
-        var lines: [Int64: OutputLines] = [:]
+        var lines: IDMap<Int64, OutputLines> = [:]
         /// The leader's pid of each attempt in flight that started a process (for the line sink).
-        var leaders: [Int64: Int32] = [:]
+        var leaders: IDMap<Int64, Int32> = [:]
         /// Who follows the output of a run in flight, by registration.
         var outputFollowers: [Int: (run: Int64, follower: OutputFollower)] = [:]
         var drained: [CheckedContinuation<Void, Never>] = []
@@ -59,7 +59,7 @@ public final class Conductor: Sendable {
         /// Watchers of every committed transition (of one action, or all).
         var watchers: [Int: Watcher] = [:]
         /// The masking of secret values in the output of each attempt in flight that has some.
-        var redactions: [Int64: Redaction] = [:]
+        var redactions: IDMap<Int64, Redaction> = [:]
         /// The store items of this turn of the loop, handed over together at its end (`Conductor+Writes`).
         var unsent: [UnsentWrite] = []
     }

@@ -168,9 +168,9 @@ public struct ConductorState: Sendable {
     var table: FlightTable
     /// How many runs are loading or retrying.
     public var runningCount: Int { table.running }
-    var flights: [Int64: Flight] = [:]
+    var flights: IDMap<Int64, Flight> = [:]
     /// What to do once each group of writes is durable.
-    var pending: [CommitID: [AfterCommit]] = [:]
+    var pending: IDMap<CommitID, [AfterCommit]> = [:]
     public internal(set) var nextRunID: Int64 = 1
     var nextCommit: CommitID = 1
     public internal(set) var mode = Mode.accepting
@@ -205,7 +205,7 @@ public struct ConductorState: Sendable {
     public internal(set) var needBook = NeedBook()
     /// The approvals of the runs in flight (`approve`): waiting, or decided (a second approve or
     /// deny is answered with the first); forgotten once the run is closed.
-    public internal(set) var approvals: [Int64: ApprovalState] = [:]
+    public internal(set) var approvals: IDMap<Int64, ApprovalState> = [:]
     /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
     var failureStreaks: [String: Int] = [:]
     /// When this conductor last paused or resumed each action, and when the latest read of the

@@ -51,7 +51,7 @@ public struct FlightTable: Sendable {
     }
 
     private var slots: [String: KeySlot] = [:]
-    private var entries: [Int64: Entry] = [:]
+    private var entries: IDMap<Int64, Entry> = [:]
     private var line = RunLine()
     private var runningCount = 0
     /// The actions whose runs may not start now (paused): their runs wait until `release`.

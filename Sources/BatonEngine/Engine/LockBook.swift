@@ -14,7 +14,7 @@ public struct LockBook: Sendable {
         var locks: [LockClaim]
     }
 
-    private var claims: [Int64: Claim] = [:]
+    private var claims: IDMap<Int64, Claim> = [:]
     private var holders: [String: [Int64]] = [:]
     /// The runs ready to start but waiting for a lock, oldest first.
     public private(set) var waiting: [Int64] = []
