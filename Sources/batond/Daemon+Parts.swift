@@ -130,7 +130,7 @@ extension Daemon {
 
     /// Every transition to the journal (and the run counts to the metrics).
     static func startJournal(_ backend: Backend, metrics: Metrics, host: String?) -> Parts.Stop {
-        let journal = TransitionLog(sink: backend.conductor.lineSink as? JournalSink)
+        let journal = TransitionLog(reactor: backend.conductor.reactor, sink: backend.conductor.lineSink as? JournalSink)
         let observer = backend.conductor.observe { update in
             guard let update else { return }
             journal.append(update)
@@ -147,7 +147,7 @@ extension Daemon {
         }
         return {
             backend.conductor.stopObserving(observer)
-            journal.close()
+            await journal.close()
         }
     }
 

@@ -3,33 +3,61 @@ import FoundationEssentials
 
 /// One log line (and journal entry with fields) per committed transition, written by a worker
 /// of its own: the conductor hands transitions over without waiting for stderr or journald, and
-/// the worker writes whatever has gathered meanwhile in one go. Lines that find `capacity`
-/// waiting (stderr blocked for that long) are dropped and counted, then reported in one line.
+/// the worker writes whatever has gathered meanwhile in one go. The transitions published in one
+/// turn of the conductor's loop go to the worker together at the turn's end, one job (a job per
+/// transition was a lock and a queue entry each, 5 % of the loop's instructions, issue 39).
+/// Turns that find `capacity` batches waiting (stderr blocked for that long) drop theirs, counted
+/// by line, then reported in one line.
 /// The journal sink hears of each line logged, so that a run's output follows its `loading` line.
 final class TransitionLog: Sendable {
-    private let worker: SerialWorker<RunUpdate>
+    private let worker: SerialWorker<[RunUpdate]>
     private let dropped = Counter()
+    /// The transitions of this turn of the loop, not yet handed to the worker.
+    private let gathered: LoopOwned<[RunUpdate]>
 
-    init(capacity: Int = 100_000, sink: JournalSink? = nil) {
-        worker = SerialWorker(name: "baton-log", capacity: capacity, maxBatch: 1_024, idleTimeout: .seconds(10), state: ()) {
+    init(reactor: Reactor, capacity: Int = 10_000, sink: JournalSink? = nil) {
+        gathered = LoopOwned([], on: reactor)
+        worker = SerialWorker(name: "baton-log", capacity: capacity, maxBatch: 64, idleTimeout: .seconds(10), state: ()) {
             [dropped] _, batch in
-            for update in batch.jobs { Self.write(update, sink: sink) }
+            for updates in batch.jobs { for update in updates { Self.write(update, sink: sink) } }
             let lost = dropped.take()
             if lost > 0 { Log.warning("\(lost) transition log lines were dropped: the log could not keep up") }
         }
     }
 
+    /// Logs a transition (on the conductor's loop, as its observers are called): handed to the
+    /// worker with the rest of the turn's at the turn's end.
     func append(_ update: RunUpdate) {
         guard update.transition != nil else { return }
+        let first = gathered.access { gathered -> Bool in
+            gathered.append(update)
+            return gathered.count == 1
+        }
+        if first { gathered.reactor.atTurnEnd { [self] in handOver() } }
+    }
+
+    private func handOver() {
+        let updates = gathered.access { gathered -> [RunUpdate] in
+            defer { gathered.removeAll(keepingCapacity: true) }
+            return gathered
+        }
+        guard !updates.isEmpty else { return }
         do throws(WorkerRefusal) {
-            try worker.submit(update)
+            try worker.submit(updates)
         } catch {
-            dropped.add()
+            dropped.add(updates.count)
         }
     }
 
-    /// Writes what is queued, then stops the worker.
-    func close() {
+    /// Hands over the turn's transitions (on the loop, which runs until batond exits), writes
+    /// what is queued, then stops the worker.
+    func close() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            gathered.reactor.onLoop { [self] in
+                handOver()
+                done.resume()
+            }
+        }
         worker.close(timeout: .seconds(30))
     }
 
