@@ -1,17 +1,10 @@
 extension RunSnapshot {
-    /// A snapshot's fields, behind one reference. Only `RunSnapshot`'s setters change them, and
-    /// only once `unique` has made their value the only holder (`isKnownUniquelyReferenced`): a
-    /// storage two values share, on one thread or several, is never written. That is why it is
-    /// `@unchecked Sendable`: nothing shared is mutable. (The house rule allows `@unchecked` only
-    /// where a named lock guards the state; this storage is its one exception, the pattern of the
-    /// standard library's `Array` buffer, kept to by `LayoutTests.snapshotStorage`.)
-    @usableFromInline final class Storage: @unchecked Sendable {
-        /// Unchecked at run time (each access cost a `swift_beginAccess`, 228 a run, issue 39). Its
-        /// safety rests on one rule: it is written only through `RunSnapshot.unique`, after
-        /// `isKnownUniquelyReferenced` (the access to the `RunSnapshot` holding it is checked,
-        /// statically or at run time, but that check never covers two values sharing one storage).
-        /// `LayoutTests.snapshotStorageWrites` keeps every other file from touching it.
-        @exclusivity(unchecked) @usableFromInline var fields: Fields
+    /// A snapshot's fields, behind one reference, never changed: a change makes a new storage
+    /// (`RunSnapshot`'s setters), so a storage two values share, on one thread or several, is
+    /// only read, and the class is `Sendable` as the compiler checks it (issue 39, item 3: it
+    /// was `@unchecked`, written in place when its value was its only holder).
+    @usableFromInline final class Storage: Sendable {
+        @usableFromInline let fields: Fields
 
         @usableFromInline init(_ fields: Fields) { self.fields = fields }
     }

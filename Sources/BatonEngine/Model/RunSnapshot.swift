@@ -2,8 +2,7 @@
 ///
 /// A value, held as one reference to its fields (copy on write, as `Array` is): the loop copies
 /// a snapshot into answers, updates, effects and followers many times per event, and a copy is a
-/// retain where the fields would be about 400 bytes. A change copies the fields first unless this
-/// value is their only holder (issue 39).
+/// retain where the fields would be about 400 bytes. A change makes a new storage (issue 39).
 public struct RunSnapshot: Sendable {
     @usableFromInline var storage: Storage
 
@@ -19,21 +18,13 @@ public struct RunSnapshot: Sendable {
             signal: signal, reason: reason, error: error, progress: progress, estimate: estimate))
     }
 
-    /// The fields, this value their only holder: copied first when another value shares them.
-    @inlinable var unique: Storage {
-        mutating get {
-            if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
-            return storage
-        }
-    }
-
     /// Whether the two hold the same fields (one was copied from the other, and neither changed
     /// since): then they are equal, without comparing a field. False says nothing.
     public func isTriviallyIdentical(to other: RunSnapshot) -> Bool { storage === other.storage }
 
-    /// The run with a transition applied: phase, timestamps and outcome fields.
+    /// The run with a transition applied: phase, timestamps and outcome fields (one new storage).
     public func applying(_ transition: Transition) -> RunSnapshot {
-        var run = self
+        var run = storage.fields
         run.phase = transition.to
         run.seq = transition.seq
         let detail = transition.detail
@@ -59,12 +50,22 @@ public struct RunSnapshot: Sendable {
             run.cancelledBy = transition.to == .cancelled ? detail.by : nil
             run.progress = nil
         }
-        return run
+        var applied = self
+        applied.storage = Storage(run)
+        return applied
     }
 
     /// Adds an attempt's figures (from the detail of the transition that ended it) to the run's:
     /// CPU times add up, the memory peak is the larger. The store's row follows the same rule.
     public mutating func account(_ detail: TransitionDetail) {
+        var fields = storage.fields
+        fields.account(detail)
+        storage = Storage(fields)
+    }
+}
+
+extension RunSnapshot.Fields {
+    mutating func account(_ detail: TransitionDetail) {
         if let user = detail.cpuUser { cpuUser = (cpuUser ?? 0) + user }
         if let system = detail.cpuSystem { cpuSystem = (cpuSystem ?? 0) + system }
         if let peak = detail.memoryPeak { memoryPeak = Swift.max(memoryPeak ?? peak, peak) }
