@@ -26,10 +26,11 @@ final class TransitionLog: Sendable {
     }
 
     /// Logs a transition (on the conductor's loop, as its observers are called): handed to the
-    /// worker with the rest of the turn's at the turn's end.
+    /// worker with the rest of the turn's at the turn's end. (An update without a transition is
+    /// passed over by `write`, on the worker: checked here, the check copied the transition.)
     func append(_ update: RunUpdate) {
-        guard update.transition != nil else { return }
         let first = gathered.access { gathered -> Bool in
+            if gathered.isEmpty { gathered.reserveCapacity(4) }
             gathered.append(update)
             return gathered.count == 1
         }
@@ -37,8 +38,9 @@ final class TransitionLog: Sendable {
     }
 
     private func handOver() {
+        // Taken whole, not copied and emptied in place (which made a new buffer as large).
         let updates = gathered.access { gathered -> [RunUpdate] in
-            defer { gathered.removeAll(keepingCapacity: true) }
+            defer { gathered = [] }
             return gathered
         }
         guard !updates.isEmpty else { return }
