@@ -132,16 +132,17 @@ extension Daemon {
     static func startJournal(_ backend: Backend, metrics: Metrics, host: String?) -> Parts.Stop {
         let journal = TransitionLog(reactor: backend.conductor.reactor, sink: backend.conductor.lineSink as? JournalSink)
         let observer = backend.conductor.observe { update in
-            // The transition bound once: each `update.transition?.…` copied all of it (issue 39).
-            guard let update, let transition = update.transition else { return }
+            guard let update else { return }
             journal.append(update)
+            if let detail = update.transition?.detail, update.run.host == nil || update.run.host == host {
+                metrics.attemptEnded(update.run.action, detail)
+            }
             // In a fleet every host's transitions come by: the dead-man series hear them all (the
             // action's last success is the fleet's), the counters only the runs this host ran.
-            let ours = update.run.host == nil || update.run.host == host
-            if ours { metrics.attemptEnded(update.run.action, transition.detail) }
-            if transition.to.isTerminal {
-                metrics.sawEnd(update.run)
-                if ours { metrics.runEnded(update.run) }
+            if update.transition?.to.isTerminal == true { metrics.sawEnd(update.run) }
+            // In a fleet every host's transitions come by; this host counts the runs it ran.
+            if update.transition?.to.isTerminal == true, update.run.host == nil || update.run.host == host {
+                metrics.runEnded(update.run)
             }
         }
         return {
