@@ -152,9 +152,9 @@ struct LayoutTests {
         #expect(Self.lockedConstructions(in: text) == 5)
     }
 
-    /// Writes to a `RunSnapshot`'s shared storage outside `RunSnapshot*.swift`, in `text`: its
-    /// `fields` are written only after `unique` (copy on write, issue 39), so anything that reaches
-    /// `storage.fields` or assigns a `storage` elsewhere would change every value sharing them.
+    /// Reaches into a `RunSnapshot`'s storage outside `RunSnapshot*.swift`, in `text`: its `fields`
+    /// are a `let`, replaced by a new storage only through the snapshot's setters (issue 39), and
+    /// nothing else is to depend on how the snapshot keeps them.
     static func snapshotStorageWrites(in text: String) -> Int {
         matches(#"\bstorage\s*\.\s*fields\b|\.storage\s*=[^=]"#, in: text)
     }

@@ -37,20 +37,18 @@ struct RunSnapshotStorageTests {
         #expect(other != Self.bare)
     }
 
-    @Test("a change to the only holder changes its fields in place, without a copy")
-    func uniqueInPlace() {
+    @Test("a change makes a new storage and leaves every other holder's fields as they were")
+    func changeMakesStorage() {
         var run = Self.bare
         run.seq = 1
         let before = run
         run.seq = 2
         #expect(!run.isTriviallyIdentical(to: before))
-        var alone = Self.bare
-        alone.seq = 1
-        let storage = ObjectIdentifier(alone.storage)
-        alone.attempts = 2
-        alone.reason = "in place"
-        #expect(ObjectIdentifier(alone.storage) == storage, "the only holder's change made a new storage")
-        #expect(alone.seq == 1 && alone.attempts == 2 && Self.bare.seq == nil)
+        #expect(before.seq == 1 && run.seq == 2 && Self.bare.seq == nil)
+        let applied = run.applying(Transition(runID: 1, seq: 3, from: .queued, to: .loading, at: Timestamp(rawValue: 9)))
+        #expect(!applied.isTriviallyIdentical(to: run))
+        #expect(applied.phase == .loading && applied.seq == 3 && applied.startedAt == Timestamp(rawValue: 9) && applied.attempts == 1)
+        #expect(run.phase == .queued && run.seq == 2 && run.startedAt == nil && run.attempts == 0)
     }
 
     @Test("JSONEncoder writes the keys the struct's synthesized Codable wrote: nil fields left out")

@@ -101,10 +101,11 @@ extension ConductorState {
         let id = decision.run
         let detail = KeyDecision.queuedDetail(decision, via: trigger.via, window: window)
         var run = placeholder(id, trigger, at: step.now)
-        run.via = trigger.via
-        run.slot = trigger.slot
-        run.estimate = estimates.median(trigger.action.name)
-        run.approval = Self.approvalWait(trigger.action, at: step.now)
+        // Only what is set: each change makes the snapshot a new storage (issue 39).
+        if let via = trigger.via { run.via = via }
+        if let slot = trigger.slot { run.slot = slot }
+        if let estimate = estimates.median(trigger.action.name) { run.estimate = estimate }
+        if let approval = Self.approvalWait(trigger.action, at: step.now) { run.approval = approval }
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
         slots.record(run)
         var flight = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),

@@ -17,7 +17,7 @@ extension ConductorState {
     func addLockWait(to update: inout RunUpdate) {
         guard update.run.phase == .queued, update.transition?.to == .queued, table.holder(of: update.run.key) == update.run.id,
               table.stage(of: update.run.id) != .running, !table.isGated(update.run.id) else { return }
-        update.run.waiting = table.locks.wait(of: update.run.id)
+        if case let wait = table.locks.wait(of: update.run.id), wait != update.run.waiting { update.run.waiting = wait }
     }
 
     /// A run in flight, with its latest progress (and the lock it waits for, if any).
@@ -36,7 +36,7 @@ extension ConductorState {
     /// The run recorded at `seq`, as callers see it while it is in flight.
     func live(_ recorded: RunSnapshot, seq: Int) -> RunSnapshot {
         // Set only what differs: the recorded snapshot's fields are shared until one is set
-        // (`RunSnapshot` is copy on write), and an answer and a follower told the same snapshot
+        // (a change makes a new storage), and an answer and a follower told the same snapshot
         // share its rendering (issue 39).
         var run = recorded
         if run.seq != seq { run.seq = seq }
