@@ -48,7 +48,7 @@ extension ConductorState {
         var isOver: Bool { machine.phase.isTerminal }
         var snapshot: RunSnapshot {
             var snapshot = run
-            // Shares the recorded fields where the seq is theirs already (`RunSnapshot` is copy on write).
+            // Shares the recorded fields where the seq is theirs already (`RunSnapshot` shares its fields until changed).
             if snapshot.seq != seq { snapshot.seq = seq }
             return snapshot
         }

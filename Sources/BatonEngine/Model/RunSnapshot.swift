@@ -1,8 +1,9 @@
 /// A run as callers see it: its identity, phase and outcome so far.
 ///
-/// A value, held as one reference to its fields (copy on write, as `Array` is): the loop copies
-/// a snapshot into answers, updates, effects and followers many times per event, and a copy is a
-/// retain where the fields would be about 400 bytes. A change makes a new storage (issue 39).
+/// A value, held as one reference to its fields, shared until changed: the loop copies a snapshot
+/// into answers, updates, effects and followers many times per event, and a copy is a retain where
+/// the fields would be about 400 bytes. The fields are never written: a change makes a new storage
+/// (issue 39), so set several at once where it matters (`applying`) and only what differs.
 public struct RunSnapshot: Sendable {
     @usableFromInline var storage: Storage
 
