@@ -3,9 +3,9 @@ import BatonCore
 import Foundation
 import Testing
 
-/// `RunSnapshot` as one reference to its fields (copy on write, issue 39): still a value, its
-/// `Codable` the struct's it replaced, and a copy shared until one side changes.
-@Suite("RunSnapshot: one reference, copied on write")
+/// `RunSnapshot` as one reference to its fields (a new storage per change, issue 39): still a
+/// value, its `Codable` the struct's it replaced, and a copy shared until one side changes.
+@Suite("RunSnapshot: one reference, a new storage per change")
 struct RunSnapshotStorageTests {
     static let bare = RunSnapshot(id: 1, action: "a", key: "a", phase: .queued, policy: .reject, params: [:], trigger: nil,
                                   queuedAt: Timestamp(rawValue: 5))
