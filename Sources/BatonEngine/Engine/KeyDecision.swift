@@ -207,10 +207,7 @@ public enum KeyDecision: Sendable, Equatable {
         }
         var next = view.slot
         let depth = asked.action.queueDepth
-        // An action with secret params never joins an entry by params: they hold `***` for each
-        // secret, so two different values would look equal (the secret not in the key).
-        let secrets = !asked.action.secretParams.isEmpty
-        let same = { (run: Int64) in !secrets && view.lineParams[run] == asked.params }
+        let same = sameParams(asked, view)
         let makes = next.makesRun(policy: asked.policy, depth: depth, sameParams: same)
         if makes, let rate = view.rate, rate.limit.over == .reject,
            let at = asked.policy == .replace ? rate.nextReplacing : rate.next {
@@ -224,6 +221,20 @@ public enum KeyDecision: Sendable, Equatable {
             slot = next
             return .created(decision, window: window)
         }
+    }
+
+    /// Whether `asked` may make a run on `view` (the policy's part of `decide`), so needs an id:
+    /// what a store that takes each id in its own round trip (a fleet's hook) asks first.
+    public static func makesRun(_ asked: Asked, _ view: View) -> Bool {
+        view.slot.makesRun(policy: asked.policy, depth: asked.action.queueDepth, sameParams: sameParams(asked, view))
+    }
+
+    /// Whether a line's entry has the asked params. An action with secret params never joins an
+    /// entry by params: they hold `***` for each secret, so two different values would look equal
+    /// (the secret not in the key).
+    private static func sameParams(_ asked: Asked, _ view: View) -> (Int64) -> Bool {
+        let secrets = !asked.action.secretParams.isEmpty
+        return { run in !secrets && view.lineParams[run] == asked.params }
     }
 
     /// A decision that makes no run; a join or coalesce of a run made from another definition is refused.
