@@ -65,9 +65,9 @@ enum FleetRates {
 extension FleetCoordinator {
     /// In a start's transaction, holding the rows' keys and lock rows: which of `runs` (their
     /// rows, each of which may start by its key) its rate limit holds back now. Each bucket is
-    /// locked (in its lock's order) and read with the database's clock; its runs are let start
-    /// oldest first while a start fits behind the runs held before them (`RateBook.next`), each
-    /// counted as it is let, and each held one gets `rate_until`. A run started before (a
+    /// locked (in its lock's order) and read with the database's clock; its runs ask the engine
+    /// oldest first (`RateBucket.admit`: let while a start fits behind the runs held before
+    /// them, each counted as it is let), and each held one gets `rate_until`. A run started before (a
     /// restart, a takeover) made its start then and is not held again.
     func rateHeld(_ runs: [RunSnapshot], on db: PGConnection) throws -> Set<Int64> {
         var claims: [String: (claim: RateClaim, action: String, key: String)] = [:]
@@ -87,15 +87,10 @@ extension FleetCoordinator {
         var held = Set<Int64>(), holds: [FleetJournal.Statement] = []
         for run in candidates.sorted(by: { $0.id < $1.id }) {
             let claim = claims[run.bucket]!.claim
-            var bucket = buckets[run.bucket]!
-            if let until = bucket.hold(run.id, claim, at: now) {
+            if let until = buckets[run.bucket]!.admit(run.id, claim, at: now) {
                 held.insert(run.id)
-                bucket.waiting[run.id]?.until = until
                 holds.append(("UPDATE runs SET rate_until = $2 WHERE id = $1", [String(run.id), String(until.rawValue)]))
-            } else {
-                bucket.started(run.id, at: now)
             }
-            buckets[run.bucket] = bucket
         }
         if !holds.isEmpty { _ = try db.pipeline(holds) }
         return held

@@ -1,7 +1,8 @@
 /// What a trigger of one key does: the whole pipeline, decided once, for a host's triggers, a
-/// host's hooks, the fleet's trigger batches and the fleet's hooks alike. Each of them builds a
-/// `View` of the key (a host from its flights, the fleet from the rows it holds locked) and
-/// performs the decision its own way (store entries, or SQL); the order of the rules is here only:
+/// host's hooks, the fleet's trigger batches and the fleet's hooks alike. Each of them fills the
+/// key's `KeyFacts` (a host from its flights, the fleet from the rows it holds locked), of which
+/// the engine makes its `View` (`KeyDecision.view`), and performs the decision its own way
+/// (store entries, or SQL); the order of the rules is here only:
 ///
 /// 0. a paused action runs nothing: the trigger is refused `paused` (a schedule slot is recorded as
 ///    skipped); under a held pause (`--hold`) it goes on to the rules below, and the run it makes

@@ -40,6 +40,18 @@ public struct RateBucket: Sendable, Equatable {
         book(claim).hold(run, claim, at: now, held: waiting.lazy.filter { $0.value.until != nil }.map(\.key))
     }
 
+    /// Run `run` asks to start at `now` (the bucket's runs asked oldest first): held back, it
+    /// gets when it may (`hold`), and counts ahead of the younger ones; let, its start counts
+    /// (`started`). As a host's table admits a ready run (`FlightTable`'s rate hold, then its start).
+    public mutating func admit(_ run: Int64, _ claim: RateClaim, at now: Timestamp) -> Timestamp? {
+        guard let until = hold(run, claim, at: now) else {
+            started(run, at: now)
+            return nil
+        }
+        waiting[run]?.until = until
+        return until
+    }
+
     /// Run `run` starts at `now`: it waits no longer, and its start counts.
     public mutating func started(_ run: Int64, at now: Timestamp) {
         waiting[run] = nil
