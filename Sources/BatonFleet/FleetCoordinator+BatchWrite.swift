@@ -86,7 +86,9 @@ extension FleetCoordinator {
                                        policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
             written.statements.append(FleetJournal.insertTrigger(record, host: host.name))
         case let .shared(decision):
-            let record = TriggerRecord(runID: decision.run, action: trigger.action.name, key: trigger.key, decision: decision.recorded,
+            // Recorded as the engine records a shared decision (`KeyDecision.record`).
+            let recorded = KeyDecision.shared(decision).record ?? .rejected
+            let record = TriggerRecord(runID: decision.run, action: trigger.action.name, key: trigger.key, decision: recorded,
                                        policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
             written.statements.append(FleetJournal.insertTrigger(record, host: host.name))
             if case .rejected = decision {} else { written.statements += deliveryRecord(trigger, run: decision.run, at: now) }
@@ -187,18 +189,5 @@ extension TriggerBatch.Outcome {
     var createsRun: Bool {
         if case .created = self { return true }
         return false
-    }
-}
-
-extension FlightTable.Decision {
-    /// How a decision that made no run is recorded.
-    var recorded: TriggerRecord.Decision {
-        switch self {
-        case .joined: .joined
-        case .coalesced: .coalesced
-        case .slotRan: .slotRan
-        case .cooled: .cooled
-        default: .rejected
-        }
     }
 }

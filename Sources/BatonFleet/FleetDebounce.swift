@@ -2,10 +2,11 @@ import BatonCore
 
 /// Debounce across hosts. A debounced run's window lives in its row (`debounce_first`,
 /// `debounce_until`, `debounce_window`, `debounce_max_wait`, fleet schema version 13) until it
-/// starts. A debounced trigger's transaction, holding the key's slot row, reads the key's run
-/// that has not started (`KeyDecision.pending`, as one machine) and the database's clock: it
-/// joins that run and pushes its deadline back by the engine's rule (`DebounceWindow.restart`),
-/// or, when there is none, gives the run it creates a window that opens then. The run's host
+/// starts. A debounced trigger's transaction, holding the key's slot row, reads the windows of
+/// the key's runs that have not started and the database's clock into the key's `KeyFacts`: the
+/// engine chooses the run to share (`KeyDecision.pending`, as one machine) and pushes its
+/// deadline back (`DebounceWindow.restart`), or, when there is none, gives the run the trigger
+/// creates a window that opens then; this writes the window back. The run's host
 /// starts it only once `debounce_until` has passed by the database's clock, read in the
 /// transaction that holds the same row (`startable`), so neither a host's clock nor a timer that
 /// fires early starts it inside its window; its timer is only a wake-up (`FleetCoordinator`'s
@@ -15,14 +16,9 @@ enum FleetDebounce {
     struct Reading: Equatable {
         /// The database's clock then.
         var now: Timestamp
-        /// The key's pending run and its window as kept, if it has one.
-        var pending: Pending?
-    }
-
-    /// A run not yet started that a debounced trigger shares, and its window.
-    struct Pending: Equatable {
-        var run: Int64
-        var window: DebounceWindow
+        /// The windows of the key's holder and follow-ups queued with one, as kept: the engine
+        /// chooses the run to share among them (`KeyFacts.windows`, `KeyDecision.pending`).
+        var windows: [Int64: DebounceWindow]
     }
 
     /// The database's clock (first column, every row), then each of the key's holder and
@@ -38,9 +34,8 @@ enum FleetDebounce {
             """, [key])
     }
 
-    /// `pending`'s rows read against the key's slot (from the same transaction): the engine's
-    /// choice of the run to share (`KeyDecision.pending`). Nil when the rows carry no clock.
-    static func reading(_ rows: [[String?]], slot: KeySlot) -> Reading? {
+    /// `pending`'s rows: the database's clock and the windows as kept. Nil when the rows carry no clock.
+    static func reading(_ rows: [[String?]]) -> Reading? {
         guard let now = rows.first?[0].flatMap({ Int64($0) }) else { return nil }
         var windows: [Int64: DebounceWindow] = [:]
         for row in rows {
@@ -50,15 +45,7 @@ enum FleetDebounce {
             windows[id] = DebounceWindow(window: .microseconds(window), maxWait: .microseconds(maxWait), first: Timestamp(rawValue: first),
                                          deadline: Timestamp(rawValue: until))
         }
-        let pending = KeyDecision.pending(in: slot, windows: windows).map { Pending(run: $0.run, window: $0.window) }
-        return Reading(now: Timestamp(rawValue: now), pending: pending)
-    }
-
-    /// A further trigger at `now` joins the pending run: its window as pushed back by the engine's rule.
-    static func joined(_ pending: Pending, at now: Timestamp) -> Pending {
-        var pushed = pending
-        pushed.window.restart(at: now)
-        return pushed
+        return Reading(now: Timestamp(rawValue: now), windows: windows)
     }
 
     /// Keeps a run's window in its row (a new one, or one pushed back), while the run is queued.

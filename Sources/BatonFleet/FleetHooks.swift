@@ -85,9 +85,10 @@ enum FleetHooks {
         try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [target.key])
         var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining, line FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
             ?? [nil, nil, nil, nil])
-        let view = try view(of: target.key, action, slot: slot, on: db)
-        let candidate = slot.makesRun(policy: action.policy, depth: action.queueDepth, sameParams: { view.lineParams[$0] == target.params }) ? try nextRunID(for: action, on: db) : 0
-        let decided = KeyDecision.decide(KeyDecision.Asked(hook: action, params: target.params), view, slot: &slot, candidate: { candidate })
+        let asked = KeyDecision.Asked(hook: action, params: target.params)
+        let view = KeyDecision.view(try facts(of: target.key, action, slot: slot, on: db))
+        let candidate = KeyDecision.makesRun(asked, view) ? try nextRunID(for: action, on: db) : 0
+        let decided = KeyDecision.decide(asked, view, slot: &slot, candidate: { candidate })
         switch decided {
         case .refused:
             return
@@ -122,12 +123,13 @@ enum FleetHooks {
         }
     }
 
-    /// What the key's rows say, read while its row is held: the engine's view of it. The window
-    /// and cooldown are read only for an action that has them, on the database's clock.
-    private static func view(of key: String, _ action: Action, slot: KeySlot, on db: PGConnection) throws -> KeyDecision.View {
-        var view = KeyDecision.View(slot: slot, now: .now)
+    /// What the key's rows say, read while its row is held: the engine's value (`KeyFacts`), of
+    /// which it makes its view. The window and cooldown are read only for an action that has
+    /// them, on the database's clock.
+    private static func facts(of key: String, _ action: Action, slot: KeySlot, on db: PGConnection) throws -> KeyFacts {
+        var facts = KeyFacts(slot: slot, now: .now)
         // Its pause where it holds by the database's clock (the pause's times are the database's).
-        view.paused = try db.query(FleetPauses.of([action.name])).first.flatMap { row in
+        facts.pause = try db.query(FleetPauses.of([action.name])).first.flatMap { row in
             FleetPauses.holds(row, from: 0) ? FleetPauses.pause(row) : nil
         }
         // Its rate limit's bucket, read without its lock (the writer holds key rows a trigger
@@ -135,27 +137,28 @@ enum FleetHooks {
         // for decides under the lock (`rateHeld`), so no window holds more starts than allowed.
         if let claim = action.rateClaim(key: key) {
             let read = try db.pipeline([FleetRates.read(claim, action: action.name, key: key), ("SELECT \(FleetCooldown.databaseNow)", [])])
-            let now = read[1].first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? view.now
-            view.rate = FleetRates.bucket(read[0].rows).rate(claim, key: key, at: now)
+            let now = read[1].first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? facts.now
+            facts.rate = FleetRates.bucket(read[0].rows).rate(claim, key: key, at: now)
         }
         if action.debounce != nil {
-            guard let reading = FleetDebounce.reading(try db.query(FleetDebounce.pending(of: key)).rows, slot: slot) else {
+            guard let reading = FleetDebounce.reading(try db.query(FleetDebounce.pending(of: key)).rows) else {
                 throw PGError(message: "the debounce of key \(key) could not be read")
             }
-            view.now = reading.now
-            view.pending = reading.pending.map { KeyDecision.Pending(run: $0.run, window: $0.window) }
+            facts.now = reading.now
+            facts.windows = reading.windows
         }
         if action.policy == .queue, action.queueDepth > 1, !slot.line.isEmpty {
+            // The line's runs, queued by the slot's rule: their params (a line is joined by params).
             let ids = "{" + slot.line.map(String.init).joined(separator: ",") + "}"
             for row in try db.query("SELECT id, params FROM runs WHERE id = ANY ($1::bigint[])", [ids]).rows {
-                if let id = row[0].flatMap({ Int64($0) }) { view.lineParams[id] = JSONText.params(row[1]) }
+                if let id = row[0].flatMap({ Int64($0) }) { facts.runs[id] = KeyFacts.Run(phase: .queued, params: JSONText.params(row[1])) }
             }
         }
         if action.cooldown != nil, let success = FleetCooldown.lastSuccess(try db.query(FleetCooldown.lastSuccess(of: key)).first) {
-            view.lastSuccess = success.success
-            view.now = success.now
+            facts.lastSuccess = success.success
+            facts.now = success.now
         }
-        return view
+        return facts
     }
 
     private static func nextRunID(for action: Action, on db: PGConnection) throws -> Int64 {

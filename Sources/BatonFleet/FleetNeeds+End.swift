@@ -28,10 +28,9 @@ extension FleetNeeds {
         guard let row = try db.query("SELECT \(FleetRows.withSeq.sql) FROM runs WHERE id = $1 AND phase = 'queued'",
                                      [String(id)]).first else { return }
         let (run, seq) = FleetRows.runAndSeq(row)
-        let stop = RunMachine.Stop.needs(message)
-        let transition = Transition(runID: id, seq: seq + 1, from: .queued, to: stop.phase,
-                                    at: .now, detail: stop.detail)
-        guard let applied = try FleetJournal.applied(transition, on: db, as: nil) else {
+        // The engine's stop of a queued run (`StopDecision`): its end, one seq after its last.
+        guard case let .ends(transition) = StopDecision.decide(.needs(message), run: id, phase: .queued, lastSeq: seq, ownedHere: false, at: .now),
+              let applied = try FleetJournal.applied(transition, on: db, as: nil) else {
             throw PGError(message: "run \(id) could not be ended (\(message))")
         }
         guard let action else { return }

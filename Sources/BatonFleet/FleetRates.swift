@@ -17,46 +17,9 @@ import FoundationEssentials
 enum FleetRates {
     typealias Statement = FleetJournal.Statement
 
-    /// One bucket as its rows say, read under its lock: the first starts inside its window
-    /// (oldest first), and the runs made but not started with their keys and holds.
-    struct Bucket: Sendable, Equatable {
-        struct Waiting: Sendable, Equatable {
-            var key: String
-            /// When its rate limit lets it start, where a start held it back.
-            var until: Timestamp?
-        }
-
-        var starts: [Timestamp] = []
-        var waiting: [Int64: Waiting] = [:]
-
-        /// The engine's book of the bucket's starts.
-        func book(_ claim: RateClaim) -> RateBook {
-            var book = RateBook()
-            for start in starts { book.record(claim, at: start) }
-            return book
-        }
-
-        /// What a trigger of `key` is decided with: when a start fits behind the runs waiting,
-        /// and behind those of other keys only (a replace stops its own key's), as
-        /// `FlightTable.rateNext`.
-        func rate(_ claim: RateClaim, key: String, at now: Timestamp) -> KeyDecision.Rate {
-            let book = book(claim)
-            return KeyDecision.Rate(limit: claim.limit, next: book.next(claim, at: now, waiting: waiting.count),
-                                    nextReplacing: book.next(claim, at: now, waiting: waiting.values.count { $0.key != key }))
-        }
-
-        /// When run `run` may start at `now` (`RateBook.hold`): nil when it may now; behind
-        /// the bucket's runs held back (with a `rate_until`) that are older.
-        func hold(_ run: Int64, _ claim: RateClaim, at now: Timestamp) -> Timestamp? {
-            book(claim).hold(run, claim, at: now, held: waiting.lazy.filter { $0.value.until != nil }.map(\.key))
-        }
-
-        /// Run `run` starts at `now`: it waits no longer, and its start counts.
-        mutating func started(_ run: Int64, at now: Timestamp) {
-            waiting[run] = nil
-            starts.append(now)
-        }
-    }
+    /// One bucket as its rows say, read under its lock: the engine's value (`RateBucket`), whose
+    /// rules (`rate`, `hold`) a trigger and a start ask.
+    typealias Bucket = RateBucket
 
     /// The lock of one bucket, held to the transaction's end.
     static func lock(_ bucket: String) -> FleetAdvisoryLock { FleetAdvisoryLock("baton rate", bucket) }
@@ -102,9 +65,9 @@ enum FleetRates {
 extension FleetCoordinator {
     /// In a start's transaction, holding the rows' keys and lock rows: which of `runs` (their
     /// rows, each of which may start by its key) its rate limit holds back now. Each bucket is
-    /// locked (in its lock's order) and read with the database's clock; its runs are let start
-    /// oldest first while a start fits behind the runs held before them (`RateBook.next`), each
-    /// counted as it is let, and each held one gets `rate_until`. A run started before (a
+    /// locked (in its lock's order) and read with the database's clock; its runs ask the engine
+    /// oldest first (`RateBucket.admit`: let while a start fits behind the runs held before
+    /// them, each counted as it is let), and each held one gets `rate_until`. A run started before (a
     /// restart, a takeover) made its start then and is not held again.
     func rateHeld(_ runs: [RunSnapshot], on db: PGConnection) throws -> Set<Int64> {
         var claims: [String: (claim: RateClaim, action: String, key: String)] = [:]
@@ -124,15 +87,10 @@ extension FleetCoordinator {
         var held = Set<Int64>(), holds: [FleetJournal.Statement] = []
         for run in candidates.sorted(by: { $0.id < $1.id }) {
             let claim = claims[run.bucket]!.claim
-            var bucket = buckets[run.bucket]!
-            if let until = bucket.hold(run.id, claim, at: now) {
+            if let until = buckets[run.bucket]!.admit(run.id, claim, at: now) {
                 held.insert(run.id)
-                bucket.waiting[run.id]?.until = until
                 holds.append(("UPDATE runs SET rate_until = $2 WHERE id = $1", [String(run.id), String(until.rawValue)]))
-            } else {
-                bucket.started(run.id, at: now)
             }
-            buckets[run.bucket] = bucket
         }
         if !holds.isEmpty { _ = try db.pipeline(holds) }
         return held

@@ -9,17 +9,11 @@ struct FleetStop: Sendable, Equatable {
     var stop: RunMachine.Stop
     var decision: StopDecision
 
-    /// Decides `stop` for `run` on its facts (nil: no such run, nothing to do); a queued run that
-    /// ends leaves `slot`. `me`: this host's incarnation.
+    /// Decides `stop` for `run` on its facts (nil: no such run, nothing to do): the engine's
+    /// (`StopDecision.decide`), which takes a queued run that ends out of `slot`. `me`: this host's incarnation.
     static func decide(_ run: Int64, _ stop: RunMachine.Stop, _ facts: TriggerBatch.RunFacts?, slot: inout KeySlot, me: String,
                        at now: Timestamp) -> FleetStop? {
-        guard let facts else { return nil }
-        let decision = StopDecision.decide(stop, run: run, phase: facts.phase, lastSeq: facts.lastSeq, ownedHere: facts.incarnation == me, at: now)
-        switch decision {
-        case .none: return nil
-        case .ends: slot.ended(run)
-        case .owner: break
-        }
+        guard let decision = StopDecision.decide(stop, run: run, facts, me: me, slot: &slot, at: now), decision != .none else { return nil }
         return FleetStop(run: run, stop: stop, decision: decision)
     }
 

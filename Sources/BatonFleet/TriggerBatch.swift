@@ -3,9 +3,8 @@ import BatonCore
 /// Triggers that arrived together on a host, decided in one transaction from the rows it read
 /// while it holds their keys' slot rows: pure, so that a batch decides exactly what the same
 /// triggers decided one transaction each, in the order they came. Each trigger is decided by
-/// the engine's rules as one machine decides it (`KeySlot`, `KeySlot.cools`, `KeySlot.pendingRun`
-/// and `DebounceWindow`, `SlotBook.decide`), against its key's slot as the triggers before it in
-/// the batch left it: a run one of them created is the key's holder for the next, a delivery or
+/// the engine's one entry (`KeyDecision.decide` on its key's `KeyFacts`), as one machine
+/// decides it, against what the triggers before it in the batch left of its key: a run one of them created is the key's holder for the next, a delivery or
 /// a schedule slot one of them recorded is found by the next, a window one of them opened or
 /// pushed is the one the next joins, a queued run a replace stopped has ended.
 ///
@@ -20,15 +19,7 @@ struct TriggerBatch {
     }
 
     /// What the transaction knows of a run a trigger may share, stop or compare definitions with.
-    struct RunFacts: Sendable, Equatable {
-        var phase: Phase
-        var lastSeq: Int
-        var incarnation: String?
-        var definition: String?
-        var host: String?
-        /// Its params: a line longer than one is joined by a trigger with a waiting entry's params.
-        var params: [String: String] = [:]
-    }
+    typealias RunFacts = KeyFacts.Run
 
     /// What the transaction read once it held the keys' rows.
     struct Rows: Sendable, Equatable {
@@ -52,13 +43,10 @@ struct TriggerBatch {
         /// The pauses of the batch's actions (`FleetPauses`), whether or not they hold now.
         var pauses: [String: ActionPause] = [:]
         /// The rate-limited buckets of the batch's triggers, read under their locks (`FleetRates`).
-        var rates: [String: FleetRates.Bucket] = [:]
+        var rates: [String: RateBucket] = [:]
     }
 
-    struct LastSuccess: Sendable, Equatable {
-        var run: Int64
-        var at: Timestamp
-    }
+    typealias LastSuccess = KeyDecision.LastSuccess
 
     /// A delivery's identity (the address it came from is not part of it).
     struct DeliveryID: Hashable, Sendable {
@@ -132,17 +120,13 @@ struct TriggerBatch {
         return decided
     }
 
-    /// A new run as the batch left its key, for `KeyDecision.mayStart`: queued, undecided if it
-    /// asks an approver, waiting if it needs other runs (asked after it is made), held by its
-    /// window while one is open, its action's pause and its rate limit behind the older runs of
-    /// its bucket waiting (a delayed run waits for its turn). Nil: its key has no slot.
+    /// A new run as the batch left its key, for `KeyDecision.mayStart` (`StartView.newRun`): its
+    /// action's pause as read, its rate limit behind the older runs of its bucket waiting (a
+    /// delayed run waits for its turn). Nil: its key has no slot.
     static func startView(_ run: Int64, _ trigger: Trigger, _ key: String, window: DebounceWindow?, _ state: Rows) -> KeyDecision.StartView? {
         guard let slot = state.slots[key] else { return nil }
-        let action = trigger.action
-        return KeyDecision.StartView(run: run, slot: slot, windowPassed: window == nil,
-                                     paused: state.pauses[action.name]?.holds(at: state.now) ?? false,
-                                     rateHeld: rateHeld(run, trigger, state), approving: action.approve != nil,
-                                     needs: action.needs.isEmpty ? .met : .waiting)
+        let paused = state.pauses[trigger.action.name]?.holds(at: state.now) ?? false
+        return KeyDecision.StartView.newRun(run, of: trigger.action, slot: slot, window: window, paused: paused, rateHeld: rateHeld(run, trigger, state))
     }
 
     private static func rateHeld(_ run: Int64, _ trigger: Trigger, _ state: Rows) -> Bool {
@@ -178,7 +162,7 @@ struct TriggerBatch {
         let delivery = trigger.delivery.map { DeliveryID(hook: $0.hook, id: $0.id) }
         let slotKey = trigger.slot.map { SlotBook.Slot(action: trigger.action.name, at: $0) }
         var slot = state.slots[trigger.key] ?? KeySlot()
-        let decision = KeyDecision.decide(KeyDecision.Asked(trigger), view(trigger, slot, delivery, slotKey, state), slot: &slot,
+        let decision = KeyDecision.decide(KeyDecision.Asked(trigger), facts(trigger, slot, delivery, slotKey, state), slot: &slot,
                                           candidate: candidate, fingerprint: { fingerprints.of(trigger.action) })
         switch decision {
         case let .refused(error):
@@ -199,7 +183,7 @@ struct TriggerBatch {
             let run = made.run
             let definition = fingerprints.of(trigger.action)
             decided.definitions[run] = definition
-            state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, incarnation: me, definition: definition, host: nil,
+            state.runs[run] = RunFacts(phase: .queued, lastSeq: 1, owner: me, definition: definition, host: nil,
                                        params: trigger.params)
             if let window { state.windows[run] = window; decided.windows[run] = window }
             if let delivery { state.deliveries[delivery] = run }
@@ -221,22 +205,15 @@ struct TriggerBatch {
         }
     }
 
-    /// What the rows say of the trigger's key: the engine's view of it.
-    private static func view(_ trigger: Trigger, _ slot: KeySlot, _ delivery: DeliveryID?, _ slotKey: SlotBook.Slot?,
-                             _ state: Rows) -> KeyDecision.View {
-        var view = KeyDecision.View(slot: slot, now: state.now)
-        view.delivered = delivery.flatMap { state.deliveries[$0] }
-        view.slotRun = slotKey.flatMap { state.slotRuns[$0] }.map { KeyDecision.SlotRun(run: $0, ended: state.runs[$0]?.phase.isTerminal ?? true) }
-        view.pending = KeyDecision.pending(in: slot, windows: state.windows, started: { state.runs[$0]?.phase != .queued })
-        view.lastSuccess = state.lastSuccess[trigger.key].map { KeyDecision.LastSuccess(run: $0.run, at: $0.at) }
-        view.paused = state.pauses[trigger.action.name]
-        if let claim = trigger.action.rateClaim(key: trigger.key), let bucket = state.rates[claim.bucket] {
-            view.rate = bucket.rate(claim, key: trigger.key, at: state.now)
-        }
-        for id in slot.line { view.lineParams[id] = state.runs[id]?.params }
-        for (id, facts) in state.runs {
-            if let definition = facts.definition { view.definitions[id] = KeyDecision.Definition(fingerprint: definition, host: facts.host) }
-        }
-        return view
+    /// What the rows say of the trigger's key, as the batch left it: the engine's value, of which
+    /// the engine makes its view (`KeyDecision.view`); the rate as the engine's rule answers from
+    /// the bucket's rows (`RateBucket.rate`).
+    private static func facts(_ trigger: Trigger, _ slot: KeySlot, _ delivery: DeliveryID?, _ slotKey: SlotBook.Slot?,
+                              _ state: Rows) -> KeyFacts {
+        let key = trigger.key
+        let claim = trigger.action.rateClaim(key: key)
+        return KeyFacts(slot: slot, now: state.now, runs: state.runs, windows: state.windows, delivered: delivery.flatMap { state.deliveries[$0] },
+                        slotRun: slotKey.flatMap { state.slotRuns[$0] }, lastSuccess: state.lastSuccess[key], pause: state.pauses[trigger.action.name],
+                        rate: claim.flatMap { claim in state.rates[claim.bucket]?.rate(claim, key: key, at: state.now) })
     }
 }

@@ -3,8 +3,8 @@ import BatonCore
 import Testing
 
 /// How a debounced trigger reads its key's pending run from the rows its transaction holds
-/// (`FleetDebounce.reading`): the engine's choice of the run (`KeySlot.pendingRun`) and the
-/// engine's window (`DebounceWindow`), on the database's clock.
+/// (`FleetDebounce.reading`, into the key's `KeyFacts`): the engine's choice of the run
+/// (`KeyDecision.view`, `KeySlot.pendingRun`) and the engine's window (`DebounceWindow`), on the database's clock.
 @Suite("FleetDebounce: a debounced trigger against its key's pending run")
 struct FleetDebounceRowTests {
     /// A row of `pending`: the clock, then run `id` whose burst began at 1 s, due at `until`,
@@ -27,29 +27,17 @@ struct FleetDebounceRowTests {
               ([[ "2000000", nil, nil, nil, nil, nil]], KeySlot(holder: 7), nil),             // the holder loads, no follow-up
           ] as [([[String?]], KeySlot, Int64?)])
     func choice(rows: [[String?]], slot: KeySlot, expected: Int64?) throws {
-        let reading = try #require(FleetDebounce.reading(rows, slot: slot))
+        let reading = try #require(FleetDebounce.reading(rows))
         #expect(reading.now == Timestamp(rawValue: 2_000_000))
-        #expect(reading.pending?.run == expected)
-        if expected != nil { #expect(reading.pending?.window == Self.window(until: 6_000_000)) }
+        let pending = KeyDecision.view(KeyFacts(slot: slot, now: reading.now, windows: reading.windows)).pending
+        #expect(pending?.run == expected)
+        if expected != nil { #expect(pending?.window == Self.window(until: 6_000_000)) }
     }
 
     @Test("no clock (no row) is no reading: the trigger's transaction fails rather than make a run that starts at once")
     func noClock() {
-        #expect(FleetDebounce.reading([], slot: KeySlot(holder: 7)) == nil)
-        #expect(FleetDebounce.reading([[nil, "7", "1", "2", "3", "4"]], slot: KeySlot(holder: 7)) == nil)
-    }
-
-    @Test("a join pushes the deadline to min(trigger + window, first + maxWait), never earlier",
-          arguments: [
-              (Int64(2_000_000), Int64(6_000_000), Int64(7_000_000)),    // inside the window: now + 5 s
-              (5_999_999, 6_000_000, 10_999_999),
-              (48_000_000, 50_000_000, 51_000_000),                      // capped by first + maxWait (51 s)
-              (60_000_000, 51_000_000, 51_000_000),                      // due already, at the cap: stays
-              (1_500_000, 9_000_000, 9_000_000),                         // a clock read before a later push: never earlier
-          ])
-    func push(now: Int64, until: Int64, pushed: Int64) {
-        let pending = FleetDebounce.Pending(run: 7, window: Self.window(until: until))
-        #expect(FleetDebounce.joined(pending, at: Timestamp(rawValue: now)).window.deadline == Timestamp(rawValue: pushed))
+        #expect(FleetDebounce.reading([]) == nil)
+        #expect(FleetDebounce.reading([[nil, "7", "1", "2", "3", "4"]]) == nil)
     }
 
     @Test("a window as kept is read back as it was, its deadline held between the first window and the cap")

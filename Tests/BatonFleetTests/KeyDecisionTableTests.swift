@@ -71,7 +71,7 @@ struct KeyDecisionTableTests {
             var rows = TriggerBatch.Rows(now: Self.now)
             rows.slots["deploy"] = slot
             for (run, phase) in phases {
-                rows.runs[run] = TriggerBatch.RunFacts(phase: phase, lastSeq: 2, incarnation: "other", definition: definitions[run] ?? action.fingerprint,
+                rows.runs[run] = TriggerBatch.RunFacts(phase: phase, lastSeq: 2, owner: "other", definition: definitions[run] ?? action.fingerprint,
                                                        host: definitions[run] == nil ? nil : "web-2", params: runParams[run] ?? [:])
             }
             rows.windows = windows

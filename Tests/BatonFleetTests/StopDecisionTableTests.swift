@@ -72,7 +72,7 @@ struct StopDecisionTableTests {
         let effects = machine.handle(.stop(row.stop))
 
         var slot = KeySlot(holder: 5, line: [7])
-        let facts = TriggerBatch.RunFacts(phase: row.phase, lastSeq: 3, incarnation: row.owner)
+        let facts = TriggerBatch.RunFacts(phase: row.phase, lastSeq: 3, owner: row.owner)
         let fleet = FleetStop.decide(7, row.stop, facts, slot: &slot, me: Self.me, at: Self.now)
 
         switch row.expected {

@@ -30,7 +30,7 @@ struct TriggerBatchTests {
     }
 
     static func facts(_ phase: Phase, incarnation: String = me, definition: String? = nil, host: String = "web-1") -> TriggerBatch.RunFacts {
-        TriggerBatch.RunFacts(phase: phase, lastSeq: phase == .queued ? 1 : 2, incarnation: incarnation, definition: definition, host: host)
+        TriggerBatch.RunFacts(phase: phase, lastSeq: phase == .queued ? 1 : 2, owner: incarnation, definition: definition, host: host)
     }
 
     /// A queued run's end for a replace, as the engine's machine records it, at the rows' clock.

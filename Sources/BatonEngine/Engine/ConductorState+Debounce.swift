@@ -1,14 +1,6 @@
 extension ConductorState {
     // MARK: Debounce
 
-    /// The run of `key` not yet started that debounces, if any.
-    func pendingRun(of key: String) -> Int64? {
-        KeySlot(holder: table.holder(of: key), line: table.line(of: key)).pendingRun { id in
-            guard let flight = flights[id] else { return false }
-            return flight.debounce != nil && flight.machine.phase == .queued && !table.isDraining(id)
-        }
-    }
-
     /// A debounced trigger joins its key's pending run: its window is pushed back (as
     /// `KeyDecision` decided), the trigger is recorded against it as `debounced` and answered as a
     /// join once that record is durable. The caller then hears the run's end like any sharer.

@@ -39,27 +39,42 @@ extension ConductorState {
         }
     }
 
-    /// What the engine knows of `key` for a trigger of `action` (of schedule slot `at`): its slot,
-    /// the slot's run, its pending debounced run and its last success. Hooks ask it too.
+    /// What the engine knows of `key` for a trigger of `action` (of schedule slot `at`): its
+    /// view (`KeyDecision.view`) of the key's facts as this host's flights give them. Hooks ask it too.
     func keyView(_ key: String, _ action: Action, slot at: Timestamp?, at now: Timestamp, uptime: Duration?) -> KeyDecision.View {
-        var view = KeyDecision.View(slot: table.slot(of: key), now: now)
-        view.uptime = uptime
-        for id in view.slot.line { view.lineParams[id] = flights[id]?.run.params }
-        view.paused = pause(of: action.name, at: now)
-        if let claim = action.rateClaim(key: key) {
-            view.rate = KeyDecision.Rate(limit: claim.limit, next: table.rateNext(claim, at: now),
-                                         nextReplacing: table.rateNext(claim, at: now, replacing: key))
-        }
+        KeyDecision.view(keyFacts(key, action, slot: at, at: now, uptime: uptime))
+    }
+
+    /// The key's facts, as the fleet reads them from rows: its slot, the line's runs (their
+    /// params), the schedule slot's run, the windows of its debounced runs (for a debounced
+    /// trigger), its last success (of the same action), the action's pause where it holds, and
+    /// its rate from this host's table.
+    func keyFacts(_ key: String, _ action: Action, slot at: Timestamp?, at now: Timestamp, uptime: Duration?) -> KeyFacts {
+        var facts = KeyFacts(slot: table.slot(of: key), now: now, pause: pause(of: action.name, at: now),
+                             rate: action.rateClaim(key: key).map { table.rate($0, key: key, at: now) })
+        facts.uptime = uptime
+        for id in facts.slot.line { note(id, in: &facts) }
         if let at, let known = slots.run(for: .init(action: action.name, at: at)) {
-            view.slotRun = KeyDecision.SlotRun(run: known.id, ended: flights[known.id]?.isOver ?? true)
+            facts.slotRun = known.id
+            note(known.id, in: &facts)
         }
-        if action.debounce != nil, let pending = pendingRun(of: key), let window = flights[pending]?.debounce {
-            view.pending = KeyDecision.Pending(run: pending, window: window)
+        if action.debounce != nil {
+            for case let id? in [facts.slot.holder] + facts.slot.line.map(Optional.some) {
+                guard let window = flights[id]?.debounce else { continue }
+                facts.windows[id] = window
+                note(id, in: &facts)
+            }
         }
         if successes[key]?.action == action.name {
-            view.lastSuccess = lastSuccess(of: key)
+            facts.lastSuccess = lastSuccess(of: key)
         }
-        return view
+        return facts
+    }
+
+    /// Run `id`'s phase and params in `facts`, where this host has it in flight.
+    private func note(_ id: Int64, in facts: inout KeyFacts) {
+        guard facts.runs[id] == nil, let flight = flights[id] else { return }
+        facts.runs[id] = KeyFacts.Run(phase: flight.machine.phase, params: flight.run.params)
     }
 
     /// The key's last success, with when it ended on the boot's clock where this process saw it.

@@ -247,12 +247,16 @@ public struct FlightTable: Sendable {
     /// When a run held for its rate limit may start; nil for a run not held so.
     public func rateUntil(of run: Int64) -> Timestamp? { entries[run]?.rateUntil }
 
-    /// When a new run of `claim`'s bucket could start, behind the bucket's runs not yet started: nil for now.
-    /// (`replacing`: a replace of that key stops its runs not yet started, which are not counted.)
-    public func rateNext(_ claim: RateClaim, at now: Timestamp, replacing key: String? = nil) -> Timestamp? {
-        rates.next(claim, at: now, waiting: entries.values.count {
-            $0.rate?.bucket == claim.bucket && $0.stage != .running && (key == nil || $0.key != key)
-        })
+    /// The rate a trigger of `key` under `claim` is decided with (`KeyDecision.Rate`, the rule a
+    /// fleet's bucket answers with too): behind the bucket's runs not yet started, and, for a
+    /// replace (which stops its key's runs not yet started), behind those of other keys only.
+    public func rate(_ claim: RateClaim, key: String, at now: Timestamp) -> KeyDecision.Rate {
+        var waiting = 0, others = 0
+        for entry in entries.values where entry.rate?.bucket == claim.bucket && entry.stage != .running {
+            waiting += 1
+            if entry.key != key { others += 1 }
+        }
+        return KeyDecision.Rate(claim, book: rates, at: now, waiting: waiting, waitingOtherKeys: others)
     }
 
     /// A start the history kept (at start): counted as if this table had seen it.

@@ -1,8 +1,6 @@
-/// The engine's answers to what a store that keeps its keys in rows (the fleet) asks of a key
-/// between triggers: which run a debounced trigger shares (whether a queued run may start:
-/// `KeyDecision+Start`).
-/// The store reads the facts (a slot, the runs' windows and phases, whether a window passed by
-/// its clock) and writes the answer back; the rule is here, as one machine's (`KeySlot`).
+/// Which run a debounced trigger of a key shares (whether a queued run may start:
+/// `KeyDecision+Start`): the rule `KeyDecision.view` applies to a key's facts (`KeyFacts`),
+/// whether a host's flights or a fleet's rows gave them.
 extension KeyDecision {
     /// The run a debounced trigger of the key shares, with its window: the holder, else the
     /// follow-up, the first not being replaced that has a window and has not started

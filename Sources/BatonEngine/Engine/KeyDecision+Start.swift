@@ -82,3 +82,14 @@ extension KeyDecision {
         return .start
     }
 }
+
+extension KeyDecision.StartView {
+    /// A run a trigger has just made, as its key was left (`slot`): queued, waiting for its
+    /// approval if its action asks one, for its needs if it has any (asked after it is made),
+    /// for its `window` while one is open; `paused` and `rateHeld` as its store read them.
+    public static func newRun(_ run: Int64, of action: Action, slot: KeySlot, window: DebounceWindow?, paused: Bool,
+                              rateHeld: Bool) -> Self {
+        Self(run: run, slot: slot, windowPassed: window == nil, paused: paused, rateHeld: rateHeld,
+                  approving: action.approve != nil, needs: action.needs.isEmpty ? .met : .waiting)
+    }
+}

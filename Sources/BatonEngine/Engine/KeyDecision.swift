@@ -1,7 +1,8 @@
 /// What a trigger of one key does: the whole pipeline, decided once, for a host's triggers, a
-/// host's hooks, the fleet's trigger batches and the fleet's hooks alike. Each of them builds a
-/// `View` of the key (a host from its flights, the fleet from the rows it holds locked) and
-/// performs the decision its own way (store entries, or SQL); the order of the rules is here only:
+/// host's hooks, the fleet's trigger batches and the fleet's hooks alike. Each of them fills the
+/// key's `KeyFacts` (a host from its flights, the fleet from the rows it holds locked), of which
+/// the engine makes its `View` (`KeyDecision.view`), and performs the decision its own way
+/// (store entries, or SQL); the order of the rules is here only:
 ///
 /// 0. a paused action runs nothing: the trigger is refused `paused` (a schedule slot is recorded as
 ///    skipped); under a held pause (`--hold`) it goes on to the rules below, and the run it makes
@@ -207,10 +208,7 @@ public enum KeyDecision: Sendable, Equatable {
         }
         var next = view.slot
         let depth = asked.action.queueDepth
-        // An action with secret params never joins an entry by params: they hold `***` for each
-        // secret, so two different values would look equal (the secret not in the key).
-        let secrets = !asked.action.secretParams.isEmpty
-        let same = { (run: Int64) in !secrets && view.lineParams[run] == asked.params }
+        let same = sameParams(asked, view)
         let makes = next.makesRun(policy: asked.policy, depth: depth, sameParams: same)
         if makes, let rate = view.rate, rate.limit.over == .reject,
            let at = asked.policy == .replace ? rate.nextReplacing : rate.next {
@@ -224,6 +222,20 @@ public enum KeyDecision: Sendable, Equatable {
             slot = next
             return .created(decision, window: window)
         }
+    }
+
+    /// Whether `asked` may make a run on `view` (the policy's part of `decide`), so needs an id:
+    /// what a store that takes each id in its own round trip (a fleet's hook) asks first.
+    public static func makesRun(_ asked: Asked, _ view: View) -> Bool {
+        view.slot.makesRun(policy: asked.policy, depth: asked.action.queueDepth, sameParams: sameParams(asked, view))
+    }
+
+    /// Whether a line's entry has the asked params. An action with secret params never joins an
+    /// entry by params: they hold `***` for each secret, so two different values would look equal
+    /// (the secret not in the key).
+    private static func sameParams(_ asked: Asked, _ view: View) -> (Int64) -> Bool {
+        let secrets = !asked.action.secretParams.isEmpty
+        return { run in !secrets && view.lineParams[run] == asked.params }
     }
 
     /// A decision that makes no run; a join or coalesce of a run made from another definition is refused.

@@ -99,9 +99,8 @@ public struct KeySlot: Sendable, Equatable {
     }
 
     /// The run a debounced trigger of the key shares: the holder, else a follow-up in line order, the first
-    /// that is not being replaced and that `pending` says debounces and has not started. One
-    /// machine asks its flights (`ConductorState.pendingRun`), the fleet the runs' rows
-    /// (`FleetDebounce`).
+    /// that is not being replaced and that `pending` says debounces and has not started. Asked by
+    /// `KeyDecision.pending`, on the windows a host's flights or a fleet's rows give (`KeyFacts`).
     public func pendingRun(where pending: (Int64) -> Bool) -> Int64? {
         for case let id? in [holder] + line.map(Optional.some) where !draining.contains(id) && pending(id) { return id }
         return nil

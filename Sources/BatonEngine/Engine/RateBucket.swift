@@ -1,0 +1,71 @@
+/// One rate-limit bucket as a store that keeps its runs in rows (the fleet) reads it, under its
+/// lock: the starts inside its window (oldest first), and the runs made but not started, with
+/// their keys and, where a start held one back, until when. The rules are the engine's book's
+/// (`RateBook`), asked as a host's `FlightTable` asks its own.
+public struct RateBucket: Sendable, Equatable {
+    public struct Waiting: Sendable, Equatable {
+        public var key: String
+        /// When its rate limit lets it start, where a start held it back.
+        public var until: Timestamp?
+        public init(key: String, until: Timestamp? = nil) {
+            self.key = key
+            self.until = until
+        }
+    }
+
+    public var starts: [Timestamp]
+    public var waiting: [Int64: Waiting]
+
+    public init(starts: [Timestamp] = [], waiting: [Int64: Waiting] = [:]) {
+        self.starts = starts
+        self.waiting = waiting
+    }
+
+    /// The engine's book of the bucket's starts.
+    public func book(_ claim: RateClaim) -> RateBook {
+        var book = RateBook()
+        for start in starts { book.record(claim, at: start) }
+        return book
+    }
+
+    /// What a trigger of `key` is decided with (`KeyDecision.Rate`): a start behind every run
+    /// waiting, and, for a replace, behind those of other keys only.
+    public func rate(_ claim: RateClaim, key: String, at now: Timestamp) -> KeyDecision.Rate {
+        KeyDecision.Rate(claim, book: book(claim), at: now, waiting: waiting.count, waitingOtherKeys: waiting.values.count { $0.key != key })
+    }
+
+    /// When run `run` may start at `now` (`RateBook.hold`): nil when it may now; behind the
+    /// bucket's runs held back (with an `until`) that are older.
+    public func hold(_ run: Int64, _ claim: RateClaim, at now: Timestamp) -> Timestamp? {
+        book(claim).hold(run, claim, at: now, held: waiting.lazy.filter { $0.value.until != nil }.map(\.key))
+    }
+
+    /// Run `run` asks to start at `now` (the bucket's runs asked oldest first): held back, it
+    /// gets when it may (`hold`), and counts ahead of the younger ones; let, its start counts
+    /// (`started`). As a host's table admits a ready run (`FlightTable`'s rate hold, then its start).
+    public mutating func admit(_ run: Int64, _ claim: RateClaim, at now: Timestamp) -> Timestamp? {
+        guard let until = hold(run, claim, at: now) else {
+            started(run, at: now)
+            return nil
+        }
+        waiting[run]?.until = until
+        return until
+    }
+
+    /// Run `run` starts at `now`: it waits no longer, and its start counts.
+    public mutating func started(_ run: Int64, at now: Timestamp) {
+        waiting[run] = nil
+        starts.append(now)
+    }
+}
+
+extension KeyDecision.Rate {
+    /// The rate a trigger of a key is decided with, from its bucket's book: when a new run's start
+    /// fits behind the bucket's `waiting` runs not yet started (`RateBook.next`), and, for a
+    /// replace (which stops its own key's runs not yet started), behind `waitingOtherKeys`. One
+    /// rule for a host's table (`FlightTable.rate`) and a fleet's bucket (`RateBucket.rate`).
+    public init(_ claim: RateClaim, book: RateBook, at now: Timestamp, waiting: Int, waitingOtherKeys: Int) {
+        self.init(limit: claim.limit, next: book.next(claim, at: now, waiting: waiting),
+                  nextReplacing: book.next(claim, at: now, waiting: waitingOtherKeys))
+    }
+}
