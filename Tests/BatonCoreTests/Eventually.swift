@@ -36,7 +36,7 @@ enum Eventually {
     }
 
     /// `until` for a condition that awaits; it naps with `Task.sleep`, so the tasks it waits on
-    /// (a watch's own task) keep a thread of the pool.
+    /// (the conductor's, a runner's) keep a thread of the pool.
     @discardableResult
     static func untilAwaited(_ what: @autoclosure () -> String, within seconds: Double = 30,
                              sourceLocation: SourceLocation = #_sourceLocation,
