@@ -16,7 +16,7 @@ struct KillUntilGoneTests {
     }
 
     static func waitUntil(_ instance: String, finds count: Int) {
-        Eventually.until("\(count) processes tagged \(instance) run 1", within: 6) { TaggedProcesses.find(instance: instance, runs: [1]).count >= count }
+        Eventually.until("\(count) processes tagged \(instance) run 1", within: 30) { TaggedProcesses.find(instance: instance, runs: [1]).count >= count }
     }
 
     @Test("every tagged process is gone when it returns, not just signalled, and each is counted once")

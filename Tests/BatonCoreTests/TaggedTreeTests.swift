@@ -37,7 +37,7 @@ struct TaggedTreeTests {
             withCStrings(["PATH=/usr/bin:/bin"]) { envp in baton_spawn(argv, envp, nil, devnull, devnull, -1, &pid) }
         }
         try #require(rc == 0)
-        let child = Eventually.value("the sleep, a child of \(pid)", within: 5, { TaggedTree.children(of: pid)?.first }) { $0 != nil }
+        let child = Eventually.value("the sleep, a child of \(pid)", within: 30, { TaggedTree.children(of: pid)?.first }) { $0 != nil }
         return (pid, child ?? -1)
     }
 

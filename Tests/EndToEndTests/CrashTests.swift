@@ -203,7 +203,7 @@ struct CrashTests {
         // ...while run 1 is cancelled, ends, and run 2's process starts.
         let client = try Client(path: daemon.socket)
         try client.send(Request(op: .cancel, run: 1))
-        let second = Eventually.value("run 2's process started (its mark in \(marks))", within: 10, {
+        let second = Eventually.value("run 2's process started (its mark in \(marks))", within: 30, {
             let lines = (try? String(contentsOfFile: marks, encoding: .utf8))?.split(separator: "\n") ?? []
             return lines.first { $0.hasPrefix("2 ") }.flatMap { Int32($0.split(separator: " ")[1]) }
         }) { $0 != nil }

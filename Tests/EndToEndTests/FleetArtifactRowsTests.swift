@@ -204,7 +204,7 @@ struct FleetArtifactRowsTests {
         }
         async let kept: Void = Self.keep(keeper, scan, run: 1)
         // The publication waits for the takeover's row lock; the takeover then commits.
-        try await Eventually.untilAwaited("the publication waits for the takeover's row lock", within: 20) {
+        try await Eventually.untilAwaited("the publication waits for the takeover's row lock", within: 60) {
             try Self.count(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") > 0
         }
         try takeover.value.execute("COMMIT")

@@ -108,7 +108,7 @@ struct FleetArtifactTests {
         let a = try FleetTests.fleet(1, actions: held, conninfo: conninfo)[0]
         let run = try #require(try FleetTests.trigger(a, "held").run?.id)
         let live = a.database + "-artifacts-web-1/\(run)-1/a.txt"
-        try #require(Eventually.until("the run wrote its file", within: 10) { FileManager.default.fileExists(atPath: live) })
+        try #require(Eventually.until("the run wrote its file", within: 30) { FileManager.default.fileExists(atPath: live) })
         let b = try Daemon(config: """
             { postgres: "\(conninfo)", host: "web-2", lease: "15s", actions: { \(held) } }
             """, database: a.database)
@@ -138,7 +138,7 @@ struct FleetArtifactTests {
             { postgres: "\(conninfo)", host: "web-4", lease: "15s", actions: { \(Self.make) } }
             """)
         try keeping.waitForLog("joined the fleet")
-        try Eventually.value("web-4 swept the gone host's row", within: 10, { try left() }) { $0 == "0" }
+        try Eventually.value("web-4 swept the gone host's row", within: 30, { try left() }) { $0 == "0" }
     }
 
     /// The `postgres` string of a host's config (the test's database).

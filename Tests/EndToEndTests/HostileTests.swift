@@ -206,7 +206,7 @@ struct HostileTests {
         #expect(answers.filter { $0.contains("\"ok\":true") }.count == 164)
         #expect(answers.filter { $0.contains("\"busy\"") }.count == 36)
         clients.removeAll()
-        Eventually.until("a ping answered once the clients are gone", within: 10) { (try? Client(path: daemon.socket).call(Request(op: .ping)))?.ok == true }
+        Eventually.until("a ping answered once the clients are gone", within: 30) { (try? Client(path: daemon.socket).call(Request(op: .ping)))?.ok == true }
     }
 
     @Test("maxConnections bounds connections from everyone, root too; the next is told why, and slots come back")
@@ -218,7 +218,7 @@ struct HostileTests {
         let refused = try Raw(daemon.socket).readToEnd()
         #expect(refused.contains("batond has too many connections"), "\(refused)")
         _ = consume held
-        Eventually.until("a ping answered once the held connections are gone", within: 10) { (try? Client(path: daemon.socket).call(Request(op: .ping)).ok) == true }
+        Eventually.until("a ping answered once the held connections are gone", within: 30) { (try? Client(path: daemon.socket).call(Request(op: .ping)).ok) == true }
     }
 
     @Test("one uid may hold maxConnectionsPerUser connections; the next is told why and closed, others still get in")

@@ -176,7 +176,7 @@ struct KernelLimitTests {
         let daemon = try Daemon(config: config)
         // Waits (bounded) until the run's groups are there with its processes in them.
         func groupsOfRun(_ run: Int) -> [String] {
-            Eventually.value("run \(run)'s three v1 groups, each with its processes", within: 10, {
+            Eventually.value("run \(run)'s three v1 groups, each with its processes", within: 30, {
                 Self.v1Groups(of: daemon).filter { $0.hasSuffix("/run-\(run)-1") }
             }) { $0.count == 3 && $0.allSatisfy { !Self.members($0).isEmpty } }
         }

@@ -186,7 +186,7 @@ struct LifecycleTests {
 
         gate.release()   // run 1 ends while its end cannot be written
         // Until the end is written, the run shows its outcome in status, still in flight.
-        try Eventually.value("run 1's outcome in status while its end waits to be written", within: 10, {
+        try Eventually.value("run 1's outcome in status while its end waits to be written", within: 30, {
             try Client(path: daemon.socket).call(Request(op: .status)).actions?.flatMap { $0.inFlight ?? [] }.first { $0.id == 1 }?.phase
         }) { $0 == .success }
         let before = try execute("/usr/bin/sqlite3", [mount + "/history.sqlite", "SELECT phase FROM runs WHERE id = 1"])

@@ -98,7 +98,7 @@ struct LogsTests {
         let gate = try FifoGate()
         let daemon = try Self.daemon(gate)
         #expect(try daemon.baton("run", "talk", "--detach").code == 0)
-        try Eventually.value("run 1's first line", within: 10, { try daemon.baton("logs", "1", "--stream", "stdout").stdout }) { $0 == "one\n" }
+        try Eventually.value("run 1's first line", within: 30, { try daemon.baton("logs", "1", "--stream", "stdout").stdout }) { $0 == "one\n" }
         // The next whole second, in the local time `--since` reads: `two` is written after it
         // (the wall clock is what `--since` is about: the condition here is the clock's).
         let boundary = (Date().timeIntervalSince1970 + 1).rounded(.down)

@@ -78,7 +78,7 @@ struct ProcessTreeTests {
 
         /// Waits (bounded) until the tree's four processes run.
         func waitForTree() {
-            Eventually.until("the tree's four processes running: \(described())", within: 10) { alive(sleeping: true).count >= 4 }
+            Eventually.until("the tree's four processes running: \(described())", within: 30) { alive(sleeping: true).count >= 4 }
         }
 
         /// How many of the previous run's processes each run saw when it began.
@@ -220,7 +220,7 @@ struct ProcessTreeTests {
         defer { tree.cleanUp() }
         let daemon = try Daemon(config: tree.config(mode))
         #expect(try daemon.baton("run", "keeps").code == 0)
-        let kept = Eventually.value("the kept process seen", within: 5, { tree.alive() }) { !$0.isEmpty }
+        let kept = Eventually.value("the kept process seen", within: 30, { tree.alive() }) { !$0.isEmpty }
         #expect(kept.count == 1)
     }
 }

@@ -207,7 +207,7 @@ struct QueryCLITests {
         joined.start()
         #expect(try daemon.baton("run", "flaky", "--policy", "reject").code == 75)
         // The joined caller is in once its trigger is recorded.
-        try Eventually.until("the joined caller's trigger recorded", within: 10) {
+        try Eventually.until("the joined caller's trigger recorded", within: 30) {
             try execute("/usr/bin/sqlite3", [daemon.database, "SELECT count(*) FROM triggers WHERE decision = 'joined'"]).stdout == "1\n"
         }
         gate.release()

@@ -145,7 +145,7 @@ struct SecretParamTests {
         let restarted = try Daemon(config: config, reusing: daemon, name: "restarted")
         defer { restarted.stop() }
         // Recovery's writes commit after batond says ready: the history shows them a moment later.
-        let shown = try Eventually.value("run 2's recovered end shown", within: 10, { try restarted.baton("show", "2", "--json") }) {
+        let shown = try Eventually.value("run 2's recovered end shown", within: 30, { try restarted.baton("show", "2", "--json") }) {
             !$0.stdout.contains("\"phase\" : \"queued\"")
         }
         #expect(shown.stdout.contains("\"phase\" : \"failure\"") && shown.stdout.contains("\"reason\" : \"secret\""), "\(shown.stdout)")

@@ -178,7 +178,7 @@ struct DashboardTeamProxyTests {
 
     /// Until nginx answers on `port` (or it has died).
     static func waitForListener(port: UInt16, _ nginx: Spawned) throws {
-        guard Eventually.until("nginx listening on \(port): \(nginx.availableStderr())", within: 5, {
+        guard Eventually.until("nginx listening on \(port): \(nginx.availableStderr())", within: 30, {
             (try? HTTPProbe.request(port: port, "GET", "/api/status")) != nil
         }) else { throw DashboardError("nginx did not listen on \(port): \(nginx.availableStderr())") }
     }
