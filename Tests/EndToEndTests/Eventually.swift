@@ -1,9 +1,11 @@
 import Foundation
 import Testing
 
-/// The one poll of the end-to-end tests, for state that no event announces: a row another process
-/// writes, `/proc`, an answer batond gives only when asked. Where an event exists (batond's log,
-/// `baton wait`, a watch stream, a FIFO the action opens) a test waits on that instead.
+/// The one poll of the tests, for state that no event announces: a row another process writes,
+/// `/proc`, an answer batond gives only when asked, a counter a worker keeps on its own thread.
+/// Where an event exists (batond's log, `baton wait`, a watch stream, a FIFO the action opens, a
+/// probe's stream) a test waits on that instead. Test targets share no module: BatonCoreTests and
+/// BatonStoreTests compile this file through a link to it.
 ///
 /// It asks again with backoff, 1 ms doubling up to 100 ms, until the condition holds or `within`
 /// seconds pass; then it records an issue that names what it waited for (and, for `value`, what it
@@ -35,7 +37,7 @@ enum Eventually {
     }
 
     /// `until` for a condition that awaits; it naps with `Task.sleep`, so the tasks it waits on
-    /// (a watch's own task) keep a thread of the pool.
+    /// (a watch's, the conductor's) keep a thread of the pool.
     @discardableResult
     static func untilAwaited(_ what: @autoclosure () -> String, within seconds: Double = 30,
                              sourceLocation: SourceLocation = #_sourceLocation,
