@@ -96,7 +96,6 @@ enum FleetBench {
     final class Hosts {
         let directory: String
         var processes: [Process] = []
-        var clients: [LineClient] = []
         var sockets: [String] = []
 
         init(binary: String, conninfo: String, count: Int) throws {
@@ -119,7 +118,6 @@ enum FleetBench {
                     while !LineClient.contains(client.call(#"{"op":"trigger","action":"t","params":{"k":"warm\#(index)"}}"#) ?? [], #""ok":true"#) {
                         usleep(50_000)
                     }
-                    clients.append(client)
                 }
             } catch {
                 stop()
@@ -140,23 +138,25 @@ enum FleetBench {
         let hosts = try Hosts(binary: binary, conninfo: conninfo, count: count)
         defer { hosts.stop() }
         let server = try ServerCPU(conninfo: conninfo)
-        let clients = hosts.clients
+        let sockets = hosts.sockets
         let tag = UUID().uuidString.prefix(8)
         let shares = (0..<count).map { host in (0..<runs).filter { $0 % count == host } }
         let batonds = { hosts.processes.map { ThreadCPU(of: $0.processIdentifier) }.reduce(ThreadCPU(), +) }
         let batondAtStart = batonds()
         let cpuAtStart = server.seconds()
         let watch = Stopwatch()
-        // Each host's thread triggers its share on its own connection and gives back the ids it was answered.
+        // Each host's thread triggers its share on a connection of its own and gives back the ids it was answered.
         let ids = onThreads(count) { host in
+            guard let client = try? LineClient(path: sockets[host]) else { return [Int64]() }
             let lines = shares[host].map { #"{"op":"trigger","action":"t","params":{"k":"\#(tag)-\#($0)"},"detach":true}"# }
-            return BatondBench.pipeline(clients[host], lines).compactMap(BatondBench.runID)
+            return BatondBench.pipeline(client, lines).compactMap(BatondBench.runID)
         }
         let triggered = watch.seconds
         let cpuTriggered = server.seconds()
         let batondTriggered = batonds()
         let ended = onThreads(count) { host in
-            let ends = BatondBench.pipeline(clients[host], ids[host].map { #"{"op":"wait","run":\#($0)}"# })
+            guard let client = try? LineClient(path: sockets[host]) else { return 0 }
+            let ends = BatondBench.pipeline(client, ids[host].map { #"{"op":"wait","run":\#($0)}"# })
             return ends.count { LineClient.contains($0, #""phase":"success""#) }
         }.reduce(0, +)
         let elapsed = watch.seconds

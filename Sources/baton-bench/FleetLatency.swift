@@ -13,7 +13,7 @@ extension FleetBench {
         let hosts = try Hosts(binary: binary, conninfo: conninfo, count: 2)
         defer { hosts.stop() }
         let watch = try Watch(socket: hosts.sockets[1])
-        let trigger = hosts.clients[0]
+        let trigger = try LineClient(path: hosts.sockets[0])
         let tag = UUID().uuidString.prefix(8)
         var single: [Int64] = []
         for index in 0..<samples {
@@ -44,7 +44,7 @@ extension FleetBench {
     }
 
     /// A `watch` on a host, read on a thread of its own: each update's run, phase, and latency.
-    /// The reader thread owns `client` and hands each update on as it comes, down a chain of
+    /// The reader thread opens and owns the connection and hands each update on as it comes, down a chain of
     /// one-shot cells (it holds the chain's end); the measuring thread follows the chain from its
     /// start and owns what it has seen. Nothing is shared but the cells.
     final class Watch {
@@ -64,17 +64,21 @@ extension FleetBench {
         private var closed = false
 
         init(socket: String) throws {
-            let client = try LineClient(path: socket)
-            guard client.send(#"{"op":"watch"}"#), let first = client.readLine(), LineClient.contains(first, #""watching""#) else {
-                throw BenchError("the watch on host 2 did not start")
-            }
-            let start = OneShot<Link>()
+            let (start, opened) = (OneShot<Link>(), OneShot<Bool>())
             next = start
-            Thread.detachNewThread { Self.read(client, into: start) }
+            Thread.detachNewThread { Self.read(socket, opened: opened, into: start) }
+            guard opened.wait() else { throw BenchError("the watch on host 2 did not start") }
         }
 
-        /// The reader thread: each transition the watch sends, then `closed`, down the chain.
-        private static func read(_ client: LineClient, into start: OneShot<Link>) {
+        /// The reader thread: the watch made (`opened` says whether), then each transition it
+        /// sends, then `closed`, down the chain.
+        private static func read(_ socket: String, opened: OneShot<Bool>, into start: OneShot<Link>) {
+            guard let client = try? LineClient(path: socket), client.send(#"{"op":"watch"}"#), let first = client.readLine(),
+                  LineClient.contains(first, #""watching""#) else {
+                opened.set(false)
+                return
+            }
+            opened.set(true)
             var end = start
             func hand(_ item: Item) {
                 let cell = OneShot<Link>()

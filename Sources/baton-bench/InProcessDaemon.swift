@@ -46,9 +46,9 @@ final class InProcessDaemon: Sendable {
 }
 
 /// A blocking client that speaks raw lines, for tight loops: sends a request line and reads
-/// lines until the final answer (one with `"ok"`). Used by one thread at a time: a connection is
-/// handed whole to the thread that uses it (a host's to its thread), never used by two at once.
-final class LineClient: @unchecked Sendable {
+/// lines until the final answer (one with `"ok"`). Not `Sendable`: each thread that talks to
+/// batond opens its own, and the compiler holds it to the thread that made it.
+final class LineClient {
     let fd: Int32
     private var buffer: [UInt8] = []
     private var scratch = [UInt8](repeating: 0, count: 65_536)

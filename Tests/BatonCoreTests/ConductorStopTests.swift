@@ -157,20 +157,21 @@ struct ConductorStopTests {
     /// (The deadline is a safety net, not a timing claim: with the e2e tests blocking the two
     /// cooperative threads, async tests here can stall for seconds.)
     func waitForProcessGroup(_ store: MemoryStore, run: Int64) async throws -> ProcessGroup {
-        let deadline = ContinuousClock.now + .seconds(300)
-        while ContinuousClock.now < deadline {
-            for case let .processGroup(id, pgid, identity) in store.entries where id == run {
-                let group = ProcessGroup(pgid: pgid, identity: identity)
-                if group.survivors().count >= 3 { return group }
+        func groups() -> [ProcessGroup] {
+            store.entries.compactMap { entry in
+                guard case let .processGroup(id, pgid, identity) = entry, id == run else { return nil }
+                return ProcessGroup(pgid: pgid, identity: identity)
             }
-            try await Task.sleep(for: .milliseconds(5))
         }
-        let groups = store.entries.compactMap { entry -> String? in
-            guard case let .processGroup(id, pgid, identity) = entry, id == run else { return nil }
-            return "pgid \(pgid) (\(identity)) survivors \(ProcessGroup(pgid: pgid, identity: identity).survivors())"
+        var found: ProcessGroup?
+        await Eventually.untilAwaited("""
+            run \(run)'s group with 3 live processes: \(groups().map { "pgid \($0.pgid) (\($0.identity)) survivors \($0.survivors())" }), \
+            phases \(store.transitions.filter { $0.runID == run }.map(\.to))
+            """, within: 300) {
+            found = groups().first { $0.survivors().count >= 3 }
+            return found != nil
         }
-        let phases = store.transitions.filter { $0.runID == run }.map(\.to)
-        Issue.record("run \(run)'s group never had 3 live processes: \(groups), phases \(phases)")
-        throw CancellationError()
+        guard let found else { throw CancellationError() }
+        return found
     }
 }

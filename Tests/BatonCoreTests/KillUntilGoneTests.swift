@@ -16,11 +16,7 @@ struct KillUntilGoneTests {
     }
 
     static func waitUntil(_ instance: String, finds count: Int) {
-        var turns = 0
-        while TaggedProcesses.find(instance: instance, runs: [1]).count < count && turns < 3_000 {
-            usleep(2_000)
-            turns += 1
-        }
+        Eventually.until("\(count) processes tagged \(instance) run 1", within: 30) { TaggedProcesses.find(instance: instance, runs: [1]).count >= count }
     }
 
     @Test("every tagged process is gone when it returns, not just signalled, and each is counted once")

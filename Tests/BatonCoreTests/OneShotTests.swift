@@ -1,4 +1,5 @@
 import BatonRuntime
+import CBatonSystem
 import Foundation
 import Testing
 
@@ -19,22 +20,31 @@ struct OneShotTests {
         let cell = OneShot<String>()
         let go = DispatchSemaphore(value: 0)
         let waiters = (0..<3).map { _ in OneShot<String>() }
-        let waiting = DispatchSemaphore(value: 0)
+        let (waiting, threads) = (DispatchSemaphore(value: 0), Recorder<pid_t>())
         for waiter in waiters {
-            SystemThread.start { waiting.signal(); waiter.set(cell.wait()) }
+            SystemThread.start { threads.append(baton_gettid()); waiting.signal(); waiter.set(cell.wait()) }
         }
         SystemThread.start {
             go.wait()
             cell.set("done")
         }
         for _ in waiters { waiting.wait() }
-        // Each waiter has said it is about to wait; give them the time to block in the semaphore,
-        // so the set below wakes one and each passes the wake-up on (the path under test).
-        usleep(20_000)
+        // Each waiter has said it is about to wait; each blocks in the semaphore (its thread asleep
+        // in the kernel, `S` in its stat), so the set below wakes one and each passes the wake-up
+        // on (the path under test). Nothing else puts these threads to sleep before the set.
+        Eventually.until("the three waiters asleep: \(threads.all.map { Self.state(of: $0) })", within: 10) {
+            threads.all.allSatisfy { Self.state(of: $0) == "S" }
+        }
         #expect(cell.value == nil)
         go.signal()
         #expect(cell.wait() == "done")
         #expect(waiters.map { $0.wait() } == ["done", "done", "done"])
+    }
+
+    /// A thread's state as its stat says it (`R` running, `S` asleep), "?" when unreadable.
+    static func state(of thread: pid_t) -> String {
+        let stat = (try? String(contentsOfFile: "/proc/self/task/\(thread)/stat", encoding: .utf8)) ?? ""
+        return stat.split(separator: ")").last?.split(separator: " ").first.map(String.init) ?? "?"
     }
 
     @Test("a wait with a deadline returns nil at the deadline, the value once set")

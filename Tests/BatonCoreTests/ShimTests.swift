@@ -1,6 +1,7 @@
 @testable import BatonProcess
 @testable import BatonCore
 @testable import BatonEngine
+import CBatonSystem
 import Foundation
 import Testing
 
@@ -85,7 +86,7 @@ struct ShimTests {
         let probe = AttemptProbe(runner, Job(runID: 8, action: Action(name: "t", exec: ["sh", "-c", "trap 'exit 42' TERM; echo ready; while :; do sleep 0.05; done"]),
                                              attempt: 1, params: [:]))
         _ = await probe.started()
-        while !probe.events.all.contains(where: { if case .output = $0 { true } else { false } }) { try await Task.sleep(for: .milliseconds(10)) }
+        await probe.firstOutput()   // `ready`: the trap is set
         probe.attempt.stop(grace: .seconds(5))
         let outcome = await probe.outcome()
         #expect(outcome.result.exitCode == 42)
@@ -181,7 +182,11 @@ extension ShimAloneTests {
         let deadline = ContinuousClock.now + .seconds(10)
         var chunk = [UInt8](repeating: 0, count: 65536)
         while ContinuousClock.now < deadline, read(fd, &chunk, chunk.count) > 0 { usleep(5000) }
-        let ended = !process.isRunning || (0..<50).contains { _ in usleep(10_000); return !process.isRunning }
+        // Then it ends at once: half a second for its exit to be seen (its pidfd turns readable).
+        let exited = baton_pidfd_open(process.processIdentifier)
+        var ready = pollfd(fd: exited, events: Int16(POLLIN), revents: 0)
+        let ended = !process.isRunning || (exited >= 0 && poll(&ready, 1, 500) == 1)
+        if exited >= 0 { close(exited) }
         if !ended { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         #expect(ended)

@@ -37,12 +37,8 @@ struct TaggedTreeTests {
             withCStrings(["PATH=/usr/bin:/bin"]) { envp in baton_spawn(argv, envp, nil, devnull, devnull, -1, &pid) }
         }
         try #require(rc == 0)
-        for _ in 0..<500 {
-            if let child = TaggedTree.children(of: pid)?.first { return (pid, child) }
-            usleep(10_000)
-        }
-        Issue.record("the sleep never came")
-        return (pid, -1)
+        let child = Eventually.value("the sleep, a child of \(pid)", within: 30, { TaggedTree.children(of: pid)?.first }) { $0 != nil }
+        return (pid, child ?? -1)
     }
 
     @Test("an adopted tree trusts its recorded leader's group and descendants only while that pid is still the leader (its identity)")

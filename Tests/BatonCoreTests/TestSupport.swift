@@ -64,12 +64,13 @@ final class AttemptProbe: Sendable {
     let events = Recorder<AttemptEvent>()
     private let ended: AsyncStream<AttemptOutcome>
     private let began: AsyncStream<ProcessGroup?>
+    private let spoke: AsyncStream<Void>
 
     init(_ runner: any Runner, _ job: Job) {
         let (stream, continuation) = AsyncStream<AttemptOutcome>.makeStream()
         let (starts, start) = AsyncStream<ProcessGroup?>.makeStream()
-        ended = stream
-        began = starts
+        let (outputs, output) = AsyncStream<Void>.makeStream()
+        (ended, began, spoke) = (stream, starts, outputs)
         let events = events
         attempt = runner.start(job) { event in
             events.append(event)
@@ -77,11 +78,21 @@ final class AttemptProbe: Sendable {
                 start.yield(group)
                 start.finish()
             }
+            if case .output = event {
+                output.yield()
+                output.finish()
+            }
             if case let .ended(outcome) = event {
+                output.finish()
                 continuation.yield(outcome)
                 continuation.finish()
             }
         }
+    }
+
+    /// Waits for the attempt's first output (or its end, if it says nothing).
+    func firstOutput() async {
+        for await _ in spoke { return }
     }
 
     /// The process group it reported when it started.

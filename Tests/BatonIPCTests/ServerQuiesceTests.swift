@@ -74,7 +74,15 @@ struct ServerQuiesceTests {
         reactor.post { posted.signal() }
         posted.wait()
         Self.send(client, "{\"id\":3}\n")
-        usleep(100_000)
+        // Two more turns of the loop: request 3 is in the socket before the first is posted, so
+        // the wait after it reports the socket readable, and its handlers run before the second.
+        // A server still reading would have taken request 3 by then.
+        for _ in 0..<2 {
+            let turned = DispatchSemaphore(value: 0)
+            reactor.post { turned.signal() }
+            turned.wait()
+        }
+        #expect(holder.taken.withLock { $0.count } == 2, "request 3 was not read after the quiesce")
         #expect(quiet.wait(timeout: .now()) == .timedOut, "request 1 is not answered yet")
         let first = holder.taken.withLock { $0[0].caller }
         first.send(Array(#"{"id":1,"ok":true}"#.utf8))

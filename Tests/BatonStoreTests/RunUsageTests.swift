@@ -85,14 +85,7 @@ struct RunUsageTests {
     func migration() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("h.sqlite")
-        do {
-            let connection = try Connection(path: path)
-            try Migrator.migrate(connection, migrations: Array(Migrator.migrations.prefix(2)))
-            try connection.execute("""
-                INSERT INTO runs (id, action, key, phase, policy, queued_at, started_at, ended_at, attempts, exit_code, reason)
-                VALUES (1, 'a', 'a', 'success', 'reject', 1, 2, 3, 1, 0, 'exit')
-                """)
-        }
+        try OldHistory.make(at: path, version: 2) { try $0.execute(OldHistory.endedRun) }
         let store = try Store(path: path)
         store.close()
         let connection = try Connection(path: path, readOnly: true)

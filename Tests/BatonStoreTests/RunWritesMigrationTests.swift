@@ -13,19 +13,18 @@ struct RunWritesMigrationTests {
 
     /// A history at version 16 with runs of two actions: ended ones (each phase) and one of each in flight.
     static func versionSixteen(at path: String) throws {
-        let connection = try Connection(path: path)
-        #expect(try Migrator.migrate(connection, migrations: Migrator.migrations.filter { $0.version <= 16 }).last == 16)
         let phases: [Phase] = [.success, .failure, .success, .cancelled, .success, .failure, .queued, .loading, .retrying]
-        for (index, phase) in (phases + phases).enumerated() {
+        let rows = (phases + phases).enumerated().map { index, phase -> [DatabaseValue] in
             let id = Int64(index + 1), action = index < phases.count ? "a" : "b"
             let ended: DatabaseValue = phase.isTerminal ? .integer(now.rawValue + id * 1_000) : .null
-            try connection.withStatement("""
+            return [.integer(id), .text(action), .text(action), .text(phase.rawValue), .integer(now.rawValue),
+                    .integer(now.rawValue + id), ended, .integer(id * 10), .integer(id * 100)]
+        }
+        try OldHistory.make(at: path, version: 16) { connection in
+            try OldHistory.insert("""
                 INSERT INTO runs (id, action, key, phase, policy, params, queued_at, started_at, ended_at, cpu_user, memory_peak)
                 VALUES (?, ?, ?, ?, 'reject', '{}', ?, ?, ?, ?, ?)
-                """) {
-                try $0.run([.integer(id), .text(action), .text(action), .text(phase.rawValue), .integer(now.rawValue),
-                            .integer(now.rawValue + id), ended, .integer(id * 10), .integer(id * 100)])
-            }
+                """, rows: rows, on: connection)
         }
     }
 

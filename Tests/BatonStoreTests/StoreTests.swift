@@ -148,9 +148,7 @@ struct StoreTests {
         }
         // The writer has met the lock twice (waited its busy timeout, kept the item, tried again):
         // the item is still unanswered, neither written nor refused.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while store.busyRetries < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(store.busyRetries >= 2)
+        await Eventually.untilAwaited("the writer met the lock twice (busy retries: \(store.busyRetries))", within: 60) { store.busyRetries >= 2 }
         #expect(!finished.withLock { $0 })
         try locker.execute("COMMIT")
         var results = answered.makeAsyncIterator()

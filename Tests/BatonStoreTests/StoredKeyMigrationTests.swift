@@ -22,26 +22,14 @@ struct StoredKeyMigrationTests {
     /// A history file at schema version 1 with `runs` and, for run 1, a trigger of run 2's params
     /// that joined it under the shared old key, and a denied trigger that has no key.
     static func versionOne(at path: String) throws {
-        let connection = try Connection(path: path)
-        #expect(try Migrator.migrate(connection, migrations: Array(Migrator.migrations.prefix(1))) == [1])
-        for (index, run) in runs.enumerated() {
-            try connection.withStatement("""
-                INSERT INTO runs (id, action, key, phase, policy, params, queued_at) VALUES (?, ?, ?, 'success', 'join', ?, 1)
-                """) { try $0.run([.integer(Int64(index + 1)), .text(run.action), .text(run.key), .text(JSONText.object(run.params))]) }
-        }
-        for (key, decision, params) in [("kp a=x b=y b=z", "joined", runs[1].params), ("", "denied trigger", ["a": "x y"])] {
-            try connection.withStatement("""
-                INSERT INTO triggers (run_id, action, key, decision, policy, at, params) VALUES (1, 'kp', ?, ?, 'join', 2, ?)
-                """) { try $0.run([.text(key), .text(decision), .text(JSONText.object(params))]) }
-        }
-    }
-
-    static func column(_ sql: String, at path: String) throws -> [String] {
-        let connection = try Connection(path: path, readOnly: true)
-        return try connection.withStatement(sql) { statement in
-            var values: [String] = []
-            while try statement.step() { values.append(statement.string(0) ?? "NULL") }
-            return values
+        try OldHistory.make(at: path, version: 1) { connection in
+            try OldHistory.insert("INSERT INTO runs (id, action, key, phase, policy, params, queued_at) VALUES (?, ?, ?, 'success', 'join', ?, 1)",
+                                  rows: runs.enumerated().map { index, run -> [DatabaseValue] in
+                                      [.integer(Int64(index + 1)), .text(run.action), .text(run.key), .text(JSONText.object(run.params))]
+                                  }, on: connection)
+            let triggers = [("kp a=x b=y b=z", "joined", runs[1].params), ("", "denied trigger", ["a": "x y"])]
+            try OldHistory.insert("INSERT INTO triggers (run_id, action, key, decision, policy, at, params) VALUES (1, 'kp', ?, ?, 'join', 2, ?)",
+                                  rows: triggers.map { [.text($0.0), .text($0.1), .text(JSONText.object($0.2))] }, on: connection)
         }
     }
 
@@ -51,10 +39,10 @@ struct StoredKeyMigrationTests {
         let path = directory.file("h.sqlite")
         try Self.versionOne(at: path)
         try Store(path: path).close()
-        let keys = try Self.column("SELECT key FROM runs ORDER BY id", at: path)
+        let keys = try OldHistory.column("SELECT key FROM runs ORDER BY id", at: path)
         #expect(keys.map { Array($0.utf8) } == Self.runs.map { Array($0.new.utf8) }, "\(keys)")
-        #expect(try Self.column("SELECT key FROM triggers ORDER BY id", at: path) == ["kp a=x b=y%20b%3Dz", ""])
-        #expect(try Self.column("SELECT version || ' ' || name FROM schema_migrations ORDER BY version", at: path)
+        #expect(try OldHistory.column("SELECT key FROM triggers ORDER BY id", at: path) == ["kp a=x b=y%20b%3Dz", ""])
+        #expect(try OldHistory.column("SELECT version || ' ' || name FROM schema_migrations ORDER BY version", at: path)
                 .prefix(2) == ["1 history", "2 escaped_keys"])
     }
 

@@ -151,8 +151,7 @@ struct ArtifactEndToEndTests {
         let daemon = try Daemon(config: Self.config)
         #expect(try daemon.baton("run", "stopped", "--detach").code == 0)
         // The files are written before the output line that says so.
-        let deadline = Date().addingTimeInterval(30)
-        while !(try daemon.baton("logs", "1").stdout.contains("written")), Date() < deadline { usleep(20_000) }
+        try Eventually.value("run 1's line that its files are written", { try daemon.baton("logs", "1").stdout }) { $0.contains("written") }
         #expect(try daemon.baton("cancel", "1").code == 0)
         #expect(try daemon.baton("artifacts", "1", "partial.log").stdout == "partial\n")
         let list = try daemon.baton("artifacts", "1", "--json").stdout
@@ -216,14 +215,15 @@ struct ArtifactCrashTests {
         for action in ["adopted", "lost"] { #expect(try daemon.baton("run", action, "--detach").code == 0) }
         let root = daemon.database + "-artifacts"
         // Both runs have written their first file before the crash.
-        let deadline = Date().addingTimeInterval(30)
-        while !(FileManager.default.fileExists(atPath: root + "/1-1/before.txt") && FileManager.default.fileExists(atPath: root + "/2-1/before.txt")),
-              Date() < deadline { usleep(20_000) }
+        Eventually.until("both runs wrote before.txt") {
+            FileManager.default.fileExists(atPath: root + "/1-1/before.txt") && FileManager.default.fileExists(atPath: root + "/2-1/before.txt")
+        }
         // The adopted run's leader (its shim) is in the history before the crash: it is written after
         // `loading`, and a crash before it leaves a run the next start cannot tell from a stranger's
         // (recovered as lost, its directory removed: seen once under load).
-        while try execute("/usr/bin/sqlite3", [daemon.database, "SELECT pgid_start IS NOT NULL FROM runs WHERE id = 1"]).stdout != "1\n",
-              Date() < deadline { usleep(20_000) }
+        try Eventually.until("run 1's leader recorded") {
+            try execute("/usr/bin/sqlite3", [daemon.database, "SELECT pgid_start IS NOT NULL FROM runs WHERE id = 1"]).stdout == "1\n"
+        }
         daemon.crash()
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: root)) == ["1-1", "2-1"])
 

@@ -1,3 +1,4 @@
+import CBatonSystem
 import Foundation
 import Testing
 
@@ -70,15 +71,13 @@ final class Container: @unchecked Sendable {
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
         nspawn = process
-        let deadline = Date().addingTimeInterval(60)
-        while initPID == 0 && Date() < deadline && process.isRunning {
+        Eventually.until("the container's systemd (a child of nspawn named systemd*)", within: 60) {
             let children = (try? execute("/usr/bin/pgrep", ["-P", String(process.processIdentifier)]).stdout) ?? ""
             if let pid = children.split(separator: "\n").compactMap({ Int32($0) }).first,
                (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("systemd") == true {
                 initPID = pid
-            } else {
-                usleep(50_000)
             }
+            return initPID != 0 || !process.isRunning
         }
         guard initPID != 0 else { throw ContainerError.failed("the container's systemd never appeared") }
     }
@@ -95,21 +94,21 @@ final class Container: @unchecked Sendable {
         try await EndToEndTests.run("/usr/bin/nsenter", ["-t", String(initPID), "-n", "/bin/sh", "-c", command])
     }
 
-    /// Waits until `command` succeeds inside (checking every 100 ms), or `seconds` pass.
+    /// Waits until `command` succeeds inside, or `seconds` pass (an issue naming it then).
     func waitUntil(_ command: String, seconds: Double = 30) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await run(command).code == 0 { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return false
+        try await Eventually.untilAwaited("`\(command)` succeeds in the container", within: seconds) { try await run(command).code == 0 }
     }
 
     func shutdown() {
         guard let nspawn, nspawn.isRunning else { return }
         _ = try? execute("/usr/bin/nsenter", ["-t", String(initPID), "-a", "systemctl", "poweroff"])
-        let deadline = Date().addingTimeInterval(30)
-        while nspawn.isRunning && Date() < deadline { usleep(50_000) }
+        // Up to 30 s for nspawn to exit (its pidfd turns readable), then killed.
+        let exited = baton_pidfd_open(nspawn.processIdentifier)
+        if exited >= 0 {
+            var ready = pollfd(fd: exited, events: Int16(POLLIN), revents: 0)
+            while poll(&ready, 1, 30_000) < 0 && errno == EINTR {}
+            close(exited)
+        }
         if nspawn.isRunning { kill(nspawn.processIdentifier, SIGKILL); nspawn.waitUntilExit() }
     }
 

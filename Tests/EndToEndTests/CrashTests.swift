@@ -203,13 +203,11 @@ struct CrashTests {
         // ...while run 1 is cancelled, ends, and run 2's process starts.
         let client = try Client(path: daemon.socket)
         try client.send(Request(op: .cancel, run: 1))
-        var second: Int32?
-        for _ in 0..<1_000 where second == nil {
+        let second = Eventually.value("run 2's process started (its mark in \(marks))", within: 30, {
             let lines = (try? String(contentsOfFile: marks, encoding: .utf8))?.split(separator: "\n") ?? []
-            second = lines.first { $0.hasPrefix("2 ") }.flatMap { Int32($0.split(separator: " ")[1]) }
-            if second == nil { usleep(10_000) }
-        }
-        let pid = try #require(second, "run 2's process did not start")
+            return lines.first { $0.hasPrefix("2 ") }.flatMap { Int32($0.split(separator: " ")[1]) }
+        }) { $0 != nil }
+        let pid = try #require(second)
         daemon.crash()
         input.fileHandleForWriting.write(Data("\n".utf8))
         holder.waitUntilExit()

@@ -73,13 +73,9 @@ struct DebounceEndToEndTests {
         let callers = (0..<3).map { _ in Launched(Binaries.baton, ["--socket", socket, "run", "ci"]) }
         // A bounded poll: every trigger of the burst has joined run 1 before the cancel.
         let show = try await offPool {
-            var show = ""
-            let deadline = Date().addingTimeInterval(120)
-            while Date() < deadline, !show.contains("other triggers: 2 debounced") {
-                show = (try? daemon.baton("show", "1").stdout) ?? ""
-                if !show.contains("other triggers: 2 debounced") { usleep(50_000) }
+            Eventually.value("every trigger of the burst joined run 1", within: 120, { (try? daemon.baton("show", "1").stdout) ?? "" }) {
+                $0.contains("other triggers: 2 debounced")
             }
-            return show
         }
         #expect(show.contains("other triggers: 2 debounced"), "\(show)")
         let cancelled = try daemon.baton("cancel", "ci")

@@ -10,16 +10,14 @@ import Testing
 struct FleetApprovalReviewTests {
     typealias Team = ApprovalEndToEndTests.Team
 
-    /// `baton ARGS` as `user` against `socket`, over and over until `deadline`.
-    static func repeatedly(_ user: String, _ socket: String, _ args: [String], until deadline: Date) -> [Output] {
-        var outputs: [Output] = []
+    /// Runs `baton ARGS` as `user` again and again until `deadline`, handing each answer to `each` as it comes.
+    static func repeatedly(_ user: String, _ socket: String, _ args: [String], until deadline: Date, each: (Output) -> Void) {
         while Date() < deadline {
             if let output = try? execute("/usr/bin/setpriv", ["--reuid=\(user)", "--regid=\(user)", "--init-groups", Binaries.baton,
                                                              "--socket", socket] + args) {
-                outputs.append(output)
+                each(output)
             }
         }
-        return outputs
     }
 
     @Test("ben may approve but not read deploy: his denies of ann's new run, sent on web-2 from before its creation on, are all unknown_run and name no action")
@@ -40,12 +38,16 @@ struct FleetApprovalReviewTests {
             let next = Int64(try db.query("SELECT coalesce(max(id), 0) + 1 FROM runs").first?[0] ?? "") ?? 1
             let (ben, socket) = (team.ben, hosts[1].socket)
             let answers = FleetApprovalTests.Answers()
-            let done = DispatchSemaphore(value: 0)
+            let (done, first) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
             DispatchQueue.global().async {
-                defer { done.signal() }
-                for output in Self.repeatedly(ben, socket, ["deny", String(next)], until: Date() + 1.5) { answers.add(output) }
+                defer { done.signal(); first.signal() }
+                Self.repeatedly(ben, socket, ["deny", String(next)], until: Date() + 1.5) { output in
+                    answers.add(output)
+                    first.signal()
+                }
             }
-            usleep(300_000)
+            // ben's denies are answered (unknown_run) before ann's run is made.
+            first.wait()
             let run = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "-p", "ref=r\(round)", "--detach", "--json"))
             done.wait()
             #expect(run == String(next), "the id was foreseen")
@@ -74,11 +76,10 @@ struct FleetApprovalReviewTests {
         defer { for host in hosts { host.stop() } }
         let build = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "build", "--detach", "--json"))
         #expect(try hosts[0].baton("wait", build).code == 0)
-        var listed = ""
-        #expect(try FleetLockTests.eventually {
-            listed = try team.baton(team.ben, hosts[1], "approvals").stdout
-            return listed.contains("  deploy")
-        }, "\(listed)\((try? PGConnection(conninfo).query("SELECT id, action, phase, error, hook_run, trigger_uid FROM runs").rows) ?? [])\((try? PGConnection(conninfo).query("SELECT * FROM approvals").rows) ?? [])")
+        let listed = try Eventually.value("""
+            ben's approvals on web-2 list deploy; runs \((try? PGConnection(conninfo).query("SELECT id, action, phase, error, hook_run, trigger_uid FROM runs").rows) ?? []), \
+            approvals \((try? PGConnection(conninfo).query("SELECT * FROM approvals").rows) ?? [])
+            """, { try team.baton(team.ben, hosts[1], "approvals").stdout }) { $0.contains("  deploy") }
         let deploy = try #require(listed.firstMatch(of: /run (\d+)  deploy/).map { String($0.1) }, "\(listed)")
         #expect(try team.baton(team.ann, hosts[1], "approvals").stdout == "nothing waits for your approval\n")
         let own = try team.baton(team.ann, hosts[1], "approve", deploy)

@@ -57,9 +57,9 @@ struct FleetApprovalTests {
         #expect(own.code == 77 && own.stderr.contains("triggered run \(run) of deploy and may not approve it"), "\(own.stderr)")
         // Every host's status says what it waits for (read with its feed's refresh, once a second).
         for host in hosts {
-            let told = try FleetLockTests.eventually { try host.baton("status", "deploy").stdout.contains("waiting for approval by group:\(team.group)") }
-            let status = try host.baton("status", "deploy").stdout
-            #expect(told, "\(status)")
+            try Eventually.value("\(host.socket)'s status says deploy waits for group:\(team.group)'s approval", { try host.baton("status", "deploy").stdout }) {
+                $0.contains("waiting for approval by group:\(team.group)")
+            }
         }
         // Waiting: its host has looked for what may start since, and every feed has delivered it; none started it.
         try FleetBarrier.pass(hosts)
@@ -161,10 +161,9 @@ struct FleetApprovalTests {
         let run = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "-p", "ref=v6", "--detach", "--json"))
         hosts[0].crash()
         let db = try PGConnection(conninfo)
-        let taken = try FleetLockTests.eventually(within: 20) {
+        try Eventually.until("web-2 took the waiting run over", within: 20) {
             try db.query("SELECT host FROM runs WHERE id = $1", [run]).first?[0] == "web-2"
         }
-        #expect(taken, "web-2 took the waiting run over")
         #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [run]).first?[0] == "queued", "still waiting, not started")
         #expect(try team.baton(team.ben, hosts[1], "approvals").stdout.contains("run \(run)  deploy"))
         #expect(try team.baton(team.ben, hosts[1], "approve", run).code == 0)
@@ -188,11 +187,9 @@ struct FleetApprovalTests {
         let build = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "build", "-p", "ref=evil", "--detach", "--json"))
         let built = try hosts[0].baton("wait", build)
         #expect(built.code == 0, "\(built.stdout)\(built.stderr)\(hosts[0].stderr.split(separator: "\n").filter { $0.contains("rror") || $0.contains(" at /work") }.prefix(12).joined(separator: "\n"))")
-        var listed = ""
-        #expect(try FleetLockTests.eventually {
-            listed = try team.baton(team.ben, hosts[1], "approvals").stdout
-            return listed.contains("  deploy")
-        }, "\(listed)")
+        let listed = try Eventually.value("ben's approvals on web-2 list deploy", { try team.baton(team.ben, hosts[1], "approvals").stdout }) {
+            $0.contains("  deploy")
+        }
         let deploy = try #require(listed.firstMatch(of: /run (\d+)  deploy/).map { String($0.1) }, "\(listed)")
         #expect(try team.baton(team.ann, hosts[1], "approvals").stdout == "nothing waits for your approval\n")
         let own = try team.baton(team.ann, hosts[1], "approve", deploy)

@@ -204,12 +204,9 @@ struct FleetArtifactRowsTests {
         }
         async let kept: Void = Self.keep(keeper, scan, run: 1)
         // The publication waits for the takeover's row lock; the takeover then commits.
-        var waited = false
-        for _ in 0..<400 where !waited {
-            waited = try Self.count(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") > 0
-            if !waited { try await Task.sleep(for: .milliseconds(50)) }
+        try await Eventually.untilAwaited("the publication waits for the takeover's row lock", within: 60) {
+            try Self.count(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") > 0
         }
-        #expect(waited, "the publication never waited for the takeover")
         try takeover.value.execute("COMMIT")
         await kept
         #expect(try Self.list(db, run: 1) == ArtifactList(run: 1))

@@ -60,14 +60,11 @@ struct FleetArtifactTests {
         let db = try PGConnection(conninfo)
         let run = try #require(try FleetTests.trigger(a, "big").run?.id)
         // Kill web-1 once it has begun the rows and written a few of the hundred chunks.
-        var midway = false
-        for _ in 0..<3_000 where !midway {
-            midway = try db.query("""
+        try Eventually.until("web-1's keep seen under way (3 chunks of an unkept artifact)") {
+            try db.query("""
                 SELECT count(*) FROM artifacts a JOIN artifact_chunks c ON c.artifact_id = a.id WHERE a.run_id = $1 AND NOT a.kept
                 """, [String(run)]).first?[0].flatMap { Int($0) }.map { $0 >= 3 } ?? false
-            if !midway { usleep(10_000) }
         }
-        #expect(midway, "web-1's keep was never seen under way")
         a.crash()
         let ended = try FleetTests.wait(b, run: run)
         #expect(ended?.phase == .failure && ended?.reason == "host_lost", "\(String(describing: ended))")
@@ -111,8 +108,7 @@ struct FleetArtifactTests {
         let a = try FleetTests.fleet(1, actions: held, conninfo: conninfo)[0]
         let run = try #require(try FleetTests.trigger(a, "held").run?.id)
         let live = a.database + "-artifacts-web-1/\(run)-1/a.txt"
-        for _ in 0..<1_000 where !FileManager.default.fileExists(atPath: live) { usleep(10_000) }
-        try #require(FileManager.default.fileExists(atPath: live), "the run never wrote its file")
+        try #require(Eventually.until("the run wrote its file", within: 30) { FileManager.default.fileExists(atPath: live) })
         let b = try Daemon(config: """
             { postgres: "\(conninfo)", host: "web-2", lease: "15s", actions: { \(held) } }
             """, database: a.database)
@@ -142,8 +138,7 @@ struct FleetArtifactTests {
             { postgres: "\(conninfo)", host: "web-4", lease: "15s", actions: { \(Self.make) } }
             """)
         try keeping.waitForLog("joined the fleet")
-        for _ in 0..<500 where try left() != "0" { usleep(20_000) }
-        #expect(try left() == "0")
+        try Eventually.value("web-4 swept the gone host's row", within: 30, { try left() }) { $0 == "0" }
     }
 
     /// The `postgres` string of a host's config (the test's database).

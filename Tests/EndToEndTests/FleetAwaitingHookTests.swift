@@ -27,7 +27,7 @@ struct FleetAwaitingHookTests {
         for (index, ref) in ["a", "b"].enumerated() {
             let answer = try Client(path: hosts[index].socket).call(Request(op: .trigger, action: "deploy", params: ["ref": ref], detach: true))
             runs.append(String(try #require(answer.run?.id, "\(answer)")))
-            #expect(try FleetLockTests.eventually { try db.query(count).first?[0] == String(index + 1) }, "its hook run ended")
+            try Eventually.until("hook run \(index + 1) ended") { try db.query(count).first?[0] == String(index + 1) }
         }
         // Every host's feed has delivered both waits, and what a host did in answer is committed.
         try FleetBarrier.pass(hosts)
@@ -55,7 +55,7 @@ struct FleetAwaitingHookTests {
         let deploy = try db.query("SELECT id FROM runs WHERE action = 'deploy' AND hook_run = $1", [String(build)]).first?[0]
         #expect(deploy != nil, "build's success made a deploy run")
         let count = "SELECT count(*) FROM runs WHERE action = 'announce' AND phase = 'success'"
-        #expect(try FleetLockTests.eventually { try db.query(count).first?[0] == "1" }, "its hook run ended")
+        try Eventually.until("its hook run ended") { try db.query(count).first?[0] == "1" }
         try FleetBarrier.pass(hosts)
         let hooks = try db.query("SELECT hook_run, hook_event FROM runs WHERE action = 'announce'").rows
         #expect(hooks.map { [$0[0], $0[1]] } == [[deploy, "awaiting"]], "once: \(hooks)")
@@ -93,9 +93,9 @@ struct FleetAwaitingHookTests {
         let build = try #require(try Client(path: hosts[0].socket).call(Request(op: .trigger, action: "build", detach: true)).run?.id)
         #expect(try FleetTests.wait(hosts[0], run: build)?.phase == .success)
         let db = try PGConnection(conninfo)
-        #expect(try FleetLockTests.eventually {
+        try Eventually.until("build's success made a deploy run, which waits") {
             try db.query("SELECT count(*) FROM runs WHERE action = 'deploy' AND hook_run = $1", [String(build)]).first?[0] == "1"
-        }, "build's success made a deploy run, which waits")
+        }
         // A hook the end's transaction would fire is written with the deploy run; one the feed would fire, by the barrier.
         try FleetBarrier.pass(hosts)
         #expect(try db.query("SELECT count(*) FROM runs WHERE action = 'announce'").first?[0] == "0")
@@ -117,17 +117,16 @@ struct FleetAwaitingHookTests {
         // The hook's key busy: a run of announce of its own, held at the gate.
         let busy = try #require(try client.call(Request(op: .trigger, action: "announce", detach: true)).run?.id)
         let db = try PGConnection(conninfo)
-        #expect(try FleetLockTests.eventually { try db.query("SELECT phase FROM runs WHERE id = $1", [String(busy)]).first?[0] == "loading" })
+        try Eventually.until("the busy announce run loading") { try db.query("SELECT phase FROM runs WHERE id = $1", [String(busy)]).first?[0] == "loading" }
         let deploy = try #require(try client.call(Request(op: .trigger, action: "deploy", detach: true)).run?.id)
-        #expect(try FleetLockTests.eventually {
+        try Eventually.until("its awaiting hook's run is queued behind the busy one") {
             try db.query("SELECT count(*) FROM runs WHERE action = 'announce' AND hook_run = $1", [String(deploy)]).first?[0] == "1"
-        }, "its awaiting hook's run is queued behind the busy one")
+        }
         let yes = try hosts[0].baton("approve", String(deploy))
         #expect(yes.code == 0, "\(yes.stderr)")
         #expect(try FleetTests.wait(hosts[0], run: deploy)?.phase == .success, "approved, it ran while its hook waited")
         FileManager.default.createFile(atPath: gate, contents: nil)
-        #expect(try FleetLockTests.eventually { ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").contains("\n") })
-        let told = (try? String(contentsOfFile: marker, encoding: .utf8)) ?? ""
+        let told = Eventually.value("the hook's line in \(marker)", { (try? String(contentsOfFile: marker, encoding: .utf8)) ?? "" }) { $0.contains("\n") }
         #expect(told == "awaiting queued x \n", "as one machine tells it, at the wait: \(told)")
     }
 

@@ -38,8 +38,9 @@ struct FleetBatchTests {
     }
 
     /// Waits (bounded) until a backend waits for a lock that `pid` holds.
+    @discardableResult
     static func waitBlocked(by pid: String, _ db: PGConnection) throws -> Bool {
-        try FleetDebounceTests.until(30) {
+        try Eventually.until("a backend waits for a lock that backend \(pid) holds") {
             try count(db, "SELECT count(*) FROM pg_locks WHERE NOT granted AND $1::int = ANY (pg_blocking_pids(pid))", [pid]) > 0
         }
     }
@@ -135,11 +136,12 @@ struct FleetBatchTests {
         let answering = Collected<[Response?]>()
         let caller = Thread { answering.append((try? Self.pipelined(hosts[0], requests)) ?? []) }
         caller.start()
-        #expect(try Self.waitBlocked(by: try Self.pid(holder), db))
+        try Self.waitBlocked(by: try Self.pid(holder), db)
         try holder.execute("COMMIT")
-        #expect(try Self.waitBlocked(by: try Self.pid(ghost), db), "the batch with the slot's trigger waits for the ghost's insert")
+        // The batch with the slot's trigger waits for the ghost's insert.
+        try Self.waitBlocked(by: try Self.pid(ghost), db)
         try ghost.execute("COMMIT")
-        #expect(try FleetDebounceTests.until(60) { !answering.all.isEmpty }, "\(hosts[0].stderr.suffix(3000))")
+        Eventually.until("the batch answered: \(hosts[0].stderr.suffix(3000))", within: 60) { !answering.all.isEmpty }
         let answers = try #require(answering.all.first)
         #expect(answers.count == requests.count)
         for (request, answer) in zip(requests, answers) where request.action == "t" {
@@ -174,10 +176,10 @@ struct FleetBatchTests {
             let answering = Collected<[Response?]>()
             let caller = Thread { answering.append((try? Self.pipelined(hosts[round % 2], [Self.trigger("t", k: a), Self.trigger("t", k: b)])) ?? []) }
             caller.start()
-            #expect(try Self.waitBlocked(by: try Self.pid(other), db))
+            try Self.waitBlocked(by: try Self.pid(other), db)
             try other.query("SELECT key FROM keys WHERE key = $1 FOR UPDATE", [keyA])
             try other.execute("COMMIT")
-            #expect(try FleetDebounceTests.until(60) { !answering.all.isEmpty })
+            Eventually.until("the batch answered", within: 60) { !answering.all.isEmpty }
             let answers = answering.all.first ?? []
             #expect(answers.count == 2 && answers.allSatisfy { $0?.decision == .created },
                     "\(answers.map { $0?.error?.message ?? $0?.decision?.rawValue ?? "none" })")

@@ -42,12 +42,9 @@ struct FleetChainTests {
 
     /// The transaction (`xid`) that wrote the run's transition to `phase`, once it is committed (bounded wait).
     static func xid(_ db: PGConnection, run: Int64, to phase: Phase) throws -> String? {
-        var found: String?
-        _ = try FleetLockTests.eventually {
-            found = try db.query("SELECT xid::text FROM transitions WHERE run_id = $1 AND to_phase = $2", [String(run), phase.rawValue]).first?[0]
-            return found != nil
-        }
-        return found
+        try Eventually.value("run \(run)'s transition to \(phase.rawValue) committed", {
+            try db.query("SELECT xid::text FROM transitions WHERE run_id = $1 AND to_phase = $2", [String(run), phase.rawValue]).first?[0] ?? nil
+        }) { $0 != nil }
     }
 
     /// Every transition with the transaction that wrote it, for a failure's message.
@@ -155,15 +152,14 @@ struct FleetChainTests {
         #expect(answer.error == nil, "\(answer)")
         // The mark is announced (the feeds read the stops when they hear it, else once a second).
         var heard: [(channel: String, payload: String)] = []
-        #expect(try FleetLockTests.eventually {
+        try Eventually.until("the stop announced on channel baton: \(heard)") {
             heard += try listening.notifications()
             return heard.contains { $0.channel == "baton" && $0.payload == "stop" }
-        }, "\(heard)")
-        let gone = FleetLockTests.eventually { kill(pid, 0) != 0 && errno == ESRCH }
-        #expect(gone, "the cancelled run's process \(pid) lives on")
-        #expect(try FleetLockTests.eventually {
+        }
+        let gone = Eventually.until("the cancelled run's process \(pid) gone") { kill(pid, 0) != 0 && errno == ESRCH }
+        try Eventually.until("run \(cancelled.id) cancelled") {
             try db.query("SELECT phase FROM runs WHERE id = $1", [String(cancelled.id)]).first?[0] == "cancelled"
-        })
+        }
         #expect(!marks.lines.contains("end \(cancelled.id)"), "\(marks.lines)")
         if !gone { marks.release(cancelled.id) }
         #expect(try FleetHookTests.settled(db))
@@ -190,9 +186,9 @@ struct FleetChainTests {
             try #require(marks.waitForStarts(started + 2), "\(marks.lines)")
             #expect(marks.starts.last == inLine.id, "\(marks.lines)")
             let db = try PGConnection(conninfo)
-            #expect(try FleetLockTests.eventually {
+            try Eventually.until("the follow-up came into db's line") {
                 try db.query("SELECT lock_wait IS NOT NULL FROM runs WHERE id = $1", [String(followUp.id)]).first?[0] == "t"
-            }, "the follow-up never came into db's line")
+            }
             marks.release(inLine.id)
             try #require(marks.waitForStarts(started + 3), "\(marks.lines)")
             marks.release(followUp.id)

@@ -28,14 +28,9 @@ struct FleetCooldownTests {
         // Every host's `status` shows the key cooling with that success, whichever host ran it,
         // once its feed has read the end (a bounded poll: the feed reads on its own clock).
         for host in hosts {
-            var cooling: [Int64] = []
-            let deadline = Date().addingTimeInterval(10)
-            while cooling != [id] && Date() < deadline {
-                let status = try Client(path: host.socket).call(Request(op: .status))
-                cooling = status.actions?.first { $0.name == "gated" }?.cooling?.map(\.id) ?? []
-                if cooling != [id] { usleep(20_000) }
-            }
-            #expect(cooling == [id], "\(host.socket): \(cooling)")
+            try Eventually.value("\(host.socket)'s status says gated cools after run \(id)", within: 10, {
+                try Client(path: host.socket).call(Request(op: .status)).actions?.first { $0.name == "gated" }?.cooling?.map(\.id) ?? []
+            }) { $0 == [id] }
         }
         let after = Collected<Response>()
         inParallel(45) { index in if let answer = try? FleetTests.trigger(hosts[index % 3], "gated") { after.append(answer) } }
@@ -71,17 +66,14 @@ struct FleetCooldownTests {
         let first = try #require(try FleetTests.trigger(hosts[0], "tick", detach: false).run)
         #expect(first.phase == .success)
         // A bounded poll across the hosts until a trigger runs: every one before it is cooled.
-        var answer: Response?
-        let deadline = Date().addingTimeInterval(30)
         var index = 0
-        while answer == nil && Date() < deadline {
-            let next = try FleetTests.trigger(hosts[index % 3], "tick")
-            index += 1
-            guard next.decision == .cooled else { answer = next; break }
-            #expect(next.run?.id == first.id)
-            usleep(50_000)
+        let ran = try Eventually.value("a trigger not cooled", {
+            defer { index += 1 }
+            return try FleetTests.trigger(hosts[index % 3], "tick")
+        }) { next in
+            if next.decision == .cooled { #expect(next.run?.id == first.id) }
+            return next.decision != .cooled
         }
-        let ran = try #require(answer)
         #expect(ran.decision == .created, "\(ran.error?.message ?? "")")
         let run = try #require(ran.run)
         // The window is measured on the database's clock, which is this machine's here: the run

@@ -59,15 +59,11 @@ struct FleetCrashTests {
         for (index, _) in downUntil { hosts[index] = try start(index + 1) }
         let first = try #require(hosts[0])
         // Everything in flight ends: runs of killed hosts are taken over (own host at once, others after the lease).
-        let deadline = Date().addingTimeInterval(60)
-        var unfinished: [RunSnapshot] = []
-        repeat {
+        try Eventually.value("everything in flight ended", within: 60, {
             let answer = try Client(path: first.socket).call(Request(op: .history, filter: HistoryFilter(phases: [.queued, .loading, .retrying], limit: 1_000)))
             #expect(answer.error == nil, "\(String(describing: answer.error))")
-            unfinished = answer.runs ?? []
-            if !unfinished.isEmpty { usleep(100_000) }
-        } while !unfinished.isEmpty && Date() < deadline
-        #expect(unfinished.isEmpty, "still in flight: \(unfinished.map { "\($0.id) \($0.phase) on \($0.host ?? "?")" })")
+            return (answer.runs ?? []).map { "\($0.id) \($0.phase) on \($0.host ?? "?")" }
+        }) { $0.isEmpty }
         let all = try Client(path: first.socket).call(Request(op: .history, filter: HistoryFilter(limit: 10_000)))
         #expect(all.error == nil, "\(String(describing: all.error))")
         let runs = all.runs ?? []

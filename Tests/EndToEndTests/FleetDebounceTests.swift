@@ -37,16 +37,6 @@ struct FleetDebounceTests {
         Int64(try db.query("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint").first?[0] ?? "") ?? 0
     }
 
-    /// Waits (bounded) until `condition` holds, polling every 20 ms.
-    static func until(_ seconds: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(20_000)
-        }
-        return try condition()
-    }
-
     /// Callers that wait for their trigger's outcome, each on a thread of its own; `await` joins them.
     final class Callers: @unchecked Sendable {
         let answers = Collected<Response>()
@@ -107,7 +97,7 @@ struct FleetDebounceTests {
         let (start, deadline) = (try #require(first[1].flatMap { Int64($0) }), try #require(first[2].flatMap { Int64($0) }))
         #expect(deadline - start == 4_000_000 && first[4] == "web-1", "\(first)")
         // Halfway through the window by the database's clock (a bounded wait on it), web-2's trigger.
-        #expect(try Self.until { try Self.databaseNow(db) >= start + 2_000_000 })
+        try Eventually.until("the database's clock halfway through the window", within: 60) { try Self.databaseNow(db) >= start + 2_000_000 }
         let pushed = try Self.trigger(hosts[1])
         #expect(pushed.decision == .joined && pushed.run?.id == id, "\(pushed.decision.map { "\($0)" } ?? pushed.error?.message ?? "?")")
         let later = try #require(try Self.row(db, id)[2].flatMap { Int64($0) })
@@ -132,7 +122,7 @@ struct FleetDebounceTests {
         // A trigger every 100 ms, host after host, until the run is no longer pending (bounded:
         // without maxWait it would never start while they come).
         var joined = 0, index = 1
-        let started = try Self.until(30) {
+        try Eventually.until("the run started while triggers kept coming") {
             let answer = try Self.trigger(hosts[index % 3])
             index += 1
             guard answer.decision == .joined, answer.run?.id == id else { return true }
@@ -140,7 +130,6 @@ struct FleetDebounceTests {
             usleep(80_000)
             return false
         }
-        #expect(started, "the run never started while triggers kept coming")
         let ended = try #require(try FleetTests.wait(hosts[2], run: id))
         let row = try Self.row(db, id)
         let first = try #require(row[1].flatMap { Int64($0) })
@@ -163,7 +152,9 @@ struct FleetDebounceTests {
         let id = try #require(try Self.trigger(hosts[0]).run?.id)
         let callers = Callers()
         callers.start([hosts[1], hosts[2]])
-        #expect(try Self.until { try Self.count(db, "SELECT count(*) FROM triggers WHERE run_id = $1 AND decision = 'debounced'", [String(id)]) == 2 })
+        try Eventually.until("both callers' triggers debounced into run \(id)", within: 60) {
+            try Self.count(db, "SELECT count(*) FROM triggers WHERE run_id = $1 AND decision = 'debounced'", [String(id)]) == 2
+        }
         let before = try Self.row(db, id)
         let deadline = try #require(before[2].flatMap { Int64($0) })
         let killedAt = try Self.databaseNow(db)
@@ -190,18 +181,17 @@ struct FleetDebounceTests {
         let db = try PGConnection(conninfo)
         let callers = Callers()
         callers.start([hosts[0]])
-        #expect(try Self.until { try Self.count(db, "SELECT count(*) FROM runs WHERE action = 'ci'") == 1 })
+        try Eventually.until("the first caller's run made", within: 60) { try Self.count(db, "SELECT count(*) FROM runs WHERE action = 'ci'") == 1 }
         let id = try #require(try db.query("SELECT id FROM runs WHERE action = 'ci'").first?[0].flatMap { Int64($0) })
         callers.start([hosts[1], hosts[2]])
-        #expect(try Self.until { try Self.count(db, "SELECT count(*) FROM triggers WHERE run_id = $1 AND decision = 'debounced'", [String(id)]) == 2 })
+        try Eventually.until("both callers' triggers debounced into run \(id)", within: 60) {
+            try Self.count(db, "SELECT count(*) FROM triggers WHERE run_id = $1 AND decision = 'debounced'", [String(id)]) == 2
+        }
         // Every host's status tells the run and when it starts, once its feed has read it.
         for host in hosts {
-            var status = ""
-            let shown = try Self.until(10) {
-                status = try host.baton("status").stdout
-                return status.contains("debouncing, starts in") && status.contains("(run \(id))")
+            try Eventually.value("\(host.socket)'s status shows run \(id) debouncing", within: 10, { try host.baton("status").stdout }) {
+                $0.contains("debouncing, starts in") && $0.contains("(run \(id))")
             }
-            #expect(shown, "\(host.socket): \(status)")
         }
         let cancelled = try hosts[2].baton("cancel", "ci")
         #expect(cancelled.code == 0, "\(cancelled.stdout) \(cancelled.stderr)")

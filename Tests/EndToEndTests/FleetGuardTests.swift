@@ -25,9 +25,7 @@ struct FleetGuardTests {
         let guards = Self.guards(of: batond)
         #expect(guards.count == 1 && guards.first != old, "guards: \(guards), the killed one \(old)")
         host.crash()
-        let deadline = Date().addingTimeInterval(10)
-        while FleetTests.liveMembers(of: pgid) > 0, Date() < deadline { usleep(10_000) }
-        #expect(FleetTests.liveMembers(of: pgid) == 0, "the run's processes outlived batond: its guard was not replaced")
+        Eventually.until("the run's processes gone with batond (its guard was replaced)", within: 10) { FleetTests.liveMembers(of: pgid) == 0 }
     }
 
     @Test("the guard starts with no signal blocked, whichever of batond's threads started it: SIGTERM ends it, and batond starts another")
@@ -77,8 +75,7 @@ struct FleetGuardTests {
         let other = try Daemon(config: #"{ postgres: "\#(conninfo)", host: "web-2", lease: "15s", actions: { \#(actions) } }"#)
         try other.waitForLog("joined the fleet")
         let first = try #require(try FleetTests.trigger(frozen, "long").run?.id)
-        let started = Date().addingTimeInterval(20)
-        while (try FleetPartitionTests.starts(log)).isEmpty && Date() < started { usleep(20_000) }
+        try Eventually.until("the first run started", within: 20) { !(try FleetPartitionTests.starts(log)).isEmpty }
         let (_, pid) = try #require(try FleetPartitionTests.starts(log).first)
         // Through a pidfd: by the end the pid may belong to another test's process.
         let pidfd = baton_pidfd_open(pid)
@@ -100,10 +97,7 @@ struct FleetGuardTests {
         let cancel = try other.baton("cancel", String(first))
         #expect(!Self.isLive(pid), "cancel answered \(cancel.stdout) \(cancel.stderr) while the process lived")
         let second = try #require(try FleetTests.trigger(other, "long").run?.id)
-        let deadline = Date().addingTimeInterval(20)
-        while (try FleetPartitionTests.starts(log)).count < 2 && Date() < deadline { usleep(20_000) }
-        let starts = try FleetPartitionTests.starts(log)
-        #expect(starts.count == 2)
+        let starts = try Eventually.value("two runs started", within: 20, { try FleetPartitionTests.starts(log) }) { $0.count == 2 }
         frozen.signal(SIGCONT)
         let deathTime = try #require(died.value(timeout: 20))
         if starts.count == 2 {

@@ -34,12 +34,9 @@ struct FleetHookTests {
 
     /// Waits (bounded) until no run of the fleet is queued, loading or retrying.
     static func settled(_ db: PGConnection, within seconds: Double = 60) throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try db.query("SELECT count(*) FROM runs WHERE phase IN ('queued', 'loading', 'retrying')").first?[0] == "0" { return true }
-            usleep(50_000)
+        try Eventually.until("no run of the fleet queued, loading or retrying", within: seconds) {
+            try db.query("SELECT count(*) FROM runs WHERE phase IN ('queued', 'loading', 'retrying')").first?[0] == "0"
         }
-        return false
     }
 
     @Test("a failure on one host fires its hook: the hook run sees BATON_HOOK_* and the output tail; show on another host lists it both ways")
@@ -101,8 +98,7 @@ struct FleetHookTests {
         #expect(try db.query("SELECT phase, host FROM runs WHERE id = $1", [String(hookID)]).first == ["queued", "web-1"])
         hosts[0].crash()
         // The survivor reaps web-1 once its lease has run out and takes the queued hook run over.
-        let deadline = Date().addingTimeInterval(30)
-        while try db.query("SELECT host FROM runs WHERE id = $1", [String(hookID)]).first?[0] != "web-2", Date() < deadline { usleep(50_000) }
+        try Eventually.until("web-2 took hook run \(hookID) over") { try db.query("SELECT host FROM runs WHERE id = $1", [String(hookID)]).first?[0] == "web-2" }
         #expect(HookEndToEndTests.hookFiles(out).isEmpty, "the hook ran before its key was free")
         gate.release()
         #expect(try FleetTests.wait(hosts[1], run: held)?.phase == .success)
@@ -126,8 +122,7 @@ struct FleetHookTests {
         let hosts = try FleetTests.fleet(2, actions: Self.actions(out: out, gate: gate) + hang, lease: "2s", conninfo: conninfo)
         let db = try PGConnection(conninfo)
         let id = try #require(try Self.trigger(hosts[0], "hang").run?.id)
-        let deadline = Date().addingTimeInterval(30)
-        while try db.query("SELECT phase FROM runs WHERE id = $1", [String(id)]).first?[0] != "loading", Date() < deadline { usleep(20_000) }
+        try Eventually.until("run \(id) loading") { try db.query("SELECT phase FROM runs WHERE id = $1", [String(id)]).first?[0] == "loading" }
         hosts[0].crash()
         let ended = try #require(try FleetTests.wait(hosts[1], run: id))
         #expect(ended.phase == .failure && ended.reason == "host_lost", "\(ended)")

@@ -32,11 +32,11 @@ struct FleetLineTests {
         let refused = try PolicyTests.trigger(hosts[0], "ship", params: ["ref": "e"])
         #expect(refused.error?.code == .busy && refused.error?.line == 3 && refused.error?.run == made["a"], "\(String(describing: refused.error))")
         // Any host's status lists the line from the key's row (read by its feed, once a second).
-        #expect(try FleetDebounceTests.until(30) {
+        try Eventually.until("web-2's status shows ship's line") {
             try hosts[1].baton("status", "ship").stdout.contains("ship: line (3 at most): 1. run \(made["b"] ?? 0) ref=b")
-        })
+        }
         #expect(try hosts[1].baton("cancel", String(made["c"] ?? 0)).code == 0)
-        #expect(try FleetDebounceTests.until(30) { try line() == "{\(made["b"] ?? 0),\(made["d"] ?? 0)}" })
+        try Eventually.value("ship's line b, d", { try line() }) { $0 == "{\(made["b"] ?? 0),\(made["d"] ?? 0)}" }
         for ref in ["a", "b", "d"] {
             gate.release()
             #expect(try FleetTests.wait(hosts[0], run: made[ref] ?? 0)?.phase == .success)

@@ -34,14 +34,14 @@ struct FleetLockTests {
         /// Lets run `id` end: opens its FIFO once it has made it and reads it (at most 60 s).
         func release(_ id: Int64) {
             let path = "\(directory)/gate-\(id)"
-            let deadline = Date().addingTimeInterval(60)
-            var fd = open(path, O_WRONLY | O_NONBLOCK)
-            while fd < 0 && (errno == ENXIO || errno == ENOENT) && Date() < deadline {
-                usleep(5_000)
+            // A FIFO opens for writing only once its reader has it: the run has made it and waits.
+            var fd: Int32 = -1
+            Eventually.until("run \(id) reading its gate \(path) (errno \(errno))", within: 60) {
                 fd = open(path, O_WRONLY | O_NONBLOCK)
+                return fd >= 0 || (errno != ENXIO && errno != ENOENT)
             }
             guard fd >= 0 else {
-                Issue.record("run \(id) never read its gate \(path) (errno \(errno))")
+                Issue.record("run \(id)'s gate \(path) not opened for writing (errno \(errno))")
                 return
             }
             _ = write(fd, "go\n", 3)
@@ -50,9 +50,7 @@ struct FleetLockTests {
 
         /// Waits (bounded) until `count` runs have written their start mark.
         func waitForStarts(_ count: Int, within seconds: Double = 60) -> Bool {
-            let deadline = Date().addingTimeInterval(seconds)
-            while starts.count < count && Date() < deadline { usleep(10_000) }
-            return starts.count >= count
+            Eventually.until("\(count) runs wrote their start mark: \(lines)", within: seconds) { starts.count >= count }
         }
 
         /// The most runs of `runs` between their start and end marks at once.
@@ -99,16 +97,6 @@ struct FleetLockTests {
         try Client(path: host.socket).call(Request(op: .trigger, action: action, params: ["n": String(n)], detach: true))
     }
 
-    /// Polls `body` (bounded) until it returns true.
-    static func eventually(within seconds: Double = 30, _ body: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try body() { return true }
-            usleep(20_000)
-        }
-        return try body()
-    }
-
     @Test("two actions sharing lock db on different hosts never overlap: the second waits queued, every host says for what, and it starts on its host once the first has ended")
     func neverOverlap() throws {
         let marks = try Marks()
@@ -121,9 +109,10 @@ struct FleetLockTests {
         #expect(second.phase == .queued && second.waiting?.text == told, "\(second)")
         // Every host's status and show say it, once its feed has read the line (a bounded poll).
         for host in hosts {
-            let status = try Self.eventually { try host.baton("status").stdout.contains("queued (run \(second.id)) \(told)") }
-            #expect(status, "\(host.stderr.suffix(2_000))")
-            #expect(try Self.eventually { try host.baton("show", String(second.id)).stdout.contains("  \(told)\n") })
+            try Eventually.until("\(host.socket)'s status says run \(second.id) \(told): \(host.stderr.suffix(2_000))") {
+                try host.baton("status").stdout.contains("queued (run \(second.id)) \(told)")
+            }
+            try Eventually.value("\(host.socket)'s show \(second.id) says \(told)", { try host.baton("show", String(second.id)).stdout }) { $0.contains("  \(told)\n") }
         }
         try #require(marks.waitForStarts(1) && marks.starts == [first.id])
         marks.release(first.id)
@@ -278,7 +267,7 @@ struct FleetLockTests {
         let waiter = try #require(try Self.trigger(hosts[0], "backup").run)
         #expect(waiter.phase == .queued && waiter.waiting?.text == "waiting for lock db, held by migrate run \(holder)", "\(waiter)")
         // Once the host's feed has read the line (every notification so far consumed)...
-        #expect(try Self.eventually { try hosts[0].baton("status").stdout.contains("queued (run \(waiter.id)) waiting for lock db") })
+        try Eventually.until("web-1's status says run \(waiter.id) waits for lock db") { try hosts[0].baton("status").stdout.contains("queued (run \(waiter.id)) waiting for lock db") }
         // ...the end, as a host that lost its notification would leave it: committed, nobody told.
         try db.query("UPDATE runs SET phase = 'success', ended_at = 2 WHERE id = $1", [String(holder)])
         try #require(marks.waitForStarts(1, within: 30), "the waiter never started: \(hosts[0].stderr.suffix(2_000))")

@@ -70,10 +70,10 @@ struct FleetNeedsApprovalTests {
         let build = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "build", "--detach", "--json"))
         #expect(try hosts[0].baton("wait", build).code == 0)
         var gated: String?
-        #expect(try FleetDebounceTests.until(30) {
+        try Eventually.until("ship's needs asked (a gated run made)") {
             gated = try db.query("SELECT id FROM runs WHERE action = 'gated'").first?[0] ?? nil
             return gated != nil
-        }, "ship's needs were never asked")
+        }
         let run = try #require(gated)
         let origin = try db.query("SELECT origin_uid FROM approvals WHERE run_id = $1", [run]).first?[0] ?? nil
         #expect(origin != nil, "gated's approval lost its origin behind the hook")

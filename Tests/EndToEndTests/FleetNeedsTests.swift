@@ -26,7 +26,7 @@ struct FleetNeedsTests {
 
     /// The runs c's run waits for, once its needs are written: (action, run, host), in order.
     static func needed(_ db: PGConnection, _ id: Int64) throws -> [[String?]] {
-        #expect(try FleetDebounceTests.until(30) { try row(db, id)[2] != "asking" }, "the needs of run \(id) were never asked")
+        try Eventually.until("the needs of run \(id) asked") { try row(db, id)[2] != "asking" }
         return try db.query("""
             SELECT n.action, n.needed_run, r.host FROM run_needs n JOIN runs r ON r.id = n.needed_run WHERE n.run_id = $1 ORDER BY n.position
             """, [String(id)]).rows
@@ -50,9 +50,9 @@ struct FleetNeedsTests {
         #expect(needed.map(\.[2]) == ["web-1", "web-2"], "\(needed)")
         let aID = try #require(needed.first?[1].flatMap { Int64($0) })
         #expect(try Self.row(db, c.id)[0] == "queued")
-        #expect(try FleetDebounceTests.until(30) {
+        try Eventually.until("status on web-2 says what c's run waits for") {
             try hosts[1].baton("status", "c").stdout.contains("waiting for build-a run \(aID), build-b run \(held)")
-        }, "status on web-2 never said what c's run waits for")
+        }
         let waiting = try hosts[1].baton("show", String(c.id)).stdout
         #expect(waiting.contains("needs: build-a run \(aID) (") && waiting.contains("build-b run \(held) ("), "\(waiting)")
         a.release()
@@ -111,9 +111,9 @@ struct FleetNeedsTests {
         a.release()
         let ended = try #require(try FleetTests.wait(hosts[1], run: c.id))
         #expect(ended.phase == .failure && ended.error == "needs build-a: run \(aID) failed", "\(ended)")
-        #expect(try FleetDebounceTests.until(30) {
+        try Eventually.until("c's failure hook fired") {
             try db.query("SELECT 1 FROM runs WHERE action = 'alert' AND hook_run = $1", [String(c.id)]).first != nil
-        }, "c's failure hook never fired")
+        }
         #expect(try db.query("SELECT k.last_outcome FROM keys k JOIN runs r ON r.key = k.key WHERE r.id = $1", [String(c.id)]).first?[0] == "failure")
         #expect(try db.query("SELECT 1 FROM pauses WHERE action = 'c'").first != nil, "pauseAfterFailures did not count the failure")
         _ = b
@@ -184,7 +184,7 @@ struct FleetNeedsTests {
         a.release()
         b.release()
         // Bounded: a wait nobody decides would hold `wait` for ever.
-        try #require(try FleetDebounceTests.until(30) { try Self.row(db, c.id)[0] == "success" }, "c's run was never decided")
+        try #require(try Eventually.until("c's run decided") { try Self.row(db, c.id)[0] == "success" })
         #expect(try Self.phases(db, c.id) == ["queued", "loading", "success"])
         for host in hosts { host.stop() }
     }

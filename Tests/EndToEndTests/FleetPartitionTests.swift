@@ -28,8 +28,7 @@ struct FleetPartitionTests {
         try other.waitForLog("joined the fleet")
 
         let first = try #require(try Client(path: cut.socket).call(Request(op: .trigger, action: "long", detach: true)).run?.id)
-        let started = Date().addingTimeInterval(20)
-        while (try Self.starts(log)).isEmpty && Date() < started { usleep(20_000) }
+        try Eventually.until("the first run started", within: 20) { !(try Self.starts(log)).isEmpty }
         let (_, pid) = try #require(try Self.starts(log).first)
         let died = Self.watchDeath(of: pid)
         let second = try #require(try Client(path: other.socket).call(Request(op: .trigger, action: "long", detach: true)).run?.id)
@@ -40,10 +39,7 @@ struct FleetPartitionTests {
         // The other host's reaper ends the cut host's run after its lease; the follow-up starts there.
         let ended = try Client(path: other.socket).call(Request(op: .wait, run: first)).run
         #expect(ended?.phase == .failure && ended?.reason == "host_lost")
-        let deadline = Date().addingTimeInterval(20)
-        while (try Self.starts(log)).count < 2 && Date() < deadline { usleep(20_000) }
-        let starts = try Self.starts(log)
-        #expect(starts.count == 2)
+        let starts = try Eventually.value("two runs started", within: 20, { try Self.starts(log) }) { $0.count == 2 }
         let deathTime = try #require(died.value(timeout: 20))
         // No overlap: the cut host's process was gone before the other host started the key.
         #expect(deathTime < starts[1].at, "the first run's process died at \(deathTime), the second started at \(starts[1].at)")

@@ -31,11 +31,9 @@ struct FleetPauseTests {
             let list = try JSONDecoder().decode([ActionEvent].self, from: Data(events.utf8))
             #expect(list.map(\.event) == [.resumed, .paused] && list.last?.reason == "migrating db", "\(events)")
         }
-        #expect(try FleetDebounceTests.until(30) { !(try hosts[0].baton("status", "deploy").stdout.contains("migrating db")) },
-                "web-1's status follows the resume made on web-2")
+        try Eventually.until("web-1's status follows the resume made on web-2") { !(try hosts[0].baton("status", "deploy").stdout.contains("migrating db")) }
         #expect(try hosts[1].baton("pause", "deploy", "--reason", "again").code == 0)
-        #expect(try FleetDebounceTests.until(30) { try hosts[0].baton("status", "deploy").stdout.contains("again") },
-                "web-1's status follows the pause made on web-2")
+        try Eventually.until("web-1's status follows the pause made on web-2") { try hosts[0].baton("status", "deploy").stdout.contains("again") }
         let metrics = try hosts[0].baton("metrics").stdout
         #expect(metrics.contains("baton_action_paused{action=\"deploy\"} 1"), "\(metrics)")
         for host in hosts { host.stop() }
@@ -56,8 +54,7 @@ struct FleetPauseTests {
         // web-2 has looked for what may start since (`FleetBarrier`), and every feed has delivered the run.
         try FleetBarrier.pass(hosts, first: 1)
         #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [String(run)]).first?[0] == "queued", "a held run starts on no host")
-        #expect(try FleetDebounceTests.until(30) { try hosts[1].baton("status", "deploy").stdout.contains("held by pause (") },
-                "web-2's status says what holds its run")
+        try Eventually.until("web-2's status says what holds its run") { try hosts[1].baton("status", "deploy").stdout.contains("held by pause (") }
         #expect(try hosts[0].baton("resume", "deploy").code == 0)
         #expect(try FleetTests.wait(hosts[1], run: run)?.phase == .success, "resumed on web-1, web-2 starts its held run")
         // Every host's history of pauses says it held (schema 25, `pause_events.hold`).
@@ -97,8 +94,7 @@ struct FleetPauseTests {
         #expect(try hosts[0].baton("pause", "gated", "--reason", "a moment", "--for", "2s").code == 0)
         gate.release()
         #expect(try FleetTests.wait(hosts[0], run: first)?.phase == .success)
-        #expect(try FleetDebounceTests.until(30) { try hosts[1].baton("status", "gated").stdout.contains("a moment") },
-                "web-2's status shows the pause web-1 made")
+        try Eventually.until("web-2's status shows the pause web-1 made") { try hosts[1].baton("status", "gated").stdout.contains("a moment") }
         gate.release()
         let ended = try FleetTests.wait(hosts[1], run: second)
         #expect(ended?.phase == .success)

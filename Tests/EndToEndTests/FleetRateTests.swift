@@ -40,7 +40,7 @@ struct FleetRateTests {
         }
         #expect(runs.count == 4)
         // A run held back says so, with when it starts (its row's rate_until), on any host.
-        #expect(try FleetDebounceTests.until(30) { try hosts[1].baton("status", "sync").stdout.contains("rate limited, starts in") })
+        try Eventually.until("web-2's status says sync is rate limited") { try hosts[1].baton("status", "sync").stdout.contains("rate limited, starts in") }
         for (index, run) in runs.enumerated() { #expect(try FleetTests.wait(hosts[index % 2], run: run)?.phase == .success) }
         let db = try PGConnection(conninfo)
         // By the database's clock, which every host's decision compares with.

@@ -41,10 +41,9 @@ struct FleetRestartTests {
         return host
     }
 
-    static func waitForFile(_ path: String, seconds: Double = 30) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !FileManager.default.fileExists(atPath: path), Date() < deadline { usleep(10_000) }
-        return FileManager.default.fileExists(atPath: path)
+    /// Waits for the file the run makes when it starts.
+    static func waitForStart(_ scratch: String, of host: Daemon) {
+        Eventually.until("the run started (made \(scratch)/started): \(host.stderr.suffix(2_000))") { access(scratch + "/started", F_OK) == 0 }
     }
 
     @Test("a fleet host killed, stopped or restarted in place and back within its lease takes its run back: it ends failure exit 7 with its output, once; the other host never gets its key",
@@ -58,16 +57,15 @@ struct FleetRestartTests {
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
         let mortal = try #require(try FleetTests.trigger(a, "mortal").run?.id)
-        #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
+        Self.waitForStart(scratch, of: a)
         // Its leader (the shim) and first line are in the fleet's rows before the signal: a crash
         // before them could not be adopted (nothing would say which process is the run's).
         let db = try PGConnection(conninfo)
-        let recorded = try FleetLockTests.eventually {
+        try Eventually.until("the run's process group and output written") {
             try db.query("""
                 SELECT 1 FROM runs r JOIN output_totals o ON o.run_id = r.id WHERE r.id = $1 AND r.pgid IS NOT NULL AND o.total >= 7
                 """, [String(id)]).first != nil
         }
-        #expect(recorded, "the run's process group and output were not written")
         // The guard of this start, which waits for the lease's deadline once batond is gone.
         let guards = FleetGuardTests.guards(of: a.process.processIdentifier)
         #expect(!guards.isEmpty)
@@ -117,11 +115,11 @@ struct FleetRestartTests {
         let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
         let mortal = try #require(try FleetTests.trigger(a, "mortal").run?.id)
-        #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
+        Self.waitForStart(scratch, of: a)
         let db = try PGConnection(conninfo)
-        #expect(try FleetLockTests.eventually {
+        try Eventually.until("both runs' process groups recorded") {
             try db.query("SELECT count(*) FROM runs WHERE pgid IS NOT NULL").first?[0] == "2"
-        })
+        }
         let guards = FleetGuardTests.guards(of: a.process.processIdentifier)
         #expect(!guards.isEmpty)
         a.crash()
@@ -150,9 +148,9 @@ struct FleetRestartTests {
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "flaky").run?.id)
         let db = try PGConnection(conninfo)
-        #expect(try FleetLockTests.eventually {
+        try Eventually.until("run \(id) retrying") {
             try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(id)]).first != nil
-        })
+        }
         a.signal(SIGTERM)
         #expect(a.waitForExit(within: 20) == 0, "\(a.stderr)")
         let ended = try #require(try FleetTests.wait(b, run: id))
@@ -168,7 +166,7 @@ struct FleetRestartTests {
         let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
-        #expect(Self.waitForFile(scratch + "/started"), "the run did not start: \(a.stderr)")
+        Self.waitForStart(scratch, of: a)
         // Its guard killed too (it waits for the lease's deadline), so that the run's processes
         // outlive the lease: the host that comes back must stop them itself.
         let batond = a.process.processIdentifier
@@ -205,9 +203,9 @@ struct FleetRestartTests {
         defer { b.stop() }
         let id = try #require(try FleetTests.trigger(a, "waiter").run?.id)
         let db = try PGConnection(conninfo)
-        #expect(try FleetLockTests.eventually {
+        try Eventually.until("run \(id)'s process group recorded") {
             try db.query("SELECT 1 FROM runs WHERE id = $1 AND pgid IS NOT NULL", [String(id)]).first != nil
-        })
+        }
         a.crash()
         // Marked for its owner (answered at once: the run is still loading while no batond of web-1 runs).
         let started = Date()

@@ -101,12 +101,7 @@ struct FleetSearchTests {
         #expect(try indexed[0].baton("run", "quiet").code == 0)
         let made = try PGConnection(other)
         // Made after joining, beside the host's work: waited for here (a test's poll, 10 s at most).
-        var built = false
-        for _ in 0..<200 where !built {
-            built = try FleetSearch.isIndexed(on: made)
-            if !built { usleep(50_000) }
-        }
-        #expect(built, "the host with search: \"index\" did not make the index")
+        try Eventually.until("the host with search: \"index\" made the index", within: 30) { try FleetSearch.isIndexed(on: made) }
         #expect(try FleetSearch.makeIndex(on: made) == .present)
         #expect(try indexed[0].baton("search", "all fine").stdout.hasPrefix("run 1  quiet"))
     }

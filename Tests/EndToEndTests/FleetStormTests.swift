@@ -60,12 +60,11 @@ struct FleetStormTests {
             if let answer = try? FleetTests.trigger(hosts[index % 3], "gated", policy: .join, detach: false) { joined.append(answer) }
         } }
         waiting.start()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, try Client(path: hosts[0].socket).call(Request(op: .show, run: id)).detail?.triggers.count ?? 0 < 59 {
-            usleep(20_000)
+        try Eventually.until("the 30 joining callers' triggers recorded on run \(id)", within: 20) {
+            try Client(path: hosts[0].socket).call(Request(op: .show, run: id)).detail?.triggers.count ?? 0 >= 59
         }
         gate.release()
-        while Date() < deadline && joined.all.count < 30 { usleep(20_000) }
+        Eventually.until("the 30 joined callers answered: \(joined.all.count)", within: 20) { joined.all.count >= 30 }
         #expect(joined.all.count == 30)
         #expect(joined.all.allSatisfy { $0.run?.id == id && $0.run?.phase == .success }, "\(joined.all.map { "\($0.run?.id ?? -1) \($0.run?.phase.rawValue ?? "-")" })")
         let triggers = try Client(path: hosts[1].socket).call(Request(op: .show, run: id)).detail?.triggers ?? []

@@ -121,9 +121,9 @@ struct FleetTests {
         // process group: before web-2 may count the lease out and end the run. Checked before
         // the lease ends (0.9 of it after the crash), not after host_lost, which comes later.
         if let pgid {
-            let goneBy = killedAt.addingTimeInterval(1.8)
-            while Self.liveMembers(of: pgid) > 0, Date() < goneBy { usleep(5_000) }
-            #expect(Self.liveMembers(of: pgid) == 0, "the run's processes lived 0.9 of the lease after the crash")
+            Eventually.until("the run's processes gone within 0.9 of the lease after the crash", within: killedAt.addingTimeInterval(1.8).timeIntervalSinceNow) {
+                Self.liveMembers(of: pgid) == 0
+            }
         }
         let ended = try Self.wait(b, run: id)
         #expect(ended?.phase == .failure)
@@ -152,9 +152,9 @@ struct FleetTests {
         try host.waitForLog("fenced: ")
         // What the fence guarantees: nothing of the run lives once it is logged (the count of
         // groups alone may be 0: a leader already reaped leaves the set; `fencingLeaderlessTree`).
-        let goneBy = Date().addingTimeInterval(2)
-        while let group, Self.liveMembers(of: group) > 0, Date() < goneBy { usleep(5_000) }
-        if let group { #expect(Self.liveMembers(of: group) == 0, "the run's processes outlived the fence: \(host.stderr)") }
+        if let group {
+            Eventually.until("the run's processes gone with the fence: \(host.stderr)", within: 2) { Self.liveMembers(of: group) == 0 }
+        }
         // Started over, it listens while it waits for the database: a trigger is refused, not lost.
         try host.waitForLog("cannot join the fleet")
         let refused = try host.baton("run", "gated", "--detach")
@@ -193,9 +193,8 @@ struct FleetTests {
         let group = try #require(try Self.processGroup(of: id, gate: gate), "\(host.stderr)")
         // The leader reaped (its pid, the group's, gone from /proc) and its child given its grace:
         // the run is still loading.
-        let reapedBy = Date().addingTimeInterval(10)
-        while access("/proc/\(group)", F_OK) == 0, Date() < reapedBy { usleep(5_000) }
-        #expect(access("/proc/\(group)", F_OK) != 0 && Self.liveMembers(of: group) == 1)
+        Eventually.until("the leader \(group) reaped", within: 10) { access("/proc/\(group)", F_OK) != 0 }
+        #expect(Self.liveMembers(of: group) == 1)
         #expect(try Client(path: host.socket).call(Request(op: .show, run: id)).detail?.run.phase == .loading)
         try server.stop()
         defer { try? server.start() }
@@ -283,16 +282,13 @@ struct FleetTests {
 
     /// The process group of the run reading the gate (its leader is the `sh` that runs `cat`).
     static func processGroup(of run: Int64, gate: FifoGate) throws -> Int32? {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-                guard let pid = Int32(entry), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { continue }
+        Eventually.value("run \(run)'s process in /proc", within: 10, {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).lazy.compactMap { entry -> pid_t? in
+                guard let pid = Int32(entry), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
                 let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-                if variables.contains("GATE=\(gate.path)") && variables.contains("BATON_RUN_ID=\(run)") { return getpgid(pid) }
-            }
-            usleep(20_000)
-        }
-        return nil
+                return variables.contains("GATE=\(gate.path)") && variables.contains("BATON_RUN_ID=\(run)") ? getpgid(pid) : nil
+            }.first
+        }) { $0 != nil }
     }
 
     @Test("the database refuses a second loading run of a key, whatever a host believes: the new run waits until the key is free")

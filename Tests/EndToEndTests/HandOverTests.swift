@@ -33,8 +33,9 @@ struct HandOverTests {
         let daemon = try Daemon(config: config)
         for action in ["flood", "waiter", "forker", "mortal"] { #expect(try daemon.baton("run", action, "--detach").code == 0) }
         let connection = try Connection(path: daemon.database, readOnly: true)
-        let deadline = Date().addingTimeInterval(30)
-        while try SurviveTests.column(connection, "SELECT count(DISTINCT run_id) FROM output_chunks").first != "3", Date() < deadline { usleep(20_000) }
+        try Eventually.until("output of runs 1, 2 and 3 recorded") {
+            try SurviveTests.column(connection, "SELECT count(DISTINCT run_id) FROM output_chunks").first == "3"
+        }
         try daemon.waitForLog("run 4 mortal: queued → loading")
         let asked = Date()
         daemon.signal(SIGTERM)
@@ -42,8 +43,13 @@ struct HandOverTests {
         #expect(Date().timeIntervalSince(asked) < 5, "batond exits without waiting for the runs it hands over")
         let left = try SurviveTests.column(connection, "SELECT id || ' ' || phase || ' ' || coalesce(reason, '-') FROM runs ORDER BY id")
         #expect(left == ["1 loading -", "2 loading -", "3 loading -", "4 cancelled shutdown"], "\(left)")
-        // The flood writes on meanwhile, to its shim's spool.
-        usleep(200_000)
+        // The flood writes on meanwhile, to its shim's spool: the shim opens it at its first write
+        // with no batond to read (the file another process writes, polled).
+        let spool = daemon.database + "-shims/1-1/output"
+        Eventually.until("the flood's shim spools its output while no batond reads it") {
+            var status = stat()
+            return stat(spool, &status) == 0 && status.st_size > 0
+        }
 
         let again = try Daemon(config: config, reusing: daemon)
         let busy = try again.baton("run", "waiter", "--detach")
@@ -112,8 +118,9 @@ struct HandOverTests {
         let daemon = try Daemon(config: config)
         for action in ["flood", "waiter"] { #expect(try daemon.baton("run", action, "--detach").code == 0) }
         let connection = try Connection(path: daemon.database, readOnly: true)
-        let deadline = Date().addingTimeInterval(30)
-        while try SurviveTests.column(connection, "SELECT count(DISTINCT run_id) FROM output_chunks").first != "2", Date() < deadline { usleep(20_000) }
+        try Eventually.until("output of runs 1 and 2 recorded") {
+            try SurviveTests.column(connection, "SELECT count(DISTINCT run_id) FROM output_chunks").first == "2"
+        }
         let pid = daemon.process.processIdentifier
         for round in 1...3 {
             if round == 2 {
@@ -182,10 +189,16 @@ struct HandOverTests {
         let running = Launched(Binaries.baton, ["--socket", daemon.socket, "run", "nap"])
         try daemon.waitForLog("run 1 nap: queued → loading")
         let waiting = Launched(Binaries.baton, ["--socket", daemon.socket, "wait", "1"])
-        let logging = Launched(Binaries.baton, ["--socket", daemon.socket, "logs", "-f", "1"])
+        // `logs -f` through a pipe that marks its first line: it is attached once that is there.
+        let attached = scratch + "/logging"
+        let logging = Launched("/bin/bash", ["-c", #"set -o pipefail; "$0" --socket "$1" logs -f 1 | { IFS= read -r line && printf '%s\n' "$line" && : > "$2"; cat; }"#,
+                                             Binaries.baton, daemon.socket, attached])
         let following = Launched(Binaries.baton, ["--socket", daemon.socket, "run", "fol", "--follow"])
         try daemon.waitForLog("run 2 fol: queued → loading")
-        usleep(300_000)
+        // Each client attached before the restart: `logs -f` has its first line; then batond
+        // holds the five connections of run, wait, logs -f, run --follow and the query.
+        try #require(Eventually.until("baton logs -f 1 printed its first line") { FileManager.default.fileExists(atPath: attached) })
+        try #require(try Eventually.until("five connections (run, wait, logs -f, run --follow, metrics)") { try StopAnswerTests.connections(daemon) >= 5 })
         daemon.signal(SIGUSR2)
         try daemon.waitForLog(" ready: ", count: 2)
         FileManager.default.createFile(atPath: go, contents: nil)

@@ -121,7 +121,11 @@ struct HostileTests {
         while !dropped && Date() < deadline {
             let n = batch.withUnsafeBytes { Glibc.send(greedy.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n < 0 && errno != EAGAIN { dropped = true }
-            if n < 0 && errno == EAGAIN { usleep(10_000) }
+            if n < 0 && errno == EAGAIN {
+                // Full: wait until batond reads again (or drops it), as a writer would.
+                var writable = pollfd(fd: greedy.fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&writable, 1, 1_000)
+            }
         }
         #expect(dropped, "the daemon kept a client that never reads")
         #expect(try Client(path: daemon.socket).call(Request(op: .ping)).ok == true)
@@ -202,12 +206,7 @@ struct HostileTests {
         #expect(answers.filter { $0.contains("\"ok\":true") }.count == 164)
         #expect(answers.filter { $0.contains("\"busy\"") }.count == 36)
         clients.removeAll()
-        var ping: Response?
-        for _ in 0..<100 where ping?.ok != true {
-            ping = try? Client(path: daemon.socket).call(Request(op: .ping))
-            if ping?.ok != true { usleep(10_000) }
-        }
-        #expect(ping?.ok == true)
+        Eventually.until("a ping answered once the clients are gone", within: 30) { (try? Client(path: daemon.socket).call(Request(op: .ping)))?.ok == true }
     }
 
     @Test("maxConnections bounds connections from everyone, root too; the next is told why, and slots come back")
@@ -219,12 +218,7 @@ struct HostileTests {
         let refused = try Raw(daemon.socket).readToEnd()
         #expect(refused.contains("batond has too many connections"), "\(refused)")
         _ = consume held
-        var answered = false
-        for _ in 0..<100 where !answered {
-            answered = (try? Client(path: daemon.socket).call(Request(op: .ping)).ok) == true
-            if !answered { usleep(10_000) }
-        }
-        #expect(answered)
+        Eventually.until("a ping answered once the held connections are gone", within: 30) { (try? Client(path: daemon.socket).call(Request(op: .ping)).ok) == true }
     }
 
     @Test("one uid may hold maxConnectionsPerUser connections; the next is told why and closed, others still get in")

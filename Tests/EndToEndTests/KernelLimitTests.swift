@@ -176,14 +176,9 @@ struct KernelLimitTests {
         let daemon = try Daemon(config: config)
         // Waits (bounded) until the run's groups are there with its processes in them.
         func groupsOfRun(_ run: Int) -> [String] {
-            let deadline = Date().addingTimeInterval(10)
-            var groups: [String] = []
-            repeat {
-                groups = Self.v1Groups(of: daemon).filter { $0.hasSuffix("/run-\(run)-1") }
-                if groups.count == 3, groups.allSatisfy({ !Self.members($0).isEmpty }) { break }
-                usleep(10_000)
-            } while Date() < deadline
-            return groups
+            Eventually.value("run \(run)'s three v1 groups, each with its processes", within: 30, {
+                Self.v1Groups(of: daemon).filter { $0.hasSuffix("/run-\(run)-1") }
+            }) { $0.count == 3 && $0.allSatisfy { !Self.members($0).isEmpty } }
         }
         #expect(try daemon.baton("run", "held", "--detach").code == 0)
         let groups = groupsOfRun(1)
@@ -232,15 +227,12 @@ struct KernelLimitTests {
         #expect(try daemon.baton("run", "keeps").code == 0)
         // The run ends when `sh` exits, which may be before its background child has exec'd
         // `setsid` and then `sleep` (a CI run found it still between the two): wait for the exec.
-        var kept: [Int32] = []
-        let deadline = Date().addingTimeInterval(30)
-        repeat {
-            kept = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { Int32($0) }.filter { pid in
+        let kept = Eventually.value("the kept child exec'd sleep 3606.\(mark)", {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { Int32($0) }.filter { pid in
                 let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { String(decoding: $0, as: UTF8.self) } ?? ""
                 return line.hasPrefix("sleep\u{0}3606.\(mark)")
             }
-            if kept.isEmpty { usleep(10_000) }
-        } while kept.isEmpty && Date() < deadline
+        }) { !$0.isEmpty }
         defer { for pid in kept { kill(pid, SIGKILL) } }
         #expect(kept.count == 1, "\(kept)")
         #expect(Self.v1Groups(of: daemon).isEmpty, "the attempt's groups are gone")

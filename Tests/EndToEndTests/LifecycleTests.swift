@@ -98,8 +98,7 @@ struct LifecycleTests {
         // batond has read its config and begun to start its parts once SIGHUP leaves its default
         // disposition (caught, or ignored as it was: then this reload was lost). The signal goes at
         // once, while the history is still being opened, before batond says it is ready.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !Self.hangupHandled(batond.pid), ContinuousClock.now < deadline { usleep(1_000) }
+        Eventually.until("batond handles SIGHUP (/proc/\(batond.pid)/status SigCgt)") { Self.hangupHandled(batond.pid) }
         try #"{ actions: { a: { exec: ["true"] }, b: { exec: ["true"] } } }"#.write(toFile: config, atomically: true, encoding: .utf8)
         kill(batond.pid, SIGHUP)
         let log = batond.readStderr { $0.contains("reloaded ") || $0.contains("reload refused") }
@@ -187,13 +186,9 @@ struct LifecycleTests {
 
         gate.release()   // run 1 ends while its end cannot be written
         // Until the end is written, the run shows its outcome in status, still in flight.
-        var shown: Phase?
-        for _ in 0..<500 where shown != .success {
-            let status = try Client(path: daemon.socket).call(Request(op: .status))
-            shown = status.actions?.flatMap { $0.inFlight ?? [] }.first { $0.id == 1 }?.phase
-            if shown != .success { usleep(20_000) }
-        }
-        #expect(shown == .success)
+        try Eventually.value("run 1's outcome in status while its end waits to be written", within: 30, {
+            try Client(path: daemon.socket).call(Request(op: .status)).actions?.flatMap { $0.inFlight ?? [] }.first { $0.id == 1 }?.phase
+        }) { $0 == .success }
         let before = try execute("/usr/bin/sqlite3", [mount + "/history.sqlite", "SELECT phase FROM runs WHERE id = 1"])
         #expect(before.stdout == "loading\n")
         try FileManager.default.removeItem(atPath: mount + "/filler")

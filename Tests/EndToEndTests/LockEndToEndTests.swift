@@ -106,8 +106,7 @@ struct LockEndToEndTests {
         #expect(try Self.trigger(daemon, "migrate").run?.phase == .loading)
         #expect(try Self.trigger(daemon, "backup").run?.waiting?.lock == "db")
         // `loading` is stamped when the process starts, not when it has written its first line.
-        let deadline = Date().addingTimeInterval(30)
-        while !Self.log(log).contains("start 1"), Date() < deadline { usleep(10_000) }
+        Eventually.until("run 1 wrote its start mark") { Self.log(log).contains("start 1") }
         daemon.crash()
         let restarted = try Daemon(config: config, reusing: daemon)
         gates["backup"]!.release()

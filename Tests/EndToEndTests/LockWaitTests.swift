@@ -43,8 +43,8 @@ struct LockWaitTests {
         let socket = daemon.socket
         async let triggered = run(Binaries.baton, ["--socket", socket, "run", action])
         // The gate: batond has decided the trigger (the run is in flight) while its write waits.
-        while try Client(path: socket).call(Request(op: .status)).actions?.contains(where: { $0.inFlight?.contains { $0.id == 1 } == true }) != true {
-            try await Task.sleep(for: .milliseconds(20))
+        try await Eventually.untilAwaited("run 1 in flight while its write waits for the lock") {
+            try Client(path: socket).call(Request(op: .status)).actions?.contains(where: { $0.inFlight?.contains { $0.id == 1 } == true }) == true
         }
         let since = Date()
         // Not synchronisation: the length of the lock wait is what the test is about.

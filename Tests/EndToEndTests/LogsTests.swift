@@ -98,11 +98,11 @@ struct LogsTests {
         let gate = try FifoGate()
         let daemon = try Self.daemon(gate)
         #expect(try daemon.baton("run", "talk", "--detach").code == 0)
-        var polls = 0
-        while try daemon.baton("logs", "1", "--stream", "stdout").stdout != "one\n", polls < 1_000 { polls += 1; usleep(10_000) }
-        // The next whole second, in the local time `--since` reads: `two` is written after it.
+        try Eventually.value("run 1's first line", within: 30, { try daemon.baton("logs", "1", "--stream", "stdout").stdout }) { $0 == "one\n" }
+        // The next whole second, in the local time `--since` reads: `two` is written after it
+        // (the wall clock is what `--since` is about: the condition here is the clock's).
         let boundary = (Date().timeIntervalSince1970 + 1).rounded(.down)
-        while Date().timeIntervalSince1970 < boundary { usleep(5_000) }
+        Eventually.until("the next whole second", within: 2) { Date().timeIntervalSince1970 >= boundary }
         gate.release()
         #expect(try daemon.baton("wait", "1").code == 0)
         var seconds = time_t(boundary)

@@ -20,10 +20,7 @@ struct OutputFullDiskTests {
         let database = mount + "/history.sqlite"
         #expect(try daemon.baton("run", "noisy", "-d").stdout == "1\n")
         // `first` is committed before the disk fills.
-        // A `while`, not `for … where`: a where clause is evaluated for every iteration, each a spawn.
-        var polls = 0
-        while try daemon.baton("logs", "1").stdout != "first\n", polls < 500 { polls += 1; usleep(10_000) }
-        #expect(try daemon.baton("logs", "1").stdout == "first\n")
+        try Eventually.value("baton logs 1 says first", { try daemon.baton("logs", "1").stdout }) { $0 == "first\n" }
 
         _ = try execute("/usr/bin/dd", ["if=/dev/zero", "of=\(mount)/filler", "bs=4096"])
         first.release()

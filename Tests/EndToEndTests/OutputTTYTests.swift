@@ -31,11 +31,7 @@ struct OutputTTYTests {
             { actions: { py: { exec: ["python3", "-c", "print('early'); open('\(gate.path)').read(); print('late')"], tty: true } } }
             """)
         #expect(try daemon.baton("run", "py", "-d").stdout == "1\n")
-        var early = ""
-        for _ in 0..<1_000 where early.isEmpty {
-            early = try daemon.baton("logs", "1").stdout
-            if early.isEmpty { usleep(10_000) }
-        }
+        let early = try Eventually.value("the early line while Python waits", { try daemon.baton("logs", "1").stdout }) { !$0.isEmpty }
         #expect(early == "early\n", "a pipe would have held it until Python exited")
         gate.release()
         #expect(try daemon.baton("wait", "1").code == 0)

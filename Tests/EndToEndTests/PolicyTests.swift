@@ -20,14 +20,14 @@ final class FifoGate: Sendable {
     /// or the first reader may take both.
     /// A gate no run opens within 60 s is a failed test, not a hung suite: the open does not block.
     func release() {
-        let deadline = Date().addingTimeInterval(60)
-        var fd = open(path, O_WRONLY | O_NONBLOCK)
-        while fd < 0 && errno == ENXIO && Date() < deadline {
-            usleep(5_000)   // no reader yet: the gated run has not opened the gate
+        // ENXIO: no reader yet, the gated run has not opened the gate.
+        var fd: Int32 = -1
+        Eventually.until("a gated run opened the gate \(path) (errno \(errno))", within: 60) {
             fd = open(path, O_WRONLY | O_NONBLOCK)
+            return fd >= 0 || errno != ENXIO
         }
         guard fd >= 0 else {
-            Issue.record("no run read the gate \(path) within 60 s (errno \(errno))")
+            Issue.record("the gate \(path) not opened for writing (errno \(errno))")
             return
         }
         _ = write(fd, "go\n", 3)
@@ -196,11 +196,8 @@ struct PolicyTests {
         try daemon.waitForLog("run 15 marked: queued → loading")
         // The process group is recorded once the process has started, in a write after `loading`'s
         // (a CI run under load read it before that write): wait for it, bounded.
-        var pgid = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT pgid FROM runs WHERE id = 15"])
-        let deadline = Date().addingTimeInterval(30)
-        while pgid.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty && Date() < deadline {
-            usleep(20_000)
-            pgid = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT pgid FROM runs WHERE id = 15"])
+        let pgid = try Eventually.value("run 15's process group recorded", { try execute("/usr/bin/sqlite3", [daemon.database, "SELECT pgid FROM runs WHERE id = 15"]) }) {
+            !$0.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
         }
         let cancel = try daemon.baton("cancel", "15")
         #expect(cancel.code == 0)

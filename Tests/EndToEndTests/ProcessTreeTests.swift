@@ -78,12 +78,7 @@ struct ProcessTreeTests {
 
         /// Waits (bounded) until the tree's four processes run.
         func waitForTree() {
-            // A while, not `for … where`: the where clause would scan /proc on all 1,000 turns.
-            var turns = 0
-            while alive(sleeping: true).count < 4 && turns < 1_000 {
-                usleep(10_000)
-                turns += 1
-            }
+            Eventually.until("the tree's four processes running: \(described())", within: 30) { alive(sleeping: true).count >= 4 }
         }
 
         /// How many of the previous run's processes each run saw when it began.
@@ -198,12 +193,7 @@ struct ProcessTreeTests {
         #expect(tree.alive().isEmpty, "killed before batond says it is ready")
         // The run's end is decided before batond is ready and written by the store's writer
         // after (a full disk must not keep batond from serving): `show` finds it once committed.
-        var show = try again.baton("show", "1")
-        let recorded = try FleetLockTests.eventually {
-            show = try again.baton("show", "1")
-            return show.stdout.contains("interrupted")
-        }
-        #expect(recorded, "\(show.stdout)")
+        try Eventually.value("baton show 1 says interrupted", { try again.baton("show", "1").stdout }) { $0.contains("interrupted") }
     }
 
     @Test("kill -9 of batond, then a restart: the run's tree is adopted, left running, and stopped whole by a cancel", arguments: Mode.allCases)
@@ -230,7 +220,7 @@ struct ProcessTreeTests {
         defer { tree.cleanUp() }
         let daemon = try Daemon(config: tree.config(mode))
         #expect(try daemon.baton("run", "keeps").code == 0)
-        for _ in 0..<500 where tree.alive().isEmpty { usleep(10_000) }
-        #expect(tree.alive().count == 1)
+        let kept = Eventually.value("the kept process seen", within: 30, { tree.alive() }) { !$0.isEmpty }
+        #expect(kept.count == 1)
     }
 }

@@ -207,11 +207,8 @@ struct QueryCLITests {
         joined.start()
         #expect(try daemon.baton("run", "flaky", "--policy", "reject").code == 75)
         // The joined caller is in once its trigger is recorded.
-        var recorded = false
-        for _ in 0..<200 where !recorded {
-            let count = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT count(*) FROM triggers WHERE decision = 'joined'"])
-            recorded = count.stdout == "1\n"
-            if !recorded { usleep(10_000) }
+        try Eventually.until("the joined caller's trigger recorded", within: 30) {
+            try execute("/usr/bin/sqlite3", [daemon.database, "SELECT count(*) FROM triggers WHERE decision = 'joined'"]).stdout == "1\n"
         }
         gate.release()
         #expect(try daemon.baton("wait", "1").code == 0)

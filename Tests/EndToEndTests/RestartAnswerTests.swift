@@ -25,10 +25,8 @@ struct RestartAnswerTests {
     /// The runs in the history, once none is unfinished (the new batond ran what it was handed).
     static func settledRuns(_ daemon: Daemon) throws -> [String] {
         let connection = try Connection(path: daemon.database, readOnly: true)
-        let deadline = Date().addingTimeInterval(60)
-        while try SurviveTests.column(connection, "SELECT count(*) FROM runs WHERE phase NOT IN ('success', 'failure', 'cancelled')") != ["0"],
-              Date() < deadline {
-            usleep(50_000)
+        try Eventually.until("no run unfinished", within: 60) {
+            try SurviveTests.column(connection, "SELECT count(*) FROM runs WHERE phase NOT IN ('success', 'failure', 'cancelled')") == ["0"]
         }
         return try SurviveTests.column(connection, "SELECT id FROM runs ORDER BY id")
     }
@@ -95,12 +93,14 @@ struct RestartAnswerTests {
         }
         for round in 1...3 {
             // Presses answered between the restarts (a loaded machine presses slowly).
-            let deadline = Date().addingTimeInterval(30)
-            while pressed.withLock({ $0.count }) < round * 6, Date() < deadline { usleep(20_000) }
+            Eventually.until("\(round * 6) presses answered before restart \(round)") { pressed.withLock { $0.count } >= round * 6 }
             daemon.signal(SIGUSR2)
             try daemon.waitForLog(" ready: ", count: round + 1)
         }
-        usleep(300_000)
+        // Presses answered by the last image too, each client's once at least (a press under way
+        // at the restart may be answered by either image).
+        let atLast = pressed.withLock { $0.count }
+        Eventually.until("presses answered after the last restart") { pressed.withLock { $0.count } >= atLast + 8 }
         stop.withLock { $0 = true }
         group.wait()
         let presses = pressed.withLock { $0 }
@@ -143,12 +143,7 @@ struct RestartAnswerTests {
 
     /// Waits until the file holds `text` (30 s at most); what it holds.
     static func waitForFile(_ path: String, containing text: String, within seconds: TimeInterval = 30) -> String {
-        let deadline = Date().addingTimeInterval(seconds)
-        while true {
-            let now = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-            if now.contains(text) || Date() > deadline { return now }
-            usleep(20_000)
-        }
+        Eventually.value("\(path) holding \(text)", within: seconds, { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }) { $0.contains(text) }
     }
 
     @Test("baton watch across a restart in place and a stop and start: batond's restarting line ends the watch, which is made again on the next batond, with no error; transitions before and after are printed")
@@ -171,12 +166,15 @@ struct RestartAnswerTests {
         let next = try Daemon(config: Self.config, reusing: daemon)
         // The watch connects again after a pause of its own (the socket was gone for a moment): a
         // run that ended before it did is not replayed, so runs are pressed until one is printed.
-        var pressed = false
-        for n in 3..<40 where !pressed {
-            #expect(try next.baton("run", "job", "-p", "n=\(n)").code == 0)
-            pressed = Self.waitForFile(out, containing: "job n=\(n)  loading → success", within: 1).contains("job n=\(n)  loading → success")
+        // Runs 1 and 2 printed before: a third end printed is a run pressed after the stop.
+        var n = 2
+        try Eventually.until("the watch after the stop and start prints a run: \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")", within: 60) {
+            if ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").components(separatedBy: "loading → success").count > 3 { return true }
+            n += 1
+            let pressed = try next.baton("run", "job", "-p", "n=\(n)")
+            #expect(pressed.code == 0, "\(pressed)")
+            return false
         }
-        #expect(pressed, "the watch after the stop and start: \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
         #expect(((try? String(contentsOfFile: err, encoding: .utf8)) ?? "") == "watching job; Ctrl-C to stop\n")
         // Ctrl-C ends it (exit 0).
         let watcher = Int32(((try? String(contentsOfFile: pid, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
@@ -201,18 +199,14 @@ struct RestartAnswerTests {
             }
             return ended
         }
-        let first = Date().addingTimeInterval(30)
-        // Slept with Task.sleep, not usleep: the watch's own task needs a thread of the cooperative
+        // Awaited, not polled with usleep: the watch's own task needs a thread of the cooperative
         // pool (two on a 2-core machine), and a test blocking one starved it (a CI run timed out).
-        while began.withLock({ $0 }) == 0, Date() < first { try await Task.sleep(for: .milliseconds(10)) }
+        await Eventually.untilAwaited("the watch made") { began.withLock { $0 } >= 1 }
         #expect(try daemon.baton("run", "job", "-p", "n=1").code == 0)
         daemon.signal(SIGUSR2)
         try daemon.waitForLog(" ready: ", count: 2)
-        let deadline = Date().addingTimeInterval(30)
-        while began.withLock({ $0 }) < 2, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        guard began.withLock({ $0 }) >= 2 else {
+        guard await Eventually.untilAwaited("the watch made again after the restart", { began.withLock { $0 } >= 2 }) else {
             seen.cancel()
-            Issue.record("the watch was not made again within 30 s of the restart")
             return
         }
         #expect(try daemon.baton("run", "job", "-p", "n=2").code == 0)

@@ -96,11 +96,9 @@ struct SecretParamTests {
         #expect(Self.contents(directory + "/seen-2") == other)
 
         // The success hooks' environments: the firing run's params as it keeps them.
-        var hooks: [String] = []
-        for _ in 0..<1_500 where hooks.count < 2 {
-            hooks = ["1", "2"].map { Self.contents(directory + "/hook-" + $0) }.filter { $0.contains("BATON_HOOK_PHASE") }
-            if hooks.count < 2 { usleep(20_000) }
-        }
+        let hooks = Eventually.value("both success hooks wrote their environment", {
+            ["1", "2"].map { Self.contents(directory + "/hook-" + $0) }.filter { $0.contains("BATON_HOOK_PHASE") }
+        }) { $0.count >= 2 }
         #expect(hooks.count == 2 && hooks.allSatisfy { $0.contains("BATON_HOOK_PARAM_TOKEN=***") && $0.contains("hmac:") }, "\(hooks)")
         let logs = try daemon.baton("logs", "1")
         // The value's first bytes wait in the mask for the rest, so stderr's `|` comes out before them.
@@ -147,10 +145,8 @@ struct SecretParamTests {
         let restarted = try Daemon(config: config, reusing: daemon, name: "restarted")
         defer { restarted.stop() }
         // Recovery's writes commit after batond says ready: the history shows them a moment later.
-        var shown = try restarted.baton("show", "2", "--json")
-        for _ in 0..<500 where shown.stdout.contains("\"phase\" : \"queued\"") {
-            usleep(20_000)
-            shown = try restarted.baton("show", "2", "--json")
+        let shown = try Eventually.value("run 2's recovered end shown", within: 30, { try restarted.baton("show", "2", "--json") }) {
+            !$0.stdout.contains("\"phase\" : \"queued\"")
         }
         #expect(shown.stdout.contains("\"phase\" : \"failure\"") && shown.stdout.contains("\"reason\" : \"secret\""), "\(shown.stdout)")
         #expect(shown.stdout.contains("kept in memory only"), "\(shown.stdout)")

@@ -107,16 +107,19 @@ final class Spawned: @unchecked Sendable {
         return Output(code: code, stdout: String(decoding: data[0], as: UTF8.self), stderr: String(decoding: data[1], as: UTF8.self))
     }
 
-    /// SIGTERM, then SIGKILL after 5 s; reaps the child.
+    /// SIGTERM, then SIGKILL if it has not exited 5 s later; reaps the child.
     func stop() {
         guard !reaped else { return }
         reaped = true
+        let exited = baton_pidfd_open(pid)   // readable once the child has exited
+        defer { if exited >= 0 { close(exited) } }
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        for _ in 0..<100 {
-            if waitpid(pid, &status, WNOHANG) == pid { return }
-            usleep(50_000)
+        if exited >= 0 {
+            var ready = pollfd(fd: exited, events: Int16(POLLIN), revents: 0)
+            while poll(&ready, 1, 5_000) < 0 && errno == EINTR {}
         }
+        if waitpid(pid, &status, WNOHANG) == pid { return }
         kill(pid, SIGKILL)
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     }

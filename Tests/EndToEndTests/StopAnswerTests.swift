@@ -34,8 +34,8 @@ struct StopAnswerTests {
         // Each client attached before the stop (else one that comes after it may be refused
         // `shutting_down`, which is not what this tests): `logs -f` has its first line; then
         // batond holds the five connections of run, wait, logs -f, the library's wait and the query.
-        try Self.until { FileManager.default.fileExists(atPath: logged1) }
-        try Self.until { try Self.connections(daemon) >= 5 }
+        try #require(Eventually.until("baton logs -f 1 printed its first line") { FileManager.default.fileExists(atPath: logged1) })
+        try #require(try Eventually.until("five connections (run, wait, logs -f, the library's wait, metrics)") { try Self.connections(daemon) >= 5 })
         daemon.signal(SIGTERM)
         #expect(daemon.waitForExit() == 0)
         #expect(daemon.stderr.contains("stopping drain: connections drained"), "\(daemon.stderr.suffix(2_000))")
@@ -51,15 +51,6 @@ struct StopAnswerTests {
         #expect(waited.code == fresh.code && waited.stdout == fresh.stdout, "baton wait: \(waited)")
         #expect(logged.stdout == "hi\nbye\n" && logged.code == fresh.code, "baton logs -f: \(logged)")
         next.stop()
-    }
-
-    /// Polls `condition` (a few times a second) until it holds, for at most 30 s.
-    static func until(_ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(30)
-        while try !condition() {
-            try #require(Date() < deadline, "not reached within 30 s")
-            usleep(20_000)
-        }
     }
 
     /// `baton_connections`, as `baton metrics` says it.

@@ -54,14 +54,14 @@ struct SurviveTests {
         for action in ["waiter", "flood", "forker", "mortal", "early"] { #expect(try daemon.baton("run", action, "--detach").code == 0) }
         let connection = try Connection(path: daemon.database, readOnly: true)
         // Their first lines are in the history before the crash.
-        let deadline = Date().addingTimeInterval(30)
-        while try Self.column(connection, "SELECT count(DISTINCT run_id) FROM output_chunks").first != "5", Date() < deadline { usleep(20_000) }
+        try Eventually.until("the first lines of runs 1 to 5 recorded") {
+            try Self.column(connection, "SELECT count(DISTINCT run_id) FROM output_chunks").first == "5"
+        }
         daemon.crash()
         // Run 5 ends while no batond runs: its shim keeps the status.
         FileManager.default.createFile(atPath: scratch + "/early", contents: nil)
         let status = daemon.database + "-shims/5-1/status"
-        while !FileManager.default.fileExists(atPath: status), Date() < deadline { usleep(10_000) }
-        #expect(FileManager.default.fileExists(atPath: status))
+        Eventually.until("run 5's shim wrote its status \(status)") { FileManager.default.fileExists(atPath: status) }
 
         let again = try Daemon(config: config, reusing: daemon)
         // Single flight held across the crash: the adopted run still holds its key.
@@ -94,8 +94,7 @@ struct SurviveTests {
         let daemon = try Daemon(config: config)
         #expect(try daemon.baton("run", "waiter", "--detach").code == 0)
         let connection = try Connection(path: daemon.database, readOnly: true)
-        let deadline = Date().addingTimeInterval(30)
-        while try Self.column(connection, "SELECT count(*) FROM output_chunks").first == "0", Date() < deadline { usleep(20_000) }
+        try Eventually.until("the waiter's first line recorded") { try Self.column(connection, "SELECT count(*) FROM output_chunks").first != "0" }
         daemon.crash()
         let again = try Daemon(config: config, reusing: daemon)
         let shim = try #require(Self.column(connection, "SELECT pgid FROM runs WHERE id = 1").first.flatMap { Int32($0) })

@@ -42,8 +42,7 @@ struct WatchReplayEndToEndTests {
                 try? String(contentsOfFile: shims + "/" + name + "/status", encoding: .utf8)
             }
         }
-        let deadline = Date().addingTimeInterval(30)
-        while statuses().count < count, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        await Eventually.untilAwaited("\(count) statuses written: \(statuses())") { statuses().count >= count }
         return statuses()
     }
 
@@ -60,8 +59,7 @@ struct WatchReplayEndToEndTests {
         #expect(RestartAnswerTests.waitForFile(err, containing: "watching every action").contains("watching every action"))
         for n in 1...3 { #expect(try daemon.baton("run", "waiter", "-p", "n=\(n)", "--detach").code == 0) }
         // Runs 1 and 2 load (the limit is 2), run 3 waits: the watch has printed that much.
-        let loaded = Date().addingTimeInterval(30)
-        while Self.printed(out).count < 5, Date() < loaded { try await Task.sleep(for: .milliseconds(20)) }
+        await Eventually.untilAwaited("the watch printed 5 transitions") { Self.printed(out).count >= 5 }
         #expect(Set(Self.printed(out)) == ["1.1", "1.2", "2.1", "2.2", "3.1"], "\(Self.printed(out))")
         daemon.stop()
         // With no batond: the two runs end under their shims.
@@ -79,8 +77,9 @@ struct WatchReplayEndToEndTests {
         #expect(runs == ["1", "2", "3", "4", "5"])
         let connection = try Connection(path: next.database, readOnly: true)
         let committed = try SurviveTests.column(connection, "SELECT run_id || '.' || seq FROM transitions ORDER BY at, run_id, seq")
-        let deadline = Date().addingTimeInterval(30)
-        while !Self.printed(out).contains(committed.last ?? ""), Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        await Eventually.untilAwaited("the watch printed the last committed transition \(committed.last ?? "")") {
+            Self.printed(out).contains(committed.last ?? "")
+        }
         let printed = Self.printed(out)
         #expect(printed.count == committed.count, "printed \(printed), committed \(committed)")
         #expect(Set(printed) == Set(committed), "printed \(printed), committed \(committed)")

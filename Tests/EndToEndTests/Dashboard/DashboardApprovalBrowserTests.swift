@@ -74,7 +74,7 @@ struct DashboardApprovalBrowserTests {
         let triggered = try Self.asNobody(socket: hosts[0].socket, "run", "deploy", "-p", "ref=v9", "--detach", "--json")
         let run = try #require(Int64(try ApprovalEndToEndTests.runID(triggered)), "\(triggered.stdout)\(triggered.stderr)")
         // web-2's status has read the wait from its feed before its dashboard is opened.
-        #expect(try FleetLockTests.eventually { try hosts[1].baton("status", "deploy").stdout.contains("waiting for approval by user:root") })
+        try Eventually.until("web-2's status says deploy waits for user:root's approval") { try hosts[1].baton("status", "deploy").stdout.contains("waiting for approval by user:root") }
         try await Self.pressApprove(socket: hosts[1].socket, run: run, params: "ref=v9")
         let db = try PGConnection(conninfo)
         #expect(try db.query("SELECT verdict, decided_by FROM approvals WHERE run_id = $1", [String(run)]).first == ["approved", "root"])

@@ -80,11 +80,9 @@ extension DashboardArtifactTests {
         let third = try HTTPProbe.request(port: dashboard.port, "GET", "/api/runs/1/artifacts/big", fields: session)
         #expect(third.status == 503, "\(third.status) \(third.body.prefix(200))")
         shutdown(held[0].fd, Int32(SHUT_RDWR))
-        var again = third
-        for _ in 0..<100 where again.status == 503 {
-            usleep(50_000)
-            again = try HTTPProbe.request(port: dashboard.port, "GET", "/api/runs/1/artifacts/big", fields: session)
-        }
+        let again = try Eventually.value("the artifact served again once a download slot is free", within: 30, {
+            try HTTPProbe.request(port: dashboard.port, "GET", "/api/runs/1/artifacts/big", fields: session)
+        }) { $0.status != 503 }
         #expect(again.status == 200 && again.bytes.count == 25_165_824, "\(again.status)")
         withExtendedLifetime(held) {}
     }

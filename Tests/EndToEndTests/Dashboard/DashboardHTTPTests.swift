@@ -239,11 +239,9 @@ struct DashboardHTTPTests {
         try installExecutable("#!/bin/sh\necho \"$@\" > \(record).part && mv \(record).part \(record)\n", at: browser)
         let opened = try DashboardProcess(socket: daemon.socket, arguments: ["--open"], environment: ["BROWSER": browser])
         defer { opened.stop() }
-        var argv = ""
-        for _ in 0..<200 where argv.isEmpty {
-            usleep(25_000)
-            argv = ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        let argv = Eventually.value("the browser launched (\(record))", within: 30, {
+            ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        }) { !$0.isEmpty }
         // What every local user can read (`ps -eo args`): a file's name, no code and no session.
         #expect(argv.hasPrefix("file:///") && argv.hasSuffix("/open.html"), "\(argv)")
         #expect(!argv.contains("code") && argv.range(of: "[0-9a-f]{16}", options: .regularExpression) == nil, "\(argv)")
@@ -263,8 +261,7 @@ struct DashboardHTTPTests {
         #expect(try opened.signIn(code: code).status == 200)
         // The file goes first, its directory just after: wait for both.
         let folder = (path as NSString).deletingLastPathComponent
-        for _ in 0..<200 where access(path, F_OK) == 0 || access(folder, F_OK) == 0 { usleep(25_000) }
-        #expect(access(path, F_OK) != 0 && access((path as NSString).deletingLastPathComponent, F_OK) != 0, "gone once used")
+        Eventually.until("the file and its folder gone once used", within: 30) { access(path, F_OK) != 0 && access(folder, F_OK) != 0 }
         // The dashboard's own argv carries nothing either.
         let cmdline = try String(contentsOfFile: "/proc/\(opened.child.pid)/cmdline", encoding: .utf8)
         #expect(!cmdline.contains(code))

@@ -65,11 +65,7 @@ struct DashboardSignInBrowserTests {
             #expect(try browser.script("return location.href;") as? String == "http://\(dashboard.hostPort)/", "the code left the address bar")
             let token = try #require(try browser.script("return localStorage.getItem('\(Self.sessionKey)');") as? String)
             // The same browser, now on the other user's page (a link, a redirect, a bookmark).
-            var loaded = false
-            for _ in 0..<100 where !loaded {
-                loaded = (try? browser.open("http://127.0.0.1:\(port)/")) != nil
-                if !loaded { usleep(50_000) }
-            }
+            Eventually.until("the other user's page opened", within: 30) { (try? browser.open("http://127.0.0.1:\(port)/")) != nil }
             #expect(try browser.wait(until: "document.title === 'done'"))
             // Back on the dashboard, the page is still signed in: the session exists, it was just never sent.
             try browser.open("http://\(dashboard.hostPort)/")
@@ -102,11 +98,9 @@ struct DashboardSignInBrowserTests {
         try installExecutable("#!/bin/sh\necho \"$1\" > \(record).part && mv \(record).part \(record)\n", at: launcher)
         let dashboard = try DashboardProcess(socket: daemon.socket, arguments: ["--open"], environment: ["BROWSER": launcher])
         defer { dashboard.stop() }
-        var argv = ""
-        for _ in 0..<200 where argv.isEmpty {
-            usleep(25_000)
-            argv = ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        let argv = Eventually.value("the browser launched (\(record))", within: 30, {
+            ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        }) { !$0.isEmpty }
         #expect(argv.hasPrefix("file:///"))
         let file = argv
         try await offPool {
@@ -117,8 +111,7 @@ struct DashboardSignInBrowserTests {
             #expect(try browser.script("return location.href;") as? String == "http://\(dashboard.hostPort)/")
         }
         let path = String(argv.dropFirst("file://".count))
-        for _ in 0..<200 where access(path, F_OK) == 0 { usleep(25_000) }
-        #expect(access(path, F_OK) != 0, "the file goes once its code is used")
+        Eventually.until("the file gone once its code is used", within: 30) { access(path, F_OK) != 0 }
         // The terminal's own code was not used and still works, once.
         #expect(try dashboard.signIn(code: DashboardProcess.code(of: dashboard.url)).status == 200)
     }

@@ -178,10 +178,8 @@ struct DashboardTeamProxyTests {
 
     /// Until nginx answers on `port` (or it has died).
     static func waitForListener(port: UInt16, _ nginx: Spawned) throws {
-        for _ in 0..<200 {
-            if (try? HTTPProbe.request(port: port, "GET", "/api/status")) != nil { return }
-            usleep(25_000)
-        }
-        throw DashboardError("nginx did not listen on \(port): \(nginx.availableStderr())")
+        guard Eventually.until("nginx listening on \(port): \(nginx.availableStderr())", within: 30, {
+            (try? HTTPProbe.request(port: port, "GET", "/api/status")) != nil
+        }) else { throw DashboardError("nginx did not listen on \(port): \(nginx.availableStderr())") }
     }
 }

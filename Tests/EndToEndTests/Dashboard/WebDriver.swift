@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A headless Chromium driven through Debian's chromedriver by the W3C WebDriver protocol (JSON over
 /// HTTP on loopback): enough to open the dashboard, press, read and screenshot. The browser gets
@@ -16,11 +17,8 @@ final class WebDriver: @unchecked Sendable {
         port = try Self.freePort()
         driver = try Spawned([Self.chromedriver, "--port=\(port)", "--allowed-ips=127.0.0.1"])
         // chromedriver answers /status once it listens.
-        var ready = false
-        for _ in 0..<100 where !ready {
-            if (try? call("GET", "/status")) != nil { ready = true } else { usleep(50_000) }
-        }
-        guard ready else { throw DashboardError("chromedriver did not start") }
+        let listening = Eventually.until("chromedriver answering /status", within: 30) { (try? call("GET", "/status")) != nil }
+        guard listening else { throw DashboardError("chromedriver did not start") }
         let profile = NSTemporaryDirectory() + "baton-chromium-" + UUID().uuidString
         let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=\(width),\(height)",
                          "--user-data-dir=\(profile)", "--no-first-run", "--no-default-browser-check", "--disable-background-networking",

@@ -38,13 +38,11 @@ struct WebhookRestartTests {
             }
         }
         for round in 1...2 {
-            let deadline = Date().addingTimeInterval(30)
-            while answers.withLock({ $0.count }) < round * 5, Date() < deadline { usleep(20_000) }
+            Eventually.until("\(round * 5) webhooks answered before restart \(round)") { answers.withLock { $0.count } >= round * 5 }
             daemon.signal(SIGUSR2)
             try daemon.waitForLog(" ready: ", count: round + 1)
         }
-        let deadline = Date().addingTimeInterval(30)
-        while answers.withLock({ $0.count }) < 15, Date() < deadline { usleep(20_000) }
+        Eventually.until("15 webhooks answered, some after the last restart") { answers.withLock { $0.count } >= 15 }
         stop.withLock { $0 = true }
         group.wait()
         let all = answers.withLock { $0 }

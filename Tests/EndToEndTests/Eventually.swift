@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+/// The one poll of the tests, for state that no event announces: a row another process writes,
+/// `/proc`, an answer batond gives only when asked, a counter a worker keeps on its own thread.
+/// Where an event exists (batond's log, `baton wait`, a watch stream, a FIFO the action opens, a
+/// probe's stream) a test waits on that instead. Test targets share no module: BatonCoreTests and
+/// BatonStoreTests compile this file through a link to it.
+///
+/// It asks again with backoff, 1 ms doubling up to 100 ms, until the condition holds or `within`
+/// seconds pass; then it records an issue that names what it waited for (and, for `value`, what it
+/// last saw) and answers false (or the last value seen), so a test that waited for X still fails
+/// when X does not happen, and says which X.
+enum Eventually {
+    /// Polls `condition` until it holds; records an issue naming `what` if it never does.
+    @discardableResult
+    static func until(_ what: @autoclosure () -> String, within seconds: Double = 30,
+                      sourceLocation: SourceLocation = #_sourceLocation,
+                      _ condition: () throws -> Bool) rethrows -> Bool {
+        let (_, held) = try poll(seconds, condition) { $0 }
+        if !held { Issue.record(Comment(rawValue: "not within \(seconds) s: \(what())"), sourceLocation: sourceLocation) }
+        return held
+    }
+
+    /// Polls `probe` until `accept` takes what it answers, and returns that; records an issue
+    /// naming `what` and the last answer if none is taken in time, and returns the last answer.
+    @discardableResult
+    static func value<T>(_ what: @autoclosure () -> String, within seconds: Double = 30,
+                         sourceLocation: SourceLocation = #_sourceLocation,
+                         _ probe: () throws -> T, until accept: (T) throws -> Bool) rethrows -> T {
+        let (seen, held) = try poll(seconds, probe, accept)
+        if !held {
+            Issue.record(Comment(rawValue: "not within \(seconds) s: \(what()); last saw \(String(reflecting: seen))"),
+                         sourceLocation: sourceLocation)
+        }
+        return seen
+    }
+
+    /// `until` for a condition that awaits; it naps with `Task.sleep`, so the tasks it waits on
+    /// (a watch's, the conductor's) keep a thread of the pool.
+    @discardableResult
+    static func untilAwaited(_ what: @autoclosure () -> String, within seconds: Double = 30,
+                             sourceLocation: SourceLocation = #_sourceLocation,
+                             _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var nap = Duration.milliseconds(1)
+        while true {
+            if try await condition() { return true }
+            if ContinuousClock.now >= deadline { break }
+            try? await Task.sleep(for: nap)
+            nap = min(nap * 2, .milliseconds(100))
+        }
+        Issue.record(Comment(rawValue: "not within \(seconds) s: \(what())"), sourceLocation: sourceLocation)
+        return false
+    }
+
+    private static func poll<T>(_ seconds: Double, _ probe: () throws -> T, _ accept: (T) throws -> Bool) rethrows -> (T, Bool) {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var nap = Duration.milliseconds(1)
+        while true {
+            let seen = try probe()
+            if try accept(seen) { return (seen, true) }
+            if ContinuousClock.now >= deadline { return (seen, false) }
+            usleep(UInt32(nap / .microseconds(1)))
+            nap = min(nap * 2, .milliseconds(100))
+        }
+    }
+}
