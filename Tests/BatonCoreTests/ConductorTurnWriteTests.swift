@@ -81,4 +81,80 @@ struct ConductorTurnWriteTests {
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(store.seen.withLock { $0 } == ["item 0 after ", "item 1 after ", "item 0 after end made,last made"])
     }
+
+    /// A conductor whose process groups wait `wait` for an item to ride with.
+    static func conductor(_ store: RecordingStore, _ reactor: Reactor, wait: Duration) -> Conductor {
+        var options = Conductor.Options()
+        options.processGroupWait = wait
+        return Conductor(actions: [], store: store, options: options, reactor: reactor)
+    }
+
+    static let group = JournalEntry.processGroup(runID: 1, pgid: 4242, identity: "4242 1")
+
+    @Test("a started attempt's process group waits past its turn and rides with the next item, before it")
+    func groupRides() {
+        let store = RecordingStore(), reactor = Reactor()
+        let conductor = Self.conductor(store, reactor, wait: .seconds(3_600))
+        let done = DispatchSemaphore(value: 0)
+        defer { done.signal() }
+        let before = Locked<[String]>([])
+        reactor.post {
+            conductor.write([Self.group, Self.group]) { _ in }
+            reactor.post {
+                before.withLock { $0 = store.seen.withLock { $0 } }
+                store.marks.withLock { $0.append("next turn") }
+                conductor.write([]) { _ in }
+                reactor.post { done.signal() }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(before.withLock { $0 } == [], "nothing went to the store at the group's turn's end")
+        #expect(store.seen.withLock { $0 } == ["item 2 after next turn", "item 0 after next turn"])
+    }
+
+    @Test("a process group goes with an item that ends a run at once, in order")
+    func groupWithEnd() {
+        let store = RecordingStore(), reactor = Reactor()
+        let conductor = Self.conductor(store, reactor, wait: .seconds(3_600))
+        let done = DispatchSemaphore(value: 0)
+        defer { done.signal() }
+        let end = JournalEntry.transition(Transition(runID: 1, seq: 3, from: .loading, to: .success, at: .now))
+        reactor.post {
+            conductor.write([Self.group]) { _ in }
+            conductor.write([end]) { _ in }
+            store.marks.withLock { $0.append("end made") }
+            reactor.post { done.signal() }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(store.seen.withLock { $0 } == ["item 1 after ", "item 1 after "])
+    }
+
+    @Test("a process group with nothing to ride with goes once its wait is over")
+    func groupAlone() {
+        let store = RecordingStore(), reactor = Reactor()
+        let conductor = Self.conductor(store, reactor, wait: .milliseconds(1))
+        let committed = DispatchSemaphore(value: 0)
+        reactor.post {
+            conductor.write([Self.group]) { _ in committed.signal() }
+        }
+        #expect(committed.wait(timeout: .now() + 30) == .success)
+        #expect(store.seen.withLock { $0 } == ["item 1 after "])
+    }
+
+    @Test("a drain hands over a process group that waits")
+    func groupDrained() {
+        let store = RecordingStore(), reactor = Reactor()
+        let conductor = Self.conductor(store, reactor, wait: .seconds(3_600))
+        let done = DispatchSemaphore(value: 0)
+        defer { done.signal() }
+        reactor.post {
+            conductor.write([Self.group]) { _ in }
+            reactor.post {
+                conductor.sendWrites()
+                done.signal()
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(store.seen.withLock { $0 } == ["item 1 after "])
+    }
 }

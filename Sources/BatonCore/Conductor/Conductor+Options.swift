@@ -27,6 +27,9 @@ extension Conductor {
         public var handsOver = false
         /// With `handsOver`: a shutdown also leaves the runs waiting to retry (`ConductorState.leavesRetrying`); not a fleet host.
         public var leavesRetrying = true
+        /// How long a started attempt's process group may wait to ride to the store with the next
+        /// item (`Conductor+Writes`): as long as output waits for more (`outputDelay`) by default.
+        public var processGroupWait: Duration = Conductor.outputDelay
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
                     seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,

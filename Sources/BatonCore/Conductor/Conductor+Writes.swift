@@ -6,34 +6,66 @@
 /// pipelined requests read at once) hands over every `handOverEvery` items, so that the writer
 /// commits while the loop goes on, as it did when each item went at once; an item that ends runs
 /// goes at once, with those made before it.
+///
+/// One kind of item waits longer: a started attempt's process group (`processGroup` entries alone),
+/// which nobody waits for (it is for recovery after a crash). It rides with the next item the loop
+/// hands over, or goes after `Options.processGroupWait`: a short run's start and end were two commits, now one
+/// (issue 39, item 3). A crash in that wait finds the run `loading` without its process group, as
+/// one between the spawn and that item's own commit did: its processes are killed by their cgroup
+/// or environment tag, and a shim's run is not adopted.
 extension Conductor {
     static let handOverEvery = 16
 
     struct UnsentWrite {
         var entries: [JournalEntry]
         var completion: @Sendable (Result<Void, BatonError>) -> Void
+        /// Only process groups: may wait for the next item (`Options.processGroupWait`).
+        var rides: Bool { entries.allSatisfy(\.isProcessGroup) && !entries.isEmpty }
     }
 
     /// Queues `entries` as one store item, handed to the store at the end of this turn (on the loop).
     func write(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
-        let count = core.access { core -> Int in
-            core.unsent.append(UnsentWrite(entries: entries, completion: completion))
-            return core.unsent.count
+        let write = UnsentWrite(entries: entries, completion: completion)
+        let (count, armTurnEnd, armRider) = core.access { core -> (Int, Bool, Bool) in
+            core.unsent.append(write)
+            let armRider = write.rides && !core.riderArmed
+            if armRider { core.riderArmed = true }
+            let armTurnEnd = !write.rides && !core.turnEndArmed
+            if armTurnEnd { core.turnEndArmed = true }
+            return (core.unsent.count, armTurnEnd, armRider)
         }
-        if count == 1 { reactor.atTurnEnd { [self] in sendWrites() } }
+        if armTurnEnd { reactor.atTurnEnd { [self] in sendWrites() } }
+        if armRider { reactor.after(options.processGroupWait) { [weak self] in self?.ridersWaited() } }
         // An item that ends runs goes at once (with those before it): a fleet's writer reserves the
         // start slots the ends free as it is handed the item, before the feed, which sees the slots
         // free from now on, could take them for starts of its own.
         if count >= Self.handOverEvery || entries.contains(where: \.isEnd) { sendWrites() }
     }
 
-    /// Hands this turn's items to the store, in order (at the turn's end, and before anyone is told
+    /// Hands the waiting items to the store, in order (at the turn's end, and before anyone is told
     /// the conductor has drained: what batond writes before it exits is in the store's queue by then).
     func sendWrites() {
         let items = core.access { core -> [UnsentWrite] in
+            core.turnEndArmed = false
             defer { core.unsent.removeAll(keepingCapacity: true) }
             return core.unsent
         }
         for item in items { store.enqueue(item.entries, completion: item.completion) }
+    }
+
+    /// `processGroupWait` passed since a process group began to wait: whatever waits goes now.
+    private func ridersWaited() {
+        let waiting = core.access { core -> Bool in
+            core.riderArmed = false
+            return !core.unsent.isEmpty
+        }
+        if waiting { sendWrites() }
+    }
+}
+
+extension JournalEntry {
+    /// Whether this is a started attempt's process group.
+    var isProcessGroup: Bool {
+        if case .processGroup = self { true } else { false }
     }
 }

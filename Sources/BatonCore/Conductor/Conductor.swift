@@ -62,6 +62,8 @@ public final class Conductor: Sendable {
         var redactions: [Int64: Redaction] = [:]
         /// The store items of this turn of the loop, handed over together at its end (`Conductor+Writes`).
         var unsent: [UnsentWrite] = []
+        /// The turn's end will hand them over; a timer will hand over a process group that waits (`processGroupWait`).
+        var turnEndArmed = false, riderArmed = false
     }
 
     /// What other threads read in place, under one lock: the state (only the loop changes it,
