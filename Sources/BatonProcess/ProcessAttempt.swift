@@ -67,6 +67,9 @@ final class ProcessAttempt: Attempt {
     /// process's children are one set, whichever loop watches them), hence a lock.
     static let leaders = Locked(LeaderBook())
 
+    /// Under a shim (spawned so, or adopted): a later batond may adopt it. On the loop.
+    var adoptable: Bool { state.access { $0.shimDirectory != nil || $0.adopted != nil } }
+
     /// The leader's pid and its tree.
     struct Born {
         var pid: pid_t

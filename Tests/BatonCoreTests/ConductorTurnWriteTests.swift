@@ -89,6 +89,19 @@ struct ConductorTurnWriteTests {
         return Conductor(actions: [], store: store, options: options, reactor: reactor)
     }
 
+    /// Run 1's attempt in flight, adoptable after a crash (under a shim) or not.
+    final class Running: Attempt {
+        let adoptable: Bool
+        init(adoptable: Bool) { self.adoptable = adoptable }
+        func stop(grace: Duration) {}
+    }
+
+    /// Writes run 1's process group as its attempt's start does (on the loop).
+    static func started(_ conductor: Conductor, adoptable: Bool = false, _ completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
+        conductor.core.access { $0.attempts[1] = Running(adoptable: adoptable) }
+        conductor.write([group], completion: completion)
+    }
+
     static let group = JournalEntry.processGroup(runID: 1, pgid: 4242, identity: "4242 1")
 
     @Test("a started attempt's process group waits past its turn and rides with the next item, before it")
@@ -99,6 +112,7 @@ struct ConductorTurnWriteTests {
         defer { done.signal() }
         let before = Locked<[String]>([])
         reactor.post {
+            conductor.core.access { $0.attempts[1] = Running(adoptable: false) }
             conductor.write([Self.group, Self.group]) { _ in }
             reactor.post {
                 before.withLock { $0 = store.seen.withLock { $0 } }
@@ -120,7 +134,7 @@ struct ConductorTurnWriteTests {
         defer { done.signal() }
         let end = JournalEntry.transition(Transition(runID: 1, seq: 3, from: .loading, to: .success, at: .now))
         reactor.post {
-            conductor.write([Self.group]) { _ in }
+            Self.started(conductor) { _ in }
             conductor.write([end]) { _ in }
             store.marks.withLock { $0.append("end made") }
             reactor.post { done.signal() }
@@ -135,7 +149,7 @@ struct ConductorTurnWriteTests {
         let conductor = Self.conductor(store, reactor, wait: .milliseconds(1))
         let committed = DispatchSemaphore(value: 0)
         reactor.post {
-            conductor.write([Self.group]) { _ in committed.signal() }
+            Self.started(conductor) { _ in committed.signal() }
         }
         #expect(committed.wait(timeout: .now() + 30) == .success)
         #expect(store.seen.withLock { $0 } == ["item 1 after "])
@@ -148,7 +162,7 @@ struct ConductorTurnWriteTests {
         let done = DispatchSemaphore(value: 0)
         defer { done.signal() }
         reactor.post {
-            conductor.write([Self.group]) { _ in }
+            Self.started(conductor) { _ in }
             reactor.post {
                 conductor.sendWrites()
                 done.signal()
@@ -156,5 +170,20 @@ struct ConductorTurnWriteTests {
         }
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(store.seen.withLock { $0 } == ["item 1 after "])
+    }
+
+    @Test("an attempt a later batond could adopt (a shim's) has its process group go at its turn's end, as any item")
+    func adoptableGoes() {
+        let store = RecordingStore(), reactor = Reactor()
+        let conductor = Self.conductor(store, reactor, wait: .seconds(3_600))
+        let done = DispatchSemaphore(value: 0)
+        defer { done.signal() }
+        reactor.post {
+            Self.started(conductor, adoptable: true) { _ in }
+            store.marks.withLock { $0.append("started") }
+            reactor.post { done.signal() }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(store.seen.withLock { $0 } == ["item 1 after started"])
     }
 }

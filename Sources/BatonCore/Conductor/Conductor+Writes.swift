@@ -7,25 +7,29 @@
 /// commits while the loop goes on, as it did when each item went at once; an item that ends runs
 /// goes at once, with those made before it.
 ///
-/// One kind of item waits longer: a started attempt's process group (`processGroup` entries alone),
-/// which nobody waits for (it is for recovery after a crash). It rides with the next item the loop
-/// hands over, or goes after `Options.processGroupWait`: a short run's start and end were two commits, now one
-/// (issue 39, item 3). A crash in that wait finds the run `loading` without its process group, as
-/// one between the spawn and that item's own commit did: its processes are killed by their cgroup
-/// or environment tag, and a shim's run is not adopted.
+/// One kind of item waits longer: the process group of a started attempt that no later batond could
+/// adopt (no shim: `survivesRestart: false`, a hook's run, a terminal's, another user's), which
+/// nobody waits for and only recovery after a crash reads, to kill what is left, which the cgroup or
+/// the environment tag finds without it. It rides with the next item the loop hands over, or goes
+/// after `Options.processGroupWait`: a short run's start and end were two commits, now one (issue
+/// 39, item 3). A shim's process group goes as any item: adoption after a crash needs it.
 extension Conductor {
     static let handOverEvery = 16
 
     struct UnsentWrite {
         var entries: [JournalEntry]
         var completion: @Sendable (Result<Void, BatonError>) -> Void
-        /// Only process groups: may wait for the next item (`Options.processGroupWait`).
-        var rides: Bool { entries.allSatisfy(\.isProcessGroup) && !entries.isEmpty }
+        /// Only process groups of attempts no later batond could adopt: may wait for the next item.
+        var rides = false
     }
 
     /// Queues `entries` as one store item, handed to the store at the end of this turn (on the loop).
     func write(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
-        let write = UnsentWrite(entries: entries, completion: completion)
+        var write = UnsentWrite(entries: entries, completion: completion)
+        write.rides = !entries.isEmpty && entries.allSatisfy { entry in
+            guard case let .processGroup(run, _, _) = entry else { return false }
+            return core.access { $0.attempts[run] }?.adoptable == false
+        }
         let (count, armTurnEnd, armRider) = core.access { core -> (Int, Bool, Bool) in
             core.unsent.append(write)
             let armRider = write.rides && !core.riderArmed
@@ -60,12 +64,5 @@ extension Conductor {
             return !core.unsent.isEmpty
         }
         if waiting { sendWrites() }
-    }
-}
-
-extension JournalEntry {
-    /// Whether this is a started attempt's process group.
-    var isProcessGroup: Bool {
-        if case .processGroup = self { true } else { false }
     }
 }

@@ -27,11 +27,15 @@ public protocol Attempt: AnyObject, Sendable {
     /// on the loop, after every byte read from it: true once it is left (nothing of this attempt
     /// is reported any more), false where it cannot be (it goes on as before).
     func handOver(_ done: @escaping @Sendable (Bool) -> Void)
+    /// Whether a batond started after a crash could adopt the attempt (its leader is a shim): its
+    /// process group is then written at once, never left to wait for another store item.
+    var adoptable: Bool { get }
 }
 
 extension Attempt {
     /// An attempt without a shim (an in-process task) cannot be handed over.
     public func handOver(_ done: @escaping @Sendable (Bool) -> Void) { done(false) }
+    public var adoptable: Bool { false }
 }
 
 /// What one attempt of a run is given.
