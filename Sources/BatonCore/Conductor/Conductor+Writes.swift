@@ -11,8 +11,8 @@
 /// adopt (no shim: `survivesRestart: false`, a hook's run, a terminal's, another user's), which
 /// nobody waits for and only recovery after a crash reads, to kill what is left, which the cgroup or
 /// the environment tag finds without it. It rides with the next item the loop hands over, or goes
-/// after `Options.processGroupWait`: a short run's start and end were two commits, now one (issue
-/// 39, item 3). A shim's process group goes as any item: adoption after a crash needs it.
+/// after `Options.processGroupWait`, so that a short run's process group and end may share a commit
+/// (issue 39, item 3). A shim's process group goes as any item: adoption after a crash needs it.
 extension Conductor {
     static let handOverEvery = 16
 
