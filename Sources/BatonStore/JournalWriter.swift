@@ -38,7 +38,10 @@ enum JournalWriter {
                                   hook_run, hook_action, hook_event)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """) {
-                try $0.run(creationValues(run))
+                let t = run.trigger, hook = run.hook
+                try $0.execute(run.id, run.action, run.key, run.phase.rawValue, run.policy.rawValue, JSONText.object(run.params),
+                               t.map { Int64($0.uid) }, t.map { Int64($0.gid) }, t.map { Int64($0.pid) }, run.queuedAt.rawValue, run.via,
+                               run.slot?.rawValue, hook?.run, hook?.action, hook?.event.rawValue)
             }
             try insert(transition, on: db)
         case let .transition(transition):
@@ -56,13 +59,13 @@ enum JournalWriter {
                 """) { try $0.run(values) }
         case let .output(runID, tail, truncated):
             try db.cached("INSERT OR REPLACE INTO outputs (run_id, tail, truncated) VALUES (?, ?, ?)") {
-                try $0.run([.integer(runID), .blob(tail), .integer(truncated ? 1 : 0)])
+                try $0.execute(runID, tail, Int64(truncated ? 1 : 0))
             }
         case let .outputChunks(write):
             try OutputWriter.write(write, on: db)
         case let .processGroup(runID, pgid, identity):
             try db.cached("UPDATE runs SET pgid = ?, pgid_start = ? WHERE id = ?") {
-                try $0.run([.integer(Int64(pgid)), .text(identity), .integer(runID)])
+                try $0.execute(pgid, identity, runID)
             }
         case let .pause(pause):
             let until: DatabaseValue = pause.until.map { .integer($0.rawValue) } ?? .null
@@ -113,38 +116,37 @@ enum JournalWriter {
     static func insert(_ t: Transition, on db: Connection) throws {
         guard Phase.allows(from: t.from, to: t.to) else { throw IllegalTransition(transition: t) }
         try db.cached("INSERT INTO transitions (run_id, seq, from_phase, to_phase, at, detail) VALUES (?, ?, ?, ?, ?, ?)") {
-            try $0.run([.integer(t.runID), .integer(Int64(t.seq)), t.from.map { .text($0.rawValue) } ?? .null,
-                        .text(t.to.rawValue), .integer(t.at.rawValue), .text(JSONText.detail(t.detail))])
+            try $0.execute(t.runID, t.seq, t.from?.rawValue, t.to.rawValue, t.at.rawValue, JSONText.detail(t.detail))
         }
     }
 
     /// Inserts the transition and moves the run's row to the new phase, with its outcome fields.
     private static func apply(_ t: Transition, on db: Connection) throws {
         try insert(t, on: db)
-        let from: DatabaseValue = t.from.map { .text($0.rawValue) } ?? .null
+        let from = t.from?.rawValue
         let d = t.detail
-        let int32: (Int32?) -> DatabaseValue = { $0.map { .integer(Int64($0)) } ?? .null }
         switch t.to {
         case .queued:
             try db.cached("UPDATE runs SET phase = 'queued', pgid = NULL WHERE id = ? AND phase = ?") {
-                try $0.run([.integer(t.runID), from])
+                try $0.execute(t.runID, from)
             }
         case .loading:
             try db.cached("""
                 UPDATE runs SET phase = 'loading', started_at = coalesce(started_at, ?), attempts = ?, pgid = NULL
                 WHERE id = ? AND phase = ?
                 """) {
-                try $0.run([.integer(t.at.rawValue), .integer(Int64(d.attempt ?? 1)), .integer(t.runID), from])
+                try $0.execute(t.at.rawValue, Int64(d.attempt ?? 1), t.runID, from)
             }
         case .retrying:
-            // An attempt ends here too: its figures are added to the run's (`usage`).
+            // An attempt ends here too: its figures are added to the run's (each bound twice: the sum, or the figure alone).
             try db.cached("""
                 UPDATE runs SET phase = 'retrying', exit_code = ?, signal = ?, error = ?,
                     cpu_user = coalesce(cpu_user + ?, cpu_user, ?), cpu_system = coalesce(cpu_system + ?, cpu_system, ?),
                     memory_peak = max(coalesce(memory_peak, ?), coalesce(?, memory_peak))
                 WHERE id = ? AND phase = ?
                 """) {
-                try $0.run([int32(d.exitCode), int32(d.signal), d.error.map { .text($0) } ?? .null] + usage(d) + [.integer(t.runID), from])
+                try $0.execute(d.exitCode, d.signal, d.error, d.cpuUser, d.cpuUser, d.cpuSystem, d.cpuSystem, d.memoryPeak, d.memoryPeak,
+                               t.runID, from)
             }
         case .success, .failure, .cancelled:
             try db.cached("""
@@ -154,35 +156,10 @@ enum JournalWriter {
                     memory_peak = max(coalesce(memory_peak, ?), coalesce(?, memory_peak))
                 WHERE id = ? AND phase = ?
                 """) {
-                try $0.run([.text(t.to.rawValue), .integer(t.at.rawValue), int32(d.exitCode), int32(d.signal),
-                            d.reason.map { .text($0) } ?? .null,
-                            t.to == .success ? .null : (d.error.map { .text($0) } ?? .null)]
-                           + usage(d) + [.integer(t.runID), from])
+                try $0.execute(t.to.rawValue, t.at.rawValue, d.exitCode, d.signal, d.reason, t.to == .success ? nil : d.error,
+                               d.cpuUser, d.cpuUser, d.cpuSystem, d.cpuSystem, d.memoryPeak, d.memoryPeak, t.runID, from)
             }
         }
         guard db.changes == 1 else { throw IllegalTransition(transition: t) }
-    }
-
-    /// The values of a new run's row, in the order of the creation's INSERT: id, action, key,
-    /// phase, policy, params, the trigger's uid, gid and pid, queued_at, via, slot, and the hook
-    /// that made it (run, action, event).
-    static func creationValues(_ run: RunSnapshot) -> [DatabaseValue] {
-        [.integer(run.id), .text(run.action), .text(run.key), .text(run.phase.rawValue),
-         .text(run.policy.rawValue), .text(JSONText.object(run.params)),
-         run.trigger.map { .integer(Int64($0.uid)) } ?? .null,
-         run.trigger.map { .integer(Int64($0.gid)) } ?? .null,
-         run.trigger.map { .integer(Int64($0.pid)) } ?? .null,
-         .integer(run.queuedAt.rawValue), run.via.map { .text($0) } ?? .null,
-         run.slot.map { .integer($0.rawValue) } ?? .null,
-         run.hook.map { .integer($0.run) } ?? .null, run.hook.map { .text($0.action) } ?? .null,
-         run.hook.map { .text($0.event.rawValue) } ?? .null]
-    }
-
-    /// The arguments of the columns that add an attempt's figures to the run's, as
-    /// `RunSnapshot.account` does: CPU times add up (a NULL figure leaves the column as it is),
-    /// the memory peak is the larger one. Each figure twice.
-    static func usage(_ d: TransitionDetail) -> [DatabaseValue] {
-        let value: (Int64?) -> DatabaseValue = { $0.map { .integer($0) } ?? .null }
-        return [d.cpuUser, d.cpuUser, d.cpuSystem, d.cpuSystem, d.memoryPeak, d.memoryPeak].map(value)
     }
 }

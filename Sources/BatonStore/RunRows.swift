@@ -96,13 +96,14 @@ struct RunRows {
     /// Writes one held run: its row, its transitions in order, then what waited for it.
     private mutating func flush(_ id: Int64, on db: Connection) throws {
         guard let run = held.removeValue(forKey: id) else { return }
-        guard run.created != nil else {
+        guard let created = run.created else {
             try db.cached("""
                 UPDATE runs SET phase = ?, started_at = ?, ended_at = ?, attempts = ?, exit_code = ?, signal = ?, reason = ?, error = ?,
                                 pgid = ?, pgid_start = ?, cpu_user = ?, cpu_system = ?, memory_peak = ?, progress = ?
                 WHERE id = ?
                 """) {
-                try $0.run([.text(run.phase.rawValue)] + run.values.dropFirst(15) + [run.progress.map { .text($0) } ?? .null, .integer(id)])
+                try $0.execute(run.phase.rawValue, run.startedAt, run.endedAt, run.attempts, run.exitCode, run.signal, run.reason, run.error,
+                               run.pgid, run.pgidStart, run.cpuUser, run.cpuSystem, run.memoryPeak, run.progress, id)
             }
             for entry in run.waiting { try JournalWriter.write(entry, on: db) }
             return
@@ -112,24 +113,19 @@ struct RunRows {
                               hook_run, hook_action, hook_event, started_at, ended_at, attempts, exit_code, signal, reason, error,
                               pgid, pgid_start, cpu_user, cpu_system, memory_peak)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """) { try $0.run(run.values) }
+            """) {
+            let (c, t, hook) = (created, created.trigger, created.hook)
+            try $0.execute(c.id, c.action, c.key, run.phase.rawValue, c.policy.rawValue, JSONText.object(c.params), t.map { Int64($0.uid) },
+                           t.map { Int64($0.gid) }, t.map { Int64($0.pid) }, c.queuedAt.rawValue, c.via, c.slot?.rawValue, hook?.run,
+                           hook?.action, hook?.event.rawValue, run.startedAt, run.endedAt, run.attempts, run.exitCode, run.signal, run.reason,
+                           run.error, run.pgid, run.pgidStart, run.cpuUser, run.cpuSystem, run.memoryPeak)
+        }
         for transition in run.transitions { try JournalWriter.insert(transition, on: db) }
         for entry in run.waiting { try JournalWriter.write(entry, on: db) }
     }
 }
 
 extension RunRows.HeldRun {
-    /// The row's values in the order of the INSERT in `flush`: the creation's 15 (placeholders
-    /// for a run already in the table, whose UPDATE sets the rest), then what changes.
-    var values: [DatabaseValue] {
-        var values = created.map(JournalWriter.creationValues) ?? Array(repeating: .null, count: 15)
-        values[3] = .text(phase.rawValue)
-        let int: (Int64?) -> DatabaseValue = { $0.map { .integer($0) } ?? .null }
-        let text: (String?) -> DatabaseValue = { $0.map { .text($0) } ?? .null }
-        return values + [int(startedAt), int(endedAt), .integer(attempts), int(exitCode.map(Int64.init)), int(signal.map(Int64.init)),
-                         text(reason), text(error), int(pgid.map(Int64.init)), text(pgidStart), int(cpuUser), int(cpuSystem), int(memoryPeak)]
-    }
-
     /// What `JournalWriter.apply`'s UPDATE does to the row, done to the held one: the same
     /// checks (a legal change from the phase the row has), the same fields.
     mutating func apply(_ t: Transition) throws {
@@ -178,7 +174,7 @@ extension RunRows.HeldRun {
         }
     }
 
-    /// An attempt's figures added as `JournalWriter.usage`'s columns add them: CPU times add up
+    /// An attempt's figures added as `JournalWriter.apply`'s columns add them: CPU times add up
     /// (a missing figure leaves the other), the memory peak is the larger.
     private mutating func account(_ d: TransitionDetail) {
         cpuUser = Self.sum(cpuUser, d.cpuUser)
