@@ -185,7 +185,11 @@ extension ShimAloneTests {
         // Then it ends at once: half a second for its exit to be seen (its pidfd turns readable).
         let exited = baton_pidfd_open(process.processIdentifier)
         var ready = pollfd(fd: exited, events: Int16(POLLIN), revents: 0)
-        let ended = !process.isRunning || (exited >= 0 && poll(&ready, 1, 500) == 1)
+        var polled: Int32 = -1
+        if exited >= 0 {
+            repeat { polled = poll(&ready, 1, 500) } while polled < 0 && errno == EINTR
+        }
+        let ended = !process.isRunning || polled == 1
         if exited >= 0 { close(exited) }
         if !ended { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
