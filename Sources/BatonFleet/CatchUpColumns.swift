@@ -24,11 +24,12 @@ enum CatchUpColumns {
     }
 
     static func decode(_ row: [String?], _ select: FleetSelect<Part> = select) -> Row {
-        var run = FleetRows.run(row)
         let start = select.range(.transition).lowerBound
-        let transition = FleetRows.transition(runID: run.id, row, from: start + 1)
-        run.seq = transition.seq
-        if Int(select.value(row, .lastSeq) ?? "") != transition.seq {
+        let transition = FleetRows.transition(runID: row[0].flatMap { Int64($0) } ?? 0, row, from: start + 1)
+        let later = Int(select.value(row, .lastSeq) ?? "") != transition.seq
+        let run = FleetRows.run(row) { run in
+            run.seq = transition.seq
+            guard later else { return }
             // A later transition is committed too: show the run as it was at this one.
             run.phase = transition.to
             if !transition.to.isTerminal { (run.endedAt, run.reason) = (nil, nil) }

@@ -86,12 +86,14 @@ extension FleetCoordinator {
         let detail = KeyDecision.queuedDetail(decision, via: trigger.via, window: window)
         var run = RunSnapshot(id: decision.run, action: trigger.action.name, key: trigger.key, phase: .queued, policy: trigger.policy,
                               params: trigger.params, trigger: trigger.peer, queuedAt: now)
-        run.host = host.name
-        run.via = trigger.via
-        run.slot = trigger.slot
-        run.debounceUntil = window?.deadline
-        // What it waits for, as its answer tells (its row's `until` is the database's, `FleetApprovals.insert`).
-        run.approval = ConductorState.approvalWait(trigger.action, at: now)
+        run.update { run in
+            run.host = host.name
+            run.via = trigger.via
+            run.slot = trigger.slot
+            run.debounceUntil = window?.deadline
+            // What it waits for, as its answer tells (its row's `until` is the database's, `FleetApprovals.insert`).
+            run.approval = ConductorState.approvalWait(trigger.action, at: now)
+        }
         return (run, Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail))
     }
 

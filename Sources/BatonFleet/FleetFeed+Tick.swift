@@ -76,15 +76,15 @@ extension FleetFeed {
             """).rows
         // A run read as it was last handed keeps its decorations only if they are the same too.
         let event = handed.refresh(rows, run: { row in
-            var run = FleetRows.run(row)
-            run.seq = Int(liveColumns.value(row, .seq) ?? "")
-            if run.phase == .queued {
-                run.waiting = waits[run.id]
-                run.line = liveColumns.value(row, .line).flatMap { Int($0) }
-                run.needs = needs[run.id]
+            FleetRows.run(row) { run in
+                run.seq = Int(liveColumns.value(row, .seq) ?? "")
+                if run.phase == .queued {
+                    run.waiting = waits[run.id]
+                    run.line = liveColumns.value(row, .line).flatMap { Int($0) }
+                    run.needs = needs[run.id]
+                }
+                run.approval = approvals[run.id]
             }
-            run.approval = approvals[run.id]
-            return run
         }, same: { run in
             run.approval == approvals[run.id] && (run.phase != .queued || (run.waiting == waits[run.id] && run.needs == needs[run.id]))
         })

@@ -12,7 +12,11 @@ enum FleetRows {
     /// `FleetSelect`).
     static let runColumnCount = runColumnList.count
 
-    static func run(_ row: [String?]) -> RunSnapshot {
+    static func run(_ row: [String?]) -> RunSnapshot { run(row) { _ in } }
+
+    /// The run of a row, with what `more` sets after its columns (a query's own), in one storage
+    /// more than `RunSnapshot.init`'s (`update`).
+    static func run(_ row: [String?], _ more: (inout RunSnapshot.Fields) -> Void) -> RunSnapshot {
         let int64 = { (i: Int) in row[i].flatMap { Int64($0) } }
         let peer = int64(6).map { uid in
             Peer(uid: UInt32(truncatingIfNeeded: uid), gid: UInt32(truncatingIfNeeded: int64(7) ?? 0),
@@ -25,19 +29,22 @@ enum FleetRows {
             endedAt: int64(11).map(Timestamp.init(rawValue:)), attempts: Int(int64(12) ?? 0),
             exitCode: int64(13).map { Int32(truncatingIfNeeded: $0) }, signal: int64(14).map { Int32(truncatingIfNeeded: $0) },
             reason: row[15], error: row[16])
-        run.host = row[17]
-        run.cpuUser = int64(18)
-        run.cpuSystem = int64(19)
-        run.memoryPeak = int64(20)
-        run.via = row[21]
-        run.slot = int64(22).map(Timestamp.init(rawValue:))
-        if let firing = int64(23), let event = row[25].flatMap(HookEvent.init(rawValue:)) {
-            run.hook = HookCause(run: firing, action: row[24] ?? "", event: event)
+        run.update { run in
+            run.host = row[17]
+            run.cpuUser = int64(18)
+            run.cpuSystem = int64(19)
+            run.memoryPeak = int64(20)
+            run.via = row[21]
+            run.slot = int64(22).map(Timestamp.init(rawValue:))
+            if let firing = int64(23), let event = row[25].flatMap(HookEvent.init(rawValue:)) {
+                run.hook = HookCause(run: firing, action: row[24] ?? "", event: event)
+            }
+            // A debounced run waiting for its window ("debouncing, starts in 3.2s"); `loading` clears it.
+            if run.phase == .queued { run.debounceUntil = int64(26).map(Timestamp.init(rawValue:)) }
+            // A run its rate limit holds back ("rate limited, starts in 12m"), by the database's clock.
+            if run.phase == .queued { run.rateUntil = int64(27).map(Timestamp.init(rawValue:)) }
+            more(&run)
         }
-        // A debounced run waiting for its window ("debouncing, starts in 3.2s"); `loading` clears it.
-        if run.phase == .queued { run.debounceUntil = int64(26).map(Timestamp.init(rawValue:)) }
-        // A run its rate limit holds back ("rate limited, starts in 12m"), by the database's clock.
-        if run.phase == .queued { run.rateUntil = int64(27).map(Timestamp.init(rawValue:)) }
         return run
     }
 

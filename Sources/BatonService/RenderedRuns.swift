@@ -2,7 +2,7 @@ import BatonCore
 
 /// The JSON of the snapshot the loop last wrote for each run (issue 39): a trigger's answer, a
 /// wait's events and final answer, and each watcher's update carry the same snapshot of a run
-/// (the engine hands out its fields shared until they change: `RunSnapshot` is copy on write),
+/// (the engine hands out its fields shared: a `RunSnapshot` is one reference to fields never written),
 /// and each writes it once. Only the loop uses the memo; a line made elsewhere (an answer from
 /// the read driver) writes its snapshot itself.
 final class RenderedRuns: Sendable {

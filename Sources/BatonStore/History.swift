@@ -59,13 +59,15 @@ public struct History {
             endedAt: s.int64(11).map(Timestamp.init(rawValue:)), attempts: Int(s.int64(12) ?? 0),
             exitCode: s.int64(13).map { Int32(truncatingIfNeeded: $0) }, signal: s.int64(14).map { Int32(truncatingIfNeeded: $0) },
             reason: s.string(15), error: s.string(16))
-        run.cpuUser = s.int64(17)
-        run.cpuSystem = s.int64(18)
-        run.memoryPeak = s.int64(19)
-        run.via = s.string(20)
-        run.slot = s.int64(21).map(Timestamp.init(rawValue:))
-        if let firing = s.int64(22), let event = s.string(24).flatMap(HookEvent.init(rawValue:)) {
-            run.hook = HookCause(run: firing, action: s.string(23) ?? "", event: event)
+        run.update { run in
+            run.cpuUser = s.int64(17)
+            run.cpuSystem = s.int64(18)
+            run.memoryPeak = s.int64(19)
+            run.via = s.string(20)
+            run.slot = s.int64(21).map(Timestamp.init(rawValue:))
+            if let firing = s.int64(22), let event = s.string(24).flatMap(HookEvent.init(rawValue:)) {
+                run.hook = HookCause(run: firing, action: s.string(23) ?? "", event: event)
+            }
         }
         return run
     }

@@ -2,11 +2,12 @@ import BatonEngine
 /// A run as `FastResponse` reads it: every field `RunSnapshot.write(to:)` writes.
 extension JSONBytes {
     mutating func run() -> RunSnapshot? {
-        var run = RunSnapshot(id: 0, action: "", key: "", phase: .queued, policy: .reject, params: [:], trigger: nil,
-                              queuedAt: Timestamp(rawValue: 0))
+        var snapshot = RunSnapshot(id: 0, action: "", key: "", phase: .queued, policy: .reject, params: [:], trigger: nil,
+                                   queuedAt: Timestamp(rawValue: 0))
         // The fields `Codable` requires, each seen once: id, action, key, phase, policy, params, queuedAt, attempts.
         var required = 0
-        let read = object { key, reader in
+        // Read into the fields, one new storage for the whole run (a setter makes one a field).
+        let read = snapshot.update { run in object { key, reader in
             let taken: Bool
             switch key {
             case "id": taken = reader.integer().map { run.id = $0 } != nil
@@ -21,11 +22,11 @@ extension JSONBytes {
             }
             required += taken ? 1 : 0
             return taken
-        }
-        return read && required == 8 ? run : nil
+        } }
+        return read && required == 8 ? snapshot : nil
     }
 
-    private mutating func runOptional(_ key: String, _ run: inout RunSnapshot) -> Bool {
+    private mutating func runOptional(_ key: String, _ run: inout RunSnapshot.Fields) -> Bool {
         switch key {
         case "trigger": return into(&run.trigger) { $0.peer() }
         case "startedAt": return into(&run.startedAt) { $0.timestamp() }
@@ -43,7 +44,7 @@ extension JSONBytes {
         }
     }
 
-    private mutating func runAccounting(_ key: String, _ run: inout RunSnapshot) -> Bool {
+    private mutating func runAccounting(_ key: String, _ run: inout RunSnapshot.Fields) -> Bool {
         switch key {
         case "cpuUser": return into(&run.cpuUser) { $0.integer() }
         case "cpuSystem": return into(&run.cpuSystem) { $0.integer() }

@@ -7,30 +7,33 @@ import BatonCore
 extension RunSnapshot {
     /// This run with each text (action, key, params, reason, error, host, via, progress message, approval) as a terminal shows it.
     var forTerminal: RunSnapshot {
-        var run = self
-        run.action = Terminal.visible(action)
-        run.key = Terminal.visible(key)
-        run.params = Terminal.visible(params)
-        run.reason = reason.map(Terminal.visible)
-        run.error = error.map(Terminal.visible)
-        run.host = host.map(Terminal.visible)
-        run.via = via.map(Terminal.visible)
-        run.progress?.message = progress?.message.map(Terminal.visible)
-        run.needs = needs?.map { NeededRun(action: Terminal.visible($0.action), run: $0.run, phase: $0.phase, reason: $0.reason.map(Terminal.visible)) }
-        run.neededBy = neededBy?.map { NeededRun(action: Terminal.visible($0.action), run: $0.run, phase: $0.phase, reason: $0.reason.map(Terminal.visible)) }
-        if var approval {
-            approval.by = approval.by.map(Terminal.visible)
-            approval.decidedBy = approval.decidedBy.map(Terminal.visible)
-            approval.reason = approval.reason.map(Terminal.visible)
-            run.approval = approval
+        var copy = self
+        // One new storage for the whole copy (a setter makes one a field).
+        copy.update { run in
+            run.action = Terminal.visible(action)
+            run.key = Terminal.visible(key)
+            run.params = Terminal.visible(params)
+            run.reason = reason.map(Terminal.visible)
+            run.error = error.map(Terminal.visible)
+            run.host = host.map(Terminal.visible)
+            run.via = via.map(Terminal.visible)
+            run.progress?.message = progress?.message.map(Terminal.visible)
+            run.needs = needs?.map { NeededRun(action: Terminal.visible($0.action), run: $0.run, phase: $0.phase, reason: $0.reason.map(Terminal.visible)) }
+            run.neededBy = neededBy?.map { NeededRun(action: Terminal.visible($0.action), run: $0.run, phase: $0.phase, reason: $0.reason.map(Terminal.visible)) }
+            if var approval {
+                approval.by = approval.by.map(Terminal.visible)
+                approval.decidedBy = approval.decidedBy.map(Terminal.visible)
+                approval.reason = approval.reason.map(Terminal.visible)
+                run.approval = approval
+            }
+            if var waiting {
+                waiting.lock = Terminal.visible(waiting.lock)
+                for index in waiting.holders.indices { waiting.holders[index].action = Terminal.visible(waiting.holders[index].action) }
+                for index in waiting.ahead.indices { waiting.ahead[index].action = Terminal.visible(waiting.ahead[index].action) }
+                run.waiting = waiting
+            }
         }
-        if var waiting {
-            waiting.lock = Terminal.visible(waiting.lock)
-            for index in waiting.holders.indices { waiting.holders[index].action = Terminal.visible(waiting.holders[index].action) }
-            for index in waiting.ahead.indices { waiting.ahead[index].action = Terminal.visible(waiting.ahead[index].action) }
-            run.waiting = waiting
-        }
-        return run
+        return copy
     }
 }
 

@@ -6,20 +6,31 @@ import FoundationEssentials
 /// the worker writes whatever has gathered meanwhile in one go. The transitions published in one
 /// turn of the conductor's loop go to the worker together at the turn's end, one job (a job per
 /// transition was a lock and a queue entry each, 5 % of the loop's instructions, issue 39).
-/// Turns that find `capacity` batches waiting (stderr blocked for that long) drop theirs, counted
-/// by line, then reported in one line.
+/// At most `capacity` lines wait (stderr blocked for that long), however they fall into turns (a
+/// fleet tick's rows land in one): lines past it are dropped and counted, then reported in one line.
 /// The journal sink hears of each line logged, so that a run's output follows its `loading` line.
 final class TransitionLog: Sendable {
     private let worker: SerialWorker<[RunUpdate]>
-    private let dropped = Counter()
+    /// Lines handed over and not yet written: added on the loop, taken off by the worker once
+    /// written. Only the loop adds, so the room it reads can only grow before it adds.
+    private let pending = Counter()
+    private let capacity: Int
+    /// Lines dropped since the worker last said so.
+    let dropped = Counter()
     /// The transitions of this turn of the loop, not yet handed to the worker.
     private let gathered: LoopOwned<[RunUpdate]>
 
-    init(reactor: Reactor, capacity: Int = 10_000, sink: JournalSink? = nil) {
+    /// A log of at most `capacity` lines waiting, each written to the log and told to `sink`
+    /// (`write(_:sink:)`), or given to `write` instead (a test's).
+    init(reactor: Reactor, capacity: Int = 100_000, sink: JournalSink? = nil, write: (@Sendable (RunUpdate) -> Void)? = nil) {
         gathered = LoopOwned([], on: reactor)
+        self.capacity = capacity
         worker = SerialWorker(name: "baton-log", capacity: capacity, maxBatch: 64, idleTimeout: .seconds(10), state: ()) {
-            [dropped] _, batch in
-            for updates in batch.jobs { for update in updates { Self.write(update, sink: sink) } }
+            [dropped, pending] _, batch in
+            for updates in batch.jobs {
+                for update in updates { if let write { write(update) } else { Self.write(update, sink: sink) } }
+                pending.add(-updates.count)
+            }
             let lost = dropped.take()
             if lost > 0 { Log.warning("\(lost) transition log lines were dropped: the log could not keep up") }
         }
@@ -37,16 +48,25 @@ final class TransitionLog: Sendable {
         if first { gathered.reactor.atTurnEnd { [self] in handOver() } }
     }
 
+    /// Hands the turn's lines to the worker, as many as there is room for; the rest are dropped.
     private func handOver() {
         // Taken whole, not copied and emptied in place (which made a new buffer as large).
-        let updates = gathered.access { gathered -> [RunUpdate] in
+        var updates = gathered.access { gathered -> [RunUpdate] in
             defer { gathered = [] }
             return gathered
         }
+        let room = max(capacity - pending.current, 0)
+        if updates.count > room {
+            dropped.add(updates.count - room)
+            updates.removeLast(updates.count - room)
+        }
         guard !updates.isEmpty else { return }
+        pending.add(updates.count)
         do throws(WorkerRefusal) {
-            try worker.submit(updates)
+            // Bounded by `pending`, in lines: the queue's own bound counts jobs.
+            try worker.submit(updates, bounded: false)
         } catch {
+            pending.add(-updates.count)
             dropped.add(updates.count)
         }
     }

@@ -1,19 +1,53 @@
 @testable import BatonEngine
+import BatonRuntime
 import Testing
 
 /// `IDMap`, the loop's tables keyed by run id and token with a cheap hash (issue 39): a
 /// `Dictionary` in behaviour, checked against one.
 @Suite("IDMap: a dictionary of ids with a cheap hash")
 struct IDMapTests {
-    @Test("Dictionary hashes the key by its _rawHashValue(seed:), not by hash(into:)")
+    /// A key that counts which of its hashes `Dictionary` asks for: `HashedID`'s, through it.
+    struct Probe: Hashable {
+        static let calls = Locked<(raw: Int, hasher: Int)>((0, 0))
+        let key: IDMap<Int64, Int>.HashedID
+
+        func hash(into hasher: inout Hasher) {
+            Self.calls.withLock { $0.hasher += 1 }
+            key.hash(into: &hasher)
+        }
+
+        func _rawHashValue(seed: Int) -> Int {
+            Self.calls.withLock { $0.raw += 1 }
+            return key._rawHashValue(seed: seed)
+        }
+    }
+
+    @Test("Dictionary hashes the key by its _rawHashValue(seed:), never by hash(into:)")
     func cheapHash() {
+        var table: [Probe: Int] = [:]
+        for id in Int64(0)..<100 { table[Probe(key: .init(id))] = Int(id) }
+        for id in Int64(0)..<100 { #expect(table[Probe(key: .init(id))] == Int(id)) }
+        let calls = Probe.calls.withLock { $0 }
+        #expect(calls.raw >= 200 && calls.hasher == 0, "\(calls)")
         let key = IDMap<Int64, Int>.HashedID(42)
-        var hasher = Hasher()
-        key.hash(into: &hasher)
         // The stdlib's own `hashValue` goes through `_rawHashValue(seed: 0)`: the cheap one.
         #expect(key.hashValue == key._rawHashValue(seed: 0))
-        #expect(key.hashValue != hasher.finalize())
         #expect(key._rawHashValue(seed: 1) != key._rawHashValue(seed: 2))
+    }
+
+    @Test("ids that differ only in their high bits share a bucket whatever the seed: the keys must be batond's own")
+    func highBits() {
+        // Their low 40 bits equal: so are the low 40 of the product and the low 8 of the fold.
+        let ids = (0..<Int64(16)).map { 12_345 + ($0 << 40) }
+        for seed in [0, 1, 0x5EED, -1] {
+            #expect(Set(ids.map { IDMap<Int64, Int>.HashedID($0)._rawHashValue(seed: seed) & 255 }).count == 1)
+        }
+        // And a real table (sized first: a resize moves them) placed them in one run of buckets, in
+        // the order they came (a rotation of it, where the run wraps round its end): one chain.
+        var table = [IDMap<Int64, Int>.HashedID: Int](minimumCapacity: ids.count)
+        for id in ids { table[.init(id)] = 0 }
+        let order = table.keys.map(\.id), start = order.firstIndex(of: ids[0]) ?? 0
+        #expect(Array(order[start...] + order[..<start]) == ids)
     }
 
     @Test("consecutive and strided ids fill the buckets of a power-of-two table as a random hash would",

@@ -7,7 +7,9 @@ extension ConductorState {
     mutating func awaitApproval(_ id: Int64, _ action: Action, _ step: inout Step) {
         guard let rule = action.approve, let state = Self.approvalWait(action, at: step.now) else { return }
         approvals[id] = state
-        flights[id]?.run.approval = state
+        // A new run's snapshot carries the wait already (its creation set it, at this step's time):
+        // set only for a recovered run without one (a change is a new storage, issue 39).
+        if flights[id]?.run.approval != state { flights[id]?.run.approval = state }
         table.awaitApproval(id)
         step.entries.append(.approval(runID: id, state))
         if let timeout = rule.timeout { step.effects.append(.schedule(run: id, .approval, after: timeout)) }

@@ -116,11 +116,11 @@ extension ConductorState {
         let id = decision.run
         let detail = KeyDecision.queuedDetail(decision, via: trigger.via, window: window)
         var run = placeholder(id, trigger, at: step.now)
-        // Only what is set: each change makes the snapshot a new storage (issue 39).
-        if let via = trigger.via { run.via = via }
-        if let slot = trigger.slot { run.slot = slot }
-        if let estimate = estimates.median(trigger.action.name) { run.estimate = estimate }
-        if let approval = Self.approvalWait(trigger.action, at: step.now) { run.approval = approval }
+        let (estimate, approval) = (estimates.median(trigger.action.name), Self.approvalWait(trigger.action, at: step.now))
+        // One storage for all four, none when none is set (issue 39).
+        if trigger.via != nil || trigger.slot != nil || estimate != nil || approval != nil {
+            run.update { run in (run.via, run.slot, run.estimate, run.approval) = (trigger.via, trigger.slot, estimate, approval) }
+        }
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
         slots.record(run)
         var flight = Flight(run: run, machine: RunMachine(retries: trigger.action.retry.attempts),

@@ -9,42 +9,43 @@ extension RunSnapshot {
         @usableFromInline init(_ fields: Fields) { self.fields = fields }
     }
 
-    /// The stored fields, in the order (and with the `Codable` keys) of the public properties.
-    @usableFromInline struct Fields: Codable, Equatable, Sendable {
-        @usableFromInline var id: Int64
-        @usableFromInline var action: String
-        @usableFromInline var key: String
-        @usableFromInline var phase: Phase
-        @usableFromInline var policy: Policy
-        @usableFromInline var params: [String: String]
-        @usableFromInline var trigger: Peer?
-        @usableFromInline var queuedAt: Timestamp
-        @usableFromInline var startedAt: Timestamp?
-        @usableFromInline var endedAt: Timestamp?
-        @usableFromInline var attempts: Int
-        @usableFromInline var exitCode: Int32?
-        @usableFromInline var signal: Int32?
-        @usableFromInline var reason: String?
-        @usableFromInline var error: String?
-        @usableFromInline var cancelledBy: UInt32?
-        @usableFromInline var progress: Progress?
-        @usableFromInline var estimate: Int64?
-        @usableFromInline var host: String?
-        @usableFromInline var seq: Int?
-        @usableFromInline var cpuUser: Int64?
-        @usableFromInline var cpuSystem: Int64?
-        @usableFromInline var memoryPeak: Int64?
-        @usableFromInline var via: String?
-        @usableFromInline var slot: Timestamp?
-        @usableFromInline var hook: HookCause?
-        @usableFromInline var waiting: LockWait?
-        @usableFromInline var debounceUntil: Timestamp?
-        @usableFromInline var rateUntil: Timestamp?
-        @usableFromInline var coolsUntil: Timestamp?
-        @usableFromInline var line: Int?
-        @usableFromInline var needs: [NeededRun]?
-        @usableFromInline var neededBy: [NeededRun]?
-        @usableFromInline var approval: ApprovalState?
+    /// The stored fields, in the order (and with the `Codable` keys) of the public properties, with
+    /// their names and meaning: what `update` hands its body to change several at once.
+    @usableFromInline package struct Fields: Codable, Equatable, Sendable {
+        @usableFromInline package var id: Int64
+        @usableFromInline package var action: String
+        @usableFromInline package var key: String
+        @usableFromInline package var phase: Phase
+        @usableFromInline package var policy: Policy
+        @usableFromInline package var params: [String: String]
+        @usableFromInline package var trigger: Peer?
+        @usableFromInline package var queuedAt: Timestamp
+        @usableFromInline package var startedAt: Timestamp?
+        @usableFromInline package var endedAt: Timestamp?
+        @usableFromInline package var attempts: Int
+        @usableFromInline package var exitCode: Int32?
+        @usableFromInline package var signal: Int32?
+        @usableFromInline package var reason: String?
+        @usableFromInline package var error: String?
+        @usableFromInline package var cancelledBy: UInt32?
+        @usableFromInline package var progress: Progress?
+        @usableFromInline package var estimate: Int64?
+        @usableFromInline package var host: String?
+        @usableFromInline package var seq: Int?
+        @usableFromInline package var cpuUser: Int64?
+        @usableFromInline package var cpuSystem: Int64?
+        @usableFromInline package var memoryPeak: Int64?
+        @usableFromInline package var via: String?
+        @usableFromInline package var slot: Timestamp?
+        @usableFromInline package var hook: HookCause?
+        @usableFromInline package var waiting: LockWait?
+        @usableFromInline package var debounceUntil: Timestamp?
+        @usableFromInline package var rateUntil: Timestamp?
+        @usableFromInline package var coolsUntil: Timestamp?
+        @usableFromInline package var line: Int?
+        @usableFromInline package var needs: [NeededRun]?
+        @usableFromInline package var neededBy: [NeededRun]?
+        @usableFromInline package var approval: ApprovalState?
 
         init(
             id: Int64, action: String, key: String, phase: Phase, policy: Policy, params: [String: String],

@@ -3,7 +3,7 @@
 /// A value, held as one reference to its fields, shared until changed: the loop copies a snapshot
 /// into answers, updates, effects and followers many times per event, and a copy is a retain where
 /// the fields would be about 400 bytes. The fields are never written: a change makes a new storage
-/// (issue 39), so set several at once where it matters (`applying`) and only what differs.
+/// (issue 39), so set several at once where it matters (`update`, `applying`) and only what differs.
 public struct RunSnapshot: Sendable {
     @usableFromInline var storage: Storage
 
@@ -54,6 +54,15 @@ public struct RunSnapshot: Sendable {
         var applied = self
         applied.storage = Storage(run)
         return applied
+    }
+
+    /// Changes several fields in one go, with one new storage (setting them one after another
+    /// makes one a field): for code that fills a run in (a row decoded, an answer read).
+    @inlinable package mutating func update<Result>(_ body: (inout Fields) throws -> Result) rethrows -> Result {
+        var fields = storage.fields
+        let result = try body(&fields)
+        storage = Storage(fields)
+        return result
     }
 
     /// Adds an attempt's figures (from the detail of the transition that ended it) to the run's:
