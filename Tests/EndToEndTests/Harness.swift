@@ -211,8 +211,12 @@ final class Daemon: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    /// Waits for batond to exit and returns its exit status.
+    /// Waits for batond to exit and returns its exit status; one still running 120 s on (a stop
+    /// that hangs) is recorded as an issue and killed, rather than hang the whole suite.
     func waitForExit() -> Int32 {
+        if let status = waitForExit(within: 120) { return status }
+        Issue.record("batond did not exit within 120 s; killed. Its log ends: \(stderr.suffix(2_000))")
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         return process.terminationStatus
     }
