@@ -150,11 +150,15 @@ struct PolicyTests {
         // Bounded: a client batond never answers fails the test rather than hang it.
         guard joined.wait(timeout: .now() + 120) == .success else {
             gate.release()
-            return Issue.record("not within 120 s: the 30 joined clients' first updates")
+            Issue.record("not within 120 s: the 30 joined clients' first updates")
+            return
         }
         #expect(try daemon.baton("status").stdout.contains("loading"))
         gate.release()
-        guard everyone.wait(timeout: .now() + 120) == .success else { return Issue.record("not within 120 s: the 30 joined clients' answers") }
+        guard everyone.wait(timeout: .now() + 120) == .success else {
+            Issue.record("not within 120 s: the 30 joined clients' answers")
+            return
+        }
         let all = outcomes.all
         #expect(all.count == 30)
         #expect(all.allSatisfy { $0.ok == true && $0.run?.id == runID && $0.run?.phase == .success && $0.shared == true })

@@ -36,7 +36,11 @@ struct StopAnswerTests {
         }
         var updated = false
         for await _ in attached { updated = true; break }
-        guard updated else { return Issue.record("the library's wait ended before its first update: \(await library.result)") }
+        guard updated else {
+            let ended = await library.result
+            Issue.record("the library's wait ended before its first update: \(ended)")
+            return
+        }
         // Each client attached before the stop (else one that comes after it may be refused
         // `shutting_down`, which is not what this tests): `logs -f` has its first line; then
         // batond holds the five connections of run, wait, logs -f, the library's wait and the query.
