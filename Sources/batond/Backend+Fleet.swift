@@ -80,8 +80,12 @@ extension Backend {
             lease.start()
             // What crashes left unpublished (this host's previous starts are gone now), where this
             // host keeps artifacts: else no keeper connection opens (a reload that adds them
-            // sweeps at its first keep).
-            if config.actions.contains(where: { $0.artifactsKeep != nil }) { artifacts.sweep() }
+            // sweeps at its first keep), and the log says so.
+            if config.actions.contains(where: { $0.artifactsKeep != nil }) {
+                artifacts.sweep()
+            } else {
+                Log.info("no action keeps artifacts: no artifact sweep at start")
+            }
             let following = await coordinator.startFeed()
             feed.set(FeedBox(handle: following))
             if let last = try? await store.lastEnded() { conductor.remember(last) }

@@ -172,4 +172,17 @@ struct LayoutTests {
         #expect(found.isEmpty, "RunSnapshot's storage written outside RunSnapshot*.swift: \(found)")
         #expect(Self.snapshotStorageWrites(in: "run.storage.fields.seq = 1\nrun.storage = other\nlet same = a.storage === b.storage\nvar storage = sockaddr_storage()\n// storage.fields") == 2)
     }
+
+    /// `Eventually` wrapped in `#expect`/`#require` (it records its own issue: that reported twice).
+    static func wrappedWaits(in text: String) -> Int {
+        matches(#"#(expect|require)\((try\s+|await\s+)*Eventually\."#, in: text)
+    }
+
+    @Test("no test wraps Eventually in #expect or #require: a failed wait is one report")
+    func waitsReportOnce() throws {
+        let tests = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests")
+        let found = try Self.swiftFiles(under: tests).filter { Self.wrappedWaits(in: $0.text) > 0 }.map(\.path)
+        #expect(found.isEmpty, "Eventually wrapped in #expect/#require (use guard … else { return }): \(found)")
+        #expect(Self.wrappedWaits(in: "try #require(try Eventually.until(\"x\") { true })\n#expect(await Eventually.untilAwaited(\"y\") { true })\nguard Eventually.until(\"z\", { true }) else { return }") == 2)
+    }
 }

@@ -11,6 +11,12 @@ import Testing
 /// seconds pass; then it records an issue that names what it waited for (and, for `value`, what it
 /// last saw) and answers false (or the last value seen), so a test that waited for X still fails
 /// when X does not happen, and says which X.
+///
+/// One report per wait: `until`, `untilAwaited` and `value` record the issue themselves, so a
+/// caller never wraps them in `#expect` or `#require` (that reported twice) nor throws when they
+/// answer false; a test that cannot go on stops with `guard Eventually.until(…) else { return }`.
+/// `held` records nothing, for a helper that throws its own error and for a thread of a test's
+/// own, where an issue would not reach the test: the caller reports what it answers.
 enum Eventually {
     /// Polls `condition` until it holds; records an issue naming `what` if it never does.
     @discardableResult
@@ -52,6 +58,11 @@ enum Eventually {
         }
         Issue.record(Comment(rawValue: "not within \(seconds) s: \(what())"), sourceLocation: sourceLocation)
         return false
+    }
+
+    /// Polls `condition` until it holds or `seconds` pass, and answers whether it held; records nothing.
+    static func held(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        try poll(seconds, condition) { $0 }.1
     }
 
     private static func poll<T>(_ seconds: Double, _ probe: () throws -> T, _ accept: (T) throws -> Bool) rethrows -> (T, Bool) {

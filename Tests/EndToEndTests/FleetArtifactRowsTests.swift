@@ -190,29 +190,65 @@ struct FleetArtifactRowsTests {
 
     @Test("a takeover in flight when the keep publishes: the publication waits for its commit on the run's row, then finds the run not its own")
     func takeoverRacesPublication() async throws {
-        let (conninfo, db) = try Self.database()
+        let (conninfo, _) = try Self.database()
         let dir = ScratchDirectory()
         let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
         let logged = Locked<[String]>([])
-        // After the last chunk (a.txt's one and b.bin's four), another host's takeover of run 1
-        // updates its row and has not committed yet when the keeper publishes.
-        let takeover = Unchecked(try PGConnection(conninfo))
+        // Another host's takeover of run 1, on a connection of its own. Whatever the order, its
+        // transaction ends: the server ends its session after 120 s idle in one, and the lock with it.
+        let takeover = Unchecked(try PGConnection(conninfo)), watch = Unchecked(try PGConnection(conninfo))
+        try takeover.value.execute("SET idle_in_transaction_session_timeout = 120000; SET lock_timeout = 60000")
+        let takeoverPID = try #require(try takeover.value.query("SELECT pg_backend_pid()").first?[0])
+        let race = Locked<TakeoverRace>(TakeoverRace())
+        let ended = DispatchSemaphore(value: 0)
+        // After the last chunk (a.txt's one and b.bin's four), on the keeper's thread, before its
+        // publication: the takeover updates the run's row and holds it. A thread of the test's own
+        // commits it once the publication waits for that row (at most 60 s: it commits regardless).
         let keeper = Self.keeper(conninfo, logged: logged) { chunks in
             guard chunks == 5 else { return }
-            _ = try? takeover.value.execute("BEGIN")
-            _ = try? takeover.value.query("UPDATE runs SET incarnation = $1, host = 'web-2', phase = 'queued' WHERE id = 1", [Self.other.incarnation])
+            do {
+                try takeover.value.execute("BEGIN")
+                try takeover.value.query("UPDATE runs SET incarnation = $1, host = 'web-2', phase = 'queued' WHERE id = 1", [Self.other.incarnation])
+            } catch {
+                _ = try? takeover.value.execute("ROLLBACK")
+                return race.withLock { $0.problems.append("the takeover's update: \(error)") }
+            }
+            Thread {
+                let blocked = (try? Eventually.held(within: 60) {
+                    try Self.count(watch.value, "SELECT count(*) FROM pg_stat_activity WHERE \(takeoverPID) = ANY(pg_blocking_pids(pid))") > 0
+                }) ?? false
+                let committed = Result { try takeover.value.execute("COMMIT") }
+                race.withLock {
+                    $0.publicationWaited = blocked
+                    if case let .failure(error) = committed { $0.problems.append("the takeover's commit: \(error)") }
+                }
+            }.start()
         }
-        async let kept: Void = Self.keep(keeper, scan, run: 1)
-        // The publication waits for the takeover's row lock; the takeover then commits.
-        try await Eventually.untilAwaited("the publication waits for the takeover's row lock", within: 60) {
-            try Self.count(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") > 0
+        keeper.keep(scan, run: 1, attempt: 1) { ended.signal() }
+        guard await Self.signalled(ended, within: 180) else {
+            Issue.record("the keep did not end within 180 s: \(race.withLock { $0 }), \(logged.withLock { $0 })")
+            return
         }
-        try takeover.value.execute("COMMIT")
-        await kept
+        let db = try PGConnection(conninfo)
+        let seen = race.withLock { $0 }
+        #expect(seen.problems.isEmpty, "\(seen.problems)")
+        #expect(seen.publicationWaited, "the publication waited for the takeover's row lock")
         #expect(try Self.list(db, run: 1) == ArtifactList(run: 1))
         #expect(try Self.count(db, "SELECT count(*) FROM artifacts") == 0)
         #expect(try Self.chunks(db) == 0)
         #expect(logged.withLock { $0 }.contains { $0.contains("run 1 was taken over") }, "\(logged.withLock { $0 })")
+    }
+
+    /// What the takeover's threads saw, for the test to report.
+    struct TakeoverRace: Sendable {
+        var publicationWaited = false
+        var problems: [String] = []
+    }
+
+    /// Waits for `semaphore` on a thread of its own (`offPool`: none of the cooperative pool's,
+    /// which a synchronous suite may hold), at most `seconds`: whether it was signalled.
+    static func signalled(_ semaphore: DispatchSemaphore, within seconds: Double) async -> Bool {
+        (try? await offPool { semaphore.wait(timeout: .now() + seconds) == .success }) ?? false
     }
 
     @Test("a keep after the server restarted (the keeper's connection broken meanwhile) is made on a new connection, not lost")

@@ -279,10 +279,11 @@ struct FleetFeedTests {
             condition.unlock()
         }
 
+        /// Until `more` passes, at most 60 s (a feed that stopped reading leaves no writer waiting for good).
         func wait(for more: Int) {
             condition.lock()
-            let until = count + more
-            while count < until { condition.wait() }
+            let until = count + more, deadline = Date().addingTimeInterval(60)
+            while count < until && condition.wait(until: deadline) {}
             condition.unlock()
         }
     }

@@ -90,7 +90,7 @@ extension FleetSearchTests {
         defer { _ = worker.close(timeout: .seconds(1)) }
         defer { for _ in 0..<3 { held.signal() } }
         worker.submit({ _ in started.signal(); held.wait() }, completion: { _ in })
-        started.wait()
+        try #require(started.wait(timeout: .now() + 60) == .success, "the held job began within 60 s (a connection)")
         for _ in 0..<2 { worker.submit({ _ in held.wait() }, completion: { _ in }) }
         await #expect(throws: BatonError.storeUnavailable("2 searches already wait on this host")) {
             try await FleetHistory.search("x", HistoryFilter(limit: 1), on: worker, stop: { false })

@@ -162,7 +162,7 @@ struct FleetSearchTests {
         defer { _ = store.close() }
         defer { held.signal() }
         pool.submit({ _ in started.signal(); held.wait() }, completion: { _ in })
-        started.wait()
+        try #require(started.wait(timeout: .now() + 60) == .success, "the held job began within 60 s (a connection)")
         let answered = await withTaskGroup(of: [Int64]?.self) { group in
             group.addTask { try? await store.search("needle", HistoryFilter(limit: 10), stop: { false }).matches.map(\.run.id) }
             group.addTask {

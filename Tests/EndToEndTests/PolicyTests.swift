@@ -37,8 +37,10 @@ final class FifoGate: Sendable {
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 }
 
-/// Runs `body` on `count` threads at once and waits for all of them.
-func inParallel(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+/// Runs `body` on `count` threads at once and waits for all of them, at most `seconds` (then
+/// records an issue and returns, leaving those still running to end on their own).
+func inParallel(_ count: Int, within seconds: Double = 300, sourceLocation: SourceLocation = #_sourceLocation,
+                _ body: @escaping @Sendable (Int) -> Void) {
     let group = DispatchGroup()
     for index in 0..<count {
         group.enter()
@@ -47,7 +49,9 @@ func inParallel(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
             group.leave()
         }
     }
-    group.wait()
+    if group.wait(timeout: .now() + seconds) == .timedOut {
+        Issue.record("not within \(seconds) s: \(count) threads in parallel ended", sourceLocation: sourceLocation)
+    }
 }
 
 /// Collects values from many threads.
@@ -143,10 +147,18 @@ struct PolicyTests {
             everyone.leave()
         }
         // Every client has its first update, so every trigger has joined; now let the run end.
-        joined.wait()
+        // Bounded: a client batond never answers fails the test rather than hang it.
+        guard joined.wait(timeout: .now() + 120) == .success else {
+            gate.release()
+            Issue.record("not within 120 s: the 30 joined clients' first updates")
+            return
+        }
         #expect(try daemon.baton("status").stdout.contains("loading"))
         gate.release()
-        everyone.wait()
+        guard everyone.wait(timeout: .now() + 120) == .success else {
+            Issue.record("not within 120 s: the 30 joined clients' answers")
+            return
+        }
         let all = outcomes.all
         #expect(all.count == 30)
         #expect(all.allSatisfy { $0.ok == true && $0.run?.id == runID && $0.run?.phase == .success && $0.shared == true })

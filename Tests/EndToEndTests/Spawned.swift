@@ -86,13 +86,24 @@ final class Spawned: @unchecked Sendable {
     }
 
     /// Reads stdout and stderr to their ends together (a child that fills one while the other
-    /// is read would wait for ever), then reaps the child.
-    func waitForExit() -> Output {
+    /// is read would wait for ever), then reaps the child. A child still running `within` seconds
+    /// on (a hang: no test waits that long for one command) is killed, and its stderr ends with
+    /// a line that says so; what holds its pipes after that is given 5 s, then left.
+    func waitForExit(within seconds: Double = 600) -> Output {
         var data: [[UInt8]] = [[], []]
         var fds = [pollfd(fd: stdout, events: Int16(POLLIN), revents: 0), pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)]
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var deadline = ContinuousClock.now + .seconds(seconds), killed = false
         while fds.contains(where: { $0.fd >= 0 }) {
-            if poll(&fds, 2, -1) < 0 { if errno == EINTR { continue } else { break } }
+            let left = deadline - .now
+            if left <= .zero {
+                if killed { break }
+                kill(pid, SIGKILL)
+                (killed, deadline) = (true, .now + .seconds(5))
+                data[1] += Array("\n[test harness: still running after \(seconds) s: killed]\n".utf8)
+                continue
+            }
+            if poll(&fds, 2, Int32(left / .milliseconds(1)) + 1) < 0 { if errno == EINTR { continue } else { break } }
             for index in 0..<2 where fds[index].fd >= 0 && fds[index].revents != 0 {
                 let n = buffer.withUnsafeMutableBytes { read(fds[index].fd, $0.baseAddress, $0.count) }
                 if n > 0 { data[index] += buffer[0..<n] } else if n == 0 || errno != EINTR { fds[index].fd = -1 }

@@ -131,7 +131,7 @@ struct StartupTests {
         let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socket)
         #expect((attributes[.posixPermissions] as? Int) == 0o660)
         daemon.process.interrupt()
-        daemon.process.waitUntilExit()
+        _ = daemon.waitForExit()
         // A socket file left behind (as after SIGKILL) is replaced by the next start.
         let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(stale) }

@@ -29,13 +29,23 @@ struct StopAnswerTests {
         // then): without the stop's last line it would be told "batond stopped" and fail.
         let (attached, told) = AsyncStream<Void>.makeStream()
         let socket = daemon.socket
-        let library = Task { try await BatonClient.wait(run: 1, socket: socket) { _ in told.yield() } }
-        for await _ in attached { break }
+        // The stream ends with the wait, so a wait that fails before its first update ends it too.
+        let library = Task {
+            defer { told.finish() }
+            return try await BatonClient.wait(run: 1, socket: socket) { _ in told.yield() }
+        }
+        var updated = false
+        for await _ in attached { updated = true; break }
+        guard updated else {
+            let ended = await library.result
+            Issue.record("the library's wait ended before its first update: \(ended)")
+            return
+        }
         // Each client attached before the stop (else one that comes after it may be refused
         // `shutting_down`, which is not what this tests): `logs -f` has its first line; then
         // batond holds the five connections of run, wait, logs -f, the library's wait and the query.
-        try #require(Eventually.until("baton logs -f 1 printed its first line") { FileManager.default.fileExists(atPath: logged1) })
-        try #require(try Eventually.until("five connections (run, wait, logs -f, the library's wait, metrics)") { try Self.connections(daemon) >= 5 })
+        guard Eventually.until("baton logs -f 1 printed its first line", { FileManager.default.fileExists(atPath: logged1) }) else { return }
+        guard try Eventually.until("five connections (run, wait, logs -f, the library's wait, metrics)", { try Self.connections(daemon) >= 5 }) else { return }
         daemon.signal(SIGTERM)
         #expect(daemon.waitForExit() == 0)
         #expect(daemon.stderr.contains("stopping drain: connections drained"), "\(daemon.stderr.suffix(2_000))")

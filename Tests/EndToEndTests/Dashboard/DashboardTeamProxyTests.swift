@@ -178,8 +178,8 @@ struct DashboardTeamProxyTests {
 
     /// Until nginx answers on `port` (or it has died).
     static func waitForListener(port: UInt16, _ nginx: Spawned) throws {
-        guard Eventually.until("nginx listening on \(port): \(nginx.availableStderr())", within: 30, {
-            (try? HTTPProbe.request(port: port, "GET", "/api/status")) != nil
-        }) else { throw DashboardError("nginx did not listen on \(port): \(nginx.availableStderr())") }
+        guard Eventually.held(within: 30, { (try? HTTPProbe.request(port: port, "GET", "/api/status")) != nil }) else {
+            throw DashboardError("nginx did not listen on \(port) within 30 s: \(nginx.availableStderr())")
+        }
     }
 }

@@ -17,8 +17,9 @@ final class WebDriver: @unchecked Sendable {
         port = try Self.freePort()
         driver = try Spawned([Self.chromedriver, "--port=\(port)", "--allowed-ips=127.0.0.1"])
         // chromedriver answers /status once it listens.
-        let listening = Eventually.until("chromedriver answering /status", within: 30) { (try? call("GET", "/status")) != nil }
-        guard listening else { throw DashboardError("chromedriver did not start") }
+        guard Eventually.held(within: 30, { (try? call("GET", "/status")) != nil }) else {
+            throw DashboardError("chromedriver did not answer /status within 30 s")
+        }
         let profile = NSTemporaryDirectory() + "baton-chromium-" + UUID().uuidString
         let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=\(width),\(height)",
                          "--user-data-dir=\(profile)", "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
