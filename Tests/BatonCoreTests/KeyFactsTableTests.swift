@@ -105,9 +105,9 @@ struct KeyFactsTableTests {
     static let queued: [(run: Int64, key: String)] = [(8, "k"), (9, "other"), (10, "k")]
 
     @Test("with runs waiting for the same key and another: a host's table and a fleet's bucket answer alike; a replace waits behind other keys' only",
-          arguments: [("k", Int64?.some(111_000_000), Int64?.some(109_000_000)),
-                      ("other", 111_000_000, 111_000_000),
-                      ("third", 111_000_000, 111_000_000)])
+          arguments: [("k", Int64?.some(119_000_000), Int64?.some(109_000_000)),      // a replace behind run 9 only
+                      ("other", 119_000_000, 111_000_000),                           // behind runs 8 and 10
+                      ("third", 119_000_000, 119_000_000)])                          // behind all three, as any start
     func rateWaitingBothWays(key: String, next: Int64?, nextReplacing: Int64?) {
         let claim = RateClaim(bucket: "action deploy", limit: RateLimit(runs: 2, per: .seconds(10), scope: .action))
         var table = FlightTable(limit: 4)
