@@ -106,16 +106,6 @@ extension FleetCoordinator {
     }
 }
 
-extension FlightTable.Decision {
-    /// Whether the trigger made a new run.
-    var createsRun: Bool {
-        switch self {
-        case .created, .followUp, .replaced: true
-        case .joined, .coalesced, .rejected, .cooled, .slotRan: false
-        }
-    }
-}
-
 /// How a stop asked by another host is stored in the run's row: `cancelled 1000`, `cancelled -`, `replaced 42`;
 /// a group principal's cancel: `cancelled 4294967294 carol@example.org via group:ops`.
 enum StopRequest {

@@ -86,29 +86,29 @@ enum FleetHooks {
         var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining, line FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
             ?? [nil, nil, nil, nil])
         let asked = KeyDecision.Asked(hook: action, params: target.params)
-        let view = KeyDecision.view(try facts(of: target.key, action, slot: slot, on: db))
-        let candidate = KeyDecision.makesRun(asked, view) ? try nextRunID(for: action, on: db) : 0
-        let decided = KeyDecision.decide(asked, view, slot: &slot, candidate: { candidate })
+        let facts = try facts(of: target.key, action, slot: slot, on: db)
+        // A new run's id is taken from the database only when the decision makes one.
+        let decided = try KeyDecision.decide(asked, facts, slot: &slot, candidate: { try nextRunID(for: action, on: db) })
         switch decided {
         case .refused:
             return
         case .paused, .rateLimited:
             // Recorded against no run, as one machine records a hook its target's pause or rate refuses.
-            if let record = decided.record { try self.record(target, cause, run: nil, record, at: view.now, on: db, as: me) }
+            if let record = decided.record { try self.record(target, cause, run: nil, record, at: facts.now, on: db, as: me) }
         case let .debounced(run, window):
             try db.query(FleetDebounce.store(window, run: run))
-            try record(target, cause, run: run, .debounced, at: view.now, on: db, as: me)
+            try record(target, cause, run: run, .debounced, at: facts.now, on: db, as: me)
         case let .shared(decision):
-            if let record = decided.record { try self.record(target, cause, run: decision.run, record, at: view.now, on: db, as: me) }
+            if let record = decided.record { try self.record(target, cause, run: decision.run, record, at: facts.now, on: db, as: me) }
         case let .created(decision, window):
             var run = RunSnapshot(id: decision.run, action: action.name, key: target.key, phase: .queued, policy: action.policy,
-                                  params: target.params, trigger: nil, queuedAt: view.now)
+                                  params: target.params, trigger: nil, queuedAt: facts.now)
             run.via = cause.description
             run.hook = cause
             let detail = KeyDecision.queuedDetail(decision, via: cause.description, window: window)
             try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
             if !action.needs.isEmpty { try db.query(FleetNeeds.asking(run.id)) }
-            try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: view.now, detail: detail), on: db)
+            try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: facts.now, detail: detail), on: db)
             if let rule = action.approve {
                 try db.query(FleetApprovals.insert(run.id, action: action.name, rule, firing: cause.run))
             }
@@ -148,10 +148,11 @@ enum FleetHooks {
             facts.windows = reading.windows
         }
         if action.policy == .queue, action.queueDepth > 1, !slot.line.isEmpty {
-            // The line's runs, queued by the slot's rule: their params (a line is joined by params).
+            // The line's runs: their params (a line is joined by params), phase and last seq as read.
             let ids = "{" + slot.line.map(String.init).joined(separator: ",") + "}"
-            for row in try db.query("SELECT id, params FROM runs WHERE id = ANY ($1::bigint[])", [ids]).rows {
-                if let id = row[0].flatMap({ Int64($0) }) { facts.runs[id] = KeyFacts.Run(phase: .queued, params: JSONText.params(row[1])) }
+            for row in try db.query("SELECT id, params, phase, last_seq FROM runs WHERE id = ANY ($1::bigint[])", [ids]).rows {
+                guard let id = row[0].flatMap({ Int64($0) }), let phase = row[2].flatMap(Phase.init(rawValue:)) else { continue }
+                facts.runs[id] = KeyFacts.Run(phase: phase, lastSeq: row[3].flatMap { Int($0) }, params: JSONText.params(row[1]))
             }
         }
         if action.cooldown != nil, let success = FleetCooldown.lastSuccess(try db.query(FleetCooldown.lastSuccess(of: key)).first) {

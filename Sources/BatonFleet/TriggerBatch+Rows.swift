@@ -113,7 +113,7 @@ extension TriggerBatch {
     static func fact(_ row: [String?], into rows: inout Rows) {
         guard row.count >= 11, let id = row[0].flatMap({ Int64($0) }) else { return }
         let phase = Phase(rawValue: row[1] ?? "") ?? .failure
-        rows.runs[id] = RunFacts(phase: phase, lastSeq: row[2].flatMap { Int($0) } ?? 1, owner: row[3], definition: row[4], host: row[5],
+        rows.runs[id] = RunFacts(phase: phase, lastSeq: row[2].flatMap { Int($0) }, owner: row[3], definition: row[4], host: row[5],
                                  params: JSONText.params(row[10]))
         guard phase == .queued, let first = row[6].flatMap({ Int64($0) }), let until = row[7].flatMap({ Int64($0) }),
               let window = row[8].flatMap({ Int64($0) }), let maxWait = row[9].flatMap({ Int64($0) }) else { return }

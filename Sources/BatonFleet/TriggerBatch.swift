@@ -109,35 +109,16 @@ struct TriggerBatch {
             decided.outcomes.append(outcome)
             if case let .created(decision, window) = outcome { created.append((decision.run, entry.trigger.key, entry, window)) }
         }
-        // The start rule every fleet start path uses (`KeyDecision.mayStart`); what it does not
-        // cover: a trigger decided again after its start was refused does not start here.
+        // The engine's start of a new run (`KeyDecision.admitStart`), on its key as the batch left
+        // it (no slot: it does not start); a trigger decided again after its start was refused
+        // does not start here.
         decided.starts = created.filter { made in
-            guard made.entry.startIfFree, let view = startView(made.run, made.entry.trigger, made.key, window: made.window, state),
-                  KeyDecision.mayStart(view) == .start else { return false }
-            countStart(made.run, made.entry.trigger, &state)
-            return true
+            let trigger = made.entry.trigger
+            guard made.entry.startIfFree, let slot = state.slots[made.key] else { return false }
+            return KeyDecision.admitStart(made.run, of: trigger.action, key: made.key, slot: slot, window: made.window,
+                                          pause: state.pauses[trigger.action.name], buckets: &state.rates, at: state.now)
         }.map(\.run)
         return decided
-    }
-
-    /// A new run as the batch left its key, for `KeyDecision.mayStart` (`StartView.newRun`): its
-    /// action's pause as read, its rate limit behind the older runs of its bucket waiting (a
-    /// delayed run waits for its turn). Nil: its key has no slot.
-    static func startView(_ run: Int64, _ trigger: Trigger, _ key: String, window: DebounceWindow?, _ state: Rows) -> KeyDecision.StartView? {
-        guard let slot = state.slots[key] else { return nil }
-        let paused = state.pauses[trigger.action.name]?.holds(at: state.now) ?? false
-        return KeyDecision.StartView.newRun(run, of: trigger.action, slot: slot, window: window, paused: paused, rateHeld: rateHeld(run, trigger, state))
-    }
-
-    private static func rateHeld(_ run: Int64, _ trigger: Trigger, _ state: Rows) -> Bool {
-        guard let claim = trigger.action.rateClaim(key: trigger.key), let bucket = state.rates[claim.bucket] else { return false }
-        return bucket.hold(run, claim, at: state.now) != nil
-    }
-
-    /// A new run starts in the batch: its start counts in its bucket for the runs after it.
-    private static func countStart(_ run: Int64, _ trigger: Trigger, _ state: inout Rows) {
-        guard let claim = trigger.action.rateClaim(key: trigger.key) else { return }
-        state.rates[claim.bucket]?.started(run, at: state.now)
     }
 
     /// How many new runs `entries` make against `rows`: the ids to take before deciding.
@@ -191,12 +172,7 @@ struct TriggerBatch {
             if let claim = trigger.action.rateClaim(key: trigger.key) { state.rates[claim.bucket]?.waiting[run] = .init(key: trigger.key) }
             if case let .replaced(_, stopping) = made {
                 let stops = stopping.compactMap { FleetStop.decide($0, .replaced(by: run), state.runs[$0], slot: &slot, me: me, at: state.stamp ?? state.now) }
-                for case let end? in stops.map(\.end) {
-                    state.runs[end.runID]?.phase = end.to
-                    state.runs[end.runID]?.lastSeq = end.seq
-                    // A queued run the replace ended no longer waits to start.
-                    for bucket in state.rates.keys { state.rates[bucket]?.waiting[end.runID] = nil }
-                }
+                for case let end? in stops.map(\.end) { KeyFacts.ended(end, runs: &state.runs, buckets: &state.rates) }
                 decided.stops[index] = stops
             }
             state.slots[trigger.key] = slot

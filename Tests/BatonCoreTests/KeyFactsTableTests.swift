@@ -3,9 +3,11 @@ import Testing
 
 /// The engine's entries a store that keeps its keys in rows (the fleet) calls, one per step
 /// (a host's triggers too, through its flights), stated as tables without PostgreSQL: the view of
-/// a key from its facts (`KeyDecision.view`), whether a trigger needs an id
-/// (`KeyDecision.makesRun`), a new run's start (`StartView.newRun`), a stop on a run's facts (`StopDecision.decide(_:run:_:me:slot:at:)`) and a bucket's rate
-/// (`RateBucket.rate`, the rule a host's `FlightTable.rate` answers with too).
+/// a key from its facts (`KeyDecision.view`), a decision that asks a new run's id only when it
+/// makes one (`KeyDecision.decide` on `KeyFacts`), a new run's start (`StartView.newRun`,
+/// `KeyDecision.admitStart`), a stop on a run's facts (`StopDecision.decide(_:run:_:me:slot:at:)`)
+/// and what its end leaves (`KeyFacts.ended`), and a bucket's rate (`RateBucket.rate`, the rule a
+/// host's `FlightTable.rate` answers with too).
 @Suite("KeyFacts: one engine entry per step of a store that reads rows")
 struct KeyFactsTableTests {
     static let now = Timestamp(rawValue: 100_000_000)
@@ -99,15 +101,44 @@ struct KeyFactsTableTests {
         #expect(table.rate(claim, key: "k", at: Self.now).next == Timestamp(rawValue: 101_000_000))
     }
 
+    /// Runs made but not started in one bucket: two of key `k`, one of key `other`.
+    static let queued: [(run: Int64, key: String)] = [(8, "k"), (9, "other"), (10, "k")]
+
+    @Test("with runs waiting for the same key and another: a host's table and a fleet's bucket answer alike; a replace waits behind other keys' only",
+          arguments: [("k", Int64?.some(119_000_000), Int64?.some(109_000_000)),      // a replace behind run 9 only
+                      ("other", 119_000_000, 111_000_000),                           // behind runs 8 and 10
+                      ("third", 119_000_000, 119_000_000)])                          // behind all three, as any start
+    func rateWaitingBothWays(key: String, next: Int64?, nextReplacing: Int64?) {
+        let claim = RateClaim(bucket: "action deploy", limit: RateLimit(runs: 2, per: .seconds(10), scope: .action))
+        var table = FlightTable(limit: 4)
+        var bucket = RateBucket()
+        for start in [Timestamp(rawValue: 91_000_000), Timestamp(rawValue: 99_000_000)] {
+            table.rememberStart(claim, at: start)
+            bucket.starts.append(start)
+        }
+        for (run, key) in Self.queued {
+            table.apply(.created(run), key: key, slot: KeySlot(holder: run), action: "deploy", rate: claim)
+            bucket.waiting[run] = .init(key: key)
+        }
+        let host = table.rate(claim, key: key, at: Self.now)
+        #expect(host == bucket.rate(claim, key: key, at: Self.now))
+        #expect(host.next == next.map(Timestamp.init(rawValue:)))
+        #expect(host.nextReplacing == nextReplacing.map(Timestamp.init(rawValue:)))
+    }
+
     @Test("a debounced trigger joins the pending run and pushes its window to min(now + window, first + maxWait), never earlier",
           arguments: [
-              (Int64(92_000_000), Int64(97_000_000)),      // inside the window: now + 5 s
-              (139_000_000, 140_000_000),                  // capped by first + maxWait (140 s)
-              (80_000_000, 95_000_000),                    // a clock read before the window's own: never earlier
+              (Int64(92_000_000), Int64(95_000_000), Int64(97_000_000)),  // inside the window: now + 5 s
+              (94_999_999, 95_000_000, 99_999_999),                       // one µs before it is due: now + 5 s
+              (139_000_000, 95_000_000, 140_000_000),                     // capped by first + maxWait (140 s)
+              (150_000_000, 140_000_000, 140_000_000),                    // due already, at the cap: stays
+              (80_000_000, 95_000_000, 95_000_000),                       // a clock read before the window's own: never earlier
           ])
-    func debounced(now: Int64, pushed: Int64) {
+    func debounced(now: Int64, until: Int64, pushed: Int64) {
         let action = Self.action { $0.debounce = .seconds(5); $0.maxWait = .seconds(50) }
-        let facts = KeyFacts(slot: KeySlot(holder: 7), now: Timestamp(rawValue: now), runs: [7: .init(phase: .queued)], windows: [7: Self.window()])
+        let window = DebounceWindow(window: .seconds(5), maxWait: .seconds(50), first: Timestamp(rawValue: 90_000_000),
+                                    deadline: Timestamp(rawValue: until))
+        let facts = KeyFacts(slot: KeySlot(holder: 7), now: Timestamp(rawValue: now), runs: [7: .init(phase: .queued)], windows: [7: window])
         var slot = facts.slot
         let decided = KeyDecision.decide(KeyDecision.Asked(hook: action), facts, slot: &slot, candidate: { 9 },
                                          fingerprint: { action.fingerprint })
@@ -115,19 +146,35 @@ struct KeyFactsTableTests {
         #expect(run == 7 && window.deadline == Timestamp(rawValue: pushed))
     }
 
-    @Test("a trigger needs an id only where its policy may make a run; an action with secrets never joins its line by params",
+    struct NoID: Error {}
+
+    @Test("a trigger's id is asked only where it makes a run, and a failure to give one is the decision's; an action with secrets never joins its line by params",
           arguments: [(false, false), (true, true)])
-    func makesRun(secret: Bool, makes: Bool) {
+    func candidateAsked(secret: Bool, makes: Bool) throws {
         let action = Self.action {
             $0.policy = .queue
             $0.queueDepth = 3
             $0.params = ["a": ParamSpec(secret: secret)]
         }
-        var view = KeyDecision.View(slot: KeySlot(holder: 5, line: [6]), now: Self.now)
-        view.lineParams[6] = ["a": "***"]
-        #expect(KeyDecision.makesRun(KeyDecision.Asked(action: action, policy: .queue, params: ["a": "***"]), view) == makes)
-        #expect(KeyDecision.makesRun(KeyDecision.Asked(action: action, policy: .join), view) == false)
-        #expect(KeyDecision.makesRun(KeyDecision.Asked(action: action, policy: .join), KeyDecision.View(slot: KeySlot(), now: Self.now)))
+        var facts = KeyFacts(slot: KeySlot(holder: 5, line: [6]), now: Self.now)
+        facts.runs[6] = KeyFacts.Run(phase: .queued, lastSeq: 1, params: ["a": "***"])
+        var asked = 0
+        var slot = facts.slot
+        let queued = try KeyDecision.decide(KeyDecision.Asked(action: action, policy: .queue, params: ["a": "***"]), facts, slot: &slot,
+                                            candidate: { asked += 1; return 9 })
+        #expect(asked == (makes ? 1 : 0))
+        let run: Int64? = switch queued {
+        case let .shared(decision), let .created(decision, _): decision.run
+        default: nil
+        }
+        #expect(run == (makes ? 9 : 6))
+        slot = facts.slot
+        #expect(try KeyDecision.decide(KeyDecision.Asked(action: action, policy: .join), facts, slot: &slot, candidate: { throw NoID() }) == .shared(.joined(5)))
+        slot = KeySlot()
+        #expect(throws: NoID.self) {
+            try KeyDecision.decide(KeyDecision.Asked(action: action, policy: .join), KeyFacts(slot: KeySlot(), now: Self.now), slot: &slot,
+                                   candidate: { throw NoID() })
+        }
     }
 
     @Test("a new run's start: its approval, then its needs, then its window hold it; else it starts")
@@ -162,5 +209,43 @@ struct KeyFactsTableTests {
         }
         var untouched = KeySlot(holder: 5)
         #expect(StopDecision.decide(.replaced(by: 9), run: 5, nil, me: "me", slot: &untouched, at: Self.now) == nil)
+    }
+
+    @Test("a stop of a run that has ended: nothing, its slot untouched; of a run whose last seq was not read: refused",
+          arguments: [Phase.success, .failure, .cancelled])
+    func stopEnded(phase: Phase) {
+        var slot = KeySlot(holder: 5, followUp: 6)
+        #expect(StopDecision.decide(.replaced(by: 9), run: 5, KeyFacts.Run(phase: phase, lastSeq: 3, owner: "me"), me: "me", slot: &slot,
+                                    at: Self.now) == StopDecision.none)
+        #expect(StopDecision.decide(.replaced(by: 9), run: 5, KeyFacts.Run(phase: .queued, owner: "me"), me: "me", slot: &slot, at: Self.now) == nil)
+        #expect(slot == KeySlot(holder: 5, followUp: 6))
+    }
+
+    @Test("a new run starts only where the start rule lets it, its pause and rate as the store read them; its start then counts in its bucket")
+    func admitStart() {
+        let claim = RateClaim(bucket: "action deploy", limit: RateLimit(runs: 1, per: .seconds(10), scope: .action))
+        let action = Self.action { $0.rateLimit = claim.limit }
+        let bucketName = claim.bucket
+        var buckets = [bucketName: RateBucket(waiting: [4: .init(key: "k"), 5: .init(key: "other")])]
+        let start = { (run: Int64, slot: KeySlot, pause: ActionPause?, buckets: inout [String: RateBucket]) in
+            KeyDecision.admitStart(run, of: action, key: "k", slot: slot, window: nil, pause: pause, buckets: &buckets, at: Self.now)
+        }
+        let held = ActionPause(action: "deploy", by: "ops", reason: "freeze", at: Timestamp(rawValue: 1), hold: true)
+        #expect(!start(4, KeySlot(holder: 4), held, &buckets), "a held pause")
+        #expect(!start(4, KeySlot(holder: 3), nil, &buckets), "not its key's holder")
+        #expect(buckets[bucketName]?.starts == [])
+        #expect(start(4, KeySlot(holder: 4), nil, &buckets))
+        #expect(buckets[bucketName] == RateBucket(starts: [Self.now], waiting: [5: .init(key: "other")]))
+        #expect(!start(5, KeySlot(holder: 5), nil, &buckets), "the bucket's one start in its window is taken")
+    }
+
+    @Test("a queued run a stop ended: read in its end's phase and seq, waiting in no bucket")
+    func ended() {
+        var runs: [Int64: KeyFacts.Run] = [7: KeyFacts.Run(phase: .queued, lastSeq: 1), 8: KeyFacts.Run(phase: .queued, lastSeq: 1)]
+        var buckets = ["a": RateBucket(waiting: [7: .init(key: "k"), 8: .init(key: "k")]), "b": RateBucket(waiting: [7: .init(key: "k")])]
+        let end = Transition(runID: 7, seq: 2, from: .queued, to: .cancelled, at: Self.now, detail: RunMachine.Stop.replaced(by: 9).detail)
+        KeyFacts.ended(end, runs: &runs, buckets: &buckets)
+        #expect(runs[7] == KeyFacts.Run(phase: .cancelled, lastSeq: 2) && runs[8] == KeyFacts.Run(phase: .queued, lastSeq: 1))
+        #expect(buckets["a"]?.waiting == [8: .init(key: "k")] && buckets["b"]?.waiting == [:])
     }
 }

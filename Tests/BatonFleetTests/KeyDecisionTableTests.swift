@@ -52,18 +52,16 @@ struct KeyDecisionTableTests {
                     delivery: delivered.map { _ in Delivery(hook: "gh", id: "d1", address: nil) }, slot: scheduledRun.map { _ in Self.slotAt })
         }
 
-        /// The engine's view, as a host builds it from its flights.
+        /// The engine's view, made by the engine from the key's facts (`KeyDecision.view`), as a
+        /// host's `keyFacts` gives them: the runs in flight by phase, with their params.
         var view: KeyDecision.View {
-            var view = KeyDecision.View(slot: slot, now: Self.now, delivered: delivered, lastSuccess: lastSuccess)
-            view.slotRun = scheduledRun.map { KeyDecision.SlotRun(run: $0, ended: phases[$0]?.isTerminal ?? true) }
-            if let pending = slot.pendingRun(where: { windows[$0] != nil && phases[$0] == .queued }) {
-                view.pending = KeyDecision.Pending(run: pending, window: windows[pending]!)
+            var facts = KeyFacts(slot: slot, now: Self.now, windows: windows, delivered: delivered, slotRun: scheduledRun,
+                                 lastSuccess: lastSuccess, pause: paused, rate: rate)
+            for (run, phase) in phases {
+                facts.runs[run] = KeyFacts.Run(phase: phase, lastSeq: 2, definition: definitions[run], host: definitions[run] == nil ? nil : "web-2",
+                                               params: runParams[run] ?? [:])
             }
-            for (run, fingerprint) in definitions { view.definitions[run] = KeyDecision.Definition(fingerprint: fingerprint, host: "web-2") }
-            for run in slot.line { view.lineParams[run] = runParams[run] ?? [:] }
-            view.paused = paused
-            view.rate = rate
-            return view
+            return KeyDecision.view(facts)
         }
 
         /// The same facts as the fleet's transaction reads them.

@@ -93,3 +93,19 @@ extension KeyDecision.StartView {
                   approving: action.approve != nil, needs: action.needs.isEmpty ? .met : .waiting)
     }
 }
+
+extension KeyDecision {
+    /// Whether a run a store's transaction has just made starts in it, and its start counted: the
+    /// start rule (`mayStart` on `StartView.newRun`) with its action's `pause` as it holds at `now`
+    /// and its rate limit's hold in its bucket (`RateBucket.hold`); a run let start counts in its
+    /// bucket (`RateBucket.started`), for the runs asked after it.
+    public static func admitStart(_ run: Int64, of action: Action, key: String, slot: KeySlot, window: DebounceWindow?,
+                                  pause: ActionPause?, buckets: inout [String: RateBucket], at now: Timestamp) -> Bool {
+        let claim = action.rateClaim(key: key)
+        let rateHeld = claim.flatMap { claim in buckets[claim.bucket]?.hold(run, claim, at: now) } != nil
+        let view = StartView.newRun(run, of: action, slot: slot, window: window, paused: pause?.holds(at: now) ?? false, rateHeld: rateHeld)
+        guard mayStart(view) == .start else { return false }
+        if let claim { buckets[claim.bucket]?.started(run, at: now) }
+        return true
+    }
+}

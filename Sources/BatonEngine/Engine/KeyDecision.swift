@@ -178,8 +178,9 @@ public enum KeyDecision: Sendable, Equatable {
 
     /// The same, with the asked action's fingerprint from `fingerprint` (a fleet's batch keeps it
     /// per action): called only to compare it with the definition of a run the trigger would share.
-    public static func decide(_ asked: Asked, _ view: View, slot: inout KeySlot, candidate: () -> Int64,
-                              fingerprint: () -> String) -> KeyDecision {
+    /// `candidate` may throw (a store that takes each id in its own round trip): so does the decision.
+    public static func decide(_ asked: Asked, _ view: View, slot: inout KeySlot, candidate: () throws -> Int64,
+                              fingerprint: () -> String) rethrows -> KeyDecision {
         if let pause = view.paused, pause.refuses(at: view.now) { return .paused(pause, skipped: asked.slot != nil) }
         if let delivery = asked.delivery, let run = view.delivered {
             return .refused(.delivered(run: run, hook: delivery.hook, delivery: delivery.id))
@@ -214,7 +215,7 @@ public enum KeyDecision: Sendable, Equatable {
            let at = asked.policy == .replace ? rate.nextReplacing : rate.next {
             return .rateLimited(rate.limit, next: at)
         }
-        let decision = next.trigger(policy: asked.policy, candidate: makes ? candidate() : 0, depth: depth, sameParams: same)
+        let decision = next.trigger(policy: asked.policy, candidate: makes ? try candidate() : 0, depth: depth, sameParams: same)
         switch decision {
         case .joined, .coalesced, .rejected, .cooled, .slotRan:
             return share(decision, asked, view, fingerprint)
@@ -222,12 +223,6 @@ public enum KeyDecision: Sendable, Equatable {
             slot = next
             return .created(decision, window: window)
         }
-    }
-
-    /// Whether `asked` may make a run on `view` (the policy's part of `decide`), so needs an id:
-    /// what a store that takes each id in its own round trip (a fleet's hook) asks first.
-    public static func makesRun(_ asked: Asked, _ view: View) -> Bool {
-        view.slot.makesRun(policy: asked.policy, depth: asked.action.queueDepth, sameParams: sameParams(asked, view))
     }
 
     /// Whether a line's entry has the asked params. An action with secret params never joins an

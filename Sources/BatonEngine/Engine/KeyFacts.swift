@@ -8,8 +8,9 @@ public struct KeyFacts: Sendable, Equatable {
     /// definitions with.
     public struct Run: Sendable, Equatable {
         public var phase: Phase
-        /// Its last transition's seq (a stop writes the next).
-        public var lastSeq: Int
+        /// Its last transition's seq (a stop writes the next), where the store read it: a stop of
+        /// a run whose seq was not read is refused (`StopDecision.decide`).
+        public var lastSeq: Int?
         /// Who runs it (a fleet host's incarnation): a stop of a run with an attempt is its owner's.
         public var owner: String?
         /// The definition (`Action.fingerprint`) it was made from, and the host that made it.
@@ -18,7 +19,7 @@ public struct KeyFacts: Sendable, Equatable {
         /// Its params: a line longer than one is joined by a trigger with a waiting entry's params.
         public var params: [String: String]
 
-        public init(phase: Phase, lastSeq: Int = 1, owner: String? = nil, definition: String? = nil, host: String? = nil,
+        public init(phase: Phase, lastSeq: Int? = nil, owner: String? = nil, definition: String? = nil, host: String? = nil,
                     params: [String: String] = [:]) {
             self.phase = phase
             self.lastSeq = lastSeq
@@ -35,7 +36,9 @@ public struct KeyFacts: Sendable, Equatable {
     public var now: Timestamp
     /// The boot's clock (which never steps), where the store reads it: a cooldown is measured on it.
     public var uptime: Duration?
-    /// The runs the store read (at least the slot's, the schedule slot's and the line's, where asked).
+    /// The runs the store read, by id: those it has (a host: its flights among the line's, the
+    /// schedule slot's and the debounced runs'; a fleet: the rows it read). A run not here is
+    /// unread, not absent (`KeyDecision.view` says what it takes an unread run for).
     public var runs: [Int64: Run]
     /// The windows of the key's debounced runs not yet started, as kept.
     public var windows: [Int64: DebounceWindow]
@@ -67,10 +70,11 @@ public struct KeyFacts: Sendable, Equatable {
 }
 
 extension KeyDecision {
-    /// The engine's view of `key` for a trigger of `action`, from what the rows say: a schedule
-    /// slot's run has ended unless it is known not terminal; the pending run is chosen by the rule
-    /// (`pending(in:windows:started:)`), a run read as no longer queued never pending; the line's
-    /// params and the runs' definitions as read.
+    /// The engine's view of a key from its facts, as a store read them. One rule for a run not
+    /// in `facts.runs` (unread): a schedule slot's unread run has ended; an unread run with a
+    /// window kept (`facts.windows`) has not started, so it may be the pending one (the rule's
+    /// `pending(in:windows:started:)`; a run read as no longer queued never is); an unread line
+    /// entry has no params (a trigger never joins it by params) and no definition.
     public static func view(_ facts: KeyFacts) -> View {
         var view = View(slot: facts.slot, now: facts.now, delivered: facts.delivered, lastSuccess: facts.lastSuccess)
         view.uptime = facts.uptime
@@ -86,9 +90,16 @@ extension KeyDecision {
         return view
     }
 
-    /// Decides `asked` on what the store knows of its key (`view`, then `decide`).
-    public static func decide(_ asked: Asked, _ facts: KeyFacts, slot: inout KeySlot, candidate: () -> Int64,
-                              fingerprint: () -> String) -> KeyDecision {
-        decide(asked, view(facts), slot: &slot, candidate: candidate, fingerprint: fingerprint)
+    /// Decides `asked` on what the store knows of its key (`view`, then `decide`): `candidate` is
+    /// asked for a new run's id only when the decision makes one, and may throw (a fleet's hook
+    /// takes it from the database); `fingerprint` is the asked action's, where the store keeps it.
+    public static func decide(_ asked: Asked, _ facts: KeyFacts, slot: inout KeySlot, candidate: () throws -> Int64,
+                              fingerprint: () -> String) rethrows -> KeyDecision {
+        try decide(asked, view(facts), slot: &slot, candidate: candidate, fingerprint: fingerprint)
+    }
+
+    /// The same, with the asked action's own fingerprint.
+    public static func decide(_ asked: Asked, _ facts: KeyFacts, slot: inout KeySlot, candidate: () throws -> Int64) rethrows -> KeyDecision {
+        try decide(asked, view(facts), slot: &slot, candidate: candidate, fingerprint: { asked.action.fingerprint })
     }
 }

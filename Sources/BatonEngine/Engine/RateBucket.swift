@@ -42,7 +42,9 @@ public struct RateBucket: Sendable, Equatable {
 
     /// Run `run` asks to start at `now` (the bucket's runs asked oldest first): held back, it
     /// gets when it may (`hold`), and counts ahead of the younger ones; let, its start counts
-    /// (`started`). As a host's table admits a ready run (`FlightTable`'s rate hold, then its start).
+    /// (`started`). The fleet asks it for the runs a start batch claims (`rateHeld`); a host's
+    /// table does the same in its own code (`FlightTable`'s `holdsForRate`, then `start`), on its
+    /// entries rather than a bucket, with the same `RateBook.hold`.
     public mutating func admit(_ run: Int64, _ claim: RateClaim, at now: Timestamp) -> Timestamp? {
         guard let until = hold(run, claim, at: now) else {
             started(run, at: now)
@@ -56,6 +58,21 @@ public struct RateBucket: Sendable, Equatable {
     public mutating func started(_ run: Int64, at now: Timestamp) {
         waiting[run] = nil
         starts.append(now)
+    }
+
+    /// Run `run` ended before it started (a stop ended it queued): it waits no longer.
+    public mutating func ended(_ run: Int64) {
+        waiting[run] = nil
+    }
+}
+
+extension KeyFacts {
+    /// What a queued run's end (`StopDecision.ends`) leaves in a store's facts for the triggers
+    /// after it: the run read in its end's phase and seq, waiting in no bucket (`RateBucket.ended`).
+    public static func ended(_ end: Transition, runs: inout [Int64: Run], buckets: inout [String: RateBucket]) {
+        runs[end.runID]?.phase = end.to
+        runs[end.runID]?.lastSeq = end.seq
+        for bucket in buckets.keys { buckets[bucket]?.ended(end.runID) }
     }
 }
 
