@@ -170,7 +170,9 @@ public final class Server: Sendable {
                 state.listenerClosed = true
                 return true
             }
-            if open { close(listenFD) }
+            // Shut down first: a child being spawned at this instant holds a copy of the socket
+            // until its exec, and a close alone would leave the socket listening in that copy.
+            if open { shutdown(listenFD, Int32(SHUT_RDWR)); close(listenFD) }
         }
     }
 

@@ -156,6 +156,10 @@ struct ServerQuiesceTests {
         let reactor = Reactor()
         let server = try Server(listening: try UnixSocket.listen(path: path), reactor: reactor, delegate: Holder())
         Task { await server.run() }
+        // A copy of the listening socket, as a child being spawned by another thread holds one
+        // until its exec: the listener must refuse connections all the same.
+        let copy = dup(server.listeningDescriptor)
+        defer { close(copy) }
         server.quiesce(within: .seconds(30)) {}
         server.closeListener()
         // The loop takes posts in order: once this one runs, the listener is closed.
