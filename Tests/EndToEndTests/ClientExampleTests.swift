@@ -10,7 +10,7 @@ struct ClientExampleTests {
     @Test("examples/swift-client builds offline (a path dependency, nothing fetched) and prints hello's phases as they come")
     func pressesHello() async throws {
         // Its own build directory: SwiftPM locks the repository's while the tests run.
-        let build = try await run("/usr/bin/env", ["swift", "build", "--package-path", Self.example, "--disable-automatic-resolution"])
+        let build = try await run("/usr/bin/env", ["swift", "build", "--package-path", Self.example, "--disable-automatic-resolution"], within: buildLimit)
         #expect(build.code == 0, "\(build.stdout.suffix(3_000)) \(build.stderr.suffix(3_000))")
         #expect(!(build.stdout + build.stderr).contains("Fetching"), "the example fetched something: \(build.stdout)")
         let resolved = try? String(contentsOfFile: Self.example + "/Package.resolved", encoding: .utf8)

@@ -25,7 +25,7 @@ final class Container: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
         let mirror = "http://deb.debian.org/debian"
         let made = try execute("/usr/sbin/debootstrap", ["--variant=minbase", "--include=systemd,systemd-sysv,dbus,libsqlite3-0,libpq5",
-                                                         "bookworm", base, mirror])
+                                                         "bookworm", base, mirror], within: buildLimit)
         guard made.code == 0 else { throw ContainerError.failed("debootstrap: \(made.stderr.suffix(2_000))") }
         _ = FileManager.default.createFile(atPath: base + "/.complete", contents: nil)
     }

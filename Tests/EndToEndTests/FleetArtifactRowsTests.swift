@@ -200,7 +200,7 @@ struct FleetArtifactRowsTests {
         try takeover.value.execute("SET idle_in_transaction_session_timeout = 120000; SET lock_timeout = 60000")
         let takeoverPID = try #require(try takeover.value.query("SELECT pg_backend_pid()").first?[0])
         let race = Locked<TakeoverRace>(TakeoverRace())
-        let ended = DispatchSemaphore(value: 0)
+        let ended = DispatchSemaphore(value: 0), settled = DispatchSemaphore(value: 0)
         // After the last chunk (a.txt's one and b.bin's four), on the keeper's thread, before its
         // publication: the takeover updates the run's row and holds it. A thread of the test's own
         // commits it once the publication waits for that row (at most 60 s: it commits regardless).
@@ -213,21 +213,29 @@ struct FleetArtifactRowsTests {
                 _ = try? takeover.value.execute("ROLLBACK")
                 return race.withLock { $0.problems.append("the takeover's update: \(error)") }
             }
+            race.withLock { $0.begun = true }
             Thread {
-                let blocked = (try? Eventually.held(within: 60) {
+                // What it saw is written before the COMMIT: the keeper may wake (and the test read
+                // `race`) as soon as the row's lock goes, before this thread reads the reply.
+                let blocked = Result { try Eventually.held(within: 60) {
                     try Self.count(watch.value, "SELECT count(*) FROM pg_stat_activity WHERE \(takeoverPID) = ANY(pg_blocking_pids(pid))") > 0
-                }) ?? false
-                let committed = Result { try takeover.value.execute("COMMIT") }
+                } }
                 race.withLock {
-                    $0.publicationWaited = blocked
-                    if case let .failure(error) = committed { $0.problems.append("the takeover's commit: \(error)") }
+                    $0.publicationWaited = (try? blocked.get()) ?? false
+                    if case let .failure(error) = blocked { $0.problems.append("watching for the blocked publication: \(error)") }
                 }
+                let committed = Result { try takeover.value.execute("COMMIT") }
+                if case let .failure(error) = committed { race.withLock { $0.problems.append("the takeover's commit: \(error)") } }
+                settled.signal()
             }.start()
         }
         keeper.keep(scan, run: 1, attempt: 1) { ended.signal() }
         guard await Self.signalled(ended, within: 180) else {
             Issue.record("the keep did not end within 180 s: \(race.withLock { $0 }), \(logged.withLock { $0 })")
             return
+        }
+        if race.withLock({ $0.begun }), !(await Self.signalled(settled, within: 90)) {
+            Issue.record("the takeover's thread did not commit within 90 s of the keep's end")
         }
         let db = try PGConnection(conninfo)
         let seen = race.withLock { $0 }
@@ -241,6 +249,7 @@ struct FleetArtifactRowsTests {
 
     /// What the takeover's threads saw, for the test to report.
     struct TakeoverRace: Sendable {
+        var begun = false
         var publicationWaited = false
         var problems: [String] = []
     }

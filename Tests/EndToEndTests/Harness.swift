@@ -49,9 +49,12 @@ final class Launched: @unchecked Sendable {
 }
 
 /// `execute`, off the pool.
-func run(_ path: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> Output {
-    try await offPool { try execute(path, arguments, environment: environment) }
+func run(_ path: String, _ arguments: [String], environment: [String: String] = [:], within seconds: Double = 600) async throws -> Output {
+    try await offPool { try execute(path, arguments, environment: environment, within: seconds) }
 }
+
+/// How long a build a test runs may take (a cold build on a busy 2-core machine) before it is killed.
+let buildLimit: Double = 3_600
 
 struct Output: Sendable {
     var code: Int32
@@ -62,8 +65,8 @@ struct Output: Sendable {
 /// Runs a program to its end and captures its output, as a `Spawned` child (not
 /// `Foundation.Process`: a CI run hung for good in `Process.waitUntilExit` on a `baton show` that
 /// had exited and that nothing reaped).
-func execute(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Output {
-    try Spawned([path] + arguments, environment: ["NO_COLOR": "1"].merging(environment) { $1 }).waitForExit()
+func execute(_ path: String, _ arguments: [String], environment: [String: String] = [:], within seconds: Double = 600) throws -> Output {
+    try Spawned([path] + arguments, environment: ["NO_COLOR": "1"].merging(environment) { $1 }).waitForExit(within: seconds)
 }
 
 struct ExecuteError: Error, CustomStringConvertible {

@@ -15,7 +15,7 @@ struct PackageTests {
         if ["batond", "baton"].allSatisfy({ FileManager.default.isExecutableFile(atPath: built + "/" + $0) }) { return built }
         let scratch = repository + "/.build/static"
         // The Makefile's own flags, in a build directory of its own (SwiftPM locks .build while testing).
-        let result = try await run("/usr/bin/make", ["-C", repository, "build", "SCRATCH=" + scratch])
+        let result = try await run("/usr/bin/make", ["-C", repository, "build", "SCRATCH=" + scratch], within: buildLimit)
         guard result.code == 0 else { throw ContainerError.failed("make build: \(result.stderr.suffix(2_000))") }
         return scratch + "/release"
     }
@@ -23,7 +23,7 @@ struct PackageTests {
     /// The package (built by the first test that asks; the suite is serialized).
     static func buildDeb() async throws -> String {
         if let built = built.withLock({ $0 }) { return built }
-        let result = try await run(repository + "/scripts/build-deb", [], environment: ["BUILD_DIR": try await releaseDirectory()])
+        let result = try await run(repository + "/scripts/build-deb", [], environment: ["BUILD_DIR": try await releaseDirectory()], within: buildLimit)
         guard result.code == 0 else { throw ContainerError.failed("build-deb: \(result.stderr)") }
         let path = repository + "/" + result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         built.withLock { $0 = path }
