@@ -69,7 +69,7 @@ extension FleetCoordinator {
         var fingerprints = ActionFingerprints()
         do {
             let opening = TriggerBatch.opening(entries)
-            guard let rows = TriggerBatch.rows(try db.pipeline(opening.statements), opening) else {
+            guard let rows = try TriggerBatch.rows(try db.pipeline(opening.statements), opening) else {
                 throw PGError(message: "the database's clock could not be read")
             }
             let count = TriggerBatch.idsNeeded(entries, rows, me: host.incarnation, fingerprints: &fingerprints)

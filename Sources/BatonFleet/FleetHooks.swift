@@ -152,7 +152,8 @@ enum FleetHooks {
             let ids = "{" + slot.line.map(String.init).joined(separator: ",") + "}"
             for row in try db.query("SELECT id, params, phase, last_seq FROM runs WHERE id = ANY ($1::bigint[])", [ids]).rows {
                 guard let id = row[0].flatMap({ Int64($0) }), let phase = row[2].flatMap(Phase.init(rawValue:)) else { continue }
-                facts.runs[id] = KeyFacts.Run(phase: phase, lastSeq: row[3].flatMap { Int($0) }, params: JSONText.params(row[1]))
+                guard let lastSeq = row[3].flatMap({ Int($0) }) else { throw PGError(message: "run \(id)'s last_seq could not be read") }
+                facts.runs[id] = KeyFacts.Run(phase: phase, lastSeq: lastSeq, params: JSONText.params(row[1]))
             }
         }
         if action.cooldown != nil, let success = FleetCooldown.lastSuccess(try db.query(FleetCooldown.lastSuccess(of: key)).first) {

@@ -63,7 +63,7 @@ extension FleetStop {
         let list = "{" + ids.map(String.init).joined(separator: ",") + "}"
         var rows = TriggerBatch.Rows(now: .now)
         for row in try db.query("SELECT \(TriggerBatch.factColumns) FROM runs r WHERE r.id = ANY ($1::bigint[])", [list]).rows {
-            TriggerBatch.fact(row, into: &rows)
+            try TriggerBatch.fact(row, into: &rows)
         }
         return rows.runs
     }

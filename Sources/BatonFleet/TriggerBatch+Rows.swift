@@ -78,13 +78,13 @@ extension TriggerBatch {
     }
 
     /// The rows the opening read (`results` are the pipeline's, BEGIN's included); nil when the clock is missing.
-    static func rows(_ results: [PGRows], _ opening: Opening) -> Rows? {
+    static func rows(_ results: [PGRows], _ opening: Opening) throws -> Rows? {
         guard let now = results[opening.clock].first?[0].flatMap({ Int64($0) }) else { return nil }
         var rows = Rows(now: Timestamp(rawValue: now), stamp: .now)
         for row in results[opening.slots].rows {
             if let key = row[0] { rows.slots[key] = KeySlot(row: Array(row[1...])) }
         }
-        for row in results[opening.runs].rows { fact(row, into: &rows) }
+        for row in results[opening.runs].rows { try fact(row, into: &rows) }
         for case let pause? in results[opening.pauses].rows.map({ FleetPauses.pause($0) }) { rows.pauses[pause.action] = pause }
         for (bucket, index) in opening.rates { rows.rates[bucket] = FleetRates.bucket(results[index].rows) }
         if let index = opening.lastSuccess {
@@ -103,17 +103,19 @@ extension TriggerBatch {
             for row in results[index].rows {
                 guard let action = row[0], let at = row[1].flatMap({ Int64($0) }), let run = row[2].flatMap({ Int64($0) }) else { continue }
                 rows.slotRuns[SlotBook.Slot(action: action, at: Timestamp(rawValue: at))] = run
-                fact(Array(row[2...]), into: &rows)
+                try fact(Array(row[2...]), into: &rows)
             }
         }
         return rows
     }
 
     /// One row of `factColumns`: the run's facts, and its window while it is queued with one.
-    static func fact(_ row: [String?], into rows: inout Rows) {
+    /// Throws where the last seq (`NOT NULL`) does not read: a stop writes the next one.
+    static func fact(_ row: [String?], into rows: inout Rows) throws {
         guard row.count >= 11, let id = row[0].flatMap({ Int64($0) }) else { return }
+        guard let lastSeq = row[2].flatMap({ Int($0) }) else { throw PGError(message: "run \(id)'s last_seq could not be read") }
         let phase = Phase(rawValue: row[1] ?? "") ?? .failure
-        rows.runs[id] = RunFacts(phase: phase, lastSeq: row[2].flatMap { Int($0) }, owner: row[3], definition: row[4], host: row[5],
+        rows.runs[id] = RunFacts(phase: phase, lastSeq: lastSeq, owner: row[3], definition: row[4], host: row[5],
                                  params: JSONText.params(row[10]))
         guard phase == .queued, let first = row[6].flatMap({ Int64($0) }), let until = row[7].flatMap({ Int64($0) }),
               let window = row[8].flatMap({ Int64($0) }), let maxWait = row[9].flatMap({ Int64($0) }) else { return }

@@ -311,4 +311,19 @@ extension TriggerBatchTests {
         #expect(decided.definitions == [100: before.fingerprint, 101: after.fingerprint])
         #expect(fingerprints.computed == 2)
     }
+
+    @Test("a run's row whose last seq does not read fails the read (a stop writes the seq after it: never guessed)")
+    func unreadableLastSeq() throws {
+        var rows = TriggerBatch.Rows(now: Self.now)
+        let row: [String?] = ["7", "queued", "3", Self.me, nil, nil, nil, nil, nil, nil, "{}"]
+        try TriggerBatch.fact(row, into: &rows)
+        #expect(rows.runs[7]?.lastSeq == 3)
+        for bad: String? in [nil, "x"] {
+            var broken = row
+            broken[0] = "8"
+            broken[2] = bad
+            #expect(throws: PGError.self) { try TriggerBatch.fact(broken, into: &rows) }
+        }
+        #expect(rows.runs[8] == nil)
+    }
 }

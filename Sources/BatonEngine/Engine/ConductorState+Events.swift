@@ -74,7 +74,7 @@ extension ConductorState {
     /// Run `id`'s phase and params in `facts`, where this host has it in flight.
     private func note(_ id: Int64, in facts: inout KeyFacts) {
         guard facts.runs[id] == nil, let flight = flights[id] else { return }
-        facts.runs[id] = KeyFacts.Run(phase: flight.machine.phase, params: flight.run.params)
+        facts.runs[id] = KeyFacts.Run(phase: flight.machine.phase, lastSeq: flight.seq, params: flight.run.params)
     }
 
     /// The key's last success, with when it ended on the boot's clock where this process saw it.

@@ -8,9 +8,9 @@ public struct KeyFacts: Sendable, Equatable {
     /// definitions with.
     public struct Run: Sendable, Equatable {
         public var phase: Phase
-        /// Its last transition's seq (a stop writes the next), where the store read it: a stop of
-        /// a run whose seq was not read is refused (`StopDecision.decide`).
-        public var lastSeq: Int?
+        /// Its last transition's seq (a stop writes the next): always read with the run (a store
+        /// that cannot read it fails the read rather than guess).
+        public var lastSeq: Int
         /// Who runs it (a fleet host's incarnation): a stop of a run with an attempt is its owner's.
         public var owner: String?
         /// The definition (`Action.fingerprint`) it was made from, and the host that made it.
@@ -19,7 +19,7 @@ public struct KeyFacts: Sendable, Equatable {
         /// Its params: a line longer than one is joined by a trigger with a waiting entry's params.
         public var params: [String: String]
 
-        public init(phase: Phase, lastSeq: Int? = nil, owner: String? = nil, definition: String? = nil, host: String? = nil,
+        public init(phase: Phase, lastSeq: Int, owner: String? = nil, definition: String? = nil, host: String? = nil,
                     params: [String: String] = [:]) {
             self.phase = phase
             self.lastSeq = lastSeq

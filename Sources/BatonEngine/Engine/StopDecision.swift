@@ -34,12 +34,11 @@ public enum StopDecision: Sendable, Equatable {
 
     /// Decides `stop` for run `run` on what its store read of it (`KeyFacts.Run`), `me` being the
     /// store's own owner name; a queued run that ends leaves its key's `slot` (`KeySlot.ended`),
-    /// as one machine's table forgets it. Nil: no such run, or its last seq not read (a stop
-    /// writes the seq after it, so it is refused rather than guessed).
+    /// as one machine's table forgets it. Nil: no such run.
     public static func decide(_ stop: RunMachine.Stop, run: Int64, _ facts: KeyFacts.Run?, me: String, slot: inout KeySlot,
                               at now: Timestamp) -> StopDecision? {
-        guard let facts, let lastSeq = facts.lastSeq else { return nil }
-        let decision = decide(stop, run: run, phase: facts.phase, lastSeq: lastSeq, ownedHere: facts.owner == me, at: now)
+        guard let facts else { return nil }
+        let decision = decide(stop, run: run, phase: facts.phase, lastSeq: facts.lastSeq, ownedHere: facts.owner == me, at: now)
         if case .ends = decision { slot.ended(run) }
         return decision
     }
