@@ -31,9 +31,14 @@ final class TransitionLog: Sendable {
                 for update in updates { if let write { write(update) } else { Self.write(update, sink: sink) } }
                 pending.add(-updates.count)
             }
-            let lost = dropped.take()
-            if lost > 0 { Log.warning("\(lost) transition log lines were dropped: the log could not keep up") }
+            Self.report(dropped)
         }
+    }
+
+    /// Says how many lines were dropped since it last said so, if any.
+    static func report(_ dropped: Counter) {
+        let lost = dropped.take()
+        if lost > 0 { Log.warning("\(lost) transition log lines were dropped: the log could not keep up") }
     }
 
     /// Logs a transition (on the conductor's loop, as its observers are called): handed to the
@@ -81,6 +86,7 @@ final class TransitionLog: Sendable {
             }
         }
         worker.close(timeout: .seconds(30))
+        Self.report(dropped)   // the last turns' drops, when no batch came after them to say so
     }
 
     /// What happened to which run, and why; the sink's held lines of the run go after a
