@@ -65,7 +65,9 @@ struct FleetFeedTests {
                             for key in chosen { try Self.write(on: db, key: key, run: runs[key]![Int.random(in: 0...1, using: &random)]) }
                             // One in eight is held open while the feed reads twice more (other
                             // writers, on other keys, commit meanwhile).
-                            if index % 8 == writer % 8 { passes.wait(for: 2) }
+                            if index % 8 == writer % 8, !passes.wait(for: 2) {
+                                failures.withLock { $0.append("writer \(writer): the feed did not read twice within 60 s of a held transaction") }
+                            }
                         }
                     }
                 } catch {
@@ -279,12 +281,14 @@ struct FleetFeedTests {
             condition.unlock()
         }
 
-        /// Until `more` passes, at most 60 s (a feed that stopped reading leaves no writer waiting for good).
-        func wait(for more: Int) {
+        /// Until `more` passes, at most 60 s (a feed that stopped reading leaves no writer waiting for
+        /// good): whether they came.
+        func wait(for more: Int) -> Bool {
             condition.lock()
+            defer { condition.unlock() }
             let until = count + more, deadline = Date().addingTimeInterval(60)
             while count < until && condition.wait(until: deadline) {}
-            condition.unlock()
+            return count >= until
         }
     }
 }

@@ -135,7 +135,7 @@ struct PolicyTests {
         let everyone = DispatchGroup()
         everyone.enter()
         Thread.detachNewThread {
-            inParallel(30) { _ in
+            inParallel(30, within: 110) { _ in   // inside the test's own 120 s waits below
                 var entered = false
                 guard let client = try? Client(path: daemon.socket),
                       let answer = try? client.call(Request(op: .trigger, action: "gated", policy: .join), onEvent: { _ in
