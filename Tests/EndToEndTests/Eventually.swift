@@ -52,8 +52,9 @@ enum Eventually {
         var nap = Duration.milliseconds(1)
         while true {
             if try await condition() { return true }
-            if ContinuousClock.now >= deadline { break }
-            try? await Task.sleep(for: nap)
+            // Cancelled (a time limit), `Task.sleep` returns at once: no spinning on to the deadline.
+            if ContinuousClock.now >= deadline || Task.isCancelled { break }
+            try? await Task.sleep(for: min(nap, deadline - .now))
             nap = min(nap * 2, .milliseconds(100))
         }
         Issue.record(Comment(rawValue: "not within \(seconds) s: \(what())"), sourceLocation: sourceLocation)
@@ -72,7 +73,8 @@ enum Eventually {
             let seen = try probe()
             if try accept(seen) { return (seen, true) }
             if ContinuousClock.now >= deadline { return (seen, false) }
-            usleep(UInt32(nap / .microseconds(1)))
+            // No nap past the deadline: the last probe is taken at it, not up to a nap later.
+            usleep(UInt32(max(min(nap, deadline - .now), .zero) / .microseconds(1)))
             nap = min(nap * 2, .milliseconds(100))
         }
     }

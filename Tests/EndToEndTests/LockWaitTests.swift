@@ -41,9 +41,11 @@ struct LockWaitTests {
     func timedUnderLock(_ daemon: Daemon, _ action: String, hold: Double) async throws -> (duration: Double, waited: Double) {
         let lock = try HeldLock(daemon.database)
         let socket = daemon.socket
-        async let triggered = run(Binaries.baton, ["--socket", socket, "run", action])
+        // Started on a thread of its own: an `async let` waits for a thread of the cooperative pool,
+        // which the synchronous suites may hold for minutes (CI saw the gate's wait run out so).
+        let triggered = Launched(Binaries.baton, ["--socket", socket, "run", action])
         // The gate: batond has decided the trigger (the run is in flight) while its write waits.
-        try await Eventually.untilAwaited("run 1 in flight while its write waits for the lock") {
+        try await Eventually.untilAwaited("run 1 in flight while its write waits for the lock", within: 120) {
             try Client(path: socket).call(Request(op: .status)).actions?.contains(where: { $0.inFlight?.contains { $0.id == 1 } == true }) == true
         }
         let since = Date()
@@ -51,7 +53,7 @@ struct LockWaitTests {
         try await Task.sleep(for: .seconds(hold))
         let waited = Date().timeIntervalSince(since)
         lock.release()
-        _ = try await triggered
+        _ = try await triggered.output()
         let row = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT ended_at - started_at FROM runs WHERE id = 1"])
         let micros = try #require(Double(row.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(row.stdout) \(row.stderr)")
         return (micros / 1_000_000, waited)

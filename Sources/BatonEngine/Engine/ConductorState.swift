@@ -205,7 +205,7 @@ public struct ConductorState: Sendable {
     public internal(set) var needBook = NeedBook()
     /// The approvals of the runs in flight (`approve`): waiting, or decided (a second approve or
     /// deny is answered with the first); forgotten once the run is closed.
-    package internal(set) var approvals: IDMap<Int64, ApprovalState> = [:]
+    public internal(set) var approvals: IDMap<Int64, ApprovalState> = [:]
     /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
     var failureStreaks: [String: Int] = [:]
     /// When this conductor last paused or resumed each action, and when the latest read of the
