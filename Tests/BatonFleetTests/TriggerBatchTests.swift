@@ -180,6 +180,17 @@ struct TriggerBatchTests {
         #expect(starts(Self.action()), "a pause whose time ran out holds nothing")
     }
 
+    @Test("two keys sharing one action-wide rate bucket (one run a minute, over: delay) in one batch: both made, the first started, the second held and left waiting in the bucket")
+    func sharedBucketInABatch() {
+        var action = Self.action()
+        action.rateLimit = RateLimit(runs: 1, per: .seconds(60), scope: .action, over: .delay)
+        var rows = TriggerBatch.Rows(now: Self.now)
+        rows.rates["action deploy"] = RateBucket()
+        let decided = Self.decide([Self.entry("a", action: action), Self.entry("b", action: action)], rows)
+        #expect(decided.outcomes.count { if case .created = $0 { true } else { false } } == 2)
+        #expect(decided.starts == [100], "the bucket lets one start in its minute")
+    }
+
     @Test("a trigger decided again after its start was refused makes its run but does not start it")
     func notStarting() {
         let decided = Self.decide([Self.entry("a", startIfFree: false), Self.entry("b")])
