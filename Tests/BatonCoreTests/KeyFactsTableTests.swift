@@ -88,8 +88,8 @@ struct KeyFactsTableTests {
         #expect(KeyDecision.view(facts).rate == facts.rate)
     }
 
-    @Test("a host's table and a fleet's bucket answer the same rate for the same starts and waiting runs")
-    func rateBothWays() {
+    /// An action-wide bucket of two starts in 10 s, started at 91 and 99 s: in a host's table and a fleet's bucket.
+    static func startedTwice() -> (RateClaim, FlightTable, RateBucket) {
         let claim = RateClaim(bucket: "action deploy", limit: RateLimit(runs: 2, per: .seconds(10), scope: .action))
         var table = FlightTable(limit: 4)
         var bucket = RateBucket()
@@ -97,6 +97,12 @@ struct KeyFactsTableTests {
             table.rememberStart(claim, at: start)
             bucket.starts.append(start)
         }
+        return (claim, table, bucket)
+    }
+
+    @Test("a host's table and a fleet's bucket answer the same rate for the same starts and waiting runs")
+    func rateBothWays() {
+        let (claim, table, bucket) = Self.startedTwice()
         #expect(table.rate(claim, key: "k", at: Self.now) == bucket.rate(claim, key: "k", at: Self.now))
         #expect(table.rate(claim, key: "k", at: Self.now).next == Timestamp(rawValue: 101_000_000))
     }
@@ -109,13 +115,7 @@ struct KeyFactsTableTests {
                       ("other", 119_000_000, 111_000_000),                           // behind runs 8 and 10
                       ("third", 119_000_000, 119_000_000)])                          // behind all three, as any start
     func rateWaitingBothWays(key: String, next: Int64?, nextReplacing: Int64?) {
-        let claim = RateClaim(bucket: "action deploy", limit: RateLimit(runs: 2, per: .seconds(10), scope: .action))
-        var table = FlightTable(limit: 4)
-        var bucket = RateBucket()
-        for start in [Timestamp(rawValue: 91_000_000), Timestamp(rawValue: 99_000_000)] {
-            table.rememberStart(claim, at: start)
-            bucket.starts.append(start)
-        }
+        var (claim, table, bucket) = Self.startedTwice()
         for (run, key) in Self.queued {
             table.apply(.created(run), key: key, slot: KeySlot(holder: run), action: "deploy", rate: claim)
             bucket.waiting[run] = .init(key: key)
