@@ -282,12 +282,17 @@ struct FleetTests {
 
     /// The process group of the run reading the gate (its leader is the `sh` that runs `cat`).
     static func processGroup(of run: Int64, gate: FifoGate) throws -> Int32? {
-        Eventually.value("run \(run)'s process in /proc", within: 10, {
-            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).lazy.compactMap { entry -> pid_t? in
-                guard let pid = Int32(entry), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
+        // A plain loop, not `lazy.compactMap(…).first`: that calls its closure twice for the match
+        // and unwraps the second answer, nil once the process has gone in between (CI crashed so).
+        Eventually.value("run \(run)'s process in /proc", within: 10, { () -> pid_t? in
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+                guard let pid = Int32(entry), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { continue }
                 let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-                return variables.contains("GATE=\(gate.path)") && variables.contains("BATON_RUN_ID=\(run)") ? getpgid(pid) : nil
-            }.first
+                guard variables.contains("GATE=\(gate.path)") && variables.contains("BATON_RUN_ID=\(run)") else { continue }
+                let group = getpgid(pid)
+                if group > 0 { return group }   // -1: it has gone since its environ was read
+            }
+            return nil
         }) { $0 != nil }
     }
 
