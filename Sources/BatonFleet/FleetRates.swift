@@ -87,7 +87,7 @@ extension FleetCoordinator {
         var held = Set<Int64>(), holds: [FleetJournal.Statement] = []
         for run in candidates.sorted(by: { $0.id < $1.id }) {
             let claim = claims[run.bucket]!.claim
-            if let until = buckets[run.bucket]!.admit(run.id, claim, at: now) {
+            if case let .held(until) = buckets[run.bucket]!.admit(run.id, claim, at: now) {
                 held.insert(run.id)
                 holds.append(("UPDATE runs SET rate_until = $2 WHERE id = $1", [String(run.id), String(until.rawValue)]))
             }

@@ -1,31 +1,12 @@
 import BatonCore
 
 /// The fleet's one stop of a run for another: a trigger batch's replace, a hook's replace, a
-/// cancel. The engine decides (`StopDecision`) on the run's row, read while its key's row is held;
-/// this is where the decision becomes SQL: a queued run's guarded end and its transition, or
-/// the mark its owner stops it by (the owner hears of it from its feed, `StopRequest`).
-struct FleetStop: Sendable, Equatable {
-    var run: Int64
-    var stop: RunMachine.Stop
-    var decision: StopDecision
+/// cancel. The engine decides (`RunStop`, `StopDecision`) on the run's row, read while its key's
+/// row is held; this is where the decision becomes SQL: a queued run's guarded end and its
+/// transition, or the mark its owner stops it by (the owner hears of it from its feed, `StopRequest`).
+typealias FleetStop = RunStop
 
-    /// Decides `stop` for `run` on its facts (nil: no such run, nothing to do): the engine's
-    /// (`StopDecision.decide`), which takes a queued run that ends out of `slot`. `me`: this host's incarnation.
-    static func decide(_ run: Int64, _ stop: RunMachine.Stop, _ facts: TriggerBatch.RunFacts?, slot: inout KeySlot, me: String,
-                       at now: Timestamp) -> FleetStop? {
-        guard let decision = StopDecision.decide(stop, run: run, facts, me: me, slot: &slot, at: now), decision != .none else { return nil }
-        return FleetStop(run: run, stop: stop, decision: decision)
-    }
-
-    /// Whether this host runs it, and stops it itself once the stop commits.
-    var here: Bool { decision == .owner(here: true) }
-
-    /// The end it writes, when it ends a queued run now.
-    var end: Transition? {
-        if case let .ends(end) = decision { return end }
-        return nil
-    }
-
+extension RunStop {
     /// Its statements: a queued run's end (first, the guarded update that must change one row)
     /// and its transition; or the mark for its owner.
     func statements() throws -> [FleetJournal.Statement] {
@@ -40,15 +21,14 @@ struct FleetStop: Sendable, Equatable {
     var refusal: String { "run \(run) could not be stopped (\(StopRequest.text(stop)))" }
 }
 
-extension FleetStop {
+extension RunStop {
     /// Stops `ids` for `stop` now, in a transaction that holds their key's row, `slot` being that
     /// row's slot: the path outside a trigger batch (a cancel, a hook's replace). Reads the runs'
     /// facts, decides each, writes each; the caller writes `slot` back when a queued run left it.
     static func perform(_ ids: [Int64], _ stop: RunMachine.Stop, slot: inout KeySlot, on db: PGConnection, me: String) throws -> [FleetStop] {
         guard !ids.isEmpty else { return [] }
         let facts = try self.facts(of: ids, on: db)
-        let now = Timestamp.now
-        let stops = ids.compactMap { decide($0, stop, facts[$0], slot: &slot, me: me, at: now) }
+        let stops = decide(ids, stop, facts, slot: &slot, me: me, at: .now)
         for stop in stops {
             for (index, statement) in try stop.statements().enumerated() {
                 let result = try db.query(statement)

@@ -195,36 +195,38 @@ public struct FlightTable: Sendable {
         var reserved: [String: Int] = [:]
         for run in locks.waiting {
             guard runningCount < limit else { return admitted }
-            if holdsForRate(run, at: now) { continue }
-            if locks.take(run, reserved: &reserved) { admitted.append(start(run, at: now)) }
+            if admit(run, at: now, reserved: &reserved) { admitted.append(run) }
         }
         while runningCount < limit, let run = line.popFirst() {
             guard entries[run]?.stage == .ready else { continue }
-            if holdsForRate(run, at: now) { continue }
-            if locks.take(run, reserved: &reserved) { admitted.append(start(run, at: now)) }
+            if admit(run, at: now, reserved: &reserved) { admitted.append(run) }
         }
         return admitted
     }
 
-    private mutating func start(_ run: Int64, at now: Timestamp?) -> Int64 {
-        entries[run]!.stage = .running
-        runningCount += 1
-        if let claim = entries[run]!.rate, let now { rates.record(claim, at: now) }
-        return run
-    }
-
-    /// Holds a ready run back when a start of its rate limit's bucket does not fit at `now`: it
-    /// leaves the line and the lock waiters until `rateOpen`. The engine's one rule
-    /// (`RateBook.hold`), behind the bucket's runs held already.
-    private mutating func holdsForRate(_ run: Int64, at now: Timestamp?) -> Bool {
-        guard let now, let claim = entries[run]?.rate else { return false }
-        let held = entries.lazy.filter { $0.value.rate?.bucket == claim.bucket && $0.value.rateUntil != nil }.map(\.key)
-        guard let until = rates.hold(run, claim, at: now, held: held) else { return false }
-        entries[run]!.stage = .waiting
-        entries[run]!.rateUntil = until
-        locks.unwait(run)
-        rateHolds.append((run, until))
-        return true
+    /// A ready run asks to start: the engine's one hold-then-count (`RateBook.admit`, as a fleet's
+    /// bucket asks it), behind its bucket's runs held already, with its locks as the rest of its
+    /// start. Held back by its rate limit, it leaves the line and the lock waiters until
+    /// `rateOpen`; started, it counts as running.
+    private mutating func admit(_ run: Int64, at now: Timestamp?, reserved: inout [String: Int]) -> Bool {
+        let claim = entries[run]?.rate
+        let admission = rates.admit(run, claim, at: now, held: {
+            entries.lazy.filter { $0.value.rate?.bucket == claim?.bucket && $0.value.rateUntil != nil }.map(\.key)
+        }, starts: { locks.take(run, reserved: &reserved) })
+        switch admission {
+        case .started:
+            entries[run]!.stage = .running
+            runningCount += 1
+            return true
+        case let .held(until):
+            entries[run]!.stage = .waiting
+            entries[run]!.rateUntil = until
+            locks.unwait(run)
+            rateHolds.append((run, until))
+            return false
+        case .waits:
+            return false
+        }
     }
 
     /// The runs held back for their rate limit since the last call, with when each may start.

@@ -96,16 +96,15 @@ extension KeyDecision.StartView {
 
 extension KeyDecision {
     /// Whether a run a store's transaction has just made starts in it, and its start counted: the
-    /// start rule (`mayStart` on `StartView.newRun`) with its action's `pause` as it holds at `now`
-    /// and its rate limit's hold in its bucket (`RateBucket.hold`); a run let start counts in its
-    /// bucket (`RateBucket.started`), for the runs asked after it.
+    /// start rule (`mayStart` on `StartView.newRun`) with its action's `pause` as it holds at `now`,
+    /// asked through its bucket's hold-then-count (`RateBucket.admit`, `RateBook.admit`: a run its
+    /// rate limit holds back does not start; one let start counts in its bucket for the runs
+    /// asked after it). A bucket's hold is not kept here: the run's start path holds it again.
     public static func admitStart(_ run: Int64, of action: Action, key: String, slot: KeySlot, window: DebounceWindow?,
                                   pause: ActionPause?, buckets: inout [String: RateBucket], at now: Timestamp) -> Bool {
-        let claim = action.rateClaim(key: key)
-        let rateHeld = claim.flatMap { claim in buckets[claim.bucket]?.hold(run, claim, at: now) } != nil
-        let view = StartView.newRun(run, of: action, slot: slot, window: window, paused: pause?.holds(at: now) ?? false, rateHeld: rateHeld)
-        guard mayStart(view) == .start else { return false }
-        if let claim { buckets[claim.bucket]?.started(run, at: now) }
-        return true
+        let view = StartView.newRun(run, of: action, slot: slot, window: window, paused: pause?.holds(at: now) ?? false, rateHeld: false)
+        let starts = { mayStart(view) == .start }
+        guard let claim = action.rateClaim(key: key), buckets[claim.bucket] != nil else { return starts() }
+        return buckets[claim.bucket]!.admit(run, claim, at: now, keepsHold: false, starts: starts) == .started
     }
 }

@@ -57,9 +57,35 @@ public struct RateBook: Sendable, Equatable {
 }
 
 /// "May this run start now under its rate limit": the one rule a host's table
-/// (`FlightTable.admit`), the fleet's starts (`FleetRates`) and its trigger batches
-/// (`TriggerBatch`) apply, each with its own book and held runs.
+/// (`FlightTable.admit`), the fleet's starts (`RateBucket.admit`, from `FleetRates`) and its
+/// trigger batches (`KeyDecision.admitStart`, from `KeyDecision.batch`) apply, each with its own
+/// book and held runs, through one hold-then-count (`admit`).
 extension RateBook {
+    /// What `admit` did with a run.
+    public enum Admission: Sendable, Equatable {
+        /// It started, and its start counts in its bucket.
+        case started
+        /// Its rate limit holds it back until then: nothing else was asked, nothing counted.
+        case held(until: Timestamp)
+        /// Its rate limit lets it, but something else holds it back (`starts` said no): nothing counted.
+        case waits
+    }
+
+    /// The one hold-then-count: run `run`, whose starts count against `claim` (nil: none, or no
+    /// clock to count on: `starts` alone decides), asks to start at `now`. Held back by its rate
+    /// limit (`hold`, behind the bucket's older runs held already, `held`), it gets when it may
+    /// and nothing else is asked; else `starts` says whether the rest of its start holds (its
+    /// key, its locks, its pause...), and a start counts (`record`) for the runs asked after it.
+    @inline(__always)
+    public mutating func admit<Held: Sequence<Int64>>(_ run: Int64, _ claim: RateClaim?, at now: Timestamp?, held: () -> Held,
+                                                     starts: () -> Bool) -> Admission {
+        guard let claim, let now else { return starts() ? .started : .waits }
+        if let until = hold(run, claim, at: now, held: held()) { return .held(until: until) }
+        guard starts() else { return .waits }
+        record(claim, at: now)
+        return .started
+    }
+
     /// When run `run`, whose starts count against `claim`, may start, asked at `now`: nil when a
     /// start fits now (the caller counts it, `record`, once the run starts), else when one will.
     /// The bucket's runs held back already (`held`: their ids) that are older than `run` start

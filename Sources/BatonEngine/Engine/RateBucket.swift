@@ -40,18 +40,23 @@ public struct RateBucket: Sendable, Equatable {
         book(claim).hold(run, claim, at: now, held: waiting.lazy.filter { $0.value.until != nil }.map(\.key))
     }
 
-    /// Run `run` asks to start at `now` (the bucket's runs asked oldest first): held back, it
-    /// gets when it may (`hold`), and counts ahead of the younger ones; let, its start counts
-    /// (`started`). The fleet asks it for the runs a start batch claims (`rateHeld`); a host's
-    /// table does the same in its own code (`FlightTable`'s `holdsForRate`, then `start`), on its
-    /// entries rather than a bucket, with the same `RateBook.hold`.
-    public mutating func admit(_ run: Int64, _ claim: RateClaim, at now: Timestamp) -> Timestamp? {
-        guard let until = hold(run, claim, at: now) else {
-            started(run, at: now)
-            return nil
+    /// Run `run` asks to start at `now` (the bucket's runs asked oldest first): the engine's one
+    /// hold-then-count (`RateBook.admit`) on the bucket's book, `starts` saying whether the rest of
+    /// its start holds. Held back, it gets when it may (kept in `waiting` when `keepsHold`: it then
+    /// counts ahead of the younger ones) and nothing else is asked; let and started, its start
+    /// counts (`started`). The fleet's starts ask it for the runs a start batch claims
+    /// (`rateHeld`, keeping the hold), its trigger batches for a new run (`KeyDecision.admitStart`).
+    public mutating func admit(_ run: Int64, _ claim: RateClaim, at now: Timestamp, keepsHold: Bool = true,
+                               starts: () -> Bool = { true }) -> RateBook.Admission {
+        var book = book(claim)
+        let waiting = self.waiting
+        let admission = book.admit(run, claim, at: now, held: { waiting.lazy.filter { $0.value.until != nil }.map(\.key) }, starts: starts)
+        switch admission {
+        case .started: started(run, at: now)
+        case let .held(until): if keepsHold { self.waiting[run]?.until = until }
+        case .waits: break
         }
-        waiting[run]?.until = until
-        return until
+        return admission
     }
 
     /// Run `run` starts at `now`: it waits no longer, and its start counts.

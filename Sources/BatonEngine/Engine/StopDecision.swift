@@ -43,3 +43,42 @@ public enum StopDecision: Sendable, Equatable {
         return decision
     }
 }
+
+/// One stop of a run for another, decided (a replace in a trigger batch or a hook, a cancel): the
+/// run, why, and the engine's decision on its facts. A store writes it its own way (the fleet:
+/// `FleetStop`'s statements).
+public struct RunStop: Sendable, Equatable {
+    public var run: Int64
+    public var stop: RunMachine.Stop
+    public var decision: StopDecision
+
+    public init(run: Int64, stop: RunMachine.Stop, decision: StopDecision) {
+        self.run = run
+        self.stop = stop
+        self.decision = decision
+    }
+
+    /// Decides `stop` for `run` on its facts (nil: no such run, or nothing to do): `StopDecision`,
+    /// which takes a queued run that ends out of `slot`. `me`: the store's own owner name.
+    public static func decide(_ run: Int64, _ stop: RunMachine.Stop, _ facts: KeyFacts.Run?, slot: inout KeySlot, me: String,
+                              at now: Timestamp) -> RunStop? {
+        guard let decision = StopDecision.decide(stop, run: run, facts, me: me, slot: &slot, at: now), decision != .none else { return nil }
+        return RunStop(run: run, stop: stop, decision: decision)
+    }
+
+    /// Decides `stop` for each of `ids` in order on `facts` (the runs' rows, read while their key's
+    /// row is held), `slot` being that key's slot: the queued ones leave it.
+    public static func decide(_ ids: [Int64], _ stop: RunMachine.Stop, _ facts: [Int64: KeyFacts.Run], slot: inout KeySlot, me: String,
+                              at now: Timestamp) -> [RunStop] {
+        ids.compactMap { decide($0, stop, facts[$0], slot: &slot, me: me, at: now) }
+    }
+
+    /// Whether the store's own host runs it, and stops it itself once the stop commits.
+    public var here: Bool { decision == .owner(here: true) }
+
+    /// The end it writes, when it ends a queued run now.
+    public var end: Transition? {
+        if case let .ends(end) = decision { return end }
+        return nil
+    }
+}
