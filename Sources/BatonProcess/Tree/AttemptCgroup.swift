@@ -102,6 +102,8 @@ final class AttemptCgroup: Sendable {
     /// The cgroup's peak memory (`memory.peak`) where the memory controller is on cgroup v2, else
     /// its v1 memory group's (`memory.max_usage_in_bytes`).
     func memoryPeak() -> Int64? {
+        // A controller serves one hierarchy: with a v1 memory group (a hybrid host) v2 has no memory files.
+        if let v1, v1.memory != nil { return v1.memoryPeak() }
         guard let bytes = KernelFile.read("memory.peak", in: directory) else { return v1?.memoryPeak() }
         return KernelFile.number(in: bytes)
     }
@@ -109,6 +111,7 @@ final class AttemptCgroup: Sendable {
     /// How many of its processes the kernel killed at the memory limit (`memory.events`, or its
     /// v1 memory group's `memory.oom_control`); nil where no memory controller serves it.
     func oomKills() -> Int? {
+        if let v1, v1.memory != nil { return v1.oomKills() }
         guard let bytes = KernelFile.read("memory.events", in: directory) else { return v1?.oomKills() }
         return Self.oomKills(memoryEvents: bytes)
     }
