@@ -84,6 +84,7 @@ let package = Package(
         .testTarget(name: "BatonDashboardTests", dependencies: ["BatonDashboard", "BatonIPC", "BatonCore"]),
         .testTarget(name: "BatonFleetTests", dependencies: ["BatonFleet", "BatonCore"]),
         .testTarget(name: "BatondTests", dependencies: ["batond"]),
+        .testTarget(name: "BatonBenchTests", dependencies: ["baton-bench"]),
         .testTarget(name: "BatonCLITests", dependencies: ["baton", "BatonClient", "BatonCore", "BatonStore"], exclude: ["help.golden", "time-text.UTC.golden", "time-text.New_York.golden"]),
         .testTarget(name: "EndToEndTests", dependencies: ["batond", "baton", "BatonCore", "BatonIPC", "BatonStore", "BatonFleet", "BatonService", "BatonDashboard", "BatonHooks", "CBatonSystem", "BatonClient"]),
     ]

@@ -80,9 +80,13 @@ public struct ShimRecord: Sendable, Equatable {
         return (errno, String(words[2]))
     }
 
-    /// Removes a shim directory and what is in it.
+    /// Removes a shim directory and what is in it. Most hold only `status` (the shim renames
+    /// `status.tmp` to it, and spools `output` only while batond is gone): that and the directory
+    /// go first, the rest only when the directory is not empty then (two calls a run, not four).
     public static func remove(_ directory: String) {
-        for name in ["status", "status.tmp", "output"] { unlink(directory + "/" + name) }
+        unlink(directory + "/status")
+        guard rmdir(directory) != 0, errno == ENOTEMPTY || errno == EEXIST else { return }
+        for name in ["status.tmp", "output"] { unlink(directory + "/" + name) }
         rmdir(directory)
     }
 }
@@ -116,9 +120,12 @@ extension ExecRunner {
             return .failure(SpawnFailure(message: "cannot run \(exec[0]): \(String(cString: strerror(rc)))"))
         }
         let directory = shim.directory(run: job.runID, attempt: job.attempt)
-        mkdir(shim.directory, 0o700)
-        ShimRecord.remove(directory)
-        guard mkdir(directory, 0o700) == 0 else { return .success(nil) }
+        // The shims' directory and a stale one of this attempt's (a crash's) are seen to only when
+        // the mkdir finds them missing or there: not four failing calls for every run.
+        if mkdir(directory, 0o700) != 0 {
+            if errno == ENOENT { mkdir(shim.directory, 0o700) } else if errno == EEXIST { ShimRecord.remove(directory) }
+            guard mkdir(directory, 0o700) == 0 else { return .success(nil) }
+        }
         // The spool keeps as much as the history would (`output.keep`), and at least the attempt's tail.
         let bound = max(Int64(tailLimit), job.action.outputKeep)
         return .success(([shim.executable, directory, String(bound), program] + exec, directory))

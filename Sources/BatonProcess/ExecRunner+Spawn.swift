@@ -78,8 +78,9 @@ extension ExecRunner {
             for fd in out + err + prog where fd >= 0 { close(fd) }
             return .failure(SpawnFailure(message: message))
         }
-        // The loop reads its ends without blocking; the process's ends stay blocking.
-        for fd in [out[0], err[0], prog[0]] where fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        // The loop reads its ends without blocking; the process's ends stay blocking. Fresh ends
+        // have no status flag F_SETFL could change but O_NONBLOCK: no F_GETFL needed.
+        for fd in [out[0], err[0], prog[0]] where fd >= 0 { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
         let (stdoutEnd, stderrEnd) = (out[1], err[1] >= 0 ? err[1] : out[1])
         var cgroup: AttemptCgroup?
         if case let .cgroup(hierarchy) = tracking {

@@ -20,7 +20,7 @@ enum BatondBench {
             let raw = (before + after) / 2
             figures.append(Figure("real batond: /bin/true runs/s, parallelism \(parallelism), \(runs) keys (FULL)", measured.rate, "/s",
                                   baseline: ("posix_spawn + waitpid loop, \(parallelism) threads", raw), target: "≥ 0.8 of raw"))
-            figures += cgroupFigures(measured, raw: raw, cgroup: cgroupBefore.flatMap { b in cgroupAfter.map { (b + $0) / 2 } },
+            figures += cgroupFigures(measured, raw: raw, cgroup: cgroupBefore.flatMap { b in cgroupAfter.map { .mean(b, $0) } },
                                      parallelism: parallelism)
             figures += cpuFigures(measured, parallelism: parallelism)
         }
@@ -29,11 +29,15 @@ enum BatondBench {
 
     /// The spawn-into-a-fresh-cgroup baseline against raw spawn, and batond against it; or why
     /// it could not be measured here.
-    static func cgroupFigures(_ measured: Measured, raw: Double, cgroup: Result<Double, BenchError>, parallelism: Int) -> [Figure] {
+    static func cgroupFigures(_ measured: Measured, raw: Double, cgroup: Result<CgroupSpawn.Measured, BenchError>,
+                              parallelism: Int) -> [Figure] {
         let name = "mkdir + clone3(CLONE_INTO_CGROUP|CLONE_PIDFD) + pidfd wait + rmdir, \(parallelism) threads"
         switch cgroup {
-        case let .success(rate):
+        case let .success(spawned):
+            let rate = spawned.rate
             return [
+                Figure("spawn into a fresh cgroup: CPU per spawn, \(parallelism) threads", spawned.cpu * 1_000, "ms",
+                       note: "the spawning process's utime + stime (not the child's): the floor of batond's spawner threads per run"),
                 Figure("spawn into a fresh cgroup: /bin/true/s, \(parallelism) threads", rate, "/s",
                        baseline: ("posix_spawn + waitpid loop, \(parallelism) threads", raw), note: name),
                 Figure("real batond against spawn into a fresh cgroup, parallelism \(parallelism)", measured.rate, "/s",
@@ -56,8 +60,24 @@ enum BatondBench {
                    target: "≤ 0.08 ms", note: String(format: "bounds runs/s at %.0f", cpu.loop > 0 ? Double(measured.runs) / cpu.loop : 0)),
             Figure("real batond: writer (baton-store) CPU per run, parallelism \(parallelism)", perRun(cpu.writer), "ms",
                    target: "≤ 0.08 ms"),
-            Figure("real batond: other threads' CPU per run, parallelism \(parallelism)", perRun(cpu.others), "ms"),
-        ]
+            Figure("real batond: other threads' CPU per run, parallelism \(parallelism)", perRun(cpu.others), "ms",
+                   note: "all but the loop and the writer: the figures below, by thread"),
+        ] + otherFigures(cpu, parallelism: parallelism, perRun: perRun)
+    }
+
+    /// The other threads by kind (their names, see `ThreadCPU.kind`), and those that ended during the batch.
+    static func otherFigures(_ cpu: ThreadCPU, parallelism: Int, perRun: (Double) -> Double) -> [Figure] {
+        var kinds: [String: Double] = [:], names: [String: [String]] = [:]
+        for (name, seconds) in cpu.byName where name != "baton-reactor" && name != "baton-store" {
+            kinds[ThreadCPU.kind(of: name), default: 0] += seconds
+            names[ThreadCPU.kind(of: name), default: []].append(String(format: "%@ %.3f ms", name, perRun(seconds)))
+        }
+        let shown = ThreadCPU.kinds.map { kind in
+            Figure("real batond: \(kind) CPU per run, parallelism \(parallelism)", perRun(kinds[kind] ?? 0), "ms",
+                   note: names[kind].map { $0.sorted().joined(separator: ", ") })
+        }
+        return shown + [Figure("real batond: ended threads' CPU per run, parallelism \(parallelism)", perRun(cpu.ended), "ms",
+                               note: "the process's utime + stime less its living threads' (clock-tick rounding included)")]
     }
 
     struct Measured: Sendable {

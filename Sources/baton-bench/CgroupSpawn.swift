@@ -34,13 +34,25 @@ enum CgroupSpawn {
         return .success(directory)
     }
 
-    /// `count` runs of `/bin/true`, each in a fresh cgroup, on `parallelism` threads; runs/s.
-    static func rate(count: Int, parallelism: Int, in directory: String) async -> Result<Double, BenchError> {
+    /// What `rate` measured: spawns/s, and this process's CPU seconds per spawn (utime + stime of
+    /// all its threads: the spawning side's mkdir, clone3, wait and rmdir, not the children's).
+    struct Measured: Sendable {
+        var rate: Double
+        var cpu: Double
+
+        static func mean(_ one: Measured, _ other: Measured) -> Measured {
+            Measured(rate: (one.rate + other.rate) / 2, cpu: (one.cpu + other.cpu) / 2)
+        }
+    }
+
+    /// `count` runs of `/bin/true`, each in a fresh cgroup, on `parallelism` threads.
+    static func rate(count: Int, parallelism: Int, in directory: String) async -> Result<Measured, BenchError> {
         await blocking {
             // One counter handed out to the threads: each takes the next index (an atomic add, no lock).
             let next = Counter()
             // The first failure, handed to the other threads (they stop) and to the caller.
             let failure = OneShot<String>()
+            let cpu = processCPU()
             let watch = Stopwatch()
             _ = onThreads(parallelism) { thread in
                 while failure.value == nil {
@@ -50,9 +62,18 @@ enum CgroupSpawn {
                 }
             }
             let elapsed = watch.seconds
+            let used = processCPU() - cpu
             if let problem = failure.value { return .failure(BenchError(problem)) }
-            return .success(Double(count) / elapsed)
+            return .success(Measured(rate: Double(count) / elapsed, cpu: used / Double(count)))
         }
+    }
+
+    /// This process's utime + stime so far, in seconds (its children's excluded).
+    static func processCPU() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let seconds = { (time: timeval) in Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     /// mkdir, clone3 into it, wait, rmdir: nil, or what went wrong.
@@ -70,67 +91,5 @@ enum CgroupSpawn {
         let rc = baton_clone3_run_in_cgroup("/bin/true", fd, &status)
         guard rc == 0 else { return "clone3 into \(cgroup): \(String(cString: strerror(rc)))" }
         return status == 0 ? nil : "/bin/true in \(cgroup) ended with status \(status)"
-    }
-}
-
-/// A process's CPU time by thread kind: the loop (`baton-reactor`) and the writer (`baton-store`),
-/// named by /proc/PID/task/*/stat and timed by their schedstat (nanoseconds; utime + stime, in
-/// clock ticks, where there is none), and the rest: the whole process's utime + stime
-/// (/proc/PID/stat, threads that ended included) less those two.
-struct ThreadCPU {
-    var loop = 0.0, writer = 0.0, total = 0.0
-    var others: Double { max(0, total - loop - writer) }
-
-    init() {}
-
-    init(of pid: Int32) {
-        total = Self.seconds(stat: "/proc/\(pid)/stat")?.seconds ?? 0
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        for task in tasks {
-            guard let (name, ticked) = Self.seconds(stat: "/proc/\(pid)/task/\(task)/stat") else { continue }
-            let seconds = Self.runtime(schedstat: "/proc/\(pid)/task/\(task)/schedstat") ?? ticked
-            if name == "baton-reactor" { loop += seconds } else if name == "baton-store" { writer += seconds }
-        }
-    }
-
-    static func + (one: ThreadCPU, other: ThreadCPU) -> ThreadCPU {
-        var sum = ThreadCPU()
-        sum.loop = one.loop + other.loop
-        sum.writer = one.writer + other.writer
-        sum.total = one.total + other.total
-        return sum
-    }
-
-    static func / (cpu: ThreadCPU, count: Double) -> ThreadCPU {
-        var share = ThreadCPU()
-        share.loop = cpu.loop / count
-        share.writer = cpu.writer / count
-        share.total = cpu.total / count
-        return share
-    }
-
-    static func - (after: ThreadCPU, before: ThreadCPU) -> ThreadCPU {
-        var difference = ThreadCPU()
-        difference.loop = after.loop - before.loop
-        difference.writer = after.writer - before.writer
-        difference.total = after.total - before.total
-        return difference
-    }
-
-    /// The time a thread ran, from the first field of its schedstat (nanoseconds).
-    private static func runtime(schedstat path: String) -> Double? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-              let nanoseconds = text.split(separator: " ").first.flatMap({ Double($0) }) else { return nil }
-        return nanoseconds / 1e9
-    }
-
-    /// The command name and utime + stime, in seconds, of a stat file.
-    private static func seconds(stat path: String) -> (name: String, seconds: Double)? {
-        guard let stat = try? String(contentsOfFile: path, encoding: .utf8),
-              let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command: state is field 3; utime and stime are fields 14 and 15.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (String(stat[stat.index(after: open)..<close]), (user + system) / Double(sysconf(Int32(_SC_CLK_TCK))))
     }
 }

@@ -11,8 +11,9 @@ final class AttemptCgroup: Sendable {
     let path: String
     /// batond's own cgroup, where kept leftovers go.
     let home: String
-    /// The cgroup's directory, open for the spawn: clone3 is given it (`CLONE_INTO_CGROUP`), or
-    /// the fallback opens its `cgroup.procs` for the child to write itself into; closed once spawned.
+    /// The cgroup's directory, open from its creation to its removal: clone3 is given it
+    /// (`CLONE_INTO_CGROUP`), or the fallback opens its `cgroup.procs` for the child to write itself
+    /// into; its control files are opened relative to it (`openat`: no walk of the long path each time).
     let directory: Int32
     /// `cgroup.events`, watched for `populated 0` (epoll reports a change as EPOLLPRI).
     let events: Int32
@@ -41,7 +42,7 @@ final class AttemptCgroup: Sendable {
             return .failure(why)
         }
         let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        let events = open(path + "/cgroup.events", O_RDONLY | O_CLOEXEC)
+        let events = directory >= 0 ? openat(directory, "cgroup.events", O_RDONLY | O_CLOEXEC) : -1
         guard directory >= 0, events >= 0 else {
             let reason = String(cString: strerror(errno))
             if directory >= 0 { close(directory) }
@@ -93,7 +94,7 @@ final class AttemptCgroup: Sendable {
 
     /// The CPU time its processes used, from `cpu.stat` (present without the cpu controller).
     func cpuTime() -> (user: Duration, system: Duration)? {
-        guard let bytes = KernelFile.read(path + "/cpu.stat"), let user = KernelFile.value(of: "user_usec", in: bytes),
+        guard let bytes = KernelFile.read("cpu.stat", in: directory), let user = KernelFile.value(of: "user_usec", in: bytes),
               let system = KernelFile.value(of: "system_usec", in: bytes) else { return nil }
         return (.microseconds(user), .microseconds(system))
     }
@@ -101,14 +102,17 @@ final class AttemptCgroup: Sendable {
     /// The cgroup's peak memory (`memory.peak`) where the memory controller is on cgroup v2, else
     /// its v1 memory group's (`memory.max_usage_in_bytes`).
     func memoryPeak() -> Int64? {
-        guard let bytes = KernelFile.read(path + "/memory.peak") else { return v1?.memoryPeak() }
+        // A controller serves one hierarchy: with a v1 memory group (a hybrid host) v2 has no memory files.
+        if let v1, v1.memory != nil { return v1.memoryPeak() }
+        guard let bytes = KernelFile.read("memory.peak", in: directory) else { return v1?.memoryPeak() }
         return KernelFile.number(in: bytes)
     }
 
     /// How many of its processes the kernel killed at the memory limit (`memory.events`, or its
     /// v1 memory group's `memory.oom_control`); nil where no memory controller serves it.
     func oomKills() -> Int? {
-        guard let bytes = KernelFile.read(path + "/memory.events") else { return v1?.oomKills() }
+        if let v1, v1.memory != nil { return v1.oomKills() }
+        guard let bytes = KernelFile.read("memory.events", in: directory) else { return v1?.oomKills() }
         return Self.oomKills(memoryEvents: bytes)
     }
 
@@ -121,9 +125,8 @@ final class AttemptCgroup: Sendable {
     /// Its `cgroup.procs`, opened for a spawn that cannot use clone3 (the child writes itself in); -1 and errno when it cannot.
     func openProcs() -> Int32 { openat(directory, "cgroup.procs", O_WRONLY | O_CLOEXEC) }
 
-    /// Closes what only the spawn needed.
+    /// Closes what only the spawn needed (the directory stays open until `remove`).
     func closeProcs() {
-        close(directory)
         v1?.closeProcs()
     }
 
@@ -141,6 +144,7 @@ final class AttemptCgroup: Sendable {
     /// members cannot go).
     func remove() {
         close(events)
+        close(directory)
         if rmdir(path) != 0 && errno == EBUSY { Self.destroy(path) }
         v1?.remove()
     }

@@ -9,7 +9,17 @@ import Glibc
 enum KernelFile {
     /// The file's bytes (up to `limit`), or nil when it cannot be opened or read.
     static func read(_ path: String, limit: Int = 1 << 20) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        read(open(path, O_RDONLY | O_CLOEXEC), limit: limit)
+    }
+
+    /// The bytes of the file `name` in the open directory `directory` (a cgroup's control file,
+    /// opened without walking the cgroup's path again), or nil.
+    static func read(_ name: String, in directory: Int32, limit: Int = 1 << 20) -> [UInt8]? {
+        read(openat(directory, name, O_RDONLY | O_CLOEXEC), limit: limit)
+    }
+
+    /// The bytes of the open file `fd` (closed here), or nil when it is not open or cannot be read.
+    private static func read(_ fd: Int32, limit: Int) -> [UInt8]? {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: 4096)
