@@ -121,7 +121,7 @@ extension ExecRunner {
         }
         let directory = shim.directory(run: job.runID, attempt: job.attempt)
         // The shims' directory and a stale one of this attempt's (a crash's) are seen to only when
-        // the mkdir finds them missing or there: not four failing calls for every run.
+        // the mkdir finds them missing or there: not five failing calls for every run.
         if mkdir(directory, 0o700) != 0 {
             if errno == ENOENT { mkdir(shim.directory, 0o700) } else if errno == EEXIST { ShimRecord.remove(directory) }
             guard mkdir(directory, 0o700) == 0 else { return .success(nil) }

@@ -3,10 +3,11 @@ import Glibc
 
 extension Daemon {
     /// Raises the open-file limit to what `maxConnections` and the runs need (each running attempt
-    /// holds a pidfd and three pipes), up to the hard limit; returns how many connections fit
+    /// holds six: a pidfd, three pipes' read ends, its cgroup's `cgroup.events` and its cgroup's
+    /// directory, kept open until the cgroup is removed), up to the hard limit; returns how many connections fit
     /// (fewer than `maxConnections` when the hard limit is lower, with a warning when it matters).
     static func openFileRoom(for config: Config) -> Int {
-        let forRuns = config.maxConcurrentRuns * 4 + 128
+        let forRuns = config.maxConcurrentRuns * 6 + 128
         let wanted = rlim_t(config.maxConnections + forRuns)
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return config.maxConnections }

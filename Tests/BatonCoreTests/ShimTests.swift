@@ -36,6 +36,23 @@ struct ShimTests {
         #expect(!FileManager.default.fileExists(atPath: directory + "/7-2"))
     }
 
+    @Test("a crash's stale directory of the same attempt (status, status.tmp, output) is emptied and the run still starts under the shim")
+    func staleDirectory() async throws {
+        let (runner, directory) = try runner()
+        let stale = directory + "/7-2"
+        try FileManager.default.createDirectory(atPath: stale, withIntermediateDirectories: true)
+        for name in ["status", "status.tmp", "output"] {
+            try Data("exited 5\n".utf8).write(to: URL(fileURLWithPath: stale + "/" + name))
+        }
+        let probe = AttemptProbe(runner, Job(runID: 7, action: Action(name: "t", exec: ["sh", "-c",
+            "[ \"$(cat /proc/$PPID/comm)\" = baton-shim ] || exit 9; [ -e \(stale)/output ] && exit 8; echo fresh"]),
+            attempt: 2, params: [:]))
+        let outcome = await probe.outcome()
+        #expect(outcome.result.succeeded, "\(outcome.result)")
+        #expect(String(decoding: outcome.output, as: UTF8.self) == "fresh\n")
+        #expect(!FileManager.default.fileExists(atPath: stale))
+    }
+
     @Test("an action killed by a signal: the shim dies by the same one")
     func signal() async throws {
         let (outcome, _, _) = try await run(["sh", "-c", "kill -9 $$"])

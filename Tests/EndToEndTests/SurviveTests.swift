@@ -19,6 +19,7 @@ struct SurviveTests {
                 early: { exec: ["sh", "-c", "echo before; while [ ! -e \\"$EARLY\\" ]; do sleep 0.02; done; echo meanwhile; exit 5"],
                          env: { EARLY: "\(directory)/early", CRASHMARK: "\(directory)" } },
                 mortal: { exec: ["sh", "-c", "\(wait); exit 0"], \(env), survivesRestart: false },
+                frozen: { exec: ["sh", "-c", "grep ^0:: /proc/self/cgroup | cut -d: -f3 > \(directory)/cgroup; \(wait); exit 4"], \(env) },
             } }
             """
     }
@@ -82,6 +83,41 @@ struct SurviveTests {
         // Nothing of the runs is left: the setsid child was stopped with its run, the mortal one killed at recovery.
         #expect(CrashTests.marked(scratch).isEmpty)
         #expect(again.stderr.contains("4 adopted"), "\(again.stderr)")
+        again.stop()
+    }
+
+    /// The cgroup2 mount point, from /proc/self/mountinfo (never assumed), if one is mounted.
+    static func cgroup2Mount() -> String? {
+        let lines = ((try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? "").split(separator: "\n")
+        return lines.first { $0.contains(" - cgroup2 ") }.map { String($0.split(separator: " ")[4]) }
+    }
+
+    @Test("batond killed between a signal's freeze and its thaw: the next one adopts the run and thaws its cgroup, and the run ends")
+    func frozenCgroupThawed() throws {
+        let scratch = NSTemporaryDirectory() + "baton-survive-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let config = Self.config(scratch)
+        let daemon = try Daemon(config: config)
+        #expect(try daemon.baton("run", "frozen", "--detach").code == 0)
+        let connection = try Connection(path: daemon.database, readOnly: true)
+        try Eventually.until("the run's first line recorded") { try Self.column(connection, "SELECT count(*) FROM output_chunks").first != "0" }
+        let path = try String(contentsOfFile: scratch + "/cgroup", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let mount = Self.cgroup2Mount(), path.contains("/run-1-1") else {
+            daemon.stop()
+            return // no cgroup per attempt here: the process-group mode freezes nothing
+        }
+        daemon.crash()
+        // What a crash inside `AttemptCgroup.signal` leaves: the attempt frozen.
+        let freeze = mount + path + "/cgroup.freeze"
+        try Data("1".utf8).write(to: URL(fileURLWithPath: freeze))
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        let again = try Daemon(config: config, reusing: daemon)
+        guard Eventually.until("run 1 ended after the restart", within: 60, {
+            (try? Self.column(connection, "SELECT count(*) FROM runs WHERE id = 1 AND ended_at IS NOT NULL").first) == "1"
+        }) else { again.stop(); return }
+        let row = try Self.column(connection, "SELECT phase || ' ' || coalesce(exit_code, '-') FROM runs WHERE id = 1")
+        #expect(row == ["failure 4"], "\(row)")
         again.stop()
     }
 

@@ -105,15 +105,21 @@ public struct CgroupHierarchy: Sendable, Equatable {
 
     /// Kills and removes every attempt's cgroup left in the subtree (by a batond that crashed:
     /// at start nothing of this instance runs but the adopted runs' attempts, `kept`: their
-    /// `run-RUN-ATTEMPT` names); returns how many processes were in them.
+    /// `run-RUN-ATTEMPT` names); returns how many processes were in them. The kept ones are
+    /// thawed: a batond killed between a signal's freeze and its thaw (`AttemptCgroup.signal`,
+    /// `evict`) left its attempt frozen, and nothing else freezes one.
     @discardableResult
     public func removeAll(except kept: Set<String> = []) -> Int {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
             return AttemptCgroupV1.removeAll(in: v1Directories, except: kept)
         }
         var killed = 0
-        for name in entries where (name.hasPrefix("run-") || name.hasPrefix("probe-")) && !kept.contains(name) {
-            killed += AttemptCgroup.destroy(directory + "/" + name)
+        for name in entries where name.hasPrefix("run-") || name.hasPrefix("probe-") {
+            if kept.contains(name) {
+                _ = AttemptCgroup.write("0", to: directory + "/" + name + "/cgroup.freeze")
+            } else {
+                killed += AttemptCgroup.destroy(directory + "/" + name)
+            }
         }
         // Their processes are gone with the cgroup2 ones; what v1 groups still hold, v1 kills.
         return killed + AttemptCgroupV1.removeAll(in: v1Directories, except: kept)
