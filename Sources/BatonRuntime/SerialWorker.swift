@@ -2,6 +2,7 @@ import BatonEngine
 import CBatonSystem
 import Dispatch
 import FoundationEssentials
+import Synchronization
 
 /// A thread of its own for blocking work (SQLite commits, libpq round trips): jobs wait in a
 /// bounded queue and go to one handler in batches, in the order they were submitted, one batch
@@ -21,7 +22,7 @@ import FoundationEssentials
 /// nothing to do, and the next job starts another, which takes the state over.
 public final class SerialWorker<Job: Sendable>: Sendable {
     /// The jobs a handler is given, and what it says back.
-    public struct Batch {
+    public struct Batch: Sendable {
         /// The jobs, oldest first: those held for a retry, then the newer ones.
         public let jobs: [Job]
         /// Whether `close` was asked: the last jobs are being drained.
@@ -74,15 +75,16 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     public init<State>(name: String, capacity: Int, maxBatch: Int = 1, idleTimeout: Duration? = nil, state: sending State,
                        handler: @escaping @Sendable (inout State, inout Batch) -> Void) {
         shared = Locked(Shared(queue: WorkerQueue(capacity: capacity, maxBatch: maxBatch, idleTimeout: idleTimeout)))
-        // Where the state waits between threads. A thread that ends gives it back under the
-        // queue's lock, before the queue can say `.start`; the next thread is started after that
-        // (by whoever took the lock next) and takes it: the queue's lock orders the two, no other.
-        let parked = Parked<State>(state)
+        // The state, sent here once: each thread the worker starts runs its batches holding this
+        // mutex. The queue never lets two of the worker's threads run at once (a thread that ends
+        // decides so under the queue's lock, after its last batch; the next starts after that), so
+        // the mutex is never waited for: it is how the compiler knows that one thread at a time owns
+        // the state, which a box that threads hand to each other (`@unchecked`) only claimed.
+        let owned = Owned(state)
         startThread = { worker in
             SystemThread.start {
                 baton_set_thread_name(name)
-                guard var state = parked.state.take() else { preconditionFailure("\(name): the state was not handed over") }
-                worker.run(&state, handler) { state in parked.state = state }
+                worker.run(owned, handler)
             }
         }
     }
@@ -137,23 +139,19 @@ public final class SerialWorker<Job: Sendable>: Sendable {
         }
     }
 
-    /// The thread: takes the next step, answers the pings, and runs, waits or ends. `park`
-    /// gives the state back, under the queue's lock, when the thread ends idle.
-    private func run<State>(_ state: inout State, _ handler: @Sendable (inout State, inout Batch) -> Void,
-                            park: (State) -> Void) {
+    /// The thread: takes the next step, answers the pings, and runs, waits or ends.
+    private func run<State>(_ owned: Owned<State>, _ handler: @Sendable (inout State, inout Batch) -> Void) {
         while true {
             let (next, pings, closed) = shared.withLock { shared -> (WorkerQueue<Job>.Next, [@Sendable () -> Void], Bool) in
                 defer { shared.pings = [] }
-                let next = shared.queue.next(at: .now)
-                if case .exit = next, !shared.queue.finished { park(state) }
-                return (next, shared.pings, shared.queue.finished)
+                return (shared.queue.next(at: .now), shared.pings, shared.queue.finished)
             }
             assertNoLockHeld("a worker's batch")
             for ping in pings { ping() }
             switch next {
             case let .run(jobs, closing):
                 var batch = Batch(jobs: jobs, isClosing: closing)
-                handler(&state, &batch)
+                owned.state.withLock { state in handler(&state, &batch) }
                 shared.withLock { $0.queue.ran(retrying: batch.retried, after: batch.delay, at: .now) }
             case let .wait(until):
                 guard let until else {
@@ -172,9 +170,8 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     }
 }
 
-/// A worker's state between two of its threads: given back under the queue's lock by the thread
-/// that ends, taken by the thread started after it; never touched by two threads at once.
-private final class Parked<State>: @unchecked Sendable {
-    var state: State?
-    init(_ state: sending State) { self.state = state }
+/// A worker's state, taken by the thread that runs a batch (one at a time: see `SerialWorker.init`).
+private final class Owned<State>: Sendable {
+    let state: Mutex<State>
+    init(_ state: sending State) { self.state = Mutex(state) }
 }

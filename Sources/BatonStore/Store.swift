@@ -2,6 +2,7 @@ import BatonCore
 import CSQLite
 import Dispatch
 import FoundationEssentials
+import Synchronization
 
 /// Baton's history in SQLite: a writer (a `SerialWorker` that owns the writing connection and
 /// commits the journal in groups) and a reader (another, for queries), so that reads never
@@ -322,7 +323,13 @@ extension JournalEntry {
 }
 
 /// A value one job's work sets and its completion reads, both on the writer's thread (one after
-/// the other): confined to that thread, it needs no lock.
-final class WriterSlot<Value>: @unchecked Sendable {
-    var value: Value?
+/// the other). Its mutex is never waited for (only that thread takes it); it makes the slot a
+/// `Sendable` the compiler checks, where a bare `var` needed `@unchecked`.
+final class WriterSlot<Value: Sendable>: Sendable {
+    private let slot = Mutex<Value?>(nil)
+
+    var value: Value? {
+        get { slot.withLock { $0 } }
+        set { slot.withLock { $0 = newValue } }
+    }
 }

@@ -31,4 +31,18 @@ struct SpinnerTests {
         #expect(Spinner.line(run(), frame: 0, now: Timestamp(microseconds: start.rawValue + 500_000)) == "⠋ build run 7 loading 500ms")
         #expect(Spinner.line(run(estimate: 1_000_000, phase: .queued), frame: 0, now: start) == "⠋ build run 7 queued")
     }
+
+    @Test("clear returns once the line is cleared, after the frame shown; nothing is drawn after it, and a later clear clears again")
+    func clearAfterShow() {
+        let written = Locked<[String]>([])
+        let spinner = Spinner { text in written.withLock { $0.append(text) } }
+        spinner.show(run())
+        spinner.clear()
+        let atClear = written.withLock { $0 }
+        #expect(atClear.last == Spinner.clearLine)
+        #expect(atClear.first?.hasPrefix(Spinner.clearLine + "⠙ build run 7 loading") == true)
+        spinner.show(run(phase: .queued))
+        spinner.clear()
+        #expect(written.withLock { $0 } == atClear + [Spinner.clearLine])
+    }
 }
