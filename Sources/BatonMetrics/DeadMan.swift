@@ -26,17 +26,20 @@ public struct DeadMan: Sendable, Equatable {
         guard run.phase.isTerminal, let ended = run.endedAt else { return }
         let seconds = Double(ended.rawValue) / 1e6
         let key = RunOutcome(action: run.action, outcome: run.phase.rawValue)
-        lastRun[key] = max(lastRun[key] ?? seconds, seconds)
+        // Each table looked up once (`default:` changes in place): a lookup hashes the action's name.
+        Self.raise(&lastRun[key, default: seconds], to: seconds)
         switch run.phase {
         case .success:
-            lastSuccess[run.action] = max(lastSuccess[run.action] ?? seconds, seconds)
+            Self.raise(&lastSuccess[run.action, default: seconds], to: seconds)
             failureStreak[run.action] = 0
         case .failure:
             failureStreak[run.action, default: 0] += 1
         default:
-            failureStreak[run.action] = failureStreak[run.action] ?? 0
+            failureStreak[run.action, default: 0] += 0
         }
     }
+
+    private static func raise(_ value: inout Double, to seconds: Double) { value = max(value, seconds) }
 
     /// Seeds one action from its history: its latest ended runs, newest first (enough of them to
     /// reach its last success, or the streak counts only those given), and its latest run in each

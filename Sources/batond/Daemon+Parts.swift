@@ -134,15 +134,10 @@ extension Daemon {
         let observer = backend.conductor.observe { update in
             guard let update else { return }
             journal.append(update)
-            if let detail = update.transition?.detail, update.run.host == nil || update.run.host == host {
-                metrics.attemptEnded(update.run.action, detail)
-            }
-            // In a fleet every host's transitions come by: the dead-man series hear them all (the
-            // action's last success is the fleet's), the counters only the runs this host ran.
-            if update.transition?.to.isTerminal == true { metrics.sawEnd(update.run) }
-            // In a fleet every host's transitions come by; this host counts the runs it ran.
-            if update.transition?.to.isTerminal == true, update.run.host == nil || update.run.host == host {
-                metrics.runEnded(update.run)
+            // In a fleet every host's transitions come by: the dead-man series hear them all,
+            // the counters only the runs this host ran.
+            if let transition = update.transition {
+                metrics.observed(update.run, transition, ranHere: update.run.host == nil || update.run.host == host)
             }
         }
         return {

@@ -115,11 +115,12 @@ extension ConductorState {
                                  _ step: inout Step) {
         let id = decision.run
         let detail = KeyDecision.queuedDetail(decision, via: trigger.via, window: window)
-        var run = placeholder(id, trigger, at: step.now)
-        let (estimate, approval) = (estimates.median(trigger.action.name), Self.approvalWait(trigger.action, at: step.now))
-        // One storage for all four, none when none is set (issue 39).
-        if trigger.via != nil || trigger.slot != nil || estimate != nil || approval != nil {
-            run.update { run in (run.via, run.slot, run.estimate, run.approval) = (trigger.via, trigger.slot, estimate, approval) }
+        // The estimate in the first storage (an action that ran before has one); the other
+        // three in one more, none when none is set (issue 39).
+        var run = placeholder(id, trigger, at: step.now, estimate: estimates.median(trigger.action.name))
+        let approval = Self.approvalWait(trigger.action, at: step.now)
+        if trigger.via != nil || trigger.slot != nil || approval != nil {
+            run.update { run in (run.via, run.slot, run.approval) = (trigger.via, trigger.slot, approval) }
         }
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now, detail: detail)
         slots.record(run)
@@ -144,9 +145,9 @@ extension ConductorState {
         if let delivery = trigger.delivery { step.entries.append(.delivery(delivery, runID: run, at: step.now)) }
     }
 
-    private func placeholder(_ id: Int64, _ trigger: Trigger, at now: Timestamp) -> RunSnapshot {
+    private func placeholder(_ id: Int64, _ trigger: Trigger, at now: Timestamp, estimate: Int64? = nil) -> RunSnapshot {
         RunSnapshot(id: id, action: trigger.action.name, key: trigger.key, phase: .queued, policy: trigger.policy,
-                    params: trigger.params, trigger: trigger.peer, queuedAt: now)
+                    params: trigger.params, trigger: trigger.peer, queuedAt: now, estimate: estimate)
     }
 
     func record(_ trigger: Trigger, run: Int64?, _ decision: TriggerRecord.Decision, at now: Timestamp) -> TriggerRecord {

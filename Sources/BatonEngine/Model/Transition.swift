@@ -1,4 +1,9 @@
 /// One phase change of a run, as the history records it.
+///
+/// Its detail is held behind one reference, never changed in place (a change makes a new one): the
+/// loop copies a transition into updates, effects, the journal's batch and answers many times a
+/// run, and a copy is then a retain where the detail's 17 fields inline were a `memcpy` and the
+/// retains of its strings and arrays (issue 39). Most transitions have an empty detail: they share one.
 public struct Transition: Codable, Sendable, Equatable {
     public var runID: Int64
     /// 1 for the run's first transition, then +1 without gaps.
@@ -6,15 +11,63 @@ public struct Transition: Codable, Sendable, Equatable {
     public var from: Phase?
     public var to: Phase
     public var at: Timestamp
-    public var detail: TransitionDetail
+    @usableFromInline var detailStorage: DetailStorage
 
-    public init(runID: Int64, seq: Int, from: Phase?, to: Phase, at: Timestamp, detail: TransitionDetail = .init()) {
+    /// Why the transition happened and what came of it.
+    @inlinable public var detail: TransitionDetail {
+        get { detailStorage.detail }
+        set { detailStorage = DetailStorage(newValue) }
+    }
+
+    public init(runID: Int64, seq: Int, from: Phase?, to: Phase, at: Timestamp, detail: TransitionDetail) {
+        self.init(runID: runID, seq: seq, from: from, to: to, at: at, storage: DetailStorage(detail))
+    }
+
+    /// A transition with an empty detail (the shared one: nothing allocated).
+    public init(runID: Int64, seq: Int, from: Phase?, to: Phase, at: Timestamp) {
+        self.init(runID: runID, seq: seq, from: from, to: to, at: at, storage: DetailStorage.empty)
+    }
+
+    private init(runID: Int64, seq: Int, from: Phase?, to: Phase, at: Timestamp, storage: DetailStorage) {
         self.runID = runID
         self.seq = seq
         self.from = from
         self.to = to
         self.at = at
-        self.detail = detail
+        detailStorage = storage
+    }
+
+    /// A detail behind a reference, never written: `Sendable` as the compiler checks it.
+    @usableFromInline final class DetailStorage: Sendable {
+        @usableFromInline let detail: TransitionDetail
+        @usableFromInline init(_ detail: TransitionDetail) { self.detail = detail }
+        static let empty = DetailStorage(TransitionDetail())
+    }
+
+    public static func == (lhs: Transition, rhs: Transition) -> Bool {
+        lhs.runID == rhs.runID && lhs.seq == rhs.seq && lhs.from == rhs.from && lhs.to == rhs.to && lhs.at == rhs.at
+            && (lhs.detailStorage === rhs.detailStorage || lhs.detail == rhs.detail)
+    }
+
+    private enum CodingKeys: String, CodingKey { case runID, seq, from, to, at, detail }
+
+    // As the synthesized `Codable` of the plain fields wrote and read them.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(
+            runID: container.decode(Int64.self, forKey: .runID), seq: container.decode(Int.self, forKey: .seq),
+            from: container.decodeIfPresent(Phase.self, forKey: .from), to: container.decode(Phase.self, forKey: .to),
+            at: container.decode(Timestamp.self, forKey: .at), detail: container.decode(TransitionDetail.self, forKey: .detail))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(runID, forKey: .runID)
+        try container.encode(seq, forKey: .seq)
+        try container.encodeIfPresent(from, forKey: .from)
+        try container.encode(to, forKey: .to)
+        try container.encode(at, forKey: .at)
+        try container.encode(detail, forKey: .detail)
     }
 }
 
