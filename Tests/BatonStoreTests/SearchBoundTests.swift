@@ -62,12 +62,12 @@ struct SearchBoundTests {
                 return false
             })
         }
-        #expect(entered.wait(timeout: .now() + 10) == .success, "the search reads its first chunk")
+        guard await Eventually.signalled("the search reads its first chunk", entered) else { return }
         Task {
             _ = try await store.runs(HistoryFilter(limit: 5))
             answered.signal()
         }
-        #expect(answered.wait(timeout: .now() + 10) == .success, "the read is answered while the search is held")
+        guard await Eventually.signalled("the read is answered while the search is held", answered) else { return }
         for _ in 0..<5 { gate.signal() }
         #expect(try await search.value.matches.map(\.run.id) == [1])
     }

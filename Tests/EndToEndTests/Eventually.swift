@@ -61,6 +61,21 @@ enum Eventually {
         return false
     }
 
+    /// Waits for `semaphore` (signalled by a thread the test does not own: a store's worker, an
+    /// action) on a thread of its own, never one of the cooperative pool's, which the tests share:
+    /// an async test that blocks a pool thread on a semaphore starves the very task that would
+    /// signal it when other suites hold the rest (SearchBoundTests.ownConnection under load).
+    /// Records an issue naming `what` if it is not signalled within `seconds`.
+    @discardableResult
+    static func signalled(_ what: @autoclosure () -> String, _ semaphore: DispatchSemaphore, within seconds: Double = 30,
+                          sourceLocation: SourceLocation = #_sourceLocation) async -> Bool {
+        let got = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: semaphore.wait(timeout: .now() + seconds) == .success) }
+        }
+        if !got { Issue.record(Comment(rawValue: "not within \(seconds) s: \(what())"), sourceLocation: sourceLocation) }
+        return got
+    }
+
     /// Polls `condition` until it holds or `seconds` pass, and answers whether it held; records nothing.
     static func held(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
         try poll(seconds, condition) { $0 }.1
