@@ -42,25 +42,45 @@ extension FleetCoordinator {
         case let .failure(error): return .failure(error)
         case let .success(state): decided = state
         }
+        // What a deny's stop needs, read before the decision is written (`Ending`); an approval stops nothing.
+        let ending = decided.stop(timeout: rule?.timeout, queuedAt: run.queuedAt) == nil ? nil : try Ending.read(id, on: db)
         guard let written = try db.query(FleetApprovals.decide(id, decided.verdict ?? .approved, by: decided.decidedBy, reason: decided.reason,
                                                                inTime: true)).first,
               let state = FleetApprovals.state(written, from: 0)?.state else {
             let late = try timeOut(id, on: db) ? "approval timed out" : "decided already"
             return .failure(.notWaiting(run: id, "run \(id) of \(run.action) was decided already: \(late)"))
         }
-        if let stop = state.stop(timeout: rule?.timeout, queuedAt: run.queuedAt) { try end(id, stop, on: db) }
+        try end(state, of: id, ending, timeout: rule?.timeout, queuedAt: run.queuedAt, on: db)
         try db.execute("NOTIFY baton")
         guard let after = try db.query(FleetApprovals.runWithApproval(id)).first else { return .failure(.unknownRun(id)) }
         return .success(withHost(FleetApprovals.run(after).run))
     }
 
-    /// Ends queued run `id` for `stop` (a deny, a timeout) in the caller's transaction, which
-    /// holds its key row: as a cancel of a queued run (`FleetStop`), its key's slot written back.
-    private func end(_ id: Int64, _ stop: RunMachine.Stop, on db: PGConnection) throws {
-        guard let key = try FleetStop.slot(ofRun: id, on: db) else { return }
-        var slot = key.slot
-        _ = try FleetStop.perform([id], stop, slot: &slot, on: db, me: host.incarnation)
-        if slot != key.slot { try FleetJournal.store(slot, key: key.key, on: db) }
+    /// What a decided wait's end needs of its run, read while its key row is held, before the
+    /// decision is written: the run's facts (`FleetStop.facts`) and its key's slot.
+    struct Ending {
+        var facts: KeyFacts.Run?
+        var key: String
+        var slot: KeySlot
+
+        static func read(_ id: Int64, on db: PGConnection) throws -> Ending? {
+            guard let key = try FleetStop.slot(ofRun: id, on: db) else { return nil }
+            return Ending(facts: try FleetStop.facts(of: [id], on: db)[id], key: key.key, slot: key.slot)
+        }
+    }
+
+    /// Ends run `id` as its decided wait `state` says (a deny, a timeout), in one engine step
+    /// (`ApprovalState.end`) on what was read of it (`ending`), in the caller's transaction,
+    /// which holds its key row: as a cancel of a queued run (`FleetStop`), its key's slot
+    /// written back. An approval writes nothing.
+    private func end(_ state: ApprovalState, of id: Int64, _ ending: Ending?, timeout: Duration?, queuedAt: Timestamp,
+                     on db: PGConnection) throws {
+        guard let ending else { return }
+        var slot = ending.slot
+        guard let stop = state.end(of: id, ending.facts, slot: &slot, timeout: timeout, queuedAt: queuedAt, me: host.incarnation, at: .now)
+        else { return }
+        try FleetStop.write([stop], on: db)
+        if slot != ending.slot { try FleetJournal.store(slot, key: ending.key, on: db) }
     }
 
     /// The fleet's runs waiting for `approver`'s yes now, oldest first: the engine's rule
@@ -130,10 +150,13 @@ extension FleetCoordinator {
     private func timeOut(_ id: Int64, on db: PGConnection) throws -> Bool {
         guard let row = try db.query(FleetApprovals.runWithApproval(id)).first else { return false }
         let run = FleetApprovals.run(row).run
-        guard run.phase == .queued, let written = try db.query(FleetApprovals.timeOut(id)).first,
-              let state = FleetApprovals.state(written, from: 0)?.state else { return false }
+        guard run.phase == .queued else { return false }
+        let ending = try Ending.read(id, on: db)
+        guard let written = try db.query(FleetApprovals.timeOut(id)).first, let state = FleetApprovals.state(written, from: 0)?.state else {
+            return false
+        }
         let timeout = conductor.action(named: run.action)?.approve?.timeout
-        if let stop = state.stop(timeout: timeout, queuedAt: run.queuedAt) { try end(id, stop, on: db) }
+        try end(state, of: id, ending, timeout: timeout, queuedAt: run.queuedAt, on: db)
         try db.execute("NOTIFY baton")
         return true
     }

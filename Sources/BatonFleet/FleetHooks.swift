@@ -73,50 +73,61 @@ enum FleetHooks {
         }
     }
 
-    /// One hook's trigger, from nobody, decided by the engine (`KeyDecision`) on what its key's
-    /// rows say: a queued run of this host (started by `startWaiting`, or by the host that takes
-    /// it over), or a record against the run it joins, coalesces or debounces into, is rejected
-    /// or cooled by.
+    /// One hook's trigger, from nobody, decided by the engine in one step (`KeyDecision.step`) on
+    /// what its key's rows say, all read first: the key's facts and, for a replace, the facts of
+    /// the runs it may stop (`KeyDecision.mayStop`), and a new run's id where the step makes one.
+    /// It answers a queued run of this host (started by `startWaiting`, or by the host that takes
+    /// it over) with the stops its replace asked, or a record against the run it joins,
+    /// coalesces or debounces into, is rejected or cooled by; `perform` writes it.
     private static func trigger(_ target: HookTarget, cause: HookCause, on db: PGConnection, as me: FleetHost) throws {
         let action = target.action
         // Held already, taken with its transaction's own keys in key order: by an end's transaction
         // (`FleetWriter`), the reaper's (`lockForTakeover`), an end for needs (`FleetNeeds.keyLocks`),
         // or a trigger batch's (`awaitingKeys`). Locked here again: a no-op where held.
         try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [target.key])
-        var slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining, line FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
+        let slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining, line FROM keys WHERE key = $1 FOR UPDATE", [target.key]).first
             ?? [nil, nil, nil, nil])
         let asked = KeyDecision.Asked(hook: action, params: target.params)
         let facts = try facts(of: target.key, action, slot: slot, on: db)
-        // A new run's id is taken from the database only when the decision makes one.
-        let decided = try KeyDecision.decide(asked, facts, slot: &slot, candidate: { try nextRunID(for: action, on: db) })
+        let mayStop = KeyDecision.mayStop(asked, slot: slot)
+        let stopping = mayStop.isEmpty ? [:] : try FleetStop.facts(of: mayStop, on: db)
+        // A new run's id is taken from the database only where the step makes one.
+        let id = KeyDecision.stepMakesRun(asked, facts) ? try nextRunID(for: action, on: db) : 0
+        let step = KeyDecision.step(asked, facts, stopping: stopping, me: me.incarnation, id: id, at: .now)
+        try perform(step, target, cause, at: facts.now, on: db, as: me)
+    }
+
+    /// Writes what a hook's trigger was decided (`trigger`), at `now` (its facts' clock).
+    private static func perform(_ step: KeyDecision.Step, _ target: HookTarget, _ cause: HookCause, at now: Timestamp, on db: PGConnection,
+                                as me: FleetHost) throws {
+        let action = target.action
+        let decided = step.decision
         switch decided {
         case .refused:
             return
         case .paused, .rateLimited:
             // Recorded against no run, as one machine records a hook its target's pause or rate refuses.
-            if let record = decided.record { try self.record(target, cause, run: nil, record, at: facts.now, on: db, as: me) }
+            if let record = decided.record { try self.record(target, cause, run: nil, record, at: now, on: db, as: me) }
         case let .debounced(run, window):
             try db.query(FleetDebounce.store(window, run: run))
-            try record(target, cause, run: run, .debounced, at: facts.now, on: db, as: me)
+            try record(target, cause, run: run, .debounced, at: now, on: db, as: me)
         case let .shared(decision):
-            if let record = decided.record { try self.record(target, cause, run: decision.run, record, at: facts.now, on: db, as: me) }
+            if let record = decided.record { try self.record(target, cause, run: decision.run, record, at: now, on: db, as: me) }
         case let .created(decision, window):
             var run = RunSnapshot(id: decision.run, action: action.name, key: target.key, phase: .queued, policy: action.policy,
-                                  params: target.params, trigger: nil, queuedAt: facts.now)
+                                  params: target.params, trigger: nil, queuedAt: now)
             run.via = cause.description
             run.hook = cause
             let detail = KeyDecision.queuedDetail(decision, via: cause.description, window: window)
             try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
             if !action.needs.isEmpty { try db.query(FleetNeeds.asking(run.id)) }
-            try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: facts.now, detail: detail), on: db)
+            try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail), on: db)
             if let rule = action.approve {
                 try db.query(FleetApprovals.insert(run.id, action: action.name, rule, firing: cause.run))
             }
-            // The runs it replaces stop as any replace's do (`FleetStop`); a queued one leaves the slot before it is written.
-            if case let .replaced(_, stopping) = decision {
-                _ = try FleetStop.perform(stopping, .replaced(by: run.id), slot: &slot, on: db, me: me.incarnation)
-            }
-            try FleetJournal.store(slot, key: target.key, on: db)
+            // The runs it replaces stop as any replace's do (`FleetStop`); a queued one has left the slot the step answers.
+            try FleetStop.write(step.stops, on: db)
+            try FleetJournal.store(step.slot, key: target.key, on: db)
             if let window { try db.query(FleetDebounce.store(window, run: run.id)) }
             // Its awaiting hook (with `on.chain`), once its key's slot is written.
             try fireAwaiting(run, action, on: db, as: me)

@@ -18,7 +18,7 @@ enum FleetRates {
     typealias Statement = FleetJournal.Statement
 
     /// One bucket as its rows say, read under its lock: the engine's value (`RateBucket`), whose
-    /// rules (`rate`, `hold`) a trigger and a start ask.
+    /// rules (`rate`, `admit`) a trigger and a start ask.
     typealias Bucket = RateBucket
 
     /// The lock of one bucket, held to the transaction's end.

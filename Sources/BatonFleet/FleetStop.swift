@@ -29,13 +29,19 @@ extension RunStop {
         guard !ids.isEmpty else { return [] }
         let facts = try self.facts(of: ids, on: db)
         let stops = decide(ids, stop, facts, slot: &slot, me: me, at: .now)
+        try write(stops, on: db)
+        return stops
+    }
+
+    /// Writes stops the engine decided (`RunStop.decide`, `KeyDecision.step`,
+    /// `ApprovalState.end`), each a queued run's guarded end that must change one row, or a mark.
+    static func write(_ stops: [FleetStop], on db: PGConnection) throws {
         for stop in stops {
             for (index, statement) in try stop.statements().enumerated() {
                 let result = try db.query(statement)
                 if index == 0, stop.end != nil, result.affected != 1 { throw PGError(message: stop.refusal) }
             }
         }
-        return stops
     }
 
     /// The facts of runs a stop reads (`TriggerBatch.factColumns`).

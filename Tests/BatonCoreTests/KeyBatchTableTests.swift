@@ -46,7 +46,7 @@ struct KeyBatchTableTests {
     static let bucketCases: [BucketCase] = [
         BucketCase(name: "two keys, one action-wide bucket of one a minute (delay): both made, the first started, the second waits",
                    action: limited(.delay), keys: ["a", "b"], outcomes: [made(100), made(101)], started: [100]),
-        BucketCase(name: "two keys, one bucket of two a minute: both start, each counted for the next",
+        BucketCase(name: "three keys, one bucket of two a minute: the first two start, each counted for the next; the third waits",
                    action: limited(.delay, runs: 2), keys: ["a", "b", "c"], outcomes: [made(100), made(101), made(102)], started: [100, 101]),
         BucketCase(name: "two keys, one bucket of one a minute (reject): the second is refused behind the first's waiting run",
                    action: limited(.reject), keys: ["a", "b"],

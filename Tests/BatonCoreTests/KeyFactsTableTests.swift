@@ -236,6 +236,7 @@ struct KeyFactsTableTests {
         #expect(start(4, KeySlot(holder: 4), nil, &buckets))
         #expect(buckets[bucketName] == RateBucket(starts: [Self.now], waiting: [5: .init(key: "other")]))
         #expect(!start(5, KeySlot(holder: 5), nil, &buckets), "the bucket's one start in its window is taken")
+        #expect(buckets[bucketName]?.waiting[5]?.until == nil, "held back, a batch's new run keeps no hold in the bucket (keepsHold: false)")
     }
 
     @Test("a queued run a stop ended: read in its end's phase and seq, waiting in no bucket")

@@ -3,8 +3,9 @@ import BatonCore
 import Testing
 
 /// "May this run start now under its rate limit" (`RateBook.hold`), stated once as a table: each
-/// row against the engine's book (what a host's `FlightTable` asks) and against a bucket as the
-/// fleet reads it from its rows (`FleetRates.Bucket`, what its starts and trigger batches ask).
+/// row against the engine's book and against a bucket as the fleet reads it from its rows
+/// (`FleetRates.Bucket`), through `RateBucket.admit`, the hold-then-count its starts and trigger
+/// batches ask (held: when it may; let: it started and counts).
 @Suite("RateBook.hold: the one rate rule, as a host and as the fleet ask it")
 struct RateHoldTableTests {
     static let t = Timestamp(rawValue: 1_000_000_000)
@@ -52,7 +53,8 @@ struct RateHoldTableTests {
         for run in row.held { bucket.waiting[run] = .init(key: "k", until: Self.seconds(30)) }
         bucket.waiting[4] = .init(key: "k", until: nil)
         bucket.waiting[5] = .init(key: "k", until: nil)
-        #expect(bucket.hold(5, Self.claim, at: Self.seconds(row.at)) == row.expected.map(Self.seconds))
+        let expected: RateBook.Admission = row.expected.map { .held(until: Self.seconds($0)) } ?? .started
+        #expect(bucket.admit(5, Self.claim, at: Self.seconds(row.at)) == expected)
     }
 
     @Test("a run the fleet lets start waits no longer and counts: the next one is held")
@@ -60,9 +62,9 @@ struct RateHoldTableTests {
         var bucket = FleetRates.Bucket()
         bucket.starts = [Self.seconds(0)]
         bucket.waiting = [5: .init(key: "k"), 6: .init(key: "k")]
-        #expect(bucket.hold(5, Self.claim, at: Self.seconds(1)) == nil)
-        bucket.started(5, at: Self.seconds(1))
+        #expect(bucket.admit(5, Self.claim, at: Self.seconds(1)) == .started)
         #expect(bucket.waiting[5] == nil && bucket.starts == [Self.seconds(0), Self.seconds(1)])
-        #expect(bucket.hold(6, Self.claim, at: Self.seconds(1)) == Self.seconds(10))
+        #expect(bucket.admit(6, Self.claim, at: Self.seconds(1)) == .held(until: Self.seconds(10)))
+        #expect(bucket.waiting[6]?.until == Self.seconds(10), "held back, it keeps its hold: it counts ahead of younger runs")
     }
 }

@@ -34,12 +34,6 @@ public struct RateBucket: Sendable, Equatable {
         KeyDecision.Rate(claim, book: book(claim), at: now, waiting: waiting.count, waitingOtherKeys: waiting.values.count { $0.key != key })
     }
 
-    /// When run `run` may start at `now` (`RateBook.hold`): nil when it may now; behind the
-    /// bucket's runs held back (with an `until`) that are older.
-    public func hold(_ run: Int64, _ claim: RateClaim, at now: Timestamp) -> Timestamp? {
-        book(claim).hold(run, claim, at: now, held: waiting.lazy.filter { $0.value.until != nil }.map(\.key))
-    }
-
     /// Run `run` asks to start at `now` (the bucket's runs asked oldest first): the engine's one
     /// hold-then-count (`RateBook.admit`) on the bucket's book, `starts` saying whether the rest of
     /// its start holds. Held back, it gets when it may (kept in `waiting` when `keepsHold`: it then
@@ -48,9 +42,11 @@ public struct RateBucket: Sendable, Equatable {
     /// (`rateHeld`, keeping the hold), its trigger batches for a new run (`KeyDecision.admitStart`).
     public mutating func admit(_ run: Int64, _ claim: RateClaim, at now: Timestamp, keepsHold: Bool = true,
                                starts: () -> Bool = { true }) -> RateBook.Admission {
-        var book = book(claim)
+        // The rules on a book rebuilt from `starts`: its own record of the start is dropped with
+        // it; the bucket's start counts below (`started`).
+        var rules = book(claim)
         let waiting = self.waiting
-        let admission = book.admit(run, claim, at: now, held: { waiting.lazy.filter { $0.value.until != nil }.map(\.key) }, starts: starts)
+        let admission = rules.admit(run, claim, at: now, held: { waiting.lazy.filter { $0.value.until != nil }.map(\.key) }, starts: starts)
         switch admission {
         case .started: started(run, at: now)
         case let .held(until): if keepsHold { self.waiting[run]?.until = until }
