@@ -195,11 +195,14 @@ struct FleetChainTests {
             #expect(try FleetHookTests.settled(db))
             started += 3
         }
-        // Both of web-1's slots are free: two runs start at once.
+        // Both of web-1's slots are free: two runs start at once (both held by their gates, so both
+        // starting means two slots). Not checked at the triggers' answers: the history says the
+        // follow-up ended (`settled`) a moment before web-1's loop has taken the writer's word for
+        // it and given its slot back, and a trigger in between is queued and starts then (a flake
+        // under load in session 26); a slot kept for good leaves the second queued and this fails.
         let first = try Self.trigger(one, "gated", 30)
         let second = try Self.trigger(one, "gated", 31)
-        #expect(first.phase == .loading && second.phase == .loading, "web-1 kept start slots: \(first) \(second)")
-        try #require(marks.waitForStarts(started + 2), "\(marks.lines)")
+        guard marks.waitForStarts(started + 2) else { return } // web-1 kept a start slot (the wait names the marks)
         marks.release(first.id)
         marks.release(second.id)
         #expect(try FleetHookTests.settled(try PGConnection(conninfo)))
