@@ -68,6 +68,8 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     let endedIdle = DispatchSemaphore(value: 0)
     /// Starts a thread that takes the state and runs the queue.
     private let startThread: @Sendable (SerialWorker) -> Void
+    /// Frees the state (the worker is closed and has no thread).
+    private let freeState: @Sendable () -> Void
 
     /// A worker whose thread, named `name` (15 characters show in `top -H`), owns `state` from
     /// now on. At most `capacity` jobs wait for bounded submits; the handler gets at most
@@ -80,6 +82,8 @@ public final class SerialWorker<Job: Sendable>: Sendable {
         // decides so under the queue's lock, after its last batch; the next starts after that), so
         // the mutex is never waited for: it is how the compiler knows that one thread at a time owns
         // the state, which a box that threads hand to each other (`@unchecked`) only claimed.
+        // A closed worker frees it (closes its connection) before `close` returns: the thread that
+        // ends closed does, or `close` itself when there is no thread.
         let owned = Owned(state)
         startThread = { worker in
             SystemThread.start {
@@ -87,6 +91,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
                 worker.run(owned, handler)
             }
         }
+        freeState = { owned.free() }
     }
 
     /// Queues a job. A bounded submit is refused while `capacity` jobs wait (backpressure: the
@@ -124,6 +129,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     public func close(timeout: Duration = .seconds(10)) -> Unfinished {
         let (wake, finished) = shared.withLock { shared in (shared.queue.close(), shared.queue.finished) }
         perform(wake)
+        if finished { freeState() }
         if finished || exited.wait(timeout: .now() + timeout.secondsValue) == .success {
             exited.signal()
             return Unfinished(abandoned: [], running: 0)
@@ -151,7 +157,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
             switch next {
             case let .run(jobs, closing):
                 var batch = Batch(jobs: jobs, isClosing: closing)
-                owned.state.withLock { state in handler(&state, &batch) }
+                owned.state.withLock { state in handler(&state!, &batch) }
                 shared.withLock { $0.queue.ran(retrying: batch.retried, after: batch.delay, at: .now) }
             case let .wait(until):
                 guard let until else {
@@ -163,6 +169,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
                     wake.wait()
                 }
             case .exit:
+                if closed { owned.free() }
                 (closed ? exited : endedIdle).signal()
                 return
             }
@@ -170,8 +177,15 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     }
 }
 
-/// A worker's state, taken by the thread that runs a batch (one at a time: see `SerialWorker.init`).
+/// A worker's state, taken by the thread that runs a batch (one at a time: see `SerialWorker.init`);
+/// nil once the worker is closed and has freed it.
 private final class Owned<State>: Sendable {
-    let state: Mutex<State>
+    let state: Mutex<State?>
     init(_ state: sending State) { self.state = Mutex(state) }
+
+    /// Frees the state: taken out under the lock, freed (a connection closed) outside it.
+    func free() {
+        let last = state.withLock { $0.take() }
+        _ = consume last
+    }
 }

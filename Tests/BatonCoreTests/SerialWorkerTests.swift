@@ -211,6 +211,33 @@ import Testing
         #expect(seen.withLock { $0 } == [1, 2])
     }
 
+    /// A state that says when it is freed (a connection's `deinit` closes it).
+    final class Freed {
+        let freed: DispatchSemaphore
+        init(_ freed: DispatchSemaphore) { self.freed = freed }
+        deinit { freed.signal() }
+    }
+
+    /// A closed worker frees its state (closes its connection: SQLite's checkpoint of the WAL, a
+    /// PostgreSQL session) before `close` returns, whether its thread ended closed, ended idle
+    /// before, or never started, while the worker object itself is still alive.
+    @Test func closeFreesTheStateBeforeItReturns() throws {
+        for ending in ["closed", "idle", "never started"] {
+            let freed = DispatchSemaphore(value: 0), ran = DispatchSemaphore(value: 0)
+            let worker = SerialWorker<Job>(name: "test-freed", capacity: 10, idleTimeout: ending == "idle" ? .milliseconds(1) : nil,
+                                           state: Freed(freed)) { _, _ in ran.signal() }
+            if ending != "never started" {
+                try worker.submit(Job(number: 1))
+                #expect(ran.wait(timeout: .now() + 10) == .success)
+            }
+            if ending == "idle" { #expect(worker.endedIdle.wait(timeout: .now() + 10) == .success) }
+            #expect(freed.wait(timeout: .now()) == .timedOut, "\(ending): freed before close")
+            #expect(worker.close().count == 0)
+            #expect(freed.wait(timeout: .now()) == .success, "\(ending): not freed when close returned")
+            withExtendedLifetime(worker) {}
+        }
+    }
+
     @Test func completionsPostedToTheReactorRunThereInOrder() throws {
         let reactorThread = Locked<pthread_t?>(nil)
         let known = DispatchSemaphore(value: 0)
