@@ -238,6 +238,26 @@ import Testing
         }
     }
 
+    /// Two threads running a batch at once (a broken queue) stop the process, naming the worker,
+    /// where waiting for the state's lock would let batch N+1 commit before batch N.
+    @Test func aBatchWhileAnotherThreadHoldsTheStateStopsTheProcess() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let owned = Owned(0)
+            let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            Thread {
+                owned.state.withLock { _ in
+                    holding.signal()
+                    _ = release.wait(timeout: .now() + 10)
+                }
+            }.start()
+            holding.wait()
+            var batch = 0
+            owned.withState("test-worker", &batch) { state, _ in state += 1 }
+        }
+        let said = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(said.contains("test-worker: two threads ran a batch at once"), "\(said)")
+    }
+
     @Test func completionsPostedToTheReactorRunThereInOrder() throws {
         let reactorThread = Locked<pthread_t?>(nil)
         let known = DispatchSemaphore(value: 0)
