@@ -68,6 +68,8 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     let endedIdle = DispatchSemaphore(value: 0)
     /// Starts a thread that takes the state and runs the queue.
     private let startThread: @Sendable (SerialWorker) -> Void
+    /// Frees the state (the worker is closed and has no thread).
+    private let freeState: @Sendable () -> Void
 
     /// A worker whose thread, named `name` (15 characters show in `top -H`), owns `state` from
     /// now on. At most `capacity` jobs wait for bounded submits; the handler gets at most
@@ -78,15 +80,19 @@ public final class SerialWorker<Job: Sendable>: Sendable {
         // The state, sent here once: each thread the worker starts runs its batches holding this
         // mutex. The queue never lets two of the worker's threads run at once (a thread that ends
         // decides so under the queue's lock, after its last batch; the next starts after that), so
-        // the mutex is never waited for: it is how the compiler knows that one thread at a time owns
-        // the state, which a box that threads hand to each other (`@unchecked`) only claimed.
+        // the mutex is never waited for (a thread that finds it held stops the process): it is how the
+        // compiler knows that one thread at a time owns the state, which a box that threads hand to
+        // each other (`@unchecked`) only claimed.
+        // A closed worker frees it (closes its connection) before `close` returns: the thread that
+        // ends closed does, or `close` itself when there is no thread.
         let owned = Owned(state)
         startThread = { worker in
             SystemThread.start {
                 baton_set_thread_name(name)
-                worker.run(owned, handler)
+                worker.run(name, owned, handler)
             }
         }
+        freeState = { owned.free() }
     }
 
     /// Queues a job. A bounded submit is refused while `capacity` jobs wait (backpressure: the
@@ -124,6 +130,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     public func close(timeout: Duration = .seconds(10)) -> Unfinished {
         let (wake, finished) = shared.withLock { shared in (shared.queue.close(), shared.queue.finished) }
         perform(wake)
+        if finished { freeState() }
         if finished || exited.wait(timeout: .now() + timeout.secondsValue) == .success {
             exited.signal()
             return Unfinished(abandoned: [], running: 0)
@@ -140,7 +147,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     }
 
     /// The thread: takes the next step, answers the pings, and runs, waits or ends.
-    private func run<State>(_ owned: Owned<State>, _ handler: @Sendable (inout State, inout Batch) -> Void) {
+    private func run<State>(_ name: String, _ owned: Owned<State>, _ handler: @Sendable (inout State, inout Batch) -> Void) {
         while true {
             let (next, pings, closed) = shared.withLock { shared -> (WorkerQueue<Job>.Next, [@Sendable () -> Void], Bool) in
                 defer { shared.pings = [] }
@@ -151,7 +158,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
             switch next {
             case let .run(jobs, closing):
                 var batch = Batch(jobs: jobs, isClosing: closing)
-                owned.state.withLock { state in handler(&state, &batch) }
+                owned.withState(name, &batch, handler)
                 shared.withLock { $0.queue.ran(retrying: batch.retried, after: batch.delay, at: .now) }
             case let .wait(until):
                 guard let until else {
@@ -163,6 +170,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
                     wake.wait()
                 }
             case .exit:
+                if closed { owned.free() }
                 (closed ? exited : endedIdle).signal()
                 return
             }
@@ -170,8 +178,28 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     }
 }
 
-/// A worker's state, taken by the thread that runs a batch (one at a time: see `SerialWorker.init`).
-private final class Owned<State>: Sendable {
-    let state: Mutex<State>
+/// A worker's state, taken by the thread that runs a batch (one at a time: see `SerialWorker.init`);
+/// nil once the worker is closed and has freed it.
+final class Owned<State>: Sendable {
+    let state: Mutex<State?>
     init(_ state: sending State) { self.state = Mutex(state) }
+
+    /// Runs `body` on the state. The queue never lets two threads run a batch at once, so the lock is
+    /// never held here: if it is, the queue is broken (batches would commit out of order), and the
+    /// process stops, naming the worker.
+    func withState<Batch: Sendable>(_ name: String, _ batch: inout Batch, _ body: @Sendable (inout State, inout Batch) -> Void) {
+        let ran = state.withLockIfAvailable { state -> Bool in
+            guard state != nil else { return false }
+            body(&state!, &batch)
+            return true
+        }
+        guard let ran else { preconditionFailure("\(name): two threads ran a batch at once") }
+        precondition(ran, "\(name): a batch after the state was freed")
+    }
+
+    /// Frees the state: taken out under the lock, freed (a connection closed) outside it.
+    func free() {
+        let last = state.withLock { $0.take() }
+        _ = consume last
+    }
 }

@@ -210,7 +210,7 @@ public final class Store: RunStore, Sendable {
     /// Runs `body` on the writer thread, in a write transaction grouped with journal items, and
     /// returns what it returned. Like creations, it is refused while writes fail.
     func perform<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        // Set by the work and read by the completion, both on the writer's thread: no lock.
+        // Set by the work and read by the completion, both on the writer's thread: a lock only that thread takes.
         let value = WriterSlot<T>()
         return try await withCheckedThrowingContinuation { continuation in
             let item = Item(entries: [], completion: { result in

@@ -12,6 +12,8 @@ final class Spinner: Sendable {
         case show(RunSnapshot)
         /// Clear the line and stop drawing; `done` is signalled once the line is cleared.
         case clear(done: DispatchSemaphore)
+        /// The spinner was freed: clear the line and stop drawing, unless a clear did already.
+        case freed
     }
 
     private struct Mailbox {
@@ -30,6 +32,12 @@ final class Spinner: Sendable {
     init(write: @escaping @Sendable (String) -> Void = { Stdio.error.write(Data($0.utf8)) }) {
         self.write = write
         SystemThread.start { [mailbox, posted] in Self.draw(mailbox, posted, write) }
+    }
+
+    /// A spinner freed without a clear stops its thread (it holds no reference to the spinner, and
+    /// would draw on until the process ends).
+    deinit {
+        _ = post(.freed)
     }
 
     /// Draws `run` now, and from now on at each frame.
@@ -53,8 +61,8 @@ final class Spinner: Sendable {
         return open
     }
 
-    /// The thread: draws at each `show` and every 100 ms, until a `clear`; then ends, answering
-    /// the messages still posted (a clear clears the line again, a show is too late).
+    /// The thread: draws at each `show` and every 100 ms, until a `clear` (or the spinner is freed);
+    /// then ends, answering the messages still posted (a clear clears the line again, a show is too late).
     private static func draw(_ mailbox: Locked<Mailbox>, _ posted: DispatchSemaphore, _ write: (String) -> Void) {
         var run: RunSnapshot?, frame = 0, cleared = false
         var tick = DispatchTime.now() + .milliseconds(100)
@@ -70,6 +78,10 @@ final class Spinner: Sendable {
                     cleared = true
                     write(clearLine)
                     done.signal()
+                case .freed where !cleared:
+                    cleared = true
+                    write(clearLine)
+                case .freed: break
                 }
             }
         }

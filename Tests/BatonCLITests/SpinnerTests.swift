@@ -1,4 +1,5 @@
 import BatonCore
+import Dispatch
 @testable import baton
 import Testing
 
@@ -44,5 +45,15 @@ struct SpinnerTests {
         spinner.show(run(phase: .queued))
         spinner.clear()
         #expect(written.withLock { $0 } == atClear + [Spinner.clearLine])
+    }
+
+    @Test("a spinner freed without a clear clears the line and stops drawing")
+    func freedWithoutClear() {
+        let cleared = DispatchSemaphore(value: 0)
+        do {
+            let spinner = Spinner { text in if text == Spinner.clearLine { cleared.signal() } }
+            spinner.show(run())
+        }
+        #expect(cleared.wait(timeout: .now() + 10) == .success)
     }
 }

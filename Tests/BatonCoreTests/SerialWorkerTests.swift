@@ -211,6 +211,53 @@ import Testing
         #expect(seen.withLock { $0 } == [1, 2])
     }
 
+    /// A state that says when it is freed (a connection's `deinit` closes it).
+    final class Freed {
+        let freed: DispatchSemaphore
+        init(_ freed: DispatchSemaphore) { self.freed = freed }
+        deinit { freed.signal() }
+    }
+
+    /// A closed worker frees its state (closes its connection: SQLite's checkpoint of the WAL, a
+    /// PostgreSQL session) before `close` returns, whether its thread ended closed, ended idle
+    /// before, or never started, while the worker object itself is still alive.
+    @Test func closeFreesTheStateBeforeItReturns() throws {
+        for ending in ["closed", "idle", "never started"] {
+            let freed = DispatchSemaphore(value: 0), ran = DispatchSemaphore(value: 0)
+            let worker = SerialWorker<Job>(name: "test-freed", capacity: 10, idleTimeout: ending == "idle" ? .milliseconds(1) : nil,
+                                           state: Freed(freed)) { _, _ in ran.signal() }
+            if ending != "never started" {
+                try worker.submit(Job(number: 1))
+                #expect(ran.wait(timeout: .now() + 10) == .success)
+            }
+            if ending == "idle" { #expect(worker.endedIdle.wait(timeout: .now() + 10) == .success) }
+            #expect(freed.wait(timeout: .now()) == .timedOut, "\(ending): freed before close")
+            #expect(worker.close().count == 0)
+            #expect(freed.wait(timeout: .now()) == .success, "\(ending): not freed when close returned")
+            withExtendedLifetime(worker) {}
+        }
+    }
+
+    /// Two threads running a batch at once (a broken queue) stop the process, naming the worker,
+    /// where waiting for the state's lock would let batch N+1 commit before batch N.
+    @Test func aBatchWhileAnotherThreadHoldsTheStateStopsTheProcess() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let owned = Owned(0)
+            let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            Thread {
+                owned.state.withLock { _ in
+                    holding.signal()
+                    _ = release.wait(timeout: .now() + 10)
+                }
+            }.start()
+            holding.wait()
+            var batch = 0
+            owned.withState("test-worker", &batch) { state, _ in state += 1 }
+        }
+        let said = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(said.contains("test-worker: two threads ran a batch at once"), "\(said)")
+    }
+
     @Test func completionsPostedToTheReactorRunThereInOrder() throws {
         let reactorThread = Locked<pthread_t?>(nil)
         let known = DispatchSemaphore(value: 0)

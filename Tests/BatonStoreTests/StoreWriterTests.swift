@@ -106,6 +106,18 @@ struct StoreWriterTests {
         #expect(try Connection(path: dir.file("h.sqlite"), readOnly: true).scalar("SELECT count(*) FROM runs")?.int64 == 20)
     }
 
+    @Test("close closes the store's three connections before it returns: the last one checkpoints the WAL and removes it")
+    func closeRemovesTheWAL() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("h.sqlite")
+        let store = try Store(path: path, options: Store.Options(maxBatch: 1))
+        guard case .success = await store.commit([Self.created(1)]) else { Issue.record("not written"); return }
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(store.close() == 0)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "a connection still open after close")
+        withExtendedLifetime(store) {}
+    }
+
     @Test("close that runs out of time counts what it could not write")
     func closeTimesOut() async throws {
         let dir = TemporaryDirectory()

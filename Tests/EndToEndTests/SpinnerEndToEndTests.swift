@@ -32,11 +32,24 @@ struct SpinnerEndToEndTests {
         Self.drawnThenCleared(run, outcome: "pause run 1 succeeded")
     }
 
+    /// The run waits for a gate file that the test creates once the terminal has drawn its first frame:
+    /// a run that ended before `baton wait` came would be answered from the history, with no frame.
     @Test("baton wait: the same for a run started detached")
     func waitOnTerminal() throws {
-        let daemon = try Daemon(config: Self.config)
+        let gate = NSTemporaryDirectory() + "baton-spinner-gate-\(UUID().uuidString)"
+        let typescript = gate + ".typescript"
+        defer { for path in [gate, typescript] { try? FileManager.default.removeItem(atPath: path) } }
+        let daemon = try Daemon(config: """
+            { actions: { pause: { exec: ["sh", "-c", "until [ -e \(gate) ]; do sleep 0.05; done; echo done"], policy: "reject" } } }
+            """)
         #expect(try daemon.baton("run", "pause", "--detach").code == 0)
-        let wait = try Self.onTerminal(daemon, "wait 1")
+        let script = try Spawned(["/usr/bin/script", "-qfec", "\(Binaries.baton) --socket \(daemon.socket) wait 1", typescript])
+        let drawn = Eventually.until("a frame of run 1 on the terminal") {
+            ((try? String(contentsOfFile: typescript, encoding: .utf8)) ?? "").contains("pause run 1 ")
+        }
+        #expect(FileManager.default.createFile(atPath: gate, contents: nil))
+        let wait = script.waitForExit()
+        guard drawn else { return }
         #expect(wait.code == 0, "\(wait)")
         Self.drawnThenCleared(wait, outcome: "run 1 succeeded")
     }
