@@ -76,4 +76,10 @@ struct TransitionStorageTests {
         #expect(copy.detail.reason == "timeout" && copy.detail.locks == ["db", "net", "gpu"] && copy != original)
     }
 
+    @Test("dump shows the detail's fields, as it did for the struct")
+    func reflected() {
+        let children = Mirror(reflecting: Self.full).children
+        #expect(children.compactMap(\.label) == ["runID", "seq", "from", "to", "at", "detail"])
+        #expect(children.map(\.value).last as? TransitionDetail == Self.fullDetail)
+    }
 }
