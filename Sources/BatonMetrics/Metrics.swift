@@ -55,40 +55,23 @@ public final class Metrics: Sendable {
 
     public init() {}
 
-    /// Counts a run that ended, and (when it started) how long it took from start to end.
-    public func runEnded(_ run: RunSnapshot) {
-        guard run.phase.isTerminal else { return }
-        state.withLock { $0.ended(run) }
-    }
-
-    /// Counts what an attempt used, from the detail of the transition that ended it.
-    public func attemptEnded(_ action: String, _ detail: TransitionDetail) {
-        guard detail.cpuUser != nil, detail.cpuSystem != nil else { return }
-        state.withLock { $0.attemptEnded(action, detail) }
-    }
-
     /// A committed transition's counts under one lock (three a run's end took, each with its own
     /// hashes of the action's name, 1.6 % of the loop's work, issue 39): the attempt's figures and
     /// the run's end when `ranHere` (in a fleet a host counts the runs it ran), the dead-man
     /// series whoever ran it (the action's last success is the fleet's).
     public func observed(_ run: RunSnapshot, _ transition: Transition, ranHere: Bool) {
-        let detail = transition.detail
-        let usage = ranHere && detail.cpuUser != nil && detail.cpuSystem != nil
+        // Only two fields read before the guard, no copy of the whole detail kept (its strings
+        // and arrays retained): most transitions count nothing.
+        let usage = ranHere && transition.detail.cpuUser != nil && transition.detail.cpuSystem != nil
         let terminal = transition.to.isTerminal && run.phase.isTerminal
         guard usage || terminal else { return }
         state.withLock { counts in
-            if usage { counts.attemptEnded(run.action, detail) }
+            if usage { counts.attemptEnded(run.action, transition.detail) }
             if terminal {
                 counts.deadMan.record(run)
                 if ranHere { counts.ended(run) }
             }
         }
-    }
-
-    /// Keeps the dead-man series up with a run's end, whichever host ran it (in a fleet every
-    /// host hears every end, so every host's series say the same).
-    public func sawEnd(_ run: RunSnapshot) {
-        state.withLock { $0.deadMan.record(run) }
     }
 
     /// Seeds the dead-man series of `action` from the history (`DeadMan.seed`), at start.

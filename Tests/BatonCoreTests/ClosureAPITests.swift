@@ -158,4 +158,35 @@ struct DurationEstimateTests {
         estimates.forget("a")
         #expect(estimates.median("a") == nil)
     }
+
+    /// 1…25 in a fixed shuffled order: a window that dropped the wrong sample (the newest, the
+    /// smallest, any but the oldest) gives another median at some step.
+    static let shuffled: [Int64] = [13, 2, 25, 7, 19, 1, 22, 10, 16, 4, 24, 8, 14, 21, 3, 18, 11, 6, 23, 9, 15, 20, 5, 12, 17]
+
+    /// The median as the estimates defined it: the last 20 sorted, the middle or the mean of the two middles.
+    static func reference(_ samples: ArraySlice<Int64>) -> Int64 {
+        let window = samples.suffix(DurationEstimates.window).sorted()
+        let middle = window.count / 2
+        return window.count % 2 == 1 ? window[middle] : (window[middle - 1] + window[middle]) / 2
+    }
+
+    @Test("distinct samples: after every one, the median of the latest 20, odd and even counts; another action apart")
+    func window() {
+        var estimates = DurationEstimates()
+        for (index, micros) in Self.shuffled.enumerated() {
+            estimates.record("a", micros: micros * 10)
+            estimates.record("b", micros: 1_000 - micros)
+            #expect(estimates.median("a") == Self.reference(ArraySlice(Self.shuffled.prefix(index + 1).map { $0 * 10 })), "after \(index + 1)")
+            #expect(estimates.median("b") == Self.reference(ArraySlice(Self.shuffled.prefix(index + 1).map { 1_000 - $0 })), "after \(index + 1)")
+        }
+        var odd = DurationEstimates()
+        for micros in Self.shuffled.prefix(19) { odd.record("a", micros: micros) }
+        // 19 samples: every value but 5, 9, 12, 15, 17 and 20; the 10th smallest.
+        #expect(odd.median("a") == 13)
+        // The latest 20 after 25: 2, 7, 13, 19 and 25 gone; the mean of 12 and 14.
+        #expect(estimates.median("a") == 130)
+        estimates.record("a", micros: 260)
+        // 1 gone, 26 come: the mean of 14 and 15, tenfold.
+        #expect(estimates.median("a") == 145)
+    }
 }

@@ -43,12 +43,17 @@ struct DeadManTests {
         #expect(dead.failureStreak["never"] == nil)
     }
 
+    /// A run's end as a host that did not run it hears it (in a fleet).
+    func seen(_ metrics: Metrics, _ run: RunSnapshot) {
+        metrics.observed(run, Transition(runID: run.id, seq: 2, from: .loading, to: run.phase, at: run.endedAt ?? Timestamp(microseconds: 0)), ranHere: false)
+    }
+
     @Test("the exposition has all three families, with fractional seconds, and a report hides what the reader may not see")
     func text() {
         let metrics = Metrics()
-        metrics.sawEnd(run(1, "backup", .success, endedAt: 1_700_000_000.25))
-        metrics.sawEnd(run(2, "backup", .failure, endedAt: 1_700_000_100))
-        metrics.sawEnd(run(3, "secret", .failure, endedAt: 5))
+        seen(metrics, run(1, "backup", .success, endedAt: 1_700_000_000.25))
+        seen(metrics, run(2, "backup", .failure, endedAt: 1_700_000_100))
+        seen(metrics, run(3, "secret", .failure, endedAt: 5))
         let report = MetricsReport(counts: metrics.counts, actions: ["backup", "secret"], live: [], storeUnavailable: false,
                                    connections: 0, version: "9", process: nil)
         let text = report.only { $0 == "backup" }.text

@@ -53,13 +53,22 @@ struct MetricsTests {
         return run
     }
 
+    /// The transition that brought `run` to its phase, as the daemon passes it to `observed`.
+    func ending(_ run: RunSnapshot, _ detail: TransitionDetail = TransitionDetail()) -> Transition {
+        Transition(runID: run.id, seq: 2, from: .loading, to: run.phase, at: run.endedAt ?? Timestamp(microseconds: 0), detail: detail)
+    }
+
+    func ended(_ metrics: Metrics, _ run: RunSnapshot) {
+        metrics.observed(run, ending(run), ranHere: true)
+    }
+
     @Test("ended runs count by action, outcome and reason; a run that never started has no duration; live runs are not counted")
     func counts() {
         let metrics = Metrics()
-        metrics.runEnded(run("a", .success, reason: "exit", started: 1_000_000, ended: 3_500_000))
-        metrics.runEnded(run("a", .success, reason: "exit", started: 0, ended: 1_000))
-        metrics.runEnded(run("a", .cancelled, reason: "cancelled", started: nil, ended: 10))
-        metrics.runEnded(run("a", .loading, reason: nil, started: 0, ended: nil))
+        ended(metrics, run("a", .success, reason: "exit", started: 1_000_000, ended: 3_500_000))
+        ended(metrics, run("a", .success, reason: "exit", started: 0, ended: 1_000))
+        ended(metrics, run("a", .cancelled, reason: "cancelled", started: nil, ended: 10))
+        ended(metrics, run("a", .loading, reason: nil, started: 0, ended: nil))
         metrics.triggered("a", decision: "created")
         metrics.triggered("a", decision: "created")
         metrics.triggered("b", decision: "denied")
@@ -76,9 +85,9 @@ struct MetricsTests {
     @Test("a report leaves out what concerns actions the reader may not see, gauges included")
     func filtered() {
         let metrics = Metrics()
-        metrics.runEnded(run("secret", .success, reason: "exit", started: 0, ended: 1))
+        ended(metrics, run("secret", .success, reason: "exit", started: 0, ended: 1))
         metrics.triggered("secret", decision: "created")
-        metrics.runEnded(run("open", .failure, reason: "exit", started: 0, ended: 1))
+        ended(metrics, run("open", .failure, reason: "exit", started: 0, ended: 1))
         let report = MetricsReport(counts: metrics.counts, actions: ["open", "secret"], live: [run("secret", .loading, reason: nil, started: 0, ended: nil)],
                                    storeUnavailable: true, connections: 2, version: "9", process: nil)
         let all = report.text, some = report.only { $0 == "open" }.text
@@ -89,6 +98,53 @@ struct MetricsTests {
         #expect(some.contains("baton_runs_in_flight{action=\"open\"} 0"))
         #expect(some.contains("baton_store_unavailable 1\n") && some.contains("baton_connections 2\n"))
         #expect(some.contains("baton_build_info{version=\"9\"} 1"))
+    }
+
+    static let usage = TransitionDetail(reason: "exit", exitCode: 0,
+                                        usage: ResourceUsage(cpuUser: .milliseconds(1_500), cpuSystem: .milliseconds(500), memoryPeak: 4_096))
+
+    @Test("a run's end that ran here counts the run, its duration, its attempt's usage and the dead-man series")
+    func observedHere() {
+        let metrics = Metrics()
+        let end = run("a", .success, reason: "exit", started: 1_000_000, ended: 3_000_000)
+        metrics.observed(end, ending(end, Self.usage), ranHere: true)
+        let counts = metrics.counts
+        #expect(counts.runs == [Metrics.RunEnd(action: "a", outcome: "success", reason: "exit"): 1])
+        #expect(counts.durations["a"]?.sum == 2)
+        #expect(counts.cpuSeconds["a"]?.sum == 2 && counts.cpuSeconds["a"]?.count == 1)
+        #expect(counts.memoryPeaks["a"]?.sum == 4_096)
+        #expect(counts.deadMan.lastSuccess == ["a": 3])
+    }
+
+    @Test("a run's end that another host ran moves only the dead-man series")
+    func observedElsewhere() {
+        let metrics = Metrics()
+        let end = run("a", .failure, reason: "exit", started: 1_000_000, ended: 3_000_000)
+        metrics.observed(end, ending(end, Self.usage), ranHere: false)
+        let counts = metrics.counts
+        #expect(counts.runs.isEmpty && counts.durations.isEmpty && counts.cpuSeconds.isEmpty && counts.memoryPeaks.isEmpty)
+        #expect(counts.deadMan.failureStreak == ["a": 1])
+        #expect(counts.deadMan.lastRun == [DeadMan.RunOutcome(action: "a", outcome: "failure"): 3])
+    }
+
+    @Test("a retry that carries its attempt's usage counts the usage, not a run")
+    func observedRetry() {
+        let metrics = Metrics()
+        let retrying = run("a", .retrying, reason: nil, started: 1_000_000, ended: nil)
+        metrics.observed(retrying, ending(retrying, Self.usage), ranHere: true)
+        let counts = metrics.counts
+        #expect(counts.cpuSeconds["a"]?.count == 1 && counts.memoryPeaks["a"]?.count == 1)
+        #expect(counts.runs.isEmpty && counts.durations.isEmpty && counts.deadMan == DeadMan())
+    }
+
+    @Test("a terminal transition on a snapshot that is not terminal counts nothing")
+    func observedNotTerminal() {
+        let metrics = Metrics()
+        let live = run("a", .loading, reason: nil, started: 1_000_000, ended: 3_000_000)
+        metrics.observed(live, Transition(runID: 1, seq: 2, from: .loading, to: .success, at: Timestamp(microseconds: 3_000_000)),
+                         ranHere: true)
+        let counts = metrics.counts
+        #expect(counts.runs.isEmpty && counts.durations.isEmpty && counts.cpuSeconds.isEmpty && counts.deadMan == DeadMan())
     }
 
     @Test("/proc/self/stat is read after the command's last parenthesis, whatever the name holds")

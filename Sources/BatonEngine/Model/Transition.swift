@@ -3,7 +3,8 @@
 /// Its detail is held behind one reference, never changed in place (a change makes a new one): the
 /// loop copies a transition into updates, effects, the journal's batch and answers many times a
 /// run, and a copy is then a retain where the detail's 17 fields inline were a `memcpy` and the
-/// retains of its strings and arrays (issue 39). Most transitions have an empty detail: they share one.
+/// retains of its strings and arrays (issue 39). A transition made without a detail shares one empty
+/// storage; one made with `detail:` (the engine's, an empty detail included) has its own.
 public struct Transition: Codable, Sendable, Equatable {
     public var runID: Int64
     /// 1 for the run's first transition, then +1 without gaps.
@@ -68,6 +69,14 @@ public struct Transition: Codable, Sendable, Equatable {
         try container.encode(to, forKey: .to)
         try container.encode(at, forKey: .at)
         try container.encode(detail, forKey: .detail)
+    }
+}
+
+// `dump` and a failed `#expect` show the detail's fields, as they did for the struct, not its storage.
+extension Transition: CustomReflectable {
+    public var customMirror: Mirror {
+        Mirror(self, children: ["runID": runID, "seq": seq, "from": from as Any, "to": to, "at": at, "detail": detail],
+               displayStyle: .struct)
     }
 }
 
