@@ -179,14 +179,14 @@ struct WorkerQueue<Job> {
 
 /// How a worker's thread waits: for any job, or for the time of a retry (only a ping or `close`
 /// cuts that short).
-@usableFromInline enum WorkerSleep: Equatable {
+@usableFromInline enum WorkerSleep: Equatable, Sendable {
     case idle, retry
     // Not `==`: a synthesized operator is internal, out of inlinable code's reach.
     @inlinable var isIdle: Bool { if case .idle = self { true } else { false } }
 }
 
 /// What the one who changed a worker's queue must do for its thread.
-@usableFromInline enum WorkerWake: Equatable {
+@usableFromInline enum WorkerWake: Equatable, Sendable {
     case nothing
     /// Signal the sleeping thread.
     case signal
