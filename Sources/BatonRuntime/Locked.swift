@@ -11,7 +11,7 @@ public final class Locked<Value>: @unchecked Sendable {
     @usableFromInline let lock = ThreadLock()
     @usableFromInline var value: Value
 
-    public init(_ value: Value) {
+    @inlinable public init(_ value: Value) {
         self.value = value
     }
 

@@ -27,10 +27,10 @@ public final class SerialWorker<Job: Sendable>: Sendable {
         public let jobs: [Job]
         /// Whether `close` was asked: the last jobs are being drained.
         public let isClosing: Bool
-        var retried: [Job] = []
-        var delay: Duration = .zero
+        @usableFromInline var retried: [Job] = []
+        @usableFromInline var delay: Duration = .zero
 
-        init(jobs: [Job], isClosing: Bool) {
+        @inlinable init(jobs: [Job], isClosing: Bool) {
             self.jobs = jobs
             self.isClosing = isClosing
         }
@@ -53,28 +53,31 @@ public final class SerialWorker<Job: Sendable>: Sendable {
         public var count: Int { abandoned.count + running }
     }
 
-    private struct Shared {
-        var queue: WorkerQueue<Job>
-        var pings: [@Sendable () -> Void] = []
+    @usableFromInline struct Shared {
+        @usableFromInline var queue: WorkerQueue<Job>
+        @usableFromInline var pings: [@Sendable () -> Void] = []
+        @inlinable init(queue: WorkerQueue<Job>) { self.queue = queue }
     }
 
     /// Guards the queue and the pings; never held while the handler or a callback runs.
-    private let shared: Locked<Shared>
+    // Inlinable from here on (the queue and `Locked` too): each use is specialized for its `Job` in
+    // the module that names it; unspecialized, every call looked generic metadata up (issue 39).
+    @usableFromInline let shared: Locked<Shared>
     /// Signalled once per wait of the thread, by whoever clears `queue.sleep`.
-    private let wake = DispatchSemaphore(value: 0)
+    @usableFromInline let wake = DispatchSemaphore(value: 0)
     /// Signalled when the thread has ended closed (and again by each `close` that saw it).
-    private let exited = DispatchSemaphore(value: 0)
+    @usableFromInline let exited = DispatchSemaphore(value: 0)
     /// Signalled each time a thread ends idle (the tests wait on it).
-    let endedIdle = DispatchSemaphore(value: 0)
+    @usableFromInline let endedIdle = DispatchSemaphore(value: 0)
     /// Starts a thread that takes the state and runs the queue.
-    private let startThread: @Sendable (SerialWorker) -> Void
+    @usableFromInline let startThread: @Sendable (SerialWorker) -> Void
     /// Frees the state (the worker is closed and has no thread).
-    private let freeState: @Sendable () -> Void
+    @usableFromInline let freeState: @Sendable () -> Void
 
     /// A worker whose thread, named `name` (15 characters show in `top -H`), owns `state` from
     /// now on. At most `capacity` jobs wait for bounded submits; the handler gets at most
     /// `maxBatch` jobs at once.
-    public init<State>(name: String, capacity: Int, maxBatch: Int = 1, idleTimeout: Duration? = nil, state: sending State,
+    @inlinable public init<State>(name: String, capacity: Int, maxBatch: Int = 1, idleTimeout: Duration? = nil, state: sending State,
                        handler: @escaping @Sendable (inout State, inout Batch) -> Void) {
         shared = Locked(Shared(queue: WorkerQueue(capacity: capacity, maxBatch: maxBatch, idleTimeout: idleTimeout)))
         // The state, sent here once: each thread the worker starts runs its batches holding this
@@ -98,7 +101,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     /// Queues a job. A bounded submit is refused while `capacity` jobs wait (backpressure: the
     /// caller says no to new work); an unbounded one only once the worker is closed (work
     /// already accepted elsewhere, which must not be lost). Never blocks.
-    public func submit(_ job: Job, bounded: Bool = true) throws(WorkerRefusal) {
+    @inlinable public func submit(_ job: Job, bounded: Bool = true) throws(WorkerRefusal) {
         let admitted = shared.withLock { shared -> Result<WorkerWake, WorkerRefusal> in
             do throws(WorkerRefusal) { return .success(try shared.queue.admit(job, bounded: bounded)) } catch { return .failure(error) }
         }
@@ -107,7 +110,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
 
     /// Calls `answered` on the worker's thread when it next comes round (between batches, or
     /// during a retry's wait): it is alive and not stuck in a call. At once when it has no thread.
-    public func ping(_ answered: @escaping @Sendable () -> Void) {
+    @inlinable public func ping(_ answered: @escaping @Sendable () -> Void) {
         let wake = shared.withLock { shared -> WorkerQueue<Job>.Wake? in
             guard let wake = shared.queue.nudge() else { return nil }
             shared.pings.append(answered)
@@ -118,10 +121,10 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     }
 
     /// How many jobs wait (held for a retry included).
-    public var queued: Int { shared.withLock { $0.queue.count } }
+    @inlinable public var queued: Int { shared.withLock { $0.queue.count } }
 
     /// Jobs waiting (held for a retry included) or in the handler.
-    public var load: Int { shared.withLock { $0.queue.count + $0.queue.running } }
+    @inlinable public var load: Int { shared.withLock { $0.queue.count + $0.queue.running } }
 
     /// Stops admitting jobs, lets the thread finish what is queued and waits for it to end, at
     /// most `timeout`. Returns what was left undone (nothing, when the thread ended in time).
@@ -138,7 +141,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
         return shared.withLock { shared in Unfinished(abandoned: shared.queue.abandon(), running: shared.queue.running) }
     }
 
-    private func perform(_ wake: WorkerQueue<Job>.Wake) {
+    @inlinable func perform(_ wake: WorkerQueue<Job>.Wake) {
         switch wake {
         case .nothing: break
         case .signal: self.wake.signal()
@@ -147,7 +150,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     }
 
     /// The thread: takes the next step, answers the pings, and runs, waits or ends.
-    private func run<State>(_ name: String, _ owned: Owned<State>, _ handler: @Sendable (inout State, inout Batch) -> Void) {
+    @inlinable func run<State>(_ name: String, _ owned: Owned<State>, _ handler: @Sendable (inout State, inout Batch) -> Void) {
         while true {
             let (next, pings, closed) = shared.withLock { shared -> (WorkerQueue<Job>.Next, [@Sendable () -> Void], Bool) in
                 defer { shared.pings = [] }
@@ -180,14 +183,14 @@ public final class SerialWorker<Job: Sendable>: Sendable {
 
 /// A worker's state, taken by the thread that runs a batch (one at a time: see `SerialWorker.init`);
 /// nil once the worker is closed and has freed it.
-final class Owned<State>: Sendable {
-    let state: Mutex<State?>
-    init(_ state: sending State) { self.state = Mutex(state) }
+@usableFromInline final class Owned<State>: Sendable {
+    @usableFromInline let state: Mutex<State?>
+    @inlinable init(_ state: sending State) { self.state = Mutex(state) }
 
     /// Runs `body` on the state. The queue never lets two threads run a batch at once, so the lock is
     /// never held here: if it is, the queue is broken (batches would commit out of order), and the
     /// process stops, naming the worker.
-    func withState<Batch: Sendable>(_ name: String, _ batch: inout Batch, _ body: @Sendable (inout State, inout Batch) -> Void) {
+    @inlinable func withState<Batch: Sendable>(_ name: String, _ batch: inout Batch, _ body: @Sendable (inout State, inout Batch) -> Void) {
         let ran = state.withLockIfAvailable { state -> Bool in
             guard state != nil else { return false }
             body(&state!, &batch)
@@ -198,7 +201,7 @@ final class Owned<State>: Sendable {
     }
 
     /// Frees the state: taken out under the lock, freed (a connection closed) outside it.
-    func free() {
+    @inlinable func free() {
         let last = state.withLock { $0.take() }
         _ = consume last
     }

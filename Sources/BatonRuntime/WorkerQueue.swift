@@ -7,16 +7,20 @@ import BatonEngine
 /// retry) before any newer one; at most one thread and one batch at a time; a thread ends only
 /// with nothing queued, held or running (idle for `idleTimeout`, or closed); after `close`
 /// nothing is admitted.
+@usableFromInline
 struct WorkerQueue<Job> {
+    // Inlinable, as `Locked` and `IDMap` are: each `SerialWorker<Job>` is specialized where it is
+    // used (another module), and its queue with it; unspecialized, every call looked the generic
+    // types' metadata up at run time (callgrind, issue 39).
     // Both are declared outside the generic type (and named here): a type nested in a generic
     // one is generic too, and each use from unspecialized code (every `SerialWorker<Job>`, called
     // across modules) looked its metadata up at run time: about a tenth of the loop's
     // instructions per run went to `submit` (callgrind, issue 39).
-    typealias Sleep = WorkerSleep
-    typealias Wake = WorkerWake
+    @usableFromInline typealias Sleep = WorkerSleep
+    @usableFromInline typealias Wake = WorkerWake
 
     /// What the thread does next.
-    enum Next {
+    @usableFromInline enum Next {
         /// Hand these jobs to the handler (`closing`: `close` was asked).
         case run([Job], closing: Bool)
         /// Wait until woken, or until the instant.
@@ -25,40 +29,40 @@ struct WorkerQueue<Job> {
         case exit
     }
 
-    let capacity: Int
-    let maxBatch: Int
+    @usableFromInline let capacity: Int
+    @usableFromInline let maxBatch: Int
     /// How long an idle thread waits for a job before it ends; nil: it stays.
-    let idleTimeout: Duration?
-    private var jobs: [Job] = []
-    private var head = 0
+    @usableFromInline let idleTimeout: Duration?
+    @usableFromInline var jobs: [Job] = []
+    @usableFromInline var head = 0
     /// The batch the handler asked to retry, and when.
-    private(set) var held: [Job] = []
-    private(set) var retryAt: ContinuousClock.Instant?
+    @usableFromInline var held: [Job] = []
+    @usableFromInline var retryAt: ContinuousClock.Instant?
     /// How many jobs the handler has now.
-    private(set) var running = 0
-    private(set) var closing = false
+    @usableFromInline var running = 0
+    @usableFromInline var closing = false
     /// Whether a batch has been handed over since `close`: close cuts one retry wait short, so
     /// that the handler hears of it, not more (a retry while closing waits its time again).
-    private var ranSinceClose = false
+    @usableFromInline var ranSinceClose = false
     /// Closed, with nothing left and no thread.
-    private(set) var finished = false
-    private(set) var hasThread = false
+    @usableFromInline var finished = false
+    @usableFromInline var hasThread = false
     /// Since when the thread has had nothing to do.
-    private var idleSince: ContinuousClock.Instant?
+    @usableFromInline var idleSince: ContinuousClock.Instant?
     /// Set while the thread waits; cleared by whoever wakes it, so that it is woken once per wait.
-    private(set) var sleep: Sleep?
+    @usableFromInline var sleep: Sleep?
 
-    init(capacity: Int, maxBatch: Int, idleTimeout: Duration? = nil) {
+    @inlinable init(capacity: Int, maxBatch: Int, idleTimeout: Duration? = nil) {
         self.capacity = max(capacity, 1)
         self.maxBatch = max(maxBatch, 1)
         self.idleTimeout = idleTimeout
     }
 
     /// Jobs waiting to be handed over (the held ones included).
-    var count: Int { jobs.count - head + held.count }
+    @inlinable var count: Int { jobs.count - head + held.count }
 
     /// Queues a job: refused once closed, and, when `bounded`, while `capacity` jobs wait.
-    mutating func admit(_ job: Job, bounded: Bool) throws(WorkerRefusal) -> Wake {
+    @inlinable mutating func admit(_ job: Job, bounded: Bool) throws(WorkerRefusal) -> Wake {
         if closing { throw .closed }
         if bounded && count >= capacity { throw .full }
         jobs.append(job)
@@ -71,12 +75,12 @@ struct WorkerQueue<Job> {
 
     /// Asks the thread to come round (a ping). Nil: there is no thread to ask (nothing is
     /// queued, nothing can be stuck), so the caller answers at once.
-    mutating func nudge() -> Wake? {
+    @inlinable mutating func nudge() -> Wake? {
         hasThread ? wake(retrying: true) : nil
     }
 
     /// Stops admitting jobs; the thread ends once it has drained them (at once without one).
-    mutating func close() -> Wake {
+    @inlinable mutating func close() -> Wake {
         closing = true
         if !hasThread { finished = true }
         return wake(retrying: true)
@@ -84,14 +88,14 @@ struct WorkerQueue<Job> {
 
     /// Wakes the thread where it sleeps idle, or (`retrying`) also where it waits for a retry's time.
     /// (Not a `Set` of states: one was built and hashed at every job admitted.)
-    private mutating func wake(retrying: Bool) -> Wake {
-        guard let sleep, sleep == .idle || retrying else { return .nothing }
+    @inlinable mutating func wake(retrying: Bool) -> Wake {
+        guard let sleep, retrying || sleep.isIdle else { return .nothing }
         self.sleep = nil
         return .signal
     }
 
     /// The thread's next step at `now`. A `.wait` marks it asleep until someone wakes it.
-    mutating func next(at now: ContinuousClock.Instant) -> Next {
+    @inlinable mutating func next(at now: ContinuousClock.Instant) -> Next {
         precondition(running == 0 && sleep == nil && hasThread, "one batch at a time, asked only by a thread that is awake")
         let retryDue = retryAt.map { now >= $0 } ?? true
         if !held.isEmpty && !retryDue && !(closing && !ranSinceClose) {
@@ -112,7 +116,7 @@ struct WorkerQueue<Job> {
         return .run(batch, closing: closing)
     }
 
-    private mutating func nothingToDo(at now: ContinuousClock.Instant) -> Next {
+    @inlinable mutating func nothingToDo(at now: ContinuousClock.Instant) -> Next {
         if closing {
             finished = true
             hasThread = false
@@ -135,7 +139,7 @@ struct WorkerQueue<Job> {
 
     /// The handler is done with its batch; `retry` (jobs of that batch, in order) waits `delay`
     /// at the head of the queue.
-    mutating func ran(retrying retry: [Job], after delay: Duration, at now: ContinuousClock.Instant) {
+    @inlinable mutating func ran(retrying retry: [Job], after delay: Duration, at now: ContinuousClock.Instant) {
         running = 0
         held = retry
         retryAt = retry.isEmpty ? nil : now + max(delay, .zero)
@@ -143,7 +147,7 @@ struct WorkerQueue<Job> {
 
     /// The thread's wait ended on its own (a timeout): returns whether a wake-up was sent
     /// meanwhile, which the thread must then take so that it does not end its next wait early.
-    mutating func timedOut() -> Bool {
+    @inlinable mutating func timedOut() -> Bool {
         if sleep != nil {
             sleep = nil
             return false
@@ -152,7 +156,7 @@ struct WorkerQueue<Job> {
     }
 
     /// Takes every job not handed over (held and queued, in order): `close` ran out of time.
-    mutating func abandon() -> [Job] {
+    @inlinable mutating func abandon() -> [Job] {
         let left = held + jobs[head...]
         held = []
         jobs = []
@@ -162,7 +166,7 @@ struct WorkerQueue<Job> {
     }
 
     /// Drops the jobs already handed over once they are most of the array.
-    private mutating func compact() {
+    @inlinable mutating func compact() {
         if head == jobs.count {
             jobs.removeAll(keepingCapacity: jobs.capacity <= 4_096)
             head = 0
@@ -175,10 +179,14 @@ struct WorkerQueue<Job> {
 
 /// How a worker's thread waits: for any job, or for the time of a retry (only a ping or `close`
 /// cuts that short).
-enum WorkerSleep: Equatable { case idle, retry }
+@usableFromInline enum WorkerSleep: Equatable, Sendable {
+    case idle, retry
+    // Not `==`: a synthesized operator is internal, out of inlinable code's reach.
+    @inlinable var isIdle: Bool { if case .idle = self { true } else { false } }
+}
 
 /// What the one who changed a worker's queue must do for its thread.
-enum WorkerWake: Equatable {
+@usableFromInline enum WorkerWake: Equatable, Sendable {
     case nothing
     /// Signal the sleeping thread.
     case signal
