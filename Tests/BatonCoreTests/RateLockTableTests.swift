@@ -43,4 +43,22 @@ struct RateLockTableTests {
         #expect(table.takeRateHolds().map(\.run) == [1])
         #expect(table.rateUntil(of: 1) == Self.now + .seconds(60))
     }
+
+    @Test("a lock waiter whose action is then paused leaves the lock waiters, and starts after the pause")
+    func waiterPausedLeaves() {
+        var table = FlightTable(limit: 4)
+        Self.add(&table, 2, key: "c", action: "other", rate: nil)
+        #expect(table.admit(at: Self.now) == [2])
+        Self.add(&table, 1, key: "a", action: "deploy", rate: nil)
+        #expect(table.admit(at: Self.now) == [])
+        #expect(table.locks.waiting == [1])
+        table.hold(action: "deploy")
+        #expect(table.locks.waiting == [], "a paused run waits for no lock")
+        table.ended(2)
+        #expect(table.admit(at: Self.now) == [], "nothing of a paused action starts")
+        #expect(table.locks.holders(of: "db") == [])
+        table.release(action: "deploy")
+        #expect(table.admit(at: Self.now) == [1])
+        #expect(table.locks.holders(of: "db") == [1])
+    }
 }
