@@ -4,8 +4,9 @@ import Testing
 /// A host's start with both a rate limit and a lock (`FlightTable.admit`: the rate hold before
 /// `locks.take`, which `RateBook.admit` asks as the rest of the start): a run its rate limit
 /// holds back takes no lock, and a lock waiter its rate limit then holds back leaves the lock
-/// waiters. From the review of fleetstep2, which saw no other test with an action that has both.
-@Suite("A host's rate hold and its locks")
+/// waiters; so does one its action's pause holds back (`FlightTable.hold`). From the review of
+/// fleetstep2, which saw no other test with an action that has both.
+@Suite("A host's holds (rate, pause) and its locks")
 struct RateLockTableTests {
     static let now = Timestamp(rawValue: 100_000_000_000)
     static let claim = RateClaim(bucket: "action deploy", limit: RateLimit(runs: 1, per: .seconds(60), scope: .action, over: .delay))
