@@ -3,7 +3,7 @@ import BatonCore
 /// Each action's fingerprint (`Action.fingerprint`) as a batch of triggers needs it: computed the
 /// first time a decision asks for it (a trigger that shares a run whose definition is known, or
 /// that makes a run, whose row records it), then kept for the batch's other triggers of that
-/// action and for its second decision (`TriggerBatch.idsNeeded`, then `decide`). Kept by name
+/// action and for its new runs' rows. Kept by name
 /// with the definition it was computed from: a batch may hold triggers from before and after a
 /// reload, and two definitions of one name differ in their fingerprints.
 struct ActionFingerprints: Sendable {

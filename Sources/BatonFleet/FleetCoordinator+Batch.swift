@@ -64,7 +64,7 @@ extension FleetCoordinator {
     /// The batch's transaction, which may start as many runs as `slots` (granted on the loop):
     /// one result per entry (a refusal is an entry's, not the batch's).
     func decide(_ entries: [TriggerBatch.Entry], slots: Int, on db: PGConnection) throws -> [Result<Decided, any Error>] {
-        // Each action's fingerprint where a decision needs it, once per action for both decisions
+        // Each action's fingerprint where a decision needs it, once per action for the decision
         // and the new runs' rows, here rather than on the loop.
         var fingerprints = ActionFingerprints()
         do {
@@ -72,12 +72,12 @@ extension FleetCoordinator {
             guard let rows = try TriggerBatch.rows(try db.pipeline(opening.statements), opening) else {
                 throw PGError(message: "the database's clock could not be read")
             }
-            let count = TriggerBatch.idsNeeded(entries, rows, me: host.incarnation, fingerprints: &fingerprints)
+            let draft = TriggerBatch.decide(entries, rows, me: host.incarnation, fingerprints: &fingerprints)
+            let count = draft.ids
             let ids = count == 0 ? [] : try db.query("SELECT nextval('runs_id_seq') FROM generate_series(1, $1::int)", [String(count)])
                 .rows.compactMap { $0[0].flatMap { Int64($0) } }
             guard ids.count == count else { throw PGError(message: "\(count) run ids were asked, \(ids.count) given") }
-            let decided = TriggerBatch.decide(entries, rows, me: host.incarnation, ids: ids, fingerprints: &fingerprints)
-            return try write(entries, decided, slots: slots, on: db)
+            return try write(entries, draft.taking(ids), slots: slots, on: db)
         } catch {
             if db.isOK { try? db.execute("ROLLBACK") }
             throw error

@@ -33,7 +33,7 @@ extension FleetCoordinator {
     private func startTogether(_ ids: [Int64], claimed: inout [Claimed], on db: PGConnection) throws -> [Int64: Started] {
         let opened: [PGRows]
         do {
-            opened = try db.pipeline([("BEGIN", []), FleetJournal.lockKeys(runs: ids), Self.startable(ids, incarnation: host.incarnation)])
+            opened = try db.pipeline([("BEGIN", []), FleetJournal.lockKeys(runs: ids), Self.startable(ids)])
         } catch {
             if db.isOK { try? db.execute("ROLLBACK") }
             throw error
@@ -66,32 +66,48 @@ extension FleetCoordinator {
     }
 
     /// In a transaction that holds the key rows of the runs in `rows` (`StartColumns`' rows):
-    /// writes the `loading` of each run the rule starts (`KeyDecision.mayStart`), in one
-    /// pipeline; the runs whose action claims locks, or that a hook made, are claimed after. Their lock rows all locked in name
-    /// order first, then the rate-limited buckets (after every key row: the fleet's lock order);
-    /// a run its rate limit holds back does not start (`rateHeld`).
+    /// the engine's start step decides them (`KeyDecision.starts`), and this performs what it
+    /// answers: before it decides the rate limits, the lock rows of the runs it lets start (all
+    /// locked in name order), then their rate-limited buckets (after every key row and lock row:
+    /// the fleet's lock order, `readBuckets`); then each rate hold in its run's row, and the
+    /// `loading` of each run it starts, in one pipeline; the runs whose action claims locks, or
+    /// that a hook made, are claimed after.
     func writeStarts(_ rows: [[String?]], on db: PGConnection) throws -> StartWrites {
         var writes = StartWrites()
         var statements: [FleetJournal.Statement] = []
         var oneByOne: [(RunSnapshot, Int)] = []
-        // What the rule starts (key, window, pause, approval, rate, needs), its action looked up once.
-        var ready: [(run: RunSnapshot, seq: Int, action: Action?)] = []
-        for row in rows.map(StartColumns.decode) where row.verdict == .start {
-            ready.append((row.run, row.seq, conductor.action(named: row.run.action)))
+        // Each row's run and its action, looked up once.
+        var read: [Int64: (run: RunSnapshot, seq: Int, action: Action?)] = [:]
+        let facts = rows.map { row in
+            let decoded = StartColumns.decode(row)
+            let action = conductor.action(named: decoded.run.action)
+            read[decoded.run.id] = (decoded.run, decoded.seq, action)
+            var facts = decoded.facts
+            facts.rate = action?.rateClaim(key: decoded.run.key)
+            return facts
         }
-        // The lock rows of the runs that claim locks, then the rate-limited buckets: the fleet's lock order.
-        let names = ready.flatMap { $0.action?.locks.map(\.name) ?? [] }
-        if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
-        let held = try rateHeld(ready.map(\.run), on: db)
-        for (run, seq, action) in ready where !held.contains(run.id) {
-            guard let action, action.locks.isEmpty, run.hook == nil else {
-                oneByOne.append((run, seq))
-                continue
+        let effects = try KeyDecision.starts(facts, me: host.incarnation) { wanted in
+            let names = wanted.ready.flatMap { read[$0]?.action?.locks.map(\.name) ?? [] }
+            if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
+            return try readBuckets(wanted.buckets.compactMapValues { read[$0]?.run }, on: db)
+        }
+        var holds: [FleetJournal.Statement] = []
+        for effect in effects {
+            switch effect {
+            case let .holdRate(run, until):
+                holds.append(("UPDATE runs SET rate_until = $2 WHERE id = $1", [String(run), String(until.rawValue)]))
+            case let .start(id):
+                guard let (run, seq, action) = read[id] else { continue }
+                guard let action, action.locks.isEmpty, run.hook == nil else {
+                    oneByOne.append((run, seq))
+                    continue
+                }
+                let loading = Transition(runID: run.id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: TransitionDetail(attempt: 1))
+                statements += [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
+                writes.claimed.append(Claimed(run: run.applying(loading), seq: seq + 1, action: action))
             }
-            let loading = Transition(runID: run.id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: TransitionDetail(attempt: 1))
-            statements += [FleetJournal.update(loading, as: host), try FleetJournal.insertTransition(loading)]
-            writes.claimed.append(Claimed(run: run.applying(loading), seq: seq + 1, action: action))
         }
+        if !holds.isEmpty { _ = try db.pipeline(holds) }
         let written = statements.isEmpty ? [] : try db.pipeline(statements)
         for (index, run) in writes.claimed.enumerated() where written[2 * index].affected != 1 {
             throw PGError(message: "run \(run.run.id) could not be started in its own transaction")
@@ -114,9 +130,9 @@ extension FleetCoordinator {
     }
 
     /// Each of `ids` with what its start is decided on (`StartColumns`), read once its key's row
-    /// is held; the rule (`KeyDecision.mayStart`) decides each in `writeStarts`.
-    static func startable(_ ids: [Int64], incarnation: String) -> FleetJournal.Statement {
+    /// is held; the engine's start step (`KeyDecision.starts`) decides each in `writeStarts`.
+    static func startable(_ ids: [Int64]) -> FleetJournal.Statement {
         ("SELECT \(StartColumns.select.sql) \(StartColumns.from) WHERE r.id = ANY ($1::bigint[])",
-         ["{" + ids.map(String.init).joined(separator: ",") + "}", incarnation])
+         ["{" + ids.map(String.init).joined(separator: ",") + "}"])
     }
 }

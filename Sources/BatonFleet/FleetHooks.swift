@@ -75,7 +75,7 @@ enum FleetHooks {
 
     /// One hook's trigger, from nobody, decided by the engine in one step (`KeyDecision.step`) on
     /// what its key's rows say, all read first: the key's facts and, for a replace, the facts of
-    /// the runs it may stop (`KeyDecision.mayStop`), and a new run's id where the step makes one.
+    /// the runs it may stop (`KeyDecision.mayStop`); the step takes a new run's id where it makes one.
     /// It answers a queued run of this host (started by `startWaiting`, or by the host that takes
     /// it over) with the stops its replace asked, or a record against the run it joins,
     /// coalesces or debounces into, is rejected or cooled by; `perform` writes it.
@@ -91,9 +91,8 @@ enum FleetHooks {
         let facts = try facts(of: target.key, action, slot: slot, on: db)
         let mayStop = KeyDecision.mayStop(asked, slot: slot)
         let stopping = mayStop.isEmpty ? [:] : try FleetStop.facts(of: mayStop, on: db)
-        // A new run's id is taken from the database only where the step makes one.
-        let id = KeyDecision.stepMakesRun(asked, facts) ? try nextRunID(for: action, on: db) : 0
-        let step = KeyDecision.step(asked, facts, stopping: stopping, me: me.incarnation, id: id, at: .now)
+        // A new run's id is taken from the database only where the step makes one (it asks `id` then).
+        let step = try KeyDecision.step(asked, facts, stopping: stopping, me: me.incarnation, id: { try nextRunID(for: action, on: db) }, at: .now)
         try perform(step, target, cause, at: facts.now, on: db, as: me)
     }
 
@@ -145,7 +144,7 @@ enum FleetHooks {
         }
         // Its rate limit's bucket, read without its lock (the writer holds key rows a trigger
         // batch may wait for while holding the bucket's): the start that the run then waits
-        // for decides under the lock (`rateHeld`), so no window holds more starts than allowed.
+        // for decides under the lock (`KeyDecision.starts`), so no window holds more starts than allowed.
         if let claim = action.rateClaim(key: key) {
             let read = try db.pipeline([FleetRates.read(claim, action: action.name, key: key), ("SELECT \(FleetCooldown.databaseNow)", [])])
             let now = read[1].first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? facts.now

@@ -13,7 +13,7 @@ import FoundationEssentials
 /// `RateBook.hold`, as a host's `FlightTable` asks it).
 ///
 /// Lock order: the bucket locks in their keys' order, after the key rows and lock rows the
-/// transaction takes (a trigger batch's opening; a start's `writeStarts`).
+/// transaction takes (a trigger batch's opening; a start's `writeStarts`, `readBuckets`).
 enum FleetRates {
     typealias Statement = FleetJournal.Statement
 
@@ -63,36 +63,22 @@ enum FleetRates {
 }
 
 extension FleetCoordinator {
-    /// In a start's transaction, holding the rows' keys and lock rows: which of `runs` (their
-    /// rows, each of which may start by its key) its rate limit holds back now. Each bucket is
-    /// locked (in its lock's order) and read with the database's clock; its runs ask the engine
-    /// oldest first (`RateBucket.admit`: let while a start fits behind the runs held before
-    /// them, each counted as it is let), and each held one gets `rate_until`. A run started before (a
-    /// restart, a takeover) made its start then and is not held again.
-    func rateHeld(_ runs: [RunSnapshot], on db: PGConnection) throws -> Set<Int64> {
+    /// In a start's transaction, holding the rows' keys and lock rows: the buckets the engine's
+    /// start step asks (`KeyDecision.Starts.Wanted`), each by one of its runs (its action's
+    /// claim, as this host has it), each locked (in its lock's order) and read, with the
+    /// database's clock read after them; nil where none is asked. The step decides which runs
+    /// their rate limits hold back (`RateBucket.admit`, oldest first).
+    func readBuckets(_ wanted: [String: RunSnapshot], on db: PGConnection) throws -> KeyDecision.Starts.Buckets? {
         var claims: [String: (claim: RateClaim, action: String, key: String)] = [:]
-        var candidates: [(id: Int64, bucket: String)] = []
-        for run in runs where run.startedAt == nil {
-            guard let claim = conductor.action(named: run.action)?.rateClaim(key: run.key) else { continue }
-            claims[claim.bucket] = (claim, run.action, run.key)
-            candidates.append((run.id, claim.bucket))
+        for (bucket, run) in wanted {
+            if let claim = conductor.action(named: run.action)?.rateClaim(key: run.key) { claims[bucket] = (claim, run.action, run.key) }
         }
-        guard !claims.isEmpty else { return [] }
+        guard !claims.isEmpty else { return nil }
         let opening = FleetRates.opening(claims)
         let read = try db.pipeline(opening.statements + [("SELECT \(FleetCooldown.databaseNow)", [])])
         guard let clock = read.last?.first?[0].flatMap({ Int64($0) }) else { throw PGError(message: "the database's clock could not be read") }
-        let now = Timestamp(rawValue: clock)
         var buckets: [String: FleetRates.Bucket] = [:]
         for (bucket, rows) in zip(opening.buckets, read.dropLast().suffix(opening.buckets.count)) { buckets[bucket] = FleetRates.bucket(rows.rows) }
-        var held = Set<Int64>(), holds: [FleetJournal.Statement] = []
-        for run in candidates.sorted(by: { $0.id < $1.id }) {
-            let claim = claims[run.bucket]!.claim
-            if case let .held(until) = buckets[run.bucket]!.admit(run.id, claim, at: now) {
-                held.insert(run.id)
-                holds.append(("UPDATE runs SET rate_until = $2 WHERE id = $1", [String(run.id), String(until.rawValue)]))
-            }
-        }
-        if !holds.isEmpty { _ = try db.pipeline(holds) }
-        return held
+        return KeyDecision.Starts.Buckets(now: Timestamp(rawValue: clock), buckets: buckets)
     }
 }

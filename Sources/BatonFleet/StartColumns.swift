@@ -2,25 +2,28 @@ import BatonCore
 
 /// The fleet's start rows, defined once: every start path (a look's batch, `startable(_:)`; the
 /// starts in the writer's transaction after ends, `startable(keys:)`) reads a queued run with the
-/// facts its start is decided on through this SELECT list, decodes them into the engine's
-/// `KeyDecision.StartView` here, and lets `KeyDecision.mayStart` decide, as one machine's
-/// `FlightTable` does. `filter` is the cheap pre-filter the looks' queries add, written once:
-/// it keeps exactly the rows whose view the rule starts (each clause is the SQL of one of the
-/// view's facts: see its comment), so the rule still decides every run a start reads.
+/// facts its start is decided on through this SELECT list, as kept (its owner, its window's
+/// deadline, its action's pause, its rate hold, the database's clock: no comparison is made
+/// here), decodes them into the engine's `KeyDecision.Starts.Row` here, and lets the engine's
+/// start step decide (`KeyDecision.starts`: the start rule, `mayStart`, as one machine's
+/// `FlightTable` asks it, with the windows' arithmetic). `filter` is the cheap pre-filter the
+/// looks' queries add, written once: it keeps exactly the rows whose view the rule starts (each
+/// clause is the SQL of one of the view's facts: see its comment), so the rule still decides
+/// every run a start reads.
 enum StartColumns {
     enum Part: Hashable, Sendable {
-        case seq, slot, windowPassed, pause, approving, rateHeld, needs
+        case seq, slot, owner, pause, clock, approving, needs
     }
 
     /// The list, as `r` (runs), `k` (its key), `p` (its action's pause) and `a` (its approval);
-    /// `$2` is this host's incarnation (a debounce window passes only for its owner).
+    /// the run's window deadline and rate hold are its own columns (`debounce_until`, `rate_until`).
     static let select = FleetSelect<Part>(run: "r", [
         (.seq, ["r.last_seq"]),
         (.slot, ["k.holder", "k.follow_up", "k.draining"]),
-        (.windowPassed, ["(r.incarnation = $2 AND \(FleetDebounce.due))"]),
-        (.pause, FleetPauses.joinedList),
+        (.owner, ["r.incarnation"]),
+        (.pause, FleetPauses.columnList.map { "p." + $0 }),
+        (.clock, [FleetCooldown.databaseNow]),
         (.approving, [FleetApprovals.waiting]),
-        (.rateHeld, [FleetRates.held]),
         (.needs, ["r.needs"]),
     ])
 
@@ -31,24 +34,27 @@ enum StartColumns {
 
     /// The rule as a WHERE clause over `r` and `k` (`r`'s incarnation checked by the query): the
     /// run is queued (`phase`), holds its key with nothing draining (`slot.startable`), its window
-    /// passed (`FleetDebounce.due`), its action's pause does not hold (`FleetPauses.holds`: the
-    /// same comparison as `ActionPause.holds(at:)`), its rate limit does not hold it
-    /// (`FleetRates.held`, the `rateHeld` column itself), it waits for no approval
+    /// passed (`FleetDebounce.due`: `DebounceWindow.passed`), its action's pause does not hold
+    /// (`FleetPauses.holds`: the same comparison as `ActionPause.holds(at:)`), its rate limit does
+    /// not hold it (`FleetRates.held`: a `rate_until` to come), it waits for no approval
     /// (`FleetApprovals.waits`: an approval row, one per run, undecided) and its needs are met.
     static let filter = """
         r.phase = 'queued' AND k.holder = r.id AND cardinality(k.draining) = 0 AND \(FleetDebounce.due) AND NOT \(FleetPauses.holds)
           AND NOT \(FleetRates.held) AND NOT \(FleetApprovals.waits) AND \(FleetNeeds.met)
         """
 
-    /// A start row decoded: the run, its last seq, and what its start is decided on.
+    /// A start row decoded: the run, its last seq, and its facts as the engine's start step reads them.
     struct Row: Sendable {
         var run: RunSnapshot
         var seq: Int
-        var view: KeyDecision.StartView
+        var facts: KeyDecision.Starts.Row
 
-        var verdict: KeyDecision.StartVerdict { KeyDecision.mayStart(view) }
+        /// The start rule's verdict on the row, for this host's incarnation `me`.
+        func verdict(me: String) -> KeyDecision.StartVerdict { facts.verdict(me: me) }
     }
 
+    /// The row's facts leave its rate limit to the caller (`Starts.Row.rate`: its action's, as
+    /// this host has it).
     static func decode(_ row: [String?]) -> Row {
         let run = FleetRows.run(row)
         let needs: KeyDecision.StartView.Needs = switch select.value(row, .needs) {
@@ -56,10 +62,11 @@ enum StartColumns {
         case .some("failed"): .failed
         default: .waiting
         }
-        let view = KeyDecision.StartView(
-            run: run.id, phase: run.phase, slot: KeySlot(row: select.columns(row, .slot)),
-            windowPassed: select.value(row, .windowPassed) == "t", paused: FleetPauses.holds(row, from: select.range(.pause).lowerBound),
-            rateHeld: select.value(row, .rateHeld) == "t", approving: select.value(row, .approving) == "t", needs: needs)
-        return Row(run: run, seq: Int(select.value(row, .seq) ?? "") ?? 1, view: view)
+        let facts = KeyDecision.Starts.Row(
+            run: run.id, phase: run.phase, slot: KeySlot(row: select.columns(row, .slot)), owner: select.value(row, .owner),
+            window: run.debounceUntil, pause: FleetPauses.pause(row, from: select.range(.pause).lowerBound),
+            approving: select.value(row, .approving) == "t", rateUntil: run.rateUntil, needs: needs, startedBefore: run.startedAt != nil,
+            now: Timestamp(rawValue: select.value(row, .clock).flatMap { Int64($0) } ?? 0))
+        return Row(run: run, seq: Int(select.value(row, .seq) ?? "") ?? 1, facts: facts)
     }
 }

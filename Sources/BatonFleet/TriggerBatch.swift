@@ -2,8 +2,8 @@ import BatonCore
 
 /// Triggers that arrived together on a host, decided in one transaction from the rows it read
 /// while it holds their keys' slot rows. The decision is the engine's one step
-/// (`KeyDecision.batch`): this host reads the rows (`TriggerBatch+Rows`), takes the run ids it
-/// asks (`idsNeeded`), calls it once and writes what it answers (`FleetCoordinator+BatchWrite`),
+/// (`KeyDecision.batch`): this host reads the rows (`TriggerBatch+Rows`), calls it once, takes
+/// the run ids its draft asks (`Draft.ids`), numbers it and writes what it answers (`FleetCoordinator+BatchWrite`),
 /// so that a batch decides exactly what the same triggers decided one transaction each, in the
 /// order they came.
 enum TriggerBatch {
@@ -17,27 +17,18 @@ enum TriggerBatch {
     typealias Outcome = KeyDecision.Batch.Outcome
     typealias Decided = KeyDecision.Batch.Decided
 
-    /// Decides `entries` in order against `rows` (`KeyDecision.batch`); new runs take their ids
-    /// from `ids` in order (`idsNeeded` says how many). `me` is this host's incarnation.
-    static func decide(_ entries: [Entry], _ rows: Rows, me: String, ids: [Int64]) -> Decided {
+    typealias Draft = KeyDecision.Batch.Draft
+
+    /// Decides `entries` in order against `rows` (`KeyDecision.batch`), once: its new runs are
+    /// numbered by the ids taken after (`Draft.ids` of them, `Draft.taking`). `me` is this host's incarnation.
+    static func decide(_ entries: [Entry], _ rows: Rows, me: String) -> Draft {
         var fingerprints = ActionFingerprints()
-        return decide(entries, rows, me: me, ids: ids, fingerprints: &fingerprints)
+        return decide(entries, rows, me: me, fingerprints: &fingerprints)
     }
 
     /// The same, with the actions' fingerprints kept in `fingerprints` (computed only where a
-    /// decision needs one), for both of a transaction's decisions.
-    static func decide(_ entries: [Entry], _ rows: Rows, me: String, ids: [Int64], fingerprints: inout ActionFingerprints) -> Decided {
-        KeyDecision.batch(entries, rows, me: me, ids: ids, fingerprint: { fingerprints.of($0) })
-    }
-
-    /// How many new runs `entries` make against `rows`: the ids to take before deciding.
-    static func idsNeeded(_ entries: [Entry], _ rows: Rows, me: String) -> Int {
-        var fingerprints = ActionFingerprints()
-        return idsNeeded(entries, rows, me: me, fingerprints: &fingerprints)
-    }
-
-    /// The same, keeping the fingerprints it computed for the decision after it.
-    static func idsNeeded(_ entries: [Entry], _ rows: Rows, me: String, fingerprints: inout ActionFingerprints) -> Int {
-        KeyDecision.batchIDs(entries, rows, me: me, fingerprint: { fingerprints.of($0) })
+    /// decision needs one), for the decision and the new runs' rows.
+    static func decide(_ entries: [Entry], _ rows: Rows, me: String, fingerprints: inout ActionFingerprints) -> Draft {
+        KeyDecision.batch(entries, rows, me: me, fingerprint: { fingerprints.of($0) })
     }
 }

@@ -20,10 +20,10 @@ struct KeyBatchTableTests {
         KeyDecision.Batch.Entry(trigger: Trigger(action: action, key: key, policy: policy, params: [:], peer: nil, slot: slot))
     }
 
-    /// The batch as a store runs it: the ids it asks for, then the decision with them (from 100).
+    /// The batch as a store runs it: decided once, then numbered with the ids its draft asks for (from 100).
     static func batch(_ entries: [KeyDecision.Batch.Entry], _ rows: KeyDecision.Batch.Rows) -> KeyDecision.Batch.Decided {
-        let count = KeyDecision.batchIDs(entries, rows, me: me, fingerprint: \.fingerprint)
-        return KeyDecision.batch(entries, rows, me: me, ids: (0..<Int64(count)).map { 100 + $0 }, fingerprint: \.fingerprint)
+        let draft = KeyDecision.batch(entries, rows, me: me, fingerprint: \.fingerprint)
+        return draft.taking((0..<Int64(draft.ids)).map { 100 + $0 })
     }
 
     static func made(_ run: Int64) -> KeyDecision.Batch.Outcome { .created(.created(run), window: nil) }

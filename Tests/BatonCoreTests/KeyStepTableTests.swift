@@ -17,14 +17,15 @@ struct KeyStepTableTests {
         return KeyDecision.Asked(hook: action)
     }
 
-    /// The step as a store runs it: an id (100) only where it makes a run, then the step.
+    /// The step as a store runs it, once: it asks an id (100) only where it makes a run (`makes`: how many it asked).
     static func step(_ policy: Policy, _ slot: KeySlot, stopping: [Int64: KeyFacts.Run] = [:], facts: (inout KeyFacts) -> Void = { _ in })
         -> (makes: Bool, step: KeyDecision.Step) {
         var read = KeyFacts(slot: slot, now: now)
         facts(&read)
-        let asked = asked(policy)
-        let makes = KeyDecision.stepMakesRun(asked, read)
-        return (makes, KeyDecision.step(asked, read, stopping: stopping, me: me, id: makes ? 100 : 0, at: now))
+        var asked = 0
+        let step = KeyDecision.step(Self.asked(policy), read, stopping: stopping, me: me, id: { asked += 1; return 100 }, at: now)
+        #expect(asked <= 1, "the step asks one id at most")
+        return (asked == 1, step)
     }
 
     @Test("a replace: the holder and its line are the runs it may stop; another policy or a free key stops none")
@@ -76,8 +77,10 @@ struct KeyStepTableTests {
         var facts = KeyFacts(slot: KeySlot(holder: 7), now: Self.now)
         facts.lastSuccess = KeyDecision.LastSuccess(run: 5, at: Self.now + .seconds(-10))
         let asked = KeyDecision.Asked(hook: cooled)
-        #expect(!KeyDecision.stepMakesRun(asked, facts))
-        let step = KeyDecision.step(asked, facts, stopping: [7: .init(phase: .queued, lastSeq: 1)], me: Self.me, id: 0, at: Self.now)
+        let step = KeyDecision.step(asked, facts, stopping: [7: .init(phase: .queued, lastSeq: 1)], me: Self.me, id: {
+            Issue.record("a cooled replace takes no id")
+            return 0
+        }, at: Self.now)
         #expect(step.decision == .shared(.cooled(5)))
         #expect(step.stops == [], "a cooled replace stops nothing")
         #expect(step.slot == KeySlot(holder: 7))

@@ -194,7 +194,8 @@ struct KeyDecisionTableTests {
 
     @Test("the fleet's batch decides the same on the rows it reads (a rate limit's rows are FleetRates' own)", arguments: cases.filter { $0.rate == nil })
     func fleet(_ row: Case) {
-        let decided = TriggerBatch.decide([TriggerBatch.Entry(trigger: row.trigger)], row.rows, me: "me", ids: [Case.candidate])
+        let draft = TriggerBatch.decide([TriggerBatch.Entry(trigger: row.trigger)], row.rows, me: "me")
+        let decided = draft.taking(draft.ids == 0 ? [] : [Case.candidate])
         let got: KeyDecision? = switch decided.outcomes.first {
         case let .refused(error): .refused(error)
         case let .denied(.paused(pause), record): .paused(pause, skipped: record == .skipped)

@@ -22,11 +22,12 @@ struct StartRowTests {
         return columns
     }
 
-    static let statements = [FleetCoordinator.startable([1, 2], incarnation: "me").0,
+    static let statements = [FleetCoordinator.startable([1, 2]).0,
                              FleetCoordinator.startable(keys: ["k"], incarnation: "me", count: 4).0]
 
-    /// A row of `sql` for `view` (run 7 of `deploy`, at the database's clock 1000), each value put
-    /// where the SQL text selects its column.
+    /// A row of `sql` for `view` (run 7 of `deploy`, this host's, at the database's clock 1000),
+    /// each value put where the SQL text selects its column: its window's deadline and rate hold
+    /// as kept, before or after the clock (the engine compares them).
     static func row(_ sql: String, _ view: KeyDecision.StartView) -> [String?] {
         let columns = selected(sql)
         var row = [String?](repeating: nil, count: columns.count)
@@ -45,13 +46,14 @@ struct StartRowTests {
         put("k.holder", view.slot.holder.map(String.init))
         put("k.follow_up", view.slot.followUp.map(String.init))
         put("k.draining", view.slot.drainingText)
-        put("(r.incarnation = $2 AND \(FleetDebounce.due))", view.windowPassed ? "t" : "f")
+        put("r.incarnation", "me")
+        put("r.debounce_until", view.windowPassed ? "900" : "1500")
         if view.paused {
             for (column, value) in zip(FleetPauses.columnList, ["deploy", "alice", "migrating", "10", nil, "f"]) { put("p." + column, value) }
         }
         put(FleetCooldown.databaseNow, "1000")
         put(FleetApprovals.waiting, view.approving ? "t" : "f")
-        put(FleetRates.held, view.rateHeld ? "t" : "f")
+        put("r.rate_until", view.rateHeld ? "2000" : "1000")
         let needs: String? = switch view.needs {
         case .met: nil
         case .waiting: "waiting"
@@ -65,7 +67,7 @@ struct StartRowTests {
           arguments: statements.flatMap { sql in KeyDecisionRowsTests.starts.map { (sql, $0) } })
     func decodedVerdict(_ sql: String, _ start: KeyDecisionRowsTests.Start) {
         let decoded = StartColumns.decode(Self.row(sql, start.view))
-        #expect(decoded.verdict == start.verdict)
+        #expect(decoded.verdict(me: "me") == start.verdict)
         #expect(decoded.run.id == 7 && decoded.seq == 3)
     }
 
@@ -79,11 +81,29 @@ struct StartRowTests {
     func pauseRead() {
         let sql = Self.statements[0]
         var row = Self.row(sql, KeyDecision.StartView(run: 7, slot: KeySlot(holder: 7), paused: true))
-        #expect(StartColumns.decode(row).verdict == .wait(.paused))
+        #expect(StartColumns.decode(row).verdict(me: "me") == .wait(.paused))
         row[Self.selected(sql).firstIndex(of: "p.until")!] = "2000"
-        #expect(StartColumns.decode(row).verdict == .wait(.paused))
+        #expect(StartColumns.decode(row).verdict(me: "me") == .wait(.paused))
         row[Self.selected(sql).firstIndex(of: "p.until")!] = "500"
-        #expect(StartColumns.decode(row).verdict == .start)
+        #expect(StartColumns.decode(row).verdict(me: "me") == .start)
+    }
+
+    @Test("a window passes at its deadline, for its owner only; a rate hold ends at its time: by the row's clock")
+    func windowsRead() {
+        let sql = Self.statements[0]
+        let column = { (name: String) in Self.selected(sql).firstIndex(of: name)! }
+        var row = Self.row(sql, KeyDecision.StartView(run: 7, slot: KeySlot(holder: 7)))
+        #expect(StartColumns.decode(row).verdict(me: "me") == .start)
+        row[column("r.debounce_until")] = "1000"
+        #expect(StartColumns.decode(row).verdict(me: "me") == .start, "a deadline at the clock has passed")
+        row[column("r.debounce_until")] = "1001"
+        #expect(StartColumns.decode(row).verdict(me: "me") == .wait(.window))
+        row[column("r.debounce_until")] = nil
+        #expect(StartColumns.decode(row).verdict(me: "other") == .wait(.window), "another host's run: its window never passes here")
+        row[column("r.rate_until")] = "1001"
+        #expect(StartColumns.decode(row).verdict(me: "me") == .wait(.rate))
+        row[column("r.rate_until")] = "1000"
+        #expect(StartColumns.decode(row).verdict(me: "me") == .start, "a rate hold ends at its time")
     }
 
     enum Part: Hashable, Sendable { case a, b, c, extra }

@@ -25,8 +25,8 @@ struct TriggerBatchTests {
     }
 
     static func decide(_ entries: [TriggerBatch.Entry], _ rows: TriggerBatch.Rows = TriggerBatch.Rows(now: now)) -> TriggerBatch.Decided {
-        let count = TriggerBatch.idsNeeded(entries, rows, me: me)
-        return TriggerBatch.decide(entries, rows, me: me, ids: (0..<Int64(count)).map { 100 + $0 })
+        let draft = TriggerBatch.decide(entries, rows, me: me)
+        return draft.taking((0..<Int64(draft.ids)).map { 100 + $0 })
     }
 
     static func facts(_ phase: Phase, incarnation: String = me, definition: String? = nil, host: String = "web-1") -> TriggerBatch.RunFacts {
@@ -229,9 +229,9 @@ struct TriggerBatchTests {
         var outcomes: [TriggerBatch.Outcome] = []
         var next: Int64 = 100
         for entry in entries {
-            let count = TriggerBatch.idsNeeded([entry], one, me: Self.me)
-            let decided = TriggerBatch.decide([entry], one, me: Self.me, ids: (0..<Int64(count)).map { next + $0 })
-            next += Int64(count)
+            let draft = TriggerBatch.decide([entry], one, me: Self.me)
+            let decided = draft.taking((0..<Int64(draft.ids)).map { next + $0 })
+            next += Int64(draft.ids)
             outcomes += decided.outcomes
             Self.commit(entry, decided, started: batch.starts, into: &one)
         }
@@ -284,8 +284,8 @@ extension TriggerBatchTests {
         rows.runs[5] = Self.facts(.loading, incarnation: "other", definition: action.fingerprint, host: "web-2")
         func decide(_ entries: [TriggerBatch.Entry]) -> (TriggerBatch.Decided, computed: Int) {
             var fingerprints = ActionFingerprints()
-            let count = TriggerBatch.idsNeeded(entries, rows, me: Self.me, fingerprints: &fingerprints)
-            let decided = TriggerBatch.decide(entries, rows, me: Self.me, ids: (0..<Int64(count)).map { 100 + $0 }, fingerprints: &fingerprints)
+            let draft = TriggerBatch.decide(entries, rows, me: Self.me, fingerprints: &fingerprints)
+            let decided = draft.taking((0..<Int64(draft.ids)).map { 100 + $0 })
             return (decided, fingerprints.computed)
         }
         // Rejected: nothing to compare, nothing to write.
@@ -312,9 +312,8 @@ extension TriggerBatchTests {
         after.exec = ["false"]
         var fingerprints = ActionFingerprints()
         let entries = [Self.entry("k", .join, action: before), Self.entry("k", .join, action: after), Self.entry("j", .join, action: after)]
-        let count = TriggerBatch.idsNeeded(entries, TriggerBatch.Rows(now: Self.now), me: Self.me, fingerprints: &fingerprints)
-        let decided = TriggerBatch.decide(entries, TriggerBatch.Rows(now: Self.now), me: Self.me, ids: (0..<Int64(count)).map { 100 + $0 },
-                                          fingerprints: &fingerprints)
+        let draft = TriggerBatch.decide(entries, TriggerBatch.Rows(now: Self.now), me: Self.me, fingerprints: &fingerprints)
+        let decided = draft.taking((0..<Int64(draft.ids)).map { 100 + $0 })
         #expect(decided.outcomes.first?.decision == .created(100))
         guard case .refused(.definitionMismatch(run: 100, _, _)) = decided.outcomes[1] else {
             Issue.record("the other definition joined: \(decided.outcomes)"); return

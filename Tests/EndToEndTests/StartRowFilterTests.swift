@@ -62,16 +62,17 @@ struct StartRowFilterTests {
             if !c.sql.isEmpty { try db.execute(c.sql) }
         }
         let ids = cases.map(\.id) + [1005]
-        let read = FleetCoordinator.startable(ids, incarnation: Self.me.incarnation)
-        let decoded = try db.query(read.0, read.1).rows.map(StartColumns.decode)
+        let read = FleetCoordinator.startable(ids)
+        let decoded = try db.query(read.0, read.1).rows.map { StartColumns.decode($0) }
         #expect(decoded.count == ids.count)
-        let started = Set(decoded.filter { $0.verdict == .start }.map(\.run.id))
+        let me = Self.me.incarnation
+        let started = Set(decoded.filter { $0.verdict(me: me) == .start }.map(\.run.id))
         #expect(started == Set(cases.filter(\.starts).map(\.id) + [1005]), "the rule, on the rows read back")
         let filtered = try db.query("""
             SELECT r.id FROM runs r JOIN keys k ON k.key = r.key WHERE r.incarnation = $1 AND \(StartColumns.filter)
             """, [Self.me.incarnation]).rows.compactMap { $0[0].flatMap { Int64($0) } }
         #expect(Set(filtered) == started, "the filter")
-        #expect(decoded.first { $0.run.id == 14 }?.verdict == .end(.needFailed))
-        #expect(decoded.first { $0.run.id == 11 }?.verdict == .wait(.approval))
+        #expect(decoded.first { $0.run.id == 14 }?.verdict(me: me) == .end(.needFailed))
+        #expect(decoded.first { $0.run.id == 11 }?.verdict(me: me) == .wait(.approval))
     }
 }

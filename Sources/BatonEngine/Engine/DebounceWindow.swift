@@ -38,6 +38,6 @@ public struct DebounceWindow: Sendable, Equatable {
         deadline = max(deadline, min(now + window, first + maxWait))
     }
 
-    /// Whether the run must still wait at `now`.
-    public func isOpen(at now: Timestamp) -> Bool { now < deadline }
+    /// Whether the run must still wait at `now` (its deadline not `passed`).
+    public func isOpen(at now: Timestamp) -> Bool { !Self.passed(deadline: deadline, at: now) }
 }

@@ -111,19 +111,23 @@ extension KeyDecision {
         }
     }
 
-    /// Decides `entries` in order against `rows`: the batch's one step. New runs take their ids
-    /// from `ids` in order (`batchIDs` says how many); `me` is the store's own owner name (a fleet
-    /// host's incarnation); `fingerprint` gives an action's fingerprint, asked only where a
-    /// decision compares or records one.
-    public static func batch(_ entries: [Batch.Entry], _ rows: Batch.Rows, me: String, ids: [Int64],
-                             fingerprint: (Action) -> String) -> Batch.Decided {
+    /// Decides `entries` in order against `rows`: the batch's one step, run once. Its new runs
+    /// are numbered in the order they are made with ids that sort after every run the rows hold
+    /// (`Batch.Draft`); the store takes as many ids as the draft asks (`Draft.ids`) and numbers
+    /// it (`Draft.taking`). `me` is the store's own owner name (a fleet host's incarnation);
+    /// `fingerprint` gives an action's fingerprint, asked only where a decision compares or
+    /// records one.
+    public static func batch(_ entries: [Batch.Entry], _ rows: Batch.Rows, me: String, fingerprint: (Action) -> String) -> Batch.Draft {
         var state = rows
         var decided = Batch.Decided()
         decided.stamp = rows.stamp ?? rows.now
-        var next = ids.makeIterator()
+        var made: Int64 = 0
         var created: [(run: Int64, key: String, entry: Batch.Entry, window: DebounceWindow?)] = []
         for (index, entry) in entries.enumerated() {
-            let outcome = batchOne(entry, &state, &decided, fingerprint, index: index, me: me, candidate: { next.next() ?? 0 })
+            let outcome = batchOne(entry, &state, &decided, fingerprint, index: index, me: me, candidate: {
+                made += 1
+                return Batch.Draft.first + made - 1
+            })
             decided.outcomes.append(outcome)
             if case let .created(decision, window) = outcome { created.append((decision.run, entry.trigger.key, entry, window)) }
         }
@@ -135,15 +139,7 @@ extension KeyDecision {
             return admitStart(made.run, of: trigger.action, key: made.key, slot: slot, window: made.window,
                               pause: state.pauses[trigger.action.name], buckets: &state.rates, at: state.now)
         }.map(\.run)
-        return decided
-    }
-
-    /// How many new runs `entries` make against `rows`: the ids to take before `batch` decides.
-    public static func batchIDs(_ entries: [Batch.Entry], _ rows: Batch.Rows, me: String, fingerprint: (Action) -> String) -> Int {
-        batch(entries, rows, me: me, ids: (1...max(entries.count, 1)).map { -Int64($0) }, fingerprint: fingerprint).outcomes.count {
-            if case .created = $0 { return true }
-            return false
-        }
+        return Batch.Draft(decided, ids: Int(made))
     }
 
     /// One trigger against the batch's state so far, which it updates: `decide` on the facts the

@@ -1,8 +1,8 @@
 /// One trigger a store decides alone, from the rows it read while it holds its key (a fleet
 /// hook's trigger): the engine's one step for it, as `KeyDecision.batch` is for a batch. The store
 /// reads the key's facts and, for a `replace`, the facts of the runs it may stop (the key's holder
-/// and line) up front, takes a run id where `stepMakesRun` says the step makes one, calls `step`
-/// once and performs what it answers: the decision, the key's slot as the step left it, and the
+/// and line) up front, calls `step` once (which takes a run id, `id`, only where it makes one)
+/// and performs what it answers: the decision, the key's slot as the step left it, and the
 /// stops the replace asked (`RunStop`, decided on the stopped runs' facts: a queued one has
 /// ended and left the slot, one with an attempt is its owner's).
 extension KeyDecision {
@@ -20,29 +20,23 @@ extension KeyDecision {
         }
     }
 
-    /// Decides `asked` on `facts` (`decide`); a new run takes `id`. A replace's stops are decided
+    /// Decides `asked` on `facts` (`decide`), once; a new run takes `id`, which is asked only when
+    /// the step makes one, and may throw (a store that takes it in a round trip). A replace's stops are decided
     /// on `stopping`, the facts of the runs it stops, stamped `stamp` (the store's clock), `me`
     /// being the store's own owner name.
-    public static func step(_ asked: Asked, _ facts: KeyFacts, stopping: [Int64: KeyFacts.Run], me: String, id: Int64, at stamp: Timestamp,
-                            fingerprint: () -> String) -> Step {
+    public static func step(_ asked: Asked, _ facts: KeyFacts, stopping: [Int64: KeyFacts.Run], me: String, id: () throws -> Int64,
+                            at stamp: Timestamp, fingerprint: () -> String) rethrows -> Step {
         var slot = facts.slot
-        let decision = decide(asked, facts, slot: &slot, candidate: { id }, fingerprint: fingerprint)
+        let decision = try decide(asked, facts, slot: &slot, candidate: id, fingerprint: fingerprint)
         guard case let .created(.replaced(run, ids), _) = decision else { return Step(decision: decision, slot: slot) }
         let stops = RunStop.decide(ids, .replaced(by: run), stopping, slot: &slot, me: me, at: stamp)
         return Step(decision: decision, slot: slot, stops: stops)
     }
 
     /// The same with the asked action's own fingerprint.
-    public static func step(_ asked: Asked, _ facts: KeyFacts, stopping: [Int64: KeyFacts.Run], me: String, id: Int64,
-                            at stamp: Timestamp) -> Step {
-        step(asked, facts, stopping: stopping, me: me, id: id, at: stamp, fingerprint: { asked.action.fingerprint })
-    }
-
-    /// Whether `step` on these facts makes a new run: the id to take before it decides.
-    public static func stepMakesRun(_ asked: Asked, _ facts: KeyFacts) -> Bool {
-        var slot = facts.slot
-        if case .created = decide(asked, facts, slot: &slot, candidate: { -1 }) { return true }
-        return false
+    public static func step(_ asked: Asked, _ facts: KeyFacts, stopping: [Int64: KeyFacts.Run], me: String, id: () throws -> Int64,
+                            at stamp: Timestamp) rethrows -> Step {
+        try step(asked, facts, stopping: stopping, me: me, id: id, at: stamp, fingerprint: { asked.action.fingerprint })
     }
 
     /// The runs a replace of `asked` on `slot` may stop, whose facts `step` needs: the holder and

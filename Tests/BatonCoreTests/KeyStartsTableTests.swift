@@ -1,0 +1,110 @@
+@testable import BatonEngine
+import Testing
+
+/// The engine's one step for queued runs a store starts together (`KeyDecision.starts`, the
+/// fleet's start batch), stated as tables without PostgreSQL: rows as a store read them (each
+/// window's deadline, pause and rate hold as kept, the clock the row was read with), what the
+/// step asks the store to read, and the effects it answers (rate holds, then starts).
+@Suite("KeyDecision.starts: one engine step per start batch")
+struct KeyStartsTableTests {
+    static let now = Timestamp(rawValue: 100_000_000)
+    static let me = "web-1/1/aa"
+    static let minute = RateLimit(runs: 1, per: .seconds(60), scope: .action, over: .delay)
+    static let claim = RateClaim(bucket: "action deploy", limit: minute)
+
+    static func row(_ run: Int64, key holder: Int64? = nil, _ configure: (inout KeyDecision.Starts.Row) -> Void = { _ in }) -> KeyDecision.Starts.Row {
+        var row = KeyDecision.Starts.Row(run: run, slot: KeySlot(holder: holder ?? run), owner: me, now: now)
+        configure(&row)
+        return row
+    }
+
+    /// The step as a store runs it, with `buckets` read when asked; what it asked, and its effects.
+    static func starts(_ rows: [KeyDecision.Starts.Row], buckets: [String: RateBucket] = [:], clock: Timestamp = now)
+        -> (asked: [KeyDecision.Starts.Wanted], effects: [KeyDecision.Starts.Effect]) {
+        var asked: [KeyDecision.Starts.Wanted] = []
+        let effects = KeyDecision.starts(rows, me: me) { wanted in
+            asked.append(wanted)
+            return wanted.buckets.isEmpty ? nil : KeyDecision.Starts.Buckets(now: clock, buckets: buckets.filter { wanted.buckets[$0.key] != nil })
+        }
+        return (asked, effects)
+    }
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        var name: String
+        var rows: [KeyDecision.Starts.Row]
+        var buckets: [String: RateBucket] = [:]
+        var effects: [KeyDecision.Starts.Effect]
+        var testDescription: String { name }
+    }
+
+    static let pause = ActionPause(action: "deploy", by: "ops", reason: "freeze", at: now + .seconds(-10))
+
+    static let cases: [Case] = [
+        Case(name: "two keys, both free: both start, in the rows' order",
+             rows: [row(9), row(4)], effects: [.start(9), .start(4)]),
+        Case(name: "a run that does not hold its key, or whose key still drains, waits; the other key's starts",
+             rows: [row(5, key: 4), row(6) { $0.slot.draining = [3] }, row(7)], effects: [.start(7)]),
+        Case(name: "a paused action's run waits, a held pause's too; a pause whose time ran out holds nothing",
+             rows: [row(1) { $0.pause = pause }, row(2) { $0.pause = pause; $0.pause?.hold = true },
+                    row(3) { $0.pause = pause; $0.pause?.until = now }],
+             effects: [.start(3)]),
+        Case(name: "a debounce window not yet over waits; one over at the clock starts; another host's run's window never passes here",
+             rows: [row(1) { $0.window = now + .microseconds(1) }, row(2) { $0.window = now }, row(3) { $0.window = now + .seconds(-5) },
+                    row(4) { $0.owner = "web-2/1/bb" }],
+             effects: [.start(2), .start(3)]),
+        Case(name: "a rate hold not yet over waits (its bucket not asked); one over at the clock starts",
+             rows: [row(1) { $0.rateUntil = now + .microseconds(1) }, row(2) { $0.rateUntil = now }], effects: [.start(2)]),
+        Case(name: "waiting for an approval or its needs waits; a need failed ends it; neither starts",
+             rows: [row(1) { $0.approving = true }, row(2) { $0.needs = .waiting }, row(3) { $0.needs = .failed },
+                    row(4) { $0.phase = .loading }, row(5)],
+             effects: [.start(5)]),
+        Case(name: "one bucket of one a minute: the oldest starts, the younger are held behind it and each other (oldest first)",
+             rows: [row(12) { $0.rate = claim }, row(10) { $0.rate = claim }, row(11) { $0.rate = claim }],
+             buckets: [claim.bucket: RateBucket(waiting: [10: .init(key: "a"), 11: .init(key: "b"), 12: .init(key: "c")])],
+             effects: [.holdRate(run: 11, until: now + .seconds(60)), .holdRate(run: 12, until: now + .seconds(120)), .start(10)]),
+        Case(name: "a bucket whose minute has its start: held until it leaves the window; a run that started before is not held again",
+             rows: [row(1) { $0.rate = claim }, row(2) { $0.rate = claim; $0.startedBefore = true }],
+             buckets: [claim.bucket: RateBucket(starts: [now + .seconds(-20)], waiting: [1: .init(key: "a")])],
+             effects: [.holdRate(run: 1, until: now + .seconds(40)), .start(2)]),
+        Case(name: "per-key buckets: two keys each start; a paused run's bucket is not asked",
+             rows: [row(1) { $0.rate = RateClaim(bucket: "key a", limit: minute) }, row(2) { $0.rate = RateClaim(bucket: "key b", limit: minute) },
+                    row(3) { $0.rate = RateClaim(bucket: "key c", limit: minute); $0.pause = pause }],
+             buckets: ["key a": RateBucket(), "key b": RateBucket(), "key c": RateBucket(starts: [now])],
+             effects: [.start(1), .start(2)]),
+    ]
+
+    @Test("a start batch: what starts, what a rate limit holds, what waits", arguments: cases)
+    func table(_ row: Case) {
+        #expect(Self.starts(row.rows, buckets: row.buckets).effects == row.effects)
+    }
+
+    @Test("the store is asked once, for the runs the rule lets start (their locks first) and one run of each bucket they count against; never when none may start")
+    func asked() {
+        let rows = [Self.row(3) { $0.rate = Self.claim }, Self.row(1), Self.row(2) { $0.pause = Self.pause }, Self.row(4) { $0.rate = Self.claim }]
+        let (asked, _) = Self.starts(rows, buckets: [Self.claim.bucket: RateBucket()])
+        #expect(asked.count == 1)
+        #expect(asked.first?.ready == [3, 1, 4])
+        #expect(asked.first?.buckets.keys.sorted() == [Self.claim.bucket])
+        #expect(Self.starts([Self.row(2) { $0.pause = Self.pause }]).asked.isEmpty)
+        #expect(Self.starts([Self.row(2) { $0.rate = Self.claim; $0.startedBefore = true }]).asked.map(\.buckets) == [[:]],
+                "a run that started before asks no bucket")
+    }
+
+    @Test("the rate limits are decided on the clock read with the buckets, the rest on each row's own")
+    func clocks() {
+        let later = Self.now + .seconds(30)
+        let rows = [Self.row(1) { $0.rate = Self.claim }]
+        let bucket = RateBucket(starts: [Self.now + .seconds(-40)], waiting: [1: .init(key: "a")])
+        #expect(Self.starts(rows, buckets: [Self.claim.bucket: bucket]).effects == [.holdRate(run: 1, until: Self.now + .seconds(20))])
+        #expect(Self.starts(rows, buckets: [Self.claim.bucket: bucket], clock: later).effects == [.start(1)])
+    }
+
+    @Test("a window's deadline, as a store keeps it, passes exactly as the window's own rule says")
+    func windowRule() {
+        let window = DebounceWindow(window: .seconds(5), maxWait: .seconds(60), first: Self.now)
+        for at in [Self.now, window.deadline + .microseconds(-1), window.deadline, window.deadline + .seconds(1)] {
+            #expect(DebounceWindow.passed(deadline: window.deadline, at: at) == !window.isOpen(at: at))
+        }
+        #expect(DebounceWindow.passed(deadline: nil, at: Self.now))
+    }
+}
