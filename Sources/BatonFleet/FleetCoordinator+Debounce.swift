@@ -16,8 +16,9 @@ extension FleetCoordinator {
     /// another host's trigger pushed its deadline back.
     func armDebounce(on db: PGConnection) throws {
         for row in try db.query(FleetDebounce.waiting(incarnation: host.incarnation)).rows {
-            guard let id = row[0].flatMap({ Int64($0) }), let left = row[1].flatMap({ Int64($0) }), left > 0 else { continue }
-            armDebounce(id, after: .microseconds(left))
+            guard let id = row[0].flatMap({ Int64($0) }), let deadline = row[1].flatMap({ Int64($0) }), let now = row[2].flatMap({ Int64($0) }),
+                  let left = DebounceWindow.left(deadline: Timestamp(rawValue: deadline), at: Timestamp(rawValue: now)) else { continue }
+            armDebounce(id, after: left)
         }
     }
 }

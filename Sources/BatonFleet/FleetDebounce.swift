@@ -61,11 +61,12 @@ enum FleetDebounce {
     /// passed by the database's clock: what a start checks.
     static let due = "(r.debounce_until IS NULL OR r.debounce_until <= \(FleetCooldown.databaseNow))"
 
-    /// This host's queued runs that hold their key and wait for their window, with how long is
-    /// left by the database's clock (µs): what its timers wake it for.
+    /// This host's queued runs that hold their key and wait for their window, with its deadline
+    /// as kept and the database's clock (the engine says what is left: `DebounceWindow.left`):
+    /// what its timers wake it for.
     static func waiting(incarnation: String) -> FleetJournal.Statement {
         ("""
-            SELECT r.id, r.debounce_until - \(FleetCooldown.databaseNow) FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
+            SELECT r.id, r.debounce_until, \(FleetCooldown.databaseNow) FROM runs r JOIN keys k ON k.key = r.key AND k.holder = r.id
             WHERE r.incarnation = $1 AND r.phase = 'queued' AND r.debounce_until IS NOT NULL
             """, [incarnation])
     }

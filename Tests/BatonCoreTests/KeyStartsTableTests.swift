@@ -106,5 +106,7 @@ struct KeyStartsTableTests {
             #expect(DebounceWindow.passed(deadline: window.deadline, at: at) == !window.isOpen(at: at))
         }
         #expect(DebounceWindow.passed(deadline: nil, at: Self.now))
+        #expect(DebounceWindow.left(deadline: window.deadline, at: Self.now) == .seconds(5), "what a fleet host's wake-up timer waits")
+        #expect(DebounceWindow.left(deadline: window.deadline, at: window.deadline) == nil)
     }
 }

@@ -133,4 +133,9 @@ extension DebounceWindow {
         guard let deadline else { return true }
         return now >= deadline
     }
+
+    /// How long a window whose deadline was kept as `deadline` has left at `now`; nil once it `passed`.
+    public static func left(deadline: Timestamp, at now: Timestamp) -> Duration? {
+        passed(deadline: deadline, at: now) ? nil : deadline - now
+    }
 }
