@@ -66,12 +66,13 @@ extension FleetCoordinator {
     }
 
     /// In a transaction that holds the key rows of the runs in `rows` (`StartColumns`' rows):
-    /// the engine's start step decides them (`KeyDecision.starts`), and this performs what it
-    /// answers: before it decides the rate limits, the lock rows of the runs it lets start (all
-    /// locked in name order), then their rate-limited buckets (after every key row and lock row:
-    /// the fleet's lock order, `readBuckets`); then each rate hold in its run's row, and the
-    /// `loading` of each run it starts, in one pipeline; the runs whose action claims locks, or
-    /// that a hook made, are claimed after.
+    /// the engine's start rule chooses the runs that may start and the buckets they ask
+    /// (`KeyDecision.starts`, its `Plan`); this takes the lock rows of the runs it chose (all
+    /// locked in name order), then reads their rate-limited buckets (after every key row and lock
+    /// row: the fleet's lock order, `readBuckets`); the engine decides on them
+    /// (`KeyDecision.decide`), and this performs what it answers: each rate hold in its run's
+    /// row, and the `loading` of each run it starts, in one pipeline; the runs whose action claims
+    /// locks, or that a hook made, are claimed after.
     func writeStarts(_ rows: [[String?]], on db: PGConnection) throws -> StartWrites {
         var writes = StartWrites()
         var statements: [FleetJournal.Statement] = []
@@ -86,11 +87,14 @@ extension FleetCoordinator {
             facts.rate = action?.rateClaim(key: decoded.run.key)
             return facts
         }
-        let effects = try KeyDecision.starts(facts, me: host.incarnation) { wanted in
-            let names = wanted.ready.flatMap { read[$0]?.action?.locks.map(\.name) ?? [] }
+        let plan = KeyDecision.starts(facts, me: host.incarnation)
+        var buckets: KeyDecision.Starts.Buckets?
+        if !plan.rows.isEmpty {
+            let names = plan.ready.flatMap { read[$0]?.action?.locks.map(\.name) ?? [] }
             if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
-            return try readBuckets(wanted.buckets.compactMapValues { read[$0]?.run }, on: db)
+            buckets = try readBuckets(plan.buckets.compactMapValues { read[$0]?.run }, on: db)
         }
+        let effects = KeyDecision.decide(plan, buckets)
         var holds: [FleetJournal.Statement] = []
         for effect in effects {
             switch effect {
@@ -130,7 +134,7 @@ extension FleetCoordinator {
     }
 
     /// Each of `ids` with what its start is decided on (`StartColumns`), read once its key's row
-    /// is held; the engine's start step (`KeyDecision.starts`) decides each in `writeStarts`.
+    /// is held; the engine's start rule (`KeyDecision.starts`) decides each in `writeStarts`.
     static func startable(_ ids: [Int64]) -> FleetJournal.Statement {
         ("SELECT \(StartColumns.select.sql) \(StartColumns.from) WHERE r.id = ANY ($1::bigint[])",
          ["{" + ids.map(String.init).joined(separator: ",") + "}"])

@@ -144,7 +144,7 @@ enum FleetHooks {
         }
         // Its rate limit's bucket, read without its lock (the writer holds key rows a trigger
         // batch may wait for while holding the bucket's): the start that the run then waits
-        // for decides under the lock (`KeyDecision.starts`), so no window holds more starts than allowed.
+        // for decides under the lock (`KeyDecision.decide`), so no window holds more starts than allowed.
         if let claim = action.rateClaim(key: key) {
             let read = try db.pipeline([FleetRates.read(claim, action: action.name, key: key), ("SELECT \(FleetCooldown.databaseNow)", [])])
             let now = read[1].first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? facts.now

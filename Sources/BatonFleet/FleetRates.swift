@@ -64,10 +64,11 @@ enum FleetRates {
 
 extension FleetCoordinator {
     /// In a start's transaction, holding the rows' keys and lock rows: the buckets the engine's
-    /// start step asks (`KeyDecision.Starts.Wanted`), each by one of its runs (its action's
+    /// start plan names (`KeyDecision.Starts.Plan.buckets`), each by one of its runs (its action's
     /// claim, as this host has it), each locked (in its lock's order) and read, with the
-    /// database's clock read after them; nil where none is asked. The step decides which runs
-    /// their rate limits hold back (`RateBucket.admit`, oldest first).
+    /// database's clock read after them; nil where none is asked. The engine's second call
+    /// (`KeyDecision.decide`) decides on them which runs their rate limits hold back
+    /// (`RateBucket.admit`, oldest first).
     func readBuckets(_ wanted: [String: RunSnapshot], on db: PGConnection) throws -> KeyDecision.Starts.Buckets? {
         var claims: [String: (claim: RateClaim, action: String, key: String)] = [:]
         for (bucket, run) in wanted {

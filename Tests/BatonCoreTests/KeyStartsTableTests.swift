@@ -1,11 +1,11 @@
 @testable import BatonEngine
 import Testing
 
-/// The engine's one step for queued runs a store starts together (`KeyDecision.starts`, the
-/// fleet's start batch), stated as tables without PostgreSQL: rows as a store read them (each
-/// window's deadline, pause and rate hold as kept, the clock the row was read with), what the
-/// step asks the store to read, and the effects it answers (rate holds, then starts).
-@Suite("KeyDecision.starts: one engine step per start batch")
+/// The engine's start batch (`KeyDecision.starts`, then `KeyDecision.decide`: the fleet's start
+/// batch), stated as tables without PostgreSQL: rows as a store read them (each window's
+/// deadline, pause and rate hold as kept, the clock the row was read with), the plan the rule
+/// answers (what the store reads before the rate limits), and the effects (rate holds, then starts).
+@Suite("KeyDecision.starts and decide: one decision per start batch")
 struct KeyStartsTableTests {
     static let now = Timestamp(rawValue: 100_000_000)
     static let me = "web-1/1/aa"
@@ -18,15 +18,13 @@ struct KeyStartsTableTests {
         return row
     }
 
-    /// The step as a store runs it, with `buckets` read when asked; what it asked, and its effects.
+    /// The batch as a store runs it: the plan, then `buckets` read as it names them (none asked:
+    /// none read), then the decision on them; the plan and the effects.
     static func starts(_ rows: [KeyDecision.Starts.Row], buckets: [String: RateBucket] = [:], clock: Timestamp = now)
-        -> (asked: [KeyDecision.Starts.Wanted], effects: [KeyDecision.Starts.Effect]) {
-        var asked: [KeyDecision.Starts.Wanted] = []
-        let effects = KeyDecision.starts(rows, me: me) { wanted in
-            asked.append(wanted)
-            return wanted.buckets.isEmpty ? nil : KeyDecision.Starts.Buckets(now: clock, buckets: buckets.filter { wanted.buckets[$0.key] != nil })
-        }
-        return (asked, effects)
+        -> (plan: KeyDecision.Starts.Plan, effects: [KeyDecision.Starts.Effect]) {
+        let plan = KeyDecision.starts(rows, me: me)
+        let read = plan.buckets.isEmpty ? nil : KeyDecision.Starts.Buckets(now: clock, buckets: buckets.filter { plan.buckets[$0.key] != nil })
+        return (plan, KeyDecision.decide(plan, read))
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
@@ -78,16 +76,27 @@ struct KeyStartsTableTests {
         #expect(Self.starts(row.rows, buckets: row.buckets).effects == row.effects)
     }
 
-    @Test("the store is asked once, for the runs the rule lets start (their locks first) and one run of each bucket they count against; never when none may start")
-    func asked() {
+    @Test("the plan names the runs the rule lets start (their locks first) and one run of each bucket they count against; nothing when none may start")
+    func plan() {
         let rows = [Self.row(3) { $0.rate = Self.claim }, Self.row(1), Self.row(2) { $0.pause = Self.pause }, Self.row(4) { $0.rate = Self.claim }]
-        let (asked, _) = Self.starts(rows, buckets: [Self.claim.bucket: RateBucket()])
-        #expect(asked.count == 1)
-        #expect(asked.first?.ready == [3, 1, 4])
-        #expect(asked.first?.buckets.keys.sorted() == [Self.claim.bucket])
-        #expect(Self.starts([Self.row(2) { $0.pause = Self.pause }]).asked.isEmpty)
-        #expect(Self.starts([Self.row(2) { $0.rate = Self.claim; $0.startedBefore = true }]).asked.map(\.buckets) == [[:]],
+        let plan = Self.starts(rows, buckets: [Self.claim.bucket: RateBucket()]).plan
+        #expect(plan.ready == [3, 1, 4])
+        #expect(plan.rows == [rows[0], rows[1], rows[3]], "the rows the rule chose, decided on as they are")
+        #expect(plan.buckets.keys.sorted() == [Self.claim.bucket])
+        let none = Self.starts([Self.row(2) { $0.pause = Self.pause }]).plan
+        #expect(none.ready.isEmpty && none.buckets.isEmpty)
+        #expect(Self.starts([Self.row(2) { $0.rate = Self.claim; $0.startedBefore = true }]).plan.buckets.isEmpty,
                 "a run that started before asks no bucket")
+    }
+
+    @Test("decide takes the plan's runs as chosen and reads only the buckets given: none read, none held")
+    func decideOnThePlan() {
+        let rows = [Self.row(2) { $0.rate = Self.claim }, Self.row(1) { $0.rate = Self.claim }]
+        let plan = KeyDecision.starts(rows, me: Self.me)
+        #expect(KeyDecision.decide(plan, nil) == [.start(2), .start(1)])
+        let full = RateBucket(starts: [Self.now], waiting: [1: .init(key: "a"), 2: .init(key: "b")])
+        #expect(KeyDecision.decide(plan, KeyDecision.Starts.Buckets(now: Self.now, buckets: [Self.claim.bucket: full]))
+                == [.holdRate(run: 1, until: Self.now + .seconds(60)), .holdRate(run: 2, until: Self.now + .seconds(120))])
     }
 
     @Test("the rate limits are decided on the clock read with the buckets, the rest on each row's own")

@@ -1,13 +1,15 @@
 /// Queued runs a store starts together, in one transaction that holds their keys (a fleet's start
-/// batch: a look's, or the starts after ends in the writer's): the engine's one step for them
-/// (`KeyDecision.starts`). The store reads each run's row as it is (`Starts.Row`: its slot, its
-/// window's deadline, its action's pause, its rate limit's hold, each as kept, and the clock the
-/// row was read with), calls `starts` once and performs what it answers. The arithmetic of the
-/// windows (a debounce deadline passed, a pause that holds, a rate hold not over) is the
-/// engine's, here, on the store's clock: the start rule (`mayStart`) decides each row as one
-/// machine's `FlightTable` decides its runs; the runs it starts that count against a rate limit
-/// then ask their bucket (read by the store once, under its lock, only where one is asked),
-/// oldest first, through the one hold-then-count (`RateBucket.admit`).
+/// batch: a look's, or the starts after ends in the writer's): the engine decides them in two pure
+/// calls, the store reading between them. The store reads each run's row as it is (`Starts.Row`:
+/// its slot, its window's deadline, its action's pause, its rate limit's hold, each as kept, and
+/// the clock the row was read with) and calls `starts`: the start rule (`mayStart`) decides each
+/// row as one machine's `FlightTable` decides its runs, with the windows' arithmetic (a debounce
+/// deadline passed, a pause that holds, a rate hold not over) on the row's clock, and answers a
+/// `Plan`: the runs that may start and the rate-limited buckets they ask. The store then takes
+/// the plan's lock rows and reads its buckets (under their locks: its lock order) and calls
+/// `decide` with the plan and what it read: each of the plan's runs that counts against a rate
+/// limit asks its bucket, oldest first, through the one hold-then-count (`RateBucket.admit`). The
+/// rule is not asked again: `decide` takes the runs the plan chose, and only `starts` makes a plan.
 extension KeyDecision {
     public enum Starts {
         /// One queued run as its start row has it.
@@ -68,20 +70,25 @@ extension KeyDecision {
             public func verdict(me: String) -> StartVerdict { mayStart(view(me: me)) }
         }
 
-        /// What the store is asked to read before the rate limits are decided, once the rule has
-        /// chosen the runs that may start: `ready`, in the rows' order (the store takes their
-        /// locks' rows first: its lock order), and one run of each rate-limited bucket those of
-        /// them that count against one ask (its claim names the bucket).
-        public struct Wanted: Sendable, Equatable {
-            public var ready: [Int64] = []
-            public var buckets: [String: Int64] = [:]
-            public init(ready: [Int64] = [], buckets: [String: Int64] = [:]) {
-                self.ready = ready
+        /// What the start rule chose of a start batch, before its rate limits (`starts`): the rows
+        /// of the runs that may start, in the rows' order (the store takes their locks' rows
+        /// first: its lock order), and one run of each rate-limited bucket those of them that count
+        /// against one ask (its claim names the bucket): the store reads these buckets, and nothing
+        /// else, before `decide`. Only `starts` makes one.
+        public struct Plan: Sendable, Equatable {
+            public let rows: [Row]
+            public let buckets: [String: Int64]
+
+            init(rows: [Row], buckets: [String: Int64]) {
+                self.rows = rows
                 self.buckets = buckets
             }
+
+            /// The runs that may start, in the rows' order.
+            public var ready: [Int64] { rows.map(\.run) }
         }
 
-        /// The buckets `Wanted` names as the store read them under their locks, and its clock then.
+        /// The buckets a `Plan` names as the store read them under their locks, and its clock then.
         public struct Buckets: Sendable, Equatable {
             public var now: Timestamp
             public var buckets: [String: RateBucket]
@@ -100,29 +107,33 @@ extension KeyDecision {
         }
     }
 
-    /// The start batch's one step: each row decided by the start rule (`Row.verdict`); for the
-    /// runs it starts, `read` is asked once (when any may start) for the buckets they count
-    /// against; each of those runs asks its bucket, oldest first (`RateBucket.admit`, its hold
-    /// kept for the younger ones), and a held one does not start. Answers the holds (oldest
-    /// first), then the starts (in the rows' order). `me`: the store's own owner name.
-    public static func starts(_ rows: [Starts.Row], me: String, read: (Starts.Wanted) throws -> Starts.Buckets?) rethrows -> [Starts.Effect] {
+    /// The start batch's first call: each row decided by the start rule (`Row.verdict`); answers
+    /// the runs it lets start and the buckets they ask (`Plan`). `me`: the store's own owner name.
+    public static func starts(_ rows: [Starts.Row], me: String) -> Starts.Plan {
         let ready = rows.filter { $0.verdict(me: me) == .start }
-        guard !ready.isEmpty else { return [] }
-        var wanted = Starts.Wanted(ready: ready.map(\.run))
-        for row in ready { if let claim = row.claim { wanted.buckets[claim.bucket] = row.run } }
-        let read = try read(wanted)
+        var buckets: [String: Int64] = [:]
+        for row in ready { if let claim = row.claim { buckets[claim.bucket] = row.run } }
+        return Starts.Plan(rows: ready, buckets: buckets)
+    }
+
+    /// The start batch's second call, on the `plan` of its first and the `buckets` the store read
+    /// for it (nil: none read, or none asked): each of the plan's runs that counts against a read
+    /// bucket asks it, oldest first (`RateBucket.admit`, its hold kept for the younger ones), and
+    /// a held one does not start. Answers the holds (oldest first), then the starts (in the rows'
+    /// order).
+    public static func decide(_ plan: Starts.Plan, _ buckets: Starts.Buckets?) -> [Starts.Effect] {
         var effects: [Starts.Effect] = [], held: Set<Int64> = []
-        if let read {
-            var buckets = read.buckets
-            for row in ready.sorted(by: { $0.run < $1.run }) {
-                guard let claim = row.claim, buckets[claim.bucket] != nil else { continue }
-                if case let .held(until) = buckets[claim.bucket]!.admit(row.run, claim, at: read.now) {
+        if let buckets {
+            var read = buckets.buckets
+            for row in plan.rows.sorted(by: { $0.run < $1.run }) {
+                guard let claim = row.claim, read[claim.bucket] != nil else { continue }
+                if case let .held(until) = read[claim.bucket]!.admit(row.run, claim, at: buckets.now) {
                     held.insert(row.run)
                     effects.append(.holdRate(run: row.run, until: until))
                 }
             }
         }
-        return effects + ready.filter { !held.contains($0.run) }.map { .start($0.run) }
+        return effects + plan.rows.filter { !held.contains($0.run) }.map { .start($0.run) }
     }
 }
 
