@@ -31,6 +31,8 @@ struct KeyStartsTableTests {
         var name: String
         var rows: [KeyDecision.Starts.Row]
         var buckets: [String: RateBucket] = [:]
+        /// The buckets the plan names (the store reads these, and only these, before `decide`).
+        var asked: [String] = []
         var effects: [KeyDecision.Starts.Effect]
         var testDescription: String { name }
     }
@@ -51,38 +53,44 @@ struct KeyStartsTableTests {
                     row(4) { $0.owner = "web-2/1/bb" }],
              effects: [.start(2), .start(3)]),
         Case(name: "a rate hold not yet over waits (its bucket not asked); one over at the clock starts",
-             rows: [row(1) { $0.rateUntil = now + .microseconds(1) }, row(2) { $0.rateUntil = now }], effects: [.start(2)]),
+             rows: [row(1) { $0.rateUntil = now + .microseconds(1); $0.rate = RateClaim(bucket: "key held", limit: minute) },
+                    row(2) { $0.rateUntil = now }],
+             buckets: ["key held": RateBucket()], effects: [.start(2)]),
         Case(name: "waiting for an approval or its needs waits; a need failed ends it; neither starts",
              rows: [row(1) { $0.approving = true }, row(2) { $0.needs = .waiting }, row(3) { $0.needs = .failed },
                     row(4) { $0.phase = .loading }, row(5)],
              effects: [.start(5)]),
         Case(name: "one bucket of one a minute: the oldest starts, the younger are held behind it and each other (oldest first)",
              rows: [row(12) { $0.rate = claim }, row(10) { $0.rate = claim }, row(11) { $0.rate = claim }],
-             buckets: [claim.bucket: RateBucket(waiting: [10: .init(key: "a"), 11: .init(key: "b"), 12: .init(key: "c")])],
+             buckets: [claim.bucket: RateBucket(waiting: [10: .init(key: "a"), 11: .init(key: "b"), 12: .init(key: "c")])], asked: [claim.bucket],
              effects: [.holdRate(run: 11, until: now + .seconds(60)), .holdRate(run: 12, until: now + .seconds(120)), .start(10)]),
         Case(name: "a bucket whose minute has its start: held until it leaves the window; a run that started before is not held again",
              rows: [row(1) { $0.rate = claim }, row(2) { $0.rate = claim; $0.startedBefore = true }],
-             buckets: [claim.bucket: RateBucket(starts: [now + .seconds(-20)], waiting: [1: .init(key: "a")])],
+             buckets: [claim.bucket: RateBucket(starts: [now + .seconds(-20)], waiting: [1: .init(key: "a")])], asked: [claim.bucket],
              effects: [.holdRate(run: 1, until: now + .seconds(40)), .start(2)]),
         Case(name: "per-key buckets: two keys each start; a paused run's bucket is not asked",
              rows: [row(1) { $0.rate = RateClaim(bucket: "key a", limit: minute) }, row(2) { $0.rate = RateClaim(bucket: "key b", limit: minute) },
                     row(3) { $0.rate = RateClaim(bucket: "key c", limit: minute); $0.pause = pause }],
-             buckets: ["key a": RateBucket(), "key b": RateBucket(), "key c": RateBucket(starts: [now])],
+             buckets: ["key a": RateBucket(), "key b": RateBucket(), "key c": RateBucket(starts: [now])], asked: ["key a", "key b"],
              effects: [.start(1), .start(2)]),
     ]
 
-    @Test("a start batch: what starts, what a rate limit holds, what waits", arguments: cases)
+    @Test("a start batch: the buckets its plan asks, what starts, what a rate limit holds, what waits", arguments: cases)
     func table(_ row: Case) {
-        #expect(Self.starts(row.rows, buckets: row.buckets).effects == row.effects)
+        let (plan, effects) = Self.starts(row.rows, buckets: row.buckets)
+        #expect(plan.buckets.keys.sorted() == row.asked)
+        #expect(effects == row.effects)
     }
 
     @Test("the plan names the runs the rule lets start (their locks first) and one run of each bucket they count against; nothing when none may start")
     func plan() {
-        let rows = [Self.row(3) { $0.rate = Self.claim }, Self.row(1), Self.row(2) { $0.pause = Self.pause }, Self.row(4) { $0.rate = Self.claim }]
-        let plan = Self.starts(rows, buckets: [Self.claim.bucket: RateBucket()]).plan
+        let paused = RateClaim(bucket: "key paused", limit: Self.minute)
+        let rows = [Self.row(3) { $0.rate = Self.claim }, Self.row(1), Self.row(2) { $0.pause = Self.pause; $0.rate = paused },
+                    Self.row(4) { $0.rate = Self.claim }]
+        let plan = Self.starts(rows, buckets: [Self.claim.bucket: RateBucket(), paused.bucket: RateBucket()]).plan
         #expect(plan.ready == [3, 1, 4])
         #expect(plan.rows == [rows[0], rows[1], rows[3]], "the rows the rule chose, decided on as they are")
-        #expect(plan.buckets.keys.sorted() == [Self.claim.bucket])
+        #expect(plan.buckets.keys.sorted() == [Self.claim.bucket], "the paused run's bucket is not read")
         let none = Self.starts([Self.row(2) { $0.pause = Self.pause }]).plan
         #expect(none.ready.isEmpty && none.buckets.isEmpty)
         #expect(Self.starts([Self.row(2) { $0.rate = Self.claim; $0.startedBefore = true }]).plan.buckets.isEmpty,
