@@ -116,14 +116,20 @@ struct KeyStartsTableTests {
         #expect(Self.starts(rows, buckets: [Self.claim.bucket: bucket], clock: later).effects == [.start(1)])
     }
 
-    @Test("a window's deadline, as a store keeps it, passes exactly as the window's own rule says")
+    @Test("a window's deadline, as a store keeps it, has passed at it and after, not a microsecond before; the host's window (isOpen) the same")
     func windowRule() {
         let window = DebounceWindow(window: .seconds(5), maxWait: .seconds(60), first: Self.now)
-        for at in [Self.now, window.deadline + .microseconds(-1), window.deadline, window.deadline + .seconds(1)] {
-            #expect(DebounceWindow.passed(deadline: window.deadline, at: at) == !window.isOpen(at: at))
-        }
-        #expect(DebounceWindow.passed(deadline: nil, at: Self.now))
-        #expect(DebounceWindow.left(deadline: window.deadline, at: Self.now) == .seconds(5), "what a fleet host's wake-up timer waits")
-        #expect(DebounceWindow.left(deadline: window.deadline, at: window.deadline) == nil)
+        let deadline = Self.now + .seconds(5)
+        #expect(window.deadline == deadline)
+        #expect(DebounceWindow.passed(deadline: deadline, at: deadline))
+        #expect(DebounceWindow.passed(deadline: deadline, at: deadline + .microseconds(1)))
+        #expect(!DebounceWindow.passed(deadline: deadline, at: deadline + .microseconds(-1)))
+        #expect(!DebounceWindow.passed(deadline: deadline, at: Self.now))
+        #expect(DebounceWindow.passed(deadline: nil, at: Self.now), "no window: nothing to wait for")
+        #expect(!window.isOpen(at: deadline), "a host's run starts at its deadline (ConductorState+Debounce asks isOpen)")
+        #expect(window.isOpen(at: deadline + .microseconds(-1)))
+        #expect(DebounceWindow.left(deadline: deadline, at: Self.now) == .seconds(5), "what a fleet host's wake-up timer waits")
+        #expect(DebounceWindow.left(deadline: deadline, at: deadline + .microseconds(-1)) == .microseconds(1))
+        #expect(DebounceWindow.left(deadline: deadline, at: deadline) == nil)
     }
 }
