@@ -1,6 +1,7 @@
 /// Whether a queued run may start now: one rule for a host's conductor (`FlightTable`, as it
 /// promotes a key's run to ready) and for every start path of a fleet (the fleet decodes its
-/// rows into a `StartView`, `StartColumns`). The store reads the facts; the rule is here.
+/// rows into a `KeyDecision.Starts.Row`, `StartColumns`, whose `view(me:)` builds the
+/// `StartView`). The store reads the facts; the rule is here.
 extension KeyDecision {
     /// What a run's start is decided on, as its store knows it now.
     public struct StartView: Sendable, Equatable {

@@ -38,8 +38,8 @@ public struct RateBucket: Sendable, Equatable {
     /// hold-then-count (`RateBook.admit`) on the bucket's book, `starts` saying whether the rest of
     /// its start holds. Held back, it gets when it may (kept in `waiting` when `keepsHold`: it then
     /// counts ahead of the younger ones) and nothing else is asked; let and started, its start
-    /// counts (`started`). The fleet's starts ask it for the runs a start batch claims
-    /// (`rateHeld`, keeping the hold), its trigger batches for a new run (`KeyDecision.admitStart`).
+    /// counts (`started`). The fleet's starts ask it for the runs a start batch lets start
+    /// (`KeyDecision.decide`, keeping the hold), its trigger batches for a new run (`KeyDecision.admitStart`).
     public mutating func admit(_ run: Int64, _ claim: RateClaim, at now: Timestamp, keepsHold: Bool = true,
                                starts: () -> Bool = { true }) -> RateBook.Admission {
         // The rules on a book rebuilt from `starts`: its own record of the start is dropped with
