@@ -27,7 +27,7 @@ struct KeyBatchDraftTests {
         #expect(Set(decided.definitions.keys) == [40, 41, 42])
     }
 
-    @Test("a replace of a run the batch made: its end, decided again with its numbers, names the run that replaced it")
+    @Test("a replace of a run the batch made: its end, numbered, names the run that replaced it")
     func replaceOfANewRun() {
         let decided = KeyBatchTableTests.batch([Self.entry("k", .queue), Self.entry("k", .replace)], KeyDecision.Batch.Rows(now: Self.now))
         let stop = RunMachine.Stop.replaced(by: 101)
@@ -37,6 +37,35 @@ struct KeyBatchDraftTests {
         #expect(decided.stops[1]?.first?.end?.detail.error == "replaced by run 101")
         #expect(decided.slots == ["k": KeySlot(holder: 101)])
         #expect(decided.starts == [101])
+    }
+
+    /// Every stop a queued run can take, with a run it may name.
+    static let stops: [RunMachine.Stop] = [.cancelled(by: 1000, principal: nil), .replaced(by: Batch.Draft.first + 1), .timeout(after: .seconds(5)),
+                                           .shutdown, .needs("build failed"), .denied(by: "ops", reason: nil), .approvalTimedOut(after: .seconds(60))]
+    typealias Batch = KeyDecision.Batch
+
+    @Test("a queued run's end records its stop's own detail (what numbering a stop's end makes again)", arguments: stops)
+    func queuedEndDetail(_ stop: RunMachine.Stop) {
+        guard case let .ends(end) = StopDecision.decide(stop, run: 7, phase: .queued, lastSeq: 1, ownedHere: false, at: Self.now) else {
+            Issue.record("a queued run's stop ends it")
+            return
+        }
+        #expect(end.detail == stop.detail)
+    }
+
+    @Test("numbering a stop keeps its end as decided (phases, seq, time), numbering only its run and the run its detail names", arguments: stops)
+    func numberedEnd(_ stop: RunMachine.Stop) {
+        // An end the stop alone would not make (a failure, a later seq): what a decision on more
+        // facts could record; numbering must not decide it again.
+        let end = Transition(runID: Batch.Draft.first, seq: 9, from: .queued, to: .failure, at: Self.now + .seconds(3), detail: stop.detail)
+        var decided = Batch.Decided()
+        decided.stops = [0: [RunStop(run: Batch.Draft.first, stop: stop, decision: .ends(end))]]
+        let draft = Batch.Draft(decided, ids: 2)
+        let numbered = draft.taking([70, 71]).stops[0]?.first
+        var stopNumbered = stop
+        if case .replaced = stop { stopNumbered = .replaced(by: 71) }
+        #expect(numbered == RunStop(run: 70, stop: stopNumbered,
+                                    decision: .ends(Transition(runID: 70, seq: 9, from: .queued, to: .failure, at: Self.now + .seconds(3), detail: stopNumbered.detail))))
     }
 
     @Test("a delivery seen earlier in the batch: the refusal names the run the batch made for it")

@@ -22,7 +22,7 @@ extension KeyDecision.Batch {
 
         /// The decision with the `n`th new run numbered `ids[n]` everywhere it is named: the
         /// outcomes (and a refusal that names a run the batch made), the stops (and the end a
-        /// stop records, decided again with its run's number), the slots, windows, starts and
+        /// stop records, as decided, its runs numbered), the slots, windows, starts and
         /// definitions. `ids` holds exactly `self.ids` ids.
         public func taking(_ ids: [Int64]) -> Decided {
             precondition(ids.count == self.ids, "a batch is numbered with as many ids as it makes runs")
@@ -74,16 +74,22 @@ extension KeySlot {
 }
 
 extension RunStop {
-    /// The stop with its runs numbered: a queued run's end is decided again (`StopDecision`), so
-    /// what it records (a replace names its replacing run) names the numbered runs.
+    /// The stop with its runs numbered. The end a queued run's stop decided is kept as it was
+    /// decided (its phases, seq and time: not decided again); only what names a run is numbered,
+    /// its run and its detail, which is the stop's own record (`RunMachine.Stop.detail`, as
+    /// `StopDecision` records it: a replace names its replacing run), made again for the numbered
+    /// stop.
     func numbered(_ number: (Int64) -> Int64) -> Self {
-        var stop = stop
-        if case let .replaced(by) = stop { stop = .replaced(by: number(by)) }
+        var numberedStop = stop
+        if case let .replaced(by) = stop { numberedStop = .replaced(by: number(by)) }
         var decision = decision
-        if case let .ends(end) = decision {
-            decision = StopDecision.decide(stop, run: number(run), phase: end.from ?? .queued, lastSeq: end.seq - 1, ownedHere: false, at: end.at)
+        if case var .ends(end) = decision {
+            assert(end.detail == stop.detail, "a stop's end records the stop's own detail, numbered with it")
+            end.runID = number(end.runID)
+            end.detail = numberedStop.detail
+            decision = .ends(end)
         }
-        return RunStop(run: number(run), stop: stop, decision: decision)
+        return RunStop(run: number(run), stop: numberedStop, decision: decision)
     }
 }
 
