@@ -40,4 +40,16 @@ public struct DebounceWindow: Sendable, Equatable {
 
     /// Whether the run must still wait at `now` (its deadline not `passed`).
     public func isOpen(at now: Timestamp) -> Bool { !Self.passed(deadline: deadline, at: now) }
+
+    /// Whether a window whose deadline was kept as `deadline` (nil: none) has passed at `now`: a
+    /// store that keeps the deadline alone (a fleet's run row) asks the window's rule with it.
+    public static func passed(deadline: Timestamp?, at now: Timestamp) -> Bool {
+        guard let deadline else { return true }
+        return now >= deadline
+    }
+
+    /// How long a window whose deadline was kept as `deadline` has left at `now`; nil once it `passed`.
+    public static func left(deadline: Timestamp, at now: Timestamp) -> Duration? {
+        passed(deadline: deadline, at: now) ? nil : deadline - now
+    }
 }

@@ -136,17 +136,3 @@ extension KeyDecision {
         return effects + plan.rows.filter { !held.contains($0.run) }.map { .start($0.run) }
     }
 }
-
-extension DebounceWindow {
-    /// Whether a window whose deadline was kept as `deadline` (nil: none) has passed at `now`: a
-    /// store that keeps the deadline alone (a fleet's run row) asks the window's rule with it.
-    public static func passed(deadline: Timestamp?, at now: Timestamp) -> Bool {
-        guard let deadline else { return true }
-        return now >= deadline
-    }
-
-    /// How long a window whose deadline was kept as `deadline` has left at `now`; nil once it `passed`.
-    public static func left(deadline: Timestamp, at now: Timestamp) -> Duration? {
-        passed(deadline: deadline, at: now) ? nil : deadline - now
-    }
-}
