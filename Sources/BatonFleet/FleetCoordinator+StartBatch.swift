@@ -79,8 +79,8 @@ extension FleetCoordinator {
         var oneByOne: [(RunSnapshot, Int)] = []
         // Each row's run and its action, looked up once.
         var read: [Int64: (run: RunSnapshot, seq: Int, action: Action?)] = [:]
-        let facts = rows.map { row in
-            let decoded = StartColumns.decode(row)
+        let facts = try rows.map { row in
+            let decoded = try StartColumns.decode(row)
             let action = conductor.action(named: decoded.run.action)
             read[decoded.run.id] = (decoded.run, decoded.seq, action)
             var facts = decoded.facts

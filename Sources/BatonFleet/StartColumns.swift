@@ -54,19 +54,24 @@ enum StartColumns {
     }
 
     /// The row's facts leave its rate limit to the caller (`Starts.Row.rate`: its action's, as
-    /// this host has it).
-    static func decode(_ row: [String?]) -> Row {
+    /// this host has it). Throws when the database's clock is not in the row (every window and
+    /// hold is compared with it: read as 0, each would hold, and the run silently not start),
+    /// as `readBuckets` does.
+    static func decode(_ row: [String?]) throws -> Row {
         let run = FleetRows.run(row)
         let needs: KeyDecision.StartView.Needs = switch select.value(row, .needs) {
         case .none, .some("met"): .met
         case .some("failed"): .failed
         default: .waiting
         }
+        guard let clock = select.value(row, .clock).flatMap({ Int64($0) }) else {
+            throw PGError(message: "the database's clock could not be read in run \(run.id)'s start row")
+        }
         let facts = KeyDecision.Starts.Row(
             run: run.id, phase: run.phase, slot: KeySlot(row: select.columns(row, .slot)), owner: select.value(row, .owner),
             window: run.debounceUntil, pause: FleetPauses.pause(row, from: select.range(.pause).lowerBound),
             approving: select.value(row, .approving) == "t", rateUntil: run.rateUntil, needs: needs, startedBefore: run.startedAt != nil,
-            now: Timestamp(rawValue: select.value(row, .clock).flatMap { Int64($0) } ?? 0))
+            now: Timestamp(rawValue: clock))
         return Row(run: run, seq: Int(select.value(row, .seq) ?? "") ?? 1, facts: facts)
     }
 }

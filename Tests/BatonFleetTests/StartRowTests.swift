@@ -65,8 +65,8 @@ struct StartRowTests {
 
     @Test("each start path's row decodes to the verdict the rule's table states",
           arguments: statements.flatMap { sql in KeyDecisionRowsTests.starts.map { (sql, $0) } })
-    func decodedVerdict(_ sql: String, _ start: KeyDecisionRowsTests.Start) {
-        let decoded = StartColumns.decode(Self.row(sql, start.view))
+    func decodedVerdict(_ sql: String, _ start: KeyDecisionRowsTests.Start) throws {
+        let decoded = try StartColumns.decode(Self.row(sql, start.view))
         #expect(decoded.verdict(me: "me") == start.verdict)
         #expect(decoded.run.id == 7 && decoded.seq == 3)
     }
@@ -78,32 +78,44 @@ struct StartRowTests {
     }
 
     @Test("a pause that holds is read as paused, one whose time ran out is not")
-    func pauseRead() {
+    func pauseRead() throws {
         let sql = Self.statements[0]
         var row = Self.row(sql, KeyDecision.StartView(run: 7, slot: KeySlot(holder: 7), paused: true))
-        #expect(StartColumns.decode(row).verdict(me: "me") == .wait(.paused))
+        #expect(try StartColumns.decode(row).verdict(me: "me") == .wait(.paused))
         row[Self.selected(sql).firstIndex(of: "p.until")!] = "2000"
-        #expect(StartColumns.decode(row).verdict(me: "me") == .wait(.paused))
+        #expect(try StartColumns.decode(row).verdict(me: "me") == .wait(.paused))
         row[Self.selected(sql).firstIndex(of: "p.until")!] = "500"
-        #expect(StartColumns.decode(row).verdict(me: "me") == .start)
+        #expect(try StartColumns.decode(row).verdict(me: "me") == .start)
     }
 
     @Test("a window passes at its deadline, for its owner only; a rate hold ends at its time: by the row's clock")
-    func windowsRead() {
+    func windowsRead() throws {
         let sql = Self.statements[0]
         let column = { (name: String) in Self.selected(sql).firstIndex(of: name)! }
         var row = Self.row(sql, KeyDecision.StartView(run: 7, slot: KeySlot(holder: 7)))
-        #expect(StartColumns.decode(row).verdict(me: "me") == .start)
+        #expect(try StartColumns.decode(row).verdict(me: "me") == .start)
         row[column("r.debounce_until")] = "1000"
-        #expect(StartColumns.decode(row).verdict(me: "me") == .start, "a deadline at the clock has passed")
+        #expect(try StartColumns.decode(row).verdict(me: "me") == .start, "a deadline at the clock has passed")
         row[column("r.debounce_until")] = "1001"
-        #expect(StartColumns.decode(row).verdict(me: "me") == .wait(.window))
+        #expect(try StartColumns.decode(row).verdict(me: "me") == .wait(.window))
         row[column("r.debounce_until")] = nil
-        #expect(StartColumns.decode(row).verdict(me: "other") == .wait(.window), "another host's run: its window never passes here")
+        #expect(try StartColumns.decode(row).verdict(me: "other") == .wait(.window), "another host's run: its window never passes here")
         row[column("r.rate_until")] = "1001"
-        #expect(StartColumns.decode(row).verdict(me: "me") == .wait(.rate))
+        #expect(try StartColumns.decode(row).verdict(me: "me") == .wait(.rate))
         row[column("r.rate_until")] = "1000"
-        #expect(StartColumns.decode(row).verdict(me: "me") == .start, "a rate hold ends at its time")
+        #expect(try StartColumns.decode(row).verdict(me: "me") == .start, "a rate hold ends at its time")
+    }
+
+    @Test("a start row without the database's clock, or with one that is not a number, is an error, not a clock at 0")
+    func clockMissing() throws {
+        let sql = Self.statements[0]
+        var row = Self.row(sql, KeyDecision.StartView(run: 7, slot: KeySlot(holder: 7)))
+        #expect(try StartColumns.decode(row).facts.now == Timestamp(rawValue: 1000))
+        for clock in [nil, "", "now"] as [String?] {
+            row[Self.selected(sql).firstIndex(of: FleetCooldown.databaseNow)!] = clock
+            let error = #expect(throws: PGError.self) { try StartColumns.decode(row) }
+            #expect(error?.message == "the database's clock could not be read in run 7's start row")
+        }
     }
 
     enum Part: Hashable, Sendable { case a, b, c, extra }

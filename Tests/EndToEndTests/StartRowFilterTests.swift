@@ -63,7 +63,7 @@ struct StartRowFilterTests {
         }
         let ids = cases.map(\.id) + [1005]
         let read = FleetCoordinator.startable(ids)
-        let decoded = try db.query(read.0, read.1).rows.map { StartColumns.decode($0) }
+        let decoded = try db.query(read.0, read.1).rows.map { try StartColumns.decode($0) }
         #expect(decoded.count == ids.count)
         let me = Self.me.incarnation
         let started = Set(decoded.filter { $0.verdict(me: me) == .start }.map(\.run.id))
