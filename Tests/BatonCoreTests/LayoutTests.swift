@@ -173,6 +173,59 @@ struct LayoutTests {
         #expect(Self.snapshotStorageWrites(in: "run.storage.fields.seq = 1\nrun.storage = other\nlet same = a.storage === b.storage\nvar storage = sockaddr_storage()\n// storage.fields") == 2)
     }
 
+    /// The top-level types in `text` that hold a `@Test`, each with its `@Suite` attribute (nil:
+    /// none, an extension or an implicit suite), comments and strings left out; and the `@Test`
+    /// functions outside any type.
+    static func testHolders(in text: String) -> (types: [(name: String, suite: String?)], free: Int) {
+        let declaration = try! NSRegularExpression(pattern: #"^(?:@Suite(?:\(.*\))?\s+)?(?:(?:private|fileprivate|internal|public)\s+)?(?:final\s+)?(?:class|struct|enum|extension|actor)\s+(\w+)"#)
+        var (types, free): ([(name: String, suite: String?, tests: Int)], Int) = ([], 0)
+        var attribute: String?
+        for line in EffectsUnderLockTests.blankCommentsAndStrings(text).split(separator: "\n").map(String.init) {
+            if line.hasPrefix("@Suite") { attribute = "" }
+            if attribute != nil { attribute! += line + "\n" }
+            if let match = declaration.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) {
+                types.append((String(line[Range(match.range(at: 1), in: line)!]), attribute, 0))
+                attribute = nil
+            }
+            if line.hasPrefix("@Test") {
+                free += 1
+            } else if line.contains("@Test"), !types.isEmpty {
+                types[types.count - 1].tests += 1
+            }
+        }
+        return (types.filter { $0.tests > 0 }.map { ($0.name, $0.suite) }, free)
+    }
+
+    @Test("every end-to-end test is in a suite that runs it off the cooperative pool (.offPool)")
+    func endToEndSuitesOffPool() throws {
+        let root = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests/EndToEndTests")
+        let files = try Self.swiftFiles(under: root).map { Self.testHolders(in: $0.text) }
+        let types = files.flatMap(\.types)
+        let offPool = Set(types.filter { $0.suite?.contains(".offPool") == true }.map(\.name))
+        let onThePool = types.filter { !offPool.contains($0.name) }.map(\.name)
+        #expect(onThePool.isEmpty, "tests whose suite does not name .offPool (their blocking waits would hold the pool): \(Set(onThePool).sorted())")
+        #expect(files.map(\.free).reduce(0, +) == 0, "a @Test outside any suite runs on the pool")
+        #expect(offPool.count > 100, "found only \(offPool.count) suites with .offPool under \(root.path)")
+        let sample = """
+            @Suite("a", .serialized, .offPool)
+            struct A { @Test func a() {} }
+            extension A { @Test("x (y)") func b() {} }
+            @Suite("b", .serialized,
+                   .enabled(if: true), .offPool)
+            struct B {
+                @Test func c() {}
+            }
+            @Suite(.offPool) struct C { @Test func d() {} }
+            @Suite("d") struct D { @Test func e() {} }
+            struct E { @Test func f() {} }
+            final class F { func g() {} } // @Test
+            @Test func h() {}
+            """
+        let found = Self.testHolders(in: sample)
+        #expect(found.types.map(\.name) == ["A", "A", "B", "C", "D", "E"] && found.free == 1)
+        #expect(found.types.map { $0.suite?.contains(".offPool") } == [true, nil, true, true, false, nil])
+    }
+
     /// `Eventually` wrapped in `#expect`/`#require` (it records its own issue: that reported twice).
     static func wrappedWaits(in text: String) -> Int {
         matches(#"#(expect|require)\((try\s+|await\s+)*Eventually\."#, in: text)

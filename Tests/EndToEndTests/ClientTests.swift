@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `BatonClient` against a real batond: many tasks on one connection, leaving a run, losing batond.
-@Suite("End to end: BatonClient", .serialized)
+@Suite("End to end: BatonClient", .serialized, .offPool)
 struct ClientTests {
     static func config(gate: FifoGate) -> String {
         """

@@ -5,7 +5,7 @@ import Testing
 
 /// `debounce` with real processes: a burst of `baton run` makes one run whose outcome each of
 /// them gets, `status` says when it starts, and a crash while it is pending starts it once.
-@Suite("End to end: debounce", .serialized)
+@Suite("End to end: debounce", .serialized, .offPool)
 struct DebounceEndToEndTests {
     /// `ci` appends its run id to the log and fails with exit 3, an outcome no caller could guess.
     static func config(log: String, window: String) -> String {

@@ -7,7 +7,7 @@ import Testing
 /// back (sizes, types, SHA-256 against `sha256sum`, pieces across 1 MiB chunks), over the bound,
 /// replaced by a later attempt, what a crash leaves and who removes it, a host whose run was taken
 /// over, and retention.
-@Suite("End to end: the fleet's artifacts, as rows")
+@Suite("End to end: the fleet's artifacts, as rows", .offPool)
 struct FleetArtifactRowsTests {
     static let me = FleetHost(name: "web-1", incarnation: "web-1/1/aa", lease: .seconds(15))
     static let other = FleetHost(name: "web-2", incarnation: "web-2/2/bb", lease: .seconds(15))

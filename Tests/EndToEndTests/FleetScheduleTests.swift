@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 28, item 3 in a fleet: every host's timer fires the same slot; one run is made, the
 /// others join it or, once it ended, run nothing ("scheduled slot already ran").
-@Suite("End to end: schedule slots in a fleet", .serialized)
+@Suite("End to end: schedule slots in a fleet", .serialized, .offPool)
 struct FleetScheduleTests {
     static let slot: Int64 = 1_764_558_000_000_000
 

@@ -25,8 +25,9 @@ func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
 }
 
 /// A command started on a thread of its own at once, whatever the pool is doing: `async let` of
-/// `run` starts only when a pool thread is free, which on a loaded machine can be minutes after
-/// the test meant it to (a debounce burst then missed its window).
+/// `run` on the pool starts only when a pool thread is free, which on a loaded machine was minutes
+/// after the test meant it to (a debounce burst then missed its window). In an `.offPool` suite
+/// an `async let` starts on a thread of its own too; this one does wherever it is called.
 final class Launched: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var result: Result<Output, Error>?  // written before `done` is signalled, read after

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `baton metrics`, `GET /metrics`, promtool and a real Prometheus server.
-@Suite("End to end: Prometheus metrics", .serialized)
+@Suite("End to end: Prometheus metrics", .serialized, .offPool)
 struct MetricsEndToEndTests {
     static let config = """
         {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Issue 41, part 2: a run never dies because batond did.
-@Suite("End to end: a run outlives batond", .serialized)
+@Suite("End to end: a run outlives batond", .serialized, .offPool)
 struct SurviveTests {
     /// Each run writes a line, waits for GO (after the crash), writes more and exits with its own code.
     static func config(_ directory: String) -> String {

@@ -5,7 +5,7 @@ import Testing
 
 /// The dashboard in a real browser: headless Chromium, driven by WebDriver, on a real batond.
 /// With BATON_UPDATE_SCREENSHOTS=1 the screenshots replace those in docs/images.
-@Suite("End to end: the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardBrowserTests {
     /// `quick` runs until its gate file exists: a test sees its loading state for as long as it
     /// needs, however slow the browser is under load, then lets it end.

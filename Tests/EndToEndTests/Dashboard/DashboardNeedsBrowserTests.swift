@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// A run's page lists the runs it needs as links with their phases, moved live (needs, issue 40 item 2).
-@Suite("End to end: needs on the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: needs on the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardNeedsBrowserTests {
     @Test("c waits for a: its page says so, links a run 2 with its phase, and shows it succeed and c run, live; a's page links back")
     func runPage() async throws {

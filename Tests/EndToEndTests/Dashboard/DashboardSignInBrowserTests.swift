@@ -6,7 +6,7 @@ import Testing
 /// How a browser signs in to the dashboard, and what it must never hand to anyone else: another
 /// local user's web server on another port of 127.0.0.1 (which every cookie for 127.0.0.1 would
 /// reach), and another local user reading the browser's argv.
-@Suite("End to end: the dashboard's sign-in in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: the dashboard's sign-in in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardSignInBrowserTests {
     static let config = #"{ actions: { a: { exec: ["true"] } } }"#
     static let live = "document.querySelector('#connection').dataset.state === 'live' && document.querySelector('.card')"

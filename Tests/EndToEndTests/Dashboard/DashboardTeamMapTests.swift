@@ -7,7 +7,7 @@ import Testing
 /// group `staff`, who may trigger deploy (its group's rule) and not payroll (root's only), and is
 /// recorded as who they are, via the group.
 @Suite("End to end: the team's dashboard maps a proxy's e-mail names to accounts and groups", .serialized,
-       .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") && getuid() == 0, "needs nginx, as root"))
+       .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") && getuid() == 0, "needs nginx, as root"), .offPool)
 struct DashboardTeamMapTests {
     static let config = """
         {

@@ -9,7 +9,7 @@ import Testing
 /// `nobody` (may read only).
 @Suite("End to end: the team's dashboard behind nginx", .serialized,
        .enabled(if: WebDriver.available && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") && getuid() == 0,
-                "needs chromium, chromium-driver and nginx, as root"))
+                "needs chromium, chromium-driver and nginx, as root"), .offPool)
 struct DashboardTeamProxyTests {
     static let config = """
         {
