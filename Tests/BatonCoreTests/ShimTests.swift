@@ -194,20 +194,23 @@ extension ShimAloneTests {
         }
         let (process, out, directory) = try Self.process("for i in 1 2 3; do yes & echo $! >> \(pidFile); done; sleep 0.3; exit 3", limit: 1000)
         defer { ShimRecord.remove(directory) }
-        // batond's side: alive, reading at its pace (slower than `yes` writes), for at most 10 s.
+        // batond's side: alive and reading, 512 bytes a read (slower than three `yes` write), until
+        // the shim's exit, the event its pidfd turns readable at (gone already: it was reaped).
         let fd = out.fileHandleForReading.fileDescriptor
-        let deadline = ContinuousClock.now + .seconds(10)
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while ContinuousClock.now < deadline, read(fd, &chunk, chunk.count) > 0 { usleep(5000) }
-        // Then it ends at once: half a second for its exit to be seen (its pidfd turns readable).
         let exited = baton_pidfd_open(process.processIdentifier)
-        var ready = pollfd(fd: exited, events: Int16(POLLIN), revents: 0)
-        var polled: Int32 = -1
-        if exited >= 0 {
-            repeat { polled = poll(&ready, 1, 500) } while polled < 0 && errno == EINTR
+        defer { if exited >= 0 { close(exited) } }
+        var ready = [pollfd(fd: exited, events: Int16(POLLIN), revents: 0), pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        var chunk = [UInt8](repeating: 0, count: 512)
+        // A bound on the wait, not a timing: a shim that waited for its leftovers would never end.
+        let deadline = ContinuousClock.now + .seconds(30)
+        var ended = exited < 0
+        while !ended, case let left = deadline - .now, left > .zero {
+            guard poll(&ready, 2, Int32(left / .milliseconds(1)) + 1) >= 0 || errno == EINTR else { break }
+            ended = ready[0].revents != 0
+            if ready[1].revents & Int16(POLLIN) != 0 { _ = read(fd, &chunk, chunk.count) }
+            // At its end (HUP, nothing left to read) the pipe is no event any more: poll skips it.
+            else if ready[1].revents != 0 { ready[1].fd = -1 }
         }
-        let ended = !process.isRunning || polled == 1
-        if exited >= 0 { close(exited) }
         if !ended { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         #expect(ended)
