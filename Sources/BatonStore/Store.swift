@@ -326,7 +326,7 @@ extension JournalEntry {
 /// the other). Its mutex is never waited for (only that thread takes it); it makes the slot a
 /// `Sendable` the compiler checks, where a bare `var` needed `@unchecked`.
 final class WriterSlot<Value: Sendable>: Sendable {
-    private let slot = Mutex<Value?>(nil)
+    private let slot = Mutex<Value?>(nil) // ownership proof: only the writer's thread takes it
 
     var value: Value? {
         get { slot.withLock { $0 } }
