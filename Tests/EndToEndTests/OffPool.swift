@@ -34,17 +34,22 @@ extension Trait where Self == OffPoolTrait {
 
 /// A task executor that runs each job it is given on a new thread: a job that blocks holds only
 /// its own thread. A task's jobs follow one another, so a test runs on one thread at a time;
-/// a test's concurrent children run on as many as they are. Its threads are named, so that a test
-/// can tell where it runs (`OffPoolTests`).
+/// a test's concurrent children run on as many as they are.
 final class ThreadPerJob: TaskExecutor {
     static let shared = ThreadPerJob()
-    static let threadName = "baton-test-off-pool"
+    /// Marks its threads (in their `threadDictionary`: Foundation's `Thread.name` on Linux
+    /// answers the name of the thread that made it, not the one given).
+    private static let mark = "baton-test-off-pool"
+
+    /// Whether the caller runs on one of its threads (`OffPoolTests`).
+    static var isCurrent: Bool { Thread.current.threadDictionary[mark] != nil }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
-        let thread = Thread { job.runSynchronously(on: executor) }
-        thread.name = Self.threadName
-        thread.start()
+        Thread.detachNewThread {
+            Thread.current.threadDictionary[Self.mark] = true
+            job.runSynchronously(on: executor)
+        }
     }
 }
