@@ -119,40 +119,89 @@ struct LayoutTests {
     /// plain value, a result handed to another thread goes through a channel (`OneShot`, a join, a
     /// stream); a lock is for what several threads truly share.
     ///
-    /// A lock is a `Locked` or a `Mutex`: the same thing under two names, and both count. One
-    /// exception: a `Mutex` that proves ownership to the compiler and is never waited for (one
+    /// A lock is a `Locked`, a `Mutex`, or one of the locks under them (`ThreadLock`, `NSLock`,
+    /// `NSRecursiveLock`, `pthread_mutex_init`), and all count, however made: by name, through a
+    /// `typealias`, or `.init(…)` on a property or local typed as one (as far as a line scan sees;
+    /// `Locked.swift` and `ThreadLock.swift`, which make the lock every `Locked` holds, aside).
+    /// One exception: a `Mutex` that proves ownership to the compiler and is never waited for (one
     /// thread at a time takes it; it makes a value a `Sendable` class carries checked, where a bare
     /// `var` needed `@unchecked`). Such a one says so on the line that makes it, after
-    /// `ownershipProof` and a reason; `lockedCount` reads the marker, names every proof in what it
-    /// reports, and allows at most `maxProofs`, so that marking a shared lock is a change of this
-    /// file as well as a visible comment, never a silent way past the count. A `Locked` is never one.
+    /// `ownershipProof` and a reason, and its file takes it only with `withLockIfAvailable`, trapping
+    /// with a `preconditionFailure` where it is held (`SerialWorker`'s `Owned`, `WriterSlot`), so
+    /// that the claim is checked when it runs. `lockedCount` names every proof in what it reports
+    /// and allows at most `maxProofs`: marking a shared lock is a change of this file as well as a
+    /// visible comment, never a silent way past the count. A `Locked` is never one.
     static let maxLocked = 20
     static let ownershipProof = "// ownership proof: "
     static let maxProofs = 2
+    /// The lock types that are not a `Mutex` (never an ownership proof).
+    static let lockTypes = ["Locked", "ThreadLock", "NSLock", "NSRecursiveLock"]
 
-    /// The locks made in `text`, comments and strings left out: `Locked(…)`, `Locked<…>(…)`,
-    /// `Mutex(…)`, `Mutex<…>(…)` (`.init` or a `Synchronization.` prefix too), and among them the
+    /// The capture groups of each match of `pattern` in `text`, comments and strings left out.
+    static func captures(_ pattern: String, in text: String) -> [[String]] {
+        let code = EffectsUnderLockTests.blankCommentsAndStrings(text)
+        return try! NSRegularExpression(pattern: pattern).matches(in: code, range: NSRange(code.startIndex..., in: code)).map { match in
+            (1..<match.numberOfRanges).map { Range(match.range(at: $0), in: code).map { String(code[$0]) } ?? "" }
+        }
+    }
+
+    /// The other names `text` gives a lock type (`typealias Guard = Mutex<S>`), each with whether it is a `Mutex`.
+    static func lockAliases(in text: String) -> [String: Bool] {
+        var aliases: [String: Bool] = [:]
+        for match in captures(#"(?<![\w.])typealias\s+(\w+)(?:<[^\n=]*>)?\s*=\s*(?:Synchronization\.)?(\w+)"#, in: text) {
+            if match[1] == "Mutex" || lockTypes.contains(match[1]) { aliases[match[0]] = match[1] == "Mutex" }
+        }
+        return aliases
+    }
+
+    /// The locks made in `text`, comments and strings left out: `Locked(…)`, `Mutex<…>(…)`,
+    /// `ThreadLock()`, `NSLock()`, `NSRecursiveLock()` (`.init` or a `Synchronization.` prefix too),
+    /// `pthread_mutex_init(…)`, a lock type's `aliases` (those `text` declares when nil) made by
+    /// name, and `.init(…)` given to a property or local declared with a lock type; among them the
     /// `Mutex`es on a line marked an ownership proof (with a reason), counted apart.
-    static func lockConstructions(in text: String) -> (locks: Int, proofs: Int) {
+    static func lockConstructions(in text: String, aliases: [String: Bool]? = nil) -> (locks: Int, proofs: Int) {
+        let aliases = aliases ?? lockAliases(in: text)
+        let mutexes = ["Mutex"] + aliases.filter(\.value).keys.sorted(), others = lockTypes + aliases.filter { !$0.value }.keys.sorted()
+        func made(_ names: [String]) -> String {
+            #"(?<![\w.])(?:Synchronization\.)?(?:"# + names.joined(separator: "|") + #")(?:<[^\n]*?>)?(?:\.init)?\("#
+        }
+        // Only the lines that name a lock or make something by `.init` can make one (a scan per line is slow).
+        let names = mutexes + others + ["pthread_mutex_init"]
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            .filter { line in names.contains(where: line.contains) || line.contains(".init(") }
+        // Declared with a lock type (and made, perhaps on another line, by `.init`): whether a `Mutex`.
+        var typed: [String: Bool] = [:]
+        for line in lines where names.contains(where: line.contains) {
+            let declared = #"(?<![\w.])(?:let|var)\s+(\w+)\s*:\s*(?:Synchronization\.)?("# + (mutexes + others).joined(separator: "|") + #")\b"#
+            for match in captures(declared, in: line) { typed[match[0]] = mutexes.contains(match[1]) }
+        }
         var (locks, proofs) = (0, 0)
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
-            let locked = matches(#"(?<![\w.])Locked(<[^\n]*?>)?(\.init)?\("#, in: line)
-            let mutexes = matches(#"(?<![\w.])(Synchronization\.)?Mutex(<[^\n]*?>)?(\.init)?\("#, in: line)
+        for line in lines {
+            var (other, mutex) = (matches(made(others), in: line) + matches(#"(?<![\w.])pthread_mutex_init\("#, in: line), matches(made(mutexes), in: line))
+            for (name, isMutex) in typed where matches(#"(?<![\w.])(?:(?:let|var)\s+|self\.)?"# + name + #"\s*(?::[^=\n]*)?=\s*\.init\("#, in: line) > 0 {
+                if isMutex { mutex += 1 } else { other += 1 }
+            }
             let marked = line.range(of: ownershipProof).map { !line[$0.upperBound...].trimmingCharacters(in: .whitespaces).isEmpty } ?? false
-            locks += locked + (marked ? 0 : mutexes)
-            proofs += marked ? mutexes : 0
+            locks += other + (marked ? 0 : mutex)
+            proofs += marked ? mutex : 0
         }
         return (locks, proofs)
     }
 
-    @Test("Sources make at most 20 locks, Locked or Mutex (Locked.swift itself aside), and at most 2 Mutexes that only prove ownership, each marked")
+    @Test("Sources make at most 20 locks, Locked, Mutex or the locks under them (Locked.swift and ThreadLock.swift aside), and at most 2 Mutexes that only prove ownership, each marked and trapping where held")
     func lockedCount() throws {
+        let files = try Self.swiftFiles(under: Self.sources).filter { !["BatonRuntime/Locked.swift", "BatonRuntime/ThreadLock.swift"].contains($0.0) }
+        let aliases = files.reduce(into: [String: Bool]()) { $0.merge(Self.lockAliases(in: $1.1)) { first, _ in first } }
         var (found, proofs): ([String], [String]) = ([], [])
         var (total, proofCount) = (0, 0)
-        for (path, text) in try Self.swiftFiles(under: Self.sources) where path != "BatonRuntime/Locked.swift" {
-            let count = Self.lockConstructions(in: text)
+        for (path, text) in files {
+            let count = Self.lockConstructions(in: text, aliases: aliases)
             if count.locks > 0 { found.append("\(path): \(count.locks)") }
-            if count.proofs > 0 { proofs.append("\(path): \(count.proofs)") }
+            if count.proofs > 0 {
+                proofs.append("\(path): \(count.proofs)")
+                #expect(text.contains("withLockIfAvailable") && text.contains("preconditionFailure("),
+                        "Sources/\(path) marks an ownership proof: take it with withLockIfAvailable, trapping (preconditionFailure) where it is held")
+            }
             total += count.locks
             proofCount += count.proofs
         }
@@ -161,7 +210,7 @@ struct LayoutTests {
         #expect(total > 0, "found no lock at all under \(Self.sources.path)")
     }
 
-    @Test("the lock count reads every form of construction, Locked and Mutex, and no comment or type; a Mutex marked an ownership proof with a reason is counted apart")
+    @Test("the lock count reads every form of construction (Locked, Mutex, the locks under them, an alias, .init on a typed name) and no comment or type; a Mutex marked an ownership proof with a reason is counted apart")
     func lockedCountForms() {
         let text = """
             let a = Locked(0), b = Locked<[Int]>([])
@@ -177,9 +226,19 @@ struct LayoutTests {
             let m = Mutex(0) // ownership proof: one thread takes it
             let n = Mutex(0) // ownership proof:
             let o = Locked(0) // ownership proof: a Locked is never one
+            let p = ThreadLock(), q = NSLock(), r = NSRecursiveLock.init()
+            pthread_mutex_init(&raw, nil)
+            let s: Mutex<Int> = .init(0)
+            f = .init(JournalGate())
+            self.l = .init(0) // ownership proof: made once, taken by one thread
+            typealias Guard = Mutex<Int>
+            let t = Guard(0)
+            let u: ThreadLock
+            u = .init()
+            let v: Int = .init(0), w = ThreadLockFree()
             """
         let found = Self.lockConstructions(in: text)
-        #expect(found.locks == 10 && found.proofs == 1, "\(found)")
+        #expect(found.locks == 18 && found.proofs == 2, "\(found)")
     }
 
     /// Reaches into a `RunSnapshot`'s storage outside `RunSnapshot*.swift`, in `text`: its `fields`
