@@ -22,7 +22,7 @@ struct ClientTests {
     static func release(_ gate: FifoGate) async throws {
         // FifoGate holds only constants; the blocking open must not hold a pool thread.
         nonisolated(unsafe) let gate = gate
-        try await offPool { gate.release() }
+        try await onThread { gate.release() }
     }
 
     /// The first update of `watch` whose run is loading: the run that started.

@@ -260,10 +260,10 @@ struct FleetArtifactRowsTests {
         var problems: [String] = []
     }
 
-    /// Waits for `semaphore` on a thread of its own (`offPool`: none of the cooperative pool's,
+    /// Waits for `semaphore` on a thread of its own (`onThread`: none of the cooperative pool's,
     /// which a synchronous suite may hold), at most `seconds`: whether it was signalled.
     static func signalled(_ semaphore: DispatchSemaphore, within seconds: Double) async -> Bool {
-        (try? await offPool { semaphore.wait(timeout: .now() + seconds) == .success }) ?? false
+        (try? await onThread { semaphore.wait(timeout: .now() + seconds) == .success }) ?? false
     }
 
     @Test("a keep after the server restarted (the keeper's connection broken meanwhile) is made on a new connection, not lost")

@@ -18,8 +18,8 @@ struct FleetScheduleTests {
         let gate = try FifoGate()
         let hosts = try FleetTests.fleet(2, actions: FleetTests.gated(gate, policy: "replace"))
         let (a, b) = (hosts[0], hosts[1])
-        async let first = offPool { try Self.fire(a) }
-        async let second = offPool { try Self.fire(b) }
+        async let first = onThread { try Self.fire(a) }
+        async let second = onThread { try Self.fire(b) }
         let answers = try await [first, second]
         let ids = Set(answers.compactMap(\.run?.id))
         #expect(ids.count == 1, "one run for the slot: \(answers.map { "\($0.decision.map(\.rawValue) ?? "-") \($0.run?.id ?? 0)" })")

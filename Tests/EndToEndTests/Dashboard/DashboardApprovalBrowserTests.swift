@@ -38,7 +38,7 @@ struct DashboardApprovalBrowserTests {
     static func onRunPage(socket: String, run: Int64, _ body: @escaping @Sendable (WebDriver) throws -> Void) async throws {
         let dashboard = try DashboardProcess(socket: socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

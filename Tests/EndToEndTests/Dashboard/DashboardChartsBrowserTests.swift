@@ -39,7 +39,7 @@ struct DashboardChartsBrowserTests {
         defer { daemon.stop() }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)
@@ -68,7 +68,7 @@ struct DashboardChartsBrowserTests {
         defer { daemon.stop() }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

@@ -15,7 +15,7 @@ struct DashboardKeyTests {
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         #expect(try daemon.baton("run", "kp", "-p", "a=x b=y", "-p", "b=z", "--detach").stdout == "1\n")
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

@@ -22,7 +22,7 @@ struct DashboardNeedsBrowserTests {
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         #expect(try daemon.baton("run", "c", "--detach").code == 0)
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

@@ -40,7 +40,7 @@ struct DashboardOutputBrowserTests {
 
     /// Signs a browser in on the dashboard's first address, then opens run `id`'s page.
     static func runPage(_ dashboard: DashboardProcess, _ id: Int, _ body: @escaping @Sendable (WebDriver) throws -> Void) async throws {
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

@@ -33,7 +33,7 @@ struct DashboardRulesBrowserTests {
         defer { FileManager.default.createFile(atPath: gate, contents: nil) }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

@@ -17,7 +17,7 @@ struct DashboardSearchBrowserTests {
         for action in ["fetch", "quiet", "fetch"] { _ = try daemon.baton("run", action) }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

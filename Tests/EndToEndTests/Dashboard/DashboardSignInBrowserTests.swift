@@ -57,7 +57,7 @@ struct DashboardSignInBrowserTests {
         let port = try WebDriver.freePort()
         let hostile = try Self.hostileServer(port: port, dashboard: dashboard.hostPort, record: record)
         defer { hostile.stop() }
-        let token = try await offPool { () throws -> String in
+        let token = try await onThread { () throws -> String in
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)
@@ -103,7 +103,7 @@ struct DashboardSignInBrowserTests {
         }) { !$0.isEmpty }
         #expect(argv.hasPrefix("file:///"))
         let file = argv
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(file)
@@ -123,7 +123,7 @@ struct DashboardSignInBrowserTests {
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         #expect(try dashboard.signIn(code: DashboardProcess.code(of: dashboard.url)).status == 200)
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

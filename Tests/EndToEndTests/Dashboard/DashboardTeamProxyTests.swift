@@ -100,7 +100,7 @@ struct DashboardTeamProxyTests {
         let replaced = try HTTPProbe.request(port: port, "GET", "/api/status", fields: ["Cookie": "user=nobody", "X-Forwarded-User": "root"])
         #expect(replaced.status == 200 && replaced.body.contains(#""allowed":["read"]"#), "\(replaced.body)")
 
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             let site = "http://127.0.0.1:\(port)/"
