@@ -12,11 +12,17 @@ extension BatonClient {
     /// the run as it is then). Never throws `.restarting`: past the bound it throws `.unavailable`.
     public static func wait(run: Int64, socket: String?, reconnectingFor bound: Duration = .seconds(30),
                             updates: @escaping @Sendable (RunUpdate) -> Void = { _ in }) async throws -> RunSnapshot {
-        let clock = ContinuousClock()
+        try await wait(run: run, socket: socket, reconnectingFor: bound, clock: ContinuousClock(), updates: updates)
+    }
+
+    /// `wait(run:socket:reconnectingFor:updates:)` with its bound counted on `clock` (a test's,
+    /// which makes time pass without waiting it out).
+    static func wait<C: Clock>(run: Int64, socket: String?, reconnectingFor bound: Duration, clock: C,
+                               updates: @escaping @Sendable (RunUpdate) -> Void) async throws -> RunSnapshot where C.Duration == Duration {
         var reached = clock.now
         while true {
             // The reader tells of each update as it comes; the loop takes the latest once the wait ended.
-            let (heard, hearing) = AsyncStream<ContinuousClock.Instant>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            let (heard, hearing) = AsyncStream<C.Instant>.makeStream(bufferingPolicy: .bufferingNewest(1))
             do {
                 let client = try BatonClient(socket: socket)
                 reached = clock.now
@@ -31,7 +37,7 @@ extension BatonClient {
                 // batond's last line is batond heard: the loss counts from it.
                 if case .restarting = error { reached = clock.now }
                 if error.endedByRestart { reached = clock.now }
-                let within = clock.now - reached < bound
+                let within = reached.duration(to: clock.now) < bound
                 switch error {
                 // At the bound, `.unavailable` even for a wait the last batond did not take: a
                 // caller's closure that triggered the run first must not send it again

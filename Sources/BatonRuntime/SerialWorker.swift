@@ -185,7 +185,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
 /// nil once the worker is closed and has freed it.
 @usableFromInline final class Owned<State>: Sendable {
     @usableFromInline let state: Mutex<State?>
-    @inlinable init(_ state: sending State) { self.state = Mutex(state) }
+    @inlinable init(_ state: sending State) { self.state = Mutex(state) } // ownership proof: the queue gives a batch to one thread at a time
 
     /// Runs `body` on the state. The queue never lets two threads run a batch at once, so the lock is
     /// never held here: if it is, the queue is broken (batches would commit out of order), and the

@@ -1,4 +1,5 @@
 import BatonCore
+import Synchronization
 
 /// One request and the connection to answer it on: sends the final answer (or error) exactly
 /// once, and ends the request then. Whether it is parked (`park`) is its own, so that however it
@@ -6,8 +7,9 @@ import BatonCore
 struct Exchange: Sendable {
     let request: Request
     let connection: any Caller
-    /// Shared by the copies of this exchange (a struct handed to closures).
-    private let parked = Locked(false)
+    /// Shared by the copies of this exchange (a struct handed to closures): a flag that each
+    /// change swaps, answering what it was, so no lock.
+    private let parked = Flag()
 
     init(request: Request, connection: any Caller) {
         self.request = request
@@ -19,8 +21,7 @@ struct Exchange: Sendable {
 
     /// The request now follows a stream (`Caller.park`); once at most, undone by `finish`/`fail`.
     func park() {
-        let first = parked.withLock { parked in defer { parked = true }; return !parked }
-        if first { connection.park() }
+        if !parked.value.exchange(true, ordering: .acquiringAndReleasing) { connection.park() }
     }
 
     func finish(_ response: Response) {
@@ -29,8 +30,7 @@ struct Exchange: Sendable {
 
     /// The final answer, already written as a line (`RenderedRuns`).
     func finish(line: [UInt8]) {
-        let wasParked = parked.withLock { parked in defer { parked = false }; return parked }
-        if wasParked { connection.unpark() }
+        if parked.value.exchange(false, ordering: .acquiringAndReleasing) { connection.unpark() }
         connection.send(line)
         connection.endRequest()
     }
@@ -47,6 +47,11 @@ struct Exchange: Sendable {
     /// An event already written as a line.
     func event(line: [UInt8]) {
         connection.send(line)
+    }
+
+    /// A flag the copies of one exchange share.
+    final class Flag: Sendable {
+        let value = Atomic(false)
     }
 }
 

@@ -56,8 +56,8 @@ struct WaitRestartTests {
     }
 
     /// A listener at `path` playing a stop: the first connection's wait gets the run as it is,
-    /// then, `held` later, the stop's last line; the next connection's wait gets the run's end.
-    static func stoppingOnce(_ path: String, held: Duration) throws -> Int32 {
+    /// then, once `stop` is signalled, the stop's last line; the next connection's wait gets the run's end.
+    static func stoppingOnce(_ path: String, stop: DispatchSemaphore) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -93,8 +93,9 @@ struct WaitRestartTests {
                     response.event = "update"
                     response.run = BatonClientTests.run(7, .loading)
                     send(encoded(response))
-                    let (seconds, attoseconds) = held.components
-                    usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+                    // The listener's own thread: blocking here holds no test's. Bounded, so that a
+                    // wait that never saw the update (the test fails) leaves no thread behind.
+                    _ = stop.wait(timeout: .now() + 30)
                     send(#"{"restarting":true}"#)
                 } else {
                     response.ok = true
@@ -110,11 +111,36 @@ struct WaitRestartTests {
     @Test("a wait attached longer than its bound before a stop still gets the whole bound after it (counted from batond's last line, not from the connection)")
     func boundCountsFromTheStop() async throws {
         let path = NSTemporaryDirectory() + "wait-stop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
-        let listener = try Self.stoppingOnce(path, held: .milliseconds(1_500))
+        let stop = DispatchSemaphore(value: 0)
+        let listener = try Self.stoppingOnce(path, stop: stop)
         defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener); unlink(path) }
         let seen = Locked(0)
-        let ended = try await BatonClient.wait(run: 7, socket: path, reconnectingFor: .seconds(1)) { _ in seen.withLock { $0 += 1 } }
+        // The wait attached, 2 s pass on its clock (over its 1 s bound) before batond's stop: a
+        // bound counted from the connection or the update would end it there, unavailable.
+        let clock = SteppedClock()
+        let ended = try await BatonClient.wait(run: 7, socket: path, reconnectingFor: .seconds(1), clock: clock) { _ in
+            if seen.withLock({ $0 += 1; return $0 }) == 1 {
+                clock.pass(.seconds(2))
+                stop.signal()
+            }
+        }
         #expect(ended.phase == .failure)
         #expect(seen.withLock { $0 } == 1)
     }
+}
+
+/// Real time plus what a test makes pass at once (`pass`): a bound counted on it sees time pass
+/// that nobody waited out.
+struct SteppedClock: Clock {
+    private let passed = Locked(Duration.zero)
+
+    var now: ContinuousClock.Instant { ContinuousClock.now + passed.withLock { $0 } }
+    var minimumResolution: Duration { ContinuousClock().minimumResolution }
+
+    func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+        try await ContinuousClock().sleep(until: deadline - passed.withLock { $0 }, tolerance: tolerance)
+    }
+
+    /// Makes `duration` pass for whoever reads the clock from now on.
+    func pass(_ duration: Duration) { passed.withLock { $0 += duration } }
 }

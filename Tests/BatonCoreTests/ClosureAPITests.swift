@@ -119,6 +119,21 @@ struct ClosureAPITests {
         #expect(conductor.estimate(of: "fresh") != nil)
     }
 
+    @Test("a reload that removes an action, or changes its exec, forgets its estimate: the action added back, or run anew, starts without one; an action kept as it was keeps its own")
+    func reloadForgetsEstimates() async {
+        let conductor = Conductor(actions: [Action(name: "build", exec: ["make"]), Action(name: "test", exec: ["make", "check"]),
+                                            Action(name: "lint", exec: ["lint"])])
+        conductor.remember([], durations: ["build": [2_000_000], "test": [3_000_000], "lint": [1_000_000]])
+        conductor.replaceActions([Action(name: "test", exec: ["make", "check"]), Action(name: "lint", exec: ["lint", "--strict"])])
+        conductor.replaceActions([Action(name: "build", exec: ["make"]), Action(name: "test", exec: ["make", "check"]),
+                                  Action(name: "lint", exec: ["lint", "--strict"])])
+        // Forgotten on the loop, after the seeds: read once the loop has turned.
+        await conductor.ping()
+        #expect(conductor.estimate(of: "build") == nil, "removed by a reload, added back by the next")
+        #expect(conductor.estimate(of: "lint") == nil, "its exec changed")
+        #expect(conductor.estimate(of: "test") == .seconds(3), "kept as it was")
+    }
+
     @Test("an in-process action with a cooldown runs once; the next trigger is answered with that success, a forced one runs")
     func cooldown() async throws {
         let conductor = Conductor(actions: [])

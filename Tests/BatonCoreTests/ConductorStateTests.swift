@@ -204,6 +204,27 @@ struct ConductorStateTests {
         #expect(h.launches == [2], "its creation is durable already: it starts while this write commits")
     }
 
+    @Test("a run in flight when a reload forgets its action's estimate is not measured: it ran the replaced definition; a run made after is")
+    func forgottenWhileInFlight() throws {
+        var h = Harness()
+        func at(_ seconds: Int64, _ event: ConductorState.Event) { h.effects = h.state.handle(event, at: Self.now + .seconds(seconds)) }
+        h.trigger(1, Self.plain)
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.launches == [1])
+        h.state.forget(actions: ["a"])
+        at(10, .exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
+        at(10, .committed(try #require(h.commit()), nil))
+        #expect(h.closed == [1] && h.state.lastEnded["a"]?.phase == .success)
+        #expect(h.state.estimates.median("a") == nil, "the 10 s of the replaced definition")
+        h.trigger(2, Self.plain)
+        at(20, .committed(try #require(h.commit()), nil))
+        #expect(h.launches == [2])
+        at(24, .exited(run: 2, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
+        at(24, .committed(try #require(h.commit()), nil))
+        #expect(h.closed == [2])
+        #expect(h.state.estimates.median("a") == 4_000_000, "made after the reload: measured")
+    }
+
     @Test("a timeout during the backoff ends the run as failure, reason timeout; the backoff that fires later is ignored")
     func timeoutDuringBackoff() throws {
         var h = Harness()

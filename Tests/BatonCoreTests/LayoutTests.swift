@@ -115,29 +115,102 @@ struct LayoutTests {
         #expect(checked > 100, "found only \(checked) Swift files under \(Self.sources.path)")
     }
 
-    /// The most `Locked` values Sources may make (issue 38): state one thread or loop owns is that
-    /// owner's plain value, a result handed to another thread goes through a channel (`OneShot`,
-    /// a join, a stream); a lock is for what several threads truly share.
+    /// The most locks Sources may make (issue 38): state one thread or loop owns is that owner's
+    /// plain value, a result handed to another thread goes through a channel (`OneShot`, a join, a
+    /// stream); a lock is for what several threads truly share.
+    ///
+    /// A lock is a `Locked`, a `Mutex`, or one of the locks under them (`ThreadLock`, `NSLock`,
+    /// `NSRecursiveLock`, `pthread_mutex_init`), and all count, however made: by name, through a
+    /// `typealias`, or `.init(…)` on a property or local typed as one (as far as a line scan sees;
+    /// `Locked.swift` and `ThreadLock.swift`, which make the lock every `Locked` holds, aside).
+    /// One exception: a `Mutex` that proves ownership to the compiler and is never waited for (one
+    /// thread at a time takes it; it makes a value a `Sendable` class carries checked, where a bare
+    /// `var` needed `@unchecked`). Such a one says so on the line that makes it, after
+    /// `ownershipProof` and a reason, and its file takes it only with `withLockIfAvailable`, trapping
+    /// with a `preconditionFailure` where it is held (`SerialWorker`'s `Owned`, `WriterSlot`), so
+    /// that the claim is checked when it runs. `lockedCount` names every proof in what it reports
+    /// and allows at most `maxProofs`: marking a shared lock is a change of this file as well as a
+    /// visible comment, never a silent way past the count. A `Locked` is never one.
     static let maxLocked = 20
+    static let ownershipProof = "// ownership proof: "
+    static let maxProofs = 2
+    /// The lock types that are not a `Mutex` (never an ownership proof).
+    static let lockTypes = ["Locked", "ThreadLock", "NSLock", "NSRecursiveLock"]
 
-    /// The `Locked(…)` and `Locked<…>(…)` constructions in `text`, comments and strings left out.
-    static func lockedConstructions(in text: String) -> Int {
-        matches(#"(?<![\w.])Locked(<[^\n]*?>)?\("#, in: text)
-    }
-
-    @Test("Sources make at most 20 Locked values (Locked.swift itself aside)")
-    func lockedCount() throws {
-        var found: [String] = []
-        for (path, text) in try Self.swiftFiles(under: Self.sources) where path != "BatonRuntime/Locked.swift" {
-            let count = Self.lockedConstructions(in: text)
-            if count > 0 { found.append("\(path): \(count)") }
+    /// The capture groups of each match of `pattern` in `text`, comments and strings left out.
+    static func captures(_ pattern: String, in text: String) -> [[String]] {
+        let code = EffectsUnderLockTests.blankCommentsAndStrings(text)
+        return try! NSRegularExpression(pattern: pattern).matches(in: code, range: NSRange(code.startIndex..., in: code)).map { match in
+            (1..<match.numberOfRanges).map { Range(match.range(at: $0), in: code).map { String(code[$0]) } ?? "" }
         }
-        let total = found.reduce(0) { $0 + Int($1.split(separator: " ").last!)! }
-        #expect(total <= Self.maxLocked, "\(total) Locked values made in Sources (at most \(Self.maxLocked)): \(found.sorted())")
-        #expect(total > 0, "found no Locked value at all under \(Self.sources.path)")
     }
 
-    @Test("the Locked count reads every form of construction, and no comment or type")
+    /// The other names `text` gives a lock type (`typealias Guard = Mutex<S>`), each with whether it is a `Mutex`.
+    static func lockAliases(in text: String) -> [String: Bool] {
+        var aliases: [String: Bool] = [:]
+        for match in captures(#"(?<![\w.])typealias\s+(\w+)(?:<[^\n=]*>)?\s*=\s*(?:Synchronization\.)?(\w+)"#, in: text) {
+            if match[1] == "Mutex" || lockTypes.contains(match[1]) { aliases[match[0]] = match[1] == "Mutex" }
+        }
+        return aliases
+    }
+
+    /// The locks made in `text`, comments and strings left out: `Locked(…)`, `Mutex<…>(…)`,
+    /// `ThreadLock()`, `NSLock()`, `NSRecursiveLock()` (`.init` or a `Synchronization.` prefix too),
+    /// `pthread_mutex_init(…)`, a lock type's `aliases` (those `text` declares when nil) made by
+    /// name, and `.init(…)` given to a property or local declared with a lock type; among them the
+    /// `Mutex`es on a line marked an ownership proof (with a reason), counted apart.
+    static func lockConstructions(in text: String, aliases: [String: Bool]? = nil) -> (locks: Int, proofs: Int) {
+        let aliases = aliases ?? lockAliases(in: text)
+        let mutexes = ["Mutex"] + aliases.filter(\.value).keys.sorted(), others = lockTypes + aliases.filter { !$0.value }.keys.sorted()
+        func made(_ names: [String]) -> String {
+            #"(?<![\w.])(?:Synchronization\.)?(?:"# + names.joined(separator: "|") + #")(?:<[^\n]*?>)?(?:\.init)?\("#
+        }
+        // Only the lines that name a lock or make something by `.init` can make one (a scan per line is slow).
+        let names = mutexes + others + ["pthread_mutex_init"]
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            .filter { line in names.contains(where: line.contains) || line.contains(".init(") }
+        // Declared with a lock type (and made, perhaps on another line, by `.init`): whether a `Mutex`.
+        var typed: [String: Bool] = [:]
+        for line in lines where names.contains(where: line.contains) {
+            let declared = #"(?<![\w.])(?:let|var)\s+(\w+)\s*:\s*(?:Synchronization\.)?("# + (mutexes + others).joined(separator: "|") + #")\b"#
+            for match in captures(declared, in: line) { typed[match[0]] = mutexes.contains(match[1]) }
+        }
+        var (locks, proofs) = (0, 0)
+        for line in lines {
+            var (other, mutex) = (matches(made(others), in: line) + matches(#"(?<![\w.])pthread_mutex_init\("#, in: line), matches(made(mutexes), in: line))
+            for (name, isMutex) in typed where matches(#"(?<![\w.])(?:(?:let|var)\s+|self\.)?"# + name + #"\s*(?::[^=\n]*)?=\s*\.init\("#, in: line) > 0 {
+                if isMutex { mutex += 1 } else { other += 1 }
+            }
+            let marked = line.range(of: ownershipProof).map { !line[$0.upperBound...].trimmingCharacters(in: .whitespaces).isEmpty } ?? false
+            locks += other + (marked ? 0 : mutex)
+            proofs += marked ? mutex : 0
+        }
+        return (locks, proofs)
+    }
+
+    @Test("Sources make at most 20 locks, Locked, Mutex or the locks under them (Locked.swift and ThreadLock.swift aside), and at most 2 Mutexes that only prove ownership, each marked and trapping where held")
+    func lockedCount() throws {
+        let files = try Self.swiftFiles(under: Self.sources).filter { !["BatonRuntime/Locked.swift", "BatonRuntime/ThreadLock.swift"].contains($0.0) }
+        let aliases = files.reduce(into: [String: Bool]()) { $0.merge(Self.lockAliases(in: $1.1)) { first, _ in first } }
+        var (found, proofs): ([String], [String]) = ([], [])
+        var (total, proofCount) = (0, 0)
+        for (path, text) in files {
+            let count = Self.lockConstructions(in: text, aliases: aliases)
+            if count.locks > 0 { found.append("\(path): \(count.locks)") }
+            if count.proofs > 0 {
+                proofs.append("\(path): \(count.proofs)")
+                #expect(text.contains("withLockIfAvailable") && text.contains("preconditionFailure("),
+                        "Sources/\(path) marks an ownership proof: take it with withLockIfAvailable, trapping (preconditionFailure) where it is held")
+            }
+            total += count.locks
+            proofCount += count.proofs
+        }
+        #expect(total <= Self.maxLocked, "\(total) locks made in Sources (at most \(Self.maxLocked)): \(found.sorted()); ownership proofs not counted: \(proofs.sorted())")
+        #expect(proofCount <= Self.maxProofs, "\(proofCount) Mutexes marked ownership proofs (at most \(Self.maxProofs)): \(proofs.sorted())")
+        #expect(total > 0, "found no lock at all under \(Self.sources.path)")
+    }
+
+    @Test("the lock count reads every form of construction (Locked, Mutex, the locks under them, an alias, .init on a typed name) and no comment or type; a Mutex marked an ownership proof with a reason is counted apart")
     func lockedCountForms() {
         let text = """
             let a = Locked(0), b = Locked<[Int]>([])
@@ -148,8 +221,24 @@ struct LayoutTests {
             // let g = Locked(1)
             extension Locked where Value == Int {}
             let h = ThreadLocked(0)
+            let i = Mutex(0), j = Mutex<[Int]>([]), k = Synchronization.Mutex<Int>.init(0)
+            private let l: Mutex<Int>
+            let m = Mutex(0) // ownership proof: one thread takes it
+            let n = Mutex(0) // ownership proof:
+            let o = Locked(0) // ownership proof: a Locked is never one
+            let p = ThreadLock(), q = NSLock(), r = NSRecursiveLock.init()
+            pthread_mutex_init(&raw, nil)
+            let s: Mutex<Int> = .init(0)
+            f = .init(JournalGate())
+            self.l = .init(0) // ownership proof: made once, taken by one thread
+            typealias Guard = Mutex<Int>
+            let t = Guard(0)
+            let u: ThreadLock
+            u = .init()
+            let v: Int = .init(0), w = ThreadLockFree()
             """
-        #expect(Self.lockedConstructions(in: text) == 5)
+        let found = Self.lockConstructions(in: text)
+        #expect(found.locks == 18 && found.proofs == 2, "\(found)")
     }
 
     /// Reaches into a `RunSnapshot`'s storage outside `RunSnapshot*.swift`, in `text`: its `fields`
@@ -171,6 +260,59 @@ struct LayoutTests {
         }
         #expect(found.isEmpty, "RunSnapshot's storage written outside RunSnapshot*.swift: \(found)")
         #expect(Self.snapshotStorageWrites(in: "run.storage.fields.seq = 1\nrun.storage = other\nlet same = a.storage === b.storage\nvar storage = sockaddr_storage()\n// storage.fields") == 2)
+    }
+
+    /// The top-level types in `text` that hold a `@Test`, each with its `@Suite` attribute (nil:
+    /// none, an extension or an implicit suite), comments and strings left out; and the `@Test`
+    /// functions outside any type.
+    static func testHolders(in text: String) -> (types: [(name: String, suite: String?)], free: Int) {
+        let declaration = try! NSRegularExpression(pattern: #"^(?:@Suite(?:\(.*\))?\s+)?(?:(?:private|fileprivate|internal|public)\s+)?(?:final\s+)?(?:class|struct|enum|extension|actor)\s+(\w+)"#)
+        var (types, free): ([(name: String, suite: String?, tests: Int)], Int) = ([], 0)
+        var attribute: String?
+        for line in EffectsUnderLockTests.blankCommentsAndStrings(text).split(separator: "\n").map(String.init) {
+            if line.hasPrefix("@Suite") { attribute = "" }
+            if attribute != nil { attribute! += line + "\n" }
+            if let match = declaration.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) {
+                types.append((String(line[Range(match.range(at: 1), in: line)!]), attribute, 0))
+                attribute = nil
+            }
+            if line.hasPrefix("@Test") {
+                free += 1
+            } else if line.contains("@Test"), !types.isEmpty {
+                types[types.count - 1].tests += 1
+            }
+        }
+        return (types.filter { $0.tests > 0 }.map { ($0.name, $0.suite) }, free)
+    }
+
+    @Test("every end-to-end test is in a suite that runs it off the cooperative pool (.offPool)")
+    func endToEndSuitesOffPool() throws {
+        let root = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests/EndToEndTests")
+        let files = try Self.swiftFiles(under: root).map { Self.testHolders(in: $0.text) }
+        let types = files.flatMap(\.types)
+        let offPool = Set(types.filter { $0.suite?.contains(".offPool") == true }.map(\.name))
+        let onThePool = types.filter { !offPool.contains($0.name) }.map(\.name)
+        #expect(onThePool.isEmpty, "tests whose suite does not name .offPool (their blocking waits would hold the pool): \(Set(onThePool).sorted())")
+        #expect(files.map(\.free).reduce(0, +) == 0, "a @Test outside any suite runs on the pool")
+        #expect(offPool.count > 100, "found only \(offPool.count) suites with .offPool under \(root.path)")
+        let sample = """
+            @Suite("a", .serialized, .offPool)
+            struct A { @Test func a() {} }
+            extension A { @Test("x (y)") func b() {} }
+            @Suite("b", .serialized,
+                   .enabled(if: true), .offPool)
+            struct B {
+                @Test func c() {}
+            }
+            @Suite(.offPool) struct C { @Test func d() {} }
+            @Suite("d") struct D { @Test func e() {} }
+            struct E { @Test func f() {} }
+            final class F { func g() {} } // @Test
+            @Test func h() {}
+            """
+        let found = Self.testHolders(in: sample)
+        #expect(found.types.map(\.name) == ["A", "A", "B", "C", "D", "E"] && found.free == 1)
+        #expect(found.types.map { $0.suite?.contains(".offPool") } == [true, nil, true, true, false, nil])
     }
 
     /// `Eventually` wrapped in `#expect`/`#require` (it records its own issue: that reported twice).

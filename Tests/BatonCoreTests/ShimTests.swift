@@ -119,8 +119,9 @@ struct ShimAloneTests {
         return directory
     }
 
-    /// The shim running `exec` (default: `sh -c script`) in a fresh directory.
-    static func process(_ script: String, limit: Int, exec: [String]? = nil) throws -> (Process, Pipe, String) {
+    /// The shim running `exec` (default: `sh -c script`) in a fresh directory; `ended` is
+    /// signalled once Foundation has seen it end (its status can be read then).
+    static func process(_ script: String, limit: Int, exec: [String]? = nil, ended: DispatchSemaphore? = nil) throws -> (Process, Pipe, String) {
         let directory = try directory()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
@@ -128,6 +129,7 @@ struct ShimAloneTests {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
+        if let ended { process.terminationHandler = { _ in ended.signal() } }
         try process.run()
         return (process, out, directory)
     }
@@ -192,25 +194,50 @@ extension ShimAloneTests {
             for pid in pids.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
             unlink(pidFile)
         }
-        let (process, out, directory) = try Self.process("for i in 1 2 3; do yes & echo $! >> \(pidFile); done; sleep 0.3; exit 3", limit: 1000)
+        let reaped = DispatchSemaphore(value: 0)
+        let (process, out, directory) = try Self.process("for i in 1 2 3; do yes & echo $! >> \(pidFile); done; sleep 0.3; exit 3", limit: 1000,
+                                                         ended: reaped)
         defer { ShimRecord.remove(directory) }
-        // batond's side: alive, reading at its pace (slower than `yes` writes), for at most 10 s.
-        let fd = out.fileHandleForReading.fileDescriptor
-        let deadline = ContinuousClock.now + .seconds(10)
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while ContinuousClock.now < deadline, read(fd, &chunk, chunk.count) > 0 { usleep(5000) }
-        // Then it ends at once: half a second for its exit to be seen (its pidfd turns readable).
+        // The shim's exit is the event its pidfd turns readable at; one that cannot be opened for
+        // another reason than the shim's being gone already (reaped) fails the test.
         let exited = baton_pidfd_open(process.processIdentifier)
-        var ready = pollfd(fd: exited, events: Int16(POLLIN), revents: 0)
-        var polled: Int32 = -1
-        if exited >= 0 {
-            repeat { polled = poll(&ready, 1, 500) } while polled < 0 && errno == EINTR
+        let openError = exited < 0 ? errno : 0
+        defer { if exited >= 0 { close(exited) } }
+        guard exited >= 0 || openError == ESRCH else {
+            Issue.record("pidfd_open: \(String(cString: strerror(openError)))")
+            kill(process.processIdentifier, SIGKILL)
+            _ = reaped.wait(timeout: .now() + 30)
+            return
         }
-        let ended = !process.isRunning || polled == 1
-        if exited >= 0 { close(exited) }
+        // batond's side: alive and reading, 512 bytes a read and a read a millisecond at most
+        // (slower than three `yes` write), until the shim's exit, which wakes it at once.
+        let fd = out.fileHandleForReading.fileDescriptor
+        var ready = [pollfd(fd: exited, events: Int16(POLLIN), revents: 0), pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        var chunk = [UInt8](repeating: 0, count: 512)
+        // Bounds on the waits, not timings: a shim that waited for its leftovers would never end.
+        let deadline = ContinuousClock.now + .seconds(30)
+        var ended = exited < 0
+        while !ended, case let left = deadline - .now, left > .zero {
+            guard poll(&ready, 2, Int32(left / .milliseconds(1)) + 1) >= 0 || errno == EINTR else {
+                Issue.record("poll: \(String(cString: strerror(errno)))")
+                break
+            }
+            ended = ready[0].revents != 0
+            if !ended, ready[1].revents & Int16(POLLIN) != 0 {
+                _ = read(fd, &chunk, chunk.count)
+                // The pace: the exit alone for a millisecond before the next read.
+                var pace = [pollfd(fd: exited, events: Int16(POLLIN), revents: 0)]
+                ended = poll(&pace, 1, 1) > 0
+            }
+            // At its end (HUP, nothing left to read) the pipe is no event any more: poll skips it.
+            else if ready[1].revents != 0 { ready[1].fd = -1 }
+        }
         if !ended { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
         #expect(ended)
+        guard reaped.wait(timeout: .now() + 30) == .success else {
+            Issue.record("the shim was not reaped 30 s after its exit or kill")
+            return
+        }
         #expect(process.terminationStatus == 3)
         #expect(ShimRecord.read(directory).exitCode == 3)
     }

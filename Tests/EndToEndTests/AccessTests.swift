@@ -3,7 +3,7 @@ import BatonIPC
 import Foundation
 import Testing
 
-@Suite("End to end: who may press which button", .serialized)
+@Suite("End to end: who may press which button", .serialized, .offPool)
 struct AccessTests {
     static let config = """
         {
@@ -104,7 +104,7 @@ struct AccessTests {
     }
 }
 
-@Suite("End to end: run as another user; no injection", .serialized)
+@Suite("End to end: run as another user; no injection", .serialized, .offPool)
 struct RunAsTests {
     @Test("user: nobody runs the process as nobody with its groups, a clean environment and the action's umask")
     func runAsNobody() throws {

@@ -7,7 +7,7 @@ import Testing
 /// runs with the params ann gave; a deny ends a run cancelled with ben's reason; a short timeout
 /// cancels one; a restart keeps a waiting run waiting. Waits are `baton wait` (the run's event
 /// stream), never sleeps. Needs root (it adds a group and two users).
-@Suite("End to end: approvals", .serialized)
+@Suite("End to end: approvals", .serialized, .offPool)
 struct ApprovalEndToEndTests {
     /// A group and two users made for one test, both in the group (approvers), removed after.
     final class Team {

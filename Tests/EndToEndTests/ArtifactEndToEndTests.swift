@@ -7,7 +7,7 @@ import Testing
 /// Artifacts through the real binaries: an action writes text, binary and nested files to
 /// `$BATON_ARTIFACTS`; they come back byte-exact through `baton artifacts` and `BatonClient`,
 /// are listed by `show`, refused to a peer who may not read the run, and the directory is gone after.
-@Suite("End to end: artifacts", .serialized)
+@Suite("End to end: artifacts", .serialized, .offPool)
 struct ArtifactEndToEndTests {
     /// 200 KiB of every byte value, and the script that writes it with the other files.
     static let script = """
@@ -197,7 +197,7 @@ struct ArtifactEndToEndTests {
 
 /// Artifacts across a crash of batond: what a run that dies with it leaves is removed at the next
 /// start; a run adopted through its shim keeps its directory, and its files are kept at its end.
-@Suite("End to end: artifacts across a crash", .serialized)
+@Suite("End to end: artifacts across a crash", .serialized, .offPool)
 struct ArtifactCrashTests {
     @Test("SIGKILL of batond: the next start removes a lost run's directory, keeps an adopted run's, and keeps its files at its end")
     func crash() throws {

@@ -2,7 +2,7 @@ import BatonCore
 import Foundation
 import Testing
 
-@Suite("The benchmark still runs")
+@Suite("The benchmark still runs", .offPool)
 struct BenchmarkSmokeTests {
     @Test("baton-bench --quick runs every benchmark and writes every figure with its baseline (no timing is judged)")
     func quick() throws {
@@ -27,7 +27,7 @@ struct BenchmarkSmokeTests {
     }
 }
 
-@Suite("The fleet benchmark still runs")
+@Suite("The fleet benchmark still runs", .offPool)
 struct FleetBenchmarkSmokeTests {
     @Test("baton-bench --quick --only fleet measures 1 and 3 hosts against pgbench on a real server (no timing is judged)")
     func fleet() throws {

@@ -7,7 +7,7 @@ import Testing
 /// took batond to 4.3 GB; `stats` with 20,000 copies repeated its answer until the connection was
 /// cut; 60,000 `filter.params` came back as `store_unavailable`. Each op's worst line within the
 /// frame limit must now be refused naming its cap, or answered with what it asks for once.
-@Suite("End to end: bounded requests", .serialized)
+@Suite("End to end: bounded requests", .serialized, .offPool)
 struct BoundedRequestTests {
     static let config = """
         { socketMode: "0666", actions: {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// Issue 37, items 9, 16 and 18, end to end: the real CLI against a real batond (or none).
-@Suite("End to end: what the CLI says is whole and true")
+@Suite("End to end: what the CLI says is whole and true", .offPool)
 struct CLITruthEndToEndTests {
     static func config(gate: FifoGate) -> String {
         """

@@ -2,7 +2,7 @@ import BatonCore
 import Foundation
 import Testing
 
-@Suite("End to end: baton cancel --all")
+@Suite("End to end: baton cancel --all", .offPool)
 struct CancelAllTests {
     static let config = #"""
         { requireUser: false, actions: {

@@ -3,7 +3,7 @@ import Testing
 
 /// examples/swift-client: a package outside the repository's own, depending on `BatonClient` by
 /// path, built offline and run against a real batond.
-@Suite("End to end: the Swift client example", .serialized)
+@Suite("End to end: the Swift client example", .serialized, .offPool)
 struct ClientExampleTests {
     static let example = Container.repository + "/examples/swift-client"
 

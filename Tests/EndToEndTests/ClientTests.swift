@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `BatonClient` against a real batond: many tasks on one connection, leaving a run, losing batond.
-@Suite("End to end: BatonClient", .serialized)
+@Suite("End to end: BatonClient", .serialized, .offPool)
 struct ClientTests {
     static func config(gate: FifoGate) -> String {
         """
@@ -22,7 +22,7 @@ struct ClientTests {
     static func release(_ gate: FifoGate) async throws {
         // FifoGate holds only constants; the blocking open must not hold a pool thread.
         nonisolated(unsafe) let gate = gate
-        try await offPool { gate.release() }
+        try await onThread { gate.release() }
     }
 
     /// The first update of `watch` whose run is loading: the run that started.

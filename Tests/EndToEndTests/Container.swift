@@ -5,7 +5,7 @@ import Testing
 /// A Debian tree booted under a real systemd with `systemd-nspawn`, driven from outside with
 /// `nsenter`. The pristine tree (debootstrap: minbase, systemd, dbus, libsqlite3-0, libpq5) is made
 /// once and kept under `.build/nspawn/base-pq`; each container boots a fresh copy of it. Its
-/// methods do their blocking work off Swift's cooperative pool (`offPool`); one test drives it.
+/// methods do their blocking work off Swift's cooperative pool (`onThread`); one test drives it.
 final class Container: @unchecked Sendable {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
     static let cache = repository + "/.build/nspawn"
@@ -33,7 +33,7 @@ final class Container: @unchecked Sendable {
     /// A fresh copy of the base tree (debootstrapped first if need be); with `privateNetwork`, it
     /// boots with a loopback of its own (the host's other listeners and its ports stay apart).
     static func make(privateNetwork: Bool = false) async throws -> Container {
-        try await offPool { try Container(privateNetwork: privateNetwork) }
+        try await onThread { try Container(privateNetwork: privateNetwork) }
     }
 
     private init(privateNetwork: Bool) throws {
@@ -53,7 +53,7 @@ final class Container: @unchecked Sendable {
 
     /// Boots it and waits until systemd says the system is up.
     func boot() async throws {
-        try await offPool { try self.start() }
+        try await onThread { try self.start() }
         // systemctl cannot connect until PID 1 has set up its socket: ask again until it answers.
         let up = try await waitUntil("systemctl is-system-running --wait | grep -qE '^(running|degraded)$'", seconds: 90)
         guard up else {

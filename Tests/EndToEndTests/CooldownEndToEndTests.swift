@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `cooldown` with real runs: the answer, the record, `--policy` and `--force`, and a restart.
-@Suite("End to end: cooldown", .serialized)
+@Suite("End to end: cooldown", .serialized, .offPool)
 struct CooldownEndToEndTests {
     static let config = """
         {

@@ -55,7 +55,7 @@ final class TriggerLoad: @unchecked Sendable {
     }
 }
 
-@Suite("End to end: crashes, shutdown, reload and store faults", .serialized)
+@Suite("End to end: crashes, shutdown, reload and store faults", .serialized, .offPool)
 struct CrashTests {
     static func crashConfig(marker: String) -> String {
         let common = #"env: { CRASHMARK: "\#(marker)" }, killGrace: "200ms""#

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The dead-man series with real runs and a restart, and docs/alerts.yml under promtool.
-@Suite("End to end: dead-man metrics and alert rules", .serialized)
+@Suite("End to end: dead-man metrics and alert rules", .serialized, .offPool)
 struct DeadManEndToEndTests {
     static let config = """
         {

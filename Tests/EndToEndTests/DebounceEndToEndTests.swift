@@ -5,7 +5,7 @@ import Testing
 
 /// `debounce` with real processes: a burst of `baton run` makes one run whose outcome each of
 /// them gets, `status` says when it starts, and a crash while it is pending starts it once.
-@Suite("End to end: debounce", .serialized)
+@Suite("End to end: debounce", .serialized, .offPool)
 struct DebounceEndToEndTests {
     /// `ci` appends its run id to the log and fails with exit 3, an outcome no caller could guess.
     static func config(log: String, window: String) -> String {
@@ -37,7 +37,7 @@ struct DebounceEndToEndTests {
         let callers = (0..<3).map { _ in Launched(Binaries.baton, ["--socket", socket, "run", "ci", "--json"]) }
         // A bounded poll, off the pool: the pending run shows in status once the first trigger is
         // queued (the callers run on threads of their own, started above).
-        let status = try await offPool {
+        let status = try await onThread {
             var status = ""
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline, !status.contains("debouncing, starts in") {
@@ -72,7 +72,7 @@ struct DebounceEndToEndTests {
         let socket = daemon.socket
         let callers = (0..<3).map { _ in Launched(Binaries.baton, ["--socket", socket, "run", "ci"]) }
         // A bounded poll: every trigger of the burst has joined run 1 before the cancel.
-        let show = try await offPool {
+        let show = try await onThread {
             Eventually.value("every trigger of the burst joined run 1", within: 120, { (try? daemon.baton("show", "1").stdout) ?? "" }) {
                 $0.contains("other triggers: 2 debounced")
             }

@@ -5,7 +5,7 @@ import Testing
 
 /// Wrong answers found by trying to break batond (issue 12, items 4, 5, 6, 10 and 13): each test
 /// failed before its fix.
-@Suite("End to end: answers that used to be wrong")
+@Suite("End to end: answers that used to be wrong", .offPool)
 struct DefectTests {
     static let config = """
         { socketMode: "0666", maxConcurrentRuns: 4, actions: {

@@ -5,7 +5,7 @@ import Testing
 
 /// A param given twice (issue 21, item 20): on the socket the first value won silently, on the
 /// CLI the last. Both are refused now, naming the param, and nothing runs.
-@Suite("End to end: a param given twice")
+@Suite("End to end: a param given twice", .offPool)
 struct DuplicateParamTests {
     static let config = #"{ socketMode: "0600", actions: { a: { exec: ["true"], params: { a: {}, b: { default: "x" } } } } }"#
 

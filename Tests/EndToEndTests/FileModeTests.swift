@@ -2,7 +2,7 @@ import BatonCore
 import Foundation
 import Testing
 
-@Suite("End to end: files")
+@Suite("End to end: files", .offPool)
 struct FileModeTests {
     @Test("the database, its WAL and the directory batond makes for it are not world-readable")
     func databaseModes() throws {

@@ -6,7 +6,7 @@ import Testing
 /// The review's findings on approvals across a fleet (issue 40 item 5): read checked on the
 /// database's row, the self rule followed up any number of hooks, no decision after the wait's
 /// end, waits waived when a reload removes `approve`. Needs root (it adds a group and two users).
-@Suite("End to end: approvals across a fleet, the review's findings", .serialized)
+@Suite("End to end: approvals across a fleet, the review's findings", .serialized, .offPool)
 struct FleetApprovalReviewTests {
     typealias Team = ApprovalEndToEndTests.Team
 

@@ -8,7 +8,7 @@ import Testing
 /// hosts deciding at once make one decision; a deny ends it cancelled; its timeout is decided
 /// once whichever host's tick sees it; a host SIGKILLed while its run waits leaves the wait to
 /// the host that takes the run over. Needs root (it adds a group and two users).
-@Suite("End to end: approvals across a fleet", .serialized)
+@Suite("End to end: approvals across a fleet", .serialized, .offPool)
 struct FleetApprovalTests {
     typealias Team = ApprovalEndToEndTests.Team
 

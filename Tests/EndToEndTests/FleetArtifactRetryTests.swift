@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 42, item 4 across a fleet: a keep that finds PostgreSQL down is not lost with a log line;
 /// it is tried again (the reactor's timer; here the test's) until the server answers.
-@Suite("End to end: the fleet's artifacts kept once PostgreSQL is back")
+@Suite("End to end: the fleet's artifacts kept once PostgreSQL is back", .offPool)
 struct FleetArtifactRetryTests {
     @Test("a keep while PostgreSQL is down is tried again when it answers, the run held until then; its files are kept")
     func whileServerDown() async throws {

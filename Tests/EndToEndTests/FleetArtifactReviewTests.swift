@@ -20,6 +20,7 @@ extension FleetArtifactRowsTests {
     func unicodeForms() async throws {
         let (conninfo, db) = try Self.database()
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let root = dir.file("forms")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let (composed, decomposed) = ("caf\u{E9}.txt", "cafe\u{301}.txt")
@@ -42,6 +43,7 @@ extension FleetArtifactRowsTests {
     func pieceBounds() async throws {
         let (conninfo, db) = try Self.database()
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         await Self.keep(Self.keeper(conninfo), ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20), run: 1)
         try db.execute("SET enable_seqscan = off")
         let plan = try db.query("EXPLAIN " + FleetArtifactRows.pieceSQL, ["1", "sub/deep/b.bin", String(2 << 20), "1000"],
@@ -58,6 +60,7 @@ extension FleetArtifactRowsTests {
     func removesOnlyItsOwn() async throws {
         let (_, db) = try Self.database()
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let root = dir.file("two")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         try Self.writeRaw(root + "/a.txt", "A")

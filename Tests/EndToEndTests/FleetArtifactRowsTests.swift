@@ -7,7 +7,7 @@ import Testing
 /// back (sizes, types, SHA-256 against `sha256sum`, pieces across 1 MiB chunks), over the bound,
 /// replaced by a later attempt, what a crash leaves and who removes it, a host whose run was taken
 /// over, and retention.
-@Suite("End to end: the fleet's artifacts, as rows")
+@Suite("End to end: the fleet's artifacts, as rows", .offPool)
 struct FleetArtifactRowsTests {
     static let me = FleetHost(name: "web-1", incarnation: "web-1/1/aa", lease: .seconds(15))
     static let other = FleetHost(name: "web-2", incarnation: "web-2/2/bb", lease: .seconds(15))
@@ -64,6 +64,7 @@ struct FleetArtifactRowsTests {
     func kept() async throws {
         let (conninfo, db) = try Self.database()
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
         await Self.keep(Self.keeper(conninfo), scan, run: 1)
 
@@ -90,6 +91,7 @@ struct FleetArtifactRowsTests {
     func overTheBound() async throws {
         let (conninfo, db) = try Self.database()
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 1 << 20)
         #expect(scan.files.isEmpty)
         await Self.keep(Self.keeper(conninfo), scan, run: 1)
@@ -103,6 +105,7 @@ struct FleetArtifactRowsTests {
     func replaced() async throws {
         let (conninfo, db) = try Self.database()
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let keeper = Self.keeper(conninfo)
         await Self.keep(keeper, ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20), run: 1, attempt: 1)
         let second = dir.file("second")
@@ -123,6 +126,7 @@ struct FleetArtifactRowsTests {
     func crashLeftovers() async throws {
         let (conninfo, db) = try Self.database()
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let first = dir.file("first")
         try FileManager.default.createDirectory(atPath: first, withIntermediateDirectories: true)
         try Data("one".utf8).write(to: URL(fileURLWithPath: first + "/a.txt"))
@@ -169,6 +173,7 @@ struct FleetArtifactRowsTests {
     func takenOver() async throws {
         let (conninfo, db) = try Self.database()
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let logged = Locked<[String]>([])
         // After web-1 wrote its second chunk, web-2 takes run 1 over (as a restart after a lost lease does).
         let keeper = Self.keeper(conninfo, logged: logged) { chunks in
@@ -192,6 +197,7 @@ struct FleetArtifactRowsTests {
     func takeoverRacesPublication() async throws {
         let (conninfo, _) = try Self.database()
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
         let logged = Locked<[String]>([])
         // Another host's takeover of run 1, on a connection of its own. Whatever the order, its
@@ -254,10 +260,10 @@ struct FleetArtifactRowsTests {
         var problems: [String] = []
     }
 
-    /// Waits for `semaphore` on a thread of its own (`offPool`: none of the cooperative pool's,
+    /// Waits for `semaphore` on a thread of its own (`onThread`: none of the cooperative pool's,
     /// which a synchronous suite may hold), at most `seconds`: whether it was signalled.
     static func signalled(_ semaphore: DispatchSemaphore, within seconds: Double) async -> Bool {
-        (try? await offPool { semaphore.wait(timeout: .now() + seconds) == .success }) ?? false
+        (try? await onThread { semaphore.wait(timeout: .now() + seconds) == .success }) ?? false
     }
 
     @Test("a keep after the server restarted (the keeper's connection broken meanwhile) is made on a new connection, not lost")
@@ -265,6 +271,7 @@ struct FleetArtifactRowsTests {
         let server = try Postgres.own()
         let (conninfo, _) = try Self.database(on: server)
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let scan = ArtifactScan.look(try ArtifactStoreFiles.directory(in: dir), bound: 10 << 20)
         let logged = Locked<[String]>([])
         let keeper = Self.keeper(conninfo, logged: logged)
@@ -283,6 +290,7 @@ struct FleetArtifactRowsTests {
         let (conninfo, db) = try Self.database()
         let keeper = Self.keeper(conninfo)
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         let root = try ArtifactStoreFiles.directory(in: dir)
         await Self.keep(keeper, ArtifactScan.look(root, bound: 10 << 20), run: 1)
         await Self.keep(keeper, ArtifactScan.look(root, bound: 10 << 20), run: 2)
@@ -333,6 +341,7 @@ enum ArtifactStoreFiles {
     /// `sha256sum`'s digest of `bytes`: a check that does not go through the code under test.
     static func sha256sum(_ bytes: [UInt8]) throws -> String {
         let dir = ScratchDirectory()
+        defer { withExtendedLifetime(dir) {} }
         try Data(bytes).write(to: URL(fileURLWithPath: dir.file("f")))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
@@ -344,17 +353,6 @@ enum ArtifactStoreFiles {
         process.waitUntilExit()
         return String(String(decoding: out, as: UTF8.self).prefix(64))
     }
-}
-
-/// A fresh directory per test, removed afterwards.
-final class ScratchDirectory {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "baton-test-" + UUID().uuidString
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-    func file(_ name: String) -> String { path + "/" + name }
 }
 
 /// A value handed to another thread by a test that uses it from one thread at a time.

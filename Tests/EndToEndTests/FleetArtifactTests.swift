@@ -6,7 +6,7 @@ import Testing
 
 /// Issue 42, item 4 across a fleet: a run's files, kept in PostgreSQL by the host that ran it,
 /// served by any host under the same access rules.
-@Suite("End to end: artifacts across the fleet", .serialized)
+@Suite("End to end: artifacts across the fleet", .serialized, .offPool)
 struct FleetArtifactTests {
     /// 2.5 MB of random bytes (three chunks) and a nested text file; the run prints their digests.
     static let make = #"""

@@ -7,7 +7,7 @@ import Testing
 /// `on: { awaiting }` across a fleet (issue 40, item 5): a run that begins to wait for approval
 /// fires its awaiting hook once fleet-wide, in the transaction of the host that made the wait,
 /// not once per host that reads it from the feed.
-@Suite("End to end: a fleet's awaiting hook", .serialized)
+@Suite("End to end: a fleet's awaiting hook", .serialized, .offPool)
 struct FleetAwaitingHookTests {
     @Test("two hosts, one waiting run on each: each fires its awaiting hook exactly once (one hook run each, told BATON_HOOK_EVENT=awaiting), and neither starts")
     func onceFleetWide() throws {

@@ -8,7 +8,7 @@ import Testing
 /// `TriggerBatch`): storms pipelined on three hosts decide exactly as the rules say (counted in
 /// PostgreSQL), a trigger that a unique index refuses fails none of its batch-mates, and a
 /// deadlock the batch meets is decided again, never answered.
-@Suite("End to end: triggers decided in batches across a fleet", .serialized)
+@Suite("End to end: triggers decided in batches across a fleet", .serialized, .offPool)
 struct FleetBatchTests {
     /// Sends `requests` on one connection at once, then reads every answer (bounded), by request order.
     static func pipelined(_ host: Daemon, _ requests: [Request]) throws -> [Response?] {

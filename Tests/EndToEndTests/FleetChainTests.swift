@@ -8,7 +8,7 @@ import Testing
 /// writes the end of the run before it, as one machine starts it in the end's store item, and a
 /// run's process group is no commit of its own. Each is read exactly in PostgreSQL: the `xid`
 /// of the transitions, and the `xmin` of a run's row.
-@Suite("End to end: a run's chain of commits in a fleet", .serialized)
+@Suite("End to end: a run's chain of commits in a fleet", .serialized, .offPool)
 struct FleetChainTests {
     typealias Marks = FleetLockTests.Marks
 

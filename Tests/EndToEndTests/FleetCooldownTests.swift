@@ -6,7 +6,7 @@ import Testing
 
 /// `cooldown` across three real batond hosts on one PostgreSQL database: the key's row keeps
 /// its last success, so whichever host a trigger lands on, inside the window it runs nothing.
-@Suite("End to end: cooldown across a fleet", .serialized)
+@Suite("End to end: cooldown across a fleet", .serialized, .offPool)
 struct FleetCooldownTests {
     static func trigger(_ host: Daemon, _ action: String, force: Bool? = nil) throws -> Response {
         try Client(path: host.socket).call(Request(op: .trigger, action: action, detach: true, force: force))

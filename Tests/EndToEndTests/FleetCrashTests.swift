@@ -7,7 +7,7 @@ import Testing
 /// action holds a lock file while it runs (`flock -n`, released by the kernel when its process
 /// dies, however it dies): a run that finds it held logs `overlap`. At the end every answered
 /// trigger has its run, every run has ended, and no run ever overlapped another of its key.
-@Suite("End to end: SIGKILL of fleet hosts under load", .serialized)
+@Suite("End to end: SIGKILL of fleet hosts under load", .serialized, .offPool)
 struct FleetCrashTests {
     static let rounds = Int(ProcessInfo.processInfo.environment["BATON_FLEET_CRASH_ROUNDS"] ?? "") ?? 12
 

@@ -7,7 +7,7 @@ import Testing
 /// `debounce` across three real batond hosts on one PostgreSQL database: the pending run's
 /// window is in its row, decided under its key's lock on the database's clock, so a burst that
 /// lands on several hosts makes one run whose outcome every trigger of it gets.
-@Suite("End to end: debounce across a fleet", .serialized)
+@Suite("End to end: debounce across a fleet", .serialized, .offPool)
 struct FleetDebounceTests {
     /// `ci` appends its run id and host to a log every host shares (one machine) and fails with
     /// exit 3, an outcome no caller could guess.

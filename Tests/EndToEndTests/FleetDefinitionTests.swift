@@ -5,7 +5,7 @@ import Testing
 
 /// Hosts of one fleet whose configs give an action different definitions (another command under
 /// the same name): noticed, said, and never shared.
-@Suite("End to end: an action defined differently on two fleet hosts", .serialized)
+@Suite("End to end: an action defined differently on two fleet hosts", .serialized, .offPool)
 struct FleetDefinitionTests {
     @Test("a join on a host whose action differs from the running host's is refused, saying why; the host warns at join; --check-config shows it")
     func differentDefinitions() throws {

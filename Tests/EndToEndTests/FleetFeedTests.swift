@@ -9,7 +9,7 @@ import Testing
 /// reading (`FleetFeed.page` with its `FeedPosition`) follows them. Each transition's `at`
 /// carries its key's count (1, 2, 3… in the order the key's writers held its row), so that the
 /// checks see each key's order, not only each run's.
-@Suite("End to end: the fleet's feed follows commits, not ids", .serialized)
+@Suite("End to end: the fleet's feed follows commits, not ids", .serialized, .offPool)
 struct FleetFeedTests {
     @Test("a transaction held open while later ones commit is delivered once it commits; reading ids after the last seen loses it")
     func heldOpen() throws {

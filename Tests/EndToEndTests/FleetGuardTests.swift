@@ -6,7 +6,7 @@ import Testing
 
 /// The guard of a fleet host's runs (`batond --guard-runs`): one per incarnation, replaced when it
 /// dies, and the one that kills a frozen host's runs.
-@Suite("End to end: the guard of a fleet host's runs", .serialized)
+@Suite("End to end: the guard of a fleet host's runs", .serialized, .offPool)
 struct FleetGuardTests {
     @Test("a guard killed with SIGKILL is replaced before the next run starts: batond killed after it still takes its run along")
     func deadGuardIsReplaced() throws {

@@ -8,7 +8,7 @@ import Testing
 /// decides the hooks with the hook keys' rows held, so a hook fires once per qualifying end
 /// whichever host records it, `change` compares with the key's last outcome on any host, and a
 /// host killed after the end leaves its hook run to a survivor.
-@Suite("End to end: hooks across a fleet", .serialized)
+@Suite("End to end: hooks across a fleet", .serialized, .offPool)
 struct FleetHookTests {
     /// deploy fails with output on both streams, its failure hook is page; page keeps what it was
     /// told in `OUT/hook-RUN.env` and `.out`, or, pressed by hand with `hold=yes`, holds page's

@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 21, item 3 in a fleet: keys in PostgreSQL, and fleet migration 2 on a database that
 /// version 1 wrote.
-@Suite("End to end: single-flight keys in a fleet", .serialized)
+@Suite("End to end: single-flight keys in a fleet", .serialized, .offPool)
 struct FleetKeyTests {
     @Test("join across hosts: `a=\"x b=y\" b=z` on one host and `a=x b=\"y b=z\"` on another are two runs")
     func joinAcrossHosts() throws {

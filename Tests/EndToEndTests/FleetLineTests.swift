@@ -6,7 +6,7 @@ import Testing
 
 /// A key's line across a fleet: two hosts append to one line, kept in the key's row
 /// (`keys.line`, schema 16), decided by the engine's one function in each host's trigger batch.
-@Suite("End to end: a key's line across a fleet", .serialized)
+@Suite("End to end: a key's line across a fleet", .serialized, .offPool)
 struct FleetLineTests {
     @Test("two hosts fill one line in order; equal params join an entry; beyond the depth busy; cancel closes the row's line up; runs start first in first out")
     func line() throws {

@@ -9,7 +9,7 @@ import Testing
 /// line is kept in the runs' rows, so runs holding a common lock never overlap on any hosts, a
 /// semaphore never has more holders than its limit fleet-wide, waiters start first in first
 /// out whichever host they are on, and a host's death releases what its runs held.
-@Suite("End to end: locks across a fleet", .serialized)
+@Suite("End to end: locks across a fleet", .serialized, .offPool)
 struct FleetLockTests {
     /// Where the runs leave their marks and gates: each gated run makes `gate-ID` (a FIFO) and
     /// writes `start ID` to the log before it reads it, `end ID` after.

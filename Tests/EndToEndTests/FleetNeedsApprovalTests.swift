@@ -7,7 +7,7 @@ import Testing
 /// needs only once approved (a denied run never ran them), and a needed run's approval keeps
 /// the origin of the run that needs it, through a hook (no self-approval by the hook's causer).
 /// Needs root (it adds a group and two users).
-@Suite("End to end: needs and approvals across a fleet", .serialized)
+@Suite("End to end: needs and approvals across a fleet", .serialized, .offPool)
 struct FleetNeedsApprovalTests {
     typealias Team = ApprovalEndToEndTests.Team
 

@@ -8,7 +8,7 @@ import Testing
 /// a run of `c` triggers `build-a` and `build-b` through the fleet's trigger path (joining a run
 /// of either in flight on any host), the run waits `queued` in its row, and the wait is decided
 /// once, by whichever host sees the needed runs end, even when the host that asked is gone.
-@Suite("End to end: needs across a fleet", .serialized)
+@Suite("End to end: needs across a fleet", .serialized, .offPool)
 struct FleetNeedsTests {
     /// build-a and build-b each wait for their gate; build-a exits with the code in `DIR/a-code` (0 if none).
     static func actions(_ a: FifoGate, _ b: FifoGate) -> String {

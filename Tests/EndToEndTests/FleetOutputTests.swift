@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// Issue 24, item 6: a run's output in the fleet's database, followed from any host.
-@Suite("End to end: a run's output across the fleet", .serialized)
+@Suite("End to end: a run's output across the fleet", .serialized, .offPool)
 struct FleetOutputTests {
     /// Two hosts whose `talk` writes "one" (stdout) and "oops" (stderr), waits for the gate, then
     /// "two", "late" (stderr) and "three": the first part is out before the gate opens.

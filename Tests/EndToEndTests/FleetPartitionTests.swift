@@ -6,7 +6,7 @@ import Testing
 
 /// A real partition: one host in a network namespace of its own, reaching PostgreSQL over TCP
 /// through a veth pair whose link the test takes down while the host runs a long action.
-@Suite("End to end: a fleet host cut off from PostgreSQL", .serialized)
+@Suite("End to end: a fleet host cut off from PostgreSQL", .serialized, .offPool)
 struct FleetPartitionTests {
     @Test("the cut-off host kills its run before its lease ends; another host takes the key only after; the host rejoins")
     func partition() throws {

@@ -8,7 +8,7 @@ import Testing
 /// triggers every host decides once it is answered, holds the runs queued on any host, ends
 /// by a resume on another host, and is in every host's `history --events`; `pauseAfterFailures`
 /// counts the action's failures on every host.
-@Suite("End to end: pause across a fleet", .serialized)
+@Suite("End to end: pause across a fleet", .serialized, .offPool)
 struct FleetPauseTests {
     @Test("a pause on web-1 refuses web-2's next trigger at once; web-2 resumes it at once (reading the pauses first); both hosts list both events; each host's status follows the other's pause and resume")
     func pauseAndResume() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// The plans PostgreSQL makes of the fleet's hottest statements, on a database with many keys:
 /// performance guarded by `EXPLAIN`, never by timing (as `QueryPlanTests` does for SQLite).
-@Suite("End to end: the fleet's statements, planned")
+@Suite("End to end: the fleet's statements, planned", .offPool)
 struct FleetPlanTests {
     /// A migrated database with `count` keys, each with a finished run, analyzed.
     static func populated(_ count: Int) throws -> PGConnection {

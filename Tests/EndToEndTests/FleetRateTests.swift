@@ -6,7 +6,7 @@ import Testing
 
 /// Rate limits across a fleet (issue 40, item 3): a bucket counts every host's starts, from the
 /// runs' rows, decided under the bucket's lock in each host's transaction.
-@Suite("End to end: rate limits across a fleet", .serialized)
+@Suite("End to end: rate limits across a fleet", .serialized, .offPool)
 struct FleetRateTests {
     @Test("over: reject: web-1's and web-2's runs fill one window; the third, on either host, is refused with when the next may start, recorded")
     func reject() throws {

@@ -9,7 +9,7 @@ import Testing
 /// their true ends (fenced), while another host of the fleet never gets their keys. After the
 /// lease ran out, another host took them over: the host that comes back stops their processes and
 /// writes nothing over the taker's rows.
-@Suite("End to end: a fleet host's restart keeps its runs", .serialized)
+@Suite("End to end: a fleet host's restart keeps its runs", .serialized, .offPool)
 struct FleetRestartTests {
     enum How: String, CaseIterable, CustomTestStringConvertible {
         case kill = "SIGKILL", stop = "SIGTERM", restart = "SIGUSR2"

@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 28, item 3 in a fleet: every host's timer fires the same slot; one run is made, the
 /// others join it or, once it ended, run nothing ("scheduled slot already ran").
-@Suite("End to end: schedule slots in a fleet", .serialized)
+@Suite("End to end: schedule slots in a fleet", .serialized, .offPool)
 struct FleetScheduleTests {
     static let slot: Int64 = 1_764_558_000_000_000
 
@@ -18,8 +18,8 @@ struct FleetScheduleTests {
         let gate = try FifoGate()
         let hosts = try FleetTests.fleet(2, actions: FleetTests.gated(gate, policy: "replace"))
         let (a, b) = (hosts[0], hosts[1])
-        async let first = offPool { try Self.fire(a) }
-        async let second = offPool { try Self.fire(b) }
+        async let first = onThread { try Self.fire(a) }
+        async let second = onThread { try Self.fire(b) }
         let answers = try await [first, second]
         let ids = Set(answers.compactMap(\.run?.id))
         #expect(ids.count == 1, "one run for the slot: \(answers.map { "\($0.decision.map(\.rawValue) ?? "-") \($0.run?.id ?? 0)" })")

@@ -7,7 +7,7 @@ import Testing
 /// Issue 42, item 2 across a fleet: `baton search` answered from PostgreSQL's trigram index
 /// (`pg_trgm`, Migrations/postgres/0024_output_search.sql), whichever host ran the runs, with the
 /// answer one host gives; refused, naming pg_trgm, where the server has no such extension.
-@Suite("End to end: baton search across a fleet", .serialized)
+@Suite("End to end: baton search across a fleet", .serialized, .offPool)
 struct FleetSearchTests {
     static let actions = #"""
         fetch: { exec: ["sh", "-c", "echo starting; echo \"open /var/lib/baton/$BATON_PARAM_HOST/cache.db: Connection refused\"; exit 7"],

@@ -8,7 +8,7 @@ import Testing
 /// one key each holds (`secretsKey`), so equal values meet in one key on any host; the value stays
 /// in the memory of the host the trigger came to, which starts its run with it; PostgreSQL holds
 /// none of it.
-@Suite("End to end: secret params across a fleet", .serialized)
+@Suite("End to end: secret params across a fleet", .serialized, .offPool)
 struct FleetSecretTests {
     @Test("web-2's trigger with web-1's value follows web-1's run (one key), and starts on web-2 with it; another value runs beside; no value in PostgreSQL")
     func sharedKey() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// A host of a fleet that stops cleanly (SIGTERM) gives its lease up at once: the runs it leaves
 /// queued are the fleet's, and another host takes them over, as it would a lost host's.
-@Suite("End to end: a fleet host that stops cleanly", .serialized)
+@Suite("End to end: a fleet host that stops cleanly", .serialized, .offPool)
 struct FleetShutdownTests {
     // `survivesRestart: false`: the run in flight is cancelled at the stop, as before issue 41, part 3.
     @Test("a follow-up queued on a host that stops cleanly runs on another host; its key is not held for ever")

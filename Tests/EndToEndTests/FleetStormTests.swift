@@ -5,7 +5,7 @@ import Testing
 
 /// Storms of each policy spread over three real batond hosts on one PostgreSQL database: exact
 /// counts of what each trigger got, and no two runs of a key ever at once.
-@Suite("End to end: policy storms across a fleet", .serialized)
+@Suite("End to end: policy storms across a fleet", .serialized, .offPool)
 struct FleetStormTests {
     @Test("a storm of queue triggers spread over three hosts: every trigger answered with a run, no two runs of the key overlap")
     func queueStorm() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// The rows a fleet host's restart reads and writes (`FleetTakeBack`, `FleetLease.register`;
 /// issue 41 part 3), against a real PostgreSQL.
-@Suite("End to end: a fleet host's take-back, as rows")
+@Suite("End to end: a fleet host's take-back, as rows", .offPool)
 struct FleetTakeBackRowsTests {
     static let old = FleetHost(name: "web-1", incarnation: "web-1/1/aa", lease: .seconds(4))
     static let me = FleetHost(name: "web-1", incarnation: "web-1/2/bb", lease: .seconds(4))

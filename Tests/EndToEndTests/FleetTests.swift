@@ -6,7 +6,7 @@ import Testing
 
 /// Several real batonds as hosts of one fleet on a real PostgreSQL server: single flight, the
 /// policies, cancel and the history across hosts; a host killed mid-run.
-@Suite("End to end: a fleet of hosts on PostgreSQL", .serialized)
+@Suite("End to end: a fleet of hosts on PostgreSQL", .serialized, .offPool)
 struct FleetTests {
     /// `count` hosts named web-1… on a fresh database, with the actions given. The lease is long
     /// unless a test is about losing it: on a loaded machine (the suites run side by side, some

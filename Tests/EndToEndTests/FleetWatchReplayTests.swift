@@ -5,7 +5,7 @@ import Testing
 
 /// The fleet's history answers a watch's replay as SQLite's does (`FleetHistory.transitions`),
 /// against a real PostgreSQL: every host's transitions after the cursor, oldest first, bounded.
-@Suite("End to end: the fleet's watch replay")
+@Suite("End to end: the fleet's watch replay", .offPool)
 struct FleetWatchReplayTests {
     /// Runs 1 and 3 of `a`, 2 of `b`, each queued, loading, success; rows written out of time order.
     static func history() throws -> (conninfo: String, db: PGConnection) {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// Another local user holding an HTTP server's connections (issue 21, item 16).
-@Suite("End to end: a flood of connections from another uid", .serialized)
+@Suite("End to end: a flood of connections from another uid", .serialized, .offPool)
 struct HTTPFloodTests {
     /// 70 connections from nobody, each sending a head that never ends and reconnecting as soon
     /// as it is closed (refused, or timed out), until `stop`.

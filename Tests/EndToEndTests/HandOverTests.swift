@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 41, part 1: a planned stop (SIGTERM) leaves the runs that survive restarts to their
 /// shims, and the next batond adopts them.
-@Suite("End to end: SIGTERM hands the runs over", .serialized)
+@Suite("End to end: SIGTERM hands the runs over", .serialized, .offPool)
 struct HandOverTests {
     /// A flood that writes until GO (so it writes across the hand-over), a waiter, a run that
     /// leaves a `setsid` child, and a run that does not survive restarts.

@@ -17,16 +17,19 @@ enum Binaries {
 /// The result of running a command.
 /// Runs blocking work (a child process, a build, a boot) on a thread of its own and waits for it
 /// without holding one of the few threads Swift's concurrency runs every async test on: a long
-/// synchronous test there starves the others for as long as it blocks.
-func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+/// synchronous test there starves the others for as long as it blocks. (Not the `.offPool` trait,
+/// which runs a whole suite's tests off the pool: this one body, on a thread made for it, wherever
+/// it is called.)
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }
 
 /// A command started on a thread of its own at once, whatever the pool is doing: `async let` of
-/// `run` starts only when a pool thread is free, which on a loaded machine can be minutes after
-/// the test meant it to (a debounce burst then missed its window).
+/// `run` on the pool starts only when a pool thread is free, which on a loaded machine was minutes
+/// after the test meant it to (a debounce burst then missed its window). In an `.offPool` suite
+/// an `async let` starts on a thread of its own too; this one does wherever it is called.
 final class Launched: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var result: Result<Output, Error>?  // written before `done` is signalled, read after
@@ -40,7 +43,7 @@ final class Launched: @unchecked Sendable {
 
     /// The command's output once it has ended.
     func output() async throws -> Output {
-        try await offPool { [self] in
+        try await onThread { [self] in
             done.wait()
             done.signal()
             return try result!.get()
@@ -50,7 +53,7 @@ final class Launched: @unchecked Sendable {
 
 /// `execute`, off the pool.
 func run(_ path: String, _ arguments: [String], environment: [String: String] = [:], within seconds: Double = 600) async throws -> Output {
-    try await offPool { try execute(path, arguments, environment: environment, within: seconds) }
+    try await onThread { try execute(path, arguments, environment: environment, within: seconds) }
 }
 
 /// How long a build a test runs may take (a cold build on a busy 2-core machine) before it is killed.

@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 37, item 12: one `history --limit 100000` cost batond 254 MiB, built whole before a byte
 /// was sent; a long answer now goes a page at a time, read from the history as the client takes them.
-@Suite("End to end: long histories", .serialized)
+@Suite("End to end: long histories", .serialized, .offPool)
 struct HistoryPagingTests {
     static let count = 100_000
     /// 20 actions of 5,000 runs: under retention's 10,000 per action, so nothing is pruned.

@@ -3,7 +3,7 @@ import Testing
 
 /// `on:` hooks with real processes: what the hook run is told, `show` both ways, and a crash
 /// between the outcome and the hook's start.
-@Suite("End to end: hooks", .serialized)
+@Suite("End to end: hooks", .serialized, .offPool)
 struct HookEndToEndTests {
     /// deploy fails with output on both streams; page, its failure hook, keeps what it was told
     /// in `OUT/hook-RUN.env` and `.out`. A page pressed by hand with `hold=yes` blocks instead, holding

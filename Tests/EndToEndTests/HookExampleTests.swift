@@ -6,7 +6,7 @@ import Testing
 /// The example scripts need curl and jq.
 let hookExampleToolsPresent = ["/usr/bin/curl", "/usr/bin/jq"].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
 
-@Suite("End to end: the example hooks", .serialized, .enabled(if: hookExampleToolsPresent))
+@Suite("End to end: the example hooks", .serialized, .enabled(if: hookExampleToolsPresent), .offPool)
 struct HookExampleTests {
 
     static let examples = Container.repository + "/examples/hooks"

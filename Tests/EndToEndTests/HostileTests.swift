@@ -3,7 +3,7 @@ import BatonIPC
 import Foundation
 import Testing
 
-@Suite("End to end: hostile clients", .serialized)
+@Suite("End to end: hostile clients", .serialized, .offPool)
 struct HostileTests {
     static let config = #"{ socketMode: "0666", requestTimeout: "1s", maxConnectionsPerUser: 5, actions: { a: { exec: ["true"] } } }"#
 

@@ -55,7 +55,7 @@ final class FakeJournal: @unchecked Sendable {
 
 /// Issue 37, item 15: every journal entry about a run names it by `BATON_RUN_ID`, its output
 /// follows its `loading` line, and each output line carries the action's pid.
-@Suite("End to end: the journal")
+@Suite("End to end: the journal", .offPool)
 struct JournalEndToEndTests {
     /// A few lines only: what batond sends at once is dropped when the socket's queue is full, and
     /// a container's `net.unix.max_dgram_qlen` may be 10 (journald's is 512).

@@ -7,7 +7,7 @@ import Testing
 /// time a busy loop gets), the attempt's peak memory, and the attempt's cgroups in every
 /// hierarchy gone after its end and after `kill -9` of batond and a restart. On a pure cgroup v2
 /// host the controllers are on cgroup2; on a hybrid one (this machine) on cgroup v1 hierarchies.
-@Suite("End to end: limits the kernel enforces", .serialized)
+@Suite("End to end: limits the kernel enforces", .serialized, .offPool)
 struct KernelLimitTests {
     /// Whether `controller` is on some hierarchy here and batond (this process's user) may
     /// create cgroups: root, with a cgroup2 mount (the tree is tracked there).

@@ -6,7 +6,7 @@ import Testing
 
 /// Issue 21, item 3: two different param sets made the same single-flight key
 /// (`kp a=x b=y b=z`), so a `join` told the second caller that a run of other params was its own.
-@Suite("End to end: single-flight keys", .serialized)
+@Suite("End to end: single-flight keys", .serialized, .offPool)
 struct KeyTests {
     /// A directory with one FIFO per run id: run N of `kp` logs its params, then waits on `N`.
     final class RunGates {

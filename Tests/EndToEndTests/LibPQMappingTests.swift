@@ -4,7 +4,7 @@ import Testing
 /// libpq is opened only for a fleet (BatonFleet's `LibPQ`): a batond on one machine maps neither
 /// it nor the libraries it brings (libssl, libkrb5, libldap, libgnutls…), a fleet host does; and
 /// libcrypto only for webhooks (BatonHooks' `HMAC`).
-@Suite("End to end: libpq is mapped by a fleet's batond only", .serialized)
+@Suite("End to end: libpq is mapped by a fleet's batond only", .serialized, .offPool)
 struct LibPQMappingTests {
     /// The shared objects batond has mapped, by file name.
     static func mapped(_ daemon: Daemon) throws -> Set<String> {

@@ -4,7 +4,7 @@ import BatonStore
 import Foundation
 import Testing
 
-@Suite("End to end: shutdown, reload, store faults and retention", .serialized)
+@Suite("End to end: shutdown, reload, store faults and retention", .serialized, .offPool)
 struct LifecycleTests {
     /// The runs are ones that do not survive restarts: those that do are handed to their shims (`HandOverTests`).
     @Test("SIGTERM: new triggers get shutting_down, a run that ends within the grace succeeds, the rest are cancelled (shutdown); queued runs wait for the next start")

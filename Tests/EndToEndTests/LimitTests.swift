@@ -5,7 +5,7 @@ import Testing
 /// `limits` where this machine cannot enforce them: refused at start, at reload and by
 /// `--check-config`, naming the action and the field with the reason; never run unlimited.
 /// (Where it can, the same start succeeds: each test follows what `--check-config` found.)
-@Suite("End to end: limits the kernel cannot enforce here are refused", .serialized)
+@Suite("End to end: limits the kernel cannot enforce here are refused", .serialized, .offPool)
 struct LimitTests {
     static let limited = #"big: { exec: ["true"], limits: { memory: "512M", tasks: 200, cpu: "50%" } }"#
 

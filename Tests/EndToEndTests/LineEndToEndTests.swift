@@ -7,7 +7,7 @@ import Testing
 /// params of their own, a trigger joining the entry with its params, one beyond the depth
 /// refused `busy` with the line's length, `baton status ACTION` listing the places, `baton
 /// cancel` closing the line up, a crash with the line waiting, and the runs starting in order.
-@Suite("End to end: a key's line", .serialized)
+@Suite("End to end: a key's line", .serialized, .offPool)
 struct LineEndToEndTests {
     static func config(gate: FifoGate, log: String) -> String {
         """

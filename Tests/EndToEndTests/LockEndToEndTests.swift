@@ -5,7 +5,7 @@ import Testing
 
 /// `locks` with real processes: runs of actions sharing a lock never overlap, a waiting run says
 /// what it waits for, `limits` lets N hold a lock, a cancel drops a waiter, a crash requeues one.
-@Suite("End to end: locks between actions", .serialized)
+@Suite("End to end: locks between actions", .serialized, .offPool)
 struct LockEndToEndTests {
     /// Each action writes `start N` and `end N` to the log around reading its own gate.
     static func config(_ gates: [String: FifoGate], log: String, locks: [String: String] = [:], limits: String = #"{ "heavy-io": 2 }"#) -> String {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Time spent waiting for the SQLite lock is not run time (issue 21, item 14).
-@Suite("End to end: waiting for the history's lock does not count as run time", .serialized)
+@Suite("End to end: waiting for the history's lock does not count as run time", .serialized, .offPool)
 struct LockWaitTests {
     /// Another process holding `BEGIN EXCLUSIVE` on the history until `release`.
     final class HeldLock {
@@ -41,11 +41,9 @@ struct LockWaitTests {
     func timedUnderLock(_ daemon: Daemon, _ action: String, hold: Double) async throws -> (duration: Double, waited: Double) {
         let lock = try HeldLock(daemon.database)
         let socket = daemon.socket
-        // Started on a thread of its own: an `async let` waits for a thread of the cooperative pool,
-        // which the synchronous suites may hold for minutes (CI saw the gate's wait run out so).
         let triggered = Launched(Binaries.baton, ["--socket", socket, "run", action])
         // The gate: batond has decided the trigger (the run is in flight) while its write waits.
-        try await Eventually.untilAwaited("run 1 in flight while its write waits for the lock", within: 120) {
+        try await Eventually.untilAwaited("run 1 in flight while its write waits for the lock") {
             try Client(path: socket).call(Request(op: .status)).actions?.contains(where: { $0.inFlight?.contains { $0.id == 1 } == true }) == true
         }
         let since = Date()

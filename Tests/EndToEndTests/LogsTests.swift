@@ -57,7 +57,7 @@ final class Streaming: @unchecked Sendable {
 }
 
 /// Issue 24, item 2: `baton logs` and `baton run --follow`.
-@Suite("End to end: baton logs")
+@Suite("End to end: baton logs", .offPool)
 struct LogsTests {
     static func daemon(_ gate: FifoGate, status: Int = 0) throws -> Daemon {
         let script = gate.directory + "/talk.sh"

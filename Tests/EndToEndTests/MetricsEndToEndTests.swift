@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `baton metrics`, `GET /metrics`, promtool and a real Prometheus server.
-@Suite("End to end: Prometheus metrics", .serialized)
+@Suite("End to end: Prometheus metrics", .serialized, .offPool)
 struct MetricsEndToEndTests {
     static let config = """
         {
@@ -198,7 +198,7 @@ struct MetricsEndToEndTests {
         let query = #"/api/v1/query?query=baton_runs_total%7Baction%3D%22ok%22%2Coutcome%3D%22success%22%7D"#
         var answer = ""
         await Eventually.untilAwaited("Prometheus saw 3 successful runs of ok: \(answer)", within: 60) {
-            answer = (try? await offPool { try TCP.exchange(web, "GET \(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") }) ?? ""
+            answer = (try? await onThread { try TCP.exchange(web, "GET \(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") }) ?? ""
             return answer.contains(#""3"]"#)
         }
         #expect(answer.contains(#""job":"batond""#), "\(answer)")

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `BatonClient` hands a Swift program what a run needs and what needs it (needs, issue 40 item 2).
-@Suite("End to end: needs through BatonClient")
+@Suite("End to end: needs through BatonClient", .offPool)
 struct NeedsClientTests {
     @Test("show gives a run's needs and a needed run's neededBy, each with its phase")
     func show() async throws {

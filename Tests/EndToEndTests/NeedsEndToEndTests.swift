@@ -7,7 +7,7 @@ import Testing
 /// `needs` with real processes over the socket: c needs a and b. Both succeed → c runs after
 /// both; a fails → c ends failure without starting, naming a's run; a second trigger of c while
 /// it waits follows c's policy; a crash of batond while c waits keeps it waiting, and it starts after.
-@Suite("End to end: needs", .serialized)
+@Suite("End to end: needs", .serialized, .offPool)
 struct NeedsEndToEndTests {
     /// a and b write `start NAME` and `end NAME` to the log around reading their gate, and fail
     /// when `fail-NAME` exists in the gate's directory; c writes `run c`.

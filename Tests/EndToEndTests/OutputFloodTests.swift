@@ -3,7 +3,7 @@ import Testing
 
 /// Issue 24, item 7: a run writing 1 GiB as fast as it can. Measured from /proc and the file
 /// sizes, never by time.
-@Suite("End to end: a flood of output")
+@Suite("End to end: a flood of output", .offPool)
 struct OutputFloodTests {
     /// A field of /proc/PID/status in KiB (`VmRSS`, `VmHWM`).
     static func kib(_ field: String, of pid: Int32) throws -> Int64 {

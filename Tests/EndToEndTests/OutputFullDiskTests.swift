@@ -5,7 +5,7 @@ import Testing
 
 /// Output on a full disk (issue 24, item 7): it stops being kept, the run is not failed for it,
 /// and no transition is lost.
-@Suite("End to end: output on a full disk")
+@Suite("End to end: output on a full disk", .offPool)
 struct OutputFullDiskTests {
     @Test("a full disk while a run writes: the chunks that cannot be written are not kept (counted as dropped), the run succeeds, every transition is written")
     func outputOnFullDisk() throws {

@@ -4,7 +4,7 @@ import Testing
 
 /// `tty: true` (issue 24, item 2): the process writes to a pseudo-terminal, so programs that
 /// buffer when not on a terminal print as they go.
-@Suite("End to end: output through a pseudo-terminal")
+@Suite("End to end: output through a pseudo-terminal", .offPool)
 struct OutputTTYTests {
     @Test("with tty, stdout and stderr are one terminal: both test as one, their bytes are kept as written (no CR added), as stdout")
     func terminal() throws {

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// Issue 24: a run's whole output in the history, byte for byte, bounded by `output.keep`.
-@Suite("End to end: output kept")
+@Suite("End to end: output kept", .offPool)
 struct OutputTests {
     /// Every byte value, NUL, CR progress, invalid UTF-8, and a line of 200,000 bytes.
     static func awkward() -> [UInt8] {

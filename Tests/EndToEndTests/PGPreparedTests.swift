@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 25, item 3: queries prepared once per connection, in the round trip that first sends
 /// them, against a real PostgreSQL (its `pg_prepared_statements` says what the session holds).
-@Suite("End to end: PostgreSQL statements prepared once per connection", .serialized)
+@Suite("End to end: PostgreSQL statements prepared once per connection", .serialized, .offPool)
 struct PGPreparedTests {
     @Test("a query is prepared the first time and executed by name after; BEGIN and NOTIFY are not prepared")
     func preparedOnce() throws {

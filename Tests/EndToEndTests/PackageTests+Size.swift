@@ -75,7 +75,7 @@ extension PackageTests {
 
 /// Product modules use FoundationEssentials: Foundation brings ICU (about 45 MB a binary). Tests,
 /// the benchmark and the build-time tools may import it.
-@Suite("Sources: no product module imports Foundation")
+@Suite("Sources: no product module imports Foundation", .offPool)
 struct EssentialsImportTests {
     static let allowed: Set<String> = ["baton-bench", "EmbedAssets", "EmbedAssetsPlugin", "EmbedMigrations", "EmbedMigrationsPlugin"]
     static let forbidden: Set<String> = ["Foundation", "FoundationInternationalization", "FoundationNetworking", "FoundationXML"]

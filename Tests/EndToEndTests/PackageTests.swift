@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The release binaries, the Debian package, and batond under a real systemd in a container.
-@Suite("End to end: the .deb and a real systemd", .serialized)
+@Suite("End to end: the .deb and a real systemd", .serialized, .offPool)
 struct PackageTests {
     static let repository = Container.repository
     private static let built = Locked<String?>(nil)

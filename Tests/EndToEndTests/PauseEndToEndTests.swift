@@ -7,7 +7,7 @@ import Testing
 /// Pause over the socket with the real binaries: `baton pause` with a reason, a trigger refused
 /// (exit 75) naming who, why and until when, recorded; `status` and `/metrics` say so; a restart
 /// keeps the pause; `baton resume` lets the next trigger run; `pauseAfterFailures` pauses by itself.
-@Suite("End to end: pause", .serialized)
+@Suite("End to end: pause", .serialized, .offPool)
 struct PauseEndToEndTests {
     static let config = """
         {
@@ -106,7 +106,7 @@ struct PauseEndToEndTests {
 }
 
 /// `baton history --events`: every pause and resume, newest first, from batond and from the file.
-@Suite("End to end: pause events")
+@Suite("End to end: pause events", .offPool)
 struct PauseEventsEndToEndTests {
     @Test("history --events lists the pauses and resumes, newest first, as a table and as JSON, with batond down too")
     func listed() throws {

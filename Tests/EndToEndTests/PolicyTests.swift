@@ -62,7 +62,7 @@ final class Collected<Value>: @unchecked Sendable {
     var all: [Value] { lock.withLock { items } }
 }
 
-@Suite("End to end: single-flight policies over the socket", .serialized)
+@Suite("End to end: single-flight policies over the socket", .serialized, .offPool)
 struct PolicyTests {
     static func config(gate: FifoGate, log: String = "/dev/null") -> String {
         """

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The harness removes what killed test processes left of their PostgreSQL servers, and nothing else.
-@Suite struct PostgresLeftoversTests {
+@Suite(.offPool) struct PostgresLeftoversTests {
     private func directory(_ temporary: String, _ name: String, owner: String?) throws -> String {
         let path = temporary + "/" + PostgresLeftovers.prefix + name
         try FileManager.default.createDirectory(atPath: path + "/data", withIntermediateDirectories: true)

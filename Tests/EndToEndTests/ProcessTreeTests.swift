@@ -6,7 +6,7 @@ import Testing
 /// SIGTERM are stopped by cancel, timeout, replace, the leader's exit, shutdown, and a restart
 /// after kill -9; a replacing or follow-up run never starts while one lives. In both modes: a
 /// cgroup per attempt (batond runs as root here) and the process group, subreaper and tag.
-@Suite("End to end: a run's whole process tree", .serialized)
+@Suite("End to end: a run's whole process tree", .serialized, .offPool)
 struct ProcessTreeTests {
     enum Mode: String, CaseIterable, Sendable {
         case cgroup, processGroup

@@ -6,7 +6,7 @@ import Testing
 /// Issue 21, item 5: 100,000 progress lines as fast as an action can write them cut off the
 /// client waiting for the run (exit 69, "lost batond"). Progress is now told at most every 50 ms,
 /// the latest winning, so a waiting client hears a bounded number of updates and its outcome.
-@Suite("End to end: a flood of progress")
+@Suite("End to end: a flood of progress", .offPool)
 struct ProgressFloodTests {
     @Test("baton run of an action writing 100,000 progress lines succeeds; the waiting client gets a bounded number of updates")
     func flood() throws {

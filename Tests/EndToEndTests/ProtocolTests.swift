@@ -5,7 +5,7 @@ import Testing
 
 /// The smallest request docs/protocol.md documents for each operation is answered (issue 12,
 /// item 6: optional fields were required), and every limit is the same wherever it applies.
-@Suite("End to end: the smallest documented request of each operation")
+@Suite("End to end: the smallest documented request of each operation", .offPool)
 struct ProtocolTests {
     static let requests: [(String, String)] = [
         (#"{"op":"ping"}"#, #""version""#),
@@ -68,7 +68,7 @@ struct ProtocolTests {
     }
 }
 
-@Suite("End to end: a watcher that goes away")
+@Suite("End to end: a watcher that goes away", .offPool)
 struct WatcherHangUpTests {
     /// Found with the dashboard: a client that closed its connection during a `watch` left batond's
     /// socket thread woken by the hang-up forever (100% of a CPU) and the connection never dropped.

@@ -96,7 +96,7 @@ func parseCSV(_ text: String) -> [[String]] {
     return rows
 }
 
-@Suite("End to end: querying the history with baton", .serialized)
+@Suite("End to end: querying the history with baton", .serialized, .offPool)
 struct QueryCLITests {
     @Test("each history filter, alone and combined, on a database with known runs")
     func filters() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// naming the limit and when the next run may start, recorded against no run, counted in
 /// `/metrics`, shown in `status`; a restart keeps counting the starts in the history; with
 /// `over: "delay"` the run waits queued (status shows its start time) and starts then.
-@Suite("End to end: rate limits", .serialized)
+@Suite("End to end: rate limits", .serialized, .offPool)
 struct RateLimitEndToEndTests {
     static let config = """
         {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `baton reload` says what batond said: every warning, and a schedule change only when one happened.
-@Suite("End to end: baton reload tells the truth")
+@Suite("End to end: baton reload tells the truth", .offPool)
 struct ReloadTests {
     @Test("""
         baton reload prints each warning batond had about the new config (a setting that changes only at restart), and \

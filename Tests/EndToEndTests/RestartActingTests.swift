@@ -7,7 +7,7 @@ import Testing
 /// run page asks, DashboardServer+Output): the follow is parked on its connection like any
 /// other, so the drain ends as soon as every request taken is answered or parked, not at its
 /// 10 s bound (`ActingCaller` once dropped `park`; the feed then went offline each restart).
-@Suite("End to end: a restart in place with a follow served as a user", .serialized)
+@Suite("End to end: a restart in place with a follow served as a user", .serialized, .offPool)
 struct RestartActingTests {
     static let config = #"""
         { requireUser: false, allow: { read: { users: ["daemon"] } }, actions: {

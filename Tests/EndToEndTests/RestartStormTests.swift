@@ -8,7 +8,7 @@ import Testing
 /// restarts, and keys pressed again meanwhile (`reject`: refused while in flight; `queue`: a
 /// follow-up). Every run ends with its true exit code and every byte of its output, no trigger is
 /// lost, no key ever has two runs at once.
-@Suite("End to end: 20 restarts in place under load", .serialized)
+@Suite("End to end: 20 restarts in place under load", .serialized, .offPool)
 struct RestartStormTests {
     /// Run n of kind n % 3: a sleep, a flood in bursts, or a run that leaves a `setsid` child; each
     /// exits with its own code and writes what `expected` says.

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// A run-as user looked up at each start, not once at load (issue 21, item 11).
-@Suite("End to end: the run-as user is the one named, at each start", .serialized)
+@Suite("End to end: the run-as user is the one named, at each start", .serialized, .offPool)
 struct RunAsIdentityTests {
     /// A system user made for one test, removed at the end (its uid too, if another took it).
     final class TemporaryUser {

@@ -3,7 +3,7 @@ import Testing
 
 /// `baton run --scheduled` with real runs: one run per action and slot, whatever the policy, and
 /// a slot that already ran runs nothing and says so, also after a restart.
-@Suite("End to end: schedule slots", .serialized)
+@Suite("End to end: schedule slots", .serialized, .offPool)
 struct ScheduleEndToEndTests {
     /// `gate` blocks on a FIFO until the test writes to it; `every5` is on a five-second schedule.
     static func config(fifo: String, schedule: Bool) -> String {

@@ -3,7 +3,7 @@ import Testing
 
 /// scripts/packages.sh, which the README's two commands use to install what is missing, run
 /// with stand-ins for dpkg-query and apt-get that record what they are asked.
-@Suite("The set-up scripts")
+@Suite("The set-up scripts", .offPool)
 struct ScriptTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Issue 42, item 2: `baton search` over the socket, through batond's history reader, and from
 /// the file when batond is down.
-@Suite("End to end: baton search")
+@Suite("End to end: baton search", .offPool)
 struct SearchEndToEndTests {
     static let config = Self.config(searching: "scan")
 

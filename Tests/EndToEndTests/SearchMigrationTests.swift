@@ -7,7 +7,7 @@ import Testing
 /// Issue 42, item 2: batond with `search: "index"` opening a history without the index builds it,
 /// telling systemd to wait (it may outlast the start timeout) and saying so in its log; with the
 /// default (`"scan"`) it drops it again, says so, and still finds the output.
-@Suite("End to end: a history from before search")
+@Suite("End to end: a history from before search", .offPool)
 struct SearchMigrationTests {
     @Test("search: index on a version-9 history: EXTEND_TIMEOUT_USEC and STATUS, a line in the log, its old output found; scan drops it")
     func oldHistory() throws {

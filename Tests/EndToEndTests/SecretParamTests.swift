@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 42, item 3: `params: { token: { secret: true } }`. A planted value reaches the process
 /// and nothing else: every store and stream is searched for it, and the output kept shows `***`.
-@Suite("End to end: secret params", .serialized)
+@Suite("End to end: secret params", .serialized, .offPool)
 struct SecretParamTests {
     /// Prints "ready", waits for the gate, then writes the token split across writes to stdout
     /// (with a byte to stderr in between: the attempt's raw tail interleaves them) and to stderr;

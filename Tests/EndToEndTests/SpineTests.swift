@@ -4,7 +4,7 @@ import BatonStore
 import Foundation
 import Testing
 
-@Suite("End to end: batond, baton and the socket")
+@Suite("End to end: batond, baton and the socket", .offPool)
 struct SpineTests {
     static let config = """
         {
@@ -109,7 +109,7 @@ struct SpineTests {
     }
 }
 
-@Suite("End to end: files and startup")
+@Suite("End to end: files and startup", .offPool)
 struct StartupTests {
     @Test("a path that is not a socket is never removed, and batond exits 1 saying so")
     func notASocket() throws {

@@ -3,7 +3,7 @@ import Testing
 
 /// `baton run` and `baton wait` on a terminal (script's pseudo-terminal), where they draw the
 /// loading line on stderr: it is drawn while the run goes and cleared before the outcome.
-@Suite("End to end: the loading line of run and wait on a terminal")
+@Suite("End to end: the loading line of run and wait on a terminal", .offPool)
 struct SpinnerEndToEndTests {
     static let config = """
         { actions: { pause: { exec: ["sh", "-c", "sleep 1; echo done"], policy: "reject" } } }

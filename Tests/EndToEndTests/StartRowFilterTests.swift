@@ -6,7 +6,7 @@ import Testing
 /// on rows covering each fact of `KeyDecision.StartView` (written as PostgreSQL has them), the
 /// runs it keeps are exactly those whose start row (`StartColumns`, read back from the server)
 /// the rule starts.
-@Suite("End to end: the start rows' filter keeps exactly what KeyDecision.mayStart starts")
+@Suite("End to end: the start rows' filter keeps exactly what KeyDecision.mayStart starts", .offPool)
 struct StartRowFilterTests {
     static let me = FleetArtifactRowsTests.me
 

@@ -6,7 +6,7 @@ import Testing
 /// Issue 41, part 1's loose end: a plain stop (SIGTERM, as `systemctl stop` or `restart` sends)
 /// ends each connection as a restart in place does (`{"restarting":true}`, once the runs are
 /// drained), and the clients waiting on a run wait for the next batond on the same socket.
-@Suite("End to end: a stop that answers, and clients that wait for the next batond", .serialized)
+@Suite("End to end: a stop that answers, and clients that wait for the next batond", .serialized, .offPool)
 struct StopAnswerTests {
     @Test("baton run, baton wait, baton logs -f and BatonClient.wait ride out a SIGTERM and a new start on the same socket: each sees the run's true end")
     func clientsRideOutAStop() async throws {

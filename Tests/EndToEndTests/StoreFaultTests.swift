@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The history file taken away or made unwritable under batond (issue 12, items 2, 3 and 11).
-@Suite("End to end: the history file deleted, read-only, or on a full disk at start", .serialized)
+@Suite("End to end: the history file deleted, read-only, or on a full disk at start", .serialized, .offPool)
 struct StoreFaultTests {
     @Test("a history deleted while batond runs: noticed and logged, triggers refused naming the file, ids never reused after a restart")
     func deleted() throws {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Issue 41, part 2: a run never dies because batond did.
-@Suite("End to end: a run outlives batond", .serialized)
+@Suite("End to end: a run outlives batond", .serialized, .offPool)
 struct SurviveTests {
     /// Each run writes a line, waits for GO (after the crash), writes more and exits with its own code.
     static func config(_ directory: String) -> String {
@@ -47,10 +47,10 @@ struct SurviveTests {
 
     @Test("SIGKILL of batond while runs load: the next one adopts them; each ends with its true exit code and output; the key stays held")
     func crashKeepsRuns() throws {
-        let scratch = NSTemporaryDirectory() + "baton-survive-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let config = Self.config(scratch)
+        let scratch = ScratchDirectory("survive")
+        // Its runs wait on files in it until the end: kept to the test's end, not its last mention.
+        defer { withExtendedLifetime(scratch) {} }
+        let config = Self.config(scratch.path)
         let daemon = try Daemon(config: config)
         for action in ["waiter", "flood", "forker", "mortal", "early"] { #expect(try daemon.baton("run", action, "--detach").code == 0) }
         let connection = try Connection(path: daemon.database, readOnly: true)
@@ -60,7 +60,7 @@ struct SurviveTests {
         }
         daemon.crash()
         // Run 5 ends while no batond runs: its shim keeps the status.
-        FileManager.default.createFile(atPath: scratch + "/early", contents: nil)
+        FileManager.default.createFile(atPath: scratch.file("early"), contents: nil)
         let status = daemon.database + "-shims/5-1/status"
         Eventually.until("run 5's shim wrote its status \(status)") { FileManager.default.fileExists(atPath: status) }
 
@@ -68,7 +68,7 @@ struct SurviveTests {
         // Single flight held across the crash: the adopted run still holds its key.
         let busy = try again.baton("run", "waiter", "--detach")
         #expect(busy.code == 75, "\(busy)")
-        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        FileManager.default.createFile(atPath: scratch.file("go"), contents: nil)
         for run in 1...5 { _ = try again.baton("wait", String(run)) }
 
         let rows = try Self.column(connection, "SELECT id || ' ' || phase || ' ' || coalesce(exit_code, '-') || ' ' || coalesce(reason, '-') FROM runs ORDER BY id")
@@ -81,7 +81,7 @@ struct SurviveTests {
         // Never two runs of a key: the refused trigger made none.
         #expect(try Self.column(connection, "SELECT count(*) FROM runs WHERE action = 'waiter'") == ["1"])
         // Nothing of the runs is left: the setsid child was stopped with its run, the mortal one killed at recovery.
-        #expect(CrashTests.marked(scratch).isEmpty)
+        #expect(CrashTests.marked(scratch.path).isEmpty)
         #expect(again.stderr.contains("4 adopted"), "\(again.stderr)")
         again.stop()
     }
@@ -94,15 +94,15 @@ struct SurviveTests {
 
     @Test("batond killed between a signal's freeze and its thaw: the next one adopts the run and thaws its cgroup, and the run ends")
     func frozenCgroupThawed() throws {
-        let scratch = NSTemporaryDirectory() + "baton-survive-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let config = Self.config(scratch)
+        let scratch = ScratchDirectory("survive")
+        // Its runs wait on files in it until the end: kept to the test's end, not its last mention.
+        defer { withExtendedLifetime(scratch) {} }
+        let config = Self.config(scratch.path)
         let daemon = try Daemon(config: config)
         #expect(try daemon.baton("run", "frozen", "--detach").code == 0)
         let connection = try Connection(path: daemon.database, readOnly: true)
         try Eventually.until("the run's first line recorded") { try Self.column(connection, "SELECT count(*) FROM output_chunks").first != "0" }
-        let path = try String(contentsOfFile: scratch + "/cgroup", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let path = try String(contentsOfFile: scratch.file("cgroup"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         guard let mount = Self.cgroup2Mount(), path.contains("/run-1-1") else {
             daemon.stop()
             return // no cgroup per attempt here: the process-group mode freezes nothing
@@ -111,7 +111,7 @@ struct SurviveTests {
         // What a crash inside `AttemptCgroup.signal` leaves: the attempt frozen.
         let freeze = mount + path + "/cgroup.freeze"
         try Data("1".utf8).write(to: URL(fileURLWithPath: freeze))
-        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        FileManager.default.createFile(atPath: scratch.file("go"), contents: nil)
         let again = try Daemon(config: config, reusing: daemon)
         guard Eventually.until("run 1 ended after the restart", within: 60, {
             (try? Self.column(connection, "SELECT count(*) FROM runs WHERE id = 1 AND ended_at IS NOT NULL").first) == "1"
@@ -123,10 +123,10 @@ struct SurviveTests {
 
     @Test("an adopted shim killed by SIGKILL: the run ends saying how its action ended is not known, and what it left is stopped")
     func shimKilledAfterAdoption() throws {
-        let scratch = NSTemporaryDirectory() + "baton-survive-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let config = Self.config(scratch)
+        let scratch = ScratchDirectory("survive")
+        // Its runs wait on files in it until the end: kept to the test's end, not its last mention.
+        defer { withExtendedLifetime(scratch) {} }
+        let config = Self.config(scratch.path)
         let daemon = try Daemon(config: config)
         #expect(try daemon.baton("run", "waiter", "--detach").code == 0)
         let connection = try Connection(path: daemon.database, readOnly: true)
@@ -138,7 +138,7 @@ struct SurviveTests {
         _ = try again.baton("wait", "1")
         let row = try Self.column(connection, "SELECT phase || ': ' || coalesce(error, '-') FROM runs WHERE id = 1")
         #expect(row.first?.hasPrefix("failure: how the action ended is not known") == true, "\(row)")
-        #expect(CrashTests.marked(scratch).isEmpty, "the action the shim left is stopped")
+        #expect(CrashTests.marked(scratch.path).isEmpty, "the action the shim left is stopped")
         again.stop()
     }
 }

@@ -46,7 +46,7 @@ final class DatagramSink {
     }
 }
 
-@Suite("End to end: systemd", .serialized)
+@Suite("End to end: systemd", .serialized, .offPool)
 struct SystemdTests {
     static var repository: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL

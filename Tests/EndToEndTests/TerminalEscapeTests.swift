@@ -6,7 +6,7 @@ import Testing
 /// by history, show, status, run and the rest (`cat -v` showed `^[]0;PWNED^G`): anyone who may
 /// trigger could write into an admin's terminal. Each human command's stdout and stderr now hold
 /// no ESC, BEL or CR from the data, while JSON and `show --output` keep every byte.
-@Suite("End to end: no control character from a run reaches a terminal")
+@Suite("End to end: no control character from a run reaches a terminal", .offPool)
 struct TerminalEscapeTests {
     static let value = "\u{1B}]0;PWNED\u{07}\u{1B}[31mred"
     static let config = #"""

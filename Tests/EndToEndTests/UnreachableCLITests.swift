@@ -3,7 +3,7 @@ import Testing
 
 /// What the CLI says when batond cannot be asked: its one-shot questions (status, show, history)
 /// and its streaming commands (watch) give the same words and exit code.
-@Suite("End to end: the CLI without a batond to ask")
+@Suite("End to end: the CLI without a batond to ask", .offPool)
 struct UnreachableCLITests {
     static let hint = "Try: start it with `batond --config FILE`, or pass --socket PATH (or set BATON_SOCKET)\n"
 

@@ -5,7 +5,7 @@ import Testing
 /// What a run's processes used, measured end to end against a known burn: each attempt's CPU
 /// time and peak memory in its transition, the run's figures (CPU summed, memory the largest) in
 /// `history --json`, `show --json` and `stats`, from batond and from the file with batond down.
-@Suite("End to end: a run's CPU time and peak memory", .serialized)
+@Suite("End to end: a run's CPU time and peak memory", .serialized, .offPool)
 struct UsageTests {
     /// Burns at least 0.3 s of CPU (by the process's own CPU clock, whatever the machine's load)
     /// and touches 100 MiB; fails the first time (no mark yet), succeeds the second.

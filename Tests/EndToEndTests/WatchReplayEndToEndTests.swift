@@ -9,7 +9,7 @@ import Testing
 /// while no batond serves, the next batond records their ends (and starts the run left queued)
 /// before the watch is back; the watch, watching again after the last transition it printed, is
 /// sent those first: every transition printed once, each run's in order, none missing.
-@Suite("End to end: watch replays what was committed while it was away", .serialized)
+@Suite("End to end: watch replays what was committed while it was away", .serialized, .offPool)
 struct WatchReplayEndToEndTests {
     static func config(_ directory: String) -> String {
         let wait = #"while [ ! -e \"$GO\" ]; do sleep 0.02; done; exit 3"#

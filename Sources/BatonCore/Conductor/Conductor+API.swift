@@ -230,14 +230,20 @@ extension Conductor {
     }
 
     /// Replaces the configured actions (reload). Runs in flight keep the definition they started with;
-    /// in-process actions stay registered.
+    /// in-process actions stay registered. An action the reload removes, or whose `exec` it
+    /// changes, has its duration estimate forgotten: the samples measured another command, and an
+    /// action of that name added back later starts without them; its runs in flight, which run the
+    /// old command, are not measured when they end (`ConductorState.forget(actions:)`).
     public func replaceActions(_ actions: [Action]) {
         let next = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        shared.withLock { registry in
+        let redefined = shared.withLock { registry -> [String] in
             var next = next
             for (name, action) in registry.actions where registry.closures[name] != nil && next[name] == nil { next[name] = action }
+            let redefined = registry.actions.compactMap { name, old in next[name]?.exec == old.exec ? nil : name }
             registry.actions = next
+            return redefined
         }
+        if !redefined.isEmpty { changeState { $0.forget(actions: redefined) } }
     }
 
     // MARK: Shutdown

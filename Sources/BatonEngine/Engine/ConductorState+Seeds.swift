@@ -23,4 +23,16 @@ extension ConductorState {
 
     /// Makes the next run id at least `id` (ids are never reused, even after a lost history).
     public mutating func reserveIDs(from id: Int64) { nextRunID = max(nextRunID, id) }
+
+    // MARK: What a reload makes stale
+
+    /// A reload removed these actions or changed what they run: what was measured of them (their
+    /// recent durations) says nothing of a later action of the same name, and neither does a run
+    /// of theirs in flight now (queued or running), which keeps the definition it was made with.
+    public mutating func forget(actions names: [String]) {
+        for name in names { estimates.forget(name) }
+        let names = Set(names)
+        let runs = flights.compactMap { names.contains($0.value.run.action) ? $0.key : nil }
+        for id in runs { flights[id]?.measured = false }
+    }
 }

@@ -33,6 +33,9 @@ extension ConductorState {
         var handOver: HandOver?
         /// Left retrying by a previous batond: the bytes of output the history holds, for its next launch.
         var outputResumesAt: Int64?
+        /// Whether its success is a sample of its action's duration: not once a reload has
+        /// forgotten the action's estimate, since the run runs the definition that reload replaced.
+        var measured = true
 
         /// A run put in flight at `seq` (its creation's, or the last its history holds): the
         /// recorded run carries that seq, as `record` leaves it after each transition, so the
@@ -184,7 +187,7 @@ extension ConductorState {
         approvals[id] = nil
         let run = flight.run
         if lastEnded[run.action].map({ $0.id < id }) ?? true { lastEnded[run.action] = run }
-        if run.phase == .success, let started = run.startedAt, let ended = run.endedAt {
+        if run.phase == .success, flight.measured, let started = run.startedAt, let ended = run.endedAt {
             estimates.record(run.action, micros: ended.rawValue - started.rawValue)
         }
         step.effects.append(.close(run: id))

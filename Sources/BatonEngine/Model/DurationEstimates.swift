@@ -43,7 +43,7 @@ public struct DurationEstimates: Sendable, Equatable {
     /// The median of the recent successful durations of `action`, in microseconds; nil before any.
     public func median(_ action: String) -> Int64? { samples[action]?.median }
 
-    /// Forgets an action (it was removed from the config).
+    /// Forgets an action: a reload removed it or changed its command (`ConductorState.forget(actions:)`).
     public mutating func forget(_ action: String) { samples[action] = nil }
 }
 

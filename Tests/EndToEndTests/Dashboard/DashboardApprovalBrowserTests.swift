@@ -6,7 +6,7 @@ import Testing
 
 /// A run waiting for approval (issue 40 item 5): its page shows the Approve/Deny pair, with its
 /// params in full, to an approver who is not its trigger; pressing Approve in Chromium runs it.
-@Suite("End to end: approvals on the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: approvals on the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardApprovalBrowserTests {
     @Test("nobody triggers deploy ref=v7; root's dashboard offers Approve with the params; pressed, the run succeeds, live")
     func approve() async throws {
@@ -38,7 +38,7 @@ struct DashboardApprovalBrowserTests {
     static func onRunPage(socket: String, run: Int64, _ body: @escaping @Sendable (WebDriver) throws -> Void) async throws {
         let dashboard = try DashboardProcess(socket: socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

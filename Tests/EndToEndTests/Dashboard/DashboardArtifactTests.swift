@@ -4,7 +4,7 @@ import Testing
 
 /// Artifacts on the dashboard over HTTP: listed with the run, downloaded as attachments (3 MiB:
 /// several pieces from batond, several slices to the page), their bytes' SHA-256 the one listed.
-@Suite("End to end: a run's artifacts on the dashboard over HTTP")
+@Suite("End to end: a run's artifacts on the dashboard over HTTP", .offPool)
 struct DashboardArtifactTests {
     @Test("listed and downloaded with the session: the bytes, their type, as an attachment, the listed SHA-256; refusals without")
     func downloaded() throws {
@@ -89,7 +89,7 @@ extension DashboardArtifactTests {
 }
 
 /// The run's page in a real browser: its artifacts listed with their digests, one downloaded.
-@Suite("End to end: a run's artifacts in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: a run's artifacts in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardArtifactBrowserTests {
     @Test("an ended run's page lists its files and notices; a click downloads one with the session")
     func listedAndDownloaded() async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// The dashboard in a real browser: headless Chromium, driven by WebDriver, on a real batond.
 /// With BATON_UPDATE_SCREENSHOTS=1 the screenshots replace those in docs/images.
-@Suite("End to end: the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardBrowserTests {
     /// `quick` runs until its gate file exists: a test sees its loading state for as long as it
     /// needs, however slow the browser is under load, then lets it end.
@@ -60,7 +60,7 @@ struct DashboardBrowserTests {
         defer { release() }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver(width: width, height: height, dark: dark)
             defer { browser.quit() }
             try browser.open(dashboard.url)
@@ -160,7 +160,7 @@ struct DashboardBrowserTests {
         #expect(cli.code == 2)
         let message = cli.stderr.split(separator: "\n").first.map { String($0.dropFirst("Error: ".count)) } ?? ""
         #expect(message == "param env: \"nope\" does not match ^(staging|prod)$")
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)
@@ -198,7 +198,7 @@ struct DashboardBrowserTests {
         #expect(try daemon.baton("run", "quick", "--detach").stdout == "1\n", "joins run 1")
         Self.release()
         #expect(try daemon.baton("wait", "1").code == 0)
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver(width: 420, height: 900)
             defer { browser.quit() }
             try browser.open(dashboard.url)
@@ -252,7 +252,7 @@ struct DashboardBrowserTests {
         let dashboard = try DashboardProcess(socket: daemon.socket,
                                              launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

@@ -7,7 +7,7 @@ import Testing
 /// each card has a small chart of its recent runs.
 @Suite("End to end: charts in a browser", .serialized,
        .enabled(if: WebDriver.available && FileManager.default.fileExists(atPath: "/usr/share/javascript/chart.js/chart.min.js"),
-                "needs chromium, chromium-driver and libjs-chart.js"))
+                "needs chromium, chromium-driver and libjs-chart.js"), .offPool)
 struct DashboardChartsBrowserTests {
     /// Five runs of `flip`: success, failure, success, success, failure.
     static let codes = [0, 1, 0, 0, 1]
@@ -39,7 +39,7 @@ struct DashboardChartsBrowserTests {
         defer { daemon.stop() }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)
@@ -68,7 +68,7 @@ struct DashboardChartsBrowserTests {
         defer { daemon.stop() }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

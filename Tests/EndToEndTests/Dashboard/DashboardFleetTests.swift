@@ -5,7 +5,7 @@ import Testing
 
 /// The dashboard of one host of a fleet shows every host's runs: live on its event stream and in
 /// its history, each with the host that ran it; and their output, as it is written.
-@Suite("End to end: the dashboard of a fleet", .serialized)
+@Suite("End to end: the dashboard of a fleet", .serialized, .offPool)
 struct DashboardFleetTests {
     @Test("a run triggered on web-2 reaches web-1's dashboard stream and history, with its host")
     func otherHostsRuns() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// The dashboard at the HTTP level, on a real batond: each defence refuses with its status, the
 /// API answers as batond does, and the event stream delivers transitions in order and resumes.
-@Suite("End to end: the dashboard over HTTP")
+@Suite("End to end: the dashboard over HTTP", .offPool)
 struct DashboardHTTPTests {
     static let config = """
         {

@@ -4,7 +4,7 @@ import Testing
 
 /// The dashboard's button says what a press would do to the run of its key: with escaped keys
 /// (issue 21, item 3) the page must find that run by its params, not by a key it writes itself.
-@Suite("End to end: the dashboard and single-flight keys", .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: the dashboard and single-flight keys", .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardKeyTests {
     @Test("reject: the button is disabled for the params of the run in flight, not for others that print alike")
     func buttonFollowsKey() async throws {
@@ -15,7 +15,7 @@ struct DashboardKeyTests {
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         #expect(try daemon.baton("run", "kp", "-p", "a=x b=y", "-p", "b=z", "--detach").stdout == "1\n")
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

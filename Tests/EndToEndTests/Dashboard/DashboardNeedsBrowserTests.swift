@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// A run's page lists the runs it needs as links with their phases, moved live (needs, issue 40 item 2).
-@Suite("End to end: needs on the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: needs on the dashboard in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardNeedsBrowserTests {
     @Test("c waits for a: its page says so, links a run 2 with its phase, and shows it succeed and c run, live; a's page links back")
     func runPage() async throws {
@@ -22,7 +22,7 @@ struct DashboardNeedsBrowserTests {
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         #expect(try daemon.baton("run", "c", "--detach").code == 0)
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

@@ -5,7 +5,7 @@ import Testing
 /// Issue 24, item 5, in a real browser: a run's page shows its output live and whole, stderr apart,
 /// hostile output as text, colours as classes, follows the end unless the reader scrolled up, and
 /// downloads the raw bytes.
-@Suite("End to end: a run's output in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: a run's output in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardOutputBrowserTests {
     /// Three phases, each ended by the gate: 120 stdout lines and hostile text; 30 stderr lines; 30
     /// stdout lines and `the end`.
@@ -40,7 +40,7 @@ struct DashboardOutputBrowserTests {
 
     /// Signs a browser in on the dashboard's first address, then opens run `id`'s page.
     static func runPage(_ dashboard: DashboardProcess, _ id: Int, _ body: @escaping @Sendable (WebDriver) throws -> Void) async throws {
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 24, item 5, over HTTP: a run's output on the dashboard's event stream (live, resumed from
 /// a byte offset, ended) and as raw bytes, on a real batond with a gated run.
-@Suite("End to end: a run's output on the dashboard over HTTP")
+@Suite("End to end: a run's output on the dashboard over HTTP", .offPool)
 struct DashboardOutputTests {
     /// `talk` writes `one\n` (stdout), waits; `two\n` (stderr), waits; then `three\n`, a NUL, a 0xff
     /// byte and `end` (stdout) and ends: each wait is the gate, so the test knows what was written.

@@ -5,7 +5,7 @@ import Testing
 
 /// The rules around a run on the dashboard: what a press would do (`pressFor`, table-tested in the
 /// page itself), a card inside its cooldown, and a card whose press would wait for a lock.
-@Suite("End to end: the dashboard's rules in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: the dashboard's rules in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardRulesBrowserTests {
     /// `migrate` holds lock db until this file exists.
     static let gate = NSTemporaryDirectory() + "baton-rules-gate-" + UUID().uuidString
@@ -33,7 +33,7 @@ struct DashboardRulesBrowserTests {
         defer { FileManager.default.createFile(atPath: gate, contents: nil) }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 42, item 2, in a real browser: the search box finds the runs whose output holds a text,
 /// newest first, with their numbered lines, the text marked, and hostile output as text.
-@Suite("End to end: search in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: search in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardSearchBrowserTests {
     @Test("the search box lists the matching runs, newest first, lines numbered and the text marked; the history's filters apply")
     func searchBox() async throws {
@@ -17,7 +17,7 @@ struct DashboardSearchBrowserTests {
         for action in ["fetch", "quiet", "fetch"] { _ = try daemon.baton("run", action) }
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

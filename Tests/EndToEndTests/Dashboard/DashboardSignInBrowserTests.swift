@@ -6,7 +6,7 @@ import Testing
 /// How a browser signs in to the dashboard, and what it must never hand to anyone else: another
 /// local user's web server on another port of 127.0.0.1 (which every cookie for 127.0.0.1 would
 /// reach), and another local user reading the browser's argv.
-@Suite("End to end: the dashboard's sign-in in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"))
+@Suite("End to end: the dashboard's sign-in in a browser", .serialized, .enabled(if: WebDriver.available, "needs chromium and chromium-driver"), .offPool)
 struct DashboardSignInBrowserTests {
     static let config = #"{ actions: { a: { exec: ["true"] } } }"#
     static let live = "document.querySelector('#connection').dataset.state === 'live' && document.querySelector('.card')"
@@ -57,7 +57,7 @@ struct DashboardSignInBrowserTests {
         let port = try WebDriver.freePort()
         let hostile = try Self.hostileServer(port: port, dashboard: dashboard.hostPort, record: record)
         defer { hostile.stop() }
-        let token = try await offPool { () throws -> String in
+        let token = try await onThread { () throws -> String in
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)
@@ -103,7 +103,7 @@ struct DashboardSignInBrowserTests {
         }) { !$0.isEmpty }
         #expect(argv.hasPrefix("file:///"))
         let file = argv
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(file)
@@ -123,7 +123,7 @@ struct DashboardSignInBrowserTests {
         let dashboard = try DashboardProcess(socket: daemon.socket)
         defer { dashboard.stop() }
         #expect(try dashboard.signIn(code: DashboardProcess.code(of: dashboard.url)).status == 200)
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             try browser.open(dashboard.url)

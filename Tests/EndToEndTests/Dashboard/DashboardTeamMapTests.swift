@@ -7,7 +7,7 @@ import Testing
 /// group `staff`, who may trigger deploy (its group's rule) and not payroll (root's only), and is
 /// recorded as who they are, via the group.
 @Suite("End to end: the team's dashboard maps a proxy's e-mail names to accounts and groups", .serialized,
-       .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") && getuid() == 0, "needs nginx, as root"))
+       .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") && getuid() == 0, "needs nginx, as root"), .offPool)
 struct DashboardTeamMapTests {
     static let config = """
         {
@@ -61,7 +61,7 @@ struct DashboardTeamMapTests {
 
         // In Chromium through nginx: her page offers deploy's button and not payroll's.
         if WebDriver.available {
-            try await offPool {
+            try await onThread {
                 let browser = try WebDriver()
                 defer { browser.quit() }
                 let site = "http://127.0.0.1:\(port)/"
@@ -83,7 +83,7 @@ struct DashboardTeamMapTests {
         // In Chromium through nginx: her run's page says who triggered it, via the group (app.js's peerName).
         if WebDriver.available {
             let id = runs.first?["id"] as? Int ?? 0
-            try await offPool {
+            try await onThread {
                 let browser = try WebDriver()
                 defer { browser.quit() }
                 let site = "http://127.0.0.1:\(port)/"

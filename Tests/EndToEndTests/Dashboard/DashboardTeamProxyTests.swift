@@ -9,7 +9,7 @@ import Testing
 /// `nobody` (may read only).
 @Suite("End to end: the team's dashboard behind nginx", .serialized,
        .enabled(if: WebDriver.available && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") && getuid() == 0,
-                "needs chromium, chromium-driver and nginx, as root"))
+                "needs chromium, chromium-driver and nginx, as root"), .offPool)
 struct DashboardTeamProxyTests {
     static let config = """
         {
@@ -100,7 +100,7 @@ struct DashboardTeamProxyTests {
         let replaced = try HTTPProbe.request(port: port, "GET", "/api/status", fields: ["Cookie": "user=nobody", "X-Forwarded-User": "root"])
         #expect(replaced.status == 200 && replaced.body.contains(#""allowed":["read"]"#), "\(replaced.body)")
 
-        try await offPool {
+        try await onThread {
             let browser = try WebDriver()
             defer { browser.quit() }
             let site = "http://127.0.0.1:\(port)/"

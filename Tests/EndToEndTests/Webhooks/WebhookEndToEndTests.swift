@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Issue 27 end to end: a real batond with `webhooks`, pressed by urllib and curl.
-@Suite("End to end: webhooks", .serialized)
+@Suite("End to end: webhooks", .serialized, .offPool)
 struct WebhookEndToEndTests {
     /// A directory with the hooks' secrets, and a batond whose config names them.
     final class Setup {

@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 27 across a fleet: two batonds on one PostgreSQL behind one "load balancer" (a forge
 /// that sends the same delivery to both): one run per delivery, whichever host answers.
-@Suite("End to end: webhooks in a fleet", .serialized)
+@Suite("End to end: webhooks in a fleet", .serialized, .offPool)
 struct WebhookFleetTests {
     @Test("the same delivery POSTed to two hosts, one after the other and then at once, makes one run; both answers name it")
     func oneRunPerDelivery() throws {

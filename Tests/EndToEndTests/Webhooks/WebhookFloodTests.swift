@@ -4,7 +4,7 @@ import Testing
 
 /// Two local users holding the webhook port (issue 37, item 5): a reverse proxy's signed
 /// deliveries still go through, since the port's last connections are kept for its user.
-@Suite("End to end: local users flooding the webhook port", .serialized)
+@Suite("End to end: local users flooding the webhook port", .serialized, .offPool)
 struct WebhookFloodTests {
     typealias TemporaryUser = RunAsIdentityTests.TemporaryUser
 

@@ -6,7 +6,7 @@ import Testing
 /// A delivery that joined a run in flight says where it came from (issue 37, item 14): `show`
 /// lists it with its hook, its sender's address (a trusted proxy's `X-Forwarded-For`, without the
 /// port) and its delivery id, on one host and across a fleet.
-@Suite("End to end: a webhook trigger that joined a run", .serialized)
+@Suite("End to end: a webhook trigger that joined a run", .serialized, .offPool)
 struct WebhookJoinTests {
     /// A secret, a FIFO the action reads until the test writes it, and the config around them.
     final class Setup {

@@ -4,7 +4,7 @@ import Testing
 /// The README's "Pressed from CI" section, run as it is written: its config (with a temporary
 /// directory for /etc/baton/hooks, a free port, and an action that echoes), its setup commands
 /// (without sudo and systemctl), its by-hand GitHub request and its GitLab job's curl line.
-@Suite("End to end: the README's webhook examples", .serialized)
+@Suite("End to end: the README's webhook examples", .serialized, .offPool)
 struct WebhookReadmeTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../..").standardizedFileURL.path
 

@@ -5,7 +5,7 @@ import Testing
 /// Issue 41: webhooks across a restart in place. The listener batond bound itself (`listen`) is
 /// passed on with the control socket: a POST accepted before the restart is answered by the old
 /// batond, one that connects meanwhile waits in the backlog for the new one; none gets 503.
-@Suite("End to end: webhooks across a restart in place", .serialized)
+@Suite("End to end: webhooks across a restart in place", .serialized, .offPool)
 struct WebhookRestartTests {
     @Test("signed POSTs sent without a pause from three clients across two restarts in place: each gets its normal answer (202, a run), none 503 or refused; the listener keeps its port")
     func postsAcrossRestarts() throws {

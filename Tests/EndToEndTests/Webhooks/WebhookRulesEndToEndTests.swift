@@ -5,7 +5,7 @@ import Testing
 /// Issue 37, item 3 end to end: a real batond over HTTP answers a forge's ping `pong`, ignores
 /// (202, no run, counted) the events a hook does not take, the bodies its `when` refuses and the
 /// branches its action's pattern refuses, and runs the push it is for.
-@Suite("End to end: webhook rules", .serialized)
+@Suite("End to end: webhook rules", .serialized, .offPool)
 struct WebhookRulesEndToEndTests {
     /// The hooks: GitHub's with the default events (push) and one press an hour, GitLab's for
     /// pushes to main only.
