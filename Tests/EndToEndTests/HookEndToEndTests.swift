@@ -84,6 +84,9 @@ struct HookEndToEndTests {
         #expect(Self.hookFiles(out).isEmpty, "the hook ran before the crash")
 
         let restarted = try Daemon(config: config, reusing: daemon)
+        // Run 1 (a `sleep 300` the restart adopted) still holds page's key: cancelling it lets the
+        // hook's run start now, not when the sleep ends (this test took 300 s when it waited it out).
+        #expect(try restarted.baton("cancel", "1").code == 0)
         let hook = try restarted.baton("wait", "3")
         #expect(hook.code == 0, "\(hook.stdout) \(hook.stderr)")
         let env = try Self.told(out, run: 3)
