@@ -20,7 +20,7 @@ public enum FastRequest {
 private struct RequestFields {
     /// The keys read so far (a request has a handful: a `Set`'s hashing cost more than the rest of a ping's read).
     var seen: [String] = []
-    var request = Request(op: .ping)
+    var request = Request.Fields(op: .ping)
     var hasOp = false
 
     /// Reads the value of `key` into the request; false when it is not one this reader takes.
@@ -71,6 +71,6 @@ extension JSONBytes {
             guard let key = string(), take(UInt8(ascii: ":")), fields.read(key, &self) else { return nil }
         } while take(UInt8(ascii: ","))
         guard take(UInt8(ascii: "}")), fields.hasOp else { return nil }
-        return fields.request
+        return Request(fields.request)
     }
 }
