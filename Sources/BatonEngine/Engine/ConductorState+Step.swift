@@ -89,6 +89,9 @@ extension ConductorState {
         init(now: Timestamp, uptime: Duration? = nil) {
             self.now = now
             self.uptime = uptime
+            // Room for a step's usual effects (a write, an answer, a publish...) at once: grown
+            // from empty, the array was made again as it grew, about 10 times a run (issue 39).
+            effects.reserveCapacity(4)
         }
 
         /// Answers once this step's writes are durable (at once when it has none).
@@ -116,15 +119,14 @@ extension ConductorState {
             return step.effects
         }
         step.sealed.append((step.entries, step.after))
-        var writes: [Effect] = []
-        for item in step.sealed {
+        // The writes go first, each put in its place (the effects are moved behind them, not
+        // copied; no array of the writes is made: issue 39).
+        for (index, item) in step.sealed.enumerated() {
             let id = nextCommit
             nextCommit += 1
             pending[id] = item.after
-            writes.append(.write(item.entries, id))
+            step.effects.insert(.write(item.entries, id), at: index)
         }
-        // The writes go first; the effects are moved behind them, not copied.
-        step.effects.insert(contentsOf: writes, at: 0)
         return step.effects
     }
 
