@@ -57,68 +57,70 @@ extension Trigger {
 }
 
 extension Trigger {
+    // Each `_modify` writes the new storage back in a `defer`, so an inout access that throws keeps
+    // what it changed before the throw, as a stored property did.
     /// The action, as this generation of the config defines it.
     @inlinable public var action: Action {
         get { storage.fields.action }
-        _modify { var fields = storage.fields; yield &fields.action; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.action }
     }
     /// The single-flight key: the action, and the values of the params it keys on.
     @inlinable public var key: String {
         get { storage.fields.key }
-        _modify { var fields = storage.fields; yield &fields.key; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.key }
     }
     /// The policy the trigger uses: the action's, or one it allows that the trigger asked for.
     @inlinable public var policy: Policy {
         get { storage.fields.policy }
-        _modify { var fields = storage.fields; yield &fields.policy; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.policy }
     }
     /// The checked params (secret values masked).
     @inlinable public var params: [String: String] {
         get { storage.fields.params }
-        _modify { var fields = storage.fields; yield &fields.params; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.params }
     }
     /// Who triggered (`SO_PEERCRED`); nil for a trigger not from a peer.
     @inlinable public var peer: Peer? {
         get { storage.fields.peer }
-        _modify { var fields = storage.fields; yield &fields.peer; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.peer }
     }
     /// The body given with `Conductor.run` by this trigger, run if the trigger creates the run.
     @inlinable public var runner: RunnerBox? {
         get { storage.fields.runner }
-        _modify { var fields = storage.fields; yield &fields.runner; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.runner }
     }
     /// Run even inside the action's cooldown window (honoured only where the action allows `force`).
     @inlinable public var force: Bool {
         get { storage.fields.force }
-        _modify { var fields = storage.fields; yield &fields.force; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.force }
     }
     /// The schedule slot the trigger fires (`--scheduled`), rounded to the schedule: triggers of
     /// one action and slot make at most one run.
     @inlinable public var slot: Timestamp? {
         get { storage.fields.slot }
-        _modify { var fields = storage.fields; yield &fields.slot; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.slot }
     }
     /// Where a trigger from beyond the socket came from ("webhook deploy from 203.0.113.7,
     /// delivery 72d3…"), kept in the detail of the run's first transition.
     @inlinable public var via: String? {
         get { storage.fields.via }
-        _modify { var fields = storage.fields; yield &fields.via; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.via }
     }
     /// The run whose `needs` asks this trigger (a fleet's): its approval's origin follows that run's chain.
     @inlinable public var neededBy: Int64? {
         get { storage.fields.neededBy }
-        _modify { var fields = storage.fields; yield &fields.neededBy; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.neededBy }
     }
     /// The webhook delivery the trigger is, if any: recorded with the run it creates or joins, in
     /// the same write (a rejected trigger records none, so a redelivery may try again).
     @inlinable public var delivery: Delivery? {
         get { storage.fields.delivery }
-        _modify { var fields = storage.fields; yield &fields.delivery; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.delivery }
     }
     /// The values of the action's secret params (`params` holds `***` for them): the process
     /// gets them, nothing keeps them but the run in flight (`Action.seal`).
     @inlinable public var secrets: [String: String] {
         get { storage.fields.secrets }
-        _modify { var fields = storage.fields; yield &fields.secrets; storage = Storage(fields) }
+        _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.secrets }
     }
 }
