@@ -208,7 +208,7 @@ public struct JSONWriter {
         escaped.withUnsafeBytes { write($0) }
     }
 
-    /// An integer's decimal digits, as `appendInteger` writes them, in one go.
+    /// An integer's decimal digits, in one go (beyond `UInt64`, `String`'s).
     private mutating func writeInteger<I: BinaryInteger>(_ value: I) {
         guard let magnitude64 = UInt64(exactly: value.magnitude) else { return write(String(value)) }
         writing(atMost: 21) { out in
@@ -259,23 +259,6 @@ public struct JSONWriter {
                                           hex[Int(unit >> 4)], hex[Int(unit & 0xF)]])
             default: bytes.append(unit)
             }
-        }
-    }
-
-    /// Appends an integer's decimal digits.
-    static func appendInteger<I: BinaryInteger>(_ value: I, to bytes: inout [UInt8]) {
-        guard let magnitude64 = UInt64(exactly: value.magnitude) else { return bytes.append(contentsOf: String(value).utf8) }
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = magnitude64
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
         }
     }
 }

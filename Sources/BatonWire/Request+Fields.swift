@@ -2,7 +2,7 @@ import BatonEngine
 
 extension Request {
     /// A request's fields, behind one reference, never changed: a change makes a new storage
-    /// (`Request`'s setters, `update`), so a storage two values share is only read, and the class
+    /// (`Request`'s setters), so a storage two values share is only read, and the class
     /// is `Sendable` as the compiler checks it.
     @usableFromInline final class Storage: Sendable {
         @usableFromInline let fields: Fields

@@ -31,7 +31,7 @@ public enum Operation: String, Codable, Sendable, CaseIterable {
 /// A value, held as one reference to its fields, shared until changed: the read, the exchange
 /// and the closures that answer it each carry the request, and a copy is a retain where its 23
 /// fields inline were a `memcpy` and the retains of their strings (issue 39). The fields are never
-/// written: a change makes a new storage (set several at once with `update`).
+/// written: a change makes a new storage.
 public struct Request: Sendable {
     @usableFromInline var storage: Storage
 
@@ -49,15 +49,6 @@ public struct Request: Sendable {
 
     /// A request of these fields (one storage for a line read field by field).
     init(_ fields: Fields) { storage = Storage(fields) }
-
-    /// Changes several fields in one go, with one new storage (setting them one after another
-    /// makes one a field): for code that fills a request in (a line read).
-    @inlinable package mutating func update<Result>(_ body: (inout Fields) throws -> Result) rethrows -> Result {
-        var fields = storage.fields
-        let result = try body(&fields)
-        storage = Storage(fields)
-        return result
-    }
 
     /// The keys of its JSON: `as` is `actingAs`.
     typealias CodingKeys = Fields.CodingKeys

@@ -25,10 +25,6 @@ public struct Action: Sendable {
             policies: policies, retry: retry, params: params, keyParams: keyParams, onInterrupt: onInterrupt,
             description: description))
     }
-
-    /// Whether the two hold the same fields (one was copied from the other, and neither changed
-    /// since): then they are equal, without comparing a field. False says nothing.
-    @inlinable public func isTriviallyIdentical(to other: Action) -> Bool { storage === other.storage }
 }
 
 extension Action: Equatable {
