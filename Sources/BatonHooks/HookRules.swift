@@ -120,7 +120,9 @@ extension HookRules {
         json.key("events")
         json.strings(events.map { $0.sorted() } ?? [DeliveryEvent.any])
         json.endObject()
-        return HTTPResponse(status: 200, contentType: "application/json", body: json.bytes + [10])
+        var body = json.take()
+        body.append(10)
+        return HTTPResponse(status: 200, contentType: "application/json", body: body)
     }
 }
 
@@ -134,6 +136,8 @@ extension HookRules.Ignored {
         json.field("reason", reason.rawValue)
         json.field("message", message)
         json.endObject()
-        return HTTPResponse(status: 202, contentType: "application/json", body: json.bytes + [10])
+        var body = json.take()
+        body.append(10)
+        return HTTPResponse(status: 202, contentType: "application/json", body: body)
     }
 }

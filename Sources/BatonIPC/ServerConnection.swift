@@ -138,25 +138,26 @@ public final class ServerConnection: Sendable, Hashable {
     // MARK: Output
 
     /// Sends one line (a newline is added).
-    public func send(_ line: [UInt8]) {
-        var bytes = line
-        bytes.append(UInt8(ascii: "\n"))
-        write(bytes)
-    }
+    public func send(_ line: [UInt8]) { write(line, newline: true) }
 
     /// Writes bytes as the socket takes them. Drops the connection when the client does not read
     /// and its unsent output passes the limit.
-    public func write(_ bytes: [UInt8]) {
-        guard reactor.isCurrent else { return reactor.post { [self] in write(bytes) } }
+    public func write(_ bytes: [UInt8]) { write(bytes, newline: false) }
+
+    /// `bytes`, and a newline after them where asked, added to the output as they are: a line
+    /// with its newline made as a new array cost a copy of the line (issue 39).
+    private func write(_ bytes: [UInt8], newline: Bool) {
+        guard reactor.isCurrent else { return reactor.post { [self] in write(bytes, newline: newline) } }
         assertNoLockHeld("a connection's write")
         // Nothing is kept for a closed connection, nor after a restart's last line: nor counted.
         let over = state.access { state -> Bool? in
             guard !state.closed, !state.sealed else { return nil }
             state.output.append(contentsOf: bytes)
+            if newline { state.output.append(UInt8(ascii: "\n")) }
             return isOver(state)
         }
         guard let over else { return }
-        budget.add(bytes.count)
+        budget.add(bytes.count + (newline ? 1 : 0))
         if over { return close() }
         flush()
     }

@@ -11,28 +11,29 @@ extension Service {
         guard let name = request.action else { return exchange.fail(.badRequest("trigger needs \"action\"")) }
         guard let action = generation.actions[name] else { return exchange.fail(.unknownAction(name)) }
         guard allowed(.trigger, name, generation, exchange.peer) else { return refuse(.trigger, name, exchange) }
-        let params = request.params ?? [:]
-        let sealer = conductor.sealer
-        let resolve = { @Sendable () throws(BatonError) -> Trigger in
-            let policy = try action.resolvePolicy(request.policy)
-            let sealed = try action.seal(try action.resolveParams(params), with: sealer)
-            let force = try action.checkForce(request.force)
-            let slot = try Action.checkSlot(request.slot)
-            var trigger = Trigger(action: action, key: sealed.key, policy: policy, params: sealed.params, peer: exchange.peer,
-                                  force: force, via: slot == nil ? exchange.peer.principal : "schedule", slot: slot)
-            trigger.secrets = sealed.secrets
-            return trigger
-        }
+        let (params, sealer) = (request.params ?? [:], conductor.sealer)
         if action.matchingCost(params) <= Self.inlineMatchingBudget {
-            do throws(BatonError) { start(try resolve(), exchange) } catch { exchange.fail(error) }
+            // Resolved here, not in a closure: no context to allocate, nothing copied into one.
+            do throws(BatonError) { start(try Self.resolve(action, params, request, exchange.peer, sealer), exchange) } catch { exchange.fail(error) }
         } else {
-            reads.read({ () async throws(BatonError) -> Trigger in try resolve() }) { [self] result in
+            reads.read({ () async throws(BatonError) -> Trigger in try Self.resolve(action, params, request, exchange.peer, sealer) }) { [self] result in
                 switch result {
                 case let .success(trigger): start(trigger, exchange)
                 case let .failure(error): exchange.fail(error)
                 }
             }
         }
+    }
+
+    /// The trigger a request asks for, its policy, params and force checked against the action.
+    private static func resolve(_ action: Action, _ params: [String: String], _ request: Request, _ peer: Peer,
+                                _ sealer: SecretSealer?) throws(BatonError) -> Trigger {
+        let policy = try action.resolvePolicy(request.policy)
+        let sealed = try action.seal(try action.resolveParams(params), with: sealer)
+        let force = try action.checkForce(request.force)
+        let slot = try Action.checkSlot(request.slot)
+        return Trigger(action: action, key: sealed.key, policy: policy, params: sealed.params, peer: peer, force: force,
+                       via: slot == nil ? peer.principal : "schedule", slot: slot, secrets: sealed.secrets)
     }
 
     /// The decision `baton_triggers_total` counts a trigger refused by its action's rate limit under.

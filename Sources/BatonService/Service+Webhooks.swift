@@ -18,10 +18,8 @@ extension Service {
         let trigger: Trigger
         do throws(BatonError) {
             let sealed = try action.seal(try action.resolveParams(params), with: conductor.sealer)
-            var resolved = Trigger(action: action, key: sealed.key, policy: try action.resolvePolicy(nil), params: sealed.params,
-                                   peer: nil, force: try action.checkForce(nil), via: via, delivery: delivery)
-            resolved.secrets = sealed.secrets
-            trigger = resolved
+            trigger = Trigger(action: action, key: sealed.key, policy: try action.resolvePolicy(nil), params: sealed.params,
+                              peer: nil, force: try action.checkForce(nil), via: via, delivery: delivery, secrets: sealed.secrets)
         } catch {
             return answered(.failure(error))
         }

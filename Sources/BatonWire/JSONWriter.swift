@@ -5,8 +5,12 @@ import FoundationEssentials
 /// transition's detail column), where Foundation's `JSONEncoder` cost more than the rest of the
 /// work. The tests check its output decodes to what `JSONEncoder`'s does.
 public struct JSONWriter {
-    /// The JSON so far, as UTF-8.
-    public private(set) var bytes: [UInt8] = []
+    /// The bytes written are `buffer[..<length]`; past them, zeros to be written over: room made
+    /// ahead, so that a write is a copy into the array's own memory, not an `append(contentsOf:)`
+    /// (whose generic path cost about 72 instructions a call, 134 calls a run: issue 39).
+    private var buffer: [UInt8]
+    /// How many bytes of `buffer` are written.
+    private var length = 0
     /// For each of the outermost 64 open objects and arrays (levels 1 to 64), a bit (the innermost
     /// of them is bit 0): whether its next member needs a comma before it; deeper levels' flags are
     /// in `deeper`. A bit each, not an array of flags: a
@@ -19,18 +23,29 @@ public struct JSONWriter {
     /// A key was just written: the value that follows belongs to it.
     private var afterKey = false
 
-    public init() { bytes.reserveCapacity(256) }
+    public init() { self.init(capacity: 256) }
 
     /// A writer with room for `capacity` bytes (a response line with a run takes about 500).
-    public init(capacity: Int) { bytes.reserveCapacity(capacity) }
+    public init(capacity: Int) { buffer = Array(repeating: 0, count: Swift.max(capacity, 16)) }
+
+    /// The JSON so far, as UTF-8 (a copy: `take()` hands the bytes over without one).
+    public var bytes: [UInt8] { Array(buffer[..<length]) }
+
+    /// The JSON written, handed over: the writer is empty after it.
+    public mutating func take() -> [UInt8] {
+        buffer.removeSubrange(length...)
+        let written = buffer
+        (buffer, length, commas, depth, deeper, afterKey) = ([], 0, 0, 0, [], false)
+        return written
+    }
 
     /// The JSON so far, as text.
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    public var text: String { String(decoding: buffer[..<length], as: UTF8.self) }
 
-    public mutating func beginObject() { valueStart(); bytes.append(UInt8(ascii: "{")); open() }
-    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); close() }
-    public mutating func beginArray() { valueStart(); bytes.append(UInt8(ascii: "[")); open() }
-    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); close() }
+    public mutating func beginObject() { valueStart(); write(UInt8(ascii: "{")); open() }
+    public mutating func endObject() { write(UInt8(ascii: "}")); close() }
+    public mutating func beginArray() { valueStart(); write(UInt8(ascii: "[")); open() }
+    public mutating func endArray() { write(UInt8(ascii: "]")); close() }
 
     private mutating func open() {
         if depth < 64 { commas <<= 1 } else { deeper.append(false) }
@@ -47,28 +62,27 @@ public struct JSONWriter {
     @_disfavoredOverload
     public mutating func key(_ name: String) {
         memberStart()
-        Self.appendString(name, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
+        writeString(name)
+        write(UInt8(ascii: ":"))
         afterKey = true
     }
 
     /// Starts a member named by a literal, copied as it is (a name in the code needs no escape):
-    /// most of a response's keys. Its comma, quotes, name and colon go in one append, made on the
-    /// stack first: an append each cost their checks of the array (67 keys a run, issue 39).
+    /// most of a response's keys. Its comma, quotes, name and colon are written in one go.
     public mutating func key(_ name: StaticString) {
         let comma = memberComma()
         name.withUTF8Buffer { units in
             assert(!units.contains { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }, "a key that needs escaping")
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: units.count + 4) { buffer in
+            writing(atMost: units.count + 4) { out in
                 var end = 0
-                if comma { buffer[0] = UInt8(ascii: ","); end = 1 }
-                buffer[end] = UInt8(ascii: "\"")
+                if comma { out[0] = UInt8(ascii: ","); end = 1 }
+                out[end] = UInt8(ascii: "\"")
                 end += 1
-                if let base = units.baseAddress { (buffer.baseAddress! + end).initialize(from: base, count: units.count) }
+                if let base = units.baseAddress { (out + end).update(from: base, count: units.count) }
                 end += units.count
-                buffer[end] = UInt8(ascii: "\"")
-                buffer[end + 1] = UInt8(ascii: ":")
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<(end + 2)]))
+                out[end] = UInt8(ascii: "\"")
+                out[end + 1] = UInt8(ascii: ":")
+                return end + 2
             }
         }
         afterKey = true
@@ -76,7 +90,7 @@ public struct JSONWriter {
 
     /// A comma unless this is the first member of the innermost object or array (none at the top).
     private mutating func memberStart() {
-        if memberComma() { bytes.append(UInt8(ascii: ",")) }
+        if memberComma() { write(UInt8(ascii: ",")) }
     }
 
     /// Whether the next member needs a comma before it (the caller writes it); notes that the
@@ -98,14 +112,18 @@ public struct JSONWriter {
         memberStart()
     }
 
-    public mutating func string(_ value: String) { valueStart(); Self.appendString(value, to: &bytes) }
-    public mutating func int<I: BinaryInteger>(_ value: I) { valueStart(); Self.appendInteger(value, to: &bytes) }
-    public mutating func bool(_ value: Bool) { valueStart(); bytes.append(contentsOf: value ? Self.trueBytes : Self.falseBytes) }
-    public mutating func double(_ value: Double) { valueStart(); bytes.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8) }
+    public mutating func string(_ value: String) { valueStart(); writeString(value) }
+    public mutating func int<I: BinaryInteger>(_ value: I) { valueStart(); writeInteger(value) }
+    public mutating func bool(_ value: Bool) {
+        valueStart()
+        let text: StaticString = value ? "true" : "false"
+        text.withUTF8Buffer { write(UnsafeRawBufferPointer($0)) }
+    }
+    public mutating func double(_ value: Double) { valueStart(); write(value.isFinite ? "\(value)" : "null") }
     /// Text that is already JSON.
-    public mutating func raw(_ json: String) { valueStart(); bytes.append(contentsOf: json.utf8) }
+    public mutating func raw(_ json: String) { valueStart(); write(json) }
     /// A value already written as JSON (a run's snapshot rendered once for several lines).
-    public mutating func raw(_ json: [UInt8]) { valueStart(); bytes.append(contentsOf: json) }
+    public mutating func raw(_ json: [UInt8]) { valueStart(); json.withUnsafeBytes { write($0) } }
 
     // Members that are left out when nil, as `JSONEncoder` leaves out nil optionals.
     @_disfavoredOverload public mutating func field(_ name: String, _ value: String?) { if let value { key(name); string(value) } }
@@ -137,7 +155,80 @@ public struct JSONWriter {
         endArray()
     }
 
-    private static let trueBytes = Array("true".utf8), falseBytes = Array("false".utf8)
+    /// Makes room for `count` more bytes, at least doubling (zeros, written over later).
+    private mutating func grow(_ count: Int) {
+        buffer.append(contentsOf: repeatElement(0, count: Swift.max(count, buffer.count)))
+    }
+
+    /// Writes at most `count` bytes where the JSON ends: `body` gets the place and returns how
+    /// many it wrote. Room is made first, so a write is no `append`.
+    @inline(__always)
+    private mutating func writing(atMost count: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+        if buffer.count - length < count { grow(count) }
+        let at = length
+        length += buffer.withUnsafeMutableBufferPointer { body($0.baseAddress.unsafelyUnwrapped + at) }
+    }
+
+    private mutating func write(_ byte: UInt8) {
+        if length == buffer.count { grow(1) }
+        buffer[length] = byte
+        length += 1
+    }
+
+    private mutating func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        writing(atMost: bytes.count) { out in
+            UnsafeMutableRawPointer(out).copyMemory(from: base, byteCount: bytes.count)
+            return bytes.count
+        }
+    }
+
+    private mutating func write(_ text: String) {
+        var text = text
+        text.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A JSON string literal, as `appendString` writes it: quotes and the text in one go where
+    /// nothing needs an escape (every key, most values).
+    private mutating func writeString(_ value: String) {
+        var value = value
+        let plain = value.withUTF8 { units in
+            if units.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) { return false }
+            writing(atMost: units.count + 2) { out in
+                out[0] = UInt8(ascii: "\"")
+                if let base = units.baseAddress { (out + 1).update(from: base, count: units.count) }
+                out[units.count + 1] = UInt8(ascii: "\"")
+                return units.count + 2
+            }
+            return true
+        }
+        guard !plain else { return }
+        var escaped: [UInt8] = []
+        Self.appendString(value, to: &escaped)
+        escaped.withUnsafeBytes { write($0) }
+    }
+
+    /// An integer's decimal digits, in one go (beyond `UInt64`, `String`'s).
+    private mutating func writeInteger<I: BinaryInteger>(_ value: I) {
+        guard let magnitude64 = UInt64(exactly: value.magnitude) else { return write(String(value)) }
+        writing(atMost: 21) { out in
+            var magnitude = magnitude64
+            var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
+            var count = 0
+            withUnsafeMutableBytes(of: &digits) { buffer in
+                repeat {
+                    buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                    magnitude /= 10
+                    count += 1
+                } while magnitude > 0
+                let sign = value < 0 ? 1 : 0
+                if sign == 1 { out[0] = UInt8(ascii: "-") }
+                UnsafeMutableRawPointer(out + sign).copyMemory(from: buffer.baseAddress.unsafelyUnwrapped + (24 - count), byteCount: count)
+                count += sign
+            }
+            return count
+        }
+    }
 
     /// Appends a JSON string literal: quotes, backslashes and control characters escaped.
     public static func appendString(_ value: String, to bytes: inout [UInt8]) {
@@ -168,23 +259,6 @@ public struct JSONWriter {
                                           hex[Int(unit >> 4)], hex[Int(unit & 0xF)]])
             default: bytes.append(unit)
             }
-        }
-    }
-
-    /// Appends an integer's decimal digits.
-    static func appendInteger<I: BinaryInteger>(_ value: I, to bytes: inout [UInt8]) {
-        guard let magnitude64 = UInt64(exactly: value.magnitude) else { return bytes.append(contentsOf: String(value).utf8) }
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = magnitude64
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
         }
     }
 }

@@ -13,7 +13,7 @@ public struct RenderedRun: Sendable {
         var writer = JSONWriter(capacity: 512)
         run.write(to: &writer)
         self.run = run
-        json = writer.bytes
+        json = writer.take()
     }
 
     /// Whether the bytes are `other`'s: its fields are the rendered ones, shared (never
@@ -33,7 +33,7 @@ extension Response {
         json.run(update.run, rendered)
         if let transition = update.transition { json.key("transition"); transition.write(to: &json) }
         json.endObject()
-        return json.bytes
+        return json.take()
     }
 }
 

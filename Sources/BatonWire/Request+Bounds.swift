@@ -21,8 +21,9 @@ extension Request {
         if let asGroup { try Self.checkGroupPrincipal(asGroup, actingAs) } else if let actingAs, !Self.isUserName(actingAs) {
             throw .badRequest("as: \(Action.quoted(String(actingAs.prefix(40)))) is no user name (a letter or _ first, then letters, digits, _ . -; at most \(Self.maxUserNameLength) bytes)")
         }
+        guard let filter else { return self }
         var request = self
-        request.filter = try filter?.validated()
+        request.filter = try filter.validated()
         return request
     }
 

@@ -40,6 +40,6 @@ extension Request {
             json.endObject()
         }
         json.endObject()
-        return json.bytes
+        return json.take()
     }
 }

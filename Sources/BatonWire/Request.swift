@@ -27,96 +27,55 @@ public enum Operation: String, Codable, Sendable, CaseIterable {
 }
 
 /// One request line. Which fields matter depends on `op`; see docs/protocol.md.
-public struct Request: Codable, Sendable, Equatable {
-    public var id: RequestID?
-    public var op: Operation
-    /// trigger, cancel, watch: the action.
-    public var action: String?
-    /// trigger: the params.
-    public var params: [String: String]?
-    /// trigger: a policy other than the action's own.
-    public var policy: Policy?
-    /// trigger: answer once the run is queued instead of at its end.
-    public var detach: Bool?
-    /// trigger: run even inside the action's cooldown window, where the action allows `force`.
-    public var force: Bool?
-    /// trigger: the schedule slot fired (`--scheduled`), in microseconds since 1970: triggers of one
-    /// action and slot make at most one run.
-    public var slot: Int64?
-    /// prune: count what retention would remove, without removing it.
-    public var dryRun: Bool?
-    /// show, cancel, wait, approve, deny: the run.
-    public var run: Int64?
-    /// cancel: only the runs of this key.
-    public var key: String?
-    /// history: which runs.
-    @Boxed public var filter: HistoryFilter? = nil
-    /// watch: the last transition the client saw: the transitions committed after it are sent
-    /// first (a watch again after a restart or a stop of batond misses nothing).
-    public var after: WatchCursor?
-    /// watch: also an `update` without a transition each time a run in flight reports progress.
-    public var progress: Bool?
-    /// output: the position in the run's output to start from (0 when absent).
-    public var from: Int64?
-    /// output: follow the run's output live until it ends.
-    public var follow: Bool?
-    /// search: the text to find in the runs' kept output and their param values.
-    public var text: String?
-    /// pause: why (required); deny: why (optional).
-    public var reason: String?
-    /// pause: how long, in microseconds (absent: until `resume`).
-    public var duration: Int64?
-    /// pause: queue the action's triggers while it lasts instead of refusing them (`--hold`).
-    public var hold: Bool?
-    /// artifact: the file's name (its path under the run's `$BATON_ARTIFACTS`).
-    public var name: String?
-    /// Any op, as `"as"`: serve it as this user of the machine would be served (their uid, gid
-    /// and groups for every access check). Honoured only from root or batond's own user: the
-    /// team's dashboard asks on behalf of the user a trusted proxy named.
-    public var actingAs: String?
-    /// With `as`, as `"asGroup"`: serve the request as a member of this local group and of no other,
-    /// with no user's own rights; `as` is then the person's name for the history (an e-mail address,
-    /// a provider's name), not an account. Honoured, like `as`, only from root or batond's own user.
-    public var asGroup: String?
-
-    enum CodingKeys: String, CodingKey {
-        case id, op, action, params, policy, detach, force, slot, dryRun, run, key, filter, progress, from, follow, text, reason, duration, hold, name, after
-        case actingAs = "as"
-        case asGroup
-    }
+///
+/// A value, held as one reference to its fields, shared until changed: the read, the exchange
+/// and the closures that answer it each carry the request, and a copy is a retain where its 23
+/// fields inline were a `memcpy` and the retains of their strings (issue 39). The fields are never
+/// written: a change makes a new storage.
+public struct Request: Sendable {
+    @usableFromInline var storage: Storage
 
     public init(id: RequestID? = nil, op: Operation, action: String? = nil, params: [String: String]? = nil,
                 policy: Policy? = nil, detach: Bool? = nil, run: Int64? = nil, key: String? = nil, filter: HistoryFilter? = nil,
                 dryRun: Bool? = nil, progress: Bool? = nil, force: Bool? = nil, from: Int64? = nil, follow: Bool? = nil,
                 slot: Int64? = nil, text: String? = nil, reason: String? = nil, duration: Int64? = nil, name: String? = nil,
                 actingAs: String? = nil, hold: Bool? = nil, asGroup: String? = nil, after: WatchCursor? = nil) {
-        self.after = after
-        self.hold = hold
-        self.actingAs = actingAs
-        self.asGroup = asGroup
-        self.name = name
-        self.text = text
-        self.reason = reason
-        self.duration = duration
-        self.slot = slot
-        self.force = force
-        self.id = id
-        self.op = op
-        self.action = action
-        self.params = params
-        self.policy = policy
-        self.detach = detach
-        self.run = run
-        self.key = key
-        self.filter = filter
-        self.dryRun = dryRun
-        self.progress = progress
-        self.from = from
-        self.follow = follow
+        storage = Storage(Fields(
+            id: id, op: op, action: action, params: params, policy: policy, detach: detach, force: force, slot: slot,
+            dryRun: dryRun, run: run, key: key, filter: filter, after: after, progress: progress, from: from,
+            follow: follow, text: text, reason: reason, duration: duration, hold: hold, name: name, actingAs: actingAs,
+            asGroup: asGroup))
+    }
+
+    /// A request of these fields (one storage for a line read field by field).
+    init(_ fields: Fields) { storage = Storage(fields) }
+
+    /// The keys of its JSON: `as` is `actingAs`.
+    typealias CodingKeys = Fields.CodingKeys
+}
+
+extension Request: Equatable {
+    public static func == (lhs: Request, rhs: Request) -> Bool {
+        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
     }
 }
 
-extension Request {
+// Reflected as its fields, as the struct that held them was: `dump` and a failed `#expect` show them.
+extension Request: CustomReflectable {
+    public var customMirror: Mirror {
+        Mirror(self, children: Mirror(reflecting: storage.fields).children, displayStyle: .struct)
+    }
+}
+
+// Encoded as the fields are: the same keys, nil fields left out, as the synthesized conformance
+// of the struct with these stored properties wrote it.
+extension Request: Encodable {
+    public func encode(to encoder: any Encoder) throws {
+        try storage.fields.encode(to: encoder)
+    }
+}
+
+extension Request: Decodable {
     /// Every field is optional but `op`; `run` says what came when it is not a whole number.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

@@ -61,7 +61,7 @@ extension Response {
         json.field("restarting", restarting)
         json.field("skipped", skipped)
         json.endObject()
-        return json.bytes
+        return json.take()
     }
 }
 

@@ -241,24 +241,32 @@ struct LayoutTests {
         #expect(found.locks == 18 && found.proofs == 2, "\(found)")
     }
 
-    /// Reaches into a `RunSnapshot`'s storage outside `RunSnapshot*.swift`, in `text`: its `fields`
-    /// are a `let`, replaced by a new storage only through the snapshot's setters (issue 39), and
-    /// nothing else is to depend on how the snapshot keeps them.
+    /// Reaches into a storage held behind one reference (`RunSnapshot`'s, `Action`'s, `Trigger`'s,
+    /// `Request`'s) in `text`: its `fields` are a `let`, replaced by a new storage only through the
+    /// value's setters (issue 39), and nothing else is to depend on how the value keeps them.
     static func snapshotStorageWrites(in text: String) -> Int {
         matches(#"\bstorage\s*\.\s*fields\b|\.storage\s*=[^=]"#, in: text)
     }
 
-    @Test("only RunSnapshot's own files reach its storage's fields or replace its storage")
+    /// The files of the values held behind one storage: only these reach a storage (which storage each
+    /// reaches is not checked: an owner file is exempt from the whole pattern).
+    static let storageOwners = [
+        "BatonEngine/Model/RunSnapshot", "BatonEngine/Model/Action.swift", "BatonEngine/Model/Action+Properties.swift",
+        "BatonEngine/Model/Action+Storage.swift", "BatonEngine/Engine/Trigger.swift", "BatonWire/Request.swift",
+        "BatonWire/Request+Fields.swift",
+    ]
+
+    @Test("only the files of the values held behind one storage (RunSnapshot, Action, Trigger, Request) reach a storage's fields or replace one")
     func snapshotStorage() throws {
         let tests = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests")
         var found: [String] = []
         for root in [Self.sources, tests] {
             for (path, text) in try Self.swiftFiles(under: root)
-            where !path.hasPrefix("BatonEngine/Model/RunSnapshot") && path != "BatonCoreTests/LayoutTests.swift" {
+            where !Self.storageOwners.contains(where: path.hasPrefix) && path != "BatonCoreTests/LayoutTests.swift" {
                 if Self.snapshotStorageWrites(in: text) > 0 { found.append(path) }
             }
         }
-        #expect(found.isEmpty, "RunSnapshot's storage written outside RunSnapshot*.swift: \(found)")
+        #expect(found.isEmpty, "a value's storage reached outside its own files: \(found)")
         #expect(Self.snapshotStorageWrites(in: "run.storage.fields.seq = 1\nrun.storage = other\nlet same = a.storage === b.storage\nvar storage = sockaddr_storage()\n// storage.fields") == 2)
     }
 

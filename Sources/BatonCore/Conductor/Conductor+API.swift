@@ -41,10 +41,8 @@ extension Conductor {
         guard let action = shared.withLock({ $0.actions[request.action] }) else { throw .unknownAction(request.action) }
         let policy = try action.resolvePolicy(request.policy)
         let sealed = try action.seal(try action.resolveParams(request.params), with: options.sealer)
-        var trigger = Trigger(action: action, key: sealed.key, policy: policy, params: sealed.params, peer: request.peer,
-                              runner: runner, force: try action.checkForce(request.force))
-        trigger.secrets = sealed.secrets
-        return trigger
+        return Trigger(action: action, key: sealed.key, policy: policy, params: sealed.params, peer: request.peer,
+                       runner: runner, force: try action.checkForce(request.force), secrets: sealed.secrets)
     }
 
     // MARK: Cancel

@@ -12,7 +12,7 @@ extension ConductorState {
         if flights[id]?.run.approval != state { flights[id]?.run.approval = state }
         table.awaitApproval(id)
         step.entries.append(.approval(runID: id, state))
-        if let timeout = rule.timeout { step.effects.append(.schedule(run: id, .approval, after: timeout)) }
+        if let timeout = rule.timeout { step.emit(.schedule(run: id, .approval, after: timeout)) }
         // `on: { awaiting }`: announced in the item that makes the run (a hook's own run only with `chain`).
         if let run = flights[id]?.run, let target = action.hooks.awaiting(run) {
             let cause = HookCause(run: id, action: action.name, event: .awaiting)
@@ -49,7 +49,7 @@ extension ConductorState {
         flights[id]?.run.approval = state
         guard state.isWaiting else { return }
         table.awaitApproval(id)
-        if let until = state.until { step.effects.append(.schedule(run: id, .approval, after: max(until - step.now, .zero))) }
+        if let until = state.until { step.emit(.schedule(run: id, .approval, after: max(until - step.now, .zero))) }
     }
 
     /// `baton approve RUN` / `baton deny RUN`: decided once, by one of the action's approvers who
@@ -83,7 +83,7 @@ extension ConductorState {
     /// early, it waits again for the rest.
     mutating func approvalTimerFired(_ id: Int64, _ step: inout Step) {
         guard let state = approvals[id], state.isWaiting, let until = state.until, let flight = flights[id], !flight.isOver else { return }
-        guard step.now >= until else { return step.effects.append(.schedule(run: id, .approval, after: until - step.now)) }
+        guard step.now >= until else { return step.emit(.schedule(run: id, .approval, after: until - step.now)) }
         var decided = state
         decided.verdict = .timedOut
         decided.decidedAt = step.now

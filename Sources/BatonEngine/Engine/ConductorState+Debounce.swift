@@ -25,7 +25,7 @@ extension ConductorState {
     /// waiters), its timer set for the deadline.
     mutating func hold(_ id: Int64, _ window: DebounceWindow, _ step: inout Step) {
         table.gate(id)
-        step.effects.append(.schedule(run: id, .debounce, after: window.deadline - step.now))
+        step.emit(.schedule(run: id, .debounce, after: window.deadline - step.now))
     }
 
     /// The window's timer went off: the run may start once its key, a slot and its locks are
@@ -35,7 +35,7 @@ extension ConductorState {
         guard let flight = flights[id], let window = flight.debounce, flight.machine.phase == .queued,
               table.isGated(id) else { return }
         if window.isOpen(at: step.now) {
-            return step.effects.append(.schedule(run: id, .debounce, after: window.deadline - step.now))
+            return step.emit(.schedule(run: id, .debounce, after: window.deadline - step.now))
         }
         table.open(id)
         admit(&step)

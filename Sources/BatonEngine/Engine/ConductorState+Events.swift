@@ -170,11 +170,11 @@ extension ConductorState {
         if let told = flight.progressToldAt, step.now - told < Self.progressInterval {
             if !flight.progressHeld {
                 flight.progressHeld = true
-                step.effects.append(.schedule(run: id, .progress, after: Self.progressInterval - (step.now - told)))
+                step.emit(.schedule(run: id, .progress, after: Self.progressInterval - (step.now - told)))
             }
         } else {
             flight.progressToldAt = step.now
-            step.effects.append(.publish(RunUpdate(run: flight.run, transition: nil)))
+            step.emit(.publish(RunUpdate(run: flight.run, transition: nil)))
         }
         flights[id] = flight
     }
@@ -213,7 +213,7 @@ extension ConductorState {
             told.progressHeld = false
             told.progressToldAt = step.now
             flights[id] = told
-            step.effects.append(.publish(RunUpdate(run: told.run, transition: nil)))
+            step.emit(.publish(RunUpdate(run: told.run, transition: nil)))
         }
     }
 
@@ -258,10 +258,10 @@ extension ConductorState {
         guard mode == .draining else { return }
         if activeCount == 0 {
             mode = .stopped
-            step.effects.append(.drained)
+            step.emit(.drained)
         } else if !waitsForWrites, undecidedCount == 0 {
             mode = .stopped
-            step.effects.append(.drainedUnwritten)
+            step.emit(.drainedUnwritten)
         }
     }
 

@@ -37,11 +37,11 @@ extension ConductorState {
             guard let flight = flights[id] else { continue }
             if Self.mayHandOver(flight) {
                 flights[id]?.handOver = .asked
-                step.effects.append(.handOver(run: id, attempt: flight.live ?? 0))
+                step.emit(.handOver(run: id, attempt: flight.live ?? 0))
             } else if leavesRetrying, Self.mayLeaveRetrying(flight) {
                 // No process: its `retrying` and backoff are in the history, for the next batond to wait out.
                 flights[id]?.handOver = .done
-                step.effects.append(.cancelTimers(run: id))
+                step.emit(.cancelTimers(run: id))
             }
         }
     }
@@ -58,7 +58,7 @@ extension ConductorState {
     mutating func endedWhileAsked(_ id: Int64, _ step: inout Step) {
         guard mode == .draining, leavesRetrying, let flight = flights[id], Self.mayLeaveRetrying(flight) else { return }
         flights[id]?.handOver = .done
-        step.effects.append(.cancelTimers(run: id))
+        step.emit(.cancelTimers(run: id))
         step.after.append(.leftRetrying(id))
     }
 
@@ -69,7 +69,7 @@ extension ConductorState {
         guard let flight = flights[id], flight.handOver == .asked, flight.live == attempt else { return }
         flights[id]?.handOver = kept ? .done : nil
         if kept {
-            step.effects.append(.cancelTimers(run: id))
+            step.emit(.cancelTimers(run: id))
         } else if graceOver || !waitsForWrites {
             drive(id, .stop(.shutdown), &step)
         }

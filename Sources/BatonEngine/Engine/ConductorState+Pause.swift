@@ -42,7 +42,7 @@ extension ConductorState {
         table.hold(action: pause.action)
         guard let until = pause.until else { return }
         for flight in flights.values where flight.action.name == pause.action && flight.machine.phase == .queued {
-            step.effects.append(.schedule(run: flight.run.id, .pauseEnd, after: max(until - step.now, .zero)))
+            step.emit(.schedule(run: flight.run.id, .pauseEnd, after: max(until - step.now, .zero)))
         }
     }
 
@@ -50,7 +50,7 @@ extension ConductorState {
     /// timer waits again for the end of the pause that does (none: until a resume).
     mutating func pauseTimerFired(_ id: Int64, _ action: String, _ step: inout Step) {
         if let pause = pause(of: action, at: step.now) {
-            if let until = pause.until { step.effects.append(.schedule(run: id, .pauseEnd, after: max(until - step.now, .zero))) }
+            if let until = pause.until { step.emit(.schedule(run: id, .pauseEnd, after: max(until - step.now, .zero))) }
             return
         }
         pauseMayHaveEnded(action, &step)
@@ -60,7 +60,7 @@ extension ConductorState {
     /// its timer lets it go then, as `hold(_:_:)` gives each run waiting when the pause began.
     mutating func timePause(_ id: Int64, _ action: String, _ step: inout Step) {
         guard let until = pause(of: action, at: step.now)?.until else { return }
-        step.effects.append(.schedule(run: id, .pauseEnd, after: max(until - step.now, .zero)))
+        step.emit(.schedule(run: id, .pauseEnd, after: max(until - step.now, .zero)))
     }
 
     /// A new run of `action` is made: a timed pause that ran out with no run waiting (so no timer

@@ -22,7 +22,7 @@ extension ConductorState {
     /// run of its bucket may have taken the start meanwhile). A timer that comes early waits again.
     mutating func rateTimerFired(_ id: Int64, _ step: inout Step) {
         guard flights[id]?.machine.phase == .queued, let until = table.rateUntil(of: id) else { return }
-        if step.now < until { return step.effects.append(.schedule(run: id, .rateLimit, after: until - step.now)) }
+        if step.now < until { return step.emit(.schedule(run: id, .rateLimit, after: until - step.now)) }
         table.rateOpen(id, at: step.now)
         admit(&step)
     }

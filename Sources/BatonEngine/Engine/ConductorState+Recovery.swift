@@ -67,7 +67,7 @@ extension ConductorState {
         }
         // Answered at once: the decisions are made, and their writes go before anything later
         // (a full disk holds them in memory; batond serves meanwhile instead of hanging at start).
-        step.effects.append(.answer(token, .recovered(summary)))
+        step.emit(.answer(token, .recovered(summary)))
         // The runs that wait for others wait again, for the same runs: decided from how each is now.
         var ended: [Int64: RunSnapshot] = [:]
         for case let .transition(transition) in step.entries where transition.to.isTerminal {
@@ -171,10 +171,10 @@ extension ConductorState {
         flights[id] = Flight(run: run, machine: machine, action: action, runner: nil, seq: unfinished.lastSeq, hook: unfinished.hook)
         flights[id]?.outputResumesAt = unfinished.outputTotal ?? 0
         table.adoptRunning(id, key: run.key, action: action.name, locks: action.locks)
-        step.effects.append(.schedule(run: id, .backoff(attempt), after: max(due - step.now, .zero)))
+        step.emit(.schedule(run: id, .backoff(attempt), after: max(due - step.now, .zero)))
         if let timeout = action.timeout {
             let ran = run.startedAt.map { step.now - $0 } ?? .zero
-            step.effects.append(.schedule(run: id, .timeout, after: max(timeout - ran, .zero)))
+            step.emit(.schedule(run: id, .timeout, after: max(timeout - ran, .zero)))
         }
     }
 

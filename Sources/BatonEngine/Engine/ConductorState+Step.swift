@@ -87,11 +87,25 @@ extension ConductorState {
         var after: [AfterCommit] = []
         /// Items closed by `beginItem`, in order.
         var sealed: [(entries: [JournalEntry], after: [AfterCommit])] = []
-        var effects: [Effect] = []
+        /// What to perform now, added by `emit`.
+        fileprivate(set) var effects: [Effect] = []
 
         init(now: Timestamp, uptime: Duration? = nil) {
             self.now = now
             self.uptime = uptime
+        }
+
+        /// Adds an effect to perform now.
+        mutating func emit(_ effect: Effect) {
+            makeRoom()
+            effects.append(effect)
+        }
+
+        /// Room for a step's usual effects (a write, an answer, a publish...), made by its first:
+        /// grown from empty, the array was made again about 10 times a run; a step that decides
+        /// nothing (a held progress report, a pause read with nothing new) allocates none (issue 39).
+        fileprivate mutating func makeRoom() {
+            if effects.capacity == 0 { effects.reserveCapacity(4) }
         }
 
         /// Answers once this step's writes are durable (at once when it has none).
@@ -119,15 +133,15 @@ extension ConductorState {
             return step.effects
         }
         step.sealed.append((step.entries, step.after))
-        var writes: [Effect] = []
-        for item in step.sealed {
+        step.makeRoom()
+        // The writes go first, each put in its place (the effects are moved behind them, not
+        // copied; no array of the writes is made: issue 39).
+        for (index, item) in step.sealed.enumerated() {
             let id = nextCommit
             nextCommit += 1
             pending[id] = item.after
-            writes.append(.write(item.entries, id))
+            step.effects.insert(.write(item.entries, id), at: index)
         }
-        // The writes go first; the effects are moved behind them, not copied.
-        step.effects.insert(contentsOf: writes, at: 0)
         return step.effects
     }
 
@@ -141,16 +155,16 @@ extension ConductorState {
     mutating func follow(_ item: AfterCommit, _ failure: BatonError?, _ step: inout Step) {
         switch item {
         case let .answer(token, answer):
-            step.effects.append(.answer(token, failure.map { .failed($0) } ?? answer))
+            step.emit(.answer(token, failure.map { .failed($0) } ?? answer))
         case let .ticket(token, decision, fallback):
             let run = decision.run
-            step.effects.append(.answer(token, failure.map { .failed($0) } ?? .ticket(decision, snapshot(of: run) ?? fallback)))
+            step.emit(.answer(token, failure.map { .failed($0) } ?? .ticket(decision, snapshot(of: run) ?? fallback)))
         case let .publish(update):
             if failure == nil {
                 var told = update
                 addLockWait(to: &told)
                 addLive(to: &told.run)
-                step.effects.append(.publish(told))
+                step.emit(.publish(told))
             }
         case let .durable(run):
             if failure == nil {
@@ -177,7 +191,7 @@ extension ConductorState {
         // A run that joined it (in an item of its own) waited for a run that never was.
         decideWaits(on: id, phase: .cancelled, reason: "unwritten", &step)
         slots.forget(flight.run)
-        step.effects.append(.close(run: id))
+        step.emit(.close(run: id))
         admit(&step)
     }
 
@@ -190,7 +204,7 @@ extension ConductorState {
         if run.phase == .success, flight.measured, let started = run.startedAt, let ended = run.endedAt {
             estimates.record(run.action, micros: ended.rawValue - started.rawValue)
         }
-        step.effects.append(.close(run: id))
+        step.emit(.close(run: id))
         drainIfDone(&step)
     }
 
@@ -198,7 +212,7 @@ extension ConductorState {
     mutating func admit(_ step: inout Step) {
         guard mode == .accepting else { return }
         for id in table.admit(at: step.now) { drive(id, .start, &step) }
-        for (id, until) in table.takeRateHolds() { step.effects.append(.schedule(run: id, .rateLimit, after: max(until - step.now, .zero))) }
+        for (id, until) in table.takeRateHolds() { step.emit(.schedule(run: id, .rateLimit, after: max(until - step.now, .zero))) }
     }
 
     /// Applies an event to a run's machine and turns its effects into the step's.
@@ -229,16 +243,16 @@ extension ConductorState {
             if let timeout = launch.action.timeout,
                let after = Self.timeoutDelay(timeout, startedAt: flights[id]?.run.startedAt, surviving: launch.surviving != nil,
                                              attempt: attempt, at: step.now) {
-                step.effects.append(.schedule(run: id, .timeout, after: after))
+                step.emit(.schedule(run: id, .timeout, after: after))
             }
-            step.effects.append(.launch(launch))
+            step.emit(.launch(launch))
         case .terminate:
-            if flights[id]?.live != nil, let grace = flights[id]?.action.killGrace { step.effects.append(.stop(run: id, grace: grace)) }
+            if flights[id]?.live != nil, let grace = flights[id]?.action.killGrace { step.emit(.stop(run: id, grace: grace)) }
         case let .backoff(attempt):
-            step.effects.append(.schedule(run: id, .backoff(attempt), after: flights[id]?.nextBackoff ?? .zero))
+            step.emit(.schedule(run: id, .backoff(attempt), after: flights[id]?.nextBackoff ?? .zero))
         case .finish:
             table.ended(id)
-            step.effects.append(.cancelTimers(run: id))
+            step.emit(.cancelTimers(run: id))
             admit(&step)
         }
     }

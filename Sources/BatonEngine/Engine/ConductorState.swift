@@ -270,45 +270,6 @@ public struct ConductorState: Sendable {
     var undecidedCount: Int { flights.values.count { $0.machine.phase != .queued && !$0.isOver && $0.handOver != .done } }
 }
 
-/// A trigger resolved against one generation of the config: its action as it was then, its
-/// checked params, key and policy. The conductor decides it without looking anything up.
-public struct Trigger: Sendable, Equatable {
-    public var action: Action
-    public var key: String
-    public var policy: Policy
-    public var params: [String: String]
-    public var peer: Peer?
-    /// The body given with `Conductor.run` by this trigger, run if the trigger creates the run.
-    public var runner: RunnerBox?
-    /// Run even inside the action's cooldown window (honoured only where the action allows `force`).
-    public var force: Bool
-    /// The schedule slot the trigger fires (`--scheduled`), rounded to the schedule: triggers of
-    /// one action and slot make at most one run.
-    public var slot: Timestamp?
-    /// Where a trigger from beyond the socket came from ("webhook deploy from 203.0.113.7,
-    /// delivery 72d3…"), kept in the detail of the run's first transition.
-    public var via: String?
-    /// The run whose `needs` asks this trigger (a fleet's): its approval's origin follows that run's chain.
-    public var neededBy: Int64? = nil
-    /// The webhook delivery the trigger is, if any: recorded with the run it creates or joins, in
-    /// the same write (a rejected trigger records none, so a redelivery may try again).
-    public var delivery: Delivery?
-    /// The values of the action's secret params (`params` holds `***` for them): the process
-    /// gets them, nothing keeps them but the run in flight (`Action.seal`).
-    public var secrets: [String: String] = [:]
-
-    public init(action: Action, key: String, policy: Policy, params: [String: String], peer: Peer?, runner: RunnerBox? = nil,
-                force: Bool = false, via: String? = nil, delivery: Delivery? = nil, slot: Timestamp? = nil) {
-        self.slot = slot
-        self.via = via
-        self.delivery = delivery
-        self.force = force
-        (self.action, self.key, self.policy, self.params) = (action, key, policy, params)
-        self.peer = peer
-        self.runner = runner
-    }
-}
-
 /// A run left unfinished by a previous daemon, with its action if it is still configured.
 public struct RecoveredRun: Sendable, Equatable {
     public var unfinished: UnfinishedRun
