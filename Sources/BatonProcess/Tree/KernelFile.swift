@@ -19,21 +19,21 @@ enum KernelFile {
     }
 
     /// The bytes of the open file `fd` (closed here), or nil when it is not open or cannot be read.
+    /// Read through a buffer on the stack into an array of the size read: not a zeroed page per file.
     private static func read(_ fd: Int32, limit: Int) -> [UInt8]? {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        var count = 0
-        while count < limit {
-            if count == bytes.count { bytes += repeatElement(0, count: min(bytes.count, limit - count)) }
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { return nil }
-            if n == 0 { break }
-            count += n
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer -> [UInt8]? in
+            var bytes: [UInt8] = []
+            while bytes.count < limit {
+                let n = Glibc.read(fd, buffer.baseAddress!, min(buffer.count, limit - bytes.count))
+                if n < 0 && errno == EINTR { continue }
+                guard n >= 0 else { return nil }
+                if n == 0 { break }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<n]))
+            }
+            return bytes
         }
-        bytes.removeLast(bytes.count - count)
-        return bytes
     }
 
     /// The number on the line that starts with `key` and a space, in `key value` lines

@@ -1,0 +1,120 @@
+import BatonEngine
+import BatonRuntime
+import Glibc
+
+/// What every attempt of one action is spawned with, whatever its run: its `exec` argv and the
+/// fixed part of its environment as C strings, and its cgroups' `LimitPlan`. A spawner thread
+/// makes it at the action's first attempt and keeps it in its own state (`SpawnerState`: no
+/// lock) while the action's config and the runner stay the same; a run adds only its own
+/// variables. Built per run, the environment's dictionaries, the `NAME=VALUE` strings and a
+/// `strdup` per string were about a third of a spawner's instructions per run (issue 39).
+final class SpawnPlan {
+    /// What it was made from: another plan is made when any of it changes.
+    struct Inputs: Equatable {
+        var name: String
+        var exec: [String]
+        var env: [String: String]
+        var runAs: RunAs?
+        var instance: String?
+        var inherited: [String: String]
+        var limits: ResourceLimits
+        var support: LimitSupport?
+    }
+
+    let inputs: Inputs
+    /// `exec`, NUL-terminated.
+    let argv: CStrings
+    /// The environment every attempt of the action gets (`ExecRunner.fixedEnvironment`), as `NAME=VALUE`.
+    let env: CStrings
+    /// Those of its variables a run may set again (Baton's own names), by their place in `env`.
+    let overridable: [(index: Int, name: String)]
+    /// The attempts' cgroups (nil without cgroup tracking).
+    let limitPlan: LimitPlan?
+
+    init(_ inputs: Inputs, fixed: [String: String]) {
+        self.inputs = inputs
+        argv = CStrings(inputs.exec.map { ($0, nil) })
+        let variables = fixed.map { ($0.key, Optional($0.value)) }
+        env = CStrings(variables)
+        overridable = variables.enumerated().compactMap { $1.0.hasPrefix("BATON_") ? ($0, $1.0) : nil }
+        limitPlan = inputs.support.map { LimitPlan.make(inputs.limits, support: $0) }
+    }
+
+    /// Calls `body` with the argv (`prefix`, then `exec`) and the environment (this plan's, less
+    /// the variables `own` sets again or unsets (a nil value), then `own`), both NULL-terminated.
+    func withPointers<R>(prefix: [String], own: [(name: String, value: String?)],
+                         _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let head = CStrings(prefix.map { ($0, nil) })
+        // A name set twice (two params upper-cased alike) keeps its last value.
+        var last: [(String, String?)] = []
+        for (name, value) in own.reversed() where !last.contains(where: { $0.0 == name }) { last.append((name, value)) }
+        let mine = CStrings(last.reversed().filter { $0.1 != nil })
+        var argv: [UnsafePointer<CChar>?] = []
+        argv.reserveCapacity(head.pointers.count + self.argv.pointers.count + 1)
+        argv += head.pointers
+        argv += self.argv.pointers
+        argv.append(nil)
+        var skipped: [Int] = []
+        for (index, name) in overridable where own.contains(where: { $0.name == name }) { skipped.append(index) }
+        var envp: [UnsafePointer<CChar>?] = []
+        envp.reserveCapacity(env.pointers.count + mine.pointers.count + 1)
+        for (index, pointer) in env.pointers.enumerated() where skipped.isEmpty || !skipped.contains(index) { envp.append(pointer) }
+        envp += mine.pointers
+        envp.append(nil)
+        return withExtendedLifetime((head, mine)) {
+            argv.withUnsafeBufferPointer { argv in envp.withUnsafeBufferPointer { body(argv.baseAddress!, $0.baseAddress!) } }
+        }
+    }
+}
+
+/// A spawner thread's own state (`SpawnerPool`): the plans of the actions it spawned, by name.
+struct SpawnerState {
+    var plans: [String: SpawnPlan] = [:]
+
+    /// The plan for `inputs`, made again when they changed (a config reload) and kept. A pool
+    /// that saw more actions than any config holds starts over.
+    mutating func plan(_ inputs: SpawnPlan.Inputs, fixed: () -> [String: String]) -> SpawnPlan {
+        if let plan = plans[inputs.name], plan.inputs == inputs { return plan }
+        if plans.count >= 4_096 { plans = [:] }
+        let plan = SpawnPlan(inputs, fixed: fixed())
+        plans[inputs.name] = plan
+        return plan
+    }
+}
+
+/// NUL-terminated C strings in one allocation (`NAME=VALUE` where a value is given), and the
+/// pointers to them, valid while this lives.
+final class CStrings {
+    private let bytes: UnsafeMutableBufferPointer<CChar>
+    let pointers: [UnsafePointer<CChar>]
+
+    init(_ strings: [(String, String?)]) {
+        let size = strings.reduce(0) { $0 + $1.0.utf8.count + ($1.1.map { $0.utf8.count + 1 } ?? 0) + 1 }
+        bytes = .allocate(capacity: max(size, 1))
+        var offset = 0
+        var pointers: [UnsafePointer<CChar>] = []
+        pointers.reserveCapacity(strings.count)
+        for (name, value) in strings {
+            pointers.append(UnsafePointer(bytes.baseAddress! + offset))
+            offset = Self.copy(name, to: bytes, at: offset)
+            if let value {
+                bytes[offset] = 0x3D // "="
+                offset = Self.copy(value, to: bytes, at: offset + 1)
+            }
+            bytes[offset] = 0
+            offset += 1
+        }
+        self.pointers = pointers
+    }
+
+    deinit { bytes.deallocate() }
+
+    private static func copy(_ string: String, to bytes: UnsafeMutableBufferPointer<CChar>, at offset: Int) -> Int {
+        var string = string
+        return string.withUTF8 { utf8 in
+            guard let base = utf8.baseAddress, utf8.count > 0 else { return offset }
+            UnsafeMutableRawPointer(bytes.baseAddress! + offset).copyMemory(from: base, byteCount: utf8.count)
+            return offset + utf8.count
+        }
+    }
+}
