@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -91,6 +92,22 @@ void baton_child_run(struct baton_child *child) {
     child->error = fail;
 }
 
+/// /dev/null, opened once for the process (close-on-exec: a child has it only as its stdin, which
+/// it dup2s there): not an open and a close per spawn. Two threads that open it at once keep one.
+int baton_devnull(void) {
+    static atomic_int shared = -1;
+    int fd = atomic_load(&shared);
+    if (fd >= 0) return fd;
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int none = -1;
+    if (!atomic_compare_exchange_strong(&shared, &none, fd)) {
+        close(fd);
+        return none;
+    }
+    return fd;
+}
+
 int baton_spawn_in(const char *const argv[], const char *const envp[], const char *cwd,
                    int stdout_fd, int stderr_fd, int progress_fd, int cgroup_procs_fd,
                    const int *v1_procs_fds, size_t v1_count, int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
@@ -98,7 +115,7 @@ int baton_spawn_in(const char *const argv[], const char *const envp[], const cha
     char file[PATH_MAX];
     int resolved = baton_resolve_program(argv[0], file, sizeof(file));
     if (resolved != 0) return resolved;
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int devnull = baton_devnull();
     if (devnull < 0) return errno;
     // Set by the child, which shares this memory until it execs or exits.
     struct baton_child setup = {file, argv, envp, cwd, devnull, stdout_fd, stderr_fd, progress_fd, cgroup_procs_fd,
@@ -115,7 +132,6 @@ int baton_spawn_in(const char *const argv[], const char *const envp[], const cha
     }
     int spawn_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close(devnull);
     errno = saved_errno;
     if (child < 0) return spawn_errno;
     if (setup.error != 0) {

@@ -49,6 +49,10 @@ struct KernelFileTests {
         #expect(KernelFile.numbers(in: try #require(KernelFile.read(path))).count == 3_000)
         #expect(KernelFile.read(path, limit: 5_000)?.count == 5_000)
         #expect(KernelFile.read(path + ".missing") == nil)
+        // Exactly one buffer: the read after it hears the end.
+        let page = String(repeating: "7\n", count: 2_048)
+        try page.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(KernelFile.read(path) == Array(page.utf8))
         // A file of the kernel's, whose size stat does not know.
         let stat = try #require(KernelFile.read("/proc/self/stat"))
         #expect(String(decoding: stat, as: UTF8.self).hasPrefix("\(getpid()) ("))

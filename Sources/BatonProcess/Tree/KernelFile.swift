@@ -20,17 +20,20 @@ enum KernelFile {
 
     /// The bytes of the open file `fd` (closed here), or nil when it is not open or cannot be read.
     /// Read through a buffer on the stack into an array of the size read: not a zeroed page per file.
+    /// A read that fills less than it asked is the end: the kernel's files (seq_file) fill what they
+    /// are asked while they have more, and so does a regular file; not one more read to hear 0.
     private static func read(_ fd: Int32, limit: Int) -> [UInt8]? {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer -> [UInt8]? in
             var bytes: [UInt8] = []
             while bytes.count < limit {
-                let n = Glibc.read(fd, buffer.baseAddress!, min(buffer.count, limit - bytes.count))
+                let asked = min(buffer.count, limit - bytes.count)
+                let n = Glibc.read(fd, buffer.baseAddress!, asked)
                 if n < 0 && errno == EINTR { continue }
                 guard n >= 0 else { return nil }
-                if n == 0 { break }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<n]))
+                if n < asked { break }
             }
             return bytes
         }

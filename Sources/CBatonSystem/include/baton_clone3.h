@@ -38,6 +38,9 @@ struct baton_child {
 /// umask, identity, cwd, then exec. Returns only when a step failed, its errno in `error`.
 void baton_child_run(struct baton_child *child);
 
+/// /dev/null, open (close-on-exec) for the whole process from the first spawn on; -1 and errno when it cannot be opened.
+int baton_devnull(void);
+
 /// The file argv[0] names: itself when it has a slash, else searched in PATH. 0 or an errno.
 int baton_resolve_program(const char *name, char *out, size_t size);
 
