@@ -34,9 +34,9 @@ final class SpawnPlan {
     init(_ inputs: Inputs, fixed: [String: String]) {
         self.inputs = inputs
         argv = CStrings(inputs.exec.map { ($0, nil) })
-        let variables = fixed.map { ($0.key, Optional($0.value)) }
+        let variables: [(name: String, value: String?)] = fixed.map { ($0.key, $0.value) }
         env = CStrings(variables)
-        overridable = variables.enumerated().compactMap { $1.0.hasPrefix("BATON_") ? ($0, $1.0) : nil }
+        overridable = variables.enumerated().compactMap { $1.name.hasPrefix("BATON_") ? ($0, $1.name) : nil }
         limitPlan = inputs.support.map { LimitPlan.make(inputs.limits, support: $0) }
     }
 
@@ -44,23 +44,25 @@ final class SpawnPlan {
     /// the variables `own` sets again or unsets (a nil value), then `own`), both NULL-terminated.
     func withPointers<R>(prefix: [String], own: [(name: String, value: String?)],
                          _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
-        let head = CStrings(prefix.map { ($0, nil) })
-        // A name set twice (two params upper-cased alike) keeps its last value.
-        var last: [(String, String?)] = []
-        for (name, value) in own.reversed() where !last.contains(where: { $0.0 == name }) { last.append((name, value)) }
-        let mine = CStrings(last.reversed().filter { $0.1 != nil })
+        let head = prefix.isEmpty ? nil : CStrings(prefix.map { ($0, nil) })
+        // Of a name set twice (two params upper-cased alike) the last; an unset one not at all.
+        let mine = CStrings(own) { index in
+            own[index].value != nil && !own[(index + 1)...].contains { $0.name == own[index].name }
+        }
         var argv: [UnsafePointer<CChar>?] = []
-        argv.reserveCapacity(head.pointers.count + self.argv.pointers.count + 1)
-        argv += head.pointers
+        argv.reserveCapacity((head?.pointers.count ?? 0) + self.argv.pointers.count)
+        if let head { argv += head.pointers.dropLast() }
         argv += self.argv.pointers
-        argv.append(nil)
+        var envp: [UnsafePointer<CChar>?] = []
+        envp.reserveCapacity(env.pointers.count + mine.pointers.count)
         var skipped: [Int] = []
         for (index, name) in overridable where own.contains(where: { $0.name == name }) { skipped.append(index) }
-        var envp: [UnsafePointer<CChar>?] = []
-        envp.reserveCapacity(env.pointers.count + mine.pointers.count + 1)
-        for (index, pointer) in env.pointers.enumerated() where skipped.isEmpty || !skipped.contains(index) { envp.append(pointer) }
+        if skipped.isEmpty {
+            envp += env.pointers.dropLast()
+        } else {
+            for index in 0..<(env.pointers.count - 1) where !skipped.contains(index) { envp.append(env.pointers[index]) }
+        }
         envp += mine.pointers
-        envp.append(nil)
         return withExtendedLifetime((head, mine)) {
             argv.withUnsafeBufferPointer { argv in envp.withUnsafeBufferPointer { body(argv.baseAddress!, $0.baseAddress!) } }
         }
@@ -83,18 +85,24 @@ struct SpawnerState {
 }
 
 /// NUL-terminated C strings in one allocation (`NAME=VALUE` where a value is given), and the
-/// pointers to them, valid while this lives.
+/// pointers to them, NULL-terminated (an argv or an envp), valid while this lives.
 final class CStrings {
     private let bytes: UnsafeMutableBufferPointer<CChar>
-    let pointers: [UnsafePointer<CChar>]
+    let pointers: [UnsafePointer<CChar>?]
 
-    init(_ strings: [(String, String?)]) {
-        let size = strings.reduce(0) { $0 + $1.0.utf8.count + ($1.1.map { $0.utf8.count + 1 } ?? 0) + 1 }
+    /// The strings at the places `included` keeps.
+    init(_ strings: [(name: String, value: String?)], where included: (Int) -> Bool = { _ in true }) {
+        var size = 0, count = 0
+        for index in strings.indices where included(index) {
+            size += strings[index].name.utf8.count + (strings[index].value.map { $0.utf8.count + 1 } ?? 0) + 1
+            count += 1
+        }
         bytes = .allocate(capacity: max(size, 1))
         var offset = 0
-        var pointers: [UnsafePointer<CChar>] = []
-        pointers.reserveCapacity(strings.count)
-        for (name, value) in strings {
+        var pointers: [UnsafePointer<CChar>?] = []
+        pointers.reserveCapacity(count + 1)
+        for index in strings.indices where included(index) {
+            let (name, value) = strings[index]
             pointers.append(UnsafePointer(bytes.baseAddress! + offset))
             offset = Self.copy(name, to: bytes, at: offset)
             if let value {
@@ -104,6 +112,7 @@ final class CStrings {
             bytes[offset] = 0
             offset += 1
         }
+        pointers.append(nil)
         self.pointers = pointers
     }
 
