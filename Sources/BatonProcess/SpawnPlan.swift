@@ -51,14 +51,14 @@ final class SpawnPlan {
         }
         var argv: [UnsafePointer<CChar>?] = []
         argv.reserveCapacity((head?.pointers.count ?? 0) + self.argv.pointers.count)
-        if let head { argv += head.pointers.dropLast() }
+        if let head { argv += head.pointers[..<(head.pointers.count - 1)] }
         argv += self.argv.pointers
         var envp: [UnsafePointer<CChar>?] = []
         envp.reserveCapacity(env.pointers.count + mine.pointers.count)
         var skipped: [Int] = []
         for (index, name) in overridable where own.contains(where: { $0.name == name }) { skipped.append(index) }
         if skipped.isEmpty {
-            envp += env.pointers.dropLast()
+            envp += env.pointers[..<(env.pointers.count - 1)]
         } else {
             for index in 0..<(env.pointers.count - 1) where !skipped.contains(index) { envp.append(env.pointers[index]) }
         }
