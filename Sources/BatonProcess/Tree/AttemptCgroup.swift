@@ -95,7 +95,7 @@ final class AttemptCgroup: Sendable {
 
     /// The CPU time its processes used, from `cpu.stat` (present without the cpu controller).
     func cpuTime() -> (user: Duration, system: Duration)? {
-        guard let bytes = KernelFile.read("cpu.stat", in: directory), let user = KernelFile.value(of: "user_usec", in: bytes),
+        guard let bytes = KernelFile.read("cpu.stat", in: directory, oneRecord: true), let user = KernelFile.value(of: "user_usec", in: bytes),
               let system = KernelFile.value(of: "system_usec", in: bytes) else { return nil }
         return (.microseconds(user), .microseconds(system))
     }
@@ -105,7 +105,7 @@ final class AttemptCgroup: Sendable {
     func memoryPeak() -> Int64? {
         // A controller serves one hierarchy: with a v1 memory group (a hybrid host) v2 has no memory files.
         if let v1, v1.memory != nil { return v1.memoryPeak() }
-        guard let bytes = KernelFile.read("memory.peak", in: directory) else { return v1?.memoryPeak() }
+        guard let bytes = KernelFile.read("memory.peak", in: directory, oneRecord: true) else { return v1?.memoryPeak() }
         return KernelFile.number(in: bytes)
     }
 
@@ -113,7 +113,7 @@ final class AttemptCgroup: Sendable {
     /// v1 memory group's `memory.oom_control`); nil where no memory controller serves it.
     func oomKills() -> Int? {
         if let v1, v1.memory != nil { return v1.oomKills() }
-        guard let bytes = KernelFile.read("memory.events", in: directory) else { return v1?.oomKills() }
+        guard let bytes = KernelFile.read("memory.events", in: directory, oneRecord: true) else { return v1?.oomKills() }
         return Self.oomKills(memoryEvents: bytes)
     }
 

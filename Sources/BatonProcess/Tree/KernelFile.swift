@@ -7,22 +7,27 @@ import Glibc
 /// Reading them as Foundation strings and splitting them cost about 140,000 instructions per
 /// run, a tenth of what batond spent on a `/bin/true` run (callgrind, 2026-12-01).
 enum KernelFile {
-    /// The file's bytes (up to `limit`), or nil when it cannot be opened or read.
-    static func read(_ path: String, limit: Int = 1 << 20) -> [UInt8]? {
-        read(open(path, O_RDONLY | O_CLOEXEC), limit: limit)
+    /// The file's bytes (up to `limit`), or nil when it cannot be opened or read. `oneRecord`: the
+    /// caller knows the file is one record (see `read(_:limit:oneRecord:)` below).
+    static func read(_ path: String, limit: Int = 1 << 20, oneRecord: Bool = false) -> [UInt8]? {
+        read(open(path, O_RDONLY | O_CLOEXEC), limit: limit, oneRecord: oneRecord)
     }
 
     /// The bytes of the file `name` in the open directory `directory` (a cgroup's control file,
     /// opened without walking the cgroup's path again), or nil.
-    static func read(_ name: String, in directory: Int32, limit: Int = 1 << 20) -> [UInt8]? {
-        read(openat(directory, name, O_RDONLY | O_CLOEXEC), limit: limit)
+    static func read(_ name: String, in directory: Int32, limit: Int = 1 << 20, oneRecord: Bool = false) -> [UInt8]? {
+        read(openat(directory, name, O_RDONLY | O_CLOEXEC), limit: limit, oneRecord: oneRecord)
     }
 
     /// The bytes of the open file `fd` (closed here), or nil when it is not open or cannot be read.
-    /// Read through a buffer on the stack into an array of the size read: not a zeroed page per file.
-    /// A read that fills less than it asked is the end: the kernel's files (seq_file) fill what they
-    /// are asked while they have more, and so does a regular file; not one more read to hear 0.
-    private static func read(_ fd: Int32, limit: Int) -> [UInt8]? {
+    /// Read through a temporary buffer (4 KiB: on the heap in this toolchain, but not zeroed) into
+    /// an array of the size read. Read to the end (a read of 0), except that a file the caller
+    /// says is `oneRecord` ends at a read that fills less than it asked: a kernel file shown whole
+    /// by one `show` (`cpu.stat`, `memory.peak`, `memory.events`, `memory.oom_control`,
+    /// `/proc/PID/stat`) fills what it is asked while it has more. A file of records
+    /// (`cgroup.procs`, `cgroup.threads`, `/proc/PID/maps`) does not: the kernel stops a read
+    /// short at the record that would not fit its page, with more to come.
+    private static func read(_ fd: Int32, limit: Int, oneRecord: Bool) -> [UInt8]? {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer -> [UInt8]? in
@@ -32,8 +37,9 @@ enum KernelFile {
                 let n = Glibc.read(fd, buffer.baseAddress!, asked)
                 if n < 0 && errno == EINTR { continue }
                 guard n >= 0 else { return nil }
+                if n == 0 { break }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<n]))
-                if n < asked { break }
+                if oneRecord && n < asked { break }
             }
             return bytes
         }
