@@ -28,6 +28,10 @@ final class SpawnPlan {
     let env: CStrings
     /// Those of its variables a run may set again (Baton's own names), by their place in `env`.
     let overridable: [(index: Int, name: String)]
+    /// All its variables' names, by their place in `env`: for a run's own name that is not Baton's.
+    let names: [String]
+    /// The spawn of its thread that last used it (`SpawnerState`: only that thread touches it).
+    var used = 0
     /// The attempts' cgroups (nil without cgroup tracking).
     let limitPlan: LimitPlan?
 
@@ -37,6 +41,7 @@ final class SpawnPlan {
         let variables: [(name: String, value: String?)] = fixed.map { ($0.key, $0.value) }
         env = CStrings(variables)
         overridable = variables.enumerated().compactMap { $1.name.hasPrefix("BATON_") ? ($0, $1.name) : nil }
+        names = variables.map(\.name)
         limitPlan = inputs.support.map { LimitPlan.make(inputs.limits, support: $0) }
     }
 
@@ -57,6 +62,10 @@ final class SpawnPlan {
         envp.reserveCapacity(env.pointers.count + mine.pointers.count)
         var skipped: [Int] = []
         for (index, name) in overridable where own.contains(where: { $0.name == name }) { skipped.append(index) }
+        // Every own name is Baton's today; one that is not (a TMPDIR) still replaces the fixed one.
+        for (name, _) in own where !name.hasPrefix("BATON_") {
+            if let index = names.firstIndex(of: name), !skipped.contains(index) { skipped.append(index) }
+        }
         if skipped.isEmpty {
             envp += env.pointers[..<(env.pointers.count - 1)]
         } else {
@@ -71,14 +80,27 @@ final class SpawnPlan {
 
 /// A spawner thread's own state (`SpawnerPool`): the plans of the actions it spawned, by name.
 struct SpawnerState {
+    /// Spawns after which a plan not used since goes (a removed or renamed action's).
+    static let sweep = 1_024
     var plans: [String: SpawnPlan] = [:]
+    /// This thread's spawns so far.
+    var spawns = 0
 
-    /// The plan for `inputs`, made again when they changed (a config reload) and kept. A pool
-    /// that saw more actions than any config holds starts over.
+    /// The plan for `inputs`, made again when they changed (a config reload) and kept. Every
+    /// `sweep` spawns the plans unused since the last sweep go: the thread keeps the plans of
+    /// the actions it spawned in its last `2 × sweep` spawns at most, not those of actions gone.
     mutating func plan(_ inputs: SpawnPlan.Inputs, fixed: () -> [String: String]) -> SpawnPlan {
-        if let plan = plans[inputs.name], plan.inputs == inputs { return plan }
-        if plans.count >= 4_096 { plans = [:] }
+        spawns += 1
+        if spawns % Self.sweep == 0 {
+            let since = spawns - Self.sweep
+            plans = plans.filter { $0.value.used > since }
+        }
+        if let plan = plans[inputs.name], plan.inputs == inputs {
+            plan.used = spawns
+            return plan
+        }
         let plan = SpawnPlan(inputs, fixed: fixed())
+        plan.used = spawns
         plans[inputs.name] = plan
         return plan
     }
