@@ -86,4 +86,59 @@ struct SpawnPlanTests {
         action.exec = ["/bin/false"]
         #expect(Self.spawned(plan(), prefix: [], own: []).argv == ["/bin/false"] && made == 3)
     }
+
+    @Test("run as another user, with a hook, params, artifacts and an env that sets Baton's names: the old code's environment, written out")
+    func literalEnvironment() {
+        var action = Action(name: "deploy", exec: ["/bin/true"])
+        action.runAs = RunAs(named: "app", user: "app", uid: 1_000, gid: 1_000, groups: [1_000], home: "/home/app", shell: "/bin/sh")
+        action.env = ["TZ": "UTC", "HOME": "/srv", "BATON_RUN_ID": "env", "BATON_PARAM_HOST": "env", "BATON_HOOK_OUTPUT": "env",
+                      "BATON_ACTION": "env", "BATON_ARTIFACTS": "env"]
+        let run = RunSnapshot(id: 9, action: "build", key: "build", phase: .failure, policy: .queue, params: ["branch": "main"], trigger: nil,
+                              queuedAt: Timestamp(rawValue: 1_000_000_000))
+        let hook = HookContext(cause: HookCause(run: 9, action: "build", event: .failure), run: run, output: [])
+        let job = Job(runID: 42, action: action, attempt: 2, params: ["host": "web1"], instance: "i-1", hook: hook)
+        var state = SpawnerState()
+        let plan = state.plan(Self.runner.planInputs(job)) { Self.runner.fixedEnvironment(job.action, instance: job.instance) }
+        var own = Self.runner.ownVariables(job, artifacts: "/var/lib/baton/artifacts/42-2")
+        own.append(("BATON_HOOK_OUTPUT", nil))
+        let made = Self.spawned(plan, prefix: [], own: own).env
+        #expect(Set(made.map { $0.prefix { $0 != "=" } }).count == made.count)
+        #expect(Self.dictionary(made) == [
+            "HOME": "/srv", "USER": "app", "LOGNAME": "app", "SHELL": "/bin/sh", "LANG": "C.UTF-8", "TZ": "UTC",
+            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "BATON_ACTION": "deploy", "BATON_PROGRESS_FD": "3", "BATON_INSTANCE": "i-1", "BATON_RUN_ID": "42", "BATON_ATTEMPT": "2",
+            "BATON_ARTIFACTS": "/var/lib/baton/artifacts/42-2", "BATON_PARAM_HOST": "web1",
+            "BATON_HOOK_RUN_ID": "9", "BATON_HOOK_ACTION": "build", "BATON_HOOK_KEY": "build", "BATON_HOOK_PHASE": "failure",
+            "BATON_HOOK_EVENT": "failure", "BATON_HOOK_REASON": "", "BATON_HOOK_EXIT_CODE": "", "BATON_HOOK_ERROR": "",
+            "BATON_HOOK_PARAM_BRANCH": "main",
+        ])
+    }
+
+    @Test("a run's own name that is not Baton's still replaces the fixed variable of that name, once")
+    func ownNameNotBatons() {
+        var action = Action(name: "t", exec: ["/bin/true"])
+        action.env = ["TMPDIR": "/tmp"]
+        let job = Job(runID: 1, action: action, attempt: 1, params: [:])
+        var state = SpawnerState()
+        let plan = state.plan(Self.runner.planInputs(job)) { Self.runner.fixedEnvironment(job.action, instance: nil) }
+        let made = Self.spawned(plan, prefix: [], own: [("TMPDIR", "/run/t"), ("PATH", nil)]).env
+        #expect(made.filter { $0.hasPrefix("TMPDIR=") } == ["TMPDIR=/run/t"])
+        #expect(!made.contains { $0.hasPrefix("PATH=") })
+    }
+
+    @Test("the plans of actions no longer spawned go at a sweep: a removed action's plan is not kept")
+    func removedGo() {
+        var state = SpawnerState()
+        func spawn(_ name: String) -> SpawnPlan {
+            let job = Job(runID: 1, action: Action(name: name, exec: ["/bin/true"]), attempt: 1, params: [:])
+            return state.plan(Self.runner.planInputs(job)) { Self.runner.fixedEnvironment(job.action, instance: nil) }
+        }
+        let kept = spawn("kept")
+        _ = spawn("removed")
+        for index in 0..<(2 * SpawnerState.sweep) {
+            if index % 100 == 0 { #expect(spawn("kept") === kept) }
+            _ = spawn("other")
+        }
+        #expect(state.plans["removed"] == nil && state.plans["kept"] === kept && state.plans.count == 2)
+    }
 }
