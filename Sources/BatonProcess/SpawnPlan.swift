@@ -50,9 +50,13 @@ final class SpawnPlan {
     func withPointers<R>(prefix: [String], own: [(name: String, value: String?)],
                          _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
         let head = prefix.isEmpty ? nil : CStrings(prefix.map { ($0, nil) })
-        // Of a name set twice (two params upper-cased alike) the last; an unset one not at all.
+        // Of a name set twice (two params upper-cased alike) the last; an unset one not at all. A
+        // run of many variables (a hook's params and the run's) looks the last place up by name.
+        let last = own.count > 16 ? Dictionary(own.indices.map { (own[$0].name, $0) }, uniquingKeysWith: { $1 }) : nil
         let mine = CStrings(own) { index in
-            own[index].value != nil && !own[(index + 1)...].contains { $0.name == own[index].name }
+            guard own[index].value != nil else { return false }
+            if let last { return last[own[index].name] == index }
+            return !own[(index + 1)...].contains { $0.name == own[index].name }
         }
         var argv: [UnsafePointer<CChar>?] = []
         argv.reserveCapacity((head?.pointers.count ?? 0) + self.argv.pointers.count)

@@ -64,6 +64,11 @@ struct SpawnPlanTests {
         #expect(made.env.filter { $0.hasPrefix("BATON_PARAM_K=") } == ["BATON_PARAM_K=b"])
         #expect(!made.env.contains { $0.hasPrefix("BATON_ACTION=") })
         #expect(made.argv == ["/bin/true"])
+        // Past 16 variables, the last of each name found by name.
+        var many: [(name: String, value: String?)] = (0..<40).map { ("BATON_PARAM_P\($0 % 20)", String($0)) }
+        many.append(("BATON_PARAM_P3", nil))
+        let env = Self.spawned(plan, prefix: [], own: many).env.filter { $0.hasPrefix("BATON_PARAM_") }
+        #expect(Set(env) == Set((20..<40).filter { $0 != 23 }.map { "BATON_PARAM_P\($0 % 20)=\($0)" }) && env.count == 19)
     }
 
     @Test("a plan is made once per action config: kept while it is the same, made again when it changes")
