@@ -103,11 +103,11 @@ extension ExecRunner {
         return shim
     }
 
-    /// The argv that runs `exec` under the shim, and the attempt's shim directory, made empty. The
+    /// The argv before `exec` that runs it under the shim, and the attempt's shim directory, made empty. The
     /// program is resolved here (batond's PATH, as posix_spawnp would), so that a program that
     /// is not there fails the start as it does without a shim. A directory that cannot be made (a
     /// full disk) runs the action without the shim: nil.
-    func shimmed(_ exec: [String], _ job: Job, _ shim: ShimSetup) -> Result<(argv: [String], directory: String)?, SpawnFailure> {
+    func shimmed(_ exec: [String], _ job: Job, _ shim: ShimSetup) -> Result<(prefix: [String], directory: String)?, SpawnFailure> {
         var resolved = [CChar](repeating: 0, count: Int(PATH_MAX))
         var rc = baton_resolve_program(exec[0], &resolved, resolved.count)
         let program = rc == 0 ? String(cString: resolved) : exec[0]
@@ -128,6 +128,6 @@ extension ExecRunner {
         }
         // The spool keeps as much as the history would (`output.keep`), and at least the attempt's tail.
         let bound = max(Int64(tailLimit), job.action.outputKeep)
-        return .success(([shim.executable, directory, String(bound), program] + exec, directory))
+        return .success(([shim.executable, directory, String(bound), program], directory))
     }
 }

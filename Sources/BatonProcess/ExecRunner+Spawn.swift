@@ -7,8 +7,8 @@ import Glibc
 extension ExecRunner {
     /// Everything an attempt's start does that blocks, on a spawner thread: the run-as user
     /// looked up, the hook output file, the pipes, the cgroup, the spawn, the leader's identity.
-    /// On a failure nothing is left behind.
-    func make(_ job: Job) -> Result<ProcessAttempt.Spawned, SpawnFailure> {
+    /// On a failure nothing is left behind. `state` is the spawner thread's (its actions' plans).
+    func make(_ job: Job, _ state: inout SpawnerState) -> Result<ProcessAttempt.Spawned, SpawnFailure> {
         onSpawner?()
         var job = job
         if let configured = job.action.runAs {
@@ -28,18 +28,16 @@ extension ExecRunner {
             case let .failure(why): return .failure(SpawnFailure(message: why.message))
             }
         }
-        var exec = job.action.exec, shimDirectory: String?, artifacts: ArtifactWork?
+        var prefix: [String] = [], shimDirectory: String?, artifacts: ArtifactWork?
         switch makeArtifacts(job) {
         case let .success(work): artifacts = work
         case let .failure(why):
             if let hookOutput { unlink(hookOutput) }
             return .failure(why)
         }
-        // Baton's own variable: after the action's `env`, which cannot set it.
-        if let artifacts { job.action.env["BATON_ARTIFACTS"] = artifacts.path }
         if let shim = shim(for: job) {
-            switch shimmed(exec, job, shim) {
-            case let .success(made?): (exec, shimDirectory) = (made.argv, made.directory)
+            switch shimmed(job.action.exec, job, shim) {
+            case let .success(made?): (prefix, shimDirectory) = (made.prefix, made.directory)
             case .success(nil): break
             case let .failure(why):
                 if let hookOutput { unlink(hookOutput) }
@@ -47,7 +45,11 @@ extension ExecRunner {
                 return .failure(why)
             }
         }
-        var made = spawnLeader(job, exec: exec, hookOutput: hookOutput)
+        let plan = state.plan(planInputs(job)) { fixedEnvironment(job.action, instance: job.instance) }
+        // Baton's own variables, after the action's `env`, which cannot set them.
+        var own = ownVariables(job, artifacts: artifacts?.path)
+        own.append(("BATON_HOOK_OUTPUT", hookOutput))
+        var made = spawnLeader(job, plan, prefix: prefix, own: own, hookOutput: hookOutput)
         if case .failure = made {
             if let hookOutput { unlink(hookOutput) }
             if let shimDirectory { ShimRecord.remove(shimDirectory) }
@@ -61,8 +63,18 @@ extension ExecRunner {
         return made
     }
 
-    /// The pipes, the cgroup and the process.
-    private func spawnLeader(_ job: Job, exec: [String], hookOutput: String?) -> Result<ProcessAttempt.Spawned, SpawnFailure> {
+    /// What an action's `SpawnPlan` is made from.
+    func planInputs(_ job: Job) -> SpawnPlan.Inputs {
+        var support: LimitSupport?
+        if case let .cgroup(hierarchy) = tracking { support = hierarchy.limits }
+        return SpawnPlan.Inputs(name: job.action.name, exec: job.action.exec, env: job.action.env, runAs: job.action.runAs,
+                                instance: job.instance, inherited: inherited, limits: job.action.limits, support: support)
+    }
+
+    /// The pipes, the cgroup and the process: argv `prefix` (the shim's) then the action's `exec`,
+    /// the plan's environment with the run's `own` variables (`BATON_HOOK_OUTPUT` among them).
+    private func spawnLeader(_ job: Job, _ plan: SpawnPlan, prefix: [String], own: [(name: String, value: String?)],
+                             hookOutput: String?) -> Result<ProcessAttempt.Spawned, SpawnFailure> {
         // With `tty`, stdout and stderr are one pseudo-terminal (its master read as stdout), and err stays [-1, -1].
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], prog: [Int32] = [-1, -1]
         var made: Int32 = 0
@@ -85,17 +97,14 @@ extension ExecRunner {
         var cgroup: AttemptCgroup?
         if case let .cgroup(hierarchy) = tracking {
             ProcessAttempt.leaders.withLock { _ = $0.hierarchies.insert(hierarchy.directory) }
-            let plan = LimitPlan.make(job.action.limits, support: hierarchy.limits)
-            switch AttemptCgroup.create(hierarchy.path(run: job.runID, attempt: job.attempt), home: hierarchy.home, plan: plan) {
+            let name = CgroupHierarchy.name(run: job.runID, attempt: job.attempt)
+            switch AttemptCgroup.create(hierarchy.directory + "/" + name, name: name, home: hierarchy.home, plan: plan.limitPlan ?? .init()) {
             case let .success(made): cgroup = made
             case let .failure(why):
                 for fd in out + err + prog { close(fd) }
                 return .failure(SpawnFailure(message: "cannot give the attempt its cgroup: \(why)"))
             }
         }
-        var variables = environment(for: job)
-        variables["BATON_HOOK_OUTPUT"] = hookOutput
-        let env = variables.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0, pidfd: Int32 = -1
         let action = job.action
         // The spawn is counted before it starts: a leader that exits at once would otherwise be
@@ -107,10 +116,8 @@ extension ExecRunner {
             cgroup?.remove()
             return .failure(SpawnFailure(message: "cannot run \(job.action.exec[0]): this host is fenced (it lost its fleet lease), no process starts"))
         }
-        let rc = withCStrings(exec) { argv in
-            withCStrings(env) { envp in
-                Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup, &pid, &pidfd)
-            }
+        let rc = plan.withPointers(prefix: prefix, own: own) { argv, envp in
+            Self.spawn(action, argv, envp, stdoutEnd, stderrEnd, prog[1], cgroup: cgroup, &pid, &pidfd)
         }
         ProcessAttempt.leaders.withLock { $0.endSpawn(rc == 0 ? pid : nil) }
         for fd in [out[1], err[1], prog[1]] where fd >= 0 { close(fd) }

@@ -55,24 +55,39 @@ public struct ExecRunner: Runner {
         return kept
     }
 
-    /// The environment of an attempt: inherited variables, the action's `env`, then Baton's own.
+    /// The environment of an attempt: inherited variables, the action's `env`, then Baton's own
+    /// (`fixedEnvironment`, the same for every run of the action, overridden by `ownVariables`).
     public func environment(for job: Job) -> [String: String] {
+        var env = fixedEnvironment(job.action, instance: job.instance)
+        for (name, value) in ownVariables(job) { env[name] = value }
+        return env
+    }
+
+    /// What every attempt of `action` gets: inherited variables (or, run as another user, that
+    /// user's), the action's `env`, then `BATON_ACTION`, `BATON_PROGRESS_FD` and `BATON_INSTANCE`.
+    func fixedEnvironment(_ action: Action, instance: String?) -> [String: String] {
         var env = inherited
-        if let user = job.action.runAs {
+        if let user = action.runAs {
             // Another identity gets a clean environment of its own: nothing of batond's leaks.
             env = ["HOME": user.home, "USER": user.user, "LOGNAME": user.user, "SHELL": user.shell,
                    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
             for name in ["LANG", "TZ"] { if let value = inherited[name] { env[name] = value } }
         }
-        for (name, value) in job.action.env { env[name] = value }
-        env["BATON_ACTION"] = job.action.name
-        env["BATON_RUN_ID"] = String(job.runID)
-        env["BATON_ATTEMPT"] = String(job.attempt)
+        for (name, value) in action.env { env[name] = value }
+        env["BATON_ACTION"] = action.name
         env["BATON_PROGRESS_FD"] = "3"
-        if let instance = job.instance { env["BATON_INSTANCE"] = instance }
-        if let hook = job.hook { env.merge(hook.environment) { _, own in own } }
-        for (name, value) in job.params { env["BATON_PARAM_" + name.uppercased()] = value }
+        if let instance { env["BATON_INSTANCE"] = instance }
         return env
+    }
+
+    /// The variables of one run, in order (a later one wins), over the fixed ones: its id and
+    /// attempt, a hook's `BATON_HOOK_*`, its params; a nil value unsets the variable.
+    func ownVariables(_ job: Job, artifacts: String? = nil) -> [(name: String, value: String?)] {
+        var own: [(name: String, value: String?)] = [("BATON_RUN_ID", String(job.runID)), ("BATON_ATTEMPT", String(job.attempt))]
+        if let artifacts { own.append(("BATON_ARTIFACTS", artifacts)) }
+        if let hook = job.hook { own += hook.environment.map { ($0.key, $0.value) } }
+        for (name, value) in job.params { own.append(("BATON_PARAM_" + name.uppercased(), value)) }
+        return own
     }
 
     public func start(_ job: Job, events: @escaping @Sendable (AttemptEvent) -> Void) -> any Attempt {
@@ -86,10 +101,10 @@ public struct ExecRunner: Runner {
         let machine = AttemptMachine(killGrace: job.action.killGrace, keepLeftovers: job.action.leftovers == .keep, spawning: true)
         let attempt = ProcessAttempt(tailLimit: tailLimit, machine: machine, reactor: reactor, spawner: spawner, events: events)
         let runner = self
-        spawner.submit {
-            let made = runner.make(job)
+        spawner.submit(planned: { state in
+            let made = runner.make(job, &state)
             reactor.post { attempt.spawned(made) }
-        }
+        })
         return attempt
     }
 }

@@ -13,25 +13,40 @@ public final class SpawnerPool: Sendable {
     public static var perCore: Int { min(max(ProcessInfo.processInfo.activeProcessorCount, 2), 8) }
 
     struct Work: Sendable {
-        let run: @Sendable () -> Void
+        let run: @Sendable (inout SpawnerState) -> Void
     }
 
     private let workers: [SerialWorker<Work>]
 
-    /// A pool of `threads` workers, named `name` (one thread: its jobs run in the order submitted).
+    /// A pool of `threads` workers, named `name` (one thread: its jobs run in the order submitted),
+    /// each with its own `SpawnerState` (the actions' spawn plans), which only its thread touches.
     public init(threads: Int, name: String = "baton-spawn") {
         workers = (0..<max(threads, 1)).map { _ in
-            SerialWorker<Work>(name: name, capacity: 4_096, idleTimeout: .seconds(30), state: ()) { _, batch in
-                for work in batch.jobs { work.run() }
+            SerialWorker<Work>(name: name, capacity: 4_096, idleTimeout: .seconds(30), state: SpawnerState()) { state, batch in
+                for work in batch.jobs { work.run(&state) }
             }
         }
     }
 
     /// Runs `work` on the least loaded thread (never on the caller's: it blocks).
     public func submit(_ work: @escaping @Sendable () -> Void) {
+        submit(Work { _ in work() })
+    }
+
+    /// Runs `work` on the least loaded thread, with that thread's state.
+    func submit(planned work: @escaping @Sendable (inout SpawnerState) -> Void) {
+        submit(Work(run: work))
+    }
+
+    private func submit(_ work: Work) {
         let worker = workers.min { $0.load < $1.load } ?? workers[0]
         // Unbounded: refused only once closed, and this pool never closes; if it were, the work
-        // still runs, on a thread of its own.
-        do { try worker.submit(Work(run: work), bounded: false) } catch { SystemThread.start(work) }
+        // still runs, on a thread of its own (with a state of its own).
+        do { try worker.submit(work, bounded: false) } catch {
+            SystemThread.start {
+                var state = SpawnerState()
+                work.run(&state)
+            }
+        }
     }
 }

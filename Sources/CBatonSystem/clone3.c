@@ -141,7 +141,7 @@ int baton_spawn_clone3(const char *const argv[], const char *const envp[], const
     char file[PATH_MAX];
     int resolved = baton_resolve_program(argv[0], file, sizeof(file));
     if (resolved != 0) return resolved;
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int devnull = baton_devnull();
     if (devnull < 0) return errno;
     struct baton_child setup = {file, argv, envp, cwd, devnull, stdout_fd, stderr_fd, progress_fd, -1,
                                 v1_procs_fds, v1_count, set_ids, uid, gid, groups, group_count, set_umask, mask, 0};
@@ -163,7 +163,6 @@ int baton_spawn_clone3(const char *const argv[], const char *const envp[], const
     int saved_errno = errno;
     long child = clone3_vm(&args, run_child, &setup);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close(devnull);
     errno = saved_errno;
     if (child < 0) {
         // No clone3, or none that takes CLONE_INTO_CGROUP: never again in this process. Any

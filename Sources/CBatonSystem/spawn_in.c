@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -91,6 +92,57 @@ void baton_child_run(struct baton_child *child) {
     child->error = fail;
 }
 
+/// Whether `fd` is still the /dev/null `slot` opened (a character device of the same st_rdev and
+/// st_ino): a number closed by mistake elsewhere and reused by another open is not.
+static int null_still(const struct baton_null *slot, int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == __atomic_load_n(&slot->rdev, __ATOMIC_ACQUIRE) &&
+           st.st_ino == __atomic_load_n(&slot->ino, __ATOMIC_ACQUIRE);
+}
+
+/// A new /dev/null (close-on-exec) moved to a number from 100 on (from 3 where the limit is lower):
+/// never 0-2, where a child's dup2 onto its stdin would keep it close-on-exec.
+static int null_open(struct baton_null *slot) {
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+    if (high < 0) high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (high >= 0) {
+        close(fd);
+        fd = high;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int error = errno;
+        close(fd);
+        errno = error;
+        return -1;
+    }
+    // The same device and inode whoever opens it: stored before the fd is published.
+    __atomic_store_n(&slot->rdev, st.st_rdev, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot->ino, st.st_ino, __ATOMIC_RELEASE);
+    return fd;
+}
+
+int baton_null_fd(struct baton_null *slot) {
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = __atomic_load_n(&slot->fd, __ATOMIC_ACQUIRE);
+        if (fd >= 0 && null_still(slot, fd)) return fd;
+        int opened = null_open(slot);
+        if (opened < 0) return -1;
+        // Replaces what was there; a number no longer /dev/null is someone else's now: not closed.
+        if (__atomic_compare_exchange_n(&slot->fd, &fd, opened, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return opened;
+        close(opened);
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
+int baton_devnull(void) {
+    static struct baton_null shared = {-1, 0, 0};
+    return baton_null_fd(&shared);
+}
+
 int baton_spawn_in(const char *const argv[], const char *const envp[], const char *cwd,
                    int stdout_fd, int stderr_fd, int progress_fd, int cgroup_procs_fd,
                    const int *v1_procs_fds, size_t v1_count, int set_ids, uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
@@ -98,7 +150,7 @@ int baton_spawn_in(const char *const argv[], const char *const envp[], const cha
     char file[PATH_MAX];
     int resolved = baton_resolve_program(argv[0], file, sizeof(file));
     if (resolved != 0) return resolved;
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int devnull = baton_devnull();
     if (devnull < 0) return errno;
     // Set by the child, which shares this memory until it execs or exits.
     struct baton_child setup = {file, argv, envp, cwd, devnull, stdout_fd, stderr_fd, progress_fd, cgroup_procs_fd,
@@ -115,7 +167,6 @@ int baton_spawn_in(const char *const argv[], const char *const envp[], const cha
     }
     int spawn_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close(devnull);
     errno = saved_errno;
     if (child < 0) return spawn_errno;
     if (setup.error != 0) {

@@ -49,8 +49,28 @@ struct KernelFileTests {
         #expect(KernelFile.numbers(in: try #require(KernelFile.read(path))).count == 3_000)
         #expect(KernelFile.read(path, limit: 5_000)?.count == 5_000)
         #expect(KernelFile.read(path + ".missing") == nil)
+        // Exactly one buffer: the read after it hears the end.
+        let page = String(repeating: "7\n", count: 2_048)
+        try page.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(KernelFile.read(path) == Array(page.utf8))
         // A file of the kernel's, whose size stat does not know.
-        let stat = try #require(KernelFile.read("/proc/self/stat"))
+        let stat = try #require(KernelFile.read("/proc/self/stat", oneRecord: true))
         #expect(String(decoding: stat, as: UTF8.self).hasPrefix("\(getpid()) ("))
+    }
+
+    @Test("a kernel file of records longer than a page is read whole, past the short reads it gives (/proc/self/maps)")
+    func recordsReadWhole() throws {
+        // 400 mappings that cannot merge (every other page readable), about 30 KB of maps: the
+        // kernel ends each read short of the page at a record that would not fit.
+        let page = Int(sysconf(Int32(_SC_PAGESIZE))), count = 400
+        let base = try #require(mmap(nil, page * count, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
+        #expect(base != MAP_FAILED)
+        defer { munmap(base, page * count) }
+        for index in stride(from: 1, to: count, by: 2) { #expect(mprotect(base + index * page, page, PROT_NONE) == 0) }
+        let maps = String(decoding: try #require(KernelFile.read("/proc/self/maps")), as: UTF8.self)
+        let starts = Set(maps.split(separator: "\n").map { $0.prefix { $0 != "-" } })
+        let missing = (0..<count).filter { !starts.contains(Substring(String(UInt(bitPattern: base + $0 * page), radix: 16))) }
+        #expect(missing.isEmpty)
+        #expect(maps.hasSuffix("\n") && maps.utf8.count > 4 * 4096)
     }
 }

@@ -22,8 +22,9 @@ final class AttemptCgroup: Sendable {
 
     /// Creates the cgroup (after destroying one of the same name a crashed batond left), and the
     /// v1 groups `plan` lists, with the plan's limits written into their control files before
-    /// any process is in them.
-    static func create(_ path: String, home: String, plan: LimitPlan = .init()) -> Result<AttemptCgroup, CgroupUnavailable> {
+    /// any process is in them. `name` is the path's last component (given: a `baseName` of a long
+    /// path cost a spawn 11,000 instructions).
+    static func create(_ path: String, name: String? = nil, home: String, plan: LimitPlan = .init()) -> Result<AttemptCgroup, CgroupUnavailable> {
         if mkdir(path, 0o755) != 0 {
             guard errno == EEXIST else { return .failure(CgroupUnavailable("cannot create \(path): \(String(cString: strerror(errno)))")) }
             destroy(path)
@@ -35,7 +36,7 @@ final class AttemptCgroup: Sendable {
             return .failure(CgroupUnavailable("cannot write \(control.value) to \(path)/\(control.file): \(reason)"))
         }
         let v1: AttemptCgroupV1?
-        switch AttemptCgroupV1.create(plan.v1, name: path.baseName) {
+        switch AttemptCgroupV1.create(plan.v1, name: name ?? path.baseName) {
         case let .success(made): v1 = made
         case let .failure(why):
             rmdir(path)
@@ -94,7 +95,7 @@ final class AttemptCgroup: Sendable {
 
     /// The CPU time its processes used, from `cpu.stat` (present without the cpu controller).
     func cpuTime() -> (user: Duration, system: Duration)? {
-        guard let bytes = KernelFile.read("cpu.stat", in: directory), let user = KernelFile.value(of: "user_usec", in: bytes),
+        guard let bytes = KernelFile.read("cpu.stat", in: directory, oneRecord: true), let user = KernelFile.value(of: "user_usec", in: bytes),
               let system = KernelFile.value(of: "system_usec", in: bytes) else { return nil }
         return (.microseconds(user), .microseconds(system))
     }
@@ -104,7 +105,7 @@ final class AttemptCgroup: Sendable {
     func memoryPeak() -> Int64? {
         // A controller serves one hierarchy: with a v1 memory group (a hybrid host) v2 has no memory files.
         if let v1, v1.memory != nil { return v1.memoryPeak() }
-        guard let bytes = KernelFile.read("memory.peak", in: directory) else { return v1?.memoryPeak() }
+        guard let bytes = KernelFile.read("memory.peak", in: directory, oneRecord: true) else { return v1?.memoryPeak() }
         return KernelFile.number(in: bytes)
     }
 
@@ -112,7 +113,7 @@ final class AttemptCgroup: Sendable {
     /// v1 memory group's `memory.oom_control`); nil where no memory controller serves it.
     func oomKills() -> Int? {
         if let v1, v1.memory != nil { return v1.oomKills() }
-        guard let bytes = KernelFile.read("memory.events", in: directory) else { return v1?.oomKills() }
+        guard let bytes = KernelFile.read("memory.events", in: directory, oneRecord: true) else { return v1?.oomKills() }
         return Self.oomKills(memoryEvents: bytes)
     }
 

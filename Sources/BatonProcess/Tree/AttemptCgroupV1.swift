@@ -57,14 +57,14 @@ final class AttemptCgroupV1: Sendable {
 
     /// The memory group's peak (`memory.max_usage_in_bytes`).
     func memoryPeak() -> Int64? {
-        guard let memory, let bytes = KernelFile.read(memory + "/memory.max_usage_in_bytes") else { return nil }
+        guard let memory, let bytes = KernelFile.read(memory + "/memory.max_usage_in_bytes", oneRecord: true) else { return nil }
         return KernelFile.number(in: bytes)
     }
 
     /// How many of its processes the kernel killed at the memory limit: the `oom_kill` line of
     /// `memory.oom_control` (Linux 4.13 and later); nil where unknown.
     func oomKills() -> Int? {
-        guard let memory, let bytes = KernelFile.read(memory + "/memory.oom_control") else { return nil }
+        guard let memory, let bytes = KernelFile.read(memory + "/memory.oom_control", oneRecord: true) else { return nil }
         return AttemptCgroup.oomKills(memoryEvents: bytes)
     }
 

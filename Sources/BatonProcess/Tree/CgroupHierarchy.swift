@@ -101,7 +101,10 @@ public struct CgroupHierarchy: Sendable, Equatable {
     }
 
     /// The cgroup of one attempt.
-    public func path(run: Int64, attempt: Int) -> String { "\(directory)/run-\(run)-\(attempt)" }
+    public func path(run: Int64, attempt: Int) -> String { "\(directory)/\(Self.name(run: run, attempt: attempt))" }
+
+    /// The name of one attempt's cgroup (`run-42-1`), in each hierarchy.
+    static func name(run: Int64, attempt: Int) -> String { "run-\(run)-\(attempt)" }
 
     /// Kills and removes every attempt's cgroup left in the subtree (by a batond that crashed:
     /// at start nothing of this instance runs but the adopted runs' attempts, `kept`: their

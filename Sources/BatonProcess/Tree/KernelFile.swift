@@ -7,33 +7,42 @@ import Glibc
 /// Reading them as Foundation strings and splitting them cost about 140,000 instructions per
 /// run, a tenth of what batond spent on a `/bin/true` run (callgrind, 2026-12-01).
 enum KernelFile {
-    /// The file's bytes (up to `limit`), or nil when it cannot be opened or read.
-    static func read(_ path: String, limit: Int = 1 << 20) -> [UInt8]? {
-        read(open(path, O_RDONLY | O_CLOEXEC), limit: limit)
+    /// The file's bytes (up to `limit`), or nil when it cannot be opened or read. `oneRecord`: the
+    /// caller knows the file is one record (see `read(_:limit:oneRecord:)` below).
+    static func read(_ path: String, limit: Int = 1 << 20, oneRecord: Bool = false) -> [UInt8]? {
+        read(open(path, O_RDONLY | O_CLOEXEC), limit: limit, oneRecord: oneRecord)
     }
 
     /// The bytes of the file `name` in the open directory `directory` (a cgroup's control file,
     /// opened without walking the cgroup's path again), or nil.
-    static func read(_ name: String, in directory: Int32, limit: Int = 1 << 20) -> [UInt8]? {
-        read(openat(directory, name, O_RDONLY | O_CLOEXEC), limit: limit)
+    static func read(_ name: String, in directory: Int32, limit: Int = 1 << 20, oneRecord: Bool = false) -> [UInt8]? {
+        read(openat(directory, name, O_RDONLY | O_CLOEXEC), limit: limit, oneRecord: oneRecord)
     }
 
     /// The bytes of the open file `fd` (closed here), or nil when it is not open or cannot be read.
-    private static func read(_ fd: Int32, limit: Int) -> [UInt8]? {
+    /// Read through a temporary buffer (4 KiB: on the heap in this toolchain, but not zeroed) into
+    /// an array of the size read. Read to the end (a read of 0), except that a file the caller
+    /// says is `oneRecord` ends at a read that fills less than it asked: a kernel file shown whole
+    /// by one `show` (`cpu.stat`, `memory.peak`, `memory.events`, `memory.oom_control`,
+    /// `/proc/PID/stat`) fills what it is asked while it has more. A file of records
+    /// (`cgroup.procs`, `cgroup.threads`, `/proc/PID/maps`) does not: the kernel stops a read
+    /// short at the record that would not fit its page, with more to come.
+    private static func read(_ fd: Int32, limit: Int, oneRecord: Bool) -> [UInt8]? {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        var count = 0
-        while count < limit {
-            if count == bytes.count { bytes += repeatElement(0, count: min(bytes.count, limit - count)) }
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { return nil }
-            if n == 0 { break }
-            count += n
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer -> [UInt8]? in
+            var bytes: [UInt8] = []
+            while bytes.count < limit {
+                let asked = min(buffer.count, limit - bytes.count)
+                let n = Glibc.read(fd, buffer.baseAddress!, asked)
+                if n < 0 && errno == EINTR { continue }
+                guard n >= 0 else { return nil }
+                if n == 0 { break }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<n]))
+                if oneRecord && n < asked { break }
+            }
+            return bytes
         }
-        bytes.removeLast(bytes.count - count)
-        return bytes
     }
 
     /// The number on the line that starts with `key` and a space, in `key value` lines

@@ -192,7 +192,7 @@ struct ProcStat {
     }
 
     init?(pid: Int32) {
-        guard let bytes = KernelFile.read("/proc/\(pid)/stat") else { return nil }
+        guard let bytes = KernelFile.read("/proc/\(pid)/stat", oneRecord: true) else { return nil }
         self.init(stat: String(decoding: bytes, as: UTF8.self))
     }
 

@@ -38,6 +38,24 @@ struct baton_child {
 /// umask, identity, cwd, then exec. Returns only when a step failed, its errno in `error`.
 void baton_child_run(struct baton_child *child);
 
+/// One /dev/null kept open (close-on-exec): its fd (-1 until opened), and the st_rdev and st_ino it
+/// had, by which each use checks that the number is still /dev/null.
+struct baton_null {
+    int fd;
+    dev_t rdev;
+    ino_t ino;
+};
+
+/// The /dev/null `slot` holds, opened (again) when it has none or its number is no longer /dev/null
+/// (closed by mistake and reused by another open: never given to a child as its stdin); one fstat
+/// a use. -1 and errno when it cannot be opened.
+int baton_null_fd(struct baton_null *slot);
+
+/// The process's /dev/null (`baton_null_fd` of one slot for the whole process), a spawned child's
+/// stdin (every clone3 and vfork child shares its one open file description: harmless for
+/// /dev/null); -1 and errno when it cannot be opened.
+int baton_devnull(void);
+
 /// The file argv[0] names: itself when it has a slash, else searched in PATH. 0 or an errno.
 int baton_resolve_program(const char *name, char *out, size_t size);
 
