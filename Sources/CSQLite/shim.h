@@ -12,7 +12,7 @@
     F(sqlite3_changes) F(sqlite3_db_readonly) F(sqlite3_prepare_v3) F(sqlite3_finalize) F(sqlite3_step) F(sqlite3_reset) \
     F(sqlite3_clear_bindings) F(sqlite3_bind_null) F(sqlite3_bind_int64) F(sqlite3_bind_double) F(sqlite3_bind_text) \
     F(sqlite3_bind_blob) F(sqlite3_column_count) F(sqlite3_column_type) F(sqlite3_column_int64) F(sqlite3_column_double) \
-    F(sqlite3_column_text) F(sqlite3_column_bytes) F(sqlite3_column_blob) F(sqlite3_stmt_status)
+    F(sqlite3_column_text) F(sqlite3_column_bytes) F(sqlite3_column_blob) F(sqlite3_stmt_status) F(sqlite3_bind_parameter_count)
 
 #define BATON_SQLITE_FIELD(name) __typeof__(name) *_Nonnull name;
 
