@@ -2,28 +2,32 @@ import CSQLite
 
 /// A value a statement binds at one parameter by itself: the writer's statements of every run bind
 /// their values in one call each, without a `[DatabaseValue]` made, filled and freed per
-/// statement (issue 39, item 3: 8 % of the writer's instructions).
+/// statement (issue 39, item 3: 8 % of the writer's instructions). Only `execute` binds through it:
+/// the `Statement.Binder` it takes has no public initializer, so no caller binds around the
+/// statement's `bindings` (which `reset` reads to know whether to clear).
 public protocol DatabaseBindable {
-    func bind(to statement: Statement, at index: Int32) throws(DatabaseError)
+    func bind(to binder: Statement.Binder, at index: Int32) throws(DatabaseError)
 }
 
 extension Int64: DatabaseBindable {
-    public func bind(to statement: Statement, at index: Int32) throws(DatabaseError) {
+    public func bind(to binder: Statement.Binder, at index: Int32) throws(DatabaseError) {
+        let statement = binder.statement
         try statement.check(statement.sqlite.sqlite3_bind_int64(statement.handle, index, self))
     }
 }
 
 extension Int: DatabaseBindable {
-    public func bind(to statement: Statement, at index: Int32) throws(DatabaseError) { try Int64(self).bind(to: statement, at: index) }
+    public func bind(to binder: Statement.Binder, at index: Int32) throws(DatabaseError) { try Int64(self).bind(to: binder, at: index) }
 }
 
 extension Int32: DatabaseBindable {
-    public func bind(to statement: Statement, at index: Int32) throws(DatabaseError) { try Int64(self).bind(to: statement, at: index) }
+    public func bind(to binder: Statement.Binder, at index: Int32) throws(DatabaseError) { try Int64(self).bind(to: binder, at: index) }
 }
 
 extension String: DatabaseBindable {
     /// Text, kept in the statement's buffer while it fits (`Statement.bindKept`).
-    public func bind(to statement: Statement, at index: Int32) throws(DatabaseError) {
+    public func bind(to binder: Statement.Binder, at index: Int32) throws(DatabaseError) {
+        let statement = binder.statement
         var text = self
         try statement.check(text.withUTF8 { statement.bindKept($0, at: index) })
     }
@@ -34,31 +38,41 @@ public struct DatabaseText: DatabaseBindable {
     public var utf8: [UInt8]
     public init(utf8: [UInt8]) { self.utf8 = utf8 }
 
-    public func bind(to statement: Statement, at index: Int32) throws(DatabaseError) {
+    public func bind(to binder: Statement.Binder, at index: Int32) throws(DatabaseError) {
+        let statement = binder.statement
         try statement.check(utf8.withUnsafeBufferPointer { statement.bindKept($0, at: index) })
     }
 }
 
 extension Array: DatabaseBindable where Element == UInt8 {
     /// A blob.
-    public func bind(to statement: Statement, at index: Int32) throws(DatabaseError) {
-        try statement.bindValue(.blob(self), at: index)
+    public func bind(to binder: Statement.Binder, at index: Int32) throws(DatabaseError) {
+        try binder.statement.bindValue(.blob(self), at: index)
     }
 }
 
 extension Optional: DatabaseBindable where Wrapped: DatabaseBindable {
     /// NULL for nil.
-    public func bind(to statement: Statement, at index: Int32) throws(DatabaseError) {
+    public func bind(to binder: Statement.Binder, at index: Int32) throws(DatabaseError) {
+        let statement = binder.statement
         guard let self else { return try statement.check(statement.sqlite.sqlite3_bind_null(statement.handle, index)) }
-        try self.bind(to: statement, at: index)
+        try self.bind(to: binder, at: index)
     }
 }
 
 extension DatabaseValue: DatabaseBindable {
-    public func bind(to statement: Statement, at index: Int32) throws(DatabaseError) { try statement.bindValue(self, at: index) }
+    public func bind(to binder: Statement.Binder, at index: Int32) throws(DatabaseError) { try binder.statement.bindValue(self, at: index) }
 }
 
 extension Statement {
+    /// What a `DatabaseBindable` binds through: only `execute` makes one, after it has set
+    /// `bindings` to `.all` (a value bound any other way would be left, unseen, for the next use).
+    public struct Binder {
+        /// Alive for the binder's whole life: it exists only inside `execute` on this statement.
+        unowned(unsafe) let statement: Statement
+        init(_ statement: Statement) { self.statement = statement }
+    }
+
     /// Binds `values` to the parameters, in order from 1, and runs the statement (it returns no rows).
     /// `values` are every parameter the SQL has: none is left from a use before, so none is cleared.
     public func execute<each Value: DatabaseBindable>(_ values: repeat each Value) throws(DatabaseError) {
@@ -66,9 +80,10 @@ extension Statement {
         // Set first: a bind that fails leaves some parameters bound, which `bind` clears.
         bindings = .all
         texts.restart()
+        let binder = Binder(self)
         var index: Int32 = 1
         for value in repeat each values {
-            try value.bind(to: self, at: index)
+            try value.bind(to: binder, at: index)
             index += 1
         }
         precondition(index - 1 == parameterCount, "execute binds every parameter of \(sql)")
