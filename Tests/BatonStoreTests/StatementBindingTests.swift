@@ -1,5 +1,6 @@
 @testable import BatonStore
 import Testing
+import CSQLite
 
 /// Text bound by `execute` is kept in the statement's buffer and read in place by SQLite; what does
 /// not fit is bound as a copy; parameters are cleared only where a use may leave some unbound.
@@ -97,5 +98,58 @@ struct StatementBindingTests {
         #expect(try Self.row(2, on: connection) == [.text("only a"), .null, .null])
         #expect(try Self.row(3, on: connection) == [.null, .null, .null])
         #expect(try Self.row(4, on: connection) == [.text("x"), .null, .text("z")])
+    }
+
+    @Test("an execute whose step fails (a duplicate id) leaves nothing for a later bind of fewer values")
+    func stepFails() throws {
+        let (dir, connection) = try Self.connection()
+        _ = dir
+        try connection.cached(Self.insert) { try $0.execute(Int64(1), "a", "b", "c") }
+        #expect(throws: DatabaseError.self) {
+            try connection.cached(Self.insert) { try $0.execute(Int64(1), "stale a", "stale b", "stale c") }
+        }
+        try connection.cached(Self.insert) { statement in
+            try statement.bind([.integer(9)])
+            _ = try statement.step()
+        }
+        try connection.cached(Self.insert) { try $0.execute(Int64(10), "x", Optional<String>.none, "z") }
+        #expect(try Self.row(1, on: connection) == [.text("a"), .text("b"), .text("c")])
+        #expect(try Self.row(9, on: connection) == [.null, .null, .null])
+        #expect(try Self.row(10, on: connection) == [.text("x"), .null, .text("z")])
+    }
+
+    @Test("an execute whose bind fails partway (five values for four parameters) leaves no value of it")
+    func bindFails() throws {
+        let (dir, connection) = try Self.connection()
+        _ = dir
+        let error = #expect(throws: DatabaseError.self) {
+            try connection.cached(Self.insert) { try $0.execute(Int64(1), "stale a", "stale b", "stale c", "one too many") }
+        }
+        #expect(error?.primaryCode == SQLITE_RANGE)
+        try connection.cached(Self.insert) { statement in
+            try statement.bind([.integer(2), .text("only a")])
+            _ = try statement.step()
+        }
+        try connection.cached(Self.insert) { try $0.execute(Int64(3), "x", "y", "z") }
+        #expect(try connection.scalar("SELECT count(*) FROM t WHERE id = 1") == .integer(0))
+        #expect(try Self.row(2, on: connection) == [.text("only a"), .null, .null])
+        #expect(try Self.row(3, on: connection) == [.text("x"), .text("y"), .text("z")])
+    }
+
+    @Test("an execute told SQLITE_BUSY (another connection writing) writes its own values when run again")
+    func retryAfterBusy() throws {
+        let (dir, connection) = try Self.connection()
+        let other = try Connection(path: dir.file("b.sqlite"))
+        try connection.execute("PRAGMA busy_timeout = 0")
+        try connection.cached(Self.insert) { try $0.execute(Int64(1), "a", "b", "c") }
+        try other.execute("BEGIN IMMEDIATE")
+        let error = #expect(throws: DatabaseError.self) {
+            try connection.cached(Self.insert) { try $0.execute(Int64(2), "busy a", "busy b", "busy c") }
+        }
+        #expect(error?.isBusy == true)
+        try other.execute("ROLLBACK")
+        try connection.cached(Self.insert) { try $0.execute(Int64(2), "again a", Optional<String>.none, "again c") }
+        #expect(try Self.row(2, on: connection) == [.text("again a"), .null, .text("again c")])
+        #expect(try Self.row(1, on: connection) == [.text("a"), .text("b"), .text("c")])
     }
 }
