@@ -75,6 +75,10 @@ extension Statement {
 
     /// Binds `values` to the parameters, in order from 1, and runs the statement (it returns no rows).
     /// `values` are every parameter the SQL has: none is left from a use before, so none is cleared.
+    /// Fewer values than parameters is a caller's bug: it throws (SQLITE_MISUSE, naming the SQL)
+    /// before the step, so no parameter keeps a value from a use before; the writer refuses that
+    /// item alone (`writeIsolated`) and batond goes on. More values than parameters throws
+    /// SQLITE_RANGE from the bind.
     public func execute<each Value: DatabaseBindable>(_ values: repeat each Value) throws(DatabaseError) {
         if bindings == .some { sqlite.sqlite3_clear_bindings(handle) }
         // Set first: a bind that fails leaves some parameters bound, which `bind` clears.
@@ -86,7 +90,9 @@ extension Statement {
             try value.bind(to: binder, at: index)
             index += 1
         }
-        precondition(index - 1 == parameterCount, "execute binds every parameter of \(sql)")
+        guard index - 1 == parameterCount else {
+            throw DatabaseError(code: SQLITE_MISUSE, message: "execute bound \(index - 1) of \(parameterCount) parameters", sql: sql)
+        }
         _ = try step()
         sqlite.sqlite3_reset(handle)
     }

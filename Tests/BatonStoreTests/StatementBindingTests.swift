@@ -136,6 +136,22 @@ struct StatementBindingTests {
         #expect(try Self.row(3, on: connection) == [.text("x"), .text("y"), .text("z")])
     }
 
+    @Test("an execute with fewer values than parameters throws, naming the statement, and writes nothing")
+    func fewerValues() throws {
+        let (dir, connection) = try Self.connection()
+        _ = dir
+        try connection.cached(Self.insert) { try $0.execute(Int64(1), "a", "b", "c") }
+        let error = #expect(throws: DatabaseError.self) {
+            try connection.cached(Self.insert) { try $0.execute(Int64(2), "only a") }
+        }
+        #expect(error?.primaryCode == SQLITE_MISUSE)
+        #expect(error?.sql == Self.insert.description)
+        #expect(error?.message == "execute bound 2 of 4 parameters")
+        try connection.cached(Self.insert) { try $0.execute(Int64(3), "x", Optional<String>.none, "z") }
+        #expect(try connection.scalar("SELECT count(*) FROM t WHERE id = 2") == .integer(0))
+        #expect(try Self.row(3, on: connection) == [.text("x"), .null, .text("z")])
+    }
+
     @Test("an execute told SQLITE_BUSY (another connection writing) writes its own values when run again")
     func retryAfterBusy() throws {
         let (dir, connection) = try Self.connection()
