@@ -50,10 +50,8 @@ public final class Statement {
         texts = TextBuffer()
     }
 
-    deinit {
-        sqlite.sqlite3_finalize(handle)
-        texts.free()
-    }
+    /// `texts` is freed after this, with the statement's other properties.
+    deinit { sqlite.sqlite3_finalize(handle) }
 
     /// Binds values to the parameters, in order, from 1.
     public func bind(_ values: [DatabaseValue]) throws(DatabaseError) {

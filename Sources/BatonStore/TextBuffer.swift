@@ -6,7 +6,9 @@ import Glibc
 /// (issue 39: binding a `String` cost the writer about 1,000 instructions, Swift's C string and
 /// SQLite's copy, 18 times a run). `execute` starts it again each time, after the step before has
 /// read it; it lives as long as its statement, so what SQLite still points at stays valid.
-struct TextBuffer {
+/// Not copyable: it owns its memory, which it frees once, when the statement's properties are
+/// destroyed (after `Statement.deinit` has finalized the statement: nothing points at it any more).
+struct TextBuffer: ~Copyable {
     /// How many bytes a statement keeps for its text: the writer's values are short (a key, a
     /// phase, a detail's JSON); a longer one (an output tail) is bound as a copy.
     static let capacity = 1_024
@@ -22,13 +24,12 @@ struct TextBuffer {
         guard bytes.count <= Self.capacity - used else { return nil }
         if base == nil { base = .allocate(capacity: Self.capacity) }
         let start = base! + used
-        if let source = bytes.baseAddress { start.update(from: source, count: bytes.count) }
+        if let source = bytes.baseAddress { start.initialize(from: source, count: bytes.count) }
         used += bytes.count
         return UnsafePointer(start)
     }
 
-    /// Frees the room (the statement is finalized: nothing points at it any more).
-    func free() { base?.deallocate() }
+    deinit { base?.deallocate() }
 }
 
 extension Statement {
