@@ -116,7 +116,7 @@ enum JournalWriter {
     static func insert(_ t: Transition, on db: Connection) throws {
         guard Phase.allows(from: t.from, to: t.to) else { throw IllegalTransition(transition: t) }
         try db.cached("INSERT INTO transitions (run_id, seq, from_phase, to_phase, at, detail) VALUES (?, ?, ?, ?, ?, ?)") {
-            try $0.execute(t.runID, t.seq, t.from?.rawValue, t.to.rawValue, t.at.rawValue, JSONText.detail(t.detail))
+            try $0.execute(t.runID, t.seq, t.from?.rawValue, t.to.rawValue, t.at.rawValue, DatabaseText(utf8: JSONText.detailUTF8(t.detail)))
         }
     }
 

@@ -15,19 +15,36 @@ struct RunRows {
     /// The runs already in the table that the group changes more than once (a start and its
     /// process group, an end): only those are read and held; a run changed once is UPDATEd at
     /// once, one statement, as without this.
-    private let repeated: Set<Int64>
+    /// Sorted, each id once. An array, not a `Set`: a group holds a few changes, and a `Dictionary`
+    /// of counts, its filtered copy and a `Set` built for each group were 5,400 instructions a run
+    /// (issue 39).
+    private let repeated: [Int64]
 
     /// Rows for a group of `entries`, which says which runs it changes more than once.
     init<Entries: Sequence>(for entries: Entries) where Entries.Element == JournalEntry {
-        var changes: [Int64: Int] = [:]
+        var changed: [Int64] = []
         for entry in entries {
             switch entry {
-            case let .transition(transition): changes[transition.runID, default: 0] += 1
-            case let .processGroup(runID, _, _): changes[runID, default: 0] += 1
+            case let .transition(transition): changed.append(transition.runID)
+            case let .processGroup(runID, _, _): changed.append(runID)
             default: break
             }
         }
-        repeated = Set(changes.filter { $0.value > 1 }.keys)
+        changed.sort()
+        var repeated: [Int64] = []
+        for (earlier, id) in zip(changed, changed.dropFirst()) where id == earlier && repeated.last != id { repeated.append(id) }
+        self.repeated = repeated
+    }
+
+    /// Whether the group changes the run more than once.
+    private func isRepeated(_ id: Int64) -> Bool {
+        guard !repeated.isEmpty else { return false }
+        var (low, high) = (0, repeated.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if repeated[middle] < id { low = middle + 1 } else { high = middle }
+        }
+        return low < repeated.count && repeated[low] == id
     }
 
     /// A run whose row waits for the group's end: the row as it is now, and for a run created in
@@ -55,7 +72,7 @@ struct RunRows {
                 throw JournalWriter.IllegalTransition(transition: transition)
             }
             held[run.id] = HeldRun(created: run, phase: run.phase, transitions: [transition])
-        case let .transition(transition) where held[transition.runID] == nil && !repeated.contains(transition.runID):
+        case let .transition(transition) where held[transition.runID] == nil && !isRepeated(transition.runID):
             try JournalWriter.write(entry, on: db)
         case let .transition(transition):
             if held[transition.runID] == nil, let row = try HeldRun.read(transition.runID, on: db) { held[transition.runID] = row }

@@ -26,6 +26,17 @@ public final class Statement {
     /// libsqlite3's functions, as the connection has them.
     let sqlite: BatonSQLite
     public let sql: String
+    /// How many parameters the SQL has: `execute` binds every one of them.
+    let parameterCount: Int32
+    /// What the parameters hold since the last `reset`: `reset` clears them only when some may
+    /// have been left bound by a call that does not bind them all (issue 39: `sqlite3_clear_bindings`
+    /// after each of the writer's statements, whose every parameter is bound again, was 6,200
+    /// instructions a run).
+    var bindings = Bindings.cleared
+    /// The text `execute` binds, copied here and read in place by SQLite (`SQLITE_STATIC`): no
+    /// copy of SQLite's own, no allocation per value. Valid until the next `execute` starts
+    /// (it outlives every step that reads it); text that does not fit is bound as a copy.
+    var texts: TextBuffer
 
     init(connection: Connection, sql: String) throws(DatabaseError) {
         var statement: OpaquePointer?
@@ -35,22 +46,40 @@ public final class Statement {
         sqlite = connection.sqlite
         self.connection = connection
         self.sql = sql
+        parameterCount = sqlite.sqlite3_bind_parameter_count(statement)
+        texts = TextBuffer()
     }
 
+    /// `texts` is freed after this, with the statement's other properties.
     deinit { sqlite.sqlite3_finalize(handle) }
 
     /// Binds values to the parameters, in order, from 1.
     public func bind(_ values: [DatabaseValue]) throws(DatabaseError) {
+        if bindings == .all {
+            sqlite.sqlite3_clear_bindings(handle)
+            bindings = .cleared
+        }
         for (index, value) in values.enumerated() { try bind(value, at: Int32(index + 1)) }
     }
 
+    /// Binds one value; the parameters not bound again keep their values until `reset`, which
+    /// clears them.
     public func bind(_ value: DatabaseValue, at index: Int32) throws(DatabaseError) {
+        // `execute` left every parameter bound (and its text in `texts`): cleared first, so that a
+        // parameter this use does not bind is NULL, as after any `reset`.
+        if bindings == .all { sqlite.sqlite3_clear_bindings(handle) }
+        bindings = .some
+        try bindValue(value, at: index)
+    }
+
+    /// Binds one value, whoever binds the others (`bind`, or `execute` binding them all).
+    func bindValue(_ value: DatabaseValue, at index: Int32) throws(DatabaseError) {
         let rc: Int32
         switch value {
         case .null: rc = sqlite.sqlite3_bind_null(handle, index)
         case let .integer(v): rc = sqlite.sqlite3_bind_int64(handle, index, v)
         case let .real(v): rc = sqlite.sqlite3_bind_double(handle, index, v)
-        case let .text(v): rc = sqlite.sqlite3_bind_text(handle, index, v, -1, SQLITE_TRANSIENT)
+        case var .text(v): rc = v.withUTF8 { bindCopy($0, at: index) }
         case let .blob(v):
             rc = v.withUnsafeBytes { sqlite.sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(v.count), SQLITE_TRANSIENT) }
         }
@@ -73,9 +102,14 @@ public final class Statement {
         sqlite.sqlite3_reset(handle)
     }
 
+    /// Resets the statement for its next use, and clears its parameters unless `execute` bound them
+    /// all (it binds every one again before its next step).
     public func reset() {
         sqlite.sqlite3_reset(handle)
-        sqlite.sqlite3_clear_bindings(handle)
+        if bindings == .some {
+            sqlite.sqlite3_clear_bindings(handle)
+            bindings = .cleared
+        }
     }
 
     public var columnCount: Int32 { sqlite.sqlite3_column_count(handle) }

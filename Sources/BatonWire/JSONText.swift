@@ -15,9 +15,15 @@ public enum JSONText {
 
     /// A transition's detail, keys sorted, absent fields left out (`TransitionDetail.write`).
     public static func detail(_ detail: TransitionDetail) -> String {
-        var json = JSONWriter()
+        String(decoding: detailUTF8(detail), as: UTF8.self)
+    }
+
+    /// `detail`'s text as UTF-8, for a writer that binds the bytes (no `String` made of them: the
+    /// store's writer does it for every transition, issue 39).
+    public static func detailUTF8(_ detail: TransitionDetail) -> [UInt8] {
+        var json = JSONWriter(capacity: 128)
         detail.write(to: &json)
-        return json.text
+        return json.bytes
     }
 
     /// A params column's object of strings. Read by hand (`JSONBytes.stringMap`): every run row
