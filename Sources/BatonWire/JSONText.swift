@@ -23,7 +23,7 @@ public enum JSONText {
     public static func detailUTF8(_ detail: TransitionDetail) -> [UInt8] {
         var json = JSONWriter(capacity: 128)
         detail.write(to: &json)
-        return json.bytes
+        return json.take()
     }
 
     /// A params column's object of strings. Read by hand (`JSONBytes.stringMap`): every run row
