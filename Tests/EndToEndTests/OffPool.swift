@@ -23,7 +23,47 @@ struct OffPoolTrait: SuiteTrait, TestTrait, TestScoping {
     }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        await TestSlots.shared.enter()
+        defer { TestSlots.shared.leave() }
         try await withTaskExecutorPreference(OffPoolThreads.shared) { try await function() }
+    }
+}
+
+/// How many end-to-end tests run at once. The pool's width bounded it while their bodies ran
+/// there (a synchronous test held a pool thread from start to end: two at once on 2 cores); off
+/// the pool nothing did, and every test of the run started together: dozens of batonds and fleets at
+/// once on 2 cores, and tests that wait for a daemon's answer ran out of time (ci27a of session
+/// 27). A test waits for a slot suspended, holding no thread; the slots are as many as cores (at
+/// least 2), or `BATON_E2E_PARALLEL`. A `.timeLimit` counts the wait too (Swift Testing applies it
+/// around this trait's scope): such a limit must cover the whole end-to-end run, not one test.
+final class TestSlots: @unchecked Sendable {  // `free` and `waiting`: under `lock`
+    static let shared = TestSlots(count: ProcessInfo.processInfo.environment["BATON_E2E_PARALLEL"].flatMap(Int.init)
+                                  ?? max(2, ProcessInfo.processInfo.activeProcessorCount))
+    private let lock = NSLock()
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(count: Int) { free = max(1, count) }
+
+    /// Takes a slot, waiting (suspended) for one in the order asked.
+    func enter() async {
+        await withCheckedContinuation { (slot: CheckedContinuation<Void, Never>) in
+            let now = lock.withLock { () -> Bool in
+                if free > 0 { free -= 1; return true }
+                waiting.append(slot)
+                return false
+            }
+            if now { slot.resume() }
+        }
+    }
+
+    /// Gives the slot to the first waiting, or back.
+    func leave() {
+        let next = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+            if waiting.isEmpty { free += 1; return nil }
+            return waiting.removeFirst()
+        }
+        next?.resume()
     }
 }
 
