@@ -83,7 +83,7 @@ extension DashboardArtifactTests {
         let again = try Eventually.value("the artifact served again once a download slot is free", within: 30, {
             try HTTPProbe.request(port: dashboard.port, "GET", "/api/runs/1/artifacts/big", fields: session)
         }) { $0.status != 503 }
-        #expect(again.status == 200 && again.bytes.count == 25_165_824, "\(again.status)")
+        #expect(again.status == 200 && again.bytes.count == 25_165_824, "\(again.status), \(again.bytes.count) bytes (the probe stops reading after 15 s)")
         withExtendedLifetime(held) {}
     }
 }
