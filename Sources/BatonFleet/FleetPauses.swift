@@ -36,18 +36,26 @@ enum FleetPauses {
     /// the database's clock (what the pause's times are compared with).
     static let joinedList = columnList.map { "p." + $0 } + [FleetCooldown.databaseNow]
     static let joined = joinedList.joined(separator: ", ")
-    /// How many columns `joined` reads: the pause's and the clock.
-    static let joinedCount = joinedList.count
-
-    /// Whether the pause `joined` read at `index` holds, by the database's clock read with it.
-    static func holds(_ row: [String?], from index: Int) -> Bool {
-        guard let pause = pause(row, from: index), let now = row[index + count].flatMap({ Int64($0) }) else { return false }
-        return pause.holds(at: Timestamp(rawValue: now))
-    }
-
     /// Whether run `r`'s action has a pause that holds now by the database's clock: a look's
     /// filter only (the start decides with `KeyDecision.mayStart` on the row it reads).
     static let holds = "EXISTS (SELECT 1 FROM pauses p WHERE p.action = r.action AND (p.until IS NULL OR p.until > \(FleetCooldown.databaseNow)))"
+
+    /// The database's clock, then the pause columns of `action` (NULLs where it has none): one
+    /// row always. What a hook's trigger reads first under its key's lock (`FleetHooks`): the
+    /// clock its facts are decided on, read once, and the pause as kept, for the engine to say
+    /// whether it holds.
+    static func clockAndPause(_ action: String) -> Statement {
+        ("""
+         SELECT \(FleetCooldown.databaseNow), \(columnList.map { "p." + $0 }.joined(separator: ", "))
+         FROM (SELECT $1::text AS action) c LEFT JOIN pauses p ON p.action = c.action
+         """, [action])
+    }
+
+    /// `clockAndPause`'s row: the clock and the pause (nil: none); nil without a clock.
+    static func clockAndPause(_ row: [String?]?) -> (now: Timestamp, pause: ActionPause?)? {
+        guard let row, let now = row.first?.flatMap({ Int64($0) }) else { return nil }
+        return (Timestamp(rawValue: now), pause(row, from: 1))
+    }
 
     /// Every pause the fleet holds now (those whose time ran out included: `holds(at:)` says).
     static let all: Statement = ("SELECT \(columns) FROM pauses ORDER BY action", [])
