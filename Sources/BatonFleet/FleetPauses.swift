@@ -9,7 +9,8 @@ import FoundationEssentials
 /// learns the rows from its feed (`pausesSeen`, for `status`, metrics and the dashboard).
 /// `pauseAfterFailures` is counted over every host's runs, in the transaction that writes a
 /// success or a failure (`JournalEntry.failureStreak`, `count`), and decided by the engine's
-/// `ActionPause.afterFailures`.
+/// `FailureStreak.end` on the rows and the database's clock, as one machine's conductor decides it
+/// on its table.
 ///
 /// Lock order: a transaction that touches an action's pause row (a pause, a resume, a count of
 /// its failures: the writer's) takes a transaction-scoped advisory lock of each such action, in
@@ -120,34 +121,33 @@ enum FleetPauses {
     }
 
     /// In the transaction that wrote run `run`'s end, holding its action's pause lock
-    /// (`locks(for:)`): a success counts the action's failures in a row from zero again, a
-    /// failure adds one (`pause_streaks`, over every host's runs: every end of the action is
-    /// counted under the lock, one after the other); then the engine decides whether they pause
-    /// it (`ActionPause.afterFailures`). Returns whether it did.
-    static func count(run: Int64, action: String, most: Int, failed: Bool, on db: PGConnection, host: String) throws -> Bool {
-        guard failed else {
-            _ = try db.query("""
-                INSERT INTO pause_streaks (action, failures) VALUES ($1, 0) ON CONFLICT (action) DO UPDATE SET failures = 0
-                """, [action])
-            return false
+    /// (`locks(for:)`, so every end of the action is counted under it, one after the other, over
+    /// every host's runs): reads the action's count (`pause_streaks`) and pause with the
+    /// database's clock, and the run's row, and writes what the engine's rule answers
+    /// (`FailureStreak.end`): the count to keep and the pause it made. Returns whether it made one.
+    /// The run's row says how it ended (the end this transaction wrote).
+    static func count(run: Int64, action: String, most: Int, on db: PGConnection, host: String) throws -> Bool {
+        let read = try db.pipeline([streakAndPause(action), ("SELECT \(FleetRows.runColumns) FROM runs WHERE id = $1", [String(run)])])
+        guard let row = read[0].first, let now = row[0].flatMap({ Int64($0) }) else {
+            throw PGError(message: "the database's clock could not be read to count \(action)'s failures")
         }
-        let read = try db.pipeline([
-            ("""
-             INSERT INTO pause_streaks (action, failures) VALUES ($1, 1)
-             ON CONFLICT (action) DO UPDATE SET failures = pause_streaks.failures + 1 RETURNING failures
-             """, [action]),
-            ("SELECT \(columns), \(FleetCooldown.databaseNow) FROM pauses WHERE action = $1", [action]),
-            ("SELECT \(FleetRows.runColumns) FROM runs WHERE id = $1", [String(run)]),
-        ])
-        guard let streak = read[0].first?[0].flatMap({ Int($0) }), let row = read[2].first else { return false }
-        let paused = read[1].first.flatMap { row in
-            pause(row).map { $0.holds(at: Timestamp(rawValue: row[count].flatMap { Int64($0) } ?? 0)) }
-        } ?? false
-        guard let made = ActionPause.afterFailures(streak: streak, most: most, last: FleetRows.run(row), paused: paused, at: .now) else {
-            return false
-        }
-        _ = try db.pipeline(write(made, host: host))
-        return true
+        guard let last = read[1].first else { throw PGError(message: "run \(run)'s row could not be read to count \(action)'s failures") }
+        guard let ended = FailureStreak.end(FleetRows.run(last), most: most, failures: row[1].flatMap { Int($0) } ?? 0,
+                                            pause: pause(row, from: 2), at: Timestamp(rawValue: now)) else { return false }
+        let kept: Statement = ("""
+            INSERT INTO pause_streaks (action, failures) VALUES ($1, $2::integer) ON CONFLICT (action) DO UPDATE SET failures = excluded.failures
+            """, [action, String(ended.failures)])
+        _ = try db.pipeline([kept] + (ended.pause.map { write($0, host: host) } ?? []))
+        return ended.pause != nil
+    }
+
+    /// The database's clock, the action's count of failures in a row (NULL: none kept) and its
+    /// pause's columns (NULLs: none): one row always.
+    static func streakAndPause(_ action: String) -> Statement {
+        ("""
+         SELECT \(FleetCooldown.databaseNow), s.failures, \(columnList.map { "p." + $0 }.joined(separator: ", "))
+         FROM (SELECT $1::text AS action) c LEFT JOIN pause_streaks s ON s.action = c.action LEFT JOIN pauses p ON p.action = c.action
+         """, [action])
     }
 }
 
