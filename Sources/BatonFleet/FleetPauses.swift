@@ -122,18 +122,20 @@ enum FleetPauses {
 
     /// In the transaction that wrote run `run`'s end, holding its action's pause lock
     /// (`locks(for:)`, so every end of the action is counted under it, one after the other, over
-    /// every host's runs): reads the action's count (`pause_streaks`) and pause with the
-    /// database's clock, and the run's row, and writes what the engine's rule answers
-    /// (`FailureStreak.end`): the count to keep and the pause it made. Returns whether it made one.
-    /// The run's row says how it ended (the end this transaction wrote).
+    /// every host's runs): reads the run's row (how its end left it), the database's clock, the
+    /// action's count (`pause_streaks`) and its pause in one row (`streakAndPause`), and writes
+    /// what the engine's rule answers (`FailureStreak.end`): the count to keep and the pause it
+    /// made. Returns whether it made one.
     static func count(run: Int64, action: String, most: Int, on db: PGConnection, host: String) throws -> Bool {
-        let read = try db.pipeline([streakAndPause(action), ("SELECT \(FleetRows.runColumns) FROM runs WHERE id = $1", [String(run)])])
-        guard let row = read[0].first, let now = row[0].flatMap({ Int64($0) }) else {
+        guard let row = try db.query(streakAndPause(action, run: run)).first else {
+            throw PGError(message: "run \(run)'s row could not be read to count \(action)'s failures")
+        }
+        let at = FleetRows.runColumnCount
+        guard let now = row[at].flatMap({ Int64($0) }) else {
             throw PGError(message: "the database's clock could not be read to count \(action)'s failures")
         }
-        guard let last = read[1].first else { throw PGError(message: "run \(run)'s row could not be read to count \(action)'s failures") }
-        guard let ended = FailureStreak.end(FleetRows.run(last), most: most, failures: row[1].flatMap { Int($0) } ?? 0,
-                                            pause: pause(row, from: 2), at: Timestamp(rawValue: now)) else { return false }
+        guard let ended = FailureStreak.end(FleetRows.run(row), most: most, failures: row[at + 1].flatMap { Int($0) } ?? 0,
+                                            pause: pause(row, from: at + 2), at: Timestamp(rawValue: now)) else { return false }
         let kept: Statement = ("""
             INSERT INTO pause_streaks (action, failures) VALUES ($1, $2::integer) ON CONFLICT (action) DO UPDATE SET failures = excluded.failures
             """, [action, String(ended.failures)])
@@ -141,13 +143,13 @@ enum FleetPauses {
         return ended.pause != nil
     }
 
-    /// The database's clock, the action's count of failures in a row (NULL: none kept) and its
-    /// pause's columns (NULLs: none): one row always.
-    static func streakAndPause(_ action: String) -> Statement {
+    /// Run `run`'s columns (`FleetRows.runColumns`), then the database's clock, `action`'s count
+    /// of failures in a row (NULL: none kept) and its pause's columns (NULLs: none).
+    static func streakAndPause(_ action: String, run: Int64) -> Statement {
         ("""
-         SELECT \(FleetCooldown.databaseNow), s.failures, \(columnList.map { "p." + $0 }.joined(separator: ", "))
-         FROM (SELECT $1::text AS action) c LEFT JOIN pause_streaks s ON s.action = c.action LEFT JOIN pauses p ON p.action = c.action
-         """, [action])
+         SELECT \(FleetRows.runColumns(as: "r")), \(FleetCooldown.databaseNow), s.failures, \(columnList.map { "p." + $0 }.joined(separator: ", "))
+         FROM runs r LEFT JOIN pause_streaks s ON s.action = $1 LEFT JOIN pauses p ON p.action = $1 WHERE r.id = $2
+         """, [action, String(run)])
     }
 }
 
