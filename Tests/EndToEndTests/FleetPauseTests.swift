@@ -103,6 +103,38 @@ struct FleetPauseTests {
         for host in hosts { host.stop() }
     }
 
+    @Test("a hook whose target is paused, decided in web-2's end transaction: refused, recorded against no run while the pause holds by the database's clock; fired once that clock passes the pause's end")
+    func hookRefusedByPause() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            deploy: { exec: ["false"], on: { failure: "page" } },
+            page: { exec: ["true"] },
+            """, conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        // Its end 3 s from now by the database's clock (the clock every host's decision reads).
+        let end = try FleetDebounceTests.databaseNow(db) + 3_000_000
+        try db.query("INSERT INTO pauses (action, paused_by, reason, at, until) VALUES ('page', 'alice', 'pager storm', $1::bigint - 1, $1::bigint)",
+                     [String(end)])
+        let records = { try db.query("SELECT decision, run_id, via FROM triggers WHERE action = 'page' ORDER BY id").rows }
+        #expect(try hosts[1].baton("run", "deploy").code == 1)
+        guard try Eventually.until("web-2's end transaction recorded the hook's refusal", { try !records().isEmpty }) else { return }
+        let refused = try records()
+        #expect(refused.count == 1 && refused[0][0] == "paused" && refused[0][1] == nil && refused[0][2]?.hasPrefix("the failure hook of deploy run") == true,
+                "\(refused)")
+        #expect(try db.query("SELECT count(*) FROM runs WHERE action = 'page'").first?[0] == "0", "a paused hook makes no run")
+        guard try Eventually.until("the database's clock passes the pause's end", within: 30, {
+            try FleetDebounceTests.databaseNow(db) >= end
+        }) else { return }
+        #expect(try hosts[0].baton("run", "deploy").code == 1)
+        let made = { try db.query("SELECT id FROM runs WHERE action = 'page'").rows.compactMap { $0[0].flatMap { Int64($0) } } }
+        guard try Eventually.until("web-1's end transaction fired the hook", { try !made().isEmpty }) else { return }
+        let runs = try made()
+        let refusals = try records().count
+        #expect(runs.count == 1 && refusals == 1, "one hook run, no second refusal")
+        #expect(try FleetTests.wait(hosts[0], run: runs[0])?.phase == .success)
+        for host in hosts { host.stop() }
+    }
+
     @Test("pauseAfterFailures counts every host's ends: a success on either host starts the count again; three failures in a row over both hosts pause the action for both")
     func afterFailuresAcrossHosts() throws {
         let hosts = try FleetTests.fleet(2, actions: """
