@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 
-/// `.offPool` (OffPool.swift): an end-to-end test, and the tasks it waits on, never hold a thread
-/// of the cooperative pool.
-@Suite("Harness: end-to-end tests run off the cooperative pool", .offPool)
+/// `.offPool` (Tests/EndToEndTests/OffPool.swift, linked here): a test, and the tasks it waits on,
+/// never hold a thread of the cooperative pool; its executor's threads. In-process: they start no
+/// daemon.
+@Suite("Harness: tests run off the cooperative pool", .offPool)
 struct OffPoolTests {
     static var onOwnThread: Bool { OffPoolThreads.isCurrent }
 
