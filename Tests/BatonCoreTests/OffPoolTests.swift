@@ -1,9 +1,10 @@
+import BatonRuntime
 import Foundation
 import Testing
 
 /// `.offPool` (Tests/EndToEndTests/OffPool.swift, linked here): a test, and the tasks it waits on,
-/// never hold a thread of the cooperative pool; its executor's threads. In-process: they start no
-/// daemon.
+/// never hold a thread of the cooperative pool; its executor's threads; `.slotTimeLimit`. In-process:
+/// they start no daemon.
 @Suite("Harness: tests run off the cooperative pool", .offPool)
 struct OffPoolTests {
     static var onOwnThread: Bool { OffPoolThreads.isCurrent }
@@ -67,5 +68,35 @@ struct OffPoolTests {
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(released == count, "children released by a task of the pool: \(released) of \(count)")
+    }
+
+    @Test(".slotTimeLimit: a body still running at its bound gets an issue naming the bound and the wait for the slot, and is cancelled")
+    func pastTheBound() async throws {
+        let cancelled = Locked(false)
+        try await withKnownIssue {
+            try await SlotTimeLimit(limit: .milliseconds(50)).bounding({
+                // Ends only when cancelled.
+                try? await Task.sleep(for: .seconds(3_600))
+                cancelled.withLock { $0 = Task.isCancelled }
+            }, waited: .seconds(7))
+        } matching: { issue in
+            issue.comments.contains {
+                $0.rawValue.contains("time limit of 0.05 seconds counted from its slot") && $0.rawValue.contains("it waited 7.0 seconds for the slot")
+            }
+        }
+        #expect(cancelled.withLock { $0 })
+    }
+
+    @Test(".slotTimeLimit: a body that ends first ends the bound, no issue; its error is the test's")
+    func withinTheBound() async {
+        try? await SlotTimeLimit(limit: .seconds(3_600)).bounding({})
+        struct Failed: Error {}
+        await #expect(throws: Failed.self) { try await SlotTimeLimit(limit: .seconds(3_600)).bounding({ throw Failed() }) }
+    }
+
+    @Test(".slotTimeLimit is read from the test's traits", .slotTimeLimit(.seconds(420)))
+    func limitRead() throws {
+        let test = try #require(Test.current)
+        #expect(SlotTimeLimit.limit(of: test)?.limit == .seconds(420))
     }
 }
