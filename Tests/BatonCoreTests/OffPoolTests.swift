@@ -35,7 +35,7 @@ struct OffPoolTests {
 
     @Test("a job runs on an idle thread where one is, and on a new one where all are busy")
     func reusesIdleThreads() async {
-        let threads = OffPoolThreads()
+        let threads = OffPoolThreads(idleLimit: .seconds(3_600))
         func ran() async -> Int? { await Task(executorPreference: threads) { OffPoolThreads.current }.value }
         let first = await ran()
         #expect(first != nil)
@@ -68,6 +68,56 @@ struct OffPoolTests {
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(released == count, "children released by a task of the pool: \(released) of \(count)")
+    }
+
+    /// Runs `body` as a job of `threads` and waits for it.
+    static func ran<T: Sendable>(on threads: OffPoolThreads, _ body: @escaping @Sendable () -> T) async -> T {
+        await Task(executorPreference: threads) { body() }.value
+    }
+
+    @Test("a thread idle for its idle limit ends; the next job gets a new thread")
+    func idleThreadsEnd() async {
+        let threads = OffPoolThreads(idleLimit: .milliseconds(20))
+        #expect(await Self.ran(on: threads) { OffPoolThreads.current } == 1)
+        guard await Eventually.untilAwaited("the idle thread ended: \(threads.threads)", { threads.threads.live == 0 }) else { return }
+        #expect(threads.threads.idle == 0)
+        #expect(await Self.ran(on: threads) { OffPoolThreads.current } == 2, "a new thread, not the one that ended")
+        #expect(threads.threads.made == 2)
+    }
+
+    @Test("jobs given as idle threads end are none of them lost nor queued: thousands of hops on threads idle 1 ms at most")
+    func jobsRaceTheIdleLimit() async {
+        let threads = OffPoolThreads(idleLimit: .milliseconds(1))
+        // Each yield is a job of its own, enqueued as the thread that ran the one before goes idle.
+        let hops = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask(executorPreference: threads) {
+                    for _ in 0..<250 { await Task.yield() }
+                    return OffPoolThreads.isCurrent ? 250 : 0
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(hops == 2_000)
+        guard await Eventually.untilAwaited("every thread ended: \(threads.threads)", { threads.threads.live == 0 }) else { return }
+    }
+
+    @Test("blocked jobs each hold a thread of their own, whether idle threads were there or ended: every one starts")
+    func neverBehindABusyThread() async {
+        let threads = OffPoolThreads(idleLimit: .milliseconds(5))
+        let (arrived, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        for round in 1...3 {
+            let jobs = (0..<4).map { _ in
+                Task(executorPreference: threads) { arrived.signal(); release.wait() }
+            }
+            // A job queued behind a blocked one would never arrive: the blocked ones wait for all.
+            var all = true
+            for job in 1...4 where all { all = await Eventually.signalled("round \(round): job \(job) started", arrived) }
+            for _ in jobs { release.signal() }
+            for job in jobs { await job.value }
+            guard all else { return }
+        }
+        #expect(threads.threads.made >= 4)
     }
 
     @Test(".slotTimeLimit: a body still running at its bound gets an issue naming the bound and the wait for the slot, and is cancelled")

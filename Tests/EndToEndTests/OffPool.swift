@@ -123,10 +123,11 @@ extension Trait where Self == SlotTimeLimit {
 
 /// A task executor that runs each job on a thread of its own: one of its idle threads if one
 /// is idle, else a new one; never a busy one, so a job that blocks holds only its own thread and
-/// no job waits behind it. A thread that has run its job is idle until it is given the next. A
-/// task's jobs follow one another, so a test runs on one thread at a time; a test's concurrent
-/// children run on as many as they are. Threads are made as many as jobs ran at once at most.
-final class OffPoolThreads: TaskExecutor, @unchecked Sendable {  // `idle` and `made`: under `lock`
+/// no job waits behind it. A thread that has run its job is idle until it is given the next, or
+/// until it has been idle for `idleLimit`: then it ends (a run of hundreds of tests kept every
+/// thread it had ever needed at once). A task's jobs follow one another, so a test runs on one
+/// thread at a time; a test's concurrent children run on as many as they are.
+final class OffPoolThreads: TaskExecutor, @unchecked Sendable {  // `idle`, `made` and `ended`: under `lock`
     static let shared = OffPoolThreads()
     /// Marks its threads with their number (in their `threadDictionary`: Foundation's
     /// `Thread.name` on Linux answers the name of the thread that made it, not the one given).
@@ -145,12 +146,18 @@ final class OffPoolThreads: TaskExecutor, @unchecked Sendable {  // `idle` and `
         init(number: Int) { self.number = number }
     }
 
+    /// How long a thread waits idle for a job before it ends.
+    let idleLimit: Duration
     private let lock = NSLock()
+    /// The idle threads, the latest idle last: a job takes the last, so the first idle longest end.
     private var idle: [Worker] = []
     private var made = 0
+    private var ended = 0
 
-    /// How many threads it has made, and how many of them are idle now.
-    var threads: (made: Int, idle: Int) { lock.withLock { (made, idle.count) } }
+    init(idleLimit: Duration = .seconds(10)) { self.idleLimit = idleLimit }
+
+    /// How many threads it has made, how many of them are idle now, and how many live (idle or busy).
+    var threads: (made: Int, idle: Int, live: Int) { lock.withLock { (made, idle.count, made - ended) } }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
@@ -163,14 +170,31 @@ final class OffPoolThreads: TaskExecutor, @unchecked Sendable {  // `idle` and `
         if isNew { Thread.detachNewThread { self.serve(worker) } } else { worker.given.signal() }
     }
 
-    /// A thread's life: its job, then idle until given the next.
+    /// A thread's life: its job, then idle until given the next, or until it ends.
     private func serve(_ worker: Worker) {
         Thread.current.threadDictionary[Self.mark] = worker.number
         let executor = asUnownedTaskExecutor()
-        while true {
+        repeat {
             worker.job.take()?.runSynchronously(on: executor)
             lock.withLock { idle.append(worker) }
-            worker.given.wait()
+        } while given(worker)
+    }
+
+    /// Waits idle for the worker's next job: true when it was given one, false when it waited
+    /// `idleLimit` and has left the idle set (no job can be given to it after that). One that was
+    /// taken from the idle set as it stopped waiting has its job on the way: it waits for it.
+    private func given(_ worker: Worker) -> Bool {
+        let (seconds, attoseconds) = idleLimit.components
+        let limit = DispatchTimeInterval.nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        while worker.given.wait(timeout: .now() + limit) == .timedOut {
+            let left = lock.withLock { () -> Bool in
+                guard let index = idle.firstIndex(where: { $0 === worker }) else { return false }
+                idle.remove(at: index)
+                ended += 1
+                return true
+            }
+            if left { return false }
         }
+        return true
     }
 }
