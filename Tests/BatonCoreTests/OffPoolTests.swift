@@ -85,20 +85,24 @@ struct OffPoolTests {
         #expect(threads.threads.made == 2)
     }
 
-    @Test("jobs given as idle threads end are none of them lost nor queued: thousands of hops on threads idle 1 ms at most")
+    @Test("jobs given as idle threads end are none of them lost: 2,000 wakes about as late as threads idle 1 ms end")
     func jobsRaceTheIdleLimit() async {
         let threads = OffPoolThreads(idleLimit: .milliseconds(1))
-        // Each yield is a job of its own, enqueued as the thread that ran the one before goes idle.
-        let hops = await withTaskGroup(of: Int.self) { group in
-            for _ in 0..<8 {
-                group.addTask(executorPreference: threads) {
-                    for _ in 0..<250 { await Task.yield() }
-                    return OffPoolThreads.isCurrent ? 250 : 0
+        let ran = Locked(0)
+        // Each wake is a job of its own, enqueued about when the thread that ran the one before
+        // ends: the race of a thread taken from the idle set as its wait runs out. A lost job would
+        // leave its task suspended for good: counted, not awaited, so the test fails rather than hangs.
+        for _ in 0..<8 {
+            Task(executorPreference: threads) {
+                for _ in 0..<250 {
+                    try? await Task.sleep(for: .milliseconds(1))
+                    if OffPoolThreads.isCurrent { ran.withLock { $0 += 1 } }
                 }
             }
-            return await group.reduce(0, +)
         }
-        #expect(hops == 2_000)
+        guard await Eventually.untilAwaited("2,000 wakes ran: \(ran.withLock { $0 }), \(threads.threads)", { ran.withLock { $0 } == 2_000 }) else { return }
+        // How often a thread ended between wakes depends on the machine (349 and 372 threads made in
+        // two runs with the race's check removed, which lost a job each time): not asserted.
         guard await Eventually.untilAwaited("every thread ended: \(threads.threads)", { threads.threads.live == 0 }) else { return }
     }
 
