@@ -13,7 +13,9 @@ import Testing
 /// `OffPoolThreads`: the synchronous function, every wait it makes, and the async test's code
 /// between its awaits run on threads that nothing else runs on meanwhile, and so do its `async
 /// let`s and task groups (children inherit the preference). An unstructured `Task {}` a test
-/// starts, and the library's own tasks, run on the pool, which no test holds now. A test's
+/// starts, and the library's own tasks, run on the pool, which no test holds now; a test that waits
+/// for a task of its own starts it with `Task(executorPreference: OffPoolThreads.shared)`, or it
+/// queues there behind the synchronous tests still on the pool (`ServerQuiesceTests`). A test's
 /// `.slotTimeLimit` counts from when it has its slot. Every end-to-end suite carries it
 /// (`LayoutTests.endToEndSuitesOffPool`), and so do the in-process suites whose tests block;
 /// test targets share no module, so those compile this file through a link to it.
@@ -32,7 +34,7 @@ struct OffPoolTrait: SuiteTrait, TestTrait, TestScoping {
         let waited = ContinuousClock.now - asked
         try await withTaskExecutorPreference(OffPoolThreads.shared) {
             guard let limit = SlotTimeLimit.limit(of: test) else { return try await function() }
-            try await limit.bounding(function, waited: waited)
+            try await limit.bounding(function, waited: waited, at: test.sourceLocation)
         }
     }
 }
@@ -91,15 +93,17 @@ struct SlotTimeLimit: SuiteTrait, TestTrait {
         test.traits.compactMap { $0 as? SlotTimeLimit }.min { $0.limit < $1.limit }
     }
 
-    /// Runs `body`, recording an issue and cancelling it if it is still running `limit` from now.
-    func bounding(_ body: @Sendable () async throws -> Void, waited: Duration = .zero) async throws {
+    /// Runs `body`, recording an issue (at `sourceLocation`: the test's) and cancelling it if it is
+    /// still running `limit` from now.
+    func bounding(_ body: @Sendable () async throws -> Void, waited: Duration = .zero,
+                  at sourceLocation: SourceLocation = #_sourceLocation) async throws {
         try await withoutActuallyEscaping(body) { body in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     // Cancelled (the body ended first): no issue.
                     try await Task.sleep(for: limit)
                     Issue.record(Comment(rawValue: "ran past its time limit of \(limit) counted from its slot"
-                                             + " (.slotTimeLimit; it waited \(waited) for the slot before)"))
+                                             + " (.slotTimeLimit; it waited \(waited) for the slot before)"), sourceLocation: sourceLocation)
                 }
                 group.addTask { try await body() }
                 defer { group.cancelAll() }
