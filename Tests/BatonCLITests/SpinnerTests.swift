@@ -3,7 +3,7 @@ import Dispatch
 @testable import baton
 import Testing
 
-@Suite("baton run's loading line")
+@Suite("baton run's loading line", .offPool)
 struct SpinnerTests {
     let start = Timestamp(microseconds: 1_000_000_000)
 

@@ -5,7 +5,7 @@ import Testing
 
 /// The conductor's store items of one turn of the loop reach the store together, in order, once
 /// the turn's work is done (issue 39: one wake-up of the writer and one group for them).
-@Suite("Conductor: a turn's writes go to the store together at its end")
+@Suite("Conductor: a turn's writes go to the store together at its end", .offPool)
 struct ConductorTurnWriteTests {
     /// Records, for each item, what the turn had done when the item reached the store.
     final class RecordingStore: RunStore {

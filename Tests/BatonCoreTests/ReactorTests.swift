@@ -4,7 +4,7 @@ import CBatonSystem
 import Foundation
 import Testing
 
-@Suite("Reactor: descriptors, timers and posted work on one loop")
+@Suite("Reactor: descriptors, timers and posted work on one loop", .offPool)
 struct ReactorTests {
     let reactor = Reactor()
 

@@ -7,7 +7,7 @@ import Testing
 
 /// The worker with its real thread. Every wait is on a gate or a semaphore that the worker's
 /// own progress opens; the timeouts only keep a broken worker from hanging the suite.
-@Suite struct SerialWorkerTests {
+@Suite(.offPool) struct SerialWorkerTests {
     /// A job that says who sent it and its number, and is told when it was done.
     struct Job: Sendable {
         var sender = 0

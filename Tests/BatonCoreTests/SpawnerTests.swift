@@ -9,7 +9,7 @@ import Testing
 /// Spawning off the loop: the spawner threads make the leaders in parallel while the loop goes on,
 /// a stop asked before the birth reaches the leader when it is born, and clone3 puts the child in
 /// its cgroup before it runs. Serialized: two tests turn clone3 off for the process.
-@Suite("Spawner", .serialized)
+@Suite("Spawner", .serialized, .offPool)
 struct SpawnerTests {
     /// A runner whose spawner threads each wait at `gate` before making anything, telling `arrived` first.
     static func gated(threads: Int, reactor: Reactor, arrived: DispatchSemaphore, gate: DispatchSemaphore) -> ExecRunner {

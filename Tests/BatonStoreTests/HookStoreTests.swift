@@ -5,7 +5,7 @@ import Testing
 
 /// A hook's trigger is durable with the outcome that fired it: the end and the hook run's
 /// creation are one item, one transaction (migration 8 and the writer).
-@Suite("Hooks in the history")
+@Suite("Hooks in the history", .offPool)
 struct HookStoreTests {
     static let at = Timestamp(rawValue: 1_000)
 

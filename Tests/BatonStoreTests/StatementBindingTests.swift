@@ -63,6 +63,28 @@ struct StatementBindingTests {
         }
     }
 
+    @Test("SQLite reads the text execute binds where the statement keeps it (SQLITE_STATIC), a String's and a DatabaseText's; text past the buffer, and bind's, are its own copies")
+    func readInPlace() throws {
+        let (dir, connection) = try Self.connection()
+        _ = dir
+        let long = String(repeating: "x", count: TextBuffer.capacity + 1)
+        try connection.withStatement("SELECT ?1, ?2, ?3") { statement in
+            try statement.execute("queued", DatabaseText(utf8: Array(#"{"reason":"timeout"}"#.utf8)), long)
+            // `execute` stepped and reset; its bindings stay for a step of the test's own. A result
+            // column holds a bound value's bytes where the binding left them (no conversion asked
+            // yet: `sqlite3_column_blob` before any `_text`, which may copy to end the text).
+            #expect(try statement.step())
+            let kept = (0..<Int32(3)).map { statement.texts.holds(statement.sqlite.sqlite3_column_blob(statement.handle, $0)) }
+            #expect(kept == [true, true, false], "read in place: the String's, the DatabaseText's, not the text past the buffer")
+            #expect(statement.string(0) == "queued" && statement.string(1) == #"{"reason":"timeout"}"# && statement.string(2) == long)
+            statement.reset()
+            try statement.bind([.text("queued"), .null, .null])
+            #expect(try statement.step())
+            let copied = !statement.texts.holds(statement.sqlite.sqlite3_column_blob(statement.handle, 0))
+            #expect(copied, "bind's text is SQLite's own copy")
+        }
+    }
+
     @Test("text ends at its first NUL, as a C string bound as before")
     func nul() throws {
         let (dir, connection) = try Self.connection()

@@ -7,7 +7,7 @@ import Testing
 /// The writer on its worker: backpressure, retries in order, shutdown. The writer is held with
 /// a gate inside its own transaction (a `perform` that waits) or with another connection's write
 /// lock; pings say when it has come round.
-@Suite("Store writer")
+@Suite("Store writer", .offPool)
 struct StoreWriterTests {
     static let now = Timestamp.now
 

@@ -79,13 +79,15 @@ struct FleetArtifactRetryTests {
         kill(postmaster, SIGSTOP)
         defer { kill(postmaster, SIGCONT) }
         keeper.stopRetrying()
+        // A deadline, not a speed: a run that waits for PostgreSQL waits for as long as it is
+        // stopped. 30 s, the harness's usual wait (10 s raced the told run on a loaded machine).
         let told = await withTaskGroup(of: Bool.self) { group in
             group.addTask { [kept = down.kept] in
                 await kept.value
                 return true
             }
             group.addTask {
-                try? await Task.sleep(for: .seconds(10))
+                try? await Task.sleep(for: .seconds(30))
                 return false
             }
             let first = await group.next() ?? false

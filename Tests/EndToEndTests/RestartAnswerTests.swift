@@ -186,7 +186,7 @@ struct RestartAnswerTests {
     }
 
     @Test("BatonClient.watch(socket:) across a restart in place: the watch is made again on the new batond, no error; runs before and after are seen",
-          .timeLimit(.minutes(20)))
+          .slotTimeLimit(.seconds(3 * 60)))
     func clientWatchRidesItOut() async throws {
         let daemon = try Daemon(config: Self.config)
         defer { daemon.stop() }

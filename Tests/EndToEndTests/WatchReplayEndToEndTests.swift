@@ -47,7 +47,7 @@ struct WatchReplayEndToEndTests {
     }
 
     @Test("baton watch across a stop and start: runs ended under their shims and a queued one recovered are printed once each, in order, none missing",
-          .timeLimit(.minutes(20)))
+          .slotTimeLimit(.seconds(3 * 60)))
     func stopAndStart() async throws {
         let directory = NSTemporaryDirectory() + "baton-replay-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -100,7 +100,7 @@ struct WatchReplayEndToEndTests {
     }
 
     @Test("BatonClient.watch(socket:) across a stop and start: what was committed while no watch was open comes first, each transition once, none missing",
-          .timeLimit(.minutes(20)))
+          .slotTimeLimit(.seconds(3 * 60)))
     func clientStopAndStart() async throws {
         let directory = NSTemporaryDirectory() + "baton-replay-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
