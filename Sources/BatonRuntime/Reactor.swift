@@ -105,7 +105,8 @@ public final class Reactor: Sendable {
             state.posted.append(work)
             return state.posted.count == 1
         }
-        if first { wake() }
+        // From the loop itself no wake-up: it looks at the posted work before it waits again.
+        if first && !isCurrent { wake() }
     }
 
     /// Runs `work` at the end of this turn of the loop: after its handlers, posted work and due
@@ -169,7 +170,8 @@ public final class Reactor: Sendable {
             state.deadlines.insert(Deadline(at: at, id: id))
             return (id, earliest)
         }
-        if earliest { wake() }
+        // From the loop itself no wake-up: it measures its next wait after this turn.
+        if earliest && !isCurrent { wake() }
         return TimerID(value: id)
     }
 
