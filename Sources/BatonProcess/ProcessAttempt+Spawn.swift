@@ -53,7 +53,7 @@ extension ProcessAttempt {
     private func begin() {
         let (pipes, pidfd) = state.access { ($0.output.pipes.open, $0.pidfd) }
         // Non-blocking already (the spawner made them so).
-        for fd in pipes { reactor.watch(fd) { [self] _ in readable(fd) } }
+        for fd in pipes { reactor.watch(fd) { [self] mask in readable(fd, mask) } }
         if pidfd >= 0 {
             reactor.watch(pidfd) { [self] _ in leaderExited() }
         } else {

@@ -228,7 +228,10 @@ final class ProcessAttempt: Attempt {
 
     // MARK: Output
 
-    func readable(_ fd: Int32) {
+    /// `fd` has input or hung up (`mask`: the epoll events). Hung up with nothing to read (no
+    /// `EPOLLIN`), a pipe is empty with no writer left: at its end, which no read needs to say.
+    func readable(_ fd: Int32, _ mask: UInt32) {
+        if mask & Epoll.hangUp != 0 && mask & Epoll.input == 0 { return pipeEnded(fd) }
         for report in drain(fd) { events(.progress(report)) }
     }
 
@@ -241,12 +244,15 @@ final class ProcessAttempt: Attempt {
             reports += state.access { $0.output.take(chunk, from: fd) }
             if let stream { events(.output(stream, Array(chunk))) }
         }
-        if !open {
-            state.access { $0.output.closed(fd) }
-            reactor.remove(fd)
-            close(fd)
-            if state.access({ $0.handingOver != nil && $0.output.pipes.open.isEmpty }) { reactor.post { [self] in finishHandOver() } }
-        }
+        if !open { pipeEnded(fd) }
         return reports
+    }
+
+    /// The pipe `fd` is at its end: let go of it (and finish a hand-over that waited for it).
+    private func pipeEnded(_ fd: Int32) {
+        state.access { $0.output.closed(fd) }
+        reactor.remove(fd)
+        close(fd)
+        if state.access({ $0.handingOver != nil && $0.output.pipes.open.isEmpty }) { reactor.post { [self] in finishHandOver() } }
     }
 }
