@@ -29,10 +29,7 @@ extension ProcessAttempt {
             defer { state.pidfd = -1 }
             return state.pidfd
         }
-        if pidfd >= 0 {
-            reactor.remove(pidfd)
-            close(pidfd)
-        }
+        if pidfd >= 0 { reactor.close(pidfd) }
         var exitCode: Int32 = -1, signal: Int32 = 0, user: Int64 = 0, system: Int64 = 0, rss: Int64 = 0
         if baton_reap_usage(pid, &exitCode, &signal, &user, &system, &rss) == 0 {
             let usage = ResourceUsage(cpuUser: .microseconds(user), cpuSystem: .microseconds(system), memoryPeak: rss > 0 ? rss : nil)
@@ -58,11 +55,8 @@ extension ProcessAttempt {
         let (open, watching) = state.access { ($0.output.pipes.open, $0.watching) }
         var reports: [Progress] = []
         for fd in open {
-            reports += drain(fd, limit: AttemptOutput.readsAtEnd)
-            if state.access({ $0.output.pipes.open.contains(fd) }) {
-                reactor.remove(fd)
-                close(fd)
-            }
+            reports += drain(fd, limit: AttemptOutput.readsAtEnd).0
+            if state.access({ $0.output.pipes.open.contains(fd) }) { reactor.close(fd) }
         }
         unwatch(watching)
         var found: AttemptCgroup?
