@@ -59,6 +59,8 @@ public final class ServerConnection: Sendable, Hashable {
         var quiescing = false
         /// The restart's last line is written: nothing more is.
         var sealed = false
+        /// Output was written this turn: one flush at the turn's end sends it (`flushAtTurnEnd`).
+        var flushDue = false
     }
 
     init(fd: Int32, token: UInt64, peer: Peer, reactor: Reactor, frameLimit: Int, outputLimits: (Int, Int), maxInFlight: Int = 1_024,
@@ -159,7 +161,26 @@ public final class ServerConnection: Sendable, Hashable {
         guard let over else { return }
         budget.add(bytes.count + (newline ? 1 : 0))
         if over { return close() }
-        flush()
+        flushAtTurnEnd()
+    }
+
+    /// What a turn writes goes out in one send at its end (`Reactor.atTurnEnd`): the answers of a
+    /// commit's batch to one client were a `sendto` each (issue 39). Before the loop waits again,
+    /// so no later than before.
+    private func flushAtTurnEnd() {
+        let first = state.access { state -> Bool in
+            defer { state.flushDue = true }
+            return !state.flushDue
+        }
+        if first { reactor.atTurnEnd { [self] in if takeFlushDue() { flush() } } }
+    }
+
+    /// Whether a flush at the turn's end is due; it is not any more.
+    private func takeFlushDue() -> Bool {
+        state.access { state in
+            defer { state.flushDue = false }
+            return state.flushDue
+        }
     }
 
     /// Counts bytes held for this client until they can be written (negative: released); past the
@@ -262,6 +283,9 @@ public final class ServerConnection: Sendable, Hashable {
     /// is told once.
     public func close() {
         guard reactor.isCurrent else { return reactor.post { [self] in close() } }
+        // What this turn wrote goes out first, as when each write was sent at once (an error
+        // line then the close). A send that fails closes it there, and this finds it closed.
+        if takeFlushDue() { flush() }
         let unsent = state.access { state -> Int? in
             guard !state.closed else { return nil }
             state.closed = true

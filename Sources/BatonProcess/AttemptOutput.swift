@@ -25,28 +25,42 @@ struct AttemptOutput {
 
     /// At most this many reads of one pipe per readiness: a process that writes as fast as batond
     /// reads (`cat /dev/zero`) would otherwise keep the loop in one pipe, and every other run,
-    /// trigger and timer waiting. The epoll watch is level-triggered: the rest comes next turn.
+    /// trigger and timer waiting. The watch is edge-triggered: the rest is read on the next turn,
+    /// asked for by the reader (`Left.more`).
     static let readsPerTurn = 4
     /// At the attempt's end: 1 MiB, the most a pipe holds unless root raised `fs.pipe-max-size`
     /// (a leftover kept running may still be writing: the end cannot wait for the pipe to empty).
     static let readsAtEnd = 16
 
-    /// Reads what `fd` has now (up to `limit` buffers), handing each chunk to `take`; returns
-    /// whether it is still open. Only on the reactor's thread, with its buffer (one serves every
+    /// How a pipe was left by a read of it.
+    enum Left: Equatable {
+        /// Nothing more to read now: it said so (EAGAIN), or a read filled less than the buffer.
+        case empty
+        /// The limit of reads came first: more may be there.
+        case more
+        /// At its end (or failed): to be closed.
+        case ended
+    }
+
+    /// Reads what `fd` has now (up to `limit` buffers), handing each chunk to `take`. With
+    /// `shortIsEmpty`, a read that fills less than the buffer ends it (`.empty`): a pipe returns
+    /// less only when it has no more; without, it reads on to EAGAIN or the end (a pipe that hung
+    /// up is read to its end). Only on the reactor's thread, with its buffer (one serves every
     /// attempt of that loop).
-    static func read(_ fd: Int32, limit: Int = readsPerTurn, into buffer: UnsafeMutableRawBufferPointer,
-                     _ take: (UnsafeRawBufferPointer) -> Void) -> Bool {
+    static func read(_ fd: Int32, limit: Int = readsPerTurn, shortIsEmpty: Bool = false,
+                     into buffer: UnsafeMutableRawBufferPointer, _ take: (UnsafeRawBufferPointer) -> Void) -> Left {
         var reads = 0
         while true {
-            if reads == limit { return true }
+            if reads == limit { return .more }
             reads += 1
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n > 0 {
                 take(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                if shortIsEmpty && n < buffer.count { return .empty }
                 continue
             }
             if n < 0 && errno == EINTR { continue }
-            return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+            return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? .empty : .ended
         }
     }
 
