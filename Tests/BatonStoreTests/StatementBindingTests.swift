@@ -176,7 +176,7 @@ struct StatementBindingTests {
     func resetOnce() throws {
         let (dir, connection) = try Self.connection()
         _ = dir
-        let inserted = try connection.cached(Self.insert) { statement -> Statement in
+        let inserted = try connection.cached(Self.insert) { statement throws -> Statement in
             try statement.execute(Int64(1), "a", "b", "c")
             #expect(statement.isReset)
             return statement
@@ -186,7 +186,7 @@ struct StatementBindingTests {
         #expect(inserted.isReset)
         // A SELECT that stops after its first row: reset by the use's end, so the next use starts over.
         for _ in 0..<2 {
-            let first = try connection.cached(Self.select) { statement -> Int64? in
+            let first = try connection.cached(Self.select) { statement throws -> Int64? in
                 #expect(try statement.step())
                 #expect(!statement.isReset)
                 return statement.int64(0)
