@@ -190,4 +190,35 @@ struct StatementBindingTests {
         #expect(try Self.row(2, on: connection) == [.text("again a"), .null, .text("again c")])
         #expect(try Self.row(1, on: connection) == [.text("a"), .text("b"), .text("c")])
     }
+
+    /// One literal for the cached SELECT below.
+    static let select: StaticString = "SELECT id FROM t ORDER BY id"
+
+    @Test("execute and run reset their statement as they finish, and a use's end does not again; a use left mid-rows or failed is reset at its end")
+    func resetOnce() throws {
+        let (dir, connection) = try Self.connection()
+        _ = dir
+        let inserted = try connection.cached(Self.insert) { statement throws -> Statement in
+            try statement.execute(Int64(1), "a", "b", "c")
+            #expect(statement.isReset)
+            return statement
+        }
+        #expect(inserted.isReset)
+        try connection.cached(Self.insert) { try $0.run([.integer(2), .text("a"), .text("b"), .text("c")]) }
+        #expect(inserted.isReset)
+        // A SELECT that stops after its first row: reset by the use's end, so the next use starts over.
+        for _ in 0..<2 {
+            let first = try connection.cached(Self.select) { statement throws -> Int64? in
+                #expect(try statement.step())
+                #expect(!statement.isReset)
+                return statement.int64(0)
+            }
+            #expect(first == 1)
+        }
+        // A step that fails leaves the statement to the use's end, which resets it: the next use works.
+        #expect(throws: DatabaseError.self) { try connection.cached(Self.insert) { try $0.execute(Int64(1), "dup", "dup", "dup") } }
+        #expect(inserted.isReset)
+        try connection.cached(Self.insert) { try $0.execute(Int64(3), "x", "y", "z") }
+        #expect(try Self.row(3, on: connection) == [.text("x"), .text("y"), .text("z")])
+    }
 }
