@@ -14,8 +14,10 @@ final class AttemptCgroupV1: Sendable {
     let paths: [String]
     /// Each group's `cgroup.procs`, open for the spawn to write the child into; closed once spawned.
     let procs: [Int32]
-    /// The group in the memory hierarchy, where there is one.
+    /// The group in the memory hierarchy, where there is one, and its path with a slash as bytes
+    /// (its control files are read at the run's end without a `String` built for each).
     let memory: String?
+    let memoryDirectory: [UInt8]
 
     /// One of an action's v1 groups as its `SpawnPlan` keeps it, made once per plan: its path up to
     /// the attempt's name as bytes, whether it is the memory hierarchy's, and its limits. Built per
@@ -48,7 +50,7 @@ final class AttemptCgroupV1: Sendable {
     /// for `mkdir`, then ended with `/cgroup.procs` for `open`, and one `String` kept.
     static func create(_ groups: [Template], name: String) -> Result<AttemptCgroupV1?, CgroupUnavailable> {
         guard !groups.isEmpty else { return .success(nil) }
-        var made: [String] = [], fds: [Int32] = [], memory: String?
+        var made: [String] = [], fds: [Int32] = [], memory: String?, memoryDirectory: [UInt8] = []
         made.reserveCapacity(groups.count)
         fds.reserveCapacity(groups.count)
         func fail(_ why: String) -> Result<AttemptCgroupV1?, CgroupUnavailable> {
@@ -78,29 +80,37 @@ final class AttemptCgroupV1: Sendable {
             let fd = bytes.withCString { open($0, O_WRONLY | O_CLOEXEC) }
             guard fd >= 0 else { return fail("cannot open \(path)/cgroup.procs: \(String(cString: strerror(errno)))") }
             fds.append(fd)
-            if group.memory { memory = path }
+            if group.memory {
+                memory = path
+                memoryDirectory = Array(bytes[...end]) // its path, and the slash `procsFile` begins with
+            }
         }
-        return .success(AttemptCgroupV1(paths: made, procs: fds, memory: memory))
+        return .success(AttemptCgroupV1(paths: made, procs: fds, memory: memory, memoryDirectory: memoryDirectory))
     }
 
-    private init(paths: [String], procs: [Int32], memory: String?) {
+    private init(paths: [String], procs: [Int32], memory: String?, memoryDirectory: [UInt8]) {
         self.paths = paths
         self.procs = procs
         self.memory = memory
+        self.memoryDirectory = memoryDirectory
     }
+
+    /// The memory group's control files read at a run's end, NUL-terminated.
+    private static let maxUsageFile: [UInt8] = Array("memory.max_usage_in_bytes".utf8) + [0]
+    private static let oomControlFile: [UInt8] = Array("memory.oom_control".utf8) + [0]
 
     func closeProcs() { for fd in procs { close(fd) } }
 
     /// The memory group's peak (`memory.max_usage_in_bytes`).
     func memoryPeak() -> Int64? {
-        guard let memory, let bytes = KernelFile.read(memory + "/memory.max_usage_in_bytes", oneRecord: true) else { return nil }
+        guard memory != nil, let bytes = KernelFile.read(Self.maxUsageFile, under: memoryDirectory, oneRecord: true) else { return nil }
         return KernelFile.number(in: bytes)
     }
 
     /// How many of its processes the kernel killed at the memory limit: the `oom_kill` line of
     /// `memory.oom_control` (Linux 4.13 and later); nil where unknown.
     func oomKills() -> Int? {
-        guard let memory, let bytes = KernelFile.read(memory + "/memory.oom_control", oneRecord: true) else { return nil }
+        guard memory != nil, let bytes = KernelFile.read(Self.oomControlFile, under: memoryDirectory, oneRecord: true) else { return nil }
         return AttemptCgroup.oomKills(memoryEvents: bytes)
     }
 
