@@ -20,11 +20,6 @@ import Synchronization
 ///
 /// The thread starts with the first job; with an `idleTimeout` it ends after that long with
 /// nothing to do, and the next job starts another, which takes the state over.
-///
-/// A job submitted as one that `canWait` (nobody waits for it) starts no batch by itself: with
-/// `holdFor`, it waits for the next job that cannot wait and goes in its batch, or goes alone
-/// once `holdFor` has passed (`WorkerQueue`). The waits are measured on `clock`; on a clock that
-/// does not advance by itself (a test's), the thread waits to be woken (a ping) instead.
 public final class SerialWorker<Job: Sendable>: Sendable {
     /// The jobs a handler is given, and what it says back.
     public struct Batch: Sendable {
@@ -78,17 +73,13 @@ public final class SerialWorker<Job: Sendable>: Sendable {
     @usableFromInline let startThread: @Sendable (SerialWorker) -> Void
     /// Frees the state (the worker is closed and has no thread).
     @usableFromInline let freeState: @Sendable () -> Void
-    /// What the queue's instants are read from.
-    @usableFromInline let clock: any ReactorClock
 
     /// A worker whose thread, named `name` (15 characters show in `top -H`), owns `state` from
     /// now on. At most `capacity` jobs wait for bounded submits; the handler gets at most
     /// `maxBatch` jobs at once.
-    @inlinable public init<State>(name: String, capacity: Int, maxBatch: Int = 1, idleTimeout: Duration? = nil, holdFor: Duration? = nil,
-                                  clock: any ReactorClock = SystemClock(), state: sending State,
-                                  handler: @escaping @Sendable (inout State, inout Batch) -> Void) {
-        shared = Locked(Shared(queue: WorkerQueue(capacity: capacity, maxBatch: maxBatch, idleTimeout: idleTimeout, holdFor: holdFor)))
-        self.clock = clock
+    @inlinable public init<State>(name: String, capacity: Int, maxBatch: Int = 1, idleTimeout: Duration? = nil, state: sending State,
+                       handler: @escaping @Sendable (inout State, inout Batch) -> Void) {
+        shared = Locked(Shared(queue: WorkerQueue(capacity: capacity, maxBatch: maxBatch, idleTimeout: idleTimeout)))
         // The state, sent here once: each thread the worker starts runs its batches holding this
         // mutex. The queue never lets two of the worker's threads run at once (a thread that ends
         // decides so under the queue's lock, after its last batch; the next starts after that), so
@@ -109,12 +100,10 @@ public final class SerialWorker<Job: Sendable>: Sendable {
 
     /// Queues a job. A bounded submit is refused while `capacity` jobs wait (backpressure: the
     /// caller says no to new work); an unbounded one only once the worker is closed (work
-    /// already accepted elsewhere, which must not be lost). `canWait`: nobody waits for it, so
-    /// it may be held (`holdFor`). Never blocks.
-    @inlinable public func submit(_ job: Job, bounded: Bool = true, canWait: Bool = false) throws(WorkerRefusal) {
+    /// already accepted elsewhere, which must not be lost). Never blocks.
+    @inlinable public func submit(_ job: Job, bounded: Bool = true) throws(WorkerRefusal) {
         let admitted = shared.withLock { shared -> Result<WorkerWake, WorkerRefusal> in
-            do throws(WorkerRefusal) { return .success(try shared.queue.admit(job, bounded: bounded, canWait: canWait)) }
-            catch { return .failure(error) }
+            do throws(WorkerRefusal) { return .success(try shared.queue.admit(job, bounded: bounded)) } catch { return .failure(error) }
         }
         perform(try admitted.get())
     }
@@ -165,7 +154,7 @@ public final class SerialWorker<Job: Sendable>: Sendable {
         while true {
             let (next, pings, closed) = shared.withLock { shared -> (WorkerQueue<Job>.Next, [@Sendable () -> Void], Bool) in
                 defer { shared.pings = [] }
-                return (shared.queue.next(at: clock.now), shared.pings, shared.queue.finished)
+                return (shared.queue.next(at: .now), shared.pings, shared.queue.finished)
             }
             assertNoLockHeld("a worker's batch")
             for ping in pings { ping() }
@@ -173,14 +162,13 @@ public final class SerialWorker<Job: Sendable>: Sendable {
             case let .run(jobs, closing):
                 var batch = Batch(jobs: jobs, isClosing: closing)
                 owned.withState(name, &batch, handler)
-                shared.withLock { $0.queue.ran(retrying: batch.retried, after: batch.delay, at: clock.now) }
+                shared.withLock { $0.queue.ran(retrying: batch.retried, after: batch.delay, at: .now) }
             case let .wait(until):
-                // A test's clock moves only when the test moves it, and pings after.
-                guard let until, clock.advancesByItself else {
+                guard let until else {
                     wake.wait()
                     continue
                 }
-                if wake.wait(timeout: .now() + max(until - clock.now, .zero).secondsValue) == .timedOut,
+                if wake.wait(timeout: .now() + max(until - .now, .zero).secondsValue) == .timedOut,
                    shared.withLock({ $0.queue.timedOut() }) {
                     wake.wait()
                 }

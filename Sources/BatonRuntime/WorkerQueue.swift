@@ -6,9 +6,7 @@ import BatonEngine
 /// Invariants: jobs leave in the order they came, the held ones (a batch the handler asked to
 /// retry) before any newer one; at most one thread and one batch at a time; a thread ends only
 /// with nothing queued, held or running (idle for `idleTimeout`, or closed); after `close`
-/// nothing is admitted. Jobs that can wait (nobody waits for them: a run's `loading`) start no
-/// batch by themselves for `holdFor` after the thread found them alone: the next job that cannot
-/// wait, a retry, or `close` takes them along at once (and `holdFor` past, they go alone).
+/// nothing is admitted.
 @usableFromInline
 struct WorkerQueue<Job> {
     // Inlinable, as `Locked` and `IDMap` are: each `SerialWorker<Job>` is specialized where it is
@@ -35,8 +33,6 @@ struct WorkerQueue<Job> {
     @usableFromInline let maxBatch: Int
     /// How long an idle thread waits for a job before it ends; nil: it stays.
     @usableFromInline let idleTimeout: Duration?
-    /// How long jobs that can wait are held when nothing else is queued; nil: never held.
-    @usableFromInline let holdFor: Duration?
     @usableFromInline var jobs: [Job] = []
     @usableFromInline var head = 0
     /// The batch the handler asked to retry, and when.
@@ -51,32 +47,25 @@ struct WorkerQueue<Job> {
     /// Closed, with nothing left and no thread.
     @usableFromInline var finished = false
     @usableFromInline var hasThread = false
-    /// Whether a job that cannot wait is queued (or jobs were left by a full batch: due too).
-    @usableFromInline var due = false
-    /// Since when the thread has held jobs that can wait (cleared by each batch).
-    @usableFromInline var holdSince: ContinuousClock.Instant?
     /// Since when the thread has had nothing to do.
     @usableFromInline var idleSince: ContinuousClock.Instant?
     /// Set while the thread waits; cleared by whoever wakes it, so that it is woken once per wait.
     @usableFromInline var sleep: Sleep?
 
-    @inlinable init(capacity: Int, maxBatch: Int, idleTimeout: Duration? = nil, holdFor: Duration? = nil) {
+    @inlinable init(capacity: Int, maxBatch: Int, idleTimeout: Duration? = nil) {
         self.capacity = max(capacity, 1)
         self.maxBatch = max(maxBatch, 1)
         self.idleTimeout = idleTimeout
-        self.holdFor = holdFor.flatMap { $0 > .zero ? $0 : nil }
     }
 
     /// Jobs waiting to be handed over (the held ones included).
     @inlinable var count: Int { jobs.count - head + held.count }
 
-    /// Queues a job: refused once closed, and, when `bounded`, while `capacity` jobs wait. One that
-    /// `canWait` wakes a thread that sleeps idle (to hold it), not one that holds others already.
-    @inlinable mutating func admit(_ job: Job, bounded: Bool, canWait: Bool = false) throws(WorkerRefusal) -> Wake {
+    /// Queues a job: refused once closed, and, when `bounded`, while `capacity` jobs wait.
+    @inlinable mutating func admit(_ job: Job, bounded: Bool) throws(WorkerRefusal) -> Wake {
         if closing { throw .closed }
         if bounded && count >= capacity { throw .full }
         jobs.append(job)
-        if !canWait || holdFor == nil { due = true }
         if !hasThread {
             hasThread = true
             return .start
@@ -97,16 +86,10 @@ struct WorkerQueue<Job> {
         return wake(retrying: true)
     }
 
-    /// Wakes the thread where it sleeps idle, where it holds jobs that can wait and one that
-    /// cannot has come, or (`retrying`: a ping, `close`) wherever it waits, a retry's time too.
+    /// Wakes the thread where it sleeps idle, or (`retrying`) also where it waits for a retry's time.
     /// (Not a `Set` of states: one was built and hashed at every job admitted.)
     @inlinable mutating func wake(retrying: Bool) -> Wake {
-        guard let sleep else { return .nothing }
-        switch sleep {
-        case .idle: break
-        case .holding: guard retrying || due else { return .nothing }
-        case .retry: guard retrying else { return .nothing }
-        }
+        guard let sleep, retrying || sleep.isIdle else { return .nothing }
         self.sleep = nil
         return .signal
     }
@@ -120,15 +103,6 @@ struct WorkerQueue<Job> {
             return .wait(until: retryAt)
         }
         if held.isEmpty && head == jobs.count { return nothingToDo(at: now) }
-        if held.isEmpty && !due && !closing, let holdFor {
-            // Only jobs that can wait: held from when the thread first found them so.
-            let since = holdSince ?? now
-            holdSince = since
-            if now < since + holdFor {
-                sleep = .holding
-                return .wait(until: since + holdFor)
-            }
-        }
         var batch = held
         let take = min(jobs.count - head, max(maxBatch - batch.count, batch.isEmpty ? 1 : 0))
         batch += jobs[head..<head + take]
@@ -137,9 +111,6 @@ struct WorkerQueue<Job> {
         held = []
         retryAt = nil
         idleSince = nil
-        holdSince = nil
-        // Jobs a full batch left are due at once, whatever they are.
-        due = head < jobs.count
         if closing { ranSinceClose = true }
         running = batch.count
         return .run(batch, closing: closing)
@@ -206,10 +177,12 @@ struct WorkerQueue<Job> {
     }
 }
 
-/// How a worker's thread waits: for any job; holding jobs that can wait, for one that cannot (or
-/// the hold's end); or for the time of a retry (only a ping or `close` cuts that short).
+/// How a worker's thread waits: for any job, or for the time of a retry (only a ping or `close`
+/// cuts that short).
 @usableFromInline enum WorkerSleep: Equatable, Sendable {
-    case idle, holding, retry
+    case idle, retry
+    // Not `==`: a synthesized operator is internal, out of inlinable code's reach.
+    @inlinable var isIdle: Bool { if case .idle = self { true } else { false } }
 }
 
 /// What the one who changed a worker's queue must do for its thread.

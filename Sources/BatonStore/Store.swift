@@ -51,12 +51,6 @@ public final class Store: RunStore, Sendable {
         public var searchIndex = false
         /// Told, on the opening thread, before the index is made (long on a large history) or dropped.
         public var willChangeSearchIndex: (@Sendable (SearchIndex.Change) -> Void)?
-        /// How long an item nobody waits for (`canWait`: a `loading`, a process group) waits for the
-        /// next item that must commit, to ride in its commit; past it, it commits alone (zero: never
-        /// held). It bounds how late watchers learn a `loading` (docs/architecture.md, step 3).
-        public var holdUnwaited: Duration = .milliseconds(5)
-        /// What the writer measures `holdUnwaited` on (a test's clock holds until the test moves it).
-        public var clock: any ReactorClock = SystemClock()
 
         public init(synchronous: Synchronous = .full, busyTimeout: Duration = .seconds(5), maxBatch: Int = 2_000,
                     maxQueued: Int = 50_000, retryDelay: Duration = .milliseconds(500), idleThreads: Duration = .seconds(10),
@@ -80,8 +74,6 @@ public final class Store: RunStore, Sendable {
         var refusedWhileFailing: Bool
         /// Other writing work (pruning), run in the item's savepoint after its entries.
         var work: (@Sendable (Connection) throws -> Void)?
-        /// Nobody waits for its commit: it may be held for the next item (`Options.holdUnwaited`).
-        var canWait = false
     }
 
     /// What other threads read of the writer's progress.
@@ -155,8 +147,8 @@ public final class Store: RunStore, Sendable {
             for query in batch.jobs { query(connection) }
         }
         let writerState = WriterState(connection: writing, highestRunID: highestRunID)
-        writer = SerialWorker(name: "baton-store", capacity: options.maxQueued, maxBatch: options.maxBatch, idleTimeout: options.idleThreads,
-                              holdFor: options.holdUnwaited, clock: options.clock, state: writerState) { [path, options, identity, status] state, batch in
+        writer = SerialWorker(name: "baton-store", capacity: options.maxQueued, maxBatch: options.maxBatch,
+                              idleTimeout: options.idleThreads, state: writerState) { [path, options, identity, status] state, batch in
             Self.write(&batch, &state, Context(path: path, options: options, identity: identity, status: status))
         }
     }
@@ -188,10 +180,6 @@ public final class Store: RunStore, Sendable {
     // MARK: Writing
 
     public func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
-        enqueue(entries, canWait: false, completion: completion)
-    }
-
-    public func enqueue(_ entries: [JournalEntry], canWait: Bool, completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
         // A trigger is answered only once it is recorded, so creations and trigger records are
         // refused at once while writes fail; transitions of runs in flight are kept and retried.
         // An end is never refused: the hook runs it creates (`on:`) are kept and retried with it.
@@ -201,7 +189,7 @@ public final class Store: RunStore, Sendable {
             default: false
             }
         }
-        submit(Item(entries: entries, completion: completion, refusedWhileFailing: refusable, canWait: canWait && !refusable))
+        submit(Item(entries: entries, completion: completion, refusedWhileFailing: refusable))
     }
 
     /// Queues an item for the writer, or fails it at once: always when the store is closed, and,
@@ -211,7 +199,7 @@ public final class Store: RunStore, Sendable {
             return item.completion(.failure(.storeUnavailable(failure)))
         }
         do throws(WorkerRefusal) {
-            try writer.submit(item, bounded: item.refusedWhileFailing, canWait: item.canWait)
+            try writer.submit(item, bounded: item.refusedWhileFailing)
         } catch .full {
             item.completion(.failure(.storeUnavailable("the history writer is behind: \(options.maxQueued) writes wait")))
         } catch {
@@ -331,5 +319,23 @@ extension JournalEntry {
         case let .created(_, transition), let .transition(transition): transition
         default: nil
         }
+    }
+}
+
+/// A value one job's work sets and its completion reads, both on the writer's thread (one after
+/// the other). Its mutex is never waited for (only that thread takes it); it makes the slot a
+/// `Sendable` the compiler checks, where a bare `var` needed `@unchecked`. Found held, it stops
+/// the process, naming itself: a second thread took it, and it is not the lock it claims to be.
+final class WriterSlot<Value: Sendable>: Sendable {
+    private let slot = Mutex<Value?>(nil) // ownership proof: only the writer's thread takes it
+
+    var value: Value? {
+        get { taken { $0 } }
+        set { taken { $0 = newValue } }
+    }
+
+    private func taken<Result: Sendable>(_ body: (inout Value?) -> Result) -> Result {
+        guard let result = slot.withLockIfAvailable({ body(&$0) }) else { preconditionFailure("WriterSlot: taken by two threads at once") }
+        return result
     }
 }

@@ -18,14 +18,6 @@ struct ConductorTurnWriteTests {
             completion(.success(()))
         }
 
-        /// Whether each item came marked as one nobody waits for.
-        let canWait = Locked<[Bool]>([])
-
-        func enqueue(_ entries: [JournalEntry], canWait: Bool, completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
-            self.canWait.withLock { $0.append(canWait) }
-            enqueue(entries, completion: completion)
-        }
-
         func recoverableState() throws(BatonError) -> RecoverableState { RecoverableState(nextRunID: 1, unfinished: []) }
     }
 
@@ -88,26 +80,5 @@ struct ConductorTurnWriteTests {
         }
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(store.seen.withLock { $0 } == ["item 0 after ", "item 1 after ", "item 0 after end made,last made"])
-    }
-
-    @Test("an item of only loadings and process groups goes marked as one nobody waits for; any other entry, or none, makes it due")
-    func unwaitedItems() {
-        let store = RecordingStore(), reactor = Reactor()
-        let conductor = Conductor(actions: [], store: store, reactor: reactor)
-        let done = DispatchSemaphore(value: 0)
-        defer { done.signal() }
-        let loading = JournalEntry.transition(Transition(runID: 1, seq: 2, from: .queued, to: .loading, at: .now))
-        let again = JournalEntry.transition(Transition(runID: 2, seq: 4, from: .retrying, to: .loading, at: .now))
-        let group = JournalEntry.processGroup(runID: 1, pgid: 42, identity: "boot:1")
-        let retrying = JournalEntry.transition(Transition(runID: 2, seq: 3, from: .loading, to: .retrying, at: .now))
-        let end = JournalEntry.transition(Transition(runID: 1, seq: 3, from: .loading, to: .success, at: .now))
-        reactor.post {
-            for entries in [[loading], [group], [again, group], [], [retrying], [loading, end], [.output(runID: 1, tail: [], truncated: false)]] {
-                conductor.write(entries) { _ in }
-            }
-            reactor.post { done.signal() }
-        }
-        #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(store.canWait.withLock { $0 } == [true, true, true, false, false, false, false])
     }
 }

@@ -386,12 +386,6 @@ struct ConductorWalk {
             case let .write(entries, id):
                 wrote.insert(id)
                 writes.append((id, entries))
-                // An item the conductor marks as one nobody waits for (the store may hold it) carries
-                // no answer, start or end: only what is told of it follows its commit.
-                if !entries.isEmpty, entries.allSatisfy(\.canWait),
-                   let after = state.pending[id], after.contains(where: { if case .publish = $0 { false } else { true } }) {
-                    violate("commit \(id) of only loadings and process groups is waited for: \(after)")
-                }
                 for case let .created(run, transition) in entries {
                     if let slot = run.slot {
                         let name = "\(run.action) slot \(slot.rawValue)"

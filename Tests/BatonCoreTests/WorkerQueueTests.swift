@@ -22,7 +22,7 @@ import Testing
 
     enum Step {
         /// Admits a job; `wake` is what the caller must do for the thread, nil for a refusal.
-        case admit(Int, bounded: Bool = true, canWait: Bool = false, wake: WorkerQueue<Int>.Wake?, refused: WorkerRefusal? = nil)
+        case admit(Int, bounded: Bool = true, wake: WorkerQueue<Int>.Wake?, refused: WorkerRefusal? = nil)
         case next(atMS: Int, Expect)
         case ran(retrying: [Int], afterMS: Int, atMS: Int)
         case nudge(WorkerQueue<Int>.Wake?)
@@ -38,7 +38,6 @@ import Testing
         var capacity = 10
         var maxBatch = 10
         var idleTimeoutMS: Int?
-        var holdForMS: Int?
         var steps: [Step]
         var testDescription: String { name }
     }
@@ -138,59 +137,16 @@ import Testing
         ]),
     ]
 
-    /// Jobs that can wait (nobody waits for them: a run's `loading`) and `holdFor`.
-    static let holding: [Scenario] = [
-        Scenario(name: "jobs that can wait are held until one that cannot comes, then go in its batch", holdForMS: 5, steps: [
-            .admit(1, canWait: true, wake: .start), .next(atMS: 0, .wait(untilMS: 5)),
-            .admit(2, canWait: true, wake: .nothing),
-            .admit(3, wake: .signal),
-            .next(atMS: 1, .run([1, 2, 3], closing: false)), .ran(retrying: [], afterMS: 0, atMS: 2),
-            .next(atMS: 2, .wait(untilMS: nil)),
-        ]),
-        Scenario(name: "held alone for holdFor from when the thread found them, they go by themselves; a ping does not end the hold",
-                 holdForMS: 5, steps: [
-            .admit(1, wake: .start), .next(atMS: 0, .run([1], closing: false)),
-            .admit(2, canWait: true, wake: .nothing), .ran(retrying: [], afterMS: 0, atMS: 3),
-            .next(atMS: 3, .wait(untilMS: 8)), .timedOut(signalled: false),
-            .next(atMS: 8, .run([2], closing: false)), .ran(retrying: [], afterMS: 0, atMS: 9),
-            .next(atMS: 9, .wait(untilMS: nil)),
-            .admit(3, canWait: true, wake: .signal), .next(atMS: 10, .wait(untilMS: 15)),
-            .nudge(.signal), .next(atMS: 11, .wait(untilMS: 15)), .timedOut(signalled: false),
-            .next(atMS: 15, .run([3], closing: false)),
-        ]),
-        Scenario(name: "close takes held jobs at once", holdForMS: 5, steps: [
-            .admit(1, canWait: true, wake: .start), .next(atMS: 0, .wait(untilMS: 5)),
-            .close(.signal), .next(atMS: 1, .run([1], closing: true)),
-        ]),
-        Scenario(name: "a retry that falls due takes the held jobs along", holdForMS: 50, steps: [
-            .admit(1, wake: .start), .next(atMS: 0, .run([1], closing: false)), .ran(retrying: [1], afterMS: 10, atMS: 0),
-            .admit(2, canWait: true, wake: .nothing),
-            .next(atMS: 0, .wait(untilMS: 10)), .timedOut(signalled: false),
-            .next(atMS: 10, .run([1, 2], closing: false)),
-        ]),
-        Scenario(name: "jobs a full batch leaves are due at once, whatever they are", maxBatch: 2, holdForMS: 5, steps: [
-            .admit(1, wake: .start), .admit(2, canWait: true, wake: .nothing), .admit(3, canWait: true, wake: .nothing),
-            .next(atMS: 0, .run([1, 2], closing: false)), .ran(retrying: [], afterMS: 0, atMS: 0),
-            .next(atMS: 0, .run([3], closing: false)), .ran(retrying: [], afterMS: 0, atMS: 0),
-            .admit(4, canWait: true, wake: .nothing), .next(atMS: 1, .wait(untilMS: 6)),
-        ]),
-        Scenario(name: "without holdFor, jobs that can wait are due as any other", steps: [
-            .admit(1, canWait: true, wake: .start), .next(atMS: 0, .run([1], closing: false)), .ran(retrying: [], afterMS: 0, atMS: 0),
-            .next(atMS: 0, .wait(untilMS: nil)), .admit(2, canWait: true, wake: .signal), .next(atMS: 1, .run([2], closing: false)),
-        ]),
-    ]
-
-    @Test(arguments: scenarios + holding)
+    @Test(arguments: scenarios)
     func scenario(_ scenario: Scenario) {
         var queue = WorkerQueue<Int>(capacity: scenario.capacity, maxBatch: scenario.maxBatch,
-                                     idleTimeout: scenario.idleTimeoutMS.map { .milliseconds($0) },
-                                     holdFor: scenario.holdForMS.map { .milliseconds($0) })
+                                     idleTimeout: scenario.idleTimeoutMS.map { .milliseconds($0) })
         for (index, step) in scenario.steps.enumerated() {
             let place = Comment(rawValue: "step \(index)")
             switch step {
-            case let .admit(job, bounded, canWait, wake, refused):
+            case let .admit(job, bounded, wake, refused):
                 do throws(WorkerRefusal) {
-                    let found = try queue.admit(job, bounded: bounded, canWait: canWait)
+                    let found = try queue.admit(job, bounded: bounded)
                     #expect(refused == nil, place)
                     #expect(found == wake, place)
                 } catch {

@@ -5,23 +5,19 @@
 /// held past the turn: the answers still wait for their commit, no longer. A long turn (hundreds of
 /// pipelined requests read at once) hands over every `handOverEvery` items, so that the writer
 /// commits while the loop goes on, as it did when each item went at once; an item that ends runs
-/// goes at once, with those made before it. An item nobody waits for (only a `loading` or a process
-/// group: `JournalEntry.canWait`) is marked so, and the store may hold it for the next item's commit.
+/// goes at once, with those made before it.
 extension Conductor {
     static let handOverEvery = 16
 
     struct UnsentWrite {
         var entries: [JournalEntry]
         var completion: @Sendable (Result<Void, BatonError>) -> Void
-        /// Nobody waits for it (a `loading`, a process group): the store may hold it for the next item.
-        var canWait: Bool
     }
 
     /// Queues `entries` as one store item, handed to the store at the end of this turn (on the loop).
     func write(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
         let count = core.access { core -> Int in
-            core.unsent.append(UnsentWrite(entries: entries, completion: completion,
-                                           canWait: !entries.isEmpty && entries.allSatisfy(\.canWait)))
+            core.unsent.append(UnsentWrite(entries: entries, completion: completion))
             return core.unsent.count
         }
         if count == 1 { reactor.atTurnEnd { [self] in sendWrites() } }
@@ -38,6 +34,6 @@ extension Conductor {
             defer { core.unsent.removeAll(keepingCapacity: true) }
             return core.unsent
         }
-        for item in items { store.enqueue(item.entries, canWait: item.canWait, completion: item.completion) }
+        for item in items { store.enqueue(item.entries, completion: item.completion) }
     }
 }

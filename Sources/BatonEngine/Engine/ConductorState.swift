@@ -12,8 +12,6 @@
 /// - every question (trigger, cancel, attach, recovery) is answered exactly once, and only after
 ///   every write decided with it is durable;
 /// - a run's waiters are closed once its terminal transition is durable, and never before;
-/// - nothing but a publish waits for the commit of an item of only `loading`s and process groups
-///   (`JournalEntry.canWait`: the store may hold such an item for the next one);
 /// - at most one run is created per action and schedule slot (`SlotBook`);
 /// - no lock is held by more runs loading or retrying than its limit, and no run ready to start
 ///   waits while a start slot and its locks are free, counting the older runs waiting for them

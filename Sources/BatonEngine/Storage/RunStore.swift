@@ -6,9 +6,6 @@
 public protocol RunStore: AnyObject, Sendable {
     /// Queues entries for writing in one transaction with others; calls `completion` when committed.
     func enqueue(_ entries: [JournalEntry], completion: @escaping @Sendable (Result<Void, BatonError>) -> Void)
-    /// The same, for entries nobody waits for (`canWait`: `JournalEntry.canWait`): the store may
-    /// hold them a short while for the next entries that must commit, in order as ever.
-    func enqueue(_ entries: [JournalEntry], canWait: Bool, completion: @escaping @Sendable (Result<Void, BatonError>) -> Void)
     /// The state left by the previous daemon: the next free run id and the runs not yet ended.
     func recoverableState() async throws(BatonError) -> RecoverableState
     /// Why writes fail right now (new triggers are refused meanwhile), or nil when the store writes.
@@ -17,11 +14,6 @@ public protocol RunStore: AnyObject, Sendable {
 
 extension RunStore {
     public var unavailableReason: String? { nil }
-
-    /// Commits them as soon as any other entries (a store that holds nothing back).
-    public func enqueue(_ entries: [JournalEntry], canWait: Bool, completion: @escaping @Sendable (Result<Void, BatonError>) -> Void) {
-        enqueue(entries, completion: completion)
-    }
 }
 
 /// One write to the history.
@@ -66,18 +58,6 @@ public enum JournalEntry: Sendable, Equatable {
 }
 
 extension JournalEntry {
-    /// Whether nobody waits for this entry's commit: a `loading` (stamped as its process started,
-    /// after its creation was durable) or an attempt's process group. Only what is told of them
-    /// follows their commit (watchers, waiters' updates), never an answer or a start; an item of
-    /// only these may ride in the next item's commit (`RunStore.enqueue(_:canWait:completion:)`).
-    public var canWait: Bool {
-        switch self {
-        case let .transition(transition): transition.to == .loading
-        case .processGroup: true
-        default: false
-        }
-    }
-
     /// Whether this is a run's terminal transition: an item with one is never refused, and the
     /// hook runs that end creates ride in it.
     public var isEnd: Bool {
