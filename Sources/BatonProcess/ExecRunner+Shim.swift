@@ -13,14 +13,10 @@ public struct ShimSetup: Sendable, Equatable {
     public var executable: String
     /// The directory of the attempts' shim directories (`RUN-ATTEMPT`), batond's own.
     public var directory: String
-    /// Where an earlier batond of the same database may have left shims (`DATABASE-shims` when
-    /// `directory` is under the runtime directory, `ShimSetup.place`): recovery looks there too.
-    public var earlierDirectories: [String]
 
-    public init(executable: String, directory: String, earlierDirectories: [String] = []) {
+    public init(executable: String, directory: String) {
         self.executable = executable
         self.directory = directory
-        self.earlierDirectories = earlierDirectories
     }
 
     /// `baton-shim` beside this process's executable, else in `../libexec/baton` from it (`make

@@ -118,6 +118,8 @@ enum BatondBench {
         for index in 0..<20 { _ = client.call(#"{"op":"trigger","action":"t","params":{"k":"warm\#(index)"}}"#) }
 
         let used = BatondShim.used(log: log)
+        // batond also finds an installed shim (/usr/libexec/baton): then "alone" is not what is measured.
+        if shim == .none, used.used == true { throw BenchError("--shim none, but batond runs its actions \(used.description)") }
         let cpuBefore = ThreadCPU(of: process.processIdentifier)
         let watch = Stopwatch()
         let ids = pipeline(client, (0..<runs).map { #"{"op":"trigger","action":"t","params":{"k":"\#($0)"},"detach":true}"# })

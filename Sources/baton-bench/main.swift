@@ -15,7 +15,8 @@ let usage = """
       --parallelism LIST  the lane counts of the real batond figure, comma-separated (default: 2,4)
       --runs N       runs of the real batond figure at each lane count (default: 1500, --quick 200)
       --shim PATH|none  the real batond figure's batond copied into its scratch directory with this baton-shim
-                     beside it, or alone (default: batond where it is, with the shim it finds; the table says which)
+                     beside it, or alone (none fails where batond finds an installed shim anyway; default: batond
+                     where it is, with the shim it finds; the table says which)
       --fleet CONNINFO  also measure a fleet on this PostgreSQL database (scripts/bench-fleet makes one)
     """
 

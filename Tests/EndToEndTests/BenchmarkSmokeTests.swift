@@ -37,6 +37,11 @@ struct BenchmarkShimTests {
         let shim = choice == "none" ? "none" : Binaries.directory.appendingPathComponent("baton-shim").path
         let result = try execute(Binaries.directory.appendingPathComponent("baton-bench").path,
                                  ["--only", "batond", "--parallelism", "2", "--runs", "40", "--shim", shim, "--json", output])
+        // Where the package is installed batond finds its shim anyway: the bench refuses to call that "none".
+        if choice == "none", FileManager.default.isExecutableFile(atPath: "/usr/libexec/baton/baton-shim") {
+            #expect(result.code != 0 && result.stdout.contains("--shim none, but batond runs its actions under"), "\(result.stdout)")
+            return
+        }
         #expect(result.code == 0, "\(result.stdout)\n\(result.stderr)")
         let data = try Data(contentsOf: URL(fileURLWithPath: output))
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])

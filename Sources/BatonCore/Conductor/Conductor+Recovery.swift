@@ -36,7 +36,7 @@ extension Conductor {
             unfinished.pgid.flatMap { pgid in unfinished.pgidIdentity.map { ProcessGroup(pgid: pgid, identity: $0) } }
         }
         killed += TaggedProcesses.killUntilGone(instance: options.instance, runs: Set(lost.map(\.run.id)), groups: groups)
-        if let shim = runner?.shim { Self.removeShimDirectories(of: shim, except: Set(adopted.compactMap { $0.surviving?.directory })) }
+        if let shim = runner?.shim { Self.removeShimDirectories(in: shim.directory, except: Set(adopted.compactMap { $0.surviving?.directory })) }
         // The artifacts directories a crashed batond left, but the adopted attempts' (kept at their end).
         runner?.artifacts?.removeLeft(except: Set(adopted.compactMap { run in run.surviving.map { "\(run.unfinished.run.id)-\($0.attempt)" } }))
         var summary = await withCheckedContinuation { continuation in
@@ -60,7 +60,7 @@ extension Conductor {
         // The shim is the leader the history recorded: without its pid and identity, it cannot be told from a stranger.
         guard let shim, run.phase == .loading, let action = recovered.action, let pid = recovered.unfinished.pgid,
               let identity = recovered.unfinished.pgidIdentity,
-              let found = latestShimDirectory(of: run.id, in: [shim.directory] + shim.earlierDirectories) else { return nil }
+              let found = latestShimDirectory(of: run.id, in: shim.directory) else { return nil }
         let alive = ProcessGroup.startTime(of: pid) != nil && ProcessGroup.identity(of: pid) == identity
         let record = ShimRecord.read(found.directory)
         let facts = ShimAdoption.Facts(phase: run.phase, survives: action.survivesRestart, shimDirectory: true,
@@ -73,26 +73,18 @@ extension Conductor {
         }
     }
 
-    /// The shim directories of runs not adopted (their processes killed above, or long ended), in
-    /// the shims' directory and where an earlier batond kept them (that one removed once empty).
-    static func removeShimDirectories(of shim: ShimSetup, except kept: Set<String>) {
-        for directory in [shim.directory] + shim.earlierDirectories {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where !kept.contains(directory + "/" + name) {
-                ShimRecord.remove(directory + "/" + name)
-            }
+    /// The shim directories of runs not adopted (their processes killed above, or long ended).
+    static func removeShimDirectories(in directory: String, except kept: Set<String>) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where !kept.contains(directory + "/" + name) {
+            ShimRecord.remove(directory + "/" + name)
         }
-        for directory in shim.earlierDirectories { rmdir(directory) }
     }
 
-    /// The shim directory of a run's latest attempt (`RUN-ATTEMPT`) in the first of `directories`
-    /// that holds one of its attempts (the current place, then an earlier batond's), if any.
-    static func latestShimDirectory(of run: Int64, in directories: [String]) -> (directory: String, attempt: Int)? {
+    /// The shim directory of a run's latest attempt (`RUN-ATTEMPT`), if any.
+    static func latestShimDirectory(of run: Int64, in directory: String) -> (directory: String, attempt: Int)? {
         let prefix = "\(run)-"
-        for directory in directories {
-            let attempts = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-                .filter { $0.hasPrefix(prefix) }.compactMap { Int($0.dropFirst(prefix.count)) }
-            if let latest = attempts.max() { return ("\(directory)/\(run)-\(latest)", latest) }
-        }
-        return nil
+        let attempts = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasPrefix(prefix) }.compactMap { Int($0.dropFirst(prefix.count)) }
+        return attempts.max().map { ("\(directory)/\(run)-\($0)", $0) }
     }
 }

@@ -45,7 +45,7 @@ public enum ShimAdoption {
 /// its shim is and how much of its output the history already holds.
 public struct SurvivingAttempt: Sendable, Equatable {
     public var attempt: Int
-    /// The shim directory (`RUN-ATTEMPT` in the shims' directory, `ShimSetup.place`, or in an earlier batond's).
+    /// The shim directory (`DATABASE-shims/RUN-ATTEMPT`).
     public var directory: String
     /// The shim's pid (the attempt's leader and process group) and identity, as the history recorded them.
     public var pid: Int32
