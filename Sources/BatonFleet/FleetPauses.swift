@@ -80,7 +80,7 @@ enum FleetPauses {
             switch entry {
             case let .pause(pause): lock(pause.action)
             case let .resume(action, _, _): lock(action)
-            case let .failureStreak(_, action, _, _): lock(action)
+            case let .failureStreak(_, action, _): lock(action)
             default: nil
             }
         })
