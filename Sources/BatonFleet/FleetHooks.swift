@@ -164,10 +164,10 @@ enum FleetHooks {
         var facts = KeyFacts(slot: slot, now: now, pause: pause)
         if let claim { facts.rate = FleetRates.bucket(read.removeFirst().rows).rate(claim, key: key, at: now) }
         if action.debounce != nil {
-            guard let reading = FleetDebounce.reading(read.removeFirst().rows) else {
+            guard let windows = FleetDebounce.reading(read.removeFirst().rows) else {
                 throw PGError(message: "the debounce of key \(key) could not be read")
             }
-            facts.windows = reading.windows
+            facts.windows = windows
         }
         if lined {
             for row in read.removeFirst().rows {
@@ -176,7 +176,7 @@ enum FleetHooks {
                 facts.runs[id] = KeyFacts.Run(phase: phase, lastSeq: lastSeq, params: JSONText.params(row[1]))
             }
         }
-        if action.cooldown != nil { facts.lastSuccess = FleetCooldown.lastSuccess(read.removeFirst().first)?.success }
+        if action.cooldown != nil { facts.lastSuccess = FleetCooldown.lastSuccess(read.removeFirst().first) }
         return facts
     }
 

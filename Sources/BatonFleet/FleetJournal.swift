@@ -37,7 +37,7 @@ enum FleetJournal {
         case let .resume(action, by, at):
             _ = try db.pipeline(FleetPauses.resume(action, by: by, at: at, host: me.name))
             return true
-        case let .failureStreak(run, action, most, _):
+        case let .failureStreak(run, action, most):
             // Only an end this transaction wrote counts (one the guard refused is the host's that took the run over);
             // the run's row, as that end left it, says how it ended.
             guard written.ended[run] != nil else { return false }

@@ -33,9 +33,10 @@ enum FleetPauses {
                            until: row[index + 4].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)), hold: row[index + 5] == "t")
     }
 
-    /// A pause's columns joined as `p` to a run's row (NULLs where its action is not paused), then
-    /// the database's clock (what the pause's times are compared with).
-    static let joinedList = columnList.map { "p." + $0 } + [FleetCooldown.databaseNow]
+    /// A pause's columns joined as `p` to a run's row (NULLs where its action is not paused). The
+    /// clock its times are compared with is read once elsewhere in the transaction (a trigger
+    /// batch's `opening.clock`).
+    static let joinedList = columnList.map { "p." + $0 }
     static let joined = joinedList.joined(separator: ", ")
     /// Whether run `r`'s action has a pause that holds now by the database's clock: a look's
     /// filter only (the start decides with `KeyDecision.mayStart` on the row it reads).
@@ -61,7 +62,7 @@ enum FleetPauses {
     /// Every pause the fleet holds now (those whose time ran out included: `holds(at:)` says).
     static let all: Statement = ("SELECT \(columns) FROM pauses ORDER BY action", [])
 
-    /// The pauses of `actions`, each with the database's clock (`joined`'s columns).
+    /// The pauses of `actions` (`joined`'s columns).
     static func of(_ actions: [String]) -> Statement {
         ("SELECT \(joined) FROM pauses p WHERE p.action = ANY ($1::text[])", [FleetJournal.textArray(actions)])
     }
@@ -79,7 +80,7 @@ enum FleetPauses {
             switch entry {
             case let .pause(pause): lock(pause.action)
             case let .resume(action, _, _): lock(action)
-            case let .failureStreak(_, action, _, _): lock(action)
+            case let .failureStreak(_, action, _): lock(action)
             default: nil
             }
         })
@@ -134,13 +135,28 @@ enum FleetPauses {
         guard let now = row[at].flatMap({ Int64($0) }) else {
             throw PGError(message: "the database's clock could not be read to count \(action)'s failures")
         }
-        guard let ended = FailureStreak.end(FleetRows.run(row), most: most, failures: row[at + 1].flatMap { Int($0) } ?? 0,
+        // NULL: no count kept yet (0); anything else that is not a count is an error, as a missing clock is.
+        let read = row[at + 1]
+        guard let failures = read.map({ Int($0) }) ?? 0 else {
+            throw PGError(message: "\(action)'s count of failures could not be read")
+        }
+        guard let ended = FailureStreak.end(FleetRows.run(row), most: most, failures: failures,
                                             pause: pause(row, from: at + 2), at: Timestamp(rawValue: now)) else { return false }
-        let kept: Statement = ("""
-            INSERT INTO pause_streaks (action, failures) VALUES ($1, $2::integer) ON CONFLICT (action) DO UPDATE SET failures = excluded.failures
-            """, [action, String(ended.failures)])
-        _ = try db.pipeline([kept] + (ended.pause.map { write($0, host: host) } ?? []))
+        let results = try db.pipeline([keep(ended.failures, of: action, read: read)] + (ended.pause.map { write($0, host: host) } ?? []))
+        guard results.first?.affected == 1 else {
+            throw PGError(message: "\(action)'s count of failures changed since it was read (its pause lock not held?)")
+        }
         return ended.pause != nil
+    }
+
+    /// Keeps `failures` as `action`'s count, compare-and-set: only where the count is still the
+    /// one read (`read`, NULL: no row), so a writer that counts without the action's pause lock
+    /// is an error (no row written), not a count lost.
+    static func keep(_ failures: Int, of action: String, read: String?) -> Statement {
+        ("""
+         INSERT INTO pause_streaks (action, failures) VALUES ($1, $2::integer) ON CONFLICT (action) DO UPDATE SET failures = excluded.failures
+         WHERE pause_streaks.failures IS NOT DISTINCT FROM $3::integer
+         """, [action, String(failures), read])
     }
 
     /// Run `run`'s columns (`FleetRows.runColumns`), then the database's clock, `action`'s count

@@ -109,7 +109,7 @@ extension ConductorState {
         guard let most = action.pauseAfterFailures else { return }
         if storeCountsFailures {
             if run.phase == .failure || run.phase == .success {
-                step.entries.append(.failureStreak(run: run.id, action: action.name, most: most, failed: run.phase == .failure))
+                step.entries.append(.failureStreak(run: run.id, action: action.name, most: most))
             }
             return
         }
