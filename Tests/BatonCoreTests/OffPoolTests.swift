@@ -9,9 +9,13 @@ import Testing
 struct OffPoolTests {
     static var onOwnThread: Bool { OffPoolThreads.isCurrent }
 
-    /// Blocks its thread until `semaphore` is signalled (30 s at most); whether it was.
+    /// Blocks its thread until `semaphore` is signalled (300 s at most); whether it was. What the
+    /// bound guards against is a deadlock (a blocked job holding the thread its release needs),
+    /// which no bound outlasts; a short one would race the cooperative pool's queue instead: at a
+    /// run's start ~1,000 tests queue there, and a releaser on the pool (`blockingLeavesThePool`)
+    /// has waited over a minute for a thread (review of tests5, finding 1).
     static func blocked(on semaphore: DispatchSemaphore) -> Bool {
-        semaphore.wait(timeout: .now() + 30) == .success
+        semaphore.wait(timeout: .now() + 300) == .success
     }
 
     @Test("a synchronous test runs on a thread of its own")

@@ -15,7 +15,9 @@ import Testing
 /// let`s and task groups (children inherit the preference). An unstructured `Task {}` a test
 /// starts, and the library's own tasks, run on the pool, which no test holds now; a test that waits
 /// for a task of its own starts it with `Task(executorPreference: OffPoolThreads.shared)`, or it
-/// queues there behind the synchronous tests still on the pool (`ServerQuiesceTests`). A test's
+/// queues there behind the synchronous tests still on the pool (`ServerQuiesceTests`): at a full
+/// run's start that queue was over a minute deep, so a bound raced against such a task measures
+/// the queue (a library's own task, which a test cannot move, is waited for with a long bound). A test's
 /// `.slotTimeLimit` counts from when it has its slot. Every end-to-end suite carries it
 /// (`LayoutTests.endToEndSuitesOffPool`), and so do the in-process suites whose tests block;
 /// test targets share no module, so those compile this file through a link to it.
