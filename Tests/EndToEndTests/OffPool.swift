@@ -204,3 +204,11 @@ final class OffPoolThreads: TaskExecutor, @unchecked Sendable {  // `idle`, `mad
         return true
     }
 }
+
+extension DispatchTime {
+    /// The deadline of a test's wait for an event another thread produces (a worker's reply, a
+    /// spawn's end): the harness's usual 30 s from now (`Eventually`'s default). A deadlock guard,
+    /// not a speed: 10 s raced the event on a loaded machine (`FleetArtifactRetryTests`), and in a
+    /// full run a dozen `.offPool` tests of six targets run at once beside the pool's.
+    static var usualWait: DispatchTime { .now() + .seconds(30) }
+}
