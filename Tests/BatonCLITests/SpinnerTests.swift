@@ -54,6 +54,6 @@ struct SpinnerTests {
             let spinner = Spinner { text in if text == Spinner.clearLine { cleared.signal() } }
             spinner.show(run())
         }
-        #expect(cleared.wait(timeout: .now() + 10) == .success)
+        #expect(cleared.wait(timeout: .usualWait) == .success)
     }
 }

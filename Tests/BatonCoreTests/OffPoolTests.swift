@@ -9,9 +9,13 @@ import Testing
 struct OffPoolTests {
     static var onOwnThread: Bool { OffPoolThreads.isCurrent }
 
-    /// Blocks its thread until `semaphore` is signalled (30 s at most); whether it was.
+    /// Blocks its thread until `semaphore` is signalled (300 s at most); whether it was. What the
+    /// bound guards against is a deadlock (a blocked job holding the thread its release needs),
+    /// which no bound outlasts; a short one would race the cooperative pool's queue instead: at a
+    /// run's start ~1,000 tests queue there, and a releaser on the pool (`blockingLeavesThePool`)
+    /// has waited over a minute for a thread (review of tests5, finding 1).
     static func blocked(on semaphore: DispatchSemaphore) -> Bool {
-        semaphore.wait(timeout: .now() + 30) == .success
+        semaphore.wait(timeout: .now() + 300) == .success
     }
 
     @Test("a synchronous test runs on a thread of its own")
@@ -152,5 +156,41 @@ struct OffPoolTests {
     func limitRead() throws {
         let test = try #require(Test.current)
         #expect(SlotTimeLimit.limit(of: test)?.limit == .seconds(420))
+        #expect(!SlotTimeLimit.misplaced(in: test), "under .offPool: no scope of its own")
+    }
+
+    @Test("a test that gets .offPool twice (its own and its suite's) takes one slot", .offPool)
+    func offPoolTwice() async throws {
+        #expect(OffPoolTrait.admitted, "admitted by the outer .offPool, the suite's or its own")
+        let test = try #require(Test.current)
+        let slots = TestSlots(count: 2)
+        let trait = OffPoolTrait(slots: slots)
+        let held = Locked<Int?>(nil)
+        // As a test's first scope (nothing admitted yet), with this one nested in it as a suite's is.
+        try await OffPoolTrait.$admitted.withValue(false) {
+            try await trait.provideScope(for: test, testCase: nil) {
+                try await trait.provideScope(for: test, testCase: nil) { held.withLock { $0 = 2 - slots.available } }
+            }
+        }
+        #expect(held.withLock { $0 } == 1, "slots held by the innermost body")
+        #expect(slots.available == 2)
+    }
+}
+
+/// `.slotTimeLimit` outside `.offPool` would bound nothing: it says so.
+@Suite("Harness: .slotTimeLimit outside .offPool")
+struct SlotTimeLimitPlacementTests {
+    @Test("a test with .slotTimeLimit and no .offPool gets an issue naming both, and still runs")
+    func misplaced() async throws {
+        let test = try #require(Test.current)
+        #expect(!SlotTimeLimit.misplaced(in: test), "this test has neither")
+        let limit = SlotTimeLimit(limit: .seconds(60))
+        let ran = Locked(false)
+        try await withKnownIssue {
+            try await limit.provideScope(for: test, testCase: nil) { ran.withLock { $0 = true } }
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains(".slotTimeLimit(60.0 seconds) bounds nothing without .offPool") }
+        }
+        #expect(ran.withLock { $0 })
     }
 }

@@ -51,7 +51,7 @@ struct ReactorTests {
         }
         reactor.post { order.withLock { $0.append("posted after") } }
         hold.release()
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(done.wait(timeout: .usualWait) == .success)
         #expect(order.withLock { $0 } == ["posted", "posted after", "end", "end again", "posted from the turn", "next turn"])
     }
 

@@ -93,7 +93,7 @@ struct ServerQuiesceTests {
         first.endRequest()
         let text = Self.readToEnd(client)
         #expect(text == "{\"id\":2,\"event\":\"update\"}\n{\"id\":1,\"ok\":true}\n{\"restarting\":true}\n", "\(text)")
-        #expect(quiet.wait(timeout: .now() + 10) == .success)
+        #expect(quiet.wait(timeout: .usualWait) == .success)
         #expect(holder.taken.withLock { $0.map(\.line) } == ["{\"id\":1}", "{\"id\":2,\"park\":true}"], "request 3 was never read")
         server.stop()
     }
@@ -125,7 +125,7 @@ struct ServerQuiesceTests {
         first.endRequest()
         let text = Self.readToEnd(client)
         #expect(text == "{\"id\":1,\"ok\":true}\n{\"restarting\":true}\n", "\(text)")
-        #expect(quiet.wait(timeout: .now() + 10) == .success)
+        #expect(quiet.wait(timeout: .usualWait) == .success)
         server.stop()
     }
 

@@ -108,7 +108,7 @@ struct CoalescedWriteTests {
             gate.entered.signal()
             gate.gate.wait()
         }))
-        #expect(gate.entered.wait(timeout: .now() + 10) == .success)
+        #expect(gate.entered.wait(timeout: .usualWait) == .success)
         let transactions = store.commitStatistics.transactions
         let answers = items.map { Writer.Answer(store, $0) }
         gate.open()

@@ -86,7 +86,7 @@ struct HookStoreTests {
         try await Self.loading(store)
         let writer = StoreWriterTests.WriterGate()
         try writer.hold(store)
-        #expect(writer.entered.wait(timeout: .now() + 10) == .success)
+        #expect(writer.entered.wait(timeout: .usualWait) == .success)
         let filler = StoreWriterTests.Answer(store, [StoreWriterTests.created(20)])
         let second = StoreWriterTests.Answer(store, [StoreWriterTests.created(22)])
         let refused = StoreWriterTests.Answer(store, [StoreWriterTests.created(21)]).value

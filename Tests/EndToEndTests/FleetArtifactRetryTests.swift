@@ -144,7 +144,10 @@ struct DownKeep {
         let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
         self.keeper = keeper
         try server.stop()
-        kept = Task { [done] in
+        // Off the pool, as the test that races it against a deadline runs: a `Task {}` queues on the
+        // cooperative pool behind a run's synchronous tests (a minute at a full run's start), and
+        // the deadline would measure that queue, not the keep.
+        kept = Task(executorPreference: OffPoolThreads.shared) { [done] in
             await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
             done.withLock { $0 = true }
             retry.finish()

@@ -15,12 +15,22 @@ import Testing
 /// let`s and task groups (children inherit the preference). An unstructured `Task {}` a test
 /// starts, and the library's own tasks, run on the pool, which no test holds now; a test that waits
 /// for a task of its own starts it with `Task(executorPreference: OffPoolThreads.shared)`, or it
-/// queues there behind the synchronous tests still on the pool (`ServerQuiesceTests`). A test's
+/// queues there behind the synchronous tests still on the pool (`ServerQuiesceTests`): at a full
+/// run's start that queue was over a minute deep, so a bound raced against such a task measures
+/// the queue (a library's own task, which a test cannot move, is waited for with a long bound). A test's
 /// `.slotTimeLimit` counts from when it has its slot. Every end-to-end suite carries it
 /// (`LayoutTests.endToEndSuitesOffPool`), and so do the in-process suites whose tests block;
 /// test targets share no module, so those compile this file through a link to it.
 struct OffPoolTrait: SuiteTrait, TestTrait, TestScoping {
     var isRecursive: Bool { true }
+    /// Whose slots it takes: the target's, or a test's own (`OffPoolTests`).
+    var slots = TestSlots.shared
+
+    /// Whether the current task is a test's that has its slot. A test gets one scope per
+    /// `.offPool` among its traits (Swift Testing nests them, one per trait: its own and each
+    /// suite's around it); only the outermost takes a slot, else two such tests each holding one
+    /// of two slots would wait for the other's for ever.
+    @TaskLocal static var admitted = false
 
     /// A scope for each test case; the suite itself runs nothing of its own.
     func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
@@ -28,13 +38,16 @@ struct OffPoolTrait: SuiteTrait, TestTrait, TestScoping {
     }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        if Self.admitted { return try await function() }
         let asked = ContinuousClock.now
-        await TestSlots.shared.enter()
-        defer { TestSlots.shared.leave() }
+        await slots.enter()
+        defer { slots.leave() }
         let waited = ContinuousClock.now - asked
-        try await withTaskExecutorPreference(OffPoolThreads.shared) {
-            guard let limit = SlotTimeLimit.limit(of: test) else { return try await function() }
-            try await limit.bounding(function, waited: waited, at: test.sourceLocation)
+        try await Self.$admitted.withValue(true) {
+            try await withTaskExecutorPreference(OffPoolThreads.shared) {
+                guard let limit = SlotTimeLimit.limit(of: test) else { return try await function() }
+                try await limit.bounding(function, waited: waited, at: test.sourceLocation)
+            }
         }
     }
 }
@@ -55,6 +68,9 @@ final class TestSlots: @unchecked Sendable {  // `free` and `waiting`: under `lo
     private var waiting: [CheckedContinuation<Void, Never>] = []
 
     init(count: Int) { free = max(1, count) }
+
+    /// How many slots are free now.
+    var available: Int { lock.withLock { free } }
 
     /// Takes a slot, waiting (suspended) for one in the order asked.
     func enter() async {
@@ -82,11 +98,28 @@ final class TestSlots: @unchecked Sendable {  // `free` and `waiting`: under `lo
 /// for one: a test that waited for its slot while others ran still has all of its own time. At
 /// the bound it records an issue that names the bound and the wait, and cancels the test's task
 /// (as Swift Testing's `.timeLimit` does; a test blocked in a synchronous wait ends when that wait
-/// does). Read only by `.offPool`: elsewhere it bounds nothing. The tightest of a test's and its
+/// does). Read only by `.offPool`: elsewhere it would bound nothing, so a test that has it and no
+/// `.offPool` gets an issue saying so (and runs unbounded). The tightest of a test's and its
 /// suites' applies.
-struct SlotTimeLimit: SuiteTrait, TestTrait {
+struct SlotTimeLimit: SuiteTrait, TestTrait, TestScoping {
     var isRecursive: Bool { true }
     let limit: Duration
+
+    /// Whether `test` has this trait's kind without `.offPool`, which alone reads it.
+    static func misplaced(in test: Test) -> Bool {
+        test.traits.contains { $0 is SlotTimeLimit } && !test.traits.contains { $0 is OffPoolTrait }
+    }
+
+    /// A scope only for a test case it would not bound: there it reports itself.
+    func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
+        testCase != nil && Self.misplaced(in: test) ? self : nil
+    }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        Issue.record(Comment(rawValue: ".slotTimeLimit(\(limit)) bounds nothing without .offPool: give the suite .offPool, or use .timeLimit"),
+                     sourceLocation: test.sourceLocation)
+        try await function()
+    }
 
     /// The tightest limit among a test's traits (its own and its suites'), if any.
     static func limit(of test: Test) -> SlotTimeLimit? {
@@ -201,4 +234,12 @@ final class OffPoolThreads: TaskExecutor, @unchecked Sendable {  // `idle`, `mad
         }
         return true
     }
+}
+
+extension DispatchTime {
+    /// The deadline of a test's wait for an event another thread produces (a worker's reply, a
+    /// spawn's end): the harness's usual 30 s from now (`Eventually`'s default). A deadlock guard,
+    /// not a speed: 10 s raced the event on a loaded machine (`FleetArtifactRetryTests`), and in a
+    /// full run a dozen `.offPool` tests of six targets run at once beside the pool's.
+    static var usualWait: DispatchTime { .now() + .seconds(30) }
 }

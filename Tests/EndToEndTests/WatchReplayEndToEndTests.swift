@@ -110,7 +110,7 @@ struct WatchReplayEndToEndTests {
         let updates = BatonClient.watch(socket: daemon.socket, started: { watched.begin() }, skipped: { _ in watched.add("skipped") })
         // How the stream ended, if it did (a failure then says why the watch saw no more).
         let ended = Locked<String?>(nil)
-        let reading = Task {
+        let reading = Task(executorPreference: OffPoolThreads.shared) {
             do {
                 for try await update in updates {
                     if let t = update.transition { watched.add("\(t.runID).\(t.seq)") }
