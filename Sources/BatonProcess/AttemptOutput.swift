@@ -42,6 +42,15 @@ struct AttemptOutput {
         case ended
     }
 
+    /// Whether a read after an event with the epoll `mask` may stop at a short read. Not hung up, a
+    /// short read empties a pipe: what comes later is a new edge. Hung up, never: it reads on to
+    /// the end (0, or EIO for a pty master), whatever the mask says. `EPOLLHUP` without `EPOLLIN`
+    /// is no proof of an empty pipe: the kernel's `pipe_poll` (and `n_tty_poll`) take no lock and
+    /// load the buffer before the writers, so a write then the last close (a shim's last chunk at
+    /// its exit or a hand-over) can land between the two loads, and bytes are still there.
+    /// (loop6 trusted it to save one read per pipe end; review-loop6 finding 1 saw poll(2) do it.)
+    static func stopsAtShortRead(_ mask: UInt32) -> Bool { mask & Epoll.hangUp == 0 }
+
     /// Reads what `fd` has now (up to `limit` buffers), handing each chunk to `take`. With
     /// `shortIsEmpty`, a read that fills less than the buffer ends it (`.empty`): a pipe returns
     /// less only when it has no more; without, it reads on to EAGAIN or the end (a pipe that hung
