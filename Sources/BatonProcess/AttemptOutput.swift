@@ -17,6 +17,8 @@ struct AttemptOutput {
     private(set) var tail: OutputTail
     private(set) var lastError = LastLine()
     private var progressLine: [UInt8] = []
+    /// The pipes with a re-read posted and not yet run (`Left.more`).
+    private var rereads: Set<Int32> = []
 
     init(pipes: Pipes, tailLimit: Int) {
         self.pipes = pipes
@@ -25,8 +27,8 @@ struct AttemptOutput {
 
     /// At most this many reads of one pipe per readiness: a process that writes as fast as batond
     /// reads (`cat /dev/zero`) would otherwise keep the loop in one pipe, and every other run,
-    /// trigger and timer waiting. The watch is edge-triggered: the rest is read on the next turn,
-    /// asked for by the reader (`Left.more`).
+    /// trigger and timer waiting. The watch is edge-triggered: the rest is read by a re-read the
+    /// reader posts (`Left.more`), one at most pending per pipe (`askReread`).
     static let readsPerTurn = 4
     /// At the attempt's end: 1 MiB, the most a pipe holds unless root raised `fs.pipe-max-size`
     /// (a leftover kept running may still be writing: the end cannot wait for the pipe to empty).
@@ -100,6 +102,16 @@ struct AttemptOutput {
     /// The stream `fd` carries, or nil for the progress pipe (or one already closed).
     func stream(of fd: Int32) -> StandardStream? {
         fd == pipes.stdout ? .stdout : fd == pipes.stderr ? .stderr : nil
+    }
+
+    /// Whether a re-read of `fd` is to be posted: not while one is pending (re-reads of a pipe
+    /// kept full would otherwise pile up, one more a turn, and its share of a turn grow unbounded).
+    mutating func askReread(_ fd: Int32) -> Bool { rereads.insert(fd).inserted }
+
+    /// The posted re-read of `fd` runs (it is no longer pending): whether the pipe is still open.
+    mutating func rereadRuns(_ fd: Int32) -> Bool {
+        rereads.remove(fd)
+        return pipes.open.contains(fd)
     }
 
     /// The pipe ended.

@@ -57,3 +57,24 @@ struct AttemptOutputTests {
         #expect(Self.read(fd, mask: Epoll.input).1 == 65_536)
     }
 }
+
+@Suite("Attempt output: re-reads of a pipe")
+struct AttemptOutputRereadTests {
+    /// review-loop6 finding 2: a pipe kept full hit its limit each turn and posted one more re-read
+    /// each time, so they piled up and its share of a turn grew.
+    @Test("one re-read pending per pipe at most: asked again before it ran, none more is posted; once it ran, one may be")
+    func oneAtATime() {
+        var output = AttemptOutput(pipes: .init(stdout: 10, stderr: 11, progress: -1), tailLimit: 1_024)
+        var asked: [Bool] = []
+        asked.append(output.askReread(10))
+        asked.append(output.askReread(10))  // a second re-read of stdout while one is pending
+        asked.append(output.askReread(11))  // stderr's is its own
+        let stdoutOpen = output.rereadRuns(10)
+        asked.append(output.askReread(10))
+        output.closed(11)
+        let stderrOpen = output.rereadRuns(11)  // a pipe closed meanwhile is not read
+        asked.append(output.askReread(11))
+        #expect(asked == [true, false, true, true, true])
+        #expect(stdoutOpen && !stderrOpen)
+    }
+}
