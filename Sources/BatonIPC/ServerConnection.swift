@@ -275,7 +275,9 @@ public final class ServerConnection: Sendable, Hashable {
         guard reactor.isCurrent else { return reactor.post { [self] in closeWhenWritten() } }
         if state.access({ $0.output.count - $0.sent }) == 0 { return close() }
         state.access { $0.inputEnded = true; $0.inFlight = 0 }
-        watch()
+        // The turn's unsent answer: sent now, which closes once it is all out (no epoll_ctl first).
+        sendTurnOutput()
+        if !state.access({ $0.closed }) { watch() }
     }
 
     /// Sets the epoll interest from the state: input while reading, output while output waits.
