@@ -57,8 +57,8 @@ struct AttemptOutput {
     /// `shortIsEmpty`, a read that fills less than the buffer ends it (`.empty`): a pipe returns
     /// less only when it has no more (one in packet mode, `O_DIRECT` set by its writer, is read a
     /// packet an edge: the rest waits for the next write or the hang-up); without, it reads on to
-    /// EAGAIN or the end (a pipe that hung up is read to its end). Only on the reactor's thread, with its buffer (one serves every
-    /// attempt of that loop).
+    /// EAGAIN or the end (a pipe that hung up is read to its end). Only on the reactor's thread,
+    /// with its buffer (one serves every attempt of that loop).
     static func read(_ fd: Int32, limit: Int = readsPerTurn, shortIsEmpty: Bool = false,
                      into buffer: UnsafeMutableRawBufferPointer, _ take: (UnsafeRawBufferPointer) -> Void) -> Left {
         var reads = 0
