@@ -1,5 +1,7 @@
+@testable import BatonEngine
 @testable import BatonProcess
 import BatonRuntime
+import Foundation
 import Glibc
 import Testing
 
@@ -76,5 +78,31 @@ struct AttemptOutputRereadTests {
         asked.append(output.askReread(11))
         #expect(asked == [true, false, true, true, true])
         #expect(stdoutOpen && !stderrOpen)
+    }
+}
+
+@Suite("Attempt output: a pipe left full")
+struct AttemptOutputStandingTests {
+    /// Edge-triggered, one write of 512 KiB into an enlarged pipe is one edge, and a readiness reads
+    /// 4 × 64 KiB: the rest comes only by the re-read the reader posts (`Left.more`). The writer then
+    /// waits (a FIFO the test opens at last): no hang-up or later write would read the rest.
+    @Test("a writer that fills an enlarged pipe with 512 KiB at once and then waits: all of it is read while it waits")
+    func standingOutputIsRead() async throws {
+        let fifo = NSTemporaryDirectory() + "baton-standing-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        let script = "import fcntl, os\nfcntl.fcntl(1, 1031, 1 << 20)\nos.write(1, b'x' * (512 << 10))\nopen(os.environ['GATE']).read()\n"
+        let job = Job(runID: 1, action: Action(name: "t", exec: ["/usr/bin/python3", "-c", script], env: ["GATE": fifo]), attempt: 1, params: [:])
+        let probe = AttemptProbe(ExecRunner(), job)
+        let read = { probe.events.all.reduce(0) { total, event in
+            if case let .output(_, bytes) = event { total + bytes.count } else { total }
+        } }
+        guard await Eventually.untilAwaited("512 KiB read while the writer waits (read \(read()))", { read() == 512 << 10 }) else {
+            return probe.attempt.stop(grace: .milliseconds(100))
+        }
+        // Let the writer go: it opens the FIFO (this open waits for it), reads its end, and exits.
+        close(open(fifo, O_WRONLY))
+        let outcome = await probe.outcome()
+        #expect(outcome.result.succeeded, "\(outcome.result.error ?? "")")
     }
 }
