@@ -228,18 +228,17 @@ final class ProcessAttempt: Attempt {
 
     // MARK: Output
 
-    /// `fd` has input or hung up (`mask`: the epoll events). Hung up with nothing to read (no
-    /// `EPOLLIN`), a pipe is empty with no writer left: at its end, which no read needs to say.
-    /// The watch is edge-triggered: what the limit of reads left is read on the loop's next turn.
+    /// `fd` has input or hung up (`mask`: the epoll events); read as `AttemptOutput.stopsAtShortRead`
+    /// says (hung up: to its end, whatever the mask). The watch is edge-triggered: what the limit of
+    /// reads left is read by a re-read it posts, one at most pending per pipe (a pipe kept full gets
+    /// its edge's reads and one re-read's a turn, not one more each turn). Asked from a handler, the
+    /// re-read runs in this turn's posted work, after the handlers; asked from a re-read, next turn.
     func readable(_ fd: Int32, _ mask: UInt32) {
-        let hungUp = mask & Epoll.hangUp != 0
-        if hungUp && mask & Epoll.input == 0 { return pipeEnded(fd) }
-        // Not hung up, a short read empties the pipe: what comes later is a new edge.
-        let (reports, left) = drain(fd, shortIsEmpty: !hungUp)
+        let (reports, left) = drain(fd, shortIsEmpty: AttemptOutput.stopsAtShortRead(mask))
         for report in reports { events(.progress(report)) }
-        guard left == .more else { return }
+        guard left == .more, state.access({ $0.output.askReread(fd) }) else { return }
         reactor.post { [self] in
-            if state.access({ $0.output.pipes.open.contains(fd) }) { readable(fd, mask) }
+            if state.access({ $0.output.rereadRuns(fd) }) { readable(fd, mask) }
         }
     }
 
