@@ -91,7 +91,6 @@ extension Statement {
         }
         _ = try step()
         sqlite.sqlite3_reset(handle)
-        isReset = true
     }
 
     func check(_ rc: Int32) throws(DatabaseError) {
