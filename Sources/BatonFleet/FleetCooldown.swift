@@ -12,19 +12,18 @@ enum FleetCooldown {
     /// evaluates it.
     static let databaseNow = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 
-    /// The key's last success (run id and when, by the database's clock) and the database's
-    /// clock now; no row when the key never succeeded or the run is gone (pruned). Sent after
-    /// the statement that locks the key's row, so "now" is read once the row is held.
+    /// The key's last success (run id and when, by the database's clock); no row when the key
+    /// never succeeded or the run is gone (pruned). Sent after the statement that locks the key's
+    /// row; the clock it is compared with is the one the transaction read (`FleetPauses.clockAndPause`).
     static func lastSuccess(of key: String) -> FleetJournal.Statement {
         ("""
-            SELECT r.id, k.last_success_at, \(databaseNow) FROM keys k \(FleetKeyRuns.run("k.last_success_run")) WHERE k.key = $1
+            SELECT r.id, k.last_success_at FROM keys k \(FleetKeyRuns.run("k.last_success_run")) WHERE k.key = $1
             """, [key])
     }
 
-    /// `lastSuccess`'s row: the key's last success and the database's clock; nil without one.
-    static func lastSuccess(_ row: [String?]?) -> (success: KeyDecision.LastSuccess, now: Timestamp)? {
-        guard let row, row.count >= 3, let id = row[0].flatMap({ Int64($0) }), let at = row[1].flatMap({ Int64($0) }),
-              let now = row[2].flatMap({ Int64($0) }) else { return nil }
-        return (KeyDecision.LastSuccess(run: id, at: Timestamp(rawValue: at)), Timestamp(rawValue: now))
+    /// `lastSuccess`'s row: the key's last success; nil without one.
+    static func lastSuccess(_ row: [String?]?) -> KeyDecision.LastSuccess? {
+        guard let row, row.count >= 2, let id = row[0].flatMap({ Int64($0) }), let at = row[1].flatMap({ Int64($0) }) else { return nil }
+        return KeyDecision.LastSuccess(run: id, at: Timestamp(rawValue: at))
     }
 }

@@ -12,40 +12,32 @@ import BatonCore
 /// fires early starts it inside its window; its timer is only a wake-up (`FleetCoordinator`'s
 /// `armDebounce`). The `loading` transition clears `debounce_until`.
 enum FleetDebounce {
-    /// What a debounced trigger reads once it holds its key's row.
-    struct Reading: Equatable {
-        /// The database's clock then.
-        var now: Timestamp
-        /// The windows of the key's holder and follow-ups queued with one, as kept: the engine
-        /// chooses the run to share among them (`KeyFacts.windows`, `KeyDecision.pending`).
-        var windows: [Int64: DebounceWindow]
-    }
-
-    /// The database's clock (first column, every row), then each of the key's holder and
-    /// follow-up that is queued with its window open or due (its id, first, deadline, window,
-    /// maxWait); one row of NULLs after the clock when neither is. Sent after the statement that
-    /// locks the key's row, so the clock is read once the row is held.
+    /// Each of the key's holder and follow-up that is queued with its window open or due (its id,
+    /// first, deadline, window, maxWait); one row of NULLs when neither is (a `LEFT JOIN` on a
+    /// constant: one row always). Sent after the statement that locks the key's row; the clock
+    /// the windows are compared with is the one the transaction read (`FleetPauses.clockAndPause`).
     static func pending(of key: String) -> FleetJournal.Statement {
         ("""
-            SELECT c.now, r.id, r.debounce_first, r.debounce_until, r.debounce_window, r.debounce_max_wait
-            FROM (SELECT \(FleetCooldown.databaseNow) AS now) c
+            SELECT r.id, r.debounce_first, r.debounce_until, r.debounce_window, r.debounce_max_wait
+            FROM (SELECT 1) c
             LEFT JOIN (\(FleetKeyRuns.heldAndLined("r.id, r.debounce_first, r.debounce_until, r.debounce_window, r.debounce_max_wait",
                                                      where: "k.key = $1 AND r.phase = 'queued' AND r.debounce_until IS NOT NULL"))) r ON true
             """, [key])
     }
 
-    /// `pending`'s rows: the database's clock and the windows as kept. Nil when the rows carry no clock.
-    static func reading(_ rows: [[String?]]) -> Reading? {
-        guard let now = rows.first?[0].flatMap({ Int64($0) }) else { return nil }
+    /// `pending`'s rows: the windows of the key's holder and follow-up as kept, for the engine to
+    /// choose the run to share (`KeyFacts.windows`, `KeyDecision.pending`). Nil without a row.
+    static func reading(_ rows: [[String?]]) -> [Int64: DebounceWindow]? {
+        guard !rows.isEmpty else { return nil }
         var windows: [Int64: DebounceWindow] = [:]
         for row in rows {
-            guard row.count >= 6, let id = row[1].flatMap({ Int64($0) }), let first = row[2].flatMap({ Int64($0) }),
-                  let until = row[3].flatMap({ Int64($0) }), let window = row[4].flatMap({ Int64($0) }),
-                  let maxWait = row[5].flatMap({ Int64($0) }) else { continue }
+            guard row.count >= 5, let id = row[0].flatMap({ Int64($0) }), let first = row[1].flatMap({ Int64($0) }),
+                  let until = row[2].flatMap({ Int64($0) }), let window = row[3].flatMap({ Int64($0) }),
+                  let maxWait = row[4].flatMap({ Int64($0) }) else { continue }
             windows[id] = DebounceWindow(window: .microseconds(window), maxWait: .microseconds(maxWait), first: Timestamp(rawValue: first),
                                          deadline: Timestamp(rawValue: until))
         }
-        return Reading(now: Timestamp(rawValue: now), windows: windows)
+        return windows
     }
 
     /// Keeps a run's window in its row (a new one, or one pushed back), while the run is queued.

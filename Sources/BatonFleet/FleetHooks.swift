@@ -89,14 +89,17 @@ enum FleetHooks {
             ?? [nil, nil, nil, nil])
         let asked = KeyDecision.Asked(hook: action, params: target.params)
         let facts = try facts(of: target.key, action, slot: slot, on: db)
+        // What the rows it writes are stamped with: this host's clock, read once (as a batch's
+        // `Rows.stamp`): a replaced run ends when its replacement is queued. Decided on `facts.now`.
+        let stamp = Timestamp.now
         let mayStop = KeyDecision.mayStop(asked, slot: slot)
         let stopping = mayStop.isEmpty ? [:] : try FleetStop.facts(of: mayStop, on: db)
         // A new run's id is taken from the database only where the step makes one (it asks `id` then).
-        let step = try KeyDecision.step(asked, facts, stopping: stopping, me: me.incarnation, id: { try nextRunID(for: action, on: db) }, at: .now)
-        try perform(step, target, cause, at: facts.now, on: db, as: me)
+        let step = try KeyDecision.step(asked, facts, stopping: stopping, me: me.incarnation, id: { try nextRunID(for: action, on: db) }, at: stamp)
+        try perform(step, target, cause, at: stamp, on: db, as: me)
     }
 
-    /// Writes what a hook's trigger was decided (`trigger`), at `now` (its facts' clock).
+    /// Writes what a hook's trigger was decided (`trigger`), its rows stamped `now` (the step's stamp).
     private static func perform(_ step: KeyDecision.Step, _ target: HookTarget, _ cause: HookCause, at now: Timestamp, on db: PGConnection,
                                 as me: FleetHost) throws {
         let action = target.action
@@ -133,43 +136,47 @@ enum FleetHooks {
         }
     }
 
-    /// What the key's rows say, read while its row is held: the engine's value (`KeyFacts`), of
-    /// which it makes its view. The window and cooldown are read only for an action that has
-    /// them, on the database's clock.
+    /// What the key's rows say, read while its row is held, in one round trip: the engine's value
+    /// (`KeyFacts`), of which it makes its view and decides. One clock, the database's, read once
+    /// with the action's pause (`FleetPauses.clockAndPause`): every window, hold and the cooldown
+    /// are decided on it, and the pause is handed as kept (the engine says whether it holds, as
+    /// for a host's trigger: `KeyDecision.view`). The rate bucket, windows, line and last success
+    /// are read only for an action that has them.
     private static func facts(of key: String, _ action: Action, slot: KeySlot, on db: PGConnection) throws -> KeyFacts {
-        var facts = KeyFacts(slot: slot, now: .now)
-        // Its pause where it holds by the database's clock (the pause's times are the database's).
-        facts.pause = try db.query(FleetPauses.of([action.name])).first.flatMap { row in
-            FleetPauses.holds(row, from: 0) ? FleetPauses.pause(row) : nil
-        }
+        let claim = action.rateClaim(key: key)
+        let lined = action.policy == .queue && action.queueDepth > 1 && !slot.line.isEmpty
+        var reads = [FleetPauses.clockAndPause(action.name)]
         // Its rate limit's bucket, read without its lock (the writer holds key rows a trigger
         // batch may wait for while holding the bucket's): the start that the run then waits
         // for decides under the lock (`KeyDecision.decide`), so no window holds more starts than allowed.
-        if let claim = action.rateClaim(key: key) {
-            let read = try db.pipeline([FleetRates.read(claim, action: action.name, key: key), ("SELECT \(FleetCooldown.databaseNow)", [])])
-            let now = read[1].first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? facts.now
-            facts.rate = FleetRates.bucket(read[0].rows).rate(claim, key: key, at: now)
+        if let claim { reads.append(FleetRates.read(claim, action: action.name, key: key)) }
+        if action.debounce != nil { reads.append(FleetDebounce.pending(of: key)) }
+        // The line's runs: their params (a line is joined by params), phase and last seq as read.
+        if lined {
+            let ids = "{" + slot.line.map(String.init).joined(separator: ",") + "}"
+            reads.append(("SELECT id, params, phase, last_seq FROM runs WHERE id = ANY ($1::bigint[])", [ids]))
         }
+        if action.cooldown != nil { reads.append(FleetCooldown.lastSuccess(of: key)) }
+        var read = try db.pipeline(reads)[...]
+        guard let (now, pause) = FleetPauses.clockAndPause(read.removeFirst().first) else {
+            throw PGError(message: "the database's clock could not be read for a hook's trigger of key \(key)")
+        }
+        var facts = KeyFacts(slot: slot, now: now, pause: pause)
+        if let claim { facts.rate = FleetRates.bucket(read.removeFirst().rows).rate(claim, key: key, at: now) }
         if action.debounce != nil {
-            guard let reading = FleetDebounce.reading(try db.query(FleetDebounce.pending(of: key)).rows) else {
+            guard let windows = FleetDebounce.reading(read.removeFirst().rows) else {
                 throw PGError(message: "the debounce of key \(key) could not be read")
             }
-            facts.now = reading.now
-            facts.windows = reading.windows
+            facts.windows = windows
         }
-        if action.policy == .queue, action.queueDepth > 1, !slot.line.isEmpty {
-            // The line's runs: their params (a line is joined by params), phase and last seq as read.
-            let ids = "{" + slot.line.map(String.init).joined(separator: ",") + "}"
-            for row in try db.query("SELECT id, params, phase, last_seq FROM runs WHERE id = ANY ($1::bigint[])", [ids]).rows {
+        if lined {
+            for row in read.removeFirst().rows {
                 guard let id = row[0].flatMap({ Int64($0) }), let phase = row[2].flatMap(Phase.init(rawValue:)) else { continue }
                 guard let lastSeq = row[3].flatMap({ Int($0) }) else { throw PGError(message: "run \(id)'s last_seq could not be read") }
                 facts.runs[id] = KeyFacts.Run(phase: phase, lastSeq: lastSeq, params: JSONText.params(row[1]))
             }
         }
-        if action.cooldown != nil, let success = FleetCooldown.lastSuccess(try db.query(FleetCooldown.lastSuccess(of: key)).first) {
-            facts.lastSuccess = success.success
-            facts.now = success.now
-        }
+        if action.cooldown != nil { facts.lastSuccess = FleetCooldown.lastSuccess(read.removeFirst().first) }
         return facts
     }
 

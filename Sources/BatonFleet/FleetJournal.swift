@@ -37,10 +37,11 @@ enum FleetJournal {
         case let .resume(action, by, at):
             _ = try db.pipeline(FleetPauses.resume(action, by: by, at: at, host: me.name))
             return true
-        case let .failureStreak(run, action, most, failed):
-            // Only an end this transaction wrote counts (one the guard refused is the host's that took the run over).
+        case let .failureStreak(run, action, most):
+            // Only an end this transaction wrote counts (one the guard refused is the host's that took the run over);
+            // the run's row, as that end left it, says how it ended.
             guard written.ended[run] != nil else { return false }
-            return try FleetPauses.count(run: run, action: action, most: most, failed: failed, on: db, host: me.name)
+            return try FleetPauses.count(run: run, action: action, most: most, on: db, host: me.name)
         case let .trigger(record):
             try insert(record, host: me.name, on: db)
             return false

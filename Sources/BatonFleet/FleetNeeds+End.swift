@@ -38,7 +38,7 @@ extension FleetNeeds {
             try FleetHooks.fire(firing, previous: applied.previousOutcome, on: db, as: me)
         }
         if let most = action.pauseAfterFailures {
-            _ = try FleetPauses.count(run: id, action: action.name, most: most, failed: true, on: db, host: me.name)
+            _ = try FleetPauses.count(run: id, action: action.name, most: most, on: db, host: me.name)
         }
     }
 

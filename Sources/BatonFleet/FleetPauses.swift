@@ -9,7 +9,8 @@ import FoundationEssentials
 /// learns the rows from its feed (`pausesSeen`, for `status`, metrics and the dashboard).
 /// `pauseAfterFailures` is counted over every host's runs, in the transaction that writes a
 /// success or a failure (`JournalEntry.failureStreak`, `count`), and decided by the engine's
-/// `ActionPause.afterFailures`.
+/// `FailureStreak.end` on the rows and the database's clock, as one machine's conductor decides it
+/// on its table.
 ///
 /// Lock order: a transaction that touches an action's pause row (a pause, a resume, a count of
 /// its failures: the writer's) takes a transaction-scoped advisory lock of each such action, in
@@ -32,27 +33,36 @@ enum FleetPauses {
                            until: row[index + 4].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)), hold: row[index + 5] == "t")
     }
 
-    /// A pause's columns joined as `p` to a run's row (NULLs where its action is not paused), then
-    /// the database's clock (what the pause's times are compared with).
-    static let joinedList = columnList.map { "p." + $0 } + [FleetCooldown.databaseNow]
+    /// A pause's columns joined as `p` to a run's row (NULLs where its action is not paused). The
+    /// clock its times are compared with is read once elsewhere in the transaction (a trigger
+    /// batch's `opening.clock`).
+    static let joinedList = columnList.map { "p." + $0 }
     static let joined = joinedList.joined(separator: ", ")
-    /// How many columns `joined` reads: the pause's and the clock.
-    static let joinedCount = joinedList.count
-
-    /// Whether the pause `joined` read at `index` holds, by the database's clock read with it.
-    static func holds(_ row: [String?], from index: Int) -> Bool {
-        guard let pause = pause(row, from: index), let now = row[index + count].flatMap({ Int64($0) }) else { return false }
-        return pause.holds(at: Timestamp(rawValue: now))
-    }
-
     /// Whether run `r`'s action has a pause that holds now by the database's clock: a look's
     /// filter only (the start decides with `KeyDecision.mayStart` on the row it reads).
     static let holds = "EXISTS (SELECT 1 FROM pauses p WHERE p.action = r.action AND (p.until IS NULL OR p.until > \(FleetCooldown.databaseNow)))"
 
+    /// The database's clock, then the pause columns of `action` (NULLs where it has none): one
+    /// row always. What a hook's trigger reads first under its key's lock (`FleetHooks`): the
+    /// clock its facts are decided on, read once, and the pause as kept, for the engine to say
+    /// whether it holds.
+    static func clockAndPause(_ action: String) -> Statement {
+        ("""
+         SELECT \(FleetCooldown.databaseNow), \(columnList.map { "p." + $0 }.joined(separator: ", "))
+         FROM (SELECT $1::text AS action) c LEFT JOIN pauses p ON p.action = c.action
+         """, [action])
+    }
+
+    /// `clockAndPause`'s row: the clock and the pause (nil: none); nil without a clock.
+    static func clockAndPause(_ row: [String?]?) -> (now: Timestamp, pause: ActionPause?)? {
+        guard let row, let now = row.first?.flatMap({ Int64($0) }) else { return nil }
+        return (Timestamp(rawValue: now), pause(row, from: 1))
+    }
+
     /// Every pause the fleet holds now (those whose time ran out included: `holds(at:)` says).
     static let all: Statement = ("SELECT \(columns) FROM pauses ORDER BY action", [])
 
-    /// The pauses of `actions`, each with the database's clock (`joined`'s columns).
+    /// The pauses of `actions` (`joined`'s columns).
     static func of(_ actions: [String]) -> Statement {
         ("SELECT \(joined) FROM pauses p WHERE p.action = ANY ($1::text[])", [FleetJournal.textArray(actions)])
     }
@@ -70,7 +80,7 @@ enum FleetPauses {
             switch entry {
             case let .pause(pause): lock(pause.action)
             case let .resume(action, _, _): lock(action)
-            case let .failureStreak(_, action, _, _): lock(action)
+            case let .failureStreak(_, action, _): lock(action)
             default: nil
             }
         })
@@ -112,34 +122,50 @@ enum FleetPauses {
     }
 
     /// In the transaction that wrote run `run`'s end, holding its action's pause lock
-    /// (`locks(for:)`): a success counts the action's failures in a row from zero again, a
-    /// failure adds one (`pause_streaks`, over every host's runs: every end of the action is
-    /// counted under the lock, one after the other); then the engine decides whether they pause
-    /// it (`ActionPause.afterFailures`). Returns whether it did.
-    static func count(run: Int64, action: String, most: Int, failed: Bool, on db: PGConnection, host: String) throws -> Bool {
-        guard failed else {
-            _ = try db.query("""
-                INSERT INTO pause_streaks (action, failures) VALUES ($1, 0) ON CONFLICT (action) DO UPDATE SET failures = 0
-                """, [action])
-            return false
+    /// (`locks(for:)`, so every end of the action is counted under it, one after the other, over
+    /// every host's runs): reads the run's row (how its end left it), the database's clock, the
+    /// action's count (`pause_streaks`) and its pause in one row (`streakAndPause`), and writes
+    /// what the engine's rule answers (`FailureStreak.end`): the count to keep and the pause it
+    /// made. Returns whether it made one.
+    static func count(run: Int64, action: String, most: Int, on db: PGConnection, host: String) throws -> Bool {
+        guard let row = try db.query(streakAndPause(action, run: run)).first else {
+            throw PGError(message: "run \(run)'s row could not be read to count \(action)'s failures")
         }
-        let read = try db.pipeline([
-            ("""
-             INSERT INTO pause_streaks (action, failures) VALUES ($1, 1)
-             ON CONFLICT (action) DO UPDATE SET failures = pause_streaks.failures + 1 RETURNING failures
-             """, [action]),
-            ("SELECT \(columns), \(FleetCooldown.databaseNow) FROM pauses WHERE action = $1", [action]),
-            ("SELECT \(FleetRows.runColumns) FROM runs WHERE id = $1", [String(run)]),
-        ])
-        guard let streak = read[0].first?[0].flatMap({ Int($0) }), let row = read[2].first else { return false }
-        let paused = read[1].first.flatMap { row in
-            pause(row).map { $0.holds(at: Timestamp(rawValue: row[count].flatMap { Int64($0) } ?? 0)) }
-        } ?? false
-        guard let made = ActionPause.afterFailures(streak: streak, most: most, last: FleetRows.run(row), paused: paused, at: .now) else {
-            return false
+        let at = FleetRows.runColumnCount
+        guard let now = row[at].flatMap({ Int64($0) }) else {
+            throw PGError(message: "the database's clock could not be read to count \(action)'s failures")
         }
-        _ = try db.pipeline(write(made, host: host))
-        return true
+        // NULL: no count kept yet (0); anything else that is not a count is an error, as a missing clock is.
+        let read = row[at + 1]
+        guard let failures = read.map({ Int($0) }) ?? 0 else {
+            throw PGError(message: "\(action)'s count of failures could not be read")
+        }
+        guard let ended = FailureStreak.end(FleetRows.run(row), most: most, failures: failures,
+                                            pause: pause(row, from: at + 2), at: Timestamp(rawValue: now)) else { return false }
+        let results = try db.pipeline([keep(ended.failures, of: action, read: read)] + (ended.pause.map { write($0, host: host) } ?? []))
+        guard results.first?.affected == 1 else {
+            throw PGError(message: "\(action)'s count of failures changed since it was read (its pause lock not held?)")
+        }
+        return ended.pause != nil
+    }
+
+    /// Keeps `failures` as `action`'s count, compare-and-set: only where the count is still the
+    /// one read (`read`, NULL: no row), so a writer that counts without the action's pause lock
+    /// is an error (no row written), not a count lost.
+    static func keep(_ failures: Int, of action: String, read: String?) -> Statement {
+        ("""
+         INSERT INTO pause_streaks (action, failures) VALUES ($1, $2::integer) ON CONFLICT (action) DO UPDATE SET failures = excluded.failures
+         WHERE pause_streaks.failures IS NOT DISTINCT FROM $3::integer
+         """, [action, String(failures), read])
+    }
+
+    /// Run `run`'s columns (`FleetRows.runColumns`), then the database's clock, `action`'s count
+    /// of failures in a row (NULL: none kept) and its pause's columns (NULLs: none).
+    static func streakAndPause(_ action: String, run: Int64) -> Statement {
+        ("""
+         SELECT \(FleetRows.runColumns(as: "r")), \(FleetCooldown.databaseNow), s.failures, \(columnList.map { "p." + $0 }.joined(separator: ", "))
+         FROM runs r LEFT JOIN pause_streaks s ON s.action = $1 LEFT JOIN pauses p ON p.action = $1 WHERE r.id = $2
+         """, [action, String(run)])
     }
 }
 

@@ -9,7 +9,8 @@ import BatonCore
 /// `FlightTable` asks it, with the windows' arithmetic). `filter` is the cheap pre-filter the
 /// looks' queries add, written once: it keeps exactly the rows whose view the rule starts (each
 /// clause is the SQL of one of the view's facts: see its comment), so the rule still decides
-/// every run a start reads.
+/// every run a start reads. `StartRowFilterTests` holds it to that: rows for every value of every
+/// fact of the view, each expected as the rule decides the view it states.
 enum StartColumns {
     enum Part: Hashable, Sendable {
         case seq, slot, owner, pause, clock, approving, needs

@@ -98,7 +98,8 @@ extension ExecRunner {
         if case let .cgroup(hierarchy) = tracking {
             ProcessAttempt.leaders.withLock { _ = $0.hierarchies.insert(hierarchy.directory) }
             let name = CgroupHierarchy.name(run: job.runID, attempt: job.attempt)
-            switch AttemptCgroup.create(hierarchy.directory + "/" + name, name: name, home: hierarchy.home, plan: plan.limitPlan ?? .init()) {
+            switch AttemptCgroup.create(hierarchy.directory + "/" + name, name: name, home: hierarchy.home, plan: plan.limitPlan ?? .init(),
+                                        v1: plan.v1Groups) {
             case let .success(made): cgroup = made
             case let .failure(why):
                 for fd in out + err + prog { close(fd) }

@@ -34,6 +34,8 @@ final class SpawnPlan {
     var used = 0
     /// The attempts' cgroups (nil without cgroup tracking).
     let limitPlan: LimitPlan?
+    /// Its cgroup v1 groups (a hybrid host's memory group for every attempt), their paths' bytes made once.
+    let v1Groups: [AttemptCgroupV1.Template]
 
     init(_ inputs: Inputs, fixed: [String: String]) {
         self.inputs = inputs
@@ -43,6 +45,7 @@ final class SpawnPlan {
         overridable = variables.enumerated().compactMap { $1.name.hasPrefix("BATON_") ? ($0, $1.name) : nil }
         names = variables.map(\.name)
         limitPlan = inputs.support.map { LimitPlan.make(inputs.limits, support: $0) }
+        v1Groups = limitPlan?.v1.map(AttemptCgroupV1.Template.init) ?? []
     }
 
     /// Calls `body` with the argv (`prefix`, then `exec`) and the environment (this plan's, less

@@ -91,6 +91,7 @@ extension Statement {
         }
         _ = try step()
         sqlite.sqlite3_reset(handle)
+        isReset = true
     }
 
     func check(_ rc: Int32) throws(DatabaseError) {

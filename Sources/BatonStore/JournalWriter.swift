@@ -30,7 +30,7 @@ enum JournalWriter {
         switch entry {
         case let .hooks(firing):
             throw UndecidedHooks(run: firing.run.id)
-        case let .failureStreak(run, _, _, _):
+        case let .failureStreak(run, _, _):
             throw UncountedFailures(run: run)
         case let .created(run, transition):
             try db.cached("""

@@ -37,6 +37,10 @@ public final class Statement {
     /// copy of SQLite's own, no allocation per value. Valid until the next `execute` starts
     /// (it outlives every step that reads it); text that does not fit is bound as a copy.
     var texts: TextBuffer
+    /// Whether the statement has not stepped since SQLite last reset it: `execute` and `run` reset
+    /// it as they finish, so `reset` (a `cached` use's end) need not again (issue 39: two
+    /// `sqlite3_reset` a use). A step that throws leaves it false, and `reset` resets then.
+    var isReset = true
 
     init(connection: Connection, sql: String) throws(DatabaseError) {
         var statement: OpaquePointer?
@@ -88,6 +92,7 @@ public final class Statement {
 
     /// Advances to the next row; false when there is none.
     public func step() throws(DatabaseError) -> Bool {
+        isReset = false
         switch sqlite.sqlite3_step(handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -100,12 +105,16 @@ public final class Statement {
         try bind(values)
         _ = try step()
         sqlite.sqlite3_reset(handle)
+        isReset = true
     }
 
     /// Resets the statement for its next use, and clears its parameters unless `execute` bound them
     /// all (it binds every one again before its next step).
     public func reset() {
-        sqlite.sqlite3_reset(handle)
+        if !isReset {
+            sqlite.sqlite3_reset(handle)
+            isReset = true
+        }
         if bindings == .some {
             sqlite.sqlite3_clear_bindings(handle)
             bindings = .cleared

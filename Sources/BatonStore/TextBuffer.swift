@@ -29,6 +29,13 @@ struct TextBuffer: ~Copyable {
         return UnsafePointer(start)
     }
 
+    /// Whether `pointer` points into the kept text: SQLite read a value bound in place there
+    /// (`StatementBindingTests.readInPlace`), not a copy of its own.
+    func holds(_ pointer: UnsafeRawPointer?) -> Bool {
+        guard let base, let pointer else { return false }
+        return pointer >= UnsafeRawPointer(base) && pointer < UnsafeRawPointer(base + Self.capacity)
+    }
+
     deinit { base?.deallocate() }
 }
 

@@ -7,19 +7,22 @@ import Foundation
 /// `/bin/true` under distinct keys. Against raw `posix_spawn` + `waitpid` at the same parallelism,
 /// measured just before and just after in the same run; batond's CPU time per run from /proc.
 enum BatondBench {
-    static func run(runs: Int, binary: String, parallelisms: [Int]) async throws -> [Figure] {
+    static func run(runs: Int, binary: String, parallelisms: [Int], shim: BatondShim = .asFound) async throws -> [Figure] {
         var figures: [Figure] = []
         let cgroups = CgroupSpawn.parent()
         for parallelism in parallelisms {
             // Rounds interleaved: each baseline just before and just after batond.
             let before = await rawSpawn(count: runs, parallelism: parallelism)
             let cgroupBefore = await cgroups.asyncFlatMap { await CgroupSpawn.rate(count: runs, parallelism: parallelism, in: $0) }
-            let measured = try await blocking { Result { try drive(binary: binary, runs: runs, parallelism: parallelism) } }.get()
+            let measured = try await blocking { Result { try drive(binary: binary, runs: runs, parallelism: parallelism, shim: shim) } }.get()
             let after = await rawSpawn(count: runs, parallelism: parallelism)
             let cgroupAfter = await cgroups.asyncFlatMap { await CgroupSpawn.rate(count: runs, parallelism: parallelism, in: $0) }
             let raw = (before + after) / 2
             figures.append(Figure("real batond: /bin/true runs/s, parallelism \(parallelism), \(runs) keys (FULL)", measured.rate, "/s",
-                                  baseline: ("posix_spawn + waitpid loop, \(parallelism) threads", raw), target: "≥ 0.8 of raw"))
+                                  baseline: ("posix_spawn + waitpid loop, \(parallelism) threads", raw), target: "≥ 0.8 of raw",
+                                  note: measured.shim.description))
+            figures.append(Figure("real batond: actions under baton-shim, parallelism \(parallelism)", measured.shim.used.map { $0 ? 1 : 0 } ?? -1, "",
+                                  note: "1: under the shim, 0: direct spawns, -1: batond did not say; " + measured.shim.description))
             figures += cgroupFigures(measured, raw: raw, cgroup: cgroupBefore.flatMap { b in cgroupAfter.map { .mean(b, $0) } },
                                      parallelism: parallelism)
             figures += cpuFigures(measured, parallelism: parallelism)
@@ -84,11 +87,13 @@ enum BatondBench {
         var rate: Double
         var runs: Int
         var cpu: ThreadCPU
+        /// What batond's log said of its shim (`BatondShim.used`).
+        var shim: (used: Bool?, description: String)
     }
 
     /// Starts batond, triggers `runs` detached runs of `/bin/true` (each its own key), waits for
     /// every one, and stops it.
-    static func drive(binary: String, runs: Int, parallelism: Int) throws -> Measured {
+    static func drive(binary: String, runs: Int, parallelism: Int, shim: BatondShim) throws -> Measured {
         let directory = scratchDirectory("batond-\(parallelism)")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let config = directory + "/baton.json5"
@@ -98,9 +103,12 @@ enum BatondBench {
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let socket = directory + "/baton.sock"
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: try shim.binary(binary, in: directory))
         process.arguments = ["--config", config, "--socket", socket, "--database", directory + "/history.sqlite"]
-        process.standardError = FileHandle.nullDevice
+        // Its log in a file: what it says of its shim is read once it has spawned.
+        let log = directory + "/batond.log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: log)
         try process.run()
         defer {
             process.terminate()
@@ -109,6 +117,9 @@ enum BatondBench {
         let client = try connect(socket, until: .now + .seconds(10))
         for index in 0..<20 { _ = client.call(#"{"op":"trigger","action":"t","params":{"k":"warm\#(index)"}}"#) }
 
+        let used = BatondShim.used(log: log)
+        // batond also finds an installed shim (/usr/libexec/baton): then "alone" is not what is measured.
+        if shim == .none, used.used == true { throw BenchError("--shim none, but batond runs its actions \(used.description)") }
         let cpuBefore = ThreadCPU(of: process.processIdentifier)
         let watch = Stopwatch()
         let ids = pipeline(client, (0..<runs).map { #"{"op":"trigger","action":"t","params":{"k":"\#($0)"},"detach":true}"# })
@@ -119,7 +130,7 @@ enum BatondBench {
         guard ids.count == runs, ends.count == runs, ends.allSatisfy({ LineClient.contains($0, #""phase":"success""#) }) else {
             throw BenchError("batond answered \(ids.count) triggers and \(ends.count) waits of \(runs)")
         }
-        return Measured(rate: Double(runs) / elapsed, runs: runs, cpu: cpu)
+        return Measured(rate: Double(runs) / elapsed, runs: runs, cpu: cpu, shim: used)
     }
 
     /// Sends every line while reading the final answers (on another thread, so neither side's

@@ -7,13 +7,16 @@ import Foundation
 //   .build/release/baton-bench --only store,socket --json out.json
 
 let usage = """
-    usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH] [--parallelism LIST] [--runs N] [--fleet CONNINFO]
+    usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH] [--parallelism LIST] [--runs N] [--shim PATH|none] [--fleet CONNINFO]
       --quick        small sizes and short runs: checks that every benchmark works, figures are rough
       --only LIST    comma-separated: store, noop, spawn, batond, socket, single, latency, history, memory, cli, output
       --json PATH    where to write the results (default: .build/baton-bench.json)
       --batond PATH  the batond binary the batond figure drives (default: the one beside baton-bench)
       --parallelism LIST  the lane counts of the real batond figure, comma-separated (default: 2,4)
       --runs N       runs of the real batond figure at each lane count (default: 1500, --quick 200)
+      --shim PATH|none  the real batond figure's batond copied into its scratch directory with this baton-shim
+                     beside it, or alone (none fails where batond finds an installed shim anyway; default: batond
+                     where it is, with the shim it finds; the table says which)
       --fleet CONNINFO  also measure a fleet on this PostgreSQL database (scripts/bench-fleet makes one)
     """
 
@@ -23,6 +26,7 @@ var jsonPath = ".build/baton-bench.json"
 var fleetConninfo: String?
 var parallelisms = [2, 4]
 var batondRuns: Int?
+var batondShim = BatondShim.asFound
 var batondBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("batond").path
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -48,6 +52,11 @@ while let argument = arguments.popFirst() {
             FileHandle.standardError.write(Data("--runs needs a number of runs\n".utf8)); exit(2)
         }
         batondRuns = count
+    case "--shim":
+        guard let choice = arguments.popFirst().flatMap({ BatondShim(argument: $0) }) else {
+            FileHandle.standardError.write(Data("--shim needs an absolute path or none\n".utf8)); exit(2)
+        }
+        batondShim = choice
     case "--fleet":
         guard let conninfo = arguments.popFirst() else { FileHandle.standardError.write(Data("--fleet needs a connection string\n".utf8)); exit(2) }
         fleetConninfo = conninfo
@@ -63,7 +72,7 @@ var steps: [(String, () async throws -> [Figure])] = [
     ("noop", { try await SocketBench.noop(seconds: seconds, clients: quick ? 8 : 32) }),
     ("spawn", { try await SocketBench.spawn(seconds: seconds, parallelism: 4) }),
     ("batond", { try await BatondBench.run(runs: batondRuns ?? (quick ? 200 : 1_500), binary: batondBinary,
-                                                   parallelisms: parallelisms) }),
+                                                   parallelisms: parallelisms, shim: batondShim) }),
     ("socket", { try await SocketBench.requests(seconds: seconds, clients: quick ? 4 : 16) }),
     ("single", { try await SocketBench.singleFlight(triggers: quick ? 1_000 : 10_000) }),
     ("latency", { try await SocketBench.latency(samples: quick ? 100 : 2_000) }),

@@ -38,7 +38,7 @@ extension Backend {
         runner.artifacts = Self.artifactSetup(config, database: database, host: host.name, keeper: artifacts)
         // Each attempt under a shim (`DATABASE-shims-HOST`), as on one host: a stop, a restart or a
         // crash leaves its runs to them, for this host's next start to take back within the lease.
-        runner.shim = Self.shim(database: database).map { ShimSetup(executable: $0.executable, directory: $0.directory + "-" + host.name) }
+        runner.shim = Self.shim(database: database, suffix: "-" + host.name)
         var options = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                         watchersFedByFleet: true, lineSink: config.journalSink, storeDecidesHooks: true, storeCountsFailures: true)
         options.handsOver = true

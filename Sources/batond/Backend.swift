@@ -126,15 +126,18 @@ struct DaemonError: Error, CustomStringConvertible {
 
 extension Backend {
     /// `baton-shim` beside batond (or in /usr/libexec/baton), its attempts' directories beside the
-    /// database (an absolute path: the shim runs in the action's working directory): without it,
-    /// every action runs as if `survivesRestart: false`.
-    static func shim(database: String) -> ShimSetup? {
+    /// database (`DATABASE-shims`, then `suffix`; an absolute path: the shim runs in the action's
+    /// working directory); logged, as is its absence: without it, every action runs as if
+    /// `survivesRestart: false`.
+    static func shim(database: String, suffix: String = "") -> ShimSetup? {
         guard let executable = ShimSetup.findExecutable() else {
             Log.warning("baton-shim is not beside batond nor in /usr/libexec/baton: runs do not survive a restart of batond")
             return nil
         }
         let absolute = database.hasPrefix("/") ? database : FileManager.default.currentDirectoryPath + "/" + database
-        return ShimSetup(executable: executable, directory: absolute + "-shims")
+        let shim = ShimSetup(executable: executable, directory: absolute + "-shims" + suffix)
+        Log.info("runs that survive restarts run under \(executable), their shims' directories in \(shim.directory)")
+        return shim
     }
 
     /// Removes the hook output files a crashed batond of this instance left, before any run starts.

@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-@Suite("Shell completion")
+@Suite("Shell completion", .offPool)
 struct CompletionTests {
     func shell(_ path: String, _ script: String) throws -> (code: Int32, output: String) {
         let process = Process()

@@ -3,7 +3,7 @@ import Dispatch
 @testable import baton
 import Testing
 
-@Suite("baton run's loading line")
+@Suite("baton run's loading line", .offPool)
 struct SpinnerTests {
     let start = Timestamp(microseconds: 1_000_000_000)
 
@@ -54,6 +54,6 @@ struct SpinnerTests {
             let spinner = Spinner { text in if text == Spinner.clearLine { cleared.signal() } }
             spinner.show(run())
         }
-        #expect(cleared.wait(timeout: .now() + 10) == .success)
+        #expect(cleared.wait(timeout: .usualWait) == .success)
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// The CLI's times and durations, byte for byte as the Foundation build wrote them (the golden
 /// files were made by main's release `baton` at fbebf08, before FoundationEssentials): a history
 /// whose runs straddle both of New York's 2026 clock changes, read in UTC and in New York.
-@Suite("CLI time text: golden files in UTC and America/New_York across DST")
+@Suite("CLI time text: golden files in UTC and America/New_York across DST", .offPool)
 struct TimeTextGoldenTests {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     /// The baton that writes the text; BATON_GOLDEN_BATON names another (to make the files).

@@ -3,7 +3,7 @@ import BatonCore
 import Foundation
 import Testing
 
-@Suite("Times as people write them")
+@Suite("Times as people write them", .offPool)
 struct TimeTextTests {
     /// 2026-11-15 13:30:00 local time.
     static let now: Timestamp = {

@@ -41,7 +41,7 @@ struct ConductorStopTests {
             // A deadline, not a speed: the bug left the run loading for its whole 300 s.
             let stopped = await withTaskGroup(of: Bool.self) { group in
                 group.addTask { await conductor.shutdown(grace: .zero); return true }
-                group.addTask { try? await Task.sleep(for: .seconds(20)); return false }
+                group.addTask { try? await Task.sleep(for: .seconds(30)); return false }
                 let first = await group.next() ?? false
                 if !first { conductor.stopRemaining() }
                 group.cancelAll()

@@ -5,7 +5,7 @@ import Testing
 
 /// The conductor's store items of one turn of the loop reach the store together, in order, once
 /// the turn's work is done (issue 39: one wake-up of the writer and one group for them).
-@Suite("Conductor: a turn's writes go to the store together at its end")
+@Suite("Conductor: a turn's writes go to the store together at its end", .offPool)
 struct ConductorTurnWriteTests {
     /// Records, for each item, what the turn had done when the item reached the store.
     final class RecordingStore: RunStore {
@@ -38,7 +38,7 @@ struct ConductorTurnWriteTests {
                 done.signal()
             }
         }
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(done.wait(timeout: .usualWait) == .success)
         // Handed over one by one (before), the first reached the store before the turn went on.
         #expect(store.seen.withLock { $0 } == ["item 0 after first,second", "item 1 after first,second"])
         #expect(committed.withLock { $0 } == 2)
@@ -57,7 +57,7 @@ struct ConductorTurnWriteTests {
             }
             reactor.post { done.signal() }
         }
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(done.wait(timeout: .usualWait) == .success)
         let seen = store.seen.withLock { $0 }
         let every = Conductor.handOverEvery
         #expect(seen == Array(repeating: "item 0 after \(every - 1) made", count: every) + ["item 0 after \(every + 1) made"])
@@ -78,7 +78,7 @@ struct ConductorTurnWriteTests {
             store.marks.withLock { $0.append("last made") }
             reactor.post { done.signal() }
         }
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(done.wait(timeout: .usualWait) == .success)
         #expect(store.seen.withLock { $0 } == ["item 0 after ", "item 1 after ", "item 0 after end made,last made"])
     }
 }

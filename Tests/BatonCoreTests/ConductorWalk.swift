@@ -554,12 +554,12 @@ struct ConductorWalk {
                     if case let .transition(transition) = entry { transition.runID == firing.run.id && transition.to.isTerminal } else { false }
                 }
                 if !withItsEnd { violate("run \(firing.run.id)'s hooks were written apart from its end") }
-            case let .failureStreak(run, _, _, failed):
-                // Left to the store (a fleet): in the item of the end it counts, which it names.
+            case let .failureStreak(run, _, _):
+                // Left to the store (a fleet): in the item of a success or failure it counts, which it names.
                 let withItsEnd = entries.contains { entry in
-                    if case let .transition(transition) = entry { transition.runID == run && transition.to == (failed ? .failure : .success) } else { false }
+                    if case let .transition(transition) = entry { transition.runID == run && [.success, .failure].contains(transition.to) } else { false }
                 }
-                if !withItsEnd { violate("run \(run)'s end was counted apart from it, or as what it was not") }
+                if !withItsEnd { violate("run \(run)'s end was counted apart from it, or an end that does not count") }
             case let .origin(runID, _):
                 // Durable with the run's row: written in the item that creates it.
                 if !entries.contains(where: { if case let .created(run, _) = $0 { run.id == runID } else { false } }) {

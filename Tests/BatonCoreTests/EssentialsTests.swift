@@ -4,7 +4,7 @@ import Testing
 
 /// What replaced Foundation's NSString, Process and NSLock in the product modules does what
 /// they did: each table is checked against Foundation itself, which the tests still import.
-@Suite("FoundationEssentials: the replacements of Foundation's path, text, process and lock calls")
+@Suite("FoundationEssentials: the replacements of Foundation's path, text, process and lock calls", .offPool)
 struct EssentialsTests {
     static let paths = ["/a/b", "/a/b/", "/a", "/", "a/b", "", "/sys/fs/cgroup/baton.slice/run-1", "./x", "../a/b"]
 

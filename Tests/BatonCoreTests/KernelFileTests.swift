@@ -58,6 +58,17 @@ struct KernelFileTests {
         #expect(String(decoding: stat, as: UTF8.self).hasPrefix("\(getpid()) ("))
     }
 
+    @Test("a file read by its directory's bytes and its name's (the v1 memory group's files at a run's end): joined as a path; a missing one is nil")
+    func readUnder() throws {
+        let directory = NSTemporaryDirectory() + "baton-kernelfile-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Data("oom_kill_disable 0\noom_kill 2\n".utf8).write(to: URL(fileURLWithPath: directory + "/memory.oom_control"))
+        let bytes = KernelFile.read(Array("memory.oom_control".utf8) + [0], under: Array((directory + "/").utf8), oneRecord: true)
+        #expect(bytes.flatMap { AttemptCgroup.oomKills(memoryEvents: $0) } == 2)
+        #expect(KernelFile.read(Array("memory.max_usage_in_bytes".utf8) + [0], under: Array((directory + "/").utf8)) == nil)
+    }
+
     @Test("a kernel file of records longer than a page is read whole, past the short reads it gives (/proc/self/maps)")
     func recordsReadWhole() throws {
         // 400 mappings that cannot merge (every other page readable), about 30 KB of maps: the

@@ -75,6 +75,21 @@ struct KeyFactsTableTests {
         #expect(view.rate == nil && view.uptime == nil)
     }
 
+    @Test("the action's pause as the store kept it: the view holds it only while it holds at the facts' clock, a trigger then refused (a held pause queues)",
+          arguments: [(until: nil, hold: false, refused: true), (until: 100_000_001, hold: false, refused: true),
+                      (until: 100_000_000, hold: false, refused: false), (until: 99_000_000, hold: false, refused: false),
+                      (until: nil, hold: true, refused: false)] as [(until: Int64?, hold: Bool, refused: Bool)])
+    func pauseAsKept(until: Int64?, hold: Bool, refused: Bool) {
+        let pause = ActionPause(action: "deploy", by: "ops", reason: "freeze", at: Timestamp(rawValue: 1),
+                                until: until.map(Timestamp.init(rawValue:)), hold: hold)
+        let facts = KeyFacts(slot: KeySlot(), now: Self.now, pause: pause)
+        let holds = until.map { Self.now.rawValue < $0 } ?? true
+        #expect(KeyDecision.view(facts).paused == (holds ? pause : nil))
+        var slot = KeySlot()
+        let decided = KeyDecision.decide(KeyDecision.Asked(hook: Self.action()), facts, slot: &slot, candidate: { 9 })
+        #expect(decided == (refused ? .paused(pause, skipped: false) : .created(.created(9), window: nil)), "\(decided)")
+    }
+
     @Test("a bucket's rate: behind every run waiting; a replace behind other keys' only; a full window of waiting runs, a window from now")
     func rate() {
         let claim = RateClaim(bucket: "action deploy", limit: RateLimit(runs: 2, per: .seconds(10), scope: .action))

@@ -3,7 +3,7 @@
 import Foundation
 import Testing
 
-@Suite("Killing what a crashed daemon's runs left")
+@Suite("Killing what a crashed daemon's runs left", .offPool)
 struct KillUntilGoneTests {
     /// A shell tagged as run 1 of `instance` that starts `count` sleeps, each tagged too.
     static func tagged(_ instance: String, count: Int, then: String = "wait") throws -> Process {

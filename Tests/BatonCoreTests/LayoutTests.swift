@@ -323,6 +323,15 @@ struct LayoutTests {
         #expect(found.types.map { $0.suite?.contains(".offPool") } == [true, nil, true, true, false, nil])
     }
 
+    @Test("no test under .offPool takes Swift Testing's .timeLimit, which counts the wait for a slot: .slotTimeLimit counts from the slot")
+    func limitsFromTheSlot() throws {
+        let tests = Self.sources.deletingLastPathComponent().appendingPathComponent("Tests")
+        let files = try Self.swiftFiles(under: tests).filter { Self.matches(#"\.offPool\b"#, in: $0.text) > 0 }
+        let found = files.filter { Self.matches(#"\.timeLimit\("#, in: $0.text) > 0 }.map(\.path)
+        #expect(found.isEmpty, ".timeLimit in files of .offPool suites (use .slotTimeLimit): \(found)")
+        #expect(files.count > 100 && files.contains { $0.text.contains(".slotTimeLimit(") }, "found \(files.count) files naming .offPool under \(tests.path)")
+    }
+
     /// `Eventually` wrapped in `#expect`/`#require` (it records its own issue: that reported twice).
     static func wrappedWaits(in text: String) -> Int {
         matches(#"#(expect|require)\((try\s+|await\s+)*Eventually\."#, in: text)

@@ -7,7 +7,7 @@ import Testing
 /// The count behind `assertNoLockHeld`: what the suite relies on to say that no effect is
 /// performed under a lock. (The check itself stops the process, so it is seen failing by hand:
 /// an effect performed inside a `withLock` stops the suite at once.)
-@Suite struct LockCheckTests {
+@Suite(.offPool) struct LockCheckTests {
     @Test("each thread counts the Locked locks it holds, nested ones too, and none once they are let go")
     func depth() async throws {
         #if DEBUG

@@ -3,7 +3,7 @@ import CBatonSystem
 import Foundation
 import Testing
 
-@Suite("OneShot: a result handed once from one thread to another")
+@Suite("OneShot: a result handed once from one thread to another", .offPool)
 struct OneShotTests {
     @Test("the first set stands: a second is refused and changes nothing")
     func setTwiceRefused() {

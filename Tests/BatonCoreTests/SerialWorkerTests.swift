@@ -7,7 +7,7 @@ import Testing
 
 /// The worker with its real thread. Every wait is on a gate or a semaphore that the worker's
 /// own progress opens; the timeouts only keep a broken worker from hanging the suite.
-@Suite struct SerialWorkerTests {
+@Suite(.offPool) struct SerialWorkerTests {
     /// A job that says who sent it and its number, and is told when it was done.
     struct Job: Sendable {
         var sender = 0
@@ -75,7 +75,7 @@ import Testing
             }
         }
         try worker.submit(Job(number: 0))
-        #expect(started.wait(timeout: .now() + 10) == .success)
+        #expect(started.wait(timeout: .usualWait) == .success)
         for number in 1...3 { try worker.submit(Job(number: number)) }
         #expect(throws: WorkerRefusal.full) { try worker.submit(Job(number: 4)) }
         try worker.submit(Job(number: 5), bounded: false)
@@ -96,7 +96,7 @@ import Testing
             }
         }
         try worker.submit(Job(number: 0))
-        #expect(started.wait(timeout: .now() + 10) == .success)
+        #expect(started.wait(timeout: .usualWait) == .success)
         for number in 1...25 { try worker.submit(Job(number: number)) }
         gate.signal()
         worker.close()
@@ -115,7 +115,7 @@ import Testing
         }
         let done: @Sendable (Int) -> Void = { number in completions.withLock { $0.append(number) } }
         try worker.submit(Job(number: 1, done: done))
-        #expect(started.wait(timeout: .now() + 10) == .success)
+        #expect(started.wait(timeout: .usualWait) == .success)
         try worker.submit(Job(number: 2, done: done))
         try worker.submit(Job(number: 3, done: done))
         gate.signal()
@@ -137,7 +137,7 @@ import Testing
         try worker.submit(Job(number: 1))
         let answered = DispatchSemaphore(value: 0)
         worker.ping { answered.signal() }
-        #expect(answered.wait(timeout: .now() + 10) == .success)
+        #expect(answered.wait(timeout: .usualWait) == .success)
         #expect(worker.queued <= 1)
         #expect(worker.close(timeout: .seconds(10)).count == 0)
         #expect(closingSeen.withLock { $0 })
@@ -156,7 +156,7 @@ import Testing
             }
         }
         try worker.submit(Job(number: 0))
-        #expect(started.wait(timeout: .now() + 10) == .success)
+        #expect(started.wait(timeout: .usualWait) == .success)
         for number in 1...5 { try worker.submit(Job(number: number)) }
         let closed = DispatchSemaphore(value: 0)
         let result = Locked<Int?>(nil)
@@ -166,7 +166,7 @@ import Testing
         }.start()
         #expect(closed.wait(timeout: .now() + .milliseconds(20)) == .timedOut)
         gate.signal()
-        #expect(closed.wait(timeout: .now() + 10) == .success)
+        #expect(closed.wait(timeout: .usualWait) == .success)
         #expect(result.withLock { $0 } == 0)
         #expect(log.jobs == Array(0...5))
     }
@@ -181,7 +181,7 @@ import Testing
             }
         }
         try worker.submit(Job(number: 0))
-        #expect(started.wait(timeout: .now() + 10) == .success)
+        #expect(started.wait(timeout: .usualWait) == .success)
         for number in 1...3 { try worker.submit(Job(number: number)) }
         let left = worker.close(timeout: .milliseconds(20))
         #expect(left.abandoned.map(\.number) == [1, 2, 3])
@@ -201,8 +201,8 @@ import Testing
         }
         for number in 1...2 {
             try worker.submit(Job(number: number))
-            #expect(done.wait(timeout: .now() + 10) == .success)
-            #expect(worker.endedIdle.wait(timeout: .now() + 10) == .success)
+            #expect(done.wait(timeout: .usualWait) == .success)
+            #expect(worker.endedIdle.wait(timeout: .usualWait) == .success)
         }
         let answered = DispatchSemaphore(value: 0)
         worker.ping { answered.signal() }
@@ -228,9 +228,9 @@ import Testing
                                            state: Freed(freed)) { _, _ in ran.signal() }
             if ending != "never started" {
                 try worker.submit(Job(number: 1))
-                #expect(ran.wait(timeout: .now() + 10) == .success)
+                #expect(ran.wait(timeout: .usualWait) == .success)
             }
-            if ending == "idle" { #expect(worker.endedIdle.wait(timeout: .now() + 10) == .success) }
+            if ending == "idle" { #expect(worker.endedIdle.wait(timeout: .usualWait) == .success) }
             #expect(freed.wait(timeout: .now()) == .timedOut, "\(ending): freed before close")
             #expect(worker.close().count == 0)
             #expect(freed.wait(timeout: .now()) == .success, "\(ending): not freed when close returned")
@@ -247,7 +247,7 @@ import Testing
             Thread {
                 owned.state.withLock { _ in
                     holding.signal()
-                    _ = release.wait(timeout: .now() + 10)
+                    _ = release.wait(timeout: .usualWait)
                 }
             }.start()
             holding.wait()
@@ -266,7 +266,7 @@ import Testing
             reactorThread.withLock { $0 = pthread_self() }
             known.signal()
         }
-        #expect(known.wait(timeout: .now() + 10) == .success)
+        #expect(known.wait(timeout: .usualWait) == .success)
         let log = Log()
         let workerThread = Locked<pthread_t?>(nil)
         let heard = Locked<[(Int, pthread_t)]>([])
@@ -280,7 +280,7 @@ import Testing
                 }
             })
         }
-        #expect(all.wait(timeout: .now() + 10) == .success)
+        #expect(all.wait(timeout: .usualWait) == .success)
         worker.close()
         let events = heard.withLock { $0 }
         #expect(events.map(\.0) == Array(0..<100))

@@ -111,7 +111,7 @@ struct ShimTests {
 }
 
 /// The shim alone, as a crashed batond leaves it: its pipes' readers gone.
-@Suite("Shim alone")
+@Suite("Shim alone", .offPool)
 struct ShimAloneTests {
     static func directory() throws -> String {
         let directory = NSTemporaryDirectory() + "baton-shim-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

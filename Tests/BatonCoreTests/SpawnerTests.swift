@@ -9,7 +9,7 @@ import Testing
 /// Spawning off the loop: the spawner threads make the leaders in parallel while the loop goes on,
 /// a stop asked before the birth reaches the leader when it is born, and clone3 puts the child in
 /// its cgroup before it runs. Serialized: two tests turn clone3 off for the process.
-@Suite("Spawner", .serialized)
+@Suite("Spawner", .serialized, .offPool)
 struct SpawnerTests {
     /// A runner whose spawner threads each wait at `gate` before making anything, telling `arrived` first.
     static func gated(threads: Int, reactor: Reactor, arrived: DispatchSemaphore, gate: DispatchSemaphore) -> ExecRunner {
@@ -30,11 +30,11 @@ struct SpawnerTests {
         let jobs = (1...2).map { Job(runID: Int64($0), action: Action(name: "t", exec: ["sh", "-c", "exit 0"]), attempt: 1, params: [:]) }
         let probes = jobs.map { AttemptProbe(runner, $0) }
         // Both inside a spawner at the same time: neither was let go yet.
-        #expect(arrived.wait(timeout: .now() + 10) == .success)
-        #expect(arrived.wait(timeout: .now() + 10) == .success)
+        #expect(arrived.wait(timeout: .usualWait) == .success)
+        #expect(arrived.wait(timeout: .usualWait) == .success)
         let answered = DispatchSemaphore(value: 0)
         reactor.post { answered.signal() }
-        #expect(answered.wait(timeout: .now() + 10) == .success, "the loop is not held by the spawns")
+        #expect(answered.wait(timeout: .usualWait) == .success, "the loop is not held by the spawns")
         #expect(probes.allSatisfy { $0.events.all.isEmpty }, "nothing is told before the spawn")
         gate.signal()
         gate.signal()
@@ -52,7 +52,7 @@ struct SpawnerTests {
         let runner = Self.gated(threads: 1, reactor: reactor, arrived: arrived, gate: gate)
         let job = Job(runID: 1, action: Action(name: "t", exec: ["sleep", "300"], killGrace: .seconds(30)), attempt: 1, params: [:])
         let probe = AttemptProbe(runner, job)
-        #expect(arrived.wait(timeout: .now() + 10) == .success)
+        #expect(arrived.wait(timeout: .usualWait) == .success)
         probe.attempt.stop(grace: .seconds(30))
         // The stop is the machine's before the spawner goes on.
         let attempt = try #require(probe.attempt as? ProcessAttempt)

@@ -33,7 +33,7 @@ struct FleetAdvisoryLockTests {
     func itemLocks() {
         let pause = ActionPause(action: "deploy", by: "alice", reason: "r", at: Timestamp(rawValue: 1))
         let entries: [JournalEntry] = [.pause(pause), .resume(action: "backup", by: "bob", at: Timestamp(rawValue: 2)),
-                                       .failureStreak(run: 4, action: "deploy", most: 3, failed: true),
+                                       .failureStreak(run: 4, action: "deploy", most: 3),
                                        .output(runID: 4, tail: [], truncated: false)]
         let keys = FleetPauses.locks(for: entries).compactMap { $0.parameters.first ?? nil }.compactMap { Int64($0) }
         #expect(Set(keys) == Set(["deploy", "backup"].map { FleetAdvisoryLock("baton pause", $0).key }) && keys.count == 2)

@@ -7,10 +7,10 @@ import Testing
 /// (`KeyDecision.view`, `KeySlot.pendingRun`) and the engine's window (`DebounceWindow`), on the database's clock.
 @Suite("FleetDebounce: a debounced trigger against its key's pending run")
 struct FleetDebounceRowTests {
-    /// A row of `pending`: the clock, then run `id` whose burst began at 1 s, due at `until`,
-    /// with a 5 s window and a 50 s maxWait (µs).
+    /// A row of `pending`: run `id` whose burst began at 1 s, due at `until`, with a 5 s window
+    /// and a 50 s maxWait (µs). (`now`: the clock the transaction read, not in the row.)
     static func row(now: Int64, id: Int64, until: Int64 = 6_000_000) -> [String?] {
-        [String(now), String(id), "1000000", String(until), "5000000", "50000000"]
+        [String(id), "1000000", String(until), "5000000", "50000000"]
     }
 
     static func window(until: Int64) -> DebounceWindow {
@@ -24,20 +24,19 @@ struct FleetDebounceRowTests {
               ([row(now: 2_000_000, id: 7), row(now: 2_000_000, id: 8)], KeySlot(holder: 7, followUp: 8), 7),
               ([row(now: 2_000_000, id: 7)], KeySlot(holder: 7, draining: [7]), nil),        // being replaced: not shared
               ([row(now: 2_000_000, id: 9)], KeySlot(holder: 7), nil),                       // a row of a run the slot does not hold
-              ([[ "2000000", nil, nil, nil, nil, nil]], KeySlot(holder: 7), nil),             // the holder loads, no follow-up
+              ([[nil, nil, nil, nil, nil]], KeySlot(holder: 7), nil),             // the holder loads, no follow-up
           ] as [([[String?]], KeySlot, Int64?)])
     func choice(rows: [[String?]], slot: KeySlot, expected: Int64?) throws {
-        let reading = try #require(FleetDebounce.reading(rows))
-        #expect(reading.now == Timestamp(rawValue: 2_000_000))
-        let pending = KeyDecision.view(KeyFacts(slot: slot, now: reading.now, windows: reading.windows)).pending
+        let windows = try #require(FleetDebounce.reading(rows))
+        let pending = KeyDecision.view(KeyFacts(slot: slot, now: Timestamp(rawValue: 2_000_000), windows: windows)).pending
         #expect(pending?.run == expected)
         if expected != nil { #expect(pending?.window == Self.window(until: 6_000_000)) }
     }
 
-    @Test("no clock (no row) is no reading: the trigger's transaction fails rather than make a run that starts at once")
-    func noClock() {
+    @Test("no row (the statement always answers one) is no reading: the trigger's transaction fails rather than read it as no window")
+    func noRow() {
         #expect(FleetDebounce.reading([]) == nil)
-        #expect(FleetDebounce.reading([[nil, "7", "1", "2", "3", "4"]]) == nil)
+        #expect(FleetDebounce.reading([[nil, nil, nil, nil, nil]]) == [:])
     }
 
     @Test("a window as kept is read back as it was, its deadline held between the first window and the cap")

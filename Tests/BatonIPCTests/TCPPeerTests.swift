@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `TCPPeer.uid`: the owner of a loopback client's socket, from the kernel's socket table.
-@Suite("TCP peer uid", .serialized)
+@Suite("TCP peer uid", .serialized, .offPool)
 struct TCPPeerTests {
     /// A blocking listener on a loopback address, port chosen by the kernel.
     final class Listener {

@@ -6,7 +6,7 @@ import Testing
 /// Artifacts in a real SQLite file: kept (names, sizes, SHA-256 against `sha256sum`, bytes read
 /// back piece by piece), over the bound, replaced by a later attempt, pruned with their run, and
 /// a crash mid-keep leaving none.
-@Suite("Artifacts in the store")
+@Suite("Artifacts in the store", .offPool)
 struct ArtifactStoreTests {
     /// 3 MiB and a bit of bytes no compressor or run-length trick makes equal by chance.
     static let binary: [UInt8] = {

@@ -6,7 +6,7 @@ import Testing
 /// A group commit writes each run it creates once (`RunRows`): the rows are the same as writing
 /// the items one by one, on real SQLite files, with fewer row writes; an illegal transition
 /// still fails only its own item.
-@Suite("Coalesced run rows")
+@Suite("Coalesced run rows", .offPool)
 struct CoalescedWriteTests {
     typealias Writer = StoreWriterTests
     static let t0 = Timestamp.now.rawValue
@@ -108,7 +108,7 @@ struct CoalescedWriteTests {
             gate.entered.signal()
             gate.gate.wait()
         }))
-        #expect(gate.entered.wait(timeout: .now() + 10) == .success)
+        #expect(gate.entered.wait(timeout: .usualWait) == .success)
         let transactions = store.commitStatistics.transactions
         let answers = items.map { Writer.Answer(store, $0) }
         gate.open()

@@ -5,7 +5,7 @@ import Testing
 
 /// A hook's trigger is durable with the outcome that fired it: the end and the hook run's
 /// creation are one item, one transaction (migration 8 and the writer).
-@Suite("Hooks in the history")
+@Suite("Hooks in the history", .offPool)
 struct HookStoreTests {
     static let at = Timestamp(rawValue: 1_000)
 
@@ -86,7 +86,7 @@ struct HookStoreTests {
         try await Self.loading(store)
         let writer = StoreWriterTests.WriterGate()
         try writer.hold(store)
-        #expect(writer.entered.wait(timeout: .now() + 10) == .success)
+        #expect(writer.entered.wait(timeout: .usualWait) == .success)
         let filler = StoreWriterTests.Answer(store, [StoreWriterTests.created(20)])
         let second = StoreWriterTests.Answer(store, [StoreWriterTests.created(22)])
         let refused = StoreWriterTests.Answer(store, [StoreWriterTests.created(21)]).value

@@ -63,6 +63,28 @@ struct StatementBindingTests {
         }
     }
 
+    @Test("SQLite reads the text execute binds where the statement keeps it (SQLITE_STATIC), a String's and a DatabaseText's; text past the buffer, and bind's, are its own copies")
+    func readInPlace() throws {
+        let (dir, connection) = try Self.connection()
+        _ = dir
+        let long = String(repeating: "x", count: TextBuffer.capacity + 1)
+        try connection.withStatement("SELECT ?1, ?2, ?3") { statement in
+            try statement.execute("queued", DatabaseText(utf8: Array(#"{"reason":"timeout"}"#.utf8)), long)
+            // `execute` stepped and reset; its bindings stay for a step of the test's own. A result
+            // column holds a bound value's bytes where the binding left them (no conversion asked
+            // yet: `sqlite3_column_blob` before any `_text`, which may copy to end the text).
+            #expect(try statement.step())
+            let kept = (0..<Int32(3)).map { statement.texts.holds(statement.sqlite.sqlite3_column_blob(statement.handle, $0)) }
+            #expect(kept == [true, true, false], "read in place: the String's, the DatabaseText's, not the text past the buffer")
+            #expect(statement.string(0) == "queued" && statement.string(1) == #"{"reason":"timeout"}"# && statement.string(2) == long)
+            statement.reset()
+            try statement.bind([.text("queued"), .null, .null])
+            #expect(try statement.step())
+            let copied = !statement.texts.holds(statement.sqlite.sqlite3_column_blob(statement.handle, 0))
+            #expect(copied, "bind's text is SQLite's own copy")
+        }
+    }
+
     @Test("text ends at its first NUL, as a C string bound as before")
     func nul() throws {
         let (dir, connection) = try Self.connection()
@@ -167,5 +189,36 @@ struct StatementBindingTests {
         try connection.cached(Self.insert) { try $0.execute(Int64(2), "again a", Optional<String>.none, "again c") }
         #expect(try Self.row(2, on: connection) == [.text("again a"), .null, .text("again c")])
         #expect(try Self.row(1, on: connection) == [.text("a"), .text("b"), .text("c")])
+    }
+
+    /// One literal for the cached SELECT below.
+    static let select: StaticString = "SELECT id FROM t ORDER BY id"
+
+    @Test("execute and run reset their statement as they finish, and a use's end does not again; a use left mid-rows or failed is reset at its end")
+    func resetOnce() throws {
+        let (dir, connection) = try Self.connection()
+        _ = dir
+        let inserted = try connection.cached(Self.insert) { statement throws -> Statement in
+            try statement.execute(Int64(1), "a", "b", "c")
+            #expect(statement.isReset)
+            return statement
+        }
+        #expect(inserted.isReset)
+        try connection.cached(Self.insert) { try $0.run([.integer(2), .text("a"), .text("b"), .text("c")]) }
+        #expect(inserted.isReset)
+        // A SELECT that stops after its first row: reset by the use's end, so the next use starts over.
+        for _ in 0..<2 {
+            let first = try connection.cached(Self.select) { statement throws -> Int64? in
+                #expect(try statement.step())
+                #expect(!statement.isReset)
+                return statement.int64(0)
+            }
+            #expect(first == 1)
+        }
+        // A step that fails leaves the statement to the use's end, which resets it: the next use works.
+        #expect(throws: DatabaseError.self) { try connection.cached(Self.insert) { try $0.execute(Int64(1), "dup", "dup", "dup") } }
+        #expect(inserted.isReset)
+        try connection.cached(Self.insert) { try $0.execute(Int64(3), "x", "y", "z") }
+        #expect(try Self.row(3, on: connection) == [.text("x"), .text("y"), .text("z")])
     }
 }

@@ -7,7 +7,7 @@ import Testing
 /// The writer on its worker: backpressure, retries in order, shutdown. The writer is held with
 /// a gate inside its own transaction (a `perform` that waits) or with another connection's write
 /// lock; pings say when it has come round.
-@Suite("Store writer")
+@Suite("Store writer", .offPool)
 struct StoreWriterTests {
     static let now = Timestamp.now
 
@@ -44,7 +44,7 @@ struct StoreWriterTests {
             }
         }
         var value: Result<Void, BatonError>? {
-            given.wait(timeout: .now() + 10) == .success ? result.withLock { $0 } : nil
+            given.wait(timeout: .usualWait) == .success ? result.withLock { $0 } : nil
         }
     }
 
@@ -54,7 +54,7 @@ struct StoreWriterTests {
         let store = try Store(path: dir.file("h.sqlite"), options: Store.Options(maxBatch: 1, maxQueued: 2))
         let writer = WriterGate()
         try writer.hold(store)
-        #expect(writer.entered.wait(timeout: .now() + 10) == .success)
+        #expect(writer.entered.wait(timeout: .usualWait) == .success)
         let first = Answer(store, [Self.created(1)]), second = Answer(store, [Self.created(2)])
         let refused = Answer(store, [Self.created(3)]).value
         guard case let .failure(.storeUnavailable(reason)) = refused else { Issue.record("not refused: \(String(describing: refused))"); return }
@@ -95,7 +95,7 @@ struct StoreWriterTests {
         let store = try Store(path: dir.file("h.sqlite"), options: Store.Options(maxBatch: 1))
         let writer = WriterGate()
         try writer.hold(store)
-        #expect(writer.entered.wait(timeout: .now() + 10) == .success)
+        #expect(writer.entered.wait(timeout: .usualWait) == .success)
         let answers = Locked<[Int64: Result<Void, BatonError>]>([:])
         for id in Int64(1)...20 { store.enqueue([Self.created(id)]) { result in answers.withLock { $0[id] = result } } }
         let closed = Task.detached { store.close() }
@@ -124,7 +124,7 @@ struct StoreWriterTests {
         let store = try Store(path: dir.file("h.sqlite"), options: Store.Options(maxBatch: 1))
         let writer = WriterGate()
         try writer.hold(store)
-        #expect(writer.entered.wait(timeout: .now() + 10) == .success)
+        #expect(writer.entered.wait(timeout: .usualWait) == .success)
         for id in Int64(1)...5 { store.enqueue([Self.created(id)]) { _ in } }
         #expect(store.close(timeout: .milliseconds(10)) == 6)
         writer.open()

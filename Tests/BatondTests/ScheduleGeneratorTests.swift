@@ -5,7 +5,7 @@ import Testing
 
 /// The systemd generator: one timer and one oneshot service per scheduled action, checked by
 /// `systemd-analyze verify` (its warnings count as failures: it exits 0 on a bad OnCalendar=).
-@Suite("Schedule generator")
+@Suite("Schedule generator", .offPool)
 struct ScheduleGeneratorTests {
     static let analyzer = SystemdCalendar.analyzer
 

@@ -27,6 +27,31 @@ struct BenchmarkSmokeTests {
     }
 }
 
+@Suite("The benchmark says whether batond uses the shim", .offPool)
+struct BenchmarkShimTests {
+    @Test("--shim none and --shim PATH: batond copied alone or beside that shim, and the figure says which, from batond's log",
+          arguments: [("none", 0.0), ("shim", 1.0)])
+    func shim(choice: String, expected: Double) throws {
+        let output = NSTemporaryDirectory() + "baton-bench-shim-\(UUID().uuidString).json"
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let shim = choice == "none" ? "none" : Binaries.directory.appendingPathComponent("baton-shim").path
+        let result = try execute(Binaries.directory.appendingPathComponent("baton-bench").path,
+                                 ["--only", "batond", "--parallelism", "2", "--runs", "40", "--shim", shim, "--json", output])
+        // Where the package is installed batond finds its shim anyway: the bench refuses to call that "none".
+        if choice == "none", FileManager.default.isExecutableFile(atPath: "/usr/libexec/baton/baton-shim") {
+            #expect(result.code != 0 && result.stdout.contains("--shim none, but batond runs its actions under"), "\(result.stdout)")
+            return
+        }
+        #expect(result.code == 0, "\(result.stdout)\n\(result.stderr)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: output))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let figures = object["figures"] as? [[String: Any]] ?? []
+        let figure = try #require(figures.first { ($0["name"] as? String)?.hasPrefix("real batond: actions under baton-shim") == true })
+        #expect(figure["value"] as? Double == expected, "\(figure)")
+        if expected == 1 { #expect((figure["note"] as? String)?.contains("/bin/baton-shim, its directories in ") == true, "\(figure)") }
+    }
+}
+
 @Suite("The fleet benchmark still runs", .offPool)
 struct FleetBenchmarkSmokeTests {
     @Test("baton-bench --quick --only fleet measures 1 and 3 hosts against pgbench on a real server (no timing is judged)")

@@ -79,13 +79,15 @@ struct FleetArtifactRetryTests {
         kill(postmaster, SIGSTOP)
         defer { kill(postmaster, SIGCONT) }
         keeper.stopRetrying()
+        // A deadline, not a speed: a run that waits for PostgreSQL waits for as long as it is
+        // stopped. 30 s, the harness's usual wait (10 s raced the told run on a loaded machine).
         let told = await withTaskGroup(of: Bool.self) { group in
             group.addTask { [kept = down.kept] in
                 await kept.value
                 return true
             }
             group.addTask {
-                try? await Task.sleep(for: .seconds(10))
+                try? await Task.sleep(for: .seconds(30))
                 return false
             }
             let first = await group.next() ?? false
@@ -142,7 +144,10 @@ struct DownKeep {
         let keeper = FleetArtifactRowsTests.keeper(conninfo, logged: logged, later: { _, body in retry.yield(body) })
         self.keeper = keeper
         try server.stop()
-        kept = Task { [done] in
+        // Off the pool, as the test that races it against a deadline runs: a `Task {}` queues on the
+        // cooperative pool behind a run's synchronous tests (a minute at a full run's start), and
+        // the deadline would measure that queue, not the keep.
+        kept = Task(executorPreference: OffPoolThreads.shared) { [done] in
             await FleetArtifactRowsTests.keep(keeper, scan, run: 1)
             done.withLock { $0 = true }
             retry.finish()

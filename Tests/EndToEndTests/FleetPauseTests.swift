@@ -103,6 +103,78 @@ struct FleetPauseTests {
         for host in hosts { host.stop() }
     }
 
+    @Test("a hook whose target is paused, decided in web-2's end transaction: refused, recorded against no run while the pause holds; fired once the pause's end (set to the database's clock, no waiting) has passed")
+    func hookRefusedByPause() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            deploy: { exec: ["false"], on: { failure: "page" } },
+            page: { exec: ["true"] },
+            """, conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        // An hour's pause: no run's speed decides whether it still holds when web-2's end is written.
+        let now = try FleetDebounceTests.databaseNow(db)
+        try db.query("INSERT INTO pauses (action, paused_by, reason, at, until) VALUES ('page', 'alice', 'pager storm', $1::bigint, $1::bigint + 3600000000)",
+                     [String(now)])
+        let records = { try db.query("SELECT decision, run_id, via FROM triggers WHERE action = 'page' ORDER BY id").rows }
+        #expect(try hosts[1].baton("run", "deploy").code == 1)
+        guard try Eventually.until("web-2's end transaction recorded the hook's refusal", { try !records().isEmpty }) else { return }
+        let refused = try records()
+        #expect(refused.count == 1 && refused[0][0] == "paused" && refused[0][1] == nil && refused[0][2]?.hasPrefix("the failure hook of deploy run") == true,
+                "\(refused)")
+        #expect(try db.query("SELECT count(*) FROM runs WHERE action = 'page'").first?[0] == "0", "a paused hook makes no run")
+        // The pause's end moved to the database's clock now: the row stays, so the engine must compare
+        // its end with the clock the next transaction reads (later: the end has passed) to fire the hook.
+        try db.query("UPDATE pauses SET until = \(FleetPauseTests.databaseNow) WHERE action = 'page'")
+        #expect(try hosts[0].baton("run", "deploy").code == 1)
+        let made = { try db.query("SELECT id FROM runs WHERE action = 'page'").rows.compactMap { $0[0].flatMap { Int64($0) } } }
+        guard try Eventually.until("web-1's end transaction fired the hook", { try !made().isEmpty }) else { return }
+        let runs = try made()
+        let refusals = try records().count
+        #expect(runs.count == 1 && refusals == 1, "one hook run, no second refusal")
+        #expect(try FleetTests.wait(hosts[0], run: runs[0])?.phase == .success)
+        for host in hosts { host.stop() }
+    }
+
+    /// The database's clock in µs, as SQL (what `FleetCooldown.databaseNow` reads).
+    static let databaseNow = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
+    @Test("pauseAfterFailures: 1 and a failure that ends while an operator's pause holds: counted, not paused over (the pause's end, who and why stay; one paused event); once that pause's end has passed (set to the database's clock), the next failure pauses")
+    func failureWhilePaused() throws {
+        let gate = try FifoGate()
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            flaky: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null; exit 1"], env: { GATE: "\(gate.path)" }, pauseAfterFailures: 1 },
+            """, conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        let phase = { (run: Int64) in try db.query("SELECT phase FROM runs WHERE id = $1", [String(run)]).first?[0] ?? nil }
+        let first = try #require(try FleetTests.trigger(hosts[0], "flaky").run?.id)
+        // Started before the pause (a pause holds a queued run), then paused on web-2 for an hour.
+        guard try Eventually.until("web-1 started run \(first)", { try phase(first) != "queued" }) else { return }
+        let paused = try hosts[1].baton("pause", "flaky", "--for", "1h", "--reason", "freeze")
+        #expect(paused.code == 0, "\(paused.stdout)\(paused.stderr)")
+        let pauseRow = { try db.query("SELECT paused_by, reason, at, until, hold FROM pauses WHERE action = 'flaky'").rows }
+        let operators = try pauseRow()
+        #expect(operators.count == 1 && operators[0][1] == "freeze" && operators[0][3] != nil, "\(operators)")
+        gate.release()
+        // The count is written in the transaction that writes the end.
+        guard try Eventually.until("run \(first)'s failure committed", { try phase(first) == "failure" }) else { return }
+        #expect(try pauseRow() == operators, "the operator's pause is kept as made, not replaced by pauseAfterFailures'")
+        #expect(try db.query("SELECT failures FROM pause_streaks WHERE action = 'flaky'").first?[0] == "1", "counted while paused")
+        let events = { try db.query("SELECT by_whom, until IS NULL FROM pause_events WHERE action = 'flaky' AND event = 'paused' ORDER BY id").rows }
+        let once = try events()
+        #expect(once.count == 1, "no second paused event: \(once)")
+        // The operator's pause ends now by the database's clock (its row stays): the next failure pauses.
+        try db.query("UPDATE pauses SET until = \(Self.databaseNow) WHERE action = 'flaky'")
+        let second = try #require(try FleetTests.trigger(hosts[1], "flaky").run?.id, "the pause's end has passed: a trigger is taken")
+        gate.release()
+        guard try Eventually.until("run \(second)'s failure committed", { try phase(second) == "failure" }) else { return }
+        let made = try pauseRow()
+        #expect(made.count == 1 && made[0][0] == "pauseAfterFailures" && made[0][3] == nil, "\(made)")
+        let twice = try events()
+        #expect(twice.count == 2 && twice.last?[0] == "pauseAfterFailures", "\(twice)")
+        for host in hosts { host.stop() }
+    }
+
     @Test("pauseAfterFailures counts every host's ends: a success on either host starts the count again; three failures in a row over both hosts pause the action for both")
     func afterFailuresAcrossHosts() throws {
         let hosts = try FleetTests.fleet(2, actions: """

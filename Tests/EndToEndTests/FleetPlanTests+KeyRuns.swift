@@ -79,7 +79,7 @@ extension FleetPlanTests {
             let plan = try Self.plan(db, execute)
             #expect(plan.contains("using runs_pkey on runs") && !plan.contains("Seq Scan on runs"), "\(plan)")
         }
-        #expect(try db.query("EXECUTE \(pending)").rows.map { $0[1] } == ["96000"])
+        #expect(try db.query("EXECUTE \(pending)").rows.map { $0[0] } == ["96000"])
         #expect(try db.query("EXECUTE \(success)").rows.map { $0[0] } == ["93000"])
     }
 

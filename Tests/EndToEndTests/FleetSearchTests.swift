@@ -163,10 +163,11 @@ struct FleetSearchTests {
         defer { held.signal() }
         pool.submit({ _ in started.signal(); held.wait() }, completion: { _ in })
         try #require(started.wait(timeout: .now() + 60) == .success, "the held job began within 60 s (a connection)")
+        // A deadline, not a speed: a search on the pool would wait until the held job is let go.
         let answered = await withTaskGroup(of: [Int64]?.self) { group in
             group.addTask { try? await store.search("needle", HistoryFilter(limit: 10), stop: { false }).matches.map(\.run.id) }
             group.addTask {
-                try? await Task.sleep(for: .seconds(20))
+                try? await Task.sleep(for: .seconds(30))
                 return nil
             }
             let first = await group.next() ?? nil

@@ -30,7 +30,9 @@ struct StopAnswerTests {
         let (attached, told) = AsyncStream<Void>.makeStream()
         let socket = daemon.socket
         // The stream ends with the wait, so a wait that fails before its first update ends it too.
-        let library = Task {
+        // Off the pool: the wait's connection is counted below against `Eventually`'s bound, which
+        // a `Task {}` queued on the cooperative pool behind a run's synchronous tests could outlast.
+        let library = Task(executorPreference: OffPoolThreads.shared) {
             defer { told.finish() }
             return try await BatonClient.wait(run: 1, socket: socket) { _ in told.yield() }
         }

@@ -47,7 +47,7 @@ struct WatchReplayEndToEndTests {
     }
 
     @Test("baton watch across a stop and start: runs ended under their shims and a queued one recovered are printed once each, in order, none missing",
-          .timeLimit(.minutes(20)))
+          .slotTimeLimit(.seconds(3 * 60)))
     func stopAndStart() async throws {
         let directory = NSTemporaryDirectory() + "baton-replay-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -100,7 +100,7 @@ struct WatchReplayEndToEndTests {
     }
 
     @Test("BatonClient.watch(socket:) across a stop and start: what was committed while no watch was open comes first, each transition once, none missing",
-          .timeLimit(.minutes(20)))
+          .slotTimeLimit(.seconds(3 * 60)))
     func clientStopAndStart() async throws {
         let directory = NSTemporaryDirectory() + "baton-replay-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -110,7 +110,7 @@ struct WatchReplayEndToEndTests {
         let updates = BatonClient.watch(socket: daemon.socket, started: { watched.begin() }, skipped: { _ in watched.add("skipped") })
         // How the stream ended, if it did (a failure then says why the watch saw no more).
         let ended = Locked<String?>(nil)
-        let reading = Task {
+        let reading = Task(executorPreference: OffPoolThreads.shared) {
             do {
                 for try await update in updates {
                     if let t = update.transition { watched.add("\(t.runID).\(t.seq)") }

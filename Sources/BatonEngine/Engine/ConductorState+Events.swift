@@ -47,10 +47,10 @@ extension ConductorState {
 
     /// The key's facts, as the fleet reads them from rows: its slot, the line's runs (their
     /// params), the schedule slot's run, the windows of its debounced runs (for a debounced
-    /// trigger), its last success (of the same action), the action's pause where it holds, and
-    /// its rate from this host's table.
+    /// trigger), its last success (of the same action), the action's pause as kept (the view
+    /// says whether it holds at `now`, as for a fleet's rows), and its rate from this host's table.
     func keyFacts(_ key: String, _ action: Action, slot at: Timestamp?, at now: Timestamp, uptime: Duration?) -> KeyFacts {
-        var facts = KeyFacts(slot: table.slot(of: key), now: now, pause: pause(of: action.name, at: now),
+        var facts = KeyFacts(slot: table.slot(of: key), now: now, pause: pauses[action.name],
                              rate: action.rateClaim(key: key).map { table.rate($0, key: key, at: now) })
         facts.uptime = uptime
         for id in facts.slot.line { note(id, in: &facts) }

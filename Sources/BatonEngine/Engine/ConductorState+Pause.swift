@@ -103,28 +103,23 @@ extension ConductorState {
     }
 
     /// A run's end decided: a failure counts towards its action's `pauseAfterFailures`, a success
-    /// starts the count again; the Nth failure in a row pauses the action, in the end's item.
+    /// starts the count again; the Nth failure in a row pauses the action, in the end's item. The
+    /// rule is `FailureStreak.end`, on this host's count and pause (a fleet's store asks it on its rows).
     mutating func countFailures(_ run: RunSnapshot, _ action: Action, _ step: inout Step) {
         guard let most = action.pauseAfterFailures else { return }
         if storeCountsFailures {
             if run.phase == .failure || run.phase == .success {
-                step.entries.append(.failureStreak(run: run.id, action: action.name, most: most, failed: run.phase == .failure))
+                step.entries.append(.failureStreak(run: run.id, action: action.name, most: most))
             }
             return
         }
-        switch run.phase {
-        case .success: failureStreaks[action.name] = nil
-        case .failure:
-            let streak = failureStreaks[action.name, default: 0] + 1
-            failureStreaks[action.name] = streak
-            guard let pause = ActionPause.afterFailures(streak: streak, most: most, last: run, paused: pause(of: action.name, at: step.now) != nil,
-                                                        at: step.now) else { return }
-            pauses[action.name] = pause
-            failureStreaks[action.name] = nil
-            step.entries.append(.pause(pause))
-            hold(pause, &step)
-        default: break
-        }
+        guard let ended = FailureStreak.end(run, most: most, failures: failureStreaks[action.name, default: 0], pause: pauses[action.name],
+                                            at: step.now) else { return }
+        failureStreaks[action.name] = ended.failures == 0 ? nil : ended.failures
+        guard let pause = ended.pause else { return }
+        pauses[action.name] = pause
+        step.entries.append(.pause(pause))
+        hold(pause, &step)
     }
 
     /// The fleet's pauses as its database holds them now (`pausesSeen`): each action's pause

@@ -81,7 +81,9 @@ extension KeyDecision {
         let runs = facts.runs
         view.slotRun = facts.slotRun.map { SlotRun(run: $0, ended: runs[$0]?.phase.isTerminal ?? true) }
         view.pending = pending(in: facts.slot, windows: facts.windows, started: { runs[$0].map { $0.phase != .queued } ?? false })
-        view.paused = facts.pause
+        // The pause as the store kept it: whether it holds is decided here, on the facts' clock,
+        // for a host's triggers and hooks and a fleet's alike (`ActionPause.holds(at:)`).
+        view.paused = facts.pause.flatMap { $0.holds(at: facts.now) ? $0 : nil }
         view.rate = facts.rate
         for id in facts.slot.line { view.lineParams[id] = runs[id]?.params }
         for (id, run) in runs {

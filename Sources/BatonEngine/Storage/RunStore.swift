@@ -45,8 +45,9 @@ public enum JournalEntry: Sendable, Equatable {
     /// A run's success or failure moves its action's failures in a row (`pauseAfterFailures`,
     /// `most`), which the store counts over every host's runs (a fleet:
     /// `ConductorState.storeCountsFailures`), pausing the action when they reach `most`
-    /// (`ActionPause.afterFailures`): in the item of that end, after it.
-    case failureStreak(run: Int64, action: String, most: Int, failed: Bool)
+    /// (`FailureStreak.end`): in the item of that end, after it (the store hands the engine the
+    /// run's row as that end wrote it, which says how it ended).
+    case failureStreak(run: Int64, action: String, most: Int)
     /// A run's approval (`approve`): its wait, written in the item that creates it, then its
     /// decision (approved or denied by whom, why; or timed out), each replacing the last.
     case approval(runID: Int64, ApprovalState)

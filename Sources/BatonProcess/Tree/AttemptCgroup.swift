@@ -23,8 +23,9 @@ final class AttemptCgroup: Sendable {
     /// Creates the cgroup (after destroying one of the same name a crashed batond left), and the
     /// v1 groups `plan` lists, with the plan's limits written into their control files before
     /// any process is in them. `name` is the path's last component (given: a `baseName` of a long
-    /// path cost a spawn 11,000 instructions).
-    static func create(_ path: String, name: String? = nil, home: String, plan: LimitPlan = .init()) -> Result<AttemptCgroup, CgroupUnavailable> {
+    /// path cost a spawn 11,000 instructions); `v1`, the plan's v1 groups as its `SpawnPlan` keeps them.
+    static func create(_ path: String, name: String? = nil, home: String, plan: LimitPlan = .init(),
+                       v1 templates: [AttemptCgroupV1.Template]? = nil) -> Result<AttemptCgroup, CgroupUnavailable> {
         if mkdir(path, 0o755) != 0 {
             guard errno == EEXIST else { return .failure(CgroupUnavailable("cannot create \(path): \(String(cString: strerror(errno)))")) }
             destroy(path)
@@ -36,7 +37,8 @@ final class AttemptCgroup: Sendable {
             return .failure(CgroupUnavailable("cannot write \(control.value) to \(path)/\(control.file): \(reason)"))
         }
         let v1: AttemptCgroupV1?
-        switch AttemptCgroupV1.create(plan.v1, name: name ?? path.baseName) {
+        let name = name ?? path.baseName
+        switch templates.map({ AttemptCgroupV1.create($0, name: name) }) ?? AttemptCgroupV1.create(plan.v1, name: name) {
         case let .success(made): v1 = made
         case let .failure(why):
             rmdir(path)

@@ -14,23 +14,59 @@ final class AttemptCgroupV1: Sendable {
     let paths: [String]
     /// Each group's `cgroup.procs`, open for the spawn to write the child into; closed once spawned.
     let procs: [Int32]
-    /// The group in the memory hierarchy, where there is one.
+    /// The group in the memory hierarchy, where there is one, and its path with a slash as bytes
+    /// (its control files are read at the run's end without a `String` built for each).
     let memory: String?
+    let memoryDirectory: [UInt8]
+
+    /// One of an action's v1 groups as its `SpawnPlan` keeps it, made once per plan: its path up to
+    /// the attempt's name as bytes, whether it is the memory hierarchy's, and its limits. Built per
+    /// spawn from `LimitPlan.Group`, the paths' `String` appends, their C strings and the
+    /// controllers' `Set` lookup were about 5,500 instructions a run (callgrind, session 27).
+    struct Template {
+        /// `subtree/`, as bytes.
+        let prefix: [UInt8]
+        let memory: Bool
+        let writes: [LimitPlan.Write]
+
+        init(_ group: LimitPlan.Group) {
+            prefix = Array((group.subtree + "/").utf8)
+            memory = group.controllers.contains("memory")
+            writes = group.writes
+        }
+    }
+
+    /// `/cgroup.procs` and its NUL, put after a group's path to open it.
+    private static let procsFile: [UInt8] = Array("/cgroup.procs".utf8) + [0]
 
     /// Creates the groups `plan` lists, named `name`, after destroying any of that name a crashed
     /// batond left, with their limits written before any process is in them. Nil when the plan
     /// has none; on a failure, nothing is left.
     static func create(_ groups: [LimitPlan.Group], name: String) -> Result<AttemptCgroupV1?, CgroupUnavailable> {
+        create(groups.map(Template.init), name: name)
+    }
+
+    /// As above, from the plan's templates: each group's path is one array of bytes, NUL-terminated
+    /// for `mkdir`, then ended with `/cgroup.procs` for `open`, and one `String` kept.
+    static func create(_ groups: [Template], name: String) -> Result<AttemptCgroupV1?, CgroupUnavailable> {
         guard !groups.isEmpty else { return .success(nil) }
-        var made: [String] = [], fds: [Int32] = [], memory: String?
+        var made: [String] = [], fds: [Int32] = [], memory: String?, memoryDirectory: [UInt8] = []
+        made.reserveCapacity(groups.count)
+        fds.reserveCapacity(groups.count)
         func fail(_ why: String) -> Result<AttemptCgroupV1?, CgroupUnavailable> {
             for fd in fds { close(fd) }
             for path in made { rmdir(path) }
             return .failure(CgroupUnavailable(why))
         }
         for group in groups {
-            let path = group.subtree + "/" + name
-            if mkdir(path, 0o755) != 0 {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(group.prefix.count + name.utf8.count + procsFile.count)
+            bytes += group.prefix
+            bytes += name.utf8
+            let end = bytes.count
+            bytes.append(0)
+            let path = String(decoding: bytes[..<end], as: UTF8.self)
+            if bytes.withCString({ mkdir($0, 0o755) }) != 0 {
                 guard errno == EEXIST else { return fail("cannot create \(path): \(String(cString: strerror(errno)))") }
                 destroy(path)
                 guard mkdir(path, 0o755) == 0 else { return fail("cannot create \(path): \(String(cString: strerror(errno)))") }
@@ -39,32 +75,42 @@ final class AttemptCgroupV1: Sendable {
             for write in group.writes where !AttemptCgroup.write(write.value, to: path + "/" + write.file) {
                 return fail("cannot write \(write.value) to \(path)/\(write.file): \(String(cString: strerror(errno)))")
             }
-            let fd = open(path + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
+            bytes.removeLast()
+            bytes += procsFile
+            let fd = bytes.withCString { open($0, O_WRONLY | O_CLOEXEC) }
             guard fd >= 0 else { return fail("cannot open \(path)/cgroup.procs: \(String(cString: strerror(errno)))") }
             fds.append(fd)
-            if group.controllers.contains("memory") { memory = path }
+            if group.memory {
+                memory = path
+                memoryDirectory = Array(bytes[...end]) // its path, and the slash `procsFile` begins with
+            }
         }
-        return .success(AttemptCgroupV1(paths: made, procs: fds, memory: memory))
+        return .success(AttemptCgroupV1(paths: made, procs: fds, memory: memory, memoryDirectory: memoryDirectory))
     }
 
-    private init(paths: [String], procs: [Int32], memory: String?) {
+    private init(paths: [String], procs: [Int32], memory: String?, memoryDirectory: [UInt8]) {
         self.paths = paths
         self.procs = procs
         self.memory = memory
+        self.memoryDirectory = memoryDirectory
     }
+
+    /// The memory group's control files read at a run's end, NUL-terminated.
+    private static let maxUsageFile: [UInt8] = Array("memory.max_usage_in_bytes".utf8) + [0]
+    private static let oomControlFile: [UInt8] = Array("memory.oom_control".utf8) + [0]
 
     func closeProcs() { for fd in procs { close(fd) } }
 
     /// The memory group's peak (`memory.max_usage_in_bytes`).
     func memoryPeak() -> Int64? {
-        guard let memory, let bytes = KernelFile.read(memory + "/memory.max_usage_in_bytes", oneRecord: true) else { return nil }
+        guard memory != nil, let bytes = KernelFile.read(Self.maxUsageFile, under: memoryDirectory, oneRecord: true) else { return nil }
         return KernelFile.number(in: bytes)
     }
 
     /// How many of its processes the kernel killed at the memory limit: the `oom_kill` line of
     /// `memory.oom_control` (Linux 4.13 and later); nil where unknown.
     func oomKills() -> Int? {
-        guard let memory, let bytes = KernelFile.read(memory + "/memory.oom_control", oneRecord: true) else { return nil }
+        guard memory != nil, let bytes = KernelFile.read(Self.oomControlFile, under: memoryDirectory, oneRecord: true) else { return nil }
         return AttemptCgroup.oomKills(memoryEvents: bytes)
     }
 
@@ -107,5 +153,12 @@ final class AttemptCgroupV1: Sendable {
             for name in entries where (name.hasPrefix("run-") || name.hasPrefix("probe-")) && !kept.contains(name) { killed += destroy(subtree + "/" + name) }
         }
         return killed
+    }
+}
+
+extension [UInt8] {
+    /// The bytes as a C string (the caller put the NUL at the end).
+    fileprivate func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
+        withUnsafeBufferPointer { body(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self)) }
     }
 }

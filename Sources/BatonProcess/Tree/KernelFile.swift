@@ -13,6 +13,17 @@ enum KernelFile {
         read(open(path, O_RDONLY | O_CLOEXEC), limit: limit, oneRecord: oneRecord)
     }
 
+    /// The bytes of the file at `directory` (its path and a slash, as bytes) and `name` (with its
+    /// NUL), joined on the stack: no `String` built and converted for a file read once per run.
+    static func read(_ name: [UInt8], under directory: [UInt8], limit: Int = 1 << 20, oneRecord: Bool = false) -> [UInt8]? {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: directory.count + name.count) { path in
+            let bytes = UnsafeMutableRawBufferPointer(path)
+            bytes.copyBytes(from: directory)
+            UnsafeMutableRawBufferPointer(rebasing: bytes[directory.count...]).copyBytes(from: name)
+            return read(open(path.baseAddress!, O_RDONLY | O_CLOEXEC), limit: limit, oneRecord: oneRecord)
+        }
+    }
+
     /// The bytes of the file `name` in the open directory `directory` (a cgroup's control file,
     /// opened without walking the cgroup's path again), or nil.
     static func read(_ name: String, in directory: Int32, limit: Int = 1 << 20, oneRecord: Bool = false) -> [UInt8]? {
