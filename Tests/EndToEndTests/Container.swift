@@ -15,6 +15,11 @@ final class Container: @unchecked Sendable {
     /// Whether it has a network namespace of its own (loopback only), where its ports are its own.
     let privateNetwork: Bool
     private var nspawn: Process?
+    /// Its own cgroups (`baton-container-UUID`, one in each hierarchy systemd uses), which nspawn
+    /// is started in. With `--keep-unit` nspawn roots the container's tree in the cgroup it was
+    /// started in: two containers started from the same one shared `payload/system.slice/…`, and
+    /// one container's batond.service stopping removed the other's runs' cgroups (CI run ci28b).
+    private let cgroups: [String]
     /// The container's PID 1 (its systemd), as the host sees it.
     private(set) var initPID: Int32 = 0
 
@@ -39,7 +44,9 @@ final class Container: @unchecked Sendable {
     private init(privateNetwork: Bool) throws {
         try Self.ensureBase()
         self.privateNetwork = privateNetwork
-        root = Self.cache + "/run-" + UUID().uuidString
+        let name = UUID().uuidString
+        root = Self.cache + "/run-" + name
+        cgroups = Self.systemdHierarchies().map { $0 + "/baton-container-" + name }
         let copy = try execute("/bin/cp", ["-a", Self.base, root])
         guard copy.code == 0 else { throw ContainerError.failed("cp: \(copy.stderr)") }
     }
@@ -62,10 +69,16 @@ final class Container: @unchecked Sendable {
     }
 
     private func start() throws {
+        for cgroup in cgroups where mkdir(cgroup, 0o755) != 0 {
+            throw ContainerError.failed("cannot create \(cgroup): \(String(cString: strerror(errno)))")
+        }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-nspawn")
-        // --register=no and --keep-unit: the host has no systemd to register with or to ask for a scope.
-        process.arguments = ["--boot", "--register=no", "--keep-unit", "--quiet"] + (privateNetwork ? ["--private-network"] : []) + ["-D", root]
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // --register=no and --keep-unit: the host has no systemd to register with or to ask for a
+        // scope; the shell moves itself into the container's own cgroups, then execs nspawn.
+        let arguments = ["--boot", "--register=no", "--keep-unit", "--quiet"] + (privateNetwork ? ["--private-network"] : []) + ["-D", root]
+        let moves = cgroups.map { "echo $$ > '\($0)/cgroup.procs' && " }.joined()
+        process.arguments = ["-c", moves + "exec /usr/bin/systemd-nspawn \"$@\"", "nspawn"] + arguments
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
@@ -84,8 +97,8 @@ final class Container: @unchecked Sendable {
 
     /// Runs a shell command inside the booted container, as root.
     @discardableResult
-    func run(_ command: String) async throws -> Output {
-        try await EndToEndTests.run("/usr/bin/nsenter", ["-t", String(initPID), "-a", "/bin/sh", "-c", command])
+    func run(_ command: String, within seconds: Double = 180) async throws -> Output {
+        try await EndToEndTests.run("/usr/bin/nsenter", ["-t", String(initPID), "-a", "/bin/sh", "-c", command], within: seconds)
     }
 
     /// Runs a shell command of the host's (curl, python3: the base tree has neither) in the
@@ -114,7 +127,33 @@ final class Container: @unchecked Sendable {
 
     deinit {
         shutdown()
+        for cgroup in cgroups { Self.removeTree(cgroup) }
         try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// The cgroup2 mount and, on a hybrid host, the v1 `name=systemd` one, from /proc/self/mountinfo.
+    static func systemdHierarchies() -> [String] {
+        let mountinfo = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
+        return mountinfo.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard let dash = fields.firstIndex(of: "-"), dash + 3 < fields.count else { return nil }
+            let isV2 = fields[dash + 1] == "cgroup2"
+            let isNamed = fields[dash + 1] == "cgroup" && fields[dash + 3].split(separator: ",").contains("name=systemd")
+            return isV2 || isNamed ? String(fields[4]) : nil
+        }
+    }
+
+    /// Removes a cgroup and the cgroups the container left under it (its directories; the files are
+    /// the kernel's), deepest first: each is empty once the container is down.
+    static func removeTree(_ path: String) {
+        let children = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        for child in children {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path + "/" + child, isDirectory: &isDirectory), isDirectory.boolValue {
+                removeTree(path + "/" + child)
+            }
+        }
+        rmdir(path)
     }
 }
 
