@@ -38,23 +38,25 @@ enum FleetTakeover {
                     try FleetHooks.fire(firing, previous: applied.previousOutcome, on: db, as: me)
                 }
             }
-            guard let action else {
+            // As a host's recovery decides (`RecoveryDecision`): a queued run never started, and a
+            // loading or retrying one is queued again only where its action says `restart`.
+            let restarts = try action?.onInterrupt == .restart && run.phase != .queued && !isDraining(run, on: db)
+            switch RecoveryDecision.decide(.init(phase: run.phase, actionKnown: action != nil, restarts: restarts)) {
+            case .drop:
                 try end(.cancelled, TransitionDetail(reason: "removed", error: "action \(run.action) is not configured on \(me.name), which took over from \(name)"))
                 summary.dropped.append(run.id)
-                continue
-            }
-            if run.phase == .queued {
+            case .requeue(restarted: false):
                 try db.query("UPDATE runs SET host = $2, incarnation = $3 WHERE id = $1 AND incarnation = $4 AND phase = 'queued'",
                              [String(run.id), me.name, me.incarnation, dead])
                 summary.adopted.append(run.id)
-            } else if action.onInterrupt == .restart, try !isDraining(run, on: db) {
+            case .requeue(restarted: true):
                 let transition = Transition(runID: run.id, seq: seq + 1, from: run.phase, to: .queued, at: at,
                                             detail: TransitionDetail(reason: "restarted", error: reason))
                 if try FleetJournal.apply(transition, on: db, as: owner) {
                     try db.query("UPDATE runs SET host = $2, incarnation = $3, stop = NULL WHERE id = $1", [String(run.id), me.name, me.incarnation])
                     summary.requeued.append(run.id)
                 }
-            } else {
+            case .interrupt, .adopt, .resumeRetrying, .endSecret:
                 try end(.failure, TransitionDetail(reason: dead == me.incarnation ? "interrupted" : (name == me.name ? "interrupted" : "host_lost"), error: reason))
                 summary.ended.append(run.id)
             }

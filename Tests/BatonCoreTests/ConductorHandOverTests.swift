@@ -19,7 +19,7 @@ struct ConductorHandOverTests {
         h.state.handsOver = true
         for (index, action) in actions.enumerated() {
             h.trigger(UInt64(index + 1), action)
-            h.on(.committed(try #require(h.commit()), nil))
+            try h.commitStarting()
             #expect(h.launches == [Int64(index + 1)])
         }
         return h
@@ -38,7 +38,7 @@ struct ConductorHandOverTests {
         #expect(h.effects == [.stop(run: 2, grace: .seconds(5))])
         h.on(.exited(run: 2, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
         #expect(h.phases == [.cancelled])
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         #expect(h.effects.contains(.drained), "the handed-over run does not hold the exit")
         #expect(h.state.inFlight.map(\.phase) == [.loading], "run 1 stays loading, for the next batond to adopt")
         h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
@@ -141,7 +141,7 @@ struct ConductorHandOverTests {
     func retryingLeft() throws {
         var h = try Self.loading([ConductorStateTests.flaky])
         h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 1))))
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         #expect(h.state.inFlight.map(\.phase) == [.retrying])
         h.on(.shutdown)
         #expect(h.effects == [.cancelTimers(run: 1), .drained])
@@ -154,13 +154,13 @@ struct ConductorHandOverTests {
         var h = try Self.loading([ConductorStateTests.flaky])
         h.state.leavesRetrying = false
         h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 1))))
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         #expect(h.state.inFlight.map(\.phase) == [.retrying])
         h.on(.shutdown)
         #expect(!h.effects.contains(.drained) && !h.effects.contains(.cancelTimers(run: 1)), "\(h.effects)")
         h.on(.graceElapsed)
         #expect(h.phases == [.cancelled], "\(h.effects)")
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         #expect(h.effects.contains(.drained))
     }
 
@@ -180,10 +180,12 @@ struct ConductorHandOverTests {
         #expect(h.effects.contains(.schedule(run: 1, .timeout, after: .seconds(6))), "10 s from its first start, 4 s ago")
         #expect(h.state.inFlight.map(\.phase) == [.retrying])
         h.trigger(2, ConductorStateTests.flaky)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         guard case .failed(.busy(run: 1, _, _, _, _))? = h.answers[2] else { Issue.record("the key is held: \(h.effects)"); return }
         h.on(.timer(run: 1, .backoff(1)))
         #expect(h.phases == [.loading])
+        #expect(h.launches.isEmpty, "its process starts once its loading is durable")
+        h.on(.committed(try #require(h.commit()), nil))
         #expect(h.launches == [1])
         var past = unfinished
         past.retryDue = Timestamp(rawValue: now.rawValue - 1)

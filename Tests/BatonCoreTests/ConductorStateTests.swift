@@ -30,6 +30,26 @@ struct ConductorStateTests {
             return index < ids.count ? ids[index] : nil
         }
 
+        /// Commits the write at `index` of the last effects, then each write of a `loading` it leads
+        /// to (an attempt's process starts only once its `loading` is durable): the effects of all.
+        mutating func commitStarting(_ index: Int = 0, at now: Timestamp = ConductorStateTests.now) throws {
+            var all = state.handle(.committed(try #require(commit(index)), nil), at: now)
+            effects = all
+            while let id = loadingCommit {
+                effects = state.handle(.committed(id, nil), at: now)
+                all += effects
+            }
+            effects = all
+        }
+
+        /// The commit of a write of `loading` transitions in the last effects.
+        var loadingCommit: ConductorState.CommitID? {
+            for case let .write(entries, id) in effects where entries.contains(where: {
+                if case let .transition(transition) = $0 { transition.to == .loading } else { false }
+            }) { return id }
+            return nil
+        }
+
         var written: [JournalEntry] {
             var all: [JournalEntry] = []
             for case let .write(entries, _) in effects { all += entries }
@@ -64,7 +84,7 @@ struct ConductorStateTests {
     func progressCoalesced() throws {
         var h = Harness()
         h.trigger(1, Self.plain)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         func progress(_ fraction: Double, at ms: Int64) -> [ConductorState.Effect] {
             h.state.handle(.progress(run: 1, attempt: 1, Progress(fraction: fraction)), at: Self.now + .milliseconds(ms))
         }
@@ -90,7 +110,7 @@ struct ConductorStateTests {
         #expect(told(h.state.handle(.timer(run: 1, .progress), at: Self.now + .milliseconds(160))).isEmpty)
     }
 
-    @Test("a trigger of a free key: created in one write; once it commits, loading is stamped, the timeout armed and the attempt started, then answered")
+    @Test("a trigger of a free key: created in one write; once it commits, loading is stamped, the timeout armed and answered; the attempt starts once loading commits")
     func createAndStart() throws {
         var h = Harness()
         h.trigger(1, Self.flaky)
@@ -102,9 +122,11 @@ struct ConductorStateTests {
         #expect(h.phases == [.loading])
         #expect(h.written.contains { if case let .transition(t) = $0 { t.to == .loading && t.at == later } else { false } })
         #expect(h.effects.contains(.schedule(run: 1, .timeout, after: .seconds(10))), "the timeout starts with the process")
-        #expect(h.launches == [1])
+        #expect(h.launches.isEmpty, "its process starts once its loading is durable (write-ahead)")
         guard case let .ticket(.created(1), run)? = h.answers[1] else { Issue.record("\(h.effects)"); return }
         #expect(run.phase == .loading && run.startedAt == later)
+        h.effects = h.state.handle(.committed(try #require(h.commit()), nil), at: later)
+        #expect(h.launches == [1])
     }
 
     @Test("replaced before its creation was durable: it never starts, and ends cancelled at once")
@@ -120,6 +142,8 @@ struct ConductorStateTests {
         #expect(h.launches.isEmpty, "run 1 was stopped before its creation was durable")
         h.on(.committed(creation, nil))
         #expect(h.phases == [.loading])
+        #expect(h.launches.isEmpty, "its process starts once its loading is durable")
+        h.on(.committed(try #require(h.commit()), nil))
         #expect(h.launches == [2])
         h.on(.committed(end, nil))
         #expect(h.closed == [1])
@@ -129,7 +153,7 @@ struct ConductorStateTests {
     func joinAfterEnd() throws {
         var h = Harness()
         h.trigger(1, Self.joining)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.trigger(2, Self.joining)
         let record = try #require(h.commit())
         #expect(h.answers.isEmpty)
@@ -147,14 +171,14 @@ struct ConductorStateTests {
     func cancelRetrying() throws {
         var h = Harness()
         h.trigger(1, Self.flaky)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 3))))
         #expect(h.phases == [.retrying])
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.on(.cancel(2, .action("f", key: nil), by: 1000))
         #expect(h.phases == [.cancelled])
         #expect(h.answers.isEmpty, "answered once the cancel is durable")
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         guard case let .cancelled(runs)? = h.answers[2] else { Issue.record("\(h.effects)"); return }
         #expect(runs.map(\.phase) == [.cancelled])
         #expect(runs.first?.cancelledBy == 1000)
@@ -165,9 +189,9 @@ struct ConductorStateTests {
     func cancelByGroupPrincipal() throws {
         var h = Harness()
         h.trigger(1, Self.flaky)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 3))))
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.on(.cancel(2, .action("f", key: nil), by: Peer.groupPrincipalUID, principal: "carol@example.org via group:ops"))
         let ends = h.written.compactMap { entry -> Transition? in
             if case let .transition(transition) = entry, transition.to == .cancelled { return transition }
@@ -187,7 +211,7 @@ struct ConductorStateTests {
         #expect(h.launches.isEmpty)
         h.trigger(2, Self.plain)
         #expect(h.phases == [.queued], "the key is free again")
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         #expect(h.launches == [2])
     }
 
@@ -195,13 +219,15 @@ struct ConductorStateTests {
     func followUpWithEnd() throws {
         var h = Harness()
         h.trigger(1, Self.queueing)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.trigger(2, Self.queueing)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         guard case .ticket(.followUp(2, after: 1), _)? = h.answers[2] else { Issue.record("\(h.effects)"); return }
         h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
         #expect(h.phases == [.success, .loading])
-        #expect(h.launches == [2], "its creation is durable already: it starts while this write commits")
+        #expect(h.launches.isEmpty, "its process starts once this write (its loading) is durable")
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.launches == [2])
     }
 
     @Test("a run in flight when a reload forgets its action's estimate is not measured: it ran the replaced definition; a run made after is")
@@ -209,7 +235,7 @@ struct ConductorStateTests {
         var h = Harness()
         func at(_ seconds: Int64, _ event: ConductorState.Event) { h.effects = h.state.handle(event, at: Self.now + .seconds(seconds)) }
         h.trigger(1, Self.plain)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         #expect(h.launches == [1])
         h.state.forget(actions: ["a"])
         at(10, .exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
@@ -217,6 +243,7 @@ struct ConductorStateTests {
         #expect(h.closed == [1] && h.state.lastEnded["a"]?.phase == .success)
         #expect(h.state.estimates.median("a") == nil, "the 10 s of the replaced definition")
         h.trigger(2, Self.plain)
+        at(20, .committed(try #require(h.commit()), nil))
         at(20, .committed(try #require(h.commit()), nil))
         #expect(h.launches == [2])
         at(24, .exited(run: 2, attempt: 1, AttemptOutcome(result: .exited(status: 0))))
@@ -229,7 +256,7 @@ struct ConductorStateTests {
     func timeoutDuringBackoff() throws {
         var h = Harness()
         h.trigger(1, Self.flaky)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         #expect(h.effects.contains(.schedule(run: 1, .timeout, after: .seconds(10))))
         h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .exited(status: 1))))
         #expect(h.effects.contains { if case .schedule(1, .backoff(1), _) = $0 { true } else { false } })
@@ -247,9 +274,9 @@ struct ConductorStateTests {
         var h = Harness()
         h.state = ConductorState(maxConcurrentRuns: 1, seed: 1)
         h.trigger(1, Self.plain)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.trigger(2, Self.joining)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.on(.shutdown)
         #expect(h.effects.isEmpty)
         h.trigger(3, Self.replacing)
@@ -259,7 +286,7 @@ struct ConductorStateTests {
         h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
         #expect(h.phases == [.cancelled])
         #expect(h.launches.isEmpty, "run 2 stays queued for the next start")
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         #expect(h.effects.contains(.drained))
         #expect(h.state.inFlight.map(\.phase) == [.queued])
     }
@@ -268,9 +295,9 @@ struct ConductorStateTests {
     func abandonWrites() throws {
         var h = Harness()
         h.trigger(1, Self.plain)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.trigger(2, Self.flaky)
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         h.on(.shutdown)
         h.on(.graceElapsed)
         h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
@@ -281,7 +308,7 @@ struct ConductorStateTests {
         h.on(.exited(run: 2, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
         #expect(h.phases == [.cancelled])
         #expect(h.effects.last == .drainedUnwritten, "no commit came, and none is waited for")
-        h.on(.committed(try #require(h.commit()), nil))
+        try h.commitStarting()
         #expect(h.closed == [2], "an end that commits before the exit still closes its run's waiters")
         #expect(!h.effects.contains(.drained))
         #expect(h.state.mode == .stopped)

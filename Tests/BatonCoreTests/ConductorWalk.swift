@@ -168,6 +168,8 @@ struct ConductorWalk {
     // The store's view: each run's last seq and phase, and where its creation was written.
     private var stored: [Int64: (seq: Int, phase: Phase)] = [:]
     private var creationCommit: [Int64: ConductorState.CommitID] = [:]
+    // Where each run's latest `loading` was written, and its attempt: its process starts once that is durable.
+    private var loadingCommit: [Int64: (attempt: Int?, commit: ConductorState.CommitID)] = [:]
     private var terminalDurable: Set<Int64> = []
     private var abandoned: Set<Int64> = []
     private var known: [Int64] = []
@@ -386,6 +388,9 @@ struct ConductorWalk {
             case let .write(entries, id):
                 wrote.insert(id)
                 writes.append((id, entries))
+                for case let .transition(transition) in entries where transition.to == .loading {
+                    loadingCommit[transition.runID] = (transition.detail.attempt, id)
+                }
                 for case let .created(run, transition) in entries {
                     if let slot = run.slot {
                         let name = "\(run.action) slot \(slot.rawValue)"
@@ -441,28 +446,20 @@ struct ConductorWalk {
                         successStep[created.key] = steps
                     }
                 }
+                // Its start is decided here (the run's needs, the pauses, as this write leaves them).
+                for case let .transition(transition) in entries where transition.to == .loading {
+                    if let flight = state.flights[transition.runID], let attempt = transition.detail.attempt {
+                        checkStart(Launch(run: transition.runID, attempt: attempt, action: flight.action, params: flight.run.params,
+                                          runner: nil, hook: flight.hook), paused: paused)
+                    }
+                }
             case let .launch(launch):
+                // Write-ahead: a crash never leaves a process of a run whose `loading` is not durable.
+                if launch.surviving == nil, loadingCommit[launch.run].map({ $0.attempt != launch.attempt || !committed.contains($0.commit) }) ?? true {
+                    violate("run \(launch.run) started attempt \(launch.attempt) before its loading was durable")
+                }
                 if let commit = creationCommit[launch.run], !committed.contains(commit) {
                     violate("run \(launch.run) started before its creation was durable")
-                }
-                checkCooldown(launch)
-                checkDebounce(launch)
-                checkRate(launch)
-                checkNeeds(launch)
-                if launch.attempt == 1, launch.action.approve != nil, approvalDecided[launch.run] != .approved {
-                    violate("run \(launch.run) of \(launch.action.name) started without an approval (\(String(describing: approvalDecided[launch.run])))")
-                }
-                if launch.attempt == 1, paused.contains(launch.action.name) {
-                    violate("run \(launch.run) of \(launch.action.name) started while its action was paused")
-                }
-                if launch.attempt == 1, let key = lineKey[launch.run] {
-                    if let first = lineOrder[key]?.first, first != launch.run {
-                        violate("run \(launch.run) started before run \(first), ahead of it in the line of key \(key)")
-                    }
-                    leaveLine(launch.run)
-                }
-                if launch.hook?.cause != hookCause[launch.run] {
-                    violate("run \(launch.run) started told \(String(describing: launch.hook?.cause)), fired by \(String(describing: hookCause[launch.run]))")
                 }
                 if attempts[launch.run] != nil { violate("run \(launch.run) started attempt \(launch.attempt) while one runs") }
                 if handOvers[launch.run] != nil { violate("run \(launch.run) started attempt \(launch.attempt) while its hand-over is asked") }
@@ -847,6 +844,30 @@ extension ConductorWalk {
             if transition.detail.reason == "needs", launchedRuns.contains(transition.runID) {
                 violate("run \(transition.runID) ended for its needs (\(transition.detail.error ?? "")) after it started")
             }
+        }
+    }
+
+    /// What a start must respect, checked where it is decided (its `loading` written): the process
+    /// itself starts once that is durable, by which time a pause or a success may have come.
+    fileprivate mutating func checkStart(_ launch: Launch, paused: Set<String>) {
+        checkCooldown(launch)
+        checkDebounce(launch)
+        checkRate(launch)
+        checkNeeds(launch)
+        if launch.attempt == 1, launch.action.approve != nil, approvalDecided[launch.run] != .approved {
+            violate("run \(launch.run) of \(launch.action.name) started without an approval (\(String(describing: approvalDecided[launch.run])))")
+        }
+        if launch.attempt == 1, paused.contains(launch.action.name) {
+            violate("run \(launch.run) of \(launch.action.name) started while its action was paused")
+        }
+        if launch.attempt == 1, let key = lineKey[launch.run] {
+            if let first = lineOrder[key]?.first, first != launch.run {
+                violate("run \(launch.run) started before run \(first), ahead of it in the line of key \(key)")
+            }
+            leaveLine(launch.run)
+        }
+        if launch.hook?.cause != hookCause[launch.run] {
+            violate("run \(launch.run) started told \(String(describing: launch.hook?.cause)), fired by \(String(describing: hookCause[launch.run]))")
         }
     }
 

@@ -169,10 +169,12 @@ struct CrashTests {
         withExtendedLifetime(daemons) {}
     }
 
-    /// An attempt starts while its `loading` transition is being written (issue 13): a crash in
-    /// between leaves a process of a run the history calls queued. Recovery must kill it too.
-    @Test("a crash after a run's process started but before its loading was written: recovery kills that process")
-    func processOfQueuedRun() throws {
+    /// A run's process starts only once its `loading` is durable (write-ahead): a crash while that
+    /// transition is being written leaves a run the history calls queued, which never ran, so
+    /// recovery queues it again and it runs once. (Until session 29 the process started while
+    /// `loading` was being written: the crash left it running, or ended, and recovery ran it again.)
+    @Test("a crash after a run's start was decided but before its loading was written: its process runs once")
+    func startWrittenAhead() throws {
         let marks = NSTemporaryDirectory() + "baton-marks-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: marks) }
         let config = """
@@ -185,39 +187,31 @@ struct CrashTests {
         #expect(try daemon.baton("run", "long", "--detach").stdout == "2\n")   // queued behind run 1
         try daemon.waitForLog("run 1 long: queued → loading")
         // Hold the write lock: run 1's end and run 2's loading cannot be written...
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        holder.arguments = ["-c", """
-            import sqlite3, sys
-            c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
-            c.execute('BEGIN IMMEDIATE')
-            print('locked', flush=True)
-            sys.stdin.readline()
-            c.execute('ROLLBACK')
-            """, daemon.database]
-        let (input, output) = (Pipe(), Pipe())
-        holder.standardInput = input
-        holder.standardOutput = output
-        try holder.run()
-        #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("locked"))
-        // ...while run 1 is cancelled, ends, and run 2's process starts.
+        let holder = try WriteLockHolder(database: daemon.database)
+        // ...while run 1 is cancelled, ends, and run 2's start is decided (live status: loading).
         let client = try Client(path: daemon.socket)
         try client.send(Request(op: .cancel, run: 1))
-        let second = Eventually.value("run 2's process started (its mark in \(marks))", within: 30, {
-            let lines = (try? String(contentsOfFile: marks, encoding: .utf8))?.split(separator: "\n") ?? []
-            return lines.first { $0.hasPrefix("2 ") }.flatMap { Int32($0.split(separator: " ")[1]) }
-        }) { $0 != nil }
-        let pid = try #require(second)
+        guard Eventually.until("run 2 is loading in batond's live status", {
+            let status = try? Client(path: daemon.socket).call(Request(op: .status))
+            return (status?.actions ?? []).flatMap { $0.inFlight ?? [] }.contains { $0.id == 2 && $0.phase == .loading }
+        }) else { return }
         daemon.crash()
-        input.fileHandleForWriting.write(Data("\n".utf8))
-        holder.waitUntilExit()
+        holder.release()
         let phases = try execute("/usr/bin/sqlite3", [daemon.database, "SELECT id, phase FROM runs ORDER BY id"])
-        #expect(phases.stdout == "1|loading\n2|queued\n", "the history still calls run 2 queued")
-        #expect(isRunning(pid), "run 2's first process outlived batond")
+        #expect(phases.stdout == "1|loading\n2|queued\n", "run 2's loading was never written")
 
         let restarted = try Daemon(config: config, reusing: daemon, name: "restarted")
-        try restarted.waitForLog("leftover processes killed")
-        #expect(!isRunning(pid), "recovery left run 2's first process alive")
+        try restarted.waitForLog("run 2 long: queued → loading")
+        // Its process under the restarted batond: the leader the history recorded, which wrote its mark.
+        let leader = Eventually.value("run 2's process group in the history", within: 30, {
+            try? execute("/usr/bin/sqlite3", [restarted.database, "SELECT pgid FROM runs WHERE id = 2 AND pgid IS NOT NULL"]).stdout
+        }) { ($0 ?? "").isEmpty == false }
+        let pgid = try #require(leader?.trimmingCharacters(in: .whitespacesAndNewlines))
+        guard Eventually.until("run 2's process (\(pgid)) wrote its mark", {
+            ((try? String(contentsOfFile: marks, encoding: .utf8)) ?? "").contains("2 \(pgid)\n")
+        }) else { return }
+        let runs = ((try? String(contentsOfFile: marks, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.hasPrefix("2 ") }
+        #expect(runs.count == 1, "run 2's process ran \(runs.count) times: \(runs)")
         _ = try restarted.baton("cancel", "long")
     }
 
@@ -226,5 +220,34 @@ struct CrashTests {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = stat.lastIndex(of: ")") else { return false }
         return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
+    }
+}
+
+/// A process that holds SQLite's write lock on a database until released (`BEGIN IMMEDIATE`).
+final class WriteLockHolder {
+    private let process = Process()
+    private let input = Pipe()
+
+    init(database: String) throws {
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+            c.execute('BEGIN IMMEDIATE')
+            print('locked', flush=True)
+            sys.stdin.readline()
+            c.execute('ROLLBACK')
+            """, database]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("locked"))
+    }
+
+    /// Lets the lock go and waits for the holder to exit.
+    func release() {
+        input.fileHandleForWriting.write(Data("\n".utf8))
+        process.waitUntilExit()
     }
 }

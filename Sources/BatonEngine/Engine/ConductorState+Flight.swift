@@ -13,6 +13,8 @@ extension ConductorState {
         var seq: Int
         /// The attempt whose process or task is running, between `launch` and `exited`.
         var live: Int?
+        /// Its live attempt's `loading` is being written: the process starts once that is durable.
+        var launchWaits = false
         /// The wait chosen when the last failed attempt was recorded, for its `backoff` effect.
         var nextBackoff: Duration = .zero
         /// When progress was last told, and whether newer progress waits for the window's end.

@@ -26,7 +26,7 @@ extension ConductorState {
     /// Whether a run's attempt may be left to its shim: loading, not being stopped, its action
     /// one that survives restarts (never a pseudo-terminal's, nor a hook's run: their files are batond's).
     static func mayHandOver(_ flight: Flight) -> Bool {
-        guard case .loading = flight.machine.state, flight.machine.stopping == nil, flight.live != nil else { return false }
+        guard case .loading = flight.machine.state, flight.machine.stopping == nil, flight.live != nil, !flight.launchWaits else { return false }
         return flight.action.mayOutliveBatond && flight.hook == nil
     }
 

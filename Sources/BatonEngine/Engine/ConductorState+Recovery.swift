@@ -26,43 +26,42 @@ extension ConductorState {
         for recovered in runs {
             let run = recovered.unfinished.run
             nextRunID = max(nextRunID, run.id + 1)
-            guard let action = recovered.action else {
+            let action = recovered.action
+            let facts = RecoveryDecision.Facts(
+                phase: run.phase, actionKnown: action != nil, surviving: recovered.surviving != nil,
+                mayResumeRetrying: action.map { run.phase == .retrying && recovered.unfinished.retryDue != nil
+                    && Self.mayResumeRetrying(recovered.unfinished, $0) } ?? false,
+                restarts: action?.onInterrupt == .restart, secret: action?.secretParams.isEmpty == false)
+            switch (RecoveryDecision.decide(facts), action) {
+            case (.drop, _), (_, nil):
                 end(recovered.unfinished, .cancelled,
                     TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured"), &step)
                 summary.dropped.append(run.id)
-                continue
-            }
-            if let surviving = recovered.surviving, run.phase == .loading {
-                adoptSurvivor(recovered.unfinished, action, surviving, &step)
+            case let (.adopt, action?):
+                adoptSurvivor(recovered.unfinished, action, recovered.surviving!, &step)
                 summary.adopted.append(run.id)
-                continue
-            }
-            if run.phase == .retrying, let due = recovered.unfinished.retryDue, Self.mayResumeRetrying(recovered.unfinished, action) {
-                resumeRetrying(recovered.unfinished, action, due: due, &step)
+            case let (.resumeRetrying, action?):
+                resumeRetrying(recovered.unfinished, action, due: recovered.unfinished.retryDue!, &step)
                 summary.adopted.append(run.id)
-                continue
-            }
-            let restart = run.phase != .queued && action.onInterrupt == .restart
-            // A secret's value lived only in the previous daemon's memory: the run cannot start
-            // again with it, nor without it. It ends `failure` and says why.
-            if run.phase == .queued || restart, let secret = action.secretParams.first {
+            case let (.endSecret, action?):
+                // A secret's value lived only in the previous daemon's memory: the run cannot start
+                // again with it, nor without it. It ends `failure` and says why.
+                let restart = run.phase != .queued
                 let ended = end(recovered.unfinished, .failure, TransitionDetail(reason: "secret", error:
-                    "batond stopped before the run \(restart ? "could start again" : "started"): the value of its secret param \(secret) was kept in memory only"), &step)
+                    "batond stopped before the run \(restart ? "could start again" : "started"): the value of its secret param \(action.secretParams[0]) was kept in memory only"), &step)
                 fireHooks(ended, action, output: [], &step)
                 summary.interrupted.append(run.id)
-                continue
-            }
-            guard run.phase == .queued || restart else {
+            case let (.interrupt, action?):
                 let ended = end(recovered.unfinished, .failure,
                                 TransitionDetail(reason: "interrupted", error: "batond stopped while the run was \(run.phase.rawValue)"), &step)
                 fireHooks(ended, action, output: [], &step)
                 summary.interrupted.append(run.id)
-                continue
-            }
-            if requeue(recovered.unfinished, action, reason: restart ? "restarted" : "recovered", &step) {
-                if restart { summary.restarted.append(run.id) } else { summary.requeued.append(run.id) }
-            } else {
-                summary.dropped.append(run.id)
+            case let (.requeue(restart), action?):
+                if requeue(recovered.unfinished, action, reason: restart ? "restarted" : "recovered", &step) {
+                    if restart { summary.restarted.append(run.id) } else { summary.requeued.append(run.id) }
+                } else {
+                    summary.dropped.append(run.id)
+                }
             }
         }
         // Answered at once: the decisions are made, and their writes go before anything later

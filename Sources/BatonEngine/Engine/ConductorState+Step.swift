@@ -17,6 +17,8 @@ extension ConductorState {
         /// A run left waiting to retry at shutdown once its attempt ended (`endedWhileAsked`):
         /// its `retrying` is durable, the drain may end.
         case leftRetrying(Int64)
+        /// The attempt's `loading` is durable: its process may start (`launchOnceDurable`).
+        indirect case launch(Launch)
     }
 
     /// What one event decides: the writes, what follows their commit, and the effects to perform now.
@@ -121,7 +123,27 @@ extension ConductorState {
             pauseChanged[action] = step.now
         case .leftRetrying:
             drainIfDone(&step)
+        case let .launch(launch):
+            launchOnceDurable(launch, failure, &step)
         }
+    }
+
+    /// Write-ahead start: an attempt's process starts only once its `loading` is durable, so that a
+    /// crash never leaves a process of a run the history calls queued (or retrying), which recovery
+    /// would start again. An attempt whose start could not be written ends as one that never started.
+    private mutating func launchOnceDurable(_ launch: Launch, _ failure: BatonError?, _ step: inout Step) {
+        guard let index = flights.index(forKey: launch.run), flights.values[index].live == launch.attempt,
+              flights.values[index].launchWaits else { return }
+        flights.values[index].launchWaits = false
+        guard let failure else { return step.emit(.launch(launch)) }
+        neverStarted(launch.run, "its start could not be recorded: \(failure)", &step)
+    }
+
+    /// Ends the live attempt of a run whose process was never started (stopped while its start was being written).
+    private mutating func neverStarted(_ id: Int64, _ error: String, _ step: inout Step) {
+        guard let index = flights.index(forKey: id), let attempt = flights.values[index].live else { return }
+        flights.values[index].launchWaits = false
+        exited(id, attempt, AttemptOutcome(result: AttemptResult(succeeded: false, started: false, error: error)), &step)
     }
 
     /// Forgets a run whose creation could not be written: nobody was told it exists.
@@ -180,15 +202,19 @@ extension ConductorState {
             let launch = flights.values[index].launch(attempt)
             // `loading` is stamped in the step that launches the attempt, and the timeout armed
             // there: the time a run's creation waited for the store (a lock held by another
-            // process, say) is not run time (issue 21, item 14). The start is written while the
-            // process runs; recovery kills what a crash leaves of it.
+            // process, say) is not run time (issue 21, item 14). The process starts once that
+            // `loading` is durable (an attempt a previous batond started is attached to at once).
             if let timeout = launch.action.timeout,
                let after = Self.timeoutDelay(timeout, startedAt: flights[id]?.run.startedAt, surviving: launch.surviving != nil,
                                              attempt: attempt, at: step.now) {
                 step.emit(.schedule(run: id, .timeout, after: after))
             }
-            step.emit(.launch(launch))
+            if launch.surviving != nil { step.emit(.launch(launch)) } else {
+                flights.values[index].launchWaits = true
+                step.after.append(.launch(launch))
+            }
         case .terminate:
+            if flights.values[index].launchWaits { return neverStarted(id, "stopped before its process started", &step) }
             if flights[id]?.live != nil, let grace = flights[id]?.action.killGrace { step.emit(.stop(run: id, grace: grace)) }
         case let .backoff(attempt):
             step.emit(.schedule(run: id, .backoff(attempt), after: flights[id]?.nextBackoff ?? .zero))

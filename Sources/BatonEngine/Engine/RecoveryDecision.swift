@@ -1,0 +1,49 @@
+/// What a batond starting after another one (or a fleet host taking over a gone one's runs) does
+/// with one unfinished run, as a value. A run the history calls `queued` never started: its
+/// process starts only once its `loading` is durable (write-ahead, `ConductorState.launchOnceDurable`).
+/// So a run that may have started (`loading`, `retrying`) is never queued again, but where its
+/// action says `onInterrupt: "restart"`: nothing runs twice that was not asked to. Table-tested
+/// (`RecoveryDecisionTests`); used by `ConductorState.recover` and the fleet's `FleetTakeover`.
+public enum RecoveryDecision: Sendable, Equatable {
+    /// The action is gone from the config: the run ends `cancelled`, reason `removed`.
+    case drop
+    /// Its shim outlived the previous batond (`ShimAdoption`): in flight again, or ended from its status.
+    case adopt
+    /// Left waiting to retry, nothing of it lost: it goes on waiting.
+    case resumeRetrying
+    /// It would start (again), but its secret param's value is gone: `failure`, reason `secret`.
+    case endSecret
+    /// It may have started and its process is gone: `failure`, reason `interrupted`.
+    case interrupt
+    /// Queued again: a queued run (never started), or a started one whose action says `restart`.
+    case requeue(restarted: Bool)
+
+    /// What is known of one unfinished run.
+    public struct Facts: Sendable, Equatable {
+        public var phase: Phase
+        public var actionKnown = true
+        /// Its shim outlived the previous batond and `ShimAdoption` adopts or collects it.
+        public var surviving = false
+        /// Retrying, and `ConductorState.mayResumeRetrying`.
+        public var mayResumeRetrying = false
+        /// The action says `onInterrupt: "restart"` (and nothing, such as a replace, is stopping the run).
+        public var restarts = false
+        /// The action has a secret param, whose value lived in the previous batond's memory only.
+        public var secret = false
+
+        public init(phase: Phase, actionKnown: Bool = true, surviving: Bool = false, mayResumeRetrying: Bool = false,
+                    restarts: Bool = false, secret: Bool = false) {
+            (self.phase, self.actionKnown, self.surviving) = (phase, actionKnown, surviving)
+            (self.mayResumeRetrying, self.restarts, self.secret) = (mayResumeRetrying, restarts, secret)
+        }
+    }
+
+    public static func decide(_ facts: Facts) -> RecoveryDecision {
+        guard facts.actionKnown else { return .drop }
+        if facts.surviving, facts.phase == .loading { return .adopt }
+        if facts.phase == .retrying, facts.mayResumeRetrying { return .resumeRetrying }
+        let startsAgain = facts.phase == .queued || facts.restarts
+        guard startsAgain else { return .interrupt }
+        return facts.secret ? .endSecret : .requeue(restarted: facts.phase != .queued)
+    }
+}

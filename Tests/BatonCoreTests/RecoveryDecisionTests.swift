@@ -1,0 +1,38 @@
+@testable import BatonEngine
+import Testing
+
+/// What recovery does with one unfinished run (`RecoveryDecision`), for a host's restart and a
+/// fleet host's takeover alike: a run that may have started is never queued again unasked.
+@Suite("Recovery decision")
+struct RecoveryDecisionTests {
+    typealias Facts = RecoveryDecision.Facts
+
+    @Test("the decision, fact by fact", arguments: [
+        // A queued run never started (its process starts once its loading is durable): queued again.
+        (Facts(phase: .queued), RecoveryDecision.requeue(restarted: false)),
+        (Facts(phase: .queued, restarts: true), .requeue(restarted: false)),
+        // Its attempt may have started: its process is gone, it ends interrupted; never run again unasked.
+        (Facts(phase: .loading), .interrupt),
+        (Facts(phase: .retrying), .interrupt),
+        // ...unless its action says `onInterrupt: "restart"`.
+        (Facts(phase: .loading, restarts: true), .requeue(restarted: true)),
+        (Facts(phase: .retrying, restarts: true), .requeue(restarted: true)),
+        // Its shim outlived batond: adopted, whatever else the action says.
+        (Facts(phase: .loading, surviving: true, restarts: true, secret: true), .adopt),
+        // A surviving shim of a run the history does not call loading is not adopted.
+        (Facts(phase: .queued, surviving: true), .requeue(restarted: false)),
+        // Waiting to retry, nothing lost: it goes on waiting.
+        (Facts(phase: .retrying, mayResumeRetrying: true, restarts: true), .resumeRetrying),
+        // It would start (again) without its secret param's value: it ends, reason secret.
+        (Facts(phase: .queued, secret: true), .endSecret),
+        (Facts(phase: .loading, restarts: true, secret: true), .endSecret),
+        // A secret does not matter to a run that ends interrupted anyway.
+        (Facts(phase: .loading, secret: true), .interrupt),
+        // The action is gone: dropped, whatever else.
+        (Facts(phase: .loading, actionKnown: false, surviving: true), .drop),
+        (Facts(phase: .queued, actionKnown: false), .drop),
+    ])
+    func decide(_ facts: Facts, _ expected: RecoveryDecision) {
+        #expect(RecoveryDecision.decide(facts) == expected)
+    }
+}
