@@ -207,12 +207,22 @@ struct CrashTests {
             try? execute("/usr/bin/sqlite3", [restarted.database, "SELECT pgid FROM runs WHERE id = 2 AND pgid IS NOT NULL"]).stdout
         }) { ($0 ?? "").isEmpty == false }
         let pgid = try #require(leader?.trimmingCharacters(in: .whitespacesAndNewlines))
-        guard Eventually.until("run 2's process (\(pgid)) wrote its mark", {
-            ((try? String(contentsOfFile: marks, encoding: .utf8)) ?? "").contains("2 \(pgid)\n")
+        func runs() -> [Substring] {
+            ((try? String(contentsOfFile: marks, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.hasPrefix("2 ") }
+        }
+        guard Eventually.until("run 2's process (in process group \(pgid)) wrote its mark", {
+            runs().contains { Int32($0.split(separator: " ")[1]).flatMap(processGroup(of:)).map(String.init) == pgid }
         }) else { return }
-        let runs = ((try? String(contentsOfFile: marks, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.hasPrefix("2 ") }
-        #expect(runs.count == 1, "run 2's process ran \(runs.count) times: \(runs)")
+        #expect(runs().count == 1, "run 2's process ran \(runs().count) times: \(runs())")
         _ = try restarted.baton("cancel", "long")
+    }
+
+    /// The process group of a live process (`/proc/PID/stat`'s fifth field), or nil.
+    func processGroup(of pid: Int32) -> Int32? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 2 ? Int32(fields[2]) : nil
     }
 
     /// Whether a process exists and is not a zombie (an orphan's zombie waits for init to reap it).
