@@ -45,6 +45,20 @@ struct ConductorHandOverTests {
         #expect(h.effects.isEmpty, "an end reported after the hand-over is not this batond's")
     }
 
+    @Test("a run whose loading is being written when shutdown begins is asked to be handed over once it launches, not held for the grace and killed")
+    func heldAtShutdownHandedOver() throws {
+        var (h, loading) = try ConductorStateTests.held()
+        h.on(.shutdown)
+        #expect(!h.effects.contains(.handOver(run: 1, attempt: 1)), "held: no process to hand over yet")
+        h.on(.committed(loading, nil))
+        #expect(h.launches == [1], "launched during the drain")
+        #expect(h.effects.contains(.handOver(run: 1, attempt: 1)), "launched during the drain and never asked to be handed over: \(h.effects)")
+        h.on(.handedOver(run: 1, attempt: 1, kept: true))
+        #expect(h.effects.contains(.drained), "kept: it no longer holds the exit")
+        h.on(.graceElapsed)
+        #expect(!ConductorStateTests.stops(h.effects), "the grace's end kills a run main would have handed over: \(h.effects)")
+    }
+
     @Test("an attempt that ends before its hand-over is answered, its run waiting to retry: left as the shutdown leaves such runs, the late answer ignored, and the drain does not wait for a second attempt")
     func endedWhileAsked() throws {
         var h = try Self.loading([ConductorStateTests.flaky])

@@ -463,6 +463,7 @@ struct ConductorWalk {
                 }
                 if attempts[launch.run] != nil { violate("run \(launch.run) started attempt \(launch.attempt) while one runs") }
                 if handOvers[launch.run] != nil { violate("run \(launch.run) started attempt \(launch.attempt) while its hand-over is asked") }
+                checkLaunchWanted(launch, effects)
                 attempts[launch.run] = (launch.attempt, false)
             case .stop:
                 break
@@ -868,6 +869,16 @@ extension ConductorWalk {
         }
         if launch.hook?.cause != hookCause[launch.run] {
             violate("run \(launch.run) started told \(String(describing: launch.hook?.cause)), fired by \(String(describing: hookCause[launch.run]))")
+        }
+    }
+
+    /// In a drain, a run that may outlive batond is asked to be handed over as soon as it launches
+    /// (its start was being written when the shutdown began), not left to hold the exit and be killed.
+    private mutating func checkLaunchWanted(_ launch: Launch, _ effects: [ConductorState.Effect]) {
+        guard let flight = state.flights[launch.run] else { return violate("run \(launch.run) launched, not in flight") }
+        if shutDown, state.handsOver, launch.surviving == nil, flight.machine.stopping == nil, flight.action.mayOutliveBatond, flight.hook == nil,
+           !effects.contains(.handOver(run: launch.run, attempt: launch.attempt)) {
+            violate("run \(launch.run) launched attempt \(launch.attempt) during the drain and was never asked to be handed over")
         }
     }
 

@@ -7,6 +7,8 @@
 /// is over. A run waiting to retry is left at once (it has no process): the next batond waits
 /// out the rest of its backoff (`ConductorState.resumeRetrying`). A run with secret params is not handed over either (the next batond could not mask
 /// their values in its output). A run being stopped (cancel, timeout, replace) is not handed over: its stop goes on.
+/// A run whose start is being written when the shutdown begins (write-ahead: no process yet) is asked once it
+/// launches (`launchOnceDurable`), as are the attempts launched during the drain.
 public enum HandOver: Sendable, Equatable {
     /// Asked of its attempt; what it relayed is being read to the end.
     case asked

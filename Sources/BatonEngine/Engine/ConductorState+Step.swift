@@ -135,8 +135,14 @@ extension ConductorState {
         guard let index = flights.index(forKey: launch.run), flights.values[index].live == launch.attempt,
               flights.values[index].launchWaits else { return }
         flights.values[index].launchWaits = false
-        guard let failure else { return step.emit(.launch(launch)) }
-        neverStarted(launch.run, "its start could not be recorded: \(failure)", &step)
+        if let failure { return neverStarted(launch.run, "its start could not be recorded: \(failure)", &step) }
+        step.emit(.launch(launch))
+        // Shutdown began while its start was being written: handed over now that it runs, as the
+        // shutdown asked of the runs running then (the conductor launches before it hands over).
+        if mode == .draining, handsOver, Self.mayHandOver(flights.values[index]) {
+            flights.values[index].handOver = .asked
+            step.emit(.handOver(run: launch.run, attempt: launch.attempt))
+        }
     }
 
     /// Ends the live attempt of a run whose process was never started (stopped while its start was being written).
