@@ -137,6 +137,7 @@ extension ConductorState {
         flights.values[index].launchWaits = false
         if let failure { return neverStarted(launch.run, "its start could not be recorded: \(failure)", &step) }
         step.emit(.launch(launch))
+        armTimeout(launch, &step)
         // Shutdown began while its start was being written: handed over now that it runs, as the
         // shutdown asked of the runs running then (the conductor launches before it hands over).
         if mode == .draining, handsOver, Self.mayHandOver(flights.values[index]) {
@@ -206,16 +207,14 @@ extension ConductorState {
             recorded(id, transition, &step)
         case let .launch(attempt):
             let launch = flights.values[index].launch(attempt)
-            // `loading` is stamped in the step that launches the attempt, and the timeout armed
-            // there: the time a run's creation waited for the store (a lock held by another
-            // process, say) is not run time (issue 21, item 14). The process starts once that
-            // `loading` is durable (an attempt a previous batond started is attached to at once).
-            if let timeout = launch.action.timeout,
-               let after = Self.timeoutDelay(timeout, startedAt: flights[id]?.run.startedAt, surviving: launch.surviving != nil,
-                                             attempt: attempt, at: step.now) {
-                step.emit(.schedule(run: id, .timeout, after: after))
-            }
-            if launch.surviving != nil { step.emit(.launch(launch)) } else {
+            // `loading` is stamped when the start is decided; the process starts once that
+            // `loading` is durable, and the timeout is armed then (`armTimeout`): the time a run's
+            // creation or its start waited for the store (a lock held by another process, say) is
+            // not run time (issue 21, item 14). An attempt a previous batond started is attached to at once.
+            if launch.surviving != nil {
+                armTimeout(launch, &step)
+                step.emit(.launch(launch))
+            } else {
                 flights.values[index].launchWaits = true
                 step.after.append(.launch(launch))
             }
@@ -297,6 +296,14 @@ extension ConductorState.Flight {
 }
 
 extension ConductorState {
+    /// Arms the run's deadline as its attempt is launched (`timeoutDelay`).
+    func armTimeout(_ launch: Launch, _ step: inout Step) {
+        guard let timeout = launch.action.timeout,
+              let after = Self.timeoutDelay(timeout, startedAt: recordedRun(launch.run)?.startedAt, surviving: launch.surviving != nil,
+                                            attempt: launch.attempt, at: step.now) else { return }
+        step.emit(.schedule(run: launch.run, .timeout, after: after))
+    }
+
     /// When a launch arms the run's deadline: at its first attempt, the whole `timeout`; at an
     /// attempt a previous batond started (adopted), what is left of it from the run's first
     /// start, as if no batond had stopped in between (at once, where it is over). Nil: armed already.
