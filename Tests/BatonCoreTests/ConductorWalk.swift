@@ -154,6 +154,7 @@ struct ConductorWalk {
 
     // The simulated world.
     private var writes: [(id: ConductorState.CommitID, entries: [JournalEntry])] = []
+    // The items durable (not failed).
     private var committed: Set<ConductorState.CommitID> = []
     private var attempts: [Int64: (attempt: Int, started: Bool)] = [:]
     private var timers: [Int64: Set<ConductorState.Timer>] = [:]
@@ -171,6 +172,10 @@ struct ConductorWalk {
     // Where each run's latest `loading` was written, and its attempt: its process starts once that is durable.
     private var loadingCommit: [Int64: (attempt: Int?, commit: ConductorState.CommitID)] = [:]
     private var terminalDurable: Set<Int64> = []
+    // A lost history file (`Store+Writer.strand`): from then on every item fails, ends and
+    // `loading`s too; the runs whose end was lost with it.
+    private var stranded = false
+    private var endLost: Set<Int64> = []
     private var abandoned: Set<Int64> = []
     private var known: [Int64] = []
     // The cooldown's view: each key's last success (when its end was decided, from the store's
@@ -273,6 +278,8 @@ struct ConductorWalk {
             if choice == 4, state.storeCountsFailures { apply(.pausesSeen(choices.next(2) == 0 ? [pause] : [], readAt: now)) }
             // The conductor's answer to a hand-over asked (kept or not), in any order with the attempt's end.
             if choice == 5 || choice == 6, let run = handOvers.keys.min() { answerHandOver(run, kept: choice == 5) }
+            // Now and then the history file is lost: every item fails from then on.
+            if choice == 13, choices.next(3) == 0 { stranded = true }
             // An approve (7 to 10) or deny (11, 12) of any run, by one of group 10 or by someone outside it.
             if (7...12).contains(choice ?? 0), let run = pick(known, &choices), let who = choices.next(Self.approvers.count) {
                 ask { .approval($0, run: run, Self.approvers[who], approve: choice! <= 10, reason: "walk") }
@@ -361,9 +368,10 @@ struct ConductorWalk {
         // A store refuses only items that answer a trigger (creations, trigger records), never an end.
         let refusable = !write.entries.contains(where: \.isEnd)
             && write.entries.contains { if case .created = $0 { true } else if case .trigger = $0 { true } else { false } }
-        let failure: BatonError? = fail && refusable ? .storeUnavailable("full") : nil
-        if failure == nil { store(write.entries) } else { refuse(write.entries) }
-        committed.insert(write.id)
+        let failure: BatonError? = stranded || (fail && refusable) ? .storeUnavailable("full") : nil
+        if failure == nil { store(write.entries) } else if stranded { strand(write.entries) } else { refuse(write.entries) }
+        // Durable only when it did not fail: a failed `loading` launches nothing.
+        if failure == nil { committed.insert(write.id) }
         apply(.committed(write.id, failure))
     }
 
@@ -484,7 +492,7 @@ struct ConductorWalk {
             case .publish:
                 break
             case let .close(run):
-                if !terminalDurable.contains(run) && !abandoned.contains(run) {
+                if !terminalDurable.contains(run) && !abandoned.contains(run) && !endLost.contains(run) {
                     violate("run \(run)'s waiters closed before its end was durable")
                 }
             case .drained:
@@ -577,6 +585,12 @@ struct ConductorWalk {
         for case let .transition(transition) in entries where !abandoned.contains(transition.runID) {
             violate("run \(transition.runID)'s transition to \(transition.to) was in an item that a full store refuses")
         }
+    }
+
+    /// An item failed with the history file: its runs' creations are abandoned, their ends lost.
+    private mutating func strand(_ entries: [JournalEntry]) {
+        for case let .created(run, _) in entries { abandoned.insert(run.id); unpend(run.id); leaveLine(run.id) }
+        for case let .transition(transition) in entries where transition.to.isTerminal { endLost.insert(transition.runID) }
     }
 
     private mutating func leaveLine(_ run: Int64) {
@@ -872,10 +886,16 @@ extension ConductorWalk {
         }
     }
 
-    /// In a drain, a run that may outlive batond is asked to be handed over as soon as it launches
-    /// (its start was being written when the shutdown began), not left to hold the exit and be killed.
+    /// A process is launched only for a run still meant to run: never one being stopped (cancel,
+    /// timeout, replace) or whose end is decided, but where a stop follows in the same step. In a
+    /// drain, a run that may outlive batond is asked to be handed over as soon as it launches (its
+    /// start was being written when the shutdown began), not left to hold the exit and be killed.
     private mutating func checkLaunchWanted(_ launch: Launch, _ effects: [ConductorState.Effect]) {
         guard let flight = state.flights[launch.run] else { return violate("run \(launch.run) launched, not in flight") }
+        let stopped = effects.contains { if case .stop(launch.run, _) = $0 { true } else { false } }
+        if flight.machine.stopping != nil || decidedEnd[launch.run] != nil, !stopped {
+            violate("run \(launch.run) launched attempt \(launch.attempt) while being stopped or ended (\(String(describing: decidedEnd[launch.run])))")
+        }
         if shutDown, state.handsOver, launch.surviving == nil, flight.machine.stopping == nil, flight.action.mayOutliveBatond, flight.hook == nil,
            !effects.contains(.handOver(run: launch.run, attempt: launch.attempt)) {
             violate("run \(launch.run) launched attempt \(launch.attempt) during the drain and was never asked to be handed over")
