@@ -37,10 +37,16 @@ final class FifoGate: Sendable {
         return fd
     }
 
-    /// Releases the gate `fd` (from `opened`): writes a line and closes it.
+    /// Releases the gate `fd` (from `opened`): writes a line and closes it. A gate whose reader
+    /// has gone (poll says POLLERR: no reader left) is an issue, closed with no write (no SIGPIPE).
     func release(_ fd: Int32) {
         guard fd >= 0 else { return }
-        _ = write(fd, "go\n", 3)
+        var end = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        if poll(&end, 1, 0) == 1 && end.revents & Int16(POLLERR) != 0 {
+            Issue.record("the gated run's process no longer reads the gate \(path)")
+        } else {
+            _ = write(fd, "go\n", 3)
+        }
         close(fd)
     }
 
