@@ -15,6 +15,9 @@ import Glibc
 public final class OneShotClient {
     /// Where the client connected (the socket's path), for messages.
     public let socket: String
+    /// The connection, which another thread may end (`SocketDescriptor.shutdown`): closed once
+    /// neither this client nor that thread holds it.
+    let descriptor: SocketDescriptor
     private var lines: SocketLines
     private var nextID: Int64 = 1
 
@@ -27,10 +30,9 @@ public final class OneShotClient {
     /// A client on a connected, blocking stream socket, which it closes; `name` is for messages.
     init(fd: Int32, name: String) {
         socket = name
+        descriptor = SocketDescriptor(fd)
         lines = SocketLines(fd: fd, path: name)
     }
-
-    deinit { close(lines.fd) }
 
     /// Asks `query` and reads its answer.
     public func ask<Value>(_ query: BatonQuery<Value>) throws -> Value {
@@ -90,4 +92,18 @@ public final class OneShotClient {
             sent += n
         }
     }
+}
+
+/// A connected socket's descriptor, closed when the last holder lets go of it: a thread that ends
+/// the connection from outside holds it meanwhile, so it never shuts down a number the process
+/// has reused since (as `SocketTransport` keeps its descriptor while anything may use it).
+final class SocketDescriptor: Sendable {
+    let fd: Int32
+
+    init(_ fd: Int32) { self.fd = fd }
+
+    deinit { close(fd) }
+
+    /// Ends the connection both ways: a read blocked on it returns, at the connection's end.
+    func shutdown() { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
 }

@@ -1,0 +1,82 @@
+import BatonClient
+import BatonCore
+import Foundation
+import Testing
+
+/// `BatonClient.watch(socket:)` against a batond the test plays on a real socket, while every
+/// thread of Swift's cooperative pool is blocked (it has as many as cores): the watch connects,
+/// asks and yields on a thread of its own, so a caller that blocks the pool (a synchronous test's
+/// wait, a CLI's bridge) does not hold it up. Off the pool itself (`.offPool`): the test's own
+/// waits and its iteration of the stream run on threads of their own.
+@Suite("BatonClient.watch(socket:) off the cooperative pool", .offPool)
+struct WatchOffPoolTests {
+    /// A listener at `path` whose first connection is answered, once its request line came, with
+    /// the watch's `watching` event and one update of run 7; kept open until the client ends it.
+    static func watchingOnce(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0 && listen(fd, 16) == 0)
+        Thread.detachNewThread {
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            defer { close(client) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var got: [UInt8] = []
+            while !got.contains(UInt8(ascii: "\n")) {
+                let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
+                if n <= 0 { return }
+                got += buffer.prefix(n)
+            }
+            let id = (try? JSONDecoder().decode(Request.self, from: Data(got.prefix { $0 != UInt8(ascii: "\n") })))?.id
+            var watching = Response(id: id, ok: nil)
+            watching.event = "watching"
+            let update = Response.update(id, RunUpdate(run: BatonClientTests.run(7, .loading), transition: nil))
+            let lines = watching.jsonLine() + [UInt8(ascii: "\n")] + update.jsonLine() + [UInt8(ascii: "\n")]
+            _ = lines.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+            // Open until the client ends the watch (its read sees the end).
+            while buffer.withUnsafeMutableBytes({ read(client, $0.baseAddress, $0.count) }) > 0 {}
+        }
+        return fd
+    }
+
+    /// Waits on `semaphore`, blocking the thread, for `seconds` at most; whether it was signalled.
+    static func waited(for semaphore: DispatchSemaphore, seconds: Int = 30) -> Bool {
+        semaphore.wait(timeout: .now() + .seconds(seconds)) == .success
+    }
+
+    @Test("with every thread of the cooperative pool blocked, the watch connects, is watching and yields its first update; then the blocked threads are let go")
+    func watchesWhilePoolIsBlocked() async throws {
+        let directory = NSTemporaryDirectory() + "watch-offpool-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/baton.sock"
+        let listener = try Self.watchingOnce(path)
+        defer { close(listener) }
+        // Every pool thread blocked until the update came (a bound only against a hang: before
+        // the watch ran on a thread of its own, its task waited for a pool thread, and none came).
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        let (entered, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let blockers = (0..<width).map { _ in
+            Task.detached { () -> Bool in
+                entered.signal()
+                return Self.waited(for: release)
+            }
+        }
+        for _ in 0..<width { try #require(Self.waited(for: entered, seconds: 3_600), "every blocker on a pool thread") }
+        let updates = BatonClient.watch(socket: path)
+        var iterator = updates.makeAsyncIterator()
+        let first = try await iterator.next()
+        for _ in 0..<width { release.signal() }
+        var released = 0
+        for blocker in blockers where await blocker.value { released += 1 }
+        #expect(first?.run.id == 7)
+        #expect(released == width, "the update came while every pool thread was blocked: \(released) of \(width) let go by it")
+    }
+}
