@@ -15,24 +15,28 @@ import Glibc
 public final class OneShotClient {
     /// Where the client connected (the socket's path), for messages.
     public let socket: String
-    /// The connection, which another thread may end (`SocketDescriptor.shutdown`): closed once
-    /// neither this client nor that thread holds it.
-    let descriptor: SocketDescriptor
     private var lines: SocketLines
     private var nextID: Int64 = 1
 
     /// Connects to batond's socket: `socket`, else where the `baton` CLI looks (`SocketPath.search`).
     public convenience init(socket: String? = nil) throws(BatonClientError) {
+        try self.init(socket: socket, stop: nil)
+    }
+
+    /// Connects as `init(socket:)`; a read gives up once `stop` is readable (`StopSignal`): the
+    /// connection then ends as if batond had closed it, whoever gave the signal.
+    convenience init(socket: String?, stop: Int32?) throws(BatonClientError) {
         let path = socket ?? SocketPath.search()
-        self.init(fd: try SocketTransport.connect(path: path), name: path)
+        self.init(fd: try SocketTransport.connect(path: path), name: path, stop: stop)
     }
 
     /// A client on a connected, blocking stream socket, which it closes; `name` is for messages.
-    init(fd: Int32, name: String) {
+    init(fd: Int32, name: String, stop: Int32? = nil) {
         socket = name
-        descriptor = SocketDescriptor(fd)
-        lines = SocketLines(fd: fd, path: name)
+        lines = SocketLines(fd: fd, path: name, stop: stop)
     }
+
+    deinit { close(lines.fd) }
 
     /// Asks `query` and reads its answer.
     public func ask<Value>(_ query: BatonQuery<Value>) throws -> Value {
@@ -92,18 +96,4 @@ public final class OneShotClient {
             sent += n
         }
     }
-}
-
-/// A connected socket's descriptor, closed when the last holder lets go of it: a thread that ends
-/// the connection from outside holds it meanwhile, so it never shuts down a number the process
-/// has reused since (as `SocketTransport` keeps its descriptor while anything may use it).
-final class SocketDescriptor: Sendable {
-    let fd: Int32
-
-    init(_ fd: Int32) { self.fd = fd }
-
-    deinit { close(fd) }
-
-    /// Ends the connection both ways: a read blocked on it returns, at the connection's end.
-    func shutdown() { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
 }

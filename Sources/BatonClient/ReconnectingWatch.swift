@@ -5,8 +5,8 @@ import Glibc
 /// that connects, asks the watch and reads its lines with blocking calls (`OneShotClient`),
 /// yielding each update as it comes, and connects again after a restart. No task of Swift's
 /// cooperative pool: a caller that blocks every pool thread does not hold the watch up. Where the
-/// watch is (its cursor, when batond was last heard) is the thread's own; only the connection it
-/// reads is shared, with `cancel`, which ends it.
+/// watch is (its cursor, when batond was last heard) is the thread's own; `cancel` reaches it by
+/// a signal its reads and pauses look at (`StopSignal`), not by state the two share.
 final class ReconnectingWatch: Sendable {
     let socket: String?
     let action: String?
@@ -14,8 +14,7 @@ final class ReconnectingWatch: Sendable {
     let bound: Duration
     let started: @Sendable () -> Void
     let skipped: @Sendable (Int64) -> Void
-    /// The connection the thread reads (nil between two), and whether `cancel` was called.
-    private let shared = Locked<(connection: SocketDescriptor?, cancelled: Bool)>((nil, false))
+    private let stop = StopSignal()
 
     init(socket: String?, action: String?, progress: Bool, bound: Duration, started: @escaping @Sendable () -> Void,
          skipped: @escaping @Sendable (Int64) -> Void) {
@@ -28,26 +27,18 @@ final class ReconnectingWatch: Sendable {
         SystemThread.start { [self] in run(continuation) }
     }
 
-    /// Ends the watch: the connection read now is shut down, and no other is made.
-    func cancel() {
-        let connection = shared.withLock { shared in
-            shared.cancelled = true
-            return shared.connection
-        }
-        connection?.shutdown()
-    }
+    /// Ends the watch: the read or pause under way returns, and no connection is made again.
+    func cancel() { stop.give() }
 
     /// Watches until batond ends the watch, an error that a new connection does not mend, or `cancel`.
     private func run(_ continuation: AsyncThrowingStream<RunUpdate, any Error>.Continuation) {
         let clock = ContinuousClock()
         var reached = clock.now
         var cursor: WatchCursor?
-        while true {
+        while !stop.given() {
             var begun: Timestamp?
             do {
-                let client = try OneShotClient(socket: socket)
-                defer { reading(nil) }
-                guard reading(client.descriptor) else { break }
+                let client = try OneShotClient(socket: socket, stop: stop.fd)
                 _ = try client.call(Request(op: .watch, action: action, progress: progress ? true : nil, after: cursor)) { response in
                     if response.event == "watching" {
                         begun = .now
@@ -62,28 +53,55 @@ final class ReconnectingWatch: Sendable {
                 }
                 return continuation.finish()
             } catch let error as BatonClientError {
-                if shared.withLock({ $0.cancelled }) { break }
                 cursor.begin(at: begun)
                 switch error {
                 case .restarting: break
                 case .unavailable where error.endedByRestart: reached = clock.now
                 case .unavailable where clock.now - reached < bound: break
+                case _ where stop.given(): break
                 default: return continuation.finish(throwing: error)
                 }
-                usleep(50_000)
+                if stop.given(within: 50) { break }
             } catch {
                 return continuation.finish(throwing: error)
             }
         }
         continuation.finish(throwing: CancellationError())
     }
+}
 
-    /// Makes `connection` the one `cancel` ends (nil: none); false where `cancel` came first.
-    @discardableResult
-    private func reading(_ connection: SocketDescriptor?) -> Bool {
-        shared.withLock { shared in
-            shared.connection = connection
-            return !shared.cancelled
+/// A signal one thread gives and another's blocking reads and pauses see at once: a pipe whose
+/// read end is readable from the first `give` on. Closed when the last holder lets go of it.
+final class StopSignal: Sendable {
+    /// The end to look at (poll for reading); -1 where no pipe could be made (then never given).
+    let fd: Int32
+    private let writeEnd: Int32
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+            _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
+        }
+        (fd, writeEnd) = (ends[0], ends[1])
+    }
+
+    deinit {
+        if fd >= 0 { close(fd) }
+        if writeEnd >= 0 { close(writeEnd) }
+    }
+
+    func give() {
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    /// Whether it was given, waiting up to `milliseconds` for it.
+    func given(within milliseconds: Int32 = 0) -> Bool {
+        var polled = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&polled, 1, milliseconds)
+            if ready >= 0 || errno != EINTR { return ready > 0 }
         }
     }
 }

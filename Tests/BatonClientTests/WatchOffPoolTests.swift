@@ -11,8 +11,9 @@ import Testing
 @Suite("BatonClient.watch(socket:) off the cooperative pool", .offPool)
 struct WatchOffPoolTests {
     /// A listener at `path` whose first connection is answered, once its request line came, with
-    /// the watch's `watching` event and one update of run 7; kept open until the client ends it.
-    static func watchingOnce(_ path: String) throws -> Int32 {
+    /// the watch's `watching` event and one update of run 7; kept open until the client ends it,
+    /// then `ended` is signalled.
+    static func watchingOnce(_ path: String, ended: DispatchSemaphore) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -42,6 +43,7 @@ struct WatchOffPoolTests {
             _ = lines.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
             // Open until the client ends the watch (its read sees the end).
             while buffer.withUnsafeMutableBytes({ read(client, $0.baseAddress, $0.count) }) > 0 {}
+            ended.signal()
         }
         return fd
     }
@@ -51,13 +53,14 @@ struct WatchOffPoolTests {
         semaphore.wait(timeout: .now() + .seconds(seconds)) == .success
     }
 
-    @Test("with every thread of the cooperative pool blocked, the watch connects, is watching and yields its first update; then the blocked threads are let go")
+    @Test("with every thread of the cooperative pool blocked, the watch connects, is watching and yields its first update; then the blocked threads are let go, and letting go of the stream ends the connection")
     func watchesWhilePoolIsBlocked() async throws {
         let directory = NSTemporaryDirectory() + "watch-offpool-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/baton.sock"
-        let listener = try Self.watchingOnce(path)
+        let ended = DispatchSemaphore(value: 0)
+        let listener = try Self.watchingOnce(path, ended: ended)
         defer { close(listener) }
         // Every pool thread blocked until the update came (a bound only against a hang: before
         // the watch ran on a thread of its own, its task waited for a pool thread, and none came).
@@ -70,13 +73,18 @@ struct WatchOffPoolTests {
             }
         }
         for _ in 0..<width { try #require(Self.waited(for: entered, seconds: 3_600), "every blocker on a pool thread") }
-        let updates = BatonClient.watch(socket: path)
-        var iterator = updates.makeAsyncIterator()
-        let first = try await iterator.next()
+        // The stream and its iterator are let go of at the end of this call.
+        func firstUpdate() async throws -> RunUpdate? {
+            var iterator = BatonClient.watch(socket: path).makeAsyncIterator()
+            return try await iterator.next()
+        }
+        let first = try await firstUpdate()
         for _ in 0..<width { release.signal() }
         var released = 0
         for blocker in blockers where await blocker.value { released += 1 }
         #expect(first?.run.id == 7)
         #expect(released == width, "the update came while every pool thread was blocked: \(released) of \(width) let go by it")
+        // The watch's read, blocked on a quiet connection, gives up: batond sees the connection end.
+        #expect(Self.waited(for: ended), "the connection ended once the stream was let go of")
     }
 }
