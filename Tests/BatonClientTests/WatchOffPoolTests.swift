@@ -14,34 +14,18 @@ struct WatchOffPoolTests {
     /// the watch's `watching` event and one update of run 7; kept open until the client ends it,
     /// then `ended` is signalled.
     static func watchingOnce(_ path: String, ended: DispatchSemaphore) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0 && listen(fd, 16) == 0)
+        let fd = try FakeBatond.listen(path)
         Thread.detachNewThread {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { return }
             defer { close(client) }
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            var got: [UInt8] = []
-            while !got.contains(UInt8(ascii: "\n")) {
-                let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
-                if n <= 0 { return }
-                got += buffer.prefix(n)
-            }
-            let id = (try? JSONDecoder().decode(Request.self, from: Data(got.prefix { $0 != UInt8(ascii: "\n") })))?.id
-            var watching = Response(id: id, ok: nil)
+            guard let request = FakeBatond.request(on: client) else { return }
+            var watching = Response(id: request.id, ok: nil)
             watching.event = "watching"
-            let update = Response.update(id, RunUpdate(run: BatonClientTests.run(7, .loading), transition: nil))
-            let lines = watching.jsonLine() + [UInt8(ascii: "\n")] + update.jsonLine() + [UInt8(ascii: "\n")]
-            _ = lines.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+            FakeBatond.send(watching.jsonLine(), to: client)
+            FakeBatond.send(Response.update(request.id, RunUpdate(run: BatonClientTests.run(7, .loading), transition: nil)).jsonLine(), to: client)
             // Open until the client ends the watch (its read sees the end).
+            var buffer = [UInt8](repeating: 0, count: 4096)
             while buffer.withUnsafeMutableBytes({ read(client, $0.baseAddress, $0.count) }) > 0 {}
             ended.signal()
         }
