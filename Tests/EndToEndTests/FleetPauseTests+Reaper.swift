@@ -37,4 +37,27 @@ extension FleetPauseTests {
         #expect(refused.code == 75 && refused.stderr.contains("paused by pauseAfterFailures"), "\(refused.stdout)\(refused.stderr)")
         host.stop()
     }
+
+    @Test("pauseAfterFailures: 1 and a run a previous start of web-1 left loading: web-1's next start ends it interrupted and pauses the action, in the takeover's transaction")
+    func ownRestartPauses() throws {
+        let conninfo = try Postgres.server().database()
+        let config = #"{ postgres: "\#(conninfo)", host: "web-1", lease: "2s", actions: { flaky: { exec: ["true"], pauseAfterFailures: 1 } } }"#
+        let first = try Daemon(config: config)
+        try first.waitForLog("joined the fleet")
+        first.stop()
+        // A run loading under a previous start of web-1 that nobody took over.
+        let db = try PGConnection(conninfo)
+        try db.query("""
+            INSERT INTO runs (id, action, key, phase, policy, queued_at, host, incarnation) VALUES (1000001, 'flaky', 'flaky', 'loading', 'reject', 0, 'web-1', 'web-1/1/gone')
+            """)
+        let host = try Daemon(config: config)
+        try host.waitForLog("joined the fleet")
+        #expect(try db.query("SELECT phase, reason FROM runs WHERE id = 1000001").first == ["failure", "interrupted"])
+        let made = try db.query("SELECT paused_by, reason FROM pauses WHERE action = 'flaky'").rows
+        #expect(made.count == 1 && made.first?[0] == "pauseAfterFailures"
+            && made.first?[1]?.hasPrefix("1 failures in a row (the last, run 1000001") == true, "\(made)")
+        let refused = try host.baton("run", "flaky")
+        #expect(refused.code == 75 && refused.stderr.contains("paused by pauseAfterFailures"), "\(refused.stdout)\(refused.stderr)")
+        host.stop()
+    }
 }
