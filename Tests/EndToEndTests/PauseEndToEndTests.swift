@@ -160,9 +160,11 @@ extension PauseEndToEndTests {
         daemon.crash()
 
         let again = try Daemon(config: config, reusing: daemon, name: "restarted")
-        // Detached: where the restart made no pause (main before session 29), the run would wait for run 2, which waits for `go`.
+        // Detached: where the restart made no pause (main before session 29), the run would wait
+        // for run 2, which waits for `go`.
         let refused = try again.baton("run", "lost", "--detach")
-        #expect(refused.code == 75 && refused.stderr.contains("lost is paused by pauseAfterFailures until resumed: 1 failures in a row (the last, run 1"),
+        #expect(refused.code == 75
+                && refused.stderr.contains("lost is paused by pauseAfterFailures until resumed: 1 failures in a row (the last, run 1"),
                 "\(refused.stdout)\(refused.stderr)")
         let status = try again.baton("status", "lost").stdout
         #expect(status.contains("paused by pauseAfterFailures until resumed: 1 failures in a row (the last, run 1: batond stopped while the run "
@@ -170,11 +172,10 @@ extension PauseEndToEndTests {
         #expect(try execute("/usr/bin/sqlite3", [again.database, "SELECT phase FROM runs WHERE id = 2"]).stdout == "queued\n", "run 2 waits")
         again.stop()
         let third = try Daemon(config: config, reusing: again, name: "third")
-        // Whatever happened, nothing waits for `go` past the test.
-        defer { FileManager.default.createFile(atPath: scratch + "/go", contents: nil) }
         #expect(try third.baton("run", "lost", "--detach").code == 75, "the pause is durable")
         let connection = try Connection(path: third.database, readOnly: true)
-        #expect(try connection.scalar("SELECT group_concat(event) FROM pause_events WHERE action = 'lost'")?.string == "paused", "one pause, made once")
+        #expect(try connection.scalar("SELECT group_concat(event) FROM pause_events WHERE action = 'lost'")?.string == "paused",
+                "one pause, made once")
         FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
         #expect(try third.baton("resume", "lost").code == 0)
         #expect(try third.baton("wait", "2").code == 0, "the held run starts at the resume")
