@@ -1,4 +1,5 @@
 import BatonCore
+import CBatonSystem
 import Glibc
 
 /// `BatonClient.watch(socket:)`'s worker: a thread of its own (as `SocketTransport`'s reader)
@@ -14,16 +15,20 @@ final class ReconnectingWatch: Sendable {
     let bound: Duration
     let started: @Sendable () -> Void
     let skipped: @Sendable (Int64) -> Void
-    private let stop = StopSignal()
+    private let stop: StopSignal
 
     init(socket: String?, action: String?, progress: Bool, bound: Duration, started: @escaping @Sendable () -> Void,
-         skipped: @escaping @Sendable (Int64) -> Void) {
-        (self.socket, self.action, self.progress, self.bound) = (socket, action, progress, bound)
+         skipped: @escaping @Sendable (Int64) -> Void, stop: StopSignal = StopSignal()) {
+        (self.socket, self.action, self.progress, self.bound, self.stop) = (socket, action, progress, bound, stop)
         (self.started, self.skipped) = (started, skipped)
     }
 
-    /// Starts the thread, which yields to `continuation` and finishes it.
+    /// Starts the thread, which yields to `continuation` and finishes it. Without a stop signal (no
+    /// descriptor left for its pipe) no thread starts: one that `cancel` could not reach would watch on.
     func start(_ continuation: AsyncThrowingStream<RunUpdate, any Error>.Continuation) {
+        guard stop.fd >= 0 else {
+            return continuation.finish(throwing: BatonClientError.unavailable("cannot watch: no pipe to cancel the watch by: \(String(cString: strerror(stop.error)))"))
+        }
         SystemThread.start { [self] in run(continuation) }
     }
 
@@ -76,14 +81,17 @@ final class StopSignal: Sendable {
     /// The end to look at (poll for reading); -1 where no pipe could be made (then never given).
     let fd: Int32
     private let writeEnd: Int32
+    /// Why no pipe could be made (`errno`), or 0.
+    let error: Int32
 
-    init() {
+    /// `pipes`: how the pipe is made (a test gives one that fails).
+    init(pipes: (UnsafeMutablePointer<Int32>) -> Int32 = { baton_pipe($0) }) {
         var ends: [Int32] = [-1, -1]
-        if pipe(&ends) == 0 {
-            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-            _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
-        }
-        (fd, writeEnd) = (ends[0], ends[1])
+        // Close-on-exec from the start (pipe2: no fork in between inherits it); the write end
+        // non-blocking: a give never waits.
+        let made = pipes(&ends) == 0
+        if made { _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK) }
+        (fd, writeEnd, error) = made ? (ends[0], ends[1], 0) : (-1, -1, errno)
     }
 
     deinit {
