@@ -71,6 +71,9 @@ struct Backend {
             try await seedOutcomes(store, actions: config.actions, conductor: conductor)
             // Before recovery too: a run it queues again starts only where its rate limit lets it.
             try await seedRateStarts(store, actions: config.actions, conductor: conductor)
+            // Before recovery too: a run it ends as interrupted is a failure in a row, counted on
+            // (`FailureStreak.end`), and the Nth pauses its action at once.
+            try await seedFailureStreaks(store, actions: config.actions, conductor: conductor)
             let summary = await conductor.recover(try await store.recoverableState())
             var adoptedOnly = RecoverySummary()
             adoptedOnly.adopted = summary.adopted
@@ -85,7 +88,6 @@ struct Backend {
             conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
             await seedDeadMan(store, actions: config.actions.map(\.name), metrics: metrics)
             try await seedCooldowns(store, actions: config.actions, conductor: conductor)
-            try await seedFailureStreaks(store, actions: config.actions, conductor: conductor)
             try await seedSlots(store, actions: config.actions, conductor: conductor)
         } catch {
             store.close()

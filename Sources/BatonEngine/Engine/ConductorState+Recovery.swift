@@ -49,6 +49,7 @@ extension ConductorState {
                 let ended = end(recovered.unfinished, .failure, TransitionDetail(reason: "secret", error:
                     "batond stopped before the run \(restart ? "could start again" : "started"): the value of its secret param \(secret) was kept in memory only"), &step)
                 fireHooks(ended, action, output: [], &step)
+                countFailures(ended, action, &step)
                 summary.interrupted.append(run.id)
                 continue
             }
@@ -56,6 +57,9 @@ extension ConductorState {
                 let ended = end(recovered.unfinished, .failure,
                                 TransitionDetail(reason: "interrupted", error: "batond stopped while the run was \(run.phase.rawValue)"), &step)
                 fireHooks(ended, action, output: [], &step)
+                // A failure like any end's: the Nth in a row (the streak seeded from the history
+                // before recovery) pauses the action now, and the runs queued again wait.
+                countFailures(ended, action, &step)
                 summary.interrupted.append(run.id)
                 continue
             }
