@@ -92,6 +92,8 @@ extension ConductorState {
                                     to: phase, at: step.now, detail: detail)
         step.entries.append(.transition(transition))
         let ended = unfinished.run.applying(transition)
+        // Told once durable, as every end is: the log and journal say how the run ended too.
+        step.after.append(.publish(RunUpdate(run: ended, transition: transition)))
         if lastEnded[ended.action].map({ $0.id < ended.id }) ?? true { lastEnded[ended.action] = ended }
         return ended
     }
