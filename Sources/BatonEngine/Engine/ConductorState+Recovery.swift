@@ -196,6 +196,8 @@ extension ConductorState {
                 "the run started on a host that never had the value of its secret param \(secret) (kept in the memory of the host its trigger came to)"),
                 &step)
             fireHooks(ended, adopted.action, output: [], &step)
+            // A failure like any end's (`pauseAfterFailures`, counted by the fleet's store).
+            countFailures(ended, adopted.action, &step)
             return step.answer(token, .attached(ended))
         }
         var machine = RunMachine(retries: adopted.action.retry.attempts)
