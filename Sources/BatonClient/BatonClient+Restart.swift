@@ -60,48 +60,16 @@ extension BatonClient {
     /// transition yielded (`after`; before any, the time the first watch began), so what was
     /// committed meanwhile comes first, each once, none missing; `skipped` is told when more than
     /// `Replay.bound` were and the oldest were left out. Ends (throwing) on any other error;
-    /// cancelling the iterating task, or letting go of the stream, ends it.
+    /// cancelling the iterating task, or letting go of the stream, ends it. It connects and reads
+    /// on a thread of its own (`ReconnectingWatch`), not on Swift's cooperative pool: updates come
+    /// while a caller blocks every pool thread. `started` and `skipped` are called on that thread.
     public static func watch(action: String? = nil, progress: Bool = false, socket: String?, reconnectingFor bound: Duration = .seconds(30),
                              started: @escaping @Sendable () -> Void = {},
                              skipped: @escaping @Sendable (Int64) -> Void = { _ in }) -> AsyncThrowingStream<RunUpdate, any Error> {
         let (stream, continuation) = AsyncThrowingStream<RunUpdate, any Error>.makeStream()
-        let task = Task {
-            let clock = ContinuousClock()
-            var reached = clock.now
-            // Where the watch is: the task's own. Its reader tells when each watch began (before
-            // the watch's first update), and the task moves the cursor.
-            var cursor: WatchCursor?
-            while !Task.isCancelled {
-                let begun = OneShot<Timestamp>()
-                do {
-                    let client = try BatonClient(socket: socket)
-                    let updates = client.watch(action: action, progress: progress, after: cursor, started: {
-                        begun.set(.now)
-                        started()
-                    }, skipped: skipped)
-                    for try await update in updates {
-                        reached = clock.now
-                        cursor.begin(at: begun.value)
-                        cursor.saw(update)
-                        continuation.yield(update)
-                    }
-                    return continuation.finish()
-                } catch let error as BatonClientError {
-                    cursor.begin(at: begun.value)
-                    switch error {
-                    case .restarting: break
-                    case .unavailable where error.endedByRestart: reached = clock.now
-                    case .unavailable where clock.now - reached < bound: break
-                    default: return continuation.finish(throwing: error)
-                    }
-                    try? await Task.sleep(for: .milliseconds(50))
-                } catch {
-                    return continuation.finish(throwing: error)
-                }
-            }
-            continuation.finish(throwing: CancellationError())
-        }
-        continuation.onTermination = { _ in task.cancel() }
+        let watch = ReconnectingWatch(socket: socket, action: action, progress: progress, bound: bound, started: started, skipped: skipped)
+        continuation.onTermination = { _ in watch.cancel() }
+        watch.start(continuation)
         return stream
     }
 }

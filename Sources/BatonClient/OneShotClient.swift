@@ -20,14 +20,20 @@ public final class OneShotClient {
 
     /// Connects to batond's socket: `socket`, else where the `baton` CLI looks (`SocketPath.search`).
     public convenience init(socket: String? = nil) throws(BatonClientError) {
+        try self.init(socket: socket, stop: nil)
+    }
+
+    /// Connects as `init(socket:)`; a read gives up once `stop` is readable (`StopSignal`): the
+    /// connection then ends as if batond had closed it, whoever gave the signal.
+    convenience init(socket: String?, stop: Int32?) throws(BatonClientError) {
         let path = socket ?? SocketPath.search()
-        self.init(fd: try SocketTransport.connect(path: path), name: path)
+        self.init(fd: try SocketTransport.connect(path: path), name: path, stop: stop)
     }
 
     /// A client on a connected, blocking stream socket, which it closes; `name` is for messages.
-    init(fd: Int32, name: String) {
+    init(fd: Int32, name: String, stop: Int32? = nil) {
         socket = name
-        lines = SocketLines(fd: fd, path: name)
+        lines = SocketLines(fd: fd, path: name, stop: stop)
     }
 
     deinit { close(lines.fd) }

@@ -12,6 +12,9 @@ struct SocketLines {
 
     let fd: Int32
     let path: String
+    /// Where a read also looks, if anywhere: once it is readable, the connection has ended
+    /// (`StopSignal`, given by a thread that ends the reading one's connection).
+    let stop: Int32?
     private var splitter = FrameSplitter(limit: 64 << 20)
     /// Left unfilled: a read writes what it reads, and only that is looked at (zeroing 64 KiB would
     /// touch 16 pages that a short answer never needs: a tenth of a short command's page faults).
@@ -20,9 +23,10 @@ struct SocketLines {
     private var ready: [[UInt8]] = []
     private var end: End?
 
-    init(fd: Int32, path: String) {
+    init(fd: Int32, path: String, stop: Int32? = nil) {
         self.fd = fd
         self.path = path
+        self.stop = stop
     }
 
     /// The next line (newline removed), reading as much as it takes; throws once the connection ended.
@@ -35,6 +39,7 @@ struct SocketLines {
     }
 
     private mutating func read() {
+        if let stop, !readable(unless: stop) { return end = End(reason: "the connection to batond at \(path) was ended here") }
         let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         if n < 0 && errno == EINTR { return }
         if n == 0 { return end = End(reason: "lost batond at \(path): batond closed the connection before answering") }
@@ -44,6 +49,13 @@ struct SocketLines {
             guard case let .line(line) = frame else { return end = End(reason: "batond sent a line over 64 MiB at \(path)") }
             ready.append(line)
         }
+    }
+
+    /// Waits until the socket can be read (or has ended); false where `stop` was readable first.
+    private func readable(unless stop: Int32) -> Bool {
+        var polled = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
+        while poll(&polled, 2, -1) < 0 && errno == EINTR {}
+        return polled[1].revents == 0
     }
 
     /// Why a client stops at a line it cannot read: it may be some request's answer, and waiting on would hang it.

@@ -107,7 +107,8 @@ public final class FleetLease: Sendable {
             + recovered.instances.sorted().reduce(0) { $0 + TaggedProcesses.killUntilGone(instance: $1, runs: nil, except: spared) }
         recovered.adopted = mine
         for dead in previous {
-            let locks = FleetHooks.lockForTakeover([dead], actions: coordinator.conductor.configuredActions())
+            let actions = coordinator.conductor.configuredActions()
+            let locks = FleetTakeover.locks([dead], actions: actions)
             // The reaper's lock first: no reaper counts the lease out between the look and the move.
             recovered.adopted += try db.transaction(opening: [FleetTakeBack.reaperLock] + locks) { _ in
                 var adopted: [UnfinishedRun] = []
@@ -116,7 +117,7 @@ public final class FleetLease: Sendable {
                     adopted = runs.filter { moved.contains($0.run.id) }
                 }
                 let summary = try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
-                                                         by: host, actions: coordinator.conductor.action(named:), on: db)
+                                                         by: host, actions: actions, on: db)
                 recovered.requeued += summary.requeued.count + summary.adopted.count
                 return adopted
             }
@@ -239,14 +240,15 @@ public final class FleetLease: Sendable {
                 WHERE r.phase IN ('queued', 'loading', 'retrying') AND h.gone_at IS NOT NULL AND r.incarnation <> $1
                 """, [host.incarnation]).rows
             guard !expired.isEmpty else { return }
-            // Their runs' keys' slot rows, and the hook keys their ends may trigger, all at once
-            // in key order, before any of their transitions.
-            try db.pipeline(FleetHooks.lockForTakeover(expired.compactMap { $0[0] }, actions: coordinator.conductor.configuredActions()))
+            // The pause locks of the actions whose failures count, then their runs' keys' slot rows
+            // and the hook keys their ends may trigger, all at once in key order, before any of their transitions.
+            let actions = coordinator.conductor.configuredActions()
+            try db.pipeline(FleetTakeover.locks(expired.compactMap { $0[0] }, actions: actions))
             for row in expired {
                 guard let dead = row[0], let name = row[1] else { continue }
                 let stopped = row[2] == "t"
                 let summary = try FleetTakeover.takeOver(dead, name: name, reason: stopped ? "host \(name) stopped" : "host \(name) stopped renewing its lease",
-                                                         by: host, actions: coordinator.conductor.action(named:), on: db)
+                                                         by: host, actions: actions, on: db)
                 coordinator.log("host \(name) \(stopped ? "stopped and left runs" : "lost its lease"): \(summary.ended.count) runs ended host_lost, "
                     + "\(summary.requeued.count) restarted here, \(summary.adopted.count) queued runs taken over")
             }

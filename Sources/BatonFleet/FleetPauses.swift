@@ -13,10 +13,12 @@ import FoundationEssentials
 /// on its table.
 ///
 /// Lock order: a transaction that touches an action's pause row (a pause, a resume, a count of
-/// its failures: the writer's) takes a transaction-scoped advisory lock of each such action, in
-/// key order, before anything else (`locks(for:)`, in its opening, before its key rows); no
-/// transaction takes one after another lock, so none waits for it while holding what its holder
-/// waits for. Readers (trigger batches, starts, the feed) take none.
+/// its failures: the writer's, an end for needs', the reaper's) takes a transaction-scoped
+/// advisory lock of each such action, in key order, before anything else (`locks(for:)`,
+/// `FleetTakeover.locks`, in its opening, before its key rows); no transaction takes one after
+/// another lock (but the reaper's lock, which a takeover takes first and no holder of a pause
+/// lock waits for), so none waits for it while holding what its holder waits for. Readers
+/// (trigger batches, starts, the feed) take none.
 enum FleetPauses {
     typealias Statement = FleetJournal.Statement
 

@@ -6,7 +6,9 @@ import FoundationEssentials
 /// run ended meanwhile is left alone. A loading or retrying run ends as `failure` (reason
 /// `host_lost`, or `interrupted` for this host's own previous start), or is queued again here
 /// when its action says `onInterrupt: "restart"`; a queued run is taken over by this host and
-/// keeps its place; a run whose action this host does not have is cancelled.
+/// keeps its place; a run whose action this host does not have is cancelled. A failure it writes
+/// counts towards its action's `pauseAfterFailures` as any other end does (`FleetPauses.count`, in
+/// the same transaction), as one machine's restart counts the runs it ends `interrupted`.
 enum FleetTakeover {
     struct Summary: Sendable, Equatable {
         var ended: [Int64] = []
@@ -16,10 +18,21 @@ enum FleetTakeover {
         var isEmpty: Bool { ended.isEmpty && requeued.isEmpty && adopted.isEmpty && dropped.isEmpty }
     }
 
-    /// Takes over `dead`'s unfinished runs and marks it gone, in the caller's transaction.
-    static func takeOver(_ dead: String, name: String, reason: String, by me: FleetHost, actions: (String) -> Action?,
+    /// The locks a takeover of `incarnations` takes first, with `actions` (the configured ones,
+    /// as `takeOver` is given them): the pause lock of each action whose failures are counted, in
+    /// key order (`FleetPauses`' lock order: before any row), then the slot rows of their runs' keys
+    /// and of the hook keys their ends may trigger (`FleetHooks.lockForTakeover`).
+    static func locks(_ incarnations: [String], actions: [Action]) -> [FleetJournal.Statement] {
+        FleetAdvisoryLock.statements(actions.filter { $0.pauseAfterFailures != nil }.map { FleetPauses.lock($0.name) })
+            + FleetHooks.lockForTakeover(incarnations, actions: actions)
+    }
+
+    /// Takes over `dead`'s unfinished runs and marks it gone, in the caller's transaction, which
+    /// holds `locks` of the same `actions`.
+    static func takeOver(_ dead: String, name: String, reason: String, by me: FleetHost, actions configured: [Action],
                          on db: PGConnection) throws -> Summary {
         var summary = Summary()
+        let actions = Dictionary(configured.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         let owner = FleetHost(name: name, incarnation: dead, lease: me.lease)
         let rows = try db.query("""
             SELECT \(FleetRows.withSeq.sql) FROM runs
@@ -27,7 +40,7 @@ enum FleetTakeover {
             """, [dead]).rows
         for row in rows {
             let (run, seq) = FleetRows.runAndSeq(row)
-            let action = actions(run.action)
+            let action = actions[run.action]
             let at = Timestamp.now
             func end(_ phase: Phase, _ detail: TransitionDetail) throws {
                 let transition = Transition(runID: run.id, seq: seq + 1, from: run.phase, to: phase, at: at, detail: detail)
@@ -36,6 +49,10 @@ enum FleetTakeover {
                 // transaction; their runs are this host's.
                 if let action, let firing = HookFiring(run: run.applying(transition), hooks: action.hooks) {
                     try FleetHooks.fire(firing, previous: applied.previousOutcome, on: db, as: me)
+                }
+                // Counted as the run's host would have counted its end (its action's pause lock held: `locks`).
+                if let action, let most = action.pauseAfterFailures {
+                    _ = try FleetPauses.count(run: run.id, action: action.name, most: most, on: db, host: me.name)
                 }
             }
             // As a host's recovery decides (`RecoveryDecision`): a queued run never started, and a

@@ -313,10 +313,11 @@ public final class Server: Sendable {
     }
 
     /// Drops the connections holding the most unsent output, streaming ones first, until all
-    /// of it fits in three quarters of the total limit again.
+    /// of it fits in three quarters of the total limit again; what this turn wrote is sent first.
     private func enforceBudget() {
-        let candidates = table.access { Array($0.connections.values) }
-            .map { ($0, $0.unsentCount) }
+        let connections = table.access { Array($0.connections.values) }
+        for connection in connections { connection.sendTurnOutput() }
+        let candidates = connections.map { ($0, $0.unsentCount) }
             .filter { $0.1 > 0 }
             .sorted { ($0.0.isStreaming ? 1 : 0, $0.1) > ($1.0.isStreaming ? 1 : 0, $1.1) }
         for (connection, _) in candidates where budget.total > budget.limit * 3 / 4 {

@@ -59,6 +59,8 @@ public final class ServerConnection: Sendable, Hashable {
         var quiescing = false
         /// The restart's last line is written: nothing more is.
         var sealed = false
+        /// Output was written this turn: one flush at the turn's end sends it (`flushAtTurnEnd`).
+        var flushDue = false
     }
 
     init(fd: Int32, token: UInt64, peer: Peer, reactor: Reactor, frameLimit: Int, outputLimits: (Int, Int), maxInFlight: Int = 1_024,
@@ -158,8 +160,38 @@ public final class ServerConnection: Sendable, Hashable {
         }
         guard let over else { return }
         budget.add(bytes.count + (newline ? 1 : 0))
-        if over { return close() }
-        flush()
+        if over { return closeIfStillOver() }
+        flushAtTurnEnd()
+    }
+
+    /// Past the limit: what this turn wrote and has not sent yet (`flushAtTurnEnd`) is no sign of
+    /// a slow client (sent at each write, the socket took it), so it is sent first; only what the
+    /// socket refuses counts (review-loop6 finding 6: a follower reading fast was dropped).
+    private func closeIfStillOver() {
+        sendTurnOutput()
+        if state.access({ !$0.closed && isOver($0) }) { close() }
+    }
+
+    /// Sends what this turn wrote now rather than at the turn's end (`Server.enforceBudget` too).
+    func sendTurnOutput() { if takeFlushDue() { flush() } }
+
+    /// What a turn writes goes out in one send at its end (`Reactor.atTurnEnd`): the answers of a
+    /// commit's batch to one client were a `sendto` each (issue 39). Before the loop waits again,
+    /// so no later than before.
+    private func flushAtTurnEnd() {
+        let first = state.access { state -> Bool in
+            defer { state.flushDue = true }
+            return !state.flushDue
+        }
+        if first { reactor.atTurnEnd { [self] in if takeFlushDue() { flush() } } }
+    }
+
+    /// Whether a flush at the turn's end is due; it is not any more.
+    private func takeFlushDue() -> Bool {
+        state.access { state in
+            defer { state.flushDue = false }
+            return state.flushDue
+        }
     }
 
     /// Counts bytes held for this client until they can be written (negative: released); past the
@@ -173,7 +205,7 @@ public final class ServerConnection: Sendable, Hashable {
         }
         guard let over else { return }
         budget.add(bytes)
-        if over { close() }
+        if over { closeIfStillOver() }
     }
 
     /// Whether what waits for the client, written or held, is past its limit.
@@ -243,7 +275,9 @@ public final class ServerConnection: Sendable, Hashable {
         guard reactor.isCurrent else { return reactor.post { [self] in closeWhenWritten() } }
         if state.access({ $0.output.count - $0.sent }) == 0 { return close() }
         state.access { $0.inputEnded = true; $0.inFlight = 0 }
-        watch()
+        // The turn's unsent answer: sent now, which closes once it is all out (no epoll_ctl first).
+        sendTurnOutput()
+        if !state.access({ $0.closed }) { watch() }
     }
 
     /// Sets the epoll interest from the state: input while reading, output while output waits.
@@ -262,6 +296,9 @@ public final class ServerConnection: Sendable, Hashable {
     /// is told once.
     public func close() {
         guard reactor.isCurrent else { return reactor.post { [self] in close() } }
+        // What this turn wrote goes out first, as when each write was sent at once (an error
+        // line then the close). A send that fails closes it there, and this finds it closed.
+        sendTurnOutput()
         let unsent = state.access { state -> Int? in
             guard !state.closed else { return nil }
             state.closed = true

@@ -20,21 +20,21 @@ extension ProcessAttempt {
     }
 
     /// The leader is a zombie: reap it, then let the machine decide about the rest of the tree.
-    /// A wake-up while it still runs is ignored (the reap would block the loop until it exits).
+    /// A wake-up while it still runs is ignored (the reap, without hang, finds nothing), and -1
+    /// (no such child) ends the attempt too, with no status. One wait4 asks and reaps.
     func leaderExited() {
         let pid = self.pid
         // Handed over: the shim's end is the next batond's to learn (it reads the status the shim keeps).
-        guard pid > 0, !state.access({ $0.handedOver || $0.handingOver != nil }), baton_has_exited(pid) != 0 else { return }
+        guard pid > 0, !state.access({ $0.handedOver || $0.handingOver != nil }) else { return }
+        var exitCode: Int32 = -1, signal: Int32 = 0, user: Int64 = 0, system: Int64 = 0, rss: Int64 = 0
+        let reaped = baton_reap_usage(pid, &exitCode, &signal, &user, &system, &rss)
+        guard reaped != 0 else { return }
         let pidfd = state.access { state -> Int32 in
             defer { state.pidfd = -1 }
             return state.pidfd
         }
-        if pidfd >= 0 {
-            reactor.remove(pidfd)
-            close(pidfd)
-        }
-        var exitCode: Int32 = -1, signal: Int32 = 0, user: Int64 = 0, system: Int64 = 0, rss: Int64 = 0
-        if baton_reap_usage(pid, &exitCode, &signal, &user, &system, &rss) == 0 {
+        if pidfd >= 0 { reactor.close(pidfd) }
+        if reaped == 1 {
             let usage = ResourceUsage(cpuUser: .microseconds(user), cpuSystem: .microseconds(system), memoryPeak: rss > 0 ? rss : nil)
             state.access { $0.leaderUsage = usage }
         }
@@ -58,11 +58,8 @@ extension ProcessAttempt {
         let (open, watching) = state.access { ($0.output.pipes.open, $0.watching) }
         var reports: [Progress] = []
         for fd in open {
-            reports += drain(fd, limit: AttemptOutput.readsAtEnd)
-            if state.access({ $0.output.pipes.open.contains(fd) }) {
-                reactor.remove(fd)
-                close(fd)
-            }
+            reports += drain(fd, limit: AttemptOutput.readsAtEnd).0
+            if state.access({ $0.output.pipes.open.contains(fd) }) { reactor.close(fd) }
         }
         unwatch(watching)
         var found: AttemptCgroup?

@@ -52,10 +52,13 @@ extension ProcessAttempt {
     /// Starts watching: pipes and pidfd on the reactor (or, without pidfd, a check every 50 ms).
     private func begin() {
         let (pipes, pidfd) = state.access { ($0.output.pipes.open, $0.pidfd) }
-        // Non-blocking already (the spawner made them so).
-        for fd in pipes { reactor.watch(fd) { [self] _ in readable(fd) } }
+        // Non-blocking already (the spawner made them so). Edge-triggered, so that each is closed
+        // with no EPOLL_CTL_DEL (`Reactor.close`): the pipes' read ends and the pidfd are batond's
+        // alone (close-on-exec; a child being spawned holds a copy only until its exec).
+        let edge = Epoll.input | Epoll.edgeTriggered
+        for fd in pipes { reactor.watch(fd, events: edge) { [self] mask in readable(fd, mask) } }
         if pidfd >= 0 {
-            reactor.watch(pidfd) { [self] _ in leaderExited() }
+            reactor.watch(pidfd, events: edge) { [self] _ in leaderExited() }
         } else {
             pollForExit()
         }

@@ -228,25 +228,38 @@ final class ProcessAttempt: Attempt {
 
     // MARK: Output
 
-    func readable(_ fd: Int32) {
-        for report in drain(fd) { events(.progress(report)) }
+    /// `fd` has input or hung up (`mask`: the epoll events); read as `AttemptOutput.stopsAtShortRead`
+    /// says (hung up: to its end, whatever the mask). The watch is edge-triggered: what the limit of
+    /// reads left is read by a re-read it posts, one at most pending per pipe (a pipe kept full gets
+    /// its edge's reads and one re-read's a turn, not one more each turn). Asked from a handler, the
+    /// re-read runs in this turn's posted work, after the handlers; asked from a re-read, next turn.
+    func readable(_ fd: Int32, _ mask: UInt32) {
+        let (reports, left) = drain(fd, shortIsEmpty: AttemptOutput.stopsAtShortRead(mask))
+        for report in reports { events(.progress(report)) }
+        guard left == .more, state.access({ $0.output.askReread(fd) }) else { return }
+        reactor.post { [self] in
+            if state.access({ $0.output.rereadRuns(fd) }) { readable(fd, mask) }
+        }
     }
 
     /// Reads what `fd` has into the output (the read outside the lock, each chunk taken under it);
-    /// closes it at its end. Returns the progress lines completed.
-    func drain(_ fd: Int32, limit: Int = AttemptOutput.readsPerTurn) -> [Progress] {
+    /// closes it at its end. Returns the progress lines completed, and how the pipe was left.
+    func drain(_ fd: Int32, limit: Int = AttemptOutput.readsPerTurn, shortIsEmpty: Bool = false) -> ([Progress], AttemptOutput.Left) {
         var reports: [Progress] = []
         let stream = state.access { $0.output.stream(of: fd) }
-        let open = AttemptOutput.read(fd, limit: limit, into: reactor.readBuffer) { chunk in
+        let left = AttemptOutput.read(fd, limit: limit, shortIsEmpty: shortIsEmpty, into: reactor.readBuffer) { chunk in
             reports += state.access { $0.output.take(chunk, from: fd) }
             if let stream { events(.output(stream, Array(chunk))) }
         }
-        if !open {
-            state.access { $0.output.closed(fd) }
-            reactor.remove(fd)
-            close(fd)
-            if state.access({ $0.handingOver != nil && $0.output.pipes.open.isEmpty }) { reactor.post { [self] in finishHandOver() } }
-        }
-        return reports
+        if left == .ended { pipeEnded(fd) }
+        return (reports, left)
+    }
+
+    /// The pipe `fd` is at its end: let go of it (and finish a hand-over that waited for it).
+    /// Watched edge-triggered and ours alone: closed with no `EPOLL_CTL_DEL` (`Reactor.close`).
+    private func pipeEnded(_ fd: Int32) {
+        state.access { $0.output.closed(fd) }
+        reactor.close(fd)
+        if state.access({ $0.handingOver != nil && $0.output.pipes.open.isEmpty }) { reactor.post { [self] in finishHandOver() } }
     }
 }

@@ -105,7 +105,8 @@ public final class Reactor: Sendable {
             state.posted.append(work)
             return state.posted.count == 1
         }
-        if first { wake() }
+        // From the loop itself no wake-up: it looks at the posted work before it waits again.
+        if first && !isCurrent { wake() }
     }
 
     /// Runs `work` at the end of this turn of the loop: after its handlers, posted work and due
@@ -154,6 +155,19 @@ public final class Reactor: Sendable {
         }
     }
 
+    /// Stops watching `fd` and closes it with no `EPOLL_CTL_DEL`: closing the last descriptor of an
+    /// open file takes it out of every epoll set. For a descriptor watched edge-triggered
+    /// (`Epoll.edgeTriggered`) whose file no other process keeps: a child being spawned holds a
+    /// copy until its exec, and the registration lasts that long; edge-triggered, a pipe or pidfd
+    /// at its end reports nothing more (level-triggered, its hang-up would wake every wait), and
+    /// its token is gone, so what it might report reaches no handler.
+    public func close(_ fd: Int32) {
+        state.withLock { state in
+            if let token = state.tokens.removeValue(forKey: fd) { state.handlers[token] = nil }
+        }
+        _ = Glibc.close(fd)
+    }
+
     /// The token of the wake-up eventfd's registration (watches' tokens start at 1).
     private static let wakeToken: UInt64 = 0
 
@@ -169,7 +183,8 @@ public final class Reactor: Sendable {
             state.deadlines.insert(Deadline(at: at, id: id))
             return (id, earliest)
         }
-        if earliest { wake() }
+        // From the loop itself no wake-up: it measures its next wait after this turn.
+        if earliest && !isCurrent { wake() }
         return TimerID(value: id)
     }
 
@@ -272,6 +287,8 @@ public enum Epoll {
     public static let error: UInt32 = 0x008
     public static let hangUp: UInt32 = 0x010
     public static let readHangUp: UInt32 = 0x2000
+    /// `EPOLLET`: reported when the state changes (new input, a hang-up), not while it lasts.
+    public static let edgeTriggered: UInt32 = 0x8000_0000
 }
 
 /// A reactor's epoll and wake-up eventfd: held by the reactor and by its thread, closed when both

@@ -273,13 +273,13 @@ int baton_reap_usage(pid_t pid, int *exit_code, int *signal, int64_t *user_us, i
     struct rusage usage;
     memset(&usage, 0, sizeof(usage));
     pid_t r;
-    do { r = wait4(pid, &status, 0, &usage); } while (r < 0 && errno == EINTR);
-    if (r < 0) return -1;
+    do { r = wait4(pid, &status, WNOHANG, &usage); } while (r < 0 && errno == EINTR);
+    if (r <= 0) return r < 0 ? -1 : 0;
     if (WIFEXITED(status)) { *exit_code = WEXITSTATUS(status); *signal = 0; }
     else if (WIFSIGNALED(status)) { *exit_code = -1; *signal = WTERMSIG(status); }
     else { *exit_code = -1; *signal = 0; }
     *user_us = (int64_t)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
     *system_us = (int64_t)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
     *max_rss_bytes = (int64_t)usage.ru_maxrss * 1024;
-    return 0;
+    return 1;
 }

@@ -11,7 +11,7 @@ extension Backend {
     /// `database` (the file a fleet host does not use) names where this host keeps its attempts'
     /// `$BATON_ARTIFACTS` directories: `DATABASE-artifacts-HOST/RUN-ATTEMPT`.
     static func fleet(_ config: Config, _ fleet: FleetConfig, database: String, metrics: Metrics, reactor: Reactor,
-                      onFenced: @escaping @Sendable (String) -> Void) throws -> Backend {
+                      onFenced: @escaping @Sendable (String) -> Void, logTransitions: (Conductor) -> Parts.Stop = { _ in {} }) throws -> Backend {
         // libpq is opened here, not linked: a host without it says so now, not at its first query.
         try LibPQ.load()
         let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
@@ -53,6 +53,8 @@ extension Backend {
             options.sealer = secretKey.sealer
         }
         let conductor = Conductor(actions: config.actions, store: store, options: options, reactor: reactor)
+        // Logged from the first transition on, before the fleet's recovery (`connect`).
+        let stopLog = logTransitions(conductor)
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns, reactor: reactor,
                                            log: { Log.warning($0) })
         // The transaction that writes a run's end starts the runs that may start then.
@@ -118,6 +120,7 @@ extension Backend {
         backend.deliveries = WebhookListener.DeliveryStore { delivery, hook throws(BatonError) in
             try await store.run(ofDelivery: delivery, hook: hook)
         }
+        backend.stopLog = stopLog
         return backend
     }
 

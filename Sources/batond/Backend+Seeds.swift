@@ -49,6 +49,7 @@ extension Backend {
 
     /// Seeds the failures in a row of each action with `pauseAfterFailures` from the history (those
     /// after its last pause or resume), so that a restart between two failures does not forget the first.
+    /// Before recovery: the runs it ends (`interrupted`) count on from there, as any end does.
     static func seedFailureStreaks(_ history: any HistoryReader, actions: [Action], conductor: Conductor) async throws(BatonError) {
         for action in actions {
             guard let most = action.pauseAfterFailures else { continue }

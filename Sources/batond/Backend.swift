@@ -19,6 +19,8 @@ struct Backend {
     var ping: @Sendable () async -> Void
     /// Stops the backend's own work and writes what is queued; returns how many writes were lost.
     var close: @Sendable () -> Int
+    /// Stops logging its transitions (`logTransitions`, begun before recovery).
+    var stopLog: Parts.Stop = {}
     /// Before the conductor drains at shutdown: a fleet host starts no more runs.
     var beginShutdown: @Sendable () -> Void = {}
     /// Run once batond listens: a fleet host joins the fleet (SQLite is ready at once).
@@ -35,7 +37,8 @@ struct Backend {
     static func sqlite(_ config: Config, path: String, metrics: Metrics, reactor: Reactor,
                        migrating: (@Sendable (Int, String) -> Void)? = nil,
                        migrationNote: (@Sendable (Int, String) -> Void)? = nil,
-                       searchIndex: (@Sendable (SearchIndex.Change) -> Void)? = nil) async throws -> Backend {
+                       searchIndex: (@Sendable (SearchIndex.Change) -> Void)? = nil,
+                       logTransitions: (Conductor) -> Parts.Stop = { _ in {} }) async throws -> Backend {
         try Paths.ensureParent(of: path)
         var options = Store.Options(synchronous: config.synchronous, onProblem: { problem in
             if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
@@ -66,11 +69,16 @@ struct Backend {
         // (a fleet host's keep today's grace-then-cancel: their keys are leased rows).
         conductorOptions.handsOver = true
         let conductor = Conductor(actions: config.actions, store: store, options: conductorOptions, reactor: reactor)
+        // Logged from the first transition on: recovery's ends and the runs it starts again too.
+        let stopLog = logTransitions(conductor)
         do throws(BatonError) {
             // Before recovery: a run it ends as interrupted fires its `change` hook against the run before it.
             try await seedOutcomes(store, actions: config.actions, conductor: conductor)
             // Before recovery too: a run it queues again starts only where its rate limit lets it.
             try await seedRateStarts(store, actions: config.actions, conductor: conductor)
+            // Before recovery too: a run it ends as interrupted is a failure in a row, counted on
+            // (`FailureStreak.end`), and the Nth pauses its action at once.
+            try await seedFailureStreaks(store, actions: config.actions, conductor: conductor)
             let summary = await conductor.recover(try await store.recoverableState())
             var adoptedOnly = RecoverySummary()
             adoptedOnly.adopted = summary.adopted
@@ -85,9 +93,9 @@ struct Backend {
             conductor.remember(try await store.lastEnded(), durations: try await store.recentDurations(of: config.actions.map(\.name)))
             await seedDeadMan(store, actions: config.actions.map(\.name), metrics: metrics)
             try await seedCooldowns(store, actions: config.actions, conductor: conductor)
-            try await seedFailureStreaks(store, actions: config.actions, conductor: conductor)
             try await seedSlots(store, actions: config.actions, conductor: conductor)
         } catch {
+            await stopLog()
             store.close()
             throw DaemonError("cannot read the history to recover: \(error.message)")
         }
@@ -100,6 +108,7 @@ struct Backend {
         backend.deliveries = WebhookListener.DeliveryStore { delivery, hook throws(BatonError) in
             try await store.run(ofDelivery: delivery, hook: hook)
         }
+        backend.stopLog = stopLog
         return backend
     }
 }

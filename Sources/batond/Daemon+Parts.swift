@@ -9,15 +9,20 @@ import Synchronization
 /// Each part of batond: how it starts, and how it stops (see `Parts`).
 extension Daemon {
     /// The SQLite history or the fleet, recovered; stopped by writing what is queued.
+    /// Its transitions are logged from the conductor's first (`startJournal`, before recovery: a
+    /// run recovery ends or starts again was in the history and not in the log); that part's stop
+    /// is `Backend.stopLog`, registered as the "journal" part where it stood.
     static func startBackend(_ launch: Launch, metrics: Metrics, reactor: Reactor, notifier: Notifier) async throws -> (Backend, Parts.Stop) {
         let backend: Backend
+        let log = { (conductor: Conductor) in startJournal(conductor, metrics: metrics, host: launch.config.fleet?.host) }
         if let fleet = launch.config.fleet {
-            backend = try Backend.fleet(launch.config, fleet, database: launch.databasePath, metrics: metrics, reactor: reactor, onFenced: { why in Self.restartAfterFence(why) })
+            backend = try Backend.fleet(launch.config, fleet, database: launch.databasePath, metrics: metrics, reactor: reactor,
+                                        onFenced: { why in Self.restartAfterFence(why) }, logTransitions: log)
         } else {
             backend = try await Backend.sqlite(launch.config, path: launch.databasePath, metrics: metrics, reactor: reactor,
                                                migrating: { version, name in Self.migrating(version, name, notifier) },
                                                migrationNote: { version, note in Log.warning("history version \(version): \(note)") },
-                                               searchIndex: { change in Self.changingSearchIndex(change, notifier) })
+                                               searchIndex: { change in Self.changingSearchIndex(change, notifier) }, logTransitions: log)
         }
         return (backend, {
             // The writers' and the feed's closes block until their threads end: on a thread of
@@ -129,9 +134,9 @@ extension Daemon {
     }
 
     /// Every transition to the journal (and the run counts to the metrics).
-    static func startJournal(_ backend: Backend, metrics: Metrics, host: String?) -> Parts.Stop {
-        let journal = TransitionLog(reactor: backend.conductor.reactor, sink: backend.conductor.lineSink as? JournalSink)
-        let observer = backend.conductor.observe { update in
+    static func startJournal(_ conductor: Conductor, metrics: Metrics, host: String?) -> Parts.Stop {
+        let journal = TransitionLog(reactor: conductor.reactor, sink: conductor.lineSink as? JournalSink)
+        let observer = conductor.observe { update in
             guard let update else { return }
             journal.append(update)
             // In a fleet every host's transitions come by: the dead-man series hear them all,
@@ -141,7 +146,7 @@ extension Daemon {
             }
         }
         return {
-            backend.conductor.stopObserving(observer)
+            conductor.stopObserving(observer)
             await journal.close()
         }
     }

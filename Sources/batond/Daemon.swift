@@ -95,7 +95,7 @@ enum Daemon {
         Log.info("batond \(BatonVersion.current) ready: \(launch.config.actions.count) actions, socket \(launch.socketPath), \(backend.describe)")
         notifier.ready(status: Self.status(of: backend.conductor))
         ScheduleRecord.keep(launch.config, path: launch.configPath)
-        try await parts.start("journal") { startJournal(backend, metrics: metrics, host: launch.config.fleet?.host) }
+        try await parts.start("journal") { backend.stopLog }
         try await parts.start("systemd") { startReports(notifier, backend) }
         startingWatchdog?.cancel()
         try await parts.start("fleet and retention") { startUpkeep(backend, configBox) }

@@ -98,17 +98,7 @@ struct OneShotClientTests {
         let missing = directory + "/missing.sock"
         let stale = directory + "/stale.sock"
         // A socket file left by a listener that is gone: connecting is refused.
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in stale.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0)
-        close(fd)
+        close(try FakeBatond.listen(stale))
         for (path, reason) in [(missing, "No such file or directory"), (stale, "Connection refused")] {
             let expected = BatonClientError.unavailable("cannot reach batond at \(path): \(reason)")
             #expect(throws: expected) { _ = try OneShotClient(socket: path) }

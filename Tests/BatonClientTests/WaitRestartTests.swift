@@ -10,29 +10,13 @@ struct WaitRestartTests {
     /// A listener at `path` that answers the first line of each connection with the restart's
     /// last line and closes it; runs until `stop` is set.
     static func restartingForever(_ path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0 && listen(fd, 16) == 0)
+        let fd = try FakeBatond.listen(path)
         Thread.detachNewThread {
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 { return }
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                var got: [UInt8] = []
-                while !got.contains(UInt8(ascii: "\n")) {
-                    let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
-                    if n <= 0 { break }
-                    got += buffer.prefix(n)
-                }
-                let line = Array(#"{"restarting":true}"#.utf8) + [UInt8(ascii: "\n")]
-                _ = line.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                _ = FakeBatond.request(on: client)
+                FakeBatond.send(Array(#"{"restarting":true}"#.utf8), to: client)
                 close(client)
             }
         }
@@ -58,34 +42,14 @@ struct WaitRestartTests {
     /// A listener at `path` playing a stop: the first connection's wait gets the run as it is,
     /// then, once `stop` is signalled, the stop's last line; the next connection's wait gets the run's end.
     static func stoppingOnce(_ path: String, stop: DispatchSemaphore) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0 && listen(fd, 16) == 0)
+        let fd = try FakeBatond.listen(path)
         Thread.detachNewThread {
             var first = true
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 { return }
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                var got: [UInt8] = []
-                while !got.contains(UInt8(ascii: "\n")) {
-                    let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
-                    if n <= 0 { break }
-                    got += buffer.prefix(n)
-                }
-                let request = try? JSONDecoder().decode(Request.self, from: Data(got.prefix { $0 != UInt8(ascii: "\n") }))
-                var response = Response(id: request?.id)
-                func send(_ text: String) {
-                    let line = Array(text.utf8) + [UInt8(ascii: "\n")]
-                    _ = line.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-                }
+                var response = Response(id: FakeBatond.request(on: client)?.id)
+                func send(_ text: String) { FakeBatond.send(Array(text.utf8), to: client) }
                 func encoded(_ response: Response) -> String { String(decoding: (try? JSONEncoder().encode(response)) ?? Data(), as: UTF8.self) }
                 if first {
                     first = false

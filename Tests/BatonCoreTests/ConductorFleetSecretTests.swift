@@ -40,4 +40,18 @@ struct ConductorFleetSecretTests {
         #expect(ends.first?.detail.error?.contains("secret param token") == true)
         #expect(state.inFlight.isEmpty)
     }
+
+    @Test("without them, of an action with pauseAfterFailures: the end counts, as any failure's does (the fleet's store counts it in the end's item)")
+    func withoutValuesCounted() {
+        var state = ConductorState(maxConcurrentRuns: 2, seed: 1)
+        state.storeCountsFailures = true
+        var adopted = Self.adopted(secrets: [:])
+        adopted.action.pauseAfterFailures = 2
+        let effects = state.handle(.adopt(1, adopted), at: Self.now)
+        var counted: [Int64] = []
+        for case let .write(entries, _) in effects {
+            for case let .failureStreak(run, action, most) in entries where action == "deploy" && most == 2 { counted.append(run) }
+        }
+        #expect(counted == [5], "\(effects)")
+    }
 }

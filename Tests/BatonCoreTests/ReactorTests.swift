@@ -101,6 +101,51 @@ struct ReactorTests {
         #expect(reused > 0, "no new pipe reused the closed number: the test proved nothing")
     }
 
+    @Test("work posted and a timer set on the loop itself run with nothing else to wake it")
+    func fromTheLoop() {
+        // Neither writes the wake-up eventfd from the loop's own thread: the loop looks at posted
+        // work and its deadlines after the turn, before it waits.
+        let done = DispatchSemaphore(value: 0)
+        reactor.post { [reactor] in
+            reactor.post {
+                reactor.after(.milliseconds(1)) { done.signal() }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+    }
+
+    @Test("a descriptor closed with close, its file still open elsewhere (a spawning child's copy), reaches no handler, and its number's next watch hears only its own")
+    func closeWithoutRemove() throws {
+        let old = try Pipe()
+        // The copy a child being spawned would hold until its exec: the registration outlives the close.
+        let copy = dup(old.read)
+        defer { close(copy); close(old.write) }
+        let calls = Collected<String>(), closed = DispatchSemaphore(value: 0)
+        reactor.watch(old.read, events: Epoll.input | Epoll.edgeTriggered) { _ in calls.append("old") }
+        reactor.post { [reactor, old] in
+            reactor.close(old.read)
+            closed.signal()
+        }
+        closed.wait()
+        let new = try Pipe()
+        defer { reactor.remove(new.read); close(new.read); close(new.write) }
+        let heard = DispatchSemaphore(value: 0)
+        reactor.watch(new.read, events: Epoll.input | Epoll.edgeTriggered) { [new] _ in
+            var byte: UInt8 = 0
+            _ = read(new.read, &byte, 1)
+            calls.append("new")
+            heard.signal()
+        }
+        // An edge on the closed watch's file (still registered, under its old token), then one on the new.
+        _ = write(old.write, "x", 1)
+        _ = write(new.write, "x", 1)
+        heard.wait()
+        let after = DispatchSemaphore(value: 0)
+        reactor.post { after.signal() }
+        after.wait()
+        #expect(calls.all == ["new"], "\(calls.all)")
+    }
+
     @Test("a descriptor watched again without remove calls only the new handler")
     func watchAgain() throws {
         let pipe = try Pipe()

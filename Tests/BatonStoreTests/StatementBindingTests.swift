@@ -122,40 +122,46 @@ struct StatementBindingTests {
         #expect(try Self.row(4, on: connection) == [.text("x"), .null, .text("z")])
     }
 
-    @Test("an execute whose step fails (a duplicate id) leaves nothing for a later bind of fewer values")
-    func stepFails() throws {
+    /// A use of the cached insert that fails, then the uses after it: on a scratch connection,
+    /// `insert` uses it first (its rows written) and `failure` must throw; then a bind of fewer
+    /// values (row 9, only `a`) and a full execute (row 10) follow, and the rows are then `expect`
+    /// (nil: none), 9 and 10 as those two wrote them: nothing the failed use bound is left.
+    /// Returns what `failure` threw.
+    @discardableResult
+    static func failThenCheck(insert: (Statement) throws -> Void = { _ in }, failure: (Statement) throws -> Void,
+                              expect: [Int64: [DatabaseValue]?]) throws -> DatabaseError? {
         let (dir, connection) = try Self.connection()
         _ = dir
-        try connection.cached(Self.insert) { try $0.execute(Int64(1), "a", "b", "c") }
-        #expect(throws: DatabaseError.self) {
-            try connection.cached(Self.insert) { try $0.execute(Int64(1), "stale a", "stale b", "stale c") }
-        }
+        try connection.cached(Self.insert, insert)
+        let error = #expect(throws: DatabaseError.self) { try connection.cached(Self.insert, failure) }
         try connection.cached(Self.insert) { statement in
-            try statement.bind([.integer(9)])
+            try statement.bind([.integer(9), .text("only a")])
             _ = try statement.step()
         }
         try connection.cached(Self.insert) { try $0.execute(Int64(10), "x", Optional<String>.none, "z") }
-        #expect(try Self.row(1, on: connection) == [.text("a"), .text("b"), .text("c")])
-        #expect(try Self.row(9, on: connection) == [.null, .null, .null])
-        #expect(try Self.row(10, on: connection) == [.text("x"), .null, .text("z")])
+        let rows = expect.merging([9: [.text("only a"), .null, .null], 10: [.text("x"), .null, .text("z")]]) { given, _ in given }
+        for (id, row) in rows.sorted(by: { $0.key < $1.key }) {
+            if let row {
+                #expect(try Self.row(id, on: connection) == row, "row \(id)")
+            } else {
+                #expect(try connection.scalar("SELECT count(*) FROM t WHERE id = ?", [.integer(id)]) == .integer(0), "no row \(id)")
+            }
+        }
+        return error
+    }
+
+    @Test("an execute whose step fails (a duplicate id) leaves nothing for a later bind of fewer values")
+    func stepFails() throws {
+        try Self.failThenCheck(insert: { try $0.execute(Int64(1), "a", "b", "c") },
+                               failure: { try $0.execute(Int64(1), "stale a", "stale b", "stale c") },
+                               expect: [1: [.text("a"), .text("b"), .text("c")]])
     }
 
     @Test("an execute whose bind fails partway (five values for four parameters) leaves no value of it")
     func bindFails() throws {
-        let (dir, connection) = try Self.connection()
-        _ = dir
-        let error = #expect(throws: DatabaseError.self) {
-            try connection.cached(Self.insert) { try $0.execute(Int64(1), "stale a", "stale b", "stale c", "one too many") }
-        }
+        let error = try Self.failThenCheck(failure: { try $0.execute(Int64(1), "stale a", "stale b", "stale c", "one too many") },
+                                           expect: [1: nil])
         #expect(error?.primaryCode == SQLITE_RANGE)
-        try connection.cached(Self.insert) { statement in
-            try statement.bind([.integer(2), .text("only a")])
-            _ = try statement.step()
-        }
-        try connection.cached(Self.insert) { try $0.execute(Int64(3), "x", "y", "z") }
-        #expect(try connection.scalar("SELECT count(*) FROM t WHERE id = 1") == .integer(0))
-        #expect(try Self.row(2, on: connection) == [.text("only a"), .null, .null])
-        #expect(try Self.row(3, on: connection) == [.text("x"), .text("y"), .text("z")])
     }
 
     @Test("an execute with fewer values than parameters throws, naming the statement, and writes nothing")

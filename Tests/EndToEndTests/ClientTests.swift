@@ -25,6 +25,13 @@ struct ClientTests {
         try await onThread { gate.release() }
     }
 
+    /// Waits off the pool for the run's process to open the gate, and holds it open for writing
+    /// (see `FifoGate.opened`), unreleased.
+    static func reader(of gate: FifoGate) async throws -> Int32 {
+        nonisolated(unsafe) let gate = gate
+        return try await onThread { gate.opened() }
+    }
+
     /// The first update of `watch` whose run is loading: the run that started.
     static func firstLoading(_ watch: AsyncThrowingStream<RunUpdate, any Error>) async throws -> RunSnapshot? {
         for try await update in watch where update.run.phase == .loading { return update.run }
@@ -89,10 +96,15 @@ struct ClientTests {
         let watch = client.watch(action: "gated")
         let outcome = Task { try await client.run("gated") }
         _ = try #require(try await Self.firstLoading(watch))
+        // `loading` is told once its record commits, while a spawner thread makes the process: a
+        // kill then may come before the spawn (no process, no reader of the gate ever) or between
+        // its vfork and exec (the child's copy of the listening socket still takes a connection).
+        // The kill waits for the run's process at its gate: then it has exec'd and holds none of them.
+        let held = try await Self.reader(of: gate)
         daemon.crash()
         // The run's process outlives a killed batond (no recovery follows here): let it end, or
         // it waits on the gate for ever, after the test process too.
-        defer { gate.release() }
+        defer { gate.release(held) }
         var errors: [any Error] = []
         do { _ = try await outcome.value } catch { errors.append(error) }
         do { for try await _ in watch {} } catch { errors.append(error) }

@@ -67,7 +67,9 @@ extension PackageTests {
         // The removal cancelled the long run (its end is in the journal) and nothing of it is left.
         let left = try await container.run(sleeping).stdout
         #expect(left == "", "still running after the removal: \(left)")
-        let ended = try await container.run("journalctl BATON_ACTION=long -o cat --no-pager")
+        // journald files what batond sent it asynchronously (CI ci29a read the journal before the cancel
+        // was in it): --sync returns once everything sent before it is written.
+        let ended = try await container.run("journalctl --sync && journalctl BATON_ACTION=long -o cat --no-pager")
         #expect(ended.stdout.contains("loading → cancelled"), "\(ended.stdout) \(ended.stderr)")
         for unit in ["batond-webhooks.socket", "batond.socket", "batond.service", "baton-schedule-tick.timer"] {
             let state = try await container.run("systemctl show -p ActiveState --value \(unit)").stdout

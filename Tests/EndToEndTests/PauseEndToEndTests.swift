@@ -133,3 +133,51 @@ struct PauseEventsEndToEndTests {
         #expect(newest.map(\.action) == ["flaky"], "read from the file with batond down: \(offline.stdout)\(offline.stderr)")
     }
 }
+
+extension PauseEndToEndTests {
+    /// A crash while a run of an action with `pauseAfterFailures: 1` is loading: the next start
+    /// ends it `interrupted`, a failure like any end's, and pauses the action at once (on main
+    /// before session 29 only the next failure after the restart did): the pause is durable, the
+    /// run queued before the crash waits for it, a trigger is refused, a further restart keeps it.
+    @Test("SIGKILL while a run loads, pauseAfterFailures: 1: the restart pauses the action, holds its queued run and refuses a trigger")
+    func interruptedRunPauses() throws {
+        let scratch = NSTemporaryDirectory() + "baton-pause-crash-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let wait = #"while [ ! -e \"$GO\" ]; do sleep 0.02; done"#
+        let config = """
+            { requireUser: false, actions: {
+                lost: { exec: ["sh", "-c", "\(wait)"], env: { GO: "\(scratch)/go" }, policy: "queue", survivesRestart: false,
+                        pauseAfterFailures: 1 },
+            } }
+            """
+        let daemon = try Daemon(config: config)
+        #expect(try daemon.baton("run", "lost", "--detach").code == 0)
+        #expect(try daemon.baton("run", "lost", "--detach").code == 0, "queued behind run 1")
+        guard try Eventually.until("run 1 loading", {
+            try execute("/usr/bin/sqlite3", [daemon.database, "SELECT phase FROM runs WHERE id = 1"]).stdout == "loading\n"
+        }) else { return }
+        daemon.crash()
+
+        let again = try Daemon(config: config, reusing: daemon, name: "restarted")
+        // Detached: where the restart made no pause (main before session 29), the run would wait
+        // for run 2, which waits for `go`.
+        let refused = try again.baton("run", "lost", "--detach")
+        #expect(refused.code == 75
+                && refused.stderr.contains("lost is paused by pauseAfterFailures until resumed: 1 failures in a row (the last, run 1"),
+                "\(refused.stdout)\(refused.stderr)")
+        let status = try again.baton("status", "lost").stdout
+        #expect(status.contains("paused by pauseAfterFailures until resumed: 1 failures in a row (the last, run 1: batond stopped while the run "
+                                + "was loading); 1 queued"), "\(status)")
+        #expect(try execute("/usr/bin/sqlite3", [again.database, "SELECT phase FROM runs WHERE id = 2"]).stdout == "queued\n", "run 2 waits")
+        again.stop()
+        let third = try Daemon(config: config, reusing: again, name: "third")
+        #expect(try third.baton("run", "lost", "--detach").code == 75, "the pause is durable")
+        let connection = try Connection(path: third.database, readOnly: true)
+        #expect(try connection.scalar("SELECT group_concat(event) FROM pause_events WHERE action = 'lost'")?.string == "paused",
+                "one pause, made once")
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        #expect(try third.baton("resume", "lost").code == 0)
+        #expect(try third.baton("wait", "2").code == 0, "the held run starts at the resume")
+    }
+}

@@ -20,17 +20,33 @@ final class FifoGate: Sendable {
     /// or the first reader may take both.
     /// A gate no run opens within 60 s is a failed test, not a hung suite: the open does not block.
     func release() {
+        release(opened())
+    }
+
+    /// Waits for a gated run to open the gate (at most 60 s) and opens it for writing, without
+    /// releasing it: the run's process has started and reached its gate. -1, with an issue
+    /// recorded, when no run opened it.
+    func opened() -> Int32 {
         // ENXIO: no reader yet, the gated run has not opened the gate.
         var fd: Int32 = -1
         Eventually.until("a gated run opened the gate \(path) (errno \(errno))", within: 60) {
             fd = open(path, O_WRONLY | O_NONBLOCK)
             return fd >= 0 || errno != ENXIO
         }
-        guard fd >= 0 else {
-            Issue.record("the gate \(path) not opened for writing (errno \(errno))")
-            return
+        if fd < 0 { Issue.record("the gate \(path) not opened for writing (errno \(errno))") }
+        return fd
+    }
+
+    /// Releases the gate `fd` (from `opened`): writes a line and closes it. A gate whose reader
+    /// has gone (poll says POLLERR: no reader left) is an issue, closed with no write (no SIGPIPE).
+    func release(_ fd: Int32) {
+        guard fd >= 0 else { return }
+        var end = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        if poll(&end, 1, 0) == 1 && end.revents & Int16(POLLERR) != 0 {
+            Issue.record("the gated run's process no longer reads the gate \(path)")
+        } else {
+            _ = write(fd, "go\n", 3)
         }
-        _ = write(fd, "go\n", 3)
         close(fd)
     }
 

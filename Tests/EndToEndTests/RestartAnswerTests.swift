@@ -200,15 +200,12 @@ struct RestartAnswerTests {
             }
             return ended
         }
-        // Awaited, not polled with usleep: the watch's own task needs a thread of the cooperative
-        // pool (two on a 2-core machine), and a test blocking one starved it (a CI run timed out).
+        // The watch connects and reads on a thread of its own (`ReconnectingWatch`), and this test
+        // reads its stream off the pool: no wait here races the cooperative pool's queue.
         await Eventually.untilAwaited("the watch made") { began.withLock { $0 } >= 1 }
         #expect(try daemon.baton("run", "job", "-p", "n=1").code == 0)
         daemon.signal(SIGUSR2)
         try daemon.waitForLog(" ready: ", count: 2)
-        // The watch's own task (the library's `Task {}`) runs on the cooperative pool, which no
-        // test's wait holds (`.offPool`), but whose queue can be deep at a run's start: waited for
-        // with `Eventually`'s usual bound, as nothing from the test side can move it.
         guard await Eventually.untilAwaited("the watch made again after the restart", { began.withLock { $0 } >= 2 }) else {
             seen.cancel()
             return

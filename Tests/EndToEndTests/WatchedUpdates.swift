@@ -5,11 +5,11 @@ import Foundation
 /// it began, and waits for a condition on them that each new item wakes.
 ///
 /// A test waits here instead of polling a count against the clock: under load (a full run's
-/// synchronous tests holding Swift's few cooperative threads for seconds) a polling task can
-/// wake past its deadline before the watch's own tasks, queued earlier with what batond had sent,
-/// have run: the watch had begun again (counted on its socket's reader thread) and, as far as the
-/// test could tell, seen nothing since. A waiter is resumed by the task that adds the item, or by
-/// its timer, which is queued only at the bound, behind them.
+/// synchronous tests holding Swift's few cooperative threads for seconds) a polling task could
+/// wake past its deadline before the watch's tasks, queued earlier with what batond had sent,
+/// had run (the watch's connections are now read on a thread of its own, `ReconnectingWatch`,
+/// but the test's reading task and this timer are still tasks). A waiter is resumed by the task
+/// that adds the item, or by its timer, which is queued only at the bound, behind them.
 final class WatchedUpdates: Sendable {
     struct State {
         var seen: [String] = []

@@ -17,7 +17,10 @@ extension ConductorState {
 
     /// Seeds an action's failures in a row (`pauseAfterFailures`) from the history, so that a
     /// restart does not start the count again: `runs` are its latest successes and failures, newest
-    /// first; `since`, its last pause or resume, which started the count again.
+    /// first; `since`, its last pause or resume, which started the count again. Seeded before
+    /// recovery: a run it ends (`interrupted`) counts on from it through `FailureStreak.end`, so the
+    /// Nth failure in a row pauses at the restart. A streak already at `most` here makes no pause
+    /// (a pause or resume would have started it again: `most` was lowered since); the next failure does.
     public mutating func remember(failuresOf action: Action, runs: [RunSnapshot], since: Timestamp?) {
         guard action.pauseAfterFailures != nil else { return }
         let streak = Self.failureStreak(runs, since: since)

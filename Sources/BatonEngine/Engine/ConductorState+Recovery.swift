@@ -50,11 +50,15 @@ extension ConductorState {
                 let ended = end(recovered.unfinished, .failure, TransitionDetail(reason: "secret", error:
                     "batond stopped before the run \(restart ? "could start again" : "started"): the value of its secret param \(action.secretParams[0]) was kept in memory only"), &step)
                 fireHooks(ended, action, output: [], &step)
+                countFailures(ended, action, &step)
                 summary.interrupted.append(run.id)
             case let (.interrupt, action?):
                 let ended = end(recovered.unfinished, .failure,
                                 TransitionDetail(reason: "interrupted", error: "batond stopped while the run was \(run.phase.rawValue)"), &step)
                 fireHooks(ended, action, output: [], &step)
+                // A failure like any end's: the Nth in a row (the streak seeded from the history
+                // before recovery) pauses the action now, and the runs queued again wait.
+                countFailures(ended, action, &step)
                 summary.interrupted.append(run.id)
             case let (.requeue(restart), action?):
                 if requeue(recovered.unfinished, action, reason: restart ? "restarted" : "recovered", &step) {
@@ -87,6 +91,8 @@ extension ConductorState {
                                     to: phase, at: step.now, detail: detail)
         step.entries.append(.transition(transition))
         let ended = unfinished.run.applying(transition)
+        // Told once durable, as every end is: the log and journal say how the run ended too.
+        step.after.append(.publish(RunUpdate(run: ended, transition: transition)))
         if lastEnded[ended.action].map({ $0.id < ended.id }) ?? true { lastEnded[ended.action] = ended }
         return ended
     }
@@ -189,6 +195,8 @@ extension ConductorState {
                 "the run started on a host that never had the value of its secret param \(secret) (kept in the memory of the host its trigger came to)"),
                 &step)
             fireHooks(ended, adopted.action, output: [], &step)
+            // A failure like any end's (`pauseAfterFailures`, counted by the fleet's store).
+            countFailures(ended, adopted.action, &step)
             return step.answer(token, .attached(ended))
         }
         var machine = RunMachine(retries: adopted.action.retry.attempts)

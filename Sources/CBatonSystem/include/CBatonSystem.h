@@ -119,8 +119,9 @@ int baton_proc_table(int32_t *pids, int32_t *parents, int32_t *groups, char *sta
 /// count, or -1 when the kernel has no such files (CONFIG_PROC_CHILDREN off).
 int baton_proc_children(pid_t pid, int32_t *children, int max);
 
-/// Reaps the child (wait4) with what it and its waited-for descendants used: CPU in microseconds
-/// and the largest resident set in bytes. 0, or -1 with errno.
+/// Reaps the child if it has exited (wait4, WNOHANG) with what it and its waited-for descendants
+/// used: CPU in microseconds and the largest resident set in bytes. 1 reaped, 0 still running, or
+/// -1 with errno.
 int baton_reap_usage(pid_t pid, int *exit_code, int *signal, int64_t *user_us, int64_t *system_us, int64_t *max_rss_bytes);
 
 /// The start time of a process in clock ticks since boot (field 22 of /proc/PID/stat), 0 when unknown.
