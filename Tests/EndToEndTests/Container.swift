@@ -10,6 +10,7 @@ final class Container: @unchecked Sendable {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
     static let cache = repository + "/.build/nspawn"
     static let base = cache + "/base-pq"
+    private static let baseLock = NSLock()
 
     let root: String
     /// Whether it has a network namespace of its own (loopback only), where its ports are its own.
@@ -25,6 +26,10 @@ final class Container: @unchecked Sendable {
 
     /// Debootstraps the base tree unless it is there (about a minute, from Debian's mirror).
     static func ensureBase() throws {
+        // One at a time: a second suite's container found no `.complete` while the first one's
+        // debootstrap ran, removed its tree and began again (CI run ci29d: a boot then failed).
+        baseLock.lock()
+        defer { baseLock.unlock() }
         if FileManager.default.fileExists(atPath: base + "/.complete") { return }
         try? FileManager.default.removeItem(atPath: base)
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)

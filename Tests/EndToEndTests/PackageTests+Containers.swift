@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 
-/// The harness's containers, side by side: each has a cgroup tree of its own, so two suites (or
-/// two checkouts' test runs) may boot containers on one machine at once.
-@Suite("End to end: containers side by side", .offPool)
-struct ContainerTests {
+/// The harness's containers, side by side: each has a cgroup tree of its own, so two checkouts'
+/// test runs may boot containers on one machine at once. In the package tests' serialized suite:
+/// within one run, one container test at a time.
+extension PackageTests {
     @Test("""
         two containers up at once have cgroup trees of their own: a delegated unit stopped in one \
         leaves the other's unit of the same name running and its child cgroup in place (CI run ci28b: \
