@@ -1,3 +1,4 @@
+import BatonCore
 import CBatonSystem
 import Foundation
 import Testing
@@ -10,6 +11,7 @@ final class Container: @unchecked Sendable {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL.path
     static let cache = repository + "/.build/nspawn"
     static let base = cache + "/base-pq"
+    private static let baseLock = NSLock()
 
     let root: String
     /// Whether it has a network namespace of its own (loopback only), where its ports are its own.
@@ -25,6 +27,10 @@ final class Container: @unchecked Sendable {
 
     /// Debootstraps the base tree unless it is there (about a minute, from Debian's mirror).
     static func ensureBase() throws {
+        // One at a time: a second suite's container found no `.complete` while the first one's
+        // debootstrap ran, removed its tree and began again (CI run ci29d: a boot then failed).
+        baseLock.lock()
+        defer { baseLock.unlock() }
         if FileManager.default.fileExists(atPath: base + "/.complete") { return }
         try? FileManager.default.removeItem(atPath: base)
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
@@ -125,22 +131,40 @@ final class Container: @unchecked Sendable {
         if nspawn.isRunning { kill(nspawn.processIdentifier, SIGKILL); nspawn.waitUntilExit() }
     }
 
+    /// Kills every process in `cgroup` and below, and waits (at most 10 s) for its `cgroup.events`
+    /// to say none is left.
+    private func killAll(_ cgroup: String) {
+        let events = open(cgroup + "/cgroup.events", O_RDONLY | O_CLOEXEC)
+        defer { if events >= 0 { close(events) } }
+        guard (try? "1".write(toFile: cgroup + "/cgroup.kill", atomically: false, encoding: .utf8)) != nil, events >= 0 else { return }
+        let deadline = ContinuousClock.now + .seconds(10)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while ContinuousClock.now < deadline {
+            let count = pread(events, &buffer, buffer.count, 0)
+            if count > 0, String(decoding: buffer[..<count], as: UTF8.self).contains("populated 0") { return }
+            var ready = pollfd(fd: events, events: Int16(POLLPRI), revents: 0)
+            _ = poll(&ready, 1, 1_000)
+        }
+    }
+
     deinit {
         shutdown()
+        // A killed nspawn leaves its container's processes (a boot stuck with journald and dbus up
+        // outlived two CI runs' tests): its cgroup's kill ends them all, and then its tree can go.
+        if let own = cgroups.first, FileManager.default.fileExists(atPath: own + "/cgroup.kill") { killAll(own) }
         for cgroup in cgroups { Self.removeTree(cgroup) }
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    /// The cgroup2 mount and, on a hybrid host, the v1 `name=systemd` one, from /proc/self/mountinfo.
+    /// The cgroup2 mount (as batond finds it) and, on a hybrid host, the v1 `name=systemd` one.
     static func systemdHierarchies() -> [String] {
         let mountinfo = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
-        return mountinfo.split(separator: "\n").compactMap { line in
+        let named = mountinfo.split(separator: "\n").first { line in
             let fields = line.split(separator: " ")
-            guard let dash = fields.firstIndex(of: "-"), dash + 3 < fields.count else { return nil }
-            let isV2 = fields[dash + 1] == "cgroup2"
-            let isNamed = fields[dash + 1] == "cgroup" && fields[dash + 3].split(separator: ",").contains("name=systemd")
-            return isV2 || isNamed ? String(fields[4]) : nil
-        }
+            guard let dash = fields.firstIndex(of: "-"), dash + 3 < fields.count, fields[dash + 1] == "cgroup" else { return false }
+            return fields[dash + 3].split(separator: ",").contains("name=systemd")
+        }.map { String($0.split(separator: " ")[4]) }
+        return [CgroupHierarchy.mountPoint(mountinfo: mountinfo), named].compactMap { $0 }
     }
 
     /// Removes a cgroup and the cgroups the container left under it (its directories; the files are

@@ -107,11 +107,16 @@ extension FleetPlanTests {
         let lock = try Self.prepare(db, "batch_keys", "text[]", opening.statements[opening.slots])
         _ = try db.transaction { try db.query("EXECUTE \(lock)") }
         try Self.populate(db)
+        // Keys enough that a scan of them all costs more than the index whatever the planner knows:
+        // with populate's 1,500 (a dozen pages), a plan made again after they came (a reset of the
+        // backend's caches, as a busy server's invalidation queue overflowing gives) rightly chose to
+        // scan them all (CI run ci29e), where the plan made on the empty table used the index.
+        try db.execute("INSERT INTO keys (key) SELECT 'x' || n FROM generate_series(1, 60000) AS n")
         for analyzed in [false, true] {
             if analyzed { try db.execute("ANALYZE runs; ANALYZE keys") }
             let plan = try Self.plan(db, lock)
             // By the keys' primary key (an index scan or a bitmap of it), never a scan of every key.
-            #expect(plan.contains("on keys_pkey") && !plan.contains("Seq Scan on keys"), "analyzed: \(analyzed)\n\(plan)")
+            #expect(plan.contains("keys_pkey") && !plan.contains("Seq Scan on keys"), "analyzed: \(analyzed)\n\(plan)")
         }
         let locked = try db.transaction { try db.query("EXECUTE \(lock)").rows.compactMap { $0[0] } }
         #expect(locked == ["k1200", "k9"])

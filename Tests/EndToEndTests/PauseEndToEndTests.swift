@@ -141,14 +141,11 @@ extension PauseEndToEndTests {
     /// run queued before the crash waits for it, a trigger is refused, a further restart keeps it.
     @Test("SIGKILL while a run loads, pauseAfterFailures: 1: the restart pauses the action, holds its queued run and refuses a trigger")
     func interruptedRunPauses() throws {
-        let scratch = NSTemporaryDirectory() + "baton-pause-crash-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let wait = #"while [ ! -e \"$GO\" ]; do sleep 0.02; done"#
+        let gate = try FifoGate()
         let config = """
             { requireUser: false, actions: {
-                lost: { exec: ["sh", "-c", "\(wait)"], env: { GO: "\(scratch)/go" }, policy: "queue", survivesRestart: false,
-                        pauseAfterFailures: 1 },
+                lost: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" }, policy: "queue",
+                        survivesRestart: false, pauseAfterFailures: 1 },
             } }
             """
         let daemon = try Daemon(config: config)
@@ -176,8 +173,8 @@ extension PauseEndToEndTests {
         let connection = try Connection(path: third.database, readOnly: true)
         #expect(try connection.scalar("SELECT group_concat(event) FROM pause_events WHERE action = 'lost'")?.string == "paused",
                 "one pause, made once")
-        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
         #expect(try third.baton("resume", "lost").code == 0)
+        gate.release()
         #expect(try third.baton("wait", "2").code == 0, "the held run starts at the resume")
     }
 }

@@ -10,13 +10,11 @@ struct RecoveryLogTests {
         ended interrupted and run 2's start (both were in the history only, when the log began after recovery)
         """)
     func recoveryLogged() throws {
-        let scratch = NSTemporaryDirectory() + "baton-recovery-log-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let wait = #"while [ ! -e \"$GO\" ]; do sleep 0.02; done"#
+        let gate = try FifoGate()
         let config = """
             { requireUser: false, actions: {
-                held: { exec: ["sh", "-c", "\(wait)"], env: { GO: "\(scratch)/go" }, policy: "queue", survivesRestart: false },
+                held: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(gate.path)" }, policy: "queue",
+                        survivesRestart: false },
             } }
             """
         let daemon = try Daemon(config: config)
@@ -26,8 +24,8 @@ struct RecoveryLogTests {
             try execute("/usr/bin/sqlite3", [daemon.database, "SELECT phase FROM runs WHERE id = 1"]).stdout == "loading\n"
         }) else { return }
         daemon.crash()
-        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
         let again = try Daemon(config: config, reusing: daemon, name: "restarted")
+        gate.release()
         #expect(try again.baton("wait", "2").code == 0, "run 2 runs after the restart")
         // Both lines come from the log's worker; run 2's end follows its start, so once that is
         // logged the earlier ones are too.
