@@ -45,7 +45,8 @@ struct WatchOffPoolTests {
         let path = directory + "/baton.sock"
         let ended = DispatchSemaphore(value: 0)
         let listener = try Self.watchingOnce(path, ended: ended)
-        defer { close(listener) }
+        // `shutdown` wakes the listener thread's `accept` if the watch never connected (a close does not).
+        defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
         // Every pool thread blocked until the update came (a bound only against a hang: before
         // the watch ran on a thread of its own, its task waited for a pool thread, and none came).
         let width = ProcessInfo.processInfo.activeProcessorCount
@@ -57,16 +58,22 @@ struct WatchOffPoolTests {
             }
         }
         for _ in 0..<width { try #require(Self.waited(for: entered, seconds: 3_600), "every blocker on a pool thread") }
+        // The premise: those were the whole pool. A pool wider than `activeProcessorCount` (it counts
+        // a cgroup's CPU quota, the pool the online CPUs) would run this probe, and a watch on the pool too.
+        let probe = DispatchSemaphore(value: 0)
+        Task.detached { probe.signal() }
         // The stream and its iterator are let go of at the end of this call.
         func firstUpdate() async throws -> RunUpdate? {
             var iterator = BatonClient.watch(socket: path).makeAsyncIterator()
             return try await iterator.next()
         }
         let first = try await firstUpdate()
+        let poolWasWider = probe.wait(timeout: .now()) == .success
         for _ in 0..<width { release.signal() }
         var released = 0
         for blocker in blockers where await blocker.value { released += 1 }
         #expect(first?.run.id == 7)
+        #expect(!poolWasWider, "the cooperative pool was wider than the \(width) threads blocked: this run proved nothing")
         #expect(released == width, "the update came while every pool thread was blocked: \(released) of \(width) let go by it")
         // The watch's read, blocked on a quiet connection, gives up: batond sees the connection end.
         #expect(Self.waited(for: ended), "the connection ended once the stream was let go of")
