@@ -108,7 +108,7 @@ public final class FleetLease: Sendable {
         recovered.adopted = mine
         for dead in previous {
             let actions = coordinator.conductor.configuredActions()
-            let locks = FleetTakeover.locks([dead], actions: actions)
+            let locks = try FleetTakeover.locks([dead], actions: actions, on: db)
             // The reaper's lock first: no reaper counts the lease out between the look and the move.
             recovered.adopted += try db.transaction(opening: [FleetTakeBack.reaperLock] + locks) { _ in
                 var adopted: [UnfinishedRun] = []
@@ -243,7 +243,7 @@ public final class FleetLease: Sendable {
             // The pause locks of the actions whose failures count, then their runs' keys' slot rows
             // and the hook keys their ends may trigger, all at once in key order, before any of their transitions.
             let actions = coordinator.conductor.configuredActions()
-            try db.pipeline(FleetTakeover.locks(expired.compactMap { $0[0] }, actions: actions))
+            try db.pipeline(FleetTakeover.locks(expired.compactMap { $0[0] }, actions: actions, on: db))
             for row in expired {
                 guard let dead = row[0], let name = row[1] else { continue }
                 let stopped = row[2] == "t"

@@ -18,13 +18,22 @@ enum FleetTakeover {
         var isEmpty: Bool { ended.isEmpty && requeued.isEmpty && adopted.isEmpty && dropped.isEmpty }
     }
 
-    /// The locks a takeover of `incarnations` takes first, with `actions` (the configured ones,
-    /// as `takeOver` is given them): the pause lock of each action whose failures are counted, in
-    /// key order (`FleetPauses`' lock order: before any row), then the slot rows of their runs' keys
-    /// and of the hook keys their ends may trigger (`FleetHooks.lockForTakeover`).
-    static func locks(_ incarnations: [String], actions: [Action]) -> [FleetJournal.Statement] {
-        FleetAdvisoryLock.statements(actions.filter { $0.pauseAfterFailures != nil }.map { FleetPauses.lock($0.name) })
-            + FleetHooks.lockForTakeover(incarnations, actions: actions)
+    /// The locks a takeover of `incarnations` takes first, of the `actions` (the configured ones,
+    /// as `takeOver` is given them) they have unfinished runs of: the pause lock of each whose
+    /// failures are counted, in key order (`FleetPauses`' lock order: before any row), then the slot
+    /// rows of their runs' keys and of the hook keys their ends may trigger (`FleetHooks.lockForTakeover`).
+    /// Only those: a takeover that locked every counted action's pause waited for any host's end or
+    /// pause of an action the gone host had no run of (review-fleet7, 3). A run of another action
+    /// that a gone host still alive made after this look is taken over all the same: its count's
+    /// compare-and-set (`FleetPauses.keep`), or PostgreSQL's deadlock check on a hook key locked
+    /// late, fails the transaction rather than lose or double a count, and the next try locks it.
+    static func locks(_ incarnations: [String], actions: [Action], on db: PGConnection) throws -> [FleetJournal.Statement] {
+        let names = Set(try db.query("""
+            SELECT DISTINCT action FROM runs WHERE incarnation = ANY ($1::text[]) AND phase IN ('queued', 'loading', 'retrying')
+            """, [FleetJournal.textArray(incarnations)]).rows.compactMap { $0[0] })
+        let theirs = actions.filter { names.contains($0.name) }
+        return FleetAdvisoryLock.statements(theirs.filter { $0.pauseAfterFailures != nil }.map { FleetPauses.lock($0.name) })
+            + FleetHooks.lockForTakeover(incarnations, actions: theirs)
     }
 
     /// Takes over `dead`'s unfinished runs and marks it gone, in the caller's transaction, which
