@@ -116,15 +116,16 @@ public final class ServerConnection: Sendable, Hashable {
             if state.inputEnded && state.inFlight == 0 { return (true, false) }
             guard state.readingPaused && state.inFlight <= maxInFlight / 2 else { return (false, false) }
             state.readingPaused = false
+            if state.splitter.buffered > 0 { state.partialSince = .now }
             return (false, true)
         }
         if closing { closeWhenWritten() } else if resume { watch() }
         settleIfQuiet()
     }
 
-    /// Stops reading until requests in flight are answered (loop).
+    /// Stops reading until requests in flight are answered (loop); a half line held meanwhile is not timed as a slow client's.
     func pauseReading() {
-        state.access { $0.readingPaused = true }
+        state.access { $0.readingPaused = true; $0.partialSince = nil }
         watch()
     }
 
