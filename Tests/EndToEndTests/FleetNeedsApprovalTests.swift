@@ -83,4 +83,30 @@ struct FleetNeedsApprovalTests {
         let ship = try #require(try db.query("SELECT id FROM runs WHERE action = 'ship'").first?[0].flatMap { Int64($0) })
         #expect(try FleetTests.wait(hosts[0], run: ship)?.phase == .success)
     }
+
+    @Test("ann's build fires ship (a hook's run), which needs stage; stage's success fires gated (approve, self: false): gated keeps ann as its origin, she may not approve it (77), ben may (audit D3)")
+    func hookNeedsHookKeepsOrigin() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let conninfo = try Postgres.server().database()
+        let hosts = try Self.fleet(team, actions: """
+            build: { exec: ["true"], on: { success: "ship" } },
+            ship: { exec: ["true"], needs: ["stage"] },
+            stage: { exec: ["true"], on: { success: "gated" } },
+            gated: { exec: ["true"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+            """, conninfo: conninfo)
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        let build = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "build", "--detach", "--json"))
+        #expect(try hosts[0].baton("wait", build).code == 0)
+        var gated: String?
+        guard try Eventually.until("stage's success fired gated", {
+            gated = try db.query("SELECT id FROM runs WHERE action = 'gated'").first?[0] ?? nil
+            return gated != nil
+        }), let run = gated else { return }
+        let own = try team.baton(team.ann, hosts[1], "approve", run)
+        #expect(own.code == 77 && own.stderr.contains("may not approve it"), "exit \(own.code): \(own.stderr)")
+        #expect(try team.baton(team.ben, hosts[1], "approve", run).code == 0)
+        #expect(try FleetTests.wait(hosts[0], run: Int64(run)!)?.phase == .success)
+    }
 }
