@@ -64,7 +64,10 @@ extension ConductorState {
         switch ApprovalRule.decide(flight.action.approve, approvals[id], run: flight.run, origin: flight.origin,
                                    queued: flight.machine.phase == .queued && !flight.isOver, by: approver, approve: approve,
                                    reason: reason, at: step.now) {
-        case let .failure(error): return step.answer(token, .failed(error))
+        case let .failure(error):
+            // Asked at its wait's end, its timer not yet fired: refused as late, it times out now (as on the fleet).
+            if let until = approvals[id]?.until, step.now >= until { approvalTimerFired(id, &step) }
+            return step.answer(token, .failed(error))
         case let .success(state): decided = state
         }
         record(decided, of: id, &step)
