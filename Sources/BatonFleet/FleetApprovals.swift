@@ -38,33 +38,16 @@ enum FleetApprovals {
     static let waiting = "(a.run_id IS NOT NULL AND a.verdict IS NULL)"
 
     /// The wait of new run `run` of an action with `rule`: who may approve, as the config wrote
-    /// them, who made it (`origin`), and when it ends by the database's clock (returned: what
-    /// the trigger is answered with). Written in the transaction that makes the run.
-    static func insert(_ run: Int64, action: String, _ rule: ApprovalRule, origin: UInt32?) -> Statement {
+    /// them, who made it (the origin its row was written with as it was made, `runs.origin_uid`:
+    /// a trigger's uid, or the one its hook's or need's run passed on, `FleetJournal.Origin`), and
+    /// when it ends by the database's clock (returned: what the trigger is answered with).
+    /// Written in the transaction that makes the run, after its row.
+    static func insert(_ run: Int64, action: String, _ rule: ApprovalRule) -> Statement {
         ("""
             INSERT INTO approvals (run_id, action, approvers, origin_uid, until)
-            VALUES ($1, $2, $3, $4, \(FleetCooldown.databaseNow) + $5::bigint) RETURNING until
-            """, [String(run), action, rule.by.joined(separator: "\n"), FleetRows.text(origin),
-                  rule.timeout.map { String($0.microseconds) }])
-    }
-
-    /// The wait of a hook's new run: its origin is the first one found going up the hooks that
-    /// fired it (`runs.hook_run`), from the firing run: a run's approval's origin, else its
-    /// trigger's uid (hook runs have none), as one machine follows a hook run's origin back.
-    static func insert(_ run: Int64, action: String, _ rule: ApprovalRule, firing: Int64) -> Statement {
-        ("""
-            INSERT INTO approvals (run_id, action, approvers, origin_uid, until)
-            SELECT $1, $2, $3, (
-                WITH RECURSIVE up (id, hook_run, origin, depth) AS (
-                    SELECT r.id, r.hook_run, coalesce((SELECT origin_uid FROM approvals WHERE run_id = r.id), r.trigger_uid), 0
-                    FROM runs r WHERE r.id = $4
-                    UNION ALL
-                    SELECT r.id, r.hook_run, coalesce((SELECT origin_uid FROM approvals WHERE run_id = r.id), r.trigger_uid), up.depth + 1
-                    FROM up JOIN runs r ON r.id = up.hook_run WHERE up.origin IS NULL AND up.depth < 1000
-                )
-                SELECT origin FROM up WHERE origin IS NOT NULL ORDER BY depth LIMIT 1
-            ), \(FleetCooldown.databaseNow) + $5::bigint
-            """, [String(run), action, rule.by.joined(separator: "\n"), String(firing), rule.timeout.map { String($0.microseconds) }])
+            SELECT $1, $2, $3, r.origin_uid, \(FleetCooldown.databaseNow) + $4::bigint FROM runs r WHERE r.id = $1
+            RETURNING until
+            """, [String(run), action, rule.by.joined(separator: "\n"), rule.timeout.map { String($0.microseconds) }])
     }
 
     /// A decision, written only where none was (the first decides): one row changed, or none.

@@ -26,7 +26,8 @@ extension FleetCoordinator {
     /// engine decides, the first decision written (a second one, here or on another host, waited
     /// for the key row and reads the first: `notWaiting`, naming it). A caller who may not read
     /// the run's action is told nothing of it (`unknownRun`, as one machine answers). A wait whose
-    /// end came by the database's clock takes no decision: it is timed out here, at once.
+    /// end came by the database's clock takes no decision (the engine's rule, on that clock):
+    /// it is timed out here, at once; the write's guard (`inTime`) holds a later clock to it too.
     private func decide(_ id: Int64, by approver: Approver, approve: Bool, reason: String?, mayRead: (String) -> Bool,
                         on db: PGConnection) throws -> Result<RunSnapshot, BatonError> {
         guard let row = try db.query(FleetApprovals.runWithApproval(id)).first else { return .failure(.unknownRun(id)) }
@@ -36,10 +37,15 @@ extension FleetCoordinator {
         // `was decided already: ...`, or `ended cancelled before a decision`).
         if run.phase.isTerminal { return .failure(.unknownRun(id)) }
         let rule = conductor.action(named: run.action)?.approve
+        // The engine's rule on the database's clock, which the wait's `until` is on (a late decision is refused there).
+        let now = try db.query("SELECT \(FleetCooldown.databaseNow)").first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? .now
         let decided: ApprovalState
         switch ApprovalRule.decide(rule, run.approval, run: run, origin: origin, queued: run.phase == .queued, by: approver,
-                                   approve: approve, reason: reason, at: .now) {
-        case let .failure(error): return .failure(error)
+                                   approve: approve, reason: reason, at: now) {
+        case let .failure(error):
+            // Asked at its wait's end: refused as late, it times out in this transaction (as a host's at once).
+            if let until = run.approval?.until, now >= until { _ = try timeOut(id, on: db) }
+            return .failure(error)
         case let .success(state): decided = state
         }
         // What a deny's stop needs, read before the decision is written (`Ending`); an approval stops nothing.

@@ -99,13 +99,15 @@ extension FleetCoordinator {
         case let .created(decision, window):
             let (run, queued) = newRun(decision, trigger, window, at: now)
             written.runs[run.id] = run
-            written.statements += [FleetJournal.insertRun(run, as: host, definition: definitions[run.id] ?? trigger.action.fingerprint),
+            // Its origin: its trigger's, or (a need's) the one the needing run passes on (`FleetJournal.Origin`).
+            let origin = trigger.neededBy.map(FleetJournal.Origin.parent) ?? .uid(trigger.peer?.uid)
+            written.statements += [FleetJournal.insertRun(run, as: host, definition: definitions[run.id] ?? trigger.action.fingerprint,
+                                                          origin: origin),
                                    try FleetJournal.insertTransition(queued)] + deliveryRecord(trigger, run: run.id, at: now)
             // A run that waits for an approver's yes: its wait, in the transaction that makes it.
             if let rule = trigger.action.approve {
                 written.untils[run.id] = written.statements.count
-                written.statements.append(trigger.neededBy.map { FleetNeeds.approval(run.id, action: run.action, rule, neededBy: $0) }
-                    ?? FleetApprovals.insert(run.id, action: run.action, rule, origin: trigger.peer?.uid))
+                written.statements.append(FleetApprovals.insert(run.id, action: run.action, rule))
                 if trigger.action.hooks.awaiting(run) != nil { written.awaiting.append((run, trigger.action)) }
             }
             // A run that needs others waits for them to be asked and met (`FleetNeeds`).

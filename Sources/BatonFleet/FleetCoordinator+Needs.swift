@@ -38,7 +38,7 @@ extension FleetCoordinator {
         }
         let via = "needed by \(action.name) run \(run.id)"
         var asking = Trigger(action: target, key: target.key(for: params), policy: .join, params: params, peer: run.trigger, via: via)
-        // Its approval's origin is the needing run's, followed up its chain (`FleetNeeds.approval`).
+        // Its origin (who may not approve it) is the one the needing run passes on (`FleetJournal.Origin`).
         asking.neededBy = run.id
         trigger(asking, follower: nil) { [self] result in
             switch result {

@@ -121,11 +121,12 @@ enum FleetHooks {
             run.via = cause.description
             run.hook = cause
             let detail = KeyDecision.queuedDetail(decision, via: cause.description, window: window)
-            try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint))
+            // Its origin is the one the firing run passes on (`FleetJournal.Origin`).
+            try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint, origin: .parent(cause.run)))
             if !action.needs.isEmpty { try db.query(FleetNeeds.asking(run.id)) }
             try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail), on: db)
             if let rule = action.approve {
-                try db.query(FleetApprovals.insert(run.id, action: action.name, rule, firing: cause.run))
+                try db.query(FleetApprovals.insert(run.id, action: action.name, rule))
             }
             // The runs it replaces stop as any replace's do (`FleetStop`); a queued one has left the slot the step answers.
             try FleetStop.write(step.stops, on: db)

@@ -29,7 +29,8 @@ enum FleetJournal {
         case .needs, .approval, .origin:
             // A fleet's needs are asked and decided in its own rows (`FleetNeeds`), and its approvals are
             // rows the trigger batch and a decision write (`FleetApprovals`), not written from the
-            // conductor's items (a run's origin is its approval row's `origin_uid`): a conductor runs only runs it adopted, decided already, and makes no wait of its own.
+            // conductor's items (a run's origin is its row's `origin_uid`, written as it is made): a conductor runs only runs it
+            // adopted, decided already, and makes no wait of its own.
             return false
         case let .pause(pause):
             _ = try db.pipeline(FleetPauses.write(pause, host: me.name))
@@ -158,20 +159,21 @@ enum FleetJournal {
     }
 
     static func insert(_ run: RunSnapshot, _ transition: Transition, on db: PGConnection, as me: FleetHost) throws {
-        try db.query(insertRun(run, as: me))
+        try db.query(insertRun(run, as: me, origin: .uid(run.trigger?.uid)))
         try insertTransition(transition, on: db)
     }
 
     /// A new run's row; `definition` is the fingerprint of the action it was created with.
-    static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String? = nil) -> Statement {
+    static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String? = nil, origin: Origin) -> Statement {
         ("""
             INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition, via, slot,
-                              hook_run, hook_action, hook_event)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+                              hook_run, hook_action, hook_event, origin_uid)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \(origin.sql(19)))
             """, [String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue, JSONText.object(run.params),
                   FleetRows.text(run.trigger?.uid), FleetRows.text(run.trigger?.gid), FleetRows.text(run.trigger?.pid),
                   String(run.queuedAt.rawValue), me.name, me.incarnation, definition, run.via,
-                  run.slot.map { String($0.rawValue) }, FleetRows.text(run.hook?.run), run.hook?.action, run.hook?.event.rawValue])
+                  run.slot.map { String($0.rawValue) }, FleetRows.text(run.hook?.run), run.hook?.action, run.hook?.event.rawValue,
+                  origin.parameter])
     }
 
     static func insert(_ record: TriggerRecord, host: String, on db: PGConnection) throws {

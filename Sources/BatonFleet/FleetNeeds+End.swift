@@ -1,6 +1,6 @@
 import BatonCore
 
-/// How a wait for needs ends a run that never starts, and whose a needed run's approval is.
+/// How a wait for needs ends a run that never starts.
 extension FleetNeeds {
     /// The locks an end for needs takes before its key's row (`FleetPauses`' lock order): its
     /// action's pause lock, when the end counts towards `pauseAfterFailures`.
@@ -40,29 +40,5 @@ extension FleetNeeds {
         if let most = action.pauseAfterFailures {
             _ = try FleetPauses.count(run: id, action: action.name, most: most, on: db, host: me.name)
         }
-    }
-
-    /// The wait for approval of new run `run`, made for run `neededBy`'s needs: its origin (who
-    /// may not approve it, `self: false`) is the needing run's, followed up its chain (the run a
-    /// hook's run was fired by, the run a needed run was asked for) to the first that has one:
-    /// its approval's origin, else its trigger's uid. A needed run's own trigger has the needing
-    /// run's caller, none behind a hook.
-    static func approval(_ run: Int64, action: String, _ rule: ApprovalRule, neededBy: Int64) -> FleetJournal.Statement {
-        ("""
-            WITH RECURSIVE chain (id, depth) AS (
-                SELECT $4::bigint, 0
-                UNION ALL
-                SELECT up.id, c.depth + 1 FROM chain c JOIN runs r ON r.id = c.id
-                CROSS JOIN LATERAL (SELECT r.hook_run AS id WHERE r.hook_run IS NOT NULL
-                                    UNION ALL SELECT n.run_id FROM run_needs n WHERE n.needed_run = r.id) up
-                WHERE c.depth < 32
-            )
-            INSERT INTO approvals (run_id, action, approvers, origin_uid, until)
-            SELECT $1, $2, $3, (SELECT coalesce(a.origin_uid, r.trigger_uid) FROM chain c JOIN runs r ON r.id = c.id
-                                LEFT JOIN approvals a ON a.run_id = c.id
-                                WHERE coalesce(a.origin_uid, r.trigger_uid) IS NOT NULL ORDER BY c.depth, c.id LIMIT 1),
-                   \(FleetCooldown.databaseNow) + $5::bigint
-            RETURNING until
-            """, [String(run), action, rule.by.joined(separator: "\n"), String(neededBy), rule.timeout.map { String($0.microseconds) }])
     }
 }

@@ -109,7 +109,8 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     /// Applies retention to every host's ended runs, as one machine's history does: success and
     /// cancelled runs past `maxAge`, failures past `keepFailures`, and ended runs beyond the newest
     /// `maxRunsPerAction` of each action. Runs in flight are never removed, nor runs a webhook
-    /// delivery made within `Retention.deliveryKeep`.
+    /// delivery made within `Retention.deliveryKeep`, nor runs an unfinished run needs
+    /// (`run_needs`: its wait decides from how they ended), as one machine's (`PruneSelection`).
     public func prune(retention: Retention, overrides: [String: Retention.Override], now: Timestamp = .now,
                       dryRun: Bool) async throws(BatonError) -> PruneReport {
         // A write: not tried again on a new connection (unlike reads), and its failure says "written".
@@ -137,6 +138,8 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
                   OR id < coalesce((SELECT id FROM runs WHERE action = $1 AND phase IN ('success', 'failure', 'cancelled')
                                     ORDER BY id DESC OFFSET $4::bigint LIMIT 1) + 1, 0))
                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = runs.id AND d.at >= $5::bigint)
+                AND NOT EXISTS (SELECT 1 FROM run_needs n JOIN runs w ON w.id = n.run_id
+                                WHERE n.needed_run = runs.id AND w.phase NOT IN ('success', 'failure', 'cancelled'))
                 """
             // A run's output goes with it (ON DELETE CASCADE); a dry run counts its bytes, as one host's does.
             let sql = dryRun ? "SELECT count(*), coalesce(sum(\(outputBytes)), 0), coalesce(sum(\(artifactBytes)), 0) FROM runs WHERE \(selection)"

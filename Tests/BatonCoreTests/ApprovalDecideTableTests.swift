@@ -49,6 +49,12 @@ struct ApprovalDecideTableTests {
             refused: (.notWaiting, "run 7 of deploy was decided already: denied by carol: not today")),
         Row(name: "no longer queued", queued: false, refused: (.notWaiting, "run 7 of deploy is loading")),
         Row(name: "who may not decide is told no more, decided or not", state: denied, approver: eve, refused: (.forbidden, "eve may not")),
+        // Audit D8: at its end (before the timer's event), a decision is late on a host as on the fleet.
+        Row(name: "at its end, its timer not yet fired: timed out", state: ApprovalState(by: ["group:ops"], until: Timestamp(rawValue: 5_000)),
+            refused: (.notWaiting, "run 7 of deploy was decided already: approval timed out")),
+        Row(name: "a moment before its end", state: ApprovalState(by: ["group:ops"], until: Timestamp(rawValue: 5_001)), verdict: .approved),
+        Row(name: "at its end, who may not decide is told no more", state: ApprovalState(by: ["group:ops"], until: Timestamp(rawValue: 5_000)),
+            approver: eve, refused: (.forbidden, "eve may not")),
     ]
 
     @Test("a decision on a waiting run", arguments: rows)

@@ -203,6 +203,26 @@ struct ConductorApprovalTests {
         #expect(rig.launched.contains(gated.id))
     }
 
+    @Test("self-approval through a hook, its needs and their hook: ann's build fires relay, which needs stage, whose success fires the gated deploy; she may not approve it (audit D3)")
+    func selfThroughHookNeedsHook() throws {
+        var stage = Action(name: "stage", exec: ["true"], policy: .join)
+        stage.hooks.targets[.success] = HookTarget(action: Self.deploy(), params: ["ref": "evil"])
+        var relay = Action(name: "relay", exec: ["true"], policy: .queue)
+        relay.needs = [NeedTarget(action: stage, params: [:])]
+        var build = Action(name: "build", exec: ["true"], policy: .queue, params: ["ref": ParamSpec()])
+        build.hooks.targets[.success] = HookTarget(action: relay, params: [:])
+        var rig = Rig()
+        _ = Self.trigger(&rig, build, by: 1001, ref: "evil", at: 0)
+        rig.exit(1, at: 1)
+        let staged = try #require(rig.state.flights.values.first { $0.action.name == "stage" }?.run.id, "relay's need made a stage run")
+        rig.exit(staged, at: 2)
+        let gated = try #require(rig.state.awaitingApproval(by: Self.bob).first, "bob is asked")
+        #expect(gated.action == "deploy" && gated.trigger == nil)
+        #expect(rig.state.awaitingApproval(by: Self.alice).isEmpty, "not listed for the one whose trigger made it")
+        guard case .failed(.forbidden)? = Self.decide(&rig, gated.id, by: Self.alice) else { Issue.record("ann approved her own chain"); return }
+        guard case .approval? = Self.decide(&rig, gated.id, by: Self.bob) else { Issue.record("bob refused"); return }
+    }
+
     @Test("who may not decide a run is told only that: not whether it was decided or started (review item 4)")
     func refusalFirst() {
         var rig = Rig()

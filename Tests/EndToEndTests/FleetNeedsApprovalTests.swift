@@ -83,4 +83,53 @@ struct FleetNeedsApprovalTests {
         let ship = try #require(try db.query("SELECT id FROM runs WHERE action = 'ship'").first?[0].flatMap { Int64($0) })
         #expect(try FleetTests.wait(hosts[0], run: ship)?.phase == .success)
     }
+
+    @Test("ann's build fires ship (a hook's run), which needs stage; stage's success fires gated (approve, self: false): gated keeps ann as its origin, she may not approve it (77), ben may (audit D3)")
+    func hookNeedsHookKeepsOrigin() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let conninfo = try Postgres.server().database()
+        let hosts = try Self.fleet(team, actions: """
+            build: { exec: ["true"], on: { success: "ship" } },
+            ship: { exec: ["true"], needs: ["stage"] },
+            stage: { exec: ["true"], on: { success: "gated" } },
+            gated: { exec: ["true"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+            """, conninfo: conninfo)
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        let build = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "build", "--detach", "--json"))
+        #expect(try hosts[0].baton("wait", build).code == 0)
+        var gated: String?
+        guard try Eventually.until("stage's success fired gated", {
+            gated = try db.query("SELECT id FROM runs WHERE action = 'gated'").first?[0] ?? nil
+            return gated != nil
+        }), let run = gated else { return }
+        let own = try team.baton(team.ann, hosts[1], "approve", run)
+        #expect(own.code == 77 && own.stderr.contains("may not approve it"), "exit \(own.code): \(own.stderr)")
+        #expect(try team.baton(team.ben, hosts[1], "approve", run).code == 0)
+        #expect(try FleetTests.wait(hosts[0], run: Int64(run)!)?.phase == .success)
+    }
+
+    @Test("fleet migration 26 fills the origin of the runs unfinished at the upgrade (their trigger's, else up their hooks and the runs that need them); finished runs keep none")
+    func migrationFillsOrigins() throws {
+        let db = try PGConnection(try Postgres.server().database())
+        #expect(try FleetSchema.migrate(db, through: 25) == 25)
+        // 1 loading, ann's (1001); 2 its hook's run; 3 a run 2 needs; 4 ended, ben's; 5 a schedule's; 6 approved, its row's origin 1003.
+        let runs: [(id: Int, phase: String, uid: String?, hook: String?)] = [
+            (1, "loading", "1001", nil), (2, "queued", nil, "1"), (3, "queued", nil, nil), (4, "success", "1002", nil),
+            (5, "queued", nil, nil), (6, "queued", nil, nil),
+        ]
+        for run in runs {
+            try db.query("""
+                INSERT INTO runs (id, action, key, phase, policy, params, queued_at, host, incarnation, trigger_uid, hook_run)
+                VALUES ($1, 'a', $2, $3, 'join', '{}', 1, 'web-1', 'web-1/1/old', $4, $5)
+                """, [String(run.id), "a \(run.id)", run.phase, run.uid, run.hook])
+        }
+        try db.query("INSERT INTO run_needs (run_id, position, action, needed_run) VALUES (2, 0, 'a', 3)")
+        try db.query("INSERT INTO approvals (run_id, action, approvers, origin_uid) VALUES (6, 'a', 'group:ops', 1003)")
+        #expect(try FleetSchema.migrate(db) == FleetSchema.latestVersion)
+        #expect(try db.query("SELECT id, origin_uid FROM runs ORDER BY id").rows == [
+            ["1", "1001"], ["2", "1001"], ["3", "1001"], ["4", nil], ["5", nil], ["6", "1003"],
+        ])
+    }
 }

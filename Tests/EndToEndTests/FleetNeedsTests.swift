@@ -208,4 +208,29 @@ struct FleetNeedsTests {
         #expect(try Self.phases(db, c.id) == ["queued", "loading", "success"])
         hosts[1].stop()
     }
+
+    @Test("retention spares a run an unfinished run needs, as one machine's: w needs a and b; a's run succeeds, two more runs of a end, prune (maxRunsPerAction 1), then b succeeds: w runs (audit D6)")
+    func pruneSparesNeeded() throws {
+        let b = try FifoGate()
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(1, actions: """
+            a: { exec: ["true"], retention: { maxRunsPerAction: 1 } },
+            b: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(b.path)" } },
+            w: { exec: ["true"], needs: ["a", "b"] },
+            """, conninfo: conninfo)
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        let w = try #require(try PolicyTests.trigger(hosts[0], "w").run)
+        let aID = try #require(try Self.needed(db, w.id).first?[1].flatMap { Int64($0) })
+        #expect(try FleetTests.wait(hosts[0], run: aID)?.phase == .success)
+        for _ in 0..<2 {
+            let more = try #require(try FleetTests.trigger(hosts[0], "a").run?.id)
+            #expect(try FleetTests.wait(hosts[0], run: more)?.phase == .success)
+        }
+        #expect(try hosts[0].baton("prune").stdout == "removed 1 run: a 1\n")
+        #expect(try db.query("SELECT phase FROM runs WHERE id = $1", [String(aID)]).first?[0] == "success", "the run w needs was pruned")
+        b.release()
+        let ran = try #require(try FleetTests.wait(hosts[0], run: w.id))
+        #expect(ran.phase == .success, "\(ran)")
+    }
 }

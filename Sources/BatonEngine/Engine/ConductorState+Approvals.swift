@@ -64,7 +64,10 @@ extension ConductorState {
         switch ApprovalRule.decide(flight.action.approve, approvals[id], run: flight.run, origin: flight.origin,
                                    queued: flight.machine.phase == .queued && !flight.isOver, by: approver, approve: approve,
                                    reason: reason, at: step.now) {
-        case let .failure(error): return step.answer(token, .failed(error))
+        case let .failure(error):
+            // Asked at its wait's end, its timer not yet fired: refused as late, it times out now (as on the fleet).
+            if let until = approvals[id]?.until, step.now >= until { approvalTimerFired(id, &step) }
+            return step.answer(token, .failed(error))
         case let .success(state): decided = state
         }
         record(decided, of: id, &step)
@@ -110,8 +113,14 @@ extension ConductorState {
     /// The uid whose trigger made run `id`, followed back through the hooks and needs that made
     /// it: the firing or needing run's own origin. Nil for a run of a schedule's (or not in flight).
     func origin(of id: Int64) -> UInt32? {
-        flights[id].flatMap { $0.origin ?? $0.run.trigger?.uid }
+        flights[id].flatMap { Self.origin(kept: $0.origin, trigger: $0.run.trigger?.uid) }
     }
+
+    /// The origin a run passes on to the runs its hooks and needs make (who may not approve them):
+    /// the origin `kept` with it at its creation, else its trigger's uid. Decided once, as a run is
+    /// made, and kept with it: a host's `JournalEntry.origin`, a fleet's `runs.origin_uid` (whose
+    /// `FleetJournal.Origin.parent` reads its parent's row by this rule).
+    public static func origin(kept: UInt32?, trigger: UInt32?) -> UInt32? { kept ?? trigger }
 
     /// A new run's needs are triggered at its creation, unless it waits for an approval: then at
     /// its approval (`decideApproval`), so that a denied or timed-out run never ran them.

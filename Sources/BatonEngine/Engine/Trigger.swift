@@ -106,7 +106,7 @@ extension Trigger {
         get { storage.fields.via }
         _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.via }
     }
-    /// The run whose `needs` asks this trigger (a fleet's): its approval's origin follows that run's chain.
+    /// The run whose `needs` asks this trigger (a fleet's): the new run's origin is the one that run passes on.
     @inlinable public var neededBy: Int64? {
         get { storage.fields.neededBy }
         _modify { var fields = storage.fields; defer { storage = Storage(fields) }; yield &fields.neededBy }
