@@ -110,11 +110,12 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     /// cancelled runs past `maxAge`, failures past `keepFailures`, and ended runs beyond the newest
     /// `maxRunsPerAction` of each action. Runs in flight are never removed, nor runs a webhook
     /// delivery made within `Retention.deliveryKeep`, nor runs an unfinished run needs
-    /// (`run_needs`: its wait decides from how they ended), as one machine's (`PruneSelection`).
-    public func prune(retention: Retention, overrides: [String: Retention.Override], now: Timestamp = .now,
+    /// (`run_needs`: its wait decides from how they ended), nor successes within their action's
+    /// cooldown (`cooling`, `Retention.cooling`), as one machine's (`PruneSelection`).
+    public func prune(retention: Retention, overrides: [String: Retention.Override], cooling: [String: Duration] = [:], now: Timestamp = .now,
                       dryRun: Bool) async throws(BatonError) -> PruneReport {
         // A write: not tried again on a new connection (unlike reads), and its failure says "written".
-        do { return try await pool.run { db in try Self.prune(retention: retention, overrides: overrides, now: now, dryRun: dryRun, on: db) } }
+        do { return try await pool.run { db in try Self.prune(retention: retention, overrides: overrides, cooling: cooling, now: now, dryRun: dryRun, on: db) } }
         catch { throw .storeUnavailable("PostgreSQL: \(error)") }
     }
 
@@ -127,8 +128,8 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     /// A run's artifacts' bytes: every row's size (published or not, all go with the run).
     private static let artifactBytes = "(SELECT coalesce(sum(size), 0) FROM artifacts WHERE run_id = runs.id)"
 
-    private static func prune(retention: Retention, overrides: [String: Retention.Override], now: Timestamp, dryRun: Bool,
-                              on db: PGConnection) throws -> PruneReport {
+    private static func prune(retention: Retention, overrides: [String: Retention.Override], cooling: [String: Duration], now: Timestamp,
+                              dryRun: Bool, on db: PGConnection) throws -> PruneReport {
         var report = PruneReport(dryRun: dryRun)
         for name in try db.query("SELECT DISTINCT action FROM runs").rows.compactMap({ $0[0] }) {
             let rule = retention.overridden(by: overrides[name])
@@ -140,6 +141,7 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = runs.id AND d.at >= $5::bigint)
                 AND NOT EXISTS (SELECT 1 FROM run_needs n JOIN runs w ON w.id = n.run_id
                                 WHERE n.needed_run = runs.id AND w.phase NOT IN ('success', 'failure', 'cancelled'))
+                AND NOT (phase = 'success' AND ended_at >= $6::bigint)
                 """
             // A run's output goes with it (ON DELETE CASCADE); a dry run counts its bytes, as one host's does.
             let sql = dryRun ? "SELECT count(*), coalesce(sum(\(outputBytes)), 0), coalesce(sum(\(artifactBytes)), 0) FROM runs WHERE \(selection)"
@@ -147,7 +149,8 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
             let row = try db.query(sql, [name, String(now.rawValue - rule.maxAge.microseconds),
                                          String(now.rawValue - rule.keepFailures.microseconds),
                                          String(max(rule.maxRunsPerAction, 0)),
-                                         String(now.rawValue - Retention.deliveryKeep.microseconds)]).first
+                                         String(now.rawValue - Retention.deliveryKeep.microseconds),
+                                         String(cooling[name].map { now.rawValue - $0.microseconds } ?? .max)]).first
             let removed = Int(row?[0] ?? "") ?? 0
             if removed > 0 { report.removed[name] = removed }
             if dryRun {

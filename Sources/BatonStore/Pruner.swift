@@ -4,10 +4,13 @@ import FoundationEssentials
 /// Which ended runs of one action retention removes: older than its age limits, or beyond the
 /// newest `maxRunsPerAction`. Queued, loading and retrying runs never match, nor do runs a webhook
 /// delivery made within `Retention.deliveryKeep` (their delivery rows go with them), nor runs an
-/// unfinished run needs (`run_needs`): a waiting run decides from how they ended, after a restart too.
+/// unfinished run needs (`run_needs`): a waiting run decides from how they ended, after a restart too;
+/// nor successes within their action's cooldown (`Retention.cooling`).
 struct PruneSelection {
     var action: String
     var retention: Retention
+    /// The action's cooldown: its successes ended within it are kept.
+    var cooling: Duration?
     var now: Timestamp
     /// Ended runs with an id below this are beyond the per-action count; 0 when within it.
     var countCutoff: Int64
@@ -19,13 +22,15 @@ struct PruneSelection {
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE run_id = runs.id AND at >= ?)
         AND NOT EXISTS (SELECT 1 FROM run_needs n JOIN runs w ON w.id = n.run_id
                         WHERE n.needed_run_id = runs.id AND w.phase NOT IN ('success', 'failure', 'cancelled'))
+        AND NOT (phase = 'success' AND ended_at >= ?)
         """
     }
 
     var arguments: [DatabaseValue] {
         [.text(action), .integer(now.rawValue - retention.maxAge.microseconds),
          .integer(now.rawValue - retention.keepFailures.microseconds), .integer(countCutoff),
-         .integer(now.rawValue - Retention.deliveryKeep.microseconds)]
+         .integer(now.rawValue - Retention.deliveryKeep.microseconds),
+         .integer(cooling.map { now.rawValue - $0.microseconds } ?? .max)]
     }
 
     /// How many runs match, the bytes of output they keep (their chunks, or an older run's tail),
@@ -45,7 +50,7 @@ struct PruneSelection {
     }
 
     /// Finds the count cutoff: the id of the oldest run among the newest `maxRunsPerAction` ended ones.
-    static func make(action: String, retention: Retention, now: Timestamp, on connection: Connection) throws -> PruneSelection {
+    static func make(action: String, retention: Retention, cooling: Duration?, now: Timestamp, on connection: Connection) throws -> PruneSelection {
         let cutoff = try connection.withStatement("""
             SELECT id FROM runs WHERE action = ? AND phase IN ('success', 'failure', 'cancelled')
             ORDER BY id DESC LIMIT 1 OFFSET ?
@@ -53,7 +58,7 @@ struct PruneSelection {
             try statement.bind([.text(action), .integer(Int64(max(retention.maxRunsPerAction, 1) - 1))])
             return try statement.step() ? statement.int64(0) ?? 0 : 0
         }
-        return PruneSelection(action: action, retention: retention, now: now, countCutoff: cutoff)
+        return PruneSelection(action: action, retention: retention, cooling: cooling, now: now, countCutoff: cutoff)
     }
 }
 
@@ -61,15 +66,15 @@ extension Store {
     /// Removes ended runs (with their transitions, triggers and output) as retention says, in
     /// batches of `batchSize` runs, each its own short write on the writer thread, so that the
     /// write lock is never held long and transitions of runs in flight interleave with the prune.
-    /// With `dryRun`, only counts.
+    /// With `dryRun`, only counts. `cooling`: each action's cooldown (`Retention.cooling`).
     public func prune(
-        retention: Retention, overrides: [String: Retention.Override] = [:], now: Timestamp = .now,
+        retention: Retention, overrides: [String: Retention.Override] = [:], cooling: [String: Duration] = [:], now: Timestamp = .now,
         dryRun: Bool = false, batchSize: Int = 500
     ) async throws -> PruneReport {
         let selections = try await read { history in
             try history.actionNames().map { action in
-                try PruneSelection.make(action: action, retention: retention.overridden(by: overrides[action]), now: now,
-                                        on: history.connection)
+                try PruneSelection.make(action: action, retention: retention.overridden(by: overrides[action]),
+                                        cooling: cooling[action], now: now, on: history.connection)
             }
         }
         var report = PruneReport(dryRun: dryRun)

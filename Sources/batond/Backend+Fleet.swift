@@ -102,7 +102,8 @@ extension Backend {
                        prune: { config, dryRun throws(BatonError) in
                            var overrides: [String: Retention.Override] = [:]
                            for action in config.actions { overrides[action.name] = action.retention }
-                           return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
+                           return try await store.prune(retention: config.retention, overrides: overrides,
+                                                                     cooling: Retention.cooling(config.actions), dryRun: dryRun)
                        },
                        ping: {}, close: {
                            feed.value?.handle.stop()

@@ -158,7 +158,7 @@ enum Daemon {
         var overrides: [String: Retention.Override] = [:]
         for action in config.actions { overrides[action.name] = action.retention }
         do {
-            return try await store.prune(retention: config.retention, overrides: overrides, dryRun: dryRun)
+            return try await store.prune(retention: config.retention, overrides: overrides, cooling: Retention.cooling(config.actions), dryRun: dryRun)
         } catch let error as BatonError {
             throw error
         } catch let error as DatabaseError {

@@ -127,4 +127,31 @@ struct RetentionTests {
         #expect(try await store.run(ofDelivery: "d1", hook: "gh") == nil)
         #expect(try await store.run(ofDelivery: "d2", hook: "gh") == 2)
     }
+
+    @Test("a success within its action's cooldown outlives every limit (a key cools on it and a cooled trigger names it); older ones and failures go")
+    func coolingKept() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(path: dir.file("h.sqlite"), options: .init(synchronous: .off))
+        defer { store.close() }
+        // 1: a success 3 days old; 2: a success now; 3: a failure now; 4: a success now (the newest).
+        for (id, phase, age) in [(Int64(1), Phase.success, Int64(3)), (2, .success, 0), (3, .failure, 0), (4, .success, 0)] {
+            await Self.run(store, id: id, action: "c", phase: phase, ageDays: age)
+        }
+        let retention = Retention(maxRunsPerAction: 1)
+        let dry = try await store.prune(retention: retention, cooling: ["c": .seconds(2 * 86_400)], now: Self.now, dryRun: true)
+        #expect(dry.removed == ["c": 2])
+        let report = try await store.prune(retention: retention, cooling: ["c": .seconds(2 * 86_400)], now: Self.now)
+        #expect(report.removed == ["c": 2])
+        #expect(try remaining(dir.file("h.sqlite")).runs == [2, 4])
+        // Without a cooldown the count limit alone decides.
+        _ = try await store.prune(retention: retention, now: Self.now)
+        #expect(try remaining(dir.file("h.sqlite")).runs == [4])
+    }
+
+    @Test("Retention.cooling: each action with a cooldown, a minute more than it (a cooled trigger's record is written a commit after its decision)")
+    func coolingOfActions() throws {
+        var a = Action(name: "a", exec: ["true"])
+        a.cooldown = .seconds(600)
+        #expect(Retention.cooling([a, Action(name: "b", exec: ["true"])]) == ["a": .seconds(660)])
+    }
 }

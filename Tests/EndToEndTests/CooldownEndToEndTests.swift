@@ -50,4 +50,19 @@ struct CooldownEndToEndTests {
         let seeded = try restarted.baton("status", "--json").stdout
         #expect(seeded.contains(#""cooling" : ["#) && seeded.contains(#""cooldown" : 600000000"#), "status after a restart: \(seeded)")
     }
+
+    @Test("retention keeps the success a key cools on: maxRunsPerAction 1, k=x then k=y succeed, a prune, then k=x is cooled with its own success (before: the cooled record's write was refused, exit 70, until a restart)")
+    func pruneKeepsCooling() throws {
+        let daemon = try Daemon(config: """
+            { socketMode: "0666", retention: { maxRunsPerAction: 1 },
+              actions: { cool: { exec: ["true"], cooldown: "1h", params: { k: {} }, keyParams: ["k"] } } }
+            """)
+        #expect(try daemon.baton("run", "cool", "-p", "k=x").code == 0)
+        #expect(try daemon.baton("run", "cool", "-p", "k=y").code == 0)
+        let pruned = try daemon.baton("prune")
+        #expect(pruned.code == 0, "\(pruned.stderr)")
+        let again = try daemon.baton("run", "cool", "-p", "k=x", "--json")
+        #expect(again.code == 0, "\(again.stdout) \(again.stderr)")
+        #expect(again.stdout.contains(#""decision" : "cooled""#) && again.stdout.contains(#""id" : 1,"#), "\(again.stdout)")
+    }
 }

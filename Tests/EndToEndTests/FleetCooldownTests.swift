@@ -60,6 +60,18 @@ struct FleetCooldownTests {
         #expect(next.decision == .cooled && next.run?.id == second)
     }
 
+    @Test("retention keeps the success a key cools on: maxRunsPerAction 1, k=x then k=y succeed, a prune, then k=x is cooled with its own success on any host (before: the fleet forgot it and ran k=x)")
+    func pruneKeepsCooling() throws {
+        let hosts = try FleetTests.fleet(2, actions: #"cool: { exec: ["true"], cooldown: "1h", params: { k: {} }, keyParams: ["k"] },"#,
+                                         settings: "retention: { maxRunsPerAction: 1 },")
+        #expect(try hosts[0].baton("run", "cool", "-p", "k=x").code == 0)
+        #expect(try hosts[0].baton("run", "cool", "-p", "k=y").code == 0)
+        let pruned = try hosts[1].baton("prune")
+        #expect(pruned.code == 0, "\(pruned.stderr)")
+        let again = try hosts[1].baton("run", "cool", "-p", "k=x", "--json")
+        #expect(again.code == 0 && again.stdout.contains(#""decision" : "cooled""#), "\(again.stdout) \(again.stderr)")
+    }
+
     @Test("after the window a trigger runs, on any host; inside it every trigger is cooled with the last success")
     func afterTheWindow() throws {
         let hosts = try FleetTests.fleet(3, actions: #"tick: { exec: ["true"], cooldown: "1s" },"#)

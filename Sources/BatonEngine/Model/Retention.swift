@@ -21,6 +21,17 @@ public struct Retention: Sendable, Equatable, Codable {
     /// redelivery within it gets that run, never a second one (issue 27 promises 24 hours).
     public static let deliveryKeep: Duration = .seconds(86_400)
 
+    /// How long each action's successes are kept whatever the limits say: its `cooldown`. A
+    /// trigger within it is `cooled` against the key's last success and names it (a host's
+    /// `cooled` record refers to its row), so retention never takes a success a key still cools
+    /// on: before, a host refused that trigger with a foreign-key error until it restarted, and
+    /// the fleet, forgetting the success, ran it. A minute more than the cooldown: a trigger cooled
+    /// at the window's end has its record written a commit later, and a prune between the two must
+    /// not take the run it names.
+    public static func cooling(_ actions: [Action]) -> [String: Duration] {
+        Dictionary(actions.compactMap { action in action.cooldown.map { (action.name, $0 + .seconds(60)) } }, uniquingKeysWith: { max($0, $1) })
+    }
+
     /// Per-action settings: each field set here replaces the global one.
     public struct Override: Sendable, Equatable {
         public var maxAge: Duration?
