@@ -67,7 +67,10 @@ struct StoreFaultTests {
     func fullAtStart() throws {
         let mount = try SmallDisk.mount("baton-full-start")
         defer { SmallDisk.unmount(mount) }
-        let config = #"{ actions: { long: { exec: ["sleep", "300"] }, a: { exec: ["true"] } } }"#
+        // Not under a shim: a shim whose pid the history holds by the crash is adopted, and
+        // adopting writes nothing, so whether recovery had a write to fail raced the crash (CI
+        // run ci30a: "1 adopted", no error). Without one, recovery must write the run's end.
+        let config = #"{ actions: { long: { exec: ["sleep", "300"], survivesRestart: false }, a: { exec: ["true"] } } }"#
         let first = try Daemon(config: config, database: mount + "/history.sqlite")
         #expect(try first.baton("run", "long", "--detach").stdout == "1\n")
         try first.waitForLog("run 1 long: queued → loading")
