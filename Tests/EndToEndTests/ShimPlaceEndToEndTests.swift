@@ -1,3 +1,4 @@
+import BatonCore
 import BatonStore
 import Foundation
 import Testing
@@ -101,6 +102,9 @@ struct ShimPlaceEndToEndTests {
 
     @Test("an upgrade: the runs a batond left beside the database are adopted by one that keeps its shims under the runtime directory")
     func upgradeFindsEarlierPlace() throws {
+        // Where /run/baton is safe (the package installed, tests as root), a batond without the variable keeps its
+        // attempts there too: no earlier version's layout to make this way (the house's early return, a pass).
+        guard !ShimSetup.isSafeRuntime(ShimSetup.packagedRuntime) else { return }
         let (scratch, runtime) = try Self.scratch()
         defer { withExtendedLifetime(scratch) {} }
         let config = SurviveTests.config(scratch.path)
