@@ -11,12 +11,28 @@ import Glibc
 public struct ShimSetup: Sendable, Equatable {
     /// The `baton-shim` executable.
     public var executable: String
-    /// The directory of the attempts' shim directories (`RUN-ATTEMPT`), batond's own.
+    /// The directory of the attempts' shim directories (`RUN-ATTEMPT`), batond's own: under its
+    /// runtime directory (a tmpfs) where it has a safe one (`ShimSetup.place`), else `disk`.
     public var directory: String
+    /// The state disk's place (`DATABASE-shims`, a fleet host's `DATABASE-shims-HOST`): a shim
+    /// makes its `RUN-ATTEMPT` there only once batond is gone, for its spool and its status.
+    public var disk: String
+    /// Other runtime places an earlier batond of the same database may have used (the packaged
+    /// `/run/baton`'s, for a batond given another `$RUNTIME_DIRECTORY`): recovery looks there too.
+    public var earlierDirectories: [String]
 
-    public init(executable: String, directory: String) {
+    public init(executable: String, directory: String, disk: String? = nil, earlierDirectories: [String] = []) {
         self.executable = executable
         self.directory = directory
+        self.disk = disk ?? directory
+        self.earlierDirectories = earlierDirectories
+    }
+
+    /// Every place recovery looks in, in order: batond's own, the earlier runtime ones, the disk.
+    public var places: [String] {
+        var places = [directory]
+        for place in earlierDirectories + [disk] where !places.contains(place) { places.append(place) }
+        return places
     }
 
     /// `baton-shim` beside this process's executable, else in `../libexec/baton` from it (`make
@@ -31,6 +47,9 @@ public struct ShimSetup: Sendable, Equatable {
 
     /// The shim directory of one attempt.
     public func directory(run: Int64, attempt: Int) -> String { "\(directory)/\(run)-\(attempt)" }
+
+    /// The attempt's directory on the state disk (made by its shim once batond is gone).
+    public func disk(run: Int64, attempt: Int) -> String { "\(disk)/\(run)-\(attempt)" }
 }
 
 /// What a shim left in its directory: how its action ended (nil: not yet, or never said), and
@@ -57,9 +76,13 @@ public struct ShimRecord: Sendable, Equatable {
 
     /// Reads `DIR/status` ("exit N" or "signal N"; after "exit 127", "exec-failed ERRNO PROGRAM"
     /// where the program could not be executed) and `DIR/output`.
-    public static func read(_ directory: String) -> ShimRecord {
+    public static func read(_ directory: String) -> ShimRecord { read([directory]) }
+
+    /// The status and the output from the first of `directories` that holds each: an attempt's
+    /// runtime directory, then its directory on the disk (a shim writes one status, in one of them).
+    public static func read(_ directories: [String]) -> ShimRecord {
         var record = ShimRecord(exitCode: nil, signal: nil, output: [])
-        if let status = try? String(contentsOfFile: directory + "/status", encoding: .utf8) {
+        if let status = directories.lazy.compactMap({ try? String(contentsOfFile: $0 + "/status", encoding: .utf8) }).first {
             let lines = status.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
             let words = lines[0].split(separator: " ")
             if words.count == 2, let value = Int32(words[1]) {
@@ -67,7 +90,7 @@ public struct ShimRecord: Sendable, Equatable {
             }
             if lines.count == 2 { record.execFailure = execFailure(lines[1]) }
         }
-        if let data = FileManager.default.contents(atPath: directory + "/output") { record.output = Array(data) }
+        if let data = directories.lazy.compactMap({ FileManager.default.contents(atPath: $0 + "/output") }).first { record.output = Array(data) }
         return record
     }
 
@@ -105,8 +128,9 @@ extension ExecRunner {
 
     /// The argv before `exec` that runs it under the shim, and the attempt's shim directory, made empty. The
     /// program is resolved here (batond's PATH, as posix_spawnp would), so that a program that
-    /// is not there fails the start as it does without a shim. A directory that cannot be made (a
-    /// full disk) runs the action without the shim: nil.
+    /// is not there fails the start as it does without a shim. The directory is made under the
+    /// runtime place, else on the disk; one that cannot be made at all (a full disk) runs the
+    /// action without the shim: nil.
     func shimmed(_ exec: [String], _ job: Job, _ shim: ShimSetup) -> Result<(prefix: [String], directory: String)?, SpawnFailure> {
         var resolved = [CChar](repeating: 0, count: Int(PATH_MAX))
         var rc = baton_resolve_program(exec[0], &resolved, resolved.count)
@@ -119,15 +143,26 @@ extension ExecRunner {
             }
             return .failure(SpawnFailure(message: "cannot run \(exec[0]): \(String(cString: strerror(rc)))"))
         }
-        let directory = shim.directory(run: job.runID, attempt: job.attempt)
-        // The shims' directory and a stale one of this attempt's (a crash's) are seen to only when
-        // the mkdir finds them missing or there: not five failing calls for every run.
-        if mkdir(directory, 0o700) != 0 {
-            if errno == ENOENT { mkdir(shim.directory, 0o700) } else if errno == EEXIST { ShimRecord.remove(directory) }
-            guard mkdir(directory, 0o700) == 0 else { return .success(nil) }
+        var directory = shim.directory(run: job.runID, attempt: job.attempt)
+        let disk = shim.disk(run: job.runID, attempt: job.attempt)
+        // A runtime directory that refuses it (a full /run): the attempt's directory on the disk, as without one.
+        if !Self.makeShimDirectory(directory, in: shim.directory) {
+            guard disk != directory, Self.makeShimDirectory(disk, in: shim.disk) else { return .success(nil) }
+            directory = disk
         }
         // The spool keeps as much as the history would (`output.keep`), and at least the attempt's tail.
         let bound = max(Int64(tailLimit), job.action.outputKeep)
-        return .success(([shim.executable, directory, String(bound), program], directory))
+        // `-s`: the disk's directory for the spool and a status written once batond is gone.
+        let spool = directory == disk ? [] : ["-s", disk]
+        return .success(([shim.executable] + spool + [directory, String(bound), program], directory))
+    }
+
+    /// Makes an attempt's shim directory, empty, in `place`. The place and a stale directory of
+    /// this attempt's (a crash's) are seen to only when the mkdir finds them missing or there:
+    /// not five failing calls for every run.
+    static func makeShimDirectory(_ directory: String, in place: String) -> Bool {
+        guard mkdir(directory, 0o700) != 0 else { return true }
+        if errno == ENOENT { mkdir(place, 0o700) } else if errno == EEXIST { ShimRecord.remove(directory) }
+        return mkdir(directory, 0o700) == 0
     }
 }

@@ -35,6 +35,7 @@ extension ProcessAttempt {
             state.born = Born(pid: surviving.pid, tree: tree)
             state.pidfd = pidfd
             state.adopted = surviving.directory
+            state.adoptedDisk = surviving.disk
             state.shimDirectory = surviving.directory
             state.adoptedCgroup = cgroup
         }
@@ -46,9 +47,9 @@ extension ProcessAttempt {
 
     /// The shim exited (its pidfd is readable): its status and spool are read off the loop.
     private func shimEnded() {
-        let (pidfd, directory) = state.access { state -> (Int32, String?) in
+        let (pidfd, directory, disk) = state.access { state -> (Int32, String?, String?) in
             defer { state.pidfd = -1 }
-            return (state.pidfd, state.adopted)
+            return (state.pidfd, state.adopted, state.adoptedDisk)
         }
         if pidfd >= 0 {
             reactor.remove(pidfd)
@@ -57,7 +58,7 @@ extension ProcessAttempt {
         guard let directory else { return }
         let reactor = reactor
         spawner.submit { [self] in
-            let record = ShimRecord.read(directory)
+            let record = ShimRecord.read([directory] + (disk.map { [$0] } ?? []))
             reactor.post { [self] in collected(record) }
         }
     }

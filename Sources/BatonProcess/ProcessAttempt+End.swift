@@ -72,7 +72,7 @@ extension ProcessAttempt {
         // (never a leader: a pid reused by another attempt's leader is that attempt's to reap).
         while case let child = baton_waitable_in_group(born.pid), child > 0, Self.reapIfOrphan(child) {}
         for member in state.access({ $0.machine.leftovers }) { _ = Self.reapIfOrphan(member) }
-        let adoptedCgroup = state.access { $0.adoptedCgroup }
+        let (adoptedCgroup, adoptedDisk) = state.access { ($0.adoptedCgroup, $0.adoptedDisk) }
         let (hookOutput, shimDirectory, keep, artifacts) = state.access { state -> (String?, String?, Bool, ArtifactWork?) in
             state.output.closeAll()
             state.watching = []
@@ -90,6 +90,13 @@ extension ProcessAttempt {
             // A shim that exited 127 may say its action's program could not be executed: a failed start.
             let unstarted = shimDirectory.flatMap { exitCode == 127 && signal == 0 ? ShimRecord.read($0).execFailureMessage : nil }
             if let shimDirectory { ShimRecord.remove(shimDirectory) }
+            // An adopted attempt's directory on the disk, and the disk's place once empty, where it was
+            // found under the runtime directory (a spawned one's is made only once batond is gone, or
+            // where /run refused its status: the next start's recovery removes it).
+            if let adoptedDisk, let shimDirectory, adoptedDisk.parentPath != shimDirectory.parentPath {
+                ShimRecord.remove(adoptedDisk)
+                rmdir(adoptedDisk.parentPath)
+            }
             if let adoptedCgroup, !keep { _ = AttemptCgroup.destroy(adoptedCgroup) }
             // The run's files are kept before its end is told: its end, once durable, has them.
             Self.keepArtifacts(artifacts, spawner: spawner) {

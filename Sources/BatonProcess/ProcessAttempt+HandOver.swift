@@ -36,6 +36,9 @@ extension ProcessAttempt {
             state.handingOver = done
             state.pidfd = -1
         }
+        // An adopted shim's pipes are gone already; told once, by its pidfd (never a process that
+        // reused its pid), it makes its directory on the disk now, where any next batond finds it.
+        if adopted != nil, pidfd >= 0 { _ = baton_pidfd_signal(pidfd, Self.handOverSignal) }
         // The shim's end is no longer watched: it stays unreaped until this batond exits, and
         // its status is the next batond's to read.
         if pidfd >= 0 {

@@ -37,6 +37,8 @@ final class ProcessAttempt: Attempt {
         var artifacts: ArtifactWork?
         /// The shim directory of an attempt a previous batond started (attached to, not spawned).
         var adopted: String?
+        /// An adopted attempt's directory on the disk (its shim's spool and late status), removed at its end.
+        var adoptedDisk: String?
         /// An adopted shim ended without a status: how the action ended is not known.
         var outcomeLost = false
         /// The cgroup the previous batond made for an adopted attempt (removed at its end).

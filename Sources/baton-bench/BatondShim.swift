@@ -37,7 +37,12 @@ enum BatondShim: Sendable, Equatable {
         if let line = text.split(separator: "\n").first(where: { $0.contains(marker) }) {
             let directory = String(line[line.range(of: marker)!.upperBound...])
             let executable = line.range(of: "run under ").map { line[$0.upperBound...].prefix { $0 != "," } } ?? "?"
-            return (true, "under \(executable), its directories in \(directory) (\(fileSystem(directory)))")
+            // A batond of session 30 on names the disk's place for the spools too, before the marker.
+            let spools = line.range(of: "once batond is gone in ").flatMap { start in
+                line.range(of: ", " + marker).flatMap { end in start.upperBound <= end.lowerBound ? String(line[start.upperBound..<end.lowerBound]) : nil }
+            }
+            return (true, "under \(executable), its directories in \(directory) (\(fileSystem(directory)))"
+                + (spools.map { ", its spools once batond is gone in \($0) (\(fileSystem($0)))" } ?? ""))
         }
         if text.contains("baton-shim is not beside batond") { return (false, "no baton-shim: direct spawns") }
         return (nil, "not said by this batond (one before session 28 logs only a missing shim)")

@@ -1,7 +1,7 @@
 // baton-shim: the parent of one attempt's action, which outlives batond (as containerd-shim and
 // conmon outlive their daemons).
 //
-//     baton-shim DIR LIMIT PROGRAM ARGV0 [ARG...]
+//     baton-shim [-s DISK] DIR LIMIT PROGRAM ARGV0 [ARG...]
 //
 // batond spawns it as the attempt's leader, with the setup the action needs (process group,
 // cgroup, user, umask, cwd, environment, stdin /dev/null, stdout on fd 1, stderr on fd 2 and the
@@ -12,6 +12,12 @@
 // to DIR/output instead (its last LIMIT bytes kept, as batond's tail; progress is dropped). When
 // the child has exited and its pipes are drained, the shim writes DIR/status ("exit N" or
 // "signal N", tmp + rename) and exits the same way, so that a live batond sees what it saw before.
+// With `-s DISK`, DIR is on a tmpfs (batond's runtime directory) and DISK on the state disk: the
+// shim makes DISK (and its parent, 0700) once batond's pipes are gone, and from then on spools
+// there and writes its status there, so that neither the spool is in RAM nor the outcome of a run
+// that ended while no batond ran is lost by a reboot; while batond reads (or when DISK cannot be
+// made) the status goes to DIR, nothing touching the disk; a status DIR refuses (a full tmpfs)
+// goes to DISK, and one DISK refuses to DIR. Without `-s`, DIR is both.
 // Exit 127 with a line on stderr: PROGRAM could not be executed; its status then says so on a
 // second line, "exec-failed ERRNO ARGV0", so that batond fails the start rather than the run.
 // Exit 125: a usage error. A child that writes faster than the shim relays never holds it: the
@@ -35,7 +41,9 @@
 enum { OUT, ERR, PROGRESS, STREAMS };
 
 static int wake[2] = { -1, -1 };  // SIGCHLD's self-pipe
-static const char *dir;           // where the spool and the status go
+static const char *dir;           // where the status goes while batond reads (and all, without -s)
+static const char *disk;          // -s DISK: the spool and a status written after batond went; NULL: DIR
+static int disk_made;             // 1: DISK is there, -1: it could not be made, 0: not tried yet
 static long long limit;           // the spool's bound
 static int spool = -1;            // DIR/output, opened when batond is gone
 static long long spooled;         // bytes in DIR/output
@@ -92,11 +100,42 @@ static int move_down(int fd, long long from, long long to, long long n) {
     return 0;
 }
 
+// The directory for what outlives batond: DISK, made at the first call (its parent too, as the
+// attempt's directory under batond's runtime directory is: 0700), DIR without -s; NULL when
+// DISK cannot be made (the spool is then dropped, never moved to DIR's tmpfs).
+static const char *late_dir(void) {
+    if (!disk) return dir;
+    if (disk_made == 0) {
+        int made = mkdir(disk, 0700) == 0 || errno == EEXIST;
+        if (!made && errno == ENOENT) {
+            char parent[4096];
+            snprintf(parent, sizeof(parent), "%s", disk);
+            char *slash = strrchr(parent, '/');
+            if (slash && slash != parent) {
+                *slash = 0;
+                if (mkdir(parent, 0700) == 0 || errno == EEXIST) made = mkdir(disk, 0700) == 0 || errno == EEXIST;
+            }
+        }
+        disk_made = made ? 1 : -1;
+    }
+    return disk_made > 0 ? disk : NULL;
+}
+
+// batond's side is gone (a failed write, a hand-over, no reader left): from now on what is kept
+// is batond's next start's to read, on the disk (its directory made now, so that the next batond
+// finds the attempt even where the runtime directory does not outlive this one).
+static void lose_batond(void) {
+    if (gone) return;
+    gone = 1;
+    (void)late_dir();
+}
+
 // Keeps the spool to its last `limit` bytes: once it holds twice that, the last `limit` move to the front.
 static void spool_write(const char *data, size_t n) {
-    if (limit <= 0) return;
+    const char *place = late_dir();
+    if (limit <= 0 || !place) return;
     char path[4096];
-    snprintf(path, sizeof(path), "%s/output", dir);
+    snprintf(path, sizeof(path), "%s/output", place);
     if (spool < 0) {
         spool = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (spool < 0) return;
@@ -115,7 +154,7 @@ static void spool_write(const char *data, size_t n) {
 // One chunk from the child's stream `s`: to batond while it reads, else to the spool.
 static void relay(int s, const char *data, size_t n) {
     if (!gone && write_all(s == OUT ? 1 : s == ERR ? 2 : 3, data, n) == 0) return;
-    gone = 1;
+    lose_batond();
     if (s != PROGRESS) spool_write(data, n);
 }
 
@@ -125,7 +164,7 @@ static void relay(int s, const char *data, size_t n) {
 static void hand_over(int progress) {
     if (handing_over != 1) return;
     handing_over = 2;  // a second signal does it again: harmless
-    gone = 1;
+    lose_batond();
     int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     for (int fd = 1; fd <= (progress ? 3 : 2); fd++) {
         if (null >= 0) dup2(null, fd); else close(fd);
@@ -145,23 +184,46 @@ static int pump(int s, int fd, int reads) {
     return 1;
 }
 
+// Writes `line` as `place`/status (tmp + rename); 0 when it is there.
+static int write_status_in(const char *place, const char *line, int n) {
+    if (!place) return -1;
+    char tmp[4096], path[4096];
+    snprintf(tmp, sizeof(tmp), "%s/status.tmp", place);
+    snprintf(path, sizeof(path), "%s/status", place);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    // No fsync: the file must outlive batond, not the machine (a reboot ends the run anyway), and
+    // an fsync per run cost more than the rest of the shim (docs/benchmarks.md, "The shim").
+    int ok = write_all(fd, line, (size_t)n) == 0;
+    close(fd);
+    if (ok && rename(tmp, path) == 0) return 0;
+    unlink(tmp);
+    return -1;
+}
+
+// Whether batond still reads fd 1 (a pipe whose reader is gone polls POLLERR): one that crashed
+// while the child ran and was never written to since is seen here, so that the status goes where
+// a reboot does not erase it.
+static int batond_reads(void) {
+    struct pollfd out = { .fd = 1, .events = 0 };
+    return !(poll(&out, 1, 0) == 1 && (out.revents & (POLLERR | POLLNVAL)));
+}
+
 static void write_status(int status) {
     if (strcmp(dir, "-") == 0) return;
-    char tmp[4096], path[4096], line[4200];
-    snprintf(tmp, sizeof(tmp), "%s/status.tmp", dir);
-    snprintf(path, sizeof(path), "%s/status", dir);
+    char line[4200];
     // The first line as ever (a reader of it alone still sees exit 127); the exec's failure after it.
     int n = WIFSIGNALED(status) ? snprintf(line, sizeof(line), "signal %d\n", WTERMSIG(status))
           : exec_failed ? snprintf(line, sizeof(line), "exit %d\nexec-failed %d %s\n", WEXITSTATUS(status), exec_failed, argv0)
                         : snprintf(line, sizeof(line), "exit %d\n", WEXITSTATUS(status));
     if (n >= (int)sizeof(line)) { n = (int)sizeof(line) - 1; line[n - 1] = '\n'; }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return;
-    // No fsync: the file must outlive batond, not the machine (a reboot ends the run anyway), and
-    // an fsync per run cost more than the rest of the shim (docs/benchmarks.md, "The shim").
-    int ok = write_all(fd, line, (size_t)n) == 0;
-    close(fd);
-    if (ok) rename(tmp, path);
+    if (!gone && !batond_reads()) lose_batond();
+    // While batond reads: DIR (its tmpfs), the disk only if DIR refuses it; once it is gone: the disk first.
+    if (!gone) {
+        if (write_status_in(dir, line, n) != 0 && disk) write_status_in(late_dir(), line, n);
+    } else if (write_status_in(late_dir(), line, n) != 0 && disk) {
+        write_status_in(dir, line, n);
+    }
 }
 
 // Ends the way the child did: its exit code, or its signal (without a core of the shim's own).
@@ -202,8 +264,13 @@ fail:;
 }
 
 int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "-s") == 0) {
+        disk = argv[2];
+        argv += 2;
+        argc -= 2;
+    }
     if (argc < 5) {
-        fprintf(stderr, "usage: baton-shim DIR LIMIT PROGRAM ARGV0 [ARG...]\n");
+        fprintf(stderr, "usage: baton-shim [-s DISK] DIR LIMIT PROGRAM ARGV0 [ARG...]\n");
         return 125;
     }
     dir = argv[1];

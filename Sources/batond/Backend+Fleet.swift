@@ -36,9 +36,10 @@ extension Backend {
         // A keep that finds PostgreSQL down is tried again on the loop's timer (the run ends after it).
         let artifacts = FleetArtifacts(pool: pool, host: host, log: { Log.warning($0) }, reactor: reactor)
         runner.artifacts = Self.artifactSetup(config, database: database, host: host.name, keeper: artifacts)
-        // Each attempt under a shim (`DATABASE-shims-HOST`), as on one host: a stop, a restart or a
-        // crash leaves its runs to them, for this host's next start to take back within the lease.
-        runner.shim = Self.shim(database: database, suffix: "-" + host.name)
+        // Each attempt under a shim (its runtime place named after the database and the host, its disk's
+        // `DATABASE-shims-HOST`), as on one host: a stop, a restart or a crash leaves its runs to them,
+        // for this host's next start to take back within the lease.
+        runner.shim = Self.shim(database: database, host: host.name)
         var options = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                         watchersFedByFleet: true, lineSink: config.journalSink, storeDecidesHooks: true, storeCountsFailures: true)
         options.handsOver = true

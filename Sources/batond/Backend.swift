@@ -134,18 +134,22 @@ struct DaemonError: Error, CustomStringConvertible {
 }
 
 extension Backend {
-    /// `baton-shim` beside batond (or in /usr/libexec/baton), its attempts' directories beside the
-    /// database (`DATABASE-shims`, then `suffix`; an absolute path: the shim runs in the action's
-    /// working directory); logged, as is its absence: without it, every action runs as if
-    /// `survivesRestart: false`.
-    static func shim(database: String, suffix: String = "") -> ShimSetup? {
+    /// `baton-shim` beside batond (or in /usr/libexec/baton), its attempts' directories under a
+    /// safe runtime directory (`$RUNTIME_DIRECTORY`, else /run/baton), their spools and the ends
+    /// told once batond is gone beside the database (`DATABASE-shims`, a fleet host's
+    /// `DATABASE-shims-HOST`; all of it there without a safe runtime directory): `ShimSetup.place`.
+    /// Logged, as is its absence: without it, every action runs as if `survivesRestart: false`.
+    static func shim(database: String, host: String? = nil, runtime: String? = Environment.value("RUNTIME_DIRECTORY")) -> ShimSetup? {
         guard let executable = ShimSetup.findExecutable() else {
             Log.warning("baton-shim is not beside batond nor in /usr/libexec/baton: runs do not survive a restart of batond")
             return nil
         }
+        // An absolute path: the shim runs in the action's working directory.
         let absolute = database.hasPrefix("/") ? database : FileManager.default.currentDirectoryPath + "/" + database
-        let shim = ShimSetup(executable: executable, directory: absolute + "-shims" + suffix)
-        Log.info("runs that survive restarts run under \(executable), their shims' directories in \(shim.directory)")
+        let shim = ShimSetup.place(executable: executable, database: absolute, host: host, runtime: runtime)
+        // One line, its end the attempts' place (baton-bench reads it from "their shims' directories in ").
+        Log.info("runs that survive restarts run under \(executable), their spools once batond is gone in \(shim.disk), "
+            + "their shims' directories in \(shim.directory)")
         return shim
     }
 

@@ -136,6 +136,9 @@ final class Daemon: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
         process.arguments = launcher.dropFirst() + (launcher.isEmpty ? [] : [binary]) + ["--config", configPath, "--socket", socket, "--database", database]
         var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        // The shims' attempt directories beside the test's database (or under /run/baton where that is
+        // safe), not under a runtime directory the test runner inherited from systemd, unless the test sets one.
+        if environment["RUNTIME_DIRECTORY"] == nil { env["RUNTIME_DIRECTORY"] = nil }
         // A batond that traps (twice seen killed by a signal with an empty stderr under load)
         // prints its backtrace to the stderr the failure shows.
         // "stderr": batond's stderr is the journal's stream (its device:inode), as under systemd.

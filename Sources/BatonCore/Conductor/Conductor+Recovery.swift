@@ -36,7 +36,9 @@ extension Conductor {
             unfinished.pgid.flatMap { pgid in unfinished.pgidIdentity.map { ProcessGroup(pgid: pgid, identity: $0) } }
         }
         killed += TaggedProcesses.killUntilGone(instance: options.instance, runs: Set(lost.map(\.run.id)), groups: groups)
-        if let shim = runner?.shim { Self.removeShimDirectories(in: shim.directory, except: Set(adopted.compactMap { $0.surviving?.directory })) }
+        if let shim = runner?.shim {
+            Self.removeShimDirectories(of: shim, except: Set(adopted.flatMap { [$0.surviving?.directory, $0.surviving?.disk].compactMap { $0 } }))
+        }
         // The artifacts directories a crashed batond left, but the adopted attempts' (kept at their end).
         runner?.artifacts?.removeLeft(except: Set(adopted.compactMap { run in run.surviving.map { "\(run.unfinished.run.id)-\($0.attempt)" } }))
         var summary = await withCheckedContinuation { continuation in
@@ -60,31 +62,42 @@ extension Conductor {
         // The shim is the leader the history recorded: without its pid and identity, it cannot be told from a stranger.
         guard let shim, run.phase == .loading, let action = recovered.action, let pid = recovered.unfinished.pgid,
               let identity = recovered.unfinished.pgidIdentity,
-              let found = latestShimDirectory(of: run.id, in: shim.directory) else { return nil }
+              let found = latestShimDirectory(of: run.id, in: shim.places) else { return nil }
         let alive = ProcessGroup.startTime(of: pid) != nil && ProcessGroup.identity(of: pid) == identity
-        let record = ShimRecord.read(found.directory)
+        let disk = shim.disk(run: run.id, attempt: found.attempt)
+        let record = ShimRecord.read([found.directory, disk])
         let facts = ShimAdoption.Facts(phase: run.phase, survives: action.survivesRestart, shimDirectory: true,
                                        shimAlive: alive, statusKept: record.ended)
         switch ShimAdoption.decide(facts) {
         case .recover: return nil
         case .adopt, .collect:
-            return SurvivingAttempt(attempt: found.attempt, directory: found.directory, pid: pid, identity: identity, alive: alive,
-                                    outputTotal: recovered.unfinished.outputTotal ?? 0)
+            return SurvivingAttempt(attempt: found.attempt, directory: found.directory, disk: disk, pid: pid, identity: identity,
+                                    alive: alive, outputTotal: recovered.unfinished.outputTotal ?? 0)
         }
     }
 
-    /// The shim directories of runs not adopted (their processes killed above, or long ended).
-    static func removeShimDirectories(in directory: String, except kept: Set<String>) {
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where !kept.contains(directory + "/" + name) {
-            ShimRecord.remove(directory + "/" + name)
+    /// The shim directories of runs not adopted (their processes killed above, or long ended), in
+    /// every place (`ShimSetup.places`); the disk's place and the earlier runtime ones removed
+    /// once empty (one that holds an adopted attempt's, at a later start).
+    static func removeShimDirectories(of shim: ShimSetup, except kept: Set<String>) {
+        for place in shim.places {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: place)) ?? [] where !kept.contains(place + "/" + name) {
+                ShimRecord.remove(place + "/" + name)
+            }
+            if place != shim.directory { rmdir(place) }
         }
     }
 
-    /// The shim directory of a run's latest attempt (`RUN-ATTEMPT`), if any.
-    static func latestShimDirectory(of run: Int64, in directory: String) -> (directory: String, attempt: Int)? {
+    /// The shim directory of a run's latest attempt (`RUN-ATTEMPT`) in `places` (the first that
+    /// holds that attempt's: batond's runtime place, an earlier one, the disk), if any.
+    static func latestShimDirectory(of run: Int64, in places: [String]) -> (directory: String, attempt: Int)? {
         let prefix = "\(run)-"
-        let attempts = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { $0.hasPrefix(prefix) }.compactMap { Int($0.dropFirst(prefix.count)) }
-        return attempts.max().map { ("\(directory)/\(run)-\($0)", $0) }
+        var latest: (directory: String, attempt: Int)?
+        for place in places {
+            let attempts = ((try? FileManager.default.contentsOfDirectory(atPath: place)) ?? [])
+                .filter { $0.hasPrefix(prefix) }.compactMap { Int($0.dropFirst(prefix.count)) }
+            if let attempt = attempts.max(), attempt > latest?.attempt ?? 0 { latest = ("\(place)/\(run)-\(attempt)", attempt) }
+        }
+        return latest
     }
 }

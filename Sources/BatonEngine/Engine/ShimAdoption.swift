@@ -45,8 +45,11 @@ public enum ShimAdoption {
 /// its shim is and how much of its output the history already holds.
 public struct SurvivingAttempt: Sendable, Equatable {
     public var attempt: Int
-    /// The shim directory (`DATABASE-shims/RUN-ATTEMPT`).
+    /// The shim directory where it was found: under batond's runtime directory, or on the disk.
     public var directory: String
+    /// The attempt's directory on the disk (`DATABASE-shims/RUN-ATTEMPT`), where its shim keeps its
+    /// spool and a status written once batond is gone; `directory` itself where that is the disk's.
+    public var disk: String
     /// The shim's pid (the attempt's leader and process group) and identity, as the history recorded them.
     public var pid: Int32
     public var identity: String
@@ -55,9 +58,10 @@ public struct SurvivingAttempt: Sendable, Equatable {
     /// Bytes of the run's output the history holds (its output continues from there).
     public var outputTotal: Int64
 
-    public init(attempt: Int, directory: String, pid: Int32, identity: String, alive: Bool, outputTotal: Int64) {
+    public init(attempt: Int, directory: String, disk: String? = nil, pid: Int32, identity: String, alive: Bool, outputTotal: Int64) {
         self.attempt = attempt
         self.directory = directory
+        self.disk = disk ?? directory
         self.pid = pid
         self.identity = identity
         self.alive = alive
