@@ -60,7 +60,9 @@ struct FleetArtifactRetryTests {
         first()
         await down.kept.value
         // The run was told first; the record follows on the keeper's connection (closing it runs what is queued).
-        keeper.close()
+        // Bounded at 60 s, not the stop's 5: a new connection to the server just started took longer under load,
+        // and the close then gave the record up (the fleet suites under load: no notice).
+        keeper.close(timeout: .seconds(60))
         let list = try FleetArtifactRowsTests.list(try PGConnection(conninfo), run: 1)
         #expect(list.files.isEmpty)
         #expect(list.notices.count == 1, "\(list.notices) \(logged.withLock { $0 })")
@@ -96,7 +98,7 @@ struct FleetArtifactRetryTests {
             return first
         }
         #expect(told, "the run waited for PostgreSQL before it was told")
-        keeper.close()
+        keeper.close(timeout: .seconds(60))
         let list = try FleetArtifactRowsTests.list(try PGConnection(conninfo), run: 1)
         #expect(list.notices.first?.hasPrefix("attempt 1: no file kept: PostgreSQL could not take them (batond is stopping") == true,
                 "\(list.notices) \(logged.withLock { $0 })")
