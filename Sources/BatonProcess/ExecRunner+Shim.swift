@@ -106,11 +106,14 @@ public struct ShimRecord: Sendable, Equatable {
     /// Removes a shim directory and what is in it. Most hold only `status` (the shim renames
     /// `status.tmp` to it, and spools `output` only while batond is gone): that and the directory
     /// go first, the rest only when the directory is not empty then (two calls a run, not four).
-    public static func remove(_ directory: String) {
-        unlink(directory + "/status")
-        guard rmdir(directory) != 0, errno == ENOTEMPTY || errno == EEXIST else { return }
+    /// Whether a status was there.
+    @discardableResult
+    public static func remove(_ directory: String) -> Bool {
+        let hadStatus = unlink(directory + "/status") == 0
+        guard rmdir(directory) != 0, errno == ENOTEMPTY || errno == EEXIST else { return hadStatus }
         for name in ["status.tmp", "output"] { unlink(directory + "/" + name) }
         rmdir(directory)
+        return hadStatus
     }
 }
 
@@ -131,7 +134,7 @@ extension ExecRunner {
     /// is not there fails the start as it does without a shim. The directory is made under the
     /// runtime place, else on the disk; one that cannot be made at all (a full disk) runs the
     /// action without the shim: nil.
-    func shimmed(_ exec: [String], _ job: Job, _ shim: ShimSetup) -> Result<(prefix: [String], directory: String)?, SpawnFailure> {
+    func shimmed(_ exec: [String], _ job: Job, _ shim: ShimSetup) -> Result<(prefix: [String], directory: String, disk: String?)?, SpawnFailure> {
         var resolved = [CChar](repeating: 0, count: Int(PATH_MAX))
         var rc = baton_resolve_program(exec[0], &resolved, resolved.count)
         let program = rc == 0 ? String(cString: resolved) : exec[0]
@@ -154,7 +157,7 @@ extension ExecRunner {
         let bound = max(Int64(tailLimit), job.action.outputKeep)
         // `-s`: the disk's directory for the spool and a status written once batond is gone.
         let spool = directory == disk ? [] : ["-s", disk]
-        return .success(([shim.executable] + spool + [directory, String(bound), program], directory))
+        return .success(([shim.executable] + spool + [directory, String(bound), program], directory, directory == disk ? nil : disk))
     }
 
     /// Makes an attempt's shim directory, empty, in `place`. The place and a stale directory of

@@ -28,7 +28,7 @@ extension ExecRunner {
             case let .failure(why): return .failure(SpawnFailure(message: why.message))
             }
         }
-        var prefix: [String] = [], shimDirectory: String?, artifacts: ArtifactWork?
+        var prefix: [String] = [], shimDirectory: String?, shimDisk: String?, artifacts: ArtifactWork?
         switch makeArtifacts(job) {
         case let .success(work): artifacts = work
         case let .failure(why):
@@ -37,7 +37,7 @@ extension ExecRunner {
         }
         if let shim = shim(for: job) {
             switch shimmed(job.action.exec, job, shim) {
-            case let .success(made?): (prefix, shimDirectory) = (made.prefix, made.directory)
+            case let .success(made?): (prefix, shimDirectory, shimDisk) = (made.prefix, made.directory, made.disk)
             case .success(nil): break
             case let .failure(why):
                 if let hookOutput { unlink(hookOutput) }
@@ -57,6 +57,7 @@ extension ExecRunner {
         }
         if case var .success(spawned) = made {
             spawned.shimDirectory = shimDirectory
+            spawned.shimDisk = shimDisk
             spawned.artifacts = artifacts
             made = .success(spawned)
         }

@@ -72,7 +72,7 @@ extension ProcessAttempt {
         // (never a leader: a pid reused by another attempt's leader is that attempt's to reap).
         while case let child = baton_waitable_in_group(born.pid), child > 0, Self.reapIfOrphan(child) {}
         for member in state.access({ $0.machine.leftovers }) { _ = Self.reapIfOrphan(member) }
-        let (adoptedCgroup, adoptedDisk) = state.access { ($0.adoptedCgroup, $0.adoptedDisk) }
+        let (adoptedCgroup, adoptedDisk, shimDisk) = state.access { ($0.adoptedCgroup, $0.adoptedDisk, $0.shimDisk) }
         let (hookOutput, shimDirectory, keep, artifacts) = state.access { state -> (String?, String?, Bool, ArtifactWork?) in
             state.output.closeAll()
             state.watching = []
@@ -88,8 +88,10 @@ extension ProcessAttempt {
             let measured = cgroup.map { Self.finish($0, keep: keep) }
             if let hookOutput { unlink(hookOutput) }
             // A shim that exited 127 may say its action's program could not be executed: a failed start.
-            let unstarted = shimDirectory.flatMap { exitCode == 127 && signal == 0 ? ShimRecord.read($0).execFailureMessage : nil }
-            if let shimDirectory { ShimRecord.remove(shimDirectory) }
+            let places = [shimDirectory, shimDisk].compactMap { $0 }
+            let unstarted = exitCode == 127 && signal == 0 && !places.isEmpty ? ShimRecord.read(places).execFailureMessage : nil
+            // No status in the runtime directory (a full /run refused it): the shim put it on the disk; removed too.
+            if let shimDirectory, !ShimRecord.remove(shimDirectory), let shimDisk { ShimRecord.remove(shimDisk) }
             // An adopted attempt's directory on the disk, and the disk's place once empty, where it was
             // found under the runtime directory (a spawned one's is made only once batond is gone, or
             // where /run refused its status: the next start's recovery removes it).

@@ -14,8 +14,9 @@ extension ProcessAttempt {
         var tree: Tree
         var pipes: AttemptOutput.Pipes
         var hookOutput: String?
-        /// The attempt's shim directory, when it runs under `baton-shim`.
+        /// The attempt's shim directory, when it runs under `baton-shim`, and its directory on the disk (`-s`).
         var shimDirectory: String?
+        var shimDisk: String?
         /// The attempt's artifacts directory, for an action with `artifacts`.
         var artifacts: ArtifactWork?
     }
@@ -37,6 +38,7 @@ extension ProcessAttempt {
                 state.output = AttemptOutput(pipes: made.pipes, tailLimit: limit)
                 state.hookOutput = made.hookOutput
                 state.shimDirectory = made.shimDirectory
+                state.shimDisk = made.shimDisk
                 state.artifacts = made.artifacts
             }
             events(.started(made.group))

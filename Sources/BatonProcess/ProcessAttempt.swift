@@ -33,6 +33,8 @@ final class ProcessAttempt: Attempt {
         var hookOutput: String?
         /// The shim directory the attempt removes when it ends (its leader, the shim, told batond the status).
         var shimDirectory: String?
+        /// Its directory on the disk (`-s`), where the shim put a status the runtime directory refused.
+        var shimDisk: String?
         /// The attempt's artifacts directory: its files kept, then removed, at the end.
         var artifacts: ArtifactWork?
         /// The shim directory of an attempt a previous batond started (attached to, not spawned).

@@ -43,7 +43,7 @@ enum { OUT, ERR, PROGRESS, STREAMS };
 static int wake[2] = { -1, -1 };  // SIGCHLD's self-pipe
 static const char *dir;           // where the status goes while batond reads (and all, without -s)
 static const char *disk;          // -s DISK: the spool and a status written after batond went; NULL: DIR
-static int disk_made;             // 1: DISK is there, -1: it could not be made, 0: not tried yet
+static int disk_made;             // 1: DISK is there, 0: not yet (not tried, or could not be made)
 static long long limit;           // the spool's bound
 static int spool = -1;            // DIR/output, opened when batond is gone
 static long long spooled;         // bytes in DIR/output
@@ -61,10 +61,7 @@ static volatile sig_atomic_t handing_over;
 static void on_hand_over(int sig) { (void)sig; handing_over = 1; on_child(sig); }
 
 static void handle(int sig, void (*handler)(int)) {
-    struct sigaction action;
-    memset(&action, 0, sizeof(action));
-    action.sa_handler = handler;
-    action.sa_flags = SA_RESTART;
+    struct sigaction action = { .sa_handler = handler, .sa_flags = SA_RESTART };
     sigaction(sig, &action, NULL);
 }
 
@@ -73,8 +70,7 @@ static int write_all(int fd, const char *data, size_t n) {
         ssize_t w = write(fd, data, n);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) return -1;
-        data += w;
-        n -= (size_t)w;
+        data += w, n -= (size_t)w;
     }
     return 0;
 }
@@ -101,11 +97,11 @@ static int move_down(int fd, long long from, long long to, long long n) {
 }
 
 // The directory for what outlives batond: DISK, made at the first call (its parent too, as the
-// attempt's directory under batond's runtime directory is: 0700), DIR without -s; NULL when
-// DISK cannot be made (the spool is then dropped, never moved to DIR's tmpfs).
+// attempt's directory under batond's runtime directory is: 0700), DIR without -s; NULL while DISK
+// cannot be made (tried again at each call: a full disk frees up, a parent another attempt's end removed).
 static const char *late_dir(void) {
     if (!disk) return dir;
-    if (disk_made == 0) {
+    if (disk_made <= 0) {
         int made = mkdir(disk, 0700) == 0 || errno == EEXIST;
         if (!made && errno == ENOENT) {
             char parent[4096];
@@ -116,7 +112,7 @@ static const char *late_dir(void) {
                 if (mkdir(parent, 0700) == 0 || errno == EEXIST) made = mkdir(disk, 0700) == 0 || errno == EEXIST;
             }
         }
-        disk_made = made ? 1 : -1;
+        disk_made = made;
     }
     return disk_made > 0 ? disk : NULL;
 }
@@ -298,7 +294,8 @@ int main(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, &blocked, &before);
     pid_t child = fork();
     if (child == 0) run_child(pipes, report[1], argv[3], argv + 4, &before);
-    sigprocmask(SIG_SETMASK, &before, NULL);
+    // Its own signals unblocked whatever mask it was given (one blocking SIGURG never handed over).
+    sigprocmask(SIG_UNBLOCK, &blocked, NULL);
     if (child < 0) return 125;
     close(report[1]);
     int why = 0;
@@ -309,17 +306,20 @@ int main(int argc, char **argv) {
         exec_failed = why ? why : EINVAL;
         fprintf(stderr, "baton-shim: cannot run %s: %s\n", argv[3], strerror(why));
     }
-    struct pollfd watched[STREAMS + 1];
+    struct pollfd watched[STREAMS + 2];
     for (int s = 0; s < STREAMS; s++) {
         if (pipes[s][1] >= 0) close(pipes[s][1]);
         if (pipes[s][0] >= 0) fcntl(pipes[s][0], F_SETFL, O_NONBLOCK);
         watched[s] = (struct pollfd){ .fd = pipes[s][0], .events = POLLIN };
     }
     watched[STREAMS] = (struct pollfd){ .fd = wake[0], .events = POLLIN };
+    // batond's end of fd 1, for POLLERR alone: a batond that crashed while the child is silent is
+    // lost at once, its disk directory made now, so that any batond's recovery finds the attempt.
+    watched[STREAMS + 1] = (struct pollfd){ .fd = 1, .events = 0 };
     int status = 0, ended = 0;
     while (!ended) {
         // A second at most: a lost wake-up (SIGCHLD) never leaves the shim waiting for ever.
-        if (poll(watched, STREAMS + 1, 1000) < 0 && errno != EINTR) {
+        if (poll(watched, STREAMS + 2, 1000) < 0 && errno != EINTR) {
             while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
             break;
         }
@@ -329,6 +329,7 @@ int main(int argc, char **argv) {
                 watched[s].fd = -1;
             }
         }
+        if (watched[STREAMS + 1].revents & (POLLERR | POLLNVAL)) { lose_batond(); watched[STREAMS + 1].fd = -1; }
         char drain[64];
         while (read(wake[0], drain, sizeof(drain)) > 0) {}
         hand_over(pipes[PROGRESS][0] >= 0);

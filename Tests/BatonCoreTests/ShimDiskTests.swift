@@ -76,4 +76,81 @@ struct ShimDiskTests {
         #expect(status == 6)
         #expect(ShimRecord.read(disk).exitCode == 6)
     }
+
+    /// The shim running `sh -c script FIFO` (the script blocks on `cat "$0"` until the test opens
+    /// the FIFO), DIR made, DISK not; batond's side has read the first line and closed (or, with
+    /// `keepReading`, keeps its end open, unread).
+    static func blockedAfterFirstLine(_ script: String, scratch: String, keepReading: Bool = false) throws
+        -> (process: Process, fifo: String, directory: String, disk: String, reader: FileHandle) {
+        let directory = scratch + "/run/shims-x/1-1", disk = scratch + "/db-shims/1-1", fifo = scratch + "/gate"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
+        process.arguments = ["-s", disk, directory, "1000", "/bin/sh", "sh", "-c", script, fifo]
+        var ends: [Int32] = [-1, -1]
+        #expect(baton_pipe(&ends) == 0)
+        let reader = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
+        let writer = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+        process.standardOutput = writer
+        process.standardError = writer
+        try process.run()
+        try writer.close()
+        var first = [UInt8]()
+        while first.last != 10, let byte = try reader.read(upToCount: 1)?.first { first.append(byte) }
+        if !keepReading { try reader.close() }
+        return (process, fifo, directory, disk, reader)
+    }
+
+    /// Lets the script's `cat` end (opens the FIFO for writing and closes it) and waits for the shim.
+    static func release(_ process: Process, _ fifo: String) -> Int32 {
+        let fd = open(fifo, O_WRONLY)
+        if fd >= 0 { close(fd) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Whether `condition` holds within 20 s (a bound against a hang; looked at every 10 ms).
+    static func within(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<2_000 {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    @Test("batond gone while the action is silent and still running: the disk's directory is made at once (review-shimplace4 1: a batond with another runtime directory then finds the attempt), the status goes there at the end")
+    func goneWhileRunning() throws {
+        let scratch = NSTemporaryDirectory() + "baton-shimdisk-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let (process, fifo, directory, disk, _) = try Self.blockedAfterFirstLine("echo first; cat \"$0\" > /dev/null; exit 7", scratch: scratch)
+        let made = Self.within { FileManager.default.fileExists(atPath: disk) }
+        #expect(made, "no directory on the disk while the action ran, batond gone")
+        #expect(Self.release(process, fifo) == 7)
+        #expect(ShimRecord.read(disk).exitCode == 7)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/status"))
+    }
+
+    @Test("the disk's directory cannot be made at a hand-over (a file in its parent's place), then can: made at the next write, the rest of the output spooled and the status there (review-shimplace4 2)")
+    func diskRefusedThenFree() throws {
+        let scratch = NSTemporaryDirectory() + "baton-shimdisk-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: scratch + "/db-shims", contents: Data()))
+        let (process, fifo, directory, disk, reader) = try Self.blockedAfterFirstLine("echo first; cat \"$0\" > /dev/null; echo later; exit 4",
+                                                                                   scratch: scratch, keepReading: true)
+        defer { try? reader.close() }
+        // The hand-over: the shim loses batond (its disk directory tried then, refused), then puts
+        // /dev/null on its fd 1. Once it has, the place is freed.
+        kill(process.processIdentifier, SIGURG)
+        let handedOver = Self.within {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.processIdentifier)/fd/1")) == "/dev/null"
+        }
+        #expect(handedOver, "the shim did not hand over: \((try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? "")")
+        try FileManager.default.removeItem(atPath: scratch + "/db-shims")
+        #expect(Self.release(process, fifo) == 4)
+        let record = ShimRecord.read(disk)
+        #expect(record.exitCode == 4 && String(decoding: record.output, as: UTF8.self) == "later\n", "\(record)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/status"))
+    }
 }
