@@ -46,9 +46,12 @@ struct ShimDiskTests {
 
     @Test("batond gone after the first line: the spool and the status on the disk (directory and parent made 0700), none in the runtime directory")
     func gone() throws {
-        let (status, directory, disk, scratch) = try Self.shim("echo first; sleep 0.2; echo later; echo oops >&2; exit 4", closeEarly: true)
+        let scratch = NSTemporaryDirectory() + "baton-shimdisk-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        #expect(status == 4)
+        // The rest is written only once batond's side has closed (the gate), whatever the load.
+        let (process, fifo, directory, disk, _) = try Self.blockedAfterFirstLine(
+            "echo first; cat \"$0\" > /dev/null; echo later; echo oops >&2; exit 4", scratch: scratch)
+        #expect(Self.release(process, fifo) == 4)
         let record = ShimRecord.read(disk)
         #expect(record.exitCode == 4 && String(decoding: record.output, as: UTF8.self) == "later\noops\n", "\(record)")
         for name in ["status", "output"] { #expect(!FileManager.default.fileExists(atPath: directory + "/" + name), "\(name) on the tmpfs") }
@@ -62,9 +65,10 @@ struct ShimDiskTests {
 
     @Test("batond gone while the action is silent (a crash between two writes): the status still goes to the disk")
     func goneSilent() throws {
-        let (status, directory, disk, scratch) = try Self.shim("echo first; sleep 0.3; exit 5", closeEarly: true)
+        let scratch = NSTemporaryDirectory() + "baton-shimdisk-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        #expect(status == 5)
+        let (process, fifo, directory, disk, _) = try Self.blockedAfterFirstLine("echo first; cat \"$0\" > /dev/null; exit 5", scratch: scratch)
+        #expect(Self.release(process, fifo) == 5)
         #expect(ShimRecord.read(disk).exitCode == 5)
         #expect(!FileManager.default.fileExists(atPath: directory + "/status"))
     }
