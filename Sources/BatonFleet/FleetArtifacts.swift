@@ -105,7 +105,9 @@ public final class FleetArtifacts: ArtifactKeeper {
     func giveUp(run: Int64, attempt: Int, _ why: String, toldFirst: Bool, done: @escaping @Sendable () -> Void) {
         log("the artifacts of run \(run) (attempt \(attempt)) could not be kept on PostgreSQL: \(why)")
         let notice = "attempt \(attempt): no file kept: PostgreSQL could not take them (\(why))"
-        if toldFirst { done() }
+        // Queued before the run is told (`toldFirst`): a stop that closes this connection once the
+        // run ended runs what is queued; told first, the record came after the close and was refused.
+        defer { if toldFirst { done() } }
         connection.submit({ [host] db in
             // What it began goes now (the next keep's sweep would remove it too).
             try FleetArtifactRows.removeBegun(run: run, attempt: attempt, incarnation: host.incarnation, on: db)
