@@ -66,7 +66,8 @@ public final class FleetLease: Sendable {
         public var runs: [Int64] = []
         public var killed = 0
         public var requeued = 0
-        /// Their loading runs taken back within their lease, for the conductor to adopt by their shims (`FleetTakeBack`).
+        /// Their loading runs taken back within their lease, for the conductor to adopt by their shims
+        /// (`FleetTakeBack`), and their retrying runs, for it to resume waiting to retry (`resumable`).
         public var adopted: [UnfinishedRun] = []
         /// The tags their processes carry (this start's among them): what ends their guards.
         public var instances: Set<String> = []
@@ -77,11 +78,13 @@ public final class FleetLease: Sendable {
     /// `adoptable` says a shim keeps are taken back (moved to this incarnation, for the conductor to
     /// adopt); every other process of this host's runs is killed (by the tag each previous start
     /// recorded, and this start's: a run another host took over included), then the rest of
-    /// their runs taken over. A join tried again finds the runs an earlier try took back already
+    /// their runs taken over. Their retrying runs that `resumable` says one machine's restart
+    /// resumes are moved here too, for the conductor to wait out their backoff. A join tried again finds the runs an earlier try took back already
     /// this incarnation's: they are taken back still, never killed.
     /// `killCgroups` kills what the attempts' cgroups hold but the spared runs' (with the tag
     /// kill, before any run ends), in this start's subtree and those of the other tags given.
     public func recoverOwnHost(instance: String, adoptable: (UnfinishedRun) -> Bool = { _ in false },
+                               resumable: (UnfinishedRun) -> Bool = { _ in false },
                                killCgroups: ([UnfinishedRun], Set<String>) -> Int = { _, _ in 0 }, on db: PGConnection) throws -> Recovered {
         let previous = try db.query("""
             SELECT DISTINCT incarnation FROM runs WHERE host = $1 AND incarnation <> $2 AND phase IN ('queued', 'loading', 'retrying')
@@ -105,7 +108,8 @@ public final class FleetLease: Sendable {
         let spared = Set((Array(candidates.values.joined()) + mine).map(\.run.id))
         recovered.killed = killCgroups(Array(candidates.values.joined()) + mine, recovered.instances.subtracting([instance]))
             + recovered.instances.sorted().reduce(0) { $0 + TaggedProcesses.killUntilGone(instance: $1, runs: nil, except: spared) }
-        recovered.adopted = mine
+        // Retrying runs an earlier try moved here wait out their backoff too.
+        recovered.adopted = mine + (try FleetTakeBack.retryingRuns(of: host.incarnation, on: db).filter(resumable))
         for dead in previous {
             let actions = coordinator.conductor.configuredActions()
             let locks = try FleetTakeover.locks([dead], actions: actions, on: db)
@@ -116,6 +120,12 @@ public final class FleetLease: Sendable {
                     let moved = try FleetTakeBack.move(runs.map(\.run.id), from: dead, to: host, on: db)
                     adopted = runs.filter { moved.contains($0.run.id) }
                 }
+                // A run waiting to retry that one machine's restart resumes (`resumable`: the engine's
+                // `RecoveryDecision.mayResumeRetrying`) waits out its backoff here, its due time from its
+                // `retrying` transition. No process of it lives: the lease need not hold, the move is fenced.
+                let retrying = try FleetTakeBack.retryingRuns(of: dead, on: db).filter(resumable)
+                let resumed = try FleetTakeBack.move(retrying.map(\.run.id), from: dead, to: host, phase: .retrying, on: db)
+                adopted += retrying.filter { resumed.contains($0.run.id) }
                 let summary = try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
                                                          by: host, actions: actions, on: db)
                 recovered.requeued += summary.requeued.count + summary.adopted.count

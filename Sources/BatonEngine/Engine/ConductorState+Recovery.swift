@@ -29,8 +29,7 @@ extension ConductorState {
             let action = recovered.action
             let facts = RecoveryDecision.Facts(
                 phase: run.phase, actionKnown: action != nil, surviving: recovered.surviving != nil,
-                mayResumeRetrying: action.map { run.phase == .retrying && recovered.unfinished.retryDue != nil
-                    && Self.mayResumeRetrying(recovered.unfinished, $0) } ?? false,
+                mayResumeRetrying: RecoveryDecision.mayResumeRetrying(recovered.unfinished, action),
                 restarts: action?.onInterrupt == .restart, secret: action?.secretParams.isEmpty == false)
             switch (RecoveryDecision.decide(facts), action) {
             case (.drop, _), (_, nil):
