@@ -55,13 +55,14 @@ enum FleetTakeBack {
         }
     }
 
-    enum RetryingPart: Hashable, Sendable { case seq, due }
+    enum RetryingPart: Hashable, Sendable { case seq, due, outputTotal }
     /// A retrying run with its last seq and when its next attempt is due: its last `retrying`
     /// transition's time plus its backoff, as one machine's history tells it (`History.recoverableState`).
     static let retryingColumns = FleetSelect<RetryingPart>(run: nil, [
         (.seq, ["last_seq"]),
         (.due, ["(SELECT t.at + coalesce((t.detail::jsonb ->> 'backoff')::bigint, 0) FROM transitions t "
                 + "WHERE t.run_id = runs.id AND t.to_phase = 'retrying' ORDER BY t.seq DESC LIMIT 1)"]),
+        (.outputTotal, ["(SELECT total FROM output_totals o WHERE o.run_id = runs.id)"]),
     ])
 
     /// The retrying runs of `dead` that no hook made (a hook's run is told the output of the run
@@ -72,6 +73,7 @@ enum FleetTakeBack {
             """, [dead]).rows.map { row in
             var unfinished = UnfinishedRun(run: FleetRows.run(row), lastSeq: Int(retryingColumns.value(row, .seq) ?? "") ?? 1)
             unfinished.retryDue = retryingColumns.value(row, .due).flatMap { Int64($0) }.map(Timestamp.init(rawValue:))
+            unfinished.outputTotal = retryingColumns.value(row, .outputTotal).flatMap { Int64($0) }
             return unfinished
         }
     }

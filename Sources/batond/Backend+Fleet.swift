@@ -174,8 +174,7 @@ extension Backend {
                             $0 + CgroupHierarchy(directory: base + "/" + CgroupHierarchy.subtreeName(instance: $1)).removeAll()
                         }
                     }
-                    return (try lease.recoverOwnHost(instance: instance, adoptable: conductor.mayAdopt,
-                                                             resumable: conductor.mayResumeRetrying, killCgroups: killCgroups, on: db),
+                    return (try lease.recoverOwnHost(instance: instance, adoptable: conductor.mayAdopt, killCgroups: killCgroups, on: db),
                             FleetDefinitions.mismatches(mine: fingerprints, others: others))
                 }
                 for mismatch in mismatches { Log.warning("\(mismatch); make the hosts' configs agree") }

@@ -55,12 +55,6 @@ extension Conductor {
         return Self.surviving(RecoveredRun(unfinished, action: action), shim: (options.execRunner as? ExecRunner)?.shim) != nil
     }
 
-    /// Whether `recover` would resume a previous daemon's retrying run, waiting out the rest of its
-    /// backoff (`RecoveryDecision.mayResumeRetrying`): a fleet host takes back only those of its previous start.
-    public func mayResumeRetrying(_ unfinished: UnfinishedRun) -> Bool {
-        RecoveryDecision.mayResumeRetrying(unfinished, shared.withLock { $0.actions[unfinished.run.action] })
-    }
-
     /// The facts of one unfinished run's shim, and what `ShimAdoption` decides of them: its
     /// surviving attempt, or nil (recovered as before).
     static func surviving(_ recovered: RecoveredRun, shim: ShimSetup?) -> SurvivingAttempt? {
