@@ -9,16 +9,14 @@ import Testing
 /// the status go to DISK (made by the shim), never to DIR's tmpfs.
 @Suite("Shim: the disk's directory", .serialized, .offPool)
 struct ShimDiskTests {
-    /// The shim running `sh -c script` with DIR made and DISK (`PLACE/RUN-ATTEMPT`) not; batond's
-    /// side reads the first line, then closes (`closeEarly`) or reads to the end.
-    static func shim(_ script: String, closeEarly: Bool, removing: Bool = false) throws -> (status: Int32, directory: String, disk: String, scratch: String) {
-        let scratch = NSTemporaryDirectory() + "baton-shimdisk-\(UUID().uuidString)"
-        let directory = scratch + "/run/shims-x/1-1", disk = scratch + "/db-shims/1-1"
+    /// Starts the shim as `baton-shim -s disk directory 1000 /bin/sh sh -c script arguments...` with
+    /// `directory` made and `disk` not, its stdout and stderr one pipe whose first line is read
+    /// here; the pipe's reading end is returned open (batond's side).
+    static func launch(_ script: String, directory: String, disk: String, arguments: [String]) throws -> (Process, FileHandle) {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
-        // `removing`: the runtime directory is the script's $0, for it to remove.
-        process.arguments = ["-s", disk, directory, "1000", "/bin/sh", "sh", "-c", script] + (removing ? [directory] : [])
+        process.arguments = ["-s", disk, directory, "1000", "/bin/sh", "sh", "-c", script] + arguments
         // Both ends close-on-exec: no process another test spawns meanwhile keeps a reader of it.
         var ends: [Int32] = [-1, -1]
         #expect(baton_pipe(&ends) == 0)
@@ -30,14 +28,24 @@ struct ShimDiskTests {
         try writer.close()
         var first = [UInt8]()
         while first.last != 10, let byte = try reader.read(upToCount: 1)?.first { first.append(byte) }
-        if closeEarly { try reader.close() } else { _ = try reader.readToEnd() }
+        return (process, reader)
+    }
+
+    /// The shim running `sh -c script` with DIR made and DISK (`PLACE/RUN-ATTEMPT`) not; batond's
+    /// side reads everything to the end.
+    static func shim(_ script: String, removing: Bool = false) throws -> (status: Int32, directory: String, disk: String, scratch: String) {
+        let scratch = NSTemporaryDirectory() + "baton-shimdisk-\(UUID().uuidString)"
+        let directory = scratch + "/run/shims-x/1-1", disk = scratch + "/db-shims/1-1"
+        // `removing`: the runtime directory is the script's $0, for it to remove.
+        let (process, reader) = try launch(script, directory: directory, disk: disk, arguments: removing ? [directory] : [])
+        _ = try reader.readToEnd()
         process.waitUntilExit()
         return (process.terminationStatus, directory, disk, scratch)
     }
 
     @Test("batond reading: the status in the runtime directory, nothing on the disk (not even its directory)")
     func connected() throws {
-        let (status, directory, disk, scratch) = try Self.shim("echo first; echo more; exit 3", closeEarly: false)
+        let (status, directory, disk, scratch) = try Self.shim("echo first; echo more; exit 3")
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         #expect(status == 3)
         #expect(ShimRecord.read(directory).exitCode == 3)
@@ -75,7 +83,7 @@ struct ShimDiskTests {
 
     @Test("a runtime directory that refuses the status (removed under the shim): the status goes to the disk")
     func runtimeRefuses() throws {
-        let (status, _, disk, scratch) = try Self.shim("echo first; rm -rf \"$0\"; exit 6", closeEarly: false, removing: true)
+        let (status, _, disk, scratch) = try Self.shim("echo first; rm -rf \"$0\"; exit 6", removing: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         #expect(status == 6)
         #expect(ShimRecord.read(disk).exitCode == 6)
@@ -87,21 +95,9 @@ struct ShimDiskTests {
     static func blockedAfterFirstLine(_ script: String, scratch: String, keepReading: Bool = false) throws
         -> (process: Process, fifo: String, directory: String, disk: String, reader: FileHandle) {
         let directory = scratch + "/run/shims-x/1-1", disk = scratch + "/db-shims/1-1", fifo = scratch + "/gate"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         #expect(mkfifo(fifo, 0o600) == 0)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
-        process.arguments = ["-s", disk, directory, "1000", "/bin/sh", "sh", "-c", script, fifo]
-        var ends: [Int32] = [-1, -1]
-        #expect(baton_pipe(&ends) == 0)
-        let reader = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
-        let writer = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
-        process.standardOutput = writer
-        process.standardError = writer
-        try process.run()
-        try writer.close()
-        var first = [UInt8]()
-        while first.last != 10, let byte = try reader.read(upToCount: 1)?.first { first.append(byte) }
+        let (process, reader) = try launch(script, directory: directory, disk: disk, arguments: [fifo])
         if !keepReading { try reader.close() }
         return (process, fifo, directory, disk, reader)
     }
