@@ -60,26 +60,16 @@ struct FleetNeedsApprovalTests {
         try #require(geteuid() == 0, "needs root to add users")
         let team = try Team()
         let conninfo = try Postgres.server().database()
-        let hosts = try Self.fleet(team, actions: """
+        let (hosts, db, gated) = try Self.gatedAfterAnnsBuild(team, conninfo: conninfo, actions: """
             build: { exec: ["true"], on: { success: "ship" } },
             ship: { exec: ["true"], needs: ["gated"] },
             gated: { exec: ["true"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
-            """, conninfo: conninfo)
+            """)
         defer { for host in hosts { host.stop() } }
-        let db = try PGConnection(conninfo)
-        let build = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "build", "--detach", "--json"))
-        #expect(try hosts[0].baton("wait", build).code == 0)
-        var gated: String?
-        try Eventually.until("ship's needs asked (a gated run made)") {
-            gated = try db.query("SELECT id FROM runs WHERE action = 'gated'").first?[0] ?? nil
-            return gated != nil
-        }
         let run = try #require(gated)
         let origin = try db.query("SELECT origin_uid FROM approvals WHERE run_id = $1", [run]).first?[0] ?? nil
         #expect(origin != nil, "gated's approval lost its origin behind the hook")
-        let own = try team.baton(team.ann, hosts[1], "approve", run)
-        #expect(own.code == 77 && own.stderr.contains("may not approve it"), "exit \(own.code): \(own.stderr)")
-        #expect(try team.baton(team.ben, hosts[1], "approve", run).code == 0)
+        try Self.onlyBenApproves(team, hosts[1], run: run)
         let ship = try #require(try db.query("SELECT id FROM runs WHERE action = 'ship'").first?[0].flatMap { Int64($0) })
         #expect(try FleetTests.wait(hosts[0], run: ship)?.phase == .success)
     }
@@ -89,25 +79,39 @@ struct FleetNeedsApprovalTests {
         try #require(geteuid() == 0, "needs root to add users")
         let team = try Team()
         let conninfo = try Postgres.server().database()
-        let hosts = try Self.fleet(team, actions: """
+        let (hosts, _, gated) = try Self.gatedAfterAnnsBuild(team, conninfo: conninfo, actions: """
             build: { exec: ["true"], on: { success: "ship" } },
             ship: { exec: ["true"], needs: ["stage"] },
             stage: { exec: ["true"], on: { success: "gated" } },
             gated: { exec: ["true"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
-            """, conninfo: conninfo)
+            """)
         defer { for host in hosts { host.stop() } }
+        guard let run = gated else { return }
+        try Self.onlyBenApproves(team, hosts[1], run: run)
+        #expect(try FleetTests.wait(hosts[0], run: Int64(run)!)?.phase == .success)
+    }
+
+    /// A fleet of `team` with `actions`, ann's `build` triggered on web-1 and waited for: the
+    /// fleet, a connection to its database, and the id of the `gated` run its chain made (nil,
+    /// recorded, when none came).
+    static func gatedAfterAnnsBuild(_ team: Team, conninfo: String, actions: String) throws -> (hosts: [Daemon], db: PGConnection, run: String?) {
+        let hosts = try Self.fleet(team, actions: actions, conninfo: conninfo)
         let db = try PGConnection(conninfo)
         let build = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "build", "--detach", "--json"))
         #expect(try hosts[0].baton("wait", build).code == 0)
         var gated: String?
-        guard try Eventually.until("stage's success fired gated", {
+        _ = try Eventually.until("build's chain made a gated run") {
             gated = try db.query("SELECT id FROM runs WHERE action = 'gated'").first?[0] ?? nil
             return gated != nil
-        }), let run = gated else { return }
-        let own = try team.baton(team.ann, hosts[1], "approve", run)
+        }
+        return (hosts, db, gated)
+    }
+
+    /// ann, whose trigger the run came from, may not approve it (77); ben may.
+    static func onlyBenApproves(_ team: Team, _ host: Daemon, run: String) throws {
+        let own = try team.baton(team.ann, host, "approve", run)
         #expect(own.code == 77 && own.stderr.contains("may not approve it"), "exit \(own.code): \(own.stderr)")
-        #expect(try team.baton(team.ben, hosts[1], "approve", run).code == 0)
-        #expect(try FleetTests.wait(hosts[0], run: Int64(run)!)?.phase == .success)
+        #expect(try team.baton(team.ben, host, "approve", run).code == 0)
     }
 
     @Test("fleet migration 26 fills the origin of the runs unfinished at the upgrade (their trigger's, else up their hooks and the runs that need them); finished runs keep none")
