@@ -60,8 +60,8 @@ struct FleetArtifactRetryTests {
         first()
         await down.kept.value
         // The run was told first; the record follows on the keeper's connection (closing it runs what is queued).
-        // Bounded at 60 s, not the stop's 5: a new connection to the server just started took longer under load,
-        // and the close then gave the record up (the fleet suites under load: no notice).
+        // The record is queued before the run is told (`FleetArtifacts.giveUp`), and a close runs what is
+        // queued: bounded at 60 s (against a hang), not the stop's 5, so a slow new connection under load is waited for.
         keeper.close(timeout: .seconds(60))
         let list = try FleetArtifactRowsTests.list(try PGConnection(conninfo), run: 1)
         #expect(list.files.isEmpty)
