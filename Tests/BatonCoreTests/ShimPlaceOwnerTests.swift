@@ -69,4 +69,22 @@ struct ShimPlaceOwnerTests {
         #expect(ShimDiskTests.release(process, fifo) == 4)
         #expect(ShimRecord.read(disk).exitCode == 4)
     }
+
+    @Test("recovery neither reads nor empties an attempt's place that is a symlink: the link goes, what it points at stays")
+    func recoveryIgnoresSymlink() throws {
+        let scratch = NSTemporaryDirectory() + "baton-shimowner-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let elsewhere = scratch + "/elsewhere", planted = scratch + "/db-shims/1-1"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: planted.parentPath, withIntermediateDirectories: true)
+        for (name, text) in [("status", "exit 0\n"), ("output", "secret\n")] {
+            #expect(FileManager.default.createFile(atPath: elsewhere + "/" + name, contents: Data(text.utf8)))
+        }
+        #expect(symlink(elsewhere, planted) == 0)
+        let record = ShimRecord.read([planted])
+        #expect(record.exitCode == nil && record.output.isEmpty, "\(record)")
+        #expect(!ShimRecord.remove(planted))
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: planted)) == nil, "the planted link is still there")
+        #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: elsewhere)) ?? []) == ["status", "output"])
+    }
 }
