@@ -157,6 +157,13 @@ struct KeyDecisionNeedsTableTests {
         #expect(opening.statements[2].parameters == [#"{"build","compile","deploy"}"#])
     }
 
+    @Test("a hook's keys, locked by the end's transaction with its own in key order, include the keys its needs are decided on")
+    func hookLocksNeededKeys() {
+        let row = Case(name: "", deeper: true)
+        #expect(FleetHooks.locked(HookTarget(action: row.trigger.action, params: [:])) == ["deploy", "build", "compile"])
+        #expect(FleetHooks.locked(HookTarget(action: row.compile, params: [:])) == ["compile"])
+    }
+
     @Test("a trigger of an action without needs opens its batch with its own key and action only")
     func noNeedsReadsNoMore() {
         let trigger = Trigger(action: Action(name: "deploy", exec: ["true"]), key: "deploy", policy: .reject, params: [:], peer: nil)
