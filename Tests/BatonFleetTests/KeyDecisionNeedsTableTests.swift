@@ -148,6 +148,28 @@ struct KeyDecisionNeedsTableTests {
         }
     }
 
+    @Test("a need's own ask (a waiting run asks build, which needs compile, paused) is not refused up front: build's run is made, as one host's triggerNeed makes it (review-fleetneeds11 1)")
+    func needAskNotRefused() {
+        let row = Case(name: "ask", deeper: true)
+        var ask = Trigger(action: row.build, key: "build", policy: .join, params: [:], peer: nil)
+        ask.neededBy = 9
+        let draft = TriggerBatch.decide([TriggerBatch.Entry(trigger: ask)], row.rows, me: "me")
+        let decided = draft.taking(draft.ids == 0 ? [] : [50])
+        guard case .created? = decided.outcomes.first else {
+            Issue.record("the ask was decided \(String(describing: decided.outcomes.first))")
+            return
+        }
+        #expect(draft.ids == 1)
+        // A plain trigger of build is refused so, naming compile.
+        let plain = TriggerBatch.decide([TriggerBatch.Entry(trigger: Trigger(action: row.build, key: "build", policy: .join, params: [:], peer: nil))],
+                                        row.rows, me: "me")
+        guard case let .needRefused(refusal)? = plain.taking([]).outcomes.first else {
+            Issue.record("a plain trigger of build was not refused")
+            return
+        }
+        #expect(refusal.target == "compile")
+    }
+
     @Test("the keys the rule may read: each needed key, recursively, once; none for an action without needs")
     func neededKeys() {
         let row = Case(name: "", deeper: true)

@@ -55,6 +55,33 @@ struct FleetNeedsApprovalTests {
         #expect((ran.startedAt?.rawValue ?? 0) >= (needed.first?[2].flatMap { Int64($0) } ?? .max), "deploy started before build ended")
     }
 
+    @Test("needs refused at their ask, not at the trigger (the need paused while the run waited for its yes): ship fails naming compile; deploy's need build is made as on one host (its own need refused then) and fails, and deploy with it (review-fleetneeds11 1)")
+    func refusedAtAsk() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let conninfo = try Postgres.server().database()
+        let approve = #"approve: { by: ["group:\#(team.group)"], timeout: "1h" }"#
+        let hosts = try Self.fleet(team, actions: """
+            compile: { exec: ["true"] },
+            build: { exec: ["true"], needs: ["compile"] },
+            deploy: { exec: ["true"], needs: ["build"], \(approve) },
+            ship: { exec: ["true"], needs: ["compile"], \(approve) },
+            """, conninfo: conninfo)
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        let deploy = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "--detach", "--json"))
+        let ship = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "ship", "--detach", "--json"))
+        #expect(try hosts[1].baton("pause", "compile", "--reason", "new compiler").code == 0)
+        for run in [deploy, ship] { #expect(try team.baton(team.ben, hosts[1], "approve", run).code == 0) }
+        let shipped = try #require(try FleetTests.wait(hosts[0], run: Int64(ship)!))
+        #expect(shipped.phase == .failure && (shipped.error ?? "").hasPrefix("needs compile: compile is paused by "), "\(shipped)")
+        let deployed = try #require(try FleetTests.wait(hosts[1], run: Int64(deploy)!))
+        #expect(deployed.phase == .failure && (deployed.error ?? "").hasPrefix("needs build: run "), "\(deployed)")
+        let builds = try db.query("SELECT phase, error FROM runs WHERE action = 'build'").rows
+        #expect(builds.count == 1 && builds.first?[0] == "failure" && (builds.first?[1] ?? nil)?.hasPrefix("needs compile: compile is paused") == true,
+                "build's run: \(builds)")
+    }
+
     @Test("ann's build fires ship (a hook's run, no caller) which needs gated (approve, self: false): gated's approval keeps ann as its origin; she may not approve it (77), ben may")
     func neededApprovalKeepsOrigin() throws {
         try #require(geteuid() == 0, "needs root to add users")

@@ -180,8 +180,9 @@ extension KeyDecision {
             return .debounced(run: run)
         case let .created(made, window):
             // A need that would be refused refuses the trigger before anything is stopped or made,
-            // decided on the needed keys as the batch left them.
-            if !trigger.action.needs.isEmpty,
+            // decided on the needed keys as the batch left them. Not a need's own ask (a waiting run
+            // asking its need): as one host's `triggerNeed`, its run is made and its needs asked in turn.
+            if trigger.neededBy == nil, !trigger.action.needs.isEmpty,
                let refusal = needRefusal(trigger.action, params: trigger.params, at: state.now, facts: { key, action in
                    facts(action, key: key, state.slots[key] ?? KeySlot(), delivered: nil, slotRun: nil, state)
                }, fingerprint: fingerprint) {
