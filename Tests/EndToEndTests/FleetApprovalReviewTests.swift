@@ -5,7 +5,7 @@ import Testing
 
 /// The review's findings on approvals across a fleet (issue 40 item 5): read checked on the
 /// database's row, the self rule followed up any number of hooks, no decision after the wait's
-/// end, waits waived when a reload removes `approve`. Needs root (it adds a group and two users).
+/// end, waits waived when a takeover (not a reload) finds `approve` removed. Needs root (it adds a group and two users).
 @Suite("End to end: approvals across a fleet, the review's findings", .serialized, .offPool)
 struct FleetApprovalReviewTests {
     typealias Team = ApprovalEndToEndTests.Team
@@ -111,8 +111,8 @@ struct FleetApprovalReviewTests {
         #expect(FleetApprovalTests.lines(marker).isEmpty, "never ran")
     }
 
-    @Test("a reload that removes approve from deploy on both hosts: ann's waiting run is waived (recorded) and runs, the key freed")
-    func waivedOnReload() throws {
+    @Test("a reload that removes approve from deploy on both hosts waives nothing (ann's run keeps the definition it was triggered with); web-1's restart, which takes its previous start's runs over, waives it (recorded) and it runs, the key freed")
+    func waivedAtRestartNotReload() throws {
         try #require(geteuid() == 0, "needs root to add users")
         let team = try Team()
         let marker = NSTemporaryDirectory() + "baton-fleet-approve-waive-\(UUID().uuidString)"
@@ -121,18 +121,30 @@ struct FleetApprovalReviewTests {
         let hosts = try FleetApprovalTests.fleet(team, marker: marker, conninfo: conninfo)
         defer { for host in hosts { host.stop() } }
         let run = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "-p", "ref=w1", "--detach", "--json"))
+        var restarted = ""
         for host in hosts {
             let config = try String(contentsOfFile: host.configPath, encoding: .utf8)
             let without = config.replacing(/,\s*approve: \{[^}]*\}/, with: "")
             #expect(without != config)
             try without.write(toFile: host.configPath, atomically: true, encoding: .utf8)
+            if host === hosts[0] { restarted = without }
             let reloaded = try host.baton("reload")
             #expect(reloaded.code == 0, "\(reloaded.stderr)")
         }
-        let ended = try #require(try FleetTests.wait(hosts[0], run: Int64(run)!))
+        // A known point after both reloads: each host's feed and looks have been past them.
+        try FleetBarrier.pass(hosts)
+        let db = try PGConnection(conninfo)
+        #expect(try db.query("SELECT a.verdict, r.phase FROM approvals a JOIN runs r ON r.id = a.run_id WHERE a.run_id = $1", [run]).first
+                == [nil, "queued"], "a reload waives nothing")
+        #expect(FleetApprovalTests.lines(marker).isEmpty)
+        // web-1 restarts on the config without approve: its previous start's runs are taken over (by it, or web-2 first), reviewed.
+        hosts[0].stop()
+        let back = try Daemon(config: restarted, reusing: hosts[0])
+        defer { back.stop() }
+        try back.waitForLog("joined the fleet")
+        let ended = try #require(try FleetTests.wait(back, run: Int64(run)!))
         #expect(ended.phase == .success, "\(ended)")
         #expect(FleetApprovalTests.lines(marker) == ["ref=w1"])
-        let db = try PGConnection(conninfo)
         #expect(try db.query("SELECT verdict, reason FROM approvals WHERE run_id = $1", [run]).first
                 == ["waived", "the action's approve was removed from the config"])
     }
