@@ -57,8 +57,8 @@ enum StartColumns {
         func verdict(me: String) -> KeyDecision.StartVerdict { facts.verdict(me: me) }
     }
 
-    /// The row's facts leave its rate limit to the caller (`Starts.Row.rate`: its action's, as
-    /// this host has it). Throws when the database's clock is not in the row (every window and
+    /// The row's facts leave its rate limit to the caller (`Starts.Row.rate`: that of the
+    /// definition it was triggered with, `definition`). Throws when the database's clock is not in the row (every window and
     /// hold is compared with it: read as 0, each would hold, and the run silently not start),
     /// as `readBuckets` does.
     static func decode(_ row: [String?]) throws -> Row {
