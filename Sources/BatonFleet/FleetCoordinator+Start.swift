@@ -168,3 +168,20 @@ extension FleetCoordinator {
         reactor.onLoop { [self] in send(.stopStarting) }
     }
 }
+
+extension FleetCoordinator {
+    /// Retrying runs a takeover moved to this host (`FleetTakeover.Summary.resumed`, committed):
+    /// its conductor waits out what is left of each one's backoff, then tries again, as one
+    /// machine's restart does (`RecoveryDecision.resumeRetrying`). From any thread.
+    func resume(_ runs: [UnfinishedRun]) {
+        for unfinished in runs {
+            guard let action = conductor.action(named: unfinished.run.action), let due = unfinished.retryDue else {
+                log("run \(unfinished.run.id) was moved here to wait to retry, but action \(unfinished.run.action) is not configured here now")
+                continue
+            }
+            var adopted = AdoptedRun(run: unfinished.run, seq: unfinished.lastSeq, action: action)
+            (adopted.retryDue, adopted.outputTotal) = (due, unfinished.outputTotal)
+            conductor.adopt(adopted, follower: nil) { _ in }
+        }
+    }
+}

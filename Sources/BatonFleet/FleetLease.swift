@@ -66,7 +66,8 @@ public final class FleetLease: Sendable {
         public var runs: [Int64] = []
         public var killed = 0
         public var requeued = 0
-        /// Their loading runs taken back within their lease, for the conductor to adopt by their shims (`FleetTakeBack`).
+        /// Their loading runs taken back within their lease, for the conductor to adopt by their shims
+        /// (`FleetTakeBack`), and their retrying runs, for it to resume waiting to retry (`FleetTakeover`).
         public var adopted: [UnfinishedRun] = []
         /// The tags their processes carry (this start's among them): what ends their guards.
         public var instances: Set<String> = []
@@ -77,7 +78,8 @@ public final class FleetLease: Sendable {
     /// `adoptable` says a shim keeps are taken back (moved to this incarnation, for the conductor to
     /// adopt); every other process of this host's runs is killed (by the tag each previous start
     /// recorded, and this start's: a run another host took over included), then the rest of
-    /// their runs taken over. A join tried again finds the runs an earlier try took back already
+    /// their runs taken over (a retrying run one machine's restart would resume is moved here, for
+    /// the conductor to wait out its backoff: `FleetTakeover`). A join tried again finds the runs an earlier try took back already
     /// this incarnation's: they are taken back still, never killed.
     /// `killCgroups` kills what the attempts' cgroups hold but the spared runs' (with the tag
     /// kill, before any run ends), in this start's subtree and those of the other tags given.
@@ -105,7 +107,8 @@ public final class FleetLease: Sendable {
         let spared = Set((Array(candidates.values.joined()) + mine).map(\.run.id))
         recovered.killed = killCgroups(Array(candidates.values.joined()) + mine, recovered.instances.subtracting([instance]))
             + recovered.instances.sorted().reduce(0) { $0 + TaggedProcesses.killUntilGone(instance: $1, runs: nil, except: spared) }
-        recovered.adopted = mine
+        // Retrying runs an earlier try moved here (`FleetTakeover`'s `resumed`) wait out their backoff too.
+        recovered.adopted = mine + (try FleetTakeBack.retryingRuns(of: host.incarnation, on: db))
         for dead in previous {
             let actions = coordinator.conductor.configuredActions()
             let locks = try FleetTakeover.locks([dead], actions: actions, on: db)
@@ -119,7 +122,8 @@ public final class FleetLease: Sendable {
                 let summary = try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
                                                          by: host, actions: actions, on: db)
                 recovered.requeued += summary.requeued.count + summary.adopted.count
-                return adopted
+                // Retrying runs moved here: the conductor's recovery waits out their backoff.
+                return adopted + summary.resumed
             }
         }
         // A spared run that another host took over first (its lease ran out meanwhile) is stopped now.
@@ -230,7 +234,9 @@ public final class FleetLease: Sendable {
     /// run waiting for a lock or a slot): they are the fleet's, and would otherwise hold their
     /// key until a host of the same name started again.
     func reap(on db: PGConnection) throws {
+        var resumed: [UnfinishedRun] = []
         try db.transaction {
+            resumed = []
             guard try db.query("SELECT pg_try_advisory_xact_lock($1)", [String(FleetSchema.Lock.reaper.rawValue)]).first?[0] == "t" else { return }
             let expired = try db.query("""
                 SELECT incarnation, name, false FROM hosts
@@ -249,9 +255,13 @@ public final class FleetLease: Sendable {
                 let stopped = row[2] == "t"
                 let summary = try FleetTakeover.takeOver(dead, name: name, reason: stopped ? "host \(name) stopped" : "host \(name) stopped renewing its lease",
                                                          by: host, actions: actions, on: db)
+                resumed += summary.resumed
                 coordinator.log("host \(name) \(stopped ? "stopped and left runs" : "lost its lease"): \(summary.ended.count) runs ended host_lost, "
-                    + "\(summary.requeued.count) restarted here, \(summary.adopted.count) queued runs taken over")
+                    + "\(summary.requeued.count) restarted here, \(summary.adopted.count) queued runs taken over, "
+                    + "\(summary.resumed.count) waiting to retry here")
             }
         }
+        // Committed: the retrying runs moved here wait out their backoff in this host's conductor.
+        coordinator.resume(resumed)
     }
 }

@@ -23,7 +23,8 @@ struct FleetRestartTests {
             { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, shutdownGrace: "1s",
               actions: { waiter: { exec: ["sh", "-c", "\(script)"], env: { GO: "\(scratch)/go", MARK: "\(scratch)/started" }, policy: "reject" },
                          mortal: { exec: ["sleep", "300"], env: { GO: "\(scratch)/go" }, survivesRestart: false, killGrace: "100ms" },
-                         flaky: { exec: ["false"], retry: { attempts: 1, backoff: "1h" } } } }
+                         flaky: { exec: ["false"], retry: { attempts: 1, backoff: "1h" } },
+                         quick: { exec: ["false"], retry: { attempts: 1, backoff: "2s" } } } }
             """
     }
 
@@ -155,6 +156,49 @@ struct FleetRestartTests {
         #expect(a.waitForExit(within: 20) == 0, "\(a.stderr)")
         let ended = try #require(try FleetTests.wait(b, run: id))
         #expect("\(ended.phase.rawValue) \(ended.reason ?? "-")" == "cancelled shutdown", "\(ended)\n\(a.stderr)")
+    }
+
+    @Test("a fleet host killed while a run waits to retry, and back in place: the run waits out its backoff there and tries again, as one machine's restart resumes it, not ended interrupted (audit D2 a)")
+    func retryingAfterCrash() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        let id = try #require(try FleetTests.trigger(a, "quick").run?.id)
+        let db = try PGConnection(conninfo)
+        guard try Eventually.until("run \(id) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(id)]).first != nil
+        }) else { return }
+        a.crash()
+        let back = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch), reusing: a)
+        try back.waitForLog("joined the fleet")
+        defer { back.stop() }
+        let ended = try #require(try FleetTests.wait(back, run: id))
+        #expect(ended.phase == .failure && ended.reason != "interrupted" && ended.attempts == 2, "\(ended)\n\(back.stderr.suffix(2_000))")
+        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
+        #expect(phases == ["queued", "loading", "retrying", "loading", "failure"], "\(phases)")
+    }
+
+    @Test("a fleet host killed while a run waits to retry, and not back: the host that takes its runs over waits out the backoff and tries again there, not ended host_lost (audit D2 a)")
+    func retryingReaped() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "2s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
+        defer { b.stop() }
+        let id = try #require(try FleetTests.trigger(a, "quick").run?.id)
+        let db = try PGConnection(conninfo)
+        guard try Eventually.until("run \(id) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(id)]).first != nil
+        }) else { return }
+        a.crash()
+        // web-2 reaps web-1 once its lease has run out as the database counts it.
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .failure && ended.reason != "host_lost" && ended.attempts == 2 && ended.host == "web-2",
+                "\(ended)\n\(b.stderr.suffix(2_000))")
+        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
+        #expect(phases == ["queued", "loading", "retrying", "loading", "failure"], "\(phases)")
     }
 
     @Test("a fleet host killed and back after its lease ran out: the other host took its run over; the host kills the run's processes and writes nothing over the taker's rows")
