@@ -13,6 +13,10 @@ extension FleetCoordinator {
         var hook: HookContext?
         /// Its secret params' values, where this host has them (`CoordinatorState.secrets`).
         var secrets: [String: String] = [:]
+        /// A retrying run moved here (`resumeMoved`): when its next attempt is due, and the bytes
+        /// of output its row holds. Nil: a start.
+        var retryDue: Timestamp?
+        var outputTotal: Int64?
     }
 
     /// What a start's transaction did with a queued run.
@@ -67,8 +71,9 @@ extension FleetCoordinator {
             return
         case let .hand(claimed):
             // Its start slot is given back once the conductor counts it.
-            conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook, secrets: claimed.secrets),
-                            follower: followers[claimed.run.id]) { [self] _ in reactor.onLoop { [self] in send(.counted) } }
+            var adopted = AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook, secrets: claimed.secrets)
+            (adopted.retryDue, adopted.outputTotal) = (claimed.retryDue, claimed.outputTotal)
+            conductor.adopt(adopted, follower: followers[claimed.run.id]) { [self] _ in reactor.onLoop { [self] in send(.counted) } }
         case .findReady:
             pool.submit({ [self] db in try findReady(on: db) }) { [self] result in
                 if case let .failure(error) = result { log("queued runs could not be read: \(error)") }
@@ -166,22 +171,5 @@ extension FleetCoordinator {
     /// Stops starting runs (shutdown); runs already started go on until the conductor stops them.
     public func stopStarting() {
         reactor.onLoop { [self] in send(.stopStarting) }
-    }
-}
-
-extension FleetCoordinator {
-    /// Retrying runs a takeover moved to this host (`FleetTakeover.Summary.resumed`, committed):
-    /// its conductor waits out what is left of each one's backoff, then tries again, as one
-    /// machine's restart does (`RecoveryDecision.resumeRetrying`). From any thread.
-    func resume(_ runs: [UnfinishedRun]) {
-        for unfinished in runs {
-            guard let action = conductor.action(named: unfinished.run.action), let due = unfinished.retryDue else {
-                log("run \(unfinished.run.id) was moved here to wait to retry, but action \(unfinished.run.action) is not configured here now")
-                continue
-            }
-            var adopted = AdoptedRun(run: unfinished.run, seq: unfinished.lastSeq, action: action)
-            (adopted.retryDue, adopted.outputTotal) = (due, unfinished.outputTotal)
-            conductor.adopt(adopted, follower: nil) { _ in }
-        }
     }
 }

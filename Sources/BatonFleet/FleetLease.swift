@@ -18,6 +18,8 @@ public final class FleetLease: Sendable {
         var fence: Reactor.TimerID?
         var stopped = false
         var fenced = false
+        /// Retrying runs moved here are being handed to the conductor (`FleetCoordinator.resumeMoved`): one hand-over at a time.
+        var resuming = false
     }
 
     let coordinator: FleetCoordinator
@@ -171,7 +173,11 @@ public final class FleetLease: Sendable {
             // Before the reap, which may take a while: the fence counts from this renewal.
             state.withLock { $0.lastRenewal = max($0.lastRenewal, began) }
             armFence()
-            try reap(on: db)
+            let reaped = Result { try reap(on: db) }
+            // After the reap, and whether it failed or not (a commit whose answer was lost): the
+            // retrying runs moved here reach the conductor from their rows.
+            try resumeMoved(on: db)
+            try reaped.get()
             return true
         }) { [self] result in
             switch result {
@@ -234,9 +240,7 @@ public final class FleetLease: Sendable {
     /// run waiting for a lock or a slot): they are the fleet's, and would otherwise hold their
     /// key until a host of the same name started again.
     func reap(on db: PGConnection) throws {
-        var resumed: [UnfinishedRun] = []
         try db.transaction {
-            resumed = []
             guard try db.query("SELECT pg_try_advisory_xact_lock($1)", [String(FleetSchema.Lock.reaper.rawValue)]).first?[0] == "t" else { return }
             let expired = try db.query("""
                 SELECT incarnation, name, false FROM hosts
@@ -255,13 +259,20 @@ public final class FleetLease: Sendable {
                 let stopped = row[2] == "t"
                 let summary = try FleetTakeover.takeOver(dead, name: name, reason: stopped ? "host \(name) stopped" : "host \(name) stopped renewing its lease",
                                                          by: host, actions: actions, on: db)
-                resumed += summary.resumed
                 coordinator.log("host \(name) \(stopped ? "stopped and left runs" : "lost its lease"): \(summary.ended.count) runs ended host_lost, "
                     + "\(summary.requeued.count) restarted here, \(summary.adopted.count) queued runs taken over, "
                     + "\(summary.resumed.count) waiting to retry here")
             }
         }
-        // Committed: the retrying runs moved here wait out their backoff in this host's conductor.
-        coordinator.resume(resumed)
+    }
+
+    /// Hands this host's retrying runs that its conductor does not hold to it (`FleetCoordinator.resumeMoved`),
+    /// unless a hand-over is still going on.
+    private func resumeMoved(on db: PGConnection) throws {
+        guard !state.withLock({ $0.resuming }) else { return }
+        let ids = try coordinator.retryingHere(on: db)
+        guard !ids.isEmpty else { return }
+        state.withLock { $0.resuming = true }
+        coordinator.resumeMoved(ids) { [state] in state.withLock { $0.resuming = false } }
     }
 }

@@ -116,9 +116,11 @@ enum FleetNeeds {
                 guard try db.query("""
                     UPDATE runs SET needs = $3 WHERE id = $1 AND incarnation = $2 AND phase = 'queued' AND needs = 'asking'
                     """, [String(id), me, state]).affected == 1 else { return }
-                // Asked again (`askAgain`): the rows of its first asking are replaced, and any past the needs now dropped.
+                // Asked again (`askAgain`): the rows of its first asking are replaced, and any past the needs now dropped;
+                // a refusal keeps those past the needs it asked (the runs it waited for, as one machine keeps them for `show`).
+                let dropFrom = failure == nil ? needed.count : Int(Int32.max)
                 if needed.isEmpty {
-                    try db.query("DELETE FROM run_needs WHERE run_id = $1", [String(id)])
+                    if failure == nil { try db.query("DELETE FROM run_needs WHERE run_id = $1", [String(id)]) }
                 } else {
                     try db.query("""
                         WITH dropped AS (DELETE FROM run_needs WHERE run_id = $1 AND position >= $5)
@@ -128,7 +130,7 @@ enum FleetNeeds {
                           phase = NULL, reason = NULL
                         """, [String(id), "{" + needed.indices.map(String.init).joined(separator: ",") + "}",
                               FleetJournal.textArray(needed.map(\.action)), "{" + needed.map { String($0.run) }.joined(separator: ",") + "}",
-                              String(needed.count)])
+                              String(dropFrom)])
                 }
                 if let failure { try end(id, failure, on: db, as: host, action) }
                 try db.execute("NOTIFY baton")

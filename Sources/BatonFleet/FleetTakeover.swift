@@ -7,7 +7,7 @@ import FoundationEssentials
 /// `host_lost`, or `interrupted` for this host's own previous start), or is queued again here
 /// when its action says `onInterrupt: "restart"`; a retrying run one machine's restart would
 /// resume (`RecoveryDecision.mayResumeRetrying`) is moved here, for this host's conductor to wait
-/// out its backoff (`Summary.resumed`, handed once the transaction committed); a queued run is taken over by this host and
+/// out its backoff (`Summary.resumed`; its conductor finds it in the rows: `FleetCoordinator.resumeMoved`); a queued run is taken over by this host and
 /// keeps its place; a run whose action this host does not have is cancelled. A failure it writes
 /// counts towards its action's `pauseAfterFailures` as any other end does (`FleetPauses.count`, in
 /// the same transaction), as one machine's restart counts the runs it ends `interrupted`.

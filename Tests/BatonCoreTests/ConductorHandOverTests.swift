@@ -226,5 +226,9 @@ struct ConductorHandOverTests {
         #expect(h.phases == [.loading])
         h.on(.committed(try #require(h.commit()), nil))
         #expect(h.launches == [1])
+        // Its output goes on after the 12 bytes its row holds (review-fleetrecovery9, 11).
+        var resumesAt: [Int64?] = []
+        for case let .launch(launch) in h.effects { resumesAt.append(launch.outputResumesAt) }
+        #expect(resumesAt == [12])
     }
 }
