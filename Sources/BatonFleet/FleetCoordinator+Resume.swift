@@ -17,9 +17,10 @@ import FoundationEssentials
 ///   accepts runs takes it over and resumes it (a stopping host would only stop it `shutdown`).
 /// One of these runs at a time (`FleetLease`), on the lease's thread, the loop and the pool.
 extension FleetCoordinator {
-    /// This incarnation's retrying runs (on the lease's connection).
+    /// This incarnation's retrying runs that no hook made (none such is moved: `FleetTakeBack.retryingRuns`),
+    /// on the lease's connection (the partial index `runs_unfinished`).
     func retryingHere(on db: PGConnection) throws -> [Int64] {
-        try db.query("SELECT id FROM runs WHERE incarnation = $1 AND phase = 'retrying' ORDER BY id", [host.incarnation]).rows
+        try db.query("SELECT id FROM runs WHERE incarnation = $1 AND phase = 'retrying' AND hook_run IS NULL ORDER BY id", [host.incarnation]).rows
             .compactMap { $0[0].flatMap { Int64($0) } }
     }
 

@@ -5,7 +5,9 @@ import Glibc
 /// This host's lease and the fleet's reaper. A connection of its own (a `PGWorker`) renews the
 /// lease with the database's `now()` every fifth of it, on a reactor timer, then reaps hosts
 /// whose lease ran out (under a transaction-scoped advisory lock, so one host does it at a
-/// time; the slot rows of the dead hosts' runs' keys locked in key order first). A second reactor timer, armed from the start of the last successful renewal, fires
+/// time; the slot rows of the dead hosts' runs' keys locked in key order first), then reads the
+/// retrying runs a reap moved here that the conductor does not hold yet, for it to resume
+/// (`FleetCoordinator.resumeMoved`). A second reactor timer, armed from the start of the last successful renewal, fires
 /// `fenceAfter` later (well before the lease can run out as the database counts it) unless a
 /// renewal came first: then it fences this host, killing every process group it runs and
 /// calling `onFenced`, so that no key has a run here while another host takes it over; the
