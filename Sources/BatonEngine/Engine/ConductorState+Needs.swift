@@ -152,14 +152,15 @@ extension ConductorState {
     }
 
     /// The runs waiting on `needed`, which ended so: started once all theirs succeeded, ended when
-    /// it did not; one whose need a shutdown stopped asks it again, at once while this batond takes
-    /// triggers, else it stays queued (held in the table) and the next batond asks (`recoverNeeds`).
+    /// it did not; one whose need a shutdown stopped stays queued (held in the table), and the next
+    /// batond asks that need again (`recoverNeeds`): only a shutdown stops a run so, and this
+    /// batond takes no trigger after it.
     mutating func decideWaits(on needed: Int64, phase: Phase, reason: String?, _ step: inout Step) {
-        for (waiting, outcome, needs) in needBook.ended(needed, phase: phase, reason: reason) {
+        for (waiting, outcome, _) in needBook.ended(needed, phase: phase, reason: reason) {
             switch outcome {
             case .met: table.needsMet(waiting)
             case let .failed(message): drive(waiting, .stop(.needs(message)), &step)
-            case let .askAgain(indices): if mode == .accepting { askAgain(waiting, needs, indices, &step) }
+            case .askAgain: break
             }
         }
     }

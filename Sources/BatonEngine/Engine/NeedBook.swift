@@ -12,8 +12,8 @@ public struct NeedBook: Sendable, Equatable {
         case failed(String)
         /// Needed runs were stopped by a batond's shutdown (`cancelled`, reason `shutdown`), and
         /// none ended otherwise: the run stays queued and asks these needs (their indices, in its
-        /// action's order) again, as when it was made. One machine asks at its next start (at
-        /// once when it is not stopping); a fleet's owner at its next look (`needs = 'asking'`).
+        /// action's order) again, as when it was made. One machine asks at its next start;
+        /// a fleet's owner at its next look (`needs = 'asking'`).
         case askAgain([Int])
     }
 
