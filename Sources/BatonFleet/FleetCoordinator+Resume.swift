@@ -29,7 +29,11 @@ extension FleetCoordinator {
     func resumeMoved(_ ids: [Int64], done: @escaping @Sendable () -> Void) {
         reactor.onLoop { [self] in
             let unknown = Set(ids.filter { conductor.snapshot(of: $0) == nil })
-            guard !unknown.isEmpty, state.withLock({ $0.accepting }) else { return done() }
+            guard !unknown.isEmpty else { return done() }
+            guard state.withLock({ $0.accepting }) else {
+                log("\(unknown.count) retrying runs moved here are left for a host that takes runs: this one is stopping")
+                return done()
+            }
             conductor.afterWrites { [self] in
                 pool.submit({ [self] db in
                     try FleetTakeBack.retryingRuns(of: host.incarnation, on: db).filter { unknown.contains($0.run.id) }

@@ -17,10 +17,10 @@ struct FleetRestartTests {
     }
 
     /// The run writes `before`, marks that it started, waits for GO, writes `after` and exits 7.
-    static func config(_ conninfo: String, host: String, lease: String, scratch: String, slots: Int? = nil) -> String {
+    static func config(_ conninfo: String, host: String, lease: String, scratch: String, slots: Int? = nil, grace: String = "1s") -> String {
         let script = #"echo before; touch \"$MARK\"; while [ ! -e \"$GO\" ]; do sleep 0.02; done; echo after; exit 7"#
         return """
-            { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, shutdownGrace: "1s",\(slots.map { " maxConcurrentRuns: \($0)," } ?? "")
+            { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, shutdownGrace: "\(grace)",\(slots.map { " maxConcurrentRuns: \($0)," } ?? "")
               actions: { waiter: { exec: ["sh", "-c", "\(script)"], env: { GO: "\(scratch)/go", MARK: "\(scratch)/started" }, policy: "reject" },
                          mortal: { exec: ["sleep", "300"], env: { GO: "\(scratch)/go" }, survivesRestart: false, killGrace: "100ms" },
                          flaky: { exec: ["false"], retry: { attempts: 1, backoff: "1h" } },
@@ -360,5 +360,40 @@ struct FleetRestartTests {
         let waited = try db.query("SELECT phase FROM runs WHERE id = $1", [String(waiter)]).rows
         #expect(waited == [["failure"]], "\(waited)")
         try Self.expectBackoffWaited(quick, on: db)
+    }
+
+    @Test("a host that is stopping leaves a retrying run moved to it alone (its conductor would only stop it, shutdown); once it is gone, a host that takes runs resumes it (review-fleetrecovery9, 7)")
+    func movedToStoppingHost() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        // web-2 drains for a minute: its mortal run (not left to a shim) holds the stop that long.
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "2s", scratch: scratch, grace: "60s"))
+        try b.waitForLog("joined the fleet")
+        let c = try Self.host(conninfo, "web-3", lease: "20s", scratch: scratch)
+        defer { c.stop() }
+        let db = try PGConnection(conninfo)
+        let mortal = try #require(try FleetTests.trigger(b, "mortal").run?.id)
+        guard try Eventually.until("run \(mortal) loading", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'loading'", [String(mortal)]).first != nil
+        }) else { return }
+        let quick = try #require(try FleetTests.trigger(a, "quick").run?.id)
+        guard try Eventually.until("run \(quick) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(quick)]).first != nil
+        }) else { return }
+        a.crash()
+        b.signal(SIGTERM)
+        try b.waitForLog("stopping: no new triggers")
+        try Self.moveToWeb2([quick], on: db)
+        try b.waitForLog("1 retrying runs moved here are left for a host that takes runs: this one is stopping")
+        let left = try db.query("SELECT phase, attempts, host FROM runs WHERE id = $1", [String(quick)]).rows
+        #expect(left == [["retrying", "1", "web-2"]], "\(left)")
+        // web-2 gone (its lease runs out), web-3 takes the run over and tries it again.
+        b.crash()
+        let row = try Eventually.value("run \(quick) ended: \(c.stderr.suffix(2_000))", {
+            try db.query("SELECT phase, attempts, host FROM runs WHERE id = $1", [String(quick)]).rows
+        }) { $0.first?[0] == "failure" }
+        #expect(row == [["failure", "2", "web-3"]], "\(row)")
     }
 }
