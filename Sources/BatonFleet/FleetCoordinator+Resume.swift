@@ -65,9 +65,10 @@ extension FleetCoordinator {
             resumable.append(claimed)
         }
         let slots = reserveStarts(resumable.count)
-        if slots < resumable.count {
-            log("\(resumable.count - slots) retrying runs moved here wait for a free slot (maxConcurrentRuns \(limit)) to resume: "
-                + resumable.dropFirst(slots).map { "run \($0.run.id)" }.joined(separator: ", "))
+        let waiting = resumable.dropFirst(slots).map(\.run.id)
+        if waitingForSlot.access({ old in defer { old = waiting }; return old != waiting }), !waiting.isEmpty {
+            log("\(waiting.count) retrying runs moved here wait for a free slot (maxConcurrentRuns \(limit)) to resume: "
+                + waiting.map { "run \($0)" }.joined(separator: ", "))
         }
         // Handed as the runs a start claims are: counted as this host's, their slots given back once the conductor counts them.
         if slots > 0 { send(.settled(granted: slots, claimed: Array(resumable.prefix(slots)))) }
