@@ -85,6 +85,11 @@ extension FleetCoordinator {
             let record = TriggerRecord(runID: nil, action: trigger.action.name, key: trigger.key, decision: decision,
                                        policy: trigger.policy, peer: trigger.peer, at: now, params: trigger.params, via: trigger.via)
             written.statements.append(FleetJournal.insertTrigger(record, host: host.name))
+        case let .needRefused(refusal):
+            // Recorded against the needed action, as one machine records it (`NeedRefusal.record`).
+            if let record = refusal.record(via: KeyDecision.NeedRefusal.via(triggerOf: trigger.action.name), peer: trigger.peer, at: now) {
+                written.statements.append(FleetJournal.insertTrigger(record, host: host.name))
+            }
         case let .shared(decision):
             // Recorded as the engine records a shared decision (`KeyDecision.record`).
             let recorded = KeyDecision.shared(decision).record ?? .rejected
@@ -149,6 +154,8 @@ extension FleetCoordinator {
             switch outcome {
             case let .refused(error), let .denied(error, _):
                 return .failure(error)
+            case let .needRefused(refusal):
+                return .failure(refusal.error)
             case .shared, .debounced:
                 let decision: FlightTable.Decision = if case let .shared(shared) = outcome { shared } else { .joined(outcome.sharedRun ?? 0) }
                 guard let at = written.reads[index], let row = results[at].first else { return .failure(BatonError.unknownRun(decision.run)) }
@@ -183,7 +190,7 @@ extension TriggerBatch.Outcome {
         switch self {
         case let .shared(decision): decision.run
         case let .debounced(run): run
-        case .refused, .denied, .created: nil
+        case .refused, .denied, .needRefused, .created: nil
         }
     }
 

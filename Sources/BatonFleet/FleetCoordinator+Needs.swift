@@ -5,8 +5,9 @@ import FoundationEssentials
 /// trigger path (`trigger`, policy `join`: the key's run in flight anywhere is joined, single
 /// flight holds fleet-wide), in its action's order, as one machine's conductor does
 /// (`ConductorState.triggerNeeds`); then writes what it waits for (`FleetNeeds.write`). A need
-/// refused (its action paused, over its rate, a param refused) ends the run `failure` at once,
-/// never started; the needs asked before it go on. A need that could not be asked now (the
+/// that would be refused when the run was triggered refused that trigger (`KeyDecision.needRefusal`,
+/// in the batch); one refused only now (its action paused since, over its rate, a param refused)
+/// ends the run `failure` at once, never started; the needs asked before it go on. A need that could not be asked now (the
 /// store unavailable, batond shutting down) leaves the run asking: the next tick asks again
 /// (the needs asked before it are joined, not made twice). A run whose needed run a host's
 /// shutdown stopped is asked again (`NeedBook.Outcome.askAgain`): that need only, the runs it

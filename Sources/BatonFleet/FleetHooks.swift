@@ -17,24 +17,33 @@ enum FleetHooks {
         return keys.sorted()
     }
 
-    /// The keys a hook's trigger may make runs in: its target's, and those of the awaiting hooks
-    /// its new run may fire as it waits for approval (`awaitingKeys`).
+    /// The keys a hook's trigger may make runs in or decide its needs on: its target's, its
+    /// needed keys' (`neededKeys`), and those of the awaiting hooks its new run may fire as it
+    /// waits for approval (`awaitingKeys`).
     static func locked(_ target: HookTarget) -> [String] {
-        [target.key] + awaitingKeys(of: target.action, hookRun: true)
+        [target.key] + neededKeys(of: target) + awaitingKeys(of: target.action, hookRun: true)
+    }
+
+    /// The keys whose facts a hook's trigger of `target` decides its needs on
+    /// (`KeyDecision.needed`); none for an action without needs.
+    static func neededKeys(of target: HookTarget) -> [String] {
+        KeyDecision.needed(by: target.action, params: target.params).map(\.key)
     }
 
     /// The keys a new run of `action` may make hook runs in as it begins to wait for approval:
     /// its awaiting hook's (`HookTargets.awaiting`), then, where that hook's run waits too and
-    /// its hooks chain, that one's, and so on; each once.
+    /// its hooks chain, that one's, and so on; each once, each with its needed keys.
     static func awaitingKeys(of action: Action, hookRun: Bool) -> [String] {
         var keys: [String] = []
+        var needed: [String] = []
         var next = action.approve != nil && action.hooks.fires(hookRun: hookRun) ? action.hooks.targets[.awaiting] : nil
         while let target = next, !keys.contains(target.key) {
             keys.append(target.key)
+            needed += neededKeys(of: target)
             let hooked = target.action
             next = hooked.approve != nil && hooked.hooks.fires(hookRun: true) ? hooked.hooks.targets[.awaiting] : nil
         }
-        return keys
+        return keys + needed
     }
 
     /// The awaiting hook of `run`, a new run of an action with `approve` whose wait the caller's
@@ -96,7 +105,27 @@ enum FleetHooks {
         let stopping = mayStop.isEmpty ? [:] : try FleetStop.facts(of: mayStop, on: db)
         // A new run's id is taken from the database only where the step makes one (it asks `id` then).
         let step = try KeyDecision.step(asked, facts, stopping: stopping, me: me.incarnation, id: { try nextRunID(for: action, on: db) }, at: stamp)
+        // A need that would be refused: the hook makes no run (nor stops one), its need's refusal
+        // recorded, as on one machine; decided on the needed keys' rows (held with the hook's, `locked`).
+        if case .created = step.decision, !action.needs.isEmpty,
+           let refusal = try KeyDecision.needRefusal(action, params: target.params, at: facts.now, facts: { key, needed in
+               try neededFacts(of: key, needed, on: db)
+           }) {
+            if let record = refusal.record(via: KeyDecision.NeedRefusal.via(hook: action.name, cause), peer: nil, at: stamp) {
+                try db.query(FleetJournal.insertTrigger(record, host: me.name))
+            }
+            return
+        }
         try perform(step, target, cause, at: stamp, on: db, as: me)
+    }
+
+    /// A needed key's facts for a hook's need (`KeyDecision.needRefusal`): its row, held (a
+    /// no-op where the caller holds it), then what `facts` reads of any hook's key.
+    private static func neededFacts(of key: String, _ action: Action, on db: PGConnection) throws -> KeyFacts {
+        try db.query("INSERT INTO keys (key) VALUES ($1) ON CONFLICT DO NOTHING", [key])
+        let slot = KeySlot(row: try db.query("SELECT holder, follow_up, draining, line FROM keys WHERE key = $1 FOR UPDATE", [key]).first
+            ?? [nil, nil, nil, nil])
+        return try facts(of: key, action, slot: slot, on: db)
     }
 
     /// Writes what a hook's trigger was decided (`trigger`), its rows stamped `now` (the step's stamp).

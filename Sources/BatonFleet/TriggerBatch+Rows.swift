@@ -31,11 +31,16 @@ extension TriggerBatch {
     /// rows of the actions that claim locks (`FleetLocks.lockRows`), then what its triggers are
     /// decided from: the keys' holders and follow-ups, the database's clock, the actions' pauses, and, where a
     /// trigger needs them, the keys' last successes, the deliveries' runs and the slots' runs.
+    /// A trigger of an action with needs adds the needed actions' keys (recursively: the facts
+    /// `KeyDecision.needRefusal` reads) to its own, with their pauses, rate buckets and last successes.
     static func opening(_ entries: [Entry]) -> Opening {
         let triggers = entries.map(\.trigger)
         // With the keys of the awaiting hooks its new runs may fire (`FleetHooks.awaitingKeys`).
         let hookKeys = triggers.flatMap { FleetHooks.awaitingKeys(of: $0.action, hookRun: false) }
-        let keys = FleetJournal.textArray(Array(Set(triggers.map(\.key) + hookKeys)).sorted())
+        // What the triggers' needs are decided on; none for an action without needs.
+        let needed = triggers.flatMap { KeyDecision.needed(by: $0.action, params: $0.params) }
+        let asked = triggers.map { (action: $0.action, key: $0.key) } + needed
+        let keys = FleetJournal.textArray(Array(Set(triggers.map(\.key) + hookKeys + needed.map(\.key))).sorted())
         var opening = Opening()
         _ = opening.add(("INSERT INTO keys (key) SELECT k FROM unnest($1::text[]) AS k ORDER BY k ON CONFLICT DO NOTHING", [keys]))
         opening.slots = opening.add(("SELECT key, holder, follow_up, draining, line FROM keys WHERE key = ANY ($1::text[]) ORDER BY key FOR UPDATE", [keys]))
@@ -43,8 +48,8 @@ extension TriggerBatch {
         if !locks.isEmpty { for statement in FleetLocks.lockRows(locks) { _ = opening.add(statement) } }
         // The rate-limited buckets after the lock rows, each locked then read (`FleetRates`).
         var claims: [String: (claim: RateClaim, action: String, key: String)] = [:]
-        for trigger in triggers {
-            if let claim = trigger.action.rateClaim(key: trigger.key) { claims[claim.bucket] = (claim, trigger.action.name, trigger.key) }
+        for (action, key) in asked {
+            if let claim = action.rateClaim(key: key) { claims[claim.bucket] = (claim, action.name, key) }
         }
         let rates = FleetRates.opening(claims)
         let reads = rates.statements.map { opening.add($0) }.suffix(rates.buckets.count)
@@ -53,8 +58,8 @@ extension TriggerBatch {
         // plain join, planned while `runs` was small, read every run for each batch).
         opening.runs = opening.add((FleetKeyRuns.heldAndLined(factColumns, where: "k.key = ANY ($1::text[])"), [keys]))
         opening.clock = opening.add(("SELECT \(FleetCooldown.databaseNow)", []))
-        opening.pauses = opening.add(FleetPauses.of(Array(Set(triggers.map(\.action.name))).sorted()))
-        let cooling = Set(triggers.filter { $0.action.cooldown != nil }.map(\.key)).sorted()
+        opening.pauses = opening.add(FleetPauses.of(Array(Set(asked.map(\.action.name))).sorted()))
+        let cooling = Set(asked.filter { $0.action.cooldown != nil }.map(\.key)).sorted()
         if !cooling.isEmpty {
             opening.lastSuccess = opening.add(("""
                 SELECT k.key, r.id, k.last_success_at FROM keys k \(FleetKeyRuns.run("k.last_success_run")) WHERE k.key = ANY ($1::text[])

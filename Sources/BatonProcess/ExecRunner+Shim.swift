@@ -82,6 +82,7 @@ public struct ShimRecord: Sendable, Equatable {
     /// runtime directory, then its directory on the disk (a shim writes one status, in one of them).
     public static func read(_ directories: [String]) -> ShimRecord {
         var record = ShimRecord(exitCode: nil, signal: nil, output: [])
+        let directories = directories.filter(isRealDirectory)
         if let status = directories.lazy.compactMap({ try? String(contentsOfFile: $0 + "/status", encoding: .utf8) }).first {
             let lines = status.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
             let words = lines[0].split(separator: " ")
@@ -92,6 +93,13 @@ public struct ShimRecord: Sendable, Equatable {
         }
         if let data = directories.lazy.compactMap({ FileManager.default.contents(atPath: $0 + "/output") }).first { record.output = Array(data) }
         return record
+    }
+
+    /// Whether `path` is a directory itself, not a symlink to one: an attempt's place beside the
+    /// database is read and emptied only so (another user who may write there could plant one).
+    static func isRealDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// "exec-failed ERRNO PROGRAM\n" (the program may hold spaces, not a newline).
@@ -109,6 +117,12 @@ public struct ShimRecord: Sendable, Equatable {
     /// Whether a status was there.
     @discardableResult
     public static func remove(_ directory: String) -> Bool {
+        // A symlink in an attempt's place was planted (the shim makes directories, and takes no
+        // other): it goes, never what it points at.
+        guard isRealDirectory(directory) else {
+            unlink(directory)
+            return false
+        }
         let hadStatus = unlink(directory + "/status") == 0
         guard rmdir(directory) != 0, errno == ENOTEMPTY || errno == EEXIST else { return hadStatus }
         for name in ["status.tmp", "output"] { unlink(directory + "/" + name) }

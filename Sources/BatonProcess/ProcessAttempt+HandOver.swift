@@ -68,6 +68,11 @@ extension ProcessAttempt {
     /// every descriptor let go, and the conductor told.
     func finishHandOver() {
         guard let done = state.access({ $0.handingOver }) else { return }
+        if endedBeforeHandOver() {
+            state.access { $0.handingOver = nil }
+            done(false)
+            return pollForExit()
+        }
         for fd in state.access({ $0.output.pipes.open }) {
             _ = drain(fd, limit: AttemptOutput.readsAtEnd)
             if state.access({ $0.output.pipes.open.contains(fd) }) {
@@ -86,5 +91,16 @@ extension ProcessAttempt {
             state.handedOver = true
         }
         done(true)
+    }
+
+    /// Whether the shim wrote its status where batond reads it (`DIR/status`): its action ended
+    /// before the signal reached it, so it took batond for its reader and put the status on the
+    /// runtime tmpfs, where a stop followed by a reboot would lose it. Its pipes then end with
+    /// its exit, not its hand-over: the attempt is not handed over but ends here, recorded by
+    /// this batond. An adopted shim spools already: its status goes to the disk.
+    private func endedBeforeHandOver() -> Bool {
+        let (shim, adopted) = state.access { ($0.shimDirectory, $0.adopted) }
+        guard adopted == nil, let shim else { return false }
+        return access(shim + "/status", F_OK) == 0
     }
 }

@@ -12,12 +12,9 @@
 // to DIR/output instead (its last LIMIT bytes kept, as batond's tail; progress is dropped). When
 // the child has exited and its pipes are drained, the shim writes DIR/status ("exit N" or
 // "signal N", tmp + rename) and exits the same way, so that a live batond sees what it saw before.
-// With `-s DISK`, DIR is on a tmpfs (batond's runtime directory) and DISK on the state disk: the
-// shim makes DISK (and its parent, 0700) once batond's pipes are gone, and from then on spools
-// there and writes its status there, so that neither the spool is in RAM nor the outcome of a run
-// that ended while no batond ran is lost by a reboot; while batond reads (or when DISK cannot be
-// made) the status goes to DIR, nothing touching the disk; a status DIR refuses (a full tmpfs)
-// goes to DISK, and one DISK refuses to DIR. Without `-s`, DIR is both.
+// With `-s DISK`, DIR is on a tmpfs (batond's runtime directory) and DISK on the state disk: once
+// batond's pipes are gone the shim makes DISK (0700, its own: one another user made is refused) and
+// spools and writes its status there (docs/architecture.md, "A run outlives batond"). Without `-s`, DIR is both.
 // Exit 127 with a line on stderr: PROGRAM could not be executed; its status then says so on a
 // second line, "exec-failed ERRNO ARGV0", so that batond fails the start rather than the run.
 // Exit 125: a usage error. A child that writes faster than the shim relays never holds it: the
@@ -89,30 +86,32 @@ static int move_down(int fd, long long from, long long to, long long n) {
             if (w <= 0) return -1;
             done += w;
         }
-        from += got;
-        to += got;
-        n -= got;
+        from += got, to += got, n -= got;
     }
     return 0;
 }
 
-// The directory for what outlives batond: DISK, made at the first call (its parent too, as the
-// attempt's directory under batond's runtime directory is: 0700), DIR without -s; NULL while DISK
-// cannot be made (tried again at each call: a full disk frees up, a parent another attempt's end removed).
+// Makes `path` (0700), or takes the one there only if it is a directory of this user's that no one else
+// may write (never a symlink: lstat); DISK's parent is checked so too: the database's directory may be writable by another.
+static int own_dir(const char *path) {
+    struct stat st;
+    if (mkdir(path, 0700) == 0) return 1;
+    if (errno != EEXIST) return 0;
+    int ok = lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022);
+    if (!ok) errno = EACCES;
+    return ok;
+}
+
+// The directory for what outlives batond: DISK (and its parent: own_dir), made at the first call, DIR without -s;
+// NULL while DISK cannot be made (tried again at each call: a full disk frees up, a parent another attempt's end removed).
 static const char *late_dir(void) {
     if (!disk) return dir;
     if (disk_made <= 0) {
-        int made = mkdir(disk, 0700) == 0 || errno == EEXIST;
-        if (!made && errno == ENOENT) {
-            char parent[4096];
-            snprintf(parent, sizeof(parent), "%s", disk);
-            char *slash = strrchr(parent, '/');
-            if (slash && slash != parent) {
-                *slash = 0;
-                if (mkdir(parent, 0700) == 0 || errno == EEXIST) made = mkdir(disk, 0700) == 0 || errno == EEXIST;
-            }
-        }
-        disk_made = made;
+        char parent[4096];
+        snprintf(parent, sizeof(parent), "%s", disk);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) *slash = 0;
+        disk_made = (!slash || slash == parent || own_dir(parent)) && own_dir(disk);
     }
     return disk_made > 0 ? disk : NULL;
 }
@@ -133,7 +132,7 @@ static void spool_write(const char *data, size_t n) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/output", place);
     if (spool < 0) {
-        spool = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        spool = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (spool < 0) return;
         spooled = lseek(spool, 0, SEEK_END);
     }
@@ -142,7 +141,7 @@ static void spool_write(const char *data, size_t n) {
     if (spooled < 2 * limit) return;
     // A descriptor of its own: pwrite on an O_APPEND one appends wherever it is asked to write.
     // `data` may be `buffer` itself: it is written already.
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0 && move_down(fd, spooled - limit, 0, limit) == 0 && ftruncate(fd, limit) == 0) spooled = limit;
     if (fd >= 0) close(fd);
 }
@@ -186,7 +185,7 @@ static int write_status_in(const char *place, const char *line, int n) {
     char tmp[4096], path[4096];
     snprintf(tmp, sizeof(tmp), "%s/status.tmp", place);
     snprintf(path, sizeof(path), "%s/status", place);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return -1;
     // No fsync: the file must outlive batond, not the machine (a reboot ends the run anyway), and
     // an fsync per run cost more than the rest of the shim (docs/benchmarks.md, "The shim").

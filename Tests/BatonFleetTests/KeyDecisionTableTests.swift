@@ -199,7 +199,7 @@ struct KeyDecisionTableTests {
         let got: KeyDecision? = switch decided.outcomes.first {
         case let .refused(error): .refused(error)
         case let .denied(.paused(pause), record): .paused(pause, skipped: record == .skipped)
-        case .denied: nil
+        case .denied, .needRefused: nil
         case let .shared(decision): .shared(decision)
         case let .debounced(run): decided.windows[run].map { .debounced(run: run, window: $0) }
         case let .created(decision, window): .created(decision, window: window)

@@ -251,7 +251,7 @@ struct TriggerBatchTests {
         for (run, window) in decided.windows { rows.windows[run] = window }
         for stop in decided.stops.values.flatMap({ $0 }) where stop.end != nil { rows.runs[stop.run]?.phase = .cancelled }
         switch decided.outcomes[0] {
-        case .refused, .denied: break
+        case .refused, .denied, .needRefused: break
         case let .shared(decision):
             if case .rejected = decision {} else if let delivery { rows.deliveries[delivery] = decision.run }
         case let .debounced(run):
@@ -268,7 +268,7 @@ extension TriggerBatch.Outcome {
     /// The decision, or the refusal's error, to compare batches by.
     var decision: FlightTable.Decision? {
         switch self {
-        case .refused, .denied: nil
+        case .refused, .denied, .needRefused: nil
         case let .shared(decision), let .created(decision, _): decision
         case let .debounced(run): .joined(run)
         }

@@ -157,7 +157,7 @@ struct FleetNeedsTests {
         hosts[1].stop()
     }
 
-    @Test("a needed action paused on another host: c's run ends failure naming the need and the pause, never started; build-b's run it asked first goes on")
+    @Test("a trigger whose need is paused (on another host) is refused paused, as on one machine: no run is made, not even of the need asked before it; the refusal is recorded against the need (audit D1)")
     func needPaused() throws {
         let (a, b) = (try FifoGate(), try FifoGate())
         let conninfo = try Postgres.server().database()
@@ -165,15 +165,43 @@ struct FleetNeedsTests {
                                                                                            with: "needs: [\"build-b\", \"build-a\"]"), conninfo: conninfo)
         let db = try PGConnection(conninfo)
         #expect(try hosts[1].baton("pause", "build-a", "--reason", "migrating db").code == 0)
-        let c = try #require(try PolicyTests.trigger(hosts[0], "c").run)
-        let ended = try #require(try FleetTests.wait(hosts[1], run: c.id))
-        #expect(ended.phase == .failure && (ended.error ?? "").hasPrefix("needs build-a: build-a is paused by "), "\(ended)")
-        #expect((ended.error ?? "").hasSuffix("migrating db"), "\(ended)")
-        #expect(try Self.phases(db, c.id) == ["queued", "failure"])
-        let needed = try db.query("SELECT action, needed_run FROM run_needs WHERE run_id = $1", [String(c.id)]).rows
-        #expect(needed.map(\.[0]) == ["build-b"], "\(needed)")
+        // Decided in web-1's trigger transaction, which reads build-a's pause row with c's key.
+        let refused = try PolicyTests.trigger(hosts[0], "c")
+        #expect(refused.run == nil && refused.error?.code == .paused, "\(refused)")
+        #expect((refused.error?.message ?? "").hasPrefix("build-a is paused by ") && (refused.error?.message ?? "").hasSuffix("migrating db"),
+                "\(refused)")
+        #expect(try db.query("SELECT count(*) FROM runs").first?[0] == "0", "a run was made for a trigger refused")
+        let records = try db.query("SELECT action, decision, run_id, via FROM triggers ORDER BY id").rows
+        #expect(records == [["build-a", "paused", nil, "needed by a trigger of c"]], "\(records)")
+        let cli = try hosts[1].baton("run", "c")
+        #expect(cli.code == 75 && cli.stderr.contains("migrating db"), "\(cli.stdout)\(cli.stderr)")
+        // Resumed: c's trigger makes its run, which waits for both.
+        #expect(try hosts[0].baton("resume", "build-a").code == 0)
+        let c = try #require(try PolicyTests.trigger(hosts[1], "c").run)
+        #expect(try Self.needed(db, c.id).map(\.[0]) == ["build-b", "build-a"])
+        a.release()
         b.release()
-        #expect(try FleetTests.wait(hosts[0], run: needed.first?[1].flatMap { Int64($0) } ?? 0)?.phase == .success)
+        #expect(try FleetTests.wait(hosts[0], run: c.id)?.phase == .success)
+        for host in hosts { host.stop() }
+    }
+
+    @Test("a hook whose action's need is paused makes no run, decided in the end's transaction: the need's refusal recorded against it, via the hook (audit D1)")
+    func hookNeedPaused() throws {
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            build: { exec: ["true"] },
+            ship: { exec: ["true"], needs: ["build"] },
+            broken: { exec: ["false"], on: { failure: "ship" } },
+            """, conninfo: conninfo)
+        let db = try PGConnection(conninfo)
+        #expect(try hosts[1].baton("pause", "build", "--reason", "migrating db").code == 0)
+        #expect(try PolicyTests.trigger(hosts[0], "broken", detach: false).run?.phase == .failure)
+        let records = { try db.query("SELECT action, decision, run_id, via FROM triggers ORDER BY id").rows }
+        guard try Eventually.until("the end's transaction recorded the need's refusal", { try !records().isEmpty }) else { return }
+        let refused = try records()
+        #expect(refused.count == 1 && refused[0][0...2] == ["build", "paused", nil], "\(refused)")
+        #expect(refused.first?[3]?.hasPrefix("needed by ship, the failure hook of broken run") == true, "\(refused)")
+        #expect(try db.query("SELECT action FROM runs ORDER BY id").rows == [["broken"]], "the hook made a run")
         for host in hosts { host.stop() }
     }
 

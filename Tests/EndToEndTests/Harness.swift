@@ -132,13 +132,24 @@ final class Daemon: @unchecked Sendable {
         try start()
     }
 
+    /// The runtime directory a daemon gets when the test gives none: none, or with
+    /// BATON_TEST_RUNTIME_DIRECTORY=1 one beside its database, safe as the service's (0700, this user's).
+    static func runtimeDirectory(beside database: String) -> String? {
+        guard ProcessInfo.processInfo.environment["BATON_TEST_RUNTIME_DIRECTORY"] == "1" else { return nil }
+        let runtime = database.parentPath + "/runtime"
+        _ = mkdir(runtime, 0o700)
+        return runtime
+    }
+
     func start() throws {
         process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
         process.arguments = launcher.dropFirst() + (launcher.isEmpty ? [] : [binary]) + ["--config", configPath, "--socket", socket, "--database", database]
         var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         // The shims' attempt directories beside the test's database (or under /run/baton where that is
         // safe), not under a runtime directory the test runner inherited from systemd, unless the test sets one.
-        if environment["RUNTIME_DIRECTORY"] == nil { env["RUNTIME_DIRECTORY"] = nil }
+        // BATON_TEST_RUNTIME_DIRECTORY=1 (scripts/test's pass of the hand-over suites): the service's
+        // layout instead, a runtime directory (0700, beside the database, kept by the daemon that reuses it).
+        if environment["RUNTIME_DIRECTORY"] == nil { env["RUNTIME_DIRECTORY"] = Self.runtimeDirectory(beside: database) }
         // A batond that traps (twice seen killed by a signal with an empty stderr under load)
         // prints its backtrace to the stderr the failure shows.
         // "stderr": batond's stderr is the journal's stream (its device:inode), as under systemd.

@@ -66,8 +66,8 @@ extension ConductorState {
         case let .created(decision, window):
             // A need that would be refused: the hook makes no run (nor stops one), its need's refusal recorded.
             if let refusal = needRefusal(hookAction, params: target.params, at: step.now, uptime: step.uptime) {
-                let via = "needed by \(hookAction.name), \(context.cause.description)"
-                if let entry = needRefusalRecord(refusal, via: via, peer: nil, at: step.now) { step.entries.append(entry) }
+                let via = KeyDecision.NeedRefusal.via(hook: hookAction.name, context.cause)
+                if let record = refusal.record(via: via, peer: nil, at: step.now) { step.entries.append(.trigger(record)) }
                 return
             }
             nextRunID += 1

@@ -81,6 +81,11 @@ extension KeyDecision {
             /// Refused by a rule about the action's runs (paused, rate limited), with the record
             /// written against no run (`paused`, `skipped`, `rate limited`), as on one machine.
             case denied(BatonError, TriggerRecord.Decision)
+            /// Refused before anything was stopped or made, for a need that would be refused
+            /// (`needRefusal`: the needed action paused, over its rate, a param refused): answered
+            /// with the need's error, its refusal recorded against the needed action where it is
+            /// recorded (`NeedRefusal.record`), as on one machine.
+            case needRefused(NeedRefusal)
             /// It shares a run (joined, coalesced, rejected, cooled, or its slot ran): its record.
             case shared(FlightTable.Decision)
             /// It joined its key's pending debounced run, whose window it pushed back (`windows`).
@@ -124,12 +129,18 @@ extension KeyDecision {
         var made: Int64 = 0
         var created: [(run: Int64, key: String, entry: Batch.Entry, window: DebounceWindow?)] = []
         for (index, entry) in entries.enumerated() {
+            let before = made
             let outcome = batchOne(entry, &state, &decided, fingerprint, index: index, me: me, candidate: {
                 made += 1
                 return Batch.Draft.first + made - 1
             })
             decided.outcomes.append(outcome)
-            if case let .created(decision, window) = outcome { created.append((decision.run, entry.trigger.key, entry, window)) }
+            if case let .created(decision, window) = outcome {
+                created.append((decision.run, entry.trigger.key, entry, window))
+            } else {
+                // A trigger its need refused took an id for the run it did not make: the next one takes it.
+                made = before
+            }
         }
         // A new run's start (`admitStart`), on its key as the batch left it (no slot: it does not
         // start); a trigger decided again after its start was refused does not start here.
@@ -168,6 +179,14 @@ extension KeyDecision {
             if let delivery { state.deliveries[delivery] = run }
             return .debounced(run: run)
         case let .created(made, window):
+            // A need that would be refused refuses the trigger before anything is stopped or made,
+            // decided on the needed keys as the batch left them.
+            if !trigger.action.needs.isEmpty,
+               let refusal = needRefusal(trigger.action, params: trigger.params, at: state.now, facts: { key, action in
+                   facts(action, key: key, state.slots[key] ?? KeySlot(), delivered: nil, slotRun: nil, state)
+               }, fingerprint: fingerprint) {
+                return .needRefused(refusal)
+            }
             let run = made.run
             let definition = fingerprint(trigger.action)
             decided.definitions[run] = definition
@@ -187,14 +206,19 @@ extension KeyDecision {
         }
     }
 
-    /// What the rows say of the trigger's key, as the batch left it (`KeyFacts`); the rate as the
-    /// engine's rule answers from the bucket's rows (`RateBucket.rate`).
+    /// What the rows say of the trigger's key, as the batch left it (`KeyFacts`).
     private static func facts(_ trigger: Trigger, _ slot: KeySlot, _ delivery: Batch.DeliveryID?, _ slotKey: SlotBook.Slot?,
                               _ state: Batch.Rows) -> KeyFacts {
-        let key = trigger.key
-        let claim = trigger.action.rateClaim(key: key)
-        return KeyFacts(slot: slot, now: state.now, runs: state.runs, windows: state.windows, delivered: delivery.flatMap { state.deliveries[$0] },
-                        slotRun: slotKey.flatMap { state.slotRuns[$0] }, lastSuccess: state.lastSuccess[key], pause: state.pauses[trigger.action.name],
+        facts(trigger.action, key: trigger.key, slot, delivered: delivery.flatMap { state.deliveries[$0] }, slotRun: slotKey.flatMap { state.slotRuns[$0] },
+              state)
+    }
+
+    /// What the rows say of `key` of `action` (a trigger's, or a need's), as the batch left it;
+    /// the rate as the engine's rule answers from the bucket's rows (`RateBucket.rate`).
+    private static func facts(_ action: Action, key: String, _ slot: KeySlot, delivered: Int64?, slotRun: Int64?, _ state: Batch.Rows) -> KeyFacts {
+        let claim = action.rateClaim(key: key)
+        return KeyFacts(slot: slot, now: state.now, runs: state.runs, windows: state.windows, delivered: delivered, slotRun: slotRun,
+                        lastSuccess: state.lastSuccess[key], pause: state.pauses[action.name],
                         rate: claim.flatMap { claim in state.rates[claim.bucket]?.rate(claim, key: key, at: state.now) })
     }
 }

@@ -44,7 +44,7 @@ extension KeyDecision.Batch.Outcome {
     func numbered(_ number: (Int64) -> Int64) -> Self {
         switch self {
         case let .refused(error): .refused(error.numbered(number))
-        case .denied: self
+        case .denied, .needRefused: self
         case let .shared(decision): .shared(decision.numbered(number))
         case let .debounced(run): .debounced(run: number(run))
         case let .created(decision, window): .created(decision.numbered(number), window: window)
