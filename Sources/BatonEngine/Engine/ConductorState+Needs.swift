@@ -156,7 +156,7 @@ extension ConductorState {
     /// batond asks that need again (`recoverNeeds`): only a shutdown stops a run so, and this
     /// batond takes no trigger after it.
     mutating func decideWaits(on needed: Int64, phase: Phase, reason: String?, _ step: inout Step) {
-        for (waiting, outcome, _) in needBook.ended(needed, phase: phase, reason: reason) {
+        for (waiting, outcome) in needBook.ended(needed, phase: phase, reason: reason) {
             switch outcome {
             case .met: table.needsMet(waiting)
             case let .failed(message): drive(waiting, .stop(.needs(message)), &step)

@@ -41,11 +41,10 @@ public struct NeedBook: Sendable, Equatable {
         return nil
     }
 
-    /// A needed run's end is decided: the waits it decides, oldest waiting run first, each with
-    /// its needs as known now (they are no longer kept).
-    public mutating func ended(_ needed: Int64, phase: Phase, reason: String?) -> [(run: Int64, outcome: Outcome, needs: [NeededRun])] {
+    /// A needed run's end is decided: the waits it decides, oldest waiting run first.
+    public mutating func ended(_ needed: Int64, phase: Phase, reason: String?) -> [(run: Int64, outcome: Outcome)] {
         guard let waiting = dependents.removeValue(forKey: needed) else { return [] }
-        var decided: [(Int64, Outcome, [NeededRun])] = []
+        var decided: [(Int64, Outcome)] = []
         for run in waiting.sorted() {
             guard var needs = waits[run] else { continue }
             for index in needs.indices where needs[index].run == needed {
@@ -54,7 +53,7 @@ public struct NeedBook: Sendable, Equatable {
             }
             if let outcome = Self.outcome(of: needs) {
                 forget(run)
-                decided.append((run, outcome, needs))
+                decided.append((run, outcome))
             } else {
                 waits[run] = needs
             }
