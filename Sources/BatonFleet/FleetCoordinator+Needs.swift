@@ -9,7 +9,9 @@ import FoundationEssentials
 /// in the batch); one refused only now (its action paused since, over its rate, a param refused)
 /// ends the run `failure` at once, never started; the needs asked before it go on. A need that could not be asked now (the
 /// store unavailable, batond shutting down) leaves the run asking: the next tick asks again
-/// (the needs asked before it are joined, not made twice).
+/// (the needs asked before it are joined, not made twice). A run whose needed run a host's
+/// shutdown stopped is asked again (`NeedBook.Outcome.askAgain`): that need only, the runs it
+/// waited for otherwise kept.
 extension FleetCoordinator {
     /// Asks the needs of `runs` (a tick's read of `unasked`, begun at `readAt`), each once at a
     /// time: first forgets the runs whose needs were written before that read (it saw them so).
@@ -33,6 +35,10 @@ extension FleetCoordinator {
         guard index < action.needs.count else { return writeNeeds(of: run.id, action, asked, failure: nil) }
         let need = action.needs[index]
         let target = need.action
+        // Asked again (`NeedBook.Outcome.askAgain`): a need whose run a shutdown did not stop keeps it.
+        if let kept = run.needs?.dropFirst(index).first, kept.action == target.name, !kept.stoppedByShutdown {
+            return askNeed(index + 1, of: run, action, asked: asked + [kept])
+        }
         let params: [String: String]
         do { params = try need.params(for: run.params) } catch {
             return writeNeeds(of: run.id, action, asked, failure: "needs \(target.name): \(error.message(at: .now))")

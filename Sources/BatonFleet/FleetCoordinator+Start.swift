@@ -13,6 +13,10 @@ extension FleetCoordinator {
         var hook: HookContext?
         /// Its secret params' values, where this host has them (`CoordinatorState.secrets`).
         var secrets: [String: String] = [:]
+        /// A retrying run moved here (`resumeMoved`): when its next attempt is due, and the bytes
+        /// of output its row holds. Nil: a start.
+        var retryDue: Timestamp?
+        var outputTotal: Int64?
     }
 
     /// What a start's transaction did with a queued run.
@@ -68,8 +72,9 @@ extension FleetCoordinator {
             return
         case let .hand(claimed):
             // Its start slot is given back once the conductor counts it.
-            conductor.adopt(AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook, secrets: claimed.secrets),
-                            follower: followers[claimed.run.id]) { [self] _ in reactor.onLoop { [self] in send(.counted) } }
+            var adopted = AdoptedRun(run: claimed.run, seq: claimed.seq, action: claimed.action, hook: claimed.hook, secrets: claimed.secrets)
+            (adopted.retryDue, adopted.outputTotal) = (claimed.retryDue, claimed.outputTotal)
+            conductor.adopt(adopted, follower: followers[claimed.run.id]) { [self] _ in reactor.onLoop { [self] in send(.counted) } }
         case .findReady:
             pool.submit({ [self] db in try findReady(on: db) }) { [self] result in
                 if case let .failure(error) = result { log("queued runs could not be read: \(error)") }

@@ -38,6 +38,9 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// each event cost the loop a copy of every run in flight at its next change (issue 38's fleet
     /// figures: three hosts' runs/s fell 12-23% with one), as the conductor's did.
     let state: Locked<CoordinatorState>
+    /// The retrying runs moved here that last waited for a free slot, as last logged (`resumeMoved`):
+    /// each renewal that finds the same ones waiting says nothing more.
+    let waitingForSlot: LoopOwned<[Int64]>
 
     public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor,
                 log: @escaping @Sendable (String) -> Void) {
@@ -51,6 +54,7 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
         self.limit = max(limit, 1)
         self.log = log
         state = Locked(CoordinatorState(limit: limit))
+        waitingForSlot = LoopOwned([], on: reactor)
     }
 
 

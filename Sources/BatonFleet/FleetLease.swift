@@ -5,7 +5,9 @@ import Glibc
 /// This host's lease and the fleet's reaper. A connection of its own (a `PGWorker`) renews the
 /// lease with the database's `now()` every fifth of it, on a reactor timer, then reaps hosts
 /// whose lease ran out (under a transaction-scoped advisory lock, so one host does it at a
-/// time; the slot rows of the dead hosts' runs' keys locked in key order first). A second reactor timer, armed from the start of the last successful renewal, fires
+/// time; the slot rows of the dead hosts' runs' keys locked in key order first), then reads the
+/// retrying runs a reap moved here that the conductor does not hold yet, for it to resume
+/// (`FleetCoordinator.resumeMoved`). A second reactor timer, armed from the start of the last successful renewal, fires
 /// `fenceAfter` later (well before the lease can run out as the database counts it) unless a
 /// renewal came first: then it fences this host, killing every process group it runs and
 /// calling `onFenced`, so that no key has a run here while another host takes it over; the
@@ -18,6 +20,8 @@ public final class FleetLease: Sendable {
         var fence: Reactor.TimerID?
         var stopped = false
         var fenced = false
+        /// Retrying runs moved here are being handed to the conductor (`FleetCoordinator.resumeMoved`): one hand-over at a time.
+        var resuming = false
     }
 
     let coordinator: FleetCoordinator
@@ -66,7 +70,8 @@ public final class FleetLease: Sendable {
         public var runs: [Int64] = []
         public var killed = 0
         public var requeued = 0
-        /// Their loading runs taken back within their lease, for the conductor to adopt by their shims (`FleetTakeBack`).
+        /// Their loading runs taken back within their lease, for the conductor to adopt by their shims
+        /// (`FleetTakeBack`), and their retrying runs, for it to resume waiting to retry (`FleetTakeover`).
         public var adopted: [UnfinishedRun] = []
         /// The tags their processes carry (this start's among them): what ends their guards.
         public var instances: Set<String> = []
@@ -77,7 +82,8 @@ public final class FleetLease: Sendable {
     /// `adoptable` says a shim keeps are taken back (moved to this incarnation, for the conductor to
     /// adopt); every other process of this host's runs is killed (by the tag each previous start
     /// recorded, and this start's: a run another host took over included), then the rest of
-    /// their runs taken over. A join tried again finds the runs an earlier try took back already
+    /// their runs taken over (a retrying run one machine's restart would resume is moved here, for
+    /// the conductor to wait out its backoff: `FleetTakeover`). A join tried again finds the runs an earlier try took back already
     /// this incarnation's: they are taken back still, never killed.
     /// `killCgroups` kills what the attempts' cgroups hold but the spared runs' (with the tag
     /// kill, before any run ends), in this start's subtree and those of the other tags given.
@@ -105,7 +111,8 @@ public final class FleetLease: Sendable {
         let spared = Set((Array(candidates.values.joined()) + mine).map(\.run.id))
         recovered.killed = killCgroups(Array(candidates.values.joined()) + mine, recovered.instances.subtracting([instance]))
             + recovered.instances.sorted().reduce(0) { $0 + TaggedProcesses.killUntilGone(instance: $1, runs: nil, except: spared) }
-        recovered.adopted = mine
+        // Retrying runs an earlier try moved here (`FleetTakeover`'s `resumed`) wait out their backoff too.
+        recovered.adopted = mine + (try FleetTakeBack.retryingRuns(of: host.incarnation, on: db))
         for dead in previous {
             let actions = coordinator.conductor.configuredActions()
             let locks = try FleetTakeover.locks([dead], actions: actions, on: db)
@@ -119,7 +126,8 @@ public final class FleetLease: Sendable {
                 let summary = try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
                                                          by: host, actions: actions, on: db)
                 recovered.requeued += summary.requeued.count + summary.adopted.count
-                return adopted
+                // Retrying runs moved here: the conductor's recovery waits out their backoff.
+                return adopted + summary.resumed
             }
         }
         // A spared run that another host took over first (its lease ran out meanwhile) is stopped now.
@@ -167,7 +175,11 @@ public final class FleetLease: Sendable {
             // Before the reap, which may take a while: the fence counts from this renewal.
             state.withLock { $0.lastRenewal = max($0.lastRenewal, began) }
             armFence()
-            try reap(on: db)
+            let reaped = Result { try reap(on: db) }
+            // After the reap, and whether it failed or not (a commit whose answer was lost): the
+            // retrying runs moved here reach the conductor from their rows.
+            try resumeMoved(on: db)
+            try reaped.get()
             return true
         }) { [self] result in
             switch result {
@@ -250,8 +262,19 @@ public final class FleetLease: Sendable {
                 let summary = try FleetTakeover.takeOver(dead, name: name, reason: stopped ? "host \(name) stopped" : "host \(name) stopped renewing its lease",
                                                          by: host, actions: actions, on: db)
                 coordinator.log("host \(name) \(stopped ? "stopped and left runs" : "lost its lease"): \(summary.ended.count) runs ended host_lost, "
-                    + "\(summary.requeued.count) restarted here, \(summary.adopted.count) queued runs taken over")
+                    + "\(summary.requeued.count) restarted here, \(summary.adopted.count) queued runs taken over, "
+                    + "\(summary.resumed.count) waiting to retry here")
             }
         }
+    }
+
+    /// Hands this host's retrying runs that its conductor does not hold to it (`FleetCoordinator.resumeMoved`),
+    /// unless a hand-over is still going on.
+    private func resumeMoved(on db: PGConnection) throws {
+        guard !state.withLock({ $0.resuming }) else { return }
+        let ids = try coordinator.retryingHere(on: db)
+        guard !ids.isEmpty else { return }
+        state.withLock { $0.resuming = true }
+        coordinator.resumeMoved(ids) { [state] in state.withLock { $0.resuming = false } }
     }
 }

@@ -75,7 +75,9 @@ enum FleetNeeds {
     /// Decides run `id`'s wait, in a transaction that holds its key's row: the one update from
     /// `waiting` to `met` or `failed` (nothing when another host decided it first), the outcome
     /// each needed run had kept beside it, and for `failed` the run's end (`failure`, never
-    /// started, `end`: hooks fired, the failure counted). Returns whether this call decided it.
+    /// started, `end`: hooks fired, the failure counted). `askAgain` (a need stopped by a host's
+    /// shutdown) sets it back to `asking`: its owner asks that need again, and keeps the other
+    /// runs it waits for (`kept`), as one machine's next start does. Returns whether this call decided it.
     @discardableResult
     static func decide(_ id: Int64, _ outcome: NeedBook.Outcome, on db: PGConnection, as me: FleetHost,
                        actions: (String) -> Action?) throws -> Bool {
@@ -85,9 +87,13 @@ enum FleetNeeds {
         }
         return try FleetCoordinator.retrying {
             try db.transaction(opening: keyLocks(id, action)) { _ in
-                let state = outcome == .met ? "met" : "failed"
+                let state = switch outcome { case .met: "met" case .failed: "failed" case .askAgain: "asking" }
                 guard try db.query("UPDATE runs SET needs = $2 WHERE id = $1 AND phase = 'queued' AND needs = 'waiting'",
                                    [String(id), state]).affected == 1 else { return false }
+                if case .askAgain = outcome {
+                    try db.execute("NOTIFY baton")
+                    return true
+                }
                 try db.query("""
                     UPDATE run_needs n SET phase = r.phase, reason = r.reason FROM runs r WHERE n.run_id = $1 AND r.id = n.needed_run
                     """, [String(id)])
@@ -110,16 +116,42 @@ enum FleetNeeds {
                 guard try db.query("""
                     UPDATE runs SET needs = $3 WHERE id = $1 AND incarnation = $2 AND phase = 'queued' AND needs = 'asking'
                     """, [String(id), me, state]).affected == 1 else { return }
-                if !needed.isEmpty {
+                // Asked again (`askAgain`): the rows of its first asking are replaced, and any past the needs now dropped;
+                // a refusal keeps those past the needs it asked (the runs it waited for, as one machine keeps them for `show`).
+                let dropFrom = failure == nil ? needed.count : Int(Int32.max)
+                if needed.isEmpty {
+                    if failure == nil { try db.query("DELETE FROM run_needs WHERE run_id = $1", [String(id)]) }
+                } else {
                     try db.query("""
+                        WITH dropped AS (DELETE FROM run_needs WHERE run_id = $1 AND position >= $5)
                         INSERT INTO run_needs (run_id, position, action, needed_run)
                         SELECT $1, u.position, u.action, u.needed FROM unnest($2::int[], $3::text[], $4::bigint[]) AS u (position, action, needed)
+                        ON CONFLICT (run_id, position) DO UPDATE SET action = excluded.action, needed_run = excluded.needed_run,
+                          phase = NULL, reason = NULL
                         """, [String(id), "{" + needed.indices.map(String.init).joined(separator: ",") + "}",
-                              FleetJournal.textArray(needed.map(\.action)), "{" + needed.map { String($0.run) }.joined(separator: ",") + "}"])
+                              FleetJournal.textArray(needed.map(\.action)), "{" + needed.map { String($0.run) }.joined(separator: ",") + "}",
+                              String(dropFrom)])
                 }
                 if let failure { try end(id, failure, on: db, as: host, action) }
                 try db.execute("NOTIFY baton")
             }
+        }
+    }
+
+    /// `runs` (asking) each with the needs it was asked before, as the rows say now (`needs`),
+    /// when its wait was set back to asking (`askAgain`): its owner asks only those a shutdown stopped.
+    static func kept(_ runs: [RunSnapshot], on db: PGConnection) throws -> [RunSnapshot] {
+        guard !runs.isEmpty else { return runs }
+        let rows = try db.query("""
+            SELECT n.run_id, n.action, n.needed_run, r.phase, r.reason FROM run_needs n LEFT JOIN runs r ON r.id = n.needed_run
+            WHERE n.run_id = ANY ($1::bigint[]) ORDER BY n.run_id, n.position
+            """, ["{" + runs.map { String($0.id) }.joined(separator: ",") + "}"]).rows
+        guard !rows.isEmpty else { return runs }
+        let needs = Dictionary(waits(rows).map { ($0.run, $0.needs) }, uniquingKeysWith: { first, _ in first })
+        return runs.map { run in
+            var run = run
+            run.needs = needs[run.id]
+            return run
         }
     }
 
@@ -165,7 +197,7 @@ enum FleetNeeds {
         guard always || configured(coordinator) else { return }
         let readAt = ContinuousClock.now
         let rows = try db.query(unasked(incarnation: coordinator.host.incarnation)).rows
-        coordinator.askNeeds(of: rows.map(FleetRows.run), readAt: readAt)
+        coordinator.askNeeds(of: try kept(rows.map(FleetRows.run), on: db), readAt: readAt)
         for (run, outcome) in decided(waits(try db.query(decidableRows).rows)) {
             // One wait that cannot be decided now (it is read again) holds up neither the others nor the tick.
             do { try decide(run, outcome, on: db, as: coordinator.host, actions: coordinator.conductor.action(named:)) } catch {

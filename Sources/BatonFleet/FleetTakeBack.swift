@@ -55,12 +55,35 @@ enum FleetTakeBack {
         }
     }
 
-    /// Moves `ids` from `dead` to `me`, fenced by `dead`'s incarnation: returns those moved.
-    static func move(_ ids: [Int64], from dead: String, to me: FleetHost, on db: PGConnection) throws -> Set<Int64> {
+    enum RetryingPart: Hashable, Sendable { case seq, due, outputTotal }
+    /// A retrying run with its last seq and when its next attempt is due: its last `retrying`
+    /// transition's time plus its backoff, as one machine's history tells it (`History.recoverableState`).
+    static let retryingColumns = FleetSelect<RetryingPart>(run: nil, [
+        (.seq, ["last_seq"]),
+        (.due, ["(SELECT t.at + coalesce((t.detail::jsonb ->> 'backoff')::bigint, 0) FROM transitions t "
+                + "WHERE t.run_id = runs.id AND t.to_phase = 'retrying' ORDER BY t.seq DESC LIMIT 1)"]),
+        (.outputTotal, ["(SELECT total FROM output_totals o WHERE o.run_id = runs.id)"]),
+    ])
+
+    /// The retrying runs of `dead` that no hook made (a hook's run is told the output of the run
+    /// that fired it, which lived in batond's memory), each with its due time.
+    static func retryingRuns(of dead: String, on db: PGConnection) throws -> [UnfinishedRun] {
+        try db.query("""
+            SELECT \(retryingColumns.sql) FROM runs WHERE incarnation = $1 AND phase = 'retrying' AND hook_run IS NULL ORDER BY id
+            """, [dead]).rows.map { row in
+            var unfinished = UnfinishedRun(run: FleetRows.run(row), lastSeq: Int(retryingColumns.value(row, .seq) ?? "") ?? 1)
+            unfinished.retryDue = retryingColumns.value(row, .due).flatMap { Int64($0) }.map(Timestamp.init(rawValue:))
+            unfinished.outputTotal = retryingColumns.value(row, .outputTotal).flatMap { Int64($0) }
+            return unfinished
+        }
+    }
+
+    /// Moves `ids` from `dead` to `me`, fenced by `dead`'s incarnation and the runs' `phase`: returns those moved.
+    static func move(_ ids: [Int64], from dead: String, to me: FleetHost, phase: Phase = .loading, on db: PGConnection) throws -> Set<Int64> {
         guard !ids.isEmpty else { return [] }
         let list = "{" + ids.map(String.init).joined(separator: ",") + "}"
         return Set(try db.query("""
-            UPDATE runs SET incarnation = $2, host = $3 WHERE incarnation = $1 AND phase = 'loading' AND id = ANY ($4::bigint[]) RETURNING id
-            """, [dead, me.incarnation, me.name, list]).rows.compactMap { $0[0].flatMap { Int64($0) } })
+            UPDATE runs SET incarnation = $2, host = $3 WHERE incarnation = $1 AND phase = $5 AND id = ANY ($4::bigint[]) RETURNING id
+            """, [dead, me.incarnation, me.name, list, phase.rawValue]).rows.compactMap { $0[0].flatMap { Int64($0) } })
     }
 }

@@ -5,7 +5,9 @@ import FoundationEssentials
 /// previous start): each becomes a recorded transition, guarded by its dead owner, so that a
 /// run ended meanwhile is left alone. A loading or retrying run ends as `failure` (reason
 /// `host_lost`, or `interrupted` for this host's own previous start), or is queued again here
-/// when its action says `onInterrupt: "restart"`; a queued run is taken over by this host and
+/// when its action says `onInterrupt: "restart"`; a retrying run one machine's restart would
+/// resume (`RecoveryDecision.mayResumeRetrying`) is moved here, for this host's conductor to wait
+/// out its backoff (`Summary.resumed`; its conductor finds it in the rows: `FleetCoordinator.resumeMoved`); a queued run is taken over by this host and
 /// keeps its place; a run whose action this host does not have is cancelled. A failure it writes
 /// counts towards its action's `pauseAfterFailures` as any other end does (`FleetPauses.count`, in
 /// the same transaction), as one machine's restart counts the runs it ends `interrupted`.
@@ -15,7 +17,9 @@ enum FleetTakeover {
         var requeued: [Int64] = []
         var adopted: [Int64] = []
         var dropped: [Int64] = []
-        var isEmpty: Bool { ended.isEmpty && requeued.isEmpty && adopted.isEmpty && dropped.isEmpty }
+        /// Retrying runs moved here to wait out their backoff, with their due time (`FleetTakeBack.retryingRuns`).
+        var resumed: [UnfinishedRun] = []
+        var isEmpty: Bool { ended.isEmpty && requeued.isEmpty && adopted.isEmpty && dropped.isEmpty && resumed.isEmpty }
     }
 
     /// The locks a takeover of `incarnations` takes first, of the `actions` (the configured ones,
@@ -47,6 +51,7 @@ enum FleetTakeover {
             SELECT \(FleetRows.withSeq.sql) FROM runs
             WHERE incarnation = $1 AND phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """, [dead]).rows
+        let retrying = Dictionary(try FleetTakeBack.retryingRuns(of: dead, on: db).map { ($0.run.id, $0) }, uniquingKeysWith: { first, _ in first })
         for row in rows {
             let (run, seq) = FleetRows.runAndSeq(row)
             let action = actions[run.action]
@@ -65,9 +70,13 @@ enum FleetTakeover {
                 }
             }
             // As a host's recovery decides (`RecoveryDecision`): a queued run never started, and a
-            // loading or retrying one is queued again only where its action says `restart`.
-            let restarts = try action?.onInterrupt == .restart && run.phase != .queued && !isDraining(run, on: db)
-            switch RecoveryDecision.decide(.init(phase: run.phase, actionKnown: action != nil, restarts: restarts)) {
+            // loading or retrying one is queued again only where its action says `restart`; a
+            // retrying one waits out its backoff here where one machine's restart resumes it.
+            // A run a replace is stopping is neither restarted nor resumed: its replacement waits for its end.
+            let stopping = { try isDraining(run, on: db) }
+            let restarts = try action?.onInterrupt == .restart && run.phase != .queued && !stopping()
+            let resumes = try (retrying[run.id].map { RecoveryDecision.mayResumeRetrying($0, action) } ?? false) && !stopping()
+            switch RecoveryDecision.decide(.init(phase: run.phase, actionKnown: action != nil, mayResumeRetrying: resumes, restarts: restarts)) {
             case .drop:
                 try end(.cancelled, TransitionDetail(reason: "removed", error: "action \(run.action) is not configured on \(me.name), which took over from \(name)"))
                 summary.dropped.append(run.id)
@@ -84,7 +93,11 @@ enum FleetTakeover {
                     try db.query("UPDATE runs SET host = $2, incarnation = $3, stop = NULL WHERE id = $1", [String(run.id), me.name, me.incarnation])
                     summary.requeued.append(run.id)
                 }
-            case .interrupt, .adopt, .resumeRetrying, .endSecret:
+            case .resumeRetrying:
+                if let unfinished = retrying[run.id], try FleetTakeBack.move([run.id], from: dead, to: me, phase: .retrying, on: db) == [run.id] {
+                    summary.resumed.append(unfinished)
+                }
+            case .interrupt, .adopt, .endSecret:
                 try end(.failure, TransitionDetail(reason: dead == me.incarnation ? "interrupted" : (name == me.name ? "interrupted" : "host_lost"), error: reason))
                 summary.ended.append(run.id)
             }

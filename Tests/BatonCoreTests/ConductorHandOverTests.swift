@@ -207,4 +207,28 @@ struct ConductorHandOverTests {
         late.on(.recover(1, [RecoveredRun(past, action: ConductorStateTests.flaky)]))
         #expect(late.effects.contains(.schedule(run: 1, .backoff(1), after: .zero)), "a due time passed meanwhile: at once")
     }
+
+    @Test("a fleet host adopts a run another host left retrying (AdoptedRun with its due time): it waits out what is left of its backoff, nothing written; its next attempt starts then (audit D2 a)")
+    func retryAdopted() throws {
+        let now = ConductorStateTests.now
+        var run = RunSnapshot(id: 1, action: "f", key: "f", phase: .retrying, policy: .reject, params: [:], trigger: nil,
+                              queuedAt: Timestamp(rawValue: now.rawValue - 5_000_000))
+        run.startedAt = Timestamp(rawValue: now.rawValue - 4_000_000)
+        run.attempts = 1
+        var adopted = AdoptedRun(run: run, seq: 3, action: ConductorStateTests.flaky)
+        (adopted.retryDue, adopted.outputTotal) = (Timestamp(rawValue: now.rawValue + 2_000_000), 12)
+        var h = H()
+        h.on(.adopt(1, adopted))
+        #expect(h.written.isEmpty && h.launches.isEmpty)
+        #expect(h.effects.contains(.schedule(run: 1, .backoff(1), after: .seconds(2))), "\(h.effects)")
+        #expect(h.state.inFlight.map(\.phase) == [.retrying])
+        h.on(.timer(run: 1, .backoff(1)))
+        #expect(h.phases == [.loading])
+        h.on(.committed(try #require(h.commit()), nil))
+        #expect(h.launches == [1])
+        // Its output goes on after the 12 bytes its row holds (review-fleetrecovery9, 11).
+        var resumesAt: [Int64?] = []
+        for case let .launch(launch) in h.effects { resumesAt.append(launch.outputResumesAt) }
+        #expect(resumesAt == [12])
+    }
 }

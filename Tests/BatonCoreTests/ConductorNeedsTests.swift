@@ -252,4 +252,23 @@ struct ConductorNeedsTests {
         next.exit(3, at: 2)
         #expect(next.launched == [3, 1])
     }
+
+    @Test("a need a shutdown stopped, asked again at the next start and refused there (its action paused now): the waiting run ends failure naming the need and the pause, never started, and keeps the relation (review-fleetrecovery9, 11)")
+    func shutdownThenPaused() {
+        var rig = Rig()
+        rig.trigger(Self.needing([Self.a]), at: 0)
+        rig.handle(.shutdown)
+        rig.handle(.graceElapsed)
+        rig.exit(2, status: 143, at: 1)
+        var waiting = UnfinishedRun(run: rig.state.snapshot(of: 1)!, lastSeq: 1)
+        waiting.needs = [NeededRun(action: "a", run: 2, phase: .cancelled, reason: "shutdown")]
+        var next = Rig()
+        next.handle(.pause(80, ActionPause(action: "a", by: "ops", reason: "migrating", at: Rig.start)))
+        next.state.reserveIDs(from: 3)
+        next.handle(.recover(1, [RecoveredRun(waiting, action: Self.needing([Self.a]))]))
+        #expect(next.launched.isEmpty, "neither a nor c runs")
+        let ended = Self.ended(next, 1)
+        #expect(ended?.to == .failure && ended?.detail.error?.contains("needs a: a is paused by ops") == true, "\(String(describing: ended))")
+        #expect(Self.needs(next, of: 1) == waiting.needs, "the runs it waited for stay in its relation")
+    }
 }

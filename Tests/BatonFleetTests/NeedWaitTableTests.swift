@@ -27,6 +27,10 @@ struct NeedWaitTableTests {
         ([Needed(phase: nil), Needed(phase: .success)],
          .failed("needs build-a: run 41 is gone from the history (retention removed it)")),
         ([Needed(phase: .retrying), Needed(phase: .success)], nil),
+        // Stopped by a batond's shutdown: asked again, on one machine and on the fleet (audit D7).
+        ([Needed(phase: .cancelled, reason: "shutdown"), Needed(phase: .loading)], .askAgain([0])),
+        ([Needed(phase: .success), Needed(phase: .cancelled, reason: "shutdown")], .askAgain([1])),
+        ([Needed(phase: .failure), Needed(phase: .cancelled, reason: "shutdown")], .failed("needs build-a: run 41 failed")),
     ]
 
     static let actions = ["build-a", "build-b"]

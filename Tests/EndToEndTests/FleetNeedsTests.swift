@@ -120,6 +120,43 @@ struct FleetNeedsTests {
         for host in hosts { host.stop() }
     }
 
+    @Test("a needed run cancelled by its host's shutdown: c's run on the other host asks that need again rather than failing, as one machine's next start does, keeps its other need's live run, and runs once both succeeded (audit D7)")
+    func needStoppedByShutdown() throws {
+        let (a, b) = (try FifoGate(), try FifoGate())
+        let conninfo = try Postgres.server().database()
+        let hosts = try FleetTests.fleet(2, actions: """
+            "build-a": { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(a.path)" }, survivesRestart: false },
+            "build-b": { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null"], env: { GATE: "\(b.path)" }, survivesRestart: false },
+            c: { exec: ["true"], needs: ["build-a", "build-b"] },
+            """, conninfo: conninfo, settings: "shutdownGrace: \"0s\",")
+        let db = try PGConnection(conninfo)
+        let first = try #require(try PolicyTests.trigger(hosts[0], "build-a").run?.id)
+        let second = try #require(try PolicyTests.trigger(hosts[1], "build-b").run?.id)
+        let c = try #require(try PolicyTests.trigger(hosts[1], "c").run)
+        #expect(try Self.needed(db, c.id).map { $0[1] } == [String(first), String(second)], "c did not join the runs in flight")
+        hosts[0].signal(SIGTERM)
+        #expect(hosts[0].waitForExit(within: 30) != nil, "web-1 did not stop: \(hosts[0].stderr.suffix(2_000))")
+        #expect(try Self.row(db, first)[0...3] == ["cancelled", "web-1", nil, "shutdown"])
+        // web-2 asks build-a again: a new run, on web-2; c waits for it, queued.
+        guard try Eventually.until("c asks build-a again", {
+            try Self.row(db, c.id)[2] == "waiting"
+                && db.query("SELECT needed_run FROM run_needs WHERE run_id = $1 AND position = 0", [String(c.id)]).first?[0] != String(first)
+        }) else { return }
+        #expect(try Self.row(db, c.id)[0] == "queued", "c's wait failed")
+        let again = try #require(try db.query("SELECT needed_run FROM run_needs WHERE run_id = $1 AND position = 0", [String(c.id)]).first?[0]
+            .flatMap { Int64($0) })
+        // build-b's run, live on web-2, is kept, not asked again (review-fleetrecovery9, 11).
+        #expect(try Self.needed(db, c.id).map { $0[1] } == [String(again), String(second)])
+        guard try Eventually.until("build-a's new run loading", { try Self.row(db, again)[0] == "loading" }) else { return }
+        a.release()
+        b.release()
+        let ran = try #require(try FleetTests.wait(hosts[1], run: c.id))
+        #expect(ran.phase == .success, "\(ran)")
+        #expect(try Self.phases(db, c.id) == ["queued", "loading", "success"])
+        #expect(try Self.row(db, again)[0...1] == ["success", "web-2"])
+        hosts[1].stop()
+    }
+
     @Test("a trigger whose need is paused (on another host) is refused paused, as on one machine: no run is made, not even of the need asked before it; the refusal is recorded against the need (audit D1)")
     func needPaused() throws {
         let (a, b) = (try FifoGate(), try FifoGate())

@@ -17,13 +17,14 @@ struct FleetRestartTests {
     }
 
     /// The run writes `before`, marks that it started, waits for GO, writes `after` and exits 7.
-    static func config(_ conninfo: String, host: String, lease: String, scratch: String) -> String {
+    static func config(_ conninfo: String, host: String, lease: String, scratch: String, slots: Int? = nil, grace: String = "1s") -> String {
         let script = #"echo before; touch \"$MARK\"; while [ ! -e \"$GO\" ]; do sleep 0.02; done; echo after; exit 7"#
         return """
-            { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, shutdownGrace: "1s",
+            { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, shutdownGrace: "\(grace)",\(slots.map { " maxConcurrentRuns: \($0)," } ?? "")
               actions: { waiter: { exec: ["sh", "-c", "\(script)"], env: { GO: "\(scratch)/go", MARK: "\(scratch)/started" }, policy: "reject" },
                          mortal: { exec: ["sleep", "300"], env: { GO: "\(scratch)/go" }, survivesRestart: false, killGrace: "100ms" },
-                         flaky: { exec: ["false"], retry: { attempts: 1, backoff: "1h" } } } }
+                         flaky: { exec: ["false"], retry: { attempts: 1, backoff: "1h" } },
+                         quick: { exec: ["false"], retry: { attempts: 1, backoff: "2s" } } } }
             """
     }
 
@@ -35,8 +36,8 @@ struct FleetRestartTests {
     }
 
     /// A host of the fleet, once it has joined.
-    static func host(_ conninfo: String, _ name: String, lease: String, scratch: String) throws -> Daemon {
-        let host = try Daemon(config: config(conninfo, host: name, lease: lease, scratch: scratch))
+    static func host(_ conninfo: String, _ name: String, lease: String, scratch: String, slots: Int? = nil) throws -> Daemon {
+        let host = try Daemon(config: config(conninfo, host: name, lease: lease, scratch: scratch, slots: slots))
         try host.waitForLog("joined the fleet")
         return host
     }
@@ -157,6 +158,51 @@ struct FleetRestartTests {
         #expect("\(ended.phase.rawValue) \(ended.reason ?? "-")" == "cancelled shutdown", "\(ended)\n\(a.stderr)")
     }
 
+    @Test("a fleet host killed while a run waits to retry, and back in place: the run waits out its backoff there and tries again, as one machine's restart resumes it, not ended interrupted (audit D2 a)")
+    func retryingAfterCrash() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        let id = try #require(try FleetTests.trigger(a, "quick").run?.id)
+        let db = try PGConnection(conninfo)
+        guard try Eventually.until("run \(id) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(id)]).first != nil
+        }) else { return }
+        a.crash()
+        let back = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "20s", scratch: scratch), reusing: a)
+        try back.waitForLog("joined the fleet")
+        defer { back.stop() }
+        let ended = try #require(try FleetTests.wait(back, run: id))
+        #expect(ended.phase == .failure && ended.reason != "interrupted" && ended.attempts == 2, "\(ended)\n\(back.stderr.suffix(2_000))")
+        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
+        #expect(phases == ["queued", "loading", "retrying", "loading", "failure"], "\(phases)")
+        try Self.expectBackoffWaited(id, on: db)
+    }
+
+    @Test("a fleet host killed while a run waits to retry, and not back: the host that takes its runs over waits out the backoff and tries again there, not ended host_lost (audit D2 a)")
+    func retryingReaped() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "2s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
+        defer { b.stop() }
+        let id = try #require(try FleetTests.trigger(a, "quick").run?.id)
+        let db = try PGConnection(conninfo)
+        guard try Eventually.until("run \(id) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(id)]).first != nil
+        }) else { return }
+        a.crash()
+        // web-2 reaps web-1 once its lease has run out as the database counts it.
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .failure && ended.reason != "host_lost" && ended.attempts == 2 && ended.host == "web-2",
+                "\(ended)\n\(b.stderr.suffix(2_000))")
+        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
+        #expect(phases == ["queued", "loading", "retrying", "loading", "failure"], "\(phases)")
+        try Self.expectBackoffWaited(id, on: db)
+    }
+
     @Test("a fleet host killed and back after its lease ran out: the other host took its run over; the host kills the run's processes and writes nothing over the taker's rows")
     func afterLease() throws {
         let scratch = try Self.scratch()
@@ -229,5 +275,125 @@ struct FleetRestartTests {
             guard variables.contains("BATON_RUN_ID=\(run)"), variables.contains("GO=\(scratch)/go") else { return nil }
             return pid
         }
+    }
+
+    /// The run's second attempt began no sooner than its `retrying` transition's time plus the
+    /// backoff it recorded (`quick`: 2 s, jittered), as the rows say (review-fleetrecovery9, 11).
+    static func expectBackoffWaited(_ id: Int64, on db: PGConnection) throws {
+        let rows = try db.query("""
+            SELECT to_phase, at, coalesce((detail::jsonb ->> 'backoff')::bigint, 0) FROM transitions WHERE run_id = $1 ORDER BY seq
+            """, [String(id)]).rows
+        let retrying = try #require(rows.first { $0[0] == "retrying" })
+        let again = try #require(rows.last { $0[0] == "loading" })
+        let (at, backoff, next) = (Int64(retrying[1] ?? "") ?? 0, Int64(retrying[2] ?? "") ?? 0, Int64(again[1] ?? "") ?? 0)
+        #expect(backoff > 0 && next >= at + backoff, "\(rows)")
+    }
+
+    /// Moves runs to web-2's live incarnation and marks web-1 gone, in one transaction: what a reap
+    /// that moved them (`FleetTakeover`'s `resumed`) leaves when its hand-off to web-2's conductor is lost.
+    static func moveToWeb2(_ ids: [Int64], on db: PGConnection) throws {
+        try db.transaction {
+            try db.query("""
+                UPDATE runs r SET incarnation = h.incarnation, host = h.name FROM hosts h
+                WHERE h.name = 'web-2' AND h.gone_at IS NULL AND r.id = ANY ($1::bigint[])
+                """, ["{" + ids.map(String.init).joined(separator: ",") + "}"])
+            try db.query("UPDATE hosts SET gone_at = now(), gone_reason = 'stopped' WHERE name = 'web-1' AND gone_at IS NULL")
+        }
+    }
+
+    @Test("a retrying run moved to a live host whose hand-off to its conductor was lost is found from the rows: it waits out its backoff there and tries again; one whose action the host does not have is cancelled, removed (review-fleetrecovery9, 2)")
+    func movedHandOffLost() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
+        defer { b.stop() }
+        let quick = try #require(try FleetTests.trigger(a, "quick").run?.id)
+        let flaky = try #require(try FleetTests.trigger(a, "flaky").run?.id)
+        let db = try PGConnection(conninfo)
+        guard try Eventually.until("runs \(quick) and \(flaky) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id IN ($1, $2) AND phase = 'retrying'", [String(quick), String(flaky)]).rows.count == 2
+        }) else { return }
+        a.crash()
+        // flaky's action as if a reload had taken it away from web-2 before the hand-off.
+        try db.query("UPDATE runs SET action = 'unconfigured' WHERE id = $1", [String(flaky)])
+        try Self.moveToWeb2([quick, flaky], on: db)
+        let ends = { try db.query("SELECT id, phase, reason, attempts, host FROM runs WHERE id IN ($1, $2) ORDER BY id", [String(quick), String(flaky)]).rows }
+        let rows = try Eventually.value("both runs ended on web-2: \(b.stderr.suffix(2_000))", ends) { rows in
+            rows.count == 2 && rows.allSatisfy { ["failure", "cancelled"].contains($0[1]) }
+        }
+        let byID = Dictionary(rows.map { ($0[0] ?? "", $0) }, uniquingKeysWith: { first, _ in first })
+        let resumed = byID[String(quick)]
+        #expect(resumed?[1] == "failure" && resumed?[2] != "host_lost" && resumed?[3] == "2" && resumed?[4] == "web-2", "\(rows)")
+        #expect(byID[String(flaky)]?[1...2] == ["cancelled", "removed"], "\(rows)")
+        try Self.expectBackoffWaited(quick, on: db)
+    }
+
+    @Test("a retrying run moved to a host that runs its maxConcurrentRuns already waits for a free slot before it resumes, never running past the limit (review-fleetrecovery9, 3)")
+    func movedWaitsForSlot() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch, slots: 1)
+        defer { b.stop() }
+        // The waiter first: quick's backoff (2 s) must not run out on web-1 before web-1 is killed.
+        let waiter = try #require(try FleetTests.trigger(b, "waiter").run?.id)
+        Self.waitForStart(scratch, of: b)
+        let quick = try #require(try FleetTests.trigger(a, "quick").run?.id)
+        let db = try PGConnection(conninfo)
+        guard try Eventually.until("run \(quick) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(quick)]).first != nil
+        }) else { return }
+        a.crash()
+        try Self.moveToWeb2([quick], on: db)
+        try b.waitForLog("1 retrying runs moved here wait for a free slot (maxConcurrentRuns 1) to resume: run \(quick)")
+        let held = try db.query("SELECT phase, attempts FROM runs WHERE id = $1", [String(quick)]).rows
+        #expect(held == [["retrying", "1"]], "\(held)")
+        // The waiter ends: its slot goes to the moved run, which tries again.
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        let row = try Eventually.value("run \(quick) ended: \(b.stderr.suffix(2_000))", {
+            try db.query("SELECT phase, attempts, host FROM runs WHERE id = $1", [String(quick)]).rows
+        }) { $0.first?[0] == "failure" }
+        #expect(row == [["failure", "2", "web-2"]], "\(row)")
+        let waited = try db.query("SELECT phase FROM runs WHERE id = $1", [String(waiter)]).rows
+        #expect(waited == [["failure"]], "\(waited)")
+        try Self.expectBackoffWaited(quick, on: db)
+    }
+
+    @Test("a host that is stopping leaves a retrying run moved to it alone (its conductor would only stop it, shutdown); once it is gone, a host that takes runs resumes it (review-fleetrecovery9, 7)")
+    func movedToStoppingHost() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        // web-2 drains for a minute: its mortal run (not left to a shim) holds the stop that long.
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "2s", scratch: scratch, grace: "60s"))
+        try b.waitForLog("joined the fleet")
+        let c = try Self.host(conninfo, "web-3", lease: "20s", scratch: scratch)
+        defer { c.stop() }
+        let db = try PGConnection(conninfo)
+        let mortal = try #require(try FleetTests.trigger(b, "mortal").run?.id)
+        guard try Eventually.until("run \(mortal) loading", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'loading'", [String(mortal)]).first != nil
+        }) else { return }
+        let quick = try #require(try FleetTests.trigger(a, "quick").run?.id)
+        guard try Eventually.until("run \(quick) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(quick)]).first != nil
+        }) else { return }
+        a.crash()
+        b.signal(SIGTERM)
+        try b.waitForLog("stopping: no new triggers")
+        try Self.moveToWeb2([quick], on: db)
+        try b.waitForLog("1 retrying runs moved here are left for a host that takes runs: this one is stopping")
+        let left = try db.query("SELECT phase, attempts, host FROM runs WHERE id = $1", [String(quick)]).rows
+        #expect(left == [["retrying", "1", "web-2"]], "\(left)")
+        // web-2 gone (its lease runs out), web-3 takes the run over and tries it again.
+        b.crash()
+        let row = try Eventually.value("run \(quick) ended: \(c.stderr.suffix(2_000))", {
+            try db.query("SELECT phase, attempts, host FROM runs WHERE id = $1", [String(quick)]).rows
+        }) { $0.first?[0] == "failure" }
+        #expect(row == [["failure", "2", "web-3"]], "\(row)")
     }
 }

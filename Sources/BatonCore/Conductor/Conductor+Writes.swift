@@ -27,6 +27,14 @@ extension Conductor {
         if count >= Self.handOverEvery || entries.contains(where: \.isEnd) { sendWrites() }
     }
 
+    /// Calls `done` (on the store's thread) once every item the conductor queued before this call
+    /// is committed or refused: an item of nothing after them, in their order. On the loop. A fleet
+    /// reads its rows after it to tell a run this conductor ended from one it never held.
+    public func afterWrites(_ done: @escaping @Sendable () -> Void) {
+        reactor.assertOnLoop("the conductor's writes")
+        write([]) { _ in done() }
+    }
+
     /// Hands this turn's items to the store, in order (at the turn's end, and before anyone is told
     /// the conductor has drained: what batond writes before it exits is in the store's queue by then).
     func sendWrites() {

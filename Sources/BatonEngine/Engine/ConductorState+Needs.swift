@@ -34,12 +34,36 @@ extension ConductorState {
 
     /// Run `id` waits for `needed` as known now: held until they succeed, ended when one did not,
     /// free at once when all did.
+    /// A need stopped by a shutdown that was just asked again and still is (its action's needs
+    /// changed) fails the wait, naming it.
     mutating func wait(_ id: Int64, on needed: [NeededRun], _ step: inout Step) {
         switch needBook.wait(id, on: needed) {
         case .met?: table.needsMet(id)
         case let .failed(message)?: drive(id, .stop(.needs(message)), &step)
+        case let .askAgain(indices)?: drive(id, .stop(.needs(needed[indices[0]].failure ?? "needs stopped")), &step)
         case nil: table.await(id)
         }
+    }
+
+    /// Run `id`'s needs at `indices` were stopped by a shutdown (`NeedBook.Outcome.askAgain`):
+    /// each is triggered again, as the run's action says now (one whose action changed is not),
+    /// the relation rewritten, and the run waits for them again; a need refused now ends it
+    /// `failure` at once, never started, as when it was made (`triggerNeeds`).
+    mutating func askAgain(_ id: Int64, _ needs: [NeededRun], _ indices: [Int], _ step: inout Step) {
+        guard let flight = flights[id], flight.machine.phase == .queued else { return }
+        var now = needs
+        var failure: String?
+        for index in indices {
+            guard flight.action.needs.indices.contains(index), flight.action.needs[index].action.name == now[index].action else { continue }
+            switch triggerNeed(flight.action.needs[index], of: id, flight.action.name, params: flight.run.params, peer: flight.run.trigger, &step) {
+            case let .run(run): now[index] = run
+            case let .failed(message): failure = message
+            }
+            if failure != nil { break }
+        }
+        step.entries.append(.needs(runID: id, needed: now))
+        if let failure { return drive(id, .stop(.needs(failure)), &step) }
+        wait(id, on: now, &step)
     }
 
     mutating func triggerNeed(_ need: NeedTarget, of id: Int64, _ needing: String, params given: [String: String], peer: Peer?,
@@ -114,9 +138,6 @@ extension ConductorState {
         defer { tellWaiting(waiting, &step) }
         guard run.phase.isTerminal else { return needBook.moved(run.id, to: run.phase) }
         needBook.forget(run.id)
-        // Stopped by the shutdown: the runs waiting on it stay queued, and the next batond
-        // triggers that need again (`recoverNeeds`).
-        if mode != .accepting, run.reason == "shutdown" { return }
         decideWaits(on: run.id, phase: run.phase, reason: run.reason, &step)
     }
 
@@ -130,12 +151,16 @@ extension ConductorState {
         }
     }
 
-    /// The runs waiting on `needed`, which ended so: started once all theirs succeeded, ended when it did not.
+    /// The runs waiting on `needed`, which ended so: started once all theirs succeeded, ended when
+    /// it did not; one whose need a shutdown stopped stays queued (held in the table), and the next
+    /// batond asks that need again (`recoverNeeds`): only a shutdown stops a run so, and this
+    /// batond takes no trigger after it.
     mutating func decideWaits(on needed: Int64, phase: Phase, reason: String?, _ step: inout Step) {
         for (waiting, outcome) in needBook.ended(needed, phase: phase, reason: reason) {
             switch outcome {
             case .met: table.needsMet(waiting)
             case let .failed(message): drive(waiting, .stop(.needs(message)), &step)
+            case .askAgain: break
             }
         }
     }
@@ -148,13 +173,12 @@ extension ConductorState {
 
     /// After recovery took the runs back: each queued run that needs others waits for them again,
     /// as they are now (in flight again, ended by this recovery, or as the history has them). A
-    /// needed run the previous batond's shutdown stopped is triggered again (its need as the run's
-    /// action says now), and the relation rewritten.
+    /// needed run the previous batond's shutdown stopped is asked again (`askAgain`).
     mutating func recoverNeeds(_ runs: [RecoveredRun], ended: [Int64: RunSnapshot], _ step: inout Step) {
         for recovered in runs {
             let id = recovered.unfinished.run.id
-            guard let needs = recovered.unfinished.needs, let flight = flights[id], flight.machine.phase == .queued else { continue }
-            var now = needs.map { need -> NeededRun in
+            guard let needs = recovered.unfinished.needs, flights[id]?.machine.phase == .queued else { continue }
+            let now = needs.map { need -> NeededRun in
                 var need = need
                 if let live = flights[need.run] {
                     (need.phase, need.reason) = (live.run.phase, live.run.reason)
@@ -166,17 +190,7 @@ extension ConductorState {
                 }
                 return need
             }
-            let stopped = now.indices.filter { now[$0].phase == .cancelled && now[$0].reason == "shutdown" }
-            if !stopped.isEmpty {
-                for index in stopped {
-                    guard flight.action.needs.indices.contains(index), flight.action.needs[index].action.name == now[index].action else { continue }
-                    let again = triggerNeed(flight.action.needs[index], of: id, flight.action.name, params: flight.run.params,
-                                            peer: flight.run.trigger, &step)
-                    if case let .run(run) = again { now[index] = run }
-                }
-                step.entries.append(.needs(runID: id, needed: now))
-            }
-            wait(id, on: now, &step)
+            if case let .askAgain(indices)? = NeedBook.outcome(of: now) { askAgain(id, now, indices, &step) } else { wait(id, on: now, &step) }
         }
     }
 }

@@ -29,8 +29,7 @@ extension ConductorState {
             let action = recovered.action
             let facts = RecoveryDecision.Facts(
                 phase: run.phase, actionKnown: action != nil, surviving: recovered.surviving != nil,
-                mayResumeRetrying: action.map { run.phase == .retrying && recovered.unfinished.retryDue != nil
-                    && Self.mayResumeRetrying(recovered.unfinished, $0) } ?? false,
+                mayResumeRetrying: RecoveryDecision.mayResumeRetrying(recovered.unfinished, action),
                 restarts: action?.onInterrupt == .restart, secret: action?.secretParams.isEmpty == false)
             switch (RecoveryDecision.decide(facts), action) {
             case (.drop, _), (_, nil):
@@ -199,6 +198,15 @@ extension ConductorState {
             countFailures(ended, adopted.action, &step)
             return step.answer(token, .attached(ended))
         }
+        if let due = adopted.retryDue, adopted.run.phase == .retrying {
+            var unfinished = UnfinishedRun(run: adopted.run, lastSeq: adopted.seq)
+            unfinished.outputTotal = adopted.outputTotal
+            resumeRetrying(unfinished, adopted.action, due: due, &step)
+            nextRunID = max(nextRunID, id + 1)
+            step.answer(token, .attached(flights[id].map(live) ?? adopted.run))
+            if mode != .accepting { drive(id, .stop(.shutdown), &step) }
+            return
+        }
         var machine = RunMachine(retries: adopted.action.retry.attempts)
         let effects = machine.handle(.start)
         var run = adopted.run
@@ -227,6 +235,10 @@ public struct AdoptedRun: Sendable, Equatable {
     /// Its secret params' values, where this host has them (the trigger came to it): a run of an
     /// action with secret params started without them ends `failure`, reason `secret`.
     public var secrets: [String: String]
+    /// A run left waiting to retry by a host that is gone (`RecoveryDecision.resumeRetrying`):
+    /// when its next attempt is due, and the bytes of output its row holds. Nil: it starts now.
+    public var retryDue: Timestamp?
+    public var outputTotal: Int64?
 
     public init(run: RunSnapshot, seq: Int, action: Action, hook: HookContext? = nil, secrets: [String: String] = [:]) {
         self.run = run

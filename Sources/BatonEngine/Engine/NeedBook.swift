@@ -1,7 +1,8 @@
 /// Which runs wait for which (`needs`), as a pure value: each waiting run's needed runs, in its
 /// action's order, each with its phase as last known, and the reverse (the runs waiting on each).
-/// A waiting run's wait is decided once: when the last of its needed runs succeeds (it may start)
-/// or when one ends otherwise (it fails without starting).
+/// A waiting run's wait is decided once: when the last of its needed runs succeeds (it may start),
+/// when one ends otherwise (it fails without starting), or when one was stopped by a batond's
+/// shutdown (it asks that need again). One rule for one machine and a fleet, which both act on it.
 public struct NeedBook: Sendable, Equatable {
     /// What a run's wait came to.
     public enum Outcome: Sendable, Equatable {
@@ -9,6 +10,11 @@ public struct NeedBook: Sendable, Equatable {
         case met
         /// A needed run ended other than `success`: it ends `failure` with this error.
         case failed(String)
+        /// Needed runs were stopped by a batond's shutdown (`cancelled`, reason `shutdown`), and
+        /// none ended otherwise: the run stays queued and asks these needs (their indices, in its
+        /// action's order) again, as when it was made. One machine asks at its next start;
+        /// a fleet's owner at its next look (`needs = 'asking'`).
+        case askAgain([Int])
     }
 
     /// Each waiting run's needs, as last known.
@@ -19,8 +25,11 @@ public struct NeedBook: Sendable, Equatable {
     public init() {}
 
     /// What `needs` (as known now) decide for a waiting run: nil while one has not ended.
+    /// A need that ended otherwise fails the wait before one stopped by a shutdown is asked again.
     public static func outcome(of needs: [NeededRun]) -> Outcome? {
-        if let failed = needs.first(where: { $0.failure != nil }) { return .failed(failed.failure!) }
+        if let failed = needs.first(where: { $0.failure != nil && !$0.stoppedByShutdown }) { return .failed(failed.failure!) }
+        let stopped = needs.indices.filter { needs[$0].stoppedByShutdown }
+        if !stopped.isEmpty { return .askAgain(stopped) }
         return needs.allSatisfy { $0.phase == .success } ? .met : nil
     }
 

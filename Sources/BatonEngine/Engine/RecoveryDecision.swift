@@ -38,6 +38,14 @@ public enum RecoveryDecision: Sendable, Equatable {
         }
     }
 
+    /// The `mayResumeRetrying` fact of one unfinished run, for one machine's recovery and a fleet
+    /// host's take-back alike: retrying, its next attempt's due time known, and
+    /// `ConductorState.mayResumeRetrying` (its action survives restarts, no hook's run, an attempt ran).
+    public static func mayResumeRetrying(_ unfinished: UnfinishedRun, _ action: Action?) -> Bool {
+        guard let action, unfinished.run.phase == .retrying, unfinished.retryDue != nil else { return false }
+        return ConductorState.mayResumeRetrying(unfinished, action)
+    }
+
     public static func decide(_ facts: Facts) -> RecoveryDecision {
         guard facts.actionKnown else { return .drop }
         if facts.surviving, facts.phase == .loading { return .adopt }

@@ -66,6 +66,10 @@ public struct NeededRun: Codable, Sendable, Equatable {
         self.reason = reason
     }
 
+    /// Whether a batond's shutdown stopped it (`cancelled`, `shutdown`): the run that needs it
+    /// asks that need again (`NeedBook.Outcome.askAgain`).
+    public var stoppedByShutdown: Bool { phase == .cancelled && reason == "shutdown" }
+
     /// Why a run that needs this one cannot start, once it ended other than `success`: "needs
     /// build-a: run 41 failed" (cancelled, interrupted, timed out: said so). Nil otherwise.
     public var failure: String? {

@@ -1,0 +1,96 @@
+import BatonCore
+import FoundationEssentials
+
+/// Retrying runs a takeover moved to this host (`FleetTakeover.Summary.resumed`) reach its
+/// conductor from their rows, never from memory alone, so that none is left retrying for good
+/// (holding its key) when a hand-off is lost: a reap whose commit went through but whose answer
+/// did not, or a reload that took the action away meanwhile. After each renewal of the lease
+/// (`FleetLease`, after its reap) this host's retrying runs that its conductor does not hold are
+/// read; once every write the conductor had queued by then is committed (`Conductor.afterWrites`:
+/// a run it ended since reads ended, not retrying), they are read again, and each one left:
+/// - waits out its backoff here (`RecoveryDecision.resumeRetrying`, as one machine's restart),
+///   while a start slot is free: a retrying run holds one, as on one machine, so resumed runs
+///   never take the host past `maxConcurrentRuns`; the rest wait in their rows for the next
+///   renewal (no priority over queued runs);
+/// - is cancelled, reason `removed`, where this host no longer has its action (as `claim` does);
+/// - stays as it is while this host is stopping: once it is gone the reaper of a host that
+///   accepts runs takes it over and resumes it (a stopping host would only stop it `shutdown`).
+/// One of these runs at a time (`FleetLease`), on the lease's thread, the loop and the pool.
+extension FleetCoordinator {
+    /// This incarnation's retrying runs that no hook made (none such is moved: `FleetTakeBack.retryingRuns`),
+    /// on the lease's connection (the partial index `runs_unfinished`).
+    func retryingHere(on db: PGConnection) throws -> [Int64] {
+        try db.query("SELECT id FROM runs WHERE incarnation = $1 AND phase = 'retrying' AND hook_run IS NULL ORDER BY id", [host.incarnation]).rows
+            .compactMap { $0[0].flatMap { Int64($0) } }
+    }
+
+    /// Hands the conductor those of `ids` (`retryingHere`) it does not hold, as the rows say once its
+    /// writes so far are committed; `done` once that is over (from any thread).
+    func resumeMoved(_ ids: [Int64], done: @escaping @Sendable () -> Void) {
+        reactor.onLoop { [self] in
+            let unknown = Set(ids.filter { conductor.snapshot(of: $0) == nil })
+            guard !unknown.isEmpty else { return done() }
+            guard state.withLock({ $0.accepting }) else {
+                log("\(unknown.count) retrying runs moved here are left for a host that takes runs: this one is stopping")
+                return done()
+            }
+            conductor.afterWrites { [self] in
+                pool.submit({ [self] db in
+                    try FleetTakeBack.retryingRuns(of: host.incarnation, on: db).filter { unknown.contains($0.run.id) }
+                }) { [self] result in
+                    switch result {
+                    case let .success(runs) where !runs.isEmpty: reactor.onLoop { [self] in hand(runs, done: done) }
+                    case .success: done()
+                    case let .failure(error):
+                        log("the retrying runs moved here could not be read: \(error)")
+                        done()
+                    }
+                }
+            }
+        }
+    }
+
+    /// On the loop: resumes `runs` (none of which the conductor held when they were read) while
+    /// start slots are free, and cancels those whose action is gone.
+    private func hand(_ runs: [UnfinishedRun], done: @escaping @Sendable () -> Void) {
+        var resumable: [Claimed] = []
+        var removed: [UnfinishedRun] = []
+        for unfinished in runs where conductor.snapshot(of: unfinished.run.id) == nil {
+            guard let action = conductor.action(named: unfinished.run.action) else {
+                removed.append(unfinished)
+                continue
+            }
+            var claimed = Claimed(run: unfinished.run, seq: unfinished.lastSeq, action: action)
+            (claimed.retryDue, claimed.outputTotal) = (unfinished.retryDue ?? .now, unfinished.outputTotal)
+            resumable.append(claimed)
+        }
+        let slots = reserveStarts(resumable.count)
+        let waiting = resumable.dropFirst(slots).map(\.run.id)
+        if waitingForSlot.access({ old in defer { old = waiting }; return old != waiting }), !waiting.isEmpty {
+            log("\(waiting.count) retrying runs moved here wait for a free slot (maxConcurrentRuns \(limit)) to resume: "
+                + waiting.map { "run \($0)" }.joined(separator: ", "))
+        }
+        // Handed as the runs a start claims are: counted as this host's, their slots given back once the conductor counts them.
+        if slots > 0 { send(.settled(granted: slots, claimed: Array(resumable.prefix(slots)))) }
+        guard !removed.isEmpty else { return done() }
+        pool.submit({ [self, removed] db in for run in removed { try cancelRemoved(run, on: db) } }) { [self] result in
+            if case let .failure(error) = result { log("retrying runs whose action is gone could not be cancelled: \(error)") }
+            done()
+        }
+    }
+
+    /// Ends a retrying run of this host whose action it no longer has: `cancelled`, reason `removed`.
+    private func cancelRemoved(_ unfinished: UnfinishedRun, on db: PGConnection) throws {
+        let run = unfinished.run
+        let detail = TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured on \(host.name)")
+        let transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: .retrying, to: .cancelled, at: .now, detail: detail)
+        try FleetCoordinator.retrying {
+            try db.transaction(opening: [FleetJournal.lockKeys(runs: [run.id], keys: [])]) { _ in
+                if try FleetJournal.apply(transition, on: db, as: host) {
+                    try db.execute("NOTIFY baton")
+                    log("run \(run.id) was moved here to wait to retry, but action \(run.action) is not configured here: cancelled")
+                }
+            }
+        }
+    }
+}
