@@ -18,12 +18,8 @@ enum FleetApprovals {
     static let columnCount = columnList.count
 
     /// A run with its last seq and its approval row (`runWithApproval`, `allWaiting`).
-    enum Part: Hashable, Sendable { case seq, approval, definition }
-    static let withRun = FleetSelect<Part>(run: "r", [(.seq, ["r.last_seq"]), (.approval, columnList), (.definition, ["r.definition"])])
-
-    /// The fingerprint of the definition the run in `row` (`withRun`'s columns) was triggered
-    /// with: its `approve` decides (`Conductor.action(named:definition:)`), not a reload's.
-    static func definition(_ row: [String?]) -> String? { withRun.value(row, .definition) }
+    enum Part: Hashable, Sendable { case seq, approval }
+    static let withRun = FleetSelect<Part>(run: "r", [(.seq, ["r.last_seq"]), (.approval, columnList)])
 
     static func state(_ row: [String?], from index: Int) -> (state: ApprovalState, origin: UInt32?)? {
         guard row.count >= index + columnCount, let approvers = row[index] else { return nil }
@@ -94,22 +90,13 @@ enum FleetApprovals {
         WHERE a.verdict IS NULL AND a.until <= \(FleetCooldown.databaseNow) AND r.phase = 'queued' ORDER BY a.run_id LIMIT 100
         """, [])
 
-    /// Recovery's review of queued run `run`'s approval (a takeover of a gone host's runs, or of
-    /// this host's previous start's), in the takeover's transaction: the engine's rule
-    /// (`ApprovalState.review`, one machine's recovery's) against `approve` as this host loaded it.
-    /// A wait whose `approve` was removed is `waived`; a run never started that did not wait and
-    /// whose action asks now waits from now (its `awaiting` hook is not fired: the run is not new).
-    /// A reload reviews nothing: a run keeps the definition it was triggered with.
-    static func review(_ run: RunSnapshot, approve: ApprovalRule?, on db: PGConnection) throws {
-        switch ApprovalState.review(try of(run.id, on: db), approve: approve, started: run.startedAt != nil, at: .now) {
-        case .keep:
-            return
-        case let .waive(waived):
-            _ = try db.query(decide(run.id, .waived, by: nil, reason: waived.reason))
-        case .arm:
-            guard let approve else { return }
-            _ = try db.query(insert(run.id, action: run.action, approve))
-        }
+    /// The undecided waits of queued runs of actions not among `asking` (those with `approve` in
+    /// this host's config): a reload removed it, and they wait no more (`waived`), as on one machine.
+    static func unasked(_ asking: [String]) -> Statement {
+        ("""
+            SELECT a.run_id FROM approvals a JOIN runs r ON r.id = a.run_id
+            WHERE a.verdict IS NULL AND r.phase = 'queued' AND NOT (r.action = ANY ($1::text[])) ORDER BY a.run_id LIMIT 100
+            """, [FleetJournal.textArray(asking)])
     }
 
     /// Run `id`'s approval: what it waits for, or how it was decided; nil where it has none.

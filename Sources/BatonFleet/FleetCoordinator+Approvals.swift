@@ -36,7 +36,7 @@ extension FleetCoordinator {
         // A run out of flight is answered from the history, as on one host (`Service.decideEnded`:
         // `was decided already: ...`, or `ended cancelled before a decision`).
         if run.phase.isTerminal { return .failure(.unknownRun(id)) }
-        let rule = conductor.action(named: run.action, definition: FleetApprovals.definition(row))?.approve
+        let rule = conductor.action(named: run.action)?.approve
         // The engine's rule on the database's clock, which the wait's `until` is on (a late decision is refused there).
         let now = try db.query("SELECT \(FleetCooldown.databaseNow)").first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? .now
         let decided: ApprovalState
@@ -96,8 +96,7 @@ extension FleetCoordinator {
         pool.submit({ [self] db in
             try db.query(FleetApprovals.allWaiting).rows.compactMap { row -> RunSnapshot? in
                 let (run, _, origin) = FleetApprovals.run(row)
-                guard let rule = conductor.action(named: run.action, definition: FleetApprovals.definition(row))?.approve,
-                      rule.refusal(approver, of: run, origin: origin) == nil else {
+                guard let rule = conductor.action(named: run.action)?.approve, rule.refusal(approver, of: run, origin: origin) == nil else {
                     return nil
                 }
                 return withHost(run)
@@ -115,6 +114,22 @@ extension FleetCoordinator {
     @discardableResult
     func timeOutApprovals(on db: PGConnection) throws -> Int {
         try each(FleetApprovals.due, on: db) { id in try timeOut(id, on: db) }
+    }
+
+    /// A feed tick's look for waits of actions that no longer ask for approval on this host (a
+    /// reload removed `approve`): each decided `waived` once, as on one machine, its run then
+    /// startable. Every tick's once a second, whether or not an action has `approve`.
+    @discardableResult
+    func waiveApprovals(on db: PGConnection) throws -> Int {
+        let asking = conductor.configuredActions().filter { $0.approve != nil }.map(\.name)
+        return try each(FleetApprovals.unasked(asking), on: db) { id in
+            guard let run = try db.query(FleetApprovals.runWithApproval(id)).first.map({ FleetApprovals.run($0).run }), run.phase == .queued,
+                  conductor.action(named: run.action)?.approve == nil,
+                  try db.query(FleetApprovals.decide(id, .waived, by: nil, reason: "the action's approve was removed from the config")).first != nil
+            else { return false }
+            try db.execute("NOTIFY baton")
+            return true
+        }
     }
 
     /// Runs `body` for each run `look` finds, each in its own transaction holding its key row,
@@ -146,7 +161,7 @@ extension FleetCoordinator {
         guard let written = try db.query(FleetApprovals.timeOut(id)).first, let state = FleetApprovals.state(written, from: 0)?.state else {
             return false
         }
-        let timeout = conductor.action(named: run.action, definition: FleetApprovals.definition(row))?.approve?.timeout
+        let timeout = conductor.action(named: run.action)?.approve?.timeout
         try end(state, of: id, ending, timeout: timeout, queuedAt: run.queuedAt, on: db)
         try db.execute("NOTIFY baton")
         return true

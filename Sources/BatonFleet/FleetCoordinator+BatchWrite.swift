@@ -10,8 +10,6 @@ extension FleetCoordinator {
     private struct Written {
         var statements: [FleetJournal.Statement] = []
         var runs: [Int64: RunSnapshot] = [:]
-        /// Each new run's action: its trigger's, the definition it starts with.
-        var actions: [Int64: Action] = [:]
         /// Results that must have changed one row (guarded updates), with what they were.
         var checks: [(index: Int, what: String)] = []
         /// The entry whose answer is the run read at a result.
@@ -68,7 +66,7 @@ extension FleetCoordinator {
         for (run, action) in written.awaiting { try fireAwaiting(run, action, on: db) }
         for id in written.locked {
             guard let run = written.runs[id], written.slots > 0 else { continue }
-            let attempt = try claim(run, seq: 1, action: written.actions[id], on: db)
+            let attempt = try claim(run, seq: 1, on: db)
             if attempt.claimed != nil { written.slots -= 1 }
             attempts[id] = attempt
         }
@@ -106,7 +104,6 @@ extension FleetCoordinator {
         case let .created(decision, window):
             let (run, queued) = newRun(decision, trigger, window, at: now)
             written.runs[run.id] = run
-            written.actions[run.id] = trigger.action
             // Its origin: its trigger's, or (a need's) the one the needing run passes on (`FleetJournal.Origin`).
             let origin = trigger.neededBy.map(FleetJournal.Origin.parent) ?? .uid(trigger.peer?.uid)
             written.statements += [FleetJournal.insertRun(run, as: host, definition: definitions[run.id] ?? trigger.action.fingerprint,
@@ -135,7 +132,7 @@ extension FleetCoordinator {
     /// goes in the pipeline; one whose action claims locks is started after it (`claim`).
     private func starts(_ ids: [Int64], at now: Timestamp, _ written: inout Written) throws {
         for id in ids {
-            guard let run = written.runs[id], let action = written.actions[id] else { continue }
+            guard let run = written.runs[id], let action = conductor.action(named: run.action) else { continue }
             if !action.locks.isEmpty {
                 written.locked.append(id)
                 continue

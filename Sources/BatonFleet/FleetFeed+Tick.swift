@@ -26,9 +26,10 @@ extension FleetFeed {
         guard ContinuousClock.now - state.refreshed >= .seconds(1) else { return }
         state.refreshed = .now
         // Waits for approval whose end came, by the database's clock: decided once, by whichever
-        // host's tick is first. Always: a host whose config has none any more still ends what waits.
-        // A reload waives nothing (a run keeps its definition); a takeover reviews (`FleetApprovals.review`).
+        // host's tick is first; and waits of actions whose `approve` a reload removed, waived.
+        // Always: a host whose config has none any more still ends or waives what waits.
         try coordinator.timeOutApprovals(on: db)
+        try coordinator.waiveApprovals(on: db)
         try refresh(db, &state.handed, coordinator)
     }
 

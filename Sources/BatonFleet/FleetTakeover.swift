@@ -83,8 +83,6 @@ enum FleetTakeover {
             case .requeue(restarted: false):
                 try db.query("UPDATE runs SET host = $2, incarnation = $3 WHERE id = $1 AND incarnation = $4 AND phase = 'queued'",
                              [String(run.id), me.name, me.incarnation, dead])
-                // Its approval reviewed against `approve` as loaded here, as one machine's recovery does.
-                try FleetApprovals.review(run, approve: action?.approve, on: db)
                 summary.adopted.append(run.id)
             case .requeue(restarted: true):
                 let transition = Transition(runID: run.id, seq: seq + 1, from: run.phase, to: .queued, at: at,

@@ -13,7 +13,7 @@ import BatonCore
 /// fact of the view, each expected as the rule decides the view it states.
 enum StartColumns {
     enum Part: Hashable, Sendable {
-        case seq, slot, owner, pause, clock, approving, needs, definition
+        case seq, slot, owner, pause, clock, approving, needs
     }
 
     /// The list, as `r` (runs), `k` (its key), `p` (its action's pause) and `a` (its approval);
@@ -26,7 +26,6 @@ enum StartColumns {
         (.clock, [FleetCooldown.databaseNow]),
         (.approving, [FleetApprovals.waiting]),
         (.needs, ["r.needs"]),
-        (.definition, ["r.definition"]),
     ])
 
     /// The tables `select` reads; `keys` joined on the run's key only (`filter` says whether it holds it).
@@ -50,15 +49,13 @@ enum StartColumns {
         var run: RunSnapshot
         var seq: Int
         var facts: KeyDecision.Starts.Row
-        /// The fingerprint of the definition it was triggered with (`Conductor.action(named:definition:)`).
-        var definition: String?
 
         /// The start rule's verdict on the row, for this host's incarnation `me`.
         func verdict(me: String) -> KeyDecision.StartVerdict { facts.verdict(me: me) }
     }
 
-    /// The row's facts leave its rate limit to the caller (`Starts.Row.rate`: that of the
-    /// definition it was triggered with, `definition`). Throws when the database's clock is not in the row (every window and
+    /// The row's facts leave its rate limit to the caller (`Starts.Row.rate`: its action's, as
+    /// this host has it). Throws when the database's clock is not in the row (every window and
     /// hold is compared with it: read as 0, each would hold, and the run silently not start),
     /// as `readBuckets` does.
     static func decode(_ row: [String?]) throws -> Row {
@@ -76,6 +73,6 @@ enum StartColumns {
             window: run.debounceUntil, pause: FleetPauses.pause(row, from: select.range(.pause).lowerBound),
             approving: select.value(row, .approving) == "t", rateUntil: run.rateUntil, needs: needs, startedBefore: run.startedAt != nil,
             now: Timestamp(rawValue: clock))
-        return Row(run: run, seq: Int(select.value(row, .seq) ?? "") ?? 1, facts: facts, definition: select.value(row, .definition))
+        return Row(run: run, seq: Int(select.value(row, .seq) ?? "") ?? 1, facts: facts)
     }
 }

@@ -69,20 +69,6 @@ struct ActionFingerprintTests {
         #expect(Self.base.fingerprint == "ce6924e63828bf8b")
     }
 
-    @Test("locks count (by name, in any order; their limits are the config's): a fleet's queued run starts with those its fingerprint names; an action without any keeps its pinned fingerprint")
-    func locks() {
-        var locked = Self.base
-        locked.locks = [LockClaim("db"), LockClaim("net")]
-        #expect(locked.fingerprint != Self.base.fingerprint)
-        var reordered = Self.base
-        reordered.locks = [LockClaim("net", limit: 2), LockClaim("db")]
-        #expect(reordered.fingerprint == locked.fingerprint)
-        var other = Self.base
-        other.locks = [LockClaim("db")]
-        #expect(other.fingerprint != locked.fingerprint)
-        #expect(Self.base.fingerprint == "ce6924e63828bf8b")
-    }
-
     @Test("values are length-prefixed: moving a boundary between values changes the fingerprint")
     func boundaries() {
         #expect(Action(name: "x", exec: ["ab", "c"]).fingerprint != Action(name: "x", exec: ["a", "bc"]).fingerprint)

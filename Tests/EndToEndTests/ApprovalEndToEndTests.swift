@@ -230,31 +230,6 @@ struct ApprovalEndToEndTests {
         #expect(try daemon.baton("show", deploy).stdout.contains("waiting for approval by group:root"), "the run still waits")
     }
 
-    @Test("a reload that removes approve waives nothing: ann's run still waits (it keeps the definition it was triggered with); the restart after it waives it, written, and it runs (audit D5: the fleet's rule too)")
-    func reloadWaivesNothing() throws {
-        try #require(geteuid() == 0, "needs root to add users")
-        let team = try Team()
-        let marker = NSTemporaryDirectory() + "baton-approve-reload-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: marker) }
-        let config = Self.config(team, marker: marker)
-        let first = try Daemon(config: config)
-        chmod(first.directory, 0o755)
-        let run = try Self.runID(try team.baton(team.ann, first, "run", "deploy", "-p", "ref=v8", "--detach", "--json"))
-        let without = config.replacing(/,\s*approve: \{[^}]*\}/, with: "")
-        #expect(without != config)
-        try without.write(toFile: first.configPath, atomically: true, encoding: .utf8)
-        let reloaded = try first.baton("reload")
-        #expect(reloaded.code == 0, "\(reloaded.stderr)")
-        let show = try first.baton("show", run)
-        #expect(show.stdout.contains("waiting for approval by group:\(team.group)"), "\(show.stdout)")
-        first.stop()
-        let second = try Daemon(config: without, reusing: first)
-        #expect(try second.baton("wait", run).code == 0)
-        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "ref=v8\n")
-        let after = try second.baton("show", run)
-        #expect(after.stdout.contains("approval waived"), "\(after.stdout)")
-    }
-
     @Test("a restart while a run waits: it waits again, and ben's approval then runs it")
     func restart() throws {
         try #require(geteuid() == 0, "needs root to add users")

@@ -72,9 +72,6 @@ public final class Conductor: Sendable {
         /// Configured and registered actions, by name (the service resolves triggers itself).
         var actions: [String: Action]
         var closures: [String: RunnerBox] = [:]
-        /// The definitions a reload changed, the old and the new, by name and fingerprint
-        /// (`Conductor.action(named:definition:)`).
-        var definitions: [String: [String: Action]] = [:]
     }
 
     let store: any RunStore

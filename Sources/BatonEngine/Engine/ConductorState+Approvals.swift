@@ -30,20 +30,21 @@ extension ConductorState {
     /// config may have changed across the restart: where `action` (as loaded now) has no `approve`
     /// any more, a waiting run waits no more and starts, its approval written `waived`; where it
     /// has one now, a run never started that did not wait arms a wait from now, written durably.
-    /// The rule is `ApprovalState.review`, the fleet's takeover's too; a reload reviews nothing.
     mutating func awaitApprovalAgain(_ id: Int64, _ state: ApprovalState?, _ action: Action, _ step: inout Step) {
         guard let flight = flights[id] else { return }
-        switch ApprovalState.review(state, approve: action.approve, started: flight.run.startedAt != nil, at: step.now) {
-        case .arm:
-            return awaitApproval(id, action, &step)
-        case let .waive(waived):
+        guard let state else {
+            if action.approve != nil, flight.run.startedAt == nil { awaitApproval(id, action, &step) }
+            return
+        }
+        if action.approve == nil, state.isWaiting {
+            var waived = state
+            waived.verdict = .waived
+            waived.decidedAt = step.now
+            waived.reason = "the action's approve was removed from the config"
             record(waived, of: id, &step)
             // Its needs waited for the approval (`triggerNeedsUnlessWaiting`): they run now.
             return triggerNeeds(id, action, params: flight.run.params, peer: flight.run.trigger, &step)
-        case .keep:
-            break
         }
-        guard let state else { return }
         approvals[id] = state
         flights[id]?.run.approval = state
         guard state.isWaiting else { return }

@@ -4,7 +4,7 @@ extension Action {
     /// 16 hex digits of FNV-1a (64 bits) over a canonical encoding of what the action runs and
     /// how a trigger meets its runs: exec, cwd, env, user, umask, timeout, killGrace, leftovers,
     /// policy, policies, retry, params (pattern and default), keyParams, onInterrupt, tty, and (where set) secretParams, queueDepth, rateLimit,
-    /// needs, approve and locks (their names: the limits are the config's). Each
+    /// needs and approve. Each
     /// value is length-prefixed and maps and sets are sorted, so the same definition gives the
     /// same fingerprint on every host and in every release, and the order of a config's fields
     /// does not matter. `description`, `retention` and `allow` are left out: they change neither
@@ -38,8 +38,6 @@ extension Action {
             // Who may approve (as written, in any order), how long a run waits, whether its trigger may.
             encoder.add("approve", approve.by.sorted() + ["\u{0}", approve.timeout.map(Self.text) ?? "\u{0}", String(approve.allowsSelf)])
         }
-        // The locks a run holds: a fleet's run starts with those of the definition it was triggered with (by this fingerprint).
-        if !locks.isEmpty { encoder.add("locks", locks.map(\.name).sorted()) }
         return encoder.hex
     }
 
