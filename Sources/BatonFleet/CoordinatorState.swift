@@ -14,6 +14,10 @@ struct CoordinatorState: Sendable {
     /// Start slots granted to transactions in flight, and to claimed runs until the conductor
     /// counts them (`counted`).
     private(set) var reserved = 0
+    /// Retrying runs moved here that wait for a slot to resume (`FleetCoordinator.hand`): they
+    /// have the first claim on a slot that frees, as one machine's retrying run keeps its own
+    /// (no other start takes one of these; the next sweep's `reserveToResume` does).
+    private(set) var waitingToResume = 0
     /// Runs this host's conductor runs, with the seq of the transition that started them.
     private(set) var adopted: [Int64: Int] = [:]
     /// This host's debounced runs that a timer will wake it for, one timer per run at most.
@@ -44,6 +48,9 @@ struct CoordinatorState: Sendable {
         /// A transaction that may start up to `wanted` runs asks for start slots, with `running`
         /// runs loading or retrying in the conductor.
         case reserve(wanted: Int, running: Int)
+        /// The sweep of retrying runs moved here asks for slots to resume `wanted` of them (the
+        /// slots kept for them included), `waiting` being those it found: a slot freed goes to them first.
+        case reserveToResume(wanted: Int, running: Int, waiting: Int)
         /// A transaction that was granted `granted` slots ended: `claimed` runs (committed) go
         /// to the conductor, each keeping its slot until counted; the other slots come back.
         case settled(granted: Int, claimed: [FleetCoordinator.Claimed])
@@ -102,6 +109,10 @@ struct CoordinatorState: Sendable {
         switch event {
         case let .reserve(wanted, running):
             return [.granted(take(wanted, running: running))]
+        case let .reserveToResume(wanted, running, waiting):
+            let granted = take(wanted, running: running, keeping: 0)
+            waitingToResume = max(waiting - granted, 0)
+            return [.granted(granted)]
         case let .settled(granted, claimed):
             return settle(granted: granted, claimed: claimed)
         case let .keep(run, values):
@@ -188,10 +199,11 @@ struct CoordinatorState: Sendable {
     }
 
     /// Takes up to `wanted` start slots if this host accepts and its runs loading or retrying
-    /// plus the slots already reserved stay under the limit.
-    private mutating func take(_ wanted: Int, running: Int) -> Int {
+    /// plus the slots already reserved stay under the limit, `keeping` free (by default, those of
+    /// the moved runs waiting to resume).
+    private mutating func take(_ wanted: Int, running: Int, keeping: Int? = nil) -> Int {
         guard accepting else { return 0 }
-        let granted = max(min(wanted, limit - running - reserved), 0)
+        let granted = max(min(wanted, limit - running - reserved - (keeping ?? waitingToResume)), 0)
         reserved += granted
         return granted
     }
@@ -226,7 +238,7 @@ struct CoordinatorState: Sendable {
             lookAgain = true
             return []
         }
-        guard limit - running - reserved > 0 else {
+        guard limit - running - reserved - waitingToResume > 0 else {
             lookWhenFree = true
             return []
         }

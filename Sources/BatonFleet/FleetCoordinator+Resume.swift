@@ -8,10 +8,13 @@ import FoundationEssentials
 /// (`FleetLease`, after its reap) this host's retrying runs that its conductor does not hold are
 /// read; once every write the conductor had queued by then is committed (`Conductor.afterWrites`:
 /// a run it ended since reads ended, not retrying), they are read again, and each one left:
+/// - ends as its stop mark says (`runs.stop`: a cancel or a replace asked while no conductor
+///   held it), as the stop reader would have, with no other attempt;
 /// - waits out its backoff here (`RecoveryDecision.resumeRetrying`, as one machine's restart),
 ///   while a start slot is free: a retrying run holds one, as on one machine, so resumed runs
 ///   never take the host past `maxConcurrentRuns`; the rest wait in their rows for the next
-///   renewal (no priority over queued runs);
+///   renewal, with the first claim on a slot that frees meanwhile (`CoordinatorState.waitingToResume`:
+///   no queued run of this host takes it);
 /// - is cancelled, reason `removed`, where this host no longer has its action (as `claim` does);
 /// - stays as it is while this host is stopping: once it is gone the reaper of a host that
 ///   accepts runs takes it over and resumes it (a stopping host would only stop it `shutdown`).
@@ -29,18 +32,24 @@ extension FleetCoordinator {
     func resumeMoved(_ ids: [Int64], done: @escaping @Sendable () -> Void) {
         reactor.onLoop { [self] in
             let unknown = Set(ids.filter { conductor.snapshot(of: $0) == nil })
-            guard !unknown.isEmpty else { return done() }
+            guard !unknown.isEmpty else {
+                noneWaitToResume()
+                return done()
+            }
             guard state.withLock({ $0.accepting }) else {
                 log("\(unknown.count) retrying runs moved here are left for a host that takes runs: this one is stopping")
                 return done()
             }
             conductor.afterWrites { [self] in
                 pool.submit({ [self] db in
-                    try FleetTakeBack.retryingRuns(of: host.incarnation, on: db).filter { unknown.contains($0.run.id) }
+                    (try FleetTakeBack.retryingRuns(of: host.incarnation, on: db).filter { unknown.contains($0.run.id) },
+                     try FleetTakeBack.stopMarks(of: host.incarnation, on: db))
                 }) { [self] result in
                     switch result {
-                    case let .success(runs) where !runs.isEmpty: reactor.onLoop { [self] in hand(runs, done: done) }
-                    case .success: done()
+                    case let .success((runs, marks)) where !runs.isEmpty: reactor.onLoop { [self] in hand(runs, marks: marks, done: done) }
+                    case .success:
+                        reactor.onLoop { [self] in noneWaitToResume() }
+                        done()
                     case let .failure(error):
                         log("the retrying runs moved here could not be read: \(error)")
                         done()
@@ -50,21 +59,33 @@ extension FleetCoordinator {
         }
     }
 
+    /// On the loop: no moved run waits for a slot (none was found): none keeps one free.
+    func noneWaitToResume() {
+        _ = send(.reserveToResume(wanted: 0, running: conductor.runningCount, waiting: 0))
+    }
+
     /// On the loop: resumes `runs` (none of which the conductor held when they were read) while
-    /// start slots are free, and cancels those whose action is gone.
-    private func hand(_ runs: [UnfinishedRun], done: @escaping @Sendable () -> Void) {
+    /// start slots are free, ends those a stop marked (`marks`) and cancels those whose action is gone.
+    private func hand(_ runs: [UnfinishedRun], marks: [Int64: RunMachine.Stop], done: @escaping @Sendable () -> Void) {
         var resumable: [Claimed] = []
-        var removed: [UnfinishedRun] = []
+        var ends: [(UnfinishedRun, RunMachine.Stop?)] = []
         for unfinished in runs where conductor.snapshot(of: unfinished.run.id) == nil {
+            if let mark = marks[unfinished.run.id] {
+                ends.append((unfinished, mark))
+                continue
+            }
             guard let action = conductor.action(named: unfinished.run.action) else {
-                removed.append(unfinished)
+                ends.append((unfinished, nil))
                 continue
             }
             var claimed = Claimed(run: unfinished.run, seq: unfinished.lastSeq, action: action)
             (claimed.retryDue, claimed.outputTotal) = (unfinished.retryDue ?? .now, unfinished.outputTotal)
             resumable.append(claimed)
         }
-        let slots = reserveStarts(resumable.count)
+        var slots = 0
+        for case let .granted(count) in send(.reserveToResume(wanted: resumable.count, running: conductor.runningCount, waiting: resumable.count)) {
+            slots = count
+        }
         let waiting = resumable.dropFirst(slots).map(\.run.id)
         if waitingForSlot.access({ old in defer { old = waiting }; return old != waiting }), !waiting.isEmpty {
             log("\(waiting.count) retrying runs moved here wait for a free slot (maxConcurrentRuns \(limit)) to resume: "
@@ -72,25 +93,29 @@ extension FleetCoordinator {
         }
         // Handed as the runs a start claims are: counted as this host's, their slots given back once the conductor counts them.
         if slots > 0 { send(.settled(granted: slots, claimed: Array(resumable.prefix(slots)))) }
-        guard !removed.isEmpty else { return done() }
-        pool.submit({ [self, removed] db in for run in removed { try cancelRemoved(run, on: db) } }) { [self] result in
-            if case let .failure(error) = result { log("retrying runs whose action is gone could not be cancelled: \(error)") }
+        guard !ends.isEmpty else { return done() }
+        pool.submit({ [self, ends] db in for (run, mark) in ends { try end(run, as: mark, on: db) } }) { [self] result in
+            if case let .failure(error) = result { log("retrying runs moved here that were stopped, or whose action is gone, could not be ended: \(error)") }
             done()
         }
     }
 
-    /// Ends a retrying run of this host whose action it no longer has: `cancelled`, reason `removed`.
-    private func cancelRemoved(_ unfinished: UnfinishedRun, on db: PGConnection) throws {
+    /// Ends a retrying run of this host the conductor does not hold: as its stop mark says (`cancelled`: a
+    /// cancel's, or a replace's), or, with none, `cancelled`, reason `removed` (this host no longer has its action).
+    /// Neither end fires hooks nor counts towards a pause (only a success or a failure does).
+    private func end(_ unfinished: UnfinishedRun, as mark: RunMachine.Stop?, on db: PGConnection) throws {
         let run = unfinished.run
-        let detail = TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured on \(host.name)")
-        let transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: .retrying, to: .cancelled, at: .now, detail: detail)
-        try FleetCoordinator.retrying {
+        let detail = mark?.detail ?? TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured on \(host.name)")
+        let transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: .retrying, to: mark?.phase ?? .cancelled, at: .now, detail: detail)
+        let ended = try FleetCoordinator.retrying {
             try db.transaction(opening: [FleetJournal.lockKeys(runs: [run.id], keys: [])]) { _ in
-                if try FleetJournal.apply(transition, on: db, as: host) {
-                    try db.execute("NOTIFY baton")
-                    log("run \(run.id) was moved here to wait to retry, but action \(run.action) is not configured here: cancelled")
-                }
+                guard try FleetJournal.apply(transition, on: db, as: host) else { return false }
+                try db.execute("NOTIFY baton")
+                return true
             }
         }
+        guard ended else { return }
+        log(mark.map { "run \(run.id) was moved here to wait to retry, and stopped meanwhile (\(StopRequest.text($0))): ended \(transition.to.rawValue), no other attempt" }
+            ?? "run \(run.id) was moved here to wait to retry, but action \(run.action) is not configured here: cancelled")
     }
 }

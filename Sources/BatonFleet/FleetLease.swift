@@ -71,7 +71,8 @@ public final class FleetLease: Sendable {
         public var killed = 0
         public var requeued = 0
         /// Their loading runs taken back within their lease, for the conductor to adopt by their shims
-        /// (`FleetTakeBack`), and their retrying runs, for it to resume waiting to retry (`FleetTakeover`).
+        /// (`FleetTakeBack`). Their retrying runs moved here (`FleetTakeover`) are not among them: the
+        /// sweep after each renewal resumes them within the start slots (`FleetCoordinator.resumeMoved`).
         public var adopted: [UnfinishedRun] = []
         /// The tags their processes carry (this start's among them): what ends their guards.
         public var instances: Set<String> = []
@@ -83,7 +84,8 @@ public final class FleetLease: Sendable {
     /// adopt); every other process of this host's runs is killed (by the tag each previous start
     /// recorded, and this start's: a run another host took over included), then the rest of
     /// their runs taken over (a retrying run one machine's restart would resume is moved here, for
-    /// the conductor to wait out its backoff: `FleetTakeover`). A join tried again finds the runs an earlier try took back already
+    /// the conductor to wait out its backoff once the sweep hands it over within the slots: `FleetTakeover`,
+    /// `FleetCoordinator.resumeMoved`). A join tried again finds the runs an earlier try took back already
     /// this incarnation's: they are taken back still, never killed.
     /// `killCgroups` kills what the attempts' cgroups hold but the spared runs' (with the tag
     /// kill, before any run ends), in this start's subtree and those of the other tags given.
@@ -111,8 +113,10 @@ public final class FleetLease: Sendable {
         let spared = Set((Array(candidates.values.joined()) + mine).map(\.run.id))
         recovered.killed = killCgroups(Array(candidates.values.joined()) + mine, recovered.instances.subtracting([instance]))
             + recovered.instances.sorted().reduce(0) { $0 + TaggedProcesses.killUntilGone(instance: $1, runs: nil, except: spared) }
-        // Retrying runs an earlier try moved here (`FleetTakeover`'s `resumed`) wait out their backoff too.
-        recovered.adopted = mine + (try FleetTakeBack.retryingRuns(of: host.incarnation, on: db))
+        // Retrying runs moved here (`FleetTakeover`'s `resumed`, by this try or an earlier one) are not
+        // adopted here: the sweep after each renewal (`resumeMoved`, first at `start`) resumes them within
+        // the start slots, once the conductor counts the loading runs taken back.
+        recovered.adopted = mine
         for dead in previous {
             let actions = coordinator.conductor.configuredActions()
             let locks = try FleetTakeover.locks([dead], actions: actions, on: db)
@@ -126,8 +130,8 @@ public final class FleetLease: Sendable {
                 let summary = try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
                                                          by: host, actions: actions, on: db)
                 recovered.requeued += summary.requeued.count + summary.adopted.count
-                // Retrying runs moved here: the conductor's recovery waits out their backoff.
-                return adopted + summary.resumed
+                // Retrying runs moved here (`summary.resumed`) are the sweep's, as above.
+                return adopted
             }
         }
         // A spared run that another host took over first (its lease ran out meanwhile) is stopped now.
@@ -178,7 +182,7 @@ public final class FleetLease: Sendable {
             let reaped = Result { try reap(on: db) }
             // After the reap, and whether it failed or not (a commit whose answer was lost): the
             // retrying runs moved here reach the conductor from their rows.
-            try resumeMoved(on: db)
+            do { try resumeMoved(on: db) } catch { coordinator.log("the retrying runs of this host could not be read: \(error)") }
             try reaped.get()
             return true
         }) { [self] result in
@@ -273,7 +277,7 @@ public final class FleetLease: Sendable {
     private func resumeMoved(on db: PGConnection) throws {
         guard !state.withLock({ $0.resuming }) else { return }
         let ids = try coordinator.retryingHere(on: db)
-        guard !ids.isEmpty else { return }
+        guard !ids.isEmpty else { return coordinator.reactor.onLoop { [coordinator] in coordinator.noneWaitToResume() } }
         state.withLock { $0.resuming = true }
         coordinator.resumeMoved(ids) { [state] in state.withLock { $0.resuming = false } }
     }

@@ -78,6 +78,16 @@ enum FleetTakeBack {
         }
     }
 
+    /// The stops marked on `incarnation`'s retrying runs (`StopRequest`: a cancel or a replace asked
+    /// while no conductor held the run): such a run ends as its mark says, never resumed.
+    static func stopMarks(of incarnation: String, on db: PGConnection) throws -> [Int64: RunMachine.Stop] {
+        let rows = try db.query("SELECT id, stop FROM runs WHERE incarnation = $1 AND phase = 'retrying' AND stop IS NOT NULL", [incarnation]).rows
+        return Dictionary(rows.compactMap { row -> (Int64, RunMachine.Stop)? in
+            guard let id = row[0].flatMap({ Int64($0) }), let text = row[1] else { return nil }
+            return (id, StopRequest.parse(text))
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// Moves `ids` from `dead` to `me`, fenced by `dead`'s incarnation and the runs' `phase`: returns those moved.
     static func move(_ ids: [Int64], from dead: String, to me: FleetHost, phase: Phase = .loading, on db: PGConnection) throws -> Set<Int64> {
         guard !ids.isEmpty else { return [] }

@@ -5,7 +5,8 @@ import FoundationEssentials
 /// previous start): each becomes a recorded transition, guarded by its dead owner, so that a
 /// run ended meanwhile is left alone. A loading or retrying run ends as `failure` (reason
 /// `host_lost`, or `interrupted` for this host's own previous start), or is queued again here
-/// when its action says `onInterrupt: "restart"`; a retrying run one machine's restart would
+/// when its action says `onInterrupt: "restart"`; a retrying run a stop marked (`runs.stop`) ends as
+/// the mark says; a retrying run one machine's restart would
 /// resume (`RecoveryDecision.mayResumeRetrying`) is moved here, for this host's conductor to wait
 /// out its backoff (`Summary.resumed`; its conductor finds it in the rows: `FleetCoordinator.resumeMoved`); a queued run is taken over by this host and
 /// keeps its place; a run whose action this host does not have is cancelled. A failure it writes
@@ -52,6 +53,7 @@ enum FleetTakeover {
             WHERE incarnation = $1 AND phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """, [dead]).rows
         let retrying = Dictionary(try FleetTakeBack.retryingRuns(of: dead, on: db).map { ($0.run.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let marks = try FleetTakeBack.stopMarks(of: dead, on: db)
         for row in rows {
             let (run, seq) = FleetRows.runAndSeq(row)
             let action = actions[run.action]
@@ -68,6 +70,13 @@ enum FleetTakeover {
                 if let action, let most = action.pauseAfterFailures {
                     _ = try FleetPauses.count(run: run.id, action: action.name, most: most, on: db, host: me.name)
                 }
+            }
+            // A retrying run a cancel or a replace marked while its host was dead ends as the mark
+            // says, as that host's stop reader would have ended it: never another attempt.
+            if run.phase == .retrying, let mark = marks[run.id] {
+                try end(mark.phase, mark.detail)
+                summary.ended.append(run.id)
+                continue
             }
             // As a host's recovery decides (`RecoveryDecision`): a queued run never started, and a
             // loading or retrying one is queued again only where its action says `restart`; a

@@ -43,8 +43,9 @@ extension Backend {
         var options = Conductor.Options(maxConcurrentRuns: config.maxConcurrentRuns, execRunner: runner, instance: instance,
                                         watchersFedByFleet: true, lineSink: config.journalSink, storeDecidesHooks: true, storeCountsFailures: true)
         options.handsOver = true
-        // A run waiting to retry is not taken back (its backoff's due time is not in the fleet's
-        // rows): a stop cancels it (`shutdown`) as before, rather than leave it for a reaper's `host_lost`.
+        // A clean stop still cancels this host's runs waiting to retry (`shutdown`), unlike one
+        // machine's: a crash leaves them, and the next start or a reaper resumes their backoff (its
+        // due time is read from `transitions`: `FleetTakeBack.retryingRuns`), within the start slots.
         options.leavesRetrying = false
         // Every host hashes secrets under the one key each holds (`secretsKey`, required with a
         // secret param; read at start, and at first use where a reload added one).

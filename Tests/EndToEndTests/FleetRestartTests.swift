@@ -24,7 +24,8 @@ struct FleetRestartTests {
               actions: { waiter: { exec: ["sh", "-c", "\(script)"], env: { GO: "\(scratch)/go", MARK: "\(scratch)/started" }, policy: "reject" },
                          mortal: { exec: ["sleep", "300"], env: { GO: "\(scratch)/go" }, survivesRestart: false, killGrace: "100ms" },
                          flaky: { exec: ["false"], retry: { attempts: 1, backoff: "1h" } },
-                         quick: { exec: ["false"], retry: { attempts: 1, backoff: "2s" } } } }
+                         quick: { exec: ["false"], retry: { attempts: 1, backoff: "2s" } },
+                         tries: { exec: ["sh", "-c", "echo attempt >> \(scratch)/tries; exit 1"], retry: { attempts: 1, backoff: "2s" } } } }
             """
     }
 
@@ -360,6 +361,41 @@ struct FleetRestartTests {
         let waited = try db.query("SELECT phase FROM runs WHERE id = $1", [String(waiter)]).rows
         #expect(waited == [["failure"]], "\(waited)")
         try Self.expectBackoffWaited(quick, on: db)
+    }
+
+    @Test("a retrying run moved to a host with no free slot and cancelled while it waits ends cancelled at the host's next sweep, with no other attempt, even once a slot frees (review-fleetrecovery10, H1)")
+    func movedCancelledWhileWaiting() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch, slots: 1)
+        defer { b.stop() }
+        let waiter = try #require(try FleetTests.trigger(b, "waiter").run?.id)
+        Self.waitForStart(scratch, of: b)
+        let id = try #require(try FleetTests.trigger(a, "tries").run?.id)
+        let db = try PGConnection(conninfo)
+        guard try Eventually.until("run \(id) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(id)]).first != nil
+        }) else { return }
+        a.crash()
+        try Self.moveToWeb2([id], on: db)
+        try b.waitForLog("1 retrying runs moved here wait for a free slot (maxConcurrentRuns 1) to resume: run \(id)")
+        // Only marked (web-2's conductor does not hold the run): the sweep ends it as the mark says.
+        let cancel = try Client(path: b.socket).call(Request(op: .cancel, run: id))
+        #expect(cancel.error == nil, "\(cancel)")
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .cancelled && ended.reason == "cancelled" && ended.attempts == 1 && ended.host == "web-2",
+                "\(ended)\n\(b.stderr.suffix(2_000))")
+        try b.waitForLog("run \(id) was moved here to wait to retry, and stopped meanwhile")
+        // The waiter ends and its slot frees: the cancelled run takes no attempt with it.
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        let waited = try #require(try FleetTests.wait(b, run: waiter))
+        #expect(waited.phase == .failure, "\(waited)")
+        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
+        #expect(phases == ["queued", "loading", "retrying", "cancelled"], "\(phases)")
+        let attempts = (try? String(contentsOfFile: scratch + "/tries", encoding: .utf8)) ?? ""
+        #expect(attempts == "attempt\n", "\(attempts)")
     }
 
     @Test("a host that is stopping leaves a retrying run moved to it alone (its conductor would only stop it, shutdown); once it is gone, a host that takes runs resumes it (review-fleetrecovery9, 7)")
