@@ -382,16 +382,43 @@ struct FleetRestartTests {
         try Self.moveToWeb2([id], on: db)
         try b.waitForLog("1 retrying runs moved here wait for a free slot (maxConcurrentRuns 1) to resume: run \(id)")
         // Only marked (web-2's conductor does not hold the run): the sweep ends it as the mark says.
-        let cancel = try Client(path: b.socket).call(Request(op: .cancel, run: id))
-        #expect(cancel.error == nil, "\(cancel)")
-        let ended = try #require(try FleetTests.wait(b, run: id))
-        #expect(ended.phase == .cancelled && ended.reason == "cancelled" && ended.attempts == 1 && ended.host == "web-2",
-                "\(ended)\n\(b.stderr.suffix(2_000))")
+        // The cancel waits for the end, off the test's thread: without the sweep's end it would wait for the slot.
+        let socket = b.socket
+        Thread.detachNewThread { _ = try? Client(path: socket).call(Request(op: .cancel, run: id)) }
+        let row = try Eventually.value("run \(id) cancelled: \(b.stderr.suffix(2_000))", {
+            try db.query("SELECT phase, reason, attempts, host FROM runs WHERE id = $1", [String(id)]).rows
+        }) { $0.first?[0] == "cancelled" }
+        #expect(row == [["cancelled", "cancelled", "1", "web-2"]], "\(row)")
         try b.waitForLog("run \(id) was moved here to wait to retry, and stopped meanwhile")
         // The waiter ends and its slot frees: the cancelled run takes no attempt with it.
         FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
         let waited = try #require(try FleetTests.wait(b, run: waiter))
         #expect(waited.phase == .failure, "\(waited)")
+        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
+        #expect(phases == ["queued", "loading", "retrying", "cancelled"], "\(phases)")
+        let attempts = (try? String(contentsOfFile: scratch + "/tries", encoding: .utf8)) ?? ""
+        #expect(attempts == "attempt\n", "\(attempts)")
+    }
+
+    @Test("a retrying run cancelled while its host is dead ends cancelled at the takeover, by the canceller, with no other attempt, though its backoff ran out (review-fleetrecovery10, H1)")
+    func retryingCancelledWhileDead() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "2s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
+        defer { b.stop() }
+        let id = try #require(try FleetTests.trigger(a, "tries").run?.id)
+        let db = try PGConnection(conninfo)
+        guard try Eventually.until("run \(id) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(id)]).first != nil
+        }) else { return }
+        a.crash()
+        // Marked for web-1, which is gone: web-2's reaper ends it as the mark says once web-1's lease ran out.
+        let cancel = try Client(path: b.socket).call(Request(op: .cancel, run: id))
+        #expect(cancel.error == nil, "\(cancel)")
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .cancelled && ended.reason == "cancelled" && ended.attempts == 1, "\(ended)\n\(b.stderr.suffix(2_000))")
         let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
         #expect(phases == ["queued", "loading", "retrying", "cancelled"], "\(phases)")
         let attempts = (try? String(contentsOfFile: scratch + "/tries", encoding: .utf8)) ?? ""
