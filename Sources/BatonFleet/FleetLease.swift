@@ -267,7 +267,7 @@ public final class FleetLease: Sendable {
                                                          by: host, actions: actions, on: db)
                 coordinator.log("host \(name) \(stopped ? "stopped and left runs" : "lost its lease"): \(summary.ended.count) runs ended host_lost, "
                     + "\(summary.requeued.count) restarted here, \(summary.adopted.count) queued runs taken over, "
-                    + "\(summary.resumed.count) waiting to retry here")
+                    + "\(summary.resumed.count) waiting to retry here, \(summary.stopped.count) retrying ended as a stop asked")
             }
         }
     }

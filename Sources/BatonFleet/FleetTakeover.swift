@@ -20,7 +20,9 @@ enum FleetTakeover {
         var dropped: [Int64] = []
         /// Retrying runs moved here to wait out their backoff, with their due time (`FleetTakeBack.retryingRuns`).
         var resumed: [UnfinishedRun] = []
-        var isEmpty: Bool { ended.isEmpty && requeued.isEmpty && adopted.isEmpty && dropped.isEmpty && resumed.isEmpty }
+        /// Retrying runs a cancel or a replace marked, ended as the mark says.
+        var stopped: [Int64] = []
+        var isEmpty: Bool { ended.isEmpty && requeued.isEmpty && adopted.isEmpty && dropped.isEmpty && resumed.isEmpty && stopped.isEmpty }
     }
 
     /// The locks a takeover of `incarnations` takes first, of the `actions` (the configured ones,
@@ -75,7 +77,7 @@ enum FleetTakeover {
             // says, as that host's stop reader would have ended it: never another attempt.
             if run.phase == .retrying, let mark = marks[run.id] {
                 try end(mark.phase, mark.detail)
-                summary.ended.append(run.id)
+                summary.stopped.append(run.id)
                 continue
             }
             // As a host's recovery decides (`RecoveryDecision`): a queued run never started, and a
