@@ -78,10 +78,12 @@ enum FleetTakeBack {
         }
     }
 
-    /// The stops marked on `incarnation`'s retrying runs (`StopRequest`: a cancel or a replace asked
-    /// while no conductor held the run): such a run ends as its mark says, never resumed.
-    static func stopMarks(of incarnation: String, on db: PGConnection) throws -> [Int64: RunMachine.Stop] {
-        let rows = try db.query("SELECT id, stop FROM runs WHERE incarnation = $1 AND phase = 'retrying' AND stop IS NOT NULL", [incarnation]).rows
+    /// The stops marked on `incarnation`'s retrying runs, and with `loading`, its loading ones too
+    /// (`StopRequest`: a cancel or a replace asked while no conductor held the run): such a run ends
+    /// as its mark says, never resumed nor restarted.
+    static func stopMarks(of incarnation: String, loading: Bool = false, on db: PGConnection) throws -> [Int64: RunMachine.Stop] {
+        let phases = loading ? "('loading', 'retrying')" : "('retrying')"
+        let rows = try db.query("SELECT id, stop FROM runs WHERE incarnation = $1 AND phase IN \(phases) AND stop IS NOT NULL", [incarnation]).rows
         return Dictionary(rows.compactMap { row -> (Int64, RunMachine.Stop)? in
             guard let id = row[0].flatMap({ Int64($0) }), let text = row[1] else { return nil }
             return (id, StopRequest.parse(text))

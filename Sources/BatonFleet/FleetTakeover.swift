@@ -55,7 +55,7 @@ enum FleetTakeover {
             WHERE incarnation = $1 AND phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """, [dead]).rows
         let retrying = Dictionary(try FleetTakeBack.retryingRuns(of: dead, on: db).map { ($0.run.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let marks = try FleetTakeBack.stopMarks(of: dead, on: db)
+        let marks = try FleetTakeBack.stopMarks(of: dead, loading: true, on: db)
         for row in rows {
             let (run, seq) = FleetRows.runAndSeq(row)
             let action = actions[run.action]
@@ -73,9 +73,10 @@ enum FleetTakeover {
                     _ = try FleetPauses.count(run: run.id, action: action.name, most: most, on: db, host: me.name)
                 }
             }
-            // A retrying run a cancel or a replace marked while its host was dead ends as the mark
-            // says, as that host's stop reader would have ended it: never another attempt.
-            if run.phase == .retrying, let mark = marks[run.id] {
+            // A loading or retrying run a cancel or a replace marked while its host was dead ends as
+            // the mark says, as that host's stop reader would have ended it: never another attempt
+            // (not restarted under `onInterrupt: restart`, whose requeue clears the mark).
+            if run.phase != .queued, let mark = marks[run.id] {
                 try end(mark.phase, mark.detail)
                 summary.stopped.append(run.id)
                 continue

@@ -25,7 +25,8 @@ struct FleetRestartTests {
                          mortal: { exec: ["sleep", "300"], env: { GO: "\(scratch)/go" }, survivesRestart: false, killGrace: "100ms" },
                          flaky: { exec: ["false"], retry: { attempts: 1, backoff: "1h" } },
                          quick: { exec: ["false"], retry: { attempts: 1, backoff: "2s" } },
-                         tries: { exec: ["sh", "-c", "echo attempt >> \(scratch)/tries; exit 1"], retry: { attempts: 1, backoff: "2s" } } } }
+                         tries: { exec: ["sh", "-c", "echo attempt >> \(scratch)/tries; exit 1"], retry: { attempts: 1, backoff: "2s" } },
+                         again: { exec: ["sh", "-c", "echo start >> \(scratch)/again; sleep 30"], onInterrupt: "restart", survivesRestart: false } } }
             """
     }
 
@@ -423,6 +424,28 @@ struct FleetRestartTests {
         #expect(phases == ["queued", "loading", "retrying", "cancelled"], "\(phases)")
         let attempts = (try? String(contentsOfFile: scratch + "/tries", encoding: .utf8)) ?? ""
         #expect(attempts == "attempt\n", "\(attempts)")
+    }
+
+    @Test("a loading run of an action that restarts when interrupted, cancelled while its host is dead, ends cancelled at the takeover: not restarted (the requeue cleared its mark)")
+    func loadingCancelledWhileDead() throws {
+        let scratch = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "2s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch)
+        defer { b.stop() }
+        let id = try #require(try FleetTests.trigger(a, "again").run?.id)
+        guard try Eventually.until("run \(id) started", { access(scratch + "/again", F_OK) == 0 }) else { return }
+        a.crash()
+        let cancel = try Client(path: b.socket).call(Request(op: .cancel, run: id))
+        #expect(cancel.error == nil, "\(cancel)")
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .cancelled && ended.reason == "cancelled", "\(ended)\n\(b.stderr.suffix(2_000))")
+        let db = try PGConnection(conninfo)
+        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
+        #expect(phases == ["queued", "loading", "cancelled"], "\(phases)")
+        let starts = (try? String(contentsOfFile: scratch + "/again", encoding: .utf8)) ?? ""
+        #expect(starts == "start\n", "\(starts)")
     }
 
     @Test("a host that is stopping leaves a retrying run moved to it alone (its conductor would only stop it, shutdown); once it is gone, a host that takes runs resumes it (review-fleetrecovery9, 7)")
