@@ -332,25 +332,37 @@ struct FleetRestartTests {
         try Self.expectBackoffWaited(quick, on: db)
     }
 
+    /// web-2 (one start slot) runs the gated `waiter` first (so that `action`'s 2 s backoff cannot run
+    /// out on web-1 before web-1 is killed); `action`'s run on web-1 fails and waits to retry; web-1 is
+    /// killed and the run moved to web-2, where it waits for the slot (web-2's log says so). Nil where
+    /// the run never reached retrying (the wait has recorded why).
+    static func movedBehindWaiter(_ action: String, scratch: String) throws -> (b: Daemon, db: PGConnection, waiter: Int64, moved: Int64)? {
+        let conninfo = try Postgres.server().database()
+        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
+        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch, slots: 1)
+        let waiter = try #require(try FleetTests.trigger(b, "waiter").run?.id)
+        Self.waitForStart(scratch, of: b)
+        let moved = try #require(try FleetTests.trigger(a, action).run?.id)
+        let db = try PGConnection(conninfo)
+        guard try Eventually.until("run \(moved) retrying", {
+            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(moved)]).first != nil
+        }) else {
+            a.stop()
+            b.stop()
+            return nil
+        }
+        a.crash()
+        try Self.moveToWeb2([moved], on: db)
+        try b.waitForLog("1 retrying runs moved here wait for a free slot (maxConcurrentRuns 1) to resume: run \(moved)")
+        return (b, db, waiter, moved)
+    }
+
     @Test("a retrying run moved to a host that runs its maxConcurrentRuns already waits for a free slot before it resumes, never running past the limit (review-fleetrecovery9, 3)")
     func movedWaitsForSlot() throws {
         let scratch = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let conninfo = try Postgres.server().database()
-        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
-        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch, slots: 1)
+        guard let (b, db, waiter, quick) = try Self.movedBehindWaiter("quick", scratch: scratch) else { return }
         defer { b.stop() }
-        // The waiter first: quick's backoff (2 s) must not run out on web-1 before web-1 is killed.
-        let waiter = try #require(try FleetTests.trigger(b, "waiter").run?.id)
-        Self.waitForStart(scratch, of: b)
-        let quick = try #require(try FleetTests.trigger(a, "quick").run?.id)
-        let db = try PGConnection(conninfo)
-        guard try Eventually.until("run \(quick) retrying", {
-            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(quick)]).first != nil
-        }) else { return }
-        a.crash()
-        try Self.moveToWeb2([quick], on: db)
-        try b.waitForLog("1 retrying runs moved here wait for a free slot (maxConcurrentRuns 1) to resume: run \(quick)")
         let held = try db.query("SELECT phase, attempts FROM runs WHERE id = $1", [String(quick)]).rows
         #expect(held == [["retrying", "1"]], "\(held)")
         // The waiter ends: its slot goes to the moved run, which tries again.
@@ -368,20 +380,8 @@ struct FleetRestartTests {
     func movedCancelledWhileWaiting() throws {
         let scratch = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let conninfo = try Postgres.server().database()
-        let a = try Self.host(conninfo, "web-1", lease: "20s", scratch: scratch)
-        let b = try Self.host(conninfo, "web-2", lease: "20s", scratch: scratch, slots: 1)
+        guard let (b, db, waiter, id) = try Self.movedBehindWaiter("tries", scratch: scratch) else { return }
         defer { b.stop() }
-        let waiter = try #require(try FleetTests.trigger(b, "waiter").run?.id)
-        Self.waitForStart(scratch, of: b)
-        let id = try #require(try FleetTests.trigger(a, "tries").run?.id)
-        let db = try PGConnection(conninfo)
-        guard try Eventually.until("run \(id) retrying", {
-            try db.query("SELECT 1 FROM runs WHERE id = $1 AND phase = 'retrying'", [String(id)]).first != nil
-        }) else { return }
-        a.crash()
-        try Self.moveToWeb2([id], on: db)
-        try b.waitForLog("1 retrying runs moved here wait for a free slot (maxConcurrentRuns 1) to resume: run \(id)")
         // Only marked (web-2's conductor does not hold the run): the sweep ends it as the mark says.
         // The cancel waits for the end, off the test's thread: without the sweep's end it would wait for the slot.
         let socket = b.socket
