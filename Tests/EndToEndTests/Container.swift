@@ -14,6 +14,8 @@ final class Container: @unchecked Sendable {
     private static let baseLock = NSLock()
 
     let root: String
+    /// nspawn's output (the container's console), beside the tree.
+    var consoleLog: String { root + ".console" }
     /// Whether it has a network namespace of its own (loopback only), where its ports are its own.
     let privateNetwork: Bool
     private var nspawn: Process?
@@ -64,14 +66,35 @@ final class Container: @unchecked Sendable {
                                          "mount -t proc proc \"$0/proc\" && exec timeout 120 chroot \"$0\" /bin/sh -c \"$1\"", root, command])
     }
 
-    /// Boots it and waits until systemd says the system is up.
+    /// Boots it and waits until systemd says the system is up; where it does not come up, or its
+    /// nspawn exits first, the error says what nspawn printed, what systemd was doing and what the
+    /// host had left (CI run of stop 56: one boot never came up within 90 s, with nothing to say why).
     func boot() async throws {
         try await onThread { try self.start() }
         // systemctl cannot connect until PID 1 has set up its socket: ask again until it answers.
-        let up = try await waitUntil("systemctl is-system-running --wait | grep -qE '^(running|degraded)$'", seconds: 90)
-        guard up else {
-            throw ContainerError.failed("boot: \(try await run("systemctl is-system-running; systemctl --failed --no-legend").stdout)")
+        // Each ask is bounded (`is-system-running --wait` waits for the boot's end), and a gone nspawn ends the wait.
+        let deadline = ContinuousClock.now + .seconds(90)
+        var up = false
+        while !up, ContinuousClock.now < deadline, nspawn?.isRunning == true {
+            up = try await run("timeout 10 systemctl is-system-running --wait | grep -qE '^(running|degraded)$'", within: 15).code == 0
+            if !up { try? await Task.sleep(for: .milliseconds(200)) }
         }
+        guard up else { throw ContainerError.failed("boot: \(try await diagnosis())") }
+    }
+
+    /// What a boot that did not come up left to read: nspawn's state and output, systemd's jobs, the
+    /// journal's end, and the host's inotify instances (each systemd, dbus and logind needs its own).
+    func diagnosis() async throws -> String {
+        let console = (try? String(contentsOfFile: consoleLog, encoding: .utf8)) ?? ""
+        let running = nspawn?.isRunning == true
+        let inside = running ? try await run("""
+            systemctl is-system-running; systemctl list-jobs --no-pager; systemctl --failed --no-legend; \
+            ps -eo pid,stat,comm; journalctl -b --no-pager | tail -40
+            """, within: 30).stdout : ""
+        let inotify = (try? execute("/bin/sh", ["-c", "find /proc/[0-9]*/fd -lname 'anon_inode:inotify' 2>/dev/null | wc -l"]).stdout) ?? "?"
+        let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_instances", encoding: .utf8)) ?? "?"
+        return "nspawn \(running ? "running" : "exited"); host inotify instances \(inotify.trimmingCharacters(in: .whitespacesAndNewlines)) of \(limit.trimmingCharacters(in: .whitespacesAndNewlines))\n"
+            + "console (end):\n\(console.suffix(3_000))\ninside:\n\(inside)"
     }
 
     private func start() throws {
@@ -86,8 +109,12 @@ final class Container: @unchecked Sendable {
         let moves = cgroups.map { "echo $$ > '\($0)/cgroup.procs' && " }.joined()
         process.arguments = ["-c", moves + "exec /usr/bin/systemd-nspawn \"$@\"", "nspawn"] + arguments
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        // Its console (systemd's boot messages, PID 1's last words) in a file beside the tree, for `diagnosis`.
+        guard FileManager.default.createFile(atPath: consoleLog, contents: nil), let console = FileHandle(forWritingAtPath: consoleLog) else {
+            throw ContainerError.failed("cannot create \(consoleLog)")
+        }
+        process.standardOutput = console
+        process.standardError = console
         try process.run()
         nspawn = process
         Eventually.until("the container's systemd (a child of nspawn named systemd*)", within: 60) {
@@ -154,6 +181,7 @@ final class Container: @unchecked Sendable {
         if let own = cgroups.first, FileManager.default.fileExists(atPath: own + "/cgroup.kill") { killAll(own) }
         for cgroup in cgroups { Self.removeTree(cgroup) }
         try? FileManager.default.removeItem(atPath: root)
+        try? FileManager.default.removeItem(atPath: consoleLog)
     }
 
     /// The cgroup2 mount (as batond finds it) and, on a hybrid host, the v1 `name=systemd` one.

@@ -8,7 +8,7 @@ import Foundation
 /// started on first use and stopped at exit; a fresh database per test.
 final class Postgres: @unchecked Sendable {
     let directory: String
-    let port: Int
+    private(set) var port: Int
     private static let lock = NSLock()
     nonisolated(unsafe) private static var shared: Postgres?
     nonisolated(unsafe) private static var stopCommand: [String] = []
@@ -53,7 +53,7 @@ final class Postgres: @unchecked Sendable {
 
     private init() throws {
         directory = NSTemporaryDirectory() + "baton-pg-" + UUID().uuidString.prefix(8)
-        port = Int.random(in: 20_000...40_000)
+        port = Self.randomPort()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Data(PostgresLeftovers.ownerLine().utf8).write(to: URL(fileURLWithPath: directory + "/" + PostgresLeftovers.ownerFile))
         _ = try execute("/bin/chown", ["postgres:postgres", directory])
@@ -65,8 +65,28 @@ final class Postgres: @unchecked Sendable {
         hba.seekToEndOfFile()
         hba.write(Data("host all baton 10.231.0.0/16 trust\n".utf8))
         try hba.close()
-        try start()
+        // Another listener may hold the port (a test's dashboard, another server): a new one, a few times.
+        for attempt in 1...8 {
+            do {
+                try start()
+                break
+            } catch where attempt < 8 && log.contains("Address already in use") {
+                port = Self.randomPort()
+            }
+        }
     }
+
+    /// A port for the server's TCP listener, below the kernel's ephemeral range, where no client's
+    /// connection holds one (CI's local run of session 32: 36416, inside 32768-60999, was in use and
+    /// the server would not start).
+    static func randomPort() -> Int {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        let ephemeral = range.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
+        return Int.random(in: 20_000..<max(ephemeral, 20_001))
+    }
+
+    /// The server's log so far.
+    var log: String { (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "" }
 
     /// Starts the server (again, after `stop`).
     func start() throws {
