@@ -12,6 +12,8 @@ import BatonCore
 /// hears at once and remembers for one lease (a renewal that read the hosts before the greeter
 /// registered must not undo it). A commit that read "alone" just before a greeting reaches the
 /// newcomer at its feed's next tick, at most a second later: its first tick began after it listened.
+/// A batond of an earlier version greets nobody: a host alone learns of it at its next renewal, and
+/// until then the newcomer hears that host's commits at its once-a-second tick.
 public final class FleetCompany: Sendable {
     /// What this host has heard of the others, as a value.
     struct Heard: Equatable {
