@@ -12,22 +12,30 @@ struct FeedWake: Equatable {
     /// A stop was marked (`StopRequest.announced`), or the connection is new: the tick reads the
     /// stops asked of this host's runs (it does anyway once a second).
     var stops: Bool
+    /// Another host's feed greeted the fleet (`hello`): it listens (`FleetCompany`).
+    var greeted = false
+
+    /// The payload of `baton` a host's feed sends once it listens, naming its incarnation.
+    static func hello(_ incarnation: String) -> String { "hello " + incarnation }
 
     /// `notes` nil: a connection just made (whatever was sent before it is caught up by a tick).
-    init(_ notes: [(channel: String, payload: String)]?, lastTickAge: Duration) {
+    /// `ownHello`: this host's greeting (`hello`), which is no news of company.
+    init(_ notes: [(channel: String, payload: String)]?, lastTickAge: Duration, ownHello: String = "") {
         outputRuns = Set((notes ?? []).filter { $0.channel == Self.outputChannel }.compactMap { Int64($0.payload) })
         guard let notes else {
             tick = true
             stops = true
             return
         }
+        greeted = notes.contains { $0.channel != Self.outputChannel && $0.payload.hasPrefix("hello ") && $0.payload != ownHello }
         stops = notes.contains { $0.channel != Self.outputChannel && $0.payload == StopRequest.announced }
         tick = notes.isEmpty || notes.contains { $0.channel != Self.outputChannel } || lastTickAge >= .seconds(1)
     }
 
-    init(tick: Bool, outputRuns: Set<Int64>, stops: Bool = false) {
+    init(tick: Bool, outputRuns: Set<Int64>, stops: Bool = false, greeted: Bool = false) {
         self.tick = tick
         self.outputRuns = outputRuns
         self.stops = stops
+        self.greeted = greeted
     }
 }

@@ -56,7 +56,9 @@ extension FleetCoordinator {
             written.statements.append(FleetApprovals.runWithApproval(run))
         }
         // A new run (and what its replace stopped) is news to the fleet; a record is not.
-        let notify: [FleetJournal.Statement] = decided.outcomes.contains { $0.createsRun } ? [("NOTIFY baton", [])] : []
+        // For the other hosts: this host's feed is told in-process (`FleetCompany`).
+        let news = decided.outcomes.contains { $0.createsRun }
+        let notify: [FleetJournal.Statement] = news && company.notifies ? [(company.notice, [])] : []
         // Slots not taken come back when the batch settles (`conclude`), as do those of a batch that fails.
         var attempts: [Int64: Attempt] = [:]
         let later = !written.locked.isEmpty || !written.awaiting.isEmpty
@@ -71,6 +73,7 @@ extension FleetCoordinator {
             attempts[id] = attempt
         }
         if later { _ = try db.pipeline(notify + [("COMMIT", [])]) }
+        if news && notify.isEmpty { company.tellOwnFeed() }
         return answers(entries, decided, written, attempts, results)
     }
 

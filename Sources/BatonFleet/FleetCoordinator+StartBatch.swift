@@ -40,7 +40,9 @@ extension FleetCoordinator {
         }
         do {
             let writes = try writeStarts(opened[2].rows, on: db)
-            _ = try db.pipeline((writes.news ? [("NOTIFY baton", [])] : []) + [("COMMIT", [])])
+            let notifies = writes.news && company.notifies
+            _ = try db.pipeline((notifies ? [(company.notice, [])] : []) + [("COMMIT", [])])
+            if writes.news && !notifies { company.tellOwnFeed() }
             var results: [Int64: Started] = [:]
             claimed += writes.claimed
             for run in writes.claimed { results[run.run.id] = .started }

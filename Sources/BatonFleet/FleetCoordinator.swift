@@ -41,10 +41,14 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// The retrying runs moved here that last waited for a free slot, as last logged (`resumeMoved`):
     /// each renewal that finds the same ones waiting says nothing more.
     let waitingForSlot: LoopOwned<[Int64]>
+    /// Whether another host listens: the busiest commits notify only then (`FleetCompany`).
+    public let company: FleetCompany
 
-    public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor,
+    /// `company`: the one this host's store writes with (`FleetStore`), if any.
+    public init(host: FleetHost, pool: PGPool, conductor: Conductor, limit: Int, reactor: Reactor, company: FleetCompany? = nil,
                 log: @escaping @Sendable (String) -> Void) {
         self.host = host
+        self.company = company ?? FleetCompany(host)
         self.pool = pool
         self.reactor = reactor
         decisions = TriggerQueue(conninfo: pool.conninfo, defaults: pool.defaults)

@@ -72,6 +72,9 @@ final class FleetFeed: Sendable {
 
     func start() { coordinator.reactor.onLoop { [self] in tick() } }
 
+    /// Asks for a tick, from any thread: what this host's own NOTIFY would do (`FleetCompany`).
+    func poke() { coordinator.reactor.onLoop { [self] in tick() } }
+
     /// Takes the socket out of the reactor on the loop (waited for: the connection closes next),
     /// then stops the feed's thread. Blocks: batond calls it on a thread of its own.
     func stop() {
@@ -114,15 +117,16 @@ final class FleetFeed: Sendable {
 
     private static func run(_ state: inout Connection, _ batch: inout SerialWorker<Tick>.Batch, _ coordinator: FleetCoordinator) {
         do {
-            let (db, notes) = try listening(&state)
-            try handle(FeedWake(notes, lastTickAge: .now - state.ticked), db, &state, coordinator)
+            let (db, notes) = try listening(&state, coordinator.host)
+            let hello = FeedWake.hello(coordinator.host.incarnation)
+            try handle(FeedWake(notes, lastTickAge: .now - state.ticked, ownHello: hello), db, &state, coordinator)
             // Notifications that came with a tick's answers wait in libpq, not in the socket (the
             // reactor would not see them): each may be of a commit after the catch-up, so tick
             // again until none came (at most `Self.rounds` times; past that the backstop comes).
             for _ in 0..<Self.rounds {
                 let later = try db.notifications()
                 if later.isEmpty { break }
-                try handle(FeedWake(later, lastTickAge: .now - state.ticked), db, &state, coordinator)
+                try handle(FeedWake(later, lastTickAge: .now - state.ticked, ownHello: hello), db, &state, coordinator)
             }
             for job in batch.jobs { job.done(db.socket) }
         } catch {
@@ -133,6 +137,7 @@ final class FleetFeed: Sendable {
     }
 
     private static func handle(_ wake: FeedWake, _ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws {
+        if wake.greeted { coordinator.company.greeted() }
         if wake.tick {
             state.ticked = .now
             try tick(db, &state, coordinator, stops: wake.stops)
@@ -142,12 +147,14 @@ final class FleetFeed: Sendable {
 
     /// The listening connection, connected and LISTENing anew after a failure, and its pending
     /// notifications (nil on a new connection: the tick reads what any it missed announced).
-    private static func listening(_ state: inout Connection) throws -> (PGConnection, [(channel: String, payload: String)]?) {
+    /// Once it listens, it greets the fleet: a host that believed itself alone notifies again (`FleetCompany`).
+    private static func listening(_ state: inout Connection, _ host: FleetHost) throws -> (PGConnection, [(channel: String, payload: String)]?) {
         if let db = state.link.connection, db.isOK {
             return (db, try db.notifications())
         }
         let db = try state.link.open()
         try db.execute("LISTEN baton; LISTEN \(FeedWake.outputChannel)")
+        try db.query("SELECT pg_notify('baton', $1)", [FeedWake.hello(host.incarnation)])
         // The next refresh hands the loop every run, not only what changed since the last.
         state.handed.forget()
         return (db, nil)
@@ -190,6 +197,8 @@ extension FleetCoordinator {
     public func startFeed() async -> FleetFeedHandle {
         let start = try? await pool.run { db in try FleetFeed.snapshot(on: db) }
         let feed = FleetFeed(self, after: start)
+        // A commit with news that notified nobody (no other host listens) ticks the feed from here.
+        company.follow { [weak feed] in feed?.poke() }
         feed.start()
         return FleetFeedHandle(feed)
     }

@@ -173,9 +173,14 @@ public final class FleetLease: Sendable {
         guard !state.withLock({ $0.stopped || $0.fenced }) else { return }
         let began = ContinuousClock.now
         connection.submit({ [self, host] db -> Bool in
-            let renewed = try db.query("UPDATE hosts SET renewed_at = now() WHERE incarnation = $1 AND gone_at IS NULL",
-                                       [host.incarnation]).affected == 1
-            guard renewed else { return false }
+            // With whether another host is not gone (an expired one not yet reaped counts): this
+            // host's busiest commits notify only then (`FleetCompany`).
+            let others = try db.query("""
+                UPDATE hosts SET renewed_at = now() WHERE incarnation = $1 AND gone_at IS NULL
+                RETURNING EXISTS (SELECT 1 FROM hosts o WHERE o.incarnation <> $1 AND o.gone_at IS NULL)
+                """, [host.incarnation]).rows
+            guard let found = others.first else { return false }
+            coordinator.company.renewed(others: found[0] != "f")
             // Before the reap, which may take a while: the fence counts from this renewal.
             state.withLock { $0.lastRenewal = max($0.lastRenewal, began) }
             armFence()

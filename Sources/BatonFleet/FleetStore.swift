@@ -10,11 +10,13 @@ public final class FleetStore: RunStore, HistoryReader, Sendable {
     /// Searches' connection, outside the pool (`FleetHistory.search`).
     private let searcher: PGWorker
 
-    public init(pool: PGPool, host: FleetHost, reactor: Reactor, onProblem: @escaping @Sendable (String?) -> Void,
+    /// `company` (the coordinator's, `FleetCoordinator.company`): whether the writer's commits
+    /// notify; nil, they always do.
+    public init(pool: PGPool, host: FleetHost, company: FleetCompany? = nil, reactor: Reactor, onProblem: @escaping @Sendable (String?) -> Void,
                 onLost: @escaping @Sendable ([Int64]) -> Void) {
         self.pool = pool
-        writer = FleetWriter(conninfo: pool.conninfo, defaults: pool.defaults, host: host, reactor: reactor, onProblem: onProblem,
-                             onLost: onLost)
+        writer = FleetWriter(conninfo: pool.conninfo, defaults: pool.defaults, host: host, company: company, reactor: reactor,
+                             onProblem: onProblem, onLost: onLost)
         history = FleetHistory(pool: pool)
         // At most 16 searches wait, as on one host: more are refused at once.
         searcher = PGWorker(name: "baton-fleet-search", conninfo: pool.conninfo, defaults: pool.defaults, capacity: 16)

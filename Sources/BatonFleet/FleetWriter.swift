@@ -54,14 +54,15 @@ final class FleetWriter: Sendable {
     private let starter: LoopOwned<Starter>
     private let reactor: Reactor
 
-    init(conninfo: String, defaults: [String: String], host: FleetHost, reactor: Reactor, onProblem: @escaping @Sendable (String?) -> Void,
-         onLost: @escaping @Sendable ([Int64]) -> Void) {
+    /// `company` nil: every commit with news notifies (no feed of this host to tell in-process).
+    init(conninfo: String, defaults: [String: String], host: FleetHost, company: FleetCompany?, reactor: Reactor,
+         onProblem: @escaping @Sendable (String?) -> Void, onLost: @escaping @Sendable ([Int64]) -> Void) {
         self.reactor = reactor
         starter = LoopOwned(Starter(), on: reactor)
         let problem = problem
         worker = SerialWorker(name: "baton-fleet-wr", capacity: 50_000, maxBatch: 2_000, idleTimeout: .seconds(10),
                               state: State(link: PGLink(conninfo: conninfo, defaults: defaults))) { state, batch in
-            Self.write(&batch, &state, host: host, starter: batch.jobs.lazy.compactMap(\.starter).first) { reason in
+            Self.write(&batch, &state, host: host, company: company, starter: batch.jobs.lazy.compactMap(\.starter).first) { reason in
                 let changed = problem.withLock { old in defer { old.writing = reason }; return old.writing != reason }
                 if changed { onProblem(reason) }
             } onLost: { lost in onLost(lost) }
@@ -103,8 +104,8 @@ final class FleetWriter: Sendable {
         return worker.close(timeout: deadline).count
     }
 
-    private static func write(_ batch: inout SerialWorker<Item>.Batch, _ state: inout State, host: FleetHost, starter: FleetCoordinator?,
-                              problem: (String?) -> Void, onLost: ([Int64]) -> Void) {
+    private static func write(_ batch: inout SerialWorker<Item>.Batch, _ state: inout State, host: FleetHost, company: FleetCompany?,
+                              starter: FleetCoordinator?, problem: (String?) -> Void, onLost: ([Int64]) -> Void) {
         let entries = batch.jobs.flatMap(\.entries)
         if entries.isEmpty ? state.riding.isEmpty : entries.allSatisfy(\.ridesAlong) {
             // Nothing waits for these: they are written with the next transaction.
@@ -116,7 +117,7 @@ final class FleetWriter: Sendable {
         do {
             let db = try state.link.open()
             let (lost, started) = try write(state.riding + entries, starts: reserved, lossy: state.lossyOutput, on: db, as: host,
-                                            starter: starter)
+                                            company: company, starter: starter)
             state.riding = []
             state.pause = firstPause
             problem(nil)
@@ -155,7 +156,7 @@ final class FleetWriter: Sendable {
     /// them), the runs that may start (`FleetCoordinator.startAfterEnds`); returns the runs the
     /// guard refused and the runs claimed.
     private static func write(_ entries: [JournalEntry], starts: Int, lossy: Set<Int64>, on db: PGConnection, as host: FleetHost,
-                              starter: FleetCoordinator?) throws -> ([Int64], [FleetCoordinator.Claimed]) {
+                              company: FleetCompany?, starter: FleetCoordinator?) throws -> ([Int64], [FleetCoordinator.Claimed]) {
         let (runs, keys) = FleetJournal.keyed(entries)
         // The keys' slot rows first, in key order (`FleetJournal.lockKeys`), in the round trip of
         // the BEGIN; a hook's key gets its row first if it has none (`FleetHooks.insertKeys`);
@@ -167,7 +168,7 @@ final class FleetWriter: Sendable {
         let starter = starts > 0 ? starter : nil
         if starter != nil { opening.append(FleetCoordinator.lockReady(incarnation: host.incarnation, count: starts)) }
         var started: [FleetCoordinator.Claimed] = []
-        let lost = try write(entries, opening: opening, lossy: lossy, on: db, as: host) { opened in
+        let lost = try write(entries, opening: opening, lossy: lossy, on: db, as: host, company: company) { opened in
             // Every key row the opening locked: the ended runs' (their follow-ups hold them
             // now), the hooks', and those `lockReady` took.
             guard let starter else { return }
@@ -177,11 +178,13 @@ final class FleetWriter: Sendable {
     }
 
     private static func write(_ entries: [JournalEntry], opening: [FleetJournal.Statement], lossy: Set<Int64>, on db: PGConnection,
-                              as host: FleetHost, beforeCommit: ([PGRows]) throws -> Void) throws -> [Int64] {
+                              as host: FleetHost, company: FleetCompany?, beforeCommit: ([PGRows]) throws -> Void) throws -> [Int64] {
         // The pause locks of the actions whose pause this item changes or whose failures it
         // counts, before anything else: the first locks its transaction takes (`FleetPauses`).
         let pauseLocks = FleetPauses.locks(for: entries)
-        return try db.transaction(opening: [FleetJournal.genericPlans] + pauseLocks + opening) { results in
+        // News that no other host listens for: this host's feed is told once it is committed.
+        var untold = false
+        let lost = try db.transaction(opening: [FleetJournal.genericPlans] + pauseLocks + opening) { results in
             let opened = Array(results.dropFirst(1 + pauseLocks.count))
             var journal = FleetJournal.Written()
             var notify = false
@@ -199,9 +202,11 @@ final class FleetWriter: Sendable {
             })
             if !written.isEmpty { try db.query(FleetOutput.notify(written)) }
             try beforeCommit(opened)
-            if notify { try db.execute("NOTIFY baton") }
+            if notify, company?.notifies ?? true { try db.execute(company?.notice ?? "NOTIFY baton") } else { untold = notify }
             return lost
         }
+        if untold { company?.tellOwnFeed() }
+        return lost
     }
 }
 

@@ -16,7 +16,9 @@ extension Backend {
         try LibPQ.load()
         let host = FleetHost.starting(name: fleet.host, lease: fleet.lease)
         let pool = PGPool(conninfo: fleet.postgres, defaults: FleetStore.connectionDefaults(host: host.name, lease: fleet.lease))
-        let store = FleetStore(pool: pool, host: host, reactor: reactor, onProblem: { problem in
+        // Whether another host listens: a host alone sends its busiest commits no NOTIFY.
+        let company = FleetCompany(host)
+        let store = FleetStore(pool: pool, host: host, company: company, reactor: reactor, onProblem: { problem in
             if let problem { Log.error("the fleet's history cannot be written: \(problem); new triggers are refused meanwhile") }
             else { Log.info("the fleet's history can be written again") }
         }, onLost: { runs in
@@ -58,7 +60,7 @@ extension Backend {
         // Logged from the first transition on, before the fleet's recovery (`connect`).
         let stopLog = logTransitions(conductor)
         let coordinator = FleetCoordinator(host: host, pool: pool, conductor: conductor, limit: config.maxConcurrentRuns, reactor: reactor,
-                                           log: { Log.warning($0) })
+                                           company: company, log: { Log.warning($0) })
         // The transaction that writes a run's end starts the runs that may start then.
         store.startRuns(with: coordinator)
         let lease = FleetLease(coordinator, onFenced: { why in

@@ -1,0 +1,76 @@
+import BatonCore
+
+/// Whether another host of the fleet may be listening, and so whether this host's busiest commits
+/// (a run's end and the starts after it, a trigger batch's new runs, a start) NOTIFY. Their news
+/// is for the other hosts alone: this host's own feed is told in-process (`tellOwnFeed`), so a
+/// host alone in the fleet sends none, and neither its feed's connection reads each notification
+/// in a transaction of its own nor does PostgreSQL count one (issue 39, item 4).
+///
+/// Company is known two ways, and either is enough: the lease's renewal counts the other hosts
+/// not gone (every fifth of the lease; nil until the first answers: company assumed), and a host
+/// whose feed connects greets the fleet (`FeedWake.hello`) once it listens, which every host's feed
+/// hears at once and remembers for one lease (a renewal that read the hosts before the greeter
+/// registered must not undo it). A commit that read "alone" just before a greeting reaches the
+/// newcomer at its feed's next tick, at most a second later: its first tick began after it listened.
+/// A batond of an earlier version greets nobody: a host alone learns of it at its next renewal, and
+/// until then the newcomer hears that host's commits at its once-a-second tick.
+public final class FleetCompany: Sendable {
+    /// What this host has heard of the others, as a value.
+    struct Heard: Equatable {
+        /// Whether the last renewal found another host not gone; nil before the first.
+        var atRenewal: Bool?
+        /// When another host's feed last greeted the fleet.
+        var greeted: ContinuousClock.Instant?
+
+        /// Whether a commit at `now` notifies: unless the renewal found nobody and no greeting
+        /// came within `lease`.
+        func notifies(at now: ContinuousClock.Instant, lease: Duration) -> Bool {
+            if atRenewal != false { return true }
+            guard let greeted else { return false }
+            return now - greeted < lease
+        }
+    }
+
+    private struct State {
+        var heard = Heard()
+        /// Asks this host's feed for a tick (set once the feed runs).
+        var ownFeed: (@Sendable () -> Void)?
+    }
+
+    let lease: Duration
+    /// This host's NOTIFY, its incarnation the payload (`notify`).
+    let notice: String
+    /// Taken by the writer's, the trigger queue's, the lease's and the feed's threads.
+    private let state = Locked(State())
+
+    /// The company of `host`, which has heard nothing yet: it notifies until a renewal finds it alone.
+    public init(_ host: FleetHost) {
+        lease = host.lease
+        notice = Self.notify(host.incarnation)
+    }
+
+    /// The NOTIFY of a commit of host `incarnation`, which it names (a quote doubled, as SQL's literals have it).
+    static func notify(_ incarnation: String) -> String {
+        "NOTIFY baton, '" + String(incarnation.flatMap { $0 == "'" ? ["'", "'"] : [$0] }) + "'"
+    }
+
+    /// Whether a commit now notifies the other hosts.
+    var notifies: Bool {
+        state.withLock { $0.heard }.notifies(at: .now, lease: lease)
+    }
+
+    /// A renewal found other hosts not gone (`true`) or none.
+    func renewed(others: Bool) { state.withLock { $0.heard.atRenewal = others } }
+
+    /// Another host's feed greeted the fleet.
+    func greeted() { state.withLock { $0.heard.greeted = .now } }
+
+    /// From now on `tell` asks this host's feed for a tick.
+    func follow(_ tell: @escaping @Sendable () -> Void) { state.withLock { $0.ownFeed = tell } }
+
+    /// After a commit that had news but did not notify: this host's feed ticks as its own NOTIFY
+    /// would have made it (its waits and watchers hear of the commit through the feed).
+    func tellOwnFeed() {
+        state.withLock { $0.ownFeed }?()
+    }
+}

@@ -1,0 +1,103 @@
+import BatonCore
+import BatonFleet
+import BatonIPC
+import Foundation
+import Testing
+
+/// Issue 39, item 4: a host's busiest commits (a run's end and the starts after it, a trigger
+/// batch's new runs) notify only where another host listens (`FleetCompany`); its own feed is
+/// told in-process. A test connection LISTENs beside the hosts and hears what they send: each
+/// commit's NOTIFY names its host's incarnation, a feed's greeting is `hello INCARNATION`.
+@Suite("End to end: a fleet host alone notifies nobody, and one that another joins notifies it at once", .serialized, .offPool)
+struct FleetCompanyEndToEndTests {
+    /// A host with a lease long enough (a renewal every minute) that only a greeting can tell it of company within a test.
+    static func host(_ name: String, conninfo: String, gate: FifoGate) throws -> Daemon {
+        let host = try Daemon(config: """
+            { postgres: "\(conninfo)", host: "\(name)", lease: "300s", maxConcurrentRuns: 8,
+              actions: { quick: { exec: ["true"] }, \(FleetTests.gated(gate)) } }
+            """)
+        try host.waitForLog("joined the fleet")
+        return host
+    }
+
+    /// The incarnation a host joined as (its log's `joined the fleet as NAME (INCARNATION)`).
+    static func incarnation(_ host: Daemon, _ name: String) throws -> String {
+        let text = host.stderr
+        let range = try #require(text.range(of: "joined the fleet as \(name) ("))
+        return String(text[range.upperBound...].prefix { $0 != ")" })
+    }
+
+    /// The payloads of `baton` the listener was sent since last asked (a round trip first, so
+    /// that what was committed before is in).
+    static func heard(_ listener: PGConnection) throws -> [String] {
+        _ = try listener.query("SELECT 1")
+        return try listener.notifications().filter { $0.channel == "baton" }.map(\.payload)
+    }
+
+    /// Until a run of `host` (`quick`, waited for) is committed with a NOTIFY naming `incarnation`
+    /// (`notifies`), or without any NOTIFY of its commits (untagged ones included).
+    static func untilRuns(_ host: Daemon, _ incarnation: String, notify notifies: Bool, listener: PGConnection, within seconds: Double = 20) throws {
+        try Eventually.until("\(incarnation)'s runs \(notifies ? "notify" : "notify nobody")", within: seconds) {
+            _ = try heard(listener)
+            _ = try FleetTests.trigger(host, "quick", detach: false)
+            let news = try heard(listener).filter { $0 == incarnation || $0.isEmpty }
+            return news.isEmpty != notifies
+        }
+    }
+
+    @Test("a host alone commits its runs without NOTIFY, and its watch hears each run's end from its own feed at once, not at the feed's once-a-second tick")
+    func alone() throws {
+        let conninfo = try Postgres.server().database()
+        let listener = try PGConnection(conninfo)
+        try listener.execute("LISTEN baton")
+        let gate = try FifoGate()
+        let host = try Self.host("web-1", conninfo: conninfo, gate: gate)
+        let me = try Self.incarnation(host, "web-1")
+        // Company is assumed until the lease's first renewal answers.
+        try Self.untilRuns(host, me, notify: false, listener: listener)
+        let watch = try Client(path: host.socket)
+        _ = try watch.send(Request(op: .watch, action: "quick"))
+        #expect(try watch.receive(timeout: .seconds(10))?.event == "watching")
+        let began = Date()
+        for _ in 0..<10 {
+            // Answered by the conductor at the end; the watch hears it through the feed.
+            let run = try #require(try FleetTests.trigger(host, "quick", detach: false).run?.id)
+            var ended = false
+            while !ended, let update = try watch.receive(timeout: .seconds(20)) {
+                ended = update.run?.id == run && update.transition?.to.isTerminal == true
+            }
+            #expect(ended, "run \(run)'s end never reached the watch")
+        }
+        // Told by the feed's once-a-second tick alone, each end would take about a second.
+        let took = Date().timeIntervalSince(began)
+        #expect(took < 5, "10 runs' ends took \(took) s to reach the watch")
+        #expect(try Self.heard(listener).filter { $0 == me || $0.isEmpty } == [], "web-1 alone notified")
+    }
+
+    @Test("a host alone notifies once another joins (its feed's greeting, not the next renewal): web-2 starts the follow-up web-1's end freed from web-1's NOTIFY")
+    func joined() throws {
+        let conninfo = try Postgres.server().database()
+        let listener = try PGConnection(conninfo)
+        try listener.execute("LISTEN baton")
+        let gate = try FifoGate()
+        let a = try Self.host("web-1", conninfo: conninfo, gate: gate)
+        let first = try Self.incarnation(a, "web-1")
+        try Self.untilRuns(a, first, notify: false, listener: listener)
+        let b = try Self.host("web-2", conninfo: conninfo, gate: gate)
+        let second = try Self.incarnation(b, "web-2")
+        // web-1's next renewal is a minute away: only web-2's greeting tells it of company.
+        try Self.untilRuns(a, first, notify: true, listener: listener)
+        let running = try #require(try FleetTests.trigger(a, "gated").run?.id)
+        let followUp = try FleetTests.trigger(b, "gated", policy: .queue)
+        #expect(followUp.decision == .followUp)
+        let next = try #require(followUp.run?.id)
+        _ = try Self.heard(listener)
+        gate.release()
+        #expect(try FleetTests().waitUntilPhase(b, next, .loading), "web-2 never started run \(next) after run \(running)")
+        let news = try Self.heard(listener)
+        #expect(news.contains(first), "web-1's end of run \(running) notified nobody: \(news)")
+        #expect(news.contains(second), "web-2's start of run \(next) notified nobody: \(news)")
+        gate.release()
+        #expect(try FleetTests.wait(a, run: next)?.phase == .success)
+    }
+}
