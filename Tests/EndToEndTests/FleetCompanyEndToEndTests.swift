@@ -59,7 +59,7 @@ struct FleetCompanyEndToEndTests {
         _ = try watch.send(Request(op: .watch, action: "quick"))
         #expect(try watch.receive(timeout: .seconds(10))?.event == "watching")
         let began = Date()
-        for _ in 0..<10 {
+        for _ in 0..<20 {
             // Answered by the conductor at the end; the watch hears it through the feed.
             let run = try #require(try FleetTests.trigger(host, "quick", detach: false).run?.id)
             var ended = false
@@ -68,9 +68,11 @@ struct FleetCompanyEndToEndTests {
             }
             #expect(ended, "run \(run)'s end never reached the watch")
         }
-        // Told by the feed's once-a-second tick alone, each end would take about a second.
+        // Told by the feed's once-a-second tick alone, each end would take about a second: 20 s at least
+        // (each run starts once the last end was heard), about 4 s told in-process on a quiet machine;
+        // the bound leaves a loaded one room.
         let took = Date().timeIntervalSince(began)
-        #expect(took < 5, "10 runs' ends took \(took) s to reach the watch")
+        #expect(took < 15, "20 runs' ends took \(took) s to reach the watch")
         #expect(try Self.heard(listener).filter { $0 == me || $0.isEmpty } == [], "web-1 alone notified")
     }
 
