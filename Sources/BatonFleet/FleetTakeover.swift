@@ -9,7 +9,8 @@ import FoundationEssentials
 /// the mark says; a retrying run one machine's restart would
 /// resume (`RecoveryDecision.mayResumeRetrying`) is moved here, for this host's conductor to wait
 /// out its backoff (`Summary.resumed`; its conductor finds it in the rows: `FleetCoordinator.resumeMoved`); a queued run is taken over by this host and
-/// keeps its place; a run whose action this host does not have is cancelled. A failure it writes
+/// keeps its place (a debounced one waits out a window from the takeover); a run that would start (again) but whose
+/// action has a secret param ends `failure`, reason `secret`; a run whose action this host does not have is cancelled. A failure it writes
 /// counts towards its action's `pauseAfterFailures` as any other end does (`FleetPauses.count`, in
 /// the same transaction), as one machine's restart counts the runs it ends `interrupted`.
 enum FleetTakeover {
@@ -88,13 +89,21 @@ enum FleetTakeover {
             let stopping = { try isDraining(run, on: db) }
             let restarts = try action?.onInterrupt == .restart && run.phase != .queued && !stopping()
             let resumes = try (retrying[run.id].map { RecoveryDecision.mayResumeRetrying($0, action) } ?? false) && !stopping()
-            switch RecoveryDecision.decide(.init(phase: run.phase, actionKnown: action != nil, mayResumeRetrying: resumes, restarts: restarts)) {
+            let facts = RecoveryDecision.Facts(phase: run.phase, actionKnown: action != nil, mayResumeRetrying: resumes, restarts: restarts,
+                                               secret: RecoveryDecision.losesSecret(action))
+            switch RecoveryDecision.decide(facts) {
             case .drop:
                 try end(.cancelled, TransitionDetail(reason: "removed", error: "action \(run.action) is not configured on \(me.name), which took over from \(name)"))
                 summary.dropped.append(run.id)
             case .requeue(restarted: false):
-                try db.query("UPDATE runs SET host = $2, incarnation = $3 WHERE id = $1 AND incarnation = $4 AND phase = 'queued'",
-                             [String(run.id), me.name, me.incarnation, dead])
+                guard try db.query("UPDATE runs SET host = $2, incarnation = $3 WHERE id = $1 AND incarnation = $4 AND phase = 'queued'",
+                                   [String(run.id), me.name, me.incarnation, dead]).affected == 1 else { break }
+                // A debounced run waits out a window from the takeover, as one machine's restart's
+                // (`RecoveryDecision.window`), by the database's clock that its start is checked with.
+                if let action, action.debounce != nil, let now = try db.query("SELECT \(FleetCooldown.databaseNow)").first?[0].flatMap({ Int64($0) }),
+                   let window = RecoveryDecision.window(action, queuedAt: run.queuedAt, at: Timestamp(rawValue: now)) {
+                    try db.query(FleetDebounce.store(window, run: run.id))
+                }
                 summary.adopted.append(run.id)
             case .requeue(restarted: true):
                 let transition = Transition(runID: run.id, seq: seq + 1, from: run.phase, to: .queued, at: at,
@@ -107,7 +116,12 @@ enum FleetTakeover {
                 if let unfinished = retrying[run.id], try FleetTakeBack.move([run.id], from: dead, to: me, phase: .retrying, on: db) == [run.id] {
                     summary.resumed.append(unfinished)
                 }
-            case .interrupt, .adopt, .endSecret:
+            case .endSecret:
+                // Its secret's value lived in the memory of the host that is gone: it cannot start
+                // (again) with it, nor without it, as at one machine's restart.
+                if let action { try end(.failure, RecoveryDecision.secretDetail(action, phase: run.phase)) }
+                summary.ended.append(run.id)
+            case .interrupt, .adopt:
                 try end(.failure, TransitionDetail(reason: dead == me.incarnation ? "interrupted" : (name == me.name ? "interrupted" : "host_lost"), error: reason))
                 summary.ended.append(run.id)
             }

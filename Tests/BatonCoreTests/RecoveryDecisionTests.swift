@@ -36,3 +36,23 @@ struct RecoveryDecisionTests {
         #expect(RecoveryDecision.decide(facts) == expected)
     }
 }
+
+extension RecoveryDecisionTests {
+    /// A debounced run that recovery queues again (one machine's restart, a fleet host's takeover
+    /// alike): a window from the recovery, as far as `maxWait` from its creation allows.
+    @Test("a recovered run's debounce window, in seconds: queued at, recovered at, deadline (nil: no window)", arguments: [
+        (Int64(0), Int64(2), Int64?(7)),   // inside its first window: a whole window from the recovery
+        (0, 20, 25),                       // long after: a whole window still
+        (0, 48, 50),                       // maxWait (50 s) from its creation caps it
+        (0, 60, 50),                       // past maxWait: due at once
+    ])
+    func window(_ queued: Int64, _ recovered: Int64, _ deadline: Int64?) {
+        var action = Action(name: "ci", exec: ["x"])
+        action.debounce = .seconds(5)
+        action.maxWait = .seconds(50)
+        let at = { (seconds: Int64) in Timestamp(rawValue: 1_000_000_000_000 + seconds * 1_000_000) }
+        let window = RecoveryDecision.window(action, queuedAt: at(queued), at: at(recovered))
+        #expect(window?.deadline == deadline.map(at))
+        #expect(RecoveryDecision.window(Action(name: "plain", exec: ["x"]), queuedAt: at(queued), at: at(recovered)) == nil)
+    }
+}

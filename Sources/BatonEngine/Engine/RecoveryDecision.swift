@@ -46,6 +46,27 @@ public enum RecoveryDecision: Sendable, Equatable {
         return ConductorState.mayResumeRetrying(unfinished, action)
     }
 
+    /// The `secret` fact of a run of `action`: the action has a secret param, whose value lived in
+    /// the memory of the batond (the fleet host) that took the trigger, gone with it.
+    public static func losesSecret(_ action: Action?) -> Bool { action?.secretParams.isEmpty == false }
+
+    /// Why a run that `endSecret` ends `failure`, reason `secret`: it was `phase` when the batond
+    /// (the fleet host) holding its secret's value stopped. One machine's recovery and the fleet's takeover write it alike.
+    public static func secretDetail(_ action: Action, phase: Phase) -> TransitionDetail {
+        TransitionDetail(reason: "secret", error: "batond stopped before the run \(phase == .queued ? "started" : "could start again"): "
+                         + "the value of its secret param \(action.secretParams.first ?? "") was kept in memory only")
+    }
+
+    /// The window of a debounced run that recovery queues again at `now`, queued at `queuedAt`
+    /// (nil where its action does not debounce): a window from `now`, as far as `maxWait` from its
+    /// creation allows, since the triggers that came before the stop are not known to have stopped.
+    /// One machine's restart and a fleet host's takeover (its row's window) alike.
+    public static func window(_ action: Action, queuedAt: Timestamp, at now: Timestamp) -> DebounceWindow? {
+        var window = DebounceWindow(action, first: queuedAt)
+        window?.restart(at: now)
+        return window
+    }
+
     public static func decide(_ facts: Facts) -> RecoveryDecision {
         guard facts.actionKnown else { return .drop }
         if facts.surviving, facts.phase == .loading { return .adopt }
