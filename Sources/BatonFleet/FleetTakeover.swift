@@ -5,7 +5,7 @@ import FoundationEssentials
 /// previous start): each becomes a recorded transition, guarded by its dead owner, so that a
 /// run ended meanwhile is left alone. A loading or retrying run ends as `failure` (reason
 /// `host_lost`, or `interrupted` for this host's own previous start), or is queued again here
-/// when its action says `onInterrupt: "restart"`; a retrying run a stop marked (`runs.stop`) ends as
+/// when its action says `onInterrupt: "restart"`; a loading or retrying run a stop marked (`runs.stop`) ends as
 /// the mark says; a retrying run one machine's restart would
 /// resume (`RecoveryDecision.mayResumeRetrying`) is moved here, for this host's conductor to wait
 /// out its backoff (`Summary.resumed`; its conductor finds it in the rows: `FleetCoordinator.resumeMoved`); a queued run is taken over by this host and
@@ -21,7 +21,7 @@ enum FleetTakeover {
         var dropped: [Int64] = []
         /// Retrying runs moved here to wait out their backoff, with their due time (`FleetTakeBack.retryingRuns`).
         var resumed: [UnfinishedRun] = []
-        /// Retrying runs a cancel or a replace marked, ended as the mark says.
+        /// Loading or retrying runs a cancel or a replace marked, ended as the mark says (`RecoveryDecision.endStopped`).
         var stopped: [Int64] = []
         var isEmpty: Bool { ended.isEmpty && requeued.isEmpty && adopted.isEmpty && dropped.isEmpty && resumed.isEmpty && stopped.isEmpty }
     }
@@ -74,14 +74,6 @@ enum FleetTakeover {
                     _ = try FleetPauses.count(run: run.id, action: action.name, most: most, on: db, host: me.name)
                 }
             }
-            // A loading or retrying run a cancel or a replace marked while its host was dead ends as
-            // the mark says, as that host's stop reader would have ended it: never another attempt
-            // (not restarted under `onInterrupt: restart`, whose requeue clears the mark).
-            if run.phase != .queued, let mark = marks[run.id] {
-                try end(mark.phase, mark.detail)
-                summary.stopped.append(run.id)
-                continue
-            }
             // As a host's recovery decides (`RecoveryDecision`): a queued run never started, and a
             // loading or retrying one is queued again only where its action says `restart`; a
             // retrying one waits out its backoff here where one machine's restart resumes it.
@@ -89,9 +81,15 @@ enum FleetTakeover {
             let stopping = { try isDraining(run, on: db) }
             let restarts = try action?.onInterrupt == .restart && run.phase != .queued && !stopping()
             let resumes = try (retrying[run.id].map { RecoveryDecision.mayResumeRetrying($0, action) } ?? false) && !stopping()
+            // A loading or retrying run a cancel or a replace marked ends as the mark says (`endStopped`).
             let facts = RecoveryDecision.Facts(phase: run.phase, actionKnown: action != nil, mayResumeRetrying: resumes, restarts: restarts,
-                                               secret: RecoveryDecision.losesSecret(action))
+                                               secret: RecoveryDecision.losesSecret(action), stopped: marks[run.id] != nil)
             switch RecoveryDecision.decide(facts) {
+            case .endStopped:
+                // As the dead host's stop reader would have ended it: never another attempt (not restarted
+                // under `onInterrupt: restart`, whose requeue would clear the mark).
+                if let mark = marks[run.id] { try end(mark.phase, mark.detail) }
+                summary.stopped.append(run.id)
             case .drop:
                 try end(.cancelled, TransitionDetail(reason: "removed", error: "action \(run.action) is not configured on \(me.name), which took over from \(name)"))
                 summary.dropped.append(run.id)

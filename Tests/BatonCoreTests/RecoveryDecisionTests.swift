@@ -28,6 +28,15 @@ struct RecoveryDecisionTests {
         (Facts(phase: .loading, restarts: true, secret: true), .endSecret),
         // A secret does not matter to a run that ends interrupted anyway.
         (Facts(phase: .loading, secret: true), .interrupt),
+        // A stop (a replace's, a cancel's) asked before its end was recorded: it ends as the stop says,
+        // neither restarted, resumed, nor ended for its secret or its action gone.
+        (Facts(phase: .loading, restarts: true, stopped: true), .endStopped),
+        (Facts(phase: .retrying, mayResumeRetrying: true, restarts: true, stopped: true), .endStopped),
+        (Facts(phase: .loading, restarts: true, secret: true, stopped: true), .endStopped),
+        (Facts(phase: .loading, actionKnown: false, stopped: true), .endStopped),
+        // ...but a surviving shim is adopted still, and a queued run knows no such stop.
+        (Facts(phase: .loading, surviving: true, stopped: true), .adopt),
+        (Facts(phase: .queued, stopped: true), .requeue(restarted: false)),
         // The action is gone: dropped, whatever else.
         (Facts(phase: .loading, actionKnown: false, surviving: true), .drop),
         (Facts(phase: .queued, actionKnown: false), .drop),

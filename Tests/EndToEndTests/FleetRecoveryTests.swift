@@ -137,6 +137,35 @@ struct FleetRecoveryTests {
         #expect(Self.starts("swap", scratch: scratch) == "start \(old)\nstart \(new)\n")
     }
 
+    @Test("D2 c, one machine: a loading run of an action that restarts when interrupted, which a replace was stopping when batond crashed, ends replaced at the restart, not run again; its replacement starts once")
+    func replacedWhileDrainingOneMachine() throws {
+        let scratch = NSTemporaryDirectory() + "baton-recovery-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { Self.clean(scratch) }
+        let gated = #"echo start $BATON_RUN_ID >> \"$DIR/$BATON_ACTION\"; trap '' TERM; while [ ! -e \"$DIR/go\" ]; do sleep 0.02; done"#
+        let config = """
+            { requireUser: false, actions: { swap: { exec: ["sh", "-c", "\(gated)"], env: { DIR: "\(scratch)" }, survivesRestart: false,
+                                                   policy: "replace", onInterrupt: "restart", killGrace: "60s" } } }
+            """
+        let daemon = try Daemon(config: config)
+        let old = try Self.trigger(daemon, "swap")
+        try Self.waitStarted(old, "swap", scratch: scratch)
+        // Answered once its creation is durable: its queued transition names the run it replaces, which drains, ignoring SIGTERM.
+        let new = try Self.trigger(daemon, "swap")
+        daemon.crash()
+        let restarted = try Daemon(config: config, reusing: daemon, name: "restarted")
+        defer { restarted.stop() }
+        // Started again, the old run would wait for the file below: one start of either after the first is the answer.
+        try Eventually.until("a run started after the restart") { Self.starts("swap", scratch: scratch).split(separator: "\n").count == 2 }
+        #expect(Self.starts("swap", scratch: scratch) == "start \(old)\nstart \(new)\n")
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        let replaced = try #require(try FleetTests.wait(restarted, run: old))
+        #expect(replaced.phase == .cancelled && replaced.reason == "replaced" && replaced.error == "replaced by run \(new)", "\(replaced)")
+        let ended = try #require(try FleetTests.wait(restarted, run: new))
+        #expect(ended.phase == .success, "\(ended)")
+        #expect(Self.starts("swap", scratch: scratch) == "start \(old)\nstart \(new)\n")
+    }
+
     @Test("D2 d: runs of actions with a secret param end failure, reason secret, at the recovery where they would start (again): the queued one never starts, the one that restarts when interrupted does not start again", arguments: Path.allCases)
     func secrets(_ path: Path) throws {
         let (a, b, db, conninfo, scratch) = try Self.fleet(path)

@@ -7,7 +7,8 @@ public struct RecoverySummary: Sendable, Equatable {
     public var restarted: [Int64] = []
     /// Runs that were queued and are queued again, in their original order.
     public var requeued: [Int64] = []
-    /// Runs that cannot go on: their action is gone from the config, or their key's line is already full.
+    /// Runs that cannot go on: their action is gone from the config, their key's line is already
+    /// full, or a stop (a replace) was asked of them before they ended.
     public var dropped: [Int64] = []
     /// Processes of unfinished runs that were still alive and were killed.
     public var killedProcesses = 0
@@ -30,8 +31,17 @@ extension ConductorState {
             let facts = RecoveryDecision.Facts(
                 phase: run.phase, actionKnown: action != nil, surviving: recovered.surviving != nil,
                 mayResumeRetrying: RecoveryDecision.mayResumeRetrying(recovered.unfinished, action),
-                restarts: action?.onInterrupt == .restart, secret: RecoveryDecision.losesSecret(action))
+                restarts: action?.onInterrupt == .restart, secret: RecoveryDecision.losesSecret(action),
+                stopped: recovered.unfinished.stop != nil)
             switch (RecoveryDecision.decide(facts), action) {
+            case (.endStopped, _):
+                let stop = recovered.unfinished.stop ?? .shutdown
+                let ended = end(recovered.unfinished, stop.phase, stop.detail, &step)
+                if let action {
+                    fireHooks(ended, action, output: [], &step)
+                    countFailures(ended, action, &step)
+                }
+                summary.dropped.append(run.id)
             case (.drop, _), (_, nil):
                 end(recovered.unfinished, .cancelled,
                     TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured"), &step)

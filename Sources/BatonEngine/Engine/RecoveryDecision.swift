@@ -13,6 +13,9 @@ public enum RecoveryDecision: Sendable, Equatable {
     case resumeRetrying
     /// It would start (again), but its secret param's value is gone: `failure`, reason `secret`.
     case endSecret
+    /// A stop (a cancel's, a replace's) was asked of it before its end was recorded: it ends as the
+    /// stop says, never started again (not restarted, not resumed).
+    case endStopped
     /// It may have started and its process is gone: `failure`, reason `interrupted`.
     case interrupt
     /// Queued again: a queued run (never started), or a started one whose action says `restart`.
@@ -30,11 +33,14 @@ public enum RecoveryDecision: Sendable, Equatable {
         public var restarts = false
         /// The action has a secret param, whose value lived in the previous batond's memory only.
         public var secret = false
+        /// Loading or retrying, a stop was asked of it that its end has not recorded (`UnfinishedRun.stop`,
+        /// a fleet's `runs.stop` mark).
+        public var stopped = false
 
         public init(phase: Phase, actionKnown: Bool = true, surviving: Bool = false, mayResumeRetrying: Bool = false,
-                    restarts: Bool = false, secret: Bool = false) {
+                    restarts: Bool = false, secret: Bool = false, stopped: Bool = false) {
             (self.phase, self.actionKnown, self.surviving) = (phase, actionKnown, surviving)
-            (self.mayResumeRetrying, self.restarts, self.secret) = (mayResumeRetrying, restarts, secret)
+            (self.mayResumeRetrying, self.restarts, self.secret, self.stopped) = (mayResumeRetrying, restarts, secret, stopped)
         }
     }
 
@@ -68,8 +74,12 @@ public enum RecoveryDecision: Sendable, Equatable {
     }
 
     public static func decide(_ facts: Facts) -> RecoveryDecision {
+        let adopts = facts.surviving && facts.phase == .loading
+        // As its store's stop reader would have ended it (its action gone or not): a replaced run's
+        // replacement waits for this end, and a run started again here would run what was stopped.
+        if facts.stopped, facts.phase != .queued, !adopts { return .endStopped }
         guard facts.actionKnown else { return .drop }
-        if facts.surviving, facts.phase == .loading { return .adopt }
+        if adopts { return .adopt }
         if facts.phase == .retrying, facts.mayResumeRetrying { return .resumeRetrying }
         let startsAgain = facts.phase == .queued || facts.restarts
         guard startsAgain else { return .interrupt }
