@@ -97,9 +97,13 @@ enum FleetTakeover {
                 guard try db.query("UPDATE runs SET host = $2, incarnation = $3 WHERE id = $1 AND incarnation = $4 AND phase = 'queued'",
                                    [String(run.id), me.name, me.incarnation, dead]).affected == 1 else { break }
                 // A debounced run waits out a window from the takeover, as one machine's restart's
-                // (`RecoveryDecision.window`), by the database's clock that its start is checked with.
-                if let action, action.debounce != nil, let now = try db.query("SELECT \(FleetCooldown.databaseNow)").first?[0].flatMap({ Int64($0) }),
-                   let window = RecoveryDecision.window(action, queuedAt: run.queuedAt, at: Timestamp(rawValue: now)) {
+                // (`RecoveryDecision.window`), by the database's clock that its start is checked with
+                // (and its window's first trigger as kept by that clock, where it has one).
+                if let action, action.debounce != nil,
+                   let row = try db.query("SELECT \(FleetCooldown.databaseNow), debounce_first FROM runs WHERE id = $1", [String(run.id)]).first,
+                   let now = row[0].flatMap({ Int64($0) }),
+                   let window = RecoveryDecision.window(action, queuedAt: row[1].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? run.queuedAt,
+                                                        at: Timestamp(rawValue: now)) {
                     try db.query(FleetDebounce.store(window, run: run.id))
                 }
                 summary.adopted.append(run.id)
