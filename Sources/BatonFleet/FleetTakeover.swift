@@ -5,11 +5,12 @@ import FoundationEssentials
 /// previous start): each becomes a recorded transition, guarded by its dead owner, so that a
 /// run ended meanwhile is left alone. A loading or retrying run ends as `failure` (reason
 /// `host_lost`, or `interrupted` for this host's own previous start), or is queued again here
-/// when its action says `onInterrupt: "restart"`; a retrying run a stop marked (`runs.stop`) ends as
+/// when its action says `onInterrupt: "restart"`; a loading or retrying run a stop marked (`runs.stop`) ends as
 /// the mark says; a retrying run one machine's restart would
 /// resume (`RecoveryDecision.mayResumeRetrying`) is moved here, for this host's conductor to wait
 /// out its backoff (`Summary.resumed`; its conductor finds it in the rows: `FleetCoordinator.resumeMoved`); a queued run is taken over by this host and
-/// keeps its place; a run whose action this host does not have is cancelled. A failure it writes
+/// keeps its place (a debounced one waits out a window from the takeover); a run that would start (again) but whose
+/// action has a secret param ends `failure`, reason `secret`; a run whose action this host does not have is cancelled. A failure it writes
 /// counts towards its action's `pauseAfterFailures` as any other end does (`FleetPauses.count`, in
 /// the same transaction), as one machine's restart counts the runs it ends `interrupted`.
 enum FleetTakeover {
@@ -20,7 +21,7 @@ enum FleetTakeover {
         var dropped: [Int64] = []
         /// Retrying runs moved here to wait out their backoff, with their due time (`FleetTakeBack.retryingRuns`).
         var resumed: [UnfinishedRun] = []
-        /// Retrying runs a cancel or a replace marked, ended as the mark says.
+        /// Loading or retrying runs a cancel or a replace marked, ended as the mark says (`RecoveryDecision.endStopped`).
         var stopped: [Int64] = []
         var isEmpty: Bool { ended.isEmpty && requeued.isEmpty && adopted.isEmpty && dropped.isEmpty && resumed.isEmpty && stopped.isEmpty }
     }
@@ -73,14 +74,6 @@ enum FleetTakeover {
                     _ = try FleetPauses.count(run: run.id, action: action.name, most: most, on: db, host: me.name)
                 }
             }
-            // A loading or retrying run a cancel or a replace marked while its host was dead ends as
-            // the mark says, as that host's stop reader would have ended it: never another attempt
-            // (not restarted under `onInterrupt: restart`, whose requeue clears the mark).
-            if run.phase != .queued, let mark = marks[run.id] {
-                try end(mark.phase, mark.detail)
-                summary.stopped.append(run.id)
-                continue
-            }
             // As a host's recovery decides (`RecoveryDecision`): a queued run never started, and a
             // loading or retrying one is queued again only where its action says `restart`; a
             // retrying one waits out its backoff here where one machine's restart resumes it.
@@ -88,13 +81,31 @@ enum FleetTakeover {
             let stopping = { try isDraining(run, on: db) }
             let restarts = try action?.onInterrupt == .restart && run.phase != .queued && !stopping()
             let resumes = try (retrying[run.id].map { RecoveryDecision.mayResumeRetrying($0, action) } ?? false) && !stopping()
-            switch RecoveryDecision.decide(.init(phase: run.phase, actionKnown: action != nil, mayResumeRetrying: resumes, restarts: restarts)) {
+            // A loading or retrying run a cancel or a replace marked ends as the mark says (`endStopped`).
+            let facts = RecoveryDecision.Facts(phase: run.phase, actionKnown: action != nil, mayResumeRetrying: resumes, restarts: restarts,
+                                               secret: RecoveryDecision.losesSecret(action), stopped: marks[run.id] != nil)
+            switch RecoveryDecision.decide(facts) {
+            case .endStopped:
+                // As the dead host's stop reader would have ended it: never another attempt (not restarted
+                // under `onInterrupt: restart`, whose requeue would clear the mark).
+                if let mark = marks[run.id] { try end(mark.phase, mark.detail) }
+                summary.stopped.append(run.id)
             case .drop:
                 try end(.cancelled, TransitionDetail(reason: "removed", error: "action \(run.action) is not configured on \(me.name), which took over from \(name)"))
                 summary.dropped.append(run.id)
             case .requeue(restarted: false):
-                try db.query("UPDATE runs SET host = $2, incarnation = $3 WHERE id = $1 AND incarnation = $4 AND phase = 'queued'",
-                             [String(run.id), me.name, me.incarnation, dead])
+                guard try db.query("UPDATE runs SET host = $2, incarnation = $3 WHERE id = $1 AND incarnation = $4 AND phase = 'queued'",
+                                   [String(run.id), me.name, me.incarnation, dead]).affected == 1 else { break }
+                // A debounced run waits out a window from the takeover, as one machine's restart's
+                // (`RecoveryDecision.window`), by the database's clock that its start is checked with
+                // (and its window's first trigger as kept by that clock, where it has one).
+                if let action, action.debounce != nil,
+                   let row = try db.query("SELECT \(FleetCooldown.databaseNow), debounce_first FROM runs WHERE id = $1", [String(run.id)]).first,
+                   let now = row[0].flatMap({ Int64($0) }),
+                   let window = RecoveryDecision.window(action, queuedAt: row[1].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? run.queuedAt,
+                                                        at: Timestamp(rawValue: now)) {
+                    try db.query(FleetDebounce.store(window, run: run.id))
+                }
                 summary.adopted.append(run.id)
             case .requeue(restarted: true):
                 let transition = Transition(runID: run.id, seq: seq + 1, from: run.phase, to: .queued, at: at,
@@ -107,7 +118,12 @@ enum FleetTakeover {
                 if let unfinished = retrying[run.id], try FleetTakeBack.move([run.id], from: dead, to: me, phase: .retrying, on: db) == [run.id] {
                     summary.resumed.append(unfinished)
                 }
-            case .interrupt, .adopt, .endSecret:
+            case .endSecret:
+                // Its secret's value lived in the memory of the host that is gone: it cannot start
+                // (again) with it, nor without it, as at one machine's restart.
+                if let action { try end(.failure, RecoveryDecision.secretDetail(action, phase: run.phase)) }
+                summary.ended.append(run.id)
+            case .interrupt, .adopt:
                 try end(.failure, TransitionDetail(reason: dead == me.incarnation ? "interrupted" : (name == me.name ? "interrupted" : "host_lost"), error: reason))
                 summary.ended.append(run.id)
             }

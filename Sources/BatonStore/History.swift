@@ -248,7 +248,10 @@ public struct History {
             SELECT \(Self.runColumns), pgid, pgid_start, (SELECT max(seq) FROM transitions t WHERE t.run_id = runs.id),
                    (SELECT total FROM output_totals o WHERE o.run_id = runs.id),
                    (SELECT at + coalesce(json_extract(detail, '$.backoff'), 0) FROM transitions t
-                    WHERE t.run_id = runs.id AND runs.phase = 'retrying' AND t.to_phase = 'retrying' ORDER BY seq DESC LIMIT 1), origin_uid
+                    WHERE t.run_id = runs.id AND runs.phase = 'retrying' AND t.to_phase = 'retrying' ORDER BY seq DESC LIMIT 1), origin_uid,
+                   CASE WHEN runs.phase <> 'queued' THEN (SELECT n.id FROM runs n JOIN transitions t ON t.run_id = n.id AND t.seq = 1
+                        WHERE n.id > runs.id AND n.key = runs.key AND EXISTS (SELECT 1 FROM json_each(t.detail, '$.replaces') j WHERE j.value = runs.id)
+                        ORDER BY n.id LIMIT 1) END
             FROM runs WHERE phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """) { statement in
             var list: [UnfinishedRun] = []
@@ -260,6 +263,8 @@ public struct History {
                 list[list.count - 1].outputTotal = statement.int64(Self.runColumnCount + 3)
                 list[list.count - 1].retryDue = statement.int64(Self.runColumnCount + 4).map(Timestamp.init(rawValue:))
                 list[list.count - 1].origin = statement.int64(Self.runColumnCount + 5).map { UInt32(truncatingIfNeeded: $0) }
+                // A replace stopping it when the previous daemon stopped: its replacing run's creation says so.
+                list[list.count - 1].stop = statement.int64(Self.runColumnCount + 6).map { RunMachine.Stop.replaced(by: $0) }
             }
             return list
         }

@@ -28,11 +28,40 @@ struct RecoveryDecisionTests {
         (Facts(phase: .loading, restarts: true, secret: true), .endSecret),
         // A secret does not matter to a run that ends interrupted anyway.
         (Facts(phase: .loading, secret: true), .interrupt),
+        // A stop (a replace's, a cancel's) asked before its end was recorded: it ends as the stop says,
+        // neither restarted, resumed, nor ended for its secret or its action gone.
+        (Facts(phase: .loading, restarts: true, stopped: true), .endStopped),
+        (Facts(phase: .retrying, mayResumeRetrying: true, restarts: true, stopped: true), .endStopped),
+        (Facts(phase: .loading, restarts: true, secret: true, stopped: true), .endStopped),
+        (Facts(phase: .loading, actionKnown: false, stopped: true), .endStopped),
+        // ...but a surviving shim is adopted still, and a queued run knows no such stop.
+        (Facts(phase: .loading, surviving: true, stopped: true), .adopt),
+        (Facts(phase: .queued, stopped: true), .requeue(restarted: false)),
         // The action is gone: dropped, whatever else.
         (Facts(phase: .loading, actionKnown: false, surviving: true), .drop),
         (Facts(phase: .queued, actionKnown: false), .drop),
     ])
     func decide(_ facts: Facts, _ expected: RecoveryDecision) {
         #expect(RecoveryDecision.decide(facts) == expected)
+    }
+}
+
+extension RecoveryDecisionTests {
+    /// A debounced run that recovery queues again (one machine's restart, a fleet host's takeover
+    /// alike): a window from the recovery, as far as `maxWait` from its creation allows.
+    @Test("a recovered run's debounce window, in seconds: queued at, recovered at, deadline (nil: no window)", arguments: [
+        (Int64(0), Int64(2), Int64?(7)),   // inside its first window: a whole window from the recovery
+        (0, 20, 25),                       // long after: a whole window still
+        (0, 48, 50),                       // maxWait (50 s) from its creation caps it
+        (0, 60, 50),                       // past maxWait: due at once
+    ])
+    func window(_ queued: Int64, _ recovered: Int64, _ deadline: Int64?) {
+        var action = Action(name: "ci", exec: ["x"])
+        action.debounce = .seconds(5)
+        action.maxWait = .seconds(50)
+        let at = { (seconds: Int64) in Timestamp(rawValue: 1_000_000_000_000 + seconds * 1_000_000) }
+        let window = RecoveryDecision.window(action, queuedAt: at(queued), at: at(recovered))
+        #expect(window?.deadline == deadline.map(at))
+        #expect(RecoveryDecision.window(Action(name: "plain", exec: ["x"]), queuedAt: at(queued), at: at(recovered)) == nil)
     }
 }

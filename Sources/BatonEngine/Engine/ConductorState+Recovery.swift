@@ -7,7 +7,8 @@ public struct RecoverySummary: Sendable, Equatable {
     public var restarted: [Int64] = []
     /// Runs that were queued and are queued again, in their original order.
     public var requeued: [Int64] = []
-    /// Runs that cannot go on: their action is gone from the config, or their key's line is already full.
+    /// Runs that cannot go on: their action is gone from the config, their key's line is already
+    /// full, or a stop (a replace) was asked of them before they ended.
     public var dropped: [Int64] = []
     /// Processes of unfinished runs that were still alive and were killed.
     public var killedProcesses = 0
@@ -30,8 +31,17 @@ extension ConductorState {
             let facts = RecoveryDecision.Facts(
                 phase: run.phase, actionKnown: action != nil, surviving: recovered.surviving != nil,
                 mayResumeRetrying: RecoveryDecision.mayResumeRetrying(recovered.unfinished, action),
-                restarts: action?.onInterrupt == .restart, secret: action?.secretParams.isEmpty == false)
+                restarts: action?.onInterrupt == .restart, secret: RecoveryDecision.losesSecret(action),
+                stopped: recovered.unfinished.stop != nil)
             switch (RecoveryDecision.decide(facts), action) {
+            case (.endStopped, _):
+                let stop = recovered.unfinished.stop ?? .shutdown
+                let ended = end(recovered.unfinished, stop.phase, stop.detail, &step)
+                if let action {
+                    fireHooks(ended, action, output: [], &step)
+                    countFailures(ended, action, &step)
+                }
+                summary.dropped.append(run.id)
             case (.drop, _), (_, nil):
                 end(recovered.unfinished, .cancelled,
                     TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured"), &step)
@@ -45,9 +55,7 @@ extension ConductorState {
             case let (.endSecret, action?):
                 // A secret's value lived only in the previous daemon's memory: the run cannot start
                 // again with it, nor without it. It ends `failure` and says why.
-                let restart = run.phase != .queued
-                let ended = end(recovered.unfinished, .failure, TransitionDetail(reason: "secret", error:
-                    "batond stopped before the run \(restart ? "could start again" : "started"): the value of its secret param \(action.secretParams[0]) was kept in memory only"), &step)
+                let ended = end(recovered.unfinished, .failure, RecoveryDecision.secretDetail(action, phase: run.phase), &step)
                 fireHooks(ended, action, output: [], &step)
                 countFailures(ended, action, &step)
                 summary.interrupted.append(run.id)
@@ -101,10 +109,8 @@ extension ConductorState {
     /// run of it is cancelled as superseded. Returns whether the run was queued.
     private mutating func requeue(_ unfinished: UnfinishedRun, _ action: Action, reason: String, _ step: inout Step) -> Bool {
         let run = unfinished.run
-        // A debounced run waits out a window again from the restart, as far as `maxWait` from its
-        // creation allows: triggers that came before the crash are not known to have stopped.
-        var window = run.phase == .queued ? DebounceWindow(action, first: run.queuedAt) : nil
-        window?.restart(at: step.now)
+        // A debounced run waits out a window again from the restart (`RecoveryDecision.window`).
+        let window = run.phase == .queued ? RecoveryDecision.window(action, queuedAt: run.queuedAt, at: step.now) : nil
         let gated = window?.isOpen(at: step.now) ?? false
         // Decided as a live `queue` trigger of the key would be (`KeyDecision.recover`).
         var slot = table.slot(of: run.key)

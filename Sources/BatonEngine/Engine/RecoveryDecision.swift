@@ -13,6 +13,9 @@ public enum RecoveryDecision: Sendable, Equatable {
     case resumeRetrying
     /// It would start (again), but its secret param's value is gone: `failure`, reason `secret`.
     case endSecret
+    /// A stop (a cancel's, a replace's) was asked of it before its end was recorded: it ends as the
+    /// stop says, never started again (not restarted, not resumed).
+    case endStopped
     /// It may have started and its process is gone: `failure`, reason `interrupted`.
     case interrupt
     /// Queued again: a queued run (never started), or a started one whose action says `restart`.
@@ -30,11 +33,14 @@ public enum RecoveryDecision: Sendable, Equatable {
         public var restarts = false
         /// The action has a secret param, whose value lived in the previous batond's memory only.
         public var secret = false
+        /// Loading or retrying, a stop was asked of it that its end has not recorded (`UnfinishedRun.stop`,
+        /// a fleet's `runs.stop` mark).
+        public var stopped = false
 
         public init(phase: Phase, actionKnown: Bool = true, surviving: Bool = false, mayResumeRetrying: Bool = false,
-                    restarts: Bool = false, secret: Bool = false) {
+                    restarts: Bool = false, secret: Bool = false, stopped: Bool = false) {
             (self.phase, self.actionKnown, self.surviving) = (phase, actionKnown, surviving)
-            (self.mayResumeRetrying, self.restarts, self.secret) = (mayResumeRetrying, restarts, secret)
+            (self.mayResumeRetrying, self.restarts, self.secret, self.stopped) = (mayResumeRetrying, restarts, secret, stopped)
         }
     }
 
@@ -46,9 +52,34 @@ public enum RecoveryDecision: Sendable, Equatable {
         return ConductorState.mayResumeRetrying(unfinished, action)
     }
 
+    /// The `secret` fact of a run of `action`: the action has a secret param, whose value lived in
+    /// the memory of the batond (the fleet host) that took the trigger, gone with it.
+    public static func losesSecret(_ action: Action?) -> Bool { action?.secretParams.isEmpty == false }
+
+    /// Why a run that `endSecret` ends `failure`, reason `secret`: it was `phase` when the batond
+    /// (the fleet host) holding its secret's value stopped. One machine's recovery and the fleet's takeover write it alike.
+    public static func secretDetail(_ action: Action, phase: Phase) -> TransitionDetail {
+        TransitionDetail(reason: "secret", error: "batond stopped before the run \(phase == .queued ? "started" : "could start again"): "
+                         + "the value of its secret param \(action.secretParams.first ?? "") was kept in memory only")
+    }
+
+    /// The window of a debounced run that recovery queues again at `now`, queued at `queuedAt`
+    /// (nil where its action does not debounce): a window from `now`, as far as `maxWait` from its
+    /// creation allows, since the triggers that came before the stop are not known to have stopped.
+    /// One machine's restart and a fleet host's takeover (its row's window) alike.
+    public static func window(_ action: Action, queuedAt: Timestamp, at now: Timestamp) -> DebounceWindow? {
+        var window = DebounceWindow(action, first: queuedAt)
+        window?.restart(at: now)
+        return window
+    }
+
     public static func decide(_ facts: Facts) -> RecoveryDecision {
+        let adopts = facts.surviving && facts.phase == .loading
+        // As its store's stop reader would have ended it (its action gone or not): a replaced run's
+        // replacement waits for this end, and a run started again here would run what was stopped.
+        if facts.stopped, facts.phase != .queued, !adopts { return .endStopped }
         guard facts.actionKnown else { return .drop }
-        if facts.surviving, facts.phase == .loading { return .adopt }
+        if adopts { return .adopt }
         if facts.phase == .retrying, facts.mayResumeRetrying { return .resumeRetrying }
         let startsAgain = facts.phase == .queued || facts.restarts
         guard startsAgain else { return .interrupt }

@@ -209,6 +209,9 @@ public struct UnfinishedRun: Sendable, Equatable {
     public var retryDue: Timestamp?
     /// The uid at its origin, where the history kept one (`JournalEntry.origin`).
     public var origin: UInt32?
+    /// A run loading or retrying: the stop asked of it that its end has not recorded yet (a replace's,
+    /// named by the replacing run's `queued` transition). It ends as the stop says, never started again.
+    public var stop: RunMachine.Stop?
 
     public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil, hook: HookContext? = nil) {
         self.hook = hook
