@@ -1,4 +1,5 @@
 import BatonCore
+import Synchronization
 
 /// Whether another host of the fleet may be listening, and so whether this host's busiest commits
 /// (a run's end and the starts after it, a trigger batch's new runs, a start) NOTIFY. Their news
@@ -31,17 +32,23 @@ public final class FleetCompany: Sendable {
         }
     }
 
-    private struct State {
-        var heard = Heard()
-        /// Asks this host's feed for a tick (set once the feed runs).
-        var ownFeed: (@Sendable () -> Void)?
+    /// This host's feed, once it runs (`follow`): what `tellOwnFeed` asks for a tick.
+    private final class Teller: Sendable {
+        let tell: @Sendable () -> Void
+        init(_ tell: @escaping @Sendable () -> Void) { self.tell = tell }
     }
 
     let lease: Duration
     /// This host's NOTIFY, its incarnation the payload (`notify`).
     let notice: String
-    /// Taken by the writer's, the trigger queue's, the lease's and the feed's threads.
-    private let state = Locked(State())
+    /// What the last renewal found (`Heard.atRenewal`): 0 nothing yet, 1 no other host, 2 another.
+    /// Atomics, not a lock: the writer's, the trigger queue's, the lease's and the feed's threads
+    /// each read or write one value, and no decision needs the two at once.
+    private let atRenewal = Atomic<Int8>(0)
+    /// When another host's feed last greeted the fleet, in nanoseconds after `origin` (0: never).
+    private let greetedAt = Atomic<Int64>(0)
+    private let origin = ContinuousClock.now
+    private let ownFeed = AtomicLazyReference<Teller>()
 
     /// The company of `host`, which has heard nothing yet: it notifies until a renewal finds it alone.
     public init(_ host: FleetHost) {
@@ -54,23 +61,31 @@ public final class FleetCompany: Sendable {
         "NOTIFY baton, '" + String(incarnation.flatMap { $0 == "'" ? ["'", "'"] : [$0] }) + "'"
     }
 
-    /// Whether a commit now notifies the other hosts.
-    var notifies: Bool {
-        state.withLock { $0.heard }.notifies(at: .now, lease: lease)
+    /// What this host has heard so far.
+    var heard: Heard {
+        let renewal = atRenewal.load(ordering: .relaxed), greeted = greetedAt.load(ordering: .relaxed)
+        return Heard(atRenewal: renewal == 0 ? nil : renewal == 2,
+                     greeted: greeted == 0 ? nil : origin + .nanoseconds(greeted))
     }
 
+    /// Whether a commit now notifies the other hosts.
+    var notifies: Bool { heard.notifies(at: .now, lease: lease) }
+
     /// A renewal found other hosts not gone (`true`) or none.
-    func renewed(others: Bool) { state.withLock { $0.heard.atRenewal = others } }
+    func renewed(others: Bool) { atRenewal.store(others ? 2 : 1, ordering: .relaxed) }
 
     /// Another host's feed greeted the fleet.
-    func greeted() { state.withLock { $0.heard.greeted = .now } }
+    func greeted() {
+        let (seconds, attoseconds) = (ContinuousClock.now - origin).components
+        greetedAt.store(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .relaxed)
+    }
 
-    /// From now on `tell` asks this host's feed for a tick.
-    func follow(_ tell: @escaping @Sendable () -> Void) { state.withLock { $0.ownFeed = tell } }
+    /// From now on `tell` asks this host's feed for a tick (the first feed's; a host has one).
+    func follow(_ tell: @escaping @Sendable () -> Void) { _ = ownFeed.storeIfNil(Teller(tell)) }
 
     /// After a commit that had news but did not notify: this host's feed ticks as its own NOTIFY
     /// would have made it (its waits and watchers hear of the commit through the feed).
     func tellOwnFeed() {
-        state.withLock { $0.ownFeed }?()
+        ownFeed.load()?.tell()
     }
 }
