@@ -13,8 +13,10 @@ public enum RecoveryDecision: Sendable, Equatable {
     case resumeRetrying
     /// It would start (again), but its secret param's value is gone: `failure`, reason `secret`.
     case endSecret
-    /// A stop (a cancel's, a replace's) was asked of it before its end was recorded: it ends as the
-    /// stop says, never started again (not restarted, not resumed).
+    /// A stop was asked of it before its end was recorded, and is known: it ends as the stop says,
+    /// never started again (not restarted, not resumed). A fleet knows a cancel's and a replace's (its
+    /// `runs.stop` mark); one machine knows a replace's only (its replacing run's creation names it): a
+    /// cancel asked of a loading run is not written down there, so its restart may run it again.
     case endStopped
     /// It may have started and its process is gone: `failure`, reason `interrupted`.
     case interrupt
