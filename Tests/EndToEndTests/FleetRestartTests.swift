@@ -30,6 +30,17 @@ struct FleetRestartTests {
             """
     }
 
+    /// Expects run `id`'s transitions to be `phases`, in order; with `marker`, the action's marker file
+    /// in `scratch` to read `lines` (each start or attempt writes one line).
+    static func expect(_ id: Int64, phases: [String], on db: PGConnection, marker: (scratch: String, file: String, lines: String)? = nil,
+                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let seen = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
+        #expect(seen == phases, "\(seen)", sourceLocation: sourceLocation)
+        guard let marker else { return }
+        let written = (try? String(contentsOfFile: marker.scratch + "/" + marker.file, encoding: .utf8)) ?? ""
+        #expect(written == marker.lines, "\(written)", sourceLocation: sourceLocation)
+    }
+
     /// A directory of the test's own for the actions' marker files (the caller removes it).
     static func scratch() throws -> String {
         let scratch = NSTemporaryDirectory() + "baton-fleet-restart-" + UUID().uuidString
@@ -177,8 +188,7 @@ struct FleetRestartTests {
         defer { back.stop() }
         let ended = try #require(try FleetTests.wait(back, run: id))
         #expect(ended.phase == .failure && ended.reason != "interrupted" && ended.attempts == 2, "\(ended)\n\(back.stderr.suffix(2_000))")
-        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
-        #expect(phases == ["queued", "loading", "retrying", "loading", "failure"], "\(phases)")
+        try Self.expect(id, phases: ["queued", "loading", "retrying", "loading", "failure"], on: db)
         try Self.expectBackoffWaited(id, on: db)
     }
 
@@ -200,8 +210,7 @@ struct FleetRestartTests {
         let ended = try #require(try FleetTests.wait(b, run: id))
         #expect(ended.phase == .failure && ended.reason != "host_lost" && ended.attempts == 2 && ended.host == "web-2",
                 "\(ended)\n\(b.stderr.suffix(2_000))")
-        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
-        #expect(phases == ["queued", "loading", "retrying", "loading", "failure"], "\(phases)")
+        try Self.expect(id, phases: ["queued", "loading", "retrying", "loading", "failure"], on: db)
         try Self.expectBackoffWaited(id, on: db)
     }
 
@@ -395,10 +404,7 @@ struct FleetRestartTests {
         FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
         let waited = try #require(try FleetTests.wait(b, run: waiter))
         #expect(waited.phase == .failure, "\(waited)")
-        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
-        #expect(phases == ["queued", "loading", "retrying", "cancelled"], "\(phases)")
-        let attempts = (try? String(contentsOfFile: scratch + "/tries", encoding: .utf8)) ?? ""
-        #expect(attempts == "attempt\n", "\(attempts)")
+        try Self.expect(id, phases: ["queued", "loading", "retrying", "cancelled"], on: db, marker: (scratch, "tries", "attempt\n"))
     }
 
     @Test("a retrying run cancelled while its host is dead ends cancelled at the takeover, by the canceller, with no other attempt, though its backoff ran out (review-fleetrecovery10, H1)")
@@ -420,10 +426,7 @@ struct FleetRestartTests {
         #expect(cancel.error == nil, "\(cancel)")
         let ended = try #require(try FleetTests.wait(b, run: id))
         #expect(ended.phase == .cancelled && ended.reason == "cancelled" && ended.attempts == 1, "\(ended)\n\(b.stderr.suffix(2_000))")
-        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
-        #expect(phases == ["queued", "loading", "retrying", "cancelled"], "\(phases)")
-        let attempts = (try? String(contentsOfFile: scratch + "/tries", encoding: .utf8)) ?? ""
-        #expect(attempts == "attempt\n", "\(attempts)")
+        try Self.expect(id, phases: ["queued", "loading", "retrying", "cancelled"], on: db, marker: (scratch, "tries", "attempt\n"))
     }
 
     @Test("a loading run of an action that restarts when interrupted, cancelled while its host is dead, ends cancelled at the takeover: not restarted (the requeue cleared its mark)")
@@ -442,10 +445,7 @@ struct FleetRestartTests {
         let ended = try #require(try FleetTests.wait(b, run: id))
         #expect(ended.phase == .cancelled && ended.reason == "cancelled", "\(ended)\n\(b.stderr.suffix(2_000))")
         let db = try PGConnection(conninfo)
-        let phases = try db.query("SELECT to_phase FROM transitions WHERE run_id = $1 ORDER BY seq", [String(id)]).rows.map { $0[0] }
-        #expect(phases == ["queued", "loading", "cancelled"], "\(phases)")
-        let starts = (try? String(contentsOfFile: scratch + "/again", encoding: .utf8)) ?? ""
-        #expect(starts == "start\n", "\(starts)")
+        try Self.expect(id, phases: ["queued", "loading", "cancelled"], on: db, marker: (scratch, "again", "start\n"))
     }
 
     @Test("a host that is stopping leaves a retrying run moved to it alone (its conductor would only stop it, shutdown); once it is gone, a host that takes runs resumes it (review-fleetrecovery9, 7)")
