@@ -70,17 +70,18 @@ extension FleetCoordinator {
         var resumable: [Claimed] = []
         var ends: [(UnfinishedRun, RunMachine.Stop?)] = []
         for unfinished in runs where conductor.snapshot(of: unfinished.run.id) == nil {
-            if let mark = marks[unfinished.run.id] {
-                ends.append((unfinished, mark))
-                continue
+            let mark = marks[unfinished.run.id], action = conductor.action(named: unfinished.run.action)
+            // Moved here because the takeover found it may resume; what is known now decides again, by the
+            // engine's rule for one machine's restart: a stop first, then an action gone, then the resume.
+            let facts = RecoveryDecision.Facts(phase: .retrying, actionKnown: action != nil, mayResumeRetrying: true, stopped: mark != nil)
+            switch (RecoveryDecision.decide(facts), action) {
+            case let (.resumeRetrying, action?):
+                var claimed = Claimed(run: unfinished.run, seq: unfinished.lastSeq, action: action)
+                (claimed.retryDue, claimed.outputTotal) = (unfinished.retryDue ?? .now, unfinished.outputTotal)
+                resumable.append(claimed)
+            case (.endStopped, _): ends.append((unfinished, mark))
+            default: ends.append((unfinished, nil))  // `.drop`: this host no longer has its action
             }
-            guard let action = conductor.action(named: unfinished.run.action) else {
-                ends.append((unfinished, nil))
-                continue
-            }
-            var claimed = Claimed(run: unfinished.run, seq: unfinished.lastSeq, action: action)
-            (claimed.retryDue, claimed.outputTotal) = (unfinished.retryDue ?? .now, unfinished.outputTotal)
-            resumable.append(claimed)
         }
         var slots = 0
         for case let .granted(count) in send(.reserveToResume(wanted: resumable.count, running: conductor.runningCount, waiting: resumable.count)) {
