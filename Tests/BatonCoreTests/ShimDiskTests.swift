@@ -98,8 +98,34 @@ struct ShimDiskTests {
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         #expect(mkfifo(fifo, 0o600) == 0)
         let (process, reader) = try launch(script, directory: directory, disk: disk, arguments: [fifo])
-        if !keepReading { try reader.close() }
+        if !keepReading {
+            var pipe = stat()
+            #expect(fstat(reader.fileDescriptor, &pipe) == 0)
+            try reader.close()
+            // A child another test forks meanwhile holds a copy of the reading end until its exec
+            // (close-on-exec closes it only then): the shim would see batond reading still and
+            // put the status in DIR (session 32's CI). Gone only once no process holds one.
+            #expect(within { readers(ofPipe: pipe.st_ino) == 0 }, "a process still holds batond's end of the shim's pipe")
+        }
         return (process, fifo, directory, disk, reader)
+    }
+
+    /// How many descriptors of any process read the pipe `inode` (/proc/PID/fd links `pipe:[inode]`,
+    /// its fdinfo's flags O_RDONLY; the writing ends share the inode).
+    static func readers(ofPipe inode: ino_t) -> Int {
+        let link = "pipe:[\(inode)]"
+        var count = 0
+        for pid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where pid.allSatisfy(\.isNumber) {
+            for fd in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? [] {
+                guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == link,
+                      let info = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8),
+                      let flags = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") })
+                        .flatMap({ Int($0.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8) })
+                else { continue }
+                if flags & Int(O_ACCMODE) == Int(O_RDONLY) { count += 1 }
+            }
+        }
+        return count
     }
 
     /// Lets the script's `cat` end (opens the FIFO for writing and closes it) and waits for the shim.
