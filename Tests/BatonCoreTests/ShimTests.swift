@@ -121,32 +121,48 @@ struct ShimAloneTests {
 
     /// The shim running `exec` (default: `sh -c script`) in a fresh directory; `ended` is
     /// signalled once Foundation has seen it end (its status can be read then).
-    static func process(_ script: String, limit: Int, exec: [String]? = nil, ended: DispatchSemaphore? = nil) throws -> (Process, Pipe, String) {
+    /// `out` is batond's side: the reading end of the shim's stdout and stderr, close-on-exec (no
+    /// process another test spawns keeps a reader of it past its exec).
+    static func process(_ script: String, limit: Int, exec: [String]? = nil, ended: DispatchSemaphore? = nil) throws -> (Process, FileHandle, String) {
         let directory = try directory()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
         process.arguments = [directory, String(limit)] + (exec ?? ["/bin/sh", "sh", "-c", script])
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
+        var ends: [Int32] = [-1, -1]
+        #expect(baton_pipe(&ends) == 0)
+        let reader = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
+        let writer = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+        process.standardOutput = writer
+        process.standardError = writer
         if let ended { process.terminationHandler = { _ in ended.signal() } }
         try process.run()
-        return (process, out, directory)
+        try writer.close()
+        return (process, reader, directory)
     }
 
+    /// With `closeEarly`, the script waits at `cat "$0"` (a FIFO) until batond's side is gone: the
+    /// first line read, the reading end closed and held by no process (as a SIGKILLed batond's is).
     func shim(_ script: String, limit: Int = 1000, closeEarly: Bool) throws -> (status: Int32, directory: String, first: String) {
-        let (process, out, directory) = try Self.process(script, limit: limit)
-        // batond's side: the first line read, then gone (as a SIGKILLed batond's are).
+        let gate = NSTemporaryDirectory() + "baton-shimgate-\(UUID().uuidString)"
+        if closeEarly { #expect(mkfifo(gate, 0o600) == 0) }
+        defer { unlink(gate) }
+        let (process, out, directory) = try Self.process(script, limit: limit, exec: ["/bin/sh", "sh", "-c", script, gate])
         var first = [UInt8]()
-        while first.last != 10, let byte = try out.fileHandleForReading.read(upToCount: 1)?.first { first.append(byte) }
-        if closeEarly { try out.fileHandleForReading.close() }
+        while first.last != 10, let byte = try out.read(upToCount: 1)?.first { first.append(byte) }
+        if closeEarly {
+            var pipe = stat()
+            #expect(fstat(out.fileDescriptor, &pipe) == 0)
+            try out.close()
+            #expect(ShimDiskTests.within { ShimDiskTests.readers(ofPipe: pipe.st_ino) == 0 }, "a process still holds batond's end")
+            _ = ShimDiskTests.release(process, gate)
+        }
         process.waitUntilExit()
         return (process.terminationStatus, directory, String(decoding: first, as: UTF8.self))
     }
 
     @Test("with batond gone, the output goes to the spool, its last LIMIT bytes or more (less than twice); the status is kept")
     func spools() throws {
-        let (status, directory, first) = try shim("echo first; sleep 0.2; i=0; while [ $i -lt 600 ]; do echo line$i; i=$((i+1)); done; echo gone >&2; exit 4",
+        let (status, directory, first) = try shim("echo first; cat \"$0\" > /dev/null; i=0; while [ $i -lt 600 ]; do echo line$i; i=$((i+1)); done; echo gone >&2; exit 4",
                                                   closeEarly: true)
         #expect(first == "first\n")
         #expect(status == 4)
@@ -175,7 +191,7 @@ struct ShimAloneTests {
 extension ShimAloneTests {
     @Test("a spool limit over the trimming's 64 KiB buffer: the last LIMIT bytes or more, in order, are kept")
     func largeSpool() throws {
-        let (status, directory, first) = try shim("echo first; sleep 0.2; seq 1 60000; exit 0", limit: 100_000, closeEarly: true)
+        let (status, directory, first) = try shim("echo first; cat \"$0\" > /dev/null; seq 1 60000; exit 0", limit: 100_000, closeEarly: true)
         defer { ShimRecord.remove(directory) }
         #expect(first == "first\n" && status == 0)
         let record = ShimRecord.read(directory)
@@ -211,7 +227,7 @@ extension ShimAloneTests {
         }
         // batond's side: alive and reading, 512 bytes a read and a read a millisecond at most
         // (slower than three `yes` write), until the shim's exit, which wakes it at once.
-        let fd = out.fileHandleForReading.fileDescriptor
+        let fd = out.fileDescriptor
         var ready = [pollfd(fd: exited, events: Int16(POLLIN), revents: 0), pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
         var chunk = [UInt8](repeating: 0, count: 512)
         // Bounds on the waits, not timings: a shim that waited for its leftovers would never end.
@@ -249,7 +265,7 @@ extension ShimAloneTests {
         defer { unlink(path) }
         let (process, out, directory) = try Self.process("", limit: 1000, exec: [path, "my script"])
         defer { ShimRecord.remove(directory) }
-        let said = String(decoding: try out.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)
+        let said = String(decoding: try out.readToEnd() ?? Data(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 127)
         #expect(said == "baton-shim: cannot run \(path): Exec format error\n")
