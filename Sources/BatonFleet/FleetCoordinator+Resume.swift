@@ -116,7 +116,7 @@ extension FleetCoordinator {
             }
         }
         guard ended else { return }
-        log(mark.map { "run \(run.id) was moved here to wait to retry, and stopped meanwhile (\(StopRequest.text($0))): ended \(transition.to.rawValue), no other attempt" }
+        log(mark.map { "run \(run.id) was moved here to wait to retry, and stopped meanwhile (\($0.recordText)): ended \(transition.to.rawValue), no other attempt" }
             ?? "run \(run.id) was moved here to wait to retry, but action \(run.action) is not configured here: cancelled")
     }
 }

@@ -106,17 +106,9 @@ extension FleetCoordinator {
     }
 }
 
-/// How a stop asked by another host is stored in the run's row: `cancelled 1000`, `cancelled -`, `replaced 42`;
-/// a group principal's cancel: `cancelled 4294967294 carol@example.org via group:ops`.
+/// A stop asked by another host, stored in the run's row as the engine writes it
+/// (`RunMachine.Stop.recordText`), and announced.
 enum StopRequest {
-    static func text(_ stop: RunMachine.Stop) -> String {
-        switch stop {
-        case let .cancelled(by, principal): "cancelled \(by.map(String.init) ?? "-")" + (principal.map { " " + $0 } ?? "")
-        case let .replaced(by): "replaced \(by)"
-        case .timeout, .shutdown, .needs, .denied, .approvalTimedOut: "cancelled -"
-        }
-    }
-
     /// The payload of the notification (channel `baton`) that a stop was marked: a host's feed
     /// reads the stops asked of its runs when it hears one (`FeedWake.stops`), and once a second
     /// anyway, not at every commit of every host.
@@ -128,12 +120,6 @@ enum StopRequest {
         ("""
             WITH marked AS (UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying') RETURNING incarnation)
             SELECT incarnation, pg_notify('baton', '\(announced)') FROM marked
-            """, [String(id), text(stop)])
-    }
-
-    static func parse(_ text: String) -> RunMachine.Stop {
-        let parts = text.split(separator: " ", maxSplits: 2)
-        if parts.first == "replaced", parts.count == 2, let id = Int64(parts[1]) { return .replaced(by: id) }
-        return .cancelled(by: parts.count >= 2 ? UInt32(parts[1]) : nil, principal: parts.count == 3 ? String(parts[2]) : nil)
+            """, [String(id), stop.recordText])
     }
 }

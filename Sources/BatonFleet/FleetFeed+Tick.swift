@@ -49,7 +49,7 @@ extension FleetFeed {
             SELECT id, stop FROM runs WHERE incarnation = $1 AND stop IS NOT NULL AND phase IN ('loading', 'retrying')
             """, [coordinator.host.incarnation]).rows
         for row in stops {
-            if let id = row[0].flatMap({ Int64($0) }), let text = row[1] { coordinator.conductor.stop(run: id, StopRequest.parse(text)) }
+            if let id = row[0].flatMap({ Int64($0) }), let text = row[1] { coordinator.conductor.stop(run: id, RunMachine.Stop(recordText: text)) }
         }
     }
 

@@ -26,6 +26,13 @@ enum FleetJournal {
             guard let ended = written.ended[firing.run.id] else { return false }
             try FleetHooks.fire(firing, previous: ended.previousOutcome, on: db, as: me)
             return true
+        case let .stopAsked(runID, stop):
+            // This host's own run, stopped by its conductor (a cancel asked here): marked as another
+            // host's stop is (`StopRequest.mark`, already there for a replace), for a takeover to
+            // end it as asked. Its owner is this host: nobody else is told.
+            try db.query("UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying') AND incarnation = $3",
+                         [String(runID), stop.recordText, me.incarnation])
+            return false
         case .needs, .approval, .origin:
             // A fleet's needs are asked and decided in its own rows (`FleetNeeds`), and its approvals are
             // rows the trigger batch and a decision write (`FleetApprovals`), not written from the

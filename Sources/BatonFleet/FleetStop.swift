@@ -18,7 +18,7 @@ extension RunStop {
     }
 
     /// What the check of the guarded update says when it changed nothing.
-    var refusal: String { "run \(run) could not be stopped (\(StopRequest.text(stop)))" }
+    var refusal: String { "run \(run) could not be stopped (\(stop.recordText))" }
 }
 
 extension RunStop {

@@ -86,7 +86,7 @@ enum FleetTakeBack {
         let rows = try db.query("SELECT id, stop FROM runs WHERE incarnation = $1 AND phase IN \(phases) AND stop IS NOT NULL", [incarnation]).rows
         return Dictionary(rows.compactMap { row -> (Int64, RunMachine.Stop)? in
             guard let id = row[0].flatMap({ Int64($0) }), let text = row[1] else { return nil }
-            return (id, StopRequest.parse(text))
+            return (id, RunMachine.Stop(recordText: text))
         }, uniquingKeysWith: { first, _ in first })
     }
 

@@ -251,7 +251,7 @@ public struct History {
                     WHERE t.run_id = runs.id AND runs.phase = 'retrying' AND t.to_phase = 'retrying' ORDER BY seq DESC LIMIT 1), origin_uid,
                    CASE WHEN runs.phase <> 'queued' THEN (SELECT n.id FROM runs n JOIN transitions t ON t.run_id = n.id AND t.seq = 1
                         WHERE n.action = runs.action AND n.id > runs.id AND n.key = runs.key AND n.policy = 'replace' AND EXISTS (SELECT 1 FROM json_each(t.detail, '$.replaces') j WHERE j.value = runs.id)
-                        ORDER BY n.id LIMIT 1) END
+                        ORDER BY n.id LIMIT 1) END, stop
             FROM runs WHERE phase IN ('queued', 'loading', 'retrying') ORDER BY id
             """) { statement in
             var list: [UnfinishedRun] = []
@@ -263,11 +263,13 @@ public struct History {
                 list[list.count - 1].outputTotal = statement.int64(Self.runColumnCount + 3)
                 list[list.count - 1].retryDue = statement.int64(Self.runColumnCount + 4).map(Timestamp.init(rawValue:))
                 list[list.count - 1].origin = statement.int64(Self.runColumnCount + 5).map { UInt32(truncatingIfNeeded: $0) }
-                // A replace stopping it when the previous daemon stopped: its replacing run's creation says so.
+                // A stop asked before the previous daemon stopped: its row's `stop` (schema 18), else a
+                // replace's, which its replacing run's creation names (a row written before schema 18).
                 // Looked for among its action's later runs made by a replace (`runs_by_action`): a key is
                 // its action's, and only such a run names others in `replaces` (1M runs, 50 actions, 20 old
                 // unfinished runs: 0.1 s of CPU, against 0.9 s scanning every later run).
-                list[list.count - 1].stop = statement.int64(Self.runColumnCount + 6).map { RunMachine.Stop.replaced(by: $0) }
+                list[list.count - 1].stop = statement.string(Self.runColumnCount + 7).map(RunMachine.Stop.init(recordText:))
+                    ?? statement.int64(Self.runColumnCount + 6).map { RunMachine.Stop.replaced(by: $0) }
             }
             return list
         }

@@ -88,6 +88,11 @@ enum JournalWriter {
                     try $0.run([.integer(runID), .integer(Int64(position)), .text(need.action), .integer(need.run)])
                 }
             }
+        case let .stopAsked(runID, stop):
+            // Only while the run is unfinished: a stop asked just before its end changes nothing.
+            try db.cached("UPDATE runs SET stop = ? WHERE id = ? AND phase IN ('loading', 'retrying')") {
+                try $0.run([.text(stop.recordText), .integer(runID)])
+            }
         case let .origin(runID, uid):
             try db.cached("UPDATE runs SET origin_uid = ? WHERE id = ?") { try $0.run([.integer(Int64(uid)), .integer(runID)]) }
         case let .approval(runID, state):

@@ -91,6 +91,8 @@ struct RunRows {
             held[runID]!.waiting.append(entry)
         case let .origin(runID, _) where held[runID] != nil:
             held[runID]!.waiting.append(entry)
+        case let .stopAsked(runID, _) where held[runID] != nil:
+            held[runID]!.waiting.append(entry)
         case let .trigger(record):
             if let run = record.runID, held[run] != nil { try flush(run, on: db) }
             try JournalWriter.write(entry, on: db)

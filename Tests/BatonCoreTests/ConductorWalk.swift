@@ -571,6 +571,10 @@ struct ConductorWalk {
                 if !entries.contains(where: { if case let .created(run, _) = $0 { run.id == runID } else { false } }) {
                     violate("the origin of run \(runID) was written apart from its creation")
                 }
+            case let .stopAsked(runID, stop):
+                // Written as a running attempt is told to stop, and only a stop a restart must know.
+                if !stop.outlivesBatond { violate("run \(runID)'s stop \(stop) was written down, which a restart decides again") }
+                if stored[runID]?.1 != .loading { violate("run \(runID)'s stop was written while it was \(stored[runID].map { $0.1.rawValue } ?? "unknown")") }
             case .trigger, .output, .processGroup, .pause, .resume, .needs, .approval:
                 break
             case .outputChunks:

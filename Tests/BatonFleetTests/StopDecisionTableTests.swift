@@ -25,7 +25,7 @@ struct StopDecisionTableTests {
         var stop: RunMachine.Stop
         var owner = "web-2/1/bb"
         var expected: Expected
-        var testDescription: String { "\(phase.rawValue), \(StopRequest.text(stop)), owner \(owner)" }
+        var testDescription: String { "\(phase.rawValue), \(stop.recordText), owner \(owner)" }
     }
 
     static let cases: [Case] = [

@@ -137,6 +137,26 @@ struct FleetRecoveryTests {
         #expect(Self.starts("swap", scratch: scratch) == "start \(old)\nstart \(new)\n")
     }
 
+    @Test("H1: a loading run of an action that restarts when interrupted, cancelled on its own host before that host dies, ends cancelled at the recovery, not run again", arguments: Path.allCases)
+    func cancelledOnItsHost(_ path: Path) throws {
+        let (a, b, db, conninfo, scratch) = try Self.fleet(path)
+        defer { Self.clean(scratch) }
+        defer { b.stop() }
+        let id = try Self.trigger(a, "swap")
+        try Self.waitStarted(id, "swap", scratch: scratch)
+        // Answered once the cancel is recorded: its row is marked then, the run draining (it ignores SIGTERM for 60 s).
+        let answer = try Client(path: a.socket).call(Request(op: .cancel, run: id))
+        #expect(answer.error == nil, "\(answer.error?.message ?? "")")
+        let mark = try db.query("SELECT phase || ' ' || coalesce(stop, '-') FROM runs WHERE id = $1", [String(id)]).first?[0] ?? nil
+        #expect(mark == "loading cancelled \(getuid())", "run \(id)'s cancel not marked when answered")
+        let back = try Self.lose(a, path, conninfo: conninfo, scratch: scratch)
+        defer { back?.stop() }
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .cancelled && ended.reason == "cancelled", "\(ended)")
+        #expect(try Self.phases(id, on: db) == ["queued", "loading", "cancelled"])
+        #expect(Self.starts("swap", scratch: scratch) == "start \(id)\n")
+    }
+
     @Test("D2 c, one machine: a loading run of an action that restarts when interrupted, which a replace was stopping when batond crashed, ends replaced at the restart, not run again; its replacement starts once")
     func replacedWhileDrainingOneMachine() throws {
         let scratch = NSTemporaryDirectory() + "baton-recovery-" + UUID().uuidString

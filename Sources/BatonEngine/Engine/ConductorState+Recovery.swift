@@ -48,6 +48,9 @@ extension ConductorState {
                 summary.dropped.append(run.id)
             case let (.adopt, action?):
                 adoptSurvivor(recovered.unfinished, action, recovered.surviving!, &step)
+                // A stop asked before the previous batond went (its row's `stop`): the survivor is
+                // stopped as asked, and ends as the stop says (review-fleetrecovery12 M1).
+                if let stop = recovered.unfinished.stop { drive(run.id, .stop(stop), &step) }
                 summary.adopted.append(run.id)
             case let (.resumeRetrying, action?):
                 resumeRetrying(recovered.unfinished, action, due: recovered.unfinished.retryDue!, &step)

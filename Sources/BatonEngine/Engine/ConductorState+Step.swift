@@ -220,6 +220,9 @@ extension ConductorState {
             }
         case .terminate:
             if flights.values[index].launchWaits { return neverStarted(id, "stopped before its process started", &step) }
+            // Written as the process is told to stop, not before: a cancel kills at once, a full
+            // disk's writes waiting or not (a crash between the two restarts the run as before).
+            if let stop = flights.values[index].machine.stopping, stop.outlivesBatond { step.entries.append(.stopAsked(runID: id, stop)) }
             if flights[id]?.live != nil, let grace = flights[id]?.action.killGrace { step.emit(.stop(run: id, grace: grace)) }
         case let .backoff(attempt):
             step.emit(.schedule(run: id, .backoff(attempt), after: flights[id]?.nextBackoff ?? .zero))

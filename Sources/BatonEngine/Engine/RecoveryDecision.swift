@@ -14,9 +14,9 @@ public enum RecoveryDecision: Sendable, Equatable {
     /// It would start (again), but its secret param's value is gone: `failure`, reason `secret`.
     case endSecret
     /// A stop was asked of it before its end was recorded, and is known: it ends as the stop says,
-    /// never started again (not restarted, not resumed). A fleet knows a cancel's and a replace's (its
-    /// `runs.stop` mark); one machine knows a replace's only (its replacing run's creation names it): a
-    /// cancel asked of a loading run is not written down there, so its restart may run it again.
+    /// never started again (not restarted, not resumed). A cancel's and a replace's are written down
+    /// (`RunMachine.Stop.outlivesBatond`: the row's `stop`); one machine's replace is also named by
+    /// its replacing run's creation. A survivor is adopted instead, and stopped as asked.
     case endStopped
     /// It may have started and its process is gone: `failure`, reason `interrupted`.
     case interrupt

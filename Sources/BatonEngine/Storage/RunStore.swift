@@ -55,6 +55,10 @@ public enum JournalEntry: Sendable, Equatable {
     /// that led to it, through hooks and needs (an approval's no-self rule refuses that uid after
     /// a restart too). Written in the item that creates the run.
     case origin(runID: Int64, uid: UInt32)
+    /// A stop asked of a run whose attempt runs, that a restart must still know
+    /// (`RunMachine.Stop.outlivesBatond`): written down as its process is told to stop, so that
+    /// a batond started after a crash ends the run as the stop says instead of starting it again.
+    case stopAsked(runID: Int64, RunMachine.Stop)
 }
 
 extension JournalEntry {
@@ -209,8 +213,9 @@ public struct UnfinishedRun: Sendable, Equatable {
     public var retryDue: Timestamp?
     /// The uid at its origin, where the history kept one (`JournalEntry.origin`).
     public var origin: UInt32?
-    /// A run loading or retrying: the stop asked of it that its end has not recorded yet (a replace's,
-    /// named by the replacing run's `queued` transition). It ends as the stop says, never started again.
+    /// A run loading or retrying: the stop asked of it that its end has not recorded yet (its row's
+    /// `stop`, `JournalEntry.stopAsked`; a replace's is also named by the replacing run's `queued`
+    /// transition). It ends as the stop says, never started again.
     public var stop: RunMachine.Stop?
 
     public init(run: RunSnapshot, lastSeq: Int, pgid: Int32? = nil, pgidIdentity: String? = nil, hook: HookContext? = nil) {

@@ -4,14 +4,6 @@ import Testing
 
 @Suite("Fleet: values stored in rows")
 struct FleetRowTests {
-    @Test("a stop asked by another host round-trips through its row text")
-    func stopRequests() {
-        for stop in [RunMachine.Stop.cancelled(by: 1000), .cancelled(by: nil), .replaced(by: 42),
-                     .cancelled(by: Peer.groupPrincipalUID, principal: "carol@example.org via group:ops")] {
-            #expect(StopRequest.parse(StopRequest.text(stop)) == stop)
-        }
-    }
-
     @Test("a key slot's draining set round-trips through PostgreSQL's array text")
     func slotRows() {
         let slot = KeySlot(row: ["7", nil, "{3,5}"])
