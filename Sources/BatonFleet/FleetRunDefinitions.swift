@@ -1,0 +1,209 @@
+import BatonCore
+import BatonWire
+import FoundationEssentials
+
+/// The definitions runs were triggered with (`definitions`, migration 0027), by action name and
+/// fingerprint (`runs.action`, `runs.definition`; the fingerprint leaves the name out, so two
+/// actions defined alike share one): written by the host that makes the first such run, in that run's
+/// transaction; read by whichever host starts a run or decides its approval, so that every host
+/// does so by the run's definition, not by its own config of the moment (audit D4).
+enum FleetRunDefinitions {
+    /// Stores `action` under its name and fingerprint (`Action.fingerprint`, computed where not
+    /// given), once fleet-wide (a definition's text never changes).
+    static func insert(_ action: Action, as fingerprint: String? = nil) -> FleetJournal.Statement {
+        ("INSERT INTO definitions (fingerprint, name, action) VALUES ($1, $2, $3) ON CONFLICT (fingerprint, name) DO NOTHING",
+         [fingerprint ?? action.fingerprint, action.name, ActionCodec.encode(action)])
+    }
+
+    /// The stored text of action `name`'s definition with `fingerprint`, if any.
+    static func read(_ name: String, _ fingerprint: String, on db: PGConnection) throws -> String? {
+        try db.query("SELECT action FROM definitions WHERE fingerprint = $1 AND name = $2", [fingerprint, name]).first?[0] ?? nil
+    }
+
+    /// A definition's key in a host's `Cache`: its fingerprint (16 hex digits) and its action's name.
+    static func key(_ name: String, _ fingerprint: String) -> String { fingerprint + ":" + name }
+
+    /// What a host remembers of the table, by `key`: the definitions it wrote since it started
+    /// (whose insert it skips) and those it read. Both are bounded: past `capacity` a set is
+    /// emptied and fills again, at the cost of one idempotent insert or one read per fingerprint.
+    struct Cache {
+        static let capacity = 256
+        private(set) var written: Set<String> = []
+        private(set) var read: [String: RunDefinition] = [:]
+        /// The definitions this host loaded from its config since it started, by key: its config's, and
+        /// earlier ones while unfinished runs reference them (`keepLoaded`).
+        private var loadedByKey: [String: Action] = [:]
+
+        var loadedKeys: Set<String> { Set(loadedByKey.keys) }
+
+        func loaded(named name: String) -> [Action] { loadedByKey.values.filter { $0.name == name } }
+
+        mutating func load(_ action: Action, as key: String) {
+            if loadedByKey[key] == nil { loadedByKey[key] = action }
+        }
+
+        mutating func forget(_ keys: Set<String>) {
+            for key in keys { loadedByKey[key] = nil }
+        }
+
+        /// Whether the row of `key` must be written by a run made now (not written since the start).
+        func needsWrite(_ key: String) -> Bool { !written.contains(key) }
+
+        /// Notes rows committed.
+        mutating func wrote(_ keys: some Collection<String>) {
+            if written.count + keys.count > Self.capacity { written.removeAll() }
+            written.formUnion(keys)
+        }
+
+        /// Notes a definition read from the table (or refused: a miss remembered, logged once).
+        mutating func remember(_ found: RunDefinition, as key: String) {
+            if read.count >= Self.capacity { read.removeAll() }
+            read[key] = found
+        }
+    }
+}
+
+/// What a host finds for a run (`FleetCoordinator.lookUp`): the action it runs and decides by; none (its
+/// action is not configured here and no definition is stored: cancelled, as `removed`); or refused (a
+/// stored definition whose process no config of this host's ever gave, or a row it cannot read: the run
+/// ends `failure`, reason `definition`, and nothing runs).
+enum RunDefinition {
+    case action(Action)
+    case none
+    case refused(String)
+
+    var action: Action? {
+        guard case let .action(action) = self else { return nil }
+        return action
+    }
+}
+
+extension Action {
+    /// `self` (a definition this host loaded from its config: what the process is) with the fields a
+    /// database writer may decide from `stored` (a run's stored definition): approve, locks, rateLimit,
+    /// retry, policy, policies, queueDepth, onInterrupt, needs and hooks (resolved here by name), and
+    /// debounce, maxWait and cooldown. Nothing else of `stored` is taken.
+    func deciding(as stored: Action) -> Action {
+        var action = self
+        action.approve = stored.approve
+        action.locks = stored.locks
+        action.rateLimit = stored.rateLimit
+        action.retry = stored.retry
+        action.policy = stored.policy
+        action.policies = stored.policies
+        action.queueDepth = stored.queueDepth
+        action.onInterrupt = stored.onInterrupt
+        action.needs = stored.needs
+        action.hooks = stored.hooks
+        action.debounce = stored.debounce
+        action.maxWait = stored.maxWait
+        action.cooldown = stored.cooldown
+        return action
+    }
+
+    /// Whether `stored`'s process (every field `deciding` does not take) is this loaded definition's,
+    /// by the codec's canonical text; `runAs` by its names only (the row's uid and gid are another host's).
+    func runsAsStored(_ stored: Action) -> Bool {
+        guard name == stored.name, stored.runAs?.named == runAs?.named, stored.runAs?.groupNamed == runAs?.groupNamed else { return false }
+        var theirs = stored
+        theirs.runAs = runAs
+        return ActionCodec.encode(deciding(as: theirs)) == ActionCodec.encode(theirs)
+    }
+}
+
+extension FleetCoordinator {
+    /// The definition a run of action `name` whose row keeps fingerprint `fingerprint` starts and
+    /// is decided by (`lookUp`); nil where there is none or it is refused.
+    func definition(of name: String, fingerprint: String?, on db: PGConnection) throws -> Action? {
+        try lookUp(name, fingerprint: fingerprint, on: db).action
+    }
+
+    /// A run's definition. The database never chooses what a host runs: this host's config where
+    /// its fingerprint matches (no read); a run made before version 27 (no row stored), this host's
+    /// config, as before; else the stored row (read once, remembered) gives only what a database
+    /// writer may decide (`Action.deciding(as:)`), and what the process is comes from a definition
+    /// this host loaded from its own config, now or earlier in this process's life (`Cache.loaded`),
+    /// whose process is the row's (`Action.runsAsStored`). Neither, or a row that cannot be read (a
+    /// newer codec's, a corrupt one): refused, logged once, remembered.
+    func lookUp(_ name: String, fingerprint: String?, on db: PGConnection) throws -> RunDefinition {
+        let configured = conductor.action(named: name)
+        if let configured { noteLoaded([configured]) }
+        guard let fingerprint, configured?.fingerprint != fingerprint else { return configured.map(RunDefinition.action) ?? .none }
+        let key = FleetRunDefinitions.key(name, fingerprint)
+        if let known = definitionCache.withLock({ $0.read[key] }) { return known }
+        guard let text = try FleetRunDefinitions.read(name, fingerprint, on: db) else { return configured.map(RunDefinition.action) ?? .none }
+        let found: RunDefinition
+        do {
+            let stored = try ActionCodec.decode(text, resolve: conductor.action(named:))
+            let loaded = [configured].compactMap { $0 } + definitionCache.withLock { $0.loaded(named: name) }
+            if let own = loaded.first(where: { $0.runsAsStored(stored) }) {
+                found = .action(own.deciding(as: stored))
+            } else {
+                found = .refused("action \(name)'s definition \(fingerprint) is not one \(host.name) configured")
+                log("the definition \(fingerprint) of action \(name) is not one this host configured: its runs end, reason definition")
+            }
+        } catch {
+            found = .refused("action \(name)'s definition \(fingerprint) could not be read on \(host.name) (\(error)): it needs a newer batond")
+            log("the definition \(fingerprint) of action \(name) could not be read (\(error)): its runs end, reason definition")
+        }
+        definitionCache.withLock { $0.remember(found, as: key) }
+        return found
+    }
+
+    /// Notes definitions this host loaded from its config (`Cache.loaded`).
+    func noteLoaded(_ actions: [Action]) {
+        let keyed = actions.map { (FleetRunDefinitions.key($0.name, $0.fingerprint), $0) }
+        definitionCache.withLock { cache in for (key, action) in keyed { cache.load(action, as: key) } }
+    }
+
+    /// A feed tick's: notes the config's actions (a reload's among them) as loaded, and forgets
+    /// those loaded earlier that neither the config has nor an unfinished run references (by
+    /// name and fingerprint): what a host keeps is its config and what its fleet still runs.
+    func keepLoaded(on db: PGConnection) throws {
+        let current = conductor.configuredActions()
+        noteLoaded(current)
+        let keep = Set(current.map { FleetRunDefinitions.key($0.name, $0.fingerprint) })
+        let earlier = definitionCache.withLock { $0.loadedKeys.subtracting(keep) }
+        guard !earlier.isEmpty else { return }
+        let names = Set(earlier.compactMap { $0.split(separator: ":", maxSplits: 1).last.map(String.init) })
+        let rows = try db.query("""
+            SELECT DISTINCT action, definition FROM runs WHERE action = ANY ($1::text[])
+            AND phase NOT IN ('success', 'failure', 'cancelled') AND definition IS NOT NULL
+            """, [FleetJournal.textArray(Array(names))]).rows
+        let referenced = Set(rows.compactMap { row in row[0].flatMap { name in row[1].map { FleetRunDefinitions.key(name, $0) } } })
+        definitionCache.withLock { $0.forget(earlier.subtracting(referenced)) }
+    }
+
+    /// The definitions `runs` were triggered with (`lookUp`), by id.
+    func definitions(of runs: [RunSnapshot], on db: PGConnection) throws -> [Int64: RunDefinition] {
+        guard !runs.isEmpty else { return [:] }
+        let rows = try db.query("SELECT id, definition FROM runs WHERE id = ANY ($1::bigint[])",
+                                ["{" + runs.map { String($0.id) }.joined(separator: ",") + "}"]).rows
+        let fingerprints = Dictionary(rows.compactMap { row in row[0].flatMap { Int64($0) }.map { ($0, row[1]) } }, uniquingKeysWith: { first, _ in first })
+        var actions: [Int64: RunDefinition] = [:]
+        for run in runs { actions[run.id] = try lookUp(run.action, fingerprint: fingerprints[run.id] ?? nil, on: db) }
+        return actions
+    }
+
+    /// The insert of each of `actions`' definitions (by the fingerprint their runs were made with) this host has not written since it started
+    /// (`Cache`), for the transaction that makes their runs, in key order (two transactions
+    /// inserting the same two rows wait for each other in one order, never in a cycle);
+    /// `committed` notes their keys once it commits.
+    func definitionInserts(_ actions: [(fingerprint: String, action: Action)]) -> (statements: [FleetJournal.Statement], keys: Set<String>) {
+        noteLoaded(actions.map(\.action))
+        var new: [String: (fingerprint: String, action: Action)] = [:]
+        definitionCache.withLock { cache in
+            for made in actions {
+                let key = FleetRunDefinitions.key(made.action.name, made.fingerprint)
+                if cache.needsWrite(key) { new[key] = made }
+            }
+        }
+        return (new.sorted { $0.key < $1.key }.map { FleetRunDefinitions.insert($0.value.action, as: $0.value.fingerprint) }, Set(new.keys))
+    }
+
+    /// Notes definitions whose rows committed, by key.
+    func committed(definitions keys: Set<String>) {
+        guard !keys.isEmpty else { return }
+        definitionCache.withLock { $0.wrote(keys) }
+    }
+}

@@ -1,0 +1,95 @@
+import BatonCore
+@testable import BatonFleet
+import BatonWire
+import Testing
+
+/// What a host remembers of the stored definitions: bounded, and only a wasted statement or read when it forgets.
+@Suite("FleetRunDefinitions.Cache: fingerprints written and definitions read, each bounded")
+struct FleetRunDefinitionsTests {
+    @Test("a fingerprint written since the start is not written again; past the capacity the set starts over")
+    func written() {
+        var cache = FleetRunDefinitions.Cache()
+        #expect(cache.needsWrite("a"))
+        cache.wrote(["a"])
+        #expect(!cache.needsWrite("a"))
+        cache.wrote((1..<FleetRunDefinitions.Cache.capacity).map { "f\($0)" })
+        #expect(cache.written.count == FleetRunDefinitions.Cache.capacity && !cache.needsWrite("a"))
+        cache.wrote(["b"])
+        #expect(cache.written == ["b"] && cache.needsWrite("a"), "emptied, then the new one")
+    }
+
+    @Test("definitions read are kept by fingerprint, at most the capacity")
+    func read() {
+        var cache = FleetRunDefinitions.Cache()
+        for index in 0..<FleetRunDefinitions.Cache.capacity { cache.remember(.action(Action(name: "x\(index)")), as: "f\(index)") }
+        #expect(cache.read.count == FleetRunDefinitions.Cache.capacity && cache.read["f0"]?.action?.name == "x0")
+        cache.remember(.refused("no"), as: "g")
+        #expect(cache.read.count == 1 && cache.read["g"]?.action == nil, "a refusal is remembered too (logged once)")
+    }
+
+    @Test("the insert is idempotent and carries the codec's text under the name and the given fingerprint")
+    func insert() {
+        let action = Action(name: "deploy", exec: ["true"])
+        let statement = FleetRunDefinitions.insert(action)
+        #expect(statement.sql.contains("ON CONFLICT (fingerprint, name) DO NOTHING"))
+        #expect(statement.parameters == [action.fingerprint, "deploy", ActionCodec.encode(action)])
+        #expect(FleetRunDefinitions.insert(action, as: "given").parameters.first == "given")
+    }
+
+    @Test("two actions defined alike under two names share a fingerprint, not a definition")
+    func keyedByName() {
+        let (one, two) = (Action(name: "one", exec: ["true"]), Action(name: "two", exec: ["true"]))
+        #expect(one.fingerprint == two.fingerprint, "the fingerprint leaves the name out")
+        #expect(FleetRunDefinitions.key(one.name, one.fingerprint) != FleetRunDefinitions.key(two.name, two.fingerprint))
+    }
+
+    /// A host's own `deploy`, and a stored definition that differs from it only in what a database writer may decide.
+    static func own() -> Action {
+        var action = Action(name: "deploy", exec: ["sh", "-c", "echo A"], env: ["TOKEN": "x"], timeout: .seconds(60))
+        action.approve = ApprovalRule(by: ["user:bob"], approvers: AccessRule(users: [1002]), timeout: .seconds(3600))
+        return action
+    }
+
+    @Test("a stored definition deciding otherwise (approve, locks, retry, policy, queueDepth, onInterrupt) runs this host's process, decided as stored")
+    func decidingFields() {
+        var stored = Self.own()
+        stored.approve = ApprovalRule(by: ["user:alice"], approvers: AccessRule(users: [1001]), timeout: .seconds(60))
+        stored.locks = [LockClaim("db", limit: 1)]
+        stored.retry = RetryPolicy(attempts: 2)
+        stored.policy = .queue
+        stored.queueDepth = 3
+        stored.onInterrupt = .restart
+        stored.cooldown = .seconds(9)
+        #expect(Self.own().runsAsStored(stored))
+        let decided = Self.own().deciding(as: stored)
+        #expect(decided.approve == stored.approve && decided.locks == stored.locks && decided.retry == stored.retry)
+        #expect(decided.policy == .queue && decided.queueDepth == 3 && decided.onInterrupt == .restart && decided.cooldown == .seconds(9))
+        #expect(decided.exec == Self.own().exec && decided.env == Self.own().env)
+    }
+
+    @Test("a stored definition whose process differs in any of exec, env, cwd, timeout, umask, tty, limits, leftovers is not this host's")
+    func processFields() {
+        let changes: [(String, (inout Action) -> Void)] = [
+            ("exec", { $0.exec = ["sh", "-c", "echo PWNED"] }), ("env", { $0.env["TOKEN"] = "y" }), ("cwd", { $0.cwd = "/tmp" }),
+            ("timeout", { $0.timeout = nil }), ("umask", { $0.umask = 0 }), ("tty", { $0.tty = true }),
+            ("limits", { $0.limits.memory = 1 << 20 }), ("leftovers", { $0.leftovers = .keep }), ("killGrace", { $0.killGrace = .seconds(1) }),
+            ("survivesRestart", { $0.survivesRestart = false }), ("outputKeep", { $0.outputKeep = 1 }), ("name", { $0.name = "other" }),
+        ]
+        for (field, change) in changes {
+            var stored = Self.own()
+            change(&stored)
+            #expect(!Self.own().runsAsStored(stored), "\(field)")
+        }
+    }
+
+    @Test("definitions loaded earlier are kept by key until forgotten; the config's are found by name")
+    func loaded() {
+        var cache = FleetRunDefinitions.Cache()
+        let (a, b) = (Self.own(), Action(name: "deploy", exec: ["true"]))
+        cache.load(a, as: "fa:deploy")
+        cache.load(b, as: "fb:deploy")
+        #expect(cache.loaded(named: "deploy").count == 2 && cache.loadedKeys == ["fa:deploy", "fb:deploy"])
+        cache.forget(["fa:deploy"])
+        #expect(cache.loaded(named: "deploy") == [b])
+    }
+}
