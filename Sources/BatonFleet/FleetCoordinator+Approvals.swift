@@ -121,16 +121,19 @@ extension FleetCoordinator {
 
     /// A feed tick's look for waits of actions that no longer ask for approval on this host (a
     /// reload removed `approve`): each decided `waived` once, as on one machine, its run then
-    /// startable. Every tick's once a second, whether or not an action has `approve`.
+    /// startable. Every tick's once a second, whether or not an action has `approve`. Only a
+    /// wait this host's config now gives up (`Action.waives`): the action configured here without
+    /// `approve`, and the run's definition (`lookUp`, whose `approve` it waits by: never nil) one
+    /// whose process is that config's; a host whose config lacks the action, or runs it otherwise,
+    /// waives no other definition's wait, and a refused or unknown one is not waived.
     @discardableResult
     func waiveApprovals(on db: PGConnection) throws -> Int {
         let asking = conductor.configuredActions().filter { $0.approve != nil }.map(\.name)
         return try each(FleetApprovals.unasked(asking), on: db) { id in
             guard let row = try db.query(FleetApprovals.runWithApproval(id)).first, case let run = FleetApprovals.run(row).run, run.phase == .queued,
-                  // The run's own definition (`lookUp`), never this host's config: a host whose config lacks the action
-                  // or its `approve` waives no other definition's wait; a refused or unknown one is not waived.
+                  let configured = conductor.action(named: run.action),
                   case let .action(definition) = try lookUp(run.action, fingerprint: FleetApprovals.definition(row), on: db),
-                  definition.approve == nil,
+                  configured.waives(definition),
                   try db.query(FleetApprovals.decide(id, .waived, by: nil, reason: "the action's approve was removed from the config")).first != nil
             else { return false }
             try db.execute("NOTIFY baton")

@@ -111,6 +111,19 @@ extension Action {
     }
 }
 
+extension Action {
+    /// Whether this configured action (a host's config now) gives up the approval wait of a run
+    /// decided by `definition` (`FleetCoordinator.lookUp`: the `approve` it waits by is its own
+    /// stored one, so never nil while it waits): where this config has no `approve` (a reload
+    /// removed it) and `definition`'s process is this config's (`runsAsStored`). The fleet's
+    /// form of one machine's rule (`ConductorState.awaitApprovalAgain`: a waiting run whose
+    /// action as loaded now has no `approve` is waived), asked of the config, not of the
+    /// definition, which never changes: asked of the definition, no wait would ever be waived.
+    func waives(_ definition: Action) -> Bool {
+        approve == nil && runsAsStored(definition)
+    }
+}
+
 extension FleetCoordinator {
     /// The definition a run of action `name` whose row keeps fingerprint `fingerprint` starts and
     /// is decided by (`lookUp`); nil where there is none or it is refused.

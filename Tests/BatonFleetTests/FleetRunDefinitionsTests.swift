@@ -92,4 +92,24 @@ struct FleetRunDefinitionsTests {
         cache.forget(["fa:deploy"])
         #expect(cache.loaded(named: "deploy") == [b])
     }
+
+    @Test("a waiting run's wait is waived by a host whose config has its action without approve and runs its process; by no other")
+    func waives() {
+        // The run's definition as `lookUp` gives it: this host's process, the stored decision fields (its approve among them).
+        let definition = Self.own().deciding(as: Self.own())
+        let reloads: [(String, (inout Action) -> Void, Bool)] = [
+            ("approve removed, same process", { $0.approve = nil }, true),
+            ("approve removed, locks changed (the run's own decide)", { $0.approve = nil; $0.locks = [LockClaim("db", limit: 1)] }, true),
+            ("approve kept", { _ in }, false),
+            ("approve changed", { $0.approve = ApprovalRule(by: ["user:carol"], approvers: AccessRule(users: [1003]), timeout: nil) }, false),
+            ("approve removed, exec changed", { $0.approve = nil; $0.exec = ["sh", "-c", "echo B"] }, false),
+            ("approve removed, env changed", { $0.approve = nil; $0.env["TOKEN"] = "y" }, false),
+            ("approve removed, another action's name", { $0.approve = nil; $0.name = "other" }, false),
+        ]
+        for (reload, change, waived) in reloads {
+            var config = Self.own()
+            change(&config)
+            #expect(config.waives(definition) == waived, "\(reload)")
+        }
+    }
 }

@@ -51,14 +51,14 @@ struct FleetDefinitionTrustTests {
         #expect(marker == ["A"], "the queued run ran the reloaded config's B")
     }
 
-    @Test("a run waiting for root's approval whose action a reload removes is not waived: it still waits for it")
+    @Test("a run waiting for root's approval whose action a reload removes is not waived: it still waits, and runs its own definition once root approves")
     func removedActionWaitsForApproval() throws {
         let gate = try FifoGate()
         let marker = gate.directory + "/ran"
         let conninfo = try Postgres.server().database()
         let a = try Daemon(config: """
             { postgres: "\(conninfo)", host: "web-1", lease: "15s", requireUser: false, actions: {
-                deploy: { exec: ["sh", "-c", "echo ran >> \(marker)"], approve: { by: ["user:root"], timeout: "1h" } } } }
+                deploy: { exec: ["sh", "-c", "echo ran >> \(marker)"], approve: { by: ["user:root"], self: true, timeout: "1h" } } } }
             """)
         try a.waitForLog("joined the fleet")
         defer { a.stop() }
@@ -75,5 +75,10 @@ struct FleetDefinitionTrustTests {
         #expect(Defs.lines(marker).isEmpty, "a run that needed root's approval ran unapproved")
         let waiting = try db.query("SELECT phase FROM runs WHERE id = $1", [String(run)]).first
         #expect(waiting == ["queued"], "it still waits for root's approval")
+        // Root triggered it and may approve it (`self: true`; without it the approve is refused, 77, and the run waits on).
+        let yes = try execute(Binaries.baton, ["--socket", a.socket, "approve", String(run)], within: 30)
+        #expect(yes.code == 0, "\(yes.stderr)")
+        #expect(try FleetTests.wait(a, run: run, within: 60)?.phase == .success, "a queued run of a removed action finishes, as on one machine")
+        #expect(Defs.lines(marker) == ["ran"])
     }
 }
