@@ -67,7 +67,7 @@ extension FleetCoordinator {
         // The definitions of its new runs, stored with them (once per fingerprint and host start, `FleetRunDefinitions`).
         let definitions = definitionInserts(written.runs.keys.compactMap { id in
             written.actions[id].map { (decided.definitions[id] ?? $0.fingerprint, $0) }
-        })
+        }, on: db)
         let results = try db.pipeline(written.statements + definitions.statements + (later ? [] : notify + [("COMMIT", [])]))
         for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
         // Their hook runs, in this transaction: once fleet-wide, by the host that made the wait.
@@ -79,7 +79,7 @@ extension FleetCoordinator {
             attempts[id] = attempt
         }
         if later { _ = try db.pipeline(notify + [("COMMIT", [])]) }
-        committed(definitions: definitions.keys)
+        db.definitions.wrote(definitions.keys)
         if news && notify.isEmpty { company.tellOwnFeed() }
         return answers(entries, decided, written, attempts, results)
     }

@@ -41,8 +41,6 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     /// The retrying runs moved here that last waited for a free slot, as last logged (`resumeMoved`):
     /// each renewal that finds the same ones waiting says nothing more.
     let waitingForSlot: LoopOwned<[Int64]>
-    /// The run definitions this host wrote and read (`FleetRunDefinitions.Cache`), from the pool's threads.
-    let definitionCache = Locked(FleetRunDefinitions.Cache())
     /// Whether another host listens: the busiest commits notify only then (`FleetCompany`).
     public let company: FleetCompany
 

@@ -23,39 +23,28 @@ enum FleetRunDefinitions {
     /// A definition's key in a host's `Cache`: its fingerprint (16 hex digits) and its action's name.
     static func key(_ name: String, _ fingerprint: String) -> String { fingerprint + ":" + name }
 
-    /// What a host remembers of the table, by `key`: the definitions it wrote since it started
-    /// (whose insert it skips) and those it read. Both are bounded: past `capacity` a set is
-    /// emptied and fills again, at the cost of one idempotent insert or one read per fingerprint.
+    /// What one connection remembers of the table, by `key` (`PGConnection.definitions`): the
+    /// definitions it wrote since it opened (whose insert it skips) and those it read. Confined to
+    /// the connection's thread (no lock); each connection learns on its own, at the cost of one
+    /// idempotent insert or one read per fingerprint and connection. Both are bounded: past
+    /// `capacity` a set is emptied and fills again. What the host loaded from its config (which
+    /// decides what a process may be) is the conductor's (`Conductor.earlierActions`), not this.
     struct Cache {
         static let capacity = 256
         private(set) var written: Set<String> = []
         private(set) var read: [String: RunDefinition] = [:]
-        /// The definitions this host loaded from its config since it started, by key: its config's, and
-        /// earlier ones while unfinished runs reference them (`keepLoaded`).
-        private var loadedByKey: [String: Action] = [:]
 
-        var loadedKeys: Set<String> { Set(loadedByKey.keys) }
-
-        func loaded(named name: String) -> [Action] { loadedByKey.values.filter { $0.name == name } }
-
-        mutating func load(_ action: Action, as key: String) {
-            if loadedByKey[key] == nil { loadedByKey[key] = action }
-        }
-
-        mutating func forget(_ keys: Set<String>) {
-            for key in keys { loadedByKey[key] = nil }
-        }
-
-        /// Whether the row of `key` must be written by a run made now (not written since the start).
+        /// Whether the row of `key` must be written by a run made now (not written on this connection).
         func needsWrite(_ key: String) -> Bool { !written.contains(key) }
 
         /// Notes rows committed.
         mutating func wrote(_ keys: some Collection<String>) {
+            guard !keys.isEmpty else { return }
             if written.count + keys.count > Self.capacity { written.removeAll() }
             written.formUnion(keys)
         }
 
-        /// Notes a definition read from the table (or refused: a miss remembered, logged once).
+        /// Notes a definition read from the table (or refused: a miss remembered, logged once per connection).
         mutating func remember(_ found: RunDefinition, as key: String) {
             if read.count >= Self.capacity { read.removeAll() }
             read[key] = found
@@ -135,20 +124,19 @@ extension FleetCoordinator {
     /// its fingerprint matches (no read); a run made before version 27 (no row stored), this host's
     /// config, as before; else the stored row (read once, remembered) gives only what a database
     /// writer may decide (`Action.deciding(as:)`), and what the process is comes from a definition
-    /// this host loaded from its own config, now or earlier in this process's life (`Cache.loaded`),
+    /// this host loaded from its own config, now or before a reload (`Conductor.earlierActions`),
     /// whose process is the row's (`Action.runsAsStored`). Neither, or a row that cannot be read (a
-    /// newer codec's, a corrupt one): refused, logged once, remembered.
+    /// newer codec's, a corrupt one): refused, logged once per connection, remembered there (`Cache`).
     func lookUp(_ name: String, fingerprint: String?, on db: PGConnection) throws -> RunDefinition {
         let configured = conductor.action(named: name)
-        if let configured { noteLoaded([configured]) }
         guard let fingerprint, configured?.fingerprint != fingerprint else { return configured.map(RunDefinition.action) ?? .none }
         let key = FleetRunDefinitions.key(name, fingerprint)
-        if let known = definitionCache.withLock({ $0.read[key] }) { return known }
+        if let known = db.definitions.read[key] { return known }
         guard let text = try FleetRunDefinitions.read(name, fingerprint, on: db) else { return configured.map(RunDefinition.action) ?? .none }
         let found: RunDefinition
         do {
             let stored = try ActionCodec.decode(text, resolve: conductor.action(named:))
-            let loaded = [configured].compactMap { $0 } + definitionCache.withLock { $0.loaded(named: name) }
+            let loaded = [configured].compactMap { $0 } + conductor.earlierActions(named: name)
             if let own = loaded.first(where: { $0.runsAsStored(stored) }) {
                 found = .action(own.deciding(as: stored))
             } else {
@@ -159,32 +147,24 @@ extension FleetCoordinator {
             found = .refused("action \(name)'s definition \(fingerprint) could not be read on \(host.name) (\(error)): it needs a newer batond")
             log("the definition \(fingerprint) of action \(name) could not be read (\(error)): its runs end, reason definition")
         }
-        definitionCache.withLock { $0.remember(found, as: key) }
+        db.definitions.remember(found, as: key)
         return found
     }
 
-    /// Notes definitions this host loaded from its config (`Cache.loaded`).
-    func noteLoaded(_ actions: [Action]) {
-        let keyed = actions.map { (FleetRunDefinitions.key($0.name, $0.fingerprint), $0) }
-        definitionCache.withLock { cache in for (key, action) in keyed { cache.load(action, as: key) } }
-    }
-
-    /// A feed tick's: notes the config's actions (a reload's among them) as loaded, and forgets
-    /// those loaded earlier that neither the config has nor an unfinished run references (by
-    /// name and fingerprint): what a host keeps is its config and what its fleet still runs.
+    /// A feed tick's: forgets the definitions a reload replaced (`Conductor.earlierActions`) that no
+    /// unfinished run references any more (by name and fingerprint): what a host keeps is its config
+    /// and what its fleet still runs. Only those read before the look are forgotten: one a reload
+    /// replaces meanwhile waits for the next tick.
     func keepLoaded(on db: PGConnection) throws {
-        let current = conductor.configuredActions()
-        noteLoaded(current)
-        let keep = Set(current.map { FleetRunDefinitions.key($0.name, $0.fingerprint) })
-        let earlier = definitionCache.withLock { $0.loadedKeys.subtracting(keep) }
+        let earlier = conductor.earlierActions()
         guard !earlier.isEmpty else { return }
-        let names = Set(earlier.compactMap { $0.split(separator: ":", maxSplits: 1).last.map(String.init) })
+        let names = Set(earlier.map(\.name))
         let rows = try db.query("""
             SELECT DISTINCT action, definition FROM runs WHERE action = ANY ($1::text[])
             AND phase NOT IN ('success', 'failure', 'cancelled') AND definition IS NOT NULL
             """, [FleetJournal.textArray(Array(names))]).rows
         let referenced = Set(rows.compactMap { row in row[0].flatMap { name in row[1].map { FleetRunDefinitions.key(name, $0) } } })
-        definitionCache.withLock { $0.forget(earlier.subtracting(referenced)) }
+        conductor.forgetEarlier(earlier.filter { !referenced.contains(FleetRunDefinitions.key($0.name, $0.fingerprint)) })
     }
 
     /// The definitions `runs` were triggered with (`lookUp`), by id.
@@ -198,25 +178,17 @@ extension FleetCoordinator {
         return actions
     }
 
-    /// The insert of each of `actions`' definitions (by the fingerprint their runs were made with) this host has not written since it started
-    /// (`Cache`), for the transaction that makes their runs, in key order (two transactions
-    /// inserting the same two rows wait for each other in one order, never in a cycle);
-    /// `committed` notes their keys once it commits.
-    func definitionInserts(_ actions: [(fingerprint: String, action: Action)]) -> (statements: [FleetJournal.Statement], keys: Set<String>) {
-        noteLoaded(actions.map(\.action))
+    /// The insert of each of `actions`' definitions (by the fingerprint their runs were made with)
+    /// that `db` has not written since it opened (`Cache`), for the transaction that makes their
+    /// runs, in key order (two transactions inserting the same two rows wait for each other in one
+    /// order, never in a cycle); once it commits, the caller notes their keys (`Cache.wrote`).
+    func definitionInserts(_ actions: [(fingerprint: String, action: Action)], on db: PGConnection)
+        -> (statements: [FleetJournal.Statement], keys: Set<String>) {
         var new: [String: (fingerprint: String, action: Action)] = [:]
-        definitionCache.withLock { cache in
-            for made in actions {
-                let key = FleetRunDefinitions.key(made.action.name, made.fingerprint)
-                if cache.needsWrite(key) { new[key] = made }
-            }
+        for made in actions {
+            let key = FleetRunDefinitions.key(made.action.name, made.fingerprint)
+            if db.definitions.needsWrite(key) { new[key] = made }
         }
         return (new.sorted { $0.key < $1.key }.map { FleetRunDefinitions.insert($0.value.action, as: $0.value.fingerprint) }, Set(new.keys))
-    }
-
-    /// Notes definitions whose rows committed, by key.
-    func committed(definitions keys: Set<String>) {
-        guard !keys.isEmpty else { return }
-        definitionCache.withLock { $0.wrote(keys) }
     }
 }

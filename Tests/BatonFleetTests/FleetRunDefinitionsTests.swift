@@ -82,17 +82,6 @@ struct FleetRunDefinitionsTests {
         }
     }
 
-    @Test("definitions loaded earlier are kept by key until forgotten; the config's are found by name")
-    func loaded() {
-        var cache = FleetRunDefinitions.Cache()
-        let (a, b) = (Self.own(), Action(name: "deploy", exec: ["true"]))
-        cache.load(a, as: "fa:deploy")
-        cache.load(b, as: "fb:deploy")
-        #expect(cache.loaded(named: "deploy").count == 2 && cache.loadedKeys == ["fa:deploy", "fb:deploy"])
-        cache.forget(["fa:deploy"])
-        #expect(cache.loaded(named: "deploy") == [b])
-    }
-
     @Test("a waiting run's wait is waived by a host whose config has its action without approve and runs its process; by no other")
     func waives() {
         // The run's definition as `lookUp` gives it: this host's process, the stored decision fields (its approve among them).

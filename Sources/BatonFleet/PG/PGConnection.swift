@@ -12,6 +12,9 @@ public final class PGConnection {
     private let handle: OpaquePointer
     private let pq: BatonLibPQ
     private var prepared = PreparedStatements()
+    /// What this connection remembers of the `definitions` table (`FleetRunDefinitions.Cache`):
+    /// confined, as the connection is, to the one thread that uses it, so it needs no lock.
+    var definitions = FleetRunDefinitions.Cache()
     /// libpq raised an error of its own (one without a SQLSTATE: "server closed the connection
     /// unexpectedly"), which it may do before its status says the connection is bad.
     private var failed = false
