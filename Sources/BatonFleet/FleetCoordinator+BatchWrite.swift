@@ -33,10 +33,13 @@ extension FleetCoordinator {
     /// fails the batch (decided again, or answered so).
     func fireAwaiting(_ run: RunSnapshot, _ action: Action, on db: PGConnection) throws {
         try db.execute("SAVEPOINT awaiting_hook")
+        // The definitions inserted before it: those it inserts are rolled back with it.
+        let pending = db.definitions.pending
         do {
             try FleetHooks.fireAwaiting(run, action, on: db, as: host)
         } catch let error as PGError where !error.isConnectionProblem && !error.isRetryable {
             try db.execute("ROLLBACK TO SAVEPOINT awaiting_hook")
+            db.definitions.pending = pending
             log("the awaiting hook of run \(run.id) (\(action.name)) could not fire, the trigger goes on: \(error.message)")
         }
     }
@@ -45,6 +48,8 @@ extension FleetCoordinator {
                on db: PGConnection) throws -> [Result<Decided, any Error>] {
         let now = decided.stamp ?? Timestamp.now
         var written = Written(slots: slots)
+        // A transaction of its own (begun by the batch's opening): nothing of an earlier one is pending.
+        db.definitions.ended(committed: false)
         for (index, entry) in entries.enumerated() {
             try rows(of: entry, decided.outcomes[index], stops: decided.stops[index] ?? [], definitions: decided.definitions, at: now, &written)
         }
@@ -68,7 +73,7 @@ extension FleetCoordinator {
         let definitions = definitionInserts(written.runs.keys.compactMap { id in
             written.actions[id].map { (decided.definitions[id] ?? $0.fingerprint, $0) }
         }, on: db)
-        let results = try db.pipeline(written.statements + definitions.statements + (later ? [] : notify + [("COMMIT", [])]))
+        let results = try db.pipeline(written.statements + definitions + (later ? [] : notify + [("COMMIT", [])]))
         for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
         // Their hook runs, in this transaction: once fleet-wide, by the host that made the wait.
         for (run, action) in written.awaiting { try fireAwaiting(run, action, on: db) }
@@ -79,7 +84,8 @@ extension FleetCoordinator {
             attempts[id] = attempt
         }
         if later { _ = try db.pipeline(notify + [("COMMIT", [])]) }
-        db.definitions.wrote(definitions.keys)
+        // Committed: its definitions (and its awaiting hooks') are written.
+        db.definitions.ended(committed: true)
         if news && notify.isEmpty { company.tellOwnFeed() }
         return answers(entries, decided, written, attempts, results)
     }

@@ -15,6 +15,15 @@ enum FleetRunDefinitions {
          [fingerprint ?? action.fingerprint, action.name, ActionCodec.encode(action)])
     }
 
+    /// In a transaction that makes a run of `action` (a hook's): inserts its definition unless `db`
+    /// wrote it already or this transaction did (`Cache`), noted pending until it commits.
+    static func store(_ action: Action, on db: PGConnection) throws {
+        let key = key(action.name, action.fingerprint)
+        guard db.definitions.needsWrite(key) else { return }
+        try db.query(insert(action))
+        db.definitions.inserting(key)
+    }
+
     /// The stored text of action `name`'s definition with `fingerprint`, if any.
     static func read(_ name: String, _ fingerprint: String, on db: PGConnection) throws -> String? {
         try db.query("SELECT action FROM definitions WHERE fingerprint = $1 AND name = $2", [fingerprint, name]).first?[0] ?? nil
@@ -24,7 +33,9 @@ enum FleetRunDefinitions {
     static func key(_ name: String, _ fingerprint: String) -> String { fingerprint + ":" + name }
 
     /// What one connection remembers of the table, by `key` (`PGConnection.definitions`): the
-    /// definitions it wrote since it opened (whose insert it skips) and those it read. Confined to
+    /// definitions it wrote since it opened (whose insert it skips), those the transaction in
+    /// progress inserted (`pending`: written once it commits, forgotten if it does not), and those
+    /// it read. Confined to
     /// the connection's thread (no lock); each connection learns on its own, at the cost of one
     /// idempotent insert or one read per fingerprint and connection. Both are bounded: past
     /// `capacity` a set is emptied and fills again. What the host loaded from its config (which
@@ -33,9 +44,22 @@ enum FleetRunDefinitions {
         static let capacity = 256
         private(set) var written: Set<String> = []
         private(set) var read: [String: RunDefinition] = [:]
+        /// Rows the transaction in progress inserted: `written` only once it commits (`ended`).
+        var pending: Set<String> = []
 
-        /// Whether the row of `key` must be written by a run made now (not written on this connection).
-        func needsWrite(_ key: String) -> Bool { !written.contains(key) }
+        /// Whether the transaction in progress must insert the row of `key` for a run it makes: not
+        /// written on this connection, nor inserted by this transaction already.
+        func needsWrite(_ key: String) -> Bool { !written.contains(key) && !pending.contains(key) }
+
+        /// Notes the row of `key` inserted by the transaction in progress.
+        mutating func inserting(_ key: String) { pending.insert(key) }
+
+        /// The transaction in progress ended (or a new one begins: `committed` false): its rows are
+        /// written where it committed, and forgotten where it did not (they were rolled back).
+        mutating func ended(committed: Bool) {
+            if committed { wrote(pending) }
+            pending.removeAll()
+        }
 
         /// Notes rows committed.
         mutating func wrote(_ keys: some Collection<String>) {
@@ -181,14 +205,14 @@ extension FleetCoordinator {
     /// The insert of each of `actions`' definitions (by the fingerprint their runs were made with)
     /// that `db` has not written since it opened (`Cache`), for the transaction that makes their
     /// runs, in key order (two transactions inserting the same two rows wait for each other in one
-    /// order, never in a cycle); once it commits, the caller notes their keys (`Cache.wrote`).
-    func definitionInserts(_ actions: [(fingerprint: String, action: Action)], on db: PGConnection)
-        -> (statements: [FleetJournal.Statement], keys: Set<String>) {
+    /// order, never in a cycle), noted pending (`Cache.ended` once it commits).
+    func definitionInserts(_ actions: [(fingerprint: String, action: Action)], on db: PGConnection) -> [FleetJournal.Statement] {
         var new: [String: (fingerprint: String, action: Action)] = [:]
         for made in actions {
             let key = FleetRunDefinitions.key(made.action.name, made.fingerprint)
             if db.definitions.needsWrite(key) { new[key] = made }
         }
-        return (new.sorted { $0.key < $1.key }.map { FleetRunDefinitions.insert($0.value.action, as: $0.value.fingerprint) }, Set(new.keys))
+        for key in new.keys { db.definitions.inserting(key) }
+        return new.sorted { $0.key < $1.key }.map { FleetRunDefinitions.insert($0.value.action, as: $0.value.fingerprint) }
     }
 }

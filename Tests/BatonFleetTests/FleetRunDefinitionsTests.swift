@@ -18,6 +18,18 @@ struct FleetRunDefinitionsTests {
         #expect(cache.written == ["b"] && cache.needsWrite("a"), "emptied, then the new one")
     }
 
+    @Test("a row the transaction in progress inserted is not inserted again in it; written once it commits, forgotten if it does not")
+    func pending() {
+        var cache = FleetRunDefinitions.Cache()
+        cache.inserting("a")
+        #expect(!cache.needsWrite("a"), "a second run of it in the same transaction (a hook's) inserts nothing")
+        cache.ended(committed: false)
+        #expect(cache.needsWrite("a") && cache.written.isEmpty, "rolled back: the next transaction inserts it")
+        cache.inserting("a")
+        cache.ended(committed: true)
+        #expect(!cache.needsWrite("a") && cache.written == ["a"] && cache.pending.isEmpty)
+    }
+
     @Test("definitions read are kept by fingerprint, at most the capacity")
     func read() {
         var cache = FleetRunDefinitions.Cache()

@@ -168,13 +168,17 @@ public final class PGConnection {
     /// As `transaction`, its first statements `opening` sent in the round trip of the BEGIN;
     /// `body` gets their rows.
     public func transaction<T>(opening: [(sql: String, parameters: [String?])], _ body: ([PGRows]) throws -> T) throws -> T {
+        // The definitions a transaction inserts are written once it commits (`FleetRunDefinitions.Cache`).
+        definitions.ended(committed: false)
         do {
             let opened = opening.isEmpty ? [] : try pipeline([("BEGIN", [])] + opening).dropFirst()
             if opening.isEmpty { try execute("BEGIN") }
             let value = try body(Array(opened))
             try execute("COMMIT")
+            definitions.ended(committed: true)
             return value
         } catch {
+            definitions.ended(committed: false)
             if isOK { try? execute("ROLLBACK") }
             throw error
         }
