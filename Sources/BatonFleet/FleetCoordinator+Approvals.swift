@@ -36,7 +36,8 @@ extension FleetCoordinator {
         // A run out of flight is answered from the history, as on one host (`Service.decideEnded`:
         // `was decided already: ...`, or `ended cancelled before a decision`).
         if run.phase.isTerminal { return .failure(.unknownRun(id)) }
-        let rule = conductor.action(named: run.action)?.approve
+        // The run's own definition's rule (`definition`), not this host's config's of the moment.
+        let rule = try definition(of: run.action, fingerprint: FleetApprovals.definition(row), on: db)?.approve
         // The engine's rule on the database's clock, which the wait's `until` is on (a late decision is refused there).
         let now = try db.query("SELECT \(FleetCooldown.databaseNow)").first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? .now
         let decided: ApprovalState
@@ -90,13 +91,15 @@ extension FleetCoordinator {
     }
 
     /// The fleet's runs waiting for `approver`'s yes now, oldest first: the engine's rule
-    /// (`ApprovalRule.refusal`) on each waiting row, with this host's config (every host's is one).
+    /// (`ApprovalRule.refusal`) on each waiting row, with the `approve` of the definition its run
+    /// was triggered with (`definition`).
     /// None past its end. A database not read is `storeUnavailable`, not "nothing waits".
     public func awaitingApproval(by approver: Approver, answered: @escaping @Sendable (Result<[RunSnapshot], BatonError>) -> Void) {
         pool.submit({ [self] db in
             try db.query(FleetApprovals.allWaiting).rows.compactMap { row -> RunSnapshot? in
                 let (run, _, origin) = FleetApprovals.run(row)
-                guard let rule = conductor.action(named: run.action)?.approve, rule.refusal(approver, of: run, origin: origin) == nil else {
+                guard let rule = try definition(of: run.action, fingerprint: FleetApprovals.definition(row), on: db)?.approve,
+                      rule.refusal(approver, of: run, origin: origin) == nil else {
                     return nil
                 }
                 return withHost(run)
@@ -118,13 +121,19 @@ extension FleetCoordinator {
 
     /// A feed tick's look for waits of actions that no longer ask for approval on this host (a
     /// reload removed `approve`): each decided `waived` once, as on one machine, its run then
-    /// startable. Every tick's once a second, whether or not an action has `approve`.
+    /// startable. Every tick's once a second, whether or not an action has `approve`. Only a
+    /// wait this host's config now gives up (`Action.waives`): the action configured here without
+    /// `approve`, and the run's definition (`lookUp`, whose `approve` it waits by: never nil) one
+    /// whose process is that config's; a host whose config lacks the action, or runs it otherwise,
+    /// waives no other definition's wait, and a refused or unknown one is not waived.
     @discardableResult
     func waiveApprovals(on db: PGConnection) throws -> Int {
         let asking = conductor.configuredActions().filter { $0.approve != nil }.map(\.name)
         return try each(FleetApprovals.unasked(asking), on: db) { id in
-            guard let run = try db.query(FleetApprovals.runWithApproval(id)).first.map({ FleetApprovals.run($0).run }), run.phase == .queued,
-                  conductor.action(named: run.action)?.approve == nil,
+            guard let row = try db.query(FleetApprovals.runWithApproval(id)).first, case let run = FleetApprovals.run(row).run, run.phase == .queued,
+                  let configured = conductor.action(named: run.action),
+                  case let .action(definition) = try lookUp(run.action, fingerprint: FleetApprovals.definition(row), on: db),
+                  configured.waives(definition),
                   try db.query(FleetApprovals.decide(id, .waived, by: nil, reason: "the action's approve was removed from the config")).first != nil
             else { return false }
             try db.execute("NOTIFY baton")
@@ -161,7 +170,7 @@ extension FleetCoordinator {
         guard let written = try db.query(FleetApprovals.timeOut(id)).first, let state = FleetApprovals.state(written, from: 0)?.state else {
             return false
         }
-        let timeout = conductor.action(named: run.action)?.approve?.timeout
+        let timeout = try definition(of: run.action, fingerprint: FleetApprovals.definition(row), on: db)?.approve?.timeout
         try end(state, of: id, ending, timeout: timeout, queuedAt: run.queuedAt, on: db)
         try db.execute("NOTIFY baton")
         return true

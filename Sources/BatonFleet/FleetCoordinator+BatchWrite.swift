@@ -10,6 +10,8 @@ extension FleetCoordinator {
     private struct Written {
         var statements: [FleetJournal.Statement] = []
         var runs: [Int64: RunSnapshot] = [:]
+        /// Each new run's action: its trigger's, the definition it starts with and is stored by.
+        var actions: [Int64: Action] = [:]
         /// Results that must have changed one row (guarded updates), with what they were.
         var checks: [(index: Int, what: String)] = []
         /// The entry whose answer is the run read at a result.
@@ -31,10 +33,13 @@ extension FleetCoordinator {
     /// fails the batch (decided again, or answered so).
     func fireAwaiting(_ run: RunSnapshot, _ action: Action, on db: PGConnection) throws {
         try db.execute("SAVEPOINT awaiting_hook")
+        // The definitions inserted before it: those it inserts are rolled back with it.
+        let pending = db.definitions.pending
         do {
             try FleetHooks.fireAwaiting(run, action, on: db, as: host)
         } catch let error as PGError where !error.isConnectionProblem && !error.isRetryable {
             try db.execute("ROLLBACK TO SAVEPOINT awaiting_hook")
+            db.definitions.pending = pending
             log("the awaiting hook of run \(run.id) (\(action.name)) could not fire, the trigger goes on: \(error.message)")
         }
     }
@@ -43,6 +48,8 @@ extension FleetCoordinator {
                on db: PGConnection) throws -> [Result<Decided, any Error>] {
         let now = decided.stamp ?? Timestamp.now
         var written = Written(slots: slots)
+        // A transaction of its own (begun by the batch's opening): nothing of an earlier one is pending.
+        db.definitions.ended(committed: false)
         for (index, entry) in entries.enumerated() {
             try rows(of: entry, decided.outcomes[index], stops: decided.stops[index] ?? [], definitions: decided.definitions, at: now, &written)
         }
@@ -62,17 +69,23 @@ extension FleetCoordinator {
         // Slots not taken come back when the batch settles (`conclude`), as do those of a batch that fails.
         var attempts: [Int64: Attempt] = [:]
         let later = !written.locked.isEmpty || !written.awaiting.isEmpty
-        let results = try db.pipeline(written.statements + (later ? [] : notify + [("COMMIT", [])]))
+        // The definitions of its new runs, stored with them (once per fingerprint and host start, `FleetRunDefinitions`).
+        let definitions = definitionInserts(written.runs.keys.compactMap { id in
+            written.actions[id].map { (decided.definitions[id] ?? $0.fingerprint, $0) }
+        }, on: db)
+        let results = try db.pipeline(written.statements + definitions + (later ? [] : notify + [("COMMIT", [])]))
         for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
         // Their hook runs, in this transaction: once fleet-wide, by the host that made the wait.
         for (run, action) in written.awaiting { try fireAwaiting(run, action, on: db) }
         for id in written.locked {
             guard let run = written.runs[id], written.slots > 0 else { continue }
-            let attempt = try claim(run, seq: 1, on: db)
+            let attempt = try claim(run, seq: 1, action: written.actions[id], on: db)
             if attempt.claimed != nil { written.slots -= 1 }
             attempts[id] = attempt
         }
         if later { _ = try db.pipeline(notify + [("COMMIT", [])]) }
+        // Committed: its definitions (and its awaiting hooks') are written.
+        db.definitions.ended(committed: true)
         if news && notify.isEmpty { company.tellOwnFeed() }
         return answers(entries, decided, written, attempts, results)
     }
@@ -107,6 +120,7 @@ extension FleetCoordinator {
         case let .created(decision, window):
             let (run, queued) = newRun(decision, trigger, window, at: now)
             written.runs[run.id] = run
+            written.actions[run.id] = trigger.action
             // Its origin: its trigger's, or (a need's) the one the needing run passes on (`FleetJournal.Origin`).
             let origin = trigger.neededBy.map(FleetJournal.Origin.parent) ?? .uid(trigger.peer?.uid)
             written.statements += [FleetJournal.insertRun(run, as: host, definition: definitions[run.id] ?? trigger.action.fingerprint,
@@ -135,7 +149,7 @@ extension FleetCoordinator {
     /// goes in the pipeline; one whose action claims locks is started after it (`claim`).
     private func starts(_ ids: [Int64], at now: Timestamp, _ written: inout Written) throws {
         for id in ids {
-            guard let run = written.runs[id], let action = conductor.action(named: run.action) else { continue }
+            guard let run = written.runs[id], let action = written.actions[id] else { continue }
             if !action.locks.isEmpty {
                 written.locked.append(id)
                 continue

@@ -42,11 +42,12 @@ extension FleetCoordinator {
             }
             conductor.afterWrites { [self] in
                 pool.submit({ [self] db in
-                    (try FleetTakeBack.retryingRuns(of: host.incarnation, on: db).filter { unknown.contains($0.run.id) },
-                     try FleetTakeBack.stopMarks(of: host.incarnation, on: db))
+                    let runs = try FleetTakeBack.retryingRuns(of: host.incarnation, on: db).filter { unknown.contains($0.run.id) }
+                    return (runs, try FleetTakeBack.stopMarks(of: host.incarnation, on: db), try definitions(of: runs.map(\.run), on: db))
                 }) { [self] result in
                     switch result {
-                    case let .success((runs, marks)) where !runs.isEmpty: reactor.onLoop { [self] in hand(runs, marks: marks, done: done) }
+                    case let .success((runs, marks, actions)) where !runs.isEmpty:
+                        reactor.onLoop { [self] in hand(runs, marks: marks, actions: actions, done: done) }
                     case .success:
                         reactor.onLoop { [self] in noneWaitToResume() }
                         done()
@@ -65,22 +66,26 @@ extension FleetCoordinator {
     }
 
     /// On the loop: resumes `runs` (none of which the conductor held when they were read) while
-    /// start slots are free, ends those a stop marked (`marks`) and cancels those whose action is gone.
-    private func hand(_ runs: [UnfinishedRun], marks: [Int64: RunMachine.Stop], done: @escaping @Sendable () -> Void) {
+    /// start slots are free, each by the definition it was triggered with (`actions`, by id), ends
+    /// those a stop marked (`marks`) and cancels those with none (their action gone, none stored).
+    private func hand(_ runs: [UnfinishedRun], marks: [Int64: RunMachine.Stop], actions: [Int64: RunDefinition],
+                      done: @escaping @Sendable () -> Void) {
         var resumable: [Claimed] = []
-        var ends: [(UnfinishedRun, RunMachine.Stop?)] = []
+        var ends: [(UnfinishedRun, RunMachine.Stop?, String?)] = []
         for unfinished in runs where conductor.snapshot(of: unfinished.run.id) == nil {
-            let mark = marks[unfinished.run.id], action = conductor.action(named: unfinished.run.action)
+            let mark = marks[unfinished.run.id], definition = actions[unfinished.run.id], action = definition?.action
             // Moved here because the takeover found it may resume; what is known now decides again, by the
-            // engine's rule for one machine's restart: a stop first, then an action gone, then the resume.
+            // engine's rule for one machine's restart: a stop first, then an action gone (no definition, or
+            // one refused), then the resume, by the definition it was triggered with.
             let facts = RecoveryDecision.Facts(phase: .retrying, actionKnown: action != nil, mayResumeRetrying: true, stopped: mark != nil)
             switch (RecoveryDecision.decide(facts), action) {
             case let (.resumeRetrying, action?):
                 var claimed = Claimed(run: unfinished.run, seq: unfinished.lastSeq, action: action)
                 (claimed.retryDue, claimed.outputTotal) = (unfinished.retryDue ?? .now, unfinished.outputTotal)
                 resumable.append(claimed)
-            case (.endStopped, _): ends.append((unfinished, mark))
-            default: ends.append((unfinished, nil))  // `.drop`: this host no longer has its action
+            case (.endStopped, _): ends.append((unfinished, mark, nil))
+            default:  // `.drop`: this host no longer has its action, or refuses the definition stored
+                if case let .refused(why) = definition { ends.append((unfinished, nil, why)) } else { ends.append((unfinished, nil, nil)) }
             }
         }
         var slots = 0
@@ -95,7 +100,7 @@ extension FleetCoordinator {
         // Handed as the runs a start claims are: counted as this host's, their slots given back once the conductor counts them.
         if slots > 0 { send(.settled(granted: slots, claimed: Array(resumable.prefix(slots)))) }
         guard !ends.isEmpty else { return done() }
-        pool.submit({ [self, ends] db in for (run, mark) in ends { try end(run, as: mark, on: db) } }) { [self] result in
+        pool.submit({ [self, ends] db in for (run, mark, refused) in ends { try end(run, as: mark, refused: refused, on: db) } }) { [self] result in
             if case let .failure(error) = result { log("retrying runs moved here that were stopped, or whose action is gone, could not be ended: \(error)") }
             done()
         }
@@ -103,11 +108,15 @@ extension FleetCoordinator {
 
     /// Ends a retrying run of this host the conductor does not hold: as its stop mark says (`cancelled`: a
     /// cancel's, or a replace's), or, with none, `cancelled`, reason `removed` (this host no longer has its action).
-    /// Neither end fires hooks nor counts towards a pause (only a success or a failure does).
-    private func end(_ unfinished: UnfinishedRun, as mark: RunMachine.Stop?, on db: PGConnection) throws {
+    /// Neither end fires hooks nor counts towards a pause (only a success or a failure does). One whose definition
+    /// this host refuses (`refused`, `lookUp`) ends `failure`, reason `definition`, with no other attempt.
+    private func end(_ unfinished: UnfinishedRun, as mark: RunMachine.Stop?, refused: String?, on db: PGConnection) throws {
         let run = unfinished.run
-        let detail = mark?.detail ?? TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured on \(host.name)")
-        let transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: .retrying, to: mark?.phase ?? .cancelled, at: .now, detail: detail)
+        let removed = refused.map { TransitionDetail(reason: "definition", error: $0) }
+            ?? TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured on \(host.name)")
+        let detail = mark?.detail ?? removed
+        let to = mark?.phase ?? (refused == nil ? .cancelled : .failure)
+        let transition = Transition(runID: run.id, seq: unfinished.lastSeq + 1, from: .retrying, to: to, at: .now, detail: detail)
         let ended = try FleetCoordinator.retrying {
             try db.transaction(opening: [FleetJournal.lockKeys(runs: [run.id], keys: [])]) { _ in
                 guard try FleetJournal.apply(transition, on: db, as: host) else { return false }
@@ -117,6 +126,7 @@ extension FleetCoordinator {
         }
         guard ended else { return }
         log(mark.map { "run \(run.id) was moved here to wait to retry, and stopped meanwhile (\($0.recordText)): ended \(transition.to.rawValue), no other attempt" }
+            ?? refused.map { "run \(run.id) was moved here to wait to retry, but \($0): failed, reason definition" }
             ?? "run \(run.id) was moved here to wait to retry, but action \(run.action) is not configured here: cancelled")
     }
 }

@@ -37,10 +37,19 @@ extension FleetCoordinator {
     /// In the caller's transaction (which holds the key's slot row, and has checked
     /// that the run holds a free key): takes the locks the run's action claims, all at once, or
     /// puts it in their line (`FleetLocks.acquire`, the lock rows locked after the key's), and
-    /// writes `loading` for a queued run of this host, with the locks it took. A run whose
-    /// action this host no longer has is cancelled instead (it would hold its key forever).
-    func claim(_ run: RunSnapshot, seq: Int, on db: PGConnection) throws -> Attempt {
-        guard let action = conductor.action(named: run.action) else {
+    /// writes `loading` for a queued run of this host, with the locks it took. `action` is the
+    /// definition the run was triggered with (`definition(of:fingerprint:on:)`); a run with none
+    /// (nil: its action is not configured here and no definition of it is stored) is cancelled
+    /// instead (it would hold its key forever); one whose definition is `refused` (`lookUp`) ends
+    /// `failure`, reason `definition`, and runs nothing.
+    func claim(_ run: RunSnapshot, seq: Int, action: Action?, refused: String? = nil, on db: PGConnection) throws -> Attempt {
+        if action == nil, let refused {
+            let detail = TransitionDetail(reason: "definition", error: refused)
+            _ = try FleetJournal.apply(Transition(runID: run.id, seq: seq + 1, from: .queued, to: .failure, at: .now, detail: detail),
+                                       on: db, as: host)
+            return .none
+        }
+        guard let action else {
             let detail = TransitionDetail(reason: "removed", error: "action \(run.action) is no longer configured on \(host.name)")
             _ = try FleetJournal.apply(Transition(runID: run.id, seq: seq + 1, from: .queued, to: .cancelled, at: .now, detail: detail),
                                        on: db, as: host)

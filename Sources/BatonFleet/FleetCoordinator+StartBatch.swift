@@ -78,12 +78,15 @@ extension FleetCoordinator {
     func writeStarts(_ rows: [[String?]], on db: PGConnection) throws -> StartWrites {
         var writes = StartWrites()
         var statements: [FleetJournal.Statement] = []
-        var oneByOne: [(RunSnapshot, Int)] = []
-        // Each row's run and its action, looked up once.
+        var oneByOne: [(RunSnapshot, Int, Action?)] = []
+        // Each row's run and its action, looked up once: the definition it was triggered with.
         var read: [Int64: (run: RunSnapshot, seq: Int, action: Action?)] = [:]
+        var refused: [Int64: String] = [:]
         let facts = try rows.map { row in
             let decoded = try StartColumns.decode(row)
-            let action = conductor.action(named: decoded.run.action)
+            let found = try lookUp(decoded.run.action, fingerprint: decoded.definition, on: db)
+            let action = found.action
+            if case let .refused(why) = found { refused[decoded.run.id] = why }
             read[decoded.run.id] = (decoded.run, decoded.seq, action)
             var facts = decoded.facts
             facts.rate = action?.rateClaim(key: decoded.run.key)
@@ -94,7 +97,7 @@ extension FleetCoordinator {
         if !plan.rows.isEmpty {
             let names = plan.ready.flatMap { read[$0]?.action?.locks.map(\.name) ?? [] }
             if !names.isEmpty { _ = try db.pipeline(FleetLocks.lockRows(names)) }
-            buckets = try readBuckets(plan.buckets.compactMapValues { read[$0]?.run }, on: db)
+            buckets = try readBuckets(plan.buckets.compactMapValues { read[$0].map { ($0.run, $0.action) } }, on: db)
         }
         let effects = KeyDecision.decide(plan, buckets)
         var holds: [FleetJournal.Statement] = []
@@ -105,7 +108,7 @@ extension FleetCoordinator {
             case let .start(id):
                 guard let (run, seq, action) = read[id] else { continue }
                 guard let action, action.locks.isEmpty, run.hook == nil else {
-                    oneByOne.append((run, seq))
+                    oneByOne.append((run, seq, action))
                     continue
                 }
                 let loading = Transition(runID: run.id, seq: seq + 1, from: .queued, to: .loading, at: .now, detail: TransitionDetail(attempt: 1))
@@ -120,8 +123,8 @@ extension FleetCoordinator {
         }
         // A start or a cancel (its action gone) is news to the fleet; a place in line is not.
         writes.news = !writes.claimed.isEmpty
-        for (run, seq) in oneByOne {
-            switch try claim(run, seq: seq, on: db) {
+        for (run, seq, action) in oneByOne {
+            switch try claim(run, seq: seq, action: action, refused: refused[run.id], on: db) {
             case let .claimed(claimed):
                 writes.claimed.append(claimed)
                 writes.news = true

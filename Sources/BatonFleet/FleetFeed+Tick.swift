@@ -29,6 +29,7 @@ extension FleetFeed {
         // host's tick is first; and waits of actions whose `approve` a reload removed, waived.
         // Always: a host whose config has none any more still ends or waives what waits.
         try coordinator.timeOutApprovals(on: db)
+        try coordinator.keepLoaded(on: db)
         try coordinator.waiveApprovals(on: db)
         try refresh(db, &state.handed, coordinator)
     }

@@ -65,14 +65,14 @@ enum FleetRates {
 extension FleetCoordinator {
     /// In a start's transaction, holding the rows' keys and lock rows: the buckets the engine's
     /// start plan names (`KeyDecision.Starts.Plan.buckets`), each by one of its runs (its action's
-    /// claim, as this host has it), each locked (in its lock's order) and read, with the
-    /// database's clock read after them; nil where none is asked. The engine's second call
-    /// (`KeyDecision.decide`) decides on them which runs their rate limits hold back
+    /// claim, by the definition it was triggered with), each locked (in its lock's order) and
+    /// read, with the database's clock read after them; nil where none is asked. The engine's
+    /// second call (`KeyDecision.decide`) decides on them which runs their rate limits hold back
     /// (`RateBucket.admit`, oldest first).
-    func readBuckets(_ wanted: [String: RunSnapshot], on db: PGConnection) throws -> KeyDecision.Starts.Buckets? {
+    func readBuckets(_ wanted: [String: (run: RunSnapshot, action: Action?)], on db: PGConnection) throws -> KeyDecision.Starts.Buckets? {
         var claims: [String: (claim: RateClaim, action: String, key: String)] = [:]
-        for (bucket, run) in wanted {
-            if let claim = conductor.action(named: run.action)?.rateClaim(key: run.key) { claims[bucket] = (claim, run.action, run.key) }
+        for (bucket, (run, action)) in wanted {
+            if let claim = action?.rateClaim(key: run.key) { claims[bucket] = (claim, run.action, run.key) }
         }
         guard !claims.isEmpty else { return nil }
         let opening = FleetRates.opening(claims)

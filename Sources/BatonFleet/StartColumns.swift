@@ -13,7 +13,7 @@ import BatonCore
 /// fact of the view, each expected as the rule decides the view it states.
 enum StartColumns {
     enum Part: Hashable, Sendable {
-        case seq, slot, owner, pause, clock, approving, needs
+        case seq, slot, owner, pause, clock, approving, needs, definition
     }
 
     /// The list, as `r` (runs), `k` (its key), `p` (its action's pause) and `a` (its approval);
@@ -26,6 +26,7 @@ enum StartColumns {
         (.clock, [FleetCooldown.databaseNow]),
         (.approving, [FleetApprovals.waiting]),
         (.needs, ["r.needs"]),
+        (.definition, ["r.definition"]),
     ])
 
     /// The tables `select` reads; `keys` joined on the run's key only (`filter` says whether it holds it).
@@ -49,6 +50,8 @@ enum StartColumns {
         var run: RunSnapshot
         var seq: Int
         var facts: KeyDecision.Starts.Row
+        /// The fingerprint of the definition it was triggered with (`FleetCoordinator.definition`).
+        var definition: String?
 
         /// The start rule's verdict on the row, for this host's incarnation `me`.
         func verdict(me: String) -> KeyDecision.StartVerdict { facts.verdict(me: me) }
@@ -73,6 +76,6 @@ enum StartColumns {
             window: run.debounceUntil, pause: FleetPauses.pause(row, from: select.range(.pause).lowerBound),
             approving: select.value(row, .approving) == "t", rateUntil: run.rateUntil, needs: needs, startedBefore: run.startedAt != nil,
             now: Timestamp(rawValue: clock))
-        return Row(run: run, seq: Int(select.value(row, .seq) ?? "") ?? 1, facts: facts)
+        return Row(run: run, seq: Int(select.value(row, .seq) ?? "") ?? 1, facts: facts, definition: select.value(row, .definition))
     }
 }

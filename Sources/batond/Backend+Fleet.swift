@@ -49,6 +49,9 @@ extension Backend {
         // machine's: a crash leaves them, and the next start or a reaper resumes their backoff (its
         // due time is read from `transitions`: `FleetTakeBack.retryingRuns`), within the start slots.
         options.leavesRetrying = false
+        // A run queued before a reload starts by the definition it was triggered with, its process
+        // only from one this host loaded: the conductor keeps those a reload replaces (`FleetRunDefinitions`).
+        options.keepsEarlierActions = true
         // Every host hashes secrets under the one key each holds (`secretsKey`, required with a
         // secret param; read at start, and at first use where a reload added one).
         if let path = config.secretsKey {

@@ -36,8 +36,26 @@ struct FleetTests {
         try Client(path: host.socket).call(Request(op: .trigger, action: action, policy: policy, detach: detach))
     }
 
-    static func wait(_ host: Daemon, run: Int64) throws -> RunSnapshot? {
-        try Client(path: host.socket).call(Request(op: .wait, run: run)).run
+    /// Run `run`'s end, as `host` answers a wait for it; nil, with an issue recorded, where none comes within
+    /// `seconds`: a run that never ends fails its test instead of hanging the whole suite (a waiver that never
+    /// came hung FleetApprovalReviewTests for minutes under fleetdefs14).
+    static func wait(_ host: Daemon, run: Int64, within seconds: Double = 180,
+                     sourceLocation: SourceLocation = #_sourceLocation) throws -> RunSnapshot? {
+        let client = try Client(path: host.socket)
+        _ = try client.send(Request(op: .wait, run: run))
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            // A wait's final answer carries `ok`; events before it do not.
+            if let response = try client.receive(timeout: .milliseconds(200)) {
+                if response.ok != nil { return response.run }
+                continue
+            }
+            // None within the moment, or batond closed the connection (a read of nothing, peeked: no wait for it).
+            var byte: UInt8 = 0
+            if recv(client.fileDescriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 { throw SocketError.closed }
+        }
+        Issue.record("run \(run) did not end within \(seconds) s on \(host.socket)", sourceLocation: sourceLocation)
+        return nil
     }
 
     @Test("reject, join, queue and replace hold across hosts; cancel reaches a run on another host")

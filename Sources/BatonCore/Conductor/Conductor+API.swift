@@ -238,6 +238,7 @@ extension Conductor {
             var next = next
             for (name, action) in registry.actions where registry.closures[name] != nil && next[name] == nil { next[name] = action }
             let redefined = registry.actions.compactMap { name, old in next[name]?.exec == old.exec ? nil : name }
+            if options.keepsEarlierActions { registry.keepEarlier(replacedBy: next) }
             registry.actions = next
             return redefined
         }

@@ -27,6 +27,10 @@ extension Conductor {
         public var handsOver = false
         /// With `handsOver`: a shutdown also leaves the runs waiting to retry (`ConductorState.leavesRetrying`); not a fleet host.
         public var leavesRetrying = true
+        /// A reload keeps the actions it replaces or removes (`Conductor.earlierActions(named:)`) until
+        /// `forgetEarlier` drops them: a fleet, whose queued runs wait in rows, not in this conductor's
+        /// flights, and start by the definition they were triggered with (only one this host loaded).
+        public var keepsEarlierActions = false
 
         public init(maxConcurrentRuns: Int = Conductor.processorCount, execRunner: any Runner = ExecRunner(),
                     seed: UInt64 = UInt64.random(in: 0...UInt64.max), instance: String? = nil, watchersFedByFleet: Bool = false,

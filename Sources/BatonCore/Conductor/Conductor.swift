@@ -72,6 +72,8 @@ public final class Conductor: Sendable {
         /// Configured and registered actions, by name (the service resolves triggers itself).
         var actions: [String: Action]
         var closures: [String: RunnerBox] = [:]
+        /// Actions reloads replaced or removed, by name, kept while `Options.keepsEarlierActions` (`Conductor+Earlier`).
+        var earlier: [String: [Action]] = [:]
     }
 
     let store: any RunStore

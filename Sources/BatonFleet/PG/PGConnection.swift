@@ -12,6 +12,9 @@ public final class PGConnection {
     private let handle: OpaquePointer
     private let pq: BatonLibPQ
     private var prepared = PreparedStatements()
+    /// What this connection remembers of the `definitions` table (`FleetRunDefinitions.Cache`):
+    /// confined, as the connection is, to the one thread that uses it, so it needs no lock.
+    var definitions = FleetRunDefinitions.Cache()
     /// libpq raised an error of its own (one without a SQLSTATE: "server closed the connection
     /// unexpectedly"), which it may do before its status says the connection is bad.
     private var failed = false
@@ -165,13 +168,17 @@ public final class PGConnection {
     /// As `transaction`, its first statements `opening` sent in the round trip of the BEGIN;
     /// `body` gets their rows.
     public func transaction<T>(opening: [(sql: String, parameters: [String?])], _ body: ([PGRows]) throws -> T) throws -> T {
+        // The definitions a transaction inserts are written once it commits (`FleetRunDefinitions.Cache`).
+        definitions.ended(committed: false)
         do {
             let opened = opening.isEmpty ? [] : try pipeline([("BEGIN", [])] + opening).dropFirst()
             if opening.isEmpty { try execute("BEGIN") }
             let value = try body(Array(opened))
             try execute("COMMIT")
+            definitions.ended(committed: true)
             return value
         } catch {
+            definitions.ended(committed: false)
             if isOK { try? execute("ROLLBACK") }
             throw error
         }

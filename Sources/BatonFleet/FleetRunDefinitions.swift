@@ -1,0 +1,218 @@
+import BatonCore
+import BatonWire
+import FoundationEssentials
+
+/// The definitions runs were triggered with (`definitions`, migration 0027), by action name and
+/// fingerprint (`runs.action`, `runs.definition`; the fingerprint leaves the name out, so two
+/// actions defined alike share one): written by the host that makes the first such run, in that run's
+/// transaction; read by whichever host starts a run or decides its approval, so that every host
+/// does so by the run's definition, not by its own config of the moment (audit D4).
+enum FleetRunDefinitions {
+    /// Stores `action` under its name and fingerprint (`Action.fingerprint`, computed where not
+    /// given), once fleet-wide (a definition's text never changes).
+    static func insert(_ action: Action, as fingerprint: String? = nil) -> FleetJournal.Statement {
+        ("INSERT INTO definitions (fingerprint, name, action) VALUES ($1, $2, $3) ON CONFLICT (fingerprint, name) DO NOTHING",
+         [fingerprint ?? action.fingerprint, action.name, ActionCodec.encode(action)])
+    }
+
+    /// In a transaction that makes a run of `action` (a hook's): inserts its definition unless `db`
+    /// wrote it already or this transaction did (`Cache`), noted pending until it commits.
+    static func store(_ action: Action, on db: PGConnection) throws {
+        let key = key(action.name, action.fingerprint)
+        guard db.definitions.needsWrite(key) else { return }
+        try db.query(insert(action))
+        db.definitions.inserting(key)
+    }
+
+    /// The stored text of action `name`'s definition with `fingerprint`, if any.
+    static func read(_ name: String, _ fingerprint: String, on db: PGConnection) throws -> String? {
+        try db.query("SELECT action FROM definitions WHERE fingerprint = $1 AND name = $2", [fingerprint, name]).first?[0] ?? nil
+    }
+
+    /// A definition's key in a host's `Cache`: its fingerprint (16 hex digits) and its action's name.
+    static func key(_ name: String, _ fingerprint: String) -> String { fingerprint + ":" + name }
+
+    /// What one connection remembers of the table, by `key` (`PGConnection.definitions`): the
+    /// definitions it wrote since it opened (whose insert it skips), those the transaction in
+    /// progress inserted (`pending`: written once it commits, forgotten if it does not), and those
+    /// it read. Confined to
+    /// the connection's thread (no lock); each connection learns on its own, at the cost of one
+    /// idempotent insert or one read per fingerprint and connection. Both are bounded: past
+    /// `capacity` a set is emptied and fills again. What the host loaded from its config (which
+    /// decides what a process may be) is the conductor's (`Conductor.earlierActions`), not this.
+    struct Cache {
+        static let capacity = 256
+        private(set) var written: Set<String> = []
+        private(set) var read: [String: RunDefinition] = [:]
+        /// Rows the transaction in progress inserted: `written` only once it commits (`ended`).
+        var pending: Set<String> = []
+
+        /// Whether the transaction in progress must insert the row of `key` for a run it makes: not
+        /// written on this connection, nor inserted by this transaction already.
+        func needsWrite(_ key: String) -> Bool { !written.contains(key) && !pending.contains(key) }
+
+        /// Notes the row of `key` inserted by the transaction in progress.
+        mutating func inserting(_ key: String) { pending.insert(key) }
+
+        /// The transaction in progress ended (or a new one begins: `committed` false): its rows are
+        /// written where it committed, and forgotten where it did not (they were rolled back).
+        mutating func ended(committed: Bool) {
+            if committed { wrote(pending) }
+            pending.removeAll()
+        }
+
+        /// Notes rows committed.
+        mutating func wrote(_ keys: some Collection<String>) {
+            guard !keys.isEmpty else { return }
+            if written.count + keys.count > Self.capacity { written.removeAll() }
+            written.formUnion(keys)
+        }
+
+        /// Notes a definition read from the table (or refused: a miss remembered, logged once per connection).
+        mutating func remember(_ found: RunDefinition, as key: String) {
+            if read.count >= Self.capacity { read.removeAll() }
+            read[key] = found
+        }
+    }
+}
+
+/// What a host finds for a run (`FleetCoordinator.lookUp`): the action it runs and decides by; none (its
+/// action is not configured here and no definition is stored: cancelled, as `removed`); or refused (a
+/// stored definition whose process no config of this host's ever gave, or a row it cannot read: the run
+/// ends `failure`, reason `definition`, and nothing runs).
+enum RunDefinition {
+    case action(Action)
+    case none
+    case refused(String)
+
+    var action: Action? {
+        guard case let .action(action) = self else { return nil }
+        return action
+    }
+}
+
+extension Action {
+    /// `self` (a definition this host loaded from its config: what the process is) with the fields a
+    /// database writer may decide from `stored` (a run's stored definition): approve, locks, rateLimit,
+    /// retry, policy, policies, queueDepth, onInterrupt, needs and hooks (resolved here by name), and
+    /// debounce, maxWait and cooldown. Nothing else of `stored` is taken.
+    func deciding(as stored: Action) -> Action {
+        var action = self
+        action.approve = stored.approve
+        action.locks = stored.locks
+        action.rateLimit = stored.rateLimit
+        action.retry = stored.retry
+        action.policy = stored.policy
+        action.policies = stored.policies
+        action.queueDepth = stored.queueDepth
+        action.onInterrupt = stored.onInterrupt
+        action.needs = stored.needs
+        action.hooks = stored.hooks
+        action.debounce = stored.debounce
+        action.maxWait = stored.maxWait
+        action.cooldown = stored.cooldown
+        return action
+    }
+
+    /// Whether `stored`'s process (every field `deciding` does not take) is this loaded definition's,
+    /// by the codec's canonical text; `runAs` by its names only (the row's uid and gid are another host's).
+    func runsAsStored(_ stored: Action) -> Bool {
+        guard name == stored.name, stored.runAs?.named == runAs?.named, stored.runAs?.groupNamed == runAs?.groupNamed else { return false }
+        var theirs = stored
+        theirs.runAs = runAs
+        return ActionCodec.encode(deciding(as: theirs)) == ActionCodec.encode(theirs)
+    }
+}
+
+extension Action {
+    /// Whether this configured action (a host's config now) gives up the approval wait of a run
+    /// decided by `definition` (`FleetCoordinator.lookUp`: the `approve` it waits by is its own
+    /// stored one, so never nil while it waits): where this config has no `approve` (a reload
+    /// removed it) and `definition`'s process is this config's (`runsAsStored`). The fleet's
+    /// form of one machine's rule (`ConductorState.awaitApprovalAgain`: a waiting run whose
+    /// action as loaded now has no `approve` is waived), asked of the config, not of the
+    /// definition, which never changes: asked of the definition, no wait would ever be waived.
+    func waives(_ definition: Action) -> Bool {
+        approve == nil && runsAsStored(definition)
+    }
+}
+
+extension FleetCoordinator {
+    /// The definition a run of action `name` whose row keeps fingerprint `fingerprint` starts and
+    /// is decided by (`lookUp`); nil where there is none or it is refused.
+    func definition(of name: String, fingerprint: String?, on db: PGConnection) throws -> Action? {
+        try lookUp(name, fingerprint: fingerprint, on: db).action
+    }
+
+    /// A run's definition. The database never chooses what a host runs: this host's config where
+    /// its fingerprint matches (no read); a run made before version 27 (no row stored), this host's
+    /// config, as before; else the stored row (read once, remembered) gives only what a database
+    /// writer may decide (`Action.deciding(as:)`), and what the process is comes from a definition
+    /// this host loaded from its own config, now or before a reload (`Conductor.earlierActions`),
+    /// whose process is the row's (`Action.runsAsStored`). Neither, or a row that cannot be read (a
+    /// newer codec's, a corrupt one): refused, logged once per connection, remembered there (`Cache`).
+    func lookUp(_ name: String, fingerprint: String?, on db: PGConnection) throws -> RunDefinition {
+        let configured = conductor.action(named: name)
+        guard let fingerprint, configured?.fingerprint != fingerprint else { return configured.map(RunDefinition.action) ?? .none }
+        let key = FleetRunDefinitions.key(name, fingerprint)
+        if let known = db.definitions.read[key] { return known }
+        guard let text = try FleetRunDefinitions.read(name, fingerprint, on: db) else { return configured.map(RunDefinition.action) ?? .none }
+        let found: RunDefinition
+        do {
+            let stored = try ActionCodec.decode(text, resolve: conductor.action(named:))
+            let loaded = [configured].compactMap { $0 } + conductor.earlierActions(named: name)
+            if let own = loaded.first(where: { $0.runsAsStored(stored) }) {
+                found = .action(own.deciding(as: stored))
+            } else {
+                found = .refused("action \(name)'s definition \(fingerprint) is not one \(host.name) configured")
+                log("the definition \(fingerprint) of action \(name) is not one this host configured: its runs end, reason definition")
+            }
+        } catch {
+            found = .refused("action \(name)'s definition \(fingerprint) could not be read on \(host.name) (\(error)): it needs a newer batond")
+            log("the definition \(fingerprint) of action \(name) could not be read (\(error)): its runs end, reason definition")
+        }
+        db.definitions.remember(found, as: key)
+        return found
+    }
+
+    /// A feed tick's: forgets the definitions a reload replaced (`Conductor.earlierActions`) that no
+    /// unfinished run references any more (by name and fingerprint): what a host keeps is its config
+    /// and what its fleet still runs. Only those read before the look are forgotten: one a reload
+    /// replaces meanwhile waits for the next tick.
+    func keepLoaded(on db: PGConnection) throws {
+        let earlier = conductor.earlierActions()
+        guard !earlier.isEmpty else { return }
+        let names = Set(earlier.map(\.name))
+        let rows = try db.query("""
+            SELECT DISTINCT action, definition FROM runs WHERE action = ANY ($1::text[])
+            AND phase NOT IN ('success', 'failure', 'cancelled') AND definition IS NOT NULL
+            """, [FleetJournal.textArray(Array(names))]).rows
+        let referenced = Set(rows.compactMap { row in row[0].flatMap { name in row[1].map { FleetRunDefinitions.key(name, $0) } } })
+        conductor.forgetEarlier(earlier.filter { !referenced.contains(FleetRunDefinitions.key($0.name, $0.fingerprint)) })
+    }
+
+    /// The definitions `runs` were triggered with (`lookUp`), by id.
+    func definitions(of runs: [RunSnapshot], on db: PGConnection) throws -> [Int64: RunDefinition] {
+        guard !runs.isEmpty else { return [:] }
+        let rows = try db.query("SELECT id, definition FROM runs WHERE id = ANY ($1::bigint[])",
+                                ["{" + runs.map { String($0.id) }.joined(separator: ",") + "}"]).rows
+        let fingerprints = Dictionary(rows.compactMap { row in row[0].flatMap { Int64($0) }.map { ($0, row[1]) } }, uniquingKeysWith: { first, _ in first })
+        var actions: [Int64: RunDefinition] = [:]
+        for run in runs { actions[run.id] = try lookUp(run.action, fingerprint: fingerprints[run.id] ?? nil, on: db) }
+        return actions
+    }
+
+    /// The insert of each of `actions`' definitions (by the fingerprint their runs were made with)
+    /// that `db` has not written since it opened (`Cache`), for the transaction that makes their
+    /// runs, in key order (two transactions inserting the same two rows wait for each other in one
+    /// order, never in a cycle), noted pending (`Cache.ended` once it commits).
+    func definitionInserts(_ actions: [(fingerprint: String, action: Action)], on db: PGConnection) -> [FleetJournal.Statement] {
+        var new: [String: (fingerprint: String, action: Action)] = [:]
+        for made in actions {
+            let key = FleetRunDefinitions.key(made.action.name, made.fingerprint)
+            if db.definitions.needsWrite(key) { new[key] = made }
+        }
+        for key in new.keys { db.definitions.inserting(key) }
+        return new.sorted { $0.key < $1.key }.map { FleetRunDefinitions.insert($0.value.action, as: $0.value.fingerprint) }
+    }
+}

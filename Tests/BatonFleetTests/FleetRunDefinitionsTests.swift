@@ -1,0 +1,116 @@
+import BatonCore
+@testable import BatonFleet
+import BatonWire
+import Testing
+
+/// What a host remembers of the stored definitions: bounded, and only a wasted statement or read when it forgets.
+@Suite("FleetRunDefinitions.Cache: fingerprints written and definitions read, each bounded")
+struct FleetRunDefinitionsTests {
+    @Test("a fingerprint written since the start is not written again; past the capacity the set starts over")
+    func written() {
+        var cache = FleetRunDefinitions.Cache()
+        #expect(cache.needsWrite("a"))
+        cache.wrote(["a"])
+        #expect(!cache.needsWrite("a"))
+        cache.wrote((1..<FleetRunDefinitions.Cache.capacity).map { "f\($0)" })
+        #expect(cache.written.count == FleetRunDefinitions.Cache.capacity && !cache.needsWrite("a"))
+        cache.wrote(["b"])
+        #expect(cache.written == ["b"] && cache.needsWrite("a"), "emptied, then the new one")
+    }
+
+    @Test("a row the transaction in progress inserted is not inserted again in it; written once it commits, forgotten if it does not")
+    func pending() {
+        var cache = FleetRunDefinitions.Cache()
+        cache.inserting("a")
+        #expect(!cache.needsWrite("a"), "a second run of it in the same transaction (a hook's) inserts nothing")
+        cache.ended(committed: false)
+        #expect(cache.needsWrite("a") && cache.written.isEmpty, "rolled back: the next transaction inserts it")
+        cache.inserting("a")
+        cache.ended(committed: true)
+        #expect(!cache.needsWrite("a") && cache.written == ["a"] && cache.pending.isEmpty)
+    }
+
+    @Test("definitions read are kept by fingerprint, at most the capacity")
+    func read() {
+        var cache = FleetRunDefinitions.Cache()
+        for index in 0..<FleetRunDefinitions.Cache.capacity { cache.remember(.action(Action(name: "x\(index)")), as: "f\(index)") }
+        #expect(cache.read.count == FleetRunDefinitions.Cache.capacity && cache.read["f0"]?.action?.name == "x0")
+        cache.remember(.refused("no"), as: "g")
+        #expect(cache.read.count == 1 && cache.read["g"]?.action == nil, "a refusal is remembered too (logged once)")
+    }
+
+    @Test("the insert is idempotent and carries the codec's text under the name and the given fingerprint")
+    func insert() {
+        let action = Action(name: "deploy", exec: ["true"])
+        let statement = FleetRunDefinitions.insert(action)
+        #expect(statement.sql.contains("ON CONFLICT (fingerprint, name) DO NOTHING"))
+        #expect(statement.parameters == [action.fingerprint, "deploy", ActionCodec.encode(action)])
+        #expect(FleetRunDefinitions.insert(action, as: "given").parameters.first == "given")
+    }
+
+    @Test("two actions defined alike under two names share a fingerprint, not a definition")
+    func keyedByName() {
+        let (one, two) = (Action(name: "one", exec: ["true"]), Action(name: "two", exec: ["true"]))
+        #expect(one.fingerprint == two.fingerprint, "the fingerprint leaves the name out")
+        #expect(FleetRunDefinitions.key(one.name, one.fingerprint) != FleetRunDefinitions.key(two.name, two.fingerprint))
+    }
+
+    /// A host's own `deploy`, and a stored definition that differs from it only in what a database writer may decide.
+    static func own() -> Action {
+        var action = Action(name: "deploy", exec: ["sh", "-c", "echo A"], env: ["TOKEN": "x"], timeout: .seconds(60))
+        action.approve = ApprovalRule(by: ["user:bob"], approvers: AccessRule(users: [1002]), timeout: .seconds(3600))
+        return action
+    }
+
+    @Test("a stored definition deciding otherwise (approve, locks, retry, policy, queueDepth, onInterrupt) runs this host's process, decided as stored")
+    func decidingFields() {
+        var stored = Self.own()
+        stored.approve = ApprovalRule(by: ["user:alice"], approvers: AccessRule(users: [1001]), timeout: .seconds(60))
+        stored.locks = [LockClaim("db", limit: 1)]
+        stored.retry = RetryPolicy(attempts: 2)
+        stored.policy = .queue
+        stored.queueDepth = 3
+        stored.onInterrupt = .restart
+        stored.cooldown = .seconds(9)
+        #expect(Self.own().runsAsStored(stored))
+        let decided = Self.own().deciding(as: stored)
+        #expect(decided.approve == stored.approve && decided.locks == stored.locks && decided.retry == stored.retry)
+        #expect(decided.policy == .queue && decided.queueDepth == 3 && decided.onInterrupt == .restart && decided.cooldown == .seconds(9))
+        #expect(decided.exec == Self.own().exec && decided.env == Self.own().env)
+    }
+
+    @Test("a stored definition whose process differs in any of exec, env, cwd, timeout, umask, tty, limits, leftovers is not this host's")
+    func processFields() {
+        let changes: [(String, (inout Action) -> Void)] = [
+            ("exec", { $0.exec = ["sh", "-c", "echo PWNED"] }), ("env", { $0.env["TOKEN"] = "y" }), ("cwd", { $0.cwd = "/tmp" }),
+            ("timeout", { $0.timeout = nil }), ("umask", { $0.umask = 0 }), ("tty", { $0.tty = true }),
+            ("limits", { $0.limits.memory = 1 << 20 }), ("leftovers", { $0.leftovers = .keep }), ("killGrace", { $0.killGrace = .seconds(1) }),
+            ("survivesRestart", { $0.survivesRestart = false }), ("outputKeep", { $0.outputKeep = 1 }), ("name", { $0.name = "other" }),
+        ]
+        for (field, change) in changes {
+            var stored = Self.own()
+            change(&stored)
+            #expect(!Self.own().runsAsStored(stored), "\(field)")
+        }
+    }
+
+    @Test("a waiting run's wait is waived by a host whose config has its action without approve and runs its process; by no other")
+    func waives() {
+        // The run's definition as `lookUp` gives it: this host's process, the stored decision fields (its approve among them).
+        let definition = Self.own().deciding(as: Self.own())
+        let reloads: [(String, (inout Action) -> Void, Bool)] = [
+            ("approve removed, same process", { $0.approve = nil }, true),
+            ("approve removed, locks changed (the run's own decide)", { $0.approve = nil; $0.locks = [LockClaim("db", limit: 1)] }, true),
+            ("approve kept", { _ in }, false),
+            ("approve changed", { $0.approve = ApprovalRule(by: ["user:carol"], approvers: AccessRule(users: [1003]), timeout: nil) }, false),
+            ("approve removed, exec changed", { $0.approve = nil; $0.exec = ["sh", "-c", "echo B"] }, false),
+            ("approve removed, env changed", { $0.approve = nil; $0.env["TOKEN"] = "y" }, false),
+            ("approve removed, another action's name", { $0.approve = nil; $0.name = "other" }, false),
+        ]
+        for (reload, change, waived) in reloads {
+            var config = Self.own()
+            change(&config)
+            #expect(config.waives(definition) == waived, "\(reload)")
+        }
+    }
+}
