@@ -70,7 +70,7 @@ extension FleetCoordinator {
         var attempts: [Int64: Attempt] = [:]
         let later = !written.locked.isEmpty || !written.awaiting.isEmpty
         // The definitions of its new runs, stored with them (once per fingerprint and host start, `FleetRunDefinitions`).
-        let definitions = definitionInserts(written.runs.keys.compactMap { id in
+        let definitions = try definitionInserts(written.runs.keys.compactMap { id in
             written.actions[id].map { (decided.definitions[id] ?? $0.fingerprint, $0) }
         }, on: db)
         let results = try db.pipeline(written.statements + definitions + (later ? [] : notify + [("COMMIT", [])]))

@@ -10,9 +10,9 @@ import FoundationEssentials
 enum FleetRunDefinitions {
     /// Stores `action` under its name and fingerprint (`Action.fingerprint`, computed where not
     /// given), once fleet-wide (a definition's text never changes).
-    static func insert(_ action: Action, as fingerprint: String? = nil) -> FleetJournal.Statement {
+    static func insert(_ action: Action, as fingerprint: String? = nil) throws -> FleetJournal.Statement {
         ("INSERT INTO definitions (fingerprint, name, action) VALUES ($1, $2, $3) ON CONFLICT (fingerprint, name) DO NOTHING",
-         [fingerprint ?? action.fingerprint, action.name, ActionCodec.encode(action)])
+         [fingerprint ?? action.fingerprint, action.name, ActionCodec.encode(try action.storedForm())])
     }
 
     /// In a transaction that makes a run of `action` (a hook's): inserts its definition unless `db`
@@ -116,11 +116,33 @@ extension Action {
 
     /// Whether `stored`'s process (every field `deciding` does not take) is this loaded definition's,
     /// by the codec's canonical text; `runAs` by its names only (the row's uid and gid are another host's).
+    /// Both are compared as a row keeps them (`storedForm`: env values as digests): `stored` may be
+    /// a row's (digests) or a definition `lookUp` gave (this host's values).
     func runsAsStored(_ stored: Action) -> Bool {
         guard name == stored.name, stored.runAs?.named == runAs?.named, stored.runAs?.groupNamed == runAs?.groupNamed else { return false }
         var theirs = stored
         theirs.runAs = runAs
-        return ActionCodec.encode(deciding(as: theirs)) == ActionCodec.encode(theirs)
+        guard let mine = try? deciding(as: theirs).storedForm(), let theirs = try? theirs.storedForm() else { return false }
+        return ActionCodec.encode(mine) == ActionCodec.encode(theirs)
+    }
+
+    /// This definition as a fleet's `definitions` row keeps it (review M5): each env value as its
+    /// SHA-256 digest (`sha256:HEX`, from libcrypto), never in clear, since a row outlives the
+    /// config in every backup and replica and a database reader is not a host. A host runs its own
+    /// config's values (`FleetCoordinator.lookUp`) and only compares them, so it needs no other.
+    /// (A low-entropy value can still be guessed from its digest; `exec`'s arguments are kept as
+    /// they are: put secrets in env, or in a file the action reads.)
+    /// A value that is a digest already is kept: the form is the same whether made once or twice.
+    func storedForm() throws -> Action {
+        var action = self
+        action.env = try env.mapValues { value in try Self.isDigest(value) ? value : "sha256:" + SHA256.hex(Array(value.utf8)) }
+        return action
+    }
+
+    /// Whether an env value is a digest as `storedForm` writes it: `sha256:` and 64 lowercase hex digits.
+    static func isDigest(_ value: String) -> Bool {
+        let digits = value.utf8.dropFirst(7)
+        return value.hasPrefix("sha256:") && digits.count == 64 && digits.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 }
 
@@ -206,13 +228,14 @@ extension FleetCoordinator {
     /// that `db` has not written since it opened (`Cache`), for the transaction that makes their
     /// runs, in key order (two transactions inserting the same two rows wait for each other in one
     /// order, never in a cycle), noted pending (`Cache.ended` once it commits).
-    func definitionInserts(_ actions: [(fingerprint: String, action: Action)], on db: PGConnection) -> [FleetJournal.Statement] {
+    func definitionInserts(_ actions: [(fingerprint: String, action: Action)], on db: PGConnection) throws -> [FleetJournal.Statement] {
         var new: [String: (fingerprint: String, action: Action)] = [:]
         for made in actions {
             let key = FleetRunDefinitions.key(made.action.name, made.fingerprint)
             if db.definitions.needsWrite(key) { new[key] = made }
         }
+        let inserts = try new.sorted { $0.key < $1.key }.map { try FleetRunDefinitions.insert($0.value.action, as: $0.value.fingerprint) }
         for key in new.keys { db.definitions.inserting(key) }
-        return new.sorted { $0.key < $1.key }.map { FleetRunDefinitions.insert($0.value.action, as: $0.value.fingerprint) }
+        return inserts
     }
 }

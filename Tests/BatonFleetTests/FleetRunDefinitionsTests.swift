@@ -39,13 +39,19 @@ struct FleetRunDefinitionsTests {
         #expect(cache.read.count == 1 && cache.read["g"]?.action == nil, "a refusal is remembered too (logged once)")
     }
 
-    @Test("the insert is idempotent and carries the codec's text under the name and the given fingerprint")
-    func insert() {
-        let action = Action(name: "deploy", exec: ["true"])
-        let statement = FleetRunDefinitions.insert(action)
+    @Test("the insert is idempotent and carries the codec's text under the name and the given fingerprint, env values as digests (review M5)")
+    func insert() throws {
+        let action = Action(name: "deploy", exec: ["true"], env: ["TOKEN": "hunter2-secret"])
+        let statement = try FleetRunDefinitions.insert(action)
         #expect(statement.sql.contains("ON CONFLICT (fingerprint, name) DO NOTHING"))
-        #expect(statement.parameters == [action.fingerprint, "deploy", ActionCodec.encode(action)])
-        #expect(FleetRunDefinitions.insert(action, as: "given").parameters.first == "given")
+        #expect(statement.parameters == [action.fingerprint, "deploy", ActionCodec.encode(try action.storedForm())])
+        #expect(try FleetRunDefinitions.insert(action, as: "given").parameters.first == "given")
+        let text = try #require(statement.parameters[2])
+        #expect(!text.contains("hunter2"), "an env value in clear in the row: \(text)")
+        // sha256("hunter2-secret"), as sha256sum says.
+        #expect(try action.storedForm().env == ["TOKEN": "sha256:" + SHA256.hex(Array("hunter2-secret".utf8))])
+        #expect(try action.storedForm().storedForm() == action.storedForm(), "made twice, the same form")
+        #expect(Action.isDigest("sha256:" + String(repeating: "a", count: 64)) && !Action.isDigest("sha256:" + String(repeating: "A", count: 64)))
     }
 
     @Test("two actions defined alike under two names share a fingerprint, not a definition")
@@ -63,7 +69,7 @@ struct FleetRunDefinitionsTests {
     }
 
     @Test("a stored definition deciding otherwise (approve, locks, retry, policy, queueDepth, onInterrupt) runs this host's process, decided as stored")
-    func decidingFields() {
+    func decidingFields() throws {
         var stored = Self.own()
         stored.approve = ApprovalRule(by: ["user:alice"], approvers: AccessRule(users: [1001]), timeout: .seconds(60))
         stored.locks = [LockClaim("db", limit: 1)]
@@ -72,7 +78,8 @@ struct FleetRunDefinitionsTests {
         stored.queueDepth = 3
         stored.onInterrupt = .restart
         stored.cooldown = .seconds(9)
-        #expect(Self.own().runsAsStored(stored))
+        #expect(Self.own().runsAsStored(try stored.storedForm()), "as a row keeps it")
+        #expect(Self.own().runsAsStored(stored), "as lookUp gives it")
         let decided = Self.own().deciding(as: stored)
         #expect(decided.approve == stored.approve && decided.locks == stored.locks && decided.retry == stored.retry)
         #expect(decided.policy == .queue && decided.queueDepth == 3 && decided.onInterrupt == .restart && decided.cooldown == .seconds(9))
@@ -80,7 +87,7 @@ struct FleetRunDefinitionsTests {
     }
 
     @Test("a stored definition whose process differs in any of exec, env, cwd, timeout, umask, tty, limits, leftovers is not this host's")
-    func processFields() {
+    func processFields() throws {
         let changes: [(String, (inout Action) -> Void)] = [
             ("exec", { $0.exec = ["sh", "-c", "echo PWNED"] }), ("env", { $0.env["TOKEN"] = "y" }), ("cwd", { $0.cwd = "/tmp" }),
             ("timeout", { $0.timeout = nil }), ("umask", { $0.umask = 0 }), ("tty", { $0.tty = true }),
@@ -91,6 +98,7 @@ struct FleetRunDefinitionsTests {
             var stored = Self.own()
             change(&stored)
             #expect(!Self.own().runsAsStored(stored), "\(field)")
+            #expect(!Self.own().runsAsStored(try stored.storedForm()), "\(field), as a row keeps it")
         }
     }
 
