@@ -128,7 +128,7 @@ public final class FleetLease: Sendable {
                     adopted = runs.filter { moved.contains($0.run.id) }
                 }
                 let summary = try FleetTakeover.takeOver(dead, name: host.name, reason: "batond on \(host.name) stopped while the run was in flight",
-                                                         by: host, actions: actions, on: db)
+                                                         by: host, definitions: { try coordinator.definitions(of: $0, on: db) }, on: db)
                 recovered.requeued += summary.requeued.count + summary.adopted.count
                 // Retrying runs moved here (`summary.resumed`) are the sweep's, as above.
                 return adopted
@@ -269,7 +269,7 @@ public final class FleetLease: Sendable {
                 guard let dead = row[0], let name = row[1] else { continue }
                 let stopped = row[2] == "t"
                 let summary = try FleetTakeover.takeOver(dead, name: name, reason: stopped ? "host \(name) stopped" : "host \(name) stopped renewing its lease",
-                                                         by: host, actions: actions, on: db)
+                                                         by: host, definitions: { try coordinator.definitions(of: $0, on: db) }, on: db)
                 coordinator.log("host \(name) \(stopped ? "stopped and left runs" : "lost its lease"): \(summary.ended.count) runs ended host_lost, "
                     + "\(summary.requeued.count) restarted here, \(summary.adopted.count) queued runs taken over, "
                     + "\(summary.resumed.count) waiting to retry here, \(summary.stopped.count) retrying ended as a stop asked")

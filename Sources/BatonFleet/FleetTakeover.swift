@@ -10,7 +10,8 @@ import FoundationEssentials
 /// resume (`RecoveryDecision.mayResumeRetrying`) is moved here, for this host's conductor to wait
 /// out its backoff (`Summary.resumed`; its conductor finds it in the rows: `FleetCoordinator.resumeMoved`); a queued run is taken over by this host and
 /// keeps its place (a debounced one waits out a window from the takeover); a run that would start (again) but whose
-/// action has a secret param ends `failure`, reason `secret`; a run whose action this host does not have is cancelled. A failure it writes
+/// action has a secret param ends `failure`, reason `secret`; a run whose action this host does not have is cancelled, one whose
+/// definition it refuses ends `failure`, reason `definition`. Each is decided by its run's definition (`takeOver`). A failure it writes
 /// counts towards its action's `pauseAfterFailures` as any other end does (`FleetPauses.count`, in
 /// the same transaction), as one machine's restart counts the runs it ends `interrupted`.
 enum FleetTakeover {
@@ -45,21 +46,25 @@ enum FleetTakeover {
     }
 
     /// Takes over `dead`'s unfinished runs and marks it gone, in the caller's transaction, which
-    /// holds `locks` of the same `actions`.
-    static func takeOver(_ dead: String, name: String, reason: String, by me: FleetHost, actions configured: [Action],
-                         on db: PGConnection) throws -> Summary {
+    /// holds `locks` of the configured actions. Each run is decided by the definition it was
+    /// triggered with (`definitions`: `FleetCoordinator.definitions(of:on:)`, audit D4, review M2):
+    /// whether it restarts, resumes, fires hooks, counts failures, waits out a window; not by the
+    /// taking host's config of the moment. A definition this host refuses (its process is not one
+    /// this host configured) ends the run `failure`, reason `definition`, as a start would.
+    static func takeOver(_ dead: String, name: String, reason: String, by me: FleetHost,
+                         definitions: ([RunSnapshot]) throws -> [Int64: RunDefinition], on db: PGConnection) throws -> Summary {
         var summary = Summary()
-        let actions = Dictionary(configured.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         let owner = FleetHost(name: name, incarnation: dead, lease: me.lease)
         let rows = try db.query("""
             SELECT \(FleetRows.withSeq.sql) FROM runs
             WHERE incarnation = $1 AND phase IN ('queued', 'loading', 'retrying') ORDER BY id
-            """, [dead]).rows
+            """, [dead]).rows.map(FleetRows.runAndSeq)
+        let defined = try definitions(rows.map(\.0))
         let retrying = Dictionary(try FleetTakeBack.retryingRuns(of: dead, on: db).map { ($0.run.id, $0) }, uniquingKeysWith: { first, _ in first })
         let marks = try FleetTakeBack.stopMarks(of: dead, loading: true, on: db)
-        for row in rows {
-            let (run, seq) = FleetRows.runAndSeq(row)
-            let action = actions[run.action]
+        for (run, seq) in rows {
+            let definition = defined[run.id] ?? .none
+            let action = definition.action
             let at = Timestamp.now
             func end(_ phase: Phase, _ detail: TransitionDetail) throws {
                 let transition = Transition(runID: run.id, seq: seq + 1, from: run.phase, to: phase, at: at, detail: detail)
@@ -82,8 +87,17 @@ enum FleetTakeover {
             let restarts = try action?.onInterrupt == .restart && run.phase != .queued && !stopping()
             let resumes = try (retrying[run.id].map { RecoveryDecision.mayResumeRetrying($0, action) } ?? false) && !stopping()
             // A loading or retrying run a cancel or a replace marked ends as the mark says (`endStopped`).
-            let facts = RecoveryDecision.Facts(phase: run.phase, actionKnown: action != nil, mayResumeRetrying: resumes, restarts: restarts,
+            let refused = if case .refused = definition { true } else { false }
+            let facts = RecoveryDecision.Facts(phase: run.phase, actionKnown: action != nil || refused, mayResumeRetrying: resumes, restarts: restarts,
                                                secret: RecoveryDecision.losesSecret(action), stopped: marks[run.id] != nil)
+            // A definition this host refuses: a queued run, and a retrying one (its next attempt is due),
+            // end as their start would (reason `definition`); a loading one, whose process is gone,
+            // ends as lost (`interrupt`: it restarts nowhere here).
+            if case let .refused(why) = definition, marks[run.id] == nil, run.phase != .loading {
+                try end(.failure, TransitionDetail(reason: "definition", error: why))
+                summary.ended.append(run.id)
+                continue
+            }
             switch RecoveryDecision.decide(facts) {
             case .endStopped:
                 // As the dead host's stop reader would have ended it: never another attempt (not restarted

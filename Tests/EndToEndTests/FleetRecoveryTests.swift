@@ -21,13 +21,14 @@ struct FleetRecoveryTests {
 
     /// Each action appends a line to `$DIR/NAME` when it starts; the gated ones then wait for `$DIR/go`,
     /// ignoring SIGTERM (a replace's stop is still draining when web-1 dies).
-    static func config(_ conninfo: String, host: String, lease: String, scratch: String) -> String {
+    /// `swapInterrupt`: what `swap`'s `onInterrupt` says on this host (the run's definition decides a takeover).
+    static func config(_ conninfo: String, host: String, lease: String, scratch: String, swapInterrupt: String = "restart") -> String {
         let gated = #"echo start $BATON_RUN_ID >> \"$DIR/$BATON_ACTION\"; trap '' TERM; while [ ! -e \"$DIR/go\" ]; do sleep 0.02; done"#
         let common = #"env: { DIR: "\#(scratch)" }, survivesRestart: false"#
         return """
             { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, secretsKey: "\(scratch)/secrets.key",
               actions: { quiet: { exec: ["sh", "-c", "\(gated)"], \(common), debounce: "6s", maxWait: "60s", policy: "queue" },
-                         swap: { exec: ["sh", "-c", "\(gated)"], \(common), policy: "replace", onInterrupt: "restart", killGrace: "60s" },
+                         swap: { exec: ["sh", "-c", "\(gated)"], \(common), policy: "replace", onInterrupt: "\(swapInterrupt)", killGrace: "60s" },
                          vault: { exec: ["sh", "-c", "\(gated)"], \(common), params: { token: { secret: true } }, policy: "queue", killGrace: "100ms" },
                          rerun: { exec: ["sh", "-c", "\(gated)"], \(common), params: { token: { secret: true } }, onInterrupt: "restart", killGrace: "100ms" } } }
             """
@@ -155,6 +156,31 @@ struct FleetRecoveryTests {
         #expect(ended.phase == .cancelled && ended.reason == "cancelled", "\(ended)")
         #expect(try Self.phases(id, on: db) == ["queued", "loading", "cancelled"])
         #expect(Self.starts("swap", scratch: scratch) == "start \(id)\n")
+    }
+
+    @Test("M2: a takeover decides by the run's definition, not by the taking host's config: a run of an action that restarts when interrupted on the host that made it restarts on a host whose config says fail")
+    func takeoverByDefinition() throws {
+        let scratch = NSTemporaryDirectory() + "baton-fleet-recovery-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { Self.clean(scratch) }
+        #expect(FileManager.default.createFile(atPath: scratch + "/secrets.key", contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
+                                               attributes: [.posixPermissions: 0o600]))
+        let conninfo = try Postgres.server().database()
+        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", scratch: scratch))
+        try a.waitForLog("joined the fleet")
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch, swapInterrupt: "fail"))
+        try b.waitForLog("joined the fleet")
+        defer { b.stop() }
+        let db = try PGConnection(conninfo)
+        let id = try Self.trigger(a, "swap")
+        try Self.waitStarted(id, "swap", scratch: scratch)
+        a.crash()
+        // Taken over by web-2 once web-1's lease ran out: queued again there, as its definition says, and run again.
+        try Eventually.until("run \(id) started again on web-2", within: 60) { Self.starts("swap", scratch: scratch) == "start \(id)\nstart \(id)\n" }
+        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        let ended = try #require(try FleetTests.wait(b, run: id))
+        #expect(ended.phase == .success && ended.host == "web-2", "\(ended)")
+        #expect(try Self.phases(id, on: db) == ["queued", "loading", "queued", "loading", "success"])
     }
 
     @Test("D2 c, one machine: a loading run of an action that restarts when interrupted, which a replace was stopping when batond crashed, ends replaced at the restart, not run again; its replacement starts once")
