@@ -115,10 +115,12 @@ enum StopRequest {
     static let announced = "stop"
 
     /// Marks a loading or retrying run for its owner to stop, and announces it when it commits;
-    /// its rows: the owner's incarnation (none when the run was not loading or retrying).
+    /// its rows: the owner's incarnation (none when the run was not loading or retrying, or was
+    /// marked already). The first stop wins, as in the owner's machine (`RunMachine`): a later one
+    /// leaves the mark, which the owner's own (`JournalEntry.stopAsked`) may still correct.
     static func mark(_ id: Int64, _ stop: RunMachine.Stop) -> FleetJournal.Statement {
         ("""
-            WITH marked AS (UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying') RETURNING incarnation)
+            WITH marked AS (UPDATE runs SET stop = $2 WHERE id = $1 AND phase IN ('loading', 'retrying') AND stop IS NULL RETURNING incarnation)
             SELECT incarnation, pg_notify('baton', '\(announced)') FROM marked
             """, [String(id), stop.recordText])
     }

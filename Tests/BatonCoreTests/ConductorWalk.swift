@@ -172,6 +172,8 @@ struct ConductorWalk {
     // Where each run's latest `loading` was written, and its attempt: its process starts once that is durable.
     private var loadingCommit: [Int64: (attempt: Int?, commit: ConductorState.CommitID)] = [:]
     private var terminalDurable: Set<Int64> = []
+    /// Runs whose stop was written down (`JournalEntry.stopAsked`): they only end from then on.
+    private var stopMarked: Set<Int64> = []
     // A lost history file (`Store+Writer.strand`): from then on every item fails, ends and
     // `loading`s too; the runs whose end was lost with it.
     private var stranded = false
@@ -544,6 +546,10 @@ struct ConductorWalk {
                 check(transition, after: last)
                 stored[transition.runID] = (transition.seq, transition.to)
                 if transition.to.isTerminal { terminalDurable.insert(transition.runID) }
+                // A run whose stop is written down ends: it never starts, retries or queues again.
+                if stopMarked.contains(transition.runID), !transition.to.isTerminal {
+                    violate("run \(transition.runID) went \(transition.to.rawValue) after its stop was written down")
+                }
             case let .delivery(_, runID, _):
                 // Durable with what made it: the run's creation or the trigger that shared it, in one item.
                 let withItsRun = entries.contains { entry in
@@ -575,6 +581,7 @@ struct ConductorWalk {
                 // Written as a running attempt is told to stop, and only a stop a restart must know.
                 if !stop.outlivesBatond { violate("run \(runID)'s stop \(stop) was written down, which a restart decides again") }
                 if stored[runID]?.1 != .loading { violate("run \(runID)'s stop was written while it was \(stored[runID].map { $0.1.rawValue } ?? "unknown")") }
+                stopMarked.insert(runID)
             case .trigger, .output, .processGroup, .pause, .resume, .needs, .approval:
                 break
             case .outputChunks:
@@ -586,6 +593,8 @@ struct ConductorWalk {
     /// A refused item loses only what a refusal may lose: new runs, and the start of those runs.
     private mutating func refuse(_ entries: [JournalEntry]) {
         for case let .created(run, _) in entries { abandoned.insert(run.id); unpend(run.id); leaveLine(run.id) }
+        // A stop is told to the process at once: its record is in an item a full store never refuses.
+        for case let .stopAsked(runID, _) in entries { violate("run \(runID)'s stop was in an item that a full store refuses") }
         for case let .transition(transition) in entries where !abandoned.contains(transition.runID) {
             violate("run \(transition.runID)'s transition to \(transition.to) was in an item that a full store refuses")
         }

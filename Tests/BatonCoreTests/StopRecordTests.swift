@@ -76,6 +76,23 @@ struct StopRecordTests {
         #expect(Self.stopsAsked(early).isEmpty)
     }
 
+    @Test("a cancel that meets a run already stopping for a timeout is written down too; the run ends as the timeout says")
+    func cancelAfterTimeout() throws {
+        var h = try Self.loading(ConductorStateTests.flaky)
+        h.on(.timer(run: 1, .timeout))
+        #expect(Self.stopsAsked(h).isEmpty)
+        h.on(.cancel(2, .run(1), by: 42))
+        #expect(Self.stopsAsked(h) == [.stopAsked(runID: 1, .cancelled(by: 42))], "a restart would run it again: \(h.written)")
+        h.on(.exited(run: 1, attempt: 1, AttemptOutcome(result: .killed(signal: 15))))
+        let end = h.written.compactMap { if case let .transition(t) = $0 { t } else { nil } }.last
+        #expect(end?.to == .failure && end?.detail.reason == "timeout", "\(String(describing: end))")
+        // A second cancel of a run whose cancel is written already writes nothing more.
+        var twice = try Self.loading(Self.restarting)
+        twice.on(.cancel(2, .run(1), by: 42))
+        twice.on(.cancel(3, .run(1), by: 43))
+        #expect(Self.stopsAsked(twice).isEmpty)
+    }
+
     @Test("a replace of a loading run writes the replace down")
     func replaceWritten() throws {
         var h = try Self.loading(ConductorStateTests.replacing)

@@ -8,7 +8,7 @@ public struct RecoverySummary: Sendable, Equatable {
     /// Runs that were queued and are queued again, in their original order.
     public var requeued: [Int64] = []
     /// Runs that cannot go on: their action is gone from the config, their key's line is already
-    /// full, or a stop (a replace) was asked of them before they ended.
+    /// full, or a stop (a cancel, a replace: `runs.stop`) was asked of them before they ended.
     public var dropped: [Int64] = []
     /// Processes of unfinished runs that were still alive and were killed.
     public var killedProcesses = 0

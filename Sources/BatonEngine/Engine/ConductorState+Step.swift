@@ -190,6 +190,13 @@ extension ConductorState {
     mutating func drive(_ id: Int64, _ event: RunMachine.Event, _ step: inout Step) {
         // In place: the flight is not copied out of the table and back for each event (issue 39).
         guard let index = flights.index(forKey: id) else { return }
+        // A cancel or a replace that meets a run already stopping for a stop decided again (a
+        // timeout, a shutdown): its process is stopping anyway, but a restart must know of this
+        // one, or it runs the run again (review-stoprecord M1). The run ends as the first stop says.
+        if case let .stop(stop) = event, stop.outlivesBatond, let current = flights.values[index].machine.stopping,
+           !current.outlivesBatond, flights.values[index].machine.phase == .loading {
+            step.entries.append(.stopAsked(runID: id, stop))
+        }
         let effects = flights.values[index].machine.handle(event)
         for effect in effects { perform(id, effect, &step) }
     }
