@@ -35,11 +35,11 @@ enum FleetTakeBack {
         return tags
     }
 
-    enum LoadingPart: Hashable, Sendable { case seq, pgid, pgidStart, outputTotal }
-    /// A loading run with its last seq, its process group and the bytes of output kept.
+    enum LoadingPart: Hashable, Sendable { case seq, pgid, pgidStart, outputTotal, stop }
+    /// A loading run with its last seq, its process group, the bytes of output kept and its stop mark.
     static let loadingColumns = FleetSelect<LoadingPart>(run: nil, [
         (.seq, ["last_seq"]), (.pgid, ["pgid"]), (.pgidStart, ["pgid_start"]),
-        (.outputTotal, ["(SELECT total FROM output_totals o WHERE o.run_id = runs.id)"]),
+        (.outputTotal, ["(SELECT total FROM output_totals o WHERE o.run_id = runs.id)"]), (.stop, ["stop"]),
     ])
 
     /// The loading runs of `dead`, as the conductor recovers a previous daemon's runs.
@@ -51,6 +51,9 @@ enum FleetTakeBack {
             unfinished.pgid = loadingColumns.value(row, .pgid).flatMap { Int32($0) }
             unfinished.pgidIdentity = loadingColumns.value(row, .pgidStart)
             unfinished.outputTotal = loadingColumns.value(row, .outputTotal).flatMap { Int64($0) }
+            // A cancel or a replace asked before the restart: the survivor taken back is stopped as asked at once
+            // (`ConductorState.recover`), not a feed's tick later.
+            unfinished.stop = loadingColumns.value(row, .stop).map(RunMachine.Stop.init(recordText:))
             return unfinished
         }
     }
