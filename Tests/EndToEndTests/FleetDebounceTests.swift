@@ -40,13 +40,15 @@ struct FleetDebounceTests {
     /// Callers that wait for their trigger's outcome, each on a thread of its own; `await` joins them.
     final class Callers: @unchecked Sendable {
         let answers = Collected<Response>()
+        /// The host of each caller that got no answer: its connection closed (or could not be made).
+        let unanswered = Collected<Daemon>()
         private let group = DispatchGroup()
 
         func start(_ hosts: [Daemon]) {
             for host in hosts {
                 group.enter()
                 Thread.detachNewThread { [self] in
-                    if let answer = try? FleetDebounceTests.trigger(host, detach: false) { answers.append(answer) }
+                    if let answer = try? FleetDebounceTests.trigger(host, detach: false) { answers.append(answer) } else { unanswered.append(host) }
                     group.leave()
                 }
             }
@@ -160,9 +162,26 @@ struct FleetDebounceTests {
         let killedAt = try Self.databaseNow(db)
         #expect(before[0] == "queued" && before[4] == "web-1" && killedAt < deadline, "the kill must come inside the window: \(before)")
         hosts[0].crash()
+        // A survivor whose lease renewals stall past its fence (1.5 s into this 2 s lease: a loaded
+        // machine, or the PostgreSQL server every suite of the run shares, is enough) fences itself
+        // and starts over as a new incarnation, by design (`FleetLease`), and its callers'
+        // connections close with it, unanswered; its next start takes the run back (its window
+        // opened again). Such a caller does what a client does then: it waits for the run again
+        // once its host has joined the fleet again. Seen once in a `--filter Fleet` run on two
+        // cores: both survivors fenced right after the takeover, both callers went unanswered, and
+        // the row, read at once, was still queued on web-2 (flake33). A caller left unanswered by a
+        // host that did not start over is a failure.
         let answers = callers.join()
-        #expect(answers.count == 2 && answers.allSatisfy { $0.run?.id == id && $0.run?.phase == .failure && $0.run?.exitCode == 3 },
-                "\(answers.map { "\($0.run?.id ?? -1) \($0.run?.phase.rawValue ?? $0.error?.message ?? "?")" })")
+        var outcomes = answers.compactMap(\.run)
+        for host in callers.unanswered.all {
+            let restarted = host.stderr.contains("starting over with a new incarnation")
+            #expect(restarted, "a caller on \(host.socket) got no answer, and its batond did not start over; its log: \(host.stderr.suffix(3_000))")
+            guard restarted else { continue }
+            try host.waitForLog("joined the fleet", count: 2)
+            if let ended = try FleetTests.wait(host, run: id) { outcomes.append(ended) }
+        }
+        #expect(outcomes.count == 2 && outcomes.allSatisfy { $0.id == id && $0.phase == .failure && $0.exitCode == 3 },
+                "\(outcomes.map { "\($0.id) \($0.phase.rawValue)" }) \(answers.compactMap { $0.error?.message })")
         let after = try Self.row(db, id)
         #expect(after[0] == "failure" && (after[4] == "web-2" || after[4] == "web-3"), "taken over by a survivor: \(after)")
         let started = try #require(after[3].flatMap { Int64($0) })
