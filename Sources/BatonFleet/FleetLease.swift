@@ -3,11 +3,14 @@ import FoundationEssentials
 import Glibc
 
 /// This host's lease and the fleet's reaper. A connection of its own (a `PGWorker`) renews the
-/// lease with the database's `now()` every fifth of it, on a reactor timer, then reaps hosts
-/// whose lease ran out (under a transaction-scoped advisory lock, so one host does it at a
-/// time; the slot rows of the dead hosts' runs' keys locked in key order first), then reads the
-/// retrying runs a reap moved here that the conductor does not hold yet, for it to resume
-/// (`FleetCoordinator.resumeMoved`). A second reactor timer, armed from the start of the last successful renewal, fires
+/// lease with the database's `now()` every fifth of it, on a reactor timer; after each renewal a
+/// second one (the reaper's) reaps hosts whose lease ran out (under a transaction-scoped advisory
+/// lock, so one host does it at a time; the slot rows of the dead hosts' runs' keys locked in key
+/// order first), then reads the retrying runs a reap moved here that the conductor does not hold
+/// yet, for it to resume (`FleetCoordinator.resumeMoved`). Apart, so that a long reap (a dead
+/// host's many runs, a loaded server) never holds the next renewal back: on one connection the
+/// reaping host's fence counted on through the reap, and a survivor fenced itself while taking
+/// over (flake33). A second reactor timer, armed from the start of the last successful renewal, fires
 /// `fenceAfter` later (well before the lease can run out as the database counts it) unless a
 /// renewal came first: then it fences this host, killing every process group it runs and
 /// calling `onFenced`, so that no key has a run here while another host takes it over; the
@@ -22,10 +25,14 @@ public final class FleetLease: Sendable {
         var fenced = false
         /// Retrying runs moved here are being handed to the conductor (`FleetCoordinator.resumeMoved`): one hand-over at a time.
         var resuming = false
+        /// A reap is under way on the reaper's connection: one at a time.
+        var reaping = false
     }
 
     let coordinator: FleetCoordinator
     private let connection: PGWorker
+    /// The reaper's connection: reaps and the hand of moved retrying runs, off the renewals' one.
+    private let reaper: PGWorker
     private let state = Locked(State())
     private let onFenced: @Sendable (String) -> Void
     /// Told on the reactor, each time the fence is armed, the time it is armed for: the guard of
@@ -46,6 +53,7 @@ public final class FleetLease: Sendable {
         fenceAfter = lease - max(lease / 4, .milliseconds(300))
         // Its thread lives while a renewal runs (they are a fifth of the lease apart); the connection stays open.
         connection = coordinator.pool.dedicated(name: "baton-lease", idleTimeout: .zero)
+        reaper = coordinator.pool.dedicated(name: "baton-reaper", idleTimeout: .zero)
     }
 
     var host: FleetHost { coordinator.host }
@@ -166,9 +174,10 @@ public final class FleetLease: Sendable {
             }
         }
         connection.close(timeout: .seconds(5))
+        reaper.close(timeout: .seconds(5))
     }
 
-    /// One renewal (and reap) on the lease's connection; the next is armed from its start.
+    /// One renewal on the lease's connection (then a reap aside); the next is armed from its start.
     private func renew() {
         guard !state.withLock({ $0.stopped || $0.fenced }) else { return }
         let began = ContinuousClock.now
@@ -181,23 +190,38 @@ public final class FleetLease: Sendable {
                 """, [host.incarnation]).rows
             guard let found = others.first else { return false }
             coordinator.company.renewed(others: found[0] != "f")
-            // Before the reap, which may take a while: the fence counts from this renewal.
+            // The fence counts from this renewal.
             state.withLock { $0.lastRenewal = max($0.lastRenewal, began) }
             armFence()
-            let reaped = Result { try reap(on: db) }
-            // After the reap, and whether it failed or not (a commit whose answer was lost): the
-            // retrying runs moved here reach the conductor from their rows.
-            do { try resumeMoved(on: db) } catch { coordinator.log("the retrying runs of this host could not be read: \(error)") }
-            try reaped.get()
             return true
         }) { [self] result in
             switch result {
             case .success(false): return fence("its lease was taken over by another host")
-            case .success(true): break
+            case .success(true): reapAside()
             case let .failure(error): coordinator.log("cannot renew the fleet lease: \(error)")
             }
             let timer = coordinator.reactor.after(max(host.lease / 5 - (ContinuousClock.now - began), .zero)) { [self] in renew() }
             state.withLock { $0.renewal = timer }
+        }
+    }
+
+    /// After a renewal, on the reaper's connection, unless one is under way: the reap, then the
+    /// retrying runs moved here (whether the reap failed or not: a commit whose answer was lost),
+    /// which reach the conductor from their rows.
+    private func reapAside() {
+        let begins = state.withLock { state -> Bool in
+            guard !state.reaping, !state.stopped, !state.fenced else { return false }
+            state.reaping = true
+            return true
+        }
+        guard begins else { return }
+        reaper.submit({ [self] db in
+            let reaped = Result { try reap(on: db) }
+            do { try resumeMoved(on: db) } catch { coordinator.log("the retrying runs of this host could not be read: \(error)") }
+            try reaped.get()
+        }) { [self] result in
+            state.withLock { $0.reaping = false }
+            if case let .failure(error) = result { coordinator.log("cannot reap the fleet's gone hosts: \(error)") }
         }
     }
 
