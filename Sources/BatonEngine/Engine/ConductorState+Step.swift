@@ -192,7 +192,7 @@ extension ConductorState {
         guard let index = flights.index(forKey: id) else { return }
         // A cancel or a replace that meets a run already stopping for a stop decided again (a
         // timeout, a shutdown): its process is stopping anyway, but a restart must know of this
-        // one, or it runs the run again (review-stoprecord M1). The run ends as the first stop says.
+        // one, or it runs the run again (review of 198f8eb7, M1). The run ends as the first stop says.
         if case let .stop(stop) = event, stop.outlivesBatond, let current = flights.values[index].machine.stopping,
            !current.outlivesBatond, flights.values[index].machine.phase == .loading {
             step.entries.append(.stopAsked(runID: id, stop))
