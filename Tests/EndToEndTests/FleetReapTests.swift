@@ -11,20 +11,10 @@ import Testing
 struct FleetReapTests {
     @Test("a reap waiting 3 s for a dead host's run's key row: the reaping host renews all along and never fences; the run is taken over once the row is free")
     func slowReapKeepsLease() throws {
-        let scratch = NSTemporaryDirectory() + "baton-fleet-reap-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let (a, b, db, conninfo, scratch) = try FleetRecoveryTests.fleet(leases: ("2s", "2s"))
         defer { FleetRecoveryTests.clean(scratch) }
-        #expect(FileManager.default.createFile(atPath: scratch + "/secrets.key", contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
-                                               attributes: [.posixPermissions: 0o600]))
-        let conninfo = try Postgres.server().database()
-        let hosts = try ["web-1", "web-2"].map { name in
-            let host = try Daemon(config: FleetRecoveryTests.config(conninfo, host: name, lease: "2s", scratch: scratch))
-            try host.waitForLog("joined the fleet")
-            return host
-        }
-        let (a, b) = (hosts[0], hosts[1])
         defer { b.stop() }
-        let db = try PGConnection(conninfo), holder = try PGConnection(conninfo)
+        let holder = try PGConnection(conninfo)
         let web2 = try #require(try db.query("SELECT incarnation FROM hosts WHERE name = 'web-2' AND gone_at IS NULL").first?[0] ?? nil)
         let id = try FleetRecoveryTests.trigger(a, "swap")
         try FleetRecoveryTests.waitStarted(id, "swap", scratch: scratch)

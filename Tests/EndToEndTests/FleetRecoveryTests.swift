@@ -36,17 +36,23 @@ struct FleetRecoveryTests {
 
     /// web-1 and web-2 (web-1's lease short on the takeover path) on a fresh database, and a scratch directory with a secrets key.
     static func fleet(_ path: Path) throws -> (a: Daemon, b: Daemon, db: PGConnection, conninfo: String, scratch: String) {
+        try fleet(leases: (path == .takeover ? "2s" : "20s", "20s"))
+    }
+
+    /// web-1 and web-2 with these leases (and web-2's `swap` saying `swapInterrupt`), each joined, on a fresh
+    /// database; a scratch directory with a secrets key (`clean` removes it).
+    static func fleet(leases: (String, String), swapInterrupt: String = "restart") throws
+        -> (a: Daemon, b: Daemon, db: PGConnection, conninfo: String, scratch: String) {
         let scratch = NSTemporaryDirectory() + "baton-fleet-recovery-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: scratch + "/secrets.key", contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
                                                attributes: [.posixPermissions: 0o600]))
         let conninfo = try Postgres.server().database()
-        let hosts = try ["web-1", "web-2"].map { name in
-            let host = try Daemon(config: config(conninfo, host: name, lease: path == .takeover && name == "web-1" ? "2s" : "20s", scratch: scratch))
-            try host.waitForLog("joined the fleet")
-            return host
-        }
-        return (hosts[0], hosts[1], try PGConnection(conninfo), conninfo, scratch)
+        let a = try Daemon(config: config(conninfo, host: "web-1", lease: leases.0, scratch: scratch))
+        try a.waitForLog("joined the fleet")
+        let b = try Daemon(config: config(conninfo, host: "web-2", lease: leases.1, scratch: scratch, swapInterrupt: swapInterrupt))
+        try b.waitForLog("joined the fleet")
+        return (a, b, try PGConnection(conninfo), conninfo, scratch)
     }
 
     /// The database's clock in microseconds (`FleetCooldown.databaseNow`).
@@ -160,18 +166,9 @@ struct FleetRecoveryTests {
 
     @Test("M2: a takeover decides by the run's definition, not by the taking host's config: a run of an action that restarts when interrupted on the host that made it restarts on a host whose config says fail")
     func takeoverByDefinition() throws {
-        let scratch = NSTemporaryDirectory() + "baton-fleet-recovery-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let (a, b, db, _, scratch) = try Self.fleet(leases: ("2s", "20s"), swapInterrupt: "fail")
         defer { Self.clean(scratch) }
-        #expect(FileManager.default.createFile(atPath: scratch + "/secrets.key", contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
-                                               attributes: [.posixPermissions: 0o600]))
-        let conninfo = try Postgres.server().database()
-        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", scratch: scratch))
-        try a.waitForLog("joined the fleet")
-        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", scratch: scratch, swapInterrupt: "fail"))
-        try b.waitForLog("joined the fleet")
         defer { b.stop() }
-        let db = try PGConnection(conninfo)
         let id = try Self.trigger(a, "swap")
         try Self.waitStarted(id, "swap", scratch: scratch)
         a.crash()
