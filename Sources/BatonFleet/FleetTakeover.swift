@@ -87,17 +87,10 @@ enum FleetTakeover {
             let restarts = try action?.onInterrupt == .restart && run.phase != .queued && !stopping()
             let resumes = try (retrying[run.id].map { RecoveryDecision.mayResumeRetrying($0, action) } ?? false) && !stopping()
             // A loading or retrying run a cancel or a replace marked ends as the mark says (`endStopped`).
-            let refused = if case .refused = definition { true } else { false }
-            let facts = RecoveryDecision.Facts(phase: run.phase, actionKnown: action != nil || refused, mayResumeRetrying: resumes, restarts: restarts,
-                                               secret: RecoveryDecision.losesSecret(action), stopped: marks[run.id] != nil)
-            // A definition this host refuses: a queued run, and a retrying one (its next attempt is due),
-            // end as their start would (reason `definition`); a loading one, whose process is gone,
-            // ends as lost (`interrupt`: it restarts nowhere here).
-            if case let .refused(why) = definition, marks[run.id] == nil, run.phase != .loading {
-                try end(.failure, TransitionDetail(reason: "definition", error: why))
-                summary.ended.append(run.id)
-                continue
-            }
+            let refusal = if case let .refused(why) = definition { why } else { String?.none }
+            let facts = RecoveryDecision.Facts(phase: run.phase, actionKnown: action != nil || refusal != nil, mayResumeRetrying: resumes,
+                                               restarts: restarts, secret: RecoveryDecision.losesSecret(action), stopped: marks[run.id] != nil,
+                                               refused: refusal != nil)
             switch RecoveryDecision.decide(facts) {
             case .endStopped:
                 // As the dead host's stop reader would have ended it: never another attempt (not restarted
@@ -132,6 +125,9 @@ enum FleetTakeover {
                 if let unfinished = retrying[run.id], try FleetTakeBack.move([run.id], from: dead, to: me, phase: .retrying, on: db) == [run.id] {
                     summary.resumed.append(unfinished)
                 }
+            case .endRefused:
+                try end(.failure, TransitionDetail(reason: "definition", error: refusal))
+                summary.ended.append(run.id)
             case .endSecret:
                 // Its secret's value lived in the memory of the host that is gone: it cannot start
                 // (again) with it, nor without it, as at one machine's restart.

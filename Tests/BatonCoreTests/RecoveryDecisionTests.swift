@@ -40,6 +40,12 @@ struct RecoveryDecisionTests {
         // The action is gone: dropped, whatever else.
         (Facts(phase: .loading, actionKnown: false, surviving: true), .drop),
         (Facts(phase: .queued, actionKnown: false), .drop),
+        // A definition this host refuses (a fleet's): what would start ends `definition`; a loading run is lost;
+        // a stop asked of it comes first.
+        (Facts(phase: .queued, refused: true), .endRefused),
+        (Facts(phase: .retrying, mayResumeRetrying: true, refused: true), .endRefused),
+        (Facts(phase: .loading, restarts: true, refused: true), .interrupt),
+        (Facts(phase: .loading, stopped: true, refused: true), .endStopped),
     ])
     func decide(_ facts: Facts, _ expected: RecoveryDecision) {
         #expect(RecoveryDecision.decide(facts) == expected)

@@ -55,6 +55,10 @@ extension ConductorState {
             case let (.resumeRetrying, action?):
                 resumeRetrying(recovered.unfinished, action, due: recovered.unfinished.retryDue!, &step)
                 summary.adopted.append(run.id)
+            case (.endRefused, _):
+                // One machine runs its own config only: it refuses no definition (`Facts.refused` is a fleet's).
+                end(recovered.unfinished, .failure, TransitionDetail(reason: "definition", error: "action \(run.action)'s definition is refused here"), &step)
+                summary.interrupted.append(run.id)
             case let (.endSecret, action?):
                 // A secret's value lived only in the previous daemon's memory: the run cannot start
                 // again with it, nor without it. It ends `failure` and says why.

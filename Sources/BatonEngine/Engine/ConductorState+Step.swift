@@ -190,11 +190,12 @@ extension ConductorState {
     mutating func drive(_ id: Int64, _ event: RunMachine.Event, _ step: inout Step) {
         // In place: the flight is not copied out of the table and back for each event (issue 39).
         guard let index = flights.index(forKey: id) else { return }
-        // A cancel or a replace that meets a run already stopping for a stop decided again (a
-        // timeout, a shutdown): its process is stopping anyway, but a restart must know of this
-        // one, or it runs the run again (review of 198f8eb7, M1). The run ends as the first stop says.
-        if case let .stop(stop) = event, stop.outlivesBatond, let current = flights.values[index].machine.stopping,
-           !current.outlivesBatond, flights.values[index].machine.phase == .loading {
+        // A cancel or a replace of a run whose process runs is written down as the process is told
+        // to stop (beside the kill, not before: a cancel kills at once, a full disk's writes waiting or
+        // not), so that a restart ends the run as asked. Also where it meets the run stopping already
+        // for a stop decided again (a timeout, a shutdown: review of 198f8eb7, M1), which still ends it.
+        if case let .stop(stop) = event, stop.outlivesBatond, flights.values[index].machine.phase == .loading,
+           !flights.values[index].launchWaits, flights.values[index].machine.stopping?.outlivesBatond != true {
             step.entries.append(.stopAsked(runID: id, stop))
         }
         let effects = flights.values[index].machine.handle(event)
@@ -227,9 +228,6 @@ extension ConductorState {
             }
         case .terminate:
             if flights.values[index].launchWaits { return neverStarted(id, "stopped before its process started", &step) }
-            // Written as the process is told to stop, not before: a cancel kills at once, a full
-            // disk's writes waiting or not (a crash between the two restarts the run as before).
-            if let stop = flights.values[index].machine.stopping, stop.outlivesBatond { step.entries.append(.stopAsked(runID: id, stop)) }
             if flights[id]?.live != nil, let grace = flights[id]?.action.killGrace { step.emit(.stop(run: id, grace: grace)) }
         case let .backoff(attempt):
             step.emit(.schedule(run: id, .backoff(attempt), after: flights[id]?.nextBackoff ?? .zero))

@@ -18,6 +18,9 @@ public enum RecoveryDecision: Sendable, Equatable {
     /// (`RunMachine.Stop.outlivesBatond`: the row's `stop`); one machine's replace is also named by
     /// its replacing run's creation. A survivor is adopted instead, and stopped as asked.
     case endStopped
+    /// It would start (again) by a definition this host refuses to run (a fleet's stored one whose
+    /// process no config of this host gave): `failure`, reason `definition`, as its start would end.
+    case endRefused
     /// It may have started and its process is gone: `failure`, reason `interrupted`.
     case interrupt
     /// Queued again: a queued run (never started), or a started one whose action says `restart`.
@@ -38,11 +41,14 @@ public enum RecoveryDecision: Sendable, Equatable {
         /// Loading or retrying, a stop was asked of it that its end has not recorded (`UnfinishedRun.stop`,
         /// a fleet's `runs.stop` mark).
         public var stopped = false
+        /// Its action is known, but by a definition this host refuses to run (a fleet's: `FleetCoordinator.lookUp`).
+        public var refused = false
 
         public init(phase: Phase, actionKnown: Bool = true, surviving: Bool = false, mayResumeRetrying: Bool = false,
-                    restarts: Bool = false, secret: Bool = false, stopped: Bool = false) {
+                    restarts: Bool = false, secret: Bool = false, stopped: Bool = false, refused: Bool = false) {
             (self.phase, self.actionKnown, self.surviving) = (phase, actionKnown, surviving)
             (self.mayResumeRetrying, self.restarts, self.secret, self.stopped) = (mayResumeRetrying, restarts, secret, stopped)
+            self.refused = refused
         }
     }
 
@@ -82,6 +88,9 @@ public enum RecoveryDecision: Sendable, Equatable {
         if facts.stopped, facts.phase != .queued, !adopts { return .endStopped }
         guard facts.actionKnown else { return .drop }
         if adopts { return .adopt }
+        // Nothing of it runs here: a queued run, and a retrying one (its next attempt is due), end as their
+        // start would; a loading one, whose process is gone, restarts nowhere here.
+        if facts.refused { return facts.phase == .loading ? .interrupt : .endRefused }
         if facts.phase == .retrying, facts.mayResumeRetrying { return .resumeRetrying }
         let startsAgain = facts.phase == .queued || facts.restarts
         guard startsAgain else { return .interrupt }
