@@ -17,15 +17,7 @@ struct ShimDiskTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
         process.arguments = ["-s", disk, directory, "1000", "/bin/sh", "sh", "-c", script] + arguments
-        // Both ends close-on-exec: no process another test spawns meanwhile keeps a reader of it.
-        var ends: [Int32] = [-1, -1]
-        #expect(baton_pipe(&ends) == 0)
-        let reader = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
-        let writer = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
-        process.standardOutput = writer
-        process.standardError = writer
-        try process.run()
-        try writer.close()
+        let reader = try Self.run(process)
         var first = [UInt8]()
         while first.last != 10, let byte = try reader.read(upToCount: 1)?.first { first.append(byte) }
         return (process, reader)
@@ -98,16 +90,32 @@ struct ShimDiskTests {
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         #expect(mkfifo(fifo, 0o600) == 0)
         let (process, reader) = try launch(script, directory: directory, disk: disk, arguments: [fifo])
-        if !keepReading {
-            var pipe = stat()
-            #expect(fstat(reader.fileDescriptor, &pipe) == 0)
-            try reader.close()
-            // A child another test forks meanwhile holds a copy of the reading end until its exec
-            // (close-on-exec closes it only then): the shim would see batond reading still and
-            // put the status in DIR (session 32's CI). Gone only once no process holds one.
-            #expect(within { readers(ofPipe: pipe.st_ino) == 0 }, "a process still holds batond's end of the shim's pipe")
-        }
+        if !keepReading { try gone(reader) }
         return (process, fifo, directory, disk, reader)
+    }
+
+    /// Runs the shim `process` with its stdout and stderr one pipe, both ends close-on-exec (no
+    /// process another test spawns keeps a reader of it past its exec); returns batond's side, the reading end.
+    static func run(_ process: Process) throws -> FileHandle {
+        var ends: [Int32] = [-1, -1]
+        #expect(baton_pipe(&ends) == 0)
+        let reader = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
+        let writer = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+        process.standardOutput = writer
+        process.standardError = writer
+        try process.run()
+        try writer.close()
+        return reader
+    }
+
+    /// Batond's side gone, as a SIGKILLed batond's is: `reader` closed and held by no process. A child
+    /// another test forks meanwhile holds a copy of it until its exec (close-on-exec closes it only
+    /// then): the shim would see batond reading still and put the status in DIR (session 32's CI).
+    static func gone(_ reader: FileHandle) throws {
+        var pipe = stat()
+        #expect(fstat(reader.fileDescriptor, &pipe) == 0)
+        try reader.close()
+        #expect(within { readers(ofPipe: pipe.st_ino) == 0 }, "a process still holds batond's end of the shim's pipe")
     }
 
     /// How many descriptors of any process read the pipe `inode` (/proc/PID/fd links `pipe:[inode]`,

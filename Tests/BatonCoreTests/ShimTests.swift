@@ -128,16 +128,8 @@ struct ShimAloneTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
         process.arguments = [directory, String(limit)] + (exec ?? ["/bin/sh", "sh", "-c", script])
-        var ends: [Int32] = [-1, -1]
-        #expect(baton_pipe(&ends) == 0)
-        let reader = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
-        let writer = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
-        process.standardOutput = writer
-        process.standardError = writer
         if let ended { process.terminationHandler = { _ in ended.signal() } }
-        try process.run()
-        try writer.close()
-        return (process, reader, directory)
+        return (process, try ShimDiskTests.run(process), directory)
     }
 
     /// With `closeEarly`, the script waits at `cat "$0"` (a FIFO) until batond's side is gone: the
@@ -150,10 +142,7 @@ struct ShimAloneTests {
         var first = [UInt8]()
         while first.last != 10, let byte = try out.read(upToCount: 1)?.first { first.append(byte) }
         if closeEarly {
-            var pipe = stat()
-            #expect(fstat(out.fileDescriptor, &pipe) == 0)
-            try out.close()
-            #expect(ShimDiskTests.within { ShimDiskTests.readers(ofPipe: pipe.st_ino) == 0 }, "a process still holds batond's end")
+            try ShimDiskTests.gone(out)
             _ = ShimDiskTests.release(process, gate)
         }
         process.waitUntilExit()

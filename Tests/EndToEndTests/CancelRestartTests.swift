@@ -53,25 +53,22 @@ struct CancelRestartTests {
         Eventually.until("nothing of run 1 left") { CrashTests.marked(scratch.path).isEmpty }
     }
 
-    @Test("a cancelled run whose processes died with batond is not restarted: it ends cancelled, its process ran once")
-    func notRestarted() throws {
-        let scratch = ScratchDirectory("cancel-restart")
-        defer { withExtendedLifetime(scratch) {} }
-        let (first, again, connection) = try Self.cancelThenCrash("mortal", scratch)
-        defer { withExtendedLifetime(first) {} }
-        Self.endedAsAsked(connection, scratch, within: 30)
-        again.stop()
+    enum Case: String, CaseIterable, CustomTestStringConvertible {
+        /// Its processes died with batond (`survivesRestart: false`): not restarted.
+        case mortal = "a cancelled run whose processes died with batond is not restarted"
+        /// Its shim outlived batond: adopted, and stopped as asked (its 5 s kill grace counts again from the adoption).
+        case survivor = "a cancelled run whose shim outlived batond is adopted and stopped as asked"
+        var testDescription: String { rawValue }
     }
 
-    @Test("a cancelled run whose shim outlived batond is adopted and stopped as asked: it ends cancelled")
-    func survivorStopped() throws {
+    @Test("a cancelled run ends cancelled after the crash, its process ran once", arguments: Case.allCases)
+    func endsAsAsked(_ run: Case) throws {
         let scratch = ScratchDirectory("cancel-restart")
         defer { withExtendedLifetime(scratch) {} }
-        let (first, again, connection) = try Self.cancelThenCrash("survivor", scratch)
+        let (first, again, connection) = try Self.cancelThenCrash(String(describing: run), scratch)
         defer { withExtendedLifetime(first) {} }
-        // Its kill grace (5 s: the run ignores SIGTERM) counts again from the adoption.
-        Self.endedAsAsked(connection, scratch, within: 40)
-        #expect(again.stderr.contains("1 adopted"), "\(again.stderr)")
+        Self.endedAsAsked(connection, scratch, within: run == .survivor ? 40 : 30)
+        #expect(again.stderr.contains(run == .survivor ? "1 adopted" : "0 adopted"), "\(again.stderr)")
         again.stop()
     }
 }
