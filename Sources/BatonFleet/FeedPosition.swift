@@ -38,11 +38,13 @@ struct FeedPosition: Equatable, Sendable {
     }
 
     /// The parameters of `FleetFeed.catchUpQuery`: $1 seen's xmax, $2 seen's transactions in
-    /// progress, $3 the target (NULL: the statement's own snapshot), $4 the id to read after.
-    var parameters: [String?] {
-        [String(seen.xmax), "{" + seen.inProgress.map(String.init).joined(separator: ",") + "}", reading?.target.text,
-         String(reading?.after ?? 0)]
+    /// progress, $3 the target (NULL: the statement's own snapshot), $4 the id to read after, $5
+    /// the transactions to leave out (delivered ahead: `FeedAhead`).
+    func parameters(excluding: [UInt64] = []) -> [String?] {
+        [String(seen.xmax), Self.array(seen.inProgress), reading?.target.text, String(reading?.after ?? 0), Self.array(excluding)]
     }
+
+    private static func array(_ ids: [UInt64]) -> String { "{" + ids.map(String.init).joined(separator: ",") + "}" }
 
     /// After a page of `count` rows read up to `target`, the last of them `lastID`.
     mutating func read(_ count: Int, target: FeedSnapshot, lastID: Int64?) {

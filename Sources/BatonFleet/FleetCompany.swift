@@ -3,9 +3,9 @@ import Synchronization
 
 /// Whether another host of the fleet may be listening, and so whether this host's busiest commits
 /// (a run's end and the starts after it, a trigger batch's new runs, a start) NOTIFY. Their news
-/// is for the other hosts alone: this host's own feed is told in-process (`tellOwnFeed`), so a
-/// host alone in the fleet sends none, and neither its feed's connection reads each notification
-/// in a transaction of its own nor does PostgreSQL count one (issue 39, item 4).
+/// is for the other hosts alone: this host's own feed is handed each of them in-process
+/// (`committed`, `OwnCommit`), so a host alone in the fleet sends none, and its feed reads no
+/// notification and catches up on none of its own commits (issue 39, item 4).
 ///
 /// Company is known two ways, and either is enough: the lease's renewal counts the other hosts
 /// not gone (every fifth of the lease; nil until the first answers: company assumed), and a host
@@ -32,10 +32,12 @@ public final class FleetCompany: Sendable {
         }
     }
 
-    /// This host's feed, once it runs (`follow`): what `tellOwnFeed` asks for a tick.
+    /// This host's feed, once it runs (`follow`): what `committed` hands a commit to, and what
+    /// `poke` asks for a tick.
     private final class Teller: Sendable {
-        let tell: @Sendable () -> Void
-        init(_ tell: @escaping @Sendable () -> Void) { self.tell = tell }
+        let hand: @Sendable (OwnCommit) -> Void
+        let poke: @Sendable () -> Void
+        init(hand: @escaping @Sendable (OwnCommit) -> Void, poke: @escaping @Sendable () -> Void) { (self.hand, self.poke) = (hand, poke) }
     }
 
     let lease: Duration
@@ -80,12 +82,23 @@ public final class FleetCompany: Sendable {
         greetedAt.store(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .relaxed)
     }
 
-    /// From now on `tell` asks this host's feed for a tick (the first feed's; a host has one).
-    func follow(_ tell: @escaping @Sendable () -> Void) { _ = ownFeed.storeIfNil(Teller(tell)) }
-
-    /// After a commit that had news but did not notify: this host's feed ticks as its own NOTIFY
-    /// would have made it (its waits and watchers hear of the commit through the feed).
-    func tellOwnFeed() {
-        ownFeed.load()?.tell()
+    /// From now on this host's commits go to `hand`, and `poke` asks its feed for a tick (the
+    /// first feed's; a host has one).
+    func follow(hand: @escaping @Sendable (OwnCommit) -> Void, poke: @escaping @Sendable () -> Void) {
+        _ = ownFeed.storeIfNil(Teller(hand: hand, poke: poke))
     }
+
+    /// Whether a commit is handed to this host's feed (one follows): the committer then asks for
+    /// what `OwnCommit` reads, in its COMMIT's round trip.
+    var followed: Bool { ownFeed.load() != nil }
+
+    /// After a commit of this host, notifying or not: its feed delivers it (its waits and watchers
+    /// hear of it through the feed), or catches up. Nil (it wrote nothing): nothing to deliver.
+    func committed(_ commit: OwnCommit?) {
+        guard let commit else { return }
+        ownFeed.load()?.hand(commit)
+    }
+
+    /// Asks this host's feed for a tick (a catch-up).
+    func poke() { ownFeed.load()?.poke() }
 }

@@ -65,7 +65,9 @@ extension FleetCoordinator {
         // A new run (and what its replace stopped) is news to the fleet; a record is not.
         // For the other hosts: this host's feed is told in-process (`FleetCompany`).
         let news = decided.outcomes.contains { $0.createsRun }
-        let notify: [FleetJournal.Statement] = news && company.notifies ? [(company.notice, [])] : []
+        // This host's feed is handed what it committed (`OwnCommit`).
+        let (handed, began) = (company.followed, reactor.clock.now)
+        let closing = (news && company.notifies ? [(company.notice, [])] : []) + (handed ? OwnCommit.statements : []) + [("COMMIT", [])]
         // Slots not taken come back when the batch settles (`conclude`), as do those of a batch that fails.
         var attempts: [Int64: Attempt] = [:]
         let later = !written.locked.isEmpty || !written.awaiting.isEmpty
@@ -73,7 +75,7 @@ extension FleetCoordinator {
         let definitions = try definitionInserts(written.runs.keys.compactMap { id in
             written.actions[id].map { (decided.definitions[id] ?? $0.fingerprint, $0) }
         }, on: db)
-        let results = try db.pipeline(written.statements + definitions + (later ? [] : notify + [("COMMIT", [])]))
+        let results = try db.pipeline(written.statements + definitions + (later ? [] : closing))
         for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
         // Their hook runs, in this transaction: once fleet-wide, by the host that made the wait.
         for (run, action) in written.awaiting { try fireAwaiting(run, action, on: db) }
@@ -83,10 +85,10 @@ extension FleetCoordinator {
             if attempt.claimed != nil { written.slots -= 1 }
             attempts[id] = attempt
         }
-        if later { _ = try db.pipeline(notify + [("COMMIT", [])]) }
+        let closed = later ? try db.pipeline(closing) : results
         // Committed: its definitions (and its awaiting hooks') are written.
         db.definitions.ended(committed: true)
-        if news && notify.isEmpty { company.tellOwnFeed() }
+        if handed { company.committed(OwnCommit(OwnCommit.results(in: closed), began: began)) }
         return answers(entries, decided, written, attempts, results)
     }
 

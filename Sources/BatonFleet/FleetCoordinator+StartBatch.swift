@@ -41,8 +41,10 @@ extension FleetCoordinator {
         do {
             let writes = try writeStarts(opened[2].rows, on: db)
             let notifies = writes.news && company.notifies
-            _ = try db.pipeline((notifies ? [(company.notice, [])] : []) + [("COMMIT", [])])
-            if writes.news && !notifies { company.tellOwnFeed() }
+            // This host's feed is handed what it committed (`OwnCommit`).
+            let (handed, began) = (company.followed, reactor.clock.now)
+            let closed = try db.pipeline((notifies ? [(company.notice, [])] : []) + (handed ? OwnCommit.statements : []) + [("COMMIT", [])])
+            if handed { company.committed(OwnCommit(OwnCommit.results(in: closed), began: began)) }
             var results: [Int64: Started] = [:]
             claimed += writes.claimed
             for run in writes.claimed { results[run.run.id] = .started }

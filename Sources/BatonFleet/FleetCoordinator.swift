@@ -24,6 +24,8 @@ public final class FleetCoordinator: RunDispatcher, Sendable {
     let decisions: TriggerQueue
     let conductor: Conductor
     let followers: RemoteFollowers
+    /// What the feed delivered, from this host's commits and from catch-ups (`/metrics`).
+    public let feedCounts = FleetFeedCounts()
     /// Followers of other hosts' runs' output.
     let remoteOutput: RemoteOutput
     /// The most runs this host runs at once.

@@ -37,7 +37,7 @@ extension FleetFeed {
     /// Tells the loop that a catch-up begun at `began` succeeded (after its deliveries), at most
     /// four times a second: the table is followed without reads only while it is recent
     /// (`CoordinatorState.fed`), and a stamp older than the truth only makes that rarer.
-    private static func caughtUp(_ began: ContinuousClock.Instant, _ state: inout Connection, _ coordinator: FleetCoordinator) {
+    static func caughtUp(_ began: ContinuousClock.Instant, _ state: inout Connection, _ coordinator: FleetCoordinator) {
         if let told = state.caughtUpTold, began - told < .milliseconds(250) { return }
         state.caughtUpTold = began
         coordinator.reactor.onLoop { coordinator.send(.caughtUp(at: began)) }
@@ -104,7 +104,8 @@ extension FleetFeed {
 
     /// One page of a catch-up (`FeedPosition`, parameters `FeedPosition.parameters`): the target
     /// snapshot in the first column of every row (the statement's own when $3 is NULL: one
-    /// statement, one snapshot), then each transition the target sees and `seen` did not, with
+    /// statement, one snapshot), then each transition the target sees and `seen` did not (nor
+    /// delivered ahead, $5: `FeedAhead`), with
     /// its run's row, in id order; one row of NULLs after the target when there is none. The
     /// transactions `seen` did not see are found by `transitions_by_xid` first (a range below the
     /// target's xmax, and those in progress then), materialized, and only then ordered by id: a
@@ -117,6 +118,7 @@ extension FleetFeed {
             SELECT t.id, t.run_id, t.seq, t.from_phase, t.to_phase, t.at, t.detail, t.xid FROM transitions t
             WHERE ((t.xid >= $1::xid8 AND t.xid < pg_snapshot_xmax(coalesce($3::pg_snapshot, pg_current_snapshot())))
                    OR t.xid = ANY ($2::xid8[]))
+              AND NOT (t.xid = ANY ($5::xid8[]))
         )
         SELECT s.target::text, x.* FROM s LEFT JOIN LATERAL (
             SELECT \(CatchUpColumns.select.sql)
@@ -131,8 +133,10 @@ extension FleetFeed {
     /// the page was full (another follows).
     private static func catchUp(_ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws -> Bool {
         guard var position = state.position else { return false }
-        let rows = try page(db, &position)
+        let rows = try page(db, &position, excluding: state.ahead.excluded)
         state.position = position
+        if !position.midway { state.ahead.caughtUp(to: position.seen) }
+        coordinator.feedCounts.read(rows.count)
         // A run made or queued again (its needs to ask), or ended (a wait it may decide).
         if rows.contains(where: { $0.transition.to == .queued || $0.transition.to.isTerminal }) {
             state.needsDue = true
@@ -145,8 +149,8 @@ extension FleetFeed {
     /// Reads one page of a catch-up and moves `position` past it: the rows of `catchUpQuery`
     /// after its target column, decoded (`CatchUpColumns`). Unchanged when the statement fails
     /// (nothing was delivered).
-    static func page(_ db: PGConnection, _ position: inout FeedPosition) throws -> [CatchUpColumns.Row] {
-        let result = try db.query(catchUpQuery, position.parameters, planEachTime: true).rows
+    static func page(_ db: PGConnection, _ position: inout FeedPosition, excluding: [UInt64] = []) throws -> [CatchUpColumns.Row] {
+        let result = try db.query(catchUpQuery, position.parameters(excluding: excluding), planEachTime: true).rows
         guard let text = result.first?[0] ?? nil, let target = FeedSnapshot(text) else {
             throw PGError(message: "the feed's catch-up gave no snapshot")
         }

@@ -34,11 +34,15 @@ final class FleetFeed: Sendable {
         var handed = HandedRuns()
         /// When the catch-up the loop last heard of began (`CoordinatorState.caughtUp`).
         var caughtUpTold: ContinuousClock.Instant?
+        /// This host's commits delivered ahead of the catch-ups (`FeedAhead`).
+        var ahead = FeedAhead()
     }
 
-    /// A tick; `done` is told the socket to watch once it has run.
-    private struct Tick: Sendable {
-        var done: @Sendable (Int32) -> Void
+    /// What the feed's thread is asked: a tick (`done` is told the socket to watch once it has
+    /// run), or a commit of this host to deliver (`OwnCommit`), in the order they were asked.
+    enum Job: Sendable {
+        case tick(done: @Sendable (Int32) -> Void)
+        case own(OwnCommit)
     }
 
     /// The loop's: the socket the reactor watches (with a token per watch), the backstop timer,
@@ -53,8 +57,10 @@ final class FleetFeed: Sendable {
 
     /// The most ticks one wake runs while notifications keep coming with their answers.
     static let rounds = 50
+    /// The most jobs the feed's thread takes at once (own commits, mostly).
+    static let batch = 256
     private let coordinator: FleetCoordinator
-    private let worker: SerialWorker<Tick>
+    private let worker: SerialWorker<Job>
     private let watching: LoopOwned<Watching>
     private var reactor: Reactor { coordinator.reactor }
 
@@ -63,8 +69,9 @@ final class FleetFeed: Sendable {
         self.coordinator = coordinator
         watching = LoopOwned(Watching(), on: coordinator.reactor)
         let link = PGLink(conninfo: coordinator.pool.conninfo, defaults: coordinator.pool.defaults)
-        // One tick waiting at most: a notification during a tick asks for one more, not for many.
-        worker = SerialWorker(name: "baton-fleet-feed", capacity: 1, idleTimeout: .seconds(10),
+        // Never refused but once closed: the loop asks one tick waiting at most (`tick`), and a
+        // commit handed over is delivered, or caught up by a tick.
+        worker = SerialWorker(name: "baton-fleet-feed", capacity: 1, maxBatch: Self.batch, idleTimeout: .seconds(10),
                               state: Connection(link: link, position: start.map(FeedPosition.init(seen:)))) { [coordinator] state, batch in
             Self.run(&state, &batch, coordinator)
         }
@@ -72,8 +79,16 @@ final class FleetFeed: Sendable {
 
     func start() { coordinator.reactor.onLoop { [self] in tick() } }
 
-    /// Asks for a tick, from any thread: what this host's own NOTIFY would do (`FleetCompany`).
+    /// Asks for a tick, from any thread.
     func poke() { coordinator.reactor.onLoop { [self] in tick() } }
+
+    /// Hands a commit of this host to the feed's thread, from the committer's: delivered in the
+    /// order handed, after what was asked before (`OwnCommit`).
+    func hand(_ commit: OwnCommit) {
+        do throws(WorkerRefusal) { try worker.submit(.own(commit), bounded: false) } catch {
+            // Closed: batond is stopping, and nobody follows its runs any more.
+        }
+    }
 
     /// Takes the socket out of the reactor on the loop (waited for: the connection closes next),
     /// then stops the feed's thread. Blocks: batond calls it on a thread of its own.
@@ -98,41 +113,64 @@ final class FleetFeed: Sendable {
         worker.close(timeout: .seconds(5))
     }
 
-    /// On the loop: asks for a tick (none more if one is waiting already), the socket out of the
-    /// reactor first.
+    /// On the loop: asks for a tick (none more if one is waiting already: with one running and
+    /// one waiting, the waiting one reads what another would), the socket out of the reactor first.
     private func tick() {
         let asked = watching.access { watching -> Bool in
             guard !watching.stopped else { return false }
             Self.unwatch(&watching, reactor)
+            guard watching.ticks < 2 else { return false }
             watching.ticks += 1
             return true
         }
         guard asked else { return }
         do throws(WorkerRefusal) {
-            try worker.submit(Tick { [self] fd in coordinator.reactor.onLoop { [self] in watch(fd) } })
+            try worker.submit(.tick { [self] fd in coordinator.reactor.onLoop { [self] in watch(fd) } }, bounded: false)
         } catch {
             watching.access { $0.ticks -= 1 }
         }
     }
 
-    private static func run(_ state: inout Connection, _ batch: inout SerialWorker<Tick>.Batch, _ coordinator: FleetCoordinator) {
+    /// The jobs in order: each own commit delivered or left to a catch-up (`deliverOwn`), each
+    /// run of ticks one tick; a tick that fails is tried again with the jobs after it.
+    private static func run(_ state: inout Connection, _ batch: inout SerialWorker<Job>.Batch, _ coordinator: FleetCoordinator) {
+        let jobs = batch.jobs
+        var index = 0
+        while index < jobs.count {
+            if case let .own(commit) = jobs[index] {
+                deliverOwn(commit, &state, coordinator)
+                index += 1
+                continue
+            }
+            var end = index
+            while end < jobs.count, case .tick = jobs[end] { end += 1 }
+            guard let socket = ticked(&state, coordinator) else {
+                return batch.retry(Array(jobs[index...]), after: .milliseconds(500))
+            }
+            for case let .tick(done) in jobs[index..<end] { done(socket) }
+            index = end
+        }
+    }
+
+    /// One tick; returns the connection's socket, or nil when PostgreSQL was lost (the connection closed).
+    private static func ticked(_ state: inout Connection, _ coordinator: FleetCoordinator) -> Int32? {
         do {
             let (db, notes) = try listening(&state, coordinator.host)
-            let hello = FeedWake.hello(coordinator.host.incarnation)
-            try handle(FeedWake(notes, lastTickAge: .now - state.ticked, ownHello: hello), db, &state, coordinator)
+            let (hello, own) = (FeedWake.hello(coordinator.host.incarnation), coordinator.host.incarnation)
+            try handle(FeedWake(notes, lastTickAge: .now - state.ticked, ownHello: hello, own: own), db, &state, coordinator)
             // Notifications that came with a tick's answers wait in libpq, not in the socket (the
             // reactor would not see them): each may be of a commit after the catch-up, so tick
             // again until none came (at most `Self.rounds` times; past that the backstop comes).
             for _ in 0..<Self.rounds {
                 let later = try db.notifications()
                 if later.isEmpty { break }
-                try handle(FeedWake(later, lastTickAge: .now - state.ticked, ownHello: hello), db, &state, coordinator)
+                try handle(FeedWake(later, lastTickAge: .now - state.ticked, ownHello: hello, own: own), db, &state, coordinator)
             }
-            for job in batch.jobs { job.done(db.socket) }
+            return db.socket
         } catch {
             state.link.drop()
             coordinator.log("the fleet's feed lost PostgreSQL (\(error)); trying again")
-            batch.retry(batch.jobs, after: .milliseconds(500))
+            return nil
         }
     }
 
@@ -197,8 +235,8 @@ extension FleetCoordinator {
     public func startFeed() async -> FleetFeedHandle {
         let start = try? await pool.run { db in try FleetFeed.snapshot(on: db) }
         let feed = FleetFeed(self, after: start)
-        // A commit with news that notified nobody (no other host listens) ticks the feed from here.
-        company.follow { [weak feed] in feed?.poke() }
+        // This host's commits come to its feed in-process (`OwnCommit`).
+        company.follow(hand: { [weak feed] commit in feed?.hand(commit) }, poke: { [weak feed] in feed?.poke() })
         feed.start()
         return FleetFeedHandle(feed)
     }

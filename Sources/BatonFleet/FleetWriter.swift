@@ -182,9 +182,10 @@ final class FleetWriter: Sendable {
         // The pause locks of the actions whose pause this item changes or whose failures it
         // counts, before anything else: the first locks its transaction takes (`FleetPauses`).
         let pauseLocks = FleetPauses.locks(for: entries)
-        // News that no other host listens for: this host's feed is told once it is committed.
-        var untold = false
-        let lost = try db.transaction(opening: [FleetJournal.genericPlans] + pauseLocks + opening) { results in
+        // This host's feed is handed what it committed (`OwnCommit`), whoever else is told.
+        let handed = company?.followed == true
+        let began = ContinuousClock.now
+        let (lost, closed) = try db.transaction(opening: [FleetJournal.genericPlans] + pauseLocks + opening) { results in
             let opened = Array(results.dropFirst(1 + pauseLocks.count))
             var journal = FleetJournal.Written()
             var notify = false
@@ -202,10 +203,10 @@ final class FleetWriter: Sendable {
             })
             if !written.isEmpty { try db.query(FleetOutput.notify(written)) }
             try beforeCommit(opened)
-            if notify, company?.notifies ?? true { try db.execute(company?.notice ?? "NOTIFY baton") } else { untold = notify }
-            return lost
+            let notice: [FleetJournal.Statement] = notify && company?.notifies ?? true ? [(company?.notice ?? "NOTIFY baton", [])] : []
+            return (lost, notice + (handed ? OwnCommit.statements : []))
         }
-        if untold { company?.tellOwnFeed() }
+        if handed { company?.committed(OwnCommit(closed.suffix(OwnCommit.statements.count), began: began)) }
         return lost
     }
 }

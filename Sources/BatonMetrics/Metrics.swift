@@ -49,6 +49,17 @@ public final class Metrics: Sendable {
         public var commitItems = Histogram(bounds: Histogram.groupBounds)
         /// The last ends and failure streaks, seeded from the history: not only since start.
         public var deadMan = DeadMan()
+        /// A fleet host's feed, read from `feedSource` for each scrape; nil on one machine.
+        public var feed: FeedFigures?
+        /// Where a fleet host's feed figures are read (`follow(feed:)`).
+        var feedSource: (@Sendable () -> FeedFigures)?
+    }
+
+    /// What a fleet host's feed delivered since start: transitions from this host's own commits,
+    /// transitions its catch-ups read from the fleet, and those catch-ups' statements.
+    public struct FeedFigures: Equatable, Sendable {
+        public var own: Int, read: Int, catchUps: Int
+        public init(own: Int, read: Int, catchUps: Int) { (self.own, self.read, self.catchUps) = (own, read, catchUps) }
     }
 
     private let state = Locked(Counts())
@@ -101,7 +112,15 @@ public final class Metrics: Sendable {
         }
     }
 
-    public var counts: Counts { state.withLock { $0 } }
+    public var counts: Counts {
+        var counts = state.withLock { $0 }
+        // Read outside the lock: the source reads counters of its own.
+        counts.feed = counts.feedSource?()
+        return counts
+    }
+
+    /// From now on `counts` reads the figures of this host's feed from `figures` (a fleet host).
+    public func follow(feed figures: @escaping @Sendable () -> FeedFigures) { state.withLock { $0.feedSource = figures } }
 }
 
 extension Metrics.Counts {

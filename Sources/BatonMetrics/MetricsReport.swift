@@ -115,6 +115,16 @@ public struct MetricsReport: Sendable {
         out.sample("baton_store_unavailable", [], storeUnavailable ? 1 : 0)
         out.family("baton_connections", .gauge, "Client connections open on batond's socket.")
         out.sample("baton_connections", [], Double(connections))
+        if let feed = counts.feed { Self.feed(feed, &out) }
+    }
+
+    private static func feed(_ feed: Metrics.FeedFigures, _ out: inout Exposition) {
+        out.family("baton_fleet_feed_transitions_total", .counter,
+                   "Transitions the fleet's feed delivered on this host: from its own commits, or read from the fleet by a catch-up.")
+        out.sample("baton_fleet_feed_transitions_total", [("source", "own")], Double(feed.own))
+        out.sample("baton_fleet_feed_transitions_total", [("source", "read")], Double(feed.read))
+        out.family("baton_fleet_feed_catchup_reads_total", .counter, "Statements the fleet's feed ran to catch up on the fleet's transitions.")
+        out.sample("baton_fleet_feed_catchup_reads_total", [], Double(feed.catchUps))
     }
 
     private static func process(_ stats: ProcessStats, _ out: inout Exposition) {

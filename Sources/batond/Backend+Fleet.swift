@@ -66,6 +66,10 @@ extension Backend {
                                            company: company, log: { Log.warning($0) })
         // The transaction that writes a run's end starts the runs that may start then.
         store.startRuns(with: coordinator)
+        metrics.follow { [counts = coordinator.feedCounts] in
+            let figures = counts.counts
+            return Metrics.FeedFigures(own: figures.own, read: figures.read, catchUps: figures.catchUps)
+        }
         let lease = FleetLease(coordinator, onFenced: { why in
             guardLink.handOver()
             onFenced(why)

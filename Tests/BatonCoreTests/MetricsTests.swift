@@ -103,6 +103,19 @@ struct MetricsTests {
     static let usage = TransitionDetail(reason: "exit", exitCode: 0,
                                         usage: ResourceUsage(cpuUser: .milliseconds(1_500), cpuSystem: .milliseconds(500), memoryPeak: 4_096))
 
+    @Test("a fleet host's feed figures are read at each scrape from the source it follows; one machine shows none")
+    func feedFigures() {
+        let metrics = Metrics()
+        let report = { MetricsReport(counts: metrics.counts, actions: [], live: [], storeUnavailable: false, connections: 0, version: "9", process: nil).text }
+        #expect(!report().contains("baton_fleet_feed"))
+        let figures = Locked(Metrics.FeedFigures(own: 40, read: 3, catchUps: 2))
+        metrics.follow { figures.withLock { $0 } }
+        #expect(report().contains("baton_fleet_feed_transitions_total{source=\"own\"} 40\n"))
+        #expect(report().contains("baton_fleet_feed_transitions_total{source=\"read\"} 3\n"))
+        figures.withLock { $0.catchUps = 5 }
+        #expect(report().contains("# TYPE baton_fleet_feed_catchup_reads_total counter\nbaton_fleet_feed_catchup_reads_total 5\n"))
+    }
+
     @Test("a run's end that ran here counts the run, its duration, its attempt's usage and the dead-man series")
     func observedHere() {
         let metrics = Metrics()

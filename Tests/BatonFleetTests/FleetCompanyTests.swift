@@ -37,6 +37,21 @@ struct FleetCompanyTests {
         #expect(news == FeedWake(tick: true, outputRuns: [], greeted: false))
     }
 
+    @Test("this host's own commits' NOTIFY asks its feed for no tick (each was handed over in-process); another's, an untagged one or a second's wait does")
+    func ownNews() {
+        let (me, hello) = ("web-1/7/ab", FeedWake.hello("web-1/7/ab"))
+        func wake(_ payloads: [String], age: Duration = .zero) -> Bool {
+            FeedWake(payloads.map { (channel: "baton", payload: $0) }, lastTickAge: age, ownHello: hello, own: me).tick
+        }
+        #expect(!wake([me]))
+        #expect(!wake([me, me]))
+        #expect(wake([me, "web-2/9/cd"]))
+        #expect(wake([""]), "an untagged NOTIFY (a cancel, an approval) is news")
+        #expect(wake([me], age: .seconds(1)))
+        #expect(wake([]), "woken with nothing read: the tick is the point")
+        #expect(FeedWake([(channel: "baton", payload: me)], lastTickAge: .zero, ownHello: hello).tick, "a feed that names no host ticks for any")
+    }
+
     @Test("a commit's NOTIFY names its host's incarnation, quoted as SQL")
     func notifyStatement() {
         #expect(FleetCompany.notify("web-1/7/ab") == "NOTIFY baton, 'web-1/7/ab'")
@@ -44,17 +59,23 @@ struct FleetCompanyTests {
         #expect(FleetCompany.notify("o'brien/1/x") == "NOTIFY baton, 'o''brien/1/x'")
     }
 
-    @Test("told of a commit that notified nobody, the host's own feed is asked for a tick; a renewal and a greeting change the answer")
-    func tellsOwnFeed() {
+    @Test("a commit is handed to the host's own feed once one follows, notifying or not; a renewal and a greeting change whether it notifies")
+    func handsOwnFeed() throws {
         let company = FleetCompany(FleetHost(name: "web-1", incarnation: "web-1/7/ab", lease: .seconds(15)))
         #expect(company.notifies, "nothing heard yet: company assumed")
         company.renewed(others: false)
         #expect(!company.notifies)
-        let told = Locked(0)
-        company.tellOwnFeed()
-        company.follow { told.withLock { $0 += 1 } }
-        company.tellOwnFeed()
-        #expect(told.withLock { $0 } == 1)
+        let commit = OwnCommit(xid: 12, snapshot: try #require(FeedSnapshot("10:13:11")), rows: [], began: .now)
+        let handed = Locked<[UInt64]>([]), poked = Locked(0)
+        #expect(!company.followed)
+        company.committed(commit)
+        company.follow(hand: { commit in handed.withLock { $0.append(commit.xid) } }, poke: { poked.withLock { $0 += 1 } })
+        #expect(company.followed)
+        company.committed(commit)
+        company.committed(nil)
+        company.poke()
+        #expect(handed.withLock { $0 } == [12])
+        #expect(poked.withLock { $0 } == 1)
         company.greeted()
         #expect(company.notifies)
         company.renewed(others: true)

@@ -74,6 +74,18 @@ struct FleetCompanyEndToEndTests {
         let took = Date().timeIntervalSince(began)
         #expect(took < 15, "20 runs' ends took \(took) s to reach the watch")
         #expect(try Self.heard(listener).filter { $0 == me || $0.isEmpty } == [], "web-1 alone notified")
+        // Its feed delivered its own commits from their own rows (`OwnCommit`), not by reading
+        // them back: every run's end but those a once-a-second catch-up happened to read first.
+        let metrics = try #require(try Client(path: host.socket).call(Request(op: .metrics)).metrics)
+        let own = try #require(Self.sample(metrics, #"baton_fleet_feed_transitions_total{source="own"}"#))
+        let read = try #require(Self.sample(metrics, #"baton_fleet_feed_transitions_total{source="read"}"#))
+        #expect(own >= 20 && own > read, "own \(own), read \(read)")
+        #expect(Self.sample(metrics, "baton_fleet_feed_catchup_reads_total") ?? 0 > 0)
+    }
+
+    /// The value of the series `series` (its name and labels as written) in an exposition text.
+    static func sample(_ text: String, _ series: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
     }
 
     @Test("a host alone notifies once another joins (its feed's greeting, not the next renewal): web-2 starts the follow-up web-1's end freed from web-1's NOTIFY")

@@ -168,15 +168,23 @@ public final class PGConnection {
     /// As `transaction`, its first statements `opening` sent in the round trip of the BEGIN;
     /// `body` gets their rows.
     public func transaction<T>(opening: [(sql: String, parameters: [String?])], _ body: ([PGRows]) throws -> T) throws -> T {
+        try transaction(opening: opening) { opened in (try body(opened), []) }.value
+    }
+
+    /// As `transaction(opening:_:)`, and `body` also names its last statements, sent in the
+    /// round trip of the COMMIT; their rows come back with its value once it committed.
+    public func transaction<T>(opening: [(sql: String, parameters: [String?])],
+                               closing body: ([PGRows]) throws -> (T, [(sql: String, parameters: [String?])])) throws -> (value: T, closed: [PGRows]) {
         // The definitions a transaction inserts are written once it commits (`FleetRunDefinitions.Cache`).
         definitions.ended(committed: false)
         do {
             let opened = opening.isEmpty ? [] : try pipeline([("BEGIN", [])] + opening).dropFirst()
             if opening.isEmpty { try execute("BEGIN") }
-            let value = try body(Array(opened))
-            try execute("COMMIT")
+            let (value, closing) = try body(Array(opened))
+            let closed = closing.isEmpty ? [] : try pipeline(closing + [("COMMIT", [])]).dropLast()
+            if closing.isEmpty { try execute("COMMIT") }
             definitions.ended(committed: true)
-            return value
+            return (value, Array(closed))
         } catch {
             definitions.ended(committed: false)
             if isOK { try? execute("ROLLBACK") }

@@ -1,0 +1,55 @@
+import BatonCore
+import Synchronization
+
+extension FleetFeed {
+    /// A commit of this host (`OwnCommit`), on the feed's thread: delivered from its own rows
+    /// where nothing it may follow is undelivered (`FeedAhead`), as a catch-up that read it
+    /// would deliver it; otherwise left to a catch-up, which a tick does now.
+    static func deliverOwn(_ commit: OwnCommit, _ state: inout Connection, _ coordinator: FleetCoordinator) {
+        switch state.ahead.admit(commit.xid, snapshot: commit.snapshot, position: state.position) {
+        case .read: return
+        case .catchUp: return coordinator.company.poke()
+        case .deliver: break
+        }
+        let rows = commit.rows
+        // A run made or queued again (its needs to ask), or ended (a wait it may decide).
+        if rows.contains(where: { $0.transition.to == .queued || $0.transition.to.isTerminal }) { state.needsDue = true }
+        for row in rows { state.handed.delivering(row.run.id) }
+        deliver(rows, coordinator)
+        coordinator.feedCounts.delivered(own: rows.count)
+        // Every transaction committed before its statements were sent is delivered now.
+        caughtUp(commit.began, &state, coordinator)
+        coordinator.lookForStarts()
+        // The needs read the fleet: a tick looks at them.
+        if state.needsDue, FleetNeeds.configured(coordinator) { coordinator.company.poke() }
+    }
+}
+
+/// What a host's feed delivered since batond started, for `/metrics`: transitions delivered from
+/// this host's own commits (`OwnCommit`), transitions read by catch-ups, and the catch-ups.
+public final class FleetFeedCounts: Sendable {
+    private let own = Atomic<Int>(0)
+    private let read = Atomic<Int>(0)
+    private let catchUps = Atomic<Int>(0)
+
+    public init() {}
+
+    public struct Counts: Equatable, Sendable {
+        public var own = 0, read = 0, catchUps = 0
+        public init(own: Int = 0, read: Int = 0, catchUps: Int = 0) {
+            (self.own, self.read, self.catchUps) = (own, read, catchUps)
+        }
+    }
+
+    public var counts: Counts {
+        Counts(own: own.load(ordering: .relaxed), read: read.load(ordering: .relaxed), catchUps: catchUps.load(ordering: .relaxed))
+    }
+
+    func delivered(own count: Int) { own.add(count, ordering: .relaxed) }
+
+    /// One statement of a catch-up that read `count` transitions.
+    func read(_ count: Int) {
+        read.add(count, ordering: .relaxed)
+        catchUps.add(1, ordering: .relaxed)
+    }
+}
