@@ -90,7 +90,7 @@ struct FleetFollowWalkTests {
         let reactor = Reactor(), followers = RemoteFollowers(reactor: reactor)
         let result = Locked<World?>(nil)
         await RemoteFollowersTests.onLoop(reactor) {
-            var random = SplitMix(seed: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ 3)
+            var random = SplitMix(seed: UInt64(seed) &* 0xD1B5_4A32_D192_ED03 &+ 3)
             let now = ContinuousClock.now
             var world = World(last: 4 + Int(random.next() % 40))
             // The run in the table from the start, or only once the feed delivers or refreshes it.
