@@ -6,7 +6,7 @@ extension FleetFeed {
     /// where nothing it may follow is undelivered (`FeedAhead`), as a catch-up that read it
     /// would deliver it; otherwise left to a catch-up, which a tick does now.
     static func deliverOwn(_ commit: OwnCommit, _ state: inout Connection, _ coordinator: FleetCoordinator) {
-        switch state.ahead.admit(commit.xid, snapshot: commit.snapshot, position: state.position) {
+        switch state.ahead.admit(commit.xid, subtransactions: commit.subtransactions, snapshot: commit.snapshot, position: state.position) {
         case .read: return
         case .catchUp: return coordinator.company.poke()
         case .deliver: break

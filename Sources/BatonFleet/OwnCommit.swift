@@ -13,6 +13,10 @@ import BatonCore
 struct OwnCommit: Sendable, Equatable {
     /// The transaction's id (`transitions.xid` of what it wrote).
     var xid: UInt64
+    /// The ids of its subtransactions that wrote transitions (a savepoint's: `end_starts`), read
+    /// from those rows' `xmin`: no snapshot lists a subtransaction in progress, so once any later
+    /// transaction finished, a snapshot tells them from finished transactions by nothing.
+    var subtransactions: [UInt64] = []
     /// A snapshot taken in the transaction after every row lock it took: every transaction whose
     /// writes it waited for, or read, is finished in it.
     var snapshot: FeedSnapshot
@@ -25,7 +29,8 @@ struct OwnCommit: Sendable, Equatable {
     /// Sent last before the COMMIT, in its pipeline; `init` reads their results.
     static let statements: [FleetJournal.Statement] = [
         ("SELECT pg_current_xact_id_if_assigned()::text, pg_current_snapshot()::text", []),
-        ("SELECT \(CatchUpColumns.select.sql) FROM transitions t JOIN runs r ON r.id = t.run_id "
+        // Each row's `xmin` last: the (sub)transaction that inserted it, 32 bits.
+        ("SELECT \(CatchUpColumns.select.sql), t.xmin::text FROM transitions t JOIN runs r ON r.id = t.run_id "
             + "WHERE t.xid = pg_current_xact_id_if_assigned() ORDER BY t.id", []),
     ]
 
@@ -35,14 +40,25 @@ struct OwnCommit: Sendable, Equatable {
         let results = Array(results)
         guard results.count == 2, let first = results[0].rows.first, first.count == 2,
               let xid = first[0].flatMap({ UInt64($0) }), let snapshot = first[1].flatMap(FeedSnapshot.init) else { return nil }
-        self.init(xid: xid, snapshot: snapshot, rows: results[1].rows.map { CatchUpColumns.decode($0) }, began: began)
+        let rows = results[1].rows
+        let inserters = Set(rows.compactMap { row in row.last.flatMap { $0 }.flatMap { UInt32($0) } })
+        self.init(xid: xid, snapshot: snapshot, rows: rows.map { CatchUpColumns.decode(Array($0.dropLast())) }, began: began)
+        subtransactions = inserters.map { Self.widened($0, after: xid) }.filter { $0 != xid }.sorted()
     }
 
-    init(xid: UInt64, snapshot: FeedSnapshot, rows: [CatchUpColumns.Row], began: ContinuousClock.Instant) {
+    init(xid: UInt64, subtransactions: [UInt64] = [], snapshot: FeedSnapshot, rows: [CatchUpColumns.Row], began: ContinuousClock.Instant) {
         self.xid = xid
+        self.subtransactions = subtransactions
         self.snapshot = snapshot
         self.rows = rows
         self.began = began
+    }
+
+    /// The 64-bit id of a 32-bit `xmin` of transaction `top` (its own, or a subtransaction's,
+    /// which comes after it): in `top`'s epoch, or the next where the low 32 bits wrapped since.
+    static func widened(_ xmin: UInt32, after top: UInt64) -> UInt64 {
+        let widened = (top & ~0xFFFF_FFFF) | UInt64(xmin)
+        return widened < top ? widened + (1 << 32) : widened
     }
 
     /// The results of `statements` in `results`, a pipeline that ended with them and a COMMIT.
@@ -80,21 +96,22 @@ struct FeedAhead: Equatable, Sendable {
         case catchUp
     }
 
-    /// Whether own commit `xid`, whose snapshot is `snapshot`, is delivered now; `position` is the
-    /// feed's. Where it is, it is counted delivered.
-    mutating func admit(_ xid: UInt64, snapshot: FeedSnapshot, position: FeedPosition?) -> Verdict {
+    /// Whether own commit `xid`, with subtransactions `subtransactions`, whose snapshot is
+    /// `snapshot`, is delivered now; `position` is the feed's. Where it is, it is counted
+    /// delivered, its subtransactions with it.
+    mutating func admit(_ xid: UInt64, subtransactions: [UInt64] = [], snapshot: FeedSnapshot, position: FeedPosition?) -> Verdict {
         guard let position, position.reading == nil else { return .catchUp }
         let seen = position.seen
         if seen.sees(xid) || delivered.contains(xid) { return .read }
-        let delivered = delivered
-        let undelivered = { (other: UInt64) in other != xid && snapshot.sees(other) && !delivered.contains(other) }
+        let (delivered, own) = (delivered, Set(subtransactions + [xid]))
+        let undelivered = { (other: UInt64) in !own.contains(other) && snapshot.sees(other) && !delivered.contains(other) }
         if seen.inProgress.contains(where: undelivered) { return .catchUp }
         var other = max(frontier, seen.xmax)
         while other < snapshot.xmax {
             if undelivered(other) { return .catchUp }
             other += 1
         }
-        self.delivered.insert(xid)
+        self.delivered.formUnion(own)
         advance(from: seen.xmax)
         return .deliver
     }
