@@ -11,7 +11,7 @@ extension FleetFeed {
         case .catchUp: return coordinator.company.poke()
         case .deliver: break
         }
-        let rows = commit.rows
+        let rows = commit.decoded
         // A run made or queued again (its needs to ask), or ended (a wait it may decide).
         if rows.contains(where: { $0.transition.to == .queued || $0.transition.to.isTerminal }) { state.needsDue = true }
         for row in rows { state.handed.delivering(row.run.id) }

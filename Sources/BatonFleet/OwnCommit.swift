@@ -20,8 +20,9 @@ struct OwnCommit: Sendable, Equatable {
     /// A snapshot taken in the transaction after every row lock it took: every transaction whose
     /// writes it waited for, or read, is finished in it.
     var snapshot: FeedSnapshot
-    /// Its transitions, in id order, each with its run as the transaction left it.
-    var rows: [CatchUpColumns.Row]
+    /// Its transitions, in id order, each with its run as the transaction left it, as read
+    /// (`CatchUpColumns`): decoded on the feed's thread, and only where delivered (`decoded`).
+    var rows: [[String?]]
     /// When (the loop's clock) its statements were sent: every transaction committed before is
     /// finished in `snapshot`.
     var began: ContinuousClock.Instant
@@ -42,11 +43,11 @@ struct OwnCommit: Sendable, Equatable {
               let xid = first[0].flatMap({ UInt64($0) }), let snapshot = first[1].flatMap(FeedSnapshot.init) else { return nil }
         let rows = results[1].rows
         let inserters = Set(rows.compactMap { row in row.last.flatMap { $0 }.flatMap { UInt32($0) } })
-        self.init(xid: xid, snapshot: snapshot, rows: rows.map { CatchUpColumns.decode(Array($0.dropLast())) }, began: began)
+        self.init(xid: xid, snapshot: snapshot, rows: rows.map { Array($0.dropLast()) }, began: began)
         subtransactions = inserters.map { Self.widened($0, after: xid) }.filter { $0 != xid }.sorted()
     }
 
-    init(xid: UInt64, subtransactions: [UInt64] = [], snapshot: FeedSnapshot, rows: [CatchUpColumns.Row], began: ContinuousClock.Instant) {
+    init(xid: UInt64, subtransactions: [UInt64] = [], snapshot: FeedSnapshot, rows: [[String?]], began: ContinuousClock.Instant) {
         self.xid = xid
         self.subtransactions = subtransactions
         self.snapshot = snapshot
@@ -60,6 +61,9 @@ struct OwnCommit: Sendable, Equatable {
         let widened = (top & ~0xFFFF_FFFF) | UInt64(xmin)
         return widened < top ? widened + (1 << 32) : widened
     }
+
+    /// Its transitions decoded, each with its run as it was at that transition.
+    var decoded: [CatchUpColumns.Row] { rows.map { CatchUpColumns.decode($0) } }
 
     /// The results of `statements` in `results`, a pipeline that ended with them and a COMMIT.
     static func results(in results: [PGRows]) -> ArraySlice<PGRows> {
