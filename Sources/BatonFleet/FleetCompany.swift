@@ -51,6 +51,8 @@ public final class FleetCompany: Sendable {
     private let greetedAt = Atomic<Int64>(0)
     private let origin = ContinuousClock.now
     private let ownFeed = AtomicLazyReference<Teller>()
+    /// Written by the feed's thread, read by every committer's as it asks (`ask`).
+    private let published = Locked<FeedAhead.Mark?>(nil)
 
     /// The company of `host`, which has heard nothing yet: it notifies until a renewal finds it alone.
     public init(_ host: FleetHost) {
@@ -88,15 +90,28 @@ public final class FleetCompany: Sendable {
         _ = ownFeed.storeIfNil(Teller(hand: hand, poke: poke))
     }
 
-    /// Whether a commit is handed to this host's feed (one follows): the committer then asks for
-    /// what `OwnCommit` reads, in its COMMIT's round trip.
+    /// Whether a commit is handed to this host's feed (one follows).
     var followed: Bool { ownFeed.load() != nil }
 
-    /// After a commit of this host, notifying or not: its feed delivers it (its waits and watchers
-    /// hear of it through the feed), or catches up. Nil (it wrote nothing): nothing to deliver.
-    func committed(_ commit: OwnCommit?) {
-        guard let commit else { return }
-        ownFeed.load()?.hand(commit)
+    /// What a commit of this host asks for its feed, in its COMMIT's round trip (`OwnCommit.Ask`),
+    /// from the mark the feed published last; nil where no feed follows. `began`: now, on the loop's clock.
+    func ask(at began: ContinuousClock.Instant) -> OwnCommit.Ask? {
+        guard followed else { return nil }
+        return OwnCommit.Ask(mark: published.withLock { $0 }, began: began)
+    }
+
+    /// The feed's mark, for its committers' next asks (nil: they ask for a catch-up instead).
+    func publish(_ mark: FeedAhead.Mark?) { published.withLock { $0 = mark } }
+
+    /// After a commit of this host, notifying or not, with the results of `ask`'s statements: its
+    /// feed delivers it (its waits and watchers hear of it through the feed), or catches up.
+    func committed(_ ask: OwnCommit.Ask?, _ results: some Collection<PGRows>) {
+        guard let ask else { return }
+        switch OwnCommit.read(ask, results) {
+        case let .commit(commit): ownFeed.load()?.hand(commit)
+        case .nothing: return
+        case .unread: poke()
+        }
     }
 
     /// Asks this host's feed for a tick (a catch-up).

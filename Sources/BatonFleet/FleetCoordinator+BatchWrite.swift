@@ -66,8 +66,8 @@ extension FleetCoordinator {
         // For the other hosts: this host's feed is told in-process (`FleetCompany`).
         let news = decided.outcomes.contains { $0.createsRun }
         // This host's feed is handed what it committed (`OwnCommit`).
-        let (handed, began) = (company.followed, reactor.clock.now)
-        let closing = (news && company.notifies ? [(company.notice, [])] : []) + (handed ? OwnCommit.statements : []) + [("COMMIT", [])]
+        let ask = company.ask(at: reactor.clock.now), asked = ask?.statements ?? []
+        let closing = (news && company.notifies ? [(company.notice, [])] : []) + asked + [("COMMIT", [])]
         // Slots not taken come back when the batch settles (`conclude`), as do those of a batch that fails.
         var attempts: [Int64: Attempt] = [:]
         let later = !written.locked.isEmpty || !written.awaiting.isEmpty
@@ -88,7 +88,7 @@ extension FleetCoordinator {
         let closed = later ? try db.pipeline(closing) : results
         // Committed: its definitions (and its awaiting hooks') are written.
         db.definitions.ended(committed: true)
-        if handed { company.committed(OwnCommit(OwnCommit.results(in: closed), began: began)) }
+        company.committed(ask, OwnCommit.results(asked.count, in: closed))
         return answers(entries, decided, written, attempts, results)
     }
 

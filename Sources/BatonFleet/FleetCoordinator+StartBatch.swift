@@ -42,9 +42,9 @@ extension FleetCoordinator {
             let writes = try writeStarts(opened[2].rows, on: db)
             let notifies = writes.news && company.notifies
             // This host's feed is handed what it committed (`OwnCommit`).
-            let (handed, began) = (company.followed, reactor.clock.now)
-            let closed = try db.pipeline((notifies ? [(company.notice, [])] : []) + (handed ? OwnCommit.statements : []) + [("COMMIT", [])])
-            if handed { company.committed(OwnCommit(OwnCommit.results(in: closed), began: began)) }
+            let ask = company.ask(at: reactor.clock.now), asked = ask?.statements ?? []
+            let closed = try db.pipeline((notifies ? [(company.notice, [])] : []) + asked + [("COMMIT", [])])
+            company.committed(ask, OwnCommit.results(asked.count, in: closed))
             var results: [Int64: Started] = [:]
             claimed += writes.claimed
             for run in writes.claimed { results[run.run.id] = .started }

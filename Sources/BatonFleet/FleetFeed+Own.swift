@@ -6,9 +6,11 @@ extension FleetFeed {
     /// where nothing it may follow is undelivered (`FeedAhead`), as a catch-up that read it
     /// would deliver it; otherwise left to a catch-up, which a tick does now.
     static func deliverOwn(_ commit: OwnCommit, _ state: inout Connection, _ coordinator: FleetCoordinator) {
-        switch state.ahead.admit(commit.xid, subtransactions: commit.subtransactions, snapshot: commit.snapshot, position: state.position) {
-        case .read: return
-        case .catchUp: return coordinator.company.poke()
+        let verdict = state.ahead.admit(commit, position: state.position)
+        coordinator.company.publish(state.ahead.mark(state.position))
+        switch verdict {
+        case .none: return
+        case .catchUp: return askCatchUp(&state, coordinator)
         case .deliver: break
         }
         let rows = commit.decoded
@@ -21,7 +23,14 @@ extension FleetFeed {
         caughtUp(commit.began, &state, coordinator)
         coordinator.lookForStarts()
         // The needs read the fleet: a tick looks at them.
-        if state.needsDue, FleetNeeds.configured(coordinator) { coordinator.company.poke() }
+        if state.needsDue, FleetNeeds.configured(coordinator) { askCatchUp(&state, coordinator) }
+    }
+
+    /// Asks for a tick that catches up whatever the notifications it finds (`FeedWake`: this
+    /// host's own ask for none).
+    static func askCatchUp(_ state: inout Connection, _ coordinator: FleetCoordinator) {
+        state.catchUpDue = true
+        coordinator.company.poke()
     }
 }
 

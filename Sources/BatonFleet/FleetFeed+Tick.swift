@@ -136,6 +136,7 @@ extension FleetFeed {
         let rows = try page(db, &position, excluding: state.ahead.excluded)
         state.position = position
         if !position.midway { state.ahead.caughtUp(to: position.seen) }
+        coordinator.company.publish(state.ahead.mark(state.position))
         coordinator.feedCounts.read(rows.count)
         // A run made or queued again (its needs to ask), or ended (a wait it may decide).
         if rows.contains(where: { $0.transition.to == .queued || $0.transition.to.isTerminal }) {

@@ -36,6 +36,9 @@ final class FleetFeed: Sendable {
         var caughtUpTold: ContinuousClock.Instant?
         /// This host's commits delivered ahead of the catch-ups (`FeedAhead`).
         var ahead = FeedAhead()
+        /// A commit of this host was left to a catch-up: the next tick catches up whatever the
+        /// notifications (`FeedWake` asks for none for this host's own).
+        var catchUpDue = false
     }
 
     /// What the feed's thread is asked: a tick (`done` is told the socket to watch once it has
@@ -131,11 +134,12 @@ final class FleetFeed: Sendable {
         }
     }
 
-    /// The jobs in order: each own commit delivered or left to a catch-up (`deliverOwn`), each
-    /// run of ticks one tick; a tick that fails is tried again with the jobs after it.
+    /// The jobs in order: each own commit delivered or left to a catch-up (`deliverOwn`, which
+    /// needs no connection), each run of ticks one tick; the ticks of one that failed are tried
+    /// again (the own commits after it go on: nothing waits behind a feed that cannot connect).
     private static func run(_ state: inout Connection, _ batch: inout SerialWorker<Job>.Batch, _ coordinator: FleetCoordinator) {
         let jobs = batch.jobs
-        var index = 0
+        var (index, failed) = (0, [Job]())
         while index < jobs.count {
             if case let .own(commit) = jobs[index] {
                 deliverOwn(commit, &state, coordinator)
@@ -144,12 +148,14 @@ final class FleetFeed: Sendable {
             }
             var end = index
             while end < jobs.count, case .tick = jobs[end] { end += 1 }
-            guard let socket = ticked(&state, coordinator) else {
-                return batch.retry(Array(jobs[index...]), after: .milliseconds(500))
+            if failed.isEmpty, let socket = ticked(&state, coordinator) {
+                for case let .tick(done) in jobs[index..<end] { done(socket) }
+            } else {
+                failed += jobs[index..<end]
             }
-            for case let .tick(done) in jobs[index..<end] { done(socket) }
             index = end
         }
+        if !failed.isEmpty { batch.retry(failed, after: .milliseconds(500)) }
     }
 
     /// One tick; returns the connection's socket, or nil when PostgreSQL was lost (the connection closed).
@@ -176,8 +182,8 @@ final class FleetFeed: Sendable {
 
     private static func handle(_ wake: FeedWake, _ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws {
         if wake.greeted { coordinator.company.greeted() }
-        if wake.tick {
-            state.ticked = .now
+        if wake.tick || state.catchUpDue {
+            (state.ticked, state.catchUpDue) = (.now, false)
             try tick(db, &state, coordinator, stops: wake.stops)
         }
         coordinator.remoteOutput.wake(wake.outputRuns)

@@ -59,10 +59,10 @@ final class FleetWriter: Sendable {
          onProblem: @escaping @Sendable (String?) -> Void, onLost: @escaping @Sendable ([Int64]) -> Void) {
         self.reactor = reactor
         starter = LoopOwned(Starter(), on: reactor)
-        let problem = problem
+        let (problem, clock) = (problem, reactor.clock)
         worker = SerialWorker(name: "baton-fleet-wr", capacity: 50_000, maxBatch: 2_000, idleTimeout: .seconds(10),
                               state: State(link: PGLink(conninfo: conninfo, defaults: defaults))) { state, batch in
-            Self.write(&batch, &state, host: host, company: company, starter: batch.jobs.lazy.compactMap(\.starter).first) { reason in
+            Self.write(&batch, &state, host: host, company: company, clock: clock, starter: batch.jobs.lazy.compactMap(\.starter).first) { reason in
                 let changed = problem.withLock { old in defer { old.writing = reason }; return old.writing != reason }
                 if changed { onProblem(reason) }
             } onLost: { lost in onLost(lost) }
@@ -104,7 +104,7 @@ final class FleetWriter: Sendable {
         return worker.close(timeout: deadline).count
     }
 
-    private static func write(_ batch: inout SerialWorker<Item>.Batch, _ state: inout State, host: FleetHost, company: FleetCompany?,
+    private static func write(_ batch: inout SerialWorker<Item>.Batch, _ state: inout State, host: FleetHost, company: FleetCompany?, clock: any ReactorClock,
                               starter: FleetCoordinator?, problem: (String?) -> Void, onLost: ([Int64]) -> Void) {
         let entries = batch.jobs.flatMap(\.entries)
         if entries.isEmpty ? state.riding.isEmpty : entries.allSatisfy(\.ridesAlong) {
@@ -117,7 +117,7 @@ final class FleetWriter: Sendable {
         do {
             let db = try state.link.open()
             let (lost, started) = try write(state.riding + entries, starts: reserved, lossy: state.lossyOutput, on: db, as: host,
-                                            company: company, starter: starter)
+                                            company: company, clock: clock, starter: starter)
             state.riding = []
             state.pause = firstPause
             problem(nil)
@@ -156,7 +156,7 @@ final class FleetWriter: Sendable {
     /// them), the runs that may start (`FleetCoordinator.startAfterEnds`); returns the runs the
     /// guard refused and the runs claimed.
     private static func write(_ entries: [JournalEntry], starts: Int, lossy: Set<Int64>, on db: PGConnection, as host: FleetHost,
-                              company: FleetCompany?, starter: FleetCoordinator?) throws -> ([Int64], [FleetCoordinator.Claimed]) {
+                              company: FleetCompany?, clock: any ReactorClock, starter: FleetCoordinator?) throws -> ([Int64], [FleetCoordinator.Claimed]) {
         let (runs, keys) = FleetJournal.keyed(entries)
         // The keys' slot rows first, in key order (`FleetJournal.lockKeys`), in the round trip of
         // the BEGIN; a hook's key gets its row first if it has none (`FleetHooks.insertKeys`);
@@ -168,7 +168,7 @@ final class FleetWriter: Sendable {
         let starter = starts > 0 ? starter : nil
         if starter != nil { opening.append(FleetCoordinator.lockReady(incarnation: host.incarnation, count: starts)) }
         var started: [FleetCoordinator.Claimed] = []
-        let lost = try write(entries, opening: opening, lossy: lossy, on: db, as: host, company: company) { opened in
+        let lost = try write(entries, opening: opening, lossy: lossy, on: db, as: host, company: company, clock: clock) { opened in
             // Every key row the opening locked: the ended runs' (their follow-ups hold them
             // now), the hooks', and those `lockReady` took.
             guard let starter else { return }
@@ -178,13 +178,12 @@ final class FleetWriter: Sendable {
     }
 
     private static func write(_ entries: [JournalEntry], opening: [FleetJournal.Statement], lossy: Set<Int64>, on db: PGConnection,
-                              as host: FleetHost, company: FleetCompany?, beforeCommit: ([PGRows]) throws -> Void) throws -> [Int64] {
+                              as host: FleetHost, company: FleetCompany?, clock: any ReactorClock, beforeCommit: ([PGRows]) throws -> Void) throws -> [Int64] {
         // The pause locks of the actions whose pause this item changes or whose failures it
         // counts, before anything else: the first locks its transaction takes (`FleetPauses`).
         let pauseLocks = FleetPauses.locks(for: entries)
         // This host's feed is handed what it committed (`OwnCommit`), whoever else is told.
-        let handed = company?.followed == true
-        let began = ContinuousClock.now
+        let ask = company?.ask(at: clock.now), asked = ask?.statements ?? []
         let (lost, closed) = try db.transaction(opening: [FleetJournal.genericPlans] + pauseLocks + opening) { results in
             let opened = Array(results.dropFirst(1 + pauseLocks.count))
             var journal = FleetJournal.Written()
@@ -204,9 +203,9 @@ final class FleetWriter: Sendable {
             if !written.isEmpty { try db.query(FleetOutput.notify(written)) }
             try beforeCommit(opened)
             let notice: [FleetJournal.Statement] = notify && company?.notifies ?? true ? [(company?.notice ?? "NOTIFY baton", [])] : []
-            return (lost, notice + (handed ? OwnCommit.statements : []))
+            return (lost, notice + asked)
         }
-        if handed { company?.committed(OwnCommit(closed.suffix(OwnCommit.statements.count), began: began)) }
+        company?.committed(ask, closed.suffix(asked.count))
         return lost
     }
 }

@@ -11,40 +11,53 @@ import Testing
 struct FeedAheadTests {
     static func snapshot(_ text: String) -> FeedSnapshot { FeedSnapshot(text)! }
     static func position(_ text: String) -> FeedPosition { FeedPosition(seen: snapshot(text)) }
+    /// Own commit `xid` whose snapshot is `text`, asked from `mark`, PostgreSQL naming `writers` as
+    /// having written transitions since; with a transition unless `empty`.
+    static func commit(_ xid: UInt64, _ text: String, writers: Set<UInt64> = [], since: UInt64, inProgress: [UInt64] = [],
+                       empty: Bool = false) -> OwnCommit {
+        OwnCommit(xid: xid, snapshot: snapshot(text), mark: .init(since: since, inProgress: inProgress), writers: writers,
+                  rows: empty ? [] : [["\(xid)"]], began: .now)
+    }
 
-    @Test("verdicts: no position or midway, seen already, covered, a gap, a transaction seen in progress that finished since")
+    @Test("verdicts: no position or midway, read already, covered, a writer not delivered, a transaction that wrote nothing, an empty commit")
     func verdicts() {
         var ahead = FeedAhead()
-        #expect(ahead.admit(12, snapshot: Self.snapshot("12:13:"), position: nil) == .catchUp)
+        #expect(ahead.admit(Self.commit(12, "12:13:", since: 12), position: nil) == .catchUp)
         var midway = Self.position("10:12:10")
         midway.read(FeedPosition.page, target: Self.snapshot("12:13:"), lastID: 40)
-        #expect(ahead.admit(12, snapshot: Self.snapshot("12:13:"), position: midway) == .catchUp)
+        #expect(ahead.admit(Self.commit(12, "12:13:", since: 12), position: midway) == .catchUp)
+        #expect(ahead.mark(midway) == nil && ahead.mark(nil) == nil)
+        let at = Self.position("10:12:10")
+        #expect(ahead.mark(at) == .init(since: 12, inProgress: [10]))
         // A catch-up read it already.
-        #expect(ahead.admit(11, snapshot: Self.snapshot("10:12:10"), position: Self.position("10:12:10")) == .read)
+        #expect(ahead.admit(Self.commit(11, "10:12:10", since: 12, inProgress: [10]), position: at) == .none)
         // 10 still in progress in the commit's snapshot: it holds no key the commit took.
-        #expect(ahead.admit(12, snapshot: Self.snapshot("10:13:10"), position: Self.position("10:12:10")) == .deliver)
-        #expect(ahead.admit(12, snapshot: Self.snapshot("10:13:10"), position: Self.position("10:12:10")) == .read, "handed twice")
-        // 10 finished, and nobody delivered it: a catch-up first.
-        #expect(ahead.admit(13, snapshot: Self.snapshot("13:14:"), position: Self.position("10:12:10")) == .catchUp)
-        // 14 unknown to the feed, seen finished by the commit.
-        #expect(ahead.admit(15, snapshot: Self.snapshot("10:16:10"), position: Self.position("10:12:10")) == .catchUp)
+        #expect(ahead.admit(Self.commit(12, "10:13:10", since: 12, inProgress: [10]), position: at) == .deliver)
+        #expect(ahead.admit(Self.commit(12, "10:13:10", since: 12, inProgress: [10]), position: at) == .none, "handed twice")
+        #expect(ahead.mark(at) == .init(since: 13, inProgress: [10]))
+        // 10 finished with transitions nobody delivered: a catch-up first.
+        #expect(ahead.admit(Self.commit(13, "13:14:", writers: [10], since: 13, inProgress: [10]), position: at) == .catchUp)
+        // 14 unknown to the feed, seen finished by the commit, and it wrote transitions.
+        #expect(ahead.admit(Self.commit(15, "10:16:10", writers: [14], since: 13, inProgress: [10]), position: at) == .catchUp)
         #expect(ahead.excluded == [12])
     }
 
-    @Test("a subtransaction of the commit (its savepoint's writes) seen finished is its own; once delivered, later commits' too")
-    func subtransactions() {
+    @Test("transactions that wrote no transitions (another database's, the lease's, a subtransaction, an aborted one) hold up no commit, once or later")
+    func nonWriters() {
         var ahead = FeedAhead()
-        let position = Self.position("30:30:")
-        // 31 is 30's savepoint; 32, another host's, finished before 30's snapshot, so 31 shows as finished.
-        #expect(ahead.admit(30, snapshot: Self.snapshot("30:33:"), position: position) == .catchUp, "31 and 32 unknown")
-        #expect(ahead.admit(30, subtransactions: [31], snapshot: Self.snapshot("30:33:"), position: position) == .catchUp, "32 unknown")
-        #expect(ahead.admit(30, subtransactions: [31], snapshot: Self.snapshot("30:33:32"), position: position) == .deliver)
-        #expect(ahead.admit(33, snapshot: Self.snapshot("32:34:32"), position: position) == .deliver, "31 delivered with 30")
-        #expect(ahead.excluded == [30, 31, 33])
-        // A row's xmin is 32 bits: a subtransaction after the low half wrapped is in the next epoch.
-        #expect(OwnCommit.widened(7, after: (5 << 32) | 3) == (5 << 32) | 7)
-        #expect(OwnCommit.widened(2, after: (5 << 32) | 0xFFFF_FFFE) == (6 << 32) | 2)
-        #expect(OwnCommit.widened(0xFFFF_FFFE, after: (5 << 32) | 0xFFFF_FFFE) == (5 << 32) | 0xFFFF_FFFE)
+        let at = Self.position("30:30:")
+        // 31 is 30's savepoint, 32 another database's, both finished before 30's snapshot.
+        #expect(ahead.admit(Self.commit(30, "30:33:", since: 30), position: at) == .deliver)
+        #expect(ahead.mark(at) == .init(since: 33, inProgress: []))
+        // 33 another host's with transitions, in progress at the mark; it commits before 35's snapshot.
+        #expect(ahead.admit(Self.commit(34, "33:35:33", since: 33), position: at) == .deliver)
+        #expect(ahead.admit(Self.commit(35, "35:36:", writers: [33], since: 33), position: at) == .catchUp)
+        #expect(ahead.mark(at) == .init(since: 33, inProgress: []), "33 holds the mark back until a catch-up")
+        // A commit of this host with nothing to deliver: none, and it holds up nobody.
+        #expect(ahead.admit(Self.commit(36, "33:37:33", writers: [35], since: 33, empty: true), position: at) == .none)
+        #expect(ahead.excluded == [30, 34])
+        ahead.caughtUp(to: Self.snapshot("37:37:"))
+        #expect(ahead.excluded == [] && ahead.mark(Self.position("37:37:")) == .init(since: 37, inProgress: []))
     }
 
     @Test("a run of own commits is delivered one after another; a catch-up forgets what its snapshot sees and leaves out the rest")
@@ -52,23 +65,28 @@ struct FeedAheadTests {
         var ahead = FeedAhead()
         let position = Self.position("20:20:")
         for xid in UInt64(20)..<220 {
-            #expect(ahead.admit(xid, snapshot: Self.snapshot("\(xid):\(xid + 1):"), position: position) == .deliver, "xid \(xid)")
+            let mark = ahead.mark(position)!
+            #expect(ahead.admit(Self.commit(xid, "\(xid):\(xid + 1):", since: mark.since), position: position) == .deliver, "xid \(xid)")
         }
         #expect(ahead.excluded.count == 200)
         // Another host's 220 is in progress in the catch-up's snapshot; 221 is this host's.
-        #expect(ahead.admit(221, snapshot: Self.snapshot("220:222:220"), position: position) == .deliver)
+        #expect(ahead.admit(Self.commit(221, "220:222:220", since: 220), position: position) == .deliver)
         ahead.caughtUp(to: Self.snapshot("220:221:220"))
         #expect(ahead.excluded == [221])
         let after = Self.position("220:221:220")
-        #expect(ahead.admit(222, snapshot: Self.snapshot("222:223:"), position: after) == .catchUp, "220 finished undelivered")
-        #expect(ahead.admit(222, snapshot: Self.snapshot("220:223:220"), position: after) == .deliver)
+        #expect(ahead.mark(after) == .init(since: 222, inProgress: [220]))
+        #expect(ahead.admit(Self.commit(222, "222:223:", writers: [220], since: 222, inProgress: [220]), position: after) == .catchUp,
+                "220 finished undelivered")
+        #expect(ahead.admit(Self.commit(222, "220:223:220", since: 222, inProgress: [220]), position: after) == .deliver)
         ahead.caughtUp(to: Self.snapshot("223:223:"))
         #expect(ahead.excluded == [])
     }
 
     /// The model: transactions begin (taking an id), write one key once its last writer
     /// committed (taking a transition id; half of them in a savepoint, a subtransaction with an id
-    /// of its own), and commit; the feed reads by snapshots, which list no subtransaction.
+    /// of its own), or write nothing (another database's, the lease's), and commit or abort; the
+    /// feed reads by snapshots, which list top-level transactions in progress only, never the
+    /// snapshot's own.
     struct World {
         struct Transaction {
             var xid: UInt64
@@ -76,7 +94,13 @@ struct FeedAheadTests {
             var own: Bool
             var sub: UInt64?
             var id: Int?
-            var committed = false
+            var finished = false
+            var aborted = false
+            /// The feed's mark as its committer read it, at its begin or its write (catch-ups may come
+            /// between it and the snapshot).
+            var mark: FeedAhead.Mark?
+            /// Committed with transitions.
+            var wrote: Bool { finished && !aborted && id != nil }
         }
         var transactions: [Transaction] = []
         var index: [UInt64: Int] = [:]
@@ -102,74 +126,88 @@ struct FeedAheadTests {
             holders[transactions[at].key, default: []].append(xid)
         }
 
-        func committed(_ xid: UInt64) -> Bool { transactions[index[xid]!].committed }
+        func transaction(_ xid: UInt64) -> Transaction { transactions[index[xid]!] }
 
-        /// PostgreSQL's snapshot now: `xmax` one past the latest finished id (subtransactions
-        /// included), the top-level transactions in progress below it listed.
-        var now: FeedSnapshot {
-            let finished = transactions.filter(\.committed).flatMap { [$0.xid] + ($0.sub.map { [$0] } ?? []) }
+        /// PostgreSQL's snapshot now, taken by `taker`: `xmax` one past the latest finished id
+        /// (subtransactions included), the top-level transactions in progress below it listed.
+        func now(taker: UInt64? = nil) -> FeedSnapshot {
+            let finished = transactions.filter(\.finished).flatMap { [$0.xid] + ($0.sub.map { [$0] } ?? []) }
             let xmax = (finished.max() ?? 99) + 1
-            let running = transactions.filter { !$0.committed && $0.xid < xmax }.map(\.xid)
+            let running = transactions.filter { !$0.finished && $0.xid < xmax && $0.xid != taker }.map(\.xid)
             let xmin = running.min() ?? xmax
             return FeedSnapshot("\(xmin):\(xmax):" + running.map(String.init).joined(separator: ","))!
         }
+
+        /// What `OwnCommit.statements` asks of transaction `xid` from `mark`: the others that committed transitions since.
+        func writers(since mark: FeedAhead.Mark, but xid: UInt64) -> Set<UInt64> {
+            Set(transactions.filter { $0.wrote && $0.xid != xid && ($0.xid >= mark.since || mark.inProgress.contains($0.xid)) }.map(\.xid))
+        }
     }
 
-    @Test("walk: own commits handed in any order and catch-ups at any time deliver every transaction once, each key's in order", arguments: 0..<300)
+    @Test("walk: own commits handed in any order and catch-ups at any time deliver every transaction once, each key's in order", arguments: 0..<1000)
     func walk(seed: Int) { _ = Self.walked(seed) }
 
-    @Test("the walks deliver own commits ahead, subtransactions' too: the coverage is not vacuous")
+    @Test("the walks deliver own commits ahead: the coverage is not vacuous")
     func ahead() {
         let (direct, handed) = (0..<100).map(Self.walked).reduce((0, 0)) { ($0.0 + $1.direct, $0.1 + $1.handed) }
         #expect(direct * 4 > handed, "\(direct) of \(handed) own commits delivered ahead")
     }
 
-    /// One walk; how many own commits it handed over, and how many of them were delivered ahead.
+    /// One walk; how many own commits with transitions it handed over, and how many of them were delivered ahead.
     static func walked(_ seed: Int) -> (direct: Int, handed: Int) {
         var random = SplitMix(seed: UInt64(seed) &* 0xD1B5_4A32_D192_ED03 &+ 11)
         var world = World()
         var ahead = FeedAhead()
-        var handed: [(xid: UInt64, subs: [UInt64], snapshot: FeedSnapshot)] = []
+        var handed: [OwnCommit] = []
         var delivered: [UInt64] = []
         var (direct, count) = (0, 0)
         // The feed starts from a snapshot before anything.
-        var position = FeedPosition(seen: world.now)
+        var position = FeedPosition(seen: world.now())
         func catchUp() {
-            let target = world.now
+            let target = world.now()
             let fresh = world.transactions.filter { transaction in
-                transaction.committed && target.sees(transaction.xid) && !position.seen.sees(transaction.xid)
+                transaction.wrote && target.sees(transaction.xid) && !position.seen.sees(transaction.xid)
                     && !ahead.excluded.contains(transaction.xid)
             }
             delivered += fresh.sorted { $0.id! < $1.id! }.map(\.xid)
             position = FeedPosition(seen: target)
             ahead.caughtUp(to: target)
         }
-        func admit(_ commit: (xid: UInt64, subs: [UInt64], snapshot: FeedSnapshot)) {
-            guard ahead.admit(commit.xid, subtransactions: commit.subs, snapshot: commit.snapshot, position: position) == .deliver else { return }
+        func admit(_ commit: OwnCommit) {
+            guard ahead.admit(commit, position: position) == .deliver else { return }
             delivered.append(commit.xid)
             direct += 1
         }
-        for _ in 0..<120 {
-            switch random.next() % 5 {
+        for _ in 0..<150 {
+            switch random.next() % 6 {
             case 0 where world.transactions.count < 40:
                 world.begin(key: Int(random.next() % 3), own: random.next() % 4 != 0)
+                // Half of the committers read the mark before they take their key's row (the writer does).
+                if random.next() % 2 == 0 { world.transactions[world.transactions.count - 1].mark = ahead.mark(position) }
             case 1:
-                // A transaction whose key's last writer committed takes the row and writes.
+                // A transaction whose key's last writer finished takes the row and writes (nine in ten).
                 let waiting = world.transactions.filter { transaction in
-                    transaction.id == nil && (world.holders[transaction.key]?.last).map(world.committed) ?? true
+                    transaction.id == nil && !transaction.finished && (world.holders[transaction.key]?.last).map { world.transaction($0).finished } ?? true
                 }
-                guard let chosen = waiting.randomElement(using: &random) else { continue }
+                guard let chosen = waiting.randomElement(using: &random), random.next() % 10 != 0 else { continue }
                 world.write(chosen.xid, savepoint: random.next() % 2 == 0)
+                if chosen.mark == nil { world.transactions[world.index[chosen.xid]!].mark = ahead.mark(position) }
             case 2:
-                // One that wrote commits; this host's hands its snapshot (taken after its writes) to the feed later.
-                let writing = world.transactions.filter { $0.id != nil && !$0.committed }
-                guard let chosen = writing.randomElement(using: &random) else { continue }
-                let snapshot = world.now
-                world.transactions[world.index[chosen.xid]!].committed = true
-                let subs = chosen.sub.map { [$0] } ?? []
-                if chosen.own { count += 1 }
-                if chosen.own { handed.insert((chosen.xid, subs, snapshot), at: Int(random.next() % UInt64(handed.count + 1))) }
-            case 3:
+                // One commits (or, one in eight, aborts): this host's reads the feed's mark, takes its
+                // snapshot after its writes, asks which transactions wrote since, and hands it over later.
+                let open = world.transactions.filter { !$0.finished }
+                guard let chosen = open.randomElement(using: &random) else { continue }
+                let mark = chosen.mark ?? ahead.mark(position)
+                let snapshot = world.now(taker: chosen.xid)
+                let aborted = random.next() % 8 == 0
+                world.transactions[world.index[chosen.xid]!].finished = true
+                world.transactions[world.index[chosen.xid]!].aborted = aborted
+                guard chosen.own, !aborted, let mark else { continue }
+                let commit = OwnCommit(xid: chosen.xid, snapshot: snapshot, mark: mark, writers: world.writers(since: mark, but: chosen.xid),
+                                       rows: chosen.id == nil ? [] : [["\(chosen.xid)"]], began: .now)
+                if chosen.id != nil { count += 1 }
+                handed.insert(commit, at: Int(random.next() % UInt64(handed.count + 1)))
+            case 3, 4:
                 guard !handed.isEmpty else { continue }
                 admit(handed.removeFirst())
             default:
@@ -178,10 +216,10 @@ struct FeedAheadTests {
         }
         handed.forEach(admit)
         catchUp()
-        let committed = world.transactions.filter(\.committed).map(\.xid)
-        #expect(delivered.sorted() == committed.sorted(), "seed \(seed): each committed transaction once")
+        let wrote = world.transactions.filter(\.wrote).map(\.xid)
+        #expect(delivered.sorted() == wrote.sorted(), "seed \(seed): each committed transaction with transitions once")
         for (key, order) in world.holders {
-            let done = order.filter(world.committed)
+            let done = order.filter { world.transaction($0).wrote }
             #expect(delivered.filter(done.contains) == done, "seed \(seed): key \(key)'s transactions out of order")
         }
         return (direct, count)

@@ -106,6 +106,28 @@ struct FleetCompanyEndToEndTests {
         #expect(own >= 36 && read * 4 < own, "own \(own), read \(read)")
     }
 
+    @Test("a host's watch hears each transition of its runs once, in order: a catch-up leaves out what was delivered ahead")
+    func exactlyOnce() throws {
+        let conninfo = try Postgres.server().database()
+        let host = try Self.host("web-1", conninfo: conninfo, gate: try FifoGate())
+        let watch = try Client(path: host.socket)
+        _ = try watch.send(Request(op: .watch, action: "quick"))
+        #expect(try watch.receive(timeout: .seconds(10))?.event == "watching")
+        var runs: [Int64] = []
+        for _ in 0..<20 { runs.append(try #require(try FleetTests.trigger(host, "quick", detach: false).run?.id)) }
+        // Until every end is heard, then past two of the feed's once-a-second catch-ups: one that
+        // read a commit delivered ahead would repeat its transitions.
+        var heard: [Int64: [Int]] = [:]
+        var quietUntil: Date?
+        while quietUntil.map({ Date() < $0 }) ?? true {
+            let update = try watch.receive(timeout: quietUntil == nil ? .seconds(20) : .milliseconds(500))
+            if update == nil, quietUntil == nil { break }
+            if let run = update?.run?.id, let seq = update?.transition?.seq { heard[run, default: []].append(seq) }
+            if quietUntil == nil, runs.allSatisfy({ heard[$0]?.last == 3 }) { quietUntil = Date().addingTimeInterval(2.5) }
+        }
+        for run in runs { #expect(heard[run] == [1, 2, 3], "run \(run): heard seqs \(heard[run] ?? [])") }
+    }
+
     /// The value of the series `series` (its name and labels as written) in an exposition text.
     static func sample(_ text: String, _ series: String) -> Double? {
         text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }

@@ -225,6 +225,12 @@ public struct PGRows: Sendable {
     /// Rows changed by an INSERT, UPDATE or DELETE.
     public let affected: Int
 
+    /// Rows as given (what a test hands the code that reads results).
+    init(rows: [[String?]], affected: Int = 0) {
+        self.rows = rows
+        self.affected = affected
+    }
+
     init(_ result: OpaquePointer, _ pq: BatonLibPQ) {
         let count = pq.PQntuples(result), fields = pq.PQnfields(result)
         var rows: [[String?]] = []
