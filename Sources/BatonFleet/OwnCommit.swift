@@ -51,10 +51,18 @@ struct OwnCommit: Sendable, Equatable {
     static func statements(_ mark: FeedAhead.Mark) -> [FleetJournal.Statement] {
         [
             ("SELECT pg_current_xact_id_if_assigned()::text, pg_current_snapshot()::text", []),
-            ("SELECT coalesce(string_agg(DISTINCT t.xid::text, ','), '') FROM transitions t "
-                + "WHERE (t.xid >= $1::xid8 OR t.xid = ANY ($2::xid8[])) AND t.xid IS DISTINCT FROM pg_current_xact_id_if_assigned()",
-             [String(mark.since), "{" + mark.inProgress.map(String.init).joined(separator: ",") + "}"]),
-            ("SELECT \(CatchUpColumns.select.sql) FROM transitions t JOIN runs r ON r.id = t.run_id "
+            // A range with both ends, and the list apart: their generic plans (the writer's
+            // transaction asks for those) read the index; `xid >= $1` alone was planned as a scan
+            // of every transition (a third of the table, by the planner's guess).
+            ("SELECT coalesce(string_agg(DISTINCT w.xid::text, ','), '') FROM ("
+                + "SELECT t.xid FROM transitions t WHERE t.xid BETWEEN $1::xid8 AND $2::xid8 "
+                + "UNION ALL SELECT t.xid FROM transitions t WHERE t.xid = ANY ($3::xid8[])"
+                + ") w WHERE w.xid IS DISTINCT FROM pg_current_xact_id_if_assigned()",
+             [String(mark.since), String(mark.since &+ (1 << 40)), "{" + mark.inProgress.map(String.init).joined(separator: ",") + "}"]),
+            // Each run by its key (a subquery the planner keeps whole: `OFFSET 0`): a plan cached
+            // while `runs` was small joined it by a scan of every run, then kept doing so.
+            ("SELECT \(CatchUpColumns.select.sql) FROM transitions t "
+                + "JOIN LATERAL (SELECT * FROM runs WHERE runs.id = t.run_id OFFSET 0) r ON true "
                 + "WHERE t.xid = pg_current_xact_id_if_assigned() ORDER BY t.id", []),
         ]
     }

@@ -75,7 +75,7 @@ struct FleetCompanyTests {
         #expect(poked.withLock { $0 } == 1)
         company.publish(FeedAhead.Mark(since: 12, inProgress: [10]))
         let ask = try #require(company.ask(at: .now))
-        #expect(ask.statements.count == 3 && ask.statements[1].parameters == ["12", "{10}"])
+        #expect(ask.statements.count == 3 && ask.statements[1].parameters == ["12", String(12 + (1 << 40)), "{10}"])
         let run = Array(repeating: String?.none, count: CatchUpColumns.select.count)
         company.committed(ask, [PGRows(rows: [["13", "10:14:10"]]), PGRows(rows: [["11,12"]]), PGRows(rows: [run])])
         #expect(handed.withLock { $0.map(\.xid) } == [13])
