@@ -4,13 +4,16 @@ import Synchronization
 extension FleetFeed {
     /// A commit of this host (`OwnCommit`), on the feed's thread: delivered from its own rows
     /// where nothing it may follow is undelivered (`FeedAhead`), as a catch-up that read it
-    /// would deliver it; otherwise left to a catch-up, which a tick does now.
-    static func deliverOwn(_ commit: OwnCommit, _ state: inout Connection, _ coordinator: FleetCoordinator) {
+    /// would deliver it; otherwise left to a catch-up, which a tick does now. Returns whether it
+    /// delivered any (the caller then asks the loop for a look, as a tick does, once for several).
+    static func deliverOwn(_ commit: OwnCommit, _ state: inout Connection, _ coordinator: FleetCoordinator) -> Bool {
         let verdict = state.ahead.admit(commit, position: state.position)
         coordinator.company.publish(state.ahead.mark(state.position))
         switch verdict {
-        case .none: return
-        case .catchUp: return askCatchUp(&state, coordinator)
+        case .none: return false
+        case .catchUp:
+            askCatchUp(&state, coordinator)
+            return false
         case .deliver: break
         }
         let rows = commit.decoded
@@ -21,9 +24,9 @@ extension FleetFeed {
         coordinator.feedCounts.delivered(own: rows.count)
         // Every transaction committed before its statements were sent is delivered now.
         caughtUp(commit.began, &state, coordinator)
-        coordinator.lookForStarts()
         // The needs read the fleet: a tick looks at them.
         if state.needsDue, FleetNeeds.configured(coordinator) { askCatchUp(&state, coordinator) }
+        return true
     }
 
     /// Asks for a tick that catches up whatever the notifications it finds (`FeedWake`: this

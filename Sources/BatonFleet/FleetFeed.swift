@@ -139,10 +139,10 @@ final class FleetFeed: Sendable {
     /// again (the own commits after it go on: nothing waits behind a feed that cannot connect).
     private static func run(_ state: inout Connection, _ batch: inout SerialWorker<Job>.Batch, _ coordinator: FleetCoordinator) {
         let jobs = batch.jobs
-        var (index, failed) = (0, [Job]())
+        var (index, failed, delivered) = (0, [Job](), false)
         while index < jobs.count {
             if case let .own(commit) = jobs[index] {
-                deliverOwn(commit, &state, coordinator)
+                delivered = deliverOwn(commit, &state, coordinator) || delivered
                 index += 1
                 continue
             }
@@ -156,6 +156,8 @@ final class FleetFeed: Sendable {
             index = end
         }
         if !failed.isEmpty { batch.retry(failed, after: .milliseconds(500)) }
+        // What may start now that these are delivered (a tick looks after its catch-up).
+        if delivered { coordinator.lookForStarts() }
     }
 
     /// One tick; returns the connection's socket, or nil when PostgreSQL was lost (the connection closed).
