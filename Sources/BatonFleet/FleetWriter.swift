@@ -183,7 +183,8 @@ final class FleetWriter: Sendable {
         // counts, before anything else: the first locks its transaction takes (`FleetPauses`).
         let pauseLocks = FleetPauses.locks(for: entries)
         // This host's feed is handed what it committed (`OwnCommit`), whoever else is told.
-        let ask = company?.ask(at: clock.now), asked = ask?.statements ?? []
+        // Asked once its writes are done (a mark as recent as can be: the fewer transactions to look at).
+        var ask: OwnCommit.Ask?
         let (lost, closed) = try db.transaction(opening: [FleetJournal.genericPlans] + pauseLocks + opening) { results in
             let opened = Array(results.dropFirst(1 + pauseLocks.count))
             var journal = FleetJournal.Written()
@@ -203,9 +204,10 @@ final class FleetWriter: Sendable {
             if !written.isEmpty { try db.query(FleetOutput.notify(written)) }
             try beforeCommit(opened)
             let notice: [FleetJournal.Statement] = notify && company?.notifies ?? true ? [(company?.notice ?? "NOTIFY baton", [])] : []
-            return (lost, notice + asked)
+            ask = company?.ask(at: clock.now)
+            return (lost, notice + (ask?.statements ?? []))
         }
-        company?.committed(ask, closed.suffix(asked.count))
+        company?.committed(ask, closed.suffix(ask?.mark == nil ? 0 : OwnCommit.statementCount))
         return lost
     }
 }

@@ -49,23 +49,26 @@ struct OwnCommit: Sendable, Equatable {
 
     /// Sent last before the COMMIT, in its pipeline; `read` reads their results.
     static func statements(_ mark: FeedAhead.Mark) -> [FleetJournal.Statement] {
-        [
-            ("SELECT pg_current_xact_id_if_assigned()::text, pg_current_snapshot()::text", []),
-            // A range with both ends, and the list apart: their generic plans (the writer's
-            // transaction asks for those) read the index; `xid >= $1` alone was planned as a scan
-            // of every transition (a third of the table, by the planner's guess).
-            ("SELECT coalesce(string_agg(DISTINCT w.xid::text, ','), '') FROM ("
-                + "SELECT t.xid FROM transitions t WHERE t.xid BETWEEN $1::xid8 AND $2::xid8 "
-                + "UNION ALL SELECT t.xid FROM transitions t WHERE t.xid = ANY ($3::xid8[])"
-                + ") w WHERE w.xid IS DISTINCT FROM pg_current_xact_id_if_assigned()",
-             [String(mark.since), String(mark.since &+ (1 << 40)), "{" + mark.inProgress.map(String.init).joined(separator: ",") + "}"]),
-            // Each run by its key (a subquery the planner keeps whole: `OFFSET 0`): a plan cached
-            // while `runs` was small joined it by a scan of every run, then kept doing so.
-            ("SELECT \(CatchUpColumns.select.sql) FROM transitions t "
-                + "JOIN LATERAL (SELECT * FROM runs WHERE runs.id = t.run_id OFFSET 0) r ON true "
-                + "WHERE t.xid = pg_current_xact_id_if_assigned() ORDER BY t.id", []),
-        ]
+        [(snapshotSQL, []),
+         (writersSQL, [String(mark.since), String(mark.since &+ (1 << 40)), "{" + mark.inProgress.map(String.init).joined(separator: ",") + "}"]),
+         (rowsSQL, [])]
     }
+
+    /// How many `statements` makes.
+    static let statementCount = 3
+    static let snapshotSQL = "SELECT pg_current_xact_id_if_assigned()::text, pg_current_snapshot()::text"
+    /// A range with both ends, and the list apart: their generic plans (the writer's transaction
+    /// asks for those) read the index; `xid >= $1` alone was planned as a scan of every
+    /// transition (a third of the table, by the planner's guess).
+    static let writersSQL = "SELECT coalesce(string_agg(DISTINCT w.xid::text, ','), '') FROM ("
+        + "SELECT t.xid FROM transitions t WHERE t.xid BETWEEN $1::xid8 AND $2::xid8 "
+        + "UNION ALL SELECT t.xid FROM transitions t WHERE t.xid = ANY ($3::xid8[])"
+        + ") w WHERE w.xid IS DISTINCT FROM pg_current_xact_id_if_assigned()"
+    /// Each run by its key (a subquery the planner keeps whole: `OFFSET 0`): a plan cached while
+    /// `runs` was small joined it by a scan of every run, then kept doing so.
+    static let rowsSQL = "SELECT \(CatchUpColumns.select.sql) FROM transitions t "
+        + "JOIN LATERAL (SELECT * FROM runs WHERE runs.id = t.run_id OFFSET 0) r ON true "
+        + "WHERE t.xid = pg_current_xact_id_if_assigned() ORDER BY t.id"
 
     /// The results of `ask`'s statements (`results`: exactly theirs).
     static func read(_ ask: Ask, _ results: some Collection<PGRows>) -> Reading {
