@@ -28,11 +28,22 @@ struct FeedAhead: Equatable, Sendable {
 
     /// Own commits delivered ahead that the feed's last snapshot does not see.
     private(set) var delivered: Set<UInt64> = []
-    /// Transactions accounted for that the feed's last snapshot does not see: those delivered
-    /// ahead, own commits with nothing to deliver, and those that wrote no transitions.
+    /// Transactions accounted for that the feed's last snapshot does not see: own commits with
+    /// nothing to deliver, and those that wrote no transitions. Forgotten once below `frontier`
+    /// and not in progress at the last catch-up: nothing looks there again.
     private var accounted: Set<UInt64> = []
-    /// Every transaction id from the last snapshot's `xmax` up to this one is in `accounted`.
+    /// Transactions after the last catch-up's `xmax` that a commit's snapshot showed in progress
+    /// (they wrote no key that commit holds), or finished with transitions not delivered yet:
+    /// looked at again by each later commit until accounted for or caught up (`frontier` passes
+    /// them: one long transaction anywhere in the cluster must not make every commit look at
+    /// every id after it).
+    private var open: Set<UInt64> = []
+    /// Every transaction id from the last snapshot's `xmax` up to this one is delivered,
+    /// accounted for or open.
     private var frontier: UInt64 = 0
+    /// The most commits delivered ahead between two catch-ups (while catch-ups fail, say): past
+    /// it, commits are left to the catch-up, whose parameter lists those delivered ahead.
+    static let most = 50_000
 
     enum Verdict: Equatable {
         /// Deliver its rows now.
@@ -50,7 +61,7 @@ struct FeedAhead: Equatable, Sendable {
     func mark(_ position: FeedPosition?) -> Mark? {
         guard let position, position.reading == nil else { return nil }
         let seen = position.seen
-        return Mark(since: max(frontier, seen.xmax), inProgress: seen.inProgress.filter { !accounted.contains($0) })
+        return Mark(since: max(frontier, seen.xmax), inProgress: (seen.inProgress.filter { !settled($0) } + open).sorted())
     }
 
     /// Whether own commit `commit` is delivered now; `position` is the feed's. Where it is (or has
@@ -58,25 +69,37 @@ struct FeedAhead: Equatable, Sendable {
     mutating func admit(_ commit: OwnCommit, position: FeedPosition?) -> Verdict {
         guard let position, position.reading == nil else { return .catchUp }
         let (seen, snapshot, xid) = (position.seen, commit.snapshot, commit.xid)
-        if seen.sees(xid) || accounted.contains(xid) { return .none }
-        // Those not accounted for: in progress at the mark or at the last catch-up, or from both's
-        // ends on (below, `frontier` and what the last catch-up saw are accounted for).
+        if seen.sees(xid) || settled(xid) { return .none }
+        open.remove(xid)
+        // Those not accounted for: in progress at the last catch-up, open, and from the frontier
+        // on (below it, and what the last catch-up saw, are accounted for).
         var waits = false
         func look(_ other: UInt64) {
-            guard other != xid, snapshot.sees(other), !seen.sees(other), !accounted.contains(other) else { return }
-            if commit.writers.contains(other) { waits = true } else { accounted.insert(other) }
+            guard other != xid, !seen.sees(other), !settled(other) else { return }
+            if snapshot.sees(other), !commit.writers.contains(other) {
+                // Finished, and wrote no transitions.
+                open.remove(other)
+                accounted.insert(other)
+                return
+            }
+            // In progress at the commit (it holds no key the commit took), or finished with
+            // transitions not delivered yet (the commit waits for a catch-up): looked at again.
+            if snapshot.sees(other) { waits = true }
+            if other >= seen.xmax && other < snapshot.xmax { open.insert(other) }
         }
-        commit.mark.inProgress.forEach(look)
         seen.inProgress.forEach(look)
-        var other = max(commit.mark.since, frontier, seen.xmax)
+        Array(open).forEach(look)
+        var other = max(frontier, seen.xmax)
         while other < snapshot.xmax {
             look(other)
             other += 1
         }
-        if commit.rows.isEmpty || !waits { accounted.insert(xid) }
-        advance(from: seen.xmax)
-        if commit.rows.isEmpty { return .none }
-        if waits { return .catchUp }
+        defer { advance(seen) }
+        if commit.rows.isEmpty {
+            accounted.insert(xid)
+            return .none
+        }
+        if waits || delivered.count >= Self.most { return .catchUp }
         delivered.insert(xid)
         return .deliver
     }
@@ -85,14 +108,24 @@ struct FeedAhead: Equatable, Sendable {
     mutating func caughtUp(to seen: FeedSnapshot) {
         delivered = delivered.filter { !seen.sees($0) }
         accounted = accounted.filter { !seen.sees($0) }
-        advance(from: seen.xmax)
+        // One it shows in progress below its `xmax` is looked at as the catch-up's.
+        open = open.filter { !seen.sees($0) && $0 >= seen.xmax }
+        advance(seen)
     }
 
     /// The catch-up's transactions to leave out (`FleetFeed.catchUpQuery`'s $5).
     var excluded: [UInt64] { delivered.sorted() }
 
-    private mutating func advance(from xmax: UInt64) {
-        frontier = max(frontier, xmax)
-        while accounted.contains(frontier) { frontier += 1 }
+    private func settled(_ id: UInt64) -> Bool { delivered.contains(id) || accounted.contains(id) }
+
+    private mutating func advance(_ seen: FeedSnapshot) {
+        frontier = max(frontier, seen.xmax)
+        while settled(frontier) || open.contains(frontier) { frontier += 1 }
+        // What is below the frontier and was not in progress at the last catch-up is never looked
+        // at again: forgotten, now and then (another database may burn ids by the thousand).
+        if accounted.count > 4_096 {
+            let kept = Set(seen.inProgress)
+            accounted = accounted.filter { $0 >= frontier || kept.contains($0) }
+        }
     }
 }

@@ -75,11 +75,19 @@ struct FeedSnapshot: Equatable, Sendable {
         self.text = text
         self.xmin = xmin
         self.xmax = xmax
-        inProgress = list.compactMap { $0 }
+        inProgress = list.compactMap { $0 }.sorted()
     }
 
-    /// Whether transaction `xid` had finished when the snapshot was taken (`pg_visible_in_snapshot`).
+    /// Whether transaction `xid` had finished when the snapshot was taken (`pg_visible_in_snapshot`):
+    /// a binary search of those in progress (kept sorted).
     func sees(_ xid: UInt64) -> Bool {
-        xid < xmin || (xid < xmax && !inProgress.contains(xid))
+        guard xid >= xmin else { return true }
+        guard xid < xmax else { return false }
+        var (low, high) = (0, inProgress.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if inProgress[middle] < xid { low = middle + 1 } else { high = middle }
+        }
+        return low == inProgress.count || inProgress[low] != xid
     }
 }

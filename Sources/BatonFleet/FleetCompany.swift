@@ -37,7 +37,10 @@ public final class FleetCompany: Sendable {
     private final class Teller: Sendable {
         let hand: @Sendable (OwnCommit) -> Void
         let poke: @Sendable () -> Void
-        init(hand: @escaping @Sendable (OwnCommit) -> Void, poke: @escaping @Sendable () -> Void) { (self.hand, self.poke) = (hand, poke) }
+        let catchUp: @Sendable () -> Void
+        init(hand: @escaping @Sendable (OwnCommit) -> Void, poke: @escaping @Sendable () -> Void, catchUp: @escaping @Sendable () -> Void) {
+            (self.hand, self.poke, self.catchUp) = (hand, poke, catchUp)
+        }
     }
 
     let lease: Duration
@@ -84,10 +87,11 @@ public final class FleetCompany: Sendable {
         greetedAt.store(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .relaxed)
     }
 
-    /// From now on this host's commits go to `hand`, and `poke` asks its feed for a tick (the
-    /// first feed's; a host has one).
-    func follow(hand: @escaping @Sendable (OwnCommit) -> Void, poke: @escaping @Sendable () -> Void) {
-        _ = ownFeed.storeIfNil(Teller(hand: hand, poke: poke))
+    /// From now on this host's commits go to `hand`, `poke` asks its feed for a tick, and
+    /// `catchUp` for one that catches up (the first feed's; a host has one).
+    func follow(hand: @escaping @Sendable (OwnCommit) -> Void, poke: @escaping @Sendable () -> Void,
+                catchUp: @escaping @Sendable () -> Void) {
+        _ = ownFeed.storeIfNil(Teller(hand: hand, poke: poke, catchUp: catchUp))
     }
 
     /// Whether a commit is handed to this host's feed (one follows).
@@ -110,7 +114,8 @@ public final class FleetCompany: Sendable {
         switch OwnCommit.read(ask, results) {
         case let .commit(commit): ownFeed.load()?.hand(commit)
         case .nothing: return
-        case .unread: poke()
+        // A tick that catches up whatever the notifications it finds (this host's own ask for none).
+        case .unread: ownFeed.load()?.catchUp()
         }
     }
 

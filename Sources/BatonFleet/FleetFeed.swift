@@ -46,6 +46,8 @@ final class FleetFeed: Sendable {
     enum Job: Sendable {
         case tick(done: @Sendable (Int32) -> Void)
         case own(OwnCommit)
+        /// A commit of this host that could not be handed over: the next tick catches up.
+        case catchUp
     }
 
     /// The loop's: the socket the reactor watches (with a token per watch), the backstop timer,
@@ -84,6 +86,11 @@ final class FleetFeed: Sendable {
 
     /// Asks for a tick, from any thread.
     func poke() { coordinator.reactor.onLoop { [self] in tick() } }
+
+    /// From any thread: the next tick catches up, whatever the notifications it finds.
+    func catchUp() {
+        do throws(WorkerRefusal) { try worker.submit(.catchUp, bounded: false) } catch {}
+    }
 
     /// Hands a commit of this host to the feed's thread, from the committer's: delivered in the
     /// order handed, after what was asked before (`OwnCommit`).
@@ -143,6 +150,12 @@ final class FleetFeed: Sendable {
         while index < jobs.count {
             if case let .own(commit) = jobs[index] {
                 delivered = deliverOwn(commit, &state, coordinator) || delivered
+                index += 1
+                continue
+            }
+            if case .catchUp = jobs[index] {
+                // The tick it asks for comes after this job: it finds the flag set.
+                askCatchUp(&state, coordinator)
                 index += 1
                 continue
             }
@@ -244,7 +257,8 @@ extension FleetCoordinator {
         let start = try? await pool.run { db in try FleetFeed.snapshot(on: db) }
         let feed = FleetFeed(self, after: start)
         // This host's commits come to its feed in-process (`OwnCommit`).
-        company.follow(hand: { [weak feed] commit in feed?.hand(commit) }, poke: { [weak feed] in feed?.poke() })
+        company.follow(hand: { [weak feed] commit in feed?.hand(commit) }, poke: { [weak feed] in feed?.poke() },
+                       catchUp: { [weak feed] in feed?.catchUp() })
         feed.start()
         return FleetFeedHandle(feed)
     }

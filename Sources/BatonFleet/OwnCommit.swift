@@ -49,14 +49,22 @@ struct OwnCommit: Sendable, Equatable {
 
     /// Sent last before the COMMIT, in its pipeline; `read` reads their results.
     static func statements(_ mark: FeedAhead.Mark) -> [FleetJournal.Statement] {
-        [(snapshotSQL, []),
+        [(indexesOnly, []), (snapshotSQL, []),
          (writersSQL, [String(mark.since), String(mark.since &+ (1 << 40)), "{" + mark.inProgress.map(String.init).joined(separator: ",") + "}"]),
          (rowsSQL, [])]
     }
 
     /// How many `statements` makes.
-    static let statementCount = 3
-    static let snapshotSQL = "SELECT pg_current_xact_id_if_assigned()::text, pg_current_snapshot()::text"
+    static let statementCount = 4
+    /// For the rest of the transaction (its COMMIT follows them): each time PostgreSQL plans the
+    /// statements below, it reads indexes, whatever the tables' statistics say then (a generic
+    /// plan made while the tables were small is kept per connection until they are analyzed
+    /// again, and scanned them whole as they grew).
+    static let indexesOnly = "SET LOCAL enable_seqscan = off"
+    /// The isolation too: the argument that a commit's earlier writers are finished in its
+    /// snapshot holds under READ COMMITTED only (a REPEATABLE READ snapshot is taken before the
+    /// key's row is waited for): any other, and the commit is left to a catch-up.
+    static let snapshotSQL = "SELECT pg_current_xact_id_if_assigned()::text, pg_current_snapshot()::text, current_setting('transaction_isolation')"
     /// A range with both ends, and the list apart: their generic plans (the writer's transaction
     /// asks for those) read the index; `xid >= $1` alone was planned as a scan of every
     /// transition (a third of the table, by the planner's guess).
@@ -70,11 +78,12 @@ struct OwnCommit: Sendable, Equatable {
         + "JOIN LATERAL (SELECT * FROM runs WHERE runs.id = t.run_id OFFSET 0) r ON true "
         + "WHERE t.xid = pg_current_xact_id_if_assigned() ORDER BY t.id"
 
-    /// The results of `ask`'s statements (`results`: exactly theirs).
+    /// The results of `ask`'s statements (`results`: exactly theirs, the SET's first).
     static func read(_ ask: Ask, _ results: some Collection<PGRows>) -> Reading {
-        let results = Array(results)
-        guard let mark = ask.mark, results.count == 3, let first = results[0].rows.first, first.count == 2 else { return .unread }
+        let results = Array(results.dropFirst())
+        guard let mark = ask.mark, results.count == 3, let first = results[0].rows.first, first.count == 3 else { return .unread }
         guard let text = first[0] else { return .nothing }
+        guard first[2] == "read committed" else { return .unread }
         guard let xid = UInt64(text), let snapshot = first[1].flatMap(FeedSnapshot.init),
               let list = results[1].rows.first?.first ?? nil else { return .unread }
         let writers = list.split(separator: ",").compactMap { UInt64($0) }
