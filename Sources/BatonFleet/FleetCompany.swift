@@ -107,11 +107,12 @@ public final class FleetCompany: Sendable {
     /// The feed's mark, for its committers' next asks (nil: they ask for a catch-up instead).
     func publish(_ mark: FeedAhead.Mark?) { published.withLock { $0 = mark } }
 
-    /// After a commit of this host, notifying or not, with the results of `ask`'s statements: its
-    /// feed delivers it (its waits and watchers hear of it through the feed), or catches up.
-    func committed(_ ask: OwnCommit.Ask?, _ results: some Collection<PGRows>) {
+    /// After a commit of this host, notifying or not, with its closing results (those of `ask`'s
+    /// statements last, the COMMIT's left out): its feed delivers it (its waits and watchers hear
+    /// of it through the feed), or catches up.
+    func committed(_ ask: OwnCommit.Ask?, _ closing: some BidirectionalCollection<PGRows>) {
         guard let ask else { return }
-        switch OwnCommit.read(ask, results) {
+        switch OwnCommit.read(ask, closing.suffix(ask.statements.count)) {
         case let .commit(commit): ownFeed.load()?.hand(commit)
         case .nothing: return
         // A tick that catches up whatever the notifications it finds (this host's own ask for none).

@@ -88,7 +88,7 @@ extension FleetCoordinator {
         let closed = later ? try db.pipeline(closing) : results
         // Committed: its definitions (and its awaiting hooks') are written.
         db.definitions.ended(committed: true)
-        company.committed(ask, OwnCommit.results(asked.count, in: closed))
+        company.committed(ask, closed.dropLast())
         return answers(entries, decided, written, attempts, results)
     }
 

@@ -44,7 +44,7 @@ extension FleetCoordinator {
             // This host's feed is handed what it committed (`OwnCommit`).
             let ask = company.ask(at: reactor.clock.now), asked = ask?.statements ?? []
             let closed = try db.pipeline((notifies ? [(company.notice, [])] : []) + asked + [("COMMIT", [])])
-            company.committed(ask, OwnCommit.results(asked.count, in: closed))
+            company.committed(ask, closed.dropLast())
             var results: [Int64: Started] = [:]
             claimed += writes.claimed
             for run in writes.claimed { results[run.run.id] = .started }

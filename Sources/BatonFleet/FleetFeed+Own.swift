@@ -1,5 +1,4 @@
 import BatonCore
-import Synchronization
 
 extension FleetFeed {
     /// A commit of this host (`OwnCommit`), on the feed's thread: delivered from its own rows
@@ -34,34 +33,5 @@ extension FleetFeed {
     static func askCatchUp(_ state: inout Connection, _ coordinator: FleetCoordinator) {
         state.catchUpDue = true
         coordinator.company.poke()
-    }
-}
-
-/// What a host's feed delivered since batond started, for `/metrics`: transitions delivered from
-/// this host's own commits (`OwnCommit`), transitions read by catch-ups, and the catch-ups.
-public final class FleetFeedCounts: Sendable {
-    private let own = Atomic<Int>(0)
-    private let read = Atomic<Int>(0)
-    private let catchUps = Atomic<Int>(0)
-
-    public init() {}
-
-    public struct Counts: Equatable, Sendable {
-        public var own = 0, read = 0, catchUps = 0
-        public init(own: Int = 0, read: Int = 0, catchUps: Int = 0) {
-            (self.own, self.read, self.catchUps) = (own, read, catchUps)
-        }
-    }
-
-    public var counts: Counts {
-        Counts(own: own.load(ordering: .relaxed), read: read.load(ordering: .relaxed), catchUps: catchUps.load(ordering: .relaxed))
-    }
-
-    func delivered(own count: Int) { own.add(count, ordering: .relaxed) }
-
-    /// One statement of a catch-up that read `count` transitions.
-    func read(_ count: Int) {
-        read.add(count, ordering: .relaxed)
-        catchUps.add(1, ordering: .relaxed)
     }
 }

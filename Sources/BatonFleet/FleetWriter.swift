@@ -207,7 +207,7 @@ final class FleetWriter: Sendable {
             ask = company?.ask(at: clock.now)
             return (lost, notice + (ask?.statements ?? []))
         }
-        company?.committed(ask, closed.suffix(ask?.mark == nil ? 0 : OwnCommit.statementCount))
+        company?.committed(ask, closed)
         return lost
     }
 }

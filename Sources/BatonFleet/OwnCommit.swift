@@ -33,9 +33,15 @@ struct OwnCommit: Sendable, Equatable {
     /// where no feed follows (`FleetCompany.ask`); no statements where the feed has no mark
     /// yet (a catch-up is asked for instead, once it committed).
     struct Ask: Sendable {
-        var mark: FeedAhead.Mark?
-        var began: ContinuousClock.Instant
-        var statements: [FleetJournal.Statement] { mark.map(OwnCommit.statements) ?? [] }
+        let mark: FeedAhead.Mark?
+        let began: ContinuousClock.Instant
+        /// What to send last before the COMMIT (none without a mark).
+        let statements: [FleetJournal.Statement]
+
+        init(mark: FeedAhead.Mark?, began: ContinuousClock.Instant) {
+            (self.mark, self.began) = (mark, began)
+            statements = mark.map(OwnCommit.statements) ?? []
+        }
     }
 
     /// What the results of an `Ask`'s statements say.
@@ -54,8 +60,6 @@ struct OwnCommit: Sendable, Equatable {
          (rowsSQL, [])]
     }
 
-    /// How many `statements` makes.
-    static let statementCount = 4
     /// For the rest of the transaction (its COMMIT follows them): each time PostgreSQL plans the
     /// statements below, it reads indexes, whatever the tables' statistics say then (a generic
     /// plan made while the tables were small is kept per connection until they are analyzed
@@ -88,11 +92,6 @@ struct OwnCommit: Sendable, Equatable {
               let list = results[1].rows.first?.first ?? nil else { return .unread }
         let writers = list.split(separator: ",").compactMap { UInt64($0) }
         return .commit(OwnCommit(xid: xid, snapshot: snapshot, mark: mark, writers: Set(writers), rows: results[2].rows, began: ask.began))
-    }
-
-    /// The results of `count` statements in `results`, a pipeline that ended with them and a COMMIT.
-    static func results(_ count: Int, in results: [PGRows]) -> ArraySlice<PGRows> {
-        results.dropLast().suffix(count)
     }
 
     /// Its transitions decoded, each with its run as it was at that transition.

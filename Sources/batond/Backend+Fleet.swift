@@ -66,10 +66,7 @@ extension Backend {
                                            company: company, log: { Log.warning($0) })
         // The transaction that writes a run's end starts the runs that may start then.
         store.startRuns(with: coordinator)
-        metrics.follow { [counts = coordinator.feedCounts] in
-            let figures = counts.counts
-            return Metrics.FeedFigures(own: figures.own, read: figures.read, catchUps: figures.catchUps)
-        }
+        metrics.follow { [counts = coordinator.feedCounts] in counts.figures }
         let lease = FleetLease(coordinator, onFenced: { why in
             guardLink.handOver()
             onFenced(why)
