@@ -82,8 +82,9 @@ struct CoordinatorState: Sendable {
         /// A tick read the runs whose needs to ask, its read begun at `readAt`: the runs whose
         /// needs were written before it are forgotten (it saw them written).
         case needsRead(readAt: ContinuousClock.Instant)
-        /// Asks the run's needs, unless they are being asked or were written since the last read.
-        case askNeeds(RunSnapshot)
+        /// Asks the run's needs (those of its definition, nil where this host has none for it),
+        /// unless they are being asked or were written since the last read.
+        case askNeeds(RunSnapshot, definition: Action?)
         /// Its needs could not be asked now, nothing written: the next tick asks them again.
         case needsNotAsked(Int64)
         /// Its needs were written (committed) at `at`.
@@ -101,8 +102,8 @@ struct CoordinatorState: Sendable {
         case start(ready: [Int64], held: [Int64], slots: Int)
         /// Arm the run's debounce timer.
         case armTimer(Int64, after: Duration)
-        /// Ask the run's needs (trigger each, then write what it waits for).
-        case askNeeds(RunSnapshot)
+        /// Ask the run's needs, its definition's (trigger each, then write what it waits for).
+        case askNeeds(RunSnapshot, definition: Action?)
     }
 
     mutating func handle(_ event: Event) -> [Effect] {
@@ -159,8 +160,8 @@ struct CoordinatorState: Sendable {
         case let .needsRead(readAt):
             needsAsked.prune(writtenBefore: readAt)
             return []
-        case let .askNeeds(run):
-            return needsAsked.begin(run.id) ? [.askNeeds(run)] : []
+        case let .askNeeds(run, definition):
+            return needsAsked.begin(run.id) ? [.askNeeds(run, definition: definition)] : []
         case let .needsNotAsked(run):
             needsAsked.forget(run)
             return []

@@ -13,22 +13,24 @@ import FoundationEssentials
 /// shutdown stopped is asked again (`NeedBook.Outcome.askAgain`): that need only, the runs it
 /// waited for otherwise kept.
 extension FleetCoordinator {
-    /// Asks the needs of `runs` (a tick's read of `unasked`, begun at `readAt`), each once at a
-    /// time: first forgets the runs whose needs were written before that read (it saw them so).
-    /// Posted after any earlier tick's asks, so one of those that read a run asking before its
-    /// write committed finds it still remembered.
-    func askNeeds(of runs: [RunSnapshot], readAt: ContinuousClock.Instant) {
+    /// Asks the needs of `runs` (a tick's read of `unasked`, begun at `readAt`, each with the
+    /// definition it was triggered with: `lookUp`), each once at a time: first forgets the runs
+    /// whose needs were written before that read (it saw them so). Posted after any earlier
+    /// tick's asks, so one of those that read a run asking before its write committed finds it
+    /// still remembered.
+    func askNeeds(of runs: [(RunSnapshot, Action?)], readAt: ContinuousClock.Instant) {
         guard reactor.isCurrent else { return reactor.post { [self] in askNeeds(of: runs, readAt: readAt) } }
         send(.needsRead(readAt: readAt))
-        for run in runs { send(.askNeeds(run)) }
+        for (run, definition) in runs { send(.askNeeds(run, definition: definition)) }
     }
 
     /// The state's `askNeeds` (once at a time per run: the feed finds it again on each tick until
-    /// written): asks them now, on the loop.
-    func askingNeeds(of run: RunSnapshot) {
-        // An action gone from the config needs nothing now: met, its start cancels it (`claim`: removed).
-        guard let action = conductor.action(named: run.action) else { return writeNeeds(of: run.id, nil, [], failure: nil) }
-        askNeed(0, of: run, action, asked: [])
+    /// written): asks them now, on the loop, those of `definition` (the action as the run was
+    /// triggered, as one machine's run keeps its own: a reload since changes none of them).
+    func askingNeeds(of run: RunSnapshot, _ definition: Action?) {
+        // No definition here (its action gone from the config, or refused): nothing to ask; its start cancels or ends it.
+        guard let definition else { return writeNeeds(of: run.id, nil, [], failure: nil) }
+        askNeed(0, of: run, definition, asked: [])
     }
 
     private func askNeed(_ index: Int, of run: RunSnapshot, _ action: Action, asked: [NeededRun]) {

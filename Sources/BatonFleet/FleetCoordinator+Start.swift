@@ -102,8 +102,8 @@ extension FleetCoordinator {
             }
         case let .armTimer(id, after):
             _ = reactor.after(after) { [self] in send(.debounceFired(id, running: conductor.runningCount)) }
-        case let .askNeeds(run):
-            askingNeeds(of: run)
+        case let .askNeeds(run, definition):
+            askingNeeds(of: run, definition)
         }
     }
 

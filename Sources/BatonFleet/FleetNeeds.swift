@@ -77,13 +77,16 @@ enum FleetNeeds {
     /// each needed run had kept beside it, and for `failed` the run's end (`failure`, never
     /// started, `end`: hooks fired, the failure counted). `askAgain` (a need stopped by a host's
     /// shutdown) sets it back to `asking`: its owner asks that need again, and keeps the other
-    /// runs it waits for (`kept`), as one machine's next start does. Returns whether this call decided it.
+    /// runs it waits for (`kept`), as one machine's next start does. `definition`: the action a run
+    /// was triggered with, by its name and fingerprint (`FleetCoordinator.definition`): its failure's
+    /// hooks and count. Returns whether this call decided it.
     @discardableResult
     static func decide(_ id: Int64, _ outcome: NeedBook.Outcome, on db: PGConnection, as me: FleetHost,
-                       actions: (String) -> Action?) throws -> Bool {
+                       definition: (_ name: String, _ fingerprint: String?) throws -> Action?) throws -> Bool {
         var action: Action?
-        if case .failed = outcome, let name = try db.query("SELECT action FROM runs WHERE id = $1", [String(id)]).first?[0] ?? nil {
-            action = actions(name)
+        if case .failed = outcome, let row = try db.query("SELECT action, definition FROM runs WHERE id = $1", [String(id)]).first,
+           let name = row[0] {
+            action = try definition(name, row[1])
         }
         return try FleetCoordinator.retrying {
             try db.transaction(opening: keyLocks(id, action)) { _ in
@@ -197,10 +200,14 @@ enum FleetNeeds {
         guard always || configured(coordinator) else { return }
         let readAt = ContinuousClock.now
         let rows = try db.query(unasked(incarnation: coordinator.host.incarnation)).rows
-        coordinator.askNeeds(of: try kept(rows.map(FleetRows.run), on: db), readAt: readAt)
+        let runs = try kept(rows.map(FleetRows.run), on: db)
+        // Each asks the needs of the definition it was triggered with, not the config's now (a reload meanwhile).
+        let definitions = try coordinator.definitions(of: runs, on: db)
+        coordinator.askNeeds(of: runs.map { ($0, definitions[$0.id]?.action) }, readAt: readAt)
+        let definition = { (name: String, fingerprint: String?) in try coordinator.definition(of: name, fingerprint: fingerprint, on: db) }
         for (run, outcome) in decided(waits(try db.query(decidableRows).rows)) {
             // One wait that cannot be decided now (it is read again) holds up neither the others nor the tick.
-            do { try decide(run, outcome, on: db, as: coordinator.host, actions: coordinator.conductor.action(named:)) } catch {
+            do { try decide(run, outcome, on: db, as: coordinator.host, definition: definition) } catch {
                 coordinator.log("the wait of run \(run) for its needs could not be decided: \(error)")
             }
         }

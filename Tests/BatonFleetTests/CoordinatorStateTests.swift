@@ -129,23 +129,31 @@ struct CoordinatorStateTests {
             effects: [.hand(claimed(9))], reserved: 1),
         Row(what: "after shutdown a found run gets no slot",
             events: [.look(running: 0), .stopStarting, .found(ready: [9], held: [], running: 0)], effects: [], reserved: 0),
-        Row(what: "a run's needs are asked", events: [.askNeeds(asking)], effects: [.askNeeds(asking)], reserved: 0),
-        Row(what: "a run's needs are asked once at a time", events: [.askNeeds(asking), .askNeeds(asking)], effects: [], reserved: 0),
+        Row(what: "a run's needs are asked", events: [.askNeeds(asking, definition: needing)], effects: [.askNeeds(asking, definition: needing)], reserved: 0),
+        Row(what: "a run with no definition here (its action gone, or refused) is asked too: its needs are written met",
+            events: [.askNeeds(asking, definition: nil)], effects: [.askNeeds(asking, definition: nil)], reserved: 0),
+        Row(what: "a run's needs are asked once at a time", events: [.askNeeds(asking, definition: needing), .askNeeds(asking, definition: needing)], effects: [], reserved: 0),
         Row(what: "written: a tick that read the rows before the write does not ask again",
-            events: [.askNeeds(asking), .needsWritten(7, at: t0 + .milliseconds(5)), .needsRead(readAt: t0), .askNeeds(asking)],
+            events: [.askNeeds(asking, definition: needing), .needsWritten(7, at: t0 + .milliseconds(5)), .needsRead(readAt: t0), .askNeeds(asking, definition: needing)],
             effects: [], reserved: 0),
         Row(what: "written: a tick that read the rows after the write may ask again (the run is asking once more)",
-            events: [.askNeeds(asking), .needsWritten(7, at: t0 + .milliseconds(5)), .needsRead(readAt: t0 + .milliseconds(10)),
-                     .askNeeds(asking)],
-            effects: [.askNeeds(asking)], reserved: 0),
+            events: [.askNeeds(asking, definition: needing), .needsWritten(7, at: t0 + .milliseconds(5)), .needsRead(readAt: t0 + .milliseconds(10)),
+                     .askNeeds(asking, definition: needing)],
+            effects: [.askNeeds(asking, definition: needing)], reserved: 0),
         Row(what: "a run still being asked is not forgotten by a tick's read",
-            events: [.askNeeds(asking), .needsRead(readAt: t0 + .seconds(1)), .askNeeds(asking)], effects: [], reserved: 0),
+            events: [.askNeeds(asking, definition: needing), .needsRead(readAt: t0 + .seconds(1)), .askNeeds(asking, definition: needing)], effects: [], reserved: 0),
         Row(what: "needs that could not be asked now (nothing written) are asked again at once",
-            events: [.askNeeds(asking), .needsNotAsked(7), .askNeeds(asking)], effects: [.askNeeds(asking)], reserved: 0),
+            events: [.askNeeds(asking, definition: needing), .needsNotAsked(7), .askNeeds(asking, definition: needing)], effects: [.askNeeds(asking, definition: needing)], reserved: 0),
     ]
 
     /// A queued run whose needs are asked, and a clock's reading the table's instants follow.
     static let asking = claimed(7).run
+    /// The definition `asking` was triggered with: its needs are the ones asked, whatever the config says now.
+    static let needing: Action = {
+        var action = Action(name: "c", exec: ["true"])
+        action.needs = [NeedTarget(action: Action(name: "build", exec: ["true"]), params: [:])]
+        return action
+    }()
     static let t0 = ContinuousClock.now
 
     @Test("one event after the other", arguments: table)

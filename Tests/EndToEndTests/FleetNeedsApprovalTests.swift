@@ -55,6 +55,34 @@ struct FleetNeedsApprovalTests {
         #expect((ran.startedAt?.rawValue ?? 0) >= (needed.first?[2].flatMap { Int64($0) } ?? .max), "deploy started before build ended")
     }
 
+    @Test("a reload that drops deploy's needs on both hosts while its run waits for its yes: approved, it still asks build first (its definition's needs, as one machine's run keeps its action's), then runs (review-fleetdefs14 M3)")
+    func needsOfTheDefinition() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let conninfo = try Postgres.server().database()
+        let log = DebounceEndToEndTests.temporaryLog()
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let hosts = try Self.fleet(team, actions: """
+            build: { exec: ["sh", "-c", "echo build >> \(log)"] },
+            deploy: { exec: ["sh", "-c", "echo deploy >> \(log)"], needs: ["build"], approve: { by: ["group:\(team.group)"], timeout: "1h" } },
+            """, conninfo: conninfo)
+        defer { for host in hosts { host.stop() } }
+        let db = try PGConnection(conninfo)
+        let id = try ApprovalEndToEndTests.runID(try team.baton(team.ann, hosts[0], "run", "deploy", "--detach", "--json"))
+        #expect(try FleetNeedsTests.row(db, Int64(id)!)[2] == "asking")
+        for host in hosts {
+            let text = try String(contentsOfFile: host.configPath, encoding: .utf8)
+            try text.replacingOccurrences(of: #"needs: ["build"], "#, with: "").write(toFile: host.configPath, atomically: true, encoding: .utf8)
+            let reloaded = try host.baton("reload")
+            #expect(reloaded.code == 0, "\(reloaded.stderr)")
+        }
+        #expect(try team.baton(team.ben, hosts[1], "approve", id).code == 0)
+        let ran = try #require(try FleetTests.wait(hosts[0], run: Int64(id)!))
+        #expect(ran.phase == .success, "\(ran)")
+        #expect(try FleetNeedsTests.needed(db, Int64(id)!).map(\.[0]) == ["build"], "deploy ran without asking the build its definition needs")
+        #expect(DebounceEndToEndTests.log(log) == ["build", "deploy"])
+    }
+
     @Test("needs refused at their ask, not at the trigger (the need paused while the run waited for its yes): ship fails naming compile; deploy's need build is made as on one host (its own need refused then) and fails, and deploy with it (review-fleetneeds11 1)")
     func refusedAtAsk() throws {
         try #require(geteuid() == 0, "needs root to add users")
