@@ -21,8 +21,11 @@ struct FeedWake: Equatable {
     /// `notes` nil: a connection just made (whatever was sent before it is caught up by a tick).
     /// `ownHello`: this host's greeting (`hello`), which is no news of company. `own`: this host's
     /// incarnation, the payload of its own commits' NOTIFY, which ask no tick: each was handed to
-    /// its feed in-process (`OwnCommit`).
-    init(_ notes: [(channel: String, payload: String)]?, lastTickAge: Duration, ownHello: String = "", own: String? = nil) {
+    /// its feed in-process (`OwnCommit`). `catchUpDue`: one of those own commits was left to a
+    /// catch-up (`FleetFeed.askCatchUp`): a tick now, whatever the notifications, since its own
+    /// NOTIFY asks for none and nothing else may come for a second.
+    init(_ notes: [(channel: String, payload: String)]?, lastTickAge: Duration, ownHello: String = "", own: String? = nil,
+         catchUpDue: Bool = false) {
         outputRuns = Set((notes ?? []).filter { $0.channel == Self.outputChannel }.compactMap { Int64($0.payload) })
         guard let notes else {
             tick = true
@@ -31,7 +34,8 @@ struct FeedWake: Equatable {
         }
         greeted = notes.contains { $0.channel != Self.outputChannel && $0.payload.hasPrefix("hello ") && $0.payload != ownHello }
         stops = notes.contains { $0.channel != Self.outputChannel && $0.payload == StopRequest.announced }
-        tick = notes.isEmpty || notes.contains { $0.channel != Self.outputChannel && $0.payload != own } || lastTickAge >= .seconds(1)
+        tick = catchUpDue || notes.isEmpty || notes.contains { $0.channel != Self.outputChannel && $0.payload != own }
+            || lastTickAge >= .seconds(1)
     }
 
     init(tick: Bool, outputRuns: Set<Int64>, stops: Bool = false, greeted: Bool = false) {

@@ -178,14 +178,16 @@ final class FleetFeed: Sendable {
         do {
             let (db, notes) = try listening(&state, coordinator.host)
             let (hello, own) = (FeedWake.hello(coordinator.host.incarnation), coordinator.host.incarnation)
-            try handle(FeedWake(notes, lastTickAge: .now - state.ticked, ownHello: hello, own: own), db, &state, coordinator)
+            try handle(FeedWake(notes, lastTickAge: .now - state.ticked, ownHello: hello, own: own, catchUpDue: state.catchUpDue),
+                       db, &state, coordinator)
             // Notifications that came with a tick's answers wait in libpq, not in the socket (the
             // reactor would not see them): each may be of a commit after the catch-up, so tick
             // again until none came (at most `Self.rounds` times; past that the backstop comes).
             for _ in 0..<Self.rounds {
                 let later = try db.notifications()
                 if later.isEmpty { break }
-                try handle(FeedWake(later, lastTickAge: .now - state.ticked, ownHello: hello, own: own), db, &state, coordinator)
+                try handle(FeedWake(later, lastTickAge: .now - state.ticked, ownHello: hello, own: own, catchUpDue: state.catchUpDue),
+                           db, &state, coordinator)
             }
             return db.socket
         } catch {
@@ -197,7 +199,7 @@ final class FleetFeed: Sendable {
 
     private static func handle(_ wake: FeedWake, _ db: PGConnection, _ state: inout Connection, _ coordinator: FleetCoordinator) throws {
         if wake.greeted { coordinator.company.greeted() }
-        if wake.tick || state.catchUpDue {
+        if wake.tick {
             (state.ticked, state.catchUpDue) = (.now, false)
             try tick(db, &state, coordinator, stops: wake.stops)
         }

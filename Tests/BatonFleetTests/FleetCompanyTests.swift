@@ -37,14 +37,15 @@ struct FleetCompanyTests {
         #expect(news == FeedWake(tick: true, outputRuns: [], greeted: false))
     }
 
-    @Test("this host's own commits' NOTIFY asks its feed for no tick (each was handed over in-process); another's, an untagged one or a second's wait does")
+    @Test("this host's own commits' NOTIFY asks its feed for no tick (each was handed over in-process); another's, an untagged one, a second's wait or an own commit left to a catch-up does")
     func ownNews() {
         let (me, hello) = ("web-1/7/ab", FeedWake.hello("web-1/7/ab"))
-        func wake(_ payloads: [String], age: Duration = .zero) -> Bool {
-            FeedWake(payloads.map { (channel: "baton", payload: $0) }, lastTickAge: age, ownHello: hello, own: me).tick
+        func wake(_ payloads: [String], age: Duration = .zero, catchUpDue: Bool = false) -> Bool {
+            FeedWake(payloads.map { (channel: "baton", payload: $0) }, lastTickAge: age, ownHello: hello, own: me, catchUpDue: catchUpDue).tick
         }
         #expect(!wake([me]))
         #expect(!wake([me, me]))
+        #expect(wake([me], catchUpDue: true), "an own commit left to a catch-up (review-owncommit F1, N5): its own NOTIFY alone must not wait a second")
         #expect(wake([me, "web-2/9/cd"]))
         #expect(wake([""]), "an untagged NOTIFY (a cancel, an approval) is news")
         #expect(wake([me], age: .seconds(1)))
