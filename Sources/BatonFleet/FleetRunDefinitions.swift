@@ -92,28 +92,6 @@ enum RunDefinition {
 }
 
 extension Action {
-    /// `self` (a definition this host loaded from its config: what the process is) with the fields a
-    /// database writer may decide from `stored` (a run's stored definition): approve, locks, rateLimit,
-    /// retry, policy, policies, queueDepth, onInterrupt, needs and hooks (resolved here by name), and
-    /// debounce, maxWait and cooldown. Nothing else of `stored` is taken.
-    func deciding(as stored: Action) -> Action {
-        var action = self
-        action.approve = stored.approve
-        action.locks = stored.locks
-        action.rateLimit = stored.rateLimit
-        action.retry = stored.retry
-        action.policy = stored.policy
-        action.policies = stored.policies
-        action.queueDepth = stored.queueDepth
-        action.onInterrupt = stored.onInterrupt
-        action.needs = stored.needs
-        action.hooks = stored.hooks
-        action.debounce = stored.debounce
-        action.maxWait = stored.maxWait
-        action.cooldown = stored.cooldown
-        return action
-    }
-
     /// Whether `stored`'s process (every field `deciding` does not take) is this loaded definition's,
     /// by the codec's canonical text; `runAs` by its names only (the row's uid and gid are another host's).
     /// Both are compared as a row keeps them (`storedForm`: env values as digests): `stored` may be
@@ -143,19 +121,6 @@ extension Action {
     static func isDigest(_ value: String) -> Bool {
         let digits = value.utf8.dropFirst(7)
         return value.hasPrefix("sha256:") && digits.count == 64 && digits.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-    }
-}
-
-extension Action {
-    /// Whether this configured action (a host's config now) gives up the approval wait of a run
-    /// decided by `definition` (`FleetCoordinator.lookUp`: the `approve` it waits by is its own
-    /// stored one, so never nil while it waits): where this config has no `approve` (a reload
-    /// removed it) and `definition`'s process is this config's (`runsAsStored`). The fleet's
-    /// form of one machine's rule (`ConductorState.awaitApprovalAgain`: a waiting run whose
-    /// action as loaded now has no `approve` is waived), asked of the config, not of the
-    /// definition, which never changes: asked of the definition, no wait would ever be waived.
-    func waives(_ definition: Action) -> Bool {
-        approve == nil && runsAsStored(definition)
     }
 }
 

@@ -253,6 +253,35 @@ struct ConductorApprovalTests {
         #expect(needy.launched == [2, 1])
     }
 
+    @Test("a reload that drops approve waives a waiting run (written waived, its needs, its own, asked first), as a restart and a fleet's reload do (audit D5); one that also changes the command, or removes the action, waives nothing")
+    func reloadWaives() {
+        var needy = Self.deploy()
+        needy.needs = [NeedTarget(action: Action(name: "build", exec: ["true"], policy: .join), params: [:])]
+        var plain = needy
+        plain.approve = nil
+        plain.needs = []
+        var rig = Rig()
+        _ = Self.trigger(&rig, needy, at: 0)
+        rig.at(10)
+        rig.handle(.reloaded(["deploy": plain]))
+        #expect(approvals(rig).last?.verdict == .waived && approvals(rig).last?.decidedAt == Rig.start + .seconds(10)
+                && approvals(rig).last?.decisionText == "approval waived: the action's approve was removed from the config")
+        #expect(rig.launched == [2], "the build its own definition needs starts first (the reloaded config needs none)")
+        rig.exit(2, at: 11)
+        #expect(rig.launched == [2, 1])
+        #expect(Self.decide(&rig, 1, by: Self.bob).map { if case .failed = $0 { true } else { false } } == true, "decided once: waived")
+        var changed = plain
+        changed.exec = ["sh", "-c", "echo B"]
+        for (what, configured) in [("command changed", ["deploy": changed]), ("action removed", [:]), ("approve kept", ["deploy": Self.deploy()])] {
+            var kept = Rig()
+            _ = Self.trigger(&kept, Self.deploy(), at: 0)
+            kept.handle(.reloaded(configured))
+            #expect(kept.launched.isEmpty && approvals(kept).count == 1, "\(what)")
+            _ = Self.decide(&kept, 1, by: Self.bob)
+            #expect(kept.launched == [1], "\(what): approved, it runs")
+        }
+    }
+
     @Test("recovery after the config added approve: a run queued before, never started, arms a wait, written; one approved runs (review item 3)")
     func recoveredRuleNew() {
         var rig = Rig()

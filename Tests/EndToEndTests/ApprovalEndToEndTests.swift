@@ -162,6 +162,35 @@ struct ApprovalEndToEndTests {
         #expect(show.stdout.contains("approval: denied by \(team.ben) at "), "\(show.stdout)")
     }
 
+    @Test("a reload that removes approve: ann's waiting run is waived (show says so) and runs, as on a restart and on a fleet (audit D5); a reload that also changes the command leaves a run waiting", arguments: [false, true])
+    func waivedOnReload(commandChanged: Bool) throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let marker = NSTemporaryDirectory() + "baton-waive-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let daemon = try Daemon(config: Self.config(team, marker: marker))
+        chmod(daemon.directory, 0o755)
+        let run = try Self.runID(try team.baton(team.ann, daemon, "run", "deploy", "-p", "ref=v5", "--detach", "--json"))
+        let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+        var without = config.replacing(/,\s*approve: \{[^}]*\}/, with: "")
+        if commandChanged { without = without.replacingOccurrences(of: "echo ref=", with: "echo changed ref=") }
+        #expect(without != config)
+        try without.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let reloaded = try daemon.baton("reload")
+        #expect(reloaded.code == 0, "\(reloaded.stderr)")
+        if commandChanged {
+            // Still waiting: approved, it runs the command it was triggered with.
+            let waiting = try daemon.baton("show", run).stdout
+            #expect(waiting.contains("waiting for approval by group:"), "\(waiting)")
+            #expect(try team.baton(team.ben, daemon, "approve", run).code == 0)
+        }
+        #expect(try daemon.baton("wait", run).code == 0)
+        #expect((try? String(contentsOfFile: marker, encoding: .utf8)) == "ref=v5\n")
+        let show = try daemon.baton("show", run).stdout
+        let decided = commandChanged ? "approved by \(team.ben) at " : "approval waived: the action's approve was removed from the config at "
+        #expect(show.contains(decided), "\(show)")
+    }
+
     @Test("undecided at its timeout, the run ends cancelled: approval timed out")
     func timedOut() throws {
         try #require(geteuid() == 0, "needs root to add users")

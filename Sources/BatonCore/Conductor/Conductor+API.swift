@@ -234,15 +234,17 @@ extension Conductor {
     /// old command, are not measured when they end (`ConductorState.forget(actions:)`).
     public func replaceActions(_ actions: [Action]) {
         let next = Dictionary(actions.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        let redefined = shared.withLock { registry -> [String] in
+        let (redefined, configured) = shared.withLock { registry -> ([String], [String: Action]) in
             var next = next
             for (name, action) in registry.actions where registry.closures[name] != nil && next[name] == nil { next[name] = action }
             let redefined = registry.actions.compactMap { name, old in next[name]?.exec == old.exec ? nil : name }
             if options.keepsEarlierActions { registry.keepEarlier(replacedBy: next) }
             registry.actions = next
-            return redefined
+            return (redefined, next)
         }
         if !redefined.isEmpty { changeState { $0.forget(actions: redefined) } }
+        // Waits for an approval the reload gives up end (`ConductorState.waiveApprovals`).
+        send(.reloaded(configured))
     }
 
     // MARK: Shutdown

@@ -37,19 +37,45 @@ extension ConductorState {
             return
         }
         if action.approve == nil, state.isWaiting {
-            var waived = state
-            waived.verdict = .waived
-            waived.decidedAt = step.now
-            waived.reason = "the action's approve was removed from the config"
-            record(waived, of: id, &step)
             // Its needs waited for the approval (`triggerNeedsUnlessWaiting`): they run now.
-            return triggerNeeds(id, action, params: flight.run.params, peer: flight.run.trigger, &step)
+            return waive(id, state, needs: action, &step)
         }
         approvals[id] = state
         flights[id]?.run.approval = state
         guard state.isWaiting else { return }
         table.awaitApproval(id)
         if let until = state.until { step.emit(.schedule(run: id, .approval, after: max(until - step.now, .zero))) }
+    }
+
+    /// A reload: each run waiting for its approval whose action as configured now (`configured`,
+    /// by name) gives the wait up (`Action.waives`: no `approve` now, the same process as the run's
+    /// own definition) waits no more, its approval written `waived`, its needs asked (its own),
+    /// and may start, as after a restart (`awaitApprovalAgain`) and on a fleet's reload
+    /// (`FleetCoordinator.waiveApprovals`, the same rule). A run whose action the reload removed,
+    /// or whose command it changed, waits on: approved, it runs what it was triggered with.
+    mutating func waiveApprovals(configured: [String: Action], _ step: inout Step) {
+        let waived = approvals.filter { id, state in
+            guard state.isWaiting, let flight = flights[id], !flight.isOver else { return false }
+            return configured[flight.action.name]?.waives(flight.action) == true
+        }
+        guard !waived.isEmpty else { return }
+        for id in waived.keys.sorted() {
+            guard let flight = flights[id], let state = approvals[id] else { continue }
+            waive(id, state, needs: flight.action, &step)
+            table.approved(id)
+        }
+        admit(&step)
+    }
+
+    /// Writes a waiting run's approval `waived` and asks `action`'s needs, which waited for it.
+    private mutating func waive(_ id: Int64, _ state: ApprovalState, needs action: Action, _ step: inout Step) {
+        guard let flight = flights[id] else { return }
+        var waived = state
+        waived.verdict = .waived
+        waived.decidedAt = step.now
+        waived.reason = "the action's approve was removed from the config"
+        record(waived, of: id, &step)
+        triggerNeeds(id, action, params: flight.run.params, peer: flight.run.trigger, &step)
     }
 
     /// `baton approve RUN` / `baton deny RUN`: decided once, by one of the action's approvers who

@@ -83,6 +83,9 @@ public struct ConductorState: Sendable {
         case approval(Token, run: Int64, Approver, approve: Bool, reason: String?)
         /// `handOver`'s answer: left to its shim (`kept`), or batond's to stop (`ConductorState+HandOver`).
         case handedOver(run: Int64, attempt: Int, kept: Bool)
+        /// The config was reloaded: every action configured now, by name. A run waiting for its
+        /// approval whose action gives the wait up now is waived (`ConductorState+Approvals`).
+        indirect case reloaded([String: Action])
     }
 
     /// What the conductor must do, in the order given (the large payloads `indirect`, as `Event`'s).
@@ -249,6 +252,7 @@ public struct ConductorState: Sendable {
         case let .approval(token, run, approver, approve, reason):
             decideApproval(token, run: run, approver, approve: approve, reason: reason, &step)
         case let .handedOver(run, attempt, kept): handedOver(run, attempt: attempt, kept: kept, &step)
+        case let .reloaded(actions): waiveApprovals(configured: actions, &step)
         }
         return finish(&step)
     }

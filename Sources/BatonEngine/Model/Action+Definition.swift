@@ -1,0 +1,41 @@
+/// A run's definition against the config of the moment: what a run keeps of the action it was
+/// triggered with, and when a reload gives up its approval wait. One rule for one machine
+/// (`ConductorState.reloaded`) and a fleet (`FleetCoordinator.waiveApprovals`) alike.
+extension Action {
+    /// `self` (a definition loaded from a config: what the process is) with the fields a run's
+    /// definition decides by from `definition`: approve, locks, rateLimit, retry, policy, policies,
+    /// queueDepth, onInterrupt, needs and hooks, debounce, maxWait and cooldown. Nothing else of
+    /// `definition` is taken. A fleet takes these, and only these, from a stored row (a database
+    /// writer may decide them through other tables anyway: `FleetCoordinator.lookUp`).
+    public func deciding(as definition: Action) -> Action {
+        var action = self
+        action.approve = definition.approve
+        action.locks = definition.locks
+        action.rateLimit = definition.rateLimit
+        action.retry = definition.retry
+        action.policy = definition.policy
+        action.policies = definition.policies
+        action.queueDepth = definition.queueDepth
+        action.onInterrupt = definition.onInterrupt
+        action.needs = definition.needs
+        action.hooks = definition.hooks
+        action.debounce = definition.debounce
+        action.maxWait = definition.maxWait
+        action.cooldown = definition.cooldown
+        return action
+    }
+
+    /// Whether `definition` (of this host: its env values and user as loaded here) runs the
+    /// process this action runs: equal in every field `deciding` does not take.
+    public func runsAs(_ definition: Action) -> Bool {
+        deciding(as: definition) == definition
+    }
+
+    /// Whether this action as configured now gives up the approval wait of a run triggered with
+    /// `definition` (which has the `approve` the run waits by): where this config has no `approve`
+    /// (a reload removed it) and `definition`'s process is this config's. A reload that also
+    /// changed what runs waives nothing: the run would run the old command, unapproved.
+    public func waives(_ definition: Action) -> Bool {
+        approve == nil && definition.approve != nil && runsAs(definition)
+    }
+}
