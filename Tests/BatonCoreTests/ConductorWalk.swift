@@ -100,6 +100,12 @@ struct ConductorWalk {
         gated.approve = ApprovalRule(by: ["group:ops"], approvers: AccessRule(groups: [10]), timeout: .milliseconds(200))
         return gated
     }()
+    /// A reload's config: `gated` without `approve`, the same command (its waiting runs are waived).
+    static let reloaded: [String: Action] = {
+        var plain = gated
+        plain.approve = nil
+        return [plain.name: plain]
+    }()
     static let approvers = [Approver(uid: 3000, name: "u3000", groups: [10]), Approver(uid: 3001, name: "u3001", groups: [10]),
                             Approver(uid: 4000, name: "u4000", groups: [20])]
 
@@ -219,6 +225,8 @@ struct ConductorWalk {
     // need made it), and the runs whose approval was decided (approved or not).
     private var originUID: [Int64: UInt32] = [:]
     private var approvalDecided: [Int64: ApprovalState.Verdict] = [:]
+    /// Whether a reload dropped `gated`'s approve (`reloaded`): only then is a wait waived.
+    private var reloadedOnce = false
 
     init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false, handsOver: Bool = false) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -282,6 +290,8 @@ struct ConductorWalk {
             if choice == 5 || choice == 6, let run = handOvers.keys.min() { answerHandOver(run, kept: choice == 5) }
             // Now and then the history file is lost: every item fails from then on.
             if choice == 13, choices.next(3) == 0 { stranded = true }
+            // Now and then a reload drops gated's approve: its waiting runs are waived and may start.
+            if choice == 14, choices.next(4) == 0 { reloadedOnce = true; apply(.reloaded(Self.reloaded)) }
             // An approve (7 to 10) or deny (11, 12) of any run, by one of group 10 or by someone outside it.
             if (7...12).contains(choice ?? 0), let run = pick(known, &choices), let who = choices.next(Self.approvers.count) {
                 ask { .approval($0, run: run, Self.approvers[who], approve: choice! <= 10, reason: "walk") }
@@ -646,6 +656,10 @@ struct ConductorWalk {
             if let first = approvalDecided[id] { violate("run \(id)'s approval was decided twice: \(first), then \(verdict)") }
             approvalDecided[id] = verdict
             guard verdict != .timedOut else { continue }
+            if verdict == .waived {
+                if !reloadedOnce { violate("run \(id)'s approval was waived with no reload") }
+                continue
+            }
             guard let approver = Self.approvers.first(where: { $0.name == approval.decidedBy }), approver.groups.contains(10) else {
                 violate("run \(id)'s approval was decided by \(String(describing: approval.decidedBy)), not one of its approvers")
                 continue
@@ -882,7 +896,7 @@ extension ConductorWalk {
         checkDebounce(launch)
         checkRate(launch)
         checkNeeds(launch)
-        if launch.attempt == 1, launch.action.approve != nil, approvalDecided[launch.run] != .approved {
+        if launch.attempt == 1, launch.action.approve != nil, approvalDecided[launch.run] != .approved, approvalDecided[launch.run] != .waived {
             violate("run \(launch.run) of \(launch.action.name) started without an approval (\(String(describing: approvalDecided[launch.run])))")
         }
         if launch.attempt == 1, paused.contains(launch.action.name) {
