@@ -25,7 +25,7 @@ struct FeedWake: Equatable {
     /// catch-up (`FleetFeed.askCatchUp`): a tick now, whatever the notifications, since its own
     /// NOTIFY asks for none and nothing else may come for a second.
     init(_ notes: [(channel: String, payload: String)]?, lastTickAge: Duration, ownHello: String = "", own: String? = nil,
-         catchUpDue: Bool = false) {
+         catchUpDue: Bool) {
         outputRuns = Set((notes ?? []).filter { $0.channel == Self.outputChannel }.compactMap { Int64($0.payload) })
         guard let notes else {
             tick = true

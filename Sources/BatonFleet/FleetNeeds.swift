@@ -195,7 +195,8 @@ enum FleetNeeds {
     /// new runs (those not asked already), then decides every wait the rows decide now. A host
     /// whose actions have no needs (any more: a reload removed them, or the action) looks
     /// only once a second (`sweep`, from the feed's refresh), so that no run stays `asking` or
-    /// `waiting` for ever: asked again, a run whose action has no needs now is `met` at once.
+    /// `waiting` for ever: each is asked the needs of its own definition (a reload changes none),
+    /// and one this host has no definition for is `met`, its start cancelling or ending it.
     static func tick(_ db: PGConnection, _ coordinator: FleetCoordinator, always: Bool = false) throws {
         guard always || configured(coordinator) else { return }
         let readAt = ContinuousClock.now

@@ -146,7 +146,8 @@ extension FleetCoordinator {
         guard let text = try FleetRunDefinitions.read(name, fingerprint, on: db) else { return configured.map(RunDefinition.action) ?? .none }
         let found: RunDefinition
         do {
-            let stored = try ActionCodec.decode(text, resolve: conductor.action(named:))
+            // Its needs and hooks by name: this host's config, else what it loaded before a reload.
+            let stored = try ActionCodec.decode(text) { [conductor] in conductor.action(named: $0) ?? conductor.earlierActions(named: $0).last }
             let loaded = [configured].compactMap { $0 } + conductor.earlierActions(named: name)
             if let own = loaded.first(where: { $0.runsAsStored(stored) }) {
                 found = .action(own.deciding(as: stored))
@@ -154,6 +155,10 @@ extension FleetCoordinator {
                 found = .refused("action \(name)'s definition \(fingerprint) is not one \(host.name) configured")
                 log("the definition \(fingerprint) of action \(name) is not one this host configured: its runs end, reason definition")
             }
+        } catch let failure where failure.field == "needs" {
+            // Never a run without a need it was triggered with (one machine's keeps its needed action).
+            found = .refused("action \(name)'s definition \(fingerprint) \(failure.message.replacing("this host", with: host.name))")
+            log("the definition \(fingerprint) of action \(name) \(failure.message): its runs end, reason definition")
         } catch {
             found = .refused("action \(name)'s definition \(fingerprint) could not be read on \(host.name) (\(error)): it needs a newer batond")
             log("the definition \(fingerprint) of action \(name) could not be read (\(error)): its runs end, reason definition")

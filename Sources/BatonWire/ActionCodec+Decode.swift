@@ -4,8 +4,9 @@ import BatonEngine
 /// given once; the first field that is not what it should be is named in the `Failure`.
 extension ActionCodec {
     /// The action `text` defines. Its hooks' and needs' actions are `resolve`d by name, as this
-    /// host has them now; a hook or a need whose action it no longer has is left out (the host
-    /// cannot run it: on one machine, the hook or need of a removed action is not run either).
+    /// host has them now. A hook whose action it no longer has is left out (the host cannot run
+    /// it); a need it cannot resolve fails the decode (`needs`): a run must never start without a
+    /// need it was triggered with (one machine's run keeps its needed actions as loaded).
     public static func decode(_ text: String, resolve: (String) -> Action?) throws(Failure) -> Action {
         let decoding = Decoding()
         var text = text
@@ -21,7 +22,12 @@ extension ActionCodec {
             if let target = resolve(name) { hooks.targets[event] = HookTarget(action: target, params: params) }
         }
         action.hooks = hooks
-        action.needs = decoding.needTargets.compactMap { name, params in resolve(name).map { NeedTarget(action: $0, params: params) } }
+        var needs: [NeedTarget] = []
+        for (name, params) in decoding.needTargets {
+            guard let target = resolve(name) else { throw Failure(field: "needs", message: "needs \(name), which this host does not configure") }
+            needs.append(NeedTarget(action: target, params: params))
+        }
+        action.needs = needs
         return action
     }
 

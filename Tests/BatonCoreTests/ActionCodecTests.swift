@@ -79,12 +79,15 @@ struct ActionCodecTests {
         #expect(try ActionCodec.decode(ActionCodec.encode(other), resolve: Self.resolve) == other)
     }
 
-    @Test("a hook or a need whose action this host no longer has is left out; the rest is read")
+    @Test("a hook whose action this host no longer has is left out, the rest read; a need it cannot resolve fails the read, naming it (review s35 M3: never a run without its need)")
     func unresolved() throws {
         let read = try ActionCodec.decode(ActionCodec.encode(Self.everything), resolve: { $0 == "build" ? Self.needed : nil })
         #expect(read.hooks.targets.isEmpty && read.hooks.chain)
         #expect(read.needs.map(\.action.name) == ["build"])
         #expect(read.exec == Self.everything.exec)
+        #expect(throws: ActionCodec.Failure(field: "needs", message: "needs build, which this host does not configure")) {
+            try ActionCodec.decode(ActionCodec.encode(Self.everything), resolve: { _ in nil })
+        }
     }
 
     @Test("bad text fails naming the field", arguments: [

@@ -253,26 +253,30 @@ struct ConductorApprovalTests {
         #expect(needy.launched == [2, 1])
     }
 
-    @Test("a reload that drops approve waives a waiting run (written waived, its needs, its own, asked first), as a restart and a fleet's reload do (audit D5); one that also changes the command, or removes the action, waives nothing")
+    @Test("a reload that drops approve waives a waiting run (written waived, its needs asked first), as a restart and a fleet's reload do (audit D5); one that also changes the command or a gate (a need added), or removes the action, waives nothing (review s35 H1)")
     func reloadWaives() {
         var needy = Self.deploy()
         needy.needs = [NeedTarget(action: Action(name: "build", exec: ["true"], policy: .join), params: [:])]
         var plain = needy
         plain.approve = nil
-        plain.needs = []
         var rig = Rig()
         _ = Self.trigger(&rig, needy, at: 0)
         rig.at(10)
         rig.handle(.reloaded(["deploy": plain]))
         #expect(approvals(rig).last?.verdict == .waived && approvals(rig).last?.decidedAt == Rig.start + .seconds(10)
                 && approvals(rig).last?.decisionText == "approval waived: the action's approve was removed from the config")
-        #expect(rig.launched == [2], "the build its own definition needs starts first (the reloaded config needs none)")
+        #expect(rig.launched == [2], "the build it needs starts first")
         rig.exit(2, at: 11)
         #expect(rig.launched == [2, 1])
         #expect(Self.decide(&rig, 1, by: Self.bob).map { if case .failed = $0 { true } else { false } } == true, "decided once: waived")
-        var changed = plain
+        var changed = Self.deploy()
+        changed.approve = nil
         changed.exec = ["sh", "-c", "echo B"]
-        for (what, configured) in [("command changed", ["deploy": changed]), ("action removed", [:]), ("approve kept", ["deploy": Self.deploy()])] {
+        var gated = Self.deploy()
+        gated.approve = nil
+        gated.needs = needy.needs
+        for (what, configured) in [("command changed", ["deploy": changed]), ("a need added", ["deploy": gated]), ("action removed", [:]),
+                                   ("approve kept", ["deploy": Self.deploy()])] {
             var kept = Rig()
             _ = Self.trigger(&kept, Self.deploy(), at: 0)
             kept.handle(.reloaded(configured))

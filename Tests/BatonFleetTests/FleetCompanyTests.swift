@@ -26,14 +26,14 @@ struct FleetCompanyTests {
     func greeting() {
         let own = FeedWake.hello("web-1/7/ab")
         #expect(own == "hello web-1/7/ab")
-        let theirs = FeedWake([(channel: "baton", payload: FeedWake.hello("web-2/9/cd"))], lastTickAge: .zero, ownHello: own)
+        let theirs = FeedWake([(channel: "baton", payload: FeedWake.hello("web-2/9/cd"))], lastTickAge: .zero, ownHello: own, catchUpDue: false)
         #expect(theirs == FeedWake(tick: true, outputRuns: [], greeted: true))
-        let mine = FeedWake([(channel: "baton", payload: own)], lastTickAge: .zero, ownHello: own)
+        let mine = FeedWake([(channel: "baton", payload: own)], lastTickAge: .zero, ownHello: own, catchUpDue: false)
         #expect(mine == FeedWake(tick: true, outputRuns: [], greeted: false))
-        let output = FeedWake([(channel: FeedWake.outputChannel, payload: FeedWake.hello("web-2/9/cd"))], lastTickAge: .zero, ownHello: own)
+        let output = FeedWake([(channel: FeedWake.outputChannel, payload: FeedWake.hello("web-2/9/cd"))], lastTickAge: .zero, ownHello: own, catchUpDue: false)
         #expect(!output.greeted)
         // A commit's news, tagged with its host's incarnation, is not a greeting.
-        let news = FeedWake([(channel: "baton", payload: "web-2/9/cd")], lastTickAge: .zero, ownHello: own)
+        let news = FeedWake([(channel: "baton", payload: "web-2/9/cd")], lastTickAge: .zero, ownHello: own, catchUpDue: false)
         #expect(news == FeedWake(tick: true, outputRuns: [], greeted: false))
     }
 
@@ -50,7 +50,7 @@ struct FleetCompanyTests {
         #expect(wake([""]), "an untagged NOTIFY (a cancel, an approval) is news")
         #expect(wake([me], age: .seconds(1)))
         #expect(wake([]), "woken with nothing read: the tick is the point")
-        #expect(FeedWake([(channel: "baton", payload: me)], lastTickAge: .zero, ownHello: hello).tick, "a feed that names no host ticks for any")
+        #expect(FeedWake([(channel: "baton", payload: me)], lastTickAge: .zero, ownHello: hello, catchUpDue: false).tick, "a feed that names no host ticks for any")
     }
 
     @Test("a commit's NOTIFY names its host's incarnation, quoted as SQL")

@@ -53,13 +53,13 @@ struct FleetOutputTests {
               ([], 10, true, [], false),
           ] as [([(String, String)], Int, Bool, Set<Int64>, Bool)])
     func feedWake(notes: [(String, String)], age: Int, tick: Bool, runs: Set<Int64>, stops: Bool) {
-        let wake = FeedWake(notes.map { (channel: $0.0, payload: $0.1) }, lastTickAge: .milliseconds(age))
+        let wake = FeedWake(notes.map { (channel: $0.0, payload: $0.1) }, lastTickAge: .milliseconds(age), catchUpDue: false)
         #expect(wake == FeedWake(tick: tick, outputRuns: runs, stops: stops))
     }
 
     @Test("a new connection ticks and reads the stops (what was sent before it is caught up)")
     func feedWakeNewConnection() {
-        #expect(FeedWake(nil, lastTickAge: .zero) == FeedWake(tick: true, outputRuns: [], stops: true))
+        #expect(FeedWake(nil, lastTickAge: .zero, catchUpDue: false) == FeedWake(tick: true, outputRuns: [], stops: true))
     }
 
     @Test("a batch that wrote chunks notifies once per run, on the output channel")

@@ -65,6 +65,7 @@ struct FleetRunDefinitionsTests {
     static func own() -> Action {
         var action = Action(name: "deploy", exec: ["sh", "-c", "echo A"], env: ["TOKEN": "x"], timeout: .seconds(60))
         action.approve = ApprovalRule(by: ["user:bob"], approvers: AccessRule(users: [1002]), timeout: .seconds(3600))
+        action.hooks.targets[.awaiting] = HookTarget(action: Action(name: "chat", exec: ["true"]), params: [:])
         return action
     }
 
@@ -102,13 +103,16 @@ struct FleetRunDefinitionsTests {
         }
     }
 
-    @Test("a waiting run's wait is waived by a host whose config has its action without approve and runs its process; by no other")
+    @Test("a waiting run's wait is waived (the engine's rule, one machine's and a fleet's) by a config that is its definition with approve (and its awaiting hook) removed, nothing else changed; by no other (review s35 H1)")
     func waives() {
         // The run's definition as `lookUp` gives it: this host's process, the stored decision fields (its approve among them).
         let definition = Self.own().deciding(as: Self.own())
         let reloads: [(String, (inout Action) -> Void, Bool)] = [
             ("approve removed, same process", { $0.approve = nil }, true),
-            ("approve removed, locks changed (the run's own decide)", { $0.approve = nil; $0.locks = [LockClaim("db", limit: 1)] }, true),
+            ("approve and its awaiting hook removed", { $0.approve = nil; $0.hooks.targets[.awaiting] = nil }, true),
+            ("approve removed, a lock added (the run, unapproved, would start without it)", { $0.approve = nil; $0.locks = [LockClaim("db", limit: 1)] }, false),
+            ("approve removed, a need added", { $0.approve = nil; $0.needs = [NeedTarget(action: Action(name: "test", exec: ["true"]), params: [:])] }, false),
+            ("approve removed, a rate limit added", { $0.approve = nil; $0.rateLimit = RateLimit(runs: 1, per: .seconds(60)) }, false),
             ("approve kept", { _ in }, false),
             ("approve changed", { $0.approve = ApprovalRule(by: ["user:carol"], approvers: AccessRule(users: [1003]), timeout: nil) }, false),
             ("approve removed, exec changed", { $0.approve = nil; $0.exec = ["sh", "-c", "echo B"] }, false),

@@ -32,10 +32,16 @@ extension Action {
     }
 
     /// Whether this action as configured now gives up the approval wait of a run triggered with
-    /// `definition` (which has the `approve` the run waits by): where this config has no `approve`
-    /// (a reload removed it) and `definition`'s process is this config's. A reload that also
-    /// changed what runs waives nothing: the run would run the old command, unapproved.
+    /// `definition` (which has the `approve` the run waits by): where this config is `definition`
+    /// with its `approve` removed (and the `awaiting` hook that needs one), nothing else changed.
+    /// A reload that also changed what runs, or a gate (needs, locks, a rate limit, a policy),
+    /// waives nothing: the run, which keeps its own definition, would start unapproved without
+    /// the new gate, or run the old command; its approvers still decide it.
     public func waives(_ definition: Action) -> Bool {
-        approve == nil && definition.approve != nil && runsAs(definition)
+        guard approve == nil, definition.approve != nil else { return false }
+        var asked = self
+        asked.approve = definition.approve
+        asked.hooks.targets[.awaiting] = definition.hooks.targets[.awaiting]
+        return asked == definition
     }
 }
