@@ -134,7 +134,7 @@ extension FleetCoordinator {
                   let configured = conductor.action(named: run.action),
                   case let .action(definition) = try lookUp(run.action, fingerprint: FleetApprovals.definition(row), on: db),
                   configured.waives(definition),
-                  try db.query(FleetApprovals.decide(id, .waived, by: nil, reason: "the action's approve was removed from the config")).first != nil
+                  try db.query(FleetApprovals.decide(id, .waived, by: nil, reason: ConductorState.approveRemoved)).first != nil
             else { return false }
             try db.execute("NOTIFY baton")
             return true

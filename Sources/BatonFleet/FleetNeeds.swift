@@ -19,10 +19,10 @@ enum FleetNeeds {
 
     /// This host's queued runs whose needs are not asked yet: none that waits for its approval
     /// (asked once approved, as one machine does: a denied run never ran its needs; the
-    /// decision's NOTIFY wakes the tick).
+    /// decision's NOTIFY wakes the tick). Each row's last column is the run's definition (`lookUp`).
     static func unasked(incarnation: String) -> FleetJournal.Statement {
         ("""
-         SELECT \(FleetRows.runColumns) FROM runs WHERE incarnation = $1 AND phase = 'queued' AND needs = 'asking'
+         SELECT \(FleetRows.runColumns), definition FROM runs WHERE incarnation = $1 AND phase = 'queued' AND needs = 'asking'
          AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = runs.id AND a.verdict IS NULL) ORDER BY id
          """, [incarnation])
     }
@@ -201,10 +201,15 @@ enum FleetNeeds {
         guard always || configured(coordinator) else { return }
         let readAt = ContinuousClock.now
         let rows = try db.query(unasked(incarnation: coordinator.host.incarnation)).rows
-        let runs = try kept(rows.map(FleetRows.run), on: db)
-        // Each asks the needs of the definition it was triggered with, not the config's now (a reload meanwhile).
-        let definitions = try coordinator.definitions(of: runs, on: db)
-        coordinator.askNeeds(of: runs.map { ($0, definitions[$0.id]?.action) }, readAt: readAt)
+        // Each asks the needs of the definition it was triggered with, not the config's now (a reload
+        // meanwhile); one whose look-up fails now is asked at a later tick, the others and the waits go on.
+        var asking: [(RunSnapshot, Action?)] = []
+        for (run, row) in zip(try kept(rows.map { FleetRows.run(Array($0.dropLast())) }, on: db), rows) {
+            do { asking.append((run, try coordinator.definition(of: run.action, fingerprint: row.last ?? nil, on: db))) } catch {
+                coordinator.log("the needs of run \(run.id) are asked later: its definition could not be read: \(error)")
+            }
+        }
+        coordinator.askNeeds(of: asking, readAt: readAt)
         let definition = { (name: String, fingerprint: String?) in try coordinator.definition(of: name, fingerprint: fingerprint, on: db) }
         for (run, outcome) in decided(waits(try db.query(decidableRows).rows)) {
             // One wait that cannot be decided now (it is read again) holds up neither the others nor the tick.

@@ -286,6 +286,35 @@ struct ConductorApprovalTests {
         }
     }
 
+    @Test("a run made after a reload from a definition before it (the old need of a waived run, which had approve too) is waived at its creation, as the reload waived the waiting ones, and starts: no wait appears that the reload gave up (review s35 M1)")
+    func madeAfterReloadWaived() {
+        var build = Self.deploy()
+        build.name = "build"
+        build.policy = .join
+        var deploy = Self.deploy()
+        deploy.needs = [NeedTarget(action: build, params: ["ref": "{ref}"])]
+        var rig = Rig()
+        _ = Self.trigger(&rig, deploy, at: 0)
+        var (plainBuild, plainDeploy) = (build, deploy)
+        plainBuild.approve = nil
+        plainDeploy.approve = nil
+        rig.at(10)
+        rig.handle(.reloaded(["build": plainBuild, "deploy": plainDeploy]))
+        // Waived, deploy asks its own need: the build it was triggered with, whose approve the reload removed too.
+        #expect(approvals(rig).map(\.verdict) == [nil, .waived, .waived], "\(approvals(rig))")
+        #expect(rig.launched == [2], "build, waived at its creation, starts")
+        #expect(rig.state.snapshot(of: 2)?.approval?.verdict == .waived)
+        rig.exit(2, at: 11)
+        #expect(rig.launched == [2, 1])
+        // A later trigger carrying the old definition (decided against the older config) waits for nothing either.
+        rig.exit(1, at: 11.5)
+        _ = Self.trigger(&rig, deploy, ref: "v2", at: 12)
+        #expect(rig.launched == [2, 1, 4], "its build (run 4) waived too, started")
+        rig.exit(4, at: 13)
+        #expect(rig.launched == [2, 1, 4, 3])
+        #expect(approvals(rig).dropFirst().allSatisfy { $0.verdict == .waived }, "\(approvals(rig))")
+    }
+
     @Test("recovery after the config added approve: a run queued before, never started, arms a wait, written; one approved runs (review item 3)")
     func recoveredRuleNew() {
         var rig = Rig()

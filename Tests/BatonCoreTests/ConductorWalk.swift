@@ -100,11 +100,15 @@ struct ConductorWalk {
         gated.approve = ApprovalRule(by: ["group:ops"], approvers: AccessRule(groups: [10]), timeout: .milliseconds(200))
         return gated
     }()
-    /// A reload's config: `gated` without `approve`, the same command (its waiting runs are waived).
-    static let reloaded: [String: Action] = {
+    /// Reloads' configs: `gated` without `approve`, nothing else changed (its waiting runs are
+    /// waived, and those made later from its old definition at their creation); with `approve`
+    /// again; without `approve` and with another command (nothing is waived).
+    static let reloads: [[String: Action]] = {
         var plain = gated
         plain.approve = nil
-        return [plain.name: plain]
+        var other = plain
+        other.exec = ["y"]
+        return [[plain.name: plain], [gated.name: gated], [other.name: other]]
     }()
     static let approvers = [Approver(uid: 3000, name: "u3000", groups: [10]), Approver(uid: 3001, name: "u3001", groups: [10]),
                             Approver(uid: 4000, name: "u4000", groups: [20])]
@@ -225,8 +229,11 @@ struct ConductorWalk {
     // need made it), and the runs whose approval was decided (approved or not).
     private var originUID: [Int64: UInt32] = [:]
     private var approvalDecided: [Int64: ApprovalState.Verdict] = [:]
-    /// Whether a reload dropped `gated`'s approve (`reloaded`): only then is a wait waived.
-    private var reloadedOnce = false
+    /// Whether the last reload dropped `gated`'s approve and nothing else (`reloads[0]`): only
+    /// then, and only a run of `gated`, is a wait waived.
+    private var approveDropped = false
+    /// Each run's action name, as its creation was written.
+    private var runActionName: [Int64: String] = [:]
 
     init(maxConcurrentRuns: Int, seed: UInt64, storeDecidesHooks: Bool = false, handsOver: Bool = false) {
         state = ConductorState(maxConcurrentRuns: maxConcurrentRuns, seed: seed)
@@ -291,7 +298,10 @@ struct ConductorWalk {
             // Now and then the history file is lost: every item fails from then on.
             if choice == 13, choices.next(3) == 0 { stranded = true }
             // Now and then a reload drops gated's approve: its waiting runs are waived and may start.
-            if choice == 14, choices.next(4) == 0 { reloadedOnce = true; apply(.reloaded(Self.reloaded)) }
+            if choice == 14, choices.next(4) == 0, let kind = choices.next(Self.reloads.count) {
+                approveDropped = kind == 0
+                apply(.reloaded(Self.reloads[kind]))
+            }
             // An approve (7 to 10) or deny (11, 12) of any run, by one of group 10 or by someone outside it.
             if (7...12).contains(choice ?? 0), let run = pick(known, &choices), let who = choices.next(Self.approvers.count) {
                 ask { .approval($0, run: run, Self.approvers[who], approve: choice! <= 10, reason: "walk") }
@@ -636,6 +646,7 @@ struct ConductorWalk {
         var made: Set<Int64> = []
         for case let .created(run, _) in entries {
             made.insert(run.id)
+            runActionName[run.id] = run.action
             originUID[run.id] = run.trigger?.uid ?? run.hook.flatMap { originUID[$0.run] }
         }
         // A needing run's needs entry follows those of the runs it made: the outermost first.
@@ -657,7 +668,8 @@ struct ConductorWalk {
             approvalDecided[id] = verdict
             guard verdict != .timedOut else { continue }
             if verdict == .waived {
-                if !reloadedOnce { violate("run \(id)'s approval was waived with no reload") }
+                if !approveDropped { violate("run \(id)'s approval was waived while the last reload kept gated's approve or changed its command") }
+                if runActionName[id] != Self.gated.name { violate("run \(id) of \(runActionName[id] ?? "?") was waived; only gated's approve was dropped") }
                 continue
             }
             guard let approver = Self.approvers.first(where: { $0.name == approval.decidedBy }), approver.groups.contains(10) else {

@@ -5,13 +5,15 @@ extension ConductorState {
     /// held in the table (`FlightTable.awaitApproval`) while holding its key, until an approver's
     /// yes; the wait is written in the item that makes the run, and its timeout armed from now.
     mutating func awaitApproval(_ id: Int64, _ action: Action, _ step: inout Step) {
-        guard let rule = action.approve, let state = Self.approvalWait(action, at: step.now) else { return }
+        guard let rule = action.approve, let state = newApproval(action, at: step.now) else { return }
         approvals[id] = state
         // A new run's snapshot carries the wait already (its creation set it, at this step's time):
         // set only for a recovered run without one (a change is a new storage, issue 39).
         if flights[id]?.run.approval != state { flights[id]?.run.approval = state }
-        table.awaitApproval(id)
         step.entries.append(.approval(runID: id, state))
+        // Waived at its creation (`newApproval`): no wait, no timer, nothing announced.
+        guard state.isWaiting else { return }
+        table.awaitApproval(id)
         if let timeout = rule.timeout { step.emit(.schedule(run: id, .approval, after: timeout)) }
         // `on: { awaiting }`: announced in the item that makes the run (a hook's own run only with `chain`).
         if let run = flights[id]?.run, let target = action.hooks.awaiting(run) {
@@ -24,6 +26,22 @@ extension ConductorState {
     public static func approvalWait(_ action: Action, at now: Timestamp) -> ApprovalState? {
         action.approve.map { ApprovalState(by: $0.by, until: $0.timeout.map { now + $0 }) }
     }
+
+    /// The approval a new run of `action` made at `now` has: its wait (`approvalWait`), or, where
+    /// the last reload gave up that wait (`reloadedActions`, `Action.waives`: a run made after it
+    /// from a definition before it), already `waived`, as the reload waived the waiting ones.
+    func newApproval(_ action: Action, at now: Timestamp) -> ApprovalState? {
+        guard var state = Self.approvalWait(action, at: now) else { return nil }
+        if reloadedActions?[action.name]?.waives(action) == true {
+            state.verdict = .waived
+            state.decidedAt = now
+            state.reason = Self.approveRemoved
+        }
+        return state
+    }
+
+    /// Why a wait was waived: a reload or a restart found the action's `approve` removed.
+    public static let approveRemoved = "the action's approve was removed from the config"
 
     /// A run recovery queued again that was waiting for its approval: it waits again, its timeout
     /// counted from its creation (at once, where that is past); one approved before goes on. The
@@ -54,13 +72,14 @@ extension ConductorState {
     /// (`FleetCoordinator.waiveApprovals`, the same rule). A run whose action the reload removed,
     /// or whose command it changed, waits on: approved, it runs what it was triggered with.
     mutating func waiveApprovals(configured: [String: Action], _ step: inout Step) {
+        reloadedActions = configured
         let waived = approvals.filter { id, state in
             guard state.isWaiting, let flight = flights[id], !flight.isOver else { return false }
             return configured[flight.action.name]?.waives(flight.action) == true
         }
         guard !waived.isEmpty else { return }
         for id in waived.keys.sorted() {
-            guard let flight = flights[id], let state = approvals[id] else { continue }
+            guard let flight = flights[id], !flight.isOver, let state = approvals[id], state.isWaiting else { continue }
             waive(id, state, needs: flight.action, &step)
             table.approved(id)
         }
@@ -73,7 +92,7 @@ extension ConductorState {
         var waived = state
         waived.verdict = .waived
         waived.decidedAt = step.now
-        waived.reason = "the action's approve was removed from the config"
+        waived.reason = Self.approveRemoved
         record(waived, of: id, &step)
         triggerNeeds(id, action, params: flight.run.params, peer: flight.run.trigger, &step)
     }

@@ -118,7 +118,7 @@ extension ConductorState {
         // The estimate in the first storage (an action that ran before has one); the other
         // three in one more, none when none is set (issue 39).
         var run = placeholder(id, trigger, at: step.now, estimate: estimates.median(trigger.action.name))
-        let approval = Self.approvalWait(trigger.action, at: step.now)
+        let approval = newApproval(trigger.action, at: step.now)
         if trigger.via != nil || trigger.slot != nil || approval != nil {
             run.update { run in (run.via, run.slot, run.approval) = (trigger.via, trigger.slot, approval) }
         }

@@ -85,7 +85,7 @@ extension ConductorState {
         let (id, hookAction, via) = (decision.run, target.action, context.cause.description)
         var run = RunSnapshot(id: id, action: hookAction.name, key: target.key, phase: .queued, policy: hookAction.policy,
                               params: target.params, trigger: nil, queuedAt: step.now)
-        let (estimate, approval) = (estimates.median(hookAction.name), Self.approvalWait(hookAction, at: step.now))
+        let (estimate, approval) = (estimates.median(hookAction.name), newApproval(hookAction, at: step.now))
         run.update { run in (run.via, run.hook, run.estimate, run.approval) = (via, context.cause, estimate, approval) }
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now,
                                     detail: KeyDecision.queuedDetail(decision, via: via, window: window))

@@ -115,7 +115,7 @@ extension ConductorState {
                                           peer: Peer?, via: String, origin: UInt32?, _ step: inout Step) {
         var run = RunSnapshot(id: id, action: action.name, key: key, phase: .queued, policy: .join, params: params, trigger: peer,
                               queuedAt: step.now)
-        let (estimate, approval) = (estimates.median(action.name), Self.approvalWait(action, at: step.now))
+        let (estimate, approval) = (estimates.median(action.name), newApproval(action, at: step.now))
         run.update { run in (run.via, run.estimate, run.approval) = (via, estimate, approval) }
         let transition = Transition(runID: id, seq: 1, from: nil, to: .queued, at: step.now,
                                     detail: KeyDecision.queuedDetail(.created(id), via: via, window: window))

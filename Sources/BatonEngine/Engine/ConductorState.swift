@@ -209,6 +209,10 @@ public struct ConductorState: Sendable {
     /// The approvals of the runs in flight (`approve`): waiting, or decided (a second approve or
     /// deny is answered with the first); forgotten once the run is closed.
     public internal(set) var approvals: IDMap<Int64, ApprovalState> = [:]
+    /// The actions the last reload configured, by name (nil: none since the start). A run made
+    /// later from a definition before it (a hook's target, a need's, a trigger decided against the
+    /// older config) whose wait that reload gave up is waived at its creation (`newApproval`).
+    var reloadedActions: [String: Action]?
     /// Each action with `pauseAfterFailures`: its failures in a row since batond started.
     var failureStreaks: [String: Int] = [:]
     /// When this conductor last paused or resumed each action, and when the latest read of the

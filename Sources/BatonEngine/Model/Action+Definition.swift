@@ -1,6 +1,7 @@
 /// A run's definition against the config of the moment: what a run keeps of the action it was
 /// triggered with, and when a reload gives up its approval wait. One rule for one machine
-/// (`ConductorState.reloaded`) and a fleet (`FleetCoordinator.waiveApprovals`) alike.
+/// (`ConductorState.waiveApprovals`, at the `.reloaded` event) and a fleet
+/// (`FleetCoordinator.waiveApprovals`) alike.
 extension Action {
     /// `self` (a definition loaded from a config: what the process is) with the fields a run's
     /// definition decides by from `definition`: approve, locks, rateLimit, retry, policy, policies,
