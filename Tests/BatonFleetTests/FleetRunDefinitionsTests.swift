@@ -110,6 +110,8 @@ struct FleetRunDefinitionsTests {
         let reloads: [(String, (inout Action) -> Void, Bool)] = [
             ("approve removed, same process", { $0.approve = nil }, true),
             ("approve and its awaiting hook removed", { $0.approve = nil; $0.hooks.targets[.awaiting] = nil }, true),
+            ("approve removed, the description edited", { $0.approve = nil; $0.description = "no more sign-off" }, true),
+            ("approve removed, a schedule added", { $0.approve = nil; $0.schedules = ["daily"] }, false),
             ("approve removed, a lock added (the run, unapproved, would start without it)", { $0.approve = nil; $0.locks = [LockClaim("db", limit: 1)] }, false),
             ("approve removed, a need added", { $0.approve = nil; $0.needs = [NeedTarget(action: Action(name: "test", exec: ["true"]), params: [:])] }, false),
             ("approve removed, a rate limit added", { $0.approve = nil; $0.rateLimit = RateLimit(runs: 1, per: .seconds(60)) }, false),

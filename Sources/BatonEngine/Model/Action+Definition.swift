@@ -34,7 +34,8 @@ extension Action {
 
     /// Whether this action as configured now gives up the approval wait of a run triggered with
     /// `definition` (which has the `approve` the run waits by): where this config is `definition`
-    /// with its `approve` removed (and the `awaiting` hook that needs one), nothing else changed.
+    /// with its `approve` removed (and the `awaiting` hook that needs one), nothing else changed
+    /// but what only describes it or keeps its history (`description`, `retention`).
     /// A reload that also changed what runs, or a gate (needs, locks, a rate limit, a policy),
     /// waives nothing: the run, which keeps its own definition, would start unapproved without
     /// the new gate, or run the old command; its approvers still decide it.
@@ -43,6 +44,8 @@ extension Action {
         var asked = self
         asked.approve = definition.approve
         asked.hooks.targets[.awaiting] = definition.hooks.targets[.awaiting]
+        asked.description = definition.description
+        asked.retention = definition.retention
         return asked == definition
     }
 }
