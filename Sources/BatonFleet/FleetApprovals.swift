@@ -19,11 +19,12 @@ enum FleetApprovals {
 
     /// A run with its last seq and its approval row (`runWithApproval`, `allWaiting`).
     enum Part: Hashable, Sendable { case seq, approval, definition }
-    static let withRun = FleetSelect<Part>(run: "r", [(.seq, ["r.last_seq"]), (.approval, columnList), (.definition, ["r.definition"])])
+    static let withRun = FleetSelect<Part>(run: "r", [(.seq, ["r.last_seq"]), (.approval, columnList),
+                                                      (.definition, ["r.definition", "r.revision"])])
 
-    /// The fingerprint of the definition the run in `row` (`withRun`'s columns) was triggered
-    /// with: its `approve` decides (`FleetCoordinator.definition`), on any host, whatever its config.
-    static func definition(_ row: [String?]) -> String? { withRun.value(row, .definition) }
+    /// The definition the run in `row` (`withRun`'s columns) was triggered with: its `approve`
+    /// decides (`FleetCoordinator.definition`), on any host, whatever its config.
+    static func definition(_ row: [String?]) -> DefinitionRef { DefinitionRef(withRun.columns(row, .definition)) }
 
     static func state(_ row: [String?], from index: Int) -> (state: ApprovalState, origin: UInt32?)? {
         guard row.count >= index + columnCount, let approvers = row[index] else { return nil }

@@ -37,7 +37,7 @@ extension FleetCoordinator {
         // `was decided already: ...`, or `ended cancelled before a decision`).
         if run.phase.isTerminal { return .failure(.unknownRun(id)) }
         // The run's own definition's rule (`definition`), not this host's config's of the moment.
-        let rule = try definition(of: run.action, fingerprint: FleetApprovals.definition(row), on: db)?.approve
+        let rule = try definition(of: run.action, FleetApprovals.definition(row), on: db)?.approve
         // The engine's rule on the database's clock, which the wait's `until` is on (a late decision is refused there).
         let now = try db.query("SELECT \(FleetCooldown.databaseNow)").first?[0].flatMap { Int64($0) }.map(Timestamp.init(rawValue:)) ?? .now
         let decided: ApprovalState
@@ -98,7 +98,7 @@ extension FleetCoordinator {
         pool.submit({ [self] db in
             try db.query(FleetApprovals.allWaiting).rows.compactMap { row -> RunSnapshot? in
                 let (run, _, origin) = FleetApprovals.run(row)
-                guard let rule = try definition(of: run.action, fingerprint: FleetApprovals.definition(row), on: db)?.approve,
+                guard let rule = try definition(of: run.action, FleetApprovals.definition(row), on: db)?.approve,
                       rule.refusal(approver, of: run, origin: origin) == nil else {
                     return nil
                 }
@@ -132,7 +132,7 @@ extension FleetCoordinator {
         return try each(FleetApprovals.unasked(asking), on: db) { id in
             guard let row = try db.query(FleetApprovals.runWithApproval(id)).first, case let run = FleetApprovals.run(row).run, run.phase == .queued,
                   let configured = conductor.action(named: run.action),
-                  case let .action(definition) = try lookUp(run.action, fingerprint: FleetApprovals.definition(row), on: db),
+                  case let .action(definition) = try lookUp(run.action, FleetApprovals.definition(row), on: db),
                   configured.waives(definition),
                   try db.query(FleetApprovals.decide(id, .waived, by: nil, reason: ConductorState.approveRemoved)).first != nil
             else { return false }
@@ -170,7 +170,7 @@ extension FleetCoordinator {
         guard let written = try db.query(FleetApprovals.timeOut(id)).first, let state = FleetApprovals.state(written, from: 0)?.state else {
             return false
         }
-        let timeout = try definition(of: run.action, fingerprint: FleetApprovals.definition(row), on: db)?.approve?.timeout
+        let timeout = try definition(of: run.action, FleetApprovals.definition(row), on: db)?.approve?.timeout
         try end(state, of: id, ending, timeout: timeout, queuedAt: run.queuedAt, on: db)
         try db.execute("NOTIFY baton")
         return true

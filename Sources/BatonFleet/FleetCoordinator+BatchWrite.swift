@@ -12,6 +12,8 @@ extension FleetCoordinator {
         var runs: [Int64: RunSnapshot] = [:]
         /// Each new run's action: its trigger's, the definition it starts with and is stored by.
         var actions: [Int64: Action] = [:]
+        /// Each new run's revision (`Action.revision`: its row in `revisions`).
+        var revisions: [Int64: String] = [:]
         /// Results that must have changed one row (guarded updates), with what they were.
         var checks: [(index: Int, what: String)] = []
         /// The entry whose answer is the run read at a result.
@@ -51,7 +53,8 @@ extension FleetCoordinator {
         // A transaction of its own (begun by the batch's opening): nothing of an earlier one is pending.
         db.definitions.ended(committed: false)
         for (index, entry) in entries.enumerated() {
-            try rows(of: entry, decided.outcomes[index], stops: decided.stops[index] ?? [], definitions: decided.definitions, at: now, &written)
+            try rows(of: entry, decided.outcomes[index], stops: decided.stops[index] ?? [], definitions: decided.definitions, at: now,
+                     on: db, &written)
         }
         for (key, slot) in decided.slots.sorted(by: { $0.key < $1.key }) { written.statements.append(FleetJournal.storeSlot(slot, key: key)) }
         for (run, window) in decided.windows.sorted(by: { $0.key < $1.key }) { written.statements.append(FleetDebounce.store(window, run: run)) }
@@ -71,9 +74,9 @@ extension FleetCoordinator {
         // Slots not taken come back when the batch settles (`conclude`), as do those of a batch that fails.
         var attempts: [Int64: Attempt] = [:]
         let later = !written.locked.isEmpty || !written.awaiting.isEmpty
-        // The definitions of its new runs, stored with them (once per fingerprint and host start, `FleetRunDefinitions`).
-        let definitions = try definitionInserts(written.runs.keys.compactMap { id in
-            written.actions[id].map { (decided.definitions[id] ?? $0.fingerprint, $0) }
+        // The definitions of its new runs, stored with them (once per revision and connection, `FleetRunDefinitions`).
+        let definitions = try revisionInserts(written.runs.keys.compactMap { id in
+            written.actions[id].flatMap { action in written.revisions[id].map { ($0, action) } }
         }, on: db)
         let results = try db.pipeline(written.statements + definitions + (later ? [] : closing))
         for check in written.checks where results[check.index].affected != 1 { throw PGError(message: check.what) }
@@ -94,7 +97,7 @@ extension FleetCoordinator {
 
     /// One entry's rows: its record, or its new run (and the runs its replace stops).
     private func rows(of entry: TriggerBatch.Entry, _ outcome: TriggerBatch.Outcome, stops: [FleetStop], definitions: [Int64: String],
-                      at now: Timestamp, _ written: inout Written) throws {
+                      at now: Timestamp, on db: PGConnection, _ written: inout Written) throws {
         let trigger = entry.trigger
         switch outcome {
         case .refused:
@@ -123,10 +126,12 @@ extension FleetCoordinator {
             let (run, queued) = newRun(decision, trigger, window, at: now)
             written.runs[run.id] = run
             written.actions[run.id] = trigger.action
+            let revision = try db.definitions.revision(of: trigger.action)
+            written.revisions[run.id] = revision
             // Its origin: its trigger's, or (a need's) the one the needing run passes on (`FleetJournal.Origin`).
             let origin = trigger.neededBy.map(FleetJournal.Origin.parent) ?? .uid(trigger.peer?.uid)
             written.statements += [FleetJournal.insertRun(run, as: host, definition: definitions[run.id] ?? trigger.action.fingerprint,
-                                                          origin: origin),
+                                                          revision: revision, origin: origin),
                                    try FleetJournal.insertTransition(queued)] + deliveryRecord(trigger, run: run.id, at: now)
             // A run that waits for an approver's yes: its wait, in the transaction that makes it.
             if let rule = trigger.action.approve {

@@ -86,7 +86,7 @@ extension FleetCoordinator {
         var refused: [Int64: String] = [:]
         let facts = try rows.map { row in
             let decoded = try StartColumns.decode(row)
-            let found = try lookUp(decoded.run.action, fingerprint: decoded.definition, on: db)
+            let found = try lookUp(decoded.run.action, decoded.definition, on: db)
             let action = found.action
             if case let .refused(why) = found { refused[decoded.run.id] = why }
             read[decoded.run.id] = (decoded.run, decoded.seq, action)

@@ -151,9 +151,9 @@ enum FleetHooks {
             run.hook = cause
             let detail = KeyDecision.queuedDetail(decision, via: cause.description, window: window)
             // Its origin is the one the firing run passes on (`FleetJournal.Origin`).
-            try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint, origin: .parent(cause.run)))
             // Its definition, stored with it, once per connection (`FleetRunDefinitions.store`).
-            try FleetRunDefinitions.store(action, on: db)
+            let revision = try FleetRunDefinitions.store(action, on: db)
+            try db.query(FleetJournal.insertRun(run, as: me, definition: action.fingerprint, revision: revision, origin: .parent(cause.run)))
             if !action.needs.isEmpty { try db.query(FleetNeeds.asking(run.id)) }
             try FleetJournal.insertTransition(Transition(runID: run.id, seq: 1, from: nil, to: .queued, at: now, detail: detail), on: db)
             if let rule = action.approve {

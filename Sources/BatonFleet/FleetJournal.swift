@@ -170,17 +170,18 @@ enum FleetJournal {
         try insertTransition(transition, on: db)
     }
 
-    /// A new run's row; `definition` is the fingerprint of the action it was created with.
-    static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String? = nil, origin: Origin) -> Statement {
+    /// A new run's row; `definition` is the fingerprint of the action it was created with, `revision`
+    /// that action's revision (`Action.revision`, its row in `revisions`).
+    static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String? = nil, revision: String? = nil, origin: Origin) -> Statement {
         ("""
             INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition, via, slot,
-                              hook_run, hook_action, hook_event, origin_uid)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \(origin.sql(19)))
+                              hook_run, hook_action, hook_event, origin_uid, revision)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \(origin.sql(19)), $20)
             """, [String(run.id), run.action, run.key, run.phase.rawValue, run.policy.rawValue, JSONText.object(run.params),
                   FleetRows.text(run.trigger?.uid), FleetRows.text(run.trigger?.gid), FleetRows.text(run.trigger?.pid),
                   String(run.queuedAt.rawValue), me.name, me.incarnation, definition, run.via,
                   run.slot.map { String($0.rawValue) }, FleetRows.text(run.hook?.run), run.hook?.action, run.hook?.event.rawValue,
-                  origin.parameter])
+                  origin.parameter, revision])
     }
 
     static func insert(_ record: TriggerRecord, host: String, on db: PGConnection) throws {

@@ -19,10 +19,10 @@ enum FleetNeeds {
 
     /// This host's queued runs whose needs are not asked yet: none that waits for its approval
     /// (asked once approved, as one machine does: a denied run never ran its needs; the
-    /// decision's NOTIFY wakes the tick). Each row's last column is the run's definition (`lookUp`).
+    /// decision's NOTIFY wakes the tick). Each row's last two columns are the run's definition (`DefinitionRef`).
     static func unasked(incarnation: String) -> FleetJournal.Statement {
         ("""
-         SELECT \(FleetRows.runColumns), definition FROM runs WHERE incarnation = $1 AND phase = 'queued' AND needs = 'asking'
+         SELECT \(FleetRows.runColumns), definition, revision FROM runs WHERE incarnation = $1 AND phase = 'queued' AND needs = 'asking'
          AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = runs.id AND a.verdict IS NULL) ORDER BY id
          """, [incarnation])
     }
@@ -78,15 +78,15 @@ enum FleetNeeds {
     /// started, `end`: hooks fired, the failure counted). `askAgain` (a need stopped by a host's
     /// shutdown) sets it back to `asking`: its owner asks that need again, and keeps the other
     /// runs it waits for (`kept`), as one machine's next start does. `definition`: the action a run
-    /// was triggered with, by its name and fingerprint (`FleetCoordinator.definition`): its failure's
+    /// was triggered with, by its name and stored definition (`FleetCoordinator.definition`): its failure's
     /// hooks and count. Returns whether this call decided it.
     @discardableResult
     static func decide(_ id: Int64, _ outcome: NeedBook.Outcome, on db: PGConnection, as me: FleetHost,
-                       definition: (_ name: String, _ fingerprint: String?) throws -> Action?) throws -> Bool {
+                       definition: (_ name: String, _ ref: DefinitionRef) throws -> Action?) throws -> Bool {
         var action: Action?
-        if case .failed = outcome, let row = try db.query("SELECT action, definition FROM runs WHERE id = $1", [String(id)]).first,
+        if case .failed = outcome, let row = try db.query("SELECT action, definition, revision FROM runs WHERE id = $1", [String(id)]).first,
            let name = row[0] {
-            action = try definition(name, row[1])
+            action = try definition(name, DefinitionRef(row.dropFirst()))
         }
         return try FleetCoordinator.retrying {
             try db.transaction(opening: keyLocks(id, action)) { _ in
@@ -204,13 +204,13 @@ enum FleetNeeds {
         // Each asks the needs of the definition it was triggered with, not the config's now (a reload
         // meanwhile); one whose look-up fails now is asked at a later tick, the others and the waits go on.
         var asking: [(RunSnapshot, Action?)] = []
-        for (run, row) in zip(try kept(rows.map { FleetRows.run(Array($0.dropLast())) }, on: db), rows) {
-            do { asking.append((run, try coordinator.definition(of: run.action, fingerprint: row.last ?? nil, on: db))) } catch {
+        for (run, row) in zip(try kept(rows.map { FleetRows.run(Array($0.dropLast(2))) }, on: db), rows) {
+            do { asking.append((run, try coordinator.definition(of: run.action, DefinitionRef(row.suffix(2)), on: db))) } catch {
                 coordinator.log("the needs of run \(run.id) are asked later: its definition could not be read: \(error)")
             }
         }
         coordinator.askNeeds(of: asking, readAt: readAt)
-        let definition = { (name: String, fingerprint: String?) in try coordinator.definition(of: name, fingerprint: fingerprint, on: db) }
+        let definition = { (name: String, ref: DefinitionRef) in try coordinator.definition(of: name, ref, on: db) }
         for (run, outcome) in decided(waits(try db.query(decidableRows).rows)) {
             // One wait that cannot be decided now (it is read again) holds up neither the others nor the tick.
             do { try decide(run, outcome, on: db, as: coordinator.host, definition: definition) } catch {

@@ -15,20 +15,6 @@ enum FleetRunDefinitions {
          [fingerprint ?? action.fingerprint, action.name, ActionCodec.encode(try action.storedForm())])
     }
 
-    /// In a transaction that makes a run of `action` (a hook's): inserts its definition unless `db`
-    /// wrote it already or this transaction did (`Cache`), noted pending until it commits.
-    static func store(_ action: Action, on db: PGConnection) throws {
-        let key = key(action.name, action.fingerprint)
-        guard db.definitions.needsWrite(key) else { return }
-        try db.query(insert(action))
-        db.definitions.inserting(key)
-    }
-
-    /// The stored text of action `name`'s definition with `fingerprint`, if any.
-    static func read(_ name: String, _ fingerprint: String, on db: PGConnection) throws -> String? {
-        try db.query("SELECT action FROM definitions WHERE fingerprint = $1 AND name = $2", [fingerprint, name]).first?[0] ?? nil
-    }
-
     /// A definition's key in a host's `Cache`: its fingerprint (16 hex digits) and its action's name.
     static func key(_ name: String, _ fingerprint: String) -> String { fingerprint + ":" + name }
 
@@ -44,6 +30,8 @@ enum FleetRunDefinitions {
         static let capacity = 256
         private(set) var written: Set<String> = []
         private(set) var read: [String: RunDefinition] = [:]
+        /// Each action's revision, by name, with the action it was computed for (`revision(of:)`).
+        var revisions: [String: (Action, String)] = [:]
         /// Rows the transaction in progress inserted: `written` only once it commits (`ended`).
         var pending: Set<String> = []
 
@@ -127,23 +115,29 @@ extension Action {
 extension FleetCoordinator {
     /// The definition a run of action `name` whose row keeps fingerprint `fingerprint` starts and
     /// is decided by (`lookUp`); nil where there is none or it is refused.
-    func definition(of name: String, fingerprint: String?, on db: PGConnection) throws -> Action? {
-        try lookUp(name, fingerprint: fingerprint, on: db).action
+    func definition(of name: String, _ ref: DefinitionRef, on db: PGConnection) throws -> Action? {
+        try lookUp(name, ref, on: db).action
     }
 
     /// A run's definition. The database never chooses what a host runs: this host's config where
-    /// its fingerprint matches (no read); a run made before version 27 (no row stored), this host's
-    /// config, as before; else the stored row (read once, remembered) gives only what a database
-    /// writer may decide (`Action.deciding(as:)`), and what the process is comes from a definition
-    /// this host loaded from its own config, now or before a reload (`Conductor.earlierActions`),
-    /// whose process is the row's (`Action.runsAsStored`). Neither, or a row that cannot be read (a
-    /// newer codec's, a corrupt one): refused, logged once per connection, remembered there (`Cache`).
-    func lookUp(_ name: String, fingerprint: String?, on db: PGConnection) throws -> RunDefinition {
+    /// the run's revision is the config's (no read; a run made before version 28, where its
+    /// fingerprint is); a run made before version 27 (no row stored), this host's config, as before;
+    /// else the stored row (read once, remembered) gives only what a database writer may decide
+    /// (`Action.deciding(as:)`: its hooks and locks too, which the fingerprint leaves out), and what
+    /// the process is comes from a definition this host loaded from its own config, now or before a
+    /// reload (`Conductor.earlierActions`), whose process is the row's (`Action.runsAsStored`), else
+    /// from its config where the fingerprint is the run's (a host's own limits or output settings,
+    /// as before version 28). Neither, or a row that cannot be read (a newer codec's, a corrupt one):
+    /// refused, logged once per connection, remembered there (`Cache`).
+    func lookUp(_ name: String, _ ref: DefinitionRef, on db: PGConnection) throws -> RunDefinition {
         let configured = conductor.action(named: name)
-        guard let fingerprint, configured?.fingerprint != fingerprint else { return configured.map(RunDefinition.action) ?? .none }
-        let key = FleetRunDefinitions.key(name, fingerprint)
+        guard let fingerprint = ref.fingerprint, let key = ref.key(name) else { return configured.map(RunDefinition.action) ?? .none }
+        if let configured {
+            let same = if let revision = ref.revision { try db.definitions.revision(of: configured) == revision } else { configured.fingerprint == fingerprint }
+            if same { return .action(configured) }
+        }
         if let known = db.definitions.read[key] { return known }
-        guard let text = try FleetRunDefinitions.read(name, fingerprint, on: db) else { return configured.map(RunDefinition.action) ?? .none }
+        guard let text = try FleetRunDefinitions.read(name, ref, on: db) else { return configured.map(RunDefinition.action) ?? .none }
         let found: RunDefinition
         do {
             // Its needs and hooks by name: this host's config, else what it loaded before a reload.
@@ -151,6 +145,8 @@ extension FleetCoordinator {
             let loaded = [configured].compactMap { $0 } + conductor.earlierActions(named: name)
             if let own = loaded.first(where: { $0.runsAsStored(stored) }) {
                 found = .action(own.deciding(as: stored))
+            } else if let configured, configured.fingerprint == fingerprint {
+                found = .action(configured.deciding(as: stored))
             } else {
                 found = .refused("action \(name)'s definition \(fingerprint) is not one \(host.name) configured")
                 log("the definition \(fingerprint) of action \(name) is not one this host configured: its runs end, reason definition")
@@ -186,25 +182,26 @@ extension FleetCoordinator {
     /// The definitions `runs` were triggered with (`lookUp`), by id.
     func definitions(of runs: [RunSnapshot], on db: PGConnection) throws -> [Int64: RunDefinition] {
         guard !runs.isEmpty else { return [:] }
-        let rows = try db.query("SELECT id, definition FROM runs WHERE id = ANY ($1::bigint[])",
+        let rows = try db.query("SELECT id, definition, revision FROM runs WHERE id = ANY ($1::bigint[])",
                                 ["{" + runs.map { String($0.id) }.joined(separator: ",") + "}"]).rows
-        let fingerprints = Dictionary(rows.compactMap { row in row[0].flatMap { Int64($0) }.map { ($0, row[1]) } }, uniquingKeysWith: { first, _ in first })
+        let refs = Dictionary(rows.compactMap { row in row[0].flatMap { Int64($0) }.map { ($0, DefinitionRef(row.dropFirst())) } },
+                              uniquingKeysWith: { first, _ in first })
         var actions: [Int64: RunDefinition] = [:]
-        for run in runs { actions[run.id] = try lookUp(run.action, fingerprint: fingerprints[run.id] ?? nil, on: db) }
+        for run in runs { actions[run.id] = try lookUp(run.action, refs[run.id] ?? DefinitionRef(fingerprint: nil, revision: nil), on: db) }
         return actions
     }
 
-    /// The insert of each of `actions`' definitions (by the fingerprint their runs were made with)
-    /// that `db` has not written since it opened (`Cache`), for the transaction that makes their
-    /// runs, in key order (two transactions inserting the same two rows wait for each other in one
-    /// order, never in a cycle), noted pending (`Cache.ended` once it commits).
-    func definitionInserts(_ actions: [(fingerprint: String, action: Action)], on db: PGConnection) throws -> [FleetJournal.Statement] {
-        var new: [String: (fingerprint: String, action: Action)] = [:]
+    /// The insert of each of `actions`' revisions (those their runs were made with) that `db` has
+    /// not written since it opened (`Cache`), for the transaction that makes their runs, in key
+    /// order (two transactions inserting the same two rows wait for each other in one order, never
+    /// in a cycle), noted pending (`Cache.ended` once it commits).
+    func revisionInserts(_ actions: [(revision: String, action: Action)], on db: PGConnection) throws -> [FleetJournal.Statement] {
+        var new: [String: (revision: String, action: Action)] = [:]
         for made in actions {
-            let key = FleetRunDefinitions.key(made.action.name, made.fingerprint)
+            let key = FleetRunDefinitions.key(made.action.name, made.revision)
             if db.definitions.needsWrite(key) { new[key] = made }
         }
-        let inserts = try new.sorted { $0.key < $1.key }.map { try FleetRunDefinitions.insert($0.value.action, as: $0.value.fingerprint) }
+        let inserts = try new.sorted { $0.key < $1.key }.map { try FleetRunDefinitions.insert($0.value.action, revision: $0.value.revision) }
         for key in new.keys { db.definitions.inserting(key) }
         return inserts
     }

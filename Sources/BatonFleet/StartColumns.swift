@@ -26,7 +26,7 @@ enum StartColumns {
         (.clock, [FleetCooldown.databaseNow]),
         (.approving, [FleetApprovals.waiting]),
         (.needs, ["r.needs"]),
-        (.definition, ["r.definition"]),
+        (.definition, ["r.definition", "r.revision"]),
     ])
 
     /// The tables `select` reads; `keys` joined on the run's key only (`filter` says whether it holds it).
@@ -50,8 +50,8 @@ enum StartColumns {
         var run: RunSnapshot
         var seq: Int
         var facts: KeyDecision.Starts.Row
-        /// The fingerprint of the definition it was triggered with (`FleetCoordinator.definition`).
-        var definition: String?
+        /// The definition it was triggered with (`FleetCoordinator.definition`).
+        var definition: DefinitionRef
 
         /// The start rule's verdict on the row, for this host's incarnation `me`.
         func verdict(me: String) -> KeyDecision.StartVerdict { facts.verdict(me: me) }
@@ -76,6 +76,6 @@ enum StartColumns {
             window: run.debounceUntil, pause: FleetPauses.pause(row, from: select.range(.pause).lowerBound),
             approving: select.value(row, .approving) == "t", rateUntil: run.rateUntil, needs: needs, startedBefore: run.startedAt != nil,
             now: Timestamp(rawValue: clock))
-        return Row(run: run, seq: Int(select.value(row, .seq) ?? "") ?? 1, facts: facts, definition: select.value(row, .definition))
+        return Row(run: run, seq: Int(select.value(row, .seq) ?? "") ?? 1, facts: facts, definition: DefinitionRef(select.columns(row, .definition)))
     }
 }

@@ -61,6 +61,26 @@ struct FleetRunDefinitionsTests {
         #expect(FleetRunDefinitions.key(one.name, one.fingerprint) != FleetRunDefinitions.key(two.name, two.fingerprint))
     }
 
+    @Test("a revision is the whole definition: 32 hex digits, the same for the same definition, another where anything differs, hooks, locks, limits and env values included (which the fingerprint leaves out or keeps as a digest)")
+    func revisions() throws {
+        let revision = try Self.own().revision()
+        #expect(revision.count == 32 && revision.allSatisfy(\.isHexDigit))
+        #expect(try Self.own().revision() == revision)
+        let changes: [(String, (inout Action) -> Void)] = [
+            ("hooks", { $0.hooks.targets[.failure] = HookTarget(action: Action(name: "alert", exec: ["true"]), params: [:]) }),
+            ("locks", { $0.locks = [LockClaim("db", limit: 1)] }), ("limits", { $0.limits.memory = 1 << 20 }),
+            ("env", { $0.env["TOKEN"] = "y" }), ("outputKeep", { $0.outputKeep = 1 }), ("pauseAfterFailures", { $0.pauseAfterFailures = 3 }),
+        ]
+        for (field, change) in changes {
+            var other = Self.own()
+            change(&other)
+            #expect(try other.revision() != revision, "\(field)")
+        }
+        let ref = DefinitionRef(["0123456789abcdef", revision])
+        #expect(ref.key("deploy") == FleetRunDefinitions.key("deploy", revision) && DefinitionRef(["0123456789abcdef", nil]).key("deploy")
+                == FleetRunDefinitions.key("deploy", "0123456789abcdef"))
+    }
+
     /// A host's own `deploy`, and a stored definition that differs from it only in what a database writer may decide.
     static func own() -> Action {
         var action = Action(name: "deploy", exec: ["sh", "-c", "echo A"], env: ["TOKEN": "x"], timeout: .seconds(60))

@@ -87,7 +87,7 @@ struct FleetApprovalReviewTests {
         #expect(try team.baton(team.ben, hosts[1], "approve", deploy).code == 0)
         #expect(try hosts[1].baton("wait", deploy).code == 0)
         // Each run's definition is stored with it, the hooks' runs' too, once each (`FleetRunDefinitions.store`).
-        #expect(try PGConnection(conninfo).query("SELECT name FROM definitions ORDER BY name").rows == [["build"], ["deploy"], ["stage"]])
+        #expect(try PGConnection(conninfo).query("SELECT name FROM revisions ORDER BY name").rows == [["build"], ["deploy"], ["stage"]])
     }
 
     @Test("a wait past its end (by the database's clock) is not listed, and an approve of it is not_waiting, approval timed out; the run ends cancelled")

@@ -28,9 +28,9 @@ struct FleetDefinitionTrustTests {
         return (try FleetTests.wait(a, run: queued), Defs.lines(marker), a)
     }
 
-    @Test("a database writer's UPDATE of a definitions row (exec, as root) runs nothing: the queued run ends failure, reason definition")
+    @Test("a database writer's UPDATE of a revisions row (exec, as root) runs nothing: the queued run ends failure, reason definition")
     func databaseWriterRunsNothing() throws {
-        let (ended, marker, a) = try Self.queuedAfterTamper("UPDATE definitions SET action = replace(action, 'echo A', 'id -u >> MARKER; echo PWNED')") { conninfo, _, _ in
+        let (ended, marker, a) = try Self.queuedAfterTamper("UPDATE revisions SET action = replace(action, 'echo A', 'id -u >> MARKER; echo PWNED')") { conninfo, _, _ in
             #"{ postgres: "\#(conninfo)", host: "web-1", lease: "15s", requireUser: false, actions: { other: { exec: ["true"] } } }"#
         }
         defer { a.stop() }
@@ -42,7 +42,7 @@ struct FleetDefinitionTrustTests {
 
     @Test("a stored row of a newer codec (v2) is not run as the reloaded config's B: the run ends failure, reason definition")
     func unreadableRowRunsNothing() throws {
-        let (ended, marker, a) = try Self.queuedAfterTamper(#"UPDATE definitions SET action = replace(action, '{"v":1,', '{"v":2,')"#) { conninfo, gate, marker in
+        let (ended, marker, a) = try Self.queuedAfterTamper(#"UPDATE revisions SET action = replace(action, '{"v":1,', '{"v":2,')"#) { conninfo, gate, marker in
             Defs.config(conninfo, host: "web-1", lease: "15s", word: "B", gate: gate, marker: marker)
         }
         defer { a.stop() }

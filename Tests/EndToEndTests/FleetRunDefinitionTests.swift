@@ -9,11 +9,12 @@ import Testing
 @Suite("End to end: a fleet run keeps the definition it was triggered with", .serialized, .offPool)
 struct FleetRunDefinitionTests {
     /// A host whose `ship` writes `word` to `marker`; the first run of a test then waits at `gate` (policy queue).
-    static func config(_ conninfo: String, host: String, lease: String, word: String, gate: FifoGate, marker: String) -> String {
+    static func config(_ conninfo: String, host: String, lease: String, word: String, gate: FifoGate, marker: String,
+                       extra: String = "") -> String {
         """
         { postgres: "\(conninfo)", host: "\(host)", lease: "\(lease)", requireUser: false, actions: {
             ship: { exec: ["sh", "-c", "echo \(word) >> \(marker); if mkdir \(marker).first 2>/dev/null; then cat \\"$GATE\\" > /dev/null; fi"],
-                    env: { GATE: "\(gate.path)" }, policy: "queue" },
+                    env: { GATE: "\(gate.path)" }, policy: "queue", \(extra) },
         } }
         """
     }
@@ -53,7 +54,7 @@ struct FleetRunDefinitionTests {
         #expect(try FleetTests.wait(a, run: later)?.phase == .success)
         #expect(Self.lines(marker) == ["A", "A", "B"])
         let db = try PGConnection(conninfo)
-        #expect(try db.query("SELECT count(*) FROM definitions").first == ["2"], "one row per definition triggered")
+        #expect(try db.query("SELECT count(*) FROM revisions").first == ["2"], "one row per definition triggered")
     }
 
     @Test("a run queued as exec A on web-1 still runs A after web-1 reloads a config without the action, as one machine's queued run does")
@@ -94,6 +95,28 @@ struct FleetRunDefinitionTests {
         let ended = try #require(try FleetTests.wait(b, run: queued))
         #expect(ended.phase == .failure && ended.reason == "definition" && ended.error?.contains("not one web-2 configured") == true, "\(ended)")
         #expect(Self.lines(marker) == ["A"], "web-2 ran neither the queued run's definition nor its own config's")
+    }
+
+    @Test("web-1 and web-2 differ only where the fingerprint does not look (output.keep): web-2 takes web-1's queued run over and runs it, with its own settings, as before runs kept their whole definition (fleet version 28)")
+    func takeoverRunsSameFingerprint() throws {
+        let gate = try FifoGate()
+        let marker = gate.directory + "/ran"
+        let conninfo = try Postgres.server().database()
+        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", word: "A", gate: gate, marker: marker))
+        try a.waitForLog("joined the fleet")
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", word: "A", gate: gate, marker: marker,
+                                               extra: #"output: { keep: "1MiB" }"#))
+        try b.waitForLog("joined the fleet")
+        defer { b.stop() }
+        let (first, queued, fd) = try Self.queueBehindGate(a, gate)
+        a.crash()
+        #expect(try FleetTests.wait(b, run: first)?.reason == "host_lost")
+        close(fd)
+        let ended = try #require(try FleetTests.wait(b, run: queued))
+        #expect(ended.phase == .success, "\(ended)")
+        #expect(Self.lines(marker) == ["A", "A"])
+        let revisions = try PGConnection(conninfo).query("SELECT count(DISTINCT revision), count(DISTINCT definition) FROM runs").first
+        #expect(revisions == ["1", "1"], "both runs web-1's (web-2 triggered none): \(String(describing: revisions))")
     }
 
     @Test("a retrying run of web-1 (exec A) moved to web-2 (exec B) when web-1 is killed ends there, reason definition, with no other attempt")
