@@ -2,19 +2,12 @@ import BatonCore
 import BatonWire
 import FoundationEssentials
 
-/// The definitions runs were triggered with (`definitions`, migration 0027), by action name and
-/// fingerprint (`runs.action`, `runs.definition`; the fingerprint leaves the name out, so two
-/// actions defined alike share one): written by the host that makes the first such run, in that run's
-/// transaction; read by whichever host starts a run or decides its approval, so that every host
-/// does so by the run's definition, not by its own config of the moment (audit D4).
+/// The definitions runs were triggered with (`revisions`, migration 0028, by action name and
+/// revision, `runs.revision`; runs made before it, `definitions`, migration 0027, by name and
+/// fingerprint): written by the host that makes the first such run, in that run's transaction
+/// (`FleetRevisions.swift`); read by whichever host starts a run or decides its approval, so that
+/// every host does so by the run's definition, not by its own config of the moment (audit D4).
 enum FleetRunDefinitions {
-    /// Stores `action` under its name and fingerprint (`Action.fingerprint`, computed where not
-    /// given), once fleet-wide (a definition's text never changes).
-    static func insert(_ action: Action, as fingerprint: String? = nil) throws -> FleetJournal.Statement {
-        ("INSERT INTO definitions (fingerprint, name, action) VALUES ($1, $2, $3) ON CONFLICT (fingerprint, name) DO NOTHING",
-         [fingerprint ?? action.fingerprint, action.name, ActionCodec.encode(try action.storedForm())])
-    }
-
     /// A definition's key in a host's `Cache`: its fingerprint (16 hex digits) and its action's name.
     static func key(_ name: String, _ fingerprint: String) -> String { fingerprint + ":" + name }
 

@@ -39,13 +39,12 @@ struct FleetRunDefinitionsTests {
         #expect(cache.read.count == 1 && cache.read["g"]?.action == nil, "a refusal is remembered too (logged once)")
     }
 
-    @Test("the insert is idempotent and carries the codec's text under the name and the given fingerprint, env values as digests (review M5)")
+    @Test("the insert is idempotent and carries the codec's text under the given revision and the name, env values as digests (review M5)")
     func insert() throws {
         let action = Action(name: "deploy", exec: ["true"], env: ["TOKEN": "hunter2-secret"])
-        let statement = try FleetRunDefinitions.insert(action)
-        #expect(statement.sql.contains("ON CONFLICT (fingerprint, name) DO NOTHING"))
-        #expect(statement.parameters == [action.fingerprint, "deploy", ActionCodec.encode(try action.storedForm())])
-        #expect(try FleetRunDefinitions.insert(action, as: "given").parameters.first == "given")
+        let statement = try FleetRunDefinitions.insert(action, revision: try action.revision())
+        #expect(statement.sql.contains("INSERT INTO revisions") && statement.sql.contains("ON CONFLICT (revision, name) DO NOTHING"))
+        #expect(statement.parameters == [try action.revision(), "deploy", ActionCodec.encode(try action.storedForm())])
         let text = try #require(statement.parameters[2])
         #expect(!text.contains("hunter2"), "an env value in clear in the row: \(text)")
         // sha256("hunter2-secret"), as sha256sum says.
