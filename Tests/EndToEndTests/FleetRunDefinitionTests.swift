@@ -32,8 +32,9 @@ struct FleetRunDefinitionTests {
         return (first, queued, fd)
     }
 
-    @Test("a run queued as exec A on web-1 runs A after web-1 reloads exec B; a run triggered after the reload runs B")
-    func reloadKeepsQueued() throws {
+    @Test("a run queued as exec A on web-1 runs A after web-1 reloads exec B; a run triggered after the reload runs B; also a run made before fleet version 28 (no revision: its fingerprint's definitions row)",
+          arguments: [false, true])
+    func reloadKeepsQueued(madeBefore28: Bool) throws {
         let gate = try FifoGate()
         let marker = gate.directory + "/ran"
         let conninfo = try Postgres.server().database()
@@ -41,6 +42,15 @@ struct FleetRunDefinitionTests {
         try a.waitForLog("joined the fleet")
         defer { a.stop() }
         let (first, queued, fd) = try Self.queueBehindGate(a, gate)
+        if madeBefore28 {
+            // As version 27 wrote it: its definition by fingerprint, no revision.
+            let db = try PGConnection(conninfo)
+            try db.query("""
+                INSERT INTO definitions (fingerprint, name, action) SELECT r.definition, v.name, v.action FROM runs r
+                JOIN revisions v ON v.revision = r.revision AND v.name = r.action WHERE r.id = $1
+                """, [String(queued)])
+            #expect(try db.query("UPDATE runs SET revision = NULL WHERE id = $1", [String(queued)]).affected == 1)
+        }
         try Self.config(conninfo, host: "web-1", lease: "15s", word: "B", gate: gate, marker: marker)
             .write(toFile: a.configPath, atomically: true, encoding: .utf8)
         let reloaded = try a.baton("reload")
