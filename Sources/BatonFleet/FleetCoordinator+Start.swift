@@ -38,7 +38,7 @@ extension FleetCoordinator {
     /// that the run holds a free key): takes the locks the run's action claims, all at once, or
     /// puts it in their line (`FleetLocks.acquire`, the lock rows locked after the key's), and
     /// writes `loading` for a queued run of this host, with the locks it took. `action` is the
-    /// definition the run was triggered with (`definition(of:fingerprint:on:)`); a run with none
+    /// definition the run was triggered with (`definition(of:_:on:)`); a run with none
     /// (nil: its action is not configured here and no definition of it is stored) is cancelled
     /// instead (it would hold its key forever); one whose definition is `refused` (`lookUp`) ends
     /// `failure`, reason `definition`, and runs nothing.

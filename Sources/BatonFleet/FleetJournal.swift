@@ -166,13 +166,15 @@ enum FleetJournal {
     }
 
     static func insert(_ run: RunSnapshot, _ transition: Transition, on db: PGConnection, as me: FleetHost) throws {
-        try db.query(insertRun(run, as: me, origin: .uid(run.trigger?.uid)))
+        // The conductor's own creation (`.created`), which a fleet host never reaches (its triggers,
+        // hooks and needs are the coordinator's): no definition to store, as before version 27.
+        try db.query(insertRun(run, as: me, definition: nil, revision: nil, origin: .uid(run.trigger?.uid)))
         try insertTransition(transition, on: db)
     }
 
     /// A new run's row; `definition` is the fingerprint of the action it was created with, `revision`
     /// that action's revision (`Action.revision`, its row in `revisions`).
-    static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String? = nil, revision: String? = nil, origin: Origin) -> Statement {
+    static func insertRun(_ run: RunSnapshot, as me: FleetHost, definition: String?, revision: String?, origin: Origin) -> Statement {
         ("""
             INSERT INTO runs (id, action, key, phase, policy, params, trigger_uid, trigger_gid, trigger_pid, queued_at, host, incarnation, definition, via, slot,
                               hook_run, hook_action, hook_event, origin_uid, revision)

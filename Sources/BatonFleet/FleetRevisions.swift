@@ -27,11 +27,22 @@ struct DefinitionRef: Sendable, Hashable {
 
 extension Action {
     /// The whole definition as a digest (review of fleetdefs14, M4): the first 32 hex digits of the
-    /// SHA-256 (libcrypto) of the canonical text a `revisions` row keeps (`ActionCodec`, env values
-    /// as digests: `storedForm`). Two definitions that differ in anything, hooks, locks and limits
-    /// included (which the fingerprint leaves out), have two revisions.
+    /// SHA-256 (libcrypto) of its canonical text (`ActionCodec`, env values as digests: `storedForm`)
+    /// with what each host resolves for itself left out (`revisionForm`). Two definitions that
+    /// differ in anything else, hooks, locks and limits included (which the fingerprint leaves out),
+    /// have two revisions; one config on two hosts has one.
     func revision() throws -> String {
-        String(try SHA256.hex(Array(ActionCodec.encode(try storedForm()).utf8)).prefix(32))
+        String(try SHA256.hex(Array(ActionCodec.encode(try revisionForm()).utf8)).prefix(32))
+    }
+
+    /// `storedForm` without what a host resolves from its own user and group databases (review s35
+    /// revisions M2): `runAs` by its names only (its uid, gid, groups, home and shell are each
+    /// host's, as `runsAsStored` compares it), and `allow` (its names resolved to uids and gids).
+    func revisionForm() throws -> Action {
+        var action = try storedForm()
+        action.runAs = runAs.map { RunAs(named: $0.named, groupNamed: $0.groupNamed, user: "", uid: 0, gid: 0, groups: [], home: "", shell: "") }
+        action.allow = nil
+        return action
     }
 }
 
@@ -66,13 +77,14 @@ extension FleetRunDefinitions {
 }
 
 extension FleetRunDefinitions.Cache {
-    /// `action`'s revision, computed once per action as loaded (its storage) on this connection:
-    /// a config's actions are the same values until a reload.
+    /// `action`'s revision, computed once per action as loaded on this connection: a config's
+    /// actions are the same values until a reload. A few per name (the config's, a hook's or a
+    /// need's copy of it, one from before a reload), newest first, so that copies do not evict each other.
     mutating func revision(of action: Action) throws -> String {
-        if let (known, revision) = revisions[action.name], known == action { return revision }
+        if let (_, revision) = revisions[action.name]?.first(where: { $0.0 == action }) { return revision }
         let revision = try action.revision()
         if revisions.count >= Self.capacity { revisions.removeAll() }
-        revisions[action.name] = (action, revision)
+        revisions[action.name] = [(action, revision)] + (revisions[action.name] ?? []).prefix(3)
         return revision
     }
 }

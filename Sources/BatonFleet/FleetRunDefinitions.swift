@@ -8,7 +8,8 @@ import FoundationEssentials
 /// (`FleetRevisions.swift`); read by whichever host starts a run or decides its approval, so that
 /// every host does so by the run's definition, not by its own config of the moment (audit D4).
 enum FleetRunDefinitions {
-    /// A definition's key in a host's `Cache`: its fingerprint (16 hex digits) and its action's name.
+    /// A definition's key in a host's `Cache`: its revision (32 hex digits) or, for a run made before
+    /// version 28, its fingerprint (16), and its action's name.
     static func key(_ name: String, _ fingerprint: String) -> String { fingerprint + ":" + name }
 
     /// What one connection remembers of the table, by `key` (`PGConnection.definitions`): the
@@ -16,15 +17,15 @@ enum FleetRunDefinitions {
     /// progress inserted (`pending`: written once it commits, forgotten if it does not), and those
     /// it read. Confined to
     /// the connection's thread (no lock); each connection learns on its own, at the cost of one
-    /// idempotent insert or one read per fingerprint and connection. Both are bounded: past
+    /// idempotent insert or one read per revision (or fingerprint) and connection. Both are bounded: past
     /// `capacity` a set is emptied and fills again. What the host loaded from its config (which
     /// decides what a process may be) is the conductor's (`Conductor.earlierActions`), not this.
     struct Cache {
         static let capacity = 256
         private(set) var written: Set<String> = []
         private(set) var read: [String: RunDefinition] = [:]
-        /// Each action's revision, by name, with the action it was computed for (`revision(of:)`).
-        var revisions: [String: (Action, String)] = [:]
+        /// Actions' revisions, by name, each with the action it was computed for (`revision(of:)`).
+        var revisions: [String: [(Action, String)]] = [:]
         /// Rows the transaction in progress inserted: `written` only once it commits (`ended`).
         var pending: Set<String> = []
 
@@ -85,6 +86,16 @@ extension Action {
         return ActionCodec.encode(mine) == ActionCodec.encode(theirs)
     }
 
+    /// Whether `stored` (a row's) runs what this loaded definition runs in every field its
+    /// fingerprint covers (exec, cwd, env by digest, user, umask, timeout...), with the row's
+    /// decision fields set alike and `runAs` by its names (another host resolved the row's).
+    func fingerprintsAlike(_ stored: Action) throws -> Bool {
+        guard stored.runAs?.named == runAs?.named, stored.runAs?.groupNamed == runAs?.groupNamed else { return false }
+        var theirs = stored
+        theirs.runAs = runAs
+        return try deciding(as: theirs).storedForm().fingerprint == theirs.storedForm().fingerprint
+    }
+
     /// This definition as a fleet's `definitions` row keeps it (review M5): each env value as its
     /// SHA-256 digest (`sha256:HEX`, from libcrypto), never in clear, since a row outlives the
     /// config in every backup and replica and a database reader is not a host. A host runs its own
@@ -106,8 +117,8 @@ extension Action {
 }
 
 extension FleetCoordinator {
-    /// The definition a run of action `name` whose row keeps fingerprint `fingerprint` starts and
-    /// is decided by (`lookUp`); nil where there is none or it is refused.
+    /// The definition a run of action `name` whose row keeps `ref` starts and is decided by
+    /// (`lookUp`); nil where there is none or it is refused.
     func definition(of name: String, _ ref: DefinitionRef, on db: PGConnection) throws -> Action? {
         try lookUp(name, ref, on: db).action
     }
@@ -132,25 +143,29 @@ extension FleetCoordinator {
         if let known = db.definitions.read[key] { return known }
         guard let text = try FleetRunDefinitions.read(name, ref, on: db) else { return configured.map(RunDefinition.action) ?? .none }
         let found: RunDefinition
+        let named = ref.revision ?? fingerprint  // what names the row, in what is said
         do {
             // Its needs and hooks by name: this host's config, else what it loaded before a reload.
             let stored = try ActionCodec.decode(text) { [conductor] in conductor.action(named: $0) ?? conductor.earlierActions(named: $0).last }
             let loaded = [configured].compactMap { $0 } + conductor.earlierActions(named: name)
             if let own = loaded.first(where: { $0.runsAsStored(stored) }) {
                 found = .action(own.deciding(as: stored))
-            } else if let configured, configured.fingerprint == fingerprint {
+            } else if let configured, configured.fingerprint == fingerprint, try configured.fingerprintsAlike(stored) {
+                // Its fingerprint's process (exec, env, user...) is the config's, the rest (limits,
+                // output settings) this host's own: as before version 28. A row edited in any
+                // fingerprinted field fails this and is refused below (review s35 revisions M1).
                 found = .action(configured.deciding(as: stored))
             } else {
-                found = .refused("action \(name)'s definition \(fingerprint) is not one \(host.name) configured")
-                log("the definition \(fingerprint) of action \(name) is not one this host configured: its runs end, reason definition")
+                found = .refused("action \(name)'s definition \(named) is not one \(host.name) configured")
+                log("the definition \(named) of action \(name) is not one this host configured: its runs end, reason definition")
             }
-        } catch let failure where failure.field == "needs" {
+        } catch let failure as ActionCodec.Failure where failure.field == "needs" {
             // Never a run without a need it was triggered with (one machine's keeps its needed action).
-            found = .refused("action \(name)'s definition \(fingerprint) \(failure.message.replacing("this host", with: host.name))")
-            log("the definition \(fingerprint) of action \(name) \(failure.message): its runs end, reason definition")
+            found = .refused("action \(name)'s definition \(named) \(failure.message.replacing("this host", with: host.name))")
+            log("the definition \(named) of action \(name) \(failure.message): its runs end, reason definition")
         } catch {
-            found = .refused("action \(name)'s definition \(fingerprint) could not be read on \(host.name) (\(error)): it needs a newer batond")
-            log("the definition \(fingerprint) of action \(name) could not be read (\(error)): its runs end, reason definition")
+            found = .refused("action \(name)'s definition \(named) could not be read on \(host.name) (\(error)): it needs a newer batond")
+            log("the definition \(named) of action \(name) could not be read (\(error)): its runs end, reason definition")
         }
         db.definitions.remember(found, as: key)
         return found

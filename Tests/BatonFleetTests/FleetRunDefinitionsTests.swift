@@ -75,6 +75,22 @@ struct FleetRunDefinitionsTests {
             change(&other)
             #expect(try other.revision() != revision, "\(field)")
         }
+        // Pinned: a change to the codec or to what a revision covers changes every revision, so a
+        // fleet's hosts then read each other's runs' rows; make it on purpose (a `v` bump, said in schema.md).
+        #expect(revision == "d29e31042172d057b28de040a5c2f81f", "Self.own()'s revision")
+        // What each host resolves for itself is left out: the user's ids, groups, home and shell; allow's ids.
+        var here = Self.own(), there = Self.own()
+        here.runAs = RunAs(named: "deploy", user: "deploy", uid: 1001, gid: 1001, groups: [27, 1001], home: "/home/deploy", shell: "/bin/sh")
+        there.runAs = RunAs(named: "deploy", user: "deploy", uid: 2002, gid: 2002, groups: [2002], home: "/srv/deploy", shell: "/bin/bash")
+        #expect(try here.revision() == there.revision())
+        there.runAs?.named = "other"
+        #expect(try here.revision() != there.revision(), "the user's name is the definition's")
+        // Each connection computes it once per action as loaded, several per name; another action of the name, another revision.
+        var cache = FleetRunDefinitions.Cache()
+        var locked = Self.own()
+        locked.locks = [LockClaim("db", limit: 1)]
+        #expect(try cache.revision(of: Self.own()) == revision && cache.revision(of: locked) == locked.revision())
+        #expect(try cache.revision(of: Self.own()) == revision && cache.revisions["deploy"]?.count == 2)
         let ref = DefinitionRef(["0123456789abcdef", revision])
         #expect(ref.key("deploy") == FleetRunDefinitions.key("deploy", revision) && DefinitionRef(["0123456789abcdef", nil]).key("deploy")
                 == FleetRunDefinitions.key("deploy", "0123456789abcdef"))

@@ -28,10 +28,12 @@ struct FleetDefinitionTrustTests {
         return (try FleetTests.wait(a, run: queued), Defs.lines(marker), a)
     }
 
-    @Test("a database writer's UPDATE of a revisions row (exec, as root) runs nothing: the queued run ends failure, reason definition")
-    func databaseWriterRunsNothing() throws {
-        let (ended, marker, a) = try Self.queuedAfterTamper("UPDATE revisions SET action = replace(action, 'echo A', 'id -u >> MARKER; echo PWNED')") { conninfo, _, _ in
-            #"{ postgres: "\#(conninfo)", host: "web-1", lease: "15s", requireUser: false, actions: { other: { exec: ["true"] } } }"#
+    @Test("a database writer's UPDATE of a revisions row (exec, as root) runs nothing: the queued run ends failure, reason definition; also where the host's config keeps the action's fingerprint and changes only what it leaves out (review s35 revisions M1)",
+          arguments: [false, true])
+    func databaseWriterRunsNothing(fingerprintKept: Bool) throws {
+        let (ended, marker, a) = try Self.queuedAfterTamper("UPDATE revisions SET action = replace(action, 'echo A', 'id -u >> MARKER; echo PWNED')") { conninfo, gate, marker in
+            fingerprintKept ? Defs.config(conninfo, host: "web-1", lease: "15s", word: "A", gate: gate, marker: marker, extra: #"output: { keep: "1MiB" }"#)
+                : #"{ postgres: "\#(conninfo)", host: "web-1", lease: "15s", requireUser: false, actions: { other: { exec: ["true"] } } }"#
         }
         defer { a.stop() }
         #expect(ended?.phase == .failure && ended?.reason == "definition", "\(String(describing: ended))")

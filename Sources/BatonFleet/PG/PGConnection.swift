@@ -12,7 +12,7 @@ public final class PGConnection {
     private let handle: OpaquePointer
     private let pq: BatonLibPQ
     private var prepared = PreparedStatements()
-    /// What this connection remembers of the `definitions` table (`FleetRunDefinitions.Cache`):
+    /// What this connection remembers of the `revisions` and `definitions` tables (`FleetRunDefinitions.Cache`):
     /// confined, as the connection is, to the one thread that uses it, so it needs no lock.
     var definitions = FleetRunDefinitions.Cache()
     /// libpq raised an error of its own (one without a SQLSTATE: "server closed the connection
