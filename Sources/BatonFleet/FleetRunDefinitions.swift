@@ -172,9 +172,11 @@ extension FleetCoordinator {
     }
 
     /// A feed tick's: forgets the definitions a reload replaced (`Conductor.earlierActions`) that no
-    /// unfinished run references any more (by name and fingerprint): what a host keeps is its config
-    /// and what its fleet still runs. Only those read before the look are forgotten: one a reload
-    /// replaces meanwhile waits for the next tick.
+    /// unfinished run references any more (by name and fingerprint), nor the needs or hooks of one
+    /// kept (a waiting deploy's build, which a reload removed with deploy's needs: its row names
+    /// it, and its start must find it, as one machine's run keeps its needed action): what a host
+    /// keeps is its config and what its fleet still runs. Only those read before the look are
+    /// forgotten: one a reload replaces meanwhile waits for the next tick.
     func keepLoaded(on db: PGConnection) throws {
         let earlier = conductor.earlierActions()
         guard !earlier.isEmpty else { return }
@@ -184,7 +186,9 @@ extension FleetCoordinator {
             AND phase NOT IN ('success', 'failure', 'cancelled') AND definition IS NOT NULL
             """, [FleetJournal.textArray(Array(names))]).rows
         let referenced = Set(rows.compactMap { row in row[0].flatMap { name in row[1].map { FleetRunDefinitions.key(name, $0) } } })
-        conductor.forgetEarlier(earlier.filter { !referenced.contains(FleetRunDefinitions.key($0.name, $0.fingerprint)) })
+        let kept = earlier.filter { referenced.contains(FleetRunDefinitions.key($0.name, $0.fingerprint)) }
+        let targets = Set(kept.flatMap { $0.needs.map(\.action.name) + $0.hooks.targets.values.map(\.action.name) })
+        conductor.forgetEarlier(earlier.filter { !referenced.contains(FleetRunDefinitions.key($0.name, $0.fingerprint)) && !targets.contains($0.name) })
     }
 
     /// The definitions `runs` were triggered with (`lookUp`), by id.
