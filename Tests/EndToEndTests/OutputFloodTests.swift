@@ -93,7 +93,10 @@ struct OutputFloodTests {
         for follower in followers { _ = follower.readToEnd() }
         let after = try Self.kib("VmRSS", of: pid) - before
         // A sanitizer's allocator keeps what it freed (its quarantine): 48-52 MiB after under TSan.
-        #expect(after < 32 * 1_024 * (HostileTests.sanitized ? 4 : 1), "batond kept \(after) KiB after the run and its followers")
+        // glibc's keeps some too (freed chunks its threads' arenas do not give back): over 30 CI runs
+        // 100 followers left 0 to 20 MiB, once 33 MiB on a loaded machine (ci35b). What the bound
+        // catches is the followers' buffers kept: the peak's 90-100 MiB.
+        #expect(after < 48 * 1_024 * (HostileTests.sanitized ? 4 : 1), "batond kept \(after) KiB after the run and its followers")
         print("\(count) unread followers: peak RSS +\(grown) KiB, +\(after) KiB after")
     }
 
