@@ -295,9 +295,11 @@ struct ConductorApprovalTests {
         deploy.needs = [NeedTarget(action: build, params: ["ref": "{ref}"])]
         var rig = Rig()
         _ = Self.trigger(&rig, deploy, at: 0)
+        // As the config reader links them: the reloaded deploy needs the reloaded build.
         var (plainBuild, plainDeploy) = (build, deploy)
         plainBuild.approve = nil
         plainDeploy.approve = nil
+        plainDeploy.needs = [NeedTarget(action: plainBuild, params: ["ref": "{ref}"])]
         rig.at(10)
         rig.handle(.reloaded(["build": plainBuild, "deploy": plainDeploy]))
         // Waived, deploy asks its own need: the build it was triggered with, whose approve the reload removed too.

@@ -149,6 +149,10 @@ struct FleetRunDefinitionsTests {
             ("approve removed, a schedule added", { $0.approve = nil; $0.schedules = ["daily"] }, false),
             ("approve removed, a lock added (the run, unapproved, would start without it)", { $0.approve = nil; $0.locks = [LockClaim("db", limit: 1)] }, false),
             ("approve removed, a need added", { $0.approve = nil; $0.needs = [NeedTarget(action: Action(name: "test", exec: ["true"]), params: [:])] }, false),
+            ("approve removed, the awaiting hook's action reloaded too (compared by name)",
+             { $0.approve = nil; $0.hooks.targets[.awaiting] = HookTarget(action: Action(name: "chat", exec: ["false"]), params: [:]) }, true),
+            ("approve removed, a hook's params changed", { $0.approve = nil; $0.hooks.targets[.awaiting] = nil
+                $0.hooks.targets[.failure] = HookTarget(action: Action(name: "chat", exec: ["true"]), params: ["p": "1"]) }, false),
             ("approve removed, a rate limit added", { $0.approve = nil; $0.rateLimit = RateLimit(runs: 1, per: .seconds(60)) }, false),
             ("approve kept", { _ in }, false),
             ("approve changed", { $0.approve = ApprovalRule(by: ["user:carol"], approvers: AccessRule(users: [1003]), timeout: nil) }, false),

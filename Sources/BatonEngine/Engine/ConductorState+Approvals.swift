@@ -66,8 +66,8 @@ extension ConductorState {
     }
 
     /// A reload: each run waiting for its approval whose action as configured now (`configured`,
-    /// by name) gives the wait up (`Action.waives`: no `approve` now, the same process as the run's
-    /// own definition) waits no more, its approval written `waived`, its needs asked (its own),
+    /// by name) gives the wait up (`Action.waives`: its definition with `approve` removed, nothing
+    /// else changed) waits no more, its approval written `waived`, its needs asked (its own),
     /// and may start, as after a restart (`awaitApprovalAgain`) and on a fleet's reload
     /// (`FleetCoordinator.waiveApprovals`, the same rule). A run whose action the reload removed,
     /// or whose command it changed, waits on: approved, it runs what it was triggered with.

@@ -26,26 +26,35 @@ extension Action {
         return action
     }
 
-    /// Whether `definition` (of this host: its env values and user as loaded here) runs the
-    /// process this action runs: equal in every field `deciding` does not take.
-    public func runsAs(_ definition: Action) -> Bool {
-        deciding(as: definition) == definition
-    }
-
     /// Whether this action as configured now gives up the approval wait of a run triggered with
     /// `definition` (which has the `approve` the run waits by): where this config is `definition`
     /// with its `approve` removed (and the `awaiting` hook that needs one), nothing else changed
     /// but what only describes it or keeps its history (`description`, `retention`).
     /// A reload that also changed what runs, or a gate (needs, locks, a rate limit, a policy),
     /// waives nothing: the run, which keeps its own definition, would start unapproved without
-    /// the new gate, or run the old command; its approvers still decide it.
+    /// the new gate, or run the old command; its approvers still decide it. Needs and hooks are
+    /// compared by their actions' names and params (the same reload may have changed those
+    /// actions too: removed their own `approve`), as a fleet's stored definition names them.
     public func waives(_ definition: Action) -> Bool {
-        guard approve == nil, definition.approve != nil else { return false }
+        guard approve == nil, definition.approve != nil,
+              Self.named(needs) == Self.named(definition.needs),
+              Self.named(hooks, without: .awaiting) == Self.named(definition.hooks, without: .awaiting) else { return false }
         var asked = self
         asked.approve = definition.approve
-        asked.hooks.targets[.awaiting] = definition.hooks.targets[.awaiting]
+        asked.needs = definition.needs
+        asked.hooks = definition.hooks
         asked.description = definition.description
         asked.retention = definition.retention
         return asked == definition
+    }
+
+    private static func named(_ needs: [NeedTarget]) -> [String] {
+        needs.map { $0.action.name + "\u{0}" + $0.params.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }.joined(separator: "\u{0}") }
+    }
+
+    private static func named(_ hooks: HookTargets, without skipped: HookEvent) -> [String] {
+        hooks.targets.filter { $0.key != skipped }.sorted { "\($0.key)" < "\($1.key)" }.map { event, target in
+            "\(event)\u{0}" + target.action.name + "\u{0}" + target.params.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }.joined(separator: "\u{0}")
+        } + [hooks.chain ? "chain" : ""]
     }
 }
