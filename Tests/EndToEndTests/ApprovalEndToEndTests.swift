@@ -191,6 +191,30 @@ struct ApprovalEndToEndTests {
         #expect(show.contains(decided), "\(show)")
     }
 
+    @Test("a reload that removes approve from deploy and from the build it needs: deploy is waived, its build is made waived too (no wait the reload gave up), and both run, build first (review s35 M1)")
+    func waivedWithItsNeed() throws {
+        try #require(geteuid() == 0, "needs root to add users")
+        let team = try Team()
+        let marker = NSTemporaryDirectory() + "baton-waive-needs-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let approve = #"approve: { by: ["group:\#(team.group)"], timeout: "1h" }"#
+        let daemon = try Daemon(config: """
+            { requireUser: false, socketMode: "0666", allow: { trigger: { users: ["*"] } }, actions: {
+                build: { exec: ["sh", "-c", "echo build >> \(marker)"], \(approve) },
+                deploy: { exec: ["sh", "-c", "echo deploy >> \(marker)"], needs: ["build"], \(approve) },
+            } }
+            """)
+        chmod(daemon.directory, 0o755)
+        let run = try Self.runID(try team.baton(team.ann, daemon, "run", "deploy", "--detach", "--json"))
+        let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: ", " + approve, with: "").write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let reloaded = try daemon.baton("reload")
+        #expect(reloaded.code == 0, "\(reloaded.stderr)")
+        #expect(try daemon.baton("wait", run).code == 0)
+        #expect(((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "") == "build\ndeploy\n")
+        #expect(try team.baton(team.ann, daemon, "approvals").stdout == "nothing waits for your approval\n")
+    }
+
     @Test("undecided at its timeout, the run ends cancelled: approval timed out")
     func timedOut() throws {
         try #require(geteuid() == 0, "needs root to add users")
