@@ -141,9 +141,17 @@ extension FleetCoordinator {
             if same { return .action(configured) }
         }
         if let known = db.definitions.read[key] { return known }
-        guard let text = try FleetRunDefinitions.read(name, ref, on: db) else { return configured.map(RunDefinition.action) ?? .none }
-        let found: RunDefinition
         let named = ref.revision ?? fingerprint  // what names the row, in what is said
+        guard let text = try FleetRunDefinitions.read(name, ref, on: db) else {
+            // A run made before version 27 has no row: its config, as then. One with a revision always
+            // has one (written in its transaction, never deleted): refused, not run as the config.
+            guard ref.revision != nil else { return configured.map(RunDefinition.action) ?? .none }
+            let missing = RunDefinition.refused("action \(name)'s definition \(named) is missing from the database")
+            log("the definition \(named) of action \(name) is missing from the database: its runs end, reason definition")
+            db.definitions.remember(missing, as: key)
+            return missing
+        }
+        let found: RunDefinition
         do {
             // Its needs and hooks by name: this host's config, else what it loaded before a reload.
             let stored = try ActionCodec.decode(text) { [conductor] in conductor.action(named: $0) ?? conductor.earlierActions(named: $0).last }

@@ -42,6 +42,17 @@ struct FleetDefinitionTrustTests {
         try a.waitForLog("is not one this host configured")
     }
 
+    @Test("a run whose revisions row a database writer deleted is not run as the reloaded config's B: the run ends failure, reason definition (review s35 revisions L4)")
+    func deletedRowRunsNothing() throws {
+        let (ended, marker, a) = try Self.queuedAfterTamper("DELETE FROM revisions") { conninfo, gate, marker in
+            Defs.config(conninfo, host: "web-1", lease: "15s", word: "B", gate: gate, marker: marker)
+        }
+        defer { a.stop() }
+        #expect(ended?.phase == .failure && ended?.reason == "definition", "\(String(describing: ended))")
+        #expect(ended?.error?.contains("is missing from the database") == true, "\(String(describing: ended?.error))")
+        #expect(marker == ["A"], "the queued run ran the reloaded config's B")
+    }
+
     @Test("a stored row of a newer codec (v2) is not run as the reloaded config's B: the run ends failure, reason definition")
     func unreadableRowRunsNothing() throws {
         let (ended, marker, a) = try Self.queuedAfterTamper(#"UPDATE revisions SET action = replace(action, '{"v":1,', '{"v":2,')"#) { conninfo, gate, marker in
