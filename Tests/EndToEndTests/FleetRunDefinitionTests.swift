@@ -87,44 +87,39 @@ struct FleetRunDefinitionTests {
         #expect(Self.lines(marker) == ["A", "A"])
     }
 
-    @Test("web-1 (exec A) is killed with a run queued behind its gated run; web-2 (exec B) takes it over and ends it, reason definition: it runs neither A, which its config never gave, nor B")
-    func takeoverRefusesOtherDefinition() throws {
+    /// web-1 (exec A) is killed with a run queued behind its gated run; web-2 (exec `word`, with
+    /// `extra`) ends the gated one `host_lost` and takes the queued one over: its end, the marker's lines.
+    static func takenOver(word: String, extra: String = "") throws -> (RunSnapshot, [String], Daemon) {
         let gate = try FifoGate()
         let marker = gate.directory + "/ran"
         let conninfo = try Postgres.server().database()
         let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", word: "A", gate: gate, marker: marker))
         try a.waitForLog("joined the fleet")
-        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", word: "B", gate: gate, marker: marker))
+        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", word: word, gate: gate, marker: marker, extra: extra))
         try b.waitForLog("joined the fleet")
-        defer { b.stop() }
         let (first, queued, fd) = try Self.queueBehindGate(a, gate)
         a.crash()
         // web-1's guard kills its run at the lease's deadline; web-2 ends it host_lost and takes the queued one over.
         #expect(try FleetTests.wait(b, run: first)?.reason == "host_lost")
         close(fd)
-        let ended = try #require(try FleetTests.wait(b, run: queued))
+        return (try #require(try FleetTests.wait(b, run: queued)), Self.lines(marker), b)
+    }
+
+    @Test("web-1 (exec A) is killed with a run queued behind its gated run; web-2 (exec B) takes it over and ends it, reason definition: it runs neither A, which its config never gave, nor B")
+    func takeoverRefusesOtherDefinition() throws {
+        let (ended, lines, b) = try Self.takenOver(word: "B")
+        defer { b.stop() }
         #expect(ended.phase == .failure && ended.reason == "definition" && ended.error?.contains("not one web-2 configured") == true, "\(ended)")
-        #expect(Self.lines(marker) == ["A"], "web-2 ran neither the queued run's definition nor its own config's")
+        #expect(lines == ["A"], "web-2 ran neither the queued run's definition nor its own config's")
     }
 
     @Test("web-1 and web-2 differ only where the fingerprint does not look (output.keep): web-2 takes web-1's queued run over and runs it, with its own settings, as before runs kept their whole definition (fleet version 28)")
     func takeoverRunsSameFingerprint() throws {
-        let gate = try FifoGate()
-        let marker = gate.directory + "/ran"
-        let conninfo = try Postgres.server().database()
-        let a = try Daemon(config: Self.config(conninfo, host: "web-1", lease: "2s", word: "A", gate: gate, marker: marker))
-        try a.waitForLog("joined the fleet")
-        let b = try Daemon(config: Self.config(conninfo, host: "web-2", lease: "20s", word: "A", gate: gate, marker: marker,
-                                               extra: #"output: { keep: "1MiB" }"#))
-        try b.waitForLog("joined the fleet")
+        let (ended, lines, b) = try Self.takenOver(word: "A", extra: #"output: { keep: "1MiB" }"#)
         defer { b.stop() }
-        let (first, queued, fd) = try Self.queueBehindGate(a, gate)
-        a.crash()
-        #expect(try FleetTests.wait(b, run: first)?.reason == "host_lost")
-        close(fd)
-        let ended = try #require(try FleetTests.wait(b, run: queued))
         #expect(ended.phase == .success, "\(ended)")
-        #expect(Self.lines(marker) == ["A", "A"])
+        #expect(lines == ["A", "A"])
+        let conninfo = try #require(try String(contentsOfFile: b.configPath, encoding: .utf8).firstMatch(of: /postgres: "([^"]*)"/).map { String($0.1) })
         let revisions = try PGConnection(conninfo).query("SELECT count(DISTINCT revision), count(DISTINCT definition) FROM runs").first
         #expect(revisions == ["1", "1"], "both runs web-1's (web-2 triggered none): \(String(describing: revisions))")
     }
