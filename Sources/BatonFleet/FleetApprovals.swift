@@ -20,7 +20,7 @@ enum FleetApprovals {
     /// A run with its last seq and its approval row (`runWithApproval`, `allWaiting`).
     enum Part: Hashable, Sendable { case seq, approval, definition }
     static let withRun = FleetSelect<Part>(run: "r", [(.seq, ["r.last_seq"]), (.approval, columnList),
-                                                      (.definition, ["r.definition", "r.revision"])])
+                                                      (.definition, DefinitionRef.columns("r"))])
 
     /// The definition the run in `row` (`withRun`'s columns) was triggered with: its `approve`
     /// decides (`FleetCoordinator.definition`), on any host, whatever its config.

@@ -22,7 +22,7 @@ enum FleetNeeds {
     /// decision's NOTIFY wakes the tick). Each row's last two columns are the run's definition (`DefinitionRef`).
     static func unasked(incarnation: String) -> FleetJournal.Statement {
         ("""
-         SELECT \(FleetRows.runColumns), definition, revision FROM runs WHERE incarnation = $1 AND phase = 'queued' AND needs = 'asking'
+         SELECT \(FleetRows.runColumns), \(DefinitionRef.columns().joined(separator: ", ")) FROM runs WHERE incarnation = $1 AND phase = 'queued' AND needs = 'asking'
          AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = runs.id AND a.verdict IS NULL) ORDER BY id
          """, [incarnation])
     }
@@ -84,7 +84,8 @@ enum FleetNeeds {
     static func decide(_ id: Int64, _ outcome: NeedBook.Outcome, on db: PGConnection, as me: FleetHost,
                        definition: (_ name: String, _ ref: DefinitionRef) throws -> Action?) throws -> Bool {
         var action: Action?
-        if case .failed = outcome, let row = try db.query("SELECT action, definition, revision FROM runs WHERE id = $1", [String(id)]).first,
+        if case .failed = outcome, let row = try db.query("SELECT \((["action"] + DefinitionRef.columns()).joined(separator: ", ")) FROM runs WHERE id = $1",
+                                                              [String(id)]).first,
            let name = row[0] {
             action = try definition(name, DefinitionRef(row.dropFirst()))
         }

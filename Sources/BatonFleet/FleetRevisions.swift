@@ -9,7 +9,13 @@ struct DefinitionRef: Sendable, Hashable {
     var fingerprint: String?
     var revision: String?
 
-    /// The reference in a row's two columns (`definition`, `revision`, in that order).
+    /// Its two columns of `runs` (as `alias`, where given), in the order `init(_:)` reads them:
+    /// every read of a run's definition selects these.
+    static func columns(_ alias: String? = nil) -> [String] {
+        ["definition", "revision"].map { column in alias.map { "\($0).\(column)" } ?? column }
+    }
+
+    /// The reference in a row's two columns (`columns`, in that order).
     init(_ columns: some Collection<String?>) {
         fingerprint = columns.first ?? nil
         revision = columns.dropFirst().first ?? nil

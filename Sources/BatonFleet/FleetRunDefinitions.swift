@@ -202,7 +202,7 @@ extension FleetCoordinator {
     /// The definitions `runs` were triggered with (`lookUp`), by id.
     func definitions(of runs: [RunSnapshot], on db: PGConnection) throws -> [Int64: RunDefinition] {
         guard !runs.isEmpty else { return [:] }
-        let rows = try db.query("SELECT id, definition, revision FROM runs WHERE id = ANY ($1::bigint[])",
+        let rows = try db.query("SELECT \((["id"] + DefinitionRef.columns()).joined(separator: ", ")) FROM runs WHERE id = ANY ($1::bigint[])",
                                 ["{" + runs.map { String($0.id) }.joined(separator: ",") + "}"]).rows
         let refs = Dictionary(rows.compactMap { row in row[0].flatMap { Int64($0) }.map { ($0, DefinitionRef(row.dropFirst())) } },
                               uniquingKeysWith: { first, _ in first })

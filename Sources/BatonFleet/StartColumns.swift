@@ -26,7 +26,7 @@ enum StartColumns {
         (.clock, [FleetCooldown.databaseNow]),
         (.approving, [FleetApprovals.waiting]),
         (.needs, ["r.needs"]),
-        (.definition, ["r.definition", "r.revision"]),
+        (.definition, DefinitionRef.columns("r")),
     ])
 
     /// The tables `select` reads; `keys` joined on the run's key only (`filter` says whether it holds it).
