@@ -7,14 +7,15 @@ import Foundation
 /// `/bin/true` under distinct keys. Against raw `posix_spawn` + `waitpid` at the same parallelism,
 /// measured just before and just after in the same run; batond's CPU time per run from /proc.
 enum BatondBench {
-    static func run(runs: Int, binary: String, parallelisms: [Int], shim: BatondShim = .asFound) async throws -> [Figure] {
+    static func run(runs: Int, binary: String, parallelisms: [Int], shim: BatondShim = .asFound,
+                    runtime: BatondRuntime = .tmpfs) async throws -> [Figure] {
         var figures: [Figure] = []
         let cgroups = CgroupSpawn.parent()
         for parallelism in parallelisms {
             // Rounds interleaved: each baseline just before and just after batond.
             let before = await rawSpawn(count: runs, parallelism: parallelism)
             let cgroupBefore = await cgroups.asyncFlatMap { await CgroupSpawn.rate(count: runs, parallelism: parallelism, in: $0) }
-            let measured = try await blocking { Result { try drive(binary: binary, runs: runs, parallelism: parallelism, shim: shim) } }.get()
+            let measured = try await blocking { Result { try drive(binary: binary, runs: runs, parallelism: parallelism, shim: shim, runtime: runtime) } }.get()
             let after = await rawSpawn(count: runs, parallelism: parallelism)
             let cgroupAfter = await cgroups.asyncFlatMap { await CgroupSpawn.rate(count: runs, parallelism: parallelism, in: $0) }
             let raw = (before + after) / 2
@@ -93,9 +94,11 @@ enum BatondBench {
 
     /// Starts batond, triggers `runs` detached runs of `/bin/true` (each its own key), waits for
     /// every one, and stops it.
-    static func drive(binary: String, runs: Int, parallelism: Int, shim: BatondShim) throws -> Measured {
+    static func drive(binary: String, runs: Int, parallelism: Int, shim: BatondShim, runtime: BatondRuntime) throws -> Measured {
         let directory = scratchDirectory("batond-\(parallelism)")
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (environment, madeRuntime) = try runtime.prepare(scratch: directory)
+        defer { if let madeRuntime { try? FileManager.default.removeItem(atPath: madeRuntime) } }
         let config = directory + "/baton.json5"
         try """
             { maxConcurrentRuns: \(parallelism), retention: { maxRunsPerAction: 1000000 },
@@ -105,6 +108,7 @@ enum BatondBench {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try shim.binary(binary, in: directory))
         process.arguments = ["--config", config, "--socket", socket, "--database", directory + "/history.sqlite"]
+        process.environment = environment
         // Its log in a file: what it says of its shim is read once it has spawned.
         let log = directory + "/batond.log"
         FileManager.default.createFile(atPath: log, contents: nil)

@@ -7,7 +7,8 @@ import Foundation
 //   .build/release/baton-bench --only store,socket --json out.json
 
 let usage = """
-    usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH] [--parallelism LIST] [--runs N] [--shim PATH|none] [--fleet CONNINFO]
+    usage: baton-bench [--quick] [--only LIST] [--json PATH] [--batond PATH] [--parallelism LIST] [--runs N] [--shim PATH|none] [--runtime tmpfs|none|PATH]
+                       [--fleet CONNINFO]
       --quick        small sizes and short runs: checks that every benchmark works, figures are rough
       --only LIST    comma-separated: store, noop, spawn, batond, socket, single, latency, history, memory, cli, output
       --json PATH    where to write the results (default: .build/baton-bench.json)
@@ -17,6 +18,10 @@ let usage = """
       --shim PATH|none  the real batond figure's batond copied into its scratch directory with this baton-shim
                      beside it, or alone (none fails where batond finds an installed shim anyway; default: batond
                      where it is, with the shim it finds; the table says which)
+      --runtime tmpfs|none|PATH  the real batond figure's $RUNTIME_DIRECTORY, where its shims' directories go:
+                     tmpfs, a fresh one under /dev/shm as systemd gives the service /run/baton (the default);
+                     none, unset (batond takes /run/baton where it is safe, else the disk beside the database);
+                     or this directory
       --fleet CONNINFO  also measure a fleet on this PostgreSQL database (scripts/bench-fleet makes one)
     """
 
@@ -27,6 +32,7 @@ var fleetConninfo: String?
 var parallelisms = [2, 4]
 var batondRuns: Int?
 var batondShim = BatondShim.asFound
+var batondRuntime = BatondRuntime.tmpfs
 var batondBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("batond").path
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -57,6 +63,11 @@ while let argument = arguments.popFirst() {
             FileHandle.standardError.write(Data("--shim needs an absolute path or none\n".utf8)); exit(2)
         }
         batondShim = choice
+    case "--runtime":
+        guard let choice = arguments.popFirst().flatMap({ BatondRuntime(argument: $0) }) else {
+            FileHandle.standardError.write(Data("--runtime needs tmpfs, none or an absolute path\n".utf8)); exit(2)
+        }
+        batondRuntime = choice
     case "--fleet":
         guard let conninfo = arguments.popFirst() else { FileHandle.standardError.write(Data("--fleet needs a connection string\n".utf8)); exit(2) }
         fleetConninfo = conninfo
@@ -72,7 +83,7 @@ var steps: [(String, () async throws -> [Figure])] = [
     ("noop", { try await SocketBench.noop(seconds: seconds, clients: quick ? 8 : 32) }),
     ("spawn", { try await SocketBench.spawn(seconds: seconds, parallelism: 4) }),
     ("batond", { try await BatondBench.run(runs: batondRuns ?? (quick ? 200 : 1_500), binary: batondBinary,
-                                                   parallelisms: parallelisms, shim: batondShim) }),
+                                                   parallelisms: parallelisms, shim: batondShim, runtime: batondRuntime) }),
     ("socket", { try await SocketBench.requests(seconds: seconds, clients: quick ? 4 : 16) }),
     ("single", { try await SocketBench.singleFlight(triggers: quick ? 1_000 : 10_000) }),
     ("latency", { try await SocketBench.latency(samples: quick ? 100 : 2_000) }),
