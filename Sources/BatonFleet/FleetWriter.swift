@@ -213,8 +213,7 @@ final class FleetWriter: Sendable {
 }
 
 extension JournalEntry {
-    /// Written with the next transaction rather than in one of its own: nothing waits for it.
-    var ridesAlong: Bool {
-        if case .processGroup = self { true } else { false }
-    }
+    /// Written with the next transaction rather than in one of its own: nothing waits for it
+    /// (`mattersOnlyToLiveProcesses`, the engine's rule).
+    var ridesAlong: Bool { mattersOnlyToLiveProcesses }
 }

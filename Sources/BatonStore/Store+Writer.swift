@@ -14,6 +14,9 @@ extension Store {
         var lost = false
         /// Runs whose output lost chunks to a full disk: their `dropped` is counted from what is kept.
         var lossyOutput: Set<Int64> = []
+        /// Whether the connection commits without an `fdatasync` now (`synchronous = NORMAL`) where
+        /// the store's is FULL: for a batch of entries that matter only to live processes (`relaxes`).
+        var relaxed = false
     }
 
     /// What the writer reads of the store (the store itself is not needed on its thread).
@@ -39,6 +42,11 @@ extension Store {
         }
         do {
             let began = ContinuousClock.now
+            let relax = context.options.synchronous == .full && relaxes(batch.jobs)
+            if relax != state.relaxed {
+                try state.connection.cached(relax ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL") { try $0.run([]) }
+                state.relaxed = relax
+            }
             let results = try write(batch.jobs, lossy: state.lossyOutput, on: state.connection)
             context.options.onCommit?((ContinuousClock.now - began).secondsValue, batch.jobs.count)
             for item in batch.jobs { for case let .created(run, _) in item.entries { state.highestRunID = max(state.highestRunID, run.id) } }
@@ -47,6 +55,7 @@ extension Store {
                     status.failure = nil
                     status.committedItems += batch.jobs.count
                     status.committedTransactions += 1
+                    if relax { status.unsyncedTransactions += 1 }
                 }
                 return status.failure != nil
             }
@@ -74,6 +83,17 @@ extension Store {
                 held = []
             }
             batch.retry(held, after: batch.isClosing ? .zero : busy ? .milliseconds(10) : context.options.retryDelay)
+        }
+    }
+
+    /// Whether a batch may commit without an `fdatasync`: every entry of every item matters only to
+    /// live processes (`JournalEntry.mattersOnlyToLiveProcesses`: an attempt's process group), and no
+    /// item has other work or is a barrier (an empty item, which someone waits on). In WAL mode such a
+    /// commit is in the page cache (it outlives a crash of batond, not of the machine, whose crash
+    /// ends the processes it names) until the next synced commit flushes the WAL, with it, in order.
+    static func relaxes(_ items: [Item]) -> Bool {
+        !items.isEmpty && items.allSatisfy { item in
+            item.work == nil && !item.entries.isEmpty && item.entries.allSatisfy(\.mattersOnlyToLiveProcesses)
         }
     }
 

@@ -83,6 +83,8 @@ public final class Store: RunStore, Sendable {
         /// Journal items and transactions committed so far (the average group size is their ratio).
         var committedItems = 0
         var committedTransactions = 0
+        /// Of those, the transactions committed without an `fdatasync` (`Store.relaxes`).
+        var unsyncedTransactions = 0
         /// Batches that found the database locked by another connection past the busy timeout, and wait to try again.
         var busyRetries = 0
         /// How many journal items failed because the file is gone (never written), and their
@@ -237,9 +239,10 @@ public final class Store: RunStore, Sendable {
         }
     }
 
-    /// How many journal items and write transactions have been committed since the store opened.
-    public var commitStatistics: (items: Int, transactions: Int) {
-        status.withLock { ($0.committedItems, $0.committedTransactions) }
+    /// How many journal items and write transactions have been committed since the store opened,
+    /// and how many of those transactions without an `fdatasync` (`Store.relaxes`).
+    public var commitStatistics: (items: Int, transactions: Int, unsynced: Int) {
+        status.withLock { ($0.committedItems, $0.committedTransactions, $0.unsyncedTransactions) }
     }
 
     /// How many times a batch found the database locked (another process holding its write lock
