@@ -23,7 +23,8 @@ enum FleetRunDefinitions {
     struct Cache {
         static let capacity = 256
         private(set) var written: Set<String> = []
-        private(set) var read: [String: RunDefinition] = [:]
+        /// Read only through `known`, which empties it when what the conductor loaded changed.
+        private var read: [String: RunDefinition] = [:]
         /// Actions' revisions, by name, each with the action it was computed for (`revision(of:)`).
         var revisions: [String: [(Action, String)]] = [:]
         /// Rows the transaction in progress inserted: `written` only once it commits (`ended`).
@@ -48,6 +49,20 @@ enum FleetRunDefinitions {
             guard !keys.isEmpty else { return }
             if written.count + keys.count > Self.capacity { written.removeAll() }
             written.formUnion(keys)
+        }
+
+        /// The conductor's `loadedGeneration` when `read` was last found current.
+        private(set) var readLoaded = 0
+
+        /// The definition of `key` looked up before, unless what the conductor has loaded changed
+        /// since (`loaded`, its `loadedGeneration` now): a reload or a definition forgotten may turn
+        /// a refusal into a definition or the other way round, so then every look-up is made again.
+        mutating func known(_ key: String, loaded: Int) -> RunDefinition? {
+            if loaded != readLoaded {
+                read.removeAll()
+                readLoaded = loaded
+            }
+            return read[key]
         }
 
         /// Notes a definition read from the table (or refused: a miss remembered, logged once per connection).
@@ -140,7 +155,7 @@ extension FleetCoordinator {
             let same = if let revision = ref.revision { try db.definitions.revision(of: configured) == revision } else { configured.fingerprint == fingerprint }
             if same { return .action(configured) }
         }
-        if let known = db.definitions.read[key] { return known }
+        if let known = db.definitions.known(key, loaded: conductor.loadedGeneration) { return known }
         let named = ref.revision ?? fingerprint  // what names the row, in what is said
         guard let text = try FleetRunDefinitions.read(name, ref, on: db) else {
             // A run made before version 27 has no row: its config, as then. One with a revision always

@@ -47,4 +47,18 @@ struct ConductorEarlierActionsTests {
         #expect(conductor.earlierActions(named: "inproc").isEmpty)
         #expect(conductor.earlierActions(named: "ship") == [Action(name: "ship", exec: ["echo", "A"])])
     }
+
+    @Test("what the conductor has loaded changes with each reload and each earlier action forgotten, not with a forget of nothing kept")
+    func loadedGeneration() {
+        let conductor = Self.keeping()
+        let (a, b) = (Action(name: "ship", exec: ["echo", "A"]), Action(name: "ship", exec: ["echo", "B"]))
+        let first = conductor.loadedGeneration
+        conductor.replaceActions([b])
+        let reloaded = conductor.loadedGeneration
+        #expect(reloaded != first)
+        conductor.forgetEarlier([b])
+        #expect(conductor.loadedGeneration == reloaded, "b was not kept: nothing changed")
+        conductor.forgetEarlier([a])
+        #expect(conductor.loadedGeneration != reloaded && conductor.earlierActions().isEmpty)
+    }
 }

@@ -34,9 +34,24 @@ struct FleetRunDefinitionsTests {
     func read() {
         var cache = FleetRunDefinitions.Cache()
         for index in 0..<FleetRunDefinitions.Cache.capacity { cache.remember(.action(Action(name: "x\(index)")), as: "f\(index)") }
-        #expect(cache.read.count == FleetRunDefinitions.Cache.capacity && cache.read["f0"]?.action?.name == "x0")
+        let capacity = FleetRunDefinitions.Cache.capacity
+        #expect((0..<capacity).allSatisfy { cache.known("f\($0)", loaded: 0) != nil } && cache.known("f0", loaded: 0)?.action?.name == "x0")
         cache.remember(.refused("no"), as: "g")
-        #expect(cache.read.count == 1 && cache.read["g"]?.action == nil, "a refusal is remembered too (logged once)")
+        #expect(cache.known("f0", loaded: 0) == nil && cache.known("f1", loaded: 0) == nil, "emptied past the capacity")
+        #expect(cache.known("g", loaded: 0) != nil && cache.known("g", loaded: 0)?.action == nil, "a refusal is remembered too (logged once)")
+    }
+
+    @Test("definitions looked up are answered again only while what the conductor loaded is unchanged: a reload or a forgotten definition empties them")
+    func knownUntilReload() {
+        var cache = FleetRunDefinitions.Cache()
+        #expect(cache.known("f", loaded: 0) == nil)
+        cache.remember(.refused("not configured"), as: "f")
+        cache.remember(.action(Action(name: "x")), as: "g")
+        #expect(cache.known("f", loaded: 0)?.action == nil && cache.known("f", loaded: 0) != nil)
+        #expect(cache.known("g", loaded: 0)?.action?.name == "x")
+        #expect(cache.known("f", loaded: 1) == nil && cache.known("g", loaded: 1) == nil, "a reload: both looked up again")
+        cache.remember(.action(Action(name: "y")), as: "f")
+        #expect(cache.known("f", loaded: 1)?.action?.name == "y")
     }
 
     @Test("the insert is idempotent and carries the codec's text under the given revision and the name, env values as digests (review M5)")

@@ -240,6 +240,7 @@ extension Conductor {
             let redefined = registry.actions.compactMap { name, old in next[name]?.exec == old.exec ? nil : name }
             if options.keepsEarlierActions { registry.keepEarlier(replacedBy: next) }
             registry.actions = next
+            registry.loaded += 1
             return (redefined, next)
         }
         if !redefined.isEmpty { changeState { $0.forget(actions: redefined) } }

@@ -26,10 +26,17 @@ extension Conductor {
     public func forgetEarlier(_ actions: [Action]) {
         guard !actions.isEmpty else { return }
         shared.withLock { shared in
+            let before = shared.earlier.values.reduce(0) { $0 + $1.count }
             for action in actions {
                 shared.earlier[action.name]?.removeAll { $0 == action }
                 if shared.earlier[action.name]?.isEmpty == true { shared.earlier[action.name] = nil }
             }
+            if shared.earlier.values.reduce(0, { $0 + $1.count }) != before { shared.loaded += 1 }
         }
     }
+
+    /// Changes each time what this conductor has loaded changes: its actions replaced (a reload) or
+    /// earlier actions forgotten. What was decided from the actions loaded before (a fleet
+    /// connection's definitions looked up, `FleetRunDefinitions.Cache`) is decided again after.
+    public var loadedGeneration: Int { shared.withLock { $0.loaded } }
 }
