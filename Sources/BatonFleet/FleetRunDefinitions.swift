@@ -149,13 +149,15 @@ extension FleetCoordinator {
     /// as before version 28). Neither, or a row that cannot be read (a newer codec's, a corrupt one):
     /// refused, logged once per connection, remembered there (`Cache`).
     func lookUp(_ name: String, _ ref: DefinitionRef, on db: PGConnection) throws -> RunDefinition {
+        // Read before the actions: a reload after it makes the next look-up start again (review s36 L4).
+        let loaded = conductor.loadedGeneration
         let configured = conductor.action(named: name)
         guard let fingerprint = ref.fingerprint, let key = ref.key(name) else { return configured.map(RunDefinition.action) ?? .none }
         if let configured {
             let same = if let revision = ref.revision { try db.definitions.revision(of: configured) == revision } else { configured.fingerprint == fingerprint }
             if same { return .action(configured) }
         }
-        if let known = db.definitions.known(key, loaded: conductor.loadedGeneration) { return known }
+        if let known = db.definitions.known(key, loaded: loaded) { return known }
         let named = ref.revision ?? fingerprint  // what names the row, in what is said
         guard let text = try FleetRunDefinitions.read(name, ref, on: db) else {
             // A run made before version 27 has no row: its config, as then. One with a revision always

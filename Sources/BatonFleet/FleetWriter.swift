@@ -1,5 +1,6 @@
 import BatonCore
 import FoundationEssentials
+import Synchronization
 
 /// The conductor's writes to the fleet's database: a `SerialWorker` with a connection of its own
 /// takes every item waiting, writes them in one transaction (the slot rows of their keys locked
@@ -10,9 +11,11 @@ import FoundationEssentials
 /// A transaction that ends runs of this host also starts the queued runs that may start then
 /// (`FleetCoordinator.startAfterEnds`), as one machine's end item carries the next start. A
 /// run's process group (`JournalEntry.processGroup`) is not a commit of its own: it rides with
-/// the next write (nothing in the fleet waits for it or reads it back: a stop asked by another
-/// host reaches the run through its row's `stop` and this host's conductor, which holds the
-/// attempt; the guard and a takeover find the processes by cgroup and tag).
+/// the next write, or is written alone `rideAtMost` after it came where no other write took it
+/// (no answer waits for it: a stop asked by another host reaches the run through its row's `stop`
+/// and this host's conductor, which holds the attempt; the guard and a takeover find the processes
+/// by cgroup and tag; but a batond started after a crash of this one takes a run back only where
+/// its row names its leader, so a silent run's must not wait for its end: review s36 M1).
 final class FleetWriter: Sendable {
     typealias Completion = @Sendable (Result<Void, BatonError>) -> Void
 
@@ -41,7 +44,11 @@ final class FleetWriter: Sendable {
     }
 
     static let firstPause = Duration.milliseconds(50)
+    /// How long a process group waits for another write to ride with before it is written alone.
+    static let rideAtMost = Duration.seconds(1)
     private let worker: SerialWorker<Item>
+    /// Whether an item of nothing is due `rideAtMost` from now, to write what rides along.
+    private let rideFlushArmed = Atomic<Bool>(false)
     /// Why the store cannot be used: batond has not joined yet (`waiting`), else the writer's
     /// last failure; shared by the writer's thread, the one that joins, and whoever asks.
     private let problem = Locked(Problem())
@@ -78,6 +85,19 @@ final class FleetWriter: Sendable {
                               bounded: false)
         } catch {
             completion(.failure(.storeUnavailable("the fleet's store is closed")))
+            return
+        }
+        if !entries.isEmpty, entries.allSatisfy(\.ridesAlong) { flushRidingLater() }
+    }
+
+    /// Arms one item of nothing `rideAtMost` from now (none where one is due already): the writer
+    /// writes what rides along with it unless a write took it meanwhile.
+    private func flushRidingLater() {
+        guard !rideFlushArmed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        reactor.after(Self.rideAtMost) { [weak self] in
+            guard let self else { return }
+            rideFlushArmed.store(false, ordering: .releasing)
+            enqueue([]) { _ in }
         }
     }
 

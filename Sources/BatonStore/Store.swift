@@ -40,6 +40,9 @@ public final class Store: RunStore, Sendable {
         public var onProblem: (@Sendable (String?) -> Void)?
         /// Told of each committed transaction: how long it took and how many items it carried.
         public var onCommit: (@Sendable (_ seconds: Double, _ items: Int) -> Void)?
+        /// Shown the writer's connection after each commit, on the writer's thread (tests: what it
+        /// committed with, `PRAGMA synchronous`); nothing in batond sets it.
+        var afterCommit: (@Sendable (Connection) -> Void)?
         /// Told of each migration as it begins (version, name), on the opening thread: some take
         /// long on a large history (those that rewrite every run).
         public var willMigrate: (@Sendable (_ version: Int, _ name: String) -> Void)?
@@ -83,7 +86,8 @@ public final class Store: RunStore, Sendable {
         /// Journal items and transactions committed so far (the average group size is their ratio).
         var committedItems = 0
         var committedTransactions = 0
-        /// Of those, the transactions committed without an `fdatasync` (`Store.relaxes`).
+        /// Of those, the transactions committed with `synchronous = NORMAL` (`Store.relaxes`): no
+        /// `fdatasync` of their own, unless SQLite's checkpoint or WAL restart syncs then.
         var unsyncedTransactions = 0
         /// Batches that found the database locked by another connection past the busy timeout, and wait to try again.
         var busyRetries = 0

@@ -14,14 +14,15 @@ struct BatondRuntimeTests {
         #expect(BatondRuntime(argument: "") == nil)
     }
 
-    @Test("tmpfs: a fresh directory under /dev/shm, mode 0700, named after the scratch directory, given as RUNTIME_DIRECTORY")
+    @Test("tmpfs: a fresh directory under /dev/shm, mode 0700, named after the scratch directory, given as RUNTIME_DIRECTORY",
+          .enabled(if: BatondShim.fileSystem("/dev/shm").hasPrefix("tmpfs "), "this machine's /dev/shm is not a tmpfs"))
     func tmpfs() throws {
-        try #require(BatondShim.fileSystem("/dev/shm").hasPrefix("tmpfs "), "this machine's /dev/shm is not a tmpfs")
-        let scratch = "/tmp/baton-bench-runtime-test-\(getpid())"
+        let name = "baton-bench-runtime-test-\(UUID().uuidString.prefix(8))"
+        let scratch = "/tmp/" + name
         let (environment, made) = try BatondRuntime.tmpfs.prepare(scratch: scratch)
         let directory = try #require(made)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        #expect(directory == "/dev/shm/baton-bench-runtime-test-\(getpid())-runtime")
+        #expect(directory == "/dev/shm/\(name)-runtime")
         #expect(environment["RUNTIME_DIRECTORY"] == directory)
         var info = stat()
         #expect(lstat(directory, &info) == 0)

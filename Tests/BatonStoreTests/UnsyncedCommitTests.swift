@@ -31,11 +31,18 @@ struct UnsyncedCommitTests {
         return value.withLock { $0 }
     }
 
-    @Test("a run's process group alone commits unsynced; its creation, its loading and work around it are synced, the connection FULL again for them")
+    @Test("a run's process group alone commits unsynced (the connection NORMAL for its commit); its creation, its loading and work around it are synced, the connection FULL again for them")
     func processGroupAlone() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("h.sqlite")
-        let store = try Store(path: path, options: Store.Options(maxBatch: 1))
+        // What each commit was made with, as the writer's connection says right after it (2: FULL, 1: NORMAL).
+        let committedWith = Locked<[Int64]>([])
+        var options = Store.Options(maxBatch: 1)
+        options.afterCommit = { connection in
+            let level = (try? connection.scalar("PRAGMA synchronous"))?.int64 ?? -1
+            committedWith.withLock { $0.append(level) }
+        }
+        let store = try Store(path: path, options: options)
         #expect(Self.write(store, [StoreWriterTests.created(1)]) && Self.write(store, [StoreWriterTests.loading(1)]))
         #expect(store.commitStatistics.unsynced == 0)
         #expect(Self.write(store, [Self.group(1)]))
@@ -48,6 +55,8 @@ struct UnsyncedCommitTests {
         #expect(Self.synchronous(store) == 2)
         let statistics = store.commitStatistics
         #expect(statistics.unsynced == 2 && statistics.transactions == 7, "\(statistics)")
+        // created, loading, group, (work), group, success, (work)
+        #expect(committedWith.withLock { $0 } == [2, 2, 1, 2, 1, 2, 2])
         store.close()
     }
 

@@ -224,6 +224,7 @@ extension Conductor {
         shared.withLock { registry in
             registry.actions[action.name] = action
             registry.closures[action.name] = RunnerBox(ClosureRunner(body))
+            registry.loaded += 1
         }
     }
 

@@ -35,8 +35,9 @@ extension Conductor {
         }
     }
 
-    /// Changes each time what this conductor has loaded changes: its actions replaced (a reload) or
-    /// earlier actions forgotten. What was decided from the actions loaded before (a fleet
-    /// connection's definitions looked up, `FleetRunDefinitions.Cache`) is decided again after.
+    /// Changes each time what this conductor has loaded changes: its actions replaced (a reload), an
+    /// in-process action registered, or earlier actions forgotten. What was decided from the actions
+    /// loaded before (a fleet connection's definitions looked up, `FleetRunDefinitions.Cache`) is
+    /// decided again after.
     public var loadedGeneration: Int { shared.withLock { $0.loaded } }
 }

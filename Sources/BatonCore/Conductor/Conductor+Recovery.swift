@@ -6,9 +6,9 @@ import Glibc
 extension Conductor {
     /// Takes over what a previous daemon left: the runs whose shim outlived it are adopted (in
     /// flight again, or ended from the status their shim kept: `ShimAdoption`); every other
-    /// surviving process of its unfinished runs is killed (queued ones too: an attempt starts
-    /// while its `loading` transition is being written, so a crash can leave a process of a run
-    /// the history still calls queued), then those runs are ended, restarted or requeued, each
+    /// surviving process of its unfinished runs is killed (queued ones too: an attempt starts only
+    /// once its `loading` is durable, but a batond from before that write-ahead start could leave a
+    /// process of a run the history still calls queued), then those runs are ended, restarted or requeued, each
     /// decision a recorded transition. Call before the first trigger.
     public func recover(_ recoverable: RecoverableState) async -> RecoverySummary {
         changeState { state in

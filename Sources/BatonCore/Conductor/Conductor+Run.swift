@@ -19,7 +19,10 @@ extension Conductor {
         for option in options { option.apply(&action) }
         let existing = shared.withLock { registry -> Action? in
             if let existing = registry.actions[name], !existing.exec.isEmpty { return existing }
-            registry.actions[name] = action
+            if registry.actions[name] != action {
+                registry.actions[name] = action
+                registry.loaded += 1
+            }
             return nil
         }
         if existing != nil { throw .badRequest("\(name) is a configured process action, not an in-process one") }

@@ -74,8 +74,9 @@ public final class Conductor: Sendable {
         var closures: [String: RunnerBox] = [:]
         /// Actions reloads replaced or removed, by name, kept while `Options.keepsEarlierActions` (`Conductor+Earlier`).
         var earlier: [String: [Action]] = [:]
-        /// How many times what the conductor has loaded changed: a reload, or earlier actions forgotten
-        /// (`loadedGeneration`: what was decided from the actions before is stale after).
+        /// How many times what the conductor has loaded changed: a reload, an in-process action
+        /// registered, or earlier actions forgotten (`loadedGeneration`: what was decided from the
+        /// actions before is stale after).
         var loaded = 0
     }
 

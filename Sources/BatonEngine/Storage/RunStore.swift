@@ -68,13 +68,15 @@ extension JournalEntry {
         if case let .transition(transition) = self { transition.to.isTerminal } else { false }
     }
 
-    /// Whether this entry matters only while the processes it names may live, and nobody waits for
-    /// it: an attempt's process group (its leader's pid and identity), which a batond started after
-    /// a crash of batond uses to kill or adopt what still runs. A crash of the machine takes those
-    /// processes with it, so such an entry needs no flush to the disk of its own: one machine's
-    /// store commits it without an `fdatasync` (in the kernel's page cache, it outlives batond; the
-    /// next synced commit makes it durable with itself), a fleet's writer sends it with its next
-    /// transaction. Its `loading`, which says the process may have run, is durable before the spawn.
+    /// Whether this entry matters only while the processes it names may live, and no answer waits
+    /// for it: an attempt's process group (its leader's pid and identity), which a batond started
+    /// after a crash of batond uses to kill or adopt what still runs. A crash of the machine takes
+    /// those processes with it, so such an entry needs no flush to the disk of its own: one
+    /// machine's store commits it at once without an `fdatasync` (in the kernel's page cache it
+    /// outlives batond; the next synced commit makes it durable with itself). A fleet's writer
+    /// sends it with its next transaction, or alone a second later (`FleetWriter.rideAtMost`): until
+    /// then a crash of batond leaves the run without its leader in the rows, and it is not taken
+    /// back. Its `loading`, which says the process may have run, is durable before the spawn.
     public var mattersOnlyToLiveProcesses: Bool {
         if case .processGroup = self { true } else { false }
     }
