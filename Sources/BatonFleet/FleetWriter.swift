@@ -34,7 +34,7 @@ final class FleetWriter: Sendable {
         var pause = FleetWriter.firstPause
         /// Runs that lost output chunks to a full disk: their `dropped` is counted from what is kept.
         var lossyOutput: Set<Int64> = []
-        /// Entries accepted but not yet written, that ride with the next transaction (`ridesAlong`).
+        /// Entries accepted but not yet written, that ride with the next transaction (`JournalEntry.mattersOnlyToLiveProcesses`).
         var riding: [JournalEntry] = []
     }
 
@@ -87,7 +87,7 @@ final class FleetWriter: Sendable {
             completion(.failure(.storeUnavailable("the fleet's store is closed")))
             return
         }
-        if !entries.isEmpty, entries.allSatisfy(\.ridesAlong) { flushRidingLater() }
+        if !entries.isEmpty, entries.allSatisfy(\.mattersOnlyToLiveProcesses) { flushRidingLater() }
     }
 
     /// Arms one item of nothing `rideAtMost` from now (none where one is due already): the writer
@@ -127,7 +127,7 @@ final class FleetWriter: Sendable {
     private static func write(_ batch: inout SerialWorker<Item>.Batch, _ state: inout State, host: FleetHost, company: FleetCompany?, clock: any ReactorClock,
                               starter: FleetCoordinator?, problem: (String?) -> Void, onLost: ([Int64]) -> Void) {
         let entries = batch.jobs.flatMap(\.entries)
-        if entries.isEmpty ? state.riding.isEmpty : entries.allSatisfy(\.ridesAlong) {
+        if entries.isEmpty ? state.riding.isEmpty : entries.allSatisfy(\.mattersOnlyToLiveProcesses) {
             // Nothing waits for these: they are written with the next transaction.
             state.riding += entries
             for item in batch.jobs { item.completion(.success(())) }
@@ -230,10 +230,4 @@ final class FleetWriter: Sendable {
         company?.committed(ask, closed)
         return lost
     }
-}
-
-extension JournalEntry {
-    /// Written with the next transaction rather than in one of its own: nothing waits for it
-    /// (`mattersOnlyToLiveProcesses`, the engine's rule).
-    var ridesAlong: Bool { mattersOnlyToLiveProcesses }
 }

@@ -29,6 +29,12 @@ struct BenchmarkSmokeTests {
 
 @Suite("The benchmark says whether batond uses the shim", .offPool)
 struct BenchmarkShimTests {
+    /// Whether /dev/shm is a tmpfs here (where baton-bench's default runtime directory goes).
+    static var devShmIsTmpfs: Bool {
+        let lines = ((try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? "").split(separator: "\n")
+        return lines.contains { $0.split(separator: " ").dropFirst(4).first == "/dev/shm" && $0.contains(" - tmpfs ") }
+    }
+
     @Test("--shim none and --shim PATH: batond copied alone or beside that shim, and the figure says which, from batond's log",
           arguments: [("none", 0.0), ("shim", 1.0)])
     func shim(choice: String, expected: Double) throws {
@@ -50,7 +56,7 @@ struct BenchmarkShimTests {
         #expect(figure["value"] as? Double == expected, "\(figure)")
         if expected == 1 { #expect((figure["note"] as? String)?.contains("/bin/baton-shim, its directories in ") == true, "\(figure)") }
         // By default batond is given a runtime directory on a tmpfs, as the service is (/run/baton).
-        if expected == 1, BatondShimPlace.devShmIsTmpfs {
+        if expected == 1, Self.devShmIsTmpfs {
             #expect((figure["note"] as? String)?.contains("-runtime/shims-") == true, "\(figure)")
             #expect((figure["note"] as? String)?.contains("(tmpfs at /dev/shm)") == true, "\(figure)")
         }
@@ -74,18 +80,6 @@ struct FleetBenchmarkSmokeTests {
             let figure = figures.first { ($0["name"] as? String)?.hasPrefix(name) == true }
             #expect(figure != nil, "no figure \(name)")
             #expect((figure?["baseline"] as? Double ?? 0) > 0 && (figure?["value"] as? Double ?? 0) > 0, "\(String(describing: figure))")
-        }
-    }
-}
-
-enum BatondShimPlace {
-    /// Whether /dev/shm is a tmpfs here (where baton-bench's default runtime directory goes).
-    static var devShmIsTmpfs: Bool {
-        let mounts = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
-        return mounts.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { return false }
-            return fields[4] == "/dev/shm" && fields[dash + 1] == "tmpfs"
         }
     }
 }

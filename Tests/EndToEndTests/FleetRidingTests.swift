@@ -8,35 +8,33 @@ import Testing
 /// run goes on is followed by one that takes the run back (review s36 M1: it waited for the run's end).
 @Suite("End to end: a silent fleet run's leader reaches the rows without another write", .serialized, .offPool)
 struct FleetRidingTests {
-    /// `silent` writes nothing, marks that it started, waits for GO and exits 7.
-    static func config(_ conninfo: String, scratch: String) -> String {
-        let script = #"touch \"$MARK\"; while [ ! -e \"$GO\" ]; do sleep 0.02; done; exit 7"#
-        return """
-            { postgres: "\(conninfo)", host: "web-1", lease: "20s", requireUser: false,
-              actions: { silent: { exec: ["sh", "-c", "\(script)"], env: { GO: "\(scratch)/go", MARK: "\(scratch)/started" } } } }
-            """
+    /// `silent` writes nothing, waits at `gate` and exits 7.
+    static func config(_ conninfo: String, gate: FifoGate) -> String {
+        """
+        { postgres: "\(conninfo)", host: "web-1", lease: "20s", requireUser: false,
+          actions: { silent: { exec: ["sh", "-c", "cat \\"$GATE\\" > /dev/null; exit 7"], env: { GATE: "\(gate.path)" } } } }
+        """
     }
 
     @Test("a run that writes nothing has its process group in the fleet's rows within seconds though the host writes nothing else; killed then, the host back in place takes the run back and records its true end")
     func silentRunTakenBack() throws {
-        let scratch = try FleetRestartTests.scratch()
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let gate = try FifoGate()
         let conninfo = try Postgres.server().database()
-        let a = try Daemon(config: Self.config(conninfo, scratch: scratch))
+        let a = try Daemon(config: Self.config(conninfo, gate: gate))
         try a.waitForLog("joined the fleet")
         let id = try #require(try FleetTests.trigger(a, "silent").run?.id)
-        FleetRestartTests.waitForStart(scratch, of: a)
+        let fd = gate.opened()
         let db = try PGConnection(conninfo)
         // Nothing else is written meanwhile: no output, no other run.
         try Eventually.until("run \(id)'s process group written: \(a.stderr.suffix(2_000))", within: 15) {
             try db.query("SELECT 1 FROM runs WHERE id = $1 AND pgid IS NOT NULL", [String(id)]).first != nil
         }
         a.crash()
-        let back = try Daemon(config: Self.config(conninfo, scratch: scratch), reusing: a)
+        let back = try Daemon(config: Self.config(conninfo, gate: gate), reusing: a)
         defer { back.stop() }
         try back.waitForLog("joined the fleet")
         #expect(back.stderr.contains("took back 1 runs"), "\(back.stderr)")
-        FileManager.default.createFile(atPath: scratch + "/go", contents: nil)
+        gate.release(fd)
         let ended = try #require(try FleetTests.wait(back, run: id))
         #expect(ended.phase == .failure && ended.exitCode == 7 && ended.reason == "exit", "\(ended)\n\(back.stderr)")
     }

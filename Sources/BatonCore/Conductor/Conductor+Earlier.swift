@@ -26,12 +26,12 @@ extension Conductor {
     public func forgetEarlier(_ actions: [Action]) {
         guard !actions.isEmpty else { return }
         shared.withLock { shared in
-            let before = shared.earlier.values.reduce(0) { $0 + $1.count }
+            let before = shared.earlier
             for action in actions {
                 shared.earlier[action.name]?.removeAll { $0 == action }
                 if shared.earlier[action.name]?.isEmpty == true { shared.earlier[action.name] = nil }
             }
-            if shared.earlier.values.reduce(0, { $0 + $1.count }) != before { shared.loaded += 1 }
+            if shared.earlier != before { shared.loaded += 1 }
         }
     }
 

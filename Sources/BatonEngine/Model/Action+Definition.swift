@@ -49,12 +49,17 @@ extension Action {
     }
 
     private static func named(_ needs: [NeedTarget]) -> [String] {
-        needs.map { $0.action.name + "\u{0}" + $0.params.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }.joined(separator: "\u{0}") }
+        needs.map { named($0.action, $0.params) }
     }
 
     private static func named(_ hooks: HookTargets, without skipped: HookEvent) -> [String] {
         hooks.targets.filter { $0.key != skipped }.sorted { "\($0.key)" < "\($1.key)" }.map { event, target in
-            "\(event)\u{0}" + target.action.name + "\u{0}" + target.params.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }.joined(separator: "\u{0}")
+            "\(event)\u{0}" + named(target.action, target.params)
         } + [hooks.chain ? "chain" : ""]
+    }
+
+    /// A target as a stored definition names it: its action's name and its params, in key order.
+    private static func named(_ action: Action, _ params: [String: String]) -> String {
+        ([action.name] + params.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }).joined(separator: "\u{0}")
     }
 }
