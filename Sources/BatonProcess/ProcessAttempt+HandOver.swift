@@ -93,14 +93,17 @@ extension ProcessAttempt {
         done(true)
     }
 
-    /// Whether the shim wrote its status where batond reads it (`DIR/status`): its action ended
-    /// before the signal reached it, so it took batond for its reader and put the status on the
-    /// runtime tmpfs, where a stop followed by a reboot would lose it. Its pipes then end with
-    /// its exit, not its hand-over: the attempt is not handed over but ends here, recorded by
-    /// this batond. An adopted shim spools already: its status goes to the disk.
+    /// Whether the shim ended with every byte relayed and its status where batond reads it
+    /// (`DIR/status`): its action ended before the signal reached it, so it took batond for its
+    /// reader and put the status on the runtime tmpfs, where a stop followed by a reboot would lose
+    /// it. Its pipes then end with its exit, not its hand-over: the attempt is not handed over but
+    /// ends here, recorded by this batond. A shim that spooled (`output` in DIR or on the disk) saw
+    /// the hand-over first and wrote what batond never read: without `-s` its status is in DIR
+    /// too, and only the next batond's adoption reads the spool, so the attempt is handed over.
+    /// An adopted shim spools already: its status goes to the disk.
     private func endedBeforeHandOver() -> Bool {
-        let (shim, adopted) = state.access { ($0.shimDirectory, $0.adopted) }
-        guard adopted == nil, let shim else { return false }
-        return access(shim + "/status", F_OK) == 0
+        let (shim, disk, adopted) = state.access { ($0.shimDirectory, $0.shimDisk, $0.adopted) }
+        guard adopted == nil, let shim, access(shim + "/status", F_OK) == 0 else { return false }
+        return ([shim] + (disk.map { [$0] } ?? [])).allSatisfy { access($0 + "/output", F_OK) != 0 }
     }
 }

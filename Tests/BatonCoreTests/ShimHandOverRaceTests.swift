@@ -47,4 +47,43 @@ struct ShimHandOverRaceTests {
         #expect(outcome.result.succeeded, "\(outcome.result)")
         #expect(String(decoding: outcome.output, as: UTF8.self) == "done\n")
     }
+
+    @Test("the shim saw the hand-over, spooled the action's last bytes and wrote its status in its directory (no -s) before batond saw its pipes end: handed over, the spool and status left whole for the next batond")
+    func spooledBeforeHandOverSeen() async throws {
+        var (runner, directory) = try ShimTests().runner()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let reactor = Reactor()
+        runner.reactor = reactor
+        let gate = directory + "-gate"
+        #expect(mkfifo(gate, 0o600) == 0)
+        defer { unlink(gate) }
+        let probe = AttemptProbe(runner, Job(runID: 7, action: Action(name: "t", exec: ["sh", "-c", "echo first; cat \"$0\" > /dev/null; echo last; exit 3", gate]),
+                                             attempt: 2, params: [:]))
+        _ = await probe.started()
+        let attempt = try #require(probe.attempt as? ProcessAttempt)
+        let (answers, answer) = AsyncStream<Bool>.makeStream()
+        let place = directory + "/7-2"
+        // The loop is held while the shim takes the hand-over (its ends of batond's pipes are
+        // /dev/null), the action writes its last line (spooled) and ends, and the shim writes its
+        // status and exits; the hand-over is asked in that same turn: the pipes' end is seen after.
+        reactor.post {
+            let pid = attempt.pid
+            kill(pid, ProcessAttempt.handOverSignal)
+            let letGo = ShimDiskTests.within { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/1")) == "/dev/null" }
+            #expect(letGo, "the shim did not take the hand-over")
+            let fd = open(gate, O_WRONLY)
+            if fd >= 0 { close(fd) }
+            let ended = ShimDiskTests.within { access(place + "/status", F_OK) == 0 && baton_has_exited(pid) != 0 }
+            #expect(ended, "the shim did not end with its status in its directory")
+            attempt.beginHandOver { kept in
+                answer.yield(kept)
+                answer.finish()
+            }
+        }
+        var kept: Bool?
+        for await value in answers { kept = value }
+        #expect(kept == true, "not handed over: the spooled line, which only an adoption reads, would be lost")
+        let record = ShimRecord.read(place)
+        #expect(record.exitCode == 3 && String(decoding: record.output, as: UTF8.self) == "last\n", "\(record)")
+    }
 }

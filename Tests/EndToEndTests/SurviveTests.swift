@@ -40,6 +40,12 @@ struct SurviveTests {
         }
     }
 
+    /// What a test prints of an output that differs: all of a short one, the ends of a long one.
+    static func sample(_ data: Data) -> String {
+        let text = String(decoding: data, as: UTF8.self)
+        return text.count <= 200 ? text.debugDescription : "\(text.prefix(80).debugDescription) … \(text.suffix(80).debugDescription)"
+    }
+
     /// FNV-1a, 64 bits: enough to say two outputs differ.
     static func hash(_ data: Data) -> String {
         String(data.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }, radix: 16) + " (\(data.count) bytes)"
