@@ -62,15 +62,19 @@ static void handle(int sig, void (*handler)(int)) {
     sigaction(sig, &action, NULL);
 }
 
-static int write_all(int fd, const char *data, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, data, n);
+// Writes what it can of `data`: how many bytes went (all `n`, or those before a failure).
+static size_t write_upto(int fd, const char *data, size_t n) {
+    size_t sent = 0;
+    while (sent < n) {
+        ssize_t w = write(fd, data + sent, n - sent);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        data += w, n -= (size_t)w;
+        if (w <= 0) break;
+        sent += (size_t)w;
     }
-    return 0;
+    return sent;
 }
+
+static int write_all(int fd, const char *data, size_t n) { return write_upto(fd, data, n) == n ? 0 : -1; }
 
 // Copies `n` bytes at `from` to `to` (from >= to + n: no overlap) through the fixed buffer, so
 // that a large spool costs no memory of its size (it would be charged to the run's cgroup).
@@ -146,11 +150,14 @@ static void spool_write(const char *data, size_t n) {
     if (fd >= 0) close(fd);
 }
 
-// One chunk from the child's stream `s`: to batond while it reads, else to the spool.
+// One chunk from the child's stream `s`: to batond while it reads, else to the spool. A write
+// that batond's end cut short (a blocked write returns what went before the reader closed)
+// spools only the rest: what went is batond's (read, or lost in its pipe), never written twice.
 static void relay(int s, const char *data, size_t n) {
-    if (!gone && write_all(s == OUT ? 1 : s == ERR ? 2 : 3, data, n) == 0) return;
+    size_t sent = gone ? 0 : write_upto(s == OUT ? 1 : s == ERR ? 2 : 3, data, n);
+    if (sent == n) return;
     lose_batond();
-    if (s != PROGRESS) spool_write(data, n);
+    if (s != PROGRESS) spool_write(data + sent, n - sent);
 }
 
 // batond stops and hands the run over: its ends of the pipes are closed now (/dev/null in their
