@@ -74,9 +74,9 @@ extension FleetCoordinator {
         var ends: [(UnfinishedRun, RunMachine.Stop?, String?)] = []
         for unfinished in runs where conductor.snapshot(of: unfinished.run.id) == nil {
             let mark = marks[unfinished.run.id], definition = actions[unfinished.run.id], action = definition?.action
-            // Moved here because the takeover found it may resume; what is known now decides again, by the
-            // engine's rule for one machine's restart: a stop first, then an action gone (no definition, or
-            // one refused), then the resume, by the definition it was triggered with.
+            // Moved here because the takeover's facts (`RecoveryDecision.facts`) said it may resume; what has
+            // changed since decides again, by the engine's rule for one machine's restart: a stop first, then
+            // an action gone (no definition, or one refused), then the resume, by the definition it was triggered with.
             let facts = RecoveryDecision.Facts(phase: .retrying, actionKnown: action != nil, mayResumeRetrying: true, stopped: mark != nil)
             switch (RecoveryDecision.decide(facts), action) {
             case let (.resumeRetrying, action?):

@@ -79,18 +79,15 @@ enum FleetTakeover {
                     _ = try FleetPauses.count(run: run.id, action: action.name, most: most, on: db, host: me.name)
                 }
             }
-            // As a host's recovery decides (`RecoveryDecision`): a queued run never started, and a
-            // loading or retrying one is queued again only where its action says `restart`; a
-            // retrying one waits out its backoff here where one machine's restart resumes it.
-            // A run a replace is stopping is neither restarted nor resumed: its replacement waits for its end.
-            let stopping = { try isDraining(run, on: db) }
-            let restarts = try action?.onInterrupt == .restart && run.phase != .queued && !stopping()
-            let resumes = try (retrying[run.id].map { RecoveryDecision.mayResumeRetrying($0, action) } ?? false) && !stopping()
-            // A loading or retrying run a cancel or a replace marked ends as the mark says (`endStopped`).
+            // The facts and the decision are a host's recovery's (`RecoveryDecision.facts`): a queued
+            // run never started, and a loading or retrying one is queued again only where its action
+            // says `restart`; a retrying one waits out its backoff here where one machine's restart
+            // resumes it; one a replace is stopping (its key's `draining`) is neither; one a cancel or
+            // a replace marked ends as the mark says (`endStopped`).
+            var unfinished = retrying[run.id] ?? UnfinishedRun(run: run, lastSeq: seq)
+            unfinished.stop = marks[run.id]
             let refusal = if case let .refused(why) = definition { why } else { String?.none }
-            let facts = RecoveryDecision.Facts(phase: run.phase, actionKnown: action != nil || refusal != nil, mayResumeRetrying: resumes,
-                                               restarts: restarts, secret: RecoveryDecision.losesSecret(action), stopped: marks[run.id] != nil,
-                                               refused: refusal != nil)
+            let facts = try RecoveryDecision.facts(unfinished, action: action, refused: refusal != nil, draining: { try isDraining(run, on: db) })
             switch RecoveryDecision.decide(facts) {
             case .endStopped:
                 // As the dead host's stop reader would have ended it: never another attempt (not restarted

@@ -71,3 +71,58 @@ extension RecoveryDecisionTests {
         #expect(RecoveryDecision.window(Action(name: "plain", exec: ["x"]), queuedAt: at(queued), at: at(recovered)) == nil)
     }
 }
+
+extension RecoveryDecisionTests {
+    /// One row of `RecoveryDecision.facts`: the run's phase, what its action says, and what is known of it.
+    struct FactsRow: Sendable, CustomTestStringConvertible {
+        var phase: Phase
+        var restart = false, survives = true, secret = false, known = true, refused = false
+        var due = false, marked = false, draining = false, hook = false
+        var expected: RecoveryDecision
+        /// Whether `draining` may be asked: only where a restart or a resume hangs on it.
+        var asksDraining = false
+        var testDescription: String { "\(phase) restart:\(restart) survives:\(survives) due:\(due) marked:\(marked) draining:\(draining) → \(expected)" }
+    }
+
+    static let factsRows: [FactsRow] = [
+        FactsRow(phase: .queued, restart: true, draining: true, expected: .requeue(restarted: false)),
+        FactsRow(phase: .loading, expected: .interrupt),
+        FactsRow(phase: .loading, restart: true, expected: .requeue(restarted: true), asksDraining: true),
+        // A replace stopping it: its replacement waits for its end; neither restarted nor resumed.
+        FactsRow(phase: .loading, restart: true, draining: true, expected: .interrupt, asksDraining: true),
+        FactsRow(phase: .retrying, due: true, expected: .resumeRetrying, asksDraining: true),
+        FactsRow(phase: .retrying, due: true, draining: true, expected: .interrupt, asksDraining: true),
+        // Resumed only where its next attempt's due time is known, its action outlives batond, no hook made it.
+        FactsRow(phase: .retrying, expected: .interrupt),
+        FactsRow(phase: .retrying, survives: false, due: true, expected: .interrupt),
+        FactsRow(phase: .retrying, due: true, hook: true, expected: .interrupt),
+        FactsRow(phase: .retrying, secret: true, due: true, expected: .interrupt),
+        FactsRow(phase: .queued, secret: true, expected: .endSecret),
+        // The mark the history keeps (`UnfinishedRun.stop`) is the stop.
+        FactsRow(phase: .retrying, due: true, marked: true, expected: .endStopped, asksDraining: true),
+        // A refused definition is a known action, refused.
+        FactsRow(phase: .queued, known: false, refused: true, expected: .endRefused),
+        FactsRow(phase: .queued, known: false, expected: .drop),
+    ]
+
+    @Test("the facts of an unfinished run, for one machine's recovery and a fleet's takeover alike", arguments: factsRows)
+    func facts(_ row: FactsRow) {
+        let run = RunSnapshot(id: 3, action: "a", key: "a", phase: row.phase, policy: .reject, params: [:],
+                              trigger: Peer(uid: 0, gid: 0, pid: 1), queuedAt: Timestamp(rawValue: 1_000))
+        var unfinished = UnfinishedRun(run: run, lastSeq: 2, hook: row.hook ? HookContext(cause: HookCause(run: 1, action: "b", event: .failure), run: run, output: []) : nil)
+        unfinished.run.attempts = row.phase == .queued ? 0 : 1
+        unfinished.retryDue = row.due ? Timestamp(rawValue: 2_000) : nil
+        unfinished.stop = row.marked ? .cancelled(by: 0) : nil
+        var action = Action(name: "a", exec: ["x"])
+        action.onInterrupt = row.restart ? .restart : .fail
+        action.survivesRestart = row.survives
+        if row.secret { action.params = ["s": ParamSpec(secret: true)] }
+        var asked = false
+        let facts = RecoveryDecision.facts(unfinished, action: row.known ? action : nil, refused: row.refused, draining: {
+            asked = true
+            return row.draining
+        })
+        #expect(RecoveryDecision.decide(facts) == row.expected)
+        #expect(asked == row.asksDraining, "the key's draining asked \(asked ? "where nothing hangs on it" : "not asked")")
+    }
+}

@@ -28,11 +28,7 @@ extension ConductorState {
             let run = recovered.unfinished.run
             nextRunID = max(nextRunID, run.id + 1)
             let action = recovered.action
-            let facts = RecoveryDecision.Facts(
-                phase: run.phase, actionKnown: action != nil, surviving: recovered.surviving != nil,
-                mayResumeRetrying: RecoveryDecision.mayResumeRetrying(recovered.unfinished, action),
-                restarts: action?.onInterrupt == .restart, secret: RecoveryDecision.losesSecret(action),
-                stopped: recovered.unfinished.stop != nil)
+            let facts = RecoveryDecision.facts(recovered.unfinished, action: action, surviving: recovered.surviving != nil)
             switch (RecoveryDecision.decide(facts), action) {
             case (.endStopped, _):
                 let stop = recovered.unfinished.stop ?? .shutdown

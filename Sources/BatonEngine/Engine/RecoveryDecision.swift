@@ -52,6 +52,26 @@ public enum RecoveryDecision: Sendable, Equatable {
         }
     }
 
+    /// The facts of one unfinished run as the history has it (`unfinished`: its phase, its stop
+    /// mark, its retry's due time), by `action` (nil: none known here) or a definition this host
+    /// `refused`, for one machine's recovery and a fleet host's takeover alike. `draining`: a
+    /// replace is stopping it (its key's `draining`; asked only where a restart or a resume hangs
+    /// on it): its replacement waits for its end, so it is neither restarted nor resumed.
+    public static func facts(_ unfinished: UnfinishedRun, action: Action?, refused: Bool = false, surviving: Bool = false,
+                             draining: () throws -> Bool) rethrows -> Facts {
+        let phase = unfinished.run.phase
+        let restarts = action?.onInterrupt == .restart && phase != .queued
+        let resumes = mayResumeRetrying(unfinished, action)
+        let drains = restarts || resumes ? try draining() : false
+        return Facts(phase: phase, actionKnown: action != nil || refused, surviving: surviving, mayResumeRetrying: resumes && !drains,
+                     restarts: restarts && !drains, secret: losesSecret(action), stopped: unfinished.stop != nil, refused: refused)
+    }
+
+    /// `facts` of a run no replace is stopping (one machine's recovery: a replaced run's stop is its mark).
+    public static func facts(_ unfinished: UnfinishedRun, action: Action?, refused: Bool = false, surviving: Bool = false) -> Facts {
+        facts(unfinished, action: action, refused: refused, surviving: surviving, draining: { false })
+    }
+
     /// The `mayResumeRetrying` fact of one unfinished run, for one machine's recovery and a fleet
     /// host's take-back alike: retrying, its next attempt's due time known, and
     /// `ConductorState.mayResumeRetrying` (its action survives restarts, no hook's run, an attempt ran).
