@@ -45,7 +45,9 @@ public final class Metrics: Sendable {
         public var triggers: [TriggerCount: UInt64] = [:]
         public var webhookRequests: [WebhookCount: UInt64] = [:]
         public var webhookIgnored: [WebhookIgnoredCount: UInt64] = [:]
+        /// Commits that synced (an `fdatasync`, where the store is FULL), and those that did not.
         public var commitSeconds = Histogram(bounds: Histogram.commitBounds)
+        public var unsyncedCommitSeconds = Histogram(bounds: Histogram.commitBounds)
         public var commitItems = Histogram(bounds: Histogram.groupBounds)
         /// The last ends and failure streaks, seeded from the history: not only since start.
         public var deadMan = DeadMan()
@@ -105,9 +107,11 @@ public final class Metrics: Sendable {
     }
 
     /// One store transaction: how long it took, and how many journal items it carried.
-    public func committed(seconds: Double, items: Int) {
+    /// One history commit: how long it took, its items, and whether it waited for an `fdatasync`
+    /// (one made `synchronous = NORMAL` for process groups alone, `Store.relaxes`, did not).
+    public func committed(seconds: Double, items: Int, synced: Bool = true) {
         state.withLock { counts in
-            counts.commitSeconds.observe(seconds)
+            if synced { counts.commitSeconds.observe(seconds) } else { counts.unsyncedCommitSeconds.observe(seconds) }
             counts.commitItems.observe(Double(items))
         }
     }

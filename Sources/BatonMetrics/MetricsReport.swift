@@ -107,8 +107,10 @@ public struct MetricsReport: Sendable {
         for (key, count) in counts.webhookIgnored.sorted(by: { ($0.key.hook, $0.key.reason) < ($1.key.hook, $1.key.reason) }) {
             out.sample("baton_webhook_ignored_total", [("hook", key.hook), ("reason", key.reason)], Double(count))
         }
-        out.family("baton_store_commit_duration_seconds", .histogram, "How long each history transaction took to commit.")
-        out.histogram("baton_store_commit_duration_seconds", [], counts.commitSeconds)
+        out.family("baton_store_commit_duration_seconds", .histogram,
+                   "How long each history transaction took to commit; synced=\"false\": one with no fdatasync (process groups alone).")
+        out.histogram("baton_store_commit_duration_seconds", [("synced", "true")], counts.commitSeconds)
+        out.histogram("baton_store_commit_duration_seconds", [("synced", "false")], counts.unsyncedCommitSeconds)
         out.family("baton_store_commit_items", .histogram, "Journal items (trigger answers, transitions) per history transaction.")
         out.histogram("baton_store_commit_items", [], counts.commitItems)
         out.family("baton_store_unavailable", .gauge, "1 while the history cannot be written (a full disk, a deleted file), else 0.")

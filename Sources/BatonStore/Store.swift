@@ -39,7 +39,7 @@ public final class Store: RunStore, Sendable {
         /// Told why writes fail when they start failing, and nil when they work again (for the log).
         public var onProblem: (@Sendable (String?) -> Void)?
         /// Told of each committed transaction: how long it took and how many items it carried.
-        public var onCommit: (@Sendable (_ seconds: Double, _ items: Int) -> Void)?
+        public var onCommit: (@Sendable (_ seconds: Double, _ items: Int, _ synced: Bool) -> Void)?
         /// Shown the writer's connection after each commit, on the writer's thread (tests: what it
         /// committed with, `PRAGMA synchronous`); nothing in batond sets it.
         var afterCommit: (@Sendable (Connection) -> Void)?

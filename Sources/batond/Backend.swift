@@ -44,7 +44,7 @@ struct Backend {
             if let problem { Log.error("the history cannot be written: \(problem); new triggers are refused meanwhile") }
             else { Log.info("the history can be written again") }
         })
-        options.onCommit = { seconds, items in metrics.committed(seconds: seconds, items: items) }
+        options.onCommit = { seconds, items, synced in metrics.committed(seconds: seconds, items: items, synced: synced) }
         options.willMigrate = migrating
         options.migrationNote = migrationNote
         options.searchIndex = config.search == .index

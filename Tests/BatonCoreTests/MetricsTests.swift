@@ -73,13 +73,18 @@ struct MetricsTests {
         metrics.triggered("a", decision: "created")
         metrics.triggered("b", decision: "denied")
         metrics.committed(seconds: 0.002, items: 3)
+        metrics.committed(seconds: 0.0001, items: 1, synced: false)
         let counts = metrics.counts
         #expect(counts.runs == [Metrics.RunEnd(action: "a", outcome: "success", reason: "exit"): 2,
                                 Metrics.RunEnd(action: "a", outcome: "cancelled", reason: "cancelled"): 1])
         #expect(counts.durations["a"]?.count == 2)
         #expect(counts.durations["a"]?.sum == 2.501)
         #expect(counts.triggers[Metrics.TriggerCount(action: "a", decision: "created")] == 2)
-        #expect(counts.commitItems.sum == 3 && counts.commitSeconds.count == 1)
+        #expect(counts.commitItems.sum == 4 && counts.commitSeconds.count == 1 && counts.commitSeconds.sum == 0.002)
+        #expect(counts.unsyncedCommitSeconds.count == 1 && counts.unsyncedCommitSeconds.sum == 0.0001)
+        let text = MetricsReport(counts: counts, actions: ["a"], live: [], storeUnavailable: false, connections: 0, version: "9", process: nil).text
+        #expect(text.contains("baton_store_commit_duration_seconds_count{synced=\"true\"} 1\n"), "\(text)")
+        #expect(text.contains("baton_store_commit_duration_seconds_count{synced=\"false\"} 1\n"), "\(text)")
     }
 
     @Test("a report leaves out what concerns actions the reader may not see, gauges included")
