@@ -68,10 +68,10 @@ extension ProcessAttempt {
     /// every descriptor let go, and the conductor told.
     func finishHandOver() {
         guard let done = state.access({ $0.handingOver }) else { return }
-        if endedBeforeHandOver() {
+        if let places = exitedShim() {
             state.access { $0.handingOver = nil }
             done(false)
-            return pollForExit()
+            return endHere(spooledIn: places)
         }
         for fd in state.access({ $0.output.pipes.open }) {
             _ = drain(fd, limit: AttemptOutput.readsAtEnd)
@@ -93,17 +93,32 @@ extension ProcessAttempt {
         done(true)
     }
 
-    /// Whether the shim ended with every byte relayed and its status where batond reads it
-    /// (`DIR/status`): its action ended before the signal reached it, so it took batond for its
-    /// reader and put the status on the runtime tmpfs, where a stop followed by a reboot would lose
-    /// it. Its pipes then end with its exit, not its hand-over: the attempt is not handed over but
-    /// ends here, recorded by this batond. A shim that spooled (`output` in DIR or on the disk) saw
-    /// the hand-over first and wrote what batond never read: without `-s` its status is in DIR
-    /// too, and only the next batond's adoption reads the spool, so the attempt is handed over.
-    /// An adopted shim spools already: its status goes to the disk.
-    private func endedBeforeHandOver() -> Bool {
-        let (shim, disk, adopted) = state.access { ($0.shimDirectory, $0.shimDisk, $0.adopted) }
-        guard adopted == nil, let shim, access(shim + "/status", F_OK) == 0 else { return false }
-        return ([shim] + (disk.map { [$0] } ?? [])).allSatisfy { access($0 + "/output", F_OK) != 0 }
+    /// The places of a shim of this batond's that has exited already (an unreaped child: its
+    /// pipes ended with its exit, whether or not it saw the signal), nil while it runs. Its end is
+    /// this batond's to record, not a next one's: the status it wrote may be on the runtime tmpfs
+    /// (a stop followed by a reboot would lose it), the next batond may no longer have its action,
+    /// and a shim killed without a status leaves nothing to adopt. An adopted shim spools already.
+    private func exitedShim() -> [String]? {
+        let (shim, disk, adopted, pid) = state.access { ($0.shimDirectory, $0.shimDisk, $0.adopted, $0.born?.pid ?? 0) }
+        guard adopted == nil, let shim, pid > 0, baton_has_exited(pid) == 1 else { return nil }
+        return [shim] + (disk.map { [$0] } ?? [])
+    }
+
+    /// Ends an attempt whose shim exited during the hand-over, here: what its pipes still hold is
+    /// read, then what it spooled once it had seen the signal (read off the loop; after the pipes'
+    /// bytes, as it was written), then its leader is reaped as any attempt's.
+    private func endHere(spooledIn places: [String]) {
+        for fd in state.access({ $0.output.pipes.open }) { _ = drain(fd, limit: AttemptOutput.readsAtEnd) }
+        let reactor = reactor
+        spawner.submit { [self] in
+            let spooled = ShimRecord.read(places).output
+            reactor.post { [self] in
+                if !spooled.isEmpty {
+                    state.access { $0.output.takeSpooled(spooled) }
+                    events(.output(.stdout, spooled))
+                }
+                pollForExit()
+            }
+        }
     }
 }

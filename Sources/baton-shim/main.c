@@ -278,6 +278,9 @@ int main(int argc, char **argv) {
     dir = argv[1];
     argv0 = argv[4];
     limit = strcmp(dir, "-") == 0 ? 0 : atoll(argv[2]);
+    // Whether batond gave a progress pipe on fd 3: looked at first, before the shim's own pipes
+    // could take that number (started without it, the wake pipe would be taken for it).
+    int progress_given = fcntl(3, F_GETFD) >= 0;
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     // Caught, not ignored: a caught signal is the default again in the child after exec.
     for (int i = 0; i < STOPS; i++) handle(stops[i], on_stop);
@@ -289,7 +292,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < STREAMS; s++) {
         pipes[s][0] = pipes[s][1] = -1;
         // Progress only where batond gave fd 3.
-        if (s == PROGRESS && fcntl(3, F_GETFD) < 0) continue;
+        if (s == PROGRESS && !progress_given) continue;
         if (pipe2(pipes[s], O_CLOEXEC) != 0) return 125;
     }
     sigset_t blocked, before;

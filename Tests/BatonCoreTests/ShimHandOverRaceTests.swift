@@ -48,7 +48,7 @@ struct ShimHandOverRaceTests {
         #expect(String(decoding: outcome.output, as: UTF8.self) == "done\n")
     }
 
-    @Test("the shim saw the hand-over, spooled the action's last bytes and wrote its status in its directory (no -s) before batond saw its pipes end: handed over, the spool and status left whole for the next batond")
+    @Test("the shim saw the hand-over, spooled the action's last bytes and exited (its status in its directory: no -s) before batond saw its pipes end: not handed over, ended here with every byte, the spooled ones last")
     func spooledBeforeHandOverSeen() async throws {
         var (runner, directory) = try ShimTests().runner()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -64,17 +64,20 @@ struct ShimHandOverRaceTests {
         let (answers, answer) = AsyncStream<Bool>.makeStream()
         let place = directory + "/7-2"
         // The loop is held while the shim takes the hand-over (its ends of batond's pipes are
-        // /dev/null), the action writes its last line (spooled) and ends, and the shim writes its
-        // status and exits; the hand-over is asked in that same turn: the pipes' end is seen after.
+        // /dev/null; the signal sent until it has its handler), the action writes its last line
+        // (spooled) and ends, and the shim writes its status and exits; the hand-over is asked in
+        // that same turn: the pipes' end is seen after.
         reactor.post {
             let pid = attempt.pid
-            kill(pid, ProcessAttempt.handOverSignal)
-            let letGo = ShimDiskTests.within { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/1")) == "/dev/null" }
+            let letGo = ShimDiskTests.within {
+                kill(pid, ProcessAttempt.handOverSignal)
+                return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/1")) == "/dev/null"
+            }
             #expect(letGo, "the shim did not take the hand-over")
             let fd = open(gate, O_WRONLY)
             if fd >= 0 { close(fd) }
-            let ended = ShimDiskTests.within { access(place + "/status", F_OK) == 0 && baton_has_exited(pid) != 0 }
-            #expect(ended, "the shim did not end with its status in its directory")
+            let ended = ShimDiskTests.within { access(place + "/output", F_OK) == 0 && access(place + "/status", F_OK) == 0 && baton_has_exited(pid) != 0 }
+            #expect(ended, "the shim did not end with its spool and status in its directory")
             attempt.beginHandOver { kept in
                 answer.yield(kept)
                 answer.finish()
@@ -82,8 +85,14 @@ struct ShimHandOverRaceTests {
         }
         var kept: Bool?
         for await value in answers { kept = value }
-        #expect(kept == true, "not handed over: the spooled line, which only an adoption reads, would be lost")
-        let record = ShimRecord.read(place)
-        #expect(record.exitCode == 3 && String(decoding: record.output, as: UTF8.self) == "last\n", "\(record)")
+        #expect(kept == false, "handed over: a shim that has ended is this batond's to record")
+        guard kept == false else { return }
+        let outcome = await probe.outcome()
+        #expect(outcome.result.exitCode == 3, "\(outcome.result)")
+        #expect(String(decoding: outcome.output, as: UTF8.self) == "first\nlast\n")
+        // What the conductor records: the pipes' bytes, then the spool's.
+        let told = probe.events.all.flatMap { event -> [UInt8] in if case let .output(_, bytes) = event { bytes } else { [] } }
+        #expect(String(decoding: told, as: UTF8.self) == "first\nlast\n")
+        #expect(!FileManager.default.fileExists(atPath: place), "the shim's directory outlived the attempt's end")
     }
 }

@@ -1,0 +1,72 @@
+@testable import BatonProcess
+import BatonEngine
+import CBatonSystem
+import Foundation
+import Testing
+
+/// The shim's ends of batond's pipes: a write batond's closed end cut short, and a shim started
+/// without a progress pipe.
+@Suite("Shim: batond's pipes", .offPool)
+struct ShimPipesTests {
+    /// batond's end of the shim's pipe closed while the shim is blocked writing a large chunk to it
+    /// (a batond killed while it read a flood): the write returns what went before the close, and
+    /// the shim spools only the rest. The bytes that went are batond's (read, or lost in its pipe):
+    /// written twice, they would repeat in the run's output once the next batond adopts the spool.
+    @Test("what batond read and what the shim spooled do not overlap, and no more than the pipe held is lost")
+    func cutWrite() throws {
+        let scratch = NSTemporaryDirectory() + "baton-shimcut-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let directory = scratch + "/run/1-1", disk = scratch + "/db/1-1", fifo = scratch + "/gate"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
+        process.arguments = ["-s", disk, directory, "10000000", "/bin/sh", "sh", "-c", "echo first; cat \"$0\" > /dev/null; seq 1 40000", fifo]
+        let reader = try ShimDiskTests.run(process)
+        var read = [UInt8]()
+        while read.last != 10, let byte = try reader.read(upToCount: 1)?.first { read.append(byte) }
+        // One page: the shim's writes of the child's 64 KiB chunks block part way.
+        let capacity: Int32 = 4096
+        // F_SETPIPE_SZ (F_LINUX_SPECIFIC_BASE + 7): not in Glibc's Swift module.
+        let sized = fcntl(reader.fileDescriptor, 1_031, capacity)
+        #expect(sized == capacity)
+        let gate = open(fifo, O_WRONLY)
+        if gate >= 0 { close(gate) }
+        while read.count < 100_000, let chunk = try reader.read(upToCount: 65536), !chunk.isEmpty { read += chunk }
+        try ShimDiskTests.gone(reader)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let whole = Array(("first\n" + (1...40000).map { "\($0)\n" }.joined()).utf8)
+        let spooled = ShimRecord.read(disk).output
+        #expect(whole.starts(with: read), "batond's side read what the action did not write")
+        #expect(whole.suffix(spooled.count).elementsEqual(spooled), "the spool is not the output's end")
+        let lost = whole.count - read.count - spooled.count
+        #expect(lost >= 0, "\(-lost) bytes both read by batond and spooled")
+        #expect(lost <= Int(capacity), "\(lost) bytes lost: more than the pipe held")
+    }
+
+    /// Started without fd 3 (no progress pipe: a program that is not batond), the shim's own wake
+    /// pipe takes that number: it must not be taken for a progress pipe, which a hand-over would
+    /// replace with /dev/null (the shim then spun on it, always readable, until the action ended).
+    @Test("without fd 3, a hand-over leaves the shim's own pipe alone: the shim spools the rest and ends as the action does")
+    func noProgressPipe() throws {
+        let scratch = NSTemporaryDirectory() + "baton-shimpipes-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let (process, fifo, _, disk, reader) = try ShimDiskTests.blockedAfterFirstLine(
+            "echo first; cat \"$0\" > /dev/null; echo later; exit 6", scratch: scratch, keepReading: true)
+        let pid = process.processIdentifier
+        let link = { (fd: Int) in try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)") }
+        let wake = link(3)
+        #expect(wake?.hasPrefix("pipe:") == true, "fd 3: \(wake ?? "none")")
+        let letGo = ShimDiskTests.within {
+            kill(pid, ProcessAttempt.handOverSignal)
+            return link(1) == "/dev/null"
+        }
+        #expect(letGo, "the shim did not take the hand-over")
+        #expect(link(3) == wake, "the shim's fd 3 after the hand-over: \(link(3) ?? "none")")
+        #expect(try reader.readToEnd() ?? Data() == Data(), "batond's side read past the hand-over")
+        #expect(ShimDiskTests.release(process, fifo) == 6)
+        let record = ShimRecord.read(disk)
+        #expect(record.exitCode == 6 && String(decoding: record.output, as: UTF8.self) == "later\n", "\(record)")
+    }
+}
