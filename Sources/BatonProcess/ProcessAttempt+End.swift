@@ -88,7 +88,8 @@ extension ProcessAttempt {
             let measured = cgroup.map { Self.finish($0, keep: keep) }
             if let hookOutput { unlink(hookOutput) }
             // A shim that exited 127 may say its action's program could not be executed: a failed start.
-            let places = [shimDirectory, shimDisk].compactMap { $0 }
+            // An adopted one's status may be in its directory on the disk (`adoptedDisk`).
+            let places = [shimDirectory, shimDisk ?? adoptedDisk].compactMap { $0 }
             let unstarted = exitCode == 127 && signal == 0 && !places.isEmpty ? ShimRecord.read(places).execFailureMessage : nil
             // No status in the runtime directory (a full /run refused it): the shim put it on the disk; removed too.
             if let shimDirectory, !ShimRecord.remove(shimDirectory), let shimDisk { ShimRecord.remove(shimDisk) }

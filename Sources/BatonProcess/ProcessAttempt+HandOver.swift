@@ -109,6 +109,9 @@ extension ProcessAttempt {
     /// bytes, as it was written), then its leader is reaped as any attempt's.
     private func endHere(spooledIn places: [String]) {
         for fd in state.access({ $0.output.pipes.open }) { _ = drain(fd, limit: AttemptOutput.readsAtEnd) }
+        // A progress line left without its end: the shim may have cut it at the signal (it drops
+        // progress from then on), so it is not read as the attempt's last report ("47/1" of "47/100").
+        _ = state.access { $0.output.finalProgress() }
         let reactor = reactor
         spawner.submit { [self] in
             let spooled = ShimRecord.read(places).output

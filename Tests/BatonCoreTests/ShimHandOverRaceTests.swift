@@ -6,33 +6,42 @@ import CBatonSystem
 import Foundation
 import Testing
 
-/// A hand-over asked just as the action ends (review-shimplace4 4): the shim has looked for the
-/// signal for the last time, takes batond for its reader and writes its status in its directory
-/// (the runtime tmpfs, which a reboot erases), then exits. batond sees its pipes end, as at a
-/// hand-over: the attempt must not be left to the next batond but end here, recorded.
+/// A hand-over asked just as the action ends (review-shimplace4 4, review s37 F1): the shim has
+/// exited by the time batond sees its pipes end, whether it saw the signal (and spooled) or not.
+/// Its end is this batond's to record, with every byte: its status may be on the runtime tmpfs,
+/// which a reboot erases, and a next batond may not have its action.
 @Suite("Shim: a hand-over asked as the action ends", .offPool)
 struct ShimHandOverRaceTests {
-    @Test("the shim wrote its status where batond reads and exited before the hand-over was seen: not handed over, its end recorded by this batond")
-    func endedBeforeHandOver() async throws {
+    /// Runs `sh -c script GATE` under the shim (its stdout, stderr and progress pipes batond's) and,
+    /// in one turn of the loop (so that the pipes' end is seen only after it): with `signalFirst`,
+    /// sends the hand-over signal until the shim has let go of batond's pipes; opens the gate; waits
+    /// until the shim has written its status and exited; then asks the hand-over. Returns whether
+    /// the attempt was kept (handed over), the probe and the attempt's shim directory.
+    static func handOverAsEnded(_ script: String, signalFirst: Bool) async throws -> (kept: Bool?, probe: AttemptProbe, place: String) {
         var (runner, directory) = try ShimTests().runner()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let reactor = Reactor()
         runner.reactor = reactor
         let gate = directory + "-gate"
         #expect(mkfifo(gate, 0o600) == 0)
         defer { unlink(gate) }
-        let probe = AttemptProbe(runner, Job(runID: 7, action: Action(name: "t", exec: ["sh", "-c", "cat \"$0\" > /dev/null; echo done", gate]),
-                                             attempt: 2, params: [:]))
+        let probe = AttemptProbe(runner, Job(runID: 7, action: Action(name: "t", exec: ["sh", "-c", script, gate]), attempt: 2, params: [:]))
         _ = await probe.started()
         let attempt = try #require(probe.attempt as? ProcessAttempt)
         let (answers, answer) = AsyncStream<Bool>.makeStream()
-        let status = directory + "/7-2/status"
-        // The loop is held while the action ends and its shim writes its status and exits, and the
-        // hand-over is asked in that same turn: the pipes' end is seen only after it.
+        let place = directory + "/7-2"
         reactor.post {
+            let pid = attempt.pid
+            if signalFirst {
+                // Sent again until taken: a shim just started may not have its handler yet.
+                let letGo = ShimDiskTests.within {
+                    kill(pid, ProcessAttempt.handOverSignal)
+                    return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/1")) == "/dev/null"
+                }
+                #expect(letGo, "the shim did not take the hand-over")
+            }
             let fd = open(gate, O_WRONLY)
             if fd >= 0 { close(fd) }
-            let ended = ShimDiskTests.within { access(status, F_OK) == 0 && baton_has_exited(attempt.pid) != 0 }
+            let ended = ShimDiskTests.within { access(place + "/status", F_OK) == 0 && baton_has_exited(pid) != 0 }
             #expect(ended, "the shim did not end with its status in its directory")
             attempt.beginHandOver { kept in
                 answer.yield(kept)
@@ -41,6 +50,18 @@ struct ShimHandOverRaceTests {
         }
         var kept: Bool?
         for await value in answers { kept = value }
+        return (kept, probe, place)
+    }
+
+    /// The output the attempt told (what the conductor records), in order.
+    static func told(_ probe: AttemptProbe) -> String {
+        String(decoding: probe.events.all.flatMap { event -> [UInt8] in if case let .output(_, bytes) = event { bytes } else { [] } }, as: UTF8.self)
+    }
+
+    @Test("the shim wrote its status where batond reads and exited before the hand-over was seen: not handed over, its end recorded by this batond")
+    func endedBeforeHandOver() async throws {
+        let (kept, probe, place) = try await Self.handOverAsEnded("cat \"$0\" > /dev/null; echo done", signalFirst: false)
+        defer { try? FileManager.default.removeItem(atPath: place.parentPath) }
         #expect(kept == false, "handed over: the run's end, on the tmpfs only, is left to a next batond")
         guard kept == false else { return }
         let outcome = await probe.outcome()
@@ -50,49 +71,26 @@ struct ShimHandOverRaceTests {
 
     @Test("the shim saw the hand-over, spooled the action's last bytes and exited (its status in its directory: no -s) before batond saw its pipes end: not handed over, ended here with every byte, the spooled ones last")
     func spooledBeforeHandOverSeen() async throws {
-        var (runner, directory) = try ShimTests().runner()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let reactor = Reactor()
-        runner.reactor = reactor
-        let gate = directory + "-gate"
-        #expect(mkfifo(gate, 0o600) == 0)
-        defer { unlink(gate) }
-        let probe = AttemptProbe(runner, Job(runID: 7, action: Action(name: "t", exec: ["sh", "-c", "echo first; cat \"$0\" > /dev/null; echo last; exit 3", gate]),
-                                             attempt: 2, params: [:]))
-        _ = await probe.started()
-        let attempt = try #require(probe.attempt as? ProcessAttempt)
-        let (answers, answer) = AsyncStream<Bool>.makeStream()
-        let place = directory + "/7-2"
-        // The loop is held while the shim takes the hand-over (its ends of batond's pipes are
-        // /dev/null; the signal sent until it has its handler), the action writes its last line
-        // (spooled) and ends, and the shim writes its status and exits; the hand-over is asked in
-        // that same turn: the pipes' end is seen after.
-        reactor.post {
-            let pid = attempt.pid
-            let letGo = ShimDiskTests.within {
-                kill(pid, ProcessAttempt.handOverSignal)
-                return (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/1")) == "/dev/null"
-            }
-            #expect(letGo, "the shim did not take the hand-over")
-            let fd = open(gate, O_WRONLY)
-            if fd >= 0 { close(fd) }
-            let ended = ShimDiskTests.within { access(place + "/output", F_OK) == 0 && access(place + "/status", F_OK) == 0 && baton_has_exited(pid) != 0 }
-            #expect(ended, "the shim did not end with its spool and status in its directory")
-            attempt.beginHandOver { kept in
-                answer.yield(kept)
-                answer.finish()
-            }
-        }
-        var kept: Bool?
-        for await value in answers { kept = value }
+        let (kept, probe, place) = try await Self.handOverAsEnded("echo first; cat \"$0\" > /dev/null; echo last; exit 3", signalFirst: true)
+        defer { try? FileManager.default.removeItem(atPath: place.parentPath) }
         #expect(kept == false, "handed over: a shim that has ended is this batond's to record")
         guard kept == false else { return }
         let outcome = await probe.outcome()
         #expect(outcome.result.exitCode == 3, "\(outcome.result)")
         #expect(String(decoding: outcome.output, as: UTF8.self) == "first\nlast\n")
-        // What the conductor records: the pipes' bytes, then the spool's.
-        let told = probe.events.all.flatMap { event -> [UInt8] in if case let .output(_, bytes) = event { bytes } else { [] } }
-        #expect(String(decoding: told, as: UTF8.self) == "first\nlast\n")
+        #expect(Self.told(probe) == "first\nlast\n", "the pipes' bytes, then the spool's")
         #expect(!FileManager.default.fileExists(atPath: place), "the shim's directory outlived the attempt's end")
+    }
+
+    @Test("a progress line the hand-over cut (the shim drops progress after the signal) is not the attempt's last report (review s37 F4: 47/1 of 47/100 read as done)")
+    func cutProgressLine() async throws {
+        let (kept, probe, place) = try await Self.handOverAsEnded("printf '47/1' >&3; cat \"$0\" > /dev/null; printf '00 half\\n' >&3; echo end", signalFirst: true)
+        defer { try? FileManager.default.removeItem(atPath: place.parentPath) }
+        #expect(kept == false)
+        guard kept == false else { return }
+        let outcome = await probe.outcome()
+        #expect(outcome.result.succeeded, "\(outcome.result)")
+        #expect(probe.progress.isEmpty, "\(probe.progress)")
+        #expect(Self.told(probe) == "end\n")
     }
 }
