@@ -65,7 +65,7 @@ build:
 	$(SWIFT) build $(RELEASE_FLAGS) --product baton
 	@# The shim with the C compiler: linked to libc alone, dynamically (SwiftPM's product, which the
 	@# tests use, is linked by swiftc and static: 9.5 MB, which lintian refuses in a package).
-	$(CC) -O2 -Wall -Wextra -o $(BUILD_DIR)/baton-shim Sources/baton-shim/main.c
+	$(CC) -O2 -Wall -Wextra -o $(BUILD_DIR)/baton-shim Sources/baton-shim/main.c Sources/baton-shim/unread.c
 
 deb: build
 	BUILD_DIR=$(BUILD_DIR) scripts/build-deb

@@ -35,6 +35,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "unread.h"
+
 enum { OUT, ERR, PROGRESS, STREAMS };
 
 static int wake[2] = { -1, -1 };  // SIGCHLD's self-pipe
@@ -129,6 +131,16 @@ static void lose_batond(void) {
     (void)late_dir();
 }
 
+static void spool_write(const char *data, size_t n);
+
+// batond's end of the pipes is closed (a failed write, POLLERR): what they still hold is spooled
+// first. Not at a hand-over, whose batond reads its pipes to their end.
+static void batond_gone(void) {
+    if (gone) return;
+    lose_batond();
+    unread_spool(spool_write);
+}
+
 // Keeps the spool to its last `limit` bytes: once it holds twice that, the last `limit` move to the front.
 static void spool_write(const char *data, size_t n) {
     const char *place = late_dir();
@@ -155,8 +167,9 @@ static void spool_write(const char *data, size_t n) {
 // spools only the rest: what went is batond's (read, or lost in its pipe), never written twice.
 static void relay(int s, const char *data, size_t n) {
     size_t sent = gone ? 0 : write_upto(s == OUT ? 1 : s == ERR ? 2 : 3, data, n);
+    if (sent > 0 && s != PROGRESS) unread_keep(s == OUT ? 1 : 2, data, sent);
     if (sent == n) return;
-    lose_batond();
+    batond_gone();
     if (s != PROGRESS) spool_write(data + sent, n - sent);
 }
 
@@ -219,7 +232,7 @@ static void write_status(int status) {
           : exec_failed ? snprintf(line, sizeof(line), "exit %d\nexec-failed %d %s\n", WEXITSTATUS(status), exec_failed, argv0)
                         : snprintf(line, sizeof(line), "exit %d\n", WEXITSTATUS(status));
     if (n >= (int)sizeof(line)) { n = (int)sizeof(line) - 1; line[n - 1] = '\n'; }
-    if (!gone && !batond_reads()) lose_batond();
+    if (!gone && !batond_reads()) batond_gone();
     // While batond reads: DIR (its tmpfs), the disk only if DIR refuses it; once it is gone: the disk first.
     if (!gone) {
         if (write_status_in(dir, line, n) != 0 && disk) write_status_in(late_dir(), line, n);
@@ -281,6 +294,7 @@ int main(int argc, char **argv) {
     // Whether batond gave a progress pipe on fd 3: looked at first, before the shim's own pipes
     // could take that number (started without it, the wake pipe would be taken for it).
     int progress_given = fcntl(3, F_GETFD) >= 0;
+    unread_init();
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     // Caught, not ignored: a caught signal is the default again in the child after exec.
     for (int i = 0; i < STOPS; i++) handle(stops[i], on_stop);
@@ -338,7 +352,7 @@ int main(int argc, char **argv) {
                 watched[s].fd = -1;
             }
         }
-        if (watched[STREAMS + 1].revents & (POLLERR | POLLNVAL)) { lose_batond(); watched[STREAMS + 1].fd = -1; }
+        if (watched[STREAMS + 1].revents & (POLLERR | POLLNVAL)) { batond_gone(); watched[STREAMS + 1].fd = -1; }
         char drain[64];
         while (read(wake[0], drain, sizeof(drain)) > 0) {}
         hand_over(pipes[PROGRESS][0] >= 0);

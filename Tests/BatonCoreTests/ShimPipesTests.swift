@@ -12,7 +12,7 @@ struct ShimPipesTests {
     /// (a batond killed while it read a flood): the write returns what went before the close, and
     /// the shim spools only the rest. The bytes that went are batond's (read, or lost in its pipe):
     /// written twice, they would repeat in the run's output once the next batond adopts the spool.
-    @Test("what batond read and what the shim spooled do not overlap, and no more than the pipe held is lost")
+    @Test("what batond read and what the shim spooled do not overlap, and nothing is lost: what its pipe held unread is spooled first")
     func cutWrite() throws {
         let scratch = NSTemporaryDirectory() + "baton-shimcut-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: scratch) }
@@ -33,6 +33,9 @@ struct ShimPipesTests {
         let gate = open(fifo, O_WRONLY)
         if gate >= 0 { close(gate) }
         while read.count < 100_000, let chunk = try reader.read(upToCount: 65536), !chunk.isEmpty { read += chunk }
+        // The shim blocked in a write of a larger chunk: the pipe full, unread, when batond's end closes.
+        var unread: Int32 = 0
+        #expect(ShimDiskTests.within { ioctl(reader.fileDescriptor, UInt(FIONREAD), &unread) == 0 && unread == capacity }, "unread: \(unread)")
         try ShimDiskTests.gone(reader)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
@@ -42,7 +45,25 @@ struct ShimPipesTests {
         #expect(whole.suffix(spooled.count).elementsEqual(spooled), "the spool is not the output's end")
         let lost = whole.count - read.count - spooled.count
         #expect(lost >= 0, "\(-lost) bytes both read by batond and spooled")
-        #expect(lost <= Int(capacity), "\(lost) bytes lost: more than the pipe held")
+        #expect(lost == 0, "\(lost) bytes lost: what the pipe held unread when batond's end closed (at most \(capacity))")
+    }
+
+    /// batond killed while the action is silent, with bytes it had not read yet in its pipe: the shim
+    /// sees its end gone (POLLERR) and spools those bytes first (they were never batond's), then the rest.
+    @Test("batond's end closed with bytes unread in its pipe: they are spooled before what comes after")
+    func unreadAtClose() throws {
+        let scratch = NSTemporaryDirectory() + "baton-shimpipes-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let (process, fifo, _, disk, reader) = try ShimDiskTests.blockedAfterFirstLine(
+            "echo first; echo second; echo third >&2; cat \"$0\" > /dev/null; echo later; exit 2", scratch: scratch, keepReading: true)
+        // "second" and "third" relayed into the pipe, unread.
+        var unread: Int32 = 0
+        #expect(ShimDiskTests.within { ioctl(reader.fileDescriptor, UInt(FIONREAD), &unread) == 0 && unread >= 13 }, "unread: \(unread)")
+        try ShimDiskTests.gone(reader)
+        #expect(ShimDiskTests.within { FileManager.default.fileExists(atPath: disk + "/output") }, "nothing spooled once batond's end closed")
+        #expect(ShimDiskTests.release(process, fifo) == 2)
+        let record = ShimRecord.read(disk)
+        #expect(String(decoding: record.output, as: UTF8.self) == "second\nthird\nlater\n", "\(record)")
     }
 
     /// Started without fd 3 (no progress pipe: a program that is not batond), the shim's own wake
