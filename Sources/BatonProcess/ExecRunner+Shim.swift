@@ -61,6 +61,11 @@ public struct ShimRecord: Sendable, Equatable {
     /// The action's program could not be executed (the shim exited 127): why (an errno), and the
     /// program as the action names it.
     public var execFailure: (errno: Int32, program: String)?
+    /// Where in the run's output the spool was told from, by a batond that collected it before
+    /// (`DIR/taken`, beside `output`): nil where none did.
+    public var taken: Int64?
+    /// The directory `output` was read from.
+    public var spoolPlace: String?
 
     public var ended: Bool { exitCode != nil || signal != nil }
 
@@ -91,8 +96,29 @@ public struct ShimRecord: Sendable, Equatable {
             }
             if lines.count == 2 { record.execFailure = execFailure(lines[1]) }
         }
-        if let data = directories.lazy.compactMap({ FileManager.default.contents(atPath: $0 + "/output") }).first { record.output = Array(data) }
+        if let (place, data) = directories.lazy.compactMap({ place in FileManager.default.contents(atPath: place + "/output").map { (place, $0) } }).first {
+            (record.output, record.spoolPlace) = (Array(data), place)
+            record.taken = (try? String(contentsOfFile: place + "/taken", encoding: .utf8)).flatMap { Int64($0) }
+        }
         return record
+    }
+
+    /// What of the spool the run's output does not hold yet, where the history holds `total` bytes:
+    /// all of it, unless a batond that collected it before (and died before removing it) said where
+    /// it began (`taken`) and the history holds some or all of it from there.
+    public func untold(historyTotal total: Int64) -> [UInt8] {
+        guard let taken else { return output }
+        return Array(output.dropFirst(Int(max(0, min(Int64(output.count), total - taken)))))
+    }
+
+    /// Before the spool is told (at `total`, the history's bytes of the run before it): says so in
+    /// its directory (`taken`, tmp + rename), so that a batond that collects it again after a crash
+    /// does not tell it twice. Kept where one is there already: it names where the spool began.
+    public func markTaken(at total: Int64) {
+        guard taken == nil, let place = spoolPlace, !output.isEmpty else { return }
+        let temporary = place + "/taken.tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(String(total).utf8)) else { return }
+        if rename(temporary, place + "/taken") != 0 { unlink(temporary) }
     }
 
     /// Whether `path` is a directory itself, not a symlink to one: an attempt's place beside the
@@ -125,7 +151,7 @@ public struct ShimRecord: Sendable, Equatable {
         }
         let hadStatus = unlink(directory + "/status") == 0
         guard rmdir(directory) != 0, errno == ENOTEMPTY || errno == EEXIST else { return hadStatus }
-        for name in ["status.tmp", "output"] { unlink(directory + "/" + name) }
+        for name in ["status.tmp", "output", "taken", "taken.tmp"] { unlink(directory + "/" + name) }
         rmdir(directory)
         return hadStatus
     }

@@ -38,6 +38,7 @@ extension ProcessAttempt {
             state.adoptedDisk = surviving.disk
             state.shimDirectory = surviving.directory
             state.adoptedCgroup = cgroup
+            state.adoptedOutputTotal = surviving.outputTotal
         }
         events(.started(ProcessGroup(pgid: surviving.pid, identity: surviving.identity)))
         handle(.spawned)
@@ -47,9 +48,9 @@ extension ProcessAttempt {
 
     /// The shim exited (its pidfd is readable): its status and spool are read off the loop.
     private func shimEnded() {
-        let (pidfd, directory, disk) = state.access { state -> (Int32, String?, String?) in
+        let (pidfd, directory, disk, total) = state.access { state -> (Int32, String?, String?, Int64) in
             defer { state.pidfd = -1 }
-            return (state.pidfd, state.adopted, state.adoptedDisk)
+            return (state.pidfd, state.adopted, state.adoptedDisk, state.adoptedOutputTotal)
         }
         if pidfd >= 0 {
             reactor.remove(pidfd)
@@ -58,8 +59,12 @@ extension ProcessAttempt {
         guard let directory else { return }
         let reactor = reactor
         spawner.submit { [self] in
-            let record = ShimRecord.read([directory] + (disk.map { [$0] } ?? []))
-            reactor.post { [self] in collected(record) }
+            var record = ShimRecord.read([directory] + (disk.map { [$0] } ?? []))
+            // Told once: where the spool begins is written before it is told (a crash of this
+            // batond before its end removes the directory leaves it for the next to see).
+            record.markTaken(at: total)
+            record.output = record.untold(historyTotal: total)
+            reactor.post { [self, record] in collected(record) }
         }
     }
 

@@ -45,6 +45,8 @@ final class ProcessAttempt: Attempt {
         var outcomeLost = false
         /// The cgroup the previous batond made for an adopted attempt (removed at its end).
         var adoptedCgroup: String?
+        /// An adopted attempt: the bytes of the run's output the history held at its adoption.
+        var adoptedOutputTotal: Int64 = 0
         /// Why the spawner could not make the leader.
         var spawnFailure: String?
         /// The pidfds of the tree's members being watched (tagged trees), or the cgroup's events.

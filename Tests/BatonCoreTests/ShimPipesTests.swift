@@ -91,34 +91,3 @@ struct ShimPipesTests {
         #expect(record.exitCode == 6 && String(decoding: record.output, as: UTF8.self) == "later\n", "\(record)")
     }
 }
-
-extension ShimPipesTests {
-    /// An attempt a previous batond started, found under the runtime directory with its status on
-    /// the disk (`SurvivingAttempt.disk`: written there once batond was gone) saying its program
-    /// could not be executed: a failed start, as a spawned attempt's would be (review s37 F6).
-    @Test("an adopted shim's exec failure kept on the disk fails the start, not exit 127")
-    func adoptedExecFailure() async throws {
-        let (runner, directory) = try ShimTests().runner()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let runtime = directory + "/run/7-1", disk = directory + "/db/7-1"
-        for path in [runtime, disk] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
-        try "exit 127\nexec-failed \(ENOENT) /no/such/program\n".write(toFile: disk + "/status", atomically: true, encoding: .utf8)
-        // A pid no process has now: a child that ran and was reaped.
-        let gone = Process()
-        gone.executableURL = URL(fileURLWithPath: "/bin/true")
-        try gone.run()
-        gone.waitUntilExit()
-        let surviving = SurvivingAttempt(attempt: 1, directory: runtime, disk: disk, pid: gone.processIdentifier, identity: "", alive: false, outputTotal: 0)
-        let (ends, end) = AsyncStream<AttemptOutcome>.makeStream()
-        _ = runner.attach(Job(runID: 7, action: Action(name: "t", exec: ["/no/such/program"]), attempt: 1, params: [:]), surviving) { event in
-            if case let .ended(outcome) = event {
-                end.yield(outcome)
-                end.finish()
-            }
-        }
-        var outcome: AttemptOutcome?
-        for await value in ends { outcome = value }
-        #expect(outcome?.result.started == false, "\(String(describing: outcome?.result))")
-        #expect(outcome?.result.error == "cannot run /no/such/program: No such file or directory", "\(String(describing: outcome?.result))")
-    }
-}
