@@ -108,7 +108,7 @@ public struct MetricsReport: Sendable {
             out.sample("baton_webhook_ignored_total", [("hook", key.hook), ("reason", key.reason)], Double(count))
         }
         out.family("baton_store_commit_duration_seconds", .histogram,
-                   "How long each history transaction took to commit; synced=\"false\": one with no fdatasync (process groups alone).")
+                   "How long each history transaction took to commit; synced=\"false\": one that did not wait for an fdatasync (process groups alone, or a store not FULL).")
         out.histogram("baton_store_commit_duration_seconds", [("synced", "true")], counts.commitSeconds)
         out.histogram("baton_store_commit_duration_seconds", [("synced", "false")], counts.unsyncedCommitSeconds)
         out.family("baton_store_commit_items", .histogram, "Journal items (trigger answers, transitions) per history transaction.")

@@ -59,23 +59,22 @@ extension ProcessAttempt {
         guard let directory else { return }
         let reactor = reactor
         spawner.submit { [self] in
-            var record = ShimRecord.read([directory] + (disk.map { [$0] } ?? []))
+            let record = ShimRecord.read([directory] + (disk.map { [$0] } ?? []))
             // Told once: where the spool begins is written before it is told (a crash of this
             // batond before its end removes the directory leaves it for the next to see).
             record.markTaken(at: total)
-            record.output = record.untold(historyTotal: total)
-            reactor.post { [self, record] in collected(record) }
+            let untold = record.untold(historyTotal: total)
+            reactor.post { [self, record] in collected(record, untold: untold) }
         }
     }
 
     /// What the shim kept: its spooled output joins the run's, and its status ends the leader. A
     /// shim gone without a status (killed, or it could not write one): the outcome is not known,
-    /// and the run's end says so.
-    private func collected(_ record: ShimRecord) {
-        if !record.output.isEmpty {
-            state.access { $0.output.takeSpooled(record.output) }
-            events(.output(.stdout, record.output))
-        }
+    /// and the run's end says so. The whole spool is the attempt's tail (what its end hooks are
+    /// given); only what the history lacks is told (`untold`).
+    private func collected(_ record: ShimRecord, untold: [UInt8]) {
+        if !record.output.isEmpty { state.access { $0.output.takeSpooled(record.output) } }
+        if !untold.isEmpty { events(.output(.stdout, untold)) }
         if record.exitCode == nil && record.signal == nil { state.access { $0.outcomeLost = true } }
         let signal = record.signal ?? (record.exitCode == nil ? SIGKILL : 0)
         handle(.leaderExited(exitCode: record.exitCode ?? -1, signal: signal))

@@ -25,7 +25,8 @@ extension ProcessAttempt {
     func leaderExited() {
         let pid = self.pid
         // Handed over: the shim's end is the next batond's to learn (it reads the status the shim keeps).
-        guard pid > 0, !state.access({ $0.handedOver || $0.handingOver != nil }) else { return }
+        // Its spool being read (`endHere`): reaped once that is told.
+        guard pid > 0, !state.access({ $0.handedOver || $0.handingOver != nil || $0.spoolPending }) else { return }
         var exitCode: Int32 = -1, signal: Int32 = 0, user: Int64 = 0, system: Int64 = 0, rss: Int64 = 0
         let reaped = baton_reap_usage(pid, &exitCode, &signal, &user, &system, &rss)
         guard reaped != 0 else { return }
@@ -140,6 +141,8 @@ extension ProcessAttempt {
         }
         for report in reports { events(.progress(report)) }
         events(.ended(outcome))
+        // A hand-over its shim's exit made this batond's (`endHere`): answered once the end is told.
+        if let answer = state.access({ state in defer { state.answerAtEnd = nil }; return state.answerAtEnd }) { answer(false) }
     }
 
     /// The spawner could not make the leader: it said why (`spawnFailure`), and nothing was left behind.

@@ -68,11 +68,7 @@ extension ProcessAttempt {
     /// every descriptor let go, and the conductor told.
     func finishHandOver() {
         guard let done = state.access({ $0.handingOver }) else { return }
-        if let places = exitedShim() {
-            state.access { $0.handingOver = nil }
-            done(false)
-            return endHere(spooledIn: places)
-        }
+        if let places = exitedShim() { return endHere(spooledIn: places, answer: done) }
         for fd in state.access({ $0.output.pipes.open }) {
             _ = drain(fd, limit: AttemptOutput.readsAtEnd)
             if state.access({ $0.output.pipes.open.contains(fd) }) {
@@ -105,10 +101,20 @@ extension ProcessAttempt {
     }
 
     /// Ends an attempt whose shim exited during the hand-over, here: what its pipes still hold is
-    /// read, then what it spooled once it had seen the signal (read off the loop; after the pipes'
-    /// bytes, as it was written), then its leader is reaped as any attempt's.
-    private func endHere(spooledIn places: [String]) {
-        for fd in state.access({ $0.output.pipes.open }) { _ = drain(fd, limit: AttemptOutput.readsAtEnd) }
+    /// read (its finished progress lines told), then what it spooled once it had seen the signal
+    /// (read off the loop; after the pipes' bytes, as it was written), then its leader is reaped as
+    /// any attempt's, while nothing else reaps it (`spoolPending`). The hand-over is answered (not
+    /// kept) once its end is told: answered before, a conductor whose grace is over would stop a
+    /// run that ended by itself, and record it cancelled (review s37 N2).
+    private func endHere(spooledIn places: [String], answer done: @escaping @Sendable (Bool) -> Void) {
+        state.access { state in
+            state.handingOver = nil
+            state.answerAtEnd = done
+            state.spoolPending = true
+        }
+        for fd in state.access({ $0.output.pipes.open }) {
+            for report in drain(fd, limit: AttemptOutput.readsAtEnd).0 { events(.progress(report)) }
+        }
         // A progress line left without its end: the shim may have cut it at the signal (it drops
         // progress from then on), so it is not read as the attempt's last report ("47/1" of "47/100").
         _ = state.access { $0.output.finalProgress() }
@@ -120,7 +126,8 @@ extension ProcessAttempt {
                     state.access { $0.output.takeSpooled(spooled) }
                     events(.output(.stdout, spooled))
                 }
-                pollForExit()
+                state.access { $0.spoolPending = false }
+                leaderExited()
             }
         }
     }

@@ -45,6 +45,10 @@ final class ProcessAttempt: Attempt {
         var outcomeLost = false
         /// The cgroup the previous batond made for an adopted attempt (removed at its end).
         var adoptedCgroup: String?
+        /// A hand-over that ends here (`endHere`): its shim's spool is being read (nothing reaps the
+        /// leader meanwhile), and the answer, given once the attempt's end is told.
+        var spoolPending = false
+        var answerAtEnd: (@Sendable (Bool) -> Void)?
         /// An adopted attempt: the bytes of the run's output the history held at its adoption.
         var adoptedOutputTotal: Int64 = 0
         /// Why the spawner could not make the leader.

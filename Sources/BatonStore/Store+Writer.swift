@@ -48,7 +48,8 @@ extension Store {
                 state.relaxed = relax
             }
             let results = try write(batch.jobs, lossy: state.lossyOutput, on: state.connection)
-            context.options.onCommit?((ContinuousClock.now - began).secondsValue, batch.jobs.count, !relax)
+            // Synced: waited for an fdatasync (a FULL store's commit, but a relaxed one; NORMAL and OFF never do).
+            context.options.onCommit?((ContinuousClock.now - began).secondsValue, batch.jobs.count, context.options.synchronous == .full && !relax)
             context.options.afterCommit?(state.connection)
             for item in batch.jobs { for case let .created(run, _) in item.entries { state.highestRunID = max(state.highestRunID, run.id) } }
             let recovered = context.status.withLock { status in

@@ -51,7 +51,8 @@ static int exec_failed;           // the errno of the child's failed exec, 0 if 
 static const char *argv0;         // the action's program as configured, for the status
 
 enum { CHUNK = 65536, READS_PER_TURN = 16, READS_AT_END = 64 };
-static char buffer[CHUNK];        // the reads' and the spool trimming's buffer
+static char buffer[CHUNK];        // the reads' buffer
+static char trimming[CHUNK];      // the spool trimming's: a chunk read into `buffer` may wait to be spooled after a trim
 
 static void on_child(int sig) { (void)sig; int saved = errno; (void)!write(wake[1], "c", 1); errno = saved; }
 static void on_stop(int sig) { (void)sig; }  // TERM, INT, HUP...: meant for the action (its group gets them too)
@@ -83,11 +84,11 @@ static int write_all(int fd, const char *data, size_t n) { return write_upto(fd,
 static int move_down(int fd, long long from, long long to, long long n) {
     while (n > 0) {
         size_t want = n < CHUNK ? (size_t)n : CHUNK;
-        ssize_t got = pread(fd, buffer, want, from);
+        ssize_t got = pread(fd, trimming, want, from);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) return -1;
         for (ssize_t done = 0; done < got;) {
-            ssize_t w = pwrite(fd, buffer + done, (size_t)(got - done), to + done);
+            ssize_t w = pwrite(fd, trimming + done, (size_t)(got - done), to + done);
             if (w < 0 && errno == EINTR) continue;
             if (w <= 0) return -1;
             done += w;
@@ -156,7 +157,6 @@ static void spool_write(const char *data, size_t n) {
     spooled += (long long)n;
     if (spooled < 2 * limit) return;
     // A descriptor of its own: pwrite on an O_APPEND one appends wherever it is asked to write.
-    // `data` may be `buffer` itself: it is written already.
     int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0 && move_down(fd, spooled - limit, 0, limit) == 0 && ftruncate(fd, limit) == 0) spooled = limit;
     if (fd >= 0) close(fd);

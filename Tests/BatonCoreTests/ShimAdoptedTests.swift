@@ -74,6 +74,7 @@ struct ShimAdoptedTests {
         let (outcome, told, takenWhenTold) = try await Self.collect(runtime, disk, total: total)
         #expect(outcome?.result.exitCode == 4, "\(String(describing: outcome?.result))")
         #expect(told == expected)
+        #expect(String(decoding: outcome?.output ?? [], as: UTF8.self) == "abc", "the attempt's tail (its end hooks' output) is the whole spool")
         if !expected.isEmpty { #expect(takenWhenTold == String(taken ?? total), "where the spool began, when it was told") }
         #expect(!FileManager.default.fileExists(atPath: disk), "the collected directory outlived the attempt's end")
     }

@@ -16,7 +16,8 @@ struct ShimHandOverRaceTests {
     /// in one turn of the loop (so that the pipes' end is seen only after it): with `signalFirst`,
     /// sends the hand-over signal until the shim has let go of batond's pipes; opens the gate; waits
     /// until the shim has written its status and exited; then asks the hand-over. Returns whether
-    /// the attempt was kept (handed over), the probe and the attempt's shim directory.
+    /// the attempt was kept (handed over), the probe and the attempt's shim directory; it checks
+    /// that a hand-over not kept is answered once the attempt's end is told (review s37 N2).
     static func handOverAsEnded(_ script: String, signalFirst: Bool) async throws -> (kept: Bool?, probe: AttemptProbe, place: String) {
         var (runner, directory) = try ShimTests().runner()
         let reactor = Reactor()
@@ -27,7 +28,7 @@ struct ShimHandOverRaceTests {
         let probe = AttemptProbe(runner, Job(runID: 7, action: Action(name: "t", exec: ["sh", "-c", script, gate]), attempt: 2, params: [:]))
         _ = await probe.started()
         let attempt = try #require(probe.attempt as? ProcessAttempt)
-        let (answers, answer) = AsyncStream<Bool>.makeStream()
+        let (answers, answer) = AsyncStream<(kept: Bool, endedFirst: Bool)>.makeStream()
         let place = directory + "/7-2"
         reactor.post {
             let pid = attempt.pid
@@ -44,12 +45,15 @@ struct ShimHandOverRaceTests {
             let ended = ShimDiskTests.within { access(place + "/status", F_OK) == 0 && baton_has_exited(pid) != 0 }
             #expect(ended, "the shim did not end with its status in its directory")
             attempt.beginHandOver { kept in
-                answer.yield(kept)
+                answer.yield((kept, probe.events.all.contains { if case .ended = $0 { true } else { false } }))
                 answer.finish()
             }
         }
         var kept: Bool?
-        for await value in answers { kept = value }
+        for await value in answers {
+            kept = value.kept
+            #expect(value.kept || value.endedFirst, "not kept, answered before the attempt's end was told: a conductor past its grace would stop it")
+        }
         return (kept, probe, place)
     }
 

@@ -48,6 +48,41 @@ struct ShimPipesTests {
         #expect(lost == 0, "\(lost) bytes lost: what the pipe held unread when batond's end closed (at most \(capacity))")
     }
 
+    /// The same cut with a spool bound of 16 KiB: the unread bytes spooled first (a full pipe: 64 KiB)
+    /// trim the spool, and the trim must not use the buffer that still holds the rest of the cut
+    /// chunk (review s37 N1: that rest was spooled as the trim's bytes). The action writes 60,000
+    /// bytes (they fill batond's pipe but 5,536), then 20,000 in one write: the shim reads them as one
+    /// chunk, writes 5,536 and blocks; nothing is read on batond's side until its end closes.
+    @Test("a spool trimmed by the unread bytes keeps the action's last bytes, not the trim's")
+    func cutWriteTrimmed() throws {
+        let scratch = NSTemporaryDirectory() + "baton-shimcut-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let directory = scratch + "/run/1-1", disk = scratch + "/db/1-1", fifo = scratch + "/gate", data = scratch + "/data"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let whole = Array((1...20000).map { "\($0)\n" }.joined().utf8.prefix(80_000))
+        FileManager.default.createFile(atPath: data, contents: Data(whole))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(ShimTests.executable))
+        let writes = "import os, sys; d = open(sys.argv[1], 'rb').read(); os.write(1, d[:60000]); os.write(1, d[60000:])"
+        let script = "cat \"$0\" > /dev/null; python3 -c \"$2\" \"$1\"; touch \"$1.done\""
+        process.arguments = ["-s", disk, directory, "16384", "/bin/sh", "sh", "-c", script, fifo, data, writes]
+        let reader = try ShimDiskTests.run(process)
+        let gate = open(fifo, O_WRONLY)
+        if gate >= 0 { close(gate) }
+        // All written, the shim blocked writing the 20,000 (`write(1, ...)`), batond's pipe full.
+        let pid = process.processIdentifier
+        #expect(ShimDiskTests.within { FileManager.default.fileExists(atPath: data + ".done") })
+        #expect(ShimDiskTests.within { (try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8))?.hasPrefix("1 0x1 ") == true })
+        var unread: Int32 = 0
+        #expect(ioctl(reader.fileDescriptor, UInt(FIONREAD), &unread) == 0 && unread >= 32_768, "unread: \(unread)")
+        try ShimDiskTests.gone(reader)
+        process.waitUntilExit()
+        let spooled = ShimRecord.read(disk).output
+        #expect(spooled.count >= 16_384 && whole.suffix(spooled.count).elementsEqual(spooled),
+                "the spool (\(spooled.count) bytes) is not the output's last bytes: \(String(decoding: spooled.suffix(40), as: UTF8.self).debugDescription)")
+    }
+
     /// batond killed while the action is silent, with bytes it had not read yet in its pipe: the shim
     /// sees its end gone (POLLERR) and spools those bytes first (they were never batond's), then the rest.
     @Test("batond's end closed with bytes unread in its pipe: they are spooled before what comes after")
