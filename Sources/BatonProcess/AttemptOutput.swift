@@ -76,6 +76,9 @@ struct AttemptOutput {
         }
     }
 
+    /// Bytes of stdout and stderr taken from the pipes (each told as it was taken).
+    private(set) var told: Int64 = 0
+
     /// Takes what a shim spooled while no batond read its pipes (stdout and stderr interleaved).
     mutating func takeSpooled(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { tail.append($0) }
@@ -84,6 +87,7 @@ struct AttemptOutput {
     /// Takes a chunk read from `fd`; returns the progress lines it completed.
     mutating func take(_ chunk: UnsafeRawBufferPointer, from fd: Int32) -> [Progress] {
         guard fd == pipes.progress else {
+            told += Int64(chunk.count)
             tail.append(chunk)
             if fd == pipes.stderr { lastError.append(chunk) }
             return []

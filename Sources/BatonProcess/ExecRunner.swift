@@ -103,7 +103,10 @@ public struct ExecRunner: Runner {
         let runner = self
         spawner.submit(planned: { state in
             let made = runner.make(job, &state)
-            reactor.post { attempt.spawned(made) }
+            reactor.post {
+                attempt.state.access { $0.outputBefore = job.outputBefore }
+                attempt.spawned(made)
+            }
         })
         return attempt
     }

@@ -18,18 +18,28 @@ struct ShimHandOverRaceTests {
     /// until the shim has written its status and exited; then asks the hand-over. Returns whether
     /// the attempt was kept (handed over), the probe and the attempt's shim directory; it checks
     /// that a hand-over not kept is answered once the attempt's end is told (review s37 N2).
-    static func handOverAsEnded(_ script: String, signalFirst: Bool) async throws -> (kept: Bool?, probe: AttemptProbe, place: String) {
+    /// `taken`: what `DIR/taken` said as each chunk of output was told (the run's output before the
+    /// attempt is 100 bytes).
+    static func handOverAsEnded(_ script: String, signalFirst: Bool) async throws
+        -> (kept: Bool?, probe: AttemptProbe, place: String, taken: [(told: String, taken: String?)]) {
         var (runner, directory) = try ShimTests().runner()
+        let place = directory + "/7-2"
+        let taken = Locked([(told: String, taken: String?)]())
         let reactor = Reactor()
         runner.reactor = reactor
         let gate = directory + "-gate"
         #expect(mkfifo(gate, 0o600) == 0)
         defer { unlink(gate) }
-        let probe = AttemptProbe(runner, Job(runID: 7, action: Action(name: "t", exec: ["sh", "-c", script, gate]), attempt: 2, params: [:]))
+        var job = Job(runID: 7, action: Action(name: "t", exec: ["sh", "-c", script, gate]), attempt: 2, params: [:])
+        job.outputBefore = 100
+        let probe = AttemptProbe(runner, job) { event in
+            guard case let .output(_, bytes) = event else { return }
+            let said = try? String(contentsOfFile: place + "/taken", encoding: .utf8)
+            taken.withLock { $0.append((String(decoding: bytes, as: UTF8.self), said)) }
+        }
         _ = await probe.started()
         let attempt = try #require(probe.attempt as? ProcessAttempt)
         let (answers, answer) = AsyncStream<(kept: Bool, endedFirst: Bool)>.makeStream()
-        let place = directory + "/7-2"
         reactor.post {
             let pid = attempt.pid
             if signalFirst {
@@ -54,7 +64,7 @@ struct ShimHandOverRaceTests {
             kept = value.kept
             #expect(value.kept || value.endedFirst, "not kept, answered before the attempt's end was told: a conductor past its grace would stop it")
         }
-        return (kept, probe, place)
+        return (kept, probe, place, taken.withLock { $0 })
     }
 
     /// The output the attempt told (what the conductor records), in order.
@@ -64,7 +74,7 @@ struct ShimHandOverRaceTests {
 
     @Test("the shim wrote its status where batond reads and exited before the hand-over was seen: not handed over, its end recorded by this batond")
     func endedBeforeHandOver() async throws {
-        let (kept, probe, place) = try await Self.handOverAsEnded("cat \"$0\" > /dev/null; echo done", signalFirst: false)
+        let (kept, probe, place, _) = try await Self.handOverAsEnded("cat \"$0\" > /dev/null; echo done", signalFirst: false)
         defer { try? FileManager.default.removeItem(atPath: place.parentPath) }
         #expect(kept == false, "handed over: the run's end, on the tmpfs only, is left to a next batond")
         guard kept == false else { return }
@@ -75,7 +85,10 @@ struct ShimHandOverRaceTests {
 
     @Test("the shim saw the hand-over, spooled the action's last bytes and exited (its status in its directory: no -s) before batond saw its pipes end: not handed over, ended here with every byte, the spooled ones last")
     func spooledBeforeHandOverSeen() async throws {
-        let (kept, probe, place) = try await Self.handOverAsEnded("echo first; cat \"$0\" > /dev/null; echo last; exit 3", signalFirst: true)
+        // Where the spool begins in the run's output (100 bytes before this attempt, "first\n" from
+        // its pipes), written beside it before it is told (review s37 N3): a batond that dies before
+        // the run's end removes it leaves the next one to tell only what the history lacks.
+        let (kept, probe, place, taken) = try await Self.handOverAsEnded("echo first; cat \"$0\" > /dev/null; echo last; exit 3", signalFirst: true)
         defer { try? FileManager.default.removeItem(atPath: place.parentPath) }
         #expect(kept == false, "handed over: a shim that has ended is this batond's to record")
         guard kept == false else { return }
@@ -83,12 +96,13 @@ struct ShimHandOverRaceTests {
         #expect(outcome.result.exitCode == 3, "\(outcome.result)")
         #expect(String(decoding: outcome.output, as: UTF8.self) == "first\nlast\n")
         #expect(Self.told(probe) == "first\nlast\n", "the pipes' bytes, then the spool's")
+        #expect(taken.map(\.told) == ["first\n", "last\n"] && taken.last?.taken == "106", "\(taken)")
         #expect(!FileManager.default.fileExists(atPath: place), "the shim's directory outlived the attempt's end")
     }
 
     @Test("a progress line the hand-over cut (the shim drops progress after the signal) is not the attempt's last report (review s37 F4: 47/1 of 47/100 read as done)")
     func cutProgressLine() async throws {
-        let (kept, probe, place) = try await Self.handOverAsEnded("printf '47/1' >&3; cat \"$0\" > /dev/null; printf '00 half\\n' >&3; echo end", signalFirst: true)
+        let (kept, probe, place, _) = try await Self.handOverAsEnded("printf '47/1' >&3; cat \"$0\" > /dev/null; printf '00 half\\n' >&3; echo end", signalFirst: true)
         defer { try? FileManager.default.removeItem(atPath: place.parentPath) }
         #expect(kept == false)
         guard kept == false else { return }

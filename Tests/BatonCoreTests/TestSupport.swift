@@ -66,13 +66,15 @@ final class AttemptProbe: Sendable {
     private let began: AsyncStream<ProcessGroup?>
     private let spoke: AsyncStream<Void>
 
-    init(_ runner: any Runner, _ job: Job) {
+    /// `observe`: called with each event as it is told, before it is recorded.
+    init(_ runner: any Runner, _ job: Job, observe: (@Sendable (AttemptEvent) -> Void)? = nil) {
         let (stream, continuation) = AsyncStream<AttemptOutcome>.makeStream()
         let (starts, start) = AsyncStream<ProcessGroup?>.makeStream()
         let (outputs, output) = AsyncStream<Void>.makeStream()
         (ended, began, spoke) = (stream, starts, outputs)
         let events = events
         attempt = runner.start(job) { event in
+            observe?(event)
             events.append(event)
             if case let .started(group) = event {
                 start.yield(group)

@@ -237,7 +237,7 @@ public final class Conductor: Sendable {
     private func start(_ launch: Launch) -> any Attempt {
         let closure = shared.withLock { $0.closures[launch.action.name]?.runner }
         let runner = launch.runner?.runner ?? closure ?? options.execRunner
-        let job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: Self.jobParams(launch),
+        var job = Job(runID: launch.run, action: launch.action, attempt: launch.attempt, params: Self.jobParams(launch),
                       instance: options.instance, hook: launch.hook)
         let (run, attempt) = (launch.run, launch.attempt)
         let source = OutputSource(run: run, attempt: attempt, action: launch.action.name, key: outputKey(launch),
@@ -262,6 +262,7 @@ public final class Conductor: Sendable {
             core.access { $0.outputs[run] = OutputLimiter(runID: run, keep: launch.action.outputKeep, resumingAt: surviving.outputTotal) }
             return exec.attach(job, surviving, events: events)
         }
+        job.outputBefore = core.access { $0.outputs[run]?.total } ?? 0
         return runner.start(job, events: events)
     }
 

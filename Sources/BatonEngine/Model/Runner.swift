@@ -44,6 +44,9 @@ public struct Job: Sendable {
     public var instance: String?
     /// What a hook run is told of the run that fired it (`BATON_HOOK_*`).
     public var hook: HookContext?
+    /// Bytes of the run's output before this attempt's (what the history holds once what waits is
+    /// written): where this attempt's output begins, for a shim's spool told once (`ShimRecord.markTaken`).
+    public var outputBefore: Int64 = 0
 
     public init(runID: Int64, action: Action, attempt: Int, params: [String: String], instance: String? = nil, hook: HookContext? = nil) {
         self.hook = hook
