@@ -141,8 +141,7 @@ extension ProcessAttempt {
         }
         for report in reports { events(.progress(report)) }
         events(.ended(outcome))
-        // A hand-over its shim's exit made this batond's (`endHere`): answered once the end is told.
-        if let answer = state.access({ state in defer { state.answerAtEnd = nil }; return state.answerAtEnd }) { answer(false) }
+        toldEnd()
     }
 
     /// The spawner could not make the leader: it said why (`spawnFailure`), and nothing was left behind.
@@ -150,5 +149,15 @@ extension ProcessAttempt {
         let why = state.access { $0.spawnFailure ?? "the attempt did not start" }
         events(.started(nil))
         events(.ended(AttemptOutcome(result: .failedToStart(why))))
+        toldEnd()
+    }
+
+    /// The attempt's `.ended` is told: a hand-over asked while it was ending is declined now (`answerAtEnd`).
+    private func toldEnd() {
+        let answer = state.access { state in
+            defer { (state.endTold, state.answerAtEnd) = (true, nil) }
+            return state.answerAtEnd
+        }
+        answer?(false)
     }
 }

@@ -22,16 +22,20 @@ extension ProcessAttempt {
     }
 
     /// On the loop: signals the shim, or declines (no shim, or its leader has exited already:
-    /// the attempt ends here as any other).
+    /// the attempt ends here as any other). Declined for an attempt that is ending (its leader
+    /// reaped, or an adopted shim's status being read), the answer waits for its end to be told:
+    /// given before, a conductor past its grace would stop, and record cancelled, a run that
+    /// ended by itself (review s37 N2, R2).
     func beginHandOver(_ done: @escaping @Sendable (Bool) -> Void) {
         switch state.access({ $0.machine.phase }) {
         case .spawning: return state.access { $0.handOverAtBirth = done }
         case .running: break
-        case .draining, .ended: return done(false)
+        case .draining, .ended: return answerAtEnd(done)
         }
         let (shim, adopted, pid, pidfd) = state.access { ($0.shimDirectory, $0.adopted, $0.born?.pid ?? 0, $0.pidfd) }
+        guard shim != nil, pid > 0 else { return done(false) }
         // An adopted shim whose pidfd is gone has ended: its status is being read.
-        guard shim != nil, pid > 0, adopted == nil || pidfd >= 0 else { return done(false) }
+        guard adopted == nil || pidfd >= 0 else { return answerAtEnd(done) }
         state.access { state in
             state.handingOver = done
             state.pidfd = -1
@@ -48,6 +52,12 @@ extension ProcessAttempt {
         if adopted == nil { signalHandOver(pid) }
         if state.access({ $0.output.pipes.open.isEmpty }) { return finishHandOver() }
         reactor.after(Self.handOverBound) { [self] in finishHandOver() }
+    }
+
+    /// Declines the hand-over once the attempt's end is told (at once where it is already).
+    private func answerAtEnd(_ done: @escaping @Sendable (Bool) -> Void) {
+        if state.access({ $0.endTold }) { return done(false) }
+        state.access { $0.answerAtEnd = done }
     }
 
     /// How often the signal is sent again until the pipes reach their end.
@@ -109,9 +119,9 @@ extension ProcessAttempt {
     private func endHere(spooledIn places: [String], answer done: @escaping @Sendable (Bool) -> Void) {
         state.access { state in
             state.handingOver = nil
-            state.answerAtEnd = done
             state.spoolPending = true
         }
+        answerAtEnd(done)
         for fd in state.access({ $0.output.pipes.open }) {
             for report in drain(fd, limit: AttemptOutput.readsAtEnd).0 { events(.progress(report)) }
         }

@@ -48,6 +48,8 @@ final class ProcessAttempt: Attempt {
         /// A hand-over that ends here (`endHere`): its shim's spool is being read (nothing reaps the
         /// leader meanwhile), and the answer, given once the attempt's end is told.
         var spoolPending = false
+        /// The attempt's `.ended` was told (a hand-over asked after it is answered at once).
+        var endTold = false
         /// Bytes of the run's output before this attempt's (`Job.outputBefore`).
         var outputBefore: Int64 = 0
         var answerAtEnd: (@Sendable (Bool) -> Void)?

@@ -15,7 +15,8 @@ import Testing
         close(null)
         defer { for fd in [below, first, above] { close(fd) } }
         try #require(below >= 700 && below < 800 && first >= 800 && first < 900 && above >= 900, "\(below) \(first) \(above)")
-        // The child does this after its fork; here the marks are undone after, for the test runner's sake.
+        // The child does this after its fork; here it marks the test process's descriptors from 800
+        // (none but these, in practice), which only keeps them from children that exec.
         baton_cloexec_from(first, byLoop)
         #expect(fcntl(first, F_GETFD) & FD_CLOEXEC != 0)
         #expect(fcntl(above, F_GETFD) & FD_CLOEXEC != 0)
