@@ -87,7 +87,7 @@ public struct ShimRecord: Sendable, Equatable {
     /// runtime directory, then its directory on the disk (a shim writes one status, in one of them).
     public static func read(_ directories: [String]) -> ShimRecord {
         var record = ShimRecord(exitCode: nil, signal: nil, output: [])
-        let directories = directories.filter(isRealDirectory)
+        let directories = directories.filter(isOwnDirectory)
         if let status = directories.lazy.compactMap({ try? String(contentsOfFile: $0 + "/status", encoding: .utf8) }).first {
             let lines = status.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
             let words = lines[0].split(separator: " ")
@@ -121,8 +121,17 @@ public struct ShimRecord: Sendable, Equatable {
         if rename(temporary, place + "/taken") != 0 { unlink(temporary) }
     }
 
+    /// Whether `path` is a directory batond's shims make: not a symlink, batond's user's, writable by
+    /// no one else (as the shim takes one, `own_dir`). Only such a place is read: another user who
+    /// may write the database's directory could plant one holding a status and an output for a run
+    /// (review s37 F1d).
+    static func isOwnDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR && info.st_uid == geteuid() && info.st_mode & 0o022 == 0
+    }
+
     /// Whether `path` is a directory itself, not a symlink to one: an attempt's place beside the
-    /// database is read and emptied only so (another user who may write there could plant one).
+    /// database is emptied only so (another user who may write there could plant one).
     static func isRealDirectory(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR

@@ -88,3 +88,22 @@ struct ShimAdoptedTests {
         #expect(record.untold(historyTotal: total) == Array(Array("xyz".utf8).suffix(count)))
     }
 }
+
+extension ShimAdoptedTests {
+    /// A place another user made (or one anyone may write) under the shims' places holds no
+    /// attempt of batond's: its status and output are not read (review s37 F1d).
+    @Test("a shim directory not batond's user's, or writable by others, is not read", arguments: ["owner", "mode"])
+    func plantedPlace(_ how: String) throws {
+        let (scratch, _, disk) = try Self.place(["status": "exit 0\n", "output": "planted"])
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        #expect(ShimRecord.read(disk).exitCode == 0, "batond's own place is read")
+        if how == "owner" {
+            try #require(geteuid() == 0, "changing a directory's owner needs root")
+            #expect(chown(disk, 65534, 65534) == 0)
+        } else {
+            #expect(chmod(disk, 0o777) == 0)
+        }
+        let record = ShimRecord.read(disk)
+        #expect(record.exitCode == nil && record.output.isEmpty, "\(record)")
+    }
+}
