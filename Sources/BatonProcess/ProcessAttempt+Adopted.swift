@@ -38,7 +38,7 @@ extension ProcessAttempt {
             state.adoptedDisk = surviving.disk
             state.shimDirectory = surviving.directory
             state.adoptedCgroup = cgroup
-            state.adoptedOutputTotal = surviving.outputTotal
+            state.outputBefore = surviving.outputTotal
         }
         events(.started(ProcessGroup(pgid: surviving.pid, identity: surviving.identity)))
         handle(.spawned)
@@ -48,33 +48,43 @@ extension ProcessAttempt {
 
     /// The shim exited (its pidfd is readable): its status and spool are read off the loop.
     private func shimEnded() {
-        let (pidfd, directory, disk, total) = state.access { state -> (Int32, String?, String?, Int64) in
+        let (pidfd, directory, disk) = state.access { state -> (Int32, String?, String?) in
             defer { state.pidfd = -1 }
-            return (state.pidfd, state.adopted, state.adoptedDisk, state.adoptedOutputTotal)
+            return (state.pidfd, state.adopted, state.adoptedDisk)
         }
         if pidfd >= 0 {
             reactor.remove(pidfd)
             close(pidfd)
         }
         guard let directory else { return }
+        collectSpool([directory] + (disk.map { [$0] } ?? [])) { [self] record in collected(record) }
+    }
+
+    /// Off the loop, reads what a shim kept in `places` (its status and spool) and says where the
+    /// spool begins in the run's output before telling it (`ShimRecord.markTaken`: the run's
+    /// output before this attempt, and what its pipes gave), so that a batond that collects it
+    /// again after a crash of this one tells only what the history lacks (`untold`); then, on the
+    /// loop, takes the whole spool for the attempt's tail (what its end hooks are given), tells
+    /// what is untold, and hands the record to `then`. An adopted shim's collection and a
+    /// hand-over ended here (`endHere`) alike.
+    func collectSpool(_ places: [String], then: @escaping @Sendable (ShimRecord) -> Void) {
+        let at = state.access { $0.outputBefore + $0.output.told }
         let reactor = reactor
         spawner.submit { [self] in
-            let record = ShimRecord.read([directory] + (disk.map { [$0] } ?? []))
-            // Told once: where the spool begins is written before it is told (a crash of this
-            // batond before its end removes the directory leaves it for the next to see).
-            record.markTaken(at: total)
-            let untold = record.untold(historyTotal: total)
-            reactor.post { [self, record] in collected(record, untold: untold) }
+            let record = ShimRecord.read(places)
+            record.markTaken(at: at)
+            let untold = record.untold(historyTotal: at)
+            reactor.post { [self] in
+                if !record.output.isEmpty { state.access { $0.output.takeSpooled(record.output) } }
+                if !untold.isEmpty { events(.output(.stdout, untold)) }
+                then(record)
+            }
         }
     }
 
-    /// What the shim kept: its spooled output joins the run's, and its status ends the leader. A
-    /// shim gone without a status (killed, or it could not write one): the outcome is not known,
-    /// and the run's end says so. The whole spool is the attempt's tail (what its end hooks are
-    /// given); only what the history lacks is told (`untold`).
-    private func collected(_ record: ShimRecord, untold: [UInt8]) {
-        if !record.output.isEmpty { state.access { $0.output.takeSpooled(record.output) } }
-        if !untold.isEmpty { events(.output(.stdout, untold)) }
+    /// What the shim kept ends the leader. A shim gone without a status (killed, or it could not
+    /// write one): the outcome is not known, and the run's end says so.
+    private func collected(_ record: ShimRecord) {
         if record.exitCode == nil && record.signal == nil { state.access { $0.outcomeLost = true } }
         let signal = record.signal ?? (record.exitCode == nil ? SIGKILL : 0)
         handle(.leaderExited(exitCode: record.exitCode ?? -1, signal: signal))

@@ -128,22 +128,9 @@ extension ProcessAttempt {
         // A progress line left without its end: the shim may have cut it at the signal (it drops
         // progress from then on), so it is not read as the attempt's last report ("47/1" of "47/100").
         _ = state.access { $0.output.finalProgress() }
-        // Where the spool begins in the run's output: written beside it before it is told, so that a
-        // batond that collects it again (this one died before the run's end removed it) tells it once.
-        let at = state.access { $0.outputBefore + $0.output.told }
-        let reactor = reactor
-        spawner.submit { [self] in
-            let record = ShimRecord.read(places)
-            record.markTaken(at: at)
-            let spooled = record.output
-            reactor.post { [self] in
-                if !spooled.isEmpty {
-                    state.access { $0.output.takeSpooled(spooled) }
-                    events(.output(.stdout, spooled))
-                }
-                state.access { $0.spoolPending = false }
-                leaderExited()
-            }
+        collectSpool(places) { [self] _ in
+            state.access { $0.spoolPending = false }
+            leaderExited()
         }
     }
 }

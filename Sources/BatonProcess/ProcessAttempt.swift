@@ -50,11 +50,10 @@ final class ProcessAttempt: Attempt {
         var spoolPending = false
         /// The attempt's `.ended` was told (a hand-over asked after it is answered at once).
         var endTold = false
-        /// Bytes of the run's output before this attempt's (`Job.outputBefore`).
+        /// Bytes of the run's output before this attempt's (`Job.outputBefore`; an adopted one's: what
+        /// the history held at its adoption).
         var outputBefore: Int64 = 0
         var answerAtEnd: (@Sendable (Bool) -> Void)?
-        /// An adopted attempt: the bytes of the run's output the history held at its adoption.
-        var adoptedOutputTotal: Int64 = 0
         /// Why the spawner could not make the leader.
         var spawnFailure: String?
         /// The pidfds of the tree's members being watched (tagged trees), or the cgroup's events.
